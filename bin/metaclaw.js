@@ -1,0 +1,9 @@
+#!/usr/bin/env node
+// Thin launcher: the CLI is compiled to dist/ by `npm run build` (run automatically by `npm ci`).
+import('../dist/cli/main.js').catch((error) => {
+  if (error && error.code === 'ERR_MODULE_NOT_FOUND') {
+    console.error('metaclaw: the compiled CLI is missing; run `npm run build` in the metaclaw folder first.');
+    process.exit(1);
+  }
+  throw error;
+});

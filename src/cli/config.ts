@@ -1,0 +1,115 @@
+import { definitionFor, displayValue, KEY_DEFINITIONS, setConfigValue, unsetConfigValue, type KeyDefinition } from '../config/index.js';
+import { ConfigError } from '../errors.js';
+import { CliExit, loadCliConfig, print } from './context.js';
+
+export interface ConfigOptions {
+  config?: string;
+  json?: boolean;
+  reveal?: boolean;
+}
+
+/**
+ * `metaclaw config show | get KEY | set KEY VALUE | unset KEY | keys | path`, and MetaClaw's
+ * `metaclaw config KEY [VALUE]`. Values are converted by each key's type, never guessed.
+ */
+export function configCommand(args: string[], options: ConfigOptions): void {
+  const [first, ...rest] = args;
+  try {
+    switch (first) {
+      case undefined:
+      case 'show':
+        return show(options);
+      case 'path':
+        return print(loadCliConfig(pick(options)).file);
+      case 'keys':
+        return keys(options);
+      case 'get':
+        return get(required(rest[0], 'config get KEY'), options);
+      case 'set':
+        return set(required(rest[0], 'config set KEY VALUE'), required(rest[1], 'config set KEY VALUE'), options);
+      case 'unset':
+        return unset(required(rest[0], 'config unset KEY'), options);
+      default:
+        if (rest.length === 0) return get(first, options);
+        return set(first, rest[0]!, options);
+    }
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliExit(error.message);
+    throw error;
+  }
+}
+
+function show(options: ConfigOptions): void {
+  const config = loadCliConfig(pick(options));
+  const values = config.values as unknown as Record<string, unknown>;
+  if (options.json) {
+    const masked = Object.fromEntries(KEY_DEFINITIONS.map((definition) => [definition.key, maskIf(definition, values[definition.key], options.reveal)]));
+    print(JSON.stringify({ file: config.file, exists: config.fileExists, values: masked, warnings: config.warnings }, null, 2));
+    return;
+  }
+  print(`# ${config.file}${config.fileExists ? '' : ' (not created yet: showing defaults)'}`);
+  for (const warning of config.warnings) print(`# warning: ${warning}`);
+  let section = '';
+  for (const definition of KEY_DEFINITIONS) {
+    const top = definition.key.includes('.') ? definition.key.split('.')[0]! : '';
+    if (top !== section) {
+      section = top;
+      print('');
+    }
+    const marker = config.explicitKeys.has(definition.key) ? ' ' : '·';
+    print(`${marker} ${definition.key} = ${render(definition, values[definition.key], options.reveal)}`);
+  }
+  print('');
+  print('(· = default value; secrets are masked, --reveal shows them)');
+}
+
+function keys(options: ConfigOptions): void {
+  if (options.json) {
+    print(JSON.stringify(KEY_DEFINITIONS.map((definition) => ({ key: definition.key, type: definition.expected, default: definition.secret ? '' : definition.default, doc: definition.doc, secret: definition.secret === true })), null, 2));
+    return;
+  }
+  for (const definition of KEY_DEFINITIONS) {
+    print(`${definition.key}  (${definition.expected}; default ${definition.secret ? '(empty)' : JSON.stringify(definition.default)})`);
+    print(`    ${definition.doc}`);
+  }
+}
+
+function get(key: string, options: ConfigOptions): void {
+  const definition = definitionFor(key);
+  const config = loadCliConfig(pick(options));
+  const value = (config.values as unknown as Record<string, unknown>)[definition.key];
+  if (options.json) print(JSON.stringify(maskIf(definition, value, options.reveal)));
+  else print(`${definition.key}: ${render(definition, value, options.reveal)}`);
+}
+
+function set(key: string, text: string, options: ConfigOptions): void {
+  const config = loadCliConfig(pick(options));
+  const { key: canonical, value } = setConfigValue(config.file, key, text);
+  const definition = definitionFor(canonical);
+  print(`${canonical} = ${render(definition, value, false)}  (written to ${config.file}; restart the proxy to apply)`);
+}
+
+function unset(key: string, options: ConfigOptions): void {
+  const config = loadCliConfig(pick(options));
+  const { key: canonical, removed } = unsetConfigValue(config.file, key);
+  print(removed ? `${canonical} removed from ${config.file}; its default applies.` : `${canonical} was not set in ${config.file}.`);
+}
+
+function render(definition: KeyDefinition, value: unknown, reveal: boolean | undefined): string {
+  if (definition.secret && !reveal) return displayValue(definition, value);
+  if (typeof value === 'string') return value === '' ? '""' : value;
+  return JSON.stringify(value);
+}
+
+function maskIf(definition: KeyDefinition, value: unknown, reveal: boolean | undefined): unknown {
+  return definition.secret && !reveal ? displayValue(definition, value) : value;
+}
+
+function required(value: string | undefined, usage: string): string {
+  if (value === undefined) throw new CliExit(`Usage: metaclaw ${usage}`);
+  return value;
+}
+
+function pick(options: ConfigOptions): { config?: string } {
+  return options.config ? { config: options.config } : {};
+}

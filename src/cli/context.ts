@@ -1,0 +1,42 @@
+import { loadConfig, type LoadedConfig } from '../config/index.js';
+import { ConfigError } from '../errors.js';
+
+/** Thrown by commands to exit with a message and a code, without a stack trace. */
+export class CliExit extends Error {
+  constructor(
+    message: string,
+    readonly code = 1,
+  ) {
+    super(message);
+  }
+}
+
+export interface GlobalOptions {
+  config?: string;
+}
+
+/** Loads the config for a command; configuration errors become a clean exit with the message. */
+export function loadCliConfig(options: { config?: string; overrides?: Record<string, string | undefined> } = {}): LoadedConfig {
+  try {
+    return loadConfig({ ...(options.config ? { configFile: options.config } : {}), ...(options.overrides ? { overrides: options.overrides } : {}) });
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliExit(error.message);
+    throw error;
+  }
+}
+
+/** Where a client reaches the running proxy: a wildcard bind is reached on loopback. */
+export function connectHost(host: string): string {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  if (host === '::') return '::1';
+  return host;
+}
+
+export function baseUrl(host: string, port: number): string {
+  const reachable = connectHost(host);
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
+}
+
+export function print(line = ''): void {
+  process.stdout.write(`${line}\n`);
+}

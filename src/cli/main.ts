@@ -1,0 +1,76 @@
+import { Command } from 'commander';
+import { VERSION } from '../version.js';
+import { configCommand } from './config.js';
+import { CliExit } from './context.js';
+import { sessionsListCommand, sessionsShowCommand } from './sessions.js';
+import { startCommand } from './start.js';
+import { statusCommand } from './status.js';
+import { stopCommand } from './stop.js';
+
+const program = new Command();
+program
+  .name('metaclaw')
+  .description('MetaClaw-TS: a local proxy that lets your AI agent learn skills and memories from every conversation.')
+  .version(VERSION, '-v, --version')
+  .showHelpAfterError();
+
+program
+  .command('start')
+  .description('start the proxy (in the background unless --foreground) and wait until it answers')
+  .option('--foreground', 'run in this terminal instead of daemonising')
+  .option('-d, --daemon', 'run in the background (the default; accepted for MetaClaw compatibility)')
+  .option('--port <port>', 'listen on this port for this run (overrides proxy.port)')
+  .option('--host <host>', 'listen on this address for this run (overrides proxy.host)')
+  .option('--mode <mode>', 'skills_only | rl | auto for this run (overrides mode)')
+  .option('-c, --config <path>', 'use this config file instead of $METACLAW_HOME/config.yaml')
+  .option('--wait <seconds>', 'how long to wait for the proxy to answer', '20')
+  .action(startCommand);
+
+program
+  .command('stop')
+  .description('stop the running proxy (SIGTERM, then SIGKILL after the timeout)')
+  .option('-c, --config <path>', 'config file')
+  .option('--timeout <seconds>', 'seconds to wait before SIGKILL')
+  .action(stopCommand);
+
+program
+  .command('status')
+  .description('show whether the proxy answers, and what it has done')
+  .option('-c, --config <path>', 'config file')
+  .option('--json', 'machine-readable output')
+  .action(statusCommand);
+
+program
+  .command('config')
+  .description('show | get KEY | set KEY VALUE | unset KEY | keys | path  (also MetaClaw\'s "config KEY [VALUE]")')
+  .argument('[args...]')
+  .option('-c, --config <path>', 'config file')
+  .option('--json', 'machine-readable output')
+  .option('--reveal', 'show secrets in clear')
+  .action(configCommand);
+
+const sessions = program.command('sessions').description('recorded sessions and their turns');
+sessions
+  .command('list')
+  .description('recent sessions')
+  .option('-c, --config <path>', 'config file')
+  .option('--limit <n>', 'how many', '20')
+  .option('--json', 'machine-readable output')
+  .action(sessionsListCommand);
+sessions
+  .command('show')
+  .description('one session with its turns')
+  .argument('<id>')
+  .option('-c, --config <path>', 'config file')
+  .option('--json', 'machine-readable output')
+  .action(sessionsShowCommand);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CliExit) {
+    if (error.message) process.stderr.write(`${error.message}\n`);
+    process.exit(error.code);
+  }
+  throw error;
+}

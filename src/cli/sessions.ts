@@ -1,0 +1,80 @@
+import { ConversationStore, type SessionRow, type TurnRow } from '../conversation/index.js';
+import { openDatabase } from '../store/index.js';
+import { CliExit, loadCliConfig, print } from './context.js';
+
+export interface SessionsOptions {
+  config?: string;
+  json?: boolean;
+  limit?: string;
+}
+
+function openStore(options: SessionsOptions): { store: ConversationStore; close(): void } {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const db = openDatabase(config.paths.database);
+  return { store: new ConversationStore(db), close: () => db.close() };
+}
+
+/** `metaclaw sessions list`: the most recent sessions first. */
+export function sessionsListCommand(options: SessionsOptions): void {
+  const { store, close } = openStore(options);
+  try {
+    const sessions = store.listSessions(Number(options.limit ?? 20));
+    if (options.json) {
+      print(JSON.stringify(sessions, null, 2));
+      return;
+    }
+    if (sessions.length === 0) {
+      print('No sessions recorded yet.');
+      return;
+    }
+    print(`${'SESSION'.padEnd(38)} ${'LAST TURN'.padEnd(20)} TURNS  STATE`);
+    for (const session of sessions) {
+      print(`${session.id.slice(0, 38).padEnd(38)} ${time(session.last_turn_at).padEnd(20)} ${`${session.turn_count} (${session.main_turn_count} main)`.padEnd(6)} ${state(session)}`);
+    }
+  } finally {
+    close();
+  }
+}
+
+/** `metaclaw sessions show ID`: the session and each of its turns. */
+export function sessionsShowCommand(id: string, options: SessionsOptions): void {
+  const { store, close } = openStore(options);
+  try {
+    const session = store.getSession(id);
+    if (!session) throw new CliExit(`No session ${id}. (metaclaw sessions list shows the recent ones.)`);
+    const turns = store.turnsOfSession(id);
+    if (options.json) {
+      print(JSON.stringify({ session, turns }, null, 2));
+      return;
+    }
+    print(`Session ${session.id}`);
+    print(`  identified by ${session.identity_source}, scope ${session.scope ?? 'default'}, ${session.client_format} client`);
+    print(`  started ${time(session.started_at)}, last turn ${time(session.last_turn_at)}, ${state(session)}`);
+    for (const turn of turns) printTurn(turn);
+  } finally {
+    close();
+  }
+}
+
+function printTurn(turn: TurnRow): void {
+  const tokens = turn.input_tokens === null ? '' : `, ${turn.input_tokens}+${turn.output_tokens} tokens`;
+  print('');
+  print(`  #${turn.seq} ${time(turn.started_at)} ${turn.turn_type} ${turn.id} → ${turn.upstream_name ?? '-'} ${turn.status ?? '-'} ${turn.outcome}${tokens}, ${Math.round(turn.duration_ms ?? 0)} ms`);
+  if (turn.query) print(`     user: ${oneLine(turn.query)}`);
+  if (turn.response_text) print(`     assistant: ${oneLine(turn.response_text)}`);
+  if (turn.tool_calls) print(`     tools: ${(JSON.parse(turn.tool_calls) as Array<{ name: string }>).map((call) => call.name).join(', ')}`);
+  if (turn.error) print(`     error: ${oneLine(turn.error)}`);
+}
+
+function state(session: SessionRow): string {
+  return session.ended_at === null ? 'open' : `ended (${session.end_reason})`;
+}
+
+function time(ms: number): string {
+  return new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
+}
+
+function oneLine(text: string, width = 160): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > width ? `${flat.slice(0, width - 1)}…` : flat;
+}

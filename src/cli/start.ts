@@ -1,0 +1,147 @@
+import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { LoadedConfig } from '../config/index.js';
+import { ConfigError } from '../errors.js';
+import { isProcessAlive, MetaclawRuntime, readPidFile } from '../runtime/index.js';
+import { VERSION } from '../version.js';
+import { baseUrl, CliExit, loadCliConfig, print } from './context.js';
+import { getJson, isHealthy } from './proxy-client.js';
+
+export interface StartOptions {
+  foreground?: boolean;
+  daemon?: boolean;
+  port?: string;
+  host?: string;
+  mode?: string;
+  config?: string;
+  wait?: string;
+}
+
+/** `metaclaw start`: daemonises by default and returns once /healthz answers; `--foreground` runs here. */
+export async function startCommand(options: StartOptions): Promise<void> {
+  const overrides = { 'proxy.port': options.port, 'proxy.host': options.host, mode: options.mode };
+  const config = loadCliConfig({ ...(options.config ? { config: options.config } : {}), overrides });
+  if (options.foreground) {
+    await runForeground(config);
+    return;
+  }
+  await startDaemon(config, options);
+}
+
+async function runForeground(config: LoadedConfig): Promise<void> {
+  const daemonised = process.env['METACLAW_DAEMON'] === '1';
+  let runtime: MetaclawRuntime;
+  try {
+    runtime = new MetaclawRuntime({ config, foreground: !daemonised });
+    await runtime.start();
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliExit(error.message);
+    throw error;
+  }
+  const stop = (signal: string) => {
+    runtime.stop(`received ${signal}`).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+  for (const warning of config.warnings) process.stderr.write(`warning: ${warning}\n`);
+  if (!daemonised) printBanner(config, process.pid, runtime.statusReport());
+}
+
+async function startDaemon(config: LoadedConfig, options: StartOptions): Promise<void> {
+  const { paths, values } = config;
+  const base = baseUrl(values['proxy.host'], values['proxy.port']);
+  const existing = readPidFile(paths.pidFile);
+  if (existing && isProcessAlive(existing.pid)) {
+    const existingBase = baseUrl(existing.host, existing.port);
+    if (await isHealthy(existingBase)) {
+      print(`MetaClaw is already running (pid ${existing.pid}) at ${existingBase}.`);
+      return;
+    }
+    throw new CliExit(`A MetaClaw process (pid ${existing.pid}) holds ${paths.pidFile} but does not answer at ${existingBase}; run \`metaclaw stop\` first.`);
+  }
+  for (const warning of config.warnings) process.stderr.write(`warning: ${warning}\n`);
+
+  mkdirSync(paths.logDir, { recursive: true });
+  const outputFile = join(paths.logDir, 'metaclaw.out');
+  const outputStart = fileSize(outputFile);
+  const output = openSync(outputFile, 'a');
+  const args = [...entryArguments(), 'start', '--foreground'];
+  if (options.config) args.push('--config', options.config);
+  if (options.port) args.push('--port', options.port);
+  if (options.host) args.push('--host', options.host);
+  if (options.mode) args.push('--mode', options.mode);
+  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', output, output], env: { ...process.env, METACLAW_DAEMON: '1' } });
+  closeSync(output);
+  let exited: number | null | undefined;
+  child.once('exit', (code) => {
+    exited = code;
+  });
+  child.unref();
+
+  const waitMs = Number(options.wait ?? 20) * 1000;
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    if (exited !== undefined) break;
+    if (await isHealthy(base, 500)) {
+      let status: Record<string, unknown> | undefined;
+      try {
+        const response = await getJson(`${base}/status`, values['proxy.api_key'] ? { apiKey: values['proxy.api_key'] } : {});
+        status = response.body as Record<string, unknown>;
+      } catch {
+        status = undefined;
+      }
+      printBanner(config, child.pid ?? 0, status);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const log = readTail(outputFile, outputStart);
+  if (exited === undefined) {
+    throw new CliExit(`MetaClaw did not answer at ${base}/healthz within ${waitMs / 1000} s (pid ${child.pid}); see ${outputFile} and ${paths.logFile}.${log ? `\n${log}` : ''}`);
+  }
+  throw new CliExit(`MetaClaw exited during start-up (code ${exited}).${log ? `\n${log}` : ` See ${outputFile}.`}`);
+}
+
+function printBanner(config: LoadedConfig, pid: number, status: Record<string, unknown> | undefined): void {
+  const { values, paths } = config;
+  const base = baseUrl(values['proxy.host'], values['proxy.port']);
+  const upstream = (status?.['upstream'] ?? {}) as { base_url?: string; format?: string; key_source?: string; model?: string | null };
+  print(`MetaClaw-TS ${VERSION} is running (pid ${pid}) at ${base}`);
+  print(`  OpenAI-compatible clients:    base URL ${base}/v1`);
+  print(`  Anthropic-compatible clients: base URL ${base}`);
+  if (upstream.base_url) {
+    const key = upstream.key_source === 'client' ? "the client's own key" : upstream.key_source === 'env' ? 'a key from the environment' : 'the configured key';
+    print(`  Upstream: ${upstream.base_url} (${upstream.format}, ${upstream.model ? `model ${upstream.model}` : "client's model"}, ${key})`);
+  }
+  print(`  Mode: ${values['mode']}   Data: ${paths.home}   Logs: ${paths.logFile}`);
+  if (!config.fileExists) print('  No config file yet: running on defaults. Run `metaclaw setup` to choose your provider and agent.');
+}
+
+/** How to re-run this CLI in a child process (compiled, or from source under tsx in development). */
+function entryArguments(): string[] {
+  const main = fileURLToPath(new URL('./main.js', import.meta.url));
+  if (import.meta.url.endsWith('.ts')) return ['--import', 'tsx', fileURLToPath(new URL('./main.ts', import.meta.url))];
+  return [main];
+}
+
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+function readTail(path: string, from: number): string {
+  try {
+    const text = readFileSync(path).subarray(from).toString('utf8').trim();
+    return text.split('\n').slice(-15).join('\n');
+  } catch {
+    return '';
+  }
+}

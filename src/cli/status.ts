@@ -1,0 +1,69 @@
+import { isProcessAlive, readPidFile } from '../runtime/index.js';
+import { VERSION } from '../version.js';
+import { baseUrl, CliExit, loadCliConfig, print } from './context.js';
+import { getJson, isHealthy } from './proxy-client.js';
+
+export interface StatusOptions {
+  config?: string;
+  json?: boolean;
+}
+
+/** `metaclaw status`: asks the running proxy (/healthz, /status); the pid file alone proves nothing. */
+export async function statusCommand(options: StatusOptions): Promise<void> {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const pid = readPidFile(config.paths.pidFile);
+  const base = pid ? baseUrl(pid.host, pid.port) : baseUrl(config.values['proxy.host'], config.values['proxy.port']);
+  const healthy = await isHealthy(base, 2_000);
+  if (!healthy) {
+    const state = pid && isProcessAlive(pid.pid) ? 'unresponsive' : 'stopped';
+    if (options.json) print(JSON.stringify({ running: false, state, url: base, pid: pid?.pid ?? null }));
+    else if (state === 'unresponsive') print(`MetaClaw: process ${pid!.pid} is alive but ${base}/healthz does not answer (starting, or stuck; see ${config.paths.logFile}).`);
+    else print(`MetaClaw: not running${pid ? ' (stale pid file)' : ''} (${base}).`);
+    throw new CliExit('', state === 'unresponsive' ? 2 : 1);
+  }
+  const apiKey = config.values['proxy.api_key'];
+  const response = await getJson(`${base}/status`, apiKey ? { apiKey } : {});
+  if (response.status !== 200) throw new CliExit(`MetaClaw answers at ${base} but /status returned ${response.status}${response.status === 401 ? ' (proxy.api_key in this config does not match the running proxy)' : ''}.`);
+  const status = response.body as StatusReport;
+  if (options.json) {
+    print(JSON.stringify({ running: true, url: base, ...status }, null, 2));
+    return;
+  }
+  printStatus(base, status);
+}
+
+interface StatusReport {
+  version: string;
+  pid: number;
+  mode: string;
+  uptime_seconds: number;
+  upstream: { name: string; base_url: string; format: string; model: string | null; key_source: string };
+  fallbacks: Array<{ name: string; base_url: string }>;
+  requests: { total: number; streaming: number; active: number; errors: Record<string, number>; tokens: { input: number; output: number } };
+  sessions: { total: number; open: number; turns: number };
+  queue: { queued: number; leased: number; done: number; dead: number };
+  learning: { paused_reason: string | null; failed: number; spend: { tokens_today: number; tokens_total: number; daily_budget: number } };
+  context: { providers: string[]; failures: number };
+}
+
+function printStatus(base: string, status: StatusReport): void {
+  const errors = Object.entries(status.requests.errors).filter(([, count]) => count > 0).map(([name, count]) => `${name.replaceAll('_', ' ')} ${count}`);
+  const budget = status.learning.spend.daily_budget > 0 ? `${status.learning.spend.daily_budget} tokens/day` : 'unlimited';
+  print(`MetaClaw-TS ${status.version}: running (pid ${status.pid}) at ${base}, up ${formatDuration(status.uptime_seconds)}${status.version !== VERSION ? ` (this CLI is ${VERSION})` : ''}`);
+  print(`  mode        ${status.mode}`);
+  print(`  upstream    ${status.upstream.base_url} (${status.upstream.format}, ${status.upstream.model ? `model ${status.upstream.model}` : "client's model"}, key: ${status.upstream.key_source})`);
+  if (status.fallbacks.length > 0) print(`  fallbacks   ${status.fallbacks.map((target) => `${target.name} ${target.base_url}`).join(', ')}`);
+  print(`  requests    ${status.requests.total} (${status.requests.streaming} streaming, ${status.requests.active} active); errors: ${errors.length > 0 ? errors.join(', ') : 'none'}`);
+  print(`  traffic     ${status.requests.tokens.input} input + ${status.requests.tokens.output} output tokens proxied`);
+  print(`  sessions    ${status.sessions.total} (${status.sessions.open} open), ${status.sessions.turns} turns recorded`);
+  print(`  context     ${status.context.providers.length > 0 ? status.context.providers.join(', ') : 'nothing injected'}${status.context.failures > 0 ? ` (${status.context.failures} failures)` : ''}`);
+  print(`  learning    queue ${status.queue.queued} waiting, ${status.queue.leased} running, ${status.queue.dead} dead; ${status.learning.failed} failures`);
+  print(`  spend       ${status.learning.spend.tokens_today} tokens today, ${status.learning.spend.tokens_total} in total (budget: ${budget})`);
+  if (status.learning.paused_reason) print(`  PAUSED      ${status.learning.paused_reason}`);
+}
+
+function formatDuration(seconds: number): string {
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m ${seconds % 60}s`;
+  return `${Math.floor(seconds / 3600)}h ${Math.floor((seconds % 3600) / 60)}m`;
+}

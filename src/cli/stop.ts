@@ -1,0 +1,55 @@
+import { readFileSync, rmSync } from 'node:fs';
+import { isProcessAlive, readPidFile } from '../runtime/index.js';
+import { loadCliConfig, print } from './context.js';
+
+export interface StopOptions {
+  config?: string;
+  timeout?: string;
+}
+
+/** `metaclaw stop`: SIGTERM, wait for the process to exit, SIGKILL after the timeout; stale pid files are cleaned. */
+export async function stopCommand(options: StopOptions): Promise<void> {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const pidFile = config.paths.pidFile;
+  const info = readPidFile(pidFile);
+  if (!info) {
+    print('MetaClaw is not running.');
+    return;
+  }
+  if (!isProcessAlive(info.pid) || !looksLikeMetaclaw(info.pid)) {
+    rmSync(pidFile, { force: true });
+    print(`MetaClaw is not running (removed a stale pid file for pid ${info.pid}).`);
+    return;
+  }
+  const timeoutMs = Number(options.timeout ?? config.values['proxy.shutdown_timeout_seconds'] + 10) * 1000;
+  process.kill(info.pid, 'SIGTERM');
+  if (await waitForExit(info.pid, timeoutMs)) {
+    rmSync(pidFile, { force: true });
+    print(`MetaClaw stopped (pid ${info.pid}).`);
+    return;
+  }
+  process.kill(info.pid, 'SIGKILL');
+  await waitForExit(info.pid, 5_000);
+  rmSync(pidFile, { force: true });
+  print(`MetaClaw did not stop within ${timeoutMs / 1000} s and was killed (pid ${info.pid}).`);
+}
+
+async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!isProcessAlive(pid)) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return !isProcessAlive(pid);
+}
+
+/** Guards against a reused pid: only signal a process whose command line is a MetaClaw start. */
+function looksLikeMetaclaw(pid: number): boolean {
+  let commandLine: string;
+  try {
+    commandLine = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\u0000', ' ');
+  } catch {
+    return true; // no /proc: trust the pid file
+  }
+  return commandLine.includes('start') && (commandLine.includes('metaclaw') || commandLine.includes('cli/main'));
+}

@@ -1,0 +1,103 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { isMap, parseDocument, YAMLMap, type Document } from 'yaml';
+import { ConfigError } from '../errors.js';
+import { writeFileAtomic } from '../shared/atomic-write.js';
+import { checkValue, convertText } from './convert.js';
+import { nearest } from './nearest.js';
+import { DEFINITIONS_BY_KEY, KEY_ALIASES, VALUE_ALIASES } from './schema.js';
+import type { KeyDefinition } from './types.js';
+
+/** The config file holds API keys: only its owner may read it. */
+export const CONFIG_FILE_MODE = 0o600;
+
+export function definitionFor(key: string): KeyDefinition {
+  const canonical = KEY_ALIASES[key] ?? key;
+  const definition = DEFINITIONS_BY_KEY.get(canonical);
+  if (!definition) {
+    const hint = nearest(key, DEFINITIONS_BY_KEY.keys());
+    throw new ConfigError(`Unknown config key "${key}"${hint ? `; did you mean "${hint}"?` : ''} (see \`metaclaw config keys\`).`);
+  }
+  return definition;
+}
+
+/** Parses command-line text into the key's typed value, or explains what was expected. */
+export function parseValueForKey(key: string, text: string): { definition: KeyDefinition; value: unknown } {
+  const definition = definitionFor(key);
+  const converted = convertText(definition, text);
+  if ('error' in converted) throw new ConfigError(`${definition.key} = ${JSON.stringify(text)}: ${converted.error}.`);
+  const aliased = typeof converted.value === 'string' ? (VALUE_ALIASES[definition.key]?.[converted.value] ?? converted.value) : converted.value;
+  const checked = checkValue(definition, aliased);
+  if ('error' in checked) throw new ConfigError(`${definition.key} = ${JSON.stringify(text)}: ${checked.error}.`);
+  return { definition, value: checked.value };
+}
+
+/**
+ * Sets one key in the file, keeping comments, ordering and sections this tool does not know.
+ * Written atomically with mode 0600.
+ */
+export function setConfigValue(file: string, key: string, text: string): { key: string; value: unknown } {
+  const { definition, value } = parseValueForKey(key, text);
+  const document = readDocument(file);
+  for (const [legacy, canonical] of Object.entries(KEY_ALIASES)) {
+    if (canonical === definition.key && document.hasIn(legacy.split('.'))) document.deleteIn(legacy.split('.'));
+  }
+  document.setIn(definition.key.split('.'), value);
+  writeDocument(file, document);
+  return { key: definition.key, value };
+}
+
+/** Removes a key from the file so that its default applies again. */
+export function unsetConfigValue(file: string, key: string): { key: string; removed: boolean } {
+  const definition = definitionFor(key);
+  if (!existsSync(file)) return { key: definition.key, removed: false };
+  const document = readDocument(file);
+  const path = definition.key.split('.');
+  const removed = document.hasIn(path);
+  if (removed) {
+    document.deleteIn(path);
+    pruneEmptySections(document, path.slice(0, -1));
+    writeDocument(file, document);
+  }
+  return { key: definition.key, removed };
+}
+
+/** Applies several values at once (used by `metaclaw setup`), keeping everything else in the file. */
+export function updateConfigFile(file: string, updates: Readonly<Record<string, unknown>>): void {
+  const document = readDocument(file);
+  for (const [key, value] of Object.entries(updates)) {
+    const definition = definitionFor(key);
+    const checked = checkValue(definition, value);
+    if ('error' in checked) throw new ConfigError(`${definition.key} = ${JSON.stringify(value)}: ${checked.error}.`);
+    document.setIn(definition.key.split('.'), checked.value);
+  }
+  writeDocument(file, document);
+}
+
+function readDocument(file: string): Document {
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  // An empty mapping to start from; `{}` keeps block style once keys are added.
+  const document: Document = parseDocument(text.trim() === '' ? '{}' : text);
+  if (text.trim() === '') {
+    document.contents = new YAMLMap() as Document['contents'];
+    return document;
+  }
+  if (document.errors.length > 0) {
+    throw new ConfigError(`${file} is not valid YAML (${document.errors[0]!.message.split('\n')[0]}); fix it by hand before changing keys.`);
+  }
+  if (document.contents === null) document.contents = new YAMLMap() as Document['contents'];
+  if (!isMap(document.contents)) throw new ConfigError(`${file}: the top level must be a mapping of keys.`);
+  return document;
+}
+
+function writeDocument(file: string, document: Document): void {
+  writeFileAtomic(file, document.toString(), { mode: CONFIG_FILE_MODE });
+}
+
+function pruneEmptySections(document: Document, sectionPath: string[]): void {
+  for (let depth = sectionPath.length; depth > 0; depth--) {
+    const path = sectionPath.slice(0, depth);
+    const section = document.getIn(path, true);
+    if (isMap(section) && section.items.length === 0) document.deleteIn(path);
+    else break;
+  }
+}

@@ -1,0 +1,41 @@
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+
+/** Where everything lives: `$METACLAW_HOME` (default `~/.metaclaw`). Tests point it at a temp folder. */
+export function metaclawHome(env: NodeJS.ProcessEnv = process.env): string {
+  const fromEnv = env['METACLAW_HOME'];
+  if (fromEnv && fromEnv.trim() !== '') return resolve(expandHome(fromEnv.trim()));
+  return join(homedir(), '.metaclaw');
+}
+
+export function expandHome(path: string): string {
+  if (path === '~') return homedir();
+  if (path.startsWith('~/')) return join(homedir(), path.slice(2));
+  return path;
+}
+
+/** Resolves a configured path: `~` expanded, relative paths taken from METACLAW_HOME, empty → fallback. */
+export function resolveConfiguredPath(home: string, configured: string, fallback: string): string {
+  const value = configured.trim() === '' ? fallback : expandHome(configured.trim());
+  return isAbsolute(value) ? value : join(home, value);
+}
+
+export interface HomePaths {
+  home: string;
+  configFile: string;
+  database: string;
+  pidFile: string;
+  logDir: string;
+  logFile: string;
+}
+
+export function homePaths(home: string): HomePaths {
+  return {
+    home,
+    configFile: join(home, 'config.yaml'),
+    database: join(home, 'metaclaw.db'),
+    pidFile: join(home, 'metaclaw.pid'),
+    logDir: join(home, 'logs'),
+    logFile: join(home, 'logs', 'metaclaw.log'),
+  };
+}

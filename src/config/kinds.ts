@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import type { KeyDefinition } from './types.js';
+
+/**
+ * Constructors for key definitions. Each one fixes the value's kind, so that `config set`
+ * converts text by the schema's type and never by guessing.
+ */
+
+type Options = { doc: string; secret?: boolean };
+
+export function stringKey<K extends string>(key: K, defaultValue: string, options: Options): KeyDefinition<string, K> {
+  return { key, kind: options.secret ? 'secret' : 'string', default: defaultValue, doc: options.doc, expected: 'a string', schema: z.string(), ...(options.secret ? { secret: true } : {}) };
+}
+
+export function secretKey<K extends string>(key: K, options: { doc: string }): KeyDefinition<string, K> {
+  return stringKey(key, '', { ...options, secret: true });
+}
+
+export function pathKey<K extends string>(key: K, defaultValue: string, options: Options): KeyDefinition<string, K> {
+  return { key, kind: 'path', default: defaultValue, doc: options.doc, expected: 'a file or folder path', schema: z.string() };
+}
+
+export function urlKey<K extends string>(key: K, defaultValue: string, options: Options): KeyDefinition<string, K> {
+  const schema = z.string().refine((value) => value === '' || /^https?:\/\/[^\s]+$/i.test(value), { message: 'expected an http(s) URL' });
+  return { key, kind: 'string', default: defaultValue, doc: options.doc, expected: 'an http:// or https:// URL (or empty)', schema };
+}
+
+export function integerKey<K extends string>(key: K, defaultValue: number, options: Options & { min?: number; max?: number }): KeyDefinition<number, K> {
+  let schema = z.number().int();
+  if (options.min !== undefined) schema = schema.min(options.min);
+  if (options.max !== undefined) schema = schema.max(options.max);
+  const range = describeRange(options.min, options.max);
+  return { key, kind: 'integer', default: defaultValue, doc: options.doc, expected: `an integer${range}`, schema };
+}
+
+export function numberKey<K extends string>(key: K, defaultValue: number, options: Options & { min?: number; max?: number }): KeyDefinition<number, K> {
+  let schema = z.number().finite();
+  if (options.min !== undefined) schema = schema.min(options.min);
+  if (options.max !== undefined) schema = schema.max(options.max);
+  const range = describeRange(options.min, options.max);
+  return { key, kind: 'number', default: defaultValue, doc: options.doc, expected: `a number${range}`, schema };
+}
+
+export function booleanKey<K extends string>(key: K, defaultValue: boolean, options: Options): KeyDefinition<boolean, K> {
+  return { key, kind: 'boolean', default: defaultValue, doc: options.doc, expected: 'true or false', schema: z.boolean() };
+}
+
+export function enumKey<const T extends string, K extends string>(key: K, values: readonly T[], defaultValue: T, options: Options): KeyDefinition<T, K> {
+  const schema = z.enum(values as unknown as [T, ...T[]]) as unknown as z.ZodType<T>;
+  return { key, kind: 'enum', default: defaultValue, doc: options.doc, expected: `one of ${values.join(', ')}`, schema, values };
+}
+
+export function timeOfDayKey<K extends string>(key: K, defaultValue: string, options: Options): KeyDefinition<string, K> {
+  const schema = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'expected HH:MM');
+  return { key, kind: 'string', default: defaultValue, doc: options.doc, expected: 'a time of day as HH:MM (24-hour)', schema };
+}
+
+export function listKey<T, K extends string>(key: K, item: z.ZodType<T>, defaultValue: T[], options: Options & { expected: string }): KeyDefinition<T[], K> {
+  return { key, kind: 'list', default: defaultValue, doc: options.doc, expected: options.expected, schema: z.array(item) };
+}
+
+function describeRange(min: number | undefined, max: number | undefined): string {
+  if (min !== undefined && max !== undefined) return ` from ${min} to ${max}`;
+  if (min !== undefined) return ` of at least ${min}`;
+  if (max !== undefined) return ` of at most ${max}`;
+  return '';
+}

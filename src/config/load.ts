@@ -1,0 +1,201 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isMap, isScalar, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { ConfigError } from '../errors.js';
+import { checkValue, convertText, displayValue } from './convert.js';
+import { homePaths, metaclawHome, resolveConfiguredPath, type HomePaths } from './home.js';
+import { nearest } from './nearest.js';
+import { DEFINITIONS_BY_KEY, KEY_ALIASES, KEY_DEFINITIONS, SECTIONS, VALUE_ALIASES, type ConfigKey, type ConfigValues } from './schema.js';
+import type { KeyDefinition } from './types.js';
+
+export interface ConfigPaths extends HomePaths {
+  skillsDir: string;
+  memoryDir: string;
+}
+
+export interface LoadedConfig {
+  readonly values: ConfigValues;
+  readonly home: string;
+  readonly paths: ConfigPaths;
+  /** The config file read (or that would be read). */
+  readonly file: string;
+  readonly fileExists: boolean;
+  /** Keys whose value came from the file or an override rather than the default. */
+  readonly explicitKeys: ReadonlySet<string>;
+  readonly warnings: readonly string[];
+}
+
+export interface LoadOptions {
+  env?: NodeJS.ProcessEnv;
+  /** `--config PATH`: must exist. */
+  configFile?: string;
+  /** `--port 4000` style overrides for this run only, as text converted by each key's type. */
+  overrides?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Loads `config.yaml` over the embedded defaults. Any invalid value stops here with a precise message. */
+export function loadConfig(options: LoadOptions = {}): LoadedConfig {
+  const env = options.env ?? process.env;
+  const home = metaclawHome(env);
+  const file = options.configFile ?? join(home, 'config.yaml');
+  const fileExists = existsSync(file);
+  if (options.configFile && !fileExists) throw new ConfigError(`Config file not found: ${options.configFile}`);
+
+  const values = new Map<string, unknown>(KEY_DEFINITIONS.map((definition) => [definition.key, definition.default]));
+  const explicitKeys = new Set<string>();
+  const warnings: string[] = [];
+  const errors: string[] = [];
+
+  if (fileExists) {
+    const text = readFileSync(file, 'utf8');
+    readYaml(text, file, { values, explicitKeys, warnings, errors });
+  }
+
+  for (const [key, text] of Object.entries(options.overrides ?? {})) {
+    if (text === undefined) continue;
+    const definition = DEFINITIONS_BY_KEY.get(key);
+    if (!definition) throw new ConfigError(`Unknown override key ${key}`);
+    const converted = convertText(definition, text);
+    const checked = 'error' in converted ? converted : checkValue(definition, applyValueAlias(key, converted.value));
+    if ('error' in checked) errors.push(`override ${key} = ${JSON.stringify(text)}: ${checked.error}`);
+    else {
+      values.set(key, checked.value);
+      explicitKeys.add(key);
+    }
+  }
+
+  if (errors.length > 0) {
+    throw new ConfigError(`Invalid configuration in ${file}:\n${errors.map((line) => `  - ${line}`).join('\n')}`);
+  }
+  if (values.get('wechat.enabled') === true) warnings.push(`${file}: wechat.enabled is true, but MetaClaw-TS has no WeChat bridge; the key has no effect.`);
+
+  const typed = Object.fromEntries(values) as ConfigValues;
+  const paths: ConfigPaths = {
+    ...homePaths(home),
+    skillsDir: resolveConfiguredPath(home, typed['skills.dir'], 'skills'),
+    memoryDir: resolveConfiguredPath(home, typed['memory.dir'], 'memory'),
+  };
+  return { values: typed, home, paths, file, fileExists, explicitKeys, warnings };
+}
+
+interface Collector {
+  values: Map<string, unknown>;
+  explicitKeys: Set<string>;
+  warnings: string[];
+  errors: string[];
+}
+
+function readYaml(text: string, file: string, collector: Collector): void {
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  if (document.errors.length > 0) {
+    const details = document.errors.map((error) => {
+      const position = error.linePos?.[0];
+      const where = position ? `line ${position.line}, column ${position.col}` : 'unknown position';
+      return `  - ${where}: ${error.message.split('\n')[0]}`;
+    });
+    throw new ConfigError(`${file} is not valid YAML:\n${details.join('\n')}`);
+  }
+  const root = document.contents;
+  if (root === null || (isScalar(root) && (root.value === null || root.value === ''))) return;
+  if (!isMap(root)) throw new ConfigError(`${file}: the top level must be a mapping of keys (like "proxy:"), found ${describeNode(root)}.`);
+
+  const where = (node: YamlNode | null | undefined): string => {
+    const offset = node?.range?.[0];
+    if (offset === undefined) return file;
+    return `${file}:${lineCounter.linePos(offset).line}`;
+  };
+  walkMapping(root, '', collector, where);
+}
+
+function walkMapping(mapping: YamlNode, prefix: string, collector: Collector, where: (node: YamlNode | null | undefined) => string): void {
+  if (!isMap(mapping)) return;
+  for (const pair of mapping.items) {
+    const keyNode = pair.key as YamlNode | null;
+    const rawKey = isScalar(keyNode) ? String(keyNode.value) : String(keyNode);
+    const path = prefix === '' ? rawKey : `${prefix}.${rawKey}`;
+    const valueNode = pair.value as YamlNode | null;
+    const canonical = KEY_ALIASES[path] ?? path;
+    const definition = DEFINITIONS_BY_KEY.get(canonical);
+
+    if (definition) {
+      readLeaf(definition, path, valueNode, collector, where(valueNode ?? keyNode));
+      continue;
+    }
+    if (SECTIONS.has(canonical)) {
+      if (valueNode === null || (isScalar(valueNode) && valueNode.value === null)) continue;
+      if (!isMap(valueNode)) {
+        collector.errors.push(`${where(valueNode)}: ${path} = ${describeNode(valueNode)}: expected a mapping of keys under "${path}:"`);
+        continue;
+      }
+      walkMapping(valueNode, path, collector, where);
+      continue;
+    }
+    if (path === 'configure_openclaw') {
+      const value = isScalar(valueNode) ? valueNode.value : undefined;
+      if (value === false && !collector.explicitKeys.has('claw_type')) collector.values.set('claw_type', 'none');
+      collector.warnings.push(`${where(keyNode)}: configure_openclaw is MetaClaw's legacy key; use claw_type (false means claw_type: none).`);
+      continue;
+    }
+    const siblings = [...DEFINITIONS_BY_KEY.keys(), ...SECTIONS];
+    const hint = nearest(path, siblings);
+    collector.warnings.push(`${where(keyNode)}: unknown key "${path}" is ignored${hint ? `; did you mean "${hint}"?` : ''}`);
+  }
+}
+
+function readLeaf(definition: KeyDefinition, path: string, node: YamlNode | null, collector: Collector, location: string): void {
+  let raw: unknown;
+  if (node === null || node === undefined) raw = null;
+  else if (isScalar(node)) {
+    raw = node.value;
+    // A plain scalar like `api_key: 0123` must keep its text, not become the number 123.
+    if (isTextKind(definition) && raw !== null && typeof raw !== 'string') raw = node.source ?? String(raw);
+  } else raw = node.toJSON();
+
+  if (raw === null) {
+    if (isTextKind(definition)) raw = '';
+    else {
+      collector.errors.push(`${location}: ${path} is empty: expected ${definition.expected} (remove the line to use the default ${JSON.stringify(definition.default)})`);
+      return;
+    }
+  }
+  if (typeof raw === 'string' && !isTextKind(definition) && definition.kind !== 'list') {
+    const converted = convertText(definition, raw);
+    if ('error' in converted) {
+      collector.errors.push(`${location}: ${path} = ${displayValue(definition, raw)}: ${converted.error}`);
+      return;
+    }
+    raw = converted.value;
+  }
+  const checked = checkValue(definition, applyValueAlias(definition.key, raw));
+  if ('error' in checked) {
+    collector.errors.push(`${location}: ${path} = ${displayValue(definition, raw)}: ${checked.error}`);
+    return;
+  }
+  if (path !== definition.key) {
+    if (collector.explicitKeys.has(definition.key)) return; // the new name wins over the legacy alias
+    collector.warnings.push(`${location}: ${path} is MetaClaw's legacy name for ${definition.key}; it still works.`);
+  }
+  collector.values.set(definition.key, checked.value);
+  collector.explicitKeys.add(definition.key);
+}
+
+function isTextKind(definition: KeyDefinition): boolean {
+  return definition.kind === 'string' || definition.kind === 'secret' || definition.kind === 'path';
+}
+
+function applyValueAlias(key: string, value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  return VALUE_ALIASES[key]?.[value] ?? value;
+}
+
+function describeNode(node: YamlNode | null): string {
+  if (node === null) return 'nothing';
+  if (isScalar(node)) return JSON.stringify(node.value);
+  if (isMap(node)) return 'a mapping';
+  return 'a list';
+}
+
+export function isConfigKey(key: string): key is ConfigKey {
+  return DEFINITIONS_BY_KEY.has(key);
+}

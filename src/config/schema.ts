@@ -1,0 +1,175 @@
+import { z } from 'zod';
+import { booleanKey, enumKey, integerKey, listKey, numberKey, pathKey, secretKey, stringKey, timeOfDayKey, urlKey } from './kinds.js';
+import type { KeyDefinition } from './types.js';
+
+/**
+ * The one source of truth for configuration: every key of `config.yaml` with its default, type and
+ * a one-line doc. MetaClaw's keys keep their names (so an existing MetaClaw config loads), ours are
+ * added beside them. Paths left empty resolve under METACLAW_HOME.
+ */
+
+export const MODES = ['skills_only', 'rl', 'auto'] as const;
+export const CLAW_TYPES = ['openclaw', 'copaw', 'ironclaw', 'picoclaw', 'zeroclaw', 'nanoclaw', 'nemoclaw', 'hermes', 'none'] as const;
+export const API_FORMATS = ['auto', 'openai', 'anthropic'] as const;
+
+export const upstreamEntrySchema = z
+  .object({
+    name: z.string().min(1).optional(),
+    api_base: z.string().regex(/^https?:\/\/\S+$/i, 'expected an http(s) URL'),
+    api_key: z.string().optional(),
+    api_key_env: z.string().optional(),
+    model_id: z.string().optional(),
+    api_format: z.enum(API_FORMATS).optional(),
+  })
+  .strict();
+export type UpstreamEntry = z.infer<typeof upstreamEntrySchema>;
+
+export const KEY_DEFINITIONS = [
+  enumKey('mode', MODES, 'skills_only', { doc: 'skills_only: skills + memory through your own API; rl: also record and train; auto: rl plus the idle-window scheduler (legacy name: madmax).' }),
+  enumKey('claw_type', CLAW_TYPES, 'none', { doc: 'Which agent `metaclaw start` wires to the proxy (none: wire nothing).' }),
+  integerKey('max_context_tokens', 0, { min: 0, doc: 'Trim the oldest non-system messages so the prompt fits this many tokens (0: never trim; the agent manages its context).' }),
+  integerKey('context_window', 0, { min: 0, doc: 'Context window advertised to wired agents (0: let the agent use its own default).' }),
+
+  enumKey('llm.provider', ['custom', 'openai', 'anthropic', 'kimi', 'qwen', 'deepseek', 'minimax', 'novita', 'openrouter', 'volcengine', 'ollama'] as const, 'custom', { doc: 'Provider preset used by `metaclaw setup` (labels only; api_base decides where requests go).' }),
+  enumKey('llm.auth_method', ['api_key', 'passthrough'] as const, 'api_key', { doc: 'api_key: send llm.api_key upstream; passthrough: forward the client\'s own Authorization / x-api-key.' }),
+  stringKey('llm.model_id', '', { doc: 'Upstream model. When set, every request to the main upstream uses it; when empty the client\'s model passes through.' }),
+  urlKey('llm.api_base', '', { doc: 'Base URL of the upstream API (OpenAI-compatible: ends in /v1; Anthropic: https://api.anthropic.com). Empty: from env or OpenAI.' }),
+  secretKey('llm.api_key', { doc: 'API key for llm.api_base. Empty: use the client\'s own key (pass-through).' }),
+  enumKey('llm.api_format', API_FORMATS, 'auto', { doc: 'Wire format of the upstream: openai (chat completions), anthropic (messages), or auto (from provider and URL).' }),
+  integerKey('llm.max_retries', 2, { min: 0, max: 10, doc: 'Retries per upstream for connection errors, 408/409/429/5xx, before trying the next fallback.' }),
+  numberKey('llm.timeout_seconds', 600, { min: 0.1, doc: 'Give up on an upstream that sends nothing (no headers, or no bytes mid-stream) for this long.' }),
+  numberKey('llm.max_retry_wait_seconds', 60, { min: 0, doc: 'Longest retry-after the proxy will wait for; a longer one moves straight to the next upstream.' }),
+  integerKey('llm.default_max_tokens', 4096, { min: 1, doc: 'max_tokens sent to an Anthropic upstream when an OpenAI client did not set one (Anthropic requires it).' }),
+  listKey('llm.fallbacks', upstreamEntrySchema, [], { expected: 'a list of {api_base, api_key?, api_key_env?, model_id?, api_format?, name?}', doc: 'Upstreams tried in order when the main one keeps failing (only while nothing has reached the client).' }),
+
+  stringKey('proxy.host', '127.0.0.1', { doc: 'Address to listen on. Anything but loopback requires proxy.api_key.' }),
+  integerKey('proxy.port', 30000, { min: 1, max: 65535, doc: 'Port to listen on.' }),
+  secretKey('proxy.api_key', { doc: 'Key clients must present (Bearer, x-api-key or x-metaclaw-api-key). Required when binding beyond loopback.' }),
+  numberKey('proxy.max_body_mb', 32, { min: 0.001, doc: 'Largest request body accepted, in MiB (larger: 413).' }),
+  numberKey('proxy.shutdown_timeout_seconds', 10, { min: 0, doc: 'On stop, how long running streams may finish before they are cut.' }),
+  stringKey('proxy.served_model_name', 'metaclaw', { doc: 'Model name /v1/models reports when the upstream cannot list models.' }),
+
+  booleanKey('skills.enabled', true, { doc: 'Inject relevant skills into each main turn.' }),
+  pathKey('skills.dir', '', { doc: 'Skill library folder of <name>/SKILL.md files (default: $METACLAW_HOME/skills).' }),
+  enumKey('skills.retrieval_mode', ['template', 'embedding', 'hybrid'] as const, 'template', { doc: 'template: keyword/BM25; embedding: vectors from skills.embedding; hybrid: both.' }),
+  integerKey('skills.top_k', 6, { min: 0, max: 50, doc: 'Most skills injected into one turn.' }),
+  integerKey('skills.task_specific_top_k', 10, { min: 0, max: 50, doc: 'MetaClaw key, kept for compatibility: caps category-matched candidates before ranking.' }),
+  integerKey('skills.full_body_top_n', 2, { min: 0, max: 50, doc: 'How many of the injected skills carry their full body; the rest show name and description.' }),
+  integerKey('skills.max_tokens', 1500, { min: 0, doc: 'Token budget for the injected skills block.' }),
+  numberKey('skills.min_relevance', 0.35, { min: 0, max: 1, doc: 'Relevance threshold (0..1) below which a skill is never injected.' }),
+  booleanKey('skills.auto_evolve', true, { doc: 'Write new skills (or improve existing ones) from finished sessions.' }),
+  integerKey('skills.evolution_every_n_turns', 10, { min: 0, doc: 'Also evolve every N main turns of a session (0: only at session end).' }),
+  enumKey('skills.review', ['auto', 'manual'] as const, 'auto', { doc: 'auto: accepted skill changes apply at once; manual: they wait in `metaclaw skills pending`.' }),
+  integerKey('skills.max_new_skills', 3, { min: 1, max: 20, doc: 'Most skill changes one evolution may propose.' }),
+  urlKey('skills.embedding.api_base', '', { doc: 'OpenAI-compatible /v1 base for embeddings (Ollama works). Empty: keyword retrieval only.' }),
+  secretKey('skills.embedding.api_key', { doc: 'Key for skills.embedding.api_base.' }),
+  stringKey('skills.embedding.model', '', { doc: 'Embedding model name.' }),
+
+  booleanKey('memory.enabled', true, { doc: 'Extract, keep and recall long-term memories.' }),
+  pathKey('memory.dir', '', { doc: 'Memory folder (default: $METACLAW_HOME/memory).' }),
+  pathKey('memory.store_path', '', { doc: 'MetaClaw key, kept for compatibility: memories live in the main database.' }),
+  stringKey('memory.scope', 'default', { doc: 'Scope used when a request names no X-Memory-Scope, X-User-Id or X-Workspace-Id.' }),
+  enumKey('memory.retrieval_mode', ['keyword', 'embedding', 'hybrid', 'auto'] as const, 'hybrid', { doc: 'keyword: BM25 only; hybrid/auto: BM25 plus vectors when memory.embedding is set; embedding: vectors first.' }),
+  integerKey('memory.top_k', 6, { min: 0, max: 50, doc: 'Most memory units recalled into one turn.' }),
+  integerKey('memory.max_tokens', 800, { min: 0, doc: 'Token budget for recalled memories.' }),
+  integerKey('memory.core_max_tokens', 400, { min: 0, doc: 'Token budget for standing instructions injected on every main turn.' }),
+  integerKey('memory.max_injected_units', 6, { min: 0, max: 50, doc: 'MetaClaw name for memory.top_k (the smaller of the two applies).' }),
+  integerKey('memory.max_injected_tokens', 800, { min: 0, doc: 'MetaClaw name for memory.max_tokens (the smaller of the two applies).' }),
+  integerKey('memory.flush_every_n_turns', 5, { min: 1, doc: 'Extract memories every N turns of a session, and at session end.' }),
+  booleanKey('memory.auto_extract', true, { doc: 'Extract memories from conversations automatically.' }),
+  booleanKey('memory.auto_consolidate', true, { doc: 'Merge near-duplicates and decay stale episodic units in the background.' }),
+  booleanKey('memory.ignore_turn_type', false, { doc: 'Also learn from side turns (X-Turn-Type: side).' }),
+  booleanKey('memory.manual_trigger', false, { doc: 'Only extract when asked (POST /v1/memory/ingest or `metaclaw memory ingest`).' }),
+  booleanKey('memory.use_embeddings', false, { doc: 'MetaClaw key: use vectors; here vectors are used whenever memory.embedding.api_base is set.' }),
+  enumKey('memory.embedding_mode', ['hashing', 'semantic'] as const, 'hashing', { doc: 'MetaClaw key, kept for compatibility (hashing vectors are not used; semantic means the embeddings endpoint).' }),
+  stringKey('memory.embedding_model', '', { doc: 'MetaClaw key, kept for compatibility; see memory.embedding.model.' }),
+  urlKey('memory.embedding.api_base', '', { doc: 'OpenAI-compatible /v1 base for memory embeddings. Empty: BM25, recency and importance only.' }),
+  secretKey('memory.embedding.api_key', { doc: 'Key for memory.embedding.api_base.' }),
+  stringKey('memory.embedding.model', '', { doc: 'Embedding model for memories.' }),
+  urlKey('memory.extractor_api_base', '', { doc: 'Endpoint for the memory extractor LLM (empty: the main upstream).' }),
+  secretKey('memory.extractor_api_key', { doc: 'Key for memory.extractor_api_base.' }),
+  stringKey('memory.extractor_model', '', { doc: 'Model for memory extraction (empty: llm.model_id).' }),
+  integerKey('memory.retention_days', 365, { min: 0, doc: 'Raw episodic turns older than this are dropped (0: keep forever).' }),
+  integerKey('memory.max_units_per_scope', 20000, { min: 100, doc: 'Hard cap on stored units per scope; the least useful episodic units go first.' }),
+  booleanKey('memory.auto_upgrade_enabled', false, { doc: 'MetaClaw key, kept for compatibility (policy self-upgrade is not part of MetaClaw-TS).' }),
+  integerKey('memory.auto_upgrade_interval_seconds', 900, { min: 30, doc: 'MetaClaw key, kept for compatibility.' }),
+  booleanKey('memory.auto_upgrade_require_review', true, { doc: 'MetaClaw key, kept for compatibility.' }),
+  integerKey('memory.review_stale_after_hours', 72, { min: 1, doc: 'MetaClaw key, kept for compatibility.' }),
+
+  booleanKey('rl.enabled', false, { doc: 'Record RL samples and score them even in skills_only mode.' }),
+  enumKey('rl.backend', ['auto', 'tinker', 'mint', 'weaver', 'file'] as const, 'auto', { doc: 'Training backend: a Tinker-compatible service (tinker, mint, weaver) or file (export only).' }),
+  stringKey('rl.model', '', { doc: 'Base model to train (default: llm.model_id).' }),
+  secretKey('rl.api_key', { doc: 'Training backend key (legacy name: rl.tinker_api_key).' }),
+  urlKey('rl.base_url', '', { doc: 'Training backend URL (legacy name: rl.tinker_base_url).' }),
+  urlKey('rl.prm_url', 'https://api.openai.com/v1', { doc: 'OpenAI-compatible endpoint of the judge (PRM) model.' }),
+  stringKey('rl.prm_model', 'gpt-5.2', { doc: 'Judge model.' }),
+  secretKey('rl.prm_api_key', { doc: 'Judge key.' }),
+  integerKey('rl.prm_m', 3, { min: 1, max: 9, doc: 'Judge votes per turn (majority wins).' }),
+  integerKey('rl.lora_rank', 32, { min: 1, doc: 'LoRA rank.' }),
+  integerKey('rl.batch_size', 4, { min: 1, doc: 'Samples per training step.' }),
+  numberKey('rl.learning_rate', 0.0001, { min: 0, doc: 'Adam learning rate.' }),
+  enumKey('rl.loss_fn', ['importance_sampling', 'ppo', 'cispo'] as const, 'importance_sampling', { doc: 'Loss function asked of the backend.' }),
+  stringKey('rl.resume_from_ckpt', '', { doc: 'Backend checkpoint path to resume from.' }),
+  urlKey('rl.evolver_api_base', '', { doc: 'Endpoint of the skill-evolver LLM (empty: the main upstream).' }),
+  secretKey('rl.evolver_api_key', { doc: 'Key for rl.evolver_api_base.' }),
+  stringKey('rl.evolver_model', '', { doc: 'Skill-evolver model (empty: llm.model_id).' }),
+  booleanKey('rl.manual_train_trigger', false, { doc: 'Train only when asked (`metaclaw train-step` / POST /v1/admin/train_step).' }),
+
+  booleanKey('opd.enabled', false, { doc: 'On-policy distillation: add a KL term toward a teacher model.' }),
+  urlKey('opd.teacher_url', '', { doc: 'OpenAI-compatible /v1 endpoint of the teacher (needs /completions with echo+logprobs).' }),
+  stringKey('opd.teacher_model', '', { doc: 'Teacher model.' }),
+  secretKey('opd.teacher_api_key', { doc: 'Teacher key.' }),
+  numberKey('opd.kl_penalty_coef', 1.0, { min: 0, doc: 'Weight of the KL term.' }),
+
+  booleanKey('scheduler.enabled', false, { doc: 'Train only in idle windows (always on in auto mode).' }),
+  timeOfDayKey('scheduler.sleep_start', '23:00', { doc: 'Start of the nightly window (local time).' }),
+  timeOfDayKey('scheduler.sleep_end', '07:00', { doc: 'End of the nightly window (local time).' }),
+  integerKey('scheduler.idle_threshold_minutes', 30, { min: 1, doc: 'Keyboard and proxy idle time that opens a window.' }),
+  integerKey('scheduler.min_window_minutes', 15, { min: 0, doc: 'Do not start a training step in a window expected to last less than this.' }),
+  booleanKey('scheduler.calendar.enabled', false, { doc: 'Open a window while a calendar event says you are busy.' }),
+  pathKey('scheduler.calendar.credentials_path', '', { doc: 'MetaClaw key for Google OAuth client secrets; MetaClaw-TS reads calendars as ICS (scheduler.calendar.ics_url).' }),
+  pathKey('scheduler.calendar.token_path', '', { doc: 'MetaClaw key, kept for compatibility.' }),
+  stringKey('scheduler.calendar.ics_url', '', { doc: 'ICS calendar file path or URL whose events count as busy time.' }),
+
+  numberKey('session.idle_timeout_minutes', 30, { min: 0.01, doc: 'A session with no turns for this long is ended (and learned from).' }),
+
+  integerKey('learning.daily_token_budget', 0, { min: 0, doc: 'Tokens per day learning jobs may spend on LLM calls (0: unlimited). Serving is never paused.' }),
+  integerKey('learning.max_attempts', 5, { min: 1, max: 50, doc: 'Attempts per learning job before it goes to the dead-letter list.' }),
+  integerKey('learning.concurrency', 1, { min: 1, max: 8, doc: 'Learning jobs run at once.' }),
+
+  integerKey('store.payload_retention_days', 30, { min: 0, doc: 'Full request/response bodies of turns are kept this long (0: forever); turn summaries stay.' }),
+  enumKey('log.level', ['debug', 'info', 'warn', 'error'] as const, 'info', { doc: 'Log level of $METACLAW_HOME/logs/metaclaw.log.' }),
+
+  booleanKey('wechat.enabled', false, { doc: 'MetaClaw\'s WeChat bridge; not part of MetaClaw-TS (accepted so old files load, warns when true).' }),
+] as const;
+
+type Definition = (typeof KEY_DEFINITIONS)[number];
+export type ConfigKey = Definition['key'];
+/** Every key's value, flat by dotted key: `values['proxy.port']` is a number. */
+export type ConfigValues = { [D in Definition as D['key']]: D['default'] };
+
+/** MetaClaw's legacy key names and where they now live. */
+export const KEY_ALIASES: Readonly<Record<string, string>> = {
+  'rl.tinker_api_key': 'rl.api_key',
+  'rl.tinker_base_url': 'rl.base_url',
+};
+
+/** Legacy values that mean something else now. */
+export const VALUE_ALIASES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  mode: { madmax: 'auto' },
+};
+
+/** Legacy keys that are accepted and translated by a rule rather than renamed. */
+export const LEGACY_RULES: Readonly<Record<string, string>> = {
+  configure_openclaw: 'false means claw_type: none',
+};
+
+export const DEFINITIONS_BY_KEY: ReadonlyMap<string, KeyDefinition> = new Map(KEY_DEFINITIONS.map((definition) => [definition.key, definition as KeyDefinition]));
+
+/** Every section name (`proxy`, `skills.embedding`, …) that holds keys. */
+export const SECTIONS: ReadonlySet<string> = new Set(
+  KEY_DEFINITIONS.flatMap((definition) => {
+    const parts = definition.key.split('.');
+    return parts.slice(0, -1).map((_, index) => parts.slice(0, index + 1).join('.'));
+  }),
+);

@@ -1,0 +1,100 @@
+import type { LoadedConfig } from './load.js';
+import type { UpstreamEntry } from './schema.js';
+
+export type WireFormat = 'openai' | 'anthropic';
+/** Where an upstream's key comes from; `client` means the client's own key is passed through. */
+export type KeySource = 'config' | 'env' | 'client';
+
+export interface UpstreamTarget {
+  readonly name: string;
+  /** Base URL without a trailing slash: `https://api.openai.com/v1`, `https://api.anthropic.com`. */
+  readonly baseUrl: string;
+  readonly format: WireFormat;
+  readonly apiKey: string | undefined;
+  readonly keySource: KeySource;
+  /** When set, replaces the client's `model` for requests to this upstream. */
+  readonly model: string | undefined;
+}
+
+const OPENAI_BASE = 'https://api.openai.com/v1';
+const ANTHROPIC_BASE = 'https://api.anthropic.com';
+
+/**
+ * The main upstream and the fallbacks, in the order they are tried. With no config file the main one
+ * comes from OPENAI_BASE_URL / OPENAI_API_KEY or ANTHROPIC_API_KEY, else OpenAI with the client's own key.
+ * Env keys are only sent to the base URL that came from the env (or the vendor's own), never to a
+ * configured third-party base.
+ */
+export function resolveUpstreams(config: LoadedConfig, env: NodeJS.ProcessEnv = process.env): UpstreamTarget[] {
+  return [resolveMain(config, env), ...config.values['llm.fallbacks'].map((entry, index) => resolveFallback(entry, index, env))];
+}
+
+function resolveMain(config: LoadedConfig, env: NodeJS.ProcessEnv): UpstreamTarget {
+  const values = config.values;
+  const model = values['llm.model_id'] || undefined;
+  const passthrough = values['llm.auth_method'] === 'passthrough';
+  if (values['llm.api_base']) {
+    const key = passthrough ? undefined : values['llm.api_key'] || undefined;
+    return {
+      name: 'main',
+      baseUrl: trimSlash(values['llm.api_base']),
+      format: detectFormat(values['llm.api_format'], values['llm.api_base'], values['llm.provider']),
+      apiKey: key,
+      keySource: key ? 'config' : 'client',
+      model,
+    };
+  }
+  const openaiBase = env['OPENAI_BASE_URL']?.trim();
+  const openaiKey = env['OPENAI_API_KEY']?.trim();
+  const anthropicKey = env['ANTHROPIC_API_KEY']?.trim();
+  const configuredKey = passthrough ? undefined : values['llm.api_key'] || undefined;
+  if (openaiBase || openaiKey || (!anthropicKey && values['llm.api_format'] !== 'anthropic')) {
+    const key = configuredKey ?? (passthrough ? undefined : openaiKey || undefined);
+    return {
+      name: 'main',
+      baseUrl: trimSlash(openaiBase || OPENAI_BASE),
+      format: values['llm.api_format'] === 'anthropic' ? 'anthropic' : 'openai',
+      apiKey: key,
+      keySource: configuredKey ? 'config' : key ? 'env' : 'client',
+      model,
+    };
+  }
+  const key = configuredKey ?? (passthrough ? undefined : anthropicKey || undefined);
+  return {
+    name: 'main',
+    baseUrl: trimSlash(env['ANTHROPIC_BASE_URL']?.trim() || ANTHROPIC_BASE),
+    format: 'anthropic',
+    apiKey: key,
+    keySource: configuredKey ? 'config' : key ? 'env' : 'client',
+    model,
+  };
+}
+
+function resolveFallback(entry: UpstreamEntry, index: number, env: NodeJS.ProcessEnv): UpstreamTarget {
+  const fromEnv = entry.api_key_env ? env[entry.api_key_env]?.trim() : undefined;
+  const key = entry.api_key || fromEnv || undefined;
+  return {
+    name: entry.name ?? `fallback-${index + 1}`,
+    baseUrl: trimSlash(entry.api_base),
+    format: detectFormat(entry.api_format ?? 'auto', entry.api_base, ''),
+    apiKey: key,
+    keySource: entry.api_key ? 'config' : fromEnv ? 'env' : 'client',
+    model: entry.model_id || undefined,
+  };
+}
+
+export function detectFormat(configured: string, baseUrl: string, provider: string): WireFormat {
+  if (configured === 'openai' || configured === 'anthropic') return configured;
+  if (provider === 'anthropic') return 'anthropic';
+  try {
+    const host = new URL(baseUrl).hostname;
+    if (host === 'api.anthropic.com' || host.endsWith('.anthropic.com')) return 'anthropic';
+  } catch {
+    // validated elsewhere; an unparsable URL is reported by the schema
+  }
+  return 'openai';
+}
+
+function trimSlash(url: string): string {
+  return url.replace(/\/+$/, '');
+}

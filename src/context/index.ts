@@ -1,0 +1,3 @@
+export { ContextPlanner, CONTEXT_OPEN, CONTEXT_CLOSE } from './planner.js';
+export { appendToSystemPrompt } from './placement.js';
+export type { ContextProvider, ContextRequest, ContextSection, Augmentation, InjectionRecord } from './types.js';

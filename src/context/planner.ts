@@ -1,0 +1,62 @@
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../logging/index.js';
+import { appendToSystemPrompt } from './placement.js';
+import type { Augmentation, ContextProvider, ContextRequest, ContextSection } from './types.js';
+
+export const CONTEXT_OPEN = '<metaclaw-context>';
+export const CONTEXT_CLOSE = '</metaclaw-context>';
+
+/**
+ * Builds the augmentation for one request: asks each provider (skills first, then memory: stable
+ * text before volatile text), renders one delimited block and appends it to the system prompt.
+ * Side turns get nothing. A provider that fails is skipped, logged and counted: the request goes on.
+ */
+export class ContextPlanner {
+  private failureCount = 0;
+
+  constructor(
+    private readonly providers: readonly ContextProvider[],
+    private readonly logger: Logger,
+  ) {}
+
+  get failures(): number {
+    return this.failureCount;
+  }
+
+  get providerNames(): string[] {
+    return this.providers.map((provider) => provider.name);
+  }
+
+  augment(request: ContextRequest): Augmentation {
+    if (request.turnType === 'side' || this.providers.length === 0) return { body: request.body, injected: null, failures: [] };
+    const sections: ContextSection[] = [];
+    const failures: Augmentation['failures'] = [];
+    for (const provider of this.providers) {
+      try {
+        const section = provider.provide(request);
+        if (section && section.text.trim() !== '') sections.push(section);
+      } catch (error) {
+        this.failureCount++;
+        failures.push({ provider: provider.name, error: errorMessage(error) });
+        this.logger.error({ err: error, provider: provider.name, session: request.sessionId }, 'context provider failed; the request goes on without it');
+      }
+    }
+    if (sections.length === 0) return { body: request.body, injected: null, failures };
+    const text = renderBlock(sections);
+    const { body, placement } = appendToSystemPrompt(request.format, request.body, text);
+    return {
+      body,
+      injected: {
+        placement,
+        tokens: sections.reduce((sum, section) => sum + section.tokens, 0),
+        sections: sections.map((section) => ({ provider: section.provider, tokens: section.tokens, details: section.details })),
+        text,
+      },
+      failures,
+    };
+  }
+}
+
+function renderBlock(sections: readonly ContextSection[]): string {
+  return `${CONTEXT_OPEN}\n${sections.map((section) => section.text.trim()).join('\n\n')}\n${CONTEXT_CLOSE}`;
+}

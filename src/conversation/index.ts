@@ -1,0 +1,6 @@
+export { readTurnSignals, stripNonStandardKeys, deriveScope, NON_STANDARD_BODY_KEYS, type TurnSignals, type TurnType, type IdentitySource, type ScopeHints } from './signals.js';
+export { extractUserRequest, cleanUserText, type UserRequest } from './user-request.js';
+export { messageText } from './message-text.js';
+export { ConversationStore } from './store.js';
+export { IdleSessionSweeper } from './sweeper.js';
+export type * from './types.js';

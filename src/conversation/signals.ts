@@ -1,0 +1,146 @@
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ApiFormat } from '../types/index.js';
+import { messageText } from './message-text.js';
+
+/** Body keys MetaClaw reads; they are removed before the request goes upstream. */
+export const NON_STANDARD_BODY_KEYS = ['session_id', 'session_done', 'turn_type', 'memory_scope', 'user_id', 'workspace_id'] as const;
+
+export type IdentitySource = 'header' | 'body' | 'runtime' | 'fingerprint' | 'none';
+export type TurnType = 'main' | 'side';
+
+export interface ScopeHints {
+  memoryScope: string | undefined;
+  userId: string | undefined;
+  workspaceId: string | undefined;
+}
+
+/** What one request says about who is talking and where the turn belongs. */
+export interface TurnSignals {
+  sessionId: string;
+  identitySource: IdentitySource;
+  turnType: TurnType;
+  sessionDone: boolean;
+  scope: ScopeHints;
+}
+
+const TRUE_WORDS = new Set(['1', 'true', 'yes', 'on']);
+
+/**
+ * Reads session identity in this order: `X-Session-Id` or `session_id` header, body `session_id`,
+ * `metadata.session_id`, `user`, OpenClaw's `Runtime: … sessionId=…` line, else a fingerprint of the
+ * conversation's first messages, so clients that send nothing still get stable sessions.
+ */
+export function readTurnSignals(headers: IncomingHttpHeaders, body: Record<string, unknown>, format: ApiFormat): TurnSignals {
+  const identity = resolveIdentity(headers, body, format);
+  const turnTypeText = (header(headers, 'x-turn-type') ?? stringField(body, 'turn_type') ?? '').trim().toLowerCase();
+  const doneText = (header(headers, 'x-session-done') ?? fieldText(body, 'session_done') ?? '').trim().toLowerCase();
+  return {
+    sessionId: identity.id,
+    identitySource: identity.source,
+    turnType: turnTypeText === 'side' ? 'side' : 'main',
+    sessionDone: TRUE_WORDS.has(doneText),
+    scope: {
+      memoryScope: nonEmpty(header(headers, 'x-memory-scope') ?? stringField(body, 'memory_scope')),
+      userId: nonEmpty(header(headers, 'x-user-id') ?? stringField(body, 'user_id')),
+      workspaceId: nonEmpty(header(headers, 'x-workspace-id') ?? stringField(body, 'workspace_id')),
+    },
+  };
+}
+
+/** Returns the non-standard keys that were present (and removes them from the body). */
+export function stripNonStandardKeys(body: Record<string, unknown>): string[] {
+  const removed: string[] = [];
+  for (const key of NON_STANDARD_BODY_KEYS) {
+    if (key in body) {
+      delete body[key];
+      removed.push(key);
+    }
+  }
+  return removed;
+}
+
+/**
+ * MetaClaw's scope rules (metaclaw-spec §3.2), minus the per-session part: explicit scope wins,
+ * then user and workspace, then the configured default.
+ */
+export function deriveScope(hints: ScopeHints, defaultScope: string): string {
+  if (hints.memoryScope) return hints.memoryScope;
+  if (hints.userId && hints.workspaceId) return `user:${hints.userId}|workspace:${hints.workspaceId}`;
+  if (hints.workspaceId) return `workspace:${hints.workspaceId}`;
+  if (hints.userId) return `user:${hints.userId}`;
+  return defaultScope;
+}
+
+function resolveIdentity(headers: IncomingHttpHeaders, body: Record<string, unknown>, format: ApiFormat): { id: string; source: IdentitySource } {
+  const fromHeader = nonEmpty(header(headers, 'x-session-id')) ?? withoutCallCounter(nonEmpty(header(headers, 'session_id')));
+  if (fromHeader) return { id: fromHeader, source: 'header' };
+  const metadata = isRecord(body['metadata']) ? body['metadata'] : undefined;
+  const fromBody = nonEmpty(stringField(body, 'session_id')) ?? nonEmpty(metadata ? stringField(metadata, 'session_id') : undefined) ?? (format === 'openai' ? nonEmpty(stringField(body, 'user')) : undefined);
+  if (fromBody) return { id: fromBody, source: 'body' };
+  const messages = Array.isArray(body['messages']) ? (body['messages'] as unknown[]) : [];
+  const fromRuntime = runtimeSessionId(messages);
+  if (fromRuntime) return { id: fromRuntime, source: 'runtime' };
+  const fingerprint = conversationFingerprint(messages, typeof body['model'] === 'string' ? body['model'] : '');
+  if (fingerprint) return { id: fingerprint, source: 'fingerprint' };
+  return { id: 'unidentified', source: 'none' };
+}
+
+/** OpenClaw's affinity header is `session_id: <id>:<n>`; the counter is not part of the identity. */
+function withoutCallCounter(value: string | undefined): string | undefined {
+  return value?.replace(/:\d+$/, '');
+}
+
+const RUNTIME_SESSION = /\bRuntime:[^\n]*\bsessionId=([A-Za-z0-9._:-]+)/;
+
+/** OpenClaw puts `Runtime: agent=… | sessionId=<uuid> | …` into the first user message. */
+function runtimeSessionId(messages: unknown[]): string | undefined {
+  for (const message of messages) {
+    if (!isRecord(message) || message['role'] !== 'user') continue;
+    const match = RUNTIME_SESSION.exec(messageText(message['content']));
+    if (match) return `openclaw-${match[1]}`;
+    return undefined;
+  }
+  return undefined;
+}
+
+/**
+ * A stable id from the model and the first user message: every later turn of the same conversation
+ * resends that message unchanged. System prompts are left out because agents rewrite them per turn.
+ */
+function conversationFingerprint(messages: unknown[], model: string): string | undefined {
+  for (const message of messages) {
+    if (!isRecord(message) || message['role'] !== 'user') continue;
+    const text = messageText(message['content']);
+    if (text === '') continue;
+    const digest = createHash('sha256').update(model).update('\u0000').update(text).digest('hex');
+    return `fp-${digest.slice(0, 16)}`;
+  }
+  return undefined;
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function stringField(record: Record<string, unknown>, key: string): string | undefined {
+  const value = record[key];
+  return typeof value === 'string' ? value : undefined;
+}
+
+function fieldText(record: Record<string, unknown>, key: string): string | undefined {
+  const value = record[key];
+  if (typeof value === 'string') return value;
+  if (typeof value === 'boolean' || typeof value === 'number') return String(value);
+  return undefined;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  const trimmed = value?.trim();
+  return trimmed ? trimmed : undefined;
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

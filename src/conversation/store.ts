@@ -1,0 +1,192 @@
+import { promisify } from 'node:util';
+import { deflateRaw, inflateRawSync } from 'node:zlib';
+import type { Db } from '../store/index.js';
+import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow, TurnDetail, TurnRow } from './types.js';
+
+const deflate = promisify(deflateRaw);
+
+/**
+ * Sessions and turn records. Bodies are compressed on the thread pool before the write, so a
+ * 60 KB OpenClaw prompt costs the event loop almost nothing; the write itself is one transaction
+ * that also enqueues the learning jobs the turn triggers.
+ */
+export class ConversationStore {
+  private readonly listeners: ConversationListener[] = [];
+  private readonly statements;
+
+  constructor(private readonly db: Db) {
+    this.statements = {
+      upsertSession: db.prepare<[string, string, string, string, string, number, number, number, number], { turn_count: number; main_turn_count: number }>(`
+        INSERT INTO sessions (id, identity_source, lineage, scope, client_format, started_at, last_turn_at, turn_count, main_turn_count)
+        VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
+        ON CONFLICT(id) DO UPDATE SET
+          last_turn_at = excluded.last_turn_at,
+          scope = excluded.scope,
+          turn_count = turn_count + 1,
+          main_turn_count = main_turn_count + ?,
+          ended_at = NULL,
+          end_reason = NULL
+        RETURNING turn_count, main_turn_count`),
+      insertTurn: db.prepare(`
+        INSERT INTO turns (id, session_id, seq, turn_type, client_format, upstream_name, upstream_format, model, stream, query,
+          response_text, tool_calls, finish_reason, input_tokens, output_tokens, status, outcome, error, attempts, started_at, first_byte_ms, duration_ms)
+        VALUES (@id, @session_id, @seq, @turn_type, @client_format, @upstream_name, @upstream_format, @model, @stream, @query,
+          @response_text, @tool_calls, @finish_reason, @input_tokens, @output_tokens, @status, @outcome, @error, @attempts, @started_at, @first_byte_ms, @duration_ms)`),
+      insertPayload: db.prepare('INSERT INTO turn_payloads (turn_id, received, injected, forwarded, received_headers, stripped_keys) VALUES (?, ?, ?, ?, ?, ?)'),
+      endSession: db.prepare<[number, string, string], SessionRow>('UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL RETURNING *'),
+      openInLineage: db.prepare<[string, string], { id: string }>('SELECT id FROM sessions WHERE lineage = ? AND id != ? AND ended_at IS NULL'),
+      idleSessions: db.prepare<[number], { id: string }>('SELECT id FROM sessions WHERE ended_at IS NULL AND last_turn_at < ?'),
+      session: db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
+      sessions: db.prepare<[number], SessionRow>('SELECT * FROM sessions ORDER BY last_turn_at DESC LIMIT ?'),
+      turnsOfSession: db.prepare<[string], TurnRow>('SELECT * FROM turns WHERE session_id = ? ORDER BY seq'),
+      turn: db.prepare<[string], TurnRow>('SELECT * FROM turns WHERE id = ?'),
+      payload: db.prepare<[string], { received: Buffer | null; injected: string | null; forwarded: Buffer | null; received_headers: string | null; stripped_keys: string | null }>('SELECT * FROM turn_payloads WHERE turn_id = ?'),
+      counts: db.prepare<[], { sessions: number; open_sessions: number; turns: number }>(`
+        SELECT (SELECT COUNT(*) FROM sessions) AS sessions,
+               (SELECT COUNT(*) FROM sessions WHERE ended_at IS NULL) AS open_sessions,
+               (SELECT COUNT(*) FROM turns) AS turns`),
+      prunePayloads: db.prepare<[number]>('DELETE FROM turn_payloads WHERE turn_id IN (SELECT id FROM turns WHERE started_at < ?)'),
+    };
+  }
+
+  addListener(listener: ConversationListener): void {
+    this.listeners.push(listener);
+  }
+
+  /** Records a finished turn and everything it triggers. Resolves once committed. */
+  async recordTurn(turn: FinishedTurn): Promise<void> {
+    const [received, forwarded] = await Promise.all([
+      deflate(Buffer.from(turn.payload.received, 'utf8')),
+      turn.payload.forwarded === null ? Promise.resolve(null) : deflate(Buffer.from(turn.payload.forwarded, 'utf8')),
+    ]);
+    this.db.transaction(() => {
+      const isMain = turn.turnType === 'main' ? 1 : 0;
+      const counts = this.statements.upsertSession.get(turn.sessionId, turn.identitySource, turn.lineage, turn.scope, turn.clientFormat, turn.startedAt, Date.now(), isMain, isMain)!;
+      const response = turn.response;
+      this.statements.insertTurn.run({
+        id: turn.id,
+        session_id: turn.sessionId,
+        seq: counts.turn_count,
+        turn_type: turn.turnType,
+        client_format: turn.clientFormat,
+        upstream_name: turn.upstreamName,
+        upstream_format: turn.upstreamFormat,
+        model: turn.model,
+        stream: turn.stream ? 1 : 0,
+        query: turn.query,
+        response_text: response?.text ?? null,
+        tool_calls: response && response.toolCalls.length > 0 ? JSON.stringify(response.toolCalls) : null,
+        finish_reason: response?.finishReason ?? null,
+        input_tokens: response?.usage?.inputTokens ?? null,
+        output_tokens: response?.usage?.outputTokens ?? null,
+        status: turn.status,
+        outcome: turn.outcome,
+        error: turn.error,
+        attempts: turn.attempts,
+        started_at: turn.startedAt,
+        first_byte_ms: turn.firstByteMs,
+        duration_ms: turn.durationMs,
+      });
+      this.statements.insertPayload.run(
+        turn.id,
+        received,
+        turn.payload.injected === null ? null : JSON.stringify(turn.payload.injected),
+        forwarded,
+        JSON.stringify(turn.payload.receivedHeaders),
+        JSON.stringify(turn.payload.strippedKeys),
+      );
+      for (const listener of this.listeners) {
+        listener.turnRecorded?.({
+          turnId: turn.id,
+          sessionId: turn.sessionId,
+          scope: turn.scope,
+          seq: counts.turn_count,
+          turnType: turn.turnType,
+          outcome: turn.outcome,
+          mainTurnCount: counts.main_turn_count,
+          turnCount: counts.turn_count,
+        });
+      }
+    })();
+  }
+
+  /** Ends a session once (later calls do nothing) and tells learning. Returns whether it ended now. */
+  endSession(sessionId: string, reason: SessionEndReason, now = Date.now()): boolean {
+    return this.db.transaction(() => {
+      const row = this.statements.endSession.get(now, reason, sessionId);
+      if (!row) return false;
+      for (const listener of this.listeners) {
+        listener.sessionEnded?.({ sessionId, scope: row.scope, reason, turnCount: row.turn_count, mainTurnCount: row.main_turn_count });
+      }
+      return true;
+    })();
+  }
+
+  /** An agent started a new conversation: the other open sessions of the same lineage are over. */
+  endOtherSessionsInLineage(lineage: string, currentSessionId: string): string[] {
+    const ended: string[] = [];
+    for (const { id } of this.statements.openInLineage.all(lineage, currentSessionId)) {
+      if (this.endSession(id, 'reset')) ended.push(id);
+    }
+    return ended;
+  }
+
+  /** Ends every open session idle since before `cutoff`. */
+  endIdleSessions(cutoff: number): string[] {
+    const ended: string[] = [];
+    for (const { id } of this.statements.idleSessions.all(cutoff)) {
+      if (this.endSession(id, 'idle')) ended.push(id);
+    }
+    return ended;
+  }
+
+  getSession(id: string): SessionRow | undefined {
+    return this.statements.session.get(id);
+  }
+
+  listSessions(limit: number): SessionRow[] {
+    return this.statements.sessions.all(limit);
+  }
+
+  turnsOfSession(sessionId: string): TurnRow[] {
+    return this.statements.turnsOfSession.all(sessionId);
+  }
+
+  getTurn(id: string): TurnDetail | undefined {
+    const row = this.statements.turn.get(id);
+    if (!row) return undefined;
+    const payload = this.statements.payload.get(id);
+    return {
+      ...row,
+      received: payload?.received ? parseJsonText(inflateRawSync(payload.received).toString('utf8')) : null,
+      injected: payload?.injected ? parseJsonText(payload.injected) : null,
+      forwarded: payload?.forwarded ? parseJsonText(inflateRawSync(payload.forwarded).toString('utf8')) : null,
+      received_headers: payload?.received_headers ? (parseJsonText(payload.received_headers) as Record<string, string>) : {},
+      stripped_keys: payload?.stripped_keys ? (parseJsonText(payload.stripped_keys) as string[]) : [],
+    };
+  }
+
+  /** The request body a turn was received with, parsed (learning workers read conversations from it). */
+  receivedBody(turnId: string): unknown {
+    const payload = this.statements.payload.get(turnId);
+    return payload?.received ? parseJsonText(inflateRawSync(payload.received).toString('utf8')) : null;
+  }
+
+  counts(): { sessions: number; openSessions: number; turns: number } {
+    const row = this.statements.counts.get()!;
+    return { sessions: row.sessions, openSessions: row.open_sessions, turns: row.turns };
+  }
+
+  /** Drops full bodies older than the retention window; turn summaries stay. */
+  prunePayloads(olderThan: number): number {
+    return this.statements.prunePayloads.run(olderThan).changes;
+  }
+}
+
+function parseJsonText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

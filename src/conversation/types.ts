@@ -1,0 +1,114 @@
+import type { ApiFormat, AssembledResponse } from '../types/index.js';
+import type { IdentitySource, TurnType } from './signals.js';
+
+export type TurnOutcome = 'ok' | 'upstream_error' | 'stream_broken' | 'client_aborted' | 'proxy_error';
+export type SessionEndReason = 'done_header' | 'idle' | 'reset' | 'manual';
+
+/** Everything known about one finished turn, as the proxy hands it over for recording. */
+export interface FinishedTurn {
+  id: string;
+  sessionId: string;
+  identitySource: IdentitySource;
+  lineage: string;
+  scope: string;
+  turnType: TurnType;
+  clientFormat: ApiFormat;
+  upstreamName: string | null;
+  upstreamFormat: ApiFormat | null;
+  model: string | null;
+  stream: boolean;
+  query: string;
+  response: AssembledResponse | null;
+  status: number | null;
+  outcome: TurnOutcome;
+  error: string | null;
+  attempts: number;
+  startedAt: number;
+  firstByteMs: number | null;
+  durationMs: number;
+  payload: TurnPayload;
+}
+
+export interface TurnPayload {
+  /** Request body as received, JSON text. */
+  received: string;
+  /** What the proxy added (skills, memories), with scores; null when nothing. */
+  injected: unknown;
+  /** The body sent upstream on the last attempt, JSON text; null when nothing was sent. */
+  forwarded: string | null;
+  receivedHeaders: Record<string, string>;
+  strippedKeys: string[];
+}
+
+/** Delivered to learning inside the recording transaction, so a job is never lost between the two. */
+export interface TurnRecordedEvent {
+  turnId: string;
+  sessionId: string;
+  scope: string;
+  seq: number;
+  turnType: TurnType;
+  outcome: TurnOutcome;
+  mainTurnCount: number;
+  turnCount: number;
+}
+
+export interface SessionEndedEvent {
+  sessionId: string;
+  scope: string | null;
+  reason: SessionEndReason;
+  turnCount: number;
+  mainTurnCount: number;
+}
+
+export interface ConversationListener {
+  turnRecorded?(event: TurnRecordedEvent): void;
+  sessionEnded?(event: SessionEndedEvent): void;
+}
+
+export interface SessionRow {
+  id: string;
+  identity_source: string;
+  lineage: string;
+  scope: string | null;
+  client_format: string;
+  started_at: number;
+  last_turn_at: number;
+  ended_at: number | null;
+  end_reason: string | null;
+  turn_count: number;
+  main_turn_count: number;
+}
+
+export interface TurnRow {
+  id: string;
+  session_id: string;
+  seq: number;
+  turn_type: string;
+  client_format: string;
+  upstream_name: string | null;
+  upstream_format: string | null;
+  model: string | null;
+  stream: number;
+  query: string | null;
+  response_text: string | null;
+  tool_calls: string | null;
+  finish_reason: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  status: number | null;
+  outcome: string;
+  error: string | null;
+  attempts: number;
+  started_at: number;
+  first_byte_ms: number | null;
+  duration_ms: number | null;
+}
+
+/** A turn with its full bodies, for `GET /v1/requests/{id}` and `metaclaw sessions show`. */
+export interface TurnDetail extends TurnRow {
+  received: unknown;
+  injected: unknown;
+  forwarded: unknown;
+  received_headers: Record<string, string>;
+  stripped_keys: string[];
+}

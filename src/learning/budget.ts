@@ -1,0 +1,67 @@
+import type { Db } from '../store/index.js';
+
+export interface SpendSummary {
+  tokensToday: number;
+  tokensTotal: number;
+  callsToday: number;
+  callsTotal: number;
+  byKindToday: Record<string, number>;
+}
+
+/**
+ * What learning costs the user: tokens every learning LLM call spent, per local day and job kind.
+ * Serving never consults this; only learning jobs pause when the daily budget is reached.
+ */
+export class LearningBudget {
+  private readonly statements;
+
+  constructor(
+    db: Db,
+    private readonly dailyTokenBudget: number,
+  ) {
+    this.statements = {
+      add: db.prepare<[string, string, number, number]>(`
+        INSERT INTO learning_spend (day, kind, tokens, calls) VALUES (?, ?, ?, ?)
+        ON CONFLICT(day, kind) DO UPDATE SET tokens = tokens + excluded.tokens, calls = calls + excluded.calls`),
+      day: db.prepare<[string], { kind: string; tokens: number; calls: number }>('SELECT kind, tokens, calls FROM learning_spend WHERE day = ?'),
+      total: db.prepare<[], { tokens: number | null; calls: number | null }>('SELECT SUM(tokens) AS tokens, SUM(calls) AS calls FROM learning_spend'),
+    };
+  }
+
+  record(kind: string, tokens: number, calls = 1, now = new Date()): void {
+    this.statements.add.run(localDay(now), kind, Math.max(0, Math.round(tokens)), calls);
+  }
+
+  summary(now = new Date()): SpendSummary {
+    const rows = this.statements.day.all(localDay(now));
+    const total = this.statements.total.get()!;
+    const byKindToday: Record<string, number> = {};
+    for (const row of rows) byKindToday[row.kind] = row.tokens;
+    return {
+      tokensToday: rows.reduce((sum, row) => sum + row.tokens, 0),
+      callsToday: rows.reduce((sum, row) => sum + row.calls, 0),
+      tokensTotal: total.tokens ?? 0,
+      callsTotal: total.calls ?? 0,
+      byKindToday,
+    };
+  }
+
+  get dailyLimit(): number {
+    return this.dailyTokenBudget;
+  }
+
+  /** Why learning is paused right now, or undefined when it may run. */
+  pauseReason(now = new Date()): string | undefined {
+    if (this.dailyTokenBudget <= 0) return undefined;
+    const spent = this.summary(now).tokensToday;
+    if (spent < this.dailyTokenBudget) return undefined;
+    return `daily learning budget reached (${spent} of ${this.dailyTokenBudget} tokens today; learning.daily_token_budget); resumes tomorrow`;
+  }
+}
+
+export function localDay(date: Date): string {
+  const year = date.getFullYear();
+  const month = String(date.getMonth() + 1).padStart(2, '0');
+  const day = String(date.getDate()).padStart(2, '0');
+  return `${year}-${month}-${day}`;
+}

@@ -1,0 +1,3 @@
+export { JobQueue, backoffMs, type Job, type JobRow, type JobStatus, type EnqueueOptions, type QueueCounts } from './queue.js';
+export { LearningBudget, localDay, type SpendSummary } from './budget.js';
+export { LearningRunner, PermanentJobError, type JobHandler, type JobContext, type LearningTrigger, type Enqueue, type RunnerStats, type RunnerOptions } from './runner.js';

@@ -1,0 +1,162 @@
+import type { Db } from '../store/index.js';
+
+export type JobStatus = 'queued' | 'leased' | 'done' | 'dead';
+
+export interface Job {
+  id: number;
+  kind: string;
+  payload: unknown;
+  attempts: number;
+  maxAttempts: number;
+  createdAt: number;
+}
+
+export interface JobRow {
+  id: number;
+  kind: string;
+  payload: string;
+  dedupe_key: string | null;
+  status: JobStatus;
+  attempts: number;
+  max_attempts: number;
+  run_after: number;
+  lease_until: number | null;
+  leased_by: string | null;
+  last_error: string | null;
+  tokens_used: number;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+}
+
+export interface EnqueueOptions {
+  /** At most one queued-or-running job per key: a second enqueue with the same key is a no-op. */
+  dedupeKey?: string;
+  delayMs?: number;
+  maxAttempts?: number;
+}
+
+export interface QueueCounts {
+  queued: number;
+  leased: number;
+  done: number;
+  dead: number;
+}
+
+/**
+ * A durable job queue in SQLite. Jobs survive crashes: a job leased by a process that died is
+ * handed out again once its lease expires (or at once on the next start, see `recoverAbandoned`).
+ * Failures retry with exponential backoff; after `maxAttempts` a job goes to the dead-letter list.
+ */
+export class JobQueue {
+  private readonly statements;
+
+  constructor(
+    private readonly db: Db,
+    private readonly instanceId: string,
+    private readonly defaultMaxAttempts: number,
+  ) {
+    this.statements = {
+      insert: db.prepare(`
+        INSERT INTO jobs (kind, payload, dedupe_key, status, attempts, max_attempts, run_after, created_at, updated_at)
+        VALUES (?, ?, ?, 'queued', 0, ?, ?, ?, ?)
+        ON CONFLICT DO NOTHING`),
+      nextReady: db.prepare<[number], JobRow>(`SELECT * FROM jobs WHERE status = 'queued' AND run_after <= ? ORDER BY run_after, id LIMIT 50`),
+      lease: db.prepare<[number, string, number, number]>(`UPDATE jobs SET status = 'leased', lease_until = ?, leased_by = ?, attempts = attempts + 1, updated_at = ? WHERE id = ? AND status = 'queued'`),
+      complete: db.prepare<[number, number, number, number]>(`UPDATE jobs SET status = 'done', tokens_used = tokens_used + ?, finished_at = ?, updated_at = ?, lease_until = NULL, last_error = NULL WHERE id = ?`),
+      retry: db.prepare<[number, string, number, number, number]>(`UPDATE jobs SET status = 'queued', run_after = ?, last_error = ?, tokens_used = tokens_used + ?, updated_at = ?, lease_until = NULL, leased_by = NULL WHERE id = ?`),
+      bury: db.prepare<[string, number, number, number, number]>(`UPDATE jobs SET status = 'dead', last_error = ?, tokens_used = tokens_used + ?, finished_at = ?, updated_at = ?, lease_until = NULL WHERE id = ?`),
+      release: db.prepare<[number, number]>(`UPDATE jobs SET status = 'queued', attempts = MAX(attempts - 1, 0), lease_until = NULL, leased_by = NULL, updated_at = ? WHERE id = ? AND status = 'leased'`),
+      extendLease: db.prepare<[number, number, number]>(`UPDATE jobs SET lease_until = ?, updated_at = ? WHERE id = ? AND status = 'leased'`),
+      abandoned: db.prepare<[string, number]>(`UPDATE jobs SET status = 'queued', lease_until = NULL, leased_by = NULL WHERE status = 'leased' AND (leased_by IS NULL OR leased_by != ? OR lease_until < ?)`),
+      counts: db.prepare<[], { status: JobStatus; count: number }>(`SELECT status, COUNT(*) AS count FROM jobs GROUP BY status`),
+      byStatus: db.prepare<[string, number], JobRow>(`SELECT * FROM jobs WHERE status = ? ORDER BY id DESC LIMIT ?`),
+      all: db.prepare<[number], JobRow>(`SELECT * FROM jobs ORDER BY id DESC LIMIT ?`),
+      get: db.prepare<[number], JobRow>(`SELECT * FROM jobs WHERE id = ?`),
+      revive: db.prepare<[number, number, number]>(`UPDATE jobs SET status = 'queued', attempts = 0, run_after = ?, finished_at = NULL, updated_at = ? WHERE id = ? AND status = 'dead'`),
+      pruneDone: db.prepare<[number]>(`DELETE FROM jobs WHERE status = 'done' AND finished_at < ?`),
+    };
+  }
+
+  /** Adds a job; returns its id, or undefined when an identical (same dedupe key) job is pending. */
+  enqueue(kind: string, payload: unknown, options: EnqueueOptions = {}): number | undefined {
+    const now = Date.now();
+    const result = this.statements.insert.run(kind, JSON.stringify(payload ?? null), options.dedupeKey ?? null, options.maxAttempts ?? this.defaultMaxAttempts, now + (options.delayMs ?? 0), now, now);
+    return result.changes > 0 ? Number(result.lastInsertRowid) : undefined;
+  }
+
+  /** Takes the next ready job of one of `kinds` for `leaseMs`; undefined when none is ready. */
+  lease(kinds: ReadonlySet<string>, leaseMs: number, now = Date.now()): Job | undefined {
+    return this.db.transaction(() => {
+      for (const row of this.statements.nextReady.all(now)) {
+        if (!kinds.has(row.kind)) continue;
+        const updated = this.statements.lease.run(now + leaseMs, this.instanceId, now, row.id);
+        if (updated.changes === 0) continue;
+        return { id: row.id, kind: row.kind, payload: JSON.parse(row.payload) as unknown, attempts: row.attempts + 1, maxAttempts: row.max_attempts, createdAt: row.created_at };
+      }
+      return undefined;
+    })();
+  }
+
+  extendLease(jobId: number, leaseMs: number): void {
+    const now = Date.now();
+    this.statements.extendLease.run(now + leaseMs, now, jobId);
+  }
+
+  complete(jobId: number, tokensUsed = 0): void {
+    const now = Date.now();
+    this.statements.complete.run(tokensUsed, now, now, jobId);
+  }
+
+  /** Records a failure: retried with backoff, or dead-lettered once attempts are used up. */
+  fail(job: Job, error: string, options: { retryable: boolean; tokensUsed?: number }): 'retry' | 'dead' {
+    const now = Date.now();
+    const tokens = options.tokensUsed ?? 0;
+    if (!options.retryable || job.attempts >= job.maxAttempts) {
+      this.statements.bury.run(error.slice(0, 2000), tokens, now, now, job.id);
+      return 'dead';
+    }
+    this.statements.retry.run(now + backoffMs(job.attempts), error.slice(0, 2000), tokens, now, job.id);
+    return 'retry';
+  }
+
+  /** Puts a leased job back without counting the attempt (clean shutdown mid-job). */
+  release(jobId: number): void {
+    this.statements.release.run(Date.now(), jobId);
+  }
+
+  /** Re-queues jobs leased by a process that is gone. Call once at start, while holding the pid lock. */
+  recoverAbandoned(now = Date.now()): number {
+    return this.statements.abandoned.run(this.instanceId, now).changes;
+  }
+
+  counts(): QueueCounts {
+    const counts: QueueCounts = { queued: 0, leased: 0, done: 0, dead: 0 };
+    for (const row of this.statements.counts.all()) counts[row.status] = row.count;
+    return counts;
+  }
+
+  list(status: JobStatus | 'all', limit = 50): JobRow[] {
+    return status === 'all' ? this.statements.all.all(limit) : this.statements.byStatus.all(status, limit);
+  }
+
+  get(jobId: number): JobRow | undefined {
+    return this.statements.get.get(jobId);
+  }
+
+  /** Sends a dead job back to the queue with fresh attempts. */
+  revive(jobId: number): boolean {
+    const now = Date.now();
+    return this.statements.revive.run(now, now, jobId).changes > 0;
+  }
+
+  pruneDone(olderThan: number): number {
+    return this.statements.pruneDone.run(olderThan).changes;
+  }
+}
+
+/** 5 s, 10 s, 20 s … capped at one hour, with ±20 % jitter so retries of a burst spread out. */
+export function backoffMs(attempt: number): number {
+  const base = Math.min(3_600_000, 5_000 * 2 ** Math.max(0, attempt - 1));
+  return Math.round(base * (0.8 + Math.random() * 0.4));
+}

@@ -1,0 +1,216 @@
+import type { ConversationListener, SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../logging/index.js';
+import type { LearningBudget } from './budget.js';
+import type { EnqueueOptions, Job, JobQueue } from './queue.js';
+
+export interface JobContext {
+  readonly job: Job;
+  readonly signal: AbortSignal;
+  readonly logger: Logger;
+  /** Records tokens an LLM call of this job spent (counted against the daily budget). */
+  spend(tokens: number): void;
+}
+
+/** A learning worker: runs jobs of one kind, off the request path. */
+export interface JobHandler {
+  readonly kind: string;
+  /** Spends LLM tokens, so it pauses when `learning.daily_token_budget` is reached. */
+  readonly usesLlm: boolean;
+  run(payload: unknown, context: JobContext): Promise<void>;
+}
+
+/** Decides which jobs a conversation event creates. Runs inside the recording transaction. */
+export interface LearningTrigger {
+  readonly name: string;
+  onTurnRecorded?(event: TurnRecordedEvent, enqueue: Enqueue): void;
+  onSessionEnded?(event: SessionEndedEvent, enqueue: Enqueue): void;
+}
+
+export type Enqueue = (kind: string, payload: unknown, options?: EnqueueOptions) => number | undefined;
+
+/** A failure that retrying cannot fix (bad input): the job goes straight to the dead-letter list. */
+export class PermanentJobError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PermanentJobError';
+  }
+}
+
+export interface RunnerOptions {
+  concurrency: number;
+  leaseMs?: number;
+  pollMs?: number;
+  /** A job running longer than this is aborted and retried later. */
+  jobTimeoutMs?: number;
+}
+
+export interface RunnerStats {
+  running: number;
+  completed: number;
+  failed: number;
+  deadLettered: number;
+  triggerFailures: number;
+  pausedReason: string | undefined;
+  lastErrors: Array<{ at: string; kind: string; jobId: number; error: string }>;
+}
+
+/**
+ * Runs learning jobs from the durable queue with bounded concurrency. Every failure is logged,
+ * counted and retried with backoff; nothing here can fail a proxied request.
+ */
+export class LearningRunner implements ConversationListener {
+  private readonly handlers = new Map<string, JobHandler>();
+  private readonly triggers: LearningTrigger[] = [];
+  private readonly running = new Map<number, AbortController>();
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private readonly jobTimeoutMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private active = false;
+  private readonly stats: Omit<RunnerStats, 'running' | 'pausedReason'> = { completed: 0, failed: 0, deadLettered: 0, triggerFailures: 0, lastErrors: [] };
+
+  constructor(
+    private readonly queue: JobQueue,
+    private readonly budget: LearningBudget,
+    private readonly logger: Logger,
+    private readonly options: RunnerOptions,
+  ) {
+    this.leaseMs = options.leaseMs ?? 10 * 60_000;
+    this.pollMs = options.pollMs ?? 1_000;
+    this.jobTimeoutMs = options.jobTimeoutMs ?? 30 * 60_000;
+  }
+
+  register(handler: JobHandler): void {
+    this.handlers.set(handler.kind, handler);
+  }
+
+  addTrigger(trigger: LearningTrigger): void {
+    this.triggers.push(trigger);
+  }
+
+  readonly enqueue: Enqueue = (kind, payload, options) => {
+    const id = this.queue.enqueue(kind, payload, options);
+    if (id !== undefined) this.wake();
+    return id;
+  };
+
+  turnRecorded(event: TurnRecordedEvent): void {
+    for (const trigger of this.triggers) this.safely(trigger, () => trigger.onTurnRecorded?.(event, this.enqueue));
+  }
+
+  sessionEnded(event: SessionEndedEvent): void {
+    for (const trigger of this.triggers) this.safely(trigger, () => trigger.onSessionEnded?.(event, this.enqueue));
+  }
+
+  start(): void {
+    const recovered = this.queue.recoverAbandoned();
+    if (recovered > 0) this.logger.info({ jobs: recovered }, 'resuming learning jobs left unfinished by a previous run');
+    this.active = true;
+    this.schedule(0);
+  }
+
+  /** Stops leasing; running jobs get `graceMs` to finish, then are aborted and put back in the queue. */
+  async stop(graceMs = 5_000): Promise<void> {
+    this.active = false;
+    if (this.timer) clearTimeout(this.timer);
+    const deadline = Date.now() + graceMs;
+    while (this.running.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (const [jobId, controller] of this.running) {
+      controller.abort(new Error('shutting down'));
+      this.queue.release(jobId);
+    }
+  }
+
+  snapshot(): RunnerStats {
+    return { ...this.stats, lastErrors: [...this.stats.lastErrors], running: this.running.size, pausedReason: this.budget.pauseReason() };
+  }
+
+  /** Runs ready jobs now instead of at the next poll. */
+  wake(): void {
+    if (this.active) this.schedule(0);
+  }
+
+  private schedule(delayMs: number): void {
+    if (!this.active) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.tick(), delayMs);
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    if (!this.active) return;
+    try {
+      while (this.running.size < this.options.concurrency) {
+        const job = this.queue.lease(this.leasableKinds(), this.leaseMs);
+        if (!job) break;
+        void this.execute(job);
+      }
+    } catch (error) {
+      this.logger.error({ err: error }, 'learning queue poll failed');
+    }
+    this.schedule(this.pollMs);
+  }
+
+  private leasableKinds(): Set<string> {
+    const paused = this.budget.pauseReason() !== undefined;
+    const kinds = new Set<string>();
+    for (const handler of this.handlers.values()) if (!paused || !handler.usesLlm) kinds.add(handler.kind);
+    return kinds;
+  }
+
+  private async execute(job: Job): Promise<void> {
+    const handler = this.handlers.get(job.kind)!;
+    const controller = new AbortController();
+    this.running.set(job.id, controller);
+    let tokens = 0;
+    const logger = this.logger.child({ job: job.id, kind: job.kind, attempt: job.attempts });
+    const heartbeat = setInterval(() => this.queue.extendLease(job.id, this.leaseMs), Math.max(1_000, this.leaseMs / 3));
+    heartbeat.unref();
+    const timeout = setTimeout(() => controller.abort(new Error(`job exceeded ${Math.round(this.jobTimeoutMs / 1000)} s`)), this.jobTimeoutMs);
+    timeout.unref();
+    const context: JobContext = {
+      job,
+      signal: controller.signal,
+      logger,
+      spend: (spent) => {
+        tokens += spent;
+        this.budget.record(job.kind, spent);
+      },
+    };
+    try {
+      await handler.run(job.payload, context);
+      if (!this.running.has(job.id)) return; // released during shutdown
+      this.queue.complete(job.id, tokens);
+      this.stats.completed++;
+      logger.info({ tokens }, 'learning job done');
+    } catch (error) {
+      if (!this.running.has(job.id) || (!this.active && controller.signal.aborted)) return;
+      const message = errorMessage(error);
+      const verdict = this.queue.fail(job, message, { retryable: !(error instanceof PermanentJobError), tokensUsed: tokens });
+      this.stats.failed++;
+      if (verdict === 'dead') this.stats.deadLettered++;
+      this.rememberError(job, message);
+      logger.warn({ err: error, verdict }, verdict === 'dead' ? 'learning job failed for good (dead-letter list)' : 'learning job failed; will retry');
+    } finally {
+      clearInterval(heartbeat);
+      clearTimeout(timeout);
+      this.running.delete(job.id);
+      if (this.active) this.schedule(0);
+    }
+  }
+
+  private safely(trigger: LearningTrigger, action: () => void): void {
+    try {
+      action();
+    } catch (error) {
+      this.stats.triggerFailures++;
+      this.logger.error({ err: error, trigger: trigger.name }, 'learning trigger failed; the turn is recorded without it');
+    }
+  }
+
+  private rememberError(job: Job, error: string): void {
+    this.stats.lastErrors.unshift({ at: new Date().toISOString(), kind: job.kind, jobId: job.id, error: error.slice(0, 300) });
+    this.stats.lastErrors.length = Math.min(this.stats.lastErrors.length, 10);
+  }
+}

@@ -1,0 +1,55 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { AuthenticationError } from '../errors.js';
+import type { ClientCredentials } from '../upstream/index.js';
+
+/**
+ * Checks the proxy key (when one is configured) in constant time, and returns the client's own
+ * credentials minus the proxy key, so that key never travels upstream.
+ */
+export class ProxyAuth {
+  private readonly keyDigest: Buffer | undefined;
+
+  constructor(apiKey: string) {
+    this.keyDigest = apiKey === '' ? undefined : digest(apiKey);
+  }
+
+  get required(): boolean {
+    return this.keyDigest !== undefined;
+  }
+
+  /** Throws AuthenticationError when a key is required and none of the accepted headers carries it. */
+  check(headers: IncomingHttpHeaders): ClientCredentials {
+    const authorization = single(headers['authorization']);
+    const apiKey = single(headers['x-api-key']);
+    const credentials: ClientCredentials = {};
+    if (authorization) credentials.authorization = authorization;
+    if (apiKey) credentials.apiKey = apiKey;
+    if (!this.keyDigest) return credentials;
+
+    const bearer = authorization?.match(/^Bearer\s+(.+)$/i)?.[1]?.trim();
+    if (this.matches(single(headers['x-metaclaw-api-key']))) return credentials;
+    if (this.matches(bearer)) {
+      delete credentials.authorization;
+      return credentials;
+    }
+    if (this.matches(apiKey)) {
+      delete credentials.apiKey;
+      return credentials;
+    }
+    throw new AuthenticationError();
+  }
+
+  private matches(candidate: string | undefined): boolean {
+    if (!candidate || !this.keyDigest) return false;
+    return timingSafeEqual(digest(candidate), this.keyDigest);
+  }
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}
+
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}

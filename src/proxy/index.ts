@@ -1,0 +1,5 @@
+export { createProxyServer } from './server.js';
+export { ProxyAuth } from './auth.js';
+export { ProxyStats } from './stats.js';
+export { newRequestId } from './model-request.js';
+export type { ProxyDeps, ProxyApp } from './types.js';

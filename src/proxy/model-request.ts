@@ -1,0 +1,173 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { deriveScope, extractUserRequest, readTurnSignals, stripNonStandardKeys, type FinishedTurn, type TurnSignals, type UserRequest } from '../conversation/index.js';
+import type { Augmentation } from '../context/index.js';
+import { errorMessage, MetaclawError } from '../errors.js';
+import type { ApiFormat } from '../types/index.js';
+import type { ForwardResult } from '../upstream/index.js';
+import { readRequestBody, parseJsonObject } from './body.js';
+import { sendError } from './error-response.js';
+import { ResponseSink } from './response-sink.js';
+import type { ProxyDeps } from './types.js';
+import { validateModelRequest } from './validate.js';
+
+/** Request headers worth keeping on the turn record; credentials are never among them. */
+const RECORDED_HEADERS = ['user-agent', 'content-type', 'x-session-id', 'session_id', 'x-turn-type', 'x-session-done', 'x-memory-scope', 'x-user-id', 'x-workspace-id', 'anthropic-version', 'anthropic-beta'];
+
+export function newRequestId(): string {
+  return `req_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
+}
+
+/**
+ * One model request, in order: auth, body, validation (nothing before this point reaches the
+ * upstream or the store), session signals, context, forwarding, and, once the client has its
+ * answer, the turn record.
+ */
+export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const requestId = newRequestId();
+  const startedAt = Date.now();
+  const started = performance.now();
+  response.setHeader('x-metaclaw-request-id', requestId);
+  deps.stats.requests++;
+  deps.stats.active++;
+  try {
+    const credentials = deps.auth.check(request.headers);
+    const raw = await readRequestBody(request, deps.maxBodyBytes);
+    const body = parseJsonObject(raw);
+    validateModelRequest(format, body);
+
+    const signals = readTurnSignals(request.headers, body, format);
+    const strippedKeys = stripNonStandardKeys(body);
+    const userRequest = extractUserRequest(body['messages'] as unknown[]);
+    const scope = deriveScope(signals.scope, deps.defaultScope);
+    const stream = body['stream'] === true;
+    if (stream) deps.stats.streamingRequests++;
+
+    const augmentation = deps.context.augment({ format, body, userRequest, turnType: signals.turnType, scope, sessionId: signals.sessionId });
+    const sink = new ResponseSink(response, requestId);
+    const result = await deps.forwarder.forward({ requestId, clientFormat: format, body: augmentation.body, stream, clientHeaders: request.headers, credentials }, sink);
+
+    countOutcome(deps, requestId, result);
+    const record = recordTurn(deps, { requestId, format, request, raw, signals, userRequest, scope, strippedKeys, augmentation, result, stream, startedAt, started, body });
+    deps.pendingRecords.set(requestId, record);
+    void record.finally(() => deps.pendingRecords.delete(requestId));
+    deps.logger.info(
+      { request_id: requestId, session: signals.sessionId, turn: signals.turnType, format, upstream: result.upstream?.name, status: result.status, outcome: result.outcome, attempts: result.attempts, ms: Math.round(performance.now() - started) },
+      'request finished',
+    );
+  } catch (error) {
+    countError(deps, requestId, error);
+    sendError(response, format, error, requestId);
+  } finally {
+    deps.stats.active--;
+  }
+}
+
+interface RecordInput {
+  requestId: string;
+  format: ApiFormat;
+  request: IncomingMessage;
+  raw: Buffer;
+  signals: TurnSignals;
+  userRequest: UserRequest;
+  scope: string;
+  strippedKeys: string[];
+  augmentation: Augmentation;
+  result: ForwardResult;
+  stream: boolean;
+  startedAt: number;
+  started: number;
+  body: Record<string, unknown>;
+}
+
+/** Writes the turn and its session bookkeeping after the client has its answer. Never throws. */
+async function recordTurn(deps: ProxyDeps, input: RecordInput): Promise<void> {
+  const { signals, result } = input;
+  const model = typeof input.body['model'] === 'string' ? input.body['model'] : null;
+  const lineage = `${input.scope}|${input.format}|${model ?? ''}`;
+  const turn: FinishedTurn = {
+    id: input.requestId,
+    sessionId: signals.sessionId,
+    identitySource: signals.identitySource,
+    lineage,
+    scope: input.scope,
+    turnType: signals.turnType,
+    clientFormat: input.format,
+    upstreamName: result.upstream?.name ?? null,
+    upstreamFormat: result.upstream?.format ?? null,
+    model: result.response?.model ?? result.upstream?.model ?? model,
+    stream: input.stream,
+    query: input.userRequest.text,
+    response: result.response,
+    status: result.status,
+    outcome: result.outcome,
+    error: result.error,
+    attempts: result.attempts,
+    startedAt: input.startedAt,
+    firstByteMs: result.firstByteMs,
+    durationMs: performance.now() - input.started,
+    payload: {
+      received: input.raw.toString('utf8'),
+      injected: input.augmentation.injected ?? (input.augmentation.failures.length > 0 ? { failures: input.augmentation.failures } : null),
+      forwarded: result.forwardedBody,
+      receivedHeaders: recordedHeaders(input.request),
+      strippedKeys: input.strippedKeys,
+    },
+  };
+  try {
+    if (input.userRequest.isReset) deps.conversation.endOtherSessionsInLineage(lineage, signals.sessionId);
+    await deps.conversation.recordTurn(turn);
+    if (signals.sessionDone) deps.conversation.endSession(signals.sessionId, 'done_header');
+  } catch (error) {
+    deps.stats.recordFailures++;
+    deps.stats.rememberError(input.requestId, null, `turn record failed: ${errorMessage(error)}`);
+    deps.logger.error({ err: error, request_id: input.requestId }, 'could not record the turn; the client was served anyway');
+  }
+}
+
+function recordedHeaders(request: IncomingMessage): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const name of RECORDED_HEADERS) {
+    const value = request.headers[name];
+    if (typeof value === 'string') kept[name] = value;
+  }
+  return kept;
+}
+
+function countOutcome(deps: ProxyDeps, requestId: string, result: ForwardResult): void {
+  const usage = result.response?.usage;
+  if (usage) {
+    deps.stats.inputTokens += usage.inputTokens;
+    deps.stats.outputTokens += usage.outputTokens;
+  }
+  switch (result.outcome) {
+    case 'upstream_error':
+      deps.stats.upstreamErrors++;
+      break;
+    case 'stream_broken':
+      deps.stats.streamsBroken++;
+      break;
+    case 'client_aborted':
+      deps.stats.clientAborts++;
+      return;
+    case 'proxy_error':
+      deps.stats.proxyErrors++;
+      break;
+    default:
+      return;
+  }
+  deps.stats.rememberError(requestId, result.status, result.error ?? result.outcome);
+}
+
+function countError(deps: ProxyDeps, requestId: string, error: unknown): void {
+  if (error instanceof MetaclawError) {
+    if (error.status === 401) deps.stats.authFailures++;
+    else if (error.status < 500) deps.stats.badRequests++;
+    else deps.stats.proxyErrors++;
+    if (error.status >= 500) deps.stats.rememberError(requestId, error.status, error.message);
+    return;
+  }
+  deps.stats.proxyErrors++;
+  deps.stats.rememberError(requestId, 500, errorMessage(error));
+  deps.logger.error({ err: error, request_id: requestId }, 'unexpected proxy error');
+}

@@ -1,0 +1,62 @@
+import type { ServerResponse } from 'node:http';
+import type { ClientSink } from '../upstream/index.js';
+
+/** The client's HTTP response as upstream/ sees it: committed once headers go out, closed if the client left. */
+export class ResponseSink implements ClientSink {
+  private clientGone = false;
+  private readonly closeCallbacks: Array<() => void> = [];
+
+  constructor(
+    private readonly response: ServerResponse,
+    private readonly requestId: string,
+  ) {
+    response.on('close', () => {
+      if (response.writableFinished) return;
+      this.clientGone = true;
+      for (const callback of this.closeCallbacks.splice(0)) callback();
+    });
+  }
+
+  get closed(): boolean {
+    return this.clientGone;
+  }
+
+  get committed(): boolean {
+    return this.response.headersSent;
+  }
+
+  sendComplete(status: number, contentType: string, body: string | Buffer): void {
+    this.response.writeHead(status, {
+      'content-type': contentType,
+      'content-length': Buffer.byteLength(body),
+      'x-metaclaw-request-id': this.requestId,
+    });
+    this.response.end(body);
+  }
+
+  startStream(status: number, contentType: string): void {
+    this.response.writeHead(status, {
+      'content-type': contentType,
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+      'x-metaclaw-request-id': this.requestId,
+    });
+  }
+
+  write(chunk: string | Buffer): boolean {
+    return this.response.write(chunk);
+  }
+
+  onDrain(callback: () => void): void {
+    this.response.once('drain', callback);
+  }
+
+  onClose(callback: () => void): void {
+    if (this.clientGone) callback();
+    else this.closeCallbacks.push(callback);
+  }
+
+  end(): void {
+    this.response.end();
+  }
+}

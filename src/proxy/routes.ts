@@ -1,0 +1,89 @@
+import { Hono, type Context } from 'hono';
+import type { HttpBindings } from '@hono/node-server';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { AuthenticationError, MetaclawError, NotFoundError } from '../errors.js';
+import { errorBodyText } from '../shared/api-errors.js';
+import type { TurnDetail } from '../conversation/index.js';
+import { formatForHeaders } from './error-response.js';
+import { newRequestId } from './model-request.js';
+import type { ProxyApp, ProxyDeps } from './types.js';
+
+/** The non-model routes: health, status, models, request explanations, and groups added by other parts. */
+export function createRoutes(deps: ProxyDeps): ProxyApp {
+  const app: ProxyApp = new Hono();
+
+  app.use('*', async (c, next) => {
+    c.header('x-metaclaw-request-id', newRequestId());
+    if (c.req.path !== '/healthz') deps.auth.check(c.env.incoming.headers);
+    await next();
+  });
+
+  app.get('/healthz', (c) => c.json({ ok: true }));
+  app.get('/status', (c) => c.json(deps.statusReport()));
+
+  const models = async (c: Context<{ Bindings: HttpBindings }>) => {
+    const headers = c.env.incoming.headers;
+    const list = await deps.listModels(formatForHeaders(headers), deps.auth.check(headers));
+    return c.body(list.body, list.status as ContentfulStatusCode, { 'content-type': 'application/json' });
+  };
+  app.get('/v1/models', models);
+  app.get('/models', models);
+
+  app.get('/v1/requests/:id', async (c) => {
+    const id = c.req.param('id');
+    await deps.pendingRecords.get(id);
+    const turn = deps.conversation.getTurn(id);
+    if (!turn) throw new NotFoundError(`No recorded request with id ${id}.`, 'request_not_found');
+    return c.json(explainTurn(turn));
+  });
+
+  for (const group of deps.routeGroups) group(app);
+
+  for (const path of ['/v1/chat/completions', '/chat/completions', '/v1/messages', '/messages']) {
+    app.all(path, (c) => c.body(errorBodyText(formatForHeaders(c.env.incoming.headers), { kind: 'invalid_request_error', message: `Use POST for ${path}.`, code: 'method_not_allowed' }), 405, { 'content-type': 'application/json', allow: 'POST' }));
+  }
+
+  app.notFound((c) =>
+    c.body(errorBodyText(formatForHeaders(c.env.incoming.headers), { kind: 'not_found_error', message: `No route ${c.req.method} ${c.req.path}.`, code: 'route_not_found' }), 404, { 'content-type': 'application/json' }),
+  );
+
+  app.onError((error, c) => {
+    const format = formatForHeaders(c.env.incoming.headers);
+    if (error instanceof MetaclawError) {
+      return c.body(errorBodyText(format, { kind: error.kind, message: error.message, code: error.code, param: error.param ?? null }), error.status as ContentfulStatusCode, { 'content-type': 'application/json' });
+    }
+    deps.stats.proxyErrors++;
+    deps.logger.error({ err: error, path: c.req.path }, 'route failed');
+    return c.body(errorBodyText(format, { kind: 'api_error', message: 'Internal proxy error.', code: 'internal_error' }), 500, { 'content-type': 'application/json' });
+  });
+
+  return app;
+}
+
+/** What arrived, what was added, what was forwarded, and how it ended. */
+function explainTurn(turn: TurnDetail) {
+  return {
+    id: turn.id,
+    session_id: turn.session_id,
+    seq: turn.seq,
+    turn_type: turn.turn_type,
+    started_at: new Date(turn.started_at).toISOString(),
+    received: { format: turn.client_format, headers: turn.received_headers, body: turn.received, user_request: turn.query },
+    added: turn.injected,
+    stripped_keys: turn.stripped_keys,
+    forwarded: { upstream: turn.upstream_name, format: turn.upstream_format, body: turn.forwarded },
+    outcome: {
+      status: turn.status,
+      result: turn.outcome,
+      error: turn.error,
+      attempts: turn.attempts,
+      model: turn.model,
+      response: { text: turn.response_text, tool_calls: turn.tool_calls ? (JSON.parse(turn.tool_calls) as unknown) : [], finish_reason: turn.finish_reason },
+      usage: { input_tokens: turn.input_tokens, output_tokens: turn.output_tokens },
+      first_byte_ms: turn.first_byte_ms,
+      duration_ms: turn.duration_ms,
+    },
+  };
+}
+
+export { AuthenticationError };

@@ -1,0 +1,35 @@
+import http from 'node:http';
+import { getRequestListener } from '@hono/node-server';
+import type { ApiFormat } from '../types/index.js';
+import { handleModelRequest } from './model-request.js';
+import { createRoutes } from './routes.js';
+import type { ProxyDeps } from './types.js';
+
+/** Model routes, served straight on node:http (the hot path); everything else goes through Hono. */
+const MODEL_ROUTES: ReadonlyMap<string, ApiFormat> = new Map([
+  ['/v1/chat/completions', 'openai'],
+  ['/chat/completions', 'openai'],
+  ['/v1/messages', 'anthropic'],
+  ['/messages', 'anthropic'],
+]);
+
+export function createProxyServer(deps: ProxyDeps): http.Server {
+  const routes = getRequestListener(createRoutes(deps).fetch);
+  const server = http.createServer((request, response) => {
+    if (request.method === 'POST') {
+      const url = request.url ?? '/';
+      const query = url.indexOf('?');
+      const format = MODEL_ROUTES.get(query === -1 ? url : url.slice(0, query));
+      if (format) {
+        void handleModelRequest(deps, format, request, response);
+        return;
+      }
+    }
+    void routes(request, response);
+  });
+  // Streams can run for minutes; only the request head must arrive promptly.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  server.keepAliveTimeout = 65_000;
+  return server;
+}

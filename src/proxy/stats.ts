@@ -1,0 +1,40 @@
+/** Counters for /status: what the proxy served and what went wrong, since start. */
+export class ProxyStats {
+  requests = 0;
+  streamingRequests = 0;
+  active = 0;
+  badRequests = 0;
+  authFailures = 0;
+  upstreamErrors = 0;
+  proxyErrors = 0;
+  streamsBroken = 0;
+  clientAborts = 0;
+  recordFailures = 0;
+  inputTokens = 0;
+  outputTokens = 0;
+  private readonly recentErrors: Array<{ at: string; request_id: string; status: number | null; error: string }> = [];
+
+  rememberError(requestId: string, status: number | null, error: string): void {
+    this.recentErrors.unshift({ at: new Date().toISOString(), request_id: requestId, status, error: error.slice(0, 300) });
+    this.recentErrors.length = Math.min(this.recentErrors.length, 10);
+  }
+
+  snapshot() {
+    return {
+      total: this.requests,
+      streaming: this.streamingRequests,
+      active: this.active,
+      errors: {
+        bad_request: this.badRequests,
+        auth: this.authFailures,
+        upstream: this.upstreamErrors,
+        proxy: this.proxyErrors,
+        stream_broken: this.streamsBroken,
+        client_aborted: this.clientAborts,
+        record_failures: this.recordFailures,
+      },
+      tokens: { input: this.inputTokens, output: this.outputTokens },
+      last_errors: [...this.recentErrors],
+    };
+  }
+}

@@ -1,0 +1,29 @@
+import type { Hono } from 'hono';
+import type { HttpBindings } from '@hono/node-server';
+import type { ContextPlanner } from '../context/index.js';
+import type { ConversationStore } from '../conversation/index.js';
+import type { Logger } from '../logging/index.js';
+import type { ApiFormat } from '../types/index.js';
+import type { ClientCredentials, ModelList, UpstreamForwarder } from '../upstream/index.js';
+import type { ProxyAuth } from './auth.js';
+import type { ProxyStats } from './stats.js';
+
+export type ProxyApp = Hono<{ Bindings: HttpBindings }>;
+
+/** Everything the HTTP layer needs, handed in by the runtime; proxy/ knows none of the internals. */
+export interface ProxyDeps {
+  auth: ProxyAuth;
+  maxBodyBytes: number;
+  defaultScope: string;
+  forwarder: UpstreamForwarder;
+  conversation: ConversationStore;
+  context: ContextPlanner;
+  stats: ProxyStats;
+  logger: Logger;
+  statusReport(): Record<string, unknown>;
+  listModels(clientFormat: ApiFormat, credentials: ClientCredentials): Promise<ModelList>;
+  /** Route groups added by other parts (skills, memory, admin). */
+  routeGroups: ReadonlyArray<(app: ProxyApp) => void>;
+  /** Turn records being written, by request id: shutdown waits for them, /v1/requests/{id} too. */
+  pendingRecords: Map<string, Promise<void>>;
+}

@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { BadRequestError } from '../errors.js';
+import type { ApiFormat } from '../types/index.js';
+
+/**
+ * Request shapes checked at the door. Objects are loose: fields the proxy does not know pass
+ * through untouched; only what the proxy itself reads, and what the APIs require, is checked.
+ */
+const typedPart = z.looseObject({ type: z.string() });
+
+const openAIMessage = z.looseObject({
+  role: z.enum(['system', 'developer', 'user', 'assistant', 'tool', 'function']),
+  content: z.union([z.string(), z.array(typedPart), z.null()]).optional(),
+  name: z.string().optional(),
+  tool_call_id: z.string().optional(),
+  tool_calls: z
+    .array(z.looseObject({ id: z.string().optional(), type: z.string().optional(), function: z.looseObject({ name: z.string(), arguments: z.string().optional() }) }))
+    .nullable()
+    .optional(),
+});
+
+const optionalNumber = z.number().nullable().optional();
+const optionalPositiveInteger = z.number().int().positive().nullable().optional();
+
+const openAIRequest = z.looseObject({
+  model: z.string().optional(),
+  messages: z.array(openAIMessage, { error: (issue) => (issue.input === undefined ? 'required' : 'expected an array of messages') }).min(1, 'must contain at least one message'),
+  stream: z.boolean().nullable().optional(),
+  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
+  tools: z.array(z.looseObject({ type: z.string(), function: z.looseObject({ name: z.string() }).optional() })).nullable().optional(),
+  tool_choice: z.union([z.string(), z.looseObject({ type: z.string() })]).nullable().optional(),
+  max_tokens: optionalPositiveInteger,
+  max_completion_tokens: optionalPositiveInteger,
+  n: optionalPositiveInteger,
+  temperature: optionalNumber,
+  top_p: optionalNumber,
+  stop: z.union([z.string(), z.array(z.string())]).nullable().optional(),
+  user: z.string().optional(),
+  metadata: z.record(z.string(), z.unknown()).nullable().optional(),
+});
+
+const anthropicMessage = z.looseObject({
+  role: z.enum(['user', 'assistant']),
+  content: z.union([z.string(), z.array(typedPart)]),
+});
+
+const anthropicRequest = z.looseObject({
+  model: z.string({ error: (issue) => (issue.input === undefined ? 'required' : 'expected a string') }),
+  messages: z.array(anthropicMessage, { error: (issue) => (issue.input === undefined ? 'required' : 'expected an array of messages') }).min(1, 'must contain at least one message'),
+  max_tokens: z.number({ error: (issue) => (issue.input === undefined ? 'required' : 'expected an integer') }).int().positive(),
+  system: z.union([z.string(), z.array(typedPart)]).optional(),
+  stream: z.boolean().optional(),
+  tools: z.array(z.looseObject({ name: z.string() })).optional(),
+  tool_choice: z.looseObject({ type: z.string() }).optional(),
+  temperature: z.number().optional(),
+  top_p: z.number().optional(),
+  top_k: z.number().int().optional(),
+  stop_sequences: z.array(z.string()).optional(),
+  metadata: z.looseObject({ user_id: z.string().nullable().optional() }).optional(),
+});
+
+/** Throws a 400 naming the first offending field, e.g. `messages.0.role: expected one of …`. */
+export function validateModelRequest(format: ApiFormat, body: Record<string, unknown>): void {
+  const result = (format === 'openai' ? openAIRequest : anthropicRequest).safeParse(body);
+  if (result.success) return;
+  const issue = result.error.issues[0]!;
+  const field = issue.path.map(String).join('.') || '(body)';
+  throw new BadRequestError('invalid_request', `${field}: ${describeIssue(issue)}`, field);
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_value' && 'values' in issue) return `expected one of ${issue.values.map((value) => JSON.stringify(value)).join(', ')}`;
+  if (issue.code === 'invalid_union') return 'has the wrong type';
+  return issue.message;
+}

@@ -1,0 +1,229 @@
+import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import { hostname } from 'node:os';
+import { resolveUpstreams, type LoadedConfig, type UpstreamTarget } from '../config/index.js';
+import { ContextPlanner, type ContextProvider } from '../context/index.js';
+import { ConversationStore, IdleSessionSweeper } from '../conversation/index.js';
+import { ConfigError, errorMessage } from '../errors.js';
+import { JobQueue, LearningBudget, LearningRunner } from '../learning/index.js';
+import { createLogger, type Logger } from '../logging/index.js';
+import { createProxyServer, ProxyAuth, ProxyStats, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import { openDatabase, type Db } from '../store/index.js';
+import { listModels, UpstreamForwarder } from '../upstream/index.js';
+import { VERSION } from '../version.js';
+import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
+
+export interface RuntimeOptions {
+  config: LoadedConfig;
+  /** Also log to standard output. */
+  foreground: boolean;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Loopback addresses: binding anything else exposes the user's upstream key and data to the network. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/**
+ * The running proxy process: composes config → store → conversation → learning → context →
+ * upstream → proxy, and owns start-up and graceful shutdown.
+ */
+export class MetaclawRuntime {
+  readonly logger: Logger;
+  readonly db: Db;
+  readonly conversation: ConversationStore;
+  readonly queue: JobQueue;
+  readonly budget: LearningBudget;
+  readonly runner: LearningRunner;
+  readonly forwarder: UpstreamForwarder;
+  readonly targets: UpstreamTarget[];
+  readonly stats = new ProxyStats();
+  private readonly providers: ContextProvider[] = [];
+  private readonly routeGroups: Array<(app: ProxyApp) => void> = [];
+  private readonly sweeper: IdleSessionSweeper;
+  private readonly pendingRecords = new Map<string, Promise<void>>();
+  private context: ContextPlanner | undefined;
+  private server: Server | undefined;
+  private maintenanceTimer: NodeJS.Timeout | undefined;
+  private readonly startedAt = Date.now();
+  private stopping: Promise<void> | undefined;
+
+  constructor(private readonly options: RuntimeOptions) {
+    const { values, paths } = options.config;
+    if (!isLoopbackHost(values['proxy.host']) && values['proxy.api_key'] === '') {
+      throw new ConfigError(
+        `Refusing to listen on ${values['proxy.host']} without a proxy key: anyone on the network could spend your upstream key and read your data. Set proxy.api_key (metaclaw config set proxy.api_key …) or bind 127.0.0.1.`,
+      );
+    }
+    this.logger = createLogger({ level: values['log.level'], file: paths.logFile, stdout: options.foreground });
+    this.db = openDatabase(paths.database);
+    const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+    this.queue = new JobQueue(this.db, instanceId, values['learning.max_attempts']);
+    this.budget = new LearningBudget(this.db, values['learning.daily_token_budget']);
+    this.runner = new LearningRunner(this.queue, this.budget, this.logger, { concurrency: values['learning.concurrency'] });
+    this.conversation = new ConversationStore(this.db);
+    this.conversation.addListener(this.runner);
+    this.sweeper = new IdleSessionSweeper(this.conversation, values['session.idle_timeout_minutes'] * 60_000, this.logger);
+    this.targets = resolveUpstreams(options.config, options.env ?? process.env);
+    this.forwarder = new UpstreamForwarder(
+      this.targets,
+      {
+        maxRetries: values['llm.max_retries'],
+        timeoutMs: values['llm.timeout_seconds'] * 1000,
+        maxRetryWaitMs: values['llm.max_retry_wait_seconds'] * 1000,
+        defaultMaxTokens: values['llm.default_max_tokens'],
+        userAgent: `metaclaw-ts/${VERSION}`,
+      },
+      this.logger,
+    );
+  }
+
+  get config(): LoadedConfig {
+    return this.options.config;
+  }
+
+  /** Adds a context provider (skills, memory). Call before start; order is injection order. */
+  addContextProvider(provider: ContextProvider): void {
+    this.providers.push(provider);
+  }
+
+  /** Adds HTTP routes (skills, memory, admin). Call before start. */
+  addRoutes(group: (app: ProxyApp) => void): void {
+    this.routeGroups.push(group);
+  }
+
+  async start(): Promise<{ url: string }> {
+    const { values, paths } = this.options.config;
+    const existing = readPidFile(paths.pidFile);
+    if (existing && existing.pid !== process.pid && isProcessAlive(existing.pid)) {
+      throw new ConfigError(`MetaClaw is already running (pid ${existing.pid}, http://${existing.host}:${existing.port}); stop it first with \`metaclaw stop\`.`);
+    }
+    this.context = new ContextPlanner(this.providers, this.logger);
+    const deps: ProxyDeps = {
+      auth: new ProxyAuth(values['proxy.api_key']),
+      maxBodyBytes: Math.round(values['proxy.max_body_mb'] * 1024 * 1024),
+      defaultScope: values['memory.scope'],
+      forwarder: this.forwarder,
+      conversation: this.conversation,
+      context: this.context,
+      stats: this.stats,
+      logger: this.logger,
+      statusReport: () => this.statusReport(),
+      listModels: (clientFormat, credentials) => listModels(this.forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),
+      routeGroups: this.routeGroups,
+      pendingRecords: this.pendingRecords,
+    };
+    const server = createProxyServer(deps);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (error: NodeJS.ErrnoException) => {
+        reject(error.code === 'EADDRINUSE' ? new ConfigError(`Port ${values['proxy.port']} on ${values['proxy.host']} is already in use; choose another with --port or proxy.port.`) : error);
+      });
+      server.listen(values['proxy.port'], values['proxy.host'], () => resolve());
+    });
+    this.server = server;
+    writePidFile(paths.pidFile, { pid: process.pid, host: values['proxy.host'], port: values['proxy.port'], startedAt: new Date(this.startedAt).toISOString(), version: VERSION });
+    this.runner.start();
+    this.sweeper.start();
+    this.scheduleMaintenance();
+    for (const warning of this.options.config.warnings) this.logger.warn(warning);
+    const url = `http://${values['proxy.host'].includes(':') ? `[${values['proxy.host']}]` : values['proxy.host']}:${values['proxy.port']}`;
+    this.logger.info({ url, mode: values['mode'], upstream: describeTarget(this.forwarder.mainTarget), version: VERSION }, 'MetaClaw proxy listening');
+    return { url };
+  }
+
+  /** Stops accepting, lets running streams finish (up to proxy.shutdown_timeout_seconds), closes the database. */
+  stop(reason = 'stop requested'): Promise<void> {
+    this.stopping ??= this.shutdown(reason);
+    return this.stopping;
+  }
+
+  private async shutdown(reason: string): Promise<void> {
+    const { values, paths } = this.options.config;
+    this.logger.info({ reason }, 'shutting down');
+    if (this.maintenanceTimer) clearInterval(this.maintenanceTimer);
+    const server = this.server;
+    if (server) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = Date.now() + values['proxy.shutdown_timeout_seconds'] * 1000;
+      while (this.stats.active > 0 && Date.now() < deadline) await sleep(50);
+      if (this.stats.active > 0) this.logger.warn({ active: this.stats.active }, 'cutting requests still running at the shutdown deadline');
+      server.closeAllConnections();
+      await closed;
+    }
+    await Promise.allSettled([...this.pendingRecords.values()]);
+    this.sweeper.stop();
+    await this.runner.stop();
+    try {
+      this.db.close();
+    } catch (error) {
+      this.logger.error({ err: error }, 'closing the database failed');
+    }
+    removePidFile(paths.pidFile, process.pid);
+    this.logger.info('stopped');
+    await new Promise<void>((resolve) => this.logger.flush(() => resolve()));
+  }
+
+  statusReport(): Record<string, unknown> {
+    const { values } = this.options.config;
+    const runner = this.runner.snapshot();
+    const spend = this.budget.summary();
+    const sessions = this.conversation.counts();
+    return {
+      ok: true,
+      version: VERSION,
+      pid: process.pid,
+      mode: values['mode'],
+      started_at: new Date(this.startedAt).toISOString(),
+      uptime_seconds: Math.round((Date.now() - this.startedAt) / 1000),
+      listen: { host: values['proxy.host'], port: values['proxy.port'] },
+      auth_required: values['proxy.api_key'] !== '',
+      upstream: describeTarget(this.forwarder.mainTarget),
+      fallbacks: this.targets.slice(1).map(describeTarget),
+      requests: this.stats.snapshot(),
+      sessions: { total: sessions.sessions, open: sessions.openSessions, turns: sessions.turns },
+      queue: this.queue.counts(),
+      learning: {
+        paused: runner.pausedReason !== undefined,
+        paused_reason: runner.pausedReason ?? null,
+        running: runner.running,
+        completed: runner.completed,
+        failed: runner.failed,
+        dead_lettered: runner.deadLettered,
+        trigger_failures: runner.triggerFailures,
+        spend: { tokens_today: spend.tokensToday, tokens_total: spend.tokensTotal, calls_today: spend.callsToday, calls_total: spend.callsTotal, daily_budget: this.budget.dailyLimit, by_kind_today: spend.byKindToday },
+        last_errors: runner.lastErrors,
+      },
+      context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0 },
+      config: { file: this.options.config.file, loaded: this.options.config.fileExists, warnings: this.options.config.warnings },
+    };
+  }
+
+  /** Retention: old turn bodies and finished jobs are dropped once a day (summaries stay). */
+  private scheduleMaintenance(): void {
+    const run = () => {
+      try {
+        const days = this.options.config.values['store.payload_retention_days'];
+        if (days > 0) {
+          const removed = this.conversation.prunePayloads(Date.now() - days * 86_400_000);
+          if (removed > 0) this.logger.info({ removed }, 'pruned turn bodies past retention');
+        }
+        this.queue.pruneDone(Date.now() - 30 * 86_400_000);
+      } catch (error) {
+        this.logger.error({ err: errorMessage(error) }, 'maintenance failed');
+      }
+    };
+    run();
+    this.maintenanceTimer = setInterval(run, 86_400_000);
+    this.maintenanceTimer.unref();
+  }
+}
+
+function describeTarget(target: UpstreamTarget) {
+  return { name: target.name, base_url: target.baseUrl, format: target.format, model: target.model ?? null, key_source: target.keySource };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,55 @@
+import Database from 'better-sqlite3';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { MIGRATIONS, type Migration } from './migrations.js';
+
+export type Db = Database.Database;
+
+export interface OpenOptions {
+  readonly migrations?: readonly Migration[];
+  readonly readonly?: boolean;
+}
+
+/**
+ * Opens the database in WAL mode and brings its schema up to date. The file holds conversations,
+ * so it is created with mode 0600. A database newer than this build is refused, never downgraded.
+ */
+export function openDatabase(path: string, options: OpenOptions = {}): Db {
+  const migrations = options.migrations ?? MIGRATIONS;
+  const isNew = path !== ':memory:' && !existsSync(path);
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path, options.readonly ? { readonly: true, fileMustExist: true } : {});
+  if (isNew) chmodSync(path, 0o600);
+  db.pragma('busy_timeout = 5000');
+  if (options.readonly) return db;
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  migrate(db, migrations);
+  return db;
+}
+
+export function schemaVersion(db: Db): number {
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+export function migrate(db: Db, migrations: readonly Migration[]): void {
+  const current = schemaVersion(db);
+  const latest = migrations.at(-1)?.version ?? 0;
+  if (current > latest) {
+    throw new Error(`The database schema (version ${current}) is newer than this MetaClaw (knows up to ${latest}); upgrade MetaClaw.`);
+  }
+  for (const migration of migrations) {
+    if (migration.version <= current) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      db.pragma(`user_version = ${migration.version}`);
+    })();
+  }
+}
+
+/** Integrity check used by `metaclaw doctor`: "ok" or the first problems SQLite reports. */
+export function checkIntegrity(db: Db): string[] {
+  const rows = db.pragma('integrity_check') as Array<{ integrity_check: string }>;
+  return rows.map((row) => row.integrity_check);
+}

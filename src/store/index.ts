@@ -1,0 +1,3 @@
+export { openDatabase, migrate, schemaVersion, checkIntegrity, type Db, type OpenOptions } from './database.js';
+export { MIGRATIONS, type Migration } from './migrations.js';
+export { StateStore } from './state.js';

@@ -1,0 +1,103 @@
+/**
+ * Versioned schema migrations. Each entry runs once, in order, inside a transaction; the applied
+ * version is kept in `PRAGMA user_version`. Never edit a released migration: add a new one.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly description: string;
+  readonly sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'sessions, turns, turn payloads, job queue, learning spend, key-value state',
+    sql: `
+      CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        identity_source TEXT NOT NULL,      -- header | body | runtime | fingerprint
+        lineage TEXT NOT NULL,              -- groups sessions of one agent/user so a reset can end the previous one
+        scope TEXT,                         -- memory scope derived from headers
+        client_format TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        last_turn_at INTEGER NOT NULL,
+        ended_at INTEGER,
+        end_reason TEXT,                    -- done_header | idle | reset | shutdown
+        turn_count INTEGER NOT NULL DEFAULT 0,
+        main_turn_count INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX sessions_open ON sessions(ended_at, last_turn_at);
+      CREATE INDEX sessions_lineage ON sessions(lineage, ended_at);
+
+      CREATE TABLE turns (
+        id TEXT PRIMARY KEY,                -- the request id (x-metaclaw-request-id)
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        seq INTEGER NOT NULL,
+        turn_type TEXT NOT NULL,            -- main | side
+        client_format TEXT NOT NULL,
+        upstream_name TEXT,
+        upstream_format TEXT,
+        model TEXT,
+        stream INTEGER NOT NULL,
+        query TEXT,                         -- the user's real request, wrappers removed
+        response_text TEXT,
+        tool_calls TEXT,                    -- JSON
+        finish_reason TEXT,
+        input_tokens INTEGER,
+        output_tokens INTEGER,
+        status INTEGER,
+        outcome TEXT NOT NULL,              -- ok | upstream_error | stream_broken | client_aborted | proxy_error
+        error TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        started_at INTEGER NOT NULL,
+        first_byte_ms REAL,
+        duration_ms REAL
+      );
+      CREATE INDEX turns_session ON turns(session_id, seq);
+      CREATE INDEX turns_started ON turns(started_at);
+
+      -- Full bodies live apart from the summary so lists stay fast and retention can drop them alone.
+      CREATE TABLE turn_payloads (
+        turn_id TEXT PRIMARY KEY REFERENCES turns(id) ON DELETE CASCADE,
+        received BLOB,                      -- request body as received (deflated JSON)
+        injected TEXT,                      -- JSON: what the proxy added, with scores
+        forwarded BLOB,                     -- body sent upstream (deflated JSON)
+        received_headers TEXT,              -- JSON: non-secret request headers
+        stripped_keys TEXT                  -- JSON: non-standard body keys removed before forwarding
+      );
+
+      CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL,              -- JSON
+        dedupe_key TEXT,                    -- at most one queued job per key
+        status TEXT NOT NULL,               -- queued | leased | done | dead
+        attempts INTEGER NOT NULL DEFAULT 0,
+        max_attempts INTEGER NOT NULL,
+        run_after INTEGER NOT NULL,
+        lease_until INTEGER,
+        leased_by TEXT,
+        last_error TEXT,
+        tokens_used INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        finished_at INTEGER
+      );
+      CREATE INDEX jobs_ready ON jobs(status, run_after);
+      CREATE UNIQUE INDEX jobs_dedupe ON jobs(dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'leased');
+
+      CREATE TABLE learning_spend (
+        day TEXT NOT NULL,                  -- local date YYYY-MM-DD
+        kind TEXT NOT NULL,
+        tokens INTEGER NOT NULL DEFAULT 0,
+        calls INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (day, kind)
+      );
+
+      CREATE TABLE state (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      );
+    `,
+  },
+];

@@ -1,0 +1,407 @@
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { UpstreamTarget } from '../config/index.js';
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../logging/index.js';
+import { errorBodyText, kindForStatus, streamErrorFrame } from '../shared/api-errors.js';
+import type { AnthropicMessagesRequest, AnthropicResponse, ApiFormat, AssembledResponse, OpenAIChatCompletion, OpenAIChatRequest } from '../types/index.js';
+import { readResponseBody, requestUpstream } from './http.js';
+import { backoffDelayMs, isRetryableStatus, retryAfterMs } from './retry.js';
+import type { ClientSink } from './sink.js';
+import { completeEventsLength, SseParser } from './sse.js';
+import {
+  AnthropicStreamAssembler,
+  AnthropicToOpenAIStream,
+  anthropicErrorBodyToOpenAI,
+  anthropicRequestToOpenAI,
+  anthropicResponseToOpenAI,
+  assembleAnthropicResponse,
+  assembleOpenAIResponse,
+  assembleStream,
+  OpenAIStreamAssembler,
+  OpenAIToAnthropicStream,
+  openAIErrorBodyToAnthropic,
+  openAIRequestToAnthropic,
+  openAIResponseToAnthropic,
+} from './translate/index.js';
+
+export type ForwardOutcome = 'ok' | 'upstream_error' | 'stream_broken' | 'client_aborted' | 'proxy_error';
+
+/** The client's own credentials, passed upstream when no key is configured for the target. */
+export interface ClientCredentials {
+  authorization?: string;
+  apiKey?: string;
+}
+
+export interface ForwardInput {
+  requestId: string;
+  clientFormat: ApiFormat;
+  /** The client-format body, already augmented and stripped of MetaClaw's own keys. */
+  body: Record<string, unknown>;
+  stream: boolean;
+  clientHeaders: IncomingHttpHeaders;
+  credentials: ClientCredentials;
+}
+
+export interface ForwardResult {
+  status: number | null;
+  outcome: ForwardOutcome;
+  error: string | null;
+  upstream: UpstreamTarget | null;
+  attempts: number;
+  /** The body sent on the last attempt (JSON text). */
+  forwardedBody: string | null;
+  response: AssembledResponse | null;
+  firstByteMs: number | null;
+}
+
+export interface ForwarderOptions {
+  maxRetries: number;
+  timeoutMs: number;
+  maxRetryWaitMs: number;
+  defaultMaxTokens: number;
+  userAgent: string;
+}
+
+type AttemptResult =
+  | { type: 'finished'; status: number; outcome: ForwardOutcome; error: string | null; response: AssembledResponse | null }
+  | { type: 'retryable'; reason: string; status?: number; contentType?: string; body?: Buffer; retryAfterMs?: number; timedOut?: boolean }
+  | { type: 'rejected'; status: number; contentType: string; body: Buffer };
+
+/** Client headers that carry meaning upstream and are safe to pass along. */
+const PASSED_HEADERS: Record<ApiFormat, readonly string[]> = {
+  openai: ['openai-organization', 'openai-project', 'openai-beta', 'http-referer', 'x-title'],
+  anthropic: ['anthropic-beta', 'anthropic-dangerous-direct-browser-access'],
+};
+
+/**
+ * Sends one model request upstream and relays the answer to the client as it arrives. Connection
+ * errors, timeouts and 408/409/429/5xx are retried with backoff (honouring retry-after), then the
+ * next upstream is tried, but only while nothing has reached the client. A stream that breaks
+ * midway ends with the client API's own error event.
+ */
+export class UpstreamForwarder {
+  constructor(
+    private readonly targets: readonly UpstreamTarget[],
+    private readonly options: ForwarderOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  get mainTarget(): UpstreamTarget {
+    return this.targets[0]!;
+  }
+
+  get allTargets(): readonly UpstreamTarget[] {
+    return this.targets;
+  }
+
+  async forward(input: ForwardInput, sink: ClientSink): Promise<ForwardResult> {
+    let attempts = 0;
+    let forwardedBody: string | null = null;
+    let lastFailure: Extract<AttemptResult, { type: 'retryable' }> | undefined;
+    let lastTarget: UpstreamTarget | null = null;
+    const started = performance.now();
+    let firstByteMs: number | null = null;
+    const markFirstByte = () => {
+      firstByteMs ??= performance.now() - started;
+    };
+
+    for (const target of this.targets) {
+      lastTarget = target;
+      let body: string;
+      try {
+        body = this.buildBody(target, input);
+      } catch (error) {
+        return this.failWith(input, sink, 400, `Cannot translate the request for ${target.name}: ${errorMessage(error)}`, { attempts, forwardedBody, upstream: target, firstByteMs });
+      }
+      forwardedBody = body;
+      for (let retry = 0; retry <= this.options.maxRetries; retry++) {
+        if (sink.closed) return { status: null, outcome: 'client_aborted', error: 'client disconnected', upstream: target, attempts, forwardedBody, response: null, firstByteMs };
+        attempts++;
+        const result = await this.attempt(target, input, body, sink, markFirstByte);
+        if (result.type === 'finished') return { status: result.status, outcome: result.outcome, error: result.error, upstream: target, attempts, forwardedBody, response: result.response, firstByteMs };
+        if (result.type === 'rejected') {
+          this.sendUpstreamError(input.clientFormat, target.format, sink, result.status, result.contentType, result.body);
+          return { status: result.status, outcome: 'upstream_error', error: `upstream ${target.name} answered ${result.status}`, upstream: target, attempts, forwardedBody, response: null, firstByteMs };
+        }
+        lastFailure = result;
+        this.logger.warn({ request_id: input.requestId, upstream: target.name, attempt: attempts, status: result.status, reason: result.reason }, 'upstream attempt failed');
+        if (retry === this.options.maxRetries) break;
+        const wait = result.retryAfterMs ?? backoffDelayMs(retry);
+        if (wait > this.options.maxRetryWaitMs) break; // asked to wait too long: move on to the next upstream
+        await delay(wait, sink);
+      }
+    }
+
+    const failure = lastFailure!;
+    if (failure.status !== undefined && failure.body !== undefined) {
+      this.sendUpstreamError(input.clientFormat, lastTarget!.format, sink, failure.status, failure.contentType ?? 'application/json', failure.body);
+      return { status: failure.status, outcome: 'upstream_error', error: failure.reason, upstream: lastTarget, attempts, forwardedBody, response: null, firstByteMs };
+    }
+    const status = failure.timedOut ? 504 : 502;
+    const message = failure.timedOut ? `The upstream did not answer in time (${failure.reason}).` : `Could not reach the upstream (${failure.reason}).`;
+    return this.failWith(input, sink, status, message, { attempts, forwardedBody, upstream: lastTarget, firstByteMs });
+  }
+
+  private failWith(input: ForwardInput, sink: ClientSink, status: number, message: string, context: Pick<ForwardResult, 'attempts' | 'forwardedBody' | 'upstream' | 'firstByteMs'>): ForwardResult {
+    if (!sink.closed && !sink.committed) {
+      sink.sendComplete(status, 'application/json', errorBodyText(input.clientFormat, { kind: kindForStatus(status), message, code: status === 504 ? 'upstream_timeout' : 'upstream_unreachable' }));
+    }
+    return { status, outcome: status >= 500 ? 'upstream_error' : 'proxy_error', error: message, response: null, ...context };
+  }
+
+  /** The body for one target: the client's model replaced if the target fixes one, translated if needed. */
+  private buildBody(target: UpstreamTarget, input: ForwardInput): string {
+    const model = target.model;
+    if (target.format === input.clientFormat) {
+      if (model === undefined || input.body['model'] === model) return JSON.stringify(input.body);
+      return JSON.stringify({ ...input.body, model });
+    }
+    if (input.clientFormat === 'openai') {
+      return JSON.stringify(openAIRequestToAnthropic(input.body as OpenAIChatRequest, { defaultMaxTokens: this.options.defaultMaxTokens, ...(model ? { model } : {}) }));
+    }
+    return JSON.stringify(anthropicRequestToOpenAI(input.body as AnthropicMessagesRequest, model ? { model } : {}));
+  }
+
+  private attempt(target: UpstreamTarget, input: ForwardInput, body: string, sink: ClientSink, markFirstByte: () => void): Promise<AttemptResult> {
+    return new Promise<AttemptResult>((resolve) => {
+      let settled = false;
+      const settle = (result: AttemptResult) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(result);
+      };
+      const request = requestUpstream(endpointUrl(target), { method: 'POST', headers: this.buildHeaders(target, input, body) });
+      const timer = setTimeout(() => {
+        request.destroy(new Error(`no response within ${Math.round(this.options.timeoutMs / 100) / 10} s`));
+        settle({ type: 'retryable', reason: `no response within ${Math.round(this.options.timeoutMs / 100) / 10} s`, timedOut: true });
+      }, this.options.timeoutMs);
+      sink.onClose(() => {
+        if (settled) return;
+        request.destroy();
+        settle({ type: 'finished', status: 499, outcome: 'client_aborted', error: 'client disconnected', response: null });
+      });
+      request.on('error', (error) => settle({ type: 'retryable', reason: errorMessage(error) }));
+      request.on('response', (response) => {
+        clearTimeout(timer);
+        const status = response.statusCode ?? 502;
+        const contentType = headerText(response.headers['content-type']) ?? 'application/json';
+        if (status >= 200 && status < 300) {
+          if (contentType.includes('text/event-stream')) this.relayStream(target, input, response, sink, markFirstByte).then(settle, (error) => settle({ type: 'retryable', reason: errorMessage(error) }));
+          else this.deliverComplete(target, input, response, status, contentType, sink, markFirstByte).then(settle, (error) => settle({ type: 'retryable', reason: errorMessage(error) }));
+          return;
+        }
+        readResponseBody(response, 1024 * 1024).then(
+          (errorBody) => {
+            if (isRetryableStatus(status)) {
+              const wait = retryAfterMs(response.headers);
+              settle({ type: 'retryable', reason: `HTTP ${status}`, status, contentType, body: errorBody, ...(wait === undefined ? {} : { retryAfterMs: wait }) });
+            } else settle({ type: 'rejected', status, contentType, body: errorBody });
+          },
+          (error) => settle({ type: 'retryable', reason: errorMessage(error), status }),
+        );
+      });
+      request.end(body);
+    });
+  }
+
+  /** A complete (non-stream) answer: read it whole, translate if the formats differ, send it. */
+  private async deliverComplete(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, status: number, contentType: string, sink: ClientSink, markFirstByte: () => void): Promise<AttemptResult> {
+    const idle = this.idleGuard(response);
+    let raw: Buffer;
+    try {
+      raw = await readResponseBody(response);
+    } finally {
+      clearTimeout(idle);
+    }
+    if (sink.closed) return { type: 'finished', status: 499, outcome: 'client_aborted', error: 'client disconnected', response: null };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw.toString('utf8'));
+    } catch {
+      parsed = undefined;
+    }
+    markFirstByte();
+    if (target.format === input.clientFormat || parsed === undefined) {
+      sink.sendComplete(status, contentType, raw);
+    } else if (input.clientFormat === 'openai') {
+      sink.sendComplete(status, 'application/json', JSON.stringify(anthropicResponseToOpenAI(parsed as AnthropicResponse, {})));
+    } else {
+      sink.sendComplete(status, 'application/json', JSON.stringify(openAIResponseToAnthropic(parsed as OpenAIChatCompletion)));
+    }
+    const assembled = parsed === undefined ? null : target.format === 'openai' ? assembleOpenAIResponse(parsed) : assembleAnthropicResponse(parsed);
+    return { type: 'finished', status, outcome: 'ok', error: null, response: assembled };
+  }
+
+  /**
+   * Relays a stream chunk by chunk. Same format: the upstream's bytes, whole events at a time, with
+   * the side copy parsed after the end. Other format: each event translated as it arrives.
+   */
+  private relayStream(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, sink: ClientSink, markFirstByte: () => void): Promise<AttemptResult> {
+    return new Promise<AttemptResult>((resolve) => {
+      const translating = target.format !== input.clientFormat;
+      const includeUsage = isRecord(input.body['stream_options']) && input.body['stream_options']['include_usage'] === true;
+      const translator = !translating ? undefined : input.clientFormat === 'openai' ? new AnthropicToOpenAIStream({ includeUsage }) : new OpenAIToAnthropicStream({});
+      const assembler = !translating ? undefined : target.format === 'openai' ? new OpenAIStreamAssembler() : new AnthropicStreamAssembler();
+      const parser = translating ? new SseParser() : undefined;
+      const rawChunks: Buffer[] = [];
+      let pending: Buffer = Buffer.alloc(0);
+      let committed = false;
+      let finished = false;
+
+      const assembled = (): AssembledResponse => (assembler ? assembler.result() : assembleStream(target.format, Buffer.concat(rawChunks)));
+      const finish = (result: AttemptResult) => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(idle);
+        resolve(result);
+      };
+      const send = (chunk: string | Buffer) => {
+        if (chunk.length === 0 || sink.closed) return;
+        if (!sink.write(chunk)) {
+          response.pause();
+          sink.onDrain(() => response.resume());
+        }
+      };
+      const idle = setTimeout(() => response.destroy(new Error(`upstream sent nothing for ${Math.round(this.options.timeoutMs / 1000)} s`)), this.options.timeoutMs);
+
+      sink.onClose(() => {
+        if (finished) return;
+        response.destroy();
+        finish({ type: 'finished', status: 200, outcome: 'client_aborted', error: 'client disconnected mid-stream', response: assembled() });
+      });
+      response.on('data', (chunk: Buffer) => {
+        idle.refresh();
+        if (!committed) {
+          committed = true;
+          markFirstByte();
+          sink.startStream(200, translating ? 'text/event-stream; charset=utf-8' : (headerText(response.headers['content-type']) ?? 'text/event-stream'));
+        }
+        if (!translating) {
+          rawChunks.push(chunk);
+          pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+          const complete = completeEventsLength(pending);
+          if (complete > 0) {
+            send(complete === pending.length ? pending : pending.subarray(0, complete));
+            pending = pending.subarray(complete);
+          }
+          return;
+        }
+        let out = '';
+        for (const event of parser!.push(chunk)) {
+          assembler!.push(event);
+          out += translator!.push(event);
+        }
+        send(out);
+      });
+      response.on('end', () => {
+        if (!committed) {
+          finish({ type: 'retryable', reason: 'upstream ended the stream without sending anything' });
+          return;
+        }
+        if (!translating) send(pending);
+        else {
+          let out = '';
+          for (const event of parser!.end()) {
+            assembler!.push(event);
+            out += translator!.push(event);
+          }
+          send(out + translator!.finish());
+        }
+        if (!sink.closed) sink.end();
+        finish({ type: 'finished', status: 200, outcome: 'ok', error: null, response: assembled() });
+      });
+      const broken = (error?: Error) => {
+        if (finished) return;
+        const reason = error ? errorMessage(error) : 'upstream connection closed mid-stream';
+        if (!committed) {
+          finish({ type: 'retryable', reason });
+          return;
+        }
+        const message = `The upstream stream broke before it finished (${reason}).`;
+        send(translating ? translator!.fail(message) : streamErrorFrame(input.clientFormat, { kind: 'api_error', message, code: 'upstream_stream_broken' }));
+        if (!sink.closed) sink.end();
+        this.logger.warn({ request_id: input.requestId, upstream: target.name, reason }, 'upstream stream broke midway');
+        finish({ type: 'finished', status: 200, outcome: 'stream_broken', error: reason, response: assembled() });
+      };
+      response.on('error', broken);
+      response.on('close', () => {
+        if (!response.complete) broken();
+      });
+    });
+  }
+
+  private idleGuard(response: IncomingMessage): NodeJS.Timeout {
+    const timer = setTimeout(() => response.destroy(new Error(`upstream sent nothing for ${Math.round(this.options.timeoutMs / 1000)} s`)), this.options.timeoutMs);
+    response.on('data', () => timer.refresh());
+    return timer;
+  }
+
+  /** An upstream error reaches the client with its status; its body is translated when the formats differ. */
+  private sendUpstreamError(clientFormat: ApiFormat, upstreamFormat: ApiFormat, sink: ClientSink, status: number, contentType: string, body: Buffer): void {
+    if (sink.closed || sink.committed) return;
+    if (clientFormat === upstreamFormat) {
+      sink.sendComplete(status, contentType, body);
+      return;
+    }
+    const text = body.toString('utf8');
+    const translated = clientFormat === 'openai' ? anthropicErrorBodyToOpenAI(text, status) : openAIErrorBodyToAnthropic(text, status);
+    sink.sendComplete(status, 'application/json', translated);
+  }
+
+  private buildHeaders(target: UpstreamTarget, input: ForwardInput, body: string): OutgoingHttpHeaders {
+    const headers: OutgoingHttpHeaders = {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      accept: input.stream ? 'text/event-stream' : 'application/json',
+      'accept-encoding': 'identity',
+      'user-agent': headerText(input.clientHeaders['user-agent']) ?? this.options.userAgent,
+    };
+    if (target.format === input.clientFormat) {
+      for (const name of PASSED_HEADERS[target.format]) {
+        const value = headerText(input.clientHeaders[name]);
+        if (value !== undefined) headers[name] = value;
+      }
+    }
+    if (target.format === 'anthropic') headers['anthropic-version'] = headerText(input.clientHeaders['anthropic-version']) ?? '2023-06-01';
+    Object.assign(headers, authHeaders(target, input.credentials));
+    return headers;
+  }
+}
+
+/** The key for one target: its own, or the client's passed through in the target's convention. */
+export function authHeaders(target: UpstreamTarget, credentials: ClientCredentials): Record<string, string> {
+  if (target.apiKey) return target.format === 'anthropic' ? { 'x-api-key': target.apiKey } : { authorization: `Bearer ${target.apiKey}` };
+  const bearer = credentials.authorization?.replace(/^Bearer\s+/i, '');
+  if (target.format === 'openai') {
+    if (credentials.authorization) return { authorization: credentials.authorization };
+    return credentials.apiKey ? { authorization: `Bearer ${credentials.apiKey}` } : {};
+  }
+  if (credentials.apiKey) return { 'x-api-key': credentials.apiKey };
+  // Anthropic API keys go in x-api-key; OAuth (subscription) tokens stay a bearer token.
+  if (bearer && bearer.startsWith('sk-ant-api')) return { 'x-api-key': bearer };
+  return credentials.authorization ? { authorization: credentials.authorization } : {};
+}
+
+export function endpointUrl(target: UpstreamTarget): URL {
+  if (target.format === 'openai') return new URL(`${target.baseUrl}/chat/completions`);
+  return new URL(target.baseUrl.endsWith('/v1') ? `${target.baseUrl}/messages` : `${target.baseUrl}/v1/messages`);
+}
+
+function delay(ms: number, sink: ClientSink): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    sink.onClose(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

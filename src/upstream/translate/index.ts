@@ -1,0 +1,10 @@
+export { openAIRequestToAnthropic } from './request-openai-to-anthropic.js';
+export { anthropicRequestToOpenAI } from './request-anthropic-to-openai.js';
+export { anthropicResponseToOpenAI } from './response-anthropic-to-openai.js';
+export { openAIResponseToAnthropic } from './response-openai-to-anthropic.js';
+export { AnthropicToOpenAIStream } from './stream-anthropic-to-openai.js';
+export { OpenAIToAnthropicStream } from './stream-openai-to-anthropic.js';
+export { anthropicStopToOpenAIFinish, normalizeOpenAIFinish, openAIFinishToAnthropicStop } from './stop-reasons.js';
+export { anthropicUsageToOpenAI, anthropicUsageToTokenUsage, openAIUsageToAnthropic, openAIUsageToTokenUsage } from './usage.js';
+export { anthropicErrorBodyToOpenAI, openAIErrorBodyToAnthropic } from './errors.js';
+export { AnthropicStreamAssembler, OpenAIStreamAssembler, assembleAnthropicResponse, assembleOpenAIResponse, assembleStream } from './assemble.js';

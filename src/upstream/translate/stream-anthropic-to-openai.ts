@@ -1,0 +1,122 @@
+import { encodeSse } from '../sse.js';
+import type { SseEvent } from '../sse.js';
+import type { AnthropicUsage, OpenAIChatChunk, OpenAIErrorBody } from '../../types/index.js';
+import { isRecord, prefixedId, toolCallId, toolInputToArguments, unixSeconds } from './common.js';
+import { anthropicStopToOpenAIFinish } from './stop-reasons.js';
+import { decodeAnthropicEvent } from './stream-events.js';
+import { anthropicUsageToOpenAI, mergeAnthropicUsage } from './usage.js';
+
+type Delta = OpenAIChatChunk['choices'][number]['delta'];
+
+const DONE_FRAME = encodeSse('[DONE]');
+
+/**
+ * Turns an Anthropic event stream into OpenAI chat.completion.chunk frames, event by event.
+ * Each method returns the SSE text to send (possibly ''); after `[DONE]` or an error, nothing more.
+ */
+export class AnthropicToOpenAIStream {
+  private readonly includeUsage: boolean;
+  private readonly modelOverride: string | undefined;
+  private id = '';
+  private model = '';
+  private created = 0;
+  private started = false;
+  private finishSent = false;
+  private isDone = false;
+  /** Anthropic content block index → OpenAI tool_calls index (tool blocks counted from 0). */
+  private readonly toolIndexes = new Map<number, number>();
+  private stopReason: string | undefined;
+  private usage: Partial<AnthropicUsage> | undefined;
+
+  constructor(options: { model?: string; includeUsage: boolean }) {
+    this.includeUsage = options.includeUsage;
+    this.modelOverride = options.model;
+  }
+
+  get done(): boolean {
+    return this.isDone;
+  }
+
+  push(event: SseEvent): string {
+    if (this.isDone) return '';
+    const fact = decodeAnthropicEvent(event);
+    switch (fact.type) {
+      case 'message_start':
+        this.usage = mergeAnthropicUsage(this.usage, fact.usage);
+        return this.start(fact.id, fact.model);
+      case 'text':
+        return this.start() + this.chunk({ content: fact.text });
+      case 'thinking':
+        return this.start() + this.chunk({ reasoning_content: fact.thinking });
+      case 'tool_start':
+        return this.start() + this.toolStart(fact.blockIndex, fact.id, fact.name, fact.input);
+      case 'tool_arguments':
+        return this.toolArguments(fact.blockIndex, fact.partialJson);
+      case 'message_delta':
+        this.usage = mergeAnthropicUsage(this.usage, fact.usage);
+        this.stopReason = fact.stopReason ?? this.stopReason;
+        return this.start() + this.finishChunk();
+      case 'message_stop':
+        return this.finish();
+      case 'error':
+        return this.fail(fact.message);
+      case 'ignored':
+        return '';
+    }
+  }
+
+  finish(): string {
+    if (this.isDone) return '';
+    let out = this.start() + this.finishChunk();
+    if (this.includeUsage) out += this.frame({ choices: [], usage: anthropicUsageToOpenAI(this.usage ?? {}) });
+    this.isDone = true;
+    return out + DONE_FRAME;
+  }
+
+  fail(message: string): string {
+    if (this.isDone) return '';
+    this.isDone = true;
+    const body: OpenAIErrorBody = { error: { message, type: 'api_error', param: null, code: 'upstream_stream_error' } };
+    return encodeSse(JSON.stringify(body));
+  }
+
+  /** The first chunk announces the role; it is sent once, even if message_start never came. */
+  private start(id?: string, model?: string): string {
+    if (this.started) return '';
+    this.started = true;
+    this.id = prefixedId('chatcmpl-', id);
+    this.model = this.modelOverride ?? model ?? '';
+    this.created = unixSeconds();
+    return this.chunk({ role: 'assistant', content: '' });
+  }
+
+  private toolStart(blockIndex: number, id: string | undefined, name: string, input: unknown): string {
+    const index = this.toolIndexes.size;
+    this.toolIndexes.set(blockIndex, index);
+    // The real API starts with `input: {}` and streams the arguments; some servers send them here.
+    const initial = isRecord(input) && Object.keys(input).length > 0 ? toolInputToArguments(input) : '';
+    return this.chunk({ tool_calls: [{ index, id: toolCallId(id), type: 'function', function: { name, arguments: initial } }] });
+  }
+
+  private toolArguments(blockIndex: number, partialJson: string): string {
+    const index = this.toolIndexes.get(blockIndex);
+    if (index === undefined || partialJson === '') return '';
+    return this.chunk({ tool_calls: [{ index, function: { arguments: partialJson } }] });
+  }
+
+  private finishChunk(): string {
+    if (this.finishSent) return '';
+    this.finishSent = true;
+    const finishReason = anthropicStopToOpenAIFinish(this.stopReason, this.toolIndexes.size > 0) ?? 'stop';
+    return this.chunk({}, finishReason);
+  }
+
+  private chunk(delta: Delta, finishReason: string | null = null): string {
+    return this.frame({ choices: [{ index: 0, delta, finish_reason: finishReason }] });
+  }
+
+  private frame(fields: Pick<OpenAIChatChunk, 'choices' | 'usage'>): string {
+    const chunk: OpenAIChatChunk = { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, ...fields };
+    return encodeSse(JSON.stringify(chunk));
+  }
+}

@@ -1,0 +1,212 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { anthropicReply, dropMidStream, errorReply, hangReply, openAIReply, ScriptedUpstream } from './support/upstream.js';
+import { startProxy, type ProxyHandle } from './support/proxy.js';
+
+/** Turns recorded so far, once earlier turns (recorded just after their responses) have settled. */
+async function turnCount(proxy: ProxyHandle): Promise<number> {
+  const read = async () => ((await (await fetch(`${proxy.url}/status`)).json()) as { sessions: { turns: number } }).sessions.turns;
+  let previous = await read();
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const current = await read();
+    if (current === previous) return current;
+    previous = current;
+  }
+}
+
+describe('upstream failures reach the client honestly', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let client: OpenAI;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'sk-up', max_retries: 2, timeout_seconds: 1, max_retry_wait_seconds: 5 }, proxy: { max_body_mb: 0.05 } } });
+    client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  const ask = () => client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+
+  test('an upstream 400 reaches the client with its status and body, without retries', async () => {
+    upstream.reply(errorReply(400, { error: { message: 'bad parameter foo', type: 'invalid_request_error', param: 'foo', code: null } }));
+    const error = await ask().then(() => undefined, (caught: unknown) => caught);
+    assert.ok(error instanceof OpenAI.BadRequestError);
+    assert.equal(error.status, 400);
+    assert.match(error.message, /bad parameter foo/);
+    assert.equal(upstream.modelRequests().length, 1);
+  });
+
+  test('an upstream 401 reaches the client as 401', async () => {
+    upstream.reply(errorReply(401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }));
+    const error = await ask().then(() => undefined, (caught: unknown) => caught);
+    assert.ok(error instanceof OpenAI.AuthenticationError);
+    assert.equal(upstream.modelRequests().length, 1);
+  });
+
+  test('a 429 with retry-after is waited out and retried', async () => {
+    upstream.reply(errorReply(429, { error: { message: 'slow down', type: 'rate_limit_exceeded' } }, { 'retry-after': '1' }), openAIReply({ text: 'after the wait' }));
+    const started = Date.now();
+    const completion = await ask();
+    assert.equal(completion.choices[0]!.message.content, 'after the wait');
+    assert.ok(Date.now() - started >= 950, 'the proxy honoured retry-after');
+    assert.equal(upstream.modelRequests().length, 2);
+  });
+
+  test('a persistent 500 is retried, then reaches the client with its status', async () => {
+    upstream.reply(...[1, 2, 3].map(() => errorReply(500, { error: { message: 'upstream exploded', type: 'server_error' } })));
+    const error = await ask().then(() => undefined, (caught: unknown) => caught);
+    assert.ok(error instanceof OpenAI.InternalServerError);
+    assert.equal(error.status, 500);
+    assert.match(error.message, /upstream exploded/);
+    assert.equal(upstream.modelRequests().length, 3, 'one try and two retries');
+  });
+
+  test('an upstream that never answers gives 504 after the retries', async () => {
+    upstream.reply(hangReply(), hangReply(), hangReply());
+    const error = await ask().then(() => undefined, (caught: unknown) => caught);
+    assert.ok(error instanceof OpenAI.APIError);
+    assert.equal(error.status, 504);
+    assert.equal(upstream.modelRequests().length, 3);
+  });
+
+  test('a connection dropped mid-stream ends the stream with an error, not a hang', async () => {
+    upstream.reply(dropMidStream('openai', 'this answer will be cut short', 3));
+    const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    let received = '';
+    const error = await (async () => {
+      for await (const chunk of stream) received += chunk.choices[0]?.delta.content ?? '';
+    })().then(() => undefined, (caught: unknown) => caught);
+    assert.ok(error instanceof OpenAI.APIError, `expected an APIError, got ${String(error)}`);
+    assert.match(String((error as Error).message), /stream broke/);
+    assert.ok(received.length > 0, 'the part sent before the drop arrived');
+  });
+
+  describe('bad input gets a clear error, reaches no upstream and stores nothing', () => {
+    const post = (path: string, body: string, headers: Record<string, string> = {}) => fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+
+    test('malformed JSON is a 400 in each API\'s error shape', async () => {
+      const before = await turnCount(proxy);
+      const openai = await post('/v1/chat/completions', '{"model": "m", "messages": [');
+      assert.equal(openai.status, 400);
+      const openaiBody = (await openai.json()) as any;
+      assert.equal(openaiBody.error.type, 'invalid_request_error');
+      assert.equal(openaiBody.error.code, 'invalid_json');
+      assert.ok(openai.headers.get('x-metaclaw-request-id'));
+      const anthropic = await post('/v1/messages', 'not json', { 'anthropic-version': '2023-06-01' });
+      assert.equal(anthropic.status, 400);
+      const anthropicBody = (await anthropic.json()) as any;
+      assert.equal(anthropicBody.type, 'error');
+      assert.equal(anthropicBody.error.type, 'invalid_request_error');
+      assert.equal(upstream.requests.length, 0);
+      assert.equal(await turnCount(proxy), before);
+    });
+
+    test('missing or empty messages are a 400 naming the field', async () => {
+      const missing = await post('/v1/chat/completions', JSON.stringify({ model: 'm' }));
+      assert.equal(missing.status, 400);
+      assert.match(((await missing.json()) as any).error.message, /^messages: required/);
+      const empty = await post('/v1/chat/completions', JSON.stringify({ model: 'm', messages: [] }));
+      assert.equal(empty.status, 400);
+      const emptyBody = (await empty.json()) as any;
+      assert.equal(emptyBody.error.param, 'messages');
+      assert.match(emptyBody.error.message, /at least one message/);
+      const anthropicEmpty = await post('/v1/messages', JSON.stringify({ model: 'm', max_tokens: 5, messages: [] }));
+      assert.equal(anthropicEmpty.status, 400);
+      assert.equal(upstream.requests.length, 0);
+    });
+
+    test('wrong types are a 400 naming the field', async () => {
+      const role = await post('/v1/chat/completions', JSON.stringify({ model: 'm', messages: [{ role: 'robot', content: 'x' }] }));
+      assert.equal(role.status, 400);
+      assert.equal(((await role.json()) as any).error.param, 'messages.0.role');
+      const temperature = await post('/v1/chat/completions', JSON.stringify({ model: 'm', temperature: 'hot', messages: [{ role: 'user', content: 'x' }] }));
+      assert.equal(((await temperature.json()) as any).error.param, 'temperature');
+      const maxTokens = await post('/v1/messages', JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }));
+      assert.equal(maxTokens.status, 400);
+      assert.match(((await maxTokens.json()) as any).error.message, /^max_tokens: required/);
+      const stream = await post('/v1/chat/completions', JSON.stringify({ model: 'm', stream: 'yes', messages: [{ role: 'user', content: 'x' }] }));
+      assert.equal(((await stream.json()) as any).error.param, 'stream');
+      assert.equal(upstream.requests.length, 0);
+    });
+
+    test('a body over proxy.max_body_mb is a 413', async () => {
+      const before = await turnCount(proxy);
+      const big = await post('/v1/chat/completions', JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(80_000) }] }));
+      assert.equal(big.status, 413);
+      assert.equal(((await big.json()) as any).error.type, 'request_too_large');
+      assert.equal(upstream.requests.length, 0);
+      assert.equal(await turnCount(proxy), before);
+    });
+
+    test('unknown routes are a 404 JSON error', async () => {
+      const response = await fetch(`${proxy.url}/v1/no-such-thing`);
+      assert.equal(response.status, 404);
+      assert.equal(((await response.json()) as any).error.code, 'route_not_found');
+      const wrongMethod = await fetch(`${proxy.url}/v1/chat/completions`);
+      assert.equal(wrongMethod.status, 405);
+    });
+  });
+});
+
+describe('failover and mid-stream errors across formats', () => {
+  let broken: ScriptedUpstream;
+  let healthy: ScriptedUpstream;
+  let proxy: ProxyHandle;
+
+  before(async () => {
+    broken = await ScriptedUpstream.start();
+    healthy = await ScriptedUpstream.start();
+    broken.defaultHandler = errorReply(503, { error: { message: 'overloaded', type: 'server_error' } });
+    proxy = await startProxy({
+      config: {
+        llm: {
+          api_base: `${broken.url}/v1`,
+          api_key: 'sk-broken',
+          max_retries: 1,
+          fallbacks: [{ name: 'backup', api_base: healthy.url, api_format: 'anthropic', api_key: 'sk-ant-backup', model_id: 'claude-backup' }],
+        },
+      },
+    });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await broken?.close();
+    await healthy?.close();
+  });
+
+  test('when the main upstream keeps failing, the next one in llm.fallbacks answers', async () => {
+    healthy.reply(anthropicReply({ text: 'The backup answered.' }));
+    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const { data, response } = await client.chat.completions.create({ model: 'gpt-main', messages: [{ role: 'user', content: 'hello?' }] }).withResponse();
+    assert.equal(data.choices[0]!.message.content, 'The backup answered.');
+    assert.equal(broken.modelRequests().length, 2, 'main tried once and retried once');
+    const sent = healthy.modelRequests()[0]!;
+    assert.equal(sent.headers['x-api-key'], 'sk-ant-backup');
+    assert.equal(sent.body.model, 'claude-backup');
+    const explained = (await (await fetch(`${proxy.url}/v1/requests/${response.headers.get('x-metaclaw-request-id')}`)).json()) as any;
+    assert.equal(explained.forwarded.upstream, 'backup');
+    assert.equal(explained.outcome.attempts, 3);
+  });
+
+  test('an Anthropic stream cut midway ends with an Anthropic error event', async () => {
+    broken.reply(dropMidStream('anthropic', 'partial anthropic answer', 5));
+    const anthropicProxy = await startProxy({ config: { llm: { api_base: broken.url, api_format: 'anthropic', api_key: 'k' } } });
+    try {
+      const client = new Anthropic({ baseURL: anthropicProxy.url, apiKey: 'x', maxRetries: 0 });
+      const stream = client.messages.stream({ model: 'c', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] });
+      const error = await stream.finalMessage().then(() => undefined, (caught: unknown) => caught);
+      assert.ok(error instanceof Error, 'the SDK raised instead of hanging');
+      assert.match(String((error as Error).message), /stream broke/);
+    } finally {
+      await anthropicProxy.dispose();
+    }
+  });
+});

@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { anthropicReply, openAIReply, ScriptedUpstream } from './support/upstream.js';
+import { startProxy, type ProxyHandle } from './support/proxy.js';
+
+const weatherToolOpenAI: OpenAI.Chat.Completions.ChatCompletionTool = { type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+const weatherToolAnthropic: Anthropic.Tool = { name: 'get_weather', description: 'Weather for a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+
+describe('Anthropic client through the proxy to an Anthropic upstream', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let client: Anthropic;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({ config: { llm: { api_base: upstream.url, api_format: 'anthropic', api_key: 'sk-ant-upstream' } } });
+    client = new Anthropic({ baseURL: proxy.url, apiKey: 'sk-ant-client', maxRetries: 0 });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  test('messages.create and messages.stream work unchanged', async () => {
+    upstream.reply(anthropicReply({ text: 'Bonjour.' }), anthropicReply({ text: 'A streamed answer.', pieces: 4 }));
+    const message = await client.messages.create({ model: 'claude-test', max_tokens: 100, system: 'Be brief.', messages: [{ role: 'user', content: 'Say hello in French.' }] });
+    assert.deepEqual(message.content, [{ type: 'text', text: 'Bonjour.' }]);
+    const sent = upstream.modelRequests()[0]!;
+    assert.equal(sent.path, '/v1/messages');
+    assert.equal(sent.headers['x-api-key'], 'sk-ant-upstream');
+    assert.match(String(sent.headers['anthropic-version']), /^\d{4}-\d{2}-\d{2}$/, "the client's anthropic-version passes through");
+    assert.equal(sent.body.system, 'Be brief.');
+
+    const texts: string[] = [];
+    const stream = client.messages.stream({ model: 'claude-test', max_tokens: 100, messages: [{ role: 'user', content: 'Stream please.' }] });
+    stream.on('text', (text) => texts.push(text));
+    const final = await stream.finalMessage();
+    assert.equal(texts.join(''), 'A streamed answer.');
+    assert.equal(final.stop_reason, 'end_turn');
+    assert.equal(final.usage.output_tokens, 5);
+  });
+});
+
+describe('Anthropic client in front of an OpenAI-compatible upstream (translated both ways)', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let client: Anthropic;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'sk-openai-upstream', model_id: 'gpt-upstream' } } });
+    client = new Anthropic({ baseURL: proxy.url, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  test('a non-streaming message is translated to chat completions and back', async () => {
+    upstream.reply(openAIReply({ text: 'Translated reply.', usage: { input: 12, output: 3 } }));
+    const message = await client.messages.create({ model: 'claude-test', max_tokens: 50, system: 'System rules.', messages: [{ role: 'user', content: 'Hi' }] });
+    assert.equal(message.type, 'message');
+    assert.deepEqual(message.content, [{ type: 'text', text: 'Translated reply.' }]);
+    assert.equal(message.stop_reason, 'end_turn');
+    assert.equal(message.usage.input_tokens, 12);
+    const sent = upstream.modelRequests()[0]!;
+    assert.equal(sent.path, '/v1/chat/completions');
+    assert.equal(sent.headers['authorization'], 'Bearer sk-openai-upstream');
+    assert.equal(sent.body.model, 'gpt-upstream', 'the configured upstream model replaces the client\'s');
+    assert.deepEqual(sent.body.messages, [{ role: 'system', content: 'System rules.' }, { role: 'user', content: 'Hi' }]);
+    assert.equal(sent.body.max_tokens, 50);
+  });
+
+  test('a streamed message with a tool call is translated event by event', async () => {
+    upstream.reply(openAIReply({ text: 'Let me check.', toolCalls: [{ id: 'call_w', name: 'get_weather', arguments: '{"city":"Paris"}' }] }));
+    const stream = client.messages.stream({ model: 'claude-test', max_tokens: 50, tools: [weatherToolAnthropic], messages: [{ role: 'user', content: 'Weather in Paris?' }] });
+    const final = await stream.finalMessage();
+    assert.equal(final.stop_reason, 'tool_use');
+    assert.equal(final.content[0]!.type, 'text');
+    const toolUse = final.content.find((block) => block.type === 'tool_use')!;
+    assert.ok(toolUse.type === 'tool_use');
+    assert.equal(toolUse.name, 'get_weather');
+    assert.equal(toolUse.id, 'call_w');
+    assert.deepEqual(toolUse.input, { city: 'Paris' });
+    const sent = upstream.modelRequests()[0]!.body;
+    assert.equal(sent.stream, true);
+    assert.deepEqual(sent.tools, [weatherToolOpenAI]);
+  });
+
+  test('tool results and images are translated into the upstream format', async () => {
+    upstream.reply(openAIReply({ text: 'Done.' }));
+    await client.messages.create({
+      model: 'claude-test',
+      max_tokens: 50,
+      tools: [weatherToolAnthropic],
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Weather here?' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '3°C' }] },
+      ],
+    });
+    const messages = upstream.modelRequests()[0]!.body.messages;
+    assert.deepEqual(messages[0].content[1], { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } });
+    assert.equal(messages[1].tool_calls[0].id, 'toolu_1');
+    assert.equal(messages[1].tool_calls[0].function.arguments, '{"city":"Oslo"}');
+    assert.deepEqual({ role: messages[2].role, tool_call_id: messages[2].tool_call_id, content: messages[2].content }, { role: 'tool', tool_call_id: 'toolu_1', content: '3°C' });
+  });
+});
+
+describe('OpenAI client in front of an Anthropic upstream (translated both ways)', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let client: OpenAI;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({ config: { llm: { api_base: upstream.url, api_format: 'anthropic', api_key: 'sk-ant-upstream', model_id: 'claude-upstream' } } });
+    client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  test('a non-streaming completion is translated to messages and back', async () => {
+    upstream.reply(anthropicReply({ text: 'From Claude.', usage: { input: 9, output: 2 } }));
+    const completion = await client.chat.completions.create({ model: 'gpt-client', messages: [{ role: 'system', content: 'Be nice.' }, { role: 'user', content: 'Hello' }] });
+    assert.equal(completion.choices[0]!.message.content, 'From Claude.');
+    assert.equal(completion.choices[0]!.finish_reason, 'stop');
+    assert.equal(completion.usage?.prompt_tokens, 9);
+    const sent = upstream.modelRequests()[0]!;
+    assert.equal(sent.path, '/v1/messages');
+    assert.equal(sent.headers['x-api-key'], 'sk-ant-upstream');
+    assert.equal(sent.body.model, 'claude-upstream');
+    assert.equal(sent.body.system, 'Be nice.');
+    assert.equal(sent.body.max_tokens, 4096, 'Anthropic needs max_tokens; the configured default is sent');
+  });
+
+  test('a streamed completion with tool calls is translated event by event, usage included', async () => {
+    upstream.reply(anthropicReply({ text: 'Checking.', toolCalls: [{ id: 'toolu_9', name: 'get_weather', arguments: '{"city":"Rome"}' }], usage: { input: 40, output: 12 } }));
+    const stream = await client.chat.completions.create({ model: 'gpt-client', stream: true, stream_options: { include_usage: true }, tools: [weatherToolOpenAI], messages: [{ role: 'user', content: 'Rome weather?' }] });
+    let text = '';
+    let argumentsText = '';
+    let toolId = '';
+    let finish: string | null = null;
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of stream) {
+      const choice = chunk.choices[0];
+      if (choice?.delta.content) text += choice.delta.content;
+      const call = choice?.delta.tool_calls?.[0];
+      if (call?.id) toolId = call.id;
+      if (call?.function?.arguments) argumentsText += call.function.arguments;
+      if (choice?.finish_reason) finish = choice.finish_reason;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    assert.equal(text, 'Checking.');
+    assert.equal(toolId, 'toolu_9');
+    assert.equal(argumentsText, '{"city":"Rome"}');
+    assert.equal(finish, 'tool_calls');
+    assert.equal(usage?.prompt_tokens, 40);
+    assert.equal(usage?.completion_tokens, 12);
+    const sent = upstream.modelRequests()[0]!.body;
+    assert.deepEqual(sent.tools, [weatherToolAnthropic]);
+  });
+});

@@ -1,0 +1,108 @@
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { stringify } from 'yaml';
+
+export const REPO = resolve(import.meta.dirname, '..', '..');
+export const CLI = join(REPO, 'bin', 'metaclaw.js');
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Environment for a child that must not see the developer's own keys or MetaClaw home. */
+export function cleanEnv(home: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: home, METACLAW_HOME: home, NODE_OPTIONS: '' };
+  return { ...env, ...extra };
+}
+
+/** Runs the real CLI (`bin/metaclaw.js`) as a process. */
+export function runCli(args: string[], options: { home: string; env?: Record<string, string>; timeoutMs?: number; input?: string }): Promise<CliResult> {
+  return new Promise((resolveResult) => {
+    const child = execFile(process.execPath, [CLI, ...args], { env: cleanEnv(options.home, options.env), timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : 1) : 0;
+      resolveResult({ code, stdout: String(stdout), stderr: String(stderr) });
+    });
+    if (options.input !== undefined) child.stdin?.end(options.input);
+    else child.stdin?.end();
+  });
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+export function tempHome(prefix = 'metaclaw-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export interface ProxyHandle {
+  home: string;
+  port: number;
+  /** http://127.0.0.1:PORT */
+  url: string;
+  cli(args: string[], options?: { env?: Record<string, string>; timeoutMs?: number }): Promise<CliResult>;
+  stop(): Promise<void>;
+  /** Stops and deletes the home folder. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Starts the proxy the way a user does, `metaclaw start` (daemonised), in a fresh METACLAW_HOME
+ * with `config` written as its config.yaml.
+ */
+export async function startProxy(options: { config?: Record<string, unknown>; env?: Record<string, string>; home?: string; args?: string[] } = {}): Promise<ProxyHandle> {
+  const home = options.home ?? tempHome();
+  const port = await freePort();
+  if (options.config) {
+    const config = structuredClone(options.config);
+    const proxy = (config['proxy'] ?? {}) as Record<string, unknown>;
+    proxy['port'] ??= port;
+    config['proxy'] = proxy;
+    writeFileSync(join(home, 'config.yaml'), stringify(config), { mode: 0o600 });
+  }
+  const args = ['start', ...(options.config ? [] : ['--port', String(port)]), ...(options.args ?? [])];
+  const started = await runCli(args, { home, ...(options.env ? { env: options.env } : {}) });
+  if (started.code !== 0) throw new Error(`metaclaw start failed (${started.code}):\n${started.stdout}\n${started.stderr}`);
+  const actualPort = Number((options.config?.['proxy'] as { port?: number } | undefined)?.port ?? port);
+  const handle: ProxyHandle = {
+    home,
+    port: actualPort,
+    url: `http://127.0.0.1:${actualPort}`,
+    cli: (cliArgs, cliOptions = {}) => runCli(cliArgs, { home, ...cliOptions, env: { ...(options.env ?? {}), ...(cliOptions.env ?? {}) } }),
+    stop: async () => {
+      await runCli(['stop'], { home, ...(options.env ? { env: options.env } : {}) });
+    },
+    dispose: async () => {
+      await handle.stop();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+  return handle;
+}
+
+/** Runs `metaclaw start --foreground` as a child we control (for signal tests). */
+export function spawnForeground(home: string, args: string[] = [], env: Record<string, string> = {}) {
+  return spawn(process.execPath, [CLI, 'start', '--foreground', ...args], { env: cleanEnv(home, env), stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+export async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, intervalMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolveWait) => setTimeout(resolveWait, intervalMs));
+  }
+}

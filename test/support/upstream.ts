@@ -1,0 +1,219 @@
+import http, { type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A scripted LLM upstream on 127.0.0.1: it records every request and answers from a queue of
+ * handlers (then from the default handler). No model runs here; this stands in for the user's API.
+ */
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: any;
+  raw: string;
+}
+
+export type Handler = (request: RecordedRequest, response: ServerResponse) => void | Promise<void>;
+
+export class ScriptedUpstream {
+  readonly requests: RecordedRequest[] = [];
+  private readonly queue: Handler[] = [];
+  private readonly sockets = new Set<import('node:net').Socket>();
+  defaultHandler: Handler;
+
+  private constructor(
+    private readonly server: http.Server,
+    readonly url: string,
+  ) {
+    this.defaultHandler = (request, response) => (request.path.endsWith('/messages') ? anthropicReply({ text: 'Hello from the scripted upstream.' }) : openAIReply({ text: 'Hello from the scripted upstream.' }))(request, response);
+  }
+
+  static async start(): Promise<ScriptedUpstream> {
+    let instance: ScriptedUpstream | undefined;
+    const server = http.createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = undefined;
+        try {
+          body = raw ? JSON.parse(raw) : undefined;
+        } catch {
+          body = raw;
+        }
+        const recorded: RecordedRequest = { method: request.method ?? 'GET', path: (request.url ?? '/').split('?')[0]!, headers: request.headers, body, raw };
+        instance!.requests.push(recorded);
+        const handler = instance!.queue.shift() ?? instance!.defaultHandler;
+        void Promise.resolve(handler(recorded, response)).catch((error: unknown) => {
+          response.destroy(error as Error);
+        });
+      });
+    });
+    server.on('connection', (socket) => {
+      instance!.sockets.add(socket);
+      socket.on('close', () => instance!.sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const { port } = server.address() as AddressInfo;
+    instance = new ScriptedUpstream(server, `http://127.0.0.1:${port}`);
+    return instance;
+  }
+
+  /** The next requests get these handlers, in order. */
+  reply(...handlers: Handler[]): this {
+    this.queue.push(...handlers);
+    return this;
+  }
+
+  reset(): void {
+    this.requests.length = 0;
+    this.queue.length = 0;
+  }
+
+  modelRequests(): RecordedRequest[] {
+    return this.requests.filter((request) => request.method === 'POST');
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+export interface ReplyOptions {
+  text?: string;
+  toolCalls?: Array<{ id: string; name: string; arguments: string }>;
+  usage?: { input: number; output: number };
+  /** Split streamed text into this many deltas. */
+  pieces?: number;
+  /** Pause between streamed events, in ms. */
+  gapMs?: number;
+  model?: string;
+}
+
+/** An OpenAI chat completion (JSON, or SSE when the request asked to stream). */
+export function openAIReply(options: ReplyOptions): Handler {
+  return async (request, response) => {
+    const text = options.text ?? '';
+    const toolCalls = options.toolCalls ?? [];
+    const usage = options.usage ?? { input: 11, output: 7 };
+    const model = options.model ?? request.body?.model ?? 'scripted-model';
+    const finish = toolCalls.length > 0 ? 'tool_calls' : 'stop';
+    if (request.body?.stream !== true) {
+      const message: Record<string, unknown> = { role: 'assistant', content: text || null };
+      if (toolCalls.length > 0) message['tool_calls'] = toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
+      json(response, 200, { id: 'chatcmpl-scripted', object: 'chat.completion', created: 1_700_000_000, model, choices: [{ index: 0, message, finish_reason: finish, logprobs: null }], usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } });
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const chunk = (delta: Record<string, unknown>, finishReason: string | null = null, extra: Record<string, unknown> = {}) =>
+      `data: ${JSON.stringify({ id: 'chatcmpl-scripted', object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`;
+    const events: string[] = [chunk({ role: 'assistant', content: '' })];
+    for (const piece of split(text, options.pieces ?? 3)) events.push(chunk({ content: piece }));
+    toolCalls.forEach((call, index) => {
+      events.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
+      for (const piece of split(call.arguments, 2)) events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+    });
+    events.push(chunk({}, finish));
+    if (request.body?.stream_options?.include_usage) {
+      events.push(`data: ${JSON.stringify({ id: 'chatcmpl-scripted', object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } })}\n\n`);
+    }
+    events.push('data: [DONE]\n\n');
+    await writeEvents(response, events, options.gapMs ?? 0);
+    response.end();
+  };
+}
+
+/** An Anthropic message (JSON, or the named-event SSE sequence when streaming). */
+export function anthropicReply(options: ReplyOptions): Handler {
+  return async (request, response) => {
+    const text = options.text ?? '';
+    const toolCalls = options.toolCalls ?? [];
+    const usage = options.usage ?? { input: 13, output: 5 };
+    const model = options.model ?? request.body?.model ?? 'scripted-claude';
+    const stopReason = toolCalls.length > 0 ? 'tool_use' : 'end_turn';
+    if (request.body?.stream !== true) {
+      const content: unknown[] = [];
+      if (text) content.push({ type: 'text', text });
+      for (const call of toolCalls) content.push({ type: 'tool_use', id: call.id, name: call.name, input: JSON.parse(call.arguments) });
+      json(response, 200, { id: 'msg_scripted', type: 'message', role: 'assistant', model, content, stop_reason: stopReason, stop_sequence: null, usage: { input_tokens: usage.input, output_tokens: usage.output } });
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const event = (name: string, data: Record<string, unknown>) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
+    const events: string[] = [event('message_start', { message: { id: 'msg_scripted', type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input, output_tokens: 1 } } }), event('ping', {})];
+    let index = 0;
+    if (text) {
+      events.push(event('content_block_start', { index, content_block: { type: 'text', text: '' } }));
+      for (const piece of split(text, options.pieces ?? 3)) events.push(event('content_block_delta', { index, delta: { type: 'text_delta', text: piece } }));
+      events.push(event('content_block_stop', { index }));
+      index++;
+    }
+    for (const call of toolCalls) {
+      events.push(event('content_block_start', { index, content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} } }));
+      for (const piece of split(call.arguments, 2)) events.push(event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: piece } }));
+      events.push(event('content_block_stop', { index }));
+      index++;
+    }
+    events.push(event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: usage.output } }));
+    events.push(event('message_stop', {}));
+    await writeEvents(response, events, options.gapMs ?? 0);
+    response.end();
+  };
+}
+
+export function errorReply(status: number, body: unknown, headers: Record<string, string> = {}): Handler {
+  return (_request, response) => json(response, status, body, headers);
+}
+
+/** Accepts the request and never answers. */
+export function hangReply(): Handler {
+  return () => undefined;
+}
+
+/** Starts a stream, sends `events` of it, then cuts the connection. */
+export function dropMidStream(format: 'openai' | 'anthropic', text: string, keepEvents: number): Handler {
+  return async (request, response) => {
+    const fake = new CollectingResponse();
+    await (format === 'openai' ? openAIReply({ text, pieces: 6 }) : anthropicReply({ text, pieces: 6 }))({ ...request, body: { ...request.body, stream: true } }, fake as unknown as ServerResponse);
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    const events = fake.text.split('\n\n').filter(Boolean).slice(0, keepEvents);
+    for (const event of events) response.write(`${event}\n\n`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    response.socket?.destroy();
+  };
+}
+
+export function json(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  response.end(text);
+}
+
+async function writeEvents(response: ServerResponse, events: string[], gapMs: number): Promise<void> {
+  for (const event of events) {
+    response.write(event);
+    if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
+  }
+}
+
+function split(text: string, pieces: number): string[] {
+  if (text === '') return [];
+  const size = Math.max(1, Math.ceil(text.length / pieces));
+  const parts: string[] = [];
+  for (let index = 0; index < text.length; index += size) parts.push(text.slice(index, index + size));
+  return parts;
+}
+
+/** Captures what a handler would write, to replay part of it. */
+class CollectingResponse {
+  text = '';
+  writeHead(): this {
+    return this;
+  }
+  write(chunk: string): boolean {
+    this.text += chunk;
+    return true;
+  }
+  end(): void {}
+}
