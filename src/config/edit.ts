@@ -75,16 +75,16 @@ export function updateConfigFile(file: string, updates: Readonly<Record<string, 
 
 function readDocument(file: string): Document {
   const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  // An empty mapping to start from; `{}` keeps block style once keys are added.
   const document: Document = parseDocument(text.trim() === '' ? '{}' : text);
   if (text.trim() === '') {
-    document.contents = new YAMLMap() as Document['contents'];
+    // Start from an empty mapping written in block style, like a hand-written config.
+    (document.contents as YAMLMap).flow = false;
     return document;
   }
   if (document.errors.length > 0) {
     throw new ConfigError(`${file} is not valid YAML (${document.errors[0]!.message.split('\n')[0]}); fix it by hand before changing keys.`);
   }
-  if (document.contents === null) document.contents = new YAMLMap() as Document['contents'];
+  if (document.contents === null) document.contents = document.createNode({}) as Document['contents'];
   if (!isMap(document.contents)) throw new ConfigError(`${file}: the top level must be a mapping of keys.`);
   return document;
 }

@@ -87,7 +87,7 @@ interface Collector {
 
 function readYaml(text: string, file: string, collector: Collector): void {
   const lineCounter = new LineCounter();
-  const document = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const document = parseDocument(text, { lineCounter, uniqueKeys: true });
   if (document.errors.length > 0) {
     const details = document.errors.map((error) => {
       const position = error.linePos?.[0];

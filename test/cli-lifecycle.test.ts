@@ -1,0 +1,206 @@
+import assert from 'node:assert/strict';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import OpenAI from 'openai';
+import { freePort, runCli, startProxy, tempHome, waitFor } from './support/proxy.js';
+import { openAIReply, ScriptedUpstream } from './support/upstream.js';
+
+const homes: string[] = [];
+after(() => {
+  for (const folder of homes) rmSync(folder, { recursive: true, force: true });
+});
+function newHome(): string {
+  const folder = tempHome('metaclaw-cli-');
+  homes.push(folder);
+  return folder;
+}
+
+describe('metaclaw start / status / stop', () => {
+  test('--version and --help answer without starting anything', async () => {
+    const home = newHome();
+    const version = await runCli(['--version'], { home });
+    assert.equal(version.code, 0);
+    assert.equal(version.stdout.trim(), JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version);
+    const help = await runCli(['--help'], { home });
+    assert.match(help.stdout, /start/);
+    assert.match(help.stdout, /sessions/);
+  });
+
+  test('start returns once the proxy answers; status reports it; stop ends it; status then says stopped', async () => {
+    const home = newHome();
+    const port = await freePort();
+    const started = await runCli(['start', '--port', String(port)], { home });
+    assert.equal(started.code, 0, started.stderr);
+    assert.match(started.stdout, new RegExp(`running \\(pid \\d+\\) at http://127\\.0\\.0\\.1:${port}`));
+    assert.match(started.stdout, /metaclaw setup/, 'zero-config start says how to configure');
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    assert.deepEqual(await health.json(), { ok: true });
+
+    const status = await runCli(['status', '--json'], { home });
+    assert.equal(status.code, 0);
+    const report = JSON.parse(status.stdout);
+    assert.equal(report.running, true);
+    assert.equal(report.mode, 'skills_only');
+    assert.equal(report.listen.port, port);
+    assert.ok('queue' in report && 'learning' in report);
+
+    const again = await runCli(['start', '--port', String(port)], { home });
+    assert.equal(again.code, 0);
+    assert.match(again.stdout, /already running/);
+
+    const stopped = await runCli(['stop'], { home });
+    assert.equal(stopped.code, 0);
+    assert.match(stopped.stdout, /stopped/);
+    const after = await runCli(['status'], { home });
+    assert.equal(after.code, 1);
+    assert.match(after.stdout, /not running/);
+  });
+
+  test('a stale pid file is cleaned by stop and ignored by start', async () => {
+    const home = newHome();
+    const port = await freePort();
+    writeFileSync(join(home, 'metaclaw.pid'), JSON.stringify({ pid: 2_999_999, host: '127.0.0.1', port, startedAt: '', version: '' }));
+    const stop = await runCli(['stop'], { home });
+    assert.equal(stop.code, 0);
+    assert.match(stop.stdout, /stale pid file/);
+    writeFileSync(join(home, 'metaclaw.pid'), '2999999\n');
+    const started = await runCli(['start', '--port', String(port)], { home });
+    assert.equal(started.code, 0, started.stderr);
+    const pid = JSON.parse(readFileSync(join(home, 'metaclaw.pid'), 'utf8')).pid;
+    assert.notEqual(pid, 2_999_999);
+    await runCli(['stop'], { home });
+  });
+
+  test('--mode, --port and --host override the config for one run without rewriting it', async () => {
+    const home = newHome();
+    writeFileSync(join(home, 'config.yaml'), 'mode: skills_only\nproxy:\n  port: 1\n');
+    const port = await freePort();
+    const started = await runCli(['start', '--port', String(port), '--mode', 'rl', '--host', '127.0.0.1'], { home });
+    assert.equal(started.code, 0, started.stderr);
+    const report = (await (await fetch(`http://127.0.0.1:${port}/status`)).json()) as any;
+    assert.equal(report.mode, 'rl');
+    assert.equal(readFileSync(join(home, 'config.yaml'), 'utf8'), 'mode: skills_only\nproxy:\n  port: 1\n');
+    const status = await runCli(['status', '--json'], { home });
+    assert.equal(JSON.parse(status.stdout).listen.port, port, 'status finds the instance through its pid file');
+    await runCli(['stop'], { home });
+  });
+
+  test('refuses to bind beyond loopback without a proxy key', async () => {
+    const home = newHome();
+    const result = await runCli(['start', '--host', '0.0.0.0', '--port', String(await freePort())], { home });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr + result.stdout, /Refusing to listen on 0\.0\.0\.0 without a proxy key/);
+  });
+});
+
+describe('zero-config upstream selection from the environment', () => {
+  test('OPENAI_BASE_URL and OPENAI_API_KEY name the upstream when there is no config file', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ env: { OPENAI_BASE_URL: `${upstream.url}/v1`, OPENAI_API_KEY: 'sk-from-env' } });
+    try {
+      upstream.reply(openAIReply({ text: 'env upstream' }));
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'sk-client', maxRetries: 0 });
+      const completion = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] });
+      assert.equal(completion.choices[0]!.message.content, 'env upstream');
+      assert.equal(upstream.modelRequests()[0]!.headers['authorization'], 'Bearer sk-from-env');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test("with no upstream key anywhere, the client's own key is passed through", async () => {
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ env: { OPENAI_BASE_URL: `${upstream.url}/v1` } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'sk-users-own-subscription', maxRetries: 0 });
+      await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] });
+      assert.equal(upstream.modelRequests()[0]!.headers['authorization'], 'Bearer sk-users-own-subscription');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('ANTHROPIC_API_KEY alone selects an Anthropic upstream', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ env: { ANTHROPIC_API_KEY: 'sk-ant-env', ANTHROPIC_BASE_URL: upstream.url } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const completion = await client.chat.completions.create({ model: 'claude-x', messages: [{ role: 'user', content: 'x' }] });
+      assert.equal(completion.choices[0]!.message.content, 'Hello from the scripted upstream.');
+      const sent = upstream.modelRequests()[0]!;
+      assert.equal(sent.path, '/v1/messages');
+      assert.equal(sent.headers['x-api-key'], 'sk-ant-env');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+});
+
+describe('shutdown and crashes', () => {
+  test('stop lets a running stream finish before the process exits', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    try {
+      upstream.reply(openAIReply({ text: 'a b c d e f', pieces: 6, gapMs: 200 }));
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'slow' }] });
+      const stopping = proxy.cli(['stop']);
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      assert.equal(text, 'a b c d e f');
+      const stopped = await stopping;
+      assert.match(stopped.stdout, /stopped/);
+      const db = new Database(join(proxy.home, 'metaclaw.db'), { readonly: true });
+      const turns = db.prepare('SELECT outcome, response_text FROM turns').all() as Array<{ outcome: string; response_text: string }>;
+      db.close();
+      assert.deepEqual(turns, [{ outcome: 'ok', response_text: 'a b c d e f' }], 'the turn was recorded before exit');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('a SIGKILL in the middle of a stream leaves the database consistent and the next start works', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      upstream.reply(openAIReply({ text: 'recorded before the crash' }));
+      await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'first' }] });
+      await waitFor(async () => ((await (await fetch(`${proxy.url}/status`)).json()) as any).sessions.turns === 1);
+
+      upstream.reply(openAIReply({ text: 'x '.repeat(40), pieces: 40, gapMs: 100 }));
+      const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'second' }] });
+      const pid = JSON.parse(readFileSync(join(proxy.home, 'metaclaw.pid'), 'utf8')).pid as number;
+      const consumed = (async () => {
+        for await (const _chunk of stream) {
+          // keep reading until the connection dies
+        }
+      })().then(() => 'ended', () => 'errored');
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      process.kill(pid, 'SIGKILL');
+      assert.equal(await consumed, 'errored', 'the client sees the broken stream');
+
+      const db = new Database(join(proxy.home, 'metaclaw.db'));
+      assert.deepEqual(db.pragma('integrity_check'), [{ integrity_check: 'ok' }]);
+      db.close();
+
+      const restarted = await proxy.cli(['start']);
+      assert.equal(restarted.code, 0, restarted.stderr);
+      const sessions = await proxy.cli(['sessions', 'list', '--json']);
+      const listed = JSON.parse(sessions.stdout) as Array<{ turn_count: number }>;
+      assert.equal(listed.reduce((sum, session) => sum + session.turn_count, 0), 1, 'the turn recorded before the crash is still there');
+      upstream.reply(openAIReply({ text: 'after restart' }));
+      const completion = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'third' }] });
+      assert.equal(completion.choices[0]!.message.content, 'after restart');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+});

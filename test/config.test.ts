@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { loadConfig } from '../src/config/index.js';
+import { ConfigError } from '../src/errors.js';
+import { runCli, tempHome } from './support/proxy.js';
+
+const homes: string[] = [];
+function home(yaml?: string): string {
+  const folder = tempHome('metaclaw-config-');
+  homes.push(folder);
+  if (yaml !== undefined) writeFileSync(join(folder, 'config.yaml'), yaml);
+  return folder;
+}
+after(() => {
+  for (const folder of homes) rmSync(folder, { recursive: true, force: true });
+});
+
+const load = (folder: string) => loadConfig({ env: { METACLAW_HOME: folder } });
+
+describe('loading config.yaml', () => {
+  test('with no file, embedded defaults apply with skills and memory on and a loopback bind', () => {
+    const config = load(home());
+    assert.equal(config.fileExists, false);
+    assert.equal(config.values['mode'], 'skills_only');
+    assert.equal(config.values['proxy.host'], '127.0.0.1');
+    assert.equal(config.values['proxy.port'], 30000);
+    assert.equal(config.values['skills.enabled'], true);
+    assert.equal(config.values['memory.enabled'], true);
+    assert.equal(config.paths.skillsDir, join(config.home, 'skills'));
+  });
+
+  test('a YAML syntax error stops loading with the file and line', () => {
+    const folder = home('proxy:\n  port: 4000\n  host: [oops\n');
+    assert.throws(() => load(folder), (error: unknown) => error instanceof ConfigError && error.message.includes(join(folder, 'config.yaml')) && /line \d+/.test(error.message));
+  });
+
+  test('an invalid value names the file, line, key, value and what is expected', () => {
+    const folder = home('proxy:\n  port: 99999\nskills:\n  top_k: many\n');
+    assert.throws(
+      () => load(folder),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message.includes('config.yaml:2: proxy.port = 99999: expected an integer from 1 to 65535') &&
+        error.message.includes('config.yaml:4: skills.top_k = "many": expected an integer from 0 to 50'),
+    );
+  });
+
+  test('an unknown key warns and names the nearest valid one, and nothing else changes', () => {
+    const config = load(home('proxy:\n  prot: 4000\nmemroy:\n  enabled: false\n'));
+    assert.equal(config.values['proxy.port'], 30000);
+    assert.ok(config.warnings.some((warning) => warning.includes('"proxy.prot"') && warning.includes('"proxy.port"')));
+    assert.ok(config.warnings.some((warning) => warning.includes('"memroy"') && warning.includes('"memory"')));
+  });
+
+  test("MetaClaw's legacy names still load: rl.tinker_api_key and mode madmax", () => {
+    const config = load(home('mode: madmax\nrl:\n  tinker_api_key: tk-123\n'));
+    assert.equal(config.values['mode'], 'auto');
+    assert.equal(config.values['rl.api_key'], 'tk-123');
+  });
+
+  test('values are typed by the schema: a numeric-looking key stays text, quoted booleans are booleans', () => {
+    const config = load(home('llm:\n  api_key: 0123456\n  model_id: 4\nskills:\n  enabled: "false"\n'));
+    assert.equal(config.values['llm.api_key'], '0123456');
+    assert.equal(config.values['llm.model_id'], '4');
+    assert.equal(config.values['skills.enabled'], false);
+  });
+
+  test('fallback upstreams are validated as a list of objects', () => {
+    assert.throws(() => load(home('llm:\n  fallbacks:\n    - api_base: not-a-url\n')), (error: unknown) => error instanceof ConfigError && /llm\.fallbacks/.test(error.message) && /http/.test(error.message));
+  });
+});
+
+describe('metaclaw config', () => {
+  test('set converts by type, keeps comments and unknown sections, and writes the file 0600', async () => {
+    const folder = home('# my settings\nproxy:\n  port: 30000 # the usual\ncustom_section:\n  keep: me\n');
+    const set = await runCli(['config', 'set', 'llm.api_key', '12345'], { home: folder });
+    assert.equal(set.code, 0, set.stderr);
+    const port = await runCli(['config', 'set', 'proxy.port', '4100'], { home: folder });
+    assert.equal(port.code, 0, port.stderr);
+    const text = readFileSync(join(folder, 'config.yaml'), 'utf8');
+    assert.match(text, /# my settings/);
+    assert.match(text, /# the usual/);
+    assert.match(text, /custom_section:\n {2}keep: me/);
+    assert.match(text, /api_key: "12345"/);
+    assert.match(text, /port: 4100/);
+    assert.equal(statSync(join(folder, 'config.yaml')).mode & 0o777, 0o600);
+    const config = load(folder);
+    assert.equal(config.values['llm.api_key'], '12345');
+    assert.equal(config.values['proxy.port'], 4100);
+  });
+
+  test('a wrong value is refused with what is expected, and the file is unchanged', async () => {
+    const folder = home('proxy:\n  port: 30000\n');
+    const before = readFileSync(join(folder, 'config.yaml'), 'utf8');
+    const result = await runCli(['config', 'set', 'proxy.port', 'abc'], { home: folder });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /proxy\.port = "abc": expected an integer from 1 to 65535/);
+    assert.equal(readFileSync(join(folder, 'config.yaml'), 'utf8'), before);
+    const unknown = await runCli(['config', 'set', 'proxy.prot', '1'], { home: folder });
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /did you mean "proxy\.port"/);
+  });
+
+  test("MetaClaw's `config KEY [VALUE]` form gets and sets", async () => {
+    const folder = home();
+    assert.equal((await runCli(['config', 'skills.top_k', '3'], { home: folder })).code, 0);
+    const get = await runCli(['config', 'skills.top_k'], { home: folder });
+    assert.equal(get.stdout.trim(), 'skills.top_k: 3');
+    const getForm = await runCli(['config', 'get', 'mode'], { home: folder });
+    assert.equal(getForm.stdout.trim(), 'mode: skills_only');
+  });
+
+  test('show masks secrets unless --reveal', async () => {
+    const folder = home('llm:\n  api_key: sk-very-secret-value-123\n');
+    const shown = await runCli(['config', 'show'], { home: folder });
+    assert.equal(shown.code, 0);
+    assert.equal(shown.stdout.includes('sk-very-secret-value-123'), false);
+    assert.match(shown.stdout, /llm\.api_key = sk-… \(24 chars\)/);
+    const revealed = await runCli(['config', 'get', 'llm.api_key', '--reveal'], { home: folder });
+    assert.match(revealed.stdout, /sk-very-secret-value-123/);
+  });
+
+  test('start refuses an invalid config with a precise message and starts nothing', async () => {
+    const folder = home('proxy:\n  port: "not a port"\n');
+    const result = await runCli(['start'], { home: folder });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /config\.yaml:2: proxy\.port = "not a port": expected an integer/);
+    const status = await runCli(['status'], { home: folder });
+    assert.notEqual(status.code, 0);
+  });
+});

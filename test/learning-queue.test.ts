@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { JobQueue, LearningBudget, LearningRunner } from '../src/learning/index.js';
+import { silentLogger } from '../src/logging/index.js';
+import { openDatabase } from '../src/store/index.js';
+import { REPO, tempHome, waitFor } from './support/proxy.js';
+
+const homes: string[] = [];
+after(() => {
+  for (const folder of homes) rmSync(folder, { recursive: true, force: true });
+});
+function databasePath(): string {
+  const folder = tempHome('metaclaw-queue-');
+  homes.push(folder);
+  return join(folder, 'metaclaw.db');
+}
+
+function startChild(path: string, mode: 'hang' | 'complete', enqueue: boolean): { child: ChildProcess; lines: Array<Record<string, unknown>> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'test', 'support', 'queue-child.ts'), path, mode, enqueue ? 'enqueue' : ''], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines: Array<Record<string, unknown>> = [];
+  let buffer = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString();
+    let newline: number;
+    while ((newline = buffer.indexOf('\n')) !== -1) {
+      lines.push(JSON.parse(buffer.slice(0, newline)) as Record<string, unknown>);
+      buffer = buffer.slice(newline + 1);
+    }
+  });
+  return { child, lines };
+}
+
+describe('the durable learning queue', () => {
+  test('a job leased by a process killed with SIGKILL runs after restart', async () => {
+    const path = databasePath();
+    const first = startChild(path, 'hang', true);
+    const started = await waitFor(() => first.lines.find((line) => line['event'] === 'started'), 20_000);
+    const db = openDatabase(path);
+    const jobId = started['job'] as number;
+    assert.equal((db.prepare('SELECT status FROM jobs WHERE id = ?').get(jobId) as { status: string }).status, 'leased');
+    first.child.kill('SIGKILL');
+    await new Promise((resolve) => first.child.once('exit', resolve));
+
+    const second = startChild(path, 'complete', false);
+    try {
+      const resumed = await waitFor(() => second.lines.find((line) => line['event'] === 'finished'), 20_000);
+      assert.equal(resumed['job'], jobId);
+      const rerun = second.lines.find((line) => line['event'] === 'started')!;
+      assert.deepEqual(rerun['payload'], { note: 'survives crashes' });
+      assert.equal(rerun['attempt'], 2);
+      await waitFor(() => (db.prepare('SELECT status FROM jobs WHERE id = ?').get(jobId) as { status: string }).status === 'done');
+    } finally {
+      second.child.kill('SIGKILL');
+      db.close();
+    }
+  });
+
+  test('failures retry with growing backoff, then go to the dead-letter list; dead jobs can be revived', () => {
+    const db = openDatabase(databasePath());
+    const queue = new JobQueue(db, 'test', 3);
+    const id = queue.enqueue('kind.a', { x: 1 })!;
+    const kinds = new Set(['kind.a']);
+    const delays: number[] = [];
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const job = queue.lease(kinds, 60_000, Date.now() + 10 * 3_600_000)!;
+      assert.equal(job.id, id);
+      assert.equal(job.attempts, attempt);
+      const verdict = queue.fail(job, `boom ${attempt}`, { retryable: true });
+      const row = queue.get(id)!;
+      if (attempt < 3) {
+        assert.equal(verdict, 'retry');
+        delays.push(row.run_after - Date.now());
+      } else assert.equal(verdict, 'dead');
+    }
+    assert.ok(delays[1]! > delays[0]!, `backoff grows: ${delays.join(', ')}`);
+    assert.equal(queue.counts().dead, 1);
+    assert.equal(queue.get(id)!.last_error, 'boom 3');
+    assert.equal(queue.revive(id), true);
+    assert.equal(queue.counts().queued, 1);
+    db.close();
+  });
+
+  test('a dedupe key keeps at most one pending job per key', () => {
+    const db = openDatabase(databasePath());
+    const queue = new JobQueue(db, 'test', 3);
+    assert.ok(queue.enqueue('kind.a', {}, { dedupeKey: 'session-1' }));
+    assert.equal(queue.enqueue('kind.a', {}, { dedupeKey: 'session-1' }), undefined);
+    const job = queue.lease(new Set(['kind.a']), 60_000)!;
+    queue.complete(job.id);
+    assert.ok(queue.enqueue('kind.a', {}, { dedupeKey: 'session-1' }), 'a finished job frees its key');
+    db.close();
+  });
+
+  test('the daily token budget pauses LLM jobs, never other jobs, and says why', async () => {
+    const db = openDatabase(databasePath());
+    const queue = new JobQueue(db, 'test', 3);
+    const budget = new LearningBudget(db, 1_000);
+    const runner = new LearningRunner(queue, budget, silentLogger(), { concurrency: 1, pollMs: 20 });
+    const ran: string[] = [];
+    runner.register({
+      kind: 'llm.job',
+      usesLlm: true,
+      async run(_payload, context) {
+        ran.push('llm');
+        context.spend(1_200);
+      },
+    });
+    runner.register({ kind: 'plain.job', usesLlm: false, run: async () => void ran.push('plain') });
+    runner.start();
+    runner.enqueue('llm.job', {});
+    await waitFor(() => ran.includes('llm'));
+    assert.match(runner.snapshot().pausedReason ?? '', /daily learning budget reached \(1200 of 1000 tokens/);
+    runner.enqueue('llm.job', {});
+    runner.enqueue('plain.job', {});
+    await waitFor(() => ran.includes('plain'));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.deepEqual(ran, ['llm', 'plain'], 'the second LLM job waits for tomorrow');
+    assert.equal(queue.counts().queued, 1);
+    assert.equal(budget.summary().tokensToday, 1_200);
+    await runner.stop();
+    db.close();
+  });
+});

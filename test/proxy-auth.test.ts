@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { startProxy, type ProxyHandle } from './support/proxy.js';
+import { ScriptedUpstream } from './support/upstream.js';
+
+describe('a proxy bound beyond loopback requires its key', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  const proxyKey = 'mc-proxy-key-7f3a9c';
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({ config: { proxy: { host: '0.0.0.0', api_key: proxyKey }, llm: { api_base: `${upstream.url}/v1` } } });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+
+  test('requests without the key get 401 in the client API\'s shape; /healthz stays open', async () => {
+    const openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'wrong-key', maxRetries: 0 });
+    const openaiError = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (error: unknown) => error);
+    assert.ok(openaiError instanceof OpenAI.AuthenticationError);
+    const anthropic = new Anthropic({ baseURL: proxy.url, apiKey: 'wrong-key', maxRetries: 0 });
+    const anthropicError = await anthropic.messages.create({ model: 'c', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (error: unknown) => error);
+    assert.ok(anthropicError instanceof Anthropic.AuthenticationError);
+    assert.equal(((anthropicError as InstanceType<typeof Anthropic.AuthenticationError>).error as { type?: string }).type, 'error');
+    assert.equal((await fetch(`${proxy.url}/status`)).status, 401);
+    assert.equal((await fetch(`${proxy.url}/healthz`)).status, 200);
+    assert.equal(upstream.requests.length, 0);
+  });
+
+  test('the key works as a Bearer token and as x-api-key, and never travels upstream', async () => {
+    const openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: proxyKey, maxRetries: 0 });
+    await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] });
+    const anthropicClient = await fetch(`${proxy.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': proxyKey }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'y' }] }) });
+    assert.equal(anthropicClient.status, 200);
+    for (const request of upstream.modelRequests()) {
+      assert.equal(JSON.stringify(request.headers).includes(proxyKey), false, 'the proxy key reached the upstream');
+    }
+    assert.equal((await fetch(`${proxy.url}/status`, { headers: { authorization: `Bearer ${proxyKey}` } })).status, 200);
+  });
+
+  test("with x-metaclaw-api-key the client's own Authorization is passed through", async () => {
+    upstream.reset();
+    const response = await fetch(`${proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-metaclaw-api-key': proxyKey, authorization: 'Bearer sk-users-own' },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'z' }] }),
+    });
+    assert.equal(response.status, 200);
+    assert.equal(upstream.modelRequests()[0]!.headers['authorization'], 'Bearer sk-users-own');
+  });
+
+  test('no key or authorization header ever reaches the log', () => {
+    const log = readFileSync(join(proxy.home, 'logs', 'metaclaw.log'), 'utf8');
+    for (const secret of [proxyKey, 'sk-users-own', 'wrong-key']) assert.equal(log.includes(secret), false, `${secret} was logged`);
+  });
+});
