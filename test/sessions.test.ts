@@ -20,7 +20,7 @@ describe('sessions are identified, ended and listed', () => {
 
   before(async () => {
     upstream = await ScriptedUpstream.start();
-    proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, session: { idle_timeout_minutes: 0.02 } } });
+    proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
     client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
   });
   after(async () => {
@@ -53,12 +53,19 @@ describe('sessions are identified, ended and listed', () => {
   });
 
   test('a session idle past session.idle_timeout_minutes is ended', async () => {
-    await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'short chat' }] }, { headers: { 'X-Session-Id': 'idle-session' } });
-    const ended = await waitFor(async () => {
-      const current = await session('idle-session');
-      return current?.ended_at ? current : undefined;
-    }, 15_000);
-    assert.equal(ended.end_reason, 'idle');
+    const quick = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, session: { idle_timeout_minutes: 0.02 } } });
+    try {
+      const quickClient = new OpenAI({ baseURL: `${quick.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await quickClient.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'short chat' }] }, { headers: { 'X-Session-Id': 'idle-session' } });
+      const ended = await waitFor(async () => {
+        const listed = JSON.parse((await quick.cli(['sessions', 'list', '--json'])).stdout) as SessionJson[];
+        const current = listed.find((candidate) => candidate.id === 'idle-session');
+        return current?.ended_at ? current : undefined;
+      }, 15_000);
+      assert.equal(ended.end_reason, 'idle');
+    } finally {
+      await quick.dispose();
+    }
   });
 
   test('/new ends the previous session of the same agent and starts a new one', async () => {

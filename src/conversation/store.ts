@@ -1,18 +1,26 @@
-import { promisify } from 'node:util';
-import { deflateRaw, inflateRawSync } from 'node:zlib';
 import type { Db } from '../store/index.js';
+import { localDay } from '../shared/local-day.js';
+import { decodeDocument, encodeDocument, type SegmentSink, type SegmentSource } from './payload-codec.js';
 import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow, TurnDetail, TurnRow } from './types.js';
 
-const deflate = promisify(deflateRaw);
+/** Turns are written in small batches: one commit per batch instead of one per request. */
+const BATCH_WINDOW_MS = 20;
+const BATCH_LIMIT = 64;
 
 /**
- * Sessions and turn records. Bodies are compressed on the thread pool before the write, so a
- * 60 KB OpenClaw prompt costs the event loop almost nothing; the write itself is one transaction
- * that also enqueues the learning jobs the turn triggers.
+ * Sessions and turn records. Finished turns are written together, at most BATCH_WINDOW_MS after
+ * the first of them, in one transaction that also enqueues the learning jobs they trigger, so a
+ * job can never be lost between the two. The client already has its answer by then.
  */
 export class ConversationStore {
   private readonly listeners: ConversationListener[] = [];
   private readonly statements;
+  private pending: Array<{ turn: FinishedTurn; resolve: () => void; reject: (error: unknown) => void }> = [];
+  private flushTimer: NodeJS.Timeout | undefined;
+  /** Segments already written today: the same system prompt is not rewritten every turn. */
+  private readonly segmentsWritten = new Map<string, string>();
+  private readonly segmentSink: SegmentSink;
+  private readonly segmentSource: SegmentSource;
 
   constructor(private readonly db: Db) {
     this.statements = {
@@ -33,6 +41,9 @@ export class ConversationStore {
         VALUES (@id, @session_id, @seq, @turn_type, @client_format, @upstream_name, @upstream_format, @model, @stream, @query,
           @response_text, @tool_calls, @finish_reason, @input_tokens, @output_tokens, @status, @outcome, @error, @attempts, @started_at, @first_byte_ms, @duration_ms)`),
       insertPayload: db.prepare('INSERT INTO turn_payloads (turn_id, received, injected, forwarded, received_headers, stripped_keys) VALUES (?, ?, ?, ?, ?, ?)'),
+      putSegment: db.prepare<[string, string, number]>('INSERT INTO payload_segments (hash, json, last_used_at) VALUES (?, ?, ?) ON CONFLICT(hash) DO UPDATE SET last_used_at = excluded.last_used_at'),
+      getSegment: db.prepare<[string], { json: string }>('SELECT json FROM payload_segments WHERE hash = ?'),
+      pruneSegments: db.prepare<[number]>('DELETE FROM payload_segments WHERE last_used_at < ?'),
       endSession: db.prepare<[number, string, string], SessionRow>('UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL RETURNING *'),
       openInLineage: db.prepare<[string, string], { id: string }>('SELECT id FROM sessions WHERE lineage = ? AND id != ? AND ended_at IS NULL'),
       idleSessions: db.prepare<[number], { id: string }>('SELECT id FROM sessions WHERE ended_at IS NULL AND last_turn_at < ?'),
@@ -40,13 +51,23 @@ export class ConversationStore {
       sessions: db.prepare<[number], SessionRow>('SELECT * FROM sessions ORDER BY last_turn_at DESC LIMIT ?'),
       turnsOfSession: db.prepare<[string], TurnRow>('SELECT * FROM turns WHERE session_id = ? ORDER BY seq'),
       turn: db.prepare<[string], TurnRow>('SELECT * FROM turns WHERE id = ?'),
-      payload: db.prepare<[string], { received: Buffer | null; injected: string | null; forwarded: Buffer | null; received_headers: string | null; stripped_keys: string | null }>('SELECT * FROM turn_payloads WHERE turn_id = ?'),
+      payload: db.prepare<[string], { received: string | null; injected: string | null; forwarded: string | null; received_headers: string | null; stripped_keys: string | null }>('SELECT * FROM turn_payloads WHERE turn_id = ?'),
       counts: db.prepare<[], { sessions: number; open_sessions: number; turns: number }>(`
         SELECT (SELECT COUNT(*) FROM sessions) AS sessions,
                (SELECT COUNT(*) FROM sessions WHERE ended_at IS NULL) AS open_sessions,
                (SELECT COUNT(*) FROM turns) AS turns`),
       prunePayloads: db.prepare<[number]>('DELETE FROM turn_payloads WHERE turn_id IN (SELECT id FROM turns WHERE started_at < ?)'),
     };
+    this.segmentSink = {
+      put: (hash, json) => {
+        const today = localDay(new Date());
+        if (this.segmentsWritten.get(hash) === today) return;
+        this.statements.putSegment.run(hash, json, Date.now());
+        if (this.segmentsWritten.size > 4096) this.segmentsWritten.clear();
+        this.segmentsWritten.set(hash, today);
+      },
+    };
+    this.segmentSource = { get: (hash) => this.statements.getSegment.get(hash)?.json };
   }
 
   addListener(listener: ConversationListener): void {
@@ -54,60 +75,94 @@ export class ConversationStore {
   }
 
   /** Records a finished turn and everything it triggers. Resolves once committed. */
-  async recordTurn(turn: FinishedTurn): Promise<void> {
-    const [received, forwarded] = await Promise.all([
-      deflate(Buffer.from(turn.payload.received, 'utf8')),
-      turn.payload.forwarded === null ? Promise.resolve(null) : deflate(Buffer.from(turn.payload.forwarded, 'utf8')),
-    ]);
-    this.db.transaction(() => {
-      const isMain = turn.turnType === 'main' ? 1 : 0;
-      const counts = this.statements.upsertSession.get(turn.sessionId, turn.identitySource, turn.lineage, turn.scope, turn.clientFormat, turn.startedAt, Date.now(), isMain, isMain)!;
-      const response = turn.response;
-      this.statements.insertTurn.run({
-        id: turn.id,
-        session_id: turn.sessionId,
-        seq: counts.turn_count,
-        turn_type: turn.turnType,
-        client_format: turn.clientFormat,
-        upstream_name: turn.upstreamName,
-        upstream_format: turn.upstreamFormat,
-        model: turn.model,
-        stream: turn.stream ? 1 : 0,
-        query: turn.query,
-        response_text: response?.text ?? null,
-        tool_calls: response && response.toolCalls.length > 0 ? JSON.stringify(response.toolCalls) : null,
-        finish_reason: response?.finishReason ?? null,
-        input_tokens: response?.usage?.inputTokens ?? null,
-        output_tokens: response?.usage?.outputTokens ?? null,
-        status: turn.status,
-        outcome: turn.outcome,
-        error: turn.error,
-        attempts: turn.attempts,
-        started_at: turn.startedAt,
-        first_byte_ms: turn.firstByteMs,
-        duration_ms: turn.durationMs,
-      });
-      this.statements.insertPayload.run(
-        turn.id,
-        received,
-        turn.payload.injected === null ? null : JSON.stringify(turn.payload.injected),
-        forwarded,
-        JSON.stringify(turn.payload.receivedHeaders),
-        JSON.stringify(turn.payload.strippedKeys),
-      );
-      for (const listener of this.listeners) {
-        listener.turnRecorded?.({
-          turnId: turn.id,
-          sessionId: turn.sessionId,
-          scope: turn.scope,
-          seq: counts.turn_count,
-          turnType: turn.turnType,
-          outcome: turn.outcome,
-          mainTurnCount: counts.main_turn_count,
-          turnCount: counts.turn_count,
-        });
+  recordTurn(turn: FinishedTurn): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ turn, resolve, reject });
+      if (this.pending.length >= BATCH_LIMIT) this.flush();
+      else this.flushTimer ??= setTimeout(() => this.flush(), BATCH_WINDOW_MS);
+    });
+  }
+
+  /** Writes every queued turn now, in one transaction. */
+  flush(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length === 0) return;
+    try {
+      this.db.transaction(() => {
+        for (const { turn } of batch) this.writeTurn(turn);
+      })();
+      for (const entry of batch) entry.resolve();
+    } catch (error) {
+      // One bad turn must not take the others with it: retry them one by one.
+      if (batch.length === 1) {
+        batch[0]!.reject(error);
+        return;
       }
-    })();
+      for (const entry of batch) {
+        try {
+          this.db.transaction(() => this.writeTurn(entry.turn))();
+          entry.resolve();
+        } catch (single) {
+          entry.reject(single);
+        }
+      }
+    }
+  }
+
+  private writeTurn(turn: FinishedTurn): void {
+    if (turn.startsNewConversation) this.endOtherSessionsInLineage(turn.lineage, turn.sessionId);
+    const isMain = turn.turnType === 'main' ? 1 : 0;
+    const counts = this.statements.upsertSession.get(turn.sessionId, turn.identitySource, turn.lineage, turn.scope, turn.clientFormat, turn.startedAt, Date.now(), isMain, isMain)!;
+    const response = turn.response;
+    this.statements.insertTurn.run({
+      id: turn.id,
+      session_id: turn.sessionId,
+      seq: counts.turn_count,
+      turn_type: turn.turnType,
+      client_format: turn.clientFormat,
+      upstream_name: turn.upstreamName,
+      upstream_format: turn.upstreamFormat,
+      model: turn.model,
+      stream: turn.stream ? 1 : 0,
+      query: turn.query,
+      response_text: response?.text ?? null,
+      tool_calls: response && response.toolCalls.length > 0 ? JSON.stringify(response.toolCalls) : null,
+      finish_reason: response?.finishReason ?? null,
+      input_tokens: response?.usage?.inputTokens ?? null,
+      output_tokens: response?.usage?.outputTokens ?? null,
+      status: turn.status,
+      outcome: turn.outcome,
+      error: turn.error,
+      attempts: turn.attempts,
+      started_at: turn.startedAt,
+      first_byte_ms: turn.firstByteMs,
+      duration_ms: turn.durationMs,
+    });
+    const { received, forwarded } = turn.payload;
+    this.statements.insertPayload.run(
+      turn.id,
+      encodeDocument(received.object, received.text, this.segmentSink),
+      turn.payload.injected === null ? null : JSON.stringify(turn.payload.injected),
+      forwarded === null ? null : encodeDocument(forwarded.object, forwarded.text, this.segmentSink),
+      JSON.stringify(turn.payload.receivedHeaders),
+      JSON.stringify(turn.payload.strippedKeys),
+    );
+    for (const listener of this.listeners) {
+      listener.turnRecorded?.({
+        turnId: turn.id,
+        sessionId: turn.sessionId,
+        scope: turn.scope,
+        seq: counts.turn_count,
+        turnType: turn.turnType,
+        outcome: turn.outcome,
+        mainTurnCount: counts.main_turn_count,
+        turnCount: counts.turn_count,
+      });
+    }
+    if (turn.endsSession) this.endSession(turn.sessionId, 'done_header');
   }
 
   /** Ends a session once (later calls do nothing) and tells learning. Returns whether it ended now. */
@@ -158,9 +213,9 @@ export class ConversationStore {
     const payload = this.statements.payload.get(id);
     return {
       ...row,
-      received: payload?.received ? parseJsonText(inflateRawSync(payload.received).toString('utf8')) : null,
+      received: payload?.received ? this.decode(payload.received) : null,
       injected: payload?.injected ? parseJsonText(payload.injected) : null,
-      forwarded: payload?.forwarded ? parseJsonText(inflateRawSync(payload.forwarded).toString('utf8')) : null,
+      forwarded: payload?.forwarded ? this.decode(payload.forwarded) : null,
       received_headers: payload?.received_headers ? (parseJsonText(payload.received_headers) as Record<string, string>) : {},
       stripped_keys: payload?.stripped_keys ? (parseJsonText(payload.stripped_keys) as string[]) : [],
     };
@@ -169,7 +224,15 @@ export class ConversationStore {
   /** The request body a turn was received with, parsed (learning workers read conversations from it). */
   receivedBody(turnId: string): unknown {
     const payload = this.statements.payload.get(turnId);
-    return payload?.received ? parseJsonText(inflateRawSync(payload.received).toString('utf8')) : null;
+    return payload?.received ? this.decode(payload.received) : null;
+  }
+
+  private decode(stored: string): unknown {
+    try {
+      return decodeDocument(stored, this.segmentSource);
+    } catch {
+      return null; // a part was pruned by retention
+    }
   }
 
   counts(): { sessions: number; openSessions: number; turns: number } {
@@ -177,9 +240,12 @@ export class ConversationStore {
     return { sessions: row.sessions, openSessions: row.open_sessions, turns: row.turns };
   }
 
-  /** Drops full bodies older than the retention window; turn summaries stay. */
+  /** Drops full bodies older than the retention window, and parts no kept body uses; turn summaries stay. */
   prunePayloads(olderThan: number): number {
-    return this.statements.prunePayloads.run(olderThan).changes;
+    const removed = this.statements.prunePayloads.run(olderThan).changes;
+    this.statements.pruneSegments.run(olderThan);
+    this.segmentsWritten.clear();
+    return removed;
   }
 }
 

@@ -27,15 +27,25 @@ export interface FinishedTurn {
   firstByteMs: number | null;
   durationMs: number;
   payload: TurnPayload;
+  /** The agent started a new conversation: end the other open sessions of this lineage first. */
+  startsNewConversation: boolean;
+  /** The client said the session is over (X-Session-Done): end it after this turn. */
+  endsSession: boolean;
+}
+
+/** A JSON body with its text when the proxy already has it (saves serialising it again). */
+export interface JsonBody {
+  object: Record<string, unknown>;
+  text?: string;
 }
 
 export interface TurnPayload {
-  /** Request body as received, JSON text. */
-  received: string;
+  /** Request body as received. */
+  received: JsonBody;
   /** What the proxy added (skills, memories), with scores; null when nothing. */
   injected: unknown;
-  /** The body sent upstream on the last attempt, JSON text; null when nothing was sent. */
-  forwarded: string | null;
+  /** The body sent upstream on the last attempt; null when nothing was sent. */
+  forwarded: JsonBody | null;
   receivedHeaders: Record<string, string>;
   strippedKeys: string[];
 }

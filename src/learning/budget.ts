@@ -1,3 +1,4 @@
+import { localDay } from '../shared/local-day.js';
 import type { Db } from '../store/index.js';
 
 export interface SpendSummary {
@@ -59,9 +60,4 @@ export class LearningBudget {
   }
 }
 
-export function localDay(date: Date): string {
-  const year = date.getFullYear();
-  const month = String(date.getMonth() + 1).padStart(2, '0');
-  const day = String(date.getDate()).padStart(2, '0');
-  return `${year}-${month}-${day}`;
-}
+export { localDay };

@@ -37,6 +37,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
     validateModelRequest(format, body);
 
     const signals = readTurnSignals(request.headers, body, format);
+    const received = { ...body }; // as received, before MetaClaw's own keys are stripped
     const strippedKeys = stripNonStandardKeys(body);
     const userRequest = extractUserRequest(body['messages'] as unknown[]);
     const scope = deriveScope(signals.scope, deps.defaultScope);
@@ -48,7 +49,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
     const result = await deps.forwarder.forward({ requestId, clientFormat: format, body: augmentation.body, stream, clientHeaders: request.headers, credentials }, sink);
 
     countOutcome(deps, requestId, result);
-    const record = recordTurn(deps, { requestId, format, request, raw, signals, userRequest, scope, strippedKeys, augmentation, result, stream, startedAt, started, body });
+    const record = recordTurn(deps, { requestId, format, request, raw, received, signals, userRequest, scope, strippedKeys, augmentation, result, stream, startedAt, started, body });
     deps.pendingRecords.set(requestId, record);
     void record.finally(() => deps.pendingRecords.delete(requestId));
     deps.logger.info(
@@ -68,6 +69,7 @@ interface RecordInput {
   format: ApiFormat;
   request: IncomingMessage;
   raw: Buffer;
+  received: Record<string, unknown>;
   signals: TurnSignals;
   userRequest: UserRequest;
   scope: string;
@@ -107,17 +109,17 @@ async function recordTurn(deps: ProxyDeps, input: RecordInput): Promise<void> {
     firstByteMs: result.firstByteMs,
     durationMs: performance.now() - input.started,
     payload: {
-      received: input.raw.toString('utf8'),
+      received: { object: input.received, text: input.raw.toString('utf8') },
       injected: input.augmentation.injected ?? (input.augmentation.failures.length > 0 ? { failures: input.augmentation.failures } : null),
       forwarded: result.forwardedBody,
       receivedHeaders: recordedHeaders(input.request),
       strippedKeys: input.strippedKeys,
     },
+    startsNewConversation: input.userRequest.isReset,
+    endsSession: signals.sessionDone,
   };
   try {
-    if (input.userRequest.isReset) deps.conversation.endOtherSessionsInLineage(lineage, signals.sessionId);
     await deps.conversation.recordTurn(turn);
-    if (signals.sessionDone) deps.conversation.endSession(signals.sessionId, 'done_header');
   } catch (error) {
     deps.stats.recordFailures++;
     deps.stats.rememberError(input.requestId, null, `turn record failed: ${errorMessage(error)}`);

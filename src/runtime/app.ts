@@ -152,6 +152,7 @@ export class MetaclawRuntime {
       server.closeAllConnections();
       await closed;
     }
+    this.conversation.flush();
     await Promise.allSettled([...this.pendingRecords.values()]);
     this.sweeper.stop();
     await this.runner.stop();

@@ -11,7 +11,7 @@ export interface Migration {
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
-    description: 'sessions, turns, turn payloads, job queue, learning spend, key-value state',
+    description: 'sessions, turns, turn payloads and their segments, job queue, learning spend, key-value state',
     sql: `
       CREATE TABLE sessions (
         id TEXT PRIMARY KEY,
@@ -57,14 +57,21 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX turns_started ON turns(started_at);
 
       -- Full bodies live apart from the summary so lists stay fast and retention can drop them alone.
+      -- Large bodies are stored as a skeleton whose messages, tools and system prompt point into
+      -- payload_segments: an agent resends its whole history every turn, so each part is kept once.
       CREATE TABLE turn_payloads (
         turn_id TEXT PRIMARY KEY REFERENCES turns(id) ON DELETE CASCADE,
-        received BLOB,                      -- request body as received (deflated JSON)
+        received TEXT,                      -- the request body as received (document, see payload-codec)
         injected TEXT,                      -- JSON: what the proxy added, with scores
-        forwarded BLOB,                     -- body sent upstream (deflated JSON)
+        forwarded TEXT,                     -- the body sent upstream (document)
         received_headers TEXT,              -- JSON: non-secret request headers
         stripped_keys TEXT                  -- JSON: non-standard body keys removed before forwarding
       );
+      CREATE TABLE payload_segments (
+        hash TEXT PRIMARY KEY,
+        json TEXT NOT NULL,
+        last_used_at INTEGER NOT NULL       -- a segment unused since the retention cutoff is dropped
+      ) WITHOUT ROWID;
 
       CREATE TABLE jobs (
         id INTEGER PRIMARY KEY AUTOINCREMENT,

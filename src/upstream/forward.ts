@@ -48,10 +48,15 @@ export interface ForwardResult {
   error: string | null;
   upstream: UpstreamTarget | null;
   attempts: number;
-  /** The body sent on the last attempt (JSON text). */
-  forwardedBody: string | null;
+  /** The body sent on the last attempt. */
+  forwardedBody: ForwardedBody | null;
   response: AssembledResponse | null;
   firstByteMs: number | null;
+}
+
+export interface ForwardedBody {
+  object: Record<string, unknown>;
+  text: string;
 }
 
 export interface ForwarderOptions {
@@ -96,7 +101,7 @@ export class UpstreamForwarder {
 
   async forward(input: ForwardInput, sink: ClientSink): Promise<ForwardResult> {
     let attempts = 0;
-    let forwardedBody: string | null = null;
+    let forwardedBody: ForwardedBody | null = null;
     let lastFailure: Extract<AttemptResult, { type: 'retryable' }> | undefined;
     let lastTarget: UpstreamTarget | null = null;
     const started = performance.now();
@@ -107,13 +112,14 @@ export class UpstreamForwarder {
 
     for (const target of this.targets) {
       lastTarget = target;
-      let body: string;
+      let built: ForwardedBody;
       try {
-        body = this.buildBody(target, input);
+        built = this.buildBody(target, input);
       } catch (error) {
         return this.failWith(input, sink, 400, `Cannot translate the request for ${target.name}: ${errorMessage(error)}`, { attempts, forwardedBody, upstream: target, firstByteMs });
       }
-      forwardedBody = body;
+      forwardedBody = built;
+      const body = built.text;
       for (let retry = 0; retry <= this.options.maxRetries; retry++) {
         if (sink.closed) return { status: null, outcome: 'client_aborted', error: 'client disconnected', upstream: target, attempts, forwardedBody, response: null, firstByteMs };
         attempts++;
@@ -150,16 +156,13 @@ export class UpstreamForwarder {
   }
 
   /** The body for one target: the client's model replaced if the target fixes one, translated if needed. */
-  private buildBody(target: UpstreamTarget, input: ForwardInput): string {
+  private buildBody(target: UpstreamTarget, input: ForwardInput): ForwardedBody {
     const model = target.model;
-    if (target.format === input.clientFormat) {
-      if (model === undefined || input.body['model'] === model) return JSON.stringify(input.body);
-      return JSON.stringify({ ...input.body, model });
-    }
-    if (input.clientFormat === 'openai') {
-      return JSON.stringify(openAIRequestToAnthropic(input.body as OpenAIChatRequest, { defaultMaxTokens: this.options.defaultMaxTokens, ...(model ? { model } : {}) }));
-    }
-    return JSON.stringify(anthropicRequestToOpenAI(input.body as AnthropicMessagesRequest, model ? { model } : {}));
+    let object: Record<string, unknown>;
+    if (target.format === input.clientFormat) object = model === undefined || input.body['model'] === model ? input.body : { ...input.body, model };
+    else if (input.clientFormat === 'openai') object = openAIRequestToAnthropic(input.body as OpenAIChatRequest, { defaultMaxTokens: this.options.defaultMaxTokens, ...(model ? { model } : {}) });
+    else object = anthropicRequestToOpenAI(input.body as AnthropicMessagesRequest, model ? { model } : {});
+    return { object, text: JSON.stringify(object) };
   }
 
   private attempt(target: UpstreamTarget, input: ForwardInput, body: string, sink: ClientSink, markFirstByte: () => void): Promise<AttemptResult> {
@@ -383,9 +386,16 @@ export function authHeaders(target: UpstreamTarget, credentials: ClientCredentia
   return credentials.authorization ? { authorization: credentials.authorization } : {};
 }
 
+const endpoints = new WeakMap<UpstreamTarget, URL>();
+
+/** The model endpoint of a target (parsed once per target). */
 export function endpointUrl(target: UpstreamTarget): URL {
-  if (target.format === 'openai') return new URL(`${target.baseUrl}/chat/completions`);
-  return new URL(target.baseUrl.endsWith('/v1') ? `${target.baseUrl}/messages` : `${target.baseUrl}/v1/messages`);
+  let url = endpoints.get(target);
+  if (!url) {
+    url = new URL(target.format === 'openai' ? `${target.baseUrl}/chat/completions` : target.baseUrl.endsWith('/v1') ? `${target.baseUrl}/messages` : `${target.baseUrl}/v1/messages`);
+    endpoints.set(target, url);
+  }
+  return url;
 }
 
 function delay(ms: number, sink: ClientSink): Promise<void> {

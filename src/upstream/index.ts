@@ -1,4 +1,4 @@
-export { UpstreamForwarder, authHeaders, endpointUrl, type ForwardInput, type ForwardResult, type ForwardOutcome, type ClientCredentials, type ForwarderOptions } from './forward.js';
+export { UpstreamForwarder, authHeaders, endpointUrl, type ForwardInput, type ForwardResult, type ForwardOutcome, type ClientCredentials, type ForwarderOptions, type ForwardedBody } from './forward.js';
 export type { ClientSink } from './sink.js';
 export { SseParser, encodeSse, completeEventsLength, type SseEvent } from './sse.js';
 export { isRetryableStatus, retryAfterMs, backoffDelayMs } from './retry.js';
