@@ -3,9 +3,16 @@ import { VERSION } from '../version.js';
 import { configCommand } from './config.js';
 import { CliExit } from './context.js';
 import { sessionsListCommand, sessionsShowCommand } from './sessions.js';
+import { registerSkillsCommands } from './skills.js';
 import { startCommand } from './start.js';
 import { statusCommand } from './status.js';
 import { stopCommand } from './stop.js';
+
+// `metaclaw skills list | head` closes the pipe early: that is not an error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
 
 const program = new Command();
 program
@@ -64,6 +71,8 @@ sessions
   .option('-c, --config <path>', 'config file')
   .option('--json', 'machine-readable output')
   .action(sessionsShowCommand);
+
+registerSkillsCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -27,20 +27,22 @@ export class ContextPlanner {
     return this.providers.map((provider) => provider.name);
   }
 
-  augment(request: ContextRequest): Augmentation {
+  async augment(request: ContextRequest): Promise<Augmentation> {
     if (request.turnType === 'side' || this.providers.length === 0) return { body: request.body, injected: null, failures: [] };
-    const sections: ContextSection[] = [];
     const failures: Augmentation['failures'] = [];
-    for (const provider of this.providers) {
-      try {
-        const section = provider.provide(request);
-        if (section && section.text.trim() !== '') sections.push(section);
-      } catch (error) {
-        this.failureCount++;
-        failures.push({ provider: provider.name, error: errorMessage(error) });
-        this.logger.error({ err: error, provider: provider.name, session: request.sessionId }, 'context provider failed; the request goes on without it');
-      }
-    }
+    const results = await Promise.all(
+      this.providers.map(async (provider) => {
+        try {
+          return await provider.provide(request);
+        } catch (error) {
+          this.failureCount++;
+          failures.push({ provider: provider.name, error: errorMessage(error) });
+          this.logger.error({ err: error, provider: provider.name, session: request.sessionId }, 'context provider failed; the request goes on without it');
+          return undefined;
+        }
+      }),
+    );
+    const sections = results.filter((section): section is ContextSection => section !== undefined && section.text.trim() !== '');
     if (sections.length === 0) return { body: request.body, injected: null, failures };
     const text = renderBlock(sections);
     const { body, placement } = appendToSystemPrompt(request.format, request.body, text);

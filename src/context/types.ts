@@ -23,7 +23,8 @@ export interface ContextSection {
 
 export interface ContextProvider {
   readonly name: string;
-  provide(request: ContextRequest): ContextSection | undefined;
+  /** Synchronous when it can be (keyword retrieval); a promise when it must wait (embeddings). */
+  provide(request: ContextRequest): ContextSection | undefined | Promise<ContextSection | undefined>;
 }
 
 export interface InjectionRecord {

@@ -55,6 +55,11 @@ export interface TurnRecordedEvent {
   turnId: string;
   sessionId: string;
   scope: string;
+  /** The user's real request of this turn. */
+  query: string;
+  /** What the proxy injected into this turn (the context planner's record), or null. */
+  injected: unknown;
+  model: string | null;
   seq: number;
   turnType: TurnType;
   outcome: TurnOutcome;

@@ -3,3 +3,4 @@ export { ProxyAuth } from './auth.js';
 export { ProxyStats } from './stats.js';
 export { newRequestId } from './model-request.js';
 export type { ProxyDeps, ProxyApp } from './types.js';
+export { skillsRoutes } from './skills-routes.js';

@@ -44,7 +44,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
     const stream = body['stream'] === true;
     if (stream) deps.stats.streamingRequests++;
 
-    const augmentation = deps.context.augment({ format, body, userRequest, turnType: signals.turnType, scope, sessionId: signals.sessionId });
+    const augmentation = await deps.context.augment({ format, body, userRequest, turnType: signals.turnType, scope, sessionId: signals.sessionId });
     const sink = new ResponseSink(response, requestId);
     const result = await deps.forwarder.forward({ requestId, clientFormat: format, body: augmentation.body, stream, clientHeaders: request.headers, credentials }, sink);
 

@@ -7,11 +7,13 @@ import { ConversationStore, IdleSessionSweeper } from '../conversation/index.js'
 import { ConfigError, errorMessage } from '../errors.js';
 import { JobQueue, LearningBudget, LearningRunner } from '../learning/index.js';
 import { createLogger, type Logger } from '../logging/index.js';
-import { createProxyServer, ProxyAuth, ProxyStats, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import { createProxyServer, ProxyAuth, ProxyStats, skillsRoutes, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import { SkillsService } from '../skills/index.js';
 import { openDatabase, type Db } from '../store/index.js';
-import { listModels, UpstreamForwarder } from '../upstream/index.js';
+import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
+import { skillsSettings } from './settings.js';
 
 export interface RuntimeOptions {
   config: LoadedConfig;
@@ -39,6 +41,8 @@ export class MetaclawRuntime {
   readonly forwarder: UpstreamForwarder;
   readonly targets: UpstreamTarget[];
   readonly stats = new ProxyStats();
+  readonly credentials = new CredentialMemory();
+  readonly skills: SkillsService;
   private readonly providers: ContextProvider[] = [];
   private readonly routeGroups: Array<(app: ProxyApp) => void> = [];
   private readonly sweeper: IdleSessionSweeper;
@@ -76,7 +80,15 @@ export class MetaclawRuntime {
         userAgent: `metaclaw-ts/${VERSION}`,
       },
       this.logger,
+      this.credentials,
     );
+
+    this.skills = new SkillsService({ db: this.db, logger: this.logger.child({ part: 'skills' }), settings: skillsSettings(options.config), conversation: this.conversation, mainUpstream: this.forwarder.mainTarget, credentials: this.credentials });
+    this.conversation.addListener(this.skills);
+    this.runner.addTrigger(this.skills);
+    this.runner.register(this.skills.evolveHandler());
+    if (values['skills.enabled']) this.addContextProvider(this.skills.provider);
+    this.addRoutes(skillsRoutes(this.skills));
   }
 
   get config(): LoadedConfig {
@@ -99,6 +111,7 @@ export class MetaclawRuntime {
     if (existing && existing.pid !== process.pid && isProcessAlive(existing.pid)) {
       throw new ConfigError(`MetaClaw is already running (pid ${existing.pid}, http://${existing.host}:${existing.port}); stop it first with \`metaclaw stop\`.`);
     }
+    this.skills.open({ watch: true });
     this.context = new ContextPlanner(this.providers, this.logger);
     const deps: ProxyDeps = {
       auth: new ProxyAuth(values['proxy.api_key']),
@@ -155,6 +168,7 @@ export class MetaclawRuntime {
     this.conversation.flush();
     await Promise.allSettled([...this.pendingRecords.values()]);
     this.sweeper.stop();
+    this.skills.close();
     await this.runner.stop();
     try {
       this.db.close();
@@ -197,6 +211,7 @@ export class MetaclawRuntime {
         last_errors: runner.lastErrors,
       },
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0 },
+      skills: this.skills.status(),
       config: { file: this.options.config.file, loaded: this.options.config.fileExists, warnings: this.options.config.warnings },
     };
   }

@@ -107,4 +107,72 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    description: 'skills: search index, usage and outcomes (credit), versions, proposals, vectors',
+    sql: `
+      -- Derived from the SKILL.md files (the source of truth); rebuilt incrementally by content hash.
+      CREATE VIRTUAL TABLE skill_search USING fts5(name, description, body, tokenize = 'unicode61 remove_diacritics 2');
+      CREATE TABLE skill_search_docs (
+        name TEXT PRIMARY KEY,
+        fts_rowid INTEGER NOT NULL,
+        content_hash TEXT NOT NULL
+      );
+      CREATE TABLE skill_vectors (
+        name TEXT PRIMARY KEY,
+        content_hash TEXT NOT NULL,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL
+      );
+
+      -- Credit: which skill was injected into which turn, and how those turns went.
+      CREATE TABLE skill_usage (
+        turn_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        skill TEXT NOT NULL,
+        rank INTEGER NOT NULL,
+        relevance REAL NOT NULL,
+        full_body INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (turn_id, skill)
+      );
+      CREATE INDEX skill_usage_skill ON skill_usage(skill, created_at);
+      CREATE TABLE turn_outcomes (
+        turn_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        outcome TEXT,                       -- corrected | accepted
+        judge_score REAL,                   -- from the RL judge, when it runs
+        evidence TEXT,
+        updated_at INTEGER NOT NULL
+      );
+
+      -- Every change to a skill, so diff and revert work; content is the whole SKILL.md ('' = removed).
+      CREATE TABLE skill_versions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        action TEXT NOT NULL,               -- create | update | remove | revert | import | install | manual
+        content TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        source TEXT,                        -- session id, proposal id, or cli
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX skill_versions_name ON skill_versions(name, id);
+
+      -- Evolution proposals waiting for review (skills.review: manual).
+      CREATE TABLE skill_proposals (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT,
+        action TEXT NOT NULL,               -- create | update
+        name TEXT NOT NULL,
+        draft TEXT NOT NULL,                -- JSON SkillDraft
+        evidence TEXT NOT NULL,             -- JSON list
+        reason TEXT,
+        status TEXT NOT NULL,               -- pending | approved | rejected | superseded
+        created_at INTEGER NOT NULL,
+        decided_at INTEGER
+      );
+      CREATE INDEX skill_proposals_status ON skill_proposals(status, id);
+    `,
+  },
 ];

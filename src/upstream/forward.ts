@@ -6,6 +6,7 @@ import { errorBodyText, kindForStatus, streamErrorFrame } from '../shared/api-er
 import type { AnthropicMessagesRequest, AnthropicResponse, ApiFormat, AssembledResponse, OpenAIChatCompletion, OpenAIChatRequest } from '../types/index.js';
 import { readResponseBody, requestUpstream } from './http.js';
 import { backoffDelayMs, isRetryableStatus, retryAfterMs } from './retry.js';
+import type { CredentialMemory } from './credential-memory.js';
 import type { ClientSink } from './sink.js';
 import { completeEventsLength, SseParser } from './sse.js';
 import {
@@ -89,6 +90,7 @@ export class UpstreamForwarder {
     private readonly targets: readonly UpstreamTarget[],
     private readonly options: ForwarderOptions,
     private readonly logger: Logger,
+    private readonly credentialMemory?: CredentialMemory,
   ) {}
 
   get mainTarget(): UpstreamTarget {
@@ -124,7 +126,10 @@ export class UpstreamForwarder {
         if (sink.closed) return { status: null, outcome: 'client_aborted', error: 'client disconnected', upstream: target, attempts, forwardedBody, response: null, firstByteMs };
         attempts++;
         const result = await this.attempt(target, input, body, sink, markFirstByte);
-        if (result.type === 'finished') return { status: result.status, outcome: result.outcome, error: result.error, upstream: target, attempts, forwardedBody, response: result.response, firstByteMs };
+        if (result.type === 'finished') {
+          if (result.outcome === 'ok' && !target.apiKey) this.credentialMemory?.remember(target.name, input.credentials);
+          return { status: result.status, outcome: result.outcome, error: result.error, upstream: target, attempts, forwardedBody, response: result.response, firstByteMs };
+        }
         if (result.type === 'rejected') {
           this.sendUpstreamError(input.clientFormat, target.format, sink, result.status, result.contentType, result.body);
           return { status: result.status, outcome: 'upstream_error', error: `upstream ${target.name} answered ${result.status}`, upstream: target, attempts, forwardedBody, response: null, firstByteMs };

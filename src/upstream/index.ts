@@ -3,3 +3,4 @@ export type { ClientSink } from './sink.js';
 export { SseParser, encodeSse, completeEventsLength, type SseEvent } from './sse.js';
 export { isRetryableStatus, retryAfterMs, backoffDelayMs } from './retry.js';
 export { listModels, type ModelList } from './models.js';
+export { CredentialMemory } from './credential-memory.js';

@@ -1,0 +1,245 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import type { Command } from 'commander';
+import { createTwoFilesPatch } from 'diff';
+import { silentLogger } from '../logging/index.js';
+import { skillsSettings } from '../runtime/settings.js';
+import { exportSkills, importSkills, installStarterSkills, parseSkillFile, SkillsService, type ImportReport, type SkillCredit } from '../skills/index.js';
+import { checkIntegrity, openDatabase } from '../store/index.js';
+import { CliExit, loadCliConfig, print } from './context.js';
+
+interface SkillsOptions {
+  config?: string;
+  json?: boolean;
+}
+
+function openSkills(options: SkillsOptions): { service: SkillsService; close(): void; integrity(): string[] } {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const db = openDatabase(config.paths.database);
+  const service = new SkillsService({ db, logger: silentLogger(), settings: { ...skillsSettings(config), embedding: { apiBase: '', apiKey: '', model: '' } } });
+  service.open({ watch: false });
+  return { service, close: () => db.close(), integrity: () => checkIntegrity(db) };
+}
+
+function withSkills<T extends SkillsOptions>(action: (service: SkillsService, options: T, extra: { integrity(): string[] }) => void): (options: T) => void {
+  return (options) => {
+    const { service, close, integrity } = openSkills(options);
+    try {
+      action(service, options, { integrity });
+    } catch (error) {
+      if (error instanceof CliExit) throw error;
+      throw new CliExit((error as Error).message);
+    } finally {
+      close();
+    }
+  };
+}
+
+/** `metaclaw skills …`: the library, its credit, review and history. */
+export function registerSkillsCommands(program: Command): void {
+  const skills = program.command('skills').description('the skill library: list, edit, review, history, credit');
+  const common = (command: Command) => command.option('-c, --config <path>', 'config file').option('--json', 'machine-readable output');
+
+  common(skills.command('list').description('every skill with how often it was injected and how those turns went').option('--flagged', 'only skills flagged for bad outcomes')).action(
+    withSkills<SkillsOptions & { flagged?: boolean }>((service, options) => {
+      const rows = service.list().filter((row) => !options.flagged || row.credit?.flagged);
+      if (options.json) return print(JSON.stringify(rows.map(({ skill, credit }) => ({ name: skill.name, category: skill.category, origin: skill.origin, version: skill.version, description: skill.description, credit: credit ?? null })), null, 2));
+      if (rows.length === 0) return print(options.flagged ? 'No flagged skills.' : 'The library is empty. Add the starter bank with `metaclaw skills install-starter`.');
+      print(`${'NAME'.padEnd(34)} ${'CATEGORY'.padEnd(16)} ${'ORIGIN'.padEnd(8)} VER  INJECTED  SESSIONS  CORRECTED/ACCEPTED  JUDGE`);
+      for (const { skill, credit } of rows) print(`${skill.name.padEnd(34)} ${skill.category.padEnd(16)} ${skill.origin.padEnd(8)} ${String(skill.version).padEnd(4)} ${figures(credit)}`);
+      const invalid = service.library.problems();
+      print('');
+      print(`${rows.length} skills, generation ${service.history.generation}${invalid.length > 0 ? `; ${invalid.length} invalid files skipped (metaclaw skills doctor)` : ''}`);
+    }),
+  );
+
+  common(skills.command('show').description('one skill with its credit and versions').argument('<name>')).action((name: string, options: SkillsOptions) =>
+    withSkills<SkillsOptions>((service) => {
+      const skill = service.library.get(name);
+      if (!skill) throw new CliExit(`No skill named ${name}.`);
+      const credit = service.credit.figures().get(name);
+      const versions = service.history.versions(name);
+      if (options.json) return print(JSON.stringify({ ...skill, credit: credit ?? null, versions: versions.map(({ content: _content, ...row }) => row) }, null, 2));
+      print(`${skill.name} (v${skill.version}, ${skill.category}, ${skill.origin})`);
+      print(`  ${skill.description}`);
+      print(`  file: ${skill.path}`);
+      print(`  injected: ${figures(credit)}`);
+      if (credit?.flagged) print('  FLAGGED: keeps being injected into turns that go badly; consider editing or retiring it');
+      if (skill.sourceSessions.length > 0) print(`  learned from sessions: ${skill.sourceSessions.join(', ')}`);
+      if (versions.length > 0) print(`  versions: ${versions.map((row) => `v${row.version} ${row.action}`).join(', ')}`);
+      print('');
+      print(skill.body);
+    })(options),
+  );
+
+  common(skills.command('add').description('add a skill from a SKILL.md file (or a folder holding one)').argument('<path>').option('--overwrite', 'replace a skill of the same name')).action((path: string, options: SkillsOptions & { overwrite?: boolean }) =>
+    withSkills<SkillsOptions>((service) => {
+      const file = existsSync(path) && statSync(path).isDirectory() ? join(path, 'SKILL.md') : path;
+      if (!existsSync(file)) throw new CliExit(`${file} does not exist.`);
+      const text = readFileSync(file, 'utf8');
+      const folderName = basename(file) === 'SKILL.md' ? basename(dirname(file)) : basename(file).replace(/\.md$/i, '');
+      const nameInFile = /^name:\s*["']?([^"'\n]+)/m.exec(text)?.[1]?.trim();
+      const parsed = parseSkillFile(text, file, nameInFile ?? folderName);
+      if ('reason' in parsed) throw new CliExit(`${file} is not a valid skill: ${parsed.reason}`);
+      if (service.library.get(parsed.skill.name) && !options.overwrite) throw new CliExit(`A skill named ${parsed.skill.name} already exists (use --overwrite).`);
+      const { skill } = parsed;
+      const result = service.applyDraft({ name: skill.name, description: skill.description, category: skill.category, body: skill.body, origin: 'user', extra: skill.extra }, 'manual', 'cli add');
+      print(`Added ${result.skill.name} v${result.version} (generation ${result.generation}).`);
+    })(options),
+  );
+
+  common(skills.command('remove').description('remove a skill (its versions stay, so it can be restored)').argument('<name>')).action((name: string, options: SkillsOptions) =>
+    withSkills<SkillsOptions>((service) => {
+      const { removed, generation } = service.remove(name, 'cli remove');
+      if (!removed) throw new CliExit(`No skill named ${name}.`);
+      print(`Removed ${name} (generation ${generation}); \`metaclaw skills revert ${name}\` restores it.`);
+    })(options),
+  );
+
+  common(skills.command('import').description("import a folder of <name>/SKILL.md skills (MetaClaw's memory_data/skills, .claude/skills)").argument('<folder>').option('--overwrite', 'replace skills of the same name')).action((folder: string, options: SkillsOptions & { overwrite?: boolean }) =>
+    withSkills<SkillsOptions>((service) => printReport(importSkills(service, folder, { overwrite: options.overwrite ?? false }), options.json, 'Imported'))(options),
+  );
+
+  common(skills.command('export').description('copy every skill folder to <folder>').argument('<folder>')).action((folder: string, options: SkillsOptions) =>
+    withSkills<SkillsOptions>((service) => {
+      const exported = exportSkills(service, folder);
+      if (options.json) return print(JSON.stringify(exported));
+      print(`Exported ${exported.length} skills to ${folder}.`);
+    })(options),
+  );
+
+  common(skills.command('install-starter').description('install the starter bank of skills').option('--force', 'replace starter skills you already have')).action(
+    withSkills<SkillsOptions & { force?: boolean }>((service, options) => printReport(installStarterSkills(service, { force: options.force ?? false }), options.json, 'Installed')),
+  );
+
+  common(skills.command('log').description('recent skill evolutions (evolution_history.jsonl)').option('-n, --n <count>', 'how many', '10').option('--full', 'show evidence and reasons')).action(
+    withSkills<SkillsOptions & { n: string; full?: boolean }>((service, options) => {
+      const file = join(service.library.dir, 'evolution_history.jsonl');
+      const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+      const events = lines.slice(-Number(options.n)).map((line) => JSON.parse(line) as Record<string, unknown>);
+      if (options.json) return print(JSON.stringify(events, null, 2));
+      if (events.length === 0) return print('No skill evolutions yet.');
+      for (const event of events) {
+        const changes = (event['changes'] as Array<{ action: string; name: string; status: string; evidence?: string[]; reason?: string | null; merged_into?: string | null }> | undefined) ?? [];
+        print(`${event['timestamp']}  session ${event['session_id'] ?? '-'}  (${event['reason'] ?? ''}, ${event['num_turns_analyzed'] ?? '?'} turns, ${event['tokens'] ?? 0} tokens)`);
+        for (const change of changes) {
+          print(`  ${change.action} ${change.name}${change.merged_into ? ` (merged into ${change.merged_into})` : ''}: ${change.status}`);
+          if (options.full) {
+            if (change.reason) print(`    why: ${change.reason}`);
+            for (const evidence of change.evidence ?? []) print(`    evidence: ${evidence}`);
+          }
+        }
+        for (const rejected of (event['rejected'] as Array<{ name: string; reason: string }> | undefined) ?? []) print(`  rejected ${rejected.name}: ${rejected.reason}`);
+      }
+      const total = lines.map((line) => (JSON.parse(line) as { num_skills_generated?: number }).num_skills_generated ?? 0).reduce((sum, value) => sum + value, 0);
+      print('');
+      print(`${total} skills generated in total.`);
+    }),
+  );
+
+  common(skills.command('pending').description('evolution proposals waiting for review (skills.review: manual)')).action(
+    withSkills<SkillsOptions>((service, options) => {
+      const pending = service.proposals.pending();
+      if (options.json) return print(JSON.stringify(pending.map((row) => ({ ...row, draft: JSON.parse(row.draft), evidence: JSON.parse(row.evidence) })), null, 2));
+      if (pending.length === 0) return print('No proposals waiting.');
+      for (const row of pending) {
+        const draft = JSON.parse(row.draft) as { description: string };
+        print(`#${row.id}  ${row.action} ${row.name}  (session ${row.session_id ?? '-'}, ${new Date(row.created_at).toISOString()})`);
+        print(`     ${draft.description}`);
+        for (const evidence of JSON.parse(row.evidence) as string[]) print(`     evidence: ${evidence}`);
+      }
+      print('');
+      print('Apply with `metaclaw skills approve ID`, drop with `metaclaw skills reject ID`.');
+    }),
+  );
+
+  common(skills.command('approve').description('apply a pending proposal').argument('<id>')).action((id: string, options: SkillsOptions) =>
+    withSkills<SkillsOptions>((service) => {
+      const result = service.approve(Number(id));
+      print(`Applied #${id}: ${result.action} ${result.skill.name} v${result.version} (generation ${result.generation}).`);
+    })(options),
+  );
+
+  common(skills.command('reject').description('drop a pending proposal').argument('<id>')).action((id: string, options: SkillsOptions) =>
+    withSkills<SkillsOptions>((service) => {
+      const row = service.reject(Number(id));
+      print(`Rejected #${id} (${row.action} ${row.name}).`);
+    })(options),
+  );
+
+  common(skills.command('diff').description('what changed between two versions of a skill (default: the last change)').argument('<name>').option('--from <version>').option('--to <version>')).action((name: string, options: SkillsOptions & { from?: string; to?: string }) =>
+    withSkills<SkillsOptions & { from?: string; to?: string }>((service) => diff(service, name, options))(options),
+  );
+
+  common(skills.command('revert').description('restore an earlier version (default: the one before the current)').argument('<name>').option('--to <version>')).action((name: string, options: SkillsOptions & { to?: string }) =>
+    withSkills<SkillsOptions>((service) => {
+      const result = service.revert(name, options.to === undefined ? undefined : Number(options.to));
+      print(`Reverted ${name}: now v${result.version} (generation ${result.generation}).`);
+    })(options),
+  );
+
+  common(skills.command('doctor').description('check every SKILL.md and the index; says what to fix')).action(
+    withSkills<SkillsOptions>((service, options, extra) => {
+      const problems = service.library.problems();
+      const integrity = extra.integrity();
+      if (options.json) print(JSON.stringify({ skills: service.library.size, invalid: problems, database: integrity }, null, 2));
+      else {
+        print(`${service.library.size} valid skills in ${service.library.dir}`);
+        for (const problem of problems) print(`  INVALID ${problem.path}: ${problem.reason}`);
+        print(`database: ${integrity.join('; ')}`);
+      }
+      if (problems.length > 0 || integrity[0] !== 'ok') throw new CliExit('', 1);
+    }),
+  );
+
+  common(skills.command('prune').description('retire skills that keep going badly or are never used').option('--dry-run', 'only list the candidates').option('--unused-days <days>', 'also list skills not injected for this many days', '0').option('--yes', 'remove without asking')).action(
+    withSkills<SkillsOptions & { dryRun?: boolean; unusedDays: string; yes?: boolean }>((service, options) => {
+      const unusedDays = Number(options.unusedDays);
+      const now = Date.now();
+      const candidates = service
+        .list()
+        .map(({ skill, credit }) => {
+          if (credit?.flagged) return { name: skill.name, reason: `flagged: ${credit.corrected} corrected of ${credit.corrected + credit.accepted} followed-up turns${credit.judgeMean !== null ? `, judge mean ${credit.judgeMean.toFixed(2)}` : ''}` };
+          if (unusedDays > 0 && skill.origin === 'evolved' && (credit?.lastUsedAt ?? 0) < now - unusedDays * 86_400_000) return { name: skill.name, reason: `not injected in the last ${unusedDays} days` };
+          return undefined;
+        })
+        .filter((candidate): candidate is { name: string; reason: string } => candidate !== undefined);
+      if (options.json) print(JSON.stringify(candidates, null, 2));
+      else if (candidates.length === 0) print('No skills to retire.');
+      else for (const candidate of candidates) print(`${candidate.name}: ${candidate.reason}`);
+      if (options.dryRun || candidates.length === 0) return;
+      if (!options.yes) throw new CliExit('Re-run with --yes to remove these skills (or --dry-run to only list them).', 1);
+      for (const candidate of candidates) service.remove(candidate.name, 'cli prune');
+      print(`Removed ${candidates.length} skills.`);
+    }),
+  );
+}
+
+function diff(service: SkillsService, name: string, options: SkillsOptions & { from?: string; to?: string }): void {
+  {
+    const versions = service.history.versions(name);
+    if (versions.length === 0) throw new CliExit(`No recorded versions of ${name}.`);
+    const to = options.to === undefined ? versions.at(-1)! : versions.find((row) => row.version === Number(options.to));
+    if (!to) throw new CliExit(`${name} has no version ${options.to}.`);
+    const from = options.from === undefined ? versions.filter((row) => row.id < to.id).at(-1) : versions.find((row) => row.version === Number(options.from));
+    const patch = createTwoFilesPatch(`${name}@v${from?.version ?? 0}`, `${name}@v${to.version}`, from?.content ?? '', to.content, from ? `${from.action}` : 'nothing', to.action);
+    if (options.json) print(JSON.stringify({ name, from: from?.version ?? null, to: to.version, patch }));
+    else print(patch.trimEnd());
+  }
+}
+
+function figures(credit: SkillCredit | undefined): string {
+  if (!credit) return `${'0'.padEnd(9)} ${'0'.padEnd(9)} ${'-'.padEnd(19)} -`;
+  const judge = credit.judgeMean === null ? '-' : credit.judgeMean.toFixed(2);
+  return `${String(credit.injected).padEnd(9)} ${String(credit.sessions).padEnd(9)} ${`${credit.corrected}/${credit.accepted}`.padEnd(19)} ${judge}${credit.flagged ? '  FLAGGED' : ''}`;
+}
+
+function printReport(report: ImportReport, json: boolean | undefined, verb: string): void {
+  if (json) return print(JSON.stringify(report, null, 2));
+  print(`${verb} ${report.imported.length} skills${report.generation === undefined ? '' : ` (generation ${report.generation})`}.`);
+  if (report.imported.length > 0) print(`  ${report.imported.join(', ')}`);
+  if (report.skipped.length > 0) {
+    print(`Skipped ${report.skipped.length}:`);
+    for (const skipped of report.skipped) print(`  ${skipped.path}: ${skipped.reason}`);
+  }
+}

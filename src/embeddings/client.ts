@@ -1,0 +1,86 @@
+import { z } from 'zod';
+
+/** Where embeddings come from: any OpenAI-compatible `/v1/embeddings` (Ollama included). */
+export interface EmbeddingEndpoint {
+  apiBase: string;
+  apiKey: string;
+  model: string;
+}
+
+const responseSchema = z.object({
+  data: z.array(z.object({ embedding: z.array(z.number()), index: z.number().int().optional() })).min(1),
+  usage: z.object({ prompt_tokens: z.number().optional(), total_tokens: z.number().optional() }).partial().optional(),
+});
+
+/**
+ * Calls an embeddings endpoint. Vectors are L2-normalised so a dot product is the cosine. Single
+ * queries are cached (agents resend the same request text on every tool-loop step).
+ */
+export class EmbeddingClient {
+  private readonly cache = new Map<string, Float32Array>();
+
+  constructor(
+    readonly endpoint: EmbeddingEndpoint,
+    private readonly timeoutMs = 10_000,
+  ) {}
+
+  get model(): string {
+    return this.endpoint.model;
+  }
+
+  async embed(texts: readonly string[], signal?: AbortSignal): Promise<{ vectors: Float32Array[]; tokens: number }> {
+    if (texts.length === 0) return { vectors: [], tokens: 0 };
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (this.endpoint.apiKey) headers['authorization'] = `Bearer ${this.endpoint.apiKey}`;
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const response = await fetch(`${this.endpoint.apiBase.replace(/\/+$/, '')}/embeddings`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ model: this.endpoint.model, input: texts }),
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`embeddings endpoint answered ${response.status}: ${text.slice(0, 300)}`);
+    const parsed = responseSchema.safeParse(JSON.parse(text));
+    if (!parsed.success) throw new Error(`embeddings endpoint returned an unexpected shape: ${parsed.error.issues[0]?.message}`);
+    const ordered = [...parsed.data.data].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+    if (ordered.length !== texts.length) throw new Error(`embeddings endpoint returned ${ordered.length} vectors for ${texts.length} inputs`);
+    return { vectors: ordered.map((item) => normalise(item.embedding)), tokens: parsed.data.usage?.total_tokens ?? parsed.data.usage?.prompt_tokens ?? 0 };
+  }
+
+  /** One query's vector, from the cache when the same text was embedded recently. */
+  async embedQuery(text: string, signal?: AbortSignal): Promise<Float32Array> {
+    const cached = this.cache.get(text);
+    if (cached) return cached;
+    const { vectors } = await this.embed([text], signal);
+    const vector = vectors[0]!;
+    if (this.cache.size >= 512) this.cache.delete(this.cache.keys().next().value as string);
+    this.cache.set(text, vector);
+    return vector;
+  }
+}
+
+export function normalise(values: readonly number[]): Float32Array {
+  const vector = Float32Array.from(values);
+  let norm = 0;
+  for (const value of vector) norm += value * value;
+  norm = Math.sqrt(norm) || 1;
+  for (let index = 0; index < vector.length; index++) vector[index]! /= norm;
+  return vector;
+}
+
+export function dot(a: Float32Array, b: Float32Array): number {
+  if (a.length !== b.length) return 0;
+  let sum = 0;
+  for (let index = 0; index < a.length; index++) sum += a[index]! * b[index]!;
+  return sum;
+}
+
+export function vectorToBlob(vector: Float32Array): Buffer {
+  return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
+}
+
+export function blobToVector(blob: Buffer): Float32Array {
+  const copy = new Uint8Array(blob);
+  return new Float32Array(copy.buffer, 0, copy.byteLength / 4);
+}

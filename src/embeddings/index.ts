@@ -1,0 +1,1 @@
+export { EmbeddingClient, normalise, dot, vectorToBlob, blobToVector, type EmbeddingEndpoint } from './client.js';

@@ -1,0 +1,42 @@
+import { NotFoundError } from '../errors.js';
+import type { SkillsService } from '../skills/index.js';
+import type { ProxyApp } from './types.js';
+
+/** GET /v1/skills and GET /v1/skills/{name}: the library with each skill's credit figures. */
+export function skillsRoutes(skills: SkillsService): (app: ProxyApp) => void {
+  return (app) => {
+    app.get('/v1/skills', (c) => {
+      const items = skills.list().map(({ skill, credit }) => ({
+        name: skill.name,
+        description: skill.description,
+        category: skill.category,
+        origin: skill.origin,
+        version: skill.version,
+        updated_at: skill.updatedAt ?? null,
+        credit: credit ?? null,
+      }));
+      return c.json({ object: 'list', generation: skills.history.generation, data: items, invalid_files: skills.library.problems() });
+    });
+    app.get('/v1/skills/:name', (c) => {
+      const name = c.req.param('name');
+      const skill = skills.library.get(name);
+      if (!skill) throw new NotFoundError(`No skill named ${name}.`, 'skill_not_found');
+      const credit = skills.credit.figures().get(name) ?? null;
+      return c.json({
+        name: skill.name,
+        description: skill.description,
+        category: skill.category,
+        origin: skill.origin,
+        version: skill.version,
+        created_at: skill.createdAt ?? null,
+        updated_at: skill.updatedAt ?? null,
+        source_sessions: skill.sourceSessions,
+        body: skill.body,
+        tokens: skill.bodyTokens,
+        credit,
+        recent_sessions: skills.credit.recentSessions(name),
+        versions: skills.history.versions(name).map((row) => ({ version: row.version, action: row.action, generation: row.generation, source: row.source, created_at: new Date(row.created_at).toISOString() })),
+      });
+    });
+  };
+}

@@ -1,0 +1,130 @@
+import { MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, SKILL_NAME } from '../skill-file.js';
+import type { Skill, SkillDraft } from '../types.js';
+import type { ProposedChange } from './schema.js';
+
+/** Text an evolved skill must never carry into future prompts (persistent prompt injection). */
+const INJECTION_PATTERNS = [
+  /ignore (all |any )?(the )?(previous|prior|above|earlier) (instructions|messages|rules)/i,
+  /disregard (all |any )?(the )?(previous|prior|above|system) /i,
+  /you are no longer\b/i,
+  /\b(reveal|print|output|exfiltrate) (your |the )?(system prompt|api key|secret|credentials)/i,
+  /<\/?metaclaw-[a-z-]+>/i,
+  /BEGIN_OPENCLAW_INTERNAL_CONTEXT/,
+];
+
+const MAX_BODY_CHARS = 12_000;
+const MIN_BODY_CHARS = 40;
+
+export interface PlannedChange {
+  action: 'create' | 'update';
+  draft: SkillDraft;
+  evidence: string[];
+  reason: string | undefined;
+  /** Set when a proposed "create" turned into an edit of a near-duplicate. */
+  mergedInto?: string;
+}
+
+export interface Rejected {
+  name: string;
+  reason: string;
+}
+
+export interface PlanningContext {
+  get(name: string): Skill | undefined;
+  /** The existing skill most like `text`, with its keyword relevance (0..1). */
+  nearest(text: string, excluding?: string): { skill: Skill; relevance: number } | undefined;
+  sessionId: string;
+  maxChanges: number;
+}
+
+/** A proposed "create" this close to an existing skill becomes an edit of it. */
+export const NEAR_DUPLICATE_RELEVANCE = 0.5;
+
+/**
+ * Turns the evolver's proposals into validated drafts: names normalised, limits enforced, prompt
+ * injection refused, near-duplicates merged into the skill they duplicate. Nothing is written here.
+ */
+export function planChanges(proposed: readonly ProposedChange[], context: PlanningContext): { planned: PlannedChange[]; rejected: Rejected[] } {
+  const planned: PlannedChange[] = [];
+  const rejected: Rejected[] = [];
+  const touched = new Set<string>();
+  for (const change of proposed) {
+    if (planned.length >= context.maxChanges) {
+      rejected.push({ name: change.name, reason: `over the limit of ${context.maxChanges} changes per evolution (skills.max_new_skills)` });
+      continue;
+    }
+    const name = normaliseName(change.name);
+    const problem = validate(name, change);
+    if (problem) {
+      rejected.push({ name: change.name, reason: problem });
+      continue;
+    }
+    const category = change.category?.trim().toLowerCase().replace(/[^a-z_]/g, '') || undefined;
+    let action: 'create' | 'update' = change.action;
+    let target = context.get(name);
+    let mergedInto: string | undefined;
+    if (action === 'update' && !target) action = 'create';
+    if (action === 'create' && target) action = 'update';
+    if (action === 'create') {
+      const near = context.nearest(`${name.replaceAll('-', ' ')} ${change.description}`);
+      if (near && near.relevance >= NEAR_DUPLICATE_RELEVANCE) {
+        target = near.skill;
+        action = 'update';
+        mergedInto = near.skill.name;
+      }
+    }
+    const finalName = target?.name ?? name;
+    if (touched.has(finalName)) {
+      rejected.push({ name: change.name, reason: `another change in this evolution already edits ${finalName}` });
+      continue;
+    }
+    touched.add(finalName);
+    const draft: SkillDraft =
+      mergedInto && target
+        ? { name: target.name, description: target.description, category: target.category, body: mergeBodies(target.body, change.body), origin: target.origin, sourceSessions: [context.sessionId] }
+        : { name: finalName, description: change.description.trim(), ...(category ? { category } : {}), body: change.body.trim(), origin: target?.origin ?? 'evolved', sourceSessions: [context.sessionId] };
+    planned.push({ action, draft, evidence: change.evidence, reason: change.reason, ...(mergedInto ? { mergedInto } : {}) });
+  }
+  return { planned, rejected };
+}
+
+export function normaliseName(raw: string): string {
+  return raw
+    .trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, MAX_NAME_LENGTH)
+    .replace(/-+$/, '');
+}
+
+function validate(name: string, change: ProposedChange): string | undefined {
+  if (!SKILL_NAME.test(name)) return `name "${change.name}" cannot be made a valid skill name`;
+  if (change.description.trim().length > MAX_DESCRIPTION_LENGTH) return `description longer than ${MAX_DESCRIPTION_LENGTH} characters`;
+  const body = change.body.trim();
+  if (body.length < MIN_BODY_CHARS) return 'body too short to be a usable skill';
+  if (body.length > MAX_BODY_CHARS) return `body longer than ${MAX_BODY_CHARS} characters`;
+  for (const pattern of INJECTION_PATTERNS) {
+    if (pattern.test(body) || pattern.test(change.description)) return `refused: looks like a prompt injection (${pattern.source})`;
+  }
+  return undefined;
+}
+
+/** Adds the lines of `addition` that `existing` lacks, under a dated heading. */
+export function mergeBodies(existing: string, addition: string): string {
+  const known = new Set(existing.split('\n').map(normaliseLine).filter(Boolean));
+  const fresh = addition
+    .split('\n')
+    .filter((line) => !/^#\s/.test(line))
+    .filter((line) => {
+      const key = normaliseLine(line);
+      return key === '' || !known.has(key);
+    });
+  const text = fresh.join('\n').trim();
+  if (text === '') return existing;
+  return `${existing.trim()}\n\n**Learned in practice (${new Date().toISOString().slice(0, 10)})**\n\n${text}`;
+}
+
+function normaliseLine(line: string): string {
+  return line.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
+}

@@ -1,0 +1,70 @@
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Db } from '../store/index.js';
+import { StateStore } from '../store/index.js';
+
+export type VersionAction = 'create' | 'update' | 'remove' | 'revert' | 'import' | 'install' | 'manual';
+
+export interface VersionRow {
+  id: number;
+  name: string;
+  version: number;
+  action: VersionAction;
+  content: string;
+  generation: number;
+  source: string | null;
+  created_at: number;
+}
+
+const GENERATION_KEY = 'skills.generation';
+
+/**
+ * Every accepted change to the library: versioned (so `skills diff` and `skills revert` work),
+ * counted by the library's generation (persisted; RL drops samples older than a generation change),
+ * and appended to MetaClaw's `evolution_history.jsonl` in the skills folder.
+ */
+export class SkillHistory {
+  private readonly state: StateStore;
+  private readonly statements;
+
+  constructor(
+    db: Db,
+    private readonly skillsDir: string,
+  ) {
+    this.state = new StateStore(db);
+    this.statements = {
+      insert: db.prepare<[string, number, string, string, number, string | null, number]>('INSERT INTO skill_versions (name, version, action, content, generation, source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      versions: db.prepare<[string], VersionRow>('SELECT * FROM skill_versions WHERE name = ? ORDER BY id'),
+      latest: db.prepare<[string], VersionRow>('SELECT * FROM skill_versions WHERE name = ? ORDER BY id DESC LIMIT 1'),
+    };
+  }
+
+  get generation(): number {
+    return Number(this.state.get(GENERATION_KEY) ?? '0');
+  }
+
+  /** Counts one accepted change to the library; returns the new generation. */
+  bumpGeneration(): number {
+    const next = this.generation + 1;
+    this.state.set(GENERATION_KEY, String(next));
+    return next;
+  }
+
+  record(entry: { name: string; version: number; action: VersionAction; content: string; generation: number; source?: string }): void {
+    this.statements.insert.run(entry.name, entry.version, entry.action, entry.content, entry.generation, entry.source ?? null, Date.now());
+  }
+
+  versions(name: string): VersionRow[] {
+    return this.statements.versions.all(name);
+  }
+
+  latest(name: string): VersionRow | undefined {
+    return this.statements.latest.get(name);
+  }
+
+  /** One line per accepted evolution, in MetaClaw's file (plus our fields). */
+  appendEvolution(event: Record<string, unknown>): void {
+    mkdirSync(this.skillsDir, { recursive: true });
+    appendFileSync(join(this.skillsDir, 'evolution_history.jsonl'), `${JSON.stringify({ timestamp: new Date().toISOString(), ...event })}\n`, { mode: 0o600 });
+  }
+}

@@ -1,0 +1,51 @@
+import type { Db } from '../store/index.js';
+import type { PlannedChange } from './evolution/apply.js';
+
+export interface ProposalRow {
+  id: number;
+  session_id: string | null;
+  action: 'create' | 'update';
+  name: string;
+  draft: string;
+  evidence: string;
+  reason: string | null;
+  status: 'pending' | 'approved' | 'rejected' | 'superseded';
+  created_at: number;
+  decided_at: number | null;
+}
+
+/** Evolution proposals waiting for a person (skills.review: manual). */
+export class ProposalStore {
+  private readonly statements;
+
+  constructor(db: Db) {
+    this.statements = {
+      add: db.prepare<[string, string, string, string, string, string | null, number]>("INSERT INTO skill_proposals (session_id, action, name, draft, evidence, reason, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)"),
+      pending: db.prepare<[], ProposalRow>("SELECT * FROM skill_proposals WHERE status = 'pending' ORDER BY id"),
+      count: db.prepare<[], { count: number }>("SELECT COUNT(*) AS count FROM skill_proposals WHERE status = 'pending'"),
+      get: db.prepare<[number], ProposalRow>('SELECT * FROM skill_proposals WHERE id = ?'),
+      decide: db.prepare<[string, number, number]>('UPDATE skill_proposals SET status = ?, decided_at = ? WHERE id = ?'),
+    };
+  }
+
+  add(sessionId: string, change: PlannedChange): number {
+    const result = this.statements.add.run(sessionId, change.action, change.draft.name, JSON.stringify(change.draft), JSON.stringify(change.evidence), change.reason ?? null, Date.now());
+    return Number(result.lastInsertRowid);
+  }
+
+  pending(): ProposalRow[] {
+    return this.statements.pending.all();
+  }
+
+  countPending(): number {
+    return this.statements.count.get()!.count;
+  }
+
+  get(id: number): ProposalRow | undefined {
+    return this.statements.get.get(id);
+  }
+
+  decide(id: number, status: 'approved' | 'rejected'): void {
+    this.statements.decide.run(status, Date.now(), id);
+  }
+}

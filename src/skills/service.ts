@@ -1,0 +1,325 @@
+import type { UpstreamTarget } from '../config/index.js';
+import type { ConversationListener, ConversationStore, SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
+import { EmbeddingClient } from '../embeddings/index.js';
+import { callLlmForJson, InvalidLlmOutputError, resolveLearningTarget, type JobContext, type JobHandler, type LearningTrigger, type Enqueue } from '../learning/index.js';
+import type { Logger } from '../logging/index.js';
+import { fillPrompt, loadPrompt } from '../prompts/index.js';
+import { StateStore, type Db } from '../store/index.js';
+import { uniqueTerms } from '../text/index.js';
+import type { CredentialMemory } from '../upstream/index.js';
+import { SkillCreditStore, type SkillCredit } from './credit.js';
+import { planChanges, type PlannedChange, type Rejected } from './evolution/apply.js';
+import { evolverOutputSchema } from './evolution/schema.js';
+import { buildTranscript } from './evolution/transcript.js';
+import { SkillHistory, type VersionAction } from './history.js';
+import { parseSkillFile } from './skill-file.js';
+import { SkillLibrary } from './library.js';
+import { SkillsContextProvider } from './provider.js';
+import { ProposalStore, type ProposalRow } from './proposals.js';
+import { keywordRelevance, SkillRetriever, type RetrievalMode } from './retrieval.js';
+import { SkillSearchIndex } from './search-index.js';
+import type { Skill, SkillDraft } from './types.js';
+import { SkillVectors } from './vectors.js';
+
+export const EVOLVE_JOB = 'skills.evolve';
+
+export interface SkillsSettings {
+  enabled: boolean;
+  dir: string;
+  retrievalMode: RetrievalMode;
+  topK: number;
+  fullBodyTopN: number;
+  maxTokens: number;
+  minRelevance: number;
+  autoEvolve: boolean;
+  evolveEveryNTurns: number;
+  review: 'auto' | 'manual';
+  maxNewSkills: number;
+  embedding: { apiBase: string; apiKey: string; model: string };
+  evolver: { apiBase: string; apiKey: string; model: string };
+}
+
+export interface SkillsDependencies {
+  db: Db;
+  logger: Logger;
+  settings: SkillsSettings;
+  /** Present in the proxy; absent for CLI commands that only read or edit the library. */
+  conversation?: ConversationStore;
+  mainUpstream?: UpstreamTarget;
+  credentials?: CredentialMemory;
+}
+
+export interface ChangeResult {
+  skill: Skill;
+  action: VersionAction;
+  version: number;
+  generation: number;
+}
+
+export interface EvolutionResult {
+  applied: ChangeResult[];
+  proposed: number[];
+  rejected: Rejected[];
+}
+
+/**
+ * The skills part of MetaClaw: the library on disk, retrieval and injection, credit, versioned
+ * changes with a generation counter, review, and evolution from sessions.
+ */
+export class SkillsService implements ConversationListener, LearningTrigger {
+  readonly name = 'skills';
+  readonly library: SkillLibrary;
+  readonly index: SkillSearchIndex;
+  readonly credit: SkillCreditStore;
+  readonly history: SkillHistory;
+  readonly proposals: ProposalStore;
+  readonly retriever: SkillRetriever;
+  readonly provider: SkillsContextProvider;
+  readonly vectors: SkillVectors | undefined;
+  private readonly state: StateStore;
+
+  constructor(private readonly deps: SkillsDependencies) {
+    const { db, logger, settings } = deps;
+    this.library = new SkillLibrary(settings.dir, logger);
+    this.index = new SkillSearchIndex(db);
+    this.credit = new SkillCreditStore(db);
+    this.history = new SkillHistory(db, settings.dir);
+    this.proposals = new ProposalStore(db);
+    this.state = new StateStore(db);
+    const embeddings = settings.embedding.apiBase && settings.embedding.model && settings.retrievalMode !== 'template' ? new EmbeddingClient({ apiBase: settings.embedding.apiBase, apiKey: settings.embedding.apiKey, model: settings.embedding.model }) : undefined;
+    this.vectors = embeddings ? new SkillVectors(db, embeddings, logger) : undefined;
+    this.retriever = new SkillRetriever(this.library, this.index, this.vectors, embeddings, { mode: settings.retrievalMode, topK: settings.topK, minRelevance: settings.minRelevance, embeddingTimeoutMs: 1_500 }, logger);
+    this.provider = new SkillsContextProvider(this.retriever, { maxTokens: settings.maxTokens, fullBodyTopN: settings.fullBodyTopN }, () => this.history.generation);
+    this.library.onChange((change) => {
+      this.index.update(change.changed, change.removed);
+      for (const name of change.removed) this.vectors?.forget(name);
+      if (change.changed.length > 0) this.vectors?.refresh(() => this.library.all());
+    });
+  }
+
+  get settings(): SkillsSettings {
+    return this.deps.settings;
+  }
+
+  /** Loads the library and its index. `watch` keeps following hand edits (the proxy does; CLI commands don't). */
+  open(options: { watch: boolean }): void {
+    this.library.scan();
+    this.index.sync(this.library.all());
+    this.vectors?.refresh(() => this.library.all());
+    if (options.watch) this.library.startWatching();
+  }
+
+  close(): void {
+    this.library.stopWatching();
+  }
+
+  /** The existing skill most similar to `text` by keywords. */
+  nearest(text: string, excluding?: string): { skill: Skill; relevance: number } | undefined {
+    const terms = uniqueTerms(text);
+    let best: { skill: Skill; relevance: number } | undefined;
+    for (const hit of this.index.search(terms)) {
+      if (hit.name === excluding) continue;
+      const skill = this.library.get(hit.name);
+      if (!skill) continue;
+      const relevance = keywordRelevance(hit.coverage, hit.matchedWeight);
+      if (!best || relevance > best.relevance) best = { skill, relevance };
+    }
+    return best;
+  }
+
+  /**
+   * Writes a skill, records the version and bumps the generation (or joins `generation` when a
+   * batch of changes — an import, an install — counts as one change of the library).
+   */
+  applyDraft(draft: SkillDraft, action: VersionAction, source: string, generation = this.history.bumpGeneration()): ChangeResult {
+    const { after, text } = this.library.write(draft, { generation });
+    this.history.record({ name: after.name, version: after.version, action, content: text, generation, source });
+    return { skill: after, action, version: after.version, generation };
+  }
+
+  /** Writes an exact SKILL.md text (import, revert) as a new version. */
+  applyText(name: string, text: string, action: VersionAction, source: string, generation = this.history.bumpGeneration()): ChangeResult {
+    const skill = this.library.writeText(name, text);
+    this.history.record({ name, version: skill.version, action, content: text, generation, source });
+    return { skill, action, version: skill.version, generation };
+  }
+
+  remove(name: string, source: string): { removed: boolean; generation: number } {
+    const existing = this.library.get(name);
+    if (!existing) return { removed: false, generation: this.history.generation };
+    this.library.remove(name);
+    const generation = this.history.bumpGeneration();
+    this.history.record({ name, version: existing.version + 1, action: 'remove', content: '', generation, source });
+    return { removed: true, generation };
+  }
+
+  /** Restores an earlier version (by default the one before the current) as a new version. */
+  revert(name: string, toVersion?: number): ChangeResult {
+    const current = this.library.get(name);
+    const versions = this.history.versions(name).filter((row) => row.content !== '');
+    const target = toVersion === undefined ? versions.filter((row) => row.version < (current?.version ?? Number.POSITIVE_INFINITY)).at(-1) : versions.find((row) => row.version === toVersion);
+    if (!target) throw new Error(toVersion === undefined ? `${name} has no earlier version to revert to` : `${name} has no recorded version ${toVersion}`);
+    const parsed = parseSkillFile(target.content, `${name}@v${target.version}`, name);
+    if ('reason' in parsed) throw new Error(`version ${target.version} of ${name} cannot be restored: ${parsed.reason}`);
+    const old = parsed.skill;
+    return this.applyDraft({ name, description: old.description, category: old.category, body: old.body, origin: old.origin, extra: old.extra, sourceSessions: old.sourceSessions }, 'revert', `revert to v${target.version}`);
+  }
+
+  /** Skills with their credit figures, for `skills list` and GET /v1/skills. */
+  list(): Array<{ skill: Skill; credit: SkillCredit | undefined }> {
+    const figures = this.credit.figures();
+    return this.library
+      .all()
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .map((skill) => ({ skill, credit: figures.get(skill.name) }));
+  }
+
+  status() {
+    return {
+      enabled: this.settings.enabled,
+      dir: this.settings.dir,
+      count: this.library.size,
+      generation: this.history.generation,
+      retrieval_mode: this.settings.retrievalMode,
+      embedded: this.vectors?.count ?? 0,
+      invalid_files: this.library.problems(),
+      pending_proposals: this.proposals.countPending(),
+    };
+  }
+
+  /* ---------- conversation events (inside the recording transaction) ---------- */
+
+  turnRecorded(event: TurnRecordedEvent): void {
+    const shown = skillsShown(event.injected);
+    if (shown.length > 0) this.credit.recordUsage(event.turnId, event.sessionId, shown);
+    if (event.turnType === 'main' && event.outcome === 'ok' && event.query) this.credit.recordFollowUp(event.sessionId, event.seq, event.query);
+  }
+
+  /* ---------- learning triggers ---------- */
+
+  onTurnRecorded(event: TurnRecordedEvent, enqueue: Enqueue): void {
+    const every = this.settings.evolveEveryNTurns;
+    if (!this.settings.autoEvolve || event.turnType !== 'main' || event.outcome !== 'ok' || every <= 0) return;
+    if (event.mainTurnCount % every === 0) enqueue(EVOLVE_JOB, { sessionId: event.sessionId, reason: `every ${every} main turns` }, { dedupeKey: `${EVOLVE_JOB}:${event.sessionId}` });
+  }
+
+  onSessionEnded(event: SessionEndedEvent, enqueue: Enqueue): void {
+    if (!this.settings.autoEvolve || event.mainTurnCount === 0) return;
+    enqueue(EVOLVE_JOB, { sessionId: event.sessionId, reason: `session ended (${event.reason})` }, { dedupeKey: `${EVOLVE_JOB}:${event.sessionId}` });
+  }
+
+  /* ---------- evolution ---------- */
+
+  evolveHandler(): JobHandler {
+    return { kind: EVOLVE_JOB, usesLlm: true, run: (payload, context) => this.evolve(payload as { sessionId: string; reason: string }, context) };
+  }
+
+  private async evolve(payload: { sessionId: string; reason: string }, context: JobContext): Promise<void> {
+    const { conversation, mainUpstream, credentials } = this.deps;
+    if (!conversation || !mainUpstream || !credentials) throw new Error('evolution needs the running proxy');
+    const watermarkKey = `skills.evolved_upto:${payload.sessionId}`;
+    const after = Number(this.state.get(watermarkKey) ?? '0');
+    const transcript = buildTranscript(conversation, payload.sessionId, after, this.credit.outcomesOfSession(payload.sessionId));
+    if (!transcript) {
+      context.logger.info({ session: payload.sessionId }, 'no new main turns to learn skills from');
+      return;
+    }
+    const target = resolveLearningTarget({ name: 'skill evolver', ...this.settings.evolver }, mainUpstream, credentials, transcript.model);
+    if (!target) throw new Error('no model for the skill evolver: set rl.evolver_model or llm.model_id');
+    const related = this.relatedSkills(transcript.userRequests.join('\n'));
+    const prompt = loadPrompt('skill-evolve');
+    const values = {
+      session_id: payload.sessionId,
+      turn_count: String(transcript.turnsUsed),
+      reason: payload.reason,
+      transcript: transcript.text,
+      related_skills: related.length > 0 ? related.map(renderForPrompt).join('\n\n') : '(none)',
+      all_names: this.library.all().map((skill) => skill.name).sort().join(', ') || '(the library is empty)',
+      max_changes: String(this.settings.maxNewSkills),
+    };
+    let output;
+    try {
+      output = await callLlmForJson(target, { system: prompt.system, user: fillPrompt(prompt.user, values), maxTokens: 3_000, temperature: 0.2, signal: context.signal }, evolverOutputSchema, (tokens) => context.spend(tokens));
+    } catch (error) {
+      if (error instanceof InvalidLlmOutputError) context.logger.warn({ session: payload.sessionId, err: error.message }, 'the evolver returned unusable output; nothing written');
+      throw error;
+    }
+    const result = this.applyEvolution(output.value.changes, payload.sessionId, {
+      reason: payload.reason,
+      turns: transcript.turnsUsed,
+      model: target.model,
+      tokens: output.reply.inputTokens + output.reply.outputTokens,
+      promptVersion: prompt.version,
+    });
+    this.state.set(watermarkKey, String(transcript.lastSeq));
+    context.logger.info({ session: payload.sessionId, applied: result.applied.map((change) => `${change.action} ${change.skill.name} v${change.version}`), proposed: result.proposed, rejected: result.rejected }, 'skill evolution finished');
+  }
+
+  /** Validates and applies (or, under manual review, proposes) the evolver's changes. */
+  applyEvolution(changes: Parameters<typeof planChanges>[0], sessionId: string, meta: { reason: string; turns: number; model: string; tokens: number; promptVersion: number }): EvolutionResult {
+    const { planned, rejected } = planChanges(changes, { get: (name) => this.library.get(name), nearest: (text, excluding) => this.nearest(text, excluding), sessionId, maxChanges: this.settings.maxNewSkills });
+    const applied: ChangeResult[] = [];
+    const proposed: number[] = [];
+    for (const change of planned) {
+      if (this.settings.review === 'manual') proposed.push(this.proposals.add(sessionId, change));
+      else applied.push(this.applyPlanned(change, `session ${sessionId}`));
+    }
+    if (applied.length > 0 || proposed.length > 0 || rejected.length > 0) {
+      this.history.appendEvolution({
+        session_id: sessionId,
+        reason: meta.reason,
+        num_turns_analyzed: meta.turns,
+        model: meta.model,
+        prompt_version: meta.promptVersion,
+        tokens: meta.tokens,
+        review: this.settings.review,
+        num_skills_generated: applied.filter((change) => change.action === 'create').length,
+        skill_names: [...applied.map((change) => change.skill.name), ...planned.filter((_, index) => proposed[index] !== undefined).map((change) => change.draft.name)],
+        changes: planned.map((change, index) => ({ action: change.action, name: change.draft.name, merged_into: change.mergedInto ?? null, evidence: change.evidence, reason: change.reason ?? null, status: this.settings.review === 'manual' ? `pending #${proposed[index]}` : 'applied' })),
+        rejected,
+      });
+    }
+    return { applied, proposed, rejected };
+  }
+
+  private applyPlanned(change: PlannedChange, source: string): ChangeResult {
+    return this.applyDraft(change.draft, change.action, source);
+  }
+
+  /** Applies a pending proposal (manual review). */
+  approve(id: number): ChangeResult {
+    const proposal = this.proposals.get(id);
+    if (!proposal || proposal.status !== 'pending') throw new Error(`no pending proposal #${id}`);
+    const draft = JSON.parse(proposal.draft) as SkillDraft;
+    const result = this.applyDraft(draft, proposal.action, `proposal #${id} (session ${proposal.session_id ?? '-'})`);
+    this.proposals.decide(id, 'approved');
+    return result;
+  }
+
+  reject(id: number): ProposalRow {
+    const proposal = this.proposals.get(id);
+    if (!proposal || proposal.status !== 'pending') throw new Error(`no pending proposal #${id}`);
+    this.proposals.decide(id, 'rejected');
+    return { ...proposal, status: 'rejected' };
+  }
+
+  private relatedSkills(text: string): Skill[] {
+    const terms = uniqueTerms(text);
+    return this.index
+      .search(terms)
+      .slice(0, 6)
+      .map((hit) => this.library.get(hit.name))
+      .filter((skill): skill is Skill => skill !== undefined);
+  }
+}
+
+function renderForPrompt(skill: Skill): string {
+  return `#### ${skill.name} (category ${skill.category}, v${skill.version})\ndescription: ${skill.description}\n${skill.body.slice(0, 2_500)}`;
+}
+
+/** The skills a turn's injection record says were shown. */
+function skillsShown(injected: unknown): Array<{ name: string; relevance: number; full: boolean }> {
+  const sections = (injected as { sections?: Array<{ provider?: string; details?: { skills?: unknown } }> } | null)?.sections;
+  const skills = sections?.find((section) => section.provider === 'skills')?.details?.skills;
+  return Array.isArray(skills) ? (skills as Array<{ name: string; relevance: number; full: boolean }>) : [];
+}

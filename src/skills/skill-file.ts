@@ -1,0 +1,121 @@
+import { createHash } from 'node:crypto';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { z } from 'zod';
+import { countTextTokens } from '../text/index.js';
+import type { Skill, SkillDraft, SkillOrigin } from './types.js';
+
+/** Agent Skills rules: lowercase letters, digits and hyphens, at most 64 characters. */
+export const SKILL_NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+export const MAX_NAME_LENGTH = 64;
+export const MAX_DESCRIPTION_LENGTH = 1024;
+
+const frontmatterSchema = z.looseObject({
+  name: z.string({ error: 'name is required' }).max(MAX_NAME_LENGTH, `name must be at most ${MAX_NAME_LENGTH} characters`).regex(SKILL_NAME, 'name must be lowercase letters, digits and single hyphens'),
+  description: z.string({ error: 'description is required' }).trim().min(1, 'description must say when to use the skill').max(MAX_DESCRIPTION_LENGTH, `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`),
+  category: z.string().trim().min(1).optional(),
+  version: z.number().int().positive().optional(),
+  created_at: z.union([z.string(), z.date()]).optional(),
+  updated_at: z.union([z.string(), z.date()]).optional(),
+  origin: z.enum(['starter', 'user', 'evolved', 'imported']).optional(),
+  generation: z.number().int().nonnegative().optional(),
+  source_sessions: z.array(z.string()).optional(),
+});
+
+const KNOWN_KEYS = new Set(['name', 'description', 'category', 'version', 'created_at', 'updated_at', 'origin', 'generation', 'source_sessions']);
+const FENCE = /^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/;
+
+export type ParseResult = { skill: Skill } | { reason: string };
+
+/** Parses and validates one SKILL.md. `folderName` must equal the skill's name. */
+export function parseSkillFile(text: string, path: string, folderName: string): ParseResult {
+  const match = FENCE.exec(text.replace(/^\uFEFF/, ''));
+  if (!match) return { reason: 'the file must start with a YAML frontmatter block between --- lines' };
+  let data: unknown;
+  try {
+    data = parseYaml(match[1]!, { schema: 'core' });
+  } catch (error) {
+    return { reason: `frontmatter is not valid YAML: ${(error as Error).message.split('\n')[0]}` };
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return { reason: 'frontmatter must be a mapping of keys' };
+  const parsed = frontmatterSchema.safeParse(data);
+  if (!parsed.success) return { reason: parsed.error.issues.map((issue) => `${issue.path.join('.') || 'frontmatter'}: ${issue.message}`).join('; ') };
+  const front = parsed.data;
+  if (front.name !== folderName) return { reason: `name "${front.name}" must equal the folder name "${folderName}"` };
+  const body = text.replace(/^\uFEFF/, '').slice(match[0].length).trim();
+  if (body === '') return { reason: 'the body (Markdown after the frontmatter) is empty' };
+  const extra: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(data as Record<string, unknown>)) if (!KNOWN_KEYS.has(key)) extra[key] = value;
+  return {
+    skill: {
+      name: front.name,
+      description: front.description,
+      category: front.category ?? 'general',
+      body,
+      version: front.version ?? 1,
+      origin: front.origin ?? 'user',
+      createdAt: dateText(front.created_at),
+      updatedAt: dateText(front.updated_at),
+      generation: front.generation,
+      sourceSessions: front.source_sessions ?? [],
+      extra,
+      path,
+      contentHash: hashText(text),
+      bodyTokens: countTextTokens(body),
+      summaryTokens: countTextTokens(`${front.name}: ${front.description}`),
+    },
+  };
+}
+
+export interface SkillFileFields extends SkillDraft {
+  version: number;
+  origin: SkillOrigin;
+  createdAt: string;
+  updatedAt: string;
+  generation?: number;
+}
+
+/** Writes SKILL.md text; the frontmatter is real YAML, so any description round-trips safely. */
+export function serializeSkill(fields: SkillFileFields): string {
+  const front: Record<string, unknown> = {
+    name: fields.name,
+    description: fields.description.trim(),
+  };
+  if (fields.category && fields.category !== 'general') front['category'] = fields.category;
+  front['version'] = fields.version;
+  front['origin'] = fields.origin;
+  front['created_at'] = fields.createdAt;
+  front['updated_at'] = fields.updatedAt;
+  if (fields.generation !== undefined) front['generation'] = fields.generation;
+  if (fields.sourceSessions && fields.sourceSessions.length > 0) front['source_sessions'] = fields.sourceSessions.slice(-20);
+  for (const [key, value] of Object.entries(fields.extra ?? {})) if (!(key in front)) front[key] = value;
+  const yaml = stringifyYaml(front, { lineWidth: 0 }).trimEnd();
+  return `---\n${yaml}\n---\n\n${fields.body.trim()}\n`;
+}
+
+/**
+ * MetaClaw's own parser was line-based `key: value`, so its files may hold descriptions that are
+ * not valid YAML (a second colon). Import reads those with the same rule, then writes real YAML.
+ */
+export function parseLegacyFrontmatter(text: string): { name?: string; description?: string; category?: string; body: string } | undefined {
+  const normalized = text.replace(/^\uFEFF/, '');
+  if (!normalized.startsWith('---')) return undefined;
+  const end = normalized.indexOf('\n---', 3);
+  if (end === -1) return undefined;
+  const fields: Record<string, string> = {};
+  for (const line of normalized.slice(3, end).split('\n')) {
+    const colon = line.indexOf(':');
+    if (colon === -1) continue;
+    fields[line.slice(0, colon).trim()] = line.slice(colon + 1).trim().replace(/^["']|["']$/g, '');
+  }
+  const bodyStart = normalized.indexOf('\n', end + 1);
+  return { ...(fields['name'] ? { name: fields['name'] } : {}), ...(fields['description'] ? { description: fields['description'] } : {}), ...(fields['category'] ? { category: fields['category'] } : {}), body: bodyStart === -1 ? '' : normalized.slice(bodyStart).trim() };
+}
+
+export function hashText(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+}
+
+function dateText(value: string | Date | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  return value instanceof Date ? value.toISOString() : value;
+}

@@ -1,0 +1,2 @@
+export { tokenize, uniqueTerms } from './tokenize.js';
+export { countTextTokens } from './tokens.js';
