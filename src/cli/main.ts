@@ -1,12 +1,6 @@
 import { Command } from 'commander';
 import { VERSION } from '../version.js';
-import { configCommand } from './config.js';
 import { CliExit } from './context.js';
-import { sessionsListCommand, sessionsShowCommand } from './sessions.js';
-import { registerSkillsCommands } from './skills.js';
-import { startCommand } from './start.js';
-import { statusCommand } from './status.js';
-import { stopCommand } from './stop.js';
 
 // `metaclaw skills list | head` closes the pipe early: that is not an error.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
@@ -31,21 +25,21 @@ program
   .option('--mode <mode>', 'skills_only | rl | auto for this run (overrides mode)')
   .option('-c, --config <path>', 'use this config file instead of $METACLAW_HOME/config.yaml')
   .option('--wait <seconds>', 'how long to wait for the proxy to answer', '20')
-  .action(startCommand);
+  .action(async (options) => (await import('./start.js')).startCommand(options));
 
 program
   .command('stop')
   .description('stop the running proxy (SIGTERM, then SIGKILL after the timeout)')
   .option('-c, --config <path>', 'config file')
   .option('--timeout <seconds>', 'seconds to wait before SIGKILL')
-  .action(stopCommand);
+  .action(async (options) => (await import('./stop.js')).stopCommand(options));
 
 program
   .command('status')
   .description('show whether the proxy answers, and what it has done')
   .option('-c, --config <path>', 'config file')
   .option('--json', 'machine-readable output')
-  .action(statusCommand);
+  .action(async (options) => (await import('./status.js')).statusCommand(options));
 
 program
   .command('config')
@@ -54,7 +48,7 @@ program
   .option('-c, --config <path>', 'config file')
   .option('--json', 'machine-readable output')
   .option('--reveal', 'show secrets in clear')
-  .action(configCommand);
+  .action(async (args: string[], options) => (await import('./config.js')).configCommand(args, options));
 
 const sessions = program.command('sessions').description('recorded sessions and their turns');
 sessions
@@ -63,16 +57,18 @@ sessions
   .option('-c, --config <path>', 'config file')
   .option('--limit <n>', 'how many', '20')
   .option('--json', 'machine-readable output')
-  .action(sessionsListCommand);
+  .action(async (options) => (await import('./sessions.js')).sessionsListCommand(options));
 sessions
   .command('show')
   .description('one session with its turns')
   .argument('<id>')
   .option('-c, --config <path>', 'config file')
   .option('--json', 'machine-readable output')
-  .action(sessionsShowCommand);
+  .action(async (id: string, options) => (await import('./sessions.js')).sessionsShowCommand(id, options));
 
-registerSkillsCommands(program);
+// Command groups register their own subcommands; loading them only when used keeps `--help` fast.
+if (process.argv[2] === 'skills') (await import('./skills.js')).registerSkillsCommands(program);
+else program.command('skills').description('the skill library: list, edit, review, history, credit (metaclaw skills --help)');
 
 try {
   await program.parseAsync(process.argv);

@@ -244,7 +244,8 @@ export class SkillsService implements ConversationListener, LearningTrigger {
       if (error instanceof InvalidLlmOutputError) context.logger.warn({ session: payload.sessionId, err: error.message }, 'the evolver returned unusable output; nothing written');
       throw error;
     }
-    const result = this.applyEvolution(output.value.changes, payload.sessionId, {
+    const seen = new Map(related.map((skill) => [skill.name, skill.version]));
+    const result = this.applyEvolution(output.value.changes, payload.sessionId, seen, {
       reason: payload.reason,
       turns: transcript.turnsUsed,
       model: target.model,
@@ -256,8 +257,14 @@ export class SkillsService implements ConversationListener, LearningTrigger {
   }
 
   /** Validates and applies (or, under manual review, proposes) the evolver's changes. */
-  applyEvolution(changes: Parameters<typeof planChanges>[0], sessionId: string, meta: { reason: string; turns: number; model: string; tokens: number; promptVersion: number }): EvolutionResult {
-    const { planned, rejected } = planChanges(changes, { get: (name) => this.library.get(name), nearest: (text, excluding) => this.nearest(text, excluding), sessionId, maxChanges: this.settings.maxNewSkills });
+  applyEvolution(changes: Parameters<typeof planChanges>[0], sessionId: string, seen: ReadonlyMap<string, number>, meta: { reason: string; turns: number; model: string; tokens: number; promptVersion: number }): EvolutionResult {
+    const { planned, rejected } = planChanges(changes, {
+      get: (name) => this.library.get(name),
+      nearest: (text, excluding) => this.nearest(text, excluding),
+      seenVersion: (name) => seen.get(name),
+      sessionId,
+      maxChanges: this.settings.maxNewSkills,
+    });
     const applied: ChangeResult[] = [];
     const proposed: number[] = [];
     for (const change of planned) {

@@ -20,7 +20,7 @@ export interface PlannedChange {
   draft: SkillDraft;
   evidence: string[];
   reason: string | undefined;
-  /** Set when a proposed "create" turned into an edit of a near-duplicate. */
+  /** Set when the change was merged into an existing skill rather than replacing it. */
   mergedInto?: string;
 }
 
@@ -33,6 +33,8 @@ export interface PlanningContext {
   get(name: string): Skill | undefined;
   /** The existing skill most like `text`, with its keyword relevance (0..1). */
   nearest(text: string, excluding?: string): { skill: Skill; relevance: number } | undefined;
+  /** The version of a skill the evolver was shown in full; undefined when it only saw the name. */
+  seenVersion(name: string): number | undefined;
   sessionId: string;
   maxChanges: number;
 }
@@ -73,6 +75,9 @@ export function planChanges(proposed: readonly ProposedChange[], context: Planni
         mergedInto = near.skill.name;
       }
     }
+    // An update replaces a skill only if the evolver saw its current text; otherwise (it only knew
+    // the name, or another session changed the skill meanwhile) it is merged in, so nothing is lost.
+    if (action === 'update' && target && !mergedInto && context.seenVersion(target.name) !== target.version) mergedInto = target.name;
     const finalName = target?.name ?? name;
     if (touched.has(finalName)) {
       rejected.push({ name: change.name, reason: `another change in this evolution already edits ${finalName}` });

@@ -1,0 +1,209 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { parse as parseYaml } from 'yaml';
+import { isEvolverCall, learningAwareUpstream, userText } from './support/evolver.js';
+import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { ScriptedUpstream } from './support/upstream.js';
+
+const DEPLOY_SKILL = {
+  action: 'create',
+  name: 'blue-green-deploys',
+  description: 'Use when deploying the billing service (or any service) to production: blue-green switch, rollback plan, and which days deploys are allowed.',
+  category: 'automation',
+  body: '# Blue-green deploys\n\n**When to use:** any production deploy.\n\n**Steps**\n1. **Check the day.** Never deploy on Fridays.\n2. **Run the blue-green script.** `./scripts/blue-green.sh billing` switches traffic only after health checks pass.\n3. **Keep the old color warm.** Roll back by switching traffic back.\n\n**Avoid**\n- Deploying by hand with kubectl apply.',
+  evidence: ['turn 2: the user said "No, I meant with the blue-green script, and never deploy on Fridays"'],
+  reason: 'The user corrected the deploy procedure.',
+};
+
+async function status(proxy: ProxyHandle): Promise<any> {
+  return (await fetch(`${proxy.url}/status`)).json();
+}
+
+async function session(client: OpenAI, id: string, requests: string[], system = 'You are a deploy bot. SECRET-SYSTEM-MARKER'): Promise<void> {
+  const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'system', content: system }];
+  for (const [index, request] of requests.entries()) {
+    messages.push({ role: 'user', content: request });
+    const last = index === requests.length - 1;
+    const completion = await client.chat.completions.create({ model: 'scripted-model', messages }, { headers: { 'X-Session-Id': id, ...(last ? { 'X-Session-Done': 'true' } : {}) } });
+    messages.push({ role: 'assistant', content: completion.choices[0]!.message.content ?? '' });
+  }
+}
+
+describe('skills evolve from sessions', () => {
+  test('session → session end → evolver call → new SKILL.md → generation bumped → injected in the next session', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }), chat: 'Run kubectl apply on the billing manifests.' });
+    const home = tempHome();
+    await runCli(['skills', 'install-starter'], { home });
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const generationBefore = (await status(proxy)).skills.generation;
+      await session(client, 'deploy-session', ['How do I deploy the billing service?', 'No, I meant with the blue-green script, and never deploy on Fridays.', 'Thanks, that is all.']);
+
+      const file = join(home, 'skills', 'blue-green-deploys', 'SKILL.md');
+      await waitFor(() => existsSync(file), 20_000);
+      const text = readFileSync(file, 'utf8');
+      const front = parseYaml(text.split('---')[1]!) as Record<string, unknown>;
+      assert.equal(front['name'], 'blue-green-deploys');
+      assert.equal(front['origin'], 'evolved');
+      assert.deepEqual(front['source_sessions'], ['deploy-session']);
+      assert.match(text, /Never deploy on Fridays/);
+
+      const report = await waitFor(async () => {
+        const current = await status(proxy);
+        return current.queue.done >= 1 ? current : undefined;
+      });
+      assert.equal(report.skills.generation, generationBefore + 1);
+      assert.ok(report.learning.spend.tokens_today >= 1200, 'the evolver call was counted as learning spend');
+
+      const evolverCall = upstream.modelRequests().find(isEvolverCall)!;
+      const prompt = userText(evolverCall);
+      assert.match(prompt, /never deploy on Fridays/);
+      assert.match(prompt, /the user corrected this answer/);
+      assert.equal(prompt.includes('SECRET-SYSTEM-MARKER'), false, "the agent's system prompt is not sent to the evolver");
+      assert.equal(prompt.includes('<metaclaw-context>'), false, 'injected context is not sent to the evolver');
+
+      const history = readFileSync(join(home, 'skills', 'evolution_history.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+      assert.equal(history.at(-1).session_id, 'deploy-session');
+      assert.equal(history.at(-1).changes[0].name, 'blue-green-deploys');
+
+      upstream.reset();
+      await client.chat.completions.create({ model: 'scripted-model', messages: [{ role: 'user', content: 'deploy the billing service to production please' }] }, { headers: { 'X-Session-Id': 'next-session' } });
+      const injected = upstream.modelRequests()[0]!.body.messages[0].content as string;
+      assert.match(injected, /### blue-green-deploys/);
+      assert.match(injected, /Never deploy on Fridays/);
+
+      const log = await proxy.cli(['skills', 'log', '--full']);
+      assert.match(log.stdout, /create blue-green-deploys: applied/);
+      assert.match(log.stdout, /evidence: turn 2/);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('malformed evolver output writes nothing, is retried, then dead-lettered', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({ evolver: () => 'I think a skill about deploys would help, something like blue-green.' });
+    const home = tempHome();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 2 } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'bad-output-session', ['How do I deploy?', 'No, never on Fridays.']);
+      const report = await waitFor(async () => {
+        const current = await status(proxy);
+        return current.queue.dead >= 1 ? current : undefined;
+      }, 30_000, 250);
+      assert.equal(upstream.modelRequests().filter(isEvolverCall).length, 2, 'tried twice');
+      assert.equal(report.learning.failed, 2);
+      assert.match(report.learning.last_errors[0].error, /holds no JSON/);
+      assert.equal(report.skills.count, 0, 'nothing was written');
+      assert.equal(report.skills.generation, 0);
+      const log = readFileSync(join(home, 'logs', 'metaclaw.log'), 'utf8');
+      assert.match(log, /the evolver returned unusable output; nothing written/);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('two sessions ending at once: both changes land, no lost update, no half-written file', async () => {
+    const upstream = await ScriptedUpstream.start();
+    let calls = 0;
+    upstream.defaultHandler = learningAwareUpstream({
+      delayMs: 400,
+      evolver: (request) => {
+        calls++;
+        const marker = userText(request).includes('session-a') ? 'MARKER-FROM-A' : 'MARKER-FROM-B';
+        const extra = marker === 'MARKER-FROM-B' ? [{ ...DEPLOY_SKILL, name: 'release-notes', description: 'Use when writing release notes for a deploy: what changed, risks, rollback.', body: '# Release notes\n\n**Steps**\n1. **List user-visible changes.** One line each.\n2. **Name the risks.** And the rollback.' }] : [];
+        return JSON.stringify({
+          changes: [
+            { action: 'update', name: 'git-commit-hygiene', description: 'Use when committing or cleaning up git history before merge.', body: `# Focused Git Commits\n\n**Steps**\n1. **Commit small.** One change per commit.\n2. **${marker}.** Learned in this session.`, evidence: [`${marker} evidence`] },
+            ...extra,
+          ],
+        });
+      },
+    });
+    const home = tempHome();
+    await runCli(['skills', 'install-starter'], { home });
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { concurrency: 2 }, skills: { evolution_every_n_turns: 0 } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const before = (await status(proxy)).skills.generation;
+      await Promise.all([
+        session(client, 'session-a', ['squash my git commits session-a', 'no, keep the merge commit session-a']),
+        session(client, 'session-b', ['squash my git commits session-b', 'no, rebase instead session-b']),
+      ]);
+      await waitFor(async () => (await status(proxy)).queue.done >= 2, 30_000, 200);
+      assert.equal(calls, 2);
+      const text = readFileSync(join(home, 'skills', 'git-commit-hygiene', 'SKILL.md'), 'utf8');
+      assert.match(text, /MARKER-FROM-A/);
+      assert.match(text, /MARKER-FROM-B/, 'the second update was merged, not written over the first');
+      const front = parseYaml(text.split('---')[1]!) as { version: number };
+      assert.equal(front.version, 3, 'starter v1, then one version per session');
+      assert.ok(existsSync(join(home, 'skills', 'release-notes', 'SKILL.md')));
+      const report = await status(proxy);
+      assert.equal(report.skills.invalid_files.length, 0);
+      assert.equal(report.skills.generation, before + 3);
+      const doctor = await proxy.cli(['skills', 'doctor']);
+      assert.equal(doctor.code, 0, doctor.stdout);
+
+      const diff = await proxy.cli(['skills', 'diff', 'git-commit-hygiene']);
+      assert.match(diff.stdout, /^\+.*MARKER-FROM-/m);
+      const reverted = await proxy.cli(['skills', 'revert', 'git-commit-hygiene']);
+      assert.equal(reverted.code, 0, reverted.stderr);
+      assert.match(reverted.stdout, /now v4/);
+      const afterRevert = readFileSync(join(home, 'skills', 'git-commit-hygiene', 'SKILL.md'), 'utf8');
+      assert.equal((afterRevert.match(/MARKER-FROM-/g) ?? []).length, 1, 'back to the version before the last change');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('with skills.review: manual, proposals wait until approved or rejected', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }) });
+    const home = tempHome();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { review: 'manual' } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'review-session', ['How do I deploy?', 'No, never on Fridays.']);
+      await waitFor(async () => (await status(proxy)).skills.pending_proposals === 1, 20_000, 200);
+      assert.equal(existsSync(join(home, 'skills', 'blue-green-deploys')), false, 'nothing written before review');
+      const pending = await proxy.cli(['skills', 'pending']);
+      assert.match(pending.stdout, /#1 {2}create blue-green-deploys/);
+      assert.match(pending.stdout, /evidence: turn 2/);
+      const approved = await proxy.cli(['skills', 'approve', '1']);
+      assert.equal(approved.code, 0, approved.stderr);
+      assert.match(approved.stdout, /Applied #1: create blue-green-deploys v1 \(generation 1\)/);
+      assert.ok(existsSync(join(home, 'skills', 'blue-green-deploys', 'SKILL.md')));
+      const again = await proxy.cli(['skills', 'reject', '1']);
+      assert.equal(again.code, 1);
+      assert.match(again.stderr, /no pending proposal #1/);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('skills.auto_evolve: false learns nothing', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }) });
+    const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'off-session', ['How do I deploy?', 'No, never on Fridays.']);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      assert.equal(upstream.modelRequests().filter(isEvolverCall).length, 0);
+      assert.equal((await status(proxy)).queue.queued + (await status(proxy)).queue.done, 0);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+});
