@@ -70,13 +70,20 @@ async function main(): Promise<void> {
     results['extra'] = extra;
 
     agent.destroy();
-    for (const proxy of [proxyFast, proxySlow]) runCli(['stop'], proxy.home);
+    for (const proxy of startedProxies) runCli(['stop'], proxy.home);
     mkdirSync(join(REPO, 'bench', 'results'), { recursive: true });
     writeFileSync(join(REPO, 'bench', 'results', 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
     const markdown = renderMarkdown(results as unknown as Results, extra);
     if (!quick) writeFileSync(join(REPO, 'BENCHMARKS.md'), markdown);
     process.stdout.write(`\n${markdown}\n`);
   } finally {
+    for (const proxy of startedProxies) {
+      try {
+        process.kill(proxy.pid, 'SIGKILL');
+      } catch {
+        // already stopped
+      }
+    }
     for (const child of children) child.kill('SIGKILL');
     rmSync(home, { recursive: true, force: true });
   }
@@ -101,15 +108,21 @@ interface ProxyProcess {
   home: string;
 }
 
+const startedProxies: ProxyProcess[] = [];
+
 async function startProxy(root: string, name: string, upstream: string, extraConfig: Record<string, unknown> = {}): Promise<ProxyProcess> {
   const home = join(root, name);
   mkdirSync(home, { recursive: true });
   const port = await freePort();
-  const config = { llm: { api_base: `${upstream}/v1`, api_key: 'sk-bench' }, proxy: { port }, log: { level: 'warn' }, ...extraConfig };
+  // Learning jobs are off: they run off the request path, and a benchmark's one endless session
+  // would otherwise trigger them over and over while latency is measured.
+  const config = { llm: { api_base: `${upstream}/v1`, api_key: 'sk-bench' }, proxy: { port }, skills: { auto_evolve: false }, memory: { auto_extract: false }, ...extraConfig };
   writeFileSync(join(home, 'config.yaml'), stringify(config), { mode: 0o600 });
   runCli(['start'], home);
   const pid = JSON.parse(readFileSync(join(home, 'metaclaw.pid'), 'utf8')).pid as number;
-  return { url: `http://127.0.0.1:${port}`, pid, home };
+  const proxy = { url: `http://127.0.0.1:${port}`, pid, home };
+  startedProxies.push(proxy);
+  return proxy;
 }
 
 function runCli(args: string[], home: string): string {

@@ -1,4 +1,13 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import type http from 'node:http';
+import { join } from 'node:path';
+import { silentLogger } from '../src/logging/index.js';
+import { SkillLibrary } from '../src/skills/library.js';
+import { renderSkills } from '../src/skills/render.js';
+import { SkillRetriever } from '../src/skills/retrieval.js';
+import { SkillSearchIndex } from '../src/skills/search-index.js';
+import { importSkills, SkillsService, STARTER_DIR } from '../src/skills/index.js';
+import { openDatabase } from '../src/store/index.js';
 
 /** A report section added by a part of the system (skills, memory) to BENCHMARKS.md. */
 export interface ExtraScenarioResult {
@@ -20,6 +29,131 @@ export interface ScenarioContext {
 }
 
 /** Scenarios for retrieval and injection; each part of the system adds its own here. */
-export async function extraScenarios(_context: ScenarioContext): Promise<ExtraScenarioResult[]> {
-  return [];
+export async function extraScenarios(context: ScenarioContext): Promise<ExtraScenarioResult[]> {
+  return [await skillRetrievalScenario(context), await skillsThroughProxyScenario(context)];
+}
+
+/* ---------- skills: retrieval + rendering with big libraries ---------- */
+
+async function skillRetrievalScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
+  const rows: string[] = [];
+  const data: Record<string, unknown> = {};
+  for (const size of [1_000, 10_000]) {
+    context.log(`skills retrieval with ${size} skills`);
+    const dir = join(context.home, `library-${size}`);
+    writeSyntheticLibrary(dir, size);
+    const library = new SkillLibrary(dir, silentLogger());
+    const loadStarted = performance.now();
+    library.scan();
+    const index = new SkillSearchIndex();
+    index.sync(library.all());
+    const indexMs = performance.now() - loadStarted;
+    const retriever = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35, embeddingTimeoutMs: 100 }, silentLogger());
+    const queries = syntheticQueries(400);
+    const samples: number[] = [];
+    let injected = 0;
+    for (let round = 0; round < 3; round++) {
+      for (const query of queries) {
+        const started = performance.now();
+        const found = retriever.retrieve(query.text, query.context) as Parameters<typeof renderSkills>[0];
+        const rendered = renderSkills(found, { maxTokens: 1_500, fullBodyTopN: 2 });
+        samples.push(performance.now() - started);
+        if (round === 0 && rendered) injected++;
+      }
+    }
+    samples.sort((a, b) => a - b);
+    const p50 = samples[Math.floor(samples.length * 0.5)]!;
+    const p99 = samples[Math.floor(samples.length * 0.99)]!;
+    data[String(size)] = { p50, p99, indexMs, queries: queries.length, injectedShare: injected / queries.length };
+    rows.push(`| ${size.toLocaleString('en')} | ${p50.toFixed(3)} | ${p99.toFixed(3)} | ${size === 1_000 ? '≤ 2' : '≤ 10'} | ${(indexMs / 1000).toFixed(1)} s | ${Math.round((injected / queries.length) * 100)} % |`);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return {
+    title: 'Skill retrieval and rendering per request (in process, keyword mode)',
+    lines: [
+      'Synthetic libraries (names, descriptions and bodies drawn from a 4,000-word vocabulary), 400 queries × 3 rounds, top_k 6, full bodies for the best 2, 1,500-token budget. The index is built once at start-up (files → FTS5 and term statistics).',
+      '',
+      '| skills | p50 ms | p99 ms | aim p50 | start-up index build | queries that got skills |',
+      '|---|---|---|---|---|---|',
+      ...rows,
+    ],
+    data,
+  };
+}
+
+async function skillsThroughProxyScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
+  context.log('proxy latency with the starter skills on, next to skills off');
+  const skillsHome = join(context.home, 'skills-on-home');
+  mkdirSync(skillsHome, { recursive: true });
+  // Install the starter bank the way `metaclaw skills install-starter` does, into the home the proxy will use.
+  const db = openDatabase(join(skillsHome, 'metaclaw.db'));
+  const service = new SkillsService({ db, logger: silentLogger(), settings: { enabled: true, dir: join(skillsHome, 'skills'), retrievalMode: 'template', topK: 6, fullBodyTopN: 2, maxTokens: 1_500, minRelevance: 0.35, autoEvolve: false, evolveEveryNTurns: 0, review: 'auto', maxNewSkills: 3, embedding: { apiBase: '', apiKey: '', model: '' }, evolver: { apiBase: '', apiKey: '', model: '' } } });
+  service.open({ watch: false });
+  importSkills(service, STARTER_DIR, { origin: 'starter', action: 'install' });
+  db.close();
+  const withSkills = await context.startProxy('skills-on-home', context.upstream, { skills: { auto_evolve: false }, memory: { enabled: false } });
+  const withoutSkills = await context.startProxy('skills-off', context.upstream, { skills: { enabled: false }, memory: { enabled: false } });
+  const matching = JSON.stringify({ model: 'bench-model', messages: [{ role: 'system', content: 'You are a coding agent.' }, { role: 'user', content: 'my git commit history is a mess, how do I squash commits before merging?' }] });
+  const count = Math.round(400 * context.scale);
+  const warm = async (url: string) => context.sequential(`${url}/v1/chat/completions`, matching, 100, context.agent);
+  await warm(withSkills.url);
+  await warm(withoutSkills.url);
+  const pair = await context.interleaved((url) => context.sequential(url, matching, count, context.agent), withoutSkills.url, withSkills.url, 4);
+  const direct = await context.interleaved((url) => context.sequential(url, matching, count, context.agent), context.upstream, withoutSkills.url, 2);
+  return {
+    title: 'Proxy latency with skills on (starter bank, 42 skills; a request that gets a skill injected)',
+    lines: [
+      '| compared | baseline p50 / p99 | with skills p50 / p99 | added p50 / p99 |',
+      '|---|---|---|---|',
+      `| plain proxy (skills and memory off) vs skills on | ${pair.direct.p50.toFixed(3)} / ${pair.direct.p99.toFixed(3)} | ${pair.proxy.p50.toFixed(3)} / ${pair.proxy.p99.toFixed(3)} | **${pair.added.p50.toFixed(3)}** / ${pair.added.p99.toFixed(3)} |`,
+      `| direct upstream vs plain proxy (same run) | ${direct.direct.p50.toFixed(3)} / ${direct.direct.p99.toFixed(3)} | ${direct.proxy.p50.toFixed(3)} / ${direct.proxy.p99.toFixed(3)} | ${direct.added.p50.toFixed(3)} / ${direct.added.p99.toFixed(3)} |`,
+      '',
+      'The skills row includes retrieval, rendering, the larger body forwarded upstream (about 500 more tokens) and the credit rows written with the turn.',
+    ],
+    data: { skillsOnVsOff: pair, directVsPlain: direct },
+  };
+}
+
+/* ---------- synthetic libraries ---------- */
+
+const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'to', 'vi', 'ze', 'po', 'qu', 'an', 'el', 'or', 'is', 'ut', 'ba', 'de', 'fi', 'go'];
+
+function word(index: number): string {
+  let value = index + 7;
+  let text = '';
+  do {
+    text += SYLLABLES[value % SYLLABLES.length];
+    value = Math.floor(value / SYLLABLES.length);
+  } while (value > 0);
+  return text;
+}
+
+/** A deterministic pseudo-random stream, so every run benchmarks the same library. */
+function random(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return state / 2_147_483_648;
+  };
+}
+
+const VOCABULARY = Array.from({ length: 4_000 }, (_, index) => word(index));
+
+function phrase(next: () => number, length: number): string {
+  return Array.from({ length }, () => VOCABULARY[Math.floor(Math.pow(next(), 1.6) * VOCABULARY.length)]!).join(' ');
+}
+
+function writeSyntheticLibrary(dir: string, size: number): void {
+  const next = random(size);
+  for (let index = 0; index < size; index++) {
+    const name = `skill-${index}-${word(index)}`;
+    mkdirSync(join(dir, name), { recursive: true });
+    const body = `# ${phrase(next, 4)}\n\n**When to use:** ${phrase(next, 14)}\n\n**Steps**\n${Array.from({ length: 6 }, (_, step) => `${step + 1}. **${phrase(next, 3)}.** ${phrase(next, 18)}`).join('\n')}\n\n**Avoid**\n- ${phrase(next, 10)}\n- ${phrase(next, 10)}`;
+    writeFileSync(join(dir, name, 'SKILL.md'), `---\nname: ${name}\ndescription: "Use when ${phrase(next, 20)}"\ncategory: general\n---\n\n${body}\n`);
+  }
+}
+
+function syntheticQueries(count: number): Array<{ text: string; context: string }> {
+  const next = random(42);
+  return Array.from({ length: count }, () => ({ text: `how do I ${phrase(next, 8)}?`, context: phrase(next, 12) }));
 }

@@ -20,7 +20,7 @@ const cases = JSON.parse(readFileSync(new URL('./fixtures/skill-retrieval.json',
 function retriever(): SkillRetriever {
   const library = new SkillLibrary(STARTER_DIR, silentLogger());
   library.scan();
-  const index = new SkillSearchIndex(openDatabase(':memory:'));
+  const index = new SkillSearchIndex();
   index.sync(library.all());
   return new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 3, minRelevance: 0.35, embeddingTimeoutMs: 100 }, silentLogger());
 }

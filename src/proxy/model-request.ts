@@ -110,7 +110,8 @@ async function recordTurn(deps: ProxyDeps, input: RecordInput): Promise<void> {
     durationMs: performance.now() - input.started,
     payload: {
       received: { object: input.received, text: input.raw.toString('utf8') },
-      injected: input.augmentation.injected ?? (input.augmentation.failures.length > 0 ? { failures: input.augmentation.failures } : null),
+      // The injected text itself is in the forwarded body; the record keeps what was chosen and why.
+      injected: injectionRecord(input.augmentation),
       forwarded: result.forwardedBody,
       receivedHeaders: recordedHeaders(input.request),
       strippedKeys: input.strippedKeys,
@@ -125,6 +126,13 @@ async function recordTurn(deps: ProxyDeps, input: RecordInput): Promise<void> {
     deps.stats.rememberError(input.requestId, null, `turn record failed: ${errorMessage(error)}`);
     deps.logger.error({ err: error, request_id: input.requestId }, 'could not record the turn; the client was served anyway');
   }
+}
+
+function injectionRecord(augmentation: Augmentation): unknown {
+  const { injected, failures } = augmentation;
+  if (!injected) return failures.length > 0 ? { failures } : null;
+  const { text: _text, ...record } = injected;
+  return failures.length > 0 ? { ...record, failures } : record;
 }
 
 function recordedHeaders(request: IncomingMessage): Record<string, string> {

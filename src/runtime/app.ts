@@ -9,7 +9,7 @@ import { JobQueue, LearningBudget, LearningRunner } from '../learning/index.js';
 import { createLogger, type Logger } from '../logging/index.js';
 import { createProxyServer, ProxyAuth, ProxyStats, skillsRoutes, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
 import { SkillsService } from '../skills/index.js';
-import { openDatabase, type Db } from '../store/index.js';
+import { openDatabase, WalCheckpointer, type Db } from '../store/index.js';
 import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
@@ -50,6 +50,7 @@ export class MetaclawRuntime {
   private context: ContextPlanner | undefined;
   private server: Server | undefined;
   private maintenanceTimer: NodeJS.Timeout | undefined;
+  private readonly checkpointer: WalCheckpointer;
   private readonly startedAt = Date.now();
   private stopping: Promise<void> | undefined;
 
@@ -62,6 +63,7 @@ export class MetaclawRuntime {
     }
     this.logger = createLogger({ level: values['log.level'], file: paths.logFile, stdout: options.foreground });
     this.db = openDatabase(paths.database);
+    this.checkpointer = new WalCheckpointer(this.db, paths.database, () => this.stats.requests + this.stats.active, this.logger);
     const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
     this.queue = new JobQueue(this.db, instanceId, values['learning.max_attempts']);
     this.budget = new LearningBudget(this.db, values['learning.daily_token_budget']);
@@ -138,6 +140,7 @@ export class MetaclawRuntime {
     writePidFile(paths.pidFile, { pid: process.pid, host: values['proxy.host'], port: values['proxy.port'], startedAt: new Date(this.startedAt).toISOString(), version: VERSION });
     this.runner.start();
     this.sweeper.start();
+    this.checkpointer.start();
     this.scheduleMaintenance();
     for (const warning of this.options.config.warnings) this.logger.warn(warning);
     const url = `http://${values['proxy.host'].includes(':') ? `[${values['proxy.host']}]` : values['proxy.host']}:${values['proxy.port']}`;
@@ -170,6 +173,7 @@ export class MetaclawRuntime {
     this.sweeper.stop();
     this.skills.close();
     await this.runner.stop();
+    this.checkpointer.stop();
     try {
       this.db.close();
     } catch (error) {

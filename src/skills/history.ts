@@ -26,6 +26,8 @@ const GENERATION_KEY = 'skills.generation';
 export class SkillHistory {
   private readonly state: StateStore;
   private readonly statements;
+  /** Read on every injected turn, so kept in memory; refreshed when the library changes on disk. */
+  private cachedGeneration: number | undefined;
 
   constructor(
     db: Db,
@@ -40,13 +42,20 @@ export class SkillHistory {
   }
 
   get generation(): number {
-    return Number(this.state.get(GENERATION_KEY) ?? '0');
+    this.cachedGeneration ??= Number(this.state.get(GENERATION_KEY) ?? '0');
+    return this.cachedGeneration;
+  }
+
+  /** Forgets the cached generation (another process — the CLI — may have changed it). */
+  refresh(): void {
+    this.cachedGeneration = undefined;
   }
 
   /** Counts one accepted change to the library; returns the new generation. */
   bumpGeneration(): number {
-    const next = this.generation + 1;
+    const next = Number(this.state.get(GENERATION_KEY) ?? '0') + 1;
     this.state.set(GENERATION_KEY, String(next));
+    this.cachedGeneration = next;
     return next;
   }
 

@@ -81,7 +81,7 @@ export class SkillsService implements ConversationListener, LearningTrigger {
   constructor(private readonly deps: SkillsDependencies) {
     const { db, logger, settings } = deps;
     this.library = new SkillLibrary(settings.dir, logger);
-    this.index = new SkillSearchIndex(db);
+    this.index = new SkillSearchIndex();
     this.credit = new SkillCreditStore(db);
     this.history = new SkillHistory(db, settings.dir);
     this.proposals = new ProposalStore(db);
@@ -91,6 +91,7 @@ export class SkillsService implements ConversationListener, LearningTrigger {
     this.retriever = new SkillRetriever(this.library, this.index, this.vectors, embeddings, { mode: settings.retrievalMode, topK: settings.topK, minRelevance: settings.minRelevance, embeddingTimeoutMs: 1_500 }, logger);
     this.provider = new SkillsContextProvider(this.retriever, { maxTokens: settings.maxTokens, fullBodyTopN: settings.fullBodyTopN }, () => this.history.generation);
     this.library.onChange((change) => {
+      this.history.refresh();
       this.index.update(change.changed, change.removed);
       for (const name of change.removed) this.vectors?.forget(name);
       if (change.changed.length > 0) this.vectors?.refresh(() => this.library.all());
@@ -226,7 +227,7 @@ export class SkillsService implements ConversationListener, LearningTrigger {
     }
     const target = resolveLearningTarget({ name: 'skill evolver', ...this.settings.evolver }, mainUpstream, credentials, transcript.model);
     if (!target) throw new Error('no model for the skill evolver: set rl.evolver_model or llm.model_id');
-    const related = this.relatedSkills(transcript.userRequests.join('\n'));
+    const related = this.relatedSkills(transcript.userRequests);
     const prompt = loadPrompt('skill-evolve');
     const values = {
       session_id: payload.sessionId,
@@ -310,8 +311,10 @@ export class SkillsService implements ConversationListener, LearningTrigger {
     return { ...proposal, status: 'rejected' };
   }
 
-  private relatedSkills(text: string): Skill[] {
-    const terms = uniqueTerms(text);
+  /** Skills related to what the session asked for (its latest distinct requests). */
+  private relatedSkills(requests: readonly string[]): Skill[] {
+    const recent = [...new Set(requests)].slice(-20).join('\n').slice(-6_000);
+    const terms = uniqueTerms(recent);
     return this.index
       .search(terms)
       .slice(0, 6)

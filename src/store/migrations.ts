@@ -109,15 +109,9 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 2,
-    description: 'skills: search index, usage and outcomes (credit), versions, proposals, vectors',
+    description: 'skills: usage and outcomes (credit), versions, proposals, vectors',
     sql: `
-      -- Derived from the SKILL.md files (the source of truth); rebuilt incrementally by content hash.
-      CREATE VIRTUAL TABLE skill_search USING fts5(name, description, body, tokenize = 'unicode61 remove_diacritics 2');
-      CREATE TABLE skill_search_docs (
-        name TEXT PRIMARY KEY,
-        fts_rowid INTEGER NOT NULL,
-        content_hash TEXT NOT NULL
-      );
+      -- Embeddings of skills, derived from the SKILL.md files (the source of truth) by content hash.
       CREATE TABLE skill_vectors (
         name TEXT PRIMARY KEY,
         content_hash TEXT NOT NULL,

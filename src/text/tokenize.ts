@@ -36,7 +36,17 @@ export function tokenize(text: string): string[] {
   return terms;
 }
 
-/** Unique terms, in first-seen order. */
+const recent = new Map<string, string[]>();
+
+/**
+ * Unique terms, in first-seen order. Agents resend the same messages on every step of a tool loop,
+ * so recent results are cached.
+ */
 export function uniqueTerms(text: string): string[] {
-  return [...new Set(tokenize(text))];
+  const cached = recent.get(text);
+  if (cached) return cached;
+  const terms = [...new Set(tokenize(text))];
+  if (recent.size >= 512) recent.delete(recent.keys().next().value as string);
+  recent.set(text, terms);
+  return terms;
 }

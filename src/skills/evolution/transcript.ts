@@ -19,13 +19,15 @@ const TOOL_LIMIT = 400;
  */
 export function buildTranscript(store: ConversationStore, sessionId: string, afterSeq: number, outcomes: Map<string, { outcome: string | null; judgeScore: number | null }>): SessionTranscript | undefined {
   const turns = store.turnsOfSession(sessionId);
-  const main = turns.filter((turn) => turn.turn_type === 'main' && turn.outcome === 'ok' && turn.seq > afterSeq);
+  const mainTurns = turns.filter((turn) => turn.turn_type === 'main');
+  const main = mainTurns.filter((turn) => turn.outcome === 'ok' && turn.seq > afterSeq);
   if (main.length === 0) return undefined;
+  const nextMain = new Map(mainTurns.slice(0, -1).map((turn, index) => [turn.id, mainTurns[index + 1]!]));
   const blocks: string[] = [];
   let used = 0;
   for (let index = main.length - 1; index >= 0; index--) {
     const turn = main[index]!;
-    const next = turns.find((candidate) => candidate.seq > turn.seq && candidate.turn_type === 'main');
+    const next = nextMain.get(turn.id);
     const block = renderTurn(turn, next ? toolResultsOf(store, next.id) : [], outcomes.get(turn.id));
     if (used + block.length > TOTAL_LIMIT && blocks.length > 0) break;
     blocks.unshift(block);
@@ -35,7 +37,7 @@ export function buildTranscript(store: ConversationStore, sessionId: string, aft
     text: blocks.join('\n\n'),
     turnsUsed: blocks.length,
     lastSeq: main.at(-1)!.seq,
-    userRequests: main.map((turn) => turn.query ?? '').filter(Boolean),
+    userRequests: main.slice(-50).map((turn) => turn.query ?? '').filter(Boolean),
     model: [...turns].reverse().find((turn) => turn.model)?.model ?? undefined,
   };
 }
