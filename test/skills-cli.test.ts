@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { runCli, startProxy, tempHome, waitFor } from './support/proxy.js';
+import { json, openAIReply, ScriptedUpstream, type Handler } from './support/upstream.js';
+
+function write(path: string, text: string): void {
+  mkdirSync(join(path, '..'), { recursive: true });
+  writeFileSync(path, text);
+}
+
+describe('metaclaw skills commands', () => {
+  test("import reads MetaClaw's and Claude Code's folders and reports what it skipped and why", async () => {
+    const home = tempHome();
+    const source = tempHome('skills-source-');
+    // MetaClaw's line-based frontmatter: a second colon makes this invalid YAML.
+    write(join(source, 'debug-systematically', 'SKILL.md'), '---\nname: debug-systematically\ndescription: Use when debugging: reproduce, isolate, fix\ncategory: coding\n---\n\n# Debug\n\n1. **Reproduce.** Always first.\n');
+    // A Claude Code skill with Agent Skills fields MetaClaw does not know.
+    write(join(source, 'pdf-forms', 'SKILL.md'), '---\nname: pdf-forms\ndescription: "Fill PDF forms from structured data."\nallowed-tools: [Read, Bash]\nlicense: MIT\n---\n\n# PDF forms\n\nUse pdftk to fill fields.\n');
+    write(join(source, 'pdf-forms', 'scripts', 'fill.sh'), '#!/bin/sh\necho fill\n');
+    write(join(source, 'no-description', 'SKILL.md'), '---\nname: no-description\n---\n\nbody\n');
+    mkdirSync(join(source, 'empty-folder'), { recursive: true });
+    const result = await runCli(['skills', 'import', source, '--json'], { home });
+    assert.equal(result.code, 0, result.stderr);
+    const report = JSON.parse(result.stdout);
+    assert.deepEqual(report.imported.sort(), ['debug-systematically', 'pdf-forms']);
+    const reasons = Object.fromEntries(report.skipped.map((item: { path: string; reason: string }) => [item.path.split('/').slice(-2, -1)[0] === 'no-description' ? 'no-description' : item.path.split('/').at(-1), item.reason]));
+    assert.match(reasons['no-description'], /description/);
+    assert.match(reasons['empty-folder'], /no SKILL\.md/);
+    const converted = readFileSync(join(home, 'skills', 'debug-systematically', 'SKILL.md'), 'utf8');
+    assert.match(converted, /description: "Use when debugging: reproduce, isolate, fix"|description: 'Use when debugging: reproduce, isolate, fix'/, 'rewritten as valid YAML');
+    const claude = readFileSync(join(home, 'skills', 'pdf-forms', 'SKILL.md'), 'utf8');
+    assert.match(claude, /allowed-tools:/, 'unknown Agent Skills fields are kept');
+    assert.ok(existsSync(join(home, 'skills', 'pdf-forms', 'scripts', 'fill.sh')), 'supporting files come along');
+    const again = await runCli(['skills', 'import', source], { home });
+    assert.match(again.stdout, /already exists/);
+
+    const exported = tempHome('skills-export-');
+    const exportResult = await runCli(['skills', 'export', exported], { home });
+    assert.match(exportResult.stdout, /Exported 2 skills/);
+    assert.ok(existsSync(join(exported, 'pdf-forms', 'SKILL.md')));
+  });
+
+  test('add, show, remove and revert keep versions and the generation', async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
+    const added = await runCli(['skills', 'add', file], { home });
+    assert.match(added.stdout, /Added my-skill v1 \(generation 1\)/);
+    const shown = JSON.parse((await runCli(['skills', 'show', 'my-skill', '--json'], { home })).stdout);
+    assert.equal(shown.origin, 'user');
+    assert.equal(shown.versions[0].action, 'manual');
+    const removed = await runCli(['skills', 'remove', 'my-skill'], { home });
+    assert.match(removed.stdout, /Removed my-skill \(generation 2\)/);
+    assert.equal(existsSync(join(home, 'skills', 'my-skill')), false);
+    const restored = await runCli(['skills', 'revert', 'my-skill'], { home });
+    assert.equal(restored.code, 0, restored.stderr);
+    assert.match(readFileSync(join(home, 'skills', 'my-skill', 'SKILL.md'), 'utf8'), /Step one\./);
+    const missing = await runCli(['skills', 'show', 'nope'], { home });
+    assert.equal(missing.code, 1);
+  });
+
+  test('skills that keep being injected into corrected turns are flagged, and prune --dry-run lists them', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = openAIReply({ text: 'Use git rebase -i.' });
+    const home = tempHome();
+    await runCli(['skills', 'install-starter'], { home });
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      for (let round = 0; round < 5; round++) {
+        const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'user', content: 'how do I squash my git commits before merging?' }];
+        await client.chat.completions.create({ model: 'm', messages }, { headers: { 'X-Session-Id': `flag-${round}` } });
+        messages.push({ role: 'assistant', content: 'Use git rebase -i.' }, { role: 'user', content: "No, that's wrong, I meant squash merge on GitHub" });
+        await client.chat.completions.create({ model: 'm', messages }, { headers: { 'X-Session-Id': `flag-${round}` } });
+      }
+      const flagged = await waitFor(async () => {
+        const listed = JSON.parse((await proxy.cli(['skills', 'list', '--flagged', '--json'])).stdout) as Array<{ name: string; credit: { corrected: number } }>;
+        return listed.find((row) => row.name === 'git-commit-hygiene');
+      });
+      assert.ok(flagged.credit.corrected >= 4);
+      const prune = await proxy.cli(['skills', 'prune', '--dry-run']);
+      assert.match(prune.stdout, /git-commit-hygiene: flagged: \d+ corrected of \d+ followed-up turns/);
+      assert.ok(existsSync(join(home, 'skills', 'git-commit-hygiene')), 'a dry run removes nothing');
+      const table = await proxy.cli(['skills', 'list']);
+      assert.match(table.stdout, /git-commit-hygiene .*FLAGGED/);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+});
+
+/** Deterministic bag-of-words vectors: enough to exercise the embedding path end to end. */
+function embeddingsHandler(fail: () => boolean): Handler {
+  return (request, response) => {
+    if (fail()) return json(response, 500, { error: { message: 'embedding backend down' } });
+    const inputs: string[] = Array.isArray(request.body.input) ? request.body.input : [request.body.input];
+    const data = inputs.map((text, index) => {
+      const vector = new Array(64).fill(0);
+      for (const word of text.toLowerCase().match(/[a-z]+/g) ?? []) vector[createHash('md5').update(word).digest()[0]! % 64] += 1;
+      return { object: 'embedding', index, embedding: vector };
+    });
+    json(response, 200, { object: 'list', data, model: request.body.model, usage: { prompt_tokens: 10, total_tokens: 10 } });
+  };
+}
+
+describe('hybrid retrieval with an embeddings endpoint', () => {
+  test('skills are embedded in the background, queries combine both scores, and a failing endpoint falls back to keywords', async () => {
+    const upstream = await ScriptedUpstream.start();
+    let failing = false;
+    const embeddings = embeddingsHandler(() => failing);
+    upstream.defaultHandler = (request, response) => (request.path.endsWith('/embeddings') ? embeddings(request, response) : openAIReply({ text: 'ok' })(request, response));
+    const home = tempHome();
+    await runCli(['skills', 'install-starter'], { home });
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { retrieval_mode: 'hybrid', embedding: { api_base: `${upstream.url}/v1`, model: 'bow-64' } } } });
+    try {
+      await waitFor(async () => ((await (await fetch(`${proxy.url}/status`)).json()) as any).skills.embedded === 42, 15_000, 200);
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const { response } = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'my git commit history is a mess, how do I squash commits before merging?' }] }).withResponse();
+      const explained = (await (await fetch(`${proxy.url}/v1/requests/${response.headers.get('x-metaclaw-request-id')}`)).json()) as any;
+      const skill = explained.added.sections[0].details.skills.find((item: { name: string }) => item.name === 'git-commit-hygiene');
+      assert.equal(typeof skill.semantic, 'number', 'the semantic score was used');
+      assert.ok(upstream.requests.some((request) => request.path === '/v1/embeddings' && request.body.input.length === 1), 'the query was embedded on its own');
+
+      failing = true;
+      const fallback = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'how should I write a SQL query that joins orders and customers?' }] }).withResponse();
+      const explainedFallback = (await (await fetch(`${proxy.url}/v1/requests/${fallback.response.headers.get('x-metaclaw-request-id')}`)).json()) as any;
+      const sql = explainedFallback.added.sections[0].details.skills.find((item: { name: string }) => item.name === 'sql-query-writing');
+      assert.equal(sql.semantic, null, 'keywords only while the endpoint fails');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+});
