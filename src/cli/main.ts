@@ -69,6 +69,8 @@ sessions
 // Command groups register their own subcommands; loading them only when used keeps `--help` fast.
 if (process.argv[2] === 'skills') (await import('./skills.js')).registerSkillsCommands(program);
 else program.command('skills').description('the skill library: list, edit, review, history, credit (metaclaw skills --help)');
+if (process.argv[2] === 'memory') (await import('./memory.js')).registerMemoryCommands(program);
+else program.command('memory').description('long-term memory: search, add, edit, forget, stats, export, import (metaclaw memory --help)');
 
 try {
   await program.parseAsync(process.argv);

@@ -72,6 +72,7 @@ export const KEY_DEFINITIONS = [
   enumKey('memory.retrieval_mode', ['keyword', 'embedding', 'hybrid', 'auto'] as const, 'hybrid', { doc: 'keyword: BM25 only; hybrid/auto: BM25 plus vectors when memory.embedding is set; embedding: vectors first.' }),
   integerKey('memory.top_k', 6, { min: 0, max: 50, doc: 'Most memory units recalled into one turn.' }),
   integerKey('memory.max_tokens', 800, { min: 0, doc: 'Token budget for recalled memories.' }),
+  numberKey('memory.min_relevance', 0.3, { min: 0, max: 1, doc: 'Relevance threshold (0..1) below which a memory is not recalled (unless it matches a time the query names).' }),
   integerKey('memory.core_max_tokens', 400, { min: 0, doc: 'Token budget for standing instructions injected on every main turn.' }),
   integerKey('memory.max_injected_units', 6, { min: 0, max: 50, doc: 'MetaClaw name for memory.top_k (the smaller of the two applies).' }),
   integerKey('memory.max_injected_tokens', 800, { min: 0, doc: 'MetaClaw name for memory.max_tokens (the smaller of the two applies).' }),

@@ -57,6 +57,13 @@ export class ConversationStore {
                (SELECT COUNT(*) FROM sessions WHERE ended_at IS NULL) AS open_sessions,
                (SELECT COUNT(*) FROM turns) AS turns`),
       prunePayloads: db.prepare<[number]>('DELETE FROM turn_payloads WHERE turn_id IN (SELECT id FROM turns WHERE started_at < ?)'),
+      lastModel: db.prepare<[string], { model: string | null }>('SELECT model FROM turns WHERE session_id = ? AND model IS NOT NULL ORDER BY seq DESC LIMIT 1'),
+      sessionOfTurn: db.prepare<[string], { session_id: string }>('SELECT session_id FROM turns WHERE id = ?'),
+      turnTexts: db.prepare<[string], { id: string; query: string | null; response_text: string | null; tool_calls: string | null }>('SELECT id, query, response_text, tool_calls FROM turns WHERE session_id = ?'),
+      updateTurnTexts: db.prepare<[string | null, string | null, string | null, string]>('UPDATE turns SET query = ?, response_text = ?, tool_calls = ? WHERE id = ?'),
+      sessionPayloads: db.prepare<[string], { turn_id: string; received: string | null; forwarded: string | null }>('SELECT p.turn_id, p.received, p.forwarded FROM turn_payloads p JOIN turns t ON t.id = p.turn_id WHERE t.session_id = ?'),
+      updatePayload: db.prepare<[string | null, string | null, string]>('UPDATE turn_payloads SET received = ?, forwarded = ? WHERE turn_id = ?'),
+      deleteSegment: db.prepare<[string]>('DELETE FROM payload_segments WHERE hash = ?'),
     };
     this.segmentSink = {
       put: (hash, json) => {
@@ -210,6 +217,16 @@ export class ConversationStore {
     return this.statements.turnsOfSession.all(sessionId);
   }
 
+  /** A turn's summary row, without its bodies. */
+  getTurnSummary(id: string): TurnRow | undefined {
+    return this.statements.turn.get(id);
+  }
+
+  /** The model the agent last used in a session (learning calls default to it). */
+  lastModelOf(sessionId: string): string | undefined {
+    return this.statements.lastModel.get(sessionId)?.model ?? undefined;
+  }
+
   getTurn(id: string): TurnDetail | undefined {
     const row = this.statements.turn.get(id);
     if (!row) return undefined;
@@ -238,6 +255,52 @@ export class ConversationStore {
     }
   }
 
+  /**
+   * Removes `texts` from every stored trace of the sessions the given turns belong to: the turn
+   * summaries, the request and forwarded bodies (an agent resends the whole history, so later turns
+   * hold it too) and the body parts they share. Used when a memory is forgotten.
+   */
+  scrubTexts(turnIds: readonly string[], texts: readonly string[], replacement = '[forgotten]'): number {
+    const needles = texts.map((text) => text.trim()).filter((text) => text.length >= 3);
+    if (needles.length === 0) return 0;
+    const sessions = new Set(turnIds.map((id) => this.statements.sessionOfTurn.get(id)?.session_id).filter((id): id is string => id !== undefined));
+    const scrub = (text: string | null) => (text === null ? null : needles.reduce((current, needle) => current.split(needle).join(replacement), text));
+    const holds = (text: string | null) => text !== null && needles.some((needle) => text.includes(needle) || text.includes(JSON.stringify(needle).slice(1, -1)));
+    let changed = 0;
+    this.db.transaction(() => {
+      for (const sessionId of sessions) {
+        for (const turn of this.statements.turnTexts.all(sessionId)) {
+          if (!holds(turn.query) && !holds(turn.response_text) && !holds(turn.tool_calls)) continue;
+          this.statements.updateTurnTexts.run(scrub(turn.query), scrub(turn.response_text), scrub(turn.tool_calls), turn.id);
+          changed++;
+        }
+        for (const payload of this.statements.sessionPayloads.all(sessionId)) {
+          const received = this.rewriteDocument(payload.received, scrub, holds);
+          const forwarded = this.rewriteDocument(payload.forwarded, scrub, holds);
+          if (received !== payload.received || forwarded !== payload.forwarded) {
+            this.statements.updatePayload.run(received, forwarded, payload.turn_id);
+            changed++;
+          }
+        }
+      }
+    })();
+    this.segmentsWritten.clear();
+    return changed;
+  }
+
+  /** A stored body with `scrub` applied to every string in it; parts that held the text are deleted. */
+  private rewriteDocument(stored: string | null, scrub: (text: string | null) => string | null, holds: (text: string | null) => boolean): string | null {
+    if (stored === null) return null;
+    const parsed = JSON.parse(stored) as { inline?: unknown; messages?: string[]; tools?: string; system?: string };
+    const hashes = [...(parsed.messages ?? []), ...(parsed.tools ? [parsed.tools] : []), ...(parsed.system ? [parsed.system] : [])];
+    const tainted = hashes.filter((hash) => holds(this.segmentSource.get(hash) ?? null));
+    if (!holds(stored) && tainted.length === 0) return stored;
+    const body = decodeDocument(stored, this.segmentSource);
+    const cleaned = scrubStrings(body, (text) => scrub(text) ?? text) as Record<string, unknown>;
+    for (const hash of tainted) this.statements.deleteSegment.run(hash);
+    return encodeDocument(cleaned, undefined, { put: (hash, json) => this.statements.putSegment.run(hash, json, Date.now()) });
+  }
+
   counts(): { sessions: number; openSessions: number; turns: number } {
     const row = this.statements.counts.get()!;
     return { sessions: row.sessions, openSessions: row.open_sessions, turns: row.turns };
@@ -250,6 +313,13 @@ export class ConversationStore {
     this.segmentsWritten.clear();
     return removed;
   }
+}
+
+function scrubStrings(value: unknown, scrub: (text: string) => string): unknown {
+  if (typeof value === 'string') return scrub(value);
+  if (Array.isArray(value)) return value.map((item) => scrubStrings(item, scrub));
+  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, scrubStrings(item, scrub)]));
+  return value;
 }
 
 function parseJsonText(text: string): unknown {

@@ -4,3 +4,4 @@ export { ProxyStats } from './stats.js';
 export { newRequestId } from './model-request.js';
 export type { ProxyDeps, ProxyApp } from './types.js';
 export { skillsRoutes } from './skills-routes.js';
+export { memoryRoutes, importLines, present as presentMemory } from './memory-routes.js';

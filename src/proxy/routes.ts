@@ -1,7 +1,7 @@
 import { Hono, type Context } from 'hono';
 import type { HttpBindings } from '@hono/node-server';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { AuthenticationError, MetaclawError, NotFoundError } from '../errors.js';
+import { AuthenticationError, MetaclawError, NotFoundError, PayloadTooLargeError } from '../errors.js';
 import { errorBodyText } from '../shared/api-errors.js';
 import type { TurnDetail } from '../conversation/index.js';
 import { formatForHeaders } from './error-response.js';
@@ -15,6 +15,8 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
   app.use('*', async (c, next) => {
     c.header('x-metaclaw-request-id', newRequestId());
     if (c.req.path !== '/healthz') deps.auth.check(c.env.incoming.headers);
+    const declared = Number(c.req.header('content-length'));
+    if (Number.isFinite(declared) && declared > deps.maxBodyBytes) throw new PayloadTooLargeError(deps.maxBodyBytes);
     await next();
   });
 

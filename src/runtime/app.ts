@@ -7,13 +7,14 @@ import { ConversationStore, IdleSessionSweeper } from '../conversation/index.js'
 import { ConfigError, errorMessage } from '../errors.js';
 import { JobQueue, LearningBudget, LearningRunner } from '../learning/index.js';
 import { createLogger, type Logger } from '../logging/index.js';
-import { createProxyServer, ProxyAuth, ProxyStats, skillsRoutes, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import { createProxyServer, memoryRoutes, ProxyAuth, ProxyStats, skillsRoutes, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import { MemoryService } from '../memory/index.js';
 import { SkillsService } from '../skills/index.js';
 import { openDatabase, WalCheckpointer, type Db } from '../store/index.js';
 import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
-import { skillsSettings } from './settings.js';
+import { memorySettings, skillsSettings } from './settings.js';
 
 export interface RuntimeOptions {
   config: LoadedConfig;
@@ -43,6 +44,7 @@ export class MetaclawRuntime {
   readonly stats = new ProxyStats();
   readonly credentials = new CredentialMemory();
   readonly skills: SkillsService;
+  readonly memory: MemoryService;
   private readonly providers: ContextProvider[] = [];
   private readonly routeGroups: Array<(app: ProxyApp) => void> = [];
   private readonly sweeper: IdleSessionSweeper;
@@ -91,6 +93,14 @@ export class MetaclawRuntime {
     this.runner.register(this.skills.evolveHandler());
     if (values['skills.enabled']) this.addContextProvider(this.skills.provider);
     this.addRoutes(skillsRoutes(this.skills));
+
+    this.memory = new MemoryService({ db: this.db, logger: this.logger.child({ part: 'memory' }), settings: memorySettings(options.config), conversation: this.conversation, mainUpstream: this.forwarder.mainTarget, credentials: this.credentials });
+    this.conversation.addListener(this.memory);
+    this.runner.addTrigger(this.memory);
+    for (const handler of this.memory.handlers()) this.runner.register(handler);
+    this.memory.attachQueue(this.runner.enqueue);
+    if (values['memory.enabled']) this.addContextProvider(this.memory.provider);
+    this.addRoutes(memoryRoutes(this.memory, values['memory.scope']));
   }
 
   get config(): LoadedConfig {
@@ -216,6 +226,7 @@ export class MetaclawRuntime {
       },
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0 },
       skills: this.skills.status(),
+      memory: this.memory.status(),
       config: { file: this.options.config.file, loaded: this.options.config.fileExists, warnings: this.options.config.warnings },
     };
   }
@@ -230,6 +241,7 @@ export class MetaclawRuntime {
           if (removed > 0) this.logger.info({ removed }, 'pruned turn bodies past retention');
         }
         this.queue.pruneDone(Date.now() - 30 * 86_400_000);
+        if (this.options.config.values['memory.enabled']) this.memory.scheduleHousekeeping();
       } catch (error) {
         this.logger.error({ err: errorMessage(error) }, 'maintenance failed');
       }

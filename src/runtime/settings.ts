@@ -1,4 +1,5 @@
 import type { LoadedConfig } from '../config/index.js';
+import type { MemorySettings } from '../memory/index.js';
 import type { SkillsSettings } from '../skills/index.js';
 
 /** The skills part's settings, read from the config (the skills module never reads config files). */
@@ -18,5 +19,26 @@ export function skillsSettings(config: LoadedConfig): SkillsSettings {
     maxNewSkills: values['skills.max_new_skills'],
     embedding: { apiBase: values['skills.embedding.api_base'], apiKey: values['skills.embedding.api_key'], model: values['skills.embedding.model'] },
     evolver: { apiBase: values['rl.evolver_api_base'], apiKey: values['rl.evolver_api_key'], model: values['rl.evolver_model'] },
+  };
+}
+
+/** The memory part's settings (MetaClaw's max_injected_* names and ours: the smaller applies). */
+export function memorySettings(config: LoadedConfig): MemorySettings {
+  const values = config.values;
+  return {
+    enabled: values['memory.enabled'],
+    defaultScope: values['memory.scope'],
+    topK: Math.min(values['memory.top_k'], values['memory.max_injected_units']),
+    maxTokens: Math.min(values['memory.max_tokens'], values['memory.max_injected_tokens']),
+    coreMaxTokens: values['memory.core_max_tokens'],
+    minRelevance: values['memory.min_relevance'],
+    flushEveryNTurns: values['memory.flush_every_n_turns'],
+    autoExtract: values['memory.auto_extract'],
+    manualTrigger: values['memory.manual_trigger'],
+    ignoreTurnType: values['memory.ignore_turn_type'],
+    retentionDays: values['memory.retention_days'],
+    maxUnitsPerScope: values['memory.max_units_per_scope'],
+    embedding: { apiBase: values['memory.embedding.api_base'], apiKey: values['memory.embedding.api_key'], model: values['memory.embedding.model'] },
+    extractor: { apiBase: values['memory.extractor_api_base'], apiKey: values['memory.extractor_api_key'], model: values['memory.extractor_model'] },
   };
 }

@@ -1,6 +1,6 @@
 import type { EmbeddingClient } from '../embeddings/index.js';
 import type { Logger } from '../logging/index.js';
-import { uniqueTerms } from '../text/index.js';
+import { keywordRelevance, uniqueTerms } from '../text/index.js';
 import type { SkillLibrary } from './library.js';
 import type { SkillSearchIndex } from './search-index.js';
 import type { Skill } from './types.js';
@@ -102,18 +102,6 @@ export class SkillRetriever {
     return results.filter((result) => result.relevance >= floor).slice(0, this.options.topK);
   }
 }
-
-/**
- * Keyword relevance in 0..1: half the share of the query the skill covers, half the absolute
- * evidence (matched IDF, saturating), so neither a long query full of task-specific names nor a
- * one-word query decides alone.
- */
-export function keywordRelevance(coverage: number, matchedWeight: number): number {
-  return 0.5 * coverage + 0.5 * (matchedWeight / (matchedWeight + EVIDENCE_HALF_POINT));
-}
-
-/** Matched IDF at which the evidence half reaches 0.5 (about two rare terms). */
-const EVIDENCE_HALF_POINT = 6;
 
 /** Cosine similarity of unrelated texts sits around 0.1–0.3 for common embedding models; map 0.2..0.7 to 0..1. */
 function calibrateCosine(cosine: number): number {

@@ -5,7 +5,7 @@ import { callLlmForJson, InvalidLlmOutputError, resolveLearningTarget, type JobC
 import type { Logger } from '../logging/index.js';
 import { fillPrompt, loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
-import { uniqueTerms } from '../text/index.js';
+import { keywordRelevance, uniqueTerms } from '../text/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { SkillCreditStore, type SkillCredit } from './credit.js';
 import { planChanges, type PlannedChange, type Rejected } from './evolution/apply.js';
@@ -16,7 +16,7 @@ import { parseSkillFile } from './skill-file.js';
 import { SkillLibrary } from './library.js';
 import { SkillsContextProvider } from './provider.js';
 import { ProposalStore, type ProposalRow } from './proposals.js';
-import { keywordRelevance, SkillRetriever, type RetrievalMode } from './retrieval.js';
+import { SkillRetriever, type RetrievalMode } from './retrieval.js';
 import { SkillSearchIndex } from './search-index.js';
 import type { Skill, SkillDraft } from './types.js';
 import { SkillVectors } from './vectors.js';

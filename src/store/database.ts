@@ -25,6 +25,8 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
+  // Deleted rows are overwritten with zeros: a forgotten memory must not linger in free pages.
+  db.pragma('secure_delete = ON');
   migrate(db, migrations);
   return db;
 }

@@ -169,4 +169,45 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX skill_proposals_status ON skill_proposals(status, id);
     `,
   },
+  {
+    version: 3,
+    description: 'memory units, their keyword index and access log',
+    sql: `
+      CREATE TABLE memory_units (
+        rowid INTEGER PRIMARY KEY,          -- key of the FTS and vector entries
+        id TEXT NOT NULL UNIQUE,            -- public id (mem_…)
+        scope TEXT NOT NULL,
+        type TEXT NOT NULL,                 -- preference | semantic | project_state | episodic | procedural_observation | working_summary
+        content TEXT NOT NULL,
+        terms TEXT NOT NULL,                -- segmented, stemmed terms (what the keyword index holds)
+        speaker TEXT,                       -- raw turns: user | assistant
+        importance REAL NOT NULL,
+        confidence REAL NOT NULL,
+        core INTEGER NOT NULL DEFAULT 0,    -- standing instruction: injected on every main turn
+        pinned INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL DEFAULT 'active',  -- active | superseded
+        superseded_by TEXT,
+        origin TEXT NOT NULL,               -- raw_turn | extractor | rule | manual | import | summary | consolidation
+        raw_key TEXT UNIQUE,                -- session:turn:speaker for raw turns (ingest once)
+        observed_at INTEGER NOT NULL,
+        valid_from INTEGER NOT NULL,
+        source_session TEXT,
+        source_turns TEXT NOT NULL DEFAULT '[]',
+        flagged TEXT,                       -- why it is never injected (looks like a prompt injection)
+        access_count INTEGER NOT NULL DEFAULT 0,
+        last_accessed_at INTEGER,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE INDEX memory_units_scope ON memory_units(scope, status, type);
+      CREATE INDEX memory_units_core ON memory_units(scope, core, status);
+      CREATE INDEX memory_units_session ON memory_units(source_session, origin);
+      CREATE INDEX memory_units_observed ON memory_units(scope, observed_at);
+
+      -- Contentless: the index holds terms only; the text lives in memory_units. A hard delete removes
+      -- both (secure_delete zeroes freed pages; the forget path also optimises the index).
+      CREATE VIRTUAL TABLE memory_fts USING fts5(scope_key, terms, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2');
+      CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab(memory_fts, 'row');
+    `,
+  },
 ];

@@ -1,0 +1,174 @@
+/**
+ * The wiring ledger: <metaclawHome>/claws/ledger.json records every change MetaClaw made to an agent
+ * (files with their pre-MetaClaw backups, commands with their undo), so `metaclaw uninstall` can undo
+ * all of it. Mode 0600: it names key-bearing files and holds the target (with its proxy key).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { z } from 'zod';
+import { writeFileAtomic } from '../shared/atomic-write.js';
+import { ClawError } from './types.js';
+import type { ClawType, WiringTarget } from './types.js';
+
+export interface LedgerCommand {
+  command: string;
+  args: string[];
+}
+
+export interface LedgerFileRecord {
+  path: string;
+  existedBefore: boolean;
+  /** permission bits of the original file, restored with it */
+  mode: number | null;
+  /** byte-for-byte copy of the original; null when the file did not exist */
+  backupPath: string | null;
+  originalSha256: string | null;
+  /** sha256 of the bytes MetaClaw last wrote */
+  appliedSha256: string;
+}
+
+export interface LedgerAction {
+  /** stable id so a second apply keeps the first record (and so the first undo) */
+  id: string;
+  description: string;
+  /** what we ran, secrets redacted */
+  ran: LedgerCommand[];
+  /** raw output worth keeping, e.g. the setting we replaced */
+  output: string | null;
+  /** commands that undo the action, in order */
+  undo: LedgerCommand[];
+  /** what the user must do by hand when `undo` cannot */
+  undoNote: string | null;
+}
+
+export interface LedgerEntry {
+  claw: ClawType;
+  configPath: string;
+  target: WiringTarget;
+  files: LedgerFileRecord[];
+  actions: LedgerAction[];
+  wiredAt: string;
+  updatedAt: string;
+}
+
+export interface Ledger {
+  version: 1;
+  entries: LedgerEntry[];
+}
+
+const commandSchema = z.object({ command: z.string(), args: z.array(z.string()) });
+const ledgerSchema = z.object({
+  version: z.literal(1),
+  entries: z.array(
+    z.object({
+      claw: z.enum(['openclaw', 'copaw', 'ironclaw', 'picoclaw', 'zeroclaw', 'nanoclaw', 'nemoclaw', 'hermes', 'none']),
+      configPath: z.string(),
+      target: z.object({
+        proxyUrl: z.string(),
+        apiKey: z.string(),
+        model: z.string(),
+        apiFormat: z.enum(['openai', 'anthropic']),
+        contextWindow: z.number(),
+      }),
+      files: z.array(
+        z.object({
+          path: z.string(),
+          existedBefore: z.boolean(),
+          mode: z.number().nullable(),
+          backupPath: z.string().nullable(),
+          originalSha256: z.string().nullable(),
+          appliedSha256: z.string(),
+        }),
+      ),
+      actions: z.array(
+        z.object({
+          id: z.string(),
+          description: z.string(),
+          ran: z.array(commandSchema),
+          output: z.string().nullable(),
+          undo: z.array(commandSchema),
+          undoNote: z.string().nullable(),
+        }),
+      ),
+      wiredAt: z.string(),
+      updatedAt: z.string(),
+    }),
+  ),
+});
+
+const PRIVATE_FILE = 0o600;
+const PRIVATE_FOLDER = 0o700;
+
+export function clawsFolder(metaclawHome: string): string {
+  return join(metaclawHome, 'claws');
+}
+
+export function ledgerPath(metaclawHome: string): string {
+  return join(clawsFolder(metaclawHome), 'ledger.json');
+}
+
+export function backupsFolder(metaclawHome: string): string {
+  return join(clawsFolder(metaclawHome), 'backups');
+}
+
+export function sha256(content: string | Buffer): string {
+  return createHash('sha256').update(content).digest('hex');
+}
+
+/** The ledger, or an empty one when none was written yet. A damaged ledger is an error, never silently reset. */
+export function readLedger(metaclawHome: string): Ledger {
+  const path = ledgerPath(metaclawHome);
+  if (!existsSync(path)) return { version: 1, entries: [] };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ClawError('ledger_corrupt', `The wiring ledger ${path} is not valid JSON; fix or remove it by hand.`, { path, cause: error });
+  }
+  const result = ledgerSchema.safeParse(parsed);
+  if (!result.success) {
+    throw new ClawError('ledger_corrupt', `The wiring ledger ${path} has an unexpected shape (${result.error.issues[0]?.message ?? 'invalid'}); fix or remove it by hand.`, { path });
+  }
+  return result.data;
+}
+
+export function writeLedger(metaclawHome: string, ledger: Ledger): void {
+  ensurePrivateFolder(clawsFolder(metaclawHome));
+  writeFileAtomic(ledgerPath(metaclawHome), `${JSON.stringify(ledger, null, 2)}\n`, { mode: PRIVATE_FILE });
+}
+
+export function findLedgerEntry(metaclawHome: string, claw: ClawType): LedgerEntry | undefined {
+  return readLedger(metaclawHome).entries.find((entry) => entry.claw === claw);
+}
+
+export function saveLedgerEntry(metaclawHome: string, entry: LedgerEntry): void {
+  const ledger = readLedger(metaclawHome);
+  const others = ledger.entries.filter((existing) => existing.claw !== entry.claw);
+  writeLedger(metaclawHome, { version: 1, entries: [...others, entry] });
+}
+
+export function removeLedgerEntry(metaclawHome: string, claw: ClawType): void {
+  const ledger = readLedger(metaclawHome);
+  writeLedger(metaclawHome, { version: 1, entries: ledger.entries.filter((entry) => entry.claw !== claw) });
+}
+
+/** Copies `content` (the original bytes of `sourcePath`) into the backups folder, mode 0600; returns the copy's path. */
+export function writeBackup(metaclawHome: string, claw: ClawType, sourcePath: string, content: Buffer): string {
+  const folder = backupsFolder(metaclawHome);
+  ensurePrivateFolder(folder);
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const path = join(folder, `${claw}-${basename(sourcePath)}-${stamp}-${randomBytes(3).toString('hex')}.bak`);
+  writeFileAtomic(path, content, { mode: PRIVATE_FILE });
+  return path;
+}
+
+export function removeBackup(path: string | null): void {
+  if (path !== null) rmSync(path, { force: true });
+}
+
+function ensurePrivateFolder(path: string): void {
+  if (existsSync(path)) return;
+  mkdirSync(path, { recursive: true, mode: PRIVATE_FOLDER });
+  chmodSync(path, PRIVATE_FOLDER);
+}

@@ -1,0 +1,62 @@
+import type { MemoryStore } from './store.js';
+
+export interface HousekeepingReport {
+  consolidated: number;
+  decayed: number;
+  deleted: number;
+  capped: number;
+}
+
+const DAY = 86_400_000;
+/** Units of one type whose terms overlap this much say the same thing. */
+const NEAR_DUPLICATE = 0.85;
+const STALE_DAYS = 30;
+
+/**
+ * Keeps memory useful and bounded: near-duplicates consolidated (superseded, linked, not erased),
+ * stale unused episodic units decayed, raw turns and superseded units past retention deleted, and
+ * every scope held under its cap (the least useful episodic units go first).
+ */
+export function housekeep(store: MemoryStore, options: { retentionDays: number; maxUnitsPerScope: number; now: number }): HousekeepingReport {
+  const report: HousekeepingReport = { consolidated: 0, decayed: 0, deleted: 0, capped: 0 };
+  for (const scope of store.scopes()) report.consolidated += consolidate(store, scope);
+  report.decayed = store.decayStale(options.now - STALE_DAYS * DAY);
+  if (options.retentionDays > 0) {
+    const cutoff = options.now - options.retentionDays * DAY;
+    report.deleted = store.deleteMany(store.expiredIds(cutoff, cutoff));
+  }
+  const excess = store.overCap(options.maxUnitsPerScope);
+  report.capped = store.deleteMany(excess);
+  report.deleted += report.capped;
+  return report;
+}
+
+function consolidate(store: MemoryStore, scope: string): number {
+  const candidates = store.consolidationCandidates(scope, 2_000);
+  const superseded = new Set<string>();
+  let count = 0;
+  for (let index = 0; index < candidates.length; index++) {
+    const keep = candidates[index]!;
+    if (superseded.has(keep.unit.id)) continue;
+    for (let other = index + 1; other < candidates.length; other++) {
+      const candidate = candidates[other]!;
+      if (superseded.has(candidate.unit.id) || candidate.unit.type !== keep.unit.type || candidate.unit.core !== keep.unit.core) continue;
+      if (jaccard(keep.terms, candidate.terms) < NEAR_DUPLICATE) continue;
+      // Candidates are newest first: the newer one stays unless the older matters more.
+      const [winner, loser] = candidate.unit.importance > keep.unit.importance ? [candidate, keep] : [keep, candidate];
+      if (store.supersede(loser.unit.id, winner.unit.id)) {
+        superseded.add(loser.unit.id);
+        count++;
+      }
+      if (loser === keep) break;
+    }
+  }
+  return count;
+}
+
+function jaccard(a: Set<string>, b: Set<string>): number {
+  if (a.size === 0 || b.size === 0) return 0;
+  let shared = 0;
+  for (const term of a) if (b.has(term)) shared++;
+  return shared / (a.size + b.size - shared);
+}

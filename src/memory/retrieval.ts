@@ -1,0 +1,113 @@
+import type { Logger } from '../logging/index.js';
+import { keywordRelevance, uniqueTerms } from '../text/index.js';
+import type { Candidate, MemoryStore } from './store.js';
+import { timeWindowOf, type TimeWindow } from './time-window.js';
+import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
+import type { MemoryVectors } from './vectors.js';
+
+export interface RecallRequest {
+  scope: string;
+  query: string;
+  limit: number;
+  /** Raw turns of this session are already in the conversation: not recalled. */
+  excludeSession?: string;
+  /** Core units are injected apart: not recalled again. */
+  excludeCore?: boolean;
+  types?: readonly MemoryType[];
+  /** For search: also superseded units, and units flagged as injections. */
+  includeInactive?: boolean;
+  minRelevance: number;
+  now?: Date;
+}
+
+const TYPE_BOOST: Record<MemoryType, number> = { working_summary: 0.9, project_state: 1, preference: 1, semantic: 0.9, procedural_observation: 0.85, episodic: 0.6 };
+const RECENCY_DAYS = 30;
+const BODY_LESS_UNKNOWN = 0.5;
+
+/**
+ * Recall for one scope: BM25 candidates from FTS5 (and vector neighbours when embeddings are
+ * configured), scored by relevance, recency, importance and type; a query that names a time
+ * ("last week", "昨天") prefers what was said then. Superseded and flagged units are left out.
+ */
+export class MemoryRetriever {
+  private readonly idfCache = new Map<string, { value: number; at: number }>();
+
+  constructor(
+    private readonly store: MemoryStore,
+    private readonly vectors: MemoryVectors | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  recall(request: RecallRequest): MemoryHit[] | Promise<MemoryHit[]> {
+    const terms = uniqueTerms(request.query);
+    const window = timeWindowOf(request.query, request.now);
+    const candidates = new Map<string, Candidate>();
+    for (const candidate of this.store.search(request.scope, terms, 60)) candidates.set(candidate.unit.id, candidate);
+    if (window) for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30)) if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
+    if (!this.vectors?.ready) return this.rank(request, terms, window, candidates, undefined);
+    return this.vectors.nearest(request.scope, request.query, 30).then(
+      (neighbours) => {
+        const semantic = new Map<string, number>();
+        for (const { unit, cosine } of neighbours) {
+          semantic.set(unit.id, cosine);
+          if (!candidates.has(unit.id)) candidates.set(unit.id, { unit, terms: new Set(), bm25: 0 });
+        }
+        return this.rank(request, terms, window, candidates, semantic);
+      },
+      (error: unknown) => {
+        this.logger.warn({ err: (error as Error).message }, 'memory vector search failed; using keywords for this request');
+        return this.rank(request, terms, window, candidates, undefined);
+      },
+    );
+  }
+
+  private rank(request: RecallRequest, terms: readonly string[], window: TimeWindow | undefined, candidates: Map<string, Candidate>, semantic: Map<string, number> | undefined): MemoryHit[] {
+    const now = (request.now ?? new Date()).getTime();
+    const total = this.store.totalUnits();
+    const idf = (term: string) => this.idf(term, total);
+    const queryWeight = terms.reduce((sum, term) => sum + idf(term) * (this.known(term, total) ? 1 : BODY_LESS_UNKNOWN), 0);
+    const hits: MemoryHit[] = [];
+    for (const { unit, terms: unitTerms } of candidates.values()) {
+      if (!this.eligible(unit, request)) continue;
+      let matched = 0;
+      for (const term of terms) if (unitTerms.has(term)) matched += idf(term);
+      const keyword = queryWeight > 0 ? keywordRelevance(matched / queryWeight, matched) : 0;
+      const cosine = semantic?.get(unit.id);
+      const relevance = cosine === undefined ? keyword : Math.max(keyword, 0.5 * keyword + 0.5 * calibrateCosine(cosine));
+      const inWindow = window !== undefined && unit.observedAt >= window.start && unit.observedAt < window.end;
+      if (relevance < request.minRelevance && !inWindow) continue;
+      const recency = Math.exp(-(now - unit.observedAt) / (RECENCY_DAYS * 86_400_000));
+      const score = 0.6 * relevance + 0.15 * recency + 0.15 * unit.importance + 0.1 * TYPE_BOOST[unit.type] + (inWindow ? 0.25 : 0) + (unit.pinned ? 0.05 : 0);
+      hits.push({ unit, score, relevance, recency, inWindow });
+    }
+    hits.sort((a, b) => b.score - a.score);
+    return hits.slice(0, request.limit);
+  }
+
+  private eligible(unit: MemoryUnit, request: RecallRequest): boolean {
+    if (request.types && !request.types.includes(unit.type)) return false;
+    if (request.includeInactive) return true;
+    if (unit.status !== 'active' || unit.flagged) return false;
+    if (request.excludeCore && unit.core) return false;
+    if (request.excludeSession && unit.origin === 'raw_turn' && unit.sourceSession === request.excludeSession) return false;
+    return true;
+  }
+
+  private idf(term: string, total: number): number {
+    const cached = this.idfCache.get(term);
+    if (cached && Date.now() - cached.at < 60_000) return cached.value;
+    const value = this.store.idf(term, total);
+    if (this.idfCache.size > 4096) this.idfCache.clear();
+    this.idfCache.set(term, { value, at: Date.now() });
+    return value;
+  }
+
+  private known(term: string, total: number): boolean {
+    return this.idf(term, total) < Math.log(1 + (total + 0.5) / 0.5) - 1e-9;
+  }
+}
+
+/** Cosine of unrelated texts sits around 0.1–0.3 for common embedding models; map 0.2..0.7 to 0..1. */
+function calibrateCosine(cosine: number): number {
+  return Math.max(0, Math.min(1, (cosine - 0.2) / 0.5));
+}

@@ -1,0 +1,24 @@
+/**
+ * Memories are data recalled from earlier conversations. A unit that reads like an instruction to
+ * the model (prompt injection) is kept and shown to the user, but never injected.
+ */
+const INJECTION_PATTERNS: ReadonlyArray<[RegExp, string]> = [
+  [/\b(ignore|disregard|forget) (all |any |the )?(previous|prior|above|earlier|system|other) (instructions|messages|rules|prompts?)\b/i, 'tells the model to ignore its instructions'],
+  [/\byou are (now|no longer)\b/i, 'tries to change the model\'s role'],
+  [/\b(new|updated|override) (system )?(instructions|prompt|rules)\s*:/i, 'claims to be new instructions'],
+  [/^\s*(system|assistant|developer)\s*:/im, 'imitates a chat role'],
+  [/<\/?(system|metaclaw-[a-z-]*|memory-data|instructions?)>/i, 'contains prompt delimiters'],
+  [/\b(reveal|print|output|send|exfiltrate|leak) (your |the )?(system prompt|api key|secrets?|credentials|password)/i, 'asks for secrets'],
+  [/忽略(之前|以上|前面|所有)的?(指令|指示|规则|提示)/, 'tells the model to ignore its instructions'],
+];
+
+/** Why a text must not be injected, or undefined when it reads as plain data. */
+export function injectionReason(text: string): string | undefined {
+  for (const [pattern, reason] of INJECTION_PATTERNS) if (pattern.test(text)) return reason;
+  return undefined;
+}
+
+/** Makes a text safe inside the memory block: it cannot close the block or open a tag of ours. */
+export function escapeForBlock(text: string): string {
+  return text.replace(/</g, '‹').replace(/>/g, '›').replace(/\r?\n+/g, ' ').trim();
+}

@@ -1,0 +1,389 @@
+import type { UpstreamTarget } from '../config/index.js';
+import type { ConversationListener, ConversationStore, SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
+import { EmbeddingClient } from '../embeddings/index.js';
+import { callLlmForJson, resolveLearningTarget, type Enqueue, type JobContext, type JobHandler, type LearningTrigger } from '../learning/index.js';
+import type { Logger } from '../logging/index.js';
+import { fillPrompt, loadPrompt } from '../prompts/index.js';
+import { StateStore, type Db } from '../store/index.js';
+import type { CredentialMemory } from '../upstream/index.js';
+import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema.js';
+import { housekeep, type HousekeepingReport } from './housekeeping.js';
+import { MemoryContextProvider } from './provider.js';
+import { redactSecrets } from './redact.js';
+import { MemoryRetriever } from './retrieval.js';
+import { detectRules, ruleSubject, subjectOverlap } from './rules.js';
+import { MemoryStore, type MemoryPatch } from './store.js';
+import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
+import { MemoryVectors } from './vectors.js';
+
+export const RECORD_TURN_JOB = 'memory.record_turn';
+export const EXTRACT_JOB = 'memory.extract';
+export const HOUSEKEEPING_JOB = 'memory.housekeeping';
+export const EMBED_JOB = 'memory.embed';
+
+export interface MemorySettings {
+  enabled: boolean;
+  defaultScope: string;
+  topK: number;
+  maxTokens: number;
+  coreMaxTokens: number;
+  minRelevance: number;
+  flushEveryNTurns: number;
+  autoExtract: boolean;
+  manualTrigger: boolean;
+  ignoreTurnType: boolean;
+  retentionDays: number;
+  maxUnitsPerScope: number;
+  embedding: { apiBase: string; apiKey: string; model: string };
+  extractor: { apiBase: string; apiKey: string; model: string };
+}
+
+export interface MemoryDependencies {
+  db: Db;
+  logger: Logger;
+  settings: MemorySettings;
+  conversation?: ConversationStore;
+  mainUpstream?: UpstreamTarget;
+  credentials?: CredentialMemory;
+}
+
+export interface IngestTurn {
+  role: 'user' | 'assistant';
+  content: string;
+  name?: string;
+  timestamp?: string | number;
+  id?: string;
+}
+
+/** A rule subject this close to an existing standing instruction is about the same thing. */
+const SAME_RULE_SUBJECT = 0.5;
+const EXTRACT_TURN_LIMIT = 40;
+
+/**
+ * Long-term memory: raw turns kept as searchable episodic units, extraction of durable units by an
+ * LLM (with a deterministic detector for standing instructions), recall and the core block for
+ * each main turn, housekeeping, and real forgetting.
+ */
+export class MemoryService implements ConversationListener, LearningTrigger {
+  readonly name = 'memory';
+  readonly store: MemoryStore;
+  readonly retriever: MemoryRetriever;
+  readonly provider: MemoryContextProvider;
+  readonly vectors: MemoryVectors | undefined;
+  private readonly state: StateStore;
+  private enqueue: Enqueue | undefined;
+
+  constructor(private readonly deps: MemoryDependencies) {
+    const { db, logger, settings } = deps;
+    this.store = new MemoryStore(db);
+    this.state = new StateStore(db);
+    const embeddings = settings.embedding.apiBase && settings.embedding.model ? new EmbeddingClient({ apiBase: settings.embedding.apiBase, apiKey: settings.embedding.apiKey, model: settings.embedding.model }) : undefined;
+    this.vectors = embeddings ? new MemoryVectors(db, this.store, embeddings, logger) : undefined;
+    this.retriever = new MemoryRetriever(this.store, this.vectors, logger);
+    this.provider = new MemoryContextProvider(this.store, this.retriever, { topK: settings.topK, maxTokens: settings.maxTokens, coreMaxTokens: settings.coreMaxTokens, minRelevance: settings.minRelevance });
+  }
+
+  get settings(): MemorySettings {
+    return this.deps.settings;
+  }
+
+  /** The runner's enqueue, so API ingestion can queue extraction. */
+  attachQueue(enqueue: Enqueue): void {
+    this.enqueue = enqueue;
+    if (this.vectors) this.store.onChange(() => enqueue(EMBED_JOB, {}, { dedupeKey: EMBED_JOB, delayMs: 500 }));
+  }
+
+  handlers(): JobHandler[] {
+    return [
+      { kind: RECORD_TURN_JOB, usesLlm: false, run: async (payload) => this.recordTurn(payload as { turnId: string; sessionId: string; scope: string }) },
+      { kind: EXTRACT_JOB, usesLlm: true, run: (payload, context) => this.extract(payload as { sessionId: string; scope: string; final: boolean }, context) },
+      { kind: HOUSEKEEPING_JOB, usesLlm: false, run: async (_payload, context) => void context.logger.info({ report: this.housekeep() }, 'memory housekeeping done') },
+      { kind: EMBED_JOB, usesLlm: true, run: (_payload, context) => this.embed(context) },
+    ];
+  }
+
+  /* ---------- conversation events (inside the recording transaction) ---------- */
+
+  turnRecorded(event: TurnRecordedEvent): void {
+    const recalled = memoryShown(event.injected);
+    if (recalled.length > 0) this.store.touch(recalled);
+  }
+
+  /* ---------- learning triggers ---------- */
+
+  onTurnRecorded(event: TurnRecordedEvent, enqueue: Enqueue): void {
+    if (!this.settings.enabled || event.outcome !== 'ok') return;
+    if (event.turnType !== 'main' && !this.settings.ignoreTurnType) return;
+    enqueue(RECORD_TURN_JOB, { turnId: event.turnId, sessionId: event.sessionId, scope: event.scope });
+  }
+
+  onSessionEnded(event: SessionEndedEvent, enqueue: Enqueue): void {
+    if (!this.settings.enabled || !this.settings.autoExtract || this.settings.manualTrigger || event.turnCount === 0) return;
+    enqueue(EXTRACT_JOB, { sessionId: event.sessionId, scope: event.scope ?? this.settings.defaultScope, final: true }, { dedupeKey: `${EXTRACT_JOB}:${event.sessionId}:final` });
+  }
+
+  /* ---------- raw turns ---------- */
+
+  /** Stores a proxied turn's words as raw episodic units and captures the rules it states. */
+  private recordTurn(payload: { turnId: string; sessionId: string; scope: string }): void {
+    const conversation = this.deps.conversation;
+    if (!conversation) throw new Error('recording turns needs the running proxy');
+    const turn = conversation.getTurnSummary(payload.turnId);
+    if (!turn) return; // pruned meanwhile
+    const turns: IngestTurn[] = [];
+    if (turn.query) turns.push({ role: 'user', content: turn.query, id: turn.id, timestamp: turn.started_at });
+    if (turn.response_text) turns.push({ role: 'assistant', content: turn.response_text, id: turn.id, timestamp: turn.started_at + Math.round(turn.duration_ms ?? 0) });
+    this.storeTurns(payload.scope, payload.sessionId, turns);
+    this.maybeQueueExtraction(payload.scope, payload.sessionId);
+  }
+
+  /**
+   * Keeps turns as raw episodic units (secrets redacted), idempotently by session and turn id, and
+   * turns explicit rules the user states into standing instructions at once, word for word.
+   */
+  storeTurns(scope: string, sessionId: string, turns: readonly IngestTurn[]): Array<{ id: string; turnId: string; stored: boolean }> {
+    const results: Array<{ id: string; turnId: string; stored: boolean }> = [];
+    turns.forEach((turn, index) => {
+      const turnId = turn.id ?? `${sessionId}#${index}-${Date.now()}`;
+      const content = redactSecrets(turn.content).slice(0, 8_000).trim();
+      if (content === '') return;
+      const observedAt = toTime(turn.timestamp);
+      const unit = this.store.add(
+        { scope, type: 'episodic', content, speaker: turn.role, importance: turn.role === 'user' ? 0.35 : 0.25, confidence: 1, origin: 'raw_turn', observedAt, sourceSession: sessionId, sourceTurns: [turnId] },
+        { rawKey: `${scope}\u0000${sessionId}\u0000${turnId}\u0000${turn.role}` },
+      );
+      results.push({ id: unit?.id ?? '', turnId, stored: unit !== undefined });
+      if (unit && turn.role === 'user') this.captureRules(scope, sessionId, turnId, content, observedAt);
+    });
+    return results;
+  }
+
+  /** The deterministic detector: explicit rules become core units, quoting the user exactly. */
+  private captureRules(scope: string, sessionId: string, turnId: string, text: string, observedAt: number): void {
+    for (const { sentence } of detectRules(text)) {
+      if (this.store.findSameContent(scope, sentence)) continue;
+      this.addStandingInstruction({ scope, type: 'preference', content: sentence, importance: 0.9, confidence: 0.9, core: true, origin: 'rule', observedAt, sourceSession: sessionId, sourceTurns: [turnId] });
+    }
+  }
+
+  /** Adds a standing instruction; an older one about the same subject is superseded by it. */
+  private addStandingInstruction(draft: MemoryDraft): MemoryUnit | undefined {
+    const subject = ruleSubject(draft.content);
+    const older = this.store.coreUnits(draft.scope).filter((unit) => subjectOverlap(subject, ruleSubject(unit.content)) >= SAME_RULE_SUBJECT);
+    const added = this.store.add(draft);
+    if (!added) return undefined;
+    for (const unit of older) if (unit.observedAt <= added.observedAt) this.store.supersede(unit.id, added.id);
+    return added;
+  }
+
+  private maybeQueueExtraction(scope: string, sessionId: string): void {
+    if (!this.settings.autoExtract || this.settings.manualTrigger || !this.enqueue) return;
+    const pending = this.pendingUserTurns(scope, sessionId);
+    if (pending >= this.settings.flushEveryNTurns) this.enqueue(EXTRACT_JOB, { sessionId, scope, final: false }, { dedupeKey: `${EXTRACT_JOB}:${sessionId}` });
+  }
+
+  private pendingUserTurns(scope: string, sessionId: string): number {
+    return this.store.rawTurnsOfSession(sessionId, scope, this.watermark(scope, sessionId)).filter((unit) => unit.speaker === 'user').length;
+  }
+
+  /* ---------- extraction ---------- */
+
+  private async extract(payload: { sessionId: string; scope: string; final: boolean }, context: JobContext): Promise<void> {
+    const { scope, sessionId } = payload;
+    const fresh = this.store.rawTurnsOfSession(sessionId, scope, this.watermark(scope, sessionId)).slice(-EXTRACT_TURN_LIMIT * 2);
+    if (fresh.length === 0 && !payload.final) return;
+    if (fresh.length === 0 && payload.final && this.hasSummary(scope, sessionId)) return;
+    const target = this.deps.mainUpstream && this.deps.credentials ? resolveLearningTarget({ name: 'memory extractor', ...this.settings.extractor }, this.deps.mainUpstream, this.deps.credentials, this.deps.conversation?.lastModelOf(sessionId)) : undefined;
+    if (!target) throw new Error('no model for the memory extractor: set memory.extractor_model or llm.model_id');
+    const turnsText = fresh.map((unit, index) => `[turn ${index + 1}, ${new Date(unit.observedAt).toISOString().slice(0, 16).replace('T', ' ')}] ${unit.speaker}: ${unit.content.slice(0, 2_000)}`).join('\n');
+    const related = this.relatedUnits(scope, fresh.filter((unit) => unit.speaker === 'user').map((unit) => unit.content).join('\n'));
+    const prompt = loadPrompt('memory-extract');
+    const values = {
+      session_id: sessionId,
+      scope,
+      turns: turnsText || '(no new turns)',
+      existing: related.length > 0 ? related.map((unit) => `- id ${unit.id} [${unit.type}${unit.core ? ', standing instruction' : ''}] ${unit.content}`).join('\n') : '(none)',
+      summary_schema: payload.final ? ', "session_summary": "…"' : '',
+      summary_request: payload.final ? '\nThis conversation has ended: also return "session_summary", 2–5 sentences on what the user worked on and what was decided.' : '',
+    };
+    const { value } = await callLlmForJson(target, { system: prompt.system, user: fillPrompt(prompt.user, values), maxTokens: 2_000, temperature: 0, signal: context.signal }, extractorOutputSchema, (tokens) => context.spend(tokens));
+    const offered = new Set(related.map((unit) => unit.id));
+    const applied = this.applyCandidates(scope, sessionId, value.memories, fresh, offered);
+    if (payload.final && value.session_summary) this.storeSummary(scope, sessionId, value.session_summary, fresh);
+    const last = fresh.at(-1);
+    if (last) this.state.set(watermarkKey(scope, sessionId), String(last.sequence));
+    context.logger.info({ session: sessionId, scope, turns: fresh.length, ...applied }, 'memory extraction finished');
+  }
+
+  private applyCandidates(scope: string, sessionId: string, candidates: readonly MemoryCandidate[], turns: readonly MemoryUnit[], offered: ReadonlySet<string>): { added: number; updated: number; skipped: number } {
+    const counts = { added: 0, updated: 0, skipped: 0 };
+    for (const candidate of candidates) {
+      const content = redactSecrets(candidate.content);
+      const turn = candidate.turn ? turns[candidate.turn - 1] : undefined;
+      const draft: MemoryDraft = {
+        scope,
+        type: candidate.type as MemoryType,
+        content,
+        importance: candidate.importance,
+        confidence: candidate.confidence,
+        core: candidate.standing_instruction,
+        origin: 'extractor',
+        observedAt: turn?.observedAt ?? turns.at(-1)?.observedAt ?? Date.now(),
+        sourceSession: sessionId,
+        sourceTurns: turn ? turn.sourceTurns : [...new Set(turns.flatMap((unit) => unit.sourceTurns))].slice(-5),
+      };
+      if (candidate.action === 'noop' || this.store.findSameContent(scope, content)) {
+        counts.skipped++;
+        continue;
+      }
+      const target = candidate.action === 'update' && candidate.target_id && offered.has(candidate.target_id) ? this.store.get(candidate.target_id) : undefined;
+      if (draft.core) {
+        // The detector may already hold this rule in the user's own words: keep that one.
+        const subject = ruleSubject(content);
+        const same = this.store.coreUnits(scope).find((unit) => unit.origin === 'rule' && subjectOverlap(subject, ruleSubject(unit.content)) >= 0.8);
+        if (same && !target) {
+          counts.skipped++;
+          continue;
+        }
+        const added = this.addStandingInstruction(draft);
+        if (added && target && target.status === 'active') this.store.supersede(target.id, added.id);
+        if (added) target ? counts.updated++ : counts.added++;
+        continue;
+      }
+      const added = this.store.add(draft);
+      if (!added) continue;
+      if (target && target.status === 'active') {
+        this.store.supersede(target.id, added.id);
+        counts.updated++;
+      } else counts.added++;
+    }
+    return counts;
+  }
+
+  private storeSummary(scope: string, sessionId: string, summary: string, turns: readonly MemoryUnit[]): void {
+    const previous = this.store.list(scope, 500).filter((unit) => unit.type === 'working_summary' && unit.sourceSession === sessionId && unit.status === 'active');
+    const added = this.store.add({ scope, type: 'working_summary', content: redactSecrets(summary), importance: 0.6, confidence: 0.8, origin: 'summary', observedAt: turns.at(-1)?.observedAt ?? Date.now(), sourceSession: sessionId, sourceTurns: [] });
+    if (added) for (const unit of previous) this.store.supersede(unit.id, added.id);
+  }
+
+  private hasSummary(scope: string, sessionId: string): boolean {
+    return this.store.list(scope, 500).some((unit) => unit.type === 'working_summary' && unit.sourceSession === sessionId);
+  }
+
+  private relatedUnits(scope: string, text: string): MemoryUnit[] {
+    const hits = this.retriever.recall({ scope, query: text.slice(-4_000), limit: 12, minRelevance: 0.2, excludeCore: false });
+    const list = Array.isArray(hits) ? hits : [];
+    const units = list.map((hit) => hit.unit).filter((unit) => unit.origin !== 'raw_turn');
+    for (const core of this.store.coreUnits(scope)) if (!units.some((unit) => unit.id === core.id)) units.push(core);
+    return units.slice(0, 20);
+  }
+
+  /** The sequence of the last raw turn extraction has read in this session. */
+  private watermark(scope: string, sessionId: string): number {
+    return Number(this.state.get(watermarkKey(scope, sessionId)) ?? '0');
+  }
+
+  private async embed(context: JobContext): Promise<void> {
+    if (!this.vectors) return;
+    for (let round = 0; round < 20; round++) {
+      const { embedded, tokens } = await this.vectors.embedPending(64, context.signal);
+      if (tokens > 0) context.spend(tokens);
+      if (embedded === 0) return;
+    }
+  }
+
+  /* ---------- the public API (HTTP and CLI) ---------- */
+
+  /** `POST /v1/memory/ingest`: turns stored at once as episodic units; extraction queued. */
+  ingest(scope: string, sessionId: string, turns: readonly IngestTurn[]): { stored: Array<{ id: string; turn_id: string }>; extraction_job: number | null } {
+    const stored = this.storeTurns(scope, sessionId, turns).filter((item) => item.stored);
+    let job: number | undefined;
+    if (this.settings.autoExtract && this.enqueue) job = this.enqueue(EXTRACT_JOB, { sessionId, scope, final: false }, { dedupeKey: `${EXTRACT_JOB}:${sessionId}` });
+    return { stored: stored.map((item) => ({ id: item.id, turn_id: item.turnId })), extraction_job: job ?? null };
+  }
+
+  search(request: { scope: string; query: string; limit: number; types?: MemoryType[]; includeSuperseded?: boolean }): MemoryHit[] | Promise<MemoryHit[]> {
+    return this.retriever.recall({ scope: request.scope, query: request.query, limit: request.limit, ...(request.types ? { types: request.types } : {}), includeInactive: request.includeSuperseded ?? false, minRelevance: 0.15 });
+  }
+
+  add(draft: MemoryDraft): MemoryUnit {
+    const unit = draft.core ? this.addStandingInstruction(draft) : this.store.add(draft);
+    if (!unit) throw new Error('the memory could not be stored');
+    return unit;
+  }
+
+  update(id: string, patch: MemoryPatch): MemoryUnit | undefined {
+    return this.store.update(id, patch);
+  }
+
+  /** Forgets a unit for good; its text is also scrubbed from the turns it came from. */
+  forget(id: string): MemoryUnit | undefined {
+    const removed = this.store.delete(id, (turns, texts) => this.scrub(turns, texts));
+    if (removed) this.compact();
+    return removed;
+  }
+
+  forgetScope(scope: string): number {
+    const removed = this.store.deleteScope(scope, (turns, texts) => this.scrub(turns, texts));
+    for (const key of this.watermarkKeys(scope)) this.state.set(key, '0');
+    this.compact();
+    return removed;
+  }
+
+  housekeep(now = Date.now()): HousekeepingReport {
+    const report = housekeep(this.store, { retentionDays: this.settings.retentionDays, maxUnitsPerScope: this.settings.maxUnitsPerScope, now });
+    if (report.deleted > 0) this.compact();
+    return report;
+  }
+
+  /** Queues the daily housekeeping (the runtime calls this once a day). */
+  scheduleHousekeeping(): void {
+    this.enqueue?.(HOUSEKEEPING_JOB, {}, { dedupeKey: HOUSEKEEPING_JOB });
+  }
+
+  status() {
+    const scopes = this.store.scopes();
+    return { enabled: this.settings.enabled, scopes: scopes.length, units: this.store.totalUnits(), embedded: this.vectors?.ready ?? false };
+  }
+
+  private scrub(turnIds: readonly string[], texts: readonly string[]): void {
+    this.deps.conversation?.scrubTexts(turnIds, texts);
+    // Raw turns holding the same words (the rule detector quotes them verbatim) go too.
+    for (const turnId of turnIds) {
+      for (const unit of this.store.rawTurnsOfTurn(turnId)) {
+        const scrubbed = texts.reduce((content, text) => content.split(text.trim()).join('[forgotten]'), unit.content);
+        if (scrubbed !== unit.content) this.store.update(unit.id, { content: scrubbed });
+      }
+    }
+  }
+
+  /** After a delete: rebuild the keyword index and truncate the WAL, so no page keeps the text. */
+  private compact(): void {
+    this.store.compactIndex();
+    this.deps.db.pragma('wal_checkpoint(TRUNCATE)');
+  }
+
+  private watermarkKeys(scope: string): string[] {
+    return this.state.keysWithPrefix(`memory.extracted:${scope}\u0000`);
+  }
+}
+
+function watermarkKey(scope: string, sessionId: string): string {
+  return `memory.extracted:${scope}\u0000${sessionId}`;
+}
+
+function toTime(value: string | number | undefined): number {
+  if (typeof value === 'number') return value < 1e12 ? value * 1000 : value;
+  if (typeof value === 'string') {
+    const parsed = Date.parse(value);
+    if (!Number.isNaN(parsed)) return parsed;
+  }
+  return Date.now();
+}
+
+/** Ids of the memories a turn's injection record says were recalled. */
+function memoryShown(injected: unknown): string[] {
+  const sections = (injected as { sections?: Array<{ provider?: string; details?: { recalled?: Array<{ id: string }> } }> } | null)?.sections;
+  const recalled = sections?.find((section) => section.provider === 'memory')?.details?.recalled;
+  return Array.isArray(recalled) ? recalled.map((item) => item.id) : [];
+}

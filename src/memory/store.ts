@@ -1,0 +1,414 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Db } from '../store/index.js';
+import { uniqueTerms } from '../text/index.js';
+import { injectionReason } from './screen.js';
+import type { MemoryDraft, MemoryOrigin, MemoryType, MemoryUnit } from './types.js';
+
+interface UnitRow {
+  rowid: number;
+  id: string;
+  scope: string;
+  type: string;
+  content: string;
+  terms: string;
+  speaker: string | null;
+  importance: number;
+  confidence: number;
+  core: number;
+  pinned: number;
+  status: string;
+  superseded_by: string | null;
+  origin: string;
+  raw_key: string | null;
+  observed_at: number;
+  valid_from: number;
+  source_session: string | null;
+  source_turns: string;
+  flagged: string | null;
+  access_count: number;
+  last_accessed_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface Candidate {
+  unit: MemoryUnit;
+  terms: Set<string>;
+  bm25: number;
+}
+
+export interface MemoryPatch {
+  content?: string;
+  type?: MemoryType;
+  importance?: number;
+  core?: boolean;
+  pinned?: boolean;
+}
+
+export interface ScopeStats {
+  scope: string;
+  active: number;
+  superseded: number;
+  core: number;
+  byType: Record<string, number>;
+  byOrigin: Record<string, number>;
+}
+
+/** Called with the texts of a forgotten unit so the turns it came from can be scrubbed too. */
+export type Scrubber = (turnIds: readonly string[], texts: readonly string[]) => void;
+
+/**
+ * Memory units in SQLite with a contentless FTS5 index of their segmented terms. Scopes never mix:
+ * every query names one. Deletes are real: row, index entry and (with the vector store) vector go,
+ * and freed pages are zeroed.
+ */
+export class MemoryStore {
+  private readonly statements;
+  private readonly changeListeners: Array<(scope: string) => void> = [];
+  private readonly deleteListeners: Array<(rowid: number) => void> = [];
+
+  constructor(private readonly db: Db) {
+    this.statements = {
+      insert: db.prepare(`
+        INSERT INTO memory_units (id, scope, type, content, terms, speaker, importance, confidence, core, pinned, status, origin, raw_key, observed_at, valid_from, source_session, source_turns, flagged, created_at, updated_at)
+        VALUES (@id, @scope, @type, @content, @terms, @speaker, @importance, @confidence, @core, @pinned, 'active', @origin, @raw_key, @observed_at, @valid_from, @source_session, @source_turns, @flagged, @now, @now)
+        ON CONFLICT(raw_key) DO NOTHING`),
+      insertFts: db.prepare<[number, string, string]>('INSERT INTO memory_fts (rowid, scope_key, terms) VALUES (?, ?, ?)'),
+      deleteFts: db.prepare<[number]>('DELETE FROM memory_fts WHERE rowid = ?'),
+      byId: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE id = ?'),
+      byRowid: db.prepare<[number], UnitRow>('SELECT * FROM memory_units WHERE rowid = ?'),
+      update: db.prepare(`UPDATE memory_units SET content = @content, terms = @terms, type = @type, importance = @importance, core = @core, pinned = @pinned, flagged = @flagged, updated_at = @now WHERE id = @id`),
+      supersede: db.prepare<[string, number, string]>("UPDATE memory_units SET status = 'superseded', superseded_by = ?, updated_at = ? WHERE id = ? AND status = 'active'"),
+      delete: db.prepare<[string]>('DELETE FROM memory_units WHERE id = ?'),
+      scopeUnits: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ?'),
+      clearSupersededLinks: db.prepare<[string]>("UPDATE memory_units SET superseded_by = NULL WHERE superseded_by = ?"),
+      match: db.prepare<[string, string, number], UnitRow & { score: number }>(
+        `SELECT u.*, bm25(memory_fts) AS score FROM memory_fts JOIN memory_units u ON u.rowid = memory_fts.rowid
+          WHERE memory_fts MATCH ? AND u.scope = ? AND u.status = 'active' ORDER BY score LIMIT ?`,
+      ),
+      core: db.prepare<[string], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND core = 1 AND status = 'active' ORDER BY pinned DESC, importance DESC, observed_at DESC"),
+      window: db.prepare<[string, number, number, number], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND observed_at >= ? AND observed_at < ? ORDER BY importance DESC, observed_at DESC LIMIT ?"),
+      documentFrequency: db.prepare<[string], { doc: number }>('SELECT doc FROM memory_fts_vocab WHERE term = ?'),
+      total: db.prepare<[], { count: number }>('SELECT COUNT(*) AS count FROM memory_units'),
+      touch: db.prepare<[number, string]>('UPDATE memory_units SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ?'),
+      list: db.prepare<[string, number], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY observed_at DESC LIMIT ?'),
+      rawOfSession: db.prepare<[string, string, number], UnitRow>("SELECT * FROM memory_units WHERE source_session = ? AND scope = ? AND origin = 'raw_turn' AND rowid > ? ORDER BY rowid"),
+      rawOfTurn: db.prepare<[string], UnitRow>("SELECT * FROM memory_units WHERE origin = 'raw_turn' AND source_turns LIKE ?"),
+      scopes: db.prepare<[], { scope: string }>('SELECT DISTINCT scope FROM memory_units ORDER BY scope'),
+      stats: db.prepare<[string], { status: string; core: number; type: string; origin: string; count: number }>('SELECT status, core, type, origin, COUNT(*) AS count FROM memory_units WHERE scope = ? GROUP BY status, core, type, origin'),
+      sameContent: db.prepare<[string, string], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'active' AND origin != 'raw_turn' LIMIT 1"),
+      all: db.prepare<[], UnitRow>('SELECT * FROM memory_units ORDER BY rowid'),
+      expired: db.prepare<[number, number], { id: string }>("SELECT id FROM memory_units WHERE pinned = 0 AND ((origin = 'raw_turn' AND observed_at < ?) OR (status = 'superseded' AND updated_at < ?))"),
+      decay: db.prepare<[number, number]>("UPDATE memory_units SET importance = MAX(0.05, importance * 0.9), updated_at = ? WHERE type = 'episodic' AND status = 'active' AND pinned = 0 AND COALESCE(last_accessed_at, observed_at) < ?"),
+      scopeCounts: db.prepare<[number], { scope: string; count: number }>("SELECT scope, COUNT(*) AS count FROM memory_units WHERE status = 'active' GROUP BY scope HAVING count > ?"),
+      leastUseful: db.prepare<[string, number], { id: string }>("SELECT id FROM memory_units WHERE scope = ? AND status = 'active' AND pinned = 0 AND core = 0 AND type = 'episodic' ORDER BY importance ASC, observed_at ASC LIMIT ?"),
+      consolidation: db.prepare<[string, number], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND origin != 'raw_turn' ORDER BY observed_at DESC LIMIT ?"),
+      allOfScope: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY rowid'),
+    };
+  }
+
+  /** Called (with the scope) whenever units of a scope change: caches of the core block listen. */
+  onChange(listener: (scope: string) => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  /** Called inside the delete transaction with the unit's rowid (the vector store removes its vector). */
+  onDelete(listener: (rowid: number) => void): void {
+    this.deleteListeners.push(listener);
+  }
+
+  /** Adds a unit; returns it, or undefined when a raw turn was already stored (ingest is idempotent). */
+  add(draft: MemoryDraft, options: { rawKey?: string; id?: string } = {}): MemoryUnit | undefined {
+    const now = Date.now();
+    const content = draft.content.trim();
+    const terms = uniqueTerms(content);
+    const row = {
+      id: options.id ?? newMemoryId(),
+      scope: draft.scope,
+      type: draft.type,
+      content,
+      terms: terms.join(' '),
+      speaker: draft.speaker ?? null,
+      importance: clamp(draft.importance ?? 0.5),
+      confidence: clamp(draft.confidence ?? 0.7),
+      core: draft.core ? 1 : 0,
+      pinned: draft.pinned ? 1 : 0,
+      origin: draft.origin,
+      raw_key: options.rawKey ?? null,
+      observed_at: draft.observedAt ?? now,
+      valid_from: draft.observedAt ?? now,
+      source_session: draft.sourceSession ?? null,
+      source_turns: JSON.stringify(draft.sourceTurns ?? []),
+      flagged: injectionReason(content) ?? null,
+      now,
+    };
+    return this.db.transaction(() => {
+      const result = this.statements.insert.run(row);
+      if (result.changes === 0) return undefined;
+      const rowid = Number(result.lastInsertRowid);
+      this.statements.insertFts.run(rowid, scopeKey(draft.scope), row.terms);
+      this.emit(draft.scope);
+      return toUnit(this.statements.byRowid.get(rowid)!);
+    })();
+  }
+
+  get(id: string): MemoryUnit | undefined {
+    const row = this.statements.byId.get(id);
+    return row ? toUnit(row) : undefined;
+  }
+
+  rowidOf(id: string): number | undefined {
+    return this.statements.byId.get(id)?.rowid;
+  }
+
+  byRowid(rowid: number): MemoryUnit | undefined {
+    const row = this.statements.byRowid.get(rowid);
+    return row ? toUnit(row) : undefined;
+  }
+
+  /** An active unit (not a raw turn) of the scope with exactly this content. */
+  findSameContent(scope: string, content: string): MemoryUnit | undefined {
+    const row = this.statements.sameContent.get(scope, content.trim());
+    return row ? toUnit(row) : undefined;
+  }
+
+  update(id: string, patch: MemoryPatch): MemoryUnit | undefined {
+    const current = this.statements.byId.get(id);
+    if (!current) return undefined;
+    const content = patch.content?.trim() ?? current.content;
+    const terms = patch.content === undefined ? current.terms : uniqueTerms(content).join(' ');
+    this.db.transaction(() => {
+      this.statements.update.run({
+        id,
+        content,
+        terms,
+        type: patch.type ?? current.type,
+        importance: clamp(patch.importance ?? current.importance),
+        core: patch.core === undefined ? current.core : patch.core ? 1 : 0,
+        pinned: patch.pinned === undefined ? current.pinned : patch.pinned ? 1 : 0,
+        flagged: injectionReason(content) ?? null,
+        now: Date.now(),
+      });
+      if (terms !== current.terms) {
+        this.statements.deleteFts.run(current.rowid);
+        this.statements.insertFts.run(current.rowid, scopeKey(current.scope), terms);
+      }
+    })();
+    this.emit(current.scope);
+    return this.get(id);
+  }
+
+  /** Marks `oldId` as replaced by `newId` (kept and linked, never silently erased). */
+  supersede(oldId: string, newId: string): boolean {
+    const row = this.statements.byId.get(oldId);
+    if (!row) return false;
+    const changed = this.statements.supersede.run(newId, Date.now(), oldId).changes > 0;
+    if (changed) this.emit(row.scope);
+    return changed;
+  }
+
+  /**
+   * Deletes a unit for good: the row, its index entry, and — through `scrub` — its text in the
+   * turn records it came from. Returns the deleted unit.
+   */
+  delete(id: string, scrub?: Scrubber): MemoryUnit | undefined {
+    const row = this.statements.byId.get(id);
+    if (!row) return undefined;
+    this.db.transaction(() => {
+      this.statements.deleteFts.run(row.rowid);
+      for (const listener of this.deleteListeners) listener(row.rowid);
+      this.statements.delete.run(id);
+      this.statements.clearSupersededLinks.run(id);
+      const turns = JSON.parse(row.source_turns) as string[];
+      if (scrub && turns.length > 0) scrub(turns, [row.content]);
+    })();
+    this.emit(row.scope);
+    return toUnit(row);
+  }
+
+  /** Deletes every unit of a scope. Returns how many. */
+  deleteScope(scope: string, scrub?: Scrubber): number {
+    const rows = this.statements.scopeUnits.all(scope);
+    this.db.transaction(() => {
+      for (const row of rows) {
+        this.statements.deleteFts.run(row.rowid);
+        for (const listener of this.deleteListeners) listener(row.rowid);
+        this.statements.delete.run(row.id);
+        const turns = JSON.parse(row.source_turns) as string[];
+        if (scrub && turns.length > 0) scrub(turns, [row.content]);
+      }
+    })();
+    this.emit(scope);
+    return rows.length;
+  }
+
+  /** Deletes units without scrubbing turns (retention and caps, not forgetting). */
+  deleteMany(ids: readonly string[]): number {
+    let deleted = 0;
+    const scopes = new Set<string>();
+    this.db.transaction(() => {
+      for (const id of ids) {
+        const row = this.statements.byId.get(id);
+        if (!row) continue;
+        this.statements.deleteFts.run(row.rowid);
+        for (const listener of this.deleteListeners) listener(row.rowid);
+        this.statements.delete.run(id);
+        this.statements.clearSupersededLinks.run(id);
+        scopes.add(row.scope);
+        deleted++;
+      }
+    })();
+    for (const scope of scopes) this.emit(scope);
+    return deleted;
+  }
+
+  /** Raw turns older than `rawCutoff` and superseded units older than `supersededCutoff`. */
+  expiredIds(rawCutoff: number, supersededCutoff: number): string[] {
+    return this.statements.expired.all(rawCutoff, supersededCutoff).map((row) => row.id);
+  }
+
+  /** Lowers the importance of episodic units nobody recalled since `cutoff`. */
+  decayStale(cutoff: number): number {
+    return this.statements.decay.run(Date.now(), cutoff).changes;
+  }
+
+  /** For each scope over `max` active units: the least useful episodic units beyond it. */
+  overCap(max: number): string[] {
+    const ids: string[] = [];
+    for (const { scope, count } of this.statements.scopeCounts.all(max)) {
+      const excess = count - Math.floor(max * 0.95);
+      ids.push(...this.statements.leastUseful.all(scope, excess).map((row) => row.id));
+    }
+    return ids;
+  }
+
+  /** The newest non-raw active units of a scope, for near-duplicate consolidation. */
+  consolidationCandidates(scope: string, limit: number): Candidate[] {
+    return this.statements.consolidation.all(scope, limit).map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), bm25: 0 }));
+  }
+
+  /** Rebuilds the keyword index so deleted terms leave no trace in its pages. */
+  compactIndex(): void {
+    this.db.exec("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')");
+  }
+
+  /** Keyword candidates in one scope, best BM25 first. */
+  search(scope: string, terms: readonly string[], limit: number): Candidate[] {
+    if (terms.length === 0) return [];
+    const expression = `scope_key:${scopeKey(scope)} AND terms:(${terms.map(quoteTerm).join(' OR ')})`;
+    let rows: Array<UnitRow & { score: number }>;
+    try {
+      rows = this.statements.match.all(expression, scope, limit);
+    } catch {
+      return [];
+    }
+    return rows.map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), bm25: -row.score }));
+  }
+
+  coreUnits(scope: string): MemoryUnit[] {
+    return this.statements.core.all(scope).map(toUnit);
+  }
+
+  inWindow(scope: string, start: number, end: number, limit: number): Candidate[] {
+    return this.statements.window.all(scope, start, end, limit).map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), bm25: 0 }));
+  }
+
+  /** Inverse document frequency of a term over all units. */
+  idf(term: string, total = this.totalUnits()): number {
+    const count = this.statements.documentFrequency.get(term)?.doc ?? 0;
+    return Math.log(1 + (total - count + 0.5) / (count + 0.5));
+  }
+
+  totalUnits(): number {
+    return this.statements.total.get()!.count;
+  }
+
+  /** Counts recalls (never on the request path: called when the turn is recorded). */
+  touch(ids: readonly string[]): void {
+    const now = Date.now();
+    for (const id of ids) this.statements.touch.run(now, id);
+  }
+
+  list(scope: string, limit: number): MemoryUnit[] {
+    return this.statements.list.all(scope, limit).map(toUnit);
+  }
+
+  /** Raw turns of a session stored after the unit with sequence `after`, in order. */
+  rawTurnsOfSession(sessionId: string, scope: string, after = 0): MemoryUnit[] {
+    return this.statements.rawOfSession.all(sessionId, scope, after).map(toUnit);
+  }
+
+  rawTurnsOfTurn(turnId: string): MemoryUnit[] {
+    return this.statements.rawOfTurn.all(`%${JSON.stringify(turnId)}%`).map(toUnit);
+  }
+
+  scopes(): string[] {
+    return this.statements.scopes.all().map((row) => row.scope);
+  }
+
+  stats(scope: string): ScopeStats {
+    const stats: ScopeStats = { scope, active: 0, superseded: 0, core: 0, byType: {}, byOrigin: {} };
+    for (const row of this.statements.stats.all(scope)) {
+      if (row.status === 'active') {
+        stats.active += row.count;
+        stats.byType[row.type] = (stats.byType[row.type] ?? 0) + row.count;
+        stats.byOrigin[row.origin] = (stats.byOrigin[row.origin] ?? 0) + row.count;
+        if (row.core) stats.core += row.count;
+      } else stats.superseded += row.count;
+    }
+    return stats;
+  }
+
+  /** Every unit (of one scope, or all), for export. */
+  *iterate(scope?: string): Generator<MemoryUnit> {
+    for (const row of scope === undefined ? this.statements.all.iterate() : this.statements.allOfScope.iterate(scope)) yield toUnit(row);
+  }
+
+  private emit(scope: string): void {
+    for (const listener of this.changeListeners) listener(scope);
+  }
+}
+
+export function newMemoryId(): string {
+  return `mem_${randomUUID().replaceAll('-', '').slice(0, 20)}`;
+}
+
+/** One FTS token per scope, so the index itself keeps scopes apart. */
+function scopeKey(scope: string): string {
+  return `s${createHash('sha1').update(scope).digest('hex').slice(0, 20)}`;
+}
+
+function quoteTerm(term: string): string {
+  return `"${term.replaceAll('"', '""')}"`;
+}
+
+function clamp(value: number): number {
+  return Math.max(0, Math.min(1, value));
+}
+
+function toUnit(row: UnitRow): MemoryUnit {
+  return {
+    id: row.id,
+    sequence: row.rowid,
+    scope: row.scope,
+    type: row.type as MemoryType,
+    content: row.content,
+    speaker: row.speaker === 'user' || row.speaker === 'assistant' ? row.speaker : null,
+    importance: row.importance,
+    confidence: row.confidence,
+    core: row.core === 1,
+    pinned: row.pinned === 1,
+    status: row.status === 'superseded' ? 'superseded' : 'active',
+    supersededBy: row.superseded_by,
+    origin: row.origin as MemoryOrigin,
+    observedAt: row.observed_at,
+    validFrom: row.valid_from,
+    sourceSession: row.source_session,
+    sourceTurns: JSON.parse(row.source_turns) as string[],
+    flagged: row.flagged,
+    accessCount: row.access_count,
+    lastAccessedAt: row.last_accessed_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}

@@ -1,0 +1,94 @@
+import * as sqliteVec from 'sqlite-vec';
+import { vectorToBlob, type EmbeddingClient } from '../embeddings/index.js';
+import type { Logger } from '../logging/index.js';
+import { StateStore, type Db } from '../store/index.js';
+import type { MemoryStore } from './store.js';
+import type { MemoryUnit } from './types.js';
+
+const MODEL_KEY = 'memory.vectors.model';
+
+/**
+ * Memory embeddings in sqlite-vec (a `vec0` table partitioned by scope, so a KNN never crosses
+ * scopes). Created once the first vector tells the dimension; rebuilt if the model changes.
+ * Units are embedded in the background; a unit without a vector is still found by keywords.
+ */
+export class MemoryVectors {
+  private readonly state: StateStore;
+  private dimensions: number | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly store: MemoryStore,
+    private readonly client: EmbeddingClient,
+    private readonly logger: Logger,
+    private readonly queryTimeoutMs = 1_500,
+  ) {
+    sqliteVec.load(db);
+    this.state = new StateStore(db);
+    db.exec('CREATE TABLE IF NOT EXISTS memory_vec_index (rowid INTEGER PRIMARY KEY, scope TEXT NOT NULL)');
+    const stored = this.state.get(MODEL_KEY);
+    if (stored) {
+      const [model, dimensions] = stored.split('|');
+      if (model === client.model) this.dimensions = Number(dimensions);
+      else this.reset();
+    }
+    store.onDelete((rowid) => this.remove(rowid));
+  }
+
+  get ready(): boolean {
+    return this.dimensions !== undefined;
+  }
+
+  /** Embeds up to `limit` units that have no vector yet; returns how many and the tokens spent. */
+  async embedPending(limit: number, signal?: AbortSignal): Promise<{ embedded: number; tokens: number }> {
+    const pending = this.db.prepare<[number], { rowid: number; scope: string; content: string }>("SELECT u.rowid AS rowid, u.scope AS scope, u.content AS content FROM memory_units u LEFT JOIN memory_vec_index v ON v.rowid = u.rowid WHERE v.rowid IS NULL AND u.status = 'active' LIMIT ?").all(limit);
+    if (pending.length === 0) return { embedded: 0, tokens: 0 };
+    const { vectors, tokens } = await this.client.embed(pending.map((row) => row.content.slice(0, 4_000)), signal);
+    this.ensureTable(vectors[0]!.length);
+    const insert = this.db.prepare<[bigint, string, Buffer]>('INSERT INTO memory_vec (rowid, scope, embedding) VALUES (?, ?, ?)');
+    const mark = this.db.prepare<[number, string]>('INSERT OR REPLACE INTO memory_vec_index (rowid, scope) VALUES (?, ?)');
+    this.db.transaction(() => {
+      pending.forEach((row, index) => {
+        const stillThere = this.db.prepare<[number], { rowid: number }>('SELECT rowid FROM memory_units WHERE rowid = ?').get(row.rowid);
+        if (!stillThere) return; // forgotten while we were embedding
+        insert.run(BigInt(row.rowid), row.scope, vectorToBlob(vectors[index]!));
+        mark.run(row.rowid, row.scope);
+      });
+    })();
+    return { embedded: pending.length, tokens };
+  }
+
+  /** The units of `scope` closest to `query`, with cosine similarity. */
+  async nearest(scope: string, query: string, limit: number): Promise<Array<{ unit: MemoryUnit; cosine: number }>> {
+    if (!this.dimensions) return [];
+    const vector = await this.client.embedQuery(query, AbortSignal.timeout(this.queryTimeoutMs));
+    const rows = this.db.prepare<[Buffer, number, string], { rowid: number; distance: number }>('SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ? AND scope = ?').all(vectorToBlob(vector), limit, scope);
+    const results: Array<{ unit: MemoryUnit; cosine: number }> = [];
+    for (const row of rows) {
+      const unit = this.store.byRowid(row.rowid);
+      // vec0's default distance is L2; for unit vectors, cosine = 1 - d²/2.
+      if (unit) results.push({ unit, cosine: 1 - (row.distance * row.distance) / 2 });
+    }
+    return results;
+  }
+
+  private ensureTable(dimensions: number): void {
+    if (this.dimensions === dimensions) return;
+    if (this.dimensions !== undefined) this.reset();
+    this.db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS memory_vec USING vec0(scope text partition key, embedding float[${dimensions}])`);
+    this.dimensions = dimensions;
+    this.state.set(MODEL_KEY, `${this.client.model}|${dimensions}`);
+  }
+
+  /** A different model (or dimension): old vectors are meaningless, so all units are embedded again. */
+  private reset(): void {
+    this.logger.info({ model: this.client.model }, 'embedding model changed; memory vectors will be rebuilt');
+    this.db.exec('DROP TABLE IF EXISTS memory_vec; DELETE FROM memory_vec_index;');
+    this.dimensions = undefined;
+  }
+
+  private remove(rowid: number): void {
+    if (this.dimensions !== undefined) this.db.prepare<[bigint]>('DELETE FROM memory_vec WHERE rowid = ?').run(BigInt(rowid));
+    this.db.prepare<[number]>('DELETE FROM memory_vec_index WHERE rowid = ?').run(rowid);
+  }
+}
