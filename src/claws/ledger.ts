@@ -172,3 +172,11 @@ function ensurePrivateFolder(path: string): void {
   mkdirSync(path, { recursive: true, mode: PRIVATE_FOLDER });
   chmodSync(path, PRIVATE_FOLDER);
 }
+
+/** The claw's entry to extend (its files and actions kept, so backups stay the pre-MetaClaw originals), or a new one. */
+export function openLedgerEntry(metaclawHome: string, claw: ClawType, configPath: string, target: WiringTarget): LedgerEntry {
+  const now = new Date().toISOString();
+  const existing = findLedgerEntry(metaclawHome, claw);
+  if (existing === undefined) return { claw, configPath, target, files: [], actions: [], wiredAt: now, updatedAt: now };
+  return { ...existing, configPath, target, updatedAt: now };
+}

@@ -22,7 +22,7 @@ export interface RecallRequest {
 
 const TYPE_BOOST: Record<MemoryType, number> = { working_summary: 0.9, project_state: 1, preference: 1, semantic: 0.9, procedural_observation: 0.85, episodic: 0.6 };
 const RECENCY_DAYS = 30;
-const BODY_LESS_UNKNOWN = 0.5;
+const UNKNOWN_TERM_WEIGHT = 0.5;
 
 /**
  * Recall for one scope: BM25 candidates from FTS5 (and vector neighbours when embeddings are
@@ -42,7 +42,7 @@ export class MemoryRetriever {
     const terms = uniqueTerms(request.query);
     const window = timeWindowOf(request.query, request.now);
     const candidates = new Map<string, Candidate>();
-    for (const candidate of this.store.search(request.scope, terms, 60)) candidates.set(candidate.unit.id, candidate);
+    for (const candidate of this.store.search(request.scope, terms, 60, request.includeInactive ?? false)) candidates.set(candidate.unit.id, candidate);
     if (window) for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30)) if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
     if (!this.vectors?.ready) return this.rank(request, terms, window, candidates, undefined);
     return this.vectors.nearest(request.scope, request.query, 30).then(
@@ -65,7 +65,9 @@ export class MemoryRetriever {
     const now = (request.now ?? new Date()).getTime();
     const total = this.store.totalUnits();
     const idf = (term: string) => this.idf(term, total);
-    const queryWeight = terms.reduce((sum, term) => sum + idf(term) * (this.known(term, total) ? 1 : BODY_LESS_UNKNOWN), 0);
+    // The rarest possible IDF belongs to terms no unit holds: they lower coverage, but less.
+    const unknownIdf = idf('\u0000');
+    const queryWeight = terms.reduce((sum, term) => sum + idf(term) * (idf(term) < unknownIdf - 1e-9 ? 1 : UNKNOWN_TERM_WEIGHT), 0);
     const hits: MemoryHit[] = [];
     for (const { unit, terms: unitTerms } of candidates.values()) {
       if (!this.eligible(unit, request)) continue;
@@ -102,9 +104,6 @@ export class MemoryRetriever {
     return value;
   }
 
-  private known(term: string, total: number): boolean {
-    return this.idf(term, total) < Math.log(1 + (total + 0.5) / 0.5) - 1e-9;
-  }
 }
 
 /** Cosine of unrelated texts sits around 0.1–0.3 for common embedding models; map 0.2..0.7 to 0..1. */

@@ -1,3 +1,5 @@
+import { tokenize } from '../text/index.js';
+
 /**
  * Standing instructions stated in plain words ("always…", "never…", "we require…", "all output
  * files must…", "以后都用中文写提交信息"). Found without any LLM, in English and Chinese, and kept
@@ -42,27 +44,23 @@ function splitSentences(text: string): string[] {
     .filter(Boolean);
 }
 
-const RULE_WORDS = new Set(['always', 'never', 'must', 'should', 'not', "don't", 'do', 'please', 'from', 'now', 'on', 'we', 'i', 'require', 'required', 'all', 'every', 'each', 'the', 'a', 'be', 'to', 'use', 'are', 'is', 'our', 'in', 'future', 'going', 'forward', 'make', 'sure', 'that', 'you', 'prefer']);
+/** Words that make a sentence a rule but say nothing about what the rule is about. */
+const RULE_WORDS = new Set(tokenize('always never must should need have required require requires from now on going forward future change plan every each all any please make sure prefer preference rule policy convention standard style instead rather 以后 今后 从现在起 每次 一律 总是 始终 永远 务必 必须 一定要 不要 别再 禁止 不许 不准 统一 请用 都用 都要 改成 改为'));
 
 /**
- * What a rule is about, as a set of words without the rule words: "all output files must be named
- * YYYYMMDD_<name>" and "all output files must be named <name>_v1" share "output files named".
+ * What a rule is about: its content words without the rule words. "all output files must be named
+ * YYYYMMDD_<name>" and "change of plan: all output files must be named <name>_final" are both
+ * about "output files named".
  */
 export function ruleSubject(sentence: string): Set<string> {
-  const words = sentence.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [];
-  const subject = new Set<string>();
-  for (const word of words) {
-    if (RULE_WORDS.has(word)) continue;
-    if (/[\u3400-\u9fff]/.test(word)) for (const character of word) subject.add(character);
-    else subject.add(word);
-  }
-  return subject;
+  return new Set(tokenize(sentence).filter((term) => !RULE_WORDS.has(term)));
 }
 
-/** Jaccard overlap of two rule subjects. */
-export function subjectOverlap(a: Set<string>, b: Set<string>): number {
-  if (a.size === 0 || b.size === 0) return 0;
+/** Whether two rule subjects are about the same thing (so the newer rule replaces the older). */
+export function sameSubject(a: Set<string>, b: Set<string>): boolean {
+  if (a.size === 0 || b.size === 0) return false;
   let shared = 0;
   for (const word of a) if (b.has(word)) shared++;
-  return shared / (a.size + b.size - shared);
+  const jaccard = shared / (a.size + b.size - shared);
+  return jaccard > 0.5 || (shared >= 2 && shared / Math.min(a.size, b.size) >= 0.75);
 }

@@ -11,7 +11,7 @@ import { housekeep, type HousekeepingReport } from './housekeeping.js';
 import { MemoryContextProvider } from './provider.js';
 import { redactSecrets } from './redact.js';
 import { MemoryRetriever } from './retrieval.js';
-import { detectRules, ruleSubject, subjectOverlap } from './rules.js';
+import { detectRules, ruleSubject, sameSubject } from './rules.js';
 import { MemoryStore, type MemoryPatch } from './store.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import { MemoryVectors } from './vectors.js';
@@ -55,8 +55,6 @@ export interface IngestTurn {
   id?: string;
 }
 
-/** A rule subject this close to an existing standing instruction is about the same thing. */
-const SAME_RULE_SUBJECT = 0.5;
 const EXTRACT_TURN_LIMIT = 40;
 
 /**
@@ -169,7 +167,7 @@ export class MemoryService implements ConversationListener, LearningTrigger {
   /** Adds a standing instruction; an older one about the same subject is superseded by it. */
   private addStandingInstruction(draft: MemoryDraft): MemoryUnit | undefined {
     const subject = ruleSubject(draft.content);
-    const older = this.store.coreUnits(draft.scope).filter((unit) => subjectOverlap(subject, ruleSubject(unit.content)) >= SAME_RULE_SUBJECT);
+    const older = this.store.coreUnits(draft.scope).filter((unit) => sameSubject(subject, ruleSubject(unit.content)));
     const added = this.store.add(draft);
     if (!added) return undefined;
     for (const unit of older) if (unit.observedAt <= added.observedAt) this.store.supersede(unit.id, added.id);
@@ -240,7 +238,7 @@ export class MemoryService implements ConversationListener, LearningTrigger {
       if (draft.core) {
         // The detector may already hold this rule in the user's own words: keep that one.
         const subject = ruleSubject(content);
-        const same = this.store.coreUnits(scope).find((unit) => unit.origin === 'rule' && subjectOverlap(subject, ruleSubject(unit.content)) >= 0.8);
+        const same = this.store.coreUnits(scope).find((unit) => unit.origin === 'rule' && sameSubject(subject, ruleSubject(unit.content)));
         if (same && !target) {
           counts.skipped++;
           continue;

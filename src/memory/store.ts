@@ -86,6 +86,10 @@ export class MemoryStore {
         `SELECT u.*, bm25(memory_fts) AS score FROM memory_fts JOIN memory_units u ON u.rowid = memory_fts.rowid
           WHERE memory_fts MATCH ? AND u.scope = ? AND u.status = 'active' ORDER BY score LIMIT ?`,
       ),
+      matchAll: db.prepare<[string, string, number], UnitRow & { score: number }>(
+        `SELECT u.*, bm25(memory_fts) AS score FROM memory_fts JOIN memory_units u ON u.rowid = memory_fts.rowid
+          WHERE memory_fts MATCH ? AND u.scope = ? ORDER BY score LIMIT ?`,
+      ),
       core: db.prepare<[string], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND core = 1 AND status = 'active' ORDER BY pinned DESC, importance DESC, observed_at DESC"),
       window: db.prepare<[string, number, number, number], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND observed_at >= ? AND observed_at < ? ORDER BY importance DESC, observed_at DESC LIMIT ?"),
       documentFrequency: db.prepare<[string], { doc: number }>('SELECT doc FROM memory_fts_vocab WHERE term = ?'),
@@ -292,13 +296,13 @@ export class MemoryStore {
     this.db.exec("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')");
   }
 
-  /** Keyword candidates in one scope, best BM25 first. */
-  search(scope: string, terms: readonly string[], limit: number): Candidate[] {
+  /** Keyword candidates in one scope, best BM25 first (active units only, unless `includeInactive`). */
+  search(scope: string, terms: readonly string[], limit: number, includeInactive = false): Candidate[] {
     if (terms.length === 0) return [];
     const expression = `scope_key:${scopeKey(scope)} AND terms:(${terms.map(quoteTerm).join(' OR ')})`;
     let rows: Array<UnitRow & { score: number }>;
     try {
-      rows = this.statements.match.all(expression, scope, limit);
+      rows = (includeInactive ? this.statements.matchAll : this.statements.match).all(expression, scope, limit);
     } catch {
       return [];
     }
@@ -313,10 +317,13 @@ export class MemoryStore {
     return this.statements.window.all(scope, start, end, limit).map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), bm25: 0 }));
   }
 
-  /** Inverse document frequency of a term over all units. */
+  /**
+   * Inverse document frequency of a term over all units. A young memory has few units, where raw
+   * IDF calls every shared word worthless; counting PSEUDO_DOCUMENTS unrelated units keeps weights sane.
+   */
   idf(term: string, total = this.totalUnits()): number {
     const count = this.statements.documentFrequency.get(term)?.doc ?? 0;
-    return Math.log(1 + (total - count + 0.5) / (count + 0.5));
+    return Math.log(1 + (total + PSEUDO_DOCUMENTS - count + 0.5) / (count + 0.5));
   }
 
   totalUnits(): number {
@@ -368,6 +375,8 @@ export class MemoryStore {
     for (const listener of this.changeListeners) listener(scope);
   }
 }
+
+const PSEUDO_DOCUMENTS = 20;
 
 export function newMemoryId(): string {
   return `mem_${randomUUID().replaceAll('-', '').slice(0, 20)}`;

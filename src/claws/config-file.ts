@@ -1,0 +1,176 @@
+/**
+ * The life of one wired config file: plan the edit (nothing touched), commit it (backup, ledger,
+ * atomic write, in that order), check it, and undo it (exact restore, or revert only our keys).
+ */
+import { existsSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { writeFileAtomic } from '../shared/atomic-write.js';
+import { isEmptyContainer } from './document.js';
+import type { ConfigDocument, DocumentFormat, Setting } from './document.js';
+import { findLedgerEntry, removeBackup, removeLedgerEntry, saveLedgerEntry, sha256, writeBackup } from './ledger.js';
+import type { LedgerEntry, LedgerFileRecord } from './ledger.js';
+import { applySettings, checkSettings, expectedAfterApply, expectedAfterRevert, renderChecked, revertSettings } from './settings.js';
+import { ClawError } from './types.js';
+import type { ClawType, WiringTarget } from './types.js';
+
+/** What to do when the config file does not exist yet. */
+export type MissingFilePolicy = 'error' | 'create-in-existing-folder' | 'create';
+
+export interface ConfigFileSpec {
+  claw: ClawType;
+  agentName: string;
+  format: DocumentFormat;
+  missing: MissingFilePolicy;
+  /** how the user gets a config file, for the "missing" message */
+  setupHint: string;
+  /** MetaClaw's settings; `current` is the file's data (the original's, when reverting) */
+  settings(target: WiringTarget, current: unknown): Setting[];
+}
+
+export interface FilePlan {
+  path: string;
+  before: Buffer | undefined;
+  mode: number | null;
+  /** the new text, or undefined when the file already says what we want */
+  after: string | undefined;
+}
+
+const NEW_FILE_MODE = 0o600;
+
+/** Computes the edit without touching anything; a missing or malformed file is a ClawError. */
+export function planConfigFile(spec: ConfigFileSpec, path: string, target: WiringTarget): FilePlan {
+  const before = readIfExists(path);
+  if (before === undefined) assertMayCreate(spec, path);
+  const document = before === undefined ? spec.format.create(path) : spec.format.parse(before.toString('utf8'), path);
+  const settings = spec.settings(target, document.value());
+  const expected = expectedAfterApply(document, settings);
+  const mode = before === undefined ? null : statSync(writablePath(path)).mode & 0o777;
+  if (!applySettings(document, settings)) return { path, before, mode, after: undefined };
+  const after = renderChecked(spec.format, document, expected, path);
+  return { path, before, mode, after: before !== undefined && after === before.toString('utf8') ? undefined : after };
+}
+
+/**
+ * Backs up the original (first change only), records the change in the ledger, then writes.
+ * If the write fails, the ledger and any new backup are rolled back.
+ */
+export function commitConfigFile(plan: FilePlan, entry: LedgerEntry, metaclawHome: string): LedgerFileRecord {
+  if (plan.after === undefined) throw new Error('nothing to commit');
+  const previous = findLedgerEntry(metaclawHome, entry.claw);
+  let record = entry.files.find((file) => file.path === plan.path);
+  const createdBackup = record === undefined && plan.before !== undefined;
+  if (record === undefined) {
+    record = {
+      path: plan.path,
+      existedBefore: plan.before !== undefined,
+      mode: plan.mode,
+      backupPath: plan.before === undefined ? null : writeBackup(metaclawHome, entry.claw, plan.path, plan.before),
+      originalSha256: plan.before === undefined ? null : sha256(plan.before),
+      appliedSha256: '',
+    };
+    entry.files.push(record);
+  }
+  record.appliedSha256 = sha256(plan.after);
+  saveLedgerEntry(metaclawHome, entry);
+  try {
+    writeFileAtomic(writablePath(plan.path), plan.after, { mode: plan.mode ?? NEW_FILE_MODE });
+  } catch (error) {
+    if (previous === undefined) removeLedgerEntry(metaclawHome, entry.claw);
+    else saveLedgerEntry(metaclawHome, previous);
+    if (createdBackup) removeBackup(record.backupPath);
+    throw new ClawError('write_failed', `Could not write ${plan.path}: ${(error as Error).message}. Nothing was changed.`, { claw: entry.claw, path: plan.path, cause: error });
+  }
+  return record;
+}
+
+/** Problems with the wiring in `path`; an unreadable file is a problem, not an exception. */
+export function checkConfigFile(spec: ConfigFileSpec, path: string, target: WiringTarget): string[] {
+  const content = readIfExists(path);
+  if (content === undefined) return [`${path} does not exist`];
+  let document: ConfigDocument;
+  try {
+    document = spec.format.parse(content.toString('utf8'), path);
+  } catch (error) {
+    return [error instanceof Error ? error.message : String(error)];
+  }
+  return checkSettings(document, spec.settings(target, document.value()), path);
+}
+
+export interface FileUndo {
+  changed: boolean;
+  exact: boolean;
+  message: string;
+}
+
+/**
+ * Puts a wired file back. Unchanged since we wrote it: the original bytes (or no file). Edited by the
+ * user since: only our keys go back to their original values, their edits stay, the backup is kept.
+ */
+export function undoConfigFile(spec: ConfigFileSpec, record: LedgerFileRecord, target: WiringTarget): FileUndo {
+  const current = readIfExists(record.path);
+  const currentSha = current === undefined ? null : sha256(current);
+  if (current === undefined) {
+    if (!record.existedBefore) return { changed: false, exact: true, message: `${record.path} is already gone.` };
+    return { changed: false, exact: false, message: `${record.path} was deleted after MetaClaw wired it; left it deleted (its original is kept at ${record.backupPath ?? 'nowhere'}).` };
+  }
+  if (currentSha === record.originalSha256) {
+    removeBackup(record.backupPath);
+    return { changed: false, exact: true, message: `${record.path} is already back to its original.` };
+  }
+  const original = record.backupPath !== null && existsSync(record.backupPath) ? readFileSync(record.backupPath) : undefined;
+  if (currentSha === record.appliedSha256 && (original !== undefined || !record.existedBefore)) {
+    restoreExactly(record, original);
+    return { changed: true, exact: true, message: original === undefined ? `Removed ${record.path}, which MetaClaw had created.` : `Restored ${record.path} to its original bytes.` };
+  }
+  return revertOurKeys(spec, record, target, current, original);
+}
+
+function restoreExactly(record: LedgerFileRecord, original: Buffer | undefined): void {
+  if (original === undefined) rmSync(writablePath(record.path), { force: true });
+  else writeFileAtomic(writablePath(record.path), original, { mode: record.mode ?? NEW_FILE_MODE });
+  removeBackup(record.backupPath);
+}
+
+function revertOurKeys(spec: ConfigFileSpec, record: LedgerFileRecord, target: WiringTarget, current: Buffer, original: Buffer | undefined): FileUndo {
+  const document = spec.format.parse(current.toString('utf8'), record.path);
+  const originalDocument = original === undefined ? spec.format.create(record.path) : spec.format.parse(original.toString('utf8'), record.path);
+  const settings = spec.settings(target, originalDocument.value());
+  const expected = expectedAfterRevert(document, originalDocument, settings);
+  const lostBackup = record.existedBefore && original === undefined ? ' Its backup was missing, so MetaClaw’s keys were removed rather than restored.' : '';
+  if (!revertSettings(document, originalDocument, settings)) {
+    return { changed: false, exact: false, message: `${record.path} no longer has MetaClaw’s settings; left it as it is.${lostBackup}` };
+  }
+  const text = renderChecked(spec.format, document, expected, record.path);
+  if (!record.existedBefore && isEmptyContainer(expected)) {
+    rmSync(writablePath(record.path), { force: true });
+    return { changed: true, exact: false, message: `Removed ${record.path}, which MetaClaw had created (only MetaClaw’s settings were left in it).` };
+  }
+  writeFileAtomic(writablePath(record.path), text, { mode: statSync(writablePath(record.path)).mode & 0o777 });
+  const kept = record.backupPath === null || original === undefined ? '' : ` The pre-MetaClaw original is kept at ${record.backupPath}.`;
+  return {
+    changed: true,
+    exact: false,
+    message: `${record.path} was edited after MetaClaw wired it, so only MetaClaw’s settings were reverted and your other changes were kept.${kept}${lostBackup}`,
+  };
+}
+
+function assertMayCreate(spec: ConfigFileSpec, path: string): void {
+  if (spec.missing === 'create') return;
+  if (spec.missing === 'create-in-existing-folder' && existsSync(dirname(path))) return;
+  throw new ClawError('config_missing', `${spec.agentName}'s config file ${path} does not exist. ${spec.setupHint} MetaClaw changed nothing.`, {
+    claw: spec.claw,
+    path,
+  });
+}
+
+function readIfExists(path: string): Buffer | undefined {
+  const real = writablePath(path);
+  if (!existsSync(real)) return undefined;
+  if (!statSync(real).isFile()) throw new ClawError('config_malformed', `${path} is not a regular file; MetaClaw changed nothing.`, { path });
+  return readFileSync(real);
+}
+
+/** Writes go through symlinks (dotfile managers) instead of replacing the link with a file. */
+function writablePath(path: string): string {
+  return existsSync(path) ? realpathSync(path) : path;
+}

@@ -1,0 +1,105 @@
+/**
+ * OpenClaw: models.providers.metaclaw plus agents.defaults.model.primary in its JSON5 config.
+ * OpenClaw hot-reloads its config, so nothing is restarted. agents.defaults.sandbox is never touched.
+ */
+import { join } from 'node:path';
+import { attempt, outputSummary } from './commands.js';
+import { readPath } from './document.js';
+import type { JsonValue, Setting } from './document.js';
+import { json5Format } from './json-document.js';
+import { expandHome, inHome, variable } from './paths.js';
+import { openAIBaseUrl } from './target.js';
+import type { ClawEnvironment, WiringTarget } from './types.js';
+import { fileAdapter } from './wiring.js';
+
+const VALIDATE_TIMEOUT_MS = 30_000;
+
+/** $OPENCLAW_CONFIG_PATH, else $OPENCLAW_STATE_DIR/openclaw.json, else ~/.openclaw/openclaw.json. */
+export function openclawConfigPath(environment: ClawEnvironment): string {
+  const explicit = variable(environment, 'OPENCLAW_CONFIG_PATH');
+  if (explicit !== undefined) return expandHome(environment, explicit);
+  const state = variable(environment, 'OPENCLAW_STATE_DIR');
+  if (state !== undefined) return join(expandHome(environment, state), 'openclaw.json');
+  return inHome(environment, '.openclaw', 'openclaw.json');
+}
+
+export function openclawProvider(target: WiringTarget): JsonValue {
+  const anthropic = target.apiFormat === 'anthropic';
+  return {
+    // The Anthropic client appends /v1/messages itself.
+    baseUrl: anthropic ? target.proxyUrl : openAIBaseUrl(target),
+    apiKey: target.apiKey,
+    api: anthropic ? 'anthropic-messages' : 'openai-completions',
+    models: [
+      {
+        id: target.model,
+        name: target.model,
+        reasoning: false,
+        input: ['text'],
+        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+        ...(target.contextWindow > 0 ? { contextWindow: target.contextWindow } : {}),
+        // Makes OpenClaw send its session id, which the proxy needs to group turns.
+        compat: { sendSessionAffinityHeaders: true, supportsUsageInStreaming: true },
+      },
+    ],
+  };
+}
+
+function openclawSettings(target: WiringTarget, current: unknown): Setting[] {
+  // `agents.defaults.model` may be the short string form; keep the user's shape.
+  const modelPath = typeof readPath(current, ['agents', 'defaults', 'model']) === 'string' ? ['agents', 'defaults', 'model'] : ['agents', 'defaults', 'model', 'primary'];
+  return [
+    { path: ['models', 'providers', 'metaclaw'], value: openclawProvider(target) },
+    { path: modelPath, value: `metaclaw/${target.model}` },
+  ];
+}
+
+/** `openclaw config validate --json` when the CLI is present; its absence or failure to run is only a note. */
+async function validateWithCli(environment: ClawEnvironment): Promise<{ problems: string[]; messages: string[] }> {
+  if (environment.which('openclaw') === undefined) return { problems: [], messages: ['`openclaw` is not on PATH, so its own validator was not run.'] };
+  const result = await attempt(environment, { command: 'openclaw', args: ['config', 'validate', '--json'] }, VALIDATE_TIMEOUT_MS);
+  if (!result.ran) return { problems: [], messages: [`Could not run \`openclaw config validate\` (${result.reason}).`] };
+  const report = jsonObjectIn(result.outcome.stdout);
+  if (report !== undefined && (report.valid === false || report.ok === false)) {
+    return { problems: [`\`openclaw config validate\` rejects the config: ${issuesOf(report) ?? outputSummary(result.outcome)}`], messages: [] };
+  }
+  if (result.outcome.code === 0) return { problems: [], messages: ['`openclaw config validate` accepts the config.'] };
+  return { problems: [], messages: [`\`openclaw config validate\` could not check the config (${outputSummary(result.outcome)}).`] };
+}
+
+function jsonObjectIn(output: string): Record<string, unknown> | undefined {
+  const start = output.indexOf('{');
+  if (start < 0) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(output.slice(start));
+    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function issuesOf(report: Record<string, unknown>): string | undefined {
+  const issues = report.issues ?? report.errors;
+  if (!Array.isArray(issues) || issues.length === 0) return undefined;
+  return issues
+    .slice(0, 3)
+    .map((issue: unknown) => {
+      if (typeof issue === 'string') return issue;
+      const { path, message } = (issue ?? {}) as { path?: unknown; message?: unknown };
+      return [path, message].filter((part) => part !== undefined).map(String).join(': ');
+    })
+    .join('; ');
+}
+
+export const openclawAdapter = fileAdapter({
+  claw: 'openclaw',
+  agentName: 'OpenClaw',
+  format: json5Format,
+  missing: 'create-in-existing-folder',
+  setupHint: 'Run `openclaw onboard` (or set OPENCLAW_CONFIG_PATH to its config file) first.',
+  binary: 'openclaw',
+  locate: openclawConfigPath,
+  settings: openclawSettings,
+  restart: () => 'OpenClaw reloads its config by itself; no restart needed.',
+  verifyMore: validateWithCli,
+});

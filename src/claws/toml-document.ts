@@ -1,0 +1,242 @@
+/**
+ * TOML files (ZeroClaw), top-level keys only. smol-toml validates and reads the file; edits are made
+ * on the text of the top-level statements (those before the first [table] header), so comments,
+ * tables and formatting elsewhere are untouched.
+ */
+import { parse, TomlError } from 'smol-toml';
+import { malformed } from './document.js';
+import type { ConfigDocument, DocumentFormat, JsonValue, KeyPath } from './document.js';
+import { flatKey, insertLines, lineEndingOf, nextLineStart, replaceLines, splice } from './text-edit.js';
+import { ClawError } from './types.js';
+
+interface Statement {
+  /** undefined for a dotted key such as `a.b = 1` */
+  key: string | undefined;
+  start: number;
+  valueStart: number;
+  valueEnd: number;
+  end: number;
+}
+
+interface TopLevel {
+  statements: Statement[];
+  /** start of the first [table] or [[array]] header line */
+  headerStart: number | undefined;
+}
+
+class TomlDocument implements ConfigDocument {
+  private text: string;
+  private data: Record<string, unknown>;
+  private readonly source: string;
+
+  constructor(text: string, data: Record<string, unknown>, source: string) {
+    this.text = text;
+    this.data = data;
+    this.source = source;
+  }
+
+  value(): unknown {
+    return this.data;
+  }
+
+  set(path: KeyPath, value: JsonValue): void {
+    const key = flatKey(path, 'TOML');
+    const statement = this.statement(key);
+    if (statement === undefined) this.insert(`${formatKey(key)} = ${formatValue(value)}`);
+    else this.edit(splice(this.text, statement.valueStart, statement.valueEnd, formatValue(value)));
+  }
+
+  delete(path: KeyPath): void {
+    const statement = this.statement(flatKey(path, 'TOML'));
+    if (statement !== undefined) this.edit(splice(this.text, statement.start, statement.end, ''));
+  }
+
+  restore(path: KeyPath, original: ConfigDocument): void {
+    if (!(original instanceof TomlDocument)) throw new Error('a TOML document restores only from a TOML document');
+    const key = flatKey(path, 'TOML');
+    const before = original.statement(key);
+    if (before === undefined) {
+      this.delete(path);
+      return;
+    }
+    const raw = original.text.slice(before.start, before.end).replace(/\r?\n$/, '');
+    const current = this.statement(key);
+    if (current === undefined) this.insert(raw);
+    else this.edit(replaceLines(this.text, current.start, current.end, `${raw}${lineEndingOf(this.text)}`));
+  }
+
+  render(): string {
+    return this.text;
+  }
+
+  private statement(key: string): Statement | undefined {
+    return scanTopLevel(this.text).statements.find((statement) => statement.key === key);
+  }
+
+  /** New top-level lines go after the last top-level statement, else above the first table and its comments. */
+  private insert(line: string): void {
+    const { statements, headerStart } = scanTopLevel(this.text);
+    const last = statements[statements.length - 1];
+    if (last !== undefined) {
+      this.edit(insertLines(this.text, last.end, [line]));
+    } else if (headerStart !== undefined) {
+      this.edit(insertLines(this.text, commentBlockStart(this.text, headerStart), [line, '']));
+    } else {
+      this.edit(insertLines(this.text, this.text.length, [line]));
+    }
+  }
+
+  private edit(text: string): void {
+    try {
+      this.data = parse(text);
+    } catch (error) {
+      throw new ClawError('edit_failed', `MetaClaw could not edit ${this.source} without breaking it, so it left the file unchanged. Please report this.`, {
+        path: this.source,
+        cause: error,
+      });
+    }
+    this.text = text;
+  }
+}
+
+/** Start of the comment lines directly above `lineStart` (no blank line between), so a table keeps its comment. */
+function commentBlockStart(text: string, lineStart: number): number {
+  let start = lineStart;
+  while (start > 0) {
+    const previous = text.lastIndexOf('\n', start - 2) + 1;
+    if (!text.slice(previous, start).trimStart().startsWith('#')) break;
+    start = previous;
+  }
+  return start;
+}
+
+function formatKey(key: string): string {
+  return /^[A-Za-z0-9_-]+$/.test(key) ? key : JSON.stringify(key);
+}
+
+/** JSON string escapes are valid TOML basic-string escapes. */
+function formatValue(value: JsonValue): string {
+  if (typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  throw new Error('only strings, numbers and booleans are written to TOML');
+}
+
+function scanTopLevel(text: string): TopLevel {
+  const statements: Statement[] = [];
+  let position = 0;
+  while (position < text.length) {
+    const start = position;
+    position = skipSpace(text, position);
+    const char = text[position];
+    if (char === undefined) break;
+    if (char === '\n' || char === '\r' || char === '#') {
+      position = nextLineStart(text, position);
+      continue;
+    }
+    if (char === '[') return { statements, headerStart: start };
+    const key = readKey(text, position);
+    const valueStart = skipSpace(text, skipSpace(text, key.end) + 1);
+    const valueEnd = valueEndOf(text, valueStart);
+    const end = nextLineStart(text, valueEnd);
+    statements.push({ key: key.segments.length === 1 ? key.segments[0] : undefined, start, valueStart, valueEnd, end });
+    position = end;
+  }
+  return { statements, headerStart: undefined };
+}
+
+function skipSpace(text: string, position: number): number {
+  let index = position;
+  while (text[index] === ' ' || text[index] === '\t') index += 1;
+  return index;
+}
+
+function readKey(text: string, position: number): { segments: string[]; end: number } {
+  const segments: string[] = [];
+  let index = position;
+  for (;;) {
+    index = skipSpace(text, index);
+    const char = text[index];
+    if (char === '"' || char === "'") {
+      const end = stringEnd(text, index + 1, char, char === '"');
+      segments.push(char === '"' ? decodeBasicKey(text.slice(index, end)) : text.slice(index + 1, end - 1));
+      index = end;
+    } else {
+      const bare = /^[A-Za-z0-9_-]+/.exec(text.slice(index))?.[0] ?? '';
+      segments.push(bare);
+      index += bare.length;
+    }
+    const after = skipSpace(text, index);
+    if (text[after] !== '.') return { segments, end: index };
+    index = after + 1;
+  }
+}
+
+/** A quoted key's name; escapes only JSON lacks (\\U, \\e) leave it undecoded, which merely never matches our keys. */
+function decodeBasicKey(quoted: string): string {
+  try {
+    return JSON.parse(quoted) as string;
+  } catch {
+    return quoted;
+  }
+}
+
+/** End of a value starting at `position` (before any trailing space or comment); the file is known to be valid TOML. */
+function valueEndOf(text: string, position: number): number {
+  let depth = 0;
+  let index = position;
+  let end = position;
+  while (index < text.length) {
+    const char = text[index] as string;
+    const triple = text.slice(index, index + 3);
+    if (triple === '"""' || triple === "'''") {
+      index = multilineStringEnd(text, index + 3, triple);
+      end = index;
+    } else if (char === '"' || char === "'") {
+      index = stringEnd(text, index + 1, char, char === '"');
+      end = index;
+    } else if (char === '#') {
+      const newline = text.indexOf('\n', index);
+      index = newline < 0 ? text.length : newline;
+    } else if (char === '\n') {
+      if (depth === 0) return end;
+      index += 1;
+    } else {
+      if (char === '[' || char === '{') depth += 1;
+      else if (char === ']' || char === '}') depth -= 1;
+      if (char !== ' ' && char !== '\t' && char !== '\r') end = index + 1;
+      index += 1;
+    }
+  }
+  return end;
+}
+
+/** Index just past the closing quote of a one-line string whose body starts at `position`. */
+function stringEnd(text: string, position: number, quote: string, escapes: boolean): number {
+  let index = position;
+  while (index < text.length && text[index] !== quote) index += escapes && text[index] === '\\' ? 2 : 1;
+  return index + 1;
+}
+
+/** Index just past a closing """ or ''' (which may be followed by up to two quotes of content). */
+function multilineStringEnd(text: string, position: number, delimiter: string): number {
+  let index = position;
+  while (index < text.length && text.slice(index, index + 3) !== delimiter) index += delimiter === '"""' && text[index] === '\\' ? 2 : 1;
+  index += 3;
+  for (let extra = 0; extra < 2 && text[index] === delimiter[0]; extra += 1) index += 1;
+  return index;
+}
+
+function parseToml(text: string, source: string): ConfigDocument {
+  try {
+    return new TomlDocument(text, parse(text), source);
+  } catch (error) {
+    if (error instanceof TomlError) throw malformed('TOML', source, error.message.split('\n')[0] ?? 'syntax error', error);
+    throw error;
+  }
+}
+
+export const tomlFormat: DocumentFormat = {
+  name: 'TOML',
+  parse: parseToml,
+  create: (source) => parseToml('', source),
+};

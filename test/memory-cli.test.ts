@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { runCli, startProxy, tempHome } from './support/proxy.js';
+import { ScriptedUpstream } from './support/upstream.js';
+
+async function call(url: string, method: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const response = await fetch(url, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }) });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // JSONL or empty
+  }
+  return { status: response.status, body: parsed };
+}
+
+describe('memory API and CLI', () => {
+  test('ingest keeps caller turn ids in provenance; bad bodies are 400s naming the field; edit, export, import and scope deletion work', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false } } });
+    try {
+      const base = `${proxy.url}/v1/memory`;
+      const ingested = await call(`${base}/ingest`, 'POST', { scope: 'proj', session_id: 'imported-chat', turns: [{ role: 'user', content: 'Our API routes all live in src/routes/.', id: 'turn-a', timestamp: '2026-11-01T10:00:00Z' }, { role: 'assistant', content: 'Noted.', id: 'turn-b' }] });
+      assert.equal(ingested.status, 200);
+      assert.deepEqual(ingested.body.stored.map((item: { turn_id: string }) => item.turn_id), ['turn-a', 'turn-b']);
+      const found = await call(`${base}/search`, 'POST', { query: 'where do the API routes live', scope: 'proj' });
+      const hit = found.body.results[0];
+      assert.equal(hit.content, 'Our API routes all live in src/routes/.');
+      assert.deepEqual(hit.source, { session_id: 'imported-chat', turn_ids: ['turn-a'] });
+      assert.equal(hit.observed_at, '2026-11-01T10:00:00.000Z', 'observed when it was said, not when processed');
+
+      const missing = await call(`${base}/ingest`, 'POST', { turns: [{ role: 'user', content: 'x' }] });
+      assert.equal(missing.status, 400);
+      assert.equal(missing.body.error.param, 'session_id');
+      const badType = await call(base, 'POST', { type: 'gossip', content: 'x' });
+      assert.equal(badType.status, 400);
+      assert.equal(badType.body.error.param, 'type');
+      assert.equal((await call(`${base}/search`, 'POST', '{oops')).status, 400);
+
+      const added = await call(base, 'POST', { scope: 'proj', type: 'project_state', content: 'Deploys happen on Tuesdays.' });
+      const patched = await call(`${base}/${added.body.id}`, 'PATCH', { content: 'Deploys happen on Wednesdays.', pinned: true });
+      assert.equal(patched.body.content, 'Deploys happen on Wednesdays.');
+      assert.equal(patched.body.pinned, true);
+      assert.equal((await call(`${base}/mem_nope`, 'PATCH', { pinned: true })).status, 404);
+
+      const exported = await fetch(`${base}/export?scope=proj`);
+      const jsonl = await exported.text();
+      assert.equal(exported.headers.get('content-type'), 'application/x-ndjson');
+      assert.equal(jsonl.trim().split('\n').length, 3);
+      const stats = await call(`${base}/stats?scope=proj`, 'GET');
+      assert.equal(stats.body.scopes[0].active, 3);
+
+      const wiped = await call(`${base}?scope=proj`, 'DELETE');
+      assert.deepEqual(wiped.body, { scope: 'proj', deleted: 3 });
+      const reimported = await call(`${base}/import?scope=proj`, 'POST', jsonl);
+      assert.equal(reimported.body.imported, 3);
+      assert.equal((await call(`${base}/stats?scope=proj`, 'GET')).body.scopes[0].active, 3);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('metaclaw memory add, search, show, edit, pin, core, forget, stats, export, import, ingest', async () => {
+    const home = tempHome();
+    const add = await runCli(['memory', 'add', 'Never deploy on Fridays.', '--type', 'preference', '--core', '--json'], { home });
+    assert.equal(add.code, 0, add.stderr);
+    const unit = JSON.parse(add.stdout);
+    assert.equal(unit.core, true);
+    const search = await runCli(['memory', 'search', 'deploy Fridays'], { home });
+    assert.match(search.stdout, new RegExp(`${unit.id} +\\[preference; standing\\]`));
+    assert.match((await runCli(['memory', 'show', unit.id], { home })).stdout, /origin manual/);
+    assert.match((await runCli(['memory', 'edit', unit.id, '--content', 'Never deploy on Fridays or weekends.'], { home })).stdout, /Fridays or weekends/);
+    assert.match((await runCli(['memory', 'pin', unit.id], { home })).stdout, /Pinned/);
+    const core = JSON.parse((await runCli(['memory', 'core', '--json'], { home })).stdout);
+    assert.equal(core[0].content, 'Never deploy on Fridays or weekends.');
+    assert.equal(core[0].pinned, true);
+
+    const conversation = join(home, 'chat.jsonl');
+    writeFileSync(conversation, [JSON.stringify({ role: 'user', content: 'We keep infrastructure code in the ops/ folder.' }), JSON.stringify({ role: 'assistant', content: 'Got it.' })].join('\n'));
+    const ingest = await runCli(['memory', 'ingest', conversation, '--session', 'cli-import'], { home });
+    assert.match(ingest.stdout, /Stored 2 turns of session cli-import; extraction queued/);
+
+    const exported = join(home, 'memories.jsonl');
+    assert.match((await runCli(['memory', 'export', '--output', exported], { home })).stdout, /Exported 3 memories/);
+    const stats = await runCli(['memory', 'stats'], { home });
+    assert.match(stats.stdout, /scope default: 3 active \(1 standing instructions\)/);
+    assert.match(stats.stdout, /tables: .*memory_units 3/);
+
+    assert.match((await runCli(['memory', 'forget', unit.id], { home })).stdout, /Forgot/);
+    assert.equal((await runCli(['memory', 'show', unit.id], { home })).code, 1);
+    const refused = await runCli(['memory', 'forget-scope', 'default'], { home });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /--yes/);
+    assert.match((await runCli(['memory', 'forget-scope', 'default', '--yes'], { home })).stdout, /Forgot 2 memories/);
+    const imported = await runCli(['memory', 'import', exported], { home });
+    assert.match(imported.stdout, /Imported 3 memories; skipped 0/);
+  });
+});

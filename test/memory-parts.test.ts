@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { silentLogger } from '../src/logging/index.js';
+import { detectRules, redactSecrets, timeWindowOf } from '../src/memory/index.js';
+import { housekeep } from '../src/memory/housekeeping.js';
+import { MemoryRetriever } from '../src/memory/retrieval.js';
+import { MemoryStore } from '../src/memory/store.js';
+import { openDatabase } from '../src/store/index.js';
+
+describe('memory parts', () => {
+  test('secrets are redacted before anything is stored or sent', () => {
+    const text = 'my key is sk-proj-abcdefghijklmnopqrstuvwx and github ghp_abcdefghijklmnopqrstuvwxyz0123 ; password: hunter2hunter ; 密码是 abc12345';
+    const redacted = redactSecrets(text);
+    for (const secret of ['sk-proj-abcdefghijklmnopqrstuvwx', 'ghp_abcdefghijklmnopqrstuvwxyz0123', 'hunter2hunter', 'abc12345']) assert.equal(redacted.includes(secret), false, secret);
+    assert.match(redacted, /\[redacted secret\]/);
+    assert.match(redactSecrets('-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----'), /^\[redacted private key\]$/);
+    assert.equal(redactSecrets('plain text stays'), 'plain text stays');
+  });
+
+  test('explicit rules are detected in English and Chinese, quoted verbatim; questions and facts are not rules', () => {
+    assert.deepEqual(detectRules('Thanks. Never push to main. Also the build is green.').map((rule) => rule.sentence), ['Never push to main.']);
+    assert.deepEqual(detectRules('以后都用中文写提交信息').map((rule) => rule.sentence), ['以后都用中文写提交信息']);
+    assert.deepEqual(detectRules('We require two reviewers on every PR.').map((rule) => rule.sentence), ['We require two reviewers on every PR.']);
+    assert.deepEqual(detectRules('Should I always use tabs?'), []);
+    assert.deepEqual(detectRules('This function must return a string.'), []);
+  });
+
+  test('time expressions become windows, in English and Chinese', () => {
+    const now = new Date(2026, 10, 26, 15, 0); // Thursday 26 Nov 2026
+    const lastWeek = timeWindowOf('what did we decide last week?', now)!;
+    assert.equal(new Date(lastWeek.start).getDate(), 16);
+    assert.equal(new Date(lastWeek.end).getDate(), 23);
+    assert.equal(new Date(timeWindowOf('昨天说的那个bug', now)!.start).getDate(), 25);
+    assert.equal(new Date(timeWindowOf('notes from 2026-11-02', now)!.start).getDate(), 2);
+    assert.equal(timeWindowOf('how do I rename a branch', now), undefined);
+  });
+
+  test('a query about "last week" prefers what was said then', () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = new Date(2026, 10, 26, 15, 0);
+    const day = 86_400_000;
+    store.add({ scope: 's', type: 'episodic', content: 'We decided to ship the mobile release on Tuesday.', origin: 'manual', observedAt: now.getTime() - 8 * day });
+    store.add({ scope: 's', type: 'episodic', content: 'We decided to freeze the API for the mobile release.', origin: 'manual', observedAt: now.getTime() - 40 * day });
+    const retriever = new MemoryRetriever(store, undefined, silentLogger());
+    const hits = retriever.recall({ scope: 's', query: 'what did we decide about the mobile release last week?', limit: 2, minRelevance: 0.1, now }) as Array<{ unit: { content: string }; inWindow: boolean }>;
+    assert.equal(hits[0]!.unit.content, 'We decided to ship the mobile release on Tuesday.');
+    assert.equal(hits[0]!.inWindow, true);
+  });
+
+  test('housekeeping consolidates near-duplicates, decays stale episodes, enforces retention and caps', () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const day = 86_400_000;
+    const now = Date.now();
+    const older = store.add({ scope: 's', type: 'preference', content: 'The user prefers dark mode in every editor.', origin: 'extractor', observedAt: now - 5 * day, importance: 0.6 })!;
+    const newer = store.add({ scope: 's', type: 'preference', content: 'The user prefers dark mode in every editor!', origin: 'extractor', observedAt: now - day, importance: 0.6 })!;
+    const stale = store.add({ scope: 's', type: 'episodic', content: 'Talked about lunch.', origin: 'manual', observedAt: now - 90 * day, importance: 0.5 })!;
+    store.add({ scope: 's', type: 'episodic', content: 'An ancient raw turn.', speaker: 'user', origin: 'raw_turn', observedAt: now - 400 * day }, { rawKey: 'k1' });
+    for (let index = 0; index < 120; index++) store.add({ scope: 'big', type: 'episodic', content: `filler note number ${index}`, origin: 'manual', importance: index / 200 });
+    const report = housekeep(store, { retentionDays: 365, maxUnitsPerScope: 100, now });
+    assert.equal(report.consolidated, 1);
+    assert.equal(store.get(older.id)!.status, 'superseded');
+    assert.equal(store.get(older.id)!.supersededBy, newer.id);
+    assert.ok(store.get(stale.id)!.importance < 0.5, 'stale episodic units decay');
+    assert.ok(report.deleted >= 1, 'raw turns past retention are deleted');
+    assert.ok(store.stats('big').active <= 100, 'scopes stay under their cap');
+    assert.equal(store.get(store.list('big', 1)[0]!.id)!.scope, 'big');
+  });
+});
