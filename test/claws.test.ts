@@ -290,7 +290,7 @@ for (const adapterCase of CASES) {
       const { environment, path, original } = setup();
       await wireClaw(adapterCase.type, target, environment);
       // A changed target is a second change: the backup must stay the pre-MetaClaw original.
-      const changed = await wireClaw(adapterCase.type, { ...target, model: 'other-model' }, environment);
+      const changed = await wireClaw(adapterCase.type, { ...target, model: 'other-model', apiKey: 'rotated-key' }, environment);
       assert.equal(changed.changed, true);
       assert.deepEqual(readFileSync(changed.backupPath ?? ''), original);
 

@@ -38,7 +38,7 @@ describe('skills evolve from sessions', () => {
     upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }), chat: 'Run kubectl apply on the billing manifests.' });
     const home = tempHome();
     await runCli(['skills', 'install-starter'], { home });
-    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } } });
+    const proxy = await startProxy({ home, config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } } });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       const generationBefore = (await status(proxy)).skills.generation;
@@ -90,7 +90,7 @@ describe('skills evolve from sessions', () => {
     const upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({ evolver: () => 'I think a skill about deploys would help, something like blue-green.' });
     const home = tempHome();
-    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 2 } } });
+    const proxy = await startProxy({ home, config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 2 } } });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       await session(client, 'bad-output-session', ['How do I deploy?', 'No, never on Fridays.']);
@@ -130,7 +130,7 @@ describe('skills evolve from sessions', () => {
     });
     const home = tempHome();
     await runCli(['skills', 'install-starter'], { home });
-    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { concurrency: 2 }, skills: { evolution_every_n_turns: 0 } } });
+    const proxy = await startProxy({ home, config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { concurrency: 2 }, skills: { evolution_every_n_turns: 0 } } });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       const before = (await status(proxy)).skills.generation;
@@ -169,7 +169,7 @@ describe('skills evolve from sessions', () => {
     const upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }) });
     const home = tempHome();
-    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { review: 'manual' } } });
+    const proxy = await startProxy({ home, config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { review: 'manual' } } });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       await session(client, 'review-session', ['How do I deploy?', 'No, never on Fridays.']);
@@ -194,7 +194,7 @@ describe('skills evolve from sessions', () => {
   test('skills.auto_evolve: false learns nothing', async () => {
     const upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }) });
-    const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+    const proxy = await startProxy({ config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       await session(client, 'off-session', ['How do I deploy?', 'No, never on Fridays.']);

@@ -6,17 +6,18 @@ import { isMap, isScalar, isSeq, parseDocument } from 'yaml';
 import type { Document, ToStringOptions } from 'yaml';
 import { findItemIndex, isItemSelector, isPlainObject, malformed } from './document.js';
 import type { ConfigDocument, DocumentFormat, JsonValue, PathSegment } from './document.js';
+import { lineEndingOf } from './text-edit.js';
 import { TreeDocument } from './tree-document.js';
 import type { NodeKind } from './tree-document.js';
 
 class YamlDocument extends TreeDocument<unknown> {
   private readonly document: Document;
-  private readonly style: ToStringOptions;
+  private readonly original: string;
 
-  constructor(document: Document, source: string, style: ToStringOptions) {
+  constructor(document: Document, source: string, original: string) {
     super(source);
     this.document = document;
-    this.style = style;
+    this.original = original;
   }
 
   protected root(create: boolean): unknown {
@@ -64,7 +65,8 @@ class YamlDocument extends TreeDocument<unknown> {
   }
 
   render(): string {
-    return this.document.toString(this.style);
+    const rendered = keepOriginalSpacing(this.original, this.document.toString(styleOf(this.original)));
+    return lineEndingOf(this.original) === '\r\n' ? rendered.replace(/\r?\n/g, '\r\n') : rendered;
   }
 }
 
@@ -74,7 +76,31 @@ function parseYaml(text: string, source: string): ConfigDocument {
   if (error !== undefined) throw malformed('YAML', source, firstLine(error.message), error);
   const data: unknown = document.toJS();
   if (data !== null && data !== undefined && !isPlainObject(data)) throw malformed('YAML', source, 'the top level is not a mapping');
-  return new YamlDocument(document, source, styleOf(text));
+  return new YamlDocument(document, source, text);
+}
+
+/**
+ * The serializer normalizes spacing (e.g. the gap before a trailing comment); every output line that
+ * differs from an original line only in such spacing is replaced by that original line.
+ */
+function keepOriginalSpacing(original: string, rendered: string): string {
+  const originals = new Map<string, string[]>();
+  for (const line of original.split(/\r?\n/)) {
+    const key = spacingKey(line);
+    const lines = originals.get(key);
+    if (lines === undefined) originals.set(key, [line]);
+    else lines.push(line);
+  }
+  return rendered
+    .split('\n')
+    .map((line) => originals.get(spacingKey(line))?.shift() ?? line)
+    .join('\n');
+}
+
+function spacingKey(line: string): string {
+  const indentation = /^\s*/.exec(line)?.[0] ?? '';
+  const content = line.slice(indentation.length).replace(/\s+/g, ' ').replace(/([[{]) /g, '$1').replace(/ ([\]}])/g, '$1').trimEnd();
+  return `${indentation}${content}`;
 }
 
 function firstLine(message: string): string {
