@@ -8,6 +8,9 @@ import { SkillRetriever } from '../src/skills/retrieval.js';
 import { SkillSearchIndex } from '../src/skills/search-index.js';
 import { importSkills, SkillsService, STARTER_DIR } from '../src/skills/index.js';
 import { openDatabase } from '../src/store/index.js';
+import { MemoryRetriever } from '../src/memory/retrieval.js';
+import { renderMemory } from '../src/memory/render.js';
+import { MemoryStore } from '../src/memory/store.js';
 
 /** A report section added by a part of the system (skills, memory) to BENCHMARKS.md. */
 export interface ExtraScenarioResult {
@@ -30,7 +33,7 @@ export interface ScenarioContext {
 
 /** Scenarios for retrieval and injection; each part of the system adds its own here. */
 export async function extraScenarios(context: ScenarioContext): Promise<ExtraScenarioResult[]> {
-  return [await skillRetrievalScenario(context), await skillsThroughProxyScenario(context)];
+  return [await skillRetrievalScenario(context), await skillsThroughProxyScenario(context), await memoryRetrievalScenario(context)];
 }
 
 /* ---------- skills: retrieval + rendering with big libraries ---------- */
@@ -111,6 +114,60 @@ async function skillsThroughProxyScenario(context: ScenarioContext): Promise<Ext
       'The skills row includes retrieval, rendering, the larger body forwarded upstream (about 500 more tokens) and the credit rows written with the turn.',
     ],
     data: { skillsOnVsOff: pair, directVsPlain: direct },
+  };
+}
+
+/* ---------- memory: recall + rendering with big scopes ---------- */
+
+export async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
+  const rows: string[] = [];
+  const data: Record<string, unknown> = {};
+  for (const size of context.scale < 1 ? [10_000, 30_000] : [10_000, 100_000]) {
+    context.log(`memory recall with ${size} units in one scope`);
+    const path = join(context.home, `memory-${size}.db`);
+    const db = openDatabase(path);
+    const store = new MemoryStore(db);
+    const next = random(size + 7);
+    const started = performance.now();
+    const day = 86_400_000;
+    db.transaction(() => {
+      for (let index = 0; index < size; index++) {
+        const type = index % 10 === 0 ? 'preference' : index % 3 === 0 ? 'semantic' : 'episodic';
+        store.add({ scope: 'bench', type, content: `${phrase(next, 6 + Math.floor(next() * 20))}.`, origin: type === 'episodic' ? 'raw_turn' : 'extractor', speaker: type === 'episodic' ? 'user' : null, importance: next(), observedAt: Date.now() - Math.floor(next() * 120) * day }, type === 'episodic' ? { rawKey: `k${index}` } : {});
+      }
+    })();
+    const buildMs = performance.now() - started;
+    const retriever = new MemoryRetriever(store, undefined, silentLogger());
+    const queries = syntheticQueries(300);
+    const samples: number[] = [];
+    for (let round = 0; round < 2; round++) {
+      for (const query of queries) {
+        const begin = performance.now();
+        const hits = retriever.recall({ scope: 'bench', query: query.text, limit: 6, excludeCore: true, minRelevance: 0.3 }) as Parameters<typeof renderMemory>[1];
+        renderMemory(store.coreUnits('bench').slice(0, 10), hits, { coreMaxTokens: 400, maxTokens: 800 });
+        samples.push(performance.now() - begin);
+      }
+    }
+    samples.sort((a, b) => a - b);
+    const p50 = samples[Math.floor(samples.length * 0.5)]!;
+    const p99 = samples[Math.floor(samples.length * 0.99)]!;
+    data[String(size)] = { p50, p99, buildMs };
+    rows.push(`| ${size.toLocaleString('en')} | ${p50.toFixed(3)} | ${p99.toFixed(3)} | ${size <= 10_000 ? '≤ 5' : '≤ 25'} |`);
+    db.close();
+    rmSync(path, { force: true });
+    rmSync(`${path}-wal`, { force: true });
+    rmSync(`${path}-shm`, { force: true });
+  }
+  return {
+    title: 'Memory recall and rendering per request (in process, one scope, keyword mode)',
+    lines: [
+      'Synthetic units (6–25 words from the same 4,000-word vocabulary; a tenth preferences, the rest facts and raw turns) in one scope of a SQLite file; 300 queries × 2 rounds, top_k 6, 800 + 400 tokens. Includes the FTS5 query, IDF lookups, scoring and rendering of the recalled and core blocks.',
+      '',
+      '| units in the scope | p50 ms | p99 ms | aim p50 |',
+      '|---|---|---|---|',
+      ...rows,
+    ],
+    data,
   };
 }
 

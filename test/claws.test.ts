@@ -449,6 +449,17 @@ describe('openclaw specifics', () => {
     assert.match(verified.problems[0] ?? '', /agents\.defaults\.model\.primary.*"openrouter\/x", expected "metaclaw\/qwen3-32b"/);
   });
 
+  test('verify flags a per-agent models.json whose metaclaw baseUrl overrides ours', async () => {
+    const { environment } = prepare();
+    await wireClaw('openclaw', target, environment);
+    const catalog = join(environment.home, '.openclaw', 'agents', 'main', 'agent', 'models.json');
+    mkdirSync(join(catalog, '..'), { recursive: true });
+    writeFileSync(catalog, JSON.stringify({ providers: { metaclaw: { baseUrl: 'http://127.0.0.1:31000/v1' } } }));
+    const verified = await verifyClaw('openclaw', target, environment);
+    assert.equal(verified.wired, false);
+    assert.match(verified.problems.join(' '), /models\.json sets the metaclaw provider's baseUrl to http:\/\/127\.0\.0\.1:31000\/v1/);
+  });
+
   test('OPENCLAW_CONFIG_PATH and OPENCLAW_STATE_DIR choose the file', async () => {
     const explicit = fakeEnvironment();
     const explicitPath = installFixture(explicit.home, 'openclaw.json5', 'custom/oc.json5');

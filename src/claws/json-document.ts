@@ -33,6 +33,18 @@ class JsonDocument extends TreeDocument<JsonValueNode> {
     this.replaceText(this.tree.toString());
   }
 
+  /** The original's own text is copied back, so a restored value looks exactly as it did. */
+  override restore(path: KeyPath, original: ConfigDocument): void {
+    const source = original instanceof JsonDocument ? original.nodeAt(path) : undefined;
+    const current = this.nodeAt(path);
+    if (!(original instanceof JsonDocument) || source === undefined || current === undefined) {
+      super.restore(path, original);
+      return;
+    }
+    const text = original.text.slice(source.location.start.index, source.location.end.index);
+    this.replaceText(splice(this.text, current.location.start.index, current.location.end.index, text));
+  }
+
   protected root(): JsonValueNode {
     return this.tree;
   }
@@ -83,6 +95,12 @@ class JsonDocument extends TreeDocument<JsonValueNode> {
       throw new ClawError('edit_failed', `MetaClaw could not keep ${this.source} plain JSON while editing it, so it left the file unchanged.`, { path: this.source });
     }
     return this.text;
+  }
+
+  private nodeAt(path: KeyPath): JsonValueNode | undefined {
+    let node: JsonValueNode | undefined = this.tree;
+    for (const segment of path) node = node === undefined ? undefined : this.child(node, segment);
+    return node;
   }
 
   private replaceText(text: string): void {

@@ -2,6 +2,7 @@
  * OpenClaw: models.providers.metaclaw plus agents.defaults.model.primary in its JSON5 config.
  * OpenClaw hot-reloads its config, so nothing is restarted. agents.defaults.sandbox is never touched.
  */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { attempt, outputSummary } from './commands.js';
 import { readPath } from './document.js';
@@ -14,13 +15,15 @@ import { fileAdapter } from './wiring.js';
 
 const VALIDATE_TIMEOUT_MS = 30_000;
 
+function openclawStateFolder(environment: ClawEnvironment): string {
+  const state = variable(environment, 'OPENCLAW_STATE_DIR');
+  return state === undefined ? inHome(environment, '.openclaw') : expandHome(environment, state);
+}
+
 /** $OPENCLAW_CONFIG_PATH, else $OPENCLAW_STATE_DIR/openclaw.json, else ~/.openclaw/openclaw.json. */
 export function openclawConfigPath(environment: ClawEnvironment): string {
   const explicit = variable(environment, 'OPENCLAW_CONFIG_PATH');
-  if (explicit !== undefined) return expandHome(environment, explicit);
-  const state = variable(environment, 'OPENCLAW_STATE_DIR');
-  if (state !== undefined) return join(expandHome(environment, state), 'openclaw.json');
-  return inHome(environment, '.openclaw', 'openclaw.json');
+  return explicit === undefined ? join(openclawStateFolder(environment), 'openclaw.json') : expandHome(environment, explicit);
 }
 
 export function openclawProvider(target: WiringTarget): JsonValue {
@@ -52,6 +55,37 @@ function openclawSettings(target: WiringTarget, current: unknown): Setting[] {
     { path: ['models', 'providers', 'metaclaw'], value: openclawProvider(target) },
     { path: modelPath, value: `metaclaw/${target.model}` },
   ];
+}
+
+/**
+ * Per-agent catalogs (<state>/agents/<id>/agent/models.json) merge over models.providers and their
+ * non-empty baseUrl wins (openclaw/openclaw#73144), so a stale `metaclaw` entry there silently
+ * bypasses the wiring.
+ */
+function staleAgentCatalogs(environment: ClawEnvironment, target: WiringTarget): string[] {
+  const agents = join(openclawStateFolder(environment), 'agents');
+  if (!existsSync(agents)) return [];
+  const expected = readPath(openclawProvider(target), ['baseUrl']);
+  const problems: string[] = [];
+  for (const agent of readdirSync(agents)) {
+    const catalog = join(agents, agent, 'agent', 'models.json');
+    if (!existsSync(catalog)) continue;
+    let baseUrl: unknown;
+    try {
+      baseUrl = readPath(json5Format.parse(readFileSync(catalog, 'utf8'), catalog).value(), ['providers', 'metaclaw', 'baseUrl']);
+    } catch {
+      continue;
+    }
+    if (typeof baseUrl === 'string' && baseUrl !== '' && baseUrl !== expected) {
+      problems.push(`${catalog} sets the metaclaw provider's baseUrl to ${baseUrl}, which overrides ${String(expected)}; remove that entry.`);
+    }
+  }
+  return problems;
+}
+
+async function verifyOpenclaw(environment: ClawEnvironment, target: WiringTarget): Promise<{ problems: string[]; messages: string[] }> {
+  const validation = await validateWithCli(environment);
+  return { problems: [...staleAgentCatalogs(environment, target), ...validation.problems], messages: validation.messages };
 }
 
 /** `openclaw config validate --json` when the CLI is present; its absence or failure to run is only a note. */
@@ -101,5 +135,5 @@ export const openclawAdapter = fileAdapter({
   locate: openclawConfigPath,
   settings: openclawSettings,
   restart: () => 'OpenClaw reloads its config by itself; no restart needed.',
-  verifyMore: validateWithCli,
+  verifyMore: verifyOpenclaw,
 });

@@ -48,7 +48,7 @@ class TomlDocument implements ConfigDocument {
 
   delete(path: KeyPath): void {
     const statement = this.statement(flatKey(path, 'TOML'));
-    if (statement !== undefined) this.edit(splice(this.text, statement.start, statement.end, ''));
+    if (statement !== undefined) this.edit(withoutLines(this.text, statement.start, statement.end));
   }
 
   restore(path: KeyPath, original: ConfigDocument): void {
@@ -97,6 +97,14 @@ class TomlDocument implements ConfigDocument {
     }
     this.text = text;
   }
+}
+
+/** The text without lines [start, end); a blank line left doubled (the one `insert` adds above a table) goes too. */
+function withoutLines(text: string, start: number, end: number): string {
+  const removed = splice(text, start, end, '');
+  const blankBefore = start === 0 || /\n\r?\n$/.test(removed.slice(0, start));
+  const blankAfter = /^\r?\n/.exec(removed.slice(start))?.[0];
+  return blankBefore && blankAfter !== undefined ? splice(removed, start, start + blankAfter.length, '') : removed;
 }
 
 /** Start of the comment lines directly above `lineStart` (no blank line between), so a table keeps its comment. */

@@ -12,7 +12,7 @@ import { findLedgerEntry, openLedgerEntry, removeLedgerEntry } from './ledger.js
 import type { LedgerEntry } from './ledger.js';
 import { normalizeTarget } from './target.js';
 import { ClawError } from './types.js';
-import type { ApplyResult, ClawAdapter, ClawEnvironment, Detection, UnwireResult, VerifyResult, WiringTarget } from './types.js';
+import type { ApplyResult, ClawAdapter, ClawEnvironment, ClawType, Detection, UnwireResult, VerifyResult, WiringTarget } from './types.js';
 
 export interface FileAdapterSpec extends ConfigFileSpec {
   /** the agent's CLI, used to detect it and to restart it */
@@ -22,7 +22,7 @@ export interface FileAdapterSpec extends ConfigFileSpec {
   /** how to restart the agent, or a sentence saying why nothing is restarted */
   restart(environment: ClawEnvironment): Restart | string;
   /** checks beyond reading the file back, e.g. the agent's own validator */
-  verifyMore?(environment: ClawEnvironment): Promise<{ problems: string[]; messages: string[] }>;
+  verifyMore?(environment: ClawEnvironment, target: WiringTarget): Promise<{ problems: string[]; messages: string[] }>;
 }
 
 export function fileAdapter(spec: FileAdapterSpec): ClawAdapter {
@@ -98,7 +98,7 @@ async function verifyFile(spec: FileAdapterSpec, rawTarget: WiringTarget, enviro
   const path = spec.locate(environment);
   if (path === undefined) return { wired: false, problems: [`Could not find ${spec.agentName}.`], messages: [] };
   const problems = checkConfigFile(spec, path, target);
-  const more = spec.verifyMore === undefined ? { problems: [], messages: [] } : await spec.verifyMore(environment);
+  const more = spec.verifyMore === undefined ? { problems: [], messages: [] } : await spec.verifyMore(environment, target);
   const allProblems = [...problems, ...more.problems];
   return { wired: allProblems.length === 0, problems: allProblems, messages: more.messages };
 }
@@ -122,7 +122,7 @@ async function restartIfPossible(spec: FileAdapterSpec, environment: ClawEnviron
  * reverted (e.g. the user broke its syntax) throws and keeps the entry for a retry.
  */
 export async function undoLedgerEntry(
-  claw: LedgerEntry['claw'],
+  claw: ClawType,
   spec: ConfigFileSpec | undefined,
   environment: ClawEnvironment,
 ): Promise<{ changed: boolean; unwire: UnwireResult }> {

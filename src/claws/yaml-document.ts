@@ -1,23 +1,26 @@
 /**
- * YAML files (Hermes), edited through the `yaml` package's Document API, which keeps comments,
- * blank lines and scalar quoting; indentation and sequence style are taken from the file itself.
+ * YAML files (Hermes), edited through the `yaml` package's Document API, which keeps comments.
+ * The text stays the source of truth: a scalar replaced by a scalar is spliced into the text (quote
+ * style and the gap before its comment kept); structural edits go through the Document API, after
+ * which every untouched line gets its original spacing back.
  */
-import { isMap, isScalar, isSeq, parseDocument } from 'yaml';
+import { isMap, isScalar, isSeq, parseDocument, Scalar } from 'yaml';
 import type { Document, ToStringOptions } from 'yaml';
 import { findItemIndex, isItemSelector, isPlainObject, malformed } from './document.js';
 import type { ConfigDocument, DocumentFormat, JsonValue, PathSegment } from './document.js';
-import { lineEndingOf } from './text-edit.js';
+import { lineEndingOf, splice } from './text-edit.js';
 import { TreeDocument } from './tree-document.js';
 import type { NodeKind } from './tree-document.js';
+import { ClawError } from './types.js';
 
 class YamlDocument extends TreeDocument<unknown> {
-  private readonly document: Document;
-  private readonly original: string;
+  private text: string;
+  private document: Document;
 
-  constructor(document: Document, source: string, original: string) {
+  constructor(text: string, document: Document, source: string) {
     super(source);
+    this.text = text;
     this.document = document;
-    this.original = original;
   }
 
   protected root(create: boolean): unknown {
@@ -48,15 +51,22 @@ class YamlDocument extends TreeDocument<unknown> {
       else container.add(this.document.createNode(value));
     } else if (isMap(container) && !isItemSelector(segment)) {
       const previous = container.get(segment, true);
-      // Assigning a plain scalar over a scalar keeps that scalar's quoting and trailing comment.
-      if (isScalar(previous) && (value === null || typeof value !== 'object')) container.set(segment, value);
-      else container.set(segment, this.document.createNode(value));
+      const spliced = typeof value === 'string' && isScalar(previous) ? scalarSource(previous, value, this.text) : undefined;
+      if (spliced !== undefined && previous instanceof Scalar && previous.range) {
+        this.replaceText(splice(this.text, previous.range[0], previous.range[1], spliced));
+        return;
+      }
+      container.set(segment, this.document.createNode(value));
     }
+    this.replaceText(this.serialized());
   }
 
   protected remove(container: unknown, segment: PathSegment): void {
     if (isSeq(container) && isItemSelector(segment)) container.delete(findItemIndex(container.toJSON() as unknown[], segment));
     else if (isMap(container) && !isItemSelector(segment)) container.delete(segment);
+    // An emptied top level prints as "{}"; no contents at all leaves just the file's comments.
+    if (isMap(this.document.contents) && this.document.contents.items.length === 0) this.document.contents = null;
+    this.replaceText(this.serialized());
   }
 
   value(): unknown {
@@ -65,9 +75,36 @@ class YamlDocument extends TreeDocument<unknown> {
   }
 
   render(): string {
-    const rendered = keepOriginalSpacing(this.original, this.document.toString(styleOf(this.original)));
-    return lineEndingOf(this.original) === '\r\n' ? rendered.replace(/\r?\n/g, '\r\n') : rendered;
+    return this.text;
   }
+
+  private serialized(): string {
+    let output = this.document.toString(styleOf(this.text));
+    // With no contents the serializer prints "null" after the comments; the file should keep only the comments.
+    if (this.document.contents === null) output = output.replace(/null\n$/, '').replace(/\n+$/, '\n').replace(/^\n$/, '');
+    const rendered = keepOriginalSpacing(this.text, output);
+    return lineEndingOf(this.text) === '\r\n' ? rendered.replace(/\r?\n/g, '\r\n') : rendered;
+  }
+
+  private replaceText(text: string): void {
+    const document = parseDocument(text);
+    if (document.errors.length > 0) {
+      throw new ClawError('edit_failed', `MetaClaw could not edit ${this.source} without breaking it, so it left the file unchanged. Please report this.`, { path: this.source });
+    }
+    this.text = text;
+    this.document = document;
+  }
+}
+
+/** `value` written in the style of the one-line scalar it replaces, or undefined when that scalar is not simple. */
+function scalarSource(previous: Scalar, value: string, text: string): string | undefined {
+  if (!previous.range || text.slice(previous.range[0], previous.range[1]).includes('\n')) return undefined;
+  if (previous.type === Scalar.QUOTE_DOUBLE) return JSON.stringify(value);
+  if (previous.type === Scalar.QUOTE_SINGLE) return `'${value.replace(/'/g, "''")}'`;
+  if (previous.type !== Scalar.PLAIN) return undefined;
+  const plain = parseDocument(`key: ${value}`).toJS() as unknown;
+  const safe = !/[\n#]/.test(value) && isPlainObject(plain) && plain.key === value;
+  return safe ? value : JSON.stringify(value);
 }
 
 function parseYaml(text: string, source: string): ConfigDocument {
@@ -76,12 +113,16 @@ function parseYaml(text: string, source: string): ConfigDocument {
   if (error !== undefined) throw malformed('YAML', source, firstLine(error.message), error);
   const data: unknown = document.toJS();
   if (data !== null && data !== undefined && !isPlainObject(data)) throw malformed('YAML', source, 'the top level is not a mapping');
-  return new YamlDocument(document, source, text);
+  return new YamlDocument(text, document, source);
+}
+
+function firstLine(message: string): string {
+  return message.split('\n')[0]?.replace(/:$/, '') ?? message;
 }
 
 /**
  * The serializer normalizes spacing (e.g. the gap before a trailing comment); every output line that
- * differs from an original line only in such spacing is replaced by that original line.
+ * differs from a line of the text before the edit only in such spacing is replaced by that line.
  */
 function keepOriginalSpacing(original: string, rendered: string): string {
   const originals = new Map<string, string[]>();
@@ -97,14 +138,21 @@ function keepOriginalSpacing(original: string, rendered: string): string {
     .join('\n');
 }
 
+/** The line with whitespace outside quotes collapsed and flow brackets unpadded; indentation and quoted text kept. */
 function spacingKey(line: string): string {
   const indentation = /^\s*/.exec(line)?.[0] ?? '';
-  const content = line.slice(indentation.length).replace(/\s+/g, ' ').replace(/([[{]) /g, '$1').replace(/ ([\]}])/g, '$1').trimEnd();
-  return `${indentation}${content}`;
-}
-
-function firstLine(message: string): string {
-  return message.split('\n')[0]?.replace(/:$/, '') ?? message;
+  let key = indentation;
+  let quote: string | undefined;
+  for (const char of line.slice(indentation.length)) {
+    if (quote === undefined && /\s/.test(char)) {
+      if (!key.endsWith(' ') && key.length > indentation.length) key += ' ';
+      continue;
+    }
+    if (char === quote) quote = undefined;
+    else if (quote === undefined && (char === '"' || char === "'")) quote = char;
+    key += char;
+  }
+  return key.trimEnd().replace(/([[{]) /g, '$1').replace(/ ([\]}])/g, '$1');
 }
 
 /** Serializer options that reproduce the file's indentation and sequence style and never fold lines. */

@@ -1,6 +1,6 @@
 import type { Logger } from '../logging/index.js';
 import { keywordRelevance, uniqueTerms } from '../text/index.js';
-import type { Candidate, MemoryStore } from './store.js';
+import { idfOf, type Candidate, type MemoryStore } from './store.js';
 import { timeWindowOf, type TimeWindow } from './time-window.js';
 import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import type { MemoryVectors } from './vectors.js';
@@ -42,7 +42,7 @@ export class MemoryRetriever {
     const terms = uniqueTerms(request.query);
     const window = timeWindowOf(request.query, request.now);
     const candidates = new Map<string, Candidate>();
-    for (const candidate of this.store.search(request.scope, terms, 60, request.includeInactive ?? false)) candidates.set(candidate.unit.id, candidate);
+    for (const candidate of this.store.search(request.scope, terms, Math.max(24, request.limit * 4), request.includeInactive ?? false)) candidates.set(candidate.unit.id, candidate);
     if (window) for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30)) if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
     if (!this.vectors?.ready) return this.rank(request, terms, window, candidates, undefined);
     return this.vectors.nearest(request.scope, request.query, 30).then(
@@ -63,11 +63,14 @@ export class MemoryRetriever {
 
   private rank(request: RecallRequest, terms: readonly string[], window: TimeWindow | undefined, candidates: Map<string, Candidate>, semantic: Map<string, number> | undefined): MemoryHit[] {
     const now = (request.now ?? new Date()).getTime();
-    const total = this.store.totalUnits();
-    const idf = (term: string) => this.idf(term, total);
-    // The rarest possible IDF belongs to terms no unit holds: they lower coverage, but less.
-    const unknownIdf = idf('\u0000');
-    const queryWeight = terms.reduce((sum, term) => sum + idf(term) * (idf(term) < unknownIdf - 1e-9 ? 1 : UNKNOWN_TERM_WEIGHT), 0);
+    const size = this.store.scopeSize(request.scope);
+    const idf = (term: string) => this.idf(request.scope, term);
+    // The rarest possible IDF belongs to terms no unit of the scope holds: they lower coverage, but less.
+    const unknownIdf = idfOf(0, size);
+    const queryWeight = terms.reduce((sum, term) => {
+      const weight = idf(term);
+      return sum + (weight < unknownIdf - 1e-9 ? weight : weight * UNKNOWN_TERM_WEIGHT);
+    }, 0);
     const hits: MemoryHit[] = [];
     for (const { unit, terms: unitTerms } of candidates.values()) {
       if (!this.eligible(unit, request)) continue;
@@ -95,15 +98,15 @@ export class MemoryRetriever {
     return true;
   }
 
-  private idf(term: string, total: number): number {
-    const cached = this.idfCache.get(term);
-    if (cached && Date.now() - cached.at < 60_000) return cached.value;
-    const value = this.store.idf(term, total);
-    if (this.idfCache.size > 4096) this.idfCache.clear();
-    this.idfCache.set(term, { value, at: Date.now() });
+  private idf(scope: string, term: string): number {
+    const key = `${scope}\u0000${term}`;
+    const cached = this.idfCache.get(key);
+    if (cached && Date.now() - cached.at < 30_000) return cached.value;
+    const value = this.store.idf(scope, term);
+    if (this.idfCache.size > 8192) this.idfCache.clear();
+    this.idfCache.set(key, { value, at: Date.now() });
     return value;
   }
-
 }
 
 /** Cosine of unrelated texts sits around 0.1–0.3 for common embedding models; map 0.2..0.7 to 0..1. */

@@ -65,6 +65,7 @@ export type Scrubber = (turnIds: readonly string[], texts: readonly string[]) =>
 export class MemoryStore {
   private readonly statements;
   private readonly changeListeners: Array<(scope: string) => void> = [];
+  private readonly sizes = new Map<string, number>();
   private readonly deleteListeners: Array<(rowid: number) => void> = [];
 
   constructor(private readonly db: Db) {
@@ -73,7 +74,7 @@ export class MemoryStore {
         INSERT INTO memory_units (id, scope, type, content, terms, speaker, importance, confidence, core, pinned, status, origin, raw_key, observed_at, valid_from, source_session, source_turns, flagged, created_at, updated_at)
         VALUES (@id, @scope, @type, @content, @terms, @speaker, @importance, @confidence, @core, @pinned, 'active', @origin, @raw_key, @observed_at, @valid_from, @source_session, @source_turns, @flagged, @now, @now)
         ON CONFLICT(raw_key) DO NOTHING`),
-      insertFts: db.prepare<[number, string, string]>('INSERT INTO memory_fts (rowid, scope_key, terms) VALUES (?, ?, ?)'),
+      insertFts: db.prepare<[number, string]>('INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)'),
       deleteFts: db.prepare<[number]>('DELETE FROM memory_fts WHERE rowid = ?'),
       byId: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE id = ?'),
       byRowid: db.prepare<[number], UnitRow>('SELECT * FROM memory_units WHERE rowid = ?'),
@@ -82,14 +83,9 @@ export class MemoryStore {
       delete: db.prepare<[string]>('DELETE FROM memory_units WHERE id = ?'),
       scopeUnits: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ?'),
       clearSupersededLinks: db.prepare<[string]>("UPDATE memory_units SET superseded_by = NULL WHERE superseded_by = ?"),
-      match: db.prepare<[string, string, number], UnitRow & { score: number }>(
-        `SELECT u.*, bm25(memory_fts) AS score FROM memory_fts JOIN memory_units u ON u.rowid = memory_fts.rowid
-          WHERE memory_fts MATCH ? AND u.scope = ? AND u.status = 'active' ORDER BY score LIMIT ?`,
-      ),
-      matchAll: db.prepare<[string, string, number], UnitRow & { score: number }>(
-        `SELECT u.*, bm25(memory_fts) AS score FROM memory_fts JOIN memory_units u ON u.rowid = memory_fts.rowid
-          WHERE memory_fts MATCH ? AND u.scope = ? ORDER BY score LIMIT ?`,
-      ),
+      postings: db.prepare<[string], { rowid: number }>('SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?'),
+      byRowids: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?))'),
+      scopeSize: db.prepare<[string], { count: number }>('SELECT COUNT(*) AS count FROM memory_units WHERE scope = ?'),
       core: db.prepare<[string], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND core = 1 AND status = 'active' ORDER BY pinned DESC, importance DESC, observed_at DESC"),
       window: db.prepare<[string, number, number, number], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND observed_at >= ? AND observed_at < ? ORDER BY importance DESC, observed_at DESC LIMIT ?"),
       documentFrequency: db.prepare<[string], { doc: number }>('SELECT doc FROM memory_fts_vocab WHERE term = ?'),
@@ -150,7 +146,7 @@ export class MemoryStore {
       const result = this.statements.insert.run(row);
       if (result.changes === 0) return undefined;
       const rowid = Number(result.lastInsertRowid);
-      this.statements.insertFts.run(rowid, scopeKey(draft.scope), row.terms);
+      this.statements.insertFts.run(rowid, indexedTerms(draft.scope, terms));
       this.emit(draft.scope);
       return toUnit(this.statements.byRowid.get(rowid)!);
     })();
@@ -195,7 +191,7 @@ export class MemoryStore {
       });
       if (terms !== current.terms) {
         this.statements.deleteFts.run(current.rowid);
-        this.statements.insertFts.run(current.rowid, scopeKey(current.scope), terms);
+        this.statements.insertFts.run(current.rowid, indexedTerms(current.scope, terms.split(' ')));
       }
     })();
     this.emit(current.scope);
@@ -296,17 +292,60 @@ export class MemoryStore {
     this.db.exec("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')");
   }
 
-  /** Keyword candidates in one scope, best BM25 first (active units only, unless `includeInactive`). */
-  search(scope: string, terms: readonly string[], limit: number, includeInactive = false): Candidate[] {
+  /**
+   * Keyword candidates in one scope, term at a time: each query term's posting list (scope-prefixed,
+   * so other scopes are invisible) adds the term's IDF to the units holding it. The best `limit` by
+   * matched weight come back with the terms they matched. Cheaper than FTS5's bm25() ranking, which
+   * scores every match of every term (measured ~0.9 µs per match), and it yields the coverage the
+   * relevance threshold needs anyway.
+   */
+  search(scope: string, terms: readonly string[], limit: number, includeInactive = false): Array<Candidate & { matched: string[] }> {
     if (terms.length === 0) return [];
-    const expression = `scope_key:${scopeKey(scope)} AND terms:(${terms.map(quoteTerm).join(' OR ')})`;
-    let rows: Array<UnitRow & { score: number }>;
-    try {
-      rows = (includeInactive ? this.statements.matchAll : this.statements.match).all(expression, scope, limit);
-    } catch {
-      return [];
+    const size = this.scopeSize(scope);
+    const weights = new Map<number, { weight: number; matched: string[] }>();
+    for (const term of terms) {
+      const token = scopedTerm(scope, term);
+      let rows: Array<{ rowid: number }>;
+      try {
+        rows = this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`);
+      } catch {
+        continue;
+      }
+      if (rows.length === 0) continue;
+      const idf = idfOf(rows.length, size);
+      for (const { rowid } of rows) {
+        const entry = weights.get(rowid);
+        if (entry) {
+          entry.weight += idf;
+          entry.matched.push(term);
+        } else weights.set(rowid, { weight: idf, matched: [term] });
+      }
     }
-    return rows.map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), bm25: -row.score }));
+    const best = [...weights].sort((a, b) => b[1].weight - a[1].weight).slice(0, includeInactive ? limit : limit * 2);
+    const rows = new Map(this.statements.byRowids.all(JSON.stringify(best.map(([rowid]) => rowid))).map((row) => [row.rowid, row]));
+    const candidates: Array<Candidate & { matched: string[] }> = [];
+    for (const [rowid, { weight, matched }] of best) {
+      const row = rows.get(rowid);
+      if (!row || (!includeInactive && row.status !== 'active')) continue;
+      candidates.push({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), bm25: weight, matched });
+      if (candidates.length === limit) break;
+    }
+    return candidates;
+  }
+
+  /** Inverse document frequency of a term within a scope. */
+  idf(scope: string, term: string): number {
+    return idfOf(this.statements.documentFrequency.get(scopedTerm(scope, term))?.doc ?? 0, this.scopeSize(scope));
+  }
+
+  /** Units in a scope (all statuses): the N of its IDF. Cached until the scope changes. */
+  scopeSize(scope: string): number {
+    let size = this.sizes.get(scope);
+    if (size === undefined) {
+      size = this.statements.scopeSize.get(scope)!.count;
+      this.sizes.set(scope, size);
+    }
+    return size;
   }
 
   coreUnits(scope: string): MemoryUnit[] {
@@ -315,15 +354,6 @@ export class MemoryStore {
 
   inWindow(scope: string, start: number, end: number, limit: number): Candidate[] {
     return this.statements.window.all(scope, start, end, limit).map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), bm25: 0 }));
-  }
-
-  /**
-   * Inverse document frequency of a term over all units. A young memory has few units, where raw
-   * IDF calls every shared word worthless; counting PSEUDO_DOCUMENTS unrelated units keeps weights sane.
-   */
-  idf(term: string, total = this.totalUnits()): number {
-    const count = this.statements.documentFrequency.get(term)?.doc ?? 0;
-    return Math.log(1 + (total + PSEUDO_DOCUMENTS - count + 0.5) / (count + 0.5));
   }
 
   totalUnits(): number {
@@ -372,23 +402,41 @@ export class MemoryStore {
   }
 
   private emit(scope: string): void {
+    this.sizes.delete(scope);
     for (const listener of this.changeListeners) listener(scope);
   }
 }
 
+/**
+ * A young memory has few units, where raw IDF calls every shared word worthless; counting this many
+ * pseudo-units that hold none of the query's terms keeps weights sane.
+ */
 const PSEUDO_DOCUMENTS = 20;
+
+/** BM25's IDF, with the pseudo-units; a term no unit holds gets the highest value. */
+export function idfOf(documentFrequency: number, size: number): number {
+  return Math.log(1 + (size + PSEUDO_DOCUMENTS - documentFrequency + 0.5) / (documentFrequency + 0.5));
+}
 
 export function newMemoryId(): string {
   return `mem_${randomUUID().replaceAll('-', '').slice(0, 20)}`;
 }
 
-/** One FTS token per scope, so the index itself keeps scopes apart. */
-function scopeKey(scope: string): string {
-  return `s${createHash('sha1').update(scope).digest('hex').slice(0, 20)}`;
+const scopePrefixes = new Map<string, string>();
+
+/** A term as indexed: prefixed by its scope's key, so scopes share no tokens. */
+function scopedTerm(scope: string, term: string): string {
+  let prefix = scopePrefixes.get(scope);
+  if (!prefix) {
+    prefix = `s${createHash('sha1').update(scope).digest('hex').slice(0, 11)}`;
+    if (scopePrefixes.size > 10_000) scopePrefixes.clear();
+    scopePrefixes.set(scope, prefix);
+  }
+  return `${prefix}${term.replace(/[^\p{L}\p{N}]/gu, '')}`;
 }
 
-function quoteTerm(term: string): string {
-  return `"${term.replaceAll('"', '""')}"`;
+function indexedTerms(scope: string, terms: readonly string[]): string {
+  return terms.filter(Boolean).map((term) => scopedTerm(scope, term)).join(' ');
 }
 
 function clamp(value: number): number {

@@ -205,8 +205,10 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX memory_units_observed ON memory_units(scope, observed_at);
 
       -- Contentless: the index holds terms only; the text lives in memory_units. A hard delete removes
-      -- both (secure_delete zeroes freed pages; the forget path also optimises the index).
-      CREATE VIRTUAL TABLE memory_fts USING fts5(scope_key, terms, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2');
+      -- both (secure_delete zeroes freed pages; the forget path also optimises the index). Every term
+      -- is prefixed with its scope's key, so a lookup can only ever see its own scope, and document
+      -- frequencies are per scope.
+      CREATE VIRTUAL TABLE memory_fts USING fts5(terms, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2');
       CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab(memory_fts, 'row');
     `,
   },
