@@ -126,6 +126,10 @@ describe('JSON and JSON5 editor', () => {
     assert.throws(() => applied(json5Format, '{ providers: "none" }', provider), (error: unknown) => error instanceof ClawError && error.status === 'config_conflict' && /`providers` is a single value/.test(error.message));
   });
 
+  test('a bare {} is written as plain two-space JSON', () => {
+    assert.equal(applied(jsonFormat, '{}', [{ path: ['a', 'b'], value: 1 }]), '{\n  "a": {\n    "b": 1\n  }\n}\n');
+  });
+
   test('empty or non-object JSON is malformed', () => {
     for (const text of ['', '   ', '[1, 2]']) {
       assert.throws(() => json5Format.parse(text, 'f'), (error: unknown) => error instanceof ClawError && error.status === 'config_malformed');

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { JsonParser } from '@croct/json5-parser';
@@ -328,6 +328,18 @@ for (const adapterCase of CASES) {
       assert.equal(findLedgerEntry(environment.metaclawHome, adapterCase.type), undefined);
     });
 
+    test('user edits made between two applies survive unwire', async () => {
+      const { environment, path, original } = setup();
+      await wireClaw(adapterCase.type, target, environment);
+      const [from, to] = adapterCase.userEdit;
+      writeFileSync(path, readFileSync(path, 'utf8').replace(from, to));
+      const second = await wireClaw(adapterCase.type, { ...target, model: 'other-model', apiKey: 'rotated-key' }, environment);
+      assert.equal(second.changed, true);
+      const result = await unwireClaw(adapterCase.type, environment);
+      assert.equal(result.exact, false);
+      assert.equal(readFileSync(path, 'utf8'), original.toString('utf8').replace(from, to));
+    });
+
     test('a malformed config is a ClawError and nothing is written', async () => {
       const { environment, path } = setup();
       writeFileSync(path, adapterCase.malformed);
@@ -485,6 +497,19 @@ describe('openclaw specifics', () => {
     assert.equal(readFileSync(path, 'utf8'), original.replace('{\n', '{\n  // mine\n'));
   });
 
+  test('an existing model allowlist gets the MetaClaw model, removed again on unwire', async () => {
+    const environment = fakeEnvironment();
+    mkdirSync(join(environment.home, '.openclaw'));
+    const path = join(environment.home, '.openclaw', 'openclaw.json');
+    const original = '{\n  agents: {\n    defaults: {\n      models: {\n        "openai/gpt-4o": { alias: "4o" },\n      },\n    },\n  },\n}\n';
+    writeFileSync(path, original);
+    await wireClaw('openclaw', target, environment);
+    assert.deepEqual(valueAt(parseJson5(readFileSync(path, 'utf8')), ['agents', 'defaults', 'models']), { 'openai/gpt-4o': { alias: '4o' }, 'metaclaw/qwen3-32b': {} });
+    writeFileSync(path, readFileSync(path, 'utf8').replace('alias: "4o"', 'alias: "four"'));
+    await unwireClaw('openclaw', environment);
+    assert.equal(readFileSync(path, 'utf8'), original.replace('alias: "4o"', 'alias: "four"'));
+  });
+
   test('a fresh state folder gets a new config, removed again on unwire', async () => {
     const environment = fakeEnvironment();
     mkdirSync(join(environment.home, '.openclaw'));
@@ -497,7 +522,6 @@ describe('openclaw specifics', () => {
 
   test('a symlinked config is edited through the link', async () => {
     const { environment, path } = prepare();
-    const { symlinkSync, renameSync, lstatSync } = await import('node:fs');
     const real = join(environment.home, 'dotfiles-openclaw.json');
     renameSync(path, real);
     symlinkSync(real, path);

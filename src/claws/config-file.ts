@@ -67,8 +67,11 @@ export function commitConfigFile(plan: FilePlan, entry: LedgerEntry, metaclawHom
       backupPath: plan.before === undefined ? null : writeBackup(metaclawHome, entry.claw, plan.path, plan.before),
       originalSha256: plan.before === undefined ? null : sha256(plan.before),
       appliedSha256: '',
+      editedByUser: false,
     };
     entry.files.push(record);
+  } else {
+    record.editedByUser = editedSinceLastWrite(record, plan.before);
   }
   record.appliedSha256 = sha256(plan.after);
   saveLedgerEntry(metaclawHome, entry);
@@ -81,6 +84,13 @@ export function commitConfigFile(plan: FilePlan, entry: LedgerEntry, metaclawHom
     throw new ClawError('write_failed', `Could not write ${plan.path}: ${(error as Error).message}. Nothing was changed.`, { claw: entry.claw, path: plan.path, cause: error });
   }
   return record;
+}
+
+/** Whether what we are about to overwrite holds user edits (then restoring the backup later would lose them). */
+function editedSinceLastWrite(record: LedgerFileRecord, before: Buffer | undefined): boolean {
+  const current = before === undefined ? null : sha256(before);
+  if (current === record.originalSha256) return false;
+  return record.editedByUser || current !== record.appliedSha256;
 }
 
 /** Problems with the wiring in `path`; an unreadable file is a problem, not an exception. */
@@ -118,7 +128,7 @@ export function undoConfigFile(spec: ConfigFileSpec, record: LedgerFileRecord, t
     return { changed: false, exact: true, message: `${record.path} is already back to its original.` };
   }
   const original = record.backupPath !== null && existsSync(record.backupPath) ? readFileSync(record.backupPath) : undefined;
-  if (currentSha === record.appliedSha256 && (original !== undefined || !record.existedBefore)) {
+  if (currentSha === record.appliedSha256 && !record.editedByUser && (original !== undefined || !record.existedBefore)) {
     restoreExactly(record, original);
     return { changed: true, exact: true, message: original === undefined ? `Removed ${record.path}, which MetaClaw had created.` : `Restored ${record.path} to its original bytes.` };
   }

@@ -171,7 +171,8 @@ function isStrictJson(text: string): boolean {
 function parseJson(text: string, source: string, formatName: string): ConfigDocument {
   if (text.trim() === '') throw malformed(formatName, source, 'the file is empty');
   try {
-    return new JsonDocument(text, source, false);
+    // A bare "{}" has no style to learn; write it like a new file.
+    return new JsonDocument(text, source, text.trim() === '{}');
   } catch (error) {
     if (error instanceof JsonError) throw malformed(formatName, source, error.message.replace(/\.$/, ''), error);
     throw error;

@@ -26,6 +26,8 @@ export interface LedgerFileRecord {
   originalSha256: string | null;
   /** sha256 of the bytes MetaClaw last wrote */
   appliedSha256: string;
+  /** the user changed the file between two of MetaClaw's writes, so the last write holds their edits too */
+  editedByUser: boolean;
 }
 
 export interface LedgerAction {
@@ -79,6 +81,7 @@ const ledgerSchema = z.object({
           backupPath: z.string().nullable(),
           originalSha256: z.string().nullable(),
           appliedSha256: z.string(),
+          editedByUser: z.boolean(),
         }),
       ),
       actions: z.array(

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { attempt, outputSummary } from './commands.js';
-import { readPath } from './document.js';
+import { isPlainObject, readPath } from './document.js';
 import type { JsonValue, Setting } from './document.js';
 import { json5Format } from './json-document.js';
 import { expandHome, inHome, variable } from './paths.js';
@@ -49,12 +49,17 @@ export function openclawProvider(target: WiringTarget): JsonValue {
 }
 
 function openclawSettings(target: WiringTarget, current: unknown): Setting[] {
+  const reference = `metaclaw/${target.model}`;
   // `agents.defaults.model` may be the short string form; keep the user's shape.
   const modelPath = typeof readPath(current, ['agents', 'defaults', 'model']) === 'string' ? ['agents', 'defaults', 'model'] : ['agents', 'defaults', 'model', 'primary'];
-  return [
+  const settings: Setting[] = [
     { path: ['models', 'providers', 'metaclaw'], value: openclawProvider(target) },
-    { path: modelPath, value: `metaclaw/${target.model}` },
+    { path: modelPath, value: reference },
   ];
+  // A non-empty agents.defaults.models is an allowlist for /model and session overrides; our model must be on it.
+  const allowlist = readPath(current, ['agents', 'defaults', 'models']);
+  if (isPlainObject(allowlist) && Object.keys(allowlist).length > 0) settings.push({ path: ['agents', 'defaults', 'models', reference], value: {} });
+  return settings;
 }
 
 /**

@@ -57,7 +57,7 @@ export function detectFile(spec: FileAdapterSpec, environment: ClawEnvironment):
 }
 
 /** The config path, or a ClawError when the agent cannot be found. */
-export function locateOrFail(spec: FileAdapterSpec, environment: ClawEnvironment): string {
+function locateOrFail(spec: FileAdapterSpec, environment: ClawEnvironment): string {
   const path = spec.locate(environment);
   if (path === undefined) throw new ClawError('not_installed', `Could not find ${spec.agentName}. ${spec.setupHint} MetaClaw changed nothing.`, { claw: spec.claw });
   return path;
