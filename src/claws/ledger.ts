@@ -72,6 +72,7 @@ const ledgerSchema = z.object({
         model: z.string(),
         apiFormat: z.enum(['openai', 'anthropic']),
         contextWindow: z.number(),
+        plugin: z.object({ path: z.string(), config: z.record(z.string(), z.unknown()) }).optional(),
       }),
       files: z.array(
         z.object({

@@ -59,6 +59,23 @@ function openclawSettings(target: WiringTarget, current: unknown): Setting[] {
   // A non-empty agents.defaults.models is an allowlist for /model and session overrides; our model must be on it.
   const allowlist = readPath(current, ['agents', 'defaults', 'models']);
   if (isPlainObject(allowlist) && Object.keys(allowlist).length > 0) settings.push({ path: ['agents', 'defaults', 'models', reference], value: {} });
+  if (target.plugin) settings.push(...pluginSettings(target.plugin, current));
+  return settings;
+}
+
+/**
+ * MetaClaw's OpenClaw plugin, loaded from its folder in place (no copy to clean up) and enabled with
+ * its config. It needs no conversation access: it only listens to `session_end`.
+ */
+function pluginSettings(plugin: NonNullable<WiringTarget['plugin']>, current: unknown): Setting[] {
+  const paths = readPath(current, ['plugins', 'load', 'paths']);
+  const existing = Array.isArray(paths) ? (paths as JsonValue[]) : [];
+  const settings: Setting[] = [
+    { path: ['plugins', 'load', 'paths'], value: existing.includes(plugin.path) ? existing : [...existing, plugin.path] },
+    { path: ['plugins', 'entries', 'metaclaw'], value: { enabled: true, config: plugin.config as JsonValue } },
+  ];
+  const allow = readPath(current, ['plugins', 'allow']);
+  if (Array.isArray(allow) && allow.length > 0 && !allow.includes('metaclaw')) settings.push({ path: ['plugins', 'allow'], value: [...(allow as JsonValue[]), 'metaclaw'] });
   return settings;
 }
 

@@ -15,6 +15,8 @@ export interface WiringTarget {
   apiFormat: 'openai' | 'anthropic';
   /** 0 = do not set */
   contextWindow: number;
+  /** OpenClaw only: also load and enable MetaClaw's plugin from this folder, with this config. */
+  plugin?: { path: string; config: Record<string, unknown> };
 }
 
 export interface CommandOutcome {

@@ -25,6 +25,8 @@ program
   .option('--mode <mode>', 'skills_only | rl | auto for this run (overrides mode)')
   .option('-c, --config <path>', 'use this config file instead of $METACLAW_HOME/config.yaml')
   .option('--wait <seconds>', 'how long to wait for the proxy to answer', '20')
+  .option('--claw <type>', 'wire this agent instead of claw_type (openclaw, copaw, …, none)')
+  .option('--no-wire', 'do not wire any agent this time')
   .action(async (options) => (await import('./start.js')).startCommand(options));
 
 program
@@ -32,6 +34,7 @@ program
   .description('stop the running proxy (SIGTERM, then SIGKILL after the timeout)')
   .option('-c, --config <path>', 'config file')
   .option('--timeout <seconds>', 'seconds to wait before SIGKILL')
+  .option('--unwire', "also restore every agent's configuration exactly as it was before MetaClaw")
   .action(async (options) => (await import('./stop.js')).stopCommand(options));
 
 program
@@ -49,6 +52,56 @@ program
   .option('--json', 'machine-readable output')
   .option('--reveal', 'show secrets in clear')
   .action(async (args: string[], options) => (await import('./config.js')).configCommand(args, options));
+
+program
+  .command('setup')
+  .description('choose your provider, model, key and agent; checks them against the real API and writes the config')
+  .option('-c, --config <path>', 'config file to create or update')
+  .option('--mode <mode>', 'skills_only | rl | auto')
+  .option('--provider <id>', 'kimi | qwen | openai | anthropic | deepseek | minimax | novita | openrouter | volcengine | ollama | custom')
+  .option('--api-base <url>', "the provider's base URL (default: the preset's)")
+  .option('--api-format <format>', 'openai | anthropic (default: detected from the provider and URL)')
+  .option('--model <id>', "model id (default: the preset's)")
+  .option('--api-key-env <VAR>', 'read the API key from this environment variable (keys are never taken as arguments)')
+  .option('--claw <type>', 'the agent to wire: openclaw | copaw | ironclaw | picoclaw | zeroclaw | nanoclaw | nemoclaw | hermes | none')
+  .option('--port <port>', 'proxy port')
+  .option('--starter-skills', 'install the starter skills (the default)')
+  .option('--no-starter-skills', 'do not install the starter skills')
+  .option('--memory', 'keep long-term memory (the default)')
+  .option('--no-memory', 'turn long-term memory off')
+  .option('--no-verify', 'write the config without checking the upstream')
+  .option('-y, --yes', 'no questions: use flags, the existing config and the defaults')
+  .action(async (options) => (await import('./setup.js')).setupCommand(options));
+
+program
+  .command('doctor')
+  .description('check config, upstream, agent wiring, database, disk, and send a canary through the proxy')
+  .option('-c, --config <path>', 'config file')
+  .option('--json', 'machine-readable output')
+  .option('--no-canary', 'skip the end-to-end canary request')
+  .action(async (options) => (await import('./doctor.js')).doctorCommand(options));
+
+program
+  .command('uninstall')
+  .description('stop the proxy, restore every wired agent exactly, remove the service and $METACLAW_HOME')
+  .option('-c, --config <path>', 'config file')
+  .option('-y, --yes', 'do not ask for confirmation')
+  .option('--keep-data', 'keep skills, memories and the database; remove the rest')
+  .action(async (options) => (await import('./uninstall.js')).uninstallCommand(options));
+
+const service = program.command('service').description('run the proxy at login (systemd user unit on Linux, launchd agent on macOS)');
+for (const [name, text] of [
+  ['install', 'write and enable the service so the proxy starts at login'],
+  ['uninstall', 'stop, disable and remove the service'],
+  ['status', 'is the service installed and running?'],
+] as const) {
+  service
+    .command(name)
+    .description(text)
+    .option('-c, --config <path>', 'config file')
+    .option('--no-enable', 'only write the file (do not call systemctl/launchctl)')
+    .action(async (options) => (await import('./service.js')).serviceCommand(name, options));
+}
 
 const sessions = program.command('sessions').description('recorded sessions and their turns');
 sessions
@@ -69,6 +122,8 @@ sessions
 // Command groups register their own subcommands; loading them only when used keeps `--help` fast.
 if (process.argv[2] === 'skills') (await import('./skills.js')).registerSkillsCommands(program);
 else program.command('skills').description('the skill library: list, edit, review, history, credit (metaclaw skills --help)');
+if (process.argv[2] === 'claw') (await import('./claw.js')).registerClawCommands(program);
+else program.command('claw').description('wire your agent to the proxy, unwire it exactly, verify, install the OpenClaw plugin (metaclaw claw --help)');
 if (process.argv[2] === 'memory') (await import('./memory.js')).registerMemoryCommands(program);
 else program.command('memory').description('long-term memory: search, add, edit, forget, stats, export, import (metaclaw memory --help)');
 

@@ -17,6 +17,9 @@ export interface StartOptions {
   mode?: string;
   config?: string;
   wait?: string;
+  claw?: string;
+  /** false with --no-wire */
+  wire?: boolean;
 }
 
 /** `metaclaw start`: daemonises by default and returns once /healthz answers; `--foreground` runs here. */
@@ -25,9 +28,18 @@ export async function startCommand(options: StartOptions): Promise<void> {
   const config = loadCliConfig({ ...(options.config ? { config: options.config } : {}), overrides });
   if (options.foreground) {
     await runForeground(config);
+    // The daemon child is started by a parent that wires the agent once the proxy answers.
+    if (process.env['METACLAW_DAEMON'] !== '1') await wireAgent(config, options);
     return;
   }
-  await startDaemon(config, options);
+  if (await startDaemon(config, options)) await wireAgent(config, options);
+}
+
+/** Points the agent at the proxy now that it answers (a no-op when it already is). */
+async function wireAgent(config: LoadedConfig, options: StartOptions): Promise<void> {
+  if (options.wire === false) return;
+  const { wireConfiguredClaw } = await import('./claw.js');
+  await wireConfiguredClaw(config, options.claw);
 }
 
 async function runForeground(config: LoadedConfig): Promise<void> {
@@ -52,7 +64,8 @@ async function runForeground(config: LoadedConfig): Promise<void> {
   if (!daemonised) printBanner(config, process.pid, runtime.statusReport());
 }
 
-async function startDaemon(config: LoadedConfig, options: StartOptions): Promise<void> {
+/** Resolves true once the proxy (new or already running) answers. */
+async function startDaemon(config: LoadedConfig, options: StartOptions): Promise<boolean> {
   const { paths, values } = config;
   const base = baseUrl(values['proxy.host'], values['proxy.port']);
   const existing = readPidFile(paths.pidFile);
@@ -60,7 +73,7 @@ async function startDaemon(config: LoadedConfig, options: StartOptions): Promise
     const existingBase = baseUrl(existing.host, existing.port);
     if (await isHealthy(existingBase)) {
       print(`MetaClaw is already running (pid ${existing.pid}) at ${existingBase}.`);
-      return;
+      return true;
     }
     throw new CliExit(`A MetaClaw process (pid ${existing.pid}) holds ${paths.pidFile} but does not answer at ${existingBase}; run \`metaclaw stop\` first.`);
   }
@@ -96,7 +109,7 @@ async function startDaemon(config: LoadedConfig, options: StartOptions): Promise
         status = undefined;
       }
       printBanner(config, child.pid ?? 0, status);
-      return;
+      return true;
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

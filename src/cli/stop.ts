@@ -1,15 +1,23 @@
 import { readFileSync, rmSync } from 'node:fs';
+import type { LoadedConfig } from '../config/index.js';
 import { isProcessAlive, readPidFile } from '../runtime/index.js';
 import { loadCliConfig, print } from './context.js';
 
 export interface StopOptions {
   config?: string;
   timeout?: string;
+  unwire?: boolean;
 }
 
 /** `metaclaw stop`: SIGTERM, wait for the process to exit, SIGKILL after the timeout; stale pid files are cleaned. */
 export async function stopCommand(options: StopOptions): Promise<void> {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
+  await stopProxy(config, options.timeout);
+  if (options.unwire) await (await import('./claw.js')).unwireEverything(config);
+}
+
+/** Stops the proxy this config's pid file names; prints what happened. */
+export async function stopProxy(config: LoadedConfig, timeout?: string): Promise<void> {
   const pidFile = config.paths.pidFile;
   const info = readPidFile(pidFile);
   if (!info) {
@@ -21,7 +29,7 @@ export async function stopCommand(options: StopOptions): Promise<void> {
     print(`MetaClaw is not running (removed a stale pid file for pid ${info.pid}).`);
     return;
   }
-  const timeoutMs = Number(options.timeout ?? config.values['proxy.shutdown_timeout_seconds'] + 10) * 1000;
+  const timeoutMs = Number(timeout ?? config.values['proxy.shutdown_timeout_seconds'] + 10) * 1000;
   process.kill(info.pid, 'SIGTERM');
   if (await waitForExit(info.pid, timeoutMs)) {
     rmSync(pidFile, { force: true });

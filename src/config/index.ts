@@ -5,3 +5,4 @@ export { KEY_DEFINITIONS, DEFINITIONS_BY_KEY, KEY_ALIASES, MODES, CLAW_TYPES, ty
 export { displayValue, maskSecret } from './convert.js';
 export { metaclawHome, homePaths, expandHome, type HomePaths } from './home.js';
 export type { KeyDefinition, ValueKind } from './types.js';
+export { PROVIDER_PRESETS, presetFor, type ProviderPreset } from './providers.js';

@@ -27,6 +27,8 @@ export type UpstreamEntry = z.infer<typeof upstreamEntrySchema>;
 export const KEY_DEFINITIONS = [
   enumKey('mode', MODES, 'skills_only', { doc: 'skills_only: skills + memory through your own API; rl: also record and train; auto: rl plus the idle-window scheduler (legacy name: madmax).' }),
   enumKey('claw_type', CLAW_TYPES, 'none', { doc: 'Which agent `metaclaw start` wires to the proxy (none: wire nothing).' }),
+  booleanKey('claw_plugin', false, { doc: "Also enable the agent's MetaClaw plugin where one exists (OpenClaw: keeps the proxy running and reports session ends)." }),
+  enumKey('claw_api_format', ['openai', 'anthropic'] as const, 'openai', { doc: 'Protocol a wired agent uses to reach the proxy, where it has a choice (OpenClaw: openai-completions or anthropic-messages).' }),
   integerKey('max_context_tokens', 0, { min: 0, doc: 'Trim the oldest non-system messages so the prompt fits this many tokens (0: never trim; the agent manages its context).' }),
   integerKey('context_window', 0, { min: 0, doc: 'Context window advertised to wired agents (0: let the agent use its own default).' }),
 

@@ -21,10 +21,13 @@ export interface TurnSignals {
   identitySource: IdentitySource;
   turnType: TurnType;
   sessionDone: boolean;
+  /** false with `X-MetaClaw-Learning: off` (doctor's canary): the turn is recorded, nothing learns from it */
+  learning: boolean;
   scope: ScopeHints;
 }
 
 const TRUE_WORDS = new Set(['1', 'true', 'yes', 'on']);
+const FALSE_WORDS = new Set(['0', 'false', 'no', 'off']);
 
 /**
  * Reads session identity in this order: `X-Session-Id` or `session_id` header, body `session_id`,
@@ -40,6 +43,7 @@ export function readTurnSignals(headers: IncomingHttpHeaders, body: Record<strin
     identitySource: identity.source,
     turnType: turnTypeText === 'side' ? 'side' : 'main',
     sessionDone: TRUE_WORDS.has(doneText),
+    learning: !FALSE_WORDS.has((header(headers, 'x-metaclaw-learning') ?? '').trim().toLowerCase()),
     scope: {
       memoryScope: nonEmpty(header(headers, 'x-memory-scope') ?? stringField(body, 'memory_scope')),
       userId: nonEmpty(header(headers, 'x-user-id') ?? stringField(body, 'user_id')),

@@ -24,9 +24,9 @@ export class ConversationStore {
 
   constructor(private readonly db: Db) {
     this.statements = {
-      upsertSession: db.prepare<[string, string, string, string, string, number, number, number, number], { turn_count: number; main_turn_count: number }>(`
-        INSERT INTO sessions (id, identity_source, lineage, scope, client_format, started_at, last_turn_at, turn_count, main_turn_count)
-        VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
+      upsertSession: db.prepare<[string, string, string, string, string, number, number, number, number, number], { turn_count: number; main_turn_count: number; learning: number }>(`
+        INSERT INTO sessions (id, identity_source, lineage, scope, client_format, started_at, last_turn_at, turn_count, main_turn_count, learning)
+        VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
         ON CONFLICT(id) DO UPDATE SET
           last_turn_at = excluded.last_turn_at,
           scope = excluded.scope,
@@ -34,7 +34,7 @@ export class ConversationStore {
           main_turn_count = main_turn_count + ?,
           ended_at = NULL,
           end_reason = NULL
-        RETURNING turn_count, main_turn_count`),
+        RETURNING turn_count, main_turn_count, learning`),
       insertTurn: db.prepare(`
         INSERT INTO turns (id, session_id, seq, turn_type, client_format, upstream_name, upstream_format, model, stream, query,
           response_text, tool_calls, finish_reason, input_tokens, output_tokens, status, outcome, error, attempts, started_at, first_byte_ms, duration_ms)
@@ -122,7 +122,7 @@ export class ConversationStore {
   private writeTurn(turn: FinishedTurn): void {
     if (turn.startsNewConversation) this.endOtherSessionsInLineage(turn.lineage, turn.sessionId);
     const isMain = turn.turnType === 'main' ? 1 : 0;
-    const counts = this.statements.upsertSession.get(turn.sessionId, turn.identitySource, turn.lineage, turn.scope, turn.clientFormat, turn.startedAt, Date.now(), isMain, isMain)!;
+    const counts = this.statements.upsertSession.get(turn.sessionId, turn.identitySource, turn.lineage, turn.scope, turn.clientFormat, turn.startedAt, Date.now(), isMain, turn.learning ? 1 : 0, isMain)!;
     const response = turn.response;
     this.statements.insertTurn.run({
       id: turn.id,
@@ -157,7 +157,8 @@ export class ConversationStore {
       JSON.stringify(turn.payload.receivedHeaders),
       JSON.stringify(turn.payload.strippedKeys),
     );
-    for (const listener of this.listeners) {
+    const learns = turn.learning && counts.learning === 1;
+    for (const listener of learns ? this.listeners : []) {
       listener.turnRecorded?.({
         turnId: turn.id,
         sessionId: turn.sessionId,
@@ -180,7 +181,7 @@ export class ConversationStore {
     return this.db.transaction(() => {
       const row = this.statements.endSession.get(now, reason, sessionId);
       if (!row) return false;
-      for (const listener of this.listeners) {
+      for (const listener of row.learning === 1 ? this.listeners : []) {
         listener.sessionEnded?.({ sessionId, scope: row.scope, reason, turnCount: row.turn_count, mainTurnCount: row.main_turn_count });
       }
       return true;

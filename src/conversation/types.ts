@@ -2,7 +2,7 @@ import type { ApiFormat, AssembledResponse } from '../types/index.js';
 import type { IdentitySource, TurnType } from './signals.js';
 
 export type TurnOutcome = 'ok' | 'upstream_error' | 'stream_broken' | 'client_aborted' | 'proxy_error';
-export type SessionEndReason = 'done_header' | 'idle' | 'reset' | 'manual';
+export type SessionEndReason = 'done_header' | 'idle' | 'reset' | 'manual' | 'agent';
 
 /** Everything known about one finished turn, as the proxy hands it over for recording. */
 export interface FinishedTurn {
@@ -31,6 +31,8 @@ export interface FinishedTurn {
   startsNewConversation: boolean;
   /** The client said the session is over (X-Session-Done): end it after this turn. */
   endsSession: boolean;
+  /** false: record the turn but tell no learner (a session started by such a turn never learns) */
+  learning: boolean;
 }
 
 /** A JSON body with its text when the proxy already has it (saves serialising it again). */
@@ -92,6 +94,8 @@ export interface SessionRow {
   end_reason: string | null;
   turn_count: number;
   main_turn_count: number;
+  /** 0: nothing learns from this session (see FinishedTurn.learning) */
+  learning: number;
 }
 
 export interface TurnRow {

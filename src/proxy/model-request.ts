@@ -118,6 +118,7 @@ async function recordTurn(deps: ProxyDeps, input: RecordInput): Promise<void> {
     },
     startsNewConversation: input.userRequest.isReset,
     endsSession: signals.sessionDone,
+    learning: signals.learning,
   };
   try {
     await deps.conversation.recordTurn(turn);

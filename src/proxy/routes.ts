@@ -39,6 +39,16 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     return c.json(explainTurn(turn));
   });
 
+  // An agent (the OpenClaw plugin) says a session is over: learning that waits for session end runs now.
+  app.post('/v1/sessions/:id/end', (c) => {
+    const requested = c.req.param('id');
+    const candidates = [requested, requested.replace(/:\d+$/, ''), `openclaw-${requested}`];
+    const known = candidates.find((id) => deps.conversation.getSession(id) !== undefined);
+    if (!known) throw new NotFoundError(`No session ${requested} has been seen by this proxy.`, 'session_not_found');
+    const ended = deps.conversation.endSession(known, 'agent');
+    return c.json({ session_id: known, ended, already_ended: !ended });
+  });
+
   for (const group of deps.routeGroups) group(app);
 
   for (const path of ['/v1/chat/completions', '/chat/completions', '/v1/messages', '/messages']) {

@@ -212,4 +212,9 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab(memory_fts, 'row');
     `,
   },
+  {
+    version: 4,
+    description: 'sessions that nothing learns from (the doctor canary)',
+    sql: `ALTER TABLE sessions ADD COLUMN learning INTEGER NOT NULL DEFAULT 1;`,
+  },
 ];

@@ -37,3 +37,35 @@ export function readResponseBody(response: http.IncomingMessage, limitBytes = 32
     });
   });
 }
+
+/** A whole request and response with a timeout (for probes and model lists, not the relay). */
+export function simpleRequest(url: string, method: string, headers: http.OutgoingHttpHeaders, body: string | undefined, timeoutMs: number): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      reject(new Error(`invalid URL ${url}`));
+      return;
+    }
+    const request = requestUpstream(parsed, { method, headers: body ? { ...headers, 'content-length': Buffer.byteLength(body) } : headers });
+    const timer = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
+    request.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    request.on('response', (response) => {
+      readResponseBody(response, 4 * 1024 * 1024).then(
+        (buffer) => {
+          clearTimeout(timer);
+          resolve({ status: response.statusCode ?? 0, text: buffer.toString('utf8') });
+        },
+        (error: Error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+    request.end(body);
+  });
+}

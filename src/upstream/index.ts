@@ -4,3 +4,4 @@ export { SseParser, encodeSse, completeEventsLength, type SseEvent } from './sse
 export { isRetryableStatus, retryAfterMs, backoffDelayMs } from './retry.js';
 export { listModels, type ModelList } from './models.js';
 export { CredentialMemory } from './credential-memory.js';
+export { probeUpstream, type ProbeResult } from './probe.js';

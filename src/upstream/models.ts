@@ -1,7 +1,7 @@
 import type { UpstreamTarget } from '../config/index.js';
 import type { ApiFormat } from '../types/index.js';
 import { authHeaders, type ClientCredentials } from './forward.js';
-import { readResponseBody, requestUpstream } from './http.js';
+import { simpleRequest } from './http.js';
 
 export interface ModelList {
   status: number;
@@ -36,31 +36,12 @@ export async function listModels(target: UpstreamTarget, credentials: ClientCred
   return { status: 200, body: render(clientFormat, [{ id, ownedBy: 'metaclaw' }]), source: 'configured' };
 }
 
-function fetchUpstreamList(target: UpstreamTarget, credentials: ClientCredentials, timeoutMs: number): Promise<{ status: number; body: Buffer }> {
-  const url = new URL(target.format === 'openai' ? `${target.baseUrl}/models` : target.baseUrl.endsWith('/v1') ? `${target.baseUrl}/models` : `${target.baseUrl}/v1/models`);
+async function fetchUpstreamList(target: UpstreamTarget, credentials: ClientCredentials, timeoutMs: number): Promise<{ status: number; body: Buffer }> {
+  const url = target.format === 'openai' ? `${target.baseUrl}/models` : target.baseUrl.endsWith('/v1') ? `${target.baseUrl}/models` : `${target.baseUrl}/v1/models`;
   const headers: Record<string, string> = { accept: 'application/json', ...authHeaders(target, credentials) };
   if (target.format === 'anthropic') headers['anthropic-version'] = '2023-06-01';
-  return new Promise((resolve, reject) => {
-    const request = requestUpstream(url, { method: 'GET', headers });
-    const timer = setTimeout(() => request.destroy(new Error('timeout')), timeoutMs);
-    request.on('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    request.on('response', (response) => {
-      readResponseBody(response, 4 * 1024 * 1024).then(
-        (body) => {
-          clearTimeout(timer);
-          resolve({ status: response.statusCode ?? 502, body });
-        },
-        (error) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
-    request.end();
-  });
+  const { status, text } = await simpleRequest(url, 'GET', headers, undefined, timeoutMs);
+  return { status, body: Buffer.from(text, 'utf8') };
 }
 
 function parseEntries(format: ApiFormat, text: string): ModelEntry[] | undefined {

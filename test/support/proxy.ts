@@ -62,9 +62,9 @@ export interface ProxyHandle {
  * Starts the proxy the way a user does, `metaclaw start` (daemonised), in a fresh METACLAW_HOME
  * with `config` written as its config.yaml.
  */
-export async function startProxy(options: { config?: Record<string, unknown>; env?: Record<string, string>; home?: string; args?: string[] } = {}): Promise<ProxyHandle> {
+export async function startProxy(options: { config?: Record<string, unknown>; env?: Record<string, string>; home?: string; args?: string[]; port?: number } = {}): Promise<ProxyHandle> {
   const home = options.home ?? tempHome();
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   if (options.config) {
     const config = structuredClone(options.config);
     const proxy = (config['proxy'] ?? {}) as Record<string, unknown>;

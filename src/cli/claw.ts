@@ -1,0 +1,102 @@
+import type { Command } from 'commander';
+import { ClawError, detectClaws, isClawType, unwireAll, unwireClaw, verifyClaw, wireClaw, type ClawType } from '../claws/index.js';
+import type { LoadedConfig } from '../config/index.js';
+import { CliExit, loadCliConfig, print } from './context.js';
+import { installOpenClawPlugin } from './openclaw-plugin.js';
+import { clawEnvironment, clawName, wiringTarget } from './wiring.js';
+
+/** Wires the configured agent (after `start`); never fails the start: problems are printed. */
+export async function wireConfiguredClaw(config: LoadedConfig, override?: string): Promise<void> {
+  const type = override ?? config.values['claw_type'];
+  if (type === 'none') return;
+  if (!isClawType(type)) {
+    print(`Not wiring: "${type}" is not an agent MetaClaw knows.`);
+    return;
+  }
+  try {
+    const result = await wireClaw(type, wiringTarget(config), clawEnvironment(config));
+    print(result.changed ? `Wired ${clawName(type)} to the proxy (${result.configPath ?? 'its settings'}${result.backupPath ? `; original backed up to ${result.backupPath}` : ''}).` : `${clawName(type)} is already wired to the proxy.`);
+    for (const message of result.messages) print(`  ${message}`);
+  } catch (error) {
+    print(`Could not wire ${clawName(type)}: ${(error as Error).message}`);
+    print('  The proxy is running; fix the above, then `metaclaw claw wire`.');
+  }
+}
+
+/** Undoes every wiring the ledger records; resolves with how many agents could not be restored. */
+export async function unwireEverythingReport(config: LoadedConfig): Promise<number> {
+  const results = await unwireAll(clawEnvironment(config));
+  if (results.length === 0) print('   No agent was wired by MetaClaw.');
+  for (const item of results) {
+    if (item.error) print(`   Could not unwire ${clawName(item.type)}: ${item.error.message}`);
+    else if (item.result) print(item.result.exact ? `   Restored ${clawName(item.type)}'s configuration exactly as it was.` : `   Unwired ${clawName(item.type)}; ${item.result.messages.join(' ')}`);
+  }
+  return results.filter((item) => item.error).length;
+}
+
+/** `stop --unwire`, `claw unwire`: a failure is an exit code, not just a line. */
+export async function unwireEverything(config: LoadedConfig): Promise<void> {
+  const failures = await unwireEverythingReport(config);
+  if (failures > 0) throw new CliExit(`${failures} agent(s) could not be restored; the backups are kept in ${config.home}/claws for a retry.`);
+}
+
+/** `metaclaw claw …`: wire, unwire, verify and detect agents; install the OpenClaw plugin. */
+export function registerClawCommands(program: Command): void {
+  const claw = program.command('claw').description('wire your agent to the proxy and undo it exactly');
+  const common = (command: Command) => command.option('-c, --config <path>', 'config file');
+  const resolve = (type: string | undefined, config: LoadedConfig): ClawType => {
+    const chosen = type ?? config.values['claw_type'];
+    if (!isClawType(chosen)) throw new CliExit(`"${chosen}" is not an agent MetaClaw knows.`);
+    return chosen;
+  };
+  const guard = <T extends unknown[]>(action: (...args: T) => Promise<void>) => async (...args: T) => {
+    try {
+      await action(...args);
+    } catch (error) {
+      if (error instanceof ClawError) throw new CliExit(error.message);
+      throw error;
+    }
+  };
+
+  common(claw.command('list').description('agents found on this machine, and which are wired').option('--json')).action(
+    guard(async (options: { config?: string; json?: boolean }) => {
+      const config = loadCliConfig(options.config ? { config: options.config } : {});
+      const detections = await detectClaws(clawEnvironment(config));
+      if (options.json) return print(JSON.stringify(detections, null, 2));
+      for (const item of detections) print(`${item.type.padEnd(9)} ${item.installed ? 'found' : 'not found'}${item.wired ? ', wired' : ''}${item.configPath ? `  ${item.configPath}` : ''}`);
+    }),
+  );
+  common(claw.command('wire').description('point the agent at the proxy (default: claw_type)').argument('[type]')).action(
+    guard(async (type: string | undefined, options: { config?: string }) => {
+      const config = loadCliConfig(options.config ? { config: options.config } : {});
+      await wireConfiguredClaw(config, resolve(type, config));
+    }),
+  );
+  common(claw.command('unwire').description("restore the agent's configuration (default: every wired agent)").argument('[type]')).action(
+    guard(async (type: string | undefined, options: { config?: string }) => {
+      const config = loadCliConfig(options.config ? { config: options.config } : {});
+      if (!type) return unwireEverything(config);
+      const result = await unwireClaw(resolve(type, config), clawEnvironment(config));
+      print(result.restored ? (result.exact ? 'Restored exactly as it was.' : `Unwired. ${result.messages.join(' ')}`) : 'Nothing to undo.');
+    }),
+  );
+  common(claw.command('verify').description('is the agent wired to this proxy?').argument('[type]')).action(
+    guard(async (type: string | undefined, options: { config?: string }) => {
+      const config = loadCliConfig(options.config ? { config: options.config } : {});
+      const chosen = resolve(type, config);
+      const result = await verifyClaw(chosen, wiringTarget(config), clawEnvironment(config));
+      print(result.wired ? `${clawName(chosen)} is wired to ${wiringTarget(config).proxyUrl}.` : `${clawName(chosen)} is not wired to this proxy:`);
+      for (const problem of result.problems) print(`  ${problem}`);
+      for (const message of result.messages) print(`  (${message})`);
+      if (!result.wired) throw new CliExit('', 1);
+    }),
+  );
+  common(claw.command('install-plugin').description('install the MetaClaw plugin into an agent (openclaw)').argument('<type>')).action(
+    guard(async (type: string, options: { config?: string }) => {
+      if (type !== 'openclaw') throw new CliExit('Only OpenClaw has a MetaClaw plugin.');
+      const config = loadCliConfig(options.config ? { config: options.config } : {});
+      const result = await installOpenClawPlugin(config);
+      for (const line of result) print(line);
+    }),
+  );
+}

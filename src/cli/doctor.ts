@@ -1,0 +1,301 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, statfsSync } from 'node:fs';
+import { isClawType, verifyClaw } from '../claws/index.js';
+import { loadConfig, type LoadedConfig } from '../config/index.js';
+import { resolveUpstreams } from '../config/index.js';
+import { checkIntegrity, MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
+import { probeUpstream } from '../upstream/index.js';
+import { VERSION } from '../version.js';
+import { baseUrl, CliExit, print } from './context.js';
+import { clawEnvironment, clawName, wiringTarget } from './wiring.js';
+
+export interface DoctorOptions {
+  config?: string;
+  json?: boolean;
+  /** false with --no-canary */
+  canary?: boolean;
+}
+
+type Verdict = 'pass' | 'warn' | 'fail' | 'skip';
+
+interface Check {
+  name: string;
+  verdict: Verdict;
+  detail: string;
+  /** what to do about it (for warn and fail) */
+  fix?: string;
+}
+
+const MIB = 1024 * 1024;
+
+/**
+ * `metaclaw doctor`: answers "does learning actually reach my agent?" in plain words. Every check
+ * runs even when an earlier one fails (each says what to do), and the exit code is 1 if any failed.
+ */
+export async function doctorCommand(options: DoctorOptions): Promise<void> {
+  const checks: Check[] = [];
+  const config = checkConfig(options, checks);
+  checkVersions(checks);
+  if (config) {
+    checkDisk(config, checks);
+    checkDatabase(config, checks);
+    await checkUpstream(config, checks);
+    await checkAgent(config, checks);
+    const running = await checkProxy(config, checks);
+    if (options.canary === false) checks.push({ name: 'canary', verdict: 'skip', detail: 'skipped (--no-canary)' });
+    else await runCanary(config, running, checks);
+  }
+  report(checks, options.json === true);
+  if (checks.some((check) => check.verdict === 'fail')) throw new CliExit('', 1);
+}
+
+function report(checks: Check[], json: boolean): void {
+  if (json) {
+    print(JSON.stringify({ ok: !checks.some((check) => check.verdict === 'fail'), checks }, null, 2));
+    return;
+  }
+  const marks: Record<Verdict, string> = { pass: '✔', warn: '!', fail: '✘', skip: '-' };
+  for (const check of checks) {
+    print(`${marks[check.verdict]} ${check.name}: ${check.detail}`);
+    if (check.fix && check.verdict !== 'pass') print(`    → ${check.fix}`);
+  }
+  const failed = checks.filter((check) => check.verdict === 'fail').length;
+  const warned = checks.filter((check) => check.verdict === 'warn').length;
+  print('');
+  print(failed === 0 ? `All checks passed${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}.` : `${failed} check${failed === 1 ? '' : 's'} failed.`);
+}
+
+function checkConfig(options: DoctorOptions, checks: Check[]): LoadedConfig | undefined {
+  try {
+    const config = loadConfig(options.config ? { configFile: options.config } : {});
+    const warnings = config.warnings;
+    if (!config.fileExists) checks.push({ name: 'config', verdict: 'warn', detail: `no ${config.file}: running on defaults`, fix: 'run `metaclaw setup` to choose your provider, model and agent' });
+    else if (warnings.length > 0) checks.push({ name: 'config', verdict: 'warn', detail: `${config.file} is valid, with ${warnings.length} warning(s): ${warnings.join('; ')}`, fix: 'fix or remove the keys named above (`metaclaw config keys` lists the valid ones)' });
+    else checks.push({ name: 'config', verdict: 'pass', detail: `${config.file} is valid` });
+    return config;
+  } catch (error) {
+    checks.push({ name: 'config', verdict: 'fail', detail: (error as Error).message, fix: 'edit the file (or `metaclaw config set KEY VALUE`); nothing else can be checked until it loads' });
+    return undefined;
+  }
+}
+
+function checkVersions(checks: Check[]): void {
+  const major = Number(process.versions.node.split('.')[0]);
+  let sqlite = 'unknown';
+  try {
+    const db = openDatabase(':memory:', { migrations: [] });
+    sqlite = (db.prepare('SELECT sqlite_version() AS v').get() as { v: string }).v;
+    db.close();
+  } catch (error) {
+    checks.push({ name: 'versions', verdict: 'fail', detail: `SQLite does not load: ${(error as Error).message}`, fix: 'reinstall with `npm ci` (better-sqlite3 must be built for this Node)' });
+    return;
+  }
+  const detail = `MetaClaw-TS ${VERSION}, Node ${process.versions.node}, SQLite ${sqlite}`;
+  if (major < 20) checks.push({ name: 'versions', verdict: 'fail', detail, fix: 'MetaClaw-TS needs Node 20 or newer' });
+  else checks.push({ name: 'versions', verdict: 'pass', detail });
+}
+
+function checkDisk(config: LoadedConfig, checks: Check[]): void {
+  let folder = config.home;
+  while (!existsSync(folder) && folder !== '/') folder = folder.replace(/\/[^/]*$/, '') || '/';
+  try {
+    const stats = statfsSync(folder);
+    const free = stats.bavail * stats.bsize;
+    const text = `${(free / 1024 / MIB).toFixed(1)} GiB free for ${config.home}`;
+    if (free < 100 * MIB) checks.push({ name: 'disk', verdict: 'fail', detail: text, fix: 'free some space: recording turns and learning stop when the disk is full' });
+    else if (free < 1024 * MIB) checks.push({ name: 'disk', verdict: 'warn', detail: text, fix: 'less than 1 GiB left; lower store.payload_retention_days or free some space' });
+    else checks.push({ name: 'disk', verdict: 'pass', detail: text });
+  } catch (error) {
+    checks.push({ name: 'disk', verdict: 'warn', detail: `cannot tell the free space: ${(error as Error).message}` });
+  }
+}
+
+function checkDatabase(config: LoadedConfig, checks: Check[]): void {
+  const path = config.paths.database;
+  if (!existsSync(path)) {
+    checks.push({ name: 'database', verdict: 'warn', detail: `${path} does not exist yet`, fix: '`metaclaw start` creates it' });
+    return;
+  }
+  try {
+    const db = openDatabase(path, { readonly: true });
+    try {
+      const problems = checkIntegrity(db).filter((line) => line !== 'ok');
+      const version = schemaVersion(db);
+      const latest = MIGRATIONS.at(-1)?.version ?? 0;
+      if (problems.length > 0) checks.push({ name: 'database', verdict: 'fail', detail: `integrity check failed: ${problems.slice(0, 3).join('; ')}`, fix: `stop MetaClaw, back up ${path}, then recover it with \`sqlite3 ${path} .recover\`` });
+      else if (version > latest) checks.push({ name: 'database', verdict: 'fail', detail: `schema version ${version} is newer than this MetaClaw (${latest})`, fix: 'upgrade MetaClaw-TS' });
+      else checks.push({ name: 'database', verdict: 'pass', detail: `${path}: integrity ok, schema version ${version}${version < latest ? ` (updated to ${latest} at the next start)` : ''}` });
+    } finally {
+      db.close();
+    }
+  } catch (error) {
+    checks.push({ name: 'database', verdict: 'fail', detail: `cannot open ${path}: ${(error as Error).message}`, fix: 'check the file permissions, or move the file aside to start afresh' });
+  }
+}
+
+async function checkUpstream(config: LoadedConfig, checks: Check[]): Promise<void> {
+  let main;
+  try {
+    main = resolveUpstreams(config, process.env)[0];
+  } catch (error) {
+    checks.push({ name: 'upstream', verdict: 'fail', detail: (error as Error).message, fix: 'run `metaclaw setup`' });
+    return;
+  }
+  if (!main) {
+    checks.push({ name: 'upstream', verdict: 'fail', detail: 'no upstream is configured', fix: 'run `metaclaw setup`' });
+    return;
+  }
+  if (!main.apiKey) {
+    const probe = await probeUpstream({ baseUrl: main.baseUrl, format: main.format, apiKey: undefined, model: undefined }, 10_000);
+    const reachable = probe.ok || /rejected the key|HTTP \d/.test(probe.detail);
+    checks.push(
+      reachable
+        ? { name: 'upstream', verdict: 'pass', detail: `${main.baseUrl} answers; no key is configured, so the proxy passes your agent's own key through (it cannot be checked from here)` }
+        : { name: 'upstream', verdict: 'fail', detail: probe.detail, fix: 'check llm.api_base (`metaclaw config get llm.api_base`) and your network' },
+    );
+    return;
+  }
+  const probe = await probeUpstream({ baseUrl: main.baseUrl, format: main.format, apiKey: main.apiKey, model: main.model || undefined }, 15_000);
+  if (!probe.ok) checks.push({ name: 'upstream', verdict: 'fail', detail: probe.detail, fix: /key/.test(probe.detail) ? 'set a valid key: `metaclaw setup --api-key-env VAR` or `metaclaw config set llm.api_key …`' : 'check llm.api_base and llm.model_id (`metaclaw setup` checks them for you)' });
+  else if (probe.detail.includes('does not list the model')) checks.push({ name: 'upstream', verdict: 'warn', detail: probe.detail, fix: 'set llm.model_id to one of the listed models' });
+  else checks.push({ name: 'upstream', verdict: 'pass', detail: probe.detail });
+}
+
+async function checkAgent(config: LoadedConfig, checks: Check[]): Promise<void> {
+  const type = config.values['claw_type'];
+  if (type === 'none' || !isClawType(type)) {
+    checks.push({ name: 'agent', verdict: 'skip', detail: 'claw_type is none: MetaClaw wires no agent; point yours at the proxy yourself', fix: 'or choose one with `metaclaw setup --claw …`' });
+    return;
+  }
+  try {
+    const result = await verifyClaw(type, wiringTarget(config), clawEnvironment(config));
+    if (result.wired) checks.push({ name: 'agent', verdict: 'pass', detail: `${clawName(type)} is wired to ${wiringTarget(config).proxyUrl}` });
+    else checks.push({ name: 'agent', verdict: 'fail', detail: `${clawName(type)} does not send its requests through this proxy: ${result.problems.join('; ')}`, fix: '`metaclaw claw wire` (or `metaclaw start`) wires it; nothing is learned until it does' });
+  } catch (error) {
+    checks.push({ name: 'agent', verdict: 'fail', detail: (error as Error).message, fix: `check that ${clawName(type)} is installed and its config file is valid` });
+  }
+}
+
+interface ProxyContact {
+  base: string;
+  headers: Record<string, string>;
+  status: Record<string, unknown>;
+}
+
+async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyContact | undefined> {
+  const base = baseUrl(config.values['proxy.host'], config.values['proxy.port']);
+  const headers: Record<string, string> = config.values['proxy.api_key'] ? { 'x-metaclaw-api-key': config.values['proxy.api_key'] } : {};
+  try {
+    const response = await fetch(`${base}/status`, { headers, signal: AbortSignal.timeout(3_000) });
+    if (response.status === 401) {
+      checks.push({ name: 'proxy', verdict: 'fail', detail: `${base} answers but rejects this config's proxy.api_key`, fix: 'another MetaClaw (or another program) holds this port; check `metaclaw status` and proxy.port' });
+      return undefined;
+    }
+    const status = (await response.json()) as Record<string, unknown>;
+    const learning = (status['learning'] ?? {}) as { dead_lettered?: number; paused_reason?: string | null };
+    const queue = (status['queue'] ?? {}) as Record<string, number>;
+    const detail = `running at ${base} (version ${String(status['version'])}, ${String(status['mode'])} mode, queue ${queue['pending'] ?? 0} pending)`;
+    if ((learning.dead_lettered ?? 0) > 0) checks.push({ name: 'proxy', verdict: 'warn', detail: `${detail}; ${learning.dead_lettered} learning job(s) failed for good`, fix: 'see `metaclaw status` and the log for why (often the learning LLM rejects the request)' });
+    else if (learning.paused_reason) checks.push({ name: 'proxy', verdict: 'warn', detail: `${detail}; learning is paused: ${learning.paused_reason}` });
+    else checks.push({ name: 'proxy', verdict: 'pass', detail });
+    return { base, headers, status };
+  } catch {
+    checks.push({ name: 'proxy', verdict: 'fail', detail: `nothing answers at ${base}`, fix: 'run `metaclaw start` (or `metaclaw service install` to start it at login)' });
+    return undefined;
+  }
+}
+
+/**
+ * A marked request through the proxy: a core memory in a throwaway scope, a query taken from a skill
+ * in the library, `X-MetaClaw-Learning: off` so nothing learns from it. Then the turn record shows
+ * whether both blocks reached the upstream.
+ */
+async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, checks: Check[]): Promise<void> {
+  if (!proxy) {
+    checks.push({ name: 'canary', verdict: 'fail', detail: 'the canary cannot go through the proxy: it is not running, so no request from your agent is learned from', fix: 'run `metaclaw start`, then `metaclaw doctor` again' });
+    return;
+  }
+  const nonce = randomBytes(4).toString('hex');
+  const scope = `metaclaw-doctor-${nonce}`;
+  const sessionId = `metaclaw-doctor-${nonce}`;
+  const marker = `canary-${nonce}`;
+  const { base, headers } = proxy;
+  const skillsOn = config.values['skills.enabled'];
+  const memoryOn = config.values['memory.enabled'];
+  let query = 'Say OK.';
+  let expectSkills = false;
+  if (skillsOn) {
+    const listed = await fetchJson(`${base}/v1/skills`, { headers });
+    const first = (listed?.['data'] as Array<{ name: string; description: string }> | undefined)?.[0];
+    if (first) {
+      query = first.description;
+      expectSkills = true;
+    } else checks.push({ name: 'canary skills', verdict: 'warn', detail: 'the skill library is empty, so no skills block can be checked', fix: '`metaclaw skills install-starter` installs 42 starter skills' });
+  }
+  if (memoryOn) {
+    const added = await fetchJson(`${base}/v1/memory`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ scope, type: 'preference', content: `Health check ${marker}: keep answers short.`, core: true }) });
+    if (!added) checks.push({ name: 'canary memory', verdict: 'fail', detail: 'could not add the canary memory through the proxy API', fix: 'see the proxy log (`metaclaw status` names it)' });
+  }
+  try {
+    const model = config.values['llm.model_id'] || config.values['proxy.served_model_name'];
+    let response: Response;
+    try {
+      response = await fetch(`${base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', 'x-session-id': sessionId, 'x-memory-scope': scope, 'x-metaclaw-learning': 'off' },
+        body: JSON.stringify({ model, max_tokens: 16, messages: [{ role: 'system', content: 'You are a health check. Answer in one word.' }, { role: 'user', content: query }] }),
+        signal: AbortSignal.timeout(60_000),
+      });
+      await response.text();
+    } catch (error) {
+      checks.push({ name: 'canary', verdict: 'fail', detail: `the request through the proxy failed: ${(error as Error).message}`, fix: 'see the proxy log' });
+      return;
+    }
+    const requestId = response.headers.get('x-metaclaw-request-id');
+    const record = requestId ? await waitForRecord(`${base}/v1/requests/${requestId}`, headers) : undefined;
+    if (!record) {
+      checks.push({ name: 'canary', verdict: 'fail', detail: `the proxy answered HTTP ${response.status} but recorded no turn${requestId ? ` (request ${requestId})` : ''}`, fix: 'see the proxy log: recording is failing, so nothing can be learned' });
+      return;
+    }
+    const forwarded = JSON.stringify((record['forwarded'] as { body?: unknown } | undefined)?.body ?? '');
+    const outcome = record['outcome'] as { status?: number; result?: string; error?: string | null };
+    const upstreamNote = outcome.result === 'ok' ? 'the upstream answered' : `the upstream answered HTTP ${outcome.status ?? '?'}${outcome.error ? ` (${outcome.error})` : ''}`;
+    const missing: string[] = [];
+    if (forwarded === '""') missing.push('nothing was forwarded upstream');
+    if (expectSkills && !forwarded.includes('## Active Skills')) missing.push('no skills block reached the upstream');
+    if (memoryOn && !forwarded.includes(marker)) missing.push('the memory block did not reach the upstream');
+    const recorded = record['session_id'] === sessionId;
+    if (!recorded) missing.push(`the turn was recorded under session ${String(record['session_id'])}, not ${sessionId}`);
+    if (missing.length > 0) {
+      checks.push({ name: 'canary', verdict: 'fail', detail: `${missing.join('; ')} (${upstreamNote})`, fix: skillsOn || memoryOn ? 'see `metaclaw status` for context failures and the proxy log; `curl /v1/requests/<id>` shows what was added' : 'skills and memory are both off: `metaclaw config set skills.enabled true`' });
+      return;
+    }
+    const parts = [expectSkills ? 'skills block' : undefined, memoryOn ? 'memory block' : undefined].filter(Boolean).join(' and ');
+    const delivered = `${parts ? `${parts} reached the upstream` : 'the request went through'}; turn ${requestId} recorded in session ${sessionId}`;
+    if (outcome.result === 'ok') checks.push({ name: 'canary', verdict: 'pass', detail: `${delivered}; ${upstreamNote}` });
+    else checks.push({ name: 'canary', verdict: outcome.status === 401 && config.values['llm.api_key'] === '' ? 'warn' : 'fail', detail: `${delivered}, but ${upstreamNote}`, fix: outcome.status === 401 ? "no key is configured, so the upstream needs your agent's own key (the canary has none): fine if your agent sends one" : 'see the upstream check above' });
+  } finally {
+    await fetchJson(`${base}/v1/sessions/${sessionId}/end`, { method: 'POST', headers });
+    if (memoryOn) await fetchJson(`${base}/v1/memory?scope=${encodeURIComponent(scope)}`, { method: 'DELETE', headers });
+  }
+}
+
+async function fetchJson(url: string, init: RequestInit): Promise<Record<string, unknown> | undefined> {
+  try {
+    const response = await fetch(url, { ...init, signal: AbortSignal.timeout(5_000) });
+    if (!response.ok) return undefined;
+    return (await response.json()) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Turns are written in small batches after the answer: poll briefly for the record. */
+async function waitForRecord(url: string, headers: Record<string, string>): Promise<Record<string, unknown> | undefined> {
+  for (let attempt = 0; attempt < 30; attempt++) {
+    const record = await fetchJson(url, { headers });
+    if (record) return record;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return undefined;
+}

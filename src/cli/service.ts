@@ -1,0 +1,51 @@
+import { join } from 'node:path';
+import { realEnvironment } from '../claws/index.js';
+import { isProcessAlive, readPidFile } from '../runtime/index.js';
+import { installService, serviceEnvironment, serviceStatus, uninstallService, type ServiceHost } from '../service/index.js';
+import { CliExit, loadCliConfig, print } from './context.js';
+import { stopProxy } from './stop.js';
+import { metaclawCommand } from './wiring.js';
+
+export interface ServiceOptions {
+  config?: string;
+  /** false with --no-enable */
+  enable?: boolean;
+}
+
+/** `metaclaw service install|uninstall|status`. */
+export async function serviceCommand(action: 'install' | 'uninstall' | 'status', options: ServiceOptions): Promise<void> {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const host: ServiceHost = realEnvironment({ metaclawHome: config.home });
+  const enable = options.enable !== false;
+  try {
+    if (action === 'status') {
+      const status = await serviceStatus(host);
+      print(status.installed ? `Installed: ${status.file} (${status.kind}${status.state ? `, ${status.state}` : ''}).` : `Not installed (${status.file} does not exist).`);
+      return;
+    }
+    if (action === 'uninstall') {
+      const report = await uninstallService(host, { enable });
+      for (const step of report.steps) print(step);
+      return;
+    }
+    const running = readPidFile(config.paths.pidFile);
+    if (enable && running && isProcessAlive(running.pid)) {
+      print(`Stopping the proxy started by hand (pid ${running.pid}) so that the service can take over.`);
+      await stopProxy(config);
+    }
+    const report = await installService(
+      host,
+      {
+        command: metaclawCommand(),
+        args: options.config ? ['--config', config.file] : [],
+        environment: serviceEnvironment(host, config.home),
+        logFile: join(config.paths.logDir, 'service.out'),
+      },
+      { enable },
+    );
+    for (const step of report.steps) print(step);
+  } catch (error) {
+    if (error instanceof CliExit) throw error;
+    throw new CliExit((error as Error).message);
+  }
+}

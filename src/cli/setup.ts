@@ -1,0 +1,189 @@
+import * as prompts from '@clack/prompts';
+import { detectClaws, isClawType, type ClawType } from '../claws/index.js';
+import { detectFormat, MODES, PROVIDER_PRESETS, presetFor, updateConfigFile, type LoadedConfig } from '../config/index.js';
+import { ConfigError } from '../errors.js';
+import { silentLogger } from '../logging/index.js';
+import { skillsSettings } from '../runtime/settings.js';
+import { installStarterSkills, SkillsService } from '../skills/index.js';
+import { openDatabase } from '../store/index.js';
+import { probeUpstream } from '../upstream/index.js';
+import { CliExit, loadCliConfig, print } from './context.js';
+import { clawEnvironment, clawName } from './wiring.js';
+
+export interface SetupOptions {
+  config?: string;
+  mode?: string;
+  provider?: string;
+  apiBase?: string;
+  model?: string;
+  apiKeyEnv?: string;
+  apiFormat?: string;
+  claw?: string;
+  port?: string;
+  yes?: boolean;
+  starterSkills?: boolean;
+  memory?: boolean;
+  verify?: boolean;
+}
+
+interface Answers {
+  mode: string;
+  provider: string;
+  apiBase: string;
+  format: 'openai' | 'anthropic';
+  model: string;
+  apiKey: string | undefined;
+  claw: ClawType;
+  port: number;
+  starterSkills: boolean;
+  memory: boolean;
+}
+
+/**
+ * `metaclaw setup`: asks a few questions (or takes flags), checks the answers against the real API,
+ * and writes the config — updating an existing file, keeping sections it did not ask about. Keys
+ * come from an environment variable or a hidden prompt, never from the command line.
+ */
+export async function setupCommand(options: SetupOptions): Promise<void> {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const interactive = !options.yes && process.stdin.isTTY === true && process.stdout.isTTY === true;
+  const answers = interactive ? await ask(config, options) : fromFlags(config, options);
+
+  if (options.verify !== false) {
+    const spinner = interactive ? prompts.spinner() : undefined;
+    spinner?.start(`Checking ${answers.apiBase}`);
+    const probe = await probeUpstream({ baseUrl: answers.apiBase, format: answers.format, apiKey: answers.apiKey, model: answers.model || undefined });
+    spinner?.stop(probe.ok ? `OK: ${probe.detail}` : 'The check failed');
+    if (!probe.ok) throw new CliExit(`Setup stopped, nothing was written: ${probe.detail}.\nFix the base URL, model or key (for a key, export it and pass --api-key-env VAR), or use --no-verify to write the config anyway.`);
+    if (!interactive) print(`Checked the upstream: ${probe.detail}.`);
+  } else if (!interactive) print('Skipped checking the upstream (--no-verify).');
+
+  const updates: Record<string, unknown> = {
+    mode: answers.mode,
+    'llm.provider': answers.provider,
+    'llm.api_base': answers.apiBase,
+    'llm.api_format': answers.format,
+    'llm.model_id': answers.model,
+    'llm.auth_method': answers.apiKey ? 'api_key' : 'passthrough',
+    'proxy.port': answers.port,
+    claw_type: answers.claw,
+    'memory.enabled': answers.memory,
+  };
+  if (answers.apiKey) updates['llm.api_key'] = answers.apiKey;
+  try {
+    updateConfigFile(config.file, updates);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliExit(error.message);
+    throw error;
+  }
+  print(`Wrote ${config.file} (mode 0600; other settings kept).`);
+
+  if (answers.starterSkills) {
+    const updated = loadCliConfig(options.config ? { config: options.config } : {});
+    const db = openDatabase(updated.paths.database);
+    try {
+      const service = new SkillsService({ db, logger: silentLogger(), settings: { ...skillsSettings(updated), embedding: { apiBase: '', apiKey: '', model: '' } } });
+      service.open({ watch: false });
+      const report = installStarterSkills(service);
+      print(report.imported.length > 0 ? `Installed ${report.imported.length} starter skills in ${updated.paths.skillsDir}.` : 'Starter skills already installed.');
+    } finally {
+      db.close();
+    }
+  }
+
+  const next = answers.claw === 'none' ? 'Point your agent at http://127.0.0.1:' + answers.port + '/v1 (OpenAI) or http://127.0.0.1:' + answers.port + ' (Anthropic).' : `\`metaclaw start\` will wire ${clawName(answers.claw)} to the proxy; \`metaclaw stop --unwire\` puts it back exactly.`;
+  if (interactive) prompts.outro(`Done. Run \`metaclaw start\`. ${next}`);
+  else print(`Done. Run \`metaclaw start\`. ${next}`);
+}
+
+function fromFlags(config: LoadedConfig, options: SetupOptions): Answers {
+  const values = config.values;
+  const provider = options.provider ?? (values['llm.provider'] !== 'custom' || values['llm.api_base'] ? values['llm.provider'] : 'openai');
+  const preset = presetFor(provider);
+  if (!preset) throw new CliExit(`Unknown provider "${provider}"; choose one of ${PROVIDER_PRESETS.map((item) => item.id).join(', ')}.`);
+  const apiBase = options.apiBase ?? (options.provider ? preset.apiBase : values['llm.api_base'] || preset.apiBase);
+  if (!apiBase) throw new CliExit('The custom provider needs --api-base URL (an OpenAI-compatible base ending in /v1, or an Anthropic base).');
+  if (!/^https?:\/\/\S+$/i.test(apiBase)) throw new CliExit(`--api-base must be an http(s) URL, got "${apiBase}".`);
+  const model = options.model ?? (options.provider ? preset.model : values['llm.model_id'] || preset.model);
+  if (!model) throw new CliExit(`The ${preset.label} preset has no default model: pass --model NAME.`);
+  const apiKey = readKey(options, preset.keyEnv, values['llm.api_key'] || undefined, preset.needsKey);
+  const mode = options.mode ?? values['mode'];
+  if (!(MODES as readonly string[]).includes(mode) && mode !== 'madmax') throw new CliExit(`--mode must be one of ${MODES.join(', ')}.`);
+  if (options.apiFormat && options.apiFormat !== 'openai' && options.apiFormat !== 'anthropic') throw new CliExit('--api-format must be openai or anthropic.');
+  const claw = options.claw ?? values['claw_type'];
+  if (!isClawType(claw)) throw new CliExit(`--claw must be one of openclaw, copaw, ironclaw, picoclaw, zeroclaw, nanoclaw, nemoclaw, hermes, none; got "${claw}".`);
+  const port = options.port === undefined ? values['proxy.port'] : Number(options.port);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new CliExit(`--port must be an integer from 1 to 65535, got "${options.port}".`);
+  return {
+    mode: mode === 'madmax' ? 'auto' : mode,
+    provider: preset.id,
+    apiBase: apiBase.replace(/\/+$/, ''),
+    format: detectFormat(options.apiFormat ?? (preset.id === 'anthropic' ? 'anthropic' : 'auto'), apiBase, preset.id),
+    model,
+    apiKey,
+    claw,
+    port,
+    starterSkills: options.starterSkills ?? true,
+    memory: options.memory ?? values['memory.enabled'],
+  };
+}
+
+/** The key: from the named environment variable (never a command-line value), else the one already configured. */
+function readKey(options: SetupOptions, presetEnv: string, configured: string | undefined, needsKey: boolean): string | undefined {
+  if (options.apiKeyEnv) {
+    const value = process.env[options.apiKeyEnv]?.trim();
+    if (!value) throw new CliExit(`--api-key-env ${options.apiKeyEnv}: that environment variable is empty or not set.`);
+    return value;
+  }
+  if (configured) return configured;
+  const fromPreset = presetEnv ? process.env[presetEnv]?.trim() : undefined;
+  if (fromPreset) return fromPreset;
+  if (needsKey) print("No API key given (--api-key-env VAR): the proxy will pass your agent's own key through to the upstream.");
+  return undefined;
+}
+
+async function ask(config: LoadedConfig, options: SetupOptions): Promise<Answers> {
+  const values = config.values;
+  prompts.intro('MetaClaw setup');
+  const cancelled = () => {
+    prompts.cancel('Setup cancelled; nothing was written.');
+    throw new CliExit('', 1);
+  };
+  const check = <T>(value: T): Exclude<T, symbol> => {
+    if (prompts.isCancel(value)) cancelled();
+    return value as Exclude<T, symbol>;
+  };
+  const mode = options.mode ?? check(await prompts.select({ message: 'How should MetaClaw learn?', initialValue: values['mode'], options: [
+    { value: 'skills_only', label: 'skills_only', hint: 'skills and memory through your own API (no GPU, no training)' },
+    { value: 'rl', label: 'rl', hint: 'also record and train a LoRA on a Tinker-compatible service' },
+    { value: 'auto', label: 'auto', hint: 'rl, training only in idle windows' },
+  ] }));
+  const provider = options.provider ?? check(await prompts.select({ message: 'Which LLM provider?', initialValue: values['llm.provider'] === 'custom' && !values['llm.api_base'] ? 'openai' : values['llm.provider'], options: PROVIDER_PRESETS.map((preset) => ({ value: preset.id, label: preset.label, ...(preset.apiBase ? { hint: preset.apiBase } : {}) })) }));
+  const preset = presetFor(provider)!;
+  const apiBase = options.apiBase ?? (preset.id === 'custom' ? check(await prompts.text({ message: 'Base URL of the API', placeholder: 'https://example.com/v1', initialValue: values['llm.api_base'], validate: (text) => (/^https?:\/\/\S+$/i.test(text ?? '') ? undefined : 'an http(s) URL') })) : preset.apiBase);
+  const model = options.model ?? check(await prompts.text({ message: 'Model', initialValue: values['llm.model_id'] || preset.model, validate: (text) => (text && text.trim() ? undefined : 'a model name') }));
+  let apiKey: string | undefined;
+  if (options.apiKeyEnv) apiKey = readKey(options, preset.keyEnv, undefined, preset.needsKey);
+  else if (preset.needsKey) {
+    const envValue = preset.keyEnv ? process.env[preset.keyEnv]?.trim() : undefined;
+    const source = check(await prompts.select({ message: 'API key', options: [
+      ...(envValue ? [{ value: 'env', label: `use $${preset.keyEnv}` }] : []),
+      ...(values['llm.api_key'] ? [{ value: 'keep', label: 'keep the configured key' }] : []),
+      { value: 'enter', label: 'type it (hidden)' },
+      { value: 'passthrough', label: "none: pass my agent's own key through" },
+    ] }));
+    if (source === 'env') apiKey = envValue;
+    else if (source === 'keep') apiKey = values['llm.api_key'];
+    else if (source === 'enter') apiKey = check(await prompts.password({ message: 'API key', validate: (text) => (text && text.trim() ? undefined : 'the key') })).trim();
+  }
+  const detected = (await detectClaws(clawEnvironment(config))).filter((item) => item.installed);
+  const claw = (options.claw ?? check(await prompts.select({ message: 'Which agent should MetaClaw wire to the proxy?', initialValue: detected[0]?.type ?? values['claw_type'], options: [
+    ...detected.map((item) => ({ value: item.type, label: item.name, hint: item.configPath ?? 'detected' })),
+    ...(['openclaw', 'copaw', 'ironclaw', 'picoclaw', 'zeroclaw', 'nanoclaw', 'nemoclaw', 'hermes'] as ClawType[]).filter((type) => !detected.some((item) => item.type === type)).map((type) => ({ value: type, label: clawName(type), hint: 'not detected' })),
+    { value: 'none', label: 'none', hint: 'I will point my agent at the proxy myself' },
+  ] }))) as ClawType;
+  const portText = options.port ?? check(await prompts.text({ message: 'Proxy port', initialValue: String(values['proxy.port']), validate: (text) => (/^\d+$/.test(text ?? '') && Number(text) > 0 && Number(text) < 65536 ? undefined : 'a port number') }));
+  const starterSkills = options.starterSkills ?? check(await prompts.confirm({ message: 'Install the starter skills (42 playbooks for coding, debugging, research, …)?', initialValue: true }));
+  const memory = options.memory ?? check(await prompts.confirm({ message: 'Keep long-term memory of your conversations?', initialValue: values['memory.enabled'] }));
+  return { mode, provider: preset.id, apiBase: apiBase.replace(/\/+$/, ''), format: detectFormat(options.apiFormat ?? (preset.id === 'anthropic' ? 'anthropic' : 'auto'), apiBase, preset.id), model, apiKey, claw, port: Number(portText), starterSkills, memory };
+}

@@ -1,0 +1,92 @@
+import * as prompts from '@clack/prompts';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join, relative, resolve, sep } from 'node:path';
+import { realEnvironment } from '../claws/index.js';
+import type { LoadedConfig } from '../config/index.js';
+import { uninstallService } from '../service/index.js';
+import { unwireEverythingReport } from './claw.js';
+import { CliExit, loadCliConfig, print } from './context.js';
+import { stopProxy } from './stop.js';
+
+export interface UninstallOptions {
+  config?: string;
+  yes?: boolean;
+  keepData?: boolean;
+}
+
+/**
+ * `metaclaw uninstall`: stop → unwire every agent (from the ledger) → remove the login service →
+ * remove $METACLAW_HOME (or, with --keep-data, everything in it but skills and memories).
+ * If an agent cannot be restored, nothing is deleted: the ledger and backups are what a retry needs.
+ */
+export async function uninstallCommand(options: UninstallOptions): Promise<void> {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const kept = options.keepData ? keptPaths(config) : [];
+  await confirm(config, options, kept);
+
+  print('1. Stopping the proxy');
+  await stopProxy(config);
+
+  print('2. Restoring every agent MetaClaw wired');
+  const failures = await unwireEverythingReport(config);
+  if (failures > 0) {
+    throw new CliExit(`Stopped before removing anything else: ${failures} agent(s) could not be restored, and ${join(config.home, 'claws')} holds the backups a retry needs. Fix the problem above and run \`metaclaw uninstall\` again.`);
+  }
+
+  print('3. Removing the login service');
+  const host = realEnvironment({ metaclawHome: config.home });
+  try {
+    for (const step of (await uninstallService(host, { enable: true })).steps) print(`   ${step}`);
+  } catch (error) {
+    print(`   ${(error as Error).message}`);
+  }
+
+  print(options.keepData ? `4. Removing ${config.home}, keeping skills and memories` : `4. Removing ${config.home}`);
+  removeHome(config, kept);
+  for (const path of outsideHome(config)) print(`   Left ${path}: it is outside ${config.home}; remove it yourself if you wish.`);
+  print(options.keepData ? `MetaClaw is uninstalled; your skills and memories are still in ${config.home}.` : 'MetaClaw is uninstalled. `npm uninstall -g metaclaw-ts` (or `npm unlink`) removes the command itself.');
+}
+
+/** Paths (absolute) that --keep-data keeps: the skill library and the database that holds memories. */
+function keptPaths(config: LoadedConfig): string[] {
+  const database = config.paths.database;
+  return [config.paths.skillsDir, config.paths.memoryDir, database, `${database}-wal`, `${database}-shm`].filter((path) => isInside(config.home, path));
+}
+
+function outsideHome(config: LoadedConfig): string[] {
+  return [config.paths.skillsDir, config.paths.memoryDir].filter((path) => existsSync(path) && !isInside(config.home, path));
+}
+
+function isInside(folder: string, path: string): boolean {
+  const rel = relative(resolve(folder), resolve(path));
+  return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !rel.startsWith(sep);
+}
+
+async function confirm(config: LoadedConfig, options: UninstallOptions, kept: string[]): Promise<void> {
+  if (options.yes) return;
+  const what = options.keepData ? `everything in ${config.home} except ${kept.map((path) => relative(config.home, path)).join(', ')}` : `${config.home} (config, skills, memories, recorded sessions, logs)`;
+  if (!process.stdin.isTTY) throw new CliExit(`This removes ${what}. Run \`metaclaw uninstall --yes\` to confirm (add --keep-data to keep skills and memories).`);
+  const answer = await prompts.confirm({ message: `Stop MetaClaw, restore your agents' configuration and delete ${what}?`, initialValue: false });
+  if (prompts.isCancel(answer) || answer !== true) throw new CliExit('Nothing was changed.', 1);
+}
+
+function removeHome(config: LoadedConfig, kept: string[]): void {
+  if (!existsSync(config.home)) {
+    print(`   ${config.home} does not exist.`);
+    return;
+  }
+  if (kept.length === 0) {
+    rmSync(config.home, { recursive: true, force: true });
+    print(`   Removed ${config.home}.`);
+    return;
+  }
+  const keptResolved = new Set(kept.map((path) => resolve(path)));
+  for (const entry of readdirSync(config.home)) {
+    const path = resolve(config.home, entry);
+    if (keptResolved.has(path)) continue;
+    // a kept path deeper inside this entry: keep the entry (skills.dir = "data/skills")
+    if ([...keptResolved].some((keep) => isInside(path, keep))) continue;
+    rmSync(path, { recursive: true, force: true });
+    print(`   Removed ${path}.`);
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * `metaclaw service`: installs, removes and inspects the login service that runs the proxy.
+ * Writing the file is the part that must always work; enabling it (systemctl / launchctl) is
+ * reported step by step, and a missing service manager is said plainly rather than hidden.
+ */
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { ClawEnvironment } from '../claws/index.js';
+import { writeFileAtomic } from '../shared/atomic-write.js';
+import { CARRIED_VARIABLES, LAUNCHD_LABEL, launchdPlist, systemdUnit, SYSTEMD_UNIT_NAME, type ServiceSpec } from './units.js';
+
+export { LAUNCHD_LABEL, SYSTEMD_UNIT_NAME, launchdPlist, systemdUnit, type ServiceSpec } from './units.js';
+
+/** What the service code needs from the machine (the claws' environment has all of it). */
+export type ServiceHost = Pick<ClawEnvironment, 'home' | 'env' | 'platform' | 'uid' | 'run' | 'which'>;
+
+export type ServiceKind = 'systemd' | 'launchd';
+
+export interface ServiceReport {
+  kind: ServiceKind;
+  file: string;
+  /** one line per step, in order */
+  steps: string[];
+  /** the service manager accepted the change (false when it is missing or refused) */
+  managed: boolean;
+}
+
+export function serviceKind(platform: NodeJS.Platform): ServiceKind {
+  if (platform === 'darwin') return 'launchd';
+  if (platform === 'linux') return 'systemd';
+  throw new Error(`metaclaw service supports Linux (systemd) and macOS (launchd), not ${platform}.`);
+}
+
+export function serviceFile(host: ServiceHost): string {
+  if (serviceKind(host.platform) === 'launchd') return join(host.home, 'Library', 'LaunchAgents', `${LAUNCHD_LABEL}.plist`);
+  const configHome = host.env['XDG_CONFIG_HOME'] || join(host.home, '.config');
+  return join(configHome, 'systemd', 'user', SYSTEMD_UNIT_NAME);
+}
+
+/** The environment written into the service: METACLAW_HOME plus where the agents live. */
+export function serviceEnvironment(host: ServiceHost, metaclawHome: string): Record<string, string> {
+  const environment: Record<string, string> = { METACLAW_HOME: metaclawHome };
+  for (const name of CARRIED_VARIABLES) {
+    const value = host.env[name];
+    if (value) environment[name] = value;
+  }
+  return environment;
+}
+
+export function renderService(kind: ServiceKind, spec: ServiceSpec): string {
+  return kind === 'launchd' ? launchdPlist(spec) : systemdUnit(spec);
+}
+
+async function tryRun(host: ServiceHost, command: string, args: string[]): Promise<{ ok: boolean; detail: string }> {
+  if (!host.which(command)) return { ok: false, detail: `${command} is not available on this machine` };
+  try {
+    const outcome = await host.run(command, args, { timeoutMs: 20_000 });
+    const detail = (outcome.stderr || outcome.stdout).trim().split('\n')[0] ?? '';
+    return { ok: outcome.code === 0, detail };
+  } catch (error) {
+    return { ok: false, detail: (error as Error).message };
+  }
+}
+
+export async function installService(host: ServiceHost, spec: ServiceSpec, options: { enable: boolean }): Promise<ServiceReport> {
+  const kind = serviceKind(host.platform);
+  const file = serviceFile(host);
+  const text = renderService(kind, spec);
+  const steps: string[] = [];
+  const previous = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+  if (previous === text) steps.push(`${file} is already up to date.`);
+  else {
+    mkdirSync(dirname(file), { recursive: true });
+    mkdirSync(dirname(spec.logFile), { recursive: true });
+    writeFileAtomic(file, text, { mode: 0o644 });
+    steps.push(`${previous === undefined ? 'Wrote' : 'Updated'} ${file}.`);
+  }
+  if (!options.enable) {
+    steps.push(kind === 'systemd' ? `Not enabled (--no-enable): run \`systemctl --user enable --now ${SYSTEMD_UNIT_NAME}\`.` : `Not loaded (--no-enable): run \`launchctl bootstrap gui/${host.uid ?? '$(id -u)'} ${file}\`.`);
+    return { kind, file, steps, managed: false };
+  }
+  if (kind === 'systemd') {
+    const reload = await tryRun(host, 'systemctl', ['--user', 'daemon-reload']);
+    if (!reload.ok) {
+      steps.push(`Could not reach the systemd user manager (${reload.detail}). The unit is installed and starts at your next login; to start it now: \`systemctl --user enable --now ${SYSTEMD_UNIT_NAME}\`.`);
+      return { kind, file, steps, managed: false };
+    }
+    // restart (not just start) so an updated unit takes effect
+    const enable = await tryRun(host, 'systemctl', ['--user', 'enable', SYSTEMD_UNIT_NAME]);
+    const restart = enable.ok ? await tryRun(host, 'systemctl', ['--user', 'restart', SYSTEMD_UNIT_NAME]) : enable;
+    steps.push(restart.ok ? `Enabled and started ${SYSTEMD_UNIT_NAME}; it starts at every login (\`journalctl --user -u metaclaw\` for its output).` : `systemctl could not enable ${SYSTEMD_UNIT_NAME}: ${restart.detail}.`);
+    return { kind, file, steps, managed: restart.ok };
+  }
+  const domain = `gui/${host.uid ?? 0}`;
+  await tryRun(host, 'launchctl', ['bootout', `${domain}/${LAUNCHD_LABEL}`]); // harmless when not loaded
+  const load = await tryRun(host, 'launchctl', ['bootstrap', domain, file]);
+  steps.push(load.ok ? `Loaded ${LAUNCHD_LABEL}; it starts at every login (output in ${spec.logFile}).` : `launchctl could not load ${file}: ${load.detail}.`);
+  return { kind, file, steps, managed: load.ok };
+}
+
+export async function uninstallService(host: ServiceHost, options: { enable: boolean }): Promise<ServiceReport> {
+  const kind = serviceKind(host.platform);
+  const file = serviceFile(host);
+  const steps: string[] = [];
+  let managed = true;
+  if (!existsSync(file)) {
+    steps.push(`No service installed (${file} does not exist).`);
+    return { kind, file, steps, managed };
+  }
+  if (options.enable) {
+    if (kind === 'systemd') {
+      const disable = await tryRun(host, 'systemctl', ['--user', 'disable', '--now', SYSTEMD_UNIT_NAME]);
+      managed = disable.ok;
+      steps.push(disable.ok ? `Stopped and disabled ${SYSTEMD_UNIT_NAME}.` : `systemctl could not disable ${SYSTEMD_UNIT_NAME} (${disable.detail}); removing the file anyway.`);
+    } else {
+      const unload = await tryRun(host, 'launchctl', ['bootout', `gui/${host.uid ?? 0}/${LAUNCHD_LABEL}`]);
+      managed = unload.ok;
+      steps.push(unload.ok ? `Unloaded ${LAUNCHD_LABEL}.` : `launchctl could not unload ${LAUNCHD_LABEL} (${unload.detail}); removing the file anyway.`);
+    }
+  }
+  rmSync(file, { force: true });
+  steps.push(`Removed ${file}.`);
+  if (options.enable && kind === 'systemd') await tryRun(host, 'systemctl', ['--user', 'daemon-reload']);
+  return { kind, file, steps, managed };
+}
+
+export interface ServiceStatus {
+  kind: ServiceKind;
+  file: string;
+  installed: boolean;
+  /** what the service manager says (undefined when it cannot be asked) */
+  state: string | undefined;
+}
+
+export async function serviceStatus(host: ServiceHost): Promise<ServiceStatus> {
+  const kind = serviceKind(host.platform);
+  const file = serviceFile(host);
+  const installed = existsSync(file);
+  let state: string | undefined;
+  if (installed) {
+    const query = kind === 'systemd' ? await tryRun(host, 'systemctl', ['--user', 'is-active', SYSTEMD_UNIT_NAME]) : await tryRun(host, 'launchctl', ['print', `gui/${host.uid ?? 0}/${LAUNCHD_LABEL}`]);
+    state = query.detail.includes('not available') ? undefined : kind === 'systemd' ? query.detail : query.ok ? 'loaded' : 'not loaded';
+  }
+  return { kind, file, installed, state };
+}

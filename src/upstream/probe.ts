@@ -1,0 +1,68 @@
+import type { WireFormat } from '../config/index.js';
+import { authHeaders } from './forward.js';
+import { simpleRequest as send } from './http.js';
+
+export interface ProbeResult {
+  ok: boolean;
+  /** One plain sentence: what worked, or exactly what failed. */
+  detail: string;
+  /** Model ids the upstream listed, when it lists them. */
+  models: string[] | undefined;
+}
+
+/**
+ * Checks a base URL and key with real requests: the model list first (cheap, no tokens), and when
+ * the upstream has none, a one-token completion. Used by `metaclaw setup` and `metaclaw doctor`.
+ */
+export async function probeUpstream(target: { baseUrl: string; format: WireFormat; apiKey: string | undefined; model: string | undefined }, timeoutMs = 15_000): Promise<ProbeResult> {
+  const base = target.baseUrl.replace(/\/+$/, '');
+  const auth = authHeaders({ name: 'probe', baseUrl: base, format: target.format, apiKey: target.apiKey, keySource: target.apiKey ? 'config' : 'client', model: target.model }, {});
+  const headers: Record<string, string> = { accept: 'application/json', ...auth };
+  if (target.format === 'anthropic') headers['anthropic-version'] = '2023-06-01';
+  const modelsUrl = target.format === 'openai' ? `${base}/models` : base.endsWith('/v1') ? `${base}/models` : `${base}/v1/models`;
+  let listed: { status: number; text: string };
+  try {
+    listed = await send(modelsUrl, 'GET', headers, undefined, timeoutMs);
+  } catch (error) {
+    return { ok: false, detail: `cannot reach ${modelsUrl}: ${(error as Error).message}`, models: undefined };
+  }
+  if (listed.status === 401 || listed.status === 403) return { ok: false, detail: `the upstream rejected the key (HTTP ${listed.status} from ${modelsUrl}): ${errorText(listed.text)}`, models: undefined };
+  if (listed.status >= 200 && listed.status < 300) {
+    const models = modelIds(listed.text);
+    if (target.model && models && models.length > 0 && !models.includes(target.model)) {
+      return { ok: true, detail: `reached ${base} and the key works, but it does not list the model "${target.model}" (it lists ${models.slice(0, 8).join(', ')}${models.length > 8 ? ', …' : ''})`, models };
+    }
+    return { ok: true, detail: `reached ${base}; the key works${models ? ` (${models.length} models listed)` : ''}`, models };
+  }
+  if (!target.model) return { ok: false, detail: `${modelsUrl} answered HTTP ${listed.status} and no model is set to try a completion with`, models: undefined };
+  // No model list here (many compatible servers lack one): a one-token completion proves the key.
+  const completionUrl = target.format === 'openai' ? `${base}/chat/completions` : base.endsWith('/v1') ? `${base}/messages` : `${base}/v1/messages`;
+  const body = target.format === 'openai' ? { model: target.model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] } : { model: target.model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] };
+  try {
+    const completion = await send(completionUrl, 'POST', { ...headers, 'content-type': 'application/json' }, JSON.stringify(body), timeoutMs);
+    if (completion.status >= 200 && completion.status < 300) return { ok: true, detail: `reached ${base}; a one-token completion with ${target.model} worked`, models: undefined };
+    if (completion.status === 401 || completion.status === 403) return { ok: false, detail: `the upstream rejected the key (HTTP ${completion.status} from ${completionUrl}): ${errorText(completion.text)}`, models: undefined };
+    return { ok: false, detail: `a one-token completion with ${target.model} failed: HTTP ${completion.status} from ${completionUrl}: ${errorText(completion.text)}`, models: undefined };
+  } catch (error) {
+    return { ok: false, detail: `cannot reach ${completionUrl}: ${(error as Error).message}`, models: undefined };
+  }
+}
+
+function modelIds(text: string): string[] | undefined {
+  try {
+    const data = (JSON.parse(text) as { data?: Array<{ id?: unknown }> }).data;
+    return Array.isArray(data) ? data.map((item) => item.id).filter((id): id is string => typeof id === 'string') : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function errorText(text: string): string {
+  try {
+    const parsed = JSON.parse(text) as { error?: { message?: string } | string; message?: string };
+    if (typeof parsed.error === 'string') return parsed.error;
+    return parsed.error?.message ?? parsed.message ?? text.slice(0, 200);
+  } catch {
+    return text.slice(0, 200) || '(empty body)';
+  }
+}
