@@ -28,11 +28,12 @@ export async function serviceCommand(action: 'install' | 'uninstall' | 'status',
       for (const step of report.steps) print(step);
       return;
     }
-    const running = readPidFile(config.paths.pidFile);
-    if (enable && running && isProcessAlive(running.pid)) {
+    const handOver = async () => {
+      const running = readPidFile(config.paths.pidFile);
+      if (!running || !isProcessAlive(running.pid)) return;
       print(`Stopping the proxy started by hand (pid ${running.pid}) so that the service can take over.`);
       await stopProxy(config);
-    }
+    };
     const report = await installService(
       host,
       {
@@ -41,7 +42,7 @@ export async function serviceCommand(action: 'install' | 'uninstall' | 'status',
         environment: serviceEnvironment(host, config.home),
         logFile: join(config.paths.logDir, 'service.out'),
       },
-      { enable },
+      { enable, beforeStart: handOver },
     );
     for (const step of report.steps) print(step);
   } catch (error) {

@@ -3,7 +3,7 @@
  * Writing the file is the part that must always work; enabling it (systemctl / launchctl) is
  * reported step by step, and a missing service manager is said plainly rather than hidden.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ClawEnvironment } from '../claws/index.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
@@ -29,6 +29,19 @@ export function serviceKind(platform: NodeJS.Platform): ServiceKind {
   if (platform === 'darwin') return 'launchd';
   if (platform === 'linux') return 'systemd';
   throw new Error(`metaclaw service supports Linux (systemd) and macOS (launchd), not ${platform}.`);
+}
+
+/** The link `systemctl enable` makes for a unit with WantedBy=default.target. */
+function wantsLink(unitFile: string): string {
+  return join(dirname(unitFile), 'default.target.wants', SYSTEMD_UNIT_NAME);
+}
+
+function isLinkTo(link: string, target: string): boolean {
+  try {
+    return lstatSync(link).isSymbolicLink() && readlinkSync(link) === target;
+  } catch {
+    return false;
+  }
 }
 
 export function serviceFile(host: ServiceHost): string {
@@ -62,7 +75,13 @@ async function tryRun(host: ServiceHost, command: string, args: string[]): Promi
   }
 }
 
-export async function installService(host: ServiceHost, spec: ServiceSpec, options: { enable: boolean }): Promise<ServiceReport> {
+export interface InstallOptions {
+  enable: boolean;
+  /** runs just before the service manager starts the proxy (stop a hand-started one: the port is taken) */
+  beforeStart?: () => Promise<void>;
+}
+
+export async function installService(host: ServiceHost, spec: ServiceSpec, options: InstallOptions): Promise<ServiceReport> {
   const kind = serviceKind(host.platform);
   const file = serviceFile(host);
   const text = renderService(kind, spec);
@@ -76,22 +95,35 @@ export async function installService(host: ServiceHost, spec: ServiceSpec, optio
     steps.push(`${previous === undefined ? 'Wrote' : 'Updated'} ${file}.`);
   }
   if (!options.enable) {
-    steps.push(kind === 'systemd' ? `Not enabled (--no-enable): run \`systemctl --user enable --now ${SYSTEMD_UNIT_NAME}\`.` : `Not loaded (--no-enable): run \`launchctl bootstrap gui/${host.uid ?? '$(id -u)'} ${file}\`.`);
+    steps.push(kind === 'systemd' ? `Not enabled (--no-enable): run \`systemctl --user enable --now ${SYSTEMD_UNIT_NAME}\` to start it at login.` : `Not loaded (--no-enable): run \`launchctl bootstrap gui/${host.uid ?? '$(id -u)'} ${file}\`.`);
     return { kind, file, steps, managed: false };
   }
   if (kind === 'systemd') {
+    // What `systemctl --user enable` does, done directly so it holds even where no user manager runs now.
+    const link = wantsLink(file);
+    mkdirSync(dirname(link), { recursive: true });
+    if (!isLinkTo(link, file)) {
+      rmSync(link, { force: true });
+      symlinkSync(file, link);
+    }
+    steps.push(`Enabled it (${link}): it starts at every login.`);
     const reload = await tryRun(host, 'systemctl', ['--user', 'daemon-reload']);
     if (!reload.ok) {
-      steps.push(`Could not reach the systemd user manager (${reload.detail}). The unit is installed and starts at your next login; to start it now: \`systemctl --user enable --now ${SYSTEMD_UNIT_NAME}\`.`);
+      steps.push(`Not started now: the systemd user manager cannot be reached (${reload.detail}). \`metaclaw start\` runs the proxy until your next login.`);
       return { kind, file, steps, managed: false };
     }
+    await options.beforeStart?.();
     // restart (not just start) so an updated unit takes effect
-    const enable = await tryRun(host, 'systemctl', ['--user', 'enable', SYSTEMD_UNIT_NAME]);
-    const restart = enable.ok ? await tryRun(host, 'systemctl', ['--user', 'restart', SYSTEMD_UNIT_NAME]) : enable;
-    steps.push(restart.ok ? `Enabled and started ${SYSTEMD_UNIT_NAME}; it starts at every login (\`journalctl --user -u metaclaw\` for its output).` : `systemctl could not enable ${SYSTEMD_UNIT_NAME}: ${restart.detail}.`);
+    const restart = await tryRun(host, 'systemctl', ['--user', 'restart', SYSTEMD_UNIT_NAME]);
+    steps.push(restart.ok ? `Started ${SYSTEMD_UNIT_NAME} (\`journalctl --user -u metaclaw\` shows its output).` : `systemctl could not start ${SYSTEMD_UNIT_NAME}: ${restart.detail}.`);
     return { kind, file, steps, managed: restart.ok };
   }
   const domain = `gui/${host.uid ?? 0}`;
+  if (!host.which('launchctl')) {
+    steps.push(`Not loaded now: launchctl is not available. It loads at your next login.`);
+    return { kind, file, steps, managed: false };
+  }
+  await options.beforeStart?.();
   await tryRun(host, 'launchctl', ['bootout', `${domain}/${LAUNCHD_LABEL}`]); // harmless when not loaded
   const load = await tryRun(host, 'launchctl', ['bootstrap', domain, file]);
   steps.push(load.ok ? `Loaded ${LAUNCHD_LABEL}; it starts at every login (output in ${spec.logFile}).` : `launchctl could not load ${file}: ${load.detail}.`);
@@ -118,6 +150,7 @@ export async function uninstallService(host: ServiceHost, options: { enable: boo
       steps.push(unload.ok ? `Unloaded ${LAUNCHD_LABEL}.` : `launchctl could not unload ${LAUNCHD_LABEL} (${unload.detail}); removing the file anyway.`);
     }
   }
+  if (kind === 'systemd') rmSync(wantsLink(file), { force: true });
   rmSync(file, { force: true });
   steps.push(`Removed ${file}.`);
   if (options.enable && kind === 'systemd') await tryRun(host, 'systemctl', ['--user', 'daemon-reload']);

@@ -39,8 +39,6 @@ export function systemdUnit(spec: ServiceSpec): string {
     '# Written by `metaclaw service install`; removed by `metaclaw service uninstall`.',
     '[Unit]',
     'Description=MetaClaw-TS learning proxy for your AI agent',
-    'After=network-online.target',
-    'Wants=network-online.target',
     '',
     '[Service]',
     'Type=simple',
