@@ -424,11 +424,81 @@ describe('openclaw specifics', () => {
     assert.equal(valueAt(parseJson5(readFileSync(path, 'utf8')), ['models', 'providers', 'metaclaw', 'baseUrl']), 'http://127.0.0.1:30000/v1');
   });
 
-  test('the CLI is never used to restart; verify runs `openclaw config validate --json` when present', async () => {
-    const { environment } = prepare({ binaries: ['openclaw'] });
-    environment.respond = () => ({ code: 0, stdout: '{"valid":true}', stderr: '' });
+  /** Acts like `openclaw config set --batch-json`: applies each path, rewrites the file as plain JSON. */
+  const openclawConfigSet = (path: string) => (command: string, args: readonly string[]) => {
+    if (command !== 'openclaw' || args[1] !== 'set') return { code: 0, stdout: '{"valid":true}', stderr: '' };
+    const data = parseJson5(readFileSync(path, 'utf8'));
+    for (const { path: keyPath, value } of JSON.parse(args[3]!) as Array<{ path: string; value: unknown }>) {
+      const keys = [...keyPath.matchAll(/([A-Za-z_][\w-]*)|\[("(?:[^"\\]|\\.)*")\]/g)].map((match) => match[1] ?? (JSON.parse(match[2]!) as string));
+      let node = data as Data;
+      for (const key of keys.slice(0, -1)) node = (node[key] ??= {}) as Data;
+      node[keys.at(-1)!] = value;
+    }
+    writeFileSync(path, `${JSON.stringify(data, null, 2)}\n`);
+    return { code: 0, stdout: 'Updated config paths.', stderr: '' };
+  };
+
+  test('with its CLI on PATH, OpenClaw is wired through `openclaw config set --batch-json`; unwire still restores the original bytes', async () => {
+    const { environment, path } = prepare({ binaries: ['openclaw'] });
+    const original = readFileSync(path);
+    environment.respond = openclawConfigSet(path);
+    const result = await wireClaw('openclaw', target, environment);
+    assert.equal(result.changed, true);
+    assert.match(result.messages.join(' '), /with `openclaw config set`/);
+    const [call] = environment.calls;
+    assert.deepEqual(call?.args.slice(0, 3), ['config', 'set', '--batch-json']);
+    const batch = JSON.parse(call!.args[3]!) as Array<{ path: string }>;
+    assert.deepEqual(batch.map((item) => item.path), ['models.providers.metaclaw', 'agents.defaults.model.primary']);
+    const written = readFileSync(path, 'utf8');
+    assert.doesNotMatch(written, /^\s*\/\//m, "OpenClaw's writer drops comments");
+    assert.equal(valueAt(JSON.parse(written) as Data, ['agents', 'defaults', 'sandbox', 'mode']), 'all');
+    assert.equal((await verifyClaw('openclaw', target, environment)).wired, true);
+
+    environment.calls.length = 0;
+    const again = await wireClaw('openclaw', target, environment);
+    assert.equal(again.changed, false);
+    assert.deepEqual(environment.calls, [], 'nothing to set the second time');
+
+    const unwired = await unwireClaw('openclaw', environment);
+    assert.equal(unwired.exact, true);
+    assert.deepEqual(readFileSync(path), original, 'comments and all');
+  });
+
+  test('a model id with dots and slashes uses OpenClaw\'s bracket path syntax', async () => {
+    const { environment, path } = prepare({ binaries: ['openclaw'] });
+    writeFileSync(path, readFileSync(path, 'utf8').replace('defaults: {', 'defaults: {\n      models: { "openrouter/anthropic/claude-sonnet-4": {} },'));
+    environment.respond = openclawConfigSet(path);
+    await wireClaw('openclaw', { ...target, model: 'qwen3.5-32b' }, environment);
+    const batch = JSON.parse(environment.calls[0]!.args[3]!) as Array<{ path: string }>;
+    assert.ok(batch.some((item) => item.path === 'agents.defaults.models["metaclaw/qwen3.5-32b"]'), JSON.stringify(batch));
+    assert.deepEqual(valueAt(JSON.parse(readFileSync(path, 'utf8')) as Data, ['agents', 'defaults', 'models', 'metaclaw/qwen3.5-32b']), {});
+  });
+
+  test('when `openclaw config set` fails, the file is edited directly (comments kept) and the output says why', async () => {
+    const { environment, path } = prepare({ binaries: ['openclaw'] });
+    environment.respond = (_command, args) => (args[1] === 'set' ? { code: 1, stdout: '', stderr: 'Error: Config validation failed: plugins.entries.foo: unknown plugin' } : { code: 0, stdout: '{"valid":true}', stderr: '' });
+    const result = await wireClaw('openclaw', target, environment);
+    assert.match(result.messages.join(' '), /`openclaw config set` did not work \(Error: Config validation failed: plugins\.entries\.foo: unknown plugin\); edited .* directly instead/);
+    const text = readFileSync(path, 'utf8');
+    assert.match(text, /\/\/ The sandbox must stay on\./);
+    assert.equal(valueAt(parseJson5(text), ['models', 'providers', 'metaclaw', 'apiKey']), 'mc-proxy-key');
+    assert.equal(readdirSync(backupsFolder(environment.metaclawHome)).length, 1, 'one backup, not one per attempt');
+  });
+
+  test('a CLI that claims success but writes nothing is not trusted: the file is edited directly', async () => {
+    const { environment, path } = prepare({ binaries: ['openclaw'] });
+    environment.respond = () => ({ code: 0, stdout: '', stderr: '' });
+    const result = await wireClaw('openclaw', target, environment);
+    assert.match(result.messages.join(' '), /did not work \(the result is not what MetaClaw asked for/);
+    assert.equal(valueAt(parseJson5(readFileSync(path, 'utf8')), ['agents', 'defaults', 'model', 'primary']), 'metaclaw/qwen3-32b');
+  });
+
+  test('verify runs `openclaw config validate --json` when present; the CLI never restarts anything', async () => {
+    const { environment, path } = prepare({ binaries: ['openclaw'] });
+    environment.respond = openclawConfigSet(path);
     await wireClaw('openclaw', target, environment);
-    assert.deepEqual(environment.calls, []);
+    assert.ok(environment.calls.every((call) => call.args[0] === 'config'), 'only config commands');
+    environment.calls.length = 0;
     const verified = await verifyClaw('openclaw', target, environment);
     assert.deepEqual(environment.calls, [{ command: 'openclaw', args: ['config', 'validate', '--json'] }]);
     assert.equal(verified.wired, true);

@@ -33,6 +33,8 @@ export interface FilePlan {
   mode: number | null;
   /** the new text, or undefined when the file already says what we want */
   after: string | undefined;
+  /** MetaClaw's settings for this file (what an agent's own config writer is asked to set) */
+  settings: Setting[];
 }
 
 const NEW_FILE_MODE = 0o600;
@@ -45,17 +47,19 @@ export function planConfigFile(spec: ConfigFileSpec, path: string, target: Wirin
   const settings = spec.settings(target, document.value());
   const expected = expectedAfterApply(document, settings);
   const mode = before === undefined ? null : statSync(writablePath(path)).mode & 0o777;
-  if (!applySettings(document, settings)) return { path, before, mode, after: undefined };
+  if (!applySettings(document, settings)) return { path, before, mode, after: undefined, settings };
   const after = renderChecked(spec.format, document, expected, path);
-  return { path, before, mode, after: before !== undefined && after === before.toString('utf8') ? undefined : after };
+  return { path, before, mode, after: before !== undefined && after === before.toString('utf8') ? undefined : after, settings };
 }
 
-/**
- * Backs up the original (first change only), records the change in the ledger, then writes.
- * If the write fails, the ledger and any new backup are rolled back.
- */
-export function commitConfigFile(plan: FilePlan, entry: LedgerEntry, metaclawHome: string): LedgerFileRecord {
-  if (plan.after === undefined) throw new Error('nothing to commit');
+interface PreparedRecord {
+  record: LedgerFileRecord;
+  previous: LedgerEntry | undefined;
+  createdBackup: boolean;
+}
+
+/** Backs up the original (first change only) and records the change in the ledger, before any write. */
+function prepareRecord(plan: FilePlan, entry: LedgerEntry, metaclawHome: string, appliedSha256: string): PreparedRecord {
   const previous = findLedgerEntry(metaclawHome, entry.claw);
   let record = entry.files.find((file) => file.path === plan.path);
   const createdBackup = record === undefined && plan.before !== undefined;
@@ -73,17 +77,64 @@ export function commitConfigFile(plan: FilePlan, entry: LedgerEntry, metaclawHom
   } else {
     record.editedByUser = editedSinceLastWrite(record, plan.before);
   }
-  record.appliedSha256 = sha256(plan.after);
+  record.appliedSha256 = appliedSha256;
   saveLedgerEntry(metaclawHome, entry);
+  return { record, previous, createdBackup };
+}
+
+/** Undoes prepareRecord: the ledger as it was, no new backup. */
+function rollbackRecord(prepared: PreparedRecord, entry: LedgerEntry, metaclawHome: string): void {
+  if (prepared.previous === undefined) removeLedgerEntry(metaclawHome, entry.claw);
+  else saveLedgerEntry(metaclawHome, prepared.previous);
+  if (prepared.createdBackup) removeBackup(prepared.record.backupPath);
+}
+
+/**
+ * Backs up the original (first change only), records the change in the ledger, then writes.
+ * If the write fails, the ledger and any new backup are rolled back.
+ */
+export function commitConfigFile(plan: FilePlan, entry: LedgerEntry, metaclawHome: string): LedgerFileRecord {
+  if (plan.after === undefined) throw new Error('nothing to commit');
+  const prepared = prepareRecord(plan, entry, metaclawHome, sha256(plan.after));
   try {
     writeFileAtomic(writablePath(plan.path), plan.after, { mode: plan.mode ?? NEW_FILE_MODE });
   } catch (error) {
-    if (previous === undefined) removeLedgerEntry(metaclawHome, entry.claw);
-    else saveLedgerEntry(metaclawHome, previous);
-    if (createdBackup) removeBackup(record.backupPath);
+    rollbackRecord(prepared, entry, metaclawHome);
     throw new ClawError('write_failed', `Could not write ${plan.path}: ${(error as Error).message}. Nothing was changed.`, { claw: entry.claw, path: plan.path, cause: error });
   }
-  return record;
+  return prepared.record;
+}
+
+/**
+ * Like commitConfigFile, but the agent's own tool writes the file (it validates and formats it its
+ * way). `write` resolves with a failure reason or undefined; `accepted` checks the result. On any
+ * failure the file's original bytes, the ledger and the backup are put back, and the reason returned.
+ */
+export async function commitConfigFileVia(
+  plan: FilePlan,
+  entry: LedgerEntry,
+  metaclawHome: string,
+  write: () => Promise<string | undefined>,
+  accepted: () => string | undefined,
+): Promise<{ record: LedgerFileRecord } | { failure: string }> {
+  if (plan.after === undefined || plan.before === undefined) throw new Error('nothing to commit');
+  const prepared = prepareRecord(plan, entry, metaclawHome, sha256(plan.after));
+  let failure: string | undefined;
+  try {
+    failure = (await write()) ?? accepted();
+  } catch (error) {
+    failure = (error as Error).message;
+  }
+  const now = readIfExists(plan.path);
+  if (failure !== undefined) {
+    if (now === undefined || !now.equals(plan.before)) writeFileAtomic(writablePath(plan.path), plan.before, { mode: plan.mode ?? NEW_FILE_MODE });
+    rollbackRecord(prepared, entry, metaclawHome);
+    return { failure };
+  }
+  // What the agent's writer produced is what "unchanged since MetaClaw wrote it" must match.
+  prepared.record.appliedSha256 = sha256(now ?? Buffer.alloc(0));
+  saveLedgerEntry(metaclawHome, entry);
+  return { record: prepared.record };
 }
 
 /** Whether what we are about to overwrite holds user edits (then restoring the backup later would lose them). */

@@ -1,12 +1,14 @@
 /**
- * OpenClaw: models.providers.metaclaw plus agents.defaults.model.primary in its JSON5 config.
+ * OpenClaw: models.providers.metaclaw plus agents.defaults.model.primary in its JSON5 config, written
+ * with `openclaw config set` when the CLI is on PATH (else by editing the file, comments kept).
  * OpenClaw hot-reloads its config, so nothing is restarted. agents.defaults.sandbox is never touched.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { attempt, outputSummary } from './commands.js';
 import { isPlainObject, readPath } from './document.js';
-import type { JsonValue, Setting } from './document.js';
+import type { JsonValue, KeyPath, Setting } from './document.js';
+import type { FilePlan } from './config-file.js';
 import { json5Format } from './json-document.js';
 import { expandHome, inHome, variable } from './paths.js';
 import { openAIBaseUrl } from './target.js';
@@ -14,6 +16,35 @@ import type { ClawEnvironment, WiringTarget } from './types.js';
 import { fileAdapter } from './wiring.js';
 
 const VALIDATE_TIMEOUT_MS = 30_000;
+/** `openclaw config set` loads plugins and validates the whole config: seconds, not milliseconds. */
+const CONFIG_SET_TIMEOUT_MS = 90_000;
+
+/** OpenClaw's path syntax: dots, with bracketed JSON strings for keys such as "metaclaw/qwen3.5". */
+function openclawPath(path: KeyPath): string | undefined {
+  let text = '';
+  for (const segment of path) {
+    if (typeof segment !== 'string') return undefined;
+    text += /^[A-Za-z_][A-Za-z0-9_-]*$/.test(segment) ? `${text === '' ? '' : '.'}${segment}` : `[${JSON.stringify(segment)}]`;
+  }
+  return text;
+}
+
+/**
+ * Writes the settings with `openclaw config set --batch-json` (OpenClaw's docs prefer CLI writes): it
+ * validates the whole result before committing, and a running gateway trusts it at once. It rewrites
+ * JSON5 as plain JSON, so comments go while wired; unwiring restores the original bytes.
+ */
+async function writeWithOpenclaw(environment: ClawEnvironment, plan: FilePlan): Promise<string | undefined> {
+  const batch: Array<{ path: string; value: JsonValue }> = [];
+  for (const setting of plan.settings) {
+    const path = openclawPath(setting.path);
+    if (path === undefined) return 'a setting has no OpenClaw path';
+    batch.push({ path, value: setting.value });
+  }
+  const result = await attempt(environment, { command: 'openclaw', args: ['config', 'set', '--batch-json', JSON.stringify(batch)] }, CONFIG_SET_TIMEOUT_MS);
+  if (!result.ran) return result.reason;
+  return result.outcome.code === 0 ? undefined : outputSummary(result.outcome);
+}
 
 function openclawStateFolder(environment: ClawEnvironment): string {
   const state = variable(environment, 'OPENCLAW_STATE_DIR');
@@ -158,4 +189,5 @@ export const openclawAdapter = fileAdapter({
   settings: openclawSettings,
   restart: () => 'OpenClaw reloads its config by itself; no restart needed.',
   verifyMore: verifyOpenclaw,
+  agentWriter: { label: '`openclaw config set`', write: writeWithOpenclaw },
 });

@@ -6,10 +6,10 @@ import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { attempt, commandText, outputSummary, restartAgent } from './commands.js';
 import type { Restart } from './commands.js';
-import { checkConfigFile, commitConfigFile, planConfigFile, undoConfigFile } from './config-file.js';
-import type { ConfigFileSpec } from './config-file.js';
+import { checkConfigFile, commitConfigFile, commitConfigFileVia, planConfigFile, undoConfigFile } from './config-file.js';
+import type { ConfigFileSpec, FilePlan } from './config-file.js';
 import { findLedgerEntry, openLedgerEntry, removeLedgerEntry } from './ledger.js';
-import type { LedgerEntry } from './ledger.js';
+import type { LedgerEntry, LedgerFileRecord } from './ledger.js';
 import { normalizeTarget } from './target.js';
 import { ClawError } from './types.js';
 import type { ApplyResult, ClawAdapter, ClawEnvironment, ClawType, Detection, UnwireResult, VerifyResult, WiringTarget } from './types.js';
@@ -23,6 +23,11 @@ export interface FileAdapterSpec extends ConfigFileSpec {
   restart(environment: ClawEnvironment): Restart | string;
   /** checks beyond reading the file back, e.g. the agent's own validator */
   verifyMore?(environment: ClawEnvironment, target: WiringTarget): Promise<{ problems: string[]; messages: string[] }>;
+  /**
+   * The agent's own config writer (e.g. `openclaw config set`), used when its CLI is on PATH and the
+   * file exists; resolves with a failure reason, or undefined. On failure the file is edited directly.
+   */
+  agentWriter?: { label: string; write(environment: ClawEnvironment, plan: FilePlan): Promise<string | undefined> };
 }
 
 export function fileAdapter(spec: FileAdapterSpec): ClawAdapter {
@@ -68,8 +73,25 @@ async function applyFile(spec: FileAdapterSpec, rawTarget: WiringTarget, environ
   const path = locateOrFail(spec, environment);
   const plan = planConfigFile(spec, path, target);
   if (plan.after === undefined) return unchanged(spec, path, environment);
-  const entry = openLedgerEntry(environment.metaclawHome, spec.claw, path, target);
-  const record = commitConfigFile(plan, entry, environment.metaclawHome);
+  const messages: string[] = [];
+  let record: LedgerFileRecord | undefined;
+  const writer = spec.agentWriter;
+  if (writer !== undefined && spec.binary !== undefined && environment.which(spec.binary) !== undefined && plan.before !== undefined) {
+    const entry = openLedgerEntry(environment.metaclawHome, spec.claw, path, target);
+    const accepted = () => {
+      const problems = checkConfigFile(spec, path, target);
+      return problems.length === 0 ? undefined : `the result is not what MetaClaw asked for: ${problems.join('; ')}`;
+    };
+    const outcome = await commitConfigFileVia(plan, entry, environment.metaclawHome, () => writer.write(environment, plan), accepted);
+    if ('record' in outcome) {
+      record = outcome.record;
+      messages.push(`Pointed ${spec.agentName} at MetaClaw with ${writer.label} (${path}).`);
+    } else messages.push(`${writer.label} did not work (${outcome.failure}); edited ${path} directly instead.`);
+  }
+  if (record === undefined) {
+    record = commitConfigFile(planConfigFile(spec, path, target), openLedgerEntry(environment.metaclawHome, spec.claw, path, target), environment.metaclawHome);
+    messages.push(`Pointed ${spec.agentName} at MetaClaw in ${path}.`);
+  }
   const restart = await restartIfPossible(spec, environment);
   return {
     type: spec.claw,
@@ -77,7 +99,7 @@ async function applyFile(spec: FileAdapterSpec, rawTarget: WiringTarget, environ
     configPath: path,
     ...(record.backupPath === null ? {} : { backupPath: record.backupPath }),
     restarted: restart.restarted,
-    messages: [`Pointed ${spec.agentName} at MetaClaw in ${path}.`, restart.message],
+    messages: [...messages, restart.message],
   };
 }
 
