@@ -120,7 +120,8 @@ describe('memory over HTTP and in the prompt', () => {
 
       extractorPrompts = [];
       await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'FYI we moved from MySQL to Postgres last week for billing.' }] }, { headers: { 'X-Session-Id': 'facts-2' } });
-      await waitFor(async () => (await search(proxy, 'billing database', 'default')).some((result) => result.content.includes('Postgres')), 15_000);
+      // the extracted unit, not the raw turn (which is searchable first)
+      await waitFor(async () => (await search(proxy, 'billing database', 'default')).some((result) => result.type === 'project_state' && result.content.includes('Postgres')), 15_000);
       const all = await search(proxy, 'billing database MySQL Postgres', 'default', { include_superseded: true, types: ['project_state'] });
       const mysql = all.find((result) => result.content.includes('runs on MySQL'))!;
       const postgres = all.find((result) => result.content.includes('Postgres'))!;

@@ -6,7 +6,7 @@ export interface ProviderPreset {
   label: string;
   apiBase: string;
   format: WireFormat;
-  /** Empty when the provider has no one obvious default: setup then asks (or wants --model). */
+  /** A sensible default (setup checks it against the provider's model list); empty only for custom. */
   model: string;
   /** Where people usually keep the key. */
   keyEnv: string;
@@ -20,9 +20,9 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
   { id: 'kimi', label: 'Kimi (Moonshot)', apiBase: 'https://api.moonshot.cn/v1', format: 'openai', model: 'moonshotai/Kimi-K2.5', keyEnv: 'MOONSHOT_API_KEY', needsKey: true },
   { id: 'qwen', label: 'Qwen (DashScope)', apiBase: 'https://dashscope.aliyuncs.com/compatible-mode/v1', format: 'openai', model: 'qwen-plus', keyEnv: 'DASHSCOPE_API_KEY', needsKey: true },
   { id: 'deepseek', label: 'DeepSeek', apiBase: 'https://api.deepseek.com/v1', format: 'openai', model: 'deepseek-chat', keyEnv: 'DEEPSEEK_API_KEY', needsKey: true },
-  { id: 'minimax', label: 'MiniMax', apiBase: 'https://api.minimax.chat/v1', format: 'openai', model: '', keyEnv: 'MINIMAX_API_KEY', needsKey: true },
-  { id: 'novita', label: 'Novita', apiBase: 'https://api.novita.ai/v3/openai', format: 'openai', model: '', keyEnv: 'NOVITA_API_KEY', needsKey: true },
-  { id: 'openrouter', label: 'OpenRouter', apiBase: 'https://openrouter.ai/api/v1', format: 'openai', model: '', keyEnv: 'OPENROUTER_API_KEY', needsKey: true },
+  { id: 'minimax', label: 'MiniMax', apiBase: 'https://api.minimax.chat/v1', format: 'openai', model: 'MiniMax-M2', keyEnv: 'MINIMAX_API_KEY', needsKey: true },
+  { id: 'novita', label: 'Novita', apiBase: 'https://api.novita.ai/v3/openai', format: 'openai', model: 'meta-llama/llama-3.1-8b-instruct', keyEnv: 'NOVITA_API_KEY', needsKey: true },
+  { id: 'openrouter', label: 'OpenRouter', apiBase: 'https://openrouter.ai/api/v1', format: 'openai', model: 'openai/gpt-4o', keyEnv: 'OPENROUTER_API_KEY', needsKey: true },
   { id: 'volcengine', label: 'Volcengine (Doubao)', apiBase: 'https://ark.cn-beijing.volces.com/api/v3', format: 'openai', model: 'doubao-seed-2-0-pro-260215', keyEnv: 'ARK_API_KEY', needsKey: true },
   { id: 'ollama', label: 'Ollama (local)', apiBase: 'http://127.0.0.1:11434/v1', format: 'openai', model: 'llama3.1', keyEnv: '', needsKey: false },
   { id: 'custom', label: 'Another OpenAI- or Anthropic-compatible API', apiBase: '', format: 'openai', model: '', keyEnv: '', needsKey: true },
