@@ -11,6 +11,7 @@ import { openDatabase } from '../src/store/index.js';
 import { MemoryRetriever } from '../src/memory/retrieval.js';
 import { renderMemory } from '../src/memory/render.js';
 import { MemoryStore } from '../src/memory/store.js';
+import { measureMemoryRecall, renderRecall } from './memory-recall.js';
 
 /** A report section added by a part of the system (skills, memory) to BENCHMARKS.md. */
 export interface ExtraScenarioResult {
@@ -33,7 +34,7 @@ export interface ScenarioContext {
 
 /** Scenarios for retrieval and injection; each part of the system adds its own here. */
 export async function extraScenarios(context: ScenarioContext): Promise<ExtraScenarioResult[]> {
-  return [await skillRetrievalScenario(context), await skillsThroughProxyScenario(context), await memoryRetrievalScenario(context)];
+  return [await skillRetrievalScenario(context), await skillsThroughProxyScenario(context), await memoryRetrievalScenario(context), await memoryRecallQualityScenario(context)];
 }
 
 /* ---------- skills: retrieval + rendering with big libraries ---------- */
@@ -169,6 +170,17 @@ export async function memoryRetrievalScenario(context: ScenarioContext): Promise
     ],
     data,
   };
+}
+
+/* ---------- memory: recall quality on a labelled history ---------- */
+
+async function memoryRecallQualityScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
+  context.log('memory recall@5/@10 on the labelled history, next to BM25 baselines');
+  const dir = join(context.home, 'memory-recall');
+  mkdirSync(dir, { recursive: true });
+  const report = await measureMemoryRecall(dir);
+  rmSync(dir, { recursive: true, force: true });
+  return { title: 'Memory recall quality (recall@5 and @10, labelled history)', lines: renderRecall(report), data: report as unknown as Record<string, unknown> };
 }
 
 /* ---------- synthetic libraries ---------- */
