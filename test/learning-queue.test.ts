@@ -123,4 +123,25 @@ describe('the durable learning queue', () => {
     await runner.stop();
     db.close();
   });
+
+  test('jobs wait while requests keep arriving, run once the proxy is quiet, and still run under endless load', async () => {
+    const db = openDatabase(databasePath());
+    const queue = new JobQueue(db, 'test', 3);
+    let activity = 0;
+    const runner = new LearningRunner(queue, new LearningBudget(db, 0), silentLogger(), { concurrency: 1, pollMs: 20, yieldTo: { activity: () => activity, quietMs: 30, maxDeferMs: 400 } });
+    const ranAt: number[] = [];
+    runner.register({ kind: 'plain.job', usesLlm: false, run: async () => void ranAt.push(Date.now()) });
+    const traffic = setInterval(() => activity++, 5); // a request every 5 ms
+    runner.start();
+    const started = Date.now();
+    runner.enqueue('plain.job', {});
+    runner.enqueue('plain.job', {});
+    await waitFor(() => ranAt.length >= 1, 3_000);
+    assert.ok(ranAt[0]! - started >= 350, `the first job waited for the deferral limit (${ranAt[0]! - started} ms)`);
+    clearInterval(traffic);
+    await waitFor(() => ranAt.length >= 2, 3_000);
+    assert.ok(ranAt[1]! - ranAt[0]! < 350, 'once the traffic stops, the next job does not wait for the limit');
+    await runner.stop();
+    db.close();
+  });
 });

@@ -43,6 +43,11 @@ export interface RunnerOptions {
   pollMs?: number;
   /** A job running longer than this is aborted and retried later. */
   jobTimeoutMs?: number;
+  /**
+   * Serving comes first: while the proxy's activity counter keeps changing (requests arriving or
+   * finishing within `quietMs`), jobs wait, but never more than `maxDeferMs` at a time.
+   */
+  yieldTo?: { activity(): number; quietMs: number; maxDeferMs: number };
 }
 
 export interface RunnerStats {
@@ -68,6 +73,8 @@ export class LearningRunner implements ConversationListener {
   private readonly jobTimeoutMs: number;
   private timer: NodeJS.Timeout | undefined;
   private active = false;
+  private lastActivity = Number.NaN;
+  private deferredSince: number | undefined;
   private readonly stats: Omit<RunnerStats, 'running' | 'pausedReason'> = { completed: 0, failed: 0, deadLettered: 0, triggerFailures: 0, lastErrors: [] };
 
   constructor(
@@ -140,6 +147,11 @@ export class LearningRunner implements ConversationListener {
 
   private tick(): void {
     if (!this.active) return;
+    const yieldTo = this.options.yieldTo;
+    if (yieldTo && this.running.size === 0 && this.serving(yieldTo)) {
+      this.schedule(yieldTo.quietMs);
+      return;
+    }
     try {
       while (this.running.size < this.options.concurrency) {
         const job = this.queue.lease(this.leasableKinds(), this.leaseMs);
@@ -150,6 +162,25 @@ export class LearningRunner implements ConversationListener {
       this.logger.error({ err: error }, 'learning queue poll failed');
     }
     this.schedule(this.pollMs);
+  }
+
+  /**
+   * True while requests are being served (the counter moved since the last look), until jobs have
+   * waited `maxDeferMs`: then one round runs, so learning keeps up under sustained load too.
+   */
+  private serving(yieldTo: NonNullable<RunnerOptions['yieldTo']>): boolean {
+    const activity = yieldTo.activity();
+    const moved = activity !== this.lastActivity;
+    this.lastActivity = activity;
+    const now = Date.now();
+    if (!moved) {
+      this.deferredSince = undefined;
+      return false;
+    }
+    this.deferredSince ??= now;
+    if (now - this.deferredSince < yieldTo.maxDeferMs) return true;
+    this.deferredSince = undefined;
+    return false;
   }
 
   private leasableKinds(): Set<string> {

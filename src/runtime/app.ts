@@ -69,7 +69,11 @@ export class MetaclawRuntime {
     const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
     this.queue = new JobQueue(this.db, instanceId, values['learning.max_attempts']);
     this.budget = new LearningBudget(this.db, values['learning.daily_token_budget']);
-    this.runner = new LearningRunner(this.queue, this.budget, this.logger, { concurrency: values['learning.concurrency'] });
+    // Jobs run in the gaps between requests: on two cores a job running mid-request is added latency.
+    this.runner = new LearningRunner(this.queue, this.budget, this.logger, {
+      concurrency: values['learning.concurrency'],
+      yieldTo: { activity: () => this.stats.requests + this.stats.active, quietMs: 150, maxDeferMs: 2_000 },
+    });
     this.conversation = new ConversationStore(this.db);
     this.conversation.addListener(this.runner);
     this.sweeper = new IdleSessionSweeper(this.conversation, values['session.idle_timeout_minutes'] * 60_000, this.logger);
