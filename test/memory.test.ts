@@ -57,6 +57,29 @@ describe('memory over HTTP and in the prompt', () => {
     }
   });
 
+  test("an agent's tool loop (the same request resent with each step) is remembered once, not once per step", async () => {
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const request = { role: 'user' as const, content: 'Rename the flaky quokka-sync job and rerun it.' };
+      const history: OpenAI.Chat.ChatCompletionMessageParam[] = [request];
+      for (let step = 0; step < 3; step++) {
+        await client.chat.completions.create({ model: 'm', messages: history }, { headers: { 'X-Session-Id': 'tool-loop' } });
+        history.push({ role: 'assistant', content: null, tool_calls: [{ id: `call_${step}`, type: 'function', function: { name: 'exec', arguments: `{"step":${step}}` } }] }, { role: 'tool', tool_call_id: `call_${step}`, content: `step ${step} done` });
+      }
+      const stored = await waitFor(async () => {
+        const status = await api(proxy, 'GET', '/status');
+        if ((status.body.queue.queued ?? 0) + (status.body.queue.leased ?? 0) > 0 || status.body.learning.completed < 3) return undefined;
+        return (await search(proxy, 'quokka-sync job', 'default')).filter((result) => result.content === request.content);
+      }, 15_000, 100);
+      assert.equal(stored.length, 1);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
   test('a rule stated in one session is in the core block of a later, unrelated task — without an extractor — and a later rule replaces it', async () => {
     const upstream = await ScriptedUpstream.start();
     const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false } } });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,6 +65,11 @@ describe('metaclaw service (systemd user unit)', () => {
     assert.match(unit, /^WantedBy=default\.target$/m);
     assert.match(unit, /^Restart=on-failure$/m);
     assert.doesNotMatch(unit, /sk-|api_key/i, 'no secrets in the unit');
+    if (existsSync('/usr/bin/systemd-analyze')) {
+      // systemd's own parser accepts it (system mode: the user manager cannot run in a container)
+      const verified = spawnSync('/usr/bin/systemd-analyze', ['verify', unitPath], { encoding: 'utf8' });
+      assert.equal(verified.status, 0, verified.stderr);
+    }
 
     // Run the unit's command exactly as systemd would, with its environment: the proxy answers.
     const execLine = /^ExecStart=(.*)$/m.exec(unit)![1]!;

@@ -57,6 +57,11 @@ export interface IngestTurn {
 
 const EXTRACT_TURN_LIMIT = 40;
 
+/** What a raw turn keeps of a message: secrets redacted, at most 8,000 characters. */
+function rawContent(text: string): string {
+  return redactSecrets(text).slice(0, 8_000).trim();
+}
+
 /**
  * Long-term memory: raw turns kept as searchable episodic units, extraction of durable units by an
  * LLM (with a deterministic detector for standing instructions), recall and the core block for
@@ -131,7 +136,9 @@ export class MemoryService implements ConversationListener, LearningTrigger {
     const turns: IngestTurn[] = [];
     if (turn.query) turns.push({ role: 'user', content: turn.query, id: turn.id, timestamp: turn.started_at });
     if (turn.response_text) turns.push({ role: 'assistant', content: turn.response_text, id: turn.id, timestamp: turn.started_at + Math.round(turn.duration_ms ?? 0) });
-    this.storeTurns(payload.scope, payload.sessionId, turns);
+    // An agent's tool loop sends the same user request with every step: keep it once per session.
+    const fresh = turns.filter((item) => !this.store.hasRawInSession(payload.scope, payload.sessionId, item.role, rawContent(item.content)));
+    this.storeTurns(payload.scope, payload.sessionId, fresh);
     this.maybeQueueExtraction(payload.scope, payload.sessionId);
   }
 
@@ -143,7 +150,7 @@ export class MemoryService implements ConversationListener, LearningTrigger {
     const results: Array<{ id: string; turnId: string; stored: boolean }> = [];
     turns.forEach((turn, index) => {
       const turnId = turn.id ?? `${sessionId}#${index}-${Date.now()}`;
-      const content = redactSecrets(turn.content).slice(0, 8_000).trim();
+      const content = rawContent(turn.content);
       if (content === '') return;
       const observedAt = toTime(turn.timestamp);
       const unit = this.store.add(

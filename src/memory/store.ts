@@ -66,6 +66,8 @@ export class MemoryStore {
   private readonly statements;
   private readonly changeListeners: Array<(scope: string) => void> = [];
   private readonly sizes = new Map<string, number>();
+  /** Document frequencies (reading one walks the term's whole posting list), kept until a change. */
+  private readonly frequencies = new Map<string, number>();
   private readonly deleteListeners: Array<(rowid: number) => void> = [];
 
   constructor(private readonly db: Db) {
@@ -83,8 +85,14 @@ export class MemoryStore {
       delete: db.prepare<[string]>('DELETE FROM memory_units WHERE id = ?'),
       scopeUnits: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ?'),
       clearSupersededLinks: db.prepare<[string]>("UPDATE memory_units SET superseded_by = NULL WHERE superseded_by = ?"),
-      postings: db.prepare<[string], { rowid: number }>('SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?'),
-      byRowids: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?))'),
+      // Newest first, and bounded: a term held by thousands of units is cheap to look up this way.
+      postings: db.prepare<[string, number], number>('SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?').pluck(),
+      // Every column but the (long) terms: search already knows which query terms a unit holds.
+      byRowids: db.prepare<[string], UnitRow>(
+        `SELECT rowid, id, scope, type, content, speaker, importance, confidence, core, pinned, status, superseded_by, origin, observed_at, valid_from,
+           source_session, source_turns, flagged, access_count, last_accessed_at, created_at, updated_at, '' AS terms
+         FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?))`,
+      ),
       scopeSize: db.prepare<[string], { count: number }>('SELECT COUNT(*) AS count FROM memory_units WHERE scope = ?'),
       core: db.prepare<[string], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND core = 1 AND status = 'active' ORDER BY pinned DESC, importance DESC, observed_at DESC"),
       window: db.prepare<[string, number, number, number], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND observed_at >= ? AND observed_at < ? ORDER BY importance DESC, observed_at DESC LIMIT ?"),
@@ -97,6 +105,9 @@ export class MemoryStore {
       scopes: db.prepare<[], { scope: string }>('SELECT DISTINCT scope FROM memory_units ORDER BY scope'),
       stats: db.prepare<[string], { status: string; core: number; type: string; origin: string; count: number }>('SELECT status, core, type, origin, COUNT(*) AS count FROM memory_units WHERE scope = ? GROUP BY status, core, type, origin'),
       sameContent: db.prepare<[string, string], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'active' AND origin != 'raw_turn' LIMIT 1"),
+      rawInSession: db.prepare<[string, string, string, string], { found: number }>(
+        "SELECT 1 AS found FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? AND speaker = ? AND content = ? LIMIT 1",
+      ),
       all: db.prepare<[], UnitRow>('SELECT * FROM memory_units ORDER BY rowid'),
       expired: db.prepare<[number, number], { id: string }>("SELECT id FROM memory_units WHERE pinned = 0 AND ((origin = 'raw_turn' AND observed_at < ?) OR (status = 'superseded' AND updated_at < ?))"),
       decay: db.prepare<[number, number]>("UPDATE memory_units SET importance = MAX(0.05, importance * 0.9), updated_at = ? WHERE type = 'episodic' AND status = 'active' AND pinned = 0 AND COALESCE(last_accessed_at, observed_at) < ?"),
@@ -167,6 +178,11 @@ export class MemoryStore {
   }
 
   /** An active unit (not a raw turn) of the scope with exactly this content. */
+  /** Whether this session already has a raw turn of this speaker with exactly this text. */
+  hasRawInSession(scope: string, sessionId: string, speaker: 'user' | 'assistant', content: string): boolean {
+    return this.statements.rawInSession.get(sessionId, scope, speaker, content) !== undefined;
+  }
+
   findSameContent(scope: string, content: string): MemoryUnit | undefined {
     const row = this.statements.sameContent.get(scope, content.trim());
     return row ? toUnit(row) : undefined;
@@ -294,7 +310,8 @@ export class MemoryStore {
 
   /**
    * Keyword candidates in one scope, term at a time: each query term's posting list (scope-prefixed,
-   * so other scopes are invisible) adds the term's IDF to the units holding it. The best `limit` by
+   * so other scopes are invisible; its newest POSTINGS_PER_TERM entries) adds the term's IDF to the
+   * units holding it. The best `limit` by
    * matched weight come back with the terms they matched. Cheaper than FTS5's bm25() ranking, which
    * scores every match of every term (measured ~0.9 µs per match), and it yields the coverage the
    * relevance threshold needs anyway.
@@ -305,15 +322,17 @@ export class MemoryStore {
     const weights = new Map<number, { weight: number; matched: string[] }>();
     for (const term of terms) {
       const token = scopedTerm(scope, term);
-      let rows: Array<{ rowid: number }>;
+      let rows: number[];
       try {
-        rows = this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`);
+        rows = this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`, POSTINGS_PER_TERM);
       } catch {
         continue;
       }
       if (rows.length === 0) continue;
-      const idf = idfOf(rows.length, size);
-      for (const { rowid } of rows) {
+      // A capped list is not the term's document frequency: ask the index for that.
+      const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
+      const idf = idfOf(frequency, size);
+      for (const rowid of rows) {
         const entry = weights.get(rowid);
         if (entry) {
           entry.weight += idf;
@@ -321,21 +340,36 @@ export class MemoryStore {
         } else weights.set(rowid, { weight: idf, matched: [term] });
       }
     }
-    const best = [...weights].sort((a, b) => b[1].weight - a[1].weight).slice(0, includeInactive ? limit : limit * 2);
-    const rows = new Map(this.statements.byRowids.all(JSON.stringify(best.map(([rowid]) => rowid))).map((row) => [row.rowid, row]));
+    const ranked = [...weights].sort((a, b) => b[1].weight - a[1].weight);
     const candidates: Array<Candidate & { matched: string[] }> = [];
-    for (const [rowid, { weight, matched }] of best) {
-      const row = rows.get(rowid);
-      if (!row || (!includeInactive && row.status !== 'active')) continue;
-      candidates.push({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), bm25: weight, matched });
-      if (candidates.length === limit) break;
+    // Rows are fetched `limit` at a time: superseded units are few, so one round is the rule.
+    for (let offset = 0; offset < ranked.length && candidates.length < limit; offset += limit) {
+      const slice = ranked.slice(offset, offset + limit);
+      const rows = new Map(this.statements.byRowids.all(JSON.stringify(slice.map(([rowid]) => rowid))).map((row) => [row.rowid, row]));
+      for (const [rowid, { weight, matched }] of slice) {
+        const row = rows.get(rowid);
+        if (!row || (!includeInactive && row.status !== 'active')) continue;
+        // Ranking only asks about query terms, and these are the ones it holds.
+        candidates.push({ unit: toUnit(row), terms: new Set(matched), bm25: weight, matched });
+        if (candidates.length === limit) break;
+      }
     }
     return candidates;
   }
 
+  private documentFrequency(token: string, atLeast: number): number {
+    let frequency = this.frequencies.get(token);
+    if (frequency === undefined) {
+      frequency = this.statements.documentFrequency.get(token)?.doc ?? atLeast;
+      if (this.frequencies.size > 50_000) this.frequencies.clear();
+      this.frequencies.set(token, frequency);
+    }
+    return frequency;
+  }
+
   /** Inverse document frequency of a term within a scope. */
   idf(scope: string, term: string): number {
-    return idfOf(this.statements.documentFrequency.get(scopedTerm(scope, term))?.doc ?? 0, this.scopeSize(scope));
+    return idfOf(this.documentFrequency(scopedTerm(scope, term), 0), this.scopeSize(scope));
   }
 
   /** Units in a scope (all statuses): the N of its IDF. Cached until the scope changes. */
@@ -403,6 +437,7 @@ export class MemoryStore {
 
   private emit(scope: string): void {
     this.sizes.delete(scope);
+    this.frequencies.clear();
     for (const listener of this.changeListeners) listener(scope);
   }
 }
@@ -414,6 +449,14 @@ export class MemoryStore {
 const PSEUDO_DOCUMENTS = 20;
 
 /** BM25's IDF, with the pseudo-units; a term no unit holds gets the highest value. */
+/**
+ * How many holders of one term a search visits (the newest). Rare terms reach every holder; a term
+ * held by more units than this carries little weight (the rare terms of the query do the ranking),
+ * and visiting every holder costs ~0.3 µs each: milliseconds per request once a scope holds
+ * thousands of similar turns.
+ */
+const POSTINGS_PER_TERM = 200;
+
 export function idfOf(documentFrequency: number, size: number): number {
   return Math.log(1 + (size + PSEUDO_DOCUMENTS - documentFrequency + 0.5) / (documentFrequency + 0.5));
 }
