@@ -11,27 +11,49 @@ export interface MemoryInjectionSettings {
   minRelevance: number;
 }
 
+const SECTIONS_PER_SCOPE = 256;
+const HOUR_MS = 3_600_000;
+
 /**
  * The memory part of each main turn's context: the scope's standing instructions (every turn,
  * cached per scope until its units change) and the memories recalled for the user's real request.
+ * The whole section is also kept until the scope changes (or the hour turns, for recency): an
+ * agent's tool loop resends the same request with every step, and recalling it again each time
+ * was most of the proxy's per-request cost.
  */
 export class MemoryContextProvider implements ContextProvider {
   readonly name = 'memory';
   private readonly coreCache = new Map<string, MemoryUnit[]>();
+  private readonly sections = new Map<string, Map<string, ContextSection | undefined>>();
 
   constructor(
     private readonly store: MemoryStore,
     private readonly retriever: MemoryRetriever,
     private readonly settings: MemoryInjectionSettings,
   ) {
-    store.onChange((scope) => this.coreCache.delete(scope));
+    store.onChange((scope) => {
+      this.coreCache.delete(scope);
+      this.sections.delete(scope);
+    });
   }
 
   provide(request: ContextRequest): ContextSection | undefined | Promise<ContextSection | undefined> {
+    const key = `${request.sessionId}\u0000${Math.floor(Date.now() / HOUR_MS)}\u0000${request.userRequest.text}`;
+    let cached = this.sections.get(request.scope);
+    if (cached?.has(key)) return cached.get(key);
+    if (!cached || cached.size >= SECTIONS_PER_SCOPE) {
+      cached = new Map();
+      this.sections.set(request.scope, cached);
+    }
+    const remember = (section: ContextSection | undefined) => {
+      // a change meanwhile replaced this scope's cache: do not put a stale section into the new one
+      if (this.sections.get(request.scope) === cached) cached.set(key, section);
+      return section;
+    };
     const core = this.core(request.scope);
-    if (request.userRequest.text === '' || this.settings.topK === 0) return this.section(core, [], request.scope);
+    if (request.userRequest.text === '' || this.settings.topK === 0) return remember(this.section(core, [], request.scope));
     const recalled = this.retriever.recall({ scope: request.scope, query: request.userRequest.text, limit: this.settings.topK, excludeSession: request.sessionId, excludeCore: true, minRelevance: this.settings.minRelevance });
-    return Array.isArray(recalled) ? this.section(core, recalled, request.scope) : recalled.then((hits) => this.section(core, hits, request.scope));
+    return Array.isArray(recalled) ? remember(this.section(core, recalled, request.scope)) : recalled.then((hits) => remember(this.section(core, hits, request.scope)));
   }
 
   private core(scope: string): MemoryUnit[] {
