@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { startProxy, type ProxyHandle } from './support/proxy.js';
+import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 describe('a proxy bound beyond loopback requires its key', () => {
@@ -56,8 +56,12 @@ describe('a proxy bound beyond loopback requires its key', () => {
     assert.equal(upstream.modelRequests()[0]!.headers['authorization'], 'Bearer sk-users-own');
   });
 
-  test('no key or authorization header ever reaches the log', () => {
-    const log = readFileSync(join(proxy.home, 'logs', 'metaclaw.log'), 'utf8');
+  test('no key or authorization header ever reaches the log', async () => {
+    // the log is written in batches: wait until the requests above are in it
+    const log = await waitFor(() => {
+      const text = readFileSync(join(proxy.home, 'logs', 'metaclaw.log'), 'utf8');
+      return text.split('"request finished"').length - 1 >= 3 ? text : undefined;
+    }, 5_000, 100);
     for (const secret of [proxyKey, 'sk-users-own', 'wrong-key']) assert.equal(log.includes(secret), false, `${secret} was logged`);
   });
 });

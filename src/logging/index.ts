@@ -30,9 +30,11 @@ export function createLogger(options: LoggerOptions): Logger {
   const streams: pino.StreamEntry[] = [];
   if (options.file) {
     mkdirSync(dirname(options.file), { recursive: true });
-    // Lines are written in 4 KB batches (one write per few requests, not one per line); pino flushes
-    // them at exit, and shutdown flushes explicitly.
-    streams.push({ level: options.level as pino.Level, stream: pino.destination({ dest: options.file, sync: false, mkdir: true, minLength: 4_096 }) });
+    // Lines are written in 4 KB batches (one write per few requests, not one per line), and at least
+    // every half second so `tail -f` stays current; pino flushes at exit, shutdown flushes too.
+    const file = pino.destination({ dest: options.file, sync: false, mkdir: true, minLength: 4_096 });
+    setInterval(() => file.flush(), 500).unref();
+    streams.push({ level: options.level as pino.Level, stream: file });
   }
   if (options.stdout || !options.file) streams.push({ level: options.level as pino.Level, stream: pino.destination({ dest: 1, sync: false }) });
   return pino(
