@@ -163,6 +163,16 @@ describe('metaclaw uninstall', () => {
     await assert.rejects(fetch(`http://127.0.0.1:${user.port}/healthz`));
   });
 
+  test("a METACLAW_HOME that also holds the user's own files: only MetaClaw's are removed", async () => {
+    const user = await newUser();
+    assert.equal((await user.cli(['start'])).code, 0);
+    writeFileSync(join(user.metaclaw, 'my-notes.txt'), 'mine\n');
+    const removed = await user.cli(['uninstall', '--yes']);
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.deepEqual(readdirSync(user.metaclaw), ['my-notes.txt']);
+    assert.match(removed.stdout, /Left .*\.metaclaw: it also holds files MetaClaw did not make \(my-notes\.txt\)/);
+  });
+
   test('--keep-data keeps skills and memories (the database) and removes the rest', async () => {
     const user = await newUser();
     upstream.defaultHandler = learningAwareUpstream({});

@@ -70,23 +70,41 @@ async function confirm(config: LoadedConfig, options: UninstallOptions, kept: st
   if (prompts.isCancel(answer) || answer !== true) throw new CliExit('Nothing was changed.', 1);
 }
 
+/** What MetaClaw keeps in $METACLAW_HOME (names directly inside it). */
+function metaclawEntries(config: LoadedConfig): string[] {
+  const names = new Set(['config.yaml', 'metaclaw.pid', 'logs', 'claws', 'skills', 'memory']);
+  for (const path of [config.paths.database, `${config.paths.database}-wal`, `${config.paths.database}-shm`, config.paths.skillsDir, config.paths.memoryDir, config.paths.logDir]) {
+    if (isInside(config.home, path)) names.add(relative(config.home, path).split(sep)[0]!);
+  }
+  return [...names];
+}
+
+/**
+ * Removes what MetaClaw put in $METACLAW_HOME, never the folder wholesale: METACLAW_HOME may point
+ * at a folder that holds other things (even the user's home). The folder goes only if left empty.
+ */
 function removeHome(config: LoadedConfig, kept: string[]): void {
   if (!existsSync(config.home)) {
     print(`   ${config.home} does not exist.`);
     return;
   }
-  if (kept.length === 0) {
-    rmSync(config.home, { recursive: true, force: true });
-    print(`   Removed ${config.home}.`);
-    return;
-  }
-  const keptResolved = new Set(kept.map((path) => resolve(path)));
+  const keptResolved = kept.map((path) => resolve(path));
+  const ours = new Set(metaclawEntries(config));
   for (const entry of readdirSync(config.home)) {
+    // our files, and the temp files of interrupted atomic writes of them (".config.yaml.123.ab.tmp")
+    const mine = ours.has(entry) || [...ours].some((name) => entry.startsWith(`.${name}.`) && entry.endsWith('.tmp'));
+    if (!mine) continue;
     const path = resolve(config.home, entry);
-    if (keptResolved.has(path)) continue;
-    // a kept path deeper inside this entry: keep the entry (skills.dir = "data/skills")
-    if ([...keptResolved].some((keep) => isInside(path, keep))) continue;
+    if (keptResolved.includes(path)) continue;
+    if (keptResolved.some((keep) => isInside(path, keep))) continue; // a kept path deeper inside (skills.dir = "data/skills")
     rmSync(path, { recursive: true, force: true });
     print(`   Removed ${path}.`);
+  }
+  const left = readdirSync(config.home);
+  if (left.length === 0) {
+    rmSync(config.home, { recursive: true, force: true });
+    print(`   Removed ${config.home}.`);
+  } else if (kept.length === 0) {
+    print(`   Left ${config.home}: it also holds files MetaClaw did not make (${left.slice(0, 3).join(', ')}${left.length > 3 ? ', …' : ''}).`);
   }
 }
