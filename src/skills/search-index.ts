@@ -73,16 +73,23 @@ export class SkillSearchIndex {
     if (queryTerms.length === 0 || this.skills.size === 0) return [];
     const averageLength = this.totalLength / this.skills.size;
     const scores = new Map<string, number>();
-    for (const term of queryTerms) {
-      const documents = this.postings.get(term);
-      if (!documents) continue;
+    const add = (name: string, term: string, idf: number) => {
+      const skill = this.skills.get(name)!;
+      const frequency = skill.frequencies.get(term);
+      if (frequency === undefined) return;
+      const normalised = frequency / (frequency + K1 * (1 - B + (B * skill.length) / averageLength));
+      scores.set(name, (scores.get(name) ?? 0) + idf * normalised * (K1 + 1));
+    };
+    // Rarest terms first. A term held by most of the library cannot make a skill relevant on its
+    // own (its weight is small), so it only scores the candidates rarer terms found: walking its
+    // posting list would visit nearly every skill (most of the cost in a 10,000-skill library).
+    const present = queryTerms.filter((term) => this.postings.has(term)).sort((a, b) => this.postings.get(a)!.size - this.postings.get(b)!.size);
+    for (const term of present) {
+      const documents = this.postings.get(term)!;
       const idf = this.idf(term);
-      for (const name of documents) {
-        const skill = this.skills.get(name)!;
-        const frequency = skill.frequencies.get(term)!;
-        const normalised = frequency / (frequency + K1 * (1 - B + (B * skill.length) / averageLength));
-        scores.set(name, (scores.get(name) ?? 0) + idf * normalised * (K1 + 1));
-      }
+      if (scores.size > 0 && documents.size > this.skills.size / 2) {
+        for (const name of [...scores.keys()]) add(name, term, idf);
+      } else for (const name of documents) add(name, term, idf);
     }
     if (scores.size === 0) return [];
     const ranked = [...scores].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES);
