@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { isExtractorCall, learningAwareUpstream, userText } from './support/evolver.js';
+import { bagOfWords, embeddingsHandler } from './support/embeddings.js';
 import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream, type RecordedRequest } from './support/upstream.js';
 
@@ -235,6 +236,41 @@ describe('memory over HTTP and in the prompt', () => {
       const bytes = Buffer.concat([readFileSync(join(home, 'metaclaw.db')), existsSync(wal) ? readFileSync(wal) : Buffer.alloc(0)]);
       assert.equal(bytes.includes('zanzibarquux'), false, 'no trace in the database file, its index or its WAL');
       assert.equal(bytes.includes('zanzibarquux'.toUpperCase()), false);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('with embeddings: a unit is embedded into sqlite-vec and found; forgetting removes its vector bytes from the file', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const embeddings = embeddingsHandler();
+    upstream.defaultHandler = (request, response) => (request.path.endsWith('/embeddings') ? embeddings(request, response) : learningAwareUpstream({})(request, response));
+    const home = tempHome();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false, embedding: { api_base: `${upstream.url}/v1`, model: 'embed-1' } }, skills: { enabled: false } } });
+    const text = 'Quarterly ledger reconciliation runs against the Frobnicator warehouse snapshot';
+    // the vector as stored: the endpoint's answer, normalised, as float32
+    const raw = bagOfWords(text);
+    const norm = Math.sqrt(raw.reduce((sum, value) => sum + value * value, 0));
+    const stored = Buffer.from(new Float32Array(raw.map((value) => value / norm)).buffer);
+    const fileBytes = () => {
+      const wal = join(home, 'metaclaw.db-wal');
+      return Buffer.concat([readFileSync(join(home, 'metaclaw.db')), existsSync(wal) ? readFileSync(wal) : Buffer.alloc(0)]);
+    };
+    try {
+      const added = await api(proxy, 'POST', '/v1/memory', { scope: 'vectors', type: 'semantic', content: text });
+      assert.equal(added.status, 201);
+      await waitFor(() => fileBytes().includes(stored), 15_000, 200);
+      assert.ok(upstream.requests.some((request) => request.path === '/v1/embeddings' && JSON.stringify(request.body.input).includes('Frobnicator')), 'the unit was sent to the embeddings endpoint');
+      const found = await search(proxy, 'frobnicator warehouse', 'vectors');
+      assert.equal(found[0]?.id, added.body.id);
+
+      const deleted = await api(proxy, 'DELETE', `/v1/memory/${added.body.id}`);
+      assert.equal(deleted.status, 200);
+      assert.deepEqual(await search(proxy, 'frobnicator warehouse', 'vectors'), []);
+      const bytes = fileBytes();
+      assert.equal(bytes.includes(stored), false, 'the vector is gone from the file (sqlite-vec table, WAL included)');
+      assert.equal(bytes.includes('Frobnicator'), false, 'and so is the text');
     } finally {
       await proxy.dispose();
       await upstream.close();

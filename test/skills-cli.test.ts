@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { runCli, startProxy, tempHome, waitFor } from './support/proxy.js';
-import { json, openAIReply, ScriptedUpstream, type Handler } from './support/upstream.js';
+import { embeddingsHandler } from './support/embeddings.js';
+import { openAIReply, ScriptedUpstream } from './support/upstream.js';
 
 function write(path: string, text: string): void {
   mkdirSync(join(path, '..'), { recursive: true });
@@ -93,20 +93,6 @@ describe('metaclaw skills commands', () => {
     }
   });
 });
-
-/** Deterministic bag-of-words vectors: enough to exercise the embedding path end to end. */
-function embeddingsHandler(fail: () => boolean): Handler {
-  return (request, response) => {
-    if (fail()) return json(response, 500, { error: { message: 'embedding backend down' } });
-    const inputs: string[] = Array.isArray(request.body.input) ? request.body.input : [request.body.input];
-    const data = inputs.map((text, index) => {
-      const vector = new Array(64).fill(0);
-      for (const word of text.toLowerCase().match(/[a-z]+/g) ?? []) vector[createHash('md5').update(word).digest()[0]! % 64] += 1;
-      return { object: 'embedding', index, embedding: vector };
-    });
-    json(response, 200, { object: 'list', data, model: request.body.model, usage: { prompt_tokens: 10, total_tokens: 10 } });
-  };
-}
 
 describe('hybrid retrieval with an embeddings endpoint', () => {
   test('skills are embedded in the background, queries combine both scores, and a failing endpoint falls back to keywords', async () => {
