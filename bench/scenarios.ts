@@ -75,7 +75,7 @@ async function skillRetrievalScenario(context: ScenarioContext): Promise<ExtraSc
   return {
     title: 'Skill retrieval and rendering per request (in process, keyword mode)',
     lines: [
-      'Synthetic libraries (names, descriptions and bodies drawn from a 4,000-word vocabulary), 400 queries × 3 rounds, top_k 6, full bodies for the best 2, 1,500-token budget. The index is built once at start-up (files → FTS5 and term statistics).',
+      'Synthetic libraries (names, descriptions and bodies drawn from a 4,000-word vocabulary), 400 queries × 3 rounds, top_k 6, full bodies for the best 2, 1,500-token budget. The index is built once at start-up (files → the in-memory BM25F index).',
       '',
       '| skills | p50 ms | p99 ms | aim p50 | start-up index build | queries that got skills |',
       '|---|---|---|---|---|---|',

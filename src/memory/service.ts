@@ -1,7 +1,7 @@
 import type { UpstreamTarget } from '../config/index.js';
 import type { ConversationListener, ConversationStore, SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
-import { EmbeddingClient } from '../embeddings/index.js';
-import { callLlmForJson, resolveLearningTarget, type Enqueue, type JobContext, type JobHandler, type LearningTrigger } from '../learning/index.js';
+import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
+import { callLlmForJson, resolveLearningTarget, type Enqueue, type JobContext, type JobHandler, type LearningEndpointConfig, type LearningTrigger } from '../learning/index.js';
 import type { Logger } from '../logging/index.js';
 import { fillPrompt, loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
@@ -34,8 +34,8 @@ export interface MemorySettings {
   ignoreTurnType: boolean;
   retentionDays: number;
   maxUnitsPerScope: number;
-  embedding: { apiBase: string; apiKey: string; model: string };
-  extractor: { apiBase: string; apiKey: string; model: string };
+  embedding: EmbeddingEndpoint;
+  extractor: Omit<LearningEndpointConfig, 'name'>;
 }
 
 export interface MemoryDependencies {

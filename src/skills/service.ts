@@ -1,7 +1,7 @@
 import type { UpstreamTarget } from '../config/index.js';
 import type { ConversationListener, ConversationStore, SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
-import { EmbeddingClient } from '../embeddings/index.js';
-import { callLlmForJson, InvalidLlmOutputError, resolveLearningTarget, type JobContext, type JobHandler, type LearningTrigger, type Enqueue } from '../learning/index.js';
+import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
+import { callLlmForJson, InvalidLlmOutputError, resolveLearningTarget, type JobContext, type JobHandler, type LearningEndpointConfig, type LearningTrigger, type Enqueue } from '../learning/index.js';
 import type { Logger } from '../logging/index.js';
 import { fillPrompt, loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
@@ -35,8 +35,8 @@ export interface SkillsSettings {
   evolveEveryNTurns: number;
   review: 'auto' | 'manual';
   maxNewSkills: number;
-  embedding: { apiBase: string; apiKey: string; model: string };
-  evolver: { apiBase: string; apiKey: string; model: string };
+  embedding: EmbeddingEndpoint;
+  evolver: Omit<LearningEndpointConfig, 'name'>;
 }
 
 export interface SkillsDependencies {
