@@ -61,7 +61,9 @@ export class JobQueue {
         INSERT INTO jobs (kind, payload, dedupe_key, status, attempts, max_attempts, run_after, created_at, updated_at)
         VALUES (?, ?, ?, 'queued', 0, ?, ?, ?, ?)
         ON CONFLICT DO NOTHING`),
-      nextReady: db.prepare<[number], JobRow>(`SELECT * FROM jobs WHERE status = 'queued' AND run_after <= ? ORDER BY run_after, id LIMIT 50`),
+      // The kinds filter runs in SQLite: jobs nobody here can run (a paused or absent worker) are
+      // skipped without being read into JavaScript at every poll.
+      nextReady: db.prepare<[number, string], JobRow>(`SELECT * FROM jobs WHERE status = 'queued' AND run_after <= ? AND kind IN (SELECT value FROM json_each(?)) ORDER BY run_after, id LIMIT 1`),
       lease: db.prepare<[number, string, number, number]>(`UPDATE jobs SET status = 'leased', lease_until = ?, leased_by = ?, attempts = attempts + 1, updated_at = ? WHERE id = ? AND status = 'queued'`),
       complete: db.prepare<[number, number, number, number]>(`UPDATE jobs SET status = 'done', tokens_used = tokens_used + ?, finished_at = ?, updated_at = ?, lease_until = NULL, last_error = NULL WHERE id = ?`),
       retry: db.prepare<[number, string, number, number, number]>(`UPDATE jobs SET status = 'queued', run_after = ?, last_error = ?, tokens_used = tokens_used + ?, updated_at = ?, lease_until = NULL, leased_by = NULL WHERE id = ?`),
@@ -87,14 +89,13 @@ export class JobQueue {
 
   /** Takes the next ready job of one of `kinds` for `leaseMs`; undefined when none is ready. */
   lease(kinds: ReadonlySet<string>, leaseMs: number, now = Date.now()): Job | undefined {
+    if (kinds.size === 0) return undefined;
+    const kindList = JSON.stringify([...kinds]);
     return this.db.transaction(() => {
-      for (const row of this.statements.nextReady.all(now)) {
-        if (!kinds.has(row.kind)) continue;
-        const updated = this.statements.lease.run(now + leaseMs, this.instanceId, now, row.id);
-        if (updated.changes === 0) continue;
-        return { id: row.id, kind: row.kind, payload: JSON.parse(row.payload) as unknown, attempts: row.attempts + 1, maxAttempts: row.max_attempts, createdAt: row.created_at };
-      }
-      return undefined;
+      const row = this.statements.nextReady.get(now, kindList);
+      // Should another process have taken it meanwhile, the next poll looks again.
+      if (!row || this.statements.lease.run(now + leaseMs, this.instanceId, now, row.id).changes === 0) return undefined;
+      return { id: row.id, kind: row.kind, payload: JSON.parse(row.payload) as unknown, attempts: row.attempts + 1, maxAttempts: row.max_attempts, createdAt: row.created_at };
     })();
   }
 

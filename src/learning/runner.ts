@@ -153,8 +153,9 @@ export class LearningRunner implements ConversationListener {
       return;
     }
     try {
+      const kinds = this.leasableKinds();
       while (this.running.size < this.options.concurrency) {
-        const job = this.queue.lease(this.leasableKinds(), this.leaseMs);
+        const job = this.queue.lease(kinds, this.leaseMs);
         if (!job) break;
         void this.execute(job);
       }
