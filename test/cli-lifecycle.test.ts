@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -162,6 +162,43 @@ describe('shutdown and crashes', () => {
     } finally {
       await proxy.dispose();
       await upstream.close();
+    }
+  });
+
+  test('while requests keep arriving, the WAL is checkpointed into the database file in the background', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    const copyDir = tempHome();
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      // The database file alone (no -wal beside it) holds only what a checkpoint has copied there.
+      const turnsInDatabaseFile = (): number => {
+        const copy = join(copyDir, `copy-${Date.now()}.db`);
+        copyFileSync(join(proxy.home, 'metaclaw.db'), copy);
+        const db = new Database(copy, { readonly: true });
+        try {
+          return (db.prepare('SELECT COUNT(*) AS count FROM turns').get() as { count: number }).count;
+        } finally {
+          db.close();
+        }
+      };
+      const started = Date.now();
+      let checkpointed = 0;
+      // The proxy is never idle here: a request at least every few milliseconds.
+      while (checkpointed === 0 && Date.now() - started < 8_000) {
+        await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `busy ${Date.now()}` }] });
+        if (Date.now() - started < 600) continue;
+        try {
+          checkpointed = turnsInDatabaseFile();
+        } catch {
+          checkpointed = 0; // caught the file mid-checkpoint: look again
+        }
+      }
+      assert.ok(checkpointed > 0, 'recorded turns reached the database file while the proxy was busy');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+      rmSync(copyDir, { recursive: true, force: true });
     }
   });
 

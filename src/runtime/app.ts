@@ -65,7 +65,7 @@ export class MetaclawRuntime {
     }
     this.logger = createLogger({ level: values['log.level'], file: paths.logFile, stdout: options.foreground });
     this.db = openDatabase(paths.database);
-    this.checkpointer = new WalCheckpointer(this.db, paths.database, () => this.stats.requests + this.stats.active, this.logger);
+    this.checkpointer = new WalCheckpointer(this.db, paths.database, this.logger);
     const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
     this.queue = new JobQueue(this.db, instanceId, values['learning.max_attempts']);
     this.budget = new LearningBudget(this.db, values['learning.daily_token_budget']);
@@ -187,7 +187,7 @@ export class MetaclawRuntime {
     this.sweeper.stop();
     this.skills.close();
     await this.runner.stop();
-    this.checkpointer.stop();
+    await this.checkpointer.stop();
     try {
       this.db.close();
     } catch (error) {

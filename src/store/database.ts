@@ -24,6 +24,8 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   if (options.readonly) return db;
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
+  // When the WAL restarts after a checkpoint has caught up, its file is cut back to 16 MB.
+  db.pragma('journal_size_limit = 16777216');
   db.pragma('foreign_keys = ON');
   // Deleted rows are overwritten with zeros: a forgotten memory must not linger in free pages.
   db.pragma('secure_delete = ON');
