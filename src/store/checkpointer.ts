@@ -24,7 +24,11 @@ export class WalCheckpointer {
     this.db.pragma('wal_autocheckpoint = 0');
     // Compiled, this module sits beside checkpoint-worker.js; run from source (tsx), beside the .ts.
     const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-    const worker = new Worker(new URL(`./checkpoint-worker${extension}`, import.meta.url), { workerData: { databasePath: this.databasePath, intervalMs: this.options.intervalMs } });
+    const worker = new Worker(new URL(`./checkpoint-worker${extension}`, import.meta.url), {
+      workerData: { databasePath: this.databasePath, intervalMs: this.options.intervalMs },
+      // It runs one pragma now and then: a small heap keeps its memory small.
+      resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
+    });
     worker.on('message', (message: { type?: string; message?: string }) => {
       if (message.type === 'error') this.logger.warn({ error: message.message }, 'WAL checkpoint failed; it will be retried');
     });
