@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash as digest } from 'node:crypto';
 
 /**
  * How request bodies are stored. Small bodies are kept whole. Large ones (an OpenClaw turn is
@@ -59,7 +59,7 @@ export function decodeDocument(stored: string, source: SegmentSource): unknown {
 
 function store(value: unknown, sink: SegmentSink): string {
   const json = JSON.stringify(value);
-  const hash = createHash('sha256').update(json).digest('base64url');
-  sink.put(hash, json);
-  return hash;
+  const key = digest('sha256', json, 'base64url');
+  sink.put(key, json);
+  return key;
 }

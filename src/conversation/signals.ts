@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ApiFormat } from '../types/index.js';
 import { messageText } from './message-text.js';
@@ -117,7 +117,7 @@ function conversationFingerprint(messages: unknown[], model: string): string | u
     if (!isRecord(message) || message['role'] !== 'user') continue;
     const text = messageText(message['content']);
     if (text === '') continue;
-    const digest = createHash('sha256').update(model).update('\u0000').update(text).digest('hex');
+    const digest = hash('sha256', `${model}\u0000${text}`, 'hex');
     return `fp-${digest.slice(0, 16)}`;
   }
   return undefined;

@@ -11,6 +11,7 @@ const BATCH_WINDOW_MS = 20;
  * meanwhile; short ones, with I/O handled between them, keep that wait around 0.4 ms.
  */
 const CHUNK_TURNS = 8;
+const MAX_CHUNK_TURNS = 64;
 
 /**
  * Sessions and turn records. Finished turns are written together, from BATCH_WINDOW_MS after the
@@ -104,7 +105,8 @@ export class ConversationStore {
   /** Background writing: one short transaction, then the next after pending I/O has been handled. */
   private writeChunks(): void {
     this.cancelScheduledWrites();
-    this.write(this.pending.splice(0, CHUNK_TURNS));
+    // A backlog (sustained load) is written in larger transactions, which cost less per turn.
+    this.write(this.pending.splice(0, Math.min(MAX_CHUNK_TURNS, Math.max(CHUNK_TURNS, Math.ceil(this.pending.length / 4)))));
     if (this.pending.length > 0) this.nextChunk = setImmediate(() => this.writeChunks());
   }
 
