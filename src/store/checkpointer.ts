@@ -8,7 +8,9 @@ import type { Db } from './database.js';
  * it hit one), and checkpointing on the proxy's thread when it looked idle still held up the next
  * request for 70–110 ms once the WAL was large. So the proxy's connection never checkpoints while
  * serving: a worker thread does it every `intervalMs` on its own connection, and the proxy
- * truncates the WAL once at shutdown.
+ * truncates the WAL once at shutdown. Every 5 s rather than every 0.5 s: a page rewritten by many
+ * commits in between is copied once, and the copying (with its fsync) took a share of the two
+ * cores that showed in request latency. A crash loses nothing either way: the WAL is replayed.
  */
 export class WalCheckpointer {
   private worker: Worker | undefined;
@@ -17,7 +19,7 @@ export class WalCheckpointer {
     private readonly db: Db,
     private readonly databasePath: string,
     private readonly logger: Logger,
-    private readonly options = { intervalMs: 500 },
+    private readonly options = { intervalMs: 5_000 },
   ) {}
 
   start(): void {
