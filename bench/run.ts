@@ -47,11 +47,11 @@ async function main(): Promise<void> {
     await sequential(`${proxyFast.url}/v1/chat/completions`, small, 300, agent);
 
     log('c1, 1 KB body');
-    const c1Small = await interleaved((url) => sequential(url, small, Math.round(500 * scale), agent), fast, proxyFast.url, 4);
+    const c1Small = await interleaved((url) => sequential(url, small, Math.round(150 * scale), agent), fast, proxyFast.url, 20);
     log('c1, 60 KB OpenClaw-sized body');
-    const c1Large = await interleaved((url) => sequential(url, large, Math.round(150 * scale), agent), fast, proxyFast.url, 4);
+    const c1Large = await interleaved((url) => sequential(url, large, Math.round(60 * scale), agent), fast, proxyFast.url, 10);
     log('first stream byte, c1');
-    const ttfb = await interleaved((url) => firstByte(url, JSON.stringify({ ...smallBody(), stream: true }), Math.round(250 * scale), agent), fast, proxyFast.url, 2);
+    const ttfb = await interleaved((url) => firstByte(url, JSON.stringify({ ...smallBody(), stream: true }), Math.round(100 * scale), agent), fast, proxyFast.url, 10);
     log('c32 throughput, upstream answering in 20 ms');
     const c32Slow = await throughputPair(`${slow}`, proxySlow.url, small, 32, 5_000 * scale, agent);
     log('c32 throughput, upstream answering at once');
@@ -194,7 +194,7 @@ interface Pair {
   added: { p50: number; p90: number; p99: number };
 }
 
-/** Alternates rounds direct/proxy, so drift in machine load hits both sides alike. */
+/** Alternates many short rounds direct/proxy, so drift in machine load (a VM here) hits both sides alike. */
 async function interleaved(measure: (url: string) => Promise<number[]>, direct: string, proxy: string, rounds: number): Promise<Pair> {
   const directSamples: number[] = [];
   const proxySamples: number[] = [];

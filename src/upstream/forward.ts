@@ -223,19 +223,23 @@ export class UpstreamForwarder {
       clearTimeout(idle);
     }
     if (sink.closed) return { type: 'finished', status: 499, outcome: 'client_aborted', error: 'client disconnected', response: null };
+    const sameFormat = target.format === input.clientFormat;
+    // Same format: the client gets the upstream's bytes first; they are parsed for the record after.
+    if (sameFormat) {
+      markFirstByte();
+      sink.sendComplete(status, contentType, raw);
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(raw.toString('utf8'));
     } catch {
       parsed = undefined;
     }
-    markFirstByte();
-    if (target.format === input.clientFormat || parsed === undefined) {
-      sink.sendComplete(status, contentType, raw);
-    } else if (input.clientFormat === 'openai') {
-      sink.sendComplete(status, 'application/json', JSON.stringify(anthropicResponseToOpenAI(parsed as AnthropicResponse, {})));
-    } else {
-      sink.sendComplete(status, 'application/json', JSON.stringify(openAIResponseToAnthropic(parsed as OpenAIChatCompletion)));
+    if (!sameFormat) {
+      markFirstByte();
+      if (parsed === undefined) sink.sendComplete(status, contentType, raw);
+      else if (input.clientFormat === 'openai') sink.sendComplete(status, 'application/json', JSON.stringify(anthropicResponseToOpenAI(parsed as AnthropicResponse, {})));
+      else sink.sendComplete(status, 'application/json', JSON.stringify(openAIResponseToAnthropic(parsed as OpenAIChatCompletion)));
     }
     const assembled = parsed === undefined ? null : target.format === 'openai' ? assembleOpenAIResponse(parsed) : assembleAnthropicResponse(parsed);
     return { type: 'finished', status, outcome: 'ok', error: null, response: assembled };
@@ -263,6 +267,13 @@ export class UpstreamForwarder {
         finished = true;
         clearTimeout(idle);
         resolve(result);
+      };
+      /** The client's last bytes leave once this callback returns: the side copy is assembled after. */
+      const finishAfterFlush = (result: () => AttemptResult) => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(idle);
+        setImmediate(() => resolve(result()));
       };
       const send = (chunk: string | Buffer) => {
         if (chunk.length === 0 || sink.closed) return;
@@ -317,7 +328,7 @@ export class UpstreamForwarder {
           send(out + translator!.finish());
         }
         if (!sink.closed) sink.end();
-        finish({ type: 'finished', status: 200, outcome: 'ok', error: null, response: assembled() });
+        finishAfterFlush(() => ({ type: 'finished', status: 200, outcome: 'ok', error: null, response: assembled() }));
       });
       const broken = (error?: Error) => {
         if (finished) return;

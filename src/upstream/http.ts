@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { urlToHttpOptions } from 'node:url';
 
 /**
  * Keep-alive agents for upstream calls. node:http requests cost about a quarter of what `fetch`
@@ -8,9 +9,17 @@ import https from 'node:https';
 const httpAgent = new http.Agent({ keepAlive: true, keepAliveMsecs: 10_000, maxSockets: Infinity, maxFreeSockets: 256, scheduling: 'lifo' });
 const httpsAgent = new https.Agent({ keepAlive: true, keepAliveMsecs: 10_000, maxSockets: Infinity, maxFreeSockets: 256, scheduling: 'lifo' });
 
+/** Request options derived from each URL once (an upstream URL is reused for every request). */
+const baseOptions = new WeakMap<URL, http.RequestOptions>();
+
 export function requestUpstream(url: URL, options: { method: string; headers: http.OutgoingHttpHeaders }): http.ClientRequest {
   const isHttps = url.protocol === 'https:';
-  return (isHttps ? https : http).request(url, { method: options.method, headers: options.headers, agent: isHttps ? httpsAgent : httpAgent });
+  let base = baseOptions.get(url);
+  if (!base) {
+    base = { ...urlToHttpOptions(url), agent: isHttps ? httpsAgent : httpAgent };
+    baseOptions.set(url, base);
+  }
+  return (isHttps ? https : http).request({ ...base, method: options.method, headers: options.headers });
 }
 
 /** Reads a whole (small) response body, up to `limitBytes`. */
