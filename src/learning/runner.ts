@@ -215,7 +215,9 @@ export class LearningRunner implements ConversationListener {
       if (!this.running.has(job.id)) return; // released during shutdown
       this.queue.complete(job.id, tokens);
       this.stats.completed++;
-      logger.info({ tokens }, 'learning job done');
+      // Jobs without LLM calls (one raw-turn job per proxied turn) would double the log's volume.
+      if (handler.usesLlm) logger.info({ tokens }, 'learning job done');
+      else logger.debug({ tokens }, 'learning job done');
     } catch (error) {
       if (!this.running.has(job.id) || (!this.active && controller.signal.aborted)) return;
       const message = errorMessage(error);
