@@ -35,6 +35,7 @@ async function main(): Promise<void> {
   try {
     const fast = await startUpstream(0, children);
     const slow = await startUpstream(20, children);
+    const bare = await startBareProxy(fast, children);
     const proxyFast = await startProxy(home, 'fast', fast);
     const proxySlow = await startProxy(home, 'slow', slow);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -45,13 +46,14 @@ async function main(): Promise<void> {
     log('warming up');
     await sequential(`${fast}/v1/chat/completions`, small, 300, agent);
     await sequential(`${proxyFast.url}/v1/chat/completions`, small, 300, agent);
+    await sequential(`${bare}/v1/chat/completions`, small, 300, agent);
 
     log('c1, 1 KB body');
-    const c1Small = await interleaved((url) => sequential(url, small, Math.round(150 * scale), agent), fast, proxyFast.url, 20);
+    const c1Small = await interleaved((url) => sequential(url, small, Math.round(150 * scale), agent), fast, proxyFast.url, 20, bare);
     log('c1, 60 KB OpenClaw-sized body');
-    const c1Large = await interleaved((url) => sequential(url, large, Math.round(60 * scale), agent), fast, proxyFast.url, 10);
+    const c1Large = await interleaved((url) => sequential(url, large, Math.round(60 * scale), agent), fast, proxyFast.url, 10, bare);
     log('first stream byte, c1');
-    const ttfb = await interleaved((url) => firstByte(url, JSON.stringify({ ...smallBody(), stream: true }), Math.round(100 * scale), agent), fast, proxyFast.url, 10);
+    const ttfb = await interleaved((url) => firstByte(url, JSON.stringify({ ...smallBody(), stream: true }), Math.round(100 * scale), agent), fast, proxyFast.url, 10, bare);
     log('c32 throughput, upstream answering in 20 ms');
     const c32Slow = await throughputPair(`${slow}`, proxySlow.url, small, 32, 5_000 * scale, agent);
     log('c32 throughput, upstream answering at once');
@@ -96,7 +98,16 @@ function log(message: string): void {
 /* ---------- processes ---------- */
 
 async function startUpstream(delayMs: number, children: ChildProcess[]): Promise<string> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'bench', 'upstream-server.ts'), '0', String(delayMs)], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] });
+  return startHelper(['upstream-server.ts', '0', String(delayMs)], children);
+}
+
+/** The floor: a bare Node pass-through proxy in front of the same upstream (bench/bare-proxy.ts). */
+async function startBareProxy(upstream: string, children: ChildProcess[]): Promise<string> {
+  return startHelper(['bare-proxy.ts', new URL(upstream).port], children);
+}
+
+async function startHelper([script, ...args]: string[], children: ChildProcess[]): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'bench', script!), ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   const port = await new Promise<number>((resolvePort) => child.stdout!.once('data', (chunk: Buffer) => resolvePort(JSON.parse(chunk.toString()).port)));
   return `http://127.0.0.1:${port}`;
@@ -192,19 +203,33 @@ interface Pair {
   direct: LatencySummary;
   proxy: LatencySummary;
   added: { p50: number; p90: number; p99: number };
+  /** The bare pass-through proxy, when measured in the same rounds. */
+  bare?: LatencySummary;
+  bareAdded?: { p50: number; p90: number; p99: number };
 }
 
-/** Alternates many short rounds direct/proxy, so drift in machine load (a VM here) hits both sides alike. */
-async function interleaved(measure: (url: string) => Promise<number[]>, direct: string, proxy: string, rounds: number): Promise<Pair> {
+/** Alternates many short rounds direct/proxy (and bare proxy), so drift in machine load (a VM here) hits every side alike. */
+async function interleaved(measure: (url: string) => Promise<number[]>, direct: string, proxy: string, rounds: number, bare?: string): Promise<Pair> {
   const directSamples: number[] = [];
   const proxySamples: number[] = [];
+  const bareSamples: number[] = [];
   for (let round = 0; round < rounds; round++) {
     directSamples.push(...(await measure(`${direct}/v1/chat/completions`)));
+    if (bare) bareSamples.push(...(await measure(`${bare}/v1/chat/completions`)));
     proxySamples.push(...(await measure(`${proxy}/v1/chat/completions`)));
   }
   const directSummary = summarize(directSamples);
   const proxySummary = summarize(proxySamples);
-  return { direct: directSummary, proxy: proxySummary, added: { p50: round3(proxySummary.p50 - directSummary.p50), p90: round3(proxySummary.p90 - directSummary.p90), p99: round3(proxySummary.p99 - directSummary.p99) } };
+  const pair: Pair = { direct: directSummary, proxy: proxySummary, added: addedOver(proxySummary, directSummary) };
+  if (bare) {
+    pair.bare = summarize(bareSamples);
+    pair.bareAdded = addedOver(pair.bare, directSummary);
+  }
+  return pair;
+}
+
+function addedOver(through: LatencySummary, direct: LatencySummary): { p50: number; p90: number; p99: number } {
+  return { p50: round3(through.p50 - direct.p50), p90: round3(through.p90 - direct.p90), p99: round3(through.p99 - direct.p99) };
 }
 
 async function throughput(url: string, body: string, concurrency: number, durationMs: number, agent: http.Agent): Promise<number> {
@@ -284,8 +309,9 @@ interface Results {
 }
 
 function renderMarkdown(results: Results, extra: ExtraScenarioResult[]): string {
+  const bareCell = (pair: Pair) => (pair.bareAdded ? `${pair.bareAdded.p50.toFixed(3)} / ${pair.bareAdded.p99.toFixed(3)}` : 'n/a');
   const row = (name: string, pair: Pair, aim: string) =>
-    `| ${name} | ${pair.direct.p50.toFixed(3)} / ${pair.direct.p99.toFixed(3)} | ${pair.proxy.p50.toFixed(3)} / ${pair.proxy.p99.toFixed(3)} | **${pair.added.p50.toFixed(3)}** / ${pair.added.p99.toFixed(3)} | ${aim} |`;
+    `| ${name} | ${pair.direct.p50.toFixed(3)} / ${pair.direct.p99.toFixed(3)} | ${pair.proxy.p50.toFixed(3)} / ${pair.proxy.p99.toFixed(3)} | **${pair.added.p50.toFixed(3)}** / ${pair.added.p99.toFixed(3)} | ${aim} | ${bareCell(pair)} |`;
   const lines = [
     '# Benchmarks',
     '',
@@ -294,8 +320,8 @@ function renderMarkdown(results: Results, extra: ExtraScenarioResult[]): string 
     '',
     '## Latency added by the proxy (ms; skills and memory on, libraries empty)',
     '',
-    '| scenario (sequential, keep-alive) | direct p50 / p99 | through proxy p50 / p99 | added p50 / p99 | aim |',
-    '|---|---|---|---|---|',
+    '| scenario (sequential, keep-alive) | direct p50 / p99 | through proxy p50 / p99 | added p50 / p99 | aim | for scale: a bare Node proxy adds p50 / p99 |',
+    '|---|---|---|---|---|---|',
     row('non-stream, 1 KB body', results.c1_small, 'p50 ≤ 1, p99 ≤ 3'),
     row('non-stream, 60 KB OpenClaw-sized body', results.c1_openclaw_60kb, 'p50 ≤ 1 (about)'),
     row('stream, time to first byte', results.stream_first_byte, 'p50 ≤ 1'),
@@ -309,7 +335,7 @@ function renderMarkdown(results: Results, extra: ExtraScenarioResult[]): string 
     '',
     `Proxy memory after the runs: RSS ${results.proxy_memory_mb.rss} MiB (peak ${results.proxy_memory_mb.peak} MiB).`,
     '',
-    'For scale: the original Python MetaClaw proxy, measured on this machine, adds 44–54 ms per request and tops out near 25 requests/s.',
+    'For scale: the original Python MetaClaw proxy, measured on this machine, adds 44–54 ms per request and tops out near 25 requests/s. The last column is a bare pass-through proxy (bench/bare-proxy.ts: node:http in and out, the body parsed and re-serialised, nothing else) measured in the same rounds: the cost of one more process hop each way on this 2-core VM, which any proxy pays before doing any work of its own. Rounds are short and interleaved (direct, bare, MetaClaw), and numbers from one run to the next still move by about ±0.3 ms on this machine.',
   ];
   for (const scenario of extra) lines.push('', `## ${scenario.title}`, '', ...scenario.lines);
   lines.push('', 'The "answers at once" row is the proxy\'s raw ceiling: with a zero-latency upstream on the same two cores, the proxy (a server and a client per request) does more work than the upstream it fronts, so the ratio there says how much CPU a request costs, not what a user sees.', '');
