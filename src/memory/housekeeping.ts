@@ -1,3 +1,4 @@
+import { jaccard } from '../text/index.js';
 import type { MemoryStore } from './store.js';
 
 export interface HousekeepingReport {
@@ -52,11 +53,4 @@ function consolidate(store: MemoryStore, scope: string): number {
     }
   }
   return count;
-}
-
-function jaccard(a: Set<string>, b: Set<string>): number {
-  if (a.size === 0 || b.size === 0) return 0;
-  let shared = 0;
-  for (const term of a) if (b.has(term)) shared++;
-  return shared / (a.size + b.size - shared);
 }

@@ -1,5 +1,5 @@
 import type { Logger } from '../logging/index.js';
-import { keywordRelevance, uniqueTerms } from '../text/index.js';
+import { calibrateCosine, keywordRelevance, uniqueTerms, UNKNOWN_TERM_WEIGHT } from '../text/index.js';
 import { idfOf, type Candidate, type MemoryStore } from './store.js';
 import { timeWindowOf, type TimeWindow } from './time-window.js';
 import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
@@ -22,7 +22,6 @@ export interface RecallRequest {
 
 const TYPE_BOOST: Record<MemoryType, number> = { working_summary: 0.9, project_state: 1, preference: 1, semantic: 0.9, procedural_observation: 0.85, episodic: 0.6 };
 const RECENCY_DAYS = 30;
-const UNKNOWN_TERM_WEIGHT = 0.5;
 
 /**
  * Recall for one scope: BM25 candidates from FTS5 (and vector neighbours when embeddings are
@@ -107,9 +106,4 @@ export class MemoryRetriever {
     this.idfCache.set(key, { value, at: Date.now() });
     return value;
   }
-}
-
-/** Cosine of unrelated texts sits around 0.1–0.3 for common embedding models; map 0.2..0.7 to 0..1. */
-function calibrateCosine(cosine: number): number {
-  return Math.max(0, Math.min(1, (cosine - 0.2) / 0.5));
 }

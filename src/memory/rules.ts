@@ -1,4 +1,4 @@
-import { tokenize } from '../text/index.js';
+import { jaccard, sharedCount, tokenize } from '../text/index.js';
 
 /**
  * Standing instructions stated in plain words ("always…", "never…", "we require…", "all output
@@ -59,8 +59,6 @@ export function ruleSubject(sentence: string): Set<string> {
 /** Whether two rule subjects are about the same thing (so the newer rule replaces the older). */
 export function sameSubject(a: Set<string>, b: Set<string>): boolean {
   if (a.size === 0 || b.size === 0) return false;
-  let shared = 0;
-  for (const word of a) if (b.has(word)) shared++;
-  const jaccard = shared / (a.size + b.size - shared);
-  return jaccard > 0.5 || (shared >= 2 && shared / Math.min(a.size, b.size) >= 0.75);
+  const shared = sharedCount(a, b);
+  return jaccard(a, b) > 0.5 || (shared >= 2 && shared / Math.min(a.size, b.size) >= 0.75);
 }

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Db } from '../store/index.js';
-import { uniqueTerms } from '../text/index.js';
+import { bm25Idf, uniqueTerms } from '../text/index.js';
 import { injectionReason } from './screen.js';
 import type { MemoryDraft, MemoryOrigin, MemoryType, MemoryUnit } from './types.js';
 
@@ -458,7 +458,7 @@ const PSEUDO_DOCUMENTS = 20;
 const POSTINGS_PER_TERM = 200;
 
 export function idfOf(documentFrequency: number, size: number): number {
-  return Math.log(1 + (size + PSEUDO_DOCUMENTS - documentFrequency + 0.5) / (documentFrequency + 0.5));
+  return bm25Idf(documentFrequency, size + PSEUDO_DOCUMENTS);
 }
 
 export function newMemoryId(): string {

@@ -1,6 +1,6 @@
 import type { EmbeddingClient } from '../embeddings/index.js';
 import type { Logger } from '../logging/index.js';
-import { keywordRelevance, uniqueTerms } from '../text/index.js';
+import { calibrateCosine, keywordRelevance, uniqueTerms } from '../text/index.js';
 import type { SkillLibrary } from './library.js';
 import type { SkillSearchIndex } from './search-index.js';
 import type { Skill } from './types.js';
@@ -101,9 +101,4 @@ export class SkillRetriever {
     const floor = (results[0]?.relevance ?? 0) * RELATIVE_FLOOR;
     return results.filter((result) => result.relevance >= floor).slice(0, this.options.topK);
   }
-}
-
-/** Cosine similarity of unrelated texts sits around 0.1–0.3 for common embedding models; map 0.2..0.7 to 0..1. */
-function calibrateCosine(cosine: number): number {
-  return Math.max(0, Math.min(1, (cosine - 0.2) / 0.5));
 }

@@ -1,4 +1,4 @@
-import { tokenize } from '../text/index.js';
+import { bm25Idf, tokenize, UNKNOWN_TERM_WEIGHT } from '../text/index.js';
 import type { Skill } from './types.js';
 
 /** Field weights (BM25F): a hit in the name counts most, then the description, then the body. */
@@ -7,8 +7,6 @@ const K1 = 1.2;
 const B = 0.75;
 /** A query term found only in a skill's body counts for less than one in its name or description. */
 const BODY_ONLY_WEIGHT = 0.6;
-/** Query terms no skill contains weigh this fraction of a rare term: they lower coverage, but less. */
-const UNKNOWN_TERM_WEIGHT = 0.5;
 const CANDIDATES = 40;
 
 export interface KeywordHit {
@@ -106,8 +104,7 @@ export class SkillSearchIndex {
 
   /** Inverse document frequency of a term over the library (BM25's variant, always positive). */
   idf(term: string): number {
-    const count = this.postings.get(term)?.size ?? 0;
-    return Math.log(1 + (this.skills.size - count + 0.5) / (count + 0.5));
+    return bm25Idf(this.postings.get(term)?.size ?? 0, this.skills.size);
   }
 
   private idfTotal(terms: readonly string[]): number {
