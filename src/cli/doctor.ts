@@ -194,7 +194,7 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
     const status = (await response.json()) as Record<string, unknown>;
     const learning = (status['learning'] ?? {}) as { dead_lettered?: number; paused_reason?: string | null };
     const queue = (status['queue'] ?? {}) as Record<string, number>;
-    const detail = `running at ${base} (version ${String(status['version'])}, ${String(status['mode'])} mode, queue ${queue['pending'] ?? 0} pending)`;
+    const detail = `running at ${base} (version ${String(status['version'])}, ${String(status['mode'])} mode, queue ${queue['queued'] ?? 0} queued)`;
     if ((learning.dead_lettered ?? 0) > 0) checks.push({ name: 'proxy', verdict: 'warn', detail: `${detail}; ${learning.dead_lettered} learning job(s) failed for good`, fix: 'see `metaclaw status` and the log for why (often the learning LLM rejects the request)' });
     else if (learning.paused_reason) checks.push({ name: 'proxy', verdict: 'warn', detail: `${detail}; learning is paused: ${learning.paused_reason}` });
     else checks.push({ name: 'proxy', verdict: 'pass', detail });

@@ -201,7 +201,7 @@ export class MemoryService implements ConversationListener, LearningTrigger {
     const target = this.deps.mainUpstream && this.deps.credentials ? resolveLearningTarget({ name: 'memory extractor', ...this.settings.extractor }, this.deps.mainUpstream, this.deps.credentials, this.deps.conversation?.lastModelOf(sessionId)) : undefined;
     if (!target) throw new Error('no model for the memory extractor: set memory.extractor_model or llm.model_id');
     const turnsText = fresh.map((unit, index) => `[turn ${index + 1}, ${new Date(unit.observedAt).toISOString().slice(0, 16).replace('T', ' ')}] ${unit.speaker}: ${unit.content.slice(0, 2_000)}`).join('\n');
-    const related = this.relatedUnits(scope, fresh.filter((unit) => unit.speaker === 'user').map((unit) => unit.content).join('\n'));
+    const related = await this.relatedUnits(scope, fresh.filter((unit) => unit.speaker === 'user').map((unit) => unit.content).join('\n'));
     const prompt = loadPrompt('memory-extract');
     const values = {
       session_id: sessionId,
@@ -275,10 +275,10 @@ export class MemoryService implements ConversationListener, LearningTrigger {
     return this.store.list(scope, 500).some((unit) => unit.type === 'working_summary' && unit.sourceSession === sessionId);
   }
 
-  private relatedUnits(scope: string, text: string): MemoryUnit[] {
-    const hits = this.retriever.recall({ scope, query: text.slice(-4_000), limit: 12, minRelevance: 0.2, excludeCore: false });
-    const list = Array.isArray(hits) ? hits : [];
-    const units = list.map((hit) => hit.unit).filter((unit) => unit.origin !== 'raw_turn');
+  /** Units the extractor is shown so it updates rather than repeats them (with embeddings, recall is async). */
+  private async relatedUnits(scope: string, text: string): Promise<MemoryUnit[]> {
+    const hits = await this.retriever.recall({ scope, query: text.slice(-4_000), limit: 12, minRelevance: 0.2, excludeCore: false });
+    const units = hits.map((hit) => hit.unit).filter((unit) => unit.origin !== 'raw_turn');
     for (const core of this.store.coreUnits(scope)) if (!units.some((unit) => unit.id === core.id)) units.push(core);
     return units.slice(0, 20);
   }
