@@ -242,6 +242,38 @@ describe('memory over HTTP and in the prompt', () => {
     }
   });
 
+  test('forgetting scrubs large bodies whose shared parts held the text, and every turn of the session stays readable', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const home = tempHome();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false }, skills: { auto_evolve: false } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      // Over 16 KB: bodies are stored as skeletons pointing at shared parts (system prompt, messages).
+      const system = 'You are a careful assistant who keeps notes tidy and answers briefly. '.repeat(400);
+      const secret = 'Never mention the quuxwobble merger to anyone outside the team.';
+      const first = await client.chat.completions.create({ model: 'm', messages: [{ role: 'system', content: system }, { role: 'user', content: secret }] }, { headers: { 'X-Session-Id': 'forget-large' } }).withResponse();
+      const second = await client.chat.completions
+        .create({ model: 'm', messages: [{ role: 'system', content: system }, { role: 'user', content: secret }, { role: 'assistant', content: 'Understood.' }, { role: 'user', content: 'ok, next topic' }] }, { headers: { 'X-Session-Id': 'forget-large' } })
+        .withResponse();
+      const rule = await waitFor(async () => (await search(proxy, 'quuxwobble merger', 'default')).find((result) => result.type === 'preference'), 15_000);
+      assert.equal((await api(proxy, 'DELETE', `/v1/memory/${rule.id}`)).status, 200);
+      for (const { response } of [first, second]) {
+        const id = response.headers.get('x-metaclaw-request-id')!;
+        const explained = (await api(proxy, 'GET', `/v1/requests/${id}`)).body as { received: { body: { messages: Array<{ content: string }> } | null }; forwarded: { body: unknown } };
+        assert.ok(explained.received.body, `the body of ${id} is still readable`);
+        assert.ok(explained.forwarded.body, `the forwarded body of ${id} is still readable`);
+        assert.equal(explained.received.body.messages[0]!.content, system, 'the untouched parts are intact');
+        assert.equal(JSON.stringify(explained).includes('quuxwobble'), false, `${id} no longer holds the text`);
+      }
+      const wal = join(home, 'metaclaw.db-wal');
+      const bytes = Buffer.concat([readFileSync(join(home, 'metaclaw.db')), existsSync(wal) ? readFileSync(wal) : Buffer.alloc(0)]);
+      assert.equal(bytes.includes('quuxwobble'), false, 'no trace in the database file or its WAL');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
   test('with embeddings: a unit is embedded into sqlite-vec and found; forgetting removes its vector bytes from the file', async () => {
     const upstream = await ScriptedUpstream.start();
     const embeddings = embeddingsHandler();

@@ -290,6 +290,9 @@ export class ConversationStore {
     const scrub = (text: string | null) => (text === null ? null : needles.reduce((current, needle) => current.split(needle).join(replacement), text));
     const holds = (text: string | null) => text !== null && needles.some((needle) => text.includes(needle) || text.includes(JSON.stringify(needle).slice(1, -1)));
     let changed = 0;
+    // Parts that held the text are deleted once every body pointing to them has been rewritten:
+    // deleting them at the first body left the others pointing at nothing (unreadable).
+    const tainted = new Set<string>();
     this.db.transaction(() => {
       for (const sessionId of sessions) {
         for (const turn of this.statements.turnTexts.all(sessionId)) {
@@ -298,29 +301,30 @@ export class ConversationStore {
           changed++;
         }
         for (const payload of this.statements.sessionPayloads.all(sessionId)) {
-          const received = this.rewriteDocument(payload.received, scrub, holds);
-          const forwarded = this.rewriteDocument(payload.forwarded, scrub, holds);
+          const received = this.rewriteDocument(payload.received, scrub, holds, tainted);
+          const forwarded = this.rewriteDocument(payload.forwarded, scrub, holds, tainted);
           if (received !== payload.received || forwarded !== payload.forwarded) {
             this.statements.updatePayload.run(received, forwarded, payload.turn_id);
             changed++;
           }
         }
       }
+      for (const hash of tainted) this.statements.deleteSegment.run(hash);
     })();
     this.segmentsWritten.clear();
     return changed;
   }
 
-  /** A stored body with `scrub` applied to every string in it; parts that held the text are deleted. */
-  private rewriteDocument(stored: string | null, scrub: (text: string | null) => string | null, holds: (text: string | null) => boolean): string | null {
+  /** A stored body with `scrub` applied to every string in it; the parts that held the text join `tainted`. */
+  private rewriteDocument(stored: string | null, scrub: (text: string | null) => string | null, holds: (text: string | null) => boolean, tainted: Set<string>): string | null {
     if (stored === null) return null;
     const parsed = JSON.parse(stored) as { inline?: unknown; messages?: string[]; tools?: string; system?: string };
     const hashes = [...(parsed.messages ?? []), ...(parsed.tools ? [parsed.tools] : []), ...(parsed.system ? [parsed.system] : [])];
-    const tainted = hashes.filter((hash) => holds(this.segmentSource.get(hash) ?? null));
-    if (!holds(stored) && tainted.length === 0) return stored;
+    const holding = hashes.filter((hash) => tainted.has(hash) || holds(this.segmentSource.get(hash) ?? null));
+    if (!holds(stored) && holding.length === 0) return stored;
+    for (const hash of holding) tainted.add(hash);
     const body = decodeDocument(stored, this.segmentSource);
     const cleaned = scrubStrings(body, (text) => scrub(text) ?? text) as Record<string, unknown>;
-    for (const hash of tainted) this.statements.deleteSegment.run(hash);
     return encodeDocument(cleaned, undefined, { put: (hash, json) => this.statements.putSegment.run(hash, json, Date.now()) });
   }
 
