@@ -11,6 +11,7 @@ import { nemoclawAdapter } from './nemoclaw.js';
 import { noneAdapter } from './none.js';
 import { openclawAdapter } from './openclaw.js';
 import { picoclawAdapter } from './picoclaw.js';
+import { CLAW_TYPES } from '../config/schema.js';
 import { ClawError } from './types.js';
 import type { ApplyResult, ClawAdapter, ClawEnvironment, ClawType, Detection, UnwireResult, VerifyResult, WiringTarget } from './types.js';
 import { zeroclawAdapter } from './zeroclaw.js';
@@ -46,7 +47,7 @@ const ADAPTERS: Readonly<Record<ClawType, ClawAdapter>> = {
   none: noneAdapter,
 };
 
-export const ALL_CLAW_TYPES: readonly ClawType[] = ['openclaw', 'copaw', 'ironclaw', 'picoclaw', 'zeroclaw', 'nanoclaw', 'nemoclaw', 'hermes', 'none'];
+export const ALL_CLAW_TYPES: readonly ClawType[] = CLAW_TYPES;
 
 export function isClawType(value: string): value is ClawType {
   return (ALL_CLAW_TYPES as readonly string[]).includes(value);

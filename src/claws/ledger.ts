@@ -9,6 +9,7 @@ import { basename, join } from 'node:path';
 import { z } from 'zod';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { ClawError } from './types.js';
+import { CLAW_TYPES } from '../config/schema.js';
 import type { ClawType, WiringTarget } from './types.js';
 
 export interface LedgerCommand {
@@ -64,7 +65,7 @@ const ledgerSchema = z.object({
   version: z.literal(1),
   entries: z.array(
     z.object({
-      claw: z.enum(['openclaw', 'copaw', 'ironclaw', 'picoclaw', 'zeroclaw', 'nanoclaw', 'nemoclaw', 'hermes', 'none']),
+      claw: z.enum(CLAW_TYPES),
       configPath: z.string(),
       target: z.object({
         proxyUrl: z.string(),

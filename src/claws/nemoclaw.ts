@@ -192,5 +192,5 @@ export const nemoclawAdapter: ClawAdapter = {
   detect: async (environment) => detect(environment),
   apply,
   verify,
-  unwire: async (environment) => (await undoLedgerEntry('nemoclaw', nemoclawFile, environment)).unwire,
+  unwire: async (environment) => (await undoLedgerEntry(nemoclawFile, environment)).unwire,
 };

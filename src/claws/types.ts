@@ -2,7 +2,9 @@
  * Types shared by every claw adapter: what to wire, where the agent lives, and what happened.
  */
 
-export type ClawType = 'openclaw' | 'copaw' | 'ironclaw' | 'picoclaw' | 'zeroclaw' | 'nanoclaw' | 'nemoclaw' | 'hermes' | 'none';
+import type { CLAW_TYPES } from '../config/schema.js';
+
+export type ClawType = (typeof CLAW_TYPES)[number];
 
 export interface WiringTarget {
   /** e.g. http://127.0.0.1:30000 (no trailing slash, no /v1) */

@@ -126,7 +126,7 @@ async function verifyFile(spec: FileAdapterSpec, rawTarget: WiringTarget, enviro
 }
 
 async function unwireWithRestart(spec: FileAdapterSpec, environment: ClawEnvironment): Promise<UnwireResult> {
-  const result = await undoLedgerEntry(spec.claw, spec, environment);
+  const result = await undoLedgerEntry(spec, environment);
   if (!result.changed) return result.unwire;
   const restart = await restartIfPossible(spec, environment);
   return { ...result.unwire, restarted: restart.restarted, messages: [...result.unwire.messages, restart.message] };
@@ -143,11 +143,8 @@ async function restartIfPossible(spec: FileAdapterSpec, environment: ClawEnviron
  * edited them since), then commands, newest first; then drops the entry. A file that cannot be
  * reverted (e.g. the user broke its syntax) throws and keeps the entry for a retry.
  */
-export async function undoLedgerEntry(
-  claw: ClawType,
-  spec: ConfigFileSpec | undefined,
-  environment: ClawEnvironment,
-): Promise<{ changed: boolean; unwire: UnwireResult }> {
+export async function undoLedgerEntry(spec: ConfigFileSpec, environment: ClawEnvironment): Promise<{ changed: boolean; unwire: UnwireResult }> {
+  const claw = spec.claw;
   const entry = findLedgerEntry(environment.metaclawHome, claw);
   if (entry === undefined) {
     return { changed: false, unwire: { restored: false, exact: true, restarted: false, messages: [`MetaClaw has no record of wiring ${claw}; nothing to undo.`] } };
@@ -156,7 +153,6 @@ export async function undoLedgerEntry(
   let changed = false;
   let exact = true;
   for (const record of [...entry.files].reverse()) {
-    if (spec === undefined) throw new Error(`no file spec for ${claw}`);
     const undo = undoConfigFile(spec, record, entry.target);
     changed ||= undo.changed;
     exact &&= undo.exact;

@@ -1,10 +1,9 @@
 import { join } from 'node:path';
-import { realEnvironment } from '../claws/index.js';
 import { isProcessAlive, readPidFile } from '../runtime/index.js';
 import { installService, serviceEnvironment, serviceStatus, uninstallService, type ServiceHost } from '../service/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 import { stopProxy } from './stop.js';
-import { metaclawCommand } from './wiring.js';
+import { clawEnvironment, metaclawCommand } from './wiring.js';
 
 export interface ServiceOptions {
   config?: string;
@@ -15,7 +14,7 @@ export interface ServiceOptions {
 /** `metaclaw service install|uninstall|status`. */
 export async function serviceCommand(action: 'install' | 'uninstall' | 'status', options: ServiceOptions): Promise<void> {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
-  const host: ServiceHost = realEnvironment({ metaclawHome: config.home });
+  const host: ServiceHost = clawEnvironment(config);
   const enable = options.enable !== false;
   try {
     if (action === 'status') {

@@ -1,5 +1,5 @@
 import * as prompts from '@clack/prompts';
-import { detectClaws, isClawType, type ClawType } from '../claws/index.js';
+import { ALL_CLAW_TYPES, detectClaws, isClawType, type ClawType } from '../claws/index.js';
 import { detectFormat, MODES, PROVIDER_PRESETS, presetFor, updateConfigFile, type LoadedConfig } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { silentLogger } from '../logging/index.js';
@@ -111,7 +111,7 @@ function fromFlags(config: LoadedConfig, options: SetupOptions): Answers {
   if (!(MODES as readonly string[]).includes(mode) && mode !== 'madmax') throw new CliExit(`--mode must be one of ${MODES.join(', ')}.`);
   if (options.apiFormat && options.apiFormat !== 'openai' && options.apiFormat !== 'anthropic') throw new CliExit('--api-format must be openai or anthropic.');
   const claw = options.claw ?? values['claw_type'];
-  if (!isClawType(claw)) throw new CliExit(`--claw must be one of openclaw, copaw, ironclaw, picoclaw, zeroclaw, nanoclaw, nemoclaw, hermes, none; got "${claw}".`);
+  if (!isClawType(claw)) throw new CliExit(`--claw must be one of ${ALL_CLAW_TYPES.join(', ')}; got "${claw}".`);
   const port = options.port === undefined ? values['proxy.port'] : Number(options.port);
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new CliExit(`--port must be an integer from 1 to 65535, got "${options.port}".`);
   return {
@@ -179,7 +179,7 @@ async function ask(config: LoadedConfig, options: SetupOptions): Promise<Answers
   const detected = (await detectClaws(clawEnvironment(config))).filter((item) => item.installed);
   const claw = (options.claw ?? check(await prompts.select({ message: 'Which agent should MetaClaw wire to the proxy?', initialValue: detected[0]?.type ?? values['claw_type'], options: [
     ...detected.map((item) => ({ value: item.type, label: item.name, hint: item.configPath ?? 'detected' })),
-    ...(['openclaw', 'copaw', 'ironclaw', 'picoclaw', 'zeroclaw', 'nanoclaw', 'nemoclaw', 'hermes'] as ClawType[]).filter((type) => !detected.some((item) => item.type === type)).map((type) => ({ value: type, label: clawName(type), hint: 'not detected' })),
+    ...ALL_CLAW_TYPES.filter((type) => type !== 'none' && !detected.some((item) => item.type === type)).map((type) => ({ value: type, label: clawName(type), hint: 'not detected' })),
     { value: 'none', label: 'none', hint: 'I will point my agent at the proxy myself' },
   ] }))) as ClawType;
   const portText = options.port ?? check(await prompts.text({ message: 'Proxy port', initialValue: String(values['proxy.port']), validate: (text) => (/^\d+$/.test(text ?? '') && Number(text) > 0 && Number(text) < 65536 ? undefined : 'a port number') }));

@@ -1,12 +1,13 @@
 import * as prompts from '@clack/prompts';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
-import { realEnvironment } from '../claws/index.js';
+import { clawsFolder } from '../claws/index.js';
 import type { LoadedConfig } from '../config/index.js';
 import { uninstallService } from '../service/index.js';
 import { unwireEverythingReport } from './claw.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 import { stopProxy } from './stop.js';
+import { clawEnvironment } from './wiring.js';
 
 export interface UninstallOptions {
   config?: string;
@@ -30,11 +31,11 @@ export async function uninstallCommand(options: UninstallOptions): Promise<void>
   print('2. Restoring every agent MetaClaw wired');
   const failures = await unwireEverythingReport(config);
   if (failures > 0) {
-    throw new CliExit(`Stopped before removing anything else: ${failures} agent(s) could not be restored, and ${join(config.home, 'claws')} holds the backups a retry needs. Fix the problem above and run \`metaclaw uninstall\` again.`);
+    throw new CliExit(`Stopped before removing anything else: ${failures} agent(s) could not be restored, and ${clawsFolder(config.home)} holds the backups a retry needs. Fix the problem above and run \`metaclaw uninstall\` again.`);
   }
 
   print('3. Removing the login service');
-  const host = realEnvironment({ metaclawHome: config.home });
+  const host = clawEnvironment(config);
   try {
     for (const step of (await uninstallService(host, { enable: true })).steps) print(`   ${step}`);
   } catch (error) {

@@ -95,6 +95,15 @@ function withoutCallCounter(value: string | undefined): string | undefined {
   return value?.replace(/:\d+$/, '');
 }
 
+function openclawSessionId(runtimeId: string): string {
+  return `openclaw-${runtimeId}`;
+}
+
+/** The session ids an agent's own id for a conversation may have been recorded under, in that order. */
+export function sessionIdCandidates(agentId: string): string[] {
+  return [agentId, withoutCallCounter(agentId)!, openclawSessionId(agentId)];
+}
+
 const RUNTIME_SESSION = /\bRuntime:[^\n]*\bsessionId=([A-Za-z0-9._:-]+)/;
 
 /** OpenClaw puts `Runtime: agent=… | sessionId=<uuid> | …` into the first user message. */
@@ -102,7 +111,7 @@ function runtimeSessionId(messages: unknown[]): string | undefined {
   for (const message of messages) {
     if (!isRecord(message) || message['role'] !== 'user') continue;
     const match = RUNTIME_SESSION.exec(messageText(message['content']));
-    if (match) return `openclaw-${match[1]}`;
+    if (match) return openclawSessionId(match[1]!);
     return undefined;
   }
   return undefined;

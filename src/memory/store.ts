@@ -168,16 +168,11 @@ export class MemoryStore {
     return row ? toUnit(row) : undefined;
   }
 
-  rowidOf(id: string): number | undefined {
-    return this.statements.byId.get(id)?.rowid;
-  }
-
   byRowid(rowid: number): MemoryUnit | undefined {
     const row = this.statements.byRowid.get(rowid);
     return row ? toUnit(row) : undefined;
   }
 
-  /** An active unit (not a raw turn) of the scope with exactly this content. */
   /** Whether this session already has a raw turn of this speaker with exactly this text. */
   hasRawInSession(scope: string, sessionId: string, speaker: 'user' | 'assistant', content: string): boolean {
     return this.statements.rawInSession.get(sessionId, scope, speaker, content) !== undefined;

@@ -15,6 +15,9 @@ const MODEL_KEY = 'memory.vectors.model';
 export class MemoryVectors {
   private readonly state: StateStore;
   private dimensions: number | undefined;
+  private readonly statements;
+  /** Statements on the vec0 table, prepared once it exists (dropped and made again when the model changes). */
+  private vecStatements: ReturnType<MemoryVectors['prepareVecStatements']> | undefined;
 
   constructor(
     private readonly db: Db,
@@ -26,6 +29,12 @@ export class MemoryVectors {
     sqliteVec.load(db);
     this.state = new StateStore(db);
     db.exec('CREATE TABLE IF NOT EXISTS memory_vec_index (rowid INTEGER PRIMARY KEY, scope TEXT NOT NULL)');
+    this.statements = {
+      pending: db.prepare<[number], { rowid: number; scope: string; content: string }>("SELECT u.rowid AS rowid, u.scope AS scope, u.content AS content FROM memory_units u LEFT JOIN memory_vec_index v ON v.rowid = u.rowid WHERE v.rowid IS NULL AND u.status = 'active' LIMIT ?"),
+      unitExists: db.prepare<[number], { rowid: number }>('SELECT rowid FROM memory_units WHERE rowid = ?'),
+      mark: db.prepare<[number, string]>('INSERT OR REPLACE INTO memory_vec_index (rowid, scope) VALUES (?, ?)'),
+      unmark: db.prepare<[number]>('DELETE FROM memory_vec_index WHERE rowid = ?'),
+    };
     const stored = this.state.get(MODEL_KEY);
     if (stored) {
       const [model, dimensions] = stored.split('|');
@@ -41,18 +50,15 @@ export class MemoryVectors {
 
   /** Embeds up to `limit` units that have no vector yet; returns how many and the tokens spent. */
   async embedPending(limit: number, signal?: AbortSignal): Promise<{ embedded: number; tokens: number }> {
-    const pending = this.db.prepare<[number], { rowid: number; scope: string; content: string }>("SELECT u.rowid AS rowid, u.scope AS scope, u.content AS content FROM memory_units u LEFT JOIN memory_vec_index v ON v.rowid = u.rowid WHERE v.rowid IS NULL AND u.status = 'active' LIMIT ?").all(limit);
+    const pending = this.statements.pending.all(limit);
     if (pending.length === 0) return { embedded: 0, tokens: 0 };
     const { vectors, tokens } = await this.client.embed(pending.map((row) => row.content.slice(0, 4_000)), signal);
-    this.ensureTable(vectors[0]!.length);
-    const insert = this.db.prepare<[bigint, string, Buffer]>('INSERT INTO memory_vec (rowid, scope, embedding) VALUES (?, ?, ?)');
-    const mark = this.db.prepare<[number, string]>('INSERT OR REPLACE INTO memory_vec_index (rowid, scope) VALUES (?, ?)');
+    const { insert } = this.ensureTable(vectors[0]!.length);
     this.db.transaction(() => {
       pending.forEach((row, index) => {
-        const stillThere = this.db.prepare<[number], { rowid: number }>('SELECT rowid FROM memory_units WHERE rowid = ?').get(row.rowid);
-        if (!stillThere) return; // forgotten while we were embedding
+        if (!this.statements.unitExists.get(row.rowid)) return; // forgotten while we were embedding
         insert.run(BigInt(row.rowid), row.scope, vectorToBlob(vectors[index]!));
-        mark.run(row.rowid, row.scope);
+        this.statements.mark.run(row.rowid, row.scope);
       });
     })();
     return { embedded: pending.length, tokens };
@@ -62,7 +68,8 @@ export class MemoryVectors {
   async nearest(scope: string, query: string, limit: number): Promise<Array<{ unit: MemoryUnit; cosine: number }>> {
     if (!this.dimensions) return [];
     const vector = await this.client.embedQuery(query, AbortSignal.timeout(this.queryTimeoutMs));
-    const rows = this.db.prepare<[Buffer, number, string], { rowid: number; distance: number }>('SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ? AND scope = ?').all(vectorToBlob(vector), limit, scope);
+    if (!this.dimensions) return []; // the model changed while the query was embedded
+    const rows = this.vec().nearest.all(vectorToBlob(vector), limit, scope);
     const results: Array<{ unit: MemoryUnit; cosine: number }> = [];
     for (const row of rows) {
       const unit = this.store.byRowid(row.rowid);
@@ -72,23 +79,38 @@ export class MemoryVectors {
     return results;
   }
 
-  private ensureTable(dimensions: number): void {
-    if (this.dimensions === dimensions) return;
+  private ensureTable(dimensions: number): ReturnType<MemoryVectors['prepareVecStatements']> {
+    if (this.dimensions === dimensions) return this.vec();
     if (this.dimensions !== undefined) this.reset();
     this.db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS memory_vec USING vec0(scope text partition key, embedding float[${dimensions}])`);
     this.dimensions = dimensions;
     this.state.set(MODEL_KEY, `${this.client.model}|${dimensions}`);
+    return this.vec();
+  }
+
+  /** The vec0 statements; only called while the table exists (`dimensions` is set). */
+  private vec(): ReturnType<MemoryVectors['prepareVecStatements']> {
+    return (this.vecStatements ??= this.prepareVecStatements());
+  }
+
+  private prepareVecStatements() {
+    return {
+      insert: this.db.prepare<[bigint, string, Buffer]>('INSERT INTO memory_vec (rowid, scope, embedding) VALUES (?, ?, ?)'),
+      nearest: this.db.prepare<[Buffer, number, string], { rowid: number; distance: number }>('SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ? AND scope = ?'),
+      remove: this.db.prepare<[bigint]>('DELETE FROM memory_vec WHERE rowid = ?'),
+    };
   }
 
   /** A different model (or dimension): old vectors are meaningless, so all units are embedded again. */
   private reset(): void {
     this.logger.info({ model: this.client.model }, 'embedding model changed; memory vectors will be rebuilt');
+    this.vecStatements = undefined;
     this.db.exec('DROP TABLE IF EXISTS memory_vec; DELETE FROM memory_vec_index;');
     this.dimensions = undefined;
   }
 
   private remove(rowid: number): void {
-    if (this.dimensions !== undefined) this.db.prepare<[bigint]>('DELETE FROM memory_vec WHERE rowid = ?').run(BigInt(rowid));
-    this.db.prepare<[number]>('DELETE FROM memory_vec_index WHERE rowid = ?').run(rowid);
+    if (this.dimensions !== undefined) this.vec().remove.run(BigInt(rowid));
+    this.statements.unmark.run(rowid);
   }
 }

@@ -3,7 +3,7 @@ import type { HttpBindings } from '@hono/node-server';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { AuthenticationError, MetaclawError, NotFoundError, PayloadTooLargeError } from '../errors.js';
 import { errorBodyText } from '../shared/api-errors.js';
-import type { TurnDetail } from '../conversation/index.js';
+import { sessionIdCandidates, type TurnDetail } from '../conversation/index.js';
 import { formatForHeaders } from './error-response.js';
 import { newRequestId } from './model-request.js';
 import type { ProxyApp, ProxyDeps } from './types.js';
@@ -42,8 +42,7 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
   // An agent (the OpenClaw plugin) says a session is over: learning that waits for session end runs now.
   app.post('/v1/sessions/:id/end', (c) => {
     const requested = c.req.param('id');
-    const candidates = [requested, requested.replace(/:\d+$/, ''), `openclaw-${requested}`];
-    const known = candidates.find((id) => deps.conversation.getSession(id) !== undefined);
+    const known = sessionIdCandidates(requested).find((id) => deps.conversation.getSession(id) !== undefined);
     if (!known) throw new NotFoundError(`No session ${requested} has been seen by this proxy.`, 'session_not_found');
     const ended = deps.conversation.endSession(known, 'agent');
     return c.json({ session_id: known, ended, already_ended: !ended });

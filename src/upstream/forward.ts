@@ -262,18 +262,13 @@ export class UpstreamForwarder {
       let finished = false;
 
       const assembled = (): AssembledResponse => (assembler ? assembler.result() : assembleStream(target.format, Buffer.concat(rawChunks)));
-      const finish = (result: AttemptResult) => {
+      /** A result given as a function is made after the client's last bytes have left (they leave once this callback returns). */
+      const finish = (result: AttemptResult | (() => AttemptResult)) => {
         if (finished) return;
         finished = true;
         clearTimeout(idle);
-        resolve(result);
-      };
-      /** The client's last bytes leave once this callback returns: the side copy is assembled after. */
-      const finishAfterFlush = (result: () => AttemptResult) => {
-        if (finished) return;
-        finished = true;
-        clearTimeout(idle);
-        setImmediate(() => resolve(result()));
+        if (typeof result === 'function') setImmediate(() => resolve(result()));
+        else resolve(result);
       };
       const send = (chunk: string | Buffer) => {
         if (chunk.length === 0 || sink.closed) return;
@@ -328,7 +323,7 @@ export class UpstreamForwarder {
           send(out + translator!.finish());
         }
         if (!sink.closed) sink.end();
-        finishAfterFlush(() => ({ type: 'finished', status: 200, outcome: 'ok', error: null, response: assembled() }));
+        finish(() => ({ type: 'finished', status: 200, outcome: 'ok', error: null, response: assembled() }));
       });
       const broken = (error?: Error) => {
         if (finished) return;

@@ -23,10 +23,10 @@ interface ModelEntry {
  */
 export async function listModels(target: UpstreamTarget, credentials: ClientCredentials, clientFormat: ApiFormat, fallbackModel: string, timeoutMs: number): Promise<ModelList> {
   try {
-    const { status, body } = await fetchUpstreamList(target, credentials, timeoutMs);
-    if (status === 401 || status === 403) return { status, body: body.toString('utf8'), source: 'upstream' };
+    const { status, text } = await fetchUpstreamList(target, credentials, timeoutMs);
+    if (status === 401 || status === 403) return { status, body: text, source: 'upstream' };
     if (status >= 200 && status < 300) {
-      const entries = parseEntries(target.format, body.toString('utf8'));
+      const entries = parseEntries(target.format, text);
       if (entries) return { status: 200, body: render(clientFormat, entries), source: 'upstream' };
     }
   } catch {
@@ -36,15 +36,23 @@ export async function listModels(target: UpstreamTarget, credentials: ClientCred
   return { status: 200, body: render(clientFormat, [{ id, ownedBy: 'metaclaw' }]), source: 'configured' };
 }
 
-async function fetchUpstreamList(target: UpstreamTarget, credentials: ClientCredentials, timeoutMs: number): Promise<{ status: number; body: Buffer }> {
-  const url = target.format === 'openai' ? `${target.baseUrl}/models` : target.baseUrl.endsWith('/v1') ? `${target.baseUrl}/models` : `${target.baseUrl}/v1/models`;
-  const headers: Record<string, string> = { accept: 'application/json', ...authHeaders(target, credentials) };
-  if (target.format === 'anthropic') headers['anthropic-version'] = '2023-06-01';
-  const { status, text } = await simpleRequest(url, 'GET', headers, undefined, timeoutMs);
-  return { status, body: Buffer.from(text, 'utf8') };
+/** The upstream's model-list URL. */
+export function modelsUrl(target: UpstreamTarget): string {
+  return target.format === 'openai' ? `${target.baseUrl}/models` : target.baseUrl.endsWith('/v1') ? `${target.baseUrl}/models` : `${target.baseUrl}/v1/models`;
 }
 
-function parseEntries(format: ApiFormat, text: string): ModelEntry[] | undefined {
+/** The headers a plain JSON call to the upstream needs: its key (or the client's) and its API version. */
+export function upstreamJsonHeaders(target: UpstreamTarget, credentials: ClientCredentials): Record<string, string> {
+  const headers: Record<string, string> = { accept: 'application/json', ...authHeaders(target, credentials) };
+  if (target.format === 'anthropic') headers['anthropic-version'] = '2023-06-01';
+  return headers;
+}
+
+export function fetchUpstreamList(target: UpstreamTarget, credentials: ClientCredentials, timeoutMs: number): Promise<{ status: number; text: string }> {
+  return simpleRequest(modelsUrl(target), 'GET', upstreamJsonHeaders(target, credentials), undefined, timeoutMs);
+}
+
+export function parseEntries(format: ApiFormat, text: string): ModelEntry[] | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

@@ -1,6 +1,7 @@
-import type { WireFormat } from '../config/index.js';
-import { authHeaders } from './forward.js';
+import type { UpstreamTarget, WireFormat } from '../config/index.js';
+import { endpointUrl } from './forward.js';
 import { simpleRequest as send } from './http.js';
+import { modelsUrl as listUrl, parseEntries, upstreamJsonHeaders } from './models.js';
 
 export interface ProbeResult {
   ok: boolean;
@@ -16,10 +17,9 @@ export interface ProbeResult {
  */
 export async function probeUpstream(target: { baseUrl: string; format: WireFormat; apiKey: string | undefined; model: string | undefined }, timeoutMs = 15_000): Promise<ProbeResult> {
   const base = target.baseUrl.replace(/\/+$/, '');
-  const auth = authHeaders({ name: 'probe', baseUrl: base, format: target.format, apiKey: target.apiKey, keySource: target.apiKey ? 'config' : 'client', model: target.model }, {});
-  const headers: Record<string, string> = { accept: 'application/json', ...auth };
-  if (target.format === 'anthropic') headers['anthropic-version'] = '2023-06-01';
-  const modelsUrl = target.format === 'openai' ? `${base}/models` : base.endsWith('/v1') ? `${base}/models` : `${base}/v1/models`;
+  const upstream: UpstreamTarget = { name: 'probe', baseUrl: base, format: target.format, apiKey: target.apiKey, keySource: target.apiKey ? 'config' : 'client', model: target.model };
+  const headers = upstreamJsonHeaders(upstream, {});
+  const modelsUrl = listUrl(upstream);
   let listed: { status: number; text: string };
   try {
     listed = await send(modelsUrl, 'GET', headers, undefined, timeoutMs);
@@ -28,7 +28,7 @@ export async function probeUpstream(target: { baseUrl: string; format: WireForma
   }
   if (listed.status === 401 || listed.status === 403) return { ok: false, detail: `the upstream rejected the key (HTTP ${listed.status} from ${modelsUrl}): ${errorText(listed.text)}`, models: undefined };
   if (listed.status >= 200 && listed.status < 300) {
-    const models = modelIds(listed.text);
+    const models = parseEntries(target.format, listed.text)?.map((entry) => entry.id);
     if (target.model && models && models.length > 0 && !models.includes(target.model)) {
       return { ok: true, detail: `reached ${base} and the key works, but it does not list the model "${target.model}" (it lists ${models.slice(0, 8).join(', ')}${models.length > 8 ? ', …' : ''})`, models };
     }
@@ -36,8 +36,8 @@ export async function probeUpstream(target: { baseUrl: string; format: WireForma
   }
   if (!target.model) return { ok: false, detail: `${modelsUrl} answered HTTP ${listed.status} and no model is set to try a completion with`, models: undefined };
   // No model list here (many compatible servers lack one): a one-token completion proves the key.
-  const completionUrl = target.format === 'openai' ? `${base}/chat/completions` : base.endsWith('/v1') ? `${base}/messages` : `${base}/v1/messages`;
-  const body = target.format === 'openai' ? { model: target.model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] } : { model: target.model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] };
+  const completionUrl = endpointUrl(upstream).href;
+  const body = { model: target.model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] };
   try {
     const completion = await send(completionUrl, 'POST', { ...headers, 'content-type': 'application/json' }, JSON.stringify(body), timeoutMs);
     if (completion.status >= 200 && completion.status < 300) return { ok: true, detail: `reached ${base}; a one-token completion with ${target.model} worked`, models: undefined };
@@ -45,15 +45,6 @@ export async function probeUpstream(target: { baseUrl: string; format: WireForma
     return { ok: false, detail: `a one-token completion with ${target.model} failed: HTTP ${completion.status} from ${completionUrl}: ${errorText(completion.text)}`, models: undefined };
   } catch (error) {
     return { ok: false, detail: `cannot reach ${completionUrl}: ${(error as Error).message}`, models: undefined };
-  }
-}
-
-function modelIds(text: string): string[] | undefined {
-  try {
-    const data = (JSON.parse(text) as { data?: Array<{ id?: unknown }> }).data;
-    return Array.isArray(data) ? data.map((item) => item.id).filter((id): id is string => typeof id === 'string') : undefined;
-  } catch {
-    return undefined;
   }
 }
 
