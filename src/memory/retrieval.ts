@@ -29,8 +29,6 @@ const RECENCY_DAYS = 30;
  * ("last week", "昨天") prefers what was said then. Superseded and flagged units are left out.
  */
 export class MemoryRetriever {
-  private readonly idfCache = new Map<string, { value: number; at: number }>();
-
   constructor(
     private readonly store: MemoryStore,
     private readonly vectors: MemoryVectors | undefined,
@@ -41,9 +39,10 @@ export class MemoryRetriever {
     const terms = uniqueTerms(request.query);
     const window = timeWindowOf(request.query, request.now);
     const candidates = new Map<string, Candidate>();
-    for (const candidate of this.store.search(request.scope, terms, Math.max(24, request.limit * 4), request.includeInactive ?? false)) candidates.set(candidate.unit.id, candidate);
+    const keyword = this.store.search(request.scope, terms, Math.max(24, request.limit * 4), request.includeInactive ?? false);
+    for (const candidate of keyword.candidates) candidates.set(candidate.unit.id, candidate);
     if (window) for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30)) if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
-    if (!this.vectors?.ready) return this.rank(request, terms, window, candidates, undefined);
+    if (!this.vectors?.ready) return this.rank(request, terms, keyword.idf, window, candidates, undefined);
     return this.vectors.nearest(request.scope, request.query, 30).then(
       (neighbours) => {
         const semantic = new Map<string, number>();
@@ -51,21 +50,20 @@ export class MemoryRetriever {
           semantic.set(unit.id, cosine);
           if (!candidates.has(unit.id)) candidates.set(unit.id, { unit, terms: new Set(), bm25: 0 });
         }
-        return this.rank(request, terms, window, candidates, semantic);
+        return this.rank(request, terms, keyword.idf, window, candidates, semantic);
       },
       (error: unknown) => {
         this.logger.warn({ err: (error as Error).message }, 'memory vector search failed; using keywords for this request');
-        return this.rank(request, terms, window, candidates, undefined);
+        return this.rank(request, terms, keyword.idf, window, candidates, undefined);
       },
     );
   }
 
-  private rank(request: RecallRequest, terms: readonly string[], window: TimeWindow | undefined, candidates: Map<string, Candidate>, semantic: Map<string, number> | undefined): MemoryHit[] {
+  private rank(request: RecallRequest, terms: readonly string[], idfs: ReadonlyMap<string, number>, window: TimeWindow | undefined, candidates: Map<string, Candidate>, semantic: Map<string, number> | undefined): MemoryHit[] {
     const now = (request.now ?? new Date()).getTime();
-    const size = this.store.scopeSize(request.scope);
-    const idf = (term: string) => this.idf(request.scope, term);
     // The rarest possible IDF belongs to terms no unit of the scope holds: they lower coverage, but less.
-    const unknownIdf = idfOf(0, size);
+    const unknownIdf = idfOf(0, this.store.scopeSize(request.scope));
+    const idf = (term: string) => idfs.get(term) ?? unknownIdf;
     const queryWeight = terms.reduce((sum, term) => {
       const weight = idf(term);
       return sum + (weight < unknownIdf - 1e-9 ? weight : weight * UNKNOWN_TERM_WEIGHT);
@@ -97,13 +95,4 @@ export class MemoryRetriever {
     return true;
   }
 
-  private idf(scope: string, term: string): number {
-    const key = `${scope}\u0000${term}`;
-    const cached = this.idfCache.get(key);
-    if (cached && Date.now() - cached.at < 30_000) return cached.value;
-    const value = this.store.idf(scope, term);
-    if (this.idfCache.size > 8192) this.idfCache.clear();
-    this.idfCache.set(key, { value, at: Date.now() });
-    return value;
-  }
 }

@@ -37,6 +37,12 @@ export interface Candidate {
   bm25: number;
 }
 
+/** Keyword candidates, with the IDF of every query term in the scope (ranking needs them too). */
+export interface KeywordSearch {
+  candidates: Candidate[];
+  idf: Map<string, number>;
+}
+
 export interface MemoryPatch {
   content?: string;
   type?: MemoryType;
@@ -311,11 +317,13 @@ export class MemoryStore {
    * scores every match of every term (measured ~0.9 µs per match), and it yields the coverage the
    * relevance threshold needs anyway.
    */
-  search(scope: string, terms: readonly string[], limit: number, includeInactive = false): Array<Candidate & { matched: string[] }> {
-    if (terms.length === 0) return [];
+  search(scope: string, terms: readonly string[], limit: number, includeInactive = false): KeywordSearch {
     const size = this.scopeSize(scope);
+    const idfs = new Map<string, number>();
     const weights = new Map<number, { weight: number; matched: string[] }>();
     for (const term of terms) {
+      // A term no unit holds gets the highest IDF.
+      idfs.set(term, idfOf(0, size));
       const token = scopedTerm(scope, term);
       let rows: number[];
       try {
@@ -327,6 +335,7 @@ export class MemoryStore {
       // A capped list is not the term's document frequency: ask the index for that.
       const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
       const idf = idfOf(frequency, size);
+      idfs.set(term, idf);
       for (const rowid of rows) {
         const entry = weights.get(rowid);
         if (entry) {
@@ -336,7 +345,7 @@ export class MemoryStore {
       }
     }
     const ranked = [...weights].sort((a, b) => b[1].weight - a[1].weight);
-    const candidates: Array<Candidate & { matched: string[] }> = [];
+    const candidates: Candidate[] = [];
     // Rows are fetched `limit` at a time: superseded units are few, so one round is the rule.
     for (let offset = 0; offset < ranked.length && candidates.length < limit; offset += limit) {
       const slice = ranked.slice(offset, offset + limit);
@@ -345,11 +354,11 @@ export class MemoryStore {
         const row = rows.get(rowid);
         if (!row || (!includeInactive && row.status !== 'active')) continue;
         // Ranking only asks about query terms, and these are the ones it holds.
-        candidates.push({ unit: toUnit(row), terms: new Set(matched), bm25: weight, matched });
+        candidates.push({ unit: toUnit(row), terms: new Set(matched), bm25: weight });
         if (candidates.length === limit) break;
       }
     }
-    return candidates;
+    return { candidates, idf: idfs };
   }
 
   private documentFrequency(token: string, atLeast: number): number {
@@ -363,10 +372,6 @@ export class MemoryStore {
   }
 
   /** Inverse document frequency of a term within a scope. */
-  idf(scope: string, term: string): number {
-    return idfOf(this.documentFrequency(scopedTerm(scope, term), 0), this.scopeSize(scope));
-  }
-
   /** Units in a scope (all statuses): the N of its IDF. Cached until the scope changes. */
   scopeSize(scope: string): number {
     let size = this.sizes.get(scope);
