@@ -12,95 +12,60 @@ import { ClawError } from './types.js';
 import { CLAW_TYPES } from '../config/schema.js';
 import type { ClawType, WiringTarget } from './types.js';
 
-export interface LedgerCommand {
-  command: string;
-  args: string[];
-}
-
-export interface LedgerFileRecord {
-  path: string;
-  existedBefore: boolean;
-  /** permission bits of the original file, restored with it */
-  mode: number | null;
-  /** byte-for-byte copy of the original; null when the file did not exist */
-  backupPath: string | null;
-  originalSha256: string | null;
-  /** sha256 of the bytes MetaClaw last wrote */
-  appliedSha256: string;
-  /** the user changed the file between two of MetaClaw's writes, so the last write holds their edits too */
-  editedByUser: boolean;
-}
-
-export interface LedgerAction {
-  /** stable id so a second apply keeps the first record (and so the first undo) */
-  id: string;
-  description: string;
-  /** what we ran, secrets redacted */
-  ran: LedgerCommand[];
-  /** raw output worth keeping, e.g. the setting we replaced */
-  output: string | null;
-  /** commands that undo the action, in order */
-  undo: LedgerCommand[];
-  /** what the user must do by hand when `undo` cannot */
-  undoNote: string | null;
-}
-
-export interface LedgerEntry {
-  claw: ClawType;
-  configPath: string;
-  target: WiringTarget;
-  files: LedgerFileRecord[];
-  actions: LedgerAction[];
-  wiredAt: string;
-  updatedAt: string;
-}
-
-export interface Ledger {
-  version: 1;
-  entries: LedgerEntry[];
-}
-
 const commandSchema = z.object({ command: z.string(), args: z.array(z.string()) });
-const ledgerSchema = z.object({
-  version: z.literal(1),
-  entries: z.array(
-    z.object({
-      claw: z.enum(CLAW_TYPES),
-      configPath: z.string(),
-      target: z.object({
-        proxyUrl: z.string(),
-        apiKey: z.string(),
-        model: z.string(),
-        apiFormat: z.enum(['openai', 'anthropic']),
-        contextWindow: z.number(),
-        plugin: z.object({ path: z.string(), config: z.record(z.string(), z.unknown()) }).optional(),
-      }),
-      files: z.array(
-        z.object({
-          path: z.string(),
-          existedBefore: z.boolean(),
-          mode: z.number().nullable(),
-          backupPath: z.string().nullable(),
-          originalSha256: z.string().nullable(),
-          appliedSha256: z.string(),
-          editedByUser: z.boolean(),
-        }),
-      ),
-      actions: z.array(
-        z.object({
-          id: z.string(),
-          description: z.string(),
-          ran: z.array(commandSchema),
-          output: z.string().nullable(),
-          undo: z.array(commandSchema),
-          undoNote: z.string().nullable(),
-        }),
-      ),
-      wiredAt: z.string(),
-      updatedAt: z.string(),
-    }),
-  ),
+
+const fileRecordSchema = z.object({
+  path: z.string(),
+  existedBefore: z.boolean(),
+  /** permission bits of the original file, restored with it */
+  mode: z.number().nullable(),
+  /** byte-for-byte copy of the original; null when the file did not exist */
+  backupPath: z.string().nullable(),
+  originalSha256: z.string().nullable(),
+  /** sha256 of the bytes MetaClaw last wrote */
+  appliedSha256: z.string(),
+  /** the user changed the file between two of MetaClaw's writes, so the last write holds their edits too */
+  editedByUser: z.boolean(),
 });
+
+const actionSchema = z.object({
+  /** stable id so a second apply keeps the first record (and so the first undo) */
+  id: z.string(),
+  description: z.string(),
+  /** what we ran, secrets redacted */
+  ran: z.array(commandSchema),
+  /** raw output worth keeping, e.g. the setting we replaced */
+  output: z.string().nullable(),
+  /** commands that undo the action, in order */
+  undo: z.array(commandSchema),
+  /** what the user must do by hand when `undo` cannot */
+  undoNote: z.string().nullable(),
+});
+
+const entrySchema = z.object({
+  claw: z.enum(CLAW_TYPES),
+  configPath: z.string(),
+  target: z.object({
+    proxyUrl: z.string(),
+    apiKey: z.string(),
+    model: z.string(),
+    apiFormat: z.enum(['openai', 'anthropic']),
+    contextWindow: z.number(),
+    plugin: z.object({ path: z.string(), config: z.record(z.string(), z.unknown()) }).optional(),
+  }),
+  files: z.array(fileRecordSchema),
+  actions: z.array(actionSchema),
+  wiredAt: z.string(),
+  updatedAt: z.string(),
+});
+
+const ledgerSchema = z.object({ version: z.literal(1), entries: z.array(entrySchema) });
+
+export type LedgerCommand = z.infer<typeof commandSchema>;
+export type LedgerFileRecord = z.infer<typeof fileRecordSchema>;
+export type LedgerAction = z.infer<typeof actionSchema>;
+export type LedgerEntry = z.infer<typeof entrySchema>;
+export type Ledger = z.infer<typeof ledgerSchema>;
 
 const PRIVATE_FILE = 0o600;
 const PRIVATE_FOLDER = 0o700;
