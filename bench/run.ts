@@ -14,19 +14,12 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 import { extraScenarios, type ExtraScenarioResult } from './scenarios.js';
+import { round3, summarize, type LatencySummary } from './stats.js';
 
 const REPO = resolve(import.meta.dirname, '..');
 const CLI = join(REPO, 'bin', 'metaclaw.js');
 const quick = process.argv.includes('--quick');
 const scale = quick ? 0.2 : 1;
-
-interface LatencySummary {
-  count: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  mean: number;
-}
 
 async function main(): Promise<void> {
   const home = mkdtempSync(join(tmpdir(), 'metaclaw-bench-'));
@@ -257,16 +250,6 @@ async function throughputPair(direct: string, proxy: string, body: string, concu
   const directRate = directRuns.reduce((sum, value) => sum + value, 0) / directRuns.length;
   const proxyRate = proxyRuns.reduce((sum, value) => sum + value, 0) / proxyRuns.length;
   return { direct_rps: Math.round(directRate), proxy_rps: Math.round(proxyRate), ratio: round3(proxyRate / directRate) };
-}
-
-function summarize(samples: number[]): LatencySummary {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  return { count: sorted.length, p50: round3(at(0.5)), p90: round3(at(0.9)), p99: round3(at(0.99)), mean: round3(sorted.reduce((sum, value) => sum + value, 0) / sorted.length) };
-}
-
-function round3(value: number): number {
-  return Math.round(value * 1000) / 1000;
 }
 
 /* ---------- bodies ---------- */

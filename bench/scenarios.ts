@@ -12,6 +12,7 @@ import { MemoryRetriever } from '../src/memory/retrieval.js';
 import { renderMemory } from '../src/memory/render.js';
 import { MemoryStore } from '../src/memory/store.js';
 import { measureMemoryRecall, renderRecall } from './memory-recall.js';
+import { summarize } from './stats.js';
 
 /** A report section added by a part of the system (skills, memory) to BENCHMARKS.md. */
 export interface ExtraScenarioResult {
@@ -65,9 +66,7 @@ async function skillRetrievalScenario(context: ScenarioContext): Promise<ExtraSc
         if (round === 0 && rendered) injected++;
       }
     }
-    samples.sort((a, b) => a - b);
-    const p50 = samples[Math.floor(samples.length * 0.5)]!;
-    const p99 = samples[Math.floor(samples.length * 0.99)]!;
+    const { p50, p99 } = summarize(samples);
     data[String(size)] = { p50, p99, indexMs, queries: queries.length, injectedShare: injected / queries.length };
     rows.push(`| ${size.toLocaleString('en')} | ${p50.toFixed(3)} | ${p99.toFixed(3)} | ${size === 1_000 ? '≤ 2' : '≤ 10'} | ${(indexMs / 1000).toFixed(1)} s | ${Math.round((injected / queries.length) * 100)} % |`);
     rmSync(dir, { recursive: true, force: true });
@@ -120,7 +119,7 @@ async function skillsThroughProxyScenario(context: ScenarioContext): Promise<Ext
 
 /* ---------- memory: recall + rendering with big scopes ---------- */
 
-export async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
+async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
   const rows: string[] = [];
   const data: Record<string, unknown> = {};
   for (const size of context.scale < 1 ? [10_000, 30_000] : [10_000, 100_000]) {
@@ -149,9 +148,7 @@ export async function memoryRetrievalScenario(context: ScenarioContext): Promise
         samples.push(performance.now() - begin);
       }
     }
-    samples.sort((a, b) => a - b);
-    const p50 = samples[Math.floor(samples.length * 0.5)]!;
-    const p99 = samples[Math.floor(samples.length * 0.99)]!;
+    const { p50, p99 } = summarize(samples);
     data[String(size)] = { p50, p99, buildMs };
     rows.push(`| ${size.toLocaleString('en')} | ${p50.toFixed(3)} | ${p99.toFixed(3)} | ${size <= 10_000 ? '≤ 5' : '≤ 25'} |`);
     db.close();
