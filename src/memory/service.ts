@@ -188,7 +188,7 @@ export class MemoryService implements ConversationListener, LearningTrigger {
   }
 
   private pendingUserTurns(scope: string, sessionId: string): number {
-    return this.store.rawTurnsOfSession(sessionId, scope, this.watermark(scope, sessionId)).filter((unit) => unit.speaker === 'user').length;
+    return this.store.countUserRawTurnsOfSession(sessionId, scope, this.watermark(scope, sessionId));
   }
 
   /* ---------- extraction ---------- */
@@ -266,13 +266,13 @@ export class MemoryService implements ConversationListener, LearningTrigger {
   }
 
   private storeSummary(scope: string, sessionId: string, summary: string, turns: readonly MemoryUnit[]): void {
-    const previous = this.store.list(scope, 500).filter((unit) => unit.type === 'working_summary' && unit.sourceSession === sessionId && unit.status === 'active');
+    const previous = this.store.summariesOfSession(sessionId, scope).filter((unit) => unit.status === 'active');
     const added = this.store.add({ scope, type: 'working_summary', content: redactSecrets(summary), importance: 0.6, confidence: 0.8, origin: 'summary', observedAt: turns.at(-1)?.observedAt ?? Date.now(), sourceSession: sessionId, sourceTurns: [] });
     if (added) for (const unit of previous) this.store.supersede(unit.id, added.id);
   }
 
   private hasSummary(scope: string, sessionId: string): boolean {
-    return this.store.list(scope, 500).some((unit) => unit.type === 'working_summary' && unit.sourceSession === sessionId);
+    return this.store.summariesOfSession(sessionId, scope).length > 0;
   }
 
   /** Units the extractor is shown so it updates rather than repeats them (with embeddings, recall is async). */

@@ -107,6 +107,8 @@ export class MemoryStore {
       touch: db.prepare<[number, string]>('UPDATE memory_units SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ?'),
       list: db.prepare<[string, number], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY observed_at DESC LIMIT ?'),
       rawOfSession: db.prepare<[string, string, number], UnitRow>("SELECT * FROM memory_units WHERE source_session = ? AND scope = ? AND origin = 'raw_turn' AND rowid > ? ORDER BY rowid"),
+      userRawCountOfSession: db.prepare<[string, string, number], number>("SELECT COUNT(*) FROM memory_units WHERE source_session = ? AND scope = ? AND origin = 'raw_turn' AND speaker = 'user' AND rowid > ?").pluck(),
+      summariesOfSession: db.prepare<[string, string], UnitRow>("SELECT * FROM memory_units WHERE source_session = ? AND scope = ? AND type = 'working_summary'"),
       rawOfTurn: db.prepare<[string], UnitRow>("SELECT * FROM memory_units WHERE origin = 'raw_turn' AND source_turns LIKE ?"),
       scopes: db.prepare<[], { scope: string }>('SELECT DISTINCT scope FROM memory_units ORDER BY scope'),
       stats: db.prepare<[string], { status: string; core: number; type: string; origin: string; count: number }>('SELECT status, core, type, origin, COUNT(*) AS count FROM memory_units WHERE scope = ? GROUP BY status, core, type, origin'),
@@ -407,6 +409,16 @@ export class MemoryStore {
   /** Raw turns of a session stored after the unit with sequence `after`, in order. */
   rawTurnsOfSession(sessionId: string, scope: string, after = 0): MemoryUnit[] {
     return this.statements.rawOfSession.all(sessionId, scope, after).map(toUnit);
+  }
+
+  /** How many of those raw turns are the user's. */
+  countUserRawTurnsOfSession(sessionId: string, scope: string, after = 0): number {
+    return this.statements.userRawCountOfSession.get(sessionId, scope, after)!;
+  }
+
+  /** The working summaries written for a session (any status). */
+  summariesOfSession(sessionId: string, scope: string): MemoryUnit[] {
+    return this.statements.summariesOfSession.all(sessionId, scope).map(toUnit);
   }
 
   rawTurnsOfTurn(turnId: string): MemoryUnit[] {
