@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Db } from '../store/index.js';
-import { bm25Idf, uniqueTerms } from '../text/index.js';
+import { bm25Idf, tokenize } from '../text/index.js';
 import { injectionReason } from './screen.js';
 import type { MemoryDraft, MemoryOrigin, MemoryType, MemoryUnit } from './types.js';
 
@@ -140,7 +140,8 @@ export class MemoryStore {
   add(draft: MemoryDraft, options: { rawKey?: string; id?: string } = {}): MemoryUnit | undefined {
     const now = Date.now();
     const content = draft.content.trim();
-    const terms = uniqueTerms(content);
+    // Not uniqueTerms: its cache is for texts that come back (requests); stored content would evict them.
+    const terms = [...new Set(tokenize(content))];
     const row = {
       id: options.id ?? newMemoryId(),
       scope: draft.scope,
@@ -195,7 +196,7 @@ export class MemoryStore {
     const current = this.statements.byId.get(id);
     if (!current) return undefined;
     const content = patch.content?.trim() ?? current.content;
-    const terms = patch.content === undefined ? current.terms : uniqueTerms(content).join(' ');
+    const terms = patch.content === undefined ? current.terms : [...new Set(tokenize(content))].join(' ');
     this.db.transaction(() => {
       this.statements.update.run({
         id,

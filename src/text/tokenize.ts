@@ -42,7 +42,7 @@ const recent = new Map<string, string[]>();
  * Unique terms, in first-seen order. Agents resend the same messages on every step of a tool loop,
  * so recent results are cached.
  */
-export function uniqueTerms(text: string): string[] {
+export function uniqueTerms(text: string): readonly string[] {
   const cached = recent.get(text);
   if (cached) return cached;
   const terms = [...new Set(tokenize(text))];
