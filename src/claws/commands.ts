@@ -6,8 +6,7 @@ export const COMMAND_TIMEOUT_MS = 15_000;
 export const SERVICE_TIMEOUT_MS = 90_000;
 
 export interface Restart {
-  /** the CLI that must be on PATH */
-  binary: string;
+  /** its program must be on PATH */
   command: LedgerCommand;
   /** e.g. "CoPaw's daemon" */
   label: string;
@@ -38,8 +37,9 @@ export function outputSummary(outcome: CommandOutcome): string {
 /** Restarts an agent's service when its CLI is present; never fails, says what happened. */
 export async function restartAgent(environment: ClawEnvironment, restart: Restart | undefined, agentName: string): Promise<{ restarted: boolean; message: string }> {
   if (restart === undefined) return { restarted: false, message: `Restart ${agentName} yourself so it picks up the change.` };
-  if (environment.which(restart.binary) === undefined) {
-    return { restarted: false, message: `\`${restart.binary}\` is not on PATH, so ${restart.label} was not restarted; restart ${agentName} yourself so it picks up the change.` };
+  const binary = restart.command.command;
+  if (environment.which(binary) === undefined) {
+    return { restarted: false, message: `\`${binary}\` is not on PATH, so ${restart.label} was not restarted; restart ${agentName} yourself so it picks up the change.` };
   }
   const result = await attempt(environment, restart.command, SERVICE_TIMEOUT_MS);
   if (!result.ran) return { restarted: false, message: `Could not restart ${restart.label} (${result.reason}); restart ${agentName} yourself.` };

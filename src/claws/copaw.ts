@@ -18,5 +18,5 @@ export const copawAdapter = fileAdapter({
       value: { provider: 'openai_compatible', model: target.model, api_key: target.apiKey, base_url: openAIBaseUrl(target) },
     },
   ],
-  restart: () => ({ binary: 'copaw', command: { command: 'copaw', args: ['daemon', 'restart'] }, label: "CoPaw's daemon" }),
+  restart: () => ({ command: { command: 'copaw', args: ['daemon', 'restart'] }, label: "CoPaw's daemon" }),
 });

@@ -39,5 +39,5 @@ export const hermesAdapter = fileAdapter({
   binary: 'hermes',
   locate: hermesConfigPath,
   settings: hermesSettings,
-  restart: () => ({ binary: 'hermes', command: { command: 'hermes', args: ['gateway', 'restart'] }, label: "Hermes' gateway" }),
+  restart: () => ({ command: { command: 'hermes', args: ['gateway', 'restart'] }, label: "Hermes' gateway" }),
 });

@@ -18,5 +18,5 @@ export const ironclawAdapter = fileAdapter({
     { path: ['LLM_MODEL'], value: target.model },
     { path: ['LLM_API_KEY'], value: target.apiKey },
   ],
-  restart: () => ({ binary: 'ironclaw', command: { command: 'ironclaw', args: ['service', 'restart'] }, label: "IronClaw's service" }),
+  restart: () => ({ command: { command: 'ironclaw', args: ['service', 'restart'] }, label: "IronClaw's service" }),
 });

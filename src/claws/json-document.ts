@@ -6,7 +6,7 @@ import { JsonArrayNode, JsonError, JsonObjectNode, JsonParser } from '@croct/jso
 import type { JsonNode, JsonValueNode } from '@croct/json5-parser';
 import { findItemIndex, isItemSelector, malformed } from './document.js';
 import type { ConfigDocument, DocumentFormat, JsonValue, KeyPath, PathSegment } from './document.js';
-import { splice } from './text-edit.js';
+import { skipSpaces, splice } from './text-edit.js';
 import { TreeDocument } from './tree-document.js';
 import type { NodeKind } from './tree-document.js';
 import { ClawError } from './types.js';
@@ -151,12 +151,6 @@ function scanAfter(text: string, end: number): { comma: boolean; commaAt: number
   if (text[position] === '\r') position += 1;
   const lineEnd = position >= text.length ? text.length : text[position] === '\n' ? position + 1 : undefined;
   return { comma, commaAt, end: position, lineEnd };
-}
-
-function skipSpaces(text: string, position: number): number {
-  let index = position;
-  while (text[index] === ' ' || text[index] === '\t') index += 1;
-  return index;
 }
 
 function isStrictJson(text: string): boolean {

@@ -64,12 +64,12 @@ function nanoclawRestart(environment: ClawEnvironment): Restart | string {
   const manual = 'Restart NanoClaw yourself so it picks up the change.';
   if (environment.platform === 'linux') {
     if (!existsSync(systemdUnit(environment))) return `NanoClaw has no systemd user service. ${manual}`;
-    return { binary: 'systemctl', command: { command: 'systemctl', args: ['--user', 'restart', 'nanoclaw'] }, label: 'the nanoclaw user service' };
+    return { command: { command: 'systemctl', args: ['--user', 'restart', 'nanoclaw'] }, label: 'the nanoclaw user service' };
   }
   if (environment.platform === 'darwin') {
     const uid = environment.uid ?? process.getuid?.();
     if (!existsSync(launchdPlist(environment)) || uid === undefined) return `NanoClaw has no launchd agent. ${manual}`;
-    return { binary: 'launchctl', command: { command: 'launchctl', args: ['kickstart', '-k', `gui/${uid}/${SERVICE}`] }, label: 'the com.nanoclaw launchd agent' };
+    return { command: { command: 'launchctl', args: ['kickstart', '-k', `gui/${uid}/${SERVICE}`] }, label: 'the com.nanoclaw launchd agent' };
   }
   return manual;
 }

@@ -19,5 +19,5 @@ export const picoclawAdapter = fileAdapter({
     },
     { path: ['agents', 'defaults', 'model_name'], value: 'metaclaw' },
   ],
-  restart: () => ({ binary: 'picoclaw', command: { command: 'picoclaw', args: ['gateway', 'restart'] }, label: "PicoClaw's gateway" }),
+  restart: () => ({ command: { command: 'picoclaw', args: ['gateway', 'restart'] }, label: "PicoClaw's gateway" }),
 });

@@ -7,6 +7,13 @@ export function lineEndingOf(text: string): string {
   return text.includes('\r\n') ? '\r\n' : '\n';
 }
 
+/** The position of the first character at or after `position` that is not a space or tab. */
+export function skipSpaces(text: string, position: number): number {
+  let index = position;
+  while (text[index] === ' ' || text[index] === '\t') index += 1;
+  return index;
+}
+
 export function splice(text: string, start: number, end: number, replacement: string): string {
   return `${text.slice(0, start)}${replacement}${text.slice(end)}`;
 }

@@ -6,7 +6,7 @@
 import { parse, TomlError } from 'smol-toml';
 import { malformed } from './document.js';
 import type { ConfigDocument, DocumentFormat, JsonValue, KeyPath } from './document.js';
-import { flatKey, insertLines, lineEndingOf, nextLineStart, replaceLines, splice } from './text-edit.js';
+import { flatKey, insertLines, lineEndingOf, nextLineStart, replaceLines, skipSpaces, splice } from './text-edit.js';
 import { ClawError } from './types.js';
 
 interface Statement {
@@ -134,7 +134,7 @@ function scanTopLevel(text: string): TopLevel {
   let position = 0;
   while (position < text.length) {
     const start = position;
-    position = skipSpace(text, position);
+    position = skipSpaces(text, position);
     const char = text[position];
     if (char === undefined) break;
     if (char === '\n' || char === '\r' || char === '#') {
@@ -143,7 +143,7 @@ function scanTopLevel(text: string): TopLevel {
     }
     if (char === '[') return { statements, headerStart: start };
     const key = readKey(text, position);
-    const valueStart = skipSpace(text, skipSpace(text, key.end) + 1);
+    const valueStart = skipSpaces(text, skipSpaces(text, key.end) + 1);
     const valueEnd = valueEndOf(text, valueStart);
     const end = nextLineStart(text, valueEnd);
     statements.push({ key: key.segments.length === 1 ? key.segments[0] : undefined, start, valueStart, valueEnd, end });
@@ -152,17 +152,11 @@ function scanTopLevel(text: string): TopLevel {
   return { statements, headerStart: undefined };
 }
 
-function skipSpace(text: string, position: number): number {
-  let index = position;
-  while (text[index] === ' ' || text[index] === '\t') index += 1;
-  return index;
-}
-
 function readKey(text: string, position: number): { segments: string[]; end: number } {
   const segments: string[] = [];
   let index = position;
   for (;;) {
-    index = skipSpace(text, index);
+    index = skipSpaces(text, index);
     const char = text[index];
     if (char === '"' || char === "'") {
       const end = stringEnd(text, index + 1, char, char === '"');
@@ -173,7 +167,7 @@ function readKey(text: string, position: number): { segments: string[]; end: num
       segments.push(bare);
       index += bare.length;
     }
-    const after = skipSpace(text, index);
+    const after = skipSpaces(text, index);
     if (text[after] !== '.') return { segments, end: index };
     index = after + 1;
   }

@@ -18,5 +18,5 @@ export const zeroclawAdapter = fileAdapter({
     { path: ['api_key'], value: target.apiKey },
     { path: ['base_url'], value: openAIBaseUrl(target) },
   ],
-  restart: () => ({ binary: 'zeroclaw', command: { command: 'zeroclaw', args: ['service', 'restart'] }, label: "ZeroClaw's service" }),
+  restart: () => ({ command: { command: 'zeroclaw', args: ['service', 'restart'] }, label: "ZeroClaw's service" }),
 });

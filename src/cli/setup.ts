@@ -117,8 +117,7 @@ function fromFlags(config: LoadedConfig, options: SetupOptions): Answers {
   return {
     mode: mode === 'madmax' ? 'auto' : mode,
     provider: preset.id,
-    apiBase: apiBase.replace(/\/+$/, ''),
-    format: detectFormat(options.apiFormat ?? (preset.id === 'anthropic' ? 'anthropic' : 'auto'), apiBase, preset.id),
+    ...endpointAnswers(options, preset.id, apiBase),
     model,
     apiKey,
     claw,
@@ -129,6 +128,11 @@ function fromFlags(config: LoadedConfig, options: SetupOptions): Answers {
 }
 
 /** The key: from the named environment variable (never a command-line value), else the one already configured. */
+/** The base URL without trailing slashes, and its wire format (as given, or detected from the URL). */
+function endpointAnswers(options: SetupOptions, presetId: string, apiBase: string): Pick<Answers, 'apiBase' | 'format'> {
+  return { apiBase: apiBase.replace(/\/+$/, ''), format: detectFormat(options.apiFormat ?? (presetId === 'anthropic' ? 'anthropic' : 'auto'), apiBase, presetId) };
+}
+
 function readKey(options: SetupOptions, presetEnv: string, configured: string | undefined, needsKey: boolean): string | undefined {
   if (options.apiKeyEnv) {
     const value = process.env[options.apiKeyEnv]?.trim();
@@ -185,5 +189,5 @@ async function ask(config: LoadedConfig, options: SetupOptions): Promise<Answers
   const portText = options.port ?? check(await prompts.text({ message: 'Proxy port', initialValue: String(values['proxy.port']), validate: (text) => (/^\d+$/.test(text ?? '') && Number(text) > 0 && Number(text) < 65536 ? undefined : 'a port number') }));
   const starterSkills = options.starterSkills ?? check(await prompts.confirm({ message: 'Install the starter skills (42 playbooks for coding, debugging, research, …)?', initialValue: true }));
   const memory = options.memory ?? check(await prompts.confirm({ message: 'Keep long-term memory of your conversations?', initialValue: values['memory.enabled'] }));
-  return { mode, provider: preset.id, apiBase: apiBase.replace(/\/+$/, ''), format: detectFormat(options.apiFormat ?? (preset.id === 'anthropic' ? 'anthropic' : 'auto'), apiBase, preset.id), model, apiKey, claw, port: Number(portText), starterSkills, memory };
+  return { mode, provider: preset.id, ...endpointAnswers(options, preset.id, apiBase), model, apiKey, claw, port: Number(portText), starterSkills, memory };
 }
