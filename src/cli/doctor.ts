@@ -7,6 +7,7 @@ import { checkIntegrity, MIGRATIONS, openDatabase, schemaVersion } from '../stor
 import { probeUpstream } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, print } from './context.js';
+import { callJson, type ProxyCallOptions } from './proxy-client.js';
 import { clawEnvironment, clawName, wiringTarget } from './wiring.js';
 
 export interface DoctorOptions {
@@ -186,12 +187,13 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
   const base = baseUrl(config.values['proxy.host'], config.values['proxy.port']);
   const headers: Record<string, string> = config.values['proxy.api_key'] ? { 'x-metaclaw-api-key': config.values['proxy.api_key'] } : {};
   try {
-    const response = await fetch(`${base}/status`, { headers, signal: AbortSignal.timeout(3_000) });
+    const response = await callJson(`${base}/status`, { headers, timeoutMs: 3_000 });
     if (response.status === 401) {
       checks.push({ name: 'proxy', verdict: 'fail', detail: `${base} answers but rejects this config's proxy.api_key`, fix: 'another MetaClaw (or another program) holds this port; check `metaclaw status` and proxy.port' });
       return undefined;
     }
-    const status = (await response.json()) as Record<string, unknown>;
+    if (typeof response.body !== 'object' || response.body === null) throw new Error(`${base}/status did not answer JSON`);
+    const status = response.body as Record<string, unknown>;
     const learning = (status['learning'] ?? {}) as { dead_lettered?: number; paused_reason?: string | null };
     const queue = (status['queue'] ?? {}) as Record<string, number>;
     const detail = `running at ${base} (version ${String(status['version'])}, ${String(status['mode'])} mode, queue ${queue['queued'] ?? 0} queued)`;
@@ -233,7 +235,7 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
     } else checks.push({ name: 'canary skills', verdict: 'warn', detail: 'the skill library is empty, so no skills block can be checked', fix: '`metaclaw skills install-starter` installs 42 starter skills' });
   }
   if (memoryOn) {
-    const added = await fetchJson(`${base}/v1/memory`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ scope, type: 'preference', content: `Health check ${marker}: keep answers short.`, core: true }) });
+    const added = await fetchJson(`${base}/v1/memory`, { method: 'POST', headers, body: { scope, type: 'preference', content: `Health check ${marker}: keep answers short.`, core: true } });
     if (!added) checks.push({ name: 'canary memory', verdict: 'fail', detail: 'could not add the canary memory through the proxy API', fix: 'see the proxy log (`metaclaw status` names it)' });
   }
   try {
@@ -280,11 +282,12 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
   }
 }
 
-async function fetchJson(url: string, init: RequestInit): Promise<Record<string, unknown> | undefined> {
+/** A proxy API call's JSON object, or undefined when it failed in any way. */
+async function fetchJson(url: string, options: Omit<ProxyCallOptions, 'timeoutMs'>): Promise<Record<string, unknown> | undefined> {
   try {
-    const response = await fetch(url, { ...init, signal: AbortSignal.timeout(5_000) });
-    if (!response.ok) return undefined;
-    return (await response.json()) as Record<string, unknown>;
+    const response = await callJson(url, { ...options, timeoutMs: 5_000 });
+    const ok = response.status >= 200 && response.status < 300 && typeof response.body === 'object' && response.body !== null;
+    return ok ? (response.body as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }

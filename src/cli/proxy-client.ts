@@ -5,10 +5,27 @@ export interface ProxyCall {
   body: unknown;
 }
 
-export async function getJson(url: string, options: { apiKey?: string; timeoutMs?: number } = {}): Promise<ProxyCall> {
-  const headers: Record<string, string> = { accept: 'application/json' };
+export interface ProxyCallOptions {
+  method?: string;
+  apiKey?: string;
+  /** extra request headers */
+  headers?: Record<string, string>;
+  /** sent as JSON */
+  body?: unknown;
+  timeoutMs?: number;
+}
+
+/** One call to the proxy's JSON API; the body comes back parsed when it is JSON. Network errors throw. */
+export async function callJson(url: string, options: ProxyCallOptions = {}): Promise<ProxyCall> {
+  const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
   if (options.apiKey) headers['authorization'] = `Bearer ${options.apiKey}`;
-  const response = await fetch(url, { headers, signal: AbortSignal.timeout(options.timeoutMs ?? 2_000) });
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(url, {
+    method: options.method ?? 'GET',
+    headers,
+    ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+    signal: AbortSignal.timeout(options.timeoutMs ?? 2_000),
+  });
   const text = await response.text();
   let body: unknown = text;
   try {
@@ -17,6 +34,10 @@ export async function getJson(url: string, options: { apiKey?: string; timeoutMs
     // keep the text
   }
   return { status: response.status, body };
+}
+
+export function getJson(url: string, options: { apiKey?: string; timeoutMs?: number } = {}): Promise<ProxyCall> {
+  return callJson(url, options);
 }
 
 /** True when `/healthz` answers `{ok: true}`. */
