@@ -234,14 +234,7 @@ export class MemoryStore {
   delete(id: string, scrub?: Scrubber): MemoryUnit | undefined {
     const row = this.statements.byId.get(id);
     if (!row) return undefined;
-    this.db.transaction(() => {
-      this.statements.deleteFts.run(row.rowid);
-      for (const listener of this.deleteListeners) listener(row.rowid);
-      this.statements.delete.run(id);
-      this.statements.clearSupersededLinks.run(id);
-      const turns = JSON.parse(row.source_turns) as string[];
-      if (scrub && turns.length > 0) scrub(turns, [row.content]);
-    })();
+    this.db.transaction(() => this.removeRow(row, scrub))();
     this.emit(row.scope);
     return toUnit(row);
   }
@@ -250,13 +243,8 @@ export class MemoryStore {
   deleteScope(scope: string, scrub?: Scrubber): number {
     const rows = this.statements.scopeUnits.all(scope);
     this.db.transaction(() => {
-      for (const row of rows) {
-        this.statements.deleteFts.run(row.rowid);
-        for (const listener of this.deleteListeners) listener(row.rowid);
-        this.statements.delete.run(row.id);
-        const turns = JSON.parse(row.source_turns) as string[];
-        if (scrub && turns.length > 0) scrub(turns, [row.content]);
-      }
+      // Links point within a scope, and the whole scope goes: no need to clear them row by row.
+      for (const row of rows) this.removeRow(row, scrub, false);
     })();
     this.emit(scope);
     return rows.length;
@@ -270,16 +258,23 @@ export class MemoryStore {
       for (const id of ids) {
         const row = this.statements.byId.get(id);
         if (!row) continue;
-        this.statements.deleteFts.run(row.rowid);
-        for (const listener of this.deleteListeners) listener(row.rowid);
-        this.statements.delete.run(id);
-        this.statements.clearSupersededLinks.run(id);
+        this.removeRow(row);
         scopes.add(row.scope);
         deleted++;
       }
     })();
     for (const scope of scopes) this.emit(scope);
     return deleted;
+  }
+
+  /** One unit out, inside the caller's transaction: index entry, vectors, row, links to it; with `scrub`, its text in the turns it came from. */
+  private removeRow(row: UnitRow, scrub?: Scrubber, clearLinks = true): void {
+    this.statements.deleteFts.run(row.rowid);
+    for (const listener of this.deleteListeners) listener(row.rowid);
+    this.statements.delete.run(row.id);
+    if (clearLinks) this.statements.clearSupersededLinks.run(row.id);
+    const turns = JSON.parse(row.source_turns) as string[];
+    if (scrub && turns.length > 0) scrub(turns, [row.content]);
   }
 
   /** Raw turns older than `rawCutoff` and superseded units older than `supersededCutoff`. */
