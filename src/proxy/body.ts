@@ -31,15 +31,19 @@ export function readRequestBody(request: IncomingMessage, limitBytes: number): P
   });
 }
 
-/** Parses a JSON object body; anything else is a 400 that names the problem. */
-export function parseJsonObject(raw: Buffer): Record<string, unknown> {
-  if (raw.length === 0) throw new BadRequestError('invalid_json', 'The request body is empty; expected a JSON object.');
-  let value: unknown;
+/** Parses a request body as JSON; invalid JSON is a 400 that says why. */
+export function parseJsonBody(text: string): unknown {
   try {
-    value = JSON.parse(raw.toString('utf8'));
+    return JSON.parse(text);
   } catch (error) {
     throw new BadRequestError('invalid_json', `The request body is not valid JSON: ${(error as Error).message}`);
   }
+}
+
+/** Parses a JSON object body; anything else is a 400 that names the problem. */
+export function parseJsonObject(raw: Buffer): Record<string, unknown> {
+  if (raw.length === 0) throw new BadRequestError('invalid_json', 'The request body is empty; expected a JSON object.');
+  const value = parseJsonBody(raw.toString('utf8'));
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new BadRequestError('invalid_json', 'The request body must be a JSON object.');
   }

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { MEMORY_TYPES, type MemoryService, type MemoryUnit } from '../memory/index.js';
+import { parseJsonBody } from './body.js';
 import type { ProxyApp } from './types.js';
+import { requestErrorFrom } from './validate.js';
 
 const typeSchema = z.enum(MEMORY_TYPES);
 
@@ -190,18 +192,11 @@ function found<T>(value: T | undefined, id: string): T {
 }
 
 async function readJson(request: Request): Promise<unknown> {
-  const text = await request.text();
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new BadRequestError('invalid_json', `The request body is not valid JSON: ${(error as Error).message}`);
-  }
+  return parseJsonBody(await request.text());
 }
 
 function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const field = issue.path.map(String).join('.') || '(body)';
-  throw new BadRequestError('invalid_request', `${field}: ${issue.input === undefined && issue.code === 'invalid_type' ? 'required' : issue.message}`, field);
+  throw requestErrorFrom(result.error, (issue) => (issue.input === undefined && issue.code === 'invalid_type' ? 'required' : issue.message));
 }

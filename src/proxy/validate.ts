@@ -63,9 +63,14 @@ const anthropicRequest = z.looseObject({
 export function validateModelRequest(format: ApiFormat, body: Record<string, unknown>): void {
   const result = (format === 'openai' ? openAIRequest : anthropicRequest).safeParse(body);
   if (result.success) return;
-  const issue = result.error.issues[0]!;
+  throw requestErrorFrom(result.error, describeIssue);
+}
+
+/** A 400 naming the first offending field of a failed schema check, described by `describe`. */
+export function requestErrorFrom(error: z.ZodError, describe: (issue: z.core.$ZodIssue) => string): BadRequestError {
+  const issue = error.issues[0]!;
   const field = issue.path.map(String).join('.') || '(body)';
-  throw new BadRequestError('invalid_request', `${field}: ${describeIssue(issue)}`, field);
+  return new BadRequestError('invalid_request', `${field}: ${describe(issue)}`, field);
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {
