@@ -1,4 +1,5 @@
 import { hash as digest } from 'node:crypto';
+import type { JsonBody } from './types.js';
 
 /**
  * How request bodies are stored. Small bodies are kept whole. Large ones (an OpenClaw turn is
@@ -25,10 +26,11 @@ interface SegmentedDocument {
   system?: string;
 }
 
-/** Encodes `object` (whose JSON text is `text`, when already at hand) for storage. */
-export function encodeDocument(object: Record<string, unknown>, text: string | undefined, sink: SegmentSink): string {
-  const serialized = text ?? JSON.stringify(object);
+/** Encodes a body for storage (its text is used when at hand, its object when it is split). */
+export function encodeDocument(body: JsonBody, sink: SegmentSink): string {
+  const serialized = body.text ?? JSON.stringify(body.object);
   if (serialized.length <= INLINE_LIMIT) return `{"v":1,"inline":${serialized}}`;
+  const object = body.object ?? (JSON.parse(serialized) as Record<string, unknown>);
   const document: SegmentedDocument = { v: 1, order: Object.keys(object), head: {} };
   for (const [key, value] of Object.entries(object)) {
     if (key === 'messages' && Array.isArray(value)) document.messages = value.map((message) => store(message, sink));

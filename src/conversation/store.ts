@@ -1,59 +1,41 @@
 import type { Db } from '../store/index.js';
-import { localDay } from '../shared/local-day.js';
-import { decodeDocument, encodeDocument, type SegmentSink, type SegmentSource } from './payload-codec.js';
+import { decodeDocument, encodeDocument, type SegmentSource } from './payload-codec.js';
+import { TurnWriter } from './turn-writer.js';
 import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow, TurnDetail, TurnRow } from './types.js';
+import { TurnWriterThread, type WriterThreadEvents } from './writer-thread.js';
 
 /** Turns are written in small batches: one commit per batch instead of one per request. */
-const BATCH_WINDOW_MS = 20;
+export const BATCH_WINDOW_MS = 20;
 /**
- * At most this many turns per transaction in the background. A write blocks the event loop (about
- * 0.1 ms plus 30–40 µs a turn here), so a long batch would hold up every request arriving
- * meanwhile; short ones, with I/O handled between them, keep that wait around 0.4 ms.
+ * At most this many turns per transaction when turns are written on the proxy's thread. A write
+ * blocks the event loop (about 0.1 ms plus 30–40 µs a turn here), so a long batch would hold up
+ * every request arriving meanwhile; short ones, with I/O handled between them, keep that wait
+ * around 0.4 ms.
  */
 const CHUNK_TURNS = 8;
-const MAX_CHUNK_TURNS = 64;
+export const MAX_CHUNK_TURNS = 64;
 
 /**
  * Sessions and turn records. Finished turns are written together, from BATCH_WINDOW_MS after the
  * first of them, in transactions that also enqueue the learning jobs they trigger, so a job can
- * never be lost between the two. The client already has its answer by then.
+ * never be lost between the two. The client already has its answer by then. With a writer thread
+ * (the running proxy, on a database file) the writing happens there, off the request path; without
+ * one (CLI commands, in-memory databases) it happens here, between requests.
  */
 export class ConversationStore {
   private readonly listeners: ConversationListener[] = [];
   private readonly statements;
+  private readonly writer: TurnWriter;
+  private thread: TurnWriterThread | undefined;
   private pending: Array<{ turn: FinishedTurn; resolve: () => void; reject: (error: unknown) => void }> = [];
   private flushTimer: NodeJS.Timeout | undefined;
   private nextChunk: NodeJS.Immediate | undefined;
-  /** Segments already written today: the same system prompt is not rewritten every turn. */
-  private readonly segmentsWritten = new Map<string, string>();
-  private readonly segmentSink: SegmentSink;
   private readonly segmentSource: SegmentSource;
 
   constructor(private readonly db: Db) {
     this.statements = {
-      upsertSession: db.prepare<[string, string, string, string, string, number, number, number, number, number], { turn_count: number; main_turn_count: number; learning: number }>(`
-        INSERT INTO sessions (id, identity_source, lineage, scope, client_format, started_at, last_turn_at, turn_count, main_turn_count, learning)
-        VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
-        ON CONFLICT(id) DO UPDATE SET
-          last_turn_at = excluded.last_turn_at,
-          scope = excluded.scope,
-          turn_count = turn_count + 1,
-          main_turn_count = main_turn_count + ?,
-          ended_at = NULL,
-          end_reason = NULL
-        RETURNING turn_count, main_turn_count, learning`),
-      insertTurn: db.prepare(`
-        INSERT INTO turns (id, session_id, seq, turn_type, client_format, upstream_name, upstream_format, model, stream, query,
-          response_text, tool_calls, finish_reason, input_tokens, output_tokens, status, outcome, error, attempts, started_at, first_byte_ms, duration_ms)
-        VALUES (@id, @session_id, @seq, @turn_type, @client_format, @upstream_name, @upstream_format, @model, @stream, @query,
-          @response_text, @tool_calls, @finish_reason, @input_tokens, @output_tokens, @status, @outcome, @error, @attempts, @started_at, @first_byte_ms, @duration_ms)`),
-      insertPayload: db.prepare('INSERT INTO turn_payloads (turn_id, received, injected, forwarded, received_headers, stripped_keys) VALUES (?, ?, ?, ?, ?, ?)'),
-      putSegment: db.prepare<[string, string, number]>('INSERT INTO payload_segments (hash, json, last_used_at) VALUES (?, ?, ?) ON CONFLICT(hash) DO UPDATE SET last_used_at = excluded.last_used_at'),
       getSegment: db.prepare<[string], { json: string }>('SELECT json FROM payload_segments WHERE hash = ?'),
       pruneSegments: db.prepare<[number]>('DELETE FROM payload_segments WHERE last_used_at < ?'),
-      endSession: db.prepare<[number, string, string], SessionRow>('UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL RETURNING *'),
-      openInLineage: db.prepare<[string, string], { id: string }>('SELECT id FROM sessions WHERE lineage = ? AND id != ? AND ended_at IS NULL'),
-      idleSessions: db.prepare<[number], { id: string }>('SELECT id FROM sessions WHERE ended_at IS NULL AND last_turn_at < ?'),
       session: db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
       sessions: db.prepare<[number], SessionRow>('SELECT * FROM sessions ORDER BY last_turn_at DESC LIMIT ?'),
       turnsOfSession: db.prepare<[string], TurnRow>('SELECT * FROM turns WHERE session_id = ? ORDER BY seq'),
@@ -72,31 +54,42 @@ export class ConversationStore {
       updatePayload: db.prepare<[string | null, string | null, string]>('UPDATE turn_payloads SET received = ?, forwarded = ? WHERE turn_id = ?'),
       deleteSegment: db.prepare<[string]>('DELETE FROM payload_segments WHERE hash = ?'),
     };
-    this.segmentSink = {
-      put: (hash, json) => {
-        const today = localDay(new Date());
-        if (this.segmentsWritten.get(hash) === today) return;
-        this.statements.putSegment.run(hash, json, Date.now());
-        if (this.segmentsWritten.size > 4096) this.segmentsWritten.clear();
-        this.segmentsWritten.set(hash, today);
-      },
-    };
+    this.writer = new TurnWriter(db, this.listeners);
     this.segmentSource = { get: (hash) => this.statements.getSegment.get(hash)?.json };
   }
 
+  /** Listeners run inside the recording transaction on this thread (the writer thread builds its own). */
   addListener(listener: ConversationListener): void {
     this.listeners.push(listener);
   }
 
+  /**
+   * From now on turns are written on a worker thread (`entry`, given `workerData`), off the request
+   * path. If it dies, they are written here again.
+   */
+  startWriterThread(entry: URL, workerData: Record<string, unknown>, events: WriterThreadEvents): void {
+    this.thread = new TurnWriterThread(entry, workerData, events, (turn) => this.recordHere(turn));
+  }
+
   /** Records a finished turn and everything it triggers. Resolves once committed. */
   recordTurn(turn: FinishedTurn): Promise<void> {
+    return this.thread?.running ? this.thread.record(turn) : this.recordHere(turn);
+  }
+
+  private recordHere(turn: FinishedTurn): Promise<void> {
     return new Promise((resolve, reject) => {
       this.pending.push({ turn, resolve, reject });
       if (!this.flushTimer && !this.nextChunk) this.flushTimer = setTimeout(() => this.writeChunks(), BATCH_WINDOW_MS);
     });
   }
 
-  /** Writes every queued turn now, in one transaction (shutdown, and readers that need them written). */
+  /** Writes every queued turn (shutdown): here at once, on the writer thread before it stops. */
+  async drain(): Promise<void> {
+    this.flush();
+    await this.thread?.stop();
+  }
+
+  /** Writes every turn queued on this thread now, in one transaction. */
   flush(): void {
     this.cancelScheduledWrites();
     this.write(this.pending.splice(0));
@@ -118,114 +111,18 @@ export class ConversationStore {
   }
 
   private write(batch: ConversationStore['pending']): void {
-    if (batch.length === 0) return;
-    try {
-      this.db.transaction(() => {
-        for (const { turn } of batch) this.writeTurn(turn);
-      })();
-      for (const entry of batch) entry.resolve();
-    } catch (error) {
-      // One bad turn must not take the others with it: retry them one by one.
-      if (batch.length === 1) {
-        batch[0]!.reject(error);
-        return;
-      }
-      for (const entry of batch) {
-        try {
-          this.db.transaction(() => this.writeTurn(entry.turn))();
-          entry.resolve();
-        } catch (single) {
-          entry.reject(single);
-        }
-      }
-    }
-  }
-
-  private writeTurn(turn: FinishedTurn): void {
-    if (turn.startsNewConversation) this.endOtherSessionsInLineage(turn.lineage, turn.sessionId);
-    const isMain = turn.turnType === 'main' ? 1 : 0;
-    const counts = this.statements.upsertSession.get(turn.sessionId, turn.identitySource, turn.lineage, turn.scope, turn.clientFormat, turn.startedAt, Date.now(), isMain, turn.learning ? 1 : 0, isMain)!;
-    const response = turn.response;
-    this.statements.insertTurn.run({
-      id: turn.id,
-      session_id: turn.sessionId,
-      seq: counts.turn_count,
-      turn_type: turn.turnType,
-      client_format: turn.clientFormat,
-      upstream_name: turn.upstreamName,
-      upstream_format: turn.upstreamFormat,
-      model: turn.model,
-      stream: turn.stream ? 1 : 0,
-      query: turn.query,
-      response_text: response?.text ?? null,
-      tool_calls: response && response.toolCalls.length > 0 ? JSON.stringify(response.toolCalls) : null,
-      finish_reason: response?.finishReason ?? null,
-      input_tokens: response?.usage?.inputTokens ?? null,
-      output_tokens: response?.usage?.outputTokens ?? null,
-      status: turn.status,
-      outcome: turn.outcome,
-      error: turn.error,
-      attempts: turn.attempts,
-      started_at: turn.startedAt,
-      first_byte_ms: turn.firstByteMs,
-      duration_ms: turn.durationMs,
-    });
-    const { received, forwarded } = turn.payload;
-    this.statements.insertPayload.run(
-      turn.id,
-      encodeDocument(received.object, received.text, this.segmentSink),
-      turn.payload.injected === null ? null : JSON.stringify(turn.payload.injected),
-      forwarded === null ? null : encodeDocument(forwarded.object, forwarded.text, this.segmentSink),
-      JSON.stringify(turn.payload.receivedHeaders),
-      JSON.stringify(turn.payload.strippedKeys),
-    );
-    const learns = turn.learning && counts.learning === 1;
-    for (const listener of learns ? this.listeners : []) {
-      listener.turnRecorded?.({
-        turnId: turn.id,
-        sessionId: turn.sessionId,
-        scope: turn.scope,
-        query: turn.query,
-        injected: turn.payload.injected,
-        model: turn.model,
-        seq: counts.turn_count,
-        turnType: turn.turnType,
-        outcome: turn.outcome,
-        mainTurnCount: counts.main_turn_count,
-        turnCount: counts.turn_count,
-      });
-    }
-    if (turn.endsSession) this.endSession(turn.sessionId, 'done_header');
+    const errors = this.writer.write(batch.map((entry) => entry.turn));
+    batch.forEach((entry, index) => (errors[index] === undefined ? entry.resolve() : entry.reject(errors[index])));
   }
 
   /** Ends a session once (later calls do nothing) and tells learning. Returns whether it ended now. */
   endSession(sessionId: string, reason: SessionEndReason, now = Date.now()): boolean {
-    return this.db.transaction(() => {
-      const row = this.statements.endSession.get(now, reason, sessionId);
-      if (!row) return false;
-      for (const listener of row.learning === 1 ? this.listeners : []) {
-        listener.sessionEnded?.({ sessionId, scope: row.scope, reason, turnCount: row.turn_count, mainTurnCount: row.main_turn_count });
-      }
-      return true;
-    })();
-  }
-
-  /** An agent started a new conversation: the other open sessions of the same lineage are over. */
-  endOtherSessionsInLineage(lineage: string, currentSessionId: string): string[] {
-    const ended: string[] = [];
-    for (const { id } of this.statements.openInLineage.all(lineage, currentSessionId)) {
-      if (this.endSession(id, 'reset')) ended.push(id);
-    }
-    return ended;
+    return this.writer.endSession(sessionId, reason, now);
   }
 
   /** Ends every open session idle since before `cutoff`. */
   endIdleSessions(cutoff: number): string[] {
-    const ended: string[] = [];
-    for (const { id } of this.statements.idleSessions.all(cutoff)) {
-      if (this.endSession(id, 'idle')) ended.push(id);
-    }
-    return ended;
+    return this.writer.endIdleSessions(cutoff);
   }
 
   getSession(id: string): SessionRow | undefined {
@@ -310,8 +207,8 @@ export class ConversationStore {
         }
       }
       for (const hash of tainted) this.statements.deleteSegment.run(hash);
-    })();
-    this.segmentsWritten.clear();
+    }).immediate();
+    this.forgetWrittenSegments();
     return changed;
   }
 
@@ -325,7 +222,13 @@ export class ConversationStore {
     for (const hash of holding) tainted.add(hash);
     const body = decodeDocument(stored, this.segmentSource);
     const cleaned = scrubStrings(body, (text) => scrub(text) ?? text) as Record<string, unknown>;
-    return encodeDocument(cleaned, undefined, { put: (hash, json) => this.statements.putSegment.run(hash, json, Date.now()) });
+    return encodeDocument({ object: cleaned }, { put: (hash, json) => this.writer.writeSegment(hash, json) });
+  }
+
+  /** Body parts were deleted: whoever writes turns must store them again when next used. */
+  private forgetWrittenSegments(): void {
+    this.writer.forgetWrittenSegments();
+    this.thread?.forgetWrittenSegments();
   }
 
   counts(): { sessions: number; openSessions: number; turns: number } {
@@ -337,7 +240,7 @@ export class ConversationStore {
   prunePayloads(olderThan: number): number {
     const removed = this.statements.prunePayloads.run(olderThan).changes;
     this.statements.pruneSegments.run(olderThan);
-    this.segmentsWritten.clear();
+    this.forgetWrittenSegments();
     return removed;
   }
 }

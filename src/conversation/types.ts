@@ -35,11 +35,11 @@ export interface FinishedTurn {
   learning: boolean;
 }
 
-/** A JSON body with its text when the proxy already has it (saves serialising it again). */
-export interface JsonBody {
-  object: Record<string, unknown>;
-  text?: string;
-}
+/**
+ * A JSON body: its object, its text, or both when the proxy already has them (saves serialising it
+ * again). Bodies sent to the turn writer's thread travel as text alone, which is cheaper to copy.
+ */
+export type JsonBody = { object: Record<string, unknown>; text?: string } | { object?: undefined; text: string };
 
 export interface TurnPayload {
   /** Request body as received. */

@@ -1,4 +1,4 @@
-import type { ConversationListener, SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
+import type { SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import type { LearningBudget } from './budget.js';
@@ -64,9 +64,8 @@ export interface RunnerStats {
  * Runs learning jobs from the durable queue with bounded concurrency. Every failure is logged,
  * counted and retried with backoff; nothing here can fail a proxied request.
  */
-export class LearningRunner implements ConversationListener {
+export class LearningRunner {
   private readonly handlers = new Map<string, JobHandler>();
-  private readonly triggers: LearningTrigger[] = [];
   private readonly running = new Map<number, AbortController>();
   private readonly leaseMs: number;
   private readonly pollMs: number;
@@ -92,22 +91,16 @@ export class LearningRunner implements ConversationListener {
     this.handlers.set(handler.kind, handler);
   }
 
-  addTrigger(trigger: LearningTrigger): void {
-    this.triggers.push(trigger);
-  }
-
   readonly enqueue: Enqueue = (kind, payload, options) => {
     const id = this.queue.enqueue(kind, payload, options);
     if (id !== undefined) this.wake();
     return id;
   };
 
-  turnRecorded(event: TurnRecordedEvent): void {
-    for (const trigger of this.triggers) this.safely(trigger, () => trigger.onTurnRecorded?.(event, this.enqueue));
-  }
-
-  sessionEnded(event: SessionEndedEvent): void {
-    for (const trigger of this.triggers) this.safely(trigger, () => trigger.onSessionEnded?.(event, this.enqueue));
+  /** A learning trigger threw while a turn was recorded (on either thread): counted and logged. */
+  triggerFailed(trigger: string, error: unknown): void {
+    this.stats.triggerFailures++;
+    this.logger.error({ err: error, trigger }, 'learning trigger failed; the turn is recorded without it');
   }
 
   start(): void {
@@ -231,15 +224,6 @@ export class LearningRunner implements ConversationListener {
       clearTimeout(timeout);
       this.running.delete(job.id);
       if (this.active) this.schedule(0);
-    }
-  }
-
-  private safely(trigger: LearningTrigger, action: () => void): void {
-    try {
-      action();
-    } catch (error) {
-      this.stats.triggerFailures++;
-      this.logger.error({ err: error, trigger: trigger.name }, 'learning trigger failed; the turn is recorded without it');
     }
   }
 

@@ -1,7 +1,7 @@
 import type { UpstreamTarget } from '../config/index.js';
-import type { ConversationListener, ConversationStore, SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
+import type { ConversationStore } from '../conversation/index.js';
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
-import { callLlmForJson, resolveLearningTarget, type Enqueue, type JobContext, type JobHandler, type LearningEndpointConfig, type LearningTrigger } from '../learning/index.js';
+import { callLlmForJson, resolveLearningTarget, type Enqueue, type JobContext, type JobHandler, type LearningEndpointConfig } from '../learning/index.js';
 import type { Logger } from '../logging/index.js';
 import { fillPrompt, loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
@@ -9,6 +9,7 @@ import type { CredentialMemory } from '../upstream/index.js';
 import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema.js';
 import { housekeep, type HousekeepingReport } from './housekeeping.js';
 import { MemoryContextProvider } from './provider.js';
+import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
 import { redactSecrets } from './redact.js';
 import { MemoryRetriever } from './retrieval.js';
 import { detectRules, ruleSubject, sameSubject } from './rules.js';
@@ -16,8 +17,6 @@ import { MemoryStore, type MemoryPatch } from './store.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import { MemoryVectors } from './vectors.js';
 
-export const RECORD_TURN_JOB = 'memory.record_turn';
-export const EXTRACT_JOB = 'memory.extract';
 export const HOUSEKEEPING_JOB = 'memory.housekeeping';
 export const EMBED_JOB = 'memory.embed';
 
@@ -67,8 +66,7 @@ function rawContent(text: string): string {
  * LLM (with a deterministic detector for standing instructions), recall and the core block for
  * each main turn, housekeeping, and real forgetting.
  */
-export class MemoryService implements ConversationListener, LearningTrigger {
-  readonly name = 'memory';
+export class MemoryService {
   readonly store: MemoryStore;
   readonly retriever: MemoryRetriever;
   readonly provider: MemoryContextProvider;
@@ -103,26 +101,6 @@ export class MemoryService implements ConversationListener, LearningTrigger {
       { kind: HOUSEKEEPING_JOB, usesLlm: false, run: async (_payload, context) => void context.logger.info({ report: this.housekeep() }, 'memory housekeeping done') },
       { kind: EMBED_JOB, usesLlm: true, run: (_payload, context) => this.embed(context) },
     ];
-  }
-
-  /* ---------- conversation events (inside the recording transaction) ---------- */
-
-  turnRecorded(event: TurnRecordedEvent): void {
-    const recalled = memoryShown(event.injected);
-    if (recalled.length > 0) this.store.touch(recalled);
-  }
-
-  /* ---------- learning triggers ---------- */
-
-  onTurnRecorded(event: TurnRecordedEvent, enqueue: Enqueue): void {
-    if (!this.settings.enabled || event.outcome !== 'ok') return;
-    if (event.turnType !== 'main' && !this.settings.ignoreTurnType) return;
-    enqueue(RECORD_TURN_JOB, { turnId: event.turnId, sessionId: event.sessionId, scope: event.scope });
-  }
-
-  onSessionEnded(event: SessionEndedEvent, enqueue: Enqueue): void {
-    if (!this.settings.enabled || !this.settings.autoExtract || this.settings.manualTrigger || event.turnCount === 0) return;
-    enqueue(EXTRACT_JOB, { sessionId: event.sessionId, scope: event.scope ?? this.settings.defaultScope, final: true }, { dedupeKey: `${EXTRACT_JOB}:${event.sessionId}:final` });
   }
 
   /* ---------- raw turns ---------- */
@@ -384,11 +362,4 @@ function toTime(value: string | number | undefined): number {
     if (!Number.isNaN(parsed)) return parsed;
   }
   return Date.now();
-}
-
-/** Ids of the memories a turn's injection record says were recalled. */
-function memoryShown(injected: unknown): string[] {
-  const sections = (injected as { sections?: Array<{ provider?: string; details?: { recalled?: Array<{ id: string }> } }> } | null)?.sections;
-  const recalled = sections?.find((section) => section.provider === 'memory')?.details?.recalled;
-  return Array.isArray(recalled) ? recalled.map((item) => item.id) : [];
 }

@@ -14,7 +14,9 @@ import { openDatabase, WalCheckpointer, type Db } from '../store/index.js';
 import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
+import { recordingListeners, recordingSettings, type RecordingSettings } from './recording.js';
 import { memorySettings, skillsSettings } from './settings.js';
+import type { TurnWriterData } from './turn-writer-worker.js';
 
 export interface RuntimeOptions {
   config: LoadedConfig;
@@ -53,6 +55,7 @@ export class MetaclawRuntime {
   private server: Server | undefined;
   private maintenanceTimer: NodeJS.Timeout | undefined;
   private readonly checkpointer: WalCheckpointer;
+  private readonly recording: RecordingSettings;
   private readonly startedAt = Date.now();
   private stopping: Promise<void> | undefined;
 
@@ -75,7 +78,9 @@ export class MetaclawRuntime {
       yieldTo: { activity: () => this.stats.requests + this.stats.active, quietMs: 150, maxDeferMs: 2_000 },
     });
     this.conversation = new ConversationStore(this.db);
-    this.conversation.addListener(this.runner);
+    this.recording = recordingSettings(options.config);
+    const hooks = { enqueued: () => this.runner.wake(), failed: (trigger: string, error: unknown) => this.runner.triggerFailed(trigger, error) };
+    for (const listener of recordingListeners(this.db, this.queue, this.recording, hooks)) this.conversation.addListener(listener);
     this.sweeper = new IdleSessionSweeper(this.conversation, values['session.idle_timeout_minutes'] * 60_000, this.logger);
     this.targets = resolveUpstreams(options.config, options.env ?? process.env);
     this.forwarder = new UpstreamForwarder(
@@ -92,15 +97,11 @@ export class MetaclawRuntime {
     );
 
     this.skills = new SkillsService({ db: this.db, logger: this.logger.child({ part: 'skills' }), settings: skillsSettings(options.config), conversation: this.conversation, mainUpstream: this.forwarder.mainTarget, credentials: this.credentials });
-    this.conversation.addListener(this.skills);
-    this.runner.addTrigger(this.skills);
     this.runner.register(this.skills.evolveHandler());
     if (values['skills.enabled']) this.addContextProvider(this.skills.provider);
     this.addRoutes(skillsRoutes(this.skills));
 
     this.memory = new MemoryService({ db: this.db, logger: this.logger.child({ part: 'memory' }), settings: memorySettings(options.config), conversation: this.conversation, mainUpstream: this.forwarder.mainTarget, credentials: this.credentials });
-    this.conversation.addListener(this.memory);
-    this.runner.addTrigger(this.memory);
     for (const handler of this.memory.handlers()) this.runner.register(handler);
     this.memory.attachQueue(this.runner.enqueue);
     if (values['memory.enabled']) this.addContextProvider(this.memory.provider);
@@ -152,6 +153,7 @@ export class MetaclawRuntime {
     });
     this.server = server;
     writePidFile(paths.pidFile, { pid: process.pid, host: values['proxy.host'], port: values['proxy.port'], startedAt: new Date(this.startedAt).toISOString(), version: VERSION });
+    this.startTurnWriter();
     this.runner.start();
     this.sweeper.start();
     this.checkpointer.start();
@@ -182,7 +184,7 @@ export class MetaclawRuntime {
       server.closeAllConnections();
       await closed;
     }
-    this.conversation.flush();
+    await this.conversation.drain();
     await Promise.allSettled([...this.pendingRecords.values()]);
     this.sweeper.stop();
     this.skills.close();
@@ -196,6 +198,19 @@ export class MetaclawRuntime {
     removePidFile(paths.pidFile, process.pid);
     this.logger.info('stopped');
     await new Promise<void>((resolve) => this.logger.flush(() => resolve()));
+  }
+
+  /** Turn records are written on their own thread, off the request path (runtime/turn-writer-worker.ts). */
+  private startTurnWriter(): void {
+    const { values, paths } = this.options.config;
+    // Compiled, the worker sits beside this module as .js; run from source (tsx), as .ts.
+    const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+    const data: Omit<TurnWriterData, 'segmentGeneration'> = { databasePath: paths.database, maxAttempts: values['learning.max_attempts'], settings: this.recording };
+    this.conversation.startWriterThread(new URL(`./turn-writer-worker${extension}`, import.meta.url), { ...data }, {
+      enqueued: () => this.runner.wake(),
+      triggerFailed: (trigger, message) => this.runner.triggerFailed(trigger, new Error(message)),
+      died: (error) => this.logger.error({ err: error }, 'the turn writer thread stopped; turns are written on the main thread from now on'),
+    });
   }
 
   statusReport(): Record<string, unknown> {

@@ -1,4 +1,4 @@
-export { SkillsService, EVOLVE_JOB, type SkillsSettings, type SkillsDependencies, type ChangeResult, type EvolutionResult } from './service.js';
+export { SkillsService, type SkillsSettings, type SkillsDependencies, type ChangeResult, type EvolutionResult } from './service.js';
 export { SkillLibrary, type LibraryChange } from './library.js';
 export { parseSkillFile, serializeSkill, parseLegacyFrontmatter, SKILL_NAME } from './skill-file.js';
 export { isCorrection, type SkillCredit } from './credit.js';
@@ -7,3 +7,4 @@ export { installStarterSkills, importSkills, exportSkills, STARTER_DIR, type Imp
 export type { Skill, SkillDraft, SkillProblem, SkillOrigin } from './types.js';
 export type { VersionRow } from './history.js';
 export type { ProposalRow } from './proposals.js';
+export { SkillsRecording, EVOLVE_JOB, type SkillsRecordingSettings } from './recording.js';

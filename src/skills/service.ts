@@ -1,13 +1,14 @@
 import type { UpstreamTarget } from '../config/index.js';
-import type { ConversationListener, ConversationStore, SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
+import type { ConversationStore } from '../conversation/index.js';
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
-import { callLlmForJson, InvalidLlmOutputError, resolveLearningTarget, type JobContext, type JobHandler, type LearningEndpointConfig, type LearningTrigger, type Enqueue } from '../learning/index.js';
+import { callLlmForJson, InvalidLlmOutputError, resolveLearningTarget, type JobContext, type JobHandler, type LearningEndpointConfig } from '../learning/index.js';
 import type { Logger } from '../logging/index.js';
 import { fillPrompt, loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
 import { keywordRelevance, uniqueTerms } from '../text/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { SkillCreditStore, type SkillCredit } from './credit.js';
+import { EVOLVE_JOB } from './recording.js';
 import { planChanges, type PlannedChange, type Rejected } from './evolution/apply.js';
 import { evolverOutputSchema } from './evolution/schema.js';
 import { buildTranscript } from './evolution/transcript.js';
@@ -21,7 +22,6 @@ import { SkillSearchIndex } from './search-index.js';
 import type { Skill, SkillDraft } from './types.js';
 import { SkillVectors } from './vectors.js';
 
-export const EVOLVE_JOB = 'skills.evolve';
 
 export interface SkillsSettings {
   enabled: boolean;
@@ -66,8 +66,7 @@ export interface EvolutionResult {
  * The skills part of MetaClaw: the library on disk, retrieval and injection, credit, versioned
  * changes with a generation counter, review, and evolution from sessions.
  */
-export class SkillsService implements ConversationListener, LearningTrigger {
-  readonly name = 'skills';
+export class SkillsService {
   readonly library: SkillLibrary;
   readonly index: SkillSearchIndex;
   readonly credit: SkillCreditStore;
@@ -188,27 +187,6 @@ export class SkillsService implements ConversationListener, LearningTrigger {
     };
   }
 
-  /* ---------- conversation events (inside the recording transaction) ---------- */
-
-  turnRecorded(event: TurnRecordedEvent): void {
-    const shown = skillsShown(event.injected);
-    if (shown.length > 0) this.credit.recordUsage(event.turnId, event.sessionId, shown);
-    if (event.turnType === 'main' && event.outcome === 'ok' && event.query) this.credit.recordFollowUp(event.sessionId, event.seq, event.query);
-  }
-
-  /* ---------- learning triggers ---------- */
-
-  onTurnRecorded(event: TurnRecordedEvent, enqueue: Enqueue): void {
-    const every = this.settings.evolveEveryNTurns;
-    if (!this.settings.autoEvolve || event.turnType !== 'main' || event.outcome !== 'ok' || every <= 0) return;
-    if (event.mainTurnCount % every === 0) enqueue(EVOLVE_JOB, { sessionId: event.sessionId, reason: `every ${every} main turns` }, { dedupeKey: `${EVOLVE_JOB}:${event.sessionId}` });
-  }
-
-  onSessionEnded(event: SessionEndedEvent, enqueue: Enqueue): void {
-    if (!this.settings.autoEvolve || event.mainTurnCount === 0) return;
-    enqueue(EVOLVE_JOB, { sessionId: event.sessionId, reason: `session ended (${event.reason})` }, { dedupeKey: `${EVOLVE_JOB}:${event.sessionId}` });
-  }
-
   /* ---------- evolution ---------- */
 
   evolveHandler(): JobHandler {
@@ -327,9 +305,3 @@ function renderForPrompt(skill: Skill): string {
   return `#### ${skill.name} (category ${skill.category}, v${skill.version})\ndescription: ${skill.description}\n${skill.body.slice(0, 2_500)}`;
 }
 
-/** The skills a turn's injection record says were shown. */
-function skillsShown(injected: unknown): Array<{ name: string; relevance: number; full: boolean }> {
-  const sections = (injected as { sections?: Array<{ provider?: string; details?: { skills?: unknown } }> } | null)?.sections;
-  const skills = sections?.find((section) => section.provider === 'skills')?.details?.skills;
-  return Array.isArray(skills) ? (skills as Array<{ name: string; relevance: number; full: boolean }>) : [];
-}

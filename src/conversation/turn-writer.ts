@@ -1,0 +1,190 @@
+import type { Db } from '../store/index.js';
+import { localDay } from '../shared/local-day.js';
+import { encodeDocument, type SegmentSink } from './payload-codec.js';
+import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow } from './types.js';
+
+/**
+ * The write side of the conversation record: a finished turn becomes its session's counters, a
+ * turn row and its bodies, and the listeners (credit, learning triggers) run in the same
+ * transaction, so a turn and the jobs it causes are committed together. It holds nothing but
+ * statements, so it runs on the proxy's thread or on the turn writer's own (writer-thread.ts).
+ */
+export class TurnWriter {
+  private readonly statements;
+  /** Segments already written today: the same system prompt is not rewritten every turn. */
+  private readonly segmentsWritten = new Map<string, string>();
+  private readonly segmentSink: SegmentSink;
+  private seenGeneration = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly listeners: readonly ConversationListener[],
+    /** Bumped (slot 0) whenever stored segments may have been deleted elsewhere: the cache above is then cleared. */
+    private readonly segmentGeneration?: Int32Array,
+  ) {
+    this.statements = {
+      upsertSession: db.prepare<[string, string, string, string, string, number, number, number, number, number], { turn_count: number; main_turn_count: number; learning: number }>(`
+        INSERT INTO sessions (id, identity_source, lineage, scope, client_format, started_at, last_turn_at, turn_count, main_turn_count, learning)
+        VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+        ON CONFLICT(id) DO UPDATE SET
+          last_turn_at = excluded.last_turn_at,
+          scope = excluded.scope,
+          turn_count = turn_count + 1,
+          main_turn_count = main_turn_count + ?,
+          ended_at = NULL,
+          end_reason = NULL
+        RETURNING turn_count, main_turn_count, learning`),
+      insertTurn: db.prepare(`
+        INSERT INTO turns (id, session_id, seq, turn_type, client_format, upstream_name, upstream_format, model, stream, query,
+          response_text, tool_calls, finish_reason, input_tokens, output_tokens, status, outcome, error, attempts, started_at, first_byte_ms, duration_ms)
+        VALUES (@id, @session_id, @seq, @turn_type, @client_format, @upstream_name, @upstream_format, @model, @stream, @query,
+          @response_text, @tool_calls, @finish_reason, @input_tokens, @output_tokens, @status, @outcome, @error, @attempts, @started_at, @first_byte_ms, @duration_ms)`),
+      insertPayload: db.prepare('INSERT INTO turn_payloads (turn_id, received, injected, forwarded, received_headers, stripped_keys) VALUES (?, ?, ?, ?, ?, ?)'),
+      putSegment: db.prepare<[string, string, number]>('INSERT INTO payload_segments (hash, json, last_used_at) VALUES (?, ?, ?) ON CONFLICT(hash) DO UPDATE SET last_used_at = excluded.last_used_at'),
+      endSession: db.prepare<[number, string, string], SessionRow>('UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL RETURNING *'),
+      openInLineage: db.prepare<[string, string], { id: string }>('SELECT id FROM sessions WHERE lineage = ? AND id != ? AND ended_at IS NULL'),
+      idleSessions: db.prepare<[number], { id: string }>('SELECT id FROM sessions WHERE ended_at IS NULL AND last_turn_at < ?'),
+    };
+    this.segmentSink = {
+      put: (hash, json) => {
+        const today = localDay(new Date());
+        if (this.segmentsWritten.get(hash) === today) return;
+        this.statements.putSegment.run(hash, json, Date.now());
+        if (this.segmentsWritten.size > 4096) this.segmentsWritten.clear();
+        this.segmentsWritten.set(hash, today);
+      },
+    };
+  }
+
+  /**
+   * Writes turns in one transaction. One bad turn must not take the others with it: on failure
+   * they are retried one by one. Returns each turn's error (undefined when written).
+   */
+  write(turns: readonly FinishedTurn[]): unknown[] {
+    if (turns.length === 0) return [];
+    this.checkSegmentGeneration();
+    try {
+      this.db.transaction(() => {
+        for (const turn of turns) this.writeTurn(turn);
+      }).immediate();
+      return turns.map(() => undefined);
+    } catch (error) {
+      if (turns.length === 1) return [error];
+      return turns.map((turn) => {
+        try {
+          this.db.transaction(() => this.writeTurn(turn)).immediate();
+          return undefined;
+        } catch (single) {
+          return single;
+        }
+      });
+    }
+  }
+
+  /** Stores one body part now (bodies rewritten by forgetting). */
+  writeSegment(hash: string, json: string): void {
+    this.statements.putSegment.run(hash, json, Date.now());
+  }
+
+  /** Stored parts may have been deleted (forgetting, retention): write them again when next used. */
+  forgetWrittenSegments(): void {
+    this.segmentsWritten.clear();
+  }
+
+  /** Ends a session once (later calls do nothing) and tells learning. Returns whether it ended now. */
+  endSession(sessionId: string, reason: SessionEndReason, now = Date.now()): boolean {
+    return this.db
+      .transaction(() => {
+        const row = this.statements.endSession.get(now, reason, sessionId);
+        if (!row) return false;
+        for (const listener of row.learning === 1 ? this.listeners : []) {
+          listener.sessionEnded?.({ sessionId, scope: row.scope, reason, turnCount: row.turn_count, mainTurnCount: row.main_turn_count });
+        }
+        return true;
+      })
+      .immediate();
+  }
+
+  /** An agent started a new conversation: the other open sessions of the same lineage are over. */
+  endOtherSessionsInLineage(lineage: string, currentSessionId: string): string[] {
+    const ended: string[] = [];
+    for (const { id } of this.statements.openInLineage.all(lineage, currentSessionId)) {
+      if (this.endSession(id, 'reset')) ended.push(id);
+    }
+    return ended;
+  }
+
+  /** Ends every open session idle since before `cutoff`. */
+  endIdleSessions(cutoff: number): string[] {
+    const ended: string[] = [];
+    for (const { id } of this.statements.idleSessions.all(cutoff)) {
+      if (this.endSession(id, 'idle')) ended.push(id);
+    }
+    return ended;
+  }
+
+  private checkSegmentGeneration(): void {
+    if (!this.segmentGeneration) return;
+    const generation = Atomics.load(this.segmentGeneration, 0);
+    if (generation === this.seenGeneration) return;
+    this.seenGeneration = generation;
+    this.segmentsWritten.clear();
+  }
+
+  private writeTurn(turn: FinishedTurn): void {
+    if (turn.startsNewConversation) this.endOtherSessionsInLineage(turn.lineage, turn.sessionId);
+    const isMain = turn.turnType === 'main' ? 1 : 0;
+    const counts = this.statements.upsertSession.get(turn.sessionId, turn.identitySource, turn.lineage, turn.scope, turn.clientFormat, turn.startedAt, Date.now(), isMain, turn.learning ? 1 : 0, isMain)!;
+    const response = turn.response;
+    this.statements.insertTurn.run({
+      id: turn.id,
+      session_id: turn.sessionId,
+      seq: counts.turn_count,
+      turn_type: turn.turnType,
+      client_format: turn.clientFormat,
+      upstream_name: turn.upstreamName,
+      upstream_format: turn.upstreamFormat,
+      model: turn.model,
+      stream: turn.stream ? 1 : 0,
+      query: turn.query,
+      response_text: response?.text ?? null,
+      tool_calls: response && response.toolCalls.length > 0 ? JSON.stringify(response.toolCalls) : null,
+      finish_reason: response?.finishReason ?? null,
+      input_tokens: response?.usage?.inputTokens ?? null,
+      output_tokens: response?.usage?.outputTokens ?? null,
+      status: turn.status,
+      outcome: turn.outcome,
+      error: turn.error,
+      attempts: turn.attempts,
+      started_at: turn.startedAt,
+      first_byte_ms: turn.firstByteMs,
+      duration_ms: turn.durationMs,
+    });
+    const { received, forwarded } = turn.payload;
+    this.statements.insertPayload.run(
+      turn.id,
+      encodeDocument(received, this.segmentSink),
+      turn.payload.injected === null ? null : JSON.stringify(turn.payload.injected),
+      forwarded === null ? null : encodeDocument(forwarded, this.segmentSink),
+      JSON.stringify(turn.payload.receivedHeaders),
+      JSON.stringify(turn.payload.strippedKeys),
+    );
+    const learns = turn.learning && counts.learning === 1;
+    for (const listener of learns ? this.listeners : []) {
+      listener.turnRecorded?.({
+        turnId: turn.id,
+        sessionId: turn.sessionId,
+        scope: turn.scope,
+        query: turn.query,
+        injected: turn.payload.injected,
+        model: turn.model,
+        seq: counts.turn_count,
+        turnType: turn.turnType,
+        outcome: turn.outcome,
+        mainTurnCount: counts.main_turn_count,
+        turnCount: counts.turn_count,
+      });
+    }
+    if (turn.endsSession) this.endSession(turn.sessionId, 'done_header');
+  }
+}

@@ -1,0 +1,119 @@
+import { Worker } from 'node:worker_threads';
+import type { FinishedTurn, JsonBody } from './types.js';
+
+/** What the main thread sends the turn writer. */
+export type WriterRequest = { type: 'turn'; turn: FinishedTurn } | { type: 'stop' };
+
+/** What the turn writer answers: which turns are committed, and what their listeners did. */
+export type WriterReply =
+  | { type: 'written'; ids: string[]; errors: Array<{ id: string; message: string }>; enqueued: string[]; triggerFailures: Array<{ trigger: string; message: string }> }
+  | { type: 'stopped' };
+
+/** Where the thread reports what happened on its side. */
+export interface WriterThreadEvents {
+  /** Jobs were queued with the turns (the runner should look). */
+  enqueued(kinds: readonly string[]): void;
+  /** A learning trigger threw while a turn was recorded; the turn was recorded without it. */
+  triggerFailed(trigger: string, message: string): void;
+  /** The thread died; turns are written on the proxy's thread from now on. */
+  died(error: Error): void;
+}
+
+/**
+ * The proxy's handle on the turn writer, a worker thread with its own connection that writes turn
+ * records and runs their listeners (see runtime/turn-writer-worker.ts). A turn record costs
+ * 0.1–0.2 ms of SQLite work; on the proxy's thread that time came out of the next request. Here
+ * the proxy only copies the turn over (bodies as text) and hears back once it is committed.
+ */
+export class TurnWriterThread {
+  /** Bumped when body parts are deleted elsewhere: the writer then stops trusting its cache of written parts. */
+  readonly segmentGeneration = new Int32Array(new SharedArrayBuffer(4));
+  private readonly worker: Worker;
+  private readonly waiting = new Map<string, { turn: FinishedTurn; resolve: () => void; reject: (error: unknown) => void }>();
+  private alive = true;
+  private stopped: Promise<void> | undefined;
+
+  constructor(
+    entry: URL,
+    workerData: Record<string, unknown>,
+    private readonly events: WriterThreadEvents,
+    /** Writes turns here when the thread is gone (the store's own writer). */
+    private readonly fallback: (turn: FinishedTurn) => Promise<void>,
+  ) {
+    this.worker = new Worker(entry, { workerData: { ...workerData, segmentGeneration: this.segmentGeneration } });
+    this.worker.on('message', (reply: WriterReply) => this.onReply(reply));
+    this.worker.on('error', (error) => this.die(error));
+    this.worker.on('exit', (code) => {
+      if (this.alive) this.die(new Error(`the turn writer exited (code ${code})`));
+    });
+    // Shutdown drains it explicitly (stop); it must not keep a finished process alive by itself.
+    this.worker.unref();
+  }
+
+  get running(): boolean {
+    return this.alive;
+  }
+
+  record(turn: FinishedTurn): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.waiting.set(turn.id, { turn, resolve, reject });
+      const request: WriterRequest = { type: 'turn', turn: forTransfer(turn) };
+      this.worker.postMessage(request);
+    });
+  }
+
+  forgetWrittenSegments(): void {
+    Atomics.add(this.segmentGeneration, 0, 1);
+  }
+
+  /** Lets the writer commit every turn it was sent, then ends it. */
+  stop(): Promise<void> {
+    if (!this.stopped) {
+      this.stopped = (async () => {
+        if (!this.alive) return;
+        const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
+        this.worker.postMessage({ type: 'stop' } satisfies WriterRequest);
+        await exited;
+      })();
+    }
+    return this.stopped;
+  }
+
+  private onReply(reply: WriterReply): void {
+    if (reply.type === 'stopped') {
+      this.alive = false;
+      return;
+    }
+    const failed = new Map(reply.errors.map((error) => [error.id, error.message]));
+    for (const id of [...reply.ids, ...failed.keys()]) {
+      const entry = this.waiting.get(id);
+      if (!entry) continue;
+      this.waiting.delete(id);
+      const message = failed.get(id);
+      if (message === undefined) entry.resolve();
+      else entry.reject(new Error(message));
+    }
+    if (reply.enqueued.length > 0) this.events.enqueued(reply.enqueued);
+    for (const failure of reply.triggerFailures) this.events.triggerFailed(failure.trigger, failure.message);
+  }
+
+  /** The thread is gone: what it had not confirmed is written on the proxy's thread instead. */
+  private die(error: Error): void {
+    if (!this.alive) return;
+    this.alive = false;
+    this.events.died(error);
+    const unconfirmed = [...this.waiting.values()];
+    this.waiting.clear();
+    for (const entry of unconfirmed) this.fallback(entry.turn).then(entry.resolve, entry.reject);
+  }
+}
+
+/** Bodies cross as text alone: copying a string is far cheaper than cloning the object graph. */
+function forTransfer(turn: FinishedTurn): FinishedTurn {
+  const { received, forwarded } = turn.payload;
+  return { ...turn, payload: { ...turn.payload, received: asText(received), forwarded: forwarded && asText(forwarded) } };
+}
+
+function asText(body: JsonBody): JsonBody {
+  return { text: body.text ?? JSON.stringify(body.object) };
+}

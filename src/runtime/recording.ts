@@ -1,0 +1,33 @@
+import type { LoadedConfig } from '../config/index.js';
+import type { ConversationListener } from '../conversation/index.js';
+import { LearningDispatch, type DispatchHooks, type JobQueue } from '../learning/index.js';
+import { MemoryRecording, type MemoryRecordingSettings } from '../memory/index.js';
+import { SkillsRecording, type SkillsRecordingSettings } from '../skills/index.js';
+import type { Db } from '../store/index.js';
+import { memorySettings, skillsSettings } from './settings.js';
+
+/** What the recording listeners need to know (plain data: the turn writer's thread gets a copy). */
+export interface RecordingSettings {
+  skills: SkillsRecordingSettings;
+  memory: MemoryRecordingSettings;
+}
+
+export function recordingSettings(config: LoadedConfig): RecordingSettings {
+  const skills = skillsSettings(config);
+  const memory = memorySettings(config);
+  return {
+    skills: { autoEvolve: skills.autoEvolve, evolveEveryNTurns: skills.evolveEveryNTurns },
+    memory: { enabled: memory.enabled, defaultScope: memory.defaultScope, autoExtract: memory.autoExtract, manualTrigger: memory.manualTrigger, ignoreTurnType: memory.ignoreTurnType },
+  };
+}
+
+/**
+ * The listeners that run inside every recording transaction, in this order: the learning triggers
+ * (which jobs a turn or a session end causes), skill credit, memory use. The proxy's thread and
+ * the turn writer's thread each build their own, on their own connection.
+ */
+export function recordingListeners(db: Db, queue: JobQueue, settings: RecordingSettings, hooks: DispatchHooks): ConversationListener[] {
+  const skills = new SkillsRecording(db, settings.skills);
+  const memory = new MemoryRecording(db, settings.memory);
+  return [new LearningDispatch(queue, [skills, memory], hooks), skills, memory];
+}
