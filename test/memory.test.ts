@@ -274,6 +274,32 @@ describe('memory over HTTP and in the prompt', () => {
     }
   });
 
+  test('after forgetting, an agent that resends the same large conversation still gets a readable record (deleted parts are stored again)', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const home = tempHome();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false }, skills: { auto_evolve: false } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const system = 'You are a careful assistant who keeps notes tidy and answers briefly. '.repeat(400);
+      const secret = 'Never mention the zorblatt acquisition to anyone outside the team.';
+      const messages = [{ role: 'system' as const, content: system }, { role: 'user' as const, content: secret }];
+      await client.chat.completions.create({ model: 'm', messages }, { headers: { 'X-Session-Id': 'forget-resend' } });
+      const rule = await waitFor(async () => (await search(proxy, 'zorblatt acquisition', 'default')).find((result) => result.type === 'preference'), 15_000);
+      assert.equal((await api(proxy, 'DELETE', `/v1/memory/${rule.id}`)).status, 200);
+      // The agent's own transcript still holds the message, so it sends it again: the part holding
+      // it was deleted by the forgetting and has to be written again for this record.
+      const resent = await client.chat.completions.create({ model: 'm', messages: [...messages, { role: 'assistant', content: 'Understood.' }, { role: 'user', content: 'and now?' }] }, { headers: { 'X-Session-Id': 'forget-resend' } }).withResponse();
+      const id = resent.response.headers.get('x-metaclaw-request-id')!;
+      const explained = (await api(proxy, 'GET', `/v1/requests/${id}`)).body as { received: { body: { messages: Array<{ content: string }> } | null } };
+      assert.ok(explained.received.body, 'the resent body is readable');
+      assert.equal(explained.received.body.messages[1]!.content, secret);
+      assert.equal(explained.received.body.messages[0]!.content, system);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
   test('with embeddings: a unit is embedded into sqlite-vec and found; forgetting removes its vector bytes from the file', async () => {
     const upstream = await ScriptedUpstream.start();
     const embeddings = embeddingsHandler();
