@@ -96,7 +96,7 @@ export class JobQueue {
       // Should another process have taken it meanwhile, the next poll looks again.
       if (!row || this.statements.lease.run(now + leaseMs, this.instanceId, now, row.id).changes === 0) return undefined;
       return { id: row.id, kind: row.kind, payload: JSON.parse(row.payload) as unknown, attempts: row.attempts + 1, maxAttempts: row.max_attempts, createdAt: row.created_at };
-    })();
+    }).immediate();
   }
 
   extendLease(jobId: number, leaseMs: number): void {

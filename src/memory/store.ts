@@ -169,7 +169,7 @@ export class MemoryStore {
       this.statements.insertFts.run(rowid, indexedTerms(draft.scope, terms));
       this.emit(draft.scope);
       return toUnit(this.statements.byRowid.get(rowid)!);
-    })();
+    }).immediate();
   }
 
   get(id: string): MemoryUnit | undefined {
@@ -213,7 +213,7 @@ export class MemoryStore {
         this.statements.deleteFts.run(current.rowid);
         this.statements.insertFts.run(current.rowid, indexedTerms(current.scope, terms.split(' ')));
       }
-    })();
+    }).immediate();
     this.emit(current.scope);
     return this.get(id);
   }
@@ -234,7 +234,7 @@ export class MemoryStore {
   delete(id: string, scrub?: Scrubber): MemoryUnit | undefined {
     const row = this.statements.byId.get(id);
     if (!row) return undefined;
-    this.db.transaction(() => this.removeRow(row, scrub))();
+    this.db.transaction(() => this.removeRow(row, scrub)).immediate();
     this.emit(row.scope);
     return toUnit(row);
   }
@@ -245,7 +245,7 @@ export class MemoryStore {
     this.db.transaction(() => {
       // Links point within a scope, and the whole scope goes: no need to clear them row by row.
       for (const row of rows) this.removeRow(row, scrub, false);
-    })();
+    }).immediate();
     this.emit(scope);
     return rows.length;
   }
@@ -262,7 +262,7 @@ export class MemoryStore {
         scopes.add(row.scope);
         deleted++;
       }
-    })();
+    }).immediate();
     for (const scope of scopes) this.emit(scope);
     return deleted;
   }

@@ -60,7 +60,7 @@ export class MemoryVectors {
         insert.run(BigInt(row.rowid), row.scope, vectorToBlob(vectors[index]!));
         this.statements.mark.run(row.rowid, row.scope);
       });
-    })();
+    }).immediate();
     return { embedded: pending.length, tokens };
   }
 
