@@ -223,4 +223,24 @@ describe('POST /v1/sessions/{id}/end', () => {
       await user.cli(['stop']);
     }
   });
+
+  test('a session ended right after its last turn is found and stays ended (the turn is written first)', async () => {
+    const user = await newUser({ claw_type: 'none' });
+    upstream.defaultHandler = learningAwareUpstream({});
+    assert.equal((await user.cli(['start'])).code, 0);
+    try {
+      const base = `http://127.0.0.1:${user.port}`;
+      const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused' });
+      await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'Rotate the logs and tell me when done.' }] }, { headers: { session_id: 'oc-session-2:1' } });
+      const ended = await fetch(`${base}/v1/sessions/oc-session-2/end`, { method: 'POST' });
+      assert.equal(ended.status, 200, 'the session of a turn answered a moment ago is known');
+      assert.deepEqual(await ended.json(), { session_id: 'oc-session-2', ended: true, already_ended: false });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const session = JSON.parse((await user.cli(['sessions', 'show', 'oc-session-2', '--json'])).stdout).session;
+      assert.ok(session.ended_at, 'recording the turn did not reopen it');
+      assert.equal(session.turn_count, 1);
+    } finally {
+      await user.cli(['stop']);
+    }
+  });
 });

@@ -4,6 +4,5 @@ export { messageText } from './message-text.js';
 export { ConversationStore } from './store.js';
 export { IdleSessionSweeper } from './sweeper.js';
 export type * from './types.js';
-export { TurnWriter } from './turn-writer.js';
-export { BATCH_WINDOW_MS, MAX_CHUNK_TURNS } from './store.js';
+export { TurnWriter, BATCH_WINDOW_MS, MAX_CHUNK_TURNS } from './turn-writer.js';
 export type { WriterRequest, WriterReply, WriterThreadEvents } from './writer-thread.js';

@@ -1,11 +1,9 @@
 import type { Db } from '../store/index.js';
 import { decodeDocument, encodeDocument, type SegmentSource } from './payload-codec.js';
-import { TurnWriter } from './turn-writer.js';
+import { BATCH_WINDOW_MS, MAX_CHUNK_TURNS, TurnWriter } from './turn-writer.js';
 import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow, TurnDetail, TurnRow } from './types.js';
 import { TurnWriterThread, type WriterThreadEvents } from './writer-thread.js';
 
-/** Turns are written in small batches: one commit per batch instead of one per request. */
-export const BATCH_WINDOW_MS = 20;
 /**
  * At most this many turns per transaction when turns are written on the proxy's thread. A write
  * blocks the event loop (about 0.1 ms plus 30–40 µs a turn here), so a long batch would hold up
@@ -13,7 +11,6 @@ export const BATCH_WINDOW_MS = 20;
  * around 0.4 ms.
  */
 const CHUNK_TURNS = 8;
-export const MAX_CHUNK_TURNS = 64;
 
 /**
  * Sessions and turn records. Finished turns are written together, from BATCH_WINDOW_MS after the
@@ -83,10 +80,11 @@ export class ConversationStore {
     });
   }
 
-  /** Writes every queued turn (shutdown): here at once, on the writer thread before it stops. */
+  /** Writes every queued turn (shutdown): the writer thread's before it stops, then any left here. */
   async drain(): Promise<void> {
-    this.flush();
+    // If the thread dies meanwhile, what it had not confirmed joins the queue here, written next.
     await this.thread?.stop();
+    this.flush();
   }
 
   /** Writes every turn queued on this thread now, in one transaction. */

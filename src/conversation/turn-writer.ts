@@ -3,6 +3,11 @@ import { localDay } from '../shared/local-day.js';
 import { encodeDocument, type SegmentSink } from './payload-codec.js';
 import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow } from './types.js';
 
+/** Turns are written in batches: one commit for the turns of BATCH_WINDOW_MS, not one per request. */
+export const BATCH_WINDOW_MS = 20;
+/** At most this many turns per transaction, so other writers are never held up long. */
+export const MAX_CHUNK_TURNS = 64;
+
 /**
  * The write side of the conversation record: a finished turn becomes its session's counters, a
  * turn row and its bodies, and the listeners (credit, learning triggers) run in the same

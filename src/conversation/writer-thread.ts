@@ -1,8 +1,12 @@
 import { Worker } from 'node:worker_threads';
+import { BATCH_WINDOW_MS } from './turn-writer.js';
 import type { FinishedTurn, JsonBody } from './types.js';
 
+/** Turns are sent over in groups: each message wakes the writer's thread, which has a cost of its own. */
+const SEND_EVERY_TURNS = 8;
+
 /** What the main thread sends the turn writer. */
-export type WriterRequest = { type: 'turn'; turn: FinishedTurn } | { type: 'stop' };
+export type WriterRequest = { type: 'turns'; turns: FinishedTurn[] } | { type: 'stop' };
 
 /** What the turn writer answers: which turns are committed, and what their listeners did. */
 export type WriterReply =
@@ -30,6 +34,8 @@ export class TurnWriterThread {
   readonly segmentGeneration = new Int32Array(new SharedArrayBuffer(4));
   private readonly worker: Worker;
   private readonly waiting = new Map<string, { turn: FinishedTurn; resolve: () => void; reject: (error: unknown) => void }>();
+  private outbox: FinishedTurn[] = [];
+  private sendTimer: NodeJS.Timeout | undefined;
   private alive = true;
   private stopped: Promise<void> | undefined;
 
@@ -40,7 +46,12 @@ export class TurnWriterThread {
     /** Writes turns here when the thread is gone (the store's own writer). */
     private readonly fallback: (turn: FinishedTurn) => Promise<void>,
   ) {
-    this.worker = new Worker(entry, { workerData: { ...workerData, segmentGeneration: this.segmentGeneration } });
+    this.worker = new Worker(entry, {
+      workerData: { ...workerData, segmentGeneration: this.segmentGeneration },
+      // It holds at most a few batches of turns: a small young generation keeps its memory small.
+      // Running out would end the thread, and the turns would be written on the proxy's thread.
+      resourceLimits: { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 8 },
+    });
     this.worker.on('message', (reply: WriterReply) => this.onReply(reply));
     this.worker.on('error', (error) => this.die(error));
     this.worker.on('exit', (code) => {
@@ -57,9 +68,19 @@ export class TurnWriterThread {
   record(turn: FinishedTurn): Promise<void> {
     return new Promise((resolve, reject) => {
       this.waiting.set(turn.id, { turn, resolve, reject });
-      const request: WriterRequest = { type: 'turn', turn: forTransfer(turn) };
-      this.worker.postMessage(request);
+      this.outbox.push(forTransfer(turn));
+      if (this.outbox.length >= SEND_EVERY_TURNS) this.send();
+      else this.sendTimer ??= setTimeout(() => this.send(), BATCH_WINDOW_MS);
     });
+  }
+
+  private send(): void {
+    if (this.sendTimer) clearTimeout(this.sendTimer);
+    this.sendTimer = undefined;
+    if (this.outbox.length === 0 || !this.alive) return;
+    const request: WriterRequest = { type: 'turns', turns: this.outbox };
+    this.outbox = [];
+    this.worker.postMessage(request);
   }
 
   forgetWrittenSegments(): void {
@@ -71,6 +92,7 @@ export class TurnWriterThread {
     if (!this.stopped) {
       this.stopped = (async () => {
         if (!this.alive) return;
+        this.send();
         const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
         this.worker.postMessage({ type: 'stop' } satisfies WriterRequest);
         await exited;
@@ -101,6 +123,8 @@ export class TurnWriterThread {
   private die(error: Error): void {
     if (!this.alive) return;
     this.alive = false;
+    if (this.sendTimer) clearTimeout(this.sendTimer);
+    this.outbox = [];
     this.events.died(error);
     const unconfirmed = [...this.waiting.values()];
     this.waiting.clear();

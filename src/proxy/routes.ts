@@ -40,7 +40,10 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
   });
 
   // An agent (the OpenClaw plugin) says a session is over: learning that waits for session end runs now.
-  app.post('/v1/sessions/:id/end', (c) => {
+  app.post('/v1/sessions/:id/end', async (c) => {
+    // Turns finished just before are still being written: ending the session first would let
+    // their record reopen it.
+    await Promise.allSettled([...deps.pendingRecords.values()]);
     const requested = c.req.param('id');
     const known = sessionIdCandidates(requested).find((id) => deps.conversation.getSession(id) !== undefined);
     if (!known) throw new NotFoundError(`No session ${requested} has been seen by this proxy.`, 'session_not_found');

@@ -1,8 +1,11 @@
 import type { LoadedConfig } from '../config/index.js';
 import type { ConversationListener } from '../conversation/index.js';
-import { LearningDispatch, type DispatchHooks, type JobQueue } from '../learning/index.js';
-import { MemoryRecording, type MemoryRecordingSettings } from '../memory/index.js';
-import { SkillsRecording, type SkillsRecordingSettings } from '../skills/index.js';
+// The turn writer's thread loads this module: the parts' recording modules are imported directly,
+// not through their index files, so that thread does not load retrieval, evolution and the rest.
+import { LearningDispatch, type DispatchHooks } from '../learning/dispatch.js';
+import type { JobQueue } from '../learning/queue.js';
+import { MemoryRecording, type MemoryRecordingSettings } from '../memory/recording.js';
+import { SkillsRecording, type SkillsRecordingSettings } from '../skills/recording.js';
 import type { Db } from '../store/index.js';
 import { memorySettings, skillsSettings } from './settings.js';
 

@@ -5,9 +5,9 @@
  * conversation/writer-thread.ts.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { BATCH_WINDOW_MS, MAX_CHUNK_TURNS, TurnWriter, type FinishedTurn, type WriterReply, type WriterRequest } from '../conversation/index.js';
+import { MAX_CHUNK_TURNS, TurnWriter, type FinishedTurn, type WriterReply, type WriterRequest } from '../conversation/index.js';
 import { errorMessage } from '../errors.js';
-import { JobQueue } from '../learning/index.js';
+import { JobQueue } from '../learning/queue.js';
 import { openDatabase } from '../store/index.js';
 import { recordingListeners, type RecordingSettings } from './recording.js';
 
@@ -33,13 +33,13 @@ const listeners = recordingListeners(db, queue, data.settings, {
 const writer = new TurnWriter(db, listeners, data.segmentGeneration);
 
 let pending: FinishedTurn[] = [];
-let timer: NodeJS.Timeout | undefined;
+let scheduled: NodeJS.Immediate | undefined;
 let stopping = false;
 
 port.on('message', (request: WriterRequest) => {
   if (request.type === 'stop') {
     stopping = true;
-    if (timer) clearTimeout(timer);
+    if (scheduled) clearImmediate(scheduled);
     while (pending.length > 0) writeSome();
     db.close();
     port.postMessage({ type: 'stopped' } satisfies WriterReply);
@@ -47,16 +47,17 @@ port.on('message', (request: WriterRequest) => {
     return;
   }
   if (stopping) return;
-  pending.push(request.turn);
-  // Turns arriving together share a transaction: one commit per batch, not one per turn.
-  timer ??= setTimeout(flush, BATCH_WINDOW_MS);
+  // The proxy already gathered these over up to BATCH_WINDOW_MS; messages that arrive together
+  // share a transaction too.
+  for (const turn of request.turns) pending.push(turn);
+  scheduled ??= setImmediate(flush);
 });
 
 function flush(): void {
-  timer = undefined;
+  scheduled = undefined;
   writeSome();
   // A backlog is written in bounded transactions, so the proxy's own writes are never held up long.
-  if (pending.length > 0) timer = setTimeout(flush, 0);
+  if (pending.length > 0) scheduled = setImmediate(flush);
 }
 
 function writeSome(): void {
