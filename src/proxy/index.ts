@@ -1,6 +1,7 @@
 export { createProxyServer } from './server.js';
 export { ProxyAuth } from './auth.js';
 export { ProxyStats } from './stats.js';
+export { AfterServing } from './after-serving.js';
 export { newRequestId } from './model-request.js';
 export type { ProxyDeps, ProxyApp } from './types.js';
 export { skillsRoutes } from './skills-routes.js';

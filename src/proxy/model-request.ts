@@ -52,16 +52,19 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
 
     const augmentation = await deps.context.augment({ format, body, userRequest, turnType: signals.turnType, scope, sessionId: signals.sessionId });
     const sink = new ResponseSink(response, requestId);
-    const result = await deps.forwarder.forward({ requestId, clientFormat: format, body: augmentation.body, stream, clientHeaders: request.headers, credentials }, sink);
+    const result = await deps.forwarder.forward({ requestId, clientFormat: format, body: augmentation.body, stream, clientHeaders: request.headers, credentials, onWaiting: deps.afterServing.proxyWaiting }, sink);
 
     countOutcome(deps, requestId, result);
-    const record = recordTurn(deps, { requestId, format, request, raw, received, signals, userRequest, scope, strippedKeys, augmentation, result, stream, startedAt, started, body });
+    const finished = performance.now();
+    // Registered now, so /v1/requests/{id} and shutdown wait for it; built when the proxy is idle.
+    const record = new Promise<void>((resolve) =>
+      deps.afterServing.defer(() => {
+        recordTurn(deps, { requestId, format, request, raw, received, signals, userRequest, scope, strippedKeys, augmentation, result, stream, startedAt, started, finished, body }).then(resolve);
+        deps.logger.info({ request_id: requestId, session: signals.sessionId, turn: signals.turnType, format, upstream: result.upstream?.name, status: result.status, outcome: result.outcome, attempts: result.attempts, ms: Math.round(finished - started) }, 'request finished');
+      }),
+    );
     deps.pendingRecords.set(requestId, record);
     void record.finally(() => deps.pendingRecords.delete(requestId));
-    deps.logger.info(
-      { request_id: requestId, session: signals.sessionId, turn: signals.turnType, format, upstream: result.upstream?.name, status: result.status, outcome: result.outcome, attempts: result.attempts, ms: Math.round(performance.now() - started) },
-      'request finished',
-    );
   } catch (error) {
     countError(deps, requestId, error);
     sendError(response, format, error, requestId);
@@ -85,6 +88,8 @@ interface RecordInput {
   stream: boolean;
   startedAt: number;
   started: number;
+  /** When the client had its whole answer (the record itself is written later). */
+  finished: number;
   body: Record<string, unknown>;
 }
 
@@ -113,7 +118,7 @@ async function recordTurn(deps: ProxyDeps, input: RecordInput): Promise<void> {
     attempts: result.attempts,
     startedAt: input.startedAt,
     firstByteMs: result.firstByteMs,
-    durationMs: performance.now() - input.started,
+    durationMs: input.finished - input.started,
     payload: {
       received: { object: input.received, text: input.raw.toString('utf8') },
       // The injected text itself is in the forwarded body; the record keeps what was chosen and why.

@@ -5,6 +5,7 @@ import type { ConversationStore } from '../conversation/index.js';
 import type { Logger } from '../logging/index.js';
 import type { ApiFormat } from '../types/index.js';
 import type { ClientCredentials, ModelList, UpstreamForwarder } from '../upstream/index.js';
+import type { AfterServing } from './after-serving.js';
 import type { ProxyAuth } from './auth.js';
 import type { ProxyStats } from './stats.js';
 
@@ -26,4 +27,6 @@ export interface ProxyDeps {
   routeGroups: ReadonlyArray<(app: ProxyApp) => void>;
   /** Turn records being written, by request id: shutdown waits for them, /v1/requests/{id} too. */
   pendingRecords: Map<string, Promise<void>>;
+  /** Where the turn record and log line of a finished request wait for an idle moment. */
+  afterServing: AfterServing;
 }

@@ -7,7 +7,7 @@ import { ConversationStore, IdleSessionSweeper } from '../conversation/index.js'
 import { ConfigError, errorMessage } from '../errors.js';
 import { JobQueue, LearningBudget, LearningRunner } from '../learning/index.js';
 import { createLogger, type Logger } from '../logging/index.js';
-import { createProxyServer, memoryRoutes, ProxyAuth, ProxyStats, skillsRoutes, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import { AfterServing, createProxyServer, memoryRoutes, ProxyAuth, ProxyStats, skillsRoutes, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
 import { MemoryService } from '../memory/index.js';
 import { SkillsService } from '../skills/index.js';
 import { openDatabase, WalCheckpointer, type Db } from '../store/index.js';
@@ -51,6 +51,7 @@ export class MetaclawRuntime {
   private readonly routeGroups: Array<(app: ProxyApp) => void> = [];
   private readonly sweeper: IdleSessionSweeper;
   private readonly pendingRecords = new Map<string, Promise<void>>();
+  private readonly afterServing: AfterServing;
   private context: ContextPlanner | undefined;
   private server: Server | undefined;
   private maintenanceTimer: NodeJS.Timeout | undefined;
@@ -67,6 +68,7 @@ export class MetaclawRuntime {
       );
     }
     this.logger = createLogger({ level: values['log.level'], file: paths.logFile, stdout: options.foreground });
+    this.afterServing = new AfterServing(this.logger);
     this.db = openDatabase(paths.database);
     this.checkpointer = new WalCheckpointer(this.db, paths.database, this.logger);
     const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
@@ -143,6 +145,7 @@ export class MetaclawRuntime {
       listModels: (clientFormat, credentials) => listModels(this.forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),
       routeGroups: this.routeGroups,
       pendingRecords: this.pendingRecords,
+      afterServing: this.afterServing,
     };
     const server = createProxyServer(deps);
     await new Promise<void>((resolve, reject) => {
@@ -184,6 +187,7 @@ export class MetaclawRuntime {
       server.closeAllConnections();
       await closed;
     }
+    this.afterServing.runAll();
     await this.conversation.drain();
     await Promise.allSettled([...this.pendingRecords.values()]);
     this.sweeper.stop();

@@ -41,6 +41,11 @@ export interface ForwardInput {
   stream: boolean;
   clientHeaders: IncomingHttpHeaders;
   credentials: ClientCredentials;
+  /**
+   * Called when the proxy is about to wait on the upstream (work that can wait runs then): after a
+   * non-stream request has gone upstream, and after a stream's first bytes have been relayed.
+   */
+  onWaiting?: () => void;
 }
 
 export interface ForwardResult {
@@ -210,6 +215,7 @@ export class UpstreamForwarder {
         );
       });
       request.end(body);
+      if (!input.stream) input.onWaiting?.();
     });
   }
 
@@ -286,7 +292,8 @@ export class UpstreamForwarder {
       });
       response.on('data', (chunk: Buffer) => {
         idle.refresh();
-        if (!committed) {
+        const first = !committed;
+        if (first) {
           committed = true;
           markFirstByte();
           sink.startStream(200, translating ? 'text/event-stream; charset=utf-8' : (headerText(response.headers['content-type']) ?? 'text/event-stream'));
@@ -299,14 +306,16 @@ export class UpstreamForwarder {
             send(complete === pending.length ? pending : pending.subarray(0, complete));
             pending = pending.subarray(complete);
           }
-          return;
+        } else {
+          let out = '';
+          for (const event of parser!.push(chunk)) {
+            assembler!.push(event);
+            out += translator!.push(event);
+          }
+          send(out);
         }
-        let out = '';
-        for (const event of parser!.push(chunk)) {
-          assembler!.push(event);
-          out += translator!.push(event);
-        }
-        send(out);
+        // The first bytes are out (the time to first byte is kept); the rest comes at the model's pace.
+        if (first) input.onWaiting?.();
       });
       response.on('end', () => {
         if (!committed) {
