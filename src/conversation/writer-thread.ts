@@ -21,6 +21,8 @@ export interface WriterThreadEvents {
   triggerFailed(trigger: string, message: string): void;
   /** The thread died; turns are written on the proxy's thread from now on. */
   died(error: Error): void;
+  /** Turns could not be sent over; they were written on the proxy's thread. */
+  sendFailed(error: Error): void;
 }
 
 /**
@@ -80,7 +82,20 @@ export class TurnWriterThread {
     if (this.outbox.length === 0 || !this.alive) return;
     const request: WriterRequest = { type: 'turns', turns: this.outbox };
     this.outbox = [];
-    this.worker.postMessage(request);
+    try {
+      this.worker.postMessage(request);
+    } catch (error) {
+      // A turn that cannot be copied over (it should not happen: turns are plain data) is written here.
+      this.events.sendFailed(error instanceof Error ? error : new Error(String(error)));
+      for (const turn of request.turns) this.writeHereInstead(turn.id);
+    }
+  }
+
+  private writeHereInstead(id: string): void {
+    const entry = this.waiting.get(id);
+    if (!entry) return;
+    this.waiting.delete(id);
+    this.fallback(entry.turn).then(entry.resolve, entry.reject);
   }
 
   forgetWrittenSegments(): void {
@@ -126,9 +141,7 @@ export class TurnWriterThread {
     if (this.sendTimer) clearTimeout(this.sendTimer);
     this.outbox = [];
     this.events.died(error);
-    const unconfirmed = [...this.waiting.values()];
-    this.waiting.clear();
-    for (const entry of unconfirmed) this.fallback(entry.turn).then(entry.resolve, entry.reject);
+    for (const id of [...this.waiting.keys()]) this.writeHereInstead(id);
   }
 }
 

@@ -214,6 +214,7 @@ export class MetaclawRuntime {
       enqueued: () => this.runner.wake(),
       triggerFailed: (trigger, message) => this.runner.triggerFailed(trigger, new Error(message)),
       died: (error) => this.logger.error({ err: error }, 'the turn writer thread stopped; turns are written on the main thread from now on'),
+      sendFailed: (error) => this.logger.error({ err: error }, 'turns could not be handed to the turn writer thread; they were written on the main thread'),
     });
   }
 
