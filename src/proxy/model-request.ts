@@ -59,7 +59,10 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
     // Registered now, so /v1/requests/{id} and shutdown wait for it; built when the proxy is idle.
     const record = new Promise<void>((resolve) =>
       deps.afterServing.defer(() => {
-        recordTurn(deps, { requestId, format, request, raw, received, signals, userRequest, scope, strippedKeys, augmentation, result, stream, startedAt, started, finished, body }).then(resolve);
+        recordTurn(deps, { requestId, format, request, raw, received, signals, userRequest, scope, strippedKeys, augmentation, result, stream, startedAt, started, finished, body }).then(resolve, (error: unknown) => {
+          deps.logger.error({ err: error, request_id: requestId }, 'could not record the turn; the client was served anyway');
+          resolve();
+        });
         deps.logger.info({ request_id: requestId, session: signals.sessionId, turn: signals.turnType, format, upstream: result.upstream?.name, status: result.status, outcome: result.outcome, attempts: result.attempts, ms: Math.round(finished - started) }, 'request finished');
       }),
     );
