@@ -28,6 +28,28 @@ function extractorReplies(decide: (request: RecordedRequest) => unknown): (reque
   return (request) => JSON.stringify(decide(request));
 }
 
+/** Over 16 KB with it, a body is stored as a skeleton pointing at shared parts (system prompt, messages). */
+const LARGE_SYSTEM_PROMPT = 'You are a careful assistant who keeps notes tidy and answers briefly. '.repeat(400);
+
+/** The database file and its WAL, as bytes: what forgetting must leave without a trace. */
+function databaseBytes(home: string): Buffer {
+  const wal = join(home, 'metaclaw.db-wal');
+  return Buffer.concat([readFileSync(join(home, 'metaclaw.db')), existsSync(wal) ? readFileSync(wal) : Buffer.alloc(0)]);
+}
+
+/** A proxy that learns standing instructions from raw turns only (no extractor), for the forgetting tests. */
+async function withForgettingProxy(run: (context: { proxy: ProxyHandle; client: OpenAI; home: string }) => Promise<void>): Promise<void> {
+  const upstream = await ScriptedUpstream.start();
+  const home = tempHome();
+  const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false }, skills: { auto_evolve: false } } });
+  try {
+    await run({ proxy, client: new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 }), home });
+  } finally {
+    await proxy.dispose();
+    await upstream.close();
+  }
+}
+
 describe('memory over HTTP and in the prompt', () => {
   test('scopes never mix, through the API and through injection', async () => {
     const upstream = await ScriptedUpstream.start();
@@ -219,11 +241,7 @@ describe('memory over HTTP and in the prompt', () => {
   });
 
   test('a forgotten memory is gone from the database file: row, index, turns, WAL', async () => {
-    const upstream = await ScriptedUpstream.start();
-    const home = tempHome();
-    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false }, skills: { auto_evolve: false } } });
-    try {
-      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    await withForgettingProxy(async ({ proxy, client, home }) => {
       const secret = 'Never mention the zanzibarquux project to anyone outside the team.';
       await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: secret }] }, { headers: { 'X-Session-Id': 'forget-me' } });
       await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: secret }, { role: 'assistant', content: 'Understood.' }, { role: 'user', content: 'ok, next topic' }] }, { headers: { 'X-Session-Id': 'forget-me' } });
@@ -232,24 +250,15 @@ describe('memory over HTTP and in the prompt', () => {
       assert.deepEqual(deleted.body, { id: rule.id, deleted: true });
       assert.equal((await api(proxy, 'GET', `/v1/memory/${rule.id}`)).status, 404);
       assert.deepEqual(await search(proxy, 'zanzibarquux', 'default'), []);
-      const wal = join(home, 'metaclaw.db-wal');
-      const bytes = Buffer.concat([readFileSync(join(home, 'metaclaw.db')), existsSync(wal) ? readFileSync(wal) : Buffer.alloc(0)]);
+      const bytes = databaseBytes(home);
       assert.equal(bytes.includes('zanzibarquux'), false, 'no trace in the database file, its index or its WAL');
       assert.equal(bytes.includes('zanzibarquux'.toUpperCase()), false);
-    } finally {
-      await proxy.dispose();
-      await upstream.close();
-    }
+    });
   });
 
   test('forgetting scrubs large bodies whose shared parts held the text, and every turn of the session stays readable', async () => {
-    const upstream = await ScriptedUpstream.start();
-    const home = tempHome();
-    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false }, skills: { auto_evolve: false } } });
-    try {
-      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
-      // Over 16 KB: bodies are stored as skeletons pointing at shared parts (system prompt, messages).
-      const system = 'You are a careful assistant who keeps notes tidy and answers briefly. '.repeat(400);
+    await withForgettingProxy(async ({ proxy, client, home }) => {
+      const system = LARGE_SYSTEM_PROMPT;
       const secret = 'Never mention the quuxwobble merger to anyone outside the team.';
       const first = await client.chat.completions.create({ model: 'm', messages: [{ role: 'system', content: system }, { role: 'user', content: secret }] }, { headers: { 'X-Session-Id': 'forget-large' } }).withResponse();
       const second = await client.chat.completions
@@ -265,22 +274,14 @@ describe('memory over HTTP and in the prompt', () => {
         assert.equal(explained.received.body.messages[0]!.content, system, 'the untouched parts are intact');
         assert.equal(JSON.stringify(explained).includes('quuxwobble'), false, `${id} no longer holds the text`);
       }
-      const wal = join(home, 'metaclaw.db-wal');
-      const bytes = Buffer.concat([readFileSync(join(home, 'metaclaw.db')), existsSync(wal) ? readFileSync(wal) : Buffer.alloc(0)]);
+      const bytes = databaseBytes(home);
       assert.equal(bytes.includes('quuxwobble'), false, 'no trace in the database file or its WAL');
-    } finally {
-      await proxy.dispose();
-      await upstream.close();
-    }
+    });
   });
 
   test('after forgetting, an agent that resends the same large conversation still gets a readable record (deleted parts are stored again)', async () => {
-    const upstream = await ScriptedUpstream.start();
-    const home = tempHome();
-    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false }, skills: { auto_evolve: false } } });
-    try {
-      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
-      const system = 'You are a careful assistant who keeps notes tidy and answers briefly. '.repeat(400);
+    await withForgettingProxy(async ({ proxy, client }) => {
+      const system = LARGE_SYSTEM_PROMPT;
       const secret = 'Never mention the zorblatt acquisition to anyone outside the team.';
       const messages = [{ role: 'system' as const, content: system }, { role: 'user' as const, content: secret }];
       await client.chat.completions.create({ model: 'm', messages }, { headers: { 'X-Session-Id': 'forget-resend' } });
@@ -294,10 +295,7 @@ describe('memory over HTTP and in the prompt', () => {
       assert.ok(explained.received.body, 'the resent body is readable');
       assert.equal(explained.received.body.messages[1]!.content, secret);
       assert.equal(explained.received.body.messages[0]!.content, system);
-    } finally {
-      await proxy.dispose();
-      await upstream.close();
-    }
+    });
   });
 
   test('with embeddings: a unit is embedded into sqlite-vec and found; forgetting removes its vector bytes from the file', async () => {
@@ -311,10 +309,7 @@ describe('memory over HTTP and in the prompt', () => {
     const raw = bagOfWords(text);
     const norm = Math.sqrt(raw.reduce((sum, value) => sum + value * value, 0));
     const stored = Buffer.from(new Float32Array(raw.map((value) => value / norm)).buffer);
-    const fileBytes = () => {
-      const wal = join(home, 'metaclaw.db-wal');
-      return Buffer.concat([readFileSync(join(home, 'metaclaw.db')), existsSync(wal) ? readFileSync(wal) : Buffer.alloc(0)]);
-    };
+    const fileBytes = () => databaseBytes(home);
     try {
       const added = await api(proxy, 'POST', '/v1/memory', { scope: 'vectors', type: 'semantic', content: text });
       assert.equal(added.status, 201);

@@ -88,7 +88,7 @@ export class ConversationStore {
   }
 
   /** Writes every turn queued on this thread now, in one transaction. */
-  flush(): void {
+  private flush(): void {
     this.cancelScheduledWrites();
     this.write(this.pending.splice(0));
   }

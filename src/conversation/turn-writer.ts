@@ -111,7 +111,7 @@ export class TurnWriter {
   }
 
   /** An agent started a new conversation: the other open sessions of the same lineage are over. */
-  endOtherSessionsInLineage(lineage: string, currentSessionId: string): string[] {
+  private endOtherSessionsInLineage(lineage: string, currentSessionId: string): string[] {
     const ended: string[] = [];
     for (const { id } of this.statements.openInLineage.all(lineage, currentSessionId)) {
       if (this.endSession(id, 'reset')) ended.push(id);
