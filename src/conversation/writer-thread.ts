@@ -4,6 +4,8 @@ import type { FinishedTurn, JsonBody } from './types.js';
 
 /** Turns are sent over in groups: each message wakes the writer's thread, which has a cost of its own. */
 const SEND_EVERY_TURNS = 8;
+/** …or once their bodies add up to this many characters (one agent turn of 60 KB does). */
+const SEND_AT_CHARS = 32_000;
 
 /** What the main thread sends the turn writer. */
 export type WriterRequest = { type: 'turns'; turns: FinishedTurn[] } | { type: 'stop' };
@@ -37,6 +39,7 @@ export class TurnWriterThread {
   private readonly worker: Worker;
   private readonly waiting = new Map<string, { turn: FinishedTurn; resolve: () => void; reject: (error: unknown) => void }>();
   private outbox: FinishedTurn[] = [];
+  private outboxChars = 0;
   private sendTimer: NodeJS.Timeout | undefined;
   private alive = true;
   private stopped: Promise<void> | undefined;
@@ -70,8 +73,10 @@ export class TurnWriterThread {
   record(turn: FinishedTurn): Promise<void> {
     return new Promise((resolve, reject) => {
       this.waiting.set(turn.id, { turn, resolve, reject });
-      this.outbox.push(forTransfer(turn));
-      if (this.outbox.length >= SEND_EVERY_TURNS) this.send();
+      const sent = forTransfer(turn);
+      this.outbox.push(sent);
+      this.outboxChars += textLength(sent);
+      if (this.outbox.length >= SEND_EVERY_TURNS || this.outboxChars >= SEND_AT_CHARS) this.send();
       else this.sendTimer ??= setTimeout(() => this.send(), BATCH_WINDOW_MS);
     });
   }
@@ -82,6 +87,7 @@ export class TurnWriterThread {
     if (this.outbox.length === 0 || !this.alive) return;
     const request: WriterRequest = { type: 'turns', turns: this.outbox };
     this.outbox = [];
+    this.outboxChars = 0;
     try {
       this.worker.postMessage(request);
     } catch (error) {
@@ -153,4 +159,8 @@ function forTransfer(turn: FinishedTurn): FinishedTurn {
 
 function asText(body: JsonBody): JsonBody {
   return { text: body.text ?? JSON.stringify(body.object) };
+}
+
+function textLength(turn: FinishedTurn): number {
+  return (turn.payload.received.text?.length ?? 0) + (turn.payload.forwarded?.text?.length ?? 0);
 }
