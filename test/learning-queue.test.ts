@@ -124,6 +124,24 @@ describe('the durable learning queue', () => {
     db.close();
   });
 
+  test('under steady traffic, jobs do not run back to back in the short gaps between requests', async () => {
+    const db = openDatabase(databasePath());
+    const queue = new JobQueue(db, 'test', 3);
+    let activity = 0;
+    const runner = new LearningRunner(queue, new LearningBudget(db, 0), silentLogger(), { concurrency: 1, pollMs: 20, yieldTo: { activity: () => activity, quietMs: 30, maxDeferMs: 300 } });
+    const ranAt: number[] = [];
+    runner.register({ kind: 'plain.job', usesLlm: false, run: async () => void ranAt.push(Date.now()) });
+    const traffic = setInterval(() => activity++, 10); // a request every 10 ms: gaps, but never 30 ms quiet
+    runner.start();
+    for (let index = 0; index < 3; index++) runner.enqueue('plain.job', {});
+    await waitFor(() => ranAt.length >= 3, 5_000);
+    clearInterval(traffic);
+    const gaps = ranAt.slice(1).map((at, index) => at - ranAt[index]!);
+    assert.ok(gaps.every((gap) => gap >= 250), `each job waited for the deferral limit again (gaps ${gaps.join(', ')} ms)`);
+    await runner.stop();
+    db.close();
+  });
+
   test('jobs wait while requests keep arriving, run once the proxy is quiet, and still run under endless load', async () => {
     const db = openDatabase(databasePath());
     const queue = new JobQueue(db, 'test', 3);

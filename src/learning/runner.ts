@@ -73,6 +73,8 @@ export class LearningRunner {
   private timer: NodeJS.Timeout | undefined;
   private active = false;
   private lastActivity = Number.NaN;
+  /** When the counter was last seen to move (as seen by a tick: never earlier than the move). */
+  private lastActivityChange = 0;
   private deferredSince: number | undefined;
   private readonly stats: Omit<RunnerStats, 'running' | 'pausedReason'> = { completed: 0, failed: 0, deadLettered: 0, triggerFailures: 0, lastErrors: [] };
 
@@ -159,15 +161,20 @@ export class LearningRunner {
   }
 
   /**
-   * True while requests are being served (the counter moved since the last look), until jobs have
-   * waited `maxDeferMs`: then one round runs, so learning keeps up under sustained load too.
+   * True while requests are being served (the counter moved within the last `quietMs`), until jobs
+   * have waited `maxDeferMs`: then one round runs, so learning keeps up under sustained load too.
+   * Quiet is measured from the last move, not from the last look: a look right after a job (a
+   * millisecond later) would otherwise find nothing new and start the next job, and jobs then ran
+   * back to back through every short gap between requests, each in the way of the next request.
    */
   private serving(yieldTo: NonNullable<RunnerOptions['yieldTo']>): boolean {
     const activity = yieldTo.activity();
-    const moved = activity !== this.lastActivity;
-    this.lastActivity = activity;
     const now = Date.now();
-    if (!moved) {
+    if (activity !== this.lastActivity) {
+      this.lastActivity = activity;
+      this.lastActivityChange = now;
+    }
+    if (now - this.lastActivityChange >= yieldTo.quietMs) {
       this.deferredSince = undefined;
       return false;
     }
