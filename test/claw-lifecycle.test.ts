@@ -194,14 +194,19 @@ describe('metaclaw uninstall', () => {
   });
 });
 
+/** A user with no agent wired, the proxy started in front of the learning-aware upstream, and a client for it. */
+async function startedPlainUser(): Promise<{ user: User; base: string; client: OpenAI }> {
+  const user = await newUser({ claw_type: 'none' });
+  upstream.defaultHandler = learningAwareUpstream({});
+  assert.equal((await user.cli(['start'])).code, 0);
+  const base = `http://127.0.0.1:${user.port}`;
+  return { user, base, client: new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused' }) };
+}
+
 describe('POST /v1/sessions/{id}/end', () => {
   test('ends a session the proxy saw (learning runs), is idempotent, and 404s an unknown one', async () => {
-    const user = await newUser({ claw_type: 'none' });
-    upstream.defaultHandler = learningAwareUpstream({});
-    assert.equal((await user.cli(['start'])).code, 0);
+    const { user, base, client } = await startedPlainUser();
     try {
-      const base = `http://127.0.0.1:${user.port}`;
-      const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused' });
       // OpenClaw's affinity header carries a call counter: the session is the part before it.
       await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'Set up a cron job that rotates logs nightly.' }] }, { headers: { session_id: 'oc-session-1:3' } });
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -225,12 +230,8 @@ describe('POST /v1/sessions/{id}/end', () => {
   });
 
   test('a session ended right after its last turn is found and stays ended (the turn is written first)', async () => {
-    const user = await newUser({ claw_type: 'none' });
-    upstream.defaultHandler = learningAwareUpstream({});
-    assert.equal((await user.cli(['start'])).code, 0);
+    const { user, base, client } = await startedPlainUser();
     try {
-      const base = `http://127.0.0.1:${user.port}`;
-      const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused' });
       await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'Rotate the logs and tell me when done.' }] }, { headers: { session_id: 'oc-session-2:1' } });
       const ended = await fetch(`${base}/v1/sessions/oc-session-2/end`, { method: 'POST' });
       assert.equal(ended.status, 200, 'the session of a turn answered a moment ago is known');

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { JobQueue, LearningBudget, LearningRunner } from '../src/learning/index.js';
 import { silentLogger } from '../src/logging/index.js';
-import { openDatabase } from '../src/store/index.js';
+import { openDatabase, type Db } from '../src/store/index.js';
 import { REPO, tempHome, waitFor } from './support/proxy.js';
 
 const homes: string[] = [];
@@ -126,16 +126,12 @@ describe('the durable learning queue', () => {
 
   test('under steady traffic, jobs do not run back to back in the short gaps between requests', async () => {
     const db = openDatabase(databasePath());
-    const queue = new JobQueue(db, 'test', 3);
-    let activity = 0;
-    const runner = new LearningRunner(queue, new LearningBudget(db, 0), silentLogger(), { concurrency: 1, pollMs: 20, yieldTo: { activity: () => activity, quietMs: 30, maxDeferMs: 300 } });
-    const ranAt: number[] = [];
-    runner.register({ kind: 'plain.job', usesLlm: false, run: async () => void ranAt.push(Date.now()) });
-    const traffic = setInterval(() => activity++, 10); // a request every 10 ms: gaps, but never 30 ms quiet
+    // A request every 10 ms: gaps, but never 30 ms quiet.
+    const { runner, ranAt, stopTraffic } = runnerUnderTraffic(db, 10, 300);
     runner.start();
     for (let index = 0; index < 3; index++) runner.enqueue('plain.job', {});
     await waitFor(() => ranAt.length >= 3, 5_000);
-    clearInterval(traffic);
+    stopTraffic();
     const gaps = ranAt.slice(1).map((at, index) => at - ranAt[index]!);
     assert.ok(gaps.every((gap) => gap >= 250), `each job waited for the deferral limit again (gaps ${gaps.join(', ')} ms)`);
     await runner.stop();
@@ -144,22 +140,27 @@ describe('the durable learning queue', () => {
 
   test('jobs wait while requests keep arriving, run once the proxy is quiet, and still run under endless load', async () => {
     const db = openDatabase(databasePath());
-    const queue = new JobQueue(db, 'test', 3);
-    let activity = 0;
-    const runner = new LearningRunner(queue, new LearningBudget(db, 0), silentLogger(), { concurrency: 1, pollMs: 20, yieldTo: { activity: () => activity, quietMs: 30, maxDeferMs: 400 } });
-    const ranAt: number[] = [];
-    runner.register({ kind: 'plain.job', usesLlm: false, run: async () => void ranAt.push(Date.now()) });
-    const traffic = setInterval(() => activity++, 5); // a request every 5 ms
+    const { runner, ranAt, stopTraffic } = runnerUnderTraffic(db, 5, 400); // a request every 5 ms
     runner.start();
     const started = Date.now();
     runner.enqueue('plain.job', {});
     runner.enqueue('plain.job', {});
     await waitFor(() => ranAt.length >= 1, 3_000);
     assert.ok(ranAt[0]! - started >= 350, `the first job waited for the deferral limit (${ranAt[0]! - started} ms)`);
-    clearInterval(traffic);
+    stopTraffic();
     await waitFor(() => ranAt.length >= 2, 3_000);
     assert.ok(ranAt[1]! - ranAt[0]! < 350, 'once the traffic stops, the next job does not wait for the limit');
     await runner.stop();
     db.close();
   });
 });
+
+/** A runner that yields to a request counter bumped every `everyMs` (quiet after 30 ms), and the times its jobs ran. */
+function runnerUnderTraffic(db: Db, everyMs: number, maxDeferMs: number) {
+  let activity = 0;
+  const runner = new LearningRunner(new JobQueue(db, 'test', 3), new LearningBudget(db, 0), silentLogger(), { concurrency: 1, pollMs: 20, yieldTo: { activity: () => activity, quietMs: 30, maxDeferMs } });
+  const ranAt: number[] = [];
+  runner.register({ kind: 'plain.job', usesLlm: false, run: async () => void ranAt.push(Date.now()) });
+  const traffic = setInterval(() => activity++, everyMs);
+  return { runner, ranAt, stopTraffic: () => clearInterval(traffic) };
+}
