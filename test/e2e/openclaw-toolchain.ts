@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 
 export const OPENCLAW_VERSION = '2026.9.6';
 export const NODE24_VERSION = '24.22.3';
@@ -18,10 +18,12 @@ export interface OpenclawToolchain {
   openclawBin: string;
 }
 
-function npmInstall(folder: string, spec: string): void {
+/** `npm install` into `folder`; with `nodeBin`, npm and every install script run on that Node. */
+function npmInstall(folder: string, spec: string, nodeBin?: string): void {
   mkdirSync(folder, { recursive: true });
   if (!existsSync(join(folder, 'package.json'))) writeFileSync(join(folder, 'package.json'), '{"name":"metaclaw-e2e-cache","private":true}\n');
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--save-exact', spec], { cwd: folder, stdio: ['ignore', 'ignore', 'inherit'], timeout: 15 * 60_000 });
+  const env = nodeBin ? { ...process.env, PATH: `${nodeBin}${delimiter}${process.env['PATH'] ?? ''}` } : process.env;
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--save-exact', spec], { cwd: folder, env, stdio: ['ignore', 'ignore', 'inherit'], timeout: 15 * 60_000 });
 }
 
 export function ensureOpenclaw(): OpenclawToolchain {
@@ -32,7 +34,8 @@ export function ensureOpenclaw(): OpenclawToolchain {
   const done = join(root, `.complete-node-${NODE24_VERSION}`);
   if (existsSync(done) && existsSync(join(toolchain.nodeBin, 'node')) && existsSync(join(toolchain.openclawBin, 'openclaw'))) return toolchain;
   npmInstall(join(root, 'node24'), `${nodePackage}@${NODE24_VERSION}`);
-  npmInstall(root, `openclaw@${OPENCLAW_VERSION}`);
+  // OpenClaw's preinstall refuses Node 20: npm and its scripts must run on the Node 24 just fetched.
+  npmInstall(root, `openclaw@${OPENCLAW_VERSION}`, toolchain.nodeBin);
   writeFileSync(done, `${new Date().toISOString()}\n`);
   return toolchain;
 }
