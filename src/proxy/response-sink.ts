@@ -25,7 +25,16 @@ export class ResponseSink implements ClientSink {
     return this.response.headersSent;
   }
 
+  /**
+   * Every write is guarded: a second answer, or a write after the end or after the client left,
+   * is dropped instead of throwing out of an event handler (which would end the process).
+   */
+  private get writable(): boolean {
+    return !this.response.writableEnded && !this.response.destroyed;
+  }
+
   sendComplete(status: number, contentType: string, body: string | Buffer): void {
+    if (this.response.headersSent || !this.writable) return;
     this.response.writeHead(status, {
       'content-type': contentType,
       'content-length': Buffer.byteLength(body),
@@ -35,6 +44,7 @@ export class ResponseSink implements ClientSink {
   }
 
   startStream(status: number, contentType: string): void {
+    if (this.response.headersSent || !this.writable) return;
     this.response.writeHead(status, {
       'content-type': contentType,
       'cache-control': 'no-cache',
@@ -44,6 +54,7 @@ export class ResponseSink implements ClientSink {
   }
 
   write(chunk: string | Buffer): boolean {
+    if (!this.writable) return true;
     return this.response.write(chunk);
   }
 
@@ -57,6 +68,6 @@ export class ResponseSink implements ClientSink {
   }
 
   end(): void {
-    this.response.end();
+    if (this.writable) this.response.end();
   }
 }

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import type { ApiFormat } from '../types/index.js';
+import { sendError } from './error-response.js';
 import { handleModelRequest } from './model-request.js';
 import { createRoutes } from './routes.js';
 import type { ProxyDeps } from './types.js';
@@ -21,15 +22,26 @@ export function createProxyServer(deps: ProxyDeps): http.Server {
       const query = url.indexOf('?');
       const format = MODEL_ROUTES.get(query === -1 ? url : url.slice(0, query));
       if (format) {
-        void handleModelRequest(deps, format, request, response);
+        handleModelRequest(deps, format, request, response).catch((error: unknown) => lastResort(deps, format, response, error));
         return;
       }
     }
-    void routes(request, response);
+    Promise.resolve(routes(request, response)).catch((error: unknown) => lastResort(deps, 'openai', response, error));
   });
   // Streams can run for minutes; only the request head must arrive promptly.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
   server.keepAliveTimeout = 65_000;
   return server;
+}
+
+/** A handler that threw past its own error handling: the client still gets an error, the proxy goes on. */
+function lastResort(deps: ProxyDeps, format: ApiFormat, response: http.ServerResponse, error: unknown): void {
+  deps.stats.proxyErrors++;
+  deps.logger.error({ err: error }, 'request handler failed; the proxy keeps serving');
+  try {
+    sendError(response, format, error);
+  } catch {
+    response.destroy();
+  }
 }

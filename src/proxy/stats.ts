@@ -10,6 +10,8 @@ export class ProxyStats {
   streamsBroken = 0;
   clientAborts = 0;
   recordFailures = 0;
+  /** Errors that escaped every handler and reached the process's last-resort handler. */
+  uncaughtErrors = 0;
   inputTokens = 0;
   outputTokens = 0;
   private readonly recentErrors: Array<{ at: string; request_id: string; status: number | null; error: string }> = [];
@@ -32,6 +34,7 @@ export class ProxyStats {
         stream_broken: this.streamsBroken,
         client_aborted: this.clientAborts,
         record_failures: this.recordFailures,
+        uncaught: this.uncaughtErrors,
       },
       tokens: { input: this.inputTokens, output: this.outputTokens },
       last_errors: [...this.recentErrors],

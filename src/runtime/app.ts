@@ -114,6 +114,21 @@ export class MetaclawRuntime {
     return this.options.config;
   }
 
+  /**
+   * An error that escaped every handler (a bug in one request's path, a failed timer) is logged,
+   * counted and shown in /status; the process keeps serving, because every agent's access to its
+   * LLM goes through it.
+   */
+  private readonly lastResort = (error: unknown): void => {
+    this.stats.uncaughtErrors++;
+    this.stats.rememberError('-', null, `uncaught: ${errorMessage(error)}`);
+    try {
+      this.logger.error({ err: error }, 'an error escaped its handler; the proxy keeps serving');
+    } catch {
+      process.stderr.write(`metaclaw: an error escaped its handler (${errorMessage(error)}); the proxy keeps serving\n`);
+    }
+  };
+
   /** Adds a context provider (skills, memory). Call before start; order is injection order. */
   addContextProvider(provider: ContextProvider): void {
     this.providers.push(provider);
@@ -155,6 +170,8 @@ export class MetaclawRuntime {
       server.listen(values['proxy.port'], values['proxy.host'], () => resolve());
     });
     this.server = server;
+    process.on('uncaughtException', this.lastResort);
+    process.on('unhandledRejection', this.lastResort);
     writePidFile(paths.pidFile, { pid: process.pid, host: values['proxy.host'], port: values['proxy.port'], startedAt: new Date(this.startedAt).toISOString(), version: VERSION });
     this.startTurnWriter();
     this.runner.start();
@@ -183,7 +200,13 @@ export class MetaclawRuntime {
       server.closeIdleConnections();
       const deadline = Date.now() + values['proxy.shutdown_timeout_seconds'] * 1000;
       while (this.stats.active > 0 && Date.now() < deadline) await sleep(50);
-      if (this.stats.active > 0) this.logger.warn({ active: this.stats.active }, 'cutting requests still running at the shutdown deadline');
+      if (this.stats.active > 0) {
+        this.logger.warn({ active: this.stats.active }, 'cutting requests still running at the shutdown deadline');
+        // Each client is told, in its own API's error shape, instead of seeing a stream that just stops.
+        this.forwarder.abortInFlight(`MetaClaw is shutting down: the request was cut after proxy.shutdown_timeout_seconds (${values['proxy.shutdown_timeout_seconds']} s).`);
+        const flushed = Date.now() + 1_000;
+        while (this.stats.active > 0 && Date.now() < flushed) await sleep(10);
+      }
       server.closeAllConnections();
       await closed;
     }
@@ -200,6 +223,8 @@ export class MetaclawRuntime {
       this.logger.error({ err: error }, 'closing the database failed');
     }
     removePidFile(paths.pidFile, process.pid);
+    process.off('uncaughtException', this.lastResort);
+    process.off('unhandledRejection', this.lastResort);
     this.logger.info('stopped');
     await new Promise<void>((resolve) => this.logger.flush(() => resolve()));
   }

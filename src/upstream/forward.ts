@@ -73,6 +73,12 @@ export interface ForwarderOptions {
   userAgent: string;
 }
 
+/** An answer being read: its result, and how to end it early (shutdown). */
+interface AnswerReading {
+  result: Promise<AttemptResult>;
+  abort: (message: string) => void;
+}
+
 type AttemptResult =
   | { type: 'finished'; status: number; outcome: ForwardOutcome; error: string | null; response: AssembledResponse | null }
   | { type: 'retryable'; reason: string; status?: number; contentType?: string; body?: Buffer; retryAfterMs?: number; timedOut?: boolean }
@@ -91,6 +97,11 @@ const PASSED_HEADERS: Record<ApiFormat, readonly string[]> = {
  * midway ends with the client API's own error event.
  */
 export class UpstreamForwarder {
+  /** How to end each attempt still running; used only at shutdown. */
+  private readonly inFlight = new Set<(message: string) => void>();
+  /** Set once shutdown cut the requests in flight: no new attempt starts. */
+  private closingMessage: string | undefined;
+
   constructor(
     private readonly targets: readonly UpstreamTarget[],
     private readonly options: ForwarderOptions,
@@ -131,6 +142,13 @@ export class UpstreamForwarder {
         if (sink.closed) return { status: null, outcome: 'client_aborted', error: 'client disconnected', upstream: target, attempts, forwardedBody, response: null, firstByteMs };
         attempts++;
         const result = await this.attempt(target, input, body, sink, markFirstByte);
+        if (result.type === 'retryable' && (sink.closed || sink.committed)) {
+          // Something already reached the client (or it left): a retry would answer twice.
+          return this.endCommitted(input, sink, result.reason, { attempts, forwardedBody, upstream: target, firstByteMs });
+        }
+        if (result.type === 'retryable' && this.closingMessage !== undefined) {
+          return this.failWith(input, sink, 503, this.closingMessage, { attempts, forwardedBody, upstream: target, firstByteMs });
+        }
         if (result.type === 'finished') {
           if (result.outcome === 'ok' && !target.apiKey) this.credentialMemory?.remember(target.name, input.credentials);
           return { status: result.status, outcome: result.outcome, error: result.error, upstream: target, attempts, forwardedBody, response: result.response, firstByteMs };
@@ -158,6 +176,24 @@ export class UpstreamForwarder {
     return this.failWith(input, sink, status, message, { attempts, forwardedBody, upstream: lastTarget, firstByteMs });
   }
 
+  /** An attempt failed after the client had bytes or left: end what was sent with an error event, never retry. */
+  private endCommitted(input: ForwardInput, sink: ClientSink, reason: string, context: Pick<ForwardResult, 'attempts' | 'forwardedBody' | 'upstream' | 'firstByteMs'>): ForwardResult {
+    if (sink.closed) return { status: null, outcome: 'client_aborted', error: 'client disconnected', response: null, ...context };
+    const message = `The upstream stream broke before it finished (${reason}).`;
+    sink.write(streamErrorFrame(input.clientFormat, { kind: 'api_error', message, code: 'upstream_stream_broken' }));
+    sink.end();
+    return { status: 200, outcome: 'stream_broken', error: reason, response: null, ...context };
+  }
+
+  /**
+   * Ends every request still in flight: a stream gets the client API's error event, a request not
+   * yet answered a 503, and nothing is retried from here on (for shutdown, after the grace period).
+   */
+  abortInFlight(message: string): void {
+    this.closingMessage = message;
+    for (const abort of [...this.inFlight]) abort(message);
+  }
+
   private failWith(input: ForwardInput, sink: ClientSink, status: number, message: string, context: Pick<ForwardResult, 'attempts' | 'forwardedBody' | 'upstream' | 'firstByteMs'>): ForwardResult {
     if (!sink.closed && !sink.committed) {
       sink.sendComplete(status, 'application/json', errorBodyText(input.clientFormat, { kind: kindForStatus(status), message, code: status === 504 ? 'upstream_timeout' : 'upstream_unreachable' }));
@@ -178,30 +214,45 @@ export class UpstreamForwarder {
   private attempt(target: UpstreamTarget, input: ForwardInput, body: string, sink: ClientSink, markFirstByte: () => void): Promise<AttemptResult> {
     return new Promise<AttemptResult>((resolve) => {
       let settled = false;
+      /**
+       * Once a 2xx answer is being read, its reader owns the outcome: the request's own errors and
+       * the client's close are its to handle (one owner, so a broken stream is never retried and a
+       * client that leaves keeps what was relayed on its record).
+       */
+      let answering: ((message: string) => void) | undefined;
+      const abort = (message: string) => {
+        if (answering) answering(message);
+        else request.destroy(new Error(message));
+      };
       const settle = (result: AttemptResult) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        this.inFlight.delete(abort);
         resolve(result);
       };
       const request = requestUpstream(endpointUrl(target), { method: 'POST', headers: this.buildHeaders(target, input, body) });
+      this.inFlight.add(abort);
       const timer = setTimeout(() => {
         request.destroy(new Error(`no response within ${Math.round(this.options.timeoutMs / 100) / 10} s`));
         settle({ type: 'retryable', reason: `no response within ${Math.round(this.options.timeoutMs / 100) / 10} s`, timedOut: true });
       }, this.options.timeoutMs);
       sink.onClose(() => {
-        if (settled) return;
+        if (settled || answering) return;
         request.destroy();
         settle({ type: 'finished', status: 499, outcome: 'client_aborted', error: 'client disconnected', response: null });
       });
-      request.on('error', (error) => settle({ type: 'retryable', reason: errorMessage(error) }));
+      request.on('error', (error) => {
+        if (!answering) settle({ type: 'retryable', reason: errorMessage(error) });
+      });
       request.on('response', (response) => {
         clearTimeout(timer);
         const status = response.statusCode ?? 502;
         const contentType = headerText(response.headers['content-type']) ?? 'application/json';
         if (status >= 200 && status < 300) {
-          if (contentType.includes('text/event-stream')) this.relayStream(target, input, response, sink, markFirstByte).then(settle, (error) => settle({ type: 'retryable', reason: errorMessage(error) }));
-          else this.deliverComplete(target, input, response, status, contentType, sink, markFirstByte).then(settle, (error) => settle({ type: 'retryable', reason: errorMessage(error) }));
+          const reading = contentType.includes('text/event-stream') ? this.relayStream(target, input, response, sink, markFirstByte) : this.deliverComplete(target, input, response, status, contentType, sink, markFirstByte);
+          answering = reading.abort;
+          reading.result.then(settle, (error) => settle({ type: 'retryable', reason: errorMessage(error) }));
           return;
         }
         readResponseBody(response, 1024 * 1024).then(
@@ -220,7 +271,13 @@ export class UpstreamForwarder {
   }
 
   /** A complete (non-stream) answer: read it whole, translate if the formats differ, send it. */
-  private async deliverComplete(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, status: number, contentType: string, sink: ClientSink, markFirstByte: () => void): Promise<AttemptResult> {
+  private deliverComplete(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, status: number, contentType: string, sink: ClientSink, markFirstByte: () => void): AnswerReading {
+    const abort = (message: string) => response.destroy(new Error(message));
+    sink.onClose(() => response.destroy());
+    return { abort, result: this.readComplete(target, input, response, status, contentType, sink, markFirstByte) };
+  }
+
+  private async readComplete(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, status: number, contentType: string, sink: ClientSink, markFirstByte: () => void): Promise<AttemptResult> {
     const idle = this.idleGuard(response);
     let raw: Buffer;
     try {
@@ -255,8 +312,9 @@ export class UpstreamForwarder {
    * Relays a stream chunk by chunk. Same format: the upstream's bytes, whole events at a time, with
    * the side copy parsed after the end. Other format: each event translated as it arrives.
    */
-  private relayStream(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, sink: ClientSink, markFirstByte: () => void): Promise<AttemptResult> {
-    return new Promise<AttemptResult>((resolve) => {
+  private relayStream(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, sink: ClientSink, markFirstByte: () => void): AnswerReading {
+    let abort: (message: string) => void = () => undefined;
+    const result = new Promise<AttemptResult>((resolve) => {
       const translating = target.format !== input.clientFormat;
       const includeUsage = isRecord(input.body['stream_options']) && input.body['stream_options']['include_usage'] === true;
       const translator = !translating ? undefined : input.clientFormat === 'openai' ? new AnthropicToOpenAIStream({ includeUsage }) : new OpenAIToAnthropicStream({});
@@ -285,73 +343,91 @@ export class UpstreamForwarder {
       };
       const idle = setTimeout(() => response.destroy(new Error(`upstream sent nothing for ${Math.round(this.options.timeoutMs / 1000)} s`)), this.options.timeoutMs);
 
+      /** Ends the stream early: retried if nothing was sent, else closed with the client API's error event. */
+      const stop = (reason: string, clientMessage: string, outcome: ForwardOutcome) => {
+        if (finished) return;
+        response.destroy();
+        if (!committed) {
+          finish({ type: 'retryable', reason });
+          return;
+        }
+        send(translating ? translator!.fail(clientMessage) : streamErrorFrame(input.clientFormat, { kind: 'api_error', message: clientMessage, code: outcome === 'stream_broken' ? 'upstream_stream_broken' : 'proxy_shutting_down' }));
+        if (!sink.closed) sink.end();
+        this.logger.warn({ request_id: input.requestId, upstream: target.name, reason }, 'stream ended before the upstream finished');
+        finish({ type: 'finished', status: 200, outcome, error: reason, response: assembled() });
+      };
+      const broken = (error?: Error) => {
+        const reason = error ? errorMessage(error) : 'upstream connection closed mid-stream';
+        stop(reason, `The upstream stream broke before it finished (${reason}).`, 'stream_broken');
+      };
+      abort = (message) => stop(message, message, 'proxy_error');
+
       sink.onClose(() => {
         if (finished) return;
         response.destroy();
         finish({ type: 'finished', status: 200, outcome: 'client_aborted', error: 'client disconnected mid-stream', response: assembled() });
       });
       response.on('data', (chunk: Buffer) => {
-        idle.refresh();
-        const first = !committed;
-        if (first) {
-          committed = true;
-          markFirstByte();
-          sink.startStream(200, translating ? 'text/event-stream; charset=utf-8' : (headerText(response.headers['content-type']) ?? 'text/event-stream'));
-        }
-        if (!translating) {
-          rawChunks.push(chunk);
-          pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-          const complete = completeEventsLength(pending);
-          if (complete > 0) {
-            send(complete === pending.length ? pending : pending.subarray(0, complete));
-            pending = pending.subarray(complete);
+        if (finished) return;
+        try {
+          idle.refresh();
+          const first = !committed;
+          if (first) {
+            committed = true;
+            markFirstByte();
+            sink.startStream(200, translating ? 'text/event-stream; charset=utf-8' : (headerText(response.headers['content-type']) ?? 'text/event-stream'));
           }
-        } else {
-          let out = '';
-          for (const event of parser!.push(chunk)) {
-            assembler!.push(event);
-            out += translator!.push(event);
+          if (!translating) {
+            rawChunks.push(chunk);
+            pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+            const complete = completeEventsLength(pending);
+            if (complete > 0) {
+              send(complete === pending.length ? pending : pending.subarray(0, complete));
+              pending = pending.subarray(complete);
+            }
+          } else {
+            let out = '';
+            for (const event of parser!.push(chunk)) {
+              assembler!.push(event);
+              out += translator!.push(event);
+            }
+            send(out);
           }
-          send(out);
+          // The first bytes are out (the time to first byte is kept); the rest comes at the model's pace.
+          if (first) input.onWaiting?.();
+        } catch (error) {
+          broken(error instanceof Error ? error : new Error(String(error)));
         }
-        // The first bytes are out (the time to first byte is kept); the rest comes at the model's pace.
-        if (first) input.onWaiting?.();
       });
       response.on('end', () => {
+        if (finished) return;
         if (!committed) {
           finish({ type: 'retryable', reason: 'upstream ended the stream without sending anything' });
           return;
         }
-        if (!translating) send(pending);
-        else {
-          let out = '';
-          for (const event of parser!.end()) {
-            assembler!.push(event);
-            out += translator!.push(event);
+        try {
+          if (!translating) send(pending);
+          else {
+            let out = '';
+            for (const event of parser!.end()) {
+              assembler!.push(event);
+              out += translator!.push(event);
+            }
+            send(out + translator!.finish());
           }
-          send(out + translator!.finish());
+        } catch (error) {
+          broken(error instanceof Error ? error : new Error(String(error)));
+          return;
         }
         if (!sink.closed) sink.end();
         finish(() => ({ type: 'finished', status: 200, outcome: 'ok', error: null, response: assembled() }));
       });
-      const broken = (error?: Error) => {
-        if (finished) return;
-        const reason = error ? errorMessage(error) : 'upstream connection closed mid-stream';
-        if (!committed) {
-          finish({ type: 'retryable', reason });
-          return;
-        }
-        const message = `The upstream stream broke before it finished (${reason}).`;
-        send(translating ? translator!.fail(message) : streamErrorFrame(input.clientFormat, { kind: 'api_error', message, code: 'upstream_stream_broken' }));
-        if (!sink.closed) sink.end();
-        this.logger.warn({ request_id: input.requestId, upstream: target.name, reason }, 'upstream stream broke midway');
-        finish({ type: 'finished', status: 200, outcome: 'stream_broken', error: reason, response: assembled() });
-      };
       response.on('error', broken);
       response.on('close', () => {
         if (!response.complete) broken();
       });
     });
+    return { result, abort: (message) => abort(message) };
   }
 
   private idleGuard(response: IncomingMessage): NodeJS.Timeout {

@@ -217,3 +217,13 @@ class CollectingResponse {
   }
   end(): void {}
 }
+
+/** Starts a stream, sends `keepEvents` of it, then goes silent with the connection left open. */
+export function stallMidStream(format: 'openai' | 'anthropic', text: string, keepEvents: number): Handler {
+  return async (request, response) => {
+    const fake = new CollectingResponse();
+    await (format === 'openai' ? openAIReply({ text, pieces: 6 }) : anthropicReply({ text, pieces: 6 }))({ ...request, body: { ...request.body, stream: true } }, fake as unknown as ServerResponse);
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (const event of fake.text.split('\n\n').filter(Boolean).slice(0, keepEvents)) response.write(`${event}\n\n`);
+  };
+}
