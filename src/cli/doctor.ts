@@ -103,7 +103,7 @@ function checkDisk(config: LoadedConfig, checks: Check[]): void {
     const stats = statfsSync(folder);
     const free = stats.bavail * stats.bsize;
     const text = `${(free / 1024 / MIB).toFixed(1)} GiB free for ${config.home}`;
-    if (free < 100 * MIB) checks.push({ name: 'disk', verdict: 'fail', detail: text, fix: 'free some space: recording turns and learning stop when the disk is full' });
+    if (free < 100 * MIB) checks.push({ name: 'disk', verdict: 'fail', detail: text, fix: 'free some space: on a full disk the proxy keeps serving, but recording and learning pause until space is freed' });
     else if (free < 1024 * MIB) checks.push({ name: 'disk', verdict: 'warn', detail: text, fix: 'less than 1 GiB left; lower store.payload_retention_days or free some space' });
     else checks.push({ name: 'disk', verdict: 'pass', detail: text });
   } catch (error) {
@@ -197,6 +197,11 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
     const learning = (status['learning'] ?? {}) as { dead_lettered?: number; paused_reason?: string | null };
     const queue = (status['queue'] ?? {}) as Record<string, number>;
     const detail = `running at ${base} (version ${String(status['version'])}, ${String(status['mode'])} mode, queue ${queue['queued'] ?? 0} queued)`;
+    const store = (status['store'] ?? {}) as { writable?: boolean; paused_since?: string | null; last_error?: { code?: string; message?: string } | null; recording?: { held?: number } };
+    if (store.writable === false) {
+      checks.push({ name: 'proxy', verdict: 'fail', detail: `${detail}; it cannot write its store since ${store.paused_since} (${store.last_error?.code}: ${store.last_error?.message}): it serves your agent, but ${store.recording?.held ?? 0} turn(s) wait to be recorded and learning is paused`, fix: `free some space on the disk holding ${config.home}; recording and learning resume by themselves` });
+      return { base, headers, status };
+    }
     if ((learning.dead_lettered ?? 0) > 0) checks.push({ name: 'proxy', verdict: 'warn', detail: `${detail}; ${learning.dead_lettered} learning job(s) failed for good`, fix: 'see `metaclaw status` and the log for why (often the learning LLM rejects the request)' });
     else if (learning.paused_reason) checks.push({ name: 'proxy', verdict: 'warn', detail: `${detail}; learning is paused: ${learning.paused_reason}` });
     else checks.push({ name: 'proxy', verdict: 'pass', detail });

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, statfsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LoadedConfig } from '../config/index.js';
@@ -113,7 +113,7 @@ async function startDaemon(config: LoadedConfig, options: StartOptions): Promise
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  const log = readTail(outputFile, outputStart);
+  const log = readTail(outputFile, outputStart) || diskFullNote(paths.home);
   if (exited === undefined) {
     throw new CliExit(`MetaClaw did not answer at ${base}/healthz within ${waitMs / 1000} s (pid ${child.pid}); see ${outputFile} and ${paths.logFile}.${log ? `\n${log}` : ''}`);
   }
@@ -140,6 +140,21 @@ function entryArguments(): string[] {
   const main = fileURLToPath(new URL('./main.js', import.meta.url));
   if (import.meta.url.endsWith('.ts')) return ['--import', 'tsx', fileURLToPath(new URL('./main.ts', import.meta.url))];
   return [main];
+}
+
+/**
+ * Why a daemon could leave no word at all: its output file sits on the same disk as its data, and
+ * a full disk swallows both. Says so plainly instead of pointing at an empty file.
+ */
+function diskFullNote(home: string): string {
+  try {
+    const stats = statfsSync(home);
+    const free = stats.bavail * stats.bsize;
+    if (free >= 1024 * 1024) return '';
+    return `The disk holding ${home} is full (${Math.round(free / 1024)} KiB free): MetaClaw cannot write its database, pid file or logs there. Free some space (or set METACLAW_HOME to a folder on another disk) and start again.`;
+  } catch {
+    return '';
+  }
 }
 
 function fileSize(path: string): number {

@@ -1,4 +1,5 @@
 import type { Logger } from '../logging/index.js';
+import type { StoreHealth } from '../store/index.js';
 import type { ConversationStore } from './store.js';
 
 /**
@@ -12,6 +13,7 @@ export class IdleSessionSweeper {
     private readonly store: ConversationStore,
     private readonly idleTimeoutMs: number,
     private readonly logger: Logger,
+    private readonly health?: StoreHealth,
   ) {}
 
   start(): void {
@@ -27,12 +29,13 @@ export class IdleSessionSweeper {
   }
 
   sweep(now = Date.now()): string[] {
+    if (this.health && !this.health.writable) return []; // swept again once the store can be written
     try {
       const ended = this.store.endIdleSessions(now - this.idleTimeoutMs);
       if (ended.length > 0) this.logger.info({ sessions: ended }, 'sessions ended after idle timeout');
       return ended;
     } catch (error) {
-      this.logger.error({ err: error }, 'idle session sweep failed');
+      if (!this.health?.report('maintenance', error)) this.logger.error({ err: error }, 'idle session sweep failed');
       return [];
     }
   }

@@ -12,7 +12,7 @@ export type WriterRequest = { type: 'turns'; turns: FinishedTurn[] } | { type: '
 
 /** What the turn writer answers: which turns are committed, and what their listeners did. */
 export type WriterReply =
-  | { type: 'written'; ids: string[]; errors: Array<{ id: string; message: string }>; enqueued: string[]; triggerFailures: Array<{ trigger: string; message: string }> }
+  | { type: 'written'; ids: string[]; errors: Array<{ id: string; message: string; code?: string }>; enqueued: string[]; triggerFailures: Array<{ trigger: string; message: string }> }
   | { type: 'stopped' };
 
 /** Where the thread reports what happened on its side. */
@@ -127,14 +127,15 @@ export class TurnWriterThread {
       this.alive = false;
       return;
     }
-    const failed = new Map(reply.errors.map((error) => [error.id, error.message]));
+    const failed = new Map(reply.errors.map((error) => [error.id, error]));
     for (const id of [...reply.ids, ...failed.keys()]) {
       const entry = this.waiting.get(id);
       if (!entry) continue;
       this.waiting.delete(id);
-      const message = failed.get(id);
-      if (message === undefined) entry.resolve();
-      else entry.reject(new Error(message));
+      const error = failed.get(id);
+      // The code (SQLITE_FULL …) crosses too: it tells a full disk from a turn that cannot be written.
+      if (error === undefined) entry.resolve();
+      else entry.reject(Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code }));
     }
     if (reply.enqueued.length > 0) this.events.enqueued(reply.enqueued);
     for (const failure of reply.triggerFailures) this.events.triggerFailed(failure.trigger, failure.message);

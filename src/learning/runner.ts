@@ -1,6 +1,7 @@
 import type { SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logging/index.js';
+import type { StoreHealth } from '../store/index.js';
 import type { LearningBudget } from './budget.js';
 import type { EnqueueOptions, Job, JobQueue } from './queue.js';
 
@@ -48,6 +49,8 @@ export interface RunnerOptions {
    * finishing within `quietMs`), jobs wait, but never more than `maxDeferMs` at a time.
    */
   yieldTo?: { activity(): number; quietMs: number; maxDeferMs: number };
+  /** While the store cannot be written (a full disk), no job starts; outcomes that could not be saved are saved when it can. */
+  storage?: StoreHealth;
 }
 
 export interface RunnerStats {
@@ -77,6 +80,8 @@ export class LearningRunner {
   private lastActivityChange = 0;
   private deferredSince: number | undefined;
   private readonly stats: Omit<RunnerStats, 'running' | 'pausedReason'> = { completed: 0, failed: 0, deadLettered: 0, triggerFailures: 0, lastErrors: [] };
+  /** Queue writes (a job done, failed or put back) that met a storage error, saved once the store can be written. */
+  private unsaved: Array<() => void> = [];
 
   constructor(
     private readonly queue: JobQueue,
@@ -87,6 +92,7 @@ export class LearningRunner {
     this.leaseMs = options.leaseMs ?? 10 * 60_000;
     this.pollMs = options.pollMs ?? 1_000;
     this.jobTimeoutMs = options.jobTimeoutMs ?? 30 * 60_000;
+    options.storage?.onRecovered(() => this.storageRecovered());
   }
 
   register(handler: JobHandler): void {
@@ -120,12 +126,13 @@ export class LearningRunner {
     while (this.running.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     for (const [jobId, controller] of this.running) {
       controller.abort(new Error('shutting down'));
-      this.queue.release(jobId);
+      this.saveOrKeep(() => this.queue.release(jobId), false);
     }
   }
 
   snapshot(): RunnerStats {
-    return { ...this.stats, lastErrors: [...this.stats.lastErrors], running: this.running.size, pausedReason: this.budget.pauseReason() };
+    const storagePaused = this.options.storage && !this.options.storage.writable ? 'the store cannot be written (see store in /status); learning resumes by itself' : undefined;
+    return { ...this.stats, lastErrors: [...this.stats.lastErrors], running: this.running.size, pausedReason: storagePaused ?? this.budget.pauseReason() };
   }
 
   /** Runs ready jobs now instead of at the next poll. */
@@ -147,6 +154,8 @@ export class LearningRunner {
       this.schedule(yieldTo.quietMs);
       return;
     }
+    // The store is being probed; the runner is woken when it can be written again.
+    if (this.options.storage && !this.options.storage.writable) return;
     try {
       const kinds = this.leasableKinds();
       while (this.running.size < this.options.concurrency) {
@@ -155,7 +164,7 @@ export class LearningRunner {
         void this.execute(job);
       }
     } catch (error) {
-      this.logger.error({ err: error }, 'learning queue poll failed');
+      if (!this.options.storage?.report('learning', error)) this.logger.error({ err: error }, 'learning queue poll failed');
     }
     this.schedule(this.pollMs);
   }
@@ -197,7 +206,7 @@ export class LearningRunner {
     this.running.set(job.id, controller);
     let tokens = 0;
     const logger = this.logger.child({ job: job.id, kind: job.kind, attempt: job.attempts });
-    const heartbeat = setInterval(() => this.queue.extendLease(job.id, this.leaseMs), Math.max(1_000, this.leaseMs / 3));
+    const heartbeat = setInterval(() => this.saveOrKeep(() => this.queue.extendLease(job.id, this.leaseMs), false), Math.max(1_000, this.leaseMs / 3));
     heartbeat.unref();
     const timeout = setTimeout(() => controller.abort(new Error(`job exceeded ${Math.round(this.jobTimeoutMs / 1000)} s`)), this.jobTimeoutMs);
     timeout.unref();
@@ -213,7 +222,7 @@ export class LearningRunner {
     try {
       await handler.run(job.payload, context);
       if (!this.running.has(job.id)) return; // released during shutdown
-      this.queue.complete(job.id, tokens);
+      this.saveOrKeep(() => this.queue.complete(job.id, tokens));
       this.stats.completed++;
       // Jobs without LLM calls (one raw-turn job per proxied turn) would double the log's volume.
       if (handler.usesLlm) logger.info({ tokens }, 'learning job done');
@@ -221,7 +230,12 @@ export class LearningRunner {
     } catch (error) {
       if (!this.running.has(job.id) || (!this.active && controller.signal.aborted)) return;
       const message = errorMessage(error);
-      const verdict = this.queue.fail(job, message, { retryable: !(error instanceof PermanentJobError), tokensUsed: tokens });
+      if (this.options.storage?.report('learning', error)) {
+        // The job did not fail: the store did. It runs again, without losing an attempt, once the store can be written.
+        this.saveOrKeep(() => this.queue.release(job.id));
+        return;
+      }
+      const verdict = this.failJob(job, message, { retryable: !(error instanceof PermanentJobError), tokensUsed: tokens });
       this.stats.failed++;
       if (verdict === 'dead') this.stats.deadLettered++;
       this.rememberError(job, message);
@@ -232,6 +246,34 @@ export class LearningRunner {
       this.running.delete(job.id);
       if (this.active) this.schedule(0);
     }
+  }
+
+  /**
+   * A queue write that may meet a full disk: such a failure pauses learning (StoreHealth) and the
+   * write is kept to be saved once the store can be written (`keep`), instead of escaping a timer
+   * or a job's promise and ending the process.
+   */
+  private saveOrKeep(write: () => void, keep = true): void {
+    try {
+      write();
+    } catch (error) {
+      if (!this.options.storage?.report('learning', error)) throw error;
+      if (keep) this.unsaved.push(write);
+    }
+  }
+
+  /** Records a failed job; if the store cannot take it now, it is recorded later and counts as a retry. */
+  private failJob(job: Job, message: string, options: { retryable: boolean; tokensUsed: number }): 'retry' | 'dead' {
+    const verdicts: Array<'retry' | 'dead'> = [];
+    this.saveOrKeep(() => void verdicts.push(this.queue.fail(job, message, options)));
+    return verdicts[0] ?? 'retry';
+  }
+
+  private storageRecovered(): void {
+    const writes = this.unsaved;
+    this.unsaved = [];
+    for (const write of writes) this.saveOrKeep(write);
+    this.wake();
   }
 
   private rememberError(job: Job, error: string): void {

@@ -1,6 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import pino, { type Logger } from 'pino';
+import { LogFile } from './log-file.js';
 
 export type { Logger } from 'pino';
 
@@ -50,19 +49,13 @@ export interface LoggerOptions {
 }
 
 /**
- * Structured JSON-lines logger. The file is written in 4 KB batches with one plain write each (a
- * page-cache write of a few µs, every dozen requests or so), and at least every half second so
- * `tail -f` stays current; pino flushes at exit, shutdown flushes too. Asynchronous writes cost
- * more: each one went through libuv's thread pool and woke a thread on this 2-core machine.
+ * Structured JSON-lines logger. The file is written synchronously in batches (log-file.ts):
+ * asynchronous writes cost more, each one went through libuv's thread pool and woke a thread on
+ * this 2-core machine.
  */
 export function createLogger(options: LoggerOptions): Logger {
   const streams: pino.StreamEntry[] = [];
-  if (options.file) {
-    mkdirSync(dirname(options.file), { recursive: true });
-    const file = pino.destination({ dest: options.file, sync: true, mkdir: true, minLength: 4_096 });
-    setInterval(() => file.flush(), 500).unref();
-    streams.push({ level: options.level as pino.Level, stream: file });
-  }
+  if (options.file) streams.push({ level: options.level as pino.Level, stream: new LogFile(options.file) });
   if (options.stdout || !options.file) streams.push({ level: options.level as pino.Level, stream: pino.destination({ dest: 1, sync: false }) });
   const settings: pino.LoggerOptions = {
     level: options.level,
@@ -80,3 +73,5 @@ export function createLogger(options: LoggerOptions): Logger {
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
+
+export { LogFile, stderrLine } from './log-file.js';

@@ -3,6 +3,7 @@ import type { HttpBindings } from '@hono/node-server';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { AuthenticationError, MetaclawError, NotFoundError, PayloadTooLargeError } from '../errors.js';
 import { errorBodyText } from '../shared/api-errors.js';
+import { storageErrorCode } from '../store/index.js';
 import { sessionIdCandidates, type TurnDetail } from '../conversation/index.js';
 import { formatForHeaders } from './error-response.js';
 import { newRequestId } from './model-request.js';
@@ -65,6 +66,10 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     const format = formatForHeaders(c.env.incoming.headers);
     if (error instanceof MetaclawError) {
       return c.body(errorBodyText(format, { kind: error.kind, message: error.message, code: error.code, param: error.param ?? null }), error.status as ContentfulStatusCode, { 'content-type': 'application/json' });
+    }
+    if (deps.health.report('api', error)) {
+      const message = `MetaClaw cannot write its store right now (${storageErrorCode(error)}); nothing was changed. Serving goes on; recording and learning resume once the store can be written (see /status).`;
+      return c.body(errorBodyText(format, { kind: 'overloaded_error', message, code: 'store_unavailable' }), 503, { 'content-type': 'application/json', 'retry-after': '30' });
     }
     deps.stats.proxyErrors++;
     deps.logger.error({ err: error, path: c.req.path }, 'route failed');

@@ -3,6 +3,7 @@ import type { HttpBindings } from '@hono/node-server';
 import type { ContextPlanner } from '../context/index.js';
 import type { ConversationStore } from '../conversation/index.js';
 import type { Logger } from '../logging/index.js';
+import type { StoreHealth } from '../store/index.js';
 import type { ApiFormat } from '../types/index.js';
 import type { ClientCredentials, ModelList, UpstreamForwarder } from '../upstream/index.js';
 import type { AfterServing } from './after-serving.js';
@@ -29,4 +30,6 @@ export interface ProxyDeps {
   pendingRecords: Map<string, Promise<void>>;
   /** Where the turn record and log line of a finished request wait for an idle moment. */
   afterServing: AfterServing;
+  /** Whether the store can be written (a full disk pauses recording and learning, never serving). */
+  health: StoreHealth;
 }

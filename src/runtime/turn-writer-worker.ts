@@ -67,9 +67,14 @@ function writeSome(): void {
   const reply: WriterReply = {
     type: 'written',
     ids: batch.filter((_, index) => errors[index] === undefined).map((turn) => turn.id),
-    errors: batch.flatMap((turn, index) => (errors[index] === undefined ? [] : [{ id: turn.id, message: errorMessage(errors[index]) }])),
+    errors: batch.flatMap((turn, index) => (errors[index] === undefined ? [] : [{ id: turn.id, message: errorMessage(errors[index]), ...errorCode(errors[index]) }])),
     enqueued: enqueued.splice(0),
     triggerFailures: triggerFailures.splice(0),
   };
   port.postMessage(reply);
+}
+
+function errorCode(error: unknown): { code?: string } {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' ? { code } : {};
 }

@@ -4,25 +4,56 @@
  * Here it runs beside them on its own connection: SQLite lets a PASSIVE checkpoint proceed while
  * the main connection reads and commits.
  */
+import { statSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 
 interface CheckpointWorkerData {
   databasePath: string;
   intervalMs: number;
+  /** A WAL file past this size is checkpointed and truncated at once (bytes). */
+  walLimitBytes: number;
 }
 
-const { databasePath, intervalMs } = workerData as CheckpointWorkerData;
+const { databasePath, intervalMs, walLimitBytes } = workerData as CheckpointWorkerData;
+const walPath = `${databasePath}-wal`;
 const db = new Database(databasePath, { fileMustExist: true });
 db.pragma('busy_timeout = 1000');
 
-const timer = setInterval(() => {
+/** How often the WAL's size is looked at: a stat costs microseconds, a checkpoint milliseconds. */
+const WATCH_MS = 250;
+let lastPassive = Date.now();
+
+/**
+ * A PASSIVE checkpoint copies what it can without waiting for anyone, but under steady traffic
+ * some reader always holds an older snapshot, so the WAL never starts over and only grows (457 MB
+ * for a 6.7 MB database after 2,000 requests in 2.5 s). Past the limit a TRUNCATE checkpoint waits
+ * for those readers (new readers read the database file meanwhile), copies everything and cuts
+ * the file to zero: the WAL stays within the limit and its disk space is given back.
+ */
+function tick(): void {
+  const now = Date.now();
+  let walBytes = 0;
   try {
-    db.pragma('wal_checkpoint(PASSIVE)');
-  } catch (error) {
-    parentPort?.postMessage({ type: 'error', message: error instanceof Error ? error.message : String(error) });
+    walBytes = statSync(walPath).size;
+  } catch {
+    return; // no WAL file: nothing to checkpoint
   }
-}, intervalMs);
+  try {
+    if (walBytes > walLimitBytes) {
+      const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number; checkpointed: number }>;
+      lastPassive = now;
+      parentPort?.postMessage({ type: 'truncated', walBytes, busy: result?.busy ?? 0 });
+    } else if (now - lastPassive >= intervalMs) {
+      db.pragma('wal_checkpoint(PASSIVE)');
+      lastPassive = now;
+    }
+  } catch (error) {
+    parentPort?.postMessage({ type: 'error', message: error instanceof Error ? error.message : String(error), code: (error as { code?: unknown }).code });
+  }
+}
+
+const timer = setInterval(tick, Math.min(WATCH_MS, intervalMs));
 
 parentPort?.on('message', (message: unknown) => {
   if (message !== 'stop') return;

@@ -2,3 +2,4 @@ export { openDatabase, migrate, schemaVersion, checkIntegrity, type Db, type Ope
 export { MIGRATIONS, type Migration } from './migrations.js';
 export { StateStore } from './state.js';
 export { WalCheckpointer } from './checkpointer.js';
+export { StoreHealth, isStorageError, storageErrorCode, type StorageArea, type StoreHealthStatus } from './health.js';
