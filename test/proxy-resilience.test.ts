@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -120,4 +122,54 @@ describe('a stream the client leaves, and a stream cut by stop', () => {
       }
     });
   }
+});
+
+describe('a proxy killed under load', () => {
+  test('every answer a client received before kill -9 is recorded after the next start (turn journal)', async () => {
+    const upstream = await ScriptedUpstream.start();
+    // A few milliseconds per answer keep eight requests in flight at any moment.
+    upstream.defaultHandler = async (request, response) => {
+      await new Promise((resolve) => setTimeout(resolve, 3));
+      await openAIReply({ text: `answer to ${request.body.messages.at(-1).content}` })(request, response);
+    };
+    const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    try {
+      const pid = JSON.parse(readFileSync(join(proxy.home, 'metaclaw.pid'), 'utf8')).pid as number;
+      const answered: string[] = [];
+      let next = 0;
+      let killed = false;
+      const worker = async () => {
+        while (next < 200) {
+          const index = next++;
+          try {
+            const response = await fetch(`${proxy.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `question ${index}` }] }) });
+            const body = (await response.json()) as any;
+            if (response.status === 200 && body.choices[0].message.content === `answer to question ${index}`) answered.push(response.headers.get('x-metaclaw-request-id')!);
+          } catch {
+            // the proxy is gone: this request was not answered
+          }
+          if (answered.length >= 100 && !killed) {
+            killed = true;
+            process.kill(pid, 'SIGKILL');
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, worker));
+      assert.ok(killed && answered.length >= 100 && answered.length < 200, `killed mid-burst after ${answered.length} answers`);
+
+      const restarted = await proxy.cli(['start', '--no-wire']);
+      assert.equal(restarted.code, 0, restarted.stderr);
+      const missing = await waitFor(async () => {
+        const lost: string[] = [];
+        for (const id of answered) if ((await fetch(`${proxy.url}/v1/requests/${id}`)).status !== 200) lost.push(id);
+        return lost.length === 0 ? lost : undefined;
+      }, 20_000, 200).catch(() => undefined);
+      assert.ok(missing, 'no answered turn is missing from the record after the restart');
+      const explained = (await (await fetch(`${proxy.url}/v1/requests/${answered.at(-1)}`)).json()) as any;
+      assert.match(explained.outcome.response.text, /^answer to question/);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
 });

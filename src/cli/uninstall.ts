@@ -51,7 +51,8 @@ export async function uninstallCommand(options: UninstallOptions): Promise<void>
 /** Paths (absolute) that --keep-data keeps: the skill library and the database that holds memories. */
 function keptPaths(config: LoadedConfig): string[] {
   const database = config.paths.database;
-  return [config.paths.skillsDir, config.paths.memoryDir, database, `${database}-wal`, `${database}-shm`].filter((path) => isInside(config.home, path));
+  // The journal holds answered turns not yet in the database (after a crash): they are part of it.
+  return [config.paths.skillsDir, config.paths.memoryDir, database, `${database}-wal`, `${database}-shm`, config.paths.journalDir].filter((path) => isInside(config.home, path));
 }
 
 function outsideHome(config: LoadedConfig): string[] {
@@ -73,7 +74,7 @@ async function confirm(config: LoadedConfig, options: UninstallOptions, kept: st
 
 /** What MetaClaw keeps in $METACLAW_HOME (names directly inside it). */
 function metaclawEntries(config: LoadedConfig): string[] {
-  const names = new Set(['config.yaml', 'metaclaw.pid', 'logs', 'claws', 'skills', 'memory']);
+  const names = new Set(['config.yaml', 'metaclaw.pid', 'logs', 'claws', 'skills', 'memory', 'journal']);
   for (const path of [config.paths.database, `${config.paths.database}-wal`, `${config.paths.database}-shm`, config.paths.skillsDir, config.paths.memoryDir, config.paths.logDir]) {
     if (isInside(config.home, path)) names.add(relative(config.home, path).split(sep)[0]!);
   }

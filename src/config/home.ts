@@ -27,6 +27,8 @@ export interface HomePaths {
   pidFile: string;
   logDir: string;
   logFile: string;
+  /** Answered turns whose record is not committed yet (see conversation/turn-journal.ts). */
+  journalDir: string;
 }
 
 export function homePaths(home: string): HomePaths {
@@ -37,5 +39,6 @@ export function homePaths(home: string): HomePaths {
     pidFile: join(home, 'metaclaw.pid'),
     logDir: join(home, 'logs'),
     logFile: join(home, 'logs', 'metaclaw.log'),
+    journalDir: join(home, 'journal'),
   };
 }

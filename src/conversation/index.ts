@@ -1,7 +1,8 @@
 export { readTurnSignals, stripNonStandardKeys, deriveScope, sessionIdCandidates, NON_STANDARD_BODY_KEYS, type TurnSignals, type TurnType, type IdentitySource, type ScopeHints } from './signals.js';
 export { extractUserRequest, cleanUserText, type UserRequest } from './user-request.js';
 export { messageText } from './message-text.js';
-export { ConversationStore } from './store.js';
+export { ConversationStore, type ConversationStoreOptions, type RecordingCounts } from './store.js';
+export { TurnJournal } from './turn-journal.js';
 export { IdleSessionSweeper } from './sweeper.js';
 export type * from './types.js';
 export { TurnWriter, BATCH_WINDOW_MS, MAX_CHUNK_TURNS } from './turn-writer.js';

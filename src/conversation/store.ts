@@ -1,5 +1,7 @@
-import type { Db } from '../store/index.js';
+import type { Db, StoreHealth } from '../store/index.js';
+import { bodyChars, HeldTurns, withoutBodies, type HeldTurnsCounts } from './held-turns.js';
 import { decodeDocument, encodeDocument, type SegmentSource } from './payload-codec.js';
+import type { RecoveredJournal, TurnJournal } from './turn-journal.js';
 import { BATCH_WINDOW_MS, MAX_CHUNK_TURNS, TurnWriter } from './turn-writer.js';
 import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow, TurnDetail, TurnRow } from './types.js';
 import { TurnWriterThread, type WriterThreadEvents } from './writer-thread.js';
@@ -11,6 +13,29 @@ import { TurnWriterThread, type WriterThreadEvents } from './writer-thread.js';
  * around 0.4 ms.
  */
 const CHUNK_TURNS = 8;
+
+/**
+ * Bodies of turns handed to the writer and not yet committed, at most (characters). Past it, a
+ * turn is recorded without its bodies (counted): under a load the writer cannot keep up with,
+ * the backlog would otherwise grow with every request (734 MB of memory in 10 s at 2,700/s).
+ */
+const MAX_IN_FLIGHT_BODY_CHARS = 48 * 1024 * 1024;
+
+export interface ConversationStoreOptions {
+  /** Whether the store can be written; without it every write error reaches the caller. */
+  health?: StoreHealth;
+  /** Where answered turns wait until their record is committed (the running proxy only). */
+  journal?: TurnJournal;
+  /** A held or recovered turn that could not be written for good (recordTurn's callers hear of the others). */
+  failed?: (turnId: string, error: unknown) => void;
+}
+
+export interface RecordingCounts extends HeldTurnsCounts {
+  /** Turns handed to the writer and not yet committed. */
+  in_flight: number;
+  /** Turns in the journal whose record is not committed yet. */
+  journaled: number;
+}
 
 /**
  * Sessions and turn records. Finished turns are written together, from BATCH_WINDOW_MS after the
@@ -28,8 +53,14 @@ export class ConversationStore {
   private flushTimer: NodeJS.Timeout | undefined;
   private nextChunk: NodeJS.Immediate | undefined;
   private readonly segmentSource: SegmentSource;
+  private readonly held = new HeldTurns();
+  private inFlight = 0;
+  private inFlightChars = 0;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly options: ConversationStoreOptions = {},
+  ) {
     this.statements = {
       getSegment: db.prepare<[string], { json: string }>('SELECT json FROM payload_segments WHERE hash = ?'),
       pruneSegments: db.prepare<[number]>('DELETE FROM payload_segments WHERE last_used_at < ?'),
@@ -53,6 +84,7 @@ export class ConversationStore {
     };
     this.writer = new TurnWriter(db, this.listeners);
     this.segmentSource = { get: (hash) => this.statements.getSegment.get(hash)?.json };
+    options.health?.onRecovered(() => this.recordHeldTurns());
   }
 
   /** Listeners run inside the recording transaction on this thread (the writer thread builds its own). */
@@ -68,9 +100,118 @@ export class ConversationStore {
     this.thread = new TurnWriterThread(entry, workerData, events, (turn) => this.recordHere(turn));
   }
 
-  /** Records a finished turn and everything it triggers. Resolves once committed. */
+  /**
+   * Records a finished turn and everything it triggers. Resolves once committed, or once held
+   * because the store cannot be written (written by itself when it can again); rejects only for
+   * a turn that can never be written.
+   */
   recordTurn(turn: FinishedTurn): Promise<void> {
-    return this.thread?.running ? this.thread.record(turn) : this.recordHere(turn);
+    const { health, journal } = this.options;
+    if (health && !health.writable) {
+      this.held.hold(turn);
+      return Promise.resolve();
+    }
+    const chars = bodyChars(turn);
+    let sent = turn;
+    if (this.inFlightChars + chars > MAX_IN_FLIGHT_BODY_CHARS) {
+      sent = withoutBodies(turn);
+      this.held.countBodiesDropped();
+    }
+    const sentChars = sent === turn ? chars : 0;
+    this.inFlight++;
+    this.inFlightChars += sentChars;
+    const settled = () => {
+      this.inFlight--;
+      this.inFlightChars -= sentChars;
+    };
+    const written = this.thread?.running ? this.thread.record(sent) : this.recordHere(sent);
+    return written.then(
+      () => {
+        settled();
+        journal?.committed(turn.id);
+      },
+      (error: unknown) => {
+        settled();
+        if (health?.report('recording', error)) {
+          this.held.hold(sent);
+          return;
+        }
+        // A turn that can never be written is not replayed at every start either.
+        journal?.committed(turn.id);
+        throw error;
+      },
+    );
+  }
+
+  /** Appends an answered turn to the journal (see turn-journal.ts); false when there is none or it failed. */
+  journalTurn(id: string, header: unknown, request: Buffer, answer: readonly Buffer[]): boolean {
+    const journal = this.options.journal;
+    if (!journal) return false;
+    try {
+      journal.append(id, header, request, answer);
+      return true;
+    } catch (error) {
+      if (!this.options.health?.report('recording', error)) throw error;
+      return false;
+    }
+  }
+
+  /**
+   * Records the turns an earlier run journaled but did not commit (it was killed or crashed). Call
+   * once at start, before the first turn of this run is journaled. Resolves with how many turns
+   * were recorded; the journal's files are deleted once they are.
+   */
+  async recoverJournal(build: (header: unknown, request: Buffer, answer: Buffer) => FinishedTurn | undefined): Promise<{ recovered: number; skipped: number }> {
+    const journal = this.options.journal;
+    if (!journal) return { recovered: 0, skipped: 0 };
+    const earlier: RecoveredJournal = journal.readEarlier();
+    let recovered = 0;
+    let skipped = 0;
+    const writes: Array<Promise<void>> = [];
+    for (const entry of earlier.entries) {
+      const turn = build(entry.header, entry.request, entry.answer);
+      if (!turn || this.statements.turn.get(turn.id)) {
+        skipped++;
+        continue;
+      }
+      recovered++;
+      writes.push(this.recordTurn(turn).catch((error: unknown) => this.options.failed?.(turn.id, error)));
+    }
+    await Promise.all(writes);
+    journal.removeRecovered(earlier);
+    return { recovered, skipped };
+  }
+
+  /**
+   * A real write, for the store probe: the oldest held turn (on this thread), or else a tiny state
+   * row. Throws while the store cannot be written.
+   */
+  probeWrite(): void {
+    const turn = this.held.first();
+    if (!turn) {
+      this.db.prepare("INSERT INTO state(key, value) VALUES ('store.probe', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(String(Date.now()));
+      return;
+    }
+    const [error] = this.writer.write([turn]);
+    if (error !== undefined) throw error;
+    this.held.dropFirst();
+    this.options.journal?.committed(turn.id);
+  }
+
+  /** The store is writable again: what waited is written now. */
+  private recordHeldTurns(): void {
+    for (const turn of this.held.takeAll()) {
+      this.recordTurn(turn).catch((error: unknown) => this.options.failed?.(turn.id, error));
+    }
+  }
+
+  /** At a clean stop, after `drain`: the journal's files go once every turn in them is committed. */
+  closeJournal(): void {
+    this.options.journal?.close();
+  }
+
+  recordingCounts(): RecordingCounts {
+    return { ...this.held.counts(), in_flight: this.inFlight, journaled: this.options.journal?.pendingTurns ?? 0 };
   }
 
   private recordHere(turn: FinishedTurn): Promise<void> {

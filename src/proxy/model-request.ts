@@ -8,6 +8,7 @@ import type { ForwardResult } from '../upstream/index.js';
 import { readRequestBody, parseJsonObject } from './body.js';
 import { sendError } from './error-response.js';
 import { ResponseSink } from './response-sink.js';
+import type { JournalHeader, TurnBase } from './turn-journal-entry.js';
 import type { ProxyDeps } from './types.js';
 import { validateModelRequest } from './validate.js';
 
@@ -51,7 +52,9 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
     if (stream) deps.stats.streamingRequests++;
 
     const augmentation = await deps.context.augment({ format, body, userRequest, turnType: signals.turnType, scope, sessionId: signals.sessionId });
-    const sink = new ResponseSink(response, requestId);
+    const turn = { requestId, format, request, received, signals, userRequest, scope, strippedKeys, augmentation, stream, startedAt, body };
+    // The turn is journaled just before the client gets the end of its answer (see conversation/turn-journal.ts).
+    const sink = new ResponseSink(response, requestId, (status, answer) => journalTurn(deps, turn, raw, status, performance.now() - started, answer));
     const result = await deps.forwarder.forward({ requestId, clientFormat: format, body: augmentation.body, stream, clientHeaders: request.headers, credentials, onWaiting: deps.afterServing.proxyWaiting }, sink);
 
     countOutcome(deps, requestId, result);
@@ -59,7 +62,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
     // Registered now, so /v1/requests/{id} and shutdown wait for it; built when the proxy is idle.
     const record = new Promise<void>((resolve) =>
       deps.afterServing.defer(() => {
-        recordTurn(deps, { requestId, format, request, raw, received, signals, userRequest, scope, strippedKeys, augmentation, result, stream, startedAt, started, finished, body }).then(resolve, (error: unknown) => {
+        recordTurn(deps, { ...turn, raw, result, started, finished }).then(resolve, (error: unknown) => {
           deps.logger.error({ err: error, request_id: requestId }, 'could not record the turn; the client was served anyway');
           resolve();
         });
@@ -76,63 +79,83 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
   }
 }
 
-interface RecordInput {
+/** What is known of a turn before its answer: enough for the journal and, with the result, for the record. */
+interface TurnInput {
   requestId: string;
   format: ApiFormat;
   request: IncomingMessage;
-  raw: Buffer;
   received: Record<string, unknown>;
   signals: TurnSignals;
   userRequest: UserRequest;
   scope: string;
   strippedKeys: string[];
   augmentation: Augmentation;
-  result: ForwardResult;
   stream: boolean;
   startedAt: number;
+  body: Record<string, unknown>;
+}
+
+interface RecordInput extends TurnInput {
+  raw: Buffer;
+  result: ForwardResult;
   started: number;
   /** When the client had its whole answer (the record itself is written later). */
   finished: number;
-  body: Record<string, unknown>;
+}
+
+/** The turn record's fields that do not depend on the answer. */
+function turnBase(input: TurnInput): TurnBase {
+  const { signals } = input;
+  const model = typeof input.body['model'] === 'string' ? input.body['model'] : null;
+  return {
+    id: input.requestId,
+    sessionId: signals.sessionId,
+    identitySource: signals.identitySource,
+    lineage: `${input.scope}|${input.format}|${model ?? ''}`,
+    scope: input.scope,
+    turnType: signals.turnType,
+    clientFormat: input.format,
+    model,
+    stream: input.stream,
+    query: input.userRequest.text,
+    startedAt: input.startedAt,
+    startsNewConversation: input.userRequest.isReset,
+    endsSession: signals.sessionDone,
+    learning: signals.learning,
+    receivedHeaders: recordedHeaders(input.request),
+    strippedKeys: input.strippedKeys,
+    // The injected text itself is in the forwarded body; the record keeps what was chosen and why.
+    injected: injectionRecord(input.augmentation),
+  };
+}
+
+/** Appends the answered turn to the journal; a failure there never reaches the client. */
+function journalTurn(deps: ProxyDeps, input: TurnInput, raw: Buffer, status: number, durationMs: number, answer: readonly Buffer[]): void {
+  try {
+    const header: JournalHeader = { v: 1, ...turnBase(input), status, durationMs };
+    deps.conversation.journalTurn(input.requestId, header, raw, answer);
+  } catch (error) {
+    deps.logger.warn({ err: error, request_id: input.requestId }, 'could not journal the turn; it is recorded as usual');
+  }
 }
 
 /** Writes the turn and its session bookkeeping after the client has its answer. Never throws. */
 async function recordTurn(deps: ProxyDeps, input: RecordInput): Promise<void> {
-  const { signals, result } = input;
-  const model = typeof input.body['model'] === 'string' ? input.body['model'] : null;
-  const lineage = `${input.scope}|${input.format}|${model ?? ''}`;
+  const { result } = input;
+  const { receivedHeaders, strippedKeys, injected, ...base } = turnBase(input);
   const turn: FinishedTurn = {
-    id: input.requestId,
-    sessionId: signals.sessionId,
-    identitySource: signals.identitySource,
-    lineage,
-    scope: input.scope,
-    turnType: signals.turnType,
-    clientFormat: input.format,
+    ...base,
     upstreamName: result.upstream?.name ?? null,
     upstreamFormat: result.upstream?.format ?? null,
-    model: result.response?.model ?? result.upstream?.model ?? model,
-    stream: input.stream,
-    query: input.userRequest.text,
+    model: result.response?.model ?? result.upstream?.model ?? base.model,
     response: result.response,
     status: result.status,
     outcome: result.outcome,
     error: result.error,
     attempts: result.attempts,
-    startedAt: input.startedAt,
     firstByteMs: result.firstByteMs,
     durationMs: input.finished - input.started,
-    payload: {
-      received: { object: input.received, text: input.raw.toString('utf8') },
-      // The injected text itself is in the forwarded body; the record keeps what was chosen and why.
-      injected: injectionRecord(input.augmentation),
-      forwarded: result.forwardedBody,
-      receivedHeaders: recordedHeaders(input.request),
-      strippedKeys: input.strippedKeys,
-    },
-    startsNewConversation: input.userRequest.isReset,
-    endsSession: signals.sessionDone,
-    learning: signals.learning,
+    payload: { received: { object: input.received, text: input.raw.toString('utf8') }, injected, forwarded: result.forwardedBody, receivedHeaders, strippedKeys },
   };
   try {
     await deps.conversation.recordTurn(turn);

@@ -1,15 +1,23 @@
 import type { ServerResponse } from 'node:http';
 import type { ClientSink } from '../upstream/index.js';
 
+/** Called just before the last bytes of an answer go out, with all the client was sent (it must not throw). */
+export type BeforeLastBytes = (status: number, answer: readonly Buffer[]) => void;
+
 /** The client's HTTP response as upstream/ sees it: committed once headers go out, closed if the client left. */
 export class ResponseSink implements ClientSink {
   private clientGone = false;
   private readonly closeCallbacks: Array<() => void> = [];
+  private streamStatus = 200;
+  /** What a stream sent so far, kept only for `beforeLastBytes` (references, not copies). */
+  private readonly sent: Array<string | Buffer> | undefined;
 
   constructor(
     private readonly response: ServerResponse,
     private readonly requestId: string,
+    private readonly beforeLastBytes?: BeforeLastBytes,
   ) {
+    if (beforeLastBytes) this.sent = [];
     response.on('close', () => {
       if (response.writableFinished) return;
       this.clientGone = true;
@@ -35,6 +43,7 @@ export class ResponseSink implements ClientSink {
 
   sendComplete(status: number, contentType: string, body: string | Buffer): void {
     if (this.response.headersSent || !this.writable) return;
+    this.beforeLastBytes?.(status, [toBuffer(body)]);
     this.response.writeHead(status, {
       'content-type': contentType,
       'content-length': Buffer.byteLength(body),
@@ -45,6 +54,7 @@ export class ResponseSink implements ClientSink {
 
   startStream(status: number, contentType: string): void {
     if (this.response.headersSent || !this.writable) return;
+    this.streamStatus = status;
     this.response.writeHead(status, {
       'content-type': contentType,
       'cache-control': 'no-cache',
@@ -55,6 +65,7 @@ export class ResponseSink implements ClientSink {
 
   write(chunk: string | Buffer): boolean {
     if (!this.writable) return true;
+    this.sent?.push(chunk);
     return this.response.write(chunk);
   }
 
@@ -68,6 +79,12 @@ export class ResponseSink implements ClientSink {
   }
 
   end(): void {
-    if (this.writable) this.response.end();
+    if (!this.writable) return;
+    if (this.sent) this.beforeLastBytes?.(this.streamStatus, this.sent.map(toBuffer));
+    this.response.end();
   }
+}
+
+function toBuffer(chunk: string | Buffer): Buffer {
+  return typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
 }

@@ -3,14 +3,14 @@ import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import { resolveUpstreams, type LoadedConfig, type UpstreamTarget } from '../config/index.js';
 import { ContextPlanner, type ContextProvider } from '../context/index.js';
-import { ConversationStore, IdleSessionSweeper } from '../conversation/index.js';
+import { ConversationStore, IdleSessionSweeper, TurnJournal } from '../conversation/index.js';
 import { ConfigError, errorMessage } from '../errors.js';
 import { JobQueue, LearningBudget, LearningRunner } from '../learning/index.js';
 import { createLogger, type Logger } from '../logging/index.js';
-import { AfterServing, createProxyServer, memoryRoutes, ProxyAuth, ProxyStats, skillsRoutes, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import { AfterServing, createProxyServer, memoryRoutes, ProxyAuth, ProxyStats, skillsRoutes, turnFromJournal, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
 import { MemoryService } from '../memory/index.js';
 import { SkillsService } from '../skills/index.js';
-import { openDatabase, WalCheckpointer, type Db } from '../store/index.js';
+import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/index.js';
 import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
@@ -37,6 +37,8 @@ export function isLoopbackHost(host: string): boolean {
 export class MetaclawRuntime {
   readonly logger: Logger;
   readonly db: Db;
+  /** Whether the store can be written: a full disk pauses recording and learning, never serving. */
+  readonly health: StoreHealth;
   readonly conversation: ConversationStore;
   readonly queue: JobQueue;
   readonly budget: LearningBudget;
@@ -74,16 +76,35 @@ export class MetaclawRuntime {
     const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
     this.queue = new JobQueue(this.db, instanceId, values['learning.max_attempts']);
     this.budget = new LearningBudget(this.db, values['learning.daily_token_budget']);
+    this.health = new StoreHealth(this.logger);
     // Jobs run in the gaps between requests: on two cores a job running mid-request is added latency.
     this.runner = new LearningRunner(this.queue, this.budget, this.logger, {
       concurrency: values['learning.concurrency'],
       yieldTo: { activity: () => this.stats.requests + this.stats.active, quietMs: 150, maxDeferMs: 2_000 },
+      storage: this.health,
     });
-    this.conversation = new ConversationStore(this.db);
+    this.conversation = new ConversationStore(this.db, {
+      health: this.health,
+      journal: new TurnJournal(paths.journalDir),
+      failed: (turnId, error) => {
+        this.stats.recordFailures++;
+        this.stats.rememberError(turnId, null, `turn record failed: ${errorMessage(error)}`);
+        this.logger.error({ err: error, request_id: turnId }, 'could not record the turn');
+      },
+    });
+    this.health.setProbe(() => {
+      // On a full disk the WAL itself may hold the space: copied into the database and cut to zero, it gives it back.
+      try {
+        this.db.pragma('wal_checkpoint(TRUNCATE)');
+      } catch {
+        // the write below tells whether the store can be written
+      }
+      this.conversation.probeWrite();
+    });
     this.recording = recordingSettings(options.config);
     const hooks = { enqueued: () => this.runner.wake(), failed: (trigger: string, error: unknown) => this.runner.triggerFailed(trigger, error) };
     for (const listener of recordingListeners(this.db, this.queue, this.recording, hooks)) this.conversation.addListener(listener);
-    this.sweeper = new IdleSessionSweeper(this.conversation, values['session.idle_timeout_minutes'] * 60_000, this.logger);
+    this.sweeper = new IdleSessionSweeper(this.conversation, values['session.idle_timeout_minutes'] * 60_000, this.logger, this.health);
     this.targets = resolveUpstreams(options.config, options.env ?? process.env);
     this.forwarder = new UpstreamForwarder(
       this.targets,
@@ -161,6 +182,7 @@ export class MetaclawRuntime {
       routeGroups: this.routeGroups,
       pendingRecords: this.pendingRecords,
       afterServing: this.afterServing,
+      health: this.health,
     };
     const server = createProxyServer(deps);
     await new Promise<void>((resolve, reject) => {
@@ -174,6 +196,7 @@ export class MetaclawRuntime {
     process.on('unhandledRejection', this.lastResort);
     writePidFile(paths.pidFile, { pid: process.pid, host: values['proxy.host'], port: values['proxy.port'], startedAt: new Date(this.startedAt).toISOString(), version: VERSION });
     this.startTurnWriter();
+    await this.recoverJournal();
     this.runner.start();
     this.sweeper.start();
     this.checkpointer.start();
@@ -213,6 +236,8 @@ export class MetaclawRuntime {
     this.afterServing.runAll();
     await this.conversation.drain();
     await Promise.allSettled([...this.pendingRecords.values()]);
+    this.conversation.closeJournal();
+    this.health.stop();
     this.sweeper.stop();
     this.skills.close();
     await this.runner.stop();
@@ -227,6 +252,16 @@ export class MetaclawRuntime {
     process.off('unhandledRejection', this.lastResort);
     this.logger.info('stopped');
     await new Promise<void>((resolve) => this.logger.flush(() => resolve()));
+  }
+
+  /** Turns answered by an earlier run that stopped before recording them (killed, crashed) are recorded now. */
+  private async recoverJournal(): Promise<void> {
+    try {
+      const { recovered, skipped } = await this.conversation.recoverJournal(turnFromJournal);
+      if (recovered > 0) this.logger.info({ turns: recovered, already_recorded: skipped }, 'recorded turns an earlier run had answered but not recorded (turn journal)');
+    } catch (error) {
+      this.logger.error({ err: error }, 'could not read the turn journal; its files are kept for the next start');
+    }
   }
 
   /** Turn records are written on their own thread, off the request path (runtime/turn-writer-worker.ts). */
@@ -261,6 +296,7 @@ export class MetaclawRuntime {
       fallbacks: this.targets.slice(1).map(describeTarget),
       requests: this.stats.snapshot(),
       sessions: { total: sessions.sessions, open: sessions.openSessions, turns: sessions.turns },
+      store: { ...this.health.status(), recording: this.conversation.recordingCounts() },
       queue: this.queue.counts(),
       learning: {
         paused: runner.pausedReason !== undefined,
@@ -292,7 +328,7 @@ export class MetaclawRuntime {
         this.queue.pruneDone(Date.now() - 30 * 86_400_000);
         if (this.options.config.values['memory.enabled']) this.memory.scheduleHousekeeping();
       } catch (error) {
-        this.logger.error({ err: errorMessage(error) }, 'maintenance failed');
+        if (!this.health.report('maintenance', error)) this.logger.error({ err: errorMessage(error) }, 'maintenance failed');
       }
     };
     run();

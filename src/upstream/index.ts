@@ -5,3 +5,4 @@ export { isRetryableStatus, retryAfterMs, backoffDelayMs } from './retry.js';
 export { listModels, type ModelList } from './models.js';
 export { CredentialMemory } from './credential-memory.js';
 export { probeUpstream, type ProbeResult } from './probe.js';
+export { assembleAnthropicResponse, assembleOpenAIResponse, assembleStream } from './translate/index.js';

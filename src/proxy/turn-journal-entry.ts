@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import type { FinishedTurn, IdentitySource, TurnType } from '../conversation/index.js';
+import type { ApiFormat, AssembledResponse } from '../types/index.js';
+import { assembleAnthropicResponse, assembleOpenAIResponse, assembleStream } from '../upstream/index.js';
+
+/**
+ * A turn as the journal keeps it (conversation/turn-journal.ts): the record's own fields, written
+ * just before the client gets the end of its answer, with the request and the answer beside it as
+ * raw bytes. A turn rebuilt from it after a crash has no forwarded body and no upstream details.
+ */
+export type TurnBase = Omit<FinishedTurn, 'upstreamName' | 'upstreamFormat' | 'response' | 'status' | 'outcome' | 'error' | 'attempts' | 'firstByteMs' | 'durationMs' | 'payload'> & {
+  receivedHeaders: Record<string, string>;
+  strippedKeys: string[];
+  injected: unknown;
+};
+
+export interface JournalHeader extends TurnBase {
+  v: 1;
+  status: number;
+  durationMs: number;
+}
+
+const headerSchema = z.object({
+  v: z.literal(1),
+  id: z.string().min(1),
+  sessionId: z.string().min(1),
+  identitySource: z.enum(['header', 'body', 'runtime', 'fingerprint', 'none'] satisfies IdentitySource[]),
+  lineage: z.string(),
+  scope: z.string(),
+  turnType: z.enum(['main', 'side'] satisfies TurnType[]),
+  clientFormat: z.enum(['openai', 'anthropic'] satisfies ApiFormat[]),
+  model: z.string().nullable(),
+  stream: z.boolean(),
+  query: z.string(),
+  startedAt: z.number(),
+  durationMs: z.number(),
+  status: z.number().int(),
+  startsNewConversation: z.boolean(),
+  endsSession: z.boolean(),
+  learning: z.boolean(),
+  receivedHeaders: z.record(z.string(), z.string()),
+  strippedKeys: z.array(z.string()),
+  injected: z.unknown(),
+});
+
+/** The turn an earlier run journaled; undefined for an entry that does not parse (skipped). */
+export function turnFromJournal(header: unknown, request: Buffer, answer: Buffer): FinishedTurn | undefined {
+  const parsed = headerSchema.safeParse(header);
+  if (!parsed.success) return undefined;
+  const entry = parsed.data;
+  const answered = entry.status >= 200 && entry.status < 300;
+  const response = answered ? assembleAnswer(entry.clientFormat, entry.stream, answer) : null;
+  const brokenStream = answered && entry.stream && hasErrorEvent(answer);
+  const { v: _version, receivedHeaders, strippedKeys, injected, status, durationMs, ...base } = entry;
+  return {
+    ...base,
+    upstreamName: null,
+    upstreamFormat: null,
+    model: response?.model ?? base.model,
+    response,
+    status,
+    outcome: !answered ? 'upstream_error' : brokenStream ? 'stream_broken' : 'ok',
+    error: answered && !brokenStream ? null : 'recovered from the turn journal after the proxy stopped abruptly; the answer was an error',
+    attempts: 1,
+    firstByteMs: null,
+    durationMs,
+    payload: { received: { text: request.toString('utf8') }, injected: injected ?? null, forwarded: null, receivedHeaders, strippedKeys },
+  };
+}
+
+/** The answer as the client got it (in the client's format), reduced for the record. */
+function assembleAnswer(format: ApiFormat, stream: boolean, answer: Buffer): AssembledResponse | null {
+  if (stream) return assembleStream(format, answer);
+  let body: unknown;
+  try {
+    body = JSON.parse(answer.toString('utf8'));
+  } catch {
+    return null;
+  }
+  return format === 'openai' ? assembleOpenAIResponse(body) : assembleAnthropicResponse(body);
+}
+
+function hasErrorEvent(answer: Buffer): boolean {
+  const text = answer.toString('utf8');
+  return text.includes('event: error') || /^data: \{"error":/m.test(text);
+}
