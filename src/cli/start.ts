@@ -72,6 +72,10 @@ async function startDaemon(config: LoadedConfig, options: StartOptions): Promise
   if (existing && isProcessAlive(existing.pid)) {
     const existingBase = baseUrl(existing.host, existing.port);
     if (await isHealthy(existingBase)) {
+      // A second proxy cannot share the home's database and pid file: say where the running one is.
+      if (existing.port !== values['proxy.port']) {
+        throw new CliExit(`MetaClaw is already running (pid ${existing.pid}) at ${existingBase}, on port ${existing.port}, not ${values['proxy.port']}; run \`metaclaw stop\` first to move it to port ${values['proxy.port']}.`);
+      }
       print(`MetaClaw is already running (pid ${existing.pid}) at ${existingBase}.`);
       return true;
     }
