@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { VERSION } from '../version.js';
-import { CliExit } from './context.js';
+import { CliExit, printError } from './context.js';
 
 // `metaclaw skills list | head` closes the pipe early: that is not an error.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
@@ -131,7 +131,7 @@ try {
   await program.parseAsync(process.argv);
 } catch (error) {
   if (error instanceof CliExit) {
-    if (error.message) process.stderr.write(`${error.message}\n`);
+    if (error.message) printError(error.message);
     process.exit(error.code);
   }
   throw error;
