@@ -79,6 +79,7 @@ program
   .option('-c, --config <path>', 'config file')
   .option('--json', 'machine-readable output')
   .option('--no-canary', 'skip the end-to-end canary request')
+  .option('--fix', 'make $METACLAW_HOME (0700) and a config file holding keys (0600) readable by you alone')
   .action(async (options) => (await import('./doctor.js')).doctorCommand(options));
 
 program

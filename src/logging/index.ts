@@ -59,7 +59,7 @@ export function createLogger(options: LoggerOptions): Logger {
   const streams: pino.StreamEntry[] = [];
   if (options.file) {
     mkdirSync(dirname(options.file), { recursive: true });
-    const file = pino.destination({ dest: options.file, sync: true, mkdir: true, minLength: 4_096 });
+    const file = pino.destination({ dest: options.file, sync: true, mkdir: true, minLength: 4_096, mode: 0o600 });
     setInterval(() => file.flush(), 500).unref();
     streams.push({ level: options.level as pino.Level, stream: file });
   }
