@@ -87,6 +87,23 @@ describe('metaclaw start / status / stop', () => {
     await runCli(['stop'], { home });
   });
 
+  test('start on another port while the proxy runs names the port it runs on and exits 1; on the same port it says already running and exits 0', async () => {
+    const home = newHome();
+    const port = await freePort();
+    const other = await freePort();
+    assert.equal((await runCli(['start', '--port', String(port), '--no-wire'], { home })).code, 0);
+    try {
+      const moved = await runCli(['start', '--port', String(other), '--no-wire'], { home });
+      assert.equal(moved.code, 1);
+      assert.match(moved.stderr, new RegExp(`already running \\(pid \\d+\\) at http://127\\.0\\.0\\.1:${port}, on port ${port}, not ${other}; run \`metaclaw stop\` first`));
+      const again = await runCli(['start', '--port', String(port), '--no-wire'], { home });
+      assert.equal(again.code, 0);
+      assert.match(again.stdout, /already running/);
+    } finally {
+      await runCli(['stop'], { home });
+    }
+  });
+
   test('refuses to bind beyond loopback without a proxy key', async () => {
     const home = newHome();
     const result = await runCli(['start', '--host', '0.0.0.0', '--port', String(await freePort())], { home });

@@ -1,5 +1,6 @@
 import { loadConfig, type LoadedConfig } from '../config/index.js';
 import { ConfigError } from '../errors.js';
+import { terminalText } from './terminal-text.js';
 
 /** Thrown by commands to exit with a message and a code, without a stack trace. */
 export class CliExit extends Error {
@@ -37,6 +38,12 @@ export function baseUrl(host: string, port: number): string {
   return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
 }
 
+/** Every line the CLI prints goes through here, made safe for a terminal (see terminal-text.ts). */
 export function print(line = ''): void {
-  process.stdout.write(`${line}\n`);
+  process.stdout.write(`${terminalText(line)}\n`);
+}
+
+/** A warning or error line on standard error, made safe the same way. */
+export function printError(line: string): void {
+  process.stderr.write(`${terminalText(line)}\n`);
 }

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, statfsSync } from 'node:fs';
+import { chmodSync, existsSync, statfsSync } from 'node:fs';
 import { isClawType, verifyClaw } from '../claws/index.js';
 import { loadConfig, type LoadedConfig } from '../config/index.js';
-import { resolveUpstreams } from '../config/index.js';
+import { describeExposedConfig, exposedConfigFile, keysInConfigFile, makeHomePrivate, octal, openHomeWarning, openPath, PRIVATE_FILE_MODE, resolveUpstreams } from '../config/index.js';
 import { checkIntegrity, MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
 import { probeUpstream } from '../upstream/index.js';
 import { VERSION } from '../version.js';
@@ -15,6 +15,8 @@ export interface DoctorOptions {
   json?: boolean;
   /** false with --no-canary */
   canary?: boolean;
+  /** make $METACLAW_HOME and a config file holding keys private */
+  fix?: boolean;
 }
 
 type Verdict = 'pass' | 'warn' | 'fail' | 'skip';
@@ -38,6 +40,7 @@ export async function doctorCommand(options: DoctorOptions): Promise<void> {
   const config = checkConfig(options, checks);
   checkVersions(checks);
   if (config) {
+    checkPrivacy(config, options.fix === true, checks);
     checkDisk(config, checks);
     checkDatabase(config, checks);
     await checkUpstream(config, checks);
@@ -78,6 +81,26 @@ function checkConfig(options: DoctorOptions, checks: Check[]): LoadedConfig | un
     checks.push({ name: 'config', verdict: 'fail', detail: (error as Error).message, fix: 'edit the file (or `metaclaw config set KEY VALUE`); nothing else can be checked until it loads' });
     return undefined;
   }
+}
+
+/** Whether other users can reach MetaClaw's data and keys; `--fix` makes them the owner's alone. */
+function checkPrivacy(config: LoadedConfig, fix: boolean, checks: Check[]): void {
+  const fixed: string[] = [];
+  const open: string[] = [];
+  const home = openPath(config.home);
+  if (home && fix && home.ours) {
+    makeHomePrivate(config.home);
+    fixed.push(`${home.path} is now 0700 (it was ${octal(home.mode)})`);
+  } else if (home) open.push(home.ours ? `${home.path} (MetaClaw's data, logs and keys) is open to other users (mode ${octal(home.mode)})` : openHomeWarning(home));
+  const exposed = exposedConfigFile(config);
+  if (exposed && fix && exposed.ours) {
+    chmodSync(exposed.path, PRIVATE_FILE_MODE);
+    fixed.push(`${exposed.path} is now 0600 (it was ${octal(exposed.mode)})`);
+  } else if (exposed) open.push(`${describeExposedConfig(exposed)}${exposed.ours ? '' : `; as its owner, run \`chmod 600 ${exposed.path}\``}`);
+  if (open.length > 0) checks.push({ name: 'privacy', verdict: 'warn', detail: open.join('; '), fix: 'run `metaclaw doctor --fix` to make them readable by you alone' });
+  else if (fixed.length > 0) checks.push({ name: 'privacy', verdict: 'pass', detail: `fixed: ${fixed.join('; ')}` });
+  else if (!existsSync(config.home)) checks.push({ name: 'privacy', verdict: 'pass', detail: `${config.home} does not exist yet (\`metaclaw start\` creates it as 0700)` });
+  else checks.push({ name: 'privacy', verdict: 'pass', detail: `${config.home}${keysInConfigFile(config).length > 0 ? ` and the keys in ${config.file} are` : ' is'} readable by you alone` });
 }
 
 function checkVersions(checks: Check[]): void {

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { VERSION } from '../version.js';
-import { CliExit } from './context.js';
+import { CliExit, printError } from './context.js';
 
 // `metaclaw skills list | head` closes the pipe early: that is not an error.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
@@ -79,6 +79,7 @@ program
   .option('-c, --config <path>', 'config file')
   .option('--json', 'machine-readable output')
   .option('--no-canary', 'skip the end-to-end canary request')
+  .option('--fix', 'make $METACLAW_HOME (0700) and a config file holding keys (0600) readable by you alone')
   .action(async (options) => (await import('./doctor.js')).doctorCommand(options));
 
 program
@@ -131,7 +132,7 @@ try {
   await program.parseAsync(process.argv);
 } catch (error) {
   if (error instanceof CliExit) {
-    if (error.message) process.stderr.write(`${error.message}\n`);
+    if (error.message) printError(error.message);
     process.exit(error.code);
   }
   throw error;

@@ -9,6 +9,7 @@ import { importLines, presentMemory } from '../proxy/index.js';
 import { memorySettings } from '../runtime/settings.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
+import { terminalText } from './terminal-text.js';
 
 interface MemoryOptions {
   config?: string;
@@ -167,7 +168,7 @@ export function registerMemoryCommands(program: Command): void {
       if (options.output) {
         writeFileSync(options.output, text, { mode: 0o600 });
         print(`Exported ${lines.length} memories to ${options.output}.`);
-      } else process.stdout.write(text);
+      } else process.stdout.write(terminalText(text));
     }),
   );
 

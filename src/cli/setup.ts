@@ -8,6 +8,7 @@ import { installStarterSkills, SkillsService } from '../skills/index.js';
 import { openDatabase } from '../store/index.js';
 import { probeUpstream } from '../upstream/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
+import { terminalText } from './terminal-text.js';
 import { clawEnvironment, clawName } from './wiring.js';
 
 export interface SetupOptions {
@@ -53,7 +54,7 @@ export async function setupCommand(options: SetupOptions): Promise<void> {
     const spinner = interactive ? prompts.spinner() : undefined;
     spinner?.start(`Checking ${answers.apiBase}`);
     const probe = await probeUpstream({ baseUrl: answers.apiBase, format: answers.format, apiKey: answers.apiKey, model: answers.model || undefined });
-    spinner?.stop(probe.ok ? `OK: ${probe.detail}` : 'The check failed');
+    spinner?.stop(probe.ok ? terminalText(`OK: ${probe.detail}`) : 'The check failed');
     if (!probe.ok) throw new CliExit(`Setup stopped, nothing was written: ${probe.detail}.\nFix the base URL, model or key (for a key, export it and pass --api-key-env VAR), or use --no-verify to write the config anyway.`);
     if (!interactive) print(`Checked the upstream: ${probe.detail}.`);
   } else if (!interactive) print('Skipped checking the upstream (--no-verify).');

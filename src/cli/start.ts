@@ -2,11 +2,11 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, statfsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { LoadedConfig } from '../config/index.js';
+import { exposedConfigFile, exposedConfigWarning, makeHomePrivate, octal, openHomeWarning, type LoadedConfig } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { isProcessAlive, MetaclawRuntime, readPidFile } from '../runtime/index.js';
 import { VERSION } from '../version.js';
-import { baseUrl, CliExit, loadCliConfig, print } from './context.js';
+import { baseUrl, CliExit, loadCliConfig, print, printError } from './context.js';
 import { getJson, isHealthy } from './proxy-client.js';
 
 export interface StartOptions {
@@ -26,13 +26,25 @@ export interface StartOptions {
 export async function startCommand(options: StartOptions): Promise<void> {
   const overrides = { 'proxy.port': options.port, 'proxy.host': options.host, mode: options.mode };
   const config = loadCliConfig({ ...(options.config ? { config: options.config } : {}), overrides });
+  const privacy = privacyWarnings(config);
   if (options.foreground) {
-    await runForeground(config);
+    await runForeground(config, privacy);
     // The daemon child is started by a parent that wires the agent once the proxy answers.
     if (process.env['METACLAW_DAEMON'] !== '1') await wireAgent(config, options);
     return;
   }
-  if (await startDaemon(config, options)) await wireAgent(config, options);
+  if (await startDaemon(config, options, privacy)) await wireAgent(config, options);
+}
+
+/** Makes `$METACLAW_HOME` private and returns what is still open to other users, as warnings. */
+function privacyWarnings(config: LoadedConfig): string[] {
+  const home = makeHomePrivate(config.home);
+  if (home.tightenedFrom !== undefined) printError(`note: ${config.home} is now private (0700; it was ${octal(home.tightenedFrom)})`);
+  const warnings: string[] = [];
+  if (home.leftOpen) warnings.push(openHomeWarning(home.leftOpen));
+  const exposed = exposedConfigFile(config);
+  if (exposed) warnings.push(exposedConfigWarning(exposed));
+  return warnings;
 }
 
 /** Points the agent at the proxy now that it answers (a no-op when it already is). */
@@ -42,7 +54,7 @@ async function wireAgent(config: LoadedConfig, options: StartOptions): Promise<v
   await wireConfiguredClaw(config, options.claw);
 }
 
-async function runForeground(config: LoadedConfig): Promise<void> {
+async function runForeground(config: LoadedConfig, privacy: string[]): Promise<void> {
   const daemonised = process.env['METACLAW_DAEMON'] === '1';
   let runtime: MetaclawRuntime;
   try {
@@ -60,29 +72,34 @@ async function runForeground(config: LoadedConfig): Promise<void> {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
-  for (const warning of config.warnings) process.stderr.write(`warning: ${warning}\n`);
+  for (const warning of [...config.warnings, ...privacy]) printError(`warning: ${warning}`);
+  for (const warning of privacy) runtime.logger.warn(warning); // the runtime logs config.warnings itself
   if (!daemonised) printBanner(config, process.pid, runtime.statusReport());
 }
 
 /** Resolves true once the proxy (new or already running) answers. */
-async function startDaemon(config: LoadedConfig, options: StartOptions): Promise<boolean> {
+async function startDaemon(config: LoadedConfig, options: StartOptions, privacy: string[]): Promise<boolean> {
   const { paths, values } = config;
   const base = baseUrl(values['proxy.host'], values['proxy.port']);
   const existing = readPidFile(paths.pidFile);
   if (existing && isProcessAlive(existing.pid)) {
     const existingBase = baseUrl(existing.host, existing.port);
     if (await isHealthy(existingBase)) {
+      // A second proxy cannot share the home's database and pid file: say where the running one is.
+      if (existing.port !== values['proxy.port']) {
+        throw new CliExit(`MetaClaw is already running (pid ${existing.pid}) at ${existingBase}, on port ${existing.port}, not ${values['proxy.port']}; run \`metaclaw stop\` first to move it to port ${values['proxy.port']}.`);
+      }
       print(`MetaClaw is already running (pid ${existing.pid}) at ${existingBase}.`);
       return true;
     }
     throw new CliExit(`A MetaClaw process (pid ${existing.pid}) holds ${paths.pidFile} but does not answer at ${existingBase}; run \`metaclaw stop\` first.`);
   }
-  for (const warning of config.warnings) process.stderr.write(`warning: ${warning}\n`);
+  for (const warning of [...config.warnings, ...privacy]) printError(`warning: ${warning}`);
 
   mkdirSync(paths.logDir, { recursive: true });
   const outputFile = join(paths.logDir, 'metaclaw.out');
   const outputStart = fileSize(outputFile);
-  const output = openSync(outputFile, 'a');
+  const output = openSync(outputFile, 'a', 0o600);
   const args = [...entryArguments(), 'start', '--foreground'];
   if (options.config) args.push('--config', options.config);
   if (options.port) args.push('--port', options.port);

@@ -1,4 +1,4 @@
-export { loadConfig, isConfigKey, type LoadedConfig, type LoadOptions, type ConfigPaths } from './load.js';
+export { loadConfig, isConfigKey, PROXY_KEY_VARIABLE, type LoadedConfig, type LoadOptions, type ConfigPaths } from './load.js';
 export { setConfigValue, unsetConfigValue, updateConfigFile, parseValueForKey, definitionFor, CONFIG_FILE_MODE } from './edit.js';
 export { resolveUpstreams, detectFormat, type UpstreamTarget, type WireFormat, type KeySource } from './upstreams.js';
 export { KEY_DEFINITIONS, DEFINITIONS_BY_KEY, KEY_ALIASES, MODES, CLAW_TYPES, type ConfigKey, type ConfigValues, type UpstreamEntry } from './schema.js';
@@ -6,3 +6,4 @@ export { displayValue, maskSecret } from './convert.js';
 export { metaclawHome, homePaths, expandHome, type HomePaths } from './home.js';
 export type { KeyDefinition, ValueKind } from './types.js';
 export { PROVIDER_PRESETS, presetFor, type ProviderPreset } from './providers.js';
+export { describeExposedConfig, exposedConfigFile, exposedConfigWarning, keysInConfigFile, makeHomePrivate, octal, openHomeWarning, openPath, PRIVATE_FILE_MODE, PRIVATE_FOLDER_MODE, type HomeOutcome, type OpenPath } from './privacy.js';

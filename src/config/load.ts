@@ -33,6 +33,9 @@ export interface LoadOptions {
   overrides?: Readonly<Record<string, string | undefined>>;
 }
 
+/** Environment variable that sets `proxy.api_key` (over the config file). */
+export const PROXY_KEY_VARIABLE = 'METACLAW_PROXY_API_KEY';
+
 /** Loads `config.yaml` over the embedded defaults. Any invalid value stops here with a precise message. */
 export function loadConfig(options: LoadOptions = {}): LoadedConfig {
   const env = options.env ?? process.env;
@@ -63,6 +66,10 @@ export function loadConfig(options: LoadOptions = {}): LoadedConfig {
       explicitKeys.add(key);
     }
   }
+
+  // The proxy's own key may come from the environment, so it never has to be typed on a command line.
+  const proxyKey = env[PROXY_KEY_VARIABLE]?.trim();
+  if (proxyKey) values.set('proxy.api_key', proxyKey);
 
   if (errors.length > 0) {
     throw new ConfigError(`Invalid configuration in ${file}:\n${errors.map((line) => `  - ${line}`).join('\n')}`);

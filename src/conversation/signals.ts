@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { BadRequestError } from '../errors.js';
 import type { ApiFormat } from '../types/index.js';
 import { messageText } from './message-text.js';
 
@@ -76,11 +77,16 @@ export function deriveScope(hints: ScopeHints, defaultScope: string): string {
   return defaultScope;
 }
 
+/** Longest session id accepted; ids are stored, listed and printed, and no agent's ids come near it. */
+export const MAX_SESSION_ID_LENGTH = 256;
+
 function resolveIdentity(headers: IncomingHttpHeaders, body: Record<string, unknown>, format: ApiFormat): { id: string; source: IdentitySource } {
-  const fromHeader = nonEmpty(header(headers, 'x-session-id')) ?? withoutCallCounter(nonEmpty(header(headers, 'session_id')));
+  const fromHeader = bounded(nonEmpty(header(headers, 'x-session-id')) ?? withoutCallCounter(nonEmpty(header(headers, 'session_id'))));
   if (fromHeader) return { id: fromHeader, source: 'header' };
   const metadata = isRecord(body['metadata']) ? body['metadata'] : undefined;
-  const fromBody = nonEmpty(stringField(body, 'session_id')) ?? nonEmpty(metadata ? stringField(metadata, 'session_id') : undefined) ?? (format === 'openai' ? nonEmpty(stringField(body, 'user')) : undefined);
+  // OpenAI's `user` names an end user, not a session: a long one is just not used as the id.
+  const user = format === 'openai' ? nonEmpty(stringField(body, 'user')) : undefined;
+  const fromBody = bounded(nonEmpty(stringField(body, 'session_id')) ?? nonEmpty(metadata ? stringField(metadata, 'session_id') : undefined)) ?? (user && user.length <= MAX_SESSION_ID_LENGTH ? user : undefined);
   if (fromBody) return { id: fromBody, source: 'body' };
   const messages = Array.isArray(body['messages']) ? (body['messages'] as unknown[]) : [];
   const fromRuntime = runtimeSessionId(messages);
@@ -88,6 +94,12 @@ function resolveIdentity(headers: IncomingHttpHeaders, body: Record<string, unkn
   const fingerprint = conversationFingerprint(messages, typeof body['model'] === 'string' ? body['model'] : '');
   if (fingerprint) return { id: fingerprint, source: 'fingerprint' };
   return { id: 'unidentified', source: 'none' };
+}
+
+/** An explicit session id over the limit is refused rather than cut: a cut id could merge two sessions. */
+function bounded(id: string | undefined): string | undefined {
+  if (id !== undefined && id.length > MAX_SESSION_ID_LENGTH) throw new BadRequestError('session_id_too_long', `The session id is ${id.length} characters long; MetaClaw accepts at most ${MAX_SESSION_ID_LENGTH}.`, 'session_id');
+  return id;
 }
 
 /** OpenClaw's affinity header is `session_id: <id>:<n>`; the counter is not part of the identity. */
@@ -104,7 +116,9 @@ export function sessionIdCandidates(agentId: string): string[] {
   return [agentId, withoutCallCounter(agentId)!, openclawSessionId(agentId)];
 }
 
-const RUNTIME_SESSION = /\bRuntime:[^\n]*\bsessionId=([A-Za-z0-9._:-]+)/;
+// With its `openclaw-` prefix the id stays within MAX_SESSION_ID_LENGTH; a longer one does not match,
+// and the conversation's fingerprint names the session.
+const RUNTIME_SESSION = /\bRuntime:[^\n]*\bsessionId=([A-Za-z0-9._:-]{1,240})(?![A-Za-z0-9._:-])/;
 
 /** OpenClaw puts `Runtime: agent=… | sessionId=<uuid> | …` into the first user message. */
 function runtimeSessionId(messages: unknown[]): string | undefined {

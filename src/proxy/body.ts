@@ -31,21 +31,74 @@ export function readRequestBody(request: IncomingMessage, limitBytes: number): P
   });
 }
 
-/** Parses a request body as JSON; invalid JSON is a 400 that says why. */
-export function parseJsonBody(text: string): unknown {
+/**
+ * Deepest nesting of arrays and objects a body may have. V8 parses any depth, but the code after
+ * it (translation, cloning to the writer thread, stringifying) recurses and overflows its stack
+ * somewhere past a few thousand levels; no real request comes near 256.
+ */
+export const MAX_JSON_DEPTH = 256;
+
+/** Parses a request body as JSON; invalid or too deeply nested JSON is a 400 that says why. */
+export function parseJsonBody(text: string, raw?: Buffer): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (error) {
     throw new BadRequestError('invalid_json', `The request body is not valid JSON: ${(error as Error).message}`);
   }
+  if (nestsDeeperThan(raw ?? Buffer.from(text, 'utf8'), MAX_JSON_DEPTH)) {
+    throw new BadRequestError('json_too_deep', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep; no API request needs that many.`);
+  }
+  return value;
 }
 
 /** Parses a JSON object body; anything else is a 400 that names the problem. */
 export function parseJsonObject(raw: Buffer): Record<string, unknown> {
   if (raw.length === 0) throw new BadRequestError('invalid_json', 'The request body is empty; expected a JSON object.');
-  const value = parseJsonBody(raw.toString('utf8'));
+  const value = parseJsonBody(raw.toString('utf8'), raw);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new BadRequestError('invalid_json', 'The request body must be a JSON object.');
   }
   return value as Record<string, unknown>;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+/** Strings up to this long are skipped byte by byte; longer ones with memchr (indexOf). */
+const SHORT_STRING = 24;
+
+/**
+ * Whether valid JSON nests deeper than `limit`, from its bytes: brackets are counted outside
+ * strings. Runs on every request, so strings are skipped whole: keys by a short byte loop, long
+ * text with Buffer.indexOf: about 30 µs on a 60 KB agent request here (JSON.parse of it: ~175 µs).
+ */
+export function nestsDeeperThan(json: Buffer, limit: number): boolean {
+  let depth = 0;
+  const length = json.length;
+  for (let index = 0; index < length; index++) {
+    const byte = json[index];
+    if (byte === QUOTE) {
+      index = stringEnd(json, index);
+      if (index === -1) return false;
+    } else if (byte === 0x7b || byte === 0x5b) {
+      if (++depth > limit) return true;
+    } else if (byte === 0x7d || byte === 0x5d) depth--;
+  }
+  return false;
+}
+
+/** The index of the quote that closes the string opened at `open` (-1 if none). */
+function stringEnd(json: Buffer, open: number): number {
+  let index = open + 1;
+  const stop = Math.min(json.length, index + SHORT_STRING);
+  while (index < stop && json[index] !== QUOTE && json[index] !== BACKSLASH) index++;
+  if (index < stop && json[index] === QUOTE) return index;
+  for (;;) {
+    const quote = json.indexOf(QUOTE, index);
+    if (quote === -1) return -1;
+    let backslashes = 0;
+    for (let before = quote - 1; json[before] === BACKSLASH; before--) backslashes++;
+    if (backslashes % 2 === 0) return quote;
+    index = quote + 1;
+  }
 }

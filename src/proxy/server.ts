@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import type { ApiFormat } from '../types/index.js';
+import { answerClientErrors } from './client-error.js';
 import { sendError } from './error-response.js';
 import { handleModelRequest } from './model-request.js';
 import { createRoutes } from './routes.js';
@@ -32,6 +33,7 @@ export function createProxyServer(deps: ProxyDeps): http.Server {
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
   server.keepAliveTimeout = 65_000;
+  answerClientErrors(server, deps.logger);
   return server;
 }
 

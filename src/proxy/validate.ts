@@ -62,8 +62,37 @@ const anthropicRequest = z.looseObject({
 /** Throws a 400 naming the first offending field, e.g. `messages.0.role: expected one of …`. */
 export function validateModelRequest(format: ApiFormat, body: Record<string, unknown>): void {
   const result = (format === 'openai' ? openAIRequest : anthropicRequest).safeParse(body);
-  if (result.success) return;
-  throw requestErrorFrom(result.error, describeIssue);
+  if (!result.success) throw requestErrorFrom(result.error, describeIssue);
+  if (format === 'openai') refuseAnthropicShape(body);
+}
+
+/** Content block types only Anthropic's Messages API has (OpenAI's parts are text, image_url, input_audio, file, refusal). */
+const ANTHROPIC_BLOCK_TYPES = new Set(['tool_use', 'tool_result', 'thinking', 'redacted_thinking', 'server_tool_use', 'web_search_tool_result']);
+/** Anthropic's media blocks carry a `source`; OpenAI-compatible servers that accept a bare `image` part do not. */
+const ANTHROPIC_MEDIA_TYPES = new Set(['image', 'document']);
+
+function isAnthropicBlock(part: { type: string; source?: unknown }): boolean {
+  return ANTHROPIC_BLOCK_TYPES.has(part.type) || (ANTHROPIC_MEDIA_TYPES.has(part.type) && typeof part.source === 'object' && part.source !== null);
+}
+
+/**
+ * An Anthropic Messages body sent to the Chat Completions route would go upstream as is and fail
+ * there, or worse, be half understood. The signs are unambiguous: a top-level `system` (OpenAI puts
+ * it in messages) or a content block type only Anthropic has.
+ */
+function refuseAnthropicShape(body: Record<string, unknown>): void {
+  const wrongRoute = (param: string, sign: string) =>
+    new BadRequestError('anthropic_body_on_openai_route', `This looks like an Anthropic Messages request (${sign}) sent to the OpenAI Chat Completions route: send it to /v1/messages, or write it in OpenAI's format.`, param);
+  if (body['system'] !== undefined) throw wrongRoute('system', 'top-level "system"');
+  const messages = body['messages'] as Array<{ content?: unknown }>;
+  for (let index = 0; index < messages.length; index++) {
+    const content = messages[index]!.content;
+    if (!Array.isArray(content)) continue;
+    for (let part = 0; part < content.length; part++) {
+      const block = content[part] as { type: string; source?: unknown };
+      if (isAnthropicBlock(block)) throw wrongRoute(`messages.${index}.content.${part}.type`, `a "${block.type}" content block`);
+    }
+  }
 }
 
 /** A 400 naming the first offending field of a failed schema check, described by `describe`. */

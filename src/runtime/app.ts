@@ -66,7 +66,7 @@ export class MetaclawRuntime {
     const { values, paths } = options.config;
     if (!isLoopbackHost(values['proxy.host']) && values['proxy.api_key'] === '') {
       throw new ConfigError(
-        `Refusing to listen on ${values['proxy.host']} without a proxy key: anyone on the network could spend your upstream key and read your data. Set proxy.api_key (metaclaw config set proxy.api_key …) or bind 127.0.0.1.`,
+        `Refusing to listen on ${values['proxy.host']} without a proxy key: anyone on the network could spend your upstream key and read your data. Set the METACLAW_PROXY_API_KEY environment variable (or proxy.api_key in config.yaml, edited by hand: a key typed on the command line stays in your shell history), or bind 127.0.0.1.`,
       );
     }
     this.logger = createLogger({ level: values['log.level'], file: paths.logFile, stdout: options.foreground });

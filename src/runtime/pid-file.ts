@@ -10,7 +10,7 @@ export interface PidInfo {
 }
 
 export function writePidFile(path: string, info: PidInfo): void {
-  writeFileAtomic(path, `${JSON.stringify(info)}\n`, { mode: 0o644 });
+  writeFileAtomic(path, `${JSON.stringify(info)}\n`, { mode: 0o600 });
 }
 
 export function readPidFile(path: string): PidInfo | undefined {

@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { ScriptedUpstream } from './support/upstream.js';
+
+/** `{"a":{"a":…1…}}`, `depth` objects deep. */
+function nested(depth: number): unknown {
+  let value: unknown = 1;
+  for (let level = 0; level < depth; level++) value = { a: value };
+  return value;
+}
+
+/** Sends raw bytes and returns everything the server answers until it closes the connection. */
+function rawExchange(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+}
+
+describe('bad input gets a clear error in the client API shape and reaches nothing', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let openai: OpenAI;
+  let anthropic: Anthropic;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'sk-up', max_retries: 0 } } });
+    openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    anthropic = new Anthropic({ baseURL: proxy.url, apiKey: 'x', maxRetries: 0 });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  const errors = async () => ((await (await fetch(`${proxy.url}/status`)).json()) as { requests: { errors: Record<string, number> } }).requests.errors;
+  const failure = (promise: Promise<unknown>) => promise.then(() => assert.fail('expected an error'), (caught: unknown) => caught);
+
+  test('JSON nested more than 256 levels deep is a 400 json_too_deep for either client, counted as a bad request; 250 levels pass', async () => {
+    const before = await errors();
+    const fromOpenAI = await failure(openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], extra: nested(300) } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming));
+    assert.ok(fromOpenAI instanceof OpenAI.BadRequestError);
+    assert.equal(fromOpenAI.code, 'json_too_deep');
+    assert.match(fromOpenAI.message, /more than 256 levels/);
+    const fromAnthropic = await failure(anthropic.messages.create({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], extra: nested(300) } as Anthropic.MessageCreateParamsNonStreaming));
+    assert.ok(fromAnthropic instanceof Anthropic.BadRequestError);
+    assert.equal((fromAnthropic.error as { error: { type: string } }).error.type, 'invalid_request_error');
+    assert.match(fromAnthropic.message, /more than 256 levels/);
+
+    // 100,000 levels: more than the client-side JSON.stringify could build, so written by hand.
+    const deep = `{"model":"m","messages":[{"role":"user","content":"hi"}],"extra":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}`;
+    const response = await fetch(`${proxy.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: deep });
+    assert.equal(response.status, 400);
+    assert.equal(((await response.json()) as { error: { code: string } }).error.code, 'json_too_deep');
+
+    assert.equal(upstream.modelRequests().length, 0, 'nothing went upstream');
+    const afterwards = await errors();
+    assert.equal(afterwards['bad_request']! - before['bad_request']!, 3);
+    assert.equal(afterwards['proxy'], before['proxy'], 'not a proxy error');
+    assert.equal(afterwards['uncaught'], before['uncaught']);
+
+    const fine = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], extra: nested(250) } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+    assert.match(fine.choices[0]!.message.content!, /scripted upstream/);
+  });
+
+  test('a request whose headers exceed the limit gets a 431 with a JSON error body, over a raw socket and through the SDK', async () => {
+    const answer = await rawExchange(proxy.port, `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Big: ${'a'.repeat(20_000)}\r\nContent-Length: 2\r\n\r\n{}`);
+    const [head, body] = answer.split('\r\n\r\n');
+    assert.match(head!, /^HTTP\/1\.1 431 Request Header Fields Too Large/);
+    assert.match(head!, /content-type: application\/json/i);
+    const error = (JSON.parse(body!) as { error: { type: string; code: string; message: string } }).error;
+    assert.equal(error.type, 'invalid_request_error');
+    assert.equal(error.code, 'headers_too_large');
+    assert.match(error.message, /headers exceed the proxy's limit of \d+ bytes/);
+
+    const fromSdk = await failure(openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'X-Big': 'a'.repeat(20_000) } }));
+    assert.ok(fromSdk instanceof OpenAI.APIError);
+    assert.equal(fromSdk.status, 431);
+    assert.equal(fromSdk.code, 'headers_too_large');
+    assert.equal(upstream.modelRequests().length, 0);
+  });
+
+  test('an Anthropic Messages body on /v1/chat/completions is a 400 that says to use /v1/messages; OpenAI content parts pass', async () => {
+    const system = await failure(openai.chat.completions.create({ model: 'm', system: 'You are terse.', messages: [{ role: 'user', content: 'hi' }] } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming));
+    assert.ok(system instanceof OpenAI.BadRequestError);
+    assert.equal(system.code, 'anthropic_body_on_openai_route');
+    assert.equal(system.param, 'system');
+    assert.match(system.message, /send it to \/v1\/messages/);
+
+    const toolResult = await failure(
+      openai.chat.completions.create({
+        model: 'm',
+        messages: [
+          { role: 'user', content: 'read it' },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'file text' }] },
+        ],
+      } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming),
+    );
+    assert.ok(toolResult instanceof OpenAI.BadRequestError);
+    assert.equal(toolResult.param, 'messages.1.content.0.type');
+    assert.match(toolResult.message, /"tool_result" content block/);
+
+    const image = await failure(openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] }] } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming));
+    assert.ok(image instanceof OpenAI.BadRequestError);
+    assert.equal(upstream.modelRequests().length, 0);
+
+    const fine = await openai.chat.completions.create({
+      model: 'm',
+      messages: [
+        { role: 'system', content: 'You are terse.' },
+        { role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }] },
+      ],
+    });
+    assert.match(fine.choices[0]!.message.content!, /scripted upstream/);
+    assert.equal(upstream.modelRequests().length, 1);
+  });
+
+  test('a session id over 256 characters is a 400 session_id_too_long in the client shape; 256 is accepted', async () => {
+    const tooLong = await failure(openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'X-Session-Id': 's'.repeat(257) } }));
+    assert.ok(tooLong instanceof OpenAI.BadRequestError);
+    assert.equal(tooLong.code, 'session_id_too_long');
+    assert.match(tooLong.message, /257 characters long; MetaClaw accepts at most 256/);
+    const inBody = await failure(anthropic.messages.create({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], metadata: { session_id: 's'.repeat(300) } } as Anthropic.MessageCreateParamsNonStreaming));
+    assert.ok(inBody instanceof Anthropic.BadRequestError);
+    assert.match(inBody.message, /300 characters long/);
+    assert.equal(upstream.modelRequests().length, 0);
+
+    const id = 'k'.repeat(256);
+    await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'X-Session-Id': id } });
+    await waitFor(async () => (JSON.parse((await proxy.cli(['sessions', 'list', '--json'])).stdout) as Array<{ id: string }>).some((session) => session.id === id));
+  });
+});
