@@ -8,7 +8,7 @@ import { readResponseBody, requestUpstream } from './http.js';
 import { backoffDelayMs, isRetryableStatus, retryAfterMs } from './retry.js';
 import type { CredentialMemory } from './credential-memory.js';
 import type { ClientSink } from './sink.js';
-import { completeEventsLength, SseParser } from './sse.js';
+import { completeEventsLength, firstMalformedEvent, isWellFormedEvent, SseParser, type SseEvent } from './sse.js';
 import {
   AnthropicStreamAssembler,
   AnthropicToOpenAIStream,
@@ -83,6 +83,8 @@ type AttemptResult =
   | { type: 'finished'; status: number; outcome: ForwardOutcome; error: string | null; response: AssembledResponse | null }
   | { type: 'retryable'; reason: string; status?: number; contentType?: string; body?: Buffer; retryAfterMs?: number; timedOut?: boolean }
   | { type: 'rejected'; status: number; contentType: string; body: Buffer };
+
+const MALFORMED_EVENT = 'the upstream sent a stream event that is not JSON';
 
 /** Client headers that carry meaning upstream and are safe to pass along. */
 const PASSED_HEADERS: Record<ApiFormat, readonly string[]> = {
@@ -361,6 +363,21 @@ export class UpstreamForwarder {
         stop(reason, `The upstream stream broke before it finished (${reason}).`, 'stream_broken');
       };
       abort = (message) => stop(message, message, 'proxy_error');
+      /** Translates and sends events; false (the stream is ended with an error event) at one that is not JSON. */
+      const translateEvents = (events: SseEvent[]): boolean => {
+        let out = '';
+        for (const event of events) {
+          if (!isWellFormedEvent(event)) {
+            send(out);
+            broken(new Error(MALFORMED_EVENT));
+            return false;
+          }
+          assembler!.push(event);
+          out += translator!.push(event);
+        }
+        send(out);
+        return true;
+      };
 
       sink.onClose(() => {
         if (finished) return;
@@ -382,17 +399,16 @@ export class UpstreamForwarder {
             pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
             const complete = completeEventsLength(pending);
             if (complete > 0) {
+              const malformed = firstMalformedEvent(pending, complete);
+              if (malformed !== -1) {
+                send(pending.subarray(0, malformed));
+                broken(new Error(MALFORMED_EVENT));
+                return;
+              }
               send(complete === pending.length ? pending : pending.subarray(0, complete));
               pending = pending.subarray(complete);
             }
-          } else {
-            let out = '';
-            for (const event of parser!.push(chunk)) {
-              assembler!.push(event);
-              out += translator!.push(event);
-            }
-            send(out);
-          }
+          } else if (!translateEvents(parser!.push(chunk))) return;
           // The first bytes are out (the time to first byte is kept); the rest comes at the model's pace.
           if (first) input.onWaiting?.();
         } catch (error) {
@@ -406,14 +422,16 @@ export class UpstreamForwarder {
           return;
         }
         try {
-          if (!translating) send(pending);
-          else {
-            let out = '';
-            for (const event of parser!.end()) {
-              assembler!.push(event);
-              out += translator!.push(event);
+          if (!translating) {
+            const malformed = firstMalformedEvent(pending, pending.length, true);
+            send(malformed === -1 ? pending : pending.subarray(0, malformed));
+            if (malformed !== -1) {
+              broken(new Error(MALFORMED_EVENT));
+              return;
             }
-            send(out + translator!.finish());
+          } else {
+            if (!translateEvents(parser!.end())) return;
+            send(translator!.finish());
           }
         } catch (error) {
           broken(error instanceof Error ? error : new Error(String(error)));
