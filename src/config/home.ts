@@ -27,6 +27,8 @@ export interface HomePaths {
   pidFile: string;
   logDir: string;
   logFile: string;
+  /** The admin token for cross-scope memory work over HTTP (0600, written by the proxy). */
+  adminToken: string;
 }
 
 export function homePaths(home: string): HomePaths {
@@ -37,5 +39,6 @@ export function homePaths(home: string): HomePaths {
     pidFile: join(home, 'metaclaw.pid'),
     logDir: join(home, 'logs'),
     logFile: join(home, 'logs', 'metaclaw.log'),
+    adminToken: join(home, 'admin-token'),
   };
 }
