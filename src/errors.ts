@@ -44,6 +44,12 @@ export class AuthenticationError extends MetaclawError {
   }
 }
 
+export class PermissionError extends MetaclawError {
+  constructor(code: string, message: string, param?: string) {
+    super(403, 'permission_error', code, message, param === undefined ? {} : { param });
+  }
+}
+
 export class NotFoundError extends MetaclawError {
   constructor(message: string, code = 'not_found') {
     super(404, 'not_found_error', code, message);

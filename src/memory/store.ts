@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Db } from '../store/index.js';
 import { bm25Idf, tokenize } from '../text/index.js';
-import { injectionReason } from './screen.js';
+import { injectionReason } from '../context/index.js';
 import type { MemoryDraft, MemoryOrigin, MemoryType, MemoryUnit } from './types.js';
 
 interface UnitRow {
