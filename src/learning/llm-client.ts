@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { WireFormat } from '../config/index.js';
 import type { ClientCredentials } from '../upstream/index.js';
-import { authHeaders, isRetryableStatus } from '../upstream/index.js';
+import { endpointPath, isRetryableStatus, jsonHeaders } from '../upstream/index.js';
 import { PermanentJobError } from './runner.js';
 
 /** An LLM endpoint a learning job calls (evolver, extractor, judge). */
@@ -53,18 +53,15 @@ export class LlmCallError extends Error {
 
 /** One non-streaming completion against an OpenAI-compatible or Anthropic endpoint. */
 export async function callLlm(target: LlmTarget, request: LlmRequest): Promise<LlmReply> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', ...authHeaders({ ...target, keySource: target.apiKey ? 'config' : 'client' }, target.credentials) };
+  const headers = jsonHeaders(target, target.credentials);
   if (!headers['authorization'] && !headers['x-api-key'] && !isLocal(target.baseUrl)) {
     throw new LlmCallError(`no API key for ${target.name} (${target.baseUrl}): configure one, or send a request through the proxy first so your own key can be used`, undefined);
   }
-  let url: string;
+  const url = endpointPath(target, 'model');
   let body: unknown;
   if (target.format === 'anthropic') {
-    headers['anthropic-version'] = '2023-06-01';
-    url = target.baseUrl.endsWith('/v1') ? `${target.baseUrl}/messages` : `${target.baseUrl}/v1/messages`;
     body = { model: target.model, max_tokens: request.maxTokens, system: request.system, messages: [{ role: 'user', content: request.user }], ...(request.temperature === undefined ? {} : { temperature: request.temperature }) };
   } else {
-    url = `${target.baseUrl}/chat/completions`;
     body = { model: target.model, max_tokens: request.maxTokens, messages: [{ role: 'system', content: request.system }, { role: 'user', content: request.user }], ...(request.temperature === undefined ? {} : { temperature: request.temperature }) };
   }
   const timeout = AbortSignal.timeout(request.timeoutMs ?? 180_000);

@@ -7,6 +7,7 @@ import type { AnthropicMessagesRequest, AnthropicResponse, ApiFormat, AssembledR
 import { readResponseBody, requestUpstream } from './http.js';
 import { backoffDelayMs, isRetryableStatus, retryAfterMs } from './retry.js';
 import type { CredentialMemory } from './credential-memory.js';
+import { authHeaders, endpointUrl, versionHeaders, type ClientCredentials } from './endpoint.js';
 import type { ClientSink } from './sink.js';
 import { completeEventsLength, firstMalformedEvent, isWellFormedEvent, SseParser, type SseEvent } from './sse.js';
 import {
@@ -26,12 +27,6 @@ import {
 } from './translate/index.js';
 
 export type ForwardOutcome = 'ok' | 'upstream_error' | 'stream_broken' | 'client_aborted' | 'proxy_error';
-
-/** The client's own credentials, passed upstream when no key is configured for the target. */
-export interface ClientCredentials {
-  authorization?: string;
-  apiKey?: string;
-}
 
 export interface ForwardInput {
   requestId: string;
@@ -480,36 +475,9 @@ export class UpstreamForwarder {
         if (value !== undefined) headers[name] = value;
       }
     }
-    if (target.format === 'anthropic') headers['anthropic-version'] = headerText(input.clientHeaders['anthropic-version']) ?? '2023-06-01';
-    Object.assign(headers, authHeaders(target, input.credentials));
+    Object.assign(headers, versionHeaders(target, headerText(input.clientHeaders['anthropic-version'])), authHeaders(target, input.credentials));
     return headers;
   }
-}
-
-/** The key for one target: its own, or the client's passed through in the target's convention. */
-export function authHeaders(target: UpstreamTarget, credentials: ClientCredentials): Record<string, string> {
-  if (target.apiKey) return target.format === 'anthropic' ? { 'x-api-key': target.apiKey } : { authorization: `Bearer ${target.apiKey}` };
-  const bearer = credentials.authorization?.replace(/^Bearer\s+/i, '');
-  if (target.format === 'openai') {
-    if (credentials.authorization) return { authorization: credentials.authorization };
-    return credentials.apiKey ? { authorization: `Bearer ${credentials.apiKey}` } : {};
-  }
-  if (credentials.apiKey) return { 'x-api-key': credentials.apiKey };
-  // Anthropic API keys go in x-api-key; OAuth (subscription) tokens stay a bearer token.
-  if (bearer && bearer.startsWith('sk-ant-api')) return { 'x-api-key': bearer };
-  return credentials.authorization ? { authorization: credentials.authorization } : {};
-}
-
-const endpoints = new WeakMap<UpstreamTarget, URL>();
-
-/** The model endpoint of a target (parsed once per target). */
-export function endpointUrl(target: UpstreamTarget): URL {
-  let url = endpoints.get(target);
-  if (!url) {
-    url = new URL(target.format === 'openai' ? `${target.baseUrl}/chat/completions` : target.baseUrl.endsWith('/v1') ? `${target.baseUrl}/messages` : `${target.baseUrl}/v1/messages`);
-    endpoints.set(target, url);
-  }
-  return url;
 }
 
 function delay(ms: number, sink: ClientSink): Promise<void> {
