@@ -29,7 +29,7 @@ export class ConversationStore {
   private nextChunk: NodeJS.Immediate | undefined;
   private readonly segmentSource: SegmentSource;
 
-  constructor(private readonly db: Db) {
+  constructor(private readonly db: Db, options: { redactTurns?: boolean } = {}) {
     this.statements = {
       getSegment: db.prepare<[string], { json: string }>('SELECT json FROM payload_segments WHERE hash = ?'),
       pruneSegments: db.prepare<[number]>('DELETE FROM payload_segments WHERE last_used_at < ?'),
@@ -51,7 +51,7 @@ export class ConversationStore {
       updatePayload: db.prepare<[string | null, string | null, string]>('UPDATE turn_payloads SET received = ?, forwarded = ? WHERE turn_id = ?'),
       deleteSegment: db.prepare<[string]>('DELETE FROM payload_segments WHERE hash = ?'),
     };
-    this.writer = new TurnWriter(db, this.listeners);
+    this.writer = new TurnWriter(db, this.listeners, undefined, options.redactTurns ?? true);
     this.segmentSource = { get: (hash) => this.statements.getSegment.get(hash)?.json };
   }
 

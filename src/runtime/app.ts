@@ -79,7 +79,7 @@ export class MetaclawRuntime {
       concurrency: values['learning.concurrency'],
       yieldTo: { activity: () => this.stats.requests + this.stats.active, quietMs: 150, maxDeferMs: 2_000 },
     });
-    this.conversation = new ConversationStore(this.db);
+    this.conversation = new ConversationStore(this.db, { redactTurns: values['store.redact_turns'] });
     this.recording = recordingSettings(options.config);
     const hooks = { enqueued: () => this.runner.wake(), failed: (trigger: string, error: unknown) => this.runner.triggerFailed(trigger, error) };
     for (const listener of recordingListeners(this.db, this.queue, this.recording, hooks)) this.conversation.addListener(listener);
