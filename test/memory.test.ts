@@ -6,6 +6,7 @@ import OpenAI from 'openai';
 import { isExtractorCall, learningAwareUpstream, userText } from './support/evolver.js';
 import { bagOfWords, embeddingsHandler } from './support/embeddings.js';
 import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { AWS_SECRET } from './support/secrets.js';
 import { ScriptedUpstream, type RecordedRequest } from './support/upstream.js';
 
 async function api(proxy: ProxyHandle, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<any> {
@@ -250,6 +251,25 @@ describe('memory over HTTP and in the prompt', () => {
       const injected = lastAgentSystem(upstream);
       assert.match(injected, /Postgres/);
       assert.doesNotMatch(injected, /runs on MySQL\./, 'the superseded unit is not injected');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('a secret in what the extractor returns is stored redacted: the unit is recalled without it, and searching for the secret finds nothing', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const extracted = `The deploy user's AWS_SECRET_ACCESS_KEY=${AWS_SECRET} lives in the team vault.`;
+    upstream.defaultHandler = learningAwareUpstream({ extractor: () => JSON.stringify({ memories: [{ type: 'semantic', content: extracted, importance: 0.8 }] }) });
+    const home = tempHome();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { flush_every_n_turns: 1 }, skills: { auto_evolve: false } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Where do the deploy user credentials live?' }] }, { headers: { 'X-Session-Id': 'vault' } });
+      const unit = await waitFor(async () => (await search(proxy, 'deploy user credentials team vault', 'default', { types: ['semantic'] }))[0], 15_000);
+      assert.equal(unit.content, "The deploy user's AWS_SECRET_ACCESS_KEY=[redacted aws-secret-access-key] lives in the team vault.");
+      assert.deepEqual(await search(proxy, AWS_SECRET, 'default', { include_superseded: true }), []);
+      assert.equal(databaseBytes(home).includes(AWS_SECRET), false, 'not in a row, the keyword index or the WAL');
     } finally {
       await proxy.dispose();
       await upstream.close();

@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { runCli, startProxy, tempHome, waitFor } from './support/proxy.js';
 import { embeddingsHandler } from './support/embeddings.js';
+import { AWS_SECRET } from './support/secrets.js';
 import { openAIReply, ScriptedUpstream } from './support/upstream.js';
 
 function write(path: string, text: string): void {
@@ -42,6 +43,17 @@ describe('metaclaw skills commands', () => {
     const exportResult = await runCli(['skills', 'export', exported], { home });
     assert.match(exportResult.stdout, /Exported 2 skills/);
     assert.ok(existsSync(join(exported, 'pdf-forms', 'SKILL.md')));
+  });
+
+  test('an imported skill is stored without the secrets its text held', async () => {
+    const home = tempHome();
+    const source = tempHome('skills-source-');
+    write(join(source, 'aws-deploys', 'SKILL.md'), `---\nname: aws-deploys\ndescription: Use when deploying to AWS with the CLI.\n---\n\n# AWS deploys\n\n1. Configure the CLI: \`aws configure set aws_secret_access_key ${AWS_SECRET}\`.\n2. Run \`aws deploy push\`.\n`);
+    const result = await runCli(['skills', 'import', source], { home });
+    assert.equal(result.code, 0, result.stderr);
+    const stored = readFileSync(join(home, 'skills', 'aws-deploys', 'SKILL.md'), 'utf8');
+    assert.match(stored, /aws configure set aws_secret_access_key \[redacted aws-secret-access-key\]`\./);
+    assert.equal(stored.includes(AWS_SECRET), false);
   });
 
   test('add, show, remove and revert keep versions and the generation', async () => {

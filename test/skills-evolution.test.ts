@@ -6,6 +6,7 @@ import OpenAI from 'openai';
 import { parse as parseYaml } from 'yaml';
 import { isEvolverCall, learningAwareUpstream, userText } from './support/evolver.js';
 import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { GITHUB_TOKEN } from './support/secrets.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 const DEPLOY_SKILL = {
@@ -80,6 +81,29 @@ describe('skills evolve from sessions', () => {
       const log = await proxy.cli(['skills', 'log', '--full']);
       assert.match(log.stdout, /create blue-green-deploys: applied/);
       assert.match(log.stdout, /evidence: turn 2/);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('a secret from the session never reaches an evolved skill: SKILL.md and the evolution history hold a marker instead', async () => {
+    const leaky = { ...DEPLOY_SKILL, body: `${DEPLOY_SKILL.body}\n\n**Auth**\nexport GITHUB_TOKEN=${GITHUB_TOKEN} before running the script.`, evidence: [`turn 1: the user pasted ${GITHUB_TOKEN}`] };
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [leaky] }) });
+    const home = tempHome();
+    const proxy = await startProxy({ home, config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'leaky-session', ['How do I deploy the billing service?', 'Use the blue-green script.']);
+      const file = join(home, 'skills', 'blue-green-deploys', 'SKILL.md');
+      await waitFor(() => existsSync(file), 20_000);
+      const text = readFileSync(file, 'utf8');
+      assert.match(text, /export GITHUB_TOKEN=\[redacted github-token\] before running the script\./);
+      assert.equal(text.includes(GITHUB_TOKEN), false);
+      const history = await waitFor(() => existsSync(join(home, 'skills', 'evolution_history.jsonl')) && readFileSync(join(home, 'skills', 'evolution_history.jsonl'), 'utf8'));
+      assert.match(history, /the user pasted \[redacted github-token\]/);
+      assert.equal(history.includes(GITHUB_TOKEN), false);
     } finally {
       await proxy.dispose();
       await upstream.close();

@@ -28,6 +28,8 @@ export interface ConversationStoreOptions {
   journal?: TurnJournal;
   /** A held or recovered turn that could not be written for good (recordTurn's callers hear of the others). */
   failed?: (turnId: string, error: unknown) => void;
+  /** store.redact_turns: secrets in a turn are redacted before it is stored (default true). */
+  redactTurns?: boolean;
 }
 
 export interface RecordingCounts extends HeldTurnsCounts {
@@ -82,7 +84,7 @@ export class ConversationStore {
       updatePayload: db.prepare<[string | null, string | null, string]>('UPDATE turn_payloads SET received = ?, forwarded = ? WHERE turn_id = ?'),
       deleteSegment: db.prepare<[string]>('DELETE FROM payload_segments WHERE hash = ?'),
     };
-    this.writer = new TurnWriter(db, this.listeners);
+    this.writer = new TurnWriter(db, this.listeners, undefined, options.redactTurns ?? true);
     this.segmentSource = { get: (hash) => this.statements.getSegment.get(hash)?.json };
     options.health?.onRecovered(() => this.recordHeldTurns());
   }

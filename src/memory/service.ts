@@ -5,12 +5,12 @@ import { callLlmForJson, resolveLearningTarget, type Enqueue, type JobContext, t
 import type { Logger } from '../logging/index.js';
 import { fillPrompt, loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
+import { redactSecrets } from '../text/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema.js';
 import { housekeep, type HousekeepingReport } from './housekeeping.js';
 import { MemoryContextProvider } from './provider.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
-import { redactSecrets } from './redact.js';
 import { MemoryRetriever } from './retrieval.js';
 import { detectRules, ruleSubject, sameSubject } from './rules.js';
 import { MemoryStore, type MemoryPatch } from './store.js';
@@ -245,7 +245,7 @@ export class MemoryService {
 
   private storeSummary(scope: string, sessionId: string, summary: string, turns: readonly MemoryUnit[]): void {
     const previous = this.store.summariesOfSession(sessionId, scope).filter((unit) => unit.status === 'active');
-    const added = this.store.add({ scope, type: 'working_summary', content: redactSecrets(summary), importance: 0.6, confidence: 0.8, origin: 'summary', observedAt: turns.at(-1)?.observedAt ?? Date.now(), sourceSession: sessionId, sourceTurns: [] });
+    const added = this.store.add({ scope, type: 'working_summary', content: summary, importance: 0.6, confidence: 0.8, origin: 'summary', observedAt: turns.at(-1)?.observedAt ?? Date.now(), sourceSession: sessionId, sourceTurns: [] });
     if (added) for (const unit of previous) this.store.supersede(unit.id, added.id);
   }
 

@@ -84,6 +84,7 @@ export class MetaclawRuntime {
       storage: this.health,
     });
     this.conversation = new ConversationStore(this.db, {
+      redactTurns: values['store.redact_turns'],
       health: this.health,
       journal: new TurnJournal(paths.journalDir),
       failed: (turnId, error) => {

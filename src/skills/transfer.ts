@@ -1,6 +1,7 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { redactSecrets } from '../text/index.js';
 import { normaliseName } from './evolution/apply.js';
 import { skillInjectionReason } from './screen.js';
 import { parseLegacyFrontmatter, parseSkillFile } from './skill-file.js';
@@ -60,7 +61,8 @@ export function importSkills(service: SkillsService, folder: string, options: { 
     }
     report.generation ??= service.history.bumpGeneration();
     try {
-      service.applyDraft({ ...draft, origin: options.origin ?? 'imported' }, options.action ?? 'import', `import from ${folder}`, report.generation);
+      // An imported skill is injected into prompts: a key pasted into its text must not travel with it.
+      service.applyDraft({ ...draft, description: redactSecrets(draft.description), body: redactSecrets(draft.body), origin: options.origin ?? 'imported' }, options.action ?? 'import', `import from ${folder}`, report.generation);
       copySupportingFiles(join(folder, entry.name), join(service.library.dir, draft.name));
       report.imported.push(draft.name);
       if (injection) report.suspicious.push({ name: draft.name, path, reason: injection, imported: true });

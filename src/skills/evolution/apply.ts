@@ -1,3 +1,4 @@
+import { redactSecrets } from '../../text/index.js';
 import { MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, SKILL_NAME } from '../skill-file.js';
 import { skillInjectionReason } from '../screen.js';
 import type { Skill, SkillDraft } from '../types.js';
@@ -41,7 +42,8 @@ export function planChanges(proposed: readonly ProposedChange[], context: Planni
   const planned: PlannedChange[] = [];
   const rejected: Rejected[] = [];
   const touched = new Set<string>();
-  for (const change of proposed) {
+  for (const proposal of proposed) {
+    const change = withoutSecrets(proposal);
     if (planned.length >= context.maxChanges) {
       rejected.push({ name: change.name, reason: `over the limit of ${context.maxChanges} changes per evolution (skills.max_new_skills)` });
       continue;
@@ -82,6 +84,12 @@ export function planChanges(proposed: readonly ProposedChange[], context: Planni
     planned.push({ action, draft, evidence: change.evidence, reason: change.reason, ...(mergedInto ? { mergedInto } : {}) });
   }
   return { planned, rejected };
+}
+
+/** A secret the session held never reaches a skill, its evidence or the evolution history. */
+function withoutSecrets(change: ProposedChange): ProposedChange {
+  const reason = change.reason === undefined ? {} : { reason: redactSecrets(change.reason) };
+  return { ...change, description: redactSecrets(change.description), body: redactSecrets(change.body), evidence: change.evidence.map(redactSecrets), ...reason };
 }
 
 export function normaliseName(raw: string): string {
