@@ -7,7 +7,7 @@ import { parse as parseYaml } from 'yaml';
 import { isEvolverCall, learningAwareUpstream, userText } from './support/evolver.js';
 import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { GITHUB_TOKEN } from './support/secrets.js';
-import { ScriptedUpstream } from './support/upstream.js';
+import { errorReply, ScriptedUpstream } from './support/upstream.js';
 
 const DEPLOY_SKILL = {
   action: 'create',
@@ -129,6 +129,29 @@ describe('skills evolve from sessions', () => {
       assert.equal(report.skills.generation, 0);
       // the log is written in batches, at least every half second
       await waitFor(() => /the evolver returned unusable output; nothing written/.test(readFileSync(join(home, 'logs', 'metaclaw.log'), 'utf8')), 5_000, 100);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('a learning LLM that refuses the key pauses learning with the reason instead of burning every job\'s attempts', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const agentAnswers = learningAwareUpstream({});
+    upstream.defaultHandler = (request, response) => (isEvolverCall(request) ? errorReply(401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } })(request, response) : agentAnswers(request, response));
+    const proxy = await startProxy({ config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 3 } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'refused-key-session', ['How do I deploy?', 'No, never on Fridays.']);
+      const report = await waitFor(async () => {
+        const current = await status(proxy);
+        return current.learning.paused_reason ? current : undefined;
+      }, 20_000, 100);
+      assert.match(report.learning.paused_reason, /cannot be used as configured .*401/);
+      assert.equal(upstream.modelRequests().filter(isEvolverCall).length, 1, 'one call found out; the others wait');
+      assert.equal(report.queue.dead, 0, 'nothing was dead-lettered');
+      assert.ok(report.queue.queued >= 1, 'the job waits in the queue');
+      assert.equal(report.learning.failed, 0, 'the job lost no attempt');
     } finally {
       await proxy.dispose();
       await upstream.close();

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, statfsSync } from 'node:fs';
 import { isClawType, verifyClaw } from '../claws/index.js';
+import { UpstreamError } from '../errors.js';
 import { loadConfig, type LoadedConfig } from '../config/index.js';
 import { describeExposedConfig, exposedConfigFile, keysInConfigFile, makeHomePrivate, octal, openHomeWarning, openPath, PRIVATE_FILE_MODE, resolveUpstreams } from '../config/index.js';
 import { checkIntegrity, MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
@@ -215,7 +216,7 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
       checks.push({ name: 'proxy', verdict: 'fail', detail: `${base} answers but rejects this config's proxy.api_key`, fix: 'another MetaClaw (or another program) holds this port; check `metaclaw status` and proxy.port' });
       return undefined;
     }
-    if (typeof response.body !== 'object' || response.body === null) throw new Error(`${base}/status did not answer JSON`);
+    if (typeof response.body !== 'object' || response.body === null) throw new UpstreamError(`${base}/status did not answer JSON`);
     const status = response.body as Record<string, unknown>;
     const learning = (status['learning'] ?? {}) as { dead_lettered?: number; paused_reason?: string | null };
     const queue = (status['queue'] ?? {}) as Record<string, number>;

@@ -1,5 +1,6 @@
 import { hash as digest } from 'node:crypto';
 import type { JsonBody } from './types.js';
+import { StoreError } from '../errors.js';
 
 /**
  * How request bodies are stored. Small bodies are kept whole. Large ones (an OpenClaw turn is
@@ -46,7 +47,7 @@ export function decodeDocument(stored: string, source: SegmentSource): unknown {
   if ('inline' in parsed) return parsed.inline;
   const load = (hash: string): unknown => {
     const json = source.get(hash);
-    if (json === undefined) throw new Error(`payload segment ${hash} is missing`);
+    if (json === undefined) throw new StoreError(`payload segment ${hash} is missing`, 'payload_part_missing');
     return JSON.parse(json) as unknown;
   };
   const result: Record<string, unknown> = {};

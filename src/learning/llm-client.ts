@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { WireFormat } from '../config/index.js';
 import type { ClientCredentials } from '../upstream/index.js';
 import { endpointPath, isRetryableStatus, jsonHeaders } from '../upstream/index.js';
-import { PermanentJobError } from './runner.js';
+import { LearningError, LearningMisconfiguredError, PermanentJobError } from './runner.js';
 
 /** An LLM endpoint a learning job calls (evolver, extractor, judge). */
 export interface LlmTarget {
@@ -31,23 +31,22 @@ export interface LlmReply {
 }
 
 /** The LLM answered, but not with what the schema asks: retried later, like a network error. */
-export class InvalidLlmOutputError extends Error {
+export class InvalidLlmOutputError extends LearningError {
   constructor(
     message: string,
     readonly tokens: number,
   ) {
-    super(message);
-    this.name = 'InvalidLlmOutputError';
+    super('llm_invalid_output', message, true);
   }
 }
 
-export class LlmCallError extends Error {
+/** The learning LLM could not be reached, or answered with a status worth retrying. */
+export class LlmCallError extends LearningError {
   constructor(
     message: string,
     readonly status: number | undefined,
   ) {
-    super(message);
-    this.name = 'LlmCallError';
+    super('llm_call_failed', message, true);
   }
 }
 
@@ -55,7 +54,7 @@ export class LlmCallError extends Error {
 export async function callLlm(target: LlmTarget, request: LlmRequest): Promise<LlmReply> {
   const headers = jsonHeaders(target, target.credentials);
   if (!headers['authorization'] && !headers['x-api-key'] && !isLocal(target.baseUrl)) {
-    throw new LlmCallError(`no API key for ${target.name} (${target.baseUrl}): configure one, or send a request through the proxy first so your own key can be used`, undefined);
+    throw new LearningMisconfiguredError(`no API key for ${target.name} (${target.baseUrl}): configure one, or send a request through the proxy first so your own key can be used`);
   }
   const url = endpointPath(target, 'model');
   let body: unknown;
@@ -74,7 +73,9 @@ export async function callLlm(target: LlmTarget, request: LlmRequest): Promise<L
   const text = await response.text();
   if (!response.ok) {
     const message = `${target.name} answered ${response.status}: ${text.slice(0, 300)}`;
-    if (!isRetryableStatus(response.status) && response.status !== 401 && response.status !== 403) throw new PermanentJobError(message);
+    // A key or model the upstream refuses fails every learning call alike: learning pauses instead of each job burning its attempts.
+    if (response.status === 401 || response.status === 403 || response.status === 404) throw new LearningMisconfiguredError(message);
+    if (!isRetryableStatus(response.status)) throw new PermanentJobError(message);
     throw new LlmCallError(message, response.status);
   }
   return parseReply(target.format, text);

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { ConfigError } from '../errors.js';
 
 /**
  * The secret patterns are data (`data/secret-rules.json`, gitleaks-style rules), maintained and
@@ -60,28 +61,28 @@ export function parseSecretRules(text: string, source: string): SecretRule[] {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new Error(`${source}: not JSON (${(error as Error).message})`);
+    throw new ConfigError(`${source}: not JSON (${(error as Error).message})`);
   }
   const parsed = fileSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new Error(`${source}: ${issue.path.join('.') || '(top)'}: ${issue.message}`);
+    throw new ConfigError(`${source}: ${issue.path.join('.') || '(top)'}: ${issue.message}`);
   }
   const { fragments, rules } = parsed.data;
   const seen = new Set<string>();
   return rules.map((rule) => {
     const where = `${source}: rule ${rule.id}`;
-    if (seen.has(rule.id)) throw new Error(`${where}: the id is used twice`);
+    if (seen.has(rule.id)) throw new ConfigError(`${where}: the id is used twice`);
     seen.add(rule.id);
     const source_ = rule.regex.replace(/\{\{(\w+)\}\}/g, (_, name: string) => {
       const fragment = fragments[name];
-      if (fragment === undefined) throw new Error(`${where}: no fragment named {{${name}}}`);
+      if (fragment === undefined) throw new ConfigError(`${where}: no fragment named {{${name}}}`);
       return fragment;
     });
     const pattern = compile(source_, `g${rule.ignoreCase ? 'i' : ''}d`, where);
     // A regex with an empty alternative matches '' and has every group: the count of its groups.
     const groups = new RegExp(`${source_}|`).exec('')!.length - 1;
-    if (rule.secretGroup > groups) throw new Error(`${where}: secretGroup ${rule.secretGroup} but the regex has ${groups} groups`);
+    if (rule.secretGroup > groups) throw new ConfigError(`${where}: secretGroup ${rule.secretGroup} but the regex has ${groups} groups`);
     return {
       id: rule.id,
       description: rule.description,
@@ -99,7 +100,7 @@ function compile(source: string, flags: string, where: string): RegExp {
   try {
     return new RegExp(source, flags);
   } catch (error) {
-    throw new Error(`${where}: invalid regex (${(error as Error).message})`);
+    throw new ConfigError(`${where}: invalid regex (${(error as Error).message})`);
   }
 }
 
