@@ -146,6 +146,40 @@ describe('upstream failures reach the client honestly', () => {
       assert.equal(await turnCount(proxy), before);
     });
 
+    test('a chunked body (no content-length) over proxy.max_body_mb to a memory route is a 413 in the client\'s error shape and imports nothing', async () => {
+      // JSONL lines that import fine one by one; together well over the 0.05 MiB limit.
+      const line = (index: number) => `${JSON.stringify({ type: 'semantic', content: `Chunked import line ${index}: the staging cluster runs in eu-west.` })}\n`;
+      const chunked = (path: string, lines: number, headers: Record<string, string> = {}) => {
+        const body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            for (let index = 0; index < lines; index++) controller.enqueue(new TextEncoder().encode(line(index)));
+            controller.close();
+          },
+        });
+        return fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', ...headers }, body, duplex: 'half' } as RequestInit);
+      };
+      const scope = { 'x-memory-scope': 'chunked-limit' };
+      const units = async () => ((await (await fetch(`${proxy.url}/v1/memory/stats`, { headers: scope })).json()) as { total_units: number }).total_units;
+
+      const openai = await chunked('/v1/memory/import', 1_000, scope);
+      assert.equal(openai.status, 413);
+      const openaiBody = (await openai.json()) as any;
+      assert.equal(openaiBody.error.type, 'request_too_large');
+      assert.match(openaiBody.error.message, /proxy\.max_body_mb/);
+      const anthropic = await chunked('/v1/memory/import', 1_000, { ...scope, 'anthropic-version': '2023-06-01' });
+      assert.equal(anthropic.status, 413);
+      const anthropicBody = (await anthropic.json()) as any;
+      assert.equal(anthropicBody.type, 'error');
+      assert.equal(anthropicBody.error.type, 'request_too_large');
+      assert.equal(await units(), 0, 'nothing of the refused bodies was imported');
+
+      // Under the limit, a chunked body is read whole and imported as before.
+      const small = await chunked('/v1/memory/import', 3, scope);
+      assert.equal(small.status, 200);
+      assert.equal(((await small.json()) as any).imported, 3);
+      assert.equal(await units(), 3);
+    });
+
     test('unknown routes are a 404 JSON error', async () => {
       const response = await fetch(`${proxy.url}/v1/no-such-thing`);
       assert.equal(response.status, 404);
