@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { JsonParser } from '@croct/json5-parser';
 import OpenAI from 'openai';
 import { stringify } from 'yaml';
-import { freePort, runCli, tempHome, type CliResult } from './support/proxy.js';
+import { freePort, recordedTurn, runCli, tempHome, type CliResult } from './support/proxy.js';
 import { learningAwareUpstream } from './support/evolver.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
@@ -209,7 +209,6 @@ describe('POST /v1/sessions/{id}/end', () => {
     try {
       // OpenClaw's affinity header carries a call counter: the session is the part before it.
       await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'Set up a cron job that rotates logs nightly.' }] }, { headers: { session_id: 'oc-session-1:3' } });
-      await new Promise((resolve) => setTimeout(resolve, 200));
       const unknown = await fetch(`${base}/v1/sessions/nobody/end`, { method: 'POST' });
       assert.equal(unknown.status, 404);
       assert.match(JSON.stringify(await unknown.json()), /No session nobody has been seen/);
@@ -232,11 +231,12 @@ describe('POST /v1/sessions/{id}/end', () => {
   test('a session ended right after its last turn is found and stays ended (the turn is written first)', async () => {
     const { user, base, client } = await startedPlainUser();
     try {
-      await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'Rotate the logs and tell me when done.' }] }, { headers: { session_id: 'oc-session-2:1' } });
+      const { response } = await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'Rotate the logs and tell me when done.' }] }, { headers: { session_id: 'oc-session-2:1' } }).withResponse();
       const ended = await fetch(`${base}/v1/sessions/oc-session-2/end`, { method: 'POST' });
       assert.equal(ended.status, 200, 'the session of a turn answered a moment ago is known');
       assert.deepEqual(await ended.json(), { session_id: 'oc-session-2', ended: true, already_ended: false });
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Once the turn's record is written, nothing of that turn is left to reopen the session.
+      await recordedTurn(base, response.headers.get('x-metaclaw-request-id')!);
       const session = JSON.parse((await user.cli(['sessions', 'show', 'oc-session-2', '--json'])).stdout).session;
       assert.ok(session.ended_at, 'recording the turn did not reopen it');
       assert.equal(session.turn_count, 1);

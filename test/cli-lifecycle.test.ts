@@ -5,7 +5,7 @@ import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import { freePort, runCli, startProxy, tempHome, waitFor } from './support/proxy.js';
-import { openAIReply, ScriptedUpstream } from './support/upstream.js';
+import { gatedReply, openAIReply, ScriptedUpstream } from './support/upstream.js';
 
 const homes: string[] = [];
 after(() => {
@@ -163,12 +163,18 @@ describe('shutdown and crashes', () => {
     const upstream = await ScriptedUpstream.start();
     const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
     try {
-      upstream.reply(openAIReply({ text: 'a b c d e f', pieces: 6, gapMs: 200 }));
+      // The upstream holds the rest of the answer back until the proxy refuses new connections: the
+      // stream is certainly still running while the proxy stops.
+      let stopSent = false;
+      const refusing = waitFor(async () => stopSent && (await fetch(`${proxy.url}/healthz`).then(() => false, () => true)), 20_000).then(() => true, () => false);
+      upstream.reply(gatedReply(openAIReply({ text: 'a b c d e f', pieces: 6 }), 2, refusing));
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'slow' }] });
       const stopping = proxy.cli(['stop']);
+      stopSent = true;
       let text = '';
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      assert.equal(await refusing, true, 'the proxy was stopping while the stream ran');
       assert.equal(text, 'a b c d e f');
       const stopped = await stopping;
       assert.match(stopped.stdout, /stopped/);
@@ -231,13 +237,16 @@ describe('shutdown and crashes', () => {
       upstream.reply(openAIReply({ text: 'x '.repeat(40), pieces: 40, gapMs: 100 }));
       const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'second' }] });
       const pid = JSON.parse(readFileSync(join(proxy.home, 'metaclaw.pid'), 'utf8')).pid as number;
+      let killed = false;
       const consumed = (async () => {
-        for await (const _chunk of stream) {
-          // keep reading until the connection dies
+        for await (const chunk of stream) {
+          // Killed once the answer is flowing (its first text has arrived); read on until the connection dies.
+          if (!killed && chunk.choices[0]?.delta.content) {
+            killed = true;
+            process.kill(pid, 'SIGKILL');
+          }
         }
       })().then(() => 'ended', () => 'errored');
-      await new Promise((resolve) => setTimeout(resolve, 400));
-      process.kill(pid, 'SIGKILL');
       assert.equal(await consumed, 'errored', 'the client sees the broken stream');
 
       const db = new Database(join(proxy.home, 'metaclaw.db'));

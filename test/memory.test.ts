@@ -3,6 +3,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
+import { isProcessAlive } from '../src/runtime/index.js';
 import { isExtractorCall, learningAwareUpstream, userText } from './support/evolver.js';
 import { bagOfWords, embeddingsHandler } from './support/embeddings.js';
 import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
@@ -301,7 +302,7 @@ describe('memory over HTTP and in the prompt', () => {
       await waitFor(() => upstream.modelRequests().filter(isExtractorCall).length >= 2, 20_000, 100);
       const pid = JSON.parse(readFileSync(join(home, 'metaclaw.pid'), 'utf8')).pid as number;
       process.kill(pid, 'SIGKILL');
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await waitFor(() => !isProcessAlive(pid));
       mode = 'ok';
       proxy = await startProxy({ home, config });
       await waitFor(async () => (await search(proxy, 'staging cluster name', 'default', { types: ['semantic'] })).some((result) => result.content === 'The staging cluster is called kestrel-stg.'), 30_000, 200);

@@ -3,18 +3,16 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { anthropicReply, dropMidStream, errorReply, hangReply, openAIReply, ScriptedUpstream } from './support/upstream.js';
-import { startProxy, type ProxyHandle } from './support/proxy.js';
+import { recordedTurn, startProxy, type ProxyHandle } from './support/proxy.js';
 
-/** Turns recorded so far, once earlier turns (recorded just after their responses) have settled. */
-async function turnCount(proxy: ProxyHandle): Promise<number> {
-  const read = async () => ((await (await fetch(`${proxy.url}/status`)).json()) as { sessions: { turns: number } }).sessions.turns;
-  let previous = await read();
-  for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const current = await read();
-    if (current === previous) return current;
-    previous = current;
-  }
+/**
+ * Turns recorded once every earlier request's record is written: a marker request is answered and
+ * recorded after them (records are written in the order requests finish), and counts itself.
+ */
+async function turnsAfterMarker(proxy: ProxyHandle, client: OpenAI): Promise<number> {
+  const { response } = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'marker' }] }).withResponse();
+  await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
+  return ((await (await fetch(`${proxy.url}/status`)).json()) as { sessions: { turns: number } }).sessions.turns;
 }
 
 describe('upstream failures reach the client honestly', () => {
@@ -52,11 +50,16 @@ describe('upstream failures reach the client honestly', () => {
   });
 
   test('a 429 with retry-after is waited out and retried', async () => {
-    upstream.reply(errorReply(429, { error: { message: 'slow down', type: 'rate_limit_exceeded' } }, { 'retry-after': '1' }), openAIReply({ text: 'after the wait' }));
-    const started = Date.now();
+    let refusedAt = 0;
+    let retriedAt = 0;
+    const refuse = errorReply(429, { error: { message: 'slow down', type: 'rate_limit_exceeded' } }, { 'retry-after': '1' });
+    const answer = openAIReply({ text: 'after the wait' });
+    upstream.reply((request, response) => ((refusedAt = Date.now()), refuse(request, response)), (request, response) => ((retriedAt = Date.now()), answer(request, response)));
     const completion = await ask();
     assert.equal(completion.choices[0]!.message.content, 'after the wait');
-    assert.ok(Date.now() - started >= 950, 'the proxy honoured retry-after');
+    // The wait is the behaviour here, so it is timed, from the upstream's side: a lower bound only
+    // (a loaded machine only makes it longer), a little under 1 s for timer and clock granularity.
+    assert.ok(retriedAt - refusedAt >= 950, `the proxy honoured retry-after (retried ${retriedAt - refusedAt} ms after the 429)`);
     assert.equal(upstream.modelRequests().length, 2);
   });
 
@@ -93,7 +96,8 @@ describe('upstream failures reach the client honestly', () => {
     const post = (path: string, body: string, headers: Record<string, string> = {}) => fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
 
     test('malformed JSON is a 400 in each API\'s error shape', async () => {
-      const before = await turnCount(proxy);
+      const before = await turnsAfterMarker(proxy, client);
+      upstream.reset();
       const openai = await post('/v1/chat/completions', '{"model": "m", "messages": [');
       assert.equal(openai.status, 400);
       const openaiBody = (await openai.json()) as any;
@@ -106,7 +110,7 @@ describe('upstream failures reach the client honestly', () => {
       assert.equal(anthropicBody.type, 'error');
       assert.equal(anthropicBody.error.type, 'invalid_request_error');
       assert.equal(upstream.requests.length, 0);
-      assert.equal(await turnCount(proxy), before);
+      assert.equal(await turnsAfterMarker(proxy, client), before + 1, 'only the marker after them was recorded');
     });
 
     test('missing or empty messages are a 400 naming the field', async () => {
@@ -138,12 +142,47 @@ describe('upstream failures reach the client honestly', () => {
     });
 
     test('a body over proxy.max_body_mb is a 413', async () => {
-      const before = await turnCount(proxy);
+      const before = await turnsAfterMarker(proxy, client);
+      upstream.reset();
       const big = await post('/v1/chat/completions', JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(80_000) }] }));
       assert.equal(big.status, 413);
       assert.equal(((await big.json()) as any).error.type, 'request_too_large');
       assert.equal(upstream.requests.length, 0);
-      assert.equal(await turnCount(proxy), before);
+      assert.equal(await turnsAfterMarker(proxy, client), before + 1, 'only the marker after it was recorded');
+    });
+
+    test('a chunked body (no content-length) over proxy.max_body_mb to a memory route is a 413 in the client\'s error shape and imports nothing', async () => {
+      // JSONL lines that import fine one by one; together well over the 0.05 MiB limit.
+      const line = (index: number) => `${JSON.stringify({ type: 'semantic', content: `Chunked import line ${index}: the staging cluster runs in eu-west.` })}\n`;
+      const chunked = (path: string, lines: number, headers: Record<string, string> = {}) => {
+        const body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            for (let index = 0; index < lines; index++) controller.enqueue(new TextEncoder().encode(line(index)));
+            controller.close();
+          },
+        });
+        return fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', ...headers }, body, duplex: 'half' } as RequestInit);
+      };
+      const scope = { 'x-memory-scope': 'chunked-limit' };
+      const units = async () => ((await (await fetch(`${proxy.url}/v1/memory/stats`, { headers: scope })).json()) as { total_units: number }).total_units;
+
+      const openai = await chunked('/v1/memory/import', 1_000, scope);
+      assert.equal(openai.status, 413);
+      const openaiBody = (await openai.json()) as any;
+      assert.equal(openaiBody.error.type, 'request_too_large');
+      assert.match(openaiBody.error.message, /proxy\.max_body_mb/);
+      const anthropic = await chunked('/v1/memory/import', 1_000, { ...scope, 'anthropic-version': '2023-06-01' });
+      assert.equal(anthropic.status, 413);
+      const anthropicBody = (await anthropic.json()) as any;
+      assert.equal(anthropicBody.type, 'error');
+      assert.equal(anthropicBody.error.type, 'request_too_large');
+      assert.equal(await units(), 0, 'nothing of the refused bodies was imported');
+
+      // Under the limit, a chunked body is read whole and imported as before.
+      const small = await chunked('/v1/memory/import', 3, scope);
+      assert.equal(small.status, 200);
+      assert.equal(((await small.json()) as any).imported, 3);
+      assert.equal(await units(), 3);
     });
 
     test('unknown routes are a 404 JSON error', async () => {

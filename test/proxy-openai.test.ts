@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import OpenAI from 'openai';
-import { openAIReply, ScriptedUpstream } from './support/upstream.js';
-import { startProxy, type ProxyHandle } from './support/proxy.js';
+import { gatedReply, openAIReply, ScriptedUpstream } from './support/upstream.js';
+import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 
 describe('OpenAI client through the proxy to an OpenAI-compatible upstream', () => {
   let upstream: ScriptedUpstream;
@@ -47,12 +47,15 @@ describe('OpenAI client through the proxy to an OpenAI-compatible upstream', () 
   });
 
   test('stream bytes reach the client as the upstream sends them, not at the end', async () => {
-    upstream.reply(openAIReply({ text: 'slow answer arriving in pieces', pieces: 4, gapMs: 300 }));
+    const deltas: string[] = [];
+    // The upstream sends the first piece and holds the rest back until the client has that piece:
+    // a proxy that buffered the stream would deliver nothing until the wait gave up.
+    const clientHadFirst = waitFor(() => deltas.length > 0, 10_000).then(() => true, () => false);
+    upstream.reply(gatedReply(openAIReply({ text: 'slow answer arriving in pieces', pieces: 4 }), 2, clientHadFirst));
     const stream = await client.chat.completions.create({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'go slowly' }] });
-    const arrivals: number[] = [];
-    for await (const chunk of stream) if (chunk.choices[0]?.delta.content) arrivals.push(Date.now());
-    assert.equal(arrivals.length, 4);
-    assert.ok(arrivals.at(-1)! - arrivals[0]! >= 700, `deltas arrived ${arrivals.at(-1)! - arrivals[0]!} ms apart: the proxy buffered the stream`);
+    for await (const chunk of stream) if (chunk.choices[0]?.delta.content) deltas.push(chunk.choices[0].delta.content);
+    assert.equal(await clientHadFirst, true, 'the first piece reached the client while the upstream was still holding the rest');
+    assert.equal(deltas.join(''), 'slow answer arriving in pieces');
   });
 
   test('tool calls come back and tool results go upstream intact, streaming and not', async () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { parse } from 'yaml';
-import { freePort, runCli, startProxy, tempHome, type ProxyHandle } from './support/proxy.js';
+import { freePort, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { json, openAIReply, ScriptedUpstream, type Handler } from './support/upstream.js';
 
 const GOOD_KEY = 'sk-good-0123';
@@ -170,14 +170,11 @@ describe('metaclaw doctor', () => {
   test('a normal turn in the same proxy still learns (the marker is per request)', async () => {
     const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused' });
     await client.chat.completions.create({ model: 'scripted-1', messages: [{ role: 'user', content: 'Remember: always use tabs for indentation.' }] }, { headers: { 'x-session-id': 'normal-session' } });
-    const memory = await (async () => {
-      for (let attempt = 0; attempt < 100; attempt++) {
-        const found = (await (await fetch(`${proxy.url}/v1/memory/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: 'tabs indentation' }) })).json()) as { results: unknown[] };
-        if (found.results.length > 0) return found.results;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      return [];
-    })();
+    // The turn is remembered after the client has its answer: waited for, however long a loaded machine takes.
+    const memory = await waitFor(async () => {
+      const found = (await (await fetch(`${proxy.url}/v1/memory/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: 'tabs indentation' }) })).json()) as { results: unknown[] };
+      return found.results.length > 0 ? found.results : undefined;
+    }, 20_000);
     assert.ok(memory.length > 0, 'the normal turn was remembered');
   });
 

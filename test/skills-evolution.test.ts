@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { parse as parseYaml } from 'yaml';
 import { isEvolverCall, learningAwareUpstream, userText } from './support/evolver.js';
-import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { recordedTurn, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { GITHUB_TOKEN } from './support/secrets.js';
 import { errorReply, ScriptedUpstream } from './support/upstream.js';
 
@@ -23,14 +23,18 @@ async function status(proxy: ProxyHandle): Promise<any> {
   return (await fetch(`${proxy.url}/status`)).json();
 }
 
-async function session(client: OpenAI, id: string, requests: string[], system = 'You are a deploy bot. SECRET-SYSTEM-MARKER'): Promise<void> {
+/** Runs a session whose last request ends it (X-Session-Done); returns that request's id. */
+async function session(client: OpenAI, id: string, requests: string[], system = 'You are a deploy bot. SECRET-SYSTEM-MARKER'): Promise<string> {
   const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'system', content: system }];
+  let requestId = '';
   for (const [index, request] of requests.entries()) {
     messages.push({ role: 'user', content: request });
     const last = index === requests.length - 1;
-    const completion = await client.chat.completions.create({ model: 'scripted-model', messages }, { headers: { 'X-Session-Id': id, ...(last ? { 'X-Session-Done': 'true' } : {}) } });
+    const { data: completion, response } = await client.chat.completions.create({ model: 'scripted-model', messages }, { headers: { 'X-Session-Id': id, ...(last ? { 'X-Session-Done': 'true' } : {}) } }).withResponse();
+    requestId = response.headers.get('x-metaclaw-request-id')!;
     messages.push({ role: 'assistant', content: completion.choices[0]!.message.content ?? '' });
   }
+  return requestId;
 }
 
 describe('skills evolve from sessions', () => {
@@ -244,10 +248,13 @@ describe('skills evolve from sessions', () => {
     const proxy = await startProxy({ config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
-      await session(client, 'off-session', ['How do I deploy?', 'No, never on Fridays.']);
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const last = await session(client, 'off-session', ['How do I deploy?', 'No, never on Fridays.']);
+      // The last turn ends the session; what ending it triggers is queued in the same write as its
+      // record. Once that record is written, an evolution would be in the queue.
+      await recordedTurn(proxy.url, last);
+      const queue = (await status(proxy)).queue as Record<string, number>;
+      assert.deepEqual(queue, { queued: 0, leased: 0, done: 0, dead: 0 }, 'no learning job was queued, run or given up');
       assert.equal(upstream.modelRequests().filter(isEvolverCall).length, 0);
-      assert.equal((await status(proxy)).queue.queued + (await status(proxy)).queue.done, 0);
     } finally {
       await proxy.dispose();
       await upstream.close();

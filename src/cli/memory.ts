@@ -4,8 +4,7 @@ import type { Command } from 'commander';
 import { ConversationStore } from '../conversation/index.js';
 import { JobQueue } from '../learning/index.js';
 import { silentLogger } from '../logging/index.js';
-import { MEMORY_TYPES, MemoryService, type IngestTurn, type MemoryType, type MemoryUnit } from '../memory/index.js';
-import { importLines, presentMemory } from '../proxy/index.js';
+import { exportMemory, importLines, MEMORY_TYPES, MemoryService, presentMemory, type IngestTurn, type MemoryImportReport, type MemoryType, type MemoryUnit } from '../memory/index.js';
 import { memorySettings } from '../runtime/settings.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
@@ -163,11 +162,10 @@ export function registerMemoryCommands(program: Command): void {
 
   common(memory.command('export').description('write memories as JSONL (stdout, or --output FILE)').option('-o, --output <file>')).action(
     withMemory<MemoryOptions & { output?: string }>(({ memory: service }, options) => {
-      const lines = [...service.store.iterate(options.scope)].map((unit) => JSON.stringify(presentMemory(unit)));
-      const text = lines.length > 0 ? `${lines.join('\n')}\n` : '';
+      const { text, count } = exportMemory(service, options.scope);
       if (options.output) {
         writeFileSync(options.output, text, { mode: 0o600 });
-        print(`Exported ${lines.length} memories to ${options.output}.`);
+        print(`Exported ${count} memories to ${options.output}.`);
       } else process.stdout.write(terminalText(text));
     }),
   );
@@ -177,7 +175,7 @@ export function registerMemoryCommands(program: Command): void {
       const lines = readFileSync(file, 'utf8').split('\n');
       const bar = lines.length > 200 && process.stderr.isTTY ? progress({ max: lines.length, output: process.stderr }) : undefined;
       bar?.start(`Importing ${lines.length} lines`);
-      const report = { imported: 0, skipped: [] as Array<{ line: number; reason: string }> };
+      const report: MemoryImportReport = { imported: 0, skipped: [] };
       for (let start = 0; start < lines.length; start += 100) {
         const chunk = importLines(service, lines.slice(start, start + 100), options.scope ?? defaultScope);
         report.imported += chunk.imported;

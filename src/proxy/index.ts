@@ -6,5 +6,5 @@ export { AfterServing } from './after-serving.js';
 export { newRequestId } from './model-request.js';
 export type { ProxyDeps, ProxyApp } from './types.js';
 export { skillsRoutes } from './skills-routes.js';
-export { memoryRoutes, importLines, present as presentMemory } from './memory-routes.js';
+export { memoryRoutes } from './memory-routes.js';
 export { turnFromJournal, type JournalHeader } from './turn-journal-entry.js';

@@ -3,7 +3,7 @@ import type { Context } from 'hono';
 import { z } from 'zod';
 import { deriveScope, readTurnSignals } from '../conversation/index.js';
 import { BadRequestError, NotFoundError, PermissionError } from '../errors.js';
-import { MEMORY_TYPES, type MemoryService, type MemoryUnit } from '../memory/index.js';
+import { exportMemory, importLines, MEMORY_TYPES, presentMemory, type MemoryService, type MemoryUnit } from '../memory/index.js';
 import { ADMIN_HEADER, type AdminToken } from './admin-token.js';
 import { parseJsonBody } from './body.js';
 import type { ProxyApp } from './types.js';
@@ -54,18 +54,6 @@ const patchSchema = z
   })
   .refine((patch) => Object.keys(patch).length > 0, 'nothing to change');
 
-const importLineSchema = z.object({
-  scope: z.string().min(1).optional(),
-  type: typeSchema,
-  content: z.string().trim().min(1),
-  importance: z.number().min(0).max(1).optional(),
-  confidence: z.number().min(0).max(1).optional(),
-  core: z.boolean().optional(),
-  pinned: z.boolean().optional(),
-  observed_at: z.string().optional(),
-  source: z.object({ session_id: z.string().nullable().optional(), turn_ids: z.array(z.string()).optional() }).optional(),
-});
-
 /** Who is asking: the scope their headers give (as on model requests), and whether they hold the admin token. */
 interface Caller {
   scope: string;
@@ -101,7 +89,7 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
       const body = parse(searchSchema, await readJson(c.req.raw));
       const scope = scopeFor(callerOf(c), body.scope, 'scope');
       const hits = await memory.search({ scope, query: body.query, limit: body.limit ?? 10, ...(body.types ? { types: body.types } : {}), includeSuperseded: body.include_superseded ?? false });
-      return c.json({ scope, results: hits.map((hit) => ({ ...present(hit.unit), score: Math.round(hit.score * 1000) / 1000 })) });
+      return c.json({ scope, results: hits.map((hit) => ({ ...presentMemory(hit.unit), score: Math.round(hit.score * 1000) / 1000 })) });
     });
 
     app.get('/v1/memory/stats', (c) => {
@@ -117,9 +105,7 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
       const caller = callerOf(c);
       const requested = c.req.query('scope');
       const scope = caller.admin && requested === undefined ? undefined : scopeFor(caller, requested, 'scope');
-      const lines: string[] = [];
-      for (const unit of memory.store.iterate(scope)) lines.push(JSON.stringify(present(unit)));
-      return c.body(lines.length > 0 ? `${lines.join('\n')}\n` : '', 200, { 'content-type': 'application/x-ndjson' });
+      return c.body(exportMemory(memory, scope).text, 200, { 'content-type': 'application/x-ndjson' });
     });
 
     app.post('/v1/memory/import', async (c) => {
@@ -132,7 +118,7 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
     app.post('/v1/memory', async (c) => {
       const body = parse(addSchema, await readJson(c.req.raw));
       const unit = memory.add({ scope: scopeFor(callerOf(c), body.scope, 'scope'), type: body.type, content: body.content, importance: body.importance ?? 0.8, confidence: 1, core: body.core ?? false, pinned: body.pinned ?? false, origin: 'manual' });
-      return c.json(present(unit), 201);
+      return c.json(presentMemory(unit), 201);
     });
 
     app.delete('/v1/memory', (c) => {
@@ -142,7 +128,7 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
       return c.json({ scope, deleted: memory.forgetScope(scope) });
     });
 
-    app.get('/v1/memory/:id', (c) => c.json(present(ownUnit(callerOf(c), c.req.param('id')))));
+    app.get('/v1/memory/:id', (c) => c.json(presentMemory(ownUnit(callerOf(c), c.req.param('id')))));
 
     app.patch('/v1/memory/:id', async (c) => {
       const unit = ownUnit(callerOf(c), c.req.param('id'));
@@ -154,7 +140,7 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
         ...(patch.core !== undefined ? { core: patch.core } : {}),
         ...(patch.pinned !== undefined ? { pinned: patch.pinned } : {}),
       });
-      return c.json(present(found(updated, unit.id)));
+      return c.json(presentMemory(found(updated, unit.id)));
     });
 
     app.delete('/v1/memory/:id', (c) => {
@@ -170,66 +156,6 @@ function scopeFor(caller: Caller, requested: string | undefined, param: string):
   if (requested === undefined || requested === caller.scope) return caller.scope;
   if (caller.admin) return requested;
   throw new PermissionError('scope_forbidden', `This request's memory scope is "${caller.scope}" (from X-Memory-Scope, X-User-Id, X-Workspace-Id or memory.scope); it cannot reach scope "${requested}". Send the request with that scope's headers, or use the admin token ($METACLAW_HOME/admin-token in ${ADMIN_HEADER}) for cross-scope work.`, param);
-}
-
-/**
- * Imports JSONL lines (what export writes); bad lines are reported, never fatal. With `onlyScope`,
- * lines that name another scope are skipped (an HTTP caller without the admin token).
- */
-export function importLines(memory: MemoryService, lines: readonly string[], defaultScope: string, onlyScope?: string): { imported: number; skipped: Array<{ line: number; reason: string }> } {
-  const report = { imported: 0, skipped: [] as Array<{ line: number; reason: string }> };
-  lines.forEach((line, index) => {
-    if (line.trim() === '') return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      report.skipped.push({ line: index + 1, reason: 'not JSON' });
-      return;
-    }
-    const parsed = importLineSchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      report.skipped.push({ line: index + 1, reason: `${issue?.path.join('.') || 'line'}: ${issue?.message}` });
-      return;
-    }
-    const item = parsed.data;
-    const scope = item.scope ?? defaultScope;
-    if (onlyScope !== undefined && scope !== onlyScope) {
-      report.skipped.push({ line: index + 1, reason: `scope "${scope}" is not this request's scope ("${onlyScope}")` });
-      return;
-    }
-    if (memory.store.findSameContent(scope, item.content)) {
-      report.skipped.push({ line: index + 1, reason: 'already in memory' });
-      return;
-    }
-    const observedAt = item.observed_at ? Date.parse(item.observed_at) : Number.NaN;
-    memory.add({ scope, type: item.type, content: item.content, importance: item.importance ?? 0.6, confidence: item.confidence ?? 0.8, core: item.core ?? false, pinned: item.pinned ?? false, origin: 'import', ...(Number.isNaN(observedAt) ? {} : { observedAt }), sourceSession: item.source?.session_id ?? null, sourceTurns: item.source?.turn_ids ?? [] });
-    report.imported++;
-  });
-  return report;
-}
-
-/** A unit as the API shows it. */
-export function present(unit: MemoryUnit) {
-  return {
-    id: unit.id,
-    scope: unit.scope,
-    type: unit.type,
-    content: unit.content,
-    core: unit.core,
-    pinned: unit.pinned,
-    status: unit.status,
-    superseded_by: unit.supersededBy,
-    importance: Math.round(unit.importance * 1000) / 1000,
-    confidence: Math.round(unit.confidence * 1000) / 1000,
-    origin: unit.origin,
-    speaker: unit.speaker,
-    observed_at: new Date(unit.observedAt).toISOString(),
-    flagged: unit.flagged,
-    access_count: unit.accessCount,
-    source: { session_id: unit.sourceSession, turn_ids: unit.sourceTurns },
-  };
 }
 
 function found<T>(value: T | undefined, id: string): T {

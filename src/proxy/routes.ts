@@ -1,5 +1,6 @@
 import { Hono, type Context } from 'hono';
 import type { HttpBindings } from '@hono/node-server';
+import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { AuthenticationError, NotFoundError, PayloadTooLargeError, RequestError } from '../errors.js';
 import { errorBodyText } from '../shared/api-errors.js';
@@ -16,10 +17,13 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
   app.use('*', async (c, next) => {
     c.header('x-metaclaw-request-id', newRequestId());
     if (c.req.path !== '/healthz') deps.auth.check(c.env.incoming.headers);
-    const declared = Number(c.req.header('content-length'));
-    if (Number.isFinite(declared) && declared > deps.maxBodyBytes) throw new PayloadTooLargeError(deps.maxBodyBytes);
     await next();
   });
+  // Counts the bytes actually read, not only a declared content-length: a chunked body declares none.
+  app.use('*', bodyLimit({ maxSize: deps.maxBodyBytes, onError: (c) => {
+    discardRest((c.env as HttpBindings).incoming);
+    throw new PayloadTooLargeError(deps.maxBodyBytes);
+  } }));
 
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/status', (c) => c.json(deps.statusReport()));
@@ -77,6 +81,16 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
   });
 
   return app;
+}
+
+/**
+ * Throws away what is left of a refused body. The body reader stops at the limit and leaves the
+ * request paused under it (its stream is full), so the rest of a chunked body would never be read
+ * and the connection could not answer the client's next request; unhooked, the rest is discarded.
+ */
+function discardRest(incoming: HttpBindings['incoming']): void {
+  incoming.removeAllListeners('data');
+  incoming.resume();
 }
 
 /** What arrived, what was added, what was forwarded, and how it ended. */

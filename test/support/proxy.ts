@@ -106,3 +106,15 @@ export async function waitFor<T>(check: () => T | undefined | false | Promise<T 
     await new Promise((resolveWait) => setTimeout(resolveWait, intervalMs));
   }
 }
+
+/**
+ * The recorded turn of a request (its `x-metaclaw-request-id`), once its record is written: the
+ * proxy answers /v1/requests/{id} only after that turn's pending record. Records are written in
+ * the order requests finished, so it is also the moment every earlier turn is recorded: the event
+ * to wait on instead of a pause before checking what recording did (or did not) do.
+ */
+export async function recordedTurn(url: string, requestId: string, headers: Record<string, string> = {}): Promise<any> {
+  const response = await fetch(`${url}/v1/requests/${requestId}`, { headers });
+  if (response.status !== 200) throw new Error(`request ${requestId} has no recorded turn (${response.status}): ${await response.text()}`);
+  return response.json();
+}

@@ -227,3 +227,21 @@ export function stallMidStream(format: 'openai' | 'anthropic', text: string, kee
     for (const event of fake.text.split('\n\n').filter(Boolean).slice(0, keepEvents)) response.write(`${event}\n\n`);
   };
 }
+
+/**
+ * Streams the first `before` events of `reply`, waits for `gate`, then sends the rest: whatever
+ * the client has by the time the gate opens came through while the upstream was still sending
+ * (an event to wait on, instead of timing the gaps between pieces).
+ */
+export function gatedReply(reply: Handler, before: number, gate: Promise<unknown>): Handler {
+  return async (request, response) => {
+    const fake = new CollectingResponse();
+    await reply({ ...request, body: { ...request.body, stream: true } }, fake as unknown as ServerResponse);
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    const events = fake.text.split('\n\n').filter(Boolean).map((event) => `${event}\n\n`);
+    for (const event of events.slice(0, before)) response.write(event);
+    await gate;
+    for (const event of events.slice(before)) response.write(event);
+    response.end();
+  };
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import type { MemoryService } from './service.js';
+import { MEMORY_TYPES, type MemoryUnit } from './types.js';
+
+/** One line of an import file: what export writes, with everything but type and content optional. */
+const importLineSchema = z.object({
+  scope: z.string().min(1).optional(),
+  type: z.enum(MEMORY_TYPES),
+  content: z.string().trim().min(1),
+  importance: z.number().min(0).max(1).optional(),
+  confidence: z.number().min(0).max(1).optional(),
+  core: z.boolean().optional(),
+  pinned: z.boolean().optional(),
+  observed_at: z.string().optional(),
+  source: z.object({ session_id: z.string().nullable().optional(), turn_ids: z.array(z.string()).optional() }).optional(),
+});
+
+export interface MemoryImportReport {
+  imported: number;
+  /** Lines not imported, numbered from 1, with the reason. */
+  skipped: Array<{ line: number; reason: string }>;
+}
+
+/** A unit as the API, the CLI's `--json` and export show it. */
+export function presentMemory(unit: MemoryUnit) {
+  return {
+    id: unit.id,
+    scope: unit.scope,
+    type: unit.type,
+    content: unit.content,
+    core: unit.core,
+    pinned: unit.pinned,
+    status: unit.status,
+    superseded_by: unit.supersededBy,
+    importance: Math.round(unit.importance * 1000) / 1000,
+    confidence: Math.round(unit.confidence * 1000) / 1000,
+    origin: unit.origin,
+    speaker: unit.speaker,
+    observed_at: new Date(unit.observedAt).toISOString(),
+    flagged: unit.flagged,
+    access_count: unit.accessCount,
+    source: { session_id: unit.sourceSession, turn_ids: unit.sourceTurns },
+  };
+}
+
+/** Every unit of `scope` (of every scope when undefined) as JSONL, one presented unit a line. */
+export function exportMemory(memory: MemoryService, scope?: string): { text: string; count: number } {
+  const lines: string[] = [];
+  for (const unit of memory.store.iterate(scope)) lines.push(JSON.stringify(presentMemory(unit)));
+  return { text: lines.length > 0 ? `${lines.join('\n')}\n` : '', count: lines.length };
+}
+
+/**
+ * Imports JSONL lines (what export writes); bad lines are reported, never fatal. With `onlyScope`,
+ * lines that name another scope are skipped (an HTTP caller without the admin token).
+ */
+export function importLines(memory: MemoryService, lines: readonly string[], defaultScope: string, onlyScope?: string): MemoryImportReport {
+  const report: MemoryImportReport = { imported: 0, skipped: [] };
+  lines.forEach((line, index) => {
+    if (line.trim() === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      report.skipped.push({ line: index + 1, reason: 'not JSON' });
+      return;
+    }
+    const parsed = importLineSchema.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      report.skipped.push({ line: index + 1, reason: `${issue?.path.join('.') || 'line'}: ${issue?.message}` });
+      return;
+    }
+    const item = parsed.data;
+    const scope = item.scope ?? defaultScope;
+    if (onlyScope !== undefined && scope !== onlyScope) {
+      report.skipped.push({ line: index + 1, reason: `scope "${scope}" is not this request's scope ("${onlyScope}")` });
+      return;
+    }
+    if (memory.store.findSameContent(scope, item.content)) {
+      report.skipped.push({ line: index + 1, reason: 'already in memory' });
+      return;
+    }
+    const observedAt = item.observed_at ? Date.parse(item.observed_at) : Number.NaN;
+    memory.add({ scope, type: item.type, content: item.content, importance: item.importance ?? 0.6, confidence: item.confidence ?? 0.8, core: item.core ?? false, pinned: item.pinned ?? false, origin: 'import', ...(Number.isNaN(observedAt) ? {} : { observedAt }), sourceSession: item.source?.session_id ?? null, sourceTurns: item.source?.turn_ids ?? [] });
+    report.imported++;
+  });
+  return report;
+}
