@@ -5,8 +5,11 @@ import { describe, test } from 'node:test';
 import { runCli, startProxy, tempHome } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
+/** Calls made as the `proj` scope's own agent would (memory routes reach only the caller's scope). */
+const PROJ = { 'x-memory-scope': 'proj' };
+
 async function call(url: string, method: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const response = await fetch(url, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }) });
+  const response = await fetch(url, { method, headers: { 'content-type': 'application/json', ...PROJ }, ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }) });
   const text = await response.text();
   let parsed: unknown = text;
   try {
@@ -46,7 +49,7 @@ describe('memory API and CLI', () => {
       assert.equal(patched.body.pinned, true);
       assert.equal((await call(`${base}/mem_nope`, 'PATCH', { pinned: true })).status, 404);
 
-      const exported = await fetch(`${base}/export?scope=proj`);
+      const exported = await fetch(`${base}/export?scope=proj`, { headers: PROJ });
       const jsonl = await exported.text();
       assert.equal(exported.headers.get('content-type'), 'application/x-ndjson');
       assert.equal(jsonl.trim().split('\n').length, 3);

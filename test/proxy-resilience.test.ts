@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { openAIReply, ScriptedUpstream, stallMidStream } from './support/upstream.js';
+import { openAIReply, ScriptedUpstream, stallMidStream, type Handler } from './support/upstream.js';
 import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 
 describe('a stream that stalls after its first bytes', () => {
@@ -171,5 +171,50 @@ describe('a proxy killed under load', () => {
       await proxy.dispose();
       await upstream.close();
     }
+  });
+});
+
+describe('an upstream stream with an event that is not JSON', () => {
+  let upstream: ScriptedUpstream;
+  let openaiProxy: ProxyHandle;
+  let anthropicClientProxy: ProxyHandle;
+  const malformed: Handler = (_request, response) => {
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    response.write(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: 'Half an answer' }, finish_reason: null }] })}\n\n`);
+    response.end('data: {"id":"c","choices":[{"delta":{"content":" and then garbage\n\n');
+  };
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    openaiProxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    anthropicClientProxy = openaiProxy;
+  });
+  after(async () => {
+    await openaiProxy?.dispose();
+    await upstream?.close();
+  });
+
+  test('relayed as is (same format), the stream ends with a clear error event, and the record says so', async () => {
+    upstream.reply(malformed);
+    const client = new OpenAI({ baseURL: `${openaiProxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const { data: stream, response } = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    let received = '';
+    const error = await (async () => {
+      for await (const chunk of stream) received += chunk.choices[0]?.delta.content ?? '';
+    })().then(() => undefined, (caught: unknown) => caught);
+    assert.ok(error instanceof OpenAI.APIError, `the SDK got an API error event, not a JSON parse error of its own: ${String(error)}`);
+    assert.match(error.message, /not JSON/);
+    assert.equal(received, 'Half an answer');
+    const explained = (await (await fetch(`${openaiProxy.url}/v1/requests/${response.headers.get('x-metaclaw-request-id')}`)).json()) as any;
+    assert.equal(explained.outcome.result, 'stream_broken');
+  });
+
+  test('translated (an Anthropic client), the stream ends with an Anthropic error event instead of a silent success', async () => {
+    upstream.reply(malformed);
+    const client = new Anthropic({ baseURL: anthropicClientProxy.url, apiKey: 'x', maxRetries: 0 });
+    const stream = client.messages.stream({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] });
+    const error = await stream.finalMessage().then(() => undefined, (caught: unknown) => caught);
+    assert.ok(error instanceof Error, 'the SDK raised');
+    assert.match(error.message, /not JSON/);
   });
 });

@@ -155,8 +155,9 @@ describe('metaclaw doctor', () => {
     assert.match(system, /Health check canary-\w+: keep answers short/);
     assert.equal(chat.headers['x-metaclaw-learning'], undefined, 'the marker header is not forwarded');
 
-    // It left nothing behind to learn from: no memory scope, no learning job, the session closed.
-    const stats = (await (await fetch(`${proxy.url}/v1/memory/stats`)).json()) as { scopes: Array<{ scope: string }> };
+    // It left nothing behind to learn from: no memory scope (the admin token sees them all), no learning job, the session closed.
+    const admin = { 'x-metaclaw-admin': readFileSync(join(proxy.home, 'admin-token'), 'utf8').trim() };
+    const stats = (await (await fetch(`${proxy.url}/v1/memory/stats`, { headers: admin })).json()) as { scopes: Array<{ scope: string }> };
     assert.deepEqual(stats.scopes.filter((scope) => scope.scope.startsWith('metaclaw-doctor')), []);
     const status = (await (await fetch(`${proxy.url}/status`)).json()) as { queue: Record<string, number> };
     assert.equal(status.queue['queued'] ?? 0, 0);

@@ -6,7 +6,8 @@ import OpenAI from 'openai';
 import { parse as parseYaml } from 'yaml';
 import { isEvolverCall, learningAwareUpstream, userText } from './support/evolver.js';
 import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
-import { ScriptedUpstream } from './support/upstream.js';
+import { GITHUB_TOKEN } from './support/secrets.js';
+import { errorReply, ScriptedUpstream } from './support/upstream.js';
 
 const DEPLOY_SKILL = {
   action: 'create',
@@ -86,6 +87,29 @@ describe('skills evolve from sessions', () => {
     }
   });
 
+  test('a secret from the session never reaches an evolved skill: SKILL.md and the evolution history hold a marker instead', async () => {
+    const leaky = { ...DEPLOY_SKILL, body: `${DEPLOY_SKILL.body}\n\n**Auth**\nexport GITHUB_TOKEN=${GITHUB_TOKEN} before running the script.`, evidence: [`turn 1: the user pasted ${GITHUB_TOKEN}`] };
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [leaky] }) });
+    const home = tempHome();
+    const proxy = await startProxy({ home, config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'leaky-session', ['How do I deploy the billing service?', 'Use the blue-green script.']);
+      const file = join(home, 'skills', 'blue-green-deploys', 'SKILL.md');
+      await waitFor(() => existsSync(file), 20_000);
+      const text = readFileSync(file, 'utf8');
+      assert.match(text, /export GITHUB_TOKEN=\[redacted github-token\] before running the script\./);
+      assert.equal(text.includes(GITHUB_TOKEN), false);
+      const history = await waitFor(() => existsSync(join(home, 'skills', 'evolution_history.jsonl')) && readFileSync(join(home, 'skills', 'evolution_history.jsonl'), 'utf8'));
+      assert.match(history, /the user pasted \[redacted github-token\]/);
+      assert.equal(history.includes(GITHUB_TOKEN), false);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
   test('malformed evolver output writes nothing, is retried, then dead-lettered', async () => {
     const upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({ evolver: () => 'I think a skill about deploys would help, something like blue-green.' });
@@ -105,6 +129,29 @@ describe('skills evolve from sessions', () => {
       assert.equal(report.skills.generation, 0);
       // the log is written in batches, at least every half second
       await waitFor(() => /the evolver returned unusable output; nothing written/.test(readFileSync(join(home, 'logs', 'metaclaw.log'), 'utf8')), 5_000, 100);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('a learning LLM that refuses the key pauses learning with the reason instead of burning every job\'s attempts', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const agentAnswers = learningAwareUpstream({});
+    upstream.defaultHandler = (request, response) => (isEvolverCall(request) ? errorReply(401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } })(request, response) : agentAnswers(request, response));
+    const proxy = await startProxy({ config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 3 } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'refused-key-session', ['How do I deploy?', 'No, never on Fridays.']);
+      const report = await waitFor(async () => {
+        const current = await status(proxy);
+        return current.learning.paused_reason ? current : undefined;
+      }, 20_000, 100);
+      assert.match(report.learning.paused_reason, /cannot be used as configured .*401/);
+      assert.equal(upstream.modelRequests().filter(isEvolverCall).length, 1, 'one call found out; the others wait');
+      assert.equal(report.queue.dead, 0, 'nothing was dead-lettered');
+      assert.ok(report.queue.queued >= 1, 'the job waits in the queue');
+      assert.equal(report.learning.failed, 0, 'the job lost no attempt');
     } finally {
       await proxy.dispose();
       await upstream.close();

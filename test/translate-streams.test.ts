@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { encodeSse, SseParser } from '../src/upstream/sse.js';
+import { encodeSse, firstMalformedEvent, SseParser } from '../src/upstream/sse.js';
 import type { SseEvent } from '../src/upstream/sse.js';
 import { AnthropicStreamAssembler, AnthropicToOpenAIStream, OpenAIStreamAssembler, OpenAIToAnthropicStream } from '../src/upstream/translate/index.js';
 
@@ -381,5 +381,27 @@ describe('OpenAIToAnthropicStream', () => {
     const frames = anthropicFrames(output);
     assert.deepEqual(frames.at(-1), { event: 'error', data: { type: 'error', error: { type: 'api_error', message: 'upstream closed the connection' } } });
     assert.equal(translator.finish(), '');
+  });
+});
+
+describe('spotting a stream event that is not JSON without parsing it', () => {
+  const scan = (text: string, final = false) => firstMalformedEvent(Buffer.from(text), Buffer.byteLength(text), final);
+
+  it('accepts JSON objects, [DONE], named events, CRLF, comments and data split over lines', () => {
+    assert.equal(scan('data: {"a":1}\n\ndata: [DONE]\n\n'), -1);
+    assert.equal(scan('event: ping\ndata: {"type":"ping"}\r\n\r\n: keep-alive\n\n'), -1);
+    assert.equal(scan('data: {"a":\ndata: 1}\n\n'), -1);
+    assert.equal(scan('data:\n\n'), -1);
+  });
+
+  it('names the offset of the first event whose data cannot be JSON', () => {
+    const good = 'data: {"a":1}\n\n';
+    assert.equal(scan(`${good}data: oops\n\n${good}`), good.length);
+    assert.equal(scan('data: {"truncated":\n\n'), 0);
+  });
+
+  it('judges a last event without its blank line only when told the stream ended', () => {
+    assert.equal(scan('data: {"a":1}\n\ndata: {"cut', false), -1);
+    assert.equal(scan('data: {"a":1}\n\ndata: {"cut', true), 15);
   });
 });

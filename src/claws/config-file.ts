@@ -12,6 +12,7 @@ import type { LedgerEntry, LedgerFileRecord } from './ledger.js';
 import { applySettings, checkSettings, expectedAfterApply, expectedAfterRevert, renderChecked, revertSettings } from './settings.js';
 import { ClawError } from './types.js';
 import type { ClawType, WiringTarget } from './types.js';
+import { InternalError } from '../errors.js';
 
 /** What to do when the config file does not exist yet. */
 export type MissingFilePolicy = 'error' | 'create-in-existing-folder' | 'create';
@@ -94,7 +95,7 @@ function rollbackRecord(prepared: PreparedRecord, entry: LedgerEntry, metaclawHo
  * If the write fails, the ledger and any new backup are rolled back.
  */
 export function commitConfigFile(plan: FilePlan, entry: LedgerEntry, metaclawHome: string): LedgerFileRecord {
-  if (plan.after === undefined) throw new Error('nothing to commit');
+  if (plan.after === undefined) throw new InternalError('nothing to commit');
   const prepared = prepareRecord(plan, entry, metaclawHome, sha256(plan.after));
   try {
     writeFileAtomic(writablePath(plan.path), plan.after, { mode: plan.mode ?? NEW_FILE_MODE });
@@ -117,7 +118,7 @@ export async function commitConfigFileVia(
   write: () => Promise<string | undefined>,
   accepted: () => string | undefined,
 ): Promise<{ record: LedgerFileRecord } | { failure: string }> {
-  if (plan.after === undefined || plan.before === undefined) throw new Error('nothing to commit');
+  if (plan.after === undefined || plan.before === undefined) throw new InternalError('nothing to commit');
   const prepared = prepareRecord(plan, entry, metaclawHome, sha256(plan.after));
   let failure: string | undefined;
   try {

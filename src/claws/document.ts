@@ -4,6 +4,7 @@
  * text it must and keeps comments, ordering and unrelated keys.
  */
 import { ClawError } from './types.js';
+import { InternalError } from '../errors.js';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
@@ -91,7 +92,7 @@ export function nestValue(path: KeyPath, value: JsonValue): JsonValue {
 
 /** `value` as the item `selector` picks: an object whose selector field is set. */
 export function selectedItem(selector: ItemSelector, value: JsonValue): JsonValue {
-  if (!isPlainObject(value)) throw new Error(`an item selected by ${selector.key} must be an object`);
+  if (!isPlainObject(value)) throw new InternalError(`an item selected by ${selector.key} must be an object`);
   return { [selector.key]: selector.equals, ...(value as { [key: string]: JsonValue }) };
 }
 

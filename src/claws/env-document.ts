@@ -6,6 +6,7 @@
 import { malformed } from './document.js';
 import type { ConfigDocument, DocumentFormat, JsonValue, KeyPath } from './document.js';
 import { flatKey, insertLines, lineEndingOf, nextLineStart, replaceLines, splice } from './text-edit.js';
+import { InternalError } from '../errors.js';
 
 interface Entry {
   key: string;
@@ -56,7 +57,7 @@ class EnvDocument implements ConfigDocument {
   }
 
   restore(path: KeyPath, original: ConfigDocument): void {
-    if (!(original instanceof EnvDocument)) throw new Error('a .env document restores only from a .env document');
+    if (!(original instanceof EnvDocument)) throw new InternalError('a .env document restores only from a .env document');
     const key = flatKey(path, '.env');
     const before = original.entries(key).map((entry) => original.text.slice(entry.start, entry.end).replace(/\r?\n$/, ''));
     const current = this.entries(key);

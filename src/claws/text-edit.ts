@@ -1,6 +1,7 @@
 /** Small text helpers for the line-based formats (TOML top level, .env). */
 import { isItemSelector } from './document.js';
 import type { KeyPath } from './document.js';
+import { InternalError } from '../errors.js';
 
 /** The file's line ending: CRLF when it uses one anywhere, else LF. */
 export function lineEndingOf(text: string): string {
@@ -43,6 +44,6 @@ export function replaceLines(text: string, start: number, end: number, raw: stri
 /** The single top-level key a flat format (TOML top level, .env) supports. */
 export function flatKey(path: KeyPath, format: string): string {
   const [key, ...rest] = path;
-  if (key === undefined || isItemSelector(key) || rest.length > 0) throw new Error(`${format} settings must be single top-level keys`);
+  if (key === undefined || isItemSelector(key) || rest.length > 0) throw new InternalError(`${format} settings must be single top-level keys`);
   return key;
 }

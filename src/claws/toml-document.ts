@@ -8,6 +8,7 @@ import { malformed } from './document.js';
 import type { ConfigDocument, DocumentFormat, JsonValue, KeyPath } from './document.js';
 import { flatKey, insertLines, lineEndingOf, nextLineStart, replaceLines, skipSpaces, splice } from './text-edit.js';
 import { ClawError } from './types.js';
+import { InternalError } from '../errors.js';
 
 interface Statement {
   /** undefined for a dotted key such as `a.b = 1` */
@@ -52,7 +53,7 @@ class TomlDocument implements ConfigDocument {
   }
 
   restore(path: KeyPath, original: ConfigDocument): void {
-    if (!(original instanceof TomlDocument)) throw new Error('a TOML document restores only from a TOML document');
+    if (!(original instanceof TomlDocument)) throw new InternalError('a TOML document restores only from a TOML document');
     const key = flatKey(path, 'TOML');
     const before = original.statement(key);
     if (before === undefined) {
@@ -126,7 +127,7 @@ function formatKey(key: string): string {
 function formatValue(value: JsonValue): string {
   if (typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  throw new Error('only strings, numbers and booleans are written to TOML');
+  throw new InternalError('only strings, numbers and booleans are written to TOML');
 }
 
 function scanTopLevel(text: string): TopLevel {

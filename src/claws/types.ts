@@ -3,6 +3,7 @@
  */
 
 import type { CLAW_TYPES } from '../config/schema.js';
+import { MetaclawError } from '../errors.js';
 
 export type ClawType = (typeof CLAW_TYPES)[number];
 
@@ -109,14 +110,13 @@ export type ClawErrorStatus =
   | 'unknown_claw';
 
 /** A wiring failure with a message meant for the user. Whenever one is thrown before a write, nothing was changed. */
-export class ClawError extends Error {
+export class ClawError extends MetaclawError {
   readonly status: ClawErrorStatus;
   readonly claw: ClawType | undefined;
   readonly path: string | undefined;
 
   constructor(status: ClawErrorStatus, message: string, options: { claw?: ClawType; path?: string; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'ClawError';
+    super(status, message, options.cause === undefined ? {} : { cause: options.cause });
     this.status = status;
     this.claw = options.claw;
     this.path = options.path;

@@ -1,14 +1,14 @@
 import { loadConfig, type LoadedConfig } from '../config/index.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, MetaclawError } from '../errors.js';
 import { terminalText } from './terminal-text.js';
 
-/** Thrown by commands to exit with a message and a code, without a stack trace. */
-export class CliExit extends Error {
+/** Thrown by commands to exit with a message and an exit code, without a stack trace. */
+export class CliExit extends MetaclawError {
   constructor(
     message: string,
-    readonly code = 1,
+    readonly exitCode = 1,
   ) {
-    super(message);
+    super('cli_exit', message);
   }
 }
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, statfsSync } from 'node:fs';
 import { isClawType, verifyClaw } from '../claws/index.js';
+import { UpstreamError } from '../errors.js';
 import { loadConfig, type LoadedConfig } from '../config/index.js';
 import { describeExposedConfig, exposedConfigFile, keysInConfigFile, makeHomePrivate, octal, openHomeWarning, openPath, PRIVATE_FILE_MODE, resolveUpstreams } from '../config/index.js';
 import { checkIntegrity, MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
@@ -215,7 +216,7 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
       checks.push({ name: 'proxy', verdict: 'fail', detail: `${base} answers but rejects this config's proxy.api_key`, fix: 'another MetaClaw (or another program) holds this port; check `metaclaw status` and proxy.port' });
       return undefined;
     }
-    if (typeof response.body !== 'object' || response.body === null) throw new Error(`${base}/status did not answer JSON`);
+    if (typeof response.body !== 'object' || response.body === null) throw new UpstreamError(`${base}/status did not answer JSON`);
     const status = response.body as Record<string, unknown>;
     const learning = (status['learning'] ?? {}) as { dead_lettered?: number; paused_reason?: string | null };
     const queue = (status['queue'] ?? {}) as Record<string, number>;
@@ -262,8 +263,10 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
       expectSkills = true;
     } else checks.push({ name: 'canary skills', verdict: 'warn', detail: 'the skill library is empty, so no skills block can be checked', fix: '`metaclaw skills install-starter` installs 42 starter skills' });
   }
+  // The canary's memory lives in its own scope, reached like an agent reaches its own: by the scope header.
+  const scoped = { ...headers, 'x-memory-scope': scope };
   if (memoryOn) {
-    const added = await fetchJson(`${base}/v1/memory`, { method: 'POST', headers, body: { scope, type: 'preference', content: `Health check ${marker}: keep answers short.`, core: true } });
+    const added = await fetchJson(`${base}/v1/memory`, { method: 'POST', headers: scoped, body: { type: 'preference', content: `Health check ${marker}: keep answers short.`, core: true } });
     if (!added) checks.push({ name: 'canary memory', verdict: 'fail', detail: 'could not add the canary memory through the proxy API', fix: 'see the proxy log (`metaclaw status` names it)' });
   }
   try {
@@ -272,7 +275,7 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
     try {
       response = await fetch(`${base}/v1/chat/completions`, {
         method: 'POST',
-        headers: { ...headers, 'content-type': 'application/json', 'x-session-id': sessionId, 'x-memory-scope': scope, 'x-metaclaw-learning': 'off' },
+        headers: { ...scoped, 'content-type': 'application/json', 'x-session-id': sessionId, 'x-metaclaw-learning': 'off' },
         body: JSON.stringify({ model, max_tokens: 16, messages: [{ role: 'system', content: 'You are a health check. Answer in one word.' }, { role: 'user', content: query }] }),
         signal: AbortSignal.timeout(60_000),
       });
@@ -306,7 +309,7 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
     else checks.push({ name: 'canary', verdict: outcome.status === 401 && config.values['llm.api_key'] === '' ? 'warn' : 'fail', detail: `${delivered}, but ${upstreamNote}`, fix: outcome.status === 401 ? "no key is configured, so the upstream needs your agent's own key (the canary has none): fine if your agent sends one" : 'see the upstream check above' });
   } finally {
     await fetchJson(`${base}/v1/sessions/${sessionId}/end`, { method: 'POST', headers });
-    if (memoryOn) await fetchJson(`${base}/v1/memory?scope=${encodeURIComponent(scope)}`, { method: 'DELETE', headers });
+    if (memoryOn) await fetchJson(`${base}/v1/memory?scope=${encodeURIComponent(scope)}`, { method: 'DELETE', headers: scoped });
   }
 }
 

@@ -133,7 +133,7 @@ try {
 } catch (error) {
   if (error instanceof CliExit) {
     if (error.message) printError(error.message);
-    process.exit(error.code);
+    process.exit(error.exitCode);
   }
   throw error;
 }

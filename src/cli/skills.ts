@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { createTwoFilesPatch } from 'diff';
 import { silentLogger } from '../logging/index.js';
 import { skillsSettings } from '../runtime/settings.js';
-import { exportSkills, importSkills, installStarterSkills, parseSkillFile, SkillsService, type ImportReport, type SkillCredit } from '../skills/index.js';
+import { exportSkills, importSkills, installStarterSkills, parseSkillFile, skillInjectionReason, SkillsService, type ImportReport, type SkillCredit } from '../skills/index.js';
 import { checkIntegrity, openDatabase } from '../store/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 
@@ -72,7 +72,7 @@ export function registerSkillsCommands(program: Command): void {
     })(options),
   );
 
-  common(skills.command('add').description('add a skill from a SKILL.md file (or a folder holding one)').argument('<path>').option('--overwrite', 'replace a skill of the same name')).action((path: string, options: SkillsOptions & { overwrite?: boolean }) =>
+  common(skills.command('add').description('add a skill from a SKILL.md file (or a folder holding one)').argument('<path>').option('--overwrite', 'replace a skill of the same name').option('--force', 'add it even if its text reads like prompt injection')).action((path: string, options: SkillsOptions & { overwrite?: boolean; force?: boolean }) =>
     withSkills<SkillsOptions>((service) => {
       const file = existsSync(path) && statSync(path).isDirectory() ? join(path, 'SKILL.md') : path;
       if (!existsSync(file)) throw new CliExit(`${file} does not exist.`);
@@ -83,6 +83,8 @@ export function registerSkillsCommands(program: Command): void {
       if ('reason' in parsed) throw new CliExit(`${file} is not a valid skill: ${parsed.reason}`);
       if (service.library.get(parsed.skill.name) && !options.overwrite) throw new CliExit(`A skill named ${parsed.skill.name} already exists (use --overwrite).`);
       const { skill } = parsed;
+      const injection = skillInjectionReason(skill);
+      if (injection && !options.force) throw new CliExit(`${file} reads like a prompt injection (${injection}); not added. ${FORCE_HINT}`);
       const result = service.applyDraft({ name: skill.name, description: skill.description, category: skill.category, body: skill.body, origin: 'user', extra: skill.extra }, 'manual', 'cli add');
       print(`Added ${result.skill.name} v${result.version} (generation ${result.generation}).`);
     })(options),
@@ -96,8 +98,12 @@ export function registerSkillsCommands(program: Command): void {
     })(options),
   );
 
-  common(skills.command('import').description("import a folder of <name>/SKILL.md skills (MetaClaw's memory_data/skills, .claude/skills)").argument('<folder>').option('--overwrite', 'replace skills of the same name')).action((folder: string, options: SkillsOptions & { overwrite?: boolean }) =>
-    withSkills<SkillsOptions>((service) => printReport(importSkills(service, folder, { overwrite: options.overwrite ?? false }), options.json, 'Imported'))(options),
+  common(skills.command('import').description("import a folder of <name>/SKILL.md skills (MetaClaw's memory_data/skills, .claude/skills)").argument('<folder>').option('--overwrite', 'replace skills of the same name').option('--force', 'import skills even if their text reads like prompt injection')).action((folder: string, options: SkillsOptions & { overwrite?: boolean; force?: boolean }) =>
+    withSkills<SkillsOptions>((service) => {
+      const report = importSkills(service, folder, { overwrite: options.overwrite ?? false, force: options.force ?? false });
+      printReport(report, options.json, 'Imported');
+      if (report.suspicious.some((item) => !item.imported)) throw new CliExit('', 1);
+    })(options),
   );
 
   common(skills.command('export').description('copy every skill folder to <folder>').argument('<folder>')).action((folder: string, options: SkillsOptions) =>
@@ -181,14 +187,20 @@ export function registerSkillsCommands(program: Command): void {
   common(skills.command('doctor').description('check every SKILL.md and the index; says what to fix')).action(
     withSkills<SkillsOptions>((service, options, extra) => {
       const problems = service.library.problems();
+      const suspicious = service.library
+        .all()
+        .map((skill) => ({ name: skill.name, path: skill.path, reason: skillInjectionReason(skill) }))
+        .filter((item): item is { name: string; path: string; reason: string } => item.reason !== undefined)
+        .sort((a, b) => a.name.localeCompare(b.name));
       const integrity = extra.integrity();
-      if (options.json) print(JSON.stringify({ skills: service.library.size, invalid: problems, database: integrity }, null, 2));
+      if (options.json) print(JSON.stringify({ skills: service.library.size, invalid: problems, suspicious, database: integrity }, null, 2));
       else {
         print(`${service.library.size} valid skills in ${service.library.dir}`);
         for (const problem of problems) print(`  INVALID ${problem.path}: ${problem.reason}`);
+        for (const item of suspicious) print(`  SUSPICIOUS ${item.name} (${item.path}): reads like a prompt injection (${item.reason}); its text is escaped when injected, but remove or edit it unless you wrote it`);
         print(`database: ${integrity.join('; ')}`);
       }
-      if (problems.length > 0 || integrity[0] !== 'ok') throw new CliExit('', 1);
+      if (problems.length > 0 || suspicious.length > 0 || integrity[0] !== 'ok') throw new CliExit('', 1);
     }),
   );
 
@@ -242,4 +254,13 @@ function printReport(report: ImportReport, json: boolean | undefined, verb: stri
     print(`Skipped ${report.skipped.length}:`);
     for (const skipped of report.skipped) print(`  ${skipped.path}: ${skipped.reason}`);
   }
+  const refused = report.suspicious.filter((item) => !item.imported);
+  if (refused.length > 0) {
+    print(`Refused ${refused.length} that read like prompt injection:`);
+    for (const item of refused) print(`  ${item.path}: ${item.reason}`);
+    print(FORCE_HINT);
+  }
+  for (const item of report.suspicious.filter((entry) => entry.imported)) print(`Warning: ${item.name} reads like a prompt injection (${item.reason}); imported because of --force. Its text is escaped when injected.`);
 }
+
+const FORCE_HINT = 'Read the skill first: if you trust it, re-run with --force (its text is still escaped when injected, so it cannot close MetaClaw\'s context block).';

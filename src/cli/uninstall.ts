@@ -74,7 +74,7 @@ async function confirm(config: LoadedConfig, options: UninstallOptions, kept: st
 
 /** What MetaClaw keeps in $METACLAW_HOME (names directly inside it). */
 function metaclawEntries(config: LoadedConfig): string[] {
-  const names = new Set(['config.yaml', 'metaclaw.pid', 'logs', 'claws', 'skills', 'memory', 'journal']);
+  const names = new Set(['config.yaml', 'metaclaw.pid', 'admin-token', 'logs', 'claws', 'skills', 'memory', 'journal']);
   for (const path of [config.paths.database, `${config.paths.database}-wal`, `${config.paths.database}-shm`, config.paths.skillsDir, config.paths.memoryDir, config.paths.logDir]) {
     if (isInside(config.home, path)) names.add(relative(config.home, path).split(sep)[0]!);
   }

@@ -29,6 +29,8 @@ export interface HomePaths {
   logFile: string;
   /** Answered turns whose record is not committed yet (see conversation/turn-journal.ts). */
   journalDir: string;
+  /** The admin token for cross-scope memory work over HTTP (0600, written by the proxy). */
+  adminToken: string;
 }
 
 export function homePaths(home: string): HomePaths {
@@ -40,5 +42,6 @@ export function homePaths(home: string): HomePaths {
     logDir: join(home, 'logs'),
     logFile: join(home, 'logs', 'metaclaw.log'),
     journalDir: join(home, 'journal'),
+    adminToken: join(home, 'admin-token'),
   };
 }

@@ -141,6 +141,7 @@ export const KEY_DEFINITIONS = [
   integerKey('learning.concurrency', 1, { min: 1, max: 8, doc: 'Learning jobs run at once.' }),
 
   integerKey('store.payload_retention_days', 30, { min: 0, doc: 'Full request/response bodies of turns are kept this long (0: forever); turn summaries stay.' }),
+  booleanKey('store.redact_turns', true, { doc: 'Redact secrets (API keys, tokens, private keys, passwords) from turn records: the request text, the answer and the stored bodies. What goes upstream is never changed.' }),
   enumKey('log.level', ['debug', 'info', 'warn', 'error'] as const, 'info', { doc: 'Log level of $METACLAW_HOME/logs/metaclaw.log.' }),
 
   booleanKey('wechat.enabled', false, { doc: 'MetaClaw\'s WeChat bridge; not part of MetaClaw-TS (accepted so old files load, warns when true).' }),

@@ -1,3 +1,4 @@
 export { ContextPlanner, CONTEXT_OPEN, CONTEXT_CLOSE } from './planner.js';
 export { appendToSystemPrompt } from './placement.js';
 export type { ContextProvider, ContextRequest, ContextSection, Augmentation, InjectionRecord } from './types.js';
+export { injectionReason, escapeContextTags } from './screen.js';

@@ -154,7 +154,8 @@ class Encoder {
   private splice(value: string, base: string): Entry | undefined {
     if (value.length < PART_MIN) return undefined;
     const limit = Math.min(value.length, base.length);
-    const prefix = value.startsWith(base) ? base.length : commonPrefix(value, base, limit);
+    // slice and ===, not startsWith: V8 compares those as memory, several times faster on long strings.
+    const prefix = value.slice(0, base.length) === base ? base.length : commonPrefix(value, base, limit);
     const suffix = commonSuffix(value, base, limit - prefix);
     if ((prefix + suffix) * 2 < value.length) return undefined;
     const middle = value.slice(prefix, value.length - suffix);

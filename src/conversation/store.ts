@@ -33,6 +33,8 @@ export interface ConversationStoreOptions {
   journal?: TurnJournal;
   /** A held or recovered turn that could not be written for good (recordTurn's callers hear of the others). */
   failed?: (turnId: string, error: unknown) => void;
+  /** store.redact_turns: secrets in a turn are redacted before it is stored (default true). */
+  redactTurns?: boolean;
 }
 
 export interface RecordingCounts extends HeldTurnsCounts {
@@ -87,7 +89,7 @@ export class ConversationStore {
       sessionPayloads: db.prepare<[string], { turn_id: string; received: string | null; forwarded: string | null }>('SELECT p.turn_id, p.received, p.forwarded FROM turn_payloads p JOIN turns t ON t.id = p.turn_id WHERE t.session_id = ? ORDER BY t.seq'),
       updatePayload: db.prepare<[string | null, string | null, string]>('UPDATE turn_payloads SET received = ?, forwarded = ? WHERE turn_id = ?'),
     };
-    this.writer = new TurnWriter(db, this.listeners);
+    this.writer = new TurnWriter(db, this.listeners, undefined, options.redactTurns ?? true);
     this.segments = new SegmentTable(db);
     options.health?.onRecovered(() => this.recordHeldTurns());
   }

@@ -12,8 +12,8 @@ import { join } from 'node:path';
  *
  * Entries: `MCJ1 <header bytes> <request bytes> <answer bytes>\n` then the three parts. A torn last
  * entry (the process died mid-write) is ignored. Each segment is emptied once every turn written
- * to it is committed; a segment that grew past `rotateBytes` is replaced and deleted once its
- * turns are committed.
+ * to it is committed (it holds requests as received, secrets included, which the record redacts);
+ * a segment that grew past `rotateBytes` is replaced and deleted once its turns are committed.
  */
 export class TurnJournal {
   private segment: Segment | undefined;
@@ -23,8 +23,6 @@ export class TurnJournal {
   constructor(
     private readonly directory: string,
     private readonly rotateBytes = 8 * 1024 * 1024,
-    /** An emptied segment is truncated only past this size (a truncate per turn would cost more than it saves). */
-    private readonly truncateBytes = 1024 * 1024,
   ) {}
 
   /** Appends one turn. Throws what the file system threw (a full disk): the caller decides. */
@@ -55,8 +53,9 @@ export class TurnJournal {
     this.segmentOf.delete(id);
     segment.pending--;
     if (segment.pending > 0) return;
+    // Emptied at once: the journal holds requests as received, secrets included (the record redacts them).
     if (segment !== this.segment) this.remove(segment);
-    else if (segment.size >= this.truncateBytes) {
+    else if (segment.size > 0) {
       try {
         ftruncateSync(segment.fd, 0);
         segment.size = 0;

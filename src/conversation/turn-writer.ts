@@ -1,6 +1,7 @@
 import type { Db } from '../store/index.js';
 import { ListChains } from './list-chains.js';
 import { bodyValue, encodeDocument, JsonTexts } from './payload-codec.js';
+import { loadRedactionRules, redactTurnForStorage } from './redact-turn.js';
 import { SegmentTable } from './segment-table.js';
 import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow } from './types.js';
 
@@ -27,7 +28,10 @@ export class TurnWriter {
     private readonly listeners: readonly ConversationListener[],
     /** Bumped (slot 0) when stored parts were deleted whatever used them (forgetting): the remembered lists are then dropped. */
     private readonly segmentGeneration?: Int32Array,
+    /** store.redact_turns: secrets in the turn are redacted before it is stored. */
+    private readonly redactTurns = true,
   ) {
+    if (redactTurns) loadRedactionRules();
     this.statements = {
       upsertSession: db.prepare<[string, string, string, string, string, number, number, number, number, number], { turn_count: number; main_turn_count: number; learning: number }>(`
         INSERT INTO sessions (id, identity_source, lineage, scope, client_format, started_at, last_turn_at, turn_count, main_turn_count, learning)
@@ -59,6 +63,8 @@ export class TurnWriter {
    */
   write(turns: readonly FinishedTurn[]): unknown[] {
     if (turns.length === 0) return [];
+    // Before the transaction: the scan must not hold the write lock.
+    if (this.redactTurns) turns = turns.map(redactTurnForStorage);
     this.checkSegmentGeneration();
     try {
       this.db.transaction(() => {

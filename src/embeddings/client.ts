@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { UpstreamError } from '../errors.js';
 
 /** Where embeddings come from: any OpenAI-compatible `/v1/embeddings` (Ollama included). */
 export interface EmbeddingEndpoint {
@@ -40,11 +41,11 @@ export class EmbeddingClient {
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
     const text = await response.text();
-    if (!response.ok) throw new Error(`embeddings endpoint answered ${response.status}: ${text.slice(0, 300)}`);
+    if (!response.ok) throw new UpstreamError(`embeddings endpoint answered ${response.status}: ${text.slice(0, 300)}`, response.status);
     const parsed = responseSchema.safeParse(JSON.parse(text));
-    if (!parsed.success) throw new Error(`embeddings endpoint returned an unexpected shape: ${parsed.error.issues[0]?.message}`);
+    if (!parsed.success) throw new UpstreamError(`embeddings endpoint returned an unexpected shape: ${parsed.error.issues[0]?.message}`);
     const ordered = [...parsed.data.data].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
-    if (ordered.length !== texts.length) throw new Error(`embeddings endpoint returned ${ordered.length} vectors for ${texts.length} inputs`);
+    if (ordered.length !== texts.length) throw new UpstreamError(`embeddings endpoint returned ${ordered.length} vectors for ${texts.length} inputs`);
     return { vectors: ordered.map((item) => normalise(item.embedding)), tokens: parsed.data.usage?.total_tokens ?? parsed.data.usage?.prompt_tokens ?? 0 };
   }
 

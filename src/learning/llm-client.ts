@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import type { WireFormat } from '../config/index.js';
 import type { ClientCredentials } from '../upstream/index.js';
-import { authHeaders, isRetryableStatus } from '../upstream/index.js';
-import { PermanentJobError } from './runner.js';
+import { endpointPath, isRetryableStatus, jsonHeaders } from '../upstream/index.js';
+import { LearningError, LearningMisconfiguredError, PermanentJobError } from './runner.js';
 
 /** An LLM endpoint a learning job calls (evolver, extractor, judge). */
 export interface LlmTarget {
@@ -31,40 +31,36 @@ export interface LlmReply {
 }
 
 /** The LLM answered, but not with what the schema asks: retried later, like a network error. */
-export class InvalidLlmOutputError extends Error {
+export class InvalidLlmOutputError extends LearningError {
   constructor(
     message: string,
     readonly tokens: number,
   ) {
-    super(message);
-    this.name = 'InvalidLlmOutputError';
+    super('llm_invalid_output', message, true);
   }
 }
 
-export class LlmCallError extends Error {
+/** The learning LLM could not be reached, or answered with a status worth retrying. */
+export class LlmCallError extends LearningError {
   constructor(
     message: string,
     readonly status: number | undefined,
   ) {
-    super(message);
-    this.name = 'LlmCallError';
+    super('llm_call_failed', message, true);
   }
 }
 
 /** One non-streaming completion against an OpenAI-compatible or Anthropic endpoint. */
 export async function callLlm(target: LlmTarget, request: LlmRequest): Promise<LlmReply> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', ...authHeaders({ ...target, keySource: target.apiKey ? 'config' : 'client' }, target.credentials) };
+  const headers = jsonHeaders(target, target.credentials);
   if (!headers['authorization'] && !headers['x-api-key'] && !isLocal(target.baseUrl)) {
-    throw new LlmCallError(`no API key for ${target.name} (${target.baseUrl}): configure one, or send a request through the proxy first so your own key can be used`, undefined);
+    throw new LearningMisconfiguredError(`no API key for ${target.name} (${target.baseUrl}): configure one, or send a request through the proxy first so your own key can be used`);
   }
-  let url: string;
+  const url = endpointPath(target, 'model');
   let body: unknown;
   if (target.format === 'anthropic') {
-    headers['anthropic-version'] = '2023-06-01';
-    url = target.baseUrl.endsWith('/v1') ? `${target.baseUrl}/messages` : `${target.baseUrl}/v1/messages`;
     body = { model: target.model, max_tokens: request.maxTokens, system: request.system, messages: [{ role: 'user', content: request.user }], ...(request.temperature === undefined ? {} : { temperature: request.temperature }) };
   } else {
-    url = `${target.baseUrl}/chat/completions`;
     body = { model: target.model, max_tokens: request.maxTokens, messages: [{ role: 'system', content: request.system }, { role: 'user', content: request.user }], ...(request.temperature === undefined ? {} : { temperature: request.temperature }) };
   }
   const timeout = AbortSignal.timeout(request.timeoutMs ?? 180_000);
@@ -77,7 +73,9 @@ export async function callLlm(target: LlmTarget, request: LlmRequest): Promise<L
   const text = await response.text();
   if (!response.ok) {
     const message = `${target.name} answered ${response.status}: ${text.slice(0, 300)}`;
-    if (!isRetryableStatus(response.status) && response.status !== 401 && response.status !== 403) throw new PermanentJobError(message);
+    // A key or model the upstream refuses fails every learning call alike: learning pauses instead of each job burning its attempts.
+    if (response.status === 401 || response.status === 403 || response.status === 404) throw new LearningMisconfiguredError(message);
+    if (!isRetryableStatus(response.status)) throw new PermanentJobError(message);
     throw new LlmCallError(message, response.status);
   }
   return parseReply(target.format, text);

@@ -1,5 +1,5 @@
 import type { SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage, MetaclawError } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import type { StoreHealth } from '../store/index.js';
 import type { LearningBudget } from './budget.js';
@@ -30,11 +30,32 @@ export interface LearningTrigger {
 
 export type Enqueue = (kind: string, payload: unknown, options?: EnqueueOptions) => number | undefined;
 
+/** A learning job's failure; `retryable` says whether running it again may help. */
+export class LearningError extends MetaclawError {
+  constructor(
+    code: string,
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(code, message);
+  }
+}
+
 /** A failure that retrying cannot fix (bad input): the job goes straight to the dead-letter list. */
-export class PermanentJobError extends Error {
+export class PermanentJobError extends LearningError {
   constructor(message: string) {
-    super(message);
-    this.name = 'PermanentJobError';
+    super('job_permanent_failure', message, false);
+  }
+}
+
+/**
+ * The learning LLM cannot be used as configured (no key, a key it rejects, a model it does not
+ * have): no job of any kind that calls it can succeed until that changes, so instead of burning
+ * each job's attempts, the runner pauses LLM jobs and tries again later (the job keeps its attempt).
+ */
+export class LearningMisconfiguredError extends LearningError {
+  constructor(message: string) {
+    super('learning_misconfigured', message, true);
   }
 }
 
@@ -82,6 +103,8 @@ export class LearningRunner {
   private readonly stats: Omit<RunnerStats, 'running' | 'pausedReason'> = { completed: 0, failed: 0, deadLettered: 0, triggerFailures: 0, lastErrors: [] };
   /** Queue writes (a job done, failed or put back) that met a storage error, saved once the store can be written. */
   private unsaved: Array<() => void> = [];
+  /** The learning LLM cannot be used as configured: LLM jobs wait until `until`, then one tries again. */
+  private misconfigured: { reason: string; until: number; delayMs: number } | undefined;
 
   constructor(
     private readonly queue: JobQueue,
@@ -132,7 +155,8 @@ export class LearningRunner {
 
   snapshot(): RunnerStats {
     const storagePaused = this.options.storage && !this.options.storage.writable ? 'the store cannot be written (see store in /status); learning resumes by itself' : undefined;
-    return { ...this.stats, lastErrors: [...this.stats.lastErrors], running: this.running.size, pausedReason: storagePaused ?? this.budget.pauseReason() };
+    const misconfigured = this.misconfigured ? `the learning LLM cannot be used as configured (${this.misconfigured.reason}); LLM jobs try again ${new Date(this.misconfigured.until).toISOString()}` : undefined;
+    return { ...this.stats, lastErrors: [...this.stats.lastErrors], running: this.running.size, pausedReason: storagePaused ?? misconfigured ?? this.budget.pauseReason() };
   }
 
   /** Runs ready jobs now instead of at the next poll. */
@@ -194,7 +218,7 @@ export class LearningRunner {
   }
 
   private leasableKinds(): Set<string> {
-    const paused = this.budget.pauseReason() !== undefined;
+    const paused = this.budget.pauseReason() !== undefined || (this.misconfigured !== undefined && Date.now() < this.misconfigured.until);
     const kinds = new Set<string>();
     for (const handler of this.handlers.values()) if (!paused || !handler.usesLlm) kinds.add(handler.kind);
     return kinds;
@@ -221,6 +245,7 @@ export class LearningRunner {
     };
     try {
       await handler.run(job.payload, context);
+      if (handler.usesLlm) this.misconfigured = undefined;
       if (!this.running.has(job.id)) return; // released during shutdown
       this.saveOrKeep(() => this.queue.complete(job.id, tokens));
       this.stats.completed++;
@@ -233,6 +258,11 @@ export class LearningRunner {
       if (this.options.storage?.report('learning', error)) {
         // The job did not fail: the store did. It runs again, without losing an attempt, once the store can be written.
         this.saveOrKeep(() => this.queue.release(job.id));
+        return;
+      }
+      if (error instanceof LearningMisconfiguredError) {
+        this.saveOrKeep(() => this.queue.release(job.id));
+        this.pauseMisconfigured(message, logger);
         return;
       }
       const verdict = this.failJob(job, message, { retryable: !(error instanceof PermanentJobError), tokensUsed: tokens });
@@ -267,6 +297,17 @@ export class LearningRunner {
     const verdicts: Array<'retry' | 'dead'> = [];
     this.saveOrKeep(() => void verdicts.push(this.queue.fail(job, message, options)));
     return verdicts[0] ?? 'retry';
+  }
+
+  /**
+   * A key or model the upstream refuses: every LLM job would fail the same way. They wait (30 s,
+   * doubling to 30 min while it lasts), then one tries again; the job keeps its attempt. Said once
+   * per episode in the log, and in /status meanwhile.
+   */
+  private pauseMisconfigured(reason: string, logger: Logger): void {
+    const delayMs = this.misconfigured ? Math.min(30 * 60_000, this.misconfigured.delayMs * 2) : 30_000;
+    if (!this.misconfigured) logger.error({ reason }, 'the learning LLM cannot be used as configured; learning jobs that call it wait and retry later (see `metaclaw doctor`)');
+    this.misconfigured = { reason: reason.slice(0, 300), until: Date.now() + delayMs, delayMs };
   }
 
   private storageRecovered(): void {

@@ -1,7 +1,6 @@
 export { MemoryService, HOUSEKEEPING_JOB, EMBED_JOB, type MemorySettings, type MemoryDependencies, type IngestTurn } from './service.js';
 export { MemoryStore, newMemoryId, type MemoryPatch, type ScopeStats } from './store.js';
 export { detectRules } from './rules.js';
-export { redactSecrets } from './redact.js';
 export { timeWindowOf } from './time-window.js';
 export { MEMORY_TYPES, type MemoryUnit, type MemoryDraft, type MemoryType, type MemoryHit, type MemoryOrigin } from './types.js';
 export type { HousekeepingReport } from './housekeeping.js';

@@ -1,3 +1,4 @@
+import { escapeContextTags } from '../context/index.js';
 import { countTextTokens } from '../text/index.js';
 import type { MemoryHit, MemoryUnit } from './types.js';
 
@@ -64,10 +65,7 @@ export function renderMemory(core: readonly MemoryUnit[], recalled: readonly Mem
  * `<name>` placeholder) stay as written.
  */
 export function escapeMemoryText(text: string): string {
-  return text
-    .replace(/<(\/?)(memory-data|metaclaw-[a-z-]*|system|instructions?)\b/gi, '‹$1$2')
-    .replace(/\s*\r?\n\s*/g, ' ')
-    .trim();
+  return escapeContextTags(text).replace(/\s*\r?\n\s*/g, ' ').trim();
 }
 
 function describe(unit: MemoryUnit): string {

@@ -1,21 +1,22 @@
 import type { UpstreamTarget } from '../config/index.js';
 import type { ConversationStore } from '../conversation/index.js';
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
-import { callLlmForJson, resolveLearningTarget, type Enqueue, type JobContext, type JobHandler, type LearningEndpointConfig } from '../learning/index.js';
+import { callLlmForJson, LearningMisconfiguredError, resolveLearningTarget, type Enqueue, type JobContext, type JobHandler, type LearningEndpointConfig } from '../learning/index.js';
 import type { Logger } from '../logging/index.js';
 import { fillPrompt, loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
+import { redactSecrets } from '../text/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema.js';
 import { housekeep, type HousekeepingReport } from './housekeeping.js';
 import { MemoryContextProvider } from './provider.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
-import { redactSecrets } from './redact.js';
 import { MemoryRetriever } from './retrieval.js';
 import { detectRules, ruleSubject, sameSubject } from './rules.js';
 import { MemoryStore, type MemoryPatch } from './store.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import { MemoryVectors } from './vectors.js';
+import { InternalError, MemoryError } from '../errors.js';
 
 export const HOUSEKEEPING_JOB = 'memory.housekeeping';
 export const EMBED_JOB = 'memory.embed';
@@ -108,7 +109,7 @@ export class MemoryService {
   /** Stores a proxied turn's words as raw episodic units and captures the rules it states. */
   private recordTurn(payload: { turnId: string; sessionId: string; scope: string }): void {
     const conversation = this.deps.conversation;
-    if (!conversation) throw new Error('recording turns needs the running proxy');
+    if (!conversation) throw new InternalError('recording turns needs the running proxy');
     const turn = conversation.getTurnSummary(payload.turnId);
     if (!turn) return; // pruned meanwhile
     const turns: IngestTurn[] = [];
@@ -177,7 +178,7 @@ export class MemoryService {
     if (fresh.length === 0 && !payload.final) return;
     if (fresh.length === 0 && payload.final && this.hasSummary(scope, sessionId)) return;
     const target = this.deps.mainUpstream && this.deps.credentials ? resolveLearningTarget({ name: 'memory extractor', ...this.settings.extractor }, this.deps.mainUpstream, this.deps.credentials, this.deps.conversation?.lastModelOf(sessionId)) : undefined;
-    if (!target) throw new Error('no model for the memory extractor: set memory.extractor_model or llm.model_id');
+    if (!target) throw new LearningMisconfiguredError('no model for the memory extractor: set memory.extractor_model or llm.model_id');
     const turnsText = fresh.map((unit, index) => `[turn ${index + 1}, ${new Date(unit.observedAt).toISOString().slice(0, 16).replace('T', ' ')}] ${unit.speaker}: ${unit.content.slice(0, 2_000)}`).join('\n');
     const related = await this.relatedUnits(scope, fresh.filter((unit) => unit.speaker === 'user').map((unit) => unit.content).join('\n'));
     const prompt = loadPrompt('memory-extract');
@@ -245,7 +246,7 @@ export class MemoryService {
 
   private storeSummary(scope: string, sessionId: string, summary: string, turns: readonly MemoryUnit[]): void {
     const previous = this.store.summariesOfSession(sessionId, scope).filter((unit) => unit.status === 'active');
-    const added = this.store.add({ scope, type: 'working_summary', content: redactSecrets(summary), importance: 0.6, confidence: 0.8, origin: 'summary', observedAt: turns.at(-1)?.observedAt ?? Date.now(), sourceSession: sessionId, sourceTurns: [] });
+    const added = this.store.add({ scope, type: 'working_summary', content: summary, importance: 0.6, confidence: 0.8, origin: 'summary', observedAt: turns.at(-1)?.observedAt ?? Date.now(), sourceSession: sessionId, sourceTurns: [] });
     if (added) for (const unit of previous) this.store.supersede(unit.id, added.id);
   }
 
@@ -291,7 +292,7 @@ export class MemoryService {
 
   add(draft: MemoryDraft): MemoryUnit {
     const unit = draft.core ? this.addStandingInstruction(draft) : this.store.add(draft);
-    if (!unit) throw new Error('the memory could not be stored');
+    if (!unit) throw new MemoryError('the memory could not be stored', 'memory_not_stored');
     return unit;
   }
 

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Db } from '../store/index.js';
-import { bm25Idf, tokenize } from '../text/index.js';
-import { injectionReason } from './screen.js';
+import { bm25Idf, redactSecrets, tokenize } from '../text/index.js';
+import { injectionReason } from '../context/index.js';
 import type { MemoryDraft, MemoryOrigin, MemoryType, MemoryUnit } from './types.js';
 
 interface UnitRow {
@@ -139,7 +139,8 @@ export class MemoryStore {
   /** Adds a unit; returns it, or undefined when a raw turn was already stored (ingest is idempotent). */
   add(draft: MemoryDraft, options: { rawKey?: string; id?: string } = {}): MemoryUnit | undefined {
     const now = Date.now();
-    const content = draft.content.trim();
+    // Every way in (raw turns, extraction, summaries, the API, imports) passes here: no secret is stored, indexed or recalled.
+    const content = redactSecrets(draft.content).trim();
     // Not uniqueTerms: its cache is for texts that come back (requests); stored content would evict them.
     const terms = [...new Set(tokenize(content))];
     const row = {
@@ -195,7 +196,7 @@ export class MemoryStore {
   update(id: string, patch: MemoryPatch): MemoryUnit | undefined {
     const current = this.statements.byId.get(id);
     if (!current) return undefined;
-    const content = patch.content?.trim() ?? current.content;
+    const content = patch.content === undefined ? current.content : redactSecrets(patch.content).trim();
     const terms = patch.content === undefined ? current.terms : [...new Set(tokenize(content))].join(' ');
     this.db.transaction(() => {
       this.statements.update.run({

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { InternalError } from '../errors.js';
 
 /**
  * Prompts are data files in `prompts/` (versioned, reviewed like code), not string literals.
@@ -29,13 +30,13 @@ export function loadPrompt(name: string): Prompt {
 export function fillPrompt(template: string, values: Readonly<Record<string, string>>): string {
   return template.replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
     const value = values[key];
-    if (value === undefined) throw new Error(`prompt placeholder {{${key}}} has no value`);
+    if (value === undefined) throw new InternalError(`prompt placeholder {{${key}}} has no value`);
     return value;
   });
 }
 
 function section(text: string, heading: string): string {
   const match = new RegExp(`^## ${heading}\\s*\\n([\\s\\S]*?)(?=^## |(?![\\s\\S]))`, 'm').exec(text);
-  if (!match) throw new Error(`prompt is missing its "## ${heading}" section`);
+  if (!match) throw new InternalError(`prompt is missing its "## ${heading}" section`);
   return match[1]!.trim();
 }

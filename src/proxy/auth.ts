@@ -8,14 +8,14 @@ import type { ClientCredentials } from '../upstream/index.js';
  * credentials minus the proxy key, so that key never travels upstream.
  */
 export class ProxyAuth {
-  private readonly keyDigest: Buffer | undefined;
+  private readonly key: Secret | undefined;
 
   constructor(apiKey: string) {
-    this.keyDigest = apiKey === '' ? undefined : digest(apiKey);
+    this.key = apiKey === '' ? undefined : new Secret(apiKey);
   }
 
   get required(): boolean {
-    return this.keyDigest !== undefined;
+    return this.key !== undefined;
   }
 
   /** Throws AuthenticationError when a key is required and none of the accepted headers carries it. */
@@ -25,7 +25,7 @@ export class ProxyAuth {
     const credentials: ClientCredentials = {};
     if (authorization) credentials.authorization = authorization;
     if (apiKey) credentials.apiKey = apiKey;
-    if (!this.keyDigest) return credentials;
+    if (!this.key) return credentials;
 
     const bearer = authorization?.match(/^Bearer\s+(.+)$/i)?.[1]?.trim();
     if (this.matches(single(headers['x-metaclaw-api-key']))) return credentials;
@@ -41,8 +41,21 @@ export class ProxyAuth {
   }
 
   private matches(candidate: string | undefined): boolean {
-    if (!candidate || !this.keyDigest) return false;
-    return timingSafeEqual(digest(candidate), this.keyDigest);
+    return this.key?.matches(candidate) ?? false;
+  }
+}
+
+/** A secret compared in constant time (by SHA-256 digest, so neither content nor length leaks). */
+export class Secret {
+  private readonly digest: Buffer;
+
+  constructor(value: string) {
+    this.digest = digest(value);
+  }
+
+  matches(candidate: string | undefined): boolean {
+    if (!candidate) return false;
+    return timingSafeEqual(digest(candidate), this.digest);
   }
 }
 
@@ -50,6 +63,6 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
 }
 
-function single(value: string | string[] | undefined): string | undefined {
+export function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }

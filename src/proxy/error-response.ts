@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { MetaclawError } from '../errors.js';
+import { RequestError } from '../errors.js';
 import { errorBodyText } from '../shared/api-errors.js';
 import type { ApiFormat } from '../types/index.js';
 
@@ -9,7 +9,7 @@ export function sendError(response: ServerResponse, format: ApiFormat, error: un
     if (!response.writableEnded) response.end();
     return;
   }
-  const known = error instanceof MetaclawError ? error : undefined;
+  const known = error instanceof RequestError ? error : undefined;
   const status = known?.status ?? 500;
   const body = errorBodyText(format, {
     kind: known?.kind ?? 'api_error',

@@ -1,5 +1,6 @@
 export { createProxyServer } from './server.js';
 export { ProxyAuth } from './auth.js';
+export { AdminToken, ADMIN_HEADER } from './admin-token.js';
 export { ProxyStats } from './stats.js';
 export { AfterServing } from './after-serving.js';
 export { newRequestId } from './model-request.js';

@@ -1,6 +1,10 @@
+import type { HttpBindings } from '@hono/node-server';
+import type { Context } from 'hono';
 import { z } from 'zod';
-import { BadRequestError, NotFoundError } from '../errors.js';
+import { deriveScope, readTurnSignals } from '../conversation/index.js';
+import { BadRequestError, NotFoundError, PermissionError } from '../errors.js';
 import { MEMORY_TYPES, type MemoryService, type MemoryUnit } from '../memory/index.js';
+import { ADMIN_HEADER, type AdminToken } from './admin-token.js';
 import { parseJsonBody } from './body.js';
 import type { ProxyApp } from './types.js';
 import { requestErrorFrom } from './validate.js';
@@ -62,79 +66,117 @@ const importLineSchema = z.object({
   source: z.object({ session_id: z.string().nullable().optional(), turn_ids: z.array(z.string()).optional() }).optional(),
 });
 
-/** The memory HTTP API (authenticated like every route but /healthz). */
-export function memoryRoutes(memory: MemoryService, defaultScope: string): (app: ProxyApp) => void {
+/** Who is asking: the scope their headers give (as on model requests), and whether they hold the admin token. */
+interface Caller {
+  scope: string;
+  admin: boolean;
+}
+
+/**
+ * The memory HTTP API (authenticated like every route but /healthz). Scopes are an access boundary:
+ * every route works in the caller's own scope, derived from `X-Memory-Scope`, `X-User-Id` and
+ * `X-Workspace-Id` exactly as for model requests. A unit of another scope answers 404 like a missing
+ * one; naming another scope (body or query `scope`) is refused. The admin token lifts both limits.
+ */
+export function memoryRoutes(memory: MemoryService, defaultScope: string, adminToken: AdminToken): (app: ProxyApp) => void {
   return (app) => {
-    const scopeOf = (explicit: string | undefined, header: string | undefined) => explicit ?? header ?? defaultScope;
+    const callerOf = (c: Context<{ Bindings: HttpBindings }>): Caller => {
+      const headers = c.env.incoming.headers;
+      return { scope: deriveScope(readTurnSignals(headers, {}, 'openai').scope, defaultScope), admin: adminToken.matches(headers) };
+    };
+    /** The caller's unit with this id; another scope's unit is as missing as one that never existed. */
+    const ownUnit = (caller: Caller, id: string): MemoryUnit => {
+      const unit = memory.store.get(id);
+      return found(unit && (caller.admin || unit.scope === caller.scope) ? unit : undefined, id);
+    };
 
     app.post('/v1/memory/ingest', async (c) => {
       const body = parse(ingestSchema, await readJson(c.req.raw));
-      const scope = scopeOf(body.scope, c.req.header('x-memory-scope'));
+      const scope = scopeFor(callerOf(c), body.scope, 'scope');
       const result = memory.ingest(scope, body.session_id, body.turns.map((turn) => ({ role: turn.role, content: turn.content, ...(turn.name ? { name: turn.name } : {}), ...(turn.timestamp !== undefined ? { timestamp: turn.timestamp } : {}), ...(turn.id ? { id: turn.id } : {}) })));
       return c.json({ scope, session_id: body.session_id, ...result });
     });
 
     app.post('/v1/memory/search', async (c) => {
       const body = parse(searchSchema, await readJson(c.req.raw));
-      const scope = scopeOf(body.scope, c.req.header('x-memory-scope'));
+      const scope = scopeFor(callerOf(c), body.scope, 'scope');
       const hits = await memory.search({ scope, query: body.query, limit: body.limit ?? 10, ...(body.types ? { types: body.types } : {}), includeSuperseded: body.include_superseded ?? false });
       return c.json({ scope, results: hits.map((hit) => ({ ...present(hit.unit), score: Math.round(hit.score * 1000) / 1000 })) });
     });
 
     app.get('/v1/memory/stats', (c) => {
-      const scope = c.req.query('scope');
-      const scopes = scope ? [scope] : memory.store.scopes();
-      return c.json({ scopes: scopes.map((name) => memory.store.stats(name)), total_units: memory.store.totalUnits() });
+      const caller = callerOf(c);
+      const requested = c.req.query('scope');
+      // Only the admin sees every scope (and the total across them) without naming one.
+      if (caller.admin && requested === undefined) return c.json({ scopes: memory.store.scopes().map((name) => memory.store.stats(name)), total_units: memory.store.totalUnits() });
+      const stats = memory.store.stats(scopeFor(caller, requested, 'scope'));
+      return c.json({ scopes: [stats], total_units: stats.active + stats.superseded });
     });
 
     app.get('/v1/memory/export', (c) => {
-      const scope = c.req.query('scope');
+      const caller = callerOf(c);
+      const requested = c.req.query('scope');
+      const scope = caller.admin && requested === undefined ? undefined : scopeFor(caller, requested, 'scope');
       const lines: string[] = [];
       for (const unit of memory.store.iterate(scope)) lines.push(JSON.stringify(present(unit)));
       return c.body(lines.length > 0 ? `${lines.join('\n')}\n` : '', 200, { 'content-type': 'application/x-ndjson' });
     });
 
     app.post('/v1/memory/import', async (c) => {
+      const caller = callerOf(c);
       const text = await c.req.text();
-      const report = importLines(memory, text.split('\n'), c.req.query('scope') ?? c.req.header('x-memory-scope') ?? defaultScope);
+      const report = importLines(memory, text.split('\n'), scopeFor(caller, c.req.query('scope'), 'scope'), caller.admin ? undefined : caller.scope);
       return c.json(report);
     });
 
     app.post('/v1/memory', async (c) => {
       const body = parse(addSchema, await readJson(c.req.raw));
-      const unit = memory.add({ scope: scopeOf(body.scope, c.req.header('x-memory-scope')), type: body.type, content: body.content, importance: body.importance ?? 0.8, confidence: 1, core: body.core ?? false, pinned: body.pinned ?? false, origin: 'manual' });
+      const unit = memory.add({ scope: scopeFor(callerOf(c), body.scope, 'scope'), type: body.type, content: body.content, importance: body.importance ?? 0.8, confidence: 1, core: body.core ?? false, pinned: body.pinned ?? false, origin: 'manual' });
       return c.json(present(unit), 201);
     });
 
     app.delete('/v1/memory', (c) => {
-      const scope = c.req.query('scope');
-      if (!scope) throw new BadRequestError('missing_scope', 'scope: required (DELETE /v1/memory?scope=… forgets a whole scope)', 'scope');
+      const requested = c.req.query('scope');
+      if (!requested) throw new BadRequestError('missing_scope', 'scope: required (DELETE /v1/memory?scope=… forgets a whole scope)', 'scope');
+      const scope = scopeFor(callerOf(c), requested, 'scope');
       return c.json({ scope, deleted: memory.forgetScope(scope) });
     });
 
-    app.get('/v1/memory/:id', (c) => c.json(present(found(memory.store.get(c.req.param('id')), c.req.param('id')))));
+    app.get('/v1/memory/:id', (c) => c.json(present(ownUnit(callerOf(c), c.req.param('id')))));
 
     app.patch('/v1/memory/:id', async (c) => {
+      const unit = ownUnit(callerOf(c), c.req.param('id'));
       const patch = parse(patchSchema, await readJson(c.req.raw));
-      const updated = memory.update(c.req.param('id'), {
+      const updated = memory.update(unit.id, {
         ...(patch.content !== undefined ? { content: patch.content } : {}),
         ...(patch.type !== undefined ? { type: patch.type } : {}),
         ...(patch.importance !== undefined ? { importance: patch.importance } : {}),
         ...(patch.core !== undefined ? { core: patch.core } : {}),
         ...(patch.pinned !== undefined ? { pinned: patch.pinned } : {}),
       });
-      return c.json(present(found(updated, c.req.param('id'))));
+      return c.json(present(found(updated, unit.id)));
     });
 
     app.delete('/v1/memory/:id', (c) => {
-      const removed = found(memory.forget(c.req.param('id')), c.req.param('id'));
+      const unit = ownUnit(callerOf(c), c.req.param('id'));
+      const removed = found(memory.forget(unit.id), unit.id);
       return c.json({ id: removed.id, deleted: true });
     });
   };
 }
 
-/** Imports JSONL lines (what export writes); bad lines are reported, never fatal. */
-export function importLines(memory: MemoryService, lines: readonly string[], defaultScope: string): { imported: number; skipped: Array<{ line: number; reason: string }> } {
+/** The scope a request may work in: its own, or any scope it names when it holds the admin token. */
+function scopeFor(caller: Caller, requested: string | undefined, param: string): string {
+  if (requested === undefined || requested === caller.scope) return caller.scope;
+  if (caller.admin) return requested;
+  throw new PermissionError('scope_forbidden', `This request's memory scope is "${caller.scope}" (from X-Memory-Scope, X-User-Id, X-Workspace-Id or memory.scope); it cannot reach scope "${requested}". Send the request with that scope's headers, or use the admin token ($METACLAW_HOME/admin-token in ${ADMIN_HEADER}) for cross-scope work.`, param);
+}
+
+/**
+ * Imports JSONL lines (what export writes); bad lines are reported, never fatal. With `onlyScope`,
+ * lines that name another scope are skipped (an HTTP caller without the admin token).
+ */
+export function importLines(memory: MemoryService, lines: readonly string[], defaultScope: string, onlyScope?: string): { imported: number; skipped: Array<{ line: number; reason: string }> } {
   const report = { imported: 0, skipped: [] as Array<{ line: number; reason: string }> };
   lines.forEach((line, index) => {
     if (line.trim() === '') return;
@@ -153,6 +195,10 @@ export function importLines(memory: MemoryService, lines: readonly string[], def
     }
     const item = parsed.data;
     const scope = item.scope ?? defaultScope;
+    if (onlyScope !== undefined && scope !== onlyScope) {
+      report.skipped.push({ line: index + 1, reason: `scope "${scope}" is not this request's scope ("${onlyScope}")` });
+      return;
+    }
     if (memory.store.findSameContent(scope, item.content)) {
       report.skipped.push({ line: index + 1, reason: 'already in memory' });
       return;

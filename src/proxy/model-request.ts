@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { deriveScope, extractUserRequest, readTurnSignals, stripNonStandardKeys, type FinishedTurn, type TurnSignals, type UserRequest } from '../conversation/index.js';
 import type { Augmentation } from '../context/index.js';
-import { errorMessage, MetaclawError } from '../errors.js';
+import { errorMessage, RequestError } from '../errors.js';
 import type { ApiFormat } from '../types/index.js';
 import type { ForwardResult } from '../upstream/index.js';
 import { readRequestBody, parseJsonObject } from './body.js';
@@ -208,7 +208,7 @@ function countOutcome(deps: ProxyDeps, requestId: string, result: ForwardResult)
 }
 
 function countError(deps: ProxyDeps, requestId: string, error: unknown): void {
-  if (error instanceof MetaclawError) {
+  if (error instanceof RequestError) {
     if (error.status === 401) deps.stats.authFailures++;
     else if (error.status < 500) deps.stats.badRequests++;
     else deps.stats.proxyErrors++;

@@ -1,7 +1,7 @@
 import { Hono, type Context } from 'hono';
 import type { HttpBindings } from '@hono/node-server';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { AuthenticationError, MetaclawError, NotFoundError, PayloadTooLargeError } from '../errors.js';
+import { AuthenticationError, NotFoundError, PayloadTooLargeError, RequestError } from '../errors.js';
 import { errorBodyText } from '../shared/api-errors.js';
 import { storageErrorCode } from '../store/index.js';
 import { sessionIdCandidates, type TurnDetail } from '../conversation/index.js';
@@ -64,7 +64,7 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
 
   app.onError((error, c) => {
     const format = formatForHeaders(c.env.incoming.headers);
-    if (error instanceof MetaclawError) {
+    if (error instanceof RequestError) {
       return c.body(errorBodyText(format, { kind: error.kind, message: error.message, code: error.code, param: error.param ?? null }), error.status as ContentfulStatusCode, { 'content-type': 'application/json' });
     }
     if (deps.health.report('api', error)) {

@@ -7,7 +7,7 @@ import { ConversationStore, IdleSessionSweeper, TurnJournal } from '../conversat
 import { ConfigError, errorMessage } from '../errors.js';
 import { JobQueue, LearningBudget, LearningRunner } from '../learning/index.js';
 import { createLogger, type Logger } from '../logging/index.js';
-import { AfterServing, createProxyServer, memoryRoutes, ProxyAuth, ProxyStats, skillsRoutes, turnFromJournal, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import { AdminToken, AfterServing, createProxyServer, memoryRoutes, ProxyAuth, ProxyStats, skillsRoutes, turnFromJournal, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
 import { MemoryService } from '../memory/index.js';
 import { SkillsService } from '../skills/index.js';
 import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/index.js';
@@ -84,6 +84,7 @@ export class MetaclawRuntime {
       storage: this.health,
     });
     this.conversation = new ConversationStore(this.db, {
+      redactTurns: values['store.redact_turns'],
       health: this.health,
       journal: new TurnJournal(paths.journalDir),
       failed: (turnId, error) => {
@@ -128,7 +129,7 @@ export class MetaclawRuntime {
     for (const handler of this.memory.handlers()) this.runner.register(handler);
     this.memory.attachQueue(this.runner.enqueue);
     if (values['memory.enabled']) this.addContextProvider(this.memory.provider);
-    this.addRoutes(memoryRoutes(this.memory, values['memory.scope']));
+    this.addRoutes(memoryRoutes(this.memory, values['memory.scope'], AdminToken.ensure(paths.adminToken)));
   }
 
   get config(): LoadedConfig {

@@ -13,6 +13,8 @@ import { memorySettings, skillsSettings } from './settings.js';
 export interface RecordingSettings {
   skills: SkillsRecordingSettings;
   memory: MemoryRecordingSettings;
+  /** store.redact_turns: the turn writer redacts secrets before a turn is stored. */
+  redactTurns: boolean;
 }
 
 export function recordingSettings(config: LoadedConfig): RecordingSettings {
@@ -21,6 +23,7 @@ export function recordingSettings(config: LoadedConfig): RecordingSettings {
   return {
     skills: { autoEvolve: skills.autoEvolve, evolveEveryNTurns: skills.evolveEveryNTurns },
     memory: { enabled: memory.enabled, defaultScope: memory.defaultScope, autoExtract: memory.autoExtract, manualTrigger: memory.manualTrigger, ignoreTurnType: memory.ignoreTurnType },
+    redactTurns: config.values['store.redact_turns'],
   };
 }
 

@@ -30,7 +30,7 @@ const listeners = recordingListeners(db, queue, data.settings, {
   enqueued: (kind) => enqueued.push(kind),
   failed: (trigger, error) => triggerFailures.push({ trigger, message: errorMessage(error) }),
 });
-const writer = new TurnWriter(db, listeners, data.segmentGeneration);
+const writer = new TurnWriter(db, listeners, data.segmentGeneration, data.settings.redactTurns);
 
 let pending: FinishedTurn[] = [];
 let scheduled: NodeJS.Immediate | undefined;

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import type { ClawEnvironment } from '../claws/index.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { CARRIED_VARIABLES, LAUNCHD_LABEL, launchdPlist, systemdUnit, SYSTEMD_UNIT_NAME, type ServiceSpec } from './units.js';
+import { ConfigError } from '../errors.js';
 
 export { LAUNCHD_LABEL, SYSTEMD_UNIT_NAME, launchdPlist, systemdUnit, type ServiceSpec } from './units.js';
 
@@ -28,7 +29,7 @@ export interface ServiceReport {
 export function serviceKind(platform: NodeJS.Platform): ServiceKind {
   if (platform === 'darwin') return 'launchd';
   if (platform === 'linux') return 'systemd';
-  throw new Error(`metaclaw service supports Linux (systemd) and macOS (launchd), not ${platform}.`);
+  throw new ConfigError(`metaclaw service supports Linux (systemd) and macOS (launchd), not ${platform}.`, 'unsupported_platform');
 }
 
 /** The link `systemctl enable` makes for a unit with WantedBy=default.target. */

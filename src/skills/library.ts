@@ -4,6 +4,7 @@ import type { Logger } from '../logging/index.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { parseSkillFile, serializeSkill, type SkillFileFields } from './skill-file.js';
 import type { Skill, SkillDraft, SkillProblem } from './types.js';
+import { SkillError } from '../errors.js';
 
 export interface LibraryChange {
   changed: Skill[];
@@ -139,7 +140,7 @@ export class SkillLibrary {
     const text = serializeSkill(fields);
     this.writeText(draft.name, text);
     const after = this.skills.get(draft.name);
-    if (!after) throw new Error(`skill ${draft.name} did not validate after writing: ${this.invalid.get(draft.name)?.reason ?? 'unknown reason'}`);
+    if (!after) throw new SkillError(`skill ${draft.name} did not validate after writing: ${this.invalid.get(draft.name)?.reason ?? 'unknown reason'}`);
     return { before, after, text };
   }
 
@@ -152,7 +153,7 @@ export class SkillLibrary {
     const stat = statSync(path);
     this.files.set(name, { mtimeMs: stat.mtimeMs, size: stat.size });
     const loaded = this.loadFolder(name, path);
-    if (!loaded) throw new Error(`skill ${name} is invalid: ${this.invalid.get(name)?.reason ?? 'unknown reason'}`);
+    if (!loaded) throw new SkillError(`skill ${name} is invalid: ${this.invalid.get(name)?.reason ?? 'unknown reason'}`);
     this.emit({ changed: [loaded], removed: [] });
     return loaded;
   }

@@ -1,3 +1,4 @@
+import { escapeContextTags } from '../context/index.js';
 import { countTextTokens } from '../text/index.js';
 import type { RetrievedSkill } from './retrieval.js';
 
@@ -48,7 +49,8 @@ export function renderSkills(retrieved: readonly RetrievedSkill[], options: Rend
   full.sort(byName);
   brief.sort(byName);
   const parts = [SKILLS_HEADING, INTRO];
-  for (const { skill } of full) parts.push('', `### ${skill.name}`, `_${oneLine(skill.description)}_`, '', skill.body.trim());
+  // Library text is data: escaped so that no skill, however written, can close the context block.
+  for (const { skill } of full) parts.push('', `### ${skill.name}`, `_${oneLine(skill.description)}_`, '', escapeContextTags(skill.body.trim()));
   if (brief.length > 0) {
     parts.push('', BRIEF_HEADING);
     for (const { skill } of brief) parts.push(`- **${skill.name}**: ${oneLine(skill.description)}`);
@@ -63,7 +65,7 @@ function describe(item: RetrievedSkill, full: boolean) {
 }
 
 function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
+  return escapeContextTags(text).replace(/\s+/g, ' ').trim();
 }
 
 function round(value: number): number {

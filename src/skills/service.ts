@@ -1,7 +1,7 @@
 import type { UpstreamTarget } from '../config/index.js';
 import type { ConversationStore } from '../conversation/index.js';
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
-import { callLlmForJson, InvalidLlmOutputError, resolveLearningTarget, type JobContext, type JobHandler, type LearningEndpointConfig } from '../learning/index.js';
+import { callLlmForJson, InvalidLlmOutputError, LearningMisconfiguredError, resolveLearningTarget, type JobContext, type JobHandler, type LearningEndpointConfig } from '../learning/index.js';
 import type { Logger } from '../logging/index.js';
 import { fillPrompt, loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
@@ -21,6 +21,7 @@ import { SkillRetriever, type RetrievalMode } from './retrieval.js';
 import { SkillSearchIndex } from './search-index.js';
 import type { Skill, SkillDraft } from './types.js';
 import { SkillVectors } from './vectors.js';
+import { InternalError, SkillError } from '../errors.js';
 
 
 export interface SkillsSettings {
@@ -158,9 +159,9 @@ export class SkillsService {
     const current = this.library.get(name);
     const versions = this.history.versions(name).filter((row) => row.content !== '');
     const target = toVersion === undefined ? versions.filter((row) => row.version < (current?.version ?? Number.POSITIVE_INFINITY)).at(-1) : versions.find((row) => row.version === toVersion);
-    if (!target) throw new Error(toVersion === undefined ? `${name} has no earlier version to revert to` : `${name} has no recorded version ${toVersion}`);
+    if (!target) throw new SkillError(toVersion === undefined ? `${name} has no earlier version to revert to` : `${name} has no recorded version ${toVersion}`);
     const parsed = parseSkillFile(target.content, `${name}@v${target.version}`, name);
-    if ('reason' in parsed) throw new Error(`version ${target.version} of ${name} cannot be restored: ${parsed.reason}`);
+    if ('reason' in parsed) throw new SkillError(`version ${target.version} of ${name} cannot be restored: ${parsed.reason}`);
     const old = parsed.skill;
     return this.applyDraft({ name, description: old.description, category: old.category, body: old.body, origin: old.origin, extra: old.extra, sourceSessions: old.sourceSessions }, 'revert', `revert to v${target.version}`);
   }
@@ -195,7 +196,7 @@ export class SkillsService {
 
   private async evolve(payload: { sessionId: string; reason: string }, context: JobContext): Promise<void> {
     const { conversation, mainUpstream, credentials } = this.deps;
-    if (!conversation || !mainUpstream || !credentials) throw new Error('evolution needs the running proxy');
+    if (!conversation || !mainUpstream || !credentials) throw new InternalError('evolution needs the running proxy');
     const watermarkKey = `skills.evolved_upto:${payload.sessionId}`;
     const after = Number(this.state.get(watermarkKey) ?? '0');
     const transcript = buildTranscript(conversation, payload.sessionId, after, this.credit.outcomesOfSession(payload.sessionId));
@@ -204,7 +205,7 @@ export class SkillsService {
       return;
     }
     const target = resolveLearningTarget({ name: 'skill evolver', ...this.settings.evolver }, mainUpstream, credentials, transcript.model);
-    if (!target) throw new Error('no model for the skill evolver: set rl.evolver_model or llm.model_id');
+    if (!target) throw new LearningMisconfiguredError('no model for the skill evolver: set rl.evolver_model or llm.model_id');
     const related = this.relatedSkills(transcript.userRequests);
     const prompt = loadPrompt('skill-evolve');
     const values = {
@@ -275,7 +276,7 @@ export class SkillsService {
   /** Applies a pending proposal (manual review). */
   approve(id: number): ChangeResult {
     const proposal = this.proposals.get(id);
-    if (!proposal || proposal.status !== 'pending') throw new Error(`no pending proposal #${id}`);
+    if (!proposal || proposal.status !== 'pending') throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');
     const draft = JSON.parse(proposal.draft) as SkillDraft;
     const result = this.applyDraft(draft, proposal.action, `proposal #${id} (session ${proposal.session_id ?? '-'})`);
     this.proposals.decide(id, 'approved');
@@ -284,7 +285,7 @@ export class SkillsService {
 
   reject(id: number): ProposalRow {
     const proposal = this.proposals.get(id);
-    if (!proposal || proposal.status !== 'pending') throw new Error(`no pending proposal #${id}`);
+    if (!proposal || proposal.status !== 'pending') throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');
     this.proposals.decide(id, 'rejected');
     return { ...proposal, status: 'rejected' };
   }

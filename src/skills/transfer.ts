@@ -1,7 +1,9 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { redactSecrets } from '../text/index.js';
 import { normaliseName } from './evolution/apply.js';
+import { skillInjectionReason } from './screen.js';
 import { parseLegacyFrontmatter, parseSkillFile } from './skill-file.js';
 import type { SkillsService } from './service.js';
 
@@ -11,6 +13,8 @@ export const STARTER_DIR = fileURLToPath(new URL('../../skills-starter/', import
 export interface ImportReport {
   imported: string[];
   skipped: Array<{ path: string; reason: string }>;
+  /** Skills whose text reads like prompt injection: refused, or imported anyway with `force`. */
+  suspicious: Array<{ name: string; path: string; reason: string; imported: boolean }>;
   generation: number | undefined;
 }
 
@@ -23,10 +27,12 @@ export function installStarterSkills(service: SkillsService, options: { force?: 
  * Imports a folder of `<name>/SKILL.md` skills: MetaClaw's `memory_data/skills`, a Claude Code
  * `.claude/skills` folder, another MetaClaw-TS library. MetaClaw's line-based frontmatter (which is
  * not always valid YAML) is read with MetaClaw's own rule and rewritten as YAML. Every file that is
- * not imported is reported with the reason. The whole import counts as one library generation.
+ * not imported is reported with the reason. A skill whose text reads like prompt injection is
+ * refused unless `force` (its text is escaped when injected either way). The whole import counts as
+ * one library generation.
  */
-export function importSkills(service: SkillsService, folder: string, options: { overwrite?: boolean; origin?: 'imported' | 'starter'; action?: 'import' | 'install' } = {}): ImportReport {
-  const report: ImportReport = { imported: [], skipped: [], generation: undefined };
+export function importSkills(service: SkillsService, folder: string, options: { overwrite?: boolean; force?: boolean; origin?: 'imported' | 'starter'; action?: 'import' | 'install' } = {}): ImportReport {
+  const report: ImportReport = { imported: [], skipped: [], suspicious: [], generation: undefined };
   if (!existsSync(folder)) {
     report.skipped.push({ path: folder, reason: 'folder not found' });
     return report;
@@ -48,11 +54,18 @@ export function importSkills(service: SkillsService, folder: string, options: { 
       report.skipped.push({ path, reason: `a skill named ${draft.name} already exists (use --overwrite to replace it)` });
       continue;
     }
+    const injection = skillInjectionReason(draft);
+    if (injection && !options.force) {
+      report.suspicious.push({ name: draft.name, path, reason: injection, imported: false });
+      continue;
+    }
     report.generation ??= service.history.bumpGeneration();
     try {
-      service.applyDraft({ ...draft, origin: options.origin ?? 'imported' }, options.action ?? 'import', `import from ${folder}`, report.generation);
+      // An imported skill is injected into prompts: a key pasted into its text must not travel with it.
+      service.applyDraft({ ...draft, description: redactSecrets(draft.description), body: redactSecrets(draft.body), origin: options.origin ?? 'imported' }, options.action ?? 'import', `import from ${folder}`, report.generation);
       copySupportingFiles(join(folder, entry.name), join(service.library.dir, draft.name));
       report.imported.push(draft.name);
+      if (injection) report.suspicious.push({ name: draft.name, path, reason: injection, imported: true });
     } catch (error) {
       report.skipped.push({ path, reason: (error as Error).message });
     }

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { StoreError } from '../errors.js';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { MIGRATIONS, type Migration } from './migrations.js';
@@ -41,7 +42,7 @@ export function migrate(db: Db, migrations: readonly Migration[]): void {
   const current = schemaVersion(db);
   const latest = migrations.at(-1)?.version ?? 0;
   if (current > latest) {
-    throw new Error(`The database schema (version ${current}) is newer than this MetaClaw (knows up to ${latest}); upgrade MetaClaw.`);
+    throw new StoreError(`The database schema (version ${current}) is newer than this MetaClaw (knows up to ${latest}); upgrade MetaClaw.`, 'schema_too_new');
   }
   for (const migration of migrations) {
     if (migration.version <= current) continue;

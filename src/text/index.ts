@@ -1,3 +1,5 @@
 export { tokenize, uniqueTerms } from './tokenize.js';
 export { countTextTokens } from './tokens.js';
 export { bm25Idf, calibrateCosine, jaccard, keywordRelevance, sharedCount, UNKNOWN_TERM_WEIGHT } from './relevance.js';
+export { mentionsSecretKeyword, redactSecrets, SecretScanner } from './secrets.js';
+export { parseSecretRules, secretRules, type SecretRule } from './secret-rules.js';

@@ -1,4 +1,4 @@
-import type { ClientCredentials } from './forward.js';
+import type { ClientCredentials } from './endpoint.js';
 
 /**
  * The client's own key, per upstream, held in memory only (never stored or logged). When no key

@@ -7,8 +7,9 @@ import type { AnthropicMessagesRequest, AnthropicResponse, ApiFormat, AssembledR
 import { readResponseBody, requestUpstream } from './http.js';
 import { backoffDelayMs, isRetryableStatus, retryAfterMs } from './retry.js';
 import type { CredentialMemory } from './credential-memory.js';
+import { authHeaders, endpointUrl, versionHeaders, type ClientCredentials } from './endpoint.js';
 import type { ClientSink } from './sink.js';
-import { completeEventsLength, SseParser } from './sse.js';
+import { completeEventsLength, firstMalformedEvent, isWellFormedEvent, SseParser, type SseEvent } from './sse.js';
 import {
   AnthropicStreamAssembler,
   AnthropicToOpenAIStream,
@@ -26,12 +27,6 @@ import {
 } from './translate/index.js';
 
 export type ForwardOutcome = 'ok' | 'upstream_error' | 'stream_broken' | 'client_aborted' | 'proxy_error';
-
-/** The client's own credentials, passed upstream when no key is configured for the target. */
-export interface ClientCredentials {
-  authorization?: string;
-  apiKey?: string;
-}
 
 export interface ForwardInput {
   requestId: string;
@@ -83,6 +78,8 @@ type AttemptResult =
   | { type: 'finished'; status: number; outcome: ForwardOutcome; error: string | null; response: AssembledResponse | null }
   | { type: 'retryable'; reason: string; status?: number; contentType?: string; body?: Buffer; retryAfterMs?: number; timedOut?: boolean }
   | { type: 'rejected'; status: number; contentType: string; body: Buffer };
+
+const MALFORMED_EVENT = 'the upstream sent a stream event that is not JSON';
 
 /** Client headers that carry meaning upstream and are safe to pass along. */
 const PASSED_HEADERS: Record<ApiFormat, readonly string[]> = {
@@ -361,6 +358,21 @@ export class UpstreamForwarder {
         stop(reason, `The upstream stream broke before it finished (${reason}).`, 'stream_broken');
       };
       abort = (message) => stop(message, message, 'proxy_error');
+      /** Translates and sends events; false (the stream is ended with an error event) at one that is not JSON. */
+      const translateEvents = (events: SseEvent[]): boolean => {
+        let out = '';
+        for (const event of events) {
+          if (!isWellFormedEvent(event)) {
+            send(out);
+            broken(new Error(MALFORMED_EVENT));
+            return false;
+          }
+          assembler!.push(event);
+          out += translator!.push(event);
+        }
+        send(out);
+        return true;
+      };
 
       sink.onClose(() => {
         if (finished) return;
@@ -382,17 +394,16 @@ export class UpstreamForwarder {
             pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
             const complete = completeEventsLength(pending);
             if (complete > 0) {
+              const malformed = firstMalformedEvent(pending, complete);
+              if (malformed !== -1) {
+                send(pending.subarray(0, malformed));
+                broken(new Error(MALFORMED_EVENT));
+                return;
+              }
               send(complete === pending.length ? pending : pending.subarray(0, complete));
               pending = pending.subarray(complete);
             }
-          } else {
-            let out = '';
-            for (const event of parser!.push(chunk)) {
-              assembler!.push(event);
-              out += translator!.push(event);
-            }
-            send(out);
-          }
+          } else if (!translateEvents(parser!.push(chunk))) return;
           // The first bytes are out (the time to first byte is kept); the rest comes at the model's pace.
           if (first) input.onWaiting?.();
         } catch (error) {
@@ -406,14 +417,16 @@ export class UpstreamForwarder {
           return;
         }
         try {
-          if (!translating) send(pending);
-          else {
-            let out = '';
-            for (const event of parser!.end()) {
-              assembler!.push(event);
-              out += translator!.push(event);
+          if (!translating) {
+            const malformed = firstMalformedEvent(pending, pending.length, true);
+            send(malformed === -1 ? pending : pending.subarray(0, malformed));
+            if (malformed !== -1) {
+              broken(new Error(MALFORMED_EVENT));
+              return;
             }
-            send(out + translator!.finish());
+          } else {
+            if (!translateEvents(parser!.end())) return;
+            send(translator!.finish());
           }
         } catch (error) {
           broken(error instanceof Error ? error : new Error(String(error)));
@@ -462,36 +475,9 @@ export class UpstreamForwarder {
         if (value !== undefined) headers[name] = value;
       }
     }
-    if (target.format === 'anthropic') headers['anthropic-version'] = headerText(input.clientHeaders['anthropic-version']) ?? '2023-06-01';
-    Object.assign(headers, authHeaders(target, input.credentials));
+    Object.assign(headers, versionHeaders(target, headerText(input.clientHeaders['anthropic-version'])), authHeaders(target, input.credentials));
     return headers;
   }
-}
-
-/** The key for one target: its own, or the client's passed through in the target's convention. */
-export function authHeaders(target: UpstreamTarget, credentials: ClientCredentials): Record<string, string> {
-  if (target.apiKey) return target.format === 'anthropic' ? { 'x-api-key': target.apiKey } : { authorization: `Bearer ${target.apiKey}` };
-  const bearer = credentials.authorization?.replace(/^Bearer\s+/i, '');
-  if (target.format === 'openai') {
-    if (credentials.authorization) return { authorization: credentials.authorization };
-    return credentials.apiKey ? { authorization: `Bearer ${credentials.apiKey}` } : {};
-  }
-  if (credentials.apiKey) return { 'x-api-key': credentials.apiKey };
-  // Anthropic API keys go in x-api-key; OAuth (subscription) tokens stay a bearer token.
-  if (bearer && bearer.startsWith('sk-ant-api')) return { 'x-api-key': bearer };
-  return credentials.authorization ? { authorization: credentials.authorization } : {};
-}
-
-const endpoints = new WeakMap<UpstreamTarget, URL>();
-
-/** The model endpoint of a target (parsed once per target). */
-export function endpointUrl(target: UpstreamTarget): URL {
-  let url = endpoints.get(target);
-  if (!url) {
-    url = new URL(target.format === 'openai' ? `${target.baseUrl}/chat/completions` : target.baseUrl.endsWith('/v1') ? `${target.baseUrl}/messages` : `${target.baseUrl}/v1/messages`);
-    endpoints.set(target, url);
-  }
-  return url;
 }
 
 function delay(ms: number, sink: ClientSink): Promise<void> {

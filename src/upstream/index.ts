@@ -1,4 +1,5 @@
-export { UpstreamForwarder, authHeaders, endpointUrl, type ForwardInput, type ForwardResult, type ForwardOutcome, type ClientCredentials, type ForwarderOptions, type ForwardedBody } from './forward.js';
+export { UpstreamForwarder, type ForwardInput, type ForwardResult, type ForwardOutcome, type ForwarderOptions, type ForwardedBody } from './forward.js';
+export { authHeaders, endpointPath, endpointUrl, jsonHeaders, versionHeaders, type ClientCredentials, type EndpointKind } from './endpoint.js';
 export type { ClientSink } from './sink.js';
 export { SseParser, encodeSse, completeEventsLength, type SseEvent } from './sse.js';
 export { isRetryableStatus, retryAfterMs, backoffDelayMs } from './retry.js';

@@ -1,6 +1,6 @@
 import type { UpstreamTarget } from '../config/index.js';
 import type { ApiFormat } from '../types/index.js';
-import { authHeaders, type ClientCredentials } from './forward.js';
+import { endpointPath, jsonHeaders, type ClientCredentials } from './endpoint.js';
 import { simpleRequest } from './http.js';
 
 export interface ModelList {
@@ -36,20 +36,8 @@ export async function listModels(target: UpstreamTarget, credentials: ClientCred
   return { status: 200, body: render(clientFormat, [{ id, ownedBy: 'metaclaw' }]), source: 'configured' };
 }
 
-/** The upstream's model-list URL. */
-export function modelsUrl(target: UpstreamTarget): string {
-  return target.format === 'openai' ? `${target.baseUrl}/models` : target.baseUrl.endsWith('/v1') ? `${target.baseUrl}/models` : `${target.baseUrl}/v1/models`;
-}
-
-/** The headers a plain JSON call to the upstream needs: its key (or the client's) and its API version. */
-export function upstreamJsonHeaders(target: UpstreamTarget, credentials: ClientCredentials): Record<string, string> {
-  const headers: Record<string, string> = { accept: 'application/json', ...authHeaders(target, credentials) };
-  if (target.format === 'anthropic') headers['anthropic-version'] = '2023-06-01';
-  return headers;
-}
-
 export function fetchUpstreamList(target: UpstreamTarget, credentials: ClientCredentials, timeoutMs: number): Promise<{ status: number; text: string }> {
-  return simpleRequest(modelsUrl(target), 'GET', upstreamJsonHeaders(target, credentials), undefined, timeoutMs);
+  return simpleRequest(endpointPath(target, 'models'), 'GET', jsonHeaders(target, credentials), undefined, timeoutMs);
 }
 
 export function parseEntries(format: ApiFormat, text: string): ModelEntry[] | undefined {

@@ -1,7 +1,7 @@
 import type { UpstreamTarget, WireFormat } from '../config/index.js';
-import { endpointUrl } from './forward.js';
+import { endpointPath, jsonHeaders } from './endpoint.js';
 import { simpleRequest as send } from './http.js';
-import { modelsUrl as listUrl, parseEntries, upstreamJsonHeaders } from './models.js';
+import { parseEntries } from './models.js';
 
 export interface ProbeResult {
   ok: boolean;
@@ -18,8 +18,8 @@ export interface ProbeResult {
 export async function probeUpstream(target: { baseUrl: string; format: WireFormat; apiKey: string | undefined; model: string | undefined }, timeoutMs = 15_000): Promise<ProbeResult> {
   const base = target.baseUrl.replace(/\/+$/, '');
   const upstream: UpstreamTarget = { name: 'probe', baseUrl: base, format: target.format, apiKey: target.apiKey, keySource: target.apiKey ? 'config' : 'client', model: target.model };
-  const headers = upstreamJsonHeaders(upstream, {});
-  const modelsUrl = listUrl(upstream);
+  const headers = jsonHeaders(upstream, {});
+  const modelsUrl = endpointPath(upstream, 'models');
   let listed: { status: number; text: string };
   try {
     listed = await send(modelsUrl, 'GET', headers, undefined, timeoutMs);
@@ -36,10 +36,10 @@ export async function probeUpstream(target: { baseUrl: string; format: WireForma
   }
   if (!target.model) return { ok: false, detail: `${modelsUrl} answered HTTP ${listed.status} and no model is set to try a completion with`, models: undefined };
   // No model list here (many compatible servers lack one): a one-token completion proves the key.
-  const completionUrl = endpointUrl(upstream).href;
+  const completionUrl = endpointPath(upstream, 'model');
   const body = { model: target.model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] };
   try {
-    const completion = await send(completionUrl, 'POST', { ...headers, 'content-type': 'application/json' }, JSON.stringify(body), timeoutMs);
+    const completion = await send(completionUrl, 'POST', headers, JSON.stringify(body), timeoutMs);
     if (completion.status >= 200 && completion.status < 300) return { ok: true, detail: `reached ${base}; a one-token completion with ${target.model} worked`, models: undefined };
     if (completion.status === 401 || completion.status === 403) return { ok: false, detail: `the upstream rejected the key (HTTP ${completion.status} from ${completionUrl}): ${errorText(completion.text)}`, models: undefined };
     return { ok: false, detail: `a one-token completion with ${target.model} failed: HTTP ${completion.status} from ${completionUrl}: ${errorText(completion.text)}`, models: undefined };

@@ -92,3 +92,63 @@ export function completeEventsLength(buffer: Buffer): number {
   }
   return 0;
 }
+
+const SPACE = 32;
+const TAB = 9;
+const OPEN_BRACE = 123;
+const CLOSE_BRACE = 125;
+const OPEN_BRACKET = 91;
+const CLOSE_BRACKET = 93;
+
+/**
+ * Offset of the first event in `buffer[0, end)` whose data cannot be JSON (nor `[DONE]`), or -1.
+ * Every model API streams JSON objects, so data that does not open and close like one is a broken
+ * upstream; relayed as is, it made the client's SDK throw a parse error of its own. A byte scan, no
+ * parsing: it runs on every chunk of every relayed stream. With `final`, a last event without its
+ * blank line is judged too.
+ */
+export function firstMalformedEvent(buffer: Buffer, end: number, final = false): number {
+  let eventStart = 0;
+  let lineStart = 0;
+  let first = -1;
+  let last = -1;
+  const judge = (): boolean => first === -1 || (first === OPEN_BRACE && last === CLOSE_BRACE) || (first === OPEN_BRACKET && last === CLOSE_BRACKET);
+  for (let index = 0; index <= end; index++) {
+    const atEnd = index === end;
+    if (!atEnd && buffer[index] !== 10) continue;
+    if (atEnd && (!final || lineStart >= end)) break;
+    let lineEnd = index;
+    if (lineEnd > lineStart && buffer[lineEnd - 1] === 13) lineEnd--;
+    if (lineEnd === lineStart) {
+      if (!judge()) return eventStart;
+      eventStart = index + 1;
+      first = -1;
+      last = -1;
+    } else if (lineEnd - lineStart >= 5 && buffer[lineStart] === 100 && buffer[lineStart + 1] === 97 && buffer[lineStart + 2] === 116 && buffer[lineStart + 3] === 97 && buffer[lineStart + 4] === 58) {
+      // "data:": its value, trimmed
+      let start = lineStart + 5;
+      let stop = lineEnd;
+      while (start < stop && (buffer[start] === SPACE || buffer[start] === TAB)) start++;
+      while (stop > start && (buffer[stop - 1] === SPACE || buffer[stop - 1] === TAB)) stop--;
+      if (start < stop) {
+        if (first === -1) first = buffer[start]!;
+        last = buffer[stop - 1]!;
+      }
+    }
+    lineStart = index + 1;
+  }
+  if (final && !judge()) return eventStart;
+  return -1;
+}
+
+/** Whether one parsed event's data is JSON (or `[DONE]`, or nothing). */
+export function isWellFormedEvent(event: SseEvent): boolean {
+  const data = event.data.trim();
+  if (data === '' || data === '[DONE]') return true;
+  try {
+    JSON.parse(data);
+    return true;
+  } catch {
+    return false;
+  }
+}

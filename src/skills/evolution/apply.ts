@@ -1,16 +1,8 @@
+import { redactSecrets } from '../../text/index.js';
 import { MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, SKILL_NAME } from '../skill-file.js';
+import { skillInjectionReason } from '../screen.js';
 import type { Skill, SkillDraft } from '../types.js';
 import type { ProposedChange } from './schema.js';
-
-/** Text an evolved skill must never carry into future prompts (persistent prompt injection). */
-const INJECTION_PATTERNS = [
-  /ignore (all |any )?(the )?(previous|prior|above|earlier) (instructions|messages|rules)/i,
-  /disregard (all |any )?(the )?(previous|prior|above|system) /i,
-  /you are no longer\b/i,
-  /\b(reveal|print|output|exfiltrate) (your |the )?(system prompt|api key|secret|credentials)/i,
-  /<\/?metaclaw-[a-z-]+>/i,
-  /BEGIN_OPENCLAW_INTERNAL_CONTEXT/,
-];
 
 const MAX_BODY_CHARS = 12_000;
 const MIN_BODY_CHARS = 40;
@@ -50,7 +42,8 @@ export function planChanges(proposed: readonly ProposedChange[], context: Planni
   const planned: PlannedChange[] = [];
   const rejected: Rejected[] = [];
   const touched = new Set<string>();
-  for (const change of proposed) {
+  for (const proposal of proposed) {
+    const change = withoutSecrets(proposal);
     if (planned.length >= context.maxChanges) {
       rejected.push({ name: change.name, reason: `over the limit of ${context.maxChanges} changes per evolution (skills.max_new_skills)` });
       continue;
@@ -93,6 +86,12 @@ export function planChanges(proposed: readonly ProposedChange[], context: Planni
   return { planned, rejected };
 }
 
+/** A secret the session held never reaches a skill, its evidence or the evolution history. */
+function withoutSecrets(change: ProposedChange): ProposedChange {
+  const reason = change.reason === undefined ? {} : { reason: redactSecrets(change.reason) };
+  return { ...change, description: redactSecrets(change.description), body: redactSecrets(change.body), evidence: change.evidence.map(redactSecrets), ...reason };
+}
+
 export function normaliseName(raw: string): string {
   return raw
     .trim()
@@ -109,10 +108,9 @@ function validate(name: string, change: ProposedChange): string | undefined {
   const body = change.body.trim();
   if (body.length < MIN_BODY_CHARS) return 'body too short to be a usable skill';
   if (body.length > MAX_BODY_CHARS) return `body longer than ${MAX_BODY_CHARS} characters`;
-  for (const pattern of INJECTION_PATTERNS) {
-    if (pattern.test(body) || pattern.test(change.description)) return `refused: looks like a prompt injection (${pattern.source})`;
-  }
-  return undefined;
+  // An evolved skill would carry the text into every future prompt (persistent prompt injection).
+  const injection = skillInjectionReason({ description: change.description, body });
+  return injection ? `refused: looks like a prompt injection (${injection})` : undefined;
 }
 
 /** Adds the lines of `addition` that `existing` lacks, under a dated heading. */
