@@ -47,7 +47,7 @@ describe('memory parts', () => {
     const stale = store.add({ scope: 's', type: 'episodic', content: 'Talked about lunch.', origin: 'manual', observedAt: now - 90 * day, importance: 0.5 })!;
     store.add({ scope: 's', type: 'episodic', content: 'An ancient raw turn.', speaker: 'user', origin: 'raw_turn', observedAt: now - 400 * day }, { rawKey: 'k1' });
     for (let index = 0; index < 120; index++) store.add({ scope: 'big', type: 'episodic', content: `filler note number ${index}`, origin: 'manual', importance: index / 200 });
-    const report = housekeep(store, { retentionDays: 365, maxUnitsPerScope: 100, now });
+    const report = housekeep(store, { retentionDays: 365, maxUnitsPerScope: 100, consolidate: true, now });
     assert.equal(report.consolidated, 1);
     assert.equal(store.get(older.id)!.status, 'superseded');
     assert.equal(store.get(older.id)!.supersededBy, newer.id);

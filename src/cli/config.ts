@@ -1,6 +1,6 @@
-import { definitionFor, displayValue, KEY_DEFINITIONS, setConfigValue, unsetConfigValue, type KeyDefinition } from '../config/index.js';
+import { definitionFor, displayValue, KEY_DEFINITIONS, noEffectWarning, setConfigValue, unsetConfigValue, type KeyDefinition } from '../config/index.js';
 import { ConfigError } from '../errors.js';
-import { CliExit, loadCliConfig, print } from './context.js';
+import { CliExit, loadCliConfig, print, printError } from './context.js';
 
 export interface ConfigOptions {
   config?: string;
@@ -65,14 +65,19 @@ function show(options: ConfigOptions): void {
 
 function keys(options: ConfigOptions): void {
   if (options.json) {
-    print(JSON.stringify(KEY_DEFINITIONS.map((definition) => ({ key: definition.key, type: definition.expected, default: definition.secret ? '' : definition.default, doc: definition.doc, secret: definition.secret === true })), null, 2));
+    print(JSON.stringify(KEY_DEFINITIONS.map((definition) => ({ key: definition.key, type: definition.expected, default: definition.secret ? '' : definition.default, doc: definition.doc, secret: definition.secret === true, status: definition.noEffect?.status ?? 'honoured', ...(definition.noEffect ? { reason: definition.noEffect.reason } : {}) })), null, 2));
     return;
   }
   for (const definition of KEY_DEFINITIONS) {
-    print(`${definition.key}  (${definition.expected}; default ${definition.secret ? '(empty)' : JSON.stringify(definition.default)})`);
+    print(`${definition.key}  (${definition.expected}; default ${definition.secret ? '(empty)' : JSON.stringify(definition.default)})${definition.noEffect ? `  [${STATUS_LABELS[definition.noEffect.status]}]` : ''}`);
     print(`    ${definition.doc}`);
+    if (definition.noEffect) print(`    No effect in MetaClaw-TS: ${definition.noEffect.reason}. Setting it warns at start.`);
   }
+  print('');
+  print('[compatibility only] MetaClaw keys accepted so its config files load; [not built yet] RL and scheduler keys for parts still to come.');
 }
+
+const STATUS_LABELS = { compatibility: 'compatibility only', planned: 'not built yet' } as const;
 
 function get(key: string, options: ConfigOptions): void {
   const definition = definitionFor(key);
@@ -87,6 +92,8 @@ function set(key: string, text: string, options: ConfigOptions): void {
   const { key: canonical, value } = setConfigValue(config.file, key, text);
   const definition = definitionFor(canonical);
   print(`${canonical} = ${render(definition, value, false)}  (written to ${config.file}; restart the proxy to apply)`);
+  const ignored = noEffectWarning(definition, value);
+  if (ignored) printError(`warning: ${ignored}`);
 }
 
 function unset(key: string, options: ConfigOptions): void {

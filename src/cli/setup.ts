@@ -160,8 +160,8 @@ async function ask(config: LoadedConfig, options: SetupOptions): Promise<Answers
   };
   const mode = options.mode ?? check(await prompts.select({ message: 'How should MetaClaw learn?', initialValue: values['mode'], options: [
     { value: 'skills_only', label: 'skills_only', hint: 'skills and memory through your own API (no GPU, no training)' },
-    { value: 'rl', label: 'rl', hint: 'also record and train a LoRA on a Tinker-compatible service' },
-    { value: 'auto', label: 'auto', hint: 'rl, training only in idle windows' },
+    { value: 'rl', label: 'rl', hint: 'also train a LoRA on a Tinker-compatible service (not built yet: runs as skills_only)' },
+    { value: 'auto', label: 'auto', hint: 'rl, training only in idle windows (not built yet: runs as skills_only)' },
   ] }));
   const provider = options.provider ?? check(await prompts.select({ message: 'Which LLM provider?', initialValue: values['llm.provider'] === 'custom' && !values['llm.api_base'] ? 'openai' : values['llm.provider'], options: PROVIDER_PRESETS.map((preset) => ({ value: preset.id, label: preset.label, ...(preset.apiBase ? { hint: preset.apiBase } : {}) })) }));
   const preset = presetFor(provider)!;

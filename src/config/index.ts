@@ -4,6 +4,7 @@ export { resolveUpstreams, detectFormat, type UpstreamTarget, type WireFormat, t
 export { KEY_DEFINITIONS, DEFINITIONS_BY_KEY, KEY_ALIASES, MODES, CLAW_TYPES, type ConfigKey, type ConfigValues, type UpstreamEntry } from './schema.js';
 export { displayValue, maskSecret } from './convert.js';
 export { metaclawHome, homePaths, expandHome, type HomePaths } from './home.js';
-export type { KeyDefinition, ValueKind } from './types.js';
+export type { KeyDefinition, NoEffect, ValueKind } from './types.js';
+export { noEffectWarning } from './effect.js';
 export { PROVIDER_PRESETS, presetFor, type ProviderPreset } from './providers.js';
 export { describeExposedConfig, exposedConfigFile, exposedConfigWarning, keysInConfigFile, makeHomePrivate, octal, openHomeWarning, openPath, PRIVATE_FILE_MODE, PRIVATE_FOLDER_MODE, type HomeOutcome, type OpenPath } from './privacy.js';

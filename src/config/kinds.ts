@@ -1,28 +1,28 @@
 import { z } from 'zod';
-import type { KeyDefinition } from './types.js';
+import type { KeyDefinition, NoEffect } from './types.js';
 
 /**
  * Constructors for key definitions. Each one fixes the value's kind, so that `config set`
  * converts text by the schema's type and never by guessing.
  */
 
-type Options = { doc: string; secret?: boolean };
+type Options = { doc: string; secret?: boolean; noEffect?: NoEffect };
 
 export function stringKey<K extends string>(key: K, defaultValue: string, options: Options): KeyDefinition<string, K> {
-  return { key, kind: options.secret ? 'secret' : 'string', default: defaultValue, doc: options.doc, expected: 'a string', schema: z.string(), ...(options.secret ? { secret: true } : {}) };
+  return { key, kind: options.secret ? 'secret' : 'string', default: defaultValue, doc: options.doc, expected: 'a string', schema: z.string(), ...(options.secret ? { secret: true } : {}), ...marking(options) };
 }
 
-export function secretKey<K extends string>(key: K, options: { doc: string }): KeyDefinition<string, K> {
+export function secretKey<K extends string>(key: K, options: Omit<Options, 'secret'>): KeyDefinition<string, K> {
   return stringKey(key, '', { ...options, secret: true });
 }
 
 export function pathKey<K extends string>(key: K, defaultValue: string, options: Options): KeyDefinition<string, K> {
-  return { key, kind: 'path', default: defaultValue, doc: options.doc, expected: 'a file or folder path', schema: z.string() };
+  return { key, kind: 'path', default: defaultValue, doc: options.doc, expected: 'a file or folder path', schema: z.string(), ...marking(options) };
 }
 
 export function urlKey<K extends string>(key: K, defaultValue: string, options: Options): KeyDefinition<string, K> {
   const schema = z.string().refine((value) => value === '' || /^https?:\/\/[^\s]+$/i.test(value), { message: 'expected an http(s) URL' });
-  return { key, kind: 'string', default: defaultValue, doc: options.doc, expected: 'an http:// or https:// URL (or empty)', schema };
+  return { key, kind: 'string', default: defaultValue, doc: options.doc, expected: 'an http:// or https:// URL (or empty)', schema, ...marking(options) };
 }
 
 export function integerKey<K extends string>(key: K, defaultValue: number, options: Options & { min?: number; max?: number }): KeyDefinition<number, K> {
@@ -30,7 +30,7 @@ export function integerKey<K extends string>(key: K, defaultValue: number, optio
   if (options.min !== undefined) schema = schema.min(options.min);
   if (options.max !== undefined) schema = schema.max(options.max);
   const range = describeRange(options.min, options.max);
-  return { key, kind: 'integer', default: defaultValue, doc: options.doc, expected: `an integer${range}`, schema };
+  return { key, kind: 'integer', default: defaultValue, doc: options.doc, expected: `an integer${range}`, schema, ...marking(options) };
 }
 
 export function numberKey<K extends string>(key: K, defaultValue: number, options: Options & { min?: number; max?: number }): KeyDefinition<number, K> {
@@ -38,25 +38,29 @@ export function numberKey<K extends string>(key: K, defaultValue: number, option
   if (options.min !== undefined) schema = schema.min(options.min);
   if (options.max !== undefined) schema = schema.max(options.max);
   const range = describeRange(options.min, options.max);
-  return { key, kind: 'number', default: defaultValue, doc: options.doc, expected: `a number${range}`, schema };
+  return { key, kind: 'number', default: defaultValue, doc: options.doc, expected: `a number${range}`, schema, ...marking(options) };
 }
 
 export function booleanKey<K extends string>(key: K, defaultValue: boolean, options: Options): KeyDefinition<boolean, K> {
-  return { key, kind: 'boolean', default: defaultValue, doc: options.doc, expected: 'true or false', schema: z.boolean() };
+  return { key, kind: 'boolean', default: defaultValue, doc: options.doc, expected: 'true or false', schema: z.boolean(), ...marking(options) };
 }
 
 export function enumKey<const T extends string, K extends string>(key: K, values: readonly T[], defaultValue: T, options: Options): KeyDefinition<T, K> {
   const schema = z.enum(values as unknown as [T, ...T[]]) as unknown as z.ZodType<T>;
-  return { key, kind: 'enum', default: defaultValue, doc: options.doc, expected: `one of ${values.join(', ')}`, schema, values };
+  return { key, kind: 'enum', default: defaultValue, doc: options.doc, expected: `one of ${values.join(', ')}`, schema, values, ...marking(options) };
 }
 
 export function timeOfDayKey<K extends string>(key: K, defaultValue: string, options: Options): KeyDefinition<string, K> {
   const schema = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'expected HH:MM');
-  return { key, kind: 'string', default: defaultValue, doc: options.doc, expected: 'a time of day as HH:MM (24-hour)', schema };
+  return { key, kind: 'string', default: defaultValue, doc: options.doc, expected: 'a time of day as HH:MM (24-hour)', schema, ...marking(options) };
 }
 
 export function listKey<T, K extends string>(key: K, item: z.ZodType<T>, defaultValue: T[], options: Options & { expected: string }): KeyDefinition<T[], K> {
-  return { key, kind: 'list', default: defaultValue, doc: options.doc, expected: options.expected, schema: z.array(item) };
+  return { key, kind: 'list', default: defaultValue, doc: options.doc, expected: options.expected, schema: z.array(item), ...marking(options) };
+}
+
+function marking(options: Options): { noEffect?: NoEffect } {
+  return options.noEffect ? { noEffect: options.noEffect } : {};
 }
 
 function describeRange(min: number | undefined, max: number | undefined): string {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { isMap, isScalar, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { ConfigError } from '../errors.js';
 import { checkValue, convertText, displayValue } from './convert.js';
+import { dependencyWarnings, noEffectWarning } from './effect.js';
 import { homePaths, metaclawHome, resolveConfiguredPath, type HomePaths } from './home.js';
 import { nearest } from './nearest.js';
 import { DEFINITIONS_BY_KEY, KEY_ALIASES, KEY_DEFINITIONS, SECTIONS, VALUE_ALIASES, type ConfigKey, type ConfigValues } from './schema.js';
@@ -64,6 +65,8 @@ export function loadConfig(options: LoadOptions = {}): LoadedConfig {
     else {
       values.set(key, checked.value);
       explicitKeys.add(key);
+      const ignored = noEffectWarning(definition, checked.value);
+      if (ignored) warnings.push(`command line: ${ignored}`);
     }
   }
 
@@ -74,13 +77,13 @@ export function loadConfig(options: LoadOptions = {}): LoadedConfig {
   if (errors.length > 0) {
     throw new ConfigError(`Invalid configuration in ${file}:\n${errors.map((line) => `  - ${line}`).join('\n')}`);
   }
-  if (values.get('wechat.enabled') === true) warnings.push(`${file}: wechat.enabled is true, but MetaClaw-TS has no WeChat bridge; the key has no effect.`);
-
   const typed = Object.fromEntries(values) as ConfigValues;
+  for (const warning of dependencyWarnings(typed, explicitKeys)) warnings.push(`${file}: ${warning}`);
   const paths: ConfigPaths = {
     ...homePaths(home),
     skillsDir: resolveConfiguredPath(home, typed['skills.dir'], 'skills'),
-    memoryDir: resolveConfiguredPath(home, typed['memory.dir'], 'memory'),
+    // MetaClaw's memory folder: memories live in the database here, but uninstall still clears it.
+    memoryDir: join(home, 'memory'),
   };
   return { values: typed, home, paths, file, fileExists, explicitKeys, warnings };
 }
@@ -185,6 +188,8 @@ function readLeaf(definition: KeyDefinition, path: string, node: YamlNode | null
   }
   collector.values.set(definition.key, checked.value);
   collector.explicitKeys.add(definition.key);
+  const ignored = noEffectWarning(definition, checked.value);
+  if (ignored) collector.warnings.push(`${location}: ${ignored}`);
 }
 
 function isTextKind(definition: KeyDefinition): boolean {

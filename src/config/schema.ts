@@ -1,12 +1,18 @@
 import { z } from 'zod';
 import { booleanKey, enumKey, integerKey, listKey, numberKey, pathKey, secretKey, stringKey, timeOfDayKey, urlKey } from './kinds.js';
-import type { KeyDefinition } from './types.js';
+import type { KeyDefinition, NoEffect } from './types.js';
 
 /**
  * The one source of truth for configuration: every key of `config.yaml` with its default, type and
  * a one-line doc. MetaClaw's keys keep their names (so an existing MetaClaw config loads), ours are
  * added beside them. Paths left empty resolve under METACLAW_HOME.
  */
+
+/** RL, on-policy distillation and the idle-window scheduler belong to a part not built yet. */
+const PLANNED: NoEffect = { status: 'planned', reason: 'not built yet: RL and the scheduler are planned' };
+const compatibility = (reason: string): NoEffect => ({ status: 'compatibility', reason });
+const IN_DATABASE = compatibility('memories live in the main database, $METACLAW_HOME/metaclaw.db');
+const NO_SELF_UPGRADE = compatibility("MetaClaw's memory policy self-upgrade is not part of MetaClaw-TS");
 
 export const MODES = ['skills_only', 'rl', 'auto'] as const;
 export const CLAW_TYPES = ['openclaw', 'copaw', 'ironclaw', 'picoclaw', 'zeroclaw', 'nanoclaw', 'nemoclaw', 'hermes', 'none'] as const;
@@ -25,11 +31,11 @@ export const upstreamEntrySchema = z
 export type UpstreamEntry = z.infer<typeof upstreamEntrySchema>;
 
 export const KEY_DEFINITIONS = [
-  enumKey('mode', MODES, 'skills_only', { doc: 'skills_only: skills + memory through your own API; rl: also record and train; auto: rl plus the idle-window scheduler (legacy name: madmax).' }),
+  enumKey('mode', MODES, 'skills_only', { noEffect: { status: 'planned', reason: 'not built yet: RL and the scheduler are planned; MetaClaw-TS runs as skills_only' }, doc: 'skills_only: skills + memory through your own API; rl: also record and train; auto: rl plus the idle-window scheduler (legacy name: madmax).' }),
   enumKey('claw_type', CLAW_TYPES, 'none', { doc: 'Which agent `metaclaw start` wires to the proxy (none: wire nothing).' }),
   booleanKey('claw_plugin', false, { doc: "Also enable the agent's MetaClaw plugin where one exists (OpenClaw: keeps the proxy running and reports session ends)." }),
   enumKey('claw_api_format', ['openai', 'anthropic'] as const, 'openai', { doc: 'Protocol a wired agent uses to reach the proxy, where it has a choice (OpenClaw: openai-completions or anthropic-messages).' }),
-  integerKey('max_context_tokens', 0, { min: 0, doc: 'Trim the oldest non-system messages so the prompt fits this many tokens (0: never trim; the agent manages its context).' }),
+  integerKey('max_context_tokens', 0, { min: 0, doc: 'Trim the oldest non-system messages of each request so the prompt, plus the max_tokens it asks for, fits this many tokens (0: never trim; the agent manages its context).' }),
   integerKey('context_window', 0, { min: 0, doc: 'Context window advertised to wired agents (0: let the agent use its own default).' }),
 
   enumKey('llm.provider', ['custom', 'openai', 'anthropic', 'kimi', 'qwen', 'deepseek', 'minimax', 'novita', 'openrouter', 'volcengine', 'ollama'] as const, 'custom', { doc: 'Provider preset used by `metaclaw setup` (labels only; api_base decides where requests go).' }),
@@ -55,7 +61,7 @@ export const KEY_DEFINITIONS = [
   pathKey('skills.dir', '', { doc: 'Skill library folder of <name>/SKILL.md files (default: $METACLAW_HOME/skills).' }),
   enumKey('skills.retrieval_mode', ['template', 'embedding', 'hybrid'] as const, 'template', { doc: 'template: keyword/BM25; embedding: vectors from skills.embedding; hybrid: both.' }),
   integerKey('skills.top_k', 6, { min: 0, max: 50, doc: 'Most skills injected into one turn.' }),
-  integerKey('skills.task_specific_top_k', 10, { min: 0, max: 50, doc: 'MetaClaw key, kept for compatibility: caps category-matched candidates before ranking.' }),
+  integerKey('skills.task_specific_top_k', 10, { min: 0, max: 50, noEffect: compatibility('skills are ranked by relevance across every category; skills.top_k caps them'), doc: 'MetaClaw key: caps category-matched candidates before ranking.' }),
   integerKey('skills.full_body_top_n', 2, { min: 0, max: 50, doc: 'How many of the injected skills carry their full body; the rest show name and description.' }),
   integerKey('skills.max_tokens', 1500, { min: 0, doc: 'Token budget for the injected skills block.' }),
   numberKey('skills.min_relevance', 0.35, { min: 0, max: 1, doc: 'Relevance threshold (0..1) below which a skill is never injected.' }),
@@ -68,10 +74,10 @@ export const KEY_DEFINITIONS = [
   stringKey('skills.embedding.model', '', { doc: 'Embedding model name.' }),
 
   booleanKey('memory.enabled', true, { doc: 'Extract, keep and recall long-term memories.' }),
-  pathKey('memory.dir', '', { doc: 'Memory folder (default: $METACLAW_HOME/memory).' }),
-  pathKey('memory.store_path', '', { doc: 'MetaClaw key, kept for compatibility: memories live in the main database.' }),
+  pathKey('memory.dir', '', { noEffect: IN_DATABASE, doc: "MetaClaw's memory folder." }),
+  pathKey('memory.store_path', '', { noEffect: IN_DATABASE, doc: "MetaClaw's memory database file." }),
   stringKey('memory.scope', 'default', { doc: 'Scope used when a request names no X-Memory-Scope, X-User-Id or X-Workspace-Id.' }),
-  enumKey('memory.retrieval_mode', ['keyword', 'embedding', 'hybrid', 'auto'] as const, 'hybrid', { doc: 'keyword: BM25 only; hybrid/auto: BM25 plus vectors when memory.embedding is set; embedding: vectors first.' }),
+  enumKey('memory.retrieval_mode', ['keyword', 'embedding', 'hybrid', 'auto'] as const, 'hybrid', { doc: 'keyword: BM25 only (nothing is embedded); hybrid/auto: BM25 plus vectors when memory.embedding is set; embedding: vector similarity alone finds and ranks units (keywords only while vectors are unavailable).' }),
   integerKey('memory.top_k', 6, { min: 0, max: 50, doc: 'Most memory units recalled into one turn.' }),
   integerKey('memory.max_tokens', 800, { min: 0, doc: 'Token budget for recalled memories.' }),
   numberKey('memory.min_relevance', 0.3, { min: 0, max: 1, doc: 'Relevance threshold (0..1) below which a memory is not recalled (unless it matches a time the query names).' }),
@@ -80,12 +86,12 @@ export const KEY_DEFINITIONS = [
   integerKey('memory.max_injected_tokens', 800, { min: 0, doc: 'MetaClaw name for memory.max_tokens (the smaller of the two applies).' }),
   integerKey('memory.flush_every_n_turns', 5, { min: 1, doc: 'Extract memories every N turns of a session, and at session end.' }),
   booleanKey('memory.auto_extract', true, { doc: 'Extract memories from conversations automatically.' }),
-  booleanKey('memory.auto_consolidate', true, { doc: 'Merge near-duplicates and decay stale episodic units in the background.' }),
+  booleanKey('memory.auto_consolidate', true, { doc: 'Daily housekeeping merges near-duplicates and decays stale unused episodic units (false: only retention and the per-scope cap apply).' }),
   booleanKey('memory.ignore_turn_type', false, { doc: 'Also learn from side turns (X-Turn-Type: side).' }),
   booleanKey('memory.manual_trigger', false, { doc: 'Only extract when asked (POST /v1/memory/ingest or `metaclaw memory ingest`).' }),
-  booleanKey('memory.use_embeddings', false, { doc: 'MetaClaw key: use vectors; here vectors are used whenever memory.embedding.api_base is set.' }),
-  enumKey('memory.embedding_mode', ['hashing', 'semantic'] as const, 'hashing', { doc: 'MetaClaw key, kept for compatibility (hashing vectors are not used; semantic means the embeddings endpoint).' }),
-  stringKey('memory.embedding_model', '', { doc: 'MetaClaw key, kept for compatibility; see memory.embedding.model.' }),
+  booleanKey('memory.use_embeddings', false, { noEffect: compatibility('vectors are used whenever memory.embedding.api_base and memory.embedding.model are set'), doc: 'MetaClaw key: use vectors for memory.' }),
+  enumKey('memory.embedding_mode', ['hashing', 'semantic'] as const, 'hashing', { noEffect: compatibility('there is no local hashing embedder; vectors come from memory.embedding.api_base'), doc: 'MetaClaw key: hashing (local hashed vectors) or semantic (a local embedding model).' }),
+  stringKey('memory.embedding_model', '', { noEffect: compatibility('no local embedding model is run; set memory.embedding.model for the embeddings endpoint'), doc: 'MetaClaw key: the local embedding model.' }),
   urlKey('memory.embedding.api_base', '', { doc: 'OpenAI-compatible /v1 base for memory embeddings. Empty: BM25, recency and importance only.' }),
   secretKey('memory.embedding.api_key', { doc: 'Key for memory.embedding.api_base.' }),
   stringKey('memory.embedding.model', '', { doc: 'Embedding model for memories.' }),
@@ -94,45 +100,45 @@ export const KEY_DEFINITIONS = [
   stringKey('memory.extractor_model', '', { doc: 'Model for memory extraction (empty: llm.model_id).' }),
   integerKey('memory.retention_days', 365, { min: 0, doc: 'Raw episodic turns older than this are dropped (0: keep forever).' }),
   integerKey('memory.max_units_per_scope', 20000, { min: 100, doc: 'Hard cap on stored units per scope; the least useful episodic units go first.' }),
-  booleanKey('memory.auto_upgrade_enabled', false, { doc: 'MetaClaw key, kept for compatibility (policy self-upgrade is not part of MetaClaw-TS).' }),
-  integerKey('memory.auto_upgrade_interval_seconds', 900, { min: 30, doc: 'MetaClaw key, kept for compatibility.' }),
-  booleanKey('memory.auto_upgrade_require_review', true, { doc: 'MetaClaw key, kept for compatibility.' }),
-  integerKey('memory.review_stale_after_hours', 72, { min: 1, doc: 'MetaClaw key, kept for compatibility.' }),
+  booleanKey('memory.auto_upgrade_enabled', false, { noEffect: NO_SELF_UPGRADE, doc: 'MetaClaw key: let the memory policy upgrade itself.' }),
+  integerKey('memory.auto_upgrade_interval_seconds', 900, { min: 30, noEffect: NO_SELF_UPGRADE, doc: 'MetaClaw key: how often the policy upgrade runs.' }),
+  booleanKey('memory.auto_upgrade_require_review', true, { noEffect: NO_SELF_UPGRADE, doc: 'MetaClaw key: policy upgrades wait for review.' }),
+  integerKey('memory.review_stale_after_hours', 72, { min: 1, noEffect: NO_SELF_UPGRADE, doc: 'MetaClaw key: when a pending policy review goes stale.' }),
 
-  booleanKey('rl.enabled', false, { doc: 'Record RL samples and score them even in skills_only mode.' }),
-  enumKey('rl.backend', ['auto', 'tinker', 'mint', 'weaver', 'file'] as const, 'auto', { doc: 'Training backend: a Tinker-compatible service (tinker, mint, weaver) or file (export only).' }),
-  stringKey('rl.model', '', { doc: 'Base model to train (default: llm.model_id).' }),
-  secretKey('rl.api_key', { doc: 'Training backend key (legacy name: rl.tinker_api_key).' }),
-  urlKey('rl.base_url', '', { doc: 'Training backend URL (legacy name: rl.tinker_base_url).' }),
-  urlKey('rl.prm_url', 'https://api.openai.com/v1', { doc: 'OpenAI-compatible endpoint of the judge (PRM) model.' }),
-  stringKey('rl.prm_model', 'gpt-5.2', { doc: 'Judge model.' }),
-  secretKey('rl.prm_api_key', { doc: 'Judge key.' }),
-  integerKey('rl.prm_m', 3, { min: 1, max: 9, doc: 'Judge votes per turn (majority wins).' }),
-  integerKey('rl.lora_rank', 32, { min: 1, doc: 'LoRA rank.' }),
-  integerKey('rl.batch_size', 4, { min: 1, doc: 'Samples per training step.' }),
-  numberKey('rl.learning_rate', 0.0001, { min: 0, doc: 'Adam learning rate.' }),
-  enumKey('rl.loss_fn', ['importance_sampling', 'ppo', 'cispo'] as const, 'importance_sampling', { doc: 'Loss function asked of the backend.' }),
-  stringKey('rl.resume_from_ckpt', '', { doc: 'Backend checkpoint path to resume from.' }),
+  booleanKey('rl.enabled', false, { noEffect: PLANNED, doc: 'Record RL samples and score them even in skills_only mode.' }),
+  enumKey('rl.backend', ['auto', 'tinker', 'mint', 'weaver', 'file'] as const, 'auto', { noEffect: PLANNED, doc: 'Training backend: a Tinker-compatible service (tinker, mint, weaver) or file (export only).' }),
+  stringKey('rl.model', '', { noEffect: PLANNED, doc: 'Base model to train (default: llm.model_id).' }),
+  secretKey('rl.api_key', { noEffect: PLANNED, doc: 'Training backend key (legacy name: rl.tinker_api_key).' }),
+  urlKey('rl.base_url', '', { noEffect: PLANNED, doc: 'Training backend URL (legacy name: rl.tinker_base_url).' }),
+  urlKey('rl.prm_url', 'https://api.openai.com/v1', { noEffect: PLANNED, doc: 'OpenAI-compatible endpoint of the judge (PRM) model.' }),
+  stringKey('rl.prm_model', 'gpt-5.2', { noEffect: PLANNED, doc: 'Judge model.' }),
+  secretKey('rl.prm_api_key', { noEffect: PLANNED, doc: 'Judge key.' }),
+  integerKey('rl.prm_m', 3, { min: 1, max: 9, noEffect: PLANNED, doc: 'Judge votes per turn (majority wins).' }),
+  integerKey('rl.lora_rank', 32, { min: 1, noEffect: PLANNED, doc: 'LoRA rank.' }),
+  integerKey('rl.batch_size', 4, { min: 1, noEffect: PLANNED, doc: 'Samples per training step.' }),
+  numberKey('rl.learning_rate', 0.0001, { min: 0, noEffect: PLANNED, doc: 'Adam learning rate.' }),
+  enumKey('rl.loss_fn', ['importance_sampling', 'ppo', 'cispo'] as const, 'importance_sampling', { noEffect: PLANNED, doc: 'Loss function asked of the backend.' }),
+  stringKey('rl.resume_from_ckpt', '', { noEffect: PLANNED, doc: 'Backend checkpoint path to resume from.' }),
   urlKey('rl.evolver_api_base', '', { doc: 'Endpoint of the skill-evolver LLM (empty: the main upstream).' }),
   secretKey('rl.evolver_api_key', { doc: 'Key for rl.evolver_api_base.' }),
   stringKey('rl.evolver_model', '', { doc: 'Skill-evolver model (empty: llm.model_id).' }),
-  booleanKey('rl.manual_train_trigger', false, { doc: 'Train only when asked (`metaclaw train-step` / POST /v1/admin/train_step).' }),
+  booleanKey('rl.manual_train_trigger', false, { noEffect: PLANNED, doc: 'Train only when asked (`metaclaw train-step` / POST /v1/admin/train_step).' }),
 
-  booleanKey('opd.enabled', false, { doc: 'On-policy distillation: add a KL term toward a teacher model.' }),
-  urlKey('opd.teacher_url', '', { doc: 'OpenAI-compatible /v1 endpoint of the teacher (needs /completions with echo+logprobs).' }),
-  stringKey('opd.teacher_model', '', { doc: 'Teacher model.' }),
-  secretKey('opd.teacher_api_key', { doc: 'Teacher key.' }),
-  numberKey('opd.kl_penalty_coef', 1.0, { min: 0, doc: 'Weight of the KL term.' }),
+  booleanKey('opd.enabled', false, { noEffect: PLANNED, doc: 'On-policy distillation: add a KL term toward a teacher model.' }),
+  urlKey('opd.teacher_url', '', { noEffect: PLANNED, doc: 'OpenAI-compatible /v1 endpoint of the teacher (needs /completions with echo+logprobs).' }),
+  stringKey('opd.teacher_model', '', { noEffect: PLANNED, doc: 'Teacher model.' }),
+  secretKey('opd.teacher_api_key', { noEffect: PLANNED, doc: 'Teacher key.' }),
+  numberKey('opd.kl_penalty_coef', 1.0, { min: 0, noEffect: PLANNED, doc: 'Weight of the KL term.' }),
 
-  booleanKey('scheduler.enabled', false, { doc: 'Train only in idle windows (always on in auto mode).' }),
-  timeOfDayKey('scheduler.sleep_start', '23:00', { doc: 'Start of the nightly window (local time).' }),
-  timeOfDayKey('scheduler.sleep_end', '07:00', { doc: 'End of the nightly window (local time).' }),
-  integerKey('scheduler.idle_threshold_minutes', 30, { min: 1, doc: 'Keyboard and proxy idle time that opens a window.' }),
-  integerKey('scheduler.min_window_minutes', 15, { min: 0, doc: 'Do not start a training step in a window expected to last less than this.' }),
-  booleanKey('scheduler.calendar.enabled', false, { doc: 'Open a window while a calendar event says you are busy.' }),
-  pathKey('scheduler.calendar.credentials_path', '', { doc: 'MetaClaw key for Google OAuth client secrets; MetaClaw-TS reads calendars as ICS (scheduler.calendar.ics_url).' }),
-  pathKey('scheduler.calendar.token_path', '', { doc: 'MetaClaw key, kept for compatibility.' }),
-  stringKey('scheduler.calendar.ics_url', '', { doc: 'ICS calendar file path or URL whose events count as busy time.' }),
+  booleanKey('scheduler.enabled', false, { noEffect: PLANNED, doc: 'Train only in idle windows (always on in auto mode).' }),
+  timeOfDayKey('scheduler.sleep_start', '23:00', { noEffect: PLANNED, doc: 'Start of the nightly window (local time).' }),
+  timeOfDayKey('scheduler.sleep_end', '07:00', { noEffect: PLANNED, doc: 'End of the nightly window (local time).' }),
+  integerKey('scheduler.idle_threshold_minutes', 30, { min: 1, noEffect: PLANNED, doc: 'Keyboard and proxy idle time that opens a window.' }),
+  integerKey('scheduler.min_window_minutes', 15, { min: 0, noEffect: PLANNED, doc: 'Do not start a training step in a window expected to last less than this.' }),
+  booleanKey('scheduler.calendar.enabled', false, { noEffect: PLANNED, doc: 'Open a window while a calendar event says you are busy.' }),
+  pathKey('scheduler.calendar.credentials_path', '', { noEffect: PLANNED, doc: 'MetaClaw key for Google OAuth client secrets (MetaClaw-TS is to read calendars as ICS, scheduler.calendar.ics_url).' }),
+  pathKey('scheduler.calendar.token_path', '', { noEffect: PLANNED, doc: 'MetaClaw key for the Google OAuth token.' }),
+  stringKey('scheduler.calendar.ics_url', '', { noEffect: PLANNED, doc: 'ICS calendar file path or URL whose events count as busy time.' }),
 
   numberKey('session.idle_timeout_minutes', 30, { min: 0.01, doc: 'A session with no turns for this long is ended (and learned from).' }),
 
@@ -144,7 +150,7 @@ export const KEY_DEFINITIONS = [
   booleanKey('store.redact_turns', true, { doc: 'Redact secrets (API keys, tokens, private keys, passwords) from turn records: the request text, the answer and the stored bodies. What goes upstream is never changed.' }),
   enumKey('log.level', ['debug', 'info', 'warn', 'error'] as const, 'info', { doc: 'Log level of $METACLAW_HOME/logs/metaclaw.log.' }),
 
-  booleanKey('wechat.enabled', false, { doc: 'MetaClaw\'s WeChat bridge; not part of MetaClaw-TS (accepted so old files load, warns when true).' }),
+  booleanKey('wechat.enabled', false, { noEffect: compatibility('there is no WeChat bridge'), doc: "MetaClaw's WeChat bridge." }),
 ] as const;
 
 type Definition = (typeof KEY_DEFINITIONS)[number];

@@ -3,6 +3,17 @@ import type { z } from 'zod';
 /** How a value is written on the command line (`config set KEY VALUE`) and checked in YAML. */
 export type ValueKind = 'string' | 'secret' | 'path' | 'integer' | 'number' | 'boolean' | 'enum' | 'list' | 'json';
 
+/**
+ * A key MetaClaw-TS accepts but does not act on: `compatibility` keys are MetaClaw's and have no
+ * counterpart here (accepted so its config files load), `planned` keys belong to parts not built
+ * yet (RL, the scheduler). Set to anything but its default, such a key warns at load.
+ */
+export interface NoEffect {
+  readonly status: 'compatibility' | 'planned';
+  /** Why it has no effect, shown in the warning and by `metaclaw config keys`. */
+  readonly reason: string;
+}
+
 export interface KeyDefinition<T = unknown, K extends string = string> {
   /** Dotted path, e.g. `proxy.port`. */
   readonly key: K;
@@ -17,4 +28,6 @@ export interface KeyDefinition<T = unknown, K extends string = string> {
   readonly values?: readonly string[];
   /** Values that are masked in `config show` and never logged. */
   readonly secret?: boolean;
+  /** Absent: the key does what `doc` says. */
+  readonly noEffect?: NoEffect;
 }

@@ -13,15 +13,25 @@ const DAY = 86_400_000;
 const NEAR_DUPLICATE = 0.85;
 const STALE_DAYS = 30;
 
+export interface HousekeepingOptions {
+  retentionDays: number;
+  maxUnitsPerScope: number;
+  /** memory.auto_consolidate: merge near-duplicates and decay stale episodes. */
+  consolidate: boolean;
+  now: number;
+}
+
 /**
  * Keeps memory useful and bounded: near-duplicates consolidated (superseded, linked, not erased),
- * stale unused episodic units decayed, raw turns and superseded units past retention deleted, and
- * every scope held under its cap (the least useful episodic units go first).
+ * stale unused episodic units decayed (both only when `consolidate`), raw turns and superseded units
+ * past retention deleted, and every scope held under its cap (the least useful episodic units go first).
  */
-export function housekeep(store: MemoryStore, options: { retentionDays: number; maxUnitsPerScope: number; now: number }): HousekeepingReport {
+export function housekeep(store: MemoryStore, options: HousekeepingOptions): HousekeepingReport {
   const report: HousekeepingReport = { consolidated: 0, decayed: 0, deleted: 0, capped: 0 };
-  for (const scope of store.scopes()) report.consolidated += consolidate(store, scope);
-  report.decayed = store.decayStale(options.now - STALE_DAYS * DAY);
+  if (options.consolidate) {
+    for (const scope of store.scopes()) report.consolidated += consolidate(store, scope);
+    report.decayed = store.decayStale(options.now - STALE_DAYS * DAY);
+  }
   if (options.retentionDays > 0) {
     const cutoff = options.now - options.retentionDays * DAY;
     report.deleted = store.deleteMany(store.expiredIds(cutoff, cutoff));

@@ -20,6 +20,12 @@ export interface RecallRequest {
   now?: Date;
 }
 
+/**
+ * memory.retrieval_mode: keyword never uses vectors; embedding finds and ranks by vectors alone
+ * (keywords only while vectors are unavailable); hybrid and auto take the better of keywords and a blend.
+ */
+export type MemoryRetrievalMode = 'keyword' | 'embedding' | 'hybrid' | 'auto';
+
 const TYPE_BOOST: Record<MemoryType, number> = { working_summary: 0.9, project_state: 1, preference: 1, semantic: 0.9, procedural_observation: 0.85, episodic: 0.6 };
 const RECENCY_DAYS = 30;
 
@@ -33,6 +39,7 @@ export class MemoryRetriever {
     private readonly store: MemoryStore,
     private readonly vectors: MemoryVectors | undefined,
     private readonly logger: Logger,
+    private readonly mode: MemoryRetrievalMode = 'hybrid',
   ) {}
 
   recall(request: RecallRequest): MemoryHit[] | Promise<MemoryHit[]> {
@@ -42,7 +49,7 @@ export class MemoryRetriever {
     const keyword = this.store.search(request.scope, terms, Math.max(24, request.limit * 4), request.includeInactive ?? false);
     for (const candidate of keyword.candidates) candidates.set(candidate.unit.id, candidate);
     if (window) for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30)) if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
-    if (!this.vectors?.ready) return this.rank(request, terms, keyword.idf, window, candidates, undefined);
+    if (!this.vectors?.ready || this.mode === 'keyword') return this.rank(request, terms, keyword.idf, window, candidates, undefined);
     return this.vectors.nearest(request.scope, request.query, 30).then(
       (neighbours) => {
         const semantic = new Map<string, number>();
@@ -74,8 +81,7 @@ export class MemoryRetriever {
       let matched = 0;
       for (const term of terms) if (unitTerms.has(term)) matched += idf(term);
       const keyword = queryWeight > 0 ? keywordRelevance(matched / queryWeight, matched) : 0;
-      const cosine = semantic?.get(unit.id);
-      const relevance = cosine === undefined ? keyword : Math.max(keyword, 0.5 * keyword + 0.5 * calibrateCosine(cosine));
+      const relevance = this.relevanceOf(keyword, semantic, unit.id);
       const inWindow = window !== undefined && unit.observedAt >= window.start && unit.observedAt < window.end;
       if (relevance < request.minRelevance && !inWindow) continue;
       const recency = Math.exp(-(now - unit.observedAt) / (RECENCY_DAYS * 86_400_000));
@@ -84,6 +90,14 @@ export class MemoryRetriever {
     }
     hits.sort((a, b) => b.score - a.score);
     return hits.slice(0, request.limit);
+  }
+
+  /** `semantic` holds the cosine of the query's nearest units; undefined when vectors are not used for this query. */
+  private relevanceOf(keyword: number, semantic: Map<string, number> | undefined, id: string): number {
+    if (!semantic) return keyword;
+    const cosine = semantic.get(id);
+    if (this.mode === 'embedding') return cosine === undefined ? 0 : calibrateCosine(cosine);
+    return cosine === undefined ? keyword : Math.max(keyword, 0.5 * keyword + 0.5 * calibrateCosine(cosine));
   }
 
   private eligible(unit: MemoryUnit, request: RecallRequest): boolean {

@@ -11,7 +11,7 @@ import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema
 import { housekeep, type HousekeepingReport } from './housekeeping.js';
 import { MemoryContextProvider } from './provider.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
-import { MemoryRetriever } from './retrieval.js';
+import { MemoryRetriever, type MemoryRetrievalMode } from './retrieval.js';
 import { detectRules, ruleSubject, sameSubject } from './rules.js';
 import { MemoryStore, type MemoryPatch } from './store.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
@@ -28,10 +28,12 @@ export interface MemorySettings {
   maxTokens: number;
   coreMaxTokens: number;
   minRelevance: number;
+  retrievalMode: MemoryRetrievalMode;
   flushEveryNTurns: number;
   autoExtract: boolean;
   manualTrigger: boolean;
   ignoreTurnType: boolean;
+  autoConsolidate: boolean;
   retentionDays: number;
   maxUnitsPerScope: number;
   embedding: EmbeddingEndpoint;
@@ -81,7 +83,7 @@ export class MemoryService {
     this.state = new StateStore(db);
     const embeddings = settings.embedding.apiBase && settings.embedding.model ? new EmbeddingClient({ apiBase: settings.embedding.apiBase, apiKey: settings.embedding.apiKey, model: settings.embedding.model }) : undefined;
     this.vectors = embeddings ? new MemoryVectors(db, this.store, embeddings, logger) : undefined;
-    this.retriever = new MemoryRetriever(this.store, this.vectors, logger);
+    this.retriever = new MemoryRetriever(this.store, this.vectors, logger, settings.retrievalMode);
     this.provider = new MemoryContextProvider(this.store, this.retriever, { topK: settings.topK, maxTokens: settings.maxTokens, coreMaxTokens: settings.coreMaxTokens, minRelevance: settings.minRelevance });
   }
 
@@ -92,7 +94,9 @@ export class MemoryService {
   /** The runner's enqueue, so API ingestion can queue extraction. */
   attachQueue(enqueue: Enqueue): void {
     this.enqueue = enqueue;
-    if (this.vectors) this.store.onChange(() => enqueue(EMBED_JOB, {}, { dedupeKey: EMBED_JOB, delayMs: 500 }));
+    // Keyword retrieval never reads vectors, so nothing is embedded for it; the vectors are still
+    // opened, so that forgetting a unit removes the vector an earlier mode gave it.
+    if (this.vectors && this.settings.retrievalMode !== 'keyword') this.store.onChange(() => enqueue(EMBED_JOB, {}, { dedupeKey: EMBED_JOB, delayMs: 500 }));
   }
 
   handlers(): JobHandler[] {
@@ -268,7 +272,7 @@ export class MemoryService {
   }
 
   private async embed(context: JobContext): Promise<void> {
-    if (!this.vectors) return;
+    if (!this.vectors || this.settings.retrievalMode === 'keyword') return; // a job queued by an earlier run
     for (let round = 0; round < 20; round++) {
       const { embedded, tokens } = await this.vectors.embedPending(64, context.signal);
       if (tokens > 0) context.spend(tokens);
@@ -315,7 +319,7 @@ export class MemoryService {
   }
 
   housekeep(now = Date.now()): HousekeepingReport {
-    const report = housekeep(this.store, { retentionDays: this.settings.retentionDays, maxUnitsPerScope: this.settings.maxUnitsPerScope, now });
+    const report = housekeep(this.store, { retentionDays: this.settings.retentionDays, maxUnitsPerScope: this.settings.maxUnitsPerScope, consolidate: this.settings.autoConsolidate, now });
     if (report.deleted > 0) this.compact();
     return report;
   }
@@ -327,7 +331,7 @@ export class MemoryService {
 
   status() {
     const scopes = this.store.scopes();
-    return { enabled: this.settings.enabled, scopes: scopes.length, units: this.store.totalUnits(), embedded: this.vectors?.ready ?? false };
+    return { enabled: this.settings.enabled, scopes: scopes.length, units: this.store.totalUnits(), retrieval_mode: this.settings.retrievalMode, embedded: this.vectors?.ready ?? false };
   }
 
   private scrub(turnIds: readonly string[], texts: readonly string[]): void {

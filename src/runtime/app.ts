@@ -168,7 +168,7 @@ export class MetaclawRuntime {
       throw new ConfigError(`MetaClaw is already running (pid ${existing.pid}, http://${existing.host}:${existing.port}); stop it first with \`metaclaw stop\`.`);
     }
     this.skills.open({ watch: true });
-    this.context = new ContextPlanner(this.providers, this.logger);
+    this.context = new ContextPlanner(this.providers, this.logger, values['max_context_tokens']);
     const deps: ProxyDeps = {
       auth: new ProxyAuth(values['proxy.api_key']),
       maxBodyBytes: Math.round(values['proxy.max_body_mb'] * 1024 * 1024),
@@ -310,7 +310,7 @@ export class MetaclawRuntime {
         spend: { tokens_today: spend.tokensToday, tokens_total: spend.tokensTotal, calls_today: spend.callsToday, calls_total: spend.callsTotal, daily_budget: this.budget.dailyLimit, by_kind_today: spend.byKindToday },
         last_errors: runner.lastErrors,
       },
-      context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0 },
+      context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },
       skills: this.skills.status(),
       memory: this.memory.status(),
       config: { file: this.options.config.file, loaded: this.options.config.fileExists, warnings: this.options.config.warnings },
