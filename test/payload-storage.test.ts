@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import { MIGRATIONS, openDatabase } from '../src/store/index.js';
-import { startProxy, tempHome, type ProxyHandle } from './support/proxy.js';
+import { runCli, startProxy, tempHome, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 type Message = OpenAI.Chat.Completions.ChatCompletionMessageParam;
@@ -36,17 +36,17 @@ async function explain(proxy: ProxyHandle, id: string): Promise<{ received: { bo
  * a stop); by default one that learns nothing, so the only bodies stored are the agent's. The last
  * proxy started is stopped and the home removed at the end.
  */
-async function inHome(body: (context: { home: string; start(options?: { learning: boolean }): Promise<ProxyHandle> }) => Promise<void>): Promise<void> {
+async function inHome(body: (context: { home: string; upstream: ScriptedUpstream; start(options?: { learning?: boolean; config?: Record<string, unknown> }): Promise<ProxyHandle> }) => Promise<void>): Promise<void> {
   const upstream = await ScriptedUpstream.start();
   const home = tempHome();
   let proxy: ProxyHandle | undefined;
-  const start = async ({ learning } = { learning: false }) => {
+  const start = async ({ learning = false, config = {} }: { learning?: boolean; config?: Record<string, unknown> } = {}) => {
     const llm = { api_base: `${upstream.url}/v1`, api_key: 'k' };
-    proxy = await startProxy({ home, config: learning ? { llm } : { llm, memory: { auto_extract: false }, skills: { auto_evolve: false } } });
+    proxy = await startProxy({ home, config: learning ? { llm, ...config } : { llm, memory: { auto_extract: false }, skills: { auto_evolve: false }, ...config } });
     return proxy;
   };
   try {
-    await body({ home, start });
+    await body({ home, upstream, start });
   } finally {
     await proxy?.stop();
     await upstream.close();
@@ -59,12 +59,13 @@ async function inHome(body: (context: { home: string; start(options?: { learning
  * answer joins the history. Waits for each turn's record (GET /v1/requests/{id} waits for it), as
  * turns an agent sends are also apart in time. Returns each turn's request id and messages.
  */
-async function converse(proxy: ProxyHandle, sessionId: string, turns: number, system: string, messageChars: number): Promise<Array<{ id: string; messages: Message[] }>> {
+async function converse(proxy: ProxyHandle, sessionId: string, turns: number, system: string, messageChars: number, ask = (turn: number) => ''): Promise<Array<{ id: string; messages: Message[] }>> {
   const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
   const history: Message[] = [{ role: 'system', content: system }];
   const sent: Array<{ id: string; messages: Message[] }> = [];
   for (let turn = 0; turn < turns; turn++) {
-    history.push({ role: 'user', content: prose(turn * 2, messageChars) });
+    const question = ask(turn);
+    history.push({ role: 'user', content: `${question} ${prose(turn * 2, messageChars - question.length)}`.trim() });
     const { response } = await client.chat.completions.create({ model: 'agent-model', messages: history }, { headers: { 'X-Session-Id': sessionId } }).withResponse();
     const id = response.headers.get('x-metaclaw-request-id')!;
     await explain(proxy, id);
@@ -95,6 +96,32 @@ function thirtyDaysLater(home: string, old: readonly string[]): void {
     db.close();
   }
 }
+
+/** Everything stored for the turns' bodies, in characters: the documents, what was injected, headers, and the parts with their hashes and counts. */
+function storedBodyChars(home: string): { stored: number; detail: string } {
+  const db = new Database(join(home, 'metaclaw.db'), { readonly: true });
+  try {
+    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((table) => table.name);
+    const payloads = (db.prepare('SELECT SUM(COALESCE(length(received), 0) + COALESCE(length(injected), 0) + COALESCE(length(forwarded), 0) + COALESCE(length(received_headers), 0) + COALESCE(length(stripped_keys), 0)) AS size FROM turn_payloads').get() as { size: number }).size;
+    const parts = (db.prepare('SELECT SUM(length(hash) + length(json)) AS size FROM payload_segments').get() as { size: number | null }).size ?? 0;
+    const counts = tables.includes('payload_segment_refs') ? ((db.prepare('SELECT SUM(length(hash) + 8) AS size FROM payload_segment_refs').get() as { size: number | null }).size ?? 0) : 0;
+    return { stored: payloads + parts + counts, detail: `bodies ${payloads}, parts ${parts}, counts ${counts}` };
+  } finally {
+    db.close();
+  }
+}
+
+/** Questions that starter skills answer, so MetaClaw injects a different block as the topic changes. */
+const SKILLED_QUESTIONS = [
+  'my git commit history is a mess, how do I squash commits before merging?',
+  'this unit test is flaky and fails randomly in CI, how do I diagnose it?',
+  'how do I write a SQL query that finds duplicate rows?',
+  'our cron job runs at the wrong hour after daylight saving time, is it a timezone bug?',
+  'the node process memory keeps growing, how do I hunt the memory leak?',
+  'how do I make this bash shell script safe to run twice?',
+  'how should I design the HTTP API endpoints for pagination?',
+  'how do I store money amounts without floating point errors?',
+];
 
 /** Waits until retention has dropped the body of turn `id`. */
 async function prunedAway(proxy: ProxyHandle, id: string): Promise<void> {
@@ -191,16 +218,30 @@ describe('stored bodies', () => {
       await proxy.stop();
       const conversation = JSON.stringify({ model: 'agent-model', messages: turns.at(-1)!.messages }).length;
       assert.ok(conversation > 38_000 && conversation < 46_000, `the conversation reaches about 40 KB (${conversation})`);
-      const db = new Database(join(home, 'metaclaw.db'), { readonly: true });
-      const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((table) => table.name);
-      // Everything stored for the bodies: the documents, what was injected, headers, and the parts with their hashes and counts.
-      const payloads = (db.prepare('SELECT SUM(COALESCE(length(received), 0) + COALESCE(length(injected), 0) + COALESCE(length(forwarded), 0) + COALESCE(length(received_headers), 0) + COALESCE(length(stripped_keys), 0)) AS size FROM turn_payloads').get() as { size: number }).size;
-      const parts = (db.prepare('SELECT SUM(length(hash) + length(json)) AS size FROM payload_segments').get() as { size: number | null }).size ?? 0;
-      const counts = tables.includes('payload_segment_refs') ? ((db.prepare('SELECT SUM(length(hash) + 8) AS size FROM payload_segment_refs').get() as { size: number | null }).size ?? 0) : 0;
-      db.close();
-      const stored = payloads + parts + counts;
-      t.diagnostic(`stored ${stored} characters for a ${conversation}-character conversation: ${(stored / conversation).toFixed(2)}× (bodies ${payloads}, parts ${parts}, counts ${counts})`);
-      assert.ok(stored <= 3 * conversation, `50 turns stored in ${stored} characters: ${(stored / conversation).toFixed(1)}× the ${conversation}-character conversation (bodies ${payloads}, parts ${parts}, counts ${counts})`);
+      const { stored, detail } = storedBodyChars(home);
+      t.diagnostic(`stored ${stored} characters for a ${conversation}-character conversation: ${(stored / conversation).toFixed(2)}× (${detail})`);
+      assert.ok(stored <= 3 * conversation, `50 turns stored in ${stored} characters: ${(stored / conversation).toFixed(1)}× the ${conversation}-character conversation (${detail})`);
+    });
+  });
+
+  test('with skills injected and the oldest messages trimmed (max_context_tokens), the forwarded bodies read back as sent and the session takes at most 3 times its conversation plus each distinct injected block', async (t) => {
+    await inHome(async ({ home, upstream, start }) => {
+      assert.equal((await runCli(['skills', 'install-starter'], { home })).code, 0);
+      const proxy = await start({ config: { max_context_tokens: 9_000 } });
+      const system = prose(2_000, 20_000);
+      const turns = await converse(proxy, 'skilled-session', 50, system, 200, (turn) => SKILLED_QUESTIONS[Math.floor(turn / 2) % SKILLED_QUESTIONS.length]!);
+      const forwarded = upstream.modelRequests().map((request) => request.body as { messages: Array<{ content: string }> });
+      assert.equal(forwarded.length, turns.length);
+      assert.ok(forwarded.some((body, index) => body.messages.length < turns[index]!.messages.length), 'the oldest messages were trimmed');
+      const blocks = new Set(forwarded.map((body) => body.messages[0]!.content.slice(system.length)).filter(Boolean));
+      assert.ok(blocks.size >= 4, `skills were injected, differently as the topic changed (${blocks.size} blocks)`);
+      for (const [index, turn] of turns.entries()) assert.deepEqual((await explain(proxy, turn.id)).forwarded.body, forwarded[index], `the forwarded body of ${turn.id} reads back as the upstream got it`);
+      await proxy.stop();
+      const conversation = JSON.stringify({ model: 'agent-model', messages: turns.at(-1)!.messages }).length;
+      const injected = [...blocks].reduce((sum, block) => sum + block.length, 0);
+      const { stored, detail } = storedBodyChars(home);
+      t.diagnostic(`stored ${stored} characters for a ${conversation}-character conversation and ${blocks.size} injected blocks of ${injected} characters (${detail})`);
+      assert.ok(stored <= 3 * conversation + injected, `stored ${stored} characters: more than 3 × ${conversation} + ${injected} (${detail})`);
     });
   });
 });

@@ -143,9 +143,10 @@ class Encoder {
     if ((prefix + suffix) * 2 < value.length) return undefined;
     const ops: Array<[number, number] | { e: Entry; at?: number }> = [];
     if (prefix > 0) ops.push([0, prefix]);
-    const middle = value.slice(prefix, value.length - suffix);
-    const paired = middle.length === base.length - prefix - suffix;
-    middle.forEach((item, index) => ops.push(paired ? { e: this.diff(item, base[prefix + index]), at: prefix + index } : { e: this.fresh(item) }));
+    // Items between are stored against the base's items at the same place: the system prompt with
+    // MetaClaw's block, also when the oldest messages after it were dropped (max_context_tokens).
+    const between = base.length - prefix - suffix;
+    value.slice(prefix, value.length - suffix).forEach((item, index) => ops.push(index < between ? { e: this.diff(item, base[prefix + index]), at: prefix + index } : { e: this.fresh(item) }));
     if (suffix > 0) ops.push([base.length - suffix, base.length]);
     return { a: ops };
   }
