@@ -1,6 +1,8 @@
 import type { Db, StoreHealth } from '../store/index.js';
 import { bodyChars, HeldTurns, withoutBodies, type HeldTurnsCounts } from './held-turns.js';
-import { decodeDocument, encodeDocument, type SegmentSource } from './payload-codec.js';
+import { decodeDocument, documentReferences } from './payload-codec.js';
+import { PayloadScrubber } from './payload-scrub.js';
+import { SegmentTable } from './segment-table.js';
 import type { RecoveredJournal, TurnJournal } from './turn-journal.js';
 import { BATCH_WINDOW_MS, MAX_CHUNK_TURNS, TurnWriter } from './turn-writer.js';
 import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow, TurnDetail, TurnRow } from './types.js';
@@ -20,6 +22,9 @@ const CHUNK_TURNS = 8;
  * the backlog would otherwise grow with every request (734 MB of memory in 10 s at 2,700/s).
  */
 const MAX_IN_FLIGHT_BODY_CHARS = 48 * 1024 * 1024;
+
+/** Bodies dropped by retention per transaction: the prune runs beside the proxy and must not hold the store long. */
+const PRUNE_BATCH = 256;
 
 export interface ConversationStoreOptions {
   /** Whether the store can be written; without it every write error reaches the caller. */
@@ -54,7 +59,7 @@ export class ConversationStore {
   private pending: Array<{ turn: FinishedTurn; resolve: () => void; reject: (error: unknown) => void }> = [];
   private flushTimer: NodeJS.Timeout | undefined;
   private nextChunk: NodeJS.Immediate | undefined;
-  private readonly segmentSource: SegmentSource;
+  private readonly segments: SegmentTable;
   private readonly held = new HeldTurns();
   private inFlight = 0;
   private inFlightChars = 0;
@@ -64,8 +69,6 @@ export class ConversationStore {
     private readonly options: ConversationStoreOptions = {},
   ) {
     this.statements = {
-      getSegment: db.prepare<[string], { json: string }>('SELECT json FROM payload_segments WHERE hash = ?'),
-      pruneSegments: db.prepare<[number]>('DELETE FROM payload_segments WHERE last_used_at < ?'),
       session: db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
       sessions: db.prepare<[number], SessionRow>('SELECT * FROM sessions ORDER BY last_turn_at DESC LIMIT ?'),
       turnsOfSession: db.prepare<[string], TurnRow>('SELECT * FROM turns WHERE session_id = ? ORDER BY seq'),
@@ -75,17 +78,19 @@ export class ConversationStore {
         SELECT (SELECT COUNT(*) FROM sessions) AS sessions,
                (SELECT COUNT(*) FROM sessions WHERE ended_at IS NULL) AS open_sessions,
                (SELECT COUNT(*) FROM turns) AS turns`),
-      prunePayloads: db.prepare<[number]>('DELETE FROM turn_payloads WHERE turn_id IN (SELECT id FROM turns WHERE started_at < ?)'),
+      oldPayloads: db.prepare<[number, number, number], { turn_id: string; started_at: number; received: string | null; forwarded: string | null }>(
+        'SELECT p.turn_id, t.started_at, p.received, p.forwarded FROM turns t JOIN turn_payloads p ON p.turn_id = t.id WHERE t.started_at >= ? AND t.started_at < ? ORDER BY t.started_at LIMIT ?',
+      ),
+      deletePayload: db.prepare<[string]>('DELETE FROM turn_payloads WHERE turn_id = ?'),
       lastModel: db.prepare<[string], { model: string | null }>('SELECT model FROM turns WHERE session_id = ? AND model IS NOT NULL ORDER BY seq DESC LIMIT 1'),
       sessionOfTurn: db.prepare<[string], { session_id: string }>('SELECT session_id FROM turns WHERE id = ?'),
       turnTexts: db.prepare<[string], { id: string; query: string | null; response_text: string | null; tool_calls: string | null }>('SELECT id, query, response_text, tool_calls FROM turns WHERE session_id = ?'),
       updateTurnTexts: db.prepare<[string | null, string | null, string | null, string]>('UPDATE turns SET query = ?, response_text = ?, tool_calls = ? WHERE id = ?'),
-      sessionPayloads: db.prepare<[string], { turn_id: string; received: string | null; forwarded: string | null }>('SELECT p.turn_id, p.received, p.forwarded FROM turn_payloads p JOIN turns t ON t.id = p.turn_id WHERE t.session_id = ?'),
+      sessionPayloads: db.prepare<[string], { turn_id: string; received: string | null; forwarded: string | null }>('SELECT p.turn_id, p.received, p.forwarded FROM turn_payloads p JOIN turns t ON t.id = p.turn_id WHERE t.session_id = ? ORDER BY t.seq'),
       updatePayload: db.prepare<[string | null, string | null, string]>('UPDATE turn_payloads SET received = ?, forwarded = ? WHERE turn_id = ?'),
-      deleteSegment: db.prepare<[string]>('DELETE FROM payload_segments WHERE hash = ?'),
     };
     this.writer = new TurnWriter(db, this.listeners, undefined, options.redactTurns ?? true);
-    this.segmentSource = { get: (hash) => this.statements.getSegment.get(hash)?.json };
+    this.segments = new SegmentTable(db);
     options.health?.onRecovered(() => this.recordHeldTurns());
   }
 
@@ -292,11 +297,12 @@ export class ConversationStore {
     const row = this.statements.turn.get(id);
     if (!row) return undefined;
     const payload = this.statements.payload.get(id);
+    const received = payload?.received ? decodeDocument(payload.received, this.segments) : null;
     return {
       ...row,
-      received: payload?.received ? this.decode(payload.received) : null,
+      received,
       injected: payload?.injected ? parseJsonText(payload.injected) : null,
-      forwarded: payload?.forwarded ? this.decode(payload.forwarded) : null,
+      forwarded: payload?.forwarded ? decodeDocument(payload.forwarded, this.segments, received) : null,
       received_headers: payload?.received_headers ? (parseJsonText(payload.received_headers) as Record<string, string>) : {},
       stripped_keys: payload?.stripped_keys ? (parseJsonText(payload.stripped_keys) as string[]) : [],
     };
@@ -305,15 +311,7 @@ export class ConversationStore {
   /** The request body a turn was received with, parsed (learning workers read conversations from it). */
   receivedBody(turnId: string): unknown {
     const payload = this.statements.payload.get(turnId);
-    return payload?.received ? this.decode(payload.received) : null;
-  }
-
-  private decode(stored: string): unknown {
-    try {
-      return decodeDocument(stored, this.segmentSource);
-    } catch {
-      return null; // a part was pruned by retention
-    }
+    return payload?.received ? decodeDocument(payload.received, this.segments) : null;
   }
 
   /**
@@ -328,9 +326,7 @@ export class ConversationStore {
     const scrub = (text: string | null) => (text === null ? null : needles.reduce((current, needle) => current.split(needle).join(replacement), text));
     const holds = (text: string | null) => text !== null && needles.some((needle) => text.includes(needle) || text.includes(JSON.stringify(needle).slice(1, -1)));
     let changed = 0;
-    // Parts that held the text are deleted once every body pointing to them has been rewritten:
-    // deleting them at the first body left the others pointing at nothing (unreadable).
-    const tainted = new Set<string>();
+    const scrubber = new PayloadScrubber(this.segments, (text) => scrub(text) ?? text, holds);
     this.db.transaction(() => {
       for (const sessionId of sessions) {
         for (const turn of this.statements.turnTexts.all(sessionId)) {
@@ -339,34 +335,21 @@ export class ConversationStore {
           changed++;
         }
         for (const payload of this.statements.sessionPayloads.all(sessionId)) {
-          const received = this.rewriteDocument(payload.received, scrub, holds, tainted);
-          const forwarded = this.rewriteDocument(payload.forwarded, scrub, holds, tainted);
-          if (received !== payload.received || forwarded !== payload.forwarded) {
-            this.statements.updatePayload.run(received, forwarded, payload.turn_id);
-            changed++;
-          }
+          const rewritten = scrubber.rewrite(sessionId, payload.received, payload.forwarded);
+          if (!rewritten) continue;
+          this.statements.updatePayload.run(rewritten.received, rewritten.forwarded, payload.turn_id);
+          changed++;
         }
       }
-      for (const hash of tainted) this.statements.deleteSegment.run(hash);
+      // Parts that held the text go once every body pointing to them has been rewritten:
+      // deleting them at the first body left the others pointing at nothing.
+      scrubber.finish();
     }).immediate();
     this.forgetWrittenSegments();
     return changed;
   }
 
-  /** A stored body with `scrub` applied to every string in it; the parts that held the text join `tainted`. */
-  private rewriteDocument(stored: string | null, scrub: (text: string | null) => string | null, holds: (text: string | null) => boolean, tainted: Set<string>): string | null {
-    if (stored === null) return null;
-    const parsed = JSON.parse(stored) as { inline?: unknown; messages?: string[]; tools?: string; system?: string };
-    const hashes = [...(parsed.messages ?? []), ...(parsed.tools ? [parsed.tools] : []), ...(parsed.system ? [parsed.system] : [])];
-    const holding = hashes.filter((hash) => tainted.has(hash) || holds(this.segmentSource.get(hash) ?? null));
-    if (!holds(stored) && holding.length === 0) return stored;
-    for (const hash of holding) tainted.add(hash);
-    const body = decodeDocument(stored, this.segmentSource);
-    const cleaned = scrubStrings(body, (text) => scrub(text) ?? text) as Record<string, unknown>;
-    return encodeDocument({ object: cleaned }, { put: (hash, json) => this.writer.writeSegment(hash, json) });
-  }
-
-  /** Body parts were deleted: whoever writes turns must store them again when next used. */
+  /** Parts were deleted whatever used them: whoever writes turns must not extend lists that may hold them. */
   private forgetWrittenSegments(): void {
     this.writer.forgetWrittenSegments();
     this.thread?.forgetWrittenSegments();
@@ -377,20 +360,33 @@ export class ConversationStore {
     return { sessions: row.sessions, openSessions: row.open_sessions, turns: row.turns };
   }
 
-  /** Drops full bodies older than the retention window, and parts no kept body uses; turn summaries stay. */
-  prunePayloads(olderThan: number): number {
-    const removed = this.statements.prunePayloads.run(olderThan).changes;
-    this.statements.pruneSegments.run(olderThan);
-    this.forgetWrittenSegments();
+  /**
+   * Drops the full bodies of turns started before `olderThan` (their summaries stay), a batch per
+   * transaction with the proxy's I/O handled between batches, and every part no kept body uses any
+   * more. Resolves with how many bodies were dropped; stops early when the store is closed.
+   */
+  async prunePayloads(olderThan: number): Promise<number> {
+    let removed = 0;
+    let from = Number.MIN_SAFE_INTEGER;
+    while (this.db.open) {
+      const batch = this.db
+        .transaction(() => {
+          const rows = this.statements.oldPayloads.all(from, olderThan, PRUNE_BATCH);
+          for (const row of rows) {
+            this.segments.release(documentReferences(row.received));
+            this.segments.release(documentReferences(row.forwarded));
+            this.statements.deletePayload.run(row.turn_id);
+          }
+          return rows;
+        })
+        .immediate();
+      removed += batch.length;
+      if (batch.length < PRUNE_BATCH) break;
+      from = batch.at(-1)!.started_at;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     return removed;
   }
-}
-
-function scrubStrings(value: unknown, scrub: (text: string) => string): unknown {
-  if (typeof value === 'string') return scrub(value);
-  if (Array.isArray(value)) return value.map((item) => scrubStrings(item, scrub));
-  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, scrubStrings(item, scrub)]));
-  return value;
 }
 
 function parseJsonText(text: string): unknown {

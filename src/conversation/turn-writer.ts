@@ -1,7 +1,8 @@
 import type { Db } from '../store/index.js';
-import { localDay } from '../shared/local-day.js';
-import { encodeDocument, type SegmentSink } from './payload-codec.js';
+import { ListChains } from './list-chains.js';
+import { bodyValue, encodeDocument, JsonTexts } from './payload-codec.js';
 import { loadRedactionRules, redactTurnForStorage } from './redact-turn.js';
+import { SegmentTable } from './segment-table.js';
 import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow } from './types.js';
 
 /** Turns are written in batches: one commit for the turns of BATCH_WINDOW_MS, not one per request. */
@@ -17,15 +18,15 @@ export const MAX_CHUNK_TURNS = 64;
  */
 export class TurnWriter {
   private readonly statements;
-  /** Segments already written today: the same system prompt is not rewritten every turn. */
-  private readonly segmentsWritten = new Map<string, string>();
-  private readonly segmentSink: SegmentSink;
+  private readonly segments: SegmentTable;
+  /** The message lists each session stored last, so a turn stores only its new messages. */
+  private readonly chains = new ListChains();
   private seenGeneration = 0;
 
   constructor(
     private readonly db: Db,
     private readonly listeners: readonly ConversationListener[],
-    /** Bumped (slot 0) whenever stored segments may have been deleted elsewhere: the cache above is then cleared. */
+    /** Bumped (slot 0) when stored parts were deleted whatever used them (forgetting): the remembered lists are then dropped. */
     private readonly segmentGeneration?: Int32Array,
     /** store.redact_turns: secrets in the turn are redacted before it is stored. */
     private readonly redactTurns = true,
@@ -49,20 +50,11 @@ export class TurnWriter {
         VALUES (@id, @session_id, @seq, @turn_type, @client_format, @upstream_name, @upstream_format, @model, @stream, @query,
           @response_text, @tool_calls, @finish_reason, @input_tokens, @output_tokens, @status, @outcome, @error, @attempts, @started_at, @first_byte_ms, @duration_ms)`),
       insertPayload: db.prepare('INSERT INTO turn_payloads (turn_id, received, injected, forwarded, received_headers, stripped_keys) VALUES (?, ?, ?, ?, ?, ?)'),
-      putSegment: db.prepare<[string, string, number]>('INSERT INTO payload_segments (hash, json, last_used_at) VALUES (?, ?, ?) ON CONFLICT(hash) DO UPDATE SET last_used_at = excluded.last_used_at'),
       endSession: db.prepare<[number, string, string], SessionRow>('UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL RETURNING *'),
       openInLineage: db.prepare<[string, string], { id: string }>('SELECT id FROM sessions WHERE lineage = ? AND id != ? AND ended_at IS NULL'),
       idleSessions: db.prepare<[number], { id: string }>('SELECT id FROM sessions WHERE ended_at IS NULL AND last_turn_at < ?'),
     };
-    this.segmentSink = {
-      put: (hash, json) => {
-        const today = localDay(new Date());
-        if (this.segmentsWritten.get(hash) === today) return;
-        this.statements.putSegment.run(hash, json, Date.now());
-        if (this.segmentsWritten.size > 4096) this.segmentsWritten.clear();
-        this.segmentsWritten.set(hash, today);
-      },
-    };
+    this.segments = new SegmentTable(db);
   }
 
   /**
@@ -92,14 +84,9 @@ export class TurnWriter {
     }
   }
 
-  /** Stores one body part now (bodies rewritten by forgetting). */
-  writeSegment(hash: string, json: string): void {
-    this.statements.putSegment.run(hash, json, Date.now());
-  }
-
-  /** Stored parts may have been deleted (forgetting, retention): write them again when next used. */
+  /** Stored parts were deleted whatever used them (forgetting): lists are not extended from what may hold them. */
   forgetWrittenSegments(): void {
-    this.segmentsWritten.clear();
+    this.chains.clear();
   }
 
   /** Ends a session once (later calls do nothing) and tells learning. Returns whether it ended now. */
@@ -139,7 +126,7 @@ export class TurnWriter {
     const generation = Atomics.load(this.segmentGeneration, 0);
     if (generation === this.seenGeneration) return;
     this.seenGeneration = generation;
-    this.segmentsWritten.clear();
+    this.chains.clear();
   }
 
   private writeTurn(turn: FinishedTurn): void {
@@ -171,12 +158,12 @@ export class TurnWriter {
       first_byte_ms: turn.firstByteMs,
       duration_ms: turn.durationMs,
     });
-    const { received, forwarded } = turn.payload;
+    const { received, forwarded } = this.encodeBodies(turn);
     this.statements.insertPayload.run(
       turn.id,
-      encodeDocument(received, this.segmentSink),
+      received,
       turn.payload.injected === null ? null : JSON.stringify(turn.payload.injected),
-      forwarded === null ? null : encodeDocument(forwarded, this.segmentSink),
+      forwarded,
       JSON.stringify(turn.payload.receivedHeaders),
       JSON.stringify(turn.payload.strippedKeys),
     );
@@ -197,5 +184,16 @@ export class TurnWriter {
       });
     }
     if (turn.endsSession) this.endSession(turn.sessionId, 'done_header');
+  }
+
+  /** The stored documents of a turn's bodies (payload-codec.ts): the forwarded one as its differences from the received one. */
+  private encodeBodies(turn: FinishedTurn): { received: string; forwarded: string | null } {
+    const options = { sink: this.segments, chains: this.chains.of(turn.sessionId), json: new JsonTexts() };
+    const received = bodyValue(turn.payload.received);
+    const forwarded = turn.payload.forwarded;
+    return {
+      received: encodeDocument(received, options),
+      forwarded: forwarded === null ? null : encodeDocument(bodyValue(forwarded), { ...options, base: received.value }),
+    };
   }
 }

@@ -34,7 +34,7 @@ export interface WriterThreadEvents {
  * the proxy only copies the turn over (bodies as text) and hears back once it is committed.
  */
 export class TurnWriterThread {
-  /** Bumped when body parts are deleted elsewhere: the writer then stops trusting its cache of written parts. */
+  /** Bumped when body parts are deleted whatever uses them (forgetting): the writer then forgets the lists it would extend. */
   readonly segmentGeneration = new Int32Array(new SharedArrayBuffer(4));
   private readonly worker: Worker;
   private readonly waiting = new Map<string, { turn: FinishedTurn; resolve: () => void; reject: (error: unknown) => void }>();

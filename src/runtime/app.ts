@@ -323,8 +323,11 @@ export class MetaclawRuntime {
       try {
         const days = this.options.config.values['store.payload_retention_days'];
         if (days > 0) {
-          const removed = this.conversation.prunePayloads(Date.now() - days * 86_400_000);
-          if (removed > 0) this.logger.info({ removed }, 'pruned turn bodies past retention');
+          // In short transactions, with requests served between them.
+          this.conversation.prunePayloads(Date.now() - days * 86_400_000).then(
+            (removed) => removed > 0 && this.logger.info({ removed }, 'pruned turn bodies past retention'),
+            (error: unknown) => this.health.report('maintenance', error) || this.logger.error({ err: errorMessage(error) }, 'maintenance failed'),
+          );
         }
         this.queue.pruneDone(Date.now() - 30 * 86_400_000);
         if (this.options.config.values['memory.enabled']) this.memory.scheduleHousekeeping();

@@ -217,4 +217,29 @@ export const MIGRATIONS: readonly Migration[] = [
     description: 'sessions that nothing learns from (the doctor canary)',
     sql: `ALTER TABLE sessions ADD COLUMN learning INTEGER NOT NULL DEFAULT 1;`,
   },
+  {
+    version: 5,
+    description: 'body parts are counted by what uses them (retention deletes a part only when no kept body uses it)',
+    sql: `
+      -- How many bodies and list nodes use each part (conversation/segment-table.ts); a part goes
+      -- when nothing does. Parts were dropped by the time they were last written, which deleted
+      -- parts that kept bodies still used. Counts live apart: a row is rewritten whole on update.
+      CREATE TABLE payload_segment_refs (
+        hash TEXT PRIMARY KEY,
+        refs INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      -- Bodies stored until now (document v1) use parts by hash: their messages, tools and system prompt.
+      INSERT INTO payload_segment_refs (hash, refs)
+        SELECT hash, COUNT(*) FROM (
+          SELECT m.value AS hash FROM turn_payloads p, json_each(CASE WHEN json_valid(p.received) THEN p.received ELSE '{}' END, '$.messages') m
+          UNION ALL SELECT m.value FROM turn_payloads p, json_each(CASE WHEN json_valid(p.forwarded) THEN p.forwarded ELSE '{}' END, '$.messages') m
+          UNION ALL SELECT json_extract(p.received, '$.tools') FROM turn_payloads p WHERE json_valid(p.received)
+          UNION ALL SELECT json_extract(p.received, '$.system') FROM turn_payloads p WHERE json_valid(p.received)
+          UNION ALL SELECT json_extract(p.forwarded, '$.tools') FROM turn_payloads p WHERE json_valid(p.forwarded)
+          UNION ALL SELECT json_extract(p.forwarded, '$.system') FROM turn_payloads p WHERE json_valid(p.forwarded)
+        ) WHERE typeof(hash) = 'text' AND hash IN (SELECT hash FROM payload_segments) GROUP BY hash;
+      DELETE FROM payload_segments WHERE hash NOT IN (SELECT hash FROM payload_segment_refs);
+      ALTER TABLE payload_segments DROP COLUMN last_used_at;
+    `,
+  },
 ];
