@@ -14,11 +14,21 @@ const server = http.createServer((request, response) => {
   request.on('data', (chunk: Buffer) => chunks.push(chunk));
   request.on('end', () => {
     const body = Buffer.from(JSON.stringify(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
-    const upstream = http.request({ host: '127.0.0.1', port: upstreamPort, path: request.url, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': body.length } }, (answer) => {
-      response.writeHead(answer.statusCode ?? 502, { 'content-type': answer.headers['content-type'] ?? 'application/json' });
-      answer.on('data', (chunk: Buffer) => response.write(chunk));
-      answer.on('end', () => response.end());
-    });
+    const upstream = http.request(
+      {
+        host: '127.0.0.1',
+        port: upstreamPort,
+        path: request.url,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': body.length },
+      },
+      (answer) => {
+        response.writeHead(answer.statusCode ?? 502, { 'content-type': answer.headers['content-type'] ?? 'application/json' });
+        answer.on('data', (chunk: Buffer) => response.write(chunk));
+        answer.on('end', () => response.end());
+      },
+    );
     upstream.end(body);
   });
 });

@@ -25,8 +25,12 @@ const KS = [5, 10] as const;
 
 const fixtureSchema = z.object({
   start: z.string(),
-  sessions: z.array(z.object({ id: z.string(), day: z.number(), turns: z.array(z.object({ id: z.string(), role: z.enum(['user', 'assistant']), content: z.string() })) })),
-  questions: z.array(z.object({ id: z.string(), day: z.number(), language: z.string(), question: z.string(), gold: z.array(z.string()).min(1), kind: z.string() })),
+  sessions: z.array(
+    z.object({ id: z.string(), day: z.number(), turns: z.array(z.object({ id: z.string(), role: z.enum(['user', 'assistant']), content: z.string() })) }),
+  ),
+  questions: z.array(
+    z.object({ id: z.string(), day: z.number(), language: z.string(), question: z.string(), gold: z.array(z.string()).min(1), kind: z.string() }),
+  ),
 });
 type Fixture = z.infer<typeof fixtureSchema>;
 type Question = Fixture['questions'][number];
@@ -62,7 +66,13 @@ function ftsBaseline(db: Db, fixture: Fixture, name: string, transform: (text: s
   const query = db.prepare<[string, number], { turn_id: string }>(`SELECT turn_id FROM ${name} WHERE ${name} MATCH ? ORDER BY bm25(${name}) LIMIT ?`);
   return (question) => {
     // OR of the query's words: what a plain keyword search does with a natural-language question
-    const words = [...new Set(transform(question.question).split(/\s+/).filter((word) => /[\p{L}\p{N}]/u.test(word)))];
+    const words = [
+      ...new Set(
+        transform(question.question)
+          .split(/\s+/)
+          .filter((word) => /[\p{L}\p{N}]/u.test(word)),
+      ),
+    ];
     if (words.length === 0) return [];
     const expression = words.map((word) => `"${word.replace(/"/g, '""')}"`).join(' OR ');
     return query.all(expression, Math.max(...KS)).map((row) => row.turn_id);
@@ -82,7 +92,8 @@ function score(method: string, fixture: Fixture, ranked: Map<string, string[]>):
     }, 0) / questions.length;
   for (const k of KS) recall[k] = recallAt(fixture.questions, k);
   const byGroup: Record<string, Record<number, number>> = {};
-  for (const [key, questions] of [...groups].sort(([a], [b]) => a.localeCompare(b))) byGroup[key] = Object.fromEntries(KS.map((k) => [k, recallAt(questions, k)]));
+  for (const [key, questions] of [...groups].sort(([a], [b]) => a.localeCompare(b)))
+    byGroup[key] = Object.fromEntries(KS.map((k) => [k, recallAt(questions, k)]));
   return { method, recall, byGroup };
 }
 
@@ -96,7 +107,11 @@ export async function measureMemoryRecall(workDir?: string): Promise<RecallRepor
     const start = Date.parse(fixture.start);
     let turns = 0;
     for (const session of fixture.sessions) {
-      memory.ingest(SCOPE, session.id, session.turns.map((turn, index) => ({ id: turn.id, role: turn.role, content: turn.content, timestamp: turnTime(start, session.day, index) })));
+      memory.ingest(
+        SCOPE,
+        session.id,
+        session.turns.map((turn, index) => ({ id: turn.id, role: turn.role, content: turn.content, timestamp: turnTime(start, session.day, index) })),
+      );
       turns += session.turns.length;
     }
 
@@ -134,7 +149,10 @@ export function renderRecall(report: RecallReport): string[] {
     '',
     `| method | recall@5 | recall@10 | ${groups.map((group) => `${group} @5`).join(' | ')} |`,
     `|---|---|---|${groups.map(() => '---').join('|')}|`,
-    ...report.scores.map((entry) => `| ${entry.method} | ${percent(entry.recall[5])} | ${percent(entry.recall[10])} | ${groups.map((group) => percent(entry.byGroup[group]?.[5])).join(' | ')} |`),
+    ...report.scores.map(
+      (entry) =>
+        `| ${entry.method} | ${percent(entry.recall[5])} | ${percent(entry.recall[10])} | ${groups.map((group) => percent(entry.byGroup[group]?.[5])).join(' | ')} |`,
+    ),
   ];
 }
 

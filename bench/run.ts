@@ -24,7 +24,14 @@ const scale = quick ? 0.2 : 1;
 async function main(): Promise<void> {
   const home = mkdtempSync(join(tmpdir(), 'metaclaw-bench-'));
   const children: ChildProcess[] = [];
-  const results: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), quick };
+  const results: Record<string, unknown> = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    quick,
+  };
   try {
     const fast = await startUpstream(0, children);
     const slow = await startUpstream(20, children);
@@ -49,7 +56,13 @@ async function main(): Promise<void> {
     log('c1, 60 KB OpenClaw-sized body');
     const c1Large = await interleaved((url) => sequential(url, large, Math.round(60 * scale), agent), fast, proxyFast.url, 10, bare);
     log('first stream byte, c1');
-    const ttfb = await interleaved((url) => firstByte(url, JSON.stringify({ ...smallBody(), stream: true }), Math.round(100 * scale), agent), fast, proxyFast.url, 10, bare);
+    const ttfb = await interleaved(
+      (url) => firstByte(url, JSON.stringify({ ...smallBody(), stream: true }), Math.round(100 * scale), agent),
+      fast,
+      proxyFast.url,
+      10,
+      bare,
+    );
     log('c1, 1 KB body, steady state');
     const c1Small = await interleaved((url) => sequential(url, small, Math.round(150 * scale), agent), fast, proxyFast.url, 60, bare);
     // The latency runs left the first proxy a learning backlog (a job per recorded turn); it works
@@ -75,7 +88,17 @@ async function main(): Promise<void> {
     results['soak'] = await soak(soakProxy, fast, small, large, 32, 60_000 * scale, agent);
 
     log('retrieval and injection scenarios');
-    const extra = await extraScenarios({ home, agent, small, scale, startProxy: (name, upstream, config) => startProxy(home, name, upstream, config), upstream: fast, sequential, interleaved, log });
+    const extra = await extraScenarios({
+      home,
+      agent,
+      small,
+      scale,
+      startProxy: (name, upstream, config) => startProxy(home, name, upstream, config),
+      upstream: fast,
+      sequential,
+      interleaved,
+      log,
+    });
     results['extra'] = extra;
 
     agent.destroy();
@@ -116,7 +139,9 @@ async function startBareProxy(upstream: string, children: ChildProcess[]): Promi
 async function startHelper([script, ...args]: string[], children: ChildProcess[]): Promise<string> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'bench', script!), ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
-  const port = await new Promise<number>((resolvePort) => child.stdout!.once('data', (chunk: Buffer) => resolvePort(JSON.parse(chunk.toString()).port)));
+  const port = await new Promise<number>((resolvePort) =>
+    child.stdout.once('data', (chunk: Buffer) => resolvePort((JSON.parse(chunk.toString()) as { port: number }).port)),
+  );
   return `http://127.0.0.1:${port}`;
 }
 
@@ -134,17 +159,26 @@ async function startProxy(root: string, name: string, upstream: string, extraCon
   const port = await freePort();
   // Learning jobs are off: they run off the request path, and a benchmark's one endless session
   // would otherwise trigger them over and over while latency is measured.
-  const config = { llm: { api_base: `${upstream}/v1`, api_key: 'sk-bench' }, proxy: { port }, skills: { auto_evolve: false }, memory: { auto_extract: false }, ...extraConfig };
+  const config = {
+    llm: { api_base: `${upstream}/v1`, api_key: 'sk-bench' },
+    proxy: { port },
+    skills: { auto_evolve: false },
+    memory: { auto_extract: false },
+    ...extraConfig,
+  };
   writeFileSync(join(home, 'config.yaml'), stringify(config), { mode: 0o600 });
   runCli(['start'], home);
-  const pid = JSON.parse(readFileSync(join(home, 'metaclaw.pid'), 'utf8')).pid as number;
+  const pid = (JSON.parse(readFileSync(join(home, 'metaclaw.pid'), 'utf8')) as { pid: number }).pid;
   const proxy = { url: `http://127.0.0.1:${port}`, pid, home };
   startedProxies.push(proxy);
   return proxy;
 }
 
 function runCli(args: string[], home: string): string {
-  return execFileSync(process.execPath, [CLI, ...args], { env: { ...process.env, METACLAW_HOME: home, OPENAI_API_KEY: '', OPENAI_BASE_URL: '', ANTHROPIC_API_KEY: '' }, encoding: 'utf8' });
+  return execFileSync(process.execPath, [CLI, ...args], {
+    env: { ...process.env, METACLAW_HOME: home, OPENAI_API_KEY: '', OPENAI_BASE_URL: '', ANTHROPIC_API_KEY: '' },
+    encoding: 'utf8',
+  });
 }
 
 function freePort(): Promise<number> {
@@ -178,17 +212,21 @@ function memoryOf(pid: number): { rss: number; peak: number } {
 
 function post(url: string, body: string, agent: http.Agent, onFirstByte?: () => void): Promise<void> {
   return new Promise((resolveRequest, reject) => {
-    const request = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: 'Bearer sk-client' } }, (response) => {
-      let first = true;
-      response.on('data', () => {
-        if (first) {
-          first = false;
-          onFirstByte?.();
-        }
-      });
-      response.on('end', () => (response.statusCode === 200 ? resolveRequest() : reject(new Error(`HTTP ${response.statusCode}`))));
-      response.on('error', reject);
-    });
+    const request = http.request(
+      url,
+      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: 'Bearer sk-client' } },
+      (response) => {
+        let first = true;
+        response.on('data', () => {
+          if (first) {
+            first = false;
+            onFirstByte?.();
+          }
+        });
+        response.on('end', () => (response.statusCode === 200 ? resolveRequest() : reject(new Error(`HTTP ${response.statusCode}`))));
+        response.on('error', reject);
+      },
+    );
     request.on('error', reject);
     request.end(body);
   });
@@ -300,7 +338,15 @@ interface SoakResult {
  * a minute. Memory (RSS) and the WAL must stay bounded: before the bounds, 10 s of this took the
  * proxy to 734 MB and 2,000 requests took the WAL to 457 MB for a 6.7 MB database.
  */
-async function soak(proxy: ProxyProcess, _upstream: string, small: string, large: string, concurrency: number, durationMs: number, agent: http.Agent): Promise<SoakResult> {
+async function soak(
+  proxy: ProxyProcess,
+  _upstream: string,
+  small: string,
+  large: string,
+  concurrency: number,
+  durationMs: number,
+  agent: http.Agent,
+): Promise<SoakResult> {
   const walPath = join(proxy.home, 'metaclaw.db-wal');
   let peakRss = 0;
   let peakWal = 0;
@@ -365,10 +411,23 @@ function smallBody() {
 
 /** The shape and size of a real OpenClaw turn: a ~48 K-char system prompt, 12 tools, two user messages. */
 function openclawSizedBody() {
-  const fixture = JSON.parse(readFileSync(join(REPO, 'test', 'fixtures', 'openclaw-turn.json'), 'utf8'));
-  const section = 'You are a personal assistant running inside OpenClaw. Follow the tooling rules, keep the workspace tidy, and never run destructive commands without asking. ';
-  fixture.messages[0].content = `<!-- openclaw:attempt:STABLE -->\n${section.repeat(Math.ceil(48_000 / section.length))}`;
-  fixture.tools = Array.from({ length: 12 }, (_, index) => ({ type: 'function', function: { name: `tool_${index}`, description: 'A tool the agent can call. '.repeat(20), parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } } } }));
+  const fixture = JSON.parse(readFileSync(join(REPO, 'test', 'fixtures', 'openclaw-turn.json'), 'utf8')) as {
+    messages: Array<{ content: unknown }>;
+    tools?: unknown;
+    stream?: boolean;
+    stream_options?: unknown;
+  };
+  const section =
+    'You are a personal assistant running inside OpenClaw. Follow the tooling rules, keep the workspace tidy, and never run destructive commands without asking. ';
+  fixture.messages[0]!.content = `<!-- openclaw:attempt:STABLE -->\n${section.repeat(Math.ceil(48_000 / section.length))}`;
+  fixture.tools = Array.from({ length: 12 }, (_, index) => ({
+    type: 'function',
+    function: {
+      name: `tool_${index}`,
+      description: 'A tool the agent can call. '.repeat(20),
+      parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } },
+    },
+  }));
   fixture.stream = false;
   delete fixture.stream_options;
   return fixture;
@@ -438,7 +497,11 @@ function renderMarkdown(results: Results, extra: ExtraScenarioResult[]): string 
     'For scale: the original Python MetaClaw proxy, measured on this machine, adds 44–54 ms per request and tops out near 25 requests/s. The last column is a bare pass-through proxy (bench/bare-proxy.ts: node:http in and out, the body parsed and re-serialised, nothing else) measured in the same rounds: the cost of one more process hop each way on this 2-core VM, which any proxy pays before doing any work of its own. Rounds are short and interleaved (direct, bare, MetaClaw), and numbers from one run to the next still move by about ±0.3 ms at p50 and more at p99: the speed of the VM itself drifts (in nine runs on one day the direct 1 KB p50 read 0.09–0.15 ms, and the first-byte p50 the bare proxy added 0.56–0.84 ms), so read each row against the bare proxy of the same run.',
   ];
   for (const scenario of extra) lines.push('', `## ${scenario.title}`, '', ...scenario.lines);
-  lines.push('', 'The "answers at once" row is the proxy\'s raw ceiling: with a zero-latency upstream on the same two cores, the proxy (a server and a client per request) does more work than the upstream it fronts, so the ratio there says how much CPU a request costs, not what a user sees.', '');
+  lines.push(
+    '',
+    'The "answers at once" row is the proxy\'s raw ceiling: with a zero-latency upstream on the same two cores, the proxy (a server and a client per request) does more work than the upstream it fronts, so the ratio there says how much CPU a request costs, not what a user sees.',
+    '',
+  );
   return lines.join('\n');
 }
 

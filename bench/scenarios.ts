@@ -29,13 +29,23 @@ export interface ScenarioContext {
   upstream: string;
   startProxy(name: string, upstream: string, config?: Record<string, unknown>): Promise<{ url: string; pid: number; home: string }>;
   sequential(url: string, body: string, count: number, agent: http.Agent): Promise<number[]>;
-  interleaved(measure: (url: string) => Promise<number[]>, direct: string, proxy: string, rounds: number): Promise<{ added: { p50: number; p99: number }; proxy: { p50: number; p99: number }; direct: { p50: number; p99: number } }>;
+  interleaved(
+    measure: (url: string) => Promise<number[]>,
+    direct: string,
+    proxy: string,
+    rounds: number,
+  ): Promise<{ added: { p50: number; p99: number }; proxy: { p50: number; p99: number }; direct: { p50: number; p99: number } }>;
   log(message: string): void;
 }
 
 /** Scenarios for retrieval and injection; each part of the system adds its own here. */
 export async function extraScenarios(context: ScenarioContext): Promise<ExtraScenarioResult[]> {
-  return [await skillRetrievalScenario(context), await skillsThroughProxyScenario(context), await memoryRetrievalScenario(context), await memoryRecallQualityScenario(context)];
+  return [
+    await skillRetrievalScenario(context),
+    await skillsThroughProxyScenario(context),
+    await memoryRetrievalScenario(context),
+    await memoryRecallQualityScenario(context),
+  ];
 }
 
 /* ---------- skills: retrieval + rendering with big libraries ---------- */
@@ -53,7 +63,14 @@ async function skillRetrievalScenario(context: ScenarioContext): Promise<ExtraSc
     const index = new SkillSearchIndex();
     index.sync(library.all());
     const indexMs = performance.now() - loadStarted;
-    const retriever = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35, embeddingTimeoutMs: 100 }, silentLogger());
+    const retriever = new SkillRetriever(
+      library,
+      index,
+      undefined,
+      undefined,
+      { mode: 'template', topK: 6, minRelevance: 0.35, embeddingTimeoutMs: 100 },
+      silentLogger(),
+    );
     const queries = syntheticQueries(400);
     const samples: number[] = [];
     let injected = 0;
@@ -68,7 +85,9 @@ async function skillRetrievalScenario(context: ScenarioContext): Promise<ExtraSc
     }
     const { p50, p99 } = summarize(samples);
     data[String(size)] = { p50, p99, indexMs, queries: queries.length, injectedShare: injected / queries.length };
-    rows.push(`| ${size.toLocaleString('en')} | ${p50.toFixed(3)} | ${p99.toFixed(3)} | ${size === 1_000 ? '≤ 2' : '≤ 10'} | ${(indexMs / 1000).toFixed(1)} s | ${Math.round((injected / queries.length) * 100)} % |`);
+    rows.push(
+      `| ${size.toLocaleString('en')} | ${p50.toFixed(3)} | ${p99.toFixed(3)} | ${size === 1_000 ? '≤ 2' : '≤ 10'} | ${(indexMs / 1000).toFixed(1)} s | ${Math.round((injected / queries.length) * 100)} % |`,
+    );
     rmSync(dir, { recursive: true, force: true });
   }
   return {
@@ -90,13 +109,37 @@ async function skillsThroughProxyScenario(context: ScenarioContext): Promise<Ext
   mkdirSync(skillsHome, { recursive: true });
   // Install the starter bank the way `metaclaw skills install-starter` does, into the home the proxy will use.
   const db = openDatabase(join(skillsHome, 'metaclaw.db'));
-  const service = new SkillsService({ db, logger: silentLogger(), settings: { enabled: true, dir: join(skillsHome, 'skills'), retrievalMode: 'template', topK: 6, fullBodyTopN: 2, maxTokens: 1_500, minRelevance: 0.35, autoEvolve: false, evolveEveryNTurns: 0, review: 'auto', maxNewSkills: 3, embedding: { apiBase: '', apiKey: '', model: '' }, evolver: { apiBase: '', apiKey: '', model: '' } } });
+  const service = new SkillsService({
+    db,
+    logger: silentLogger(),
+    settings: {
+      enabled: true,
+      dir: join(skillsHome, 'skills'),
+      retrievalMode: 'template',
+      topK: 6,
+      fullBodyTopN: 2,
+      maxTokens: 1_500,
+      minRelevance: 0.35,
+      autoEvolve: false,
+      evolveEveryNTurns: 0,
+      review: 'auto',
+      maxNewSkills: 3,
+      embedding: { apiBase: '', apiKey: '', model: '' },
+      evolver: { apiBase: '', apiKey: '', model: '' },
+    },
+  });
   service.open({ watch: false });
   importSkills(service, STARTER_DIR, { origin: 'starter', action: 'install' });
   db.close();
   const withSkills = await context.startProxy('skills-on-home', context.upstream, { skills: { auto_evolve: false }, memory: { enabled: false } });
   const withoutSkills = await context.startProxy('skills-off', context.upstream, { skills: { enabled: false }, memory: { enabled: false } });
-  const matching = JSON.stringify({ model: 'bench-model', messages: [{ role: 'system', content: 'You are a coding agent.' }, { role: 'user', content: 'my git commit history is a mess, how do I squash commits before merging?' }] });
+  const matching = JSON.stringify({
+    model: 'bench-model',
+    messages: [
+      { role: 'system', content: 'You are a coding agent.' },
+      { role: 'user', content: 'my git commit history is a mess, how do I squash commits before merging?' },
+    ],
+  });
   const count = Math.round(400 * context.scale);
   const warm = async (url: string) => context.sequential(`${url}/v1/chat/completions`, matching, 100, context.agent);
   await warm(withSkills.url);
@@ -133,7 +176,18 @@ async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraS
     db.transaction(() => {
       for (let index = 0; index < size; index++) {
         const type = index % 10 === 0 ? 'preference' : index % 3 === 0 ? 'semantic' : 'episodic';
-        store.add({ scope: 'bench', type, content: `${phrase(next, 6 + Math.floor(next() * 20))}.`, origin: type === 'episodic' ? 'raw_turn' : 'extractor', speaker: type === 'episodic' ? 'user' : null, importance: next(), observedAt: Date.now() - Math.floor(next() * 120) * day }, type === 'episodic' ? { rawKey: `k${index}` } : {});
+        store.add(
+          {
+            scope: 'bench',
+            type,
+            content: `${phrase(next, 6 + Math.floor(next() * 20))}.`,
+            origin: type === 'episodic' ? 'raw_turn' : 'extractor',
+            speaker: type === 'episodic' ? 'user' : null,
+            importance: next(),
+            observedAt: Date.now() - Math.floor(next() * 120) * day,
+          },
+          type === 'episodic' ? { rawKey: `k${index}` } : {},
+        );
       }
     })();
     const buildMs = performance.now() - started;
@@ -143,7 +197,9 @@ async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraS
     for (let round = 0; round < 2; round++) {
       for (const query of queries) {
         const begin = performance.now();
-        const hits = retriever.recall({ scope: 'bench', query: query.text, limit: 6, excludeCore: true, minRelevance: 0.3 }) as Parameters<typeof renderMemory>[1];
+        const hits = retriever.recall({ scope: 'bench', query: query.text, limit: 6, excludeCore: true, minRelevance: 0.3 }) as Parameters<
+          typeof renderMemory
+        >[1];
         renderMemory(store.coreUnits('bench').slice(0, 10), hits, { coreMaxTokens: 400, maxTokens: 800 });
         samples.push(performance.now() - begin);
       }
@@ -177,7 +233,11 @@ async function memoryRecallQualityScenario(context: ScenarioContext): Promise<Ex
   mkdirSync(dir, { recursive: true });
   const report = await measureMemoryRecall(dir);
   rmSync(dir, { recursive: true, force: true });
-  return { title: 'Memory recall quality (recall@5 and @10, labelled history)', lines: renderRecall(report), data: report as unknown as Record<string, unknown> };
+  return {
+    title: 'Memory recall quality (recall@5 and @10, labelled history)',
+    lines: renderRecall(report),
+    data: report as unknown as Record<string, unknown>,
+  };
 }
 
 /* ---------- synthetic libraries ---------- */

@@ -10,7 +10,13 @@ export interface LatencySummary {
 export function summarize(samples: readonly number[]): LatencySummary {
   const sorted = [...samples].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  return { count: sorted.length, p50: round3(at(0.5)), p90: round3(at(0.9)), p99: round3(at(0.99)), mean: round3(sorted.reduce((sum, value) => sum + value, 0) / sorted.length) };
+  return {
+    count: sorted.length,
+    p50: round3(at(0.5)),
+    p90: round3(at(0.9)),
+    p99: round3(at(0.99)),
+    mean: round3(sorted.reduce((sum, value) => sum + value, 0) / sorted.length),
+  };
 }
 
 export function round3(value: number): number {

@@ -12,12 +12,21 @@ const completion = JSON.stringify({
   object: 'chat.completion',
   created: 1_700_000_000,
   model: 'bench-model',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'A short benchmark answer of about twenty tokens, the size of a typical tool-call turn.' }, finish_reason: 'stop' }],
+  choices: [
+    {
+      index: 0,
+      message: { role: 'assistant', content: 'A short benchmark answer of about twenty tokens, the size of a typical tool-call turn.' },
+      finish_reason: 'stop',
+    },
+  ],
   usage: { prompt_tokens: 300, completion_tokens: 20, total_tokens: 320 },
 });
-const chunk = (content: string) => `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'bench-model', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+const chunk = (content: string) =>
+  `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'bench-model', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
 const streamHead = chunk('A');
-const streamTail = Array.from({ length: 20 }, (_, index) => chunk(` token${index}`)).join('') + `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'bench-model', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`;
+const streamTail =
+  Array.from({ length: 20 }, (_, index) => chunk(` token${index}`)).join('') +
+  `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'bench-model', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`;
 
 const server = http.createServer((request, response) => {
   const chunks: Buffer[] = [];

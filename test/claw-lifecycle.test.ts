@@ -40,7 +40,11 @@ async function newUser(config: Record<string, unknown> = {}): Promise<User> {
   copyFileSync(FIXTURE, openclawConfig);
   mkdirSync(metaclaw, { recursive: true });
   const port = await freePort();
-  writeFileSync(join(metaclaw, 'config.yaml'), stringify({ claw_type: 'openclaw', llm: { api_base: `${upstream.url}/v1`, api_key: 'sk-up', model_id: 'up-model' }, proxy: { port }, ...config }), { mode: 0o600 });
+  writeFileSync(
+    join(metaclaw, 'config.yaml'),
+    stringify({ claw_type: 'openclaw', llm: { api_base: `${upstream.url}/v1`, api_key: 'sk-up', model_id: 'up-model' }, proxy: { port }, ...config }),
+    { mode: 0o600 },
+  );
   return { home, metaclaw, openclawConfig, port, cli: (args) => runCli(args, { home, env: { METACLAW_HOME: metaclaw, PATH: '/usr/bin:/bin' } }) };
 }
 
@@ -112,7 +116,7 @@ describe('start wires the agent, stop --unwire restores it byte for byte', () =>
     assert.deepEqual(readFileSync(user.openclawConfig), before);
   });
 
-  test('claw install-plugin openclaw loads this repo\'s plugin with its config; unwire removes it exactly', async () => {
+  test("claw install-plugin openclaw loads this repo's plugin with its config; unwire removes it exactly", async () => {
     const user = await newUser();
     const before = readFileSync(user.openclawConfig);
     const installed = await user.cli(['claw', 'install-plugin', 'openclaw']);
@@ -120,7 +124,7 @@ describe('start wires the agent, stop --unwire restores it byte for byte', () =>
     assert.match(installed.stdout, /Enabled the MetaClaw plugin in OpenClaw/);
     const wired = JsonParser.parse(readFileSync(user.openclawConfig, 'utf8')).toJSON() as any;
     const pluginPath = wired.plugins.load.paths[0] as string;
-    assert.ok(existsSync(join(pluginPath, 'openclaw.plugin.json')), 'the plugin folder is this package\'s');
+    assert.ok(existsSync(join(pluginPath, 'openclaw.plugin.json')), "the plugin folder is this package's");
     const manifest = JSON.parse(readFileSync(join(pluginPath, 'openclaw.plugin.json'), 'utf8'));
     assert.equal(manifest.id, 'metaclaw');
     assert.equal(wired.plugins.entries.metaclaw.enabled, true);
@@ -184,7 +188,12 @@ describe('metaclaw uninstall', () => {
     assert.equal(added.code, 0, added.stderr);
     const removed = await user.cli(['uninstall', '--yes', '--keep-data']);
     assert.equal(removed.code, 0, removed.stderr);
-    assert.deepEqual(readdirSync(user.metaclaw).filter((name) => !name.startsWith('metaclaw.db')).sort(), ['skills']);
+    assert.deepEqual(
+      readdirSync(user.metaclaw)
+        .filter((name) => !name.startsWith('metaclaw.db'))
+        .sort(),
+      ['skills'],
+    );
     assert.ok(existsSync(join(user.metaclaw, 'metaclaw.db')));
     assert.equal(existsSync(join(user.metaclaw, 'config.yaml')), false, 'the config (which holds the key) is removed');
     // Kept memories are usable by a later install.
@@ -208,11 +217,18 @@ describe('POST /v1/sessions/{id}/end', () => {
     const { user, base, client } = await startedPlainUser();
     try {
       // OpenClaw's affinity header carries a call counter: the session is the part before it.
-      await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'Set up a cron job that rotates logs nightly.' }] }, { headers: { session_id: 'oc-session-1:3' } });
+      await client.chat.completions.create(
+        { model: 'up-model', messages: [{ role: 'user', content: 'Set up a cron job that rotates logs nightly.' }] },
+        { headers: { session_id: 'oc-session-1:3' } },
+      );
       const unknown = await fetch(`${base}/v1/sessions/nobody/end`, { method: 'POST' });
       assert.equal(unknown.status, 404);
       assert.match(JSON.stringify(await unknown.json()), /No session nobody has been seen/);
-      const ended = await fetch(`${base}/v1/sessions/oc-session-1/end`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"reason":"openclaw:new"}' });
+      const ended = await fetch(`${base}/v1/sessions/oc-session-1/end`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"reason":"openclaw:new"}',
+      });
       assert.equal(ended.status, 200);
       assert.deepEqual(await ended.json(), { session_id: 'oc-session-1', ended: true, already_ended: false });
       const again = await fetch(`${base}/v1/sessions/oc-session-1/end`, { method: 'POST' });
@@ -231,7 +247,12 @@ describe('POST /v1/sessions/{id}/end', () => {
   test('a session ended right after its last turn is found and stays ended (the turn is written first)', async () => {
     const { user, base, client } = await startedPlainUser();
     try {
-      const { response } = await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'Rotate the logs and tell me when done.' }] }, { headers: { session_id: 'oc-session-2:1' } }).withResponse();
+      const { response } = await client.chat.completions
+        .create(
+          { model: 'up-model', messages: [{ role: 'user', content: 'Rotate the logs and tell me when done.' }] },
+          { headers: { session_id: 'oc-session-2:1' } },
+        )
+        .withResponse();
       const ended = await fetch(`${base}/v1/sessions/oc-session-2/end`, { method: 'POST' });
       assert.equal(ended.status, 200, 'the session of a turn answered a moment ago is known');
       assert.deepEqual(await ended.json(), { session_id: 'oc-session-2', ended: true, already_ended: false });

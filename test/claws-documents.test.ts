@@ -32,7 +32,13 @@ describe('TOML top-level editor', () => {
       { path: ['model'], value: 'qwen3' },
     ]);
     assert.equal(text, '# settings\n\nprovider = "openai-compatible"\nmodel = "qwen3"\n\n# the gateway\n[gateway]\nport = 1\n');
-    assert.equal(reverted(tomlFormat, text, original, [{ path: ['provider'], value: '' }, { path: ['model'], value: '' }]), original);
+    assert.equal(
+      reverted(tomlFormat, text, original, [
+        { path: ['provider'], value: '' },
+        { path: ['model'], value: '' },
+      ]),
+      original,
+    );
   });
 
   test('bracket lines inside a multi-line array or string are not mistaken for tables', () => {
@@ -59,11 +65,17 @@ describe('TOML top-level editor', () => {
   });
 
   test('a key that would clash with a dotted key is refused, not written', () => {
-    assert.throws(() => applied(tomlFormat, 'model.name = "x"\n', modelSetting), (error: unknown) => error instanceof ClawError && error.status === 'edit_failed');
+    assert.throws(
+      () => applied(tomlFormat, 'model.name = "x"\n', modelSetting),
+      (error: unknown) => error instanceof ClawError && error.status === 'edit_failed',
+    );
   });
 
   test('malformed TOML is a config_malformed ClawError naming the file', () => {
-    assert.throws(() => tomlFormat.parse('a = \n', '/home/u/.zeroclaw/config.toml'), (error: unknown) => error instanceof ClawError && error.status === 'config_malformed' && /config\.toml is not valid TOML/.test(error.message));
+    assert.throws(
+      () => tomlFormat.parse('a = \n', '/home/u/.zeroclaw/config.toml'),
+      (error: unknown) => error instanceof ClawError && error.status === 'config_malformed' && /config\.toml is not valid TOML/.test(error.message),
+    );
   });
 });
 
@@ -84,7 +96,10 @@ describe('.env editor', () => {
   });
 
   test('an unterminated quote is a config_malformed ClawError', () => {
-    assert.throws(() => envFormat.parse('A="open\nB=1\n', '/p/.env'), (error: unknown) => error instanceof ClawError && error.status === 'config_malformed');
+    assert.throws(
+      () => envFormat.parse('A="open\nB=1\n', '/p/.env'),
+      (error: unknown) => error instanceof ClawError && error.status === 'config_malformed',
+    );
   });
 });
 
@@ -116,14 +131,22 @@ describe('JSON and JSON5 editor', () => {
     const settings: Setting[] = [{ path: ['list', { key: 'name', equals: 'metaclaw' }], value: { name: 'metaclaw', v: 2 } }];
     const original = '{\n  "list": [\n    { "name": "mine", "v": 1 },\n    { "name": "metaclaw", "v": 1 }\n  ]\n}\n';
     const text = applied(jsonFormat, original, settings);
-    assert.deepEqual(JSON.parse(text), { list: [{ name: 'mine', v: 1 }, { name: 'metaclaw', v: 2 }] });
+    assert.deepEqual(JSON.parse(text), {
+      list: [
+        { name: 'mine', v: 1 },
+        { name: 'metaclaw', v: 2 },
+      ],
+    });
     assert.equal(reverted(jsonFormat, text, original, settings), original);
     const fresh = '{\n  "list": [\n    { "name": "mine", "v": 1 }\n  ]\n}\n';
     assert.equal(reverted(jsonFormat, applied(jsonFormat, fresh, settings), fresh, settings), fresh);
   });
 
   test('a value where MetaClaw needs an object is a config_conflict ClawError', () => {
-    assert.throws(() => applied(json5Format, '{ providers: "none" }', provider), (error: unknown) => error instanceof ClawError && error.status === 'config_conflict' && /`providers` is a single value/.test(error.message));
+    assert.throws(
+      () => applied(json5Format, '{ providers: "none" }', provider),
+      (error: unknown) => error instanceof ClawError && error.status === 'config_conflict' && /`providers` is a single value/.test(error.message),
+    );
   });
 
   test('a bare {} is written as plain two-space JSON', () => {
@@ -132,7 +155,10 @@ describe('JSON and JSON5 editor', () => {
 
   test('empty or non-object JSON is malformed', () => {
     for (const text of ['', '   ', '[1, 2]']) {
-      assert.throws(() => json5Format.parse(text, 'f'), (error: unknown) => error instanceof ClawError && error.status === 'config_malformed');
+      assert.throws(
+        () => json5Format.parse(text, 'f'),
+        (error: unknown) => error instanceof ClawError && error.status === 'config_malformed',
+      );
     }
   });
 });
@@ -153,13 +179,19 @@ describe('YAML editor', () => {
   test('an unindented sequence style, quoting and CRLF line endings are kept', () => {
     const original = "model:\r\n  provider: 'auto'  # pick\r\ncustom_providers:\r\n- name: local\r\n  base_url: x\r\n";
     const text = applied(yamlFormat, original, settings);
-    assert.equal(text, "model:\r\n  provider: 'custom:metaclaw'  # pick\r\ncustom_providers:\r\n- name: local\r\n  base_url: x\r\n- name: metaclaw\r\n  base_url: u\r\n");
+    assert.equal(
+      text,
+      "model:\r\n  provider: 'custom:metaclaw'  # pick\r\ncustom_providers:\r\n- name: local\r\n  base_url: x\r\n- name: metaclaw\r\n  base_url: u\r\n",
+    );
     assert.equal(reverted(yamlFormat, text, original, settings), original);
   });
 
   test('a top level that is not a mapping, or several documents, are malformed', () => {
     for (const text of ['- a\n- b\n', 'a: 1\n---\nb: 2\n', 'a: [1\n']) {
-      assert.throws(() => yamlFormat.parse(text, 'f'), (error: unknown) => error instanceof ClawError && error.status === 'config_malformed');
+      assert.throws(
+        () => yamlFormat.parse(text, 'f'),
+        (error: unknown) => error instanceof ClawError && error.status === 'config_malformed',
+      );
     }
   });
 });

@@ -89,11 +89,17 @@ describe('edge cases', () => {
   });
 
   test('an unknown claw type or a bad target is a ClawError', async () => {
-    assert.throws(() => adapterFor('superclaw' as ClawType), (error: unknown) => error instanceof ClawError && error.status === 'unknown_claw');
+    assert.throws(
+      () => adapterFor('superclaw' as ClawType),
+      (error: unknown) => error instanceof ClawError && error.status === 'unknown_claw',
+    );
     const environment = fakeEnvironment();
     installFixture(environment.home, 'copaw-config.json', '.copaw/config.json');
     for (const bad of [{ proxyUrl: '127.0.0.1:30000' }, { proxyUrl: 'ftp://host' }, { model: ' ' }, { contextWindow: -1 }]) {
-      await assert.rejects(wireClaw('copaw', { ...target, ...bad }, environment), (error: unknown) => error instanceof ClawError && error.status === 'invalid_target');
+      await assert.rejects(
+        wireClaw('copaw', { ...target, ...bad }, environment),
+        (error: unknown) => error instanceof ClawError && error.status === 'invalid_target',
+      );
     }
   });
 
@@ -102,7 +108,10 @@ describe('edge cases', () => {
     mkdirSync(join(environment.home, '.openclaw'));
     const path = join(environment.home, '.openclaw', 'openclaw.json');
     writeFileSync(path, '{ models: "managed elsewhere" }\n');
-    await assert.rejects(wireClaw('openclaw', target, environment), (error: unknown) => error instanceof ClawError && error.status === 'config_conflict' && /`models`/.test(error.message));
+    await assert.rejects(
+      wireClaw('openclaw', target, environment),
+      (error: unknown) => error instanceof ClawError && error.status === 'config_conflict' && /`models`/.test(error.message),
+    );
     assert.equal(readFileSync(path, 'utf8'), '{ models: "managed elsewhere" }\n');
     assert.equal(existsSync(environment.metaclawHome), false);
   });

@@ -35,23 +35,28 @@ describe('nemoclaw adapter', () => {
     ]);
     assert.deepEqual(shell.inference, { provider: 'metaclaw', model: 'qwen3-32b' });
     const config = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
-    assert.deepEqual({ ...config, onboardedAt: 'now' }, {
-      endpointType: 'custom',
-      endpointUrl: 'http://127.0.0.1:30000/v1',
-      ncpPartner: null,
-      model: 'qwen3-32b',
-      profile: 'ncp',
-      credentialEnv: 'OPENAI_API_KEY',
-      onboardedAt: 'now',
-      sandboxName: 'my-assistant',
-    });
+    assert.deepEqual(
+      { ...config, onboardedAt: 'now' },
+      {
+        endpointType: 'custom',
+        endpointUrl: 'http://127.0.0.1:30000/v1',
+        ncpPartner: null,
+        model: 'qwen3-32b',
+        profile: 'ncp',
+        credentialEnv: 'OPENAI_API_KEY',
+        onboardedAt: 'now',
+        sandboxName: 'my-assistant',
+      },
+    );
     assert.notEqual(config.onboardedAt, '2026-03-20T10:00:00.000Z');
     assert.deepEqual(readFileSync(result.backupPath ?? ''), fixtureBytes('nemoclaw-config.json'));
 
     const entry = findLedgerEntry(environment.metaclawHome, 'nemoclaw');
     const inference = entry?.actions.find((action) => action.id === 'openshell-inference');
     assert.match(inference?.output ?? '', /provider: nvidia/);
-    assert.deepEqual(inference?.undo, [{ command: 'openshell', args: ['inference', 'set', '--provider', 'nvidia', '--model', 'nvidia/nemotron-3-super-120b-a12b'] }]);
+    assert.deepEqual(inference?.undo, [
+      { command: 'openshell', args: ['inference', 'set', '--provider', 'nvidia', '--model', 'nvidia/nemotron-3-super-120b-a12b'] },
+    ]);
     const ledgerText = readFileSync(join(environment.metaclawHome, 'claws', 'ledger.json'), 'utf8');
     assert.ok(ledgerText.includes('OPENAI_API_KEY=<redacted>'), 'commands are recorded without the key');
     assert.deepEqual((await verifyClaw('nemoclaw', target, environment)).problems, []);
@@ -76,7 +81,10 @@ describe('nemoclaw adapter', () => {
     const result = await unwireClaw('nemoclaw', environment);
     assert.equal(result.restored, true);
     assert.equal(result.exact, true);
-    assert.deepEqual(commandLines(environment), ['openshell inference set --provider nvidia --model nvidia/nemotron-3-super-120b-a12b', 'openshell provider delete metaclaw']);
+    assert.deepEqual(commandLines(environment), [
+      'openshell inference set --provider nvidia --model nvidia/nemotron-3-super-120b-a12b',
+      'openshell provider delete metaclaw',
+    ]);
     assert.deepEqual(shell.inference, { provider: 'nvidia', model: 'nvidia/nemotron-3-super-120b-a12b' });
     assert.equal(shell.providers.size, 0);
     assert.ok(readFileSync(path).equals(fixtureBytes('nemoclaw-config.json')));
@@ -138,8 +146,12 @@ describe('nemoclaw adapter', () => {
 
   test('a failed `inference set` leaves the created provider in the ledger so unwire deletes it', async () => {
     const { environment, shell, path } = setup();
-    environment.respond = (command, args) => (args[0] === 'inference' && args[1] === 'set' ? { code: 1, stdout: '', stderr: 'gateway unreachable' } : shell.respond(command, args));
-    await assert.rejects(wireClaw('nemoclaw', target, environment), (error: unknown) => error instanceof ClawError && error.status === 'command_failed' && /gateway unreachable/.test(error.message));
+    environment.respond = (command, args) =>
+      args[0] === 'inference' && args[1] === 'set' ? { code: 1, stdout: '', stderr: 'gateway unreachable' } : shell.respond(command, args);
+    await assert.rejects(
+      wireClaw('nemoclaw', target, environment),
+      (error: unknown) => error instanceof ClawError && error.status === 'command_failed' && /gateway unreachable/.test(error.message),
+    );
     assert.ok(readFileSync(path).equals(fixtureBytes('nemoclaw-config.json')), 'the config is not written after a failed command');
     assert.deepEqual(
       findLedgerEntry(environment.metaclawHome, 'nemoclaw')?.actions.map((action) => action.id),

@@ -88,7 +88,12 @@ const CASES: AdapterCase[] = [
       assert.deepEqual(valueAt(data, ['agents', 'defaults', 'sandbox']), { mode: 'all', scope: 'session' }, 'the sandbox is never touched');
       assert.equal(valueAt(data, ['models', 'providers', 'openrouter', 'apiKey']), 'sk-or-user-key');
       assert.equal(valueAt(data, ['models', 'mode']), undefined, 'models.mode stays absent (merge is the default)');
-      for (const comment of ['// OpenClaw configuration (JSON5)', '/* my own provider, kept as is */', '// The sandbox must stay on.', '// only this machine']) {
+      for (const comment of [
+        '// OpenClaw configuration (JSON5)',
+        '/* my own provider, kept as is */',
+        '// The sandbox must stay on.',
+        '// only this machine',
+      ]) {
         assert.ok(text.includes(comment), `keeps ${comment}`);
       }
       assert.ok(text.includes("meta: { lastTouchedVersion: '2026.9.6' },"), 'keeps unquoted keys and single quotes');
@@ -108,7 +113,12 @@ const CASES: AdapterCase[] = [
     parse: (text) => JSON.parse(text) as Data,
     restart: ['copaw', 'daemon', 'restart'],
     check: (data) => {
-      assert.deepEqual(valueAt(data, ['models', 'default']), { provider: 'openai_compatible', model: 'qwen3-32b', api_key: 'mc-proxy-key', base_url: 'http://127.0.0.1:30000/v1' });
+      assert.deepEqual(valueAt(data, ['models', 'default']), {
+        provider: 'openai_compatible',
+        model: 'qwen3-32b',
+        api_key: 'mc-proxy-key',
+        base_url: 'http://127.0.0.1:30000/v1',
+      });
       assert.deepEqual(valueAt(data, ['models', 'fast']), { provider: 'dashscope', model: 'qwen-turbo' });
       assert.equal(valueAt(data, ['agents', 'defaults', 'max_iterations']), 30);
     },
@@ -163,7 +173,7 @@ const CASES: AdapterCase[] = [
     fixture: 'zeroclaw-config.toml',
     binaries: ['zeroclaw'],
     prepare: (environment) => installFixture(environment.home, 'zeroclaw-config.toml', '.zeroclaw/config.toml'),
-    parse: (text) => parseToml(text) as Data,
+    parse: (text) => parseToml(text),
     restart: ['zeroclaw', 'service', 'restart'],
     check: (data, text) => {
       assert.equal(data.provider, 'openai-compatible');
@@ -172,7 +182,8 @@ const CASES: AdapterCase[] = [
       assert.equal(data.base_url, 'http://127.0.0.1:30000/v1');
       assert.deepEqual(data.allowed_paths, ['~/work', '~/notes']);
       assert.deepEqual({ ...(data.memory as Data) }, { backend: 'sqlite', auto_save: true });
-      for (const comment of ['# ZeroClaw configuration', '# who answers', '# projects', '# Memory backend']) assert.ok(text.includes(comment), `keeps ${comment}`);
+      for (const comment of ['# ZeroClaw configuration', '# who answers', '# projects', '# Memory backend'])
+        assert.ok(text.includes(comment), `keeps ${comment}`);
       assert.ok(text.indexOf('base_url =') < text.indexOf('[memory]'), 'top-level keys go before the first table');
     },
     ourKeys: [['provider'], ['model'], ['api_key'], ['base_url']],
@@ -430,7 +441,7 @@ describe('openclaw specifics', () => {
     const data = parseJson5(readFileSync(path, 'utf8'));
     for (const { path: keyPath, value } of JSON.parse(args[3]!) as Array<{ path: string; value: unknown }>) {
       const keys = [...keyPath.matchAll(/([A-Za-z_][\w-]*)|\[("(?:[^"\\]|\\.)*")\]/g)].map((match) => match[1] ?? (JSON.parse(match[2]!) as string));
-      let node = data as Data;
+      let node = data;
       for (const key of keys.slice(0, -1)) node = (node[key] ??= {}) as Data;
       node[keys.at(-1)!] = value;
     }
@@ -447,8 +458,11 @@ describe('openclaw specifics', () => {
     assert.match(result.messages.join(' '), /with `openclaw config set`/);
     const [call] = environment.calls;
     assert.deepEqual(call?.args.slice(0, 3), ['config', 'set', '--batch-json']);
-    const batch = JSON.parse(call!.args[3]!) as Array<{ path: string }>;
-    assert.deepEqual(batch.map((item) => item.path), ['models.providers.metaclaw', 'agents.defaults.model.primary']);
+    const batch = JSON.parse(call.args[3]!) as Array<{ path: string }>;
+    assert.deepEqual(
+      batch.map((item) => item.path),
+      ['models.providers.metaclaw', 'agents.defaults.model.primary'],
+    );
     const written = readFileSync(path, 'utf8');
     assert.doesNotMatch(written, /^\s*\/\//m, "OpenClaw's writer drops comments");
     assert.equal(valueAt(JSON.parse(written) as Data, ['agents', 'defaults', 'sandbox', 'mode']), 'all');
@@ -464,21 +478,30 @@ describe('openclaw specifics', () => {
     assert.deepEqual(readFileSync(path), original, 'comments and all');
   });
 
-  test('a model id with dots and slashes uses OpenClaw\'s bracket path syntax', async () => {
+  test("a model id with dots and slashes uses OpenClaw's bracket path syntax", async () => {
     const { environment, path } = prepare({ binaries: ['openclaw'] });
     writeFileSync(path, readFileSync(path, 'utf8').replace('defaults: {', 'defaults: {\n      models: { "openrouter/anthropic/claude-sonnet-4": {} },'));
     environment.respond = openclawConfigSet(path);
     await wireClaw('openclaw', { ...target, model: 'qwen3.5-32b' }, environment);
     const batch = JSON.parse(environment.calls[0]!.args[3]!) as Array<{ path: string }>;
-    assert.ok(batch.some((item) => item.path === 'agents.defaults.models["metaclaw/qwen3.5-32b"]'), JSON.stringify(batch));
+    assert.ok(
+      batch.some((item) => item.path === 'agents.defaults.models["metaclaw/qwen3.5-32b"]'),
+      JSON.stringify(batch),
+    );
     assert.deepEqual(valueAt(JSON.parse(readFileSync(path, 'utf8')) as Data, ['agents', 'defaults', 'models', 'metaclaw/qwen3.5-32b']), {});
   });
 
   test('when `openclaw config set` fails, the file is edited directly (comments kept) and the output says why', async () => {
     const { environment, path } = prepare({ binaries: ['openclaw'] });
-    environment.respond = (_command, args) => (args[1] === 'set' ? { code: 1, stdout: '', stderr: 'Error: Config validation failed: plugins.entries.foo: unknown plugin' } : { code: 0, stdout: '{"valid":true}', stderr: '' });
+    environment.respond = (_command, args) =>
+      args[1] === 'set'
+        ? { code: 1, stdout: '', stderr: 'Error: Config validation failed: plugins.entries.foo: unknown plugin' }
+        : { code: 0, stdout: '{"valid":true}', stderr: '' };
     const result = await wireClaw('openclaw', target, environment);
-    assert.match(result.messages.join(' '), /`openclaw config set` did not work \(Error: Config validation failed: plugins\.entries\.foo: unknown plugin\); edited .* directly instead/);
+    assert.match(
+      result.messages.join(' '),
+      /`openclaw config set` did not work \(Error: Config validation failed: plugins\.entries\.foo: unknown plugin\); edited .* directly instead/,
+    );
     const text = readFileSync(path, 'utf8');
     assert.match(text, /\/\/ The sandbox must stay on\./);
     assert.equal(valueAt(parseJson5(text), ['models', 'providers', 'metaclaw', 'apiKey']), 'mc-proxy-key');
@@ -497,7 +520,10 @@ describe('openclaw specifics', () => {
     const { environment, path } = prepare({ binaries: ['openclaw'] });
     environment.respond = openclawConfigSet(path);
     await wireClaw('openclaw', target, environment);
-    assert.ok(environment.calls.every((call) => call.args[0] === 'config'), 'only config commands');
+    assert.ok(
+      environment.calls.every((call) => call.args[0] === 'config'),
+      'only config commands',
+    );
     environment.calls.length = 0;
     const verified = await verifyClaw('openclaw', target, environment);
     assert.deepEqual(environment.calls, [{ command: 'openclaw', args: ['config', 'validate', '--json'] }]);
@@ -574,7 +600,10 @@ describe('openclaw specifics', () => {
     const original = '{\n  agents: {\n    defaults: {\n      models: {\n        "openai/gpt-4o": { alias: "4o" },\n      },\n    },\n  },\n}\n';
     writeFileSync(path, original);
     await wireClaw('openclaw', target, environment);
-    assert.deepEqual(valueAt(parseJson5(readFileSync(path, 'utf8')), ['agents', 'defaults', 'models']), { 'openai/gpt-4o': { alias: '4o' }, 'metaclaw/qwen3-32b': {} });
+    assert.deepEqual(valueAt(parseJson5(readFileSync(path, 'utf8')), ['agents', 'defaults', 'models']), {
+      'openai/gpt-4o': { alias: '4o' },
+      'metaclaw/qwen3-32b': {},
+    });
     writeFileSync(path, readFileSync(path, 'utf8').replace('alias: "4o"', 'alias: "four"'));
     await unwireClaw('openclaw', environment);
     assert.equal(readFileSync(path, 'utf8'), original.replace('alias: "4o"', 'alias: "four"'));

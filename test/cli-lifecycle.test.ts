@@ -95,7 +95,10 @@ describe('metaclaw start / status / stop', () => {
     try {
       const moved = await runCli(['start', '--port', String(other), '--no-wire'], { home });
       assert.equal(moved.code, 1);
-      assert.match(moved.stderr, new RegExp(`already running \\(pid \\d+\\) at http://127\\.0\\.0\\.1:${port}, on port ${port}, not ${other}; run \`metaclaw stop\` first`));
+      assert.match(
+        moved.stderr,
+        new RegExp(`already running \\(pid \\d+\\) at http://127\\.0\\.0\\.1:${port}, on port ${port}, not ${other}; run \`metaclaw stop\` first`),
+      );
       const again = await runCli(['start', '--port', String(port), '--no-wire'], { home });
       assert.equal(again.code, 0);
       assert.match(again.stdout, /already running/);
@@ -166,7 +169,18 @@ describe('shutdown and crashes', () => {
       // The upstream holds the rest of the answer back until the proxy refuses new connections: the
       // stream is certainly still running while the proxy stops.
       let stopSent = false;
-      const refusing = waitFor(async () => stopSent && (await fetch(`${proxy.url}/healthz`).then(() => false, () => true)), 20_000).then(() => true, () => false);
+      const refusing = waitFor(
+        async () =>
+          stopSent &&
+          (await fetch(`${proxy.url}/healthz`).then(
+            () => false,
+            () => true,
+          )),
+        20_000,
+      ).then(
+        () => true,
+        () => false,
+      );
       upstream.reply(gatedReply(openAIReply({ text: 'a b c d e f', pieces: 6 }), 2, refusing));
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'slow' }] });
@@ -246,7 +260,10 @@ describe('shutdown and crashes', () => {
             process.kill(pid, 'SIGKILL');
           }
         }
-      })().then(() => 'ended', () => 'errored');
+      })().then(
+        () => 'ended',
+        () => 'errored',
+      );
       assert.equal(await consumed, 'errored', 'the client sees the broken stream');
 
       const db = new Database(join(proxy.home, 'metaclaw.db'));
@@ -257,7 +274,11 @@ describe('shutdown and crashes', () => {
       assert.equal(restarted.code, 0, restarted.stderr);
       const sessions = await proxy.cli(['sessions', 'list', '--json']);
       const listed = JSON.parse(sessions.stdout) as Array<{ turn_count: number }>;
-      assert.equal(listed.reduce((sum, session) => sum + session.turn_count, 0), 1, 'the turn recorded before the crash is still there');
+      assert.equal(
+        listed.reduce((sum, session) => sum + session.turn_count, 0),
+        1,
+        'the turn recorded before the crash is still there',
+      );
       upstream.reply(openAIReply({ text: 'after restart' }));
       const completion = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'third' }] });
       assert.equal(completion.choices[0]!.message.content, 'after restart');

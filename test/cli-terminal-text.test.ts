@@ -17,8 +17,14 @@ describe('the CLI never sends control characters from stored data to the termina
     proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
     upstream.reply(openAIReply({ text: 'done\u009b2J\u001b]0;owned\u0007 here' }));
     const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
-    await client.chat.completions.create({ model: 'm', session_id: sessionId, messages: [{ role: 'user', content: 'clear \u001b[2J the screen' }] } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
-    await waitFor(async () => (JSON.parse((await proxy.cli(['sessions', 'list', '--json'])).stdout) as Array<{ id: string }>).some((session) => session.id === sessionId));
+    await client.chat.completions.create({
+      model: 'm',
+      session_id: sessionId,
+      messages: [{ role: 'user', content: 'clear \u001b[2J the screen' }],
+    } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+    await waitFor(async () =>
+      (JSON.parse((await proxy.cli(['sessions', 'list', '--json'])).stdout) as Array<{ id: string }>).some((session) => session.id === sessionId),
+    );
   });
   after(async () => {
     await proxy?.dispose();
@@ -33,7 +39,10 @@ describe('the CLI never sends control characters from stored data to the termina
 
     const json = await proxy.cli(['sessions', 'list', '--json']);
     assert.doesNotMatch(json.stdout, CONTROL);
-    assert.ok((JSON.parse(json.stdout) as Array<{ id: string }>).some((session) => session.id === sessionId), 'the JSON value is the stored id');
+    assert.ok(
+      (JSON.parse(json.stdout) as Array<{ id: string }>).some((session) => session.id === sessionId),
+      'the JSON value is the stored id',
+    );
 
     const show = await proxy.cli(['sessions', 'show', sessionId]);
     assert.equal(show.code, 0, show.stderr);

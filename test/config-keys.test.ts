@@ -28,7 +28,10 @@ function runtimeSources(): string {
   };
   walk(join(REPO, 'src'));
   const skipped = new Set(['src/config/schema.ts', 'src/config/effect.ts']);
-  return files.filter((path) => !skipped.has(relative(REPO, path))).map((path) => readFileSync(path, 'utf8')).join('\n');
+  return files
+    .filter((path) => !skipped.has(relative(REPO, path)))
+    .map((path) => readFileSync(path, 'utf8'))
+    .join('\n');
 }
 
 /** Not-honoured keys the code reads only to report them (`/status` shows the mode, setup asks for it), never to act. */
@@ -41,30 +44,62 @@ describe('every config key does what its doc says or warns', () => {
     const sources = runtimeSources();
     const isRead = (key: string) => sources.includes(`values['${key}']`) || sources.includes(`typed['${key}']`);
     const unread = KEY_DEFINITIONS.filter((definition) => !definition.noEffect && !isRead(definition.key)).map((definition) => definition.key);
-    assert.deepEqual(unread, [], 'these keys are documented as doing something, but no code reads them: implement them or mark them noEffect in src/config/schema.ts');
-    const markedButRead = KEY_DEFINITIONS.filter((definition) => definition.noEffect && isRead(definition.key) && !REPORTED_ONLY.has(definition.key)).map((definition) => definition.key);
+    assert.deepEqual(
+      unread,
+      [],
+      'these keys are documented as doing something, but no code reads them: implement them or mark them noEffect in src/config/schema.ts',
+    );
+    const markedButRead = KEY_DEFINITIONS.filter((definition) => definition.noEffect && isRead(definition.key) && !REPORTED_ONLY.has(definition.key)).map(
+      (definition) => definition.key,
+    );
     assert.deepEqual(markedButRead, [], 'these keys are marked as having no effect, but code reads them: drop the marking (and its warning)');
-    for (const definition of KEY_DEFINITIONS) if (definition.noEffect) assert.ok(definition.noEffect.reason.length > 10, `${definition.key} says why it has no effect`);
+    for (const definition of KEY_DEFINITIONS)
+      if (definition.noEffect) assert.ok(definition.noEffect.reason.length > 10, `${definition.key} says why it has no effect`);
   });
 
   test('a key with no effect warns, with file and line, only when set to something other than its default; RL and scheduler keys say they are not built yet', () => {
-    const folder = home('mode: rl\nrl:\n  model: qwen3-8b\n  prm_m: 3\nscheduler:\n  enabled: true\nmemory:\n  store_path: /data/memory.db\nwechat:\n  enabled: true\nskills:\n  task_specific_top_k: 10\n');
+    const folder = home(
+      'mode: rl\nrl:\n  model: qwen3-8b\n  prm_m: 3\nscheduler:\n  enabled: true\nmemory:\n  store_path: /data/memory.db\nwechat:\n  enabled: true\nskills:\n  task_specific_top_k: 10\n',
+    );
     const config = loadConfig({ env: { METACLAW_HOME: folder } });
     const file = join(folder, 'config.yaml');
     assert.ok(config.warnings.includes(`${file}:1: mode ${NOT_BUILT.replace(')', '; MetaClaw-TS runs as skills_only)')}`), config.warnings.join('\n'));
     assert.ok(config.warnings.includes(`${file}:3: rl.model ${NOT_BUILT}`));
     assert.ok(config.warnings.includes(`${file}:6: scheduler.enabled ${NOT_BUILT}`));
-    assert.ok(config.warnings.includes(`${file}:8: memory.store_path is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS (memories live in the main database, $METACLAW_HOME/metaclaw.db)`));
-    assert.ok(config.warnings.includes(`${file}:10: wechat.enabled is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS (there is no WeChat bridge)`));
+    assert.ok(
+      config.warnings.includes(
+        `${file}:8: memory.store_path is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS (memories live in the main database, $METACLAW_HOME/metaclaw.db)`,
+      ),
+    );
+    assert.ok(
+      config.warnings.includes(
+        `${file}:10: wechat.enabled is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS (there is no WeChat bridge)`,
+      ),
+    );
     assert.equal(config.warnings.length, 5, 'keys left at their default (rl.prm_m, skills.task_specific_top_k) do not warn');
     assert.equal(config.values['rl.model'], 'qwen3-8b', 'the value still loads, so the file round-trips');
   });
 
   test('a retrieval mode that needs an embeddings endpoint warns when none is configured', () => {
     const config = loadConfig({ env: { METACLAW_HOME: home('memory:\n  retrieval_mode: embedding\nskills:\n  retrieval_mode: hybrid\n') } });
-    assert.ok(config.warnings.some((warning) => warning.endsWith('memory.retrieval_mode is embedding, but memory.embedding.api_base and memory.embedding.model are not both set: memories are recalled by keywords only')), config.warnings.join('\n'));
-    assert.ok(config.warnings.some((warning) => warning.endsWith('skills.retrieval_mode is hybrid, but skills.embedding.api_base and skills.embedding.model are not both set: skills are found by keywords only')));
-    const configured = loadConfig({ env: { METACLAW_HOME: home('memory:\n  retrieval_mode: embedding\n  embedding:\n    api_base: http://127.0.0.1:9/v1\n    model: e\n') } });
+    assert.ok(
+      config.warnings.some((warning) =>
+        warning.endsWith(
+          'memory.retrieval_mode is embedding, but memory.embedding.api_base and memory.embedding.model are not both set: memories are recalled by keywords only',
+        ),
+      ),
+      config.warnings.join('\n'),
+    );
+    assert.ok(
+      config.warnings.some((warning) =>
+        warning.endsWith(
+          'skills.retrieval_mode is hybrid, but skills.embedding.api_base and skills.embedding.model are not both set: skills are found by keywords only',
+        ),
+      ),
+    );
+    const configured = loadConfig({
+      env: { METACLAW_HOME: home('memory:\n  retrieval_mode: embedding\n  embedding:\n    api_base: http://127.0.0.1:9/v1\n    model: e\n') },
+    });
     assert.deepEqual(configured.warnings, []);
   });
 
@@ -73,8 +108,14 @@ describe('every config key does what its doc says or warns', () => {
     const started = await runCli(['start', '--no-wire'], { home: folder });
     try {
       assert.equal(started.code, 0, started.stderr);
-      assert.match(started.stderr, /warning: .*config\.yaml:4: rl\.lora_rank is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS \(not built yet: RL and the scheduler are planned\)/);
-      assert.match(started.stderr, /warning: .*config\.yaml:6: memory\.auto_upgrade_enabled is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS \(MetaClaw's memory policy self-upgrade is not part of MetaClaw-TS\)/);
+      assert.match(
+        started.stderr,
+        /warning: .*config\.yaml:4: rl\.lora_rank is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS \(not built yet: RL and the scheduler are planned\)/,
+      );
+      assert.match(
+        started.stderr,
+        /warning: .*config\.yaml:6: memory\.auto_upgrade_enabled is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS \(MetaClaw's memory policy self-upgrade is not part of MetaClaw-TS\)/,
+      );
       assert.equal(started.stderr.match(/rl\.lora_rank/g)?.length, 1, 'once');
     } finally {
       await runCli(['stop'], { home: folder });

@@ -33,7 +33,10 @@ describe('loading config.yaml', () => {
 
   test('a YAML syntax error stops loading with the file and line', () => {
     const folder = home('proxy:\n  port: 4000\n  host: [oops\n');
-    assert.throws(() => load(folder), (error: unknown) => error instanceof ConfigError && error.message.includes(join(folder, 'config.yaml')) && /line \d+/.test(error.message));
+    assert.throws(
+      () => load(folder),
+      (error: unknown) => error instanceof ConfigError && error.message.includes(join(folder, 'config.yaml')) && /line \d+/.test(error.message),
+    );
   });
 
   test('an invalid value names the file, line, key, value and what is expected', () => {
@@ -68,7 +71,10 @@ describe('loading config.yaml', () => {
   });
 
   test('fallback upstreams are validated as a list of objects', () => {
-    assert.throws(() => load(home('llm:\n  fallbacks:\n    - api_base: not-a-url\n')), (error: unknown) => error instanceof ConfigError && /llm\.fallbacks/.test(error.message) && /http/.test(error.message));
+    assert.throws(
+      () => load(home('llm:\n  fallbacks:\n    - api_base: not-a-url\n')),
+      (error: unknown) => error instanceof ConfigError && /llm\.fallbacks/.test(error.message) && /http/.test(error.message),
+    );
   });
 });
 

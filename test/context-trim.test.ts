@@ -27,7 +27,9 @@ describe('max_context_tokens trims the oldest messages so the prompt fits', () =
 
   before(async () => {
     upstream = await ScriptedUpstream.start();
-    proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, max_context_tokens: 400, skills: { enabled: false }, memory: { enabled: false } } });
+    proxy = await startProxy({
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, max_context_tokens: 400, skills: { enabled: false }, memory: { enabled: false } },
+    });
     openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
   });
   after(async () => {

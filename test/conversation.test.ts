@@ -5,7 +5,7 @@ import { deriveScope, extractUserRequest, readTurnSignals, stripNonStandardKeys 
 
 const openclawTurn = JSON.parse(readFileSync(new URL('./fixtures/openclaw-turn.json', import.meta.url), 'utf8'));
 
-describe('the user\'s real request', () => {
+describe("the user's real request", () => {
   test('is taken from the last real user message of an OpenClaw turn, wrappers removed', () => {
     const request = extractUserRequest(openclawTurn.messages);
     assert.equal(request.text, 'Please rename the helper in src/utils.ts to formatDate and update its callers');
@@ -14,7 +14,8 @@ describe('the user\'s real request', () => {
   });
 
   test('channel metadata blocks and injected memory blocks are not part of the request', () => {
-    const text = 'Conversation info (untrusted metadata):\n```json\n{"channel":"telegram"}\n```\n\nSender (untrusted metadata):\n```json\n{"name":"Ann"}\n```\n\n<relevant-memories>likes tea</relevant-memories>\nBook a table for two';
+    const text =
+      'Conversation info (untrusted metadata):\n```json\n{"channel":"telegram"}\n```\n\nSender (untrusted metadata):\n```json\n{"name":"Ann"}\n```\n\n<relevant-memories>likes tea</relevant-memories>\nBook a table for two';
     assert.equal(extractUserRequest([{ role: 'user', content: text }]).text, 'Book a table for two');
   });
 
@@ -27,7 +28,7 @@ describe('the user\'s real request', () => {
     assert.equal(extractUserRequest(messages).text, 'Find the failing test');
   });
 
-  test('/new and OpenClaw\'s reset notice mark a new conversation', () => {
+  test("/new and OpenClaw's reset notice mark a new conversation", () => {
     assert.equal(extractUserRequest([{ role: 'user', content: '/new' }]).isReset, true);
     assert.equal(extractUserRequest([{ role: 'user', content: 'A new session was started via /new or /reset. Greet the user.' }]).isReset, true);
     assert.equal(extractUserRequest([{ role: 'user', content: 'what is new in node 20?' }]).isReset, false);
@@ -37,7 +38,7 @@ describe('the user\'s real request', () => {
 describe('session identity', () => {
   const body = (messages: unknown[], extra: Record<string, unknown> = {}) => ({ model: 'm', messages, ...extra });
 
-  test('X-Session-Id wins; OpenClaw\'s session_id affinity header loses its call counter', () => {
+  test("X-Session-Id wins; OpenClaw's session_id affinity header loses its call counter", () => {
     assert.equal(readTurnSignals({ 'x-session-id': 'abc' }, body([{ role: 'user', content: 'x' }]), 'openai').sessionId, 'abc');
     const affinity = readTurnSignals({ session_id: 'bench-day01-test:3' }, body([{ role: 'user', content: 'x' }]), 'openai');
     assert.equal(affinity.sessionId, 'bench-day01-test');
@@ -57,8 +58,24 @@ describe('session identity', () => {
   });
 
   test('header-less clients get a stable fingerprint from the first user message', () => {
-    const first = readTurnSignals({}, body([{ role: 'system', content: 'v1' }, { role: 'user', content: 'plan my trip' }]), 'openai');
-    const later = readTurnSignals({}, body([{ role: 'system', content: 'v2 changed' }, { role: 'user', content: 'plan my trip' }, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'more' }]), 'openai');
+    const first = readTurnSignals(
+      {},
+      body([
+        { role: 'system', content: 'v1' },
+        { role: 'user', content: 'plan my trip' },
+      ]),
+      'openai',
+    );
+    const later = readTurnSignals(
+      {},
+      body([
+        { role: 'system', content: 'v2 changed' },
+        { role: 'user', content: 'plan my trip' },
+        { role: 'assistant', content: 'ok' },
+        { role: 'user', content: 'more' },
+      ]),
+      'openai',
+    );
     const other = readTurnSignals({}, body([{ role: 'user', content: 'something else' }]), 'openai');
     assert.equal(first.identitySource, 'fingerprint');
     assert.equal(first.sessionId, later.sessionId);
@@ -66,7 +83,13 @@ describe('session identity', () => {
   });
 
   test('turn type, session done and scope hints come from headers or body keys, which are then stripped', () => {
-    const payload: Record<string, unknown> = body([{ role: 'user', content: 'x' }], { turn_type: 'side', session_done: true, memory_scope: 'team-a', user_id: 'ann', workspace_id: 'repo' });
+    const payload: Record<string, unknown> = body([{ role: 'user', content: 'x' }], {
+      turn_type: 'side',
+      session_done: true,
+      memory_scope: 'team-a',
+      user_id: 'ann',
+      workspace_id: 'repo',
+    });
     const signals = readTurnSignals({}, payload, 'openai');
     assert.equal(signals.turnType, 'side');
     assert.equal(signals.sessionDone, true);

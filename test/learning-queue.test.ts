@@ -19,10 +19,13 @@ function databasePath(): string {
 }
 
 function startChild(path: string, mode: 'hang' | 'complete', enqueue: boolean): { child: ChildProcess; lines: Array<Record<string, unknown>> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'test', 'support', 'queue-child.ts'), path, mode, enqueue ? 'enqueue' : ''], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'test', 'support', 'queue-child.ts'), path, mode, enqueue ? 'enqueue' : ''], {
+    cwd: REPO,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const lines: Array<Record<string, unknown>> = [];
   let buffer = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
+  child.stdout.on('data', (chunk: Buffer) => {
     buffer += chunk.toString();
     let newline: number;
     while ((newline = buffer.indexOf('\n')) !== -1) {
@@ -137,7 +140,10 @@ describe('the durable learning queue', () => {
     const gaps = ranAt.slice(1).map((at, index) => at - ranAt[index]!);
     // Waiting out the deferral limit (300 ms) is the behaviour, so it is timed: a lower bound only
     // (a loaded machine only makes the gaps longer), well under 300 ms for timer granularity.
-    assert.ok(gaps.every((gap) => gap >= 250), `each job waited for the deferral limit again (gaps ${gaps.join(', ')} ms)`);
+    assert.ok(
+      gaps.every((gap) => gap >= 250),
+      `each job waited for the deferral limit again (gaps ${gaps.join(', ')} ms)`,
+    );
     await runner.stop();
     db.close();
   });
@@ -191,7 +197,11 @@ function runnerUnderTraffic(db: Db, everyMs: number, maxDeferMs: number) {
     looks++;
     return activity;
   };
-  const runner = new LearningRunner(new JobQueue(db, 'test', 3), new LearningBudget(db, 0), silentLogger(), { concurrency: 1, pollMs: 20, yieldTo: { activity: counter, quietMs: 30, maxDeferMs } });
+  const runner = new LearningRunner(new JobQueue(db, 'test', 3), new LearningBudget(db, 0), silentLogger(), {
+    concurrency: 1,
+    pollMs: 20,
+    yieldTo: { activity: counter, quietMs: 30, maxDeferMs },
+  });
   const ranAt: number[] = [];
   runner.register({ kind: 'plain.job', usesLlm: false, run: async () => void ranAt.push(Date.now()) });
   const traffic = setInterval(() => activity++, everyMs);

@@ -22,7 +22,8 @@ test('secrets passed to the logger are censored at the top level, one level down
     return text.split('\n').length === 2 && text.split('\n').map((line) => JSON.parse(line) as Record<string, any>);
   });
   const text = JSON.stringify(lines);
-  for (const secret of ['sk-header-secret', 'sk-xkey-secret', 'sk-top-secret', 'sk-nested-secret', 'sk-binding-secret']) assert.equal(text.includes(secret), false, `${secret} reached the log`);
+  for (const secret of ['sk-header-secret', 'sk-xkey-secret', 'sk-top-secret', 'sk-nested-secret', 'sk-binding-secret'])
+    assert.equal(text.includes(secret), false, `${secret} reached the log`);
   assert.equal(lines[0]!['api_key'], '[redacted]');
   assert.deepEqual(lines[0]!['headers'], { authorization: '[redacted]', 'X-Api-Key': '[redacted]', 'user-agent': 'openai-node' });
   assert.deepEqual(lines[0]!['upstream'], { name: 'main', apiKey: '[redacted]' });

@@ -9,7 +9,11 @@ import { ScriptedUpstream } from './support/upstream.js';
 const PROJ = { 'x-memory-scope': 'proj' };
 
 async function call(url: string, method: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const response = await fetch(url, { method, headers: { 'content-type': 'application/json', ...PROJ }, ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }) });
+  const response = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json', ...PROJ },
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  });
   const text = await response.text();
   let parsed: unknown = text;
   try {
@@ -26,9 +30,19 @@ describe('memory API and CLI', () => {
     const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false } } });
     try {
       const base = `${proxy.url}/v1/memory`;
-      const ingested = await call(`${base}/ingest`, 'POST', { scope: 'proj', session_id: 'imported-chat', turns: [{ role: 'user', content: 'Our API routes all live in src/routes/.', id: 'turn-a', timestamp: '2026-11-01T10:00:00Z' }, { role: 'assistant', content: 'Noted.', id: 'turn-b' }] });
+      const ingested = await call(`${base}/ingest`, 'POST', {
+        scope: 'proj',
+        session_id: 'imported-chat',
+        turns: [
+          { role: 'user', content: 'Our API routes all live in src/routes/.', id: 'turn-a', timestamp: '2026-11-01T10:00:00Z' },
+          { role: 'assistant', content: 'Noted.', id: 'turn-b' },
+        ],
+      });
       assert.equal(ingested.status, 200);
-      assert.deepEqual(ingested.body.stored.map((item: { turn_id: string }) => item.turn_id), ['turn-a', 'turn-b']);
+      assert.deepEqual(
+        ingested.body.stored.map((item: { turn_id: string }) => item.turn_id),
+        ['turn-a', 'turn-b'],
+      );
       const found = await call(`${base}/search`, 'POST', { query: 'where do the API routes live', scope: 'proj' });
       const hit = found.body.results[0];
       assert.equal(hit.content, 'Our API routes all live in src/routes/.');
@@ -83,7 +97,13 @@ describe('memory API and CLI', () => {
     assert.equal(core[0].pinned, true);
 
     const conversation = join(home, 'chat.jsonl');
-    writeFileSync(conversation, [JSON.stringify({ role: 'user', content: 'We keep infrastructure code in the ops/ folder.' }), JSON.stringify({ role: 'assistant', content: 'Got it.' })].join('\n'));
+    writeFileSync(
+      conversation,
+      [
+        JSON.stringify({ role: 'user', content: 'We keep infrastructure code in the ops/ folder.' }),
+        JSON.stringify({ role: 'assistant', content: 'Got it.' }),
+      ].join('\n'),
+    );
     const ingest = await runCli(['memory', 'ingest', conversation, '--session', 'cli-import'], { home });
     assert.match(ingest.stdout, /Stored 2 turns of session cli-import; extraction queued/);
 

@@ -9,9 +9,18 @@ import { openDatabase } from '../src/store/index.js';
 
 describe('memory parts', () => {
   test('explicit rules are detected in English and Chinese, quoted verbatim; questions and facts are not rules', () => {
-    assert.deepEqual(detectRules('Thanks. Never push to main. Also the build is green.').map((rule) => rule.sentence), ['Never push to main.']);
-    assert.deepEqual(detectRules('以后都用中文写提交信息').map((rule) => rule.sentence), ['以后都用中文写提交信息']);
-    assert.deepEqual(detectRules('We require two reviewers on every PR.').map((rule) => rule.sentence), ['We require two reviewers on every PR.']);
+    assert.deepEqual(
+      detectRules('Thanks. Never push to main. Also the build is green.').map((rule) => rule.sentence),
+      ['Never push to main.'],
+    );
+    assert.deepEqual(
+      detectRules('以后都用中文写提交信息').map((rule) => rule.sentence),
+      ['以后都用中文写提交信息'],
+    );
+    assert.deepEqual(
+      detectRules('We require two reviewers on every PR.').map((rule) => rule.sentence),
+      ['We require two reviewers on every PR.'],
+    );
     assert.deepEqual(detectRules('Should I always use tabs?'), []);
     assert.deepEqual(detectRules('This function must return a string.'), []);
   });
@@ -30,10 +39,25 @@ describe('memory parts', () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const now = new Date(2026, 10, 26, 15, 0);
     const day = 86_400_000;
-    store.add({ scope: 's', type: 'episodic', content: 'We decided to ship the mobile release on Tuesday.', origin: 'manual', observedAt: now.getTime() - 8 * day });
-    store.add({ scope: 's', type: 'episodic', content: 'We decided to freeze the API for the mobile release.', origin: 'manual', observedAt: now.getTime() - 40 * day });
+    store.add({
+      scope: 's',
+      type: 'episodic',
+      content: 'We decided to ship the mobile release on Tuesday.',
+      origin: 'manual',
+      observedAt: now.getTime() - 8 * day,
+    });
+    store.add({
+      scope: 's',
+      type: 'episodic',
+      content: 'We decided to freeze the API for the mobile release.',
+      origin: 'manual',
+      observedAt: now.getTime() - 40 * day,
+    });
     const retriever = new MemoryRetriever(store, undefined, silentLogger());
-    const hits = retriever.recall({ scope: 's', query: 'what did we decide about the mobile release last week?', limit: 2, minRelevance: 0.1, now }) as Array<{ unit: { content: string }; inWindow: boolean }>;
+    const hits = retriever.recall({ scope: 's', query: 'what did we decide about the mobile release last week?', limit: 2, minRelevance: 0.1, now }) as Array<{
+      unit: { content: string };
+      inWindow: boolean;
+    }>;
     assert.equal(hits[0]!.unit.content, 'We decided to ship the mobile release on Tuesday.');
     assert.equal(hits[0]!.inWindow, true);
   });
@@ -42,11 +66,29 @@ describe('memory parts', () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const day = 86_400_000;
     const now = Date.now();
-    const older = store.add({ scope: 's', type: 'preference', content: 'The user prefers dark mode in every editor.', origin: 'extractor', observedAt: now - 5 * day, importance: 0.6 })!;
-    const newer = store.add({ scope: 's', type: 'preference', content: 'The user prefers dark mode in every editor!', origin: 'extractor', observedAt: now - day, importance: 0.6 })!;
+    const older = store.add({
+      scope: 's',
+      type: 'preference',
+      content: 'The user prefers dark mode in every editor.',
+      origin: 'extractor',
+      observedAt: now - 5 * day,
+      importance: 0.6,
+    })!;
+    const newer = store.add({
+      scope: 's',
+      type: 'preference',
+      content: 'The user prefers dark mode in every editor!',
+      origin: 'extractor',
+      observedAt: now - day,
+      importance: 0.6,
+    })!;
     const stale = store.add({ scope: 's', type: 'episodic', content: 'Talked about lunch.', origin: 'manual', observedAt: now - 90 * day, importance: 0.5 })!;
-    store.add({ scope: 's', type: 'episodic', content: 'An ancient raw turn.', speaker: 'user', origin: 'raw_turn', observedAt: now - 400 * day }, { rawKey: 'k1' });
-    for (let index = 0; index < 120; index++) store.add({ scope: 'big', type: 'episodic', content: `filler note number ${index}`, origin: 'manual', importance: index / 200 });
+    store.add(
+      { scope: 's', type: 'episodic', content: 'An ancient raw turn.', speaker: 'user', origin: 'raw_turn', observedAt: now - 400 * day },
+      { rawKey: 'k1' },
+    );
+    for (let index = 0; index < 120; index++)
+      store.add({ scope: 'big', type: 'episodic', content: `filler note number ${index}`, origin: 'manual', importance: index / 200 });
     const report = housekeep(store, { retentionDays: 365, maxUnitsPerScope: 100, consolidate: true, now });
     assert.equal(report.consolidated, 1);
     assert.equal(store.get(older.id)!.status, 'superseded');

@@ -21,33 +21,50 @@ function newHome(): string {
 async function embeddingUpstream(): Promise<ScriptedUpstream> {
   const upstream = await ScriptedUpstream.start();
   const embeddings = embeddingsHandler();
-  upstream.defaultHandler = (request, response) => (request.path.endsWith('/embeddings') ? embeddings(request, response) : learningAwareUpstream({})(request, response));
+  upstream.defaultHandler = (request, response) =>
+    request.path.endsWith('/embeddings') ? embeddings(request, response) : learningAwareUpstream({})(request, response);
   return upstream;
 }
 
 function memoryConfig(upstream: ScriptedUpstream, memory: Record<string, unknown>): Record<string, unknown> {
-  return { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { enabled: false }, memory: { auto_extract: false, embedding: { api_base: `${upstream.url}/v1`, model: 'embed-1' }, ...memory } };
+  return {
+    llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
+    skills: { enabled: false },
+    memory: { auto_extract: false, embedding: { api_base: `${upstream.url}/v1`, model: 'embed-1' }, ...memory },
+  };
 }
 
 async function search(proxy: ProxyHandle, query: string): Promise<string[]> {
-  const response = await fetch(`${proxy.url}/v1/memory/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+  const response = await fetch(`${proxy.url}/v1/memory/search`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query }),
+  });
   const body = (await response.json()) as { results: Array<{ content: string }> };
   return body.results.map((result) => result.content);
 }
 
 async function remember(proxy: ProxyHandle, content: string): Promise<void> {
-  const response = await fetch(`${proxy.url}/v1/memory`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'semantic', content }) });
+  const response = await fetch(`${proxy.url}/v1/memory`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'semantic', content }),
+  });
   assert.equal(response.status, 201);
 }
 
 /** Resolves once every text was sent to the embeddings endpoint and no learning job is queued or running (the vectors are stored). */
 async function embedded(proxy: ProxyHandle, upstream: ScriptedUpstream, texts: string[]): Promise<void> {
-  await waitFor(async () => {
-    const sent = upstream.requests.filter((request) => request.path === '/v1/embeddings').flatMap((request) => request.body.input as string[]);
-    if (!texts.every((text) => sent.includes(text))) return false;
-    const status = (await (await fetch(`${proxy.url}/status`)).json()) as { queue: { queued: number; leased: number } };
-    return status.queue.queued + status.queue.leased === 0;
-  }, 15_000, 100);
+  await waitFor(
+    async () => {
+      const sent = upstream.requests.filter((request) => request.path === '/v1/embeddings').flatMap((request) => request.body.input as string[]);
+      if (!texts.every((text) => sent.includes(text))) return false;
+      const status = (await (await fetch(`${proxy.url}/status`)).json()) as { queue: { queued: number; leased: number } };
+      return status.queue.queued + status.queue.leased === 0;
+    },
+    15_000,
+    100,
+  );
 }
 
 const bucket = (word: string) => bagOfWords(word).indexOf(1);
@@ -91,7 +108,34 @@ describe('memory settings act on a running proxy', () => {
     const home = newHome();
     const proxy = await startProxy({ home, config: memoryConfig(upstream, { retrieval_mode: 'embedding' }) });
     const focused = 'frobnicator warehouse';
-    const filler = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo', 'lima', 'mike', 'november', 'oscar', 'papa', 'quebec', 'romeo', 'sierra', 'tango', 'uniform', 'victor', 'whiskey', 'xray', 'yankee', 'zulu'];
+    const filler = [
+      'alpha',
+      'bravo',
+      'charlie',
+      'delta',
+      'echo',
+      'foxtrot',
+      'golf',
+      'hotel',
+      'india',
+      'juliet',
+      'kilo',
+      'lima',
+      'mike',
+      'november',
+      'oscar',
+      'papa',
+      'quebec',
+      'romeo',
+      'sierra',
+      'tango',
+      'uniform',
+      'victor',
+      'whiskey',
+      'xray',
+      'yankee',
+      'zulu',
+    ];
     // the long unit's vector is far from the query's: its other words never share the query's bucket
     const diluted = `frobnicator ${filler.filter((word) => bucket(word) !== bucket('frobnicator')).join(' ')}`;
     try {
@@ -111,13 +155,27 @@ describe('memory settings act on a running proxy', () => {
     for (const content of ['The user prefers dark mode in every editor.', 'The user prefers dark mode in every editor!']) {
       assert.equal((await runCli(['memory', 'add', content, '--type', 'preference'], { home })).code, 0);
     }
-    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { enabled: false }, memory: { auto_extract: false, auto_consolidate: false } } });
+    const proxy = await startProxy({
+      home,
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { enabled: false }, memory: { auto_extract: false, auto_consolidate: false } },
+    });
     try {
       const log = join(home, 'logs', 'metaclaw.log');
-      const done = await waitFor(() => existsSync(log) && readFileSync(log, 'utf8').split('\n').find((line) => line.includes('memory housekeeping done')), 15_000, 100);
+      const done = await waitFor(
+        () =>
+          existsSync(log) &&
+          readFileSync(log, 'utf8')
+            .split('\n')
+            .find((line) => line.includes('memory housekeeping done')),
+        15_000,
+        100,
+      );
       assert.equal(JSON.parse(done).report.consolidated, 0);
       const found = JSON.parse((await runCli(['memory', 'search', 'dark mode editor', '--all', '--json'], { home })).stdout) as Array<{ status: string }>;
-      assert.deepEqual(found.map((unit) => unit.status), ['active', 'active']);
+      assert.deepEqual(
+        found.map((unit) => unit.status),
+        ['active', 'active'],
+      );
     } finally {
       await proxy.stop();
       await upstream.close();

@@ -25,7 +25,10 @@ function prose(seed: number, length: number): string {
   return words.join(' ');
 }
 
-async function explain(proxy: ProxyHandle, id: string): Promise<{ received: { body: { messages: Message[] } | null }; forwarded: { body: { messages: Message[] } | null } }> {
+async function explain(
+  proxy: ProxyHandle,
+  id: string,
+): Promise<{ received: { body: { messages: Message[] } | null }; forwarded: { body: { messages: Message[] } | null } }> {
   const response = await fetch(`${proxy.url}/v1/requests/${id}`);
   assert.equal(response.status, 200, `turn ${id} is recorded`);
   return (await response.json()) as never;
@@ -36,13 +39,22 @@ async function explain(proxy: ProxyHandle, id: string): Promise<{ received: { bo
  * a stop); by default one that learns nothing, so the only bodies stored are the agent's. The last
  * proxy started is stopped and the home removed at the end.
  */
-async function inHome(body: (context: { home: string; upstream: ScriptedUpstream; start(options?: { learning?: boolean; config?: Record<string, unknown> }): Promise<ProxyHandle> }) => Promise<void>): Promise<void> {
+async function inHome(
+  body: (context: {
+    home: string;
+    upstream: ScriptedUpstream;
+    start: (options?: { learning?: boolean; config?: Record<string, unknown> }) => Promise<ProxyHandle>;
+  }) => Promise<void>,
+): Promise<void> {
   const upstream = await ScriptedUpstream.start();
   const home = tempHome();
   let proxy: ProxyHandle | undefined;
   const start = async ({ learning = false, config = {} }: { learning?: boolean; config?: Record<string, unknown> } = {}) => {
     const llm = { api_base: `${upstream.url}/v1`, api_key: 'k' };
-    proxy = await startProxy({ home, config: learning ? { llm, ...config } : { llm, memory: { auto_extract: false }, skills: { auto_evolve: false }, ...config } });
+    proxy = await startProxy({
+      home,
+      config: learning ? { llm, ...config } : { llm, memory: { auto_extract: false }, skills: { auto_evolve: false }, ...config },
+    });
     return proxy;
   };
   try {
@@ -59,14 +71,23 @@ async function inHome(body: (context: { home: string; upstream: ScriptedUpstream
  * answer joins the history. Waits for each turn's record (GET /v1/requests/{id} waits for it), as
  * turns an agent sends are also apart in time. Returns each turn's request id and messages.
  */
-async function converse(proxy: ProxyHandle, sessionId: string, turns: number, system: string, messageChars: number, ask = (turn: number) => ''): Promise<Array<{ id: string; messages: Message[] }>> {
+async function converse(
+  proxy: ProxyHandle,
+  sessionId: string,
+  turns: number,
+  system: string,
+  messageChars: number,
+  ask = (_turn: number) => '',
+): Promise<Array<{ id: string; messages: Message[] }>> {
   const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
   const history: Message[] = [{ role: 'system', content: system }];
   const sent: Array<{ id: string; messages: Message[] }> = [];
   for (let turn = 0; turn < turns; turn++) {
     const question = ask(turn);
     history.push({ role: 'user', content: `${question} ${prose(turn * 2, messageChars - question.length)}`.trim() });
-    const { response } = await client.chat.completions.create({ model: 'agent-model', messages: history }, { headers: { 'X-Session-Id': sessionId } }).withResponse();
+    const { response } = await client.chat.completions
+      .create({ model: 'agent-model', messages: history }, { headers: { 'X-Session-Id': sessionId } })
+      .withResponse();
     const id = response.headers.get('x-metaclaw-request-id')!;
     await explain(proxy, id);
     sent.push({ id, messages: structuredClone(history) });
@@ -90,7 +111,12 @@ function thirtyDaysLater(home: string, old: readonly string[]): void {
     db.transaction(() => {
       db.prepare(`UPDATE turns SET started_at = started_at - ? - (CASE WHEN id IN (${marks}) THEN ? ELSE 0 END)`).run(shift, ...old, 2 * HOUR);
       const columns = (db.prepare('PRAGMA table_info(payload_segments)').all() as Array<{ name: string }>).map((column) => column.name);
-      if (columns.includes('last_used_at')) db.prepare('UPDATE payload_segments SET last_used_at = last_used_at - ? - (CASE WHEN last_used_at < ? THEN ? ELSE 0 END)').run(shift, firstKept, 2 * HOUR);
+      if (columns.includes('last_used_at'))
+        db.prepare('UPDATE payload_segments SET last_used_at = last_used_at - ? - (CASE WHEN last_used_at < ? THEN ? ELSE 0 END)').run(
+          shift,
+          firstKept,
+          2 * HOUR,
+        );
     })();
   } finally {
     db.close();
@@ -102,9 +128,17 @@ function storedBodyChars(home: string): { stored: number; detail: string } {
   const db = new Database(join(home, 'metaclaw.db'), { readonly: true });
   try {
     const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((table) => table.name);
-    const payloads = (db.prepare('SELECT SUM(COALESCE(length(received), 0) + COALESCE(length(injected), 0) + COALESCE(length(forwarded), 0) + COALESCE(length(received_headers), 0) + COALESCE(length(stripped_keys), 0)) AS size FROM turn_payloads').get() as { size: number }).size;
+    const payloads = (
+      db
+        .prepare(
+          'SELECT SUM(COALESCE(length(received), 0) + COALESCE(length(injected), 0) + COALESCE(length(forwarded), 0) + COALESCE(length(received_headers), 0) + COALESCE(length(stripped_keys), 0)) AS size FROM turn_payloads',
+        )
+        .get() as { size: number }
+    ).size;
     const parts = (db.prepare('SELECT SUM(length(hash) + length(json)) AS size FROM payload_segments').get() as { size: number | null }).size ?? 0;
-    const counts = tables.includes('payload_segment_refs') ? ((db.prepare('SELECT SUM(length(hash) + 8) AS size FROM payload_segment_refs').get() as { size: number | null }).size ?? 0) : 0;
+    const counts = tables.includes('payload_segment_refs')
+      ? ((db.prepare('SELECT SUM(length(hash) + 8) AS size FROM payload_segment_refs').get() as { size: number | null }).size ?? 0)
+      : 0;
     return { stored: payloads + parts + counts, detail: `bodies ${payloads}, parts ${parts}, counts ${counts}` };
   } finally {
     db.close();
@@ -140,7 +174,12 @@ async function prunedAway(proxy: ProxyHandle, id: string): Promise<void> {
 function storeOfTheFirstFormat(home: string): { old: string; kept: string; messages: Message[] } {
   const db = openDatabase(join(home, 'metaclaw.db'), { migrations: MIGRATIONS.filter((migration) => migration.version <= 4) });
   const now = Date.now();
-  const messages: Message[] = [{ role: 'system', content: SYSTEM_PROMPT }, { role: 'user', content: prose(1, 300) }, { role: 'assistant', content: prose(2, 300) }, { role: 'user', content: prose(3, 300) }];
+  const messages: Message[] = [
+    { role: 'system', content: SYSTEM_PROMPT },
+    { role: 'user', content: prose(1, 300) },
+    { role: 'assistant', content: prose(2, 300) },
+    { role: 'user', content: prose(3, 300) },
+  ];
   const part = (value: unknown) => {
     const json = JSON.stringify(value);
     const key = hash('sha256', json, 'base64url');
@@ -149,9 +188,15 @@ function storeOfTheFirstFormat(home: string): { old: string; kept: string; messa
     return key;
   };
   const document = (list: Message[]) => JSON.stringify({ v: 1, order: ['model', 'messages'], head: { model: 'agent-model' }, messages: list.map(part) });
-  db.prepare("INSERT INTO sessions (id, identity_source, lineage, scope, client_format, started_at, last_turn_at, turn_count, main_turn_count) VALUES ('old-session', 'header', 'old', 'default', 'openai', ?, ?, 2, 2)").run(now - 40 * DAY, now - HOUR);
-  const turn = db.prepare("INSERT INTO turns (id, session_id, seq, turn_type, client_format, model, stream, query, outcome, attempts, started_at) VALUES (?, 'old-session', ?, 'main', 'openai', 'agent-model', 0, 'q', 'ok', 1, ?)");
-  const payload = db.prepare("INSERT INTO turn_payloads (turn_id, received, injected, forwarded, received_headers, stripped_keys) VALUES (?, ?, NULL, ?, '{}', '[]')");
+  db.prepare(
+    "INSERT INTO sessions (id, identity_source, lineage, scope, client_format, started_at, last_turn_at, turn_count, main_turn_count) VALUES ('old-session', 'header', 'old', 'default', 'openai', ?, ?, 2, 2)",
+  ).run(now - 40 * DAY, now - HOUR);
+  const turn = db.prepare(
+    "INSERT INTO turns (id, session_id, seq, turn_type, client_format, model, stream, query, outcome, attempts, started_at) VALUES (?, 'old-session', ?, 'main', 'openai', 'agent-model', 0, 'q', 'ok', 1, ?)",
+  );
+  const payload = db.prepare(
+    "INSERT INTO turn_payloads (turn_id, received, injected, forwarded, received_headers, stripped_keys) VALUES (?, ?, NULL, ?, '{}', '[]')",
+  );
   turn.run('req_old', 1, now - 40 * DAY);
   payload.run('req_old', document(messages.slice(0, 2)), document(messages.slice(0, 2)));
   turn.run('req_kept', 2, now - HOUR);
@@ -167,7 +212,10 @@ describe('stored bodies', () => {
       const turns = await converse(first, 'retention-session', 6, SYSTEM_PROMPT, 300);
       await first.stop();
       const pruned = turns.slice(0, 3);
-      thirtyDaysLater(home, pruned.map((turn) => turn.id));
+      thirtyDaysLater(
+        home,
+        pruned.map((turn) => turn.id),
+      );
       // Retention (store.payload_retention_days, 30) runs at start.
       const proxy = await start();
       await prunedAway(proxy, pruned[0]!.id);
@@ -220,7 +268,10 @@ describe('stored bodies', () => {
       assert.ok(conversation > 38_000 && conversation < 46_000, `the conversation reaches about 40 KB (${conversation})`);
       const { stored, detail } = storedBodyChars(home);
       t.diagnostic(`stored ${stored} characters for a ${conversation}-character conversation: ${(stored / conversation).toFixed(2)}× (${detail})`);
-      assert.ok(stored <= 3 * conversation, `50 turns stored in ${stored} characters: ${(stored / conversation).toFixed(1)}× the ${conversation}-character conversation (${detail})`);
+      assert.ok(
+        stored <= 3 * conversation,
+        `50 turns stored in ${stored} characters: ${(stored / conversation).toFixed(1)}× the ${conversation}-character conversation (${detail})`,
+      );
     });
   });
 
@@ -232,15 +283,25 @@ describe('stored bodies', () => {
       const turns = await converse(proxy, 'skilled-session', 50, system, 200, (turn) => SKILLED_QUESTIONS[Math.floor(turn / 2) % SKILLED_QUESTIONS.length]!);
       const forwarded = upstream.modelRequests().map((request) => request.body as { messages: Array<{ content: string }> });
       assert.equal(forwarded.length, turns.length);
-      assert.ok(forwarded.some((body, index) => body.messages.length < turns[index]!.messages.length), 'the oldest messages were trimmed');
+      assert.ok(
+        forwarded.some((body, index) => body.messages.length < turns[index]!.messages.length),
+        'the oldest messages were trimmed',
+      );
       const blocks = new Set(forwarded.map((body) => body.messages[0]!.content.slice(system.length)).filter(Boolean));
       assert.ok(blocks.size >= 4, `skills were injected, differently as the topic changed (${blocks.size} blocks)`);
-      for (const [index, turn] of turns.entries()) assert.deepEqual((await explain(proxy, turn.id)).forwarded.body, forwarded[index], `the forwarded body of ${turn.id} reads back as the upstream got it`);
+      for (const [index, turn] of turns.entries())
+        assert.deepEqual(
+          (await explain(proxy, turn.id)).forwarded.body,
+          forwarded[index],
+          `the forwarded body of ${turn.id} reads back as the upstream got it`,
+        );
       await proxy.stop();
       const conversation = JSON.stringify({ model: 'agent-model', messages: turns.at(-1)!.messages }).length;
       const injected = [...blocks].reduce((sum, block) => sum + block.length, 0);
       const { stored, detail } = storedBodyChars(home);
-      t.diagnostic(`stored ${stored} characters for a ${conversation}-character conversation and ${blocks.size} injected blocks of ${injected} characters (${detail})`);
+      t.diagnostic(
+        `stored ${stored} characters for a ${conversation}-character conversation and ${blocks.size} injected blocks of ${injected} characters (${detail})`,
+      );
       assert.ok(stored <= 3 * conversation + injected, `stored ${stored} characters: more than 3 × ${conversation} + ${injected} (${detail})`);
     });
   });

@@ -50,14 +50,18 @@ describe("MetaClaw's home, logs and keys are readable by the user alone", () => 
   test('a config file holding keys that others can read: start warns on stderr and in the log, doctor says so, doctor --fix makes it 0600 and says so', async () => {
     const home = newHome();
     const file = join(home, 'config.yaml');
-    const config = { llm: { api_base: `${upstream.url}/v1`, api_key: 'sk-main', fallbacks: [{ api_base: `${upstream.url}/v1`, api_key: 'sk-fallback' }] }, proxy: { port: await freePort() } };
+    const config = {
+      llm: { api_base: `${upstream.url}/v1`, api_key: 'sk-main', fallbacks: [{ api_base: `${upstream.url}/v1`, api_key: 'sk-fallback' }] },
+      proxy: { port: await freePort() },
+    };
     writeFileSync(file, stringify(config));
     chmodSync(file, 0o644);
 
     const started = await runCli(['start', '--no-wire'], { home });
     assert.equal(started.code, 0, started.stderr);
     try {
-      const warning = /holds llm\.api_key, llm\.fallbacks\.0\.api_key and is open to other users \(mode 0644\): run `chmod 600 \S+config\.yaml` or `metaclaw doctor --fix`/;
+      const warning =
+        /holds llm\.api_key, llm\.fallbacks\.0\.api_key and is open to other users \(mode 0644\): run `chmod 600 \S+config\.yaml` or `metaclaw doctor --fix`/;
       assert.match(started.stderr, warning);
       await waitFor(() => warning.test(readFileSync(join(home, 'logs', 'metaclaw.log'), 'utf8')));
     } finally {
@@ -65,7 +69,10 @@ describe("MetaClaw's home, logs and keys are readable by the user alone", () => 
     }
 
     const doctor = await runCli(['doctor', '--no-canary'], { home });
-    assert.match(doctor.stdout, /! privacy: \S+config\.yaml holds llm\.api_key, llm\.fallbacks\.0\.api_key and is open to other users \(mode 0644\)\n\s+→ run `metaclaw doctor --fix`/);
+    assert.match(
+      doctor.stdout,
+      /! privacy: \S+config\.yaml holds llm\.api_key, llm\.fallbacks\.0\.api_key and is open to other users \(mode 0644\)\n\s+→ run `metaclaw doctor --fix`/,
+    );
     assert.equal(mode(file), 0o644, 'doctor alone changes nothing');
 
     const fixed = await runCli(['doctor', '--no-canary', '--fix'], { home });

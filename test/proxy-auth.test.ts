@@ -21,14 +21,20 @@ describe('a proxy bound beyond loopback requires its key', () => {
     await upstream?.close();
   });
 
-  test('requests without the key get 401 in the client API\'s shape; /healthz stays open', async () => {
+  test("requests without the key get 401 in the client API's shape; /healthz stays open", async () => {
     const openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'wrong-key', maxRetries: 0 });
-    const openaiError = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (error: unknown) => error);
+    const openaiError = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     assert.ok(openaiError instanceof OpenAI.AuthenticationError);
     const anthropic = new Anthropic({ baseURL: proxy.url, apiKey: 'wrong-key', maxRetries: 0 });
-    const anthropicError = await anthropic.messages.create({ model: 'c', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (error: unknown) => error);
+    const anthropicError = await anthropic.messages.create({ model: 'c', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     assert.ok(anthropicError instanceof Anthropic.AuthenticationError);
-    assert.equal(((anthropicError as InstanceType<typeof Anthropic.AuthenticationError>).error as { type?: string }).type, 'error');
+    assert.equal((anthropicError.error as { type?: string }).type, 'error');
     assert.equal((await fetch(`${proxy.url}/status`)).status, 401);
     assert.equal((await fetch(`${proxy.url}/healthz`)).status, 200);
     assert.equal(upstream.requests.length, 0);
@@ -37,7 +43,11 @@ describe('a proxy bound beyond loopback requires its key', () => {
   test('the key works as a Bearer token and as x-api-key, and never travels upstream', async () => {
     const openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: proxyKey, maxRetries: 0 });
     await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] });
-    const anthropicClient = await fetch(`${proxy.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': proxyKey }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'y' }] }) });
+    const anthropicClient = await fetch(`${proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': proxyKey },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'y' }] }),
+    });
     assert.equal(anthropicClient.status, 200);
     for (const request of upstream.modelRequests()) {
       assert.equal(JSON.stringify(request.headers).includes(proxyKey), false, 'the proxy key reached the upstream');
@@ -58,10 +68,14 @@ describe('a proxy bound beyond loopback requires its key', () => {
 
   test('no key or authorization header ever reaches the log', async () => {
     // the log is written in batches: wait until the requests above are in it
-    const log = await waitFor(() => {
-      const text = readFileSync(join(proxy.home, 'logs', 'metaclaw.log'), 'utf8');
-      return text.split('"request finished"').length - 1 >= 3 ? text : undefined;
-    }, 5_000, 100);
+    const log = await waitFor(
+      () => {
+        const text = readFileSync(join(proxy.home, 'logs', 'metaclaw.log'), 'utf8');
+        return text.split('"request finished"').length - 1 >= 3 ? text : undefined;
+      },
+      5_000,
+      100,
+    );
     for (const secret of [proxyKey, 'sk-users-own', 'wrong-key']) assert.equal(log.includes(secret), false, `${secret} was logged`);
   });
 });

@@ -43,15 +43,32 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
   beforeEach(() => upstream.reset());
 
   const errors = async () => ((await (await fetch(`${proxy.url}/status`)).json()) as { requests: { errors: Record<string, number> } }).requests.errors;
-  const failure = (promise: Promise<unknown>) => promise.then(() => assert.fail('expected an error'), (caught: unknown) => caught);
+  const failure = (promise: Promise<unknown>) =>
+    promise.then(
+      () => assert.fail('expected an error'),
+      (caught: unknown) => caught,
+    );
 
   test('JSON nested more than 256 levels deep is a 400 json_too_deep for either client, counted as a bad request; 250 levels pass', async () => {
     const before = await errors();
-    const fromOpenAI = await failure(openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], extra: nested(300) } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming));
+    const fromOpenAI = await failure(
+      openai.chat.completions.create({
+        model: 'm',
+        messages: [{ role: 'user', content: 'hi' }],
+        extra: nested(300),
+      } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming),
+    );
     assert.ok(fromOpenAI instanceof OpenAI.BadRequestError);
     assert.equal(fromOpenAI.code, 'json_too_deep');
     assert.match(fromOpenAI.message, /more than 256 levels/);
-    const fromAnthropic = await failure(anthropic.messages.create({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], extra: nested(300) } as Anthropic.MessageCreateParamsNonStreaming));
+    const fromAnthropic = await failure(
+      anthropic.messages.create({
+        model: 'm',
+        max_tokens: 10,
+        messages: [{ role: 'user', content: 'hi' }],
+        extra: nested(300),
+      } as Anthropic.MessageCreateParamsNonStreaming),
+    );
     assert.ok(fromAnthropic instanceof Anthropic.BadRequestError);
     assert.equal((fromAnthropic.error as { error: { type: string } }).error.type, 'invalid_request_error');
     assert.match(fromAnthropic.message, /more than 256 levels/);
@@ -68,12 +85,19 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
     assert.equal(afterwards['proxy'], before['proxy'], 'not a proxy error');
     assert.equal(afterwards['uncaught'], before['uncaught']);
 
-    const fine = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], extra: nested(250) } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+    const fine = await openai.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+      extra: nested(250),
+    } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
     assert.match(fine.choices[0]!.message.content!, /scripted upstream/);
   });
 
   test('a request whose headers exceed the limit gets a 431 with a JSON error body, over a raw socket and through the SDK', async () => {
-    const answer = await rawExchange(proxy.port, `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Big: ${'a'.repeat(20_000)}\r\nContent-Length: 2\r\n\r\n{}`);
+    const answer = await rawExchange(
+      proxy.port,
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Big: ${'a'.repeat(20_000)}\r\nContent-Length: 2\r\n\r\n{}`,
+    );
     const [head, body] = answer.split('\r\n\r\n');
     assert.match(head!, /^HTTP\/1\.1 431 Request Header Fields Too Large/);
     assert.match(head!, /content-type: application\/json/i);
@@ -82,7 +106,9 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
     assert.equal(error.code, 'headers_too_large');
     assert.match(error.message, /headers exceed the proxy's limit of \d+ bytes/);
 
-    const fromSdk = await failure(openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'X-Big': 'a'.repeat(20_000) } }));
+    const fromSdk = await failure(
+      openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'X-Big': 'a'.repeat(20_000) } }),
+    );
     assert.ok(fromSdk instanceof OpenAI.APIError);
     assert.equal(fromSdk.status, 431);
     assert.equal(fromSdk.code, 'headers_too_large');
@@ -90,7 +116,13 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
   });
 
   test('an Anthropic Messages body on /v1/chat/completions is a 400 that says to use /v1/messages; OpenAI content parts pass', async () => {
-    const system = await failure(openai.chat.completions.create({ model: 'm', system: 'You are terse.', messages: [{ role: 'user', content: 'hi' }] } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming));
+    const system = await failure(
+      openai.chat.completions.create({
+        model: 'm',
+        system: 'You are terse.',
+        messages: [{ role: 'user', content: 'hi' }],
+      } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming),
+    );
     assert.ok(system instanceof OpenAI.BadRequestError);
     assert.equal(system.code, 'anthropic_body_on_openai_route');
     assert.equal(system.param, 'system');
@@ -109,7 +141,12 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
     assert.equal(toolResult.param, 'messages.1.content.0.type');
     assert.match(toolResult.message, /"tool_result" content block/);
 
-    const image = await failure(openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] }] } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming));
+    const image = await failure(
+      openai.chat.completions.create({
+        model: 'm',
+        messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] }],
+      } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming),
+    );
     assert.ok(image instanceof OpenAI.BadRequestError);
     assert.equal(upstream.modelRequests().length, 0);
 
@@ -117,7 +154,13 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
       model: 'm',
       messages: [
         { role: 'system', content: 'You are terse.' },
-        { role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'what is this?' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+          ],
+        },
       ],
     });
     assert.match(fine.choices[0]!.message.content!, /scripted upstream/);
@@ -125,17 +168,28 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
   });
 
   test('a session id over 256 characters is a 400 session_id_too_long in the client shape; 256 is accepted', async () => {
-    const tooLong = await failure(openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'X-Session-Id': 's'.repeat(257) } }));
+    const tooLong = await failure(
+      openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'X-Session-Id': 's'.repeat(257) } }),
+    );
     assert.ok(tooLong instanceof OpenAI.BadRequestError);
     assert.equal(tooLong.code, 'session_id_too_long');
     assert.match(tooLong.message, /257 characters long; MetaClaw accepts at most 256/);
-    const inBody = await failure(anthropic.messages.create({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }], metadata: { session_id: 's'.repeat(300) } } as Anthropic.MessageCreateParamsNonStreaming));
+    const inBody = await failure(
+      anthropic.messages.create({
+        model: 'm',
+        max_tokens: 10,
+        messages: [{ role: 'user', content: 'hi' }],
+        metadata: { session_id: 's'.repeat(300) },
+      } as Anthropic.MessageCreateParamsNonStreaming),
+    );
     assert.ok(inBody instanceof Anthropic.BadRequestError);
     assert.match(inBody.message, /300 characters long/);
     assert.equal(upstream.modelRequests().length, 0);
 
     const id = 'k'.repeat(256);
     await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'X-Session-Id': id } });
-    await waitFor(async () => (JSON.parse((await proxy.cli(['sessions', 'list', '--json'])).stdout) as Array<{ id: string }>).some((session) => session.id === id));
+    await waitFor(async () =>
+      (JSON.parse((await proxy.cli(['sessions', 'list', '--json'])).stdout) as Array<{ id: string }>).some((session) => session.id === id),
+    );
   });
 });

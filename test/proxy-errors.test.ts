@@ -22,7 +22,12 @@ describe('upstream failures reach the client honestly', () => {
 
   before(async () => {
     upstream = await ScriptedUpstream.start();
-    proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'sk-up', max_retries: 2, timeout_seconds: 1, max_retry_wait_seconds: 5 }, proxy: { max_body_mb: 0.05 } } });
+    proxy = await startProxy({
+      config: {
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'sk-up', max_retries: 2, timeout_seconds: 1, max_retry_wait_seconds: 5 },
+        proxy: { max_body_mb: 0.05 },
+      },
+    });
     client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
   });
   after(async () => {
@@ -35,7 +40,10 @@ describe('upstream failures reach the client honestly', () => {
 
   test('an upstream 400 reaches the client with its status and body, without retries', async () => {
     upstream.reply(errorReply(400, { error: { message: 'bad parameter foo', type: 'invalid_request_error', param: 'foo', code: null } }));
-    const error = await ask().then(() => undefined, (caught: unknown) => caught);
+    const error = await ask().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     assert.ok(error instanceof OpenAI.BadRequestError);
     assert.equal(error.status, 400);
     assert.match(error.message, /bad parameter foo/);
@@ -44,7 +52,10 @@ describe('upstream failures reach the client honestly', () => {
 
   test('an upstream 401 reaches the client as 401', async () => {
     upstream.reply(errorReply(401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }));
-    const error = await ask().then(() => undefined, (caught: unknown) => caught);
+    const error = await ask().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     assert.ok(error instanceof OpenAI.AuthenticationError);
     assert.equal(upstream.modelRequests().length, 1);
   });
@@ -54,7 +65,10 @@ describe('upstream failures reach the client honestly', () => {
     let retriedAt = 0;
     const refuse = errorReply(429, { error: { message: 'slow down', type: 'rate_limit_exceeded' } }, { 'retry-after': '1' });
     const answer = openAIReply({ text: 'after the wait' });
-    upstream.reply((request, response) => ((refusedAt = Date.now()), refuse(request, response)), (request, response) => ((retriedAt = Date.now()), answer(request, response)));
+    upstream.reply(
+      (request, response) => ((refusedAt = Date.now()), refuse(request, response)),
+      (request, response) => ((retriedAt = Date.now()), answer(request, response)),
+    );
     const completion = await ask();
     assert.equal(completion.choices[0]!.message.content, 'after the wait');
     // The wait is the behaviour here, so it is timed, from the upstream's side: a lower bound only
@@ -65,7 +79,10 @@ describe('upstream failures reach the client honestly', () => {
 
   test('a persistent 500 is retried, then reaches the client with its status', async () => {
     upstream.reply(...[1, 2, 3].map(() => errorReply(500, { error: { message: 'upstream exploded', type: 'server_error' } })));
-    const error = await ask().then(() => undefined, (caught: unknown) => caught);
+    const error = await ask().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     assert.ok(error instanceof OpenAI.InternalServerError);
     assert.equal(error.status, 500);
     assert.match(error.message, /upstream exploded/);
@@ -74,7 +91,10 @@ describe('upstream failures reach the client honestly', () => {
 
   test('an upstream that never answers gives 504 after the retries', async () => {
     upstream.reply(hangReply(), hangReply(), hangReply());
-    const error = await ask().then(() => undefined, (caught: unknown) => caught);
+    const error = await ask().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     assert.ok(error instanceof OpenAI.APIError);
     assert.equal(error.status, 504);
     assert.equal(upstream.modelRequests().length, 3);
@@ -86,16 +106,20 @@ describe('upstream failures reach the client honestly', () => {
     let received = '';
     const error = await (async () => {
       for await (const chunk of stream) received += chunk.choices[0]?.delta.content ?? '';
-    })().then(() => undefined, (caught: unknown) => caught);
+    })().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     assert.ok(error instanceof OpenAI.APIError, `expected an APIError, got ${String(error)}`);
     assert.match(String((error as Error).message), /stream broke/);
     assert.ok(received.length > 0, 'the part sent before the drop arrived');
   });
 
   describe('bad input gets a clear error, reaches no upstream and stores nothing', () => {
-    const post = (path: string, body: string, headers: Record<string, string> = {}) => fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+      fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
 
-    test('malformed JSON is a 400 in each API\'s error shape', async () => {
+    test("malformed JSON is a 400 in each API's error shape", async () => {
       const before = await turnsAfterMarker(proxy, client);
       upstream.reset();
       const openai = await post('/v1/chat/completions', '{"model": "m", "messages": [');
@@ -151,9 +175,10 @@ describe('upstream failures reach the client honestly', () => {
       assert.equal(await turnsAfterMarker(proxy, client), before + 1, 'only the marker after it was recorded');
     });
 
-    test('a chunked body (no content-length) over proxy.max_body_mb to a memory route is a 413 in the client\'s error shape and imports nothing', async () => {
+    test("a chunked body (no content-length) over proxy.max_body_mb to a memory route is a 413 in the client's error shape and imports nothing", async () => {
       // JSONL lines that import fine one by one; together well over the 0.05 MiB limit.
-      const line = (index: number) => `${JSON.stringify({ type: 'semantic', content: `Chunked import line ${index}: the staging cluster runs in eu-west.` })}\n`;
+      const line = (index: number) =>
+        `${JSON.stringify({ type: 'semantic', content: `Chunked import line ${index}: the staging cluster runs in eu-west.` })}\n`;
       const chunked = (path: string, lines: number, headers: Record<string, string> = {}) => {
         const body = new ReadableStream<Uint8Array>({
           start(controller) {
@@ -161,7 +186,7 @@ describe('upstream failures reach the client honestly', () => {
             controller.close();
           },
         });
-        return fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', ...headers }, body, duplex: 'half' } as RequestInit);
+        return fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', ...headers }, body, duplex: 'half' });
       };
       const scope = { 'x-memory-scope': 'chunked-limit' };
       const units = async () => ((await (await fetch(`${proxy.url}/v1/memory/stats`, { headers: scope })).json()) as { total_units: number }).total_units;
@@ -241,9 +266,12 @@ describe('failover and mid-stream errors across formats', () => {
     try {
       const client = new Anthropic({ baseURL: anthropicProxy.url, apiKey: 'x', maxRetries: 0 });
       const stream = client.messages.stream({ model: 'c', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] });
-      const error = await stream.finalMessage().then(() => undefined, (caught: unknown) => caught);
+      const error = await stream.finalMessage().then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
       assert.ok(error instanceof Error, 'the SDK raised instead of hanging');
-      assert.match(String((error as Error).message), /stream broke/);
+      assert.match(String(error.message), /stream broke/);
     } finally {
       await anthropicProxy.dispose();
     }

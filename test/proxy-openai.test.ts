@@ -22,7 +22,9 @@ describe('OpenAI client through the proxy to an OpenAI-compatible upstream', () 
 
   test('a non-streaming completion comes back unchanged and carries a request id', async () => {
     upstream.reply(openAIReply({ text: 'Paris is the capital of France.', usage: { input: 20, output: 8 } }));
-    const { data, response } = await client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'Capital of France?' }] }).withResponse();
+    const { data, response } = await client.chat.completions
+      .create({ model: 'gpt-test', messages: [{ role: 'user', content: 'Capital of France?' }] })
+      .withResponse();
     assert.equal(data.choices[0]!.message.content, 'Paris is the capital of France.');
     assert.equal(data.usage?.prompt_tokens, 20);
     assert.match(response.headers.get('x-metaclaw-request-id') ?? '', /^req_[0-9a-f]{24}$/);
@@ -34,7 +36,12 @@ describe('OpenAI client through the proxy to an OpenAI-compatible upstream', () 
 
   test('a streaming completion arrives as a stream with every delta', async () => {
     upstream.reply(openAIReply({ text: 'one two three four five', pieces: 5 }));
-    const stream = await client.chat.completions.create({ model: 'gpt-test', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'count' }] });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-test',
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'count' }],
+    });
     const deltas: string[] = [];
     let usage: unknown;
     for await (const chunk of stream) {
@@ -50,7 +57,10 @@ describe('OpenAI client through the proxy to an OpenAI-compatible upstream', () 
     const deltas: string[] = [];
     // The upstream sends the first piece and holds the rest back until the client has that piece:
     // a proxy that buffered the stream would deliver nothing until the wait gave up.
-    const clientHadFirst = waitFor(() => deltas.length > 0, 10_000).then(() => true, () => false);
+    const clientHadFirst = waitFor(() => deltas.length > 0, 10_000).then(
+      () => true,
+      () => false,
+    );
     upstream.reply(gatedReply(openAIReply({ text: 'slow answer arriving in pieces', pieces: 4 }), 2, clientHadFirst));
     const stream = await client.chat.completions.create({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'go slowly' }] });
     for await (const chunk of stream) if (chunk.choices[0]?.delta.content) deltas.push(chunk.choices[0].delta.content);
@@ -59,7 +69,16 @@ describe('OpenAI client through the proxy to an OpenAI-compatible upstream', () 
   });
 
   test('tool calls come back and tool results go upstream intact, streaming and not', async () => {
-    const tools: OpenAI.Chat.Completions.ChatCompletionTool[] = [{ type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+    const tools: OpenAI.Chat.Completions.ChatCompletionTool[] = [
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          description: 'Weather for a city',
+          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      },
+    ];
     upstream.reply(openAIReply({ toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Oslo"}' }] }));
     const first = await client.chat.completions.create({ model: 'gpt-test', tools, messages: [{ role: 'user', content: 'Weather in Oslo?' }] });
     const call = first.choices[0]!.message.tool_calls![0]!;
@@ -112,7 +131,13 @@ describe('OpenAI client through the proxy to an OpenAI-compatible upstream', () 
   test('GET /v1/requests/{id} explains what arrived, what was forwarded and the outcome', async () => {
     upstream.reply(openAIReply({ text: 'Recorded answer.', usage: { input: 30, output: 4 } }));
     const { response } = await client.chat.completions
-      .create({ model: 'gpt-test', messages: [{ role: 'user', content: '[Sun 2026-11-29 19:50 UTC] What is recorded?\n\nRuntime: agent=main | sessionId=abc | os=linux' }] }, { headers: { 'X-Session-Id': 'explain-session' } })
+      .create(
+        {
+          model: 'gpt-test',
+          messages: [{ role: 'user', content: '[Sun 2026-11-29 19:50 UTC] What is recorded?\n\nRuntime: agent=main | sessionId=abc | os=linux' }],
+        },
+        { headers: { 'X-Session-Id': 'explain-session' } },
+      )
       .withResponse();
     const id = response.headers.get('x-metaclaw-request-id')!;
     const explained = (await (await fetch(`${proxy.url}/v1/requests/${id}`)).json()) as any;

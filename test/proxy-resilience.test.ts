@@ -13,7 +13,9 @@ describe('a stream that stalls after its first bytes', () => {
 
   before(async () => {
     upstream = await ScriptedUpstream.start();
-    proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'sk-up', max_retries: 2, timeout_seconds: 1, max_retry_wait_seconds: 5 } } });
+    proxy = await startProxy({
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'sk-up', max_retries: 2, timeout_seconds: 1, max_retry_wait_seconds: 5 } },
+    });
   });
   after(async () => {
     await proxy?.dispose();
@@ -37,7 +39,10 @@ describe('a stream that stalls after its first bytes', () => {
           stream.on('text', (text) => (received += text));
           await stream.finalMessage();
         }
-      })().then(() => undefined, (caught: unknown) => caught);
+      })().then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
       assert.ok(error instanceof Error, 'the client got an error, not a silent end');
       assert.match(error.message, /stream broke|sent nothing/);
       assert.ok(received.length > 0, 'the part sent before the stall arrived');
@@ -109,7 +114,10 @@ describe('a stream the client leaves, and a stream cut by stop', () => {
             stream.on('text', (text) => (received += text));
             await stream.finalMessage();
           }
-        })().then(() => undefined, (caught: unknown) => caught);
+        })().then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
         await waitFor(() => received.length > 0);
         const stopped = await proxy.cli(['stop']);
         assert.equal(stopped.code, 0);
@@ -142,9 +150,14 @@ describe('a proxy killed under load', () => {
         while (next < 200) {
           const index = next++;
           try {
-            const response = await fetch(`${proxy.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `question ${index}` }] }) });
+            const response = await fetch(`${proxy.url}/v1/chat/completions`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `question ${index}` }] }),
+            });
             const body = (await response.json()) as any;
-            if (response.status === 200 && body.choices[0].message.content === `answer to question ${index}`) answered.push(response.headers.get('x-metaclaw-request-id')!);
+            if (response.status === 200 && body.choices[0].message.content === `answer to question ${index}`)
+              answered.push(response.headers.get('x-metaclaw-request-id')!);
           } catch {
             // the proxy is gone: this request was not answered
           }
@@ -159,11 +172,15 @@ describe('a proxy killed under load', () => {
 
       const restarted = await proxy.cli(['start', '--no-wire']);
       assert.equal(restarted.code, 0, restarted.stderr);
-      const missing = await waitFor(async () => {
-        const lost: string[] = [];
-        for (const id of answered) if ((await fetch(`${proxy.url}/v1/requests/${id}`)).status !== 200) lost.push(id);
-        return lost.length === 0 ? lost : undefined;
-      }, 20_000, 200).catch(() => undefined);
+      const missing = await waitFor(
+        async () => {
+          const lost: string[] = [];
+          for (const id of answered) if ((await fetch(`${proxy.url}/v1/requests/${id}`)).status !== 200) lost.push(id);
+          return lost.length === 0 ? lost : undefined;
+        },
+        20_000,
+        200,
+      ).catch(() => undefined);
       assert.ok(missing, 'no answered turn is missing from the record after the restart');
       const explained = (await (await fetch(`${proxy.url}/v1/requests/${answered.at(-1)}`)).json()) as any;
       assert.match(explained.outcome.response.text, /^answer to question/);
@@ -180,7 +197,9 @@ describe('an upstream stream with an event that is not JSON', () => {
   let anthropicClientProxy: ProxyHandle;
   const malformed: Handler = (_request, response) => {
     response.writeHead(200, { 'content-type': 'text/event-stream' });
-    response.write(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: 'Half an answer' }, finish_reason: null }] })}\n\n`);
+    response.write(
+      `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: 'Half an answer' }, finish_reason: null }] })}\n\n`,
+    );
     response.end('data: {"id":"c","choices":[{"delta":{"content":" and then garbage\n\n');
   };
 
@@ -197,11 +216,16 @@ describe('an upstream stream with an event that is not JSON', () => {
   test('relayed as is (same format), the stream ends with a clear error event, and the record says so', async () => {
     upstream.reply(malformed);
     const client = new OpenAI({ baseURL: `${openaiProxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
-    const { data: stream, response } = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const { data: stream, response } = await client.chat.completions
+      .create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     let received = '';
     const error = await (async () => {
       for await (const chunk of stream) received += chunk.choices[0]?.delta.content ?? '';
-    })().then(() => undefined, (caught: unknown) => caught);
+    })().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     assert.ok(error instanceof OpenAI.APIError, `the SDK got an API error event, not a JSON parse error of its own: ${String(error)}`);
     assert.match(error.message, /not JSON/);
     assert.equal(received, 'Half an answer');
@@ -213,7 +237,10 @@ describe('an upstream stream with an event that is not JSON', () => {
     upstream.reply(malformed);
     const client = new Anthropic({ baseURL: anthropicClientProxy.url, apiKey: 'x', maxRetries: 0 });
     const stream = client.messages.stream({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] });
-    const error = await stream.finalMessage().then(() => undefined, (caught: unknown) => caught);
+    const error = await stream.finalMessage().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     assert.ok(error instanceof Error, 'the SDK raised');
     assert.match(error.message, /not JSON/);
   });

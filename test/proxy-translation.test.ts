@@ -5,8 +5,19 @@ import OpenAI from 'openai';
 import { anthropicReply, openAIReply, ScriptedUpstream } from './support/upstream.js';
 import { startProxy, type ProxyHandle } from './support/proxy.js';
 
-const weatherToolOpenAI: OpenAI.Chat.Completions.ChatCompletionTool = { type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
-const weatherToolAnthropic: Anthropic.Tool = { name: 'get_weather', description: 'Weather for a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+const weatherToolOpenAI: OpenAI.Chat.Completions.ChatCompletionTool = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Weather for a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+};
+const weatherToolAnthropic: Anthropic.Tool = {
+  name: 'get_weather',
+  description: 'Weather for a city',
+  input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
 
 describe('Anthropic client through the proxy to an Anthropic upstream', () => {
   let upstream: ScriptedUpstream;
@@ -26,7 +37,12 @@ describe('Anthropic client through the proxy to an Anthropic upstream', () => {
 
   test('messages.create and messages.stream work unchanged', async () => {
     upstream.reply(anthropicReply({ text: 'Bonjour.' }), anthropicReply({ text: 'A streamed answer.', pieces: 4 }));
-    const message = await client.messages.create({ model: 'claude-test', max_tokens: 100, system: 'Be brief.', messages: [{ role: 'user', content: 'Say hello in French.' }] });
+    const message = await client.messages.create({
+      model: 'claude-test',
+      max_tokens: 100,
+      system: 'Be brief.',
+      messages: [{ role: 'user', content: 'Say hello in French.' }],
+    });
     assert.deepEqual(message.content, [{ type: 'text', text: 'Bonjour.' }]);
     const sent = upstream.modelRequests()[0]!;
     assert.equal(sent.path, '/v1/messages');
@@ -62,7 +78,12 @@ describe('Anthropic client in front of an OpenAI-compatible upstream (translated
 
   test('a non-streaming message is translated to chat completions and back', async () => {
     upstream.reply(openAIReply({ text: 'Translated reply.', usage: { input: 12, output: 3 } }));
-    const message = await client.messages.create({ model: 'claude-test', max_tokens: 50, system: 'System rules.', messages: [{ role: 'user', content: 'Hi' }] });
+    const message = await client.messages.create({
+      model: 'claude-test',
+      max_tokens: 50,
+      system: 'System rules.',
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
     assert.equal(message.type, 'message');
     assert.deepEqual(message.content, [{ type: 'text', text: 'Translated reply.' }]);
     assert.equal(message.stop_reason, 'end_turn');
@@ -70,14 +91,22 @@ describe('Anthropic client in front of an OpenAI-compatible upstream (translated
     const sent = upstream.modelRequests()[0]!;
     assert.equal(sent.path, '/v1/chat/completions');
     assert.equal(sent.headers['authorization'], 'Bearer sk-openai-upstream');
-    assert.equal(sent.body.model, 'gpt-upstream', 'the configured upstream model replaces the client\'s');
-    assert.deepEqual(sent.body.messages, [{ role: 'system', content: 'System rules.' }, { role: 'user', content: 'Hi' }]);
+    assert.equal(sent.body.model, 'gpt-upstream', "the configured upstream model replaces the client's");
+    assert.deepEqual(sent.body.messages, [
+      { role: 'system', content: 'System rules.' },
+      { role: 'user', content: 'Hi' },
+    ]);
     assert.equal(sent.body.max_tokens, 50);
   });
 
   test('a streamed message with a tool call is translated event by event', async () => {
     upstream.reply(openAIReply({ text: 'Let me check.', toolCalls: [{ id: 'call_w', name: 'get_weather', arguments: '{"city":"Paris"}' }] }));
-    const stream = client.messages.stream({ model: 'claude-test', max_tokens: 50, tools: [weatherToolAnthropic], messages: [{ role: 'user', content: 'Weather in Paris?' }] });
+    const stream = client.messages.stream({
+      model: 'claude-test',
+      max_tokens: 50,
+      tools: [weatherToolAnthropic],
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+    });
     const final = await stream.finalMessage();
     assert.equal(final.stop_reason, 'tool_use');
     assert.equal(final.content[0]!.type, 'text');
@@ -98,7 +127,13 @@ describe('Anthropic client in front of an OpenAI-compatible upstream (translated
       max_tokens: 50,
       tools: [weatherToolAnthropic],
       messages: [
-        { role: 'user', content: [{ type: 'text', text: 'Weather here?' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Weather here?' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+          ],
+        },
         { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } }] },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '3°C' }] },
       ],
@@ -107,7 +142,10 @@ describe('Anthropic client in front of an OpenAI-compatible upstream (translated
     assert.deepEqual(messages[0].content[1], { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } });
     assert.equal(messages[1].tool_calls[0].id, 'toolu_1');
     assert.equal(messages[1].tool_calls[0].function.arguments, '{"city":"Oslo"}');
-    assert.deepEqual({ role: messages[2].role, tool_call_id: messages[2].tool_call_id, content: messages[2].content }, { role: 'tool', tool_call_id: 'toolu_1', content: '3°C' });
+    assert.deepEqual(
+      { role: messages[2].role, tool_call_id: messages[2].tool_call_id, content: messages[2].content },
+      { role: 'tool', tool_call_id: 'toolu_1', content: '3°C' },
+    );
   });
 });
 
@@ -129,7 +167,13 @@ describe('OpenAI client in front of an Anthropic upstream (translated both ways)
 
   test('a non-streaming completion is translated to messages and back', async () => {
     upstream.reply(anthropicReply({ text: 'From Claude.', usage: { input: 9, output: 2 } }));
-    const completion = await client.chat.completions.create({ model: 'gpt-client', messages: [{ role: 'system', content: 'Be nice.' }, { role: 'user', content: 'Hello' }] });
+    const completion = await client.chat.completions.create({
+      model: 'gpt-client',
+      messages: [
+        { role: 'system', content: 'Be nice.' },
+        { role: 'user', content: 'Hello' },
+      ],
+    });
     assert.equal(completion.choices[0]!.message.content, 'From Claude.');
     assert.equal(completion.choices[0]!.finish_reason, 'stop');
     assert.equal(completion.usage?.prompt_tokens, 9);
@@ -142,8 +186,20 @@ describe('OpenAI client in front of an Anthropic upstream (translated both ways)
   });
 
   test('a streamed completion with tool calls is translated event by event, usage included', async () => {
-    upstream.reply(anthropicReply({ text: 'Checking.', toolCalls: [{ id: 'toolu_9', name: 'get_weather', arguments: '{"city":"Rome"}' }], usage: { input: 40, output: 12 } }));
-    const stream = await client.chat.completions.create({ model: 'gpt-client', stream: true, stream_options: { include_usage: true }, tools: [weatherToolOpenAI], messages: [{ role: 'user', content: 'Rome weather?' }] });
+    upstream.reply(
+      anthropicReply({
+        text: 'Checking.',
+        toolCalls: [{ id: 'toolu_9', name: 'get_weather', arguments: '{"city":"Rome"}' }],
+        usage: { input: 40, output: 12 },
+      }),
+    );
+    const stream = await client.chat.completions.create({
+      model: 'gpt-client',
+      stream: true,
+      stream_options: { include_usage: true },
+      tools: [weatherToolOpenAI],
+      messages: [{ role: 'user', content: 'Rome weather?' }],
+    });
     let text = '';
     let argumentsText = '';
     let toolId = '';

@@ -51,8 +51,12 @@ const POSITIVE: Record<string, Array<[text: string, secret: string]>> = {
   'google-oauth-client-secret': [[`GOCSPX-${fake(URLSAFE, 28, 30)}`, fake(URLSAFE, 28, 30)]],
   'npm-token': [[`//registry.npmjs.org/:_authToken=npm_${fake(ALNUM, 36, 31)}`, fake(ALNUM, 36, 31)]],
   'pypi-token': [[`pypi-AgEIcHlwaS5vcmc${fake(URLSAFE, 60, 32)}`, fake(URLSAFE, 60, 32)]],
-  'azure-storage-account-key': [[`DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=${fake(BASE64, 86, 33)}==;EndpointSuffix=core.windows.net`, fake(BASE64, 86, 33)]],
-  'azure-shared-access-key': [[`Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${fake(BASE64, 43, 34)}=`, fake(BASE64, 43, 34)]],
+  'azure-storage-account-key': [
+    [`DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=${fake(BASE64, 86, 33)}==;EndpointSuffix=core.windows.net`, fake(BASE64, 86, 33)],
+  ],
+  'azure-shared-access-key': [
+    [`Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${fake(BASE64, 43, 34)}=`, fake(BASE64, 43, 34)],
+  ],
   'azure-sas-signature': [[`https://acme.blob.core.windows.net/c/b.txt?sv=2022-11-02&se=2026-12-01&sig=${fake(ALNUM, 43, 35)}%3D`, fake(ALNUM, 43, 35)]],
   'azure-ad-client-secret': [[`client secret abc8Q~${fake(`${ALNUM}_~.-`, 34, 36)} for the app`, fake(`${ALNUM}_~.-`, 34, 36)]],
   'twilio-api-key': [[`SK${fake(HEX, 32, 37)}`, fake(HEX, 32, 37)]],
@@ -121,8 +125,16 @@ describe('secret rules', () => {
   test('the shipped rules load and every rule has a positive sample here', () => {
     const ids = secretRules().map((rule) => rule.id);
     assert.ok(ids.length >= 40);
-    assert.deepEqual(ids.filter((id) => !(id in POSITIVE)), [], 'a rule without a sample in this test');
-    assert.deepEqual(Object.keys(POSITIVE).filter((id) => !ids.includes(id)), [], 'a sample for a rule that does not exist');
+    assert.deepEqual(
+      ids.filter((id) => !(id in POSITIVE)),
+      [],
+      'a rule without a sample in this test',
+    );
+    assert.deepEqual(
+      Object.keys(POSITIVE).filter((id) => !ids.includes(id)),
+      [],
+      'a sample for a rule that does not exist',
+    );
   });
 
   test('every sample loses its secret and shows which rule took it, the text around it stays', () => {
@@ -158,19 +170,31 @@ describe('secret rules', () => {
   test('text without any rule keyword runs no rule at all', () => {
     const scanner = new SecretScanner(secretRules());
     assert.deepEqual(scanner.candidates('Rename the helper and run the tests.'), []);
-    assert.deepEqual(scanner.candidates('GitHub PATs start with GHP_').map((rule) => rule.id), ['github-token'], 'keywords match in any case');
+    assert.deepEqual(
+      scanner.candidates('GitHub PATs start with GHP_').map((rule) => rule.id),
+      ['github-token'],
+      'keywords match in any case',
+    );
     // A keyword inside a longer one still counts: "sk-ant-" holds "sk-" and "sk".
-    assert.deepEqual(scanner.candidates('sk-ant-').map((rule) => rule.id), ['anthropic-api-key', 'openai-api-key', 'twilio-api-key']);
+    assert.deepEqual(
+      scanner.candidates('sk-ant-').map((rule) => rule.id),
+      ['anthropic-api-key', 'openai-api-key', 'twilio-api-key'],
+    );
   });
 
   test('a broken rules file is an error naming the rule, not a pattern that silently matches nothing', () => {
-    const file = (rule: Record<string, unknown>, extra: Record<string, unknown> = {}) => JSON.stringify({ about: 'x', version: 1, rules: [{ id: 'demo', description: 'd', regex: 'abc', keywords: ['abc'], ...rule }], ...extra });
+    const file = (rule: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      JSON.stringify({ about: 'x', version: 1, rules: [{ id: 'demo', description: 'd', regex: 'abc', keywords: ['abc'], ...rule }], ...extra });
     assert.throws(() => parseSecretRules(file({ regex: 'a(b' }), 'rules.json'), /rules\.json: rule demo: invalid regex/);
     assert.throws(() => parseSecretRules(file({ secretGroup: 2, regex: 'a(b)c' }), 'rules.json'), /rule demo: secretGroup 2 but the regex has 1 groups/);
     assert.throws(() => parseSecretRules(file({ regex: 'x{{missing}}' }), 'rules.json'), /rule demo: no fragment named \{\{missing\}\}/);
     assert.throws(() => parseSecretRules(file({ keywords: ['ABC'] }), 'rules.json'), /rules\.0\.keywords\.0: keywords are lower case/);
     assert.throws(() => parseSecretRules(file({ colour: 'red' }), 'rules.json'), /rules\.0/);
-    assert.throws(() => parseSecretRules('{"about":"x","version":1,"rules":[{"id":"a","description":"d","regex":"a"},{"id":"a","description":"d","regex":"b"}]}', 'rules.json'), /rule a: the id is used twice/);
+    assert.throws(
+      () =>
+        parseSecretRules('{"about":"x","version":1,"rules":[{"id":"a","description":"d","regex":"a"},{"id":"a","description":"d","regex":"b"}]}', 'rules.json'),
+      /rule a: the id is used twice/,
+    );
     assert.throws(() => parseSecretRules('not json', 'rules.json'), /rules\.json: not JSON/);
     const [rule] = parseSecretRules(file({ regex: 'key=({{value}})', secretGroup: 1, entropy: 2 }, { fragments: { value: '[a-z0-9]+' } }), 'rules.json');
     assert.equal(new SecretScanner([rule!]).redact('abc key=a1b2c3 key=aaaa'), 'abc key=[redacted demo] key=aaaa', 'fragment expanded, low-entropy value kept');

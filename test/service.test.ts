@@ -83,7 +83,7 @@ describe('metaclaw service (systemd user unit)', () => {
       environment[pair!.slice(0, at)] = pair!.slice(at + 1);
     }
     assert.equal(environment['METACLAW_HOME'], home, 'the awkward path survives quoting');
-    const child = spawn(program!, args, { env: { ...environment, HOME: home }, stdio: 'ignore' });
+    const child = spawn(program, args, { env: { ...environment, HOME: home }, stdio: 'ignore' });
     try {
       await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok, 15_000);
     } finally {
@@ -122,7 +122,12 @@ describe('launchd agent (macOS)', () => {
       },
     };
     let handedOver = false;
-    const spec = { command: ['/opt/node/bin/node', '/opt/metaclaw/bin/metaclaw.js'], args: [], environment: { METACLAW_HOME: join(home, '.metaclaw & <co>') }, logFile: join(home, '.metaclaw', 'logs', 'service.out') };
+    const spec = {
+      command: ['/opt/node/bin/node', '/opt/metaclaw/bin/metaclaw.js'],
+      args: [],
+      environment: { METACLAW_HOME: join(home, '.metaclaw & <co>') },
+      logFile: join(home, '.metaclaw', 'logs', 'service.out'),
+    };
     const report = await installService(host, spec, { enable: true, beforeStart: async () => void (handedOver = true) });
     const file = join(home, 'Library', 'LaunchAgents', 'ai.metaclaw.proxy.plist');
     assert.equal(report.file, file);
@@ -132,11 +137,15 @@ describe('launchd agent (macOS)', () => {
     assert.deepEqual(calls.at(-1), ['launchctl', 'bootstrap', 'gui/501', file]);
     const plist = readFileSync(file, 'utf8');
     assert.match(plist, /<key>Label<\/key>\s*<string>ai\.metaclaw\.proxy<\/string>/);
-    assert.match(plist, /<key>ProgramArguments<\/key>\s*<array>\s*<string>\/opt\/node\/bin\/node<\/string>\s*<string>\/opt\/metaclaw\/bin\/metaclaw\.js<\/string>\s*<string>start<\/string>\s*<string>--foreground<\/string>\s*<\/array>/);
+    assert.match(
+      plist,
+      /<key>ProgramArguments<\/key>\s*<array>\s*<string>\/opt\/node\/bin\/node<\/string>\s*<string>\/opt\/metaclaw\/bin\/metaclaw\.js<\/string>\s*<string>start<\/string>\s*<string>--foreground<\/string>\s*<\/array>/,
+    );
     assert.match(plist, /<key>RunAtLoad<\/key>\s*<true\/>/);
     assert.match(plist, /<string>[^<]*\.metaclaw &amp; &lt;co&gt;<\/string>/, 'values are XML-escaped');
     // balanced tags: every <dict>, <array> and <plist> closes
-    for (const tag of ['dict', 'array', 'plist']) assert.equal(plist.split(`<${tag}>`).length + plist.split(`<${tag} `).length - 1, plist.split(`</${tag}>`).length, tag);
+    for (const tag of ['dict', 'array', 'plist'])
+      assert.equal(plist.split(`<${tag}>`).length + plist.split(`<${tag} `).length - 1, plist.split(`</${tag}>`).length, tag);
 
     const removed = await uninstallService(host, { enable: true });
     assert.deepEqual(calls.at(-1), ['launchctl', 'bootout', 'gui/501/ai.metaclaw.proxy']);

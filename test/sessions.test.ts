@@ -43,7 +43,10 @@ describe('sessions are identified, ended and listed', () => {
 
   test('X-Session-Done: true ends the session after its turn', async () => {
     await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'one' }] }, { headers: { 'X-Session-Id': 'done-session' } });
-    await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'two' }] }, { headers: { 'X-Session-Id': 'done-session', 'X-Session-Done': 'true' } });
+    await client.chat.completions.create(
+      { model: 'm', messages: [{ role: 'user', content: 'two' }] },
+      { headers: { 'X-Session-Id': 'done-session', 'X-Session-Done': 'true' } },
+    );
     const ended = await waitFor(async () => {
       const current = await session('done-session');
       return current?.ended_at ? current : undefined;
@@ -56,7 +59,10 @@ describe('sessions are identified, ended and listed', () => {
     const quick = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, session: { idle_timeout_minutes: 0.02 } } });
     try {
       const quickClient = new OpenAI({ baseURL: `${quick.url}/v1`, apiKey: 'x', maxRetries: 0 });
-      await quickClient.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'short chat' }] }, { headers: { 'X-Session-Id': 'idle-session' } });
+      await quickClient.chat.completions.create(
+        { model: 'm', messages: [{ role: 'user', content: 'short chat' }] },
+        { headers: { 'X-Session-Id': 'idle-session' } },
+      );
       const ended = await waitFor(async () => {
         const listed = JSON.parse((await quick.cli(['sessions', 'list', '--json'])).stdout) as SessionJson[];
         const current = listed.find((candidate) => candidate.id === 'idle-session');
@@ -69,8 +75,14 @@ describe('sessions are identified, ended and listed', () => {
   });
 
   test('/new ends the previous session of the same agent and starts a new one', async () => {
-    await client.chat.completions.create({ model: 'agent-model', messages: [{ role: 'user', content: 'first conversation' }] }, { headers: { 'X-Session-Id': 'before-reset' } });
-    await client.chat.completions.create({ model: 'agent-model', messages: [{ role: 'user', content: '/new' }] }, { headers: { 'X-Session-Id': 'after-reset' } });
+    await client.chat.completions.create(
+      { model: 'agent-model', messages: [{ role: 'user', content: 'first conversation' }] },
+      { headers: { 'X-Session-Id': 'before-reset' } },
+    );
+    await client.chat.completions.create(
+      { model: 'agent-model', messages: [{ role: 'user', content: '/new' }] },
+      { headers: { 'X-Session-Id': 'after-reset' } },
+    );
     const ended = await waitFor(async () => {
       const current = await session('before-reset');
       return current?.end_reason === 'reset' ? current : undefined;
@@ -80,7 +92,10 @@ describe('sessions are identified, ended and listed', () => {
   });
 
   test('metaclaw sessions show prints each turn with its request and answer', async () => {
-    await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Show me in the CLI' }] }, { headers: { 'X-Session-Id': 'cli-session' } });
+    await client.chat.completions.create(
+      { model: 'm', messages: [{ role: 'user', content: 'Show me in the CLI' }] },
+      { headers: { 'X-Session-Id': 'cli-session' } },
+    );
     await waitFor(async () => (await session('cli-session'))?.turn_count === 1);
     const shown = await proxy.cli(['sessions', 'show', 'cli-session']);
     assert.equal(shown.code, 0);

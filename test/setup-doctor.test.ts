@@ -12,8 +12,16 @@ const GOOD_KEY = 'sk-good-0123';
 /** An upstream that checks the key like a real provider: 401 for any other key, a model list on GET. */
 function keyCheckingUpstream(): Handler {
   return (request, response) => {
-    if (request.headers['authorization'] !== `Bearer ${GOOD_KEY}`) return json(response, 401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } });
-    if (request.method === 'GET') return json(response, 200, { object: 'list', data: [{ id: 'scripted-1', object: 'model' }, { id: 'scripted-2', object: 'model' }] });
+    if (request.headers['authorization'] !== `Bearer ${GOOD_KEY}`)
+      return json(response, 401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } });
+    if (request.method === 'GET')
+      return json(response, 200, {
+        object: 'list',
+        data: [
+          { id: 'scripted-1', object: 'model' },
+          { id: 'scripted-2', object: 'model' },
+        ],
+      });
     return openAIReply({ text: 'OK' })(request, response);
   };
 }
@@ -35,7 +43,22 @@ function newHome(): string {
 }
 
 function setupArgs(port: number, extra: string[] = []): string[] {
-  return ['setup', '--provider', 'custom', '--api-base', `${upstream.url}/v1`, '--model', 'scripted-1', '--api-key-env', 'TEST_PROVIDER_KEY', '--claw', 'none', '--port', String(port), ...extra];
+  return [
+    'setup',
+    '--provider',
+    'custom',
+    '--api-base',
+    `${upstream.url}/v1`,
+    '--model',
+    'scripted-1',
+    '--api-key-env',
+    'TEST_PROVIDER_KEY',
+    '--claw',
+    'none',
+    '--port',
+    String(port),
+    ...extra,
+  ];
 }
 
 describe('metaclaw setup (non-interactive)', () => {
@@ -71,11 +94,14 @@ describe('metaclaw setup (non-interactive)', () => {
     assert.ok(!result.stdout.includes(GOOD_KEY), 'the key is never printed');
   });
 
-  test('a wrong key stops setup with the upstream\'s own words and writes nothing', async () => {
+  test("a wrong key stops setup with the upstream's own words and writes nothing", async () => {
     const home = newHome();
     const result = await runCli(setupArgs(await freePort(), ['--yes']), { home, env: { TEST_PROVIDER_KEY: 'sk-wrong' } });
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /nothing was written: the upstream rejected the key \(HTTP 401 from http:\/\/127\.0\.0\.1:\d+\/v1\/models\): Incorrect API key provided/);
+    assert.match(
+      result.stderr,
+      /nothing was written: the upstream rejected the key \(HTTP 401 from http:\/\/127\.0\.0\.1:\d+\/v1\/models\): Incorrect API key provided/,
+    );
     assert.match(result.stderr, /--api-key-env/);
     assert.equal(existsSync(join(home, 'config.yaml')), false);
     assert.equal(existsSync(join(home, 'skills')), false);
@@ -93,7 +119,10 @@ describe('metaclaw setup (non-interactive)', () => {
   test('an unreachable base URL is named in the error', async () => {
     const home = newHome();
     const closed = await freePort();
-    const result = await runCli(['setup', '--yes', '--provider', 'custom', '--api-base', `http://127.0.0.1:${closed}/v1`, '--model', 'm', '--api-key-env', 'TEST_PROVIDER_KEY'], { home, env: { TEST_PROVIDER_KEY: GOOD_KEY } });
+    const result = await runCli(
+      ['setup', '--yes', '--provider', 'custom', '--api-base', `http://127.0.0.1:${closed}/v1`, '--model', 'm', '--api-key-env', 'TEST_PROVIDER_KEY'],
+      { home, env: { TEST_PROVIDER_KEY: GOOD_KEY } },
+    );
     assert.equal(result.code, 1);
     assert.match(result.stderr, new RegExp(`cannot reach http://127\\.0\\.0\\.1:${closed}/v1/models: .*ECONNREFUSED`));
     assert.equal(existsSync(join(home, 'config.yaml')), false);
@@ -103,7 +132,10 @@ describe('metaclaw setup (non-interactive)', () => {
     const home = newHome();
     const provider = await runCli(['setup', '--yes', '--provider', 'nosuch'], { home });
     assert.equal(provider.code, 1);
-    assert.match(provider.stderr, /Unknown provider "nosuch"; choose one of openai, anthropic, kimi, qwen, deepseek, minimax, novita, openrouter, volcengine, ollama, custom/);
+    assert.match(
+      provider.stderr,
+      /Unknown provider "nosuch"; choose one of openai, anthropic, kimi, qwen, deepseek, minimax, novita, openrouter, volcengine, ollama, custom/,
+    );
     const emptyKey = await runCli(['setup', '--yes', '--provider', 'openai', '--api-key-env', 'NOT_SET_ANYWHERE'], { home });
     assert.equal(emptyKey.code, 1);
     assert.match(emptyKey.stderr, /--api-key-env NOT_SET_ANYWHERE: that environment variable is empty or not set/);
@@ -143,8 +175,12 @@ describe('metaclaw doctor', () => {
     upstream.reset();
     const result = await proxy.cli(['doctor']);
     assert.equal(result.code, 0, result.stdout + result.stderr);
-    for (const name of ['config', 'versions', 'disk', 'database', 'upstream', 'proxy', 'canary']) assert.match(result.stdout, new RegExp(`✔ ${name}: `), `${name} passes`);
-    assert.match(result.stdout, /✔ canary: skills block and memory block reached the upstream; turn req_\w+ recorded in session metaclaw-doctor-\w+; the upstream answered/);
+    for (const name of ['config', 'versions', 'disk', 'database', 'upstream', 'proxy', 'canary'])
+      assert.match(result.stdout, new RegExp(`✔ ${name}: `), `${name} passes`);
+    assert.match(
+      result.stdout,
+      /✔ canary: skills block and memory block reached the upstream; turn req_\w+ recorded in session metaclaw-doctor-\w+; the upstream answered/,
+    );
     assert.match(result.stdout, /All checks passed/);
 
     const chat = upstream.modelRequests().find((request) => request.path === '/v1/chat/completions');
@@ -158,21 +194,35 @@ describe('metaclaw doctor', () => {
     // It left nothing behind to learn from: no memory scope (the admin token sees them all), no learning job, the session closed.
     const admin = { 'x-metaclaw-admin': readFileSync(join(proxy.home, 'admin-token'), 'utf8').trim() };
     const stats = (await (await fetch(`${proxy.url}/v1/memory/stats`, { headers: admin })).json()) as { scopes: Array<{ scope: string }> };
-    assert.deepEqual(stats.scopes.filter((scope) => scope.scope.startsWith('metaclaw-doctor')), []);
+    assert.deepEqual(
+      stats.scopes.filter((scope) => scope.scope.startsWith('metaclaw-doctor')),
+      [],
+    );
     const status = (await (await fetch(`${proxy.url}/status`)).json()) as { queue: Record<string, number> };
     assert.equal(status.queue['queued'] ?? 0, 0);
     const sessions = await proxy.cli(['sessions', 'list', '--json']);
-    const doctorSession = (JSON.parse(sessions.stdout) as Array<{ id: string; ended_at: number | null; learning: number }>).find((session) => session.id.startsWith('metaclaw-doctor-'));
+    const doctorSession = (JSON.parse(sessions.stdout) as Array<{ id: string; ended_at: number | null; learning: number }>).find((session) =>
+      session.id.startsWith('metaclaw-doctor-'),
+    );
     assert.ok(doctorSession?.ended_at, 'the canary session is closed');
     assert.equal(doctorSession.learning, 0);
   });
 
   test('a normal turn in the same proxy still learns (the marker is per request)', async () => {
     const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused' });
-    await client.chat.completions.create({ model: 'scripted-1', messages: [{ role: 'user', content: 'Remember: always use tabs for indentation.' }] }, { headers: { 'x-session-id': 'normal-session' } });
+    await client.chat.completions.create(
+      { model: 'scripted-1', messages: [{ role: 'user', content: 'Remember: always use tabs for indentation.' }] },
+      { headers: { 'x-session-id': 'normal-session' } },
+    );
     // The turn is remembered after the client has its answer: waited for, however long a loaded machine takes.
     const memory = await waitFor(async () => {
-      const found = (await (await fetch(`${proxy.url}/v1/memory/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: 'tabs indentation' }) })).json()) as { results: unknown[] };
+      const found = (await (
+        await fetch(`${proxy.url}/v1/memory/search`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ query: 'tabs indentation' }),
+        })
+      ).json()) as { results: unknown[] };
       return found.results.length > 0 ? found.results : undefined;
     }, 20_000);
     assert.ok(memory.length > 0, 'the normal turn was remembered');
@@ -184,7 +234,10 @@ describe('metaclaw doctor', () => {
       const result = await proxy.cli(['doctor']);
       assert.equal(result.code, 1);
       assert.match(result.stdout, /✘ proxy: nothing answers at http:\/\/127\.0\.0\.1:\d+\n\s+→ run `metaclaw start`/);
-      assert.match(result.stdout, /✘ canary: the canary cannot go through the proxy: it is not running, so no request from your agent is learned from\n\s+→ run `metaclaw start`/);
+      assert.match(
+        result.stdout,
+        /✘ canary: the canary cannot go through the proxy: it is not running, so no request from your agent is learned from\n\s+→ run `metaclaw start`/,
+      );
       assert.match(result.stdout, /✔ upstream: /, 'the other checks still run');
     } finally {
       const restarted = await proxy.cli(['start']);
@@ -204,8 +257,8 @@ describe('metaclaw doctor', () => {
       const report = JSON.parse(failing.stdout) as { ok: boolean; checks: Array<{ name: string; verdict: string; detail: string; fix?: string }> };
       const agent = report.checks.find((check) => check.name === 'agent');
       assert.equal(agent?.verdict, 'fail');
-      assert.match(agent!.detail, /OpenClaw does not send its requests through this proxy/);
-      assert.match(agent!.fix ?? '', /metaclaw claw wire/);
+      assert.match(agent.detail, /OpenClaw does not send its requests through this proxy/);
+      assert.match(agent.fix ?? '', /metaclaw claw wire/);
       assert.equal(result.code, 0, 'before claw_type was set, the agent check was skipped');
     } finally {
       await proxy.cli(['config', 'set', 'claw_type', 'none']);

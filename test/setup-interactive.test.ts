@@ -33,11 +33,14 @@ after(async () => {
 /** `metaclaw setup` in a 120×40 pseudo-terminal; `answer` waits for a prompt, then types. */
 function wizard(home: string): { child: ChildProcess; answer(prompt: string, keys: string): Promise<void>; screen(): string; exited: Promise<number | null> } {
   const command = `stty cols 120 rows 40; exec '${process.execPath}' '${CLI}' setup`;
-  const child = spawn(SCRIPT, ['-qfec', command, '/dev/null'], { env: { PATH: process.env['PATH'], HOME: home, METACLAW_HOME: home, TERM: 'xterm-256color' }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(SCRIPT, ['-qfec', command, '/dev/null'], {
+    env: { PATH: process.env['PATH'], HOME: home, METACLAW_HOME: home, TERM: 'xterm-256color' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let output = '';
   let seen = 0;
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   return {
     child,
@@ -57,7 +60,7 @@ function wizard(home: string): { child: ChildProcess; answer(prompt: string, key
       }
       await new Promise((resolve) => setTimeout(resolve, 150)); // let the prompt take raw input
       for (const key of keys.match(/\u001b\[[A-D]|[\s\S]/g) ?? []) {
-        child.stdin!.write(key);
+        child.stdin.write(key);
         await new Promise((resolve) => setTimeout(resolve, 15));
       }
     },

@@ -30,7 +30,9 @@ async function session(client: OpenAI, id: string, requests: string[], system = 
   for (const [index, request] of requests.entries()) {
     messages.push({ role: 'user', content: request });
     const last = index === requests.length - 1;
-    const { data: completion, response } = await client.chat.completions.create({ model: 'scripted-model', messages }, { headers: { 'X-Session-Id': id, ...(last ? { 'X-Session-Done': 'true' } : {}) } }).withResponse();
+    const { data: completion, response } = await client.chat.completions
+      .create({ model: 'scripted-model', messages }, { headers: { 'X-Session-Id': id, ...(last ? { 'X-Session-Done': 'true' } : {}) } })
+      .withResponse();
     requestId = response.headers.get('x-metaclaw-request-id')!;
     messages.push({ role: 'assistant', content: completion.choices[0]!.message.content ?? '' });
   }
@@ -40,14 +42,24 @@ async function session(client: OpenAI, id: string, requests: string[], system = 
 describe('skills evolve from sessions', () => {
   test('session → session end → evolver call → new SKILL.md → generation bumped → injected in the next session', async () => {
     const upstream = await ScriptedUpstream.start();
-    upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }), chat: 'Run kubectl apply on the billing manifests.' });
+    upstream.defaultHandler = learningAwareUpstream({
+      evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }),
+      chat: 'Run kubectl apply on the billing manifests.',
+    });
     const home = tempHome();
     await runCli(['skills', 'install-starter'], { home });
-    const proxy = await startProxy({ home, config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } } });
+    const proxy = await startProxy({
+      home,
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } },
+    });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       const generationBefore = (await status(proxy)).skills.generation;
-      await session(client, 'deploy-session', ['How do I deploy the billing service?', 'No, I meant with the blue-green script, and never deploy on Fridays.', 'Thanks, that is all.']);
+      await session(client, 'deploy-session', [
+        'How do I deploy the billing service?',
+        'No, I meant with the blue-green script, and never deploy on Fridays.',
+        'Thanks, that is all.',
+      ]);
 
       const file = join(home, 'skills', 'blue-green-deploys', 'SKILL.md');
       await waitFor(() => existsSync(file), 20_000);
@@ -72,12 +84,18 @@ describe('skills evolve from sessions', () => {
       assert.equal(prompt.includes('SECRET-SYSTEM-MARKER'), false, "the agent's system prompt is not sent to the evolver");
       assert.equal(prompt.includes('<metaclaw-context>'), false, 'injected context is not sent to the evolver');
 
-      const history = readFileSync(join(home, 'skills', 'evolution_history.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+      const history = readFileSync(join(home, 'skills', 'evolution_history.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
       assert.equal(history.at(-1).session_id, 'deploy-session');
       assert.equal(history.at(-1).changes[0].name, 'blue-green-deploys');
 
       upstream.reset();
-      await client.chat.completions.create({ model: 'scripted-model', messages: [{ role: 'user', content: 'deploy the billing service to production please' }] }, { headers: { 'X-Session-Id': 'next-session' } });
+      await client.chat.completions.create(
+        { model: 'scripted-model', messages: [{ role: 'user', content: 'deploy the billing service to production please' }] },
+        { headers: { 'X-Session-Id': 'next-session' } },
+      );
       const injected = upstream.modelRequests()[0]!.body.messages[0].content as string;
       assert.match(injected, /### blue-green-deploys/);
       assert.match(injected, /Never deploy on Fridays/);
@@ -92,11 +110,18 @@ describe('skills evolve from sessions', () => {
   });
 
   test('a secret from the session never reaches an evolved skill: SKILL.md and the evolution history hold a marker instead', async () => {
-    const leaky = { ...DEPLOY_SKILL, body: `${DEPLOY_SKILL.body}\n\n**Auth**\nexport GITHUB_TOKEN=${GITHUB_TOKEN} before running the script.`, evidence: [`turn 1: the user pasted ${GITHUB_TOKEN}`] };
+    const leaky = {
+      ...DEPLOY_SKILL,
+      body: `${DEPLOY_SKILL.body}\n\n**Auth**\nexport GITHUB_TOKEN=${GITHUB_TOKEN} before running the script.`,
+      evidence: [`turn 1: the user pasted ${GITHUB_TOKEN}`],
+    };
     const upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [leaky] }) });
     const home = tempHome();
-    const proxy = await startProxy({ home, config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } } });
+    const proxy = await startProxy({
+      home,
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } },
+    });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       await session(client, 'leaky-session', ['How do I deploy the billing service?', 'Use the blue-green script.']);
@@ -105,7 +130,9 @@ describe('skills evolve from sessions', () => {
       const text = readFileSync(file, 'utf8');
       assert.match(text, /export GITHUB_TOKEN=\[redacted github-token\] before running the script\./);
       assert.equal(text.includes(GITHUB_TOKEN), false);
-      const history = await waitFor(() => existsSync(join(home, 'skills', 'evolution_history.jsonl')) && readFileSync(join(home, 'skills', 'evolution_history.jsonl'), 'utf8'));
+      const history = await waitFor(
+        () => existsSync(join(home, 'skills', 'evolution_history.jsonl')) && readFileSync(join(home, 'skills', 'evolution_history.jsonl'), 'utf8'),
+      );
       assert.match(history, /the user pasted \[redacted github-token\]/);
       assert.equal(history.includes(GITHUB_TOKEN), false);
     } finally {
@@ -118,14 +145,21 @@ describe('skills evolve from sessions', () => {
     const upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({ evolver: () => 'I think a skill about deploys would help, something like blue-green.' });
     const home = tempHome();
-    const proxy = await startProxy({ home, config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 2 } } });
+    const proxy = await startProxy({
+      home,
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 2 } },
+    });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       await session(client, 'bad-output-session', ['How do I deploy?', 'No, never on Fridays.']);
-      const report = await waitFor(async () => {
-        const current = await status(proxy);
-        return current.queue.dead >= 1 ? current : undefined;
-      }, 30_000, 250);
+      const report = await waitFor(
+        async () => {
+          const current = await status(proxy);
+          return current.queue.dead >= 1 ? current : undefined;
+        },
+        30_000,
+        250,
+      );
       assert.equal(upstream.modelRequests().filter(isEvolverCall).length, 2, 'tried twice');
       assert.equal(report.learning.failed, 2);
       assert.match(report.learning.last_errors[0].error, /holds no JSON/);
@@ -139,18 +173,27 @@ describe('skills evolve from sessions', () => {
     }
   });
 
-  test('a learning LLM that refuses the key pauses learning with the reason instead of burning every job\'s attempts', async () => {
+  test("a learning LLM that refuses the key pauses learning with the reason instead of burning every job's attempts", async () => {
     const upstream = await ScriptedUpstream.start();
     const agentAnswers = learningAwareUpstream({});
-    upstream.defaultHandler = (request, response) => (isEvolverCall(request) ? errorReply(401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } })(request, response) : agentAnswers(request, response));
-    const proxy = await startProxy({ config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 3 } } });
+    upstream.defaultHandler = (request, response) =>
+      isEvolverCall(request)
+        ? errorReply(401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } })(request, response)
+        : agentAnswers(request, response);
+    const proxy = await startProxy({
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 3 } },
+    });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       await session(client, 'refused-key-session', ['How do I deploy?', 'No, never on Fridays.']);
-      const report = await waitFor(async () => {
-        const current = await status(proxy);
-        return current.learning.paused_reason ? current : undefined;
-      }, 20_000, 100);
+      const report = await waitFor(
+        async () => {
+          const current = await status(proxy);
+          return current.learning.paused_reason ? current : undefined;
+        },
+        20_000,
+        100,
+      );
       assert.match(report.learning.paused_reason, /cannot be used as configured .*401/);
       assert.equal(upstream.modelRequests().filter(isEvolverCall).length, 1, 'one call found out; the others wait');
       assert.equal(report.queue.dead, 0, 'nothing was dead-lettered');
@@ -170,10 +213,26 @@ describe('skills evolve from sessions', () => {
       evolver: (request) => {
         calls++;
         const marker = userText(request).includes('session-a') ? 'MARKER-FROM-A' : 'MARKER-FROM-B';
-        const extra = marker === 'MARKER-FROM-B' ? [{ ...DEPLOY_SKILL, name: 'release-notes', description: 'Use when writing release notes for a deploy: what changed, risks, rollback.', body: '# Release notes\n\n**Steps**\n1. **List user-visible changes.** One line each.\n2. **Name the risks.** And the rollback.' }] : [];
+        const extra =
+          marker === 'MARKER-FROM-B'
+            ? [
+                {
+                  ...DEPLOY_SKILL,
+                  name: 'release-notes',
+                  description: 'Use when writing release notes for a deploy: what changed, risks, rollback.',
+                  body: '# Release notes\n\n**Steps**\n1. **List user-visible changes.** One line each.\n2. **Name the risks.** And the rollback.',
+                },
+              ]
+            : [];
         return JSON.stringify({
           changes: [
-            { action: 'update', name: 'git-commit-hygiene', description: 'Use when committing or cleaning up git history before merge.', body: `# Focused Git Commits\n\n**Steps**\n1. **Commit small.** One change per commit.\n2. **${marker}.** Learned in this session.`, evidence: [`${marker} evidence`] },
+            {
+              action: 'update',
+              name: 'git-commit-hygiene',
+              description: 'Use when committing or cleaning up git history before merge.',
+              body: `# Focused Git Commits\n\n**Steps**\n1. **Commit small.** One change per commit.\n2. **${marker}.** Learned in this session.`,
+              evidence: [`${marker} evidence`],
+            },
             ...extra,
           ],
         });
@@ -181,7 +240,15 @@ describe('skills evolve from sessions', () => {
     });
     const home = tempHome();
     await runCli(['skills', 'install-starter'], { home });
-    const proxy = await startProxy({ home, config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { concurrency: 2 }, skills: { evolution_every_n_turns: 0 } } });
+    const proxy = await startProxy({
+      home,
+      config: {
+        memory: { enabled: false },
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
+        learning: { concurrency: 2 },
+        skills: { evolution_every_n_turns: 0 },
+      },
+    });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       const before = (await status(proxy)).skills.generation;
@@ -220,7 +287,10 @@ describe('skills evolve from sessions', () => {
     const upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }) });
     const home = tempHome();
-    const proxy = await startProxy({ home, config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { review: 'manual' } } });
+    const proxy = await startProxy({
+      home,
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { review: 'manual' } },
+    });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       await session(client, 'review-session', ['How do I deploy?', 'No, never on Fridays.']);
@@ -245,7 +315,9 @@ describe('skills evolve from sessions', () => {
   test('skills.auto_evolve: false learns nothing', async () => {
     const upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }) });
-    const proxy = await startProxy({ config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+    const proxy = await startProxy({
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } },
+    });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       const last = await session(client, 'off-session', ['How do I deploy?', 'No, never on Fridays.']);

@@ -33,7 +33,13 @@ describe('skills are injected into main turns, for both APIs, streaming or not',
   const lastBody = () => upstream.modelRequests().at(-1)!.body;
 
   test('OpenAI: one block appended to the existing system message, everything before it untouched', async () => {
-    await openai.chat.completions.create({ model: 'm', messages: [{ role: 'system', content: 'You are a coding agent.' }, { role: 'user', content: GIT_QUESTION }] });
+    await openai.chat.completions.create({
+      model: 'm',
+      messages: [
+        { role: 'system', content: 'You are a coding agent.' },
+        { role: 'user', content: GIT_QUESTION },
+      ],
+    });
     const system = lastBody().messages[0];
     assert.equal(system.role, 'system');
     assert.ok(system.content.startsWith('You are a coding agent.\n\n<metaclaw-context>\n## Active Skills'), system.content.slice(0, 120));
@@ -47,14 +53,27 @@ describe('skills are injected into main turns, for both APIs, streaming or not',
     await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: GIT_QUESTION }] });
     assert.equal(lastBody().messages[0].role, 'system');
     assert.match(lastBody().messages[0].content, /^<metaclaw-context>/);
-    await openai.chat.completions.create({ model: 'm', messages: [{ role: 'system', content: [{ type: 'text', text: 'Part one.' }] }, { role: 'user', content: GIT_QUESTION }] });
+    await openai.chat.completions.create({
+      model: 'm',
+      messages: [
+        { role: 'system', content: [{ type: 'text', text: 'Part one.' }] },
+        { role: 'user', content: GIT_QUESTION },
+      ],
+    });
     const parts = lastBody().messages[0].content;
     assert.deepEqual(parts[0], { type: 'text', text: 'Part one.' });
     assert.match(parts[1].text, /git-commit-hygiene/);
   });
 
   test('OpenAI streaming requests are injected the same way', async () => {
-    const stream = await openai.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'system', content: 'S.' }, { role: 'user', content: GIT_QUESTION }] });
+    const stream = await openai.chat.completions.create({
+      model: 'm',
+      stream: true,
+      messages: [
+        { role: 'system', content: 'S.' },
+        { role: 'user', content: GIT_QUESTION },
+      ],
+    });
     for await (const _chunk of stream) {
       // drain
     }
@@ -70,7 +89,12 @@ describe('skills are injected into main turns, for both APIs, streaming or not',
       const client = new Anthropic({ baseURL: anthropicProxy.url, apiKey: 'x', maxRetries: 0 });
       await client.messages.create({ model: 'c', max_tokens: 20, system: 'Base rules.', messages: [{ role: 'user', content: GIT_QUESTION }] });
       assert.match(upstreamAnthropic.modelRequests().at(-1)!.body.system, /^Base rules\.\n\n<metaclaw-context>[\s\S]*git-commit-hygiene/);
-      await client.messages.create({ model: 'c', max_tokens: 20, system: [{ type: 'text', text: 'Stable prefix.', cache_control: { type: 'ephemeral' } }], messages: [{ role: 'user', content: GIT_QUESTION }] });
+      await client.messages.create({
+        model: 'c',
+        max_tokens: 20,
+        system: [{ type: 'text', text: 'Stable prefix.', cache_control: { type: 'ephemeral' } }],
+        messages: [{ role: 'user', content: GIT_QUESTION }],
+      });
       const blocks = upstreamAnthropic.modelRequests().at(-1)!.body.system;
       assert.deepEqual(blocks[0], { type: 'text', text: 'Stable prefix.', cache_control: { type: 'ephemeral' } }, 'the cached prefix is untouched');
       assert.match(blocks[1].text, /git-commit-hygiene/);
@@ -85,23 +109,50 @@ describe('skills are injected into main turns, for both APIs, streaming or not',
   });
 
   test('side turns and off-topic requests get nothing', async () => {
-    await openai.chat.completions.create({ model: 'm', messages: [{ role: 'system', content: 'S.' }, { role: 'user', content: GIT_QUESTION }] }, { headers: { 'X-Turn-Type': 'side' } });
+    await openai.chat.completions.create(
+      {
+        model: 'm',
+        messages: [
+          { role: 'system', content: 'S.' },
+          { role: 'user', content: GIT_QUESTION },
+        ],
+      },
+      { headers: { 'X-Turn-Type': 'side' } },
+    );
     assert.equal(lastBody().messages[0].content, 'S.');
-    await openai.chat.completions.create({ model: 'm', messages: [{ role: 'system', content: 'S.' }, { role: 'user', content: 'how long should I proof sourdough overnight?' }] });
+    await openai.chat.completions.create({
+      model: 'm',
+      messages: [
+        { role: 'system', content: 'S.' },
+        { role: 'user', content: 'how long should I proof sourdough overnight?' },
+      ],
+    });
     assert.equal(lastBody().messages[0].content, 'S.');
   });
 
   test('the same request renders the same bytes every turn (prompt caches survive)', async () => {
-    const ask = () => openai.chat.completions.create({ model: 'm', messages: [{ role: 'system', content: 'S.' }, { role: 'user', content: 'write a SQL query joining orders to customers, it is slow, need an index?' }] });
+    const ask = () =>
+      openai.chat.completions.create({
+        model: 'm',
+        messages: [
+          { role: 'system', content: 'S.' },
+          { role: 'user', content: 'write a SQL query joining orders to customers, it is slow, need an index?' },
+        ],
+      });
     await ask();
     await ask();
-    const [first, second] = upstream.modelRequests().slice(-2).map((request) => request.body.messages[0].content);
+    const [first, second] = upstream
+      .modelRequests()
+      .slice(-2)
+      .map((request) => request.body.messages[0].content);
     assert.equal(first, second);
     assert.match(first, /sql-query-writing/);
   });
 
   test('GET /v1/requests/{id} shows what was injected with scores, and the credit is counted', async () => {
-    const { response } = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: GIT_QUESTION }] }, { headers: { 'X-Session-Id': 'credit-session' } }).withResponse();
+    const { response } = await openai.chat.completions
+      .create({ model: 'm', messages: [{ role: 'user', content: GIT_QUESTION }] }, { headers: { 'X-Session-Id': 'credit-session' } })
+      .withResponse();
     const explained = (await (await fetch(`${proxy.url}/v1/requests/${response.headers.get('x-metaclaw-request-id')}`)).json()) as any;
     const section = explained.added.sections.find((item: { provider: string }) => item.provider === 'skills');
     const shown = section.details.skills.find((skill: { name: string }) => skill.name === 'git-commit-hygiene');
@@ -116,19 +167,27 @@ describe('skills are injected into main turns, for both APIs, streaming or not',
   test('a hand edit takes effect on the next request, without a restart', async () => {
     const file = join(proxy.home, 'skills', 'git-commit-hygiene', 'SKILL.md');
     writeFileSync(file, readFileSync(file, 'utf8').replace('# Focused Git Commits', '# Focused Git Commits\n\nHAND-EDIT-MARKER: always sign commits.'));
-    await waitFor(async () => {
-      await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: GIT_QUESTION }] });
-      return lastBody().messages[0].content.includes('HAND-EDIT-MARKER');
-    }, 10_000, 200);
+    await waitFor(
+      async () => {
+        await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: GIT_QUESTION }] });
+        return lastBody().messages[0].content.includes('HAND-EDIT-MARKER');
+      },
+      10_000,
+      200,
+    );
   });
 
   test('an invalid SKILL.md is skipped with its reason in /status, and serving goes on', async () => {
     mkdirSync(join(proxy.home, 'skills', 'bad-skill'), { recursive: true });
     writeFileSync(join(proxy.home, 'skills', 'bad-skill', 'SKILL.md'), '---\nname: other-name\ndescription: mismatched\n---\nbody\n');
-    const invalid = await waitFor(async () => {
-      const status = (await (await fetch(`${proxy.url}/status`)).json()) as any;
-      return status.skills.invalid_files.find((problem: { path: string }) => problem.path.includes('bad-skill'));
-    }, 10_000, 200);
+    const invalid = await waitFor(
+      async () => {
+        const status = (await (await fetch(`${proxy.url}/status`)).json()) as any;
+        return status.skills.invalid_files.find((problem: { path: string }) => problem.path.includes('bad-skill'));
+      },
+      10_000,
+      200,
+    );
     assert.match(invalid.reason, /must equal the folder name "bad-skill"/);
     const completion = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: GIT_QUESTION }] });
     assert.ok(completion.choices[0]!.message.content);

@@ -6,7 +6,6 @@ import { SkillLibrary } from '../src/skills/library.js';
 import { SkillRetriever } from '../src/skills/retrieval.js';
 import { SkillSearchIndex } from '../src/skills/search-index.js';
 import { STARTER_DIR } from '../src/skills/index.js';
-import { openDatabase } from '../src/store/index.js';
 
 interface LabelledQuery {
   query: string;
@@ -33,7 +32,10 @@ describe('skill retrieval on the labelled set (starter bank, keyword mode, defau
     const byLanguage = new Map<string, { truePositives: number; falsePositives: number; falseNegatives: number }>();
     for (const { item, found } of results) {
       const counts = byLanguage.get(item.language) ?? { truePositives: 0, falsePositives: 0, falseNegatives: 0 };
-      for (const name of found) item.relevant.includes(name) ? counts.truePositives++ : counts.falsePositives++;
+      for (const name of found) {
+        if (item.relevant.includes(name)) counts.truePositives++;
+        else counts.falsePositives++;
+      }
       for (const name of item.relevant) if (!found.includes(name)) counts.falseNegatives++;
       byLanguage.set(item.language, counts);
     }
@@ -43,7 +45,9 @@ describe('skill retrieval on the labelled set (starter bank, keyword mode, defau
     for (const [language, counts] of byLanguage) {
       const precision = counts.truePositives / Math.max(1, counts.truePositives + counts.falsePositives);
       const recall = counts.truePositives / Math.max(1, counts.truePositives + counts.falseNegatives);
-      t.diagnostic(`${language}: precision ${precision.toFixed(3)}, recall ${recall.toFixed(3)} (${cases.filter((item) => item.language === language).length} queries)`);
+      t.diagnostic(
+        `${language}: precision ${precision.toFixed(3)}, recall ${recall.toFixed(3)} (${cases.filter((item) => item.language === language).length} queries)`,
+      );
       truePositives += counts.truePositives;
       falsePositives += counts.falsePositives;
       falseNegatives += counts.falseNegatives;
@@ -74,7 +78,9 @@ describe('skill retrieval on the labelled set (starter bank, keyword mode, defau
   test('recent turns help a vague follow-up find the topic, but never find a skill alone', () => {
     const vague = 'ok and what about the remote one?';
     assert.deepEqual(search.retrieve(vague), []);
-    const followUp = (search.retrieve('and how do I squash the last three commits?', 'my git branch history is messy before the merge') as Array<{ skill: { name: string } }>).map((hit) => hit.skill.name);
+    const followUp = (
+      search.retrieve('and how do I squash the last three commits?', 'my git branch history is messy before the merge') as Array<{ skill: { name: string } }>
+    ).map((hit) => hit.skill.name);
     assert.ok(followUp.includes('git-commit-hygiene'));
   });
 });

@@ -61,7 +61,8 @@ describe('a full disk under METACLAW_HOME', { skip: skipReason }, () => {
   test('the proxy keeps serving, recording pauses with a visible error, and everything is recorded once space returns', async () => {
     const openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
     const anthropic = new Anthropic({ baseURL: proxy.url, apiKey: 'x', maxRetries: 0 });
-    for (let index = 0; index < 5; index++) await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `before the disk fills ${index}` }] });
+    for (let index = 0; index < 5; index++)
+      await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `before the disk fills ${index}` }] });
     await waitFor(async () => (await status()).sessions.turns === 5);
 
     const filler = join(disk!.home, 'filler');
@@ -78,7 +79,7 @@ describe('a full disk under METACLAW_HOME', { skip: skipReason }, () => {
         }
         if (index % 3 === 1) return (await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content }] })).choices[0]!.message.content;
         const message = await anthropic.messages.create({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content }] });
-        return message.content[0]!.type === 'text' ? message.content[0]!.text : '';
+        return message.content[0]!.type === 'text' ? message.content[0].text : '';
       }),
     );
     assert.deepEqual(new Set(answers), new Set(['Hello from the scripted upstream.']), 'every request was answered');

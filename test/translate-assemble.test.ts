@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { encodeSse, SseParser } from '../src/upstream/sse.js';
-import { AnthropicStreamAssembler, OpenAIStreamAssembler, assembleAnthropicResponse, assembleOpenAIResponse, assembleStream } from '../src/upstream/translate/index.js';
+import {
+  AnthropicStreamAssembler,
+  OpenAIStreamAssembler,
+  assembleAnthropicResponse,
+  assembleOpenAIResponse,
+  assembleStream,
+} from '../src/upstream/translate/index.js';
 import type { AssembledResponse } from '../src/types/index.js';
 
 const EMPTY: AssembledResponse = { text: '', reasoning: '', toolCalls: [], finishReason: null, usage: null, model: null };
@@ -37,7 +43,9 @@ describe('assembleOpenAIResponse', () => {
   });
 
   it('normalises the legacy function_call finish reason to tool_calls', () => {
-    const result = assembleOpenAIResponse({ choices: [{ message: { content: null, function_call: { name: 'clock', arguments: '{}' } }, finish_reason: 'function_call' }] });
+    const result = assembleOpenAIResponse({
+      choices: [{ message: { content: null, function_call: { name: 'clock', arguments: '{}' } }, finish_reason: 'function_call' }],
+    });
     assert.equal(result.finishReason, 'tool_calls');
     assert.deepEqual(result.toolCalls, [{ id: 'call_clock', name: 'clock', arguments: '{}' }]);
   });
@@ -76,7 +84,13 @@ describe('assembleAnthropicResponse', () => {
   });
 
   it('answers an empty result for bodies that are not messages', () => {
-    for (const body of [null, 'text', { content: 'not blocks' }, { content: [7, null, { type: 'text' }] }, { type: 'error', error: { type: 'api_error', message: 'x' } }]) {
+    for (const body of [
+      null,
+      'text',
+      { content: 'not blocks' },
+      { content: [7, null, { type: 'text' }] },
+      { type: 'error', error: { type: 'api_error', message: 'x' } },
+    ]) {
       assert.deepEqual(assembleAnthropicResponse(body), EMPTY, JSON.stringify(body));
     }
   });
@@ -114,8 +128,14 @@ describe('stream assemblers on garbage', () => {
         'event: content_block_delta\ndata: {broken\n\n',
         encodeSse(JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Grüße' } }), 'content_block_delta'),
         encodeSse(JSON.stringify({ type: 'content_block_delta', index: 'x', delta: null }), 'content_block_delta'),
-        encodeSse(JSON.stringify({ type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_9', name: 'f', input: { a: 1 } } }), 'content_block_start'),
-        encodeSse(JSON.stringify({ type: 'content_block_delta', index: 7, delta: { type: 'input_json_delta', partial_json: 'orphan' } }), 'content_block_delta'),
+        encodeSse(
+          JSON.stringify({ type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_9', name: 'f', input: { a: 1 } } }),
+          'content_block_start',
+        ),
+        encodeSse(
+          JSON.stringify({ type: 'content_block_delta', index: 7, delta: { type: 'input_json_delta', partial_json: 'orphan' } }),
+          'content_block_delta',
+        ),
         encodeSse(JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 9 } }), 'message_delta'),
         encodeSse('[]', 'message_stop'),
       ].join(''),

@@ -28,7 +28,10 @@ function anthropicResponse(fields: Partial<AnthropicResponse>): AnthropicRespons
   };
 }
 
-function openAICompletion(message: Partial<OpenAIChatCompletion['choices'][number]['message']>, fields: Partial<OpenAIChatCompletion> = {}): OpenAIChatCompletion {
+function openAICompletion(
+  message: Partial<OpenAIChatCompletion['choices'][number]['message']>,
+  fields: Partial<OpenAIChatCompletion> = {},
+): OpenAIChatCompletion {
   return {
     id: 'chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT',
     object: 'chat.completion',
@@ -78,13 +81,20 @@ describe('anthropicResponseToOpenAI', () => {
     assert.equal(result.model, 'client-alias');
     assert.equal(choice?.finish_reason, 'tool_calls');
     assert.equal(choice?.message.content, null);
-    assert.deepEqual(choice?.message.tool_calls?.[0], { id: 'toolu_01A09q90qw90lq917835lq9', type: 'function', function: { name: 'get_weather', arguments: '{"location":"San Francisco, CA"}' } });
+    assert.deepEqual(choice?.message.tool_calls?.[0], {
+      id: 'toolu_01A09q90qw90lq917835lq9',
+      type: 'function',
+      function: { name: 'get_weather', arguments: '{"location":"San Francisco, CA"}' },
+    });
     assert.match(choice?.message.tool_calls?.[1]?.id ?? '', /^call_[A-Za-z0-9]+$/, 'a missing id is synthesized');
     assert.equal(choice?.message.tool_calls?.[1]?.function.arguments, '{}');
   });
 
   it('maps max_tokens to length and refusal to content_filter', () => {
-    assert.equal(anthropicResponseToOpenAI(anthropicResponse({ content: [{ type: 'text', text: 'cut' }], stop_reason: 'max_tokens' }), {}).choices[0]?.finish_reason, 'length');
+    assert.equal(
+      anthropicResponseToOpenAI(anthropicResponse({ content: [{ type: 'text', text: 'cut' }], stop_reason: 'max_tokens' }), {}).choices[0]?.finish_reason,
+      'length',
+    );
     assert.equal(anthropicResponseToOpenAI(anthropicResponse({ stop_reason: 'refusal' }), {}).choices[0]?.finish_reason, 'content_filter');
   });
 });
@@ -184,21 +194,32 @@ describe('usage', () => {
       outputTokens: 20,
       cacheReadTokens: 400,
     });
-    assert.deepEqual(openAIUsageToTokenUsage({ prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 }), { inputTokens: 3, outputTokens: 4 }, 'unreported cache counts stay absent');
+    assert.deepEqual(
+      openAIUsageToTokenUsage({ prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 }),
+      { inputTokens: 3, outputTokens: 4 },
+      'unreported cache counts stay absent',
+    );
     assert.deepEqual(anthropicUsageToTokenUsage({ input_tokens: 3, output_tokens: 4 }), { inputTokens: 3, outputTokens: 4 });
   });
 });
 
 describe('error bodies', () => {
   it('rewrites an OpenAI error as an Anthropic error, keeping the message and a known type', () => {
-    const body = JSON.stringify({ error: { message: "This model's maximum context length is 128000 tokens.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } });
+    const body = JSON.stringify({
+      error: {
+        message: "This model's maximum context length is 128000 tokens.",
+        type: 'invalid_request_error',
+        param: 'messages',
+        code: 'context_length_exceeded',
+      },
+    });
     assert.deepEqual(JSON.parse(openAIErrorBodyToAnthropic(body, 400)), {
       type: 'error',
       error: { type: 'invalid_request_error', message: "This model's maximum context length is 128000 tokens." },
     });
   });
 
-  it('chooses the Anthropic type by status when the OpenAI type is not one of Anthropic\'s', () => {
+  it("chooses the Anthropic type by status when the OpenAI type is not one of Anthropic's", () => {
     const cases: Array<[number, string]> = [
       [401, 'authentication_error'],
       [403, 'permission_error'],
@@ -218,13 +239,25 @@ describe('error bodies', () => {
 
   it('rewrites an Anthropic error as an OpenAI error, with server_error for 5xx kinds and rate_limit_exceeded for 429', () => {
     const overloaded = JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
-    assert.deepEqual(JSON.parse(anthropicErrorBodyToOpenAI(overloaded, 529)), { error: { message: 'Overloaded', type: 'server_error', param: null, code: null } });
-    const limited = JSON.stringify({ type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } });
+    assert.deepEqual(JSON.parse(anthropicErrorBodyToOpenAI(overloaded, 529)), {
+      error: { message: 'Overloaded', type: 'server_error', param: null, code: null },
+    });
+    const limited = JSON.stringify({
+      type: 'error',
+      error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' },
+    });
     assert.deepEqual(JSON.parse(anthropicErrorBodyToOpenAI(limited, 429)), {
-      error: { message: 'Number of request tokens has exceeded your per-minute rate limit', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' },
+      error: {
+        message: 'Number of request tokens has exceeded your per-minute rate limit',
+        type: 'rate_limit_error',
+        param: null,
+        code: 'rate_limit_exceeded',
+      },
     });
     const invalid = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: Field required' } });
-    assert.deepEqual(JSON.parse(anthropicErrorBodyToOpenAI(invalid, 400)), { error: { message: 'max_tokens: Field required', type: 'invalid_request_error', param: null, code: null } });
+    assert.deepEqual(JSON.parse(anthropicErrorBodyToOpenAI(invalid, 400)), {
+      error: { message: 'max_tokens: Field required', type: 'invalid_request_error', param: null, code: null },
+    });
   });
 
   it('uses a non-JSON body, truncated to 2000 characters, as the message', () => {

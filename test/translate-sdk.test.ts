@@ -33,7 +33,14 @@ const OPENAI_UPSTREAM =
     chunk({ tool_calls: [{ index: 0, function: { arguments: ':"Paris"}' } }] }),
     chunk({ tool_calls: [{ index: 1, id: 'call_2', type: 'function', function: { name: 'get_time', arguments: '{}' } }] }),
     chunk({}, 'tool_calls'),
-    { id: 'chatcmpl-7', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [], usage: { prompt_tokens: 30, completion_tokens: 12, total_tokens: 42 } },
+    {
+      id: 'chatcmpl-7',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'gpt-4o-mini',
+      choices: [],
+      usage: { prompt_tokens: 30, completion_tokens: 12, total_tokens: 42 },
+    },
   ]
     .map((value) => encodeSse(JSON.stringify(value)))
     .join('') + encodeSse('[DONE]');
@@ -58,7 +65,9 @@ describe('official SDKs read the translated streams', () => {
     const anthropicBody = translate(OPENAI_UPSTREAM, new OpenAIToAnthropicStream({}));
     const body = translate(anthropicBody, new AnthropicToOpenAIStream({ includeUsage: true }));
     const client = new OpenAI({ apiKey: 'test', fetch: serving(body), maxRetries: 0 });
-    const completion = await client.chat.completions.stream({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream_options: { include_usage: true } }).finalChatCompletion();
+    const completion = await client.chat.completions
+      .stream({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream_options: { include_usage: true } })
+      .finalChatCompletion();
     const choice = completion.choices[0];
     assert.equal(choice?.message.content, 'Checking now.');
     assert.deepEqual(

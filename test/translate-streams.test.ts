@@ -146,16 +146,26 @@ describe('AnthropicToOpenAIStream', () => {
 
   it('streams reasoning, text and two tool calls with their argument fragments at OpenAI tool indexes 0 and 1', () => {
     const output = translate(new AnthropicToOpenAIStream({ includeUsage: true }), ANTHROPIC_TEXT_THEN_TOOLS, 5);
-    const deltas = openAIFrames(output).map((frame) => (frame === '[DONE]' ? frame : ((frame as { choices: Array<{ delta: unknown; finish_reason: unknown }> }).choices[0] ?? 'usage')));
+    const deltas = openAIFrames(output).map((frame) =>
+      frame === '[DONE]' ? frame : ((frame as { choices: Array<{ delta: unknown; finish_reason: unknown }> }).choices[0] ?? 'usage'),
+    );
     assert.deepEqual(deltas, [
       { delta: { role: 'assistant', content: '' }, finish_reason: null, index: 0 },
       { delta: { reasoning_content: 'Two lookups.' }, finish_reason: null, index: 0 },
       { delta: { content: 'Let me check.' }, finish_reason: null, index: 0 },
-      { delta: { tool_calls: [{ index: 0, id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', type: 'function', function: { name: 'get_weather', arguments: '' } }] }, finish_reason: null, index: 0 },
+      {
+        delta: { tool_calls: [{ index: 0, id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', type: 'function', function: { name: 'get_weather', arguments: '' } }] },
+        finish_reason: null,
+        index: 0,
+      },
       { delta: { tool_calls: [{ index: 0, function: { arguments: '{"city": ' } }] }, finish_reason: null, index: 0 },
       { delta: { tool_calls: [{ index: 0, function: { arguments: '"Par' } }] }, finish_reason: null, index: 0 },
       { delta: { tool_calls: [{ index: 0, function: { arguments: 'is"}' } }] }, finish_reason: null, index: 0 },
-      { delta: { tool_calls: [{ index: 1, id: 'toolu_01U2y2gK45rBnl3uOUsO8Vq7', type: 'function', function: { name: 'get_time', arguments: '' } }] }, finish_reason: null, index: 0 },
+      {
+        delta: { tool_calls: [{ index: 1, id: 'toolu_01U2y2gK45rBnl3uOUsO8Vq7', type: 'function', function: { name: 'get_time', arguments: '' } }] },
+        finish_reason: null,
+        index: 0,
+      },
       { delta: { tool_calls: [{ index: 1, function: { arguments: '{"tz":' } }] }, finish_reason: null, index: 0 },
       { delta: { tool_calls: [{ index: 1, function: { arguments: '"CET"}' } }] }, finish_reason: null, index: 0 },
       { delta: {}, finish_reason: 'tool_calls', index: 0 },
@@ -229,7 +239,12 @@ function usageChunk(promptTokens: number, completionTokens: number, cachedTokens
     created: 1694268190,
     model: 'gpt-4o-mini-2024-07-18',
     choices: [],
-    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens, prompt_tokens_details: { cached_tokens: cachedTokens } },
+    usage: {
+      prompt_tokens: promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: promptTokens + completionTokens,
+      prompt_tokens_details: { cached_tokens: cachedTokens },
+    },
   };
 }
 
@@ -289,7 +304,11 @@ describe('OpenAIToAnthropicStream', () => {
       { event: 'content_block_stop', data: { type: 'content_block_stop', index: 0 } },
       {
         event: 'message_delta',
-        data: { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { input_tokens: 176, output_tokens: 12, cache_read_input_tokens: 1024 } },
+        data: {
+          type: 'message_delta',
+          delta: { stop_reason: 'end_turn', stop_sequence: null },
+          usage: { input_tokens: 176, output_tokens: 12, cache_read_input_tokens: 1024 },
+        },
       },
       { event: 'message_stop', data: { type: 'message_stop' } },
     ]);
@@ -311,8 +330,12 @@ describe('OpenAIToAnthropicStream', () => {
     const summary = frames.map(({ event, data }) => {
       const delta = data.delta as Record<string, unknown> | undefined;
       const block = data.content_block as Record<string, unknown> | undefined;
-      const detail = block ? `${String(block.type)}${block.id ? `:${String(block.id)}:${String(block.name)}` : ''}` : delta ? String(delta.text ?? delta.thinking ?? delta.partial_json ?? delta.stop_reason) : '';
-      return `${event}${data.index === undefined ? '' : `[${String(data.index)}]`}${detail ? ` ${detail}` : ''}`;
+      const detail = block
+        ? `${String(block.type)}${block.id ? `:${block.id as string}:${block.name as string}` : ''}`
+        : delta
+          ? String(delta.text ?? delta.thinking ?? delta.partial_json ?? delta.stop_reason)
+          : '';
+      return `${event}${data.index === undefined ? '' : `[${data.index as number}]`}${detail ? ` ${detail}` : ''}`;
     });
     assert.deepEqual(summary, [
       'message_start',
@@ -359,16 +382,26 @@ describe('OpenAIToAnthropicStream', () => {
 
   it('produces a valid minimal message when the upstream sent nothing', () => {
     const frames = anthropicFrames(new OpenAIToAnthropicStream({ model: 'm' }).finish());
-    assert.deepEqual(frames.map((frame) => frame.event), ['message_start', 'message_delta', 'message_stop']);
+    assert.deepEqual(
+      frames.map((frame) => frame.event),
+      ['message_start', 'message_delta', 'message_stop'],
+    );
     assert.deepEqual(frames[1]?.data, { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 0 } });
     assert.match(String((frames[0]?.data.message as { id: string }).id), /^msg_/);
   });
 
   it('turns an OpenAI error payload mid-stream into an Anthropic error event, leaving blocks open, and then stays silent', () => {
-    const upstream = openAIStream([openAIChunk({ role: 'assistant', content: 'Partial' }), { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } }, openAIChunk({ content: 'late' })]);
+    const upstream = openAIStream([
+      openAIChunk({ role: 'assistant', content: 'Partial' }),
+      { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } },
+      openAIChunk({ content: 'late' }),
+    ]);
     const translator = new OpenAIToAnthropicStream({});
     const frames = anthropicFrames(translate(translator, upstream));
-    assert.deepEqual(frames.map((frame) => frame.event), ['message_start', 'content_block_start', 'content_block_delta', 'error']);
+    assert.deepEqual(
+      frames.map((frame) => frame.event),
+      ['message_start', 'content_block_start', 'content_block_delta', 'error'],
+    );
     assert.deepEqual(frames[3]?.data, { type: 'error', error: { type: 'api_error', message: 'The server had an error' } });
     assert.equal(translator.done, true);
   });

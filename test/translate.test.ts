@@ -62,7 +62,14 @@ describe('openAIRequestToAnthropic', () => {
 
   it('converts function tools and every tool_choice form', () => {
     const tools: OpenAIChatRequest['tools'] = [
-      { type: 'function', function: { name: 'get_weather', description: 'Weather now', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } },
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          description: 'Weather now',
+          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      },
       { type: 'function', function: { name: 'ping' } },
     ];
     const result = toAnthropic({ tools, tool_choice: 'auto' });
@@ -176,8 +183,20 @@ describe('openAIRequestToAnthropic', () => {
       ],
     });
     assert.deepEqual(result.messages, [
-      { role: 'user', content: [{ type: 'text', text: 'first' }, { type: 'text', text: 'second' }] },
-      { role: 'assistant', content: [{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'first' },
+          { type: 'text', text: 'second' },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'one' },
+          { type: 'text', text: 'two' },
+        ],
+      },
       { role: 'user', content: [{ type: 'text', text: 'third' }] },
     ]);
   });
@@ -302,13 +321,19 @@ describe('anthropicRequestToOpenAI', () => {
     ];
     const result = toOpenAI({ tools, tool_choice: { type: 'auto', disable_parallel_tool_use: true } });
     assert.deepEqual(result.tools, [
-      { type: 'function', function: { name: 'get_weather', description: 'Weather now', parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
+      {
+        type: 'function',
+        function: { name: 'get_weather', description: 'Weather now', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+      },
     ]);
     assert.equal(result.tool_choice, 'auto');
     assert.equal(result.parallel_tool_calls, false);
     assert.equal(toOpenAI({ tools, tool_choice: { type: 'any' } }).tool_choice, 'required');
     assert.equal(toOpenAI({ tools, tool_choice: { type: 'none' } }).tool_choice, 'none');
-    assert.deepEqual(toOpenAI({ tools, tool_choice: { type: 'tool', name: 'get_weather' } }).tool_choice, { type: 'function', function: { name: 'get_weather' } });
+    assert.deepEqual(toOpenAI({ tools, tool_choice: { type: 'tool', name: 'get_weather' } }).tool_choice, {
+      type: 'function',
+      function: { name: 'get_weather' },
+    });
     assert.equal('parallel_tool_calls' in toOpenAI({ tools, tool_choice: { type: 'any' } }), false);
   });
 
@@ -328,7 +353,14 @@ describe('anthropicRequestToOpenAI', () => {
           role: 'user',
           content: [
             { type: 'text', text: 'Also, hurry.' },
-            { type: 'tool_result', tool_use_id: 'toolu_01', content: [{ type: 'text', text: 'Sunny' }, { type: 'text', text: '24C' }] },
+            {
+              type: 'tool_result',
+              tool_use_id: 'toolu_01',
+              content: [
+                { type: 'text', text: 'Sunny' },
+                { type: 'text', text: '24C' },
+              ],
+            },
           ],
         },
       ],
@@ -373,7 +405,9 @@ describe('anthropicRequestToOpenAI', () => {
   });
 
   it('restores raw tool arguments that were kept under _raw', () => {
-    const result = toOpenAI({ messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_03', name: 'broken', input: { _raw: '{"city": "Par' } }] }] });
+    const result = toOpenAI({
+      messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_03', name: 'broken', input: { _raw: '{"city": "Par' } }] }],
+    });
     assert.equal(result.messages[0]?.tool_calls?.[0]?.function.arguments, '{"city": "Par');
   });
 

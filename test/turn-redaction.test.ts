@@ -18,14 +18,28 @@ const ANSWER = `Pushed with ${GITHUB_TOKEN}; configuring AWS next.`;
 const TOOL_ARGUMENTS = JSON.stringify({ command: `aws configure set aws_secret_access_key ${AWS_SECRET}` });
 
 /** One turn carrying the three secrets, through a started proxy; `check` reads what was stored. */
-async function withSecretTurn(config: Record<string, unknown>, check: (context: { proxy: ProxyHandle; id: string; upstream: ScriptedUpstream; answer: OpenAI.Chat.ChatCompletion }) => Promise<void>): Promise<void> {
+async function withSecretTurn(
+  config: Record<string, unknown>,
+  check: (context: { proxy: ProxyHandle; id: string; upstream: ScriptedUpstream; answer: OpenAI.Chat.ChatCompletion }) => Promise<void>,
+): Promise<void> {
   const upstream = await ScriptedUpstream.start();
   upstream.defaultHandler = openAIReply({ text: ANSWER, toolCalls: [{ id: 'call_1', name: 'exec', arguments: TOOL_ARGUMENTS }] });
-  const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false }, memory: { auto_extract: false }, ...config } });
+  const proxy = await startProxy({
+    config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false }, memory: { auto_extract: false }, ...config },
+  });
   try {
     const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
     const { data: answer, response } = await client.chat.completions
-      .create({ model: 'm', messages: [{ role: 'system', content: LARGE_SYSTEM_PROMPT }, { role: 'user', content: USER_MESSAGE }] }, { headers: { 'X-Session-Id': 'deploy' } })
+      .create(
+        {
+          model: 'm',
+          messages: [
+            { role: 'system', content: LARGE_SYSTEM_PROMPT },
+            { role: 'user', content: USER_MESSAGE },
+          ],
+        },
+        { headers: { 'X-Session-Id': 'deploy' } },
+      )
       .withResponse();
     const id = response.headers.get('x-metaclaw-request-id')!;
     // Raw turns become memory in a learning job: wait for it, so the whole database is checked.
@@ -39,7 +53,11 @@ async function withSecretTurn(config: Record<string, unknown>, check: (context: 
 
 /** The raw-turn memories of the deploy request. */
 async function rememberedTurns(proxy: ProxyHandle): Promise<string[]> {
-  const response = await fetch(`${proxy.url}/v1/memory/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: 'deploy the app', scope: 'default' }) });
+  const response = await fetch(`${proxy.url}/v1/memory/search`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query: 'deploy the app', scope: 'default' }),
+  });
   const { results } = (await response.json()) as { results: Array<{ content: string; origin: string }> };
   return results.filter((unit) => unit.origin === 'raw_turn').map((unit) => unit.content);
 }
@@ -57,7 +75,10 @@ interface StoredTurn {
 function storedTurn(proxy: ProxyHandle, id: string): StoredTurn {
   const db = new Database(join(proxy.home, 'metaclaw.db'), { readonly: true });
   try {
-    const turn = db.prepare('SELECT query, response_text, tool_calls FROM turns WHERE id = ?').get(id) as Pick<StoredTurn, 'query' | 'response_text' | 'tool_calls'>;
+    const turn = db.prepare('SELECT query, response_text, tool_calls FROM turns WHERE id = ?').get(id) as Pick<
+      StoredTurn,
+      'query' | 'response_text' | 'tool_calls'
+    >;
     const payload = db.prepare('SELECT received, forwarded FROM turn_payloads WHERE turn_id = ?').get(id) as Pick<StoredTurn, 'received' | 'forwarded'>;
     const parts = (db.prepare('SELECT json FROM payload_segments').all() as Array<{ json: string }>).map((row) => row.json).join('\n');
     return { ...turn, ...payload, parts };
@@ -77,16 +98,24 @@ describe('secrets in turn records', () => {
       const sent = upstream.modelRequests().at(-1)!.body;
       assert.equal(sent.messages.at(-1).content, USER_MESSAGE, 'forwarded as the client sent it');
       assert.equal(answer.choices[0]!.message.content, ANSWER, 'answered as the upstream sent it');
-      assert.equal(answer.choices[0]!.message.tool_calls![0]!.type === 'function' && answer.choices[0]!.message.tool_calls![0]!.function.arguments, TOOL_ARGUMENTS);
+      assert.equal(
+        answer.choices[0]!.message.tool_calls![0]!.type === 'function' && answer.choices[0]!.message.tool_calls![0]!.function.arguments,
+        TOOL_ARGUMENTS,
+      );
 
       const explained = (await (await fetch(`${proxy.url}/v1/requests/${id}`)).json()) as any;
-      const redactedMessage = USER_MESSAGE.replace(AWS_SECRET, '[redacted aws-secret-access-key]').replace(GITHUB_TOKEN, '[redacted github-token]').replace(PRIVATE_KEY, '[redacted private-key]');
+      const redactedMessage = USER_MESSAGE.replace(AWS_SECRET, '[redacted aws-secret-access-key]')
+        .replace(GITHUB_TOKEN, '[redacted github-token]')
+        .replace(PRIVATE_KEY, '[redacted private-key]');
       assert.equal(explained.received.user_request, redactedMessage);
       assert.equal(explained.received.body.messages[1].content, redactedMessage);
       assert.equal(explained.received.body.messages[0].content, LARGE_SYSTEM_PROMPT, 'text without secrets is stored as it was');
       assert.equal(explained.forwarded.body.messages.at(-1).content, redactedMessage);
       assert.equal(explained.outcome.response.text, 'Pushed with [redacted github-token]; configuring AWS next.');
-      assert.equal(explained.outcome.response.tool_calls[0].arguments, JSON.stringify({ command: 'aws configure set aws_secret_access_key [redacted aws-secret-access-key]' }));
+      assert.equal(
+        explained.outcome.response.tool_calls[0].arguments,
+        JSON.stringify({ command: 'aws configure set aws_secret_access_key [redacted aws-secret-access-key]' }),
+      );
 
       const stored = storedTurn(proxy, id);
       assert.equal(stored.query, redactedMessage);
@@ -100,7 +129,18 @@ describe('secrets in turn records', () => {
       // The next turn's system prompt is the one already found clean, with a token appended.
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       const extended = `${LARGE_SYSTEM_PROMPT}\nRelease token: ${GITHUB_TOKEN}`;
-      const { response } = await client.chat.completions.create({ model: 'm', messages: [{ role: 'system', content: extended }, { role: 'user', content: 'Release it.' }] }, { headers: { 'X-Session-Id': 'deploy' } }).withResponse();
+      const { response } = await client.chat.completions
+        .create(
+          {
+            model: 'm',
+            messages: [
+              { role: 'system', content: extended },
+              { role: 'user', content: 'Release it.' },
+            ],
+          },
+          { headers: { 'X-Session-Id': 'deploy' } },
+        )
+        .withResponse();
       assert.equal(upstream.modelRequests().at(-1)!.body.messages[0].content.startsWith(extended), true);
       const next = (await (await fetch(`${proxy.url}/v1/requests/${response.headers.get('x-metaclaw-request-id')}`)).json()) as any;
       assert.equal(next.received.body.messages[0].content, `${LARGE_SYSTEM_PROMPT}\nRelease token: [redacted github-token]`);

@@ -30,16 +30,26 @@ export function commandText(command: LedgerCommand): string {
 
 /** The last non-empty line of a command's output, for messages. */
 export function outputSummary(outcome: CommandOutcome): string {
-  const lines = `${outcome.stderr}\n${outcome.stdout}`.split('\n').map((line) => line.trim()).filter((line) => line !== '');
+  const lines = `${outcome.stderr}\n${outcome.stdout}`
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
   return lines[lines.length - 1] ?? `exit code ${outcome.code}`;
 }
 
 /** Restarts an agent's service when its CLI is present; never fails, says what happened. */
-export async function restartAgent(environment: ClawEnvironment, restart: Restart | undefined, agentName: string): Promise<{ restarted: boolean; message: string }> {
+export async function restartAgent(
+  environment: ClawEnvironment,
+  restart: Restart | undefined,
+  agentName: string,
+): Promise<{ restarted: boolean; message: string }> {
   if (restart === undefined) return { restarted: false, message: `Restart ${agentName} yourself so it picks up the change.` };
   const binary = restart.command.command;
   if (environment.which(binary) === undefined) {
-    return { restarted: false, message: `\`${binary}\` is not on PATH, so ${restart.label} was not restarted; restart ${agentName} yourself so it picks up the change.` };
+    return {
+      restarted: false,
+      message: `\`${binary}\` is not on PATH, so ${restart.label} was not restarted; restart ${agentName} yourself so it picks up the change.`,
+    };
   }
   const result = await attempt(environment, restart.command, SERVICE_TIMEOUT_MS);
   if (!result.ran) return { restarted: false, message: `Could not restart ${restart.label} (${result.reason}); restart ${agentName} yourself.` };

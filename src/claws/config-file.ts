@@ -101,7 +101,11 @@ export function commitConfigFile(plan: FilePlan, entry: LedgerEntry, metaclawHom
     writeFileAtomic(writablePath(plan.path), plan.after, { mode: plan.mode ?? NEW_FILE_MODE });
   } catch (error) {
     rollbackRecord(prepared, entry, metaclawHome);
-    throw new ClawError('write_failed', `Could not write ${plan.path}: ${(error as Error).message}. Nothing was changed.`, { claw: entry.claw, path: plan.path, cause: error });
+    throw new ClawError('write_failed', `Could not write ${plan.path}: ${(error as Error).message}. Nothing was changed.`, {
+      claw: entry.claw,
+      path: plan.path,
+      cause: error,
+    });
   }
   return prepared.record;
 }
@@ -173,7 +177,11 @@ export function undoConfigFile(spec: ConfigFileSpec, record: LedgerFileRecord, t
   const currentSha = current === undefined ? null : sha256(current);
   if (current === undefined) {
     if (!record.existedBefore) return { changed: false, exact: true, message: `${record.path} is already gone.` };
-    return { changed: false, exact: false, message: `${record.path} was deleted after MetaClaw wired it; left it deleted (its original is kept at ${record.backupPath ?? 'nowhere'}).` };
+    return {
+      changed: false,
+      exact: false,
+      message: `${record.path} was deleted after MetaClaw wired it; left it deleted (its original is kept at ${record.backupPath ?? 'nowhere'}).`,
+    };
   }
   if (currentSha === record.originalSha256) {
     removeBackup(record.backupPath);
@@ -182,7 +190,11 @@ export function undoConfigFile(spec: ConfigFileSpec, record: LedgerFileRecord, t
   const original = record.backupPath !== null && existsSync(record.backupPath) ? readFileSync(record.backupPath) : undefined;
   if (currentSha === record.appliedSha256 && !record.editedByUser && (original !== undefined || !record.existedBefore)) {
     restoreExactly(record, original);
-    return { changed: true, exact: true, message: original === undefined ? `Removed ${record.path}, which MetaClaw had created.` : `Restored ${record.path} to its original bytes.` };
+    return {
+      changed: true,
+      exact: true,
+      message: original === undefined ? `Removed ${record.path}, which MetaClaw had created.` : `Restored ${record.path} to its original bytes.`,
+    };
   }
   return revertOurKeys(spec, record, target, current, original);
 }

@@ -93,7 +93,7 @@ export function nestValue(path: KeyPath, value: JsonValue): JsonValue {
 /** `value` as the item `selector` picks: an object whose selector field is set. */
 export function selectedItem(selector: ItemSelector, value: JsonValue): JsonValue {
   if (!isPlainObject(value)) throw new InternalError(`an item selected by ${selector.key} must be an object`);
-  return { [selector.key]: selector.equals, ...(value as { [key: string]: JsonValue }) };
+  return { [selector.key]: selector.equals, ...value };
 }
 
 /** Dates, TOML dates and null-prototype objects become comparable JSON values. */
@@ -116,7 +116,11 @@ function canonical(value: unknown): unknown {
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (!isPlainObject(value)) return value;
-  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sortKeys(value[key])]));
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortKeys(value[key])]),
+  );
 }
 
 export function isEmptyContainer(value: unknown): boolean {

@@ -43,7 +43,7 @@ class EnvDocument implements ConfigDocument {
 
   set(path: KeyPath, value: JsonValue): void {
     const key = flatKey(path, '.env');
-    const encoded = encode(String(value));
+    const encoded = encode(typeof value === 'string' ? value : JSON.stringify(value));
     const occurrences = this.entries(key);
     if (occurrences.length === 0) {
       this.text = insertLines(this.text, this.text.length, [`${key}=${encoded}`]);

@@ -34,7 +34,7 @@ function runCommand(command: string, args: readonly string[], timeoutMs: number)
         return;
       }
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-        reject(error);
+        reject(Object.assign(new Error(error.message, { cause: error }), { code: 'ENOENT' }));
         return;
       }
       if (error.killed) {

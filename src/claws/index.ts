@@ -93,7 +93,10 @@ export async function unwireAll(environment: ClawEnvironment): Promise<UnwireAll
     try {
       items.push({ type: entry.claw, result: await unwireClaw(entry.claw, environment) });
     } catch (error) {
-      const clawError = error instanceof ClawError ? error : new ClawError('write_failed', `Could not unwire ${entry.claw}: ${String(error)}`, { claw: entry.claw, cause: error });
+      const clawError =
+        error instanceof ClawError
+          ? error
+          : new ClawError('write_failed', `Could not unwire ${entry.claw}: ${String(error)}`, { claw: entry.claw, cause: error });
       items.push({ type: entry.claw, error: clawError });
     }
   }

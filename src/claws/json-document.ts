@@ -76,7 +76,8 @@ class JsonDocument extends TreeDocument<JsonValueNode> {
 
   /** Removal is done on the text (the tree was just parsed from it), so the lines around stay as they were. */
   protected remove(container: JsonValueNode, segment: PathSegment): void {
-    const members: readonly JsonNode[] = container instanceof JsonObjectNode ? container.properties : container instanceof JsonArrayNode ? container.elements : [];
+    const members: readonly JsonNode[] =
+      container instanceof JsonObjectNode ? container.properties : container instanceof JsonArrayNode ? container.elements : [];
     const index = isItemSelector(segment)
       ? findItemIndex(container.toJSON() as unknown[], segment)
       : (container as JsonObjectNode).properties.findIndex((property) => property.key.toJSON() === segment);
@@ -92,7 +93,9 @@ class JsonDocument extends TreeDocument<JsonValueNode> {
   render(): string {
     if (this.fresh) return `${JSON.stringify(this.tree.toJSON(), null, 2)}\n`;
     if (this.strict && !isStrictJson(this.text)) {
-      throw new ClawError('edit_failed', `MetaClaw could not keep ${this.source} plain JSON while editing it, so it left the file unchanged.`, { path: this.source });
+      throw new ClawError('edit_failed', `MetaClaw could not keep ${this.source} plain JSON while editing it, so it left the file unchanged.`, {
+        path: this.source,
+      });
     }
     return this.text;
   }

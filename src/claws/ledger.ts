@@ -98,7 +98,11 @@ export function readLedger(metaclawHome: string): Ledger {
   }
   const result = ledgerSchema.safeParse(parsed);
   if (!result.success) {
-    throw new ClawError('ledger_corrupt', `The wiring ledger ${path} has an unexpected shape (${result.error.issues[0]?.message ?? 'invalid'}); fix or remove it by hand.`, { path });
+    throw new ClawError(
+      'ledger_corrupt',
+      `The wiring ledger ${path} has an unexpected shape (${result.error.issues[0]?.message ?? 'invalid'}); fix or remove it by hand.`,
+      { path },
+    );
   }
   return result.data;
 }
@@ -127,7 +131,10 @@ export function removeLedgerEntry(metaclawHome: string, claw: ClawType): void {
 export function writeBackup(metaclawHome: string, claw: ClawType, sourcePath: string, content: Buffer): string {
   const folder = backupsFolder(metaclawHome);
   ensurePrivateFolder(folder);
-  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = new Date()
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   const path = join(folder, `${claw}-${basename(sourcePath)}-${stamp}-${randomBytes(3).toString('hex')}.bak`);
   writeFileAtomic(path, content, { mode: PRIVATE_FILE });
   return path;

@@ -25,7 +25,10 @@ function systemdWorkingDirectory(environment: ClawEnvironment): string | undefin
   const value = unit === undefined ? undefined : /^\s*WorkingDirectory\s*=\s*(.+?)\s*$/m.exec(unit)?.[1];
   if (value === undefined) return undefined;
   // systemd allows a leading "-" (optional directory) and %h for the home folder.
-  const path = value.replace(/^-/, '').replace(/^"(.*)"$/, '$1').replace(/%h/g, environment.home);
+  const path = value
+    .replace(/^-/, '')
+    .replace(/^"(.*)"$/, '$1')
+    .replace(/%h/g, environment.home);
   return expandHome(environment, path);
 }
 
@@ -37,7 +40,12 @@ function launchdWorkingDirectory(environment: ClawEnvironment): string | undefin
 }
 
 function decodeXml(text: string): string {
-  return text.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
+  return text
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&amp;/g, '&');
 }
 
 function readText(path: string): string | undefined {

@@ -76,7 +76,18 @@ async function readInference(environment: ClawEnvironment): Promise<InferenceSet
 function providerCommand(verb: 'create' | 'update', target: WiringTarget, apiKey: string): LedgerCommand {
   return {
     command: OPENSHELL,
-    args: ['provider', verb, '--name', PROVIDER, '--type', 'openai', '--credential', `OPENAI_API_KEY=${apiKey}`, '--config', `OPENAI_BASE_URL=${openAIBaseUrl(target)}`],
+    args: [
+      'provider',
+      verb,
+      '--name',
+      PROVIDER,
+      '--type',
+      'openai',
+      '--credential',
+      `OPENAI_API_KEY=${apiKey}`,
+      '--config',
+      `OPENAI_BASE_URL=${openAIBaseUrl(target)}`,
+    ],
   };
 }
 
@@ -120,26 +131,47 @@ function inferenceUndo(previous: InferenceSetting): Pick<LedgerAction, 'undo' | 
 /** Points OpenShell inference at metaclaw/<model>, recording each step (with its undo) as it succeeds. */
 async function routeInference(environment: ClawEnvironment, target: WiringTarget, entry: LedgerEntry, previous: InferenceSetting): Promise<void> {
   const registered = await registerProvider(environment, target);
-  recordOnce(entry, { id: PROVIDER_ACTION, description: 'registered the metaclaw provider in OpenShell', ran: [registered], output: null, undo: [{ command: OPENSHELL, args: ['provider', 'delete', PROVIDER] }], undoNote: null });
+  recordOnce(entry, {
+    id: PROVIDER_ACTION,
+    description: 'registered the metaclaw provider in OpenShell',
+    ran: [registered],
+    output: null,
+    undo: [{ command: OPENSHELL, args: ['provider', 'delete', PROVIDER] }],
+    undoNote: null,
+  });
   saveLedgerEntry(environment.metaclawHome, entry);
   const select: LedgerCommand = { command: OPENSHELL, args: ['inference', 'set', '--provider', PROVIDER, '--model', target.model] };
   const result = await attempt(environment, select);
   if (!succeeded(result)) throw failure(result, select);
-  recordOnce(entry, { id: INFERENCE_ACTION, description: 'routed OpenShell inference to metaclaw', ran: [select], output: previous.raw, ...inferenceUndo(previous) });
+  recordOnce(entry, {
+    id: INFERENCE_ACTION,
+    description: 'routed OpenShell inference to metaclaw',
+    ran: [select],
+    output: previous.raw,
+    ...inferenceUndo(previous),
+  });
   saveLedgerEntry(environment.metaclawHome, entry);
 }
 
 async function apply(rawTarget: WiringTarget, environment: ClawEnvironment): Promise<ApplyResult> {
   const target = normalizeTarget(rawTarget);
   if (environment.which(OPENSHELL) === undefined) {
-    throw new ClawError('binary_missing', 'NemoClaw is wired through OpenShell, but `openshell` is not on PATH. Install NemoClaw first; MetaClaw changed nothing.', { claw: 'nemoclaw' });
+    throw new ClawError(
+      'binary_missing',
+      'NemoClaw is wired through OpenShell, but `openshell` is not on PATH. Install NemoClaw first; MetaClaw changed nothing.',
+      { claw: 'nemoclaw' },
+    );
   }
   const path = nemoclawConfigPath(environment);
   const plan = planConfigFile(nemoclawFile, path, target);
   const before = findLedgerEntry(environment.metaclawHome, 'nemoclaw');
   const inference = await readInference(environment);
   const routed =
-    before !== undefined && deepEqual(before.target, target) && before.actions.some((action) => action.id === PROVIDER_ACTION) && inference.provider === PROVIDER && inference.model === target.model;
+    before !== undefined &&
+    deepEqual(before.target, target) &&
+    before.actions.some((action) => action.id === PROVIDER_ACTION) &&
+    inference.provider === PROVIDER &&
+    inference.model === target.model;
   const entry = openLedgerEntry(environment.metaclawHome, 'nemoclaw', path, target);
   const messages: string[] = [];
   if (!routed) {

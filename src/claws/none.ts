@@ -5,7 +5,16 @@ import type { ClawAdapter } from './types.js';
 export const noneAdapter: ClawAdapter = {
   type: 'none',
   name: 'no agent',
-  detect: async () => ({ type: 'none', name: 'no agent', installed: false, configPath: undefined, configExists: false, binaryPath: undefined, wired: false, notes: [] }),
+  detect: async () => ({
+    type: 'none',
+    name: 'no agent',
+    installed: false,
+    configPath: undefined,
+    configExists: false,
+    binaryPath: undefined,
+    wired: false,
+    notes: [],
+  }),
   apply: async (target) => ({
     type: 'none',
     changed: false,

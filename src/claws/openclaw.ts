@@ -82,7 +82,8 @@ export function openclawProvider(target: WiringTarget): JsonValue {
 function openclawSettings(target: WiringTarget, current: unknown): Setting[] {
   const reference = `metaclaw/${target.model}`;
   // `agents.defaults.model` may be the short string form; keep the user's shape.
-  const modelPath = typeof readPath(current, ['agents', 'defaults', 'model']) === 'string' ? ['agents', 'defaults', 'model'] : ['agents', 'defaults', 'model', 'primary'];
+  const modelPath =
+    typeof readPath(current, ['agents', 'defaults', 'model']) === 'string' ? ['agents', 'defaults', 'model'] : ['agents', 'defaults', 'model', 'primary'];
   const settings: Setting[] = [
     { path: ['models', 'providers', 'metaclaw'], value: openclawProvider(target) },
     { path: modelPath, value: reference },
@@ -106,7 +107,8 @@ function pluginSettings(plugin: NonNullable<WiringTarget['plugin']>, current: un
     { path: ['plugins', 'entries', 'metaclaw'], value: { enabled: true, config: plugin.config as JsonValue } },
   ];
   const allow = readPath(current, ['plugins', 'allow']);
-  if (Array.isArray(allow) && allow.length > 0 && !allow.includes('metaclaw')) settings.push({ path: ['plugins', 'allow'], value: [...(allow as JsonValue[]), 'metaclaw'] });
+  if (Array.isArray(allow) && allow.length > 0 && !allow.includes('metaclaw'))
+    settings.push({ path: ['plugins', 'allow'], value: [...(allow as JsonValue[]), 'metaclaw'] });
   return settings;
 }
 
@@ -173,7 +175,10 @@ function issuesOf(report: Record<string, unknown>): string | undefined {
     .map((issue: unknown) => {
       if (typeof issue === 'string') return issue;
       const { path, message } = (issue ?? {}) as { path?: unknown; message?: unknown };
-      return [path, message].filter((part) => part !== undefined).map(String).join(': ');
+      return [path, message]
+        .filter((part) => part !== undefined)
+        .map(String)
+        .join(': ');
     })
     .join('; ');
 }

@@ -96,8 +96,12 @@ export function expectedAfterRevert(document: ConfigDocument, original: ConfigDo
 }
 
 function editFailed(source: string, cause?: unknown): ClawError {
-  return new ClawError('edit_failed', `MetaClaw could not edit ${source} without disturbing the rest of it, so it left the file unchanged. Please report this.`, {
-    path: source,
-    cause,
-  });
+  return new ClawError(
+    'edit_failed',
+    `MetaClaw could not edit ${source} without disturbing the rest of it, so it left the file unchanged. Please report this.`,
+    {
+      path: source,
+      cause,
+    },
+  );
 }

@@ -14,12 +14,14 @@ export function normalizeTarget(target: WiringTarget): WiringTarget {
   } catch {
     throw new ClawError('invalid_target', `The proxy URL "${target.proxyUrl}" is not a URL (expected e.g. http://127.0.0.1:30000).`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ClawError('invalid_target', `The proxy URL "${target.proxyUrl}" must start with http:// or https://.`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ClawError('invalid_target', `The proxy URL "${target.proxyUrl}" must start with http:// or https://.`);
   if (target.model.trim() === '') throw new ClawError('invalid_target', 'The model to wire is empty.');
   if (!Number.isInteger(target.contextWindow) || target.contextWindow < 0) {
     throw new ClawError('invalid_target', `The context window ${target.contextWindow} must be a whole number of tokens (0 = leave unset).`);
   }
-  if (target.apiFormat !== 'openai' && target.apiFormat !== 'anthropic') throw new ClawError('invalid_target', `Unknown API format "${String(target.apiFormat)}".`);
+  if (target.apiFormat !== 'openai' && target.apiFormat !== 'anthropic')
+    throw new ClawError('invalid_target', `Unknown API format "${String(target.apiFormat)}".`);
   const proxyUrl = target.proxyUrl.trim().replace(/\/+$/, '').replace(/\/v1$/, '');
   return { ...target, proxyUrl, apiKey: target.apiKey === '' ? DEFAULT_API_KEY : target.apiKey };
 }

@@ -77,7 +77,7 @@ export class PlainDocument extends TreeDocument<unknown> {
 
   constructor(data: unknown, source = 'value') {
     super(source);
-    this.data = isPlainObject(data) ? (cloneJson(data) as Record<string, unknown>) : {};
+    this.data = isPlainObject(data) ? cloneJson<Record<string, unknown>>(data) : {};
   }
 
   protected root(): unknown {

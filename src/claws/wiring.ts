@@ -12,7 +12,7 @@ import { findLedgerEntry, openLedgerEntry, removeLedgerEntry } from './ledger.js
 import type { LedgerEntry, LedgerFileRecord } from './ledger.js';
 import { normalizeTarget } from './target.js';
 import { ClawError } from './types.js';
-import type { ApplyResult, ClawAdapter, ClawEnvironment, ClawType, Detection, UnwireResult, VerifyResult, WiringTarget } from './types.js';
+import type { ApplyResult, ClawAdapter, ClawEnvironment, Detection, UnwireResult, VerifyResult, WiringTarget } from './types.js';
 
 export interface FileAdapterSpec extends ConfigFileSpec {
   /** the agent's CLI, used to detect it and to restart it */
@@ -64,7 +64,8 @@ export function detectFile(spec: FileAdapterSpec, environment: ClawEnvironment):
 /** The config path, or a ClawError when the agent cannot be found. */
 function locateOrFail(spec: FileAdapterSpec, environment: ClawEnvironment): string {
   const path = spec.locate(environment);
-  if (path === undefined) throw new ClawError('not_installed', `Could not find ${spec.agentName}. ${spec.setupHint} MetaClaw changed nothing.`, { claw: spec.claw });
+  if (path === undefined)
+    throw new ClawError('not_installed', `Could not find ${spec.agentName}. ${spec.setupHint} MetaClaw changed nothing.`, { claw: spec.claw });
   return path;
 }
 
@@ -147,7 +148,10 @@ export async function undoLedgerEntry(spec: ConfigFileSpec, environment: ClawEnv
   const claw = spec.claw;
   const entry = findLedgerEntry(environment.metaclawHome, claw);
   if (entry === undefined) {
-    return { changed: false, unwire: { restored: false, exact: true, restarted: false, messages: [`MetaClaw has no record of wiring ${claw}; nothing to undo.`] } };
+    return {
+      changed: false,
+      unwire: { restored: false, exact: true, restarted: false, messages: [`MetaClaw has no record of wiring ${claw}; nothing to undo.`] },
+    };
   }
   const messages: string[] = [];
   let changed = false;

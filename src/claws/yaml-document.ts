@@ -31,7 +31,7 @@ class YamlDocument extends TreeDocument<unknown> {
   protected child(node: unknown, segment: PathSegment): unknown {
     let found: unknown;
     if (isItemSelector(segment)) {
-      if (isSeq(node)) found = node.items[findItemIndex(node.toJSON() as unknown[], segment)];
+      if (isSeq(node)) found = node.items[findItemIndex(node.toJSON(), segment)];
     } else if (isMap(node)) {
       found = node.get(segment, true);
     }
@@ -46,7 +46,7 @@ class YamlDocument extends TreeDocument<unknown> {
 
   protected put(container: unknown, segment: PathSegment, value: JsonValue): void {
     if (isSeq(container) && isItemSelector(segment)) {
-      const index = findItemIndex(container.toJSON() as unknown[], segment);
+      const index = findItemIndex(container.toJSON(), segment);
       if (index >= 0) container.set(index, this.document.createNode(value));
       else container.add(this.document.createNode(value));
     } else if (isMap(container) && !isItemSelector(segment)) {
@@ -62,7 +62,7 @@ class YamlDocument extends TreeDocument<unknown> {
   }
 
   protected remove(container: unknown, segment: PathSegment): void {
-    if (isSeq(container) && isItemSelector(segment)) container.delete(findItemIndex(container.toJSON() as unknown[], segment));
+    if (isSeq(container) && isItemSelector(segment)) container.delete(findItemIndex(container.toJSON(), segment));
     else if (isMap(container) && !isItemSelector(segment)) container.delete(segment);
     // An emptied top level prints as "{}"; no contents at all leaves just the file's comments.
     if (isMap(this.document.contents) && this.document.contents.items.length === 0) this.document.contents = null;
@@ -81,7 +81,11 @@ class YamlDocument extends TreeDocument<unknown> {
   private serialized(): string {
     let output = this.document.toString(styleOf(this.text));
     // With no contents the serializer prints "null" after the comments; the file should keep only the comments.
-    if (this.document.contents === null) output = output.replace(/null\n$/, '').replace(/\n+$/, '\n').replace(/^\n$/, '');
+    if (this.document.contents === null)
+      output = output
+        .replace(/null\n$/, '')
+        .replace(/\n+$/, '\n')
+        .replace(/^\n$/, '');
     const rendered = keepOriginalSpacing(this.text, output);
     return lineEndingOf(this.text) === '\r\n' ? rendered.replace(/\r?\n/g, '\r\n') : rendered;
   }
@@ -89,7 +93,9 @@ class YamlDocument extends TreeDocument<unknown> {
   private replaceText(text: string): void {
     const document = parseDocument(text);
     if (document.errors.length > 0) {
-      throw new ClawError('edit_failed', `MetaClaw could not edit ${this.source} without breaking it, so it left the file unchanged. Please report this.`, { path: this.source });
+      throw new ClawError('edit_failed', `MetaClaw could not edit ${this.source} without breaking it, so it left the file unchanged. Please report this.`, {
+        path: this.source,
+      });
     }
     this.text = text;
     this.document = document;
@@ -152,7 +158,10 @@ function spacingKey(line: string): string {
     else if (quote === undefined && (char === '"' || char === "'")) quote = char;
     key += char;
   }
-  return key.trimEnd().replace(/([[{]) /g, '$1').replace(/ ([\]}])/g, '$1');
+  return key
+    .trimEnd()
+    .replace(/([[{]) /g, '$1')
+    .replace(/ ([\]}])/g, '$1');
 }
 
 /** Serializer options that reproduce the file's indentation and sequence style and never fold lines. */

@@ -15,7 +15,11 @@ export async function wireConfiguredClaw(config: LoadedConfig, override?: string
   }
   try {
     const result = await wireClaw(type, wiringTarget(config), clawEnvironment(config));
-    print(result.changed ? `Wired ${clawName(type)} to the proxy (${result.configPath ?? 'its settings'}${result.backupPath ? `; original backed up to ${result.backupPath}` : ''}).` : `${clawName(type)} is already wired to the proxy.`);
+    print(
+      result.changed
+        ? `Wired ${clawName(type)} to the proxy (${result.configPath ?? 'its settings'}${result.backupPath ? `; original backed up to ${result.backupPath}` : ''}).`
+        : `${clawName(type)} is already wired to the proxy.`,
+    );
     for (const message of result.messages) print(`  ${message}`);
   } catch (error) {
     print(`Could not wire ${clawName(type)}: ${(error as Error).message}`);
@@ -29,7 +33,12 @@ export async function unwireEverythingReport(config: LoadedConfig): Promise<numb
   if (results.length === 0) print('   No agent was wired by MetaClaw.');
   for (const item of results) {
     if (item.error) print(`   Could not unwire ${clawName(item.type)}: ${item.error.message}`);
-    else if (item.result) print(item.result.exact ? `   Restored ${clawName(item.type)}'s configuration exactly as it was.` : `   Unwired ${clawName(item.type)}; ${item.result.messages.join(' ')}`);
+    else if (item.result)
+      print(
+        item.result.exact
+          ? `   Restored ${clawName(item.type)}'s configuration exactly as it was.`
+          : `   Unwired ${clawName(item.type)}; ${item.result.messages.join(' ')}`,
+      );
   }
   return results.filter((item) => item.error).length;
 }
@@ -49,21 +58,24 @@ export function registerClawCommands(program: Command): void {
     if (!isClawType(chosen)) throw new CliExit(`"${chosen}" is not an agent MetaClaw knows.`);
     return chosen;
   };
-  const guard = <T extends unknown[]>(action: (...args: T) => Promise<void>) => async (...args: T) => {
-    try {
-      await action(...args);
-    } catch (error) {
-      if (error instanceof ClawError) throw new CliExit(error.message);
-      throw error;
-    }
-  };
+  const guard =
+    <T extends unknown[]>(action: (...args: T) => Promise<void>) =>
+    async (...args: T) => {
+      try {
+        await action(...args);
+      } catch (error) {
+        if (error instanceof ClawError) throw new CliExit(error.message);
+        throw error;
+      }
+    };
 
   common(claw.command('list').description('agents found on this machine, and which are wired').option('--json')).action(
     guard(async (options: { config?: string; json?: boolean }) => {
       const config = loadCliConfig(options.config ? { config: options.config } : {});
       const detections = await detectClaws(clawEnvironment(config));
       if (options.json) return print(JSON.stringify(detections, null, 2));
-      for (const item of detections) print(`${item.type.padEnd(9)} ${item.installed ? 'found' : 'not found'}${item.wired ? ', wired' : ''}${item.configPath ? `  ${item.configPath}` : ''}`);
+      for (const item of detections)
+        print(`${item.type.padEnd(9)} ${item.installed ? 'found' : 'not found'}${item.wired ? ', wired' : ''}${item.configPath ? `  ${item.configPath}` : ''}`);
     }),
   );
   common(claw.command('wire').description('point the agent at the proxy (default: claw_type)').argument('[type]')).action(

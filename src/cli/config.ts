@@ -65,11 +65,27 @@ function show(options: ConfigOptions): void {
 
 function keys(options: ConfigOptions): void {
   if (options.json) {
-    print(JSON.stringify(KEY_DEFINITIONS.map((definition) => ({ key: definition.key, type: definition.expected, default: definition.secret ? '' : definition.default, doc: definition.doc, secret: definition.secret === true, status: definition.noEffect?.status ?? 'honoured', ...(definition.noEffect ? { reason: definition.noEffect.reason } : {}) })), null, 2));
+    print(
+      JSON.stringify(
+        KEY_DEFINITIONS.map((definition) => ({
+          key: definition.key,
+          type: definition.expected,
+          default: definition.secret ? '' : definition.default,
+          doc: definition.doc,
+          secret: definition.secret === true,
+          status: definition.noEffect?.status ?? 'honoured',
+          ...(definition.noEffect ? { reason: definition.noEffect.reason } : {}),
+        })),
+        null,
+        2,
+      ),
+    );
     return;
   }
   for (const definition of KEY_DEFINITIONS) {
-    print(`${definition.key}  (${definition.expected}; default ${definition.secret ? '(empty)' : JSON.stringify(definition.default)})${definition.noEffect ? `  [${STATUS_LABELS[definition.noEffect.status]}]` : ''}`);
+    print(
+      `${definition.key}  (${definition.expected}; default ${definition.secret ? '(empty)' : JSON.stringify(definition.default)})${definition.noEffect ? `  [${STATUS_LABELS[definition.noEffect.status]}]` : ''}`,
+    );
     print(`    ${definition.doc}`);
     if (definition.noEffect) print(`    No effect in MetaClaw-TS: ${definition.noEffect.reason}. Setting it warns at start.`);
   }

@@ -3,7 +3,17 @@ import { chmodSync, existsSync, statfsSync } from 'node:fs';
 import { isClawType, verifyClaw } from '../claws/index.js';
 import { UpstreamError } from '../errors.js';
 import { loadConfig, type LoadedConfig } from '../config/index.js';
-import { describeExposedConfig, exposedConfigFile, keysInConfigFile, makeHomePrivate, octal, openHomeWarning, openPath, PRIVATE_FILE_MODE, resolveUpstreams } from '../config/index.js';
+import {
+  describeExposedConfig,
+  exposedConfigFile,
+  keysInConfigFile,
+  makeHomePrivate,
+  octal,
+  openHomeWarning,
+  openPath,
+  PRIVATE_FILE_MODE,
+  resolveUpstreams,
+} from '../config/index.js';
 import { checkIntegrity, MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
 import { probeUpstream } from '../upstream/index.js';
 import { VERSION } from '../version.js';
@@ -67,19 +77,40 @@ function report(checks: Check[], json: boolean): void {
   const failed = checks.filter((check) => check.verdict === 'fail').length;
   const warned = checks.filter((check) => check.verdict === 'warn').length;
   print('');
-  print(failed === 0 ? `All checks passed${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}.` : `${failed} check${failed === 1 ? '' : 's'} failed.`);
+  print(
+    failed === 0
+      ? `All checks passed${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}.`
+      : `${failed} check${failed === 1 ? '' : 's'} failed.`,
+  );
 }
 
 function checkConfig(options: DoctorOptions, checks: Check[]): LoadedConfig | undefined {
   try {
     const config = loadConfig(options.config ? { configFile: options.config } : {});
     const warnings = config.warnings;
-    if (!config.fileExists) checks.push({ name: 'config', verdict: 'warn', detail: `no ${config.file}: running on defaults`, fix: 'run `metaclaw setup` to choose your provider, model and agent' });
-    else if (warnings.length > 0) checks.push({ name: 'config', verdict: 'warn', detail: `${config.file} is valid, with ${warnings.length} warning(s): ${warnings.join('; ')}`, fix: 'fix or remove the keys named above (`metaclaw config keys` lists the valid ones)' });
+    if (!config.fileExists)
+      checks.push({
+        name: 'config',
+        verdict: 'warn',
+        detail: `no ${config.file}: running on defaults`,
+        fix: 'run `metaclaw setup` to choose your provider, model and agent',
+      });
+    else if (warnings.length > 0)
+      checks.push({
+        name: 'config',
+        verdict: 'warn',
+        detail: `${config.file} is valid, with ${warnings.length} warning(s): ${warnings.join('; ')}`,
+        fix: 'fix or remove the keys named above (`metaclaw config keys` lists the valid ones)',
+      });
     else checks.push({ name: 'config', verdict: 'pass', detail: `${config.file} is valid` });
     return config;
   } catch (error) {
-    checks.push({ name: 'config', verdict: 'fail', detail: (error as Error).message, fix: 'edit the file (or `metaclaw config set KEY VALUE`); nothing else can be checked until it loads' });
+    checks.push({
+      name: 'config',
+      verdict: 'fail',
+      detail: (error as Error).message,
+      fix: 'edit the file (or `metaclaw config set KEY VALUE`); nothing else can be checked until it loads',
+    });
     return undefined;
   }
 }
@@ -92,27 +123,40 @@ function checkPrivacy(config: LoadedConfig, fix: boolean, checks: Check[]): void
   if (home && fix && home.ours) {
     makeHomePrivate(config.home);
     fixed.push(`${home.path} is now 0700 (it was ${octal(home.mode)})`);
-  } else if (home) open.push(home.ours ? `${home.path} (MetaClaw's data, logs and keys) is open to other users (mode ${octal(home.mode)})` : openHomeWarning(home));
+  } else if (home)
+    open.push(home.ours ? `${home.path} (MetaClaw's data, logs and keys) is open to other users (mode ${octal(home.mode)})` : openHomeWarning(home));
   const exposed = exposedConfigFile(config);
   if (exposed && fix && exposed.ours) {
     chmodSync(exposed.path, PRIVATE_FILE_MODE);
     fixed.push(`${exposed.path} is now 0600 (it was ${octal(exposed.mode)})`);
   } else if (exposed) open.push(`${describeExposedConfig(exposed)}${exposed.ours ? '' : `; as its owner, run \`chmod 600 ${exposed.path}\``}`);
-  if (open.length > 0) checks.push({ name: 'privacy', verdict: 'warn', detail: open.join('; '), fix: 'run `metaclaw doctor --fix` to make them readable by you alone' });
+  if (open.length > 0)
+    checks.push({ name: 'privacy', verdict: 'warn', detail: open.join('; '), fix: 'run `metaclaw doctor --fix` to make them readable by you alone' });
   else if (fixed.length > 0) checks.push({ name: 'privacy', verdict: 'pass', detail: `fixed: ${fixed.join('; ')}` });
-  else if (!existsSync(config.home)) checks.push({ name: 'privacy', verdict: 'pass', detail: `${config.home} does not exist yet (\`metaclaw start\` creates it as 0700)` });
-  else checks.push({ name: 'privacy', verdict: 'pass', detail: `${config.home}${keysInConfigFile(config).length > 0 ? ` and the keys in ${config.file} are` : ' is'} readable by you alone` });
+  else if (!existsSync(config.home))
+    checks.push({ name: 'privacy', verdict: 'pass', detail: `${config.home} does not exist yet (\`metaclaw start\` creates it as 0700)` });
+  else
+    checks.push({
+      name: 'privacy',
+      verdict: 'pass',
+      detail: `${config.home}${keysInConfigFile(config).length > 0 ? ` and the keys in ${config.file} are` : ' is'} readable by you alone`,
+    });
 }
 
 function checkVersions(checks: Check[]): void {
   const major = Number(process.versions.node.split('.')[0]);
-  let sqlite = 'unknown';
+  let sqlite: string;
   try {
     const db = openDatabase(':memory:', { migrations: [] });
     sqlite = (db.prepare('SELECT sqlite_version() AS v').get() as { v: string }).v;
     db.close();
   } catch (error) {
-    checks.push({ name: 'versions', verdict: 'fail', detail: `SQLite does not load: ${(error as Error).message}`, fix: 'reinstall with `npm ci` (better-sqlite3 must be built for this Node)' });
+    checks.push({
+      name: 'versions',
+      verdict: 'fail',
+      detail: `SQLite does not load: ${(error as Error).message}`,
+      fix: 'reinstall with `npm ci` (better-sqlite3 must be built for this Node)',
+    });
     return;
   }
   const detail = `MetaClaw-TS ${VERSION}, Node ${process.versions.node}, SQLite ${sqlite}`;
@@ -127,8 +171,15 @@ function checkDisk(config: LoadedConfig, checks: Check[]): void {
     const stats = statfsSync(folder);
     const free = stats.bavail * stats.bsize;
     const text = `${(free / 1024 / MIB).toFixed(1)} GiB free for ${config.home}`;
-    if (free < 100 * MIB) checks.push({ name: 'disk', verdict: 'fail', detail: text, fix: 'free some space: on a full disk the proxy keeps serving, but recording and learning pause until space is freed' });
-    else if (free < 1024 * MIB) checks.push({ name: 'disk', verdict: 'warn', detail: text, fix: 'less than 1 GiB left; lower store.payload_retention_days or free some space' });
+    if (free < 100 * MIB)
+      checks.push({
+        name: 'disk',
+        verdict: 'fail',
+        detail: text,
+        fix: 'free some space: on a full disk the proxy keeps serving, but recording and learning pause until space is freed',
+      });
+    else if (free < 1024 * MIB)
+      checks.push({ name: 'disk', verdict: 'warn', detail: text, fix: 'less than 1 GiB left; lower store.payload_retention_days or free some space' });
     else checks.push({ name: 'disk', verdict: 'pass', detail: text });
   } catch (error) {
     checks.push({ name: 'disk', verdict: 'warn', detail: `cannot tell the free space: ${(error as Error).message}` });
@@ -147,14 +198,36 @@ function checkDatabase(config: LoadedConfig, checks: Check[]): void {
       const problems = checkIntegrity(db).filter((line) => line !== 'ok');
       const version = schemaVersion(db);
       const latest = MIGRATIONS.at(-1)?.version ?? 0;
-      if (problems.length > 0) checks.push({ name: 'database', verdict: 'fail', detail: `integrity check failed: ${problems.slice(0, 3).join('; ')}`, fix: `stop MetaClaw, back up ${path}, then recover it with \`sqlite3 ${path} .recover\`` });
-      else if (version > latest) checks.push({ name: 'database', verdict: 'fail', detail: `schema version ${version} is newer than this MetaClaw (${latest})`, fix: 'upgrade MetaClaw-TS' });
-      else checks.push({ name: 'database', verdict: 'pass', detail: `${path}: integrity ok, schema version ${version}${version < latest ? ` (updated to ${latest} at the next start)` : ''}` });
+      if (problems.length > 0)
+        checks.push({
+          name: 'database',
+          verdict: 'fail',
+          detail: `integrity check failed: ${problems.slice(0, 3).join('; ')}`,
+          fix: `stop MetaClaw, back up ${path}, then recover it with \`sqlite3 ${path} .recover\``,
+        });
+      else if (version > latest)
+        checks.push({
+          name: 'database',
+          verdict: 'fail',
+          detail: `schema version ${version} is newer than this MetaClaw (${latest})`,
+          fix: 'upgrade MetaClaw-TS',
+        });
+      else
+        checks.push({
+          name: 'database',
+          verdict: 'pass',
+          detail: `${path}: integrity ok, schema version ${version}${version < latest ? ` (updated to ${latest} at the next start)` : ''}`,
+        });
     } finally {
       db.close();
     }
   } catch (error) {
-    checks.push({ name: 'database', verdict: 'fail', detail: `cannot open ${path}: ${(error as Error).message}`, fix: 'check the file permissions, or move the file aside to start afresh' });
+    checks.push({
+      name: 'database',
+      verdict: 'fail',
+      detail: `cannot open ${path}: ${(error as Error).message}`,
+      fix: 'check the file permissions, or move the file aside to start afresh',
+    });
   }
 }
 
@@ -175,29 +248,58 @@ async function checkUpstream(config: LoadedConfig, checks: Check[]): Promise<voi
     const reachable = probe.ok || /rejected the key|HTTP \d/.test(probe.detail);
     checks.push(
       reachable
-        ? { name: 'upstream', verdict: 'pass', detail: `${main.baseUrl} answers; no key is configured, so the proxy passes your agent's own key through (it cannot be checked from here)` }
+        ? {
+            name: 'upstream',
+            verdict: 'pass',
+            detail: `${main.baseUrl} answers; no key is configured, so the proxy passes your agent's own key through (it cannot be checked from here)`,
+          }
         : { name: 'upstream', verdict: 'fail', detail: probe.detail, fix: 'check llm.api_base (`metaclaw config get llm.api_base`) and your network' },
     );
     return;
   }
   const probe = await probeUpstream({ baseUrl: main.baseUrl, format: main.format, apiKey: main.apiKey, model: main.model || undefined }, 15_000);
-  if (!probe.ok) checks.push({ name: 'upstream', verdict: 'fail', detail: probe.detail, fix: /key/.test(probe.detail) ? 'set a valid key: `metaclaw setup --api-key-env VAR` or `metaclaw config set llm.api_key …`' : 'check llm.api_base and llm.model_id (`metaclaw setup` checks them for you)' });
-  else if (probe.detail.includes('does not list the model')) checks.push({ name: 'upstream', verdict: 'warn', detail: probe.detail, fix: 'set llm.model_id to one of the listed models' });
+  if (!probe.ok)
+    checks.push({
+      name: 'upstream',
+      verdict: 'fail',
+      detail: probe.detail,
+      fix: /key/.test(probe.detail)
+        ? 'set a valid key: `metaclaw setup --api-key-env VAR` or `metaclaw config set llm.api_key …`'
+        : 'check llm.api_base and llm.model_id (`metaclaw setup` checks them for you)',
+    });
+  else if (probe.detail.includes('does not list the model'))
+    checks.push({ name: 'upstream', verdict: 'warn', detail: probe.detail, fix: 'set llm.model_id to one of the listed models' });
   else checks.push({ name: 'upstream', verdict: 'pass', detail: probe.detail });
 }
 
 async function checkAgent(config: LoadedConfig, checks: Check[]): Promise<void> {
   const type = config.values['claw_type'];
   if (type === 'none' || !isClawType(type)) {
-    checks.push({ name: 'agent', verdict: 'skip', detail: 'claw_type is none: MetaClaw wires no agent; point yours at the proxy yourself', fix: 'or choose one with `metaclaw setup --claw …`' });
+    checks.push({
+      name: 'agent',
+      verdict: 'skip',
+      detail: 'claw_type is none: MetaClaw wires no agent; point yours at the proxy yourself',
+      fix: 'or choose one with `metaclaw setup --claw …`',
+    });
     return;
   }
   try {
     const result = await verifyClaw(type, wiringTarget(config), clawEnvironment(config));
     if (result.wired) checks.push({ name: 'agent', verdict: 'pass', detail: `${clawName(type)} is wired to ${wiringTarget(config).proxyUrl}` });
-    else checks.push({ name: 'agent', verdict: 'fail', detail: `${clawName(type)} does not send its requests through this proxy: ${result.problems.join('; ')}`, fix: '`metaclaw claw wire` (or `metaclaw start`) wires it; nothing is learned until it does' });
+    else
+      checks.push({
+        name: 'agent',
+        verdict: 'fail',
+        detail: `${clawName(type)} does not send its requests through this proxy: ${result.problems.join('; ')}`,
+        fix: '`metaclaw claw wire` (or `metaclaw start`) wires it; nothing is learned until it does',
+      });
   } catch (error) {
-    checks.push({ name: 'agent', verdict: 'fail', detail: (error as Error).message, fix: `check that ${clawName(type)} is installed and its config file is valid` });
+    checks.push({
+      name: 'agent',
+      verdict: 'fail',
+      detail: (error as Error).message,
+      fix: `check that ${clawName(type)} is installed and its config file is valid`,
+    });
   }
 }
 
@@ -213,7 +315,12 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
   try {
     const response = await callJson(`${base}/status`, { headers, timeoutMs: 3_000 });
     if (response.status === 401) {
-      checks.push({ name: 'proxy', verdict: 'fail', detail: `${base} answers but rejects this config's proxy.api_key`, fix: 'another MetaClaw (or another program) holds this port; check `metaclaw status` and proxy.port' });
+      checks.push({
+        name: 'proxy',
+        verdict: 'fail',
+        detail: `${base} answers but rejects this config's proxy.api_key`,
+        fix: 'another MetaClaw (or another program) holds this port; check `metaclaw status` and proxy.port',
+      });
       return undefined;
     }
     if (typeof response.body !== 'object' || response.body === null) throw new UpstreamError(`${base}/status did not answer JSON`);
@@ -221,17 +328,38 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
     const learning = (status['learning'] ?? {}) as { dead_lettered?: number; paused_reason?: string | null };
     const queue = (status['queue'] ?? {}) as Record<string, number>;
     const detail = `running at ${base} (version ${String(status['version'])}, ${String(status['mode'])} mode, queue ${queue['queued'] ?? 0} queued)`;
-    const store = (status['store'] ?? {}) as { writable?: boolean; paused_since?: string | null; last_error?: { code?: string; message?: string } | null; recording?: { held?: number } };
+    const store = (status['store'] ?? {}) as {
+      writable?: boolean;
+      paused_since?: string | null;
+      last_error?: { code?: string; message?: string } | null;
+      recording?: { held?: number };
+    };
     if (store.writable === false) {
-      checks.push({ name: 'proxy', verdict: 'fail', detail: `${detail}; it cannot write its store since ${store.paused_since} (${store.last_error?.code}: ${store.last_error?.message}): it serves your agent, but ${store.recording?.held ?? 0} turn(s) wait to be recorded and learning is paused`, fix: `free some space on the disk holding ${config.home}; recording and learning resume by themselves` });
+      checks.push({
+        name: 'proxy',
+        verdict: 'fail',
+        detail: `${detail}; it cannot write its store since ${store.paused_since} (${store.last_error?.code}: ${store.last_error?.message}): it serves your agent, but ${store.recording?.held ?? 0} turn(s) wait to be recorded and learning is paused`,
+        fix: `free some space on the disk holding ${config.home}; recording and learning resume by themselves`,
+      });
       return { base, headers, status };
     }
-    if ((learning.dead_lettered ?? 0) > 0) checks.push({ name: 'proxy', verdict: 'warn', detail: `${detail}; ${learning.dead_lettered} learning job(s) failed for good`, fix: 'see `metaclaw status` and the log for why (often the learning LLM rejects the request)' });
+    if ((learning.dead_lettered ?? 0) > 0)
+      checks.push({
+        name: 'proxy',
+        verdict: 'warn',
+        detail: `${detail}; ${learning.dead_lettered} learning job(s) failed for good`,
+        fix: 'see `metaclaw status` and the log for why (often the learning LLM rejects the request)',
+      });
     else if (learning.paused_reason) checks.push({ name: 'proxy', verdict: 'warn', detail: `${detail}; learning is paused: ${learning.paused_reason}` });
     else checks.push({ name: 'proxy', verdict: 'pass', detail });
     return { base, headers, status };
   } catch {
-    checks.push({ name: 'proxy', verdict: 'fail', detail: `nothing answers at ${base}`, fix: 'run `metaclaw start` (or `metaclaw service install` to start it at login)' });
+    checks.push({
+      name: 'proxy',
+      verdict: 'fail',
+      detail: `nothing answers at ${base}`,
+      fix: 'run `metaclaw start` (or `metaclaw service install` to start it at login)',
+    });
     return undefined;
   }
 }
@@ -243,7 +371,12 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
  */
 async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, checks: Check[]): Promise<void> {
   if (!proxy) {
-    checks.push({ name: 'canary', verdict: 'fail', detail: 'the canary cannot go through the proxy: it is not running, so no request from your agent is learned from', fix: 'run `metaclaw start`, then `metaclaw doctor` again' });
+    checks.push({
+      name: 'canary',
+      verdict: 'fail',
+      detail: 'the canary cannot go through the proxy: it is not running, so no request from your agent is learned from',
+      fix: 'run `metaclaw start`, then `metaclaw doctor` again',
+    });
     return;
   }
   const nonce = randomBytes(4).toString('hex');
@@ -261,13 +394,29 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
     if (first) {
       query = first.description;
       expectSkills = true;
-    } else checks.push({ name: 'canary skills', verdict: 'warn', detail: 'the skill library is empty, so no skills block can be checked', fix: '`metaclaw skills install-starter` installs 42 starter skills' });
+    } else
+      checks.push({
+        name: 'canary skills',
+        verdict: 'warn',
+        detail: 'the skill library is empty, so no skills block can be checked',
+        fix: '`metaclaw skills install-starter` installs 42 starter skills',
+      });
   }
   // The canary's memory lives in its own scope, reached like an agent reaches its own: by the scope header.
   const scoped = { ...headers, 'x-memory-scope': scope };
   if (memoryOn) {
-    const added = await fetchJson(`${base}/v1/memory`, { method: 'POST', headers: scoped, body: { type: 'preference', content: `Health check ${marker}: keep answers short.`, core: true } });
-    if (!added) checks.push({ name: 'canary memory', verdict: 'fail', detail: 'could not add the canary memory through the proxy API', fix: 'see the proxy log (`metaclaw status` names it)' });
+    const added = await fetchJson(`${base}/v1/memory`, {
+      method: 'POST',
+      headers: scoped,
+      body: { type: 'preference', content: `Health check ${marker}: keep answers short.`, core: true },
+    });
+    if (!added)
+      checks.push({
+        name: 'canary memory',
+        verdict: 'fail',
+        detail: 'could not add the canary memory through the proxy API',
+        fix: 'see the proxy log (`metaclaw status` names it)',
+      });
   }
   try {
     const model = config.values['llm.model_id'] || config.values['proxy.served_model_name'];
@@ -276,7 +425,14 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
       response = await fetch(`${base}/v1/chat/completions`, {
         method: 'POST',
         headers: { ...scoped, 'content-type': 'application/json', 'x-session-id': sessionId, 'x-metaclaw-learning': 'off' },
-        body: JSON.stringify({ model, max_tokens: 16, messages: [{ role: 'system', content: 'You are a health check. Answer in one word.' }, { role: 'user', content: query }] }),
+        body: JSON.stringify({
+          model,
+          max_tokens: 16,
+          messages: [
+            { role: 'system', content: 'You are a health check. Answer in one word.' },
+            { role: 'user', content: query },
+          ],
+        }),
         signal: AbortSignal.timeout(60_000),
       });
       await response.text();
@@ -287,12 +443,18 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
     const requestId = response.headers.get('x-metaclaw-request-id');
     const record = requestId ? await waitForRecord(`${base}/v1/requests/${requestId}`, headers) : undefined;
     if (!record) {
-      checks.push({ name: 'canary', verdict: 'fail', detail: `the proxy answered HTTP ${response.status} but recorded no turn${requestId ? ` (request ${requestId})` : ''}`, fix: 'see the proxy log: recording is failing, so nothing can be learned' });
+      checks.push({
+        name: 'canary',
+        verdict: 'fail',
+        detail: `the proxy answered HTTP ${response.status} but recorded no turn${requestId ? ` (request ${requestId})` : ''}`,
+        fix: 'see the proxy log: recording is failing, so nothing can be learned',
+      });
       return;
     }
     const forwarded = JSON.stringify((record['forwarded'] as { body?: unknown } | undefined)?.body ?? '');
     const outcome = record['outcome'] as { status?: number; result?: string; error?: string | null };
-    const upstreamNote = outcome.result === 'ok' ? 'the upstream answered' : `the upstream answered HTTP ${outcome.status ?? '?'}${outcome.error ? ` (${outcome.error})` : ''}`;
+    const upstreamNote =
+      outcome.result === 'ok' ? 'the upstream answered' : `the upstream answered HTTP ${outcome.status ?? '?'}${outcome.error ? ` (${outcome.error})` : ''}`;
     const missing: string[] = [];
     if (forwarded === '""') missing.push('nothing was forwarded upstream');
     if (expectSkills && !forwarded.includes('## Active Skills')) missing.push('no skills block reached the upstream');
@@ -300,13 +462,30 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
     const recorded = record['session_id'] === sessionId;
     if (!recorded) missing.push(`the turn was recorded under session ${String(record['session_id'])}, not ${sessionId}`);
     if (missing.length > 0) {
-      checks.push({ name: 'canary', verdict: 'fail', detail: `${missing.join('; ')} (${upstreamNote})`, fix: skillsOn || memoryOn ? 'see `metaclaw status` for context failures and the proxy log; `curl /v1/requests/<id>` shows what was added' : 'skills and memory are both off: `metaclaw config set skills.enabled true`' });
+      checks.push({
+        name: 'canary',
+        verdict: 'fail',
+        detail: `${missing.join('; ')} (${upstreamNote})`,
+        fix:
+          skillsOn || memoryOn
+            ? 'see `metaclaw status` for context failures and the proxy log; `curl /v1/requests/<id>` shows what was added'
+            : 'skills and memory are both off: `metaclaw config set skills.enabled true`',
+      });
       return;
     }
     const parts = [expectSkills ? 'skills block' : undefined, memoryOn ? 'memory block' : undefined].filter(Boolean).join(' and ');
     const delivered = `${parts ? `${parts} reached the upstream` : 'the request went through'}; turn ${requestId} recorded in session ${sessionId}`;
     if (outcome.result === 'ok') checks.push({ name: 'canary', verdict: 'pass', detail: `${delivered}; ${upstreamNote}` });
-    else checks.push({ name: 'canary', verdict: outcome.status === 401 && config.values['llm.api_key'] === '' ? 'warn' : 'fail', detail: `${delivered}, but ${upstreamNote}`, fix: outcome.status === 401 ? "no key is configured, so the upstream needs your agent's own key (the canary has none): fine if your agent sends one" : 'see the upstream check above' });
+    else
+      checks.push({
+        name: 'canary',
+        verdict: outcome.status === 401 && config.values['llm.api_key'] === '' ? 'warn' : 'fail',
+        detail: `${delivered}, but ${upstreamNote}`,
+        fix:
+          outcome.status === 401
+            ? "no key is configured, so the upstream needs your agent's own key (the canary has none): fine if your agent sends one"
+            : 'see the upstream check above',
+      });
   } finally {
     await fetchJson(`${base}/v1/sessions/${sessionId}/end`, { method: 'POST', headers });
     if (memoryOn) await fetchJson(`${base}/v1/memory?scope=${encodeURIComponent(scope)}`, { method: 'DELETE', headers: scoped });

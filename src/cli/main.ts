@@ -1,6 +1,15 @@
 import { Command } from 'commander';
 import { VERSION } from '../version.js';
+import type { ConfigOptions } from './config.js';
 import { CliExit, printError } from './context.js';
+import type { DoctorOptions } from './doctor.js';
+import type { ServiceOptions } from './service.js';
+import type { SessionsOptions } from './sessions.js';
+import type { SetupOptions } from './setup.js';
+import type { StartOptions } from './start.js';
+import type { StatusOptions } from './status.js';
+import type { StopOptions } from './stop.js';
+import type { UninstallOptions } from './uninstall.js';
 
 // `metaclaw skills list | head` closes the pipe early: that is not an error.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
@@ -27,7 +36,7 @@ program
   .option('--wait <seconds>', 'how long to wait for the proxy to answer', '20')
   .option('--claw <type>', 'wire this agent instead of claw_type (openclaw, copaw, …, none)')
   .option('--no-wire', 'do not wire any agent this time')
-  .action(async (options) => (await import('./start.js')).startCommand(options));
+  .action(async (options: StartOptions) => (await import('./start.js')).startCommand(options));
 
 program
   .command('stop')
@@ -35,14 +44,14 @@ program
   .option('-c, --config <path>', 'config file')
   .option('--timeout <seconds>', 'seconds to wait before SIGKILL')
   .option('--unwire', "also restore every agent's configuration exactly as it was before MetaClaw")
-  .action(async (options) => (await import('./stop.js')).stopCommand(options));
+  .action(async (options: StopOptions) => (await import('./stop.js')).stopCommand(options));
 
 program
   .command('status')
   .description('show whether the proxy answers, and what it has done')
   .option('-c, --config <path>', 'config file')
   .option('--json', 'machine-readable output')
-  .action(async (options) => (await import('./status.js')).statusCommand(options));
+  .action(async (options: StatusOptions) => (await import('./status.js')).statusCommand(options));
 
 program
   .command('config')
@@ -51,7 +60,7 @@ program
   .option('-c, --config <path>', 'config file')
   .option('--json', 'machine-readable output')
   .option('--reveal', 'show secrets in clear')
-  .action(async (args: string[], options) => (await import('./config.js')).configCommand(args, options));
+  .action(async (args: string[], options: ConfigOptions) => (await import('./config.js')).configCommand(args, options));
 
 program
   .command('setup')
@@ -71,7 +80,7 @@ program
   .option('--no-memory', 'turn long-term memory off')
   .option('--no-verify', 'write the config without checking the upstream')
   .option('-y, --yes', 'no questions: use flags, the existing config and the defaults')
-  .action(async (options) => (await import('./setup.js')).setupCommand(options));
+  .action(async (options: SetupOptions) => (await import('./setup.js')).setupCommand(options));
 
 program
   .command('doctor')
@@ -80,7 +89,7 @@ program
   .option('--json', 'machine-readable output')
   .option('--no-canary', 'skip the end-to-end canary request')
   .option('--fix', 'make $METACLAW_HOME (0700) and a config file holding keys (0600) readable by you alone')
-  .action(async (options) => (await import('./doctor.js')).doctorCommand(options));
+  .action(async (options: DoctorOptions) => (await import('./doctor.js')).doctorCommand(options));
 
 program
   .command('uninstall')
@@ -88,7 +97,7 @@ program
   .option('-c, --config <path>', 'config file')
   .option('-y, --yes', 'do not ask for confirmation')
   .option('--keep-data', 'keep skills, memories and the database; remove the rest')
-  .action(async (options) => (await import('./uninstall.js')).uninstallCommand(options));
+  .action(async (options: UninstallOptions) => (await import('./uninstall.js')).uninstallCommand(options));
 
 const service = program.command('service').description('run the proxy at login (systemd user unit on Linux, launchd agent on macOS)');
 for (const [name, text] of [
@@ -101,7 +110,7 @@ for (const [name, text] of [
     .description(text)
     .option('-c, --config <path>', 'config file')
     .option('--no-enable', 'only write the file (do not call systemctl/launchctl)')
-    .action(async (options) => (await import('./service.js')).serviceCommand(name, options));
+    .action(async (options: ServiceOptions) => (await import('./service.js')).serviceCommand(name, options));
 }
 
 const sessions = program.command('sessions').description('recorded sessions and their turns');
@@ -111,14 +120,14 @@ sessions
   .option('-c, --config <path>', 'config file')
   .option('--limit <n>', 'how many', '20')
   .option('--json', 'machine-readable output')
-  .action(async (options) => (await import('./sessions.js')).sessionsListCommand(options));
+  .action(async (options: SessionsOptions) => (await import('./sessions.js')).sessionsListCommand(options));
 sessions
   .command('show')
   .description('one session with its turns')
   .argument('<id>')
   .option('-c, --config <path>', 'config file')
   .option('--json', 'machine-readable output')
-  .action(async (id: string, options) => (await import('./sessions.js')).sessionsShowCommand(id, options));
+  .action(async (id: string, options: SessionsOptions) => (await import('./sessions.js')).sessionsShowCommand(id, options));
 
 // Command groups register their own subcommands; loading them only when used keeps `--help` fast.
 if (process.argv[2] === 'skills') (await import('./skills.js')).registerSkillsCommands(program);

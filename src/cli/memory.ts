@@ -4,7 +4,17 @@ import type { Command } from 'commander';
 import { ConversationStore } from '../conversation/index.js';
 import { JobQueue } from '../learning/index.js';
 import { silentLogger } from '../logging/index.js';
-import { exportMemory, importLines, MEMORY_TYPES, MemoryService, presentMemory, type IngestTurn, type MemoryImportReport, type MemoryType, type MemoryUnit } from '../memory/index.js';
+import {
+  exportMemory,
+  importLines,
+  MEMORY_TYPES,
+  MemoryService,
+  presentMemory,
+  type IngestTurn,
+  type MemoryImportReport,
+  type MemoryType,
+  type MemoryUnit,
+} from '../memory/index.js';
 import { memorySettings } from '../runtime/settings.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
@@ -52,23 +62,66 @@ function withMemory<T extends MemoryOptions>(action: (opened: OpenMemory, option
 /** `metaclaw memory …`: search, inspect, correct and truly forget what the agent remembers. */
 export function registerMemoryCommands(program: Command): void {
   const memory = program.command('memory').description('long-term memory: search, add, edit, forget, stats, export, import');
-  const common = (command: Command) => command.option('-c, --config <path>', 'config file').option('--json', 'machine-readable output').option('-s, --scope <scope>', 'memory scope (default: memory.scope)');
+  const common = (command: Command) =>
+    command
+      .option('-c, --config <path>', 'config file')
+      .option('--json', 'machine-readable output')
+      .option('-s, --scope <scope>', 'memory scope (default: memory.scope)');
 
-  common(memory.command('search').description('find memories').argument('<query>').option('--limit <n>', 'how many', '10').option('--type <types>', 'only these types (comma-separated)').option('--all', 'include superseded units')).action((query: string, options: MemoryOptions & { limit: string; type?: string; all?: boolean }) =>
+  common(
+    memory
+      .command('search')
+      .description('find memories')
+      .argument('<query>')
+      .option('--limit <n>', 'how many', '10')
+      .option('--type <types>', 'only these types (comma-separated)')
+      .option('--all', 'include superseded units'),
+  ).action((query: string, options: MemoryOptions & { limit: string; type?: string; all?: boolean }) =>
     withMemory<MemoryOptions>(async ({ memory: service, defaultScope }) => {
       const types = options.type ? (options.type.split(',').map((type) => type.trim()) as MemoryType[]) : undefined;
       for (const type of types ?? []) if (!MEMORY_TYPES.includes(type)) throw new CliExit(`Unknown type ${type}; use one of ${MEMORY_TYPES.join(', ')}.`);
-      const hits = await service.search({ scope: options.scope ?? defaultScope, query, limit: Number(options.limit), ...(types ? { types } : {}), includeSuperseded: options.all ?? false });
-      if (options.json) return print(JSON.stringify(hits.map((hit) => ({ ...presentMemory(hit.unit), score: hit.score })), null, 2));
+      const hits = await service.search({
+        scope: options.scope ?? defaultScope,
+        query,
+        limit: Number(options.limit),
+        ...(types ? { types } : {}),
+        includeSuperseded: options.all ?? false,
+      });
+      if (options.json)
+        return print(
+          JSON.stringify(
+            hits.map((hit) => ({ ...presentMemory(hit.unit), score: hit.score })),
+            null,
+            2,
+          ),
+        );
       if (hits.length === 0) return print('Nothing found.');
       for (const hit of hits) print(line(hit.unit, hit.score));
     })(options),
   );
 
-  common(memory.command('add').description('remember something by hand').argument('<content>').option('--type <type>', MEMORY_TYPES.join(' | '), 'semantic').option('--core', 'a standing instruction, injected on every main turn').option('--pin', 'keep it first and never decay it').option('--importance <value>', '0..1', '0.8')).action((content: string, options: MemoryOptions & { type: string; core?: boolean; pin?: boolean; importance: string }) =>
+  common(
+    memory
+      .command('add')
+      .description('remember something by hand')
+      .argument('<content>')
+      .option('--type <type>', MEMORY_TYPES.join(' | '), 'semantic')
+      .option('--core', 'a standing instruction, injected on every main turn')
+      .option('--pin', 'keep it first and never decay it')
+      .option('--importance <value>', '0..1', '0.8'),
+  ).action((content: string, options: MemoryOptions & { type: string; core?: boolean; pin?: boolean; importance: string }) =>
     withMemory<MemoryOptions>(({ memory: service, defaultScope }) => {
       if (!MEMORY_TYPES.includes(options.type as MemoryType)) throw new CliExit(`Unknown type ${options.type}; use one of ${MEMORY_TYPES.join(', ')}.`);
-      const unit = service.add({ scope: options.scope ?? defaultScope, type: options.type as MemoryType, content, importance: Number(options.importance), confidence: 1, core: options.core ?? false, pinned: options.pin ?? false, origin: 'manual' });
+      const unit = service.add({
+        scope: options.scope ?? defaultScope,
+        type: options.type as MemoryType,
+        content,
+        importance: Number(options.importance),
+        confidence: 1,
+        core: options.core ?? false,
+        pinned: options.pin ?? false,
+        origin: 'manual',
+      });
       if (options.json) return print(JSON.stringify(presentMemory(unit), null, 2));
       print(`Remembered ${unit.id}${unit.flagged ? ` (flagged: ${unit.flagged}; it will not be injected)` : ''}.`);
     })(options),
@@ -80,35 +133,53 @@ export function registerMemoryCommands(program: Command): void {
       if (!unit) throw new CliExit(`No memory ${id}.`);
       if (options.json) return print(JSON.stringify(presentMemory(unit), null, 2));
       print(line(unit));
-      print(`  scope ${unit.scope}, origin ${unit.origin}, importance ${unit.importance.toFixed(2)}, confidence ${unit.confidence.toFixed(2)}, recalled ${unit.accessCount} times`);
+      print(
+        `  scope ${unit.scope}, origin ${unit.origin}, importance ${unit.importance.toFixed(2)}, confidence ${unit.confidence.toFixed(2)}, recalled ${unit.accessCount} times`,
+      );
       if (unit.sourceSession) print(`  from session ${unit.sourceSession}${unit.sourceTurns.length > 0 ? `, turns ${unit.sourceTurns.join(', ')}` : ''}`);
       if (unit.supersededBy) print(`  superseded by ${unit.supersededBy}`);
       if (unit.flagged) print(`  FLAGGED: ${unit.flagged} (never injected)`);
     })(options),
   );
 
-  common(memory.command('edit').description('correct a memory').argument('<id>').option('--content <text>').option('--type <type>').option('--importance <value>').option('--core', 'make it a standing instruction').option('--no-core', 'no longer a standing instruction').option('--pin').option('--unpin')).action(
-    (id: string, options: MemoryOptions & { content?: string; type?: string; importance?: string; core?: boolean; pin?: boolean; unpin?: boolean }) =>
-      withMemory<MemoryOptions>(({ memory: service }) => {
-        if (options.type && !MEMORY_TYPES.includes(options.type as MemoryType)) throw new CliExit(`Unknown type ${options.type}.`);
-        const updated = service.update(id, {
-          ...(options.content !== undefined ? { content: options.content } : {}),
-          ...(options.type !== undefined ? { type: options.type as MemoryType } : {}),
-          ...(options.importance !== undefined ? { importance: Number(options.importance) } : {}),
-          ...(options.core !== undefined ? { core: options.core } : {}),
-          ...(options.pin ? { pinned: true } : {}),
-          ...(options.unpin ? { pinned: false } : {}),
-        });
-        if (!updated) throw new CliExit(`No memory ${id}.`);
-        print(options.json ? JSON.stringify(presentMemory(updated), null, 2) : `Updated: ${line(updated)}`);
-      })(options),
+  common(
+    memory
+      .command('edit')
+      .description('correct a memory')
+      .argument('<id>')
+      .option('--content <text>')
+      .option('--type <type>')
+      .option('--importance <value>')
+      .option('--core', 'make it a standing instruction')
+      .option('--no-core', 'no longer a standing instruction')
+      .option('--pin')
+      .option('--unpin'),
+  ).action((id: string, options: MemoryOptions & { content?: string; type?: string; importance?: string; core?: boolean; pin?: boolean; unpin?: boolean }) =>
+    withMemory<MemoryOptions>(({ memory: service }) => {
+      if (options.type && !MEMORY_TYPES.includes(options.type as MemoryType)) throw new CliExit(`Unknown type ${options.type}.`);
+      const updated = service.update(id, {
+        ...(options.content !== undefined ? { content: options.content } : {}),
+        ...(options.type !== undefined ? { type: options.type as MemoryType } : {}),
+        ...(options.importance !== undefined ? { importance: Number(options.importance) } : {}),
+        ...(options.core !== undefined ? { core: options.core } : {}),
+        ...(options.pin ? { pinned: true } : {}),
+        ...(options.unpin ? { pinned: false } : {}),
+      });
+      if (!updated) throw new CliExit(`No memory ${id}.`);
+      print(options.json ? JSON.stringify(presentMemory(updated), null, 2) : `Updated: ${line(updated)}`);
+    })(options),
   );
 
   for (const [name, pinned] of [
     ['pin', true],
     ['unpin', false],
   ] as const) {
-    common(memory.command(name).description(pinned ? 'keep a memory first in its block and out of decay' : 'unpin a memory').argument('<id>')).action((id: string, options: MemoryOptions) =>
+    common(
+      memory
+        .command(name)
+        .description(pinned ? 'keep a memory first in its block and out of decay' : 'unpin a memory')
+        .argument('<id>'),
+    ).action((id: string, options: MemoryOptions) =>
       withMemory<MemoryOptions>(({ memory: service }) => {
         const updated = service.update(id, { pinned });
         if (!updated) throw new CliExit(`No memory ${id}.`);
@@ -126,32 +197,48 @@ export function registerMemoryCommands(program: Command): void {
     }),
   );
 
-  common(memory.command('forget').description('delete a memory for good (also from the turns it came from)').argument('<id>')).action((id: string, options: MemoryOptions) =>
-    withMemory<MemoryOptions>(({ memory: service }) => {
-      const removed = service.forget(id);
-      if (!removed) throw new CliExit(`No memory ${id}.`);
-      print(`Forgot ${id}: "${removed.content.slice(0, 80)}". It is gone from the database file.`);
-    })(options),
+  common(memory.command('forget').description('delete a memory for good (also from the turns it came from)').argument('<id>')).action(
+    (id: string, options: MemoryOptions) =>
+      withMemory<MemoryOptions>(({ memory: service }) => {
+        const removed = service.forget(id);
+        if (!removed) throw new CliExit(`No memory ${id}.`);
+        print(`Forgot ${id}: "${removed.content.slice(0, 80)}". It is gone from the database file.`);
+      })(options),
   );
 
-  common(memory.command('forget-scope').description('delete every memory of a scope').argument('<scope>').option('--yes', 'do not ask')).action((scope: string, options: MemoryOptions & { yes?: boolean }) =>
-    withMemory<MemoryOptions>(({ memory: service }) => {
-      if (!options.yes) throw new CliExit(`This deletes every memory in scope "${scope}". Re-run with --yes to confirm.`);
-      print(`Forgot ${service.forgetScope(scope)} memories of scope ${scope}.`);
-    })(options),
+  common(memory.command('forget-scope').description('delete every memory of a scope').argument('<scope>').option('--yes', 'do not ask')).action(
+    (scope: string, options: MemoryOptions & { yes?: boolean }) =>
+      withMemory<MemoryOptions>(({ memory: service }) => {
+        if (!options.yes) throw new CliExit(`This deletes every memory in scope "${scope}". Re-run with --yes to confirm.`);
+        print(`Forgot ${service.forgetScope(scope)} memories of scope ${scope}.`);
+      })(options),
   );
 
   common(memory.command('stats').description('units per scope and type, and the size of every table and log')).action(
     withMemory<MemoryOptions>(({ memory: service, db, databasePath }, options) => {
       const scopes = options.scope ? [options.scope] : service.store.scopes();
       const stats = scopes.map((scope) => service.store.stats(scope));
-      const tables = ['sessions', 'turns', 'turn_payloads', 'payload_segments', 'jobs', 'memory_units', 'skill_usage', 'skill_versions', 'turn_outcomes'].map((table) => ({ table, rows: (db.prepare(`SELECT COUNT(*) AS count FROM ${table}`).get() as { count: number }).count }));
+      const tables = ['sessions', 'turns', 'turn_payloads', 'payload_segments', 'jobs', 'memory_units', 'skill_usage', 'skill_versions', 'turn_outcomes'].map(
+        (table) => ({ table, rows: (db.prepare(`SELECT COUNT(*) AS count FROM ${table}`).get() as { count: number }).count }),
+      );
       const files = [databasePath, `${databasePath}-wal`].map((path) => ({ path, bytes: existsSync(path) ? statSync(path).size : 0 }));
       if (options.json) return print(JSON.stringify({ scopes: stats, tables, files }, null, 2));
       for (const scope of stats) {
         print(`scope ${scope.scope}: ${scope.active} active (${scope.core} standing instructions), ${scope.superseded} superseded`);
-        print(`  by type: ${Object.entries(scope.byType).map(([type, count]) => `${type} ${count}`).join(', ') || '-'}`);
-        print(`  by origin: ${Object.entries(scope.byOrigin).map(([origin, count]) => `${origin} ${count}`).join(', ') || '-'}`);
+        print(
+          `  by type: ${
+            Object.entries(scope.byType)
+              .map(([type, count]) => `${type} ${count}`)
+              .join(', ') || '-'
+          }`,
+        );
+        print(
+          `  by origin: ${
+            Object.entries(scope.byOrigin)
+              .map(([origin, count]) => `${origin} ${count}`)
+              .join(', ') || '-'
+          }`,
+        );
       }
       if (stats.length === 0) print('No memories yet.');
       print('');
@@ -170,48 +257,68 @@ export function registerMemoryCommands(program: Command): void {
     }),
   );
 
-  common(memory.command('import').description('read memories from a JSONL file (what export writes)').argument('<file>')).action((file: string, options: MemoryOptions) =>
-    withMemory<MemoryOptions>(({ memory: service, defaultScope }) => {
-      const lines = readFileSync(file, 'utf8').split('\n');
-      const bar = lines.length > 200 && process.stderr.isTTY ? progress({ max: lines.length, output: process.stderr }) : undefined;
-      bar?.start(`Importing ${lines.length} lines`);
-      const report: MemoryImportReport = { imported: 0, skipped: [] };
-      for (let start = 0; start < lines.length; start += 100) {
-        const chunk = importLines(service, lines.slice(start, start + 100), options.scope ?? defaultScope);
-        report.imported += chunk.imported;
-        report.skipped.push(...chunk.skipped.map((item) => ({ line: item.line + start, reason: item.reason })));
-        bar?.advance(Math.min(100, lines.length - start));
-      }
-      bar?.stop(`Imported ${report.imported}`);
-      if (options.json) return print(JSON.stringify(report, null, 2));
-      print(`Imported ${report.imported} memories; skipped ${report.skipped.length}.`);
-      for (const skipped of report.skipped.slice(0, 20)) print(`  line ${skipped.line}: ${skipped.reason}`);
-    })(options),
+  common(memory.command('import').description('read memories from a JSONL file (what export writes)').argument('<file>')).action(
+    (file: string, options: MemoryOptions) =>
+      withMemory<MemoryOptions>(({ memory: service, defaultScope }) => {
+        const lines = readFileSync(file, 'utf8').split('\n');
+        const bar = lines.length > 200 && process.stderr.isTTY ? progress({ max: lines.length, output: process.stderr }) : undefined;
+        bar?.start(`Importing ${lines.length} lines`);
+        const report: MemoryImportReport = { imported: 0, skipped: [] };
+        for (let start = 0; start < lines.length; start += 100) {
+          const chunk = importLines(service, lines.slice(start, start + 100), options.scope ?? defaultScope);
+          report.imported += chunk.imported;
+          report.skipped.push(...chunk.skipped.map((item) => ({ line: item.line + start, reason: item.reason })));
+          bar?.advance(Math.min(100, lines.length - start));
+        }
+        bar?.stop(`Imported ${report.imported}`);
+        if (options.json) return print(JSON.stringify(report, null, 2));
+        print(`Imported ${report.imported} memories; skipped ${report.skipped.length}.`);
+        for (const skipped of report.skipped.slice(0, 20)) print(`  line ${skipped.line}: ${skipped.reason}`);
+      })(options),
   );
 
-  common(memory.command('ingest').description('store a conversation (JSON or JSONL turns {role, content, timestamp?, id?}) and queue extraction').argument('<file>').option('--session <id>', 'session id', `ingest-${Date.now()}`)).action(
-    (file: string, options: MemoryOptions & { session: string }) =>
-      withMemory<MemoryOptions>(({ memory: service, defaultScope }) => {
-        const turns = readTurns(file);
-        const result = service.ingest(options.scope ?? defaultScope, options.session, turns);
-        if (options.json) return print(JSON.stringify(result, null, 2));
-        print(`Stored ${result.stored.length} turns of session ${options.session}${result.extraction_job ? `; extraction queued (job ${result.extraction_job}, runs in the proxy)` : ''}.`);
-      })(options),
+  common(
+    memory
+      .command('ingest')
+      .description('store a conversation (JSON or JSONL turns {role, content, timestamp?, id?}) and queue extraction')
+      .argument('<file>')
+      .option('--session <id>', 'session id', `ingest-${Date.now()}`),
+  ).action((file: string, options: MemoryOptions & { session: string }) =>
+    withMemory<MemoryOptions>(({ memory: service, defaultScope }) => {
+      const turns = readTurns(file);
+      const result = service.ingest(options.scope ?? defaultScope, options.session, turns);
+      if (options.json) return print(JSON.stringify(result, null, 2));
+      print(
+        `Stored ${result.stored.length} turns of session ${options.session}${result.extraction_job ? `; extraction queued (job ${result.extraction_job}, runs in the proxy)` : ''}.`,
+      );
+    })(options),
   );
 }
 
 function readTurns(file: string): IngestTurn[] {
   const text = readFileSync(file, 'utf8').trim();
-  const values: unknown[] = text.startsWith('[') ? (JSON.parse(text) as unknown[]) : text.split('\n').filter(Boolean).map((item) => JSON.parse(item) as unknown);
+  const values: unknown[] = text.startsWith('[')
+    ? (JSON.parse(text) as unknown[])
+    : text
+        .split('\n')
+        .filter(Boolean)
+        .map((item) => JSON.parse(item) as unknown);
   return values.map((value, index) => {
     const turn = value as Partial<IngestTurn>;
-    if ((turn.role !== 'user' && turn.role !== 'assistant') || typeof turn.content !== 'string') throw new CliExit(`${file}, turn ${index + 1}: expected {role: "user" | "assistant", content: string}.`);
-    return { role: turn.role, content: turn.content, ...(turn.timestamp !== undefined ? { timestamp: turn.timestamp } : {}), ...(turn.id ? { id: turn.id } : {}) };
+    if ((turn.role !== 'user' && turn.role !== 'assistant') || typeof turn.content !== 'string')
+      throw new CliExit(`${file}, turn ${index + 1}: expected {role: "user" | "assistant", content: string}.`);
+    return {
+      role: turn.role,
+      content: turn.content,
+      ...(turn.timestamp !== undefined ? { timestamp: turn.timestamp } : {}),
+      ...(turn.id ? { id: turn.id } : {}),
+    };
   });
 }
 
 function line(unit: MemoryUnit, score?: number): string {
-  const marks = [unit.core ? 'standing' : '', unit.pinned ? 'pinned' : '', unit.status === 'superseded' ? 'superseded' : '', unit.flagged ? 'flagged' : ''].filter(Boolean).join(', ');
+  const marks = [unit.core ? 'standing' : '', unit.pinned ? 'pinned' : '', unit.status === 'superseded' ? 'superseded' : '', unit.flagged ? 'flagged' : '']
+    .filter(Boolean)
+    .join(', ');
   return `${unit.id}  [${unit.type}${marks ? `; ${marks}` : ''}] ${new Date(unit.observedAt).toISOString().slice(0, 10)}  ${unit.content.replace(/\s+/g, ' ').slice(0, 160)}${score === undefined ? '' : `  (${score.toFixed(2)})`}`;
 }
-

@@ -19,7 +19,11 @@ export async function serviceCommand(action: 'install' | 'uninstall' | 'status',
   try {
     if (action === 'status') {
       const status = await serviceStatus(host);
-      print(status.installed ? `Installed: ${status.file} (${status.kind}${status.state ? `, ${status.state}` : ''}).` : `Not installed (${status.file} does not exist).`);
+      print(
+        status.installed
+          ? `Installed: ${status.file} (${status.kind}${status.state ? `, ${status.state}` : ''}).`
+          : `Not installed (${status.file} does not exist).`,
+      );
       return;
     }
     if (action === 'uninstall') {

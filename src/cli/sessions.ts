@@ -8,7 +8,7 @@ export interface SessionsOptions {
   limit?: string;
 }
 
-function openStore(options: SessionsOptions): { store: ConversationStore; close(): void } {
+function openStore(options: SessionsOptions): { store: ConversationStore; close: () => void } {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
   const db = openDatabase(config.paths.database);
   return { store: new ConversationStore(db), close: () => db.close() };
@@ -29,7 +29,9 @@ export function sessionsListCommand(options: SessionsOptions): void {
     }
     print(`${'SESSION'.padEnd(38)} ${'LAST TURN'.padEnd(20)} TURNS  STATE`);
     for (const session of sessions) {
-      print(`${session.id.slice(0, 38).padEnd(38)} ${time(session.last_turn_at).padEnd(20)} ${`${session.turn_count} (${session.main_turn_count} main)`.padEnd(6)} ${state(session)}`);
+      print(
+        `${session.id.slice(0, 38).padEnd(38)} ${time(session.last_turn_at).padEnd(20)} ${`${session.turn_count} (${session.main_turn_count} main)`.padEnd(6)} ${state(session)}`,
+      );
     }
   } finally {
     close();
@@ -59,7 +61,9 @@ export function sessionsShowCommand(id: string, options: SessionsOptions): void 
 function printTurn(turn: TurnRow): void {
   const tokens = turn.input_tokens === null ? '' : `, ${turn.input_tokens}+${turn.output_tokens} tokens`;
   print('');
-  print(`  #${turn.seq} ${time(turn.started_at)} ${turn.turn_type} ${turn.id} → ${turn.upstream_name ?? '-'} ${turn.status ?? '-'} ${turn.outcome}${tokens}, ${Math.round(turn.duration_ms ?? 0)} ms`);
+  print(
+    `  #${turn.seq} ${time(turn.started_at)} ${turn.turn_type} ${turn.id} → ${turn.upstream_name ?? '-'} ${turn.status ?? '-'} ${turn.outcome}${tokens}, ${Math.round(turn.duration_ms ?? 0)} ms`,
+  );
   if (turn.query) print(`     user: ${oneLine(turn.query)}`);
   if (turn.response_text) print(`     assistant: ${oneLine(turn.response_text)}`);
   if (turn.tool_calls) print(`     tools: ${(JSON.parse(turn.tool_calls) as Array<{ name: string }>).map((call) => call.name).join(', ')}`);

@@ -55,7 +55,10 @@ export async function setupCommand(options: SetupOptions): Promise<void> {
     spinner?.start(`Checking ${answers.apiBase}`);
     const probe = await probeUpstream({ baseUrl: answers.apiBase, format: answers.format, apiKey: answers.apiKey, model: answers.model || undefined });
     spinner?.stop(probe.ok ? terminalText(`OK: ${probe.detail}`) : 'The check failed');
-    if (!probe.ok) throw new CliExit(`Setup stopped, nothing was written: ${probe.detail}.\nFix the base URL, model or key (for a key, export it and pass --api-key-env VAR), or use --no-verify to write the config anyway.`);
+    if (!probe.ok)
+      throw new CliExit(
+        `Setup stopped, nothing was written: ${probe.detail}.\nFix the base URL, model or key (for a key, export it and pass --api-key-env VAR), or use --no-verify to write the config anyway.`,
+      );
     if (!interactive) print(`Checked the upstream: ${probe.detail}.`);
   } else if (!interactive) print('Skipped checking the upstream (--no-verify).');
 
@@ -83,16 +86,25 @@ export async function setupCommand(options: SetupOptions): Promise<void> {
     const updated = loadCliConfig(options.config ? { config: options.config } : {});
     const db = openDatabase(updated.paths.database);
     try {
-      const service = new SkillsService({ db, logger: silentLogger(), settings: { ...skillsSettings(updated), embedding: { apiBase: '', apiKey: '', model: '' } } });
+      const service = new SkillsService({
+        db,
+        logger: silentLogger(),
+        settings: { ...skillsSettings(updated), embedding: { apiBase: '', apiKey: '', model: '' } },
+      });
       service.open({ watch: false });
       const report = installStarterSkills(service);
-      print(report.imported.length > 0 ? `Installed ${report.imported.length} starter skills in ${updated.paths.skillsDir}.` : 'Starter skills already installed.');
+      print(
+        report.imported.length > 0 ? `Installed ${report.imported.length} starter skills in ${updated.paths.skillsDir}.` : 'Starter skills already installed.',
+      );
     } finally {
       db.close();
     }
   }
 
-  const next = answers.claw === 'none' ? 'Point your agent at http://127.0.0.1:' + answers.port + '/v1 (OpenAI) or http://127.0.0.1:' + answers.port + ' (Anthropic).' : `\`metaclaw start\` will wire ${clawName(answers.claw)} to the proxy; \`metaclaw stop --unwire\` puts it back exactly.`;
+  const next =
+    answers.claw === 'none'
+      ? 'Point your agent at http://127.0.0.1:' + answers.port + '/v1 (OpenAI) or http://127.0.0.1:' + answers.port + ' (Anthropic).'
+      : `\`metaclaw start\` will wire ${clawName(answers.claw)} to the proxy; \`metaclaw stop --unwire\` puts it back exactly.`;
   if (interactive) prompts.outro(`Done. Run \`metaclaw start\`. ${next}`);
   else print(`Done. Run \`metaclaw start\`. ${next}`);
 }
@@ -131,7 +143,10 @@ function fromFlags(config: LoadedConfig, options: SetupOptions): Answers {
 /** The key: from the named environment variable (never a command-line value), else the one already configured. */
 /** The base URL without trailing slashes, and its wire format (as given, or detected from the URL). */
 function endpointAnswers(options: SetupOptions, presetId: string, apiBase: string): Pick<Answers, 'apiBase' | 'format'> {
-  return { apiBase: apiBase.replace(/\/+$/, ''), format: detectFormat(options.apiFormat ?? (presetId === 'anthropic' ? 'anthropic' : 'auto'), apiBase, presetId) };
+  return {
+    apiBase: apiBase.replace(/\/+$/, ''),
+    format: detectFormat(options.apiFormat ?? (presetId === 'anthropic' ? 'anthropic' : 'auto'), apiBase, presetId),
+  };
 }
 
 function readKey(options: SetupOptions, presetEnv: string, configured: string | undefined, needsKey: boolean): string | undefined {
@@ -158,37 +173,100 @@ async function ask(config: LoadedConfig, options: SetupOptions): Promise<Answers
     if (prompts.isCancel(value)) cancelled();
     return value as Exclude<T, symbol>;
   };
-  const mode = options.mode ?? check(await prompts.select({ message: 'How should MetaClaw learn?', initialValue: values['mode'], options: [
-    { value: 'skills_only', label: 'skills_only', hint: 'skills and memory through your own API (no GPU, no training)' },
-    { value: 'rl', label: 'rl', hint: 'also train a LoRA on a Tinker-compatible service (not built yet: runs as skills_only)' },
-    { value: 'auto', label: 'auto', hint: 'rl, training only in idle windows (not built yet: runs as skills_only)' },
-  ] }));
-  const provider = options.provider ?? check(await prompts.select({ message: 'Which LLM provider?', initialValue: values['llm.provider'] === 'custom' && !values['llm.api_base'] ? 'openai' : values['llm.provider'], options: PROVIDER_PRESETS.map((preset) => ({ value: preset.id, label: preset.label, ...(preset.apiBase ? { hint: preset.apiBase } : {}) })) }));
+  const mode =
+    options.mode ??
+    check(
+      await prompts.select({
+        message: 'How should MetaClaw learn?',
+        initialValue: values['mode'],
+        options: [
+          { value: 'skills_only', label: 'skills_only', hint: 'skills and memory through your own API (no GPU, no training)' },
+          { value: 'rl', label: 'rl', hint: 'also train a LoRA on a Tinker-compatible service (not built yet: runs as skills_only)' },
+          { value: 'auto', label: 'auto', hint: 'rl, training only in idle windows (not built yet: runs as skills_only)' },
+        ],
+      }),
+    );
+  const provider =
+    options.provider ??
+    check(
+      await prompts.select({
+        message: 'Which LLM provider?',
+        initialValue: values['llm.provider'] === 'custom' && !values['llm.api_base'] ? 'openai' : values['llm.provider'],
+        options: PROVIDER_PRESETS.map((preset) => ({ value: preset.id, label: preset.label, ...(preset.apiBase ? { hint: preset.apiBase } : {}) })),
+      }),
+    );
   const preset = presetFor(provider)!;
-  const apiBase = options.apiBase ?? (preset.id === 'custom' ? check(await prompts.text({ message: 'Base URL of the API', placeholder: 'https://example.com/v1', initialValue: values['llm.api_base'], validate: (text) => (/^https?:\/\/\S+$/i.test(text ?? '') ? undefined : 'an http(s) URL') })) : preset.apiBase);
-  const model = options.model ?? check(await prompts.text({ message: 'Model', initialValue: values['llm.model_id'] || preset.model, validate: (text) => (text && text.trim() ? undefined : 'a model name') }));
+  const apiBase =
+    options.apiBase ??
+    (preset.id === 'custom'
+      ? check(
+          await prompts.text({
+            message: 'Base URL of the API',
+            placeholder: 'https://example.com/v1',
+            initialValue: values['llm.api_base'],
+            validate: (text) => (/^https?:\/\/\S+$/i.test(text ?? '') ? undefined : 'an http(s) URL'),
+          }),
+        )
+      : preset.apiBase);
+  const model =
+    options.model ??
+    check(
+      await prompts.text({
+        message: 'Model',
+        initialValue: values['llm.model_id'] || preset.model,
+        validate: (text) => (text && text.trim() ? undefined : 'a model name'),
+      }),
+    );
   let apiKey: string | undefined;
   if (options.apiKeyEnv) apiKey = readKey(options, preset.keyEnv, undefined, preset.needsKey);
   else if (preset.needsKey) {
     const envValue = preset.keyEnv ? process.env[preset.keyEnv]?.trim() : undefined;
-    const source = check(await prompts.select({ message: 'API key', options: [
-      ...(envValue ? [{ value: 'env', label: `use $${preset.keyEnv}` }] : []),
-      ...(values['llm.api_key'] ? [{ value: 'keep', label: 'keep the configured key' }] : []),
-      { value: 'enter', label: 'type it (hidden)' },
-      { value: 'passthrough', label: "none: pass my agent's own key through" },
-    ] }));
+    const source = check(
+      await prompts.select({
+        message: 'API key',
+        options: [
+          ...(envValue ? [{ value: 'env', label: `use $${preset.keyEnv}` }] : []),
+          ...(values['llm.api_key'] ? [{ value: 'keep', label: 'keep the configured key' }] : []),
+          { value: 'enter', label: 'type it (hidden)' },
+          { value: 'passthrough', label: "none: pass my agent's own key through" },
+        ],
+      }),
+    );
     if (source === 'env') apiKey = envValue;
     else if (source === 'keep') apiKey = values['llm.api_key'];
-    else if (source === 'enter') apiKey = check(await prompts.password({ message: 'API key', validate: (text) => (text && text.trim() ? undefined : 'the key') })).trim();
+    else if (source === 'enter')
+      apiKey = check(await prompts.password({ message: 'API key', validate: (text) => (text && text.trim() ? undefined : 'the key') })).trim();
   }
   const detected = (await detectClaws(clawEnvironment(config))).filter((item) => item.installed);
-  const claw = (options.claw ?? check(await prompts.select({ message: 'Which agent should MetaClaw wire to the proxy?', initialValue: detected[0]?.type ?? values['claw_type'], options: [
-    ...detected.map((item) => ({ value: item.type, label: item.name, hint: item.configPath ?? 'detected' })),
-    ...ALL_CLAW_TYPES.filter((type) => type !== 'none' && !detected.some((item) => item.type === type)).map((type) => ({ value: type, label: clawName(type), hint: 'not detected' })),
-    { value: 'none', label: 'none', hint: 'I will point my agent at the proxy myself' },
-  ] }))) as ClawType;
-  const portText = options.port ?? check(await prompts.text({ message: 'Proxy port', initialValue: String(values['proxy.port']), validate: (text) => (/^\d+$/.test(text ?? '') && Number(text) > 0 && Number(text) < 65536 ? undefined : 'a port number') }));
-  const starterSkills = options.starterSkills ?? check(await prompts.confirm({ message: 'Install the starter skills (42 playbooks for coding, debugging, research, …)?', initialValue: true }));
-  const memory = options.memory ?? check(await prompts.confirm({ message: 'Keep long-term memory of your conversations?', initialValue: values['memory.enabled'] }));
+  const claw = (options.claw ??
+    check(
+      await prompts.select({
+        message: 'Which agent should MetaClaw wire to the proxy?',
+        initialValue: detected[0]?.type ?? values['claw_type'],
+        options: [
+          ...detected.map((item) => ({ value: item.type, label: item.name, hint: item.configPath ?? 'detected' })),
+          ...ALL_CLAW_TYPES.filter((type) => type !== 'none' && !detected.some((item) => item.type === type)).map((type) => ({
+            value: type,
+            label: clawName(type),
+            hint: 'not detected',
+          })),
+          { value: 'none', label: 'none', hint: 'I will point my agent at the proxy myself' },
+        ],
+      }),
+    )) as ClawType;
+  const portText =
+    options.port ??
+    check(
+      await prompts.text({
+        message: 'Proxy port',
+        initialValue: String(values['proxy.port']),
+        validate: (text) => (/^\d+$/.test(text ?? '') && Number(text) > 0 && Number(text) < 65536 ? undefined : 'a port number'),
+      }),
+    );
+  const starterSkills =
+    options.starterSkills ??
+    check(await prompts.confirm({ message: 'Install the starter skills (42 playbooks for coding, debugging, research, …)?', initialValue: true }));
+  const memory =
+    options.memory ?? check(await prompts.confirm({ message: 'Keep long-term memory of your conversations?', initialValue: values['memory.enabled'] }));
   return { mode, provider: preset.id, ...endpointAnswers(options, preset.id, apiBase), model, apiKey, claw, port: Number(portText), starterSkills, memory };
 }

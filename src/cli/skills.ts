@@ -2,9 +2,19 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { createTwoFilesPatch } from 'diff';
+import { z } from 'zod';
 import { silentLogger } from '../logging/index.js';
 import { skillsSettings } from '../runtime/settings.js';
-import { exportSkills, importSkills, installStarterSkills, parseSkillFile, skillInjectionReason, SkillsService, type ImportReport, type SkillCredit } from '../skills/index.js';
+import {
+  exportSkills,
+  importSkills,
+  installStarterSkills,
+  parseSkillFile,
+  skillInjectionReason,
+  SkillsService,
+  type ImportReport,
+  type SkillCredit,
+} from '../skills/index.js';
 import { checkIntegrity, openDatabase } from '../store/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 
@@ -13,12 +23,49 @@ interface SkillsOptions {
   json?: boolean;
 }
 
-function openSkills(options: SkillsOptions): { service: SkillsService; close(): void; integrity(): string[] } {
+function openSkills(options: SkillsOptions): { service: SkillsService; close: () => void; integrity: () => string[] } {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
   const db = openDatabase(config.paths.database);
   const service = new SkillsService({ db, logger: silentLogger(), settings: { ...skillsSettings(config), embedding: { apiBase: '', apiKey: '', model: '' } } });
   service.open({ watch: false });
   return { service, close: () => db.close(), integrity: () => checkIntegrity(db) };
+}
+
+/**
+ * One line of evolution_history.jsonl (MetaClaw's format, also written by older versions): read
+ * leniently, since a hand-edited or foreign line must not stop `skills log`.
+ */
+const historyLineSchema = z.looseObject({
+  timestamp: z.string().catch('?'),
+  session_id: z.string().nullish().catch(null),
+  reason: z.string().nullish().catch(null),
+  num_turns_analyzed: z.number().nullish().catch(null),
+  num_skills_generated: z.number().nullish().catch(null),
+  tokens: z.number().nullish().catch(null),
+  changes: z
+    .array(
+      z.looseObject({
+        action: z.string().catch('?'),
+        name: z.string().catch('?'),
+        status: z.string().catch('?'),
+        evidence: z.array(z.string()).optional().catch(undefined),
+        reason: z.string().nullish().catch(null),
+        merged_into: z.string().nullish().catch(null),
+      }),
+    )
+    .catch([]),
+  rejected: z.array(z.looseObject({ name: z.string().catch('?'), reason: z.string().catch('') })).catch([]),
+});
+
+function readHistoryLine(line: string): z.infer<typeof historyLineSchema> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    parsed = {};
+  }
+  const read = historyLineSchema.safeParse(parsed);
+  return read.success ? read.data : historyLineSchema.parse({});
 }
 
 function withSkills<T extends SkillsOptions>(action: (service: SkillsService, options: T, extra: { integrity(): string[] }) => void): (options: T) => void {
@@ -40,16 +87,39 @@ export function registerSkillsCommands(program: Command): void {
   const skills = program.command('skills').description('the skill library: list, edit, review, history, credit');
   const common = (command: Command) => command.option('-c, --config <path>', 'config file').option('--json', 'machine-readable output');
 
-  common(skills.command('list').description('every skill with how often it was injected and how those turns went').option('--flagged', 'only skills flagged for bad outcomes')).action(
+  common(
+    skills
+      .command('list')
+      .description('every skill with how often it was injected and how those turns went')
+      .option('--flagged', 'only skills flagged for bad outcomes'),
+  ).action(
     withSkills<SkillsOptions & { flagged?: boolean }>((service, options) => {
       const rows = service.list().filter((row) => !options.flagged || row.credit?.flagged);
-      if (options.json) return print(JSON.stringify(rows.map(({ skill, credit }) => ({ name: skill.name, category: skill.category, origin: skill.origin, version: skill.version, description: skill.description, credit: credit ?? null })), null, 2));
-      if (rows.length === 0) return print(options.flagged ? 'No flagged skills.' : 'The library is empty. Add the starter bank with `metaclaw skills install-starter`.');
+      if (options.json)
+        return print(
+          JSON.stringify(
+            rows.map(({ skill, credit }) => ({
+              name: skill.name,
+              category: skill.category,
+              origin: skill.origin,
+              version: skill.version,
+              description: skill.description,
+              credit: credit ?? null,
+            })),
+            null,
+            2,
+          ),
+        );
+      if (rows.length === 0)
+        return print(options.flagged ? 'No flagged skills.' : 'The library is empty. Add the starter bank with `metaclaw skills install-starter`.');
       print(`${'NAME'.padEnd(34)} ${'CATEGORY'.padEnd(16)} ${'ORIGIN'.padEnd(8)} VER  INJECTED  SESSIONS  CORRECTED/ACCEPTED  JUDGE`);
-      for (const { skill, credit } of rows) print(`${skill.name.padEnd(34)} ${skill.category.padEnd(16)} ${skill.origin.padEnd(8)} ${String(skill.version).padEnd(4)} ${figures(credit)}`);
+      for (const { skill, credit } of rows)
+        print(`${skill.name.padEnd(34)} ${skill.category.padEnd(16)} ${skill.origin.padEnd(8)} ${String(skill.version).padEnd(4)} ${figures(credit)}`);
       const invalid = service.library.problems();
       print('');
-      print(`${rows.length} skills, generation ${service.history.generation}${invalid.length > 0 ? `; ${invalid.length} invalid files skipped (metaclaw skills doctor)` : ''}`);
+      print(
+        `${rows.length} skills, generation ${service.history.generation}${invalid.length > 0 ? `; ${invalid.length} invalid files skipped (metaclaw skills doctor)` : ''}`,
+      );
     }),
   );
 
@@ -59,7 +129,8 @@ export function registerSkillsCommands(program: Command): void {
       if (!skill) throw new CliExit(`No skill named ${name}.`);
       const credit = service.credit.figures().get(name);
       const versions = service.history.versions(name);
-      if (options.json) return print(JSON.stringify({ ...skill, credit: credit ?? null, versions: versions.map(({ content: _content, ...row }) => row) }, null, 2));
+      if (options.json)
+        return print(JSON.stringify({ ...skill, credit: credit ?? null, versions: versions.map(({ content: _content, ...row }) => row) }, null, 2));
       print(`${skill.name} (v${skill.version}, ${skill.category}, ${skill.origin})`);
       print(`  ${skill.description}`);
       print(`  file: ${skill.path}`);
@@ -72,7 +143,14 @@ export function registerSkillsCommands(program: Command): void {
     })(options),
   );
 
-  common(skills.command('add').description('add a skill from a SKILL.md file (or a folder holding one)').argument('<path>').option('--overwrite', 'replace a skill of the same name').option('--force', 'add it even if its text reads like prompt injection')).action((path: string, options: SkillsOptions & { overwrite?: boolean; force?: boolean }) =>
+  common(
+    skills
+      .command('add')
+      .description('add a skill from a SKILL.md file (or a folder holding one)')
+      .argument('<path>')
+      .option('--overwrite', 'replace a skill of the same name')
+      .option('--force', 'add it even if its text reads like prompt injection'),
+  ).action((path: string, options: SkillsOptions & { overwrite?: boolean; force?: boolean }) =>
     withSkills<SkillsOptions>((service) => {
       const file = existsSync(path) && statSync(path).isDirectory() ? join(path, 'SKILL.md') : path;
       if (!existsSync(file)) throw new CliExit(`${file} does not exist.`);
@@ -81,24 +159,37 @@ export function registerSkillsCommands(program: Command): void {
       const nameInFile = /^name:\s*["']?([^"'\n]+)/m.exec(text)?.[1]?.trim();
       const parsed = parseSkillFile(text, file, nameInFile ?? folderName);
       if ('reason' in parsed) throw new CliExit(`${file} is not a valid skill: ${parsed.reason}`);
-      if (service.library.get(parsed.skill.name) && !options.overwrite) throw new CliExit(`A skill named ${parsed.skill.name} already exists (use --overwrite).`);
+      if (service.library.get(parsed.skill.name) && !options.overwrite)
+        throw new CliExit(`A skill named ${parsed.skill.name} already exists (use --overwrite).`);
       const { skill } = parsed;
       const injection = skillInjectionReason(skill);
       if (injection && !options.force) throw new CliExit(`${file} reads like a prompt injection (${injection}); not added. ${FORCE_HINT}`);
-      const result = service.applyDraft({ name: skill.name, description: skill.description, category: skill.category, body: skill.body, origin: 'user', extra: skill.extra }, 'manual', 'cli add');
+      const result = service.applyDraft(
+        { name: skill.name, description: skill.description, category: skill.category, body: skill.body, origin: 'user', extra: skill.extra },
+        'manual',
+        'cli add',
+      );
       print(`Added ${result.skill.name} v${result.version} (generation ${result.generation}).`);
     })(options),
   );
 
-  common(skills.command('remove').description('remove a skill (its versions stay, so it can be restored)').argument('<name>')).action((name: string, options: SkillsOptions) =>
-    withSkills<SkillsOptions>((service) => {
-      const { removed, generation } = service.remove(name, 'cli remove');
-      if (!removed) throw new CliExit(`No skill named ${name}.`);
-      print(`Removed ${name} (generation ${generation}); \`metaclaw skills revert ${name}\` restores it.`);
-    })(options),
+  common(skills.command('remove').description('remove a skill (its versions stay, so it can be restored)').argument('<name>')).action(
+    (name: string, options: SkillsOptions) =>
+      withSkills<SkillsOptions>((service) => {
+        const { removed, generation } = service.remove(name, 'cli remove');
+        if (!removed) throw new CliExit(`No skill named ${name}.`);
+        print(`Removed ${name} (generation ${generation}); \`metaclaw skills revert ${name}\` restores it.`);
+      })(options),
   );
 
-  common(skills.command('import').description("import a folder of <name>/SKILL.md skills (MetaClaw's memory_data/skills, .claude/skills)").argument('<folder>').option('--overwrite', 'replace skills of the same name').option('--force', 'import skills even if their text reads like prompt injection')).action((folder: string, options: SkillsOptions & { overwrite?: boolean; force?: boolean }) =>
+  common(
+    skills
+      .command('import')
+      .description("import a folder of <name>/SKILL.md skills (MetaClaw's memory_data/skills, .claude/skills)")
+      .argument('<folder>')
+      .option('--overwrite', 'replace skills of the same name')
+      .option('--force', 'import skills even if their text reads like prompt injection'),
+  ).action((folder: string, options: SkillsOptions & { overwrite?: boolean; force?: boolean }) =>
     withSkills<SkillsOptions>((service) => {
       const report = importSkills(service, folder, { overwrite: options.overwrite ?? false, force: options.force ?? false });
       printReport(report, options.json, 'Imported');
@@ -114,30 +205,41 @@ export function registerSkillsCommands(program: Command): void {
     })(options),
   );
 
-  common(skills.command('install-starter').description('install the starter bank of skills').option('--force', 'replace starter skills you already have')).action(
-    withSkills<SkillsOptions & { force?: boolean }>((service, options) => printReport(installStarterSkills(service, { force: options.force ?? false }), options.json, 'Installed')),
+  common(
+    skills.command('install-starter').description('install the starter bank of skills').option('--force', 'replace starter skills you already have'),
+  ).action(
+    withSkills<SkillsOptions & { force?: boolean }>((service, options) =>
+      printReport(installStarterSkills(service, { force: options.force ?? false }), options.json, 'Installed'),
+    ),
   );
 
-  common(skills.command('log').description('recent skill evolutions (evolution_history.jsonl)').option('-n, --n <count>', 'how many', '10').option('--full', 'show evidence and reasons')).action(
+  common(
+    skills
+      .command('log')
+      .description('recent skill evolutions (evolution_history.jsonl)')
+      .option('-n, --n <count>', 'how many', '10')
+      .option('--full', 'show evidence and reasons'),
+  ).action(
     withSkills<SkillsOptions & { n: string; full?: boolean }>((service, options) => {
       const file = join(service.library.dir, 'evolution_history.jsonl');
-      const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
-      const events = lines.slice(-Number(options.n)).map((line) => JSON.parse(line) as Record<string, unknown>);
+      const all = (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []).map(readHistoryLine);
+      const events = all.slice(-Number(options.n));
       if (options.json) return print(JSON.stringify(events, null, 2));
       if (events.length === 0) return print('No skill evolutions yet.');
       for (const event of events) {
-        const changes = (event['changes'] as Array<{ action: string; name: string; status: string; evidence?: string[]; reason?: string | null; merged_into?: string | null }> | undefined) ?? [];
-        print(`${event['timestamp']}  session ${event['session_id'] ?? '-'}  (${event['reason'] ?? ''}, ${event['num_turns_analyzed'] ?? '?'} turns, ${event['tokens'] ?? 0} tokens)`);
-        for (const change of changes) {
+        print(
+          `${event.timestamp}  session ${event.session_id ?? '-'}  (${event.reason ?? ''}, ${event.num_turns_analyzed ?? '?'} turns, ${event.tokens ?? 0} tokens)`,
+        );
+        for (const change of event.changes) {
           print(`  ${change.action} ${change.name}${change.merged_into ? ` (merged into ${change.merged_into})` : ''}: ${change.status}`);
           if (options.full) {
             if (change.reason) print(`    why: ${change.reason}`);
             for (const evidence of change.evidence ?? []) print(`    evidence: ${evidence}`);
           }
         }
-        for (const rejected of (event['rejected'] as Array<{ name: string; reason: string }> | undefined) ?? []) print(`  rejected ${rejected.name}: ${rejected.reason}`);
+        for (const rejected of event.rejected) print(`  rejected ${rejected.name}: ${rejected.reason}`);
       }
-      const total = lines.map((line) => (JSON.parse(line) as { num_skills_generated?: number }).num_skills_generated ?? 0).reduce((sum, value) => sum + value, 0);
+      const total = all.reduce((sum, event) => sum + (event.num_skills_generated ?? 0), 0);
       print('');
       print(`${total} skills generated in total.`);
     }),
@@ -146,7 +248,14 @@ export function registerSkillsCommands(program: Command): void {
   common(skills.command('pending').description('evolution proposals waiting for review (skills.review: manual)')).action(
     withSkills<SkillsOptions>((service, options) => {
       const pending = service.proposals.pending();
-      if (options.json) return print(JSON.stringify(pending.map((row) => ({ ...row, draft: JSON.parse(row.draft), evidence: JSON.parse(row.evidence) })), null, 2));
+      if (options.json)
+        return print(
+          JSON.stringify(
+            pending.map((row) => ({ ...row, draft: JSON.parse(row.draft) as unknown, evidence: JSON.parse(row.evidence) as unknown })),
+            null,
+            2,
+          ),
+        );
       if (pending.length === 0) return print('No proposals waiting.');
       for (const row of pending) {
         const draft = JSON.parse(row.draft) as { description: string };
@@ -173,11 +282,20 @@ export function registerSkillsCommands(program: Command): void {
     })(options),
   );
 
-  common(skills.command('diff').description('what changed between two versions of a skill (default: the last change)').argument('<name>').option('--from <version>').option('--to <version>')).action((name: string, options: SkillsOptions & { from?: string; to?: string }) =>
+  common(
+    skills
+      .command('diff')
+      .description('what changed between two versions of a skill (default: the last change)')
+      .argument('<name>')
+      .option('--from <version>')
+      .option('--to <version>'),
+  ).action((name: string, options: SkillsOptions & { from?: string; to?: string }) =>
     withSkills<SkillsOptions & { from?: string; to?: string }>((service) => diff(service, name, options))(options),
   );
 
-  common(skills.command('revert').description('restore an earlier version (default: the one before the current)').argument('<name>').option('--to <version>')).action((name: string, options: SkillsOptions & { to?: string }) =>
+  common(
+    skills.command('revert').description('restore an earlier version (default: the one before the current)').argument('<name>').option('--to <version>'),
+  ).action((name: string, options: SkillsOptions & { to?: string }) =>
     withSkills<SkillsOptions>((service) => {
       const result = service.revert(name, options.to === undefined ? undefined : Number(options.to));
       print(`Reverted ${name}: now v${result.version} (generation ${result.generation}).`);
@@ -197,22 +315,37 @@ export function registerSkillsCommands(program: Command): void {
       else {
         print(`${service.library.size} valid skills in ${service.library.dir}`);
         for (const problem of problems) print(`  INVALID ${problem.path}: ${problem.reason}`);
-        for (const item of suspicious) print(`  SUSPICIOUS ${item.name} (${item.path}): reads like a prompt injection (${item.reason}); its text is escaped when injected, but remove or edit it unless you wrote it`);
+        for (const item of suspicious)
+          print(
+            `  SUSPICIOUS ${item.name} (${item.path}): reads like a prompt injection (${item.reason}); its text is escaped when injected, but remove or edit it unless you wrote it`,
+          );
         print(`database: ${integrity.join('; ')}`);
       }
       if (problems.length > 0 || suspicious.length > 0 || integrity[0] !== 'ok') throw new CliExit('', 1);
     }),
   );
 
-  common(skills.command('prune').description('retire skills that keep going badly or are never used').option('--dry-run', 'only list the candidates').option('--unused-days <days>', 'also list skills not injected for this many days', '0').option('--yes', 'remove without asking')).action(
+  common(
+    skills
+      .command('prune')
+      .description('retire skills that keep going badly or are never used')
+      .option('--dry-run', 'only list the candidates')
+      .option('--unused-days <days>', 'also list skills not injected for this many days', '0')
+      .option('--yes', 'remove without asking'),
+  ).action(
     withSkills<SkillsOptions & { dryRun?: boolean; unusedDays: string; yes?: boolean }>((service, options) => {
       const unusedDays = Number(options.unusedDays);
       const now = Date.now();
       const candidates = service
         .list()
         .map(({ skill, credit }) => {
-          if (credit?.flagged) return { name: skill.name, reason: `flagged: ${credit.corrected} corrected of ${credit.corrected + credit.accepted} followed-up turns${credit.judgeMean !== null ? `, judge mean ${credit.judgeMean.toFixed(2)}` : ''}` };
-          if (unusedDays > 0 && skill.origin === 'evolved' && (credit?.lastUsedAt ?? 0) < now - unusedDays * 86_400_000) return { name: skill.name, reason: `not injected in the last ${unusedDays} days` };
+          if (credit?.flagged)
+            return {
+              name: skill.name,
+              reason: `flagged: ${credit.corrected} corrected of ${credit.corrected + credit.accepted} followed-up turns${credit.judgeMean !== null ? `, judge mean ${credit.judgeMean.toFixed(2)}` : ''}`,
+            };
+          if (unusedDays > 0 && skill.origin === 'evolved' && (credit?.lastUsedAt ?? 0) < now - unusedDays * 86_400_000)
+            return { name: skill.name, reason: `not injected in the last ${unusedDays} days` };
           return undefined;
         })
         .filter((candidate): candidate is { name: string; reason: string } => candidate !== undefined);
@@ -234,7 +367,14 @@ function diff(service: SkillsService, name: string, options: SkillsOptions & { f
     const to = options.to === undefined ? versions.at(-1)! : versions.find((row) => row.version === Number(options.to));
     if (!to) throw new CliExit(`${name} has no version ${options.to}.`);
     const from = options.from === undefined ? versions.filter((row) => row.id < to.id).at(-1) : versions.find((row) => row.version === Number(options.from));
-    const patch = createTwoFilesPatch(`${name}@v${from?.version ?? 0}`, `${name}@v${to.version}`, from?.content ?? '', to.content, from ? `${from.action}` : 'nothing', to.action);
+    const patch = createTwoFilesPatch(
+      `${name}@v${from?.version ?? 0}`,
+      `${name}@v${to.version}`,
+      from?.content ?? '',
+      to.content,
+      from ? `${from.action}` : 'nothing',
+      to.action,
+    );
     if (options.json) print(JSON.stringify({ name, from: from?.version ?? null, to: to.version, patch }));
     else print(patch.trimEnd());
   }
@@ -260,7 +400,9 @@ function printReport(report: ImportReport, json: boolean | undefined, verb: stri
     for (const item of refused) print(`  ${item.path}: ${item.reason}`);
     print(FORCE_HINT);
   }
-  for (const item of report.suspicious.filter((entry) => entry.imported)) print(`Warning: ${item.name} reads like a prompt injection (${item.reason}); imported because of --force. Its text is escaped when injected.`);
+  for (const item of report.suspicious.filter((entry) => entry.imported))
+    print(`Warning: ${item.name} reads like a prompt injection (${item.reason}); imported because of --force. Its text is escaped when injected.`);
 }
 
-const FORCE_HINT = 'Read the skill first: if you trust it, re-run with --force (its text is still escaped when injected, so it cannot close MetaClaw\'s context block).';
+const FORCE_HINT =
+  "Read the skill first: if you trust it, re-run with --force (its text is still escaped when injected, so it cannot close MetaClaw's context block).";

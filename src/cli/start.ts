@@ -87,7 +87,9 @@ async function startDaemon(config: LoadedConfig, options: StartOptions, privacy:
     if (await isHealthy(existingBase)) {
       // A second proxy cannot share the home's database and pid file: say where the running one is.
       if (existing.port !== values['proxy.port']) {
-        throw new CliExit(`MetaClaw is already running (pid ${existing.pid}) at ${existingBase}, on port ${existing.port}, not ${values['proxy.port']}; run \`metaclaw stop\` first to move it to port ${values['proxy.port']}.`);
+        throw new CliExit(
+          `MetaClaw is already running (pid ${existing.pid}) at ${existingBase}, on port ${existing.port}, not ${values['proxy.port']}; run \`metaclaw stop\` first to move it to port ${values['proxy.port']}.`,
+        );
       }
       print(`MetaClaw is already running (pid ${existing.pid}) at ${existingBase}.`);
       return true;
@@ -132,7 +134,9 @@ async function startDaemon(config: LoadedConfig, options: StartOptions, privacy:
   }
   const log = readTail(outputFile, outputStart) || diskFullNote(paths.home);
   if (exited === undefined) {
-    throw new CliExit(`MetaClaw did not answer at ${base}/healthz within ${waitMs / 1000} s (pid ${child.pid}); see ${outputFile} and ${paths.logFile}.${log ? `\n${log}` : ''}`);
+    throw new CliExit(
+      `MetaClaw did not answer at ${base}/healthz within ${waitMs / 1000} s (pid ${child.pid}); see ${outputFile} and ${paths.logFile}.${log ? `\n${log}` : ''}`,
+    );
   }
   throw new CliExit(`MetaClaw exited during start-up (code ${exited}).${log ? `\n${log}` : ` See ${outputFile}.`}`);
 }

@@ -17,13 +17,17 @@ export async function statusCommand(options: StatusOptions): Promise<void> {
   if (!healthy) {
     const state = pid && isProcessAlive(pid.pid) ? 'unresponsive' : 'stopped';
     if (options.json) print(JSON.stringify({ running: false, state, url: base, pid: pid?.pid ?? null }));
-    else if (state === 'unresponsive') print(`MetaClaw: process ${pid!.pid} is alive but ${base}/healthz does not answer (starting, or stuck; see ${config.paths.logFile}).`);
+    else if (state === 'unresponsive')
+      print(`MetaClaw: process ${pid!.pid} is alive but ${base}/healthz does not answer (starting, or stuck; see ${config.paths.logFile}).`);
     else print(`MetaClaw: not running${pid ? ' (stale pid file)' : ''} (${base}).`);
     throw new CliExit('', state === 'unresponsive' ? 2 : 1);
   }
   const apiKey = config.values['proxy.api_key'];
   const response = await getJson(`${base}/status`, apiKey ? { apiKey } : {});
-  if (response.status !== 200) throw new CliExit(`MetaClaw answers at ${base} but /status returned ${response.status}${response.status === 401 ? ' (proxy.api_key in this config does not match the running proxy)' : ''}.`);
+  if (response.status !== 200)
+    throw new CliExit(
+      `MetaClaw answers at ${base} but /status returned ${response.status}${response.status === 401 ? ' (proxy.api_key in this config does not match the running proxy)' : ''}.`,
+    );
   const status = response.body as StatusReport;
   if (options.json) {
     print(JSON.stringify({ running: true, url: base, ...status }, null, 2));
@@ -47,16 +51,26 @@ interface StatusReport {
 }
 
 function printStatus(base: string, status: StatusReport): void {
-  const errors = Object.entries(status.requests.errors).filter(([, count]) => count > 0).map(([name, count]) => `${name.replaceAll('_', ' ')} ${count}`);
+  const errors = Object.entries(status.requests.errors)
+    .filter(([, count]) => count > 0)
+    .map(([name, count]) => `${name.replaceAll('_', ' ')} ${count}`);
   const budget = status.learning.spend.daily_budget > 0 ? `${status.learning.spend.daily_budget} tokens/day` : 'unlimited';
-  print(`MetaClaw-TS ${status.version}: running (pid ${status.pid}) at ${base}, up ${formatDuration(status.uptime_seconds)}${status.version !== VERSION ? ` (this CLI is ${VERSION})` : ''}`);
+  print(
+    `MetaClaw-TS ${status.version}: running (pid ${status.pid}) at ${base}, up ${formatDuration(status.uptime_seconds)}${status.version !== VERSION ? ` (this CLI is ${VERSION})` : ''}`,
+  );
   print(`  mode        ${status.mode}`);
-  print(`  upstream    ${status.upstream.base_url} (${status.upstream.format}, ${status.upstream.model ? `model ${status.upstream.model}` : "client's model"}, key: ${status.upstream.key_source})`);
+  print(
+    `  upstream    ${status.upstream.base_url} (${status.upstream.format}, ${status.upstream.model ? `model ${status.upstream.model}` : "client's model"}, key: ${status.upstream.key_source})`,
+  );
   if (status.fallbacks.length > 0) print(`  fallbacks   ${status.fallbacks.map((target) => `${target.name} ${target.base_url}`).join(', ')}`);
-  print(`  requests    ${status.requests.total} (${status.requests.streaming} streaming, ${status.requests.active} active); errors: ${errors.length > 0 ? errors.join(', ') : 'none'}`);
+  print(
+    `  requests    ${status.requests.total} (${status.requests.streaming} streaming, ${status.requests.active} active); errors: ${errors.length > 0 ? errors.join(', ') : 'none'}`,
+  );
   print(`  traffic     ${status.requests.tokens.input} input + ${status.requests.tokens.output} output tokens proxied`);
   print(`  sessions    ${status.sessions.total} (${status.sessions.open} open), ${status.sessions.turns} turns recorded`);
-  print(`  context     ${status.context.providers.length > 0 ? status.context.providers.join(', ') : 'nothing injected'}${status.context.failures > 0 ? ` (${status.context.failures} failures)` : ''}`);
+  print(
+    `  context     ${status.context.providers.length > 0 ? status.context.providers.join(', ') : 'nothing injected'}${status.context.failures > 0 ? ` (${status.context.failures} failures)` : ''}`,
+  );
   print(`  learning    queue ${status.queue.queued} waiting, ${status.queue.leased} running, ${status.queue.dead} dead; ${status.learning.failed} failures`);
   print(`  spend       ${status.learning.spend.tokens_today} tokens today, ${status.learning.spend.tokens_total} in total (budget: ${budget})`);
   if (status.learning.paused_reason) print(`  PAUSED      ${status.learning.paused_reason}`);

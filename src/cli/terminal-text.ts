@@ -2,6 +2,7 @@
  * C0 controls but newline and tab, DEL, and C1 controls. ESC (and C1's CSI, U+009B) starts the
  * sequences that clear a terminal, rewrite lines already shown or retitle the window.
  */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL_CHARACTERS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /**

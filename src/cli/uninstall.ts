@@ -1,6 +1,6 @@
 import * as prompts from '@clack/prompts';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
-import { join, relative, resolve, sep } from 'node:path';
+import { relative, resolve, sep } from 'node:path';
 import { clawsFolder } from '../claws/index.js';
 import type { LoadedConfig } from '../config/index.js';
 import { uninstallService } from '../service/index.js';
@@ -31,7 +31,9 @@ export async function uninstallCommand(options: UninstallOptions): Promise<void>
   print('2. Restoring every agent MetaClaw wired');
   const failures = await unwireEverythingReport(config);
   if (failures > 0) {
-    throw new CliExit(`Stopped before removing anything else: ${failures} agent(s) could not be restored, and ${clawsFolder(config.home)} holds the backups a retry needs. Fix the problem above and run \`metaclaw uninstall\` again.`);
+    throw new CliExit(
+      `Stopped before removing anything else: ${failures} agent(s) could not be restored, and ${clawsFolder(config.home)} holds the backups a retry needs. Fix the problem above and run \`metaclaw uninstall\` again.`,
+    );
   }
 
   print('3. Removing the login service');
@@ -45,14 +47,20 @@ export async function uninstallCommand(options: UninstallOptions): Promise<void>
   print(options.keepData ? `4. Removing ${config.home}, keeping skills and memories` : `4. Removing ${config.home}`);
   removeHome(config, kept);
   for (const path of outsideHome(config)) print(`   Left ${path}: it is outside ${config.home}; remove it yourself if you wish.`);
-  print(options.keepData ? `MetaClaw is uninstalled; your skills and memories are still in ${config.home}.` : 'MetaClaw is uninstalled. `npm uninstall -g metaclaw-ts` (or `npm unlink`) removes the command itself.');
+  print(
+    options.keepData
+      ? `MetaClaw is uninstalled; your skills and memories are still in ${config.home}.`
+      : 'MetaClaw is uninstalled. `npm uninstall -g metaclaw-ts` (or `npm unlink`) removes the command itself.',
+  );
 }
 
 /** Paths (absolute) that --keep-data keeps: the skill library and the database that holds memories. */
 function keptPaths(config: LoadedConfig): string[] {
   const database = config.paths.database;
   // The journal holds answered turns not yet in the database (after a crash): they are part of it.
-  return [config.paths.skillsDir, config.paths.memoryDir, database, `${database}-wal`, `${database}-shm`, config.paths.journalDir].filter((path) => isInside(config.home, path));
+  return [config.paths.skillsDir, config.paths.memoryDir, database, `${database}-wal`, `${database}-shm`, config.paths.journalDir].filter((path) =>
+    isInside(config.home, path),
+  );
 }
 
 function outsideHome(config: LoadedConfig): string[] {
@@ -66,8 +74,11 @@ function isInside(folder: string, path: string): boolean {
 
 async function confirm(config: LoadedConfig, options: UninstallOptions, kept: string[]): Promise<void> {
   if (options.yes) return;
-  const what = options.keepData ? `everything in ${config.home} except ${kept.map((path) => relative(config.home, path)).join(', ')}` : `${config.home} (config, skills, memories, recorded sessions, logs)`;
-  if (!process.stdin.isTTY) throw new CliExit(`This removes ${what}. Run \`metaclaw uninstall --yes\` to confirm (add --keep-data to keep skills and memories).`);
+  const what = options.keepData
+    ? `everything in ${config.home} except ${kept.map((path) => relative(config.home, path)).join(', ')}`
+    : `${config.home} (config, skills, memories, recorded sessions, logs)`;
+  if (!process.stdin.isTTY)
+    throw new CliExit(`This removes ${what}. Run \`metaclaw uninstall --yes\` to confirm (add --keep-data to keep skills and memories).`);
   const answer = await prompts.confirm({ message: `Stop MetaClaw, restore your agents' configuration and delete ${what}?`, initialValue: false });
   if (prompts.isCancel(answer) || answer !== true) throw new CliExit('Nothing was changed.', 1);
 }
@@ -75,7 +86,14 @@ async function confirm(config: LoadedConfig, options: UninstallOptions, kept: st
 /** What MetaClaw keeps in $METACLAW_HOME (names directly inside it). */
 function metaclawEntries(config: LoadedConfig): string[] {
   const names = new Set(['config.yaml', 'metaclaw.pid', 'admin-token', 'logs', 'claws', 'skills', 'memory', 'journal']);
-  for (const path of [config.paths.database, `${config.paths.database}-wal`, `${config.paths.database}-shm`, config.paths.skillsDir, config.paths.memoryDir, config.paths.logDir]) {
+  for (const path of [
+    config.paths.database,
+    `${config.paths.database}-wal`,
+    `${config.paths.database}-shm`,
+    config.paths.skillsDir,
+    config.paths.memoryDir,
+    config.paths.logDir,
+  ]) {
     if (isInside(config.home, path)) names.add(relative(config.home, path).split(sep)[0]!);
   }
   return [...names];

@@ -24,7 +24,10 @@ export function wiringTarget(config: LoadedConfig, portOverride?: number): Wirin
     contextWindow: values['context_window'],
   };
   if (values['claw_plugin'] && values['claw_type'] === 'openclaw') {
-    target.plugin = { path: OPENCLAW_PLUGIN_DIR, config: { proxyUrl, autoStart: true, metaclawCommand: metaclawCommand(), ...(values['proxy.api_key'] ? { proxyKey: values['proxy.api_key'] } : {}) } };
+    target.plugin = {
+      path: OPENCLAW_PLUGIN_DIR,
+      config: { proxyUrl, autoStart: true, metaclawCommand: metaclawCommand(), ...(values['proxy.api_key'] ? { proxyKey: values['proxy.api_key'] } : {}) },
+    };
   }
   return target;
 }
@@ -34,6 +37,16 @@ export function clawEnvironment(config: LoadedConfig): ClawEnvironment {
 }
 
 export function clawName(type: ClawType): string {
-  const names: Record<ClawType, string> = { openclaw: 'OpenClaw', copaw: 'CoPaw', ironclaw: 'IronClaw', picoclaw: 'PicoClaw', zeroclaw: 'ZeroClaw', nanoclaw: 'NanoClaw', nemoclaw: 'NemoClaw', hermes: 'Hermes', none: 'no agent' };
+  const names: Record<ClawType, string> = {
+    openclaw: 'OpenClaw',
+    copaw: 'CoPaw',
+    ironclaw: 'IronClaw',
+    picoclaw: 'PicoClaw',
+    zeroclaw: 'ZeroClaw',
+    nanoclaw: 'NanoClaw',
+    nemoclaw: 'NemoClaw',
+    hermes: 'Hermes',
+    none: 'no agent',
+  };
   return names[type];
 }

@@ -84,7 +84,7 @@ function readDocument(file: string): Document {
   if (document.errors.length > 0) {
     throw new ConfigError(`${file} is not valid YAML (${document.errors[0]!.message.split('\n')[0]}); fix it by hand before changing keys.`);
   }
-  if (document.contents === null) document.contents = document.createNode({}) as Document['contents'];
+  if (document.contents === null) document.contents = document.createNode({});
   if (!isMap(document.contents)) throw new ConfigError(`${file}: the top level must be a mapping of keys.`);
   return document;
 }

@@ -19,10 +19,18 @@ export function dependencyWarnings(values: ConfigValues, explicitKeys: ReadonlyS
   const warnings: string[] = [];
   const skillsMode = values['skills.retrieval_mode'];
   if (explicitKeys.has('skills.retrieval_mode') && skillsMode !== 'template' && !(values['skills.embedding.api_base'] && values['skills.embedding.model'])) {
-    warnings.push(`skills.retrieval_mode is ${skillsMode}, but skills.embedding.api_base and skills.embedding.model are not both set: skills are found by keywords only`);
+    warnings.push(
+      `skills.retrieval_mode is ${skillsMode}, but skills.embedding.api_base and skills.embedding.model are not both set: skills are found by keywords only`,
+    );
   }
-  if (explicitKeys.has('memory.retrieval_mode') && values['memory.retrieval_mode'] === 'embedding' && !(values['memory.embedding.api_base'] && values['memory.embedding.model'])) {
-    warnings.push('memory.retrieval_mode is embedding, but memory.embedding.api_base and memory.embedding.model are not both set: memories are recalled by keywords only');
+  if (
+    explicitKeys.has('memory.retrieval_mode') &&
+    values['memory.retrieval_mode'] === 'embedding' &&
+    !(values['memory.embedding.api_base'] && values['memory.embedding.model'])
+  ) {
+    warnings.push(
+      'memory.retrieval_mode is embedding, but memory.embedding.api_base and memory.embedding.model are not both set: memories are recalled by keywords only',
+    );
   }
   return warnings;
 }

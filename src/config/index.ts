@@ -7,4 +7,17 @@ export { metaclawHome, homePaths, expandHome, type HomePaths } from './home.js';
 export type { KeyDefinition, NoEffect, ValueKind } from './types.js';
 export { noEffectWarning } from './effect.js';
 export { PROVIDER_PRESETS, presetFor, type ProviderPreset } from './providers.js';
-export { describeExposedConfig, exposedConfigFile, exposedConfigWarning, keysInConfigFile, makeHomePrivate, octal, openHomeWarning, openPath, PRIVATE_FILE_MODE, PRIVATE_FOLDER_MODE, type HomeOutcome, type OpenPath } from './privacy.js';
+export {
+  describeExposedConfig,
+  exposedConfigFile,
+  exposedConfigWarning,
+  keysInConfigFile,
+  makeHomePrivate,
+  octal,
+  openHomeWarning,
+  openPath,
+  PRIVATE_FILE_MODE,
+  PRIVATE_FOLDER_MODE,
+  type HomeOutcome,
+  type OpenPath,
+} from './privacy.js';

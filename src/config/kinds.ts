@@ -9,7 +9,16 @@ import type { KeyDefinition, NoEffect } from './types.js';
 type Options = { doc: string; secret?: boolean; noEffect?: NoEffect };
 
 export function stringKey<K extends string>(key: K, defaultValue: string, options: Options): KeyDefinition<string, K> {
-  return { key, kind: options.secret ? 'secret' : 'string', default: defaultValue, doc: options.doc, expected: 'a string', schema: z.string(), ...(options.secret ? { secret: true } : {}), ...marking(options) };
+  return {
+    key,
+    kind: options.secret ? 'secret' : 'string',
+    default: defaultValue,
+    doc: options.doc,
+    expected: 'a string',
+    schema: z.string(),
+    ...(options.secret ? { secret: true } : {}),
+    ...marking(options),
+  };
 }
 
 export function secretKey<K extends string>(key: K, options: Omit<Options, 'secret'>): KeyDefinition<string, K> {

@@ -159,13 +159,16 @@ function readLeaf(definition: KeyDefinition, path: string, node: YamlNode | null
   else if (isScalar(node)) {
     raw = node.value;
     // A plain scalar like `api_key: 0123` must keep its text, not become the number 123.
-    if (isTextKind(definition) && raw !== null && typeof raw !== 'string') raw = node.source ?? String(raw);
+    if (isTextKind(definition) && raw !== null && typeof raw !== 'string')
+      raw = node.source ?? (typeof raw === 'number' || typeof raw === 'boolean' || typeof raw === 'bigint' ? String(raw) : JSON.stringify(raw));
   } else raw = node.toJSON();
 
   if (raw === null) {
     if (isTextKind(definition)) raw = '';
     else {
-      collector.errors.push(`${location}: ${path} is empty: expected ${definition.expected} (remove the line to use the default ${JSON.stringify(definition.default)})`);
+      collector.errors.push(
+        `${location}: ${path} is empty: expected ${definition.expected} (remove the line to use the default ${JSON.stringify(definition.default)})`,
+      );
       return;
     }
   }

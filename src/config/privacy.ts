@@ -22,7 +22,9 @@ export interface OpenPath {
 /** The keys the config file itself holds: secret keys set in it, and the fallbacks' `api_key`s. */
 export function keysInConfigFile(config: LoadedConfig): string[] {
   const values = config.values as unknown as Record<string, unknown>;
-  const keys: string[] = (KEY_DEFINITIONS as readonly KeyDefinition[]).filter((definition) => definition.secret === true && config.explicitKeys.has(definition.key) && values[definition.key] !== '').map((definition) => definition.key);
+  const keys: string[] = (KEY_DEFINITIONS as readonly KeyDefinition[])
+    .filter((definition) => definition.secret === true && config.explicitKeys.has(definition.key) && values[definition.key] !== '')
+    .map((definition) => definition.key);
   config.values['llm.fallbacks'].forEach((entry, index) => {
     if (entry.api_key) keys.push(`llm.fallbacks.${index}.api_key`);
   });

@@ -31,24 +31,54 @@ export const upstreamEntrySchema = z
 export type UpstreamEntry = z.infer<typeof upstreamEntrySchema>;
 
 export const KEY_DEFINITIONS = [
-  enumKey('mode', MODES, 'skills_only', { noEffect: { status: 'planned', reason: 'not built yet: RL and the scheduler are planned; MetaClaw-TS runs as skills_only' }, doc: 'skills_only: skills + memory through your own API; rl: also record and train; auto: rl plus the idle-window scheduler (legacy name: madmax).' }),
+  enumKey('mode', MODES, 'skills_only', {
+    noEffect: { status: 'planned', reason: 'not built yet: RL and the scheduler are planned; MetaClaw-TS runs as skills_only' },
+    doc: 'skills_only: skills + memory through your own API; rl: also record and train; auto: rl plus the idle-window scheduler (legacy name: madmax).',
+  }),
   enumKey('claw_type', CLAW_TYPES, 'none', { doc: 'Which agent `metaclaw start` wires to the proxy (none: wire nothing).' }),
-  booleanKey('claw_plugin', false, { doc: "Also enable the agent's MetaClaw plugin where one exists (OpenClaw: keeps the proxy running and reports session ends)." }),
-  enumKey('claw_api_format', ['openai', 'anthropic'] as const, 'openai', { doc: 'Protocol a wired agent uses to reach the proxy, where it has a choice (OpenClaw: openai-completions or anthropic-messages).' }),
-  integerKey('max_context_tokens', 0, { min: 0, doc: 'Trim the oldest non-system messages of each request so the prompt, plus the max_tokens it asks for, fits this many tokens (0: never trim; the agent manages its context).' }),
+  booleanKey('claw_plugin', false, {
+    doc: "Also enable the agent's MetaClaw plugin where one exists (OpenClaw: keeps the proxy running and reports session ends).",
+  }),
+  enumKey('claw_api_format', ['openai', 'anthropic'] as const, 'openai', {
+    doc: 'Protocol a wired agent uses to reach the proxy, where it has a choice (OpenClaw: openai-completions or anthropic-messages).',
+  }),
+  integerKey('max_context_tokens', 0, {
+    min: 0,
+    doc: 'Trim the oldest non-system messages of each request so the prompt, plus the max_tokens it asks for, fits this many tokens (0: never trim; the agent manages its context).',
+  }),
   integerKey('context_window', 0, { min: 0, doc: 'Context window advertised to wired agents (0: let the agent use its own default).' }),
 
-  enumKey('llm.provider', ['custom', 'openai', 'anthropic', 'kimi', 'qwen', 'deepseek', 'minimax', 'novita', 'openrouter', 'volcengine', 'ollama'] as const, 'custom', { doc: 'Provider preset used by `metaclaw setup` (labels only; api_base decides where requests go).' }),
-  enumKey('llm.auth_method', ['api_key', 'passthrough'] as const, 'api_key', { doc: 'api_key: send llm.api_key upstream; passthrough: forward the client\'s own Authorization / x-api-key.' }),
-  stringKey('llm.model_id', '', { doc: 'Upstream model. When set, every request to the main upstream uses it; when empty the client\'s model passes through.' }),
-  urlKey('llm.api_base', '', { doc: 'Base URL of the upstream API (OpenAI-compatible: ends in /v1; Anthropic: https://api.anthropic.com). Empty: from env or OpenAI.' }),
-  secretKey('llm.api_key', { doc: 'API key for llm.api_base. Empty: use the client\'s own key (pass-through).' }),
-  enumKey('llm.api_format', API_FORMATS, 'auto', { doc: 'Wire format of the upstream: openai (chat completions), anthropic (messages), or auto (from provider and URL).' }),
+  enumKey(
+    'llm.provider',
+    ['custom', 'openai', 'anthropic', 'kimi', 'qwen', 'deepseek', 'minimax', 'novita', 'openrouter', 'volcengine', 'ollama'] as const,
+    'custom',
+    { doc: 'Provider preset used by `metaclaw setup` (labels only; api_base decides where requests go).' },
+  ),
+  enumKey('llm.auth_method', ['api_key', 'passthrough'] as const, 'api_key', {
+    doc: "api_key: send llm.api_key upstream; passthrough: forward the client's own Authorization / x-api-key.",
+  }),
+  stringKey('llm.model_id', '', { doc: "Upstream model. When set, every request to the main upstream uses it; when empty the client's model passes through." }),
+  urlKey('llm.api_base', '', {
+    doc: 'Base URL of the upstream API (OpenAI-compatible: ends in /v1; Anthropic: https://api.anthropic.com). Empty: from env or OpenAI.',
+  }),
+  secretKey('llm.api_key', { doc: "API key for llm.api_base. Empty: use the client's own key (pass-through)." }),
+  enumKey('llm.api_format', API_FORMATS, 'auto', {
+    doc: 'Wire format of the upstream: openai (chat completions), anthropic (messages), or auto (from provider and URL).',
+  }),
   integerKey('llm.max_retries', 2, { min: 0, max: 10, doc: 'Retries per upstream for connection errors, 408/409/429/5xx, before trying the next fallback.' }),
   numberKey('llm.timeout_seconds', 600, { min: 0.1, doc: 'Give up on an upstream that sends nothing (no headers, or no bytes mid-stream) for this long.' }),
-  numberKey('llm.max_retry_wait_seconds', 60, { min: 0, doc: 'Longest retry-after the proxy will wait for; a longer one moves straight to the next upstream.' }),
-  integerKey('llm.default_max_tokens', 4096, { min: 1, doc: 'max_tokens sent to an Anthropic upstream when an OpenAI client did not set one (Anthropic requires it).' }),
-  listKey('llm.fallbacks', upstreamEntrySchema, [], { expected: 'a list of {api_base, api_key?, api_key_env?, model_id?, api_format?, name?}', doc: 'Upstreams tried in order when the main one keeps failing (only while nothing has reached the client).' }),
+  numberKey('llm.max_retry_wait_seconds', 60, {
+    min: 0,
+    doc: 'Longest retry-after the proxy will wait for; a longer one moves straight to the next upstream.',
+  }),
+  integerKey('llm.default_max_tokens', 4096, {
+    min: 1,
+    doc: 'max_tokens sent to an Anthropic upstream when an OpenAI client did not set one (Anthropic requires it).',
+  }),
+  listKey('llm.fallbacks', upstreamEntrySchema, [], {
+    expected: 'a list of {api_base, api_key?, api_key_env?, model_id?, api_format?, name?}',
+    doc: 'Upstreams tried in order when the main one keeps failing (only while nothing has reached the client).',
+  }),
 
   stringKey('proxy.host', '127.0.0.1', { doc: 'Address to listen on. Anything but loopback requires proxy.api_key.' }),
   integerKey('proxy.port', 30000, { min: 1, max: 65535, doc: 'Port to listen on.' }),
@@ -59,15 +89,28 @@ export const KEY_DEFINITIONS = [
 
   booleanKey('skills.enabled', true, { doc: 'Inject relevant skills into each main turn.' }),
   pathKey('skills.dir', '', { doc: 'Skill library folder of <name>/SKILL.md files (default: $METACLAW_HOME/skills).' }),
-  enumKey('skills.retrieval_mode', ['template', 'embedding', 'hybrid'] as const, 'template', { doc: 'template: keyword/BM25; embedding: vectors from skills.embedding; hybrid: both.' }),
+  enumKey('skills.retrieval_mode', ['template', 'embedding', 'hybrid'] as const, 'template', {
+    doc: 'template: keyword/BM25; embedding: vectors from skills.embedding; hybrid: both.',
+  }),
   integerKey('skills.top_k', 6, { min: 0, max: 50, doc: 'Most skills injected into one turn.' }),
-  integerKey('skills.task_specific_top_k', 10, { min: 0, max: 50, noEffect: compatibility('skills are ranked by relevance across every category; skills.top_k caps them'), doc: 'MetaClaw key: caps category-matched candidates before ranking.' }),
-  integerKey('skills.full_body_top_n', 2, { min: 0, max: 50, doc: 'How many of the injected skills carry their full body; the rest show name and description.' }),
+  integerKey('skills.task_specific_top_k', 10, {
+    min: 0,
+    max: 50,
+    noEffect: compatibility('skills are ranked by relevance across every category; skills.top_k caps them'),
+    doc: 'MetaClaw key: caps category-matched candidates before ranking.',
+  }),
+  integerKey('skills.full_body_top_n', 2, {
+    min: 0,
+    max: 50,
+    doc: 'How many of the injected skills carry their full body; the rest show name and description.',
+  }),
   integerKey('skills.max_tokens', 1500, { min: 0, doc: 'Token budget for the injected skills block.' }),
   numberKey('skills.min_relevance', 0.35, { min: 0, max: 1, doc: 'Relevance threshold (0..1) below which a skill is never injected.' }),
   booleanKey('skills.auto_evolve', true, { doc: 'Write new skills (or improve existing ones) from finished sessions.' }),
   integerKey('skills.evolution_every_n_turns', 10, { min: 0, doc: 'Also evolve every N main turns of a session (0: only at session end).' }),
-  enumKey('skills.review', ['auto', 'manual'] as const, 'auto', { doc: 'auto: accepted skill changes apply at once; manual: they wait in `metaclaw skills pending`.' }),
+  enumKey('skills.review', ['auto', 'manual'] as const, 'auto', {
+    doc: 'auto: accepted skill changes apply at once; manual: they wait in `metaclaw skills pending`.',
+  }),
   integerKey('skills.max_new_skills', 3, { min: 1, max: 20, doc: 'Most skill changes one evolution may propose.' }),
   urlKey('skills.embedding.api_base', '', { doc: 'OpenAI-compatible /v1 base for embeddings (Ollama works). Empty: keyword retrieval only.' }),
   secretKey('skills.embedding.api_key', { doc: 'Key for skills.embedding.api_base.' }),
@@ -77,21 +120,38 @@ export const KEY_DEFINITIONS = [
   pathKey('memory.dir', '', { noEffect: IN_DATABASE, doc: "MetaClaw's memory folder." }),
   pathKey('memory.store_path', '', { noEffect: IN_DATABASE, doc: "MetaClaw's memory database file." }),
   stringKey('memory.scope', 'default', { doc: 'Scope used when a request names no X-Memory-Scope, X-User-Id or X-Workspace-Id.' }),
-  enumKey('memory.retrieval_mode', ['keyword', 'embedding', 'hybrid', 'auto'] as const, 'hybrid', { doc: 'keyword: BM25 only (nothing is embedded); hybrid/auto: BM25 plus vectors when memory.embedding is set; embedding: vector similarity alone finds and ranks units (keywords only while vectors are unavailable).' }),
+  enumKey('memory.retrieval_mode', ['keyword', 'embedding', 'hybrid', 'auto'] as const, 'hybrid', {
+    doc: 'keyword: BM25 only (nothing is embedded); hybrid/auto: BM25 plus vectors when memory.embedding is set; embedding: vector similarity alone finds and ranks units (keywords only while vectors are unavailable).',
+  }),
   integerKey('memory.top_k', 6, { min: 0, max: 50, doc: 'Most memory units recalled into one turn.' }),
   integerKey('memory.max_tokens', 800, { min: 0, doc: 'Token budget for recalled memories.' }),
-  numberKey('memory.min_relevance', 0.3, { min: 0, max: 1, doc: 'Relevance threshold (0..1) below which a memory is not recalled (unless it matches a time the query names).' }),
+  numberKey('memory.min_relevance', 0.3, {
+    min: 0,
+    max: 1,
+    doc: 'Relevance threshold (0..1) below which a memory is not recalled (unless it matches a time the query names).',
+  }),
   integerKey('memory.core_max_tokens', 400, { min: 0, doc: 'Token budget for standing instructions injected on every main turn.' }),
   integerKey('memory.max_injected_units', 6, { min: 0, max: 50, doc: 'MetaClaw name for memory.top_k (the smaller of the two applies).' }),
   integerKey('memory.max_injected_tokens', 800, { min: 0, doc: 'MetaClaw name for memory.max_tokens (the smaller of the two applies).' }),
   integerKey('memory.flush_every_n_turns', 5, { min: 1, doc: 'Extract memories every N turns of a session, and at session end.' }),
   booleanKey('memory.auto_extract', true, { doc: 'Extract memories from conversations automatically.' }),
-  booleanKey('memory.auto_consolidate', true, { doc: 'Daily housekeeping merges near-duplicates and decays stale unused episodic units (false: only retention and the per-scope cap apply).' }),
+  booleanKey('memory.auto_consolidate', true, {
+    doc: 'Daily housekeeping merges near-duplicates and decays stale unused episodic units (false: only retention and the per-scope cap apply).',
+  }),
   booleanKey('memory.ignore_turn_type', false, { doc: 'Also learn from side turns (X-Turn-Type: side).' }),
   booleanKey('memory.manual_trigger', false, { doc: 'Only extract when asked (POST /v1/memory/ingest or `metaclaw memory ingest`).' }),
-  booleanKey('memory.use_embeddings', false, { noEffect: compatibility('vectors are used whenever memory.embedding.api_base and memory.embedding.model are set'), doc: 'MetaClaw key: use vectors for memory.' }),
-  enumKey('memory.embedding_mode', ['hashing', 'semantic'] as const, 'hashing', { noEffect: compatibility('there is no local hashing embedder; vectors come from memory.embedding.api_base'), doc: 'MetaClaw key: hashing (local hashed vectors) or semantic (a local embedding model).' }),
-  stringKey('memory.embedding_model', '', { noEffect: compatibility('no local embedding model is run; set memory.embedding.model for the embeddings endpoint'), doc: 'MetaClaw key: the local embedding model.' }),
+  booleanKey('memory.use_embeddings', false, {
+    noEffect: compatibility('vectors are used whenever memory.embedding.api_base and memory.embedding.model are set'),
+    doc: 'MetaClaw key: use vectors for memory.',
+  }),
+  enumKey('memory.embedding_mode', ['hashing', 'semantic'] as const, 'hashing', {
+    noEffect: compatibility('there is no local hashing embedder; vectors come from memory.embedding.api_base'),
+    doc: 'MetaClaw key: hashing (local hashed vectors) or semantic (a local embedding model).',
+  }),
+  stringKey('memory.embedding_model', '', {
+    noEffect: compatibility('no local embedding model is run; set memory.embedding.model for the embeddings endpoint'),
+    doc: 'MetaClaw key: the local embedding model.',
+  }),
   urlKey('memory.embedding.api_base', '', { doc: 'OpenAI-compatible /v1 base for memory embeddings. Empty: BM25, recency and importance only.' }),
   secretKey('memory.embedding.api_key', { doc: 'Key for memory.embedding.api_base.' }),
   stringKey('memory.embedding.model', '', { doc: 'Embedding model for memories.' }),
@@ -106,7 +166,10 @@ export const KEY_DEFINITIONS = [
   integerKey('memory.review_stale_after_hours', 72, { min: 1, noEffect: NO_SELF_UPGRADE, doc: 'MetaClaw key: when a pending policy review goes stale.' }),
 
   booleanKey('rl.enabled', false, { noEffect: PLANNED, doc: 'Record RL samples and score them even in skills_only mode.' }),
-  enumKey('rl.backend', ['auto', 'tinker', 'mint', 'weaver', 'file'] as const, 'auto', { noEffect: PLANNED, doc: 'Training backend: a Tinker-compatible service (tinker, mint, weaver) or file (export only).' }),
+  enumKey('rl.backend', ['auto', 'tinker', 'mint', 'weaver', 'file'] as const, 'auto', {
+    noEffect: PLANNED,
+    doc: 'Training backend: a Tinker-compatible service (tinker, mint, weaver) or file (export only).',
+  }),
   stringKey('rl.model', '', { noEffect: PLANNED, doc: 'Base model to train (default: llm.model_id).' }),
   secretKey('rl.api_key', { noEffect: PLANNED, doc: 'Training backend key (legacy name: rl.tinker_api_key).' }),
   urlKey('rl.base_url', '', { noEffect: PLANNED, doc: 'Training backend URL (legacy name: rl.tinker_base_url).' }),
@@ -117,7 +180,10 @@ export const KEY_DEFINITIONS = [
   integerKey('rl.lora_rank', 32, { min: 1, noEffect: PLANNED, doc: 'LoRA rank.' }),
   integerKey('rl.batch_size', 4, { min: 1, noEffect: PLANNED, doc: 'Samples per training step.' }),
   numberKey('rl.learning_rate', 0.0001, { min: 0, noEffect: PLANNED, doc: 'Adam learning rate.' }),
-  enumKey('rl.loss_fn', ['importance_sampling', 'ppo', 'cispo'] as const, 'importance_sampling', { noEffect: PLANNED, doc: 'Loss function asked of the backend.' }),
+  enumKey('rl.loss_fn', ['importance_sampling', 'ppo', 'cispo'] as const, 'importance_sampling', {
+    noEffect: PLANNED,
+    doc: 'Loss function asked of the backend.',
+  }),
   stringKey('rl.resume_from_ckpt', '', { noEffect: PLANNED, doc: 'Backend checkpoint path to resume from.' }),
   urlKey('rl.evolver_api_base', '', { doc: 'Endpoint of the skill-evolver LLM (empty: the main upstream).' }),
   secretKey('rl.evolver_api_key', { doc: 'Key for rl.evolver_api_base.' }),
@@ -134,9 +200,16 @@ export const KEY_DEFINITIONS = [
   timeOfDayKey('scheduler.sleep_start', '23:00', { noEffect: PLANNED, doc: 'Start of the nightly window (local time).' }),
   timeOfDayKey('scheduler.sleep_end', '07:00', { noEffect: PLANNED, doc: 'End of the nightly window (local time).' }),
   integerKey('scheduler.idle_threshold_minutes', 30, { min: 1, noEffect: PLANNED, doc: 'Keyboard and proxy idle time that opens a window.' }),
-  integerKey('scheduler.min_window_minutes', 15, { min: 0, noEffect: PLANNED, doc: 'Do not start a training step in a window expected to last less than this.' }),
+  integerKey('scheduler.min_window_minutes', 15, {
+    min: 0,
+    noEffect: PLANNED,
+    doc: 'Do not start a training step in a window expected to last less than this.',
+  }),
   booleanKey('scheduler.calendar.enabled', false, { noEffect: PLANNED, doc: 'Open a window while a calendar event says you are busy.' }),
-  pathKey('scheduler.calendar.credentials_path', '', { noEffect: PLANNED, doc: 'MetaClaw key for Google OAuth client secrets (MetaClaw-TS is to read calendars as ICS, scheduler.calendar.ics_url).' }),
+  pathKey('scheduler.calendar.credentials_path', '', {
+    noEffect: PLANNED,
+    doc: 'MetaClaw key for Google OAuth client secrets (MetaClaw-TS is to read calendars as ICS, scheduler.calendar.ics_url).',
+  }),
   pathKey('scheduler.calendar.token_path', '', { noEffect: PLANNED, doc: 'MetaClaw key for the Google OAuth token.' }),
   stringKey('scheduler.calendar.ics_url', '', { noEffect: PLANNED, doc: 'ICS calendar file path or URL whose events count as busy time.' }),
 
@@ -146,8 +219,13 @@ export const KEY_DEFINITIONS = [
   integerKey('learning.max_attempts', 5, { min: 1, max: 50, doc: 'Attempts per learning job before it goes to the dead-letter list.' }),
   integerKey('learning.concurrency', 1, { min: 1, max: 8, doc: 'Learning jobs run at once.' }),
 
-  integerKey('store.payload_retention_days', 30, { min: 0, doc: 'Full request/response bodies of turns are kept this long (0: forever); turn summaries stay.' }),
-  booleanKey('store.redact_turns', true, { doc: 'Redact secrets (API keys, tokens, private keys, passwords) from turn records: the request text, the answer and the stored bodies. What goes upstream is never changed.' }),
+  integerKey('store.payload_retention_days', 30, {
+    min: 0,
+    doc: 'Full request/response bodies of turns are kept this long (0: forever); turn summaries stay.',
+  }),
+  booleanKey('store.redact_turns', true, {
+    doc: 'Redact secrets (API keys, tokens, private keys, passwords) from turn records: the request text, the answer and the stored bodies. What goes upstream is never changed.',
+  }),
   enumKey('log.level', ['debug', 'info', 'warn', 'error'] as const, 'info', { doc: 'Log level of $METACLAW_HOME/logs/metaclaw.log.' }),
 
   booleanKey('wechat.enabled', false, { noEffect: compatibility('there is no WeChat bridge'), doc: "MetaClaw's WeChat bridge." }),
@@ -174,7 +252,9 @@ export const LEGACY_RULES: Readonly<Record<string, string>> = {
   configure_openclaw: 'false means claw_type: none',
 };
 
-export const DEFINITIONS_BY_KEY: ReadonlyMap<string, KeyDefinition> = new Map(KEY_DEFINITIONS.map((definition) => [definition.key, definition as KeyDefinition]));
+export const DEFINITIONS_BY_KEY: ReadonlyMap<string, KeyDefinition> = new Map(
+  KEY_DEFINITIONS.map((definition) => [definition.key, definition as KeyDefinition]),
+);
 
 /** Every section name (`proxy`, `skills.embedding`, …) that holds keys. */
 export const SECTIONS: ReadonlySet<string> = new Set(

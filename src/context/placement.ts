@@ -5,14 +5,19 @@ import type { ApiFormat } from '../types/index.js';
  * prompt cache over the agent's own (stable) prefix keeps hitting. Returns a new body; the input
  * is not modified.
  */
-export function appendToSystemPrompt(format: ApiFormat, body: Record<string, unknown>, text: string): { body: Record<string, unknown>; placement: 'system_append' | 'system_new' } {
+export function appendToSystemPrompt(
+  format: ApiFormat,
+  body: Record<string, unknown>,
+  text: string,
+): { body: Record<string, unknown>; placement: 'system_append' | 'system_new' } {
   return format === 'anthropic' ? appendAnthropic(body, text) : appendOpenAI(body, text);
 }
 
 function appendAnthropic(body: Record<string, unknown>, text: string) {
   const system = body['system'];
   if (typeof system === 'string' && system !== '') return { body: { ...body, system: `${system}\n\n${text}` }, placement: 'system_append' as const };
-  if (Array.isArray(system) && system.length > 0) return { body: { ...body, system: [...system, { type: 'text', text }] }, placement: 'system_append' as const };
+  if (Array.isArray(system) && system.length > 0)
+    return { body: { ...body, system: [...(system as unknown[]), { type: 'text', text }] }, placement: 'system_append' as const };
   return { body: { ...body, system: text }, placement: 'system_new' as const };
 }
 
@@ -31,7 +36,7 @@ function appendOpenAI(body: Record<string, unknown>, text: string) {
   const original = messages[target]!;
   const content = original['content'];
   let updated: unknown;
-  if (Array.isArray(content)) updated = [...content, { type: 'text', text }];
+  if (Array.isArray(content)) updated = [...(content as unknown[]), { type: 'text', text }];
   else if (typeof content === 'string' && content !== '') updated = `${content}\n\n${text}`;
   else updated = text;
   const next = messages.slice();

@@ -4,8 +4,11 @@
  * one escape makes sure it can never close the block or open a tag of ours, whatever it says.
  */
 const INJECTION_PATTERNS: ReadonlyArray<[RegExp, string]> = [
-  [/\b(ignore|disregard|forget) (all |any |the )?(previous|prior|above|earlier|system|other) (instructions|messages|rules|prompts?)\b/i, 'tells the model to ignore its instructions'],
-  [/\byou are (now|no longer)\b/i, 'tries to change the model\'s role'],
+  [
+    /\b(ignore|disregard|forget) (all |any |the )?(previous|prior|above|earlier|system|other) (instructions|messages|rules|prompts?)\b/i,
+    'tells the model to ignore its instructions',
+  ],
+  [/\byou are (now|no longer)\b/i, "tries to change the model's role"],
   [/\b(new|updated|override) (system )?(instructions|prompt|rules)\s*:/i, 'claims to be new instructions'],
   [/^\s*(system|assistant|developer)\s*:/im, 'imitates a chat role'],
   [/<\/?(system|metaclaw-[a-z-]*|memory-data|instructions?)>/i, 'contains prompt delimiters'],

@@ -1,4 +1,14 @@
-export { readTurnSignals, stripNonStandardKeys, deriveScope, sessionIdCandidates, NON_STANDARD_BODY_KEYS, type TurnSignals, type TurnType, type IdentitySource, type ScopeHints } from './signals.js';
+export {
+  readTurnSignals,
+  stripNonStandardKeys,
+  deriveScope,
+  sessionIdCandidates,
+  NON_STANDARD_BODY_KEYS,
+  type TurnSignals,
+  type TurnType,
+  type IdentitySource,
+  type ScopeHints,
+} from './signals.js';
 export { extractUserRequest, cleanUserText, type UserRequest } from './user-request.js';
 export { messageText } from './message-text.js';
 export { ConversationStore, type ConversationStoreOptions, type RecordingCounts } from './store.js';

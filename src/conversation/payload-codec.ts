@@ -70,7 +70,9 @@ export class JsonTexts {
     if (typeof value !== 'object' || value === null) return JSON.stringify(value);
     let text = this.texts.get(value);
     if (text === undefined) {
-      text = Array.isArray(value) ? `[${value.map((item) => (typeof item === 'object' && item !== null ? this.of(item) : JSON.stringify(item)) ?? 'null').join(',')}]` : JSON.stringify(value);
+      text = Array.isArray(value)
+        ? `[${value.map((item) => (typeof item === 'object' && item !== null ? this.of(item) : JSON.stringify(item)) ?? 'null').join(',')}]`
+        : JSON.stringify(value);
       this.texts.set(value, text);
     }
     return text;
@@ -123,10 +125,15 @@ class Encoder {
     if (typeof value === 'string' && typeof base === 'string') return this.splice(value, base) ?? this.fresh(value);
     if (Array.isArray(value) && Array.isArray(base)) return this.diffArray(value, base) ?? this.fresh(value, listed);
     const json = this.options.json;
-    if (typeof value !== 'object' || value === null || typeof base !== 'object' || base === null) return json.of(value) === json.of(base) ? { '=': 1 } : this.fresh(value);
+    if (typeof value !== 'object' || value === null || typeof base !== 'object' || base === null)
+      return json.of(value) === json.of(base) ? { '=': 1 } : this.fresh(value);
     if (json.of(value) === json.of(base)) return { '=': 1 };
     if (!isPlainObject(value) || !isPlainObject(base)) return this.fresh(value);
-    return { o: Object.entries(value).flatMap(([key, item]): Array<[string, Entry]> => (item === undefined ? [] : [[key, Object.hasOwn(base, key) ? this.diff(item, base[key]) : this.fresh(item)]])) };
+    return {
+      o: Object.entries(value).flatMap(([key, item]): Array<[string, Entry]> =>
+        item === undefined ? [] : [[key, Object.hasOwn(base, key) ? this.diff(item, base[key]) : this.fresh(item)]],
+      ),
+    };
   }
 
   /** Runs of the base's items at both ends, the items between stored on their own (or against the base's). */
@@ -146,7 +153,9 @@ class Encoder {
     // Items between are stored against the base's items at the same place: the system prompt with
     // MetaClaw's block, also when the oldest messages after it were dropped (max_context_tokens).
     const between = base.length - prefix - suffix;
-    value.slice(prefix, value.length - suffix).forEach((item, index) => ops.push(index < between ? { e: this.diff(item, base[prefix + index]), at: prefix + index } : { e: this.fresh(item) }));
+    value
+      .slice(prefix, value.length - suffix)
+      .forEach((item, index) => ops.push(index < between ? { e: this.diff(item, base[prefix + index]), at: prefix + index } : { e: this.fresh(item) }));
     if (suffix > 0) ops.push([base.length - suffix, base.length]);
     return { a: ops };
   }
@@ -194,7 +203,7 @@ function decodeEntry(entry: Entry, base: unknown, source: SegmentSource): unknow
     const object = isPlainObject(base) ? base : {};
     return Object.fromEntries(entry.o.map(([key, item]) => [key, decodeEntry(item, Object.hasOwn(object, key) ? object[key] : undefined, source)]));
   }
-  const items = Array.isArray(base) ? base : [];
+  const items: unknown[] = Array.isArray(base) ? base : [];
   return entry.a.flatMap((op) => (Array.isArray(op) ? items.slice(op[0], op[1]) : [decodeEntry(op.e, op.at === undefined ? undefined : items[op.at], source)]));
 }
 

@@ -39,7 +39,8 @@ export class PayloadScrubber {
     const options = { sink: this.segments, chains: this.chains.of(sessionId), json: new JsonTexts() };
     const rewritten = {
       received: receivedBody === null ? null : encodeDocument({ text: JSON.stringify(receivedBody), value: receivedBody }, options),
-      forwarded: forwardedBody === null ? null : encodeDocument({ text: JSON.stringify(forwardedBody), value: forwardedBody }, { ...options, base: receivedBody }),
+      forwarded:
+        forwardedBody === null ? null : encodeDocument({ text: JSON.stringify(forwardedBody), value: forwardedBody }, { ...options, base: receivedBody }),
     };
     this.segments.release(documentReferences(received));
     this.segments.release(documentReferences(forwarded));

@@ -33,7 +33,9 @@ export class SegmentTable implements SegmentSink, SegmentSource {
   constructor(db: Db) {
     this.statements = {
       get: db.prepare<[string], { json: string }>('SELECT json FROM payload_segments WHERE hash = ?'),
-      count: db.prepare<[string], { refs: number }>('INSERT INTO payload_segment_refs (hash, refs) VALUES (?, 1) ON CONFLICT(hash) DO UPDATE SET refs = refs + 1 RETURNING refs'),
+      count: db.prepare<[string], { refs: number }>(
+        'INSERT INTO payload_segment_refs (hash, refs) VALUES (?, 1) ON CONFLICT(hash) DO UPDATE SET refs = refs + 1 RETURNING refs',
+      ),
       insert: db.prepare<[string, string]>('INSERT INTO payload_segments (hash, json) VALUES (?, ?) ON CONFLICT(hash) DO NOTHING'),
       reference: db.prepare<[string]>('UPDATE payload_segment_refs SET refs = refs + 1 WHERE hash = ?'),
       release: db.prepare<[string], { refs: number }>('UPDATE payload_segment_refs SET refs = refs - 1 WHERE hash = ? RETURNING refs'),
@@ -58,7 +60,10 @@ export class SegmentTable implements SegmentSink, SegmentSource {
 
   /** One use fewer of each; what nothing uses any more is deleted, and a deleted node releases its own. */
   release(references: PartReferences): void {
-    const pending: Array<{ hash: string; list: boolean }> = [...references.parts.map((hash) => ({ hash, list: false })), ...references.lists.map((hash) => ({ hash, list: true }))];
+    const pending: Array<{ hash: string; list: boolean }> = [
+      ...references.parts.map((hash) => ({ hash, list: false })),
+      ...references.lists.map((hash) => ({ hash, list: true })),
+    ];
     for (let next = pending.pop(); next; next = pending.pop()) {
       const row = this.statements.release.get(next.hash);
       if (!row || row.refs > 0) continue;

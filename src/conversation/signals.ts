@@ -86,7 +86,9 @@ function resolveIdentity(headers: IncomingHttpHeaders, body: Record<string, unkn
   const metadata = isRecord(body['metadata']) ? body['metadata'] : undefined;
   // OpenAI's `user` names an end user, not a session: a long one is just not used as the id.
   const user = format === 'openai' ? nonEmpty(stringField(body, 'user')) : undefined;
-  const fromBody = bounded(nonEmpty(stringField(body, 'session_id')) ?? nonEmpty(metadata ? stringField(metadata, 'session_id') : undefined)) ?? (user && user.length <= MAX_SESSION_ID_LENGTH ? user : undefined);
+  const fromBody =
+    bounded(nonEmpty(stringField(body, 'session_id')) ?? nonEmpty(metadata ? stringField(metadata, 'session_id') : undefined)) ??
+    (user && user.length <= MAX_SESSION_ID_LENGTH ? user : undefined);
   if (fromBody) return { id: fromBody, source: 'body' };
   const messages = Array.isArray(body['messages']) ? (body['messages'] as unknown[]) : [];
   const fromRuntime = runtimeSessionId(messages);
@@ -98,7 +100,12 @@ function resolveIdentity(headers: IncomingHttpHeaders, body: Record<string, unkn
 
 /** An explicit session id over the limit is refused rather than cut: a cut id could merge two sessions. */
 function bounded(id: string | undefined): string | undefined {
-  if (id !== undefined && id.length > MAX_SESSION_ID_LENGTH) throw new BadRequestError('session_id_too_long', `The session id is ${id.length} characters long; MetaClaw accepts at most ${MAX_SESSION_ID_LENGTH}.`, 'session_id');
+  if (id !== undefined && id.length > MAX_SESSION_ID_LENGTH)
+    throw new BadRequestError(
+      'session_id_too_long',
+      `The session id is ${id.length} characters long; MetaClaw accepts at most ${MAX_SESSION_ID_LENGTH}.`,
+      'session_id',
+    );
   return id;
 }
 

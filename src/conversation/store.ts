@@ -1,3 +1,4 @@
+import { errorMessage } from '../errors.js';
 import type { Db, StoreHealth } from '../store/index.js';
 import { bodyChars, HeldTurns, withoutBodies, type HeldTurnsCounts } from './held-turns.js';
 import { decodeDocument, documentReferences } from './payload-codec.js';
@@ -73,7 +74,10 @@ export class ConversationStore {
       sessions: db.prepare<[number], SessionRow>('SELECT * FROM sessions ORDER BY last_turn_at DESC LIMIT ?'),
       turnsOfSession: db.prepare<[string], TurnRow>('SELECT * FROM turns WHERE session_id = ? ORDER BY seq'),
       turn: db.prepare<[string], TurnRow>('SELECT * FROM turns WHERE id = ?'),
-      payload: db.prepare<[string], { received: string | null; injected: string | null; forwarded: string | null; received_headers: string | null; stripped_keys: string | null }>('SELECT * FROM turn_payloads WHERE turn_id = ?'),
+      payload: db.prepare<
+        [string],
+        { received: string | null; injected: string | null; forwarded: string | null; received_headers: string | null; stripped_keys: string | null }
+      >('SELECT * FROM turn_payloads WHERE turn_id = ?'),
       counts: db.prepare<[], { sessions: number; open_sessions: number; turns: number }>(`
         SELECT (SELECT COUNT(*) FROM sessions) AS sessions,
                (SELECT COUNT(*) FROM sessions WHERE ended_at IS NULL) AS open_sessions,
@@ -84,9 +88,15 @@ export class ConversationStore {
       deletePayload: db.prepare<[string]>('DELETE FROM turn_payloads WHERE turn_id = ?'),
       lastModel: db.prepare<[string], { model: string | null }>('SELECT model FROM turns WHERE session_id = ? AND model IS NOT NULL ORDER BY seq DESC LIMIT 1'),
       sessionOfTurn: db.prepare<[string], { session_id: string }>('SELECT session_id FROM turns WHERE id = ?'),
-      turnTexts: db.prepare<[string], { id: string; query: string | null; response_text: string | null; tool_calls: string | null }>('SELECT id, query, response_text, tool_calls FROM turns WHERE session_id = ?'),
-      updateTurnTexts: db.prepare<[string | null, string | null, string | null, string]>('UPDATE turns SET query = ?, response_text = ?, tool_calls = ? WHERE id = ?'),
-      sessionPayloads: db.prepare<[string], { turn_id: string; received: string | null; forwarded: string | null }>('SELECT p.turn_id, p.received, p.forwarded FROM turn_payloads p JOIN turns t ON t.id = p.turn_id WHERE t.session_id = ? ORDER BY t.seq'),
+      turnTexts: db.prepare<[string], { id: string; query: string | null; response_text: string | null; tool_calls: string | null }>(
+        'SELECT id, query, response_text, tool_calls FROM turns WHERE session_id = ?',
+      ),
+      updateTurnTexts: db.prepare<[string | null, string | null, string | null, string]>(
+        'UPDATE turns SET query = ?, response_text = ?, tool_calls = ? WHERE id = ?',
+      ),
+      sessionPayloads: db.prepare<[string], { turn_id: string; received: string | null; forwarded: string | null }>(
+        'SELECT p.turn_id, p.received, p.forwarded FROM turn_payloads p JOIN turns t ON t.id = p.turn_id WHERE t.session_id = ? ORDER BY t.seq',
+      ),
       updatePayload: db.prepare<[string | null, string | null, string]>('UPDATE turn_payloads SET received = ?, forwarded = ? WHERE turn_id = ?'),
     };
     this.writer = new TurnWriter(db, this.listeners, undefined, options.redactTurns ?? true);
@@ -200,7 +210,7 @@ export class ConversationStore {
       return;
     }
     const [error] = this.writer.write([turn]);
-    if (error !== undefined) throw error;
+    if (error !== undefined) throw error instanceof Error ? error : new Error(errorMessage(error));
     this.held.dropFirst();
     this.options.journal?.committed(turn.id);
   }
@@ -324,27 +334,30 @@ export class ConversationStore {
     if (needles.length === 0) return 0;
     const sessions = new Set(turnIds.map((id) => this.statements.sessionOfTurn.get(id)?.session_id).filter((id): id is string => id !== undefined));
     const scrub = (text: string | null) => (text === null ? null : needles.reduce((current, needle) => current.split(needle).join(replacement), text));
-    const holds = (text: string | null) => text !== null && needles.some((needle) => text.includes(needle) || text.includes(JSON.stringify(needle).slice(1, -1)));
+    const holds = (text: string | null) =>
+      text !== null && needles.some((needle) => text.includes(needle) || text.includes(JSON.stringify(needle).slice(1, -1)));
     let changed = 0;
     const scrubber = new PayloadScrubber(this.segments, (text) => scrub(text) ?? text, holds);
-    this.db.transaction(() => {
-      for (const sessionId of sessions) {
-        for (const turn of this.statements.turnTexts.all(sessionId)) {
-          if (!holds(turn.query) && !holds(turn.response_text) && !holds(turn.tool_calls)) continue;
-          this.statements.updateTurnTexts.run(scrub(turn.query), scrub(turn.response_text), scrub(turn.tool_calls), turn.id);
-          changed++;
+    this.db
+      .transaction(() => {
+        for (const sessionId of sessions) {
+          for (const turn of this.statements.turnTexts.all(sessionId)) {
+            if (!holds(turn.query) && !holds(turn.response_text) && !holds(turn.tool_calls)) continue;
+            this.statements.updateTurnTexts.run(scrub(turn.query), scrub(turn.response_text), scrub(turn.tool_calls), turn.id);
+            changed++;
+          }
+          for (const payload of this.statements.sessionPayloads.all(sessionId)) {
+            const rewritten = scrubber.rewrite(sessionId, payload.received, payload.forwarded);
+            if (!rewritten) continue;
+            this.statements.updatePayload.run(rewritten.received, rewritten.forwarded, payload.turn_id);
+            changed++;
+          }
         }
-        for (const payload of this.statements.sessionPayloads.all(sessionId)) {
-          const rewritten = scrubber.rewrite(sessionId, payload.received, payload.forwarded);
-          if (!rewritten) continue;
-          this.statements.updatePayload.run(rewritten.received, rewritten.forwarded, payload.turn_id);
-          changed++;
-        }
-      }
-      // Parts that held the text go once every body pointing to them has been rewritten:
-      // deleting them at the first body left the others pointing at nothing.
-      scrubber.finish();
-    }).immediate();
+        // Parts that held the text go once every body pointing to them has been rewritten:
+        // deleting them at the first body left the others pointing at nothing.
+        scrubber.finish();
+      })
+      .immediate();
     this.forgetWrittenSegments();
     return changed;
   }

@@ -92,7 +92,9 @@ export class TurnJournal {
   readEarlier(): RecoveredJournal {
     let names: string[];
     try {
-      names = readdirSync(this.directory).filter((name) => name.endsWith(SUFFIX)).sort();
+      names = readdirSync(this.directory)
+        .filter((name) => name.endsWith(SUFFIX))
+        .sort();
     } catch {
       return { entries: [], files: [] };
     }
@@ -163,7 +165,11 @@ export function parseSegment(bytes: Buffer): JournalEntry[] {
     } catch {
       break;
     }
-    entries.push({ header, request: bytes.subarray(start + headerLength, start + headerLength + requestLength), answer: bytes.subarray(start + headerLength + requestLength, end) });
+    entries.push({
+      header,
+      request: bytes.subarray(start + headerLength, start + headerLength + requestLength),
+      answer: bytes.subarray(start + headerLength + requestLength, end),
+    });
     offset = end;
   }
   return entries;

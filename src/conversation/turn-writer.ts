@@ -33,7 +33,10 @@ export class TurnWriter {
   ) {
     if (redactTurns) loadRedactionRules();
     this.statements = {
-      upsertSession: db.prepare<[string, string, string, string, string, number, number, number, number, number], { turn_count: number; main_turn_count: number; learning: number }>(`
+      upsertSession: db.prepare<
+        [string, string, string, string, string, number, number, number, number, number],
+        { turn_count: number; main_turn_count: number; learning: number }
+      >(`
         INSERT INTO sessions (id, identity_source, lineage, scope, client_format, started_at, last_turn_at, turn_count, main_turn_count, learning)
         VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
         ON CONFLICT(id) DO UPDATE SET
@@ -49,8 +52,12 @@ export class TurnWriter {
           response_text, tool_calls, finish_reason, input_tokens, output_tokens, status, outcome, error, attempts, started_at, first_byte_ms, duration_ms)
         VALUES (@id, @session_id, @seq, @turn_type, @client_format, @upstream_name, @upstream_format, @model, @stream, @query,
           @response_text, @tool_calls, @finish_reason, @input_tokens, @output_tokens, @status, @outcome, @error, @attempts, @started_at, @first_byte_ms, @duration_ms)`),
-      insertPayload: db.prepare('INSERT INTO turn_payloads (turn_id, received, injected, forwarded, received_headers, stripped_keys) VALUES (?, ?, ?, ?, ?, ?)'),
-      endSession: db.prepare<[number, string, string], SessionRow>('UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL RETURNING *'),
+      insertPayload: db.prepare(
+        'INSERT INTO turn_payloads (turn_id, received, injected, forwarded, received_headers, stripped_keys) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      endSession: db.prepare<[number, string, string], SessionRow>(
+        'UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL RETURNING *',
+      ),
       openInLineage: db.prepare<[string, string], { id: string }>('SELECT id FROM sessions WHERE lineage = ? AND id != ? AND ended_at IS NULL'),
       idleSessions: db.prepare<[number], { id: string }>('SELECT id FROM sessions WHERE ended_at IS NULL AND last_turn_at < ?'),
     };
@@ -67,9 +74,11 @@ export class TurnWriter {
     if (this.redactTurns) turns = turns.map(redactTurnForStorage);
     this.checkSegmentGeneration();
     try {
-      this.db.transaction(() => {
-        for (const turn of turns) this.writeTurn(turn);
-      }).immediate();
+      this.db
+        .transaction(() => {
+          for (const turn of turns) this.writeTurn(turn);
+        })
+        .immediate();
       return turns.map(() => undefined);
     } catch (error) {
       if (turns.length === 1) return [error];
@@ -132,7 +141,18 @@ export class TurnWriter {
   private writeTurn(turn: FinishedTurn): void {
     if (turn.startsNewConversation) this.endOtherSessionsInLineage(turn.lineage, turn.sessionId);
     const isMain = turn.turnType === 'main' ? 1 : 0;
-    const counts = this.statements.upsertSession.get(turn.sessionId, turn.identitySource, turn.lineage, turn.scope, turn.clientFormat, turn.startedAt, Date.now(), isMain, turn.learning ? 1 : 0, isMain)!;
+    const counts = this.statements.upsertSession.get(
+      turn.sessionId,
+      turn.identitySource,
+      turn.lineage,
+      turn.scope,
+      turn.clientFormat,
+      turn.startedAt,
+      Date.now(),
+      isMain,
+      turn.learning ? 1 : 0,
+      isMain,
+    )!;
     const response = turn.response;
     this.statements.insertTurn.run({
       id: turn.id,

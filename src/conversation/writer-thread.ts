@@ -12,7 +12,13 @@ export type WriterRequest = { type: 'turns'; turns: FinishedTurn[] } | { type: '
 
 /** What the turn writer answers: which turns are committed, and what their listeners did. */
 export type WriterReply =
-  | { type: 'written'; ids: string[]; errors: Array<{ id: string; message: string; code?: string }>; enqueued: string[]; triggerFailures: Array<{ trigger: string; message: string }> }
+  | {
+      type: 'written';
+      ids: string[];
+      errors: Array<{ id: string; message: string; code?: string }>;
+      enqueued: string[];
+      triggerFailures: Array<{ trigger: string; message: string }>;
+    }
   | { type: 'stopped' };
 
 /** Where the thread reports what happened on its side. */

@@ -1,6 +1,17 @@
 export { JobQueue, backoffMs, type Job, type JobRow, type JobStatus, type EnqueueOptions, type QueueCounts } from './queue.js';
 export { LearningBudget, localDay, type SpendSummary } from './budget.js';
-export { LearningRunner, LearningError, LearningMisconfiguredError, PermanentJobError, type JobHandler, type JobContext, type LearningTrigger, type Enqueue, type RunnerStats, type RunnerOptions } from './runner.js';
+export {
+  LearningRunner,
+  LearningError,
+  LearningMisconfiguredError,
+  PermanentJobError,
+  type JobHandler,
+  type JobContext,
+  type LearningTrigger,
+  type Enqueue,
+  type RunnerStats,
+  type RunnerOptions,
+} from './runner.js';
 export { LearningDispatch, type DispatchHooks } from './dispatch.js';
 export { callLlm, callLlmForJson, extractJson, InvalidLlmOutputError, LlmCallError, type LlmTarget, type LlmRequest, type LlmReply } from './llm-client.js';
 export { resolveLearningTarget, type LearningEndpointConfig } from './targets.js';

@@ -54,19 +54,40 @@ export class LlmCallError extends LearningError {
 export async function callLlm(target: LlmTarget, request: LlmRequest): Promise<LlmReply> {
   const headers = jsonHeaders(target, target.credentials);
   if (!headers['authorization'] && !headers['x-api-key'] && !isLocal(target.baseUrl)) {
-    throw new LearningMisconfiguredError(`no API key for ${target.name} (${target.baseUrl}): configure one, or send a request through the proxy first so your own key can be used`);
+    throw new LearningMisconfiguredError(
+      `no API key for ${target.name} (${target.baseUrl}): configure one, or send a request through the proxy first so your own key can be used`,
+    );
   }
   const url = endpointPath(target, 'model');
   let body: unknown;
   if (target.format === 'anthropic') {
-    body = { model: target.model, max_tokens: request.maxTokens, system: request.system, messages: [{ role: 'user', content: request.user }], ...(request.temperature === undefined ? {} : { temperature: request.temperature }) };
+    body = {
+      model: target.model,
+      max_tokens: request.maxTokens,
+      system: request.system,
+      messages: [{ role: 'user', content: request.user }],
+      ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+    };
   } else {
-    body = { model: target.model, max_tokens: request.maxTokens, messages: [{ role: 'system', content: request.system }, { role: 'user', content: request.user }], ...(request.temperature === undefined ? {} : { temperature: request.temperature }) };
+    body = {
+      model: target.model,
+      max_tokens: request.maxTokens,
+      messages: [
+        { role: 'system', content: request.system },
+        { role: 'user', content: request.user },
+      ],
+      ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+    };
   }
   const timeout = AbortSignal.timeout(request.timeoutMs ?? 180_000);
   let response: Response;
   try {
-    response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: request.signal ? AbortSignal.any([request.signal, timeout]) : timeout });
+    response = await fetch(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+      signal: request.signal ? AbortSignal.any([request.signal, timeout]) : timeout,
+    });
   } catch (error) {
     throw new LlmCallError(`${target.name} unreachable: ${(error as Error).message}`, undefined);
   }
@@ -85,7 +106,12 @@ export async function callLlm(target: LlmTarget, request: LlmRequest): Promise<L
  * Calls the LLM and validates its JSON answer against `schema`. Models wrap JSON in prose or code
  * fences; the first JSON value in the text is taken. Tokens spent are reported even on failure.
  */
-export async function callLlmForJson<T>(target: LlmTarget, request: LlmRequest, schema: z.ZodType<T>, spend: (tokens: number) => void): Promise<{ value: T; reply: LlmReply }> {
+export async function callLlmForJson<T>(
+  target: LlmTarget,
+  request: LlmRequest,
+  schema: z.ZodType<T>,
+  spend: (tokens: number) => void,
+): Promise<{ value: T; reply: LlmReply }> {
   const reply = await callLlm(target, request);
   const tokens = reply.inputTokens + reply.outputTokens;
   spend(tokens);
@@ -109,7 +135,14 @@ function parseReply(format: WireFormat, text: string): LlmReply {
   if (format === 'anthropic') {
     const content = Array.isArray(parsed['content']) ? (parsed['content'] as Array<{ type?: string; text?: string }>) : [];
     const usage = (parsed['usage'] ?? {}) as { input_tokens?: number; output_tokens?: number };
-    return { text: content.filter((block) => block.type === 'text').map((block) => block.text ?? '').join(''), inputTokens: usage.input_tokens ?? 0, outputTokens: usage.output_tokens ?? 0 };
+    return {
+      text: content
+        .filter((block) => block.type === 'text')
+        .map((block) => block.text ?? '')
+        .join(''),
+      inputTokens: usage.input_tokens ?? 0,
+      outputTokens: usage.output_tokens ?? 0,
+    };
   }
   const choices = Array.isArray(parsed['choices']) ? (parsed['choices'] as Array<{ message?: { content?: unknown } }>) : [];
   const content = choices[0]?.message?.content;

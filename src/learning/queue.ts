@@ -63,19 +63,35 @@ export class JobQueue {
         ON CONFLICT DO NOTHING`),
       // The kinds filter runs in SQLite: jobs nobody here can run (a paused or absent worker) are
       // skipped without being read into JavaScript at every poll.
-      nextReady: db.prepare<[number, string], JobRow>(`SELECT * FROM jobs WHERE status = 'queued' AND run_after <= ? AND kind IN (SELECT value FROM json_each(?)) ORDER BY run_after, id LIMIT 1`),
-      lease: db.prepare<[number, string, number, number]>(`UPDATE jobs SET status = 'leased', lease_until = ?, leased_by = ?, attempts = attempts + 1, updated_at = ? WHERE id = ? AND status = 'queued'`),
-      complete: db.prepare<[number, number, number, number]>(`UPDATE jobs SET status = 'done', tokens_used = tokens_used + ?, finished_at = ?, updated_at = ?, lease_until = NULL, last_error = NULL WHERE id = ?`),
-      retry: db.prepare<[number, string, number, number, number]>(`UPDATE jobs SET status = 'queued', run_after = ?, last_error = ?, tokens_used = tokens_used + ?, updated_at = ?, lease_until = NULL, leased_by = NULL WHERE id = ?`),
-      bury: db.prepare<[string, number, number, number, number]>(`UPDATE jobs SET status = 'dead', last_error = ?, tokens_used = tokens_used + ?, finished_at = ?, updated_at = ?, lease_until = NULL WHERE id = ?`),
-      release: db.prepare<[number, number]>(`UPDATE jobs SET status = 'queued', attempts = MAX(attempts - 1, 0), lease_until = NULL, leased_by = NULL, updated_at = ? WHERE id = ? AND status = 'leased'`),
+      nextReady: db.prepare<[number, string], JobRow>(
+        `SELECT * FROM jobs WHERE status = 'queued' AND run_after <= ? AND kind IN (SELECT value FROM json_each(?)) ORDER BY run_after, id LIMIT 1`,
+      ),
+      lease: db.prepare<[number, string, number, number]>(
+        `UPDATE jobs SET status = 'leased', lease_until = ?, leased_by = ?, attempts = attempts + 1, updated_at = ? WHERE id = ? AND status = 'queued'`,
+      ),
+      complete: db.prepare<[number, number, number, number]>(
+        `UPDATE jobs SET status = 'done', tokens_used = tokens_used + ?, finished_at = ?, updated_at = ?, lease_until = NULL, last_error = NULL WHERE id = ?`,
+      ),
+      retry: db.prepare<[number, string, number, number, number]>(
+        `UPDATE jobs SET status = 'queued', run_after = ?, last_error = ?, tokens_used = tokens_used + ?, updated_at = ?, lease_until = NULL, leased_by = NULL WHERE id = ?`,
+      ),
+      bury: db.prepare<[string, number, number, number, number]>(
+        `UPDATE jobs SET status = 'dead', last_error = ?, tokens_used = tokens_used + ?, finished_at = ?, updated_at = ?, lease_until = NULL WHERE id = ?`,
+      ),
+      release: db.prepare<[number, number]>(
+        `UPDATE jobs SET status = 'queued', attempts = MAX(attempts - 1, 0), lease_until = NULL, leased_by = NULL, updated_at = ? WHERE id = ? AND status = 'leased'`,
+      ),
       extendLease: db.prepare<[number, number, number]>(`UPDATE jobs SET lease_until = ?, updated_at = ? WHERE id = ? AND status = 'leased'`),
-      abandoned: db.prepare<[string, number]>(`UPDATE jobs SET status = 'queued', lease_until = NULL, leased_by = NULL WHERE status = 'leased' AND (leased_by IS NULL OR leased_by != ? OR lease_until < ?)`),
+      abandoned: db.prepare<[string, number]>(
+        `UPDATE jobs SET status = 'queued', lease_until = NULL, leased_by = NULL WHERE status = 'leased' AND (leased_by IS NULL OR leased_by != ? OR lease_until < ?)`,
+      ),
       counts: db.prepare<[], { status: JobStatus; count: number }>(`SELECT status, COUNT(*) AS count FROM jobs GROUP BY status`),
       byStatus: db.prepare<[string, number], JobRow>(`SELECT * FROM jobs WHERE status = ? ORDER BY id DESC LIMIT ?`),
       all: db.prepare<[number], JobRow>(`SELECT * FROM jobs ORDER BY id DESC LIMIT ?`),
       get: db.prepare<[number], JobRow>(`SELECT * FROM jobs WHERE id = ?`),
-      revive: db.prepare<[number, number, number]>(`UPDATE jobs SET status = 'queued', attempts = 0, run_after = ?, finished_at = NULL, updated_at = ? WHERE id = ? AND status = 'dead'`),
+      revive: db.prepare<[number, number, number]>(
+        `UPDATE jobs SET status = 'queued', attempts = 0, run_after = ?, finished_at = NULL, updated_at = ? WHERE id = ? AND status = 'dead'`,
+      ),
       pruneDone: db.prepare<[number]>(`DELETE FROM jobs WHERE status = 'done' AND finished_at < ?`),
     };
   }
@@ -83,7 +99,15 @@ export class JobQueue {
   /** Adds a job; returns its id, or undefined when an identical (same dedupe key) job is pending. */
   enqueue(kind: string, payload: unknown, options: EnqueueOptions = {}): number | undefined {
     const now = Date.now();
-    const result = this.statements.insert.run(kind, JSON.stringify(payload ?? null), options.dedupeKey ?? null, options.maxAttempts ?? this.defaultMaxAttempts, now + (options.delayMs ?? 0), now, now);
+    const result = this.statements.insert.run(
+      kind,
+      JSON.stringify(payload ?? null),
+      options.dedupeKey ?? null,
+      options.maxAttempts ?? this.defaultMaxAttempts,
+      now + (options.delayMs ?? 0),
+      now,
+      now,
+    );
     return result.changes > 0 ? Number(result.lastInsertRowid) : undefined;
   }
 
@@ -91,12 +115,21 @@ export class JobQueue {
   lease(kinds: ReadonlySet<string>, leaseMs: number, now = Date.now()): Job | undefined {
     if (kinds.size === 0) return undefined;
     const kindList = JSON.stringify([...kinds]);
-    return this.db.transaction(() => {
-      const row = this.statements.nextReady.get(now, kindList);
-      // Should another process have taken it meanwhile, the next poll looks again.
-      if (!row || this.statements.lease.run(now + leaseMs, this.instanceId, now, row.id).changes === 0) return undefined;
-      return { id: row.id, kind: row.kind, payload: JSON.parse(row.payload) as unknown, attempts: row.attempts + 1, maxAttempts: row.max_attempts, createdAt: row.created_at };
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        const row = this.statements.nextReady.get(now, kindList);
+        // Should another process have taken it meanwhile, the next poll looks again.
+        if (!row || this.statements.lease.run(now + leaseMs, this.instanceId, now, row.id).changes === 0) return undefined;
+        return {
+          id: row.id,
+          kind: row.kind,
+          payload: JSON.parse(row.payload) as unknown,
+          attempts: row.attempts + 1,
+          maxAttempts: row.max_attempts,
+          createdAt: row.created_at,
+        };
+      })
+      .immediate();
   }
 
   extendLease(jobId: number, leaseMs: number): void {

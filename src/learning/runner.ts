@@ -154,9 +154,17 @@ export class LearningRunner {
   }
 
   snapshot(): RunnerStats {
-    const storagePaused = this.options.storage && !this.options.storage.writable ? 'the store cannot be written (see store in /status); learning resumes by itself' : undefined;
-    const misconfigured = this.misconfigured ? `the learning LLM cannot be used as configured (${this.misconfigured.reason}); LLM jobs try again ${new Date(this.misconfigured.until).toISOString()}` : undefined;
-    return { ...this.stats, lastErrors: [...this.stats.lastErrors], running: this.running.size, pausedReason: storagePaused ?? misconfigured ?? this.budget.pauseReason() };
+    const storagePaused =
+      this.options.storage && !this.options.storage.writable ? 'the store cannot be written (see store in /status); learning resumes by itself' : undefined;
+    const misconfigured = this.misconfigured
+      ? `the learning LLM cannot be used as configured (${this.misconfigured.reason}); LLM jobs try again ${new Date(this.misconfigured.until).toISOString()}`
+      : undefined;
+    return {
+      ...this.stats,
+      lastErrors: [...this.stats.lastErrors],
+      running: this.running.size,
+      pausedReason: storagePaused ?? misconfigured ?? this.budget.pauseReason(),
+    };
   }
 
   /** Runs ready jobs now instead of at the next poll. */
@@ -306,7 +314,8 @@ export class LearningRunner {
    */
   private pauseMisconfigured(reason: string, logger: Logger): void {
     const delayMs = this.misconfigured ? Math.min(30 * 60_000, this.misconfigured.delayMs * 2) : 30_000;
-    if (!this.misconfigured) logger.error({ reason }, 'the learning LLM cannot be used as configured; learning jobs that call it wait and retry later (see `metaclaw doctor`)');
+    if (!this.misconfigured)
+      logger.error({ reason }, 'the learning LLM cannot be used as configured; learning jobs that call it wait and retry later (see `metaclaw doctor`)');
     this.misconfigured = { reason: reason.slice(0, 300), until: Date.now() + delayMs, delayMs };
   }
 

@@ -14,13 +14,32 @@ export interface LearningEndpointConfig {
  * Where a learning job sends its LLM calls: its own endpoint when configured, else the user's main
  * upstream with the main model (or the model the agent itself used in that session).
  */
-export function resolveLearningTarget(endpoint: LearningEndpointConfig, main: UpstreamTarget, credentials: CredentialMemory, sessionModel: string | undefined): LlmTarget | undefined {
+export function resolveLearningTarget(
+  endpoint: LearningEndpointConfig,
+  main: UpstreamTarget,
+  credentials: CredentialMemory,
+  sessionModel: string | undefined,
+): LlmTarget | undefined {
   if (endpoint.apiBase) {
     const model = endpoint.model || main.model || sessionModel;
     if (!model) return undefined;
-    return { name: endpoint.name, baseUrl: endpoint.apiBase.replace(/\/+$/, ''), format: detectFormat('auto', endpoint.apiBase, ''), apiKey: endpoint.apiKey || undefined, model, credentials: {} };
+    return {
+      name: endpoint.name,
+      baseUrl: endpoint.apiBase.replace(/\/+$/, ''),
+      format: detectFormat('auto', endpoint.apiBase, ''),
+      apiKey: endpoint.apiKey || undefined,
+      model,
+      credentials: {},
+    };
   }
   const model = endpoint.model || main.model || sessionModel;
   if (!model) return undefined;
-  return { name: `${endpoint.name} via ${main.name} upstream`, baseUrl: main.baseUrl, format: main.format, apiKey: main.apiKey, model, credentials: main.apiKey ? {} : credentials.recall(main.name) };
+  return {
+    name: `${endpoint.name} via ${main.name} upstream`,
+    baseUrl: main.baseUrl,
+    format: main.format,
+    apiKey: main.apiKey,
+    model,
+    credentials: main.apiKey ? {} : credentials.recall(main.name),
+  };
 }

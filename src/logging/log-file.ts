@@ -48,7 +48,8 @@ export class LogFile {
     this.pending = [];
     this.pendingBytes = 0;
     let text = lines.join('');
-    if (this.droppedLines > 0) text = `${JSON.stringify({ level: 'warn', time: new Date().toISOString(), pid: process.pid, dropped_lines: this.droppedLines, msg: 'log lines were dropped while the log file could not be written' })}\n${text}`;
+    if (this.droppedLines > 0)
+      text = `${JSON.stringify({ level: 'warn', time: new Date().toISOString(), pid: process.pid, dropped_lines: this.droppedLines, msg: 'log lines were dropped while the log file could not be written' })}\n${text}`;
     try {
       writeAll(this.fd, Buffer.from(text));
       this.droppedLines = 0;

@@ -52,8 +52,17 @@ export class MemoryContextProvider implements ContextProvider {
     };
     const core = this.core(request.scope);
     if (request.userRequest.text === '' || this.settings.topK === 0) return remember(this.section(core, [], request.scope));
-    const recalled = this.retriever.recall({ scope: request.scope, query: request.userRequest.text, limit: this.settings.topK, excludeSession: request.sessionId, excludeCore: true, minRelevance: this.settings.minRelevance });
-    return Array.isArray(recalled) ? remember(this.section(core, recalled, request.scope)) : recalled.then((hits) => remember(this.section(core, hits, request.scope)));
+    const recalled = this.retriever.recall({
+      scope: request.scope,
+      query: request.userRequest.text,
+      limit: this.settings.topK,
+      excludeSession: request.sessionId,
+      excludeCore: true,
+      minRelevance: this.settings.minRelevance,
+    });
+    return Array.isArray(recalled)
+      ? remember(this.section(core, recalled, request.scope))
+      : recalled.then((hits) => remember(this.section(core, hits, request.scope)));
   }
 
   private core(scope: string): MemoryUnit[] {

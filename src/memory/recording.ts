@@ -44,7 +44,11 @@ export class MemoryRecording implements ConversationListener, LearningTrigger {
 
   onSessionEnded(event: SessionEndedEvent, enqueue: Enqueue): void {
     if (!this.settings.enabled || !this.settings.autoExtract || this.settings.manualTrigger || event.turnCount === 0) return;
-    enqueue(EXTRACT_JOB, { sessionId: event.sessionId, scope: event.scope ?? this.settings.defaultScope, final: true }, { dedupeKey: `${EXTRACT_JOB}:${event.sessionId}:final` });
+    enqueue(
+      EXTRACT_JOB,
+      { sessionId: event.sessionId, scope: event.scope ?? this.settings.defaultScope, final: true },
+      { dedupeKey: `${EXTRACT_JOB}:${event.sessionId}:final` },
+    );
   }
 }
 

@@ -26,7 +26,14 @@ export interface RecallRequest {
  */
 export type MemoryRetrievalMode = 'keyword' | 'embedding' | 'hybrid' | 'auto';
 
-const TYPE_BOOST: Record<MemoryType, number> = { working_summary: 0.9, project_state: 1, preference: 1, semantic: 0.9, procedural_observation: 0.85, episodic: 0.6 };
+const TYPE_BOOST: Record<MemoryType, number> = {
+  working_summary: 0.9,
+  project_state: 1,
+  preference: 1,
+  semantic: 0.9,
+  procedural_observation: 0.85,
+  episodic: 0.6,
+};
 const RECENCY_DAYS = 30;
 
 /**
@@ -48,7 +55,9 @@ export class MemoryRetriever {
     const candidates = new Map<string, Candidate>();
     const keyword = this.store.search(request.scope, terms, Math.max(24, request.limit * 4), request.includeInactive ?? false);
     for (const candidate of keyword.candidates) candidates.set(candidate.unit.id, candidate);
-    if (window) for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30)) if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
+    if (window)
+      for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30))
+        if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
     if (!this.vectors?.ready || this.mode === 'keyword') return this.rank(request, terms, keyword.idf, window, candidates, undefined);
     return this.vectors.nearest(request.scope, request.query, 30).then(
       (neighbours) => {
@@ -66,7 +75,14 @@ export class MemoryRetriever {
     );
   }
 
-  private rank(request: RecallRequest, terms: readonly string[], idfs: ReadonlyMap<string, number>, window: TimeWindow | undefined, candidates: Map<string, Candidate>, semantic: Map<string, number> | undefined): MemoryHit[] {
+  private rank(
+    request: RecallRequest,
+    terms: readonly string[],
+    idfs: ReadonlyMap<string, number>,
+    window: TimeWindow | undefined,
+    candidates: Map<string, Candidate>,
+    semantic: Map<string, number> | undefined,
+  ): MemoryHit[] {
     const now = (request.now ?? new Date()).getTime();
     // The rarest possible IDF belongs to terms no unit of the scope holds: they lower coverage, but less.
     const unknownIdf = idfOf(0, this.store.scopeSize(request.scope));
@@ -108,5 +124,4 @@ export class MemoryRetriever {
     if (request.excludeSession && unit.origin === 'raw_turn' && unit.sourceSession === request.excludeSession) return false;
     return true;
   }
-
 }

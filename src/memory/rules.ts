@@ -17,7 +17,12 @@ const ENGLISH_RULE = [
 ];
 const CHINESE_RULE = [/(以后|今后|从现在起|从今以后|每次|一律|总是|始终|永远|务必|必须|一定要|不要|别再|禁止|不许|不准|统一|请用|都用|都要)/];
 /** Questions and hypotheticals state no rule. */
-const NOT_A_RULE = [/\?\s*$/, /？\s*$/, /^\s*(if|what if|should i|can you|could you|would you|do you|does|is it|are there|how|why|when|what)\b/i, /^\s*(如果|假如|是否|能不能|可不可以|怎么|为什么|吗)/];
+const NOT_A_RULE = [
+  /\?\s*$/,
+  /？\s*$/,
+  /^\s*(if|what if|should i|can you|could you|would you|do you|does|is it|are there|how|why|when|what)\b/i,
+  /^\s*(如果|假如|是否|能不能|可不可以|怎么|为什么|吗)/,
+];
 
 export interface StatedRule {
   sentence: string;
@@ -45,7 +50,11 @@ function splitSentences(text: string): string[] {
 }
 
 /** Words that make a sentence a rule but say nothing about what the rule is about. */
-const RULE_WORDS = new Set(tokenize('always never must should need have required require requires from now on going forward future change plan every each all any please make sure prefer preference rule policy convention standard style instead rather 以后 今后 从现在起 每次 一律 总是 始终 永远 务必 必须 一定要 不要 别再 禁止 不许 不准 统一 请用 都用 都要 改成 改为'));
+const RULE_WORDS = new Set(
+  tokenize(
+    'always never must should need have required require requires from now on going forward future change plan every each all any please make sure prefer preference rule policy convention standard style instead rather 以后 今后 从现在起 每次 一律 总是 始终 永远 务必 必须 一定要 不要 别再 禁止 不许 不准 统一 请用 都用 都要 改成 改为',
+  ),
+);
 
 /**
  * What a rule is about: its content words without the rule words. "all output files must be named

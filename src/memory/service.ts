@@ -1,7 +1,15 @@
 import type { UpstreamTarget } from '../config/index.js';
 import type { ConversationStore } from '../conversation/index.js';
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
-import { callLlmForJson, LearningMisconfiguredError, resolveLearningTarget, type Enqueue, type JobContext, type JobHandler, type LearningEndpointConfig } from '../learning/index.js';
+import {
+  callLlmForJson,
+  LearningMisconfiguredError,
+  resolveLearningTarget,
+  type Enqueue,
+  type JobContext,
+  type JobHandler,
+  type LearningEndpointConfig,
+} from '../learning/index.js';
 import type { Logger } from '../logging/index.js';
 import { fillPrompt, loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
@@ -81,10 +89,18 @@ export class MemoryService {
     const { db, logger, settings } = deps;
     this.store = new MemoryStore(db);
     this.state = new StateStore(db);
-    const embeddings = settings.embedding.apiBase && settings.embedding.model ? new EmbeddingClient({ apiBase: settings.embedding.apiBase, apiKey: settings.embedding.apiKey, model: settings.embedding.model }) : undefined;
+    const embeddings =
+      settings.embedding.apiBase && settings.embedding.model
+        ? new EmbeddingClient({ apiBase: settings.embedding.apiBase, apiKey: settings.embedding.apiKey, model: settings.embedding.model })
+        : undefined;
     this.vectors = embeddings ? new MemoryVectors(db, this.store, embeddings, logger) : undefined;
     this.retriever = new MemoryRetriever(this.store, this.vectors, logger, settings.retrievalMode);
-    this.provider = new MemoryContextProvider(this.store, this.retriever, { topK: settings.topK, maxTokens: settings.maxTokens, coreMaxTokens: settings.coreMaxTokens, minRelevance: settings.minRelevance });
+    this.provider = new MemoryContextProvider(this.store, this.retriever, {
+      topK: settings.topK,
+      maxTokens: settings.maxTokens,
+      coreMaxTokens: settings.coreMaxTokens,
+      minRelevance: settings.minRelevance,
+    });
   }
 
   get settings(): MemorySettings {
@@ -103,7 +119,11 @@ export class MemoryService {
     return [
       { kind: RECORD_TURN_JOB, usesLlm: false, run: async (payload) => this.recordTurn(payload as { turnId: string; sessionId: string; scope: string }) },
       { kind: EXTRACT_JOB, usesLlm: true, run: (payload, context) => this.extract(payload as { sessionId: string; scope: string; final: boolean }, context) },
-      { kind: HOUSEKEEPING_JOB, usesLlm: false, run: async (_payload, context) => void context.logger.info({ report: this.housekeep() }, 'memory housekeeping done') },
+      {
+        kind: HOUSEKEEPING_JOB,
+        usesLlm: false,
+        run: async (_payload, context) => void context.logger.info({ report: this.housekeep() }, 'memory housekeeping done'),
+      },
       { kind: EMBED_JOB, usesLlm: true, run: (_payload, context) => this.embed(context) },
     ];
   }
@@ -118,7 +138,8 @@ export class MemoryService {
     if (!turn) return; // pruned meanwhile
     const turns: IngestTurn[] = [];
     if (turn.query) turns.push({ role: 'user', content: turn.query, id: turn.id, timestamp: turn.started_at });
-    if (turn.response_text) turns.push({ role: 'assistant', content: turn.response_text, id: turn.id, timestamp: turn.started_at + Math.round(turn.duration_ms ?? 0) });
+    if (turn.response_text)
+      turns.push({ role: 'assistant', content: turn.response_text, id: turn.id, timestamp: turn.started_at + Math.round(turn.duration_ms ?? 0) });
     // An agent's tool loop sends the same user request with every step: keep it once per session.
     const fresh = turns.filter((item) => !this.store.hasRawInSession(payload.scope, payload.sessionId, item.role, rawContent(item.content)));
     this.storeTurns(payload.scope, payload.sessionId, fresh);
@@ -137,7 +158,18 @@ export class MemoryService {
       if (content === '') return;
       const observedAt = toTime(turn.timestamp);
       const unit = this.store.add(
-        { scope, type: 'episodic', content, speaker: turn.role, importance: turn.role === 'user' ? 0.35 : 0.25, confidence: 1, origin: 'raw_turn', observedAt, sourceSession: sessionId, sourceTurns: [turnId] },
+        {
+          scope,
+          type: 'episodic',
+          content,
+          speaker: turn.role,
+          importance: turn.role === 'user' ? 0.35 : 0.25,
+          confidence: 1,
+          origin: 'raw_turn',
+          observedAt,
+          sourceSession: sessionId,
+          sourceTurns: [turnId],
+        },
         { rawKey: `${scope}\u0000${sessionId}\u0000${turnId}\u0000${turn.role}` },
       );
       results.push({ id: unit?.id ?? '', turnId, stored: unit !== undefined });
@@ -150,7 +182,18 @@ export class MemoryService {
   private captureRules(scope: string, sessionId: string, turnId: string, text: string, observedAt: number): void {
     for (const { sentence } of detectRules(text)) {
       if (this.store.findSameContent(scope, sentence)) continue;
-      this.addStandingInstruction({ scope, type: 'preference', content: sentence, importance: 0.9, confidence: 0.9, core: true, origin: 'rule', observedAt, sourceSession: sessionId, sourceTurns: [turnId] });
+      this.addStandingInstruction({
+        scope,
+        type: 'preference',
+        content: sentence,
+        importance: 0.9,
+        confidence: 0.9,
+        core: true,
+        origin: 'rule',
+        observedAt,
+        sourceSession: sessionId,
+        sourceTurns: [turnId],
+      });
     }
   }
 
@@ -181,20 +224,49 @@ export class MemoryService {
     const fresh = this.store.rawTurnsOfSession(sessionId, scope, this.watermark(scope, sessionId)).slice(-EXTRACT_TURN_LIMIT * 2);
     if (fresh.length === 0 && !payload.final) return;
     if (fresh.length === 0 && payload.final && this.hasSummary(scope, sessionId)) return;
-    const target = this.deps.mainUpstream && this.deps.credentials ? resolveLearningTarget({ name: 'memory extractor', ...this.settings.extractor }, this.deps.mainUpstream, this.deps.credentials, this.deps.conversation?.lastModelOf(sessionId)) : undefined;
+    const target =
+      this.deps.mainUpstream && this.deps.credentials
+        ? resolveLearningTarget(
+            { name: 'memory extractor', ...this.settings.extractor },
+            this.deps.mainUpstream,
+            this.deps.credentials,
+            this.deps.conversation?.lastModelOf(sessionId),
+          )
+        : undefined;
     if (!target) throw new LearningMisconfiguredError('no model for the memory extractor: set memory.extractor_model or llm.model_id');
-    const turnsText = fresh.map((unit, index) => `[turn ${index + 1}, ${new Date(unit.observedAt).toISOString().slice(0, 16).replace('T', ' ')}] ${unit.speaker}: ${unit.content.slice(0, 2_000)}`).join('\n');
-    const related = await this.relatedUnits(scope, fresh.filter((unit) => unit.speaker === 'user').map((unit) => unit.content).join('\n'));
+    const turnsText = fresh
+      .map(
+        (unit, index) =>
+          `[turn ${index + 1}, ${new Date(unit.observedAt).toISOString().slice(0, 16).replace('T', ' ')}] ${unit.speaker}: ${unit.content.slice(0, 2_000)}`,
+      )
+      .join('\n');
+    const related = await this.relatedUnits(
+      scope,
+      fresh
+        .filter((unit) => unit.speaker === 'user')
+        .map((unit) => unit.content)
+        .join('\n'),
+    );
     const prompt = loadPrompt('memory-extract');
     const values = {
       session_id: sessionId,
       scope,
       turns: turnsText || '(no new turns)',
-      existing: related.length > 0 ? related.map((unit) => `- id ${unit.id} [${unit.type}${unit.core ? ', standing instruction' : ''}] ${unit.content}`).join('\n') : '(none)',
+      existing:
+        related.length > 0
+          ? related.map((unit) => `- id ${unit.id} [${unit.type}${unit.core ? ', standing instruction' : ''}] ${unit.content}`).join('\n')
+          : '(none)',
       summary_schema: payload.final ? ', "session_summary": "…"' : '',
-      summary_request: payload.final ? '\nThis conversation has ended: also return "session_summary", 2–5 sentences on what the user worked on and what was decided.' : '',
+      summary_request: payload.final
+        ? '\nThis conversation has ended: also return "session_summary", 2–5 sentences on what the user worked on and what was decided.'
+        : '',
     };
-    const { value } = await callLlmForJson(target, { system: prompt.system, user: fillPrompt(prompt.user, values), maxTokens: 2_000, temperature: 0, signal: context.signal }, extractorOutputSchema, (tokens) => context.spend(tokens));
+    const { value } = await callLlmForJson(
+      target,
+      { system: prompt.system, user: fillPrompt(prompt.user, values), maxTokens: 2_000, temperature: 0, signal: context.signal },
+      extractorOutputSchema,
+      (tokens) => context.spend(tokens),
+    );
     const offered = new Set(related.map((unit) => unit.id));
     const applied = this.applyCandidates(scope, sessionId, value.memories, fresh, offered);
     if (payload.final && value.session_summary) this.storeSummary(scope, sessionId, value.session_summary, fresh);
@@ -203,14 +275,20 @@ export class MemoryService {
     context.logger.info({ session: sessionId, scope, turns: fresh.length, ...applied }, 'memory extraction finished');
   }
 
-  private applyCandidates(scope: string, sessionId: string, candidates: readonly MemoryCandidate[], turns: readonly MemoryUnit[], offered: ReadonlySet<string>): { added: number; updated: number; skipped: number } {
+  private applyCandidates(
+    scope: string,
+    sessionId: string,
+    candidates: readonly MemoryCandidate[],
+    turns: readonly MemoryUnit[],
+    offered: ReadonlySet<string>,
+  ): { added: number; updated: number; skipped: number } {
     const counts = { added: 0, updated: 0, skipped: 0 };
     for (const candidate of candidates) {
       const content = redactSecrets(candidate.content);
       const turn = candidate.turn ? turns[candidate.turn - 1] : undefined;
       const draft: MemoryDraft = {
         scope,
-        type: candidate.type as MemoryType,
+        type: candidate.type,
         content,
         importance: candidate.importance,
         confidence: candidate.confidence,
@@ -235,7 +313,8 @@ export class MemoryService {
         }
         const added = this.addStandingInstruction(draft);
         if (added && target && target.status === 'active') this.store.supersede(target.id, added.id);
-        if (added) target ? counts.updated++ : counts.added++;
+        if (added && target) counts.updated++;
+        else if (added) counts.added++;
         continue;
       }
       const added = this.store.add(draft);
@@ -250,7 +329,17 @@ export class MemoryService {
 
   private storeSummary(scope: string, sessionId: string, summary: string, turns: readonly MemoryUnit[]): void {
     const previous = this.store.summariesOfSession(sessionId, scope).filter((unit) => unit.status === 'active');
-    const added = this.store.add({ scope, type: 'working_summary', content: summary, importance: 0.6, confidence: 0.8, origin: 'summary', observedAt: turns.at(-1)?.observedAt ?? Date.now(), sourceSession: sessionId, sourceTurns: [] });
+    const added = this.store.add({
+      scope,
+      type: 'working_summary',
+      content: summary,
+      importance: 0.6,
+      confidence: 0.8,
+      origin: 'summary',
+      observedAt: turns.at(-1)?.observedAt ?? Date.now(),
+      sourceSession: sessionId,
+      sourceTurns: [],
+    });
     if (added) for (const unit of previous) this.store.supersede(unit.id, added.id);
   }
 
@@ -286,12 +375,20 @@ export class MemoryService {
   ingest(scope: string, sessionId: string, turns: readonly IngestTurn[]): { stored: Array<{ id: string; turn_id: string }>; extraction_job: number | null } {
     const stored = this.storeTurns(scope, sessionId, turns).filter((item) => item.stored);
     let job: number | undefined;
-    if (this.settings.autoExtract && this.enqueue) job = this.enqueue(EXTRACT_JOB, { sessionId, scope, final: false }, { dedupeKey: `${EXTRACT_JOB}:${sessionId}` });
+    if (this.settings.autoExtract && this.enqueue)
+      job = this.enqueue(EXTRACT_JOB, { sessionId, scope, final: false }, { dedupeKey: `${EXTRACT_JOB}:${sessionId}` });
     return { stored: stored.map((item) => ({ id: item.id, turn_id: item.turnId })), extraction_job: job ?? null };
   }
 
   search(request: { scope: string; query: string; limit: number; types?: MemoryType[]; includeSuperseded?: boolean }): MemoryHit[] | Promise<MemoryHit[]> {
-    return this.retriever.recall({ scope: request.scope, query: request.query, limit: request.limit, ...(request.types ? { types: request.types } : {}), includeInactive: request.includeSuperseded ?? false, minRelevance: 0.15 });
+    return this.retriever.recall({
+      scope: request.scope,
+      query: request.query,
+      limit: request.limit,
+      ...(request.types ? { types: request.types } : {}),
+      includeInactive: request.includeSuperseded ?? false,
+      minRelevance: 0.15,
+    });
   }
 
   add(draft: MemoryDraft): MemoryUnit {
@@ -319,7 +416,12 @@ export class MemoryService {
   }
 
   housekeep(now = Date.now()): HousekeepingReport {
-    const report = housekeep(this.store, { retentionDays: this.settings.retentionDays, maxUnitsPerScope: this.settings.maxUnitsPerScope, consolidate: this.settings.autoConsolidate, now });
+    const report = housekeep(this.store, {
+      retentionDays: this.settings.retentionDays,
+      maxUnitsPerScope: this.settings.maxUnitsPerScope,
+      consolidate: this.settings.autoConsolidate,
+      now,
+    });
     if (report.deleted > 0) this.compact();
     return report;
   }
@@ -331,7 +433,13 @@ export class MemoryService {
 
   status() {
     const scopes = this.store.scopes();
-    return { enabled: this.settings.enabled, scopes: scopes.length, units: this.store.totalUnits(), retrieval_mode: this.settings.retrievalMode, embedded: this.vectors?.ready ?? false };
+    return {
+      enabled: this.settings.enabled,
+      scopes: scopes.length,
+      units: this.store.totalUnits(),
+      retrieval_mode: this.settings.retrievalMode,
+      embedded: this.vectors?.ready ?? false,
+    };
   }
 
   private scrub(turnIds: readonly string[], texts: readonly string[]): void {

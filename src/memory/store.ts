@@ -86,11 +86,15 @@ export class MemoryStore {
       deleteFts: db.prepare<[number]>('DELETE FROM memory_fts WHERE rowid = ?'),
       byId: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE id = ?'),
       byRowid: db.prepare<[number], UnitRow>('SELECT * FROM memory_units WHERE rowid = ?'),
-      update: db.prepare(`UPDATE memory_units SET content = @content, terms = @terms, type = @type, importance = @importance, core = @core, pinned = @pinned, flagged = @flagged, updated_at = @now WHERE id = @id`),
-      supersede: db.prepare<[string, number, string]>("UPDATE memory_units SET status = 'superseded', superseded_by = ?, updated_at = ? WHERE id = ? AND status = 'active'"),
+      update: db.prepare(
+        `UPDATE memory_units SET content = @content, terms = @terms, type = @type, importance = @importance, core = @core, pinned = @pinned, flagged = @flagged, updated_at = @now WHERE id = @id`,
+      ),
+      supersede: db.prepare<[string, number, string]>(
+        "UPDATE memory_units SET status = 'superseded', superseded_by = ?, updated_at = ? WHERE id = ? AND status = 'active'",
+      ),
       delete: db.prepare<[string]>('DELETE FROM memory_units WHERE id = ?'),
       scopeUnits: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ?'),
-      clearSupersededLinks: db.prepare<[string]>("UPDATE memory_units SET superseded_by = NULL WHERE superseded_by = ?"),
+      clearSupersededLinks: db.prepare<[string]>('UPDATE memory_units SET superseded_by = NULL WHERE superseded_by = ?'),
       // Newest first, and bounded: a term held by thousands of units is cheap to look up this way.
       postings: db.prepare<[string, number], number>('SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?').pluck(),
       // Every column but the (long) terms: search already knows which query terms a unit holds.
@@ -100,28 +104,54 @@ export class MemoryStore {
          FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?))`,
       ),
       scopeSize: db.prepare<[string], { count: number }>('SELECT COUNT(*) AS count FROM memory_units WHERE scope = ?'),
-      core: db.prepare<[string], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND core = 1 AND status = 'active' ORDER BY pinned DESC, importance DESC, observed_at DESC"),
-      window: db.prepare<[string, number, number, number], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND observed_at >= ? AND observed_at < ? ORDER BY importance DESC, observed_at DESC LIMIT ?"),
+      core: db.prepare<[string], UnitRow>(
+        "SELECT * FROM memory_units WHERE scope = ? AND core = 1 AND status = 'active' ORDER BY pinned DESC, importance DESC, observed_at DESC",
+      ),
+      window: db.prepare<[string, number, number, number], UnitRow>(
+        "SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND observed_at >= ? AND observed_at < ? ORDER BY importance DESC, observed_at DESC LIMIT ?",
+      ),
       documentFrequency: db.prepare<[string], { doc: number }>('SELECT doc FROM memory_fts_vocab WHERE term = ?'),
       total: db.prepare<[], { count: number }>('SELECT COUNT(*) AS count FROM memory_units'),
       touch: db.prepare<[number, string]>('UPDATE memory_units SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ?'),
       list: db.prepare<[string, number], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY observed_at DESC LIMIT ?'),
-      rawOfSession: db.prepare<[string, string, number], UnitRow>("SELECT * FROM memory_units WHERE source_session = ? AND scope = ? AND origin = 'raw_turn' AND rowid > ? ORDER BY rowid"),
-      userRawCountOfSession: db.prepare<[string, string, number], number>("SELECT COUNT(*) FROM memory_units WHERE source_session = ? AND scope = ? AND origin = 'raw_turn' AND speaker = 'user' AND rowid > ?").pluck(),
-      summariesOfSession: db.prepare<[string, string], UnitRow>("SELECT * FROM memory_units WHERE source_session = ? AND scope = ? AND type = 'working_summary'"),
+      rawOfSession: db.prepare<[string, string, number], UnitRow>(
+        "SELECT * FROM memory_units WHERE source_session = ? AND scope = ? AND origin = 'raw_turn' AND rowid > ? ORDER BY rowid",
+      ),
+      userRawCountOfSession: db
+        .prepare<[string, string, number], number>(
+          "SELECT COUNT(*) FROM memory_units WHERE source_session = ? AND scope = ? AND origin = 'raw_turn' AND speaker = 'user' AND rowid > ?",
+        )
+        .pluck(),
+      summariesOfSession: db.prepare<[string, string], UnitRow>(
+        "SELECT * FROM memory_units WHERE source_session = ? AND scope = ? AND type = 'working_summary'",
+      ),
       rawOfTurn: db.prepare<[string], UnitRow>("SELECT * FROM memory_units WHERE origin = 'raw_turn' AND source_turns LIKE ?"),
       scopes: db.prepare<[], { scope: string }>('SELECT DISTINCT scope FROM memory_units ORDER BY scope'),
-      stats: db.prepare<[string], { status: string; core: number; type: string; origin: string; count: number }>('SELECT status, core, type, origin, COUNT(*) AS count FROM memory_units WHERE scope = ? GROUP BY status, core, type, origin'),
-      sameContent: db.prepare<[string, string], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'active' AND origin != 'raw_turn' LIMIT 1"),
+      stats: db.prepare<[string], { status: string; core: number; type: string; origin: string; count: number }>(
+        'SELECT status, core, type, origin, COUNT(*) AS count FROM memory_units WHERE scope = ? GROUP BY status, core, type, origin',
+      ),
+      sameContent: db.prepare<[string, string], UnitRow>(
+        "SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'active' AND origin != 'raw_turn' LIMIT 1",
+      ),
       rawInSession: db.prepare<[string, string, string, string], { found: number }>(
         "SELECT 1 AS found FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? AND speaker = ? AND content = ? LIMIT 1",
       ),
       all: db.prepare<[], UnitRow>('SELECT * FROM memory_units ORDER BY rowid'),
-      expired: db.prepare<[number, number], { id: string }>("SELECT id FROM memory_units WHERE pinned = 0 AND ((origin = 'raw_turn' AND observed_at < ?) OR (status = 'superseded' AND updated_at < ?))"),
-      decay: db.prepare<[number, number]>("UPDATE memory_units SET importance = MAX(0.05, importance * 0.9), updated_at = ? WHERE type = 'episodic' AND status = 'active' AND pinned = 0 AND COALESCE(last_accessed_at, observed_at) < ?"),
-      scopeCounts: db.prepare<[number], { scope: string; count: number }>("SELECT scope, COUNT(*) AS count FROM memory_units WHERE status = 'active' GROUP BY scope HAVING count > ?"),
-      leastUseful: db.prepare<[string, number], { id: string }>("SELECT id FROM memory_units WHERE scope = ? AND status = 'active' AND pinned = 0 AND core = 0 AND type = 'episodic' ORDER BY importance ASC, observed_at ASC LIMIT ?"),
-      consolidation: db.prepare<[string, number], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND origin != 'raw_turn' ORDER BY observed_at DESC LIMIT ?"),
+      expired: db.prepare<[number, number], { id: string }>(
+        "SELECT id FROM memory_units WHERE pinned = 0 AND ((origin = 'raw_turn' AND observed_at < ?) OR (status = 'superseded' AND updated_at < ?))",
+      ),
+      decay: db.prepare<[number, number]>(
+        "UPDATE memory_units SET importance = MAX(0.05, importance * 0.9), updated_at = ? WHERE type = 'episodic' AND status = 'active' AND pinned = 0 AND COALESCE(last_accessed_at, observed_at) < ?",
+      ),
+      scopeCounts: db.prepare<[number], { scope: string; count: number }>(
+        "SELECT scope, COUNT(*) AS count FROM memory_units WHERE status = 'active' GROUP BY scope HAVING count > ?",
+      ),
+      leastUseful: db.prepare<[string, number], { id: string }>(
+        "SELECT id FROM memory_units WHERE scope = ? AND status = 'active' AND pinned = 0 AND core = 0 AND type = 'episodic' ORDER BY importance ASC, observed_at ASC LIMIT ?",
+      ),
+      consolidation: db.prepare<[string, number], UnitRow>(
+        "SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND origin != 'raw_turn' ORDER BY observed_at DESC LIMIT ?",
+      ),
       allOfScope: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY rowid'),
     };
   }
@@ -163,14 +193,16 @@ export class MemoryStore {
       flagged: injectionReason(content) ?? null,
       now,
     };
-    return this.db.transaction(() => {
-      const result = this.statements.insert.run(row);
-      if (result.changes === 0) return undefined;
-      const rowid = Number(result.lastInsertRowid);
-      this.statements.insertFts.run(rowid, indexedTerms(draft.scope, terms));
-      this.emit(draft.scope);
-      return toUnit(this.statements.byRowid.get(rowid)!);
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        const result = this.statements.insert.run(row);
+        if (result.changes === 0) return undefined;
+        const rowid = Number(result.lastInsertRowid);
+        this.statements.insertFts.run(rowid, indexedTerms(draft.scope, terms));
+        this.emit(draft.scope);
+        return toUnit(this.statements.byRowid.get(rowid)!);
+      })
+      .immediate();
   }
 
   get(id: string): MemoryUnit | undefined {
@@ -198,23 +230,25 @@ export class MemoryStore {
     if (!current) return undefined;
     const content = patch.content === undefined ? current.content : redactSecrets(patch.content).trim();
     const terms = patch.content === undefined ? current.terms : [...new Set(tokenize(content))].join(' ');
-    this.db.transaction(() => {
-      this.statements.update.run({
-        id,
-        content,
-        terms,
-        type: patch.type ?? current.type,
-        importance: clamp(patch.importance ?? current.importance),
-        core: patch.core === undefined ? current.core : patch.core ? 1 : 0,
-        pinned: patch.pinned === undefined ? current.pinned : patch.pinned ? 1 : 0,
-        flagged: injectionReason(content) ?? null,
-        now: Date.now(),
-      });
-      if (terms !== current.terms) {
-        this.statements.deleteFts.run(current.rowid);
-        this.statements.insertFts.run(current.rowid, indexedTerms(current.scope, terms.split(' ')));
-      }
-    }).immediate();
+    this.db
+      .transaction(() => {
+        this.statements.update.run({
+          id,
+          content,
+          terms,
+          type: patch.type ?? current.type,
+          importance: clamp(patch.importance ?? current.importance),
+          core: patch.core === undefined ? current.core : patch.core ? 1 : 0,
+          pinned: patch.pinned === undefined ? current.pinned : patch.pinned ? 1 : 0,
+          flagged: injectionReason(content) ?? null,
+          now: Date.now(),
+        });
+        if (terms !== current.terms) {
+          this.statements.deleteFts.run(current.rowid);
+          this.statements.insertFts.run(current.rowid, indexedTerms(current.scope, terms.split(' ')));
+        }
+      })
+      .immediate();
     this.emit(current.scope);
     return this.get(id);
   }
@@ -243,10 +277,12 @@ export class MemoryStore {
   /** Deletes every unit of a scope. Returns how many. */
   deleteScope(scope: string, scrub?: Scrubber): number {
     const rows = this.statements.scopeUnits.all(scope);
-    this.db.transaction(() => {
-      // Links point within a scope, and the whole scope goes: no need to clear them row by row.
-      for (const row of rows) this.removeRow(row, scrub, false);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        // Links point within a scope, and the whole scope goes: no need to clear them row by row.
+        for (const row of rows) this.removeRow(row, scrub, false);
+      })
+      .immediate();
     this.emit(scope);
     return rows.length;
   }
@@ -255,15 +291,17 @@ export class MemoryStore {
   deleteMany(ids: readonly string[]): number {
     let deleted = 0;
     const scopes = new Set<string>();
-    this.db.transaction(() => {
-      for (const id of ids) {
-        const row = this.statements.byId.get(id);
-        if (!row) continue;
-        this.removeRow(row);
-        scopes.add(row.scope);
-        deleted++;
-      }
-    }).immediate();
+    this.db
+      .transaction(() => {
+        for (const id of ids) {
+          const row = this.statements.byId.get(id);
+          if (!row) continue;
+          this.removeRow(row);
+          scopes.add(row.scope);
+          deleted++;
+        }
+      })
+      .immediate();
     for (const scope of scopes) this.emit(scope);
     return deleted;
   }
@@ -488,7 +526,10 @@ function scopedTerm(scope: string, term: string): string {
 }
 
 function indexedTerms(scope: string, terms: readonly string[]): string {
-  return terms.filter(Boolean).map((term) => scopedTerm(scope, term)).join(' ');
+  return terms
+    .filter(Boolean)
+    .map((term) => scopedTerm(scope, term))
+    .join(' ');
 }
 
 function clamp(value: number): number {

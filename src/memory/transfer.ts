@@ -82,7 +82,19 @@ export function importLines(memory: MemoryService, lines: readonly string[], def
       return;
     }
     const observedAt = item.observed_at ? Date.parse(item.observed_at) : Number.NaN;
-    memory.add({ scope, type: item.type, content: item.content, importance: item.importance ?? 0.6, confidence: item.confidence ?? 0.8, core: item.core ?? false, pinned: item.pinned ?? false, origin: 'import', ...(Number.isNaN(observedAt) ? {} : { observedAt }), sourceSession: item.source?.session_id ?? null, sourceTurns: item.source?.turn_ids ?? [] });
+    memory.add({
+      scope,
+      type: item.type,
+      content: item.content,
+      importance: item.importance ?? 0.6,
+      confidence: item.confidence ?? 0.8,
+      core: item.core ?? false,
+      pinned: item.pinned ?? false,
+      origin: 'import',
+      ...(Number.isNaN(observedAt) ? {} : { observedAt }),
+      sourceSession: item.source?.session_id ?? null,
+      sourceTurns: item.source?.turn_ids ?? [],
+    });
     report.imported++;
   });
   return report;

@@ -30,7 +30,9 @@ export class MemoryVectors {
     this.state = new StateStore(db);
     db.exec('CREATE TABLE IF NOT EXISTS memory_vec_index (rowid INTEGER PRIMARY KEY, scope TEXT NOT NULL)');
     this.statements = {
-      pending: db.prepare<[number], { rowid: number; scope: string; content: string }>("SELECT u.rowid AS rowid, u.scope AS scope, u.content AS content FROM memory_units u LEFT JOIN memory_vec_index v ON v.rowid = u.rowid WHERE v.rowid IS NULL AND u.status = 'active' LIMIT ?"),
+      pending: db.prepare<[number], { rowid: number; scope: string; content: string }>(
+        "SELECT u.rowid AS rowid, u.scope AS scope, u.content AS content FROM memory_units u LEFT JOIN memory_vec_index v ON v.rowid = u.rowid WHERE v.rowid IS NULL AND u.status = 'active' LIMIT ?",
+      ),
       unitExists: db.prepare<[number], { rowid: number }>('SELECT rowid FROM memory_units WHERE rowid = ?'),
       mark: db.prepare<[number, string]>('INSERT OR REPLACE INTO memory_vec_index (rowid, scope) VALUES (?, ?)'),
       unmark: db.prepare<[number]>('DELETE FROM memory_vec_index WHERE rowid = ?'),
@@ -52,15 +54,20 @@ export class MemoryVectors {
   async embedPending(limit: number, signal?: AbortSignal): Promise<{ embedded: number; tokens: number }> {
     const pending = this.statements.pending.all(limit);
     if (pending.length === 0) return { embedded: 0, tokens: 0 };
-    const { vectors, tokens } = await this.client.embed(pending.map((row) => row.content.slice(0, 4_000)), signal);
+    const { vectors, tokens } = await this.client.embed(
+      pending.map((row) => row.content.slice(0, 4_000)),
+      signal,
+    );
     const { insert } = this.ensureTable(vectors[0]!.length);
-    this.db.transaction(() => {
-      pending.forEach((row, index) => {
-        if (!this.statements.unitExists.get(row.rowid)) return; // forgotten while we were embedding
-        insert.run(BigInt(row.rowid), row.scope, vectorToBlob(vectors[index]!));
-        this.statements.mark.run(row.rowid, row.scope);
-      });
-    }).immediate();
+    this.db
+      .transaction(() => {
+        pending.forEach((row, index) => {
+          if (!this.statements.unitExists.get(row.rowid)) return; // forgotten while we were embedding
+          insert.run(BigInt(row.rowid), row.scope, vectorToBlob(vectors[index]!));
+          this.statements.mark.run(row.rowid, row.scope);
+        });
+      })
+      .immediate();
     return { embedded: pending.length, tokens };
   }
 
@@ -96,7 +103,9 @@ export class MemoryVectors {
   private prepareVecStatements() {
     return {
       insert: this.db.prepare<[bigint, string, Buffer]>('INSERT INTO memory_vec (rowid, scope, embedding) VALUES (?, ?, ?)'),
-      nearest: this.db.prepare<[Buffer, number, string], { rowid: number; distance: number }>('SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ? AND scope = ?'),
+      nearest: this.db.prepare<[Buffer, number, string], { rowid: number; distance: number }>(
+        'SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ? AND scope = ?',
+      ),
       remove: this.db.prepare<[bigint]>('DELETE FROM memory_vec WHERE rowid = ?'),
     };
   }

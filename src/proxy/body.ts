@@ -47,7 +47,10 @@ export function parseJsonBody(text: string, raw?: Buffer): unknown {
     throw new BadRequestError('invalid_json', `The request body is not valid JSON: ${(error as Error).message}`);
   }
   if (nestsDeeperThan(raw ?? Buffer.from(text, 'utf8'), MAX_JSON_DEPTH)) {
-    throw new BadRequestError('json_too_deep', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep; no API request needs that many.`);
+    throw new BadRequestError(
+      'json_too_deep',
+      `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep; no API request needs that many.`,
+    );
   }
   return value;
 }

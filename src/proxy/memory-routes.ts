@@ -81,14 +81,30 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
     app.post('/v1/memory/ingest', async (c) => {
       const body = parse(ingestSchema, await readJson(c.req.raw));
       const scope = scopeFor(callerOf(c), body.scope, 'scope');
-      const result = memory.ingest(scope, body.session_id, body.turns.map((turn) => ({ role: turn.role, content: turn.content, ...(turn.name ? { name: turn.name } : {}), ...(turn.timestamp !== undefined ? { timestamp: turn.timestamp } : {}), ...(turn.id ? { id: turn.id } : {}) })));
+      const result = memory.ingest(
+        scope,
+        body.session_id,
+        body.turns.map((turn) => ({
+          role: turn.role,
+          content: turn.content,
+          ...(turn.name ? { name: turn.name } : {}),
+          ...(turn.timestamp !== undefined ? { timestamp: turn.timestamp } : {}),
+          ...(turn.id ? { id: turn.id } : {}),
+        })),
+      );
       return c.json({ scope, session_id: body.session_id, ...result });
     });
 
     app.post('/v1/memory/search', async (c) => {
       const body = parse(searchSchema, await readJson(c.req.raw));
       const scope = scopeFor(callerOf(c), body.scope, 'scope');
-      const hits = await memory.search({ scope, query: body.query, limit: body.limit ?? 10, ...(body.types ? { types: body.types } : {}), includeSuperseded: body.include_superseded ?? false });
+      const hits = await memory.search({
+        scope,
+        query: body.query,
+        limit: body.limit ?? 10,
+        ...(body.types ? { types: body.types } : {}),
+        includeSuperseded: body.include_superseded ?? false,
+      });
       return c.json({ scope, results: hits.map((hit) => ({ ...presentMemory(hit.unit), score: Math.round(hit.score * 1000) / 1000 })) });
     });
 
@@ -96,7 +112,8 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
       const caller = callerOf(c);
       const requested = c.req.query('scope');
       // Only the admin sees every scope (and the total across them) without naming one.
-      if (caller.admin && requested === undefined) return c.json({ scopes: memory.store.scopes().map((name) => memory.store.stats(name)), total_units: memory.store.totalUnits() });
+      if (caller.admin && requested === undefined)
+        return c.json({ scopes: memory.store.scopes().map((name) => memory.store.stats(name)), total_units: memory.store.totalUnits() });
       const stats = memory.store.stats(scopeFor(caller, requested, 'scope'));
       return c.json({ scopes: [stats], total_units: stats.active + stats.superseded });
     });
@@ -117,7 +134,16 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
 
     app.post('/v1/memory', async (c) => {
       const body = parse(addSchema, await readJson(c.req.raw));
-      const unit = memory.add({ scope: scopeFor(callerOf(c), body.scope, 'scope'), type: body.type, content: body.content, importance: body.importance ?? 0.8, confidence: 1, core: body.core ?? false, pinned: body.pinned ?? false, origin: 'manual' });
+      const unit = memory.add({
+        scope: scopeFor(callerOf(c), body.scope, 'scope'),
+        type: body.type,
+        content: body.content,
+        importance: body.importance ?? 0.8,
+        confidence: 1,
+        core: body.core ?? false,
+        pinned: body.pinned ?? false,
+        origin: 'manual',
+      });
       return c.json(presentMemory(unit), 201);
     });
 
@@ -155,7 +181,11 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
 function scopeFor(caller: Caller, requested: string | undefined, param: string): string {
   if (requested === undefined || requested === caller.scope) return caller.scope;
   if (caller.admin) return requested;
-  throw new PermissionError('scope_forbidden', `This request's memory scope is "${caller.scope}" (from X-Memory-Scope, X-User-Id, X-Workspace-Id or memory.scope); it cannot reach scope "${requested}". Send the request with that scope's headers, or use the admin token ($METACLAW_HOME/admin-token in ${ADMIN_HEADER}) for cross-scope work.`, param);
+  throw new PermissionError(
+    'scope_forbidden',
+    `This request's memory scope is "${caller.scope}" (from X-Memory-Scope, X-User-Id, X-Workspace-Id or memory.scope); it cannot reach scope "${requested}". Send the request with that scope's headers, or use the admin token ($METACLAW_HOME/admin-token in ${ADMIN_HEADER}) for cross-scope work.`,
+    param,
+  );
 }
 
 function found<T>(value: T | undefined, id: string): T {

@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { deriveScope, extractUserRequest, readTurnSignals, stripNonStandardKeys, type FinishedTurn, type TurnSignals, type UserRequest } from '../conversation/index.js';
+import {
+  deriveScope,
+  extractUserRequest,
+  readTurnSignals,
+  stripNonStandardKeys,
+  type FinishedTurn,
+  type TurnSignals,
+  type UserRequest,
+} from '../conversation/index.js';
 import type { Augmentation } from '../context/index.js';
 import { errorMessage, RequestError } from '../errors.js';
 import type { ApiFormat } from '../types/index.js';
@@ -13,7 +21,19 @@ import type { ProxyDeps } from './types.js';
 import { validateModelRequest } from './validate.js';
 
 /** Request headers worth keeping on the turn record; credentials are never among them. */
-const RECORDED_HEADERS = ['user-agent', 'content-type', 'x-session-id', 'session_id', 'x-turn-type', 'x-session-done', 'x-memory-scope', 'x-user-id', 'x-workspace-id', 'anthropic-version', 'anthropic-beta'];
+const RECORDED_HEADERS = [
+  'user-agent',
+  'content-type',
+  'x-session-id',
+  'session_id',
+  'x-turn-type',
+  'x-session-done',
+  'x-memory-scope',
+  'x-user-id',
+  'x-workspace-id',
+  'anthropic-version',
+  'anthropic-beta',
+];
 
 /**
  * `req_` + 12 hex digits of the time in ms + 12 random ones. Ids that grow with time keep turn
@@ -55,7 +75,18 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
     const turn = { requestId, format, request, received, signals, userRequest, scope, strippedKeys, augmentation, stream, startedAt, body };
     // The turn is journaled just before the client gets the end of its answer (see conversation/turn-journal.ts).
     const sink = new ResponseSink(response, requestId, (status, answer) => journalTurn(deps, turn, raw, status, performance.now() - started, answer));
-    const result = await deps.forwarder.forward({ requestId, clientFormat: format, body: augmentation.body, stream, clientHeaders: request.headers, credentials, onWaiting: deps.afterServing.proxyWaiting }, sink);
+    const result = await deps.forwarder.forward(
+      {
+        requestId,
+        clientFormat: format,
+        body: augmentation.body,
+        stream,
+        clientHeaders: request.headers,
+        credentials,
+        onWaiting: deps.afterServing.proxyWaiting,
+      },
+      sink,
+    );
 
     countOutcome(deps, requestId, result);
     const finished = performance.now();
@@ -66,7 +97,20 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
           deps.logger.error({ err: error, request_id: requestId }, 'could not record the turn; the client was served anyway');
           resolve();
         });
-        deps.logger.info({ request_id: requestId, session: signals.sessionId, turn: signals.turnType, format, upstream: result.upstream?.name, status: result.status, outcome: result.outcome, attempts: result.attempts, ms: Math.round(finished - started) }, 'request finished');
+        deps.logger.info(
+          {
+            request_id: requestId,
+            session: signals.sessionId,
+            turn: signals.turnType,
+            format,
+            upstream: result.upstream?.name,
+            status: result.status,
+            outcome: result.outcome,
+            attempts: result.attempts,
+            ms: Math.round(finished - started),
+          },
+          'request finished',
+        );
       }),
     );
     deps.pendingRecords.set(requestId, record);
@@ -155,7 +199,13 @@ async function recordTurn(deps: ProxyDeps, input: RecordInput): Promise<void> {
     attempts: result.attempts,
     firstByteMs: result.firstByteMs,
     durationMs: input.finished - input.started,
-    payload: { received: { object: input.received, text: input.raw.toString('utf8') }, injected, forwarded: result.forwardedBody, receivedHeaders, strippedKeys },
+    payload: {
+      received: { object: input.received, text: input.raw.toString('utf8') },
+      injected,
+      forwarded: result.forwardedBody,
+      receivedHeaders,
+      strippedKeys,
+    },
   };
   try {
     await deps.conversation.recordTurn(turn);

@@ -20,10 +20,16 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     await next();
   });
   // Counts the bytes actually read, not only a declared content-length: a chunked body declares none.
-  app.use('*', bodyLimit({ maxSize: deps.maxBodyBytes, onError: (c) => {
-    discardRest((c.env as HttpBindings).incoming);
-    throw new PayloadTooLargeError(deps.maxBodyBytes);
-  } }));
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: deps.maxBodyBytes,
+      onError: (c) => {
+        discardRest((c.env as HttpBindings).incoming);
+        throw new PayloadTooLargeError(deps.maxBodyBytes);
+      },
+    }),
+  );
 
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/status', (c) => c.json(deps.statusReport()));
@@ -59,25 +65,52 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
   for (const group of deps.routeGroups) group(app);
 
   for (const path of ['/v1/chat/completions', '/chat/completions', '/v1/messages', '/messages']) {
-    app.all(path, (c) => c.body(errorBodyText(formatForHeaders(c.env.incoming.headers), { kind: 'invalid_request_error', message: `Use POST for ${path}.`, code: 'method_not_allowed' }), 405, { 'content-type': 'application/json', allow: 'POST' }));
+    app.all(path, (c) =>
+      c.body(
+        errorBodyText(formatForHeaders(c.env.incoming.headers), {
+          kind: 'invalid_request_error',
+          message: `Use POST for ${path}.`,
+          code: 'method_not_allowed',
+        }),
+        405,
+        { 'content-type': 'application/json', allow: 'POST' },
+      ),
+    );
   }
 
   app.notFound((c) =>
-    c.body(errorBodyText(formatForHeaders(c.env.incoming.headers), { kind: 'not_found_error', message: `No route ${c.req.method} ${c.req.path}.`, code: 'route_not_found' }), 404, { 'content-type': 'application/json' }),
+    c.body(
+      errorBodyText(formatForHeaders(c.env.incoming.headers), {
+        kind: 'not_found_error',
+        message: `No route ${c.req.method} ${c.req.path}.`,
+        code: 'route_not_found',
+      }),
+      404,
+      { 'content-type': 'application/json' },
+    ),
   );
 
   app.onError((error, c) => {
     const format = formatForHeaders(c.env.incoming.headers);
     if (error instanceof RequestError) {
-      return c.body(errorBodyText(format, { kind: error.kind, message: error.message, code: error.code, param: error.param ?? null }), error.status as ContentfulStatusCode, { 'content-type': 'application/json' });
+      return c.body(
+        errorBodyText(format, { kind: error.kind, message: error.message, code: error.code, param: error.param ?? null }),
+        error.status as ContentfulStatusCode,
+        { 'content-type': 'application/json' },
+      );
     }
     if (deps.health.report('api', error)) {
       const message = `MetaClaw cannot write its store right now (${storageErrorCode(error)}); nothing was changed. Serving goes on; recording and learning resume once the store can be written (see /status).`;
-      return c.body(errorBodyText(format, { kind: 'overloaded_error', message, code: 'store_unavailable' }), 503, { 'content-type': 'application/json', 'retry-after': '30' });
+      return c.body(errorBodyText(format, { kind: 'overloaded_error', message, code: 'store_unavailable' }), 503, {
+        'content-type': 'application/json',
+        'retry-after': '30',
+      });
     }
     deps.stats.proxyErrors++;
     deps.logger.error({ err: error, path: c.req.path }, 'route failed');
-    return c.body(errorBodyText(format, { kind: 'api_error', message: 'Internal proxy error.', code: 'internal_error' }), 500, { 'content-type': 'application/json' });
+    return c.body(errorBodyText(format, { kind: 'api_error', message: 'Internal proxy error.', code: 'internal_error' }), 500, {
+      'content-type': 'application/json',
+    });
   });
 
   return app;

@@ -35,7 +35,13 @@ export function skillsRoutes(skills: SkillsService): (app: ProxyApp) => void {
         tokens: skill.bodyTokens,
         credit,
         recent_sessions: skills.credit.recentSessions(name),
-        versions: skills.history.versions(name).map((row) => ({ version: row.version, action: row.action, generation: row.generation, source: row.source, created_at: new Date(row.created_at).toISOString() })),
+        versions: skills.history.versions(name).map((row) => ({
+          version: row.version,
+          action: row.action,
+          generation: row.generation,
+          source: row.source,
+          created_at: new Date(row.created_at).toISOString(),
+        })),
       });
     });
   };

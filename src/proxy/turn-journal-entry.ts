@@ -8,7 +8,10 @@ import { assembleAnthropicResponse, assembleOpenAIResponse, assembleStream } fro
  * just before the client gets the end of its answer, with the request and the answer beside it as
  * raw bytes. A turn rebuilt from it after a crash has no forwarded body and no upstream details.
  */
-export type TurnBase = Omit<FinishedTurn, 'upstreamName' | 'upstreamFormat' | 'response' | 'status' | 'outcome' | 'error' | 'attempts' | 'firstByteMs' | 'durationMs' | 'payload'> & {
+export type TurnBase = Omit<
+  FinishedTurn,
+  'upstreamName' | 'upstreamFormat' | 'response' | 'status' | 'outcome' | 'error' | 'attempts' | 'firstByteMs' | 'durationMs' | 'payload'
+> & {
   receivedHeaders: Record<string, string>;
   strippedKeys: string[];
   injected: unknown;

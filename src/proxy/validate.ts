@@ -14,7 +14,13 @@ const openAIMessage = z.looseObject({
   name: z.string().optional(),
   tool_call_id: z.string().optional(),
   tool_calls: z
-    .array(z.looseObject({ id: z.string().optional(), type: z.string().optional(), function: z.looseObject({ name: z.string(), arguments: z.string().optional() }) }))
+    .array(
+      z.looseObject({
+        id: z.string().optional(),
+        type: z.string().optional(),
+        function: z.looseObject({ name: z.string(), arguments: z.string().optional() }),
+      }),
+    )
     .nullable()
     .optional(),
 });
@@ -24,17 +30,28 @@ const optionalPositiveInteger = z.number().int().positive().nullable().optional(
 
 const openAIRequest = z.looseObject({
   model: z.string().optional(),
-  messages: z.array(openAIMessage, { error: (issue) => (issue.input === undefined ? 'required' : 'expected an array of messages') }).min(1, 'must contain at least one message'),
+  messages: z
+    .array(openAIMessage, { error: (issue) => (issue.input === undefined ? 'required' : 'expected an array of messages') })
+    .min(1, 'must contain at least one message'),
   stream: z.boolean().nullable().optional(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
-  tools: z.array(z.looseObject({ type: z.string(), function: z.looseObject({ name: z.string() }).optional() })).nullable().optional(),
-  tool_choice: z.union([z.string(), z.looseObject({ type: z.string() })]).nullable().optional(),
+  tools: z
+    .array(z.looseObject({ type: z.string(), function: z.looseObject({ name: z.string() }).optional() }))
+    .nullable()
+    .optional(),
+  tool_choice: z
+    .union([z.string(), z.looseObject({ type: z.string() })])
+    .nullable()
+    .optional(),
   max_tokens: optionalPositiveInteger,
   max_completion_tokens: optionalPositiveInteger,
   n: optionalPositiveInteger,
   temperature: optionalNumber,
   top_p: optionalNumber,
-  stop: z.union([z.string(), z.array(z.string())]).nullable().optional(),
+  stop: z
+    .union([z.string(), z.array(z.string())])
+    .nullable()
+    .optional(),
   user: z.string().optional(),
   metadata: z.record(z.string(), z.unknown()).nullable().optional(),
 });
@@ -46,8 +63,13 @@ const anthropicMessage = z.looseObject({
 
 const anthropicRequest = z.looseObject({
   model: z.string({ error: (issue) => (issue.input === undefined ? 'required' : 'expected a string') }),
-  messages: z.array(anthropicMessage, { error: (issue) => (issue.input === undefined ? 'required' : 'expected an array of messages') }).min(1, 'must contain at least one message'),
-  max_tokens: z.number({ error: (issue) => (issue.input === undefined ? 'required' : 'expected an integer') }).int().positive(),
+  messages: z
+    .array(anthropicMessage, { error: (issue) => (issue.input === undefined ? 'required' : 'expected an array of messages') })
+    .min(1, 'must contain at least one message'),
+  max_tokens: z
+    .number({ error: (issue) => (issue.input === undefined ? 'required' : 'expected an integer') })
+    .int()
+    .positive(),
   system: z.union([z.string(), z.array(typedPart)]).optional(),
   stream: z.boolean().optional(),
   tools: z.array(z.looseObject({ name: z.string() })).optional(),
@@ -82,7 +104,11 @@ function isAnthropicBlock(part: { type: string; source?: unknown }): boolean {
  */
 function refuseAnthropicShape(body: Record<string, unknown>): void {
   const wrongRoute = (param: string, sign: string) =>
-    new BadRequestError('anthropic_body_on_openai_route', `This looks like an Anthropic Messages request (${sign}) sent to the OpenAI Chat Completions route: send it to /v1/messages, or write it in OpenAI's format.`, param);
+    new BadRequestError(
+      'anthropic_body_on_openai_route',
+      `This looks like an Anthropic Messages request (${sign}) sent to the OpenAI Chat Completions route: send it to /v1/messages, or write it in OpenAI's format.`,
+      param,
+    );
   if (body['system'] !== undefined) throw wrongRoute('system', 'top-level "system"');
   const messages = body['messages'] as Array<{ content?: unknown }>;
   for (let index = 0; index < messages.length; index++) {

@@ -7,7 +7,18 @@ import { ConversationStore, IdleSessionSweeper, TurnJournal } from '../conversat
 import { ConfigError, errorMessage } from '../errors.js';
 import { JobQueue, LearningBudget, LearningRunner } from '../learning/index.js';
 import { createLogger, type Logger } from '../logging/index.js';
-import { AdminToken, AfterServing, createProxyServer, memoryRoutes, ProxyAuth, ProxyStats, skillsRoutes, turnFromJournal, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import {
+  AdminToken,
+  AfterServing,
+  createProxyServer,
+  memoryRoutes,
+  ProxyAuth,
+  ProxyStats,
+  skillsRoutes,
+  turnFromJournal,
+  type ProxyApp,
+  type ProxyDeps,
+} from '../proxy/index.js';
 import { MemoryService } from '../memory/index.js';
 import { SkillsService } from '../skills/index.js';
 import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/index.js';
@@ -120,12 +131,26 @@ export class MetaclawRuntime {
       this.credentials,
     );
 
-    this.skills = new SkillsService({ db: this.db, logger: this.logger.child({ part: 'skills' }), settings: skillsSettings(options.config), conversation: this.conversation, mainUpstream: this.forwarder.mainTarget, credentials: this.credentials });
+    this.skills = new SkillsService({
+      db: this.db,
+      logger: this.logger.child({ part: 'skills' }),
+      settings: skillsSettings(options.config),
+      conversation: this.conversation,
+      mainUpstream: this.forwarder.mainTarget,
+      credentials: this.credentials,
+    });
     this.runner.register(this.skills.evolveHandler());
     if (values['skills.enabled']) this.addContextProvider(this.skills.provider);
     this.addRoutes(skillsRoutes(this.skills));
 
-    this.memory = new MemoryService({ db: this.db, logger: this.logger.child({ part: 'memory' }), settings: memorySettings(options.config), conversation: this.conversation, mainUpstream: this.forwarder.mainTarget, credentials: this.credentials });
+    this.memory = new MemoryService({
+      db: this.db,
+      logger: this.logger.child({ part: 'memory' }),
+      settings: memorySettings(options.config),
+      conversation: this.conversation,
+      mainUpstream: this.forwarder.mainTarget,
+      credentials: this.credentials,
+    });
     for (const handler of this.memory.handlers()) this.runner.register(handler);
     this.memory.attachQueue(this.runner.enqueue);
     if (values['memory.enabled']) this.addContextProvider(this.memory.provider);
@@ -165,7 +190,9 @@ export class MetaclawRuntime {
     const { values, paths } = this.options.config;
     const existing = readPidFile(paths.pidFile);
     if (existing && existing.pid !== process.pid && isProcessAlive(existing.pid)) {
-      throw new ConfigError(`MetaClaw is already running (pid ${existing.pid}, http://${existing.host}:${existing.port}); stop it first with \`metaclaw stop\`.`);
+      throw new ConfigError(
+        `MetaClaw is already running (pid ${existing.pid}, http://${existing.host}:${existing.port}); stop it first with \`metaclaw stop\`.`,
+      );
     }
     this.skills.open({ watch: true });
     this.context = new ContextPlanner(this.providers, this.logger, values['max_context_tokens']);
@@ -188,14 +215,24 @@ export class MetaclawRuntime {
     const server = createProxyServer(deps);
     await new Promise<void>((resolve, reject) => {
       server.once('error', (error: NodeJS.ErrnoException) => {
-        reject(error.code === 'EADDRINUSE' ? new ConfigError(`Port ${values['proxy.port']} on ${values['proxy.host']} is already in use; choose another with --port or proxy.port.`) : error);
+        reject(
+          error.code === 'EADDRINUSE'
+            ? new ConfigError(`Port ${values['proxy.port']} on ${values['proxy.host']} is already in use; choose another with --port or proxy.port.`)
+            : error,
+        );
       });
       server.listen(values['proxy.port'], values['proxy.host'], () => resolve());
     });
     this.server = server;
     process.on('uncaughtException', this.lastResort);
     process.on('unhandledRejection', this.lastResort);
-    writePidFile(paths.pidFile, { pid: process.pid, host: values['proxy.host'], port: values['proxy.port'], startedAt: new Date(this.startedAt).toISOString(), version: VERSION });
+    writePidFile(paths.pidFile, {
+      pid: process.pid,
+      host: values['proxy.host'],
+      port: values['proxy.port'],
+      startedAt: new Date(this.startedAt).toISOString(),
+      version: VERSION,
+    });
     this.startTurnWriter();
     await this.recoverJournal();
     this.runner.start();
@@ -227,7 +264,9 @@ export class MetaclawRuntime {
       if (this.stats.active > 0) {
         this.logger.warn({ active: this.stats.active }, 'cutting requests still running at the shutdown deadline');
         // Each client is told, in its own API's error shape, instead of seeing a stream that just stops.
-        this.forwarder.abortInFlight(`MetaClaw is shutting down: the request was cut after proxy.shutdown_timeout_seconds (${values['proxy.shutdown_timeout_seconds']} s).`);
+        this.forwarder.abortInFlight(
+          `MetaClaw is shutting down: the request was cut after proxy.shutdown_timeout_seconds (${values['proxy.shutdown_timeout_seconds']} s).`,
+        );
         const flushed = Date.now() + 1_000;
         while (this.stats.active > 0 && Date.now() < flushed) await sleep(10);
       }
@@ -259,7 +298,8 @@ export class MetaclawRuntime {
   private async recoverJournal(): Promise<void> {
     try {
       const { recovered, skipped } = await this.conversation.recoverJournal(turnFromJournal);
-      if (recovered > 0) this.logger.info({ turns: recovered, already_recorded: skipped }, 'recorded turns an earlier run had answered but not recorded (turn journal)');
+      if (recovered > 0)
+        this.logger.info({ turns: recovered, already_recorded: skipped }, 'recorded turns an earlier run had answered but not recorded (turn journal)');
     } catch (error) {
       this.logger.error({ err: error }, 'could not read the turn journal; its files are kept for the next start');
     }
@@ -270,13 +310,21 @@ export class MetaclawRuntime {
     const { values, paths } = this.options.config;
     // Compiled, the worker sits beside this module as .js; run from source (tsx), as .ts.
     const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-    const data: Omit<TurnWriterData, 'segmentGeneration'> = { databasePath: paths.database, maxAttempts: values['learning.max_attempts'], settings: this.recording };
-    this.conversation.startWriterThread(new URL(`./turn-writer-worker${extension}`, import.meta.url), { ...data }, {
-      enqueued: () => this.runner.wake(),
-      triggerFailed: (trigger, message) => this.runner.triggerFailed(trigger, new Error(message)),
-      died: (error) => this.logger.error({ err: error }, 'the turn writer thread stopped; turns are written on the main thread from now on'),
-      sendFailed: (error) => this.logger.error({ err: error }, 'turns could not be handed to the turn writer thread; they were written on the main thread'),
-    });
+    const data: Omit<TurnWriterData, 'segmentGeneration'> = {
+      databasePath: paths.database,
+      maxAttempts: values['learning.max_attempts'],
+      settings: this.recording,
+    };
+    this.conversation.startWriterThread(
+      new URL(`./turn-writer-worker${extension}`, import.meta.url),
+      { ...data },
+      {
+        enqueued: () => this.runner.wake(),
+        triggerFailed: (trigger, message) => this.runner.triggerFailed(trigger, new Error(message)),
+        died: (error) => this.logger.error({ err: error }, 'the turn writer thread stopped; turns are written on the main thread from now on'),
+        sendFailed: (error) => this.logger.error({ err: error }, 'turns could not be handed to the turn writer thread; they were written on the main thread'),
+      },
+    );
   }
 
   statusReport(): Record<string, unknown> {
@@ -307,7 +355,14 @@ export class MetaclawRuntime {
         failed: runner.failed,
         dead_lettered: runner.deadLettered,
         trigger_failures: runner.triggerFailures,
-        spend: { tokens_today: spend.tokensToday, tokens_total: spend.tokensTotal, calls_today: spend.callsToday, calls_total: spend.callsTotal, daily_budget: this.budget.dailyLimit, by_kind_today: spend.byKindToday },
+        spend: {
+          tokens_today: spend.tokensToday,
+          tokens_total: spend.tokensTotal,
+          calls_today: spend.callsToday,
+          calls_total: spend.callsTotal,
+          daily_budget: this.budget.dailyLimit,
+          by_kind_today: spend.byKindToday,
+        },
         last_errors: runner.lastErrors,
       },
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },

@@ -22,7 +22,13 @@ export function recordingSettings(config: LoadedConfig): RecordingSettings {
   const memory = memorySettings(config);
   return {
     skills: { autoEvolve: skills.autoEvolve, evolveEveryNTurns: skills.evolveEveryNTurns },
-    memory: { enabled: memory.enabled, defaultScope: memory.defaultScope, autoExtract: memory.autoExtract, manualTrigger: memory.manualTrigger, ignoreTurnType: memory.ignoreTurnType },
+    memory: {
+      enabled: memory.enabled,
+      defaultScope: memory.defaultScope,
+      autoExtract: memory.autoExtract,
+      manualTrigger: memory.manualTrigger,
+      ignoreTurnType: memory.ignoreTurnType,
+    },
     redactTurns: config.values['store.redact_turns'],
   };
 }

@@ -67,7 +67,9 @@ function writeSome(): void {
   const reply: WriterReply = {
     type: 'written',
     ids: batch.filter((_, index) => errors[index] === undefined).map((turn) => turn.id),
-    errors: batch.flatMap((turn, index) => (errors[index] === undefined ? [] : [{ id: turn.id, message: errorMessage(errors[index]), ...errorCode(errors[index]) }])),
+    errors: batch.flatMap((turn, index) =>
+      errors[index] === undefined ? [] : [{ id: turn.id, message: errorMessage(errors[index]), ...errorCode(errors[index]) }],
+    ),
     enqueued: enqueued.splice(0),
     triggerFailures: triggerFailures.splice(0),
   };

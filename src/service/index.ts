@@ -96,7 +96,11 @@ export async function installService(host: ServiceHost, spec: ServiceSpec, optio
     steps.push(`${previous === undefined ? 'Wrote' : 'Updated'} ${file}.`);
   }
   if (!options.enable) {
-    steps.push(kind === 'systemd' ? `Not enabled (--no-enable): run \`systemctl --user enable --now ${SYSTEMD_UNIT_NAME}\` to start it at login.` : `Not loaded (--no-enable): run \`launchctl bootstrap gui/${host.uid ?? '$(id -u)'} ${file}\`.`);
+    steps.push(
+      kind === 'systemd'
+        ? `Not enabled (--no-enable): run \`systemctl --user enable --now ${SYSTEMD_UNIT_NAME}\` to start it at login.`
+        : `Not loaded (--no-enable): run \`launchctl bootstrap gui/${host.uid ?? '$(id -u)'} ${file}\`.`,
+    );
     return { kind, file, steps, managed: false };
   }
   if (kind === 'systemd') {
@@ -116,7 +120,11 @@ export async function installService(host: ServiceHost, spec: ServiceSpec, optio
     await options.beforeStart?.();
     // restart (not just start) so an updated unit takes effect
     const restart = await tryRun(host, 'systemctl', ['--user', 'restart', SYSTEMD_UNIT_NAME]);
-    steps.push(restart.ok ? `Started ${SYSTEMD_UNIT_NAME} (\`journalctl --user -u metaclaw\` shows its output).` : `systemctl could not start ${SYSTEMD_UNIT_NAME}: ${restart.detail}.`);
+    steps.push(
+      restart.ok
+        ? `Started ${SYSTEMD_UNIT_NAME} (\`journalctl --user -u metaclaw\` shows its output).`
+        : `systemctl could not start ${SYSTEMD_UNIT_NAME}: ${restart.detail}.`,
+    );
     return { kind, file, steps, managed: restart.ok };
   }
   const domain = `gui/${host.uid ?? 0}`;
@@ -144,7 +152,11 @@ export async function uninstallService(host: ServiceHost, options: { enable: boo
     if (kind === 'systemd') {
       const disable = await tryRun(host, 'systemctl', ['--user', 'disable', '--now', SYSTEMD_UNIT_NAME]);
       managed = disable.ok;
-      steps.push(disable.ok ? `Stopped and disabled ${SYSTEMD_UNIT_NAME}.` : `systemctl could not disable ${SYSTEMD_UNIT_NAME} (${disable.detail}); removing the file anyway.`);
+      steps.push(
+        disable.ok
+          ? `Stopped and disabled ${SYSTEMD_UNIT_NAME}.`
+          : `systemctl could not disable ${SYSTEMD_UNIT_NAME} (${disable.detail}); removing the file anyway.`,
+      );
     } else {
       const unload = await tryRun(host, 'launchctl', ['bootout', `gui/${host.uid ?? 0}/${LAUNCHD_LABEL}`]);
       managed = unload.ok;
@@ -172,7 +184,10 @@ export async function serviceStatus(host: ServiceHost): Promise<ServiceStatus> {
   const installed = existsSync(file);
   let state: string | undefined;
   if (installed) {
-    const query = kind === 'systemd' ? await tryRun(host, 'systemctl', ['--user', 'is-active', SYSTEMD_UNIT_NAME]) : await tryRun(host, 'launchctl', ['print', `gui/${host.uid ?? 0}/${LAUNCHD_LABEL}`]);
+    const query =
+      kind === 'systemd'
+        ? await tryRun(host, 'systemctl', ['--user', 'is-active', SYSTEMD_UNIT_NAME])
+        : await tryRun(host, 'launchctl', ['print', `gui/${host.uid ?? 0}/${LAUNCHD_LABEL}`]);
     state = query.detail.includes('not available') ? undefined : kind === 'systemd' ? query.detail : query.ok ? 'loaded' : 'not loaded';
   }
   return { kind, file, installed, state };

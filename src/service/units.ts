@@ -61,7 +61,10 @@ function xmlEscape(value: string): string {
 
 export function launchdPlist(spec: ServiceSpec): string {
   const argumentsXml = [...spec.command, 'start', '--foreground', ...spec.args].map((arg) => `    <string>${xmlEscape(arg)}</string>`);
-  const environmentXml = Object.entries(spec.environment).flatMap(([key, value]) => [`    <key>${xmlEscape(key)}</key>`, `    <string>${xmlEscape(value)}</string>`]);
+  const environmentXml = Object.entries(spec.environment).flatMap(([key, value]) => [
+    `    <key>${xmlEscape(key)}</key>`,
+    `    <string>${xmlEscape(value)}</string>`,
+  ]);
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
     '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">',

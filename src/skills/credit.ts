@@ -44,13 +44,32 @@ export class SkillCreditStore {
 
   constructor(db: Db) {
     this.statements = {
-      usage: db.prepare<[string, string, string, number, number, number, number]>('INSERT OR IGNORE INTO skill_usage (turn_id, session_id, skill, rank, relevance, full_body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
-      previousMain: db.prepare<[string, number], { id: string }>("SELECT id FROM turns WHERE session_id = ? AND turn_type = 'main' AND seq < ? ORDER BY seq DESC LIMIT 1"),
+      usage: db.prepare<[string, string, string, number, number, number, number]>(
+        'INSERT OR IGNORE INTO skill_usage (turn_id, session_id, skill, rank, relevance, full_body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      previousMain: db.prepare<[string, number], { id: string }>(
+        "SELECT id FROM turns WHERE session_id = ? AND turn_type = 'main' AND seq < ? ORDER BY seq DESC LIMIT 1",
+      ),
       outcome: db.prepare<[string, string, string, string | null, number]>(
         'INSERT INTO turn_outcomes (turn_id, session_id, outcome, evidence, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(turn_id) DO UPDATE SET outcome = excluded.outcome, evidence = excluded.evidence, updated_at = excluded.updated_at',
       ),
-      judge: db.prepare<[string, string, number, number]>('INSERT INTO turn_outcomes (turn_id, session_id, judge_score, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT(turn_id) DO UPDATE SET judge_score = excluded.judge_score, updated_at = excluded.updated_at'),
-      figures: db.prepare<[], { skill: string; injected: number; full_body: number; sessions: number; corrected: number; accepted: number; judged: number; judge_mean: number | null; last_used_at: number | null }>(`
+      judge: db.prepare<[string, string, number, number]>(
+        'INSERT INTO turn_outcomes (turn_id, session_id, judge_score, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT(turn_id) DO UPDATE SET judge_score = excluded.judge_score, updated_at = excluded.updated_at',
+      ),
+      figures: db.prepare<
+        [],
+        {
+          skill: string;
+          injected: number;
+          full_body: number;
+          sessions: number;
+          corrected: number;
+          accepted: number;
+          judged: number;
+          judge_mean: number | null;
+          last_used_at: number | null;
+        }
+      >(`
         SELECT u.skill AS skill,
                COUNT(*) AS injected,
                SUM(u.full_body) AS full_body,
@@ -62,9 +81,13 @@ export class SkillCreditStore {
                MAX(u.created_at) AS last_used_at
           FROM skill_usage u LEFT JOIN turn_outcomes o ON o.turn_id = u.turn_id
          GROUP BY u.skill`),
-      sessionsOf: db.prepare<[string, number], { session_id: string; last: number }>('SELECT session_id, MAX(created_at) AS last FROM skill_usage WHERE skill = ? GROUP BY session_id ORDER BY last DESC LIMIT ?'),
+      sessionsOf: db.prepare<[string, number], { session_id: string; last: number }>(
+        'SELECT session_id, MAX(created_at) AS last FROM skill_usage WHERE skill = ? GROUP BY session_id ORDER BY last DESC LIMIT ?',
+      ),
       forget: db.prepare<[string]>('DELETE FROM skill_usage WHERE skill = ?'),
-      outcomesOfSession: db.prepare<[string], { turn_id: string; outcome: string | null; judge_score: number | null }>('SELECT turn_id, outcome, judge_score FROM turn_outcomes WHERE session_id = ?'),
+      outcomesOfSession: db.prepare<[string], { turn_id: string; outcome: string | null; judge_score: number | null }>(
+        'SELECT turn_id, outcome, judge_score FROM turn_outcomes WHERE session_id = ?',
+      ),
     };
   }
 

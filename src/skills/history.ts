@@ -35,7 +35,9 @@ export class SkillHistory {
   ) {
     this.state = new StateStore(db);
     this.statements = {
-      insert: db.prepare<[string, number, string, string, number, string | null, number]>('INSERT INTO skill_versions (name, version, action, content, generation, source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      insert: db.prepare<[string, number, string, string, number, string | null, number]>(
+        'INSERT INTO skill_versions (name, version, action, content, generation, source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
       versions: db.prepare<[string], VersionRow>('SELECT * FROM skill_versions WHERE name = ? ORDER BY id'),
       latest: db.prepare<[string], VersionRow>('SELECT * FROM skill_versions WHERE name = ? ORDER BY id DESC LIMIT 1'),
     };

@@ -20,7 +20,9 @@ export class ProposalStore {
 
   constructor(db: Db) {
     this.statements = {
-      add: db.prepare<[string, string, string, string, string, string | null, number]>("INSERT INTO skill_proposals (session_id, action, name, draft, evidence, reason, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)"),
+      add: db.prepare<[string, string, string, string, string, string | null, number]>(
+        "INSERT INTO skill_proposals (session_id, action, name, draft, evidence, reason, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+      ),
       pending: db.prepare<[], ProposalRow>("SELECT * FROM skill_proposals WHERE status = 'pending' ORDER BY id"),
       count: db.prepare<[], { count: number }>("SELECT COUNT(*) AS count FROM skill_proposals WHERE status = 'pending'"),
       get: db.prepare<[number], ProposalRow>('SELECT * FROM skill_proposals WHERE id = ?'),
@@ -29,7 +31,15 @@ export class ProposalStore {
   }
 
   add(sessionId: string, change: PlannedChange): number {
-    const result = this.statements.add.run(sessionId, change.action, change.draft.name, JSON.stringify(change.draft), JSON.stringify(change.evidence), change.reason ?? null, Date.now());
+    const result = this.statements.add.run(
+      sessionId,
+      change.action,
+      change.draft.name,
+      JSON.stringify(change.draft),
+      JSON.stringify(change.evidence),
+      change.reason ?? null,
+      Date.now(),
+    );
     return Number(result.lastInsertRowid);
   }
 

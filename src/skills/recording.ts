@@ -36,7 +36,8 @@ export class SkillsRecording implements ConversationListener, LearningTrigger {
   onTurnRecorded(event: TurnRecordedEvent, enqueue: Enqueue): void {
     const every = this.settings.evolveEveryNTurns;
     if (!this.settings.autoEvolve || event.turnType !== 'main' || event.outcome !== 'ok' || every <= 0) return;
-    if (event.mainTurnCount % every === 0) enqueue(EVOLVE_JOB, { sessionId: event.sessionId, reason: `every ${every} main turns` }, { dedupeKey: `${EVOLVE_JOB}:${event.sessionId}` });
+    if (event.mainTurnCount % every === 0)
+      enqueue(EVOLVE_JOB, { sessionId: event.sessionId, reason: `every ${every} main turns` }, { dedupeKey: `${EVOLVE_JOB}:${event.sessionId}` });
   }
 
   onSessionEnded(event: SessionEndedEvent, enqueue: Enqueue): void {

@@ -61,7 +61,14 @@ export function renderSkills(retrieved: readonly RetrievedSkill[], options: Rend
 }
 
 function describe(item: RetrievedSkill, full: boolean) {
-  return { name: item.skill.name, version: item.skill.version, relevance: round(item.relevance), keyword: round(item.keyword), semantic: item.semantic === undefined ? null : round(item.semantic), full };
+  return {
+    name: item.skill.name,
+    version: item.skill.version,
+    relevance: round(item.relevance),
+    keyword: round(item.keyword),
+    semantic: item.semantic === undefined ? null : round(item.semantic),
+    full,
+  };
 }
 
 function oneLine(text: string): string {

@@ -123,7 +123,11 @@ export class SkillSearchIndex {
   }
 
   private remember(skill: Skill): void {
-    const fields = { name: tokenize(skill.name.replaceAll('-', ' ')), description: tokenize(skill.description), body: tokenize(`${skill.category} ${skill.body}`) };
+    const fields = {
+      name: tokenize(skill.name.replaceAll('-', ' ')),
+      description: tokenize(skill.description),
+      body: tokenize(`${skill.category} ${skill.body}`),
+    };
     const frequencies = new Map<string, number>();
     let length = 0;
     for (const field of ['name', 'description', 'body'] as const) {

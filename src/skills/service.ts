@@ -1,7 +1,15 @@
 import type { UpstreamTarget } from '../config/index.js';
 import type { ConversationStore } from '../conversation/index.js';
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
-import { callLlmForJson, InvalidLlmOutputError, LearningMisconfiguredError, resolveLearningTarget, type JobContext, type JobHandler, type LearningEndpointConfig } from '../learning/index.js';
+import {
+  callLlmForJson,
+  InvalidLlmOutputError,
+  LearningMisconfiguredError,
+  resolveLearningTarget,
+  type JobContext,
+  type JobHandler,
+  type LearningEndpointConfig,
+} from '../learning/index.js';
 import type { Logger } from '../logging/index.js';
 import { fillPrompt, loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
@@ -22,7 +30,6 @@ import { SkillSearchIndex } from './search-index.js';
 import type { Skill, SkillDraft } from './types.js';
 import { SkillVectors } from './vectors.js';
 import { InternalError, SkillError } from '../errors.js';
-
 
 export interface SkillsSettings {
   enabled: boolean;
@@ -86,10 +93,24 @@ export class SkillsService {
     this.history = new SkillHistory(db, settings.dir);
     this.proposals = new ProposalStore(db);
     this.state = new StateStore(db);
-    const embeddings = settings.embedding.apiBase && settings.embedding.model && settings.retrievalMode !== 'template' ? new EmbeddingClient({ apiBase: settings.embedding.apiBase, apiKey: settings.embedding.apiKey, model: settings.embedding.model }) : undefined;
+    const embeddings =
+      settings.embedding.apiBase && settings.embedding.model && settings.retrievalMode !== 'template'
+        ? new EmbeddingClient({ apiBase: settings.embedding.apiBase, apiKey: settings.embedding.apiKey, model: settings.embedding.model })
+        : undefined;
     this.vectors = embeddings ? new SkillVectors(db, embeddings, logger) : undefined;
-    this.retriever = new SkillRetriever(this.library, this.index, this.vectors, embeddings, { mode: settings.retrievalMode, topK: settings.topK, minRelevance: settings.minRelevance, embeddingTimeoutMs: 1_500 }, logger);
-    this.provider = new SkillsContextProvider(this.retriever, { maxTokens: settings.maxTokens, fullBodyTopN: settings.fullBodyTopN }, () => this.history.generation);
+    this.retriever = new SkillRetriever(
+      this.library,
+      this.index,
+      this.vectors,
+      embeddings,
+      { mode: settings.retrievalMode, topK: settings.topK, minRelevance: settings.minRelevance, embeddingTimeoutMs: 1_500 },
+      logger,
+    );
+    this.provider = new SkillsContextProvider(
+      this.retriever,
+      { maxTokens: settings.maxTokens, fullBodyTopN: settings.fullBodyTopN },
+      () => this.history.generation,
+    );
     this.library.onChange((change) => {
       this.history.refresh();
       this.index.update(change.changed, change.removed);
@@ -158,12 +179,19 @@ export class SkillsService {
   revert(name: string, toVersion?: number): ChangeResult {
     const current = this.library.get(name);
     const versions = this.history.versions(name).filter((row) => row.content !== '');
-    const target = toVersion === undefined ? versions.filter((row) => row.version < (current?.version ?? Number.POSITIVE_INFINITY)).at(-1) : versions.find((row) => row.version === toVersion);
+    const target =
+      toVersion === undefined
+        ? versions.filter((row) => row.version < (current?.version ?? Number.POSITIVE_INFINITY)).at(-1)
+        : versions.find((row) => row.version === toVersion);
     if (!target) throw new SkillError(toVersion === undefined ? `${name} has no earlier version to revert to` : `${name} has no recorded version ${toVersion}`);
     const parsed = parseSkillFile(target.content, `${name}@v${target.version}`, name);
     if ('reason' in parsed) throw new SkillError(`version ${target.version} of ${name} cannot be restored: ${parsed.reason}`);
     const old = parsed.skill;
-    return this.applyDraft({ name, description: old.description, category: old.category, body: old.body, origin: old.origin, extra: old.extra, sourceSessions: old.sourceSessions }, 'revert', `revert to v${target.version}`);
+    return this.applyDraft(
+      { name, description: old.description, category: old.category, body: old.body, origin: old.origin, extra: old.extra, sourceSessions: old.sourceSessions },
+      'revert',
+      `revert to v${target.version}`,
+    );
   }
 
   /** Skills with their credit figures, for `skills list` and GET /v1/skills. */
@@ -214,14 +242,25 @@ export class SkillsService {
       reason: payload.reason,
       transcript: transcript.text,
       related_skills: related.length > 0 ? related.map(renderForPrompt).join('\n\n') : '(none)',
-      all_names: this.library.all().map((skill) => skill.name).sort().join(', ') || '(the library is empty)',
+      all_names:
+        this.library
+          .all()
+          .map((skill) => skill.name)
+          .sort()
+          .join(', ') || '(the library is empty)',
       max_changes: String(this.settings.maxNewSkills),
     };
     let output;
     try {
-      output = await callLlmForJson(target, { system: prompt.system, user: fillPrompt(prompt.user, values), maxTokens: 3_000, temperature: 0.2, signal: context.signal }, evolverOutputSchema, (tokens) => context.spend(tokens));
+      output = await callLlmForJson(
+        target,
+        { system: prompt.system, user: fillPrompt(prompt.user, values), maxTokens: 3_000, temperature: 0.2, signal: context.signal },
+        evolverOutputSchema,
+        (tokens) => context.spend(tokens),
+      );
     } catch (error) {
-      if (error instanceof InvalidLlmOutputError) context.logger.warn({ session: payload.sessionId, err: error.message }, 'the evolver returned unusable output; nothing written');
+      if (error instanceof InvalidLlmOutputError)
+        context.logger.warn({ session: payload.sessionId, err: error.message }, 'the evolver returned unusable output; nothing written');
       throw error;
     }
     const seen = new Map(related.map((skill) => [skill.name, skill.version]));
@@ -233,11 +272,24 @@ export class SkillsService {
       promptVersion: prompt.version,
     });
     this.state.set(watermarkKey, String(transcript.lastSeq));
-    context.logger.info({ session: payload.sessionId, applied: result.applied.map((change) => `${change.action} ${change.skill.name} v${change.version}`), proposed: result.proposed, rejected: result.rejected }, 'skill evolution finished');
+    context.logger.info(
+      {
+        session: payload.sessionId,
+        applied: result.applied.map((change) => `${change.action} ${change.skill.name} v${change.version}`),
+        proposed: result.proposed,
+        rejected: result.rejected,
+      },
+      'skill evolution finished',
+    );
   }
 
   /** Validates and applies (or, under manual review, proposes) the evolver's changes. */
-  applyEvolution(changes: Parameters<typeof planChanges>[0], sessionId: string, seen: ReadonlyMap<string, number>, meta: { reason: string; turns: number; model: string; tokens: number; promptVersion: number }): EvolutionResult {
+  applyEvolution(
+    changes: Parameters<typeof planChanges>[0],
+    sessionId: string,
+    seen: ReadonlyMap<string, number>,
+    meta: { reason: string; turns: number; model: string; tokens: number; promptVersion: number },
+  ): EvolutionResult {
     const { planned, rejected } = planChanges(changes, {
       get: (name) => this.library.get(name),
       nearest: (text, excluding) => this.nearest(text, excluding),
@@ -261,8 +313,18 @@ export class SkillsService {
         tokens: meta.tokens,
         review: this.settings.review,
         num_skills_generated: applied.filter((change) => change.action === 'create').length,
-        skill_names: [...applied.map((change) => change.skill.name), ...planned.filter((_, index) => proposed[index] !== undefined).map((change) => change.draft.name)],
-        changes: planned.map((change, index) => ({ action: change.action, name: change.draft.name, merged_into: change.mergedInto ?? null, evidence: change.evidence, reason: change.reason ?? null, status: this.settings.review === 'manual' ? `pending #${proposed[index]}` : 'applied' })),
+        skill_names: [
+          ...applied.map((change) => change.skill.name),
+          ...planned.filter((_, index) => proposed[index] !== undefined).map((change) => change.draft.name),
+        ],
+        changes: planned.map((change, index) => ({
+          action: change.action,
+          name: change.draft.name,
+          merged_into: change.mergedInto ?? null,
+          evidence: change.evidence,
+          reason: change.reason ?? null,
+          status: this.settings.review === 'manual' ? `pending #${proposed[index]}` : 'applied',
+        })),
         rejected,
       });
     }
@@ -305,4 +367,3 @@ export class SkillsService {
 function renderForPrompt(skill: Skill): string {
   return `#### ${skill.name} (category ${skill.category}, v${skill.version})\ndescription: ${skill.description}\n${skill.body.slice(0, 2_500)}`;
 }
-

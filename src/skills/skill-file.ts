@@ -10,8 +10,15 @@ export const MAX_NAME_LENGTH = 64;
 export const MAX_DESCRIPTION_LENGTH = 1024;
 
 const frontmatterSchema = z.looseObject({
-  name: z.string({ error: 'name is required' }).max(MAX_NAME_LENGTH, `name must be at most ${MAX_NAME_LENGTH} characters`).regex(SKILL_NAME, 'name must be lowercase letters, digits and single hyphens'),
-  description: z.string({ error: 'description is required' }).trim().min(1, 'description must say when to use the skill').max(MAX_DESCRIPTION_LENGTH, `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`),
+  name: z
+    .string({ error: 'name is required' })
+    .max(MAX_NAME_LENGTH, `name must be at most ${MAX_NAME_LENGTH} characters`)
+    .regex(SKILL_NAME, 'name must be lowercase letters, digits and single hyphens'),
+  description: z
+    .string({ error: 'description is required' })
+    .trim()
+    .min(1, 'description must say when to use the skill')
+    .max(MAX_DESCRIPTION_LENGTH, `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`),
   category: z.string().trim().min(1).optional(),
   version: z.number().int().positive().optional(),
   created_at: z.union([z.string(), z.date()]).optional(),
@@ -41,7 +48,10 @@ export function parseSkillFile(text: string, path: string, folderName: string): 
   if (!parsed.success) return { reason: parsed.error.issues.map((issue) => `${issue.path.join('.') || 'frontmatter'}: ${issue.message}`).join('; ') };
   const front = parsed.data;
   if (front.name !== folderName) return { reason: `name "${front.name}" must equal the folder name "${folderName}"` };
-  const body = text.replace(/^\uFEFF/, '').slice(match[0].length).trim();
+  const body = text
+    .replace(/^\uFEFF/, '')
+    .slice(match[0].length)
+    .trim();
   if (body === '') return { reason: 'the body (Markdown after the frontmatter) is empty' };
   const extra: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(data as Record<string, unknown>)) if (!KNOWN_KEYS.has(key)) extra[key] = value;
@@ -105,10 +115,18 @@ export function parseLegacyFrontmatter(text: string): { name?: string; descripti
   for (const line of normalized.slice(3, end).split('\n')) {
     const colon = line.indexOf(':');
     if (colon === -1) continue;
-    fields[line.slice(0, colon).trim()] = line.slice(colon + 1).trim().replace(/^["']|["']$/g, '');
+    fields[line.slice(0, colon).trim()] = line
+      .slice(colon + 1)
+      .trim()
+      .replace(/^["']|["']$/g, '');
   }
   const bodyStart = normalized.indexOf('\n', end + 1);
-  return { ...(fields['name'] ? { name: fields['name'] } : {}), ...(fields['description'] ? { description: fields['description'] } : {}), ...(fields['category'] ? { category: fields['category'] } : {}), body: bodyStart === -1 ? '' : normalized.slice(bodyStart).trim() };
+  return {
+    ...(fields['name'] ? { name: fields['name'] } : {}),
+    ...(fields['description'] ? { description: fields['description'] } : {}),
+    ...(fields['category'] ? { category: fields['category'] } : {}),
+    body: bodyStart === -1 ? '' : normalized.slice(bodyStart).trim(),
+  };
 }
 
 export function hashText(text: string): string {

@@ -31,7 +31,11 @@ export function installStarterSkills(service: SkillsService, options: { force?: 
  * refused unless `force` (its text is escaped when injected either way). The whole import counts as
  * one library generation.
  */
-export function importSkills(service: SkillsService, folder: string, options: { overwrite?: boolean; force?: boolean; origin?: 'imported' | 'starter'; action?: 'import' | 'install' } = {}): ImportReport {
+export function importSkills(
+  service: SkillsService,
+  folder: string,
+  options: { overwrite?: boolean; force?: boolean; origin?: 'imported' | 'starter'; action?: 'import' | 'install' } = {},
+): ImportReport {
   const report: ImportReport = { imported: [], skipped: [], suspicious: [], generation: undefined };
   if (!existsSync(folder)) {
     report.skipped.push({ path: folder, reason: 'folder not found' });
@@ -62,7 +66,12 @@ export function importSkills(service: SkillsService, folder: string, options: { 
     report.generation ??= service.history.bumpGeneration();
     try {
       // An imported skill is injected into prompts: a key pasted into its text must not travel with it.
-      service.applyDraft({ ...draft, description: redactSecrets(draft.description), body: redactSecrets(draft.body), origin: options.origin ?? 'imported' }, options.action ?? 'import', `import from ${folder}`, report.generation);
+      service.applyDraft(
+        { ...draft, description: redactSecrets(draft.description), body: redactSecrets(draft.body), origin: options.origin ?? 'imported' },
+        options.action ?? 'import',
+        `import from ${folder}`,
+        report.generation,
+      );
       copySupportingFiles(join(folder, entry.name), join(service.library.dir, draft.name));
       report.imported.push(draft.name);
       if (injection) report.suspicious.push({ name: draft.name, path, reason: injection, imported: true });

@@ -20,7 +20,9 @@ export class SkillVectors {
   ) {
     this.statements = {
       all: db.prepare<[string], { name: string; content_hash: string; vector: Buffer }>('SELECT name, content_hash, vector FROM skill_vectors WHERE model = ?'),
-      upsert: db.prepare<[string, string, string, Buffer]>('INSERT INTO skill_vectors (name, content_hash, model, vector) VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET content_hash = excluded.content_hash, model = excluded.model, vector = excluded.vector'),
+      upsert: db.prepare<[string, string, string, Buffer]>(
+        'INSERT INTO skill_vectors (name, content_hash, model, vector) VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET content_hash = excluded.content_hash, model = excluded.model, vector = excluded.vector',
+      ),
       remove: db.prepare<[string]>('DELETE FROM skill_vectors WHERE name = ?'),
     };
     for (const row of this.statements.all.all(client.model)) this.vectors.set(row.name, { hash: row.content_hash, vector: blobToVector(row.vector) });

@@ -33,7 +33,7 @@ let lastPassive = Date.now();
  */
 function tick(): void {
   const now = Date.now();
-  let walBytes = 0;
+  let walBytes: number;
   try {
     walBytes = statSync(walPath).size;
   } catch {

@@ -36,7 +36,8 @@ export class WalCheckpointer {
     });
     worker.on('message', (message: { type?: string; message?: string; walBytes?: number; busy?: number }) => {
       if (message.type === 'error') this.logger.warn({ error: message.message }, 'WAL checkpoint failed; it will be retried');
-      else if (message.type === 'truncated') this.logger.debug({ wal_bytes: message.walBytes, busy: message.busy }, 'WAL over its limit: checkpointed and truncated');
+      else if (message.type === 'truncated')
+        this.logger.debug({ wal_bytes: message.walBytes, busy: message.busy }, 'WAL over its limit: checkpointed and truncated');
     });
     worker.on('error', (error) => {
       // Serving goes on without it: the WAL just grows until the next start checkpoints it.

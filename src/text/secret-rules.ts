@@ -24,7 +24,14 @@ const ruleSchema = z
      */
     startsWord: z.boolean().default(false),
     /** The rule runs only on text that holds one of these (lower case, compared case-insensitively). */
-    keywords: z.array(z.string().min(2).refine((keyword) => keyword === keyword.toLowerCase(), 'keywords are lower case')).default([]),
+    keywords: z
+      .array(
+        z
+          .string()
+          .min(2)
+          .refine((keyword) => keyword === keyword.toLowerCase(), 'keywords are lower case'),
+      )
+      .default([]),
     /** Least Shannon entropy (bits per character) of the secret; below it the match is kept. */
     entropy: z.number().min(0).max(8).optional(),
     /** The capture group that is the secret (0: the whole match); the context around it stays. */

@@ -9,12 +9,16 @@ import { stemmer } from 'stemmer';
 const segmenter = new Intl.Segmenter('und', { granularity: 'word' });
 
 const ENGLISH_STOP_WORDS = new Set(
-  `a about above after again against all am an and any are aren't as at be because been before being below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves then there there's these they they'd they'll they're they've this those through to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves also just can like want need please get got make use using used help thing things way really would could should will shall may might must one two yes ok okay hi hello hey thanks thank`.split(/\s+/),
+  `a about above after again against all am an and any are aren't as at be because been before being below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves then there there's these they they'd they'll they're they've this those through to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves also just can like want need please get got make use using used help thing things way really would could should will shall may might must one two yes ok okay hi hello hey thanks thank`.split(
+    /\s+/,
+  ),
 );
 
 /** Function words of Chinese and Japanese that segmenters return as words. */
 const CJK_STOP_WORDS = new Set(
-  '的 了 是 在 我 你 他 她 它 们 我们 你们 这 那 这个 那个 怎么 怎样 如何 什么 吗 呢 吧 啊 和 与 或 就 都 也 还 要 会 能 可以 一下 一个 有 没有 不 请 帮 帮我 给 把 被 让 来 去 上 下 中 里 之 为 为什么 所以 因为 但是 如果 の を に は が で と も へ や か な た て だ です ます する した して ください これ それ あれ この その どう 何 ね よ'.split(' '),
+  '的 了 是 在 我 你 他 她 它 们 我们 你们 这 那 这个 那个 怎么 怎样 如何 什么 吗 呢 吧 啊 和 与 或 就 都 也 还 要 会 能 可以 一下 一个 有 没有 不 请 帮 帮我 给 把 被 让 来 去 上 下 中 里 之 为 为什么 所以 因为 但是 如果 の を に は が で と も へ や か な た て だ です ます する した して ください これ それ あれ この その どう 何 ね よ'.split(
+    ' ',
+  ),
 );
 
 const HAS_LATIN = /[a-z]/;

@@ -13,7 +13,8 @@ export function countTextTokens(text: string): number {
   let other = 0;
   for (let index = 0; index < text.length; index++) {
     const code = text.charCodeAt(index);
-    if ((code >= 0x3040 && code <= 0x30ff) || (code >= 0x3400 && code <= 0x9fff) || (code >= 0xac00 && code <= 0xd7af) || (code >= 0xf900 && code <= 0xfaff)) cjk++;
+    if ((code >= 0x3040 && code <= 0x30ff) || (code >= 0x3400 && code <= 0x9fff) || (code >= 0xac00 && code <= 0xd7af) || (code >= 0xf900 && code <= 0xfaff))
+      cjk++;
     else other++;
   }
   return cjk + Math.ceil(other / 3.6);

@@ -60,7 +60,8 @@ export interface AnthropicTool {
   [key: string]: unknown;
 }
 
-export type AnthropicToolChoice = { type: 'auto' | 'any' | 'none'; disable_parallel_tool_use?: boolean } | { type: 'tool'; name: string; disable_parallel_tool_use?: boolean };
+export type AnthropicToolChoice =
+  { type: 'auto' | 'any' | 'none'; disable_parallel_tool_use?: boolean } | { type: 'tool'; name: string; disable_parallel_tool_use?: boolean };
 
 export interface AnthropicMessagesRequest {
   model: string;

@@ -75,7 +75,14 @@ export interface OpenAIChatCompletion {
   model: string;
   choices: Array<{
     index: number;
-    message: { role: 'assistant'; content: string | null; tool_calls?: OpenAIToolCall[]; reasoning_content?: string; refusal?: string | null; [key: string]: unknown };
+    message: {
+      role: 'assistant';
+      content: string | null;
+      tool_calls?: OpenAIToolCall[];
+      reasoning_content?: string;
+      refusal?: string | null;
+      [key: string]: unknown;
+    };
     finish_reason: string | null;
     logprobs?: unknown;
     [key: string]: unknown;

@@ -131,12 +131,27 @@ export class UpstreamForwarder {
       try {
         built = this.buildBody(target, input);
       } catch (error) {
-        return this.failWith(input, sink, 400, `Cannot translate the request for ${target.name}: ${errorMessage(error)}`, { attempts, forwardedBody, upstream: target, firstByteMs });
+        return this.failWith(input, sink, 400, `Cannot translate the request for ${target.name}: ${errorMessage(error)}`, {
+          attempts,
+          forwardedBody,
+          upstream: target,
+          firstByteMs,
+        });
       }
       forwardedBody = built;
       const body = built.text;
       for (let retry = 0; retry <= this.options.maxRetries; retry++) {
-        if (sink.closed) return { status: null, outcome: 'client_aborted', error: 'client disconnected', upstream: target, attempts, forwardedBody, response: null, firstByteMs };
+        if (sink.closed)
+          return {
+            status: null,
+            outcome: 'client_aborted',
+            error: 'client disconnected',
+            upstream: target,
+            attempts,
+            forwardedBody,
+            response: null,
+            firstByteMs,
+          };
         attempts++;
         const result = await this.attempt(target, input, body, sink, markFirstByte);
         if (result.type === 'retryable' && (sink.closed || sink.committed)) {
@@ -148,14 +163,35 @@ export class UpstreamForwarder {
         }
         if (result.type === 'finished') {
           if (result.outcome === 'ok' && !target.apiKey) this.credentialMemory?.remember(target.name, input.credentials);
-          return { status: result.status, outcome: result.outcome, error: result.error, upstream: target, attempts, forwardedBody, response: result.response, firstByteMs };
+          return {
+            status: result.status,
+            outcome: result.outcome,
+            error: result.error,
+            upstream: target,
+            attempts,
+            forwardedBody,
+            response: result.response,
+            firstByteMs,
+          };
         }
         if (result.type === 'rejected') {
           this.sendUpstreamError(input.clientFormat, target.format, sink, result.status, result.contentType, result.body);
-          return { status: result.status, outcome: 'upstream_error', error: `upstream ${target.name} answered ${result.status}`, upstream: target, attempts, forwardedBody, response: null, firstByteMs };
+          return {
+            status: result.status,
+            outcome: 'upstream_error',
+            error: `upstream ${target.name} answered ${result.status}`,
+            upstream: target,
+            attempts,
+            forwardedBody,
+            response: null,
+            firstByteMs,
+          };
         }
         lastFailure = result;
-        this.logger.warn({ request_id: input.requestId, upstream: target.name, attempt: attempts, status: result.status, reason: result.reason }, 'upstream attempt failed');
+        this.logger.warn(
+          { request_id: input.requestId, upstream: target.name, attempt: attempts, status: result.status, reason: result.reason },
+          'upstream attempt failed',
+        );
         if (retry === this.options.maxRetries) break;
         const wait = result.retryAfterMs ?? backoffDelayMs(retry);
         if (wait > this.options.maxRetryWaitMs) break; // asked to wait too long: move on to the next upstream
@@ -166,7 +202,16 @@ export class UpstreamForwarder {
     const failure = lastFailure!;
     if (failure.status !== undefined && failure.body !== undefined) {
       this.sendUpstreamError(input.clientFormat, lastTarget!.format, sink, failure.status, failure.contentType ?? 'application/json', failure.body);
-      return { status: failure.status, outcome: 'upstream_error', error: failure.reason, upstream: lastTarget, attempts, forwardedBody, response: null, firstByteMs };
+      return {
+        status: failure.status,
+        outcome: 'upstream_error',
+        error: failure.reason,
+        upstream: lastTarget,
+        attempts,
+        forwardedBody,
+        response: null,
+        firstByteMs,
+      };
     }
     const status = failure.timedOut ? 504 : 502;
     const message = failure.timedOut ? `The upstream did not answer in time (${failure.reason}).` : `Could not reach the upstream (${failure.reason}).`;
@@ -174,7 +219,12 @@ export class UpstreamForwarder {
   }
 
   /** An attempt failed after the client had bytes or left: end what was sent with an error event, never retry. */
-  private endCommitted(input: ForwardInput, sink: ClientSink, reason: string, context: Pick<ForwardResult, 'attempts' | 'forwardedBody' | 'upstream' | 'firstByteMs'>): ForwardResult {
+  private endCommitted(
+    input: ForwardInput,
+    sink: ClientSink,
+    reason: string,
+    context: Pick<ForwardResult, 'attempts' | 'forwardedBody' | 'upstream' | 'firstByteMs'>,
+  ): ForwardResult {
     if (sink.closed) return { status: null, outcome: 'client_aborted', error: 'client disconnected', response: null, ...context };
     const message = `The upstream stream broke before it finished (${reason}).`;
     sink.write(streamErrorFrame(input.clientFormat, { kind: 'api_error', message, code: 'upstream_stream_broken' }));
@@ -191,9 +241,19 @@ export class UpstreamForwarder {
     for (const abort of [...this.inFlight]) abort(message);
   }
 
-  private failWith(input: ForwardInput, sink: ClientSink, status: number, message: string, context: Pick<ForwardResult, 'attempts' | 'forwardedBody' | 'upstream' | 'firstByteMs'>): ForwardResult {
+  private failWith(
+    input: ForwardInput,
+    sink: ClientSink,
+    status: number,
+    message: string,
+    context: Pick<ForwardResult, 'attempts' | 'forwardedBody' | 'upstream' | 'firstByteMs'>,
+  ): ForwardResult {
     if (!sink.closed && !sink.committed) {
-      sink.sendComplete(status, 'application/json', errorBodyText(input.clientFormat, { kind: kindForStatus(status), message, code: status === 504 ? 'upstream_timeout' : 'upstream_unreachable' }));
+      sink.sendComplete(
+        status,
+        'application/json',
+        errorBodyText(input.clientFormat, { kind: kindForStatus(status), message, code: status === 504 ? 'upstream_timeout' : 'upstream_unreachable' }),
+      );
     }
     return { status, outcome: status >= 500 ? 'upstream_error' : 'proxy_error', error: message, response: null, ...context };
   }
@@ -203,7 +263,8 @@ export class UpstreamForwarder {
     const model = target.model;
     let object: Record<string, unknown>;
     if (target.format === input.clientFormat) object = model === undefined || input.body['model'] === model ? input.body : { ...input.body, model };
-    else if (input.clientFormat === 'openai') object = openAIRequestToAnthropic(input.body as OpenAIChatRequest, { defaultMaxTokens: this.options.defaultMaxTokens, ...(model ? { model } : {}) });
+    else if (input.clientFormat === 'openai')
+      object = openAIRequestToAnthropic(input.body as OpenAIChatRequest, { defaultMaxTokens: this.options.defaultMaxTokens, ...(model ? { model } : {}) });
     else object = anthropicRequestToOpenAI(input.body as AnthropicMessagesRequest, model ? { model } : {});
     return { object, text: JSON.stringify(object) };
   }
@@ -247,7 +308,9 @@ export class UpstreamForwarder {
         const status = response.statusCode ?? 502;
         const contentType = headerText(response.headers['content-type']) ?? 'application/json';
         if (status >= 200 && status < 300) {
-          const reading = contentType.includes('text/event-stream') ? this.relayStream(target, input, response, sink, markFirstByte) : this.deliverComplete(target, input, response, status, contentType, sink, markFirstByte);
+          const reading = contentType.includes('text/event-stream')
+            ? this.relayStream(target, input, response, sink, markFirstByte)
+            : this.deliverComplete(target, input, response, status, contentType, sink, markFirstByte);
           answering = reading.abort;
           reading.result.then(settle, (error) => settle({ type: 'retryable', reason: errorMessage(error) }));
           return;
@@ -256,7 +319,14 @@ export class UpstreamForwarder {
           (errorBody) => {
             if (isRetryableStatus(status)) {
               const wait = retryAfterMs(response.headers);
-              settle({ type: 'retryable', reason: `HTTP ${status}`, status, contentType, body: errorBody, ...(wait === undefined ? {} : { retryAfterMs: wait }) });
+              settle({
+                type: 'retryable',
+                reason: `HTTP ${status}`,
+                status,
+                contentType,
+                body: errorBody,
+                ...(wait === undefined ? {} : { retryAfterMs: wait }),
+              });
             } else settle({ type: 'rejected', status, contentType, body: errorBody });
           },
           (error) => settle({ type: 'retryable', reason: errorMessage(error), status }),
@@ -268,13 +338,29 @@ export class UpstreamForwarder {
   }
 
   /** A complete (non-stream) answer: read it whole, translate if the formats differ, send it. */
-  private deliverComplete(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, status: number, contentType: string, sink: ClientSink, markFirstByte: () => void): AnswerReading {
+  private deliverComplete(
+    target: UpstreamTarget,
+    input: ForwardInput,
+    response: IncomingMessage,
+    status: number,
+    contentType: string,
+    sink: ClientSink,
+    markFirstByte: () => void,
+  ): AnswerReading {
     const abort = (message: string) => response.destroy(new Error(message));
     sink.onClose(() => response.destroy());
     return { abort, result: this.readComplete(target, input, response, status, contentType, sink, markFirstByte) };
   }
 
-  private async readComplete(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, status: number, contentType: string, sink: ClientSink, markFirstByte: () => void): Promise<AttemptResult> {
+  private async readComplete(
+    target: UpstreamTarget,
+    input: ForwardInput,
+    response: IncomingMessage,
+    status: number,
+    contentType: string,
+    sink: ClientSink,
+    markFirstByte: () => void,
+  ): Promise<AttemptResult> {
     const idle = this.idleGuard(response);
     let raw: Buffer;
     try {
@@ -298,7 +384,8 @@ export class UpstreamForwarder {
     if (!sameFormat) {
       markFirstByte();
       if (parsed === undefined) sink.sendComplete(status, contentType, raw);
-      else if (input.clientFormat === 'openai') sink.sendComplete(status, 'application/json', JSON.stringify(anthropicResponseToOpenAI(parsed as AnthropicResponse, {})));
+      else if (input.clientFormat === 'openai')
+        sink.sendComplete(status, 'application/json', JSON.stringify(anthropicResponseToOpenAI(parsed as AnthropicResponse, {})));
       else sink.sendComplete(status, 'application/json', JSON.stringify(openAIResponseToAnthropic(parsed as OpenAIChatCompletion)));
     }
     const assembled = parsed === undefined ? null : target.format === 'openai' ? assembleOpenAIResponse(parsed) : assembleAnthropicResponse(parsed);
@@ -314,7 +401,11 @@ export class UpstreamForwarder {
     const result = new Promise<AttemptResult>((resolve) => {
       const translating = target.format !== input.clientFormat;
       const includeUsage = isRecord(input.body['stream_options']) && input.body['stream_options']['include_usage'] === true;
-      const translator = !translating ? undefined : input.clientFormat === 'openai' ? new AnthropicToOpenAIStream({ includeUsage }) : new OpenAIToAnthropicStream({});
+      const translator = !translating
+        ? undefined
+        : input.clientFormat === 'openai'
+          ? new AnthropicToOpenAIStream({ includeUsage })
+          : new OpenAIToAnthropicStream({});
       const assembler = !translating ? undefined : target.format === 'openai' ? new OpenAIStreamAssembler() : new AnthropicStreamAssembler();
       const parser = translating ? new SseParser() : undefined;
       const rawChunks: Buffer[] = [];
@@ -338,7 +429,10 @@ export class UpstreamForwarder {
           sink.onDrain(() => response.resume());
         }
       };
-      const idle = setTimeout(() => response.destroy(new Error(`upstream sent nothing for ${Math.round(this.options.timeoutMs / 1000)} s`)), this.options.timeoutMs);
+      const idle = setTimeout(
+        () => response.destroy(new Error(`upstream sent nothing for ${Math.round(this.options.timeoutMs / 1000)} s`)),
+        this.options.timeoutMs,
+      );
 
       /** Ends the stream early: retried if nothing was sent, else closed with the client API's error event. */
       const stop = (reason: string, clientMessage: string, outcome: ForwardOutcome) => {
@@ -348,7 +442,15 @@ export class UpstreamForwarder {
           finish({ type: 'retryable', reason });
           return;
         }
-        send(translating ? translator!.fail(clientMessage) : streamErrorFrame(input.clientFormat, { kind: 'api_error', message: clientMessage, code: outcome === 'stream_broken' ? 'upstream_stream_broken' : 'proxy_shutting_down' }));
+        send(
+          translating
+            ? translator!.fail(clientMessage)
+            : streamErrorFrame(input.clientFormat, {
+                kind: 'api_error',
+                message: clientMessage,
+                code: outcome === 'stream_broken' ? 'upstream_stream_broken' : 'proxy_shutting_down',
+              }),
+        );
         if (!sink.closed) sink.end();
         this.logger.warn({ request_id: input.requestId, upstream: target.name, reason }, 'stream ended before the upstream finished');
         finish({ type: 'finished', status: 200, outcome, error: reason, response: assembled() });
@@ -444,7 +546,10 @@ export class UpstreamForwarder {
   }
 
   private idleGuard(response: IncomingMessage): NodeJS.Timeout {
-    const timer = setTimeout(() => response.destroy(new Error(`upstream sent nothing for ${Math.round(this.options.timeoutMs / 1000)} s`)), this.options.timeoutMs);
+    const timer = setTimeout(
+      () => response.destroy(new Error(`upstream sent nothing for ${Math.round(this.options.timeoutMs / 1000)} s`)),
+      this.options.timeoutMs,
+    );
     response.on('data', () => timer.refresh());
     return timer;
   }

@@ -48,7 +48,13 @@ export function readResponseBody(response: http.IncomingMessage, limitBytes = 32
 }
 
 /** A whole request and response with a timeout (for probes and model lists, not the relay). */
-export function simpleRequest(url: string, method: string, headers: http.OutgoingHttpHeaders, body: string | undefined, timeoutMs: number): Promise<{ status: number; text: string }> {
+export function simpleRequest(
+  url: string,
+  method: string,
+  headers: http.OutgoingHttpHeaders,
+  body: string | undefined,
+  timeoutMs: number,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     let parsed: URL;
     try {

@@ -21,7 +21,13 @@ interface ModelEntry {
  * `GET /v1/models` in the client's format. The upstream's own list when it has one (translated
  * between formats); when it has none (404, unreachable), the configured model; 401/403 pass through.
  */
-export async function listModels(target: UpstreamTarget, credentials: ClientCredentials, clientFormat: ApiFormat, fallbackModel: string, timeoutMs: number): Promise<ModelList> {
+export async function listModels(
+  target: UpstreamTarget,
+  credentials: ClientCredentials,
+  clientFormat: ApiFormat,
+  fallbackModel: string,
+  timeoutMs: number,
+): Promise<ModelList> {
   try {
     const { status, text } = await fetchUpstreamList(target, credentials, timeoutMs);
     if (status === 401 || status === 403) return { status, body: text, source: 'upstream' };
@@ -68,8 +74,16 @@ export function parseEntries(format: ApiFormat, text: string): ModelEntry[] | un
 
 function render(format: ApiFormat, entries: ModelEntry[]): string {
   if (format === 'openai') {
-    return JSON.stringify({ object: 'list', data: entries.map((entry) => ({ id: entry.id, object: 'model', created: entry.created ?? 0, owned_by: entry.ownedBy ?? 'upstream' })) });
+    return JSON.stringify({
+      object: 'list',
+      data: entries.map((entry) => ({ id: entry.id, object: 'model', created: entry.created ?? 0, owned_by: entry.ownedBy ?? 'upstream' })),
+    });
   }
-  const data = entries.map((entry) => ({ type: 'model', id: entry.id, display_name: entry.displayName ?? entry.id, created_at: new Date((entry.created ?? 0) * 1000).toISOString() }));
+  const data = entries.map((entry) => ({
+    type: 'model',
+    id: entry.id,
+    display_name: entry.displayName ?? entry.id,
+    created_at: new Date((entry.created ?? 0) * 1000).toISOString(),
+  }));
   return JSON.stringify({ data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
 }

@@ -15,9 +15,19 @@ export interface ProbeResult {
  * Checks a base URL and key with real requests: the model list first (cheap, no tokens), and when
  * the upstream has none, a one-token completion. Used by `metaclaw setup` and `metaclaw doctor`.
  */
-export async function probeUpstream(target: { baseUrl: string; format: WireFormat; apiKey: string | undefined; model: string | undefined }, timeoutMs = 15_000): Promise<ProbeResult> {
+export async function probeUpstream(
+  target: { baseUrl: string; format: WireFormat; apiKey: string | undefined; model: string | undefined },
+  timeoutMs = 15_000,
+): Promise<ProbeResult> {
   const base = target.baseUrl.replace(/\/+$/, '');
-  const upstream: UpstreamTarget = { name: 'probe', baseUrl: base, format: target.format, apiKey: target.apiKey, keySource: target.apiKey ? 'config' : 'client', model: target.model };
+  const upstream: UpstreamTarget = {
+    name: 'probe',
+    baseUrl: base,
+    format: target.format,
+    apiKey: target.apiKey,
+    keySource: target.apiKey ? 'config' : 'client',
+    model: target.model,
+  };
   const headers = jsonHeaders(upstream, {});
   const modelsUrl = endpointPath(upstream, 'models');
   let listed: { status: number; text: string };
@@ -26,23 +36,39 @@ export async function probeUpstream(target: { baseUrl: string; format: WireForma
   } catch (error) {
     return { ok: false, detail: `cannot reach ${modelsUrl}: ${(error as Error).message}`, models: undefined };
   }
-  if (listed.status === 401 || listed.status === 403) return { ok: false, detail: `the upstream rejected the key (HTTP ${listed.status} from ${modelsUrl}): ${errorText(listed.text)}`, models: undefined };
+  if (listed.status === 401 || listed.status === 403)
+    return { ok: false, detail: `the upstream rejected the key (HTTP ${listed.status} from ${modelsUrl}): ${errorText(listed.text)}`, models: undefined };
   if (listed.status >= 200 && listed.status < 300) {
     const models = parseEntries(target.format, listed.text)?.map((entry) => entry.id);
     if (target.model && models && models.length > 0 && !models.includes(target.model)) {
-      return { ok: true, detail: `reached ${base} and the key works, but it does not list the model "${target.model}" (it lists ${models.slice(0, 8).join(', ')}${models.length > 8 ? ', …' : ''})`, models };
+      return {
+        ok: true,
+        detail: `reached ${base} and the key works, but it does not list the model "${target.model}" (it lists ${models.slice(0, 8).join(', ')}${models.length > 8 ? ', …' : ''})`,
+        models,
+      };
     }
     return { ok: true, detail: `reached ${base}; the key works${models ? ` (${models.length} models listed)` : ''}`, models };
   }
-  if (!target.model) return { ok: false, detail: `${modelsUrl} answered HTTP ${listed.status} and no model is set to try a completion with`, models: undefined };
+  if (!target.model)
+    return { ok: false, detail: `${modelsUrl} answered HTTP ${listed.status} and no model is set to try a completion with`, models: undefined };
   // No model list here (many compatible servers lack one): a one-token completion proves the key.
   const completionUrl = endpointPath(upstream, 'model');
   const body = { model: target.model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] };
   try {
     const completion = await send(completionUrl, 'POST', headers, JSON.stringify(body), timeoutMs);
-    if (completion.status >= 200 && completion.status < 300) return { ok: true, detail: `reached ${base}; a one-token completion with ${target.model} worked`, models: undefined };
-    if (completion.status === 401 || completion.status === 403) return { ok: false, detail: `the upstream rejected the key (HTTP ${completion.status} from ${completionUrl}): ${errorText(completion.text)}`, models: undefined };
-    return { ok: false, detail: `a one-token completion with ${target.model} failed: HTTP ${completion.status} from ${completionUrl}: ${errorText(completion.text)}`, models: undefined };
+    if (completion.status >= 200 && completion.status < 300)
+      return { ok: true, detail: `reached ${base}; a one-token completion with ${target.model} worked`, models: undefined };
+    if (completion.status === 401 || completion.status === 403)
+      return {
+        ok: false,
+        detail: `the upstream rejected the key (HTTP ${completion.status} from ${completionUrl}): ${errorText(completion.text)}`,
+        models: undefined,
+      };
+    return {
+      ok: false,
+      detail: `a one-token completion with ${target.model} failed: HTTP ${completion.status} from ${completionUrl}: ${errorText(completion.text)}`,
+      models: undefined,
+    };
   } catch (error) {
     return { ok: false, detail: `cannot reach ${completionUrl}: ${(error as Error).message}`, models: undefined };
   }

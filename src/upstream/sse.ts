@@ -76,7 +76,10 @@ export class SseParser {
 export function encodeSse(data: string, event?: string): string {
   const head = event === undefined ? '' : `event: ${event.replace(/[\r\n]/g, '')}\n`;
   if (!data.includes('\n') && !data.includes('\r')) return `${head}data: ${data}\n\n`;
-  return `${head}${data.split(/\r\n|\r|\n/).map((line) => `data: ${line}`).join('\n')}\n\n`;
+  return `${head}${data
+    .split(/\r\n|\r|\n/)
+    .map((line) => `data: ${line}`)
+    .join('\n')}\n\n`;
 }
 
 /**
@@ -124,7 +127,14 @@ export function firstMalformedEvent(buffer: Buffer, end: number, final = false):
       eventStart = index + 1;
       first = -1;
       last = -1;
-    } else if (lineEnd - lineStart >= 5 && buffer[lineStart] === 100 && buffer[lineStart + 1] === 97 && buffer[lineStart + 2] === 116 && buffer[lineStart + 3] === 97 && buffer[lineStart + 4] === 58) {
+    } else if (
+      lineEnd - lineStart >= 5 &&
+      buffer[lineStart] === 100 &&
+      buffer[lineStart + 1] === 97 &&
+      buffer[lineStart + 2] === 116 &&
+      buffer[lineStart + 3] === 97 &&
+      buffer[lineStart + 4] === 58
+    ) {
       // "data:": its value, trimmed
       let start = lineStart + 5;
       let stop = lineEnd;

@@ -23,7 +23,12 @@ function npmInstall(folder: string, spec: string, nodeBin?: string): void {
   mkdirSync(folder, { recursive: true });
   if (!existsSync(join(folder, 'package.json'))) writeFileSync(join(folder, 'package.json'), '{"name":"metaclaw-e2e-cache","private":true}\n');
   const env = nodeBin ? { ...process.env, PATH: `${nodeBin}${delimiter}${process.env['PATH'] ?? ''}` } : process.env;
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--save-exact', spec], { cwd: folder, env, stdio: ['ignore', 'ignore', 'inherit'], timeout: 15 * 60_000 });
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--save-exact', spec], {
+    cwd: folder,
+    env,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    timeout: 15 * 60_000,
+  });
 }
 
 export function ensureOpenclaw(): OpenclawToolchain {

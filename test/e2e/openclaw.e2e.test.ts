@@ -85,7 +85,27 @@ before(async () => {
     NODE_OPTIONS: '',
   };
   // The user's OpenClaw as they had it before MetaClaw: onboarded with their own provider.
-  const onboard = await openclaw('onboard', '--non-interactive', '--accept-risk', '--skip-health', '--auth-choice', 'custom-api-key', '--custom-base-url', `${upstream.url}/v1`, '--custom-model-id', 'mock-model', '--custom-api-key', 'sk-user-own', '--secret-input-mode', 'plaintext', '--custom-compatibility', 'openai', '--workspace', join(work, 'ws'), '--json');
+  const onboard = await openclaw(
+    'onboard',
+    '--non-interactive',
+    '--accept-risk',
+    '--skip-health',
+    '--auth-choice',
+    'custom-api-key',
+    '--custom-base-url',
+    `${upstream.url}/v1`,
+    '--custom-model-id',
+    'mock-model',
+    '--custom-api-key',
+    'sk-user-own',
+    '--secret-input-mode',
+    'plaintext',
+    '--custom-compatibility',
+    'openai',
+    '--workspace',
+    join(work, 'ws'),
+    '--json',
+  );
   assert.equal(onboard.code, 0, onboard.stderr.slice(-2000));
   original = readFileSync(openclawConfig);
 });
@@ -105,7 +125,22 @@ after(async () => {
 
 describe('OpenClaw end to end (real openclaw, embedded turn)', () => {
   test('setup --claw openclaw writes the config after checking the upstream', async () => {
-    const setup = await metaclaw('setup', '--yes', '--provider', 'custom', '--api-base', `${upstream.url}/v1`, '--model', 'mock-model', '--api-key-env', 'UPSTREAM_KEY', '--claw', 'openclaw', '--port', String(proxyPort));
+    const setup = await metaclaw(
+      'setup',
+      '--yes',
+      '--provider',
+      'custom',
+      '--api-base',
+      `${upstream.url}/v1`,
+      '--model',
+      'mock-model',
+      '--api-key-env',
+      'UPSTREAM_KEY',
+      '--claw',
+      'openclaw',
+      '--port',
+      String(proxyPort),
+    );
     assert.equal(setup.code, 0, setup.stderr);
     assert.match(setup.stdout, /Checked the upstream/);
     assert.deepEqual(readFileSync(openclawConfig), original, 'setup itself does not touch OpenClaw');
@@ -119,7 +154,9 @@ describe('OpenClaw end to end (real openclaw, embedded turn)', () => {
     assert.equal(validated.code, 0, validated.stdout + validated.stderr);
 
     upstream.reset();
-    const turn = agentJson(await openclaw('agent', '--local', '--session-id', 'e2e-local-1', '--message', 'How do I squash my git commits into one before merging?', '--json'));
+    const turn = agentJson(
+      await openclaw('agent', '--local', '--session-id', 'e2e-local-1', '--message', 'How do I squash my git commits into one before merging?', '--json'),
+    );
     assert.equal(turn.payloads[0].text, REPLY, 'the reply reaches OpenClaw');
     assert.equal(turn.meta.agentMeta.provider, 'metaclaw');
 
@@ -139,7 +176,7 @@ describe('OpenClaw end to end (real openclaw, embedded turn)', () => {
     assert.match(shown.turns[0].query, /squash my git commits/);
   });
 
-  test('stop --unwire puts OpenClaw\'s config back byte for byte', async () => {
+  test("stop --unwire puts OpenClaw's config back byte for byte", async () => {
     const stopped = await metaclaw('stop', '--unwire');
     assert.equal(stopped.code, 0, stopped.stderr);
     assert.match(stopped.stdout, /Restored OpenClaw's configuration exactly as it was/);
@@ -161,7 +198,12 @@ describe('OpenClaw end to end (MetaClaw plugin, gateway)', () => {
     assert.equal((await metaclaw('start')).code, 0);
     const gatewayPort = await freePort();
     env = { ...env, OPENCLAW_GATEWAY_TOKEN: 'e2e-gateway-token', OPENCLAW_GATEWAY_PORT: String(gatewayPort) };
-    gateway = spawn(join(toolchain.openclawBin, 'openclaw'), ['gateway', 'run', '--port', String(gatewayPort), '--bind', 'loopback', '--allow-unconfigured'], { env, cwd: work, detached: true, stdio: 'ignore' });
+    gateway = spawn(join(toolchain.openclawBin, 'openclaw'), ['gateway', 'run', '--port', String(gatewayPort), '--bind', 'loopback', '--allow-unconfigured'], {
+      env,
+      cwd: work,
+      detached: true,
+      stdio: 'ignore',
+    });
     await waitFor(async () => (await fetch(`http://127.0.0.1:${gatewayPort}/`).catch(() => undefined)) !== undefined, 120_000, 500);
 
     upstream.reset();
@@ -174,10 +216,14 @@ describe('OpenClaw end to end (MetaClaw plugin, gateway)', () => {
 
     const reset = agentJson(await openclaw('agent', '--session-id', 'e2e-gateway-1', '--message', '/new', '--json'));
     assert.equal(reset.status, 'ok');
-    const ended = await waitFor(async () => {
-      const shown = JSON.parse((await metaclaw('sessions', 'show', 'e2e-gateway-1', '--json')).stdout);
-      return shown.session.ended_at ? shown.session : undefined;
-    }, 20_000, 250);
+    const ended = await waitFor(
+      async () => {
+        const shown = JSON.parse((await metaclaw('sessions', 'show', 'e2e-gateway-1', '--json')).stdout);
+        return shown.session.ended_at ? shown.session : undefined;
+      },
+      20_000,
+      250,
+    );
     assert.equal(ended.end_reason, 'agent', 'ended by the plugin, not by the idle timer');
     const listed = await metaclaw('sessions', 'show', 'e2e-gateway-1');
     assert.match(listed.stdout, /ended \(agent\)/);

@@ -25,7 +25,15 @@ export function userText(request: RecordedRequest): string {
 
 /** A completion whose content is `text` (what a learning call gets back). */
 export function completionWith(text: string, response: ServerResponse, delayMs = 0): void {
-  const send = () => json(response, 200, { id: 'chatcmpl-learning', object: 'chat.completion', created: 1, model: 'scripted-model', choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: { prompt_tokens: 900, completion_tokens: 300, total_tokens: 1200 } });
+  const send = () =>
+    json(response, 200, {
+      id: 'chatcmpl-learning',
+      object: 'chat.completion',
+      created: 1,
+      model: 'scripted-model',
+      choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 900, completion_tokens: 300, total_tokens: 1200 },
+    });
   if (delayMs > 0) setTimeout(send, delayMs);
   else send();
 }
@@ -34,7 +42,12 @@ export function completionWith(text: string, response: ServerResponse, delayMs =
  * An upstream that answers the agent with `chat`, and MetaClaw's learning calls with what the
  * given functions return (a string is sent as the completion's text).
  */
-export function learningAwareUpstream(options: { evolver?: (request: RecordedRequest) => string; extractor?: (request: RecordedRequest) => string; delayMs?: number; chat?: string }): Handler {
+export function learningAwareUpstream(options: {
+  evolver?: (request: RecordedRequest) => string;
+  extractor?: (request: RecordedRequest) => string;
+  delayMs?: number;
+  chat?: string;
+}): Handler {
   return (request, response) => {
     if (options.evolver && isEvolverCall(request)) return completionWith(options.evolver(request), response, options.delayMs);
     if (options.extractor && isExtractorCall(request)) return completionWith(options.extractor(request), response, options.delayMs);

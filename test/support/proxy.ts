@@ -23,10 +23,15 @@ export function cleanEnv(home: string, extra: Record<string, string> = {}): Node
 /** Runs the real CLI (`bin/metaclaw.js`) as a process. */
 export function runCli(args: string[], options: { home: string; env?: Record<string, string>; timeoutMs?: number; input?: string }): Promise<CliResult> {
   return new Promise((resolveResult) => {
-    const child = execFile(process.execPath, [CLI, ...args], { env: cleanEnv(options.home, options.env), timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : 1) : 0;
-      resolveResult({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
+    const child = execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: cleanEnv(options.home, options.env), timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : 1) : 0;
+        resolveResult({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
     if (options.input !== undefined) child.stdin?.end(options.input);
     else child.stdin?.end();
   });
@@ -62,7 +67,9 @@ export interface ProxyHandle {
  * Starts the proxy the way a user does, `metaclaw start` (daemonised), in a fresh METACLAW_HOME
  * with `config` written as its config.yaml.
  */
-export async function startProxy(options: { config?: Record<string, unknown>; env?: Record<string, string>; home?: string; args?: string[]; port?: number } = {}): Promise<ProxyHandle> {
+export async function startProxy(
+  options: { config?: Record<string, unknown>; env?: Record<string, string>; home?: string; args?: string[]; port?: number } = {},
+): Promise<ProxyHandle> {
   const home = options.home ?? tempHome();
   const port = options.port ?? (await freePort());
   if (options.config) {

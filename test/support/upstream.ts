@@ -25,38 +25,41 @@ export class ScriptedUpstream {
     private readonly server: http.Server,
     readonly url: string,
   ) {
-    this.defaultHandler = (request, response) => (request.path.endsWith('/messages') ? anthropicReply({ text: 'Hello from the scripted upstream.' }) : openAIReply({ text: 'Hello from the scripted upstream.' }))(request, response);
+    this.defaultHandler = (request, response) =>
+      (request.path.endsWith('/messages')
+        ? anthropicReply({ text: 'Hello from the scripted upstream.' })
+        : openAIReply({ text: 'Hello from the scripted upstream.' }))(request, response);
   }
 
   static async start(): Promise<ScriptedUpstream> {
-    let instance: ScriptedUpstream | undefined;
+    const holder: { instance?: ScriptedUpstream } = {};
     const server = http.createServer((request, response) => {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
         const raw = Buffer.concat(chunks).toString('utf8');
-        let body: unknown = undefined;
+        let body: unknown;
         try {
           body = raw ? JSON.parse(raw) : undefined;
         } catch {
           body = raw;
         }
         const recorded: RecordedRequest = { method: request.method ?? 'GET', path: (request.url ?? '/').split('?')[0]!, headers: request.headers, body, raw };
-        instance!.requests.push(recorded);
-        const handler = instance!.queue.shift() ?? instance!.defaultHandler;
+        holder.instance!.requests.push(recorded);
+        const handler = holder.instance!.queue.shift() ?? holder.instance!.defaultHandler;
         void Promise.resolve(handler(recorded, response)).catch((error: unknown) => {
           response.destroy(error as Error);
         });
       });
     });
     server.on('connection', (socket) => {
-      instance!.sockets.add(socket);
-      socket.on('close', () => instance!.sockets.delete(socket));
+      holder.instance!.sockets.add(socket);
+      socket.on('close', () => holder.instance!.sockets.delete(socket));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     const { port } = server.address() as AddressInfo;
-    instance = new ScriptedUpstream(server, `http://127.0.0.1:${port}`);
-    return instance;
+    holder.instance = new ScriptedUpstream(server, `http://127.0.0.1:${port}`);
+    return holder.instance;
   }
 
   /** The next requests get these handlers, in order. */
@@ -101,8 +104,16 @@ export function openAIReply(options: ReplyOptions): Handler {
     const finish = toolCalls.length > 0 ? 'tool_calls' : 'stop';
     if (request.body?.stream !== true) {
       const message: Record<string, unknown> = { role: 'assistant', content: text || null };
-      if (toolCalls.length > 0) message['tool_calls'] = toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
-      json(response, 200, { id: 'chatcmpl-scripted', object: 'chat.completion', created: 1_700_000_000, model, choices: [{ index: 0, message, finish_reason: finish, logprobs: null }], usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } });
+      if (toolCalls.length > 0)
+        message['tool_calls'] = toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
+      json(response, 200, {
+        id: 'chatcmpl-scripted',
+        object: 'chat.completion',
+        created: 1_700_000_000,
+        model,
+        choices: [{ index: 0, message, finish_reason: finish, logprobs: null }],
+        usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output },
+      });
       return;
     }
     response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -116,7 +127,9 @@ export function openAIReply(options: ReplyOptions): Handler {
     });
     events.push(chunk({}, finish));
     if (request.body?.stream_options?.include_usage) {
-      events.push(`data: ${JSON.stringify({ id: 'chatcmpl-scripted', object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } })}\n\n`);
+      events.push(
+        `data: ${JSON.stringify({ id: 'chatcmpl-scripted', object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } })}\n\n`,
+      );
     }
     events.push('data: [DONE]\n\n');
     await writeEvents(response, events, options.gapMs ?? 0);
@@ -136,12 +149,35 @@ export function anthropicReply(options: ReplyOptions): Handler {
       const content: unknown[] = [];
       if (text) content.push({ type: 'text', text });
       for (const call of toolCalls) content.push({ type: 'tool_use', id: call.id, name: call.name, input: JSON.parse(call.arguments) });
-      json(response, 200, { id: 'msg_scripted', type: 'message', role: 'assistant', model, content, stop_reason: stopReason, stop_sequence: null, usage: { input_tokens: usage.input, output_tokens: usage.output } });
+      json(response, 200, {
+        id: 'msg_scripted',
+        type: 'message',
+        role: 'assistant',
+        model,
+        content,
+        stop_reason: stopReason,
+        stop_sequence: null,
+        usage: { input_tokens: usage.input, output_tokens: usage.output },
+      });
       return;
     }
     response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     const event = (name: string, data: Record<string, unknown>) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
-    const events: string[] = [event('message_start', { message: { id: 'msg_scripted', type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input, output_tokens: 1 } } }), event('ping', {})];
+    const events: string[] = [
+      event('message_start', {
+        message: {
+          id: 'msg_scripted',
+          type: 'message',
+          role: 'assistant',
+          model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: usage.input, output_tokens: 1 },
+        },
+      }),
+      event('ping', {}),
+    ];
     let index = 0;
     if (text) {
       events.push(event('content_block_start', { index, content_block: { type: 'text', text: '' } }));
@@ -151,7 +187,8 @@ export function anthropicReply(options: ReplyOptions): Handler {
     }
     for (const call of toolCalls) {
       events.push(event('content_block_start', { index, content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} } }));
-      for (const piece of split(call.arguments, 2)) events.push(event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: piece } }));
+      for (const piece of split(call.arguments, 2))
+        events.push(event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: piece } }));
       events.push(event('content_block_stop', { index }));
       index++;
     }
@@ -175,7 +212,10 @@ export function hangReply(): Handler {
 export function dropMidStream(format: 'openai' | 'anthropic', text: string, keepEvents: number): Handler {
   return async (request, response) => {
     const fake = new CollectingResponse();
-    await (format === 'openai' ? openAIReply({ text, pieces: 6 }) : anthropicReply({ text, pieces: 6 }))({ ...request, body: { ...request.body, stream: true } }, fake as unknown as ServerResponse);
+    await (format === 'openai' ? openAIReply({ text, pieces: 6 }) : anthropicReply({ text, pieces: 6 }))(
+      { ...request, body: { ...request.body, stream: true } },
+      fake as unknown as ServerResponse,
+    );
     response.writeHead(200, { 'content-type': 'text/event-stream' });
     const events = fake.text.split('\n\n').filter(Boolean).slice(0, keepEvents);
     for (const event of events) response.write(`${event}\n\n`);
@@ -222,7 +262,10 @@ class CollectingResponse {
 export function stallMidStream(format: 'openai' | 'anthropic', text: string, keepEvents: number): Handler {
   return async (request, response) => {
     const fake = new CollectingResponse();
-    await (format === 'openai' ? openAIReply({ text, pieces: 6 }) : anthropicReply({ text, pieces: 6 }))({ ...request, body: { ...request.body, stream: true } }, fake as unknown as ServerResponse);
+    await (format === 'openai' ? openAIReply({ text, pieces: 6 }) : anthropicReply({ text, pieces: 6 }))(
+      { ...request, body: { ...request.body, stream: true } },
+      fake as unknown as ServerResponse,
+    );
     response.writeHead(200, { 'content-type': 'text/event-stream' });
     for (const event of fake.text.split('\n\n').filter(Boolean).slice(0, keepEvents)) response.write(`${event}\n\n`);
   };
@@ -238,7 +281,10 @@ export function gatedReply(reply: Handler, before: number, gate: Promise<unknown
     const fake = new CollectingResponse();
     await reply({ ...request, body: { ...request.body, stream: true } }, fake as unknown as ServerResponse);
     response.writeHead(200, { 'content-type': 'text/event-stream' });
-    const events = fake.text.split('\n\n').filter(Boolean).map((event) => `${event}\n\n`);
+    const events = fake.text
+      .split('\n\n')
+      .filter(Boolean)
+      .map((event) => `${event}\n\n`);
     for (const event of events.slice(0, before)) response.write(event);
     await gate;
     for (const event of events.slice(before)) response.write(event);

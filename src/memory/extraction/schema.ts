@@ -1,7 +1,16 @@
 import { z } from 'zod';
 import { MEMORY_TYPES } from '../types.js';
 
-const TYPE_ALIASES: Record<string, (typeof MEMORY_TYPES)[number]> = { fact: 'semantic', facts: 'semantic', project: 'project_state', event: 'episodic', procedure: 'procedural_observation', procedural: 'procedural_observation', rule: 'preference', instruction: 'preference' };
+const TYPE_ALIASES: Record<string, (typeof MEMORY_TYPES)[number]> = {
+  fact: 'semantic',
+  facts: 'semantic',
+  project: 'project_state',
+  event: 'episodic',
+  procedure: 'procedural_observation',
+  procedural: 'procedural_observation',
+  rule: 'preference',
+  instruction: 'preference',
+};
 
 /** One candidate memory from the extractor. Tolerant of aliases; strict about what is stored. */
 const candidateSchema = z.preprocess(

@@ -54,7 +54,11 @@ export function planChanges(proposed: readonly ProposedChange[], context: Planni
       rejected.push({ name: change.name, reason: problem });
       continue;
     }
-    const category = change.category?.trim().toLowerCase().replace(/[^a-z_]/g, '') || undefined;
+    const category =
+      change.category
+        ?.trim()
+        .toLowerCase()
+        .replace(/[^a-z_]/g, '') || undefined;
     let action: 'create' | 'update' = change.action;
     let target = context.get(name);
     let mergedInto: string | undefined;
@@ -79,8 +83,22 @@ export function planChanges(proposed: readonly ProposedChange[], context: Planni
     touched.add(finalName);
     const draft: SkillDraft =
       mergedInto && target
-        ? { name: target.name, description: target.description, category: target.category, body: mergeBodies(target.body, change.body), origin: target.origin, sourceSessions: [context.sessionId] }
-        : { name: finalName, description: change.description.trim(), ...(category ? { category } : {}), body: change.body.trim(), origin: target?.origin ?? 'evolved', sourceSessions: [context.sessionId] };
+        ? {
+            name: target.name,
+            description: target.description,
+            category: target.category,
+            body: mergeBodies(target.body, change.body),
+            origin: target.origin,
+            sourceSessions: [context.sessionId],
+          }
+        : {
+            name: finalName,
+            description: change.description.trim(),
+            ...(category ? { category } : {}),
+            body: change.body.trim(),
+            origin: target?.origin ?? 'evolved',
+            sourceSessions: [context.sessionId],
+          };
     planned.push({ action, draft, evidence: change.evidence, reason: change.reason, ...(mergedInto ? { mergedInto } : {}) });
   }
   return { planned, rejected };
@@ -89,7 +107,13 @@ export function planChanges(proposed: readonly ProposedChange[], context: Planni
 /** A secret the session held never reaches a skill, its evidence or the evolution history. */
 function withoutSecrets(change: ProposedChange): ProposedChange {
   const reason = change.reason === undefined ? {} : { reason: redactSecrets(change.reason) };
-  return { ...change, description: redactSecrets(change.description), body: redactSecrets(change.body), evidence: change.evidence.map(redactSecrets), ...reason };
+  return {
+    ...change,
+    description: redactSecrets(change.description),
+    body: redactSecrets(change.body),
+    evidence: change.evidence.map(redactSecrets),
+    ...reason,
+  };
 }
 
 export function normaliseName(raw: string): string {
@@ -129,5 +153,8 @@ export function mergeBodies(existing: string, addition: string): string {
 }
 
 function normaliseLine(line: string): string {
-  return line.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
+  return line
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim();
 }

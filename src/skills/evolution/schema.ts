@@ -4,7 +4,15 @@ import { z } from 'zod';
  * What the evolver LLM must return. Tolerant where models are sloppy (aliases, a bare array, a
  * single evidence string), strict about what gets stored (checked again in apply.ts).
  */
-const ACTION_ALIASES: Record<string, 'create' | 'update'> = { create: 'create', new: 'create', add: 'create', update: 'update', edit: 'update', improve: 'update', modify: 'update' };
+const ACTION_ALIASES: Record<string, 'create' | 'update'> = {
+  create: 'create',
+  new: 'create',
+  add: 'create',
+  update: 'update',
+  edit: 'update',
+  improve: 'update',
+  modify: 'update',
+};
 
 const changeSchema = z.preprocess(
   (raw) => {
@@ -29,7 +37,8 @@ const changeSchema = z.preprocess(
 export const evolverOutputSchema = z.preprocess(
   (raw) => {
     if (Array.isArray(raw)) return { changes: raw };
-    if (typeof raw === 'object' && raw !== null && !('changes' in raw) && Array.isArray((raw as { skills?: unknown }).skills)) return { changes: (raw as { skills: unknown[] }).skills };
+    if (typeof raw === 'object' && raw !== null && !('changes' in raw) && Array.isArray((raw as { skills?: unknown }).skills))
+      return { changes: (raw as { skills: unknown[] }).skills };
     return raw;
   },
   z.object({ changes: z.array(changeSchema) }),

@@ -17,7 +17,12 @@ const TOOL_LIMIT = 400;
  * called and what they returned, and how it went (a correction that followed, a judge score).
  * Never system prompts or injected context. The newest turns win when the budget runs out.
  */
-export function buildTranscript(store: ConversationStore, sessionId: string, afterSeq: number, outcomes: Map<string, { outcome: string | null; judgeScore: number | null }>): SessionTranscript | undefined {
+export function buildTranscript(
+  store: ConversationStore,
+  sessionId: string,
+  afterSeq: number,
+  outcomes: Map<string, { outcome: string | null; judgeScore: number | null }>,
+): SessionTranscript | undefined {
   const turns = store.turnsOfSession(sessionId);
   const mainTurns = turns.filter((turn) => turn.turn_type === 'main');
   const main = mainTurns.filter((turn) => turn.outcome === 'ok' && turn.seq > afterSeq);
@@ -37,7 +42,10 @@ export function buildTranscript(store: ConversationStore, sessionId: string, aft
     text: blocks.join('\n\n'),
     turnsUsed: blocks.length,
     lastSeq: main.at(-1)!.seq,
-    userRequests: main.slice(-50).map((turn) => turn.query ?? '').filter(Boolean),
+    userRequests: main
+      .slice(-50)
+      .map((turn) => turn.query ?? '')
+      .filter(Boolean),
     model: [...turns].reverse().find((turn) => turn.model)?.model ?? undefined,
   };
 }
@@ -46,7 +54,8 @@ function renderTurn(turn: TurnRow, toolResults: string[], outcome: { outcome: st
   const lines = [`[turn ${turn.seq}] user: ${turn.query || '(no text)'}`];
   if (turn.response_text) lines.push(`assistant: ${clip(turn.response_text, ANSWER_LIMIT)}`);
   if (turn.tool_calls) {
-    for (const call of JSON.parse(turn.tool_calls) as Array<{ name: string; arguments: string }>) lines.push(`tool call: ${call.name}(${clip(call.arguments, TOOL_LIMIT)})`);
+    for (const call of JSON.parse(turn.tool_calls) as Array<{ name: string; arguments: string }>)
+      lines.push(`tool call: ${call.name}(${clip(call.arguments, TOOL_LIMIT)})`);
   }
   for (const result of toolResults) lines.push(`tool result: ${clip(result, TOOL_LIMIT)}`);
   if (outcome?.outcome === 'corrected') lines.push('(the user corrected this answer in the next turn)');

@@ -128,7 +128,12 @@ export class AnthropicStreamAssembler {
   }
 
   result(): AssembledResponse {
-    return { ...this.collected.parts(), finishReason: anthropicStopToOpenAIFinish(this.stopReason), usage: anthropicUsage(this.usage), model: this.collected.model };
+    return {
+      ...this.collected.parts(),
+      finishReason: anthropicStopToOpenAIFinish(this.stopReason),
+      usage: anthropicUsage(this.usage),
+      model: this.collected.model,
+    };
   }
 }
 

@@ -1,5 +1,16 @@
 import type { AnthropicContentBlock, AnthropicThinkingBlock, OpenAIChatCompletion, OpenAIToolCall } from '../../types/index.js';
-import { anthropicContentText, isRecord, openAIContentText, readArray, readReasoning, readString, toolArgumentsToInput, toolCallId, toolInputToArguments, toolUseId } from './common.js';
+import {
+  anthropicContentText,
+  isRecord,
+  openAIContentText,
+  readArray,
+  readReasoning,
+  readString,
+  toolArgumentsToInput,
+  toolCallId,
+  toolInputToArguments,
+  toolUseId,
+} from './common.js';
 
 /**
  * One assistant answer in a format-neutral shape. Requests, responses and assemblers of both
@@ -72,7 +83,11 @@ export type OpenAIAssistantMessage = OpenAIChatCompletion['choices'][number]['me
 
 /** OpenAI's assistant message: content is null when the answer is only tool calls, as OpenAI sends it. */
 export function assistantToOpenAIMessage(parts: AssistantParts, options: { includeReasoning: boolean }): OpenAIAssistantMessage {
-  const toolCalls: OpenAIToolCall[] = parts.toolCalls.map((call) => ({ id: toolCallId(call.id), type: 'function', function: { name: call.name, arguments: call.arguments } }));
+  const toolCalls: OpenAIToolCall[] = parts.toolCalls.map((call) => ({
+    id: toolCallId(call.id),
+    type: 'function',
+    function: { name: call.name, arguments: call.arguments },
+  }));
   const message: OpenAIAssistantMessage = { role: 'assistant', content: parts.text === '' && toolCalls.length > 0 ? null : parts.text };
   if (options.includeReasoning && parts.reasoning !== '') message.reasoning_content = parts.reasoning;
   if (toolCalls.length > 0) message.tool_calls = toolCalls;

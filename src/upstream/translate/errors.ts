@@ -55,7 +55,12 @@ interface UpstreamError {
 function readUpstreamError(bodyText: string, status: number): UpstreamError {
   const body = parseJson(bodyText);
   const inner = isRecord(body) && isRecord(body.error) ? body.error : undefined;
-  const candidates = [inner?.message, isRecord(body) ? body.error : undefined, isRecord(body) ? body.message : undefined, isRecord(body) ? body.detail : undefined];
+  const candidates = [
+    inner?.message,
+    isRecord(body) ? body.error : undefined,
+    isRecord(body) ? body.message : undefined,
+    isRecord(body) ? body.detail : undefined,
+  ];
   const fromJson = candidates.find((candidate): candidate is string => typeof candidate === 'string' && candidate !== '');
   const text = bodyText.trim() === '' ? `Upstream returned HTTP ${status}` : bodyText.slice(0, MAX_TEXT_MESSAGE);
   return { message: fromJson ?? text, type: readString(inner?.type), code: readString(inner?.code), param: readString(inner?.param) };

@@ -5,8 +5,26 @@ import { anthropicToolChoiceToOpenAI, anthropicToolsToOpenAI } from './tools.js'
 
 /** Keys this module converts itself, plus Anthropic-only keys an OpenAI server would reject. */
 const NOT_PASSED_THROUGH = new Set([
-  'model', 'messages', 'system', 'max_tokens', 'stop_sequences', 'temperature', 'top_p', 'stream', 'metadata', 'tools', 'tool_choice',
-  'top_k', 'thinking', 'service_tier', 'container', 'mcp_servers', 'context_management', 'betas', 'anthropic_version', 'anthropic_beta',
+  'model',
+  'messages',
+  'system',
+  'max_tokens',
+  'stop_sequences',
+  'temperature',
+  'top_p',
+  'stream',
+  'metadata',
+  'tools',
+  'tool_choice',
+  'top_k',
+  'thinking',
+  'service_tier',
+  'container',
+  'mcp_servers',
+  'context_management',
+  'betas',
+  'anthropic_version',
+  'anthropic_beta',
 ]);
 
 /** Separate user and system text blocks are separate paragraphs; assistant blocks are pieces of one answer. */
@@ -54,7 +72,12 @@ function userMessages(blocks: ReadonlyArray<Record<string, unknown>>): OpenAIMes
   for (const block of blocks) {
     if (block.type === 'tool_result') {
       toolMessages.push({ role: 'tool', tool_call_id: readString(block.tool_use_id) ?? '', content: anthropicContentText(block.content, PARAGRAPH) });
-      parts.push(...readArray(block.content).filter(isRecord).filter((inner) => inner.type === 'image').flatMap(userPart));
+      parts.push(
+        ...readArray(block.content)
+          .filter(isRecord)
+          .filter((inner) => inner.type === 'image')
+          .flatMap(userPart),
+      );
     } else {
       parts.push(...userPart(block));
     }

@@ -14,10 +14,36 @@ import { legacyFunctionCallToAnthropic, legacyFunctionsToAnthropic, openAIToolCh
 
 /** Keys this module converts itself, plus OpenAI-only keys the Anthropic API would reject. */
 const NOT_PASSED_THROUGH = new Set([
-  'model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'stream', 'user', 'metadata',
-  'tools', 'tool_choice', 'parallel_tool_calls', 'functions', 'function_call',
-  'stream_options', 'n', 'logprobs', 'top_logprobs', 'presence_penalty', 'frequency_penalty', 'seed', 'response_format',
-  'logit_bias', 'store', 'reasoning_effort', 'service_tier', 'modalities', 'prediction', 'audio',
+  'model',
+  'messages',
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_p',
+  'stop',
+  'stream',
+  'user',
+  'metadata',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'functions',
+  'function_call',
+  'stream_options',
+  'n',
+  'logprobs',
+  'top_logprobs',
+  'presence_penalty',
+  'frequency_penalty',
+  'seed',
+  'response_format',
+  'logit_bias',
+  'store',
+  'reasoning_effort',
+  'service_tier',
+  'modalities',
+  'prediction',
+  'audio',
 ]);
 
 type Role = AnthropicMessage['role'];
@@ -172,7 +198,9 @@ function convertTools(request: OpenAIChatRequest): Pick<AnthropicMessagesRequest
   const legacy = request.tools === undefined && Array.isArray(request.functions);
   const tools = legacy ? legacyFunctionsToAnthropic(readArray(request.functions)) : openAIToolsToAnthropic(readArray(request.tools));
   if (tools.length === 0) return {};
-  let toolChoice: AnthropicToolChoice | undefined = legacy ? legacyFunctionCallToAnthropic(request.function_call) : openAIToolChoiceToAnthropic(request.tool_choice);
+  let toolChoice: AnthropicToolChoice | undefined = legacy
+    ? legacyFunctionCallToAnthropic(request.function_call)
+    : openAIToolChoiceToAnthropic(request.tool_choice);
   if (request.parallel_tool_calls === false) {
     toolChoice ??= { type: 'auto' };
     if (toolChoice.type !== 'none') toolChoice = { ...toolChoice, disable_parallel_tool_use: true };

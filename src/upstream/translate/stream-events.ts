@@ -117,7 +117,12 @@ function decodeToolCalls(delta: Record<string, unknown>): OpenAIToolCallFragment
   const fragments = readArray(delta.tool_calls).map((call, position): OpenAIToolCallFragment | undefined => {
     if (!isRecord(call)) return undefined;
     const definition = isRecord(call.function) ? call.function : {};
-    return { index: readNumber(call.index) ?? position, id: readString(call.id), name: readString(definition.name), arguments: readString(definition.arguments) ?? '' };
+    return {
+      index: readNumber(call.index) ?? position,
+      id: readString(call.id),
+      name: readString(definition.name),
+      arguments: readString(definition.arguments) ?? '',
+    };
   });
   if (isRecord(delta.function_call)) {
     const legacy = delta.function_call;

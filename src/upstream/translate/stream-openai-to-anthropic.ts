@@ -55,7 +55,11 @@ export class OpenAIToAnthropicStream {
     this.isDone = true;
     const out = this.start(undefined, undefined) + this.closeBlock();
     const stopReason = openAIFinishToAnthropicStop(this.finishReason, this.seenToolIndexes.size > 0) ?? 'end_turn';
-    return out + this.event({ type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: this.finalUsage() }) + this.event({ type: 'message_stop' });
+    return (
+      out +
+      this.event({ type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: this.finalUsage() }) +
+      this.event({ type: 'message_stop' })
+    );
   }
 
   /** Blocks are left open on purpose: after an error event the client expects nothing more. */
@@ -107,7 +111,9 @@ export class OpenAIToAnthropicStream {
     let out = '';
     if (!isOpen) {
       this.seenToolIndexes.add(fragment.index);
-      out += this.closeBlock() + this.open({ kind: 'tool', toolIndex: fragment.index }, { type: 'tool_use', id: toolUseId(fragment.id), name: fragment.name ?? '', input: {} });
+      out +=
+        this.closeBlock() +
+        this.open({ kind: 'tool', toolIndex: fragment.index }, { type: 'tool_use', id: toolUseId(fragment.id), name: fragment.name ?? '', input: {} });
     }
     if (fragment.arguments !== '') out += this.delta({ type: 'input_json_delta', partial_json: fragment.arguments });
     return out;

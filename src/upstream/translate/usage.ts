@@ -77,7 +77,10 @@ export function readAnthropicUsage(value: unknown): Partial<AnthropicUsage> | un
  * Streams report Anthropic usage in pieces: input and cache counts in message_start, cumulative
  * counts in message_delta. Later numbers win; null or absent ones keep the earlier value.
  */
-export function mergeAnthropicUsage(base: Partial<AnthropicUsage> | undefined, update: Partial<AnthropicUsage> | undefined): Partial<AnthropicUsage> | undefined {
+export function mergeAnthropicUsage(
+  base: Partial<AnthropicUsage> | undefined,
+  update: Partial<AnthropicUsage> | undefined,
+): Partial<AnthropicUsage> | undefined {
   if (update === undefined) return base;
   const merged: Partial<AnthropicUsage> = { ...base };
   for (const key of ANTHROPIC_USAGE_KEYS) {
