@@ -72,7 +72,10 @@ program
   .option('--api-format <format>', 'openai | anthropic (default: detected from the provider and URL)')
   .option('--model <id>', "model id (default: the preset's)")
   .option('--api-key-env <VAR>', 'read the API key from this environment variable (keys are never taken as arguments)')
-  .option('--claw <type>', 'the agent to wire: openclaw | copaw | ironclaw | picoclaw | zeroclaw | nanoclaw | nemoclaw | hermes | none')
+  .option(
+    '--claw <type>',
+    'the agent to wire: openclaw | copaw | ironclaw | picoclaw | zeroclaw | nanoclaw | nemoclaw | hermes | claude-code | codex | qwen-code | opencode | none',
+  )
   .option('--port <port>', 'proxy port')
   .option('--starter-skills', 'install the starter skills (the default)')
   .option('--no-starter-skills', 'do not install the starter skills')
