@@ -55,7 +55,7 @@ program
 
 program
   .command('config')
-  .description('show | get KEY | set KEY VALUE | unset KEY | keys | path  (also MetaClaw\'s "config KEY [VALUE]")')
+  .description('show | get KEY | set KEY VALUE | unset KEY | keys | path | schema  (also MetaClaw\'s "config KEY [VALUE]")')
   .argument('[args...]')
   .option('-c, --config <path>', 'config file')
   .option('--json', 'machine-readable output')
