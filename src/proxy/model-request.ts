@@ -14,6 +14,7 @@ import { errorMessage, RequestError } from '../errors.js';
 import type { ApiFormat } from '../types/index.js';
 import type { ForwardResult } from '../upstream/index.js';
 import { readRequestBody, parseJsonObject } from './body.js';
+import { noteRejection } from './rejections.js';
 import { sendError } from './error-response.js';
 import { ResponseSink } from './response-sink.js';
 import type { JournalHeader, TurnBase } from './turn-journal-entry.js';
@@ -116,7 +117,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
     deps.pendingRecords.set(requestId, record);
     void record.finally(() => deps.pendingRecords.delete(requestId));
   } catch (error) {
-    countError(deps, requestId, error);
+    countError(deps, requestId, request, error);
     sendError(response, format, error, requestId);
   } finally {
     deps.stats.active--;
@@ -257,12 +258,14 @@ function countOutcome(deps: ProxyDeps, requestId: string, result: ForwardResult)
   deps.stats.rememberError(requestId, result.status, result.error ?? result.outcome);
 }
 
-function countError(deps: ProxyDeps, requestId: string, error: unknown): void {
+function countError(deps: ProxyDeps, requestId: string, request: IncomingMessage, error: unknown): void {
+  if (error instanceof RequestError && error.status < 500) {
+    noteRejection(deps, { requestId, status: error.status, code: error.code, message: error.message, method: request.method, path: request.url ?? '' });
+    return;
+  }
   if (error instanceof RequestError) {
-    if (error.status === 401) deps.stats.authFailures++;
-    else if (error.status < 500) deps.stats.badRequests++;
-    else deps.stats.proxyErrors++;
-    if (error.status >= 500) deps.stats.rememberError(requestId, error.status, error.message);
+    deps.stats.proxyErrors++;
+    deps.stats.rememberError(requestId, error.status, error.message);
     return;
   }
   deps.stats.proxyErrors++;
