@@ -2,7 +2,11 @@ import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { BadRequestError } from '../errors.js';
 import type { ApiFormat } from '../types/index.js';
+import { header, isRecord, nonEmpty, stringField } from './fields.js';
 import { messageText } from './message-text.js';
+import { recognizeClient, RequestView, sideRequestOf } from './profiles/registry.js';
+import type { ClientProfile, SideRequestKind } from './profiles/types.js';
+import { userMessageText } from './user-request.js';
 
 /** Body keys MetaClaw reads; they are removed before the request goes upstream. */
 export const NON_STANDARD_BODY_KEYS = ['session_id', 'session_done', 'turn_type', 'memory_scope', 'user_id', 'workspace_id'] as const;
@@ -25,24 +29,34 @@ export interface TurnSignals {
   /** false with `X-MetaClaw-Learning: off` (doctor's canary): the turn is recorded, nothing learns from it */
   learning: boolean;
   scope: ScopeHints;
+  /** The client family that sent the request (what its session id, side requests and wrappers are). */
+  profile: ClientProfile;
+  /** Which of the client's own side requests this is (a title, a summary…); undefined for the user's turns. */
+  sideRequest: SideRequestKind | undefined;
 }
 
 const TRUE_WORDS = new Set(['1', 'true', 'yes', 'on']);
 const FALSE_WORDS = new Set(['0', 'false', 'no', 'off']);
 
 /**
- * Reads session identity in this order: `X-Session-Id` or `session_id` header, body `session_id`,
- * `metadata.session_id`, `user`, OpenClaw's `Runtime: … sessionId=…` line, else a fingerprint of the
- * conversation's first messages, so clients that send nothing still get stable sessions.
+ * Recognises the client (profiles/registry.ts) and reads session identity in this order:
+ * `X-Session-Id` or `session_id` header, the client's own session id (Claude Code's
+ * `x-claude-code-session-id`, Codex's `session-id`…), body `session_id`, `metadata.session_id`,
+ * `user`, OpenClaw's `Runtime: … sessionId=…` line, else a fingerprint of the conversation's first
+ * user words, so clients that send nothing still get stable sessions. A request the client makes
+ * for itself (a title, a summary) is a side turn unless `X-Turn-Type` says otherwise.
  */
 export function readTurnSignals(headers: IncomingHttpHeaders, body: Record<string, unknown>, format: ApiFormat): TurnSignals {
-  const identity = resolveIdentity(headers, body, format);
+  const view = new RequestView(body, format);
+  const profile = recognizeClient(headers, view);
+  const identity = resolveIdentity(headers, body, format, profile);
   const turnTypeText = (header(headers, 'x-turn-type') ?? stringField(body, 'turn_type') ?? '').trim().toLowerCase();
   const doneText = (header(headers, 'x-session-done') ?? fieldText(body, 'session_done') ?? '').trim().toLowerCase();
+  const sideRequest = turnTypeText === '' ? sideRequestOf(profile, view) : undefined;
   return {
     sessionId: identity.id,
     identitySource: identity.source,
-    turnType: turnTypeText === 'side' ? 'side' : 'main',
+    turnType: turnTypeText === 'side' || sideRequest ? 'side' : 'main',
     sessionDone: TRUE_WORDS.has(doneText),
     learning: !FALSE_WORDS.has((header(headers, 'x-metaclaw-learning') ?? '').trim().toLowerCase()),
     scope: {
@@ -50,6 +64,8 @@ export function readTurnSignals(headers: IncomingHttpHeaders, body: Record<strin
       userId: nonEmpty(header(headers, 'x-user-id') ?? stringField(body, 'user_id')),
       workspaceId: nonEmpty(header(headers, 'x-workspace-id') ?? stringField(body, 'workspace_id')),
     },
+    profile,
+    sideRequest,
   };
 }
 
@@ -80,9 +96,16 @@ export function deriveScope(hints: ScopeHints, defaultScope: string): string {
 /** Longest session id accepted; ids are stored, listed and printed, and no agent's ids come near it. */
 export const MAX_SESSION_ID_LENGTH = 256;
 
-function resolveIdentity(headers: IncomingHttpHeaders, body: Record<string, unknown>, format: ApiFormat): { id: string; source: IdentitySource } {
+function resolveIdentity(
+  headers: IncomingHttpHeaders,
+  body: Record<string, unknown>,
+  format: ApiFormat,
+  profile: ClientProfile,
+): { id: string; source: IdentitySource } {
   const fromHeader = bounded(nonEmpty(header(headers, 'x-session-id')) ?? withoutCallCounter(nonEmpty(header(headers, 'session_id'))));
   if (fromHeader) return { id: fromHeader, source: 'header' };
+  const fromClient = profile.sessionId?.(headers, body);
+  if (fromClient) return { id: bounded(fromClient.id)!, source: fromClient.source };
   const metadata = isRecord(body['metadata']) ? body['metadata'] : undefined;
   // OpenAI's `user` names an end user, not a session: a long one is just not used as the id.
   const user = format === 'openai' ? nonEmpty(stringField(body, 'user')) : undefined;
@@ -93,7 +116,7 @@ function resolveIdentity(headers: IncomingHttpHeaders, body: Record<string, unkn
   const messages = Array.isArray(body['messages']) ? (body['messages'] as unknown[]) : [];
   const fromRuntime = runtimeSessionId(messages);
   if (fromRuntime) return { id: fromRuntime, source: 'runtime' };
-  const fingerprint = conversationFingerprint(messages, typeof body['model'] === 'string' ? body['model'] : '');
+  const fingerprint = conversationFingerprint(messages, typeof body['model'] === 'string' ? body['model'] : '', profile);
   if (fingerprint) return { id: fingerprint, source: 'fingerprint' };
   return { id: 'unidentified', source: 'none' };
 }
@@ -139,28 +162,20 @@ function runtimeSessionId(messages: unknown[]): string | undefined {
 }
 
 /**
- * A stable id from the model and the first user message: every later turn of the same conversation
- * resends that message unchanged. System prompts are left out because agents rewrite them per turn.
+ * A stable id from the model and the first user message with words from the user: every later turn
+ * of the same conversation resends that message unchanged. Messages that are wholly the client's
+ * (Qwen Code's date-and-folder preamble) are skipped: they are the same for every run, and would
+ * merge them. System prompts are left out because agents rewrite them per turn.
  */
-function conversationFingerprint(messages: unknown[], model: string): string | undefined {
+function conversationFingerprint(messages: unknown[], model: string, profile: ClientProfile): string | undefined {
   for (const message of messages) {
     if (!isRecord(message) || message['role'] !== 'user') continue;
+    if (userMessageText(message, profile) === '') continue;
     const text = messageText(message['content']);
-    if (text === '') continue;
     const digest = hash('sha256', `${model}\u0000${text}`, 'hex');
     return `fp-${digest.slice(0, 16)}`;
   }
   return undefined;
-}
-
-function header(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function stringField(record: Record<string, unknown>, key: string): string | undefined {
-  const value = record[key];
-  return typeof value === 'string' ? value : undefined;
 }
 
 function fieldText(record: Record<string, unknown>, key: string): string | undefined {
@@ -168,13 +183,4 @@ function fieldText(record: Record<string, unknown>, key: string): string | undef
   if (typeof value === 'string') return value;
   if (typeof value === 'boolean' || typeof value === 'number') return String(value);
   return undefined;
-}
-
-function nonEmpty(value: string | undefined): string | undefined {
-  const trimmed = value?.trim();
-  return trimmed ? trimmed : undefined;
-}
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

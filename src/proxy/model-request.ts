@@ -27,6 +27,9 @@ const RECORDED_HEADERS = [
   'content-type',
   'x-session-id',
   'session_id',
+  'x-claude-code-session-id',
+  'session-id',
+  'thread-id',
   'x-turn-type',
   'x-session-done',
   'x-memory-scope',
@@ -67,7 +70,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
     const signals = readTurnSignals(request.headers, body, format);
     const received = { ...body }; // as received, before MetaClaw's own keys are stripped
     const strippedKeys = stripNonStandardKeys(body);
-    const userRequest = extractUserRequest(body['messages'] as unknown[]);
+    const userRequest = extractUserRequest(body['messages'] as unknown[], signals.profile);
     const scope = deriveScope(signals.scope, deps.defaultScope);
     const stream = body['stream'] === true;
     if (stream) deps.stats.streamingRequests++;
@@ -103,6 +106,8 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
             request_id: requestId,
             session: signals.sessionId,
             turn: signals.turnType,
+            client: signals.profile.name,
+            side: signals.sideRequest,
             format,
             upstream: result.upstream?.name,
             status: result.status,
@@ -159,6 +164,8 @@ function turnBase(input: TurnInput): TurnBase {
     lineage: `${input.scope}|${input.format}|${model ?? ''}`,
     scope: input.scope,
     turnType: signals.turnType,
+    clientProfile: signals.profile.name,
+    sideRequest: signals.sideRequest ?? null,
     clientFormat: input.format,
     model,
     stream: input.stream,

@@ -242,4 +242,12 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE payload_segments DROP COLUMN last_used_at;
     `,
   },
+  {
+    version: 6,
+    description: 'the client that sent each turn (its profile) and what a side request was for',
+    sql: `
+      ALTER TABLE turns ADD COLUMN client_profile TEXT;   -- openclaw | claude-code | codex | qwen-code | opencode | generic
+      ALTER TABLE turns ADD COLUMN side_request TEXT;     -- title | summary | compaction | memory | classifier | quota
+    `,
+  },
 ];
