@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { booleanKey, enumKey, integerKey, listKey, numberKey, pathKey, secretKey, stringKey, timeOfDayKey, urlKey } from './kinds.js';
+import { booleanKey, enumKey, integerKey, listKey, numberKey, pathKey, secretKey, stringKey, timeOfDayKey, urlKey, variableNameKey } from './kinds.js';
 import type { KeyDefinition, NoEffect } from './types.js';
 
 /**
@@ -62,6 +62,9 @@ export const KEY_DEFINITIONS = [
     doc: 'Base URL of the upstream API (OpenAI-compatible: ends in /v1; Anthropic: https://api.anthropic.com). Empty: from env or OpenAI.',
   }),
   secretKey('llm.api_key', { doc: "API key for llm.api_base. Empty: use the client's own key (pass-through)." }),
+  variableNameKey('llm.api_key_env', {
+    doc: 'Name of an environment variable holding the key for llm.api_base, read when the proxy starts (used when llm.api_key is empty), so the key stays out of config.yaml.',
+  }),
   enumKey('llm.api_format', API_FORMATS, 'auto', {
     doc: 'Wire format of the upstream: openai (chat completions), anthropic (messages), or auto (from provider and URL).',
   }),
