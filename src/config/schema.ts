@@ -230,6 +230,11 @@ export const KEY_DEFINITIONS = [
     doc: 'Redact secrets (API keys, tokens, private keys, passwords) from turn records: the request text, the answer and the stored bodies. What goes upstream is never changed.',
   }),
   enumKey('log.level', ['debug', 'info', 'warn', 'error'] as const, 'info', { doc: 'Log level of $METACLAW_HOME/logs/metaclaw.log.' }),
+  numberKey('log.max_size_mb', 10, {
+    min: 0,
+    doc: 'Rotate metaclaw.log once it would grow past this many MiB: it becomes metaclaw.log.1, .1 becomes .2 … (0: never rotate).',
+  }),
+  integerKey('log.max_files', 5, { min: 1, max: 100, doc: 'Rotated logs kept (metaclaw.log.1 … .N); the oldest is deleted.' }),
 
   booleanKey('wechat.enabled', false, { noEffect: compatibility('there is no WeChat bridge'), doc: "MetaClaw's WeChat bridge." }),
 ] as const;
