@@ -30,6 +30,8 @@ export class LogFile {
   private pendingBytes = 0;
   private droppedLines = 0;
   private readonly timer: NodeJS.Timeout;
+  /** Past `maxBytes`, or 0 once rotating failed: the lines then go on into the file as it is. */
+  private rotateAt: number;
 
   constructor(
     readonly path: string,
@@ -39,6 +41,7 @@ export class LogFile {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     this.fd = openSync(path, 'a', 0o600);
     this.size = fstatSync(this.fd).size;
+    this.rotateAt = rotation.maxBytes;
     this.timer = setInterval(() => this.writePending(), 500);
     this.timer.unref();
   }
@@ -67,7 +70,7 @@ export class LogFile {
       text = `${JSON.stringify({ level: 'warn', time: new Date().toISOString(), pid: process.pid, dropped_lines: this.droppedLines, msg: 'log lines were dropped while the log file could not be written' })}\n${text}`;
     const buffer = Buffer.from(text);
     try {
-      if (this.rotation.maxBytes > 0 && this.size > 0 && this.size + buffer.length > this.rotation.maxBytes) this.rotate();
+      if (this.rotateAt > 0 && this.size > 0 && this.size + buffer.length > this.rotateAt) this.rotate();
       writeAll(this.fd, buffer);
       this.size += buffer.length;
       this.droppedLines = 0;
@@ -80,8 +83,19 @@ export class LogFile {
     }
   }
 
-  /** Shifts `.1` … to `.2` …, drops what is past `maxFiles`, renames the current file to `.1` and opens a new one. */
+  /** A rotation that fails is said once and not tried again: losing log lines would be worse than a large file. */
   private rotate(): void {
+    try {
+      this.shiftFiles();
+    } catch (error) {
+      this.rotateAt = 0;
+      const code = (error as { code?: string }).code ?? String(error);
+      stderrLine(`metaclaw: cannot rotate the log file ${this.path} (${code}); it grows past log.max_size_mb until the next start`);
+    }
+  }
+
+  /** Shifts `.1` … to `.2` …, drops what is past `maxFiles`, renames the current file to `.1` and opens a new one. */
+  private shiftFiles(): void {
     const maxFiles = Math.max(1, this.rotation.maxFiles);
     rmSync(`${this.path}.${maxFiles}`, { force: true });
     for (let index = maxFiles - 1; index >= 1; index--) {
