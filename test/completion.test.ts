@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runCli, tempHome } from './support/proxy.js';
@@ -47,16 +47,24 @@ describe('metaclaw completion SHELL prints a completion script made from the com
     assert.deepEqual(completeWords('metaclaw', 'completion', ''), ['bash', 'zsh', 'fish', '-h', '--help']);
   });
 
-  test('zsh: the script is valid zsh and offers skills for `metaclaw sk`', { skip: missing('zsh') }, () => {
+  test('zsh: the script is valid zsh and offers skills for `metaclaw sk`, sourced or autoloaded from $fpath', { skip: missing('zsh') }, () => {
     const file = scripts.get('zsh')!;
     assert.equal(spawnSync('zsh', ['-n', file]).status, 0, 'zsh -n accepts the script');
     // Outside a completion widget: compdef and _describe are stood in for, the latter prints what it was given.
-    const offered = runShell(
-      'zsh',
-      `compdef() { :; }; _describe() { local -a list; list=("\${(@P)4}"); print -rl -- "\${list[@]%%:*}"; }; source ${JSON.stringify(file)}; words=(metaclaw sk); CURRENT=2; _metaclaw`,
-    );
+    const stubs = 'compdef() { :; }; _describe() { local -a list; list=("${(@P)4}"); print -rl -- "${list[@]%%:*}"; }';
+    const typed = 'words=(metaclaw sk); CURRENT=2';
+    const sourced = runShell('zsh', `${stubs}; source ${JSON.stringify(file)}; ${typed}; _metaclaw`);
     assert.deepEqual(
-      offered.filter((word) => word.startsWith('sk')),
+      sourced.filter((word) => word.startsWith('sk')),
+      ['skills'],
+    );
+    // Saved as _metaclaw in a folder of $fpath, the file is the function's body: its first call must complete too.
+    const folder = join(home, 'zsh-functions');
+    mkdirSync(folder, { recursive: true });
+    copyFileSync(file, join(folder, '_metaclaw'));
+    const autoloaded = runShell('zsh', `${stubs}; fpath=(${JSON.stringify(folder)} $fpath); autoload -Uz _metaclaw; ${typed}; _metaclaw`);
+    assert.deepEqual(
+      autoloaded.filter((word) => word.startsWith('sk')),
       ['skills'],
     );
   });

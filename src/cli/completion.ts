@@ -119,6 +119,8 @@ function zshScript(name: string, levels: CompletionLevel[]): string[] {
     `  _describe -t commands ${zshQuoted(name)} candidates`,
     '}',
     `compdef ${fn} ${name}`,
+    '# Autoloaded from $fpath, this file is the body of the first call: complete that call too.',
+    `if [[ \${funcstack[1]} == ${fn} ]]; then ${fn} "$@"; fi`,
   ];
 }
 
