@@ -56,7 +56,7 @@ program
 
 program
   .command('config')
-  .description('show | get KEY | set KEY VALUE | unset KEY | keys | path  (also MetaClaw\'s "config KEY [VALUE]")')
+  .description('show | get KEY | set KEY VALUE | unset KEY | keys | path | schema  (also MetaClaw\'s "config KEY [VALUE]")')
   .argument('[args...]')
   .option('-c, --config <path>', 'config file')
   .option('--json', 'machine-readable output')
@@ -73,7 +73,10 @@ program
   .option('--api-format <format>', 'openai | anthropic (default: detected from the provider and URL)')
   .option('--model <id>', "model id (default: the preset's)")
   .option('--api-key-env <VAR>', 'read the API key from this environment variable (keys are never taken as arguments)')
-  .option('--claw <type>', 'the agent to wire: openclaw | copaw | ironclaw | picoclaw | zeroclaw | nanoclaw | nemoclaw | hermes | none')
+  .option(
+    '--claw <type>',
+    'the agent to wire: openclaw | copaw | ironclaw | picoclaw | zeroclaw | nanoclaw | nemoclaw | hermes | claude-code | codex | qwen-code | opencode | none',
+  )
   .option('--port <port>', 'proxy port')
   .option('--starter-skills', 'install the starter skills (the default)')
   .option('--no-starter-skills', 'do not install the starter skills')

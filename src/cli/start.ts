@@ -2,7 +2,16 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, statfsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { exposedConfigFile, exposedConfigWarning, makeHomePrivate, missingKeyVariables, octal, openHomeWarning, type LoadedConfig } from '../config/index.js';
+import {
+  exposedConfigFile,
+  exposedConfigWarning,
+  makeHomePrivate,
+  missingKeyVariables,
+  octal,
+  openHomeWarning,
+  writeConfigSchema,
+  type LoadedConfig,
+} from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { isProcessAlive, MetaclawRuntime, readPidFile } from '../runtime/index.js';
 import { VERSION } from '../version.js';
@@ -27,6 +36,8 @@ export async function startCommand(options: StartOptions): Promise<void> {
   const overrides = { 'proxy.port': options.port, 'proxy.host': options.host, mode: options.mode };
   const config = loadCliConfig({ ...(options.config ? { config: options.config } : {}), overrides });
   const warnings = [...privacyWarnings(config), ...missingKeyVariables(config)];
+  // Editors validate config.yaml against it: kept current with the installed version's keys.
+  writeConfigSchema(config.home);
   if (options.foreground) {
     await runForeground(config, warnings);
     // The daemon child is started by a parent that wires the agent once the proxy answers.

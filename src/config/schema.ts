@@ -15,7 +15,21 @@ const IN_DATABASE = compatibility('memories live in the main database, $METACLAW
 const NO_SELF_UPGRADE = compatibility("MetaClaw's memory policy self-upgrade is not part of MetaClaw-TS");
 
 export const MODES = ['skills_only', 'rl', 'auto'] as const;
-export const CLAW_TYPES = ['openclaw', 'copaw', 'ironclaw', 'picoclaw', 'zeroclaw', 'nanoclaw', 'nemoclaw', 'hermes', 'none'] as const;
+export const CLAW_TYPES = [
+  'openclaw',
+  'copaw',
+  'ironclaw',
+  'picoclaw',
+  'zeroclaw',
+  'nanoclaw',
+  'nemoclaw',
+  'hermes',
+  'claude-code',
+  'codex',
+  'qwen-code',
+  'opencode',
+  'none',
+] as const;
 export const API_FORMATS = ['auto', 'openai', 'anthropic'] as const;
 
 export const upstreamEntrySchema = z
