@@ -1,5 +1,6 @@
-import { Command } from 'commander';
+import { Argument, Command } from 'commander';
 import { VERSION } from '../version.js';
+import type { CompletionShell } from './completion.js';
 import type { ConfigOptions } from './config.js';
 import { CliExit, printError } from './context.js';
 import type { DoctorOptions } from './doctor.js';
@@ -132,12 +133,20 @@ sessions
   .option('--json', 'machine-readable output')
   .action(async (id: string, options: SessionsOptions) => (await import('./sessions.js')).sessionsShowCommand(id, options));
 
+program
+  .command('completion')
+  .description('print the shell completion script for bash, zsh or fish (see the README for where to put it)')
+  .addArgument(new Argument('<shell>', 'bash | zsh | fish').choices(['bash', 'zsh', 'fish']))
+  .action(async (shell: CompletionShell) => (await import('./completion.js')).completionCommand(program, shell));
+
 // Command groups register their own subcommands; loading them only when used keeps `--help` fast.
-if (process.argv[2] === 'skills') (await import('./skills.js')).registerSkillsCommands(program);
+// The completion script covers every subcommand, so it loads them all.
+const loads = (group: string) => process.argv[2] === group || process.argv[2] === 'completion';
+if (loads('skills')) (await import('./skills.js')).registerSkillsCommands(program);
 else program.command('skills').description('the skill library: list, edit, review, history, credit (metaclaw skills --help)');
-if (process.argv[2] === 'claw') (await import('./claw.js')).registerClawCommands(program);
+if (loads('claw')) (await import('./claw.js')).registerClawCommands(program);
 else program.command('claw').description('wire your agent to the proxy, unwire it exactly, verify, install the OpenClaw plugin (metaclaw claw --help)');
-if (process.argv[2] === 'memory') (await import('./memory.js')).registerMemoryCommands(program);
+if (loads('memory')) (await import('./memory.js')).registerMemoryCommands(program);
 else program.command('memory').description('long-term memory: search, add, edit, forget, stats, export, import (metaclaw memory --help)');
 
 try {

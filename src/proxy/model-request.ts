@@ -37,6 +37,8 @@ const RECORDED_HEADERS = [
   'x-workspace-id',
   'anthropic-version',
   'anthropic-beta',
+  // The client's own id for the request, to find its turn from the client's logs.
+  'x-request-id',
 ];
 
 /**

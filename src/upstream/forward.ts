@@ -5,6 +5,7 @@ import type { Logger } from '../logging/index.js';
 import { errorBodyText, kindForStatus, streamErrorFrame } from '../shared/api-errors.js';
 import type { AnthropicMessagesRequest, AnthropicResponse, ApiFormat, AssembledResponse, OpenAIChatCompletion, OpenAIChatRequest } from '../types/index.js';
 import { readResponseBody, requestUpstream } from './http.js';
+import { finalErrorHeaders, relayedHeaders } from './relayed-headers.js';
 import { backoffDelayMs, isRetryableStatus, retryAfterMs } from './retry.js';
 import type { CredentialMemory } from './credential-memory.js';
 import { authHeaders, endpointUrl, versionHeaders, type ClientCredentials } from './endpoint.js';
@@ -76,8 +77,17 @@ interface AnswerReading {
 
 type AttemptResult =
   | { type: 'finished'; status: number; outcome: ForwardOutcome; error: string | null; response: AssembledResponse | null }
-  | { type: 'retryable'; reason: string; status?: number; contentType?: string; body?: Buffer; retryAfterMs?: number; timedOut?: boolean }
-  | { type: 'rejected'; status: number; contentType: string; body: Buffer };
+  | {
+      type: 'retryable';
+      reason: string;
+      status?: number;
+      contentType?: string;
+      body?: Buffer;
+      headers?: OutgoingHttpHeaders | undefined;
+      retryAfterMs?: number;
+      timedOut?: boolean;
+    }
+  | { type: 'rejected'; status: number; contentType: string; body: Buffer; headers: OutgoingHttpHeaders | undefined };
 
 const MALFORMED_EVENT = 'the upstream sent a stream event that is not JSON';
 
@@ -175,7 +185,7 @@ export class UpstreamForwarder {
           };
         }
         if (result.type === 'rejected') {
-          this.sendUpstreamError(input.clientFormat, target.format, sink, result.status, result.contentType, result.body);
+          this.sendUpstreamError(input.clientFormat, target.format, sink, result.status, result.contentType, result.body, result.headers);
           return {
             status: result.status,
             outcome: 'upstream_error',
@@ -199,9 +209,11 @@ export class UpstreamForwarder {
       }
     }
 
+    // The proxy's retries are spent: the client's error says so, so its SDK does not retry on top.
     const failure = lastFailure!;
     if (failure.status !== undefined && failure.body !== undefined) {
-      this.sendUpstreamError(input.clientFormat, lastTarget!.format, sink, failure.status, failure.contentType ?? 'application/json', failure.body);
+      const headers = finalErrorHeaders(failure.headers);
+      this.sendUpstreamError(input.clientFormat, lastTarget!.format, sink, failure.status, failure.contentType ?? 'application/json', failure.body, headers);
       return {
         status: failure.status,
         outcome: 'upstream_error',
@@ -215,7 +227,7 @@ export class UpstreamForwarder {
     }
     const status = failure.timedOut ? 504 : 502;
     const message = failure.timedOut ? `The upstream did not answer in time (${failure.reason}).` : `Could not reach the upstream (${failure.reason}).`;
-    return this.failWith(input, sink, status, message, { attempts, forwardedBody, upstream: lastTarget, firstByteMs });
+    return this.failWith(input, sink, status, message, { attempts, forwardedBody, upstream: lastTarget, firstByteMs }, finalErrorHeaders(undefined));
   }
 
   /** An attempt failed after the client had bytes or left: end what was sent with an error event, never retry. */
@@ -247,12 +259,14 @@ export class UpstreamForwarder {
     status: number,
     message: string,
     context: Pick<ForwardResult, 'attempts' | 'forwardedBody' | 'upstream' | 'firstByteMs'>,
+    headers?: OutgoingHttpHeaders,
   ): ForwardResult {
     if (!sink.closed && !sink.committed) {
       sink.sendComplete(
         status,
         'application/json',
         errorBodyText(input.clientFormat, { kind: kindForStatus(status), message, code: status === 504 ? 'upstream_timeout' : 'upstream_unreachable' }),
+        headers,
       );
     }
     return { status, outcome: status >= 500 ? 'upstream_error' : 'proxy_error', error: message, response: null, ...context };
@@ -317,6 +331,7 @@ export class UpstreamForwarder {
         }
         readResponseBody(response, 1024 * 1024).then(
           (errorBody) => {
+            const headers = relayedHeaders(response.headers);
             if (isRetryableStatus(status)) {
               const wait = retryAfterMs(response.headers);
               settle({
@@ -325,9 +340,10 @@ export class UpstreamForwarder {
                 status,
                 contentType,
                 body: errorBody,
+                headers,
                 ...(wait === undefined ? {} : { retryAfterMs: wait }),
               });
-            } else settle({ type: 'rejected', status, contentType, body: errorBody });
+            } else settle({ type: 'rejected', status, contentType, body: errorBody, headers });
           },
           (error) => settle({ type: 'retryable', reason: errorMessage(error), status }),
         );
@@ -370,10 +386,11 @@ export class UpstreamForwarder {
     }
     if (sink.closed) return { type: 'finished', status: 499, outcome: 'client_aborted', error: 'client disconnected', response: null };
     const sameFormat = target.format === input.clientFormat;
+    const headers = relayedHeaders(response.headers);
     // Same format: the client gets the upstream's bytes first; they are parsed for the record after.
     if (sameFormat) {
       markFirstByte();
-      sink.sendComplete(status, contentType, raw);
+      sink.sendComplete(status, contentType, raw, headers);
     }
     let parsed: unknown;
     try {
@@ -383,10 +400,10 @@ export class UpstreamForwarder {
     }
     if (!sameFormat) {
       markFirstByte();
-      if (parsed === undefined) sink.sendComplete(status, contentType, raw);
+      if (parsed === undefined) sink.sendComplete(status, contentType, raw, headers);
       else if (input.clientFormat === 'openai')
-        sink.sendComplete(status, 'application/json', JSON.stringify(anthropicResponseToOpenAI(parsed as AnthropicResponse, {})));
-      else sink.sendComplete(status, 'application/json', JSON.stringify(openAIResponseToAnthropic(parsed as OpenAIChatCompletion)));
+        sink.sendComplete(status, 'application/json', JSON.stringify(anthropicResponseToOpenAI(parsed as AnthropicResponse, {})), headers);
+      else sink.sendComplete(status, 'application/json', JSON.stringify(openAIResponseToAnthropic(parsed as OpenAIChatCompletion)), headers);
     }
     const assembled = parsed === undefined ? null : target.format === 'openai' ? assembleOpenAIResponse(parsed) : assembleAnthropicResponse(parsed);
     return { type: 'finished', status, outcome: 'ok', error: null, response: assembled };
@@ -489,7 +506,11 @@ export class UpstreamForwarder {
           if (first) {
             committed = true;
             markFirstByte();
-            sink.startStream(200, translating ? 'text/event-stream; charset=utf-8' : (headerText(response.headers['content-type']) ?? 'text/event-stream'));
+            sink.startStream(
+              200,
+              translating ? 'text/event-stream; charset=utf-8' : (headerText(response.headers['content-type']) ?? 'text/event-stream'),
+              relayedHeaders(response.headers),
+            );
           }
           if (!translating) {
             rawChunks.push(chunk);
@@ -554,16 +575,24 @@ export class UpstreamForwarder {
     return timer;
   }
 
-  /** An upstream error reaches the client with its status; its body is translated when the formats differ. */
-  private sendUpstreamError(clientFormat: ApiFormat, upstreamFormat: ApiFormat, sink: ClientSink, status: number, contentType: string, body: Buffer): void {
+  /** An upstream error reaches the client with its status and headers; its body is translated when the formats differ. */
+  private sendUpstreamError(
+    clientFormat: ApiFormat,
+    upstreamFormat: ApiFormat,
+    sink: ClientSink,
+    status: number,
+    contentType: string,
+    body: Buffer,
+    headers: OutgoingHttpHeaders | undefined,
+  ): void {
     if (sink.closed || sink.committed) return;
     if (clientFormat === upstreamFormat) {
-      sink.sendComplete(status, contentType, body);
+      sink.sendComplete(status, contentType, body, headers);
       return;
     }
     const text = body.toString('utf8');
     const translated = clientFormat === 'openai' ? anthropicErrorBodyToOpenAI(text, status) : openAIErrorBodyToAnthropic(text, status);
-    sink.sendComplete(status, 'application/json', translated);
+    sink.sendComplete(status, 'application/json', translated, headers);
   }
 
   private buildHeaders(target: UpstreamTarget, input: ForwardInput, body: string): OutgoingHttpHeaders {
