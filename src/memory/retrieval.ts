@@ -1,5 +1,16 @@
 import type { Logger } from '../logging/index.js';
-import { calibrateCosine, keywordRelevance, uniqueTerms, UNKNOWN_TERM_WEIGHT } from '../text/index.js';
+import {
+  alternativeTerms,
+  calibrateCosine,
+  crossLingualAlternatives,
+  forUnknownTerms,
+  keywordRelevance,
+  matchedMass,
+  queryMass,
+  uniqueTerms,
+  type Alternatives,
+  type GlossaryLanguage,
+} from '../text/index.js';
 import { idfOf, type Candidate, type MemoryStore } from './store.js';
 import { timeWindowOf, type TimeWindow } from './time-window.js';
 import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
@@ -47,18 +58,30 @@ export class MemoryRetriever {
     private readonly vectors: MemoryVectors | undefined,
     private readonly logger: Logger,
     private readonly mode: MemoryRetrievalMode = 'hybrid',
+    /** Languages besides English the memory is written in (the user's): English queries also search their translations. */
+    private readonly languages: () => readonly GlossaryLanguage[] = () => [],
   ) {}
 
   recall(request: RecallRequest): MemoryHit[] | Promise<MemoryHit[]> {
     const terms = uniqueTerms(request.query);
+    // Translations of the query's words (the glossary), so a Chinese question finds an English memory and the reverse.
+    const translations = crossLingualAlternatives(request.query, terms, this.languages());
+    const extra = alternativeTerms(translations);
+    for (const term of terms) extra.delete(term);
     const window = timeWindowOf(request.query, request.now);
     const candidates = new Map<string, Candidate>();
-    const keyword = this.store.search(request.scope, terms, Math.max(24, request.limit * 4), request.includeInactive ?? false);
+    const keyword = this.store.search(
+      request.scope,
+      extra.size > 0 ? [...terms, ...extra.keys()] : terms,
+      Math.max(24, request.limit * 4),
+      request.includeInactive ?? false,
+      extra,
+    );
     for (const candidate of keyword.candidates) candidates.set(candidate.unit.id, candidate);
     if (window)
       for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30))
         if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
-    if (!this.vectors?.ready || this.mode === 'keyword') return this.rank(request, terms, keyword.idf, window, candidates, undefined);
+    if (!this.vectors?.ready || this.mode === 'keyword') return this.rank(request, terms, translations, keyword.idf, window, candidates, undefined);
     return this.vectors.nearest(request.scope, request.query, 30).then(
       (neighbours) => {
         const semantic = new Map<string, number>();
@@ -66,11 +89,11 @@ export class MemoryRetriever {
           semantic.set(unit.id, cosine);
           if (!candidates.has(unit.id)) candidates.set(unit.id, { unit, terms: new Set(), bm25: 0 });
         }
-        return this.rank(request, terms, keyword.idf, window, candidates, semantic);
+        return this.rank(request, terms, translations, keyword.idf, window, candidates, semantic);
       },
       (error: unknown) => {
         this.logger.warn({ err: (error as Error).message }, 'memory vector search failed; using keywords for this request');
-        return this.rank(request, terms, keyword.idf, window, candidates, undefined);
+        return this.rank(request, terms, translations, keyword.idf, window, candidates, undefined);
       },
     );
   }
@@ -78,6 +101,7 @@ export class MemoryRetriever {
   private rank(
     request: RecallRequest,
     terms: readonly string[],
+    translations: Alternatives,
     idfs: ReadonlyMap<string, number>,
     window: TimeWindow | undefined,
     candidates: Map<string, Candidate>,
@@ -87,15 +111,13 @@ export class MemoryRetriever {
     // The rarest possible IDF belongs to terms no unit of the scope holds: they lower coverage, but less.
     const unknownIdf = idfOf(0, this.store.scopeSize(request.scope));
     const idf = (term: string) => idfs.get(term) ?? unknownIdf;
-    const queryWeight = terms.reduce((sum, term) => {
-      const weight = idf(term);
-      return sum + (weight < unknownIdf - 1e-9 ? weight : weight * UNKNOWN_TERM_WEIGHT);
-    }, 0);
+    const known = (term: string) => idf(term) < unknownIdf - 1e-9;
+    const alternatives = forUnknownTerms(translations, known);
+    const queryWeight = queryMass(terms, alternatives, idf, known);
     const hits: MemoryHit[] = [];
     for (const { unit, terms: unitTerms } of candidates.values()) {
       if (!this.eligible(unit, request)) continue;
-      let matched = 0;
-      for (const term of terms) if (unitTerms.has(term)) matched += idf(term);
+      const matched = matchedMass(terms, alternatives, idf, (term) => (unitTerms.has(term) ? 1 : 0));
       const keyword = queryWeight > 0 ? keywordRelevance(matched / queryWeight, matched) : 0;
       const relevance = this.relevanceOf(keyword, semantic, unit.id);
       const inWindow = window !== undefined && unit.observedAt >= window.start && unit.observedAt < window.end;

@@ -354,10 +354,11 @@ export class MemoryStore {
    * scores every match of every term (measured ~0.9 µs per match), and it yields the coverage the
    * relevance threshold needs anyway.
    */
-  search(scope: string, terms: readonly string[], limit: number, includeInactive = false): KeywordSearch {
+  /** `weights` scales a term's IDF in the ranking (a translation counts less than a word the user wrote). */
+  search(scope: string, terms: readonly string[], limit: number, includeInactive = false, weights?: ReadonlyMap<string, number>): KeywordSearch {
     const size = this.scopeSize(scope);
     const idfs = new Map<string, number>();
-    const weights = new Map<number, { weight: number; matched: string[] }>();
+    const scores = new Map<number, { weight: number; matched: string[] }>();
     for (const term of terms) {
       // A term no unit holds gets the highest IDF.
       idfs.set(term, idfOf(0, size));
@@ -373,15 +374,16 @@ export class MemoryStore {
       const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
       const idf = idfOf(frequency, size);
       idfs.set(term, idf);
+      const weight = idf * (weights?.get(term) ?? 1);
       for (const rowid of rows) {
-        const entry = weights.get(rowid);
+        const entry = scores.get(rowid);
         if (entry) {
-          entry.weight += idf;
+          entry.weight += weight;
           entry.matched.push(term);
-        } else weights.set(rowid, { weight: idf, matched: [term] });
+        } else scores.set(rowid, { weight, matched: [term] });
       }
     }
-    const ranked = [...weights].sort((a, b) => b[1].weight - a[1].weight);
+    const ranked = [...scores].sort((a, b) => b[1].weight - a[1].weight);
     const candidates: Candidate[] = [];
     // Rows are fetched `limit` at a time: superseded units are few, so one round is the rule.
     for (let offset = 0; offset < ranked.length && candidates.length < limit; offset += limit) {

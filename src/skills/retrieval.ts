@@ -1,6 +1,6 @@
 import type { EmbeddingClient } from '../embeddings/index.js';
 import type { Logger } from '../logging/index.js';
-import { calibrateCosine, keywordRelevance, uniqueTerms } from '../text/index.js';
+import { calibrateCosine, crossLingualAlternatives, keywordRelevance, uniqueTerms } from '../text/index.js';
 import type { SkillLibrary } from './library.js';
 import type { SkillSearchIndex } from './search-index.js';
 import type { Skill } from './types.js';
@@ -30,6 +30,8 @@ const RELATIVE_FLOOR = 0.6;
 /** Below this much matched IDF a skill is not relevant however short the query is (one rare word ≈ 3). */
 const MIN_MATCHED_WEIGHT = 2.2;
 
+const BOTH_WAYS = ['zh', 'ja'] as const;
+
 /**
  * Finds the skills relevant to a request: keyword coverage (BM25 candidates from FTS5), cosine
  * similarity when embeddings are configured, or both. A threshold keeps unrelated skills out.
@@ -55,8 +57,10 @@ export class SkillRetriever {
   private keywordScores(request: string, context: string): Map<string, number> {
     const queryTerms = uniqueTerms(request);
     const contextTerms = context ? uniqueTerms(context).filter((term) => !queryTerms.includes(term)) : [];
+    // Translations of the request's words (the glossary), so a Chinese request finds an English skill and the reverse.
+    const alternatives = crossLingualAlternatives(request, queryTerms, this.index.holdsCjk ? BOTH_WAYS : []);
     const scores = new Map<string, number>();
-    for (const hit of this.index.search(queryTerms, contextTerms)) {
+    for (const hit of this.index.search(queryTerms, contextTerms, alternatives)) {
       if (hit.matchedWeight >= MIN_MATCHED_WEIGHT) scores.set(hit.name, keywordRelevance(hit.coverage, hit.matchedWeight));
     }
     return scores;

@@ -1,4 +1,4 @@
-import { bm25Idf, tokenize, UNKNOWN_TERM_WEIGHT } from '../text/index.js';
+import { bm25Idf, forUnknownTerms, matchedMass, queryMass, tokenize, type Alternatives } from '../text/index.js';
 import type { Skill } from './types.js';
 
 /** Field weights (BM25F): a hit in the name counts most, then the description, then the body. */
@@ -8,6 +8,8 @@ const B = 0.75;
 /** A query term found only in a skill's body counts for less than one in its name or description. */
 const BODY_ONLY_WEIGHT = 0.6;
 const CANDIDATES = 40;
+const NO_ALTERNATIVES: Alternatives = new Map();
+const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
 
 export interface KeywordHit {
   name: string;
@@ -41,9 +43,16 @@ export class SkillSearchIndex {
   private readonly skills = new Map<string, IndexedSkill>();
   private readonly postings = new Map<string, Set<string>>();
   private totalLength = 0;
+  /** Skills described in Chinese or Japanese: English queries then also search for their translations. */
+  private readonly cjkSkills = new Set<string>();
 
   get size(): number {
     return this.skills.size;
+  }
+
+  /** Whether some skill is described in Chinese or Japanese (not merely keyworded in them, as the starter bank is). */
+  get holdsCjk(): boolean {
+    return this.cjkSkills.size > 0;
   }
 
   /** Replaces the index with the whole library (at start). */
@@ -66,9 +75,12 @@ export class SkillSearchIndex {
   /**
    * Skills matching `queryTerms`, best first, with their coverage of the query. `contextTerms`
    * (from earlier turns) can add a little coverage but never find a skill on their own.
+   * `translations` of query terms the library lacks find skills too, at their weight; a query term
+   * counts once, for the best of itself and its translations.
    */
-  search(queryTerms: readonly string[], contextTerms: readonly string[] = []): KeywordHit[] {
+  search(queryTerms: readonly string[], contextTerms: readonly string[] = [], translations: Alternatives = NO_ALTERNATIVES): KeywordHit[] {
     if (queryTerms.length === 0 || this.skills.size === 0) return [];
+    const alternatives = forUnknownTerms(translations, (term) => this.postings.has(term));
     const averageLength = this.totalLength / this.skills.size;
     const scores = new Map<string, number>();
     const add = (name: string, term: string, idf: number) => {
@@ -81,23 +93,23 @@ export class SkillSearchIndex {
     // Rarest terms first. A term held by most of the library cannot make a skill relevant on its
     // own (its weight is small), so it only scores the candidates rarer terms found: walking its
     // posting list would visit nearly every skill (most of the cost in a 10,000-skill library).
-    const present = queryTerms.filter((term) => this.postings.has(term)).sort((a, b) => this.postings.get(a)!.size - this.postings.get(b)!.size);
-    for (const term of present) {
+    const present = this.presentTerms(queryTerms, alternatives).sort((a, b) => this.postings.get(a[0])!.size - this.postings.get(b[0])!.size);
+    for (const [term, weight] of present) {
       const documents = this.postings.get(term)!;
-      const idf = this.idf(term);
+      const idf = this.idf(term) * weight;
       if (scores.size > 0 && documents.size > this.skills.size / 2) {
         for (const name of [...scores.keys()]) add(name, term, idf);
       } else for (const name of documents) add(name, term, idf);
     }
     if (scores.size === 0) return [];
     const ranked = [...scores].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES);
-    const total = this.idfTotal(queryTerms);
-    const contextTotal = contextTerms.length > 0 ? this.idfTotal(contextTerms) : 0;
+    const total = this.idfTotal(queryTerms, alternatives);
+    const contextTotal = contextTerms.length > 0 ? this.idfTotal(contextTerms, NO_ALTERNATIVES) : 0;
     return ranked.map(([name, bm25]) => {
       const skill = this.skills.get(name)!;
-      const matchedWeight = this.matched(queryTerms, skill);
+      const matchedWeight = this.matched(queryTerms, alternatives, skill);
       let coverage = total > 0 ? matchedWeight / total : 0;
-      if (contextTotal > 0) coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, skill) / contextTotal) * coverage);
+      if (contextTotal > 0) coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, NO_ALTERNATIVES, skill) / contextTotal) * coverage);
       return { name, bm25, coverage, matchedWeight };
     });
   }
@@ -107,19 +119,31 @@ export class SkillSearchIndex {
     return bm25Idf(this.postings.get(term)?.size ?? 0, this.skills.size);
   }
 
-  private idfTotal(terms: readonly string[]): number {
-    let sum = 0;
-    for (const term of terms) sum += this.postings.has(term) ? this.idf(term) : this.idf(term) * UNKNOWN_TERM_WEIGHT;
-    return sum;
+  /** Query terms and alternatives some skill holds, each with its weight (a term written twice keeps the larger). */
+  private presentTerms(queryTerms: readonly string[], alternatives: Alternatives): Array<[string, number]> {
+    const present = new Map<string, number>();
+    for (const term of queryTerms) if (this.postings.has(term)) present.set(term, 1);
+    for (const list of alternatives.values())
+      for (const { term, weight } of list) if (this.postings.has(term) && (present.get(term) ?? 0) < weight) present.set(term, weight);
+    return [...present];
   }
 
-  private matched(terms: readonly string[], skill: IndexedSkill): number {
-    let sum = 0;
-    for (const term of terms) {
-      if (skill.head.has(term)) sum += this.idf(term);
-      else if (skill.frequencies.has(term)) sum += this.idf(term) * BODY_ONLY_WEIGHT;
-    }
-    return sum;
+  private idfTotal(terms: readonly string[], alternatives: Alternatives): number {
+    return queryMass(
+      terms,
+      alternatives,
+      (term) => this.idf(term),
+      (term) => this.postings.has(term),
+    );
+  }
+
+  private matched(terms: readonly string[], alternatives: Alternatives, skill: IndexedSkill): number {
+    return matchedMass(
+      terms,
+      alternatives,
+      (term) => this.idf(term),
+      (term) => (skill.head.has(term) ? 1 : skill.frequencies.has(term) ? BODY_ONLY_WEIGHT : 0),
+    );
   }
 
   private remember(skill: Skill): void {
@@ -136,6 +160,7 @@ export class SkillSearchIndex {
       length += fields[field].length * weight;
     }
     this.skills.set(skill.name, { frequencies, head: new Set([...fields.name, ...fields.description]), length });
+    if (CJK.test(skill.description)) this.cjkSkills.add(skill.name);
     this.totalLength += length;
     for (const term of frequencies.keys()) {
       let documents = this.postings.get(term);
@@ -148,6 +173,7 @@ export class SkillSearchIndex {
     const skill = this.skills.get(name);
     if (!skill) return;
     this.skills.delete(name);
+    this.cjkSkills.delete(name);
     this.totalLength -= skill.length;
     for (const term of skill.frequencies.keys()) {
       const documents = this.postings.get(term);

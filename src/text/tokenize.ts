@@ -21,23 +21,37 @@ const CJK_STOP_WORDS = new Set(
   ),
 );
 
+/**
+ * Japanese particles, verb endings and the pieces the segmenter cuts inflected verbs into (し, ま,
+ * す, れ, ば, ない, して): written in hiragana alone and one or two long, they carry no topic.
+ */
+const KANA_FRAGMENT = /^[\u3040-\u309f\u30fc]{1,2}$/;
+
 const HAS_LATIN = /[a-z]/;
 const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
+
+/** The segmenter's pieces of `text` (what `tokenize` reads), for callers that need the pieces themselves. */
+export function wordSegments(text: string): Intl.Segments {
+  return segmenter.segment(text);
+}
 
 export function tokenize(text: string): string[] {
   const terms: string[] = [];
   for (const part of segmenter.segment(text)) {
     if (!part.isWordLike) continue;
-    const word = part.segment.toLowerCase();
-    if (CJK.test(word)) {
-      if (!CJK_STOP_WORDS.has(word)) terms.push(word);
-      continue;
-    }
-    if (ENGLISH_STOP_WORDS.has(word)) continue;
-    if (word.length < 2 && !/\d/.test(word)) continue;
-    terms.push(HAS_LATIN.test(word) ? stemmer(word.replace(/'s$/, '')) : word);
+    const term = termOf(part.segment);
+    if (term !== undefined) terms.push(term);
   }
   return terms;
+}
+
+/** The search term of one word as the segmenter cut it (undefined for a stop word): what `tokenize` makes of it. */
+export function termOf(segment: string): string | undefined {
+  const word = segment.toLowerCase();
+  if (CJK.test(word)) return CJK_STOP_WORDS.has(word) || KANA_FRAGMENT.test(word) ? undefined : word;
+  if (ENGLISH_STOP_WORDS.has(word)) return undefined;
+  if (word.length < 2 && !/\d/.test(word)) return undefined;
+  return HAS_LATIN.test(word) ? stemmer(word.replace(/'s$/, '')) : word;
 }
 
 const recent = new Map<string, string[]>();

@@ -1,0 +1,248 @@
+import { readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
+import { termOf, tokenize, wordSegments } from './tokenize.js';
+
+/**
+ * The bundled bilingual glossaries (`data/glossary/*.tsv.gz`: Chinese and Japanese words with their
+ * English glosses, from CC-CEDICT and the EDRDG's EDICT and COMPDIC; see data/glossary/README.md).
+ * They let a Chinese or Japanese request find an English skill or memory, and the reverse, with no
+ * embedding service and before any learning job has written search keys: a query's words are looked
+ * up and their translations searched beside them, weighted below the words the user wrote.
+ */
+export type GlossaryLanguage = 'zh' | 'ja';
+
+/** A search term and how much it counts next to a term the user wrote (1). */
+export interface WeightedTerm {
+  term: string;
+  weight: number;
+}
+
+/** For a query term, other terms that stand for it (its translations); it counts once, for the best of them. */
+export type Alternatives = ReadonlyMap<string, readonly WeightedTerm[]>;
+
+/** A translation of a word counts this much of the word itself. */
+const WORD_WEIGHT = 0.8;
+/** A single character has many senses: its translations count for less. */
+const CHARACTER_WEIGHT = 0.4;
+/** Longest headword tried (characters). */
+const LONGEST = 8;
+/** Most segments one headword may join (ICU splits words the dictionary holds whole: "コン|フリ|ク|ト"). */
+const MOST_SEGMENTS = 6;
+/** A headword's first gloss is its main sense; the second counts this much of it, later ones `LATER_SENSE`. */
+const SECOND_SENSE = 0.6;
+const LATER_SENSE = 0.4;
+/** Glosses of a single character beyond its first two are other senses, too many to search. */
+const CHARACTER_GLOSSES = 2;
+/** Translations kept per English word in the reverse direction, per language. */
+const REVERSE_PER_WORD = 2;
+/** Only this much of a request is looked up (a pasted log adds nothing but time). */
+const LONGEST_TEXT = 2_000;
+
+const FILES: Record<GlossaryLanguage, URL> = {
+  zh: new URL('../../data/glossary/zh-en.tsv.gz', import.meta.url),
+  ja: new URL('../../data/glossary/ja-en.tsv.gz', import.meta.url),
+};
+
+const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
+const KANA = /[\u3040-\u30ff]/;
+
+export class Glossary {
+  /** Per language, headword → its English gloss words, as written in the file (stemmed on first use). */
+  private readonly tables: Record<GlossaryLanguage, Map<string, string>> = { zh: new Map(), ja: new Map() };
+  private readonly stems = new Map<string, readonly WeightedTerm[]>();
+  private readonly headwordTerms = new Map<string, readonly string[]>();
+  /** English stem → headwords per language, built on the first reverse look-up. */
+  private reverse: Map<string, Partial<Record<GlossaryLanguage, string[]>>> | undefined;
+
+  constructor(tables: ReadonlyArray<{ language: GlossaryLanguage; text: string }>) {
+    for (const { language, text } of tables) {
+      const table = this.tables[language];
+      for (const line of text.split('\n')) {
+        if (line === '' || line.startsWith('#')) continue;
+        const tab = line.indexOf('\t');
+        if (tab > 0) table.set(line.slice(0, tab), line.slice(tab + 1));
+      }
+    }
+  }
+
+  get size(): number {
+    return this.tables.zh.size + this.tables.ja.size;
+  }
+
+  /**
+   * English search terms of a headword (the tokenizer's stems of its gloss words), each with its
+   * weight as a translation; undefined when it has no entry, or is a word the tokenizer drops (a particle).
+   */
+  english(headword: string, language: GlossaryLanguage): readonly WeightedTerm[] | undefined {
+    const key = `${language}:${headword}`;
+    let stems = this.stems.get(key);
+    if (stems) return stems.length > 0 ? stems : undefined;
+    const gloss = this.tables[language].get(headword);
+    if (gloss === undefined) return undefined;
+    const base = headword.length === 1 ? CHARACTER_WEIGHT : WORD_WEIGHT;
+    let terms = [...new Set(gloss.split(' ').map(termOf))].filter((term): term is string => term !== undefined);
+    if (headword.length === 1) terms = terms.slice(0, CHARACTER_GLOSSES);
+    stems =
+      termOf(headword) === undefined ? [] : terms.map((term, index) => ({ term, weight: base * (index === 0 ? 1 : index === 1 ? SECOND_SENSE : LATER_SENSE) }));
+    this.stems.set(key, stems);
+    return stems.length > 0 ? stems : undefined;
+  }
+
+  /**
+   * Alternatives for the Chinese and Japanese words of `text`: each word the glossary holds (longest
+   * first, joining the pieces the segmenter cut it into) gives its English terms to the query terms
+   * it covers, shared among them so the word counts once.
+   */
+  toEnglish(text: string): Map<string, WeightedTerm[]> {
+    const alternatives = new Map<string, WeightedTerm[]>();
+    const sample = text.length > LONGEST_TEXT ? text.slice(0, LONGEST_TEXT) : text;
+    if (!CJK.test(sample)) return alternatives;
+    // Text with kana is Japanese; Han characters alone, Chinese (a character means different things in each).
+    const language: GlossaryLanguage = KANA.test(sample) ? 'ja' : 'zh';
+    for (const run of cjkRuns(sample)) {
+      for (let start = 0; start < run.length;) {
+        const span = this.longestAt(run, start, language);
+        if (span) {
+          this.attach(alternatives, span.headword, language, run.slice(start, start + span.segments));
+          start += span.segments;
+          continue;
+        }
+        // The segmenter kept together what the dictionary has apart ("乱了"): look inside.
+        for (const headword of this.wordsInside(run[start]!, language)) this.attach(alternatives, headword, language, [run[start]!]);
+        start++;
+      }
+    }
+    return alternatives;
+  }
+
+  /** Alternatives in `languages` for the English terms of a query: the words whose main gloss is the term. */
+  fromEnglish(terms: readonly string[], languages: readonly GlossaryLanguage[]): Map<string, WeightedTerm[]> {
+    const alternatives = new Map<string, WeightedTerm[]>();
+    if (languages.length === 0) return alternatives;
+    const reverse = this.reverseIndex();
+    for (const term of terms) {
+      if (CJK.test(term)) continue;
+      const entry = reverse.get(term);
+      if (!entry) continue;
+      for (const language of languages) {
+        for (const headword of entry[language] ?? []) {
+          const parts = this.termsOf(headword);
+          for (const part of parts) push(alternatives, term, { term: part, weight: weightOf(headword) / parts.length });
+        }
+      }
+    }
+    return alternatives;
+  }
+
+  private longestAt(run: readonly Segment[], start: number, language: GlossaryLanguage): { headword: string; segments: number } | undefined {
+    let joined = '';
+    let best: { headword: string; segments: number } | undefined;
+    for (let end = start; end < run.length && end - start < MOST_SEGMENTS; end++) {
+      joined += run[end]!.text;
+      if (joined.length > LONGEST) break;
+      if (this.english(joined, language)) best = { headword: joined, segments: end - start + 1 };
+    }
+    return best;
+  }
+
+  /** Dictionary words inside one segment, longest first from each position. */
+  private wordsInside(segment: Segment, language: GlossaryLanguage): string[] {
+    const found: string[] = [];
+    const text = segment.text;
+    for (let start = 0; start < text.length;) {
+      let length = Math.min(LONGEST, text.length - start);
+      while (length > 0 && !this.english(text.slice(start, start + length), language)) length--;
+      if (length === 0) {
+        start++;
+        continue;
+      }
+      found.push(text.slice(start, start + length));
+      start += length;
+    }
+    return found;
+  }
+
+  private attach(alternatives: Map<string, WeightedTerm[]>, headword: string, language: GlossaryLanguage, segments: readonly Segment[]): void {
+    const sources = [...new Set(segments.flatMap((segment) => segment.terms))];
+    const english = this.english(headword, language);
+    if (sources.length === 0 || !english) return;
+    for (const source of sources) for (const { term, weight } of english) push(alternatives, source, { term, weight: weight / sources.length });
+  }
+
+  /** The tokenizer's terms of a headword, as a document holding it is indexed. */
+  private termsOf(headword: string): readonly string[] {
+    let terms = this.headwordTerms.get(headword);
+    if (!terms) {
+      terms = [...new Set(tokenize(headword))];
+      this.headwordTerms.set(headword, terms);
+    }
+    return terms;
+  }
+
+  private reverseIndex(): Map<string, Partial<Record<GlossaryLanguage, string[]>>> {
+    if (this.reverse) return this.reverse;
+    const reverse = new Map<string, Partial<Record<GlossaryLanguage, string[]>>>();
+    // Two passes: words whose first gloss is the English word come before those where it is the second.
+    for (const position of [0, 1]) {
+      for (const language of ['zh', 'ja'] as const) {
+        for (const [headword, gloss] of this.tables[language]) {
+          const word = gloss.split(' ')[position];
+          const stem = word === undefined ? undefined : termOf(word);
+          if (!stem || headword.length < 2) continue;
+          let entry = reverse.get(stem);
+          if (!entry) reverse.set(stem, (entry = {}));
+          const list = (entry[language] ??= []);
+          if (list.length < REVERSE_PER_WORD && !list.includes(headword)) list.push(headword);
+        }
+      }
+    }
+    this.reverse = reverse;
+    return reverse;
+  }
+}
+
+interface Segment {
+  text: string;
+  /** The query terms the tokenizer makes of it (none for a stop word). */
+  terms: readonly string[];
+}
+
+/** Runs of consecutive Chinese or Japanese word segments, each with its terms. */
+function cjkRuns(text: string): Segment[][] {
+  const runs: Segment[][] = [];
+  let run: Segment[] = [];
+  for (const segment of wordSegments(text)) {
+    if (segment.isWordLike && CJK.test(segment.segment)) {
+      const term = termOf(segment.segment);
+      run.push({ text: segment.segment, terms: term === undefined ? [] : [term] });
+      continue;
+    }
+    // Spaces, punctuation and Latin words end a run; a lone particle segment is word-like and stays.
+    if (run.length > 0) runs.push(run);
+    run = [];
+  }
+  if (run.length > 0) runs.push(run);
+  return runs;
+}
+
+function weightOf(headword: string): number {
+  return headword.length === 1 ? CHARACTER_WEIGHT : WORD_WEIGHT;
+}
+
+function push(alternatives: Map<string, WeightedTerm[]>, source: string, alternative: WeightedTerm): void {
+  let list = alternatives.get(source);
+  if (!list) alternatives.set(source, (list = []));
+  const same = list.find((item) => item.term === alternative.term);
+  if (same) same.weight = Math.max(same.weight, alternative.weight);
+  else if (alternative.term !== source) list.push(alternative);
+}
+
+let shipped: Glossary | undefined;
+
+/** The shipped glossaries, read once (about 30 ms; the proxy reads them at start, off the request path). */
+export function glossary(): Glossary {
+  shipped ??= new Glossary(
+    (Object.keys(FILES) as GlossaryLanguage[]).map((language) => ({ language, text: gunzipSync(readFileSync(FILES[language])).toString('utf8') })),
+  );
+  return shipped;
+}
