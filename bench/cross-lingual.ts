@@ -9,7 +9,7 @@
  *
  * Standalone: `node --import tsx bench/cross-lingual.ts` (add `--no-heldout` while tuning).
  */
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -18,7 +18,7 @@ import { silentLogger } from '../src/logging/index.js';
 import { SkillLibrary } from '../src/skills/library.js';
 import { SkillRetriever } from '../src/skills/retrieval.js';
 import { SkillSearchIndex } from '../src/skills/search-index.js';
-import { STARTER_DIR } from '../src/skills/index.js';
+import { englishOnlyStarter } from '../test/support/skill-banks.js';
 
 const DEV = new URL('../test/fixtures/dev-crosslingual/requests.json', import.meta.url);
 const HELDOUT = new URL('../test/fixtures/heldout-skills/', import.meta.url);
@@ -39,20 +39,6 @@ export interface Score {
 export interface CrossLingualReport {
   dev: Record<Language, Score>;
   heldout: Record<Language, Score> | undefined;
-}
-
-/** A copy of the starter bank with only the English entries of each `Keywords:` line. */
-export function englishOnlyStarter(target: string): string {
-  cpSync(STARTER_DIR, target, { recursive: true });
-  for (const name of readdirSync(target)) {
-    const file = join(target, name, 'SKILL.md');
-    const text = readFileSync(file, 'utf8').replace(/^Keywords: (.*)$/m, (_line, list: string) => {
-      const english = list.split(',').filter((keyword) => !/[\u3040-\u30ff\u3400-\u9fff]/.test(keyword));
-      return `Keywords: ${english.join(',').trim()}`;
-    });
-    writeFileSync(file, text);
-  }
-  return target;
 }
 
 function retrieverFor(dir: string): SkillRetriever {

@@ -130,7 +130,13 @@ export function registerSkillsCommands(program: Command): void {
       const credit = service.credit.figures().get(name);
       const versions = service.history.versions(name);
       if (options.json)
-        return print(JSON.stringify({ ...skill, credit: credit ?? null, versions: versions.map(({ content: _content, ...row }) => row) }, null, 2));
+        return print(
+          JSON.stringify(
+            { ...skill, credit: credit ?? null, search_keys: service.searchKeys.keysOf(skill), versions: versions.map(({ content: _content, ...row }) => row) },
+            null,
+            2,
+          ),
+        );
       print(`${skill.name} (v${skill.version}, ${skill.category}, ${skill.origin})`);
       print(`  ${skill.description}`);
       print(`  file: ${skill.path}`);
@@ -138,6 +144,7 @@ export function registerSkillsCommands(program: Command): void {
       if (credit?.flagged) print('  FLAGGED: keeps being injected into turns that go badly; consider editing or retiring it');
       if (skill.sourceSessions.length > 0) print(`  learned from sessions: ${skill.sourceSessions.join(', ')}`);
       if (versions.length > 0) print(`  versions: ${versions.map((row) => `v${row.version} ${row.action}`).join(', ')}`);
+      for (const [language, keys] of Object.entries(service.searchKeys.keysOf(skill))) print(`  search keys (${language}): ${keys.join(', ')}`);
       print('');
       print(skill.body);
     })(options),

@@ -15,6 +15,7 @@ export { CLIENT_PROFILES, recognizeClient, sideRequestOf, RequestView } from './
 export type { ClientProfile, ClientProfileName, SideRequestKind } from './profiles/types.js';
 export { ConversationStore, type ConversationStoreOptions, type RecordingCounts } from './store.js';
 export { TurnJournal } from './turn-journal.js';
+export { UserLanguages } from './languages.js';
 export { IdleSessionSweeper } from './sweeper.js';
 export type * from './types.js';
 export { TurnWriter, BATCH_WINDOW_MS, MAX_CHUNK_TURNS } from './turn-writer.js';

@@ -87,6 +87,9 @@ export class ConversationStore {
       ),
       deletePayload: db.prepare<[string]>('DELETE FROM turn_payloads WHERE turn_id = ?'),
       lastModel: db.prepare<[string], { model: string | null }>('SELECT model FROM turns WHERE session_id = ? AND model IS NOT NULL ORDER BY seq DESC LIMIT 1'),
+      latestModel: db.prepare<[], { model: string | null }>(
+        "SELECT model FROM turns WHERE turn_type = 'main' AND model IS NOT NULL ORDER BY started_at DESC LIMIT 1",
+      ),
       sessionOfTurn: db.prepare<[string], { session_id: string }>('SELECT session_id FROM turns WHERE id = ?'),
       turnTexts: db.prepare<[string], { id: string; query: string | null; response_text: string | null; tool_calls: string | null }>(
         'SELECT id, query, response_text, tool_calls FROM turns WHERE session_id = ?',
@@ -301,6 +304,11 @@ export class ConversationStore {
   /** The model the agent last used in a session (learning calls default to it). */
   lastModelOf(sessionId: string): string | undefined {
     return this.statements.lastModel.get(sessionId)?.model ?? undefined;
+  }
+
+  /** The model of the latest main turn (learning calls that belong to no session default to it). */
+  latestModel(): string | undefined {
+    return this.statements.latestModel.get()?.model ?? undefined;
   }
 
   getTurn(id: string): TurnDetail | undefined {

@@ -46,6 +46,8 @@ const TYPE_BOOST: Record<MemoryType, number> = {
   episodic: 0.6,
 };
 const RECENCY_DAYS = 30;
+/** Each translation searched is one more posting-list look-up: the heaviest few are enough. */
+const MOST_TRANSLATIONS = 16;
 
 /**
  * Recall for one scope: BM25 candidates from FTS5 (and vector neighbours when embeddings are
@@ -66,7 +68,7 @@ export class MemoryRetriever {
     const terms = uniqueTerms(request.query);
     // Translations of the query's words (the glossary), so a Chinese question finds an English memory and the reverse.
     const translations = crossLingualAlternatives(request.query, terms, this.languages());
-    const extra = alternativeTerms(translations);
+    const extra = alternativeTerms(translations, MOST_TRANSLATIONS);
     for (const term of terms) extra.delete(term);
     const window = timeWindowOf(request.query, request.now);
     const candidates = new Map<string, Candidate>();

@@ -1,5 +1,5 @@
 import type { UpstreamTarget } from '../config/index.js';
-import type { ConversationStore } from '../conversation/index.js';
+import type { ConversationStore, UserLanguages } from '../conversation/index.js';
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
 import {
   callLlmForJson,
@@ -13,7 +13,7 @@ import {
 import type { Logger } from '../logging/index.js';
 import { fillPrompt, loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
-import { redactSecrets } from '../text/index.js';
+import { redactSecrets, type GlossaryLanguage } from '../text/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema.js';
 import { housekeep, type HousekeepingReport } from './housekeeping.js';
@@ -55,6 +55,8 @@ export interface MemoryDependencies {
   conversation?: ConversationStore;
   mainUpstream?: UpstreamTarget;
   credentials?: CredentialMemory;
+  /** The languages the user writes in: English questions also search memories in them, by translation. */
+  languages?: UserLanguages;
 }
 
 export interface IngestTurn {
@@ -94,7 +96,7 @@ export class MemoryService {
         ? new EmbeddingClient({ apiBase: settings.embedding.apiBase, apiKey: settings.embedding.apiKey, model: settings.embedding.model })
         : undefined;
     this.vectors = embeddings ? new MemoryVectors(db, this.store, embeddings, logger) : undefined;
-    this.retriever = new MemoryRetriever(this.store, this.vectors, logger, settings.retrievalMode);
+    this.retriever = new MemoryRetriever(this.store, this.vectors, logger, settings.retrievalMode, () => this.crossLingualLanguages());
     this.provider = new MemoryContextProvider(this.store, this.retriever, {
       topK: settings.topK,
       maxTokens: settings.maxTokens,
@@ -105,6 +107,11 @@ export class MemoryService {
 
   get settings(): MemorySettings {
     return this.deps.settings;
+  }
+
+  /** The glossary languages besides English the user writes (so their memories are in them). */
+  crossLingualLanguages(): GlossaryLanguage[] {
+    return (this.deps.languages?.current ?? []).filter((language): language is GlossaryLanguage => language === 'zh' || language === 'ja');
   }
 
   /** The runner's enqueue, so API ingestion can queue extraction. */

@@ -33,6 +33,7 @@ export function skillsRoutes(skills: SkillsService): (app: ProxyApp) => void {
         source_sessions: skill.sourceSessions,
         body: skill.body,
         tokens: skill.bodyTokens,
+        search_keys: skills.searchKeys.keysOf(skill),
         credit,
         recent_sessions: skills.credit.recentSessions(name),
         versions: skills.history.versions(name).map((row) => ({

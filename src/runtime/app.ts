@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import { resolveUpstreams, type LoadedConfig, type UpstreamTarget } from '../config/index.js';
 import { ContextPlanner, type ContextProvider } from '../context/index.js';
-import { ConversationStore, IdleSessionSweeper, TurnJournal } from '../conversation/index.js';
+import { ConversationStore, IdleSessionSweeper, TurnJournal, UserLanguages } from '../conversation/index.js';
 import { ConfigError, errorMessage } from '../errors.js';
 import { JobQueue, LearningBudget, LearningRunner } from '../learning/index.js';
 import { createLogger, type Logger } from '../logging/index.js';
@@ -22,6 +22,7 @@ import {
 import { MemoryService } from '../memory/index.js';
 import { SkillsService } from '../skills/index.js';
 import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/index.js';
+import { warmGlossary } from '../text/index.js';
 import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
@@ -136,6 +137,9 @@ export class MetaclawRuntime {
       this.credentials,
     );
 
+    // The languages the user writes in: skills get search keys in them, memory searches their translations.
+    const languages = new UserLanguages(this.db);
+    languages.refresh();
     this.skills = new SkillsService({
       db: this.db,
       logger: this.logger.child({ part: 'skills' }),
@@ -143,8 +147,11 @@ export class MetaclawRuntime {
       conversation: this.conversation,
       mainUpstream: this.forwarder.mainTarget,
       credentials: this.credentials,
+      languages,
     });
     this.runner.register(this.skills.evolveHandler());
+    this.runner.register(this.skills.searchKeysHandler());
+    this.skills.attachQueue(this.runner.enqueue);
     if (values['skills.enabled']) this.addContextProvider(this.skills.provider);
     this.addRoutes(skillsRoutes(this.skills));
 
@@ -155,6 +162,7 @@ export class MetaclawRuntime {
       conversation: this.conversation,
       mainUpstream: this.forwarder.mainTarget,
       credentials: this.credentials,
+      languages,
     });
     for (const handler of this.memory.handlers()) this.runner.register(handler);
     this.memory.attachQueue(this.runner.enqueue);
@@ -200,6 +208,8 @@ export class MetaclawRuntime {
       );
     }
     this.skills.open({ watch: true });
+    // Read now, not by the first request that needs it (≈0.1 s).
+    warmGlossary(this.memory.crossLingualLanguages());
     this.context = new ContextPlanner(this.providers, this.logger, values['max_context_tokens']);
     const deps: ProxyDeps = {
       auth: new ProxyAuth(values['proxy.api_key']),

@@ -1,9 +1,13 @@
 import type { ConversationListener, SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
 import type { Enqueue, LearningTrigger } from '../learning/index.js';
-import type { Db } from '../store/index.js';
+import { StateStore, type Db } from '../store/index.js';
+import { languageOf } from '../text/languages.js';
 import { SkillCreditStore } from './credit.js';
 
 export const EVOLVE_JOB = 'skills.evolve';
+export const SEARCH_KEYS_JOB = 'skills.search_keys';
+/** State key: the languages (JSON array) the search keys job last wrote keys for. */
+export const SEARCH_KEYS_LANGUAGES = 'skills.search_keys.languages';
 
 /** The settings that decide what a recorded turn means for skills (plain data: it crosses to the turn writer's thread). */
 export interface SkillsRecordingSettings {
@@ -19,12 +23,14 @@ export interface SkillsRecordingSettings {
 export class SkillsRecording implements ConversationListener, LearningTrigger {
   readonly name = 'skills';
   private readonly credit: SkillCreditStore;
+  private readonly state: StateStore;
 
   constructor(
     db: Db,
     private readonly settings: SkillsRecordingSettings,
   ) {
     this.credit = new SkillCreditStore(db);
+    this.state = new StateStore(db);
   }
 
   turnRecorded(event: TurnRecordedEvent): void {
@@ -34,10 +40,21 @@ export class SkillsRecording implements ConversationListener, LearningTrigger {
   }
 
   onTurnRecorded(event: TurnRecordedEvent, enqueue: Enqueue): void {
+    this.maybeWriteSearchKeys(event, enqueue);
     const every = this.settings.evolveEveryNTurns;
     if (!this.settings.autoEvolve || event.turnType !== 'main' || event.outcome !== 'ok' || every <= 0) return;
     if (event.mainTurnCount % every === 0)
       enqueue(EVOLVE_JOB, { sessionId: event.sessionId, reason: `every ${every} main turns` }, { dedupeKey: `${EVOLVE_JOB}:${event.sessionId}` });
+  }
+
+  /** A request in a language the skills have no search keys for yet: the search keys job looks again. */
+  private maybeWriteSearchKeys(event: TurnRecordedEvent, enqueue: Enqueue): void {
+    if (event.turnType !== 'main' || !event.query) return;
+    const language = languageOf(event.query);
+    if (!language) return;
+    const covered = this.state.get(SEARCH_KEYS_LANGUAGES);
+    if (covered !== undefined && (JSON.parse(covered) as string[]).includes(language)) return;
+    enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000 });
   }
 
   onSessionEnded(event: SessionEndedEvent, enqueue: Enqueue): void {

@@ -1,8 +1,8 @@
 import { bm25Idf, forUnknownTerms, matchedMass, queryMass, tokenize, type Alternatives } from '../text/index.js';
 import type { Skill } from './types.js';
 
-/** Field weights (BM25F): a hit in the name counts most, then the description, then the body. */
-const FIELD_WEIGHTS = { name: 4.0, description: 2.5, body: 1.0 } as const;
+/** Field weights (BM25F): a hit in the name counts most, then the description and search keys, then the body. */
+const FIELD_WEIGHTS = { name: 4.0, description: 2.5, keys: 2.5, body: 1.0 } as const;
 const K1 = 1.2;
 const B = 0.75;
 /** A query term found only in a skill's body counts for less than one in its name or description. */
@@ -45,6 +45,9 @@ export class SkillSearchIndex {
   private totalLength = 0;
   /** Skills described in Chinese or Japanese: English queries then also search for their translations. */
   private readonly cjkSkills = new Set<string>();
+
+  /** `searchKeys`: text indexed with a skill beside its own (the keys a learning job wrote in the user's languages). */
+  constructor(private readonly searchKeys: (skill: Skill) => string = () => '') {}
 
   get size(): number {
     return this.skills.size;
@@ -150,16 +153,17 @@ export class SkillSearchIndex {
     const fields = {
       name: tokenize(skill.name.replaceAll('-', ' ')),
       description: tokenize(skill.description),
+      keys: tokenize(this.searchKeys(skill)),
       body: tokenize(`${skill.category} ${skill.body}`),
     };
     const frequencies = new Map<string, number>();
     let length = 0;
-    for (const field of ['name', 'description', 'body'] as const) {
+    for (const field of ['name', 'description', 'keys', 'body'] as const) {
       const weight = FIELD_WEIGHTS[field];
       for (const term of fields[field]) frequencies.set(term, (frequencies.get(term) ?? 0) + weight);
       length += fields[field].length * weight;
     }
-    this.skills.set(skill.name, { frequencies, head: new Set([...fields.name, ...fields.description]), length });
+    this.skills.set(skill.name, { frequencies, head: new Set([...fields.name, ...fields.description, ...fields.keys]), length });
     if (CJK.test(skill.description)) this.cjkSkills.add(skill.name);
     this.totalLength += length;
     for (const term of frequencies.keys()) {

@@ -1,11 +1,12 @@
 import type { UpstreamTarget } from '../config/index.js';
-import type { ConversationStore } from '../conversation/index.js';
+import type { ConversationStore, UserLanguages } from '../conversation/index.js';
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
 import {
   callLlmForJson,
   InvalidLlmOutputError,
   LearningMisconfiguredError,
   resolveLearningTarget,
+  type Enqueue,
   type JobContext,
   type JobHandler,
   type LearningEndpointConfig,
@@ -16,7 +17,8 @@ import { StateStore, type Db } from '../store/index.js';
 import { keywordRelevance, uniqueTerms } from '../text/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { SkillCreditStore, type SkillCredit } from './credit.js';
-import { EVOLVE_JOB } from './recording.js';
+import { EVOLVE_JOB, SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording.js';
+import { renderForKeys, searchKeysOutputSchema, SkillSearchKeys } from './search-keys.js';
 import { planChanges, type PlannedChange, type Rejected } from './evolution/apply.js';
 import { evolverOutputSchema } from './evolution/schema.js';
 import { buildTranscript } from './evolution/transcript.js';
@@ -55,7 +57,13 @@ export interface SkillsDependencies {
   conversation?: ConversationStore;
   mainUpstream?: UpstreamTarget;
   credentials?: CredentialMemory;
+  /** The languages the user writes requests in (the proxy has it): search keys are written in them. */
+  languages?: UserLanguages;
 }
+
+/** Skills per search keys call, and calls per job (a large library is done over several jobs). */
+const KEYS_BATCH = 8;
+const KEYS_BATCHES_PER_JOB = 4;
 
 export interface ChangeResult {
   skill: Skill;
@@ -83,12 +91,15 @@ export class SkillsService {
   readonly retriever: SkillRetriever;
   readonly provider: SkillsContextProvider;
   readonly vectors: SkillVectors | undefined;
+  readonly searchKeys: SkillSearchKeys;
   private readonly state: StateStore;
+  private enqueue: Enqueue | undefined;
 
   constructor(private readonly deps: SkillsDependencies) {
     const { db, logger, settings } = deps;
     this.library = new SkillLibrary(settings.dir, logger);
-    this.index = new SkillSearchIndex();
+    this.searchKeys = new SkillSearchKeys(db);
+    this.index = new SkillSearchIndex((skill) => this.searchKeys.textOf(skill));
     this.credit = new SkillCreditStore(db);
     this.history = new SkillHistory(db, settings.dir);
     this.proposals = new ProposalStore(db);
@@ -116,6 +127,7 @@ export class SkillsService {
       this.index.update(change.changed, change.removed);
       for (const name of change.removed) this.vectors?.forget(name);
       if (change.changed.length > 0) this.vectors?.refresh(() => this.library.all());
+      if (change.changed.length > 0) this.queueSearchKeys();
     });
   }
 
@@ -129,6 +141,12 @@ export class SkillsService {
     this.index.sync(this.library.all());
     this.vectors?.refresh(() => this.library.all());
     if (options.watch) this.library.startWatching();
+    this.queueSearchKeys();
+  }
+
+  /** The runner's enqueue, so a changed library gets search keys written. */
+  attachQueue(enqueue: Enqueue): void {
+    this.enqueue = enqueue;
   }
 
   close(): void {
@@ -214,6 +232,67 @@ export class SkillsService {
       invalid_files: this.library.problems(),
       pending_proposals: this.proposals.countPending(),
     };
+  }
+
+  /* ---------- search keys ---------- */
+
+  searchKeysHandler(): JobHandler {
+    return { kind: SEARCH_KEYS_JOB, usesLlm: true, run: (_payload, context) => this.writeSearchKeys(context) };
+  }
+
+  /** Queues the search keys job when some skill lacks keys in a language the user writes. */
+  private queueSearchKeys(): void {
+    const languages = this.deps.languages?.current ?? [];
+    if (!this.enqueue || languages.length === 0) return;
+    if (this.searchKeys.pending(this.library.all(), languages, loadPrompt('skill-search-keys').version).length > 0)
+      this.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 1_000 });
+  }
+
+  /**
+   * Writes search keys for the skills that lack them in the languages the user writes (from the
+   * recorded requests), a batch of skills per call, and indexes them with their skills.
+   */
+  private async writeSearchKeys(context: JobContext): Promise<void> {
+    const { conversation, mainUpstream, credentials, languages } = this.deps;
+    if (!mainUpstream || !credentials || !languages) throw new InternalError('search keys need the running proxy');
+    const seen = languages.refresh();
+    this.state.set(SEARCH_KEYS_LANGUAGES, JSON.stringify(seen));
+    const prompt = loadPrompt('skill-search-keys');
+    const pending = this.searchKeys.pending(this.library.all(), seen, prompt.version);
+    if (pending.length === 0) return;
+    const target = resolveLearningTarget({ name: 'skill search keys', ...this.settings.evolver }, mainUpstream, credentials, conversation?.latestModel());
+    if (!target) throw new LearningMisconfiguredError('no model for skill search keys: set rl.evolver_model or llm.model_id');
+    const done = pending.slice(0, KEYS_BATCH * KEYS_BATCHES_PER_JOB);
+    for (let start = 0; start < done.length; start += KEYS_BATCH) {
+      const batch = done.slice(start, start + KEYS_BATCH);
+      const values = {
+        languages: [...new Set(batch.flatMap((item) => item.languages))].join(', '),
+        skills: batch.map((item) => renderForKeys(item.skill, item.languages)).join('\n\n'),
+      };
+      const { value } = await callLlmForJson(
+        target,
+        {
+          system: prompt.system,
+          user: fillPrompt(prompt.user, values),
+          maxTokens: 300 * batch.length,
+          temperature: 0.2,
+          signal: context.signal,
+          logger: context.logger,
+        },
+        { name: 'skill_search_keys', schema: searchKeysOutputSchema },
+        (tokens) => context.spend(tokens),
+      );
+      for (const { skill, languages: asked } of batch)
+        for (const language of asked) {
+          const answer = value.skills.find((item) => item.name === skill.name && item.language === language);
+          if (answer && answer.keys.length > 0) this.searchKeys.save(skill, language, answer.keys, prompt.version, target.model);
+        }
+    }
+    // Re-indexed with their keys (a skill edited meanwhile was re-indexed by the edit).
+    const current = done.map(({ skill }) => this.library.get(skill.name)).filter((skill): skill is Skill => skill?.contentHash !== undefined);
+    this.index.update(current, []);
+    if (pending.length > done.length) this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB });
+    context.logger.info({ skills: done.length, languages: seen, remaining: pending.length - done.length }, 'skill search keys written');
   }
 
   /* ---------- evolution ---------- */

@@ -250,4 +250,22 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE turns ADD COLUMN side_request TEXT;     -- title | summary | compaction | memory | classifier | quota
     `,
   },
+  {
+    version: 7,
+    description: 'search keys of skills, in the languages the user writes (cross-lingual retrieval)',
+    sql: `
+      -- Written by a learning job for each skill and language, kept by the skill's content hash, so
+      -- an edit asks again and a revert finds its keys; never written into SKILL.md.
+      CREATE TABLE skill_search_keys (
+        content_hash TEXT NOT NULL,
+        language TEXT NOT NULL,
+        name TEXT NOT NULL,
+        keys TEXT NOT NULL,                 -- JSON array of short phrases
+        prompt_version INTEGER NOT NULL,
+        model TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (content_hash, language)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

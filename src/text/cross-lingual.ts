@@ -40,11 +40,11 @@ export function forUnknownTerms(alternatives: Alternatives, known: (term: string
   return kept;
 }
 
-/** Every alternative term of a query (to look up beside its own terms), with the largest weight it has. */
-export function alternativeTerms(alternatives: Alternatives): Map<string, number> {
+/** The alternative terms of a query (to look up beside its own terms), each with the largest weight it has; at most `limit`, the heaviest. */
+export function alternativeTerms(alternatives: Alternatives, limit = Number.POSITIVE_INFINITY): Map<string, number> {
   const weights = new Map<string, number>();
   for (const list of alternatives.values()) for (const { term, weight } of list) weights.set(term, Math.max(weights.get(term) ?? 0, weight));
-  return weights;
+  return weights.size <= limit ? weights : new Map([...weights].sort((a, b) => b[1] - a[1]).slice(0, limit));
 }
 
 /**

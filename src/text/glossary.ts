@@ -246,3 +246,9 @@ export function glossary(): Glossary {
   );
   return shipped;
 }
+
+/** Reads the glossaries now (and builds the reverse look-up when `reverse` languages will be searched), off the request path. */
+export function warmGlossary(reverse: readonly GlossaryLanguage[]): void {
+  const words = glossary();
+  if (reverse.length > 0) words.fromEnglish(['warm'], reverse);
+}

@@ -39,6 +39,10 @@ export function isEvolverCall(request: RecordedRequest): boolean {
   return systemText(request).includes('You maintain a library of "skills"');
 }
 
+export function isSearchKeysCall(request: RecordedRequest): boolean {
+  return systemText(request).includes('You write search keys for a library of "skills"');
+}
+
 export function isExtractorCall(request: RecordedRequest): boolean {
   return systemText(request).includes('You keep the long-term memory');
 }
@@ -78,12 +82,14 @@ export function completionWith(text: string, response: ServerResponse, delayMs =
 export function learningAwareUpstream(options: {
   evolver?: (request: RecordedRequest) => string;
   extractor?: (request: RecordedRequest) => string;
+  searchKeys?: (request: RecordedRequest) => string;
   delayMs?: number;
   chat?: string;
 }): Handler {
   return (request, response) => {
     if (options.evolver && isEvolverCall(request)) return completionWith(options.evolver(request), response, options.delayMs);
     if (options.extractor && isExtractorCall(request)) return completionWith(options.extractor(request), response, options.delayMs);
+    if (options.searchKeys && isSearchKeysCall(request)) return completionWith(options.searchKeys(request), response, options.delayMs);
     const reply = { text: options.chat ?? 'Done.' };
     return request.path.endsWith('/messages') ? anthropicReply(reply)(request, response) : openAIReply(reply)(request, response);
   };

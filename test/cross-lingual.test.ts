@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { isSearchKeysCall, learningAwareUpstream, userText } from './support/evolver.js';
+import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { englishOnlyStarter } from './support/skill-banks.js';
+import { ScriptedUpstream } from './support/upstream.js';
+
+/** The skills block the proxy added to the last request the agent sent (empty when none). */
+function injectedSkills(upstream: ScriptedUpstream): string[] {
+  const system = upstream
+    .modelRequests()
+    .filter((request) => !isSearchKeysCall(request))
+    .at(-1)!.body.messages[0];
+  const text = system?.role === 'system' && typeof system.content === 'string' ? system.content : '';
+  return [...text.matchAll(/^### ([a-z0-9-]+)/gm)].map((match) => match[1]!);
+}
+
+async function ask(client: OpenAI, text: string, session: string): Promise<void> {
+  await client.chat.completions.create({ model: 'scripted-model', messages: [{ role: 'user', content: text }] }, { headers: { 'X-Session-Id': session } });
+}
+
+describe('cross-lingual skills: an English skill bank answers Chinese requests', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let client: OpenAI;
+  const keyCalls: string[] = [];
+  /** A request no dictionary bridges: "nobody dares touch this lump of ancestral code". */
+  const SLANG = '这坨祖传代码谁也不敢动';
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({
+      // The scripted search keys call: keys in Chinese for the refactoring skill, none for the others.
+      searchKeys: (request) => {
+        const asked = userText(request);
+        keyCalls.push(asked);
+        const names = [...asked.matchAll(/^### ([a-z0-9-]+) \(keys in: ([a-z, ]+)\)/gm)];
+        return JSON.stringify({
+          skills: names.map(([, name, languages]) => ({
+            name,
+            language: languages!.split(', ')[0],
+            keys: name === 'safe-refactoring' ? ['祖传代码', '屎山', '不敢动的老代码', '重构'] : [],
+          })),
+        });
+      },
+    });
+    const home = tempHome();
+    englishOnlyStarter(join(home, 'skills'));
+    proxy = await startProxy({
+      home,
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false }, memory: { enabled: false } },
+    });
+    client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+
+  test('with the bundled glossary alone, a Chinese SQL request gets the SQL skill and a merge-conflict question the git skill', async () => {
+    await ask(client, '帮我写一个 SQL 查询统计每个月的订单数', 'zh-1');
+    assert.ok(injectedSkills(upstream).includes('sql-query-writing'), `got ${injectedSkills(upstream).join(', ') || 'nothing'}`);
+    await ask(client, '两个分支合并冲突了怎么办', 'zh-2');
+    assert.ok(injectedSkills(upstream).includes('git-commit-hygiene'), `got ${injectedSkills(upstream).join(', ') || 'nothing'}`);
+  });
+
+  test('a request the glossary cannot bridge finds its skill once the search keys job has written keys in Chinese', async () => {
+    await ask(client, SLANG, 'zh-3');
+    assert.deepEqual(injectedSkills(upstream), [], 'the glossary alone should not find it');
+    // The user has now written Chinese in several requests: the job writes Chinese keys for every skill.
+    const keys = await waitFor(async () => {
+      const response = await fetch(`${proxy.url}/v1/skills/safe-refactoring`);
+      const body = (await response.json()) as { search_keys: Record<string, string[]> };
+      return body.search_keys['zh'];
+    }, 30_000);
+    assert.deepEqual(keys, ['祖传代码', '屎山', '不敢动的老代码', '重构']);
+    assert.ok(keyCalls.length >= 1 && keyCalls.every((call) => call.includes('Languages to write keys in: zh')), keyCalls.join('\n---\n'));
+    assert.ok(!keyCalls.join('\n').includes(SLANG), 'the job is shown the skills, not the user requests');
+    await ask(client, SLANG, 'zh-4');
+    assert.deepEqual(injectedSkills(upstream), ['safe-refactoring']);
+    // The keys live beside the index, never in SKILL.md.
+    const shown = await proxy.cli(['skills', 'show', 'safe-refactoring']);
+    assert.match(shown.stdout, /search keys \(zh\): 祖传代码, 屎山/);
+  });
+});
