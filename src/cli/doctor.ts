@@ -15,6 +15,7 @@ import {
   resolveUpstreams,
 } from '../config/index.js';
 import { checkIntegrity, MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
+import { describeRetrieval, retrievalModes, storedProbe } from '../runtime/index.js';
 import { probeUpstream } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, print } from './context.js';
@@ -57,6 +58,7 @@ export async function doctorCommand(options: DoctorOptions): Promise<void> {
     await checkUpstream(config, checks);
     await checkAgent(config, checks);
     const running = await checkProxy(config, checks);
+    checkRetrieval(config, running, checks);
     if (options.canary === false) checks.push({ name: 'canary', verdict: 'skip', detail: 'skipped (--no-canary)' });
     else await runCanary(config, running, checks);
   }
@@ -362,6 +364,34 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
     });
     return undefined;
   }
+}
+
+type Described = ReturnType<typeof describeRetrieval>;
+
+/** Which retrieval skills and memory use and why: the running proxy's own word, else the config and the last embeddings probe. */
+function checkRetrieval(config: LoadedConfig, proxy: ProxyContact | undefined, checks: Check[]): void {
+  const part = (name: 'skills' | 'memory') => (proxy?.status[name] as { retrieval?: Described } | undefined)?.retrieval;
+  let skills = part('skills');
+  let memory = part('memory');
+  if (!skills || !memory) {
+    let probe;
+    if (existsSync(config.paths.database)) {
+      const db = openDatabase(config.paths.database, { readonly: true });
+      try {
+        probe = storedProbe(db);
+      } catch {
+        probe = undefined;
+      } finally {
+        db.close();
+      }
+    }
+    const decided = retrievalModes(config, process.env, probe);
+    skills = describeRetrieval(decided.skills);
+    memory = describeRetrieval(decided.memory);
+  }
+  const line = (name: string, decision: Described) => `${name} ${decision.mode}${decision.model ? ` (${decision.model})` : ''}: ${decision.reason}`;
+  const detail = `${proxy ? '' : 'at the next start: '}${line('skills', skills)}; ${line('memory', memory)}`;
+  checks.push({ name: 'retrieval', verdict: 'pass', detail });
 }
 
 /**

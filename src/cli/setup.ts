@@ -3,6 +3,7 @@ import { ALL_CLAW_TYPES, detectClaws, isClawType, type ClawType } from '../claws
 import { detectFormat, MODES, PROVIDER_PRESETS, presetFor, updateConfigFile, writeConfigSchema, type LoadedConfig } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { silentLogger } from '../logging/index.js';
+import { probeProviderEmbeddings, retrievalModes, saveProbe } from '../runtime/index.js';
 import { skillsSettings } from '../runtime/settings.js';
 import { installStarterSkills, SkillsService } from '../skills/index.js';
 import { openDatabase } from '../store/index.js';
@@ -101,12 +102,28 @@ export async function setupCommand(options: SetupOptions): Promise<void> {
     }
   }
 
+  if (options.verify !== false) await probeEmbeddingsAtSetup(options);
+
   const next =
     answers.claw === 'none'
       ? 'Point your agent at http://127.0.0.1:' + answers.port + '/v1 (OpenAI) or http://127.0.0.1:' + answers.port + ' (Anthropic).'
       : `\`metaclaw start\` will wire ${clawName(answers.claw)} to the proxy; \`metaclaw stop --unwire\` puts it back exactly.`;
   if (interactive) prompts.outro(`Done. Run \`metaclaw start\`. ${next}`);
   else print(`Done. Run \`metaclaw start\`. ${next}`);
+}
+
+/** Probes the provider's embeddings endpoint and stores what it found: the first start uses hybrid retrieval when it answered. */
+async function probeEmbeddingsAtSetup(options: SetupOptions): Promise<void> {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const probe = await probeProviderEmbeddings(config, process.env, 'setup');
+  const db = openDatabase(config.paths.database);
+  try {
+    saveProbe(db, probe);
+  } finally {
+    db.close();
+  }
+  const { skills, memory } = retrievalModes(config, process.env, probe);
+  print(terminalText(`Retrieval: skills ${skills.mode}, memory ${memory.mode} (${skills.reason}).`));
 }
 
 function fromFlags(config: LoadedConfig, options: SetupOptions): Answers {

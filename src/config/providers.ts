@@ -12,10 +12,21 @@ export interface ProviderPreset {
   keyEnv: string;
   /** Local servers need no key. */
   needsKey: boolean;
+  /** The provider's embeddings model on its OpenAI-compatible /embeddings endpoint, where it has one (probed at setup and start). */
+  embeddingModel?: string;
 }
 
 export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
-  { id: 'openai', label: 'OpenAI', apiBase: 'https://api.openai.com/v1', format: 'openai', model: 'gpt-4o', keyEnv: 'OPENAI_API_KEY', needsKey: true },
+  {
+    id: 'openai',
+    label: 'OpenAI',
+    apiBase: 'https://api.openai.com/v1',
+    format: 'openai',
+    model: 'gpt-4o',
+    keyEnv: 'OPENAI_API_KEY',
+    needsKey: true,
+    embeddingModel: 'text-embedding-3-small',
+  },
   {
     id: 'anthropic',
     label: 'Anthropic',
@@ -42,6 +53,7 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
     model: 'qwen-plus',
     keyEnv: 'DASHSCOPE_API_KEY',
     needsKey: true,
+    embeddingModel: 'text-embedding-v3',
   },
   {
     id: 'deepseek',
@@ -79,8 +91,18 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
     model: 'doubao-seed-2-0-pro-260215',
     keyEnv: 'ARK_API_KEY',
     needsKey: true,
+    embeddingModel: 'doubao-embedding-text-240715',
   },
-  { id: 'ollama', label: 'Ollama (local)', apiBase: 'http://127.0.0.1:11434/v1', format: 'openai', model: 'llama3.1', keyEnv: '', needsKey: false },
+  {
+    id: 'ollama',
+    label: 'Ollama (local)',
+    apiBase: 'http://127.0.0.1:11434/v1',
+    format: 'openai',
+    model: 'llama3.1',
+    keyEnv: '',
+    needsKey: false,
+    embeddingModel: 'nomic-embed-text',
+  },
   { id: 'custom', label: 'Another OpenAI- or Anthropic-compatible API', apiBase: '', format: 'openai', model: '', keyEnv: '', needsKey: true },
 ];
 

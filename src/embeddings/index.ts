@@ -1,1 +1,2 @@
 export { EmbeddingClient, normalise, dot, vectorToBlob, blobToVector, type EmbeddingEndpoint } from './client.js';
+export { probeEmbeddings, type EmbeddingsProbe } from './probe.js';

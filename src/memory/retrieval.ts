@@ -57,12 +57,18 @@ const MOST_TRANSLATIONS = 16;
 export class MemoryRetriever {
   constructor(
     private readonly store: MemoryStore,
-    private readonly vectors: MemoryVectors | undefined,
+    private vectors: MemoryVectors | undefined,
     private readonly logger: Logger,
-    private readonly mode: MemoryRetrievalMode = 'hybrid',
+    private mode: MemoryRetrievalMode = 'hybrid',
     /** Languages besides English the memory is written in (the user's): English queries also search their translations. */
     private readonly languages: () => readonly GlossaryLanguage[] = () => [],
   ) {}
+
+  /** Another mode or vector store, decided off the request path (the start-up probe of the provider's embeddings). */
+  useEmbeddings(mode: MemoryRetrievalMode, vectors: MemoryVectors | undefined): void {
+    this.vectors = vectors;
+    this.mode = mode;
+  }
 
   recall(request: RecallRequest): MemoryHit[] | Promise<MemoryHit[]> {
     const terms = uniqueTerms(request.query);

@@ -83,7 +83,7 @@ export class MemoryService {
   readonly store: MemoryStore;
   readonly retriever: MemoryRetriever;
   readonly provider: MemoryContextProvider;
-  readonly vectors: MemoryVectors | undefined;
+  private vectorStore: MemoryVectors | undefined;
   private readonly state: StateStore;
   private enqueue: Enqueue | undefined;
 
@@ -91,12 +91,9 @@ export class MemoryService {
     const { db, logger, settings } = deps;
     this.store = new MemoryStore(db);
     this.state = new StateStore(db);
-    const embeddings =
-      settings.embedding.apiBase && settings.embedding.model
-        ? new EmbeddingClient({ apiBase: settings.embedding.apiBase, apiKey: settings.embedding.apiKey, model: settings.embedding.model })
-        : undefined;
-    this.vectors = embeddings ? new MemoryVectors(db, this.store, embeddings, logger) : undefined;
-    this.retriever = new MemoryRetriever(this.store, this.vectors, logger, settings.retrievalMode, () => this.crossLingualLanguages());
+    const embeddings = embeddingClient(settings);
+    this.vectorStore = embeddings ? new MemoryVectors(db, this.store, embeddings, logger) : undefined;
+    this.retriever = new MemoryRetriever(this.store, this.vectorStore, logger, settings.retrievalMode, () => this.crossLingualLanguages());
     this.provider = new MemoryContextProvider(this.store, this.retriever, {
       topK: settings.topK,
       maxTokens: settings.maxTokens,
@@ -109,6 +106,20 @@ export class MemoryService {
     return this.deps.settings;
   }
 
+  get vectors(): MemoryVectors | undefined {
+    return this.vectorStore;
+  }
+
+  /** Switches recall to `mode` with `embedding` (the proxy's start-up probe of the provider's embeddings endpoint decides). */
+  useRetrieval(mode: MemoryRetrievalMode, embedding: EmbeddingEndpoint): void {
+    this.deps.settings = { ...this.deps.settings, retrievalMode: mode, embedding };
+    const embeddings = embeddingClient(this.deps.settings);
+    // A new store keeps the stored vectors when the model is the same, and drops them when it differs.
+    if (embeddings) this.vectorStore = new MemoryVectors(this.deps.db, this.store, embeddings, this.deps.logger);
+    this.retriever.useEmbeddings(embeddings ? mode : 'keyword', embeddings ? this.vectorStore : undefined);
+    if (embeddings && mode !== 'keyword') this.enqueue?.(EMBED_JOB, {}, { dedupeKey: EMBED_JOB });
+  }
+
   /** The glossary languages besides English the user writes (so their memories are in them). */
   crossLingualLanguages(): GlossaryLanguage[] {
     return (this.deps.languages?.current ?? []).filter((language): language is GlossaryLanguage => language === 'zh' || language === 'ja');
@@ -119,7 +130,9 @@ export class MemoryService {
     this.enqueue = enqueue;
     // Keyword retrieval never reads vectors, so nothing is embedded for it; the vectors are still
     // opened, so that forgetting a unit removes the vector an earlier mode gave it.
-    if (this.vectors && this.settings.retrievalMode !== 'keyword') this.store.onChange(() => enqueue(EMBED_JOB, {}, { dedupeKey: EMBED_JOB, delayMs: 500 }));
+    this.store.onChange(() => {
+      if (this.vectors && this.settings.retrievalMode !== 'keyword') enqueue(EMBED_JOB, {}, { dedupeKey: EMBED_JOB, delayMs: 500 });
+    });
   }
 
   handlers(): JobHandler[] {
@@ -482,4 +495,10 @@ function toTime(value: string | number | undefined): number {
     if (!Number.isNaN(parsed)) return parsed;
   }
   return Date.now();
+}
+
+/** The embeddings client the settings call for (none without an endpoint). */
+function embeddingClient(settings: MemorySettings): EmbeddingClient | undefined {
+  const { apiBase, apiKey, model } = settings.embedding;
+  return apiBase && model ? new EmbeddingClient({ apiBase, apiKey, model }) : undefined;
 }

@@ -28,6 +28,17 @@ import { VERSION } from '../version.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
 import { recordingListeners, recordingSettings, type RecordingSettings } from './recording.js';
 import { memorySettings, skillsSettings } from './settings.js';
+import {
+  describeRetrieval,
+  probeProviderEmbeddings,
+  retrievalModes,
+  saveProbe,
+  skillsMode,
+  storedProbe,
+  withMemoryRetrieval,
+  withSkillsRetrieval,
+  type RetrievalDecision,
+} from './retrieval-mode.js';
 import type { TurnWriterData } from './turn-writer-worker.js';
 
 export interface RuntimeOptions {
@@ -61,6 +72,10 @@ export class MetaclawRuntime {
   readonly credentials = new CredentialMemory();
   readonly skills: SkillsService;
   readonly memory: MemoryService;
+  /** Which retrieval skills and memory use (keyword or with embeddings), and why. */
+  private retrieval: { skills: RetrievalDecision; memory: RetrievalDecision };
+  /** Cancels the start-up embeddings probe when the proxy stops first. */
+  private readonly probing = new AbortController();
   private readonly providers: ContextProvider[] = [];
   private readonly routeGroups: Array<(app: ProxyApp) => void> = [];
   private readonly sweeper: IdleSessionSweeper;
@@ -137,13 +152,15 @@ export class MetaclawRuntime {
       this.credentials,
     );
 
+    // The last probe (by setup or the previous start) decides until this start's probe answers.
+    this.retrieval = retrievalModes(options.config, options.env ?? process.env, storedProbe(this.db));
     // The languages the user writes in: skills get search keys in them, memory searches their translations.
     const languages = new UserLanguages(this.db);
     languages.refresh();
     this.skills = new SkillsService({
       db: this.db,
       logger: this.logger.child({ part: 'skills' }),
-      settings: skillsSettings(options.config),
+      settings: withSkillsRetrieval(skillsSettings(options.config), this.retrieval.skills),
       conversation: this.conversation,
       mainUpstream: this.forwarder.mainTarget,
       credentials: this.credentials,
@@ -158,7 +175,7 @@ export class MetaclawRuntime {
     this.memory = new MemoryService({
       db: this.db,
       logger: this.logger.child({ part: 'memory' }),
-      settings: memorySettings(options.config),
+      settings: withMemoryRetrieval(memorySettings(options.config), this.retrieval.memory),
       conversation: this.conversation,
       mainUpstream: this.forwarder.mainTarget,
       credentials: this.credentials,
@@ -257,7 +274,37 @@ export class MetaclawRuntime {
     for (const warning of this.options.config.warnings) this.logger.warn(warning);
     const url = `http://${values['proxy.host'].includes(':') ? `[${values['proxy.host']}]` : values['proxy.host']}:${values['proxy.port']}`;
     this.logger.info({ url, mode: values['mode'], upstream: describeTarget(this.forwarder.mainTarget), version: VERSION }, 'MetaClaw proxy listening');
+    this.logRetrieval();
+    void this.probeEmbeddings();
     return { url };
+  }
+
+  /**
+   * Probes the provider's embeddings endpoint once, in the background (serving never waits for
+   * it), stores what it found for the next start and `doctor`, and switches skills and memory to
+   * the mode it decides when that differs from the one they started with.
+   */
+  private async probeEmbeddings(): Promise<void> {
+    const env = this.options.env ?? process.env;
+    const probe = await probeProviderEmbeddings(this.options.config, env, 'start', this.probing.signal);
+    if (this.probing.signal.aborted) return;
+    try {
+      saveProbe(this.db, probe);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not store the embeddings probe');
+    }
+    const before = this.retrieval;
+    this.retrieval = retrievalModes(this.options.config, env, probe);
+    const { skills, memory } = this.retrieval;
+    if (skills.mode !== before.skills.mode || skills.embedding.model !== before.skills.embedding.model)
+      this.skills.useRetrieval(skillsMode(skills), skills.embedding);
+    if (memory.mode !== before.memory.mode || memory.embedding.model !== before.memory.embedding.model) this.memory.useRetrieval(memory.mode, memory.embedding);
+    this.logRetrieval();
+  }
+
+  private logRetrieval(): void {
+    const { skills, memory } = this.retrieval;
+    this.logger.info({ skills: describeRetrieval(skills), memory: describeRetrieval(memory) }, `retrieval: skills ${skills.mode}, memory ${memory.mode}`);
   }
 
   /** Stops accepting, lets running streams finish (up to proxy.shutdown_timeout_seconds), closes the database. */
@@ -269,6 +316,7 @@ export class MetaclawRuntime {
   private async shutdown(reason: string): Promise<void> {
     const { values, paths } = this.options.config;
     this.logger.info({ reason }, 'shutting down');
+    this.probing.abort();
     if (this.maintenanceTimer) clearInterval(this.maintenanceTimer);
     const server = this.server;
     if (server) {
@@ -381,8 +429,8 @@ export class MetaclawRuntime {
         last_errors: runner.lastErrors,
       },
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },
-      skills: this.skills.status(),
-      memory: this.memory.status(),
+      skills: { ...this.skills.status(), retrieval: describeRetrieval(this.retrieval.skills) },
+      memory: { ...this.memory.status(), retrieval: describeRetrieval(this.retrieval.memory) },
       config: { file: this.options.config.file, loaded: this.options.config.fileExists, warnings: this.options.config.warnings },
     };
   }

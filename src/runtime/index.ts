@@ -1,2 +1,11 @@
 export { MetaclawRuntime, isLoopbackHost, type RuntimeOptions } from './app.js';
 export { readPidFile, writePidFile, removePidFile, isProcessAlive, type PidInfo } from './pid-file.js';
+export {
+  describeRetrieval,
+  probeProviderEmbeddings,
+  retrievalModes,
+  saveProbe,
+  storedProbe,
+  type ProviderProbe,
+  type RetrievalDecision,
+} from './retrieval-mode.js';

@@ -40,11 +40,18 @@ export class SkillRetriever {
   constructor(
     private readonly library: SkillLibrary,
     private readonly index: SkillSearchIndex,
-    private readonly vectors: SkillVectors | undefined,
-    private readonly embeddings: EmbeddingClient | undefined,
-    private readonly options: RetrievalOptions,
+    private vectors: SkillVectors | undefined,
+    private embeddings: EmbeddingClient | undefined,
+    private options: RetrievalOptions,
     private readonly logger: Logger,
   ) {}
+
+  /** Another mode or endpoint, decided off the request path (the start-up probe of the provider's embeddings). */
+  useEmbeddings(mode: RetrievalMode, vectors: SkillVectors | undefined, embeddings: EmbeddingClient | undefined): void {
+    this.vectors = vectors;
+    this.embeddings = embeddings;
+    this.options = { ...this.options, mode };
+  }
 
   /** `request` is the user's real request; `context` the recent turns, weighted far less. */
   retrieve(request: string, context = ''): RetrievedSkill[] | Promise<RetrievedSkill[]> {

@@ -81,9 +81,9 @@ export class SkillSearchKeys {
   }
 
   private remember(hash: string, language: string, keys: string[], promptVersion: number): void {
-    let entry = this.byHash.get(hash);
-    if (!entry) this.byHash.set(hash, (entry = new Map()));
+    const entry = this.byHash.get(hash) ?? new Map<string, { keys: string[]; promptVersion: number }>();
     entry.set(language, { keys, promptVersion });
+    this.byHash.set(hash, entry);
   }
 }
 

@@ -90,7 +90,7 @@ export class SkillsService {
   readonly proposals: ProposalStore;
   readonly retriever: SkillRetriever;
   readonly provider: SkillsContextProvider;
-  readonly vectors: SkillVectors | undefined;
+  private vectorStore: SkillVectors | undefined;
   readonly searchKeys: SkillSearchKeys;
   private readonly state: StateStore;
   private enqueue: Enqueue | undefined;
@@ -104,11 +104,8 @@ export class SkillsService {
     this.history = new SkillHistory(db, settings.dir);
     this.proposals = new ProposalStore(db);
     this.state = new StateStore(db);
-    const embeddings =
-      settings.embedding.apiBase && settings.embedding.model && settings.retrievalMode !== 'template'
-        ? new EmbeddingClient({ apiBase: settings.embedding.apiBase, apiKey: settings.embedding.apiKey, model: settings.embedding.model })
-        : undefined;
-    this.vectors = embeddings ? new SkillVectors(db, embeddings, logger) : undefined;
+    const embeddings = embeddingClient(settings);
+    this.vectorStore = embeddings ? new SkillVectors(db, embeddings, logger) : undefined;
     this.retriever = new SkillRetriever(
       this.library,
       this.index,
@@ -133,6 +130,19 @@ export class SkillsService {
 
   get settings(): SkillsSettings {
     return this.deps.settings;
+  }
+
+  get vectors(): SkillVectors | undefined {
+    return this.vectorStore;
+  }
+
+  /** Switches retrieval to `mode` with `embedding` (the proxy's start-up probe of the provider's embeddings endpoint decides). */
+  useRetrieval(mode: RetrievalMode, embedding: EmbeddingEndpoint): void {
+    this.deps.settings = { ...this.deps.settings, retrievalMode: mode, embedding };
+    const embeddings = embeddingClient(this.deps.settings);
+    this.vectorStore = embeddings ? new SkillVectors(this.deps.db, embeddings, this.deps.logger) : undefined;
+    this.retriever.useEmbeddings(mode, this.vectorStore, embeddings);
+    this.vectorStore?.refresh(() => this.library.all());
   }
 
   /** Loads the library and its index. `watch` keeps following hand edits (the proxy does; CLI commands don't). */
@@ -445,4 +455,10 @@ export class SkillsService {
 
 function renderForPrompt(skill: Skill): string {
   return `#### ${skill.name} (category ${skill.category}, v${skill.version})\ndescription: ${skill.description}\n${skill.body.slice(0, 2_500)}`;
+}
+
+/** The embeddings client the settings call for (none for keyword retrieval or without an endpoint). */
+function embeddingClient(settings: SkillsSettings): EmbeddingClient | undefined {
+  const { apiBase, apiKey, model } = settings.embedding;
+  return apiBase && model && settings.retrievalMode !== 'template' ? new EmbeddingClient({ apiBase, apiKey, model }) : undefined;
 }
