@@ -85,3 +85,69 @@ describe('cross-lingual skills: an English skill bank answers Chinese requests',
     assert.match(shown.stdout, /search keys \(zh\): 祖传代码, 屎山/);
   });
 });
+
+describe('cross-lingual memory: a Chinese question recalls a memory written in English', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let client: OpenAI;
+  const keyCalls: string[] = [];
+  /** "What is my boss (the cat, in internet slang) called?": no dictionary word of it is in the memory. */
+  const SLANG = '我家主子叫啥';
+  const MEMORY = 'Mochi is the name of the family cat; she eats only salmon kibble.';
+
+  async function search(query: string): Promise<string[]> {
+    const response = await fetch(`${proxy.url}/v1/memory/search`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query }),
+    });
+    const body = (await response.json()) as { results: Array<{ content: string }> };
+    return body.results.map((result) => result.content);
+  }
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({
+      // The scripted memory search keys call: Chinese keys for the cat memory.
+      memoryKeys: (request) => {
+        const asked = userText(request);
+        keyCalls.push(asked);
+        const units = [...asked.matchAll(/^### (mem_[a-z0-9]+) \(keys in: ([a-z, ]+)\)\n(.*)$/gm)];
+        return JSON.stringify({
+          units: units.map(([, id, languages, content]) => ({
+            id,
+            language: languages!.split(', ')[0],
+            keys: content!.includes('Mochi') ? ['主子', '猫主子', '猫的名字', '宠物猫'] : [],
+          })),
+        });
+      },
+    });
+    proxy = await startProxy({
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false }, memory: { auto_extract: false } },
+    });
+    client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const added = await fetch(`${proxy.url}/v1/memory`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'semantic', content: MEMORY }),
+    });
+    assert.equal(added.status, 201, await added.text());
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+
+  test('the memory search keys job writes keys in the language the user writes, and a question the glossary cannot bridge then recalls the English memory', async () => {
+    assert.deepEqual(await search(SLANG), [], 'the glossary alone should not find it');
+    // The user writes Chinese: the job writes Chinese keys for the English memory.
+    await ask(client, '帮我看看这个报错是什么意思', 'zh-m1');
+    await ask(client, '明天提醒我给猫买猫粮', 'zh-m2');
+    const found = await waitFor(async () => ((await search(SLANG)).length > 0 ? search(SLANG) : undefined), 30_000);
+    assert.deepEqual(found, [MEMORY]);
+    assert.ok(keyCalls.length >= 1 && keyCalls.every((call) => call.includes('Languages to write keys in: zh')), keyCalls.join('\n---\n'));
+    assert.ok(!keyCalls.join('\n').includes(SLANG), 'the job is shown the memories, not the questions');
+    // The keys are searched, never shown: the memory's content is unchanged.
+    assert.equal((await search('Mochi cat'))[0], MEMORY);
+  });
+});

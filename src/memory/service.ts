@@ -24,10 +24,15 @@ import { detectRules, ruleSubject, sameSubject } from './rules.js';
 import { MemoryStore, type MemoryPatch } from './store.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import { MemoryVectors } from './vectors.js';
+import { memoryKeysOutputSchema, MemorySearchKeys } from './search-keys.js';
 import { InternalError, MemoryError } from '../errors.js';
 
 export const HOUSEKEEPING_JOB = 'memory.housekeeping';
 export const EMBED_JOB = 'memory.embed';
+export const SEARCH_KEYS_JOB = 'memory.search_keys';
+/** Units per search keys call, and calls per job (a large memory is done over several jobs). */
+const KEYS_BATCH = 12;
+const KEYS_BATCHES_PER_JOB = 2;
 
 export interface MemorySettings {
   enabled: boolean;
@@ -84,6 +89,7 @@ export class MemoryService {
   readonly retriever: MemoryRetriever;
   readonly provider: MemoryContextProvider;
   private vectorStore: MemoryVectors | undefined;
+  private readonly searchKeys: MemorySearchKeys;
   private readonly state: StateStore;
   private enqueue: Enqueue | undefined;
 
@@ -91,6 +97,7 @@ export class MemoryService {
     const { db, logger, settings } = deps;
     this.store = new MemoryStore(db);
     this.state = new StateStore(db);
+    this.searchKeys = new MemorySearchKeys(db);
     const embeddings = embeddingClient(settings);
     this.vectorStore = embeddings ? new MemoryVectors(db, this.store, embeddings, logger) : undefined;
     this.retriever = new MemoryRetriever(this.store, this.vectorStore, logger, settings.retrievalMode, () => this.crossLingualLanguages());
@@ -132,7 +139,9 @@ export class MemoryService {
     // opened, so that forgetting a unit removes the vector an earlier mode gave it.
     this.store.onChange(() => {
       if (this.vectors && this.settings.retrievalMode !== 'keyword') enqueue(EMBED_JOB, {}, { dedupeKey: EMBED_JOB, delayMs: 500 });
+      this.queueSearchKeys();
     });
+    this.queueSearchKeys();
   }
 
   handlers(): JobHandler[] {
@@ -145,6 +154,7 @@ export class MemoryService {
         run: async (_payload, context) => void context.logger.info({ report: this.housekeep() }, 'memory housekeeping done'),
       },
       { kind: EMBED_JOB, usesLlm: true, run: (_payload, context) => this.embed(context) },
+      { kind: SEARCH_KEYS_JOB, usesLlm: true, run: (_payload, context) => this.writeSearchKeys(context) },
     ];
   }
 
@@ -387,6 +397,61 @@ export class MemoryService {
       if (tokens > 0) context.spend(tokens);
       if (embedded === 0) return;
     }
+  }
+
+  /* ---------- search keys ---------- */
+
+  /** Queues the search keys job (it refreshes the user's languages and finds what lacks keys). */
+  private queueSearchKeys(): void {
+    if (this.deps.languages && this.deps.mainUpstream) this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000 });
+  }
+
+  /**
+   * Writes search keys for the memory units that lack them in the languages the user writes (from
+   * the recorded requests), a batch of units per call, and indexes each unit with its keys.
+   */
+  private async writeSearchKeys(context: JobContext): Promise<void> {
+    const { conversation, mainUpstream, credentials, languages } = this.deps;
+    if (!mainUpstream || !credentials || !languages) return;
+    const seen = languages.refresh();
+    if (seen.length === 0) return;
+    const prompt = loadPrompt('memory-search-keys');
+    const batches = KEYS_BATCH * KEYS_BATCHES_PER_JOB;
+    const pending = this.searchKeys.pending(seen, prompt.version, batches + 1);
+    if (pending.length === 0) return;
+    const target = resolveLearningTarget({ name: 'memory search keys', ...this.settings.extractor }, mainUpstream, credentials, conversation?.latestModel());
+    if (!target) throw new LearningMisconfiguredError('no model for memory search keys: set memory.extractor_model or llm.model_id');
+    const done = pending.slice(0, batches);
+    for (let start = 0; start < done.length; start += KEYS_BATCH) {
+      const batch = done.slice(start, start + KEYS_BATCH);
+      const values = {
+        languages: [...new Set(batch.flatMap((unit) => unit.languages))].join(', '),
+        units: batch.map((unit) => `### ${unit.id} (keys in: ${unit.languages.join(', ')})\n${unit.content.slice(0, 600)}`).join('\n\n'),
+      };
+      const { value } = await callLlmForJson(
+        target,
+        {
+          system: prompt.system,
+          user: fillPrompt(prompt.user, values),
+          maxTokens: 200 * batch.length,
+          temperature: 0.2,
+          signal: context.signal,
+          logger: context.logger,
+        },
+        { name: 'memory_search_keys', schema: memoryKeysOutputSchema },
+        (tokens) => context.spend(tokens),
+      );
+      for (const unit of batch) {
+        for (const language of unit.languages) {
+          const answer = value.units.find((item) => item.id === unit.id && item.language === language);
+          // An empty answer is kept too, so the unit is not asked about again.
+          this.searchKeys.save(unit.hash, language, answer?.keys ?? [], prompt.version, target.model);
+        }
+        this.store.indexKeys(unit.id, this.searchKeys.keysOf(unit.content));
+      }
+    }
+    if (pending.length > done.length) this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB });
+    context.logger.info({ units: done.length, languages: seen, more: pending.length > done.length }, 'memory search keys written');
   }
 
   /* ---------- the public API (HTTP and CLI) ---------- */

@@ -253,6 +253,21 @@ export class MemoryStore {
     return this.get(id);
   }
 
+  /** Indexes a unit with its search keys beside its own words (keys are searched, never shown; an edit drops them). */
+  indexKeys(id: string, keys: readonly string[]): void {
+    const row = this.statements.byId.get(id);
+    if (!row) return;
+    const terms = [...new Set([...row.terms.split(' '), ...tokenize(keys.join('\n'))])];
+    this.db
+      .transaction(() => {
+        this.statements.deleteFts.run(row.rowid);
+        this.statements.insertFts.run(row.rowid, indexedTerms(row.scope, terms));
+      })
+      .immediate();
+    // Not `emit`: nothing a listener cares about changed, only the index.
+    this.frequencies.clear();
+  }
+
   /** Marks `oldId` as replaced by `newId` (kept and linked, never silently erased). */
   supersede(oldId: string, newId: string): boolean {
     const row = this.statements.byId.get(oldId);

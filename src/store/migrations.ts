@@ -268,4 +268,21 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 8,
+    description: 'search keys of memory units, in the languages the user writes (cross-lingual recall)',
+    sql: `
+      -- Written by a learning job for each memory unit and language, kept by the unit's content hash
+      -- (an edit asks again), and indexed with the unit in memory_fts.
+      CREATE TABLE memory_search_keys (
+        content_hash TEXT NOT NULL,
+        language TEXT NOT NULL,
+        keys TEXT NOT NULL,                 -- JSON array of short phrases
+        prompt_version INTEGER NOT NULL,
+        model TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (content_hash, language)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

@@ -43,6 +43,10 @@ export function isSearchKeysCall(request: RecordedRequest): boolean {
   return systemText(request).includes('You write search keys for a library of "skills"');
 }
 
+export function isMemoryKeysCall(request: RecordedRequest): boolean {
+  return systemText(request).includes('You write search keys for memories');
+}
+
 export function isExtractorCall(request: RecordedRequest): boolean {
   return systemText(request).includes('You keep the long-term memory');
 }
@@ -83,6 +87,7 @@ export function learningAwareUpstream(options: {
   evolver?: (request: RecordedRequest) => string;
   extractor?: (request: RecordedRequest) => string;
   searchKeys?: (request: RecordedRequest) => string;
+  memoryKeys?: (request: RecordedRequest) => string;
   delayMs?: number;
   chat?: string;
 }): Handler {
@@ -90,6 +95,7 @@ export function learningAwareUpstream(options: {
     if (options.evolver && isEvolverCall(request)) return completionWith(options.evolver(request), response, options.delayMs);
     if (options.extractor && isExtractorCall(request)) return completionWith(options.extractor(request), response, options.delayMs);
     if (options.searchKeys && isSearchKeysCall(request)) return completionWith(options.searchKeys(request), response, options.delayMs);
+    if (options.memoryKeys && isMemoryKeysCall(request)) return completionWith(options.memoryKeys(request), response, options.delayMs);
     const reply = { text: options.chat ?? 'Done.' };
     return request.path.endsWith('/messages') ? anthropicReply(reply)(request, response) : openAIReply(reply)(request, response);
   };
