@@ -105,6 +105,8 @@ const percent = (value: number) => `${Math.round(value * 100)} %`;
 
 export function renderCrossLingual(report: CrossLingualReport): string[] {
   const ratio = (language: Language) => (report.dev.en.recall > 0 ? report.dev[language].recall / report.dev.en.recall : 0);
+  const heldoutRatio = (language: Language) =>
+    report.heldout && report.heldout.en.recall > 0 ? report.heldout[language].recall / report.heldout.en.recall : 0;
   const row = (set: string, language: Language, value: Score, extra: string) =>
     `| ${set} | ${language} | ${value.requests} | ${percent(value.precision)} | ${percent(value.recall)} | ${value.offTopicInjected} | ${extra} |`;
   return [
@@ -113,7 +115,11 @@ export function renderCrossLingual(report: CrossLingualReport): string[] {
     '| set | language | requests | precision | recall | off-topic injected | recall vs English |',
     '|---|---|---|---|---|---|---|',
     ...LANGUAGES.map((language) => row('dev (parallel)', language, report.dev[language], language === 'en' ? '—' : `**${percent(ratio(language))}**`)),
-    ...(report.heldout ? LANGUAGES.map((language) => row('held-out', language, report.heldout![language], '(not parallel)')) : []),
+    ...(report.heldout
+      ? LANGUAGES.map((language) =>
+          row('held-out', language, report.heldout![language], language === 'en' ? '—' : `${percent(heldoutRatio(language))} (not parallel)`),
+        )
+      : []),
   ];
 }
 

@@ -12,6 +12,7 @@ import { MemoryRetriever } from '../src/memory/retrieval.js';
 import { renderMemory } from '../src/memory/render.js';
 import { MemoryStore } from '../src/memory/store.js';
 import { measureMemoryRecall, renderRecall } from './memory-recall.js';
+import { measureCrossLingual, renderCrossLingual } from './cross-lingual.js';
 import { summarize } from './stats.js';
 
 /** A report section added by a part of the system (skills, memory) to BENCHMARKS.md. */
@@ -45,7 +46,16 @@ export async function extraScenarios(context: ScenarioContext): Promise<ExtraSce
     await skillsThroughProxyScenario(context),
     await memoryRetrievalScenario(context),
     await memoryRecallQualityScenario(context),
+    crossLingualScenario(context),
   ];
+}
+
+/* ---------- cross-lingual skill retrieval (glossary only) ---------- */
+
+function crossLingualScenario(context: ScenarioContext): ExtraScenarioResult {
+  context.log('cross-lingual skill retrieval: Chinese and Japanese recall against English');
+  const report = measureCrossLingual({ heldout: true });
+  return { title: 'Cross-lingual skill retrieval (Chinese and Japanese requests, English skills)', lines: renderCrossLingual(report), data: report };
 }
 
 /* ---------- skills: retrieval + rendering with big libraries ---------- */
