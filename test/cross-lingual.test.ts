@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { isSearchKeysCall, learningAwareUpstream, userText } from './support/evolver.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { searchMemory, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { englishOnlyStarter } from './support/skill-banks.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
@@ -95,15 +95,7 @@ describe('cross-lingual memory: a Chinese question recalls a memory written in E
   const SLANG = '我家主子叫啥';
   const MEMORY = 'Mochi is the name of the family cat; she eats only salmon kibble.';
 
-  async function search(query: string): Promise<string[]> {
-    const response = await fetch(`${proxy.url}/v1/memory/search`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query }),
-    });
-    const body = (await response.json()) as { results: Array<{ content: string }> };
-    return body.results.map((result) => result.content);
-  }
+  const search = (query: string) => searchMemory(proxy, query);
 
   before(async () => {
     upstream = await ScriptedUpstream.start();

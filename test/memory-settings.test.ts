@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { learningAwareUpstream } from './support/evolver.js';
 import { bagOfWords, embeddingsHandler } from './support/embeddings.js';
-import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { runCli, searchMemory, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 const homes: string[] = [];
@@ -32,16 +32,6 @@ function memoryConfig(upstream: ScriptedUpstream, memory: Record<string, unknown
     skills: { enabled: false },
     memory: { auto_extract: false, embedding: { api_base: `${upstream.url}/v1`, model: 'embed-1' }, ...memory },
   };
-}
-
-async function search(proxy: ProxyHandle, query: string): Promise<string[]> {
-  const response = await fetch(`${proxy.url}/v1/memory/search`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ query }),
-  });
-  const body = (await response.json()) as { results: Array<{ content: string }> };
-  return body.results.map((result) => result.content);
 }
 
 async function remember(proxy: ProxyHandle, content: string): Promise<void> {
@@ -87,13 +77,13 @@ describe('memory settings act on a running proxy', () => {
     try {
       await remember(proxy, text);
       await embedded(proxy, upstream, [text]);
-      assert.deepEqual(await search(proxy, twin), [text], 'hybrid (the default) finds the unit by its vector alone');
+      assert.deepEqual(await searchMemory(proxy, twin), [text], 'hybrid (the default) finds the unit by its vector alone');
       await proxy.stop();
 
       proxy = await startProxy({ home, config: memoryConfig(upstream, { retrieval_mode: 'keyword' }) });
       upstream.reset();
-      assert.deepEqual(await search(proxy, twin), [], 'keyword mode does not use the vector');
-      assert.deepEqual(await search(proxy, 'ledger reconciliation'), [text]);
+      assert.deepEqual(await searchMemory(proxy, twin), [], 'keyword mode does not use the vector');
+      assert.deepEqual(await searchMemory(proxy, 'ledger reconciliation'), [text]);
       assert.equal(upstream.requests.filter((request) => request.path === '/v1/embeddings').length, 0, 'no query was embedded');
       const status = (await (await fetch(`${proxy.url}/status`)).json()) as { memory: { retrieval_mode: string } };
       assert.equal(status.memory.retrieval_mode, 'keyword');
@@ -142,7 +132,7 @@ describe('memory settings act on a running proxy', () => {
       await remember(proxy, focused);
       await remember(proxy, diluted);
       await embedded(proxy, upstream, [focused, diluted]);
-      assert.deepEqual(await search(proxy, 'frobnicator'), [focused]);
+      assert.deepEqual(await searchMemory(proxy, 'frobnicator'), [focused]);
     } finally {
       await proxy.stop();
       await upstream.close();

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import { presetFor } from './providers.js';
 import type { ConfigValues } from './schema.js';
 import type { KeyDefinition } from './types.js';
 
@@ -17,6 +18,8 @@ export function noEffectWarning(definition: KeyDefinition, value: unknown): stri
 /** Retrieval modes that need an embeddings endpoint, set without one. */
 export function dependencyWarnings(values: ConfigValues, explicitKeys: ReadonlySet<string>): string[] {
   const warnings: string[] = [];
+  // A provider with an embeddings endpoint supplies one when it answers (`metaclaw doctor` says whether it does).
+  if (presetFor(values['llm.provider'])?.embeddingModel) return warnings;
   const skillsMode = values['skills.retrieval_mode'];
   if (explicitKeys.has('skills.retrieval_mode') && skillsMode !== 'template' && !(values['skills.embedding.api_base'] && values['skills.embedding.model'])) {
     warnings.push(

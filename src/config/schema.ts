@@ -66,7 +66,9 @@ export const KEY_DEFINITIONS = [
     'llm.provider',
     ['custom', 'openai', 'anthropic', 'kimi', 'qwen', 'deepseek', 'minimax', 'novita', 'openrouter', 'volcengine', 'ollama'] as const,
     'custom',
-    { doc: 'Provider preset used by `metaclaw setup` (labels only; api_base decides where requests go).' },
+    {
+      doc: 'Provider preset used by `metaclaw setup`; its embeddings endpoint, if it has one, is probed at setup and start for hybrid retrieval (api_base decides where requests go).',
+    },
   ),
   enumKey('llm.auth_method', ['api_key', 'passthrough'] as const, 'api_key', {
     doc: "api_key: send llm.api_key upstream; passthrough: forward the client's own Authorization / x-api-key.",

@@ -401,9 +401,11 @@ export class MemoryService {
 
   /* ---------- search keys ---------- */
 
-  /** Queues the search keys job (it refreshes the user's languages and finds what lacks keys). */
+  /** Queues the search keys job once the user's languages are known (the job finds what lacks keys in them). */
   private queueSearchKeys(): void {
-    if (this.deps.languages && this.deps.mainUpstream) this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000 });
+    const { languages, mainUpstream } = this.deps;
+    if (!this.settings.enabled || !languages || !mainUpstream || (languages.current.length === 0 && languages.refresh().length === 0)) return;
+    this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000 });
   }
 
   /**

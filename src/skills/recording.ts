@@ -51,7 +51,8 @@ export class SkillsRecording implements ConversationListener, LearningTrigger {
   private maybeWriteSearchKeys(event: TurnRecordedEvent, enqueue: Enqueue): void {
     if (event.turnType !== 'main' || !event.query) return;
     const language = languageOf(event.query);
-    if (!language) return;
+    // English keys matter only for skills written in another language: the job looks for those at start and when the library changes.
+    if (!language || language === 'en') return;
     const covered = this.state.get(SEARCH_KEYS_LANGUAGES);
     if (covered !== undefined && (JSON.parse(covered) as string[]).includes(language)) return;
     enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000 });

@@ -125,3 +125,14 @@ export async function recordedTurn(url: string, requestId: string, headers: Reco
   if (response.status !== 200) throw new Error(`request ${requestId} has no recorded turn (${response.status}): ${await response.text()}`);
   return response.json();
 }
+
+/** The contents of the memories `POST /v1/memory/search` finds for `query` (default scope), best first. */
+export async function searchMemory(proxy: ProxyHandle, query: string): Promise<string[]> {
+  const response = await fetch(`${proxy.url}/v1/memory/search`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query }),
+  });
+  const body = (await response.json()) as { results: Array<{ content: string }> };
+  return body.results.map((result) => result.content);
+}
