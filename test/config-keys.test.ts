@@ -101,6 +101,9 @@ describe('every config key does what its doc says or warns', () => {
       env: { METACLAW_HOME: home('memory:\n  retrieval_mode: embedding\n  embedding:\n    api_base: http://127.0.0.1:9/v1\n    model: e\n') },
     });
     assert.deepEqual(configured.warnings, []);
+    // A provider with an embeddings endpoint supplies one (doctor says whether it answers).
+    const preset = loadConfig({ env: { METACLAW_HOME: home('llm:\n  provider: openai\nskills:\n  retrieval_mode: hybrid\n') } });
+    assert.deepEqual(preset.warnings, []);
   });
 
   test('metaclaw start warns on stderr, naming each ignored key, and the log records it', async () => {
