@@ -141,5 +141,19 @@ describe('cross-lingual memory: a Chinese question recalls a memory written in E
     assert.ok(!keyCalls.join('\n').includes(SLANG), 'the job is shown the memories, not the questions');
     // The keys are searched, never shown: the memory's content is unchanged.
     assert.equal((await search('Mochi cat'))[0], MEMORY);
+    // Forgotten and saved again, the same text is indexed with its keys as it is written, with no new call.
+    const calls = keyCalls.length;
+    const listed = (await (await fetch(`${proxy.url}/v1/memory/search`, { method: 'POST', body: JSON.stringify({ query: 'Mochi' }) })).json()) as {
+      results: Array<{ id: string }>;
+    };
+    assert.equal((await fetch(`${proxy.url}/v1/memory/${listed.results[0]!.id}`, { method: 'DELETE' })).status, 200);
+    assert.deepEqual(await search(SLANG), []);
+    await fetch(`${proxy.url}/v1/memory`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'semantic', content: MEMORY }),
+    });
+    assert.deepEqual(await search(SLANG), [MEMORY]);
+    assert.equal(keyCalls.length, calls);
   });
 });

@@ -98,6 +98,7 @@ export class MemoryService {
     this.store = new MemoryStore(db);
     this.state = new StateStore(db);
     this.searchKeys = new MemorySearchKeys(db);
+    this.store.useSearchKeys((content) => this.searchKeys.keysOf(content));
     const embeddings = embeddingClient(settings);
     this.vectorStore = embeddings ? new MemoryVectors(db, this.store, embeddings, logger) : undefined;
     this.retriever = new MemoryRetriever(this.store, this.vectorStore, logger, settings.retrievalMode, () => this.crossLingualLanguages());
@@ -449,7 +450,7 @@ export class MemoryService {
           // An empty answer is kept too, so the unit is not asked about again.
           this.searchKeys.save(unit.hash, language, answer?.keys ?? [], prompt.version, target.model);
         }
-        this.store.indexKeys(unit.id, this.searchKeys.keysOf(unit.content));
+        this.store.reindex(unit.id);
       }
     }
     if (pending.length > done.length) this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB });

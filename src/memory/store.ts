@@ -71,6 +71,8 @@ export type Scrubber = (turnIds: readonly string[], texts: readonly string[]) =>
 export class MemoryStore {
   private readonly statements;
   private readonly changeListeners: Array<(scope: string) => void> = [];
+  /** Search keys of a text (written by a learning job), indexed beside its own words. */
+  private keysOf: (content: string) => readonly string[] = () => [];
   private readonly sizes = new Map<string, number>();
   /** Document frequencies (reading one walks the term's whole posting list), kept until a change. */
   private readonly frequencies = new Map<string, number>();
@@ -198,7 +200,7 @@ export class MemoryStore {
         const result = this.statements.insert.run(row);
         if (result.changes === 0) return undefined;
         const rowid = Number(result.lastInsertRowid);
-        this.statements.insertFts.run(rowid, indexedTerms(draft.scope, terms));
+        this.statements.insertFts.run(rowid, this.indexText(draft.scope, terms, content));
         this.emit(draft.scope);
         return toUnit(this.statements.byRowid.get(rowid)!);
       })
@@ -245,7 +247,7 @@ export class MemoryStore {
         });
         if (terms !== current.terms) {
           this.statements.deleteFts.run(current.rowid);
-          this.statements.insertFts.run(current.rowid, indexedTerms(current.scope, terms.split(' ')));
+          this.statements.insertFts.run(current.rowid, this.indexText(current.scope, terms.split(' '), content));
         }
       })
       .immediate();
@@ -253,19 +255,29 @@ export class MemoryStore {
     return this.get(id);
   }
 
-  /** Indexes a unit with its search keys beside its own words (keys are searched, never shown; an edit drops them). */
-  indexKeys(id: string, keys: readonly string[]): void {
+  /** Where search keys come from: a unit is indexed with the keys of its text whenever it is written. */
+  useSearchKeys(keysOf: (content: string) => readonly string[]): void {
+    this.keysOf = keysOf;
+  }
+
+  /** Indexes a unit again, with the search keys its text has now (keys are searched, never shown). */
+  reindex(id: string): void {
     const row = this.statements.byId.get(id);
     if (!row) return;
-    const terms = [...new Set([...row.terms.split(' '), ...tokenize(keys.join('\n'))])];
     this.db
       .transaction(() => {
         this.statements.deleteFts.run(row.rowid);
-        this.statements.insertFts.run(row.rowid, indexedTerms(row.scope, terms));
+        this.statements.insertFts.run(row.rowid, this.indexText(row.scope, row.terms.split(' '), row.content));
       })
       .immediate();
     // Not `emit`: nothing a listener cares about changed, only the index.
     this.frequencies.clear();
+  }
+
+  /** A unit's index entry: its own terms and those of its text's search keys. */
+  private indexText(scope: string, terms: readonly string[], content: string): string {
+    const keys = this.keysOf(content);
+    return indexedTerms(scope, keys.length > 0 ? [...new Set([...terms, ...tokenize(keys.join('\n'))])] : terms);
   }
 
   /** Marks `oldId` as replaced by `newId` (kept and linked, never silently erased). */
