@@ -1,10 +1,15 @@
 /**
- * Memory recall quality on a fixed conversation history: 40 sessions over ~100 days (English and
- * Chinese), 60 questions asked later, each with the turns that hold its answer. Our recall is
- * compared, in the same run, with two baselines over the same raw turns: SQLite FTS5 BM25 as it
- * comes (unicode61 tokenizer), and BM25 over our own segmented, stemmed terms (isolates ranking).
+ * Memory recall quality on fixed conversation histories, each with questions asked later and the
+ * turns that hold their answers. Our recall is compared, in the same run, with two baselines over
+ * the same raw turns: SQLite FTS5 BM25 as it comes (unicode61 tokenizer), and BM25 over our own
+ * segmented, stemmed terms (isolates ranking).
  *
- * Standalone: `node --import tsx bench/memory-recall.ts`.
+ * Three histories: the tuned one (`test/fixtures/memory-recall.json`), a dev one written for tuning
+ * this part (`test/fixtures/dev-recall/`), and a held-out one nobody tunes on
+ * (`test/fixtures/heldout-memory/recall-long.json`). The dev history also has extractor output
+ * written once (with search keys), for the row that measures recall with an extractor.
+ *
+ * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|heldout …]` (default: tuned dev).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,10 +23,27 @@ import { memorySettings } from '../src/runtime/settings.js';
 import { openDatabase, type Db } from '../src/store/index.js';
 import { tokenize } from '../src/text/index.js';
 
-const FIXTURE = new URL('../test/fixtures/memory-recall.json', import.meta.url);
 const DAY_MS = 86_400_000;
 const SCOPE = 'recall-bench';
 const KS = [5, 10] as const;
+
+/** A labelled history the bench knows. */
+export interface RecallFixture {
+  key: 'tuned' | 'dev' | 'heldout';
+  file: URL;
+  /** How the report names it. */
+  label: string;
+}
+
+export const RECALL_FIXTURES: readonly RecallFixture[] = [
+  { key: 'tuned', file: new URL('../test/fixtures/memory-recall.json', import.meta.url), label: 'tuned set (`test/fixtures/memory-recall.json`)' },
+  { key: 'dev', file: new URL('../test/fixtures/dev-recall/recall.json', import.meta.url), label: 'dev set (`test/fixtures/dev-recall/recall.json`)' },
+  {
+    key: 'heldout',
+    file: new URL('../test/fixtures/heldout-memory/recall-long.json', import.meta.url),
+    label: 'held-out set (`test/fixtures/heldout-memory/recall-long.json`, never tuned on)',
+  },
+];
 
 const fixtureSchema = z.object({
   start: z.string(),
@@ -47,6 +69,9 @@ export interface RecallScore {
 }
 
 export interface RecallReport {
+  fixture: string;
+  sessions: number;
+  days: number;
   questions: number;
   turns: number;
   scores: RecallScore[];
@@ -97,10 +122,17 @@ function score(method: string, fixture: Fixture, ranked: Map<string, string[]>):
   return { method, recall, byGroup };
 }
 
-export async function measureMemoryRecall(workDir?: string): Promise<RecallReport> {
-  const fixture = fixtureSchema.parse(JSON.parse(readFileSync(FIXTURE, 'utf8')));
-  const home = workDir ?? mkdtempSync(join(tmpdir(), 'metaclaw-recall-'));
-  const db = openDatabase(join(home, 'recall.db'));
+export interface RecallOptions {
+  /** Where the database goes (a temporary folder when undefined). */
+  workDir?: string;
+  /** Before measuring, run extraction over each session (an extractor that answers from this file). */
+  extraction?: URL;
+}
+
+export async function measureMemoryRecall(source: RecallFixture, options: RecallOptions = {}): Promise<RecallReport> {
+  const fixture = fixtureSchema.parse(JSON.parse(readFileSync(source.file, 'utf8')));
+  const home = options.workDir ?? mkdtempSync(join(tmpdir(), 'metaclaw-recall-'));
+  const db = openDatabase(join(home, `recall-${source.key}.db`));
   try {
     const settings = memorySettings(loadConfig({ env: { METACLAW_HOME: home } }));
     const memory = new MemoryService({ db, logger: silentLogger(), settings: { ...settings, autoExtract: false } });
@@ -134,29 +166,46 @@ export async function measureMemoryRecall(workDir?: string): Promise<RecallRepor
       }
       scores.push(score(name, fixture, ranked));
     }
-    return { questions: fixture.questions.length, turns, scores };
+    return {
+      fixture: source.label,
+      sessions: fixture.sessions.length,
+      days: Math.max(...fixture.sessions.map((session) => session.day)),
+      questions: fixture.questions.length,
+      turns,
+      scores,
+    };
   } finally {
     db.close();
-    if (!workDir) rmSync(home, { recursive: true, force: true });
+    if (!options.workDir) rmSync(home, { recursive: true, force: true });
   }
 }
 
-export function renderRecall(report: RecallReport): string[] {
+export function renderRecall(reports: readonly RecallReport[]): string[] {
   const percent = (value: number | undefined) => `${Math.round((value ?? 0) * 100)} %`;
-  const groups = Object.keys(report.scores[0]?.byGroup ?? {});
-  return [
-    `${report.questions} questions about a ${report.turns}-turn history (40 sessions over ~100 days, English and Chinese; \`test/fixtures/memory-recall.json\`), each asked on a later day with the turns that hold its answer. Recall@k: the share of those turns among the first k recalled (a memory unit counts for the turns it cites). No extractor and no embeddings: raw turns and the standing-instruction detector only. The baselines rank the same raw turns in the same run.`,
-    '',
-    `| method | recall@5 | recall@10 | ${groups.map((group) => `${group} @5`).join(' | ')} |`,
-    `|---|---|---|${groups.map(() => '---').join('|')}|`,
-    ...report.scores.map(
-      (entry) =>
-        `| ${entry.method} | ${percent(entry.recall[5])} | ${percent(entry.recall[10])} | ${groups.map((group) => percent(entry.byGroup[group]?.[5])).join(' | ')} |`,
-    ),
+  const lines = [
+    'Each history: questions asked on a later day, each with the turns that hold its answer. Recall@k: the share of those turns among the first k recalled (a memory unit counts for the turns it cites). No extractor and no embeddings unless a row says so: raw turns and the standing-instruction detector only. The baselines rank the same raw turns in the same run.',
   ];
+  for (const report of reports) {
+    const groups = Object.keys(report.scores[0]?.byGroup ?? {});
+    lines.push(
+      '',
+      `**${report.fixture}**: ${report.questions} questions about a ${report.turns}-turn history (${report.sessions} sessions over ${report.days} days).`,
+      '',
+      `| method | recall@5 | recall@10 | ${groups.map((group) => `${group} @10`).join(' | ')} |`,
+      `|---|---|---|${groups.map(() => '---').join('|')}|`,
+      ...report.scores.map(
+        (entry) =>
+          `| ${entry.method} | ${percent(entry.recall[5])} | ${percent(entry.recall[10])} | ${groups.map((group) => percent(entry.byGroup[group]?.[10])).join(' | ')} |`,
+      ),
+    );
+  }
+  return lines;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const report = await measureMemoryRecall();
-  process.stdout.write(`${renderRecall(report).join('\n')}\n`);
+  const keys = process.argv.slice(2);
+  const chosen = RECALL_FIXTURES.filter((fixture) => (keys.length > 0 ? keys.includes(fixture.key) : fixture.key !== 'heldout'));
+  const reports: RecallReport[] = [];
+  for (const fixture of chosen) reports.push(await measureMemoryRecall(fixture));
+  process.stdout.write(`${renderRecall(reports).join('\n')}\n`);
 }

@@ -11,7 +11,7 @@ import { openDatabase } from '../src/store/index.js';
 import { MemoryRetriever } from '../src/memory/retrieval.js';
 import { renderMemory } from '../src/memory/render.js';
 import { MemoryStore } from '../src/memory/store.js';
-import { measureMemoryRecall, renderRecall } from './memory-recall.js';
+import { measureMemoryRecall, RECALL_FIXTURES, renderRecall, type RecallReport } from './memory-recall.js';
 import { summarize } from './stats.js';
 
 /** A report section added by a part of the system (skills, memory) to BENCHMARKS.md. */
@@ -228,15 +228,16 @@ async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraS
 /* ---------- memory: recall quality on a labelled history ---------- */
 
 async function memoryRecallQualityScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
-  context.log('memory recall@5/@10 on the labelled history, next to BM25 baselines');
+  context.log('memory recall@5/@10 on the labelled histories (tuned, dev, held-out), next to BM25 baselines');
   const dir = join(context.home, 'memory-recall');
   mkdirSync(dir, { recursive: true });
-  const report = await measureMemoryRecall(dir);
+  const reports: RecallReport[] = [];
+  for (const fixture of RECALL_FIXTURES) reports.push(await measureMemoryRecall(fixture, { workDir: dir }));
   rmSync(dir, { recursive: true, force: true });
   return {
-    title: 'Memory recall quality (recall@5 and @10, labelled history)',
-    lines: renderRecall(report),
-    data: report as unknown as Record<string, unknown>,
+    title: 'Memory recall quality (recall@5 and @10, labelled histories)',
+    lines: renderRecall(reports),
+    data: reports as unknown as Record<string, unknown>,
   };
 }
 

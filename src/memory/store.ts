@@ -11,6 +11,8 @@ interface UnitRow {
   type: string;
   content: string;
   terms: string;
+  search_keys: string;
+  neighbour_terms: string;
   speaker: string | null;
   importance: number;
   confidence: number;
@@ -31,9 +33,18 @@ interface UnitRow {
   updated_at: number;
 }
 
+/** A raw turn next to another: its rowid and own terms. */
+interface NeighbourRow {
+  rowid: number;
+  terms: string;
+}
+
 export interface Candidate {
   unit: MemoryUnit;
+  /** Query terms the unit holds itself (for units from the index; every term for the others). */
   terms: Set<string>;
+  /** Query terms found only in the raw turn before or after it: they count NEIGHBOUR_WEIGHT. */
+  related: Set<string>;
   bm25: number;
 }
 
@@ -45,6 +56,7 @@ export interface KeywordSearch {
 
 export interface MemoryPatch {
   content?: string;
+  searchKeys?: string[];
   type?: MemoryType;
   importance?: number;
   core?: boolean;
@@ -79,15 +91,15 @@ export class MemoryStore {
   constructor(private readonly db: Db) {
     this.statements = {
       insert: db.prepare(`
-        INSERT INTO memory_units (id, scope, type, content, terms, speaker, importance, confidence, core, pinned, status, origin, raw_key, observed_at, valid_from, source_session, source_turns, flagged, created_at, updated_at)
-        VALUES (@id, @scope, @type, @content, @terms, @speaker, @importance, @confidence, @core, @pinned, 'active', @origin, @raw_key, @observed_at, @valid_from, @source_session, @source_turns, @flagged, @now, @now)
+        INSERT INTO memory_units (id, scope, type, content, terms, search_keys, speaker, importance, confidence, core, pinned, status, origin, raw_key, observed_at, valid_from, source_session, source_turns, flagged, created_at, updated_at)
+        VALUES (@id, @scope, @type, @content, @terms, @search_keys, @speaker, @importance, @confidence, @core, @pinned, 'active', @origin, @raw_key, @observed_at, @valid_from, @source_session, @source_turns, @flagged, @now, @now)
         ON CONFLICT(raw_key) DO NOTHING`),
       insertFts: db.prepare<[number, string]>('INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)'),
       deleteFts: db.prepare<[number]>('DELETE FROM memory_fts WHERE rowid = ?'),
       byId: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE id = ?'),
       byRowid: db.prepare<[number], UnitRow>('SELECT * FROM memory_units WHERE rowid = ?'),
       update: db.prepare(
-        `UPDATE memory_units SET content = @content, terms = @terms, type = @type, importance = @importance, core = @core, pinned = @pinned, flagged = @flagged, updated_at = @now WHERE id = @id`,
+        `UPDATE memory_units SET content = @content, terms = @terms, search_keys = @search_keys, type = @type, importance = @importance, core = @core, pinned = @pinned, flagged = @flagged, updated_at = @now WHERE id = @id`,
       ),
       supersede: db.prepare<[string, number, string]>(
         "UPDATE memory_units SET status = 'superseded', superseded_by = ?, updated_at = ? WHERE id = ? AND status = 'active'",
@@ -99,7 +111,7 @@ export class MemoryStore {
       postings: db.prepare<[string, number], number>('SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?').pluck(),
       // Every column but the (long) terms: search already knows which query terms a unit holds.
       byRowids: db.prepare<[string], UnitRow>(
-        `SELECT rowid, id, scope, type, content, speaker, importance, confidence, core, pinned, status, superseded_by, origin, observed_at, valid_from,
+        `SELECT rowid, id, scope, type, content, search_keys, '' AS neighbour_terms, speaker, importance, confidence, core, pinned, status, superseded_by, origin, observed_at, valid_from,
            source_session, source_turns, flagged, access_count, last_accessed_at, created_at, updated_at, '' AS terms
          FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?))`,
       ),
@@ -153,6 +165,18 @@ export class MemoryStore {
         "SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND origin != 'raw_turn' ORDER BY observed_at DESC LIMIT ?",
       ),
       allOfScope: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY rowid'),
+      // The raw turns said just before and just after one (same scope and session, in stored order).
+      rawBefore: db.prepare<[string, string, number], NeighbourRow>(
+        "SELECT rowid, terms FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? AND rowid < ? ORDER BY rowid DESC LIMIT 1",
+      ),
+      rawAfter: db.prepare<[string, string, number], NeighbourRow>(
+        "SELECT rowid, terms FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? AND rowid > ? ORDER BY rowid LIMIT 1",
+      ),
+      setNeighbourTerms: db.prepare<[string, number]>('UPDATE memory_units SET neighbour_terms = ? WHERE rowid = ?'),
+      indexRow: db.prepare<[number], { scope: string; terms: string; neighbour_terms: string }>(
+        'SELECT scope, terms, neighbour_terms FROM memory_units WHERE rowid = ?',
+      ),
+      termsOf: db.prepare<[string], { rowid: number; terms: string }>('SELECT rowid, terms FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?))'),
     };
   }
 
@@ -171,14 +195,15 @@ export class MemoryStore {
     const now = Date.now();
     // Every way in (raw turns, extraction, summaries, the API, imports) passes here: no secret is stored, indexed or recalled.
     const content = redactSecrets(draft.content).trim();
-    // Not uniqueTerms: its cache is for texts that come back (requests); stored content would evict them.
-    const terms = [...new Set(tokenize(content))];
+    const searchKeys = cleanKeys(draft.searchKeys ?? []);
+    const terms = termsOf(content, searchKeys);
     const row = {
       id: options.id ?? newMemoryId(),
       scope: draft.scope,
       type: draft.type,
       content,
       terms: terms.join(' '),
+      search_keys: JSON.stringify(searchKeys),
       speaker: draft.speaker ?? null,
       importance: clamp(draft.importance ?? 0.5),
       confidence: clamp(draft.confidence ?? 0.7),
@@ -198,7 +223,8 @@ export class MemoryStore {
         const result = this.statements.insert.run(row);
         if (result.changes === 0) return undefined;
         const rowid = Number(result.lastInsertRowid);
-        this.statements.insertFts.run(rowid, indexedTerms(draft.scope, terms));
+        this.statements.insertFts.run(rowid, indexedTerms(draft.scope, terms, []));
+        if (draft.origin === 'raw_turn' && row.source_session !== null) this.relinkAround(draft.scope, row.source_session, rowid, true);
         this.emit(draft.scope);
         return toUnit(this.statements.byRowid.get(rowid)!);
       })
@@ -229,13 +255,15 @@ export class MemoryStore {
     const current = this.statements.byId.get(id);
     if (!current) return undefined;
     const content = patch.content === undefined ? current.content : redactSecrets(patch.content).trim();
-    const terms = patch.content === undefined ? current.terms : [...new Set(tokenize(content))].join(' ');
+    const searchKeys = patch.searchKeys === undefined ? (JSON.parse(current.search_keys) as string[]) : cleanKeys(patch.searchKeys);
+    const terms = patch.content === undefined && patch.searchKeys === undefined ? current.terms : termsOf(content, searchKeys).join(' ');
     this.db
       .transaction(() => {
         this.statements.update.run({
           id,
           content,
           terms,
+          search_keys: JSON.stringify(searchKeys),
           type: patch.type ?? current.type,
           importance: clamp(patch.importance ?? current.importance),
           core: patch.core === undefined ? current.core : patch.core ? 1 : 0,
@@ -244,8 +272,9 @@ export class MemoryStore {
           now: Date.now(),
         });
         if (terms !== current.terms) {
-          this.statements.deleteFts.run(current.rowid);
-          this.statements.insertFts.run(current.rowid, indexedTerms(current.scope, terms.split(' ')));
+          this.reindex(current.rowid);
+          // The turns next to it hold its terms as theirs: those change too.
+          if (current.origin === 'raw_turn' && current.source_session !== null) this.relinkAround(current.scope, current.source_session, current.rowid, false);
         }
       })
       .immediate();
@@ -312,6 +341,8 @@ export class MemoryStore {
     for (const listener of this.deleteListeners) listener(row.rowid);
     this.statements.delete.run(row.id);
     if (clearLinks) this.statements.clearSupersededLinks.run(row.id);
+    // No trace of its words stays in the turns that were next to it (they now neighbour each other).
+    if (clearLinks && row.origin === 'raw_turn' && row.source_session !== null) this.relinkAround(row.scope, row.source_session, row.rowid, false);
     const turns = JSON.parse(row.source_turns) as string[];
     if (scrub && turns.length > 0) scrub(turns, [row.content]);
   }
@@ -338,7 +369,9 @@ export class MemoryStore {
 
   /** The newest non-raw active units of a scope, for near-duplicate consolidation. */
   consolidationCandidates(scope: string, limit: number): Candidate[] {
-    return this.statements.consolidation.all(scope, limit).map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), bm25: 0 }));
+    return this.statements.consolidation
+      .all(scope, limit)
+      .map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), related: new Set(), bm25: 0 }));
   }
 
   /** Rebuilds the keyword index so deleted terms leave no trace in its pages. */
@@ -357,28 +390,32 @@ export class MemoryStore {
   search(scope: string, terms: readonly string[], limit: number, includeInactive = false): KeywordSearch {
     const size = this.scopeSize(scope);
     const idfs = new Map<string, number>();
-    const weights = new Map<number, { weight: number; matched: string[] }>();
+    const weights = new Map<number, { weight: number; matched: string[]; related: string[] }>();
+    const entry = (rowid: number) => {
+      let found = weights.get(rowid);
+      if (!found) weights.set(rowid, (found = { weight: 0, matched: [], related: [] }));
+      return found;
+    };
     for (const term of terms) {
       // A term no unit holds gets the highest IDF.
       idfs.set(term, idfOf(0, size));
       const token = scopedTerm(scope, term);
-      let rows: number[];
-      try {
-        rows = this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`, POSTINGS_PER_TERM);
-      } catch {
-        continue;
-      }
+      const rows = this.postings(token);
+      // No unit holds it, so no unit's neighbour does either.
       if (rows.length === 0) continue;
       // A capped list is not the term's document frequency: ask the index for that.
       const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
       const idf = idfOf(frequency, size);
       idfs.set(term, idf);
       for (const rowid of rows) {
-        const entry = weights.get(rowid);
-        if (entry) {
-          entry.weight += idf;
-          entry.matched.push(term);
-        } else weights.set(rowid, { weight: idf, matched: [term] });
+        const found = entry(rowid);
+        found.weight += idf;
+        found.matched.push(term);
+      }
+      for (const rowid of this.postings(NEIGHBOUR_MARK + token)) {
+        const found = entry(rowid);
+        found.weight += idf * NEIGHBOUR_WEIGHT;
+        found.related.push(term);
       }
     }
     const ranked = [...weights].sort((a, b) => b[1].weight - a[1].weight);
@@ -387,15 +424,58 @@ export class MemoryStore {
     for (let offset = 0; offset < ranked.length && candidates.length < limit; offset += limit) {
       const slice = ranked.slice(offset, offset + limit);
       const rows = new Map(this.statements.byRowids.all(JSON.stringify(slice.map(([rowid]) => rowid))).map((row) => [row.rowid, row]));
-      for (const [rowid, { weight, matched }] of slice) {
+      for (const [rowid, { weight, matched, related }] of slice) {
         const row = rows.get(rowid);
         if (!row || (!includeInactive && row.status !== 'active')) continue;
         // Ranking only asks about query terms, and these are the ones it holds.
-        candidates.push({ unit: toUnit(row), terms: new Set(matched), bm25: weight });
+        candidates.push({ unit: toUnit(row), terms: new Set(matched), related: new Set(related), bm25: weight });
         if (candidates.length === limit) break;
       }
     }
     return { candidates, idf: idfs };
+  }
+
+  /** The newest holders of an indexed token (none when the token cannot be searched). */
+  private postings(token: string): number[] {
+    try {
+      return this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`, POSTINGS_PER_TERM);
+    } catch {
+      return [];
+    }
+  }
+
+  /** The indexed terms of some units (by sequence), for query expansion from the best of them. */
+  termsOfUnits(sequences: readonly number[]): Map<number, string[]> {
+    return new Map(this.statements.termsOf.all(JSON.stringify(sequences)).map((row) => [row.rowid, row.terms.split(' ').filter(Boolean)]));
+  }
+
+  /** Rewrites a unit's index entry from its row: its own terms, and apart from them its neighbours'. */
+  private reindex(rowid: number): void {
+    const row = this.statements.indexRow.get(rowid);
+    if (!row) return;
+    this.statements.deleteFts.run(rowid);
+    this.statements.insertFts.run(rowid, indexedTerms(row.scope, row.terms.split(' '), row.neighbour_terms.split(' ')));
+  }
+
+  /**
+   * Evidence often sits in the turn next to the one a question matches (the answer to the user's
+   * question, the user's reply to a suggestion): each raw turn is also indexed with the terms of the
+   * raw turns before and after it in its session. Recomputes that for the turns around `rowid` (and
+   * for `rowid` itself when `self`), after it was added, changed or removed.
+   */
+  private relinkAround(scope: string, session: string, rowid: number, self: boolean): void {
+    const before = this.statements.rawBefore.get(session, scope, rowid);
+    const after = this.statements.rawAfter.get(session, scope, rowid);
+    if (self) this.relink(scope, session, rowid);
+    if (before) this.relink(scope, session, before.rowid);
+    if (after) this.relink(scope, session, after.rowid);
+  }
+
+  private relink(scope: string, session: string, rowid: number): void {
+    const near = [this.statements.rawBefore.get(session, scope, rowid), this.statements.rawAfter.get(session, scope, rowid)];
+    const terms = new Set(near.flatMap((row) => (row ? row.terms.split(' ').slice(0, NEIGHBOUR_TERMS) : [])));
+    this.statements.setNeighbourTerms.run([...terms].join(' '), rowid);
+    this.reindex(rowid);
   }
 
   private documentFrequency(token: string, atLeast: number): number {
@@ -424,7 +504,9 @@ export class MemoryStore {
   }
 
   inWindow(scope: string, start: number, end: number, limit: number): Candidate[] {
-    return this.statements.window.all(scope, start, end, limit).map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), bm25: 0 }));
+    return this.statements.window
+      .all(scope, start, end, limit)
+      .map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), related: new Set(row.neighbour_terms.split(' ')), bm25: 0 }));
   }
 
   totalUnits(): number {
@@ -504,6 +586,13 @@ const PSEUDO_DOCUMENTS = 20;
  */
 const POSTINGS_PER_TERM = 200;
 
+/** How much a query term found only in the raw turn before or after a unit counts, against one in the unit itself. */
+export const NEIGHBOUR_WEIGHT = 0.5;
+/** The neighbour terms taken from each side (the first ones: a long answer's opening says what it is about). */
+const NEIGHBOUR_TERMS = 80;
+/** Marks a neighbour's term in the index (a letter before the scope key, so it is another token). */
+const NEIGHBOUR_MARK = 'n';
+
 export function idfOf(documentFrequency: number, size: number): number {
   return bm25Idf(documentFrequency, size + PSEUDO_DOCUMENTS);
 }
@@ -525,11 +614,23 @@ function scopedTerm(scope: string, term: string): string {
   return `${prefix}${term.replace(/[^\p{L}\p{N}]/gu, '')}`;
 }
 
-function indexedTerms(scope: string, terms: readonly string[]): string {
-  return terms
-    .filter(Boolean)
-    .map((term) => scopedTerm(scope, term))
-    .join(' ');
+/** A unit's index entry: its own terms, then its neighbours' terms it does not hold itself, marked. */
+function indexedTerms(scope: string, terms: readonly string[], neighbours: readonly string[]): string {
+  const own = new Set(terms.filter(Boolean));
+  return [
+    ...[...own].map((term) => scopedTerm(scope, term)),
+    ...neighbours.filter((term) => term && !own.has(term)).map((term) => NEIGHBOUR_MARK + scopedTerm(scope, term)),
+  ].join(' ');
+}
+
+/** What a unit is found by: its words and its search keys (not uniqueTerms, whose cache is for texts that come back). */
+function termsOf(content: string, searchKeys: readonly string[]): string[] {
+  return [...new Set([...tokenize(content), ...searchKeys.flatMap((key) => tokenize(key))])];
+}
+
+/** Search keys as stored: trimmed, secrets redacted, no empties or repeats, bounded. */
+function cleanKeys(keys: readonly string[]): string[] {
+  return [...new Set(keys.map((key) => redactSecrets(key).trim().slice(0, 300)).filter(Boolean))].slice(0, 24);
 }
 
 function clamp(value: number): number {
@@ -543,6 +644,7 @@ function toUnit(row: UnitRow): MemoryUnit {
     scope: row.scope,
     type: row.type as MemoryType,
     content: row.content,
+    searchKeys: JSON.parse(row.search_keys) as string[],
     speaker: row.speaker === 'user' || row.speaker === 'assistant' ? row.speaker : null,
     importance: row.importance,
     confidence: row.confidence,

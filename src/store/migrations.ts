@@ -250,4 +250,12 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE turns ADD COLUMN side_request TEXT;     -- title | summary | compaction | memory | classifier | quota
     `,
   },
+  {
+    version: 7,
+    description: 'memory units: search keys (indexed, never shown) and the terms of the raw turns next to them',
+    sql: `
+      ALTER TABLE memory_units ADD COLUMN search_keys TEXT NOT NULL DEFAULT '[]';  -- JSON list: the questions a unit answers (extractor), a speaker's name
+      ALTER TABLE memory_units ADD COLUMN neighbour_terms TEXT NOT NULL DEFAULT '';  -- raw turns: terms of the turns before and after, indexed apart
+    `,
+  },
 ];
