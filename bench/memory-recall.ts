@@ -12,13 +12,16 @@
  * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|heldout …]` (default: tuned dev).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { loadConfig } from '../src/config/index.js';
 import { silentLogger } from '../src/logging/index.js';
-import { MemoryService } from '../src/memory/index.js';
+import { EXTRACT_JOB, MemoryService } from '../src/memory/index.js';
+import type { JobContext } from '../src/learning/index.js';
+import { CredentialMemory } from '../src/upstream/index.js';
 import { memorySettings } from '../src/runtime/settings.js';
 import { openDatabase, type Db } from '../src/store/index.js';
 import { tokenize } from '../src/text/index.js';
@@ -34,6 +37,9 @@ export interface RecallFixture {
   /** How the report names it. */
   label: string;
 }
+
+/** What an extractor returned for each session of the dev history: written once, then only replayed (README there). */
+export const DEV_EXTRACTION = new URL('../test/fixtures/dev-recall/extraction.json', import.meta.url);
 
 export const RECALL_FIXTURES: readonly RecallFixture[] = [
   { key: 'tuned', file: new URL('../test/fixtures/memory-recall.json', import.meta.url), label: 'tuned set (`test/fixtures/memory-recall.json`)' },
@@ -132,10 +138,21 @@ export interface RecallOptions {
 export async function measureMemoryRecall(source: RecallFixture, options: RecallOptions = {}): Promise<RecallReport> {
   const fixture = fixtureSchema.parse(JSON.parse(readFileSync(source.file, 'utf8')));
   const home = options.workDir ?? mkdtempSync(join(tmpdir(), 'metaclaw-recall-'));
-  const db = openDatabase(join(home, `recall-${source.key}.db`));
+  const db = openDatabase(join(home, `recall-${source.key}${options.extraction ? '-extracted' : ''}.db`));
   try {
     const settings = memorySettings(loadConfig({ env: { METACLAW_HOME: home } }));
-    const memory = new MemoryService({ db, logger: silentLogger(), settings: { ...settings, autoExtract: false } });
+    const extractor = options.extraction ? await replayingExtractor(options.extraction) : undefined;
+    const memory = new MemoryService({
+      db,
+      logger: silentLogger(),
+      settings: { ...settings, autoExtract: false, extractor: { apiBase: extractor?.url ?? '', apiKey: 'bench', model: 'bench-extractor' } },
+      ...(extractor
+        ? {
+            mainUpstream: { name: 'bench', baseUrl: extractor.url, format: 'openai', apiKey: 'bench', keySource: 'config', model: 'bench-extractor' },
+            credentials: new CredentialMemory(),
+          }
+        : {}),
+    });
     const start = Date.parse(fixture.start);
     let turns = 0;
     for (const session of fixture.sessions) {
@@ -146,6 +163,12 @@ export async function measureMemoryRecall(source: RecallFixture, options: Recall
       );
       turns += session.turns.length;
     }
+    if (extractor) {
+      // The real extraction job (prompt, structured call, schema, storing), over an upstream that replays the file.
+      const extract = memory.handlers().find((handler) => handler.kind === EXTRACT_JOB)!;
+      for (const session of fixture.sessions) await extract.run({ sessionId: session.id, scope: SCOPE, final: false }, jobContext());
+      extractor.close();
+    }
 
     const ours: Ranker = async (question, now) => {
       const hits = await memory.retriever.recall({ scope: SCOPE, query: question.question, limit: Max, minRelevance: 0, now });
@@ -153,7 +176,7 @@ export async function measureMemoryRecall(source: RecallFixture, options: Recall
     };
     const Max = Math.max(...KS) * 2;
     const methods: Array<[string, Ranker]> = [
-      ['MetaClaw-TS recall', ours],
+      [extractor ? 'MetaClaw-TS recall, with hand-written extractor units and search keys (ceiling)' : 'MetaClaw-TS recall', ours],
       ['FTS5 BM25 over raw turns', ftsBaseline(db, fixture, 'baseline_plain', (text) => text)],
       ['BM25 over raw turns, our segmentation', ftsBaseline(db, fixture, 'baseline_segmented', (text) => tokenize(text).join(' '))],
     ];
@@ -167,7 +190,9 @@ export async function measureMemoryRecall(source: RecallFixture, options: Recall
       scores.push(score(name, fixture, ranked));
     }
     return {
-      fixture: source.label,
+      fixture: options.extraction
+        ? `${source.label}, with hand-written extractor output replayed (units and search keys written by the author of its questions: a ceiling, see its README)`
+        : source.label,
       sessions: fixture.sessions.length,
       days: Math.max(...fixture.sessions.map((session) => session.day)),
       questions: fixture.questions.length,
@@ -178,6 +203,39 @@ export async function measureMemoryRecall(source: RecallFixture, options: Recall
     db.close();
     if (!options.workDir) rmSync(home, { recursive: true, force: true });
   }
+}
+
+/** A local OpenAI-style upstream that answers each extraction call with the file's output for that session. */
+async function replayingExtractor(file: URL): Promise<{ url: string; close(): void }> {
+  const answers = z.record(z.string(), z.unknown()).parse(JSON.parse(readFileSync(file, 'utf8')));
+  const server = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const session = /Conversation (\S+), scope/.exec(Buffer.concat(chunks).toString('utf8'))?.[1] ?? '';
+      const content = JSON.stringify(answers[session] ?? { memories: [] });
+      const body = JSON.stringify({
+        id: 'chatcmpl-replay',
+        object: 'chat.completion',
+        created: 1,
+        model: 'bench-extractor',
+        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+      });
+      response.writeHead(200, { 'content-type': 'application/json' }).end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`, close: () => server.close() };
+}
+
+function jobContext(): JobContext {
+  return {
+    job: { id: 0, kind: EXTRACT_JOB, payload: {}, attempts: 0, maxAttempts: 1, createdAt: Date.now() },
+    signal: new AbortController().signal,
+    logger: silentLogger(),
+    spend: () => undefined,
+  };
 }
 
 export function renderRecall(reports: readonly RecallReport[]): string[] {
@@ -206,6 +264,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const keys = process.argv.slice(2);
   const chosen = RECALL_FIXTURES.filter((fixture) => (keys.length > 0 ? keys.includes(fixture.key) : fixture.key !== 'heldout'));
   const reports: RecallReport[] = [];
-  for (const fixture of chosen) reports.push(await measureMemoryRecall(fixture));
+  for (const fixture of chosen) {
+    reports.push(await measureMemoryRecall(fixture));
+    if (fixture.key === 'dev') reports.push(await measureMemoryRecall(fixture, { extraction: DEV_EXTRACTION }));
+  }
   process.stdout.write(`${renderRecall(reports).join('\n')}\n`);
 }

@@ -11,7 +11,7 @@ import { openDatabase } from '../src/store/index.js';
 import { MemoryRetriever } from '../src/memory/retrieval.js';
 import { renderMemory } from '../src/memory/render.js';
 import { MemoryStore } from '../src/memory/store.js';
-import { measureMemoryRecall, RECALL_FIXTURES, renderRecall, type RecallReport } from './memory-recall.js';
+import { DEV_EXTRACTION, measureMemoryRecall, RECALL_FIXTURES, renderRecall, type RecallReport } from './memory-recall.js';
 import { summarize } from './stats.js';
 
 /** A report section added by a part of the system (skills, memory) to BENCHMARKS.md. */
@@ -162,10 +162,10 @@ async function skillsThroughProxyScenario(context: ScenarioContext): Promise<Ext
 
 /* ---------- memory: recall + rendering with big scopes ---------- */
 
-async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
+export async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
   const rows: string[] = [];
   const data: Record<string, unknown> = {};
-  for (const size of context.scale < 1 ? [10_000, 30_000] : [10_000, 100_000]) {
+  for (const size of context.scale < 1 ? [10_000] : [10_000, 100_000]) {
     context.log(`memory recall with ${size} units in one scope`);
     const path = join(context.home, `memory-${size}.db`);
     const db = openDatabase(path);
@@ -182,7 +182,9 @@ async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraS
             type,
             content: `${phrase(next, 6 + Math.floor(next() * 20))}.`,
             origin: type === 'episodic' ? 'raw_turn' : 'extractor',
-            speaker: type === 'episodic' ? 'user' : null,
+            speaker: type === 'episodic' ? (index % 2 === 0 ? 'user' : 'assistant') : null,
+            // Raw turns come in sessions of about a dozen: each is indexed with the turns next to it.
+            sourceSession: type === 'episodic' ? `session-${Math.floor(index / 12)}` : null,
             importance: next(),
             observedAt: Date.now() - Math.floor(next() * 120) * day,
           },
@@ -232,7 +234,10 @@ async function memoryRecallQualityScenario(context: ScenarioContext): Promise<Ex
   const dir = join(context.home, 'memory-recall');
   mkdirSync(dir, { recursive: true });
   const reports: RecallReport[] = [];
-  for (const fixture of RECALL_FIXTURES) reports.push(await measureMemoryRecall(fixture, { workDir: dir }));
+  for (const fixture of RECALL_FIXTURES) {
+    reports.push(await measureMemoryRecall(fixture, { workDir: dir }));
+    if (fixture.key === 'dev') reports.push(await measureMemoryRecall(fixture, { workDir: dir, extraction: DEV_EXTRACTION }));
+  }
   rmSync(dir, { recursive: true, force: true });
   return {
     title: 'Memory recall quality (recall@5 and @10, labelled histories)',

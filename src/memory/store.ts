@@ -13,6 +13,7 @@ interface UnitRow {
   terms: string;
   search_keys: string;
   neighbour_terms: string;
+  previous_raw: number | null;
   speaker: string | null;
   importance: number;
   confidence: number;
@@ -91,8 +92,8 @@ export class MemoryStore {
   constructor(private readonly db: Db) {
     this.statements = {
       insert: db.prepare(`
-        INSERT INTO memory_units (id, scope, type, content, terms, search_keys, speaker, importance, confidence, core, pinned, status, origin, raw_key, observed_at, valid_from, source_session, source_turns, flagged, created_at, updated_at)
-        VALUES (@id, @scope, @type, @content, @terms, @search_keys, @speaker, @importance, @confidence, @core, @pinned, 'active', @origin, @raw_key, @observed_at, @valid_from, @source_session, @source_turns, @flagged, @now, @now)
+        INSERT INTO memory_units (id, scope, type, content, terms, search_keys, neighbour_terms, previous_raw, speaker, importance, confidence, core, pinned, status, origin, raw_key, observed_at, valid_from, source_session, source_turns, flagged, created_at, updated_at)
+        VALUES (@id, @scope, @type, @content, @terms, @search_keys, @neighbour_terms, @previous_raw, @speaker, @importance, @confidence, @core, @pinned, 'active', @origin, @raw_key, @observed_at, @valid_from, @source_session, @source_turns, @flagged, @now, @now)
         ON CONFLICT(raw_key) DO NOTHING`),
       insertFts: db.prepare<[number, string]>('INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)'),
       deleteFts: db.prepare<[number]>('DELETE FROM memory_fts WHERE rowid = ?'),
@@ -111,7 +112,7 @@ export class MemoryStore {
       postings: db.prepare<[string, number], number>('SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?').pluck(),
       // Every column but the (long) terms: search already knows which query terms a unit holds.
       byRowids: db.prepare<[string], UnitRow>(
-        `SELECT rowid, id, scope, type, content, search_keys, '' AS neighbour_terms, speaker, importance, confidence, core, pinned, status, superseded_by, origin, observed_at, valid_from,
+        `SELECT rowid, id, scope, type, content, search_keys, '' AS neighbour_terms, previous_raw, speaker, importance, confidence, core, pinned, status, superseded_by, origin, observed_at, valid_from,
            source_session, source_turns, flagged, access_count, last_accessed_at, created_at, updated_at, '' AS terms
          FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?))`,
       ),
@@ -165,18 +166,18 @@ export class MemoryStore {
         "SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND origin != 'raw_turn' ORDER BY observed_at DESC LIMIT ?",
       ),
       allOfScope: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY rowid'),
-      // The raw turns said just before and just after one (same scope and session, in stored order).
-      rawBefore: db.prepare<[string, string, number], NeighbourRow>(
-        "SELECT rowid, terms FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? AND rowid < ? ORDER BY rowid DESC LIMIT 1",
+      // The raw turn said just before one (same scope and session): the last one stored so far.
+      lastRaw: db.prepare<[string, string], NeighbourRow>(
+        "SELECT rowid, terms FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? ORDER BY rowid DESC LIMIT 1",
       ),
-      rawAfter: db.prepare<[string, string, number], NeighbourRow>(
-        "SELECT rowid, terms FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? AND rowid > ? ORDER BY rowid LIMIT 1",
+      rawAfter: db.prepare<[number], NeighbourRow>('SELECT rowid, terms FROM memory_units WHERE previous_raw = ?'),
+      setPrevious: db.prepare<[number | null, string, number]>('UPDATE memory_units SET previous_raw = ?, neighbour_terms = ? WHERE rowid = ?'),
+      indexRow: db.prepare<[number], { scope: string; terms: string; neighbour_terms: string; previous_raw: number | null }>(
+        'SELECT scope, terms, neighbour_terms, previous_raw FROM memory_units WHERE rowid = ?',
       ),
-      setNeighbourTerms: db.prepare<[string, number]>('UPDATE memory_units SET neighbour_terms = ? WHERE rowid = ?'),
-      indexRow: db.prepare<[number], { scope: string; terms: string; neighbour_terms: string }>(
-        'SELECT scope, terms, neighbour_terms FROM memory_units WHERE rowid = ?',
+      previousOf: db.prepare<[string], { rowid: number; previous_raw: number }>(
+        'SELECT rowid, previous_raw FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?)) AND previous_raw IS NOT NULL',
       ),
-      termsOf: db.prepare<[string], { rowid: number; terms: string }>('SELECT rowid, terms FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?))'),
     };
   }
 
@@ -197,6 +198,7 @@ export class MemoryStore {
     const content = redactSecrets(draft.content).trim();
     const searchKeys = cleanKeys(draft.searchKeys ?? []);
     const terms = termsOf(content, searchKeys);
+    const session = draft.sourceSession ?? null;
     const row = {
       id: options.id ?? newMemoryId(),
       scope: draft.scope,
@@ -204,6 +206,8 @@ export class MemoryStore {
       content,
       terms: terms.join(' '),
       search_keys: JSON.stringify(searchKeys),
+      neighbour_terms: '',
+      previous_raw: null as number | null,
       speaker: draft.speaker ?? null,
       importance: clamp(draft.importance ?? 0.5),
       confidence: clamp(draft.confidence ?? 0.7),
@@ -213,18 +217,22 @@ export class MemoryStore {
       raw_key: options.rawKey ?? null,
       observed_at: draft.observedAt ?? now,
       valid_from: draft.observedAt ?? now,
-      source_session: draft.sourceSession ?? null,
+      source_session: session,
       source_turns: JSON.stringify(draft.sourceTurns ?? []),
       flagged: injectionReason(content) ?? null,
       now,
     };
     return this.db
       .transaction(() => {
+        const previous = draft.origin === 'raw_turn' && session !== null ? this.statements.lastRaw.get(session, draft.scope) : undefined;
+        if (previous) {
+          row.previous_raw = previous.rowid;
+          row.neighbour_terms = neighbourTerms(previous.terms);
+        }
         const result = this.statements.insert.run(row);
         if (result.changes === 0) return undefined;
         const rowid = Number(result.lastInsertRowid);
-        this.statements.insertFts.run(rowid, indexedTerms(draft.scope, terms, []));
-        if (draft.origin === 'raw_turn' && row.source_session !== null) this.relinkAround(draft.scope, row.source_session, rowid, true);
+        this.statements.insertFts.run(rowid, indexedTerms(draft.scope, row));
         this.emit(draft.scope);
         return toUnit(this.statements.byRowid.get(rowid)!);
       })
@@ -273,8 +281,9 @@ export class MemoryStore {
         });
         if (terms !== current.terms) {
           this.reindex(current.rowid);
-          // The turns next to it hold its terms as theirs: those change too.
-          if (current.origin === 'raw_turn' && current.source_session !== null) this.relinkAround(current.scope, current.source_session, current.rowid, false);
+          // The turn after it is indexed with its terms too: that entry changes as well.
+          const after = this.statements.rawAfter.get(current.rowid);
+          if (after) this.relink(after.rowid, { rowid: current.rowid, terms });
         }
       })
       .immediate();
@@ -341,8 +350,12 @@ export class MemoryStore {
     for (const listener of this.deleteListeners) listener(row.rowid);
     this.statements.delete.run(row.id);
     if (clearLinks) this.statements.clearSupersededLinks.run(row.id);
-    // No trace of its words stays in the turns that were next to it (they now neighbour each other).
-    if (clearLinks && row.origin === 'raw_turn' && row.source_session !== null) this.relinkAround(row.scope, row.source_session, row.rowid, false);
+    // No trace of its words stays in the entry of the turn after it, which now follows the one before.
+    const after = clearLinks ? this.statements.rawAfter.get(row.rowid) : undefined;
+    if (after) {
+      const previous = row.previous_raw === null ? undefined : this.statements.indexRow.get(row.previous_raw);
+      this.relink(after.rowid, previous && row.previous_raw !== null ? { rowid: row.previous_raw, terms: previous.terms } : undefined);
+    }
     const turns = JSON.parse(row.source_turns) as string[];
     if (scrub && turns.length > 0) scrub(turns, [row.content]);
   }
@@ -396,6 +409,14 @@ export class MemoryStore {
       if (!found) weights.set(rowid, (found = { weight: 0, matched: [], related: [] }));
       return found;
     };
+    const credit = (rowid: number, term: string, idf: number) => {
+      const found = entry(rowid);
+      if (found.matched.includes(term) || found.related.includes(term)) return;
+      found.weight += idf * NEIGHBOUR_WEIGHT;
+      found.related.push(term);
+    };
+    /** Units whose entry holds a term as said in the turn after them (before → the unit before it gets the credit). */
+    const before = new Map<number, Array<[string, number]>>();
     for (const term of terms) {
       // A term no unit holds gets the highest IDF.
       idfs.set(term, idfOf(0, size));
@@ -412,12 +433,19 @@ export class MemoryStore {
         found.weight += idf;
         found.matched.push(term);
       }
-      for (const rowid of this.postings(NEIGHBOUR_MARK + token)) {
-        const found = entry(rowid);
-        found.weight += idf * NEIGHBOUR_WEIGHT;
-        found.related.push(term);
+      // Through neighbours, only terms rare enough to say something: a common one would triple the cost and add noise.
+      if (rows.length > NEIGHBOUR_MAX_FREQUENCY) continue;
+      for (const rowid of this.postings(AFTER_MARK + token)) credit(rowid, term, idf);
+      for (const rowid of this.postings(BEFORE_MARK + token)) {
+        const terms = before.get(rowid);
+        if (terms) terms.push([term, idf]);
+        else before.set(rowid, [[term, idf]]);
       }
     }
+    // A hit in the turn after a unit is the unit's: one lookup finds which unit each of those follows.
+    if (before.size > 0)
+      for (const { rowid, previous_raw } of this.statements.previousOf.all(JSON.stringify([...before.keys()])))
+        for (const [term, idf] of before.get(rowid)!) credit(previous_raw, term, idf);
     const ranked = [...weights].sort((a, b) => b[1].weight - a[1].weight);
     const candidates: Candidate[] = [];
     // Rows are fetched `limit` at a time: superseded units are few, so one round is the rule.
@@ -444,37 +472,17 @@ export class MemoryStore {
     }
   }
 
-  /** The indexed terms of some units (by sequence), for query expansion from the best of them. */
-  termsOfUnits(sequences: readonly number[]): Map<number, string[]> {
-    return new Map(this.statements.termsOf.all(JSON.stringify(sequences)).map((row) => [row.rowid, row.terms.split(' ').filter(Boolean)]));
-  }
-
-  /** Rewrites a unit's index entry from its row: its own terms, and apart from them its neighbours'. */
+  /** Rewrites a unit's index entry from its row. */
   private reindex(rowid: number): void {
     const row = this.statements.indexRow.get(rowid);
     if (!row) return;
     this.statements.deleteFts.run(rowid);
-    this.statements.insertFts.run(rowid, indexedTerms(row.scope, row.terms.split(' '), row.neighbour_terms.split(' ')));
+    this.statements.insertFts.run(rowid, indexedTerms(row.scope, row));
   }
 
-  /**
-   * Evidence often sits in the turn next to the one a question matches (the answer to the user's
-   * question, the user's reply to a suggestion): each raw turn is also indexed with the terms of the
-   * raw turns before and after it in its session. Recomputes that for the turns around `rowid` (and
-   * for `rowid` itself when `self`), after it was added, changed or removed.
-   */
-  private relinkAround(scope: string, session: string, rowid: number, self: boolean): void {
-    const before = this.statements.rawBefore.get(session, scope, rowid);
-    const after = this.statements.rawAfter.get(session, scope, rowid);
-    if (self) this.relink(scope, session, rowid);
-    if (before) this.relink(scope, session, before.rowid);
-    if (after) this.relink(scope, session, after.rowid);
-  }
-
-  private relink(scope: string, session: string, rowid: number): void {
-    const near = [this.statements.rawBefore.get(session, scope, rowid), this.statements.rawAfter.get(session, scope, rowid)];
-    const terms = new Set(near.flatMap((row) => (row ? row.terms.split(' ').slice(0, NEIGHBOUR_TERMS) : [])));
-    this.statements.setNeighbourTerms.run([...terms].join(' '), rowid);
+  /** A raw turn now follows `previous` (or nothing): its neighbour terms and entry change (forgetting, editing; never on ingestion). */
+  private relink(rowid: number, previous: NeighbourRow | undefined): void {
+    this.statements.setPrevious.run(previous?.rowid ?? null, previous ? neighbourTerms(previous.terms) : '', rowid);
     this.reindex(rowid);
   }
 
@@ -588,10 +596,19 @@ const POSTINGS_PER_TERM = 200;
 
 /** How much a query term found only in the raw turn before or after a unit counts, against one in the unit itself. */
 export const NEIGHBOUR_WEIGHT = 0.5;
+/** Terms held by more units than this are not looked up through neighbours. */
+const NEIGHBOUR_MAX_FREQUENCY = 60;
 /** The neighbour terms taken from each side (the first ones: a long answer's opening says what it is about). */
 const NEIGHBOUR_TERMS = 80;
-/** Marks a neighbour's term in the index (a letter before the scope key, so it is another token). */
-const NEIGHBOUR_MARK = 'n';
+/**
+ * Evidence often sits next to the turn a question matches (the answer to the user's question, the
+ * user's reply to a suggestion): a raw turn's entry also holds, marked, the terms of the turn before
+ * it (credited to itself) and its own terms again (credited to that turn before it). Both are written
+ * once, when the turn is stored: entries are never rewritten on ingestion, which keeps the index
+ * compact. The marks are letters before the scope key, so marked terms are other tokens.
+ */
+const AFTER_MARK = 'n';
+const BEFORE_MARK = 'b';
 
 export function idfOf(documentFrequency: number, size: number): number {
   return bm25Idf(documentFrequency, size + PSEUDO_DOCUMENTS);
@@ -614,13 +631,21 @@ function scopedTerm(scope: string, term: string): string {
   return `${prefix}${term.replace(/[^\p{L}\p{N}]/gu, '')}`;
 }
 
-/** A unit's index entry: its own terms, then its neighbours' terms it does not hold itself, marked. */
-function indexedTerms(scope: string, terms: readonly string[], neighbours: readonly string[]): string {
-  const own = new Set(terms.filter(Boolean));
-  return [
-    ...[...own].map((term) => scopedTerm(scope, term)),
-    ...neighbours.filter((term) => term && !own.has(term)).map((term) => NEIGHBOUR_MARK + scopedTerm(scope, term)),
-  ].join(' ');
+/** A unit's index entry: its own terms; for a raw turn after another, that turn's terms and its own again, marked. */
+function indexedTerms(scope: string, row: { terms: string; neighbour_terms: string; previous_raw: number | null }): string {
+  const own = row.terms.split(' ').filter(Boolean);
+  const held = new Set(own);
+  const tokens = own.map((term) => scopedTerm(scope, term));
+  if (row.previous_raw !== null) {
+    for (const term of row.neighbour_terms.split(' ')) if (term && !held.has(term)) tokens.push(AFTER_MARK + scopedTerm(scope, term));
+    for (const term of own.slice(0, NEIGHBOUR_TERMS)) tokens.push(BEFORE_MARK + scopedTerm(scope, term));
+  }
+  return tokens.join(' ');
+}
+
+/** The terms a turn lends the one next to it: the first ones (a long answer's opening says what it is about). */
+function neighbourTerms(terms: string): string {
+  return terms.split(' ').slice(0, NEIGHBOUR_TERMS).join(' ');
 }
 
 /** What a unit is found by: its words and its search keys (not uniqueTerms, whose cache is for texts that come back). */
