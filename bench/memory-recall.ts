@@ -4,12 +4,12 @@
  * the same raw turns: SQLite FTS5 BM25 as it comes (unicode61 tokenizer), and BM25 over our own
  * segmented, stemmed terms (isolates ranking).
  *
- * Three histories: the tuned one (`test/fixtures/memory-recall.json`), a dev one written for tuning
- * this part (`test/fixtures/dev-recall/`), and a held-out one nobody tunes on
+ * Four histories: the tuned one (`test/fixtures/memory-recall.json`), two dev ones written for tuning
+ * this part (`test/fixtures/dev-recall/`, the second over 13 months), and a held-out one nobody tunes on
  * (`test/fixtures/heldout-memory/recall-long.json`). The dev history also has extractor output
  * written once (with search keys), for the row that measures recall with an extractor.
  *
- * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|heldout …]` (default: tuned dev).
+ * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|heldout …]` (default: tuned dev dev-long).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -44,6 +44,11 @@ export const DEV_EXTRACTION = new URL('../test/fixtures/dev-recall/extraction.js
 export const RECALL_FIXTURES: readonly RecallFixture[] = [
   { key: 'tuned', file: new URL('../test/fixtures/memory-recall.json', import.meta.url), label: 'tuned set (`test/fixtures/memory-recall.json`)' },
   { key: 'dev', file: new URL('../test/fixtures/dev-recall/recall.json', import.meta.url), label: 'dev set (`test/fixtures/dev-recall/recall.json`)' },
+  {
+    key: 'dev-long',
+    file: new URL('../test/fixtures/dev-recall/recall-long.json', import.meta.url),
+    label: 'long dev set (`test/fixtures/dev-recall/recall-long.json`)',
+  },
   {
     key: 'heldout',
     file: new URL('../test/fixtures/heldout-memory/recall-long.json', import.meta.url),

@@ -230,7 +230,7 @@ export async function memoryRetrievalScenario(context: ScenarioContext): Promise
 /* ---------- memory: recall quality on a labelled history ---------- */
 
 async function memoryRecallQualityScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
-  context.log('memory recall@5/@10 on the labelled histories (tuned, dev, held-out), next to BM25 baselines');
+  context.log('memory recall@5/@10 on the labelled histories (tuned, two dev, held-out), next to BM25 baselines');
   const dir = join(context.home, 'memory-recall');
   mkdirSync(dir, { recursive: true });
   const reports: RecallReport[] = [];
