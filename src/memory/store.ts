@@ -421,7 +421,9 @@ export class MemoryStore {
       // A term no unit holds gets the highest IDF.
       idfs.set(term, idfOf(0, size));
       const token = scopedTerm(scope, term);
-      const rows = this.postings(token);
+      let rows = this.postings(token);
+      // A word no unit holds may begin a longer one that some unit holds ("physio", "physiotherapist").
+      if (rows.length === 0 && PREFIX_WORD.test(term)) rows = this.postings(token, true);
       // No unit holds it, so no unit's neighbour does either.
       if (rows.length === 0) continue;
       // A capped list is not the term's document frequency: ask the index for that.
@@ -464,9 +466,9 @@ export class MemoryStore {
   }
 
   /** The newest holders of an indexed token (none when the token cannot be searched). */
-  private postings(token: string): number[] {
+  private postings(token: string, prefix = false): number[] {
     try {
-      return this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`, POSTINGS_PER_TERM);
+      return this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"${prefix ? '*' : ''}`, POSTINGS_PER_TERM);
     } catch {
       return [];
     }
@@ -594,6 +596,8 @@ const PSEUDO_DOCUMENTS = 20;
  */
 const POSTINGS_PER_TERM = 200;
 
+/** Query words looked up as the start of longer indexed words when no unit holds them: Latin, long enough to mean something. */
+const PREFIX_WORD = /^[a-z]{5,}$/;
 /** How much a query term found only in the raw turn before or after a unit counts, against one in the unit itself. */
 export const NEIGHBOUR_WEIGHT = 0.5;
 /** Terms held by more units than this are not looked up through neighbours. */
