@@ -32,7 +32,7 @@ const KS = [5, 10] as const;
 
 /** A labelled history the bench knows. */
 export interface RecallFixture {
-  key: 'tuned' | 'dev' | 'heldout';
+  key: 'tuned' | 'dev' | 'dev-long' | 'heldout';
   file: URL;
   /** How the report names it. */
   label: string;
