@@ -133,6 +133,9 @@ export class MemoryStore {
       sameContent: db.prepare<[string, string], UnitRow>(
         "SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'active' AND origin != 'raw_turn' LIMIT 1",
       ),
+      replacedWithContent: db.prepare<[string, string], UnitRow>(
+        "SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'superseded' AND core = 1 ORDER BY rowid DESC LIMIT 1",
+      ),
       rawInSession: db.prepare<[string, string, string, string], { found: number }>(
         "SELECT 1 AS found FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? AND speaker = ? AND content = ? LIMIT 1",
       ),
@@ -153,6 +156,16 @@ export class MemoryStore {
         "SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND origin != 'raw_turn' ORDER BY observed_at DESC LIMIT ?",
       ),
       allOfScope: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY rowid'),
+      lastRawOfSession: db
+        .prepare<[string, string, string], string>(
+          "SELECT content FROM memory_units WHERE source_session = ? AND scope = ? AND origin = 'raw_turn' AND speaker = ? ORDER BY rowid DESC LIMIT 1",
+        )
+        .pluck(),
+      ruleInstances: db.prepare<[string], UnitRow>(
+        "SELECT * FROM memory_units WHERE scope = ? AND origin = 'rule' AND core = 0 AND status = 'active' ORDER BY rowid DESC LIMIT 200",
+      ),
+      replacedRules: db.prepare<[string], string>("SELECT source_turns FROM memory_units WHERE scope = ? AND core = 1 AND status = 'superseded'").pluck(),
+      sources: db.prepare<[string, number, number, string]>('UPDATE memory_units SET source_turns = ?, importance = ?, updated_at = ? WHERE id = ?'),
     };
   }
 
@@ -225,6 +238,12 @@ export class MemoryStore {
     return row ? toUnit(row) : undefined;
   }
 
+  /** A replaced standing instruction with exactly this content, if any. */
+  findReplacedRule(scope: string, content: string): MemoryUnit | undefined {
+    const row = this.statements.replacedWithContent.get(scope, content.trim());
+    return row ? toUnit(row) : undefined;
+  }
+
   update(id: string, patch: MemoryPatch): MemoryUnit | undefined {
     const current = this.statements.byId.get(id);
     if (!current) return undefined;
@@ -260,6 +279,21 @@ export class MemoryStore {
     const changed = this.statements.supersede.run(newId, Date.now(), oldId).changes > 0;
     if (changed) this.emit(row.scope);
     return changed;
+  }
+
+  /**
+   * Links more source turns to a unit (a rule restated or applied again) and raises its importance
+   * by `importanceStep` per new source, so what the user keeps repeating ranks higher.
+   */
+  addSources(id: string, turnIds: readonly string[], importanceStep = 0): MemoryUnit | undefined {
+    const row = this.statements.byId.get(id);
+    if (!row) return undefined;
+    const current = JSON.parse(row.source_turns) as string[];
+    const added = turnIds.filter((turn) => !current.includes(turn));
+    if (added.length === 0) return toUnit(row);
+    this.statements.sources.run(JSON.stringify([...current, ...added]), clamp(row.importance + importanceStep * added.length), Date.now(), id);
+    this.emit(row.scope);
+    return this.get(id);
   }
 
   /**
@@ -444,6 +478,21 @@ export class MemoryStore {
   /** Raw turns of a session stored after the unit with sequence `after`, in order. */
   rawTurnsOfSession(sessionId: string, scope: string, after = 0): MemoryUnit[] {
     return this.statements.rawOfSession.all(sessionId, scope, after).map(toUnit);
+  }
+
+  /** What `speaker` last said in a session (the answer a correction corrects). */
+  lastRawOfSession(sessionId: string, scope: string, speaker: 'user' | 'assistant'): string | undefined {
+    return this.statements.lastRawOfSession.get(sessionId, scope, speaker);
+  }
+
+  /** Rules stated for named things only, not yet part of a general rule (newest first). */
+  ruleInstances(scope: string): MemoryUnit[] {
+    return this.statements.ruleInstances.all(scope).map(toUnit);
+  }
+
+  /** The turns that taught standing instructions since replaced: what they said no longer holds. */
+  replacedRuleTurns(scope: string): Set<string> {
+    return new Set(this.statements.replacedRules.all(scope).flatMap((turns) => JSON.parse(turns) as string[]));
   }
 
   /** How many of those raw turns are the user's. */

@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { session } from './support/evolver.js';
+import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { openAIReply, ScriptedUpstream } from './support/upstream.js';
+
+/**
+ * Standing rules learned from what users say, through a started proxy with no extractor (the
+ * deterministic path every user has): one-off requests stay out of the core block, per-file copies
+ * of a rule become one rule, and Chinese corrections work as English ones do.
+ */
+
+interface CoreUnit {
+  id: string;
+  content: string;
+  source: { turn_ids: string[] };
+}
+
+async function core(proxy: ProxyHandle): Promise<CoreUnit[]> {
+  return JSON.parse((await proxy.cli(['memory', 'core', '--json'])).stdout) as CoreUnit[];
+}
+
+/** Raw turns stored so far: the record-turn jobs that hold the rule detector have run for them. */
+async function rawTurns(proxy: ProxyHandle): Promise<number> {
+  const stats = (await (await fetch(`${proxy.url}/v1/memory/stats`)).json()) as { scopes: Array<{ byOrigin: Record<string, number> }> };
+  return stats.scopes[0]?.byOrigin['raw_turn'] ?? 0;
+}
+
+/** The standing-instructions block of the last request the agent's upstream received ('' when none). */
+function standingInstructions(upstream: ScriptedUpstream): string {
+  const system = upstream.modelRequests().at(-1)!.body.messages[0].content as string;
+  return /## Standing Instructions[\s\S]*?<\/memory-data>/.exec(system)?.[0] ?? '';
+}
+
+function lastSystem(upstream: ScriptedUpstream): string {
+  return upstream.modelRequests().at(-1)!.body.messages[0].content as string;
+}
+
+async function ask(client: OpenAI, sessionId: string, text: string): Promise<void> {
+  await client.chat.completions.create(
+    {
+      model: 'm',
+      messages: [
+        { role: 'system', content: 'Agent.' },
+        { role: 'user', content: text },
+      ],
+    },
+    { headers: { 'X-Session-Id': sessionId } },
+  );
+}
+
+describe('standing rules learned from corrections (no extractor)', () => {
+  let upstream: ScriptedUpstream;
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    // Answers differ, so each is stored (a session keeps one copy of a repeated text).
+    let answers = 0;
+    upstream.defaultHandler = (request, response) => openAIReply({ text: `Done (step ${++answers}).` })(request, response);
+  });
+  after(async () => upstream.close());
+
+  async function withProxy(run: (proxy: ProxyHandle, client: OpenAI) => Promise<void>, memory: Record<string, unknown> = {}): Promise<void> {
+    const proxy = await startProxy({
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false, ...memory }, skills: { auto_evolve: false } },
+    });
+    try {
+      await run(proxy, new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 }));
+    } finally {
+      await proxy.dispose();
+    }
+  }
+
+  test('a one-off request never becomes a standing rule, however it is worded, in English or Chinese', async () => {
+    await withProxy(async (proxy, client) => {
+      const requests = [
+        'Please write a Python helper class for the project API and save it to day26/.',
+        'Today we need to modify four files: app.py, db.py, api.py and cli.py.',
+        'This time, skip the tests.',
+        'No — for this release only, put the changelog in docs/ instead.',
+        'Make all the buttons on the settings page rounded.',
+        'All prices on the receipt screen need to be right-aligned.',
+        '今天先不用写文档。',
+        '把 screenshots 文件夹里的所有图片都压缩一下。',
+      ];
+      await session(client, 'one-offs', requests, 'Agent.');
+      await waitFor(async () => (await rawTurns(proxy)) === requests.length * 2, 15_000);
+      assert.deepEqual(
+        (await core(proxy)).map((unit) => unit.content),
+        [],
+      );
+      await ask(client, 'later', 'Draft the release notes');
+      assert.doesNotMatch(lastSystem(upstream), /Standing Instructions/);
+    });
+  });
+
+  test('eight per-file backup corrections become one rule, in the user’s words with the file as a placeholder, citing all eight', async () => {
+    await withProxy(async (proxy, client) => {
+      const files = [
+        'day11/deploy.sh',
+        'day12/nginx.conf',
+        'day13/app.py',
+        'day14/settings.yaml',
+        'day15/crontab.txt',
+        'day16/backup.sh',
+        'day17/Makefile.am',
+        'day18/compose.yml',
+      ];
+      for (const file of files)
+        await session(
+          client,
+          `edit-${file}`,
+          [`Update ${file} to use the new registry.`, `No — you overwrote it. Before modifying ${file}, you must first create ${file}.bak.`],
+          'Agent.',
+        );
+      await waitFor(async () => (await rawTurns(proxy)) === files.length * 4, 20_000);
+      const rules = await core(proxy);
+      assert.deepEqual(
+        rules.map((unit) => unit.content),
+        ['Before modifying <file>, you must first create <file>.bak.'],
+      );
+      assert.equal(rules[0]!.source.turn_ids.length, 8, 'linked to every correction it came from');
+
+      await ask(client, 'later', 'Add gzip to the web server config');
+      assert.match(standingInstructions(upstream), /Before modifying <file>, you must first create <file>\.bak\./);
+    });
+  });
+
+  test('per-file copies after the general rule join it: its general wording stays, and it cites them', async () => {
+    await withProxy(async (proxy, client) => {
+      await session(
+        client,
+        'taught',
+        ['Update deploy.sh to use the new registry.', 'No — you overwrote deploy.sh. Before you modify any file, always make a .bak copy first.'],
+        'Agent.',
+      );
+      for (const file of ['web/nginx.conf', 'src/app.py', 'ops/cron.txt'])
+        await session(client, `copy-${file}`, [`Tidy up ${file}.`, `You forgot again: before modifying ${file}, create ${file}.bak.`], 'Agent.');
+      await waitFor(async () => (await rawTurns(proxy)) === 16, 20_000);
+      const rules = await core(proxy);
+      assert.deepEqual(
+        rules.map((unit) => unit.content),
+        ['Before you modify any file, always make a .bak copy first.'],
+      );
+      assert.equal(rules[0]!.source.turn_ids.length, 4);
+    });
+  });
+
+  test('a Chinese correction ("以后所有日志时间都用 UTC") becomes a rule in its general words, without the one-off part, and reaches an English task', async () => {
+    await withProxy(async (proxy, client) => {
+      await session(
+        client,
+        'logs',
+        ['帮我给部署脚本加上日志输出。', '不对，日志里用的是本地时间。这次的先手动改成 UTC，以后所有日志时间都用 UTC。', '今天先不用写文档。'],
+        'Agent.',
+      );
+      await waitFor(async () => (await rawTurns(proxy)) === 6, 15_000);
+      const rules = await core(proxy);
+      assert.deepEqual(
+        rules.map((unit) => unit.content),
+        ['以后所有日志时间都用 UTC。'],
+      );
+      await ask(client, 'backup', 'Add logging to the nightly backup job');
+      assert.match(standingInstructions(upstream), /以后所有日志时间都用 UTC。/);
+    });
+  });
+});
