@@ -8,7 +8,8 @@ import { openAIReply, ScriptedUpstream } from './support/upstream.js';
 /**
  * Standing rules learned from what users say, through a started proxy with no extractor (the
  * deterministic path every user has): one-off requests stay out of the core block, per-file copies
- * of a rule become one rule, and Chinese corrections work as English ones do.
+ * of a rule become one rule, the core block chooses by relevance when over budget, a replaced rule
+ * never comes back, and Chinese corrections work as English ones do.
  */
 
 interface CoreUnit {
@@ -143,6 +144,66 @@ describe('standing rules learned from corrections (no extractor)', () => {
         ['Before you modify any file, always make a .bak copy first.'],
       );
       assert.equal(rules[0]!.source.turn_ids.length, 4);
+    });
+  });
+
+  test('over its budget, the core block shows the rule relevant to the request, not a more recent irrelevant one', async () => {
+    // 95 tokens: the block's frame and one of the two rules
+    await withProxy(
+      async (proxy, client) => {
+        await ask(client, 'invoices', 'From now on, every invoice PDF you export must have the customer number in its file name.');
+        await waitFor(async () => (await core(proxy)).length === 1, 15_000);
+        await ask(client, 'commits', 'From now on, always write commit messages in the imperative mood.');
+        await waitFor(async () => (await core(proxy)).length === 2, 15_000);
+
+        await ask(client, 'task-1', 'Export the March invoice PDFs for the Lisbon customers.');
+        const invoices = standingInstructions(upstream);
+        assert.match(invoices, /invoice PDF you export/);
+        assert.doesNotMatch(invoices, /commit messages/, 'the newer rule did not fit and is not about this request');
+
+        await ask(client, 'task-2', 'Commit the changes to the billing module.');
+        const commits = standingInstructions(upstream);
+        assert.match(commits, /commit messages in the imperative mood/);
+        assert.doesNotMatch(commits, /invoice PDF/);
+      },
+      { core_max_tokens: 95 },
+    );
+  });
+
+  test('a superseded rule never returns: not in the core block, not recalled from the turn that taught it, not brought back by an older conversation', async () => {
+    await withProxy(async (proxy, client) => {
+      await ask(client, 'first', 'From now on, write every timestamp in reports as YYYY-MM-DD HH:mm in local time.');
+      await waitFor(async () => (await core(proxy)).length === 1, 15_000);
+      await session(
+        client,
+        'second',
+        ['Write the weekly uptime report.', 'No — change of plan: from now on every timestamp in reports is ISO 8601 in UTC, like 2026-10-05T09:00:00Z.'],
+        'Agent.',
+      );
+      await waitFor(async () => (await core(proxy))[0]?.content.includes('ISO 8601'), 15_000);
+      assert.equal((await core(proxy)).length, 1);
+
+      await ask(client, 'third', 'Which timestamp format do reports use: YYYY-MM-DD HH:mm in local time?');
+      const system = lastSystem(upstream);
+      assert.match(system, /ISO 8601 in UTC/);
+      assert.doesNotMatch(system, /YYYY-MM-DD HH:mm in local time\./, 'the replaced rule is neither in the core block nor recalled');
+
+      // An older conversation imported later states the old rule again: it does not replace the newer one.
+      const imported = await fetch(`${proxy.url}/v1/memory/ingest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          session_id: 'archive',
+          turns: [
+            { role: 'user', content: 'From now on, write every timestamp in reports as YYYY-MM-DD HH:mm in local time.', timestamp: '2020-01-06T09:00:00Z' },
+          ],
+        }),
+      });
+      assert.equal(imported.status, 200);
+      assert.deepEqual(
+        (await core(proxy)).map((unit) => unit.content),
+        ['No — change of plan: from now on every timestamp in reports is ISO 8601 in UTC, like 2026-10-05T09:00:00Z.'],
+      );
     });
   });
 

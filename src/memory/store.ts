@@ -393,19 +393,7 @@ export class MemoryStore {
     const idfs = new Map<string, number>();
     const weights = new Map<number, { weight: number; matched: string[] }>();
     for (const term of terms) {
-      // A term no unit holds gets the highest IDF.
-      idfs.set(term, idfOf(0, size));
-      const token = scopedTerm(scope, term);
-      let rows: number[];
-      try {
-        rows = this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`, POSTINGS_PER_TERM);
-      } catch {
-        continue;
-      }
-      if (rows.length === 0) continue;
-      // A capped list is not the term's document frequency: ask the index for that.
-      const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
-      const idf = idfOf(frequency, size);
+      const { rows, idf } = this.holders(scope, term, size);
       idfs.set(term, idf);
       for (const rowid of rows) {
         const entry = weights.get(rowid);
@@ -430,6 +418,32 @@ export class MemoryStore {
       }
     }
     return { candidates, idf: idfs };
+  }
+
+  /** The IDF of each term in a scope as search weighs it, and whether any unit holds it (the core block ranks rules with these). */
+  termWeights(scope: string, terms: readonly string[]): Map<string, { idf: number; held: boolean }> {
+    const size = this.scopeSize(scope);
+    return new Map(
+      terms.map((term) => {
+        const { rows, idf } = this.holders(scope, term, size);
+        return [term, { idf, held: rows.length > 0 }];
+      }),
+    );
+  }
+
+  /** The newest holders of a term (at most POSTINGS_PER_TERM) and its IDF; a term no unit holds gets the highest. */
+  private holders(scope: string, term: string, size: number): { rows: number[]; idf: number } {
+    const token = scopedTerm(scope, term);
+    let rows: number[];
+    try {
+      rows = this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`, POSTINGS_PER_TERM);
+    } catch {
+      rows = [];
+    }
+    if (rows.length === 0) return { rows, idf: idfOf(0, size) };
+    // A capped list is not the term's document frequency: ask the index for that.
+    const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
+    return { rows, idf: idfOf(frequency, size) };
   }
 
   private documentFrequency(token: string, atLeast: number): number {
