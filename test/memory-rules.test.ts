@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
-import { session } from './support/evolver.js';
+import { isExtractorCall, learningAwareUpstream, session, userText } from './support/evolver.js';
 import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 import { openAIReply, ScriptedUpstream } from './support/upstream.js';
 
@@ -224,5 +224,80 @@ describe('standing rules learned from corrections (no extractor)', () => {
       await ask(client, 'backup', 'Add logging to the nightly backup job');
       assert.match(standingInstructions(upstream), /以后所有日志时间都用 UTC。/);
     });
+  });
+});
+
+describe('standing rules with an extractor', () => {
+  test('the extractor tells one-offs from rules (a one-off is never stored), consolidates paraphrases it names into one rule that links them, and a restatement becomes a source', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({
+      extractor: (request) => {
+        const prompt = userText(request);
+        const idOf = (text: string) => new RegExp(`id (mem_\\w+) \\[preference, standing instruction\\] ${text}`).exec(prompt)?.[1];
+        if (prompt.includes('user: Run the schema migration'))
+          return JSON.stringify({
+            memories: [
+              { type: 'preference', content: 'Use the staging database for this migration only.', standing_instruction: true, one_off: true, turn: 1 },
+            ],
+          });
+        if (prompt.includes('user: Your long answers'))
+          return JSON.stringify({
+            memories: [
+              {
+                type: 'preference',
+                content: 'Stop writing long answers: keep every answer short.',
+                standing_instruction: true,
+                merges: [idOf('Keep answers short\\.'), idOf('Answer in three sentences at most\\.')],
+                turn: 1,
+              },
+            ],
+          });
+        if (prompt.includes('user: Remember'))
+          return JSON.stringify({
+            memories: [{ action: 'noop', target_id: idOf('Stop writing long answers'), type: 'preference', content: 'Keep answers short.', turn: 1 }],
+          });
+        return JSON.stringify({ memories: [] });
+      },
+    });
+    const proxy = await startProxy({
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { flush_every_n_turns: 1 }, skills: { auto_evolve: false } },
+    });
+    const extractions = () => upstream.requests.filter(isExtractorCall).length;
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      for (const content of ['Keep answers short.', 'Answer in three sentences at most.']) {
+        const added = await fetch(`${proxy.url}/v1/memory`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ content, type: 'preference', core: true }),
+        });
+        assert.equal(added.status, 201);
+      }
+      const [short, sentences] = await core(proxy);
+
+      await ask(client, 'migration', 'Run the schema migration against the staging database.');
+      await waitFor(() => extractions() === 1, 15_000);
+      await ask(client, 'answers', 'Your long answers are hard to read on my phone.');
+      await waitFor(async () => (await core(proxy)).some((unit) => unit.content.startsWith('Stop writing long answers')), 15_000);
+      const rules = await core(proxy);
+      assert.deepEqual(
+        rules.map((unit) => unit.content),
+        ['Stop writing long answers: keep every answer short.'],
+        'the one-off is not stored, the two paraphrases became one rule',
+      );
+      for (const old of [short!, sentences!]) {
+        const replaced = (await (await fetch(`${proxy.url}/v1/memory/${old.id}`)).json()) as { status: string; superseded_by: string };
+        assert.equal(replaced.status, 'superseded');
+        assert.equal(replaced.superseded_by, rules[0]!.id, 'linked to the rule that consolidates it');
+      }
+
+      const sources = rules[0]!.source.turn_ids.length;
+      await ask(client, 'reminder', 'Remember: short answers.');
+      await waitFor(async () => (await core(proxy))[0]!.source.turn_ids.length === sources + 1, 15_000);
+      assert.equal((await core(proxy)).length, 1);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
   });
 });

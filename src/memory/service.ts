@@ -373,22 +373,35 @@ export class MemoryService {
         sourceSession: sessionId,
         sourceTurns: turn ? turn.sourceTurns : [...new Set(turns.flatMap((unit) => unit.sourceTurns))].slice(-5),
       };
-      if (candidate.action === 'noop' || this.store.findSameContent(scope, content)) {
+      const offeredUnit = (id: string | null | undefined) => (id && offered.has(id) ? this.store.get(id) : undefined);
+      // Only an update replaces the memory it names (an add that names one leaves it be).
+      const target = candidate.action === 'update' ? offeredUnit(candidate.target_id) : undefined;
+      const same = this.store.findSameContent(scope, content);
+      // A request for this task only is not memory, however it is worded.
+      if (candidate.one_off || candidate.action === 'noop' || same) {
+        // Said again: the rule it restates gains the turn as a source.
+        const repeated = candidate.action === 'noop' ? offeredUnit(candidate.target_id) : undefined;
+        const known = same ?? (repeated?.status === 'active' ? repeated : undefined);
+        if (known?.core && turn && !candidate.one_off) this.store.addSources(known.id, turn.sourceTurns, RESTATED_IMPORTANCE);
         counts.skipped++;
         continue;
       }
-      const target = candidate.action === 'update' && candidate.target_id && offered.has(candidate.target_id) ? this.store.get(candidate.target_id) : undefined;
       if (draft.core) {
-        // The detector may already hold this rule in the user's own words: keep that one.
+        const merged = candidate.merges.map(offeredUnit).filter((unit) => unit?.status === 'active') as MemoryUnit[];
+        const sources = [...new Set([...merged.flatMap((unit) => unit.sourceTurns), ...(draft.sourceTurns ?? [])])];
+        // The detector may already hold this rule in the user's own words: keep that one, with this source.
         const subject = ruleSubject(content);
-        const same = this.store.coreUnits(scope).find((unit) => unit.origin === 'rule' && sameSubject(subject, ruleSubject(unit.content)));
-        if (same && !target) {
+        const detected = this.store.coreUnits(scope).find((unit) => unit.origin === 'rule' && sameSubject(subject, ruleSubject(unit.content)));
+        if (detected && !target && merged.length === 0) {
+          this.store.addSources(detected.id, sources, RESTATED_IMPORTANCE);
           counts.skipped++;
           continue;
         }
-        const added = this.addStandingInstruction(draft, target ? 'replaces' : 'new');
-        if (added && target && target.status === 'active') this.store.supersede(target.id, added.id);
-        if (added && target) counts.updated++;
+        const added = this.addStandingInstruction({ ...draft, sourceTurns: sources }, target ? 'replaces' : 'new');
+        // Paraphrases and per-instance copies it consolidates are superseded by it, and linked.
+        if (added)
+          for (const unit of [target, ...merged]) if (unit && unit.status === 'active' && unit.id !== added.id) this.store.supersede(unit.id, added.id);
+        if (added && (target || merged.length > 0)) counts.updated++;
         else if (added) counts.added++;
         continue;
       }
