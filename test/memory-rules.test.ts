@@ -127,7 +127,7 @@ describe('standing rules learned from corrections (no extractor)', () => {
     });
   });
 
-  test('per-file copies after the general rule join it: its general wording stays, and it cites them', async () => {
+  test('per-file copies after the general rule join it, in English or Chinese: its general wording stays, and it cites them', async () => {
     await withProxy(async (proxy, client) => {
       await session(
         client,
@@ -137,13 +137,15 @@ describe('standing rules learned from corrections (no extractor)', () => {
       );
       for (const file of ['web/nginx.conf', 'src/app.py', 'ops/cron.txt'])
         await session(client, `copy-${file}`, [`Tidy up ${file}.`, `You forgot again: before modifying ${file}, create ${file}.bak.`], 'Agent.');
-      await waitFor(async () => (await rawTurns(proxy)) === 16, 20_000);
+      for (const file of ['ops/backup.sh', 'web/app.js'])
+        await session(client, `copy-${file}`, [`整理一下 ${file}。`, `你又忘了：改 ${file} 之前要先备份成 ${file}.bak。`], 'Agent.');
+      await waitFor(async () => (await rawTurns(proxy)) === 24, 20_000);
       const rules = await core(proxy);
       assert.deepEqual(
         rules.map((unit) => unit.content),
         ['Before you modify any file, always make a .bak copy first.'],
       );
-      assert.equal(rules[0]!.source.turn_ids.length, 4);
+      assert.equal(rules[0]!.source.turn_ids.length, 6);
     });
   });
 

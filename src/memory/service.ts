@@ -81,6 +81,14 @@ function best(units: readonly MemoryUnit[], score: (unit: MemoryUnit) => number,
   return found?.unit;
 }
 
+/**
+ * What an instance is about without the things it names: "改 src/app.py 之前要先备份成 src/app.py.bak"
+ * is about "<file>.bak", which a rule in English ("make a .bak copy") shares.
+ */
+function instanceSubject(sentence: string): Set<string> {
+  return ruleSubject(instanceTemplate(sentence));
+}
+
 /** Whether a subject says nothing its `whole` does not. */
 function isPartOf(part: ReadonlySet<string>, whole: ReadonlySet<string>): boolean {
   for (const term of part) if (!whole.has(term)) return false;
@@ -233,13 +241,12 @@ export class MemoryService {
    * same form makes the general rule, in the user's words with the names as placeholders.
    */
   private captureInstance(draft: MemoryDraft): void {
-    const subject = ruleSubject(draft.content);
-    const general = this.bestRuleFor(draft.scope, subject);
+    const template = instanceTemplate(draft.content);
+    const general = this.bestRuleFor(draft.scope, instanceSubject(draft.content));
     if (general) {
       this.store.addSources(general.id, draft.sourceTurns ?? [], RESTATED_IMPORTANCE);
       return;
     }
-    const template = instanceTemplate(draft.content);
     if (template !== draft.content && this.store.ruleInstances(draft.scope).some((unit) => instanceTemplate(unit.content) === template)) {
       this.addStandingInstruction({ ...draft, content: template }, 'new');
       return;
@@ -274,7 +281,7 @@ export class MemoryService {
     if (related.some((unit) => unit.observedAt > observedAt) || (replacement && replacement.observedAt > observedAt)) return undefined;
     const restated = related.find((unit) => how === 'restates' || (how === 'new' && isPartOf(subject, ruleSubject(unit.content))));
     if (restated) return this.store.addSources(restated.id, draft.sourceTurns ?? [], RESTATED_IMPORTANCE);
-    const instances = this.store.ruleInstances(draft.scope).filter((unit) => appliesRule(subject, ruleSubject(unit.content)) >= APPLIES);
+    const instances = this.store.ruleInstances(draft.scope).filter((unit) => appliesRule(subject, instanceSubject(unit.content)) >= APPLIES);
     const sources = [...new Set([...instances.flatMap((unit) => unit.sourceTurns), ...(draft.sourceTurns ?? [])])];
     const added = this.store.add({ ...draft, sourceTurns: sources });
     if (!added) return undefined;
