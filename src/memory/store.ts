@@ -146,6 +146,9 @@ export class MemoryStore {
       sameContent: db.prepare<[string, string], UnitRow>(
         "SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'active' AND origin != 'raw_turn' LIMIT 1",
       ),
+      replacedWithContent: db.prepare<[string, string], UnitRow>(
+        "SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'superseded' AND core = 1 ORDER BY rowid DESC LIMIT 1",
+      ),
       rawInSession: db.prepare<[string, string, string, string], { found: number }>(
         "SELECT 1 AS found FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? AND speaker = ? AND content = ? LIMIT 1",
       ),
@@ -178,6 +181,16 @@ export class MemoryStore {
       previousOf: db.prepare<[string], { rowid: number; previous_raw: number }>(
         'SELECT rowid, previous_raw FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?)) AND previous_raw IS NOT NULL',
       ),
+      lastRawOfSession: db
+        .prepare<[string, string, string], string>(
+          "SELECT content FROM memory_units WHERE source_session = ? AND scope = ? AND origin = 'raw_turn' AND speaker = ? ORDER BY rowid DESC LIMIT 1",
+        )
+        .pluck(),
+      ruleInstances: db.prepare<[string], UnitRow>(
+        "SELECT * FROM memory_units WHERE scope = ? AND origin = 'rule' AND core = 0 AND status = 'active' ORDER BY rowid DESC LIMIT 200",
+      ),
+      replacedRules: db.prepare<[string], string>("SELECT source_turns FROM memory_units WHERE scope = ? AND core = 1 AND status = 'superseded'").pluck(),
+      sources: db.prepare<[string, number, number, string]>('UPDATE memory_units SET source_turns = ?, importance = ?, updated_at = ? WHERE id = ?'),
     };
   }
 
@@ -259,6 +272,12 @@ export class MemoryStore {
     return row ? toUnit(row) : undefined;
   }
 
+  /** A replaced standing instruction with exactly this content, if any. */
+  findReplacedRule(scope: string, content: string): MemoryUnit | undefined {
+    const row = this.statements.replacedWithContent.get(scope, content.trim());
+    return row ? toUnit(row) : undefined;
+  }
+
   update(id: string, patch: MemoryPatch): MemoryUnit | undefined {
     const current = this.statements.byId.get(id);
     if (!current) return undefined;
@@ -298,6 +317,21 @@ export class MemoryStore {
     const changed = this.statements.supersede.run(newId, Date.now(), oldId).changes > 0;
     if (changed) this.emit(row.scope);
     return changed;
+  }
+
+  /**
+   * Links more source turns to a unit (a rule restated or applied again) and raises its importance
+   * by `importanceStep` per new source, so what the user keeps repeating ranks higher.
+   */
+  addSources(id: string, turnIds: readonly string[], importanceStep = 0): MemoryUnit | undefined {
+    const row = this.statements.byId.get(id);
+    if (!row) return undefined;
+    const current = JSON.parse(row.source_turns) as string[];
+    const added = turnIds.filter((turn) => !current.includes(turn));
+    if (added.length === 0) return toUnit(row);
+    this.statements.sources.run(JSON.stringify([...current, ...added]), clamp(row.importance + importanceStep * added.length), Date.now(), id);
+    this.emit(row.scope);
+    return this.get(id);
   }
 
   /**
@@ -418,18 +452,10 @@ export class MemoryStore {
     /** Units whose entry holds a term as said in the turn after them (before → the unit before it gets the credit). */
     const before = new Map<number, Array<[string, number]>>();
     for (const term of terms) {
-      // A term no unit holds gets the highest IDF.
-      idfs.set(term, idfOf(0, size));
-      const token = scopedTerm(scope, term);
-      let rows = this.postings(token);
-      // A word no unit holds may begin a longer one that some unit holds ("physio", "physiotherapist").
-      if (rows.length === 0 && PREFIX_WORD.test(term)) rows = this.postings(token, true);
+      const { token, rows, idf } = this.holders(scope, term, size, true);
+      idfs.set(term, idf);
       // No unit holds it, so no unit's neighbour does either.
       if (rows.length === 0) continue;
-      // A capped list is not the term's document frequency: ask the index for that.
-      const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
-      const idf = idfOf(frequency, size);
-      idfs.set(term, idf);
       for (const rowid of rows) {
         const found = entry(rowid);
         found.weight += idf;
@@ -463,6 +489,32 @@ export class MemoryStore {
       }
     }
     return { candidates, idf: idfs };
+  }
+
+  /** The IDF of each term in a scope as search weighs it, and whether any unit holds it (the core block ranks rules with these). */
+  termWeights(scope: string, terms: readonly string[]): Map<string, { idf: number; held: boolean }> {
+    const size = this.scopeSize(scope);
+    return new Map(
+      terms.map((term) => {
+        const { rows, idf } = this.holders(scope, term, size);
+        return [term, { idf, held: rows.length > 0 }];
+      }),
+    );
+  }
+
+  /**
+   * The newest holders of a term (at most POSTINGS_PER_TERM) and its IDF; a term no unit holds gets
+   * the highest. With `prefix`, a word no unit holds may begin a longer one that some unit holds
+   * ("physio", "physiotherapist").
+   */
+  private holders(scope: string, term: string, size: number, prefix = false): { token: string; rows: number[]; idf: number } {
+    const token = scopedTerm(scope, term);
+    let rows = this.postings(token);
+    if (rows.length === 0 && prefix && PREFIX_WORD.test(term)) rows = this.postings(token, true);
+    if (rows.length === 0) return { token, rows, idf: idfOf(0, size) };
+    // A capped list is not the term's document frequency: ask the index for that.
+    const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
+    return { token, rows, idf: idfOf(frequency, size) };
   }
 
   /** The newest holders of an indexed token (none when the token cannot be searched). */
@@ -536,6 +588,21 @@ export class MemoryStore {
   /** Raw turns of a session stored after the unit with sequence `after`, in order. */
   rawTurnsOfSession(sessionId: string, scope: string, after = 0): MemoryUnit[] {
     return this.statements.rawOfSession.all(sessionId, scope, after).map(toUnit);
+  }
+
+  /** What `speaker` last said in a session (the answer a correction corrects). */
+  lastRawOfSession(sessionId: string, scope: string, speaker: 'user' | 'assistant'): string | undefined {
+    return this.statements.lastRawOfSession.get(sessionId, scope, speaker);
+  }
+
+  /** Rules stated for named things only, not yet part of a general rule (newest first). */
+  ruleInstances(scope: string): MemoryUnit[] {
+    return this.statements.ruleInstances.all(scope).map(toUnit);
+  }
+
+  /** The turns that taught standing instructions since replaced: what they said no longer holds. */
+  replacedRuleTurns(scope: string): Set<string> {
+    return new Set(this.statements.replacedRules.all(scope).flatMap((turns) => JSON.parse(turns) as string[]));
   }
 
   /** How many of those raw turns are the user's. */
