@@ -452,7 +452,7 @@ export class MemoryStore {
     /** Units whose entry holds a term as said in the turn after them (before → the unit before it gets the credit). */
     const before = new Map<number, Array<[string, number]>>();
     for (const term of terms) {
-      const { token, rows, idf } = this.holders(scope, term, size, true);
+      const { token, rows, idf } = this.holders(scope, term, size);
       idfs.set(term, idf);
       // No unit holds it, so no unit's neighbour does either.
       if (rows.length === 0) continue;
@@ -502,15 +502,10 @@ export class MemoryStore {
     );
   }
 
-  /**
-   * The newest holders of a term (at most POSTINGS_PER_TERM) and its IDF; a term no unit holds gets
-   * the highest. With `prefix`, a word no unit holds may begin a longer one that some unit holds
-   * ("physio", "physiotherapist").
-   */
-  private holders(scope: string, term: string, size: number, prefix = false): { token: string; rows: number[]; idf: number } {
+  /** The newest holders of a term (at most POSTINGS_PER_TERM) and its IDF; a term no unit holds gets the highest. */
+  private holders(scope: string, term: string, size: number): { token: string; rows: number[]; idf: number } {
     const token = scopedTerm(scope, term);
-    let rows = this.postings(token);
-    if (rows.length === 0 && prefix && PREFIX_WORD.test(term)) rows = this.postings(token, true);
+    const rows = this.postings(token);
     if (rows.length === 0) return { token, rows, idf: idfOf(0, size) };
     // A capped list is not the term's document frequency: ask the index for that.
     const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
@@ -518,9 +513,9 @@ export class MemoryStore {
   }
 
   /** The newest holders of an indexed token (none when the token cannot be searched). */
-  private postings(token: string, prefix = false): number[] {
+  private postings(token: string): number[] {
     try {
-      return this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"${prefix ? '*' : ''}`, POSTINGS_PER_TERM);
+      return this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`, POSTINGS_PER_TERM);
     } catch {
       return [];
     }
@@ -663,8 +658,6 @@ const PSEUDO_DOCUMENTS = 20;
  */
 const POSTINGS_PER_TERM = 200;
 
-/** Query words looked up as the start of longer indexed words when no unit holds them: Latin, long enough to mean something. */
-const PREFIX_WORD = /^[a-z]{5,}$/;
 /** How much a query term found only in the raw turn before or after a unit counts, against one in the unit itself. */
 export const NEIGHBOUR_WEIGHT = 0.5;
 /** Terms held by more units than this are not looked up through neighbours. */
