@@ -164,10 +164,10 @@ async function skillsThroughProxyScenario(context: ScenarioContext): Promise<Ext
 
 /* ---------- memory: recall + rendering with big scopes ---------- */
 
-export async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
+async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
   const rows: string[] = [];
   const data: Record<string, unknown> = {};
-  for (const size of context.scale < 1 ? [10_000] : [10_000, 100_000]) {
+  for (const size of context.scale < 1 ? [10_000, 30_000] : [10_000, 100_000]) {
     context.log(`memory recall with ${size} units in one scope`);
     const path = join(context.home, `memory-${size}.db`);
     const db = openDatabase(path);
