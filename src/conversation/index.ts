@@ -11,6 +11,7 @@ export {
 } from './signals.js';
 export { extractUserRequest, cleanUserText, type UserRequest } from './user-request.js';
 export { messageText } from './message-text.js';
+export { responsesConversation, type ConversationMessage } from './responses-input.js';
 export { ConversationStore, type ConversationStoreOptions, type RecordingCounts } from './store.js';
 export { TurnJournal } from './turn-journal.js';
 export { IdleSessionSweeper } from './sweeper.js';

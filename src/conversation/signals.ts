@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { BadRequestError } from '../errors.js';
-import type { ApiFormat } from '../types/index.js';
+import type { RequestFormat } from '../types/index.js';
 import { messageText } from './message-text.js';
 
 /** Body keys MetaClaw reads; they are removed before the request goes upstream. */
@@ -31,12 +31,19 @@ const TRUE_WORDS = new Set(['1', 'true', 'yes', 'on']);
 const FALSE_WORDS = new Set(['0', 'false', 'no', 'off']);
 
 /**
- * Reads session identity in this order: `X-Session-Id` or `session_id` header, body `session_id`,
- * `metadata.session_id`, `user`, OpenClaw's `Runtime: … sessionId=…` line, else a fingerprint of the
- * conversation's first messages, so clients that send nothing still get stable sessions.
+ * Reads session identity in this order: `X-Session-Id`, `session_id` or Codex's `session-id` /
+ * `thread-id` header, body `session_id`, `metadata.session_id` or `client_metadata.session_id`,
+ * `user`, OpenClaw's `Runtime: … sessionId=…` line, else a fingerprint of the conversation's first
+ * messages, so clients that send nothing still get stable sessions. `messages` is the conversation
+ * when the body's own `messages` is not it (a Responses request).
  */
-export function readTurnSignals(headers: IncomingHttpHeaders, body: Record<string, unknown>, format: ApiFormat): TurnSignals {
-  const identity = resolveIdentity(headers, body, format);
+export function readTurnSignals(
+  headers: IncomingHttpHeaders,
+  body: Record<string, unknown>,
+  format: RequestFormat,
+  messages: unknown[] = Array.isArray(body['messages']) ? (body['messages'] as unknown[]) : [],
+): TurnSignals {
+  const identity = resolveIdentity(headers, body, format, messages);
   const turnTypeText = (header(headers, 'x-turn-type') ?? stringField(body, 'turn_type') ?? '').trim().toLowerCase();
   const doneText = (header(headers, 'x-session-done') ?? fieldText(body, 'session_done') ?? '').trim().toLowerCase();
   return {
@@ -80,17 +87,30 @@ export function deriveScope(hints: ScopeHints, defaultScope: string): string {
 /** Longest session id accepted; ids are stored, listed and printed, and no agent's ids come near it. */
 export const MAX_SESSION_ID_LENGTH = 256;
 
-function resolveIdentity(headers: IncomingHttpHeaders, body: Record<string, unknown>, format: ApiFormat): { id: string; source: IdentitySource } {
-  const fromHeader = bounded(nonEmpty(header(headers, 'x-session-id')) ?? withoutCallCounter(nonEmpty(header(headers, 'session_id'))));
+function resolveIdentity(
+  headers: IncomingHttpHeaders,
+  body: Record<string, unknown>,
+  format: RequestFormat,
+  messages: unknown[],
+): { id: string; source: IdentitySource } {
+  const fromHeader = bounded(
+    nonEmpty(header(headers, 'x-session-id')) ??
+      withoutCallCounter(nonEmpty(header(headers, 'session_id'))) ??
+      nonEmpty(header(headers, 'session-id')) ??
+      nonEmpty(header(headers, 'thread-id')),
+  );
   if (fromHeader) return { id: fromHeader, source: 'header' };
   const metadata = isRecord(body['metadata']) ? body['metadata'] : undefined;
+  const clientMetadata = isRecord(body['client_metadata']) ? body['client_metadata'] : undefined;
   // OpenAI's `user` names an end user, not a session: a long one is just not used as the id.
-  const user = format === 'openai' ? nonEmpty(stringField(body, 'user')) : undefined;
+  const user = format !== 'anthropic' ? nonEmpty(stringField(body, 'user')) : undefined;
   const fromBody =
-    bounded(nonEmpty(stringField(body, 'session_id')) ?? nonEmpty(metadata ? stringField(metadata, 'session_id') : undefined)) ??
-    (user && user.length <= MAX_SESSION_ID_LENGTH ? user : undefined);
+    bounded(
+      nonEmpty(stringField(body, 'session_id')) ??
+        nonEmpty(metadata ? stringField(metadata, 'session_id') : undefined) ??
+        nonEmpty(clientMetadata ? stringField(clientMetadata, 'session_id') : undefined),
+    ) ?? (user && user.length <= MAX_SESSION_ID_LENGTH ? user : undefined);
   if (fromBody) return { id: fromBody, source: 'body' };
-  const messages = Array.isArray(body['messages']) ? (body['messages'] as unknown[]) : [];
   const fromRuntime = runtimeSessionId(messages);
   if (fromRuntime) return { id: fromRuntime, source: 'runtime' };
   const fingerprint = conversationFingerprint(messages, typeof body['model'] === 'string' ? body['model'] : '');

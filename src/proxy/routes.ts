@@ -8,6 +8,7 @@ import { storageErrorCode } from '../store/index.js';
 import { sessionIdCandidates, type TurnDetail } from '../conversation/index.js';
 import { formatForHeaders } from './error-response.js';
 import { newRequestId } from './model-request.js';
+import { responsesRoutes } from './responses-routes.js';
 import type { ProxyApp, ProxyDeps } from './types.js';
 
 /** The non-model routes: health, status, models, request explanations, and groups added by other parts. */
@@ -62,9 +63,10 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     return c.json({ session_id: known, ended, already_ended: !ended });
   });
 
+  responsesRoutes(deps, app);
   for (const group of deps.routeGroups) group(app);
 
-  for (const path of ['/v1/chat/completions', '/chat/completions', '/v1/messages', '/messages']) {
+  for (const path of ['/v1/chat/completions', '/chat/completions', '/v1/messages', '/messages', '/v1/responses', '/responses']) {
     app.all(path, (c) =>
       c.body(
         errorBodyText(formatForHeaders(c.env.incoming.headers), {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { FinishedTurn, IdentitySource, TurnType } from '../conversation/index.js';
-import type { ApiFormat, AssembledResponse } from '../types/index.js';
-import { assembleAnthropicResponse, assembleOpenAIResponse, assembleStream } from '../upstream/index.js';
+import type { AssembledResponse, RequestFormat } from '../types/index.js';
+import { assembleAnswer as assembleBody, assembleStream } from '../upstream/index.js';
 
 /**
  * A turn as the journal keeps it (conversation/turn-journal.ts): the record's own fields, written
@@ -31,7 +31,7 @@ const headerSchema = z.object({
   lineage: z.string(),
   scope: z.string(),
   turnType: z.enum(['main', 'side'] satisfies TurnType[]),
-  clientFormat: z.enum(['openai', 'anthropic'] satisfies ApiFormat[]),
+  clientFormat: z.enum(['openai', 'anthropic', 'responses'] satisfies RequestFormat[]),
   model: z.string().nullable(),
   stream: z.boolean(),
   query: z.string(),
@@ -72,7 +72,7 @@ export function turnFromJournal(header: unknown, request: Buffer, answer: Buffer
 }
 
 /** The answer as the client got it (in the client's format), reduced for the record. */
-function assembleAnswer(format: ApiFormat, stream: boolean, answer: Buffer): AssembledResponse | null {
+function assembleAnswer(format: RequestFormat, stream: boolean, answer: Buffer): AssembledResponse | null {
   if (stream) return assembleStream(format, answer);
   let body: unknown;
   try {
@@ -80,7 +80,7 @@ function assembleAnswer(format: ApiFormat, stream: boolean, answer: Buffer): Ass
   } catch {
     return null;
   }
-  return format === 'openai' ? assembleOpenAIResponse(body) : assembleAnthropicResponse(body);
+  return assembleBody(format, body);
 }
 
 function hasErrorEvent(answer: Buffer): boolean {

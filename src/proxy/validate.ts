@@ -128,7 +128,7 @@ export function requestErrorFrom(error: z.ZodError, describe: (issue: z.core.$Zo
   return new BadRequestError('invalid_request', `${field}: ${describe(issue)}`, field);
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
+export function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'invalid_value' && 'values' in issue) return `expected one of ${issue.values.map((value) => JSON.stringify(value)).join(', ')}`;
   if (issue.code === 'invalid_union') return 'has the wrong type';
   return issue.message;
