@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { anthropicReply, dropMidStream, errorReply, openAIReply, responsesReply, ScriptedUpstream } from './support/upstream.js';
+import { anthropicReply, dropMidStream, errorReply, json, openAIReply, responsesReply, ScriptedUpstream } from './support/upstream.js';
 import { turnFromJournal } from '../src/proxy/index.js';
 import { isEvolverCall, learningAwareUpstream, userText } from './support/evolver.js';
 import { recordedTurn, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
@@ -243,6 +244,17 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     const retrieved = await client.responses.retrieve(second.id);
     assert.equal(retrieved.output_text, 'Lisbon has seven hills.');
     assert.equal(retrieved.previous_response_id, first.id);
+  });
+
+  test('count_tokens is estimated when the main upstream is not Anthropic', async () => {
+    const anthropic = new Anthropic({ baseURL: proxy.url, apiKey: 'unused', maxRetries: 0 });
+    const counted = await anthropic.messages.countTokens({
+      model: 'any',
+      system: 'You are a helpful assistant.',
+      messages: [{ role: 'user', content: 'Count the tokens of this sentence, please, and then some more words.' }],
+    });
+    assert.ok(counted.input_tokens > 10 && counted.input_tokens < 60, String(counted.input_tokens));
+    assert.equal(upstream.requests.length, 0, 'nothing was asked of the upstream');
   });
 });
 
@@ -523,5 +535,79 @@ describe('the turn journal keeps Responses API turns', () => {
     assert.equal(turn?.outcome, 'ok');
     assert.equal(turn?.response?.id, 'resp_journaled');
     assert.equal(turn?.response?.text, 'Hi');
+  });
+});
+
+describe('count_tokens and embeddings pass through to the upstream that has them', () => {
+  let anthropicUpstream: ScriptedUpstream;
+  let openaiUpstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+
+  before(async () => {
+    anthropicUpstream = await ScriptedUpstream.start();
+    openaiUpstream = await ScriptedUpstream.start();
+    proxy = await startProxy({
+      config: {
+        llm: {
+          api_base: anthropicUpstream.url,
+          api_format: 'anthropic',
+          api_key: 'sk-ant-upstream',
+          fallbacks: [{ api_base: `${openaiUpstream.url}/v1`, api_key: 'sk-openai-fallback' }],
+        },
+      },
+    });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await anthropicUpstream?.close();
+    await openaiUpstream?.close();
+  });
+
+  test('messages.countTokens is answered by the Anthropic upstream, with its key and the client beta header', async () => {
+    anthropicUpstream.reply((_request, response) => json(response, 200, { input_tokens: 42 }));
+    const anthropic = new Anthropic({ baseURL: proxy.url, apiKey: 'unused', maxRetries: 0 });
+    const counted = await anthropic.messages.countTokens(
+      { model: 'claude-test', messages: [{ role: 'user', content: 'How many tokens is this?' }] },
+      { headers: { 'anthropic-beta': 'token-counting-2024-11-01' } },
+    );
+    assert.equal(counted.input_tokens, 42);
+    const sent = anthropicUpstream.requests[0]!;
+    assert.equal(sent.path, '/v1/messages/count_tokens');
+    assert.equal(sent.headers['x-api-key'], 'sk-ant-upstream');
+    assert.equal(sent.headers['anthropic-beta'], 'token-counting-2024-11-01');
+    assert.deepEqual(sent.body, { model: 'claude-test', messages: [{ role: 'user', content: 'How many tokens is this?' }] });
+    await assert.rejects(
+      anthropic.messages.countTokens({ model: 'claude-test', messages: [] }),
+      (error: unknown) => error instanceof Anthropic.BadRequestError && /messages/.test(error.message),
+    );
+  });
+
+  test('embeddings.create goes to the OpenAI-compatible upstream as sent, and /status counts both', async () => {
+    openaiUpstream.reply((_request, response) =>
+      json(response, 200, {
+        object: 'list',
+        data: [
+          { object: 'embedding', index: 0, embedding: [0.1, 0.2] },
+          { object: 'embedding', index: 1, embedding: [0.3, 0.4] },
+        ],
+        model: 'text-embedding-test',
+        usage: { prompt_tokens: 4, total_tokens: 4 },
+      }),
+    );
+    const openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const embedded = await openai.embeddings.create({ model: 'text-embedding-test', input: ['first', 'second'], encoding_format: 'float' });
+    assert.deepEqual(
+      embedded.data.map((item) => item.embedding),
+      [
+        [0.1, 0.2],
+        [0.3, 0.4],
+      ],
+    );
+    const sent = openaiUpstream.requests[0]!;
+    assert.equal(sent.path, '/v1/embeddings');
+    assert.equal(sent.headers['authorization'], 'Bearer sk-openai-fallback');
+    assert.deepEqual(sent.body, { model: 'text-embedding-test', input: ['first', 'second'], encoding_format: 'float' });
+    const status = (await (await fetch(`${proxy.url}/status`)).json()) as { requests: { passed_through: { count_tokens: number; embeddings: number } } };
+    assert.deepEqual(status.requests.passed_through, { count_tokens: 1, embeddings: 1 });
   });
 });

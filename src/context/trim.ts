@@ -82,6 +82,14 @@ function messageTokens(message: Message): number {
   return sum;
 }
 
+/** Approximate prompt tokens of a request: its messages, system prompt and tool definitions (what `count_tokens` estimates). */
+export function promptTokens(body: Record<string, unknown>): number {
+  let sum = tokensOf(body['system']) + tokensOf(body['tools']);
+  const messages = body['messages'];
+  if (Array.isArray(messages)) for (const message of messages) sum += messageTokens(message as Message);
+  return sum;
+}
+
 /** Approximate tokens of every text in a message, tool call, tool definition or system block. */
 function tokensOf(value: unknown): number {
   if (typeof value === 'string') return countTextTokens(value);

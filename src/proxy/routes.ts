@@ -8,6 +8,7 @@ import { storageErrorCode } from '../store/index.js';
 import { sessionIdCandidates, type TurnDetail } from '../conversation/index.js';
 import { formatForHeaders } from './error-response.js';
 import { newRequestId } from './model-request.js';
+import { passThroughRoutes } from './pass-through-routes.js';
 import { responsesRoutes } from './responses-routes.js';
 import type { ProxyApp, ProxyDeps } from './types.js';
 
@@ -64,6 +65,7 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
   });
 
   responsesRoutes(deps, app);
+  passThroughRoutes(deps, app);
   for (const group of deps.routeGroups) group(app);
 
   for (const path of ['/v1/chat/completions', '/chat/completions', '/v1/messages', '/messages', '/v1/responses', '/responses']) {

@@ -81,6 +81,14 @@ const anthropicRequest = z.looseObject({
   metadata: z.looseObject({ user_id: z.string().nullable().optional() }).optional(),
 });
 
+/** `POST /v1/messages/count_tokens` takes a Messages request without `max_tokens`. */
+const tokenCountRequest = anthropicRequest.omit({ max_tokens: true });
+
+export function validateTokenCountRequest(body: Record<string, unknown>): void {
+  const result = tokenCountRequest.safeParse(body);
+  if (!result.success) throw requestErrorFrom(result.error, describeIssue);
+}
+
 /** Throws a 400 naming the first offending field, e.g. `messages.0.role: expected one of …`. */
 export function validateModelRequest(format: ApiFormat, body: Record<string, unknown>): void {
   const result = (format === 'openai' ? openAIRequest : anthropicRequest).safeParse(body);

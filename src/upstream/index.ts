@@ -19,3 +19,4 @@ export {
   responsesStatus,
   wireFormat,
 } from './translate/index.js';
+export { passThrough, type PassedAnswer } from './pass-through.js';
