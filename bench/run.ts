@@ -19,6 +19,8 @@ import { round3, summarize, type LatencySummary } from './stats.js';
 const REPO = resolve(import.meta.dirname, '..');
 const CLI = join(REPO, 'bin', 'metaclaw.js');
 const quick = process.argv.includes('--quick');
+/** `--soak`: only the soak row (a minute at full load), printed, nothing written. */
+const soakOnly = process.argv.includes('--soak');
 const scale = quick ? 0.2 : 1;
 
 async function main(): Promise<void> {
@@ -42,6 +44,13 @@ async function main(): Promise<void> {
 
     const small = JSON.stringify(smallBody());
     const large = JSON.stringify(openclawSizedBody());
+
+    if (soakOnly) {
+      const soakProxy = await startProxy(home, 'soak', fast);
+      process.stdout.write(`${JSON.stringify(await soak(soakProxy, fast, small, large, 32, 60_000 * scale, agent), null, 2)}\n`);
+      agent.destroy();
+      return;
+    }
 
     log('warming up');
     await sequential(`${fast}/v1/chat/completions`, small, 300, agent);

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Thin launcher: the CLI is compiled to dist/ by `npm run build` (run automatically by `npm ci`).
+// Thin launcher: the CLI is compiled to dist/, which the package ships (built by `npm pack`); in a checkout, `npm run build`.
 import('../dist/cli/main.js').catch((error) => {
   if (error && error.code === 'ERR_MODULE_NOT_FOUND') {
     console.error('metaclaw: the compiled CLI is missing; run `npm run build` in the metaclaw folder first.');

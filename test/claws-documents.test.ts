@@ -79,6 +79,34 @@ describe('TOML top-level editor', () => {
   });
 });
 
+describe('TOML table editor', () => {
+  const provider: Setting[] = [{ path: ['providers', 'metaclaw'], value: { name: 'MetaClaw', url: 'http://127.0.0.1:30000/v1' } }];
+
+  test('a table with its sub-tables is replaced as one, the comment above the next table stays, CRLF is kept', () => {
+    const original = 'a = 1\r\n\r\n[providers.metaclaw]\r\nname = "old"\r\n\r\n[providers.metaclaw.headers]\r\nx = "y"\r\n\r\n# next\r\n[other]\r\nb = 2\r\n';
+    const text = applied(tomlFormat, original, provider);
+    assert.equal(text, 'a = 1\r\n\r\n[providers.metaclaw]\r\nname = "MetaClaw"\r\nurl = "http://127.0.0.1:30000/v1"\r\n\r\n# next\r\n[other]\r\nb = 2\r\n');
+    assert.equal(reverted(tomlFormat, text, original, provider), original);
+  });
+
+  test('a new table goes at the end after a blank line, and leaves with it', () => {
+    const original = 'a = 1\n[other]\nb = 2';
+    const text = applied(tomlFormat, original, provider);
+    assert.equal(text, 'a = 1\n[other]\nb = 2\n\n[providers.metaclaw]\nname = "MetaClaw"\nurl = "http://127.0.0.1:30000/v1"\n');
+    assert.equal(reverted(tomlFormat, text, original, provider), 'a = 1\n[other]\nb = 2\n');
+  });
+
+  test('a table split over the file, or known only through its sub-tables, is refused', () => {
+    for (const original of ['[providers.metaclaw]\nname = "x"\n[other]\n[providers.metaclaw.headers]\nx = "y"\n', '[providers.metaclaw.headers]\nx = "y"\n']) {
+      assert.throws(
+        () => applied(tomlFormat, original, provider),
+        (error: unknown) =>
+          error instanceof ClawError && error.status === 'config_conflict' && /`providers\.metaclaw` is not written as one \[table\]/.test(error.message),
+      );
+    }
+  });
+});
+
 describe('.env editor', () => {
   test('duplicates are all set, then restored line for line', () => {
     const original = 'A=1\nMODEL=first # one\nB=2\nexport MODEL="second"\n';

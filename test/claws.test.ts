@@ -232,6 +232,114 @@ const CASES: AdapterCase[] = [
     userEdit: ['timeout: 180', 'timeout: 300'],
     malformed: 'model:\n  default: [unclosed\n  provider: auto\n',
   },
+  {
+    type: 'claude-code',
+    fixture: 'claude-settings.json',
+    binaries: ['claude'],
+    prepare: (environment) => installFixture(environment.home, 'claude-settings.json', '.claude/settings.json'),
+    parse: (text) => JSON.parse(text) as Data,
+    restart: undefined,
+    check: (data) => {
+      assert.deepEqual(data.env, {
+        DISABLE_TELEMETRY: '1',
+        BASH_DEFAULT_TIMEOUT_MS: '120000',
+        ANTHROPIC_BASE_URL: 'http://127.0.0.1:30000',
+        ANTHROPIC_CUSTOM_HEADERS: 'x-metaclaw-api-key: mc-proxy-key',
+      });
+      assert.equal(data.model, 'opus', "the user's model is kept");
+      assert.deepEqual(valueAt(data, ['permissions', 'deny']), ['Read(./.env)']);
+    },
+    ourKeys: [
+      ['env', 'ANTHROPIC_BASE_URL'],
+      ['env', 'ANTHROPIC_CUSTOM_HEADERS'],
+    ],
+    userEdit: ['"includeCoAuthoredBy": false', '"includeCoAuthoredBy": true'],
+    malformed: '{ "env": { "ANTHROPIC_BASE_URL": } }\n',
+  },
+  {
+    type: 'codex',
+    fixture: 'codex-config.toml',
+    binaries: ['codex'],
+    prepare: (environment) => installFixture(environment.home, 'codex-config.toml', '.codex/config.toml'),
+    parse: (text) => parseToml(text),
+    restart: undefined,
+    check: (data, text) => {
+      assert.equal(data.model_provider, 'metaclaw');
+      assert.equal(data.model, 'gpt-5-codex', "the user's model is kept");
+      const providers = data.model_providers as Record<string, Data>;
+      assert.deepEqual(
+        { ...providers.metaclaw },
+        { name: 'MetaClaw', base_url: 'http://127.0.0.1:30000/v1', wire_api: 'responses', experimental_bearer_token: 'mc-proxy-key' },
+      );
+      assert.equal(providers.ollama?.base_url, 'http://localhost:11434/v1');
+      for (const comment of ['# Codex configuration', '# the model I use', '# A local model for experiments'])
+        assert.ok(text.includes(comment), `keeps ${comment}`);
+      assert.ok(text.indexOf('model_provider = "metaclaw"') < text.indexOf('[model_providers.ollama]'), 'a top-level key goes before the first table');
+      assert.ok(
+        text.endsWith(
+          '[model_providers.metaclaw]\nname = "MetaClaw"\nbase_url = "http://127.0.0.1:30000/v1"\nwire_api = "responses"\nexperimental_bearer_token = "mc-proxy-key"\n',
+        ),
+      );
+    },
+    ourKeys: [['model_provider'], ['model_providers', 'metaclaw']],
+    userEdit: ['trust_level = "trusted"', 'trust_level = "untrusted"'],
+    malformed: 'model = "gpt-5-codex\n[model_providers.ollama\n',
+  },
+  {
+    type: 'qwen-code',
+    fixture: 'qwen-settings.json',
+    binaries: ['qwen'],
+    prepare: (environment) => installFixture(environment.home, 'qwen-settings.json', '.qwen/settings.json'),
+    parse: (text) => JSON.parse(text) as Data,
+    restart: undefined,
+    check: (data) => {
+      assert.deepEqual(valueAt(data, ['modelProviders', 'openai']), [
+        {
+          id: 'qwen3-32b',
+          name: 'qwen3-32b (MetaClaw)',
+          baseUrl: 'http://127.0.0.1:30000/v1',
+          envKey: 'METACLAW_API_KEY',
+          generationConfig: { contextWindowSize: 65536 },
+        },
+        { id: 'qwen3-coder-plus', name: 'Qwen3 Coder Plus', baseUrl: 'https://dashscope.aliyuncs.com/compatible-mode/v1', envKey: 'DASHSCOPE_API_KEY' },
+      ]);
+      assert.deepEqual(data.env, { DASHSCOPE_API_KEY: 'sk-dashscope-user', METACLAW_API_KEY: 'mc-proxy-key' });
+      assert.equal(valueAt(data, ['security', 'auth', 'selectedType']), 'openai');
+      assert.equal(valueAt(data, ['model', 'name']), 'qwen3-32b');
+      assert.equal(valueAt(data, ['ui', 'theme']), 'GitHub');
+    },
+    ourKeys: [
+      ['modelProviders', 'openai'],
+      ['env', 'METACLAW_API_KEY'],
+      ['security', 'auth', 'selectedType'],
+      ['model', 'name'],
+    ],
+    userEdit: ['"theme": "GitHub"', '"theme": "Dracula"'],
+    malformed: '{ "model": { "name": } }\n',
+  },
+  {
+    type: 'opencode',
+    fixture: 'opencode.jsonc',
+    binaries: ['opencode'],
+    prepare: (environment) => installFixture(environment.home, 'opencode.jsonc', '.config/opencode/opencode.jsonc'),
+    parse: parseJson5,
+    restart: undefined,
+    check: (data, text) => {
+      assert.deepEqual(valueAt(data, ['provider', 'metaclaw']), {
+        npm: '@ai-sdk/openai-compatible',
+        name: 'MetaClaw',
+        options: { baseURL: 'http://127.0.0.1:30000/v1', apiKey: 'mc-proxy-key' },
+        models: { 'qwen3-32b': { name: 'qwen3-32b (MetaClaw)', tool_call: true } },
+      });
+      assert.equal(data.model, 'metaclaw/qwen3-32b');
+      assert.equal(data.small_model, 'anthropic/claude-haiku-4-5', 'the title model is left alone');
+      assert.deepEqual(valueAt(data, ['provider', 'lmstudio', 'models']), { 'qwen2.5-coder': {} }, "the user's own provider stays selectable");
+      for (const comment of ['// my default model', '/* a local server */']) assert.ok(text.includes(comment), `keeps ${comment}`);
+    },
+    ourKeys: [['provider', 'metaclaw'], ['model']],
+    userEdit: ['"theme": "tokyonight"', '"theme": "nord"'],
+    malformed: '{ "provider": { "x": { , } }\n',
+  },
 ];
 
 function restartCalls(environment: FakeEnvironment, restart: string[] | undefined): number {

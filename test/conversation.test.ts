@@ -108,3 +108,35 @@ describe('session identity', () => {
     assert.equal(deriveScope({ memoryScope: undefined, userId: undefined, workspaceId: undefined }, 'd'), 'd');
   });
 });
+
+describe('client profiles', () => {
+  const claudeCodeBody = (userId: string) => ({ model: 'm', metadata: { user_id: userId }, messages: [{ role: 'user', content: 'x' }] });
+
+  test("Claude Code's session id is read from metadata.user_id, as JSON or in its older user_…_session_<uuid> form", () => {
+    const headers = { 'user-agent': 'claude-cli/2.1.197 (external, sdk-ts)' };
+    const json = readTurnSignals(headers, claudeCodeBody('{"device_id":"d","account_uuid":"","session_id":"s-json"}'), 'anthropic');
+    assert.equal(json.profile.name, 'claude-code');
+    assert.deepEqual([json.sessionId, json.identitySource], ['s-json', 'body']);
+    const legacy = readTurnSignals(headers, claudeCodeBody(`user_${'a'.repeat(64)}_account__session_0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a`), 'anthropic');
+    assert.equal(legacy.sessionId, '0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a');
+  });
+
+  test("the Gemini CLI's <session_context> preamble is removed even when the user's words share its message", () => {
+    const preamble =
+      "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\nToday's date is Tuesday, December 1, 2026 (formatted according to the user's locale).\nMy operating system is: linux\n- **Workspace Directories:**\n  - /home/dev/project\n- **Directory Structure:**\n\n/home/dev/project/\n├───a.ts\n└───b.ts\n</session_context>\n";
+    const signals = readTurnSignals({ 'user-agent': 'GeminiCLI/0.20.0 (linux; x64)' }, { model: 'm', messages: [] }, 'openai');
+    assert.equal(extractUserRequest([{ role: 'user', content: `${preamble}rename a.ts to c.ts` }], signals.profile).text, 'rename a.ts to c.ts');
+  });
+
+  test('X-Turn-Type: main keeps a request the profile would call a side request a main turn', () => {
+    const title = {
+      model: 'm',
+      messages: [
+        { role: 'system', content: 'You are a title generator. You output ONLY a thread title.' },
+        { role: 'user', content: 'x' },
+      ],
+    };
+    assert.deepEqual([readTurnSignals({}, title, 'openai').turnType, readTurnSignals({}, title, 'openai').sideRequest], ['side', 'title']);
+    assert.equal(readTurnSignals({ 'x-turn-type': 'main' }, title, 'openai').turnType, 'main');
+  });
+});

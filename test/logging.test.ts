@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import OpenAI from 'openai';
 import { censorSecretFields, createLogger } from '../src/logging/index.js';
-import { waitFor } from './support/proxy.js';
+import { startProxy, waitFor } from './support/proxy.js';
+import { ScriptedUpstream } from './support/upstream.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'metaclaw-logging-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -37,4 +39,35 @@ test('secrets passed to the logger are censored at the top level, one level down
 test('a log object without secrets is passed on as it is, not copied', () => {
   const object = { request_id: 'req_1', status: 200, upstream: { name: 'main' } };
   assert.equal(censorSecretFields(object), object);
+});
+
+test("the daemon's log rotates past log.max_size_mb to metaclaw.log.1 … .N, keeps log.max_files, and goes on in a fresh metaclaw.log", async () => {
+  const upstream = await ScriptedUpstream.start();
+  const maxBytes = 0.01 * 1024 * 1024;
+  const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, log: { max_size_mb: 0.01, max_files: 2 } } });
+  try {
+    const log = join(proxy.home, 'logs', 'metaclaw.log');
+    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    // Every request adds a line; ask until the second rotation has happened.
+    let asked = 0;
+    await waitFor(
+      async () => {
+        await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `request ${++asked}` }] });
+        return existsSync(`${log}.2`);
+      },
+      60_000,
+      0,
+    );
+    const { response } = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'after the rotation' }] }).withResponse();
+    const requestId = response.headers.get('x-metaclaw-request-id')!;
+    await waitFor(() => readFileSync(log, 'utf8').includes(requestId), 5_000, 100);
+    assert.equal(existsSync(`${log}.3`), false, 'only log.max_files rotated files are kept');
+    for (const file of [`${log}.1`, `${log}.2`]) {
+      assert.ok(statSync(file).size <= maxBytes, `${file} stays within log.max_size_mb`);
+      for (const line of readFileSync(file, 'utf8').trim().split('\n')) JSON.parse(line);
+    }
+  } finally {
+    await proxy.dispose();
+    await upstream.close();
+  }
 });

@@ -284,7 +284,7 @@ describe('stored bodies', () => {
       for (let turn = 0; turn < 50; turn++) {
         input.push({ role: 'user', content: [{ type: 'input_text', text: prose(turn * 2, 330) }] });
         const { response } = await client.responses
-          .create({ model: 'agent-model', instructions, input, store: false }, { headers: { 'session-id': 'codex-session' } })
+          .create({ model: 'agent-model', instructions, input, store: false }, { headers: { originator: 'codex_cli_rs', 'session-id': 'codex-session' } })
           .withResponse();
         await explain(proxy, response.headers.get('x-metaclaw-request-id')!);
         input.push({ role: 'assistant', content: [{ type: 'output_text', text: prose(turn * 2 + 1, 330), annotations: [] }] } as never);

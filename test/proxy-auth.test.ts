@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { freePort, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 describe('a proxy bound beyond loopback requires its key', () => {
@@ -77,5 +77,63 @@ describe('a proxy bound beyond loopback requires its key', () => {
       100,
     );
     for (const secret of [proxyKey, 'sk-users-own', 'wrong-key']) assert.equal(log.includes(secret), false, `${secret} was logged`);
+  });
+});
+
+describe('llm.api_key_env: the main key lives in an environment variable', () => {
+  let upstream: ScriptedUpstream;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+  });
+  after(async () => {
+    await upstream?.close();
+  });
+
+  test('the upstream receives the key from the variable the config names, never the client’s', async () => {
+    const proxy = await startProxy({
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key_env: 'MY_UPSTREAM_KEY' } },
+      env: { MY_UPSTREAM_KEY: 'sk-from-the-environment-5d1e' },
+    });
+    try {
+      upstream.reset();
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'sk-client-own', maxRetries: 0 });
+      await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal(upstream.modelRequests()[0]!.headers['authorization'], 'Bearer sk-from-the-environment-5d1e');
+      const status = (await (await fetch(`${proxy.url}/status`)).json()) as { upstream: { key_source: string } };
+      assert.equal(status.upstream.key_source, 'env');
+    } finally {
+      await proxy.dispose();
+    }
+  });
+
+  test('a variable that is not set is named in a warning at start, and the client’s own key passes through', async () => {
+    const home = tempHome();
+    const port = await freePort();
+    writeFileSync(join(home, 'config.yaml'), `proxy:\n  port: ${port}\nllm:\n  api_base: ${upstream.url}/v1\n  api_key_env: MY_UNSET_KEY\n`, { mode: 0o600 });
+    try {
+      const started = await runCli(['start'], { home });
+      assert.equal(started.code, 0, started.stderr);
+      assert.match(started.stderr, /warning: llm\.api_key_env names MY_UNSET_KEY, which is empty or not set: that upstream gets the client's own key/);
+      upstream.reset();
+      const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'sk-client-own', maxRetries: 0 });
+      await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal(upstream.modelRequests()[0]!.headers['authorization'], 'Bearer sk-client-own');
+    } finally {
+      await runCli(['stop'], { home });
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  test('a key pasted where the variable name goes is refused and not written', async () => {
+    const home = tempHome();
+    try {
+      const set = await runCli(['config', 'set', 'llm.api_key_env', 'sk-live-9f8e7d6c'], { home });
+      assert.notEqual(set.code, 0);
+      assert.match(set.stderr, /name of an environment variable/);
+      assert.equal((await runCli(['config', 'get', 'llm.api_key_env'], { home })).stdout.includes('sk-live'), false);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });

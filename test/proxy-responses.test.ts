@@ -425,7 +425,7 @@ describe('Responses API turns get the same context, sessions and records as the 
     const { response } = await client.responses
       .create(
         { model: 'm', instructions: 'You are Codex.', input: GIT_QUESTION },
-        { headers: { 'session-id': 'codex-session-1', 'thread-id': 'codex-thread-1' } },
+        { headers: { originator: 'codex_cli_rs', 'session-id': 'codex-session-1', 'thread-id': 'codex-thread-1' } },
       )
       .withResponse();
     const system = upstream.modelRequests()[0]!.body.messages[0];
@@ -442,7 +442,9 @@ describe('Responses API turns get the same context, sessions and records as the 
     assert.ok(turn.added.sections.some((section: { provider: string }) => section.provider === 'skills'));
 
     const { response: second } = await client.responses
-      .create({ model: 'm', input: 'hello', client_metadata: { session_id: 'codex-session-2' } } as OpenAI.Responses.ResponseCreateParamsNonStreaming)
+      .create({ model: 'm', input: 'hello', client_metadata: { session_id: 'codex-session-2' } } as OpenAI.Responses.ResponseCreateParamsNonStreaming, {
+        headers: { originator: 'codex_cli_rs' },
+      })
       .withResponse();
     assert.equal((await recordedTurn(proxy.url, second.headers.get('x-metaclaw-request-id')!)).session_id, 'codex-session-2');
   });
@@ -473,7 +475,7 @@ describe('Responses API sessions are learned from', () => {
         openAIReply({ toolCalls: [{ id: 'call_weather', name: 'get_weather', arguments: '{"city":"Paris"}' }] }),
         openAIReply({ text: 'It is 22°C in Paris.' }),
       );
-      const session = { 'session-id': 'codex-learning' };
+      const session = { originator: 'codex_cli_rs', 'session-id': 'codex-learning' };
       const first = await client.responses.create({ model: 'm', input: 'What is the weather in Paris?', tools: [weatherTool] }, { headers: session });
       await client.responses.create(
         { model: 'm', previous_response_id: first.id, input: [{ type: 'function_call_output', call_id: 'call_weather', output: '22°C, sunny' }] },

@@ -4,40 +4,10 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { parse as parseYaml } from 'yaml';
-import { isEvolverCall, learningAwareUpstream, userText } from './support/evolver.js';
-import { recordedTurn, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { DEPLOY_SKILL, isEvolverCall, learningAwareUpstream, session, status, userText } from './support/evolver.js';
+import { recordedTurn, runCli, startProxy, tempHome, waitFor } from './support/proxy.js';
 import { GITHUB_TOKEN } from './support/secrets.js';
 import { errorReply, ScriptedUpstream } from './support/upstream.js';
-
-const DEPLOY_SKILL = {
-  action: 'create',
-  name: 'blue-green-deploys',
-  description: 'Use when deploying the billing service (or any service) to production: blue-green switch, rollback plan, and which days deploys are allowed.',
-  category: 'automation',
-  body: '# Blue-green deploys\n\n**When to use:** any production deploy.\n\n**Steps**\n1. **Check the day.** Never deploy on Fridays.\n2. **Run the blue-green script.** `./scripts/blue-green.sh billing` switches traffic only after health checks pass.\n3. **Keep the old color warm.** Roll back by switching traffic back.\n\n**Avoid**\n- Deploying by hand with kubectl apply.',
-  evidence: ['turn 2: the user said "No, I meant with the blue-green script, and never deploy on Fridays"'],
-  reason: 'The user corrected the deploy procedure.',
-};
-
-async function status(proxy: ProxyHandle): Promise<any> {
-  return (await fetch(`${proxy.url}/status`)).json();
-}
-
-/** Runs a session whose last request ends it (X-Session-Done); returns that request's id. */
-async function session(client: OpenAI, id: string, requests: string[], system = 'You are a deploy bot. SECRET-SYSTEM-MARKER'): Promise<string> {
-  const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'system', content: system }];
-  let requestId = '';
-  for (const [index, request] of requests.entries()) {
-    messages.push({ role: 'user', content: request });
-    const last = index === requests.length - 1;
-    const { data: completion, response } = await client.chat.completions
-      .create({ model: 'scripted-model', messages }, { headers: { 'X-Session-Id': id, ...(last ? { 'X-Session-Done': 'true' } : {}) } })
-      .withResponse();
-    requestId = response.headers.get('x-metaclaw-request-id')!;
-    messages.push({ role: 'assistant', content: completion.choices[0]!.message.content ?? '' });
-  }
-  return requestId;
-}
 
 describe('skills evolve from sessions', () => {
   test('session → session end → evolver call → new SKILL.md → generation bumped → injected in the next session', async () => {

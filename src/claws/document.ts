@@ -12,6 +12,8 @@ export type JsonValue = string | number | boolean | null | JsonValue[] | { [key:
 export interface ItemSelector {
   readonly key: string;
   readonly equals: string;
+  /** a new item goes first rather than last (for agents that take the first match of a model id) */
+  readonly first?: boolean;
 }
 
 export type PathSegment = string | ItemSelector;
@@ -93,7 +95,8 @@ export function nestValue(path: KeyPath, value: JsonValue): JsonValue {
 /** `value` as the item `selector` picks: an object whose selector field is set. */
 export function selectedItem(selector: ItemSelector, value: JsonValue): JsonValue {
   if (!isPlainObject(value)) throw new InternalError(`an item selected by ${selector.key} must be an object`);
-  return { [selector.key]: selector.equals, ...value };
+  // A value that already names itself keeps its own key order.
+  return value[selector.key] === selector.equals ? value : { [selector.key]: selector.equals, ...value };
 }
 
 /** Dates, TOML dates and null-prototype objects become comparable JSON values. */

@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { readPath } from './document.js';
 import type { Setting } from './document.js';
-import { expandHome, inHome, variable } from './paths.js';
+import { folderFrom } from './paths.js';
 import { openAIBaseUrl } from './target.js';
 import type { ClawEnvironment, WiringTarget } from './types.js';
 import { fileAdapter } from './wiring.js';
@@ -11,8 +11,7 @@ import { yamlFormat } from './yaml-document.js';
 const DEFAULT_CONTEXT_LENGTH = 128_000;
 
 export function hermesConfigPath(environment: ClawEnvironment): string {
-  const home = variable(environment, 'HERMES_HOME');
-  return home === undefined ? inHome(environment, '.hermes', 'config.yaml') : join(expandHome(environment, home), 'config.yaml');
+  return join(folderFrom(environment, 'HERMES_HOME', '.hermes'), 'config.yaml');
 }
 
 function hermesSettings(target: WiringTarget, current: unknown): Setting[] {

@@ -2,6 +2,8 @@
  * Wiring the user's agent ("claw") to the MetaClaw proxy, and undoing it exactly.
  * Every change is recorded in <metaclawHome>/claws/ledger.json; `unwireAll` undoes them all.
  */
+import { claudeCodeAdapter } from './claude-code.js';
+import { codexAdapter } from './codex.js';
 import { copawAdapter } from './copaw.js';
 import { hermesAdapter } from './hermes.js';
 import { ironclawAdapter } from './ironclaw.js';
@@ -10,7 +12,9 @@ import { nanoclawAdapter } from './nanoclaw.js';
 import { nemoclawAdapter } from './nemoclaw.js';
 import { noneAdapter } from './none.js';
 import { openclawAdapter } from './openclaw.js';
+import { opencodeAdapter } from './opencode.js';
 import { picoclawAdapter } from './picoclaw.js';
+import { qwenCodeAdapter } from './qwen-code.js';
 import { CLAW_TYPES } from '../config/schema.js';
 import { ClawError } from './types.js';
 import type { ApplyResult, ClawAdapter, ClawEnvironment, ClawType, Detection, UnwireResult, VerifyResult, WiringTarget } from './types.js';
@@ -44,6 +48,10 @@ const ADAPTERS: Readonly<Record<ClawType, ClawAdapter>> = {
   nanoclaw: nanoclawAdapter,
   nemoclaw: nemoclawAdapter,
   hermes: hermesAdapter,
+  'claude-code': claudeCodeAdapter,
+  codex: codexAdapter,
+  'qwen-code': qwenCodeAdapter,
+  opencode: opencodeAdapter,
   none: noneAdapter,
 };
 

@@ -68,6 +68,7 @@ class JsonDocument extends TreeDocument<JsonValueNode> {
     if (container instanceof JsonArrayNode && isItemSelector(segment)) {
       const index = findItemIndex(container.toJSON(), segment);
       if (index >= 0) container.set(index, value);
+      else if (segment.first === true) container.unshift(value);
       else container.push(value);
     } else if (container instanceof JsonObjectNode && !isItemSelector(segment)) {
       container.set(segment, value);
@@ -189,3 +190,6 @@ export const jsonFormat = formatNamed('JSON');
 
 /** JSON5 files (OpenClaw): comments, unquoted keys and trailing commas allowed. */
 export const json5Format = formatNamed('JSON5');
+
+/** JSON with comments (Qwen Code's settings, opencode's config). */
+export const jsoncFormat = formatNamed('JSONC');

@@ -10,7 +10,7 @@ import { isPlainObject, readPath } from './document.js';
 import type { JsonValue, KeyPath, Setting } from './document.js';
 import type { FilePlan } from './config-file.js';
 import { json5Format } from './json-document.js';
-import { expandHome, inHome, variable } from './paths.js';
+import { expandHome, folderFrom, variable } from './paths.js';
 import { openAIBaseUrl } from './target.js';
 import type { ClawEnvironment, WiringTarget } from './types.js';
 import { fileAdapter } from './wiring.js';
@@ -47,8 +47,7 @@ async function writeWithOpenclaw(environment: ClawEnvironment, plan: FilePlan): 
 }
 
 function openclawStateFolder(environment: ClawEnvironment): string {
-  const state = variable(environment, 'OPENCLAW_STATE_DIR');
-  return state === undefined ? inHome(environment, '.openclaw') : expandHome(environment, state);
+  return folderFrom(environment, 'OPENCLAW_STATE_DIR', '.openclaw');
 }
 
 /** $OPENCLAW_CONFIG_PATH, else $OPENCLAW_STATE_DIR/openclaw.json, else ~/.openclaw/openclaw.json. */

@@ -17,3 +17,9 @@ export function expandHome(environment: ClawEnvironment, path: string): string {
 export function inHome(environment: ClawEnvironment, ...segments: string[]): string {
   return join(environment.home, ...segments);
 }
+
+/** The folder named by `name` (an agent's *_HOME-style variable), else the default under HOME. */
+export function folderFrom(environment: ClawEnvironment, name: string, ...defaultSegments: string[]): string {
+  const value = variable(environment, name);
+  return value === undefined ? inHome(environment, ...defaultSegments) : expandHome(environment, value);
+}

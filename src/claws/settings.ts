@@ -62,7 +62,8 @@ export function checkSettings(document: ConfigDocument, settings: readonly Setti
 
 function isSecretPath(path: KeyPath): boolean {
   const last = path[path.length - 1];
-  return typeof last === 'string' && /key|token|secret|credential/i.test(last);
+  // Header settings (Claude Code's ANTHROPIC_CUSTOM_HEADERS) carry MetaClaw's key too.
+  return typeof last === 'string' && /key|token|secret|credential|header/i.test(last);
 }
 
 /**

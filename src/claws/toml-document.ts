@@ -1,10 +1,10 @@
 /**
- * TOML files (ZeroClaw), top-level keys only. smol-toml validates and reads the file; edits are made
- * on the text of the top-level statements (those before the first [table] header), so comments,
- * tables and formatting elsewhere are untouched.
+ * TOML files (ZeroClaw, Codex): top-level keys and whole tables. smol-toml validates and reads the
+ * file; edits are made on the text (a top-level statement before the first [table] header, or one
+ * table's header and body), so comments, other tables and formatting elsewhere are untouched.
  */
 import { parse, TomlError } from 'smol-toml';
-import { malformed } from './document.js';
+import { conflict, isItemSelector, isPlainObject, malformed, readPath } from './document.js';
 import type { ConfigDocument, DocumentFormat, JsonValue, KeyPath } from './document.js';
 import { flatKey, insertLines, lineEndingOf, nextLineStart, replaceLines, skipSpaces, splice } from './text-edit.js';
 import { ClawError } from './types.js';
@@ -19,10 +19,24 @@ interface Statement {
   end: number;
 }
 
-interface TopLevel {
+interface Header {
+  path: string[];
+  /** [[array of tables]] */
+  array: boolean;
+  start: number;
+  /** start of the line after the header */
+  end: number;
+}
+
+interface Layout {
+  /** statements before the first header */
   statements: Statement[];
-  /** start of the first [table] or [[array]] header line */
-  headerStart: number | undefined;
+  headers: Header[];
+}
+
+interface Section {
+  start: number;
+  end: number;
 }
 
 class TomlDocument implements ConfigDocument {
@@ -40,7 +54,12 @@ class TomlDocument implements ConfigDocument {
     return this.data;
   }
 
+  /** A plain object becomes a whole [table] (replacing the one there); anything else a top-level key. */
   set(path: KeyPath, value: JsonValue): void {
+    if (isPlainObject(value)) {
+      this.setTable(path, value);
+      return;
+    }
     const key = flatKey(path, 'TOML');
     const statement = this.statement(key);
     if (statement === undefined) this.insert(`${formatKey(key)} = ${formatValue(value)}`);
@@ -48,12 +67,30 @@ class TomlDocument implements ConfigDocument {
   }
 
   delete(path: KeyPath): void {
+    const section = this.section(path);
+    if (section !== undefined) {
+      this.edit(withoutSection(this.text, section));
+      return;
+    }
+    if (path.length > 1) {
+      if (readPath(this.data, path) !== undefined) throw conflict(this.source, path, 'is not written as a [table] of its own');
+      return;
+    }
     const statement = this.statement(flatKey(path, 'TOML'));
     if (statement !== undefined) this.edit(withoutLines(this.text, statement.start, statement.end));
   }
 
   restore(path: KeyPath, original: ConfigDocument): void {
     if (!(original instanceof TomlDocument)) throw new InternalError('a TOML document restores only from a TOML document');
+    const table = original.section(path);
+    if (table !== undefined) {
+      this.putSection(path, wholeLines(original.text.slice(table.start, table.end), lineEndingOf(this.text)));
+      return;
+    }
+    if (path.length > 1) {
+      this.delete(path);
+      return;
+    }
     const key = flatKey(path, 'TOML');
     const before = original.statement(key);
     if (before === undefined) {
@@ -71,17 +108,61 @@ class TomlDocument implements ConfigDocument {
   }
 
   private statement(key: string): Statement | undefined {
-    return scanTopLevel(this.text).statements.find((statement) => statement.key === key);
+    return scanLayout(this.text).statements.find((statement) => statement.key === key);
+  }
+
+  /**
+   * The text of the [table] at `path`: its header line through its last non-blank line, with any
+   * sub-tables that directly follow it (the comment above the next table stays with that table).
+   * A table written inline, split up, or only implied by its sub-tables is a conflict.
+   */
+  private section(path: KeyPath): Section | undefined {
+    const keys = tableKeys(path);
+    const { headers } = scanLayout(this.text);
+    const inside = headers.map((header) => keys.every((key, index) => header.path[index] === key));
+    const first = inside.indexOf(true);
+    if (first < 0) return undefined;
+    let last = first;
+    while (inside[last + 1] === true) last += 1;
+    const header = headers[first] as Header;
+    if (header.array || header.path.length !== keys.length || inside.lastIndexOf(true) !== last) {
+      throw conflict(this.source, path, 'is not written as one [table] MetaClaw can replace');
+    }
+    const next = headers[last + 1];
+    const end = withoutTrailingBlankLines(this.text, header.end, next === undefined ? this.text.length : commentBlockStart(this.text, next.start));
+    return { start: header.start, end };
+  }
+
+  private setTable(path: KeyPath, value: Record<string, JsonValue>): void {
+    const ending = lineEndingOf(this.text);
+    const lines = [`[${tableKeys(path).map(formatKey).join('.')}]`, ...Object.entries(value).map(([key, item]) => `${formatKey(key)} = ${formatValue(item)}`)];
+    if (this.section(path) === undefined && readPath(this.data, path) !== undefined) {
+      throw conflict(this.source, path, 'is not written as a [table] of its own');
+    }
+    this.putSection(path, lines.map((line) => `${line}${ending}`).join(''));
+  }
+
+  /** Replaces the table at `path` with `block` (whole lines), or appends it after a blank line. */
+  private putSection(path: KeyPath, block: string): void {
+    const section = this.section(path);
+    if (section !== undefined) {
+      this.edit(replaceLines(this.text, section.start, section.end, block));
+      return;
+    }
+    const ending = lineEndingOf(this.text);
+    const before = this.text === '' || this.text.endsWith('\n') ? this.text : `${this.text}${ending}`;
+    this.edit(`${before}${before.trim() === '' ? '' : ending}${block}`);
   }
 
   /** New top-level lines go after the last top-level statement, else above the first table and its comments. */
   private insert(line: string): void {
-    const { statements, headerStart } = scanTopLevel(this.text);
+    const { statements, headers } = scanLayout(this.text);
     const last = statements[statements.length - 1];
+    const firstHeader = headers[0];
     if (last !== undefined) {
       this.edit(insertLines(this.text, last.end, [line]));
-    } else if (headerStart !== undefined) {
-      this.edit(insertLines(this.text, commentBlockStart(this.text, headerStart), [line, '']));
+    } else if (firstHeader !== undefined) {
+      this.edit(insertLines(this.text, commentBlockStart(this.text, firstHeader.start), [line, '']));
     } else {
       this.edit(insertLines(this.text, this.text.length, [line]));
     }
@@ -98,6 +179,34 @@ class TomlDocument implements ConfigDocument {
     }
     this.text = text;
   }
+}
+
+/** A table's path: plain keys only. */
+function tableKeys(path: KeyPath): string[] {
+  if (path.length === 0 || path.some(isItemSelector)) throw new InternalError('TOML tables are addressed by plain keys');
+  return path as string[];
+}
+
+/** `text` ending with a line ending. */
+function wholeLines(text: string, ending: string): string {
+  return text.endsWith('\n') ? text : `${text}${ending}`;
+}
+
+/** `end` moved back over blank lines, never before `floor`. */
+function withoutTrailingBlankLines(text: string, floor: number, end: number): number {
+  let position = end;
+  while (position > floor) {
+    const lineStart = text.lastIndexOf('\n', position - 2) + 1;
+    if (lineStart < floor || text.slice(lineStart, position).trim() !== '') break;
+    position = lineStart;
+  }
+  return position;
+}
+
+/** The text without a table; the blank line `putSection` put above a last table goes with it. */
+function withoutSection(text: string, section: Section): string {
+  const removed = withoutLines(text, section.start, section.end);
+  return section.start >= removed.length && /\r?\n\r?\n$/.test(removed) ? removed.replace(/\r?\n$/, '') : removed;
 }
 
 /** The text without lines [start, end); a blank line left doubled (the one `insert` adds above a table) goes too. */
@@ -130,8 +239,10 @@ function formatValue(value: JsonValue): string {
   throw new InternalError('only strings, numbers and booleans are written to TOML');
 }
 
-function scanTopLevel(text: string): TopLevel {
+/** The top-level statements (those before the first header) and every [table] / [[array]] header. */
+function scanLayout(text: string): Layout {
   const statements: Statement[] = [];
+  const headers: Header[] = [];
   let position = 0;
   while (position < text.length) {
     const start = position;
@@ -142,15 +253,21 @@ function scanTopLevel(text: string): TopLevel {
       position = nextLineStart(text, position);
       continue;
     }
-    if (char === '[') return { statements, headerStart: start };
+    if (char === '[') {
+      const array = text[position + 1] === '[';
+      const key = readKey(text, position + (array ? 2 : 1));
+      position = nextLineStart(text, key.end);
+      headers.push({ path: key.segments, array, start, end: position });
+      continue;
+    }
     const key = readKey(text, position);
     const valueStart = skipSpaces(text, skipSpaces(text, key.end) + 1);
     const valueEnd = valueEndOf(text, valueStart);
     const end = nextLineStart(text, valueEnd);
-    statements.push({ key: key.segments.length === 1 ? key.segments[0] : undefined, start, valueStart, valueEnd, end });
+    if (headers.length === 0) statements.push({ key: key.segments.length === 1 ? key.segments[0] : undefined, start, valueStart, valueEnd, end });
     position = end;
   }
-  return { statements, headerStart: undefined };
+  return { statements, headers };
 }
 
 function readKey(text: string, position: number): { segments: string[]; end: number } {

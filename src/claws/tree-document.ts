@@ -99,6 +99,7 @@ export class PlainDocument extends TreeDocument<unknown> {
       const items = container as unknown[];
       const index = findItemIndex(items, segment);
       if (index >= 0) items[index] = value;
+      else if (segment.first === true) items.unshift(value);
       else items.push(value);
     } else {
       (container as Record<string, unknown>)[segment] = value;

@@ -48,6 +48,7 @@ class YamlDocument extends TreeDocument<unknown> {
     if (isSeq(container) && isItemSelector(segment)) {
       const index = findItemIndex(container.toJSON(), segment);
       if (index >= 0) container.set(index, this.document.createNode(value));
+      else if (segment.first === true) container.items.unshift(this.document.createNode(value));
       else container.add(this.document.createNode(value));
     } else if (isMap(container) && !isItemSelector(segment)) {
       const previous = container.get(segment, true);

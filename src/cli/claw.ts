@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { ClawError, detectClaws, isClawType, unwireAll, unwireClaw, verifyClaw, wireClaw, type ClawType } from '../claws/index.js';
+import { ALL_CLAW_TYPES, ClawError, detectClaws, isClawType, unwireAll, unwireClaw, verifyClaw, wireClaw, type ClawType } from '../claws/index.js';
 import type { LoadedConfig } from '../config/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 import { installOpenClawPlugin } from './openclaw-plugin.js';
@@ -74,8 +74,11 @@ export function registerClawCommands(program: Command): void {
       const config = loadCliConfig(options.config ? { config: options.config } : {});
       const detections = await detectClaws(clawEnvironment(config));
       if (options.json) return print(JSON.stringify(detections, null, 2));
+      const width = Math.max(...ALL_CLAW_TYPES.map((type) => type.length));
       for (const item of detections)
-        print(`${item.type.padEnd(9)} ${item.installed ? 'found' : 'not found'}${item.wired ? ', wired' : ''}${item.configPath ? `  ${item.configPath}` : ''}`);
+        print(
+          `${item.type.padEnd(width)} ${item.installed ? 'found' : 'not found'}${item.wired ? ', wired' : ''}${item.configPath ? `  ${item.configPath}` : ''}`,
+        );
     }),
   );
   common(claw.command('wire').description('point the agent at the proxy (default: claw_type)').argument('[type]')).action(

@@ -1,4 +1,14 @@
-import { definitionFor, displayValue, KEY_DEFINITIONS, noEffectWarning, setConfigValue, unsetConfigValue, type KeyDefinition } from '../config/index.js';
+import {
+  configJsonSchema,
+  definitionFor,
+  displayValue,
+  KEY_DEFINITIONS,
+  noEffectWarning,
+  setConfigValue,
+  unsetConfigValue,
+  writeConfigSchema,
+  type KeyDefinition,
+} from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { CliExit, loadCliConfig, print, printError } from './context.js';
 
@@ -9,7 +19,7 @@ export interface ConfigOptions {
 }
 
 /**
- * `metaclaw config show | get KEY | set KEY VALUE | unset KEY | keys | path`, and MetaClaw's
+ * `metaclaw config show | get KEY | set KEY VALUE | unset KEY | keys | path | schema`, and MetaClaw's
  * `metaclaw config KEY [VALUE]`. Values are converted by each key's type, never guessed.
  */
 export function configCommand(args: string[], options: ConfigOptions): void {
@@ -23,6 +33,8 @@ export function configCommand(args: string[], options: ConfigOptions): void {
         return print(loadCliConfig(pick(options)).file);
       case 'keys':
         return keys(options);
+      case 'schema':
+        return print(JSON.stringify(configJsonSchema(), null, 2));
       case 'get':
         return get(required(rest[0], 'config get KEY'), options);
       case 'set':
@@ -105,7 +117,7 @@ function get(key: string, options: ConfigOptions): void {
 
 function set(key: string, text: string, options: ConfigOptions): void {
   const config = loadCliConfig(pick(options));
-  const { key: canonical, value } = setConfigValue(config.file, key, text);
+  const { key: canonical, value } = setConfigValue(config.file, key, text, { schemaFile: writeConfigSchema(config.home) });
   const definition = definitionFor(canonical);
   print(`${canonical} = ${render(definition, value, false)}  (written to ${config.file}; restart the proxy to apply)`);
   const ignored = noEffectWarning(definition, value);

@@ -1,5 +1,6 @@
-import { Command } from 'commander';
+import { Argument, Command } from 'commander';
 import { VERSION } from '../version.js';
+import type { CompletionShell } from './completion.js';
 import type { ConfigOptions } from './config.js';
 import { CliExit, printError } from './context.js';
 import type { DoctorOptions } from './doctor.js';
@@ -55,7 +56,7 @@ program
 
 program
   .command('config')
-  .description('show | get KEY | set KEY VALUE | unset KEY | keys | path  (also MetaClaw\'s "config KEY [VALUE]")')
+  .description('show | get KEY | set KEY VALUE | unset KEY | keys | path | schema  (also MetaClaw\'s "config KEY [VALUE]")')
   .argument('[args...]')
   .option('-c, --config <path>', 'config file')
   .option('--json', 'machine-readable output')
@@ -72,7 +73,10 @@ program
   .option('--api-format <format>', 'openai | anthropic (default: detected from the provider and URL)')
   .option('--model <id>', "model id (default: the preset's)")
   .option('--api-key-env <VAR>', 'read the API key from this environment variable (keys are never taken as arguments)')
-  .option('--claw <type>', 'the agent to wire: openclaw | copaw | ironclaw | picoclaw | zeroclaw | nanoclaw | nemoclaw | hermes | none')
+  .option(
+    '--claw <type>',
+    'the agent to wire: openclaw | copaw | ironclaw | picoclaw | zeroclaw | nanoclaw | nemoclaw | hermes | claude-code | codex | qwen-code | opencode | none',
+  )
   .option('--port <port>', 'proxy port')
   .option('--starter-skills', 'install the starter skills (the default)')
   .option('--no-starter-skills', 'do not install the starter skills')
@@ -129,12 +133,20 @@ sessions
   .option('--json', 'machine-readable output')
   .action(async (id: string, options: SessionsOptions) => (await import('./sessions.js')).sessionsShowCommand(id, options));
 
+program
+  .command('completion')
+  .description('print the shell completion script for bash, zsh or fish (see the README for where to put it)')
+  .addArgument(new Argument('<shell>', 'bash | zsh | fish').choices(['bash', 'zsh', 'fish']))
+  .action(async (shell: CompletionShell) => (await import('./completion.js')).completionCommand(program, shell));
+
 // Command groups register their own subcommands; loading them only when used keeps `--help` fast.
-if (process.argv[2] === 'skills') (await import('./skills.js')).registerSkillsCommands(program);
+// The completion script covers every subcommand, so it loads them all.
+const loads = (group: string) => process.argv[2] === group || process.argv[2] === 'completion';
+if (loads('skills')) (await import('./skills.js')).registerSkillsCommands(program);
 else program.command('skills').description('the skill library: list, edit, review, history, credit (metaclaw skills --help)');
-if (process.argv[2] === 'claw') (await import('./claw.js')).registerClawCommands(program);
+if (loads('claw')) (await import('./claw.js')).registerClawCommands(program);
 else program.command('claw').description('wire your agent to the proxy, unwire it exactly, verify, install the OpenClaw plugin (metaclaw claw --help)');
-if (process.argv[2] === 'memory') (await import('./memory.js')).registerMemoryCommands(program);
+if (loads('memory')) (await import('./memory.js')).registerMemoryCommands(program);
 else program.command('memory').description('long-term memory: search, add, edit, forget, stats, export, import (metaclaw memory --help)');
 
 try {

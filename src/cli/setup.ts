@@ -1,6 +1,6 @@
 import * as prompts from '@clack/prompts';
 import { ALL_CLAW_TYPES, detectClaws, isClawType, type ClawType } from '../claws/index.js';
-import { detectFormat, MODES, PROVIDER_PRESETS, presetFor, updateConfigFile, type LoadedConfig } from '../config/index.js';
+import { detectFormat, MODES, PROVIDER_PRESETS, presetFor, updateConfigFile, writeConfigSchema, type LoadedConfig } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { silentLogger } from '../logging/index.js';
 import { skillsSettings } from '../runtime/settings.js';
@@ -75,7 +75,7 @@ export async function setupCommand(options: SetupOptions): Promise<void> {
   };
   if (answers.apiKey) updates['llm.api_key'] = answers.apiKey;
   try {
-    updateConfigFile(config.file, updates);
+    updateConfigFile(config.file, updates, { schemaFile: writeConfigSchema(config.home) });
   } catch (error) {
     if (error instanceof ConfigError) throw new CliExit(error.message);
     throw error;

@@ -2,7 +2,16 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, statfsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { exposedConfigFile, exposedConfigWarning, makeHomePrivate, octal, openHomeWarning, type LoadedConfig } from '../config/index.js';
+import {
+  exposedConfigFile,
+  exposedConfigWarning,
+  makeHomePrivate,
+  missingKeyVariables,
+  octal,
+  openHomeWarning,
+  writeConfigSchema,
+  type LoadedConfig,
+} from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { isProcessAlive, MetaclawRuntime, readPidFile } from '../runtime/index.js';
 import { VERSION } from '../version.js';
@@ -26,14 +35,16 @@ export interface StartOptions {
 export async function startCommand(options: StartOptions): Promise<void> {
   const overrides = { 'proxy.port': options.port, 'proxy.host': options.host, mode: options.mode };
   const config = loadCliConfig({ ...(options.config ? { config: options.config } : {}), overrides });
-  const privacy = privacyWarnings(config);
+  const warnings = [...privacyWarnings(config), ...missingKeyVariables(config)];
+  // Editors validate config.yaml against it: kept current with the installed version's keys.
+  writeConfigSchema(config.home);
   if (options.foreground) {
-    await runForeground(config, privacy);
+    await runForeground(config, warnings);
     // The daemon child is started by a parent that wires the agent once the proxy answers.
     if (process.env['METACLAW_DAEMON'] !== '1') await wireAgent(config, options);
     return;
   }
-  if (await startDaemon(config, options, privacy)) await wireAgent(config, options);
+  if (await startDaemon(config, options, warnings)) await wireAgent(config, options);
 }
 
 /** Makes `$METACLAW_HOME` private and returns what is still open to other users, as warnings. */
@@ -54,7 +65,8 @@ async function wireAgent(config: LoadedConfig, options: StartOptions): Promise<v
   await wireConfiguredClaw(config, options.claw);
 }
 
-async function runForeground(config: LoadedConfig, privacy: string[]): Promise<void> {
+/** `warnings`: what start found beyond the config's own warnings (printed, and logged by the proxy). */
+async function runForeground(config: LoadedConfig, warnings: string[]): Promise<void> {
   const daemonised = process.env['METACLAW_DAEMON'] === '1';
   let runtime: MetaclawRuntime;
   try {
@@ -72,13 +84,13 @@ async function runForeground(config: LoadedConfig, privacy: string[]): Promise<v
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
-  for (const warning of [...config.warnings, ...privacy]) printError(`warning: ${warning}`);
-  for (const warning of privacy) runtime.logger.warn(warning); // the runtime logs config.warnings itself
+  for (const warning of [...config.warnings, ...warnings]) printError(`warning: ${warning}`);
+  for (const warning of warnings) runtime.logger.warn(warning); // the runtime logs config.warnings itself
   if (!daemonised) printBanner(config, process.pid, runtime.statusReport());
 }
 
 /** Resolves true once the proxy (new or already running) answers. */
-async function startDaemon(config: LoadedConfig, options: StartOptions, privacy: string[]): Promise<boolean> {
+async function startDaemon(config: LoadedConfig, options: StartOptions, warnings: string[]): Promise<boolean> {
   const { paths, values } = config;
   const base = baseUrl(values['proxy.host'], values['proxy.port']);
   const existing = readPidFile(paths.pidFile);
@@ -96,7 +108,7 @@ async function startDaemon(config: LoadedConfig, options: StartOptions, privacy:
     }
     throw new CliExit(`A MetaClaw process (pid ${existing.pid}) holds ${paths.pidFile} but does not answer at ${existingBase}; run \`metaclaw stop\` first.`);
   }
-  for (const warning of [...config.warnings, ...privacy]) printError(`warning: ${warning}`);
+  for (const warning of [...config.warnings, ...warnings]) printError(`warning: ${warning}`);
 
   mkdirSync(paths.logDir, { recursive: true });
   const outputFile = join(paths.logDir, 'metaclaw.out');

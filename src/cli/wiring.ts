@@ -46,6 +46,10 @@ export function clawName(type: ClawType): string {
     nanoclaw: 'NanoClaw',
     nemoclaw: 'NemoClaw',
     hermes: 'Hermes',
+    'claude-code': 'Claude Code',
+    codex: 'Codex',
+    'qwen-code': 'Qwen Code',
+    opencode: 'opencode',
     none: 'no agent',
   };
   return names[type];

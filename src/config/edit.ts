@@ -3,6 +3,7 @@ import { isMap, parseDocument, YAMLMap, type Document } from 'yaml';
 import { ConfigError } from '../errors.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { checkValue, convertText } from './convert.js';
+import { schemaModeline } from './json-schema.js';
 import { nearest } from './nearest.js';
 import { DEFINITIONS_BY_KEY, KEY_ALIASES, VALUE_ALIASES } from './schema.js';
 import type { KeyDefinition } from './types.js';
@@ -31,13 +32,18 @@ export function parseValueForKey(key: string, text: string): { definition: KeyDe
   return { definition, value: checked.value };
 }
 
+/** `schemaFile`: a file this creates starts with the comment that points YAML editors at the config's JSON Schema. */
+export interface WriteOptions {
+  schemaFile?: string;
+}
+
 /**
  * Sets one key in the file, keeping comments, ordering and sections this tool does not know.
  * Written atomically with mode 0600.
  */
-export function setConfigValue(file: string, key: string, text: string): { key: string; value: unknown } {
+export function setConfigValue(file: string, key: string, text: string, options: WriteOptions = {}): { key: string; value: unknown } {
   const { definition, value } = parseValueForKey(key, text);
-  const document = readDocument(file);
+  const document = readDocument(file, options);
   for (const [legacy, canonical] of Object.entries(KEY_ALIASES)) {
     if (canonical === definition.key && document.hasIn(legacy.split('.'))) document.deleteIn(legacy.split('.'));
   }
@@ -62,8 +68,8 @@ export function unsetConfigValue(file: string, key: string): { key: string; remo
 }
 
 /** Applies several values at once (used by `metaclaw setup`), keeping everything else in the file. */
-export function updateConfigFile(file: string, updates: Readonly<Record<string, unknown>>): void {
-  const document = readDocument(file);
+export function updateConfigFile(file: string, updates: Readonly<Record<string, unknown>>, options: WriteOptions = {}): void {
+  const document = readDocument(file, options);
   for (const [key, value] of Object.entries(updates)) {
     const definition = definitionFor(key);
     const checked = checkValue(definition, value);
@@ -73,12 +79,13 @@ export function updateConfigFile(file: string, updates: Readonly<Record<string, 
   writeDocument(file, document);
 }
 
-function readDocument(file: string): Document {
+function readDocument(file: string, options: WriteOptions = {}): Document {
   const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
   const document: Document = parseDocument(text.trim() === '' ? '{}' : text);
   if (text.trim() === '') {
     // Start from an empty mapping written in block style, like a hand-written config.
     (document.contents as YAMLMap).flow = false;
+    if (options.schemaFile) document.commentBefore = schemaModeline(file, options.schemaFile);
     return document;
   }
   if (document.errors.length > 0) {

@@ -1,6 +1,7 @@
 export { loadConfig, isConfigKey, PROXY_KEY_VARIABLE, type LoadedConfig, type LoadOptions, type ConfigPaths } from './load.js';
-export { setConfigValue, unsetConfigValue, updateConfigFile, parseValueForKey, definitionFor, CONFIG_FILE_MODE } from './edit.js';
-export { resolveUpstreams, detectFormat, type UpstreamTarget, type WireFormat, type KeySource } from './upstreams.js';
+export { setConfigValue, unsetConfigValue, updateConfigFile, parseValueForKey, definitionFor, CONFIG_FILE_MODE, type WriteOptions } from './edit.js';
+export { configJsonSchema, writeConfigSchema, CONFIG_SCHEMA_FILE } from './json-schema.js';
+export { resolveUpstreams, missingKeyVariables, detectFormat, type UpstreamTarget, type WireFormat, type KeySource } from './upstreams.js';
 export { KEY_DEFINITIONS, DEFINITIONS_BY_KEY, KEY_ALIASES, MODES, CLAW_TYPES, type ConfigKey, type ConfigValues, type UpstreamEntry } from './schema.js';
 export { displayValue, maskSecret } from './convert.js';
 export { metaclawHome, homePaths, expandHome, type HomePaths } from './home.js';

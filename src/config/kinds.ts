@@ -25,6 +25,13 @@ export function secretKey<K extends string>(key: K, options: Omit<Options, 'secr
   return stringKey(key, '', { ...options, secret: true });
 }
 
+/** The name of an environment variable (or empty); a key pasted here by mistake is refused, not stored. */
+export function variableNameKey<K extends string>(key: K, options: Options): KeyDefinition<string, K> {
+  const expected = 'the name of an environment variable (letters, digits and _), not the key itself';
+  const schema = z.string().regex(/^([A-Za-z_][A-Za-z0-9_]*)?$/, `expected ${expected}`);
+  return { key, kind: 'string', default: '', doc: options.doc, expected, schema, ...marking(options) };
+}
+
 export function pathKey<K extends string>(key: K, defaultValue: string, options: Options): KeyDefinition<string, K> {
   return { key, kind: 'path', default: defaultValue, doc: options.doc, expected: 'a file or folder path', schema: z.string(), ...marking(options) };
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { booleanKey, enumKey, integerKey, listKey, numberKey, pathKey, secretKey, stringKey, timeOfDayKey, urlKey } from './kinds.js';
+import { booleanKey, enumKey, integerKey, listKey, numberKey, pathKey, secretKey, stringKey, timeOfDayKey, urlKey, variableNameKey } from './kinds.js';
 import type { KeyDefinition, NoEffect } from './types.js';
 
 /**
@@ -15,7 +15,21 @@ const IN_DATABASE = compatibility('memories live in the main database, $METACLAW
 const NO_SELF_UPGRADE = compatibility("MetaClaw's memory policy self-upgrade is not part of MetaClaw-TS");
 
 export const MODES = ['skills_only', 'rl', 'auto'] as const;
-export const CLAW_TYPES = ['openclaw', 'copaw', 'ironclaw', 'picoclaw', 'zeroclaw', 'nanoclaw', 'nemoclaw', 'hermes', 'none'] as const;
+export const CLAW_TYPES = [
+  'openclaw',
+  'copaw',
+  'ironclaw',
+  'picoclaw',
+  'zeroclaw',
+  'nanoclaw',
+  'nemoclaw',
+  'hermes',
+  'claude-code',
+  'codex',
+  'qwen-code',
+  'opencode',
+  'none',
+] as const;
 export const API_FORMATS = ['auto', 'openai', 'anthropic', 'openai-responses'] as const;
 
 export const upstreamEntrySchema = z
@@ -62,6 +76,9 @@ export const KEY_DEFINITIONS = [
     doc: 'Base URL of the upstream API (OpenAI-compatible: ends in /v1; Anthropic: https://api.anthropic.com). Empty: from env or OpenAI.',
   }),
   secretKey('llm.api_key', { doc: "API key for llm.api_base. Empty: use the client's own key (pass-through)." }),
+  variableNameKey('llm.api_key_env', {
+    doc: 'Name of an environment variable holding the key for llm.api_base, read when the proxy starts (used when llm.api_key is empty), so the key stays out of config.yaml.',
+  }),
   enumKey('llm.api_format', API_FORMATS, 'auto', {
     doc: 'Wire format of the upstream: openai (chat completions), openai-responses (chat completions, and Responses API requests passed through to its /responses), anthropic (messages), or auto (from provider and URL; api.openai.com serves /responses).',
   }),
@@ -227,6 +244,11 @@ export const KEY_DEFINITIONS = [
     doc: 'Redact secrets (API keys, tokens, private keys, passwords) from turn records: the request text, the answer and the stored bodies. What goes upstream is never changed.',
   }),
   enumKey('log.level', ['debug', 'info', 'warn', 'error'] as const, 'info', { doc: 'Log level of $METACLAW_HOME/logs/metaclaw.log.' }),
+  numberKey('log.max_size_mb', 10, {
+    min: 0,
+    doc: 'Rotate metaclaw.log once it would grow past this many MiB: it becomes metaclaw.log.1, .1 becomes .2 … (0: never rotate).',
+  }),
+  integerKey('log.max_files', 5, { min: 1, max: 100, doc: 'Rotated logs kept (metaclaw.log.1 … .N); the oldest is deleted.' }),
 
   booleanKey('wechat.enabled', false, { noEffect: compatibility('there is no WeChat bridge'), doc: "MetaClaw's WeChat bridge." }),
 ] as const;

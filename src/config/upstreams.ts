@@ -35,23 +35,25 @@ function resolveMain(config: LoadedConfig, env: NodeJS.ProcessEnv): UpstreamTarg
   const values = config.values;
   const model = values['llm.model_id'] || undefined;
   const passthrough = values['llm.auth_method'] === 'passthrough';
+  // The user's own key: written in the config, or in the variable the config names (llm.api_key_env).
+  const namedKey = passthrough ? undefined : values['llm.api_key'] ? undefined : keyFromEnv(values['llm.api_key_env'], env);
+  const configuredKey = passthrough ? undefined : values['llm.api_key'] || namedKey;
+  const configuredSource: KeySource = namedKey ? 'env' : 'config';
   if (values['llm.api_base']) {
-    const key = passthrough ? undefined : values['llm.api_key'] || undefined;
     const format = detectFormat(values['llm.api_format'], values['llm.api_base'], values['llm.provider']);
     return {
       name: 'main',
       baseUrl: trimSlash(values['llm.api_base']),
       format,
       responses: format === 'openai' && servesResponses(values['llm.api_format'], values['llm.api_base']),
-      apiKey: key,
-      keySource: key ? 'config' : 'client',
+      apiKey: configuredKey,
+      keySource: configuredKey ? configuredSource : 'client',
       model,
     };
   }
   const openaiBase = env['OPENAI_BASE_URL']?.trim();
   const openaiKey = env['OPENAI_API_KEY']?.trim();
   const anthropicKey = env['ANTHROPIC_API_KEY']?.trim();
-  const configuredKey = passthrough ? undefined : values['llm.api_key'] || undefined;
   if (openaiBase || openaiKey || (!anthropicKey && values['llm.api_format'] !== 'anthropic')) {
     const key = configuredKey ?? (passthrough ? undefined : openaiKey || undefined);
     const baseUrl = trimSlash(openaiBase || OPENAI_BASE);
@@ -62,7 +64,7 @@ function resolveMain(config: LoadedConfig, env: NodeJS.ProcessEnv): UpstreamTarg
       format,
       responses: format === 'openai' && servesResponses(values['llm.api_format'], baseUrl),
       apiKey: key,
-      keySource: configuredKey ? 'config' : key ? 'env' : 'client',
+      keySource: configuredKey ? configuredSource : key ? 'env' : 'client',
       model,
     };
   }
@@ -73,13 +75,13 @@ function resolveMain(config: LoadedConfig, env: NodeJS.ProcessEnv): UpstreamTarg
     format: 'anthropic',
     responses: false,
     apiKey: key,
-    keySource: configuredKey ? 'config' : key ? 'env' : 'client',
+    keySource: configuredKey ? configuredSource : key ? 'env' : 'client',
     model,
   };
 }
 
 function resolveFallback(entry: UpstreamEntry, index: number, env: NodeJS.ProcessEnv): UpstreamTarget {
-  const fromEnv = entry.api_key_env ? env[entry.api_key_env]?.trim() : undefined;
+  const fromEnv = keyFromEnv(entry.api_key_env, env);
   const key = entry.api_key || fromEnv || undefined;
   const format = detectFormat(entry.api_format ?? 'auto', entry.api_base, '');
   return {
@@ -91,6 +93,26 @@ function resolveFallback(entry: UpstreamEntry, index: number, env: NodeJS.Proces
     keySource: entry.api_key ? 'config' : fromEnv ? 'env' : 'client',
     model: entry.model_id || undefined,
   };
+}
+
+/** The key in the environment variable `name` (empty or unset: none). */
+function keyFromEnv(name: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
+  return (name ? env[name]?.trim() : undefined) || undefined;
+}
+
+/**
+ * Key variables the config names (llm.api_key_env, a fallback's api_key_env) that are empty or not
+ * set in `env`, with no key written beside them: that upstream would get the client's own key.
+ */
+export function missingKeyVariables(config: LoadedConfig, env: NodeJS.ProcessEnv = process.env): string[] {
+  const values = config.values;
+  const named = [
+    { setting: 'llm.api_key_env', variable: values['llm.auth_method'] === 'passthrough' ? '' : values['llm.api_key_env'], key: values['llm.api_key'] },
+    ...values['llm.fallbacks'].map((entry, index) => ({ setting: `llm.fallbacks[${index}].api_key_env`, variable: entry.api_key_env, key: entry.api_key })),
+  ];
+  return named
+    .filter((item) => item.variable && !item.key && !keyFromEnv(item.variable, env))
+    .map((item) => `${item.setting} names ${item.variable}, which is empty or not set: that upstream gets the client's own key`);
 }
 
 export function detectFormat(configured: string, baseUrl: string, provider: string): WireFormat {

@@ -9,8 +9,10 @@ export {
   type IdentitySource,
   type ScopeHints,
 } from './signals.js';
-export { extractUserRequest, cleanUserText, type UserRequest } from './user-request.js';
-export { messageText } from './message-text.js';
+export { extractUserRequest, cleanUserText, userMessageText, type UserRequest } from './user-request.js';
+export { messageText, textParts } from './message-text.js';
+export { CLIENT_PROFILES, recognizeClient, sideRequestOf, RequestView } from './profiles/registry.js';
+export type { ClientProfile, ClientProfileName, SideRequestKind } from './profiles/types.js';
 export { responsesConversation, type ConversationMessage } from './responses-input.js';
 export { ConversationStore, type ConversationStoreOptions, type RecordingCounts } from './store.js';
 export { TurnJournal } from './turn-journal.js';

@@ -2,7 +2,11 @@ import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { BadRequestError } from '../errors.js';
 import type { RequestFormat } from '../types/index.js';
+import { header, isRecord, nonEmpty, stringField } from './fields.js';
 import { messageText } from './message-text.js';
+import { recognizeClient, RequestView, sideRequestOf } from './profiles/registry.js';
+import type { ClientProfile, SideRequestKind } from './profiles/types.js';
+import { userMessageText } from './user-request.js';
 
 /** Body keys MetaClaw reads; they are removed before the request goes upstream. */
 export const NON_STANDARD_BODY_KEYS = ['session_id', 'session_done', 'turn_type', 'memory_scope', 'user_id', 'workspace_id'] as const;
@@ -25,17 +29,24 @@ export interface TurnSignals {
   /** false with `X-MetaClaw-Learning: off` (doctor's canary): the turn is recorded, nothing learns from it */
   learning: boolean;
   scope: ScopeHints;
+  /** The client family that sent the request (what its session id, side requests and wrappers are). */
+  profile: ClientProfile;
+  /** Which of the client's own side requests this is (a title, a summary…); undefined for the user's turns. */
+  sideRequest: SideRequestKind | undefined;
 }
 
 const TRUE_WORDS = new Set(['1', 'true', 'yes', 'on']);
 const FALSE_WORDS = new Set(['0', 'false', 'no', 'off']);
 
 /**
- * Reads session identity in this order: `X-Session-Id`, `session_id` or Codex's `session-id` /
- * `thread-id` header, body `session_id`, `metadata.session_id` or `client_metadata.session_id`,
+ * Recognises the client (profiles/registry.ts) and reads session identity in this order:
+ * `X-Session-Id` or `session_id` header, the client's own session id (Claude Code's
+ * `x-claude-code-session-id`, Codex's `session-id`…), body `session_id`, `metadata.session_id`,
  * `user`, OpenClaw's `Runtime: … sessionId=…` line, else a fingerprint of the conversation's first
- * messages, so clients that send nothing still get stable sessions. `messages` is the conversation
- * when the body's own `messages` is not it (a Responses request).
+ * user words, so clients that send nothing still get stable sessions. A request the client makes
+ * for itself (a title, a summary) is a side turn unless `X-Turn-Type` says otherwise. `messages`
+ * is the conversation when the body's own `messages` is not it (a Responses request's, resolved
+ * from its `previous_response_id`).
  */
 export function readTurnSignals(
   headers: IncomingHttpHeaders,
@@ -43,13 +54,16 @@ export function readTurnSignals(
   format: RequestFormat,
   messages: unknown[] = Array.isArray(body['messages']) ? (body['messages'] as unknown[]) : [],
 ): TurnSignals {
-  const identity = resolveIdentity(headers, body, format, messages);
+  const view = new RequestView(body, format);
+  const profile = recognizeClient(headers, view);
+  const identity = resolveIdentity(headers, body, format, profile, messages);
   const turnTypeText = (header(headers, 'x-turn-type') ?? stringField(body, 'turn_type') ?? '').trim().toLowerCase();
   const doneText = (header(headers, 'x-session-done') ?? fieldText(body, 'session_done') ?? '').trim().toLowerCase();
+  const sideRequest = turnTypeText === '' ? sideRequestOf(profile, view) : undefined;
   return {
     sessionId: identity.id,
     identitySource: identity.source,
-    turnType: turnTypeText === 'side' ? 'side' : 'main',
+    turnType: turnTypeText === 'side' || sideRequest ? 'side' : 'main',
     sessionDone: TRUE_WORDS.has(doneText),
     learning: !FALSE_WORDS.has((header(headers, 'x-metaclaw-learning') ?? '').trim().toLowerCase()),
     scope: {
@@ -57,6 +71,8 @@ export function readTurnSignals(
       userId: nonEmpty(header(headers, 'x-user-id') ?? stringField(body, 'user_id')),
       workspaceId: nonEmpty(header(headers, 'x-workspace-id') ?? stringField(body, 'workspace_id')),
     },
+    profile,
+    sideRequest,
   };
 }
 
@@ -91,29 +107,23 @@ function resolveIdentity(
   headers: IncomingHttpHeaders,
   body: Record<string, unknown>,
   format: RequestFormat,
+  profile: ClientProfile,
   messages: unknown[],
 ): { id: string; source: IdentitySource } {
-  const fromHeader = bounded(
-    nonEmpty(header(headers, 'x-session-id')) ??
-      withoutCallCounter(nonEmpty(header(headers, 'session_id'))) ??
-      nonEmpty(header(headers, 'session-id')) ??
-      nonEmpty(header(headers, 'thread-id')),
-  );
+  const fromHeader = bounded(nonEmpty(header(headers, 'x-session-id')) ?? withoutCallCounter(nonEmpty(header(headers, 'session_id'))));
   if (fromHeader) return { id: fromHeader, source: 'header' };
+  const fromClient = profile.sessionId?.(headers, body);
+  if (fromClient) return { id: bounded(fromClient.id)!, source: fromClient.source };
   const metadata = isRecord(body['metadata']) ? body['metadata'] : undefined;
-  const clientMetadata = isRecord(body['client_metadata']) ? body['client_metadata'] : undefined;
   // OpenAI's `user` names an end user, not a session: a long one is just not used as the id.
   const user = format !== 'anthropic' ? nonEmpty(stringField(body, 'user')) : undefined;
   const fromBody =
-    bounded(
-      nonEmpty(stringField(body, 'session_id')) ??
-        nonEmpty(metadata ? stringField(metadata, 'session_id') : undefined) ??
-        nonEmpty(clientMetadata ? stringField(clientMetadata, 'session_id') : undefined),
-    ) ?? (user && user.length <= MAX_SESSION_ID_LENGTH ? user : undefined);
+    bounded(nonEmpty(stringField(body, 'session_id')) ?? nonEmpty(metadata ? stringField(metadata, 'session_id') : undefined)) ??
+    (user && user.length <= MAX_SESSION_ID_LENGTH ? user : undefined);
   if (fromBody) return { id: fromBody, source: 'body' };
   const fromRuntime = runtimeSessionId(messages);
   if (fromRuntime) return { id: fromRuntime, source: 'runtime' };
-  const fingerprint = conversationFingerprint(messages, typeof body['model'] === 'string' ? body['model'] : '');
+  const fingerprint = conversationFingerprint(messages, typeof body['model'] === 'string' ? body['model'] : '', profile);
   if (fingerprint) return { id: fingerprint, source: 'fingerprint' };
   return { id: 'unidentified', source: 'none' };
 }
@@ -159,28 +169,20 @@ function runtimeSessionId(messages: unknown[]): string | undefined {
 }
 
 /**
- * A stable id from the model and the first user message: every later turn of the same conversation
- * resends that message unchanged. System prompts are left out because agents rewrite them per turn.
+ * A stable id from the model and the first user message with words from the user: every later turn
+ * of the same conversation resends that message unchanged. Messages that are wholly the client's
+ * (Qwen Code's date-and-folder preamble) are skipped: they are the same for every run, and would
+ * merge them. System prompts are left out because agents rewrite them per turn.
  */
-function conversationFingerprint(messages: unknown[], model: string): string | undefined {
+function conversationFingerprint(messages: unknown[], model: string, profile: ClientProfile): string | undefined {
   for (const message of messages) {
     if (!isRecord(message) || message['role'] !== 'user') continue;
+    if (userMessageText(message, profile) === '') continue;
     const text = messageText(message['content']);
-    if (text === '') continue;
     const digest = hash('sha256', `${model}\u0000${text}`, 'hex');
     return `fp-${digest.slice(0, 16)}`;
   }
   return undefined;
-}
-
-function header(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function stringField(record: Record<string, unknown>, key: string): string | undefined {
-  const value = record[key];
-  return typeof value === 'string' ? value : undefined;
 }
 
 function fieldText(record: Record<string, unknown>, key: string): string | undefined {
@@ -188,13 +190,4 @@ function fieldText(record: Record<string, unknown>, key: string): string | undef
   if (typeof value === 'string') return value;
   if (typeof value === 'boolean' || typeof value === 'number') return String(value);
   return undefined;
-}
-
-function nonEmpty(value: string | undefined): string | undefined {
-  const trimmed = value?.trim();
-  return trimmed ? trimmed : undefined;
-}
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -48,9 +48,9 @@ export class TurnWriter {
           end_reason = NULL
         RETURNING turn_count, main_turn_count, learning`),
       insertTurn: db.prepare(`
-        INSERT INTO turns (id, session_id, seq, turn_type, client_format, upstream_name, upstream_format, model, stream, query,
+        INSERT INTO turns (id, session_id, seq, turn_type, client_profile, side_request, client_format, upstream_name, upstream_format, model, stream, query,
           response_text, tool_calls, finish_reason, input_tokens, output_tokens, status, outcome, error, attempts, started_at, first_byte_ms, duration_ms, response_id)
-        VALUES (@id, @session_id, @seq, @turn_type, @client_format, @upstream_name, @upstream_format, @model, @stream, @query,
+        VALUES (@id, @session_id, @seq, @turn_type, @client_profile, @side_request, @client_format, @upstream_name, @upstream_format, @model, @stream, @query,
           @response_text, @tool_calls, @finish_reason, @input_tokens, @output_tokens, @status, @outcome, @error, @attempts, @started_at, @first_byte_ms, @duration_ms,
           @response_id)`),
       insertPayload: db.prepare(
@@ -160,6 +160,8 @@ export class TurnWriter {
       session_id: turn.sessionId,
       seq: counts.turn_count,
       turn_type: turn.turnType,
+      client_profile: turn.clientProfile,
+      side_request: turn.sideRequest,
       client_format: turn.clientFormat,
       upstream_name: turn.upstreamName,
       upstream_format: turn.upstreamFormat,

@@ -1,4 +1,5 @@
 import type { AssembledResponse, RequestFormat } from '../types/index.js';
+import type { ClientProfileName, SideRequestKind } from './profiles/types.js';
 import type { IdentitySource, TurnType } from './signals.js';
 
 export type TurnOutcome = 'ok' | 'upstream_error' | 'stream_broken' | 'client_aborted' | 'proxy_error';
@@ -12,6 +13,10 @@ export interface FinishedTurn {
   lineage: string;
   scope: string;
   turnType: TurnType;
+  /** The client family recognised from the request (profiles/registry.ts). */
+  clientProfile: ClientProfileName;
+  /** What the client's own side request was for (a title, a summary…), or null. */
+  sideRequest: SideRequestKind | null;
   clientFormat: RequestFormat;
   upstreamName: string | null;
   /** What went on the wire: `responses` when a Responses request passed through. */
@@ -104,6 +109,9 @@ export interface TurnRow {
   session_id: string;
   seq: number;
   turn_type: string;
+  /** null on turns recorded before client profiles */
+  client_profile: string | null;
+  side_request: string | null;
   client_format: string;
   upstream_name: string | null;
   upstream_format: string | null;

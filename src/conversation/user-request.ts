@@ -1,46 +1,62 @@
-import { messageText } from './message-text.js';
+import { generic } from './profiles/generic.js';
+import type { ClientProfile } from './profiles/types.js';
+import { textParts } from './message-text.js';
 
-/** The user's real request in the latest turn, with agent wrappers removed. */
+/** The user's real request in the latest turn, with the client's wrappers removed. */
 export interface UserRequest {
   text: string;
   /** Index in `messages` of the message it came from, or -1. */
   messageIndex: number;
   /** The agent started a new conversation (`/new`, `/reset`, OpenClaw's bootstrap notice). */
   isReset: boolean;
+  /** The two user messages before it, wrappers removed: the conversation's recent topic. */
+  earlier: string;
 }
 
-const INTERNAL_CONTEXT = /<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>[\s\S]*?(?:<<<END_OPENCLAW_INTERNAL_CONTEXT>>>|$)/g;
-const ENVELOPE_TIMESTAMP = /^\s*\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d{2}-\d{2} \d{1,2}:\d{2}(?::\d{2})?(?: [^\]\n]{1,40})?\]\s*/;
-const RUNTIME_LINE = /(?:^|\n)Runtime: [^\n]*(?=\n|$)/g;
-const UNTRUSTED_METADATA = /(?:^|\n)[A-Za-z][A-Za-z ]{0,40} \(untrusted metadata\):\s*```[a-z]*\n[\s\S]*?```[ \t]*/g;
-/** Context blocks injected by MetaClaw itself or by memory plugins; never part of the request. */
-const INJECTED_BLOCKS = /<(metaclaw-[a-z-]+|relevant-memories|relevant_memories|memories)\b[^>]*>[\s\S]*?<\/\1>/g;
 const RESET_NOTICE = /a new session was started via \/new or \/reset/i;
 const RESET_COMMAND = /^\/(?:new|reset)\b/i;
+const EARLIER_MESSAGES = 2;
+const EARLIER_CHARS = 1_000;
 
 /**
- * Finds the last user message that carries words from the user (not an internal-context carrier,
- * not only tool results) and strips the wrappers OpenClaw and memory plugins add around it.
+ * Finds the last user message that carries words from the user (not a carrier of the client's own
+ * context, not only tool results) and strips the wrappers the client (its profile says which) and
+ * memory plugins add around them. This text, and nothing else of the request, is what retrieval
+ * searches for and what memory and skills learn from.
  */
-export function extractUserRequest(messages: readonly unknown[]): UserRequest {
+export function extractUserRequest(messages: readonly unknown[], profile: ClientProfile = generic): UserRequest {
   for (let index = messages.length - 1; index >= 0; index--) {
-    const message = messages[index];
-    if (typeof message !== 'object' || message === null) continue;
-    const { role, content } = message as { role?: unknown; content?: unknown };
-    if (role !== 'user') continue;
-    const text = cleanUserText(messageText(content));
+    const text = userMessageText(messages[index], profile);
     if (text === '') continue;
-    return { text, messageIndex: index, isReset: RESET_NOTICE.test(text) || RESET_COMMAND.test(text) };
+    return { text, messageIndex: index, isReset: RESET_NOTICE.test(text) || RESET_COMMAND.test(text), earlier: earlierUserText(messages, index, profile) };
   }
-  return { text: '', messageIndex: -1, isReset: false };
+  return { text: '', messageIndex: -1, isReset: false, earlier: '' };
 }
 
-export function cleanUserText(raw: string): string {
-  return raw
-    .replace(INTERNAL_CONTEXT, '')
-    .replace(INJECTED_BLOCKS, '')
-    .replace(UNTRUSTED_METADATA, '')
-    .replace(RUNTIME_LINE, '')
-    .replace(ENVELOPE_TIMESTAMP, '')
-    .trim();
+/** What the user typed in one message ('' for any other role, or when it is all the client's). */
+export function userMessageText(message: unknown, profile: ClientProfile = generic): string {
+  if (typeof message !== 'object' || message === null) return '';
+  const { role, content } = message as { role?: unknown; content?: unknown };
+  if (role !== 'user') return '';
+  return textParts(content)
+    .map((part) => cleanUserText(part, profile))
+    .filter(Boolean)
+    .join('\n');
+}
+
+/** One text with the client's wrappers removed; '' when it is wholly the client's. */
+export function cleanUserText(raw: string, profile: ClientProfile = generic): string {
+  let text = raw;
+  for (const block of profile.wrappers.blocks) text = text.replace(block, '');
+  text = text.trim();
+  return profile.wrappers.parts.some((part) => part.test(text)) ? '' : text;
+}
+
+function earlierUserText(messages: readonly unknown[], before: number, profile: ClientProfile): string {
+  const found: string[] = [];
+  for (let index = before - 1; index >= 0 && found.length < EARLIER_MESSAGES; index--) {
+    const text = userMessageText(messages[index], profile);
+    if (text) found.push(text.slice(0, EARLIER_CHARS));
+  }
+  return found.join('\n');
 }

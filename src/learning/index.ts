@@ -14,4 +14,5 @@ export {
 } from './runner.js';
 export { LearningDispatch, type DispatchHooks } from './dispatch.js';
 export { callLlm, callLlmForJson, extractJson, InvalidLlmOutputError, LlmCallError, type LlmTarget, type LlmRequest, type LlmReply } from './llm-client.js';
+export { type JsonAnswer } from './structured-output.js';
 export { resolveLearningTarget, type LearningEndpointConfig } from './targets.js';

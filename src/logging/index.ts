@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino';
-import { LogFile } from './log-file.js';
+import { LogFile, type LogRotation } from './log-file.js';
 
 export type { Logger } from 'pino';
 
@@ -46,6 +46,8 @@ export interface LoggerOptions {
   file?: string;
   /** Also write to standard output (foreground runs). */
   stdout?: boolean;
+  /** When the file is rotated (default: never). */
+  rotation?: LogRotation;
 }
 
 /**
@@ -55,7 +57,7 @@ export interface LoggerOptions {
  */
 export function createLogger(options: LoggerOptions): Logger {
   const streams: pino.StreamEntry[] = [];
-  if (options.file) streams.push({ level: options.level as pino.Level, stream: new LogFile(options.file) });
+  if (options.file) streams.push({ level: options.level as pino.Level, stream: new LogFile(options.file, options.rotation) });
   if (options.stdout || !options.file) streams.push({ level: options.level as pino.Level, stream: pino.destination({ dest: 1, sync: false }) });
   const settings: pino.LoggerOptions = {
     level: options.level,
@@ -74,4 +76,4 @@ export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
 
-export { LogFile, stderrLine } from './log-file.js';
+export { LogFile, stderrLine, type LogRotation } from './log-file.js';

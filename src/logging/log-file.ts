@@ -1,5 +1,13 @@
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+
+/** Size-based rotation: past `maxBytes` the file becomes `.1`, `.1` becomes `.2` … and `.maxFiles` is dropped. */
+export interface LogRotation {
+  /** 0: never rotate. */
+  maxBytes: number;
+  /** Rotated files kept beside the current one. */
+  maxFiles: number;
+}
 
 /**
  * The daemon's log file: lines are gathered and written in batches of `minLength` bytes with one
@@ -10,20 +18,30 @@ import { dirname } from 'node:path';
  * dropped and counted, one note goes to stderr per episode, and once a write works again the log
  * itself says how many lines are missing. pino's own file stream retried a failed flush forever
  * on a full disk, holding the proxy's thread and growing its buffer without bound.
+ *
+ * Rotation is checked per batch, before it is written, from a byte count kept here (no stat per
+ * write): a batch that would take the file past the limit goes to a fresh file.
  */
 export class LogFile {
-  private readonly fd: number;
+  private fd: number;
+  /** Bytes in the current file. */
+  private size: number;
   private pending: string[] = [];
   private pendingBytes = 0;
   private droppedLines = 0;
   private readonly timer: NodeJS.Timeout;
+  /** Past `maxBytes`, or 0 once rotating failed: the lines then go on into the file as it is. */
+  private rotateAt: number;
 
   constructor(
     readonly path: string,
+    private readonly rotation: LogRotation = { maxBytes: 0, maxFiles: 0 },
     private readonly minLength = 4_096,
   ) {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     this.fd = openSync(path, 'a', 0o600);
+    this.size = fstatSync(this.fd).size;
+    this.rotateAt = rotation.maxBytes;
     this.timer = setInterval(() => this.writePending(), 500);
     this.timer.unref();
   }
@@ -50,8 +68,11 @@ export class LogFile {
     let text = lines.join('');
     if (this.droppedLines > 0)
       text = `${JSON.stringify({ level: 'warn', time: new Date().toISOString(), pid: process.pid, dropped_lines: this.droppedLines, msg: 'log lines were dropped while the log file could not be written' })}\n${text}`;
+    const buffer = Buffer.from(text);
     try {
-      writeAll(this.fd, Buffer.from(text));
+      if (this.rotateAt > 0 && this.size > 0 && this.size + buffer.length > this.rotateAt) this.rotate();
+      writeAll(this.fd, buffer);
+      this.size += buffer.length;
       this.droppedLines = 0;
     } catch (error) {
       if (this.droppedLines === 0) {
@@ -60,6 +81,36 @@ export class LogFile {
       }
       this.droppedLines += lines.length;
     }
+  }
+
+  /** A rotation that fails is said once and not tried again: losing log lines would be worse than a large file. */
+  private rotate(): void {
+    try {
+      this.shiftFiles();
+    } catch (error) {
+      this.rotateAt = 0;
+      const code = (error as { code?: string }).code ?? String(error);
+      stderrLine(`metaclaw: cannot rotate the log file ${this.path} (${code}); it grows past log.max_size_mb until the next start`);
+    }
+  }
+
+  /** Shifts `.1` … to `.2` …, drops what is past `maxFiles`, renames the current file to `.1` and opens a new one. */
+  private shiftFiles(): void {
+    const maxFiles = Math.max(1, this.rotation.maxFiles);
+    rmSync(`${this.path}.${maxFiles}`, { force: true });
+    for (let index = maxFiles - 1; index >= 1; index--) {
+      try {
+        renameSync(`${this.path}.${index}`, `${this.path}.${index + 1}`);
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'ENOENT') throw error;
+      }
+    }
+    renameSync(this.path, `${this.path}.1`);
+    // Opened before the old one is closed: if it cannot be, lines keep going to the renamed file.
+    const fd = openSync(this.path, 'a', 0o600);
+    closeSync(this.fd);
+    this.fd = fd;
+    this.size = 0;
   }
 
   /** pino calls this at exit. */

@@ -263,8 +263,8 @@ export class MemoryService {
     };
     const { value } = await callLlmForJson(
       target,
-      { system: prompt.system, user: fillPrompt(prompt.user, values), maxTokens: 2_000, temperature: 0, signal: context.signal },
-      extractorOutputSchema,
+      { system: prompt.system, user: fillPrompt(prompt.user, values), maxTokens: 2_000, temperature: 0, signal: context.signal, logger: context.logger },
+      { name: 'memory_candidates', schema: extractorOutputSchema },
       (tokens) => context.spend(tokens),
     );
     const offered = new Set(related.map((unit) => unit.id));

@@ -14,6 +14,7 @@ import { errorMessage, RequestError } from '../errors.js';
 import type { RequestFormat } from '../types/index.js';
 import { wireFormat, type ForwardResult } from '../upstream/index.js';
 import { readRequestBody, parseJsonObject } from './body.js';
+import { noteRejection } from './rejections.js';
 import { sendError } from './error-response.js';
 import { ResponseSink } from './response-sink.js';
 import { ResponsesTurn } from './responses-turn.js';
@@ -28,6 +29,7 @@ const RECORDED_HEADERS = [
   'content-type',
   'x-session-id',
   'session_id',
+  'x-claude-code-session-id',
   'session-id',
   'thread-id',
   'x-turn-type',
@@ -37,6 +39,8 @@ const RECORDED_HEADERS = [
   'x-workspace-id',
   'anthropic-version',
   'anthropic-beta',
+  // The client's own id for the request, to find its turn from the client's logs.
+  'x-request-id',
 ];
 
 /**
@@ -72,7 +76,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
     const responses = format === 'responses' ? await ResponsesTurn.prepare(deps.responses, deps.forwarder, body) : undefined;
     const signals = readTurnSignals(request.headers, body, format, responses?.messages);
     const strippedKeys = stripNonStandardKeys(body);
-    const userRequest = extractUserRequest(responses ? responses.messages : (body['messages'] as unknown[]));
+    const userRequest = extractUserRequest(responses ? responses.messages : (body['messages'] as unknown[]), signals.profile);
     const scope = deriveScope(signals.scope, deps.defaultScope);
     const stream = body['stream'] === true;
     if (stream) deps.stats.streamingRequests++;
@@ -110,6 +114,8 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
             request_id: requestId,
             session: signals.sessionId,
             turn: signals.turnType,
+            client: signals.profile.name,
+            side: signals.sideRequest,
             format,
             upstream: result.upstream?.name,
             status: result.status,
@@ -124,7 +130,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
     deps.pendingRecords.set(requestId, record);
     void record.finally(() => deps.pendingRecords.delete(requestId));
   } catch (error) {
-    countError(deps, requestId, error);
+    countError(deps, requestId, request, error);
     sendError(response, format, error, requestId);
   } finally {
     deps.stats.active--;
@@ -166,6 +172,8 @@ function turnBase(input: TurnInput): TurnBase {
     lineage: `${input.scope}|${input.format}|${model ?? ''}`,
     scope: input.scope,
     turnType: signals.turnType,
+    clientProfile: signals.profile.name,
+    sideRequest: signals.sideRequest ?? null,
     clientFormat: input.format,
     model,
     stream: input.stream,
@@ -265,12 +273,14 @@ function countOutcome(deps: ProxyDeps, requestId: string, result: ForwardResult)
   deps.stats.rememberError(requestId, result.status, result.error ?? result.outcome);
 }
 
-function countError(deps: ProxyDeps, requestId: string, error: unknown): void {
+function countError(deps: ProxyDeps, requestId: string, request: IncomingMessage, error: unknown): void {
+  if (error instanceof RequestError && error.status < 500) {
+    noteRejection(deps, { requestId, status: error.status, code: error.code, message: error.message, method: request.method, path: request.url ?? '' });
+    return;
+  }
   if (error instanceof RequestError) {
-    if (error.status === 401) deps.stats.authFailures++;
-    else if (error.status < 500) deps.stats.badRequests++;
-    else deps.stats.proxyErrors++;
-    if (error.status >= 500) deps.stats.rememberError(requestId, error.status, error.message);
+    deps.stats.proxyErrors++;
+    deps.stats.rememberError(requestId, error.status, error.message);
     return;
   }
   deps.stats.proxyErrors++;

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { ClientSink } from '../upstream/index.js';
 
 /** Called just before the last bytes of an answer go out, with all the client was sent (it must not throw). */
@@ -41,10 +41,11 @@ export class ResponseSink implements ClientSink {
     return !this.response.writableEnded && !this.response.destroyed;
   }
 
-  sendComplete(status: number, contentType: string, body: string | Buffer): void {
+  sendComplete(status: number, contentType: string, body: string | Buffer, headers?: OutgoingHttpHeaders): void {
     if (this.response.headersSent || !this.writable) return;
     this.beforeLastBytes?.(status, [toBuffer(body)]);
     this.response.writeHead(status, {
+      ...headers,
       'content-type': contentType,
       'content-length': Buffer.byteLength(body),
       'x-metaclaw-request-id': this.requestId,
@@ -52,10 +53,11 @@ export class ResponseSink implements ClientSink {
     this.response.end(body);
   }
 
-  startStream(status: number, contentType: string): void {
+  startStream(status: number, contentType: string, headers?: OutgoingHttpHeaders): void {
     if (this.response.headersSent || !this.writable) return;
     this.streamStatus = status;
     this.response.writeHead(status, {
+      ...headers,
       'content-type': contentType,
       'cache-control': 'no-cache',
       'x-accel-buffering': 'no',

@@ -10,11 +10,14 @@ import { formatForHeaders } from './error-response.js';
 import { newRequestId } from './model-request.js';
 import { passThroughRoutes } from './pass-through-routes.js';
 import { responsesRoutes } from './responses-routes.js';
+import { noteRejection } from './rejections.js';
 import type { ProxyApp, ProxyDeps } from './types.js';
 
 /** The non-model routes: health, status, models, request explanations, and groups added by other parts. */
 export function createRoutes(deps: ProxyDeps): ProxyApp {
   const app: ProxyApp = new Hono();
+  const rejected = (c: Context<{ Bindings: HttpBindings }>, status: number, code: string, message: string) =>
+    noteRejection(deps, { requestId: c.res.headers.get('x-metaclaw-request-id') ?? '', status, code, message, method: c.req.method, path: c.req.path });
 
   app.use('*', async (c, next) => {
     c.header('x-metaclaw-request-id', newRequestId());
@@ -69,34 +72,28 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
   for (const group of deps.routeGroups) group(app);
 
   for (const path of ['/v1/chat/completions', '/chat/completions', '/v1/messages', '/messages', '/v1/responses', '/responses']) {
-    app.all(path, (c) =>
-      c.body(
-        errorBodyText(formatForHeaders(c.env.incoming.headers), {
-          kind: 'invalid_request_error',
-          message: `Use POST for ${path}.`,
-          code: 'method_not_allowed',
-        }),
-        405,
-        { 'content-type': 'application/json', allow: 'POST' },
-      ),
-    );
+    app.all(path, (c) => {
+      const message = `Use POST for ${path}.`;
+      rejected(c, 405, 'method_not_allowed', message);
+      return c.body(errorBodyText(formatForHeaders(c.env.incoming.headers), { kind: 'invalid_request_error', message, code: 'method_not_allowed' }), 405, {
+        'content-type': 'application/json',
+        allow: 'POST',
+      });
+    });
   }
 
-  app.notFound((c) =>
-    c.body(
-      errorBodyText(formatForHeaders(c.env.incoming.headers), {
-        kind: 'not_found_error',
-        message: `No route ${c.req.method} ${c.req.path}.`,
-        code: 'route_not_found',
-      }),
-      404,
-      { 'content-type': 'application/json' },
-    ),
-  );
+  app.notFound((c) => {
+    const message = `No route ${c.req.method} ${c.req.path}.`;
+    rejected(c, 404, 'route_not_found', message);
+    return c.body(errorBodyText(formatForHeaders(c.env.incoming.headers), { kind: 'not_found_error', message, code: 'route_not_found' }), 404, {
+      'content-type': 'application/json',
+    });
+  });
 
   app.onError((error, c) => {
     const format = formatForHeaders(c.env.incoming.headers);
     if (error instanceof RequestError) {
+      if (error.status < 500) rejected(c, error.status, error.code, error.message);
       return c.body(
         errorBodyText(format, { kind: error.kind, message: error.message, code: error.code, param: error.param ?? null }),
         error.status as ContentfulStatusCode,
@@ -137,8 +134,15 @@ function explainTurn(turn: TurnDetail) {
     session_id: turn.session_id,
     seq: turn.seq,
     turn_type: turn.turn_type,
+    side_request: turn.side_request,
     started_at: new Date(turn.started_at).toISOString(),
-    received: { format: turn.client_format, headers: turn.received_headers, body: turn.received, user_request: turn.query },
+    received: {
+      format: turn.client_format,
+      client_profile: turn.client_profile,
+      headers: turn.received_headers,
+      body: turn.received,
+      user_request: turn.query,
+    },
     added: turn.injected,
     stripped_keys: turn.stripped_keys,
     forwarded: { upstream: turn.upstream_name, format: turn.upstream_format, body: turn.forwarded },

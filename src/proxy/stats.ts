@@ -5,6 +5,8 @@ export class ProxyStats {
   active = 0;
   badRequests = 0;
   authFailures = 0;
+  /** 404s: unknown routes and ids (Claude Code's `HEAD /` among them). */
+  notFound = 0;
   upstreamErrors = 0;
   proxyErrors = 0;
   streamsBroken = 0;
@@ -32,6 +34,7 @@ export class ProxyStats {
       errors: {
         bad_request: this.badRequests,
         auth: this.authFailures,
+        not_found: this.notFound,
         upstream: this.upstreamErrors,
         proxy: this.proxyErrors,
         stream_broken: this.streamsBroken,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { FinishedTurn, IdentitySource, TurnType } from '../conversation/index.js';
+import { CLIENT_PROFILES, type FinishedTurn, type IdentitySource, type SideRequestKind, type TurnType } from '../conversation/index.js';
 import type { AssembledResponse, RequestFormat } from '../types/index.js';
 import { assembleAnswer as assembleBody, assembleStream } from '../upstream/index.js';
 
@@ -31,6 +31,12 @@ const headerSchema = z.object({
   lineage: z.string(),
   scope: z.string(),
   turnType: z.enum(['main', 'side'] satisfies TurnType[]),
+  // Absent from entries journaled before client profiles.
+  clientProfile: z.enum(['generic', ...CLIENT_PROFILES.map((profile) => profile.name)]).default('generic'),
+  sideRequest: z
+    .enum(['title', 'summary', 'compaction', 'memory', 'classifier', 'quota'] satisfies SideRequestKind[])
+    .nullable()
+    .default(null),
   clientFormat: z.enum(['openai', 'anthropic', 'responses'] satisfies RequestFormat[]),
   model: z.string().nullable(),
   stream: z.boolean(),

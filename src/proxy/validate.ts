@@ -56,8 +56,13 @@ const openAIRequest = z.looseObject({
   metadata: z.record(z.string(), z.unknown()).nullable().optional(),
 });
 
+/**
+ * `system` mid-conversation: Claude Code sends such messages to current models (beta
+ * `mid-conversation-system-2026-04-07`). They pass to Anthropic upstreams as sent and become
+ * system messages for OpenAI ones.
+ */
 const anthropicMessage = z.looseObject({
-  role: z.enum(['user', 'assistant']),
+  role: z.enum(['user', 'assistant', 'system']),
   content: z.union([z.string(), z.array(typedPart)]),
 });
 

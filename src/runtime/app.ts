@@ -81,7 +81,12 @@ export class MetaclawRuntime {
         `Refusing to listen on ${values['proxy.host']} without a proxy key: anyone on the network could spend your upstream key and read your data. Set the METACLAW_PROXY_API_KEY environment variable (or proxy.api_key in config.yaml, edited by hand: a key typed on the command line stays in your shell history), or bind 127.0.0.1.`,
       );
     }
-    this.logger = createLogger({ level: values['log.level'], file: paths.logFile, stdout: options.foreground });
+    this.logger = createLogger({
+      level: values['log.level'],
+      file: paths.logFile,
+      stdout: options.foreground,
+      rotation: { maxBytes: Math.round(values['log.max_size_mb'] * 1024 * 1024), maxFiles: values['log.max_files'] },
+    });
     this.afterServing = new AfterServing(this.logger);
     this.db = openDatabase(paths.database);
     this.checkpointer = new WalCheckpointer(this.db, paths.database, this.logger);

@@ -254,8 +254,8 @@ export class SkillsService {
     try {
       output = await callLlmForJson(
         target,
-        { system: prompt.system, user: fillPrompt(prompt.user, values), maxTokens: 3_000, temperature: 0.2, signal: context.signal },
-        evolverOutputSchema,
+        { system: prompt.system, user: fillPrompt(prompt.user, values), maxTokens: 3_000, temperature: 0.2, signal: context.signal, logger: context.logger },
+        { name: 'skill_changes', schema: evolverOutputSchema },
         (tokens) => context.spend(tokens),
       );
     } catch (error) {

@@ -244,6 +244,14 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 6,
+    description: 'the client that sent each turn (its profile) and what a side request was for',
+    sql: `
+      ALTER TABLE turns ADD COLUMN client_profile TEXT;   -- openclaw | claude-code | codex | qwen-code | opencode | generic
+      ALTER TABLE turns ADD COLUMN side_request TEXT;     -- title | summary | compaction | memory | classifier | quota
+    `,
+  },
+  {
+    version: 7,
     description: 'the Responses API id of a turn, so previous_response_id and GET /v1/responses/{id} find it',
     sql: `
       ALTER TABLE turns ADD COLUMN response_id TEXT;

@@ -5,6 +5,7 @@ import type { Logger } from '../logging/index.js';
 import { errorBodyText, kindForStatus, streamErrorFrame } from '../shared/api-errors.js';
 import type { AssembledResponse, RequestFormat } from '../types/index.js';
 import { readResponseBody, requestUpstream } from './http.js';
+import { finalErrorHeaders, relayedHeaders } from './relayed-headers.js';
 import { backoffDelayMs, isRetryableStatus, retryAfterMs } from './retry.js';
 import type { CredentialMemory } from './credential-memory.js';
 import { authHeaders, endpointUrl, versionHeaders, type ClientCredentials } from './endpoint.js';
@@ -74,8 +75,17 @@ interface AnswerReading {
 
 type AttemptResult =
   | { type: 'finished'; status: number; outcome: ForwardOutcome; error: string | null; response: AssembledResponse | null }
-  | { type: 'retryable'; reason: string; status?: number; contentType?: string; body?: Buffer; retryAfterMs?: number; timedOut?: boolean }
-  | { type: 'rejected'; status: number; contentType: string; body: Buffer };
+  | {
+      type: 'retryable';
+      reason: string;
+      status?: number;
+      contentType?: string;
+      body?: Buffer;
+      headers?: OutgoingHttpHeaders | undefined;
+      retryAfterMs?: number;
+      timedOut?: boolean;
+    }
+  | { type: 'rejected'; status: number; contentType: string; body: Buffer; headers: OutgoingHttpHeaders | undefined };
 
 const MALFORMED_EVENT = 'the upstream sent a stream event that is not JSON';
 
@@ -175,7 +185,15 @@ export class UpstreamForwarder {
           };
         }
         if (result.type === 'rejected') {
-          this.sendUpstreamError(input.clientFormat, wireFormat(target, input.clientFormat), sink, result.status, result.contentType, result.body);
+          this.sendUpstreamError(
+            input.clientFormat,
+            wireFormat(target, input.clientFormat),
+            sink,
+            result.status,
+            result.contentType,
+            result.body,
+            result.headers,
+          );
           return {
             status: result.status,
             outcome: 'upstream_error',
@@ -199,10 +217,12 @@ export class UpstreamForwarder {
       }
     }
 
+    // The proxy's retries are spent: the client's error says so, so its SDK does not retry on top.
     const failure = lastFailure!;
     if (failure.status !== undefined && failure.body !== undefined) {
+      const headers = finalErrorHeaders(failure.headers);
       const wire = wireFormat(lastTarget!, input.clientFormat);
-      this.sendUpstreamError(input.clientFormat, wire, sink, failure.status, failure.contentType ?? 'application/json', failure.body);
+      this.sendUpstreamError(input.clientFormat, wire, sink, failure.status, failure.contentType ?? 'application/json', failure.body, headers);
       return {
         status: failure.status,
         outcome: 'upstream_error',
@@ -216,7 +236,7 @@ export class UpstreamForwarder {
     }
     const status = failure.timedOut ? 504 : 502;
     const message = failure.timedOut ? `The upstream did not answer in time (${failure.reason}).` : `Could not reach the upstream (${failure.reason}).`;
-    return this.failWith(input, sink, status, message, { attempts, forwardedBody, upstream: lastTarget, firstByteMs });
+    return this.failWith(input, sink, status, message, { attempts, forwardedBody, upstream: lastTarget, firstByteMs }, finalErrorHeaders(undefined));
   }
 
   /** An attempt failed after the client had bytes or left: end what was sent with an error event, never retry. */
@@ -248,12 +268,14 @@ export class UpstreamForwarder {
     status: number,
     message: string,
     context: Pick<ForwardResult, 'attempts' | 'forwardedBody' | 'upstream' | 'firstByteMs'>,
+    headers?: OutgoingHttpHeaders,
   ): ForwardResult {
     if (!sink.closed && !sink.committed) {
       sink.sendComplete(
         status,
         'application/json',
         errorBodyText(input.clientFormat, { kind: kindForStatus(status), message, code: status === 504 ? 'upstream_timeout' : 'upstream_unreachable' }),
+        headers,
       );
     }
     return { status, outcome: status >= 500 ? 'upstream_error' : 'proxy_error', error: message, response: null, ...context };
@@ -319,6 +341,7 @@ export class UpstreamForwarder {
         }
         readResponseBody(response, 1024 * 1024).then(
           (errorBody) => {
+            const headers = relayedHeaders(response.headers);
             if (isRetryableStatus(status)) {
               const wait = retryAfterMs(response.headers);
               settle({
@@ -327,9 +350,10 @@ export class UpstreamForwarder {
                 status,
                 contentType,
                 body: errorBody,
+                headers,
                 ...(wait === undefined ? {} : { retryAfterMs: wait }),
               });
-            } else settle({ type: 'rejected', status, contentType, body: errorBody });
+            } else settle({ type: 'rejected', status, contentType, body: errorBody, headers });
           },
           (error) => settle({ type: 'retryable', reason: errorMessage(error), status }),
         );
@@ -373,10 +397,11 @@ export class UpstreamForwarder {
     if (sink.closed) return { type: 'finished', status: 499, outcome: 'client_aborted', error: 'client disconnected', response: null };
     const wire = wireFormat(target, input.clientFormat);
     const sameFormat = wire === input.clientFormat;
+    const headers = relayedHeaders(response.headers);
     // Same format: the client gets the upstream's bytes first; they are parsed for the record after.
     if (sameFormat) {
       markFirstByte();
-      sink.sendComplete(status, contentType, raw);
+      sink.sendComplete(status, contentType, raw, headers);
     }
     let parsed: unknown;
     try {
@@ -386,8 +411,8 @@ export class UpstreamForwarder {
     }
     if (!sameFormat) {
       markFirstByte();
-      if (parsed === undefined) sink.sendComplete(status, contentType, raw);
-      else sink.sendComplete(status, 'application/json', JSON.stringify(translateAnswer(input.clientFormat, wire, parsed, input)));
+      if (parsed === undefined) sink.sendComplete(status, contentType, raw, headers);
+      else sink.sendComplete(status, 'application/json', JSON.stringify(translateAnswer(input.clientFormat, wire, parsed, input)), headers);
     }
     const assembled = parsed === undefined ? null : assembleAnswer(wire, parsed);
     return { type: 'finished', status, outcome: 'ok', error: null, response: assembled };
@@ -486,7 +511,11 @@ export class UpstreamForwarder {
           if (first) {
             committed = true;
             markFirstByte();
-            sink.startStream(200, translating ? 'text/event-stream; charset=utf-8' : (headerText(response.headers['content-type']) ?? 'text/event-stream'));
+            sink.startStream(
+              200,
+              translating ? 'text/event-stream; charset=utf-8' : (headerText(response.headers['content-type']) ?? 'text/event-stream'),
+              relayedHeaders(response.headers),
+            );
           }
           if (!translating) {
             rawChunks.push(chunk);
@@ -551,12 +580,20 @@ export class UpstreamForwarder {
     return timer;
   }
 
-  /** An upstream error reaches the client with its status; its body is translated when the formats differ. */
-  private sendUpstreamError(clientFormat: RequestFormat, wire: RequestFormat, sink: ClientSink, status: number, contentType: string, body: Buffer): void {
+  /** An upstream error reaches the client with its status and headers; its body is translated when the formats differ. */
+  private sendUpstreamError(
+    clientFormat: RequestFormat,
+    wire: RequestFormat,
+    sink: ClientSink,
+    status: number,
+    contentType: string,
+    body: Buffer,
+    headers: OutgoingHttpHeaders | undefined,
+  ): void {
     if (sink.closed || sink.committed) return;
     const translated = translateErrorBody(clientFormat, wire, body.toString('utf8'), status);
-    if (translated === undefined) sink.sendComplete(status, contentType, body);
-    else sink.sendComplete(status, 'application/json', translated);
+    if (translated === undefined) sink.sendComplete(status, contentType, body, headers);
+    else sink.sendComplete(status, 'application/json', translated, headers);
   }
 
   private buildHeaders(target: UpstreamTarget, input: ForwardInput, body: string): OutgoingHttpHeaders {

@@ -1,5 +1,38 @@
 import type { ServerResponse } from 'node:http';
+import type OpenAI from 'openai';
+import type { ProxyHandle } from './proxy.js';
 import { anthropicReply, json, openAIReply, type Handler, type RecordedRequest } from './upstream.js';
+
+/** A skill change as the evolver returns it, learned from a session where the user corrected a deploy. */
+export const DEPLOY_SKILL = {
+  action: 'create',
+  name: 'blue-green-deploys',
+  description: 'Use when deploying the billing service (or any service) to production: blue-green switch, rollback plan, and which days deploys are allowed.',
+  category: 'automation',
+  body: '# Blue-green deploys\n\n**When to use:** any production deploy.\n\n**Steps**\n1. **Check the day.** Never deploy on Fridays.\n2. **Run the blue-green script.** `./scripts/blue-green.sh billing` switches traffic only after health checks pass.\n3. **Keep the old color warm.** Roll back by switching traffic back.\n\n**Avoid**\n- Deploying by hand with kubectl apply.',
+  evidence: ['turn 2: the user said "No, I meant with the blue-green script, and never deploy on Fridays"'],
+  reason: 'The user corrected the deploy procedure.',
+};
+
+export async function status(proxy: ProxyHandle): Promise<any> {
+  return (await fetch(`${proxy.url}/status`)).json();
+}
+
+/** Runs a session whose last request ends it (X-Session-Done); returns that request's id. */
+export async function session(client: OpenAI, id: string, requests: string[], system = 'You are a deploy bot. SECRET-SYSTEM-MARKER'): Promise<string> {
+  const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'system', content: system }];
+  let requestId = '';
+  for (const [index, request] of requests.entries()) {
+    messages.push({ role: 'user', content: request });
+    const last = index === requests.length - 1;
+    const { data: completion, response } = await client.chat.completions
+      .create({ model: 'scripted-model', messages }, { headers: { 'X-Session-Id': id, ...(last ? { 'X-Session-Done': 'true' } : {}) } })
+      .withResponse();
+    requestId = response.headers.get('x-metaclaw-request-id')!;
+    messages.push({ role: 'assistant', content: completion.choices[0]!.message.content ?? '' });
+  }
+  return requestId;
+}
 
 /** Marks a request as one of MetaClaw's own learning calls (by its prompt). */
 export function isEvolverCall(request: RecordedRequest): boolean {

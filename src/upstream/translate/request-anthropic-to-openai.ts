@@ -56,6 +56,8 @@ export function anthropicRequestToOpenAI(request: AnthropicMessagesRequest, opti
 
 function convertMessage(message: unknown): OpenAIMessage[] {
   if (!isRecord(message)) return [];
+  // A mid-conversation system message (Claude Code) stays a system message, where it was.
+  if (message.role === 'system') return [{ role: 'system', content: anthropicContentText(message.content, PARAGRAPH) }];
   const role = message.role === 'assistant' ? 'assistant' : 'user';
   if (typeof message.content === 'string') return [{ role, content: message.content }];
   const blocks = readArray(message.content).filter(isRecord);

@@ -1,0 +1,29 @@
+import type { Logger } from '../logging/index.js';
+import type { ProxyStats } from './stats.js';
+
+/**
+ * A 4xx the proxy answered itself (bad input, a wrong key, an unknown route): counted, listed in
+ * /status `last_errors` and logged at warn with its request id, so a client that fails on it (as
+ * Claude Code did on a message role) can be traced from the log.
+ */
+export function noteRejection(
+  deps: { stats: ProxyStats; logger: Logger },
+  rejection: { requestId: string; status: number; code: string; message: string; method: string | undefined; path: string },
+): void {
+  const { stats } = deps;
+  if (rejection.status === 401) stats.authFailures++;
+  else if (rejection.status === 404) stats.notFound++;
+  else stats.badRequests++;
+  stats.rememberError(rejection.requestId, rejection.status, `${rejection.method ?? ''} ${rejection.path}: ${rejection.message}`.trim());
+  deps.logger.warn(
+    {
+      request_id: rejection.requestId,
+      status: rejection.status,
+      code: rejection.code,
+      method: rejection.method,
+      path: rejection.path,
+      error: rejection.message,
+    },
+    'request rejected',
+  );
+}

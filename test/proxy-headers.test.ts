@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { anthropicReply, errorReply, openAIReply, ScriptedUpstream, type Handler } from './support/upstream.js';
+import { recordedTurn, startProxy, type ProxyHandle } from './support/proxy.js';
+
+/** The upstream answers with these headers beside its own. */
+function withHeaders(handler: Handler, headers: Record<string, string>): Handler {
+  return (request, response) => {
+    for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
+    return handler(request, response);
+  };
+}
+
+const OPENAI_LIMITS = { 'x-ratelimit-limit-requests': '500', 'x-ratelimit-remaining-requests': '499', 'x-ratelimit-reset-tokens': '6ms' };
+const ANTHROPIC_LIMITS = { 'anthropic-ratelimit-requests-limit': '50', 'anthropic-ratelimit-requests-remaining': '49', 'retry-after': '3' };
+
+/** The error a promise rejects with. */
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+}
+
+describe("the upstream's request id and rate limits reach the client, and its retries are the proxy's alone", () => {
+  let upstream: ScriptedUpstream;
+  let openaiProxy: ProxyHandle;
+  let anthropicProxy: ProxyHandle;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    const llm = { api_key: 'sk-up', max_retries: 2, timeout_seconds: 2, max_retry_wait_seconds: 5 };
+    [openaiProxy, anthropicProxy] = await Promise.all([
+      startProxy({ config: { llm: { ...llm, api_base: `${upstream.url}/v1` } } }),
+      startProxy({ config: { llm: { ...llm, api_base: upstream.url, api_format: 'anthropic' } } }),
+    ]);
+  });
+  after(async () => {
+    await Promise.all([openaiProxy?.dispose(), anthropicProxy?.dispose()]);
+    await upstream?.close();
+  });
+  beforeEach(() => {
+    upstream.reset();
+    upstream.defaultHandler = (request, response) =>
+      (request.path.endsWith('/messages') ? anthropicReply({ text: 'hello' }) : openAIReply({ text: 'hello' }))(request, response);
+  });
+
+  test('an OpenAI client gets x-request-id and x-ratelimit-* on a complete answer, a stream and an upstream error', async () => {
+    const client = new OpenAI({ baseURL: `${openaiProxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const messages = [{ role: 'user' as const, content: 'hi' }];
+
+    upstream.reply(withHeaders(openAIReply({ text: 'complete' }), { 'x-request-id': 'req_complete', ...OPENAI_LIMITS }));
+    const complete = await client.chat.completions.create({ model: 'm', messages }).withResponse();
+    assert.equal(complete.request_id, 'req_complete');
+    for (const [name, value] of Object.entries(OPENAI_LIMITS)) assert.equal(complete.response.headers.get(name), value, name);
+    assert.ok(complete.response.headers.get('x-metaclaw-request-id'), "the proxy's own id is still there");
+
+    upstream.reply(withHeaders(openAIReply({ text: 'streamed' }), { 'x-request-id': 'req_stream', ...OPENAI_LIMITS }));
+    const stream = await client.chat.completions.create({ model: 'm', messages, stream: true }).withResponse();
+    let text = '';
+    for await (const chunk of stream.data) text += chunk.choices[0]?.delta.content ?? '';
+    assert.equal(text, 'streamed');
+    assert.equal(stream.response.headers.get('x-request-id'), 'req_stream');
+    assert.equal(stream.response.headers.get('x-ratelimit-remaining-requests'), '499');
+
+    upstream.reply(
+      withHeaders(errorReply(400, { error: { message: 'bad parameter', type: 'invalid_request_error' } }), {
+        'x-request-id': 'req_rejected',
+        ...OPENAI_LIMITS,
+      }),
+    );
+    const error = await rejection(client.chat.completions.create({ model: 'm', messages }));
+    assert.ok(error instanceof OpenAI.BadRequestError);
+    assert.equal(error.requestID, 'req_rejected');
+    assert.equal(error.headers?.get('x-ratelimit-limit-requests'), '500');
+  });
+
+  test("an Anthropic upstream's request-id and anthropic-ratelimit-* reach an Anthropic client, and an OpenAI client as they are", async () => {
+    const headers = { 'request-id': 'req_anthropic', ...ANTHROPIC_LIMITS };
+    upstream.reply(withHeaders(anthropicReply({ text: 'same format' }), headers));
+    const anthropic = new Anthropic({ baseURL: anthropicProxy.url, apiKey: 'x', maxRetries: 0 });
+    const message = await anthropic.messages.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    assert.equal(message.request_id, 'req_anthropic');
+    for (const [name, value] of Object.entries(ANTHROPIC_LIMITS)) assert.equal(message.response.headers.get(name), value, name);
+
+    const openai = new OpenAI({ baseURL: `${anthropicProxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    upstream.reply(withHeaders(anthropicReply({ text: 'translated' }), headers));
+    const complete = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    assert.equal(complete.data.choices[0]!.message.content, 'translated');
+    for (const [name, value] of Object.entries(headers)) assert.equal(complete.response.headers.get(name), value, name);
+
+    upstream.reply(withHeaders(anthropicReply({ text: 'translated stream' }), headers));
+    const stream = await openai.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    let text = '';
+    for await (const chunk of stream.data) text += chunk.choices[0]?.delta.content ?? '';
+    assert.equal(text, 'translated stream');
+    assert.equal(stream.response.headers.get('request-id'), 'req_anthropic');
+    assert.equal(stream.response.headers.get('anthropic-ratelimit-requests-remaining'), '49');
+  });
+
+  test('a persistent 500 gets exactly llm.max_retries + 1 upstream attempts behind the openai SDK at its default maxRetries', async () => {
+    upstream.defaultHandler = errorReply(500, { error: { message: 'upstream exploded', type: 'server_error' } });
+    const client = new OpenAI({ baseURL: `${openaiProxy.url}/v1`, apiKey: 'x' });
+    assert.equal(client.maxRetries, 2, "the SDK's own default retries are on");
+    const error = await rejection(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }));
+    assert.ok(error instanceof OpenAI.InternalServerError);
+    assert.equal(upstream.modelRequests().length, 3, 'one try and the proxy’s two retries, none from the SDK');
+    assert.equal(error.headers?.get('x-should-retry'), 'false');
+  });
+
+  test('a persistent 529 gets exactly llm.max_retries + 1 upstream attempts behind the Anthropic SDK at its default maxRetries', async () => {
+    upstream.defaultHandler = errorReply(529, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+    const client = new Anthropic({ baseURL: anthropicProxy.url, apiKey: 'x' });
+    assert.equal(client.maxRetries, 2, "the SDK's own default retries are on");
+    const error = await rejection(client.messages.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }));
+    assert.ok(error instanceof Anthropic.APIError);
+    assert.equal(error.status, 529);
+    assert.equal(upstream.modelRequests().length, 3, 'one try and the proxy’s two retries, none from the SDK');
+    assert.equal(error.headers?.get('x-should-retry'), 'false');
+  });
+
+  test("the error after the proxy's retries carries the last upstream answer's retry-after and request id", async () => {
+    const unavailable = { error: { message: 'try later', type: 'server_error' } };
+    // The second answer asks for a wait longer than llm.max_retry_wait_seconds: the proxy stops there.
+    upstream.reply(
+      withHeaders(errorReply(503, unavailable), { 'x-request-id': 'req_first' }),
+      withHeaders(errorReply(503, unavailable), { 'x-request-id': 'req_last', 'retry-after': '30' }),
+    );
+    const client = new OpenAI({ baseURL: `${openaiProxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const error = await rejection(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }));
+    assert.ok(error instanceof OpenAI.APIError);
+    assert.equal(error.status, 503);
+    assert.equal(error.headers?.get('retry-after'), '30');
+    assert.equal(error.requestID, 'req_last');
+    assert.equal(error.headers?.get('x-should-retry'), 'false');
+    assert.equal(upstream.modelRequests().length, 2);
+  });
+
+  test("a client's x-request-id is kept on its turn record (GET /v1/requests/{id})", async () => {
+    const response = await fetch(`${openaiProxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'client-side-42' },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(response.status, 200);
+    const turn = await recordedTurn(openaiProxy.url, response.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.received.headers['x-request-id'], 'client-side-42');
+  });
+});
