@@ -246,6 +246,17 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     assert.equal(retrieved.previous_response_id, first.id);
   });
 
+  test('a response made with store: false can still be named by previous_response_id: it is read from the turn records', async () => {
+    upstream.reply(openAIReply({ text: 'Noted.' }), openAIReply({ text: 'Still noted.' }));
+    const first = await client.responses.create({ model: 'gpt-test', input: 'Remember the number 42.', store: false });
+    await client.responses.create({ model: 'gpt-test', previous_response_id: first.id, input: 'Which number?' });
+    assert.deepEqual(upstream.modelRequests()[1]!.body.messages, [
+      { role: 'user', content: 'Remember the number 42.' },
+      { role: 'assistant', content: 'Noted.' },
+      { role: 'user', content: 'Which number?' },
+    ]);
+  });
+
   test('count_tokens is estimated when the main upstream is not Anthropic', async () => {
     const anthropic = new Anthropic({ baseURL: proxy.url, apiKey: 'unused', maxRetries: 0 });
     const counted = await anthropic.messages.countTokens({

@@ -73,7 +73,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
     else validateModelRequest(format, body);
 
     const received = { ...body }; // as received, before MetaClaw's own keys are stripped
-    const responses = format === 'responses' ? await ResponsesTurn.prepare(deps.responses, deps.forwarder, body) : undefined;
+    const responses = format === 'responses' ? await ResponsesTurn.prepare(deps.responses, deps.forwarder, body, raw.length) : undefined;
     const signals = readTurnSignals(request.headers, body, format, responses?.messages);
     const strippedKeys = stripNonStandardKeys(body);
     const userRequest = extractUserRequest(responses ? responses.messages : (body['messages'] as unknown[]), signals.profile);

@@ -13,6 +13,8 @@ export interface RecordedConversation {
 
 /** Conversations kept in memory, newest last: an agent's next request names the response just given. */
 const REMEMBERED = 256;
+/** And at most about this many bytes of the requests that brought them (a request that resends its whole conversation holds its own copy). */
+const REMEMBERED_BYTES = 32 * 1024 * 1024;
 
 /**
  * `previous_response_id` resolved from the proxy's own records, for upstreams that keep no
@@ -21,7 +23,8 @@ const REMEMBERED = 256;
  * rebuilt from the turn records by following each turn's own `previous_response_id`.
  */
 export class ResponsesHistory {
-  private readonly recent = new Map<string, RecordedConversation>();
+  private readonly recent = new Map<string, { conversation: RecordedConversation; bytes: number }>();
+  private bytes = 0;
 
   constructor(
     private readonly conversation: ConversationStore,
@@ -29,22 +32,31 @@ export class ResponsesHistory {
     private readonly pending: ReadonlyMap<string, Promise<void>>,
   ) {}
 
-  remember(responseId: string, conversation: RecordedConversation): void {
+  /** `bytes`: about what the conversation holds that no other remembered one shares (the request's own body). */
+  remember(responseId: string, conversation: RecordedConversation, bytes: number): void {
+    this.forget(responseId);
+    this.recent.set(responseId, { conversation, bytes });
+    this.bytes += bytes;
+    while (this.recent.size > REMEMBERED || this.bytes > REMEMBERED_BYTES) this.forget(this.recent.keys().next().value!);
+  }
+
+  private forget(responseId: string): void {
+    const entry = this.recent.get(responseId);
+    if (entry === undefined) return;
     this.recent.delete(responseId);
-    this.recent.set(responseId, conversation);
-    if (this.recent.size > REMEMBERED) this.recent.delete(this.recent.keys().next().value!);
+    this.bytes -= entry.bytes;
   }
 
   /** The conversation a response id stands for; undefined when MetaClaw has no record of it (or of a turn before it). */
   async resolve(responseId: string): Promise<RecordedConversation | undefined> {
     const remembered = this.recent.get(responseId);
-    if (remembered) return remembered;
+    if (remembered) return remembered.conversation;
     let found = this.fromRecords(responseId);
     if (found === undefined && this.pending.size > 0) {
       await Promise.allSettled([...this.pending.values()]);
       found = this.fromRecords(responseId);
     }
-    if (found) this.remember(responseId, found);
+    if (found) this.remember(responseId, found, JSON.stringify(found.items).length);
     return found;
   }
 
@@ -61,7 +73,7 @@ export class ResponsesHistory {
     const seen = new Set<string>();
     let upstreamKeeps: boolean | undefined;
     for (let id: string | undefined = responseId; id !== undefined;) {
-      const remembered = this.recent.get(id);
+      const remembered = this.recent.get(id)?.conversation;
       if (remembered) {
         segments.unshift(remembered.items);
         upstreamKeeps ??= remembered.upstreamKeeps;
@@ -72,8 +84,10 @@ export class ResponsesHistory {
       seen.add(id);
       upstreamKeeps ??= turn.upstream_format === 'responses';
       const received = this.conversation.receivedBody(turn.id) as Record<string, unknown> | null;
-      segments.unshift([...responsesInputItems(received?.['input']), ...recordedOutput(turn)]);
-      const previous = received?.['previous_response_id'];
+      // Its body is past store.payload_retention_days: the conversation cannot be rebuilt whole.
+      if (received === null) return undefined;
+      segments.unshift([...responsesInputItems(received['input']), ...recordedOutput(turn)]);
+      const previous = received['previous_response_id'];
       id = typeof previous === 'string' ? previous : undefined;
     }
     return { items: segments.flat(), upstreamKeeps: upstreamKeeps ?? false };

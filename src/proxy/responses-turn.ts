@@ -20,18 +20,22 @@ export class ResponsesTurn {
     /** Whether what came before this request is known (nothing, or a known previous response). */
     private readonly known: boolean,
     private readonly input: readonly unknown[],
+    /** The request's size; with `store: false` nothing is remembered (no later request may name the answer). */
+    private readonly remembered: { bytes: number; store: boolean },
   ) {}
 
   /**
    * Resolves `previous_response_id`. The request goes on as sent; the forwarder sends the earlier
    * conversation along where the upstream cannot resolve the id itself (see translate/format-pairs.ts).
    */
-  static async prepare(history: ResponsesHistory, forwarder: UpstreamForwarder, body: Record<string, unknown>): Promise<ResponsesTurn> {
+  static async prepare(history: ResponsesHistory, forwarder: UpstreamForwarder, body: Record<string, unknown>, bytes: number): Promise<ResponsesTurn> {
     const input = responsesInputItems(body['input']);
+    const remembered = { bytes, store: body['store'] !== false };
     const previousId = body['previous_response_id'];
-    if (typeof previousId !== 'string' || previousId === '') return new ResponsesTurn(history, responsesConversation(input), undefined, true, input);
+    if (typeof previousId !== 'string' || previousId === '')
+      return new ResponsesTurn(history, responsesConversation(input), undefined, true, input, remembered);
     const previous = await history.resolve(previousId);
-    if (previous !== undefined) return new ResponsesTurn(history, responsesConversation([...previous.items, ...input]), previous, true, input);
+    if (previous !== undefined) return new ResponsesTurn(history, responsesConversation([...previous.items, ...input]), previous, true, input, remembered);
     if (!forwarder.allTargets.some((target) => target.responses))
       throw new BadRequestError(
         'previous_response_not_found',
@@ -39,7 +43,7 @@ export class ResponsesTurn {
         'previous_response_id',
       );
     // An upstream that keeps responses may know it; what came before stays unknown here.
-    return new ResponsesTurn(history, responsesConversation(input), undefined, false, input);
+    return new ResponsesTurn(history, responsesConversation(input), undefined, false, input, remembered);
   }
 
   /** The answer with the response id the client got; its conversation is remembered when it went well. */
@@ -47,11 +51,11 @@ export class ResponsesTurn {
     const response = result.response;
     if (response === null) return null;
     const id = response.id ?? responseIdFor(requestId);
-    if (result.outcome === 'ok' && this.known) {
+    if (result.outcome === 'ok' && this.known && this.remembered.store) {
       // Reasoning is not sent back: without the upstream's own encrypted form it means nothing there.
       const output = assistantToResponsesOutput({ ...response, reasoning: '' }, id);
       const upstreamKeeps = result.upstream !== null && wireFormat(result.upstream, 'responses') === 'responses';
-      this.history.remember(id, { items: [...(this.earlier?.items ?? []), ...this.input, ...output], upstreamKeeps });
+      this.history.remember(id, { items: [...(this.earlier?.items ?? []), ...this.input, ...output], upstreamKeeps }, this.remembered.bytes);
     }
     return { ...response, id };
   }
