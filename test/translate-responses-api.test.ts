@@ -164,10 +164,11 @@ describe('responsesRequestToOpenAI', () => {
     assert.throws(() => responsesRequestToOpenAI({ previous_response_id: 'resp_1', input: 'x' }, {}), /resp_1/);
   });
 
-  it('leaves tool_choice out when no function tool remains', () => {
-    const chat = responsesRequestToOpenAI({ input: 'x', tools: [{ type: 'web_search' }], tool_choice: 'required' }, {});
+  it('leaves tool_choice and parallel_tool_calls out when no function tool remains', () => {
+    const chat = responsesRequestToOpenAI({ input: 'x', tools: [{ type: 'web_search' }], tool_choice: 'required', parallel_tool_calls: true }, {});
     assert.equal(chat.tools, undefined);
     assert.equal(chat.tool_choice, undefined);
+    assert.equal(chat.parallel_tool_calls, undefined);
   });
 });
 

@@ -8,7 +8,7 @@ import { isRecord, readArray, readNumber, readString, toolCallId } from './commo
  */
 
 /** Top-level keys that mean the same in both APIs; every other Responses key is Responses-only. */
-const SHARED_KEYS = ['temperature', 'top_p', 'parallel_tool_calls', 'user', 'seed'] as const;
+const SHARED_KEYS = ['temperature', 'top_p', 'user', 'seed'] as const;
 
 /** Separate text parts of one message are separate paragraphs. */
 const PARAGRAPH = '\n\n';
@@ -167,7 +167,7 @@ function convertTextFormat(text: unknown): Record<string, unknown> | undefined {
 }
 
 /** Function tools only: OpenAI's hosted tools (web search, file search, …) run nowhere else. */
-function convertTools(request: ResponsesRequest): Pick<OpenAIChatRequest, 'tools' | 'tool_choice'> {
+function convertTools(request: ResponsesRequest): Pick<OpenAIChatRequest, 'tools' | 'tool_choice' | 'parallel_tool_calls'> {
   const tools: OpenAITool[] = [];
   for (const tool of readArray(request.tools)) {
     const name = isRecord(tool) && tool.type === 'function' ? readString(tool.name) : undefined;
@@ -179,10 +179,13 @@ function convertTools(request: ResponsesRequest): Pick<OpenAIChatRequest, 'tools
     if (typeof tool.strict === 'boolean') definition.strict = tool.strict;
     tools.push({ type: 'function', function: definition });
   }
-  // tool_choice without tools is an error on OpenAI's side.
+  // tool_choice and parallel_tool_calls without tools are errors on OpenAI's side.
   if (tools.length === 0) return {};
+  const result: Pick<OpenAIChatRequest, 'tools' | 'tool_choice' | 'parallel_tool_calls'> = { tools };
   const choice = convertToolChoice(request.tool_choice);
-  return choice === undefined ? { tools } : { tools, tool_choice: choice };
+  if (choice !== undefined) result.tool_choice = choice;
+  if (typeof request['parallel_tool_calls'] === 'boolean') result.parallel_tool_calls = request['parallel_tool_calls'];
+  return result;
 }
 
 function convertToolChoice(choice: unknown): OpenAIToolChoice | undefined {
