@@ -185,12 +185,28 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     assert.equal(upstream.modelRequests().length, 0);
   });
 
-  test('invalid input items are refused with the field named', async () => {
-    await assert.rejects(
-      client.responses.create({ model: 'gpt-test', input: [{ type: 'function_call_output', output: 'x' } as never] }),
-      (error: unknown) => error instanceof OpenAI.BadRequestError && /input\.0\.call_id/.test(error.message),
-    );
+  test("bad input is refused in OpenAI's error shape with the field named, and changes nothing: no upstream request, no turn recorded", async () => {
+    const session = { originator: 'codex_exec', 'session-id': 'bad-input-session' };
+    const refused: Array<[OpenAI.Responses.ResponseCreateParamsNonStreaming, RegExp]> = [
+      [{ model: 'gpt-test', input: [{ type: 'function_call_output', output: 'x' } as never] }, /input\.0\.call_id/],
+      [{ model: 'gpt-test', input: 42 as never }, /input/],
+      [{ model: 'gpt-test', input: 'Hello?', tools: [{ type: 'function' } as never] }, /tools\.0/],
+      [{ model: 'gpt-test', previous_response_id: 'resp_never_given', input: 'Hello?' }, /resp_never_given/],
+    ];
+    for (const [body, named] of refused) {
+      await assert.rejects(client.responses.create(body, { headers: session }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+        assert.equal(error.type, 'invalid_request_error');
+        assert.match(error.message, named);
+        return true;
+      });
+    }
     assert.equal(upstream.modelRequests().length, 0);
+    upstream.reply(openAIReply({ text: 'Hello.' }));
+    const { response } = await client.responses.create({ model: 'gpt-test', input: 'Hello?' }, { headers: session }).withResponse();
+    const turn = await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.session_id, 'bad-input-session');
+    assert.equal(turn.seq, 1, 'the refused requests left no turn in the session');
   });
 
   test('an upstream error reaches the SDK as its own error; a stream that breaks midway raises from responses.stream and from the event iterator', async () => {
@@ -389,6 +405,31 @@ describe('Responses API passed through to an upstream that serves it (llm.api_fo
     assert.equal(turn.outcome.response.text, 'Hi there.');
     const retrieved = await client.responses.retrieve('resp_upstream_1');
     assert.equal(retrieved.output_text, 'Hi there.');
+  });
+
+  test("Codex's own fields (store: false, include, prompt_cache_key, client_metadata, namespace tools) and its session headers reach the upstream as sent", async () => {
+    upstream.reply(responsesReply({ id: 'resp_upstream_codex', text: 'Hello.' }));
+    const body = {
+      model: 'gpt-5',
+      input: [
+        { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'You are a coding agent running in the Codex CLI.' }] },
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'say hello' }] },
+      ],
+      tools: [{ type: 'namespace', name: 'multi_agent_v1', description: 'Sub-agents.', tools: [] }, { type: 'web_search' }],
+      tool_choice: 'auto',
+      parallel_tool_calls: true,
+      reasoning: { summary: 'auto' },
+      store: false,
+      include: ['reasoning.encrypted_content'],
+      prompt_cache_key: 'thread-1',
+      client_metadata: { session_id: 'thread-1', turn_id: 'turn-1' },
+    };
+    const codexHeaders = { originator: 'codex_exec', 'session-id': 'thread-1', 'thread-id': 'thread-1', 'x-client-request-id': 'thread-1' };
+    const response = await client.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming, { headers: codexHeaders });
+    assert.equal(response.output_text, 'Hello.');
+    const sent = upstream.modelRequests()[0]!;
+    assert.deepEqual(sent.body, body);
+    for (const [name, value] of Object.entries(codexHeaders)) assert.equal(sent.headers[name], value, name);
   });
 
   test('a passed-through stream that breaks midway ends with an error event the SDK raises', async () => {

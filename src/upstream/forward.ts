@@ -91,9 +91,20 @@ const MALFORMED_EVENT = 'the upstream sent a stream event that is not JSON';
 
 /** Client headers that carry meaning upstream and are safe to pass along. */
 const OPENAI_HEADERS = ['openai-organization', 'openai-project', 'openai-beta', 'http-referer', 'x-title'];
+/** Codex names its session, thread and turn in headers that a Responses upstream reads as Codex sent them. */
+const CODEX_HEADERS = [
+  'originator',
+  'session-id',
+  'thread-id',
+  'session_id',
+  'x-client-request-id',
+  'x-codex-window-id',
+  'x-codex-turn-metadata',
+  'x-codex-beta-features',
+];
 const PASSED_HEADERS: Record<RequestFormat, readonly string[]> = {
   openai: OPENAI_HEADERS,
-  responses: OPENAI_HEADERS,
+  responses: [...OPENAI_HEADERS, ...CODEX_HEADERS],
   anthropic: ['anthropic-beta', 'anthropic-dangerous-direct-browser-access'],
 };
 
