@@ -399,6 +399,12 @@ describe('Responses API passed through to an upstream that serves it (llm.api_fo
     assert.ok(types.includes('response.function_call_arguments.delta'));
     assert.equal(second.output[0]?.type === 'function_call' ? second.output[0].call_id : undefined, 'call_1');
 
+    upstream.reply(responsesReply({ id: 'resp_upstream_3', text: 'Oslo: 4°C.' }));
+    const output = { type: 'function_call_output' as const, call_id: 'call_1', output: '{"celsius":4}' };
+    const third = await client.responses.create({ model: 'gpt-5', previous_response_id: second.id, input: [output], tools: [weatherTool] });
+    assert.equal(third.output_text, 'Oslo: 4°C.');
+    assert.deepEqual(upstream.modelRequests()[2]!.body, { model: 'gpt-5', previous_response_id: 'resp_upstream_2', input: [output], tools: [weatherTool] });
+
     const turn = await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
     assert.equal(turn.received.format, 'responses');
     assert.equal(turn.forwarded.format, 'responses');
