@@ -5,7 +5,7 @@ import OpenAI from 'openai';
 import { anthropicReply, dropMidStream, errorReply, json, openAIReply, responsesReply, ScriptedUpstream } from './support/upstream.js';
 import { turnFromJournal } from '../src/proxy/index.js';
 import { isEvolverCall, learningAwareUpstream, userText } from './support/evolver.js';
-import { recordedTurn, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { homeWithStarterSkills, recordedTurn, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 
 /** The OpenAI Responses API through the proxy, driven by the `openai` SDK's own `responses.create` / `responses.stream`. */
 
@@ -467,9 +467,7 @@ describe('Responses API turns get the same context, sessions and records as the 
 
   before(async () => {
     upstream = await ScriptedUpstream.start();
-    const home = tempHome();
-    const installed = await runCli(['skills', 'install-starter'], { home });
-    assert.equal(installed.code, 0, installed.stderr);
+    const home = await homeWithStarterSkills();
     proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
     client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
   });
