@@ -2,7 +2,17 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { anthropicReply, dropMidStream, errorReply, json, openAIReply, responsesReply, ScriptedUpstream } from './support/upstream.js';
+import {
+  anthropicReply,
+  dropMidStream,
+  errorReply,
+  gatedReply,
+  json,
+  openAIReply,
+  responsesReply,
+  ScriptedUpstream,
+  type Handler,
+} from './support/upstream.js';
 import { turnFromJournal } from '../src/proxy/index.js';
 import { isEvolverCall, learningAwareUpstream, userText } from './support/evolver.js';
 import { homeWithStarterSkills, recordedTurn, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
@@ -22,6 +32,24 @@ const GIT_QUESTION = 'my git commit history is a mess, how do I squash commits b
 /** The distinct event types in the order they first came. */
 function eventKinds(types: string[]): string[] {
   return types.filter((type, index) => type !== types[index - 1]);
+}
+
+/**
+ * Streams `reply` whole, then holds the upstream connection open, and hangs up as Codex does: on
+ * response.completed, before the upstream has closed. The turn's record, once written.
+ */
+async function hangUpOnCompleted(proxy: ProxyHandle, upstream: ScriptedUpstream, client: OpenAI, reply: Handler): Promise<any> {
+  let release = () => {};
+  upstream.reply(gatedReply(reply, Number.MAX_SAFE_INTEGER, new Promise<void>((resolve) => (release = resolve))));
+  try {
+    const { data: stream, response } = await client.responses.create({ model: 'gpt-5', input: 'Hello', stream: true }).withResponse();
+    for await (const event of stream) if (event.type === 'response.completed') break;
+    // The hang-up reaches the proxy on its own connection: the record exists once it has.
+    const requestId = response.headers.get('x-metaclaw-request-id')!;
+    return await waitFor(() => recordedTurn(proxy.url, requestId).catch(() => undefined));
+  } finally {
+    release();
+  }
 }
 
 describe('Responses API clients in front of a Chat Completions upstream (translated both ways)', () => {
@@ -175,6 +203,12 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     assert.equal(retrievedSecond.output_text, 'It is 22°C in Paris.');
     assert.equal(retrievedSecond.previous_response_id, first.id);
     await assert.rejects(client.responses.retrieve('resp_000000000000000000000000'), (error: unknown) => error instanceof OpenAI.NotFoundError);
+  });
+
+  test('a client that hangs up on response.completed while the upstream still holds the stream open got a whole answer: the turn is ok', async () => {
+    const turn = await hangUpOnCompleted(proxy, upstream, client, openAIReply({ text: 'All of it.' }));
+    assert.equal(turn.outcome.result, 'ok');
+    assert.equal(turn.outcome.response.text, 'All of it.');
   });
 
   test('a previous_response_id the proxy never gave is a 400 naming it, and nothing goes upstream', async () => {
@@ -436,6 +470,12 @@ describe('Responses API passed through to an upstream that serves it (llm.api_fo
     const sent = upstream.modelRequests()[0]!;
     assert.deepEqual(sent.body, body);
     for (const [name, value] of Object.entries(codexHeaders)) assert.equal(sent.headers[name], value, name);
+  });
+
+  test('a client that hangs up on a relayed response.completed while the upstream still holds the stream open got a whole answer: the turn is ok', async () => {
+    const turn = await hangUpOnCompleted(proxy, upstream, client, responsesReply({ id: 'resp_upstream_held', text: 'All of it.' }));
+    assert.equal(turn.outcome.result, 'ok');
+    assert.equal(turn.outcome.response.text, 'All of it.');
   });
 
   test('a passed-through stream that breaks midway ends with an error event the SDK raises', async () => {

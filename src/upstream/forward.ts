@@ -15,6 +15,7 @@ import {
   assembleAnswer,
   assembleStream,
   streamAssembler,
+  streamReachedEnd,
   streamTranslator,
   translateAnswer,
   translateErrorBody,
@@ -512,6 +513,12 @@ export class UpstreamForwarder {
       sink.onClose(() => {
         if (finished) return;
         response.destroy();
+        // Codex hangs up on response.completed, before the upstream ends the connection: a stream
+        // whose final event was out is a whole answer.
+        if (translating ? translator!.done : streamReachedEnd(wire, Buffer.concat(rawChunks))) {
+          finish({ type: 'finished', status: 200, outcome: 'ok', error: null, response: assembled() });
+          return;
+        }
         finish({ type: 'finished', status: 200, outcome: 'client_aborted', error: 'client disconnected mid-stream', response: assembled() });
       });
       response.on('data', (chunk: Buffer) => {

@@ -10,7 +10,7 @@ import type {
 } from '../../types/index.js';
 import { assembleAnthropicResponse, assembleOpenAIResponse, AnthropicStreamAssembler, OpenAIStreamAssembler } from './assemble.js';
 import { assembleResponsesResponse, ResponsesStreamAssembler } from './assemble-responses.js';
-import { isRecord } from './common.js';
+import { isRecord, parseJson, readString } from './common.js';
 import { anthropicErrorBodyToOpenAI, openAIErrorBodyToAnthropic } from './errors.js';
 import { anthropicRequestToOpenAI } from './request-anthropic-to-openai.js';
 import { openAIRequestToAnthropic } from './request-openai-to-anthropic.js';
@@ -30,6 +30,8 @@ import { AnthropicToResponsesStream, OpenAIToResponsesStream } from './stream-to
 
 /** Each stream translator turns the upstream's events into the client's, as SSE text. */
 export interface StreamTranslator {
+  /** The client's stream has had its final event. */
+  readonly done: boolean;
   push(event: SseEvent): string;
   finish(): string;
   fail(message: string): string;
@@ -122,6 +124,23 @@ export function assembleStream(format: RequestFormat, raw: Buffer): AssembledRes
   const parser = new SseParser();
   for (const event of [...parser.push(raw), ...parser.end()]) assembler.push(event);
   return assembler.result();
+}
+
+/** The events after which a stream has nothing more to say: a client may hang up once it has one. */
+const FINAL_EVENTS: Record<RequestFormat, ReadonlySet<string>> = {
+  openai: new Set(['[DONE]']),
+  anthropic: new Set(['message_stop']),
+  responses: new Set(['response.completed', 'response.incomplete', 'response.failed']),
+};
+
+/** Whether raw SSE bytes hold the final event of a `format` stream (only whole events count). */
+export function streamReachedEnd(format: RequestFormat, raw: Buffer): boolean {
+  const finals = FINAL_EVENTS[format];
+  return new SseParser().push(raw).some((event) => {
+    if (format === 'openai') return finals.has(event.data.trim());
+    const data = parseJson(event.data);
+    return finals.has((isRecord(data) ? readString(data['type']) : undefined) ?? event.event ?? '');
+  });
 }
 
 /** A complete answer in `format`, reduced for the record. */

@@ -26,6 +26,7 @@ export {
   assembleAnswer,
   assembleStream,
   streamAssembler,
+  streamReachedEnd,
   streamTranslator,
   translateAnswer,
   translateErrorBody,
