@@ -10,8 +10,8 @@ export interface UpstreamTarget {
   /** Base URL without a trailing slash: `https://api.openai.com/v1`, `https://api.anthropic.com`. */
   readonly baseUrl: string;
   readonly format: WireFormat;
-  /** Serves OpenAI's Responses API at `{baseUrl}/responses`: Responses requests pass through instead of being translated. */
-  readonly responses: boolean;
+  /** Serves OpenAI's Responses API at `{baseUrl}/responses` (absent: it does not): Responses requests pass through instead of being translated. */
+  readonly responses?: boolean;
   readonly apiKey: string | undefined;
   readonly keySource: KeySource;
   /** When set, replaces the client's `model` for requests to this upstream. */

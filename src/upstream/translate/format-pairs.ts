@@ -63,8 +63,8 @@ export interface AnswerContext {
 }
 
 /** A Responses request goes as is to an upstream that serves the Responses API; everything else in the upstream's format. */
-export function wireFormat(target: { format: ApiFormat; responses: boolean }, clientFormat: RequestFormat): RequestFormat {
-  return clientFormat === 'responses' && target.responses ? 'responses' : target.format;
+export function wireFormat(target: { format: ApiFormat; responses?: boolean }, clientFormat: RequestFormat): RequestFormat {
+  return clientFormat === 'responses' && target.responses === true ? 'responses' : target.format;
 }
 
 /** The body for the wire; the same object when no translation is needed and the model stays. */
