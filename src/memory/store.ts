@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Db } from '../store/index.js';
-import { bm25Idf, redactSecrets, tokenize } from '../text/index.js';
+import { blendedIdf, redactSecrets, tokenize } from '../text/index.js';
 import { injectionReason } from '../context/index.js';
 import type { MemoryDraft, MemoryOrigin, MemoryType, MemoryUnit } from './types.js';
 
@@ -41,6 +41,8 @@ export interface Candidate {
 export interface KeywordSearch {
   candidates: Candidate[];
   idf: Map<string, number>;
+  /** Query terms no unit of the scope holds. */
+  unknown: Set<string>;
 }
 
 export interface MemoryPatch {
@@ -357,10 +359,11 @@ export class MemoryStore {
   search(scope: string, terms: readonly string[], limit: number, includeInactive = false): KeywordSearch {
     const size = this.scopeSize(scope);
     const idfs = new Map<string, number>();
+    const unknown = new Set<string>();
     const weights = new Map<number, { weight: number; matched: string[] }>();
     for (const term of terms) {
-      // A term no unit holds gets the highest IDF.
-      idfs.set(term, idfOf(0, size));
+      idfs.set(term, idfOf(term, 0, size));
+      unknown.add(term);
       const token = scopedTerm(scope, term);
       let rows: number[];
       try {
@@ -371,8 +374,9 @@ export class MemoryStore {
       if (rows.length === 0) continue;
       // A capped list is not the term's document frequency: ask the index for that.
       const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
-      const idf = idfOf(frequency, size);
+      const idf = idfOf(term, frequency, size);
       idfs.set(term, idf);
+      unknown.delete(term);
       for (const rowid of rows) {
         const entry = weights.get(rowid);
         if (entry) {
@@ -395,7 +399,7 @@ export class MemoryStore {
         if (candidates.length === limit) break;
       }
     }
-    return { candidates, idf: idfs };
+    return { candidates, idf: idfs, unknown };
   }
 
   private documentFrequency(token: string, atLeast: number): number {
@@ -490,13 +494,6 @@ export class MemoryStore {
 }
 
 /**
- * A young memory has few units, where raw IDF calls every shared word worthless; counting this many
- * pseudo-units that hold none of the query's terms keeps weights sane.
- */
-const PSEUDO_DOCUMENTS = 20;
-
-/** BM25's IDF, with the pseudo-units; a term no unit holds gets the highest value. */
-/**
  * How many holders of one term a search visits (the newest). Rare terms reach every holder; a term
  * held by more units than this carries little weight (the rare terms of the query do the ranking),
  * and visiting every holder costs ~0.3 µs each: milliseconds per request once a scope holds
@@ -504,8 +501,12 @@ const PSEUDO_DOCUMENTS = 20;
  */
 const POSTINGS_PER_TERM = 200;
 
-export function idfOf(documentFrequency: number, size: number): number {
-  return bm25Idf(documentFrequency, size + PSEUDO_DOCUMENTS);
+/**
+ * A term's IDF in a scope of `size` units, `documentFrequency` of which hold it, blended with the
+ * background statistics: a young memory of a few units still knows a common word from a rare one.
+ */
+export function idfOf(term: string, documentFrequency: number, size: number): number {
+  return blendedIdf(term, documentFrequency, size);
 }
 
 export function newMemoryId(): string {

@@ -25,10 +25,10 @@ export interface RetrievedSkill {
 }
 
 /** Skills scoring under this fraction of the best match are dropped. */
-const RELATIVE_FLOOR = 0.6;
+const RELATIVE_FLOOR = 0.8;
 
-/** Below this much matched IDF a skill is not relevant however short the query is (one rare word ≈ 3). */
-const MIN_MATCHED_WEIGHT = 2.2;
+/** Below this much evidence (matched IDF in rare terms) a skill is not relevant however short the query is. */
+const MIN_EVIDENCE = 1.5;
 
 /**
  * Finds the skills relevant to a request: keyword coverage (BM25 candidates from FTS5), cosine
@@ -57,7 +57,7 @@ export class SkillRetriever {
     const contextTerms = context ? uniqueTerms(context).filter((term) => !queryTerms.includes(term)) : [];
     const scores = new Map<string, number>();
     for (const hit of this.index.search(queryTerms, contextTerms)) {
-      if (hit.matchedWeight >= MIN_MATCHED_WEIGHT) scores.set(hit.name, keywordRelevance(hit.coverage, hit.matchedWeight));
+      if (hit.evidence >= MIN_EVIDENCE) scores.set(hit.name, keywordRelevance(hit.coverage, hit.evidence));
     }
     return scores;
   }
