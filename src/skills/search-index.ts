@@ -24,6 +24,8 @@ interface IndexedSkill {
   frequencies: Map<string, number>;
   /** Terms in the name or description. */
   head: Set<string>;
+  /** Terms in the name. */
+  named: Set<string>;
   /** Field-weighted length, for BM25's length normalisation. */
   length: number;
 }
@@ -65,9 +67,10 @@ export class SkillSearchIndex {
 
   /**
    * Skills matching `queryTerms`, best first, with their coverage of the query. `contextTerms`
-   * (from earlier turns) can add a little coverage but never find a skill on their own.
+   * (from earlier turns) can add a little coverage but never find a skill on their own. A term in a
+   * skill's name counts `nameWeight` times one in its description.
    */
-  search(queryTerms: readonly string[], contextTerms: readonly string[] = []): KeywordHit[] {
+  search(queryTerms: readonly string[], contextTerms: readonly string[] = [], { nameWeight = 1 } = {}): KeywordHit[] {
     if (queryTerms.length === 0 || this.skills.size === 0) return [];
     const averageLength = this.totalLength / this.skills.size;
     const idfs = new Map<string, number>();
@@ -98,9 +101,9 @@ export class SkillSearchIndex {
     const rare = rareTermIdf(this.skills.size);
     return ranked.map(([name, bm25]) => {
       const skill = this.skills.get(name)!;
-      const matched = this.matched(queryTerms, skill, idfs);
-      let coverage = total > 0 ? matched / total : 0;
-      if (contextTotal > 0) coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, skill, idfs) / contextTotal) * coverage);
+      const matched = this.matched(queryTerms, skill, idfs, nameWeight);
+      let coverage = total > 0 ? Math.min(1, matched / total) : 0;
+      if (contextTotal > 0) coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, skill, idfs, nameWeight) / contextTotal) * coverage);
       return { name, bm25, coverage, evidence: matched / rare };
     });
   }
@@ -116,10 +119,11 @@ export class SkillSearchIndex {
     return sum;
   }
 
-  private matched(terms: readonly string[], skill: IndexedSkill, idfs: ReadonlyMap<string, number>): number {
+  private matched(terms: readonly string[], skill: IndexedSkill, idfs: ReadonlyMap<string, number>, nameWeight: number): number {
     let sum = 0;
     for (const term of terms) {
-      if (skill.head.has(term)) sum += idfs.get(term)!;
+      if (skill.named.has(term)) sum += idfs.get(term)! * nameWeight;
+      else if (skill.head.has(term)) sum += idfs.get(term)!;
       else if (skill.frequencies.has(term)) sum += idfs.get(term)! * BODY_ONLY_WEIGHT;
     }
     return sum;
@@ -138,7 +142,7 @@ export class SkillSearchIndex {
       for (const term of fields[field]) frequencies.set(term, (frequencies.get(term) ?? 0) + weight);
       length += fields[field].length * weight;
     }
-    this.skills.set(skill.name, { frequencies, head: new Set([...fields.name, ...fields.description]), length });
+    this.skills.set(skill.name, { frequencies, head: new Set([...fields.name, ...fields.description]), named: new Set(fields.name), length });
     this.totalLength += length;
     for (const term of frequencies.keys()) {
       let documents = this.postings.get(term);
