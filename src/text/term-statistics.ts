@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
+import { parseDataFile } from './data-file.js';
 
 /**
  * Background term statistics (`data/term-statistics.json`): for each language, the share of a
@@ -46,20 +47,10 @@ export interface TermStatistics {
 
 /** Parses and checks a statistics file; throws an error naming the file and what is wrong. */
 export function parseTermStatistics(text: string, source: string): TermStatistics {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError(`${source}: not JSON (${(error as Error).message})`);
-  }
-  const parsed = fileSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ConfigError(`${source}: ${issue.path.join('.') || '(top)'}: ${issue.message}`);
-  }
+  const data = parseDataFile(text, source, fileSchema);
   const shares = new Map<string, number>();
   const documents: Record<string, number> = {};
-  for (const [language, { documents: size, terms: length, frequencies }] of Object.entries(parsed.data.languages)) {
+  for (const [language, { documents: size, terms: length, frequencies }] of Object.entries(data.languages)) {
     documents[language] = size;
     const sentencesPerDocument = Math.max(1, DOCUMENT_TERMS / (length / size));
     const seen = new Set<string>();
