@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { parseTermStatistics, termStatistics, tokenize } from '../src/text/index.js';
-import { startProxy, tempHome, type ProxyHandle } from './support/proxy.js';
+import { recordedTurn, startProxy, tempHome, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 const KUBERNETES_SKILL = `---
@@ -33,19 +33,37 @@ async function smallProxy(prepare: (home: string) => void): Promise<{ upstream: 
   return { upstream, proxy, client: new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 }) };
 }
 
-/** Sends one main turn in its own session and returns the system prompt the upstream received. */
-async function forwardedSystem(client: OpenAI, upstream: ScriptedUpstream, question: string, session: string): Promise<string> {
-  await client.chat.completions.create(
-    {
-      model: 'm',
-      messages: [
-        { role: 'system', content: 'You are a helpful agent.' },
-        { role: 'user', content: question },
-      ],
-    },
-    { headers: { 'X-Session-Id': session } },
-  );
-  return upstream.modelRequests().at(-1)!.body.messages[0].content as string;
+/** What one main turn, in its own session, became: the system prompt the upstream received and the turn record's `added`. */
+async function ask(client: OpenAI, upstream: ScriptedUpstream, proxy: ProxyHandle, question: string, session: string): Promise<{ system: string; added: any }> {
+  const { response } = await client.chat.completions
+    .create(
+      {
+        model: 'm',
+        messages: [
+          { role: 'system', content: 'You are a helpful agent.' },
+          { role: 'user', content: question },
+        ],
+      },
+      { headers: { 'X-Session-Id': session } },
+    )
+    .withResponse();
+  const turn = await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
+  return { system: upstream.modelRequests().at(-1)!.body.messages[0].content as string, added: turn.added };
+}
+
+/** Each question, asked in its own session, gets nothing added: the turn record says so and the system prompt is forwarded as sent. */
+async function assertNothingAdded(context: Awaited<ReturnType<typeof smallProxy>>, questions: ReadonlyArray<readonly [string, string]>): Promise<void> {
+  for (const [question, session] of questions) {
+    const unrelated = await ask(context.client, context.upstream, context.proxy, question, session);
+    assert.equal(unrelated.added, null, question);
+    assert.equal(unrelated.system, 'You are a helpful agent.', question);
+  }
+}
+
+/** The names of the skills a turn record says were injected. */
+function injectedSkills(added: any): string[] {
+  const section = (added?.sections ?? []).find((item: { provider: string }) => item.provider === 'skills');
+  return (section?.details.skills ?? []).map((skill: { name: string }) => skill.name);
 }
 
 describe('a library of one skill', () => {
@@ -61,19 +79,18 @@ describe('a library of one skill', () => {
     await context?.upstream.close();
   });
 
-  test('the matching request gets the skill injected; a greeting and unrelated requests get nothing', async () => {
-    const { client, upstream } = context;
-    const matching = await forwardedSystem(client, upstream, 'My kubernetes deployment rollout failed, how do I roll back?', 'k8s');
-    assert.match(matching, /<metaclaw-context>/);
-    assert.match(matching, /### kubernetes-rollback/);
-    assert.match(matching, /kubectl rollout undo/);
-    for (const [question, session] of [
+  test('the matching request gets the skill injected (turn record and prompt); a greeting, a cooking question and a car seat to roll back get nothing', async () => {
+    const { client, upstream, proxy } = context;
+    const matching = await ask(client, upstream, proxy, 'My kubernetes deployment rollout failed, how do I roll back?', 'k8s');
+    assert.deepEqual(injectedSkills(matching.added), ['kubernetes-rollback']);
+    assert.match(matching.system, /<metaclaw-context>/);
+    assert.match(matching.system, /### kubernetes-rollback/);
+    assert.match(matching.system, /kubectl rollout undo/);
+    await assertNothingAdded(context, [
       ['say hello', 'greeting'],
       ['how long should I proof sourdough overnight?', 'bread'],
       ['I need to roll back my car seat, it is too upright', 'car'],
-    ] as const) {
-      assert.equal(await forwardedSystem(client, upstream, question, session), 'You are a helpful agent.', question);
-    }
+    ]);
   });
 });
 
@@ -93,14 +110,21 @@ describe('a memory of one unit', () => {
     await context?.upstream.close();
   });
 
-  test('it is recalled for a question it answers, and not for one that only shares a common word with it', async () => {
-    const { client, upstream } = context;
+  test('it is recalled for the question it answers; a greeting, a cooking question and one that only shares a common word with it get nothing', async () => {
+    const { client, upstream, proxy } = context;
     // "write" is in the unit ("the backup job writes"): in a scope of one unit that is all the scope
     // knows of it, while the background statistics know it is one of the commonest verbs.
-    const unrelated = await forwardedSystem(client, upstream, 'can you help me write a poem about the ocean', 'poem');
-    assert.doesNotMatch(unrelated, /6432/);
-    const matching = await forwardedSystem(client, upstream, 'Which port does the staging database listen on?', 'port');
-    assert.match(matching, /db-staging\.internal, port 6432/);
+    await assertNothingAdded(context, [
+      ['can you help me write a poem about the ocean', 'poem'],
+      ['hi there!', 'greeting'],
+      ['how long should I proof sourdough overnight?', 'bread'],
+    ]);
+    const matching = await ask(client, upstream, proxy, 'Which port does the staging database listen on?', 'port');
+    assert.ok(
+      (matching.added?.sections ?? []).some((item: { provider: string }) => item.provider === 'memory'),
+      JSON.stringify(matching.added),
+    );
+    assert.match(matching.system, /db-staging\.internal, port 6432/);
   });
 });
 
