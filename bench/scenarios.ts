@@ -12,6 +12,7 @@ import { MemoryRetriever } from '../src/memory/retrieval.js';
 import { renderMemory } from '../src/memory/render.js';
 import { MemoryStore } from '../src/memory/store.js';
 import { measureMemoryRecall, renderRecall } from './memory-recall.js';
+import { DEV_ANALYST_RULES, DEV_RULES, HELDOUT_RULES, measureRuleScenarios, renderRules } from './memory-rules.js';
 import { measureSkillRetrieval, renderSkillRetrieval } from './skill-retrieval-quality.js';
 import { summarize } from './stats.js';
 
@@ -47,6 +48,7 @@ export async function extraScenarios(context: ScenarioContext): Promise<ExtraSce
     await skillsThroughProxyScenario(context),
     await memoryRetrievalScenario(context),
     await memoryRecallQualityScenario(context),
+    await memoryRulesScenario(context),
   ];
 }
 
@@ -247,6 +249,28 @@ async function memoryRecallQualityScenario(context: ScenarioContext): Promise<Ex
     title: 'Memory recall quality (recall@5 and @10, labelled history)',
     lines: renderRecall(report),
     data: report as unknown as Record<string, unknown>,
+  };
+}
+
+/* ---------- memory: standing rules learned from corrections ---------- */
+
+async function memoryRulesScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
+  context.log('standing rules over 30 days: rule recall, leaks, core block');
+  const dir = join(context.home, 'memory-rules');
+  mkdirSync(dir, { recursive: true });
+  const reports = await measureRuleScenarios(
+    [
+      ['dev: app developer', DEV_RULES],
+      ['dev: analyst', DEV_ANALYST_RULES],
+      ['held-out: 30 days', HELDOUT_RULES],
+    ],
+    dir,
+  );
+  rmSync(dir, { recursive: true, force: true });
+  return {
+    title: 'Standing rules learned from corrections (multi-week scenarios)',
+    lines: renderRules(reports),
+    data: reports as unknown as Record<string, unknown>,
   };
 }
 

@@ -135,6 +135,9 @@ export class MemoryStore {
       sameContent: db.prepare<[string, string], UnitRow>(
         "SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'active' AND origin != 'raw_turn' LIMIT 1",
       ),
+      replacedWithContent: db.prepare<[string, string], UnitRow>(
+        "SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'superseded' AND core = 1 ORDER BY rowid DESC LIMIT 1",
+      ),
       rawInSession: db.prepare<[string, string, string, string], { found: number }>(
         "SELECT 1 AS found FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? AND speaker = ? AND content = ? LIMIT 1",
       ),
@@ -155,6 +158,16 @@ export class MemoryStore {
         "SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND origin != 'raw_turn' ORDER BY observed_at DESC LIMIT ?",
       ),
       allOfScope: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY rowid'),
+      lastRawOfSession: db
+        .prepare<[string, string, string], string>(
+          "SELECT content FROM memory_units WHERE source_session = ? AND scope = ? AND origin = 'raw_turn' AND speaker = ? ORDER BY rowid DESC LIMIT 1",
+        )
+        .pluck(),
+      ruleInstances: db.prepare<[string], UnitRow>(
+        "SELECT * FROM memory_units WHERE scope = ? AND origin = 'rule' AND core = 0 AND status = 'active' ORDER BY rowid DESC LIMIT 200",
+      ),
+      replacedRules: db.prepare<[string], string>("SELECT source_turns FROM memory_units WHERE scope = ? AND core = 1 AND status = 'superseded'").pluck(),
+      sources: db.prepare<[string, number, number, string]>('UPDATE memory_units SET source_turns = ?, importance = ?, updated_at = ? WHERE id = ?'),
     };
   }
 
@@ -227,6 +240,12 @@ export class MemoryStore {
     return row ? toUnit(row) : undefined;
   }
 
+  /** A replaced standing instruction with exactly this content, if any. */
+  findReplacedRule(scope: string, content: string): MemoryUnit | undefined {
+    const row = this.statements.replacedWithContent.get(scope, content.trim());
+    return row ? toUnit(row) : undefined;
+  }
+
   update(id: string, patch: MemoryPatch): MemoryUnit | undefined {
     const current = this.statements.byId.get(id);
     if (!current) return undefined;
@@ -262,6 +281,21 @@ export class MemoryStore {
     const changed = this.statements.supersede.run(newId, Date.now(), oldId).changes > 0;
     if (changed) this.emit(row.scope);
     return changed;
+  }
+
+  /**
+   * Links more source turns to a unit (a rule restated or applied again) and raises its importance
+   * by `importanceStep` per new source, so what the user keeps repeating ranks higher.
+   */
+  addSources(id: string, turnIds: readonly string[], importanceStep = 0): MemoryUnit | undefined {
+    const row = this.statements.byId.get(id);
+    if (!row) return undefined;
+    const current = JSON.parse(row.source_turns) as string[];
+    const added = turnIds.filter((turn) => !current.includes(turn));
+    if (added.length === 0) return toUnit(row);
+    this.statements.sources.run(JSON.stringify([...current, ...added]), clamp(row.importance + importanceStep * added.length), Date.now(), id);
+    this.emit(row.scope);
+    return this.get(id);
   }
 
   /**
@@ -362,21 +396,9 @@ export class MemoryStore {
     const unknown = new Set<string>();
     const weights = new Map<number, { weight: number; matched: string[] }>();
     for (const term of terms) {
-      idfs.set(term, idfOf(term, 0, size));
-      unknown.add(term);
-      const token = scopedTerm(scope, term);
-      let rows: number[];
-      try {
-        rows = this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`, POSTINGS_PER_TERM);
-      } catch {
-        continue;
-      }
-      if (rows.length === 0) continue;
-      // A capped list is not the term's document frequency: ask the index for that.
-      const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
-      const idf = idfOf(term, frequency, size);
+      const { rows, idf } = this.holders(scope, term, size);
       idfs.set(term, idf);
-      unknown.delete(term);
+      if (rows.length === 0) unknown.add(term);
       for (const rowid of rows) {
         const entry = weights.get(rowid);
         if (entry) {
@@ -400,6 +422,32 @@ export class MemoryStore {
       }
     }
     return { candidates, idf: idfs, unknown };
+  }
+
+  /** The IDF of each term in a scope as search weighs it, and whether any unit holds it (the core block ranks rules with these). */
+  termWeights(scope: string, terms: readonly string[]): Map<string, { idf: number; held: boolean }> {
+    const size = this.scopeSize(scope);
+    return new Map(
+      terms.map((term) => {
+        const { rows, idf } = this.holders(scope, term, size);
+        return [term, { idf, held: rows.length > 0 }];
+      }),
+    );
+  }
+
+  /** The newest holders of a term (at most POSTINGS_PER_TERM) and its IDF; a term no unit holds gets the highest. */
+  private holders(scope: string, term: string, size: number): { rows: number[]; idf: number } {
+    const token = scopedTerm(scope, term);
+    let rows: number[];
+    try {
+      rows = this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`, POSTINGS_PER_TERM);
+    } catch {
+      rows = [];
+    }
+    if (rows.length === 0) return { rows, idf: idfOf(term, 0, size) };
+    // A capped list is not the term's document frequency: ask the index for that.
+    const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
+    return { rows, idf: idfOf(term, frequency, size) };
   }
 
   private documentFrequency(token: string, atLeast: number): number {
@@ -448,6 +496,21 @@ export class MemoryStore {
   /** Raw turns of a session stored after the unit with sequence `after`, in order. */
   rawTurnsOfSession(sessionId: string, scope: string, after = 0): MemoryUnit[] {
     return this.statements.rawOfSession.all(sessionId, scope, after).map(toUnit);
+  }
+
+  /** What `speaker` last said in a session (the answer a correction corrects). */
+  lastRawOfSession(sessionId: string, scope: string, speaker: 'user' | 'assistant'): string | undefined {
+    return this.statements.lastRawOfSession.get(sessionId, scope, speaker);
+  }
+
+  /** Rules stated for named things only, not yet part of a general rule (newest first). */
+  ruleInstances(scope: string): MemoryUnit[] {
+    return this.statements.ruleInstances.all(scope).map(toUnit);
+  }
+
+  /** The turns that taught standing instructions since replaced: what they said no longer holds. */
+  replacedRuleTurns(scope: string): Set<string> {
+    return new Set(this.statements.replacedRules.all(scope).flatMap((turns) => JSON.parse(turns) as string[]));
   }
 
   /** How many of those raw turns are the user's. */

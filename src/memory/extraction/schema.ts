@@ -31,6 +31,10 @@ const candidateSchema = z.preprocess(
     type: z.enum(MEMORY_TYPES),
     content: z.string().trim().min(1).max(2_000),
     standing_instruction: z.boolean().default(false),
+    /** A request for the current task only ("this time…", "today…", "please write…"): never stored. */
+    one_off: z.boolean().default(false),
+    /** Ids of existing memories this one consolidates (paraphrases, per-instance copies): superseded by it and linked. */
+    merges: z.array(z.string()).default([]),
     importance: z.number().min(0).max(1).default(0.6),
     confidence: z.number().min(0).max(1).default(0.7),
     turn: z.number().int().optional().nullable(),
