@@ -20,6 +20,7 @@ import { housekeep, type HousekeepingReport } from './housekeeping.js';
 import { MemoryContextProvider } from './provider.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
 import { MemoryRetriever, type MemoryRetrievalMode } from './retrieval.js';
+import { languageName, languagesOf } from './languages.js';
 import { appliesRule, changedSubject, detectRules, instanceTemplate, ruleSubject, sameSubject } from './rules.js';
 import { MemoryStore, type MemoryPatch } from './store.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
@@ -199,6 +200,8 @@ export class MemoryService {
           observedAt,
           sourceSession: sessionId,
           sourceTurns: [turnId],
+          // Who said it, when a transcript names people ("what did Ana say about …"): found by, never shown.
+          ...(turn.name ? { searchKeys: [turn.name] } : {}),
         },
         { rawKey: `${scope}\u0000${sessionId}\u0000${turnId}\u0000${turn.role}` },
       );
@@ -333,6 +336,10 @@ export class MemoryService {
     const values = {
       session_id: sessionId,
       scope,
+      languages: this.userLanguages(
+        scope,
+        fresh.filter((unit) => unit.speaker === 'user').map((unit) => unit.content),
+      ),
       turns: turnsText || '(no new turns)',
       existing:
         related.length > 0
@@ -372,6 +379,7 @@ export class MemoryService {
         scope,
         type: candidate.type,
         content,
+        searchKeys: candidate.search_keys,
         importance: candidate.importance,
         confidence: candidate.confidence,
         core: candidate.standing_instruction,
@@ -448,6 +456,19 @@ export class MemoryService {
     const units = hits.map((hit) => hit.unit).filter((unit) => unit.origin !== 'raw_turn');
     for (const core of this.store.coreUnits(scope)) if (!units.some((unit) => unit.id === core.id)) units.push(core);
     return units.slice(0, 20);
+  }
+
+  /**
+   * The languages this user has been seen writing in (the scope's, kept in the state table, plus
+   * these turns'), named for the extractor's search keys: a memory told in English is then found by
+   * the question the user later asks in Chinese.
+   */
+  private userLanguages(scope: string, texts: readonly string[]): string {
+    const key = `memory.languages:${scope}`;
+    const known = (this.state.get(key) ?? '').split(',').filter(Boolean);
+    const seen = [...new Set([...known, ...languagesOf(texts)])].sort();
+    if (seen.join(',') !== known.join(',')) this.state.set(key, seen.join(','));
+    return seen.length > 0 ? seen.map(languageName).join(', ') : 'English';
   }
 
   /** The sequence of the last raw turn extraction has read in this session. */
