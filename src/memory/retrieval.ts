@@ -7,11 +7,12 @@ import {
   keywordRelevance,
   matchedMass,
   queryMass,
+  rareTermIdf,
   uniqueTerms,
   type Alternatives,
   type GlossaryLanguage,
 } from '../text/index.js';
-import { idfOf, NEIGHBOUR_WEIGHT, type Candidate, type MemoryStore } from './store.js';
+import { NEIGHBOUR_WEIGHT, type Candidate, type KeywordSearch, type MemoryStore } from './store.js';
 import { timeWindowOf, type TimeWindow } from './time-window.js';
 import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import type { MemoryVectors } from './vectors.js';
@@ -97,7 +98,7 @@ export class MemoryRetriever {
     if (window)
       for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30))
         if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
-    if (!this.vectors?.ready || this.mode === 'keyword') return this.rank(request, terms, translations, keyword.idf, window, candidates, undefined);
+    if (!this.vectors?.ready || this.mode === 'keyword') return this.rank(request, terms, translations, keyword, window, candidates, undefined);
     return this.vectors.nearest(request.scope, request.query, 30).then(
       (neighbours) => {
         const semantic = new Map<string, number>();
@@ -105,11 +106,11 @@ export class MemoryRetriever {
           semantic.set(unit.id, cosine);
           if (!candidates.has(unit.id)) candidates.set(unit.id, { unit, terms: new Set(), related: new Set(), bm25: 0 });
         }
-        return this.rank(request, terms, translations, keyword.idf, window, candidates, semantic);
+        return this.rank(request, terms, translations, keyword, window, candidates, semantic);
       },
       (error: unknown) => {
         this.logger.warn({ err: (error as Error).message }, 'memory vector search failed; using keywords for this request');
-        return this.rank(request, terms, translations, keyword.idf, window, candidates, undefined);
+        return this.rank(request, terms, translations, keyword, window, candidates, undefined);
       },
     );
   }
@@ -118,25 +119,25 @@ export class MemoryRetriever {
     request: RecallRequest,
     terms: readonly string[],
     translations: Alternatives,
-    idfs: ReadonlyMap<string, number>,
+    search: KeywordSearch,
     window: TimeWindow | undefined,
     candidates: Map<string, Candidate>,
     semantic: Map<string, number> | undefined,
   ): MemoryHit[] {
     const now = (request.now ?? new Date()).getTime();
-    // The rarest possible IDF belongs to terms no unit of the scope holds: they lower coverage, but less.
-    const unknownIdf = idfOf(0, this.store.scopeSize(request.scope));
-    const idf = (term: string) => idfs.get(term) ?? unknownIdf;
-    const known = (term: string) => idf(term) < unknownIdf - 1e-9;
+    // Terms no unit of the scope holds lower coverage, but less; translations not looked up count as not held.
+    const idf = (term: string) => search.idf.get(term) ?? 0;
+    const known = (term: string) => search.idf.has(term) && !search.unknown.has(term);
     const alternatives = forUnknownTerms(translations, known);
     const queryWeight = queryMass(terms, alternatives, idf, known);
+    const rare = rareTermIdf(this.store.scopeSize(request.scope));
     const speaker = ASKS_ASSISTANT.test(request.query) ? 'assistant' : 'user';
     const scored: Array<MemoryHit & { keyword: number }> = [];
     for (const { unit, terms: unitTerms, related } of candidates.values()) {
       if (!this.eligible(unit, request)) continue;
       // A term said in the turn next to a unit counts NEIGHBOUR_WEIGHT of one in the unit itself.
       const matched = matchedMass(terms, alternatives, idf, (term) => (unitTerms.has(term) ? 1 : related.has(term) ? NEIGHBOUR_WEIGHT : 0));
-      const keyword = queryWeight > 0 ? keywordRelevance(matched / queryWeight, matched) : 0;
+      const keyword = queryWeight > 0 ? keywordRelevance(matched / queryWeight, matched / rare) : 0;
       const relevance = this.relevanceOf(keyword, semantic, unit.id);
       const inWindow = window !== undefined && unit.observedAt >= window.start && unit.observedAt < window.end;
       if (relevance < request.minRelevance && !inWindow) continue;

@@ -1,4 +1,4 @@
-import { bm25Idf, forUnknownTerms, matchedMass, queryMass, tokenize, type Alternatives } from '../text/index.js';
+import { blendedIdf, forUnknownTerms, matchedMass, queryMass, rareTermIdf, tokenize, type Alternatives } from '../text/index.js';
 import type { Skill } from './types.js';
 
 /** Field weights (BM25F): a hit in the name counts most, then the description and search keys, then the body. */
@@ -17,8 +17,8 @@ export interface KeywordHit {
   bm25: number;
   /** 0..1: the IDF-weighted share of the query's terms this skill contains. */
   coverage: number;
-  /** The IDF mass of the matched terms (absolute evidence, whatever the query's length). */
-  matchedWeight: number;
+  /** The IDF mass of the matched terms in rare terms (absolute evidence, whatever the query's or the library's size). */
+  evidence: number;
 }
 
 interface IndexedSkill {
@@ -26,6 +26,8 @@ interface IndexedSkill {
   frequencies: Map<string, number>;
   /** Terms in the name or description. */
   head: Set<string>;
+  /** Terms in the name. */
+  named: Set<string>;
   /** Field-weighted length, for BM25's length normalisation. */
   length: number;
 }
@@ -77,14 +79,21 @@ export class SkillSearchIndex {
 
   /**
    * Skills matching `queryTerms`, best first, with their coverage of the query. `contextTerms`
-   * (from earlier turns) can add a little coverage but never find a skill on their own.
-   * `translations` of query terms the library lacks find skills too, at their weight; a query term
-   * counts once, for the best of itself and its translations.
+   * (from earlier turns) can add a little coverage but never find a skill on their own. A term in a
+   * skill's name counts `nameWeight` times one in its description. `translations` of query terms the
+   * library lacks find skills too, at their weight; a query term counts once, for the best of itself
+   * and its translations.
    */
-  search(queryTerms: readonly string[], contextTerms: readonly string[] = [], translations: Alternatives = NO_ALTERNATIVES): KeywordHit[] {
+  search(
+    queryTerms: readonly string[],
+    contextTerms: readonly string[] = [],
+    { nameWeight = 1, translations = NO_ALTERNATIVES }: { nameWeight?: number; translations?: Alternatives } = {},
+  ): KeywordHit[] {
     if (queryTerms.length === 0 || this.skills.size === 0) return [];
     const alternatives = forUnknownTerms(translations, (term) => this.postings.has(term));
     const averageLength = this.totalLength / this.skills.size;
+    const idfs = new Map<string, number>();
+    for (const term of [...queryTerms, ...contextTerms]) if (!idfs.has(term)) idfs.set(term, this.idf(term));
     const scores = new Map<string, number>();
     const add = (name: string, term: string, idf: number) => {
       const skill = this.skills.get(name)!;
@@ -99,27 +108,30 @@ export class SkillSearchIndex {
     const present = this.presentTerms(queryTerms, alternatives).sort((a, b) => this.postings.get(a[0])!.size - this.postings.get(b[0])!.size);
     for (const [term, weight] of present) {
       const documents = this.postings.get(term)!;
-      const idf = this.idf(term) * weight;
+      const idf = (idfs.get(term) ?? this.idf(term)) * weight;
       if (scores.size > 0 && documents.size > this.skills.size / 2) {
         for (const name of [...scores.keys()]) add(name, term, idf);
       } else for (const name of documents) add(name, term, idf);
     }
     if (scores.size === 0) return [];
     const ranked = [...scores].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES);
-    const total = this.idfTotal(queryTerms, alternatives);
-    const contextTotal = contextTerms.length > 0 ? this.idfTotal(contextTerms, NO_ALTERNATIVES) : 0;
+    const idf = (term: string) => idfs.get(term) ?? this.idf(term);
+    const total = this.idfTotal(queryTerms, alternatives, idf);
+    const contextTotal = contextTerms.length > 0 ? this.idfTotal(contextTerms, NO_ALTERNATIVES, idf) : 0;
+    const rare = rareTermIdf(this.skills.size);
     return ranked.map(([name, bm25]) => {
       const skill = this.skills.get(name)!;
-      const matchedWeight = this.matched(queryTerms, alternatives, skill);
-      let coverage = total > 0 ? matchedWeight / total : 0;
-      if (contextTotal > 0) coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, NO_ALTERNATIVES, skill) / contextTotal) * coverage);
-      return { name, bm25, coverage, matchedWeight };
+      const matched = this.matched(queryTerms, alternatives, skill, idf, nameWeight);
+      let coverage = total > 0 ? Math.min(1, matched / total) : 0;
+      if (contextTotal > 0)
+        coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, NO_ALTERNATIVES, skill, idf, nameWeight) / contextTotal) * coverage);
+      return { name, bm25, coverage, evidence: matched / rare };
     });
   }
 
-  /** Inverse document frequency of a term over the library (BM25's variant, always positive). */
+  /** Inverse document frequency of a term over the library, blended with the background statistics. */
   idf(term: string): number {
-    return bm25Idf(this.postings.get(term)?.size ?? 0, this.skills.size);
+    return blendedIdf(term, this.postings.get(term)?.size ?? 0, this.skills.size);
   }
 
   /** Query terms and alternatives some skill holds, each with its weight (a term written twice keeps the larger). */
@@ -131,21 +143,13 @@ export class SkillSearchIndex {
     return [...present];
   }
 
-  private idfTotal(terms: readonly string[], alternatives: Alternatives): number {
-    return queryMass(
-      terms,
-      alternatives,
-      (term) => this.idf(term),
-      (term) => this.postings.has(term),
-    );
+  private idfTotal(terms: readonly string[], alternatives: Alternatives, idf: (term: string) => number): number {
+    return queryMass(terms, alternatives, idf, (term) => this.postings.has(term));
   }
 
-  private matched(terms: readonly string[], alternatives: Alternatives, skill: IndexedSkill): number {
-    return matchedMass(
-      terms,
-      alternatives,
-      (term) => this.idf(term),
-      (term) => (skill.head.has(term) ? 1 : skill.frequencies.has(term) ? BODY_ONLY_WEIGHT : 0),
+  private matched(terms: readonly string[], alternatives: Alternatives, skill: IndexedSkill, idf: (term: string) => number, nameWeight: number): number {
+    return matchedMass(terms, alternatives, idf, (term) =>
+      skill.named.has(term) ? nameWeight : skill.head.has(term) ? 1 : skill.frequencies.has(term) ? BODY_ONLY_WEIGHT : 0,
     );
   }
 
@@ -163,7 +167,12 @@ export class SkillSearchIndex {
       for (const term of fields[field]) frequencies.set(term, (frequencies.get(term) ?? 0) + weight);
       length += fields[field].length * weight;
     }
-    this.skills.set(skill.name, { frequencies, head: new Set([...fields.name, ...fields.description, ...fields.keys]), length });
+    this.skills.set(skill.name, {
+      frequencies,
+      head: new Set([...fields.name, ...fields.description, ...fields.keys]),
+      named: new Set(fields.name),
+      length,
+    });
     if (CJK.test(skill.description)) this.cjkSkills.add(skill.name);
     this.totalLength += length;
     for (const term of frequencies.keys()) {

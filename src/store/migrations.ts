@@ -262,6 +262,15 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 8,
+    description: 'the Responses API id of a turn, so previous_response_id and GET /v1/responses/{id} find it',
+    sql: `
+      ALTER TABLE turns ADD COLUMN response_id TEXT;
+      -- Partial: only Responses API turns have one, other turns cost the index nothing.
+      CREATE INDEX turns_response ON turns(response_id) WHERE response_id IS NOT NULL;
+    `,
+  },
+  {
+    version: 9,
     description: 'search keys of skills, in the languages the user writes (cross-lingual retrieval)',
     sql: `
       -- Written by a learning job for each skill and language, kept by the skill's content hash, so
@@ -279,7 +288,7 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
-    version: 9,
+    version: 10,
     description: 'search keys of memory units, in the languages the user writes (cross-lingual recall)',
     sql: `
       -- Written by a learning job for each memory unit and language, kept by the unit's content hash

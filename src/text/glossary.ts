@@ -20,8 +20,11 @@ export interface WeightedTerm {
 /** For a query term, other terms that stand for it (its translations); it counts once, for the best of them. */
 export type Alternatives = ReadonlyMap<string, readonly WeightedTerm[]>;
 
-/** A translation of a word counts this much of the word itself. */
-const WORD_WEIGHT = 0.8;
+/**
+ * A translation of a word counts this much of the word itself: all of it, since relevance asks for
+ * evidence in rare terms and a dictionary word's first senses are what it means (tuned on the dev sets).
+ */
+const WORD_WEIGHT = 1;
 /** A single character has many senses: its translations count for less. */
 const CHARACTER_WEIGHT = 0.4;
 /** Longest headword tried (characters). */

@@ -35,12 +35,18 @@ export function wordSegments(text: string): Intl.Segments {
   return segmenter.segment(text);
 }
 
+/** ICU keeps a file or host name ("README.md", "budget.xlsx", "node.js") as one word; its parts are what people type. */
+const DOTTED_NAME = /\p{L}\.\p{L}/u;
+
 export function tokenize(text: string): string[] {
   const terms: string[] = [];
   for (const part of segmenter.segment(text)) {
     if (!part.isWordLike) continue;
-    const term = termOf(part.segment);
-    if (term !== undefined) terms.push(term);
+    const segment = part.segment.toLowerCase();
+    for (const word of DOTTED_NAME.test(segment) ? segment.split('.') : [segment]) {
+      const term = termOf(word);
+      if (term !== undefined) terms.push(term);
+    }
   }
   return terms;
 }
