@@ -1,27 +1,60 @@
 /**
- * Memory recall quality on a fixed conversation history: 40 sessions over ~100 days (English and
- * Chinese), 60 questions asked later, each with the turns that hold its answer. Our recall is
- * compared, in the same run, with two baselines over the same raw turns: SQLite FTS5 BM25 as it
- * comes (unicode61 tokenizer), and BM25 over our own segmented, stemmed terms (isolates ranking).
+ * Memory recall quality on fixed conversation histories, each with questions asked later and the
+ * turns that hold their answers. Our recall is compared, in the same run, with two baselines over
+ * the same raw turns: SQLite FTS5 BM25 as it comes (unicode61 tokenizer), and BM25 over our own
+ * segmented, stemmed terms (isolates ranking).
  *
- * Standalone: `node --import tsx bench/memory-recall.ts`.
+ * Four histories: the tuned one (`test/fixtures/memory-recall.json`), two dev ones written for tuning
+ * this part (`test/fixtures/dev-recall/`, the second over 13 months), and a held-out one nobody tunes on
+ * (`test/fixtures/heldout-memory/recall-long.json`). The dev history also has extractor output
+ * written once (with search keys), for the row that measures recall with an extractor.
+ *
+ * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|heldout …]` (default: tuned dev dev-long).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { loadConfig } from '../src/config/index.js';
 import { silentLogger } from '../src/logging/index.js';
-import { MemoryService } from '../src/memory/index.js';
+import { EXTRACT_JOB, MemoryService } from '../src/memory/index.js';
+import type { JobContext } from '../src/learning/index.js';
+import { CredentialMemory } from '../src/upstream/index.js';
 import { memorySettings } from '../src/runtime/settings.js';
 import { openDatabase, type Db } from '../src/store/index.js';
 import { tokenize } from '../src/text/index.js';
 
-const FIXTURE = new URL('../test/fixtures/memory-recall.json', import.meta.url);
 const DAY_MS = 86_400_000;
 const SCOPE = 'recall-bench';
 const KS = [5, 10] as const;
+
+/** A labelled history the bench knows. */
+export interface RecallFixture {
+  key: 'tuned' | 'dev' | 'dev-long' | 'heldout';
+  file: URL;
+  /** How the report names it. */
+  label: string;
+}
+
+/** What an extractor returned for each session of the dev history: written once, then only replayed (README there). */
+export const DEV_EXTRACTION = new URL('../test/fixtures/dev-recall/extraction.json', import.meta.url);
+
+export const RECALL_FIXTURES: readonly RecallFixture[] = [
+  { key: 'tuned', file: new URL('../test/fixtures/memory-recall.json', import.meta.url), label: 'tuned set (`test/fixtures/memory-recall.json`)' },
+  { key: 'dev', file: new URL('../test/fixtures/dev-recall/recall.json', import.meta.url), label: 'dev set (`test/fixtures/dev-recall/recall.json`)' },
+  {
+    key: 'dev-long',
+    file: new URL('../test/fixtures/dev-recall/recall-long.json', import.meta.url),
+    label: 'long dev set (`test/fixtures/dev-recall/recall-long.json`)',
+  },
+  {
+    key: 'heldout',
+    file: new URL('../test/fixtures/heldout-memory/recall-long.json', import.meta.url),
+    label: 'held-out set (`test/fixtures/heldout-memory/recall-long.json`, never tuned on)',
+  },
+];
 
 const fixtureSchema = z.object({
   start: z.string(),
@@ -47,6 +80,9 @@ export interface RecallScore {
 }
 
 export interface RecallReport {
+  fixture: string;
+  sessions: number;
+  days: number;
   questions: number;
   turns: number;
   scores: RecallScore[];
@@ -97,13 +133,31 @@ function score(method: string, fixture: Fixture, ranked: Map<string, string[]>):
   return { method, recall, byGroup };
 }
 
-export async function measureMemoryRecall(workDir?: string): Promise<RecallReport> {
-  const fixture = fixtureSchema.parse(JSON.parse(readFileSync(FIXTURE, 'utf8')));
-  const home = workDir ?? mkdtempSync(join(tmpdir(), 'metaclaw-recall-'));
-  const db = openDatabase(join(home, 'recall.db'));
+export interface RecallOptions {
+  /** Where the database goes (a temporary folder when undefined). */
+  workDir?: string;
+  /** Before measuring, run extraction over each session (an extractor that answers from this file). */
+  extraction?: URL;
+}
+
+export async function measureMemoryRecall(source: RecallFixture, options: RecallOptions = {}): Promise<RecallReport> {
+  const fixture = fixtureSchema.parse(JSON.parse(readFileSync(source.file, 'utf8')));
+  const home = options.workDir ?? mkdtempSync(join(tmpdir(), 'metaclaw-recall-'));
+  const db = openDatabase(join(home, `recall-${source.key}${options.extraction ? '-extracted' : ''}.db`));
   try {
     const settings = memorySettings(loadConfig({ env: { METACLAW_HOME: home } }));
-    const memory = new MemoryService({ db, logger: silentLogger(), settings: { ...settings, autoExtract: false } });
+    const extractor = options.extraction ? await replayingExtractor(options.extraction) : undefined;
+    const memory = new MemoryService({
+      db,
+      logger: silentLogger(),
+      settings: { ...settings, autoExtract: false, extractor: { apiBase: extractor?.url ?? '', apiKey: 'bench', model: 'bench-extractor' } },
+      ...(extractor
+        ? {
+            mainUpstream: { name: 'bench', baseUrl: extractor.url, format: 'openai', apiKey: 'bench', keySource: 'config', model: 'bench-extractor' },
+            credentials: new CredentialMemory(),
+          }
+        : {}),
+    });
     const start = Date.parse(fixture.start);
     let turns = 0;
     for (const session of fixture.sessions) {
@@ -114,6 +168,12 @@ export async function measureMemoryRecall(workDir?: string): Promise<RecallRepor
       );
       turns += session.turns.length;
     }
+    if (extractor) {
+      // The real extraction job (prompt, structured call, schema, storing), over an upstream that replays the file.
+      const extract = memory.handlers().find((handler) => handler.kind === EXTRACT_JOB)!;
+      for (const session of fixture.sessions) await extract.run({ sessionId: session.id, scope: SCOPE, final: false }, jobContext());
+      extractor.close();
+    }
 
     const ours: Ranker = async (question, now) => {
       const hits = await memory.retriever.recall({ scope: SCOPE, query: question.question, limit: Max, minRelevance: 0, now });
@@ -121,7 +181,7 @@ export async function measureMemoryRecall(workDir?: string): Promise<RecallRepor
     };
     const Max = Math.max(...KS) * 2;
     const methods: Array<[string, Ranker]> = [
-      ['MetaClaw-TS recall', ours],
+      [extractor ? 'MetaClaw-TS recall, with hand-written extractor units and search keys (ceiling)' : 'MetaClaw-TS recall', ours],
       ['FTS5 BM25 over raw turns', ftsBaseline(db, fixture, 'baseline_plain', (text) => text)],
       ['BM25 over raw turns, our segmentation', ftsBaseline(db, fixture, 'baseline_segmented', (text) => tokenize(text).join(' '))],
     ];
@@ -134,29 +194,84 @@ export async function measureMemoryRecall(workDir?: string): Promise<RecallRepor
       }
       scores.push(score(name, fixture, ranked));
     }
-    return { questions: fixture.questions.length, turns, scores };
+    return {
+      fixture: options.extraction
+        ? `${source.label}, with hand-written extractor output replayed (units and search keys written by the author of its questions: a ceiling, see its README)`
+        : source.label,
+      sessions: fixture.sessions.length,
+      days: Math.max(...fixture.sessions.map((session) => session.day)),
+      questions: fixture.questions.length,
+      turns,
+      scores,
+    };
   } finally {
     db.close();
-    if (!workDir) rmSync(home, { recursive: true, force: true });
+    if (!options.workDir) rmSync(home, { recursive: true, force: true });
   }
 }
 
-export function renderRecall(report: RecallReport): string[] {
+/** A local OpenAI-style upstream that answers each extraction call with the file's output for that session. */
+async function replayingExtractor(file: URL): Promise<{ url: string; close(): void }> {
+  const answers = z.record(z.string(), z.unknown()).parse(JSON.parse(readFileSync(file, 'utf8')));
+  const server = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const session = /Conversation (\S+), scope/.exec(Buffer.concat(chunks).toString('utf8'))?.[1] ?? '';
+      const content = JSON.stringify(answers[session] ?? { memories: [] });
+      const body = JSON.stringify({
+        id: 'chatcmpl-replay',
+        object: 'chat.completion',
+        created: 1,
+        model: 'bench-extractor',
+        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+      });
+      response.writeHead(200, { 'content-type': 'application/json' }).end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`, close: () => server.close() };
+}
+
+function jobContext(): JobContext {
+  return {
+    job: { id: 0, kind: EXTRACT_JOB, payload: {}, attempts: 0, maxAttempts: 1, createdAt: Date.now() },
+    signal: new AbortController().signal,
+    logger: silentLogger(),
+    spend: () => undefined,
+  };
+}
+
+export function renderRecall(reports: readonly RecallReport[]): string[] {
   const percent = (value: number | undefined) => `${Math.round((value ?? 0) * 100)} %`;
-  const groups = Object.keys(report.scores[0]?.byGroup ?? {});
-  return [
-    `${report.questions} questions about a ${report.turns}-turn history (40 sessions over ~100 days, English and Chinese; \`test/fixtures/memory-recall.json\`), each asked on a later day with the turns that hold its answer. Recall@k: the share of those turns among the first k recalled (a memory unit counts for the turns it cites). No extractor and no embeddings: raw turns and the standing-instruction detector only. The baselines rank the same raw turns in the same run.`,
-    '',
-    `| method | recall@5 | recall@10 | ${groups.map((group) => `${group} @5`).join(' | ')} |`,
-    `|---|---|---|${groups.map(() => '---').join('|')}|`,
-    ...report.scores.map(
-      (entry) =>
-        `| ${entry.method} | ${percent(entry.recall[5])} | ${percent(entry.recall[10])} | ${groups.map((group) => percent(entry.byGroup[group]?.[5])).join(' | ')} |`,
-    ),
+  const lines = [
+    'Each history: questions asked on a later day, each with the turns that hold its answer. Recall@k: the share of those turns among the first k recalled (a memory unit counts for the turns it cites). No extractor and no embeddings unless a row says so: raw turns and the standing-instruction detector only. The baselines rank the same raw turns in the same run.',
   ];
+  for (const report of reports) {
+    const groups = Object.keys(report.scores[0]?.byGroup ?? {});
+    lines.push(
+      '',
+      `**${report.fixture}**: ${report.questions} questions about a ${report.turns}-turn history (${report.sessions} sessions over ${report.days} days).`,
+      '',
+      `| method | recall@5 | recall@10 | ${groups.map((group) => `${group} @10`).join(' | ')} |`,
+      `|---|---|---|${groups.map(() => '---').join('|')}|`,
+      ...report.scores.map(
+        (entry) =>
+          `| ${entry.method} | ${percent(entry.recall[5])} | ${percent(entry.recall[10])} | ${groups.map((group) => percent(entry.byGroup[group]?.[10])).join(' | ')} |`,
+      ),
+    );
+  }
+  return lines;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const report = await measureMemoryRecall();
-  process.stdout.write(`${renderRecall(report).join('\n')}\n`);
+  const keys = process.argv.slice(2);
+  const chosen = RECALL_FIXTURES.filter((fixture) => (keys.length > 0 ? keys.includes(fixture.key) : fixture.key !== 'heldout'));
+  const reports: RecallReport[] = [];
+  for (const fixture of chosen) {
+    reports.push(await measureMemoryRecall(fixture));
+    if (fixture.key === 'dev') reports.push(await measureMemoryRecall(fixture, { extraction: DEV_EXTRACTION }));
+  }
+  process.stdout.write(`${renderRecall(reports).join('\n')}\n`);
 }

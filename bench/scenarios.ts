@@ -11,7 +11,8 @@ import { openDatabase } from '../src/store/index.js';
 import { MemoryRetriever } from '../src/memory/retrieval.js';
 import { renderMemory } from '../src/memory/render.js';
 import { MemoryStore } from '../src/memory/store.js';
-import { measureMemoryRecall, renderRecall } from './memory-recall.js';
+import { DEV_EXTRACTION, measureMemoryRecall, RECALL_FIXTURES, renderRecall, type RecallReport } from './memory-recall.js';
+import { DEV_ANALYST_RULES, DEV_RULES, HELDOUT_RULES, measureRuleScenarios, renderRules } from './memory-rules.js';
 import { summarize } from './stats.js';
 
 /** A report section added by a part of the system (skills, memory) to BENCHMARKS.md. */
@@ -45,6 +46,7 @@ export async function extraScenarios(context: ScenarioContext): Promise<ExtraSce
     await skillsThroughProxyScenario(context),
     await memoryRetrievalScenario(context),
     await memoryRecallQualityScenario(context),
+    await memoryRulesScenario(context),
   ];
 }
 
@@ -182,7 +184,9 @@ async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraS
             type,
             content: `${phrase(next, 6 + Math.floor(next() * 20))}.`,
             origin: type === 'episodic' ? 'raw_turn' : 'extractor',
-            speaker: type === 'episodic' ? 'user' : null,
+            speaker: type === 'episodic' ? (index % 2 === 0 ? 'user' : 'assistant') : null,
+            // Raw turns come in sessions of about a dozen: each is indexed with the turns next to it.
+            sourceSession: type === 'episodic' ? `session-${Math.floor(index / 12)}` : null,
             importance: next(),
             observedAt: Date.now() - Math.floor(next() * 120) * day,
           },
@@ -228,15 +232,41 @@ async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraS
 /* ---------- memory: recall quality on a labelled history ---------- */
 
 async function memoryRecallQualityScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
-  context.log('memory recall@5/@10 on the labelled history, next to BM25 baselines');
+  context.log('memory recall@5/@10 on the labelled histories (tuned, two dev, held-out), next to BM25 baselines');
   const dir = join(context.home, 'memory-recall');
   mkdirSync(dir, { recursive: true });
-  const report = await measureMemoryRecall(dir);
+  const reports: RecallReport[] = [];
+  for (const fixture of RECALL_FIXTURES) {
+    reports.push(await measureMemoryRecall(fixture, { workDir: dir }));
+    if (fixture.key === 'dev') reports.push(await measureMemoryRecall(fixture, { workDir: dir, extraction: DEV_EXTRACTION }));
+  }
   rmSync(dir, { recursive: true, force: true });
   return {
-    title: 'Memory recall quality (recall@5 and @10, labelled history)',
-    lines: renderRecall(report),
-    data: report as unknown as Record<string, unknown>,
+    title: 'Memory recall quality (recall@5 and @10, labelled histories)',
+    lines: renderRecall(reports),
+    data: reports as unknown as Record<string, unknown>,
+  };
+}
+
+/* ---------- memory: standing rules learned from corrections ---------- */
+
+async function memoryRulesScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
+  context.log('standing rules over 30 days: rule recall, leaks, core block');
+  const dir = join(context.home, 'memory-rules');
+  mkdirSync(dir, { recursive: true });
+  const reports = await measureRuleScenarios(
+    [
+      ['dev: app developer', DEV_RULES],
+      ['dev: analyst', DEV_ANALYST_RULES],
+      ['held-out: 30 days', HELDOUT_RULES],
+    ],
+    dir,
+  );
+  rmSync(dir, { recursive: true, force: true });
+  return {
+    title: 'Standing rules learned from corrections (multi-week scenarios)',
+    lines: renderRules(reports),
+    data: reports as unknown as Record<string, unknown>,
   };
 }
 

@@ -2,7 +2,7 @@ import * as prompts from '@clack/prompts';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { relative, resolve, sep } from 'node:path';
 import { clawsFolder } from '../claws/index.js';
-import type { LoadedConfig } from '../config/index.js';
+import { CONFIG_SCHEMA_FILE, type LoadedConfig } from '../config/index.js';
 import { uninstallService } from '../service/index.js';
 import { unwireEverythingReport } from './claw.js';
 import { CliExit, loadCliConfig, print } from './context.js';
@@ -85,7 +85,7 @@ async function confirm(config: LoadedConfig, options: UninstallOptions, kept: st
 
 /** What MetaClaw keeps in $METACLAW_HOME (names directly inside it). */
 function metaclawEntries(config: LoadedConfig): string[] {
-  const names = new Set(['config.yaml', 'metaclaw.pid', 'admin-token', 'logs', 'claws', 'skills', 'memory', 'journal']);
+  const names = new Set(['config.yaml', CONFIG_SCHEMA_FILE, 'metaclaw.pid', 'admin-token', 'logs', 'claws', 'skills', 'memory', 'journal']);
   for (const path of [
     config.paths.database,
     `${config.paths.database}-wal`,

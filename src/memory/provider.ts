@@ -1,4 +1,5 @@
 import type { ContextProvider, ContextRequest, ContextSection } from '../context/index.js';
+import { chooseCore, coreRules, type CoreRule } from './core-selection.js';
 import type { MemoryRetriever } from './retrieval.js';
 import { renderMemory } from './render.js';
 import type { MemoryStore } from './store.js';
@@ -14,6 +15,13 @@ export interface MemoryInjectionSettings {
 const SECTIONS_PER_SCOPE = 256;
 const HOUR_MS = 3_600_000;
 
+/** A scope's standing instructions, and the turns of rules replaced since (cached until the scope changes). */
+interface ScopeCore {
+  rules: CoreRule[];
+  tokens: number;
+  replaced: Set<string>;
+}
+
 /**
  * The memory part of each main turn's context: the scope's standing instructions (every turn,
  * cached per scope until its units change) and the memories recalled for the user's real request.
@@ -23,7 +31,7 @@ const HOUR_MS = 3_600_000;
  */
 export class MemoryContextProvider implements ContextProvider {
   readonly name = 'memory';
-  private readonly coreCache = new Map<string, MemoryUnit[]>();
+  private readonly coreCache = new Map<string, ScopeCore>();
   private readonly sections = new Map<string, Map<string, ContextSection | undefined>>();
 
   constructor(
@@ -50,7 +58,11 @@ export class MemoryContextProvider implements ContextProvider {
       if (this.sections.get(request.scope) === cached) cached.set(key, section);
       return section;
     };
-    const core = this.core(request.scope);
+    const scopeCore = this.core(request.scope);
+    const core = chooseCore(this.store, request.scope, scopeCore, request.userRequest.text, {
+      maxTokens: this.settings.coreMaxTokens,
+      minRelevance: this.settings.minRelevance,
+    });
     if (request.userRequest.text === '' || this.settings.topK === 0) return remember(this.section(core, [], request.scope));
     const recalled = this.retriever.recall({
       scope: request.scope,
@@ -60,15 +72,21 @@ export class MemoryContextProvider implements ContextProvider {
       excludeCore: true,
       minRelevance: this.settings.minRelevance,
     });
+    // The words that taught a rule since replaced are not recalled either: they no longer hold.
+    const current = (hits: readonly MemoryHit[]) =>
+      scopeCore.replaced.size === 0 ? hits : hits.filter((hit) => !hit.unit.sourceTurns.some((turn) => scopeCore.replaced.has(turn)));
     return Array.isArray(recalled)
-      ? remember(this.section(core, recalled, request.scope))
-      : recalled.then((hits) => remember(this.section(core, hits, request.scope)));
+      ? remember(this.section(core, current(recalled), request.scope))
+      : recalled.then((hits) => remember(this.section(core, current(hits), request.scope)));
   }
 
-  private core(scope: string): MemoryUnit[] {
+  private core(scope: string): ScopeCore {
     let core = this.coreCache.get(scope);
     if (!core) {
-      core = this.store.coreUnits(scope).filter((unit) => !unit.flagged);
+      const units = this.store.coreUnits(scope).filter((unit) => !unit.flagged);
+      const replaced = this.store.replacedRuleTurns(scope);
+      for (const unit of units) for (const turn of unit.sourceTurns) replaced.delete(turn);
+      core = { ...coreRules(units), replaced };
       this.coreCache.set(scope, core);
     }
     return core;

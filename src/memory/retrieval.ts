@@ -1,6 +1,6 @@
 import type { Logger } from '../logging/index.js';
 import { calibrateCosine, keywordRelevance, uniqueTerms, UNKNOWN_TERM_WEIGHT } from '../text/index.js';
-import { idfOf, type Candidate, type MemoryStore } from './store.js';
+import { idfOf, NEIGHBOUR_WEIGHT, type Candidate, type MemoryStore } from './store.js';
 import { timeWindowOf, type TimeWindow } from './time-window.js';
 import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import type { MemoryVectors } from './vectors.js';
@@ -35,6 +35,18 @@ const TYPE_BOOST: Record<MemoryType, number> = {
   episodic: 0.6,
 };
 const RECENCY_DAYS = 30;
+/** A wide window ("last spring") holds many turns: the keyword search looks this much deeper for ones inside it. */
+const WIDE_WINDOW_DAYS = 10;
+/** Score for the speaker a question is about: the assistant for "what did you suggest", the user otherwise. */
+const SPEAKER_BONUS = 0.04;
+/** Score, for a question about the present ("now", "these days"), for the newest of the relevant units. */
+const LATEST_BONUS = 0.1;
+
+/** A question about what the assistant said ("what did you recommend", "你建议"). */
+const ASKS_ASSISTANT =
+  /\b(did|do|would) you (say|suggest|recommend|tell|mention|advise|explain|propose|think)\b|\byou (said|suggested|recommended|told|mentioned|advised|explained|proposed)\b|\byour (advice|suggestion|recommendation|answer)\b|你(说|建议|推荐|提到|告诉|讲)/i;
+/** A question about the current state of something that changes over time. */
+const ASKS_PRESENT = /\b(now|currently|current|these days|nowadays|at the moment|at present|latest|still)\b|现在|目前|如今|眼下/i;
 
 /**
  * Recall for one scope: BM25 candidates from FTS5 (and vector neighbours when embeddings are
@@ -50,10 +62,12 @@ export class MemoryRetriever {
   ) {}
 
   recall(request: RecallRequest): MemoryHit[] | Promise<MemoryHit[]> {
-    const terms = uniqueTerms(request.query);
     const window = timeWindowOf(request.query, request.now);
+    const terms = queryTerms(request.query, window);
     const candidates = new Map<string, Candidate>();
-    const keyword = this.store.search(request.scope, terms, Math.max(24, request.limit * 4), request.includeInactive ?? false);
+    const wide = window !== undefined && window.end - window.start > WIDE_WINDOW_DAYS * 86_400_000;
+    const depth = Math.max(24, request.limit * 4) * (wide ? 4 : 1);
+    const keyword = this.store.search(request.scope, terms, depth, request.includeInactive ?? false);
     for (const candidate of keyword.candidates) candidates.set(candidate.unit.id, candidate);
     if (window)
       for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30))
@@ -64,7 +78,7 @@ export class MemoryRetriever {
         const semantic = new Map<string, number>();
         for (const { unit, cosine } of neighbours) {
           semantic.set(unit.id, cosine);
-          if (!candidates.has(unit.id)) candidates.set(unit.id, { unit, terms: new Set(), bm25: 0 });
+          if (!candidates.has(unit.id)) candidates.set(unit.id, { unit, terms: new Set(), related: new Set(), bm25: 0 });
         }
         return this.rank(request, terms, keyword.idf, window, candidates, semantic);
       },
@@ -91,21 +105,33 @@ export class MemoryRetriever {
       const weight = idf(term);
       return sum + (weight < unknownIdf - 1e-9 ? weight : weight * UNKNOWN_TERM_WEIGHT);
     }, 0);
-    const hits: MemoryHit[] = [];
-    for (const { unit, terms: unitTerms } of candidates.values()) {
+    const speaker = ASKS_ASSISTANT.test(request.query) ? 'assistant' : 'user';
+    const scored: Array<MemoryHit & { keyword: number }> = [];
+    for (const { unit, terms: unitTerms, related } of candidates.values()) {
       if (!this.eligible(unit, request)) continue;
       let matched = 0;
-      for (const term of terms) if (unitTerms.has(term)) matched += idf(term);
+      for (const term of terms) {
+        if (unitTerms.has(term)) matched += idf(term);
+        else if (related.has(term)) matched += idf(term) * NEIGHBOUR_WEIGHT;
+      }
       const keyword = queryWeight > 0 ? keywordRelevance(matched / queryWeight, matched) : 0;
       const relevance = this.relevanceOf(keyword, semantic, unit.id);
       const inWindow = window !== undefined && unit.observedAt >= window.start && unit.observedAt < window.end;
       if (relevance < request.minRelevance && !inWindow) continue;
       const recency = Math.exp(-(now - unit.observedAt) / (RECENCY_DAYS * 86_400_000));
-      const score = 0.6 * relevance + 0.15 * recency + 0.15 * unit.importance + 0.1 * TYPE_BOOST[unit.type] + (inWindow ? 0.25 : 0) + (unit.pinned ? 0.05 : 0);
-      hits.push({ unit, score, relevance, recency, inWindow });
+      const score =
+        0.6 * relevance +
+        0.15 * recency +
+        0.15 * unit.importance +
+        0.1 * TYPE_BOOST[unit.type] +
+        (inWindow ? 0.25 : 0) +
+        (unit.pinned ? 0.05 : 0) +
+        (unit.speaker === speaker ? SPEAKER_BONUS : 0);
+      scored.push({ unit, score, relevance, recency, inWindow, keyword });
     }
-    hits.sort((a, b) => b.score - a.score);
-    return hits.slice(0, request.limit);
+    if (ASKS_PRESENT.test(request.query)) preferLatest(scored);
+    scored.sort((a, b) => b.score - a.score);
+    return scored.slice(0, request.limit).map(({ keyword: _keyword, ...hit }) => hit);
   }
 
   /** `semantic` holds the cosine of the query's nearest units; undefined when vectors are not used for this query. */
@@ -124,4 +150,26 @@ export class MemoryRetriever {
     if (request.excludeSession && unit.origin === 'raw_turn' && unit.sourceSession === request.excludeSession) return false;
     return true;
   }
+}
+
+/** The query's search terms, without the words that only say when. */
+function queryTerms(query: string, window: TimeWindow | undefined): readonly string[] {
+  if (!window) return uniqueTerms(query);
+  const when = new Set(uniqueTerms(window.phrase));
+  return uniqueTerms(query).filter((term) => !when.has(term));
+}
+
+/**
+ * For a question about the present, the newest of the units that match it about as well as the best
+ * one does gets a bonus that shrinks with age relative to the others: facts change, the last word counts.
+ */
+function preferLatest(hits: Array<MemoryHit & { keyword: number }>): void {
+  const best = Math.max(0, ...hits.map((hit) => hit.keyword));
+  const relevant = hits.filter((hit) => hit.keyword >= 0.7 * best && best > 0);
+  if (relevant.length < 2) return;
+  const times = relevant.map((hit) => hit.unit.observedAt);
+  const oldest = Math.min(...times);
+  const span = Math.max(...times) - oldest;
+  if (span <= 0) return;
+  for (const hit of relevant) hit.score += LATEST_BONUS * ((hit.unit.observedAt - oldest) / span);
 }

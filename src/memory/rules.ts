@@ -1,73 +1,265 @@
-import { jaccard, sharedCount, tokenize } from '../text/index.js';
+import { sharedCount, tokenize } from '../text/index.js';
 
 /**
- * Standing instructions stated in plain words ("always…", "never…", "we require…", "all output
- * files must…", "以后都用中文写提交信息"). Found without any LLM, in English and Chinese, and kept
- * as the user's own sentence, word for word: a rewrite could flip a negation or drop a number.
+ * Standing instructions stated in plain words, told apart from one-off task requests, in English
+ * and Chinese, without any LLM. A standing rule is general ("always…", "never…", "from now on…",
+ * "every commit message must…", "we require…", "以后…", "每次…", "一律…", "不要再…"); a one-off
+ * applies to this task ("this time…", "today…", "for this prototype only…", "今天先不用…"), and a
+ * plain request ("please write…", "all prices on this screen need to…") is work, not a rule.
+ * Correcting the assistant's previous answer ("No — you overwrote deploy.sh. Before you modify any
+ * file, always…") is the strongest evidence: there a quantified or modal sentence is a rule too.
+ * A rule stated for named things ("Before modifying day13/nginx.conf, create day13/nginx.conf.bak")
+ * is an instance: it strengthens the general rule it applies rather than becoming one of its own.
+ * Sentences are kept as the user's own words: a rewrite could flip a negation or drop a number.
  */
-const ENGLISH_RULE = [
-  /\b(always|never|from now on|going forward|in (the )?future|every time|each time|whenever)\b/i,
-  /\b(we|you|i|they|everyone|everybody)\s+(must|should|need to|have to|are required to|require|shall)\b/i,
-  /\b(all|every|each|any)\s+[\w\s-]{1,30}\b(must|should|need to|needs to|have to|has to|are required to|is required to)\b/i,
-  /\bwe require\b|\brequired:/i,
-  /^\s*(please\s+)?(don't|do not|stop|avoid|never)\b/i,
-  /^\s*please\s+(always|use|keep|make|write|name|put|reply|answer|respond|format)\b/i,
-  /\b(i prefer|i'd prefer|i would prefer|my preference is|i like it when|i want you to)\b/i,
-  /\b(our|the|my) (convention|rule|policy|standard|style) (is|says)\b/i,
+
+/** General whatever the sentence says: time-wide or habit words. */
+const ALWAYS = [
+  /\b(always|never(?! mind)|from now on|going forward|from here on|henceforth|in (the )?future|every time|each time|whenever|any ?time (you|we)|as a rule|without exception|in all cases)\b/i,
+  /\b(don't|do not|never|stop)\b.*\b(again|ever|any ?more)\b/i,
+  /^\s*(please\s+)?stop \w+ing\b/i,
+  /(以后|今后|往后|此后|从现在起|从现在开始|从今以后|从今往后|从今天起|从今天开始|每次|每当|每回|一律|不要再|别再|不许再|不准再|永远|总是|始终|凡是|一概|任何时候|无论何时)/,
 ];
-const CHINESE_RULE = [/(以后|今后|从现在起|从今以后|每次|一律|总是|始终|永远|务必|必须|一定要|不要|别再|禁止|不许|不准|统一|请用|都用|都要)/];
+/** Words that set a rule's time: they outlast a one-off clause before them. */
+const FROM_NOW_ON = [
+  /\b(from now on|going forward|from here on|henceforth|in (the )?future)\b/i,
+  /(以后|今后|往后|此后|从现在起|从现在开始|从今以后|从今往后|从今天起|从今天开始)/,
+];
+/** A quantifier ("all", "every", "所有") makes a rule only with a modal, and only with support. */
+const QUANTIFIER = [/\b(all|every|each|any)\b(?! (right|the same|in all))/i, /(所有|任何|全部|每个|每一个|每份|每篇|每条|每一)/];
+const MODAL = [
+  /\b(must|mustn't|should|shouldn't|shall|need to|needs to|have to|has to|are required to|is required to|ought to|(have|has) got to)\b/i,
+  /\b(is|are) (not )?(allowed|permitted|required|mandatory|forbidden)\b|\b(needs|requires) (a|an|its|their|to)\b/i,
+  /(必须|务必|一定要|都要|都得|都用|要|需要|应该|应当|不要|不能|不许|不准|禁止|只能|只用|统一)/,
+];
+/** "any file you create", "every report you write", "你写的所有文档": about the assistant's own work. */
+const OWN_WORK = [
+  /\b(all|every|each|any)\s+[\w\s-]{0,30}?\b(you|we)\s+(write|create|add|make|produce|send|generate|commit|touch|modify|change|edit|open|save|output|build|deploy|push|run|use|put|name|finish|complete|start)\b/i,
+  /你(写|加|新增|创建|生成|提交|改|修改|做|输出|发)的/,
+];
+/** A condition that recurs ("before you modify…", "whenever…", "修改…之前"). */
+const CONDITION = [/(^|[:：—–]\s*)(before|after|whenever|each time|every time|once)\s+(you|we|anyone|someone|\w+ing)\b/i, /(之前|之后|的时候)/];
+const PREFERENCE = [
+  /\b(i prefer|i'd prefer|i would prefer|my preference is|i like it when|we require|required:|our (convention|rule|policy|standard|style|practice) (is|says)|the (convention|rule|policy|standard) (here )?(is|says))\b/i,
+  /(我(更)?喜欢|我希望你(以后|总是|都)|我们的(规矩|规范|规定|约定|惯例)|按照惯例)/,
+];
+/** What one task asks for, however general it sounds. */
+const ONE_OFF = [
+  /\btoday\b(?!'s)|\b(tonight|tomorrow|yesterday)\b|\bthis (morning|afternoon|evening|week|weekend|sprint|release)\b/i,
+  /\b(this|that) (time|once|one)\b|\b(for|right) now\b|\bjust (for|this|that|once|now)\b|\bonly (for )?(this|that|now|once|today)\b/i,
+  /\bfor (this|that|the) (\w+ ){0,2}only\b|\bfor (this|that) (one|task|file|ticket|pr|prototype|hotfix|case|change|release|demo|script)\b/i,
+  /(?<!从)今天(?!起|开始)|今晚|明天|昨天|这次|本次|这一次|这回|这一回|暂时|先不用|先不要|先别|刚才|临时|仅此一次|就这一次|这个(文件|任务|函数|需求|版本|接口|页面)/,
+];
+/** Named things: a path, a file, a date, a ticket. Examples ("like `[PED-1] …`") are left out first. */
+const SPECIFIC = [
+  /(^|[\s`'"(（])([\w.-]+\/)+[\w.-]*/,
+  /\b[\w-]{2,}\.[a-z]{1,5}\b/i,
+  /\b\d{4}-\d{2}-\d{2}\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}\b|\d{1,2}月\d{1,2}[日号]/i,
+  /\b[A-Z][A-Z0-9]+-\d+\b/,
+  /^\s*(the|this|that|these|those|it|its)\b/i,
+];
+const EXAMPLE = /(?:[,(—–:-]\s*|\s)(like|e\.g\.?|for example|for instance|such as|say|比如|例如|譬如)[\s:：].*$/i;
+/** An instruction about named things (the form per-instance copies of a rule take). */
+const INSTRUCTION = [
+  /^\s*(please\s+)?(add|create|make|use|put|run|write|keep|name|back up|backup|copy|update|include|start|end|append|log|pin|set|save|move|commit|mention|don't|do not|avoid)\b/i,
+  ...MODAL,
+];
+/** The message corrects the assistant's last answer. */
+const CORRECTION = [
+  /^\s*(no|nope|wrong|not quite|not like that|that's (not|wrong|incorrect)|that is (not|wrong)|this is (not|wrong)|ugh)\b/i,
+  /\byou (\w+ )?(forgot|didn't|did not|missed|overwrote|ignored|broke|skipped|dropped|left out)\b/i,
+  /\b(wrong|incorrect|not what i (asked|wanted|said)|i (already )?(told|asked) you|as i said|wasn't|weren't)\b/i,
+  /^(不对|不是|错了|不行|又|怎么又|你又)|你又|又忘|忘了|怎么又|不是说过|说过了|跟你说过|没有按|又写成|又用/,
+];
+/** The user replaces an earlier rule. */
+const CHANGE = [
+  /\b(change of plan|changed? my mind|instead( of)?|no longer|any ?more|rather than|switch(ing)? (to|from)|new rule|not \w+ but)\b/i,
+  /(改成|改为|换成|改用|不再|不要再|别再|而不是|改一下|变成|取代|代替)/,
+];
+/** The user repeats an earlier rule. */
+const REMINDER = [
+  /\b(again|remember|reminder|as i said|i (already )?told you|don't forget|do not forget|keep in mind|as always|like i said|once more)\b/i,
+  /(记住|别忘了|不要忘了|再说一遍|又忘|提醒一下|说过)/,
+];
 /** Questions and hypotheticals state no rule. */
 const NOT_A_RULE = [
   /\?\s*$/,
   /？\s*$/,
   /^\s*(if|what if|should i|can you|could you|would you|do you|does|is it|are there|how|why|when|what)\b/i,
-  /^\s*(如果|假如|是否|能不能|可不可以|怎么|为什么|吗)/,
+  /^\s*(如果|假如|是否|能不能|可不可以|怎么|为什么)|吗[。.]?\s*$/,
 ];
+
+export interface RuleContext {
+  /** The assistant's answer just before this message, if any: a correction needs something to correct. */
+  previousReply?: string | undefined;
+}
 
 export interface StatedRule {
   sentence: string;
+  /** `rule`: stated generally; `instance`: the same kind of instruction for named things only. */
+  kind: 'rule' | 'instance';
+  /** Said while correcting the assistant's previous answer. */
+  corrective: boolean;
+  /** Says an earlier rule changed ("change of plan", "instead", "不再"). */
+  change: boolean;
+  /** Says it repeats an earlier rule ("again", "remember", "记住"). */
+  reminder: boolean;
 }
 
-/** The sentences of `text` that state a rule or lasting preference, verbatim. */
-export function detectRules(text: string): StatedRule[] {
+/** The sentences of `text` that state a standing rule (or an instance of one), verbatim. */
+export function detectRules(text: string, context: RuleContext = {}): StatedRule[] {
+  const corrective = context.previousReply !== undefined && context.previousReply.trim() !== '' && matches(CORRECTION, text);
   const rules: StatedRule[] = [];
   for (const sentence of splitSentences(text)) {
-    const trimmed = sentence.trim();
-    if (trimmed.length < 8 || trimmed.length > 400) continue;
-    if (NOT_A_RULE.some((pattern) => pattern.test(trimmed))) continue;
-    const isRule = ENGLISH_RULE.some((pattern) => pattern.test(trimmed)) || CHINESE_RULE.some((pattern) => pattern.test(trimmed));
-    if (isRule) rules.push({ sentence: trimmed });
+    for (const part of generalParts(sentence.trim())) {
+      if (part.length < 8 || part.length > 400) continue;
+      const kind = classify(part, corrective);
+      if (kind) rules.push({ sentence: part, kind, corrective, change: matches(CHANGE, part), reminder: matches(REMINDER, text) });
+    }
   }
   return rules;
 }
 
+/**
+ * The parts of a sentence not limited to this task. A one-off clause ("this time…", "今天…")
+ * limits itself and what follows it ("For today only, always reply in French"), unless what
+ * follows sets its own time ("这次先手动改，以后所有日志时间都用 UTC").
+ */
+function generalParts(sentence: string): string[] {
+  if (!matches(ONE_OFF, sentence)) return [sentence];
+  const parts: string[] = [];
+  let run: string[] = [];
+  let limited = false;
+  const flush = () => {
+    const part = run
+      .join('')
+      .trim()
+      .replace(/[\s,，:：;；—–-]+$/, '');
+    if (part && (!limited || matches(FROM_NOW_ON, part))) parts.push(part);
+    run = [];
+  };
+  for (const clause of sentence.split(/(?<=[,，:：—–])/)) {
+    if (matches(ONE_OFF, clause)) {
+      flush();
+      limited = true;
+    } else run.push(clause);
+  }
+  flush();
+  return parts;
+}
+
+function classify(sentence: string, corrective: boolean): StatedRule['kind'] | undefined {
+  if (matches(NOT_A_RULE, sentence)) return undefined;
+  if (matches(ALWAYS, sentence)) return 'rule';
+  const specific = matches(SPECIFIC, sentence.replace(EXAMPLE, ''));
+  const modal = matches(MODAL, sentence);
+  // A recurring condition, then what to do ("before you modify X, copy it"; "改了 X 之后也要…").
+  const condition = matches(CONDITION, sentence) && matches(INSTRUCTION, sentence.replace(/^[^,，]*?(,|，|之前|之后|的时候)\s*/, ''));
+  // Quantified or modal sentences are also how one task is specified ("all prices on the receipt
+  // screen need to be right-aligned"): they are rules only with something more.
+  const general =
+    matches(PREFERENCE, sentence) ||
+    condition ||
+    (matches(QUANTIFIER, sentence) && modal && (corrective || matches(OWN_WORK, sentence))) ||
+    (corrective && modal && /\b(you|we)\b|你|我们/i.test(sentence));
+  if (general) return specific ? 'instance' : 'rule';
+  if (corrective && specific && matches(INSTRUCTION, sentence)) return 'instance';
+  return undefined;
+}
+
+function matches(patterns: readonly RegExp[], text: string): boolean {
+  return patterns.some((pattern) => pattern.test(text));
+}
+
 function splitSentences(text: string): string[] {
+  // Semicolons join the clauses of one thought ("never add a ^ range; we require exact versions"): kept together.
   return text
     .replace(/```[\s\S]*?```/g, ' ')
-    .split(/(?<=[.!。！；;])\s+|(?<=[。！；])|\n+/)
+    .split(/(?<=[.!。！])\s+|(?<=[。！])|\n+/)
     .map((sentence) => sentence.replace(/^[-*•\d.)\s]+/, ''))
     .filter(Boolean);
 }
 
+/* ---------- what a rule is about ---------- */
+
 /** Words that make a sentence a rule but say nothing about what the rule is about. */
 const RULE_WORDS = new Set(
   tokenize(
-    'always never must should need have required require requires from now on going forward future change plan every each all any please make sure prefer preference rule policy convention standard style instead rather 以后 今后 从现在起 每次 一律 总是 始终 永远 务必 必须 一定要 不要 别再 禁止 不许 不准 统一 请用 都用 都要 改成 改为',
+    'always never must should need have required require requires from now on going forward future change plan every each all any please make sure prefer preference rule policy convention standard style instead rather first again remember reminder 以后 今后 从现在起 每次 一律 总是 始终 永远 务必 必须 一定要 不要 别再 禁止 不许 不准 统一 请用 都用 都要 改成 改为 记住 又 先',
   ),
 );
+const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
 
 /**
- * What a rule is about: its content words without the rule words. "all output files must be named
- * YYYYMMDD_<name>" and "change of plan: all output files must be named <name>_final" are both
- * about "output files named".
+ * What a rule is about: its content words without the rule words, names split at dots and slashes
+ * ("CHANGELOG.md" is about "changelog"). "all output files must be named YYYYMMDD_<name>" and
+ * "change of plan: all output files must be named <name>_final" are both about "output files named".
  */
 export function ruleSubject(sentence: string): Set<string> {
-  return new Set(tokenize(sentence).filter((term) => !RULE_WORDS.has(term)));
+  return new Set(
+    tokenize(sentence.replace(EXAMPLE, ''))
+      .flatMap((term) => term.split(/[./]/))
+      .filter((term) => (term.length > 1 || CJK.test(term)) && !RULE_WORDS.has(term)),
+  );
 }
 
-/** Whether two rule subjects are about the same thing (so the newer rule replaces the older). */
-export function sameSubject(a: Set<string>, b: Set<string>): boolean {
+/**
+ * Whether two rule subjects are about the same thing (so the newer rule replaces or restates the
+ * older). Across languages only the words both share can count: names, formats, files ("WebP",
+ * "assets/img", "UTC"), so two of them must agree.
+ */
+export function sameSubject(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  if (isChinese(a) !== isChinese(b)) return overlap(latin(a), latin(b), 2) >= 0.5;
   if (a.size === 0 || b.size === 0) return false;
   const shared = sharedCount(a, b);
-  return jaccard(a, b) > 0.5 || (shared >= 2 && shared / Math.min(a.size, b.size) >= 0.75);
+  return shared / (a.size + b.size - shared) > 0.5 || (shared >= 2 && shared / Math.min(a.size, b.size) >= 0.75);
+}
+
+/**
+ * How closely a rule the user says has changed ("change of plan: …", "不要再…") matches an earlier
+ * one: the share of the smaller subject they hold in common, from two shared words (across
+ * languages, from one shared name: the change itself says a rule is being replaced).
+ */
+export function changedSubject(earlier: ReadonlySet<string>, changed: ReadonlySet<string>): number {
+  return isChinese(earlier) !== isChinese(changed) ? overlap(latin(earlier), latin(changed), 1) : overlap(earlier, changed, 2);
+}
+
+/** Whether an instance ("before modifying day13/nginx.conf, create day13/nginx.conf.bak") applies this rule. */
+export function appliesRule(rule: ReadonlySet<string>, instance: ReadonlySet<string>): number {
+  return isChinese(rule) !== isChinese(instance) ? overlap(latin(rule), latin(instance), 2) : overlap(rule, instance, 2);
+}
+
+/** Share of the smaller set the two hold in common, 0 below `least` shared members. */
+function overlap(a: ReadonlySet<string>, b: ReadonlySet<string>, least: number): number {
+  const shared = sharedCount(a, b);
+  return shared < least ? 0 : shared / Math.min(a.size, b.size);
+}
+
+function isChinese(subject: ReadonlySet<string>): boolean {
+  for (const term of subject) if (CJK.test(term)) return true;
+  return false;
+}
+
+function latin(subject: ReadonlySet<string>): Set<string> {
+  return new Set([...subject].filter((term) => !CJK.test(term)));
+}
+
+/* ---------- per-instance copies ---------- */
+
+const NAMED_THING = /(?:[\w.-]+\/)+[\w.-]*[\w-]|\b[\w-]{2,}(?:\.[a-z0-9]{1,5})+\b/gi;
+
+/**
+ * An instance with the things it names replaced by placeholders, in the user's own words: two
+ * instances with the same template state one rule ("Before modifying <file>, create <file>.bak.").
+ */
+export function instanceTemplate(sentence: string): string {
+  const names: string[] = [];
+  // Shortest first, and a longer name holding a shorter one is not replaced apart: "deploy.sh.bak" becomes "<file>.bak".
+  const found = [...new Set(sentence.match(NAMED_THING) ?? [])].sort((a, b) => a.length - b.length);
+  for (const name of found) if (!names.some((shorter) => name.startsWith(shorter))) names.push(name);
+  let template = sentence;
+  names.forEach((name, index) => {
+    template = template.split(name).join(names.length === 1 ? '<file>' : `<file ${index + 1}>`);
+  });
+  return template;
 }

@@ -20,7 +20,8 @@ import { housekeep, type HousekeepingReport } from './housekeeping.js';
 import { MemoryContextProvider } from './provider.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
 import { MemoryRetriever, type MemoryRetrievalMode } from './retrieval.js';
-import { detectRules, ruleSubject, sameSubject } from './rules.js';
+import { languageName, languagesOf } from './languages.js';
+import { appliesRule, changedSubject, detectRules, instanceTemplate, ruleSubject, sameSubject } from './rules.js';
 import { MemoryStore, type MemoryPatch } from './store.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import { MemoryVectors } from './vectors.js';
@@ -66,6 +67,34 @@ export interface IngestTurn {
 }
 
 const EXTRACT_TURN_LIMIT = 40;
+/** Importance a rule gains each time the user states or applies it again. */
+const RESTATED_IMPORTANCE = 0.01;
+/** Share of an instance's subject a rule must hold to count as the rule it applies. */
+const APPLIES = 0.5;
+
+/** The unit scoring highest, if any scores above 0 (and at least `least`). */
+function best(units: readonly MemoryUnit[], score: (unit: MemoryUnit) => number, least = Number.MIN_VALUE): MemoryUnit | undefined {
+  let found: { unit: MemoryUnit; score: number } | undefined;
+  for (const unit of units) {
+    const value = score(unit);
+    if (value >= least && (!found || value > found.score)) found = { unit, score: value };
+  }
+  return found?.unit;
+}
+
+/**
+ * What an instance is about without the things it names: "改 src/app.py 之前要先备份成 src/app.py.bak"
+ * is about "<file>.bak", which a rule in English ("make a .bak copy") shares.
+ */
+function instanceSubject(sentence: string): Set<string> {
+  return ruleSubject(instanceTemplate(sentence));
+}
+
+/** Whether a subject says nothing its `whole` does not. */
+function isPartOf(part: ReadonlySet<string>, whole: ReadonlySet<string>): boolean {
+  for (const term of part) if (!whole.has(term)) return false;
+  return part.size > 0;
+}
 
 /** What a raw turn keeps of a message: secrets redacted, at most 8,000 characters. */
 function rawContent(text: string): string {
@@ -152,6 +181,8 @@ export class MemoryService {
    */
   storeTurns(scope: string, sessionId: string, turns: readonly IngestTurn[]): Array<{ id: string; turnId: string; stored: boolean }> {
     const results: Array<{ id: string; turnId: string; stored: boolean }> = [];
+    // A correction corrects the answer just before it: in this batch, else the session's last.
+    let previousReply = turns[0]?.role === 'user' ? this.store.lastRawOfSession(sessionId, scope, 'assistant') : undefined;
     turns.forEach((turn, index) => {
       const turnId = turn.id ?? `${sessionId}#${index}-${Date.now()}`;
       const content = rawContent(turn.content);
@@ -169,41 +200,95 @@ export class MemoryService {
           observedAt,
           sourceSession: sessionId,
           sourceTurns: [turnId],
+          // Who said it, when a transcript names people ("what did Ana say about …"): found by, never shown.
+          ...(turn.name ? { searchKeys: [turn.name] } : {}),
         },
         { rawKey: `${scope}\u0000${sessionId}\u0000${turnId}\u0000${turn.role}` },
       );
       results.push({ id: unit?.id ?? '', turnId, stored: unit !== undefined });
-      if (unit && turn.role === 'user') this.captureRules(scope, sessionId, turnId, content, observedAt);
+      if (unit && turn.role === 'user') this.captureRules(scope, sessionId, turnId, content, observedAt, previousReply);
+      previousReply = turn.role === 'assistant' ? content : undefined;
     });
     return results;
   }
 
-  /** The deterministic detector: explicit rules become core units, quoting the user exactly. */
-  private captureRules(scope: string, sessionId: string, turnId: string, text: string, observedAt: number): void {
-    for (const { sentence } of detectRules(text)) {
-      if (this.store.findSameContent(scope, sentence)) continue;
-      this.addStandingInstruction({
+  /**
+   * The deterministic detector: stated rules become core units, quoting the user exactly; a rule
+   * said again, or applied to named things, strengthens the rule it repeats instead of adding one.
+   */
+  private captureRules(scope: string, sessionId: string, turnId: string, text: string, observedAt: number, previousReply: string | undefined): void {
+    for (const stated of detectRules(text, { previousReply })) {
+      const draft: MemoryDraft = {
         scope,
         type: 'preference',
-        content: sentence,
-        importance: 0.9,
+        content: stated.sentence,
+        // Corrected after a failed answer: the user cares most about these.
+        importance: stated.corrective ? 0.95 : 0.9,
         confidence: 0.9,
         core: true,
         origin: 'rule',
         observedAt,
         sourceSession: sessionId,
         sourceTurns: [turnId],
-      });
+      };
+      const same = this.store.findSameContent(scope, stated.sentence);
+      if (same) this.store.addSources(same.id, [turnId], RESTATED_IMPORTANCE);
+      else if (stated.kind === 'instance') this.captureInstance(draft);
+      else this.addStandingInstruction(draft, stated.change ? 'replaces' : stated.reminder ? 'restates' : 'new');
     }
   }
 
-  /** Adds a standing instruction; an older one about the same subject is superseded by it. */
-  private addStandingInstruction(draft: MemoryDraft): MemoryUnit | undefined {
+  /**
+   * A rule stated for named things ("Before modifying day13/nginx.conf, create day13/nginx.conf.bak"):
+   * a source of the general rule it applies; else kept aside (not core) until a second one of the
+   * same form makes the general rule, in the user's words with the names as placeholders.
+   */
+  private captureInstance(draft: MemoryDraft): void {
+    const template = instanceTemplate(draft.content);
+    const general = this.bestRuleFor(draft.scope, instanceSubject(draft.content));
+    if (general) {
+      this.store.addSources(general.id, draft.sourceTurns ?? [], RESTATED_IMPORTANCE);
+      return;
+    }
+    if (template !== draft.content && this.store.ruleInstances(draft.scope).some((unit) => instanceTemplate(unit.content) === template)) {
+      this.addStandingInstruction({ ...draft, content: template }, 'new');
+      return;
+    }
+    this.store.add({ ...draft, core: false, importance: 0.6 });
+  }
+
+  /** The standing instruction an instance applies, if one clearly does. */
+  private bestRuleFor(scope: string, instance: ReadonlySet<string>): MemoryUnit | undefined {
+    return best(this.store.coreUnits(scope), (unit) => appliesRule(ruleSubject(unit.content), instance), APPLIES);
+  }
+
+  /**
+   * Adds a standing instruction. An earlier one about the same subject is superseded by it (linked,
+   * never shown again), unless the new one only restates it: then the earlier one, in the words the
+   * user first chose, gains the new source. Instances it generalises become its sources. A statement
+   * older than the rule now in force never replaces it.
+   */
+  private addStandingInstruction(draft: MemoryDraft, how: 'new' | 'replaces' | 'restates'): MemoryUnit | undefined {
     const subject = ruleSubject(draft.content);
-    const older = this.store.coreUnits(draft.scope).filter((unit) => sameSubject(subject, ruleSubject(unit.content)));
-    const added = this.store.add(draft);
+    const observedAt = draft.observedAt ?? Date.now();
+    const rules = this.store.coreUnits(draft.scope);
+    const related = rules.filter((unit) => sameSubject(subject, ruleSubject(unit.content)));
+    // A rule said to change replaces the one closest to it, even in other words.
+    if (how === 'replaces' && related.length === 0) {
+      const closest = best(rules, (unit) => changedSubject(ruleSubject(unit.content), subject));
+      if (closest) related.push(closest);
+    }
+    // What was said before the rule now in force (an older conversation imported late) never brings back what it replaced.
+    const replaced = this.store.findReplacedRule(draft.scope, draft.content);
+    const replacement = replaced?.supersededBy ? this.store.get(replaced.supersededBy) : undefined;
+    if (related.some((unit) => unit.observedAt > observedAt) || (replacement && replacement.observedAt > observedAt)) return undefined;
+    const restated = related.find((unit) => how === 'restates' || (how === 'new' && isPartOf(subject, ruleSubject(unit.content))));
+    if (restated) return this.store.addSources(restated.id, draft.sourceTurns ?? [], RESTATED_IMPORTANCE);
+    const instances = this.store.ruleInstances(draft.scope).filter((unit) => appliesRule(subject, instanceSubject(unit.content)) >= APPLIES);
+    const sources = [...new Set([...instances.flatMap((unit) => unit.sourceTurns), ...(draft.sourceTurns ?? [])])];
+    const added = this.store.add({ ...draft, sourceTurns: sources });
     if (!added) return undefined;
-    for (const unit of older) if (unit.observedAt <= added.observedAt) this.store.supersede(unit.id, added.id);
+    for (const unit of [...related, ...instances]) this.store.supersede(unit.id, added.id);
     return added;
   }
 
@@ -251,6 +336,10 @@ export class MemoryService {
     const values = {
       session_id: sessionId,
       scope,
+      languages: this.userLanguages(
+        scope,
+        fresh.filter((unit) => unit.speaker === 'user').map((unit) => unit.content),
+      ),
       turns: turnsText || '(no new turns)',
       existing:
         related.length > 0
@@ -290,6 +379,7 @@ export class MemoryService {
         scope,
         type: candidate.type,
         content,
+        searchKeys: candidate.search_keys,
         importance: candidate.importance,
         confidence: candidate.confidence,
         core: candidate.standing_instruction,
@@ -298,22 +388,35 @@ export class MemoryService {
         sourceSession: sessionId,
         sourceTurns: turn ? turn.sourceTurns : [...new Set(turns.flatMap((unit) => unit.sourceTurns))].slice(-5),
       };
-      if (candidate.action === 'noop' || this.store.findSameContent(scope, content)) {
+      const offeredUnit = (id: string | null | undefined) => (id && offered.has(id) ? this.store.get(id) : undefined);
+      // Only an update replaces the memory it names (an add that names one leaves it be).
+      const target = candidate.action === 'update' ? offeredUnit(candidate.target_id) : undefined;
+      const same = this.store.findSameContent(scope, content);
+      // A request for this task only is not memory, however it is worded.
+      if (candidate.one_off || candidate.action === 'noop' || same) {
+        // Said again: the rule it restates gains the turn as a source.
+        const repeated = candidate.action === 'noop' ? offeredUnit(candidate.target_id) : undefined;
+        const known = same ?? (repeated?.status === 'active' ? repeated : undefined);
+        if (known?.core && turn && !candidate.one_off) this.store.addSources(known.id, turn.sourceTurns, RESTATED_IMPORTANCE);
         counts.skipped++;
         continue;
       }
-      const target = candidate.action === 'update' && candidate.target_id && offered.has(candidate.target_id) ? this.store.get(candidate.target_id) : undefined;
       if (draft.core) {
-        // The detector may already hold this rule in the user's own words: keep that one.
+        const merged = candidate.merges.map(offeredUnit).filter((unit) => unit?.status === 'active') as MemoryUnit[];
+        const sources = [...new Set([...merged.flatMap((unit) => unit.sourceTurns), ...(draft.sourceTurns ?? [])])];
+        // The detector may already hold this rule in the user's own words: keep that one, with this source.
         const subject = ruleSubject(content);
-        const same = this.store.coreUnits(scope).find((unit) => unit.origin === 'rule' && sameSubject(subject, ruleSubject(unit.content)));
-        if (same && !target) {
+        const detected = this.store.coreUnits(scope).find((unit) => unit.origin === 'rule' && sameSubject(subject, ruleSubject(unit.content)));
+        if (detected && !target && merged.length === 0) {
+          this.store.addSources(detected.id, sources, RESTATED_IMPORTANCE);
           counts.skipped++;
           continue;
         }
-        const added = this.addStandingInstruction(draft);
-        if (added && target && target.status === 'active') this.store.supersede(target.id, added.id);
-        if (added && target) counts.updated++;
+        const added = this.addStandingInstruction({ ...draft, sourceTurns: sources }, target ? 'replaces' : 'new');
+        // Paraphrases and per-instance copies it consolidates are superseded by it, and linked.
+        if (added)
+          for (const unit of [target, ...merged]) if (unit && unit.status === 'active' && unit.id !== added.id) this.store.supersede(unit.id, added.id);
+        if (added && (target || merged.length > 0)) counts.updated++;
         else if (added) counts.added++;
         continue;
       }
@@ -355,6 +458,19 @@ export class MemoryService {
     return units.slice(0, 20);
   }
 
+  /**
+   * The languages this user has been seen writing in (the scope's, kept in the state table, plus
+   * these turns'), named for the extractor's search keys: a memory told in English is then found by
+   * the question the user later asks in Chinese.
+   */
+  private userLanguages(scope: string, texts: readonly string[]): string {
+    const key = `memory.languages:${scope}`;
+    const known = (this.state.get(key) ?? '').split(',').filter(Boolean);
+    const seen = [...new Set([...known, ...languagesOf(texts)])].sort();
+    if (seen.join(',') !== known.join(',')) this.state.set(key, seen.join(','));
+    return seen.length > 0 ? seen.map(languageName).join(', ') : 'English';
+  }
+
   /** The sequence of the last raw turn extraction has read in this session. */
   private watermark(scope: string, sessionId: string): number {
     return Number(this.state.get(watermarkKey(scope, sessionId)) ?? '0');
@@ -392,7 +508,8 @@ export class MemoryService {
   }
 
   add(draft: MemoryDraft): MemoryUnit {
-    const unit = draft.core ? this.addStandingInstruction(draft) : this.store.add(draft);
+    // Added by hand: a new rule on a subject replaces the one before.
+    const unit = draft.core ? this.addStandingInstruction(draft, 'replaces') : this.store.add(draft);
     if (!unit) throw new MemoryError('the memory could not be stored', 'memory_not_stored');
     return unit;
   }

@@ -11,6 +11,9 @@ interface UnitRow {
   type: string;
   content: string;
   terms: string;
+  search_keys: string;
+  neighbour_terms: string;
+  previous_raw: number | null;
   speaker: string | null;
   importance: number;
   confidence: number;
@@ -31,9 +34,18 @@ interface UnitRow {
   updated_at: number;
 }
 
+/** A raw turn next to another: its rowid and own terms. */
+interface NeighbourRow {
+  rowid: number;
+  terms: string;
+}
+
 export interface Candidate {
   unit: MemoryUnit;
+  /** Query terms the unit holds itself (for units from the index; every term for the others). */
   terms: Set<string>;
+  /** Query terms found only in the raw turn before or after it: they count NEIGHBOUR_WEIGHT. */
+  related: Set<string>;
   bm25: number;
 }
 
@@ -45,6 +57,7 @@ export interface KeywordSearch {
 
 export interface MemoryPatch {
   content?: string;
+  searchKeys?: string[];
   type?: MemoryType;
   importance?: number;
   core?: boolean;
@@ -79,15 +92,15 @@ export class MemoryStore {
   constructor(private readonly db: Db) {
     this.statements = {
       insert: db.prepare(`
-        INSERT INTO memory_units (id, scope, type, content, terms, speaker, importance, confidence, core, pinned, status, origin, raw_key, observed_at, valid_from, source_session, source_turns, flagged, created_at, updated_at)
-        VALUES (@id, @scope, @type, @content, @terms, @speaker, @importance, @confidence, @core, @pinned, 'active', @origin, @raw_key, @observed_at, @valid_from, @source_session, @source_turns, @flagged, @now, @now)
+        INSERT INTO memory_units (id, scope, type, content, terms, search_keys, neighbour_terms, previous_raw, speaker, importance, confidence, core, pinned, status, origin, raw_key, observed_at, valid_from, source_session, source_turns, flagged, created_at, updated_at)
+        VALUES (@id, @scope, @type, @content, @terms, @search_keys, @neighbour_terms, @previous_raw, @speaker, @importance, @confidence, @core, @pinned, 'active', @origin, @raw_key, @observed_at, @valid_from, @source_session, @source_turns, @flagged, @now, @now)
         ON CONFLICT(raw_key) DO NOTHING`),
       insertFts: db.prepare<[number, string]>('INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)'),
       deleteFts: db.prepare<[number]>('DELETE FROM memory_fts WHERE rowid = ?'),
       byId: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE id = ?'),
       byRowid: db.prepare<[number], UnitRow>('SELECT * FROM memory_units WHERE rowid = ?'),
       update: db.prepare(
-        `UPDATE memory_units SET content = @content, terms = @terms, type = @type, importance = @importance, core = @core, pinned = @pinned, flagged = @flagged, updated_at = @now WHERE id = @id`,
+        `UPDATE memory_units SET content = @content, terms = @terms, search_keys = @search_keys, type = @type, importance = @importance, core = @core, pinned = @pinned, flagged = @flagged, updated_at = @now WHERE id = @id`,
       ),
       supersede: db.prepare<[string, number, string]>(
         "UPDATE memory_units SET status = 'superseded', superseded_by = ?, updated_at = ? WHERE id = ? AND status = 'active'",
@@ -99,7 +112,7 @@ export class MemoryStore {
       postings: db.prepare<[string, number], number>('SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?').pluck(),
       // Every column but the (long) terms: search already knows which query terms a unit holds.
       byRowids: db.prepare<[string], UnitRow>(
-        `SELECT rowid, id, scope, type, content, speaker, importance, confidence, core, pinned, status, superseded_by, origin, observed_at, valid_from,
+        `SELECT rowid, id, scope, type, content, search_keys, '' AS neighbour_terms, previous_raw, speaker, importance, confidence, core, pinned, status, superseded_by, origin, observed_at, valid_from,
            source_session, source_turns, flagged, access_count, last_accessed_at, created_at, updated_at, '' AS terms
          FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?))`,
       ),
@@ -133,6 +146,9 @@ export class MemoryStore {
       sameContent: db.prepare<[string, string], UnitRow>(
         "SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'active' AND origin != 'raw_turn' LIMIT 1",
       ),
+      replacedWithContent: db.prepare<[string, string], UnitRow>(
+        "SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'superseded' AND core = 1 ORDER BY rowid DESC LIMIT 1",
+      ),
       rawInSession: db.prepare<[string, string, string, string], { found: number }>(
         "SELECT 1 AS found FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? AND speaker = ? AND content = ? LIMIT 1",
       ),
@@ -153,6 +169,28 @@ export class MemoryStore {
         "SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND origin != 'raw_turn' ORDER BY observed_at DESC LIMIT ?",
       ),
       allOfScope: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY rowid'),
+      // The raw turn said just before one (same scope and session): the last one stored so far.
+      lastRaw: db.prepare<[string, string], NeighbourRow>(
+        "SELECT rowid, terms FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? ORDER BY rowid DESC LIMIT 1",
+      ),
+      rawAfter: db.prepare<[number], NeighbourRow>('SELECT rowid, terms FROM memory_units WHERE previous_raw = ?'),
+      setPrevious: db.prepare<[number | null, string, number]>('UPDATE memory_units SET previous_raw = ?, neighbour_terms = ? WHERE rowid = ?'),
+      indexRow: db.prepare<[number], { scope: string; terms: string; neighbour_terms: string; previous_raw: number | null }>(
+        'SELECT scope, terms, neighbour_terms, previous_raw FROM memory_units WHERE rowid = ?',
+      ),
+      previousOf: db.prepare<[string], { rowid: number; previous_raw: number }>(
+        'SELECT rowid, previous_raw FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?)) AND previous_raw IS NOT NULL',
+      ),
+      lastRawOfSession: db
+        .prepare<[string, string, string], string>(
+          "SELECT content FROM memory_units WHERE source_session = ? AND scope = ? AND origin = 'raw_turn' AND speaker = ? ORDER BY rowid DESC LIMIT 1",
+        )
+        .pluck(),
+      ruleInstances: db.prepare<[string], UnitRow>(
+        "SELECT * FROM memory_units WHERE scope = ? AND origin = 'rule' AND core = 0 AND status = 'active' ORDER BY rowid DESC LIMIT 200",
+      ),
+      replacedRules: db.prepare<[string], string>("SELECT source_turns FROM memory_units WHERE scope = ? AND core = 1 AND status = 'superseded'").pluck(),
+      sources: db.prepare<[string, number, number, string]>('UPDATE memory_units SET source_turns = ?, importance = ?, updated_at = ? WHERE id = ?'),
     };
   }
 
@@ -171,14 +209,18 @@ export class MemoryStore {
     const now = Date.now();
     // Every way in (raw turns, extraction, summaries, the API, imports) passes here: no secret is stored, indexed or recalled.
     const content = redactSecrets(draft.content).trim();
-    // Not uniqueTerms: its cache is for texts that come back (requests); stored content would evict them.
-    const terms = [...new Set(tokenize(content))];
+    const searchKeys = cleanKeys(draft.searchKeys ?? []);
+    const terms = termsOf(content, searchKeys);
+    const session = draft.sourceSession ?? null;
     const row = {
       id: options.id ?? newMemoryId(),
       scope: draft.scope,
       type: draft.type,
       content,
       terms: terms.join(' '),
+      search_keys: JSON.stringify(searchKeys),
+      neighbour_terms: '',
+      previous_raw: null as number | null,
       speaker: draft.speaker ?? null,
       importance: clamp(draft.importance ?? 0.5),
       confidence: clamp(draft.confidence ?? 0.7),
@@ -188,17 +230,22 @@ export class MemoryStore {
       raw_key: options.rawKey ?? null,
       observed_at: draft.observedAt ?? now,
       valid_from: draft.observedAt ?? now,
-      source_session: draft.sourceSession ?? null,
+      source_session: session,
       source_turns: JSON.stringify(draft.sourceTurns ?? []),
       flagged: injectionReason(content) ?? null,
       now,
     };
     return this.db
       .transaction(() => {
+        const previous = draft.origin === 'raw_turn' && session !== null ? this.statements.lastRaw.get(session, draft.scope) : undefined;
+        if (previous) {
+          row.previous_raw = previous.rowid;
+          row.neighbour_terms = neighbourTerms(previous.terms);
+        }
         const result = this.statements.insert.run(row);
         if (result.changes === 0) return undefined;
         const rowid = Number(result.lastInsertRowid);
-        this.statements.insertFts.run(rowid, indexedTerms(draft.scope, terms));
+        this.statements.insertFts.run(rowid, indexedTerms(draft.scope, row));
         this.emit(draft.scope);
         return toUnit(this.statements.byRowid.get(rowid)!);
       })
@@ -225,17 +272,25 @@ export class MemoryStore {
     return row ? toUnit(row) : undefined;
   }
 
+  /** A replaced standing instruction with exactly this content, if any. */
+  findReplacedRule(scope: string, content: string): MemoryUnit | undefined {
+    const row = this.statements.replacedWithContent.get(scope, content.trim());
+    return row ? toUnit(row) : undefined;
+  }
+
   update(id: string, patch: MemoryPatch): MemoryUnit | undefined {
     const current = this.statements.byId.get(id);
     if (!current) return undefined;
     const content = patch.content === undefined ? current.content : redactSecrets(patch.content).trim();
-    const terms = patch.content === undefined ? current.terms : [...new Set(tokenize(content))].join(' ');
+    const searchKeys = patch.searchKeys === undefined ? (JSON.parse(current.search_keys) as string[]) : cleanKeys(patch.searchKeys);
+    const terms = patch.content === undefined && patch.searchKeys === undefined ? current.terms : termsOf(content, searchKeys).join(' ');
     this.db
       .transaction(() => {
         this.statements.update.run({
           id,
           content,
           terms,
+          search_keys: JSON.stringify(searchKeys),
           type: patch.type ?? current.type,
           importance: clamp(patch.importance ?? current.importance),
           core: patch.core === undefined ? current.core : patch.core ? 1 : 0,
@@ -244,8 +299,10 @@ export class MemoryStore {
           now: Date.now(),
         });
         if (terms !== current.terms) {
-          this.statements.deleteFts.run(current.rowid);
-          this.statements.insertFts.run(current.rowid, indexedTerms(current.scope, terms.split(' ')));
+          this.reindex(current.rowid);
+          // The turn after it is indexed with its terms too: that entry changes as well.
+          const after = this.statements.rawAfter.get(current.rowid);
+          if (after) this.relink(after.rowid, { rowid: current.rowid, terms });
         }
       })
       .immediate();
@@ -260,6 +317,21 @@ export class MemoryStore {
     const changed = this.statements.supersede.run(newId, Date.now(), oldId).changes > 0;
     if (changed) this.emit(row.scope);
     return changed;
+  }
+
+  /**
+   * Links more source turns to a unit (a rule restated or applied again) and raises its importance
+   * by `importanceStep` per new source, so what the user keeps repeating ranks higher.
+   */
+  addSources(id: string, turnIds: readonly string[], importanceStep = 0): MemoryUnit | undefined {
+    const row = this.statements.byId.get(id);
+    if (!row) return undefined;
+    const current = JSON.parse(row.source_turns) as string[];
+    const added = turnIds.filter((turn) => !current.includes(turn));
+    if (added.length === 0) return toUnit(row);
+    this.statements.sources.run(JSON.stringify([...current, ...added]), clamp(row.importance + importanceStep * added.length), Date.now(), id);
+    this.emit(row.scope);
+    return this.get(id);
   }
 
   /**
@@ -312,6 +384,12 @@ export class MemoryStore {
     for (const listener of this.deleteListeners) listener(row.rowid);
     this.statements.delete.run(row.id);
     if (clearLinks) this.statements.clearSupersededLinks.run(row.id);
+    // No trace of its words stays in the entry of the turn after it, which now follows the one before.
+    const after = clearLinks ? this.statements.rawAfter.get(row.rowid) : undefined;
+    if (after) {
+      const previous = row.previous_raw === null ? undefined : this.statements.indexRow.get(row.previous_raw);
+      this.relink(after.rowid, previous && row.previous_raw !== null ? { rowid: row.previous_raw, terms: previous.terms } : undefined);
+    }
     const turns = JSON.parse(row.source_turns) as string[];
     if (scrub && turns.length > 0) scrub(turns, [row.content]);
   }
@@ -338,7 +416,9 @@ export class MemoryStore {
 
   /** The newest non-raw active units of a scope, for near-duplicate consolidation. */
   consolidationCandidates(scope: string, limit: number): Candidate[] {
-    return this.statements.consolidation.all(scope, limit).map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), bm25: 0 }));
+    return this.statements.consolidation
+      .all(scope, limit)
+      .map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), related: new Set(), bm25: 0 }));
   }
 
   /** Rebuilds the keyword index so deleted terms leave no trace in its pages. */
@@ -357,45 +437,102 @@ export class MemoryStore {
   search(scope: string, terms: readonly string[], limit: number, includeInactive = false): KeywordSearch {
     const size = this.scopeSize(scope);
     const idfs = new Map<string, number>();
-    const weights = new Map<number, { weight: number; matched: string[] }>();
+    const weights = new Map<number, { weight: number; matched: string[]; related: string[] }>();
+    const entry = (rowid: number) => {
+      let found = weights.get(rowid);
+      if (!found) weights.set(rowid, (found = { weight: 0, matched: [], related: [] }));
+      return found;
+    };
+    const credit = (rowid: number, term: string, idf: number) => {
+      const found = entry(rowid);
+      if (found.matched.includes(term) || found.related.includes(term)) return;
+      found.weight += idf * NEIGHBOUR_WEIGHT;
+      found.related.push(term);
+    };
+    /** Units whose entry holds a term as said in the turn after them (before → the unit before it gets the credit). */
+    const before = new Map<number, Array<[string, number]>>();
     for (const term of terms) {
-      // A term no unit holds gets the highest IDF.
-      idfs.set(term, idfOf(0, size));
-      const token = scopedTerm(scope, term);
-      let rows: number[];
-      try {
-        rows = this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`, POSTINGS_PER_TERM);
-      } catch {
-        continue;
-      }
-      if (rows.length === 0) continue;
-      // A capped list is not the term's document frequency: ask the index for that.
-      const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
-      const idf = idfOf(frequency, size);
+      const { token, rows, idf } = this.holders(scope, term, size);
       idfs.set(term, idf);
+      // No unit holds it, so no unit's neighbour does either.
+      if (rows.length === 0) continue;
       for (const rowid of rows) {
-        const entry = weights.get(rowid);
-        if (entry) {
-          entry.weight += idf;
-          entry.matched.push(term);
-        } else weights.set(rowid, { weight: idf, matched: [term] });
+        const found = entry(rowid);
+        found.weight += idf;
+        found.matched.push(term);
+      }
+      // Through neighbours, only terms rare enough to say something: a common one would triple the cost and add noise.
+      if (rows.length > NEIGHBOUR_MAX_FREQUENCY) continue;
+      for (const rowid of this.postings(AFTER_MARK + token)) credit(rowid, term, idf);
+      for (const rowid of this.postings(BEFORE_MARK + token)) {
+        const terms = before.get(rowid);
+        if (terms) terms.push([term, idf]);
+        else before.set(rowid, [[term, idf]]);
       }
     }
+    // A hit in the turn after a unit is the unit's: one lookup finds which unit each of those follows.
+    if (before.size > 0)
+      for (const { rowid, previous_raw } of this.statements.previousOf.all(JSON.stringify([...before.keys()])))
+        for (const [term, idf] of before.get(rowid)!) credit(previous_raw, term, idf);
     const ranked = [...weights].sort((a, b) => b[1].weight - a[1].weight);
     const candidates: Candidate[] = [];
     // Rows are fetched `limit` at a time: superseded units are few, so one round is the rule.
     for (let offset = 0; offset < ranked.length && candidates.length < limit; offset += limit) {
       const slice = ranked.slice(offset, offset + limit);
       const rows = new Map(this.statements.byRowids.all(JSON.stringify(slice.map(([rowid]) => rowid))).map((row) => [row.rowid, row]));
-      for (const [rowid, { weight, matched }] of slice) {
+      for (const [rowid, { weight, matched, related }] of slice) {
         const row = rows.get(rowid);
         if (!row || (!includeInactive && row.status !== 'active')) continue;
         // Ranking only asks about query terms, and these are the ones it holds.
-        candidates.push({ unit: toUnit(row), terms: new Set(matched), bm25: weight });
+        candidates.push({ unit: toUnit(row), terms: new Set(matched), related: new Set(related), bm25: weight });
         if (candidates.length === limit) break;
       }
     }
     return { candidates, idf: idfs };
+  }
+
+  /** The IDF of each term in a scope as search weighs it, and whether any unit holds it (the core block ranks rules with these). */
+  termWeights(scope: string, terms: readonly string[]): Map<string, { idf: number; held: boolean }> {
+    const size = this.scopeSize(scope);
+    return new Map(
+      terms.map((term) => {
+        const { rows, idf } = this.holders(scope, term, size);
+        return [term, { idf, held: rows.length > 0 }];
+      }),
+    );
+  }
+
+  /** The newest holders of a term (at most POSTINGS_PER_TERM) and its IDF; a term no unit holds gets the highest. */
+  private holders(scope: string, term: string, size: number): { token: string; rows: number[]; idf: number } {
+    const token = scopedTerm(scope, term);
+    const rows = this.postings(token);
+    if (rows.length === 0) return { token, rows, idf: idfOf(0, size) };
+    // A capped list is not the term's document frequency: ask the index for that.
+    const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
+    return { token, rows, idf: idfOf(frequency, size) };
+  }
+
+  /** The newest holders of an indexed token (none when the token cannot be searched). */
+  private postings(token: string): number[] {
+    try {
+      return this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`, POSTINGS_PER_TERM);
+    } catch {
+      return [];
+    }
+  }
+
+  /** Rewrites a unit's index entry from its row. */
+  private reindex(rowid: number): void {
+    const row = this.statements.indexRow.get(rowid);
+    if (!row) return;
+    this.statements.deleteFts.run(rowid);
+    this.statements.insertFts.run(rowid, indexedTerms(row.scope, row));
+  }
+
+  /** A raw turn now follows `previous` (or nothing): its neighbour terms and entry change (forgetting, editing; never on ingestion). */
+  private relink(rowid: number, previous: NeighbourRow | undefined): void {
+    this.statements.setPrevious.run(previous?.rowid ?? null, previous ? neighbourTerms(previous.terms) : '', rowid);
+    this.reindex(rowid);
   }
 
   private documentFrequency(token: string, atLeast: number): number {
@@ -424,7 +561,9 @@ export class MemoryStore {
   }
 
   inWindow(scope: string, start: number, end: number, limit: number): Candidate[] {
-    return this.statements.window.all(scope, start, end, limit).map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), bm25: 0 }));
+    return this.statements.window
+      .all(scope, start, end, limit)
+      .map((row) => ({ unit: toUnit(row), terms: new Set(row.terms.split(' ')), related: new Set(row.neighbour_terms.split(' ')), bm25: 0 }));
   }
 
   totalUnits(): number {
@@ -444,6 +583,21 @@ export class MemoryStore {
   /** Raw turns of a session stored after the unit with sequence `after`, in order. */
   rawTurnsOfSession(sessionId: string, scope: string, after = 0): MemoryUnit[] {
     return this.statements.rawOfSession.all(sessionId, scope, after).map(toUnit);
+  }
+
+  /** What `speaker` last said in a session (the answer a correction corrects). */
+  lastRawOfSession(sessionId: string, scope: string, speaker: 'user' | 'assistant'): string | undefined {
+    return this.statements.lastRawOfSession.get(sessionId, scope, speaker);
+  }
+
+  /** Rules stated for named things only, not yet part of a general rule (newest first). */
+  ruleInstances(scope: string): MemoryUnit[] {
+    return this.statements.ruleInstances.all(scope).map(toUnit);
+  }
+
+  /** The turns that taught standing instructions since replaced: what they said no longer holds. */
+  replacedRuleTurns(scope: string): Set<string> {
+    return new Set(this.statements.replacedRules.all(scope).flatMap((turns) => JSON.parse(turns) as string[]));
   }
 
   /** How many of those raw turns are the user's. */
@@ -504,6 +658,22 @@ const PSEUDO_DOCUMENTS = 20;
  */
 const POSTINGS_PER_TERM = 200;
 
+/** How much a query term found only in the raw turn before or after a unit counts, against one in the unit itself. */
+export const NEIGHBOUR_WEIGHT = 0.5;
+/** Terms held by more units than this are not looked up through neighbours. */
+const NEIGHBOUR_MAX_FREQUENCY = 60;
+/** The neighbour terms taken from each side (the first ones: a long answer's opening says what it is about). */
+const NEIGHBOUR_TERMS = 80;
+/**
+ * Evidence often sits next to the turn a question matches (the answer to the user's question, the
+ * user's reply to a suggestion): a raw turn's entry also holds, marked, the terms of the turn before
+ * it (credited to itself) and its own terms again (credited to that turn before it). Both are written
+ * once, when the turn is stored: entries are never rewritten on ingestion, which keeps the index
+ * compact. The marks are letters before the scope key, so marked terms are other tokens.
+ */
+const AFTER_MARK = 'n';
+const BEFORE_MARK = 'b';
+
 export function idfOf(documentFrequency: number, size: number): number {
   return bm25Idf(documentFrequency, size + PSEUDO_DOCUMENTS);
 }
@@ -525,11 +695,31 @@ function scopedTerm(scope: string, term: string): string {
   return `${prefix}${term.replace(/[^\p{L}\p{N}]/gu, '')}`;
 }
 
-function indexedTerms(scope: string, terms: readonly string[]): string {
-  return terms
-    .filter(Boolean)
-    .map((term) => scopedTerm(scope, term))
-    .join(' ');
+/** A unit's index entry: its own terms; for a raw turn after another, that turn's terms and its own again, marked. */
+function indexedTerms(scope: string, row: { terms: string; neighbour_terms: string; previous_raw: number | null }): string {
+  const own = row.terms.split(' ').filter(Boolean);
+  const held = new Set(own);
+  const tokens = own.map((term) => scopedTerm(scope, term));
+  if (row.previous_raw !== null) {
+    for (const term of row.neighbour_terms.split(' ')) if (term && !held.has(term)) tokens.push(AFTER_MARK + scopedTerm(scope, term));
+    for (const term of own.slice(0, NEIGHBOUR_TERMS)) tokens.push(BEFORE_MARK + scopedTerm(scope, term));
+  }
+  return tokens.join(' ');
+}
+
+/** The terms a turn lends the one next to it: the first ones (a long answer's opening says what it is about). */
+function neighbourTerms(terms: string): string {
+  return terms.split(' ').slice(0, NEIGHBOUR_TERMS).join(' ');
+}
+
+/** What a unit is found by: its words and its search keys (not uniqueTerms, whose cache is for texts that come back). */
+function termsOf(content: string, searchKeys: readonly string[]): string[] {
+  return [...new Set([...tokenize(content), ...searchKeys.flatMap((key) => tokenize(key))])];
+}
+
+/** Search keys as stored: trimmed, secrets redacted, no empties or repeats, bounded. */
+function cleanKeys(keys: readonly string[]): string[] {
+  return [...new Set(keys.map((key) => redactSecrets(key).trim().slice(0, 300)).filter(Boolean))].slice(0, 24);
 }
 
 function clamp(value: number): number {
@@ -543,6 +733,7 @@ function toUnit(row: UnitRow): MemoryUnit {
     scope: row.scope,
     type: row.type as MemoryType,
     content: row.content,
+    searchKeys: JSON.parse(row.search_keys) as string[],
     speaker: row.speaker === 'user' || row.speaker === 'assistant' ? row.speaker : null,
     importance: row.importance,
     confidence: row.confidence,

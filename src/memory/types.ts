@@ -11,6 +11,8 @@ export interface MemoryUnit {
   scope: string;
   type: MemoryType;
   content: string;
+  /** Index-only texts (never injected): the questions it answers, written by the extractor; a raw turn's speaker name. */
+  searchKeys: string[];
   /** Raw turns: who said it. */
   speaker: 'user' | 'assistant' | null;
   importance: number;
@@ -39,6 +41,7 @@ export interface MemoryDraft {
   scope: string;
   type: MemoryType;
   content: string;
+  searchKeys?: string[];
   speaker?: 'user' | 'assistant' | null;
   importance?: number;
   confidence?: number;

@@ -250,4 +250,14 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE turns ADD COLUMN side_request TEXT;     -- title | summary | compaction | memory | classifier | quota
     `,
   },
+  {
+    version: 7,
+    description: 'memory units: search keys (indexed, never shown) and the raw turn before each raw turn',
+    sql: `
+      ALTER TABLE memory_units ADD COLUMN search_keys TEXT NOT NULL DEFAULT '[]';  -- JSON list: the questions a unit answers (extractor), a speaker's name
+      ALTER TABLE memory_units ADD COLUMN previous_raw INTEGER;                     -- raw turns: rowid of the raw turn before it in its session
+      ALTER TABLE memory_units ADD COLUMN neighbour_terms TEXT NOT NULL DEFAULT ''; -- raw turns: that turn's terms (its index entry holds them, marked)
+      CREATE INDEX memory_units_previous ON memory_units(previous_raw) WHERE previous_raw IS NOT NULL;
+    `,
+  },
 ];

@@ -23,6 +23,7 @@ const candidateSchema = z.preprocess(
     }
     if (typeof record['action'] === 'string') record['action'] = record['action'].toLowerCase();
     if (record['standing_instruction'] === undefined && typeof record['core'] === 'boolean') record['standing_instruction'] = record['core'];
+    if (typeof record['search_keys'] === 'string') record['search_keys'] = [record['search_keys']];
     return record;
   },
   z.object({
@@ -31,9 +32,15 @@ const candidateSchema = z.preprocess(
     type: z.enum(MEMORY_TYPES),
     content: z.string().trim().min(1).max(2_000),
     standing_instruction: z.boolean().default(false),
+    /** A request for the current task only ("this time…", "today…", "please write…"): never stored. */
+    one_off: z.boolean().default(false),
+    /** Ids of existing memories this one consolidates (paraphrases, per-instance copies): superseded by it and linked. */
+    merges: z.array(z.string()).default([]),
     importance: z.number().min(0).max(1).default(0.6),
     confidence: z.number().min(0).max(1).default(0.7),
     turn: z.number().int().optional().nullable(),
+    /** Questions this memory answers, in the user's languages: indexed with it, never shown. */
+    search_keys: z.array(z.string().trim().min(1).max(300)).max(12).default([]),
   }),
 );
 

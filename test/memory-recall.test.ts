@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { isExtractorCall, learningAwareUpstream, userText } from './support/evolver.js';
+import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { ScriptedUpstream } from './support/upstream.js';
+
+const DAY = 86_400_000;
+
+async function api(proxy: ProxyHandle, path: string, body: unknown): Promise<any> {
+  const response = await fetch(`${proxy.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-memory-scope': 'recall' },
+    body: JSON.stringify(body),
+  });
+  assert.equal(response.status, 200, await response.clone().text());
+  return response.json();
+}
+
+const search = async (proxy: ProxyHandle, query: string) =>
+  (await api(proxy, '/v1/memory/search', { query, limit: 5 })).results as Array<{ content: string; origin: string; search_keys: string[] }>;
+
+/** The spring that "last spring" means today: this year's once it is over, else last year's. */
+function lastSpring(now: Date): { start: number; end: number } {
+  const year = now.getMonth() >= 5 ? now.getFullYear() : now.getFullYear() - 1;
+  return { start: new Date(year, 2, 1).getTime(), end: new Date(year, 5, 1).getTime() };
+}
+
+describe('memory recall beyond keywords (no extractor)', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
+    });
+  });
+  after(async () => {
+    await proxy.dispose();
+    await upstream.close();
+  });
+
+  test("a question that matches the user's turn also recalls the assistant's answer after it, which shares no word with the question", async () => {
+    const now = Date.now();
+    await api(proxy, '/v1/memory/ingest', {
+      session_id: 'db-choice',
+      turns: [
+        { role: 'user', content: 'Which database engine should the invoicing service store its ledger in?', timestamp: now - 20 * DAY },
+        { role: 'assistant', content: 'PostgreSQL 16, with logical replication to a reporting replica.', timestamp: now - 20 * DAY + 60_000 },
+      ],
+    });
+    await api(proxy, '/v1/memory/ingest', {
+      session_id: 'unrelated',
+      turns: [
+        { role: 'user', content: 'Draft a short note to the team about the offsite agenda.', timestamp: now - 5 * DAY },
+        { role: 'assistant', content: 'Here is a note about the offsite: arrival at nine, workshops until lunch.', timestamp: now - 5 * DAY + 60_000 },
+      ],
+    });
+    const results = await search(proxy, 'which database engine for the invoicing ledger?');
+    assert.ok(
+      results.some((result) => result.content.startsWith('PostgreSQL 16')),
+      `the answer is recalled through the question it answers: ${JSON.stringify(results.map((result) => result.content))}`,
+    );
+  });
+
+  test('"what did I buy last spring" recalls a purchase told in spring over a later one', async () => {
+    const spring = lastSpring(new Date());
+    const inSpring = spring.start + 40 * DAY;
+    await api(proxy, '/v1/memory/ingest', {
+      session_id: 'spring-purchase',
+      turns: [{ role: 'user', content: 'I finally bought a used sea kayak at the harbour sale.', timestamp: inSpring }],
+    });
+    await api(proxy, '/v1/memory/ingest', {
+      session_id: 'later-purchase',
+      turns: [
+        { role: 'user', content: 'I finally bought a used road bike at the flea market.', timestamp: Math.max(spring.end + 20 * DAY, Date.now() - 3 * DAY) },
+      ],
+    });
+    const results = await search(proxy, 'What did I buy last spring?');
+    assert.equal(results[0]?.content, 'I finally bought a used sea kayak at the harbour sale.', JSON.stringify(results.map((result) => result.content)));
+  });
+});
+
+describe('memory search keys written by the extractor', () => {
+  test('a Chinese question recalls a memory told in English through the search keys the extractor wrote; the keys are never injected', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const prompts: string[] = [];
+    upstream.defaultHandler = learningAwareUpstream({
+      extractor: (request) => {
+        prompts.push(userText(request));
+        return JSON.stringify({
+          memories: [
+            {
+              action: 'add',
+              type: 'semantic',
+              content: 'The user is allergic to penicillin (a rash as a child); ibuprofen is fine.',
+              importance: 0.8,
+              turn: 1,
+              search_keys: ['Which medicine am I allergic to?', '我对什么药过敏？', '哪些药我不能吃？'],
+            },
+          ],
+        });
+      },
+    });
+    const proxy = await startProxy({
+      config: {
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
+        memory: { flush_every_n_turns: 1, extractor_model: 'scripted-model' },
+        skills: { auto_evolve: false },
+      },
+    });
+    try {
+      await api(proxy, '/v1/memory/ingest', {
+        session_id: 'doctor',
+        turns: [
+          { role: 'user', content: 'Told the physio I react badly to penicillin, I got a rash as a kid. She said ibuprofen is fine.' },
+          { role: 'assistant', content: 'Good that it is on record; mention it to every doctor.' },
+        ],
+      });
+      await api(proxy, '/v1/memory/ingest', { session_id: 'chinese', turns: [{ role: 'user', content: '周末我想做红烧肉，需要买什么？' }] });
+      await waitFor(async () => (await search(proxy, 'penicillin')).some((result) => result.origin === 'extractor'), 15_000);
+      const recalled = await search(proxy, '我对哪种药过敏？');
+      assert.equal(recalled[0]?.content, 'The user is allergic to penicillin (a rash as a child); ibuprofen is fine.');
+      assert.deepEqual(recalled[0]?.search_keys, ['Which medicine am I allergic to?', '我对什么药过敏？', '哪些药我不能吃？']);
+      assert.ok(
+        prompts.some((prompt) => /The user writes in: English, Chinese\./.test(prompt)),
+        'the extractor is told which languages the keys need',
+      );
+
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await client.chat.completions.create(
+        { model: 'm', messages: [{ role: 'user', content: '我对哪种药过敏？' }] },
+        { headers: { 'X-Session-Id': 'ask', 'X-Memory-Scope': 'recall' } },
+      );
+      const agent = upstream.modelRequests().filter((request) => !isExtractorCall(request));
+      const system = JSON.stringify(agent.at(-1)!.body.messages);
+      assert.match(system, /allergic to penicillin/, 'the memory is injected');
+      assert.doesNotMatch(system, /哪些药我不能吃/, 'its search keys are not');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+});

@@ -1,0 +1,305 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { isExtractorCall, learningAwareUpstream, session, userText } from './support/evolver.js';
+import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { openAIReply, ScriptedUpstream } from './support/upstream.js';
+
+/**
+ * Standing rules learned from what users say, through a started proxy with no extractor (the
+ * deterministic path every user has): one-off requests stay out of the core block, per-file copies
+ * of a rule become one rule, the core block chooses by relevance when over budget, a replaced rule
+ * never comes back, and Chinese corrections work as English ones do.
+ */
+
+interface CoreUnit {
+  id: string;
+  content: string;
+  source: { turn_ids: string[] };
+}
+
+async function core(proxy: ProxyHandle): Promise<CoreUnit[]> {
+  return JSON.parse((await proxy.cli(['memory', 'core', '--json'])).stdout) as CoreUnit[];
+}
+
+/** Raw turns stored so far: the record-turn jobs that hold the rule detector have run for them. */
+async function rawTurns(proxy: ProxyHandle): Promise<number> {
+  const stats = (await (await fetch(`${proxy.url}/v1/memory/stats`)).json()) as { scopes: Array<{ byOrigin: Record<string, number> }> };
+  return stats.scopes[0]?.byOrigin['raw_turn'] ?? 0;
+}
+
+/** The standing-instructions block of the last request the agent's upstream received ('' when none). */
+function standingInstructions(upstream: ScriptedUpstream): string {
+  const system = upstream.modelRequests().at(-1)!.body.messages[0].content as string;
+  return /## Standing Instructions[\s\S]*?<\/memory-data>/.exec(system)?.[0] ?? '';
+}
+
+function lastSystem(upstream: ScriptedUpstream): string {
+  return upstream.modelRequests().at(-1)!.body.messages[0].content as string;
+}
+
+async function ask(client: OpenAI, sessionId: string, text: string): Promise<void> {
+  await client.chat.completions.create(
+    {
+      model: 'm',
+      messages: [
+        { role: 'system', content: 'Agent.' },
+        { role: 'user', content: text },
+      ],
+    },
+    { headers: { 'X-Session-Id': sessionId } },
+  );
+}
+
+describe('standing rules learned from corrections (no extractor)', () => {
+  let upstream: ScriptedUpstream;
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    // Answers differ, so each is stored (a session keeps one copy of a repeated text).
+    let answers = 0;
+    upstream.defaultHandler = (request, response) => openAIReply({ text: `Done (step ${++answers}).` })(request, response);
+  });
+  after(async () => upstream.close());
+
+  async function withProxy(run: (proxy: ProxyHandle, client: OpenAI) => Promise<void>, memory: Record<string, unknown> = {}): Promise<void> {
+    const proxy = await startProxy({
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false, ...memory }, skills: { auto_evolve: false } },
+    });
+    try {
+      await run(proxy, new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 }));
+    } finally {
+      await proxy.dispose();
+    }
+  }
+
+  test('a one-off request never becomes a standing rule, however it is worded, in English or Chinese', async () => {
+    await withProxy(async (proxy, client) => {
+      const requests = [
+        'Please write a Python helper class for the project API and save it to day26/.',
+        'Today we need to modify four files: app.py, db.py, api.py and cli.py.',
+        'This time, skip the tests.',
+        'No — for this release only, put the changelog in docs/ instead.',
+        'Make all the buttons on the settings page rounded.',
+        'All prices on the receipt screen need to be right-aligned.',
+        '今天先不用写文档。',
+        '把 screenshots 文件夹里的所有图片都压缩一下。',
+      ];
+      await session(client, 'one-offs', requests, 'Agent.');
+      await waitFor(async () => (await rawTurns(proxy)) === requests.length * 2, 15_000);
+      assert.deepEqual(
+        (await core(proxy)).map((unit) => unit.content),
+        [],
+      );
+      await ask(client, 'later', 'Draft the release notes');
+      assert.doesNotMatch(lastSystem(upstream), /Standing Instructions/);
+    });
+  });
+
+  test('eight per-file backup corrections become one rule, in the user’s words with the file as a placeholder, citing all eight', async () => {
+    await withProxy(async (proxy, client) => {
+      const files = [
+        'day11/deploy.sh',
+        'day12/nginx.conf',
+        'day13/app.py',
+        'day14/settings.yaml',
+        'day15/crontab.txt',
+        'day16/backup.sh',
+        'day17/Makefile.am',
+        'day18/compose.yml',
+      ];
+      for (const file of files)
+        await session(
+          client,
+          `edit-${file}`,
+          [`Update ${file} to use the new registry.`, `No — you overwrote it. Before modifying ${file}, you must first create ${file}.bak.`],
+          'Agent.',
+        );
+      await waitFor(async () => (await rawTurns(proxy)) === files.length * 4, 20_000);
+      const rules = await core(proxy);
+      assert.deepEqual(
+        rules.map((unit) => unit.content),
+        ['Before modifying <file>, you must first create <file>.bak.'],
+      );
+      assert.equal(rules[0]!.source.turn_ids.length, 8, 'linked to every correction it came from');
+
+      await ask(client, 'later', 'Add gzip to the web server config');
+      assert.match(standingInstructions(upstream), /Before modifying <file>, you must first create <file>\.bak\./);
+    });
+  });
+
+  test('per-file copies after the general rule join it, in English or Chinese: its general wording stays, and it cites them', async () => {
+    await withProxy(async (proxy, client) => {
+      await session(
+        client,
+        'taught',
+        ['Update deploy.sh to use the new registry.', 'No — you overwrote deploy.sh. Before you modify any file, always make a .bak copy first.'],
+        'Agent.',
+      );
+      for (const file of ['web/nginx.conf', 'src/app.py', 'ops/cron.txt'])
+        await session(client, `copy-${file}`, [`Tidy up ${file}.`, `You forgot again: before modifying ${file}, create ${file}.bak.`], 'Agent.');
+      for (const file of ['ops/backup.sh', 'web/app.js'])
+        await session(client, `copy-${file}`, [`整理一下 ${file}。`, `你又忘了：改 ${file} 之前要先备份成 ${file}.bak。`], 'Agent.');
+      await waitFor(async () => (await rawTurns(proxy)) === 24, 20_000);
+      const rules = await core(proxy);
+      assert.deepEqual(
+        rules.map((unit) => unit.content),
+        ['Before you modify any file, always make a .bak copy first.'],
+      );
+      assert.equal(rules[0]!.source.turn_ids.length, 6);
+    });
+  });
+
+  test('over its budget, the core block shows the rule relevant to the request, not a more recent irrelevant one', async () => {
+    // 95 tokens: the block's frame and one of the two rules
+    await withProxy(
+      async (proxy, client) => {
+        await ask(client, 'invoices', 'From now on, every invoice PDF you export must have the customer number in its file name.');
+        await waitFor(async () => (await core(proxy)).length === 1, 15_000);
+        await ask(client, 'commits', 'From now on, always write commit messages in the imperative mood.');
+        await waitFor(async () => (await core(proxy)).length === 2, 15_000);
+
+        await ask(client, 'task-1', 'Export the March invoice PDFs for the Lisbon customers.');
+        const invoices = standingInstructions(upstream);
+        assert.match(invoices, /invoice PDF you export/);
+        assert.doesNotMatch(invoices, /commit messages/, 'the newer rule did not fit and is not about this request');
+
+        await ask(client, 'task-2', 'Commit the changes to the billing module.');
+        const commits = standingInstructions(upstream);
+        assert.match(commits, /commit messages in the imperative mood/);
+        assert.doesNotMatch(commits, /invoice PDF/);
+      },
+      { core_max_tokens: 95 },
+    );
+  });
+
+  test('a superseded rule never returns: not in the core block, not recalled from the turn that taught it, not brought back by an older conversation', async () => {
+    await withProxy(async (proxy, client) => {
+      await ask(client, 'first', 'From now on, write every timestamp in reports as YYYY-MM-DD HH:mm in local time.');
+      await waitFor(async () => (await core(proxy)).length === 1, 15_000);
+      await session(
+        client,
+        'second',
+        ['Write the weekly uptime report.', 'No — change of plan: from now on every timestamp in reports is ISO 8601 in UTC, like 2026-10-05T09:00:00Z.'],
+        'Agent.',
+      );
+      await waitFor(async () => (await core(proxy))[0]?.content.includes('ISO 8601'), 15_000);
+      assert.equal((await core(proxy)).length, 1);
+
+      await ask(client, 'third', 'Which timestamp format do reports use: YYYY-MM-DD HH:mm in local time?');
+      const system = lastSystem(upstream);
+      assert.match(system, /ISO 8601 in UTC/);
+      assert.doesNotMatch(system, /YYYY-MM-DD HH:mm in local time\./, 'the replaced rule is neither in the core block nor recalled');
+
+      // An older conversation imported later states the old rule again: it does not replace the newer one.
+      const imported = await fetch(`${proxy.url}/v1/memory/ingest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          session_id: 'archive',
+          turns: [
+            { role: 'user', content: 'From now on, write every timestamp in reports as YYYY-MM-DD HH:mm in local time.', timestamp: '2020-01-06T09:00:00Z' },
+          ],
+        }),
+      });
+      assert.equal(imported.status, 200);
+      assert.deepEqual(
+        (await core(proxy)).map((unit) => unit.content),
+        ['No — change of plan: from now on every timestamp in reports is ISO 8601 in UTC, like 2026-10-05T09:00:00Z.'],
+      );
+    });
+  });
+
+  test('a Chinese correction ("以后所有日志时间都用 UTC") becomes a rule in its general words, without the one-off part, and reaches an English task', async () => {
+    await withProxy(async (proxy, client) => {
+      await session(
+        client,
+        'logs',
+        ['帮我给部署脚本加上日志输出。', '不对，日志里用的是本地时间。这次的先手动改成 UTC，以后所有日志时间都用 UTC。', '今天先不用写文档。'],
+        'Agent.',
+      );
+      await waitFor(async () => (await rawTurns(proxy)) === 6, 15_000);
+      const rules = await core(proxy);
+      assert.deepEqual(
+        rules.map((unit) => unit.content),
+        ['以后所有日志时间都用 UTC。'],
+      );
+      await ask(client, 'backup', 'Add logging to the nightly backup job');
+      assert.match(standingInstructions(upstream), /以后所有日志时间都用 UTC。/);
+    });
+  });
+});
+
+describe('standing rules with an extractor', () => {
+  test('the extractor tells one-offs from rules (a one-off is never stored), consolidates paraphrases it names into one rule that links them, and a restatement becomes a source', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({
+      extractor: (request) => {
+        const prompt = userText(request);
+        const idOf = (text: string) => new RegExp(`id (mem_\\w+) \\[preference, standing instruction\\] ${text}`).exec(prompt)?.[1];
+        if (prompt.includes('user: Run the schema migration'))
+          return JSON.stringify({
+            memories: [
+              { type: 'preference', content: 'Use the staging database for this migration only.', standing_instruction: true, one_off: true, turn: 1 },
+            ],
+          });
+        if (prompt.includes('user: Your long answers'))
+          return JSON.stringify({
+            memories: [
+              {
+                type: 'preference',
+                content: 'Stop writing long answers: keep every answer short.',
+                standing_instruction: true,
+                merges: [idOf('Keep answers short\\.'), idOf('Answer in three sentences at most\\.')],
+                turn: 1,
+              },
+            ],
+          });
+        if (prompt.includes('user: Remember'))
+          return JSON.stringify({
+            memories: [{ action: 'noop', target_id: idOf('Stop writing long answers'), type: 'preference', content: 'Keep answers short.', turn: 1 }],
+          });
+        return JSON.stringify({ memories: [] });
+      },
+    });
+    const proxy = await startProxy({
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { flush_every_n_turns: 1 }, skills: { auto_evolve: false } },
+    });
+    const extractions = () => upstream.requests.filter(isExtractorCall).length;
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      for (const content of ['Keep answers short.', 'Answer in three sentences at most.']) {
+        const added = await fetch(`${proxy.url}/v1/memory`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ content, type: 'preference', core: true }),
+        });
+        assert.equal(added.status, 201);
+      }
+      const [short, sentences] = await core(proxy);
+
+      await ask(client, 'migration', 'Run the schema migration against the staging database.');
+      await waitFor(() => extractions() === 1, 15_000);
+      await ask(client, 'answers', 'Your long answers are hard to read on my phone.');
+      await waitFor(async () => (await core(proxy)).some((unit) => unit.content.startsWith('Stop writing long answers')), 15_000);
+      const rules = await core(proxy);
+      assert.deepEqual(
+        rules.map((unit) => unit.content),
+        ['Stop writing long answers: keep every answer short.'],
+        'the one-off is not stored, the two paraphrases became one rule',
+      );
+      for (const old of [short!, sentences!]) {
+        const replaced = (await (await fetch(`${proxy.url}/v1/memory/${old.id}`)).json()) as { status: string; superseded_by: string };
+        assert.equal(replaced.status, 'superseded');
+        assert.equal(replaced.superseded_by, rules[0]!.id, 'linked to the rule that consolidates it');
+      }
+
+      const sources = rules[0]!.source.turn_ids.length;
+      await ask(client, 'reminder', 'Remember: short answers.');
+      await waitFor(async () => (await core(proxy))[0]!.source.turn_ids.length === sources + 1, 15_000);
+      assert.equal((await core(proxy)).length, 1);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+});
