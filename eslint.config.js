@@ -1,4 +1,4 @@
-// ESLint flat config: the recommended JavaScript and TypeScript rules, type-aware, for src/, test/ and bench/.
+// ESLint flat config: the recommended JavaScript and TypeScript rules, type-aware, for src/, test/, bench/ and scripts/.
 import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';

@@ -13,6 +13,7 @@ import { renderMemory } from '../src/memory/render.js';
 import { MemoryStore } from '../src/memory/store.js';
 import { DEV_EXTRACTION, measureMemoryRecall, RECALL_FIXTURES, renderRecall, type RecallReport } from './memory-recall.js';
 import { DEV_ANALYST_RULES, DEV_RULES, HELDOUT_RULES, measureRuleScenarios, renderRules } from './memory-rules.js';
+import { measureSkillRetrieval, renderSkillRetrieval } from './skill-retrieval-quality.js';
 import { summarize } from './stats.js';
 
 /** A report section added by a part of the system (skills, memory) to BENCHMARKS.md. */
@@ -42,6 +43,7 @@ export interface ScenarioContext {
 /** Scenarios for retrieval and injection; each part of the system adds its own here. */
 export async function extraScenarios(context: ScenarioContext): Promise<ExtraScenarioResult[]> {
   return [
+    skillRetrievalQualityScenario(context),
     await skillRetrievalScenario(context),
     await skillsThroughProxyScenario(context),
     await memoryRetrievalScenario(context),
@@ -50,9 +52,17 @@ export async function extraScenarios(context: ScenarioContext): Promise<ExtraSce
   ];
 }
 
-/* ---------- skills: retrieval + rendering with big libraries ---------- */
+/* ---------- skills: retrieval quality on labelled sets ---------- */
 
-async function skillRetrievalScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
+function skillRetrievalQualityScenario(context: ScenarioContext): ExtraScenarioResult {
+  context.log('skill retrieval precision and recall on the tuned, held-out and dev sets');
+  const reports = (['tuned', 'held-out', 'dev'] as const).map(measureSkillRetrieval);
+  return { title: 'Skill retrieval quality (labelled requests, by language)', lines: renderSkillRetrieval(reports), data: reports };
+}
+
+/* ---------- skills: retrieval + rendering with big libraries (exported to run alone) ---------- */
+
+export async function skillRetrievalScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
   const rows: string[] = [];
   const data: Record<string, unknown> = {};
   for (const size of [1_000, 10_000]) {

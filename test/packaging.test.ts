@@ -64,7 +64,13 @@ describe('the package installs and runs without a checkout', () => {
       'prompts',
       'skills-starter',
     ]);
-    for (const file of ['dist/runtime/turn-writer-worker.js', 'dist/store/checkpoint-worker.js', 'prompts/skill-evolve.md', 'data/secret-rules.json'])
+    for (const file of [
+      'dist/runtime/turn-writer-worker.js',
+      'dist/store/checkpoint-worker.js',
+      'prompts/skill-evolve.md',
+      'data/secret-rules.json',
+      'data/term-statistics.json',
+    ])
       assert.ok(existsSync(join(packageDir, file)), `${file} is shipped`);
 
     // better-sqlite3's native module, from the checkout's build of the same version (see above).

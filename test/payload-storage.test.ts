@@ -275,6 +275,31 @@ describe('stored bodies', () => {
     });
   });
 
+  test('fifty Responses API turns resending their growing input (Codex with store: false) take at most 4 times the size of that conversation, the translated chat body (a second copy) included', async (t) => {
+    await inHome(async ({ home, start }) => {
+      const proxy = await start({ learning: true });
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const instructions = prose(1_000, 8_000);
+      const input: OpenAI.Responses.ResponseInputItem[] = [];
+      for (let turn = 0; turn < 50; turn++) {
+        input.push({ role: 'user', content: [{ type: 'input_text', text: prose(turn * 2, 330) }] });
+        const { response } = await client.responses
+          .create({ model: 'agent-model', instructions, input, store: false }, { headers: { originator: 'codex_cli_rs', 'session-id': 'codex-session' } })
+          .withResponse();
+        await explain(proxy, response.headers.get('x-metaclaw-request-id')!);
+        input.push({ role: 'assistant', content: [{ type: 'output_text', text: prose(turn * 2 + 1, 330), annotations: [] }] } as never);
+      }
+      await proxy.stop();
+      const conversation = JSON.stringify({ model: 'agent-model', instructions, input }).length;
+      const { stored, detail } = storedBodyChars(home);
+      t.diagnostic(`stored ${stored} characters for a ${conversation}-character conversation: ${(stored / conversation).toFixed(2)}× (${detail})`);
+      assert.ok(
+        stored <= 4 * conversation,
+        `50 turns stored in ${stored} characters: ${(stored / conversation).toFixed(1)}× the ${conversation}-character conversation (${detail})`,
+      );
+    });
+  });
+
   test('with skills injected and the oldest messages trimmed (max_context_tokens), the forwarded bodies read back as sent and the session takes at most 3 times its conversation plus each distinct injected block', async (t) => {
     await inHome(async ({ home, upstream, start }) => {
       assert.equal((await runCli(['skills', 'install-starter'], { home })).code, 0);

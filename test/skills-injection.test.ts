@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { homeWithStarterSkills, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 const GIT_QUESTION = 'my git commit history is a mess, how do I squash commits before merging?';
@@ -17,9 +17,7 @@ describe('skills are injected into main turns, for both APIs, streaming or not',
 
   before(async () => {
     upstream = await ScriptedUpstream.start();
-    const home = tempHome();
-    const installed = await runCli(['skills', 'install-starter'], { home });
-    assert.equal(installed.code, 0, installed.stderr);
+    const home = await homeWithStarterSkills();
     proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
     openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
     anthropic = new Anthropic({ baseURL: proxy.url, apiKey: 'x', maxRetries: 0 });
@@ -82,8 +80,7 @@ describe('skills are injected into main turns, for both APIs, streaming or not',
 
   test('Anthropic: appended to a string system, added as a block after cached blocks, or created', async () => {
     const upstreamAnthropic = await ScriptedUpstream.start();
-    const home = tempHome();
-    await runCli(['skills', 'install-starter'], { home });
+    const home = await homeWithStarterSkills();
     const anthropicProxy = await startProxy({ home, config: { llm: { api_base: upstreamAnthropic.url, api_format: 'anthropic', api_key: 'k' } } });
     try {
       const client = new Anthropic({ baseURL: anthropicProxy.url, apiKey: 'x', maxRetries: 0 });

@@ -30,7 +30,7 @@ export const CLAW_TYPES = [
   'opencode',
   'none',
 ] as const;
-export const API_FORMATS = ['auto', 'openai', 'anthropic'] as const;
+export const API_FORMATS = ['auto', 'openai', 'anthropic', 'openai-responses'] as const;
 
 export const upstreamEntrySchema = z
   .object({
@@ -80,7 +80,7 @@ export const KEY_DEFINITIONS = [
     doc: 'Name of an environment variable holding the key for llm.api_base, read when the proxy starts (used when llm.api_key is empty), so the key stays out of config.yaml.',
   }),
   enumKey('llm.api_format', API_FORMATS, 'auto', {
-    doc: 'Wire format of the upstream: openai (chat completions), anthropic (messages), or auto (from provider and URL).',
+    doc: 'Wire format of the upstream: openai (chat completions), openai-responses (chat completions, and Responses API requests passed through to its /responses), anthropic (messages), or auto (from provider and URL; api.openai.com serves /responses).',
   }),
   integerKey('llm.max_retries', 2, { min: 0, max: 10, doc: 'Retries per upstream for connection errors, 408/409/429/5xx, before trying the next fallback.' }),
   numberKey('llm.timeout_seconds', 600, { min: 0.1, doc: 'Give up on an upstream that sends nothing (no headers, or no bytes mid-stream) for this long.' }),

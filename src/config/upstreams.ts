@@ -10,6 +10,8 @@ export interface UpstreamTarget {
   /** Base URL without a trailing slash: `https://api.openai.com/v1`, `https://api.anthropic.com`. */
   readonly baseUrl: string;
   readonly format: WireFormat;
+  /** Serves OpenAI's Responses API at `{baseUrl}/responses` (absent: it does not): Responses requests pass through instead of being translated. */
+  readonly responses?: boolean;
   readonly apiKey: string | undefined;
   readonly keySource: KeySource;
   /** When set, replaces the client's `model` for requests to this upstream. */
@@ -38,10 +40,12 @@ function resolveMain(config: LoadedConfig, env: NodeJS.ProcessEnv): UpstreamTarg
   const configuredKey = passthrough ? undefined : values['llm.api_key'] || namedKey;
   const configuredSource: KeySource = namedKey ? 'env' : 'config';
   if (values['llm.api_base']) {
+    const format = detectFormat(values['llm.api_format'], values['llm.api_base'], values['llm.provider']);
     return {
       name: 'main',
       baseUrl: trimSlash(values['llm.api_base']),
-      format: detectFormat(values['llm.api_format'], values['llm.api_base'], values['llm.provider']),
+      format,
+      responses: format === 'openai' && servesResponses(values['llm.api_format'], values['llm.api_base']),
       apiKey: configuredKey,
       keySource: configuredKey ? configuredSource : 'client',
       model,
@@ -52,10 +56,13 @@ function resolveMain(config: LoadedConfig, env: NodeJS.ProcessEnv): UpstreamTarg
   const anthropicKey = env['ANTHROPIC_API_KEY']?.trim();
   if (openaiBase || openaiKey || (!anthropicKey && values['llm.api_format'] !== 'anthropic')) {
     const key = configuredKey ?? (passthrough ? undefined : openaiKey || undefined);
+    const baseUrl = trimSlash(openaiBase || OPENAI_BASE);
+    const format = values['llm.api_format'] === 'anthropic' ? 'anthropic' : 'openai';
     return {
       name: 'main',
-      baseUrl: trimSlash(openaiBase || OPENAI_BASE),
-      format: values['llm.api_format'] === 'anthropic' ? 'anthropic' : 'openai',
+      baseUrl,
+      format,
+      responses: format === 'openai' && servesResponses(values['llm.api_format'], baseUrl),
       apiKey: key,
       keySource: configuredKey ? configuredSource : key ? 'env' : 'client',
       model,
@@ -66,6 +73,7 @@ function resolveMain(config: LoadedConfig, env: NodeJS.ProcessEnv): UpstreamTarg
     name: 'main',
     baseUrl: trimSlash(env['ANTHROPIC_BASE_URL']?.trim() || ANTHROPIC_BASE),
     format: 'anthropic',
+    responses: false,
     apiKey: key,
     keySource: configuredKey ? configuredSource : key ? 'env' : 'client',
     model,
@@ -75,10 +83,12 @@ function resolveMain(config: LoadedConfig, env: NodeJS.ProcessEnv): UpstreamTarg
 function resolveFallback(entry: UpstreamEntry, index: number, env: NodeJS.ProcessEnv): UpstreamTarget {
   const fromEnv = keyFromEnv(entry.api_key_env, env);
   const key = entry.api_key || fromEnv || undefined;
+  const format = detectFormat(entry.api_format ?? 'auto', entry.api_base, '');
   return {
     name: entry.name ?? `fallback-${index + 1}`,
     baseUrl: trimSlash(entry.api_base),
-    format: detectFormat(entry.api_format ?? 'auto', entry.api_base, ''),
+    format,
+    responses: format === 'openai' && servesResponses(entry.api_format ?? 'auto', entry.api_base),
     apiKey: key,
     keySource: entry.api_key ? 'config' : fromEnv ? 'env' : 'client',
     model: entry.model_id || undefined,
@@ -107,6 +117,7 @@ export function missingKeyVariables(config: LoadedConfig, env: NodeJS.ProcessEnv
 
 export function detectFormat(configured: string, baseUrl: string, provider: string): WireFormat {
   if (configured === 'openai' || configured === 'anthropic') return configured;
+  if (configured === 'openai-responses') return 'openai';
   if (provider === 'anthropic') return 'anthropic';
   try {
     const host = new URL(baseUrl).hostname;
@@ -115,6 +126,21 @@ export function detectFormat(configured: string, baseUrl: string, provider: stri
     // validated elsewhere; an unparsable URL is reported by the schema
   }
   return 'openai';
+}
+
+/**
+ * Whether an upstream serves the Responses API too: said with `openai-responses`, or known for
+ * OpenAI's own API under `auto`. Other OpenAI-compatible servers mostly have chat completions only,
+ * so Responses requests to them are translated.
+ */
+export function servesResponses(configured: string, baseUrl: string): boolean {
+  if (configured === 'openai-responses') return true;
+  if (configured !== 'auto') return false;
+  try {
+    return new URL(baseUrl).hostname === 'api.openai.com';
+  } catch {
+    return false;
+  }
 }
 
 function trimSlash(url: string): string {

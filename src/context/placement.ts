@@ -1,16 +1,24 @@
-import type { ApiFormat } from '../types/index.js';
+import type { RequestFormat } from '../types/index.js';
 
 /**
  * Appends `text` to the system prompt without touching anything before it, so the provider's
  * prompt cache over the agent's own (stable) prefix keeps hitting. Returns a new body; the input
- * is not modified.
+ * is not modified. A Responses request's system prompt is its `instructions`.
  */
 export function appendToSystemPrompt(
-  format: ApiFormat,
+  format: RequestFormat,
   body: Record<string, unknown>,
   text: string,
 ): { body: Record<string, unknown>; placement: 'system_append' | 'system_new' } {
+  if (format === 'responses') return appendInstructions(body, text);
   return format === 'anthropic' ? appendAnthropic(body, text) : appendOpenAI(body, text);
+}
+
+function appendInstructions(body: Record<string, unknown>, text: string) {
+  const instructions = body['instructions'];
+  if (typeof instructions === 'string' && instructions !== '')
+    return { body: { ...body, instructions: `${instructions}\n\n${text}` }, placement: 'system_append' as const };
+  return { body: { ...body, instructions: text }, placement: 'system_new' as const };
 }
 
 function appendAnthropic(body: Record<string, unknown>, text: string) {

@@ -1,5 +1,5 @@
 import { countTextTokens } from '../text/index.js';
-import type { ApiFormat } from '../types/index.js';
+import type { RequestFormat } from '../types/index.js';
 
 /** What a chat template adds around each message (role, separators). */
 const MESSAGE_TOKENS = 4;
@@ -19,7 +19,11 @@ type Message = Record<string, unknown>;
  * the newest message and stops once the budget is passed, so it costs what the budget holds, not
  * what the conversation holds. Returns undefined when nothing is dropped.
  */
-export function trimToContext(format: ApiFormat, body: Record<string, unknown>, limit: number): { body: Record<string, unknown>; dropped: number } | undefined {
+export function trimToContext(
+  format: RequestFormat,
+  body: Record<string, unknown>,
+  limit: number,
+): { body: Record<string, unknown>; dropped: number } | undefined {
   const messages = body['messages'];
   if (!Array.isArray(messages) || messages.length < 2) return undefined;
   // OpenAI's system messages are always kept (Anthropic's system prompt is not among the messages).
@@ -65,7 +69,7 @@ function newestTurnStart(messages: unknown[]): number {
 }
 
 /** The answer's room in the context window, when the request names it. */
-function requestedOutput(format: ApiFormat, body: Record<string, unknown>): number {
+function requestedOutput(format: RequestFormat, body: Record<string, unknown>): number {
   const value = format === 'openai' ? (body['max_completion_tokens'] ?? body['max_tokens']) : body['max_tokens'];
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
 }
@@ -75,6 +79,14 @@ function messageTokens(message: Message): number {
   const content = message['content'];
   let sum = MESSAGE_TOKENS + (typeof content === 'string' ? countTextTokens(content) : tokensOf(content));
   for (const key of TEXT_FIELDS) if (message[key] !== undefined) sum += tokensOf(message[key]);
+  return sum;
+}
+
+/** Approximate prompt tokens of a request: its messages, system prompt and tool definitions (what `count_tokens` estimates). */
+export function promptTokens(body: Record<string, unknown>): number {
+  let sum = tokensOf(body['system']) + tokensOf(body['tools']);
+  const messages = body['messages'];
+  if (Array.isArray(messages)) for (const message of messages) sum += messageTokens(message as Message);
   return sum;
 }
 

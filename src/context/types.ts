@@ -1,9 +1,9 @@
 import type { TurnType, UserRequest } from '../conversation/index.js';
-import type { ApiFormat } from '../types/index.js';
+import type { RequestFormat } from '../types/index.js';
 
 /** What a context provider may look at to decide what to add to one request. */
 export interface ContextRequest {
-  format: ApiFormat;
+  format: RequestFormat;
   /** The client's body after MetaClaw's own keys were stripped. Providers must not modify it. */
   body: Record<string, unknown>;
   userRequest: UserRequest;

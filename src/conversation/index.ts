@@ -13,6 +13,7 @@ export { extractUserRequest, cleanUserText, userMessageText, type UserRequest } 
 export { messageText, textParts } from './message-text.js';
 export { CLIENT_PROFILES, recognizeClient, sideRequestOf, RequestView } from './profiles/registry.js';
 export type { ClientProfile, ClientProfileName, SideRequestKind } from './profiles/types.js';
+export { responsesConversation, type ConversationMessage } from './responses-input.js';
 export { ConversationStore, type ConversationStoreOptions, type RecordingCounts } from './store.js';
 export { TurnJournal } from './turn-journal.js';
 export { IdleSessionSweeper } from './sweeper.js';

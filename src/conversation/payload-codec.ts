@@ -6,7 +6,8 @@ import type { JsonBody } from './types.js';
 /**
  * How request bodies are stored. An agent resends its whole conversation every turn (an OpenClaw
  * turn is ~60 KB), so a body is stored as the parts the session has not stored yet:
- * - its message list as "the list of an earlier turn + the new messages" (list-chains.ts);
+ * - its message list (a Responses request's `input` list) as "the list of an earlier turn + the new
+ *   messages" (list-chains.ts);
  * - large values (system prompt, tools) as parts stored once by content hash;
  * - the forwarded body as its differences from the received one (MetaClaw's block appended to the
  *   system prompt, its own keys removed), the appended block itself a part, stored once.
@@ -97,7 +98,8 @@ export function encodeDocument(body: { text: string; value: unknown }, options: 
   const encoder = new Encoder(options);
   const entries = Object.entries(value).flatMap(([key, item]): Array<[string, Entry]> => {
     if (item === undefined) return [];
-    const listed = key === 'messages';
+    // A Responses API request's conversation is its `input`.
+    const listed = key === 'messages' || key === 'input';
     const base = options.base as Record<string, unknown>;
     return [[key, against && Object.hasOwn(base, key) ? encoder.diff(item, base[key], listed) : encoder.fresh(item, listed)]];
   });

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { BadRequestError } from '../errors.js';
-import type { ApiFormat } from '../types/index.js';
+import type { RequestFormat } from '../types/index.js';
 import { header, isRecord, nonEmpty, stringField } from './fields.js';
 import { messageText } from './message-text.js';
 import { recognizeClient, RequestView, sideRequestOf } from './profiles/registry.js';
@@ -44,12 +44,19 @@ const FALSE_WORDS = new Set(['0', 'false', 'no', 'off']);
  * `x-claude-code-session-id`, Codex's `session-id`…), body `session_id`, `metadata.session_id`,
  * `user`, OpenClaw's `Runtime: … sessionId=…` line, else a fingerprint of the conversation's first
  * user words, so clients that send nothing still get stable sessions. A request the client makes
- * for itself (a title, a summary) is a side turn unless `X-Turn-Type` says otherwise.
+ * for itself (a title, a summary) is a side turn unless `X-Turn-Type` says otherwise. `messages`
+ * is the conversation when the body's own `messages` is not it (a Responses request's, resolved
+ * from its `previous_response_id`).
  */
-export function readTurnSignals(headers: IncomingHttpHeaders, body: Record<string, unknown>, format: ApiFormat): TurnSignals {
+export function readTurnSignals(
+  headers: IncomingHttpHeaders,
+  body: Record<string, unknown>,
+  format: RequestFormat,
+  messages: unknown[] = Array.isArray(body['messages']) ? (body['messages'] as unknown[]) : [],
+): TurnSignals {
   const view = new RequestView(body, format);
   const profile = recognizeClient(headers, view);
-  const identity = resolveIdentity(headers, body, format, profile);
+  const identity = resolveIdentity(headers, body, format, profile, messages);
   const turnTypeText = (header(headers, 'x-turn-type') ?? stringField(body, 'turn_type') ?? '').trim().toLowerCase();
   const doneText = (header(headers, 'x-session-done') ?? fieldText(body, 'session_done') ?? '').trim().toLowerCase();
   const sideRequest = turnTypeText === '' ? sideRequestOf(profile, view) : undefined;
@@ -99,8 +106,9 @@ export const MAX_SESSION_ID_LENGTH = 256;
 function resolveIdentity(
   headers: IncomingHttpHeaders,
   body: Record<string, unknown>,
-  format: ApiFormat,
+  format: RequestFormat,
   profile: ClientProfile,
+  messages: unknown[],
 ): { id: string; source: IdentitySource } {
   const fromHeader = bounded(nonEmpty(header(headers, 'x-session-id')) ?? withoutCallCounter(nonEmpty(header(headers, 'session_id'))));
   if (fromHeader) return { id: fromHeader, source: 'header' };
@@ -108,12 +116,11 @@ function resolveIdentity(
   if (fromClient) return { id: bounded(fromClient.id)!, source: fromClient.source };
   const metadata = isRecord(body['metadata']) ? body['metadata'] : undefined;
   // OpenAI's `user` names an end user, not a session: a long one is just not used as the id.
-  const user = format === 'openai' ? nonEmpty(stringField(body, 'user')) : undefined;
+  const user = format !== 'anthropic' ? nonEmpty(stringField(body, 'user')) : undefined;
   const fromBody =
     bounded(nonEmpty(stringField(body, 'session_id')) ?? nonEmpty(metadata ? stringField(metadata, 'session_id') : undefined)) ??
     (user && user.length <= MAX_SESSION_ID_LENGTH ? user : undefined);
   if (fromBody) return { id: fromBody, source: 'body' };
-  const messages = Array.isArray(body['messages']) ? (body['messages'] as unknown[]) : [];
   const fromRuntime = runtimeSessionId(messages);
   if (fromRuntime) return { id: fromRuntime, source: 'runtime' };
   const fingerprint = conversationFingerprint(messages, typeof body['model'] === 'string' ? body['model'] : '', profile);

@@ -74,6 +74,7 @@ export class ConversationStore {
       sessions: db.prepare<[number], SessionRow>('SELECT * FROM sessions ORDER BY last_turn_at DESC LIMIT ?'),
       turnsOfSession: db.prepare<[string], TurnRow>('SELECT * FROM turns WHERE session_id = ? ORDER BY seq'),
       turn: db.prepare<[string], TurnRow>('SELECT * FROM turns WHERE id = ?'),
+      turnOfResponse: db.prepare<[string], TurnRow>('SELECT * FROM turns WHERE response_id = ? LIMIT 1'),
       payload: db.prepare<
         [string],
         { received: string | null; injected: string | null; forwarded: string | null; received_headers: string | null; stripped_keys: string | null }
@@ -296,6 +297,11 @@ export class ConversationStore {
   /** A turn's summary row, without its bodies. */
   getTurnSummary(id: string): TurnRow | undefined {
     return this.statements.turn.get(id);
+  }
+
+  /** The turn that answered a Responses API request with this response id. */
+  turnOfResponse(responseId: string): TurnRow | undefined {
+    return this.statements.turnOfResponse.get(responseId);
   }
 
   /** The model the agent last used in a session (learning calls default to it). */

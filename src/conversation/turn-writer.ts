@@ -49,9 +49,10 @@ export class TurnWriter {
         RETURNING turn_count, main_turn_count, learning`),
       insertTurn: db.prepare(`
         INSERT INTO turns (id, session_id, seq, turn_type, client_profile, side_request, client_format, upstream_name, upstream_format, model, stream, query,
-          response_text, tool_calls, finish_reason, input_tokens, output_tokens, status, outcome, error, attempts, started_at, first_byte_ms, duration_ms)
+          response_text, tool_calls, finish_reason, input_tokens, output_tokens, status, outcome, error, attempts, started_at, first_byte_ms, duration_ms, response_id)
         VALUES (@id, @session_id, @seq, @turn_type, @client_profile, @side_request, @client_format, @upstream_name, @upstream_format, @model, @stream, @query,
-          @response_text, @tool_calls, @finish_reason, @input_tokens, @output_tokens, @status, @outcome, @error, @attempts, @started_at, @first_byte_ms, @duration_ms)`),
+          @response_text, @tool_calls, @finish_reason, @input_tokens, @output_tokens, @status, @outcome, @error, @attempts, @started_at, @first_byte_ms, @duration_ms,
+          @response_id)`),
       insertPayload: db.prepare(
         'INSERT INTO turn_payloads (turn_id, received, injected, forwarded, received_headers, stripped_keys) VALUES (?, ?, ?, ?, ?, ?)',
       ),
@@ -179,6 +180,7 @@ export class TurnWriter {
       started_at: turn.startedAt,
       first_byte_ms: turn.firstByteMs,
       duration_ms: turn.durationMs,
+      response_id: response?.id ?? null,
     });
     const { received, forwarded } = this.encodeBodies(turn);
     this.statements.insertPayload.run(

@@ -1,4 +1,4 @@
-import type { ApiFormat, AssembledResponse } from '../types/index.js';
+import type { AssembledResponse, RequestFormat } from '../types/index.js';
 import type { ClientProfileName, SideRequestKind } from './profiles/types.js';
 import type { IdentitySource, TurnType } from './signals.js';
 
@@ -17,9 +17,10 @@ export interface FinishedTurn {
   clientProfile: ClientProfileName;
   /** What the client's own side request was for (a title, a summary…), or null. */
   sideRequest: SideRequestKind | null;
-  clientFormat: ApiFormat;
+  clientFormat: RequestFormat;
   upstreamName: string | null;
-  upstreamFormat: ApiFormat | null;
+  /** What went on the wire: `responses` when a Responses request passed through. */
+  upstreamFormat: RequestFormat | null;
   model: string | null;
   stream: boolean;
   query: string;
@@ -129,6 +130,8 @@ export interface TurnRow {
   started_at: number;
   first_byte_ms: number | null;
   duration_ms: number | null;
+  /** The Responses API id the client got (Responses API turns only). */
+  response_id: string | null;
 }
 
 /** A turn with its full bodies, for `GET /v1/requests/{id}` and `metaclaw sessions show`. */

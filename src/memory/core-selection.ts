@@ -1,4 +1,4 @@
-import { countTextTokens, keywordRelevance, tokenize, uniqueTerms, UNKNOWN_TERM_WEIGHT } from '../text/index.js';
+import { countTextTokens, keywordRelevance, rareTermIdf, tokenize, uniqueTerms, UNKNOWN_TERM_WEIGHT } from '../text/index.js';
 import { coreLine, CORE_FRAME_TOKENS } from './render.js';
 import type { MemoryStore } from './store.js';
 import type { MemoryUnit } from './types.js';
@@ -34,9 +34,10 @@ export function chooseCore(
   const terms = uniqueTerms(request);
   // Only a request that shares a word with some rule needs the IDF lookups.
   const weights = terms.some((term) => core.rules.some((rule) => rule.terms.has(term))) ? store.termWeights(scope, terms) : undefined;
+  const rare = weights ? rareTermIdf(store.scopeSize(scope)) : 1;
   const ranked = core.rules
     .map((rule) => {
-      const relevance = weights ? relevanceOf(rule.terms, weights) : 0;
+      const relevance = weights ? relevanceOf(rule.terms, weights, rare) : 0;
       return { rule, relevance: relevance >= budget.minRelevance ? relevance : 0 };
     })
     .sort(
@@ -56,8 +57,8 @@ export function chooseCore(
   return core.rules.filter((rule) => chosen.has(rule)).map((rule) => rule.unit);
 }
 
-/** Keyword relevance of a rule to the request, as recall scores a memory: IDF-weighted coverage of the request and evidence. */
-function relevanceOf(held: ReadonlySet<string>, weights: ReadonlyMap<string, { idf: number; held: boolean }>): number {
+/** Keyword relevance of a rule to the request, as recall scores a memory: IDF-weighted coverage of the request and evidence (in rare terms, `rare`). */
+function relevanceOf(held: ReadonlySet<string>, weights: ReadonlyMap<string, { idf: number; held: boolean }>, rare: number): number {
   let query = 0;
   let matched = 0;
   for (const [term, { idf, held: known }] of weights) {
@@ -65,5 +66,5 @@ function relevanceOf(held: ReadonlySet<string>, weights: ReadonlyMap<string, { i
     query += known ? idf : idf * UNKNOWN_TERM_WEIGHT;
     if (held.has(term)) matched += idf;
   }
-  return query > 0 ? keywordRelevance(matched / query, matched) : 0;
+  return query > 0 ? keywordRelevance(matched / query, matched / rare) : 0;
 }

@@ -1,6 +1,6 @@
 import type { Logger } from '../logging/index.js';
-import { calibrateCosine, keywordRelevance, uniqueTerms, UNKNOWN_TERM_WEIGHT } from '../text/index.js';
-import { idfOf, NEIGHBOUR_WEIGHT, type Candidate, type MemoryStore } from './store.js';
+import { calibrateCosine, keywordRelevance, rareTermIdf, uniqueTerms, UNKNOWN_TERM_WEIGHT } from '../text/index.js';
+import { NEIGHBOUR_WEIGHT, type Candidate, type KeywordSearch, type MemoryStore } from './store.js';
 import { timeWindowOf, type TimeWindow } from './time-window.js';
 import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import type { MemoryVectors } from './vectors.js';
@@ -72,7 +72,7 @@ export class MemoryRetriever {
     if (window)
       for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30))
         if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
-    if (!this.vectors?.ready || this.mode === 'keyword') return this.rank(request, terms, keyword.idf, window, candidates, undefined);
+    if (!this.vectors?.ready || this.mode === 'keyword') return this.rank(request, terms, keyword, window, candidates, undefined);
     return this.vectors.nearest(request.scope, request.query, 30).then(
       (neighbours) => {
         const semantic = new Map<string, number>();
@@ -80,11 +80,11 @@ export class MemoryRetriever {
           semantic.set(unit.id, cosine);
           if (!candidates.has(unit.id)) candidates.set(unit.id, { unit, terms: new Set(), related: new Set(), bm25: 0 });
         }
-        return this.rank(request, terms, keyword.idf, window, candidates, semantic);
+        return this.rank(request, terms, keyword, window, candidates, semantic);
       },
       (error: unknown) => {
         this.logger.warn({ err: (error as Error).message }, 'memory vector search failed; using keywords for this request');
-        return this.rank(request, terms, keyword.idf, window, candidates, undefined);
+        return this.rank(request, terms, keyword, window, candidates, undefined);
       },
     );
   }
@@ -92,19 +92,16 @@ export class MemoryRetriever {
   private rank(
     request: RecallRequest,
     terms: readonly string[],
-    idfs: ReadonlyMap<string, number>,
+    search: KeywordSearch,
     window: TimeWindow | undefined,
     candidates: Map<string, Candidate>,
     semantic: Map<string, number> | undefined,
   ): MemoryHit[] {
     const now = (request.now ?? new Date()).getTime();
-    // The rarest possible IDF belongs to terms no unit of the scope holds: they lower coverage, but less.
-    const unknownIdf = idfOf(0, this.store.scopeSize(request.scope));
-    const idf = (term: string) => idfs.get(term) ?? unknownIdf;
-    const queryWeight = terms.reduce((sum, term) => {
-      const weight = idf(term);
-      return sum + (weight < unknownIdf - 1e-9 ? weight : weight * UNKNOWN_TERM_WEIGHT);
-    }, 0);
+    const idf = (term: string) => search.idf.get(term)!;
+    // Terms no unit of the scope holds lower coverage, but less.
+    const queryWeight = terms.reduce((sum, term) => sum + idf(term) * (search.unknown.has(term) ? UNKNOWN_TERM_WEIGHT : 1), 0);
+    const rare = rareTermIdf(this.store.scopeSize(request.scope));
     const speaker = ASKS_ASSISTANT.test(request.query) ? 'assistant' : 'user';
     const scored: Array<MemoryHit & { keyword: number }> = [];
     for (const { unit, terms: unitTerms, related } of candidates.values()) {
@@ -114,7 +111,7 @@ export class MemoryRetriever {
         if (unitTerms.has(term)) matched += idf(term);
         else if (related.has(term)) matched += idf(term) * NEIGHBOUR_WEIGHT;
       }
-      const keyword = queryWeight > 0 ? keywordRelevance(matched / queryWeight, matched) : 0;
+      const keyword = queryWeight > 0 ? keywordRelevance(matched / queryWeight, matched / rare) : 0;
       const relevance = this.relevanceOf(keyword, semantic, unit.id);
       const inWindow = window !== undefined && unit.observedAt >= window.start && unit.observedAt < window.end;
       if (relevance < request.minRelevance && !inWindow) continue;

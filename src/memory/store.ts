@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Db } from '../store/index.js';
-import { bm25Idf, redactSecrets, tokenize } from '../text/index.js';
+import { blendedIdf, redactSecrets, tokenize } from '../text/index.js';
 import { injectionReason } from '../context/index.js';
 import type { MemoryDraft, MemoryOrigin, MemoryType, MemoryUnit } from './types.js';
 
@@ -53,6 +53,8 @@ export interface Candidate {
 export interface KeywordSearch {
   candidates: Candidate[];
   idf: Map<string, number>;
+  /** Query terms no unit of the scope holds. */
+  unknown: Set<string>;
 }
 
 export interface MemoryPatch {
@@ -437,6 +439,7 @@ export class MemoryStore {
   search(scope: string, terms: readonly string[], limit: number, includeInactive = false): KeywordSearch {
     const size = this.scopeSize(scope);
     const idfs = new Map<string, number>();
+    const unknown = new Set<string>();
     const weights = new Map<number, { weight: number; matched: string[]; related: string[] }>();
     const entry = (rowid: number) => {
       let found = weights.get(rowid);
@@ -455,7 +458,10 @@ export class MemoryStore {
       const { token, rows, idf } = this.holders(scope, term, size);
       idfs.set(term, idf);
       // No unit holds it, so no unit's neighbour does either.
-      if (rows.length === 0) continue;
+      if (rows.length === 0) {
+        unknown.add(term);
+        continue;
+      }
       for (const rowid of rows) {
         const found = entry(rowid);
         found.weight += idf;
@@ -488,7 +494,7 @@ export class MemoryStore {
         if (candidates.length === limit) break;
       }
     }
-    return { candidates, idf: idfs };
+    return { candidates, idf: idfs, unknown };
   }
 
   /** The IDF of each term in a scope as search weighs it, and whether any unit holds it (the core block ranks rules with these). */
@@ -506,10 +512,10 @@ export class MemoryStore {
   private holders(scope: string, term: string, size: number): { token: string; rows: number[]; idf: number } {
     const token = scopedTerm(scope, term);
     const rows = this.postings(token);
-    if (rows.length === 0) return { token, rows, idf: idfOf(0, size) };
+    if (rows.length === 0) return { token, rows, idf: idfOf(term, 0, size) };
     // A capped list is not the term's document frequency: ask the index for that.
     const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
-    return { token, rows, idf: idfOf(frequency, size) };
+    return { token, rows, idf: idfOf(term, frequency, size) };
   }
 
   /** The newest holders of an indexed token (none when the token cannot be searched). */
@@ -644,13 +650,6 @@ export class MemoryStore {
 }
 
 /**
- * A young memory has few units, where raw IDF calls every shared word worthless; counting this many
- * pseudo-units that hold none of the query's terms keeps weights sane.
- */
-const PSEUDO_DOCUMENTS = 20;
-
-/** BM25's IDF, with the pseudo-units; a term no unit holds gets the highest value. */
-/**
  * How many holders of one term a search visits (the newest). Rare terms reach every holder; a term
  * held by more units than this carries little weight (the rare terms of the query do the ranking),
  * and visiting every holder costs ~0.3 µs each: milliseconds per request once a scope holds
@@ -674,8 +673,12 @@ const NEIGHBOUR_TERMS = 80;
 const AFTER_MARK = 'n';
 const BEFORE_MARK = 'b';
 
-export function idfOf(documentFrequency: number, size: number): number {
-  return bm25Idf(documentFrequency, size + PSEUDO_DOCUMENTS);
+/**
+ * A term's IDF in a scope of `size` units, `documentFrequency` of which hold it, blended with the
+ * background statistics: a young memory of a few units still knows a common word from a rare one.
+ */
+export function idfOf(term: string, documentFrequency: number, size: number): number {
+  return blendedIdf(term, documentFrequency, size);
 }
 
 export function newMemoryId(): string {

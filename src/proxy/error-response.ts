@@ -1,10 +1,10 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { RequestError } from '../errors.js';
 import { errorBodyText } from '../shared/api-errors.js';
-import type { ApiFormat } from '../types/index.js';
+import type { ApiFormat, RequestFormat } from '../types/index.js';
 
 /** Writes a proxy error in the client API's own error shape (if nothing was sent yet). */
-export function sendError(response: ServerResponse, format: ApiFormat, error: unknown, requestId?: string): void {
+export function sendError(response: ServerResponse, format: RequestFormat, error: unknown, requestId?: string): void {
   if (response.headersSent || response.destroyed) {
     if (!response.writableEnded) response.end();
     return;

@@ -8,3 +8,4 @@ export type { ProxyDeps, ProxyApp } from './types.js';
 export { skillsRoutes } from './skills-routes.js';
 export { memoryRoutes } from './memory-routes.js';
 export { turnFromJournal, type JournalHeader } from './turn-journal-entry.js';
+export { ResponsesHistory } from './responses-history.js';

@@ -11,15 +11,17 @@ import {
 } from '../conversation/index.js';
 import type { Augmentation } from '../context/index.js';
 import { errorMessage, RequestError } from '../errors.js';
-import type { ApiFormat } from '../types/index.js';
-import type { ForwardResult } from '../upstream/index.js';
+import type { RequestFormat } from '../types/index.js';
+import { wireFormat, type ForwardResult } from '../upstream/index.js';
 import { readRequestBody, parseJsonObject } from './body.js';
 import { noteRejection } from './rejections.js';
 import { sendError } from './error-response.js';
 import { ResponseSink } from './response-sink.js';
+import { ResponsesTurn } from './responses-turn.js';
 import type { JournalHeader, TurnBase } from './turn-journal-entry.js';
 import type { ProxyDeps } from './types.js';
 import { validateModelRequest } from './validate.js';
+import { validateResponsesRequest } from './validate-responses.js';
 
 /** Request headers worth keeping on the turn record; credentials are never among them. */
 const RECORDED_HEADERS = [
@@ -56,7 +58,7 @@ export function newRequestId(): string {
  * upstream or the store), session signals, context, forwarding, and, once the client has its
  * answer, the turn record.
  */
-export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, request: IncomingMessage, response: ServerResponse): Promise<void> {
+export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat, request: IncomingMessage, response: ServerResponse): Promise<void> {
   const requestId = newRequestId();
   const startedAt = Date.now();
   const started = performance.now();
@@ -67,12 +69,14 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
     const credentials = deps.auth.check(request.headers);
     const raw = await readRequestBody(request, deps.maxBodyBytes);
     const body = parseJsonObject(raw);
-    validateModelRequest(format, body);
+    if (format === 'responses') validateResponsesRequest(body);
+    else validateModelRequest(format, body);
 
-    const signals = readTurnSignals(request.headers, body, format);
     const received = { ...body }; // as received, before MetaClaw's own keys are stripped
+    const responses = format === 'responses' ? await ResponsesTurn.prepare(deps.responses, deps.forwarder, body, raw.length) : undefined;
+    const signals = readTurnSignals(request.headers, body, format, responses?.messages);
     const strippedKeys = stripNonStandardKeys(body);
-    const userRequest = extractUserRequest(body['messages'] as unknown[], signals.profile);
+    const userRequest = extractUserRequest(responses ? responses.messages : (body['messages'] as unknown[]), signals.profile);
     const scope = deriveScope(signals.scope, deps.defaultScope);
     const stream = body['stream'] === true;
     if (stream) deps.stats.streamingRequests++;
@@ -90,9 +94,11 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
         clientHeaders: request.headers,
         credentials,
         onWaiting: deps.afterServing.proxyWaiting,
+        ...(responses?.earlier ? { history: responses.earlier } : {}),
       },
       sink,
     );
+    if (responses) result.response = responses.answered(requestId, result);
 
     countOutcome(deps, requestId, result);
     const finished = performance.now();
@@ -134,7 +140,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: ApiFormat, req
 /** What is known of a turn before its answer: enough for the journal and, with the result, for the record. */
 interface TurnInput {
   requestId: string;
-  format: ApiFormat;
+  format: RequestFormat;
   request: IncomingMessage;
   received: Record<string, unknown>;
   signals: TurnSignals;
@@ -200,7 +206,7 @@ async function recordTurn(deps: ProxyDeps, input: RecordInput): Promise<void> {
   const turn: FinishedTurn = {
     ...base,
     upstreamName: result.upstream?.name ?? null,
-    upstreamFormat: result.upstream?.format ?? null,
+    upstreamFormat: result.upstream ? wireFormat(result.upstream, input.format) : null,
     model: result.response?.model ?? result.upstream?.model ?? base.model,
     response: result.response,
     status: result.status,

@@ -8,6 +8,8 @@ import { storageErrorCode } from '../store/index.js';
 import { sessionIdCandidates, type TurnDetail } from '../conversation/index.js';
 import { formatForHeaders } from './error-response.js';
 import { newRequestId } from './model-request.js';
+import { passThroughRoutes } from './pass-through-routes.js';
+import { responsesRoutes } from './responses-routes.js';
 import { noteRejection } from './rejections.js';
 import type { ProxyApp, ProxyDeps } from './types.js';
 
@@ -65,9 +67,11 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     return c.json({ session_id: known, ended, already_ended: !ended });
   });
 
+  responsesRoutes(deps, app);
+  passThroughRoutes(deps, app);
   for (const group of deps.routeGroups) group(app);
 
-  for (const path of ['/v1/chat/completions', '/chat/completions', '/v1/messages', '/messages']) {
+  for (const path of ['/v1/chat/completions', '/chat/completions', '/v1/messages', '/messages', '/v1/responses', '/responses']) {
     app.all(path, (c) => {
       const message = `Use POST for ${path}.`;
       rejected(c, 405, 'method_not_allowed', message);

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { getRequestListener } from '@hono/node-server';
-import type { ApiFormat } from '../types/index.js';
+import type { RequestFormat } from '../types/index.js';
 import { answerClientErrors } from './client-error.js';
 import { sendError } from './error-response.js';
 import { handleModelRequest } from './model-request.js';
@@ -8,11 +8,13 @@ import { createRoutes } from './routes.js';
 import type { ProxyDeps } from './types.js';
 
 /** Model routes, served straight on node:http (the hot path); everything else goes through Hono. */
-const MODEL_ROUTES: ReadonlyMap<string, ApiFormat> = new Map([
+const MODEL_ROUTES: ReadonlyMap<string, RequestFormat> = new Map([
   ['/v1/chat/completions', 'openai'],
   ['/chat/completions', 'openai'],
   ['/v1/messages', 'anthropic'],
   ['/messages', 'anthropic'],
+  ['/v1/responses', 'responses'],
+  ['/responses', 'responses'],
 ]);
 
 export function createProxyServer(deps: ProxyDeps): http.Server {
@@ -38,7 +40,7 @@ export function createProxyServer(deps: ProxyDeps): http.Server {
 }
 
 /** A handler that threw past its own error handling: the client still gets an error, the proxy goes on. */
-function lastResort(deps: ProxyDeps, format: ApiFormat, response: http.ServerResponse, error: unknown): void {
+function lastResort(deps: ProxyDeps, format: RequestFormat, response: http.ServerResponse, error: unknown): void {
   deps.stats.proxyErrors++;
   deps.logger.error({ err: error }, 'request handler failed; the proxy keeps serving');
   try {

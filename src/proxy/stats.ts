@@ -16,6 +16,9 @@ export class ProxyStats {
   uncaughtErrors = 0;
   inputTokens = 0;
   outputTokens = 0;
+  /** Requests passed through without a record: count_tokens (forwarded or estimated) and embeddings. */
+  tokenCounts = 0;
+  embeddingRequests = 0;
   private readonly recentErrors: Array<{ at: string; request_id: string; status: number | null; error: string }> = [];
 
   rememberError(requestId: string, status: number | null, error: string): void {
@@ -40,6 +43,7 @@ export class ProxyStats {
         uncaught: this.uncaughtErrors,
       },
       tokens: { input: this.inputTokens, output: this.outputTokens },
+      passed_through: { count_tokens: this.tokenCounts, embeddings: this.embeddingRequests },
       last_errors: [...this.recentErrors],
     };
   }

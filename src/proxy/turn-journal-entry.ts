@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CLIENT_PROFILES, type FinishedTurn, type IdentitySource, type SideRequestKind, type TurnType } from '../conversation/index.js';
-import type { ApiFormat, AssembledResponse } from '../types/index.js';
-import { assembleAnthropicResponse, assembleOpenAIResponse, assembleStream } from '../upstream/index.js';
+import type { AssembledResponse, RequestFormat } from '../types/index.js';
+import { assembleAnswer as assembleBody, assembleStream } from '../upstream/index.js';
 
 /**
  * A turn as the journal keeps it (conversation/turn-journal.ts): the record's own fields, written
@@ -37,7 +37,7 @@ const headerSchema = z.object({
     .enum(['title', 'summary', 'compaction', 'memory', 'classifier', 'quota'] satisfies SideRequestKind[])
     .nullable()
     .default(null),
-  clientFormat: z.enum(['openai', 'anthropic'] satisfies ApiFormat[]),
+  clientFormat: z.enum(['openai', 'anthropic', 'responses'] satisfies RequestFormat[]),
   model: z.string().nullable(),
   stream: z.boolean(),
   query: z.string(),
@@ -78,7 +78,7 @@ export function turnFromJournal(header: unknown, request: Buffer, answer: Buffer
 }
 
 /** The answer as the client got it (in the client's format), reduced for the record. */
-function assembleAnswer(format: ApiFormat, stream: boolean, answer: Buffer): AssembledResponse | null {
+function assembleAnswer(format: RequestFormat, stream: boolean, answer: Buffer): AssembledResponse | null {
   if (stream) return assembleStream(format, answer);
   let body: unknown;
   try {
@@ -86,7 +86,7 @@ function assembleAnswer(format: ApiFormat, stream: boolean, answer: Buffer): Ass
   } catch {
     return null;
   }
-  return format === 'openai' ? assembleOpenAIResponse(body) : assembleAnthropicResponse(body);
+  return assembleBody(format, body);
 }
 
 function hasErrorEvent(answer: Buffer): boolean {

@@ -8,6 +8,7 @@ import type { ApiFormat } from '../types/index.js';
 import type { ClientCredentials, ModelList, UpstreamForwarder } from '../upstream/index.js';
 import type { AfterServing } from './after-serving.js';
 import type { ProxyAuth } from './auth.js';
+import type { ResponsesHistory } from './responses-history.js';
 import type { ProxyStats } from './stats.js';
 
 export type ProxyApp = Hono<{ Bindings: HttpBindings }>;
@@ -32,4 +33,6 @@ export interface ProxyDeps {
   afterServing: AfterServing;
   /** Whether the store can be written (a full disk pauses recording and learning, never serving). */
   health: StoreHealth;
+  /** The conversations behind Responses API ids (previous_response_id, GET /v1/responses/{id}). */
+  responses: ResponsesHistory;
 }

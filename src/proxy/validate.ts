@@ -86,6 +86,14 @@ const anthropicRequest = z.looseObject({
   metadata: z.looseObject({ user_id: z.string().nullable().optional() }).optional(),
 });
 
+/** `POST /v1/messages/count_tokens` takes a Messages request without `max_tokens`. */
+const tokenCountRequest = anthropicRequest.omit({ max_tokens: true });
+
+export function validateTokenCountRequest(body: Record<string, unknown>): void {
+  const result = tokenCountRequest.safeParse(body);
+  if (!result.success) throw requestErrorFrom(result.error, describeIssue);
+}
+
 /** Throws a 400 naming the first offending field, e.g. `messages.0.role: expected one of …`. */
 export function validateModelRequest(format: ApiFormat, body: Record<string, unknown>): void {
   const result = (format === 'openai' ? openAIRequest : anthropicRequest).safeParse(body);
@@ -133,7 +141,7 @@ export function requestErrorFrom(error: z.ZodError, describe: (issue: z.core.$Zo
   return new BadRequestError('invalid_request', `${field}: ${describe(issue)}`, field);
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
+export function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'invalid_value' && 'values' in issue) return `expected one of ${issue.values.map((value) => JSON.stringify(value)).join(', ')}`;
   if (issue.code === 'invalid_union') return 'has the wrong type';
   return issue.message;

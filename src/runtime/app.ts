@@ -11,6 +11,7 @@ import {
   AdminToken,
   AfterServing,
   createProxyServer,
+  ResponsesHistory,
   memoryRoutes,
   ProxyAuth,
   ProxyStats,
@@ -216,6 +217,7 @@ export class MetaclawRuntime {
       pendingRecords: this.pendingRecords,
       afterServing: this.afterServing,
       health: this.health,
+      responses: new ResponsesHistory(this.conversation, this.pendingRecords),
     };
     const server = createProxyServer(deps);
     await new Promise<void>((resolve, reject) => {

@@ -25,10 +25,17 @@ export interface RetrievedSkill {
 }
 
 /** Skills scoring under this fraction of the best match are dropped. */
-const RELATIVE_FLOOR = 0.6;
+const RELATIVE_FLOOR = 0.9;
 
-/** Below this much matched IDF a skill is not relevant however short the query is (one rare word ≈ 3). */
-const MIN_MATCHED_WEIGHT = 2.2;
+/** Below this much evidence (matched IDF in rare terms) a skill is not relevant however short the query is. */
+const MIN_EVIDENCE = 1.5;
+
+/**
+ * A request term in a skill's name (what the skill is about, in a word or two) counts this many
+ * times one in its description: "playwright", "readme" or "debian" in a request say more than a
+ * word the description happens to share.
+ */
+const NAME_WEIGHT = 1.5;
 
 /**
  * Finds the skills relevant to a request: keyword coverage (BM25 candidates from FTS5), cosine
@@ -56,8 +63,8 @@ export class SkillRetriever {
     const queryTerms = uniqueTerms(request);
     const contextTerms = context ? uniqueTerms(context).filter((term) => !queryTerms.includes(term)) : [];
     const scores = new Map<string, number>();
-    for (const hit of this.index.search(queryTerms, contextTerms)) {
-      if (hit.matchedWeight >= MIN_MATCHED_WEIGHT) scores.set(hit.name, keywordRelevance(hit.coverage, hit.matchedWeight));
+    for (const hit of this.index.search(queryTerms, contextTerms, { nameWeight: NAME_WEIGHT })) {
+      if (hit.evidence >= MIN_EVIDENCE) scores.set(hit.name, keywordRelevance(hit.coverage, hit.evidence));
     }
     return scores;
   }

@@ -1,4 +1,4 @@
-import { bm25Idf, tokenize, UNKNOWN_TERM_WEIGHT } from '../text/index.js';
+import { blendedIdf, rareTermIdf, tokenize, UNKNOWN_TERM_WEIGHT } from '../text/index.js';
 import type { Skill } from './types.js';
 
 /** Field weights (BM25F): a hit in the name counts most, then the description, then the body. */
@@ -15,8 +15,8 @@ export interface KeywordHit {
   bm25: number;
   /** 0..1: the IDF-weighted share of the query's terms this skill contains. */
   coverage: number;
-  /** The IDF mass of the matched terms (absolute evidence, whatever the query's length). */
-  matchedWeight: number;
+  /** The IDF mass of the matched terms in rare terms (absolute evidence, whatever the query's or the library's size). */
+  evidence: number;
 }
 
 interface IndexedSkill {
@@ -24,6 +24,8 @@ interface IndexedSkill {
   frequencies: Map<string, number>;
   /** Terms in the name or description. */
   head: Set<string>;
+  /** Terms in the name. */
+  named: Set<string>;
   /** Field-weighted length, for BM25's length normalisation. */
   length: number;
 }
@@ -65,11 +67,14 @@ export class SkillSearchIndex {
 
   /**
    * Skills matching `queryTerms`, best first, with their coverage of the query. `contextTerms`
-   * (from earlier turns) can add a little coverage but never find a skill on their own.
+   * (from earlier turns) can add a little coverage but never find a skill on their own. A term in a
+   * skill's name counts `nameWeight` times one in its description.
    */
-  search(queryTerms: readonly string[], contextTerms: readonly string[] = []): KeywordHit[] {
+  search(queryTerms: readonly string[], contextTerms: readonly string[] = [], { nameWeight = 1 } = {}): KeywordHit[] {
     if (queryTerms.length === 0 || this.skills.size === 0) return [];
     const averageLength = this.totalLength / this.skills.size;
+    const idfs = new Map<string, number>();
+    for (const term of [...queryTerms, ...contextTerms]) if (!idfs.has(term)) idfs.set(term, this.idf(term));
     const scores = new Map<string, number>();
     const add = (name: string, term: string, idf: number) => {
       const skill = this.skills.get(name)!;
@@ -84,40 +89,42 @@ export class SkillSearchIndex {
     const present = queryTerms.filter((term) => this.postings.has(term)).sort((a, b) => this.postings.get(a)!.size - this.postings.get(b)!.size);
     for (const term of present) {
       const documents = this.postings.get(term)!;
-      const idf = this.idf(term);
+      const idf = idfs.get(term)!;
       if (scores.size > 0 && documents.size > this.skills.size / 2) {
         for (const name of [...scores.keys()]) add(name, term, idf);
       } else for (const name of documents) add(name, term, idf);
     }
     if (scores.size === 0) return [];
     const ranked = [...scores].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES);
-    const total = this.idfTotal(queryTerms);
-    const contextTotal = contextTerms.length > 0 ? this.idfTotal(contextTerms) : 0;
+    const total = this.idfTotal(queryTerms, idfs);
+    const contextTotal = contextTerms.length > 0 ? this.idfTotal(contextTerms, idfs) : 0;
+    const rare = rareTermIdf(this.skills.size);
     return ranked.map(([name, bm25]) => {
       const skill = this.skills.get(name)!;
-      const matchedWeight = this.matched(queryTerms, skill);
-      let coverage = total > 0 ? matchedWeight / total : 0;
-      if (contextTotal > 0) coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, skill) / contextTotal) * coverage);
-      return { name, bm25, coverage, matchedWeight };
+      const matched = this.matched(queryTerms, skill, idfs, nameWeight);
+      let coverage = total > 0 ? Math.min(1, matched / total) : 0;
+      if (contextTotal > 0) coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, skill, idfs, nameWeight) / contextTotal) * coverage);
+      return { name, bm25, coverage, evidence: matched / rare };
     });
   }
 
-  /** Inverse document frequency of a term over the library (BM25's variant, always positive). */
+  /** Inverse document frequency of a term over the library, blended with the background statistics. */
   idf(term: string): number {
-    return bm25Idf(this.postings.get(term)?.size ?? 0, this.skills.size);
+    return blendedIdf(term, this.postings.get(term)?.size ?? 0, this.skills.size);
   }
 
-  private idfTotal(terms: readonly string[]): number {
+  private idfTotal(terms: readonly string[], idfs: ReadonlyMap<string, number>): number {
     let sum = 0;
-    for (const term of terms) sum += this.postings.has(term) ? this.idf(term) : this.idf(term) * UNKNOWN_TERM_WEIGHT;
+    for (const term of terms) sum += this.postings.has(term) ? idfs.get(term)! : idfs.get(term)! * UNKNOWN_TERM_WEIGHT;
     return sum;
   }
 
-  private matched(terms: readonly string[], skill: IndexedSkill): number {
+  private matched(terms: readonly string[], skill: IndexedSkill, idfs: ReadonlyMap<string, number>, nameWeight: number): number {
     let sum = 0;
     for (const term of terms) {
-      if (skill.head.has(term)) sum += this.idf(term);
-      else if (skill.frequencies.has(term)) sum += this.idf(term) * BODY_ONLY_WEIGHT;
+      if (skill.named.has(term)) sum += idfs.get(term)! * nameWeight;
+      else if (skill.head.has(term)) sum += idfs.get(term)!;
+      else if (skill.frequencies.has(term)) sum += idfs.get(term)! * BODY_ONLY_WEIGHT;
     }
     return sum;
   }
@@ -135,7 +142,7 @@ export class SkillSearchIndex {
       for (const term of fields[field]) frequencies.set(term, (frequencies.get(term) ?? 0) + weight);
       length += fields[field].length * weight;
     }
-    this.skills.set(skill.name, { frequencies, head: new Set([...fields.name, ...fields.description]), length });
+    this.skills.set(skill.name, { frequencies, head: new Set([...fields.name, ...fields.description]), named: new Set(fields.name), length });
     this.totalLength += length;
     for (const term of frequencies.keys()) {
       let documents = this.postings.get(term);

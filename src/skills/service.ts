@@ -143,7 +143,7 @@ export class SkillsService {
       if (hit.name === excluding) continue;
       const skill = this.library.get(hit.name);
       if (!skill) continue;
-      const relevance = keywordRelevance(hit.coverage, hit.matchedWeight);
+      const relevance = keywordRelevance(hit.coverage, hit.evidence);
       if (!best || relevance > best.relevance) best = { skill, relevance };
     }
     return best;

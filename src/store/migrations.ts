@@ -260,4 +260,13 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX memory_units_previous ON memory_units(previous_raw) WHERE previous_raw IS NOT NULL;
     `,
   },
+  {
+    version: 8,
+    description: 'the Responses API id of a turn, so previous_response_id and GET /v1/responses/{id} find it',
+    sql: `
+      ALTER TABLE turns ADD COLUMN response_id TEXT;
+      -- Partial: only Responses API turns have one, other turns cost the index nothing.
+      CREATE INDEX turns_response ON turns(response_id) WHERE response_id IS NOT NULL;
+    `,
+  },
 ];

@@ -1,5 +1,16 @@
 export { tokenize, uniqueTerms } from './tokenize.js';
 export { countTextTokens } from './tokens.js';
-export { bm25Idf, calibrateCosine, jaccard, keywordRelevance, sharedCount, UNKNOWN_TERM_WEIGHT } from './relevance.js';
+export {
+  BACKGROUND_DOCUMENTS,
+  blendedIdf,
+  bm25Idf,
+  calibrateCosine,
+  jaccard,
+  keywordRelevance,
+  rareTermIdf,
+  sharedCount,
+  UNKNOWN_TERM_WEIGHT,
+} from './relevance.js';
+export { parseTermStatistics, termStatistics, type TermStatistics } from './term-statistics.js';
 export { mentionsSecretKeyword, redactSecrets, SecretScanner } from './secrets.js';
 export { parseSecretRules, secretRules, type SecretRule } from './secret-rules.js';

@@ -1,13 +1,39 @@
-/** Matched IDF at which the evidence half reaches 0.5 (about two rare terms). */
-const EVIDENCE_HALF_POINT = 6;
+import { termStatistics } from './term-statistics.js';
+
+/** Evidence (in rare terms, see `rareTermIdf`) at which the evidence half reaches 0.5. */
+const EVIDENCE_HALF_POINT = 2;
 
 /**
  * Keyword relevance in 0..1 for thresholds: half the share of the query a document covers
- * (IDF-weighted), half the absolute evidence (matched IDF, saturating), so neither a long query full
- * of task-specific names nor a one-word query decides alone. Skills and memory both use it.
+ * (IDF-weighted), half the absolute evidence (matched IDF in rare terms, saturating), so neither a
+ * long query full of task-specific names nor a one-word query decides alone. Skills and memory both use it.
  */
-export function keywordRelevance(coverage: number, matchedWeight: number): number {
-  return 0.5 * coverage + 0.5 * (matchedWeight / (matchedWeight + EVIDENCE_HALF_POINT));
+export function keywordRelevance(coverage: number, evidence: number): number {
+  return 0.5 * coverage + 0.5 * (evidence / (evidence + EVIDENCE_HALF_POINT));
+}
+
+/**
+ * The background corpus (data/term-statistics.json) counts as this many documents beside a
+ * library's own: a library of one skill or one memory gets the background's sense of which words
+ * are common, and a library of thousands outweighs it with its own.
+ */
+export const BACKGROUND_DOCUMENTS = 2_000;
+
+/**
+ * Inverse document frequency of a term held by `documentFrequency` of a library's `documents`,
+ * blended with the background statistics as `BACKGROUND_DOCUMENTS` pseudo-documents that hold the
+ * term in the share the background corpus does.
+ */
+export function blendedIdf(term: string, documentFrequency: number, documents: number): number {
+  return bm25Idf(documentFrequency + BACKGROUND_DOCUMENTS * termStatistics().share(term), documents + BACKGROUND_DOCUMENTS);
+}
+
+/**
+ * The IDF of a term one document holds and the background never uses: the unit in which evidence
+ * is counted, so thresholds mean the same in a library of 1 and of 10,000.
+ */
+export function rareTermIdf(documents: number): number {
+  return bm25Idf(1, documents + BACKGROUND_DOCUMENTS);
 }
 
 /** Query terms no document contains weigh this fraction of a rare term: they lower coverage, but less. */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
+import { parseDataFile } from './data-file.js';
 
 /**
  * The secret patterns are data (`data/secret-rules.json`, gitleaks-style rules), maintained and
@@ -64,18 +65,7 @@ export interface SecretRule {
 
 /** Parses and checks a rules file; throws an error that names the file and the rule at fault. */
 export function parseSecretRules(text: string, source: string): SecretRule[] {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError(`${source}: not JSON (${(error as Error).message})`);
-  }
-  const parsed = fileSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ConfigError(`${source}: ${issue.path.join('.') || '(top)'}: ${issue.message}`);
-  }
-  const { fragments, rules } = parsed.data;
+  const { fragments, rules } = parseDataFile(text, source, fileSchema);
   const seen = new Set<string>();
   return rules.map((rule) => {
     const where = `${source}: rule ${rule.id}`;

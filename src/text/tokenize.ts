@@ -24,18 +24,23 @@ const CJK_STOP_WORDS = new Set(
 const HAS_LATIN = /[a-z]/;
 const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
 
+/** ICU keeps a file or host name ("README.md", "budget.xlsx", "node.js") as one word; its parts are what people type. */
+const DOTTED_NAME = /\p{L}\.\p{L}/u;
+
 export function tokenize(text: string): string[] {
   const terms: string[] = [];
   for (const part of segmenter.segment(text)) {
     if (!part.isWordLike) continue;
-    const word = part.segment.toLowerCase();
-    if (CJK.test(word)) {
-      if (!CJK_STOP_WORDS.has(word)) terms.push(word);
-      continue;
+    const segment = part.segment.toLowerCase();
+    for (const word of DOTTED_NAME.test(segment) ? segment.split('.') : [segment]) {
+      if (CJK.test(word)) {
+        if (!CJK_STOP_WORDS.has(word)) terms.push(word);
+        continue;
+      }
+      if (ENGLISH_STOP_WORDS.has(word)) continue;
+      if (word.length < 2 && !/\d/.test(word)) continue;
+      terms.push(HAS_LATIN.test(word) ? stemmer(word.replace(/'s$/, '')) : word);
     }
-    if (ENGLISH_STOP_WORDS.has(word)) continue;
-    if (word.length < 2 && !/\d/.test(word)) continue;
-    terms.push(HAS_LATIN.test(word) ? stemmer(word.replace(/'s$/, '')) : word);
   }
   return terms;
 }

@@ -1,8 +1,15 @@
 export type * from './openai.js';
 export type * from './anthropic.js';
+export type * from './responses.js';
 
-/** The two wire formats a client can speak and an upstream can serve. */
+/** The two chat formats an upstream is configured with: OpenAI Chat Completions and Anthropic Messages. */
 export type ApiFormat = 'openai' | 'anthropic';
+
+/**
+ * Every API a model request can be written in: the two chat formats and OpenAI's Responses API. A
+ * client speaks one; each attempt sends one (`responses` only to an upstream that serves it).
+ */
+export type RequestFormat = ApiFormat | 'responses';
 
 /** A model answer reduced to what learning needs, whichever format carried it. */
 export interface AssembledResponse {
@@ -13,6 +20,8 @@ export interface AssembledResponse {
   finishReason: string | null;
   usage: TokenUsage | null;
   model: string | null;
+  /** The answer's own id, where a client may refer to it later (a Responses API `resp_…` id). */
+  id?: string;
 }
 
 export interface TokenUsage {

@@ -12,7 +12,11 @@ export interface ClientCredentials {
   apiKey?: string;
 }
 
-export type EndpointKind = 'model' | 'models';
+/**
+ * `model`: the target's chat endpoint (chat completions or messages); `responses`: OpenAI's
+ * Responses API; `count_tokens`: Anthropic's token counter; `embeddings`: OpenAI's embeddings.
+ */
+export type EndpointKind = 'model' | 'models' | 'responses' | 'count_tokens' | 'embeddings';
 
 const ANTHROPIC_VERSION = '2023-06-01';
 
@@ -22,18 +26,26 @@ function versionedBase(target: Pick<UpstreamTarget, 'baseUrl' | 'format'>): stri
 }
 
 export function endpointPath(target: Pick<UpstreamTarget, 'baseUrl' | 'format'>, kind: EndpointKind): string {
-  if (kind === 'models') return `${versionedBase(target)}/models`;
-  return target.format === 'openai' ? `${target.baseUrl}/chat/completions` : `${versionedBase(target)}/messages`;
+  switch (kind) {
+    case 'model':
+      return target.format === 'openai' ? `${target.baseUrl}/chat/completions` : `${versionedBase(target)}/messages`;
+    case 'count_tokens':
+      return `${versionedBase(target)}/messages/count_tokens`;
+    default:
+      return `${versionedBase(target)}/${kind}`;
+  }
 }
 
 const modelEndpoints = new WeakMap<UpstreamTarget, URL>();
+const responsesEndpoints = new WeakMap<UpstreamTarget, URL>();
 
-/** The model endpoint of a target (parsed once per target: the forwarder asks on every request). */
-export function endpointUrl(target: UpstreamTarget): URL {
-  let url = modelEndpoints.get(target);
+/** A target's model or Responses endpoint (parsed once per target: the forwarder asks on every request). */
+export function endpointUrl(target: UpstreamTarget, kind: 'model' | 'responses' = 'model'): URL {
+  const cache = kind === 'model' ? modelEndpoints : responsesEndpoints;
+  let url = cache.get(target);
   if (!url) {
-    url = new URL(endpointPath(target, 'model'));
-    modelEndpoints.set(target, url);
+    url = new URL(endpointPath(target, kind));
+    cache.set(target, url);
   }
   return url;
 }

@@ -3,7 +3,7 @@ import type { UpstreamTarget } from '../config/index.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import { errorBodyText, kindForStatus, streamErrorFrame } from '../shared/api-errors.js';
-import type { AnthropicMessagesRequest, AnthropicResponse, ApiFormat, AssembledResponse, OpenAIChatCompletion, OpenAIChatRequest } from '../types/index.js';
+import type { AssembledResponse, RequestFormat } from '../types/index.js';
 import { readResponseBody, requestUpstream } from './http.js';
 import { finalErrorHeaders, relayedHeaders } from './relayed-headers.js';
 import { backoffDelayMs, isRetryableStatus, retryAfterMs } from './retry.js';
@@ -12,28 +12,27 @@ import { authHeaders, endpointUrl, versionHeaders, type ClientCredentials } from
 import type { ClientSink } from './sink.js';
 import { completeEventsLength, firstMalformedEvent, isWellFormedEvent, SseParser, type SseEvent } from './sse.js';
 import {
-  AnthropicStreamAssembler,
-  AnthropicToOpenAIStream,
-  anthropicErrorBodyToOpenAI,
-  anthropicRequestToOpenAI,
-  anthropicResponseToOpenAI,
-  assembleAnthropicResponse,
-  assembleOpenAIResponse,
+  assembleAnswer,
   assembleStream,
-  OpenAIStreamAssembler,
-  OpenAIToAnthropicStream,
-  openAIErrorBodyToAnthropic,
-  openAIRequestToAnthropic,
-  openAIResponseToAnthropic,
+  streamAssembler,
+  streamReachedEnd,
+  streamTranslator,
+  translateAnswer,
+  translateErrorBody,
+  translateRequest,
+  wireFormat,
+  type EarlierConversation,
 } from './translate/index.js';
 
 export type ForwardOutcome = 'ok' | 'upstream_error' | 'stream_broken' | 'client_aborted' | 'proxy_error';
 
 export interface ForwardInput {
   requestId: string;
-  clientFormat: ApiFormat;
+  clientFormat: RequestFormat;
   /** The client-format body, already augmented and stripped of MetaClaw's own keys. */
   body: Record<string, unknown>;
+  /** A Responses request's conversation before its `previous_response_id`, for upstreams that cannot resolve the id. */
+  history?: EarlierConversation;
   stream: boolean;
   clientHeaders: IncomingHttpHeaders;
   credentials: ClientCredentials;
@@ -92,8 +91,21 @@ type AttemptResult =
 const MALFORMED_EVENT = 'the upstream sent a stream event that is not JSON';
 
 /** Client headers that carry meaning upstream and are safe to pass along. */
-const PASSED_HEADERS: Record<ApiFormat, readonly string[]> = {
-  openai: ['openai-organization', 'openai-project', 'openai-beta', 'http-referer', 'x-title'],
+const OPENAI_HEADERS = ['openai-organization', 'openai-project', 'openai-beta', 'http-referer', 'x-title'];
+/** Codex names its session, thread and turn in headers that a Responses upstream reads as Codex sent them. */
+const CODEX_HEADERS = [
+  'originator',
+  'session-id',
+  'thread-id',
+  'session_id',
+  'x-client-request-id',
+  'x-codex-window-id',
+  'x-codex-turn-metadata',
+  'x-codex-beta-features',
+];
+const PASSED_HEADERS: Record<RequestFormat, readonly string[]> = {
+  openai: OPENAI_HEADERS,
+  responses: [...OPENAI_HEADERS, ...CODEX_HEADERS],
   anthropic: ['anthropic-beta', 'anthropic-dangerous-direct-browser-access'],
 };
 
@@ -185,7 +197,15 @@ export class UpstreamForwarder {
           };
         }
         if (result.type === 'rejected') {
-          this.sendUpstreamError(input.clientFormat, target.format, sink, result.status, result.contentType, result.body, result.headers);
+          this.sendUpstreamError(
+            input.clientFormat,
+            wireFormat(target, input.clientFormat),
+            sink,
+            result.status,
+            result.contentType,
+            result.body,
+            result.headers,
+          );
           return {
             status: result.status,
             outcome: 'upstream_error',
@@ -213,7 +233,8 @@ export class UpstreamForwarder {
     const failure = lastFailure!;
     if (failure.status !== undefined && failure.body !== undefined) {
       const headers = finalErrorHeaders(failure.headers);
-      this.sendUpstreamError(input.clientFormat, lastTarget!.format, sink, failure.status, failure.contentType ?? 'application/json', failure.body, headers);
+      const wire = wireFormat(lastTarget!, input.clientFormat);
+      this.sendUpstreamError(input.clientFormat, wire, sink, failure.status, failure.contentType ?? 'application/json', failure.body, headers);
       return {
         status: failure.status,
         outcome: 'upstream_error',
@@ -275,11 +296,11 @@ export class UpstreamForwarder {
   /** The body for one target: the client's model replaced if the target fixes one, translated if needed. */
   private buildBody(target: UpstreamTarget, input: ForwardInput): ForwardedBody {
     const model = target.model;
-    let object: Record<string, unknown>;
-    if (target.format === input.clientFormat) object = model === undefined || input.body['model'] === model ? input.body : { ...input.body, model };
-    else if (input.clientFormat === 'openai')
-      object = openAIRequestToAnthropic(input.body as OpenAIChatRequest, { defaultMaxTokens: this.options.defaultMaxTokens, ...(model ? { model } : {}) });
-    else object = anthropicRequestToOpenAI(input.body as AnthropicMessagesRequest, model ? { model } : {});
+    const object = translateRequest(input.clientFormat, wireFormat(target, input.clientFormat), input.body, {
+      defaultMaxTokens: this.options.defaultMaxTokens,
+      ...(model === undefined ? {} : { model }),
+      ...(input.history === undefined ? {} : { history: input.history }),
+    });
     return { object, text: JSON.stringify(object) };
   }
 
@@ -303,7 +324,8 @@ export class UpstreamForwarder {
         this.inFlight.delete(abort);
         resolve(result);
       };
-      const request = requestUpstream(endpointUrl(target), { method: 'POST', headers: this.buildHeaders(target, input, body) });
+      const endpoint = endpointUrl(target, wireFormat(target, input.clientFormat) === 'responses' ? 'responses' : 'model');
+      const request = requestUpstream(endpoint, { method: 'POST', headers: this.buildHeaders(target, input, body) });
       this.inFlight.add(abort);
       const timer = setTimeout(() => {
         request.destroy(new Error(`no response within ${Math.round(this.options.timeoutMs / 100) / 10} s`));
@@ -385,7 +407,8 @@ export class UpstreamForwarder {
       clearTimeout(idle);
     }
     if (sink.closed) return { type: 'finished', status: 499, outcome: 'client_aborted', error: 'client disconnected', response: null };
-    const sameFormat = target.format === input.clientFormat;
+    const wire = wireFormat(target, input.clientFormat);
+    const sameFormat = wire === input.clientFormat;
     const headers = relayedHeaders(response.headers);
     // Same format: the client gets the upstream's bytes first; they are parsed for the record after.
     if (sameFormat) {
@@ -401,11 +424,9 @@ export class UpstreamForwarder {
     if (!sameFormat) {
       markFirstByte();
       if (parsed === undefined) sink.sendComplete(status, contentType, raw, headers);
-      else if (input.clientFormat === 'openai')
-        sink.sendComplete(status, 'application/json', JSON.stringify(anthropicResponseToOpenAI(parsed as AnthropicResponse, {})), headers);
-      else sink.sendComplete(status, 'application/json', JSON.stringify(openAIResponseToAnthropic(parsed as OpenAIChatCompletion)), headers);
+      else sink.sendComplete(status, 'application/json', JSON.stringify(translateAnswer(input.clientFormat, wire, parsed, input)), headers);
     }
-    const assembled = parsed === undefined ? null : target.format === 'openai' ? assembleOpenAIResponse(parsed) : assembleAnthropicResponse(parsed);
+    const assembled = parsed === undefined ? null : assembleAnswer(wire, parsed);
     return { type: 'finished', status, outcome: 'ok', error: null, response: assembled };
   }
 
@@ -416,21 +437,17 @@ export class UpstreamForwarder {
   private relayStream(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, sink: ClientSink, markFirstByte: () => void): AnswerReading {
     let abort: (message: string) => void = () => undefined;
     const result = new Promise<AttemptResult>((resolve) => {
-      const translating = target.format !== input.clientFormat;
-      const includeUsage = isRecord(input.body['stream_options']) && input.body['stream_options']['include_usage'] === true;
-      const translator = !translating
-        ? undefined
-        : input.clientFormat === 'openai'
-          ? new AnthropicToOpenAIStream({ includeUsage })
-          : new OpenAIToAnthropicStream({});
-      const assembler = !translating ? undefined : target.format === 'openai' ? new OpenAIStreamAssembler() : new AnthropicStreamAssembler();
+      const wire = wireFormat(target, input.clientFormat);
+      const translating = wire !== input.clientFormat;
+      const translator = translating ? streamTranslator(input.clientFormat, wire, input) : undefined;
+      const assembler = translating ? streamAssembler(wire) : undefined;
       const parser = translating ? new SseParser() : undefined;
       const rawChunks: Buffer[] = [];
       let pending: Buffer = Buffer.alloc(0);
       let committed = false;
       let finished = false;
 
-      const assembled = (): AssembledResponse => (assembler ? assembler.result() : assembleStream(target.format, Buffer.concat(rawChunks)));
+      const assembled = (): AssembledResponse => (assembler ? assembler.result() : assembleStream(wire, Buffer.concat(rawChunks)));
       /** A result given as a function is made after the client's last bytes have left (they leave once this callback returns). */
       const finish = (result: AttemptResult | (() => AttemptResult)) => {
         if (finished) return;
@@ -496,6 +513,12 @@ export class UpstreamForwarder {
       sink.onClose(() => {
         if (finished) return;
         response.destroy();
+        // Codex hangs up on response.completed, before the upstream ends the connection: a stream
+        // whose final event was out is a whole answer.
+        if (translating ? translator!.done : streamReachedEnd(wire, Buffer.concat(rawChunks))) {
+          finish({ type: 'finished', status: 200, outcome: 'ok', error: null, response: assembled() });
+          return;
+        }
         finish({ type: 'finished', status: 200, outcome: 'client_aborted', error: 'client disconnected mid-stream', response: assembled() });
       });
       response.on('data', (chunk: Buffer) => {
@@ -577,8 +600,8 @@ export class UpstreamForwarder {
 
   /** An upstream error reaches the client with its status and headers; its body is translated when the formats differ. */
   private sendUpstreamError(
-    clientFormat: ApiFormat,
-    upstreamFormat: ApiFormat,
+    clientFormat: RequestFormat,
+    wire: RequestFormat,
     sink: ClientSink,
     status: number,
     contentType: string,
@@ -586,13 +609,9 @@ export class UpstreamForwarder {
     headers: OutgoingHttpHeaders | undefined,
   ): void {
     if (sink.closed || sink.committed) return;
-    if (clientFormat === upstreamFormat) {
-      sink.sendComplete(status, contentType, body, headers);
-      return;
-    }
-    const text = body.toString('utf8');
-    const translated = clientFormat === 'openai' ? anthropicErrorBodyToOpenAI(text, status) : openAIErrorBodyToAnthropic(text, status);
-    sink.sendComplete(status, 'application/json', translated, headers);
+    const translated = translateErrorBody(clientFormat, wire, body.toString('utf8'), status);
+    if (translated === undefined) sink.sendComplete(status, contentType, body, headers);
+    else sink.sendComplete(status, 'application/json', translated, headers);
   }
 
   private buildHeaders(target: UpstreamTarget, input: ForwardInput, body: string): OutgoingHttpHeaders {
@@ -603,8 +622,8 @@ export class UpstreamForwarder {
       'accept-encoding': 'identity',
       'user-agent': headerText(input.clientHeaders['user-agent']) ?? this.options.userAgent,
     };
-    if (target.format === input.clientFormat) {
-      for (const name of PASSED_HEADERS[target.format]) {
+    if (wireFormat(target, input.clientFormat) === input.clientFormat) {
+      for (const name of PASSED_HEADERS[input.clientFormat]) {
         const value = headerText(input.clientHeaders[name]);
         if (value !== undefined) headers[name] = value;
       }
@@ -626,8 +645,4 @@ function delay(ms: number, sink: ClientSink): Promise<void> {
 
 function headerText(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -6,4 +6,17 @@ export { isRetryableStatus, retryAfterMs, backoffDelayMs } from './retry.js';
 export { listModels, type ModelList } from './models.js';
 export { CredentialMemory } from './credential-memory.js';
 export { probeUpstream, type ProbeResult } from './probe.js';
-export { assembleAnthropicResponse, assembleOpenAIResponse, assembleStream } from './translate/index.js';
+export {
+  assembleAnswer,
+  assembleAnthropicResponse,
+  assembleOpenAIResponse,
+  assembleStream,
+  assistantToResponsesOutput,
+  openAIUsageToResponses,
+  responseIdFor,
+  responseObject,
+  responsesInputItems,
+  responsesStatus,
+  wireFormat,
+} from './translate/index.js';
+export { passThrough, type PassedAnswer } from './pass-through.js';

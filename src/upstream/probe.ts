@@ -24,6 +24,7 @@ export async function probeUpstream(
     name: 'probe',
     baseUrl: base,
     format: target.format,
+    responses: false,
     apiKey: target.apiKey,
     keySource: target.apiKey ? 'config' : 'client',
     model: target.model,

@@ -67,6 +67,14 @@ export function tempHome(prefix = 'metaclaw-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+/** A fresh MetaClaw home with the starter skills installed by the real CLI. */
+export async function homeWithStarterSkills(): Promise<string> {
+  const home = tempHome();
+  const installed = await runCli(['skills', 'install-starter'], { home });
+  if (installed.code !== 0) throw new Error(`skills install-starter failed (${installed.code}):\n${installed.stderr}`);
+  return home;
+}
+
 export interface ProxyHandle {
   home: string;
   port: number;

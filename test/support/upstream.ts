@@ -25,10 +25,15 @@ export class ScriptedUpstream {
     private readonly server: http.Server,
     readonly url: string,
   ) {
-    this.defaultHandler = (request, response) =>
-      (request.path.endsWith('/messages')
-        ? anthropicReply({ text: 'Hello from the scripted upstream.' })
-        : openAIReply({ text: 'Hello from the scripted upstream.' }))(request, response);
+    this.defaultHandler = (request, response) => {
+      const text = 'Hello from the scripted upstream.';
+      const reply = request.path.endsWith('/messages')
+        ? anthropicReply({ text })
+        : request.path.endsWith('/responses')
+          ? responsesReply({ text })
+          : openAIReply({ text });
+      return reply(request, response);
+    };
   }
 
   static async start(): Promise<ScriptedUpstream> {
@@ -194,6 +199,76 @@ export function anthropicReply(options: ReplyOptions): Handler {
     }
     events.push(event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: usage.output } }));
     events.push(event('message_stop', {}));
+    await writeEvents(response, events, options.gapMs ?? 0);
+    response.end();
+  };
+}
+
+/**
+ * An OpenAI Responses API answer (JSON, or its SSE event sequence when streaming), for an upstream
+ * that serves /v1/responses itself. Written out by hand, independent of the proxy's own writer.
+ */
+export function responsesReply(options: ReplyOptions & { id?: string }): Handler {
+  return async (request, response) => {
+    const id = options.id ?? 'resp_scripted';
+    const text = options.text ?? '';
+    const usage = options.usage ?? { input: 17, output: 4 };
+    const model = options.model ?? request.body?.model ?? 'scripted-responses';
+    const message = { type: 'message', id: 'msg_scripted', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] };
+    const calls = (options.toolCalls ?? []).map((call, index) => ({
+      type: 'function_call',
+      id: `fc_scripted_${index}`,
+      call_id: call.id,
+      name: call.name,
+      arguments: call.arguments,
+      status: 'completed',
+    }));
+    const output = [...(text ? [message] : []), ...calls];
+    const whole = (status: string, items: unknown[]) => ({
+      id,
+      object: 'response',
+      created_at: 1_700_000_000,
+      status,
+      model,
+      output: items,
+      error: null,
+      incomplete_details: null,
+      usage:
+        status === 'completed'
+          ? {
+              input_tokens: usage.input,
+              input_tokens_details: { cached_tokens: 0 },
+              output_tokens: usage.output,
+              output_tokens_details: { reasoning_tokens: 0 },
+              total_tokens: usage.input + usage.output,
+            }
+          : null,
+    });
+    if (request.body?.stream !== true) {
+      json(response, 200, whole('completed', output));
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    let sequence = 0;
+    const event = (type: string, data: Record<string, unknown>) =>
+      `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`;
+    const events = [event('response.created', { response: whole('in_progress', []) })];
+    if (text) {
+      const where = { item_id: message.id, output_index: 0, content_index: 0 };
+      events.push(event('response.output_item.added', { output_index: 0, item: { ...message, status: 'in_progress', content: [] } }));
+      events.push(event('response.content_part.added', { ...where, part: { type: 'output_text', text: '', annotations: [] } }));
+      for (const piece of split(text, options.pieces ?? 3)) events.push(event('response.output_text.delta', { ...where, delta: piece }));
+      events.push(event('response.output_text.done', { ...where, text }));
+      events.push(event('response.content_part.done', { ...where, part: message.content[0] }));
+      events.push(event('response.output_item.done', { output_index: 0, item: message }));
+    }
+    calls.forEach((call, index) => {
+      const outputIndex = (text ? 1 : 0) + index;
+      events.push(event('response.output_item.added', { output_index: outputIndex, item: { ...call, arguments: '', status: 'in_progress' } }));
+      events.push(event('response.function_call_arguments.delta', { item_id: call.id, output_index: outputIndex, delta: call.arguments }));
+      events.push(event('response.output_item.done', { output_index: outputIndex, item: call }));
+    });
+    events.push(event('response.completed', { response: whole('completed', output) }));
     await writeEvents(response, events, options.gapMs ?? 0);
     response.end();
   };

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ApiFormat } from '../../types/index.js';
+import type { RequestFormat } from '../../types/index.js';
 import { header, isRecord } from '../fields.js';
 import { textParts } from '../message-text.js';
 import { claudeCode } from './claude-code.js';
@@ -26,7 +26,7 @@ export class RequestView {
 
   constructor(
     private readonly body: Record<string, unknown>,
-    private readonly format: ApiFormat,
+    private readonly format: RequestFormat,
   ) {}
 
   /** The start of the system prompt (Anthropic's `system`, or OpenAI's leading system messages). */

@@ -1,4 +1,4 @@
-import { cleanUserText, messageText, type ConversationStore, type TurnRow } from '../../conversation/index.js';
+import { cleanUserText, messageText, responsesConversation, type ConversationStore, type TurnRow } from '../../conversation/index.js';
 
 export interface SessionTranscript {
   text: string;
@@ -65,8 +65,9 @@ function renderTurn(turn: TurnRow, toolResults: string[], outcome: { outcome: st
 
 /** Tool results the client sent back in the turn that followed (they answer this turn's calls). */
 function toolResultsOf(store: ConversationStore, turnId: string): string[] {
-  const body = store.receivedBody(turnId) as { messages?: unknown[] } | null;
-  const messages = Array.isArray(body?.messages) ? body.messages : [];
+  const body = store.receivedBody(turnId) as { messages?: unknown[]; input?: unknown } | null;
+  // A Responses API request holds its items in `input`.
+  const messages = Array.isArray(body?.messages) ? body.messages : Array.isArray(body?.input) ? responsesConversation(body.input) : [];
   let lastAssistant = -1;
   messages.forEach((message, index) => {
     if ((message as { role?: unknown }).role === 'assistant') lastAssistant = index;

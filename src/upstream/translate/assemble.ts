@@ -1,6 +1,5 @@
-import { SseParser } from '../sse.js';
 import type { SseEvent } from '../sse.js';
-import type { AnthropicUsage, ApiFormat, AssembledResponse, OpenAIUsage } from '../../types/index.js';
+import type { AnthropicUsage, AssembledResponse, OpenAIUsage } from '../../types/index.js';
 import { readAnthropicAssistant, readOpenAIAssistant } from './assistant.js';
 import type { AssistantParts } from './assistant.js';
 import { isRecord, readArray, readString, toolInputToArguments } from './common.js';
@@ -135,14 +134,6 @@ export class AnthropicStreamAssembler {
       model: this.collected.model,
     };
   }
-}
-
-/** Assembles a whole stream captured as raw SSE bytes. */
-export function assembleStream(format: ApiFormat, raw: Buffer): AssembledResponse {
-  const assembler = format === 'openai' ? new OpenAIStreamAssembler() : new AnthropicStreamAssembler();
-  const parser = new SseParser();
-  for (const event of [...parser.push(raw), ...parser.end()]) assembler.push(event);
-  return assembler.result();
 }
 
 function openAIUsage(usage: Partial<OpenAIUsage> | undefined): AssembledResponse['usage'] {

@@ -1,0 +1,138 @@
+/**
+ * Skill retrieval quality on labelled request sets, by language: precision, recall, skills injected
+ * per turn and off-topic requests that got a skill. Keyword mode, the default threshold and top_k,
+ * nothing learned (no search keys, no embeddings).
+ *
+ * - tuned: `test/fixtures/skill-retrieval.json` over `skills-starter/` (written with the starter bank: fit)
+ * - held-out: `test/fixtures/heldout-skills/` (a bank written by others, never tuned on: generalisation)
+ * - dev: `test/fixtures/dev-skills/` (another bank by others, for tuning)
+ *
+ * Standalone: `node --import tsx bench/skill-retrieval-quality.ts tuned dev` (name the sets to run).
+ */
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { z } from 'zod';
+import { loadConfig } from '../src/config/index.js';
+import { silentLogger } from '../src/logging/index.js';
+import { SkillLibrary } from '../src/skills/library.js';
+import { SkillRetriever } from '../src/skills/retrieval.js';
+import { SkillSearchIndex } from '../src/skills/search-index.js';
+import { STARTER_DIR } from '../src/skills/index.js';
+import { skillsSettings } from '../src/runtime/settings.js';
+import { summarize } from './stats.js';
+
+const FIXTURES = new URL('../test/fixtures/', import.meta.url);
+
+export const SKILL_SETS = {
+  tuned: { requests: new URL('skill-retrieval.json', FIXTURES), bank: STARTER_DIR, about: 'tuned: starter bank (42), `test/fixtures/skill-retrieval.json`' },
+  'held-out': {
+    requests: new URL('heldout-skills/requests.json', FIXTURES),
+    bank: new URL('heldout-skills/bank', FIXTURES).pathname,
+    about: 'held-out: 58 skills by others, `test/fixtures/heldout-skills/`',
+  },
+  dev: {
+    requests: new URL('dev-skills/requests.json', FIXTURES),
+    bank: new URL('dev-skills/bank', FIXTURES).pathname,
+    about: 'dev: 35 skills by others, `test/fixtures/dev-skills/`',
+  },
+} as const;
+export type SkillSetName = keyof typeof SKILL_SETS;
+
+const requestsSchema = z.array(
+  z.object({ query: z.string().min(1), language: z.enum(['en', 'zh', 'ja']), relevant: z.array(z.string()), irrelevant: z.array(z.string()) }),
+);
+
+export interface SkillRetrievalCounts {
+  requests: number;
+  /** Requests labelled off-topic (no relevant skill) and how many of them got a skill anyway. */
+  offTopic: number;
+  offTopicInjected: number;
+  truePositives: number;
+  falsePositives: number;
+  falseNegatives: number;
+  /** Skills labelled "never inject" for a request that got them. */
+  forbidden: number;
+  injected: number;
+}
+
+export interface SkillRetrievalReport {
+  set: SkillSetName;
+  skills: number;
+  byLanguage: Record<string, SkillRetrievalCounts>;
+  all: SkillRetrievalCounts;
+  p50Ms: number;
+}
+
+function emptyCounts(): SkillRetrievalCounts {
+  return { requests: 0, offTopic: 0, offTopicInjected: 0, truePositives: 0, falsePositives: 0, falseNegatives: 0, forbidden: 0, injected: 0 };
+}
+
+export function measureSkillRetrieval(set: SkillSetName): SkillRetrievalReport {
+  const { requests: file, bank } = SKILL_SETS[set];
+  const requests = requestsSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
+  const settings = skillsSettings(loadConfig({ env: { METACLAW_HOME: '/nonexistent-metaclaw-home' } }));
+  const library = new SkillLibrary(bank, silentLogger());
+  library.scan();
+  const index = new SkillSearchIndex();
+  index.sync(library.all());
+  const retriever = new SkillRetriever(
+    library,
+    index,
+    undefined,
+    undefined,
+    { mode: 'template', topK: settings.topK, minRelevance: settings.minRelevance, embeddingTimeoutMs: 100 },
+    silentLogger(),
+  );
+  const byLanguage: Record<string, SkillRetrievalCounts> = {};
+  const all = emptyCounts();
+  const samples: number[] = [];
+  for (const request of requests) {
+    const started = performance.now();
+    const found = (retriever.retrieve(request.query) as Array<{ skill: { name: string } }>).map((hit) => hit.skill.name);
+    samples.push(performance.now() - started);
+    for (const counts of [(byLanguage[request.language] ??= emptyCounts()), all]) {
+      counts.requests++;
+      counts.injected += found.length;
+      if (request.relevant.length === 0) {
+        counts.offTopic++;
+        if (found.length > 0) counts.offTopicInjected++;
+      }
+      for (const name of found) {
+        if (request.relevant.includes(name)) counts.truePositives++;
+        else counts.falsePositives++;
+        if (request.irrelevant.includes(name)) counts.forbidden++;
+      }
+      counts.falseNegatives += request.relevant.filter((name) => !found.includes(name)).length;
+    }
+  }
+  return { set, skills: library.size, byLanguage, all, p50Ms: summarize(samples).p50 };
+}
+
+const ratio = (part: number, whole: number) => (whole === 0 ? '–' : (part / whole).toFixed(2));
+
+function row(label: string, counts: SkillRetrievalCounts): string {
+  const precision = ratio(counts.truePositives, counts.truePositives + counts.falsePositives);
+  const recall = ratio(counts.truePositives, counts.truePositives + counts.falseNegatives);
+  return `| ${label} | ${counts.requests} | ${precision} | ${recall} | ${(counts.injected / counts.requests).toFixed(2)} | ${counts.offTopicInjected} of ${counts.offTopic} | ${counts.forbidden} |`;
+}
+
+export function renderSkillRetrieval(reports: readonly SkillRetrievalReport[]): string[] {
+  return [
+    'Keyword mode, the default threshold (skills.min_relevance 0.35) and top_k (6); nothing learned (no search keys, no embeddings). Precision: injected skills that are labelled relevant; recall: labelled skills that were injected; off-topic: requests labelled as needing no skill that got one; "never" : skills labelled as wrong for the request that were injected.',
+    '',
+    'Retrieval is tuned on the tuned and dev sets only. The held-out set is run to report generalisation; every look at it during tuning is logged, with its numbers, in `test/fixtures/heldout-skills/README.md`.',
+    '',
+    '| set, language | requests | precision | recall | skills per turn | off-topic injected | "never" injected |',
+    '|---|---|---|---|---|---|---|',
+    ...reports.flatMap((report) => [
+      row(`**${SKILL_SETS[report.set].about}**, all`, report.all),
+      ...Object.entries(report.byLanguage).map(([language, counts]) => row(`${report.set}, ${language}`, counts)),
+    ]),
+  ];
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const sets = process.argv.slice(2) as SkillSetName[];
+  if (sets.length === 0 || sets.some((set) => !(set in SKILL_SETS))) throw new Error(`name the sets to run: ${Object.keys(SKILL_SETS).join(', ')}`);
+  process.stdout.write(`${renderSkillRetrieval(sets.map(measureSkillRetrieval)).join('\n')}\n`);
+}

@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { BadRequestError } from '../errors.js';
+import { describeIssue, requestErrorFrom } from './validate.js';
+
+/**
+ * A Responses API request checked at the door, like the chat routes: loose objects, and only what
+ * the proxy reads or translates is checked. Item kinds the proxy does not translate (reasoning,
+ * hosted tool calls, …) pass untouched to an upstream that serves the Responses API.
+ */
+const typedPart = z.looseObject({ type: z.string() });
+const optionalNumber = z.number().nullable().optional();
+
+const responsesRequest = z.looseObject({
+  model: z.string().optional(),
+  input: z.union([z.string(), z.array(z.looseObject({ type: z.string().optional() }), { error: 'expected a string or an array of items' })]).optional(),
+  instructions: z.string().nullable().optional(),
+  previous_response_id: z.string().nullable().optional(),
+  stream: z.boolean().nullable().optional(),
+  tools: z
+    .array(
+      z.looseObject({ type: z.string(), name: z.string().optional() }).refine((tool) => tool.type !== 'function' || typeof tool.name === 'string', {
+        message: 'a function tool needs a name',
+      }),
+    )
+    .nullable()
+    .optional(),
+  tool_choice: z.union([z.string(), z.looseObject({ type: z.string() })]).optional(),
+  max_output_tokens: z.number().int().positive().nullable().optional(),
+  temperature: optionalNumber,
+  top_p: optionalNumber,
+  metadata: z.record(z.string(), z.unknown()).nullable().optional(),
+});
+
+const content = z.union([z.string(), z.array(typedPart)]);
+
+/** The items the proxy translates, by `type` (a message may leave it out). */
+const ITEMS: Readonly<Record<string, z.ZodType>> = {
+  message: z.looseObject({ role: z.enum(['user', 'assistant', 'system', 'developer']), content }),
+  function_call: z.looseObject({ call_id: z.string(), name: z.string(), arguments: z.string() }),
+  function_call_output: z.looseObject({ call_id: z.string(), output: content }),
+};
+
+/** Throws a 400 naming the first offending field, e.g. `input.2.call_id: …`. */
+export function validateResponsesRequest(body: Record<string, unknown>): void {
+  const result = responsesRequest.safeParse(body);
+  if (!result.success) throw requestErrorFrom(result.error, describeIssue);
+  if (body['input'] === undefined && Array.isArray(body['messages']))
+    throw new BadRequestError(
+      'chat_body_on_responses_route',
+      'This looks like a Chat Completions request ("messages") sent to the Responses route: send it to /v1/chat/completions, or put the conversation in "input".',
+      'messages',
+    );
+  const input = body['input'];
+  if (!Array.isArray(input)) return;
+  input.forEach((item: { type?: string }, index) => {
+    const schema = ITEMS[item.type ?? 'message'];
+    const checked = schema?.safeParse(item);
+    if (checked?.success === false) {
+      const issues = checked.error.issues.map((issue) => ({ ...issue, path: ['input', index, ...issue.path] }));
+      throw requestErrorFrom(new z.ZodError(issues), describeIssue);
+    }
+  });
+}

@@ -1,0 +1,167 @@
+import { SseParser, type SseEvent } from '../sse.js';
+import type {
+  AnthropicMessagesRequest,
+  AnthropicResponse,
+  ApiFormat,
+  AssembledResponse,
+  OpenAIChatCompletion,
+  OpenAIChatRequest,
+  RequestFormat,
+} from '../../types/index.js';
+import { assembleAnthropicResponse, assembleOpenAIResponse, AnthropicStreamAssembler, OpenAIStreamAssembler } from './assemble.js';
+import { assembleResponsesResponse, ResponsesStreamAssembler } from './assemble-responses.js';
+import { isRecord, parseJson, readString } from './common.js';
+import { anthropicErrorBodyToOpenAI, openAIErrorBodyToAnthropic } from './errors.js';
+import { anthropicRequestToOpenAI } from './request-anthropic-to-openai.js';
+import { openAIRequestToAnthropic } from './request-openai-to-anthropic.js';
+import { responsesInputItems, responsesRequestToOpenAI } from './request-responses-to-openai.js';
+import { anthropicResponseToOpenAI } from './response-anthropic-to-openai.js';
+import { openAIResponseToAnthropic } from './response-openai-to-anthropic.js';
+import { anthropicResponseToResponses, openAIResponseToResponses } from './response-to-responses.js';
+import { responseIdFor, type ResponsesContext } from './responses-output.js';
+import { AnthropicToOpenAIStream } from './stream-anthropic-to-openai.js';
+import { OpenAIToAnthropicStream } from './stream-openai-to-anthropic.js';
+import { AnthropicToResponsesStream, OpenAIToResponsesStream } from './stream-to-responses.js';
+
+/**
+ * Which translation goes between what a client speaks and what one attempt sends: the forwarder
+ * asks here and holds no format pairs of its own. `wire` is the format on the wire to the upstream.
+ */
+
+/** Each stream translator turns the upstream's events into the client's, as SSE text. */
+export interface StreamTranslator {
+  /** The client's stream has had its final event. */
+  readonly done: boolean;
+  push(event: SseEvent): string;
+  finish(): string;
+  fail(message: string): string;
+}
+
+export interface StreamAssembler {
+  push(event: SseEvent): void;
+  result(): AssembledResponse;
+}
+
+/** The conversation before a Responses request's `previous_response_id`, as the proxy's records have it. */
+export interface EarlierConversation {
+  items: readonly unknown[];
+  /** The id is the upstream's own (its answer was passed through): an upstream that serves the Responses API resolves it. */
+  upstreamKeeps: boolean;
+}
+
+/** What translating a request needs besides the body. */
+export interface RequestOptions {
+  defaultMaxTokens: number;
+  model?: string;
+  history?: EarlierConversation;
+}
+
+/** What translating an answer needs: the request it answers. */
+export interface AnswerContext {
+  requestId: string;
+  body: Record<string, unknown>;
+}
+
+/** A Responses request goes as is to an upstream that serves the Responses API; everything else in the upstream's format. */
+export function wireFormat(target: { format: ApiFormat; responses?: boolean }, clientFormat: RequestFormat): RequestFormat {
+  return clientFormat === 'responses' && target.responses === true ? 'responses' : target.format;
+}
+
+/** The body for the wire; the same object when no translation is needed and the model stays. */
+export function translateRequest(
+  clientFormat: RequestFormat,
+  wire: RequestFormat,
+  body: Record<string, unknown>,
+  options: RequestOptions,
+): Record<string, unknown> {
+  const model = options.model;
+  if (wire === clientFormat) {
+    const history = options.history;
+    // An id the proxy made (its answer was translated) means nothing upstream: the conversation goes whole.
+    const sent = wire === 'responses' && history !== undefined && !history.upstreamKeeps ? withHistory(body, history.items) : body;
+    return model === undefined || sent['model'] === model ? sent : { ...sent, model };
+  }
+  const chat =
+    clientFormat === 'responses'
+      ? responsesRequestToOpenAI(body, { ...(model ? { model } : {}), ...(options.history ? { history: options.history.items } : {}) })
+      : clientFormat === 'anthropic'
+        ? anthropicRequestToOpenAI(body as AnthropicMessagesRequest, model ? { model } : {})
+        : (body as OpenAIChatRequest);
+  if (wire === 'openai') return chat;
+  return openAIRequestToAnthropic(chat, { defaultMaxTokens: options.defaultMaxTokens, ...(model ? { model } : {}) });
+}
+
+/** A complete answer in the client's format (the wire's own answer parsed). */
+export function translateAnswer(clientFormat: RequestFormat, wire: RequestFormat, answer: unknown, context: AnswerContext): unknown {
+  if (clientFormat === 'responses') {
+    const responses = responsesContext(context);
+    return wire === 'anthropic'
+      ? anthropicResponseToResponses(answer as AnthropicResponse, responses)
+      : openAIResponseToResponses(answer as OpenAIChatCompletion, responses);
+  }
+  return clientFormat === 'openai' ? anthropicResponseToOpenAI(answer as AnthropicResponse, {}) : openAIResponseToAnthropic(answer as OpenAIChatCompletion);
+}
+
+export function streamTranslator(clientFormat: RequestFormat, wire: RequestFormat, context: AnswerContext): StreamTranslator {
+  if (clientFormat === 'responses') {
+    const responses = responsesContext(context);
+    return wire === 'anthropic' ? new AnthropicToResponsesStream(responses) : new OpenAIToResponsesStream(responses);
+  }
+  if (clientFormat === 'anthropic') return new OpenAIToAnthropicStream({});
+  const options = context.body['stream_options'];
+  return new AnthropicToOpenAIStream({ includeUsage: isRecord(options) && options['include_usage'] === true });
+}
+
+/** Reads a stream in the wire's format for the record, event by event. */
+export function streamAssembler(wire: RequestFormat): StreamAssembler {
+  if (wire === 'responses') return new ResponsesStreamAssembler();
+  return wire === 'openai' ? new OpenAIStreamAssembler() : new AnthropicStreamAssembler();
+}
+
+/** Assembles a whole stream captured as raw SSE bytes. */
+export function assembleStream(format: RequestFormat, raw: Buffer): AssembledResponse {
+  const assembler = streamAssembler(format);
+  const parser = new SseParser();
+  for (const event of [...parser.push(raw), ...parser.end()]) assembler.push(event);
+  return assembler.result();
+}
+
+/** The events after which a stream has nothing more to say: a client may hang up once it has one. */
+const FINAL_EVENTS: Record<RequestFormat, ReadonlySet<string>> = {
+  openai: new Set(['[DONE]']),
+  anthropic: new Set(['message_stop']),
+  responses: new Set(['response.completed', 'response.incomplete', 'response.failed']),
+};
+
+/** Whether raw SSE bytes hold the final event of a `format` stream (only whole events count). */
+export function streamReachedEnd(format: RequestFormat, raw: Buffer): boolean {
+  const finals = FINAL_EVENTS[format];
+  return new SseParser().push(raw).some((event) => {
+    if (format === 'openai') return finals.has(event.data.trim());
+    const data = parseJson(event.data);
+    return finals.has((isRecord(data) ? readString(data['type']) : undefined) ?? event.event ?? '');
+  });
+}
+
+/** A complete answer in `format`, reduced for the record. */
+export function assembleAnswer(format: RequestFormat, answer: unknown): AssembledResponse {
+  if (format === 'responses') return assembleResponsesResponse(answer);
+  return format === 'openai' ? assembleOpenAIResponse(answer) : assembleAnthropicResponse(answer);
+}
+
+/** An upstream error body in the client's shape, or undefined when the shapes are the same (the Responses API's is OpenAI's). */
+export function translateErrorBody(clientFormat: RequestFormat, wire: RequestFormat, body: string, status: number): string | undefined {
+  const clientAnthropic = clientFormat === 'anthropic';
+  if (clientAnthropic === (wire === 'anthropic')) return undefined;
+  return clientAnthropic ? openAIErrorBodyToAnthropic(body, status) : anthropicErrorBodyToOpenAI(body, status);
+}
+
+/** A Responses request with the earlier conversation in its input instead of `previous_response_id`. */
+function withHistory(body: Record<string, unknown>, items: readonly unknown[]): Record<string, unknown> {
+  const { previous_response_id: _previous, ...rest } = body;
+  return { ...rest, input: [...items, ...responsesInputItems(body['input'])] };
+}
+
+function responsesContext(context: AnswerContext): ResponsesContext {
+  return { responseId: responseIdFor(context.requestId), request: context.body };
+}

@@ -1,0 +1,176 @@
+import { streamErrorFrame } from '../../shared/api-errors.js';
+import type { OpenAIUsage, ResponsesOutputItem } from '../../types/index.js';
+import { encodeSse } from '../sse.js';
+import { toolCallId } from './common.js';
+import { itemId, openAIUsageToResponses, outputText, responseObject, responsesStatus, type ResponseFields, type ResponsesContext } from './responses-output.js';
+
+type MessageItem = Extract<ResponsesOutputItem, { type: 'message' }>;
+type ReasoningItem = Extract<ResponsesOutputItem, { type: 'reasoning' }>;
+type FunctionCallItem = Extract<ResponsesOutputItem, { type: 'function_call' }>;
+
+/** The text or reasoning item being streamed: one at a time, as a model writes them. */
+interface OpenContent {
+  item: MessageItem | ReasoningItem;
+  index: number;
+  text: string;
+}
+
+/**
+ * Writes the Responses API's event stream from what a model says, piece by piece, whatever format
+ * it came in (stream-to-responses.ts reads chat chunks and Anthropic events into these calls):
+ * response.created, then per output item `output_item.added`, its content and deltas, and
+ * `output_item.done` with the whole item (what Codex reads), then response.completed carrying the
+ * whole response. Every event is numbered (`sequence_number`). Each method returns the SSE text to
+ * send, possibly ''; after `finish` or `fail`, nothing more.
+ */
+export class ResponsesStreamWriter {
+  private sequence = 0;
+  private started = false;
+  private ended = false;
+  private model = '';
+  private readonly output: ResponsesOutputItem[] = [];
+  private open: OpenContent | undefined;
+  /** Function calls stay open until the end: chat servers may interleave the fragments of parallel calls. */
+  private readonly calls = new Map<number, { item: FunctionCallItem; index: number }>();
+  private messages = 0;
+  private reasonings = 0;
+
+  constructor(private readonly context: ResponsesContext) {}
+
+  get done(): boolean {
+    return this.ended;
+  }
+
+  /** response.created and response.in_progress, once, before anything else. */
+  start(model?: string): string {
+    if (this.started || this.ended) return '';
+    this.started = true;
+    this.model = model ?? '';
+    const response = this.response({ status: 'in_progress', usage: null });
+    return this.event('response.created', { response }) + this.event('response.in_progress', { response });
+  }
+
+  text(delta: string): string {
+    if (delta === '' || this.ended) return '';
+    let out = this.start();
+    if (this.open?.item.type !== 'message') {
+      out += this.closeContent();
+      const item: MessageItem = {
+        type: 'message',
+        id: itemId('msg', this.context.responseId, this.messages++),
+        status: 'in_progress',
+        role: 'assistant',
+        content: [],
+      };
+      out += this.openContent(item, outputText(''));
+    }
+    return out + this.appendContent('response.output_text.delta', delta, { logprobs: [] });
+  }
+
+  reasoning(delta: string): string {
+    if (delta === '' || this.ended) return '';
+    let out = this.start();
+    if (this.open?.item.type !== 'reasoning') {
+      out += this.closeContent();
+      const item: ReasoningItem = { type: 'reasoning', id: itemId('rs', this.context.responseId, this.reasonings++), summary: [], content: [] };
+      out += this.openContent(item, { type: 'reasoning_text', text: '' });
+    }
+    return out + this.appendContent('response.reasoning_text.delta', delta, {});
+  }
+
+  /** A function call begins; `key` is the source's own index for it (chat tool_calls index, Anthropic block index). */
+  toolStart(key: number, callId: string | undefined, name: string): string {
+    if (this.ended || this.calls.has(key)) return '';
+    const out = this.start() + this.closeContent();
+    const item: FunctionCallItem = {
+      type: 'function_call',
+      id: itemId('fc', this.context.responseId, this.calls.size),
+      call_id: toolCallId(callId),
+      name,
+      arguments: '',
+      status: 'in_progress',
+    };
+    const index = this.output.push(item) - 1;
+    this.calls.set(key, { item, index });
+    return out + this.event('response.output_item.added', { output_index: index, item });
+  }
+
+  toolArguments(key: number, delta: string): string {
+    const call = this.calls.get(key);
+    if (call === undefined || delta === '' || this.ended) return '';
+    call.item.arguments += delta;
+    return this.event('response.function_call_arguments.delta', { item_id: call.item.id, output_index: call.index, delta });
+  }
+
+  /** Closes every open item and sends the whole response: completed, or incomplete when the answer was cut off. */
+  finish(finishReason: string | null, usage: Partial<OpenAIUsage> | undefined): string {
+    if (this.ended) return '';
+    let out = this.start() + this.closeContent();
+    for (const { item, index } of this.calls.values()) {
+      item.status = 'completed';
+      out += this.event('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
+      out += this.event('response.output_item.done', { output_index: index, item });
+    }
+    this.ended = true;
+    const status = responsesStatus(finishReason);
+    const response = this.response({ ...status, usage: usage === undefined ? null : openAIUsageToResponses(usage) });
+    return out + this.event(status.status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
+  }
+
+  /**
+   * Ends the stream with `response.failed` (what Codex acts on) and an `error` event (what the
+   * OpenAI SDK raises). Items left open stay so: nothing follows a failure.
+   */
+  fail(message: string): string {
+    if (this.ended) return '';
+    this.ended = true;
+    const error = { kind: 'api_error' as const, message, code: 'upstream_stream_error' };
+    if (!this.started) return streamErrorFrame('responses', error, this.sequence++);
+    const response = this.response({ status: 'failed', usage: null, error: { code: 'server_error', message } });
+    return this.event('response.failed', { response }) + streamErrorFrame('responses', error, this.sequence++);
+  }
+
+  private openContent(item: MessageItem | ReasoningItem, part: Record<string, unknown>): string {
+    const index = this.output.push(item) - 1;
+    this.open = { item, index, text: '' };
+    return (
+      this.event('response.output_item.added', { output_index: index, item }) +
+      this.event('response.content_part.added', { item_id: item.id, output_index: index, content_index: 0, part })
+    );
+  }
+
+  private appendContent(type: string, delta: string, extra: Record<string, unknown>): string {
+    const open = this.open!;
+    open.text += delta;
+    return this.event(type, { item_id: open.item.id, output_index: open.index, content_index: 0, delta, ...extra });
+  }
+
+  private closeContent(): string {
+    const open = this.open;
+    if (open === undefined) return '';
+    this.open = undefined;
+    const { item, index, text } = open;
+    const where = { item_id: item.id, output_index: index, content_index: 0 };
+    let out: string;
+    if (item.type === 'message') {
+      const part = outputText(text);
+      item.content = [part];
+      item.status = 'completed';
+      out = this.event('response.output_text.done', { ...where, text, logprobs: [] }) + this.event('response.content_part.done', { ...where, part });
+    } else {
+      const part = { type: 'reasoning_text' as const, text };
+      item.content = [part];
+      out = this.event('response.reasoning_text.done', { ...where, text }) + this.event('response.content_part.done', { ...where, part });
+    }
+    return out + this.event('response.output_item.done', { output_index: index, item });
+  }
+
+  /** Events are serialised as they are made, so the live output list is each event's snapshot. */
+  private response(fields: Omit<ResponseFields, 'model' | 'output'>) {
+    return responseObject(this.context, { model: this.model, output: this.output, ...fields });
+  }
+
+  private event(type: string, fields: Record<string, unknown>): string {
+    return encodeSse(JSON.stringify({ type, sequence_number: this.sequence++, ...fields }), type);
+  }
+}

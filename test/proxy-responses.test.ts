@@ -1,0 +1,711 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import {
+  anthropicReply,
+  dropMidStream,
+  errorReply,
+  gatedReply,
+  json,
+  openAIReply,
+  responsesReply,
+  ScriptedUpstream,
+  type Handler,
+} from './support/upstream.js';
+import { turnFromJournal } from '../src/proxy/index.js';
+import { isEvolverCall, learningAwareUpstream, userText } from './support/evolver.js';
+import { homeWithStarterSkills, recordedTurn, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+
+/** The OpenAI Responses API through the proxy, driven by the `openai` SDK's own `responses.create` / `responses.stream`. */
+
+const weatherTool: OpenAI.Responses.FunctionTool = {
+  type: 'function',
+  name: 'get_weather',
+  description: 'Weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  strict: false,
+};
+
+const GIT_QUESTION = 'my git commit history is a mess, how do I squash commits before merging?';
+
+/** The distinct event types in the order they first came. */
+function eventKinds(types: string[]): string[] {
+  return types.filter((type, index) => type !== types[index - 1]);
+}
+
+/**
+ * Streams `reply` whole, then holds the upstream connection open, and hangs up as Codex does: on
+ * response.completed, before the upstream has closed. The turn's record, once written.
+ */
+async function hangUpOnCompleted(proxy: ProxyHandle, upstream: ScriptedUpstream, client: OpenAI, reply: Handler): Promise<any> {
+  let release = () => {};
+  upstream.reply(gatedReply(reply, Number.MAX_SAFE_INTEGER, new Promise<void>((resolve) => (release = resolve))));
+  try {
+    const { data: stream, response } = await client.responses.create({ model: 'gpt-5', input: 'Hello', stream: true }).withResponse();
+    for await (const event of stream) if (event.type === 'response.completed') break;
+    // The hang-up reaches the proxy on its own connection: the record exists once it has.
+    const requestId = response.headers.get('x-metaclaw-request-id')!;
+    return await waitFor(() => recordedTurn(proxy.url, requestId).catch(() => undefined));
+  } finally {
+    release();
+  }
+}
+
+describe('Responses API clients in front of a Chat Completions upstream (translated both ways)', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let client: OpenAI;
+
+  const config = () => ({ llm: { api_base: `${upstream.url}/v1`, api_key: 'sk-openai-upstream' } });
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({ config: config() });
+    client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  test('responses.create: instructions and input go upstream as chat messages, the answer comes back as a Responses object', async () => {
+    upstream.reply(openAIReply({ text: 'Bonjour.', usage: { input: 12, output: 3 } }));
+    const response = await client.responses.create({
+      model: 'gpt-test',
+      instructions: 'Be brief.',
+      input: 'Say hello in French.',
+      max_output_tokens: 50,
+      temperature: 0.2,
+    });
+    assert.equal(response.object, 'response');
+    assert.match(response.id, /^resp_[0-9a-f]{24}$/);
+    assert.equal(response.status, 'completed');
+    assert.equal(response.output_text, 'Bonjour.');
+    assert.equal(response.output[0]?.type, 'message');
+    assert.equal(response.instructions, 'Be brief.');
+    assert.deepEqual(response.usage, {
+      input_tokens: 12,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: 3,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 15,
+    });
+    const sent = upstream.modelRequests()[0]!;
+    assert.equal(sent.path, '/v1/chat/completions');
+    assert.equal(sent.headers['authorization'], 'Bearer sk-openai-upstream');
+    assert.deepEqual(sent.body, {
+      model: 'gpt-test',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Say hello in French.' },
+      ],
+      temperature: 0.2,
+      max_tokens: 50,
+    });
+  });
+
+  test('responses.stream: the SDK accumulates the translated events, in the order the Responses API sends them', async () => {
+    upstream.reply(openAIReply({ text: 'A streamed answer.', pieces: 4, usage: { input: 9, output: 4 } }));
+    const types: string[] = [];
+    const deltas: string[] = [];
+    const stream = client.responses.stream({ model: 'gpt-test', input: [{ role: 'user', content: [{ type: 'input_text', text: 'Stream please.' }] }] });
+    stream.on('event', (event) => types.push(event.type));
+    stream.on('response.output_text.delta', (event) => deltas.push(event.delta));
+    const final = await stream.finalResponse();
+    assert.deepEqual(deltas, ['A str', 'eamed', ' answ', 'er.']);
+    assert.deepEqual(eventKinds(types), [
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    assert.equal(final.output_text, 'A streamed answer.');
+    assert.equal(final.status, 'completed');
+    assert.equal(final.usage?.total_tokens, 13);
+    const sent = upstream.modelRequests()[0]!.body;
+    assert.equal(sent.stream, true);
+    assert.deepEqual(sent.stream_options, { include_usage: true }, 'a chat stream reports usage only when asked');
+    assert.deepEqual(sent.messages, [{ role: 'user', content: 'Stream please.' }]);
+  });
+
+  test('a function call round trip: the call streams as a function_call item, its output comes back by previous_response_id', async () => {
+    upstream.reply(
+      openAIReply({ toolCalls: [{ id: 'call_weather', name: 'get_weather', arguments: '{"city":"Paris"}' }] }),
+      openAIReply({ text: 'It is 22°C in Paris.' }),
+    );
+    const argumentDeltas: string[] = [];
+    const stream = client.responses.stream({ model: 'gpt-test', input: 'What is the weather in Paris?', tools: [weatherTool], tool_choice: 'auto' });
+    stream.on('response.function_call_arguments.delta', (event) => argumentDeltas.push(event.delta));
+    const first = await stream.finalResponse();
+    const call = first.output.find((item) => item.type === 'function_call');
+    assert.ok(call && call.type === 'function_call', JSON.stringify(first.output));
+    assert.equal(call.call_id, 'call_weather');
+    assert.equal(call.name, 'get_weather');
+    assert.equal(call.arguments, '{"city":"Paris"}');
+    assert.equal(argumentDeltas.join(''), '{"city":"Paris"}');
+    assert.deepEqual(upstream.modelRequests()[0]!.body.tools, [
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          description: 'Weather for a city',
+          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+          strict: false,
+        },
+      },
+    ]);
+    assert.equal(upstream.modelRequests()[0]!.body.tool_choice, 'auto');
+
+    const second = await client.responses.create({
+      model: 'gpt-test',
+      previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: '22°C, sunny' }],
+      tools: [weatherTool],
+    });
+    assert.equal(second.output_text, 'It is 22°C in Paris.');
+    assert.equal(second.previous_response_id, first.id);
+    assert.deepEqual(upstream.modelRequests()[1]!.body.messages, [
+      { role: 'user', content: 'What is the weather in Paris?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_weather', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+      },
+      { role: 'tool', tool_call_id: 'call_weather', content: '22°C, sunny' },
+    ]);
+
+    // The chain goes on: a third request names the second response and gets all of it.
+    upstream.reply(openAIReply({ text: 'You are welcome.' }));
+    await client.responses.create({ model: 'gpt-test', previous_response_id: second.id, input: 'Thanks!' });
+    const third = upstream.modelRequests()[2]!.body.messages;
+    assert.equal(third.length, 5);
+    assert.deepEqual(third.slice(3), [
+      { role: 'assistant', content: 'It is 22°C in Paris.' },
+      { role: 'user', content: 'Thanks!' },
+    ]);
+
+    // GET /v1/responses/{id} serves both from the records, with the items the client first saw.
+    const retrieved = await client.responses.retrieve(first.id);
+    assert.equal(retrieved.id, first.id);
+    assert.equal(retrieved.status, 'completed');
+    assert.deepEqual(
+      retrieved.output.map((item) => (item.type === 'function_call' ? [item.id, item.call_id, item.name, item.arguments] : item.type)),
+      first.output.map((item) => (item.type === 'function_call' ? [item.id, item.call_id, item.name, item.arguments] : item.type)),
+    );
+    const retrievedSecond = await client.responses.retrieve(second.id);
+    assert.equal(retrievedSecond.output_text, 'It is 22°C in Paris.');
+    assert.equal(retrievedSecond.previous_response_id, first.id);
+    await assert.rejects(client.responses.retrieve('resp_000000000000000000000000'), (error: unknown) => error instanceof OpenAI.NotFoundError);
+  });
+
+  test('a client that hangs up on response.completed while the upstream still holds the stream open got a whole answer: the turn is ok', async () => {
+    const turn = await hangUpOnCompleted(proxy, upstream, client, openAIReply({ text: 'All of it.' }));
+    assert.equal(turn.outcome.result, 'ok');
+    assert.equal(turn.outcome.response.text, 'All of it.');
+  });
+
+  test('a previous_response_id the proxy never gave is a 400 naming it, and nothing goes upstream', async () => {
+    await assert.rejects(
+      client.responses.create({ model: 'gpt-test', previous_response_id: 'resp_unknown', input: 'Hello?' }),
+      (error: unknown) => error instanceof OpenAI.BadRequestError && error.param === 'previous_response_id' && /resp_unknown/.test(error.message),
+    );
+    assert.equal(upstream.modelRequests().length, 0);
+  });
+
+  test("bad input is refused in OpenAI's error shape with the field named, and changes nothing: no upstream request, no turn recorded", async () => {
+    const session = { originator: 'codex_exec', 'session-id': 'bad-input-session' };
+    const refused: Array<[OpenAI.Responses.ResponseCreateParamsNonStreaming, RegExp]> = [
+      [{ model: 'gpt-test', input: [{ type: 'function_call_output', output: 'x' } as never] }, /input\.0\.call_id/],
+      [{ model: 'gpt-test', input: 42 as never }, /input/],
+      [{ model: 'gpt-test', input: 'Hello?', tools: [{ type: 'function' } as never] }, /tools\.0/],
+      [{ model: 'gpt-test', previous_response_id: 'resp_never_given', input: 'Hello?' }, /resp_never_given/],
+    ];
+    for (const [body, named] of refused) {
+      await assert.rejects(client.responses.create(body, { headers: session }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+        assert.equal(error.type, 'invalid_request_error');
+        assert.match(error.message, named);
+        return true;
+      });
+    }
+    assert.equal(upstream.modelRequests().length, 0);
+    upstream.reply(openAIReply({ text: 'Hello.' }));
+    const { response } = await client.responses.create({ model: 'gpt-test', input: 'Hello?' }, { headers: session }).withResponse();
+    const turn = await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.session_id, 'bad-input-session');
+    assert.equal(turn.seq, 1, 'the refused requests left no turn in the session');
+  });
+
+  test('an upstream error reaches the SDK as its own error; a stream that breaks midway raises from responses.stream and from the event iterator', async () => {
+    upstream.reply(
+      errorReply(400, { error: { message: 'The model does not exist.', type: 'invalid_request_error', param: 'model', code: 'model_not_found' } }),
+    );
+    await assert.rejects(
+      client.responses.create({ model: 'nope', input: 'Hi' }),
+      (error: unknown) => error instanceof OpenAI.BadRequestError && /does not exist/.test(error.message),
+    );
+
+    upstream.reply(dropMidStream('openai', 'This answer will not finish.', 4));
+    const seen: string[] = [];
+    const broken = client.responses.stream({ model: 'gpt-test', input: 'Go on.' });
+    broken.on('event', (event) => seen.push(event.type));
+    await assert.rejects(broken.finalResponse(), /stream broke/);
+    assert.ok(seen.includes('response.failed'), seen.join(' '));
+
+    upstream.reply(dropMidStream('openai', 'This one neither.', 4));
+    const events = await client.responses.create({ model: 'gpt-test', input: 'Go on.', stream: true });
+    await assert.rejects(
+      (async () => {
+        for await (const _event of events) {
+          // drain until the error event
+        }
+      })(),
+      (error: unknown) => error instanceof OpenAI.APIError && /stream broke/.test(error.message),
+    );
+  });
+
+  test('after a restart, previous_response_id and GET /v1/responses/{id} are served from the turn records in SQLite', async () => {
+    upstream.reply(openAIReply({ toolCalls: [{ id: 'call_hills', name: 'count_hills', arguments: '{}' }] }), openAIReply({ text: 'Lisbon has seven hills.' }));
+    const first = await client.responses.create({ model: 'gpt-test', input: 'How many hills has Lisbon?' });
+    const second = await client.responses.create({
+      model: 'gpt-test',
+      previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: 'call_hills', output: '7' }],
+    });
+    await proxy.stop();
+    proxy = await startProxy({ home: proxy.home, port: proxy.port, config: config() });
+
+    upstream.reply(openAIReply({ text: 'Porto is further north.' }));
+    await client.responses.create({ model: 'gpt-test', previous_response_id: second.id, input: 'And Porto?' });
+    assert.deepEqual(upstream.modelRequests().at(-1)!.body.messages, [
+      { role: 'user', content: 'How many hills has Lisbon?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_hills', type: 'function', function: { name: 'count_hills', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'call_hills', content: '7' },
+      { role: 'assistant', content: 'Lisbon has seven hills.' },
+      { role: 'user', content: 'And Porto?' },
+    ]);
+    const retrieved = await client.responses.retrieve(second.id);
+    assert.equal(retrieved.output_text, 'Lisbon has seven hills.');
+    assert.equal(retrieved.previous_response_id, first.id);
+  });
+
+  test('a response made with store: false can still be named by previous_response_id: it is read from the turn records', async () => {
+    upstream.reply(openAIReply({ text: 'Noted.' }), openAIReply({ text: 'Still noted.' }));
+    const first = await client.responses.create({ model: 'gpt-test', input: 'Remember the number 42.', store: false });
+    await client.responses.create({ model: 'gpt-test', previous_response_id: first.id, input: 'Which number?' });
+    assert.deepEqual(upstream.modelRequests()[1]!.body.messages, [
+      { role: 'user', content: 'Remember the number 42.' },
+      { role: 'assistant', content: 'Noted.' },
+      { role: 'user', content: 'Which number?' },
+    ]);
+  });
+
+  test('count_tokens is estimated when the main upstream is not Anthropic', async () => {
+    const anthropic = new Anthropic({ baseURL: proxy.url, apiKey: 'unused', maxRetries: 0 });
+    const counted = await anthropic.messages.countTokens({
+      model: 'any',
+      system: 'You are a helpful assistant.',
+      messages: [{ role: 'user', content: 'Count the tokens of this sentence, please, and then some more words.' }],
+    });
+    assert.ok(counted.input_tokens > 10 && counted.input_tokens < 60, String(counted.input_tokens));
+    assert.equal(upstream.requests.length, 0, 'nothing was asked of the upstream');
+  });
+});
+
+describe('Responses API clients in front of an Anthropic upstream', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let client: OpenAI;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({ config: { llm: { api_base: upstream.url, api_format: 'anthropic', api_key: 'sk-ant-upstream', default_max_tokens: 1000 } } });
+    client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  test('create and stream are translated to Messages and back', async () => {
+    upstream.reply(anthropicReply({ text: 'Bonjour.', usage: { input: 20, output: 4 } }), anthropicReply({ text: 'A streamed answer.', pieces: 3 }));
+    const response = await client.responses.create({ model: 'claude-test', instructions: 'Be brief.', input: 'Say hello in French.' });
+    assert.equal(response.output_text, 'Bonjour.');
+    assert.equal(response.usage?.input_tokens, 20);
+    const sent = upstream.modelRequests()[0]!;
+    assert.equal(sent.path, '/v1/messages');
+    assert.equal(sent.headers['x-api-key'], 'sk-ant-upstream');
+    assert.deepEqual(sent.body, {
+      model: 'claude-test',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Say hello in French.' }] }],
+      max_tokens: 1000,
+      system: 'Be brief.',
+    });
+
+    const deltas: string[] = [];
+    const stream = client.responses.stream({ model: 'claude-test', input: 'Stream please.', max_output_tokens: 64 });
+    stream.on('response.output_text.delta', (event) => deltas.push(event.delta));
+    const final = await stream.finalResponse();
+    assert.equal(deltas.join(''), 'A streamed answer.');
+    assert.equal(final.output_text, 'A streamed answer.');
+    assert.equal(final.status, 'completed');
+    assert.equal(upstream.modelRequests()[1]!.body.max_tokens, 64);
+  });
+
+  test('a function call round trip with previous_response_id: tool_use and tool_result pair up', async () => {
+    upstream.reply(
+      anthropicReply({ toolCalls: [{ id: 'toolu_weather', name: 'get_weather', arguments: '{"city":"Paris"}' }] }),
+      anthropicReply({ text: '22°C.' }),
+    );
+    const first = await client.responses.stream({ model: 'claude-test', input: 'Weather in Paris?', tools: [weatherTool] }).finalResponse();
+    const call = first.output.find((item) => item.type === 'function_call');
+    assert.ok(call && call.type === 'function_call', JSON.stringify(first.output));
+    assert.equal(call.call_id, 'toolu_weather');
+    assert.equal(call.arguments, '{"city":"Paris"}');
+    assert.equal(upstream.modelRequests()[0]!.body.tools[0].name, 'get_weather');
+
+    const second = await client.responses.create({
+      model: 'claude-test',
+      previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: '22°C' }],
+      tools: [weatherTool],
+    });
+    assert.equal(second.output_text, '22°C.');
+    assert.deepEqual(upstream.modelRequests()[1]!.body.messages, [
+      { role: 'user', content: [{ type: 'text', text: 'Weather in Paris?' }] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_weather', name: 'get_weather', input: { city: 'Paris' } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_weather', content: '22°C' }] },
+    ]);
+  });
+});
+
+describe('Responses API passed through to an upstream that serves it (llm.api_format: openai-responses)', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let client: OpenAI;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_format: 'openai-responses', api_key: 'sk-openai-upstream' } } });
+    client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  test('bodies go to /v1/responses as sent, previous_response_id and reasoning items included; answers come back unchanged and are recorded', async () => {
+    upstream.reply(
+      responsesReply({ id: 'resp_upstream_1', text: 'Hi there.' }),
+      responsesReply({ id: 'resp_upstream_2', toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Oslo"}' }] }),
+    );
+    const { data: first, response } = await client.responses.create({ model: 'gpt-5', input: 'Hello', store: true }).withResponse();
+    assert.equal(first.id, 'resp_upstream_1');
+    assert.equal(first.output_text, 'Hi there.');
+    const sent = upstream.modelRequests()[0]!;
+    assert.equal(sent.path, '/v1/responses');
+    assert.equal(sent.headers['authorization'], 'Bearer sk-openai-upstream');
+    assert.deepEqual(sent.body, { model: 'gpt-5', input: 'Hello', store: true });
+
+    const reasoning = { type: 'reasoning' as const, id: 'rs_1', summary: [], encrypted_content: 'opaque' };
+    const types: string[] = [];
+    const stream = client.responses.stream({
+      model: 'gpt-5',
+      previous_response_id: first.id,
+      input: [reasoning, { role: 'user', content: 'Weather in Oslo?' }],
+      tools: [weatherTool],
+    });
+    stream.on('event', (event) => types.push(event.type));
+    const second = await stream.finalResponse();
+    assert.deepEqual(upstream.modelRequests()[1]!.body.input, [reasoning, { role: 'user', content: 'Weather in Oslo?' }]);
+    assert.equal(upstream.modelRequests()[1]!.body.previous_response_id, 'resp_upstream_1');
+    assert.deepEqual(upstream.modelRequests()[1]!.body.tools, [weatherTool], 'tools pass unchanged');
+    assert.equal(second.id, 'resp_upstream_2');
+    assert.ok(types.includes('response.function_call_arguments.delta'));
+    assert.equal(second.output[0]?.type === 'function_call' ? second.output[0].call_id : undefined, 'call_1');
+
+    upstream.reply(responsesReply({ id: 'resp_upstream_3', text: 'Oslo: 4°C.' }));
+    const output = { type: 'function_call_output' as const, call_id: 'call_1', output: '{"celsius":4}' };
+    const third = await client.responses.create({ model: 'gpt-5', previous_response_id: second.id, input: [output], tools: [weatherTool] });
+    assert.equal(third.output_text, 'Oslo: 4°C.');
+    assert.deepEqual(upstream.modelRequests()[2]!.body, { model: 'gpt-5', previous_response_id: 'resp_upstream_2', input: [output], tools: [weatherTool] });
+
+    const turn = await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.received.format, 'responses');
+    assert.equal(turn.forwarded.format, 'responses');
+    assert.equal(turn.outcome.response.text, 'Hi there.');
+    const retrieved = await client.responses.retrieve('resp_upstream_1');
+    assert.equal(retrieved.output_text, 'Hi there.');
+  });
+
+  test("Codex's own fields (store: false, include, prompt_cache_key, client_metadata, namespace tools) and its session headers reach the upstream as sent", async () => {
+    upstream.reply(responsesReply({ id: 'resp_upstream_codex', text: 'Hello.' }));
+    const body = {
+      model: 'gpt-5',
+      input: [
+        { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'You are a coding agent running in the Codex CLI.' }] },
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'say hello' }] },
+      ],
+      tools: [{ type: 'namespace', name: 'multi_agent_v1', description: 'Sub-agents.', tools: [] }, { type: 'web_search' }],
+      tool_choice: 'auto',
+      parallel_tool_calls: true,
+      reasoning: { summary: 'auto' },
+      store: false,
+      include: ['reasoning.encrypted_content'],
+      prompt_cache_key: 'thread-1',
+      client_metadata: { session_id: 'thread-1', turn_id: 'turn-1' },
+    };
+    const codexHeaders = { originator: 'codex_exec', 'session-id': 'thread-1', 'thread-id': 'thread-1', 'x-client-request-id': 'thread-1' };
+    const response = await client.responses.create(body as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming, { headers: codexHeaders });
+    assert.equal(response.output_text, 'Hello.');
+    const sent = upstream.modelRequests()[0]!;
+    assert.deepEqual(sent.body, body);
+    for (const [name, value] of Object.entries(codexHeaders)) assert.equal(sent.headers[name], value, name);
+  });
+
+  test('a client that hangs up on a relayed response.completed while the upstream still holds the stream open got a whole answer: the turn is ok', async () => {
+    const turn = await hangUpOnCompleted(proxy, upstream, client, responsesReply({ id: 'resp_upstream_held', text: 'All of it.' }));
+    assert.equal(turn.outcome.result, 'ok');
+    assert.equal(turn.outcome.response.text, 'All of it.');
+  });
+
+  test('a passed-through stream that breaks midway ends with an error event the SDK raises', async () => {
+    upstream.reply((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      const created = {
+        type: 'response.created',
+        sequence_number: 0,
+        response: { id: 'resp_cut', object: 'response', created_at: 1, status: 'in_progress', model: 'gpt-5', output: [] },
+      };
+      response.write(`event: response.created\ndata: ${JSON.stringify(created)}\n\n`);
+      setTimeout(() => response.socket?.destroy(), 20);
+    });
+    await assert.rejects(client.responses.stream({ model: 'gpt-5', input: 'Hi' }).finalResponse(), /stream broke/);
+  });
+
+  test('chat completions requests still go to /chat/completions on that upstream', async () => {
+    upstream.reply(openAIReply({ text: 'Chat answer.' }));
+    const completion = await client.chat.completions.create({ model: 'gpt-5', messages: [{ role: 'user', content: 'Hi' }] });
+    assert.equal(completion.choices[0]?.message.content, 'Chat answer.');
+    assert.equal(upstream.modelRequests()[0]!.path, '/v1/chat/completions');
+  });
+});
+
+describe('Responses API turns get the same context, sessions and records as the other routes', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let client: OpenAI;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    const home = await homeWithStarterSkills();
+    proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  test('the skills block is appended to the instructions; the turn is recorded as a responses turn of the session Codex names', async () => {
+    const { response } = await client.responses
+      .create(
+        { model: 'm', instructions: 'You are Codex.', input: GIT_QUESTION },
+        { headers: { originator: 'codex_cli_rs', 'session-id': 'codex-session-1', 'thread-id': 'codex-thread-1' } },
+      )
+      .withResponse();
+    const system = upstream.modelRequests()[0]!.body.messages[0];
+    assert.equal(system.role, 'system');
+    assert.ok(system.content.startsWith('You are Codex.\n\n<metaclaw-context>'), system.content.slice(0, 80));
+    assert.match(system.content, /git-commit-hygiene/);
+
+    const turn = await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.session_id, 'codex-session-1');
+    assert.equal(turn.received.format, 'responses');
+    assert.equal(turn.received.user_request, GIT_QUESTION);
+    assert.equal(turn.received.body.instructions, 'You are Codex.', 'the record keeps the request as received');
+    assert.equal(turn.forwarded.format, 'openai');
+    assert.ok(turn.added.sections.some((section: { provider: string }) => section.provider === 'skills'));
+
+    const { response: second } = await client.responses
+      .create({ model: 'm', input: 'hello', client_metadata: { session_id: 'codex-session-2' } } as OpenAI.Responses.ResponseCreateParamsNonStreaming, {
+        headers: { originator: 'codex_cli_rs' },
+      })
+      .withResponse();
+    assert.equal((await recordedTurn(proxy.url, second.headers.get('x-metaclaw-request-id')!)).session_id, 'codex-session-2');
+  });
+
+  test('without session headers, responses chained by previous_response_id are one session, and the user request is the newest user words', async () => {
+    const { data: first, response: firstResponse } = await client.responses.create({ model: 'm', input: 'Plan a trip to Lisbon.' }).withResponse();
+    const { response: secondResponse } = await client.responses
+      .create({ model: 'm', previous_response_id: first.id, input: [{ role: 'user', content: [{ type: 'input_text', text: 'Now add a day in Porto.' }] }] })
+      .withResponse();
+    const firstTurn = await recordedTurn(proxy.url, firstResponse.headers.get('x-metaclaw-request-id')!);
+    const secondTurn = await recordedTurn(proxy.url, secondResponse.headers.get('x-metaclaw-request-id')!);
+    assert.equal(secondTurn.session_id, firstTurn.session_id);
+    assert.equal(secondTurn.received.user_request, 'Now add a day in Porto.');
+    assert.equal(secondTurn.received.body.previous_response_id, first.id);
+  });
+});
+
+describe('Responses API sessions are learned from', () => {
+  test('at session end the evolver reads the Responses session: the request, the function call, its output and the answer', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [] }) });
+    const proxy = await startProxy({
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } },
+    });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      upstream.reply(
+        openAIReply({ toolCalls: [{ id: 'call_weather', name: 'get_weather', arguments: '{"city":"Paris"}' }] }),
+        openAIReply({ text: 'It is 22°C in Paris.' }),
+      );
+      const session = { originator: 'codex_cli_rs', 'session-id': 'codex-learning' };
+      const first = await client.responses.create({ model: 'm', input: 'What is the weather in Paris?', tools: [weatherTool] }, { headers: session });
+      await client.responses.create(
+        { model: 'm', previous_response_id: first.id, input: [{ type: 'function_call_output', call_id: 'call_weather', output: '22°C, sunny' }] },
+        { headers: { ...session, 'x-session-done': 'true' } },
+      );
+      const evolverCall = await waitFor(() => upstream.modelRequests().find(isEvolverCall), 20_000);
+      const transcript = userText(evolverCall);
+      assert.match(transcript, /user: What is the weather in Paris\?/);
+      assert.match(transcript, /tool call: get_weather\(\{"city":"Paris"\}\)/);
+      assert.match(transcript, /tool result: 22°C, sunny/);
+      assert.match(transcript, /assistant: It is 22°C in Paris\./);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+});
+
+describe('the turn journal keeps Responses API turns', () => {
+  test('a journaled Responses stream is rebuilt with its response id, so previous_response_id finds it after a crash', () => {
+    const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+    const answer =
+      event('response.created', { sequence_number: 0, response: { id: 'resp_journaled', status: 'in_progress', model: 'm', output: [] } }) +
+      event('response.output_text.delta', { sequence_number: 1, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hi' }) +
+      event('response.completed', {
+        sequence_number: 2,
+        response: {
+          id: 'resp_journaled',
+          status: 'completed',
+          model: 'm',
+          output: [{ type: 'message', id: 'msg_1', role: 'assistant', content: [{ type: 'output_text', text: 'Hi' }] }],
+          usage: { input_tokens: 3, output_tokens: 1 },
+        },
+      });
+    const header = {
+      v: 1,
+      id: 'req_0190000000000000000000aa',
+      sessionId: 'codex-session',
+      identitySource: 'header',
+      lineage: 'default|responses|m',
+      scope: 'default',
+      turnType: 'main',
+      clientFormat: 'responses',
+      model: 'm',
+      stream: true,
+      query: 'hello',
+      startedAt: 1_700_000_000_000,
+      durationMs: 5,
+      status: 200,
+      startsNewConversation: false,
+      endsSession: false,
+      learning: true,
+      receivedHeaders: {},
+      strippedKeys: [],
+      injected: null,
+    };
+    const turn = turnFromJournal(header, Buffer.from('{"model":"m","input":"hello","stream":true}'), Buffer.from(answer));
+    assert.equal(turn?.clientFormat, 'responses');
+    assert.equal(turn?.outcome, 'ok');
+    assert.equal(turn?.response?.id, 'resp_journaled');
+    assert.equal(turn?.response?.text, 'Hi');
+  });
+});
+
+describe('count_tokens and embeddings pass through to the upstream that has them', () => {
+  let anthropicUpstream: ScriptedUpstream;
+  let openaiUpstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+
+  before(async () => {
+    anthropicUpstream = await ScriptedUpstream.start();
+    openaiUpstream = await ScriptedUpstream.start();
+    proxy = await startProxy({
+      config: {
+        llm: {
+          api_base: anthropicUpstream.url,
+          api_format: 'anthropic',
+          api_key: 'sk-ant-upstream',
+          fallbacks: [{ api_base: `${openaiUpstream.url}/v1`, api_key: 'sk-openai-fallback' }],
+        },
+      },
+    });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await anthropicUpstream?.close();
+    await openaiUpstream?.close();
+  });
+
+  test('messages.countTokens is answered by the Anthropic upstream, with its key and the client beta header', async () => {
+    anthropicUpstream.reply((_request, response) => json(response, 200, { input_tokens: 42 }));
+    const anthropic = new Anthropic({ baseURL: proxy.url, apiKey: 'unused', maxRetries: 0 });
+    const counted = await anthropic.messages.countTokens(
+      { model: 'claude-test', messages: [{ role: 'user', content: 'How many tokens is this?' }] },
+      { headers: { 'anthropic-beta': 'token-counting-2024-11-01' } },
+    );
+    assert.equal(counted.input_tokens, 42);
+    const sent = anthropicUpstream.requests[0]!;
+    assert.equal(sent.path, '/v1/messages/count_tokens');
+    assert.equal(sent.headers['x-api-key'], 'sk-ant-upstream');
+    assert.equal(sent.headers['anthropic-beta'], 'token-counting-2024-11-01');
+    assert.deepEqual(sent.body, { model: 'claude-test', messages: [{ role: 'user', content: 'How many tokens is this?' }] });
+    await assert.rejects(
+      anthropic.messages.countTokens({ model: 'claude-test', messages: [] }),
+      (error: unknown) => error instanceof Anthropic.BadRequestError && /messages/.test(error.message),
+    );
+  });
+
+  test('embeddings.create goes to the OpenAI-compatible upstream as sent, and /status counts both', async () => {
+    openaiUpstream.reply((_request, response) =>
+      json(response, 200, {
+        object: 'list',
+        data: [
+          { object: 'embedding', index: 0, embedding: [0.1, 0.2] },
+          { object: 'embedding', index: 1, embedding: [0.3, 0.4] },
+        ],
+        model: 'text-embedding-test',
+        usage: { prompt_tokens: 4, total_tokens: 4 },
+      }),
+    );
+    const openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const embedded = await openai.embeddings.create({ model: 'text-embedding-test', input: ['first', 'second'], encoding_format: 'float' });
+    assert.deepEqual(
+      embedded.data.map((item) => item.embedding),
+      [
+        [0.1, 0.2],
+        [0.3, 0.4],
+      ],
+    );
+    const sent = openaiUpstream.requests[0]!;
+    assert.equal(sent.path, '/v1/embeddings');
+    assert.equal(sent.headers['authorization'], 'Bearer sk-openai-fallback');
+    assert.deepEqual(sent.body, { model: 'text-embedding-test', input: ['first', 'second'], encoding_format: 'float' });
+    const status = (await (await fetch(`${proxy.url}/status`)).json()) as { requests: { passed_through: { count_tokens: number; embeddings: number } } };
+    assert.deepEqual(status.requests.passed_through, { count_tokens: 1, embeddings: 1 });
+  });
+});
