@@ -1,6 +1,6 @@
 /**
- * End to end with the real coding-agent CLIs (pinned, from npm): Claude Code, Qwen Code and opencode,
- * each run headless as a user runs it, wired to a running MetaClaw proxy with
+ * End to end with the real coding-agent CLIs (pinned, from npm): Claude Code, Codex, Qwen Code and
+ * opencode, each run headless as a user runs it, wired to a running MetaClaw proxy with
  * `metaclaw claw wire`, in front of the scripted upstream. Per client: a run with one tool call round
  * trip (a shell `echo` the CLI really runs), then "say hello" twice. What it proves for each: the
  * reply arrives; one run is one session and separate runs are separate sessions; the client's own
@@ -14,8 +14,8 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { SideRequestKind } from '../../src/conversation/index.js';
 import { isEvolverCall, isExtractorCall } from '../support/evolver.js';
-import { recordedTurn, runCli, runProgram, startProxy, tempHome, waitFor, type CliResult, type ProxyHandle } from '../support/proxy.js';
-import { anthropicReply, openAIReply, ScriptedUpstream, type RecordedRequest, type ReplyOptions } from '../support/upstream.js';
+import { homeWithStarterSkills, recordedTurn, runProgram, startProxy, tempHome, waitFor, type CliResult, type ProxyHandle } from '../support/proxy.js';
+import { anthropicReply, openAIReply, responsesReply, ScriptedUpstream, type RecordedRequest, type ReplyOptions } from '../support/upstream.js';
 import { installAgent, type AgentPackage } from './toolchain.js';
 
 /** Matches the starter skill git-commit-hygiene; the upstream answers it with a tool call first. */
@@ -32,8 +32,10 @@ interface Agent {
   /** its claw_type */
   claw: 'claude-code' | 'codex' | 'qwen-code' | 'opencode';
   package: AgentPackage;
-  /** the API the client speaks, and so the upstream the proxy is configured with */
-  upstreamFormat: 'anthropic' | 'openai';
+  /** the upstream the proxy is configured with: the API the client speaks, or Chat Completions to translate to */
+  upstreamFormat: 'anthropic' | 'openai' | 'openai-responses';
+  /** what sets this configuration of the client apart from another of the same client */
+  variant?: string;
   /** its config folder under HOME: wiring writes into an existing one, as after a first run */
   configFolder: string;
   /** the user's own settings from before MetaClaw: update checks and usage statistics off */
@@ -66,6 +68,44 @@ const AGENTS: Agent[] = [
     tool: { name: 'Bash', arguments: { command: TOOL_COMMAND, description: 'Print a marker' } },
     identity: 'header',
     sideRequest: { kind: 'title', prompt: SKILL_PROMPT },
+  },
+  {
+    title: 'Codex',
+    variant: 'Responses API upstream',
+    claw: 'codex',
+    package: { name: '@openai/codex', version: '0.171.0', binary: 'codex' },
+    upstreamFormat: 'openai-responses',
+    configFolder: '.codex',
+    // A model of its own catalog (its default) gets the tools in code mode (a JavaScript `exec` that calls the
+    // others); any other model name, as with a provider of the user's own, gets plain function tools.
+    userConfig: {
+      file: '.codex/config.toml',
+      text: 'model = "scripted-model"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n',
+    },
+    env: {},
+    // Its sandbox needs bubblewrap and user namespaces, which a container may lack; the command is a harmless echo.
+    args: (prompt) => ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', prompt],
+    tool: { name: 'exec_command', arguments: { cmd: TOOL_COMMAND } },
+    identity: 'header',
+  },
+  {
+    title: 'Codex',
+    variant: 'Chat Completions upstream',
+    claw: 'codex',
+    package: { name: '@openai/codex', version: '0.171.0', binary: 'codex' },
+    upstreamFormat: 'openai',
+    configFolder: '.codex',
+    // A model of its own catalog (its default) gets the tools in code mode (a JavaScript `exec` that calls the
+    // others); any other model name, as with a provider of the user's own, gets plain function tools.
+    userConfig: {
+      file: '.codex/config.toml',
+      text: 'model = "scripted-model"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n',
+    },
+    env: {},
+    // Its sandbox needs bubblewrap and user namespaces, which a container may lack; the command is a harmless echo.
+    args: (prompt) => ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', prompt],
+    tool: { name: 'exec_command', arguments: { cmd: TOOL_COMMAND } },
+    identity: 'header',
   },
   {
     title: 'Qwen Code',
@@ -112,7 +152,7 @@ before(async () => {
   upstream = await ScriptedUpstream.start();
   upstream.defaultHandler = (request, response) => {
     const reply = isEvolverCall(request) ? { text: '{"changes": []}' } : isExtractorCall(request) ? { text: '{"memories": []}' } : agentReply(request);
-    const handler = request.path.endsWith('/messages') ? anthropicReply : openAIReply;
+    const handler = request.path.endsWith('/messages') ? anthropicReply : request.path.endsWith('/responses') ? responsesReply : openAIReply;
     return handler(reply)(request, response);
   };
 });
@@ -176,7 +216,7 @@ for (const agent of AGENTS) {
   const installed = installAgent(agent.package);
   const skip = 'skip' in installed ? installed.skip : undefined;
 
-  describe(`${agent.title} ${agent.package.version} end to end (real CLI, wired with claw wire ${agent.claw})`, () => {
+  describe(`${agent.title} ${agent.package.version} end to end (real CLI, wired with claw wire ${agent.claw}${agent.variant ? `, ${agent.variant}` : ''})`, () => {
     let proxy: ProxyHandle;
     let home: string;
     let work: string;
@@ -243,9 +283,7 @@ for (const agent of AGENTS) {
       if (skip) return;
       active = agent;
       firstRequest = upstream.requests.length;
-      const metaclawHome = tempHome(`metaclaw-e2e-${agent.claw}-`);
-      const starter = await runCli(['skills', 'install-starter'], { home: metaclawHome });
-      assert.equal(starter.code, 0, starter.stderr);
+      const metaclawHome = await homeWithStarterSkills();
       const apiBase = agent.upstreamFormat === 'anthropic' ? upstream.url : `${upstream.url}/v1`;
       proxy = await startProxy({ home: metaclawHome, config: { llm: { api_base: apiBase, api_format: agent.upstreamFormat, api_key: 'sk-upstream-e2e' } } });
       home = tempHome(`agent-e2e-${agent.claw}-`);
