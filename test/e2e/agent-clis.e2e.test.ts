@@ -54,6 +54,25 @@ interface Agent {
   separateIdenticalRuns?: { todo: string };
 }
 
+/** Codex, run against either kind of upstream. */
+const CODEX: Omit<Agent, 'variant' | 'upstreamFormat'> = {
+  title: 'Codex',
+  claw: 'codex',
+  package: { name: '@openai/codex', version: '0.171.0', binary: 'codex' },
+  configFolder: '.codex',
+  // A model of its own catalog (its default) gets the tools in code mode (a JavaScript `exec` that calls the
+  // others); any other model name, as with a provider of the user's own, gets plain function tools.
+  userConfig: {
+    file: '.codex/config.toml',
+    text: 'model = "scripted-model"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n',
+  },
+  env: {},
+  // Its sandbox needs bubblewrap and user namespaces, which a container may lack; the command is a harmless echo.
+  args: (prompt) => ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', prompt],
+  tool: { name: 'exec_command', arguments: { cmd: TOOL_COMMAND } },
+  identity: 'header',
+};
+
 const AGENTS: Agent[] = [
   {
     title: 'Claude Code',
@@ -69,44 +88,8 @@ const AGENTS: Agent[] = [
     identity: 'header',
     sideRequest: { kind: 'title', prompt: SKILL_PROMPT },
   },
-  {
-    title: 'Codex',
-    variant: 'Responses API upstream',
-    claw: 'codex',
-    package: { name: '@openai/codex', version: '0.171.0', binary: 'codex' },
-    upstreamFormat: 'openai-responses',
-    configFolder: '.codex',
-    // A model of its own catalog (its default) gets the tools in code mode (a JavaScript `exec` that calls the
-    // others); any other model name, as with a provider of the user's own, gets plain function tools.
-    userConfig: {
-      file: '.codex/config.toml',
-      text: 'model = "scripted-model"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n',
-    },
-    env: {},
-    // Its sandbox needs bubblewrap and user namespaces, which a container may lack; the command is a harmless echo.
-    args: (prompt) => ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', prompt],
-    tool: { name: 'exec_command', arguments: { cmd: TOOL_COMMAND } },
-    identity: 'header',
-  },
-  {
-    title: 'Codex',
-    variant: 'Chat Completions upstream',
-    claw: 'codex',
-    package: { name: '@openai/codex', version: '0.171.0', binary: 'codex' },
-    upstreamFormat: 'openai',
-    configFolder: '.codex',
-    // A model of its own catalog (its default) gets the tools in code mode (a JavaScript `exec` that calls the
-    // others); any other model name, as with a provider of the user's own, gets plain function tools.
-    userConfig: {
-      file: '.codex/config.toml',
-      text: 'model = "scripted-model"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n',
-    },
-    env: {},
-    // Its sandbox needs bubblewrap and user namespaces, which a container may lack; the command is a harmless echo.
-    args: (prompt) => ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', prompt],
-    tool: { name: 'exec_command', arguments: { cmd: TOOL_COMMAND } },
-    identity: 'header',
-  },
+  { ...CODEX, variant: 'Responses API upstream', upstreamFormat: 'openai-responses' },
+  { ...CODEX, variant: 'Chat Completions upstream', upstreamFormat: 'openai' },
   {
     title: 'Qwen Code',
     claw: 'qwen-code',
