@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { after, describe, test } from 'node:test';
 import OpenAI from 'openai';
-import { cleanEnv, freePort, REPO, waitFor, type CliResult } from './support/proxy.js';
+import { cleanEnv, freePort, REPO, runProgram as run, waitFor } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 /**
@@ -17,21 +16,6 @@ import { ScriptedUpstream } from './support/upstream.js';
  * so the test installs without scripts and puts the checkout's own build of the same pinned version
  * in place; that compile is npm's and node-gyp's, as for any user of better-sqlite3.
  */
-
-/** Runs a command; its exit code and output (never throws). */
-function run(command: string, args: string[], options: { cwd?: string; env: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(
-      command,
-      args,
-      { cwd: options.cwd, env: options.env, timeout: options.timeoutMs ?? 120_000, maxBuffer: 16 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : 1) : 0;
-        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-      },
-    );
-  });
-}
 
 /** npm's environment without what an outer `npm test` passes down (npm_config_*, npm_package_*), which would point npm at the checkout. */
 function npmEnv(): NodeJS.ProcessEnv {
@@ -105,7 +89,7 @@ describe('the package installs and runs without a checkout', () => {
     const port = await freePort();
     // The installed bin, run by its path in an empty home: nothing is taken from the checkout.
     const env = cleanEnv(home, { OPENAI_BASE_URL: `${upstream.url}/v1`, OPENAI_API_KEY: 'sk-from-env' });
-    const metaclaw = (...args: string[]) => run(join(prefix, 'bin', 'metaclaw'), args, { cwd: home, env });
+    const metaclaw = (...args: string[]) => run(join(prefix, 'bin', 'metaclaw'), args, { cwd: home, env, timeoutMs: 120_000 });
     try {
       const printed = await metaclaw('--version');
       assert.equal(printed.code, 0, printed.stderr);

@@ -20,20 +20,35 @@ export function cleanEnv(home: string, extra: Record<string, string> = {}): Node
   return { ...env, ...extra };
 }
 
-/** Runs the real CLI (`bin/metaclaw.js`) as a process. */
-export function runCli(args: string[], options: { home: string; env?: Record<string, string>; timeoutMs?: number; input?: string }): Promise<CliResult> {
+/**
+ * Runs a program to its end: its exit code and output (never throws). Stdin gets `input`, or is
+ * closed at once (Claude Code, for one, waits seconds for input on an open one).
+ */
+export function runProgram(
+  command: string,
+  args: string[],
+  options: { env: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; input?: string },
+): Promise<CliResult> {
   return new Promise((resolveResult) => {
     const child = execFile(
-      process.execPath,
-      [CLI, ...args],
-      { env: cleanEnv(options.home, options.env), timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 * 1024 * 1024 },
+      command,
+      args,
+      { env: options.env, cwd: options.cwd, timeout: options.timeoutMs ?? 60_000, maxBuffer: 32 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : 1) : 0;
         resolveResult({ code, stdout: String(stdout), stderr: String(stderr) });
       },
     );
-    if (options.input !== undefined) child.stdin?.end(options.input);
-    else child.stdin?.end();
+    child.stdin?.end(options.input);
+  });
+}
+
+/** Runs the real CLI (`bin/metaclaw.js`) as a process. */
+export function runCli(args: string[], options: { home: string; env?: Record<string, string>; timeoutMs?: number; input?: string }): Promise<CliResult> {
+  return runProgram(process.execPath, [CLI, ...args], {
+    env: cleanEnv(options.home, options.env),
+    ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+    ...(options.input !== undefined ? { input: options.input } : {}),
   });
 }
 
