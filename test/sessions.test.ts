@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
-import { ScriptedUpstream } from './support/upstream.js';
+import { errorReply, ScriptedUpstream } from './support/upstream.js';
 
 interface SessionJson {
   id: string;
@@ -106,5 +107,93 @@ describe('sessions are identified, ended and listed', () => {
     assert.match(listed.stdout, /cli-session/);
     const missing = await proxy.cli(['sessions', 'show', 'nope']);
     assert.equal(missing.code, 1);
+  });
+});
+
+describe('clients without a session id: one run is one session, two runs are two', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let openai: OpenAI;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    // No retries of its own: the upstream's 500 reaches the client, which then sends its request again.
+    proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k', max_retries: 0 } } });
+    openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0, defaultHeaders: { 'User-Agent': 'QwenCode/0.15.10 (linux; x64)' } });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+
+  const sessions = async (): Promise<SessionJson[]> => JSON.parse((await proxy.cli(['sessions', 'list', '--json', '--limit', '100'])).stdout);
+
+  /** Runs `send`, then waits for its `turns` turns to be recorded; returns the sessions they went to. */
+  async function sessionsOf(send: () => Promise<unknown>, turns: number): Promise<SessionJson[]> {
+    const before = new Map((await sessions()).map((session) => [session.id, session.turn_count]));
+    await send();
+    return waitFor(async () => {
+      const touched = (await sessions()).filter((session) => session.turn_count !== (before.get(session.id) ?? 0));
+      const added = touched.reduce((sum, session) => sum + session.turn_count - (before.get(session.id) ?? 0), 0);
+      return added === turns ? touched : undefined;
+    });
+  }
+
+  const opening = (words: string): OpenAI.Chat.Completions.ChatCompletionMessageParam[] => [
+    { role: 'system', content: 'You are a coding agent.' },
+    // Qwen Code's own preamble: the same for every run, not the user's words.
+    { role: 'user', content: 'This is the Qwen Code. We are setting up the context for our chat.\nToday\'s date is Tuesday, December 1, 2026.' },
+    { role: 'user', content: words },
+  ];
+
+  test('the same opening request sent twice, each answered, opens two sessions (chat completions, messages, responses)', async () => {
+    const chat = () => openai.chat.completions.create({ model: 'm', messages: opening('say hello') });
+    const first = await sessionsOf(chat, 1);
+    const second = await sessionsOf(chat, 1);
+    assert.equal(first.length, 1);
+    assert.equal(second.length, 1);
+    assert.notEqual(second[0]!.id, first[0]!.id, 'the second run is a session of its own');
+    for (const session of [...first, ...second]) assert.equal(session.identity_source, 'fingerprint');
+
+    const anthropic = new Anthropic({ baseURL: proxy.url, apiKey: 'x', maxRetries: 0 });
+    const message = () => anthropic.messages.create({ model: 'm', max_tokens: 50, messages: [{ role: 'user', content: 'say hello over messages' }] });
+    const [messagesFirst] = await sessionsOf(message, 1);
+    const [messagesSecond] = await sessionsOf(message, 1);
+    assert.notEqual(messagesSecond!.id, messagesFirst!.id, 'Anthropic Messages: two runs, two sessions');
+
+    const response = () => openai.responses.create({ model: 'm', instructions: 'Be brief.', input: 'say hello over responses' });
+    const [responsesFirst] = await sessionsOf(response, 1);
+    const [responsesSecond] = await sessionsOf(response, 1);
+    assert.notEqual(responsesSecond!.id, responsesFirst!.id, 'Responses API: two runs, two sessions');
+  });
+
+  test('a conversation that goes on after its opening stays in the newest session of its first words', async () => {
+    const history = opening('plan my week');
+    const start = () => openai.chat.completions.create({ model: 'm', messages: history });
+    await sessionsOf(start, 1);
+    const [newest] = await sessionsOf(start, 1);
+    history.push({ role: 'assistant', content: 'Sure, what is on it?' }, { role: 'user', content: 'two meetings and a dentist' });
+    const [continued] = await sessionsOf(() => openai.chat.completions.create({ model: 'm', messages: history }), 1);
+    assert.equal(continued!.id, newest!.id);
+    assert.equal(continued!.turn_count, 2);
+  });
+
+  test('the same opening request sent again after an upstream 500 stays one session', async () => {
+    upstream.reply(errorReply(500, { error: { message: 'upstream broke', type: 'server_error' } }));
+    const send = () => openai.chat.completions.create({ model: 'm', messages: opening('retry me') });
+    const touched = await sessionsOf(async () => {
+      await assert.rejects(send(), (error: InstanceType<typeof OpenAI.APIError>) => error.status === 500);
+      await send();
+    }, 2);
+    assert.equal(touched.length, 1, `both attempts are one session: ${JSON.stringify(touched)}`);
+    assert.equal(touched[0]!.turn_count, 2);
+  });
+
+  test('a session id from the client is kept, however often the same opening request comes', async () => {
+    const send = () => openai.chat.completions.create({ model: 'm', messages: opening('say hello') }, { headers: { 'X-Session-Id': 'explicit-run' } });
+    await sessionsOf(send, 1);
+    const [again] = await sessionsOf(send, 1);
+    assert.equal(again!.id, 'explicit-run');
+    assert.equal(again!.turn_count, 2);
   });
 });

@@ -14,6 +14,7 @@ export { messageText, textParts } from './message-text.js';
 export { CLIENT_PROFILES, recognizeClient, sideRequestOf, RequestView } from './profiles/registry.js';
 export type { ClientProfile, ClientProfileName, SideRequestKind } from './profiles/types.js';
 export { responsesConversation, type ConversationMessage } from './responses-input.js';
+export { FingerprintSessions, type Placement } from './fingerprint-sessions.js';
 export { ConversationStore, type ConversationStoreOptions, type RecordingCounts } from './store.js';
 export { TurnJournal } from './turn-journal.js';
 export { UserLanguages } from './languages.js';

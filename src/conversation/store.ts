@@ -1,6 +1,7 @@
 import { errorMessage } from '../errors.js';
 import type { Db, StoreHealth } from '../store/index.js';
 import { bodyChars, HeldTurns, withoutBodies, type HeldTurnsCounts } from './held-turns.js';
+import { FingerprintSessions } from './fingerprint-sessions.js';
 import { decodeDocument, documentReferences } from './payload-codec.js';
 import { PayloadScrubber } from './payload-scrub.js';
 import { SegmentTable } from './segment-table.js';
@@ -64,6 +65,8 @@ export class ConversationStore {
   private readonly held = new HeldTurns();
   private inFlight = 0;
   private inFlightChars = 0;
+  /** Which session a turn of a client without a session id belongs to (see fingerprint-sessions.ts). */
+  readonly fingerprints: FingerprintSessions;
 
   constructor(
     private readonly db: Db,
@@ -102,7 +105,12 @@ export class ConversationStore {
         'SELECT p.turn_id, p.received, p.forwarded FROM turn_payloads p JOIN turns t ON t.id = p.turn_id WHERE t.session_id = ? ORDER BY t.seq',
       ),
       updatePayload: db.prepare<[string | null, string | null, string]>('UPDATE turn_payloads SET received = ?, forwarded = ? WHERE turn_id = ?'),
+      // The fingerprint's own session or one opened after it (`<fingerprint>-<time>`), by primary key.
+      newestOfFingerprint: db.prepare<[string, string, string], { id: string }>(
+        'SELECT id FROM sessions WHERE id = ? OR (id > ? AND id < ?) ORDER BY started_at DESC LIMIT 1',
+      ),
     };
+    this.fingerprints = new FingerprintSessions((fingerprint) => this.statements.newestOfFingerprint.get(fingerprint, `${fingerprint}-`, `${fingerprint}.`)?.id);
     this.writer = new TurnWriter(db, this.listeners, undefined, options.redactTurns ?? true);
     this.segments = new SegmentTable(db);
     options.health?.onRecovered(() => this.recordHeldTurns());

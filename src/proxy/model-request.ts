@@ -74,9 +74,11 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
 
     const received = { ...body }; // as received, before MetaClaw's own keys are stripped
     const responses = format === 'responses' ? await ResponsesTurn.prepare(deps.responses, deps.forwarder, body, raw.length) : undefined;
-    const signals = readTurnSignals(request.headers, body, format, responses?.messages);
+    const conversation = responses ? responses.messages : (body['messages'] as unknown[]);
+    const placement = deps.conversation.fingerprints.place(readTurnSignals(request.headers, body, format, responses?.messages), conversation, raw);
+    const { signals } = placement;
     const strippedKeys = stripNonStandardKeys(body);
-    const userRequest = extractUserRequest(responses ? responses.messages : (body['messages'] as unknown[]), signals.profile);
+    const userRequest = extractUserRequest(conversation, signals.profile);
     const scope = deriveScope(signals.scope, deps.defaultScope);
     const stream = body['stream'] === true;
     if (stream) deps.stats.streamingRequests++;
@@ -99,6 +101,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
       sink,
     );
     if (responses) result.response = responses.answered(requestId, result);
+    placement.settle(result.outcome === 'ok');
 
     countOutcome(deps, requestId, result);
     const finished = performance.now();
