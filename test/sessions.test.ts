@@ -142,7 +142,8 @@ describe('clients without a session id: one run is one session, two runs are two
   const opening = (words: string): OpenAI.Chat.Completions.ChatCompletionMessageParam[] => [
     { role: 'system', content: 'You are a coding agent.' },
     // Qwen Code's own preamble: the same for every run, not the user's words.
-    { role: 'user', content: 'This is the Qwen Code. We are setting up the context for our chat.\nToday\'s date is Tuesday, December 1, 2026.' },
+    { role: 'user', content: "This is the Qwen Code. We are setting up the context for our chat.\nToday's date is Tuesday, December 1, 2026." },
+    { role: 'assistant', content: 'Got it. Thanks for the context!' },
     { role: 'user', content: words },
   ];
 
@@ -187,6 +188,25 @@ describe('clients without a session id: one run is one session, two runs are two
     }, 2);
     assert.equal(touched.length, 1, `both attempts are one session: ${JSON.stringify(touched)}`);
     assert.equal(touched[0]!.turn_count, 2);
+  });
+
+  test('each run ends as a session of its own when it goes idle, so each is learned from apart', async () => {
+    const quick = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, session: { idle_timeout_minutes: 0.02 } } });
+    try {
+      const client = new OpenAI({ baseURL: `${quick.url}/v1`, apiKey: 'x', maxRetries: 0, defaultHeaders: { 'User-Agent': 'QwenCode/0.15.10 (linux; x64)' } });
+      await client.chat.completions.create({ model: 'm', messages: opening('say hello') });
+      await client.chat.completions.create({ model: 'm', messages: opening('say hello') });
+      const ended = await waitFor(async () => {
+        const listed = JSON.parse((await quick.cli(['sessions', 'list', '--json'])).stdout) as SessionJson[];
+        return listed.length === 2 && listed.every((session) => session.end_reason === 'idle') ? listed : undefined;
+      }, 15_000);
+      assert.deepEqual(
+        ended.map((session) => session.main_turn_count),
+        [1, 1],
+      );
+    } finally {
+      await quick.dispose();
+    }
   });
 
   test('a session id from the client is kept, however often the same opening request comes', async () => {

@@ -55,7 +55,8 @@ export class FingerprintSessions {
     }
     // A client's own side request never opens a session: it belongs to the conversation it serves.
     if (signals.turnType === 'side' || !isFreshStart(messages, signals.profile)) {
-      if (!newest) return { signals, settle: UNTRACKED };
+      // Remembered also when new, so the store is not asked again for every turn of it.
+      newest ??= { sessionId: fingerprint, start: undefined };
       this.remember(fingerprint, newest);
       return { signals: { ...signals, sessionId: newest.sessionId }, settle: UNTRACKED };
     }
@@ -87,18 +88,33 @@ export class FingerprintSessions {
 }
 
 /**
- * The opening request of a conversation: nothing but the client's own opening messages (system
- * prompts, Qwen Code's date-and-folder preamble) and one message with the user's words; no answer,
- * tool call or tool result yet.
+ * The opening request of a conversation: the client's own opening messages (system prompts, Qwen
+ * Code's date-and-folder preamble and its "Got it. Thanks for the context!"), then one message with
+ * the user's words, and nothing after it; no tool call or tool result anywhere.
  */
 function isFreshStart(messages: readonly unknown[], profile: ClientProfile): boolean {
-  let userWords = 0;
+  let userWords = false;
   for (const message of messages) {
     if (!isRecord(message)) continue;
     const role = message['role'];
-    if (role === 'system' || role === 'developer') continue;
-    if (role !== 'user') return false;
-    if (userMessageText(message, profile) !== '' && ++userWords > 1) return false;
+    if (userWords) {
+      if (role === 'system' || role === 'developer') continue;
+      return false;
+    }
+    if (
+      role === 'tool' ||
+      role === 'function' ||
+      (Array.isArray(message['tool_calls']) && message['tool_calls'].length > 0) ||
+      isRecord(message['function_call']) ||
+      hasToolBlock(message['content'])
+    )
+      return false;
+    if (role === 'user' && userMessageText(message, profile) !== '') userWords = true;
   }
-  return true;
+  return userWords;
+}
+
+/** Anthropic's tool calls and results are blocks of a message's content. */
+function hasToolBlock(content: unknown): boolean {
+  return Array.isArray(content) && content.some((part) => isRecord(part) && (part['type'] === 'tool_use' || part['type'] === 'tool_result'));
 }

@@ -110,7 +110,9 @@ export class ConversationStore {
         'SELECT id FROM sessions WHERE id = ? OR (id > ? AND id < ?) ORDER BY started_at DESC LIMIT 1',
       ),
     };
-    this.fingerprints = new FingerprintSessions((fingerprint) => this.statements.newestOfFingerprint.get(fingerprint, `${fingerprint}-`, `${fingerprint}.`)?.id);
+    this.fingerprints = new FingerprintSessions(
+      (fingerprint) => this.statements.newestOfFingerprint.get(fingerprint, `${fingerprint}-`, `${fingerprint}.`)?.id,
+    );
     this.writer = new TurnWriter(db, this.listeners, undefined, options.redactTurns ?? true);
     this.segments = new SegmentTable(db);
     options.health?.onRecovered(() => this.recordHeldTurns());
