@@ -167,11 +167,12 @@ describe('agent clients are recognised: their own session ids, their side reques
     assert.equal(claudeTitle.side_request, 'title');
     assert.equal(claudeTitle.added, null);
 
+    // In this order, as Qwen Code sends them: the helper reads the answer to the turn it helps.
+    const helped = await recordedTurn(proxy.url, await sendOpenAI(openai, fixture('qwen-code-say-hello')));
     const helper = await recordedTurn(proxy.url, await sendOpenAI(openai, fixture('qwen-code-memory-helper')));
     assert.equal(helper.turn_type, 'side');
     assert.equal(helper.side_request, 'memory');
     assert.equal(helper.added, null);
-    const helped = await recordedTurn(proxy.url, await sendOpenAI(openai, fixture('qwen-code-say-hello')));
     assert.equal(helper.session_id, helped.session_id, 'the helper belongs to the run it helps');
 
     await learningIdle();
