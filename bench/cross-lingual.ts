@@ -46,7 +46,7 @@ function retrieverFor(dir: string): SkillRetriever {
   library.scan();
   const index = new SkillSearchIndex();
   index.sync(library.all());
-  return new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 3, minRelevance: 0.35, embeddingTimeoutMs: 100 }, silentLogger());
+  return new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 3, minRelevance: 0.35 }, silentLogger());
 }
 
 function score(retriever: SkillRetriever, cases: ReadonlyArray<{ query: string; relevant: readonly string[] }>): Score {

@@ -85,14 +85,7 @@ export async function skillRetrievalScenario(context: ScenarioContext): Promise<
     const index = new SkillSearchIndex();
     index.sync(library.all());
     const indexMs = performance.now() - loadStarted;
-    const retriever = new SkillRetriever(
-      library,
-      index,
-      undefined,
-      undefined,
-      { mode: 'template', topK: 6, minRelevance: 0.35, embeddingTimeoutMs: 100 },
-      silentLogger(),
-    );
+    const retriever = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35 }, silentLogger());
     const queries = syntheticQueries(400);
     const samples: number[] = [];
     let injected = 0;

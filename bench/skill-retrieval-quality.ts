@@ -80,7 +80,7 @@ export function measureSkillRetrieval(set: SkillSetName): SkillRetrievalReport {
     index,
     undefined,
     undefined,
-    { mode: 'template', topK: settings.topK, minRelevance: settings.minRelevance, embeddingTimeoutMs: 100 },
+    { mode: 'template', topK: settings.topK, minRelevance: settings.minRelevance },
     silentLogger(),
   );
   const byLanguage: Record<string, SkillRetrievalCounts> = {};

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import OpenAI from 'openai';
 import { after, describe, test } from 'node:test';
 import { learningAwareUpstream } from './support/evolver.js';
 import { bagOfWords, embeddingsHandler } from './support/embeddings.js';
@@ -133,6 +134,32 @@ describe('memory settings act on a running proxy', () => {
       await remember(proxy, diluted);
       await embedded(proxy, upstream, [focused, diluted]);
       assert.deepEqual(await searchMemory(proxy, 'frobnicator'), [focused]);
+    } finally {
+      await proxy.stop();
+      await upstream.close();
+    }
+  });
+
+  test('injection never waits for the query vector: a request recalls by words at once, and by vector once its text was embedded in the background', async () => {
+    const upstream = await embeddingUpstream();
+    const home = newHome();
+    const text = 'Quarterly ledger reconciliation';
+    const proxy = await startProxy({ home, config: memoryConfig(upstream, {}) });
+    try {
+      await remember(proxy, text);
+      await embedded(proxy, upstream, [text]);
+      const question = vectorTwin('ledger');
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const recalled = async (): Promise<number> => {
+        const { response } = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: question }] }).withResponse();
+        const explained = (await (await fetch(`${proxy.url}/v1/requests/${response.headers.get('x-metaclaw-request-id')}`)).json()) as {
+          added: { sections: Array<{ provider: string; details: { recalled: unknown[] } }> } | null;
+        };
+        return explained.added?.sections.find((section) => section.provider === 'memory')?.details.recalled.length ?? 0;
+      };
+      assert.equal(await recalled(), 0, 'the first request went on without the vector (only it relates the question to the memory)');
+      await waitFor(() => upstream.requests.some((request) => request.path === '/v1/embeddings' && request.body.input[0] === question), 10_000, 20);
+      await waitFor(async () => (await recalled()) === 1, 10_000, 50);
     } finally {
       await proxy.stop();
       await upstream.close();

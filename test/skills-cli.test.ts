@@ -211,7 +211,7 @@ describe('skill text that reads like prompt injection', () => {
 });
 
 describe('hybrid retrieval with an embeddings endpoint', () => {
-  test('skills are embedded in the background, queries combine both scores, and a failing endpoint falls back to keywords', async () => {
+  test('skills are embedded in the background; a request never waits for its query vector, which joins from the next request with that text; a failing endpoint falls back to keywords', async () => {
     const upstream = await ScriptedUpstream.start();
     let failing = false;
     const embeddings = embeddingsHandler(() => failing);
@@ -229,16 +229,15 @@ describe('hybrid retrieval with an embeddings endpoint', () => {
     try {
       await waitFor(async () => ((await (await fetch(`${proxy.url}/status`)).json()) as any).skills.embedded === 42, 15_000, 200);
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
-      const { response } = await client.chat.completions
-        .create({ model: 'm', messages: [{ role: 'user', content: 'my git commit history is a mess, how do I squash commits before merging?' }] })
-        .withResponse();
-      const explained = (await (await fetch(`${proxy.url}/v1/requests/${response.headers.get('x-metaclaw-request-id')}`)).json()) as any;
-      const skill = explained.added.sections[0].details.skills.find((item: { name: string }) => item.name === 'git-commit-hygiene');
-      assert.equal(typeof skill.semantic, 'number', 'the semantic score was used');
-      assert.ok(
-        upstream.requests.some((request) => request.path === '/v1/embeddings' && request.body.input.length === 1),
-        'the query was embedded on its own',
-      );
+      const question = 'my git commit history is a mess, how do I squash commits before merging?';
+      const gitSkill = async () => {
+        const { response } = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: question }] }).withResponse();
+        const explained = (await (await fetch(`${proxy.url}/v1/requests/${response.headers.get('x-metaclaw-request-id')}`)).json()) as any;
+        return explained.added.sections[0].details.skills.find((item: { name: string }) => item.name === 'git-commit-hygiene');
+      };
+      assert.equal((await gitSkill()).semantic, null, 'the first request did not wait for its query vector: keywords chose');
+      await waitFor(() => upstream.requests.some((request) => request.path === '/v1/embeddings' && request.body.input[0] === question), 10_000, 20);
+      await waitFor(async () => typeof (await gitSkill()).semantic === 'number', 10_000, 50);
 
       failing = true;
       const fallback = await client.chat.completions

@@ -21,7 +21,7 @@ function retriever(): SkillRetriever {
   library.scan();
   const index = new SkillSearchIndex();
   index.sync(library.all());
-  return new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 3, minRelevance: 0.35, embeddingTimeoutMs: 100 }, silentLogger());
+  return new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 3, minRelevance: 0.35 }, silentLogger());
 }
 
 describe('skill retrieval on the labelled set (starter bank, keyword mode, default threshold)', () => {

@@ -19,6 +19,8 @@ const responseSchema = z.object({
  */
 export class EmbeddingClient {
   private readonly cache = new Map<string, Float32Array>();
+  /** Query texts being embedded in the background for `readyQuery`. */
+  private readonly warming = new Set<string>();
 
   constructor(
     readonly endpoint: EmbeddingEndpoint,
@@ -59,7 +61,28 @@ export class EmbeddingClient {
     this.cache.set(text, vector);
     return vector;
   }
+
+  /**
+   * The query's vector if it is already known, without waiting: the request path calls this, and it
+   * never waits on the network. An unknown text is embedded in the background, so the next request
+   * with the same text gets it (an agent resends its request on every step of a tool loop).
+   */
+  readyQuery(text: string, onError: (error: Error) => void): Float32Array | undefined {
+    const cached = this.cache.get(text);
+    if (cached || this.warming.has(text) || this.warming.size >= MAX_WARMING) return cached;
+    this.warming.add(text);
+    this.embedQuery(text)
+      .then(
+        () => undefined,
+        (error: unknown) => onError(error as Error),
+      )
+      .finally(() => this.warming.delete(text));
+    return undefined;
+  }
 }
+
+/** Background query embeddings at once; more are skipped (keywords answer) rather than queued. */
+const MAX_WARMING = 8;
 
 export function normalise(values: readonly number[]): Float32Array {
   const vector = Float32Array.from(values);

@@ -71,6 +71,7 @@ export class MemoryContextProvider implements ContextProvider {
       excludeSession: request.sessionId,
       excludeCore: true,
       minRelevance: this.settings.minRelevance,
+      onRequestPath: true,
     });
     // The words that taught a rule since replaced are not recalled either: they no longer hold.
     const current = (hits: readonly MemoryHit[]) =>

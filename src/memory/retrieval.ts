@@ -30,6 +30,8 @@ export interface RecallRequest {
   includeInactive?: boolean;
   minRelevance: number;
   now?: Date;
+  /** Injection into a model request: vectors only if the query's is already known, never a wait on the network. */
+  onRequestPath?: boolean;
 }
 
 /**
@@ -99,20 +101,23 @@ export class MemoryRetriever {
       for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30))
         if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
     if (!this.vectors?.ready || this.mode === 'keyword') return this.rank(request, terms, translations, keyword, window, candidates, undefined);
-    return this.vectors.nearest(request.scope, request.query, 30).then(
-      (neighbours) => {
-        const semantic = new Map<string, number>();
-        for (const { unit, cosine } of neighbours) {
-          semantic.set(unit.id, cosine);
-          if (!candidates.has(unit.id)) candidates.set(unit.id, { unit, terms: new Set(), related: new Set(), bm25: 0 });
-        }
-        return this.rank(request, terms, translations, keyword, window, candidates, semantic);
-      },
-      (error: unknown) => {
-        this.logger.warn({ err: (error as Error).message }, 'memory vector search failed; using keywords for this request');
-        return this.rank(request, terms, translations, keyword, window, candidates, undefined);
-      },
-    );
+    const withNeighbours = (neighbours: ReadonlyArray<{ unit: MemoryUnit; cosine: number }>): MemoryHit[] => {
+      const semantic = new Map<string, number>();
+      for (const { unit, cosine } of neighbours) {
+        semantic.set(unit.id, cosine);
+        if (!candidates.has(unit.id)) candidates.set(unit.id, { unit, terms: new Set(), related: new Set(), bm25: 0 });
+      }
+      return this.rank(request, terms, translations, keyword, window, candidates, semantic);
+    };
+    const failed = (error: unknown): MemoryHit[] => {
+      this.logger.warn({ err: (error as Error).message }, 'memory vector search failed; using keywords for this request');
+      return this.rank(request, terms, translations, keyword, window, candidates, undefined);
+    };
+    if (request.onRequestPath) {
+      const neighbours = this.vectors.nearestReady(request.scope, request.query, 30, failed);
+      return neighbours ? withNeighbours(neighbours) : this.rank(request, terms, translations, keyword, window, candidates, undefined);
+    }
+    return this.vectors.nearest(request.scope, request.query, 30).then(withNeighbours, failed);
   }
 
   private rank(

@@ -71,10 +71,21 @@ export class MemoryVectors {
     return { embedded: pending.length, tokens };
   }
 
-  /** The units of `scope` closest to `query`, with cosine similarity. */
+  /** The units of `scope` closest to `query`, with cosine similarity (waits for the query's vector: for searches, not the request path). */
   async nearest(scope: string, query: string, limit: number): Promise<Array<{ unit: MemoryUnit; cosine: number }>> {
     if (!this.dimensions) return [];
     const vector = await this.client.embedQuery(query, AbortSignal.timeout(this.queryTimeoutMs));
+    return this.neighbours(scope, vector, limit);
+  }
+
+  /** As `nearest` without waiting: undefined while the query's vector is unknown (it is embedded in the background). */
+  nearestReady(scope: string, query: string, limit: number, onError: (error: Error) => void): Array<{ unit: MemoryUnit; cosine: number }> | undefined {
+    if (!this.dimensions) return undefined;
+    const vector = this.client.readyQuery(query, onError);
+    return vector ? this.neighbours(scope, vector, limit) : undefined;
+  }
+
+  private neighbours(scope: string, vector: Float32Array, limit: number): Array<{ unit: MemoryUnit; cosine: number }> {
     if (!this.dimensions) return []; // the model changed while the query was embedded
     const rows = this.vec().nearest.all(vectorToBlob(vector), limit, scope);
     const results: Array<{ unit: MemoryUnit; cosine: number }> = [];

@@ -15,10 +15,9 @@ export class SkillsContextProvider implements ContextProvider {
     private readonly generation: () => number,
   ) {}
 
-  provide(request: ContextRequest): ContextSection | undefined | Promise<ContextSection | undefined> {
+  provide(request: ContextRequest): ContextSection | undefined {
     if (request.userRequest.text === '') return undefined;
-    const retrieved = this.retriever.retrieve(request.userRequest.text, request.userRequest.earlier);
-    return Array.isArray(retrieved) ? this.section(retrieved) : retrieved.then((items) => this.section(items));
+    return this.section(this.retriever.retrieve(request.userRequest.text, request.userRequest.earlier));
   }
 
   private section(retrieved: readonly RetrievedSkill[]): ContextSection | undefined {

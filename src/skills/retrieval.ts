@@ -12,8 +12,6 @@ export interface RetrievalOptions {
   mode: RetrievalMode;
   topK: number;
   minRelevance: number;
-  /** A query embedding slower than this is skipped for the request (keywords still apply). */
-  embeddingTimeoutMs: number;
 }
 
 export interface RetrievedSkill {
@@ -61,7 +59,7 @@ export class SkillRetriever {
   }
 
   /** `request` is the user's real request; `context` the recent turns, weighted far less. */
-  retrieve(request: string, context = ''): RetrievedSkill[] | Promise<RetrievedSkill[]> {
+  retrieve(request: string, context = ''): RetrievedSkill[] {
     if (this.options.topK === 0 || this.library.size === 0 || request.trim() === '') return [];
     const keyword = this.keywordScores(request, context);
     if (this.options.mode === 'template' || !this.vectors || !this.embeddings || this.vectors.count === 0) return this.select(keyword, undefined);
@@ -80,14 +78,12 @@ export class SkillRetriever {
     return scores;
   }
 
-  private async withSemantics(request: string, keyword: Map<string, number>): Promise<RetrievedSkill[]> {
-    let query: Float32Array;
-    try {
-      query = await this.embeddings!.embedQuery(request, AbortSignal.timeout(this.options.embeddingTimeoutMs));
-    } catch (error) {
-      this.logger.warn({ err: (error as Error).message }, 'query embedding failed or was slow; using keyword retrieval for this request');
-      return this.select(keyword, undefined);
-    }
+  /** Keywords plus cosine similarity, when the request's vector is known; never waits for it (see `readyQuery`). */
+  private withSemantics(request: string, keyword: Map<string, number>): RetrievedSkill[] {
+    const query = this.embeddings!.readyQuery(request, (error) =>
+      this.logger.warn({ err: error.message }, 'query embedding failed; keyword retrieval until the endpoint answers'),
+    );
+    if (!query) return this.select(keyword, undefined);
     const semantic = new Map<string, number>();
     for (const { name, cosine } of this.vectors!.nearest(query, 40)) semantic.set(name, calibrateCosine(cosine));
     for (const name of keyword.keys()) {

@@ -111,7 +111,7 @@ export class SkillsService {
       this.index,
       this.vectors,
       embeddings,
-      { mode: settings.retrievalMode, topK: settings.topK, minRelevance: settings.minRelevance, embeddingTimeoutMs: 1_500 },
+      { mode: settings.retrievalMode, topK: settings.topK, minRelevance: settings.minRelevance },
       logger,
     );
     this.provider = new SkillsContextProvider(
