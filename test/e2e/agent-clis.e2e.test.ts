@@ -61,7 +61,7 @@ const CODEX: Omit<Agent, 'variant' | 'upstreamFormat'> = {
   package: { name: '@openai/codex', version: '0.171.0', binary: 'codex' },
   configFolder: '.codex',
   // Some models of its own catalog (gpt-5.6-sol, below) get the tools in code mode (a JavaScript `exec` that calls the
-  // others); any other model name, as with a provider of the user's own, gets plain function tools.
+  // others); other models, and any model name outside it as with a provider of the user's own, get plain function tools.
   userConfig: {
     file: '.codex/config.toml',
     text: 'model = "scripted-model"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n',
