@@ -52,6 +52,80 @@ async function hangUpOnCompleted(proxy: ProxyHandle, upstream: ScriptedUpstream,
   }
 }
 
+/**
+ * Codex's tools as it sends them for its catalog's default model: no `tools` field, an
+ * `additional_tools` item holding the `functions` namespace, with the freeform `exec` tool. A second
+ * namespace here also has a `read_file`, so the two need their namespace in the chat name.
+ */
+const codexToolsItem: OpenAI.Responses.ResponseInputItem = {
+  type: 'additional_tools',
+  role: 'developer',
+  tools: [
+    {
+      type: 'namespace',
+      name: 'functions',
+      description: 'Codex tools',
+      tools: [
+        { type: 'custom', name: 'exec', description: 'Runs a shell command.', format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' } },
+        { type: 'function', name: 'read_file', description: 'Reads a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
+      ],
+    },
+    {
+      type: 'namespace',
+      name: 'mcp',
+      description: 'An MCP server',
+      tools: [{ type: 'function', name: 'read_file', parameters: { type: 'object', properties: {} } }],
+    },
+  ],
+};
+
+/** The upstream's tool calls, one per tool of codexToolsItem. */
+const codexToolCalls = [
+  { id: 'call_exec', name: 'exec', arguments: '{"input":"ls -la"}' },
+  { id: 'call_read', name: 'functions__read_file', arguments: '{"path":"README.md"}' },
+  { id: 'call_mcp', name: 'mcp__read_file', arguments: '{}' },
+];
+
+/** The client items those calls must come back as, ids left out. */
+const codexCallItems = [
+  { type: 'custom_tool_call', call_id: 'call_exec', name: 'exec', namespace: 'functions', input: 'ls -la' },
+  { type: 'function_call', call_id: 'call_read', name: 'read_file', namespace: 'functions', arguments: '{"path":"README.md"}', status: 'completed' },
+  { type: 'function_call', call_id: 'call_mcp', name: 'read_file', namespace: 'mcp', arguments: '{}', status: 'completed' },
+];
+
+/** Output items without their ids and the SDK's own `parsed_arguments`. */
+function withoutIds(items: readonly object[]): object[] {
+  return items.map(({ id: _id, parsed_arguments: _parsed, ...rest }: { id?: unknown; parsed_arguments?: unknown }) => rest);
+}
+
+/** What a following request sends back: the calls and their outputs. */
+const codexCallsAndOutputs: OpenAI.Responses.ResponseInputItem[] = [
+  { type: 'custom_tool_call', call_id: 'call_exec', name: 'exec', namespace: 'functions', input: 'ls -la' },
+  { type: 'function_call', call_id: 'call_mcp', name: 'read_file', namespace: 'mcp', arguments: '{}' },
+  { type: 'custom_tool_call_output', call_id: 'call_exec', output: 'README.md' },
+  { type: 'function_call_output', call_id: 'call_mcp', output: 'nothing' },
+];
+
+/**
+ * Codex's tool round trip through a translated upstream, whichever: the calls of the first answer
+ * (complete, then streamed) come back as Codex's items; the second request's calls and outputs are
+ * read by `sentBack`.
+ */
+async function codexToolRoundTrip(client: OpenAI, model: string): Promise<void> {
+  const input: OpenAI.Responses.ResponseInputItem[] = [codexToolsItem, { role: 'user', content: 'List the files.' }];
+  const complete = await client.responses.create({ model, input });
+  assert.deepEqual(withoutIds(complete.output), codexCallItems);
+
+  const events: string[] = [];
+  const stream = client.responses.stream({ model, input });
+  stream.on('event', (event) => events.push(event.type));
+  const streamed = await stream.finalResponse();
+  assert.deepEqual(withoutIds(streamed.output), codexCallItems);
+  assert.ok(events.includes('response.custom_tool_call_input.done'), events.join());
+
+  await client.responses.create({ model, input: [...input, ...codexCallsAndOutputs] });
+}
+
 describe('Responses API clients in front of a Chat Completions upstream (translated both ways)', () => {
   let upstream: ScriptedUpstream;
   let proxy: ProxyHandle;
@@ -203,6 +277,41 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     assert.equal(retrievedSecond.output_text, 'It is 22°C in Paris.');
     assert.equal(retrievedSecond.previous_response_id, first.id);
     await assert.rejects(client.responses.retrieve('resp_000000000000000000000000'), (error: unknown) => error instanceof OpenAI.NotFoundError);
+  });
+
+  test("Codex's tools in an additional_tools item (a namespace with a custom and a function tool) go upstream as chat function tools, and their calls come back as Codex's items", async () => {
+    upstream.reply(openAIReply({ toolCalls: codexToolCalls }), openAIReply({ toolCalls: codexToolCalls }), openAIReply({ text: 'One file.' }));
+    await codexToolRoundTrip(client, 'gpt-5.5');
+    const [first, streamed, second] = upstream.modelRequests().map((request) => request.body);
+    const tools = first.tools as Array<{ type: string; function: { name: string; description?: string; parameters?: unknown } }>;
+    assert.deepEqual(
+      tools.map((tool) => tool.function.name),
+      ['exec', 'functions__read_file', 'mcp__read_file'],
+    );
+    assert.match(tools[0]!.function.description!, /Runs a shell command\.[\s\S]*lark grammar:\nstart: \/\.\+\//);
+    assert.deepEqual(tools[0]!.function.parameters, {
+      type: 'object',
+      properties: { input: { type: 'string', description: 'The whole input for the tool, as free text.' } },
+      required: ['input'],
+      additionalProperties: false,
+    });
+    assert.deepEqual(tools[1], {
+      type: 'function',
+      function: { name: 'functions__read_file', description: 'Reads a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
+    });
+    assert.deepEqual(streamed.tools, first.tools);
+    assert.deepEqual(second.messages.slice(1), [
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_exec', type: 'function', function: { name: 'exec', arguments: '{"input":"ls -la"}' } },
+          { id: 'call_mcp', type: 'function', function: { name: 'mcp__read_file', arguments: '{}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_exec', content: 'README.md' },
+      { role: 'tool', tool_call_id: 'call_mcp', content: 'nothing' },
+    ]);
   });
 
   test('a client that hangs up on response.completed while the upstream still holds the stream open got a whole answer: the turn is ok', async () => {
@@ -383,6 +492,33 @@ describe('Responses API clients in front of an Anthropic upstream', () => {
       { role: 'user', content: [{ type: 'text', text: 'Weather in Paris?' }] },
       { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_weather', name: 'get_weather', input: { city: 'Paris' } }] },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_weather', content: '22°C' }] },
+    ]);
+  });
+  test("Codex's additional_tools item reaches Anthropic as tools, and tool_use blocks come back as custom_tool_call and namespaced function_call items", async () => {
+    const toolUse = anthropicReply({ toolCalls: codexToolCalls });
+    upstream.reply(toolUse, toolUse, anthropicReply({ text: 'One file.' }));
+    await codexToolRoundTrip(client, 'claude-test');
+    const [first, , second] = upstream.modelRequests().map((request) => request.body);
+    assert.deepEqual(
+      first.tools.map((tool: { name: string }) => tool.name),
+      ['exec', 'functions__read_file', 'mcp__read_file'],
+    );
+    assert.deepEqual(first.tools[0].input_schema.required, ['input']);
+    assert.deepEqual(second.messages.slice(1), [
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool_use', id: 'call_exec', name: 'exec', input: { input: 'ls -la' } },
+          { type: 'tool_use', id: 'call_mcp', name: 'mcp__read_file', input: {} },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'call_exec', content: 'README.md' },
+          { type: 'tool_result', tool_use_id: 'call_mcp', content: 'nothing' },
+        ],
+      },
     ]);
   });
 });

@@ -38,6 +38,8 @@ const ITEMS: Readonly<Record<string, z.ZodType>> = {
   message: z.looseObject({ role: z.enum(['user', 'assistant', 'system', 'developer']), content }),
   function_call: z.looseObject({ call_id: z.string(), name: z.string(), arguments: z.string() }),
   function_call_output: z.looseObject({ call_id: z.string(), output: content }),
+  custom_tool_call: z.looseObject({ call_id: z.string(), name: z.string(), input: z.string() }),
+  custom_tool_call_output: z.looseObject({ call_id: z.string(), output: content }),
 };
 
 /** Throws a 400 naming the first offending field, e.g. `input.2.call_id: …`. */

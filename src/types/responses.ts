@@ -27,7 +27,8 @@ export interface ResponsesOutputText {
 
 export type ResponsesOutputItem =
   | { type: 'message'; id: string; status: string; role: 'assistant'; content: Array<ResponsesOutputText | { type: 'refusal'; refusal: string }> }
-  | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string; status: string }
+  | { type: 'function_call'; id: string; call_id: string; name: string; namespace?: string; arguments: string; status: string }
+  | { type: 'custom_tool_call'; id: string; call_id: string; name: string; namespace?: string; input: string }
   | { type: 'reasoning'; id: string; summary: unknown[]; content?: Array<{ type: 'reasoning_text'; text: string }>; [key: string]: unknown };
 
 export interface ResponsesUsage {

@@ -58,8 +58,8 @@ const CODEX: Omit<Agent, 'variant' | 'upstreamFormat'> = {
   claw: 'codex',
   package: { name: '@openai/codex', version: '0.171.0', binary: 'codex' },
   configFolder: '.codex',
-  // A model of its own catalog (its default) gets the tools in code mode (a JavaScript `exec` that calls the
-  // others); any other model name, as with a provider of the user's own, gets plain function tools.
+  // Some models of its own catalog (gpt-5.6-sol, below) get the tools in code mode (a JavaScript `exec` that calls the
+  // others); other models, and any model name outside it as with a provider of the user's own, get plain function tools.
   userConfig: {
     file: '.codex/config.toml',
     text: 'model = "scripted-model"\ncheck_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n',
@@ -88,6 +88,15 @@ const AGENTS: Agent[] = [
   },
   { ...CODEX, variant: 'Responses API upstream', upstreamFormat: 'openai-responses' },
   { ...CODEX, variant: 'Chat Completions upstream', upstreamFormat: 'openai' },
+  {
+    ...CODEX,
+    // Its catalog's first model gets its tools in an `additional_tools` item, in code mode: `exec` is a custom
+    // (freeform JavaScript) tool, which the proxy turns into a chat function tool and its call back into a custom_tool_call.
+    variant: 'Chat Completions upstream, its catalog model in code mode',
+    upstreamFormat: 'openai',
+    userConfig: { file: '.codex/config.toml', text: CODEX.userConfig!.text.replace('"scripted-model"', '"gpt-5.6-sol"') },
+    tool: { name: 'exec', arguments: { input: `text(await tools.exec_command({ cmd: ${JSON.stringify(TOOL_COMMAND)} }));` } },
+  },
   {
     title: 'Qwen Code',
     claw: 'qwen-code',

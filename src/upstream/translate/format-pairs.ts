@@ -15,6 +15,7 @@ import { anthropicErrorBodyToOpenAI, openAIErrorBodyToAnthropic } from './errors
 import { anthropicRequestToOpenAI } from './request-anthropic-to-openai.js';
 import { openAIRequestToAnthropic } from './request-openai-to-anthropic.js';
 import { responsesInputItems, responsesRequestToOpenAI } from './request-responses-to-openai.js';
+import { responsesTools } from './responses-tools.js';
 import { anthropicResponseToOpenAI } from './response-anthropic-to-openai.js';
 import { openAIResponseToAnthropic } from './response-openai-to-anthropic.js';
 import { anthropicResponseToResponses, openAIResponseToResponses } from './response-to-responses.js';
@@ -56,10 +57,11 @@ export interface RequestOptions {
   history?: EarlierConversation;
 }
 
-/** What translating an answer needs: the request it answers. */
+/** What translating an answer needs: the request it answers (and the conversation before it, whose tools it may call). */
 export interface AnswerContext {
   requestId: string;
   body: Record<string, unknown>;
+  history?: EarlierConversation;
 }
 
 /** A Responses request goes as is to an upstream that serves the Responses API; everything else in the upstream's format. */
@@ -163,5 +165,6 @@ function withHistory(body: Record<string, unknown>, items: readonly unknown[]): 
 }
 
 function responsesContext(context: AnswerContext): ResponsesContext {
-  return { responseId: responseIdFor(context.requestId), request: context.body };
+  const items = [...(context.history?.items ?? []), ...responsesInputItems(context.body['input'])];
+  return { responseId: responseIdFor(context.requestId), request: context.body, tools: responsesTools(context.body, items) };
 }

@@ -1,10 +1,12 @@
-import type { OpenAIChatRequest, OpenAIContentPart, OpenAIMessage, OpenAITool, OpenAIToolChoice, ResponsesRequest } from '../../types/index.js';
+import type { OpenAIChatRequest, OpenAIContentPart, OpenAIMessage, OpenAIToolChoice, ResponsesRequest } from '../../types/index.js';
 import { isRecord, readArray, readNumber, readString, toolCallId } from './common.js';
+import { customToolArguments, responsesTools, type ResponsesTools } from './responses-tools.js';
 
 /**
  * A Responses API request as a Chat Completions request (Anthropic upstreams get it through
  * request-openai-to-anthropic.ts). Items without a chat form are left out: reasoning (chat servers
- * take no reasoning back), item references, and the calls of OpenAI's hosted tools.
+ * take no reasoning back), item references, and the calls of OpenAI's hosted tools. Custom and
+ * namespaced tools become chat function tools (responses-tools.ts), and their calls chat tool calls.
  */
 
 /** Top-level keys that mean the same in both APIs; every other Responses key is Responses-only. */
@@ -29,8 +31,9 @@ export function responsesRequestToOpenAI(request: ResponsesRequest, options: Res
   const messages: OpenAIMessage[] = [];
   const instructions = readString(request.instructions);
   if (instructions !== undefined && instructions !== '') messages.push({ role: 'system', content: instructions });
-  for (const item of options.history ?? []) appendItem(messages, item);
-  for (const item of responsesInputItems(request.input)) appendItem(messages, item);
+  const items = [...(options.history ?? []), ...responsesInputItems(request.input)];
+  const tools = responsesTools(request, items);
+  for (const item of items) appendItem(messages, item, tools);
 
   const result: OpenAIChatRequest = { model: options.model ?? request.model ?? '', messages };
   for (const key of SHARED_KEYS) if (request[key] !== undefined && request[key] !== null) (result as Record<string, unknown>)[key] = request[key];
@@ -45,7 +48,7 @@ export function responsesRequestToOpenAI(request: ResponsesRequest, options: Res
   if (responseFormat !== undefined) result['response_format'] = responseFormat;
   const effort = isRecord(request['reasoning']) ? readString(request['reasoning']['effort']) : undefined;
   if (effort !== undefined) result['reasoning_effort'] = effort;
-  Object.assign(result, convertTools(request));
+  Object.assign(result, convertTools(request, tools));
   return result;
 }
 
@@ -60,25 +63,34 @@ export function responsesItemType(item: Record<string, unknown>): string | undef
   return readString(item.type) ?? (item.role === undefined ? undefined : 'message');
 }
 
-function appendItem(messages: OpenAIMessage[], item: unknown): void {
+function appendItem(messages: OpenAIMessage[], item: unknown, tools: ResponsesTools): void {
   if (!isRecord(item)) return;
   switch (responsesItemType(item)) {
     case 'message':
       appendMessage(messages, item);
       break;
     case 'function_call':
-      (assistantTurn(messages).tool_calls ??= []).push({
-        id: toolCallId(item.call_id),
-        type: 'function',
-        function: { name: readString(item.name) ?? '', arguments: readString(item.arguments) ?? '' },
-      });
+      appendCall(messages, item, tools, readString(item.arguments) ?? '');
+      break;
+    case 'custom_tool_call':
+      appendCall(messages, item, tools, customToolArguments(readString(item.input) ?? ''));
       break;
     case 'function_call_output':
+    case 'custom_tool_call_output':
       messages.push({ role: 'tool', tool_call_id: toolCallId(item.call_id), content: contentText(item.output) });
       break;
     default:
       break;
   }
+}
+
+/** A call as the assistant's chat tool call, under the chat name its tool was given. */
+function appendCall(messages: OpenAIMessage[], item: Record<string, unknown>, tools: ResponsesTools, chatArguments: string): void {
+  (assistantTurn(messages).tool_calls ??= []).push({
+    id: toolCallId(item.call_id),
+    type: 'function',
+    function: { name: tools.chatName(readString(item.name) ?? '', readString(item.namespace)), arguments: chatArguments },
+  });
 }
 
 function appendMessage(messages: OpenAIMessage[], item: Record<string, unknown>): void {
@@ -166,30 +178,20 @@ function convertTextFormat(text: unknown): Record<string, unknown> | undefined {
   return { type: 'json_schema', json_schema: schema };
 }
 
-/** Function tools only: OpenAI's hosted tools (web search, file search, …) run nowhere else. */
-function convertTools(request: ResponsesRequest): Pick<OpenAIChatRequest, 'tools' | 'tool_choice' | 'parallel_tool_calls'> {
-  const tools: OpenAITool[] = [];
-  for (const tool of readArray(request.tools)) {
-    const name = isRecord(tool) && tool.type === 'function' ? readString(tool.name) : undefined;
-    if (name === undefined || !isRecord(tool)) continue;
-    const definition: OpenAITool['function'] = { name };
-    const description = readString(tool.description);
-    if (description !== undefined) definition.description = description;
-    if (isRecord(tool.parameters)) definition.parameters = tool.parameters;
-    if (typeof tool.strict === 'boolean') definition.strict = tool.strict;
-    tools.push({ type: 'function', function: definition });
-  }
+function convertTools(request: ResponsesRequest, responses: ResponsesTools): Pick<OpenAIChatRequest, 'tools' | 'tool_choice' | 'parallel_tool_calls'> {
+  const tools = responses.chatTools;
   // tool_choice and parallel_tool_calls without tools are errors on OpenAI's side.
   if (tools.length === 0) return {};
   const result: Pick<OpenAIChatRequest, 'tools' | 'tool_choice' | 'parallel_tool_calls'> = { tools };
-  const choice = convertToolChoice(request.tool_choice);
+  const choice = convertToolChoice(request.tool_choice, responses);
   if (choice !== undefined) result.tool_choice = choice;
   if (typeof request['parallel_tool_calls'] === 'boolean') result.parallel_tool_calls = request['parallel_tool_calls'];
   return result;
 }
 
-function convertToolChoice(choice: unknown): OpenAIToolChoice | undefined {
+/** A forced function or custom tool is forced by its chat name. */
+function convertToolChoice(choice: unknown, tools: ResponsesTools): OpenAIToolChoice | undefined {
   if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
-  const name = isRecord(choice) && choice.type === 'function' ? readString(choice.name) : undefined;
-  return name === undefined ? undefined : { type: 'function', function: { name } };
+  const name = isRecord(choice) && (choice.type === 'function' || choice.type === 'custom') ? readString(choice.name) : undefined;
+  return name === undefined ? undefined : { type: 'function', function: { name: tools.chatName(name, undefined) } };
 }

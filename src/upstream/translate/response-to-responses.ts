@@ -16,7 +16,7 @@ export function openAIResponseToResponses(response: OpenAIChatCompletion, contex
   return responseObject(context, {
     ...responsesStatus(normalizeOpenAIFinish(readString(choice?.finish_reason))),
     model: readString(response.model) ?? '',
-    output: assistantToResponsesOutput(parts, context.responseId),
+    output: assistantToResponsesOutput(parts, context.responseId, context.tools),
     usage: usage === undefined ? null : openAIUsageToResponses(usage),
   });
 }

@@ -1,6 +1,7 @@
 import type { OpenAIUsage, ResponsesObject, ResponsesOutputItem, ResponsesStatus, ResponsesUsage } from '../../types/index.js';
 import type { AssistantParts } from './assistant.js';
 import { isRecord, readNumber, readString, unixSeconds } from './common.js';
+import { customToolInput, type ResponsesTools } from './responses-tools.js';
 
 /**
  * The pieces of a Responses API answer, shared by the complete and the streamed translation and by
@@ -13,6 +14,8 @@ export interface ResponsesContext {
   request: Record<string, unknown>;
   /** Unix seconds; now when absent. */
   createdAt?: number;
+  /** The request's custom and namespaced tools, whose chat calls are read back as the client's own kind of call. */
+  tools?: ResponsesTools;
 }
 
 /** The id the proxy gives a translated answer: the request id's digits, so the record is found from it. */
@@ -24,7 +27,7 @@ export function responseIdFor(requestId: string): string {
  * Output item ids derived from the response id and the item's place among its kind, so an answer
  * rebuilt from the records names its items as the client first saw them.
  */
-export function itemId(prefix: 'msg' | 'rs' | 'fc', responseId: string, index: number): string {
+export function itemId(prefix: 'msg' | 'rs' | 'fc' | 'ctc', responseId: string, index: number): string {
   const suffix = responseId.startsWith('resp_') ? responseId.slice(5) : responseId;
   return index === 0 ? `${prefix}_${suffix}` : `${prefix}_${suffix}_${index}`;
 }
@@ -33,24 +36,47 @@ export function outputText(text: string): { type: 'output_text'; text: string; a
   return { type: 'output_text', text, annotations: [], logprobs: [] };
 }
 
-/** Reasoning, then the text, then one item per function call: the order a model produces them in. */
-export function assistantToResponsesOutput(parts: AssistantParts, responseId: string): ResponsesOutputItem[] {
+/** Reasoning, then the text, then one item per tool call: the order a model produces them in. */
+export function assistantToResponsesOutput(parts: AssistantParts, responseId: string, tools?: ResponsesTools): ResponsesOutputItem[] {
   const output: ResponsesOutputItem[] = [];
   if (parts.reasoning !== '')
     output.push({ type: 'reasoning', id: itemId('rs', responseId, 0), summary: [], content: [{ type: 'reasoning_text', text: parts.reasoning }] });
   if (parts.text !== '')
     output.push({ type: 'message', id: itemId('msg', responseId, 0), status: 'completed', role: 'assistant', content: [outputText(parts.text)] });
-  parts.toolCalls.forEach((call, index) =>
-    output.push({
-      type: 'function_call',
-      id: itemId('fc', responseId, index),
-      call_id: call.id,
-      name: call.name,
-      arguments: call.arguments,
-      status: 'completed',
-    }),
-  );
+  parts.toolCalls.forEach((call, index) => output.push(toolCallItem(call, responseId, index, tools)));
   return output;
+}
+
+/**
+ * A chat tool call as the client's item: a `custom_tool_call` with its input for a custom tool, else
+ * a `function_call`; both under the tool's own name, with its namespace when it has one.
+ */
+export function toolCallItem(
+  call: AssistantParts['toolCalls'][number],
+  responseId: string,
+  index: number,
+  tools: ResponsesTools | undefined,
+): Extract<ResponsesOutputItem, { type: 'function_call' | 'custom_tool_call' }> {
+  const tool = tools?.clientTool(call.name);
+  const namespace = tool?.namespace === undefined ? {} : { namespace: tool.namespace };
+  if (tool?.kind === 'custom')
+    return {
+      type: 'custom_tool_call',
+      id: itemId('ctc', responseId, index),
+      call_id: call.id,
+      name: tool.name,
+      ...namespace,
+      input: customToolInput(call.arguments),
+    };
+  return {
+    type: 'function_call',
+    id: itemId('fc', responseId, index),
+    call_id: call.id,
+    name: tool?.name ?? call.name,
+    ...namespace,
+    arguments: call.arguments,
+    status: 'completed',
+  };
 }
 
 /** A finish reason (OpenAI's words) as the Responses status: cut-off answers are `incomplete`, with the reason. */

@@ -2,11 +2,28 @@ import { streamErrorFrame } from '../../shared/api-errors.js';
 import type { OpenAIUsage, ResponsesOutputItem } from '../../types/index.js';
 import { encodeSse } from '../sse.js';
 import { toolCallId } from './common.js';
-import { itemId, openAIUsageToResponses, outputText, responseObject, responsesStatus, type ResponseFields, type ResponsesContext } from './responses-output.js';
+import { customToolInput } from './responses-tools.js';
+import {
+  openAIUsageToResponses,
+  outputText,
+  responseObject,
+  responsesStatus,
+  itemId,
+  toolCallItem,
+  type ResponseFields,
+  type ResponsesContext,
+} from './responses-output.js';
 
 type MessageItem = Extract<ResponsesOutputItem, { type: 'message' }>;
 type ReasoningItem = Extract<ResponsesOutputItem, { type: 'reasoning' }>;
-type FunctionCallItem = Extract<ResponsesOutputItem, { type: 'function_call' }>;
+type CallItem = Extract<ResponsesOutputItem, { type: 'function_call' | 'custom_tool_call' }>;
+
+/** A tool call being streamed; a custom tool's input is its chat arguments' one string, read once they are whole. */
+interface OpenCall {
+  item: CallItem;
+  index: number;
+  arguments: string;
+}
 
 /** The text or reasoning item being streamed: one at a time, as a model writes them. */
 interface OpenContent {
@@ -31,7 +48,7 @@ export class ResponsesStreamWriter {
   private readonly output: ResponsesOutputItem[] = [];
   private open: OpenContent | undefined;
   /** Function calls stay open until the end: chat servers may interleave the fragments of parallel calls. */
-  private readonly calls = new Map<number, { item: FunctionCallItem; index: number }>();
+  private readonly calls = new Map<number, OpenCall>();
   private messages = 0;
   private reasonings = 0;
 
@@ -78,27 +95,23 @@ export class ResponsesStreamWriter {
     return out + this.appendContent('response.reasoning_text.delta', delta, {});
   }
 
-  /** A function call begins; `key` is the source's own index for it (chat tool_calls index, Anthropic block index). */
+  /** A tool call begins; `key` is the source's own index for it (chat tool_calls index, Anthropic block index). */
   toolStart(key: number, callId: string | undefined, name: string): string {
     if (this.ended || this.calls.has(key)) return '';
     const out = this.start() + this.closeContent();
-    const item: FunctionCallItem = {
-      type: 'function_call',
-      id: itemId('fc', this.context.responseId, this.calls.size),
-      call_id: toolCallId(callId),
-      name,
-      arguments: '',
-      status: 'in_progress',
-    };
+    const item = toolCallItem({ id: toolCallId(callId), name, arguments: '' }, this.context.responseId, this.calls.size, this.context.tools);
+    if (item.type === 'function_call') item.status = 'in_progress';
     const index = this.output.push(item) - 1;
-    this.calls.set(key, { item, index });
+    this.calls.set(key, { item, index, arguments: '' });
     return out + this.event('response.output_item.added', { output_index: index, item });
   }
 
   toolArguments(key: number, delta: string): string {
     const call = this.calls.get(key);
     if (call === undefined || delta === '' || this.ended) return '';
-    call.item.arguments += delta;
+    call.arguments += delta;
+    if (call.item.type !== 'function_call') return '';
+    call.item.arguments = call.arguments;
     return this.event('response.function_call_arguments.delta', { item_id: call.item.id, output_index: call.index, delta });
   }
 
@@ -106,11 +119,7 @@ export class ResponsesStreamWriter {
   finish(finishReason: string | null, usage: Partial<OpenAIUsage> | undefined): string {
     if (this.ended) return '';
     let out = this.start() + this.closeContent();
-    for (const { item, index } of this.calls.values()) {
-      item.status = 'completed';
-      out += this.event('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
-      out += this.event('response.output_item.done', { output_index: index, item });
-    }
+    for (const call of this.calls.values()) out += this.closeCall(call);
     this.ended = true;
     const status = responsesStatus(finishReason);
     const response = this.response({ ...status, usage: usage === undefined ? null : openAIUsageToResponses(usage) });
@@ -128,6 +137,20 @@ export class ResponsesStreamWriter {
     if (!this.started) return streamErrorFrame('responses', error, this.sequence++);
     const response = this.response({ status: 'failed', usage: null, error: { code: 'server_error', message } });
     return this.event('response.failed', { response }) + streamErrorFrame('responses', error, this.sequence++);
+  }
+
+  private closeCall({ item, index, arguments: chatArguments }: OpenCall): string {
+    const where = { item_id: item.id, output_index: index };
+    let out: string;
+    if (item.type === 'function_call') {
+      item.status = 'completed';
+      out = this.event('response.function_call_arguments.done', { ...where, name: item.name, arguments: item.arguments });
+    } else {
+      item.input = customToolInput(chatArguments);
+      out = item.input === '' ? '' : this.event('response.custom_tool_call_input.delta', { ...where, delta: item.input });
+      out += this.event('response.custom_tool_call_input.done', { ...where, input: item.input });
+    }
+    return out + this.event('response.output_item.done', { output_index: index, item });
   }
 
   private openContent(item: MessageItem | ReasoningItem, part: Record<string, unknown>): string {
