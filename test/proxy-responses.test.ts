@@ -724,6 +724,32 @@ describe('Responses API sessions are learned from', () => {
       await upstream.close();
     }
   });
+
+  test("at session end the evolver reads Codex's freeform tool too: the exec call and its custom_tool_call_output", async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [] }) });
+    const proxy = await startProxy({
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } },
+    });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      upstream.reply(openAIReply({ toolCalls: [codexToolCalls[0]!] }), openAIReply({ text: 'There is one file, README.md.' }));
+      const session = { originator: 'codex_cli_rs', 'session-id': 'codex-freeform' };
+      const input: OpenAI.Responses.ResponseInputItem[] = [codexToolsItem, { role: 'user', content: 'List the files.' }];
+      await client.responses.create({ model: 'm', input }, { headers: session });
+      await client.responses.create(
+        { model: 'm', input: [...input, codexCallsAndOutputs[0]!, codexCallsAndOutputs[2]!] },
+        { headers: { ...session, 'x-session-done': 'true' } },
+      );
+      const transcript = userText(await waitFor(() => upstream.modelRequests().find(isEvolverCall), 20_000));
+      assert.match(transcript, /user: List the files\./);
+      assert.match(transcript, /tool result: README\.md/);
+      assert.match(transcript, /assistant: There is one file, README\.md\./);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
 });
 
 describe('the turn journal keeps Responses API turns', () => {

@@ -2,8 +2,8 @@
  * A Responses API conversation (its items: earlier ones resolved from `previous_response_id`, then
  * the request's `input`) seen as chat messages, so session identity, the user's real request and
  * the tool results learning reads are found as in any other request. Only roles and text matter
- * here: a function call is an (empty) assistant message, its output a tool message (never the
- * user's words); reasoning and other items are left out.
+ * here: a function call (or a freeform custom tool call, Codex's `exec`) is an (empty) assistant
+ * message, its output a tool message (never the user's words); reasoning and other items are left out.
  */
 export interface ConversationMessage {
   role: string;
@@ -18,8 +18,8 @@ export function responsesConversation(items: readonly unknown[]): ConversationMe
     if (typeof item !== 'object' || item === null) continue;
     const { type, role, content, output } = item as { type?: unknown; role?: unknown; content?: unknown; output?: unknown };
     if ((type === undefined || type === 'message') && typeof role === 'string') messages.push({ role, content: textContent(content) });
-    else if (type === 'function_call') messages.push({ role: 'assistant', content: '' });
-    else if (type === 'function_call_output') messages.push({ role: 'tool', content: textContent(output) });
+    else if (type === 'function_call' || type === 'custom_tool_call') messages.push({ role: 'assistant', content: '' });
+    else if (type === 'function_call_output' || type === 'custom_tool_call_output') messages.push({ role: 'tool', content: textContent(output) });
   }
   return messages;
 }
