@@ -2,7 +2,7 @@ import type { UpstreamTarget } from '../config/index.js';
 import type { ConversationStore, UserLanguages } from '../conversation/index.js';
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
 import {
-  callLlmForJson,
+  callPromptForJson,
   LearningMisconfiguredError,
   resolveLearningTarget,
   type Enqueue,
@@ -11,7 +11,7 @@ import {
   type LearningEndpointConfig,
 } from '../learning/index.js';
 import type { Logger } from '../logging/index.js';
-import { fillPrompt, loadPrompt } from '../prompts/index.js';
+import { loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
 import { redactSecrets, type GlossaryLanguage } from '../text/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
@@ -381,11 +381,13 @@ export class MemoryService {
         ? '\nThis conversation has ended: also return "session_summary", 2–5 sentences on what the user worked on and what was decided.'
         : '',
     };
-    const { value } = await callLlmForJson(
+    const { value } = await callPromptForJson(
+      context,
       target,
-      { system: prompt.system, user: fillPrompt(prompt.user, values), maxTokens: 2_000, temperature: 0, signal: context.signal, logger: context.logger },
+      prompt,
+      values,
       { name: 'memory_candidates', schema: extractorOutputSchema },
-      (tokens) => context.spend(tokens),
+      { maxTokens: 2_000, temperature: 0 },
     );
     const offered = new Set(related.map((unit) => unit.id));
     const applied = this.applyCandidates(scope, sessionId, value.memories, fresh, offered);
@@ -547,18 +549,13 @@ export class MemoryService {
         languages: [...new Set(batch.flatMap((unit) => unit.languages))].join(', '),
         units: batch.map((unit) => `### ${unit.id} (keys in: ${unit.languages.join(', ')})\n${unit.content.slice(0, 600)}`).join('\n\n'),
       };
-      const { value } = await callLlmForJson(
+      const { value } = await callPromptForJson(
+        context,
         target,
-        {
-          system: prompt.system,
-          user: fillPrompt(prompt.user, values),
-          maxTokens: 200 * batch.length,
-          temperature: 0.2,
-          signal: context.signal,
-          logger: context.logger,
-        },
+        prompt,
+        values,
         { name: 'memory_search_keys', schema: memoryKeysOutputSchema },
-        (tokens) => context.spend(tokens),
+        { maxTokens: 200 * batch.length, temperature: 0.2 },
       );
       for (const unit of batch) {
         for (const language of unit.languages) {

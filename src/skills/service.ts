@@ -2,7 +2,7 @@ import type { UpstreamTarget } from '../config/index.js';
 import type { ConversationStore, UserLanguages } from '../conversation/index.js';
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
 import {
-  callLlmForJson,
+  callPromptForJson,
   InvalidLlmOutputError,
   LearningMisconfiguredError,
   resolveLearningTarget,
@@ -12,7 +12,7 @@ import {
   type LearningEndpointConfig,
 } from '../learning/index.js';
 import type { Logger } from '../logging/index.js';
-import { fillPrompt, loadPrompt } from '../prompts/index.js';
+import { loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
 import { keywordRelevance, uniqueTerms } from '../text/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
@@ -279,18 +279,13 @@ export class SkillsService {
         languages: [...new Set(batch.flatMap((item) => item.languages))].join(', '),
         skills: batch.map((item) => renderForKeys(item.skill, item.languages)).join('\n\n'),
       };
-      const { value } = await callLlmForJson(
+      const { value } = await callPromptForJson(
+        context,
         target,
-        {
-          system: prompt.system,
-          user: fillPrompt(prompt.user, values),
-          maxTokens: 300 * batch.length,
-          temperature: 0.2,
-          signal: context.signal,
-          logger: context.logger,
-        },
+        prompt,
+        values,
         { name: 'skill_search_keys', schema: searchKeysOutputSchema },
-        (tokens) => context.spend(tokens),
+        { maxTokens: 300 * batch.length, temperature: 0.2 },
       );
       for (const { skill, languages: asked } of batch)
         for (const language of asked) {
@@ -341,11 +336,13 @@ export class SkillsService {
     };
     let output;
     try {
-      output = await callLlmForJson(
+      output = await callPromptForJson(
+        context,
         target,
-        { system: prompt.system, user: fillPrompt(prompt.user, values), maxTokens: 3_000, temperature: 0.2, signal: context.signal, logger: context.logger },
+        prompt,
+        values,
         { name: 'skill_changes', schema: evolverOutputSchema },
-        (tokens) => context.spend(tokens),
+        { maxTokens: 3_000, temperature: 0.2 },
       );
     } catch (error) {
       if (error instanceof InvalidLlmOutputError)
