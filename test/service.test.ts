@@ -75,7 +75,8 @@ describe('metaclaw service (systemd user unit)', () => {
     const execLine = /^ExecStart=(.*)$/m.exec(unit)![1]!;
     const [program, ...args] = systemdWords(execLine, true);
     assert.equal(program, process.execPath);
-    assert.deepEqual(args, [CLI, 'start', '--foreground']);
+    // the same memory bounds as `metaclaw start`'s daemon (issue 11's soak)
+    assert.deepEqual(args, ['--max-semi-space-size=8', CLI, 'start', '--foreground']);
     const environment: Record<string, string> = {};
     for (const match of unit.matchAll(/^Environment=(.*)$/gm)) {
       const [pair] = systemdWords(match[1]!, false);
@@ -83,6 +84,7 @@ describe('metaclaw service (systemd user unit)', () => {
       environment[pair!.slice(0, at)] = pair!.slice(at + 1);
     }
     assert.equal(environment['METACLAW_HOME'], home, 'the awkward path survives quoting');
+    assert.equal(environment['MALLOC_ARENA_MAX'], '2');
     const child = spawn(program, args, { env: { ...environment, HOME: home }, stdio: 'ignore' });
     try {
       await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok, 15_000);

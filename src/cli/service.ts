@@ -4,6 +4,7 @@ import { installService, serviceEnvironment, serviceStatus, uninstallService, ty
 import { CliExit, loadCliConfig, print } from './context.js';
 import { stopProxy } from './stop.js';
 import { clawEnvironment, metaclawCommand } from './wiring.js';
+import { PROXY_NODE_FLAGS } from '../runtime/memory-bounds.js';
 
 export interface ServiceOptions {
   config?: string;
@@ -40,7 +41,7 @@ export async function serviceCommand(action: 'install' | 'uninstall' | 'status',
     const report = await installService(
       host,
       {
-        command: metaclawCommand(),
+        command: proxyCommand(),
         args: options.config ? ['--config', config.file] : [],
         environment: serviceEnvironment(host, config.home),
         logFile: join(config.paths.logDir, 'service.out'),
@@ -52,4 +53,10 @@ export async function serviceCommand(action: 'install' | 'uninstall' | 'status',
     if (error instanceof CliExit) throw error;
     throw new CliExit((error as Error).message);
   }
+}
+
+/** The service runs the proxy with the same Node flags as \`metaclaw start\`'s daemon. */
+function proxyCommand(): string[] {
+  const [node, ...script] = metaclawCommand();
+  return [node!, ...PROXY_NODE_FLAGS, ...script];
 }

@@ -14,6 +14,7 @@ import {
 } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { isProcessAlive, MetaclawRuntime, readPidFile } from '../runtime/index.js';
+import { boundHeapGrowth, PROXY_ENVIRONMENT, PROXY_NODE_FLAGS } from '../runtime/memory-bounds.js';
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, loadCliConfig, print, printError } from './context.js';
 import { getJson, isHealthy } from './proxy-client.js';
@@ -69,6 +70,7 @@ async function wireAgent(config: LoadedConfig, options: StartOptions): Promise<v
 async function runForeground(config: LoadedConfig, warnings: string[]): Promise<void> {
   const daemonised = process.env['METACLAW_DAEMON'] === '1';
   let runtime: MetaclawRuntime;
+  boundHeapGrowth();
   try {
     runtime = new MetaclawRuntime({ config, foreground: !daemonised });
     await runtime.start();
@@ -119,7 +121,11 @@ async function startDaemon(config: LoadedConfig, options: StartOptions, warnings
   if (options.port) args.push('--port', options.port);
   if (options.host) args.push('--host', options.host);
   if (options.mode) args.push('--mode', options.mode);
-  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', output, output], env: { ...process.env, METACLAW_DAEMON: '1' } });
+  const child = spawn(process.execPath, [...PROXY_NODE_FLAGS, ...args], {
+    detached: true,
+    stdio: ['ignore', output, output],
+    env: { ...PROXY_ENVIRONMENT, ...process.env, METACLAW_DAEMON: '1' },
+  });
   closeSync(output);
   let exited: number | null | undefined;
   child.once('exit', (code) => {

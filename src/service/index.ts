@@ -9,6 +9,7 @@ import type { ClawEnvironment } from '../claws/index.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { CARRIED_VARIABLES, LAUNCHD_LABEL, launchdPlist, systemdUnit, SYSTEMD_UNIT_NAME, type ServiceSpec } from './units.js';
 import { ConfigError } from '../errors.js';
+import { PROXY_ENVIRONMENT } from '../runtime/memory-bounds.js';
 
 export { LAUNCHD_LABEL, SYSTEMD_UNIT_NAME, launchdPlist, systemdUnit, type ServiceSpec } from './units.js';
 
@@ -53,7 +54,7 @@ export function serviceFile(host: ServiceHost): string {
 
 /** The environment written into the service: METACLAW_HOME plus where the agents live. */
 export function serviceEnvironment(host: ServiceHost, metaclawHome: string): Record<string, string> {
-  const environment: Record<string, string> = { METACLAW_HOME: metaclawHome };
+  const environment: Record<string, string> = { ...PROXY_ENVIRONMENT, METACLAW_HOME: metaclawHome };
   for (const name of CARRIED_VARIABLES) {
     const value = host.env[name];
     if (value) environment[name] = value;
