@@ -304,4 +304,27 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 11,
+    description: 'RL training steps: what each reported and where its weights went',
+    sql: `
+      -- One row per training step. A step is 'done' only once the optimizer applied it and its
+      -- weights were saved for sampling (sampler_path: what rl rollback serves again); a step left
+      -- 'running' by a process that died is marked 'abandoned' at the next start.
+      CREATE TABLE rl_steps (
+        step INTEGER PRIMARY KEY,
+        status TEXT NOT NULL,               -- running | done | abandoned | failed
+        trigger TEXT NOT NULL,              -- window | manual
+        skill_generation INTEGER NOT NULL,
+        samples INTEGER NOT NULL,
+        loss REAL,
+        metrics TEXT,                       -- JSON object of the backend's numeric metrics
+        sampler_path TEXT,
+        state_path TEXT,
+        started_at INTEGER NOT NULL,
+        finished_at INTEGER,
+        error TEXT
+      );
+    `,
+  },
 ];

@@ -1,0 +1,116 @@
+import type { Db } from '../../store/index.js';
+import type { StepMetrics } from '../types.js';
+
+export type StepStatus = 'running' | 'done' | 'abandoned' | 'failed';
+export type StepTrigger = 'window' | 'manual';
+
+export interface StepRecord {
+  step: number;
+  status: StepStatus;
+  trigger: StepTrigger;
+  skillGeneration: number;
+  samples: number;
+  loss: number | null;
+  metrics: Record<string, number>;
+  /** weights saved for sampling after the step: what `rl rollback` serves again */
+  samplerPath: string | null;
+  /** full training state (weights + optimizer) saved after the step: what a restart resumes from */
+  statePath: string | null;
+  startedAt: number;
+  finishedAt: number | null;
+  error: string | null;
+}
+
+interface StepRow {
+  step: number;
+  status: StepStatus;
+  trigger: StepTrigger;
+  skill_generation: number;
+  samples: number;
+  loss: number | null;
+  metrics: string | null;
+  sampler_path: string | null;
+  state_path: string | null;
+  started_at: number;
+  finished_at: number | null;
+  error: string | null;
+}
+
+function fromRow(row: StepRow): StepRecord {
+  return {
+    step: row.step,
+    status: row.status,
+    trigger: row.trigger,
+    skillGeneration: row.skill_generation,
+    samples: row.samples,
+    loss: row.loss,
+    metrics: row.metrics ? (JSON.parse(row.metrics) as Record<string, number>) : {},
+    samplerPath: row.sampler_path,
+    statePath: row.state_path,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    error: row.error,
+  };
+}
+
+/** The training steps taken, with what each one reported and where its weights went (table `rl_steps`). */
+export class TrainingSteps {
+  constructor(private readonly db: Db) {}
+
+  /** Opens a step: its number is one past the last step ever taken. */
+  begin(trigger: StepTrigger, skillGeneration: number, samples: number, now: number): number {
+    const last = this.db.prepare<[], { step: number | null }>('SELECT MAX(step) AS step FROM rl_steps').get()?.step ?? 0;
+    const step = last + 1;
+    this.db
+      .prepare('INSERT INTO rl_steps (step, status, trigger, skill_generation, samples, started_at) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(step, 'running', trigger, skillGeneration, samples, now);
+    return step;
+  }
+
+  finish(step: number, result: { metrics: StepMetrics; samplerPath: string; statePath: string | null }, now: number): void {
+    this.db
+      .prepare("UPDATE rl_steps SET status = 'done', loss = ?, metrics = ?, sampler_path = ?, state_path = ?, finished_at = ? WHERE step = ?")
+      .run(finiteOrNull(result.metrics.loss), JSON.stringify(finiteMetrics(result.metrics.metrics)), result.samplerPath, result.statePath, now, step);
+  }
+
+  end(step: number, status: 'abandoned' | 'failed', error: string, now: number): void {
+    this.db.prepare('UPDATE rl_steps SET status = ?, error = ?, finished_at = ? WHERE step = ?').run(status, error, now, step);
+  }
+
+  /** Steps left `running` by a process that died: they were never applied, so they are abandoned. */
+  abandonInterrupted(now: number): number {
+    return this.db
+      .prepare("UPDATE rl_steps SET status = 'abandoned', error = 'the process stopped during the step', finished_at = ? WHERE status = 'running'")
+      .run(now).changes;
+  }
+
+  get(step: number): StepRecord | undefined {
+    const row = this.db.prepare<[number], StepRow>('SELECT * FROM rl_steps WHERE step = ?').get(step);
+    return row ? fromRow(row) : undefined;
+  }
+
+  /** The newest steps first. */
+  recent(limit: number): StepRecord[] {
+    return this.db.prepare<[number], StepRow>('SELECT * FROM rl_steps ORDER BY step DESC LIMIT ?').all(limit).map(fromRow);
+  }
+
+  /** Steps whose weights can be served again (`rl checkpoints`), newest first. */
+  checkpoints(): StepRecord[] {
+    return this.db.prepare<[], StepRow>("SELECT * FROM rl_steps WHERE status = 'done' AND sampler_path IS NOT NULL ORDER BY step DESC").all().map(fromRow);
+  }
+
+  /** The newest step whose full state was saved: where training resumes after a restart. */
+  latestState(): StepRecord | undefined {
+    const row = this.db.prepare<[], StepRow>("SELECT * FROM rl_steps WHERE status = 'done' AND state_path IS NOT NULL ORDER BY step DESC LIMIT 1").get();
+    return row ? fromRow(row) : undefined;
+  }
+}
+
+function finiteOrNull(value: number): number | null {
+  return Number.isFinite(value) ? value : null;
+}
+
+/** A backend's metrics as stored: finite numbers only (JSON has no NaN). */
+function finiteMetrics(metrics: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(metrics).filter(([, value]) => Number.isFinite(value)));
+}

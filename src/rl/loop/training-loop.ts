@@ -1,0 +1,114 @@
+import { errorMessage } from '../../errors.js';
+import type { Logger } from '../../logging/index.js';
+import type { PolicySampler, RlBackend, RlSample, StepMetrics, TrainingWindow } from '../types.js';
+import type { ServedPolicy } from './served-policy.js';
+import type { StepTrigger, TrainingSteps } from './steps.js';
+
+/** What the loop needs of the sample buffer. */
+export interface TrainingBuffer {
+  /** Judged, trainable samples of the current skill generation not trained yet, oldest first. */
+  ready(limit: number): RlSample[];
+  markTrained(turnIds: readonly string[], step: number): void;
+}
+
+/** One GRPO step on a batch: forward-backward (awaited), optimizer step, weights saved for sampling. */
+export type StepFunction = (
+  samples: RlSample[],
+  backend: RlBackend,
+  options: { step: number; signal: AbortSignal },
+) => Promise<{ metrics: StepMetrics; sampler: PolicySampler; samplerPath: string; statePath?: string }>;
+
+export interface TrainingLoopOptions {
+  backend: RlBackend;
+  buffer: TrainingBuffer;
+  steps: TrainingSteps;
+  policy: ServedPolicy;
+  step: StepFunction;
+  /** the scheduler; absent in `rl` mode, where any time is a window */
+  window?: TrainingWindow;
+  batchSize: number;
+  skillGeneration: () => number;
+  logger: Logger;
+  now?: () => number;
+  /** how often a running step checks that its window is still open */
+  windowPollMs?: number;
+}
+
+export type StepOutcome =
+  | { status: 'done'; step: number; samples: number; metrics: StepMetrics; served: boolean }
+  | { status: 'skipped'; reason: string }
+  | { status: 'abandoned'; step: number; reason: string }
+  | { status: 'failed'; step: number; error: string };
+
+/**
+ * Runs training steps one at a time. A step runs when a window is open (or when asked by hand)
+ * and a full batch of judged samples waits; if the window closes during the step it is abandoned
+ * before the optimizer applies anything, and its samples wait for the next window. After a step,
+ * the new weights serve the next requests (hot swap). Samples are marked trained only by a step
+ * that finished, so a crash at any point loses none.
+ */
+export class TrainingLoop {
+  private running: Promise<StepOutcome> | undefined;
+  private readonly now: () => number;
+
+  constructor(private readonly options: TrainingLoopOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  get busy(): boolean {
+    return this.running !== undefined;
+  }
+
+  /** One step now if it can run; a second call while one runs waits for it rather than starting another. */
+  runStep(trigger: StepTrigger): Promise<StepOutcome> {
+    if (this.running) return this.running;
+    const run = this.stepOnce(trigger).finally(() => {
+      this.running = undefined;
+    });
+    this.running = run;
+    return run;
+  }
+
+  private async stepOnce(trigger: StepTrigger): Promise<StepOutcome> {
+    const { window, buffer, batchSize, steps, logger } = this.options;
+    if (trigger === 'window' && window && !window.isOpen()) return { status: 'skipped', reason: `no window: ${window.describe()}` };
+    // A step by hand trains on what is there; one in a window waits for a full batch.
+    const samples = buffer.ready(batchSize);
+    if (samples.length === 0 || (trigger === 'window' && samples.length < batchSize)) {
+      return { status: 'skipped', reason: `${samples.length} of ${batchSize} judged samples are ready` };
+    }
+    const generation = this.options.skillGeneration();
+    const step = steps.begin(trigger, generation, samples.length, this.now());
+    const controller = new AbortController();
+    const poll =
+      trigger === 'window' && window
+        ? setInterval(() => {
+            if (!window.isOpen()) controller.abort(new Error(`the window closed: ${window.describe()}`));
+          }, this.options.windowPollMs ?? 1000)
+        : undefined;
+    try {
+      const result = await this.options.step(samples, this.options.backend, { step, signal: controller.signal });
+      if (controller.signal.aborted) throw controller.signal.reason;
+      steps.finish(step, { metrics: result.metrics, samplerPath: result.samplerPath, statePath: result.statePath ?? null }, this.now());
+      buffer.markTrained(
+        samples.map((sample) => sample.turnId),
+        step,
+      );
+      const served = this.options.policy.installFromStep(step, result.sampler, result.samplerPath);
+      logger.info({ step, samples: samples.length, loss: result.metrics.loss, served }, 'rl training step done');
+      return { status: 'done', step, samples: samples.length, metrics: result.metrics, served };
+    } catch (error) {
+      const message = errorMessage(error);
+      if (controller.signal.aborted) {
+        steps.end(step, 'abandoned', message, this.now());
+        logger.info({ step, reason: message }, 'rl training step abandoned; its samples wait for the next window');
+        return { status: 'abandoned', step, reason: message };
+      }
+      steps.end(step, 'failed', message, this.now());
+      logger.warn({ step, err: message }, 'rl training step failed; its samples wait for the next one');
+      return { status: 'failed', step, error: message };
+    } finally {
+      if (poll) clearInterval(poll);
+    }
+  }
+}
