@@ -5,9 +5,8 @@ import { deriveScope, readTurnSignals } from '../conversation/index.js';
 import { BadRequestError, NotFoundError, PermissionError } from '../errors.js';
 import { exportMemory, importLines, MEMORY_TYPES, presentMemory, type MemoryService, type MemoryUnit } from '../memory/index.js';
 import { ADMIN_HEADER, type AdminToken } from './admin-token.js';
-import { parseJsonBody } from './body.js';
+import { parse, readJson } from './route-body.js';
 import type { ProxyApp } from './types.js';
-import { requestErrorFrom } from './validate.js';
 
 const typeSchema = z.enum(MEMORY_TYPES);
 
@@ -191,14 +190,4 @@ function scopeFor(caller: Caller, requested: string | undefined, param: string):
 function found<T>(value: T | undefined, id: string): T {
   if (value === undefined) throw new NotFoundError(`No memory with id ${id}.`, 'memory_not_found');
   return value;
-}
-
-async function readJson(request: Request): Promise<unknown> {
-  return parseJsonBody(await request.text());
-}
-
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  throw requestErrorFrom(result.error, (issue) => (issue.input === undefined && issue.code === 'invalid_type' ? 'required' : issue.message));
 }

@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { NotFoundError, PermissionError } from '../errors.js';
+import type { ServedPolicy, StepRecord, TrainingLoop, TrainingSteps } from '../rl/loop/index.js';
+import { type AdminToken } from './admin-token.js';
+import { parse, readJson } from './route-body.js';
+import type { ProxyApp } from './types.js';
+
+/** What the training routes act on (present only when RL runs). */
+export interface RlControl {
+  loop: TrainingLoop;
+  steps: TrainingSteps;
+  policy: ServedPolicy;
+}
+
+const rollbackSchema = z.union([z.object({ step: z.number().int().positive() }).strict(), z.object({ latest: z.literal(true) }).strict()]);
+
+/**
+ * Manual control of training: one step now, the steps taken, the checkpoints that can be served,
+ * and a rollback to one of them. Steps and rollbacks change the model that answers the agent and
+ * spend on the training backend, so they need the admin token (the CLI sends it), like cross-scope
+ * memory work.
+ */
+export function rlRoutes(control: RlControl, adminToken: AdminToken): (app: ProxyApp) => void {
+  return (app) => {
+    const requireAdmin = (headers: Parameters<AdminToken['matches']>[0]) => {
+      if (!adminToken.matches(headers)) throw new PermissionError('admin_token_required', 'Training control needs the admin token (`metaclaw rl …` sends it).');
+    };
+    const trainStep = async (headers: Parameters<AdminToken['matches']>[0]) => {
+      requireAdmin(headers);
+      return await control.loop.runStep('manual');
+    };
+    app.post('/v1/rl/train_step', async (c) => c.json(await trainStep(c.env.incoming.headers)));
+    // MetaClaw's name for the same action.
+    app.post('/v1/admin/train_step', async (c) => c.json(await trainStep(c.env.incoming.headers)));
+
+    app.get('/v1/rl/steps', (c) => {
+      const limit = Math.min(Math.max(Number(c.req.query('limit') ?? 20) || 20, 1), 1000);
+      return c.json({ object: 'list', data: control.steps.recent(limit).map(presentStep), served: control.policy.describe() ?? null });
+    });
+
+    app.get('/v1/rl/checkpoints', (c) =>
+      c.json({ object: 'list', data: control.steps.checkpoints().map(presentStep), served: control.policy.describe() ?? null }),
+    );
+
+    app.post('/v1/rl/rollback', async (c) => {
+      requireAdmin(c.env.incoming.headers);
+      const body = parse(rollbackSchema, await readJson(c.req.raw));
+      const checkpoints = control.steps.checkpoints();
+      const target = 'latest' in body ? checkpoints[0] : checkpoints.find((record) => record.step === body.step);
+      if (!target?.samplerPath) {
+        throw new NotFoundError(
+          'latest' in body ? 'No training step has saved weights yet.' : `Step ${body.step} has no saved weights to serve (see GET /v1/rl/checkpoints).`,
+          'checkpoint_not_found',
+        );
+      }
+      control.policy.serve(target.step, target.samplerPath, !('latest' in body));
+      return c.json({ served: control.policy.describe() });
+    });
+  };
+}
+
+function presentStep(record: StepRecord): Record<string, unknown> {
+  return {
+    step: record.step,
+    status: record.status,
+    trigger: record.trigger,
+    skill_generation: record.skillGeneration,
+    samples: record.samples,
+    loss: record.loss,
+    metrics: record.metrics,
+    sampler_path: record.samplerPath,
+    started_at: new Date(record.startedAt).toISOString(),
+    finished_at: record.finishedAt === null ? null : new Date(record.finishedAt).toISOString(),
+    error: record.error,
+  };
+}
