@@ -130,6 +130,24 @@ export class UpstreamError extends MetaclawError {
   }
 }
 
+/** Where a training service says a failed request's fault lies (Tinker's `RequestErrorCategory`). */
+export type RlFailureCategory = 'user' | 'server' | 'unknown';
+
+/**
+ * The RL training service (Tinker, MinT) refused or failed a request, or its backend is misconfigured.
+ * `category` is the service's own verdict when it gave one; `status` the HTTP status when one applies.
+ */
+export class RlBackendError extends MetaclawError {
+  readonly category: RlFailureCategory | undefined;
+  readonly status: number | undefined;
+
+  constructor(message: string, options: { code?: string; category?: RlFailureCategory; status?: number; cause?: unknown } = {}) {
+    super(options.code ?? 'rl_backend_error', message, options.cause === undefined ? {} : { cause: options.cause });
+    this.category = options.category;
+    this.status = options.status;
+  }
+}
+
 /**
  * A broken promise inside MetaClaw itself (a document restored from the wrong kind, a placeholder
  * without a value): a bug to report, never the user's doing.
