@@ -41,8 +41,9 @@ test('live Tinker: one GRPO step end to end, and the new sampler answers', { ski
       adam: { learningRate: 1e-5 },
       samplerName: `metaclaw-ts-live-${Date.now()}-1`,
     });
-    assert.ok(result.metrics.loss !== null && Number.isFinite(result.metrics.loss));
-    assert.ok(result.sampler && result.sampler.version !== sampler.version);
+    assert.ok(result.trained, 'rewards +1 and -1 give a batch to train');
+    assert.ok(Number.isFinite(result.metrics.loss));
+    assert.notEqual(result.sampler.version, sampler.version);
     const after = await result.sampler.sample(prompt, { maxTokens: 4, temperature: 1 });
     assert.ok(after.tokens.length > 0);
   } finally {

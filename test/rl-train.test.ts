@@ -164,9 +164,12 @@ describe('training against the learning double', () => {
       const good = await sampled(sampler, [1, 2], 1, 21);
       const bad = await sampled(sampler, [13, 14], -1, 22);
       const result = await trainStep([good, bad], backend, { lossFn, adam: { learningRate: 0.05 }, samplerName: `${lossFn}-1` });
-      assert.equal(result.metrics.trained, 2);
-      assert.ok(result.metrics.loss !== null && Number.isFinite(result.metrics.loss), 'the loss was read back');
-      assert.ok(result.sampler);
+      assert.ok(result.trained, 'the batch was trained');
+      assert.equal(result.batch.trained, 2);
+      assert.ok(Number.isFinite(result.metrics.loss), 'the loss was read back');
+      assert.equal(result.metrics.metrics['loss:sum'], result.metrics.loss);
+      assert.equal(result.metrics.metrics['batch:trained'], 2);
+      assert.equal(result.samplerPath, result.sampler.version);
       const goodAfter = sum(double.responseLogprobs(result.sampler.version, good.promptTokens, good.responseTokens));
       const badAfter = sum(double.responseLogprobs(result.sampler.version, bad.promptTokens, bad.responseTokens));
       assert.ok(goodAfter > sum(good.responseLogprobs), `positive advantage: ${sum(good.responseLogprobs)} → ${goodAfter}`);
@@ -200,7 +203,8 @@ describe('training against the learning double', () => {
     ]);
     const after = await oldSampler.sample([5, 6], params);
     for (const sequence of [...during, after]) assert.deepEqual(sequence, before, 'the old sampler answers exactly as before the step');
-    const newSampler = step.sampler!;
+    assert.ok(step.trained);
+    const newSampler = step.sampler;
     assert.notEqual(newSampler.version, oldSampler.version);
     const fromNew = await newSampler.sample([5, 6], params);
     const newLogprobsOfOldTokens = double.responseLogprobs(newSampler.version, [5, 6], before.tokens);
@@ -217,11 +221,26 @@ describe('training against the learning double', () => {
       adam: { learningRate: 0.05 },
       samplerName: 'none',
     });
-    assert.equal(result.sampler, null);
-    assert.equal(result.metrics.trained, 0);
-    assert.equal(result.metrics.skipped, 3);
-    assert.equal(result.metrics.loss, null);
+    assert.ok(!result.trained);
+    assert.match(result.reason, /rewards do not differ/);
+    assert.equal(result.batch.trained, 0);
+    assert.equal(result.batch.skipped, 3);
     assert.equal(double.calls.length, calls);
+    await backend.close();
+  });
+
+  test('a step aborted before forward-backward is abandoned without touching the weights', async () => {
+    const sampler = await openBackend();
+    const good = await sampled(sampler, [1, 2], 1, 41);
+    const bad = await sampled(sampler, [2, 1], -1, 42);
+    const weights = Float64Array.from(double.policyOf(modelId).weights);
+    const controller = new AbortController();
+    controller.abort(new Error('the window closed'));
+    await assert.rejects(
+      trainStep([good, bad], backend, { lossFn: 'importance_sampling', adam: { learningRate: 0.05 }, samplerName: 'aborted', signal: controller.signal }),
+      /the window closed/,
+    );
+    assert.deepEqual(Float64Array.from(double.policyOf(modelId).weights), weights);
     await backend.close();
   });
 

@@ -1,4 +1,4 @@
-import type { AdamParams, LossFunction, PolicySampler, RlBackend, RlSample, TrainingDatum } from '../types.js';
+import type { AdamParams, LossFunction, PolicySampler, RlBackend, RlSample, StepMetrics, TrainingDatum } from '../types.js';
 import { computeAdvantages, type AdvantageMode } from './advantages.js';
 import { buildDatum, datumProblem } from './datum.js';
 
@@ -6,7 +6,8 @@ import { buildDatum, datumProblem } from './datum.js';
  * One GRPO training step: advantages, data, forward-backward (its loss and metrics awaited and
  * returned, where MetaClaw never read them), an Adam step, then the new weights saved for sampling.
  * The returned sampler is the hot-swap point: serve new requests from it, and let requests already
- * running finish on the sampler they started with.
+ * running finish on the sampler they started with. The result fits the training loop's step
+ * function (`rl/loop/`): metrics, sampler and its path.
  */
 
 export interface TrainStepOptions {
@@ -17,9 +18,16 @@ export interface TrainStepOptions {
   advantageMode?: AdvantageMode;
   /** OPD KL weight (opd.kl_penalty_coef); used for samples that carry teacher logprobs */
   klPenaltyCoef?: number;
+  /**
+   * Abandons the step if aborted before forward-backward. Once forward-backward has run the step
+   * finishes: the service accumulates gradients until optim_step, so a step abandoned in between
+   * would leak its gradients into the next one.
+   */
+  signal?: AbortSignal;
 }
 
-export interface TrainStepMetrics {
+/** What became of the batch, trained or not. */
+export interface BatchSummary {
   /** samples offered to the step */
   samples: number;
   /** samples that became data */
@@ -29,17 +37,19 @@ export interface TrainStepMetrics {
   /** malformed samples, by turn id, with the reason */
   rejected: { turnId: string; reason: string }[];
   meanReward: number | null;
-  /** the backend's loss for the step (Tinker's `loss:sum`), null when nothing was trained */
-  loss: number | null;
-  /** everything the backend reported for forward-backward */
-  backendMetrics: Record<string, number>;
 }
 
-export interface TrainStepResult {
-  metrics: TrainStepMetrics;
-  /** the sampler for the new weights; null when there was nothing to train (keep serving the old one) */
-  sampler: PolicySampler | null;
-}
+export type TrainStepResult =
+  | {
+      trained: true;
+      /** the backend's loss (Tinker's `loss:sum`) and every metric it reported, plus the batch counts */
+      metrics: StepMetrics;
+      batch: BatchSummary;
+      /** the sampler for the new weights: serve new requests from it */
+      sampler: PolicySampler;
+      samplerPath: string;
+    }
+  | { trained: false; batch: BatchSummary; reason: string };
 
 export async function trainStep(samples: readonly RlSample[], backend: RlBackend, options: TrainStepOptions): Promise<TrainStepResult> {
   const rejected: { turnId: string; reason: string }[] = [];
@@ -56,21 +66,31 @@ export async function trainStep(samples: readonly RlSample[], backend: RlBackend
     data.push(buildDatum(sample, advantage, options.klPenaltyCoef === undefined ? {} : { klPenaltyCoef: options.klPenaltyCoef }));
   });
   const rewards: number[] = samples.flatMap((sample) => (sample.reward === null ? [] : [sample.reward]));
-  const metrics: TrainStepMetrics = {
+  const batch: BatchSummary = {
     samples: samples.length,
     trained: data.length,
     skipped: samples.length - data.length,
     rejected,
     meanReward: rewards.length === 0 ? null : rewards.reduce((sum, reward) => sum + reward, 0) / rewards.length,
-    loss: null,
-    backendMetrics: {},
   };
-  if (data.length === 0) return { metrics, sampler: null };
+  if (data.length === 0) {
+    const reason = rewards.length === 0 ? 'no sample has a reward' : 'the rewards do not differ, so no sample is better than another';
+    return { trained: false, batch, reason };
+  }
 
+  options.signal?.throwIfAborted();
   const result = await backend.forwardBackward(data, options.lossFn);
-  metrics.loss = result.loss;
-  metrics.backendMetrics = result.metrics;
   await backend.optimStep(options.adam);
   const sampler = await backend.saveForSampler(options.samplerName);
-  return { metrics, sampler };
+  const metrics: StepMetrics = {
+    loss: result.loss,
+    metrics: {
+      ...result.metrics,
+      'batch:samples': batch.samples,
+      'batch:trained': batch.trained,
+      'batch:skipped': batch.skipped,
+      ...(batch.meanReward === null ? {} : { 'reward:mean': batch.meanReward }),
+    },
+  };
+  return { trained: true, metrics, batch, sampler, samplerPath: sampler.version };
 }
