@@ -313,7 +313,7 @@ export const MIGRATIONS: readonly Migration[] = [
       -- 'running' by a process that died is marked 'abandoned' at the next start.
       CREATE TABLE rl_steps (
         step INTEGER PRIMARY KEY,
-        status TEXT NOT NULL,               -- running | done | abandoned | failed
+        status TEXT NOT NULL,               -- running | done | empty | abandoned | failed
         trigger TEXT NOT NULL,              -- window | manual
         skill_generation INTEGER NOT NULL,
         samples INTEGER NOT NULL,

@@ -1,7 +1,8 @@
 import type { Db } from '../../store/index.js';
 import type { StepMetrics } from '../types.js';
 
-export type StepStatus = 'running' | 'done' | 'abandoned' | 'failed';
+/** empty: the batch held nothing to learn from (rewards all equal); its samples are used up */
+export type StepStatus = 'running' | 'done' | 'empty' | 'abandoned' | 'failed';
 export type StepTrigger = 'window' | 'manual';
 
 export interface StepRecord {
@@ -73,7 +74,7 @@ export class TrainingSteps {
       .run(finiteOrNull(result.metrics.loss), JSON.stringify(finiteMetrics(result.metrics.metrics)), result.samplerPath, result.statePath, now, step);
   }
 
-  end(step: number, status: 'abandoned' | 'failed', error: string, now: number): void {
+  end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number): void {
     this.db.prepare('UPDATE rl_steps SET status = ?, error = ?, finished_at = ? WHERE step = ?').run(status, error, now, step);
   }
 

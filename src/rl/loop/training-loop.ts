@@ -1,6 +1,7 @@
 import { errorMessage } from '../../errors.js';
 import type { Logger } from '../../logging/index.js';
-import type { PolicySampler, RlBackend, RlSample, StepMetrics, TrainingWindow } from '../types.js';
+import type { TrainStepResult } from '../train/index.js';
+import type { RlBackend, RlSample, StepMetrics, TrainingWindow } from '../types.js';
 import type { ServedPolicy } from './served-policy.js';
 import type { StepTrigger, TrainingSteps } from './steps.js';
 
@@ -11,12 +12,11 @@ export interface TrainingBuffer {
   markTrained(turnIds: readonly string[], step: number): void;
 }
 
-/** One GRPO step on a batch: forward-backward (awaited), optimizer step, weights saved for sampling. */
-export type StepFunction = (
-  samples: RlSample[],
-  backend: RlBackend,
-  options: { step: number; signal: AbortSignal },
-) => Promise<{ metrics: StepMetrics; sampler: PolicySampler; samplerPath: string; statePath?: string }>;
+/**
+ * One GRPO step on a batch (`rl/train`'s `trainStep` with the run's settings): forward-backward
+ * (awaited), optimizer step, weights saved for sampling; or why the batch could not train.
+ */
+export type StepFunction = (samples: RlSample[], backend: RlBackend, options: { step: number; signal: AbortSignal }) => Promise<TrainStepResult>;
 
 export interface TrainingLoopOptions {
   backend: RlBackend;
@@ -37,13 +37,14 @@ export interface TrainingLoopOptions {
 export type StepOutcome =
   | { status: 'done'; step: number; samples: number; metrics: StepMetrics; served: boolean }
   | { status: 'skipped'; reason: string }
+  | { status: 'empty'; step: number; samples: number; reason: string }
   | { status: 'abandoned'; step: number; reason: string }
   | { status: 'failed'; step: number; error: string };
 
 /**
  * Runs training steps one at a time. A step runs when a window is open (or when asked by hand)
- * and a full batch of judged samples waits; if the window closes during the step it is abandoned
- * before the optimizer applies anything, and its samples wait for the next window. After a step,
+ * and a full batch of judged samples waits; if the window closes before the step reached the
+ * backend it is abandoned and its samples wait for the next window. After a step,
  * the new weights serve the next requests (hot swap). Samples are marked trained only by a step
  * that finished, so a crash at any point loses none.
  */
@@ -87,13 +88,19 @@ export class TrainingLoop {
           }, this.options.windowPollMs ?? 1000)
         : undefined;
     try {
+      // Once forward-backward ran, the step finishes even if the window closed meanwhile: the
+      // service holds its gradients until optim_step (trainStep stops only before it).
       const result = await this.options.step(samples, this.options.backend, { step, signal: controller.signal });
-      if (controller.signal.aborted) throw controller.signal.reason;
-      steps.finish(step, { metrics: result.metrics, samplerPath: result.samplerPath, statePath: result.statePath ?? null }, this.now());
-      buffer.markTrained(
-        samples.map((sample) => sample.turnId),
-        step,
-      );
+      const turnIds = samples.map((sample) => sample.turnId);
+      if (!result.trained) {
+        // Nothing to learn from this batch (rewards all equal): its samples are used up, not retried.
+        steps.end(step, 'empty', result.reason, this.now());
+        buffer.markTrained(turnIds, step);
+        return { status: 'empty', step, samples: samples.length, reason: result.reason };
+      }
+      const statePath = await this.saveState(step);
+      steps.finish(step, { metrics: result.metrics, samplerPath: result.samplerPath, statePath }, this.now());
+      buffer.markTrained(turnIds, step);
       const served = this.options.policy.installFromStep(step, result.sampler, result.samplerPath);
       logger.info({ step, samples: samples.length, loss: result.metrics.loss, served }, 'rl training step done');
       return { status: 'done', step, samples: samples.length, metrics: result.metrics, served };
@@ -109,6 +116,16 @@ export class TrainingLoop {
       return { status: 'failed', step, error: message };
     } finally {
       if (poll) clearInterval(poll);
+    }
+  }
+
+  /** The full training state after a step, for a restart to resume from; a failure here costs the resume point only. */
+  private async saveState(step: number): Promise<string | null> {
+    try {
+      return await this.options.backend.saveState(`state-${String(step).padStart(4, '0')}`);
+    } catch (error) {
+      this.options.logger.warn({ step, err: errorMessage(error) }, 'could not save the training state; a restart resumes from an earlier step');
+      return null;
     }
   }
 }
