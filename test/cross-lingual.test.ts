@@ -66,6 +66,17 @@ describe('cross-lingual skills: an English skill bank answers Chinese requests',
     assert.ok(injectedSkills(upstream).includes('git-commit-hygiene'), `got ${injectedSkills(upstream).join(', ') || 'nothing'}`);
   });
 
+  test('with the glossary alone, a Chinese request found through translated words gets its skill, and a near-tie found through a dictionary sense stays out', async () => {
+    // Less evidence than an English request brings (translations weigh less than the user's own words), still enough.
+    await ask(client, '这个项目太大了，把它拆分成小任务', 'zh-4');
+    assert.deepEqual(injectedSkills(upstream), ['task-breakdown']);
+    // "论文" → "paper" also reaches the citation skill, a little below the summarising one: a near-tie only the translation made.
+    await ask(client, '总结一下这篇研究论文的主要发现', 'zh-5');
+    assert.deepEqual(injectedSkills(upstream), ['paper-summarizing']);
+    await ask(client, '推荐一部适合周末看的好电影', 'zh-6');
+    assert.deepEqual(injectedSkills(upstream), [], 'an off-topic request gets nothing');
+  });
+
   test('a request the glossary cannot bridge finds its skill once the search keys job has written keys in Chinese', async () => {
     await ask(client, SLANG, 'zh-3');
     assert.deepEqual(injectedSkills(upstream), [], 'the glossary alone should not find it');

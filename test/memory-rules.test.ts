@@ -209,6 +209,38 @@ describe('standing rules learned from corrections (no extractor)', () => {
     });
   });
 
+  test('a rule replaced in another language, sharing no word with it, is superseded (English by Chinese and Chinese by English): never shown before it is taught, nor after it is replaced', async () => {
+    await withProxy(async (proxy, client) => {
+      await ask(client, 'rounding', 'Going forward, round every currency amount in the reports to whole dollars.');
+      await waitFor(async () => (await core(proxy)).length === 1, 15_000);
+      await ask(client, 'report-1', 'Write the March revenue report with the amount per store.');
+      assert.match(standingInstructions(upstream), /whole dollars/);
+      assert.doesNotMatch(lastSystem(upstream), /两位小数/, 'a rule is not shown before it is taught');
+
+      await ask(client, 'decimals', '金额的规则改一下：以后报告里的金额保留两位小数，不要再取整了。');
+      await waitFor(async () => (await core(proxy)).some((unit) => unit.content.includes('两位小数')), 15_000);
+      assert.deepEqual(
+        (await core(proxy)).map((unit) => unit.content),
+        ['金额的规则改一下：以后报告里的金额保留两位小数，不要再取整了。'],
+      );
+      await ask(client, 'report-2', 'Write the April revenue report: round the amount per store the usual way, whole dollars or not?');
+      assert.match(standingInstructions(upstream), /两位小数/);
+      assert.doesNotMatch(lastSystem(upstream), /round every currency amount/, 'the replaced rule is neither in the core block nor recalled');
+
+      // The reverse: a Chinese rule replaced in English; the other Chinese rule stays.
+      await ask(client, 'comments', '以后所有代码注释都用中文写。');
+      await ask(client, 'tests', '以后每次提交前都要先跑测试。');
+      await waitFor(async () => (await core(proxy)).length === 3, 15_000);
+      await ask(client, 'comments-en', 'Change of plan: from now on write all code comments in English, not Chinese.');
+      await waitFor(async () => (await core(proxy)).some((unit) => unit.content.includes('in English')), 15_000);
+      assert.deepEqual((await core(proxy)).map((unit) => unit.content).sort(), [
+        'Change of plan: from now on write all code comments in English, not Chinese.',
+        '以后每次提交前都要先跑测试。',
+        '金额的规则改一下：以后报告里的金额保留两位小数，不要再取整了。',
+      ]);
+    });
+  });
+
   test('a Chinese correction ("以后所有日志时间都用 UTC") becomes a rule in its general words, without the one-off part, and reaches an English task', async () => {
     await withProxy(async (proxy, client) => {
       await session(

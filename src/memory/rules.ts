@@ -1,4 +1,4 @@
-import { sharedCount, tokenize } from '../text/index.js';
+import { glossary, sharedCount, tokenize } from '../text/index.js';
 
 /**
  * Standing instructions stated in plain words, told apart from one-off task requests, in English
@@ -189,50 +189,92 @@ const RULE_WORDS = new Set(
   ),
 );
 const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
+/** Translations below this weight (a single character's senses, a word's third sense on) are too loose to link rules. */
+const TRANSLATION_WEIGHT = 0.5;
+
+/** What a rule is about: its content terms, and the English terms its Chinese or Japanese ones stand for. */
+export interface RuleSubject {
+  terms: ReadonlySet<string>;
+  /** Per Chinese or Japanese term, its English translations by the bundled glossary (rule words left out). */
+  english: ReadonlyMap<string, ReadonlySet<string>>;
+}
 
 /**
  * What a rule is about: its content words without the rule words, names split at dots and slashes
  * ("CHANGELOG.md" is about "changelog"). "all output files must be named YYYYMMDD_<name>" and
  * "change of plan: all output files must be named <name>_final" are both about "output files named".
+ * A rule in Chinese or Japanese also carries its words' English translations, so that a rule
+ * replaced in another language ("以后报告里的金额保留两位小数" after "round every currency amount
+ * in the reports") can be linked to the one it replaces.
  */
-export function ruleSubject(sentence: string): Set<string> {
-  return new Set(
-    tokenize(sentence.replace(EXAMPLE, ''))
+export function ruleSubject(sentence: string): RuleSubject {
+  const text = sentence.replace(EXAMPLE, '');
+  const terms = new Set(
+    tokenize(text)
       .flatMap((term) => term.split(/[./]/))
       .filter((term) => (term.length > 1 || CJK.test(term)) && !RULE_WORDS.has(term)),
   );
+  const english = new Map<string, Set<string>>();
+  if (CJK.test(text))
+    for (const [term, translations] of glossary().toEnglish(text)) {
+      if (!terms.has(term)) continue;
+      const kept = translations.filter(({ term: translation, weight }) => weight >= TRANSLATION_WEIGHT && !RULE_WORDS.has(translation));
+      if (kept.length > 0) english.set(term, new Set(kept.map(({ term: translation }) => translation)));
+    }
+  return { terms, english };
 }
 
 /**
  * Whether two rule subjects are about the same thing (so the newer rule replaces or restates the
- * older). Across languages only the words both share can count: names, formats, files ("WebP",
- * "assets/img", "UTC"), so two of them must agree.
+ * older). Across languages only what both hold can count: names, formats, files ("WebP",
+ * "assets/img", "UTC"), and words the glossary translates, so two of them must agree.
  */
-export function sameSubject(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
-  if (isChinese(a) !== isChinese(b)) return overlap(latin(a), latin(b), 2) >= 0.5;
-  if (a.size === 0 || b.size === 0) return false;
-  const shared = sharedCount(a, b);
-  return shared / (a.size + b.size - shared) > 0.5 || (shared >= 2 && shared / Math.min(a.size, b.size) >= 0.75);
+export function sameSubject(a: RuleSubject, b: RuleSubject): boolean {
+  if (isChinese(a.terms) !== isChinese(b.terms)) return crossOverlap(a, b, 2) >= 0.5;
+  if (a.terms.size === 0 || b.terms.size === 0) return false;
+  const shared = sharedCount(a.terms, b.terms);
+  return shared / (a.terms.size + b.terms.size - shared) > 0.5 || (shared >= 2 && shared / Math.min(a.terms.size, b.terms.size) >= 0.75);
 }
 
 /**
  * How closely a rule the user says has changed ("change of plan: …", "不要再…") matches an earlier
  * one: the share of the smaller subject they hold in common, from two shared words (across
- * languages, from one shared name: the change itself says a rule is being replaced).
+ * languages, from one shared name or translated word: the change itself says a rule is being replaced).
  */
-export function changedSubject(earlier: ReadonlySet<string>, changed: ReadonlySet<string>): number {
-  return isChinese(earlier) !== isChinese(changed) ? overlap(latin(earlier), latin(changed), 1) : overlap(earlier, changed, 2);
+export function changedSubject(earlier: RuleSubject, changed: RuleSubject): number {
+  return isChinese(earlier.terms) !== isChinese(changed.terms) ? crossOverlap(earlier, changed, 1) : overlap(earlier.terms, changed.terms, 2);
 }
 
 /** Whether an instance ("before modifying day13/nginx.conf, create day13/nginx.conf.bak") applies this rule. */
-export function appliesRule(rule: ReadonlySet<string>, instance: ReadonlySet<string>): number {
-  return isChinese(rule) !== isChinese(instance) ? overlap(latin(rule), latin(instance), 2) : overlap(rule, instance, 2);
+export function appliesRule(rule: RuleSubject, instance: RuleSubject): number {
+  return isChinese(rule.terms) !== isChinese(instance.terms) ? crossOverlap(rule, instance, 2) : overlap(rule.terms, instance.terms, 2);
 }
 
 /** Share of the smaller set the two hold in common, 0 below `least` shared members. */
 function overlap(a: ReadonlySet<string>, b: ReadonlySet<string>, least: number): number {
   const shared = sharedCount(a, b);
   return shared < least ? 0 : shared / Math.min(a.size, b.size);
+}
+
+/**
+ * Overlap of subjects in two languages: the best of the names they share (as a share of the
+ * smaller set of names) and the English subject's terms the other one holds or translates to (as a
+ * share of the smaller of the English subject and the other's terms that can be compared: its names
+ * and its words the glossary has).
+ */
+function crossOverlap(a: RuleSubject, b: RuleSubject, least: number): number {
+  const names = overlap(latin(a.terms), latin(b.terms), least);
+  const [foreign, english] = isChinese(a.terms) ? [a, b] : [b, a];
+  const reached = new Set<string>();
+  let comparable = 0;
+  for (const term of foreign.terms) {
+    const translations = CJK.test(term) ? foreign.english.get(term) : new Set([term]);
+    if (!translations) continue;
+    comparable++;
+    for (const translation of translations) if (english.terms.has(translation)) reached.add(translation);
+  }
+  const translated = reached.size < least ? 0 : reached.size / Math.min(comparable, english.terms.size);
+  return Math.max(names, translated);
 }
 
 function isChinese(subject: ReadonlySet<string>): boolean {

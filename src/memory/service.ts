@@ -21,7 +21,7 @@ import { MemoryContextProvider } from './provider.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
 import { MemoryRetriever, type MemoryRetrievalMode } from './retrieval.js';
 import { languageName, languagesOf } from './languages.js';
-import { appliesRule, changedSubject, detectRules, instanceTemplate, ruleSubject, sameSubject } from './rules.js';
+import { appliesRule, changedSubject, detectRules, instanceTemplate, ruleSubject, sameSubject, type RuleSubject } from './rules.js';
 import { MemoryStore, type MemoryPatch } from './store.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import { MemoryVectors } from './vectors.js';
@@ -93,7 +93,7 @@ function best(units: readonly MemoryUnit[], score: (unit: MemoryUnit) => number,
  * What an instance is about without the things it names: "改 src/app.py 之前要先备份成 src/app.py.bak"
  * is about "<file>.bak", which a rule in English ("make a .bak copy") shares.
  */
-function instanceSubject(sentence: string): Set<string> {
+function instanceSubject(sentence: string): RuleSubject {
   return ruleSubject(instanceTemplate(sentence));
 }
 
@@ -289,7 +289,7 @@ export class MemoryService {
   }
 
   /** The standing instruction an instance applies, if one clearly does. */
-  private bestRuleFor(scope: string, instance: ReadonlySet<string>): MemoryUnit | undefined {
+  private bestRuleFor(scope: string, instance: RuleSubject): MemoryUnit | undefined {
     return best(this.store.coreUnits(scope), (unit) => appliesRule(ruleSubject(unit.content), instance), APPLIES);
   }
 
@@ -313,7 +313,7 @@ export class MemoryService {
     const replaced = this.store.findReplacedRule(draft.scope, draft.content);
     const replacement = replaced?.supersededBy ? this.store.get(replaced.supersededBy) : undefined;
     if (related.some((unit) => unit.observedAt > observedAt) || (replacement && replacement.observedAt > observedAt)) return undefined;
-    const restated = related.find((unit) => how === 'restates' || (how === 'new' && isPartOf(subject, ruleSubject(unit.content))));
+    const restated = related.find((unit) => how === 'restates' || (how === 'new' && isPartOf(subject.terms, ruleSubject(unit.content).terms)));
     if (restated) return this.store.addSources(restated.id, draft.sourceTurns ?? [], RESTATED_IMPORTANCE);
     const instances = this.store.ruleInstances(draft.scope).filter((unit) => appliesRule(subject, instanceSubject(unit.content)) >= APPLIES);
     const sources = [...new Set([...instances.flatMap((unit) => unit.sourceTurns), ...(draft.sourceTurns ?? [])])];

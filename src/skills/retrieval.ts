@@ -6,6 +6,9 @@ import type { SkillSearchIndex } from './search-index.js';
 import type { Skill } from './types.js';
 import type { SkillVectors } from './vectors.js';
 
+/** Keyword relevance of the skills with enough evidence, and whether translations of the request's words count in it. */
+type KeywordScores = Map<string, { relevance: number; translated: boolean }>;
+
 export type RetrievalMode = 'template' | 'embedding' | 'hybrid';
 
 export interface RetrievalOptions {
@@ -34,6 +37,22 @@ const MIN_EVIDENCE = 1.5;
  * word the description happens to share.
  */
 const NAME_WEIGHT = 1.5;
+
+/**
+ * A skill found mainly through the glossary's translations of the request's words (a Chinese
+ * request, an English skill): a translation weighs less than the word the user wrote, so less
+ * evidence suffices; but one specific translation (a word's first or second sense, not a single
+ * character's or a later sense: "库" → "warehouse", "报告" → "speech") must give this much of it, so
+ * that loose senses of common words alone inject nothing. Tuned on the dev sets.
+ */
+const MIN_TRANSLATED_EVIDENCE = 1.3;
+const MIN_SPECIFIC_TRANSLATION = 0.3;
+/**
+ * A skill matched partly through translations must score this close to the best match: a
+ * dictionary's senses blur near-ties ("论文" → "paper" also finds the citation skill) that the
+ * request's own words would separate.
+ */
+const TRANSLATED_FLOOR = 0.95;
 
 const BOTH_WAYS = ['zh', 'ja'] as const;
 
@@ -66,20 +85,23 @@ export class SkillRetriever {
     return this.withSemantics(request, keyword);
   }
 
-  private keywordScores(request: string, context: string): Map<string, number> {
+  private keywordScores(request: string, context: string): KeywordScores {
     const queryTerms = uniqueTerms(request);
     const contextTerms = context ? uniqueTerms(context).filter((term) => !queryTerms.includes(term)) : [];
     // Translations of the request's words (the glossary), so a Chinese request finds an English skill and the reverse.
     const alternatives = crossLingualAlternatives(request, queryTerms, this.index.holdsCjk ? BOTH_WAYS : []);
-    const scores = new Map<string, number>();
+    const scores: KeywordScores = new Map();
     for (const hit of this.index.search(queryTerms, contextTerms, { nameWeight: NAME_WEIGHT, translations: alternatives })) {
-      if (hit.evidence >= MIN_EVIDENCE) scores.set(hit.name, keywordRelevance(hit.coverage, hit.evidence));
+      const mainlyTranslated = hit.translated.evidence * 2 > hit.evidence;
+      if (mainlyTranslated ? hit.evidence < MIN_TRANSLATED_EVIDENCE || hit.translated.specific < MIN_SPECIFIC_TRANSLATION : hit.evidence < MIN_EVIDENCE)
+        continue;
+      scores.set(hit.name, { relevance: keywordRelevance(hit.coverage, hit.evidence), translated: hit.translated.evidence > 0 });
     }
     return scores;
   }
 
   /** Keywords plus cosine similarity, when the request's vector is known; never waits for it (see `readyQuery`). */
-  private withSemantics(request: string, keyword: Map<string, number>): RetrievedSkill[] {
+  private withSemantics(request: string, keyword: KeywordScores): RetrievedSkill[] {
     const query = this.embeddings!.readyQuery(request, (error) =>
       this.logger.warn({ err: error.message }, 'query embedding failed; keyword retrieval until the endpoint answers'),
     );
@@ -95,13 +117,14 @@ export class SkillRetriever {
     return this.select(keyword, semantic);
   }
 
-  private select(keyword: Map<string, number>, semantic: Map<string, number> | undefined): RetrievedSkill[] {
+  private select(keyword: KeywordScores, semantic: Map<string, number> | undefined): RetrievedSkill[] {
     const names = new Set([...keyword.keys(), ...(semantic?.keys() ?? [])]);
     const results: RetrievedSkill[] = [];
+    const translated = new Set<string>();
     for (const name of names) {
       const skill = this.library.get(name);
       if (!skill) continue;
-      const keywordScore = keyword.get(name) ?? 0;
+      const keywordScore = keyword.get(name)?.relevance ?? 0;
       const semanticScore = semantic?.get(name);
       let relevance: number;
       if (semanticScore === undefined) relevance = keywordScore;
@@ -109,10 +132,12 @@ export class SkillRetriever {
       else relevance = 0.5 * keywordScore + 0.5 * semanticScore;
       if (relevance < this.options.minRelevance) continue;
       results.push({ skill, relevance, keyword: keywordScore, semantic: semanticScore });
+      if (keyword.get(name)?.translated && semanticScore === undefined) translated.add(name);
     }
     results.sort((a, b) => b.relevance - a.relevance || a.skill.name.localeCompare(b.skill.name));
     // A skill far weaker than the best match is noise next to it.
     const floor = (results[0]?.relevance ?? 0) * RELATIVE_FLOOR;
-    return results.filter((result) => result.relevance >= floor).slice(0, this.options.topK);
+    const translatedFloor = (results[0]?.relevance ?? 0) * TRANSLATED_FLOOR;
+    return results.filter((result) => result.relevance >= (translated.has(result.skill.name) ? translatedFloor : floor)).slice(0, this.options.topK);
   }
 }

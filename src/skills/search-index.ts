@@ -1,4 +1,4 @@
-import { blendedIdf, forUnknownTerms, matchedMass, queryMass, rareTermIdf, tokenize, type Alternatives } from '../text/index.js';
+import { blendedIdf, forUnknownTerms, matchedMass, queryMass, rareTermIdf, tokenize, type Alternatives, type WeightedTerm } from '../text/index.js';
 import type { Skill } from './types.js';
 
 /** Field weights (BM25F): a hit in the name counts most, then the description and search keys, then the body. */
@@ -8,6 +8,8 @@ const B = 0.75;
 /** A query term found only in a skill's body counts for less than one in its name or description. */
 const BODY_ONLY_WEIGHT = 0.6;
 const CANDIDATES = 40;
+/** A translation weighing this much is a word's first or second sense (a character's, or a later sense, weighs less: see text/glossary.ts). */
+const SPECIFIC_TRANSLATION = 0.6;
 const NO_ALTERNATIVES: Alternatives = new Map();
 const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
 
@@ -19,6 +21,11 @@ export interface KeywordHit {
   coverage: number;
   /** The IDF mass of the matched terms in rare terms (absolute evidence, whatever the query's or the library's size). */
   evidence: number;
+  /**
+   * Of that evidence, what came through glossary translations, and the most one query word gave
+   * through a specific translation (a word's first or second sense, not a single character's).
+   */
+  translated: { evidence: number; specific: number };
 }
 
 interface IndexedSkill {
@@ -121,11 +128,16 @@ export class SkillSearchIndex {
     const rare = rareTermIdf(this.skills.size);
     return ranked.map(([name, bm25]) => {
       const skill = this.skills.get(name)!;
-      const matched = this.matched(queryTerms, alternatives, skill, idf, nameWeight);
+      const translated = { evidence: 0, specific: 0 };
+      const matched = this.matched(queryTerms, alternatives, skill, idf, nameWeight, (value, translation) => {
+        if (!translation) return;
+        translated.evidence += value / rare;
+        if (translation.weight >= SPECIFIC_TRANSLATION) translated.specific = Math.max(translated.specific, value / rare);
+      });
       let coverage = total > 0 ? Math.min(1, matched / total) : 0;
       if (contextTotal > 0)
         coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, NO_ALTERNATIVES, skill, idf, nameWeight) / contextTotal) * coverage);
-      return { name, bm25, coverage, evidence: matched / rare };
+      return { name, bm25, coverage, evidence: matched / rare, translated };
     });
   }
 
@@ -147,9 +159,20 @@ export class SkillSearchIndex {
     return queryMass(terms, alternatives, idf, (term) => this.postings.has(term));
   }
 
-  private matched(terms: readonly string[], alternatives: Alternatives, skill: IndexedSkill, idf: (term: string) => number, nameWeight: number): number {
-    return matchedMass(terms, alternatives, idf, (term) =>
-      skill.named.has(term) ? nameWeight : skill.head.has(term) ? 1 : skill.frequencies.has(term) ? BODY_ONLY_WEIGHT : 0,
+  private matched(
+    terms: readonly string[],
+    alternatives: Alternatives,
+    skill: IndexedSkill,
+    idf: (term: string) => number,
+    nameWeight: number,
+    onMatch?: (value: number, translation: WeightedTerm | undefined) => void,
+  ): number {
+    return matchedMass(
+      terms,
+      alternatives,
+      idf,
+      (term) => (skill.named.has(term) ? nameWeight : skill.head.has(term) ? 1 : skill.frequencies.has(term) ? BODY_ONLY_WEIGHT : 0),
+      onMatch,
     );
   }
 

@@ -68,20 +68,31 @@ export function queryMass(terms: readonly string[], alternatives: Alternatives, 
 /**
  * The IDF mass of a query a document matches: for each term, the best of the term itself and its
  * weighted alternatives, each scaled by `holds` (0 when the document lacks it; less than 1 for a
- * weaker field).
+ * weaker field). `onMatch` is told each matched term's share, and the translation it came through
+ * (undefined when the term itself matched).
  */
-export function matchedMass(terms: readonly string[], alternatives: Alternatives, idf: (term: string) => number, holds: (term: string) => number): number {
+export function matchedMass(
+  terms: readonly string[],
+  alternatives: Alternatives,
+  idf: (term: string) => number,
+  holds: (term: string) => number,
+  onMatch?: (value: number, translation: WeightedTerm | undefined) => void,
+): number {
   let sum = 0;
   for (const term of terms) {
     const share = holds(term);
-    const own = share > 0 ? share * idf(term) : 0;
-    sum += Math.max(
-      own,
-      bestAlternative(alternatives.get(term), (alternative) => {
-        const found = holds(alternative);
-        return found > 0 ? found * idf(alternative) : 0;
-      }),
-    );
+    let best = share > 0 ? share * idf(term) : 0;
+    let translation: WeightedTerm | undefined;
+    for (const alternative of alternatives.get(term) ?? []) {
+      const found = holds(alternative.term);
+      const value = found > 0 ? alternative.weight * found * idf(alternative.term) : 0;
+      if (value > best) {
+        best = value;
+        translation = alternative;
+      }
+    }
+    sum += best;
+    if (onMatch && best > 0) onMatch(best, translation);
   }
   return sum;
 }
