@@ -139,7 +139,10 @@ describe('every config key does what its doc says or warns', () => {
     assert.match(listed.stdout, /memory\.store_path .*\n.*\n {4}No effect in MetaClaw-TS: memories live in the main database/);
 
     const json = JSON.parse((await runCli(['config', 'keys', '--json'], { home: folder })).stdout) as Array<{ key: string; status: string; reason?: string }>;
-    assert.equal(json.find((entry) => entry.key === 'scheduler.sleep_start')?.status, 'planned');
+    assert.equal(json.find((entry) => entry.key === 'rl.lora_rank')?.status, 'planned');
+    assert.equal(json.find((entry) => entry.key === 'scheduler.sleep_start')?.status, 'honoured');
+    assert.equal(json.find((entry) => entry.key === 'scheduler.calendar.token_path')?.status, 'compatibility');
+    assert.match(json.find((entry) => entry.key === 'scheduler.calendar.token_path')?.reason ?? '', /Google Calendar OAuth is not built/);
     assert.equal(json.find((entry) => entry.key === 'memory.use_embeddings')?.status, 'compatibility');
     assert.equal(json.find((entry) => entry.key === 'memory.retrieval_mode')?.status, 'honoured');
 

@@ -52,6 +52,16 @@ function scheduler(
   return new Scheduler({ db, clock, activity, settings: settings(options.settings), keyboard: options.keyboard ?? noKeyboard });
 }
 
+/** Noon on a Monday, no main turn ever, no keyboard: proxy idle has opened a window. */
+async function openAtNoon(path = databasePath()) {
+  const clock = new FakeClock(new Date(2026, 10, 2, 12, 0).getTime());
+  const db = openDatabase(path);
+  const activity = new MainTurnActivity(null);
+  const s = scheduler(db, clock, activity);
+  await s.initialise();
+  return { clock, db, activity, s };
+}
+
 /** A step that runs until the test lets it end, or until the window's signal aborts it (then it abandons). */
 function controllableStep() {
   let finish!: () => void;
@@ -91,11 +101,7 @@ describe('scheduler state machine (fake clock, real SQLite store)', () => {
   });
 
   test('a window that closes mid-step (the user chats again): PAUSING, the step is told and abandons, its batch waits and runs in the next window', async () => {
-    const clock = new FakeClock(new Date(2026, 10, 2, 12, 0).getTime());
-    const db = openDatabase(databasePath());
-    const activity = new MainTurnActivity(null);
-    const s = scheduler(db, clock, activity);
-    await s.initialise();
+    const { clock, db, activity, s } = await openAtNoon();
     assert.equal(s.state, 'WINDOW_OPEN', 'no main turn ever and no keyboard: proxy idle opens');
     const { step, running } = controllableStep();
     const outcome = s.runStep({ id: 'step-7', batch: { turns: ['a', 'b', 'c', 'd'] } }, step);
@@ -129,11 +135,7 @@ describe('scheduler state machine (fake clock, real SQLite store)', () => {
   });
 
   test('a step past its point of no return may finish after the window closed: done, then IDLE_WAIT', async () => {
-    const clock = new FakeClock(new Date(2026, 10, 2, 12, 0).getTime());
-    const db = openDatabase(databasePath());
-    const activity = new MainTurnActivity(null);
-    const s = scheduler(db, clock, activity);
-    await s.initialise();
+    const { clock, db, activity, s } = await openAtNoon();
     let aborted = false;
     let finish!: () => void;
     const outcome = s.runStep({ id: 'step-2', batch: [] }, (signal) => {
@@ -155,11 +157,7 @@ describe('scheduler state machine (fake clock, real SQLite store)', () => {
 
   test('a restart in PAUSING keeps the cut step pending with its batch, starts over in IDLE_WAIT and resumes it in the next window', async () => {
     const path = databasePath();
-    const clock = new FakeClock(new Date(2026, 10, 2, 12, 0).getTime());
-    const first = openDatabase(path);
-    const activity = new MainTurnActivity(null);
-    const before = scheduler(first, clock, activity);
-    await before.initialise();
+    const { clock, db: first, activity, s: before } = await openAtNoon(path);
     let started!: () => void;
     const running = new Promise<void>((resolve) => (started = resolve));
     // A step that never reports back, even when told the window closed: the process dies first.
@@ -194,10 +192,7 @@ describe('scheduler state machine (fake clock, real SQLite store)', () => {
 
   test('a restart in UPDATING does the same: the step is interrupted, not lost, and the state is decided again', async () => {
     const path = databasePath();
-    const clock = new FakeClock(new Date(2026, 10, 2, 12, 0).getTime());
-    const first = openDatabase(path);
-    const before = scheduler(first, clock, new MainTurnActivity(null));
-    await before.initialise();
+    const { clock, db: first, s: before } = await openAtNoon(path);
     const { step, running } = controllableStep();
     void before.runStep({ id: 'step-3', batch: [1, 2, 3] }, step);
     await running;
