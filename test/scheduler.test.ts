@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { MainTurnActivity } from '../src/conversation/index.js';
-import { IcsCalendar, Scheduler, SleepHours, type KeyboardIdleProbe, type SchedulerSettings } from '../src/scheduler/index.js';
+import { IcsCalendar, probeKeyboardIdle, Scheduler, SleepHours, type KeyboardIdleProbe, type SchedulerSettings } from '../src/scheduler/index.js';
 import { openDatabase, type Db } from '../src/store/index.js';
 import { tempHome } from './support/proxy.js';
 
@@ -307,6 +307,26 @@ describe('window sources', () => {
     assert.equal(s.isOpen(), true, 'once open, a window stays open until its end');
     early.advance(5 * MINUTE);
     assert.equal(s.isOpen(), false);
+  });
+});
+
+describe('keyboard idle probes', () => {
+  test('each platform probe reports why it cannot read the keyboard here, naming every method tried, and never throws', async () => {
+    const path = { PATH: process.env['PATH'] ?? '' };
+    const mac = await probeKeyboardIdle('darwin', path);
+    assert.deepEqual(mac, { available: false, reason: 'ioreg HIDIdleTime: not installed' });
+    const windows = await probeKeyboardIdle('win32', path);
+    assert.deepEqual(windows, { available: false, reason: 'GetLastInputInfo (PowerShell): not installed' });
+    const headless = await probeKeyboardIdle('linux', path);
+    assert.equal(headless.available, false);
+    assert.match(
+      headless.available ? '' : headless.reason,
+      /^xprintidle \(X11\): no X display \(DISPLAY is not set\); GNOME idle monitor \(gdbus\): no desktop session bus$/,
+    );
+    // A display and a session bus named, but nothing answering on them: each failure is reported.
+    const broken = await probeKeyboardIdle('linux', { ...path, DISPLAY: ':97', DBUS_SESSION_BUS_ADDRESS: 'unix:path=/nonexistent/bus' });
+    assert.equal(broken.available, false);
+    assert.match(broken.available ? '' : broken.reason, /^xprintidle \(X11\): .+; GNOME idle monitor \(gdbus\): .+$/);
   });
 });
 

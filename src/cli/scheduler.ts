@@ -95,11 +95,16 @@ async function nextWindowCommand(options: SchedulerOptions): Promise<void> {
       print(JSON.stringify({ running: true, state: section.state, window: section.window, next_window: section.next_window }, null, 2));
       return;
     }
-    if (section.window.open)
+    if (section.window.open) {
       print(
         `A window is open now (${section.window.sources.join(' + ')})${section.window.until ? ` until ${localTime(section.window.until)}` : ', until activity'}; state ${section.state}.`,
       );
-    else if (section.window.blocked_by) print(`No window now: ${section.window.blocked_by}.`);
+      // The ones after it: a source that would open one now is this window.
+      const later = section.next_window.filter((window) => Date.parse(window.at) > Date.now() + 5_000);
+      if (later.length > 0) printExpected(later, 'Later');
+      return;
+    }
+    if (section.window.blocked_by) print(`No window now: ${section.window.blocked_by}.`);
     printExpected(section.next_window);
     return;
   }
@@ -118,13 +123,13 @@ async function nextWindowCommand(options: SchedulerOptions): Promise<void> {
   printExpected(expected);
 }
 
-function printExpected(expected: Array<{ source: string; at: string; until: string | null; detail: string }>): void {
+function printExpected(expected: Array<{ source: string; at: string; until: string | null; detail: string }>, label = 'Next window'): void {
   if (expected.length === 0) {
     print('No window is expected in the next days.');
     return;
   }
   const [first, ...rest] = expected;
-  print(`Next window: ${localTime(first!.at)} by ${first!.source} (${first!.detail})${first!.until ? `, until ${localTime(first!.until)}` : ''}.`);
+  print(`${label}: ${localTime(first!.at)} by ${first!.source} (${first!.detail})${first!.until ? `, until ${localTime(first!.until)}` : ''}.`);
   for (const window of rest.slice(0, 5)) print(`  then ${localTime(window.at)} by ${window.source} (${window.detail})`);
 }
 

@@ -61,7 +61,7 @@ export function expectWindows(now: number, inputs: WindowInputs): ExpectedWindow
         source,
         at,
         until,
-        detail: `${what} ${clockTime(interval.start)}–${clockTime(interval.end)}${at > interval.start ? ', once the proxy is quiet' : ''}`,
+        detail: `${what} ${clockTime(interval.start)}–${timeOfDay(interval.end)}${at > interval.start ? ', once the proxy is quiet' : ''}`,
       });
   };
   const sleepNow = inputs.sleep.intervalAt(now);
@@ -163,8 +163,12 @@ export function minutes(ms: number): string {
 /** Local time of day, with the date when it is not today. */
 export function clockTime(t: number): string {
   const date = new Date(t);
-  const time = `${String(date.getHours()).padStart(2, '0')}:${String(date.getMinutes()).padStart(2, '0')}`;
-  return date.toDateString() === new Date().toDateString()
-    ? time
-    : `${date.getFullYear()}-${String(date.getMonth() + 1).padStart(2, '0')}-${String(date.getDate()).padStart(2, '0')} ${time}`;
+  const day = `${date.getFullYear()}-${String(date.getMonth() + 1).padStart(2, '0')}-${String(date.getDate()).padStart(2, '0')}`;
+  return date.toDateString() === new Date().toDateString() ? timeOfDay(t) : `${day} ${timeOfDay(t)}`;
+}
+
+/** Local HH:MM. */
+function timeOfDay(t: number): string {
+  const date = new Date(t);
+  return `${String(date.getHours()).padStart(2, '0')}:${String(date.getMinutes()).padStart(2, '0')}`;
 }
