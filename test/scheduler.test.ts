@@ -120,7 +120,7 @@ describe('scheduler state machine (fake clock, real SQLite store)', () => {
     assert.match(status.window.blocked_by ?? '', /chatting through the proxy/);
     assert.deepEqual(s.pendingStep()?.batch, { turns: ['a', 'b', 'c', 'd'] });
     assert.equal(s.isOpen(), false);
-    end();
+    end(clock.now());
 
     clock.advance(29 * MINUTE);
     assert.equal(s.isOpen(), false, 'still within the threshold of the last main turn');
@@ -259,7 +259,7 @@ describe('window sources', () => {
     assert.equal(s.state, 'IDLE_WAIT');
   });
 
-  test('proxy idle opens a window where the keyboard cannot be read; a main turn vetoes it at once (a side turn does not), even in sleep hours', async () => {
+  test('proxy idle opens a window where the keyboard cannot be read; a main turn vetoes it at once and until the threshold after its answer (a side turn does not), even in sleep hours', async () => {
     const clock = new FakeClock(new Date(2026, 10, 2, 12, 0).getTime());
     const db = openDatabase(':memory:');
     const activity = new MainTurnActivity(clock.t - 40 * MINUTE);
@@ -267,15 +267,17 @@ describe('window sources', () => {
     await s.initialise();
     assert.equal(s.state, 'WINDOW_OPEN');
     assert.deepEqual(s.status().window.sources, ['proxy_idle']);
-    activity.begin('side', clock.now())();
+    activity.begin('side', clock.now())(clock.now());
     assert.equal(s.isOpen(), true, "an agent's own side request is not the user");
     const end = activity.begin('main', clock.now());
     assert.equal(s.isOpen(), false);
     assert.match(s.status().reason, /chatting through the proxy \(1 main turn\(s\) being answered/);
-    end();
+    clock.advance(10 * MINUTE);
+    assert.equal(s.isOpen(), false, 'a ten-minute answer is still being streamed');
+    end(clock.now());
     clock.advance(MINUTE);
     assert.equal(s.isOpen(), false, 'answered a minute ago: still chatting');
-    assert.equal(s.nextWindow()[0]?.at, clock.t + 29 * MINUTE);
+    assert.equal(s.nextWindow()[0]?.at, clock.t + 29 * MINUTE, 'the threshold counts from the end of the answer, not its start');
 
     // Sleep hours do not override the veto: a user chatting from a phone at night is not asleep.
     const night = new FakeClock(new Date(2026, 10, 2, 23, 30).getTime());

@@ -2,8 +2,8 @@ import type { Db } from '../store/index.js';
 import type { TurnType } from './signals.js';
 
 /**
- * When the user last talked to their agent through the proxy: the start of the latest main turn
- * and how many main turns are being answered now. Kept in memory on the proxy's thread (a counter
+ * When the user last talked to their agent through the proxy: when the latest main turn started
+ * or was answered, and how many main turns are being answered now. Kept in memory on the proxy's thread (a counter
  * and a time, nothing on the request path waits), seeded at start from the turn records, and read
  * by the scheduler: no training window opens while the user is chatting, wherever from.
  */
@@ -16,21 +16,27 @@ export class MainTurnActivity {
     this.last = lastRecorded;
   }
 
-  /** A request of `turnType` started at `at`; call the returned function once it is answered. */
-  begin(turnType: TurnType, at: number): () => void {
+  /** A request of `turnType` started at `at`; call the returned function with the time it was answered. */
+  begin(turnType: TurnType, at: number): (endedAt: number) => void {
     if (turnType !== 'main') return () => {};
     this.running++;
-    this.last = Math.max(this.last ?? 0, at);
+    this.touch(at);
     for (const listener of this.listeners) listener();
     let ended = false;
-    return () => {
+    return (endedAt) => {
       if (ended) return;
       ended = true;
       this.running--;
+      // A long answer (a stream of minutes) counts from its end: the user was reading it.
+      this.touch(endedAt);
     };
   }
 
-  /** Start of the latest main turn (ms since the epoch), or null when there has never been one. */
+  private touch(at: number): void {
+    this.last = Math.max(this.last ?? 0, at);
+  }
+
+  /** When the latest main turn started or was answered (ms since the epoch), or null when there has never been one. */
   get lastMainTurnAt(): number | null {
     return this.last;
   }
@@ -46,9 +52,10 @@ export class MainTurnActivity {
   }
 }
 
-/** Start of the newest recorded main turn (by the started_at index), or null; a side turn (a title, a summary) is not the user. */
+/** When the newest recorded main turn (by the started_at index) was answered, or null; a side turn (a title, a summary) is not the user. */
 export function lastRecordedMainTurn(db: Db): number | null {
-  return (
-    db.prepare<[], { started_at: number }>("SELECT started_at FROM turns WHERE turn_type = 'main' ORDER BY started_at DESC LIMIT 1").get()?.started_at ?? null
-  );
+  const row = db
+    .prepare<[], { at: number }>("SELECT started_at + COALESCE(duration_ms, 0) AS at FROM turns WHERE turn_type = 'main' ORDER BY started_at DESC LIMIT 1")
+    .get();
+  return row ? Math.round(row.at) : null;
 }

@@ -65,7 +65,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
   response.setHeader('x-metaclaw-request-id', requestId);
   deps.stats.requests++;
   deps.stats.active++;
-  let endActivity: (() => void) | undefined;
+  let endActivity: ((endedAt: number) => void) | undefined;
   try {
     const credentials = deps.auth.check(request.headers);
     const raw = await readRequestBody(request, deps.maxBodyBytes);
@@ -139,7 +139,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
     sendError(response, format, error, requestId);
   } finally {
     deps.stats.active--;
-    endActivity?.();
+    endActivity?.(Date.now());
   }
 }
 
