@@ -127,6 +127,9 @@ describe('scheduler state machine (fake clock, real SQLite store)', () => {
     clock.advance(2 * MINUTE);
     assert.equal(s.isOpen(), true);
     const pending = s.pendingStep()!;
+    const other = await s.runStep({ id: 'step-8', batch: [] }, async () => 'trained');
+    assert.equal(other.ran, false, 'the pending batch comes first');
+    assert.match(other.ran ? '' : other.reason, /step step-7 is pending/);
     const again = await s.runStep({ id: pending.id, batch: pending.batch }, async () => 'trained');
     assert.equal(again.ran && again.outcome, 'done');
     assert.equal(s.pendingStep(), null);
@@ -190,7 +193,7 @@ describe('scheduler state machine (fake clock, real SQLite store)', () => {
     second.close();
   });
 
-  test('a restart in UPDATING does the same: the step is interrupted, not lost, and the state is decided again', async () => {
+  test('a restart in UPDATING does the same: the step is interrupted, not lost, and the state is decided again; a stale pending step can be discarded for good', async () => {
     const path = databasePath();
     const { clock, db: first, s: before } = await openAtNoon(path);
     const { step, running } = controllableStep();
@@ -205,7 +208,12 @@ describe('scheduler state machine (fake clock, real SQLite store)', () => {
     assert.equal(after.pendingStep()?.id, 'step-3');
     await after.initialise();
     assert.equal(after.state, 'WINDOW_OPEN', 'nothing keeps the window closed: it reopens at once');
+    assert.equal(after.discardPendingStep('its samples went stale'), true);
+    assert.equal(after.pendingStep(), null);
     second.close();
+    const third = openDatabase(path);
+    assert.equal(scheduler(third, clock, new MainTurnActivity(null)).pendingStep(), null, 'the discard is persisted');
+    third.close();
   });
 });
 

@@ -165,15 +165,29 @@ export class Scheduler implements TrainingWindow {
     return step?.pending ? { id: step.id, batch: step.batch, startedAt: step.startedAt } : null;
   }
 
+  /** Drops the pending step (its samples went stale, e.g. the skill generation moved on); false when none. */
+  discardPendingStep(reason: string): boolean {
+    const pending = this.pendingStep();
+    if (!pending) return false;
+    const now = this.clock.now();
+    this.persisted = { ...this.persisted, step: null };
+    this.store.write(this.persisted, now);
+    this.deps.logger?.info({ step: pending.id, reason }, 'scheduler: pending step discarded');
+    return true;
+  }
+
   /**
    * Runs one training step in the open window. `run` gets a signal that aborts when the window
    * closes (or MetaClaw stops): a step past its point of no return may finish anyway, otherwise it
    * should stop and throw. Resolving counts as done; throwing after the signal, as abandoned (the
    * batch waits, pending); throwing otherwise, as failed (pending too). Refused unless the window
-   * is open and no step runs.
+   * is open and no step runs, and for another step while one is pending (its batch comes first).
    */
   async runStep<T>(step: { id: string; batch: unknown }, run: (signal: AbortSignal) => Promise<T>): Promise<StepResult<T>> {
     if (!this.isOpen() || this.persisted.state !== 'WINDOW_OPEN') return { ran: false, reason: this.describe() };
+    const pending = this.pendingStep();
+    if (pending && pending.id !== step.id)
+      return { ran: false, reason: `step ${pending.id} is pending: run it again first (pendingStep()), or discard it (discardPendingStep())` };
     const controller = new AbortController();
     this.stepAbort = controller;
     this.persisted = { ...this.persisted, step: { id: step.id, batch: step.batch, startedAt: this.clock.now(), pending: false } };
