@@ -90,11 +90,14 @@ export class Scheduler implements TrainingWindow {
         this.guard(() => this.tick());
       });
     });
-    void this.initialise().then(() => {
-      if (this.stopped) return;
-      every(tickMs, () => void this.evaluate().catch((error: unknown) => this.logFailure(error)));
-      if (this.calendar) every(this.deps.calendarRefreshMs ?? 15 * 60_000, () => void this.calendar?.refresh().then(() => this.logCalendar()));
-    });
+    // A failed first evaluation (the store cannot be written) is logged; the timer tries again.
+    void this.initialise()
+      .catch((error: unknown) => this.logFailure(error))
+      .then(() => {
+        if (this.stopped) return;
+        every(tickMs, () => void this.evaluate().catch((error: unknown) => this.logFailure(error)));
+        if (this.calendar) every(this.deps.calendarRefreshMs ?? 15 * 60_000, () => void this.calendar?.refresh().then(() => this.logCalendar()));
+      });
   }
 
   stop(): void {
