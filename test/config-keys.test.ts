@@ -57,7 +57,7 @@ describe('every config key does what its doc says or warns', () => {
       if (definition.noEffect) assert.ok(definition.noEffect.reason.length > 10, `${definition.key} says why it has no effect`);
   });
 
-  test('a key with no effect warns, with file and line, only when set to something other than its default; RL and scheduler keys say they are not built yet', () => {
+  test('a key with no effect warns, with file and line, only when set to something other than its default; RL keys say they are not built yet, the built scheduler keys do not warn', () => {
     const folder = home(
       'mode: rl\nrl:\n  model: qwen3-8b\n  prm_m: 3\nscheduler:\n  enabled: true\nmemory:\n  store_path: /data/memory.db\nwechat:\n  enabled: true\nskills:\n  task_specific_top_k: 10\n',
     );
@@ -65,7 +65,7 @@ describe('every config key does what its doc says or warns', () => {
     const file = join(folder, 'config.yaml');
     assert.ok(config.warnings.includes(`${file}:1: mode ${NOT_BUILT.replace(')', '; MetaClaw-TS runs as skills_only)')}`), config.warnings.join('\n'));
     assert.ok(config.warnings.includes(`${file}:3: rl.model ${NOT_BUILT}`));
-    assert.ok(config.warnings.includes(`${file}:6: scheduler.enabled ${NOT_BUILT}`));
+    assert.ok(!config.warnings.some((warning) => warning.includes('scheduler.enabled')), 'the scheduler is built: scheduler.enabled does not warn');
     assert.ok(
       config.warnings.includes(
         `${file}:8: memory.store_path is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS (memories live in the main database, $METACLAW_HOME/metaclaw.db)`,
@@ -76,7 +76,7 @@ describe('every config key does what its doc says or warns', () => {
         `${file}:10: wechat.enabled is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS (there is no WeChat bridge)`,
       ),
     );
-    assert.equal(config.warnings.length, 5, 'keys left at their default (rl.prm_m, skills.task_specific_top_k) do not warn');
+    assert.equal(config.warnings.length, 4, 'keys left at their default (rl.prm_m, skills.task_specific_top_k) do not warn');
     assert.equal(config.values['rl.model'], 'qwen3-8b', 'the value still loads, so the file round-trips');
   });
 
@@ -139,7 +139,10 @@ describe('every config key does what its doc says or warns', () => {
     assert.match(listed.stdout, /memory\.store_path .*\n.*\n {4}No effect in MetaClaw-TS: memories live in the main database/);
 
     const json = JSON.parse((await runCli(['config', 'keys', '--json'], { home: folder })).stdout) as Array<{ key: string; status: string; reason?: string }>;
-    assert.equal(json.find((entry) => entry.key === 'scheduler.sleep_start')?.status, 'planned');
+    assert.equal(json.find((entry) => entry.key === 'rl.lora_rank')?.status, 'planned');
+    assert.equal(json.find((entry) => entry.key === 'scheduler.sleep_start')?.status, 'honoured');
+    assert.equal(json.find((entry) => entry.key === 'scheduler.calendar.token_path')?.status, 'compatibility');
+    assert.match(json.find((entry) => entry.key === 'scheduler.calendar.token_path')?.reason ?? '', /Google Calendar OAuth is not built/);
     assert.equal(json.find((entry) => entry.key === 'memory.use_embeddings')?.status, 'compatibility');
     assert.equal(json.find((entry) => entry.key === 'memory.retrieval_mode')?.status, 'honoured');
 

@@ -16,6 +16,7 @@ import {
 } from '../config/index.js';
 import { checkIntegrity, MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
 import { describeRetrieval, retrievalModes, storedProbe } from '../runtime/index.js';
+import { describeSource, previewSchedule, schedulerEnabled, schedulerOffReason } from '../scheduler/index.js';
 import { probeUpstream } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, print } from './context.js';
@@ -59,6 +60,7 @@ export async function doctorCommand(options: DoctorOptions): Promise<void> {
     await checkAgent(config, checks);
     const running = await checkProxy(config, checks);
     checkRetrieval(config, running, checks);
+    await checkScheduler(config, checks);
     if (options.canary === false) checks.push({ name: 'canary', verdict: 'skip', detail: 'skipped (--no-canary)' });
     else await runCanary(config, running, checks);
   }
@@ -392,6 +394,35 @@ function checkRetrieval(config: LoadedConfig, proxy: ProxyContact | undefined, c
   const line = (name: string, decision: Described) => `${name} ${decision.mode}${decision.model ? ` (${decision.model})` : ''}: ${decision.reason}`;
   const detail = `${proxy ? '' : 'at the next start: '}${line('skills', skills)}; ${line('memory', memory)}`;
   checks.push({ name: 'retrieval', verdict: 'pass', detail });
+}
+
+/**
+ * Which idle sources work on this machine (keyboard idle is probed for real; proxy idle and sleep
+ * hours always work) and whether the calendar loads. Reported even with the scheduler off.
+ */
+async function checkScheduler(config: LoadedConfig, checks: Check[]): Promise<void> {
+  const preview = await previewSchedule(config, undefined);
+  const keyboard = preview.keyboard.available
+    ? `keyboard idle via ${preview.keyboard.method}`
+    : `keyboard idle unavailable (${preview.keyboard.reason}), proxy idle stands in`;
+  const calendar = preview.calendar
+    ? preview.calendar.error
+      ? `calendar ${describeSource(config.values['scheduler.calendar.ics_url'])} does not load: ${preview.calendar.error}`
+      : `calendar ${preview.calendar.source}: ${preview.calendar.events} events, ${preview.calendar.busy_intervals} busy stretches in the next days`
+    : 'no calendar (scheduler.calendar.ics_url)';
+  const sources = `sleep hours ${config.values['scheduler.sleep_start']}–${config.values['scheduler.sleep_end']}; ${keyboard}; proxy idle after ${config.values['scheduler.idle_threshold_minutes']} min; ${calendar}`;
+  if (!schedulerEnabled(config)) {
+    checks.push({ name: 'scheduler', verdict: 'skip', detail: `${schedulerOffReason(config)}; on this machine: ${sources}` });
+    return;
+  }
+  if (preview.calendar?.error)
+    checks.push({
+      name: 'scheduler',
+      verdict: 'warn',
+      detail: sources,
+      fix: 'check scheduler.calendar.ics_url (a readable .ics file, or a URL that answers with one)',
+    });
+  else checks.push({ name: 'scheduler', verdict: 'pass', detail: sources });
 }
 
 /**

@@ -48,6 +48,8 @@ interface StatusReport {
   queue: { queued: number; leased: number; done: number; dead: number };
   learning: { paused_reason: string | null; failed: number; spend: { tokens_today: number; tokens_total: number; daily_budget: number } };
   context: { providers: string[]; failures: number };
+  /** absent from a proxy older than the scheduler */
+  scheduler?: { enabled: boolean; state?: string; reason: string };
 }
 
 function printStatus(base: string, status: StatusReport): void {
@@ -73,6 +75,7 @@ function printStatus(base: string, status: StatusReport): void {
   );
   print(`  learning    queue ${status.queue.queued} waiting, ${status.queue.leased} running, ${status.queue.dead} dead; ${status.learning.failed} failures`);
   print(`  spend       ${status.learning.spend.tokens_today} tokens today, ${status.learning.spend.tokens_total} in total (budget: ${budget})`);
+  if (status.scheduler) print(`  scheduler   ${status.scheduler.enabled ? `${status.scheduler.state}: ${status.scheduler.reason}` : status.scheduler.reason}`);
   if (status.learning.paused_reason) print(`  PAUSED      ${status.learning.paused_reason}`);
 }
 

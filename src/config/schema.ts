@@ -12,6 +12,9 @@ import type { KeyDefinition, NoEffect } from './types.js';
 const PLANNED: NoEffect = { status: 'planned', reason: 'not built yet: RL and the scheduler are planned' };
 const compatibility = (reason: string): NoEffect => ({ status: 'compatibility', reason });
 const IN_DATABASE = compatibility('memories live in the main database, $METACLAW_HOME/metaclaw.db');
+const GOOGLE_CALENDAR = compatibility(
+  'Google Calendar OAuth is not built: publish the calendar as ICS (Google: Settings → your calendar → Integrate calendar → secret address in iCal format) and set scheduler.calendar.ics_url',
+);
 const NO_SELF_UPGRADE = compatibility("MetaClaw's memory policy self-upgrade is not part of MetaClaw-TS");
 
 export const MODES = ['skills_only', 'rl', 'auto'] as const;
@@ -215,22 +218,29 @@ export const KEY_DEFINITIONS = [
   secretKey('opd.teacher_api_key', { noEffect: PLANNED, doc: 'Teacher key.' }),
   numberKey('opd.kl_penalty_coef', 1.0, { min: 0, noEffect: PLANNED, doc: 'Weight of the KL term.' }),
 
-  booleanKey('scheduler.enabled', false, { noEffect: PLANNED, doc: 'Train only in idle windows (always on in auto mode).' }),
-  timeOfDayKey('scheduler.sleep_start', '23:00', { noEffect: PLANNED, doc: 'Start of the nightly window (local time).' }),
-  timeOfDayKey('scheduler.sleep_end', '07:00', { noEffect: PLANNED, doc: 'End of the nightly window (local time).' }),
-  integerKey('scheduler.idle_threshold_minutes', 30, { min: 1, noEffect: PLANNED, doc: 'Keyboard and proxy idle time that opens a window.' }),
+  booleanKey('scheduler.enabled', false, { doc: 'Train only in idle windows (always on in auto mode); see `metaclaw scheduler status`.' }),
+  timeOfDayKey('scheduler.sleep_start', '23:00', { doc: 'Start of the nightly window (local time).' }),
+  timeOfDayKey('scheduler.sleep_end', '07:00', { doc: 'End of the nightly window (local time; before sleep_start: the window wraps midnight).' }),
+  integerKey('scheduler.idle_threshold_minutes', 30, {
+    min: 1,
+    doc: 'Keyboard idle time that opens a window; also how long without a main turn through the proxy before any window may open (and the idle signal where the keyboard cannot be read).',
+  }),
   integerKey('scheduler.min_window_minutes', 15, {
     min: 0,
-    noEffect: PLANNED,
-    doc: 'Do not start a training step in a window expected to last less than this.',
+    doc: 'A window whose end is known (sleep hours, a calendar event) opens only with at least this long left.',
   }),
-  booleanKey('scheduler.calendar.enabled', false, { noEffect: PLANNED, doc: 'Open a window while a calendar event says you are busy.' }),
+  booleanKey('scheduler.calendar.enabled', false, {
+    noEffect: compatibility('the calendar is read whenever scheduler.calendar.ics_url is set'),
+    doc: 'MetaClaw key: open a window while a calendar event says you are busy.',
+  }),
   pathKey('scheduler.calendar.credentials_path', '', {
-    noEffect: PLANNED,
-    doc: 'MetaClaw key for Google OAuth client secrets (MetaClaw-TS is to read calendars as ICS, scheduler.calendar.ics_url).',
+    noEffect: GOOGLE_CALENDAR,
+    doc: 'MetaClaw key for Google OAuth client secrets (MetaClaw-TS reads calendars as ICS, scheduler.calendar.ics_url).',
   }),
-  pathKey('scheduler.calendar.token_path', '', { noEffect: PLANNED, doc: 'MetaClaw key for the Google OAuth token.' }),
-  stringKey('scheduler.calendar.ics_url', '', { noEffect: PLANNED, doc: 'ICS calendar file path or URL whose events count as busy time.' }),
+  pathKey('scheduler.calendar.token_path', '', { noEffect: GOOGLE_CALENDAR, doc: 'MetaClaw key for the Google OAuth token.' }),
+  stringKey('scheduler.calendar.ics_url', '', {
+    doc: "ICS calendar (a file path, or an http(s)/webcal URL such as Google Calendar's secret iCal address) whose busy events open a window; reloaded every 15 minutes.",
+  }),
 
   numberKey('session.idle_timeout_minutes', 30, { min: 0.01, doc: 'A session with no turns for this long is ended (and learned from).' }),
 

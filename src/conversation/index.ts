@@ -15,6 +15,7 @@ export { CLIENT_PROFILES, recognizeClient, sideRequestOf, RequestView } from './
 export type { ClientProfile, ClientProfileName, SideRequestKind } from './profiles/types.js';
 export { responsesConversation, type ConversationMessage } from './responses-input.js';
 export { FingerprintSessions, type Placement } from './fingerprint-sessions.js';
+export { MainTurnActivity, lastRecordedMainTurn } from './main-activity.js';
 export { ConversationStore, type ConversationStoreOptions, type RecordingCounts } from './store.js';
 export { TurnJournal } from './turn-journal.js';
 export { UserLanguages } from './languages.js';

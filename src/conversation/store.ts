@@ -2,6 +2,7 @@ import { errorMessage } from '../errors.js';
 import type { Db, StoreHealth } from '../store/index.js';
 import { bodyChars, HeldTurns, withoutBodies, type HeldTurnsCounts } from './held-turns.js';
 import { FingerprintSessions } from './fingerprint-sessions.js';
+import { lastRecordedMainTurn, MainTurnActivity } from './main-activity.js';
 import { decodeDocument, documentReferences } from './payload-codec.js';
 import { PayloadScrubber } from './payload-scrub.js';
 import { SegmentTable } from './segment-table.js';
@@ -67,6 +68,8 @@ export class ConversationStore {
   private inFlightChars = 0;
   /** Which session a turn of a client without a session id belongs to (see fingerprint-sessions.ts). */
   readonly fingerprints: FingerprintSessions;
+  /** When the user last talked through the proxy (main turns), seeded from the turn records. */
+  readonly activity: MainTurnActivity;
 
   constructor(
     private readonly db: Db,
@@ -113,6 +116,7 @@ export class ConversationStore {
     this.fingerprints = new FingerprintSessions(
       (fingerprint) => this.statements.newestOfFingerprint.get(fingerprint, `${fingerprint}-`, `${fingerprint}.`)?.id,
     );
+    this.activity = new MainTurnActivity(lastRecordedMainTurn(db));
     this.writer = new TurnWriter(db, this.listeners, undefined, options.redactTurns ?? true);
     this.segments = new SegmentTable(db);
     options.health?.onRecovered(() => this.recordHeldTurns());

@@ -65,6 +65,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
   response.setHeader('x-metaclaw-request-id', requestId);
   deps.stats.requests++;
   deps.stats.active++;
+  let endActivity: ((endedAt: number) => void) | undefined;
   try {
     const credentials = deps.auth.check(request.headers);
     const raw = await readRequestBody(request, deps.maxBodyBytes);
@@ -77,6 +78,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
     const conversation = responses ? responses.messages : (body['messages'] as unknown[]);
     const placement = deps.conversation.fingerprints.place(readTurnSignals(request.headers, body, format, responses?.messages), conversation, raw);
     const { signals } = placement;
+    endActivity = deps.conversation.activity.begin(signals.turnType, startedAt);
     const strippedKeys = stripNonStandardKeys(body);
     const userRequest = extractUserRequest(conversation, signals.profile);
     const scope = deriveScope(signals.scope, deps.defaultScope);
@@ -137,6 +139,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
     sendError(response, format, error, requestId);
   } finally {
     deps.stats.active--;
+    endActivity?.(Date.now());
   }
 }
 

@@ -21,6 +21,7 @@ import {
   type ProxyDeps,
 } from '../proxy/index.js';
 import { MemoryService } from '../memory/index.js';
+import { Scheduler, schedulerEnabled, schedulerOffReason, schedulerSettings } from '../scheduler/index.js';
 import { SkillsService } from '../skills/index.js';
 import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/index.js';
 import { warmGlossary } from '../text/index.js';
@@ -73,6 +74,8 @@ export class MetaclawRuntime {
   readonly credentials = new CredentialMemory();
   readonly skills: SkillsService;
   readonly memory: MemoryService;
+  /** The idle-window scheduler (scheduler.enabled or mode auto): the trainer's TrainingWindow. */
+  readonly scheduler: Scheduler | undefined;
   /** Which retrieval skills and memory use (keyword or with embeddings), and why. */
   private retrieval: { skills: RetrievalDecision; memory: RetrievalDecision };
   /** Cancels the start-up embeddings probe when the proxy stops first. */
@@ -186,6 +189,15 @@ export class MetaclawRuntime {
     this.memory.attachQueue(this.runner.enqueue);
     if (values['memory.enabled']) this.addContextProvider(this.memory.provider);
     this.addRoutes(memoryRoutes(this.memory, values['memory.scope'], AdminToken.ensure(paths.adminToken)));
+
+    this.scheduler = schedulerEnabled(options.config)
+      ? new Scheduler({
+          db: this.db,
+          settings: schedulerSettings(options.config),
+          activity: this.conversation.activity,
+          logger: this.logger.child({ part: 'scheduler' }),
+        })
+      : undefined;
   }
 
   get config(): LoadedConfig {
@@ -273,6 +285,8 @@ export class MetaclawRuntime {
     this.sweeper.start();
     this.checkpointer.start();
     this.scheduleMaintenance();
+    // Probes (keyboard, calendar) run in the background; serving never waits for them.
+    this.scheduler?.start();
     for (const warning of this.options.config.warnings) this.logger.warn(warning);
     const url = `http://${values['proxy.host'].includes(':') ? `[${values['proxy.host']}]` : values['proxy.host']}:${values['proxy.port']}`;
     this.logger.info({ url, mode: values['mode'], upstream: describeTarget(this.forwarder.mainTarget), version: VERSION }, 'MetaClaw proxy listening');
@@ -319,6 +333,7 @@ export class MetaclawRuntime {
     const { values, paths } = this.options.config;
     this.logger.info({ reason }, 'shutting down');
     this.probing.abort();
+    this.scheduler?.stop();
     if (this.maintenanceTimer) clearInterval(this.maintenanceTimer);
     const server = this.server;
     if (server) {
@@ -433,6 +448,7 @@ export class MetaclawRuntime {
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },
       skills: { ...this.skills.status(), retrieval: describeRetrieval(this.retrieval.skills) },
       memory: { ...this.memory.status(), retrieval: describeRetrieval(this.retrieval.memory) },
+      scheduler: this.scheduler?.status() ?? { enabled: false, reason: schedulerOffReason(this.options.config) },
       config: { file: this.options.config.file, loaded: this.options.config.fileExists, warnings: this.options.config.warnings },
     };
   }

@@ -327,4 +327,30 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 12,
+    description: 'the RL scheduler: its state, the training step in the window and the last one that ended',
+    sql: `
+      -- One row. A step still in UPDATING or PAUSING at start was cut by the restart: it is kept as
+      -- pending (with its batch) for the trainer to run again, and the state starts over in IDLE_WAIT.
+      CREATE TABLE scheduler_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        state TEXT NOT NULL,                -- IDLE_WAIT | WINDOW_OPEN | UPDATING | PAUSING
+        since INTEGER NOT NULL,             -- when it entered that state (ms)
+        reason TEXT NOT NULL,               -- why, in words
+        window_sources TEXT,                -- JSON list of the sources holding the window open
+        window_until INTEGER,               -- the window's expected end, when known
+        step_id TEXT,                       -- the step running (UPDATING, PAUSING) or waiting to run again
+        step_batch TEXT,                    -- JSON, the trainer's: what that step covers
+        step_started_at INTEGER,
+        step_pending INTEGER NOT NULL DEFAULT 0, -- 1: the step did not finish and waits for the next window
+        last_step_id TEXT,
+        last_step_outcome TEXT,             -- done | abandoned | failed | interrupted
+        last_step_ended_at INTEGER,
+        steps_done INTEGER NOT NULL DEFAULT 0,
+        steps_abandoned INTEGER NOT NULL DEFAULT 0,
+        updated_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];

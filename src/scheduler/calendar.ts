@@ -1,0 +1,149 @@
+import { readFile } from 'node:fs/promises';
+import ical from 'node-ical';
+import { errorMessage } from '../errors.js';
+import type { Clock, Interval } from './types.js';
+
+const DAY_MS = 86_400_000;
+/** Busy time is expanded this far ahead of each load (the next window may be days away). */
+const HORIZON_MS = 8 * DAY_MS;
+const MAX_BYTES = 10 * 1024 * 1024;
+const FETCH_TIMEOUT_MS = 30_000;
+
+export interface CalendarStatus {
+  source: string;
+  loaded_at: string | null;
+  events: number;
+  busy_intervals: number;
+  error: string | null;
+}
+
+/**
+ * Busy time from an ICS calendar (a file path, or an http(s) or webcal URL: any calendar app can
+ * publish one), loaded in the background and kept between loads. Recurring events are expanded
+ * with their exceptions (EXDATE) and moved instances (RECURRENCE-ID); all-day events cover the
+ * local day; times carry their TZID. Cancelled and free (TRANSP:TRANSPARENT) events are not busy.
+ * A failed load keeps the last good busy time and says why in `status()`.
+ */
+export class IcsCalendar {
+  private busy: Interval[] = [];
+  private events = 0;
+  private loadedAt: number | null = null;
+  private error: string | null = null;
+  private loading: Promise<void> | undefined;
+
+  constructor(
+    readonly source: string,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Loads the calendar now (one load at a time); never throws. */
+  refresh(): Promise<void> {
+    this.loading ??= this.load().finally(() => (this.loading = undefined));
+    return this.loading;
+  }
+
+  /** The busy stretch containing `t` (overlapping events merged), or null. */
+  intervalAt(t: number): Interval | null {
+    return this.busy.find((interval) => interval.start <= t && t < interval.end) ?? null;
+  }
+
+  /** Busy stretches that start after `t`, in order. */
+  startingAfter(t: number): Interval[] {
+    return this.busy.filter((interval) => interval.start > t);
+  }
+
+  get loaded(): boolean {
+    return this.loadedAt !== null;
+  }
+
+  status(): CalendarStatus {
+    return {
+      source: describeSource(this.source),
+      loaded_at: this.loadedAt === null ? null : new Date(this.loadedAt).toISOString(),
+      events: this.events,
+      busy_intervals: this.busy.length,
+      error: this.error,
+    };
+  }
+
+  private async load(): Promise<void> {
+    try {
+      const text = await readCalendar(this.source);
+      const now = this.clock.now();
+      const { intervals, events } = busyIntervals(text, now - DAY_MS, now + HORIZON_MS);
+      this.busy = intervals;
+      this.events = events;
+      this.loadedAt = now;
+      this.error = null;
+    } catch (error) {
+      this.error = errorMessage(error);
+    }
+  }
+}
+
+/** The busy time of an ICS document between `from` and `to`, merged and sorted. */
+export function busyIntervals(text: string, from: number, to: number): { intervals: Interval[]; events: number } {
+  const parsed = ical.sync.parseICS(text);
+  const raw: Interval[] = [];
+  let events = 0;
+  for (const event of Object.values(parsed)) {
+    if (!event || event.type !== 'VEVENT') continue;
+    // A file from anywhere: an event without a start (node-ical types it as always there) is skipped.
+    if (!((event.start as unknown) instanceof Date)) continue;
+    events++;
+    if (event.recurrenceid) continue; // a moved instance: expanded through its base event
+    const instances = ical.expandRecurringEvent(event, { from: new Date(from), to: new Date(to), expandOngoing: true });
+    for (const instance of instances) {
+      if (!isBusy(instance.event)) continue;
+      const start = instance.start.getTime();
+      // An event without an end lasts no time (RFC 5545), an all-day one without an end, its day.
+      let end = instance.end.getTime();
+      if (!(end > start) && instance.isFullDay) end = start + DAY_MS;
+      if (end > start && end > from && start < to) raw.push({ start, end });
+    }
+  }
+  return { intervals: merge(raw), events };
+}
+
+function isBusy(event: { status?: string; transparency?: string }): boolean {
+  return event.status !== 'CANCELLED' && event.transparency !== 'TRANSPARENT';
+}
+
+function merge(intervals: Interval[]): Interval[] {
+  const sorted = [...intervals].sort((a, b) => a.start - b.start);
+  const merged: Interval[] = [];
+  for (const interval of sorted) {
+    const last = merged.at(-1);
+    if (last && interval.start <= last.end) last.end = Math.max(last.end, interval.end);
+    else merged.push({ ...interval });
+  }
+  return merged;
+}
+
+async function readCalendar(source: string): Promise<string> {
+  if (!/^(https?|webcal):\/\//i.test(source)) {
+    const text = await readFile(source.startsWith('file://') ? new URL(source) : source, 'utf8');
+    if (text.length > MAX_BYTES) throw new Error(`the calendar file is larger than ${MAX_BYTES / 1024 / 1024} MiB`);
+    return text;
+  }
+  const url = source.replace(/^webcal:/i, 'https:');
+  const response = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'text/calendar, */*' } });
+  if (!response.ok) throw new Error(`${describeSource(source)} answered HTTP ${response.status}`);
+  const declared = Number(response.headers.get('content-length') ?? 0);
+  if (declared > MAX_BYTES) throw new Error(`the calendar is larger than ${MAX_BYTES / 1024 / 1024} MiB`);
+  const text = await response.text();
+  if (text.length > MAX_BYTES) throw new Error(`the calendar is larger than ${MAX_BYTES / 1024 / 1024} MiB`);
+  if (!text.includes('BEGIN:VCALENDAR')) throw new Error(`${describeSource(source)} did not answer with an ICS calendar`);
+  return text;
+}
+
+/** A calendar URL often holds a secret token (Google's "secret address"): only its host is shown. */
+export function describeSource(source: string): string {
+  if (!/^(https?|webcal):\/\//i.test(source)) return source;
+  try {
+    const url = new URL(source.replace(/^webcal:/i, 'https:'));
+    return `${url.protocol}//${url.host}/…`;
+  } catch {
+    return 'an unreadable URL';
+  }
+}
