@@ -5,6 +5,19 @@ import type { RlBackend, RlSample, StepMetrics, TrainingWindow } from '../types.
 import type { ServedPolicy } from './served-policy.js';
 import type { StepTrigger, TrainingSteps } from './steps.js';
 
+/**
+ * A window that runs the step itself (the scheduler): it moves to UPDATING, hands the step a signal
+ * that fires when the window closes, and records how the step ended.
+ */
+export interface SteppingWindow extends TrainingWindow {
+  runStep<T>(
+    step: { id: string; batch: unknown },
+    run: (signal: AbortSignal) => Promise<T>,
+  ): Promise<{ ran: true; outcome: 'done'; value: T } | { ran: true; outcome: 'abandoned' | 'failed'; error: string } | { ran: false; reason: string }>;
+  pendingStep(): { id: string } | null;
+  discardPendingStep(reason: string): boolean;
+}
+
 /** What the loop needs of the sample buffer. */
 export interface TrainingBuffer {
   /** Judged, trainable samples of the current skill generation not trained yet, oldest first. */
@@ -24,14 +37,12 @@ export interface TrainingLoopOptions {
   steps: TrainingSteps;
   policy: ServedPolicy;
   step: StepFunction;
-  /** the scheduler; absent in `rl` mode, where any time is a window */
-  window?: TrainingWindow;
+  /** the scheduler; absent in `rl` mode without it, where any time is a window */
+  window?: SteppingWindow;
   batchSize: number;
   skillGeneration: () => number;
   logger: Logger;
   now?: () => number;
-  /** how often a running step checks that its window is still open */
-  windowPollMs?: number;
 }
 
 export type StepOutcome =
@@ -80,43 +91,49 @@ export class TrainingLoop {
     }
     const generation = this.options.skillGeneration();
     const step = steps.begin(trigger, generation, samples.length, this.now());
-    const controller = new AbortController();
-    const poll =
-      trigger === 'window' && window
-        ? setInterval(() => {
-            if (!window.isOpen()) controller.abort(new Error(`the window closed: ${window.describe()}`));
-          }, this.options.windowPollMs ?? 1000)
-        : undefined;
-    try {
+    const turnIds = samples.map((sample) => sample.turnId);
+    const train = (signal: AbortSignal) => this.options.step(samples, this.options.backend, { step, signal });
+    let result: TrainStepResult;
+    if (trigger === 'window' && window) {
+      // The batch is chosen again from the buffer (oldest first), so a step left pending by a
+      // closed window or a restart is simply superseded by this one.
+      const pending = window.pendingStep();
+      if (pending) window.discardPendingStep(`training step ${step} takes its samples again from the buffer`);
       // Once forward-backward ran, the step finishes even if the window closed meanwhile: the
       // service holds its gradients until optim_step (trainStep stops only before it).
-      const result = await this.options.step(samples, this.options.backend, { step, signal: controller.signal });
-      const turnIds = samples.map((sample) => sample.turnId);
-      if (!result.trained) {
-        // Nothing to learn from this batch (rewards all equal): its samples are used up, not retried.
-        steps.end(step, 'empty', result.reason, this.now());
-        buffer.markTrained(turnIds, step);
-        return { status: 'empty', step, samples: samples.length, reason: result.reason };
+      const outcome = await window.runStep({ id: `step-${step}`, batch: { turnIds } }, train);
+      if (!outcome.ran) return this.stepEnded(step, 'abandoned', outcome.reason);
+      if (outcome.outcome !== 'done') return this.stepEnded(step, outcome.outcome, outcome.error);
+      result = outcome.value;
+    } else {
+      try {
+        result = await train(new AbortController().signal);
+      } catch (error) {
+        return this.stepEnded(step, 'failed', errorMessage(error));
       }
-      const statePath = await this.saveState(step);
-      steps.finish(step, { metrics: result.metrics, samplerPath: result.samplerPath, statePath }, this.now());
-      buffer.markTrained(turnIds, step);
-      const served = this.options.policy.installFromStep(step, result.sampler, result.samplerPath);
-      logger.info({ step, samples: samples.length, loss: result.metrics.loss, served }, 'rl training step done');
-      return { status: 'done', step, samples: samples.length, metrics: result.metrics, served };
-    } catch (error) {
-      const message = errorMessage(error);
-      if (controller.signal.aborted) {
-        steps.end(step, 'abandoned', message, this.now());
-        logger.info({ step, reason: message }, 'rl training step abandoned; its samples wait for the next window');
-        return { status: 'abandoned', step, reason: message };
-      }
-      steps.end(step, 'failed', message, this.now());
-      logger.warn({ step, err: message }, 'rl training step failed; its samples wait for the next one');
-      return { status: 'failed', step, error: message };
-    } finally {
-      if (poll) clearInterval(poll);
     }
+    if (!result.trained) {
+      // Nothing to learn from this batch (rewards all equal): its samples are used up, not retried.
+      steps.end(step, 'empty', result.reason, this.now());
+      buffer.markTrained(turnIds, step);
+      return { status: 'empty', step, samples: samples.length, reason: result.reason };
+    }
+    const statePath = await this.saveState(step);
+    steps.finish(step, { metrics: result.metrics, samplerPath: result.samplerPath, statePath }, this.now());
+    buffer.markTrained(turnIds, step);
+    const served = this.options.policy.installFromStep(step, result.sampler, result.samplerPath);
+    logger.info({ step, samples: samples.length, loss: result.metrics.loss, served }, 'rl training step done');
+    return { status: 'done', step, samples: samples.length, metrics: result.metrics, served };
+  }
+
+  private stepEnded(step: number, status: 'abandoned' | 'failed', reason: string): StepOutcome {
+    this.options.steps.end(step, status, reason, this.now());
+    if (status === 'abandoned') {
+      this.options.logger.info({ step, reason }, 'rl training step abandoned; its samples wait for the next window');
+      return { status, step, reason };
+    }
+    this.options.logger.warn({ step, err: reason }, 'rl training step failed; its samples wait for the next one');
+    return { status, step, error: reason };
   }
 
   /** The full training state after a step, for a restart to resume from; a failure here costs the resume point only. */
