@@ -193,6 +193,10 @@ export const KEY_DEFINITIONS = [
     doc: 'Training backend: a Tinker-compatible service (tinker, mint, weaver) or file (export only).',
   }),
   stringKey('rl.model', '', { noEffect: PLANNED, doc: 'Base model to train (default: llm.model_id).' }),
+  pathKey('rl.tokenizer_path', '', {
+    noEffect: PLANNED,
+    doc: "Folder with the base model's tokenizer.json and tokenizer_config.json (its chat template), for serving from the policy. Empty: $METACLAW_HOME/tokenizers/<rl.model>, downloaded once from the Hugging Face hub.",
+  }),
   secretKey('rl.api_key', { noEffect: PLANNED, doc: 'Training backend key (legacy name: rl.tinker_api_key).' }),
   urlKey('rl.base_url', '', { noEffect: PLANNED, doc: 'Training backend URL (legacy name: rl.tinker_base_url).' }),
   urlKey('rl.prm_url', 'https://api.openai.com/v1', { noEffect: PLANNED, doc: 'OpenAI-compatible endpoint of the judge (PRM) model.' }),
