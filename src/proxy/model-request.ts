@@ -12,7 +12,7 @@ import {
 import type { Augmentation } from '../context/index.js';
 import { errorMessage, RequestError } from '../errors.js';
 import type { RequestFormat } from '../types/index.js';
-import { wireFormat, type ForwardResult } from '../upstream/index.js';
+import { wireFormat, type ForwardInput, type ForwardResult } from '../upstream/index.js';
 import { readRequestBody, parseJsonObject } from './body.js';
 import { noteRejection } from './rejections.js';
 import { sendError } from './error-response.js';
@@ -89,19 +89,20 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
     const turn = { requestId, format, request, received, signals, userRequest, scope, strippedKeys, augmentation, stream, startedAt, body };
     // The turn is journaled just before the client gets the end of its answer (see conversation/turn-journal.ts).
     const sink = new ResponseSink(response, requestId, (status, answer) => journalTurn(deps, turn, raw, status, performance.now() - started, answer));
-    const result = await deps.forwarder.forward(
-      {
-        requestId,
-        clientFormat: format,
-        body: augmentation.body,
-        stream,
-        clientHeaders: request.headers,
-        credentials,
-        onWaiting: deps.afterServing.proxyWaiting,
-        ...(responses?.earlier ? { history: responses.earlier } : {}),
-      },
-      sink,
-    );
+    const forwardInput: ForwardInput = {
+      requestId,
+      clientFormat: format,
+      body: augmentation.body,
+      stream,
+      clientHeaders: request.headers,
+      credentials,
+      onWaiting: deps.afterServing.proxyWaiting,
+      ...(responses?.earlier ? { history: responses.earlier } : {}),
+    };
+    // Modes rl and auto: the RL policy answers main turns, falling back to the forwarder (rl/policy/upstream.ts).
+    const result = deps.policy
+      ? await deps.policy.forward(forwardInput, { sessionId: signals.sessionId, main: signals.turnType === 'main' }, sink)
+      : await deps.forwarder.forward(forwardInput, sink);
     if (responses) result.response = responses.answered(requestId, result);
     placement.settle(result.outcome === 'ok');
 

@@ -3,6 +3,7 @@ import type { HttpBindings } from '@hono/node-server';
 import type { ContextPlanner } from '../context/index.js';
 import type { ConversationStore } from '../conversation/index.js';
 import type { Logger } from '../logging/index.js';
+import type { PolicyUpstream } from '../rl/policy/index.js';
 import type { StoreHealth } from '../store/index.js';
 import type { ApiFormat } from '../types/index.js';
 import type { ClientCredentials, ModelList, UpstreamForwarder } from '../upstream/index.js';
@@ -19,6 +20,11 @@ export interface ProxyDeps {
   maxBodyBytes: number;
   defaultScope: string;
   forwarder: UpstreamForwarder;
+  /**
+   * Modes rl and auto: the RL policy, which answers main turns and falls back to `forwarder`.
+   * Absent (skills_only, or no policy sampler yet): every turn goes to `forwarder`.
+   */
+  policy?: PolicyUpstream;
   conversation: ConversationStore;
   context: ContextPlanner;
   stats: ProxyStats;

@@ -20,3 +20,7 @@ export {
   wireFormat,
 } from './translate/index.js';
 export { passThrough, type PassedAnswer } from './pass-through.js';
+/** For answers the proxy makes itself (rl/policy): the same translations and readers the forwarder uses. */
+export { streamTranslator, translateAnswer, translateRequest, type AnswerContext, type EarlierConversation } from './translate/index.js';
+export { assistantToOpenAIMessage, type AssistantParts } from './translate/assistant.js';
+export { isRecord, openAIContentText, parseJson, readArray, readReasoning, readString, toolCallId, unixSeconds } from './translate/common.js';

@@ -1,5 +1,4 @@
-import type { AssistantParts } from '../../upstream/translate/assistant.js';
-import { isRecord, parseJson, readString, toolCallId } from '../../upstream/translate/common.js';
+import { isRecord, parseJson, readString, toolCallId, type AssistantParts } from '../../upstream/index.js';
 
 /**
  * A sampled answer's text, split the way Qwen3 (and other Hermes-format models) write it:

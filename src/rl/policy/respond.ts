@@ -1,9 +1,17 @@
 import type { AssembledResponse, OpenAIChatChunk, OpenAIChatCompletion, OpenAIUsage, RequestFormat } from '../../types/index.js';
-import type { ClientSink } from '../../upstream/sink.js';
-import { encodeSse, type SseEvent } from '../../upstream/sse.js';
-import { assistantToOpenAIMessage, type AssistantParts } from '../../upstream/translate/assistant.js';
-import { isRecord, unixSeconds } from '../../upstream/translate/common.js';
-import { assembleOpenAIResponse, streamTranslator, translateAnswer, type AnswerContext } from '../../upstream/translate/index.js';
+import {
+  assembleOpenAIResponse,
+  assistantToOpenAIMessage,
+  encodeSse,
+  isRecord,
+  streamTranslator,
+  translateAnswer,
+  unixSeconds,
+  type AnswerContext,
+  type AssistantParts,
+  type ClientSink,
+  type SseEvent,
+} from '../../upstream/index.js';
 
 /**
  * A policy answer in the client's API. The policy's answer is built once as an OpenAI

@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { errorMessage } from '../../errors.js';
 import type { OpenAIChatRequest, RequestFormat } from '../../types/index.js';
-import { readString } from '../../upstream/translate/common.js';
-import { translateRequest, type EarlierConversation } from '../../upstream/translate/index.js';
+import { readString, translateRequest, type EarlierConversation } from '../../upstream/index.js';
 import type { PolicySampler, PolicyTurn, SampledSequence } from '../types.js';
 import type { ChatTokenizer, RenderedPrompt } from './chat-tokenizer.js';
 import { parseAnswer } from './parse-answer.js';

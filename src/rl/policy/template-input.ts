@@ -1,5 +1,5 @@
 import type { OpenAIChatRequest } from '../../types/index.js';
-import { isRecord, openAIContentText, parseJson, readArray, readReasoning, readString } from '../../upstream/translate/common.js';
+import { isRecord, openAIContentText, parseJson, readArray, readReasoning, readString } from '../../upstream/index.js';
 
 /**
  * An OpenAI chat request as Hugging Face chat templates expect their variables: `messages` with

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { errorMessage, MetaclawError } from '../../errors.js';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
-import { parseJson } from '../../upstream/translate/common.js';
+import { parseJson } from '../../upstream/index.js';
 
 /**
  * The base model's tokenizer files, found in this order: the folder `rl.tokenizer_path` names, the
