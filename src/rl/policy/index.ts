@@ -1,5 +1,5 @@
 export { ChatTokenizer, type RenderedPrompt } from './chat-tokenizer.js';
-export { loadChatTokenizer, tokenizerSourceFromConfig } from './load.js';
+export { loadChatTokenizer } from './load.js';
 export { parseAnswer } from './parse-answer.js';
 export { openAICompletion, policyAnswer, sendPolicyAnswer, type PolicyAnswer, type PolicyAnswerInput } from './respond.js';
 export { DEFAULT_SAMPLING, decodeSample, requestSampling, type DecodedSample, type RequestSampling, type SamplingDefaults } from './sampling.js';

@@ -1,5 +1,3 @@
-import type { LoadedConfig } from '../../config/index.js';
-import { resolveConfiguredPath } from '../../config/home.js';
 import { ChatTokenizer } from './chat-tokenizer.js';
 import { loadTokenizerFiles, type TokenizerSource } from './tokenizer-files.js';
 
@@ -21,12 +19,3 @@ export function loadChatTokenizer(source: TokenizerSource): Promise<ChatTokenize
   return pending;
 }
 
-/** Where the configuration says the tokenizer is: `rl.tokenizer_path` (relative to $METACLAW_HOME), for `rl.model` or else `llm.model_id`. */
-export function tokenizerSourceFromConfig(config: LoadedConfig): TokenizerSource {
-  const configured = config.values['rl.tokenizer_path'];
-  return {
-    tokenizerPath: configured.trim() === '' ? '' : resolveConfiguredPath(config.home, configured, ''),
-    model: config.values['rl.model'] || config.values['llm.model_id'],
-    home: config.home,
-  };
-}
