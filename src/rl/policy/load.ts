@@ -18,4 +18,3 @@ export function loadChatTokenizer(source: TokenizerSource): Promise<ChatTokenize
   }
   return pending;
 }
-
