@@ -419,6 +419,14 @@ describe('falling back to the normal upstream', () => {
     assert.match(result.message, /differ in length/);
   });
 
+  test('a sampler answering a token id outside the vocabulary (another model’s tokenizer) falls back', async () => {
+    const foreign = new ScriptedSampler(sequence([9707, 999_999]));
+    const result = await servePolicyTurn(turnRequest('openai', chat), { tokenizer, sampler: foreign, budgetMs: 5000 });
+    assert.ok(result.kind === 'fallback');
+    assert.equal(result.reason, 'sampler_failed');
+    assert.match(result.message, /999999.*not in the tokenizer's vocabulary/);
+  });
+
   test('a chat with no messages falls back without calling the sampler', async () => {
     const sampler = new ScriptedSampler(sequence([IM_END]));
     const result = await servePolicyTurn(turnRequest('openai', { messages: [] }), { tokenizer, sampler, budgetMs: 5000 });

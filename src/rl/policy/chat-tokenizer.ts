@@ -19,6 +19,7 @@ interface HfTokenizer {
   encode(text: string, options: { add_special_tokens: boolean }): { ids: number[] };
   decode(ids: number[], options: { skip_special_tokens: boolean }): string;
   token_to_id(token: string): number | undefined;
+  id_to_token(id: number): string | undefined;
 }
 const Tokenizer = (tokenizers as unknown as { Tokenizer: new (tokenizerJson: object, config: object) => HfTokenizer }).Tokenizer;
 
@@ -94,6 +95,11 @@ export class ChatTokenizer {
 
   tokenId(token: string): number | undefined {
     return this.tokenizer.token_to_id(token);
+  }
+
+  /** Whether `id` is in the vocabulary (decoding silently drops ids that are not). */
+  hasId(id: number): boolean {
+    return this.tokenizer.id_to_token(id) !== undefined;
   }
 
   /**

@@ -6,7 +6,7 @@ import type { PolicySampler, PolicyTurn, SampledSequence } from '../types.js';
 import type { ChatTokenizer, RenderedPrompt } from './chat-tokenizer.js';
 import { parseAnswer } from './parse-answer.js';
 import { policyAnswer, type PolicyAnswer } from './respond.js';
-import { decodeSample, DEFAULT_SAMPLING, requestSampling, type SamplingDefaults } from './sampling.js';
+import { decodeSample, DEFAULT_SAMPLING, requestSampling, type DecodedSample, type SamplingDefaults } from './sampling.js';
 
 /**
  * One main turn served from the RL policy: render the chat with the base model's template, sample
@@ -39,7 +39,7 @@ export interface PolicyServing {
   signal?: AbortSignal;
 }
 
-export type FallbackReason = 'render_failed' | 'sampler_failed' | 'over_budget' | 'client_aborted';
+export type FallbackReason = 'render_failed' | 'sampler_failed' | 'over_budget' | 'answer_failed' | 'client_aborted';
 
 export type PolicyTurnResult =
   | {
@@ -99,20 +99,37 @@ export async function servePolicyTurn(request: PolicyTurnRequest, serving: Polic
     return { kind: 'fallback', reason: outcome.kind, message: outcome.message, turn: untrainable(prompt.tokens), elapsedMs: elapsed() };
   }
 
-  const decoded = decodeSample(serving.tokenizer, outcome.sequence, sampling.stopStrings);
-  const parts = parseAnswer(decoded.text);
-  const finishReason = decoded.sequence.stopReason === 'length' ? 'length' : parts.toolCalls.length > 0 ? 'tool_calls' : 'stop';
-  const answer = policyAnswer({
-    clientFormat: request.clientFormat,
-    context: { requestId: request.turnId, body: request.body, ...(request.history ? { history: request.history } : {}) },
-    stream: request.stream,
-    id: `chatcmpl-${request.turnId}`,
-    model: readString(request.body['model']) ?? version,
-    parts,
-    finishReason,
-    promptTokens: prompt.tokens.length,
-    completionTokens: decoded.sequence.tokens.length,
-  });
+  const unknown = outcome.sequence.tokens.find((id) => !serving.tokenizer.hasId(id));
+  if (unknown !== undefined) {
+    const message = `the policy sampler answered token id ${unknown}, which is not in the tokenizer's vocabulary (is rl.tokenizer_path the base model's?)`;
+    return { kind: 'fallback', reason: 'sampler_failed', message, turn: untrainable(prompt.tokens), elapsedMs: elapsed() };
+  }
+  let decoded: DecodedSample;
+  let answer: PolicyAnswer;
+  try {
+    decoded = decodeSample(serving.tokenizer, outcome.sequence, sampling.stopStrings);
+    const parts = parseAnswer(decoded.text);
+    const finishReason = decoded.sequence.stopReason === 'length' ? 'length' : parts.toolCalls.length > 0 ? 'tool_calls' : 'stop';
+    answer = policyAnswer({
+      clientFormat: request.clientFormat,
+      context: { requestId: request.turnId, body: request.body, ...(request.history ? { history: request.history } : {}) },
+      stream: request.stream,
+      id: `chatcmpl-${request.turnId}`,
+      model: readString(request.body['model']) ?? version,
+      parts,
+      finishReason,
+      promptTokens: prompt.tokens.length,
+      completionTokens: decoded.sequence.tokens.length,
+    });
+  } catch (error) {
+    return {
+      kind: 'fallback',
+      reason: 'answer_failed',
+      message: `cannot build the answer: ${errorMessage(error)}`,
+      turn: untrainable(prompt.tokens),
+      elapsedMs: elapsed(),
+    };
+  }
   const turn: PolicyTurn = {
     turnId: request.turnId,
     sessionId: request.sessionId,
