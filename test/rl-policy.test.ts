@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
+import * as tokenizers from '@huggingface/tokenizers';
 import OpenAI from 'openai';
 import { ResponseSink } from '../src/proxy/response-sink.js';
 import {
@@ -150,6 +151,24 @@ describe('the Qwen3 tokenizer and chat template (golden)', () => {
     assert.equal(prompt.tokens[0], IM_START);
     assert.deepEqual(prompt.tokens.slice(-3), [IM_START, 77091, 198]);
     assert.equal(tokenizer.decode(prompt.tokens), EXPECTED_TOOL_PROMPT.replace(/<\|im_(start|end)\|>/g, ''));
+  });
+
+  test('encoding by remembered segments gives exactly the ids of encoding the whole text, first time and again', () => {
+    const library = tokenizers as unknown as { Tokenizer: new (json: object, config: object) => { encode(text: string, options: object): { ids: number[] } } };
+    const whole = new library.Tokenizer(
+      JSON.parse(readFileSync(join(QWEN3_FOLDER, 'tokenizer.json'), 'utf8')) as object,
+      JSON.parse(readFileSync(join(QWEN3_FOLDER, 'tokenizer_config.json'), 'utf8')) as object,
+    );
+    const long = 'Résumé of the 2 tools 你好 🙂 — tabs\t and  double  spaces, "quotes" and <|im_ (not a token). '.repeat(40);
+    const texts = [
+      EXPECTED_TOOL_PROMPT,
+      `<|im_start|>system\n${long}<|im_end|><|im_start|>user\n${long}<|im_end|>\n<|im_start|>assistant\n<think>\n${long}</think>\n\n<tool_call>\n{"name": "x"}\n</tool_call><|im_end|>`,
+      `${long}<|endoftext|>${long}`,
+      '  leading spaces before <|im_start|>',
+    ];
+    for (const text of [...texts, ...texts]) {
+      assert.deepEqual(tokenizer.encode(text), whole.encode(text, { add_special_tokens: false }).ids);
+    }
   });
 
   test('the end-of-turn token the template closes an answer with is the stop token', () => {

@@ -2,6 +2,7 @@ import { Template } from '@huggingface/jinja';
 import * as tokenizers from '@huggingface/tokenizers';
 import { errorMessage } from '../../errors.js';
 import type { OpenAIChatRequest } from '../../types/index.js';
+import { SegmentEncoder } from './segment-cache.js';
 import { templateInput, type TemplateMessage } from './template-input.js';
 import { tokenText, TokenizerUnavailableError, type TokenizerFiles } from './tokenizer-files.js';
 
@@ -35,6 +36,7 @@ export class ChatTokenizer {
   /** Token ids that end an assistant turn: the template's own closing token and the model's EOS ids. */
   readonly stopTokens: readonly number[];
   private readonly specialIds: ReadonlySet<number>;
+  private readonly segments: SegmentEncoder;
 
   private constructor(
     private readonly tokenizer: HfTokenizer,
@@ -43,6 +45,7 @@ export class ChatTokenizer {
     files: TokenizerFiles,
   ) {
     this.specialIds = new Set(files.tokenizer.added_tokens.filter((token) => token.special).map((token) => token.id));
+    this.segments = new SegmentEncoder(files.tokenizer, (text) => this.tokenizer.encode(text, { add_special_tokens: false }).ids);
     this.stopTokens = this.findStopTokens(files.generationEosIds);
   }
 
@@ -83,9 +86,13 @@ export class ChatTokenizer {
     });
   }
 
-  /** Ids for text as it stands: special tokens written in it are those tokens, nothing is added around it. */
+  /**
+   * Ids for text as it stands: special tokens written in it are those tokens, nothing is added
+   * around it. The text between added tokens is remembered (segment-cache.ts), so an agent's
+   * repeated system prompt and history cost nothing after their first turn.
+   */
   encode(text: string): number[] {
-    return this.tokenizer.encode(text, { add_special_tokens: false }).ids;
+    return this.segments.encode(text);
   }
 
   /** Text for sampled ids; special tokens (`<|im_end|>`) are left out, the model's markup (`<tool_call>`, `<think>`) stays. */

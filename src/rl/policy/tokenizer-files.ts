@@ -45,7 +45,19 @@ export const tokenizerConfigSchema = z.looseObject({
 
 export const tokenizerJsonSchema = z.looseObject({
   model: z.looseObject({ type: z.string().optional() }),
-  added_tokens: z.array(z.looseObject({ id: z.number().int(), content: z.string(), special: z.boolean() })).default([]),
+  added_tokens: z
+    .array(
+      z.looseObject({
+        id: z.number().int(),
+        content: z.string(),
+        special: z.boolean(),
+        normalized: z.boolean().optional(),
+        lstrip: z.boolean().optional(),
+        rstrip: z.boolean().optional(),
+        single_word: z.boolean().optional(),
+      }),
+    )
+    .default([]),
 });
 
 const generationConfigSchema = z.looseObject({ eos_token_id: z.union([z.number().int(), z.array(z.number().int())]).optional() });
