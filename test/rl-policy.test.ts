@@ -14,6 +14,7 @@ import {
   ChatTokenizer,
   loadChatTokenizer,
   loadTokenizerFiles,
+  parseAnswer,
   readTokenizerFolder,
   sendPolicyAnswer,
   servePolicyTurn,
@@ -294,6 +295,29 @@ describe('serving a turn from the policy', () => {
     assert.deepEqual(result.turn.response.logprobs, sampled.logprobs.slice(0, kept.length));
     assert.match(tokenizer.decode(kept), /STOP$/);
     assert.equal(completion.usage?.completion_tokens, kept.length);
+  });
+});
+
+describe('reading a sampled answer', () => {
+  test('reasoning closed by a lone </think> (the prompt opened it), two tool calls, and a malformed call kept as text', () => {
+    const parts = parseAnswer(
+      'Plan the calls.\n</think>\n\nBoth cities.\n<tool_call>\n{"name": "a", "arguments": {"x": 1}}\n</tool_call>\n<tool_call>\n{"name": "b", "arguments": "{\\"y\\":2}"}\n</tool_call>\n<tool_call>\nnot json\n</tool_call>',
+    );
+    assert.equal(parts.reasoning, 'Plan the calls.');
+    assert.equal(parts.text, 'Both cities.\n\n\n<tool_call>\nnot json\n</tool_call>');
+    assert.deepEqual(
+      parts.toolCalls.map((call) => [call.name, call.arguments]),
+      [
+        ['a', '{"x":1}'],
+        ['b', '{"y":2}'],
+      ],
+    );
+    assert.notEqual(parts.toolCalls[0]?.id, parts.toolCalls[1]?.id);
+  });
+
+  test('an answer cut off inside its reasoning is all reasoning, and one without markup is all text', () => {
+    assert.deepEqual(parseAnswer('<think>\nStill thinking about'), { text: '', reasoning: 'Still thinking about', toolCalls: [] });
+    assert.deepEqual(parseAnswer('Just text.'), { text: 'Just text.', reasoning: '', toolCalls: [] });
   });
 });
 
