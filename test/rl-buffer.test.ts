@@ -318,7 +318,7 @@ describe('RL: the judge scores main turns, the buffer keeps them, export writes 
       const withKey = await runCli(['doctor', '--json', '--no-canary'], { home, env: { TINKER_API_KEY: 'tml-test' } });
       const keyed = JSON.parse(withKey.stdout).checks.find((entry: { name: string }) => entry.name === 'mode');
       assert.equal(keyed.verdict, 'pass');
-      assert.match(keyed.detail, /^at the next start: auto \(mode auto with the tinker backend\)/);
+      assert.match(keyed.detail, /^at the next start: auto \(as configured, with the tinker backend\)/);
       const mint = await runCli(['doctor', '--json', '--no-canary'], { home, env: { MINT_API_KEY: 'sk-mint-test' } });
       assert.match(JSON.parse(mint.stdout).checks.find((entry: { name: string }) => entry.name === 'mode').detail, /with the mint backend/);
     } finally {

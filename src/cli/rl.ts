@@ -3,7 +3,7 @@ import { Option, type Command } from 'commander';
 import type { LoadedConfig } from '../config/index.js';
 import { ConversationStore } from '../conversation/index.js';
 import { decideMode, EXPORT_FORMATS, exportSamples, RlBuffer, rlReport, type ExportFormat, type RlReport } from '../rl/index.js';
-import { judgeSettings } from '../runtime/index.js';
+import { judgeSettings } from '../runtime/settings.js';
 import { SkillHistory } from '../skills/index.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { loadCliConfig, print, printError } from './context.js';

@@ -38,11 +38,11 @@ export function decideMode(values: ConfigValues, env: NodeJS.ProcessEnv = proces
       effective: 'skills_only',
       backend: null,
       recording,
-      reason: recording ? 'mode skills_only with rl.enabled: samples are recorded and judged, nothing is trained' : 'mode skills_only',
+      reason: recording ? 'as configured, with rl.enabled: samples are recorded and judged, nothing is trained' : 'as configured',
     };
   }
   const backend = trainingBackend(values, env);
-  if (typeof backend === 'string') return { configured, effective: configured, backend, recording, reason: `mode ${configured} with the ${backend} backend` };
+  if (typeof backend === 'string') return { configured, effective: configured, backend, recording, reason: `as configured, with the ${backend} backend` };
   return {
     configured,
     effective: 'skills_only',

@@ -51,7 +51,9 @@ export class RlService {
 
   constructor(private readonly deps: RlDependencies) {
     this.buffer = new RlBuffer(deps.db);
-    this.lastGeneration = deps.generation();
+    // The library may have changed while the proxy was down (`metaclaw skills` commands).
+    this.lastGeneration = Number.NaN;
+    this.skillsChanged();
   }
 
   get mode(): ModeDecision {
@@ -70,8 +72,13 @@ export class RlService {
     const generation = this.deps.generation();
     if (generation === this.lastGeneration) return;
     this.lastGeneration = generation;
-    const dropped = this.buffer.dropOlderThan(generation);
-    if (dropped > 0) this.deps.logger.info({ generation, dropped }, 'skill generation moved on: older RL samples leave the trainable buffer');
+    try {
+      const dropped = this.buffer.dropOlderThan(generation);
+      if (dropped > 0) this.deps.logger.info({ generation, dropped }, 'skill generation moved on: older RL samples leave the trainable buffer');
+    } catch (error) {
+      // Training drops them anyway when it takes samples (`RlBuffer.trainable` reads the live generation).
+      this.deps.logger.warn({ err: error, generation }, 'could not mark older RL samples as dropped');
+    }
   }
 
   report(): RlReport {
