@@ -298,7 +298,7 @@ describe('RL: the judge scores main turns, the buffer keeps them, export writes 
       assert.equal(started.code, 0, started.stderr);
       assert.match(
         started.stderr,
-        /warning: mode auto needs a training backend, but no training key is configured \(rl\.api_key, or TINKER_API_KEY in the environment\): running as skills_only/,
+        /warning: mode auto needs a training backend \(RL needs a Tinker API key: set rl\.api_key or TINKER_API_KEY or MINT_API_KEY\): running as skills_only/,
       );
       assert.match(started.stdout, /Mode: skills_only \(configured: auto;/);
       const report = (await (await fetch(`http://127.0.0.1:${port}/status`)).json()) as any;

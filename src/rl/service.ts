@@ -8,6 +8,7 @@ import type { CredentialMemory } from '../upstream/index.js';
 import { bufferStatus, type BufferStatus } from './buffer/status.js';
 import { RlBuffer } from './buffer/store.js';
 import { describeJudge, JudgeHandler, type JudgeSettings } from './judge/handler.js';
+import type { TrainingBuffer } from './loop/index.js';
 import type { ModeDecision } from './mode.js';
 
 export interface RlDependencies {
@@ -55,6 +56,12 @@ export class RlService {
     this.lastGeneration = Number.NaN;
     this.skillsChanged();
   }
+
+  /** The buffer as the training loop (`rl/loop`) takes it: ready samples of the live skill generation, marked by the step that used them. */
+  readonly training: TrainingBuffer = {
+    ready: (limit) => this.buffer.trainable(this.deps.generation(), limit),
+    markTrained: (turnIds, step) => this.buffer.markTrained(turnIds, step),
+  };
 
   get mode(): ModeDecision {
     return this.deps.mode;

@@ -7,6 +7,11 @@ import { RlBuffer } from './store.js';
 
 export const JUDGE_JOB = 'rl.judge';
 
+/** Main turns become RL samples (and are judged) in modes rl and auto, and with rl.enabled in skills_only. */
+export function recordsSamples(values: { mode: string; 'rl.enabled': boolean }): boolean {
+  return values['mode'] !== 'skills_only' || values['rl.enabled'];
+}
+
 /** The judge job's payload. */
 export interface JudgeJobPayload {
   turnId: string;

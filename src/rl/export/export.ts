@@ -1,7 +1,9 @@
 import type { ConversationStore } from '../../conversation/index.js';
 import type { RlBuffer } from '../buffer/store.js';
 import { toSample } from '../buffer/store.js';
-import { chatTurn, datumLine, type ChatTurn, type ExportFormat } from './formats.js';
+import { wireDatum } from '../tinker/wire.js';
+import { buildDatum, datumProblem } from '../train/datum.js';
+import { chatTurn, type ChatTurn, type ExportFormat } from './formats.js';
 
 export interface ExportOptions {
   format: ExportFormat;
@@ -16,12 +18,12 @@ export interface ExportReport {
   scored: number;
   written: number;
   /** why samples were not written */
-  skipped: { no_token_ids: number; not_good: number; neutral: number; unpaired: number; turn_gone: number };
+  skipped: { no_token_ids: number; unusable_tokens: number; not_good: number; neutral: number; unpaired: number; turn_gone: number };
 }
 
 /**
- * Scored samples as JSONL lines for another trainer: `datum` (Tinker datums, needs the sampled
- * token ids), `sft` (the good answers as chat conversations), `dpo` (a good and a bad answer to the
+ * Scored samples as JSONL lines for another trainer: `datum` (Tinker datums as `rl/train` builds
+ * them and `rl/tinker` sends them, from the sampled token ids), `sft` (the good answers as chat conversations), `dpo` (a good and a bad answer to the
  * same prompt, where both exist), `kto` (every good and bad answer with its label). Lines are
  * handed to `write` one at a time; only DPO keeps the good and bad answers until it knows the pairs.
  */
@@ -30,7 +32,7 @@ export function exportSamples(buffer: RlBuffer, conversation: ConversationStore,
     format: options.format,
     scored: 0,
     written: 0,
-    skipped: { no_token_ids: 0, not_good: 0, neutral: 0, unpaired: 0, turn_gone: 0 },
+    skipped: { no_token_ids: 0, unusable_tokens: 0, not_good: 0, neutral: 0, unpaired: 0, turn_gone: 0 },
   };
   const emit = (line: object) => {
     write(line);
@@ -41,8 +43,11 @@ export function exportSamples(buffer: RlBuffer, conversation: ConversationStore,
     report.scored++;
     const reward = row.reward!;
     if (options.format === 'datum') {
-      if (!row.prompt_tokens || !row.response_tokens) report.skipped.no_token_ids++;
-      else emit(datumLine(toSample(row), reward));
+      const sample = row.prompt_tokens && row.response_tokens ? toSample(row) : undefined;
+      if (!sample) report.skipped.no_token_ids++;
+      else if (datumProblem(sample)) report.skipped.unusable_tokens++;
+      // The judge's reward as the advantage: normalise it in the trainer (rl/train does, per batch).
+      else emit(wireDatum(buildDatum(sample, reward)));
       continue;
     }
     if (options.format === 'sft' && reward !== 1) {

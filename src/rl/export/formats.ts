@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import type { ConversationStore, TurnDetail } from '../../conversation/index.js';
 import type { RequestFormat } from '../../types/index.js';
 import { translateRequest } from '../../upstream/index.js';
-import type { RlSample } from '../types.js';
 
 export const EXPORT_FORMATS = ['datum', 'sft', 'dpo', 'kto'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -13,37 +12,6 @@ export interface ChatMessage {
   content: unknown;
   tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
   [key: string]: unknown;
-}
-
-/** Tinker's Datum on the JSON wire: the model input, and the loss inputs as TensorData aligned to it. */
-export interface TinkerDatumLine {
-  model_input: { chunks: Array<{ type: 'encoded_text'; tokens: number[] }> };
-  loss_fn_inputs: {
-    target_tokens: { data: number[]; dtype: 'int64'; shape: [number] };
-    logprobs: { data: number[]; dtype: 'float32'; shape: [number] };
-    advantages: { data: number[]; dtype: 'float32'; shape: [number] };
-  };
-}
-
-/**
- * One sample as a Tinker datum (MetaClaw's `sample_to_datum`): input = prompt + response minus the
- * last token, targets shifted by one, the sampled logprobs and the advantage on response positions,
- * zeros on the prompt. The advantage is the judge's reward as is: normalise it in the trainer.
- */
-export function datumLine(sample: RlSample, advantage: number): TinkerDatumLine {
-  const all = [...sample.promptTokens, ...sample.responseTokens];
-  const length = all.length - 1;
-  const promptPositions = sample.promptTokens.length - 1;
-  const logprobs = [...new Array<number>(promptPositions).fill(0), ...sample.responseLogprobs].slice(0, length);
-  const advantages = [...new Array<number>(promptPositions).fill(0), ...sample.responseTokens.map(() => advantage)].slice(0, length);
-  return {
-    model_input: { chunks: [{ type: 'encoded_text', tokens: all.slice(0, -1) }] },
-    loss_fn_inputs: {
-      target_tokens: { data: all.slice(1), dtype: 'int64', shape: [length] },
-      logprobs: { data: logprobs, dtype: 'float32', shape: [length] },
-      advantages: { data: advantages, dtype: 'float32', shape: [length] },
-    },
-  };
 }
 
 /** What a turn's prompt and answer look like as chat messages. */
