@@ -23,9 +23,10 @@ export interface ExportReport {
 
 /**
  * Scored samples as JSONL lines for another trainer: `datum` (Tinker datums as `rl/train` builds
- * them and `rl/tinker` sends them, from the sampled token ids), `sft` (the good answers as chat conversations), `dpo` (a good and a bad answer to the
- * same prompt, where both exist), `kto` (every good and bad answer with its label). Lines are
- * handed to `write` one at a time; only DPO keeps the good and bad answers until it knows the pairs.
+ * them and `rl/tinker` sends them, from the sampled token ids), `sft` (the good answers as chat
+ * conversations), `dpo` (a good and a bad answer to the same prompt, where both exist), `kto`
+ * (every good and bad answer with its label). Lines are handed to `write` one at a time; only DPO
+ * keeps the good and bad answers until it knows the pairs.
  */
 export function exportSamples(buffer: RlBuffer, conversation: ConversationStore, options: ExportOptions, write: (line: object) => void): ExportReport {
   const report: ExportReport = {
