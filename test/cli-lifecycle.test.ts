@@ -80,7 +80,8 @@ describe('metaclaw start / status / stop', () => {
     const started = await runCli(['start', '--port', String(port), '--mode', 'rl', '--host', '127.0.0.1'], { home });
     assert.equal(started.code, 0, started.stderr);
     const report = (await (await fetch(`http://127.0.0.1:${port}/status`)).json()) as any;
-    assert.equal(report.mode, 'rl');
+    assert.equal(report.mode_configured, 'rl');
+    assert.equal(report.mode, 'skills_only', 'no training key: rl runs as skills_only');
     assert.equal(readFileSync(join(home, 'config.yaml'), 'utf8'), 'mode: skills_only\nproxy:\n  port: 1\n');
     const status = await runCli(['status', '--json'], { home });
     assert.equal(JSON.parse(status.stdout).listen.port, port, 'status finds the instance through its pid file');

@@ -15,8 +15,9 @@ import {
   resolveUpstreams,
 } from '../config/index.js';
 import { checkIntegrity, MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
-import { describeRetrieval, retrievalModes, storedProbe } from '../runtime/index.js';
 import { describeSource, previewSchedule, schedulerEnabled, schedulerOffReason } from '../scheduler/index.js';
+import { decideMode, describeJudge, type RlReport } from '../rl/index.js';
+import { describeRetrieval, judgeSettings, retrievalModes, storedProbe } from '../runtime/index.js';
 import { probeUpstream } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, print } from './context.js';
@@ -61,6 +62,7 @@ export async function doctorCommand(options: DoctorOptions): Promise<void> {
     const running = await checkProxy(config, checks);
     checkRetrieval(config, running, checks);
     await checkScheduler(config, checks);
+    checkMode(config, running, checks);
     if (options.canary === false) checks.push({ name: 'canary', verdict: 'skip', detail: 'skipped (--no-canary)' });
     else await runCanary(config, running, checks);
   }
@@ -394,6 +396,25 @@ function checkRetrieval(config: LoadedConfig, proxy: ProxyContact | undefined, c
   const line = (name: string, decision: Described) => `${name} ${decision.mode}${decision.model ? ` (${decision.model})` : ''}: ${decision.reason}`;
   const detail = `${proxy ? '' : 'at the next start: '}${line('skills', skills)}; ${line('memory', memory)}`;
   checks.push({ name: 'retrieval', verdict: 'pass', detail });
+}
+
+/** The configured and the effective mode and why (the running proxy's word, else the config and environment now). */
+function checkMode(config: LoadedConfig, proxy: ProxyContact | undefined, checks: Check[]): void {
+  const running = (proxy?.status['rl'] as RlReport | undefined)?.mode;
+  const decided = decideMode(config.values);
+  const mode = running ?? decided;
+  const where = running ? '' : 'at the next start: ';
+  const judge = decided.recording ? `; RL samples are recorded and judged by ${describeJudge(judgeSettings(config)).endpoint}` : '';
+  if (mode.effective === mode.configured) {
+    checks.push({ name: 'mode', verdict: 'pass', detail: `${where}${mode.effective} (${mode.reason})${judge}` });
+    return;
+  }
+  checks.push({
+    name: 'mode',
+    verdict: 'warn',
+    detail: `${where}configured ${mode.configured}, running as ${mode.effective}: ${mode.reason}${judge}`,
+    fix: 'set rl.api_key (or TINKER_API_KEY / MINT_API_KEY in the environment) to train, or set mode: skills_only',
+  });
 }
 
 /**

@@ -150,6 +150,8 @@ if (loads('memory')) (await import('./memory.js')).registerMemoryCommands(progra
 else program.command('memory').description('long-term memory: search, add, edit, forget, stats, export, import (metaclaw memory --help)');
 if (loads('scheduler')) (await import('./scheduler.js')).registerSchedulerCommands(program);
 else program.command('scheduler').description('when RL training may run: status, next-window (metaclaw scheduler --help)');
+if (loads('rl')) (await import('./rl.js')).registerRlCommands(program);
+else program.command('rl').description('reinforcement learning: the sample buffer, the judge, export (metaclaw rl --help)');
 
 try {
   await program.parseAsync(process.argv);

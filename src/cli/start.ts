@@ -13,6 +13,7 @@ import {
   type LoadedConfig,
 } from '../config/index.js';
 import { ConfigError } from '../errors.js';
+import { decideMode } from '../rl/index.js';
 import { isProcessAlive, MetaclawRuntime, readPidFile } from '../runtime/index.js';
 import { boundHeapGrowth, PROXY_ENVIRONMENT, PROXY_NODE_FLAGS } from '../runtime/memory-bounds.js';
 import { VERSION } from '../version.js';
@@ -36,7 +37,10 @@ export interface StartOptions {
 export async function startCommand(options: StartOptions): Promise<void> {
   const overrides = { 'proxy.port': options.port, 'proxy.host': options.host, mode: options.mode };
   const config = loadCliConfig({ ...(options.config ? { config: options.config } : {}), overrides });
-  const warnings = [...privacyWarnings(config), ...missingKeyVariables(config)];
+  const mode = decideMode(config.values);
+  // `rl`/`auto` without a training backend runs as skills_only: said at start, not found out later.
+  const modeWarnings = mode.effective === mode.configured ? [] : [mode.reason];
+  const warnings = [...privacyWarnings(config), ...missingKeyVariables(config), ...modeWarnings];
   // Editors validate config.yaml against it: kept current with the installed version's keys.
   writeConfigSchema(config.home);
   if (options.foreground) {
@@ -170,7 +174,10 @@ function printBanner(config: LoadedConfig, pid: number, status: Record<string, u
     const key = upstream.key_source === 'client' ? "the client's own key" : upstream.key_source === 'env' ? 'a key from the environment' : 'the configured key';
     print(`  Upstream: ${upstream.base_url} (${upstream.format}, ${upstream.model ? `model ${upstream.model}` : "client's model"}, ${key})`);
   }
-  print(`  Mode: ${values['mode']}   Data: ${paths.home}   Logs: ${paths.logFile}`);
+  const mode = typeof status?.['mode'] === 'string' ? status['mode'] : values['mode'];
+  const configured = typeof status?.['mode_configured'] === 'string' ? status['mode_configured'] : mode;
+  const reason = typeof status?.['mode_reason'] === 'string' ? status['mode_reason'] : '';
+  print(`  Mode: ${mode}${configured !== mode ? ` (configured: ${configured}; ${reason})` : ''}   Data: ${paths.home}   Logs: ${paths.logFile}`);
   if (!config.fileExists) print('  No config file yet: running on defaults. Run `metaclaw setup` to choose your provider and agent.');
 }
 

@@ -1,3 +1,4 @@
+import type { RlReport } from '../rl/index.js';
 import { isProcessAlive, readPidFile } from '../runtime/index.js';
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, loadCliConfig, print } from './context.js';
@@ -40,6 +41,8 @@ interface StatusReport {
   version: string;
   pid: number;
   mode: string;
+  mode_configured?: string;
+  mode_reason?: string;
   uptime_seconds: number;
   upstream: { name: string; base_url: string; format: string; model: string | null; key_source: string };
   fallbacks: Array<{ name: string; base_url: string }>;
@@ -50,6 +53,7 @@ interface StatusReport {
   context: { providers: string[]; failures: number };
   /** absent from a proxy older than the scheduler */
   scheduler?: { enabled: boolean; state?: string; reason: string };
+  rl?: RlReport;
 }
 
 function printStatus(base: string, status: StatusReport): void {
@@ -60,7 +64,15 @@ function printStatus(base: string, status: StatusReport): void {
   print(
     `MetaClaw-TS ${status.version}: running (pid ${status.pid}) at ${base}, up ${formatDuration(status.uptime_seconds)}${status.version !== VERSION ? ` (this CLI is ${VERSION})` : ''}`,
   );
-  print(`  mode        ${status.mode}`);
+  print(
+    `  mode        ${status.mode}${status.mode_configured && status.mode_configured !== status.mode ? ` (configured: ${status.mode_configured}; ${status.mode_reason ?? ''})` : ''}`,
+  );
+  if (status.rl?.recording) {
+    const buffer = status.rl.buffer;
+    print(
+      `  rl          ${buffer.samples} samples (${buffer.by_state.scored} scored, ${buffer.by_state.waiting + buffer.by_state.queued} awaiting the judge, ${buffer.trainable} trainable, ${buffer.by_state.dropped} dropped); \`metaclaw rl status\` for more`,
+    );
+  }
   print(
     `  upstream    ${status.upstream.base_url} (${status.upstream.format}, ${status.upstream.model ? `model ${status.upstream.model}` : "client's model"}, key: ${status.upstream.key_source})`,
   );

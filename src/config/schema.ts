@@ -49,8 +49,7 @@ export type UpstreamEntry = z.infer<typeof upstreamEntrySchema>;
 
 export const KEY_DEFINITIONS = [
   enumKey('mode', MODES, 'skills_only', {
-    noEffect: { status: 'planned', reason: 'not built yet: RL and the scheduler are planned; MetaClaw-TS runs as skills_only' },
-    doc: 'skills_only: skills + memory through your own API; rl: also record and train; auto: rl plus the idle-window scheduler (legacy name: madmax).',
+    doc: 'skills_only: skills + memory through your own API; rl: also record, judge and train; auto: rl plus the idle-window scheduler (legacy name: madmax). rl and auto without a training backend (rl.api_key) run as skills_only and still record and judge samples.',
   }),
   enumKey('claw_type', CLAW_TYPES, 'none', { doc: 'Which agent `metaclaw start` wires to the proxy (none: wire nothing).' }),
   booleanKey('claw_plugin', false, {
@@ -187,22 +186,25 @@ export const KEY_DEFINITIONS = [
   booleanKey('memory.auto_upgrade_require_review', true, { noEffect: NO_SELF_UPGRADE, doc: 'MetaClaw key: policy upgrades wait for review.' }),
   integerKey('memory.review_stale_after_hours', 72, { min: 1, noEffect: NO_SELF_UPGRADE, doc: 'MetaClaw key: when a pending policy review goes stale.' }),
 
-  booleanKey('rl.enabled', false, { noEffect: PLANNED, doc: 'Record RL samples and score them even in skills_only mode.' }),
+  booleanKey('rl.enabled', false, { doc: 'Record RL samples and score them with the judge even in skills_only mode (for `metaclaw rl export`).' }),
   enumKey('rl.backend', ['auto', 'tinker', 'mint', 'weaver', 'file'] as const, 'auto', {
-    noEffect: PLANNED,
-    doc: 'Training backend: a Tinker-compatible service (tinker, mint, weaver) or file (export only).',
+    doc: 'Training backend: a Tinker-compatible service (tinker, mint; auto picks mint for an sk-mint- key, a MinT URL or MINT_API_KEY) or file (export only). weaver has no client.',
   }),
   stringKey('rl.model', '', { noEffect: PLANNED, doc: 'Base model to train (default: llm.model_id).' }),
   pathKey('rl.tokenizer_path', '', {
     noEffect: PLANNED,
     doc: "Folder with the base model's tokenizer.json and tokenizer_config.json (its chat template), for serving from the policy. Empty: $METACLAW_HOME/tokenizers/<rl.model>, downloaded once from the Hugging Face hub.",
   }),
-  secretKey('rl.api_key', { noEffect: PLANNED, doc: 'Training backend key (legacy name: rl.tinker_api_key).' }),
-  urlKey('rl.base_url', '', { noEffect: PLANNED, doc: 'Training backend URL (legacy name: rl.tinker_base_url).' }),
-  urlKey('rl.prm_url', 'https://api.openai.com/v1', { noEffect: PLANNED, doc: 'OpenAI-compatible endpoint of the judge (PRM) model.' }),
-  stringKey('rl.prm_model', 'gpt-5.2', { noEffect: PLANNED, doc: 'Judge model.' }),
-  secretKey('rl.prm_api_key', { noEffect: PLANNED, doc: 'Judge key.' }),
-  integerKey('rl.prm_m', 3, { min: 1, max: 9, noEffect: PLANNED, doc: 'Judge votes per turn (majority wins).' }),
+  secretKey('rl.api_key', {
+    doc: 'Training backend key (legacy name: rl.tinker_api_key; else TINKER_API_KEY or MINT_API_KEY). Without one, rl and auto run as skills_only.',
+  }),
+  urlKey('rl.base_url', '', { doc: 'Training backend URL (legacy name: rl.tinker_base_url).' }),
+  urlKey('rl.prm_url', 'https://api.openai.com/v1', {
+    doc: 'OpenAI-compatible endpoint of the judge (PRM) model. Used when set (or when rl.prm_api_key is); otherwise the judge calls the main upstream.',
+  }),
+  stringKey('rl.prm_model', 'gpt-5.2', { doc: "Judge model. On the main upstream it is used only when set; otherwise the judged session's model." }),
+  secretKey('rl.prm_api_key', { doc: 'Key for rl.prm_url.' }),
+  integerKey('rl.prm_m', 3, { min: 1, max: 9, doc: 'Judge votes per turn: the score more than half agree on is the reward; a tie or failure gives none.' }),
   integerKey('rl.lora_rank', 32, { min: 1, noEffect: PLANNED, doc: 'LoRA rank.' }),
   integerKey('rl.batch_size', 4, { min: 1, noEffect: PLANNED, doc: 'Samples per training step.' }),
   numberKey('rl.learning_rate', 0.0001, { min: 0, noEffect: PLANNED, doc: 'Adam learning rate.' }),

@@ -108,6 +108,10 @@ export class ConversationStore {
         'SELECT p.turn_id, p.received, p.forwarded FROM turn_payloads p JOIN turns t ON t.id = p.turn_id WHERE t.session_id = ? ORDER BY t.seq',
       ),
       updatePayload: db.prepare<[string | null, string | null, string]>('UPDATE turn_payloads SET received = ?, forwarded = ? WHERE turn_id = ?'),
+      // RL samples keep the sampled token ids of a turn, which encode its texts: they cannot be scrubbed, so they go.
+      forgetSampleTokens: db.prepare<[string]>(
+        'UPDATE rl_samples SET prompt_tokens = NULL, response_tokens = NULL, response_logprobs = NULL WHERE session_id = ? AND prompt_tokens IS NOT NULL',
+      ),
       // The fingerprint's own session or one opened after it (`<fingerprint>-<time>`), by primary key.
       newestOfFingerprint: db.prepare<[string, string, string], { id: string }>(
         'SELECT id FROM sessions WHERE id = ? OR (id > ? AND id < ?) ORDER BY started_at DESC LIMIT 1',
@@ -369,6 +373,7 @@ export class ConversationStore {
     this.db
       .transaction(() => {
         for (const sessionId of sessions) {
+          const before = changed;
           for (const turn of this.statements.turnTexts.all(sessionId)) {
             if (!holds(turn.query) && !holds(turn.response_text) && !holds(turn.tool_calls)) continue;
             this.statements.updateTurnTexts.run(scrub(turn.query), scrub(turn.response_text), scrub(turn.tool_calls), turn.id);
@@ -380,6 +385,7 @@ export class ConversationStore {
             this.statements.updatePayload.run(rewritten.received, rewritten.forwarded, payload.turn_id);
             changed++;
           }
+          if (changed > before) this.statements.forgetSampleTokens.run(sessionId);
         }
         // Parts that held the text go once every body pointing to them has been rewritten:
         // deleting them at the first body left the others pointing at nothing.

@@ -205,6 +205,7 @@ export class TurnWriter {
         outcome: turn.outcome,
         mainTurnCount: counts.main_turn_count,
         turnCount: counts.turn_count,
+        ...(turn.policy ? { policy: turn.policy } : {}),
       });
     }
     if (turn.endsSession) this.endSession(turn.sessionId, 'done_header');

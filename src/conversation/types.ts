@@ -1,3 +1,4 @@
+import type { PolicyTurn } from '../rl/types.js';
 import type { AssembledResponse, RequestFormat } from '../types/index.js';
 import type { ClientProfileName, SideRequestKind } from './profiles/types.js';
 import type { IdentitySource, TurnType } from './signals.js';
@@ -39,6 +40,8 @@ export interface FinishedTurn {
   endsSession: boolean;
   /** false: record the turn but tell no learner (a session started by such a turn never learns) */
   learning: boolean;
+  /** Served from the RL policy (rl/policy): the exact sampled token ids and logprobs, kept in the RL sample buffer. */
+  policy?: PolicyTurn;
 }
 
 /**
@@ -73,6 +76,8 @@ export interface TurnRecordedEvent {
   outcome: TurnOutcome;
   mainTurnCount: number;
   turnCount: number;
+  /** The turn was served from the RL policy: what the sampler returned (see FinishedTurn.policy). */
+  policy?: PolicyTurn;
 }
 
 export interface SessionEndedEvent {

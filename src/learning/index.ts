@@ -15,5 +15,5 @@ export {
 export { LearningDispatch, type DispatchHooks } from './dispatch.js';
 export { callLlm, callLlmForJson, extractJson, InvalidLlmOutputError, LlmCallError, type LlmTarget, type LlmRequest, type LlmReply } from './llm-client.js';
 export { type JsonAnswer } from './structured-output.js';
-export { callPromptForJson } from './job-call.js';
+export { callPromptForJson, callPromptForText } from './job-call.js';
 export { resolveLearningTarget, type LearningEndpointConfig } from './targets.js';

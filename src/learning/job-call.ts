@@ -1,5 +1,5 @@
 import { fillPrompt, type Prompt } from '../prompts/index.js';
-import { callLlmForJson, type LlmReply, type LlmTarget } from './llm-client.js';
+import { callLlm, callLlmForJson, type LlmReply, type LlmTarget } from './llm-client.js';
 import type { JobContext } from './runner.js';
 import type { JsonAnswer } from './structured-output.js';
 
@@ -21,4 +21,23 @@ export function callPromptForJson<T>(
     answer,
     (tokens) => context.spend(tokens),
   );
+}
+
+/** A learning job's LLM call answered in free text (the judge's "Score: N"): its prompt filled, cancelled with the job, tokens charged to it. */
+export async function callPromptForText(
+  context: JobContext,
+  target: LlmTarget,
+  prompt: Prompt,
+  values: Readonly<Record<string, string>>,
+  sampling: { maxTokens: number; temperature: number },
+): Promise<LlmReply> {
+  const reply = await callLlm(target, {
+    system: prompt.system,
+    user: fillPrompt(prompt.user, values),
+    ...sampling,
+    signal: context.signal,
+    logger: context.logger,
+  });
+  context.spend(reply.inputTokens + reply.outputTokens);
+  return reply;
 }

@@ -22,6 +22,7 @@ import {
 } from '../proxy/index.js';
 import { MemoryService } from '../memory/index.js';
 import { Scheduler, schedulerEnabled, schedulerOffReason, schedulerSettings } from '../scheduler/index.js';
+import { decideMode, RlService } from '../rl/index.js';
 import { SkillsService } from '../skills/index.js';
 import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/index.js';
 import { warmGlossary } from '../text/index.js';
@@ -29,7 +30,7 @@ import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/ind
 import { VERSION } from '../version.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
 import { recordingListeners, recordingSettings, type RecordingSettings } from './recording.js';
-import { memorySettings, skillsSettings } from './settings.js';
+import { judgeSettings, memorySettings, skillsSettings } from './settings.js';
 import {
   describeRetrieval,
   probeProviderEmbeddings,
@@ -76,6 +77,7 @@ export class MetaclawRuntime {
   readonly memory: MemoryService;
   /** The idle-window scheduler (scheduler.enabled or mode auto): the trainer's TrainingWindow. */
   readonly scheduler: Scheduler | undefined;
+  readonly rl: RlService;
   /** Which retrieval skills and memory use (keyword or with embeddings), and why. */
   private retrieval: { skills: RetrievalDecision; memory: RetrievalDecision };
   /** Cancels the start-up embeddings probe when the proxy stops first. */
@@ -186,6 +188,21 @@ export class MetaclawRuntime {
       languages,
     });
     for (const handler of this.memory.handlers()) this.runner.register(handler);
+
+    this.rl = new RlService({
+      db: this.db,
+      logger: this.logger.child({ part: 'rl' }),
+      mode: decideMode(values, options.env ?? process.env),
+      judge: judgeSettings(options.config),
+      generation: () => this.skills.history.generation,
+      conversation: this.conversation,
+      credit: this.skills.credit,
+      mainUpstream: this.forwarder.mainTarget,
+      credentials: this.credentials,
+    });
+    for (const handler of this.rl.handlers()) this.runner.register(handler);
+    // Support/query separation: a new skill generation drops older samples from the trainable buffer.
+    this.skills.library.onChange(() => this.rl.skillsChanged());
     this.memory.attachQueue(this.runner.enqueue);
     if (values['memory.enabled']) this.addContextProvider(this.memory.provider);
     this.addRoutes(memoryRoutes(this.memory, values['memory.scope'], AdminToken.ensure(paths.adminToken)));
@@ -289,7 +306,10 @@ export class MetaclawRuntime {
     this.scheduler?.start();
     for (const warning of this.options.config.warnings) this.logger.warn(warning);
     const url = `http://${values['proxy.host'].includes(':') ? `[${values['proxy.host']}]` : values['proxy.host']}:${values['proxy.port']}`;
-    this.logger.info({ url, mode: values['mode'], upstream: describeTarget(this.forwarder.mainTarget), version: VERSION }, 'MetaClaw proxy listening');
+    const mode = this.rl.mode;
+    this.logger.info({ url, mode: mode.effective, upstream: describeTarget(this.forwarder.mainTarget), version: VERSION }, 'MetaClaw proxy listening');
+    // `metaclaw start` also warns (printed and logged) when the configured mode cannot run as configured.
+    this.logger.info({ configured: mode.configured, effective: mode.effective, backend: mode.backend, rl_samples: mode.recording }, `mode: ${mode.reason}`);
     this.logRetrieval();
     void this.probeEmbeddings();
     return { url };
@@ -416,7 +436,9 @@ export class MetaclawRuntime {
       ok: true,
       version: VERSION,
       pid: process.pid,
-      mode: values['mode'],
+      mode: this.rl.mode.effective,
+      mode_configured: this.rl.mode.configured,
+      mode_reason: this.rl.mode.reason,
       started_at: new Date(this.startedAt).toISOString(),
       uptime_seconds: Math.round((Date.now() - this.startedAt) / 1000),
       listen: { host: values['proxy.host'], port: values['proxy.port'] },
@@ -449,6 +471,7 @@ export class MetaclawRuntime {
       skills: { ...this.skills.status(), retrieval: describeRetrieval(this.retrieval.skills) },
       memory: { ...this.memory.status(), retrieval: describeRetrieval(this.retrieval.memory) },
       scheduler: this.scheduler?.status() ?? { enabled: false, reason: schedulerOffReason(this.options.config) },
+      rl: this.rl.report(),
       config: { file: this.options.config.file, loaded: this.options.config.fileExists, warnings: this.options.config.warnings },
     };
   }

@@ -9,3 +9,4 @@ export {
   type ProviderProbe,
   type RetrievalDecision,
 } from './retrieval-mode.js';
+export { judgeSettings } from './settings.js';

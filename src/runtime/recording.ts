@@ -5,6 +5,7 @@ import type { ConversationListener } from '../conversation/index.js';
 import { LearningDispatch, type DispatchHooks } from '../learning/dispatch.js';
 import type { JobQueue } from '../learning/queue.js';
 import { MemoryRecording, type MemoryRecordingSettings } from '../memory/recording.js';
+import { recordsSamples, RlRecording } from '../rl/buffer/recording.js';
 import { SkillsRecording, type SkillsRecordingSettings } from '../skills/recording.js';
 import type { Db } from '../store/index.js';
 import { memorySettings, skillsSettings } from './settings.js';
@@ -15,6 +16,8 @@ export interface RecordingSettings {
   memory: MemoryRecordingSettings;
   /** store.redact_turns: the turn writer redacts secrets before a turn is stored. */
   redactTurns: boolean;
+  /** Main turns become RL samples, judged once the next turn shows how they went (modes rl/auto, or rl.enabled). */
+  rlSamples: boolean;
 }
 
 export function recordingSettings(config: LoadedConfig): RecordingSettings {
@@ -30,16 +33,18 @@ export function recordingSettings(config: LoadedConfig): RecordingSettings {
       ignoreTurnType: memory.ignoreTurnType,
     },
     redactTurns: config.values['store.redact_turns'],
+    rlSamples: recordsSamples(config.values),
   };
 }
 
 /**
  * The listeners that run inside every recording transaction, in this order: the learning triggers
- * (which jobs a turn or a session end causes), skill credit, memory use. The proxy's thread and
+ * (which jobs a turn or a session end causes; RL samples and their judge jobs), skill credit, memory use. The proxy's thread and
  * the turn writer's thread each build their own, on their own connection.
  */
 export function recordingListeners(db: Db, queue: JobQueue, settings: RecordingSettings, hooks: DispatchHooks): ConversationListener[] {
   const skills = new SkillsRecording(db, settings.skills);
   const memory = new MemoryRecording(db, settings.memory);
-  return [new LearningDispatch(queue, [skills, memory], hooks), skills, memory];
+  const triggers = settings.rlSamples ? [skills, memory, new RlRecording(db)] : [skills, memory];
+  return [new LearningDispatch(queue, triggers, hooks), skills, memory];
 }

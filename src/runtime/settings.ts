@@ -1,5 +1,6 @@
 import type { LoadedConfig } from '../config/index.js';
 import type { MemorySettings } from '../memory/index.js';
+import type { JudgeSettings } from '../rl/index.js';
 import type { SkillsSettings } from '../skills/index.js';
 
 /** The skills part's settings, read from the config (the skills module never reads config files). */
@@ -42,5 +43,24 @@ export function memorySettings(config: LoadedConfig): MemorySettings {
     maxUnitsPerScope: values['memory.max_units_per_scope'],
     embedding: { apiBase: values['memory.embedding.api_base'], apiKey: values['memory.embedding.api_key'], model: values['memory.embedding.model'] },
     extractor: { apiBase: values['memory.extractor_api_base'], apiKey: values['memory.extractor_api_key'], model: values['memory.extractor_model'] },
+  };
+}
+
+/**
+ * The RL judge's endpoint: rl.prm_url with rl.prm_api_key and rl.prm_model when either the URL or
+ * the key is set; otherwise the main upstream, with rl.prm_model only when it was set (MetaClaw's
+ * default, gpt-5.2, means nothing to most upstreams) and else the model of the judged session.
+ */
+export function judgeSettings(config: LoadedConfig): JudgeSettings {
+  const values = config.values;
+  const own = config.explicitKeys.has('rl.prm_url') || values['rl.prm_api_key'] !== '';
+  return {
+    endpoint: {
+      name: 'RL judge',
+      apiBase: own ? values['rl.prm_url'] : '',
+      apiKey: own ? values['rl.prm_api_key'] : '',
+      model: own || config.explicitKeys.has('rl.prm_model') ? values['rl.prm_model'] : '',
+    },
+    votes: values['rl.prm_m'],
   };
 }

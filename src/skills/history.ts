@@ -16,7 +16,8 @@ export interface VersionRow {
   created_at: number;
 }
 
-const GENERATION_KEY = 'skills.generation';
+/** State key of the library's generation (also read by the RL buffer, which tags every sample with it). */
+export const GENERATION_KEY = 'skills.generation';
 
 /**
  * Every accepted change to the library: versioned (so `skills diff` and `skills revert` work),

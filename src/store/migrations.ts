@@ -353,4 +353,35 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 13,
+    description: 'the RL sample buffer: one row per recorded main turn, its skill generation, token ids when served from the policy, the judge verdict',
+    sql: `
+      -- Texts stay in turns and turn_payloads (turn_id is the reference); a row adds what RL needs.
+      CREATE TABLE rl_samples (
+        turn_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        skill_generation INTEGER NOT NULL,  -- the skill library's generation when the turn was served
+        policy_version TEXT,                -- the sampler that served it; null: the normal upstream served it
+        prompt_tokens BLOB,                 -- int32 little-endian, exactly as rendered for the sampler; null: not trainable
+        response_tokens BLOB,               -- int32 little-endian, exactly as sampled
+        response_logprobs BLOB,             -- float32 little-endian, one per response token
+        next_turn_id TEXT,                  -- the next main turn of the session (the state the judge sees)
+        judge_state TEXT NOT NULL DEFAULT 'waiting', -- waiting | queued | scored | tie | failed
+        reward INTEGER,                     -- -1 | 0 | 1 by majority; null unless scored
+        votes TEXT,                         -- JSON array, one entry per vote: -1 | 0 | 1 | null (no usable answer)
+        judge_model TEXT,
+        judge_error TEXT,
+        judged_at INTEGER,
+        dropped_at INTEGER,                 -- left the trainable buffer: the skill generation moved on
+        dropped_for_generation INTEGER,
+        trained_step INTEGER,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX rl_samples_session ON rl_samples(session_id, seq);
+      CREATE INDEX rl_samples_judge ON rl_samples(judge_state, created_at);
+      CREATE INDEX rl_samples_generation ON rl_samples(skill_generation);
+    `,
+  },
 ];

@@ -17,6 +17,7 @@ export {
   responseObject,
   responsesInputItems,
   responsesStatus,
+  translateRequest,
   wireFormat,
 } from './translate/index.js';
 export { passThrough, type PassedAnswer } from './pass-through.js';

@@ -47,6 +47,10 @@ export function isMemoryKeysCall(request: RecordedRequest): boolean {
   return systemText(request).includes('You write search keys for memories');
 }
 
+export function isJudgeCall(request: RecordedRequest): boolean {
+  return systemText(request).includes('You are a strict quality reviewer of an AI assistant');
+}
+
 export function isExtractorCall(request: RecordedRequest): boolean {
   return systemText(request).includes('You keep the long-term memory');
 }
@@ -88,15 +92,22 @@ export function learningAwareUpstream(options: {
   extractor?: (request: RecordedRequest) => string;
   searchKeys?: (request: RecordedRequest) => string;
   memoryKeys?: (request: RecordedRequest) => string;
+  /** the RL judge; a Handler (not a string) answers the request itself (an outage) */
+  judge?: (request: RecordedRequest) => string | Handler;
   delayMs?: number;
-  chat?: string;
+  /** the agent's answer (a function: per request) */
+  chat?: string | ((request: RecordedRequest) => string);
 }): Handler {
   return (request, response) => {
     if (options.evolver && isEvolverCall(request)) return completionWith(options.evolver(request), response, options.delayMs);
     if (options.extractor && isExtractorCall(request)) return completionWith(options.extractor(request), response, options.delayMs);
     if (options.searchKeys && isSearchKeysCall(request)) return completionWith(options.searchKeys(request), response, options.delayMs);
     if (options.memoryKeys && isMemoryKeysCall(request)) return completionWith(options.memoryKeys(request), response, options.delayMs);
-    const reply = { text: options.chat ?? 'Done.' };
+    if (options.judge && isJudgeCall(request)) {
+      const answer = options.judge(request);
+      return typeof answer === 'string' ? completionWith(answer, response, options.delayMs) : answer(request, response);
+    }
+    const reply = { text: (typeof options.chat === 'function' ? options.chat(request) : options.chat) ?? 'Done.' };
     return request.path.endsWith('/messages') ? anthropicReply(reply)(request, response) : openAIReply(reply)(request, response);
   };
 }

@@ -1,0 +1,172 @@
+import type { Db } from '../../store/index.js';
+import type { JudgeScore, PolicyTurn, RlSample } from '../types.js';
+import { decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.js';
+
+/**
+ * Where a sample is with the judge: waiting for the next user turn of its session (or the session's
+ * end), queued for the judge, scored (a majority of the votes agreed), tie (the votes came back
+ * but no majority), failed (no usable votes: the judge was down or answered nonsense).
+ */
+export type JudgeState = 'waiting' | 'queued' | 'scored' | 'tie' | 'failed';
+
+export interface SampleRow {
+  turn_id: string;
+  session_id: string;
+  seq: number;
+  skill_generation: number;
+  policy_version: string | null;
+  prompt_tokens: Buffer | null;
+  response_tokens: Buffer | null;
+  response_logprobs: Buffer | null;
+  next_turn_id: string | null;
+  judge_state: JudgeState;
+  reward: number | null;
+  votes: string | null;
+  judge_model: string | null;
+  judge_error: string | null;
+  judged_at: number | null;
+  dropped_at: number | null;
+  dropped_for_generation: number | null;
+  trained_step: number | null;
+  created_at: number;
+}
+
+export interface NewSample {
+  turnId: string;
+  sessionId: string;
+  seq: number;
+  skillGeneration: number;
+  /** present when the turn was served from the policy (token ids kept only when it is trainable) */
+  policy?: PolicyTurn | undefined;
+  createdAt: number;
+}
+
+export interface Verdict {
+  state: 'scored' | 'tie' | 'failed';
+  reward: JudgeScore | null;
+  votes: Array<JudgeScore | null>;
+  model: string;
+  error: string | null;
+}
+
+/**
+ * The RL sample buffer: one row per recorded main turn. Texts stay in the turn record (the row
+ * references it); the row adds the skill generation, the exact token ids and logprobs when the
+ * turn was served from the policy, and the judge's verdict. Support/query separation: a sample of
+ * an older skill generation never reaches training (`trainable` reads the live generation), and is
+ * marked dropped — kept as history and counted — when the generation moves on.
+ */
+export class RlBuffer {
+  private readonly statements;
+
+  constructor(private readonly db: Db) {
+    this.statements = {
+      insert: db.prepare<[string, string, number, number, string | null, Buffer | null, Buffer | null, Buffer | null, number]>(
+        `INSERT OR IGNORE INTO rl_samples (turn_id, session_id, seq, skill_generation, policy_version, prompt_tokens, response_tokens, response_logprobs, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      waitingOfSession: db.prepare<[string], { turn_id: string }>(
+        "SELECT turn_id FROM rl_samples WHERE session_id = ? AND judge_state = 'waiting' ORDER BY seq",
+      ),
+      queue: db.prepare<[string | null, string]>(
+        "UPDATE rl_samples SET judge_state = 'queued', next_turn_id = ? WHERE turn_id = ? AND judge_state = 'waiting'",
+      ),
+      get: db.prepare<[string], SampleRow>('SELECT * FROM rl_samples WHERE turn_id = ?'),
+      verdict: db.prepare<[string, number | null, string, string, string | null, number, string]>(
+        'UPDATE rl_samples SET judge_state = ?, reward = ?, votes = ?, judge_model = ?, judge_error = ?, judged_at = ? WHERE turn_id = ?',
+      ),
+      drop: db.prepare<[number, number, number]>(
+        'UPDATE rl_samples SET dropped_at = ?, dropped_for_generation = ? WHERE skill_generation < ? AND dropped_at IS NULL AND trained_step IS NULL',
+      ),
+      trainable: db.prepare<[number, number], SampleRow>(
+        `SELECT * FROM rl_samples
+          WHERE judge_state = 'scored' AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL AND skill_generation >= ?
+          ORDER BY created_at LIMIT ?`,
+      ),
+      scored: db.prepare<{ generation: number; all: number }, SampleRow>(
+        `SELECT * FROM rl_samples
+          WHERE reward IS NOT NULL AND (@all = 1 OR (trained_step IS NULL AND dropped_at IS NULL AND skill_generation >= @generation) OR trained_step IS NOT NULL)
+          ORDER BY created_at`,
+      ),
+      trained: db.prepare<[number, string]>('UPDATE rl_samples SET trained_step = ? WHERE turn_id = ?'),
+    };
+  }
+
+  /** Records a main turn as a sample (once: a turn recorded again is ignored). */
+  record(sample: NewSample): void {
+    const policy = sample.policy;
+    const tokens = policy?.trainable === true && policy.response.tokens.length > 0 ? policy : undefined;
+    this.statements.insert.run(
+      sample.turnId,
+      sample.sessionId,
+      sample.seq,
+      sample.skillGeneration,
+      policy?.policyVersion ?? null,
+      tokens ? encodeTokens(tokens.promptTokens) : null,
+      tokens ? encodeTokens(tokens.response.tokens) : null,
+      tokens ? encodeLogprobs(tokens.response.logprobs) : null,
+      sample.createdAt,
+    );
+  }
+
+  /** Samples of a session still waiting for the next user turn, oldest first. */
+  waitingOfSession(sessionId: string): string[] {
+    return this.statements.waitingOfSession.all(sessionId).map((row) => row.turn_id);
+  }
+
+  /** The judge may score `turnId` now, seeing `nextTurnId` (null at session end). False when it was not waiting. */
+  queueForJudge(turnId: string, nextTurnId: string | null): boolean {
+    return this.statements.queue.run(nextTurnId, turnId).changes > 0;
+  }
+
+  get(turnId: string): SampleRow | undefined {
+    return this.statements.get.get(turnId);
+  }
+
+  saveVerdict(turnId: string, verdict: Verdict, now = Date.now()): void {
+    this.statements.verdict.run(verdict.state, verdict.reward, JSON.stringify(verdict.votes), verdict.model, verdict.error, now, turnId);
+  }
+
+  /** The skill generation is now `generation`: untrained samples of older ones leave the trainable buffer. Returns how many. */
+  dropOlderThan(generation: number, now = Date.now()): number {
+    return this.statements.drop.run(now, generation, generation).changes;
+  }
+
+  /**
+   * Up to `limit` samples a training step may use: scored, with the sampled token ids, not trained
+   * yet, of the current skill generation (older ones are dropped first, so the filter cannot lag
+   * behind the library).
+   */
+  trainable(currentGeneration: number, limit: number): RlSample[] {
+    return this.db.transaction(() => {
+      this.dropOlderThan(currentGeneration);
+      return this.statements.trainable.all(currentGeneration, limit).map(toSample);
+    })();
+  }
+
+  /** Every sample with a reward, oldest first: of the current generation (and trained ones), or with `includeDropped` all. */
+  scored(currentGeneration: number, includeDropped: boolean): IterableIterator<SampleRow> {
+    return this.statements.scored.iterate({ generation: currentGeneration, all: includeDropped ? 1 : 0 });
+  }
+
+  markTrained(turnIds: readonly string[], step: number): void {
+    this.db.transaction(() => {
+      for (const turnId of turnIds) this.statements.trained.run(step, turnId);
+    })();
+  }
+}
+
+/** A stored row as the training path sees it (only rows with token ids). */
+export function toSample(row: SampleRow): RlSample {
+  return {
+    turnId: row.turn_id,
+    sessionId: row.session_id,
+    skillGeneration: row.skill_generation,
+    policyVersion: row.policy_version ?? '',
+    promptTokens: row.prompt_tokens ? decodeTokens(row.prompt_tokens) : [],
+    responseTokens: row.response_tokens ? decodeTokens(row.response_tokens) : [],
+    responseLogprobs: row.response_logprobs ? decodeLogprobs(row.response_logprobs) : [],
+    reward: row.reward === null ? null : (row.reward as JudgeScore),
+    createdAt: row.created_at,
+  };
+}

@@ -1,0 +1,6 @@
+export type * from './types.js';
+export { decideMode, type Mode, type ModeDecision } from './mode.js';
+export { RlService, rlReport, type RlDependencies, type RlReport } from './service.js';
+export { RlBuffer, bufferStatus, recordsSamples, JUDGE_JOB, type BufferStatus, type SampleRow } from './buffer/index.js';
+export { describeJudge, parseScore, majorityOf, type JudgeSettings } from './judge/index.js';
+export { exportSamples, EXPORT_FORMATS, type ExportFormat, type ExportReport } from './export/index.js';

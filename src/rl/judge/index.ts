@@ -1,0 +1,2 @@
+export { JudgeHandler, describeJudge, type JudgeSettings, type JudgeDependencies } from './handler.js';
+export { parseScore, majorityOf } from './parse.js';
