@@ -22,6 +22,6 @@ export {
 } from './translate/index.js';
 export { passThrough, type PassedAnswer } from './pass-through.js';
 /** For answers the proxy makes itself (rl/policy): the same translations and readers the forwarder uses. */
-export { streamTranslator, translateAnswer, translateRequest, type AnswerContext, type EarlierConversation } from './translate/index.js';
+export { streamTranslator, translateAnswer, type AnswerContext, type EarlierConversation } from './translate/index.js';
 export { assistantToOpenAIMessage, type AssistantParts } from './translate/assistant.js';
 export { isRecord, openAIContentText, parseJson, readArray, readReasoning, readString, toolCallId, unixSeconds } from './translate/common.js';
