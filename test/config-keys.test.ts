@@ -80,7 +80,7 @@ describe('every config key does what its doc says or warns', () => {
         `${file}:10: wechat.enabled is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS (there is no WeChat bridge)`,
       ),
     );
-    assert.equal(config.warnings.length, 4, 'keys left at their default (rl.prm_m, skills.task_specific_top_k) do not warn');
+    assert.equal(config.warnings.length, 3, 'keys left at their default (rl.prm_m, skills.task_specific_top_k) do not warn');
     assert.equal(config.values['rl.model'], 'qwen3-8b', 'the value still loads, so the file round-trips');
   });
 
