@@ -76,7 +76,7 @@ describe('metaclaw service (systemd user unit)', () => {
     const [program, ...args] = systemdWords(execLine, true);
     assert.equal(program, process.execPath);
     // the same memory bounds as `metaclaw start`'s daemon (issue 11's soak)
-    assert.deepEqual(args, ['--max-semi-space-size=8', CLI, 'start', '--foreground']);
+    assert.deepEqual(args, ['--max-semi-space-size=4', CLI, 'start', '--foreground']);
     const environment: Record<string, string> = {};
     for (const match of unit.matchAll(/^Environment=(.*)$/gm)) {
       const [pair] = systemdWords(match[1]!, false);

@@ -7,8 +7,8 @@ import { setFlagsFromString } from 'node:v8';
  * the live data between collections on a large machine, and the young generation to 2 × 16 MiB.
  */
 
-/** Node flags for the proxy process: the young generation's semi-spaces stay at 8 MiB. */
-export const PROXY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8'];
+/** Node flags for the proxy process: the young generation's semi-spaces stay at 4 MiB. */
+export const PROXY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4'];
 
 /**
  * Environment for the proxy process, under whatever the user set: glibc's malloc keeps two arenas
@@ -17,11 +17,11 @@ export const PROXY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8'];
 export const PROXY_ENVIRONMENT: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 
 /**
- * The old generation grows by half its live size between full collections instead of up to four
- * times. V8 reads this flag at every collection, so setting it at start applies it to the whole
- * process (worker threads included); unlike `--max-old-space-size` it is no hard cap that could
- * end the process.
+ * The old generation grows by under a third of its live size between full collections instead
+ * of up to four times. V8 reads this flag at every collection, so setting it at start applies it
+ * to the whole process (worker threads included); unlike `--max-old-space-size` it is no hard cap
+ * that could end the process.
  */
 export function boundHeapGrowth(): void {
-  setFlagsFromString('--heap-growing-percent=50');
+  setFlagsFromString('--heap-growing-percent=30');
 }
