@@ -67,6 +67,13 @@ export class NotFoundError extends RequestError {
   }
 }
 
+/** The request is valid but the proxy's state does not allow it (e.g. training control while RL is off). */
+export class ConflictError extends RequestError {
+  constructor(message: string, code = 'conflict') {
+    super(409, 'invalid_request_error', code, message);
+  }
+}
+
 export class PayloadTooLargeError extends RequestError {
   constructor(limitBytes: number) {
     super(413, 'request_too_large', 'request_too_large', `Request body exceeds the proxy limit of ${limitBytes} bytes (proxy.max_body_mb).`);

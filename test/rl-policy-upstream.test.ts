@@ -9,10 +9,10 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { silentLogger } from '../src/logging/index.js';
 import { ResponseSink } from '../src/proxy/response-sink.js';
-import { loadChatTokenizer, PolicyUpstream, type ChatTokenizer, type PolicyState } from '../src/rl/policy/index.js';
+import { loadChatTokenizer, PolicyUpstream, type ChatTokenizer, type PolicyForwardResult, type PolicyState } from '../src/rl/policy/index.js';
 import type { PolicySampler, PolicyTurn, SampledSequence, SamplingParams } from '../src/rl/types.js';
 import type { RequestFormat } from '../src/types/index.js';
-import { UpstreamForwarder, type ForwardResult } from '../src/upstream/index.js';
+import { UpstreamForwarder } from '../src/upstream/index.js';
 import { openAIReply, ScriptedUpstream } from './support/upstream.js';
 
 /**
@@ -56,8 +56,13 @@ let upstream: ScriptedUpstream;
 let server: Server;
 let baseUrl: string;
 let state: PolicyState | undefined;
-const turns: PolicyTurn[] = [];
-const results: ForwardResult[] = [];
+const results: PolicyForwardResult[] = [];
+
+/** What the policy sampled, as the turn records take it (once `count` forwards have finished). */
+async function turns(count: number): Promise<PolicyTurn[]> {
+  while (results.length < count) await new Promise((resolve) => setTimeout(resolve, 5));
+  return results.flatMap((result) => (result.policyTurn ? [result.policyTurn] : []));
+}
 
 function answer(text: string): () => SampledSequence {
   return () => {
@@ -79,7 +84,6 @@ before(async () => {
     current: () => state,
     budgetMs: 2000,
     defaultMaxTokens: 1024,
-    onTurn: (turn) => turns.push(turn),
     logger: silentLogger(),
   });
   server = createServer((request, response) => {
@@ -103,7 +107,6 @@ after(async () => {
 });
 
 beforeEach(() => {
-  turns.length = 0;
   results.length = 0;
   upstream.requests.length = 0;
   state = undefined;
@@ -113,18 +116,19 @@ const openai = (): OpenAI => new OpenAI({ apiKey: 'local', baseURL: `${baseUrl}/
 const chat = { model: 'agent-model', messages: [{ role: 'user' as const, content: 'Say hi.' }] };
 
 describe('the RL policy as an upstream', () => {
-  test('a main turn is answered by the policy: the normal upstream is not asked and the buffer gets a trainable turn', async () => {
+  test('a main turn is answered by the policy: the normal upstream is not asked and the turn carries its trainable sample', async () => {
     const sampler = new GatedSampler('step-1', answer('Hi from the policy.'));
     state = { tokenizer, sampler };
     const completion = await openai().chat.completions.create(chat);
     assert.equal(completion.choices[0]?.message.content, 'Hi from the policy.');
     assert.equal(upstream.requests.length, 0);
-    assert.equal(turns.length, 1);
-    assert.equal(turns[0]?.trainable, true);
-    assert.equal(turns[0]?.policyVersion, 'step-1');
+    const sampled = await turns(1);
+    assert.equal(sampled.length, 1);
+    assert.equal(sampled[0]?.trainable, true);
+    assert.equal(sampled[0]?.policyVersion, 'step-1');
     assert.equal(results[0]?.upstream?.name, 'rl-policy');
     assert.equal(results[0]?.response?.text, 'Hi from the policy.');
-    assert.deepEqual(results[0]?.response?.usage, { inputTokens: turns[0]?.promptTokens.length, outputTokens: turns[0]?.response.tokens.length });
+    assert.deepEqual(results[0]?.response?.usage, { inputTokens: sampled[0]?.promptTokens.length, outputTokens: sampled[0]?.response.tokens.length });
   });
 
   test('a side request goes to the normal upstream and never reaches the policy', async () => {
@@ -133,24 +137,25 @@ describe('the RL policy as an upstream', () => {
     const completion = await openai().chat.completions.create(chat, { headers: { 'x-side': '1' } });
     assert.equal(completion.choices[0]?.message.content, 'From the normal upstream.');
     assert.equal(sampler.calls, 0);
-    assert.equal(turns.length, 0);
+    assert.equal((await turns(1)).length, 0);
   });
 
-  test('an unreachable sampler: the Anthropic client is streamed the normal upstream answer, and the turn is handed over untrainable', async () => {
+  test('an unreachable sampler: the Anthropic client is streamed the normal upstream answer, and the turn carries an untrainable sample', async () => {
     state = { tokenizer, sampler: new GatedSampler('step-1', answer('unused'), { fail: true }) };
     const client = new Anthropic({ apiKey: 'local', baseURL: baseUrl, maxRetries: 0 });
     const message = await client.messages.stream({ model: 'agent-model', max_tokens: 64, messages: [{ role: 'user', content: 'Say hi.' }] }).finalMessage();
     assert.deepEqual(message.content, [{ type: 'text', text: 'From the normal upstream.' }]);
     assert.equal(upstream.requests.length, 1);
-    assert.equal(turns.length, 1);
-    assert.equal(turns[0]?.trainable, false);
+    const sampled = await turns(1);
+    assert.equal(sampled.length, 1);
+    assert.equal(sampled[0]?.trainable, false);
     assert.equal(results[0]?.upstream?.name, 'main');
   });
 
   test('with no policy ready yet every turn goes to the normal upstream', async () => {
     const completion = await openai().chat.completions.create(chat);
     assert.equal(completion.choices[0]?.message.content, 'From the normal upstream.');
-    assert.equal(turns.length, 0);
+    assert.equal((await turns(1)).length, 0);
   });
 
   test('hot swap: a turn in flight finishes on the old sampler while a new turn is served by the new one', async () => {
@@ -163,7 +168,7 @@ describe('the RL policy as an upstream', () => {
     assert.equal(second.choices[0]?.message.content, 'New policy.');
     old.open();
     assert.equal((await first).choices[0]?.message.content, 'Old policy.');
-    assert.deepEqual(turns.map((turn) => turn.policyVersion).sort(), ['step-1', 'step-2']);
+    assert.deepEqual((await turns(2)).map((turn) => turn.policyVersion).sort(), ['step-1', 'step-2']);
     assert.equal(upstream.requests.length, 0);
   });
 });

@@ -1,3 +1,10 @@
+import { readFileSync } from 'node:fs';
+import type { LoadedConfig } from '../config/index.js';
+import { errorMessage } from '../errors.js';
+import { ADMIN_HEADER } from '../proxy/admin-token.js';
+import { readPidFile } from '../runtime/pid-file.js';
+import { baseUrl, CliExit } from './context.js';
+
 /** Small HTTP helpers for CLI commands that talk to a running proxy. */
 
 export interface ProxyCall {
@@ -47,5 +54,22 @@ export async function isHealthy(base: string, timeoutMs = 1_000): Promise<boolea
     return result.status === 200 && (result.body as { ok?: unknown })?.ok === true;
   } catch {
     return false;
+  }
+}
+
+/** Where this config's proxy answers, or undefined when none does (the pid file's address first). */
+export async function runningProxy(config: LoadedConfig): Promise<{ base: string; apiKey: string } | undefined> {
+  const pid = readPidFile(config.paths.pidFile);
+  const base = pid ? baseUrl(pid.host, pid.port) : baseUrl(config.values['proxy.host'], config.values['proxy.port']);
+  if (!(await isHealthy(base, 2_000))) return undefined;
+  return { base, apiKey: config.values['proxy.api_key'] };
+}
+
+/** The admin token the proxy wrote for this home (commands that change what serves the agent send it). */
+export function adminHeaders(config: LoadedConfig): Record<string, string> {
+  try {
+    return { [ADMIN_HEADER]: readFileSync(config.paths.adminToken, 'utf8').trim() };
+  } catch (error) {
+    throw new CliExit(`Cannot read the admin token ${config.paths.adminToken} (${errorMessage(error)}); it is written by the running proxy.`);
   }
 }

@@ -2,11 +2,13 @@ import { closeSync, openSync, writeSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import type { LoadedConfig } from '../config/index.js';
 import { ConversationStore } from '../conversation/index.js';
-import { decideMode, EXPORT_FORMATS, exportSamples, RlBuffer, rlReport, type ExportFormat, type RlReport } from '../rl/index.js';
+import { decideMode, EXPORT_FORMATS, exportSamples, RlBuffer, rlReport, type EngineReport, type ExportFormat, type RlReport } from '../rl/index.js';
+import { TrainingSteps, type StepRecord } from '../rl/loop/index.js';
 import { judgeSettings } from '../runtime/settings.js';
 import { SkillHistory } from '../skills/index.js';
 import { openDatabase, type Db } from '../store/index.js';
-import { loadCliConfig, print, printError } from './context.js';
+import { CliExit, loadCliConfig, print, printError } from './context.js';
+import { adminHeaders, callJson, getJson, runningProxy } from './proxy-client.js';
 
 interface RlOptions {
   config?: string;
@@ -20,14 +22,34 @@ interface ExportOptions {
   includeDropped?: boolean;
 }
 
-/** `metaclaw rl …`: the RL sample buffer, read from the database (the proxy need not run). */
+/**
+ * `metaclaw rl …`: the sample buffer and the steps taken are read from the database (the proxy need
+ * not run); training control (a step now, rollback) goes to the running proxy with the admin token.
+ */
 export function registerRlCommands(program: Command): void {
-  const rl = program.command('rl').description('reinforcement learning: the sample buffer, the judge, export');
+  const rl = program.command('rl').description('reinforcement learning: the sample buffer, the judge, training steps, checkpoints, export');
   rl.command('status')
-    .description('the mode and why, the judge, the sample buffer by state, mean reward by day and by skill generation')
+    .description('the mode and why, the training backend and served policy, the last steps, the sample buffer, mean reward by day and skill generation')
     .option('-c, --config <path>', 'config file')
     .option('--json', 'machine-readable output')
-    .action((options: RlOptions) => withDatabase(options, (db, config) => printReport(report(db, config), options.json === true)));
+    .action(async (options: RlOptions) => statusCommand(options));
+  rl.command('train-step')
+    .description('run one training step now on the judged samples waiting (needs the running proxy in mode rl or auto)')
+    .option('-c, --config <path>', 'config file')
+    .option('--json', 'machine-readable output')
+    .action(async (options: RlOptions) => trainStepCommand(options));
+  rl.command('checkpoints')
+    .description('the steps whose weights can be served again, and which one serves now')
+    .option('-c, --config <path>', 'config file')
+    .option('--json', 'machine-readable output')
+    .action(async (options: RlOptions) => checkpointsCommand(options));
+  rl.command('rollback')
+    .description("serve an earlier step's weights (pinned: later steps train but do not replace it), or --latest to follow training again")
+    .argument('[step]', 'the step to serve (see `metaclaw rl checkpoints`)')
+    .option('--latest', 'serve the newest step again and let new steps replace it')
+    .option('-c, --config <path>', 'config file')
+    .option('--json', 'machine-readable output')
+    .action(async (step: string | undefined, options: RlOptions & { latest?: boolean }) => rollbackCommand(step, options));
   rl.command('export')
     .description('write scored samples as JSONL: Tinker datums, SFT conversations, DPO pairs or KTO labels')
     .addOption(
@@ -79,7 +101,136 @@ function runExport(db: Db, config: LoadedConfig, options: ExportOptions): void {
   }
 }
 
-function printReport(status: RlReport, json: boolean): void {
+interface StatusView extends RlReport {
+  /** the running proxy's training engine; null when it runs without one, absent when it is not running */
+  training?: EngineReport | null;
+  steps: ReturnType<typeof presentStep>[];
+}
+
+async function statusCommand(options: RlOptions): Promise<void> {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const db = openDatabase(config.paths.database);
+  let view: StatusView;
+  try {
+    view = { ...report(db, config), steps: new TrainingSteps(db).recent(5).map(presentStep) };
+  } finally {
+    db.close();
+  }
+  const proxy = await runningProxy(config);
+  if (proxy) {
+    const response = await getJson(`${proxy.base}/status`, proxy.apiKey ? { apiKey: proxy.apiKey } : {});
+    const training = (response.body as { rl?: { training?: EngineReport | null } } | undefined)?.rl?.training;
+    if (response.status === 200 && training !== undefined) view.training = training;
+  }
+  printReport(view, options.json === true);
+}
+
+/** A running proxy with RL training, or a clear reason why not. */
+async function trainingProxy(config: LoadedConfig): Promise<{ base: string; headers: Record<string, string>; apiKey?: string }> {
+  const proxy = await runningProxy(config);
+  if (!proxy) throw new CliExit('MetaClaw is not running: start it in mode rl or auto (`metaclaw start --mode rl`) to train.');
+  return { base: proxy.base, headers: adminHeaders(config), ...(proxy.apiKey ? { apiKey: proxy.apiKey } : {}) };
+}
+
+/** The proxy's answer, or a CliExit carrying its error message. */
+function answerOf(response: { status: number; body: unknown }): Record<string, unknown> {
+  if (response.status === 200) return response.body as Record<string, unknown>;
+  const message = (response.body as { error?: { message?: string } } | undefined)?.error?.message ?? JSON.stringify(response.body);
+  throw new CliExit(`The proxy refused (${response.status}): ${message}`);
+}
+
+async function trainStepCommand(options: RlOptions): Promise<void> {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const proxy = await trainingProxy(config);
+  // A step on a real backend takes minutes (forward-backward, optimizer step, saving weights).
+  const outcome = answerOf(await callJson(`${proxy.base}/v1/rl/train_step`, { method: 'POST', ...proxy, timeoutMs: 30 * 60_000 }));
+  if (options.json) return print(JSON.stringify(outcome, null, 2));
+  const status = outcome['status'];
+  if (status === 'done') {
+    const metrics = outcome['metrics'] as { loss: number; metrics: Record<string, number> };
+    const reward = metrics.metrics['reward:mean'];
+    print(
+      `step ${String(outcome['step'])}: trained on ${String(outcome['samples'])} sample(s), loss ${metrics.loss.toFixed(4)}${reward === undefined ? '' : `, mean reward ${signed(reward)}`}; ${outcome['served'] ? 'its weights serve the agent now' : 'a rolled-back policy stays pinned (`metaclaw rl rollback --latest` to follow training)'}`,
+    );
+  } else if (status === 'skipped') throw new CliExit(`No step: ${String(outcome['reason'])}.`);
+  else if (status === 'empty')
+    print(
+      `step ${String(outcome['step'])}: nothing to learn from its ${String(outcome['samples'])} sample(s) (${String(outcome['reason'])}); they are used up.`,
+    );
+  else throw new CliExit(`step ${String(outcome['step'])} ${String(status)}: ${String(outcome['error'] ?? outcome['reason'])}`);
+}
+
+async function checkpointsCommand(options: RlOptions): Promise<void> {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const proxy = await trainingProxy(config);
+  const answer = answerOf(await getJson(`${proxy.base}/v1/rl/checkpoints`, proxy.apiKey ? { apiKey: proxy.apiKey } : {}));
+  if (options.json) return print(JSON.stringify(answer, null, 2));
+  const served = answer['served'] as { step: number; samplerPath: string; pinned: boolean } | null;
+  print(served ? `serving    step ${served.step} (${served.samplerPath})${served.pinned ? ', pinned by a rollback' : ''}` : 'serving    nothing yet');
+  const rows = answer['data'] as Array<{ step: number; samples: number; loss: number | null; sampler_path: string; finished_at: string }>;
+  if (rows.length === 0) print('No step has saved weights yet.');
+  for (const row of rows)
+    print(
+      `  step ${String(row.step).padStart(4)}  ${row.finished_at}  ${row.samples} sample(s), loss ${row.loss === null ? '-' : row.loss.toFixed(4)}  ${row.sampler_path}`,
+    );
+}
+
+async function rollbackCommand(step: string | undefined, options: RlOptions & { latest?: boolean }): Promise<void> {
+  if ((step === undefined) === (options.latest !== true)) throw new CliExit('Give a step to serve (see `metaclaw rl checkpoints`) or --latest, not both.');
+  const number = step === undefined ? undefined : Number(step);
+  if (number !== undefined && !(Number.isInteger(number) && number > 0)) throw new CliExit(`"${step}" is not a step number.`);
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const proxy = await trainingProxy(config);
+  const body = number === undefined ? { latest: true } : { step: number };
+  const answer = answerOf(await callJson(`${proxy.base}/v1/rl/rollback`, { method: 'POST', ...proxy, body }));
+  if (options.json) return print(JSON.stringify(answer, null, 2));
+  const served = answer['served'] as { step: number; pinned: boolean };
+  print(
+    served.pinned
+      ? `Serving step ${served.step} now; later steps still train but do not replace it until \`metaclaw rl rollback --latest\`.`
+      : `Serving the newest step (${served.step}); new steps replace it as they finish.`,
+  );
+}
+
+function presentStep(record: StepRecord) {
+  return {
+    step: record.step,
+    status: record.status,
+    trigger: record.trigger,
+    samples: record.samples,
+    loss: record.loss,
+    reward: record.metrics['reward:mean'] ?? null,
+    finished_at: record.finishedAt === null ? null : new Date(record.finishedAt).toISOString(),
+    error: record.error,
+  };
+}
+
+function printTraining(status: StatusView): void {
+  const training = status.training;
+  if (training === undefined) print('training   MetaClaw is not running; the last steps as recorded:');
+  else if (training === null) print('training   off in this run (mode skills_only)');
+  else {
+    const state =
+      training.state === 'ready'
+        ? 'ready'
+        : training.state === 'failed'
+          ? `FAILED: ${training.error ?? ''}`
+          : training.state === 'starting'
+            ? 'opening the backend'
+            : training.state;
+    print(`training   ${training.backend.kind} at ${training.backend.base_url}, ${training.base_model}: ${state}`);
+    print(
+      `           serving ${training.served ? `step ${training.served.step}${training.served.pinned ? ' (pinned by a rollback)' : ''}` : 'the normal upstream (no policy yet)'}; ${training.ready_samples} of ${training.batch_size} samples ready for the next step; trigger: ${training.trigger === 'manual' ? 'only `metaclaw rl train-step`' : training.trigger === 'window' ? 'in idle windows' : 'whenever a batch is full'}`,
+    );
+    print(`window     ${training.window}`);
+  }
+  for (const step of status.steps)
+    print(
+      `  step ${String(step.step).padStart(4)}  ${step.status.padEnd(9)} ${step.samples} sample(s), loss ${step.loss === null ? '-' : step.loss.toFixed(4)}, reward ${signed(step.reward)}${step.error ? ` (${step.error})` : ''}`,
+    );
+}
+
+function printReport(status: StatusView, json: boolean): void {
   if (json) return print(JSON.stringify(status, null, 2));
   const { mode, buffer, judge } = status;
   print(
@@ -92,6 +243,7 @@ function printReport(status: RlReport, json: boolean): void {
       ? `judge      ${judge.votes} vote(s) per turn, ${judge.model} at ${judge.endpoint}`
       : 'judge      off (samples are recorded in modes rl and auto, or with rl.enabled)',
   );
+  printTraining(status);
   const state = buffer.by_state;
   print(
     `buffer     ${buffer.samples} sample(s): ${state.waiting} waiting for the next turn, ${state.queued} queued for the judge, ${state.scored} scored, ${state.tie} tied, ${state.failed} judge failed, ${state.dropped} dropped, ${state.trained} trained`,

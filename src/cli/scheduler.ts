@@ -1,11 +1,10 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { LoadedConfig } from '../config/index.js';
-import { readPidFile } from '../runtime/index.js';
 import { previewSchedule, schedulerEnabled, schedulerOffReason, type SchedulerStatus } from '../scheduler/index.js';
 import { openDatabase } from '../store/index.js';
-import { baseUrl, CliExit, loadCliConfig, print } from './context.js';
-import { getJson, isHealthy } from './proxy-client.js';
+import { CliExit, loadCliConfig, print } from './context.js';
+import { getJson, runningProxy } from './proxy-client.js';
 
 interface SchedulerOptions {
   config?: string;
@@ -32,10 +31,9 @@ export function registerSchedulerCommands(program: Command): void {
 
 /** The running proxy's scheduler section, or undefined when no proxy answers. */
 async function runningSection(config: LoadedConfig): Promise<{ base: string; section: Section } | undefined> {
-  const pid = readPidFile(config.paths.pidFile);
-  const base = pid ? baseUrl(pid.host, pid.port) : baseUrl(config.values['proxy.host'], config.values['proxy.port']);
-  if (!(await isHealthy(base, 2_000))) return undefined;
-  const apiKey = config.values['proxy.api_key'];
+  const proxy = await runningProxy(config);
+  if (!proxy) return undefined;
+  const { base, apiKey } = proxy;
   const response = await getJson(`${base}/status`, apiKey ? { apiKey } : {});
   if (response.status !== 200) throw new CliExit(`MetaClaw answers at ${base} but /status returned ${response.status}.`);
   const section = (response.body as { scheduler?: Section }).scheduler;

@@ -8,8 +8,8 @@ import type { KeyDefinition, NoEffect } from './types.js';
  * added beside them. Paths left empty resolve under METACLAW_HOME.
  */
 
-/** RL, on-policy distillation and the idle-window scheduler belong to a part not built yet. */
-const PLANNED: NoEffect = { status: 'planned', reason: 'not built yet: RL and the scheduler are planned' };
+/** On-policy distillation (a teacher's KL term) is not built yet. */
+const PLANNED: NoEffect = { status: 'planned', reason: 'not built yet: on-policy distillation (OPD) is planned' };
 const compatibility = (reason: string): NoEffect => ({ status: 'compatibility', reason });
 const IN_DATABASE = compatibility('memories live in the main database, $METACLAW_HOME/metaclaw.db');
 const GOOGLE_CALENDAR = compatibility(
@@ -190,9 +190,8 @@ export const KEY_DEFINITIONS = [
   enumKey('rl.backend', ['auto', 'tinker', 'mint', 'weaver', 'file'] as const, 'auto', {
     doc: 'Training backend: a Tinker-compatible service (tinker, mint; auto picks mint for an sk-mint- key, a MinT URL or MINT_API_KEY) or file (export only). weaver has no client.',
   }),
-  stringKey('rl.model', '', { noEffect: PLANNED, doc: 'Base model to train (default: llm.model_id).' }),
+  stringKey('rl.model', '', { doc: 'Base model to train and serve from in modes rl and auto (default: llm.model_id), e.g. Qwen/Qwen3-8B.' }),
   pathKey('rl.tokenizer_path', '', {
-    noEffect: PLANNED,
     doc: "Folder with the base model's tokenizer.json and tokenizer_config.json (its chat template), for serving from the policy. Empty: $METACLAW_HOME/tokenizers/<rl.model>, downloaded once from the Hugging Face hub.",
   }),
   secretKey('rl.api_key', {
@@ -205,18 +204,25 @@ export const KEY_DEFINITIONS = [
   stringKey('rl.prm_model', 'gpt-5.2', { doc: "Judge model. On the main upstream it is used only when set; otherwise the judged session's model." }),
   secretKey('rl.prm_api_key', { doc: 'Key for rl.prm_url.' }),
   integerKey('rl.prm_m', 3, { min: 1, max: 9, doc: 'Judge votes per turn: the score more than half agree on is the reward; a tie or failure gives none.' }),
-  integerKey('rl.lora_rank', 32, { min: 1, noEffect: PLANNED, doc: 'LoRA rank.' }),
-  integerKey('rl.batch_size', 4, { min: 1, noEffect: PLANNED, doc: 'Samples per training step.' }),
-  numberKey('rl.learning_rate', 0.0001, { min: 0, noEffect: PLANNED, doc: 'Adam learning rate.' }),
+  integerKey('rl.lora_rank', 32, { min: 1, doc: 'LoRA rank of the policy created on the training backend.' }),
+  integerKey('rl.batch_size', 4, { min: 1, doc: 'Judged samples per training step; a step in a window waits for a full batch.' }),
+  numberKey('rl.learning_rate', 0.0001, { min: 0, doc: 'Adam learning rate.' }),
   enumKey('rl.loss_fn', ['importance_sampling', 'ppo', 'cispo'] as const, 'importance_sampling', {
-    noEffect: PLANNED,
     doc: 'Loss function asked of the backend.',
   }),
-  stringKey('rl.resume_from_ckpt', '', { noEffect: PLANNED, doc: 'Backend checkpoint path to resume from.' }),
+  stringKey('rl.resume_from_ckpt', '', {
+    doc: 'Backend path of saved training state to start from; once a step has saved its own state, restarts resume from that instead.',
+  }),
+  integerKey('rl.sampling_timeout_seconds', 60, {
+    min: 1,
+    doc: 'How long the policy may take to answer a turn (render and sampling) before the normal upstream answers it instead (not trainable).',
+  }),
   urlKey('rl.evolver_api_base', '', { doc: 'Endpoint of the skill-evolver LLM (empty: the main upstream).' }),
   secretKey('rl.evolver_api_key', { doc: 'Key for rl.evolver_api_base.' }),
   stringKey('rl.evolver_model', '', { doc: 'Skill-evolver model (empty: llm.model_id).' }),
-  booleanKey('rl.manual_train_trigger', false, { noEffect: PLANNED, doc: 'Train only when asked (`metaclaw train-step` / POST /v1/admin/train_step).' }),
+  booleanKey('rl.manual_train_trigger', false, {
+    doc: 'Train only when asked (`metaclaw rl train-step` / POST /v1/rl/train_step), never by itself in a window.',
+  }),
 
   booleanKey('opd.enabled', false, { noEffect: PLANNED, doc: 'On-policy distillation: add a KL term toward a teacher model.' }),
   urlKey('opd.teacher_url', '', { noEffect: PLANNED, doc: 'OpenAI-compatible /v1 endpoint of the teacher (needs /completions with echo+logprobs).' }),

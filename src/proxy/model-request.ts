@@ -12,6 +12,7 @@ import {
 import type { Augmentation } from '../context/index.js';
 import { errorMessage, RequestError } from '../errors.js';
 import type { RequestFormat } from '../types/index.js';
+import type { PolicyForwardResult } from '../rl/policy/index.js';
 import { wireFormat, type ForwardInput, type ForwardResult } from '../upstream/index.js';
 import { readRequestBody, parseJsonObject } from './body.js';
 import { noteRejection } from './rejections.js';
@@ -100,7 +101,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
       ...(responses?.earlier ? { history: responses.earlier } : {}),
     };
     // Modes rl and auto: the RL policy answers main turns, falling back to the forwarder (rl/policy/upstream.ts).
-    const result = deps.policy
+    const result: PolicyForwardResult = deps.policy
       ? await deps.policy.forward(forwardInput, { sessionId: signals.sessionId, main: signals.turnType === 'main' }, sink)
       : await deps.forwarder.forward(forwardInput, sink);
     if (responses) result.response = responses.answered(requestId, result);
@@ -162,7 +163,8 @@ interface TurnInput {
 
 interface RecordInput extends TurnInput {
   raw: Buffer;
-  result: ForwardResult;
+  /** with what the RL policy sampled when it tried the turn */
+  result: PolicyForwardResult;
   started: number;
   /** When the client had its whole answer (the record itself is written later). */
   finished: number;
@@ -222,6 +224,7 @@ async function recordTurn(deps: ProxyDeps, input: RecordInput): Promise<void> {
     attempts: result.attempts,
     firstByteMs: result.firstByteMs,
     durationMs: input.finished - input.started,
+    ...(result.policyTurn ? { policy: result.policyTurn } : {}),
     payload: {
       received: { object: input.received, text: input.raw.toString('utf8') },
       injected,

@@ -1,16 +1,13 @@
 import { z } from 'zod';
-import { NotFoundError, PermissionError } from '../errors.js';
-import type { ServedPolicy, StepRecord, TrainingLoop, TrainingSteps } from '../rl/loop/index.js';
+import { ConflictError, NotFoundError, PermissionError } from '../errors.js';
+import type { RlEngine } from '../rl/engine.js';
+import type { StepRecord } from '../rl/loop/index.js';
 import { type AdminToken } from './admin-token.js';
 import { parse, readJson } from './route-body.js';
 import type { ProxyApp } from './types.js';
 
-/** What the training routes act on (present only when RL runs). */
-export interface RlControl {
-  loop: TrainingLoop;
-  steps: TrainingSteps;
-  policy: ServedPolicy;
-}
+/** What the training routes act on: the engine in modes rl and auto, else why there is none. */
+export type RlControl = { engine: RlEngine } | { engine: undefined; reason: string };
 
 const rollbackSchema = z.union([z.object({ step: z.number().int().positive() }).strict(), z.object({ latest: z.literal(true) }).strict()]);
 
@@ -21,13 +18,17 @@ const rollbackSchema = z.union([z.object({ step: z.number().int().positive() }).
  * memory work.
  */
 export function rlRoutes(control: RlControl, adminToken: AdminToken): (app: ProxyApp) => void {
+  const engine = (): RlEngine => {
+    if (control.engine) return control.engine;
+    throw new ConflictError(`RL training is not running: ${control.reason}.`, 'rl_not_running');
+  };
   return (app) => {
     const requireAdmin = (headers: Parameters<AdminToken['matches']>[0]) => {
       if (!adminToken.matches(headers)) throw new PermissionError('admin_token_required', 'Training control needs the admin token (`metaclaw rl …` sends it).');
     };
     const trainStep = async (headers: Parameters<AdminToken['matches']>[0]) => {
       requireAdmin(headers);
-      return await control.loop.runStep('manual');
+      return await engine().runStep('manual');
     };
     app.post('/v1/rl/train_step', async (c) => c.json(await trainStep(c.env.incoming.headers)));
     // MetaClaw's name for the same action.
@@ -35,17 +36,20 @@ export function rlRoutes(control: RlControl, adminToken: AdminToken): (app: Prox
 
     app.get('/v1/rl/steps', (c) => {
       const limit = Math.min(Math.max(Number(c.req.query('limit') ?? 20) || 20, 1), 1000);
-      return c.json({ object: 'list', data: control.steps.recent(limit).map(presentStep), served: control.policy.describe() ?? null });
+      const { steps, policy } = engine();
+      return c.json({ object: 'list', data: steps.recent(limit).map(presentStep), served: policy.describe() ?? null });
     });
 
-    app.get('/v1/rl/checkpoints', (c) =>
-      c.json({ object: 'list', data: control.steps.checkpoints().map(presentStep), served: control.policy.describe() ?? null }),
-    );
+    app.get('/v1/rl/checkpoints', (c) => {
+      const { steps, policy } = engine();
+      return c.json({ object: 'list', data: steps.checkpoints().map(presentStep), served: policy.describe() ?? null });
+    });
 
     app.post('/v1/rl/rollback', async (c) => {
       requireAdmin(c.env.incoming.headers);
       const body = parse(rollbackSchema, await readJson(c.req.raw));
-      const checkpoints = control.steps.checkpoints();
+      const { steps, policy } = engine();
+      const checkpoints = steps.checkpoints();
       const target = 'latest' in body ? checkpoints[0] : checkpoints.find((record) => record.step === body.step);
       if (!target?.samplerPath) {
         throw new NotFoundError(
@@ -53,8 +57,8 @@ export function rlRoutes(control: RlControl, adminToken: AdminToken): (app: Prox
           'checkpoint_not_found',
         );
       }
-      control.policy.serve(target.step, target.samplerPath, !('latest' in body));
-      return c.json({ served: control.policy.describe() });
+      policy.serve(target.step, target.samplerPath, !('latest' in body));
+      return c.json({ served: policy.describe() });
     });
   };
 }

@@ -63,6 +63,11 @@ export class RlService {
     markTrained: (turnIds, step) => this.buffer.markTrained(turnIds, step),
   };
 
+  /** Judged samples of the live skill generation waiting for a step. */
+  readyCount(): number {
+    return this.buffer.trainableCount(this.deps.generation());
+  }
+
   get mode(): ModeDecision {
     return this.deps.mode;
   }

@@ -14,6 +14,7 @@ import {
   ResponsesHistory,
   memoryRoutes,
   ProxyAuth,
+  rlRoutes,
   ProxyStats,
   skillsRoutes,
   turnFromJournal,
@@ -22,7 +23,7 @@ import {
 } from '../proxy/index.js';
 import { MemoryService } from '../memory/index.js';
 import { Scheduler, schedulerEnabled, schedulerOffReason, schedulerSettings } from '../scheduler/index.js';
-import { decideMode, RlService } from '../rl/index.js';
+import { decideMode, RlEngine, RlService } from '../rl/index.js';
 import { SkillsService } from '../skills/index.js';
 import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/index.js';
 import { warmGlossary } from '../text/index.js';
@@ -30,7 +31,7 @@ import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/ind
 import { VERSION } from '../version.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
 import { recordingListeners, recordingSettings, type RecordingSettings } from './recording.js';
-import { judgeSettings, memorySettings, skillsSettings } from './settings.js';
+import { judgeSettings, memorySettings, rlEngineSettings, skillsSettings } from './settings.js';
 import {
   describeRetrieval,
   probeProviderEmbeddings,
@@ -78,6 +79,8 @@ export class MetaclawRuntime {
   /** The idle-window scheduler (scheduler.enabled or mode auto): the trainer's TrainingWindow. */
   readonly scheduler: Scheduler | undefined;
   readonly rl: RlService;
+  /** Modes rl and auto with a training backend: serving from the policy and training it. */
+  readonly engine: RlEngine | undefined;
   /** Which retrieval skills and memory use (keyword or with embeddings), and why. */
   private retrieval: { skills: RetrievalDecision; memory: RetrievalDecision };
   /** Cancels the start-up embeddings probe when the proxy stops first. */
@@ -205,7 +208,8 @@ export class MetaclawRuntime {
     this.skills.library.onChange(() => this.rl.skillsChanged());
     this.memory.attachQueue(this.runner.enqueue);
     if (values['memory.enabled']) this.addContextProvider(this.memory.provider);
-    this.addRoutes(memoryRoutes(this.memory, values['memory.scope'], AdminToken.ensure(paths.adminToken)));
+    const adminToken = AdminToken.ensure(paths.adminToken);
+    this.addRoutes(memoryRoutes(this.memory, values['memory.scope'], adminToken));
 
     this.scheduler = schedulerEnabled(options.config)
       ? new Scheduler({
@@ -215,6 +219,23 @@ export class MetaclawRuntime {
           logger: this.logger.child({ part: 'scheduler' }),
         })
       : undefined;
+
+    const env = options.env ?? process.env;
+    this.engine = this.rl.mode.backend
+      ? new RlEngine({
+          db: this.db,
+          logger: this.logger.child({ part: 'rl-train' }),
+          settings: rlEngineSettings(options.config, env),
+          buffer: this.rl.training,
+          readyCount: () => this.rl.readyCount(),
+          skillGeneration: () => this.skills.history.generation,
+          window: this.scheduler,
+          fallback: this.forwarder,
+          enqueue: this.runner.enqueue,
+        })
+      : undefined;
+    if (this.engine) this.runner.register(this.engine.handler());
+    this.addRoutes(rlRoutes(this.engine ? { engine: this.engine } : { engine: undefined, reason: this.rl.mode.reason }, adminToken));
   }
 
   get config(): LoadedConfig {
@@ -274,6 +295,7 @@ export class MetaclawRuntime {
       afterServing: this.afterServing,
       health: this.health,
       responses: new ResponsesHistory(this.conversation, this.pendingRecords),
+      ...(this.engine ? { policy: this.engine.policyUpstream } : {}),
     };
     const server = createProxyServer(deps);
     await new Promise<void>((resolve, reject) => {
@@ -299,6 +321,8 @@ export class MetaclawRuntime {
     this.startTurnWriter();
     await this.recoverJournal();
     this.runner.start();
+    // The backend opens in the background: until it is ready the normal upstream serves every turn.
+    this.engine?.start();
     this.sweeper.start();
     this.checkpointer.start();
     this.scheduleMaintenance();
@@ -380,6 +404,7 @@ export class MetaclawRuntime {
     this.health.stop();
     this.sweeper.stop();
     this.skills.close();
+    await this.engine?.stop();
     await this.runner.stop();
     await this.checkpointer.stop();
     try {
@@ -471,7 +496,7 @@ export class MetaclawRuntime {
       skills: { ...this.skills.status(), retrieval: describeRetrieval(this.retrieval.skills) },
       memory: { ...this.memory.status(), retrieval: describeRetrieval(this.retrieval.memory) },
       scheduler: this.scheduler?.status() ?? { enabled: false, reason: schedulerOffReason(this.options.config) },
-      rl: this.rl.report(),
+      rl: { ...this.rl.report(), training: this.engine?.report() ?? null },
       config: { file: this.options.config.file, loaded: this.options.config.fileExists, warnings: this.options.config.warnings },
     };
   }

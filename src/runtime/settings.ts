@@ -1,6 +1,7 @@
 import type { LoadedConfig } from '../config/index.js';
 import type { MemorySettings } from '../memory/index.js';
-import type { JudgeSettings } from '../rl/index.js';
+import type { JudgeSettings, RlEngineSettings } from '../rl/index.js';
+import { selectBackend } from '../rl/tinker/index.js';
 import type { SkillsSettings } from '../skills/index.js';
 
 /** The skills part's settings, read from the config (the skills module never reads config files). */
@@ -62,5 +63,28 @@ export function judgeSettings(config: LoadedConfig): JudgeSettings {
       model: own || config.explicitKeys.has('rl.prm_model') ? values['rl.prm_model'] : '',
     },
     votes: values['rl.prm_m'],
+  };
+}
+
+/**
+ * The training engine's settings (modes rl and auto with a backend). The base model is `rl.model`,
+ * else `llm.model_id`; the backend's key and URL are chosen as `decideMode` chose them.
+ */
+export function rlEngineSettings(config: LoadedConfig, env: NodeJS.ProcessEnv): RlEngineSettings {
+  const values = config.values;
+  return {
+    backend: selectBackend({ backend: values['rl.backend'], apiKey: values['rl.api_key'], baseUrl: values['rl.base_url'], env }),
+    baseModel: values['rl.model'] || values['llm.model_id'],
+    loraRank: values['rl.lora_rank'],
+    batchSize: values['rl.batch_size'],
+    learningRate: values['rl.learning_rate'],
+    lossFn: values['rl.loss_fn'],
+    resumeFrom: values['rl.resume_from_ckpt'],
+    manualOnly: values['rl.manual_train_trigger'],
+    tokenizerPath: values['rl.tokenizer_path'],
+    home: config.paths.home,
+    samplingBudgetMs: values['rl.sampling_timeout_seconds'] * 1000,
+    defaultMaxTokens: values['llm.default_max_tokens'],
+    checkIntervalMs: 5_000,
   };
 }

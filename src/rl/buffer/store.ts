@@ -83,6 +83,10 @@ export class RlBuffer {
           WHERE judge_state = 'scored' AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL AND skill_generation >= ?
           ORDER BY created_at LIMIT ?`,
       ),
+      trainableCount: db.prepare<[number], { count: number }>(
+        `SELECT COUNT(*) AS count FROM rl_samples
+          WHERE judge_state = 'scored' AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL AND skill_generation >= ?`,
+      ),
       scored: db.prepare<{ generation: number; all: number }, SampleRow>(
         `SELECT * FROM rl_samples
           WHERE reward IS NOT NULL AND (@all = 1 OR (trained_step IS NULL AND dropped_at IS NULL AND skill_generation >= @generation) OR trained_step IS NOT NULL)
@@ -142,6 +146,11 @@ export class RlBuffer {
       this.dropOlderThan(currentGeneration);
       return this.statements.trainable.all(currentGeneration, limit).map(toSample);
     })();
+  }
+
+  /** How many samples `trainable` would offer with no limit (the engine's batch check). */
+  trainableCount(currentGeneration: number): number {
+    return this.statements.trainableCount.get(currentGeneration)?.count ?? 0;
   }
 
   /** Every sample with a reward, oldest first: of the current generation (and trained ones), or with `includeDropped` all. */

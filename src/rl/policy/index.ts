@@ -13,4 +13,4 @@ export {
   type TokenizerFiles,
   type TokenizerSource,
 } from './tokenizer-files.js';
-export { PolicyUpstream, type Forwarding, type PolicyState, type PolicyTurnContext, type PolicyUpstreamOptions } from './upstream.js';
+export { PolicyUpstream, type Forwarding, type PolicyForwardResult, type PolicyState, type PolicyTurnContext, type PolicyUpstreamOptions } from './upstream.js';

@@ -11,8 +11,8 @@ import { servePolicyTurn } from './serve.js';
  * The RL policy as one more kind of upstream (modes `rl` and `auto`): a main turn is answered by
  * the policy's sampler; a side request, a turn while no policy is ready, or a turn the policy
  * cannot answer in time goes to the user's normal upstream through the forwarder, unchanged. Every
- * main turn hands its PolicyTurn to `onTurn` (the sample buffer), trainable only when the policy
- * answered it.
+ * main turn the policy tried carries its PolicyTurn on the result (`policyTurn`), trainable only when
+ * the policy answered it: the turn record takes it to the sample buffer.
  */
 
 /** What serves right now. Read once per turn: after a training step new turns get the new sampler, turns in flight keep theirs. */
@@ -27,9 +27,11 @@ export interface PolicyUpstreamOptions {
   budgetMs: number;
   sampling?: SamplingDefaults;
   defaultMaxTokens: number;
-  onTurn(turn: PolicyTurn): void;
   logger: Logger;
 }
+
+/** A forward's result, with what the policy sampled when it tried the turn. */
+export type PolicyForwardResult = ForwardResult & { policyTurn?: PolicyTurn };
 
 /** What the proxy knows of the turn beyond the forwarder's input. */
 export interface PolicyTurnContext {
@@ -49,7 +51,7 @@ export class PolicyUpstream {
     private readonly options: PolicyUpstreamOptions,
   ) {}
 
-  async forward(input: ForwardInput, turn: PolicyTurnContext, sink: ClientSink): Promise<ForwardResult> {
+  async forward(input: ForwardInput, turn: PolicyTurnContext, sink: ClientSink): Promise<PolicyForwardResult> {
     const state = turn.main ? this.options.current() : undefined;
     if (state === undefined) return this.fallback.forward(input, sink);
     const client = new AbortController();
@@ -73,7 +75,7 @@ export class PolicyUpstream {
         ...(this.options.sampling ? { sampling: this.options.sampling } : {}),
       },
     );
-    if (result.turn) this.handOver(result.turn);
+    const sampled = result.turn ? { policyTurn: result.turn } : {};
     if (result.kind === 'fallback') {
       if (result.reason === 'client_aborted') {
         return {
@@ -85,13 +87,14 @@ export class PolicyUpstream {
           forwardedBody: null,
           response: null,
           firstByteMs: null,
+          ...sampled,
         };
       }
       this.options.logger.warn(
         { request_id: input.requestId, reason: result.reason, ms: result.elapsedMs, policy: state.sampler.version },
         `the RL policy did not answer (${result.message}); the normal upstream serves this turn, not trainable`,
       );
-      return this.fallback.forward(input, sink);
+      return { ...(await this.fallback.forward(input, sink)), ...sampled };
     }
     sendPolicyAnswer(sink, result.answer);
     return {
@@ -101,17 +104,11 @@ export class PolicyUpstream {
       upstream: policyTarget(state.sampler.version),
       attempts: 1,
       forwardedBody: null,
-      response: { ...result.answer.assembled, model: result.answer.assembled.model ?? state.sampler.version },
+      // The record names the weights that answered (the client saw the model it asked for).
+      response: { ...result.answer.assembled, model: state.sampler.version },
       firstByteMs: Math.round(performance.now() - started),
+      ...sampled,
     };
-  }
-
-  private handOver(turn: PolicyTurn): void {
-    try {
-      this.options.onTurn(turn);
-    } catch (error) {
-      this.options.logger.error({ err: error, request_id: turn.turnId }, 'could not hand the policy turn to the sample buffer; the client was served anyway');
-    }
   }
 }
 

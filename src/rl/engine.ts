@@ -1,0 +1,264 @@
+import { errorMessage } from '../errors.js';
+import type { JobHandler } from '../learning/index.js';
+import type { Logger } from '../logging/index.js';
+import type { Db } from '../store/index.js';
+import { StateStore } from '../store/index.js';
+import {
+  ServedPolicy,
+  TrainingLoop,
+  TrainingSteps,
+  type ServedPolicyRecord,
+  type StepOutcome,
+  type StepRecord,
+  type SteppingWindow,
+  type TrainingBuffer,
+} from './loop/index.js';
+import { loadChatTokenizer, PolicyUpstream, type ChatTokenizer, type Forwarding } from './policy/index.js';
+import { TinkerBackend, type BackendSelection } from './tinker/index.js';
+import { trainStep } from './train/index.js';
+import type { LossFunction } from './types.js';
+
+/** The learning job that runs one training step in a window (queued by the engine's check). */
+export const TRAIN_STEP_JOB = 'rl.train_step';
+
+/** What the engine needs from the configuration (runtime/settings.ts builds it). */
+export interface RlEngineSettings {
+  backend: BackendSelection;
+  /** the base model to train and serve (`rl.model`, else `llm.model_id`) */
+  baseModel: string;
+  loraRank: number;
+  batchSize: number;
+  learningRate: number;
+  lossFn: LossFunction;
+  /** `rl.resume_from_ckpt`: a backend path; a step's own saved state wins over it */
+  resumeFrom: string;
+  /** `rl.manual_train_trigger`: steps run only when asked */
+  manualOnly: boolean;
+  tokenizerPath: string;
+  home: string;
+  /** how long the policy may take on a turn before the normal upstream answers it */
+  samplingBudgetMs: number;
+  defaultMaxTokens: number;
+  /** how often the engine looks for a full batch in an open window */
+  checkIntervalMs: number;
+}
+
+export interface RlEngineDependencies {
+  db: Db;
+  logger: Logger;
+  settings: RlEngineSettings;
+  buffer: TrainingBuffer;
+  /** judged samples ready to train, for the batch check (cheap count) */
+  readyCount: () => number;
+  skillGeneration: () => number;
+  /** the scheduler (mode auto or scheduler.enabled); absent: any time is a window */
+  window: SteppingWindow | undefined;
+  /** the user's normal upstream, which answers whatever the policy does not */
+  fallback: Forwarding;
+  /** queues a learning job (the runner's enqueue) */
+  enqueue: (kind: string, payload: unknown, options?: { dedupeKey?: string }) => number | undefined;
+}
+
+export type EngineState = 'starting' | 'ready' | 'failed' | 'stopped';
+
+/** What /status, `metaclaw rl status` and `doctor` show of training. */
+export interface EngineReport {
+  state: EngineState;
+  /** why it is not ready, when it failed */
+  error: string | null;
+  backend: { kind: string; base_url: string };
+  base_model: string;
+  served: ServedPolicyRecord | null;
+  trigger: 'manual' | 'window' | 'always';
+  batch_size: number;
+  ready_samples: number;
+  window: string;
+  last_steps: Array<{
+    step: number;
+    status: string;
+    samples: number;
+    loss: number | null;
+    reward: number | null;
+    error: string | null;
+    finished_at: string | null;
+  }>;
+}
+
+/**
+ * RL in the running proxy (modes rl and auto): opens the training backend in the background
+ * (resuming from the last saved state), loads the base model's tokenizer, serves main turns from
+ * the current policy (`policyUpstream`), and runs a GRPO step as a learning job whenever a full
+ * batch of judged samples waits in an open window. Until the backend and tokenizer are ready, and
+ * whenever they fail, the agent is served by its normal upstream and the reason is in /status.
+ */
+export class RlEngine {
+  readonly steps: TrainingSteps;
+  readonly policy: ServedPolicy;
+  readonly loop: TrainingLoop;
+  readonly policyUpstream: PolicyUpstream;
+  private readonly backend: TinkerBackend;
+  private tokenizer: ChatTokenizer | undefined;
+  private state: EngineState = 'starting';
+  private error: string | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  private opening: Promise<void> | undefined;
+
+  constructor(private readonly deps: RlEngineDependencies) {
+    const { settings, logger } = deps;
+    this.backend = new TinkerBackend({
+      kind: settings.backend.kind,
+      apiKey: settings.backend.apiKey,
+      baseUrl: settings.backend.baseUrl,
+      onWarning: (message) => logger.warn(message),
+    });
+    this.steps = new TrainingSteps(deps.db);
+    // Samplers are lazy: the served policy can be read before the backend opens; it samples only once it has.
+    this.policy = new ServedPolicy(new StateStore(deps.db), (path) => this.backend.samplerFor(path));
+    this.loop = new TrainingLoop({
+      backend: this.backend,
+      buffer: deps.buffer,
+      steps: this.steps,
+      policy: this.policy,
+      step: (samples, backend, { step, signal }) =>
+        trainStep(samples, backend, {
+          lossFn: settings.lossFn,
+          adam: { learningRate: settings.learningRate },
+          samplerName: `step-${String(step).padStart(4, '0')}`,
+          signal,
+        }),
+      ...(deps.window ? { window: deps.window } : {}),
+      batchSize: settings.batchSize,
+      skillGeneration: deps.skillGeneration,
+      logger,
+    });
+    this.policyUpstream = new PolicyUpstream(deps.fallback, {
+      current: () => {
+        const sampler = this.state === 'ready' ? this.policy.current() : undefined;
+        return sampler && this.tokenizer ? { tokenizer: this.tokenizer, sampler } : undefined;
+      },
+      budgetMs: settings.samplingBudgetMs,
+      defaultMaxTokens: settings.defaultMaxTokens,
+      logger,
+    });
+  }
+
+  /** The job handler for training steps queued by the window check. */
+  handler(): JobHandler {
+    return {
+      kind: TRAIN_STEP_JOB,
+      usesLlm: false,
+      run: async () => {
+        const outcome = await this.runStep('window');
+        if (outcome.status === 'failed') this.deps.logger.warn({ step: outcome.step, err: outcome.error }, 'rl training step failed');
+      },
+    };
+  }
+
+  /** Opens the backend in the background and starts the batch check; serving never waits for either. */
+  start(): void {
+    this.opening = this.open();
+    if (this.deps.settings.manualOnly) return;
+    this.timer = setInterval(() => this.checkBatch(), this.deps.settings.checkIntervalMs);
+    this.timer.unref();
+  }
+
+  /** One step now (`rl train-step`), or in a window (the queued job). */
+  async runStep(trigger: 'window' | 'manual'): Promise<StepOutcome> {
+    if (this.state !== 'ready') return { status: 'skipped', reason: this.notReady() };
+    return this.loop.runStep(trigger);
+  }
+
+  /** Why training cannot act now, or undefined when it can. */
+  notReady(): string {
+    if (this.state === 'starting') return `the ${this.deps.settings.backend.kind} backend is still opening`;
+    if (this.state === 'failed') return `the ${this.deps.settings.backend.kind} backend could not be opened: ${this.error ?? 'unknown error'}`;
+    return 'the proxy is stopping';
+  }
+
+  get ready(): boolean {
+    return this.state === 'ready';
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.state = 'stopped';
+    await this.opening?.catch(() => undefined);
+    // A step in flight finishes (or fails) before the session's heartbeat stops.
+    await this.backend.close();
+  }
+
+  report(): EngineReport {
+    const { settings } = this.deps;
+    let ready = 0;
+    let last: StepRecord[] = [];
+    try {
+      ready = this.deps.readyCount();
+      last = this.steps.recent(5);
+    } catch {
+      // a locked or full store: the report shows what it can
+    }
+    return {
+      state: this.state,
+      error: this.error,
+      backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
+      base_model: settings.baseModel,
+      served: this.policy.describe() ?? null,
+      trigger: settings.manualOnly ? 'manual' : this.deps.window ? 'window' : 'always',
+      batch_size: settings.batchSize,
+      ready_samples: ready,
+      window: this.deps.window ? this.deps.window.describe() : 'any time (mode rl without the scheduler)',
+      last_steps: last.map((record) => ({
+        step: record.step,
+        status: record.status,
+        samples: record.samples,
+        loss: record.loss,
+        reward: record.metrics['reward:mean'] ?? null,
+        error: record.error,
+        finished_at: record.finishedAt === null ? null : new Date(record.finishedAt).toISOString(),
+      })),
+    };
+  }
+
+  private async open(): Promise<void> {
+    const { settings, logger } = this.deps;
+    try {
+      const interrupted = this.steps.abandonInterrupted(Date.now());
+      if (interrupted > 0) logger.info({ steps: interrupted }, 'rl: steps cut by the last stop were abandoned; their samples wait for the next step');
+      const resumeFrom = this.steps.latestState()?.statePath ?? (settings.resumeFrom || undefined);
+      const [tokenizer] = await Promise.all([
+        loadChatTokenizer({ tokenizerPath: settings.tokenizerPath, model: settings.baseModel, home: settings.home }),
+        this.backend.open({ baseModel: settings.baseModel, loraRank: settings.loraRank, ...(resumeFrom ? { resumeFrom } : {}) }),
+      ]);
+      if (this.state === 'stopped') return;
+      this.tokenizer = tokenizer;
+      // First start: the fresh LoRA serves, so the first turns are already trainable samples.
+      if (!this.policy.describe()) {
+        const sampler = await this.backend.saveForSampler('step-0000');
+        this.policy.installFromStep(0, sampler, sampler.version);
+      }
+      this.state = 'ready';
+      logger.info(
+        { backend: settings.backend.kind, model: settings.baseModel, resumed_from: resumeFrom ?? null, served: this.policy.describe() },
+        'rl: training backend open; main turns are served from the policy',
+      );
+      this.checkBatch();
+    } catch (error) {
+      if (this.state === 'stopped') return;
+      this.state = 'failed';
+      this.error = errorMessage(error);
+      logger.error({ err: this.error, backend: settings.backend.kind }, 'rl: the training backend could not be opened; the normal upstream serves every turn');
+    }
+  }
+
+  /** Queues a step when a full batch waits in an open window (the job runs it; a second one is not queued while one waits). */
+  private checkBatch(): void {
+    if (this.state !== 'ready' || this.deps.settings.manualOnly || this.loop.busy) return;
+    try {
+      if (this.deps.window && !this.deps.window.isOpen()) return;
+      if (this.deps.readyCount() < this.deps.settings.batchSize) return;
+      this.deps.enqueue(TRAIN_STEP_JOB, {}, { dedupeKey: TRAIN_STEP_JOB });
+    } catch (error) {
+      this.deps.logger.warn({ err: errorMessage(error) }, 'rl: could not check for a training batch; trying again later');
+    }
+  }
+}

@@ -1,0 +1,268 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { openAIReply, ScriptedUpstream } from './support/upstream.js';
+import { recordedTurn, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { TinkerDouble } from './support/tinker-double.js';
+
+/**
+ * RL in a started proxy (`metaclaw start` in mode rl) against the strict Tinker learning double:
+ * main turns are answered by the LoRA policy in both client formats, the judge scores them through
+ * the scripted upstream, a full batch trains a GRPO step by itself, the next turn is served by the
+ * new weights, and `metaclaw rl …` shows, steps, rolls back and follows training again; a restart
+ * serves the same policy and resumes from the saved training state.
+ */
+
+/**
+ * A tokenizer the double's tiny bigram policy can speak: one token per printable ASCII character,
+ * plus Qwen's chat markers, with a ChatML template. Its 100 ids are the double's vocabulary.
+ */
+function writeCharTokenizer(folder: string): number {
+  mkdirSync(folder, { recursive: true });
+  const specials = ['<|im_start|>', '<|im_end|>', '<unk>'];
+  const characters = ['\n', '\t', ...Array.from({ length: 95 }, (_, index) => String.fromCharCode(32 + index))];
+  const tokens = [...specials, ...characters];
+  const vocab = Object.fromEntries(tokens.map((token, id) => [token, id]));
+  const added = specials.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
+  writeFileSync(
+    join(folder, 'tokenizer.json'),
+    JSON.stringify({
+      version: '1.0',
+      truncation: null,
+      padding: null,
+      added_tokens: added,
+      normalizer: null,
+      pre_tokenizer: { type: 'Split', pattern: { Regex: '[\\s\\S]' }, behavior: 'Isolated', invert: false },
+      post_processor: null,
+      decoder: { type: 'Fuse' },
+      model: { type: 'WordLevel', vocab, unk_token: '<unk>' },
+    }),
+  );
+  writeFileSync(
+    join(folder, 'tokenizer_config.json'),
+    JSON.stringify({
+      eos_token: '<|im_end|>',
+      bos_token: null,
+      chat_template:
+        '{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}',
+    }),
+  );
+  return tokens.length;
+}
+
+interface TrainingReport {
+  state: string;
+  error: string | null;
+  served: { step: number; samplerPath: string; pinned: boolean } | null;
+  trigger: string;
+  ready_samples: number;
+}
+
+async function training(proxy: ProxyHandle): Promise<TrainingReport> {
+  const status = (await (await fetch(`${proxy.url}/status`)).json()) as { rl: { training: TrainingReport | null } };
+  assert.ok(status.rl.training, 'the proxy runs a training engine');
+  return status.rl.training;
+}
+
+async function stepsOf(proxy: ProxyHandle): Promise<Array<{ step: number; status: string; loss: number | null; reward: number | null; samples: number }>> {
+  const result = await proxy.cli(['rl', 'status', '--json']);
+  assert.equal(result.code, 0, result.stderr);
+  return (JSON.parse(result.stdout) as { steps: Array<{ step: number; status: string; loss: number | null; reward: number | null; samples: number }> }).steps;
+}
+
+describe('RL in a running proxy (mode rl, Tinker double)', () => {
+  let double: TinkerDouble;
+  let upstream: ScriptedUpstream;
+  let home: string;
+  let proxy: ProxyHandle;
+  let config: Record<string, unknown>;
+  let judgeCalls = 0;
+  const session = (id: string) => ({ headers: { 'x-session-id': id } });
+
+  before(async () => {
+    home = tempHome();
+    const tokenizerFolder = join(home, 'char-tokenizer');
+    const vocabSize = writeCharTokenizer(tokenizerFolder);
+    double = await TinkerDouble.start({ vocabSize, supportedModels: ['tiny/chars'] });
+    upstream = await ScriptedUpstream.start();
+    // Only the judge reaches the normal upstream while the policy serves: its votes alternate, so every batch has a reward spread.
+    upstream.defaultHandler = (request, response) => {
+      judgeCalls += 1;
+      return openAIReply({ text: `The answer is random characters. Score: ${judgeCalls % 2 === 1 ? 1 : -1}` })(request, response);
+    };
+    config = {
+      mode: 'rl',
+      llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: 'tiny/chars' },
+      rl: {
+        backend: 'tinker',
+        api_key: double.apiKey,
+        base_url: double.url,
+        tokenizer_path: tokenizerFolder,
+        batch_size: 2,
+        learning_rate: 0.05,
+        prm_m: 1,
+      },
+      skills: { enabled: false },
+      memory: { enabled: false },
+    };
+    proxy = await startProxy({ home, config });
+  });
+
+  after(async () => {
+    await proxy?.stop();
+    await upstream?.close();
+    await double?.close();
+    if (process.env['KEEP_HOME']) console.log('home kept', home);
+    else rmSync(home, { recursive: true, force: true });
+  });
+
+  test('at start the backend opens in the background and the fresh LoRA (step 0) serves', async () => {
+    const report = await waitFor(async () => {
+      const current = await training(proxy);
+      return current.state !== 'starting' && current;
+    }, 30_000);
+    assert.equal(report.state, 'ready', report.error ?? '');
+    assert.equal(report.served?.step, 0);
+    assert.equal(report.trigger, 'always', 'mode rl without the scheduler trains whenever a batch is full');
+    assert.ok(double.calls.some((call) => call.route === '/api/v1/create_model'));
+  });
+
+  test('main turns in both formats, streamed or not, are answered by the policy and recorded as trainable samples', async () => {
+    const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
+    const anthropic = new Anthropic({ apiKey: 'local', baseURL: proxy.url, maxRetries: 0 });
+    const first = await openai.chat.completions
+      .create({ model: 'tiny/chars', messages: [{ role: 'user', content: 'hello policy' }], max_tokens: 24 }, session('rl-a'))
+      .withResponse();
+    assert.equal(first.data.choices[0]?.message.role, 'assistant');
+    const turn = await recordedTurn(proxy.url, first.response.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.forwarded.upstream, 'rl-policy');
+    assert.match(turn.outcome.model, /sampler_weights\/step-0000$/);
+
+    const stream = await openai.chat.completions.create(
+      { model: 'tiny/chars', messages: [{ role: 'user', content: 'and streamed' }], max_tokens: 24, stream: true },
+      session('rl-a'),
+    );
+    let chunks = 0;
+    for await (const chunk of stream) if (chunk.choices[0]?.delta) chunks += 1;
+    assert.ok(chunks > 0);
+
+    const message = await anthropic.messages
+      .stream({ model: 'tiny/chars', max_tokens: 24, messages: [{ role: 'user', content: 'hi from claude' }] }, session('rl-a'))
+      .finalMessage();
+    assert.equal(message.role, 'assistant');
+    assert.equal(
+      upstream.requests.filter((request) => JSON.stringify(request.body).includes('hello policy') && !JSON.stringify(request.body).includes('Score')).length,
+      0,
+      'no main turn reached the normal upstream',
+    );
+  });
+
+  test('the judge scores the batch and a training step runs by itself; the next turn is served by its weights', async () => {
+    const steps = await waitFor(
+      async () => {
+        const current = await stepsOf(proxy);
+        return current.some((step) => step.status === 'done') && current;
+      },
+      60_000,
+      500,
+    );
+    const done = steps.find((step) => step.status === 'done')!;
+    assert.equal(done.step, 1);
+    assert.equal(done.samples, 2);
+    assert.equal(typeof done.loss, 'number');
+    assert.ok(judgeCalls >= 2, 'the judge was asked through the normal upstream');
+    assert.equal((await training(proxy)).served?.step, 1);
+    assert.ok(double.calls.some((call) => call.route === '/api/v1/forward_backward' && call.status === 200));
+    assert.ok(double.calls.some((call) => call.route === '/api/v1/optim_step' && call.status === 200));
+
+    const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
+    const next = await openai.chat.completions
+      .create({ model: 'tiny/chars', messages: [{ role: 'user', content: 'after the step' }], max_tokens: 24 }, session('rl-a'))
+      .withResponse();
+    const turn = await recordedTurn(proxy.url, next.response.headers.get('x-metaclaw-request-id')!);
+    assert.match(turn.outcome.model, /sampler_weights\/step-0001$/, 'hot swap: the new weights serve the next turn');
+  });
+
+  test('training control needs the admin token; a step by hand trains on what is there, and says why when it cannot', async () => {
+    const refused = await fetch(`${proxy.url}/v1/rl/train_step`, { method: 'POST' });
+    assert.equal(refused.status, 403);
+    assert.equal(((await refused.json()) as { error: { code: string } }).error.code, 'admin_token_required');
+    // The turn before "after the step" was judged when it arrived: one sample waits, too few for a batch.
+    await waitFor(async () => (await training(proxy)).ready_samples === 1, 30_000, 200);
+    const single = await proxy.cli(['rl', 'train-step']);
+    assert.equal(single.code, 0, single.stderr);
+    assert.match(single.stdout, /step 2: nothing to learn from its 1 sample\(s\) \(the rewards do not differ/);
+    const none = await proxy.cli(['rl', 'train-step']);
+    assert.notEqual(none.code, 0);
+    assert.match(none.stderr, /No step: 0 of 2 judged samples are ready/);
+    const missing = await proxy.cli(['rl', 'rollback', '99']);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /Step 99 has no saved weights/);
+    const both = await proxy.cli(['rl', 'rollback', '1', '--latest']);
+    assert.notEqual(both.code, 0);
+    assert.equal((await training(proxy)).served?.step, 1, 'refused commands changed nothing');
+  });
+
+  test('rollback pins an earlier step while training goes on; --latest follows training again', async () => {
+    const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
+    const pinned = await proxy.cli(['rl', 'rollback', '1']);
+    assert.equal(pinned.code, 0, pinned.stderr);
+    assert.match(pinned.stdout, /Serving step 1 now/);
+    // Two more turns fill the next batch (the turn before them and the first of them get judged).
+    for (const content of ['one more', 'and another']) {
+      await openai.chat.completions.create({ model: 'tiny/chars', messages: [{ role: 'user', content }], max_tokens: 24 }, session('rl-a'));
+    }
+    await waitFor(async () => (await stepsOf(proxy)).some((step) => step.step === 3 && step.status === 'done'), 60_000, 500);
+    assert.equal((await training(proxy)).served?.step, 1, 'a pinned rollback is not replaced by a new step');
+    const checkpoints = await proxy.cli(['rl', 'checkpoints', '--json']);
+    assert.deepEqual(
+      (JSON.parse(checkpoints.stdout) as { data: Array<{ step: number }> }).data.map((row) => row.step),
+      [3, 1],
+    );
+    const latest = await proxy.cli(['rl', 'rollback', '--latest']);
+    assert.equal(latest.code, 0, latest.stderr);
+    const served = (await training(proxy)).served;
+    assert.equal(served?.step, 3);
+    assert.equal(served?.pinned, false);
+    const text = await proxy.cli(['rl', 'status']);
+    assert.match(text.stdout, /training {3}tinker at .*tiny\/chars: ready/);
+    assert.match(text.stdout, /step {4}3 {2}done/);
+    assert.match(text.stdout, /step {4}2 {2}empty/);
+  });
+
+  test('after a restart the same policy serves and training resumes from the last saved state', async () => {
+    await proxy.stop();
+    const before = double.calls.length;
+    proxy = await startProxy({ home, config });
+    const report = await waitFor(async () => {
+      const current = await training(proxy);
+      return current.state !== 'starting' && current;
+    }, 30_000);
+    assert.equal(report.state, 'ready', report.error ?? '');
+    assert.equal(report.served?.step, 3);
+    const loaded = double.calls.slice(before).find((call) => call.route === '/api/v1/load_weights');
+    assert.match(JSON.stringify(loaded?.body), /state-0003/);
+    const logged = readFileSync(join(home, 'logs', 'metaclaw.log'), 'utf8');
+    assert.doesNotMatch(logged, new RegExp(double.apiKey), 'the backend key is never logged');
+  });
+});
+
+describe('training control without RL', () => {
+  test('in mode skills_only the training routes answer 409 in the client format, saying why', async () => {
+    const proxy = await startProxy({ config: { mode: 'skills_only', llm: { api_base: 'http://127.0.0.1:9/v1', api_key: 'k' } } });
+    try {
+      const response = await fetch(`${proxy.url}/v1/rl/checkpoints`);
+      assert.equal(response.status, 409);
+      const body = (await response.json()) as { error: { code: string; message: string } };
+      assert.equal(body.error.code, 'rl_not_running');
+      const result = await proxy.cli(['rl', 'checkpoints']);
+      assert.notEqual(result.code, 0);
+      assert.match(result.stderr, /RL training is not running/);
+    } finally {
+      await proxy.dispose();
+    }
+  });
+});
