@@ -245,8 +245,77 @@ describe('RL in a running proxy (mode rl, Tinker double)', () => {
     assert.equal(report.served?.step, 3);
     const loaded = double.calls.slice(before).find((call) => call.route === '/api/v1/load_weights');
     assert.match(JSON.stringify(loaded?.body), /state-0003/);
+    const status = await proxy.cli(['status']);
+    assert.match(status.stdout, /training {4}tinker, tiny\/chars: serving step 3; last step 3 done, loss -?\d/);
+    const doctor = await proxy.cli(['doctor'], { timeoutMs: 60_000 });
+    assert.match(doctor.stdout, /training.*tiny\/chars: open; main turns are served from step 3/);
     const logged = readFileSync(join(home, 'logs', 'metaclaw.log'), 'utf8');
     assert.doesNotMatch(logged, new RegExp(double.apiKey), 'the backend key is never logged');
+  });
+});
+
+describe('RL in mode auto: training waits for an idle window', () => {
+  test('a full batch does not train while the user is chatting; once the proxy has been quiet for the idle threshold inside sleep hours, it trains by itself', async () => {
+    const home = tempHome();
+    const vocabSize = writeCharTokenizer(join(home, 'char-tokenizer'));
+    const double = await TinkerDouble.start({ vocabSize, supportedModels: ['tiny/chars'] });
+    const upstream = await ScriptedUpstream.start();
+    let votes = 0;
+    upstream.defaultHandler = (request, response) => openAIReply({ text: `Score: ${++votes % 2 === 1 ? 1 : -1}` })(request, response);
+    // Sleep hours from an hour ago to two hours ahead (local time): only the proxy's own quiet keeps the window shut.
+    const clock = (offsetHours: number) => {
+      const at = new Date(Date.now() + offsetHours * 3_600_000);
+      return `${String(at.getHours()).padStart(2, '0')}:${String(at.getMinutes()).padStart(2, '0')}`;
+    };
+    const proxy = await startProxy({
+      home,
+      config: {
+        mode: 'auto',
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: 'tiny/chars' },
+        rl: { backend: 'tinker', api_key: double.apiKey, base_url: double.url, tokenizer_path: join(home, 'char-tokenizer'), batch_size: 2, prm_m: 1 },
+        scheduler: { sleep_start: clock(-1), sleep_end: clock(2), idle_threshold_minutes: 1 },
+        skills: { enabled: false },
+        memory: { enabled: false },
+      },
+    });
+    try {
+      await waitFor(async () => (await training(proxy)).state === 'ready', 30_000);
+      const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
+      for (const content of ['first', 'second', 'third'])
+        await openai.chat.completions.create(
+          { model: 'tiny/chars', messages: [{ role: 'user', content }], max_tokens: 16 },
+          { headers: { 'x-session-id': 'auto-a' } },
+        );
+      const waiting = await waitFor(
+        async () => {
+          const current = await training(proxy);
+          return current.ready_samples === 2 && current;
+        },
+        30_000,
+        200,
+      );
+      assert.equal(waiting.trigger, 'window');
+      await new Promise((resolve) => setTimeout(resolve, 7_000)); // longer than the engine's batch check
+      assert.deepEqual(await stepsOf(proxy), [], 'no step while the user is chatting');
+      const status = await proxy.cli(['rl', 'status']);
+      assert.match(status.stdout, /window {5}IDLE_WAIT: .*chatting through the proxy/);
+
+      const steps = await waitFor(
+        async () => {
+          const current = await stepsOf(proxy);
+          return current.some((step) => step.status === 'done') && current;
+        },
+        120_000,
+        1_000,
+      );
+      assert.equal(steps[0]?.step, 1);
+      const scheduler = JSON.parse((await proxy.cli(['scheduler', 'status', '--json'])).stdout) as { state: string };
+      assert.match(scheduler.state, /WINDOW_OPEN|UPDATING/);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+      await double.close();
+    }
   });
 });
 

@@ -16,7 +16,7 @@ import {
 } from '../config/index.js';
 import { checkIntegrity, MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
 import { describeSource, previewSchedule, schedulerEnabled, schedulerOffReason } from '../scheduler/index.js';
-import { decideMode, describeJudge, type RlReport } from '../rl/index.js';
+import { decideMode, describeJudge, type EngineReport, type RlReport } from '../rl/index.js';
 import { describeRetrieval, judgeSettings, retrievalModes, storedProbe } from '../runtime/index.js';
 import { probeUpstream } from '../upstream/index.js';
 import { VERSION } from '../version.js';
@@ -63,6 +63,7 @@ export async function doctorCommand(options: DoctorOptions): Promise<void> {
     checkRetrieval(config, running, checks);
     await checkScheduler(config, checks);
     checkMode(config, running, checks);
+    checkTraining(running, checks);
     if (options.canary === false) checks.push({ name: 'canary', verdict: 'skip', detail: 'skipped (--no-canary)' });
     else await runCanary(config, running, checks);
   }
@@ -415,6 +416,24 @@ function checkMode(config: LoadedConfig, proxy: ProxyContact | undefined, checks
     detail: `${where}configured ${mode.configured}, running as ${mode.effective}: ${mode.reason}${judge}`,
     fix: 'set rl.api_key (or TINKER_API_KEY / MINT_API_KEY in the environment) to train, or set mode: skills_only',
   });
+}
+
+/** The running proxy's training engine (modes rl and auto with a backend): open, serving which step, or why not. */
+function checkTraining(proxy: ProxyContact | undefined, checks: Check[]): void {
+  const training = (proxy?.status['rl'] as { training?: EngineReport | null } | undefined)?.training;
+  if (!training) return;
+  const where = `${training.backend.kind} at ${training.backend.base_url}, base model ${training.base_model}`;
+  if (training.state === 'ready') {
+    const served = training.served ? `step ${training.served.step}${training.served.pinned ? ' (pinned by a rollback)' : ''}` : 'no policy yet';
+    checks.push({ name: 'training', verdict: 'pass', detail: `${where}: open; main turns are served from ${served}; ${training.window}` });
+  } else if (training.state === 'failed')
+    checks.push({
+      name: 'training',
+      verdict: 'fail',
+      detail: `${where}: ${training.error ?? 'could not be opened'}; the normal upstream serves every turn and nothing trains`,
+      fix: 'check rl.api_key, rl.base_url, rl.model (a model the service offers) and rl.tokenizer_path, then `metaclaw stop && metaclaw start`',
+    });
+  else checks.push({ name: 'training', verdict: 'warn', detail: `${where}: ${training.state} (the normal upstream serves until it is open)` });
 }
 
 /**

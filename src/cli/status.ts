@@ -1,4 +1,4 @@
-import type { RlReport } from '../rl/index.js';
+import type { EngineReport, RlReport } from '../rl/index.js';
 import { isProcessAlive, readPidFile } from '../runtime/index.js';
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, loadCliConfig, print } from './context.js';
@@ -53,7 +53,7 @@ interface StatusReport {
   context: { providers: string[]; failures: number };
   /** absent from a proxy older than the scheduler */
   scheduler?: { enabled: boolean; state?: string; reason: string };
-  rl?: RlReport;
+  rl?: RlReport & { training?: EngineReport | null };
 }
 
 function printStatus(base: string, status: StatusReport): void {
@@ -71,6 +71,19 @@ function printStatus(base: string, status: StatusReport): void {
     const buffer = status.rl.buffer;
     print(
       `  rl          ${buffer.samples} samples (${buffer.by_state.scored} scored, ${buffer.by_state.waiting + buffer.by_state.queued} awaiting the judge, ${buffer.trainable} trainable, ${buffer.by_state.dropped} dropped); \`metaclaw rl status\` for more`,
+    );
+  }
+  const training = status.rl?.training;
+  if (training) {
+    const state =
+      training.state === 'ready'
+        ? `serving step ${training.served?.step ?? '-'}`
+        : training.state === 'failed'
+          ? `FAILED: ${training.error ?? ''}`
+          : training.state;
+    const last = training.last_steps[0];
+    print(
+      `  training    ${training.backend.kind}, ${training.base_model}: ${state}${last ? `; last step ${last.step} ${last.status}${last.loss === null ? '' : `, loss ${last.loss.toFixed(4)}`}` : ''}`,
     );
   }
   print(
