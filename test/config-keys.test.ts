@@ -37,8 +37,6 @@ function runtimeSources(): string {
 /** Not-honoured keys the code reads only to report them, never to act. */
 const REPORTED_ONLY = new Set<string>();
 
-const NOT_BUILT = 'is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS (not built yet: on-policy distillation (OPD) is planned)';
-
 describe('every config key does what its doc says or warns', () => {
   test('each key is either read from the loaded values by the code, or marked compatibility-only / not built yet and then read by nothing', () => {
     const sources = runtimeSources();
@@ -57,7 +55,7 @@ describe('every config key does what its doc says or warns', () => {
       if (definition.noEffect) assert.ok(definition.noEffect.reason.length > 10, `${definition.key} says why it has no effect`);
   });
 
-  test('a key with no effect warns, with file and line, only when set to something other than its default; OPD keys say they are not built yet, the built RL and scheduler keys do not warn', () => {
+  test('a key with no effect warns, with file and line, only when set to something other than its default; the built RL, OPD and scheduler keys do not warn', () => {
     const folder = home(
       'mode: rl\nopd:\n  enabled: true\n  kl_penalty_coef: 1\nscheduler:\n  enabled: true\nmemory:\n  store_path: /data/memory.db\nwechat:\n  enabled: true\nskills:\n  task_specific_top_k: 10\n',
     );
@@ -68,7 +66,11 @@ describe('every config key does what its doc says or warns', () => {
       false,
       'mode acts (rl without a backend runs as skills_only, and `metaclaw start` says so)',
     );
-    assert.ok(config.warnings.includes(`${file}:3: opd.enabled ${NOT_BUILT}`));
+    assert.ok(
+      config.warnings.includes(`${file}: opd.enabled needs opd.teacher_url and opd.teacher_model: training runs without the teacher`),
+      config.warnings.join('\n'),
+    );
+    assert.ok(!config.warnings.some((warning) => warning.includes('has no effect') && warning.includes('opd.')), 'OPD is built');
     assert.ok(!config.warnings.some((warning) => warning.includes('scheduler.enabled')), 'the scheduler is built: scheduler.enabled does not warn');
     assert.ok(
       config.warnings.includes(
@@ -80,7 +82,7 @@ describe('every config key does what its doc says or warns', () => {
         `${file}:10: wechat.enabled is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS (there is no WeChat bridge)`,
       ),
     );
-    assert.equal(config.warnings.length, 3, 'keys left at their default (opd.kl_penalty_coef, skills.task_specific_top_k) do not warn');
+    assert.equal(config.warnings.length, 3, 'keys left at their default (skills.task_specific_top_k) do not warn');
     assert.equal(config.values['opd.enabled'], true, 'the value still loads, so the file round-trips');
   });
 
@@ -111,40 +113,40 @@ describe('every config key does what its doc says or warns', () => {
   });
 
   test('metaclaw start warns on stderr, naming each ignored key, and the log records it', async () => {
-    const folder = home(`proxy:\n  port: ${await freePort()}\nopd:\n  kl_penalty_coef: 2\nmemory:\n  auto_upgrade_enabled: true\n`);
+    const folder = home(`proxy:\n  port: ${await freePort()}\nmemory:\n  store_path: /data/memory.db\n  auto_upgrade_enabled: true\n`);
     const started = await runCli(['start', '--no-wire'], { home: folder });
     try {
       assert.equal(started.code, 0, started.stderr);
       assert.match(
         started.stderr,
-        /warning: .*config\.yaml:4: opd\.kl_penalty_coef is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS \(not built yet: on-policy distillation \(OPD\) is planned\)/,
+        /warning: .*config\.yaml:4: memory\.store_path is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS \(memories live in the main database/,
       );
       assert.match(
         started.stderr,
-        /warning: .*config\.yaml:6: memory\.auto_upgrade_enabled is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS \(MetaClaw's memory policy self-upgrade is not part of MetaClaw-TS\)/,
+        /warning: .*config\.yaml:5: memory\.auto_upgrade_enabled is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS \(MetaClaw's memory policy self-upgrade is not part of MetaClaw-TS\)/,
       );
-      assert.equal(started.stderr.match(/opd\.kl_penalty_coef/g)?.length, 1, 'once');
+      assert.equal(started.stderr.match(/memory\.store_path/g)?.length, 1, 'once');
     } finally {
       await runCli(['stop'], { home: folder });
     }
     const log = readFileSync(join(folder, 'logs', 'metaclaw.log'), 'utf8');
-    assert.match(log, /opd\.kl_penalty_coef is accepted for compatibility with MetaClaw but has no effect/);
+    assert.match(log, /memory\.store_path is accepted for compatibility with MetaClaw but has no effect/);
     assert.match(log, /memory\.auto_upgrade_enabled is accepted for compatibility/);
   });
 
-  test('metaclaw config keys marks compatibility-only and not-built keys; config set of one warns', async () => {
+  test('metaclaw config keys marks compatibility-only keys; config set of one warns', async () => {
     const folder = home();
     const listed = await runCli(['config', 'keys'], { home: folder });
     assert.equal(listed.code, 0, listed.stderr);
     const lineOf = (key: string) => listed.stdout.split('\n').find((line) => line.startsWith(`${key}  (`)) ?? '';
-    assert.match(lineOf('opd.kl_penalty_coef'), /\[not built yet\]$/);
+    assert.doesNotMatch(lineOf('opd.kl_penalty_coef'), /\[/, 'OPD is built');
     assert.doesNotMatch(lineOf('rl.lora_rank'), /\[/, 'RL is built');
     assert.match(lineOf('memory.store_path'), /\[compatibility only\]$/);
     assert.doesNotMatch(lineOf('max_context_tokens'), /\[/);
     assert.match(listed.stdout, /memory\.store_path .*\n.*\n {4}No effect in MetaClaw-TS: memories live in the main database/);
 
     const json = JSON.parse((await runCli(['config', 'keys', '--json'], { home: folder })).stdout) as Array<{ key: string; status: string; reason?: string }>;
-    assert.equal(json.find((entry) => entry.key === 'opd.kl_penalty_coef')?.status, 'planned');
+    assert.equal(json.find((entry) => entry.key === 'opd.kl_penalty_coef')?.status, 'honoured');
     assert.equal(json.find((entry) => entry.key === 'rl.lora_rank')?.status, 'honoured');
     assert.equal(json.find((entry) => entry.key === 'scheduler.sleep_start')?.status, 'honoured');
     assert.equal(json.find((entry) => entry.key === 'scheduler.calendar.token_path')?.status, 'compatibility');
@@ -152,8 +154,8 @@ describe('every config key does what its doc says or warns', () => {
     assert.equal(json.find((entry) => entry.key === 'memory.use_embeddings')?.status, 'compatibility');
     assert.equal(json.find((entry) => entry.key === 'memory.retrieval_mode')?.status, 'honoured');
 
-    const set = await runCli(['config', 'set', 'opd.enabled', 'true'], { home: folder });
+    const set = await runCli(['config', 'set', 'memory.use_embeddings', 'true'], { home: folder });
     assert.equal(set.code, 0, set.stderr);
-    assert.match(set.stderr, /warning: opd\.enabled is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS \(not built yet/);
+    assert.match(set.stderr, /warning: memory\.use_embeddings is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS/);
   });
 });

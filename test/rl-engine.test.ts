@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { openAIReply, ScriptedUpstream } from './support/upstream.js';
+import { json, openAIReply, ScriptedUpstream } from './support/upstream.js';
 import { recordedTurn, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { TinkerDouble } from './support/tinker-double.js';
 
@@ -332,6 +332,117 @@ describe('training control without RL', () => {
       assert.match(result.stderr, /RL training is not running/);
     } finally {
       await proxy.dispose();
+    }
+  });
+});
+
+describe('RL with on-policy distillation (opd.*)', () => {
+  test("each sample's exact token ids go to the teacher's /completions; its logprobs add the KL term to the step's advantages, and a teacher that cannot align leaves that sample trained without it", async () => {
+    const home = tempHome();
+    const vocabSize = writeCharTokenizer(join(home, 'char-tokenizer'));
+    const double = await TinkerDouble.start({ vocabSize, supportedModels: ['tiny/chars'] });
+    const upstream = await ScriptedUpstream.start();
+    let votes = 0;
+    upstream.defaultHandler = (request, response) => openAIReply({ text: `Score: ${++votes % 2 === 1 ? 1 : -1}` })(request, response);
+    const teacher = await ScriptedUpstream.start();
+    const asked: Array<{ ids: number[]; body: Record<string, unknown>; authorization: string | undefined }> = [];
+    teacher.defaultHandler = (request, response) => {
+      assert.equal(request.path, '/v1/completions');
+      const ids = request.body.prompt as number[];
+      asked.push({ ids, body: request.body as Record<string, unknown>, authorization: request.headers['authorization'] });
+      // The first sample's teacher reads the text its own way (one token short): it cannot be aligned.
+      const length = asked.length === 1 ? ids.length - 1 : ids.length;
+      json(response, 200, {
+        object: 'text_completion',
+        choices: [{ index: 0, text: '', finish_reason: 'length', logprobs: { token_logprobs: [null, ...Array.from({ length: length - 1 }, () => -0.1)] } }],
+        usage: { prompt_tokens: ids.length, completion_tokens: 0, total_tokens: ids.length },
+      });
+    };
+    const proxy = await startProxy({
+      home,
+      config: {
+        mode: 'rl',
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: 'tiny/chars' },
+        rl: {
+          backend: 'tinker',
+          api_key: double.apiKey,
+          base_url: double.url,
+          tokenizer_path: join(home, 'char-tokenizer'),
+          batch_size: 2,
+          prm_m: 1,
+          manual_train_trigger: true,
+        },
+        opd: { enabled: true, teacher_url: `${teacher.url}/v1`, teacher_model: 'teacher-8b', teacher_api_key: 'teacher-key', kl_penalty_coef: 0.5 },
+        skills: { enabled: false },
+        memory: { enabled: false },
+      },
+    });
+    try {
+      await waitFor(async () => (await training(proxy)).state === 'ready', 30_000);
+      const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
+      for (const content of ['one', 'two', 'three'])
+        await openai.chat.completions.create(
+          { model: 'tiny/chars', messages: [{ role: 'user', content }], max_tokens: 12 },
+          { headers: { 'x-session-id': 'opd-a' } },
+        );
+      const ready = await waitFor(
+        async () => {
+          const current = await training(proxy);
+          return current.ready_samples === 2 && current;
+        },
+        30_000,
+        200,
+      );
+      assert.deepEqual((ready as unknown as { opd: unknown }).opd, { teacher: new URL(teacher.url).host, model: 'teacher-8b', kl_penalty_coef: 0.5 });
+      assert.ok(asked.length >= 2, 'every sample with token ids was sent to the teacher');
+      for (const call of asked) {
+        assert.equal(call.body['echo'], true);
+        assert.equal(call.body['logprobs'], 1);
+        assert.equal(call.body['max_tokens'], 0);
+        assert.equal(call.body['model'], 'teacher-8b');
+        assert.equal(call.authorization, 'Bearer teacher-key');
+        assert.ok(
+          call.ids.every((id) => Number.isInteger(id) && id >= 0 && id < vocabSize),
+          'the prompt is the exact token ids, not text',
+        );
+      }
+
+      const stepped = await proxy.cli(['rl', 'train-step', '--json']);
+      assert.equal(stepped.code, 0, stepped.stderr);
+      const outcome = JSON.parse(stepped.stdout) as { status: string; metrics: { metrics: Record<string, number> } };
+      assert.equal(outcome.status, 'done', stepped.stdout);
+      assert.equal(outcome.metrics.metrics['opd:samples'], 1, 'one sample had aligned teacher logprobs');
+
+      const [call] = double.callsTo('/api/v1/forward_backward');
+      const data = (
+        call!.body as {
+          forward_backward_input: { data: Array<{ model_input: { chunks: Array<{ tokens: number[] }> }; loss_fn_inputs: Record<string, { data: number[] }> }> };
+        }
+      ).forward_backward_input.data;
+      assert.equal(data.length, 2);
+      // The teacher was sent prompt + response; the datum holds them shifted by one (its model input is all but the last).
+      const sentIds = asked.map((entry) => entry.ids.slice(0, -1).join(','));
+      const kinds = data.map((datum) => {
+        const ids = datum.model_input.chunks.flatMap((chunk) => chunk.tokens).join(',');
+        assert.ok(sentIds.includes(ids), 'the teacher read exactly the ids that were trained on');
+        const student = datum.loss_fn_inputs['logprobs']!.data;
+        const advantages = datum.loss_fn_inputs['advantages']!.data;
+        const response = student.flatMap((logprob, position) => (logprob !== 0 ? [position] : []));
+        assert.ok(response.length > 1);
+        // Undo the KL term (coef 0.5, teacher -0.1): what is left is the sample's one GRPO advantage.
+        const base = response.map((position) => advantages[position]! + 0.5 * (student[position]! + 0.1));
+        const raw = response.map((position) => advantages[position]!);
+        const constant = (values: number[]) => values.every((value) => Math.abs(value - values[0]!) < 1e-4);
+        if (constant(raw)) return 'without teacher';
+        assert.ok(constant(base), `the advantages are the GRPO advantage plus the KL term: ${JSON.stringify(base)}`);
+        return 'with teacher';
+      });
+      assert.deepEqual(kinds.sort(), ['with teacher', 'without teacher']);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+      await teacher.close();
+      await double.close();
     }
   });
 });

@@ -8,8 +8,6 @@ import type { KeyDefinition, NoEffect } from './types.js';
  * added beside them. Paths left empty resolve under METACLAW_HOME.
  */
 
-/** On-policy distillation (a teacher's KL term) is not built yet. */
-const PLANNED: NoEffect = { status: 'planned', reason: 'not built yet: on-policy distillation (OPD) is planned' };
 const compatibility = (reason: string): NoEffect => ({ status: 'compatibility', reason });
 const IN_DATABASE = compatibility('memories live in the main database, $METACLAW_HOME/metaclaw.db');
 const GOOGLE_CALENDAR = compatibility(
@@ -224,11 +222,15 @@ export const KEY_DEFINITIONS = [
     doc: 'Train only when asked (`metaclaw rl train-step` / POST /v1/rl/train_step), never by itself in a window.',
   }),
 
-  booleanKey('opd.enabled', false, { noEffect: PLANNED, doc: 'On-policy distillation: add a KL term toward a teacher model.' }),
-  urlKey('opd.teacher_url', '', { noEffect: PLANNED, doc: 'OpenAI-compatible /v1 endpoint of the teacher (needs /completions with echo+logprobs).' }),
-  stringKey('opd.teacher_model', '', { noEffect: PLANNED, doc: 'Teacher model.' }),
-  secretKey('opd.teacher_api_key', { noEffect: PLANNED, doc: 'Teacher key.' }),
-  numberKey('opd.kl_penalty_coef', 1.0, { min: 0, noEffect: PLANNED, doc: 'Weight of the KL term.' }),
+  booleanKey('opd.enabled', false, {
+    doc: "On-policy distillation in modes rl and auto: each trained answer also gets a per-token KL term toward a teacher model's logprobs.",
+  }),
+  urlKey('opd.teacher_url', '', {
+    doc: "OpenAI-compatible /v1 endpoint of the teacher; its /completions must take token ids with echo and logprobs (vLLM, SGLang), and it must share the base model's tokenizer.",
+  }),
+  stringKey('opd.teacher_model', '', { doc: 'Teacher model.' }),
+  secretKey('opd.teacher_api_key', { doc: 'Key for opd.teacher_url (empty: none sent).' }),
+  numberKey('opd.kl_penalty_coef', 1.0, { min: 0, doc: 'Weight of the KL term added to the advantages.' }),
 
   booleanKey('scheduler.enabled', false, { doc: 'Train only in idle windows (always on in auto mode); see `metaclaw scheduler status`.' }),
   timeOfDayKey('scheduler.sleep_start', '23:00', { doc: 'Start of the nightly window (local time).' }),

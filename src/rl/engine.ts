@@ -1,4 +1,5 @@
 import { errorMessage } from '../errors.js';
+import { urlHost } from '../shared/url-host.js';
 import type { JobHandler } from '../learning/index.js';
 import type { Logger } from '../logging/index.js';
 import type { Db } from '../store/index.js';
@@ -14,6 +15,7 @@ import {
   type TrainingBuffer,
 } from './loop/index.js';
 import { loadChatTokenizer, PolicyUpstream, type ChatTokenizer, type Forwarding } from './policy/index.js';
+import { TEACHER_JOB, type TeacherEndpoint } from './teacher/index.js';
 import { TinkerBackend, type BackendSelection } from './tinker/index.js';
 import { trainStep } from './train/index.js';
 import type { LossFunction } from './types.js';
@@ -41,6 +43,8 @@ export interface RlEngineSettings {
   defaultMaxTokens: number;
   /** how often the engine looks for a full batch in an open window */
   checkIntervalMs: number;
+  /** on-policy distillation (opd.*): the teacher, and the weight of its KL term */
+  opd?: { teacher: TeacherEndpoint; klPenaltyCoef: number } | undefined;
 }
 
 export interface RlEngineDependencies {
@@ -55,6 +59,8 @@ export interface RlEngineDependencies {
   window: SteppingWindow | undefined;
   /** the user's normal upstream, which answers whatever the policy does not */
   fallback: Forwarding;
+  /** OPD: marks up to `limit` samples as queued for the teacher and returns them */
+  queueForTeacher?: (limit: number) => string[];
   /** queues a learning job (the runner's enqueue) */
   enqueue: (kind: string, payload: unknown, options?: { dedupeKey?: string }) => number | undefined;
 }
@@ -73,6 +79,8 @@ export interface EngineReport {
   batch_size: number;
   ready_samples: number;
   window: string;
+  /** on-policy distillation: the teacher's host and model, the KL weight */
+  opd: { teacher: string; model: string; kl_penalty_coef: number } | null;
   last_steps: Array<{
     step: number;
     status: string;
@@ -124,6 +132,7 @@ export class RlEngine {
           lossFn: settings.lossFn,
           adam: { learningRate: settings.learningRate },
           samplerName: `step-${String(step).padStart(4, '0')}`,
+          ...(settings.opd ? { klPenaltyCoef: settings.opd.klPenaltyCoef } : {}),
           signal,
         }),
       ...(deps.window ? { window: deps.window } : {}),
@@ -157,9 +166,12 @@ export class RlEngine {
   /** Opens the backend in the background and starts the batch check; serving never waits for either. */
   start(): void {
     this.opening = this.open();
-    if (this.deps.settings.manualOnly) return;
-    this.timer = setInterval(() => this.checkBatch(), this.deps.settings.checkIntervalMs);
+    this.timer = setInterval(() => {
+      this.queueTeacher();
+      this.checkBatch();
+    }, this.deps.settings.checkIntervalMs);
     this.timer.unref();
+    this.queueTeacher();
   }
 
   /** One step now (`rl train-step`), or in a window (the queued job). */
@@ -207,6 +219,9 @@ export class RlEngine {
       batch_size: settings.batchSize,
       ready_samples: ready,
       window: this.deps.window ? this.deps.window.describe() : 'any time (mode rl without the scheduler)',
+      opd: settings.opd
+        ? { teacher: urlHost(settings.opd.teacher.baseUrl) ?? 'its URL', model: settings.opd.teacher.model, kl_penalty_coef: settings.opd.klPenaltyCoef }
+        : null,
       last_steps: last.map((record) => ({
         step: record.step,
         status: record.status,
@@ -247,6 +262,16 @@ export class RlEngine {
       this.state = 'failed';
       this.error = errorMessage(error);
       logger.error({ err: this.error, backend: settings.backend.kind }, 'rl: the training backend could not be opened; the normal upstream serves every turn');
+    }
+  }
+
+  /** OPD: every sample with token ids gets a teacher job (they do not need the backend, only the teacher). */
+  private queueTeacher(): void {
+    if (!this.deps.settings.opd || !this.deps.queueForTeacher) return;
+    try {
+      for (const turnId of this.deps.queueForTeacher(100)) this.deps.enqueue(TEACHER_JOB, { turnId }, { dedupeKey: `${TEACHER_JOB}:${turnId}` });
+    } catch (error) {
+      this.deps.logger.warn({ err: errorMessage(error) }, 'rl: could not queue samples for the OPD teacher; trying again later');
     }
   }
 

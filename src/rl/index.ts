@@ -4,4 +4,5 @@ export { RlService, rlReport, type RlDependencies, type RlReport } from './servi
 export { RlBuffer, bufferStatus, recordsSamples, JUDGE_JOB, type BufferStatus, type SampleRow } from './buffer/index.js';
 export { describeJudge, parseScore, majorityOf, type JudgeSettings } from './judge/index.js';
 export { exportSamples, EXPORT_FORMATS, type ExportFormat, type ExportReport } from './export/index.js';
+export { TEACHER_JOB, teacherLogprobs, type TeacherEndpoint } from './teacher/index.js';
 export { RlEngine, TRAIN_STEP_JOB, type EngineReport, type EngineState, type RlEngineDependencies, type RlEngineSettings } from './engine.js';

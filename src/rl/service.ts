@@ -10,6 +10,7 @@ import { RlBuffer } from './buffer/store.js';
 import { describeJudge, JudgeHandler, type JudgeSettings } from './judge/handler.js';
 import type { TrainingBuffer } from './loop/index.js';
 import type { ModeDecision } from './mode.js';
+import { TeacherHandler, type TeacherEndpoint } from './teacher/index.js';
 
 export interface RlDependencies {
   db: Db;
@@ -22,6 +23,8 @@ export interface RlDependencies {
   credit: SkillCreditStore;
   mainUpstream: UpstreamTarget;
   credentials: CredentialMemory;
+  /** on-policy distillation: the teacher, whose answer (or refusal) a sample waits for before training */
+  teacher?: TeacherEndpoint | undefined;
 }
 
 /** What /status and `metaclaw rl status` show of RL. */
@@ -59,13 +62,13 @@ export class RlService {
 
   /** The buffer as the training loop (`rl/loop`) takes it: ready samples of the live skill generation, marked by the step that used them. */
   readonly training: TrainingBuffer = {
-    ready: (limit) => this.buffer.trainable(this.deps.generation(), limit),
+    ready: (limit) => this.buffer.trainable(this.deps.generation(), limit, { teacher: this.deps.teacher !== undefined }),
     markTrained: (turnIds, step) => this.buffer.markTrained(turnIds, step),
   };
 
   /** Judged samples of the live skill generation waiting for a step. */
   readyCount(): number {
-    return this.buffer.trainableCount(this.deps.generation());
+    return this.buffer.trainableCount(this.deps.generation(), { teacher: this.deps.teacher !== undefined });
   }
 
   get mode(): ModeDecision {
@@ -75,8 +78,11 @@ export class RlService {
   /** The judge runs wherever samples are recorded. */
   handlers(): JobHandler[] {
     if (!this.deps.mode.recording) return [];
-    const { conversation, credit, mainUpstream, credentials, judge } = this.deps;
-    return [new JudgeHandler({ buffer: this.buffer, credit, conversation, mainUpstream, credentials, settings: judge })];
+    const { conversation, credit, mainUpstream, credentials, judge, teacher } = this.deps;
+    return [
+      new JudgeHandler({ buffer: this.buffer, credit, conversation, mainUpstream, credentials, settings: judge }),
+      ...(teacher ? [new TeacherHandler(this.buffer, teacher)] : []),
+    ];
   }
 
   /** The skill library changed: if its generation moved on, older untrained samples leave the trainable buffer (kept, counted). */

@@ -192,10 +192,14 @@ export class MetaclawRuntime {
     });
     for (const handler of this.memory.handlers()) this.runner.register(handler);
 
+    const env = options.env ?? process.env;
+    const mode = decideMode(values, env);
+    const engineSettings = mode.backend ? rlEngineSettings(options.config, env) : undefined;
     this.rl = new RlService({
       db: this.db,
       logger: this.logger.child({ part: 'rl' }),
-      mode: decideMode(values, options.env ?? process.env),
+      mode,
+      teacher: engineSettings?.opd?.teacher,
       judge: judgeSettings(options.config),
       generation: () => this.skills.history.generation,
       conversation: this.conversation,
@@ -220,13 +224,13 @@ export class MetaclawRuntime {
         })
       : undefined;
 
-    const env = options.env ?? process.env;
-    this.engine = this.rl.mode.backend
+    this.engine = engineSettings
       ? new RlEngine({
           db: this.db,
           logger: this.logger.child({ part: 'rl-train' }),
-          settings: rlEngineSettings(options.config, env),
+          settings: engineSettings,
           buffer: this.rl.training,
+          queueForTeacher: (limit) => this.rl.buffer.queueForTeacher(limit),
           readyCount: () => this.rl.readyCount(),
           skillGeneration: () => this.skills.history.generation,
           window: this.scheduler,

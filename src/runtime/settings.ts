@@ -1,6 +1,6 @@
 import type { LoadedConfig } from '../config/index.js';
 import type { MemorySettings } from '../memory/index.js';
-import type { JudgeSettings, RlEngineSettings } from '../rl/index.js';
+import type { JudgeSettings, RlEngineSettings, TeacherEndpoint } from '../rl/index.js';
 import { selectBackend } from '../rl/tinker/index.js';
 import type { SkillsSettings } from '../skills/index.js';
 
@@ -86,5 +86,19 @@ export function rlEngineSettings(config: LoadedConfig, env: NodeJS.ProcessEnv): 
     samplingBudgetMs: values['rl.sampling_timeout_seconds'] * 1000,
     defaultMaxTokens: values['llm.default_max_tokens'],
     checkIntervalMs: 5_000,
+    opd: opdSettings(config),
+  };
+}
+
+/**
+ * On-policy distillation (opd.*): the teacher when `opd.enabled` and both its URL and model are set
+ * (a config warning says so when one is missing, `config/effect.ts`).
+ */
+function opdSettings(config: LoadedConfig): { teacher: TeacherEndpoint; klPenaltyCoef: number } | undefined {
+  const values = config.values;
+  if (!values['opd.enabled'] || !values['opd.teacher_url'] || !values['opd.teacher_model']) return undefined;
+  return {
+    teacher: { baseUrl: values['opd.teacher_url'], model: values['opd.teacher_model'], apiKey: values['opd.teacher_api_key'] },
+    klPenaltyCoef: values['opd.kl_penalty_coef'],
   };
 }

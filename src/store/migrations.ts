@@ -384,4 +384,14 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX rl_samples_generation ON rl_samples(skill_generation);
     `,
   },
+  {
+    version: 14,
+    description: 'on-policy distillation: the teacher logprobs of each trainable sample',
+    sql: `
+      -- Null: not asked (OPD off, or no token ids); queued | done | failed (failed samples train without the KL term).
+      ALTER TABLE rl_samples ADD COLUMN teacher_state TEXT;
+      ALTER TABLE rl_samples ADD COLUMN teacher_logprobs BLOB; -- float32 little-endian, one per response token
+      ALTER TABLE rl_samples ADD COLUMN teacher_error TEXT;
+    `,
+  },
 ];

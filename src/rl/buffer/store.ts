@@ -2,6 +2,10 @@ import type { Db } from '../../store/index.js';
 import type { JudgeScore, PolicyTurn, RlSample } from '../types.js';
 import { decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.js';
 
+/** What a training step may take: judged, with token ids, untrained, of the live generation, and (OPD) past the teacher. */
+const TRAINABLE = `judge_state = 'scored' AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL
+  AND skill_generation >= @generation AND (@teacher = 0 OR teacher_state IN ('done', 'failed'))`;
+
 /**
  * Where a sample is with the judge: waiting for the next user turn of its session (or the session's
  * end), queued for the judge, scored (a majority of the votes agreed), tie (the votes came back
@@ -29,7 +33,13 @@ export interface SampleRow {
   dropped_for_generation: number | null;
   trained_step: number | null;
   created_at: number;
+  teacher_state: TeacherState | null;
+  teacher_logprobs: Buffer | null;
+  teacher_error: string | null;
 }
+
+/** Where a sample is with the OPD teacher: null when it is not asked (OPD off, or no token ids). */
+export type TeacherState = 'queued' | 'done' | 'failed';
 
 export interface NewSample {
   turnId: string;
@@ -78,14 +88,19 @@ export class RlBuffer {
       drop: db.prepare<[number, number, number]>(
         'UPDATE rl_samples SET dropped_at = ?, dropped_for_generation = ? WHERE skill_generation < ? AND dropped_at IS NULL AND trained_step IS NULL',
       ),
-      trainable: db.prepare<[number, number], SampleRow>(
-        `SELECT * FROM rl_samples
-          WHERE judge_state = 'scored' AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL AND skill_generation >= ?
+      // @teacher = 1 (OPD on): a sample waits until the teacher has answered or given up.
+      trainable: db.prepare<{ generation: number; limit: number; teacher: number }, SampleRow>(
+        `SELECT * FROM rl_samples WHERE ${TRAINABLE} ORDER BY created_at LIMIT @limit`,
+      ),
+      trainableCount: db.prepare<{ generation: number; teacher: number }, { count: number }>(`SELECT COUNT(*) AS count FROM rl_samples WHERE ${TRAINABLE}`),
+      forTeacher: db.prepare<[number], { turn_id: string }>(
+        `SELECT turn_id FROM rl_samples
+          WHERE teacher_state IS NULL AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL
           ORDER BY created_at LIMIT ?`,
       ),
-      trainableCount: db.prepare<[number], { count: number }>(
-        `SELECT COUNT(*) AS count FROM rl_samples
-          WHERE judge_state = 'scored' AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL AND skill_generation >= ?`,
+      queueTeacher: db.prepare<[string]>("UPDATE rl_samples SET teacher_state = 'queued' WHERE turn_id = ? AND teacher_state IS NULL"),
+      teacher: db.prepare<[TeacherState, Buffer | null, string | null, string]>(
+        'UPDATE rl_samples SET teacher_state = ?, teacher_logprobs = ?, teacher_error = ? WHERE turn_id = ?',
       ),
       scored: db.prepare<{ generation: number; all: number }, SampleRow>(
         `SELECT * FROM rl_samples
@@ -141,16 +156,35 @@ export class RlBuffer {
    * yet, of the current skill generation (older ones are dropped first, so the filter cannot lag
    * behind the library).
    */
-  trainable(currentGeneration: number, limit: number): RlSample[] {
+  trainable(currentGeneration: number, limit: number, options: { teacher?: boolean } = {}): RlSample[] {
     return this.db.transaction(() => {
       this.dropOlderThan(currentGeneration);
-      return this.statements.trainable.all(currentGeneration, limit).map(toSample);
+      return this.statements.trainable.all({ generation: currentGeneration, limit, teacher: options.teacher ? 1 : 0 }).map(toSample);
     })();
   }
 
   /** How many samples `trainable` would offer with no limit (the engine's batch check). */
-  trainableCount(currentGeneration: number): number {
-    return this.statements.trainableCount.get(currentGeneration)?.count ?? 0;
+  trainableCount(currentGeneration: number, options: { teacher?: boolean } = {}): number {
+    return this.statements.trainableCount.get({ generation: currentGeneration, teacher: options.teacher ? 1 : 0 })?.count ?? 0;
+  }
+
+  /**
+   * OPD: marks up to `limit` samples with token ids, not yet asked, as queued for the teacher and
+   * returns them (the caller queues one teacher job each).
+   */
+  queueForTeacher(limit: number): string[] {
+    return this.db.transaction(() =>
+      this.statements.forTeacher
+        .all(limit)
+        .map((row) => row.turn_id)
+        .filter((turnId) => this.statements.queueTeacher.run(turnId).changes > 0),
+    )();
+  }
+
+  /** The teacher's logprobs for the sample's response tokens, or why it gave none (the sample then trains without the KL term). */
+  saveTeacher(turnId: string, answer: { logprobs: readonly number[] } | { error: string }): void {
+    if ('logprobs' in answer) this.statements.teacher.run('done', encodeLogprobs(answer.logprobs), null, turnId);
+    else this.statements.teacher.run('failed', null, answer.error.slice(0, 500), turnId);
   }
 
   /** Every sample with a reward, oldest first: of the current generation (and trained ones), or with `includeDropped` all. */
@@ -177,5 +211,6 @@ export function toSample(row: SampleRow): RlSample {
     responseLogprobs: row.response_logprobs ? decodeLogprobs(row.response_logprobs) : [],
     reward: row.reward === null ? null : (row.reward as JudgeScore),
     createdAt: row.created_at,
+    ...(row.teacher_logprobs ? { teacherLogprobs: decodeLogprobs(row.teacher_logprobs) } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import { ConfigError } from '../../errors.js';
+import { urlHost } from '../../shared/url-host.js';
 import type { BackendKind } from './transport.js';
 import { DEFAULT_MINT_BASE_URL, DEFAULT_TINKER_BASE_URL } from './wire.js';
 
@@ -39,11 +40,7 @@ function firstNonEmpty(...values: (string | undefined)[]): string {
 }
 
 function hostOf(url: string): string {
-  try {
-    return new URL(url.trim()).host.toLowerCase();
-  } catch {
-    return '';
-  }
+  return urlHost(url) ?? '';
 }
 
 function hasMintSignal(input: BackendSelectionInput): boolean {

@@ -60,9 +60,11 @@ export async function trainStep(samples: readonly RlSample[], backend: RlBackend
   });
   const advantages = computeAdvantages(usable, options.advantageMode ?? 'batch');
   const data: TrainingDatum[] = [];
+  let distilled = 0;
   usable.forEach((sample, index) => {
     const advantage = advantages[index];
     if (advantage === null || advantage === undefined) return;
+    if (options.klPenaltyCoef !== undefined && sample.teacherLogprobs) distilled += 1;
     data.push(buildDatum(sample, advantage, options.klPenaltyCoef === undefined ? {} : { klPenaltyCoef: options.klPenaltyCoef }));
   });
   const rewards: number[] = samples.flatMap((sample) => (sample.reward === null ? [] : [sample.reward]));
@@ -90,6 +92,7 @@ export async function trainStep(samples: readonly RlSample[], backend: RlBackend
       'batch:trained': batch.trained,
       'batch:skipped': batch.skipped,
       ...(batch.meanReward === null ? {} : { 'reward:mean': batch.meanReward }),
+      ...(options.klPenaltyCoef === undefined ? {} : { 'opd:samples': distilled }),
     },
   };
   return { trained: true, metrics, batch, sampler, samplerPath: sampler.version };
