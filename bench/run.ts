@@ -13,6 +13,7 @@ import net from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
+import { rlScenario } from './rl.js';
 import { extraScenarios, type ExtraScenarioResult } from './scenarios.js';
 import { round3, summarize, type LatencySummary } from './stats.js';
 
@@ -21,6 +22,8 @@ const CLI = join(REPO, 'bin', 'metaclaw.js');
 const quick = process.argv.includes('--quick');
 /** `--soak`: only the soak row (a minute at full load), printed, nothing written. */
 const soakOnly = process.argv.includes('--soak');
+/** `--rl`: only the RL rows (recording latency, judge, training step, buffer), printed, nothing written. */
+const rlOnly = process.argv.includes('--rl');
 const scale = quick ? 0.2 : 1;
 
 async function main(): Promise<void> {
@@ -48,6 +51,24 @@ async function main(): Promise<void> {
     if (soakOnly) {
       const soakProxy = await startProxy(home, 'soak', fast);
       process.stdout.write(`${JSON.stringify(await soak(soakProxy, fast, small, large, 32, 60_000 * scale, agent), null, 2)}\n`);
+      agent.destroy();
+      return;
+    }
+
+    const scenarioContext = {
+      home,
+      agent,
+      small,
+      scale,
+      startProxy: (name: string, upstream: string, config?: Record<string, unknown>) => startProxy(home, name, upstream, config),
+      upstream: fast,
+      sequential,
+      interleaved,
+      log,
+    };
+    if (rlOnly) {
+      const section = await rlScenario(scenarioContext);
+      process.stdout.write(`${[`## ${section.title}`, '', ...section.lines].join('\n')}\n`);
       agent.destroy();
       return;
     }
@@ -97,17 +118,7 @@ async function main(): Promise<void> {
     results['soak'] = await soak(soakProxy, fast, small, large, 32, 60_000 * scale, agent);
 
     log('retrieval and injection scenarios');
-    const extra = await extraScenarios({
-      home,
-      agent,
-      small,
-      scale,
-      startProxy: (name, upstream, config) => startProxy(home, name, upstream, config),
-      upstream: fast,
-      sequential,
-      interleaved,
-      log,
-    });
+    const extra = await extraScenarios(scenarioContext);
     results['extra'] = extra;
 
     agent.destroy();

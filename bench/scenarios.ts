@@ -14,6 +14,7 @@ import { MemoryStore } from '../src/memory/store.js';
 import { DEV_EXTRACTION, measureMemoryRecall, RECALL_FIXTURES, renderRecall, type RecallReport } from './memory-recall.js';
 import { DEV_ANALYST_RULES, DEV_RULES, HELDOUT_RULES, measureRuleScenarios, renderRules } from './memory-rules.js';
 import { measureCrossLingual, renderCrossLingual } from './cross-lingual.js';
+import { rlScenario } from './rl.js';
 import { measureSkillRetrieval, renderSkillRetrieval } from './skill-retrieval-quality.js';
 import { summarize } from './stats.js';
 
@@ -51,6 +52,7 @@ export async function extraScenarios(context: ScenarioContext): Promise<ExtraSce
     await memoryRecallQualityScenario(context),
     await memoryRulesScenario(context),
     crossLingualScenario(context),
+    await rlScenario(context),
   ];
 }
 
