@@ -319,6 +319,52 @@ describe('RL in mode auto: training waits for an idle window', () => {
   });
 });
 
+describe('RL backend that cannot open at start', () => {
+  test('a missing tokenizer fails the opening with the reason and a retry time; once the files are there the next try opens it and the policy serves, without a restart', async () => {
+    const home = tempHome();
+    const tokenizerFolder = join(home, 'tokenizer-later');
+    const double = await TinkerDouble.start({ vocabSize: 100, supportedModels: ['tiny/chars'] });
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = openAIReply({ text: 'from the normal upstream' });
+    const proxy = await startProxy({
+      home,
+      config: {
+        mode: 'rl',
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: 'tiny/chars' },
+        rl: { backend: 'tinker', api_key: double.apiKey, base_url: double.url, tokenizer_path: tokenizerFolder, manual_train_trigger: true },
+        skills: { enabled: false },
+        memory: { enabled: false },
+      },
+    });
+    try {
+      const failed = await waitFor(async () => {
+        const current = (await training(proxy)) as TrainingReport & { retry_at: string | null };
+        return current.state === 'failed' && current;
+      }, 30_000);
+      assert.match(failed.error ?? '', /tokenizer/i);
+      assert.ok(failed.retry_at && Date.parse(failed.retry_at) > Date.now() - 1_000, 'the report says when it tries again');
+      const status = await proxy.cli(['status']);
+      assert.match(status.stdout, /training .*FAILED: .*trying again at/);
+      const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
+      const served = await openai.chat.completions.create({ model: 'tiny/chars', messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal(served.choices[0]?.message.content, 'from the normal upstream', 'the agent is served meanwhile');
+
+      writeCharTokenizer(tokenizerFolder);
+      const ready = await waitFor(async () => {
+        const current = await training(proxy);
+        return current.state === 'ready' && current;
+      }, 30_000);
+      assert.equal(ready.served?.step, 0);
+      const fromPolicy = await openai.chat.completions.create({ model: 'tiny/chars', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 });
+      assert.notEqual(fromPolicy.choices[0]?.message.content, 'from the normal upstream', 'main turns are served from the policy now');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+      await double.close();
+    }
+  });
+});
+
 describe('training control without RL', () => {
   test('in mode skills_only the training routes answer 409 in the client format, saying why', async () => {
     const proxy = await startProxy({ config: { mode: 'skills_only', llm: { api_base: 'http://127.0.0.1:9/v1', api_key: 'k' } } });

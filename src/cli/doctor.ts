@@ -430,8 +430,8 @@ function checkTraining(proxy: ProxyContact | undefined, checks: Check[]): void {
     checks.push({
       name: 'training',
       verdict: 'fail',
-      detail: `${where}: ${training.error ?? 'could not be opened'}; the normal upstream serves every turn and nothing trains`,
-      fix: 'check rl.api_key, rl.base_url, rl.model (a model the service offers) and rl.tokenizer_path, then `metaclaw stop && metaclaw start`',
+      detail: `${where}: ${training.error ?? 'could not be opened'}; the normal upstream serves every turn and nothing trains${training.retry_at ? ` (the proxy tries again at ${new Date(training.retry_at).toLocaleTimeString()})` : ''}`,
+      fix: 'check rl.api_key, rl.base_url, rl.model (a model the service offers) and rl.tokenizer_path; a fixed tokenizer folder or a service back up is picked up by the next try, a changed key needs `metaclaw stop && metaclaw start`',
     });
   else checks.push({ name: 'training', verdict: 'warn', detail: `${where}: ${training.state} (the normal upstream serves until it is open)` });
 }

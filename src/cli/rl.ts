@@ -8,6 +8,7 @@ import { judgeSettings } from '../runtime/settings.js';
 import { SkillHistory } from '../skills/index.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, loadCliConfig, print, printError } from './context.js';
+import { trainingState } from './training-state.js';
 import { adminHeaders, callJson, getJson, runningProxy } from './proxy-client.js';
 
 interface RlOptions {
@@ -210,14 +211,7 @@ function printTraining(status: StatusView): void {
   if (training === undefined) print('training   MetaClaw is not running; the last steps as recorded:');
   else if (training === null) print('training   off in this run (mode skills_only)');
   else {
-    const state =
-      training.state === 'ready'
-        ? 'ready'
-        : training.state === 'failed'
-          ? `FAILED: ${training.error ?? ''}`
-          : training.state === 'starting'
-            ? 'opening the backend'
-            : training.state;
+    const state = trainingState(training, 'ready');
     print(`training   ${training.backend.kind} at ${training.backend.base_url}, ${training.base_model}: ${state}`);
     print(
       `           serving ${training.served ? `step ${training.served.step}${training.served.pinned ? ' (pinned by a rollback)' : ''}` : 'the normal upstream (no policy yet)'}; ${training.ready_samples} of ${training.batch_size} samples ready for the next step; trigger: ${training.trigger === 'manual' ? 'only `metaclaw rl train-step`' : training.trigger === 'window' ? 'in idle windows' : 'whenever a batch is full'}`,

@@ -2,6 +2,7 @@ import type { EngineReport, RlReport } from '../rl/index.js';
 import { isProcessAlive, readPidFile } from '../runtime/index.js';
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, loadCliConfig, print } from './context.js';
+import { trainingState } from './training-state.js';
 import { getJson, isHealthy } from './proxy-client.js';
 
 export interface StatusOptions {
@@ -75,12 +76,7 @@ function printStatus(base: string, status: StatusReport): void {
   }
   const training = status.rl?.training;
   if (training) {
-    const state =
-      training.state === 'ready'
-        ? `serving step ${training.served?.step ?? '-'}`
-        : training.state === 'failed'
-          ? `FAILED: ${training.error ?? ''}`
-          : training.state;
+    const state = trainingState(training, `serving step ${training.served?.step ?? '-'}`);
     const last = training.last_steps[0];
     print(
       `  training    ${training.backend.kind}, ${training.base_model}: ${state}${last ? `; last step ${last.step} ${last.status}${last.loss === null ? '' : `, loss ${last.loss.toFixed(4)}`}` : ''}`,

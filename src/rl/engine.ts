@@ -20,6 +20,9 @@ import { TinkerBackend, type BackendSelection } from './tinker/index.js';
 import { trainStep } from './train/index.js';
 import type { LossFunction } from './types.js';
 
+/** The longest wait before opening a failed backend again. */
+const MAX_REOPEN_DELAY_MS = 5 * 60_000;
+
 /** The learning job that runs one training step in a window (queued by the engine's check). */
 export const TRAIN_STEP_JOB = 'rl.train_step';
 
@@ -72,6 +75,8 @@ export interface EngineReport {
   state: EngineState;
   /** why it is not ready, when it failed */
   error: string | null;
+  /** when a failed opening is tried again */
+  retry_at: string | null;
   backend: { kind: string; base_url: string };
   base_model: string;
   served: ServedPolicyRecord | null;
@@ -110,6 +115,8 @@ export class RlEngine {
   private error: string | null = null;
   private timer: NodeJS.Timeout | undefined;
   private opening: Promise<void> | undefined;
+  private retry: { timer: NodeJS.Timeout; at: number } | undefined;
+  private failedOpenings = 0;
 
   constructor(private readonly deps: RlEngineDependencies) {
     const { settings, logger } = deps;
@@ -193,6 +200,7 @@ export class RlEngine {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    if (this.retry) clearTimeout(this.retry.timer);
     this.state = 'stopped';
     await this.opening?.catch(() => undefined);
     // A step in flight finishes (or fails) before the session's heartbeat stops.
@@ -212,6 +220,7 @@ export class RlEngine {
     return {
       state: this.state,
       error: this.error,
+      retry_at: this.retry ? new Date(this.retry.at).toISOString() : null,
       backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
       base_model: settings.baseModel,
       served: this.policy.describe() ?? null,
@@ -252,6 +261,8 @@ export class RlEngine {
         this.policy.installFromStep(0, sampler, sampler.version);
       }
       this.state = 'ready';
+      this.error = null;
+      this.failedOpenings = 0;
       logger.info(
         { backend: settings.backend.kind, model: settings.baseModel, resumed_from: resumeFrom ?? null, served: this.policy.describe() },
         'rl: training backend open; main turns are served from the policy',
@@ -261,7 +272,22 @@ export class RlEngine {
       if (this.state === 'stopped') return;
       this.state = 'failed';
       this.error = errorMessage(error);
-      logger.error({ err: this.error, backend: settings.backend.kind }, 'rl: the training backend could not be opened; the normal upstream serves every turn');
+      // A service that was down, a key or tokenizer fixed meanwhile: opening is tried again, less and less often.
+      const delay = Math.min(settings.checkIntervalMs * 2 ** this.failedOpenings, MAX_REOPEN_DELAY_MS);
+      this.failedOpenings += 1;
+      logger.error(
+        { err: this.error, backend: settings.backend.kind, retry_in_s: Math.round(delay / 1000) },
+        'rl: the training backend could not be opened; the normal upstream serves every turn until it can',
+      );
+      await this.backend.close();
+      const timer = setTimeout(() => {
+        this.retry = undefined;
+        if (this.state !== 'failed') return;
+        this.state = 'starting';
+        this.opening = this.open();
+      }, delay);
+      timer.unref();
+      this.retry = { timer, at: Date.now() + delay };
     }
   }
 

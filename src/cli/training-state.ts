@@ -1,0 +1,12 @@
+import type { EngineReport } from '../rl/index.js';
+
+/** The training engine's state in words (`metaclaw status`, `rl status`): why it failed and when it tries again. */
+export function trainingState(training: EngineReport, ready: string): string {
+  if (training.state === 'ready') return ready;
+  if (training.state === 'starting') return 'opening the backend';
+  if (training.state === 'failed') {
+    const retry = training.retry_at ? `; trying again at ${new Date(training.retry_at).toLocaleTimeString()}` : '';
+    return `FAILED: ${training.error ?? 'could not be opened'}${retry}`;
+  }
+  return training.state;
+}
