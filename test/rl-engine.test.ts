@@ -319,6 +319,84 @@ describe('RL in mode auto: training waits for an idle window', () => {
   });
 });
 
+describe('RL turns and a proxy killed under load', () => {
+  test('every policy-served answer a client received before kill -9 is a trainable sample after the next start: the turn journal keeps its exact token ids', async () => {
+    const home = tempHome();
+    const vocabSize = writeCharTokenizer(join(home, 'char-tokenizer'));
+    const double = await TinkerDouble.start({ vocabSize, supportedModels: ['tiny/chars'] });
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = openAIReply({ text: 'Score: 1' });
+    const proxy = await startProxy({
+      home,
+      config: {
+        mode: 'rl',
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: 'tiny/chars' },
+        rl: {
+          backend: 'tinker',
+          api_key: double.apiKey,
+          base_url: double.url,
+          tokenizer_path: join(home, 'char-tokenizer'),
+          manual_train_trigger: true,
+          prm_m: 1,
+        },
+        skills: { enabled: false },
+        memory: { enabled: false },
+      },
+    });
+    try {
+      await waitFor(async () => (await training(proxy)).state === 'ready', 30_000);
+      const pid = (JSON.parse(readFileSync(join(proxy.home, 'metaclaw.pid'), 'utf8')) as { pid: number }).pid;
+      const answered: string[] = [];
+      let next = 0;
+      let killed = false;
+      const worker = async () => {
+        while (next < 160) {
+          const index = next++;
+          try {
+            const response = await fetch(`${proxy.url}/v1/chat/completions`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', 'x-session-id': `kill-${index % 4}` },
+              body: JSON.stringify({ model: 'tiny/chars', messages: [{ role: 'user', content: `question ${index}` }], max_tokens: 8 }),
+            });
+            const body = (await response.json()) as { choices?: unknown[] };
+            if (response.status === 200 && body.choices) answered.push(response.headers.get('x-metaclaw-request-id')!);
+          } catch {
+            // the proxy is gone: this request was not answered
+          }
+          if (answered.length >= 80 && !killed) {
+            killed = true;
+            process.kill(pid, 'SIGKILL');
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, worker));
+      assert.ok(killed && answered.length >= 80 && answered.length < 160, `killed mid-burst after ${answered.length} answers`);
+
+      const restarted = await proxy.cli(['start', '--no-wire']);
+      assert.equal(restarted.code, 0, restarted.stderr);
+      await waitFor(
+        async () => {
+          for (const id of answered) if ((await fetch(`${proxy.url}/v1/requests/${id}`)).status !== 200) return false;
+          return true;
+        },
+        20_000,
+        200,
+      );
+      const log = readFileSync(join(proxy.home, 'logs', 'metaclaw.log'), 'utf8');
+      const recovered = [...log.matchAll(/"turns":(\d+)[^\n]*turn journal/g)].reduce((sum, match) => sum + Number(match[1]), 0);
+      const status = await proxy.cli(['rl', 'status', '--json']);
+      const buffer = (JSON.parse(status.stdout) as { buffer: { samples: number; text_only: number } }).buffer;
+      assert.ok(buffer.samples >= answered.length, `${buffer.samples} samples for ${answered.length} answered turns`);
+      assert.equal(buffer.text_only, 0, `no answered turn lost its token ids (${recovered} recovered from the journal)`);
+      console.log(`# journal recovered ${recovered} turn(s)`);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+      await double.close();
+    }
+  });
+});
+
 describe('RL backend that cannot open at start', () => {
   test('a missing tokenizer fails the opening with the reason and a retry time; once the files are there the next try opens it and the policy serves, without a restart', async () => {
     const home = tempHome();

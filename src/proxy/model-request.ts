@@ -13,6 +13,7 @@ import type { Augmentation } from '../context/index.js';
 import { errorMessage, RequestError } from '../errors.js';
 import type { RequestFormat } from '../types/index.js';
 import type { PolicyForwardResult } from '../rl/policy/index.js';
+import type { PolicyTurn } from '../rl/types.js';
 import { wireFormat, type ForwardInput, type ForwardResult } from '../upstream/index.js';
 import { readRequestBody, parseJsonObject } from './body.js';
 import { noteRejection } from './rejections.js';
@@ -89,7 +90,9 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
     const augmentation = await deps.context.augment({ format, body, userRequest, turnType: signals.turnType, scope, sessionId: signals.sessionId });
     const turn = { requestId, format, request, received, signals, userRequest, scope, strippedKeys, augmentation, stream, startedAt, body };
     // The turn is journaled just before the client gets the end of its answer (see conversation/turn-journal.ts).
-    const sink = new ResponseSink(response, requestId, (status, answer) => journalTurn(deps, turn, raw, status, performance.now() - started, answer));
+    // A turn the policy answers is journaled with its exact token ids, so a crash cannot turn a trainable sample into text.
+    let sampled: PolicyTurn | undefined;
+    const sink = new ResponseSink(response, requestId, (status, answer) => journalTurn(deps, turn, raw, status, performance.now() - started, answer, sampled));
     const forwardInput: ForwardInput = {
       requestId,
       clientFormat: format,
@@ -102,7 +105,11 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
     };
     // Modes rl and auto: the RL policy answers main turns, falling back to the forwarder (rl/policy/upstream.ts).
     const result: PolicyForwardResult = deps.policy
-      ? await deps.policy.forward(forwardInput, { sessionId: signals.sessionId, main: signals.turnType === 'main' }, sink)
+      ? await deps.policy.forward(
+          forwardInput,
+          { sessionId: signals.sessionId, main: signals.turnType === 'main', onSampled: (policyTurn) => (sampled = policyTurn) },
+          sink,
+        )
       : await deps.forwarder.forward(forwardInput, sink);
     if (responses) result.response = responses.answered(requestId, result);
     placement.settle(result.outcome === 'ok');
@@ -199,9 +206,17 @@ function turnBase(input: TurnInput): TurnBase {
 }
 
 /** Appends the answered turn to the journal; a failure there never reaches the client. */
-function journalTurn(deps: ProxyDeps, input: TurnInput, raw: Buffer, status: number, durationMs: number, answer: readonly Buffer[]): void {
+function journalTurn(
+  deps: ProxyDeps,
+  input: TurnInput,
+  raw: Buffer,
+  status: number,
+  durationMs: number,
+  answer: readonly Buffer[],
+  policy: PolicyTurn | undefined,
+): void {
   try {
-    const header: JournalHeader = { v: 1, ...turnBase(input), status, durationMs };
+    const header: JournalHeader = { v: 1, ...turnBase(input), status, durationMs, ...(policy ? { policy } : {}) };
     deps.conversation.journalTurn(input.requestId, header, raw, answer);
   } catch (error) {
     deps.logger.warn({ err: error, request_id: input.requestId }, 'could not journal the turn; it is recorded as usual');

@@ -50,6 +50,17 @@ const headerSchema = z.object({
   receivedHeaders: z.record(z.string(), z.string()),
   strippedKeys: z.array(z.string()),
   injected: z.unknown(),
+  // Served from the RL policy: the exact sampled ids, so the recovered turn stays a trainable sample.
+  policy: z
+    .object({
+      turnId: z.string(),
+      sessionId: z.string(),
+      promptTokens: z.array(z.number().int().nonnegative()),
+      response: z.object({ tokens: z.array(z.number().int().nonnegative()), logprobs: z.array(z.number()), stopReason: z.enum(['stop', 'length']) }),
+      policyVersion: z.string(),
+      trainable: z.boolean(),
+    })
+    .optional(),
 });
 
 /** The turn an earlier run journaled; undefined for an entry that does not parse (skipped). */
@@ -60,7 +71,7 @@ export function turnFromJournal(header: unknown, request: Buffer, answer: Buffer
   const answered = entry.status >= 200 && entry.status < 300;
   const response = answered ? assembleAnswer(entry.clientFormat, entry.stream, answer) : null;
   const brokenStream = answered && entry.stream && hasErrorEvent(answer);
-  const { v: _version, receivedHeaders, strippedKeys, injected, status, durationMs, ...base } = entry;
+  const { v: _version, receivedHeaders, strippedKeys, injected, status, durationMs, policy, ...base } = entry;
   return {
     ...base,
     upstreamName: null,
@@ -73,6 +84,7 @@ export function turnFromJournal(header: unknown, request: Buffer, answer: Buffer
     attempts: 1,
     firstByteMs: null,
     durationMs,
+    ...(policy ? { policy } : {}),
     payload: { received: { text: request.toString('utf8') }, injected: injected ?? null, forwarded: null, receivedHeaders, strippedKeys },
   };
 }

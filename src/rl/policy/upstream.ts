@@ -38,6 +38,8 @@ export interface PolicyTurnContext {
   sessionId: string;
   /** Only main turns are the agent's answers worth learning from; side requests (titles, summaries) never go to the policy. */
   main: boolean;
+  /** Called with the sampled turn just before its answer goes to the client, so the turn journal can keep its token ids. */
+  onSampled?: (turn: PolicyTurn) => void;
 }
 
 /** The normal upstream: the proxy's UpstreamForwarder. */
@@ -96,6 +98,7 @@ export class PolicyUpstream {
       );
       return { ...(await this.fallback.forward(input, sink)), ...sampled };
     }
+    if (result.turn) turn.onSampled?.(result.turn);
     sendPolicyAnswer(sink, result.answer);
     return {
       status: result.answer.status,
