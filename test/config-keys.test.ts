@@ -149,8 +149,9 @@ describe('every config key does what its doc says or warns', () => {
     assert.equal(json.find((entry) => entry.key === 'opd.kl_penalty_coef')?.status, 'honoured');
     assert.equal(json.find((entry) => entry.key === 'rl.lora_rank')?.status, 'honoured');
     assert.equal(json.find((entry) => entry.key === 'scheduler.sleep_start')?.status, 'honoured');
-    assert.equal(json.find((entry) => entry.key === 'scheduler.calendar.token_path')?.status, 'compatibility');
-    assert.match(json.find((entry) => entry.key === 'scheduler.calendar.token_path')?.reason ?? '', /Google Calendar OAuth is not built/);
+    assert.equal(json.find((entry) => entry.key === 'scheduler.calendar.token_path')?.status, 'honoured');
+    assert.equal(json.find((entry) => entry.key === 'scheduler.calendar.enabled')?.status, 'compatibility');
+    assert.match(json.find((entry) => entry.key === 'scheduler.calendar.enabled')?.reason ?? '', /a calendar is read whenever one is configured/);
     assert.equal(json.find((entry) => entry.key === 'memory.use_embeddings')?.status, 'compatibility');
     assert.equal(json.find((entry) => entry.key === 'memory.retrieval_mode')?.status, 'honoured');
 

@@ -15,7 +15,7 @@ import {
   resolveUpstreams,
 } from '../config/index.js';
 import { checkIntegrity, MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
-import { describeSource, previewSchedule, schedulerEnabled, schedulerOffReason } from '../scheduler/index.js';
+import { previewSchedule, schedulerEnabled, schedulerOffReason } from '../scheduler/index.js';
 import { decideMode, describeJudge, type EngineReport, type RlReport } from '../rl/index.js';
 import { describeRetrieval, judgeSettings, retrievalModes, storedProbe } from '../runtime/index.js';
 import { probeUpstream } from '../upstream/index.js';
@@ -447,9 +447,9 @@ async function checkScheduler(config: LoadedConfig, checks: Check[]): Promise<vo
     : `keyboard idle unavailable (${preview.keyboard.reason}), proxy idle stands in`;
   const calendar = preview.calendar
     ? preview.calendar.error
-      ? `calendar ${describeSource(config.values['scheduler.calendar.ics_url'])} does not load: ${preview.calendar.error}`
+      ? `calendar ${preview.calendar.source} does not load: ${preview.calendar.error}`
       : `calendar ${preview.calendar.source}: ${preview.calendar.events} events, ${preview.calendar.busy_intervals} busy stretches in the next days`
-    : 'no calendar (scheduler.calendar.ics_url)';
+    : 'no calendar (scheduler.calendar.ics_url, or Google Calendar with credentials_path)';
   const sources = `sleep hours ${config.values['scheduler.sleep_start']}–${config.values['scheduler.sleep_end']}; ${keyboard}; proxy idle after ${config.values['scheduler.idle_threshold_minutes']} min; ${calendar}`;
   if (!schedulerEnabled(config)) {
     checks.push({ name: 'scheduler', verdict: 'skip', detail: `${schedulerOffReason(config)}; on this machine: ${sources}` });
@@ -460,7 +460,9 @@ async function checkScheduler(config: LoadedConfig, checks: Check[]): Promise<vo
       name: 'scheduler',
       verdict: 'warn',
       detail: sources,
-      fix: 'check scheduler.calendar.ics_url (a readable .ics file, or a URL that answers with one)',
+      fix: config.values['scheduler.calendar.ics_url']
+        ? 'check scheduler.calendar.ics_url (a readable .ics file, or a URL that answers with one)'
+        : 'run `metaclaw scheduler calendar-auth` to sign in to Google Calendar again',
     });
   else checks.push({ name: 'scheduler', verdict: 'pass', detail: sources });
 }

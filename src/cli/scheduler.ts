@@ -1,7 +1,10 @@
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import type { LoadedConfig } from '../config/index.js';
-import { previewSchedule, schedulerEnabled, schedulerOffReason, type SchedulerStatus } from '../scheduler/index.js';
+import { errorMessage } from '../errors.js';
+import { authorizeGoogleCalendar, previewSchedule, readOAuthClient, schedulerEnabled, schedulerOffReason, type SchedulerStatus } from '../scheduler/index.js';
 import { openDatabase } from '../store/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 import { getJson, runningProxy } from './proxy-client.js';
@@ -27,6 +30,57 @@ export function registerSchedulerCommands(program: Command): void {
     .option('-c, --config <path>', 'config file')
     .option('--json', 'machine-readable output')
     .action(async (options: SchedulerOptions) => nextWindowCommand(options));
+  group
+    .command('calendar-auth')
+    .description('sign in to Google Calendar (read-only) so meetings open training windows; writes scheduler.calendar.token_path')
+    .option('--credentials <path>', 'the OAuth client file (default: scheduler.calendar.credentials_path)')
+    .option('--no-browser', 'only print the sign-in URL')
+    .option('-c, --config <path>', 'config file')
+    .action(async (options: { credentials?: string; browser: boolean; config?: string }) => calendarAuthCommand(options));
+}
+
+async function calendarAuthCommand(options: { credentials?: string; browser: boolean; config?: string }): Promise<void> {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const credentialsPath = options.credentials ?? config.values['scheduler.calendar.credentials_path'];
+  if (!credentialsPath)
+    throw new CliExit(
+      'Give the OAuth client file: --credentials PATH, or set scheduler.calendar.credentials_path (Google Cloud → APIs & Services → Credentials → Create credentials → OAuth client ID → Desktop app → Download JSON; enable the Google Calendar API for the project).',
+    );
+  let client;
+  try {
+    client = readOAuthClient(credentialsPath);
+  } catch (error) {
+    throw new CliExit(errorMessage(error));
+  }
+  const tokenPath = config.values['scheduler.calendar.token_path'] || join(config.paths.home, 'calendar_token.json');
+  const { scopes } = await authorizeGoogleCalendar({
+    client,
+    tokenPath,
+    showUrl: (url) => {
+      print('Open this address in a browser on this machine and allow read-only access to your calendar:');
+      print(url);
+      if (options.browser) openInBrowser(url);
+    },
+  }).catch((error: unknown) => {
+    throw new CliExit(`Google Calendar sign-in failed: ${errorMessage(error)}`);
+  });
+  print(`Signed in (${scopes.join(' ')}); token written to ${tokenPath} (mode 0600).`);
+  if (!options.credentials || config.values['scheduler.calendar.credentials_path']) return;
+  print(
+    `Set scheduler.calendar.credentials_path to ${credentialsPath} (\`metaclaw config set scheduler.calendar.credentials_path ${credentialsPath}\`) so the scheduler reads this calendar.`,
+  );
+}
+
+/** Best effort: the URL is printed anyway. */
+function openInBrowser(url: string): void {
+  const command = process.platform === 'darwin' ? 'open' : process.platform === 'win32' ? 'explorer' : 'xdg-open';
+  try {
+    const child = spawn(command, [url], { stdio: 'ignore', detached: true });
+    child.on('error', () => undefined);
+    child.unref();
+  } catch {
+    // no browser here: the printed URL is the way
+  }
 }
 
 /** The running proxy's scheduler section, or undefined when no proxy answers. */

@@ -10,9 +10,6 @@ import type { KeyDefinition, NoEffect } from './types.js';
 
 const compatibility = (reason: string): NoEffect => ({ status: 'compatibility', reason });
 const IN_DATABASE = compatibility('memories live in the main database, $METACLAW_HOME/metaclaw.db');
-const GOOGLE_CALENDAR = compatibility(
-  'Google Calendar OAuth is not built: publish the calendar as ICS (Google: Settings → your calendar → Integrate calendar → secret address in iCal format) and set scheduler.calendar.ics_url',
-);
 const NO_SELF_UPGRADE = compatibility("MetaClaw's memory policy self-upgrade is not part of MetaClaw-TS");
 
 export const MODES = ['skills_only', 'rl', 'auto'] as const;
@@ -244,14 +241,15 @@ export const KEY_DEFINITIONS = [
     doc: 'A window whose end is known (sleep hours, a calendar event) opens only with at least this long left.',
   }),
   booleanKey('scheduler.calendar.enabled', false, {
-    noEffect: compatibility('the calendar is read whenever scheduler.calendar.ics_url is set'),
+    noEffect: compatibility('a calendar is read whenever one is configured: scheduler.calendar.ics_url, or credentials_path / token_path for Google'),
     doc: 'MetaClaw key: open a window while a calendar event says you are busy.',
   }),
   pathKey('scheduler.calendar.credentials_path', '', {
-    noEffect: GOOGLE_CALENDAR,
-    doc: 'MetaClaw key for Google OAuth client secrets (MetaClaw-TS reads calendars as ICS, scheduler.calendar.ics_url).',
+    doc: 'Google Calendar: the OAuth client file (a Desktop app client from Google Cloud) that `metaclaw scheduler calendar-auth` signs in with. Used when ics_url is empty.',
   }),
-  pathKey('scheduler.calendar.token_path', '', { noEffect: GOOGLE_CALENDAR, doc: 'MetaClaw key for the Google OAuth token.' }),
+  pathKey('scheduler.calendar.token_path', '', {
+    doc: "Google Calendar: where the read-only token is kept (mode 0600; MetaClaw's calendar_token.json reads as is). Empty: $METACLAW_HOME/calendar_token.json.",
+  }),
   stringKey('scheduler.calendar.ics_url', '', {
     doc: "ICS calendar (a file path, or an http(s)/webcal URL such as Google Calendar's secret iCal address) whose busy events open a window; reloaded every 15 minutes.",
   }),

@@ -17,14 +17,19 @@ export interface CalendarStatus {
   error: string | null;
 }
 
+/** Where busy time comes from: an ICS document, or Google Calendar's free/busy API. */
+export interface BusySource {
+  /** how the source is shown (never a secret URL path) */
+  readonly label: string;
+  /** busy stretches between `from` and `to`, merged and sorted, and how many events they came from */
+  busy(from: number, to: number): Promise<{ intervals: Interval[]; events: number }>;
+}
+
 /**
- * Busy time from an ICS calendar (a file path, or an http(s) or webcal URL: any calendar app can
- * publish one), loaded in the background and kept between loads. Recurring events are expanded
- * with their exceptions (EXDATE) and moved instances (RECURRENCE-ID); all-day events cover the
- * local day; times carry their TZID. Cancelled and free (TRANSP:TRANSPARENT) events are not busy.
- * A failed load keeps the last good busy time and says why in `status()`.
+ * Busy time from a calendar, loaded in the background and kept between loads. A failed load keeps
+ * the last good busy time and says why in `status()`.
  */
-export class IcsCalendar {
+export class BusyCalendar {
   private busy: Interval[] = [];
   private events = 0;
   private loadedAt: number | null = null;
@@ -32,7 +37,7 @@ export class IcsCalendar {
   private loading: Promise<void> | undefined;
 
   constructor(
-    readonly source: string,
+    private readonly from: BusySource,
     private readonly clock: Clock,
   ) {}
 
@@ -58,7 +63,7 @@ export class IcsCalendar {
 
   status(): CalendarStatus {
     return {
-      source: describeSource(this.source),
+      source: this.from.label,
       loaded_at: this.loadedAt === null ? null : new Date(this.loadedAt).toISOString(),
       events: this.events,
       busy_intervals: this.busy.length,
@@ -68,9 +73,8 @@ export class IcsCalendar {
 
   private async load(): Promise<void> {
     try {
-      const text = await readCalendar(this.source);
       const now = this.clock.now();
-      const { intervals, events } = busyIntervals(text, now - DAY_MS, now + HORIZON_MS);
+      const { intervals, events } = await this.from.busy(now - DAY_MS, now + HORIZON_MS);
       this.busy = intervals;
       this.events = events;
       this.loadedAt = now;
@@ -78,6 +82,18 @@ export class IcsCalendar {
     } catch (error) {
       this.error = errorMessage(error);
     }
+  }
+}
+
+/**
+ * An ICS calendar (a file path, or an http(s) or webcal URL: any calendar app can publish one).
+ * Recurring events are expanded with their exceptions (EXDATE) and moved instances (RECURRENCE-ID);
+ * all-day events cover the local day; times carry their TZID. Cancelled and free
+ * (TRANSP:TRANSPARENT) events are not busy.
+ */
+export class IcsCalendar extends BusyCalendar {
+  constructor(source: string, clock: Clock) {
+    super({ label: describeSource(source), busy: async (from, to) => busyIntervals(await readCalendar(source), from, to) }, clock);
   }
 }
 
@@ -109,7 +125,7 @@ function isBusy(event: { status?: string; transparency?: string }): boolean {
   return event.status !== 'CANCELLED' && event.transparency !== 'TRANSPARENT';
 }
 
-function merge(intervals: Interval[]): Interval[] {
+export function merge(intervals: Interval[]): Interval[] {
   const sorted = [...intervals].sort((a, b) => a.start - b.start);
   const merged: Interval[] = [];
   for (const interval of sorted) {

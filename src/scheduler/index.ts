@@ -1,7 +1,9 @@
 export { Scheduler, type SchedulerDeps, type SchedulerStatus, type StepResult, type MainTurns } from './scheduler.js';
 export { schedulerEnabled, schedulerSettings, schedulerOffReason } from './settings.js';
 export { probeKeyboardIdle, type KeyboardIdleProbe, type KeyboardIdleReader } from './keyboard-idle.js';
-export { IcsCalendar, busyIntervals, describeSource, type CalendarStatus } from './calendar.js';
+export { BusyCalendar, IcsCalendar, busyIntervals, describeSource, type CalendarStatus } from './calendar.js';
+export { calendarFor } from './calendars.js';
+export { authorizeGoogleCalendar, GoogleCalendar, readOAuthClient, CALENDAR_SCOPE } from './google-calendar.js';
 export { SleepHours } from './sleep-hours.js';
 export { decideWindow, expectWindows, type WindowInputs, type KeyboardReading } from './window.js';
 export { systemClock } from './types.js';

@@ -1,7 +1,8 @@
 import type { LoadedConfig } from '../config/index.js';
 import { lastRecordedMainTurn } from '../conversation/index.js';
 import type { Db } from '../store/index.js';
-import { IcsCalendar, type CalendarStatus } from './calendar.js';
+import type { CalendarStatus } from './calendar.js';
+import { calendarFor } from './calendars.js';
 import { probeKeyboardIdle } from './keyboard-idle.js';
 import { schedulerSettings } from './settings.js';
 import { SleepHours } from './sleep-hours.js';
@@ -25,7 +26,7 @@ export interface SchedulePreview {
  */
 export async function previewSchedule(config: LoadedConfig, db: Db | undefined): Promise<SchedulePreview> {
   const settings = schedulerSettings(config);
-  const calendar = settings.icsUrl ? new IcsCalendar(settings.icsUrl, systemClock) : null;
+  const calendar = calendarFor(settings, systemClock);
   const [probe] = await Promise.all([probeKeyboardIdle(), calendar?.refresh()]);
   let keyboard: KeyboardReading;
   if (!probe.available) keyboard = { available: false, reason: probe.reason };

@@ -2,7 +2,8 @@ import { errorMessage } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import type { TrainingWindow } from '../rl/types.js';
 import type { Db } from '../store/index.js';
-import { IcsCalendar, type CalendarStatus } from './calendar.js';
+import type { BusyCalendar, CalendarStatus } from './calendar.js';
+import { calendarFor } from './calendars.js';
 import { probeKeyboardIdle, type KeyboardIdleProbe } from './keyboard-idle.js';
 import { SleepHours } from './sleep-hours.js';
 import { SchedulerStateStore, type PersistedScheduler } from './state-store.js';
@@ -56,7 +57,7 @@ export class Scheduler implements TrainingWindow {
   private readonly clock: Clock;
   private readonly store: SchedulerStateStore;
   private readonly sleep: SleepHours;
-  private readonly calendar: IcsCalendar | null;
+  private readonly calendar: BusyCalendar | null;
   private keyboard: KeyboardReading = { available: false, reason: 'not probed yet' };
   private keyboardRead: (() => Promise<number>) | undefined;
   private persisted: PersistedScheduler;
@@ -70,7 +71,7 @@ export class Scheduler implements TrainingWindow {
     this.clock = deps.clock ?? systemClock;
     this.store = new SchedulerStateStore(deps.db);
     this.sleep = new SleepHours(deps.settings.sleepStart, deps.settings.sleepEnd);
-    this.calendar = deps.settings.icsUrl ? new IcsCalendar(deps.settings.icsUrl, this.clock) : null;
+    this.calendar = calendarFor(deps.settings, this.clock);
     this.persisted = this.recover(this.store.read());
   }
 

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { LoadedConfig } from '../config/index.js';
 import type { SchedulerSettings } from './types.js';
 
@@ -15,7 +16,16 @@ export function schedulerSettings(config: LoadedConfig): SchedulerSettings {
     idleThresholdMs: values['scheduler.idle_threshold_minutes'] * 60_000,
     minWindowMs: values['scheduler.min_window_minutes'] * 60_000,
     icsUrl: values['scheduler.calendar.ics_url'].trim(),
+    googleTokenPath: googleTokenPath(config),
   };
+}
+
+/** Google Calendar is read when no ICS URL is set and its client file or token path is (MetaClaw's keys). */
+export function googleTokenPath(config: LoadedConfig): string | undefined {
+  const { values } = config;
+  if (values['scheduler.calendar.ics_url'].trim()) return undefined;
+  if (!values['scheduler.calendar.credentials_path'] && !values['scheduler.calendar.token_path']) return undefined;
+  return values['scheduler.calendar.token_path'] || join(config.paths.home, 'calendar_token.json');
 }
 
 /** Why the scheduler is off, for /status and the CLI. */

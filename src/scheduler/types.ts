@@ -29,6 +29,8 @@ export interface SchedulerSettings {
   minWindowMs: number;
   /** scheduler.calendar.ics_url: a file path or an http(s)/webcal URL; empty: no calendar */
   icsUrl: string;
+  /** Google Calendar's token file, when it is the calendar (no ICS URL, Google keys set) */
+  googleTokenPath?: string | undefined;
 }
 
 /** One source's answer at one moment. */

@@ -1,4 +1,4 @@
-import type { IcsCalendar } from './calendar.js';
+import type { BusyCalendar } from './calendar.js';
 import type { SleepHours } from './sleep-hours.js';
 import type { ExpectedWindow, Interval, SourceReading, WindowDecision, WindowSourceName } from './types.js';
 
@@ -11,7 +11,7 @@ export interface WindowInputs {
   keyboard: KeyboardReading;
   /** main turns through the proxy: the start of the latest, and how many are being answered */
   proxy: { lastMainTurnAt: number | null; active: number };
-  calendar: IcsCalendar | null;
+  calendar: BusyCalendar | null;
   idleThresholdMs: number;
   minWindowMs: number;
 }
