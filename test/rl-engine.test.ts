@@ -531,6 +531,8 @@ describe('RL with on-policy distillation (opd.*)', () => {
         );
       }
 
+      const shown = await proxy.cli(['rl', 'status']);
+      assert.match(shown.stdout, /teacher +\d+ with the OPD teacher's logprobs, \d+ waiting for it, 1 refused/);
       const stepped = await proxy.cli(['rl', 'train-step', '--json']);
       assert.equal(stepped.code, 0, stepped.stderr);
       const outcome = JSON.parse(stepped.stdout) as { status: string; metrics: { metrics: Record<string, number> } };

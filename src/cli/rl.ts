@@ -245,6 +245,11 @@ function printReport(status: StatusView, json: boolean): void {
   print(
     `           ${buffer.trainable} trainable, ${buffer.text_only} without token ids (served by the normal upstream; exportable as text); judged ${percent(buffer.judged_share)}, mean reward ${signed(buffer.mean_reward)}`,
   );
+  const teacher = buffer.teacher;
+  if (teacher.queued + teacher.done + teacher.failed > 0)
+    print(
+      `teacher    ${teacher.done} with the OPD teacher's logprobs, ${teacher.queued} waiting for it, ${teacher.failed} refused (trained without the KL term)`,
+    );
   if (buffer.by_day.length > 0) {
     print('by day');
     for (const day of buffer.by_day) print(`  ${day.day}  ${day.samples} sample(s), ${day.scored} scored, mean reward ${signed(day.mean_reward)}`);

@@ -9,6 +9,8 @@ export interface BufferStatus {
   trainable: number;
   /** recorded without token ids (served by the normal upstream): judged and exportable, not trainable */
   text_only: number;
+  /** OPD: samples waiting for the teacher, with its logprobs, and refused (they train without the KL term) */
+  teacher: { queued: number; done: number; failed: number };
   /** samples with a reward, over all samples */
   judged_share: number | null;
   mean_reward: number | null;
@@ -27,6 +29,9 @@ interface Counts {
   trained: number;
   trainable: number;
   text_only: number;
+  teacher_queued: number;
+  teacher_done: number;
+  teacher_failed: number;
   rewarded: number;
   mean_reward: number | null;
 }
@@ -49,6 +54,9 @@ export function bufferStatus(db: Db, currentGeneration: number, days = 14): Buff
               COALESCE(SUM(trained_step IS NOT NULL), 0) AS trained,
               COALESCE(SUM(trained_step IS NULL AND NOT ${stale} AND judge_state = 'scored' AND prompt_tokens IS NOT NULL), 0) AS trainable,
               COALESCE(SUM(prompt_tokens IS NULL), 0) AS text_only,
+              COALESCE(SUM(teacher_state = 'queued'), 0) AS teacher_queued,
+              COALESCE(SUM(teacher_state = 'done'), 0) AS teacher_done,
+              COALESCE(SUM(teacher_state = 'failed'), 0) AS teacher_failed,
               COUNT(reward) AS rewarded,
               AVG(reward) AS mean_reward
          FROM rl_samples`,
@@ -81,6 +89,7 @@ export function bufferStatus(db: Db, currentGeneration: number, days = 14): Buff
     },
     trainable: counts.trainable,
     text_only: counts.text_only,
+    teacher: { queued: counts.teacher_queued, done: counts.teacher_done, failed: counts.teacher_failed },
     judged_share: counts.samples === 0 ? null : round(counts.rewarded / counts.samples),
     mean_reward: counts.mean_reward === null ? null : round(counts.mean_reward),
     by_day: byDay.map((row) => ({ ...row, mean_reward: row.mean_reward === null ? null : round(row.mean_reward) })),
