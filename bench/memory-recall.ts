@@ -25,6 +25,7 @@ import { CredentialMemory } from '../src/upstream/index.js';
 import { memorySettings } from '../src/runtime/settings.js';
 import { openDatabase, type Db } from '../src/store/index.js';
 import { tokenize } from '../src/text/index.js';
+import { requestLanguages } from '../src/conversation/index.js';
 
 const DAY_MS = 86_400_000;
 const SCOPE = 'recall-bench';
@@ -147,10 +148,14 @@ export async function measureMemoryRecall(source: RecallFixture, options: Recall
   try {
     const settings = memorySettings(loadConfig({ env: { METACLAW_HOME: home } }));
     const extractor = options.extraction ? await replayingExtractor(options.extraction) : undefined;
+    // The proxy knows the user's languages from their recorded requests (UserLanguages); the bench ingests turns without records, so it tells them the same way.
+    const written = requestLanguages(fixture.sessions.flatMap((session) => session.turns.filter((turn) => turn.role === 'user').map((turn) => turn.content)));
+    const languages = { current: written, refresh: () => written };
     const memory = new MemoryService({
       db,
       logger: silentLogger(),
       settings: { ...settings, autoExtract: false, extractor: { apiBase: extractor?.url ?? '', apiKey: 'bench', model: 'bench-extractor' } },
+      languages,
       ...(extractor
         ? {
             mainUpstream: { name: 'bench', baseUrl: extractor.url, format: 'openai', apiKey: 'bench', keySource: 'config', model: 'bench-extractor' },

@@ -18,7 +18,7 @@ export { FingerprintSessions, type Placement } from './fingerprint-sessions.js';
 export { MainTurnActivity, lastRecordedMainTurn } from './main-activity.js';
 export { ConversationStore, type ConversationStoreOptions, type RecordingCounts } from './store.js';
 export { TurnJournal } from './turn-journal.js';
-export { UserLanguages } from './languages.js';
+export { UserLanguages, requestLanguages } from './languages.js';
 export { IdleSessionSweeper } from './sweeper.js';
 export type * from './types.js';
 export { TurnWriter, BATCH_WINDOW_MS, MAX_CHUNK_TURNS } from './turn-writer.js';

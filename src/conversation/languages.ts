@@ -28,15 +28,20 @@ export class UserLanguages {
 
   /** Reads the latest requests again. */
   refresh(): readonly ScriptLanguage[] {
-    const counts = new Map<ScriptLanguage, number>();
-    for (const query of this.recent.all(RECENT_TURNS)) {
-      const language = languageOf(query);
-      if (language) counts.set(language, (counts.get(language) ?? 0) + 1);
-    }
-    this.seen = [...counts]
-      .filter(([, count]) => count >= LEAST_TURNS)
-      .sort((a, b) => b[1] - a[1])
-      .map(([language]) => language);
+    this.seen = requestLanguages(this.recent.all(RECENT_TURNS));
     return this.seen;
   }
+}
+
+/** The languages a user's requests are written in, most used first (a language needs LEAST_TURNS of them). */
+export function requestLanguages(queries: readonly string[]): ScriptLanguage[] {
+  const counts = new Map<ScriptLanguage, number>();
+  for (const query of queries) {
+    const language = languageOf(query);
+    if (language) counts.set(language, (counts.get(language) ?? 0) + 1);
+  }
+  return [...counts]
+    .filter(([, count]) => count >= LEAST_TURNS)
+    .sort((a, b) => b[1] - a[1])
+    .map(([language]) => language);
 }

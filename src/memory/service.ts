@@ -62,7 +62,7 @@ export interface MemoryDependencies {
   mainUpstream?: UpstreamTarget;
   credentials?: CredentialMemory;
   /** The languages the user writes in: English questions also search memories in them, by translation. */
-  languages?: UserLanguages;
+  languages?: Pick<UserLanguages, 'current' | 'refresh'>;
 }
 
 export interface IngestTurn {
