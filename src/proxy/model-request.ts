@@ -68,6 +68,9 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
   deps.stats.requests++;
   deps.stats.active++;
   let endActivity: ((endedAt: number) => void) | undefined;
+  let prepared: number | undefined;
+  let upstreamMs: number | null = null;
+  let injectedTokens = 0;
   try {
     const credentials = deps.auth.check(request.headers);
     const raw = await readRequestBody(request, deps.maxBodyBytes);
@@ -89,6 +92,8 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
 
     const augmentation = await deps.context.augment({ format, body, userRequest, turnType: signals.turnType, scope, sessionId: signals.sessionId });
     const turn = { requestId, format, request, received, signals, userRequest, scope, strippedKeys, augmentation, stream, startedAt, body };
+    prepared = performance.now();
+    injectedTokens = augmentation.injected?.tokens ?? 0;
     // The turn is journaled just before the client gets the end of its answer (see conversation/turn-journal.ts).
     // A turn the policy answers is journaled with its exact token ids, so a crash cannot turn a trainable sample into text.
     let sampled: PolicyTurn | undefined;
@@ -112,6 +117,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
         )
       : await deps.forwarder.forward(forwardInput, sink);
     if (responses) result.response = responses.answered(requestId, result);
+    upstreamMs = result.firstByteMs;
     placement.settle(result.outcome === 'ok');
 
     countOutcome(deps, requestId, result);
@@ -149,6 +155,14 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
   } finally {
     deps.stats.active--;
     endActivity?.(Date.now());
+    deps.metrics.observe({
+      route: format,
+      status: response.headersSent ? response.statusCode : 0,
+      seconds: (performance.now() - started) / 1000,
+      addedSeconds: prepared === undefined ? undefined : (prepared - started) / 1000,
+      upstreamSeconds: upstreamMs === null ? undefined : upstreamMs / 1000,
+      injectedTokens,
+    });
   }
 }
 

@@ -38,6 +38,8 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
 
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/status', (c) => c.json(deps.statusReport()));
+  // Prometheus text format; behind the same auth as /status.
+  app.get('/metrics', async (c) => c.body(await deps.metrics.text(), 200, { 'content-type': deps.metrics.contentType }));
 
   const models = async (c: Context<{ Bindings: HttpBindings }>) => {
     const headers = c.env.incoming.headers;

@@ -11,6 +11,7 @@ import type { AfterServing } from './after-serving.js';
 import type { ProxyAuth } from './auth.js';
 import type { ResponsesHistory } from './responses-history.js';
 import type { ProxyStats } from './stats.js';
+import type { ProxyMetrics } from '../metrics/index.js';
 
 export type ProxyApp = Hono<{ Bindings: HttpBindings }>;
 
@@ -28,6 +29,8 @@ export interface ProxyDeps {
   conversation: ConversationStore;
   context: ContextPlanner;
   stats: ProxyStats;
+  /** Prometheus metrics (`GET /metrics`). */
+  metrics: ProxyMetrics;
   logger: Logger;
   statusReport(): Record<string, unknown>;
   listModels(clientFormat: ApiFormat, credentials: ClientCredentials): Promise<ModelList>;

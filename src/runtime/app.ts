@@ -31,6 +31,7 @@ import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/ind
 import { VERSION } from '../version.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
 import { recordingListeners, recordingSettings, type RecordingSettings } from './recording.js';
+import { ProxyMetrics, storeFigures } from '../metrics/index.js';
 import { judgeSettings, memorySettings, rlEngineSettings, skillsSettings } from './settings.js';
 import {
   describeRetrieval,
@@ -291,6 +292,14 @@ export class MetaclawRuntime {
       conversation: this.conversation,
       context: this.context,
       stats: this.stats,
+      metrics: new ProxyMetrics(
+        storeFigures(
+          this.db,
+          () => ({ ...this.queue.counts() }),
+          () => this.skills.library.all().map((skill) => skill.category),
+        ),
+        (error) => this.logger.warn({ err: error }, 'metrics: could not read the store for a scrape'),
+      ),
       logger: this.logger,
       statusReport: () => this.statusReport(),
       listModels: (clientFormat, credentials) => listModels(this.forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),

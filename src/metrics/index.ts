@@ -1,0 +1,2 @@
+export { ProxyMetrics, type RequestObservation, type StoreFigures } from './proxy-metrics.js';
+export { storeFigures } from './store-figures.js';

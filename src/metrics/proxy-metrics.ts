@@ -1,0 +1,132 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** What the proxy tells about one model request once it has ended. */
+export interface RequestObservation {
+  /** the client API: openai, anthropic, responses */
+  route: string;
+  /** the status the client got (0: the connection ended before one was sent) */
+  status: number;
+  seconds: number;
+  /** time spent before the request went upstream (parsing, context injection): what the proxy adds */
+  addedSeconds: number | undefined;
+  /** time to the upstream's first byte (or the policy's answer) */
+  upstreamSeconds: number | undefined;
+  injectedTokens: number;
+}
+
+/** Figures read from the store at scrape time (never on the request path). */
+export interface StoreFigures {
+  queue(): Record<string, number>;
+  jobs(): Array<{ kind: string; status: string; count: number }>;
+  skills(): Array<{ category: string; count: number }>;
+  memories(): Array<{ type: string; count: number }>;
+  judgeScores(): Array<{ score: number; count: number }>;
+  trainingSteps(): Array<{ status: string; count: number }>;
+}
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+/**
+ * Prometheus metrics (`GET /metrics`, prom-client): request counts and latency by client API and
+ * status, the proxy's own added latency, upstream latency and injected tokens are counted as
+ * requests end (a few increments, no I/O); the queue, jobs, skills, memories, judge scores and
+ * training steps are read from the store when scraped. Its own registry, so nothing global leaks in.
+ */
+export class ProxyMetrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'route' | 'status'>;
+  private readonly duration: Histogram<'route'>;
+  private readonly added: Histogram<'route'>;
+  private readonly upstream: Histogram<'route'>;
+  private readonly injected: Counter<'route'>;
+
+  constructor(figures: StoreFigures, onError: (error: unknown) => void) {
+    const registers = [this.registry];
+    this.requests = new Counter({
+      name: 'metaclaw_requests_total',
+      help: 'Model requests by client API and the status the client got.',
+      labelNames: ['route', 'status'],
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'metaclaw_request_duration_seconds',
+      help: 'Whole model requests, from receipt to the last byte to the client.',
+      labelNames: ['route'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.added = new Histogram({
+      name: 'metaclaw_added_latency_seconds',
+      help: 'Time the proxy spends on a request before it goes upstream (parsing, session, skill and memory injection).',
+      labelNames: ['route'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.upstream = new Histogram({
+      name: 'metaclaw_upstream_first_byte_seconds',
+      help: "Time from forwarding to the upstream's first byte (or the RL policy's answer).",
+      labelNames: ['route'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.injected = new Counter({
+      name: 'metaclaw_injected_tokens_total',
+      help: 'Tokens of skills and memories injected into requests.',
+      labelNames: ['route'],
+      registers,
+    });
+
+    // Each store gauge is read when scraped; a store that cannot answer (full disk, locked) leaves it empty.
+    const fromStore = <L extends string>(name: string, help: string, labelNames: L[], read: (gauge: Gauge<L>) => void) =>
+      new Gauge<L>({
+        name,
+        help,
+        labelNames,
+        registers,
+        collect() {
+          this.reset();
+          try {
+            read(this);
+          } catch (error) {
+            onError(error);
+          }
+        },
+      });
+    fromStore('metaclaw_learning_queue_jobs', 'Learning jobs in the queue by state.', ['state'], (gauge) => {
+      for (const [state, count] of Object.entries(figures.queue())) gauge.set({ state }, count);
+    });
+    fromStore('metaclaw_learning_jobs', 'Learning jobs kept in the queue table, by kind and outcome.', ['kind', 'status'], (gauge) => {
+      for (const { kind, status, count } of figures.jobs()) gauge.set({ kind, status }, count);
+    });
+    fromStore('metaclaw_skills', 'Skills in the library, by category.', ['category'], (gauge) => {
+      for (const { category, count } of figures.skills()) gauge.set({ category }, count);
+    });
+    fromStore('metaclaw_memories', 'Active memory units, by type.', ['type'], (gauge) => {
+      for (const { type, count } of figures.memories()) gauge.set({ type }, count);
+    });
+    fromStore('metaclaw_judge_scores', 'RL samples by the score the judge gave (-1, 0, 1).', ['score'], (gauge) => {
+      for (const { score, count } of figures.judgeScores()) gauge.set({ score: String(score) }, count);
+    });
+    fromStore('metaclaw_training_steps', 'RL training steps by outcome.', ['status'], (gauge) => {
+      for (const { status, count } of figures.trainingSteps()) gauge.set({ status }, count);
+    });
+  }
+
+  /** One model request ended. */
+  observe(request: RequestObservation): void {
+    const { route } = request;
+    this.requests.inc({ route, status: String(request.status) });
+    this.duration.observe({ route }, request.seconds);
+    if (request.addedSeconds !== undefined) this.added.observe({ route }, request.addedSeconds);
+    if (request.upstreamSeconds !== undefined) this.upstream.observe({ route }, request.upstreamSeconds);
+    if (request.injectedTokens > 0) this.injected.inc({ route }, request.injectedTokens);
+  }
+
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
