@@ -189,8 +189,6 @@ const RULE_WORDS = new Set(
   ),
 );
 const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
-/** Translations below this weight (a single character's senses, a word's third sense on) are too loose to link rules. */
-const TRANSLATION_WEIGHT = 0.5;
 
 /** What a rule is about: its content terms, and the English terms its Chinese or Japanese ones stand for. */
 export interface RuleSubject {
@@ -215,12 +213,19 @@ export function ruleSubject(sentence: string): RuleSubject {
       .filter((term) => (term.length > 1 || CJK.test(term)) && !RULE_WORDS.has(term)),
   );
   const english = new Map<string, Set<string>>();
-  if (CJK.test(text))
-    for (const [term, translations] of glossary().toEnglish(text)) {
-      if (!terms.has(term)) continue;
-      const kept = translations.filter(({ term: translation, weight }) => weight >= TRANSLATION_WEIGHT && !RULE_WORDS.has(translation));
-      if (kept.length > 0) english.set(term, new Set(kept.map(({ term: translation }) => translation)));
+  const words = glossary();
+  for (const { headword, language, sources } of words.words(text)) {
+    // A single character has too many senses to link rules by; a word, every sense the glossary keeps
+    // (格式 is "form, specification, format": the rule about a format says "format").
+    if (headword.length < 2) continue;
+    const translations = (words.english(headword, language) ?? []).map(({ term }) => term).filter((term) => !RULE_WORDS.has(term));
+    for (const source of sources) {
+      if (!terms.has(source) || translations.length === 0) continue;
+      const known = english.get(source) ?? new Set<string>();
+      for (const translation of translations) known.add(translation);
+      english.set(source, known);
     }
+  }
   return { terms, english };
 }
 
