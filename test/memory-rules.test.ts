@@ -295,6 +295,20 @@ describe('standing rules learned from corrections (no extractor)', () => {
     });
   });
 
+  test('a rule said to change replaces the rule it names another thing for, not a rule in its own language that only shares words with it', async () => {
+    await withProxy(async (proxy, client) => {
+      await ask(client, 'jest', '以后写测试都用 Jest。');
+      await ask(client, 'names', 'Always give every test you write a descriptive name.');
+      await waitFor(async () => (await core(proxy)).length === 2, 15_000);
+      await ask(client, 'vitest', 'Change of plan: from now on write tests with Vitest.');
+      await waitFor(async () => (await core(proxy)).some((unit) => unit.content.includes('Vitest')), 15_000);
+      assert.deepEqual((await core(proxy)).map((unit) => unit.content).sort(), [
+        'Always give every test you write a descriptive name.',
+        'Change of plan: from now on write tests with Vitest.',
+      ]);
+    });
+  });
+
   test('a Chinese correction ("以后所有日志时间都用 UTC") becomes a rule in its general words, without the one-off part, and reaches an English task', async () => {
     await withProxy(async (proxy, client) => {
       await session(

@@ -343,6 +343,24 @@ export function namesIn(sentence: string): Set<string> {
   return names;
 }
 
+/** Whether a new rule names things for its subject and none of those an earlier rule names (which names some). */
+function namesAnother(earlier: string, sentence: string): boolean {
+  const prescribed = namesIn(earlier);
+  const said = namesIn(sentence);
+  return prescribed.size > 0 && said.size > 0 && ![...said].some((name) => prescribed.has(name));
+}
+
+/**
+ * How close a rule said to change ("change of plan", "instead", "不再") is to an earlier one it may
+ * replace, with what the message says around it (`changedSubject`); a rule it names another thing
+ * for ("… with Vitest instead" after "以后写测试都用 Jest") comes before one that only shares words
+ * with it ("give every test a descriptive name"), in any language.
+ */
+export function replacing(earlier: string, sentence: string, context: string): number {
+  const score = changedSubject(ruleSubject(earlier), ruleSubject(context === '' ? sentence : `${sentence} ${context}`));
+  return score > 0 && namesAnother(earlier, sentence) ? 1 + score : score;
+}
+
 /** How much of an earlier rule a new one about the same thing must share to replace it by naming another thing. */
 const CONTRADICTS = 0.5;
 
@@ -354,11 +372,9 @@ const CONTRADICTS = 0.5;
  * workbook."). Scored as `changedSubject`; 0 when it does not replace it.
  */
 export function contradicts(earlier: string, sentence: string, context: string): number {
-  const prescribed = namesIn(earlier);
-  const said = namesIn(sentence);
-  if (prescribed.size === 0 || [...said].some((name) => prescribed.has(name)) || ![...said].some((name) => !prescribed.has(name))) return 0;
+  if (!namesAnother(earlier, sentence)) return 0;
   const score = changedSubject(ruleSubject(earlier), ruleSubject(sentence));
-  const named = [...prescribed].some((name) => namesIn(context).has(name));
+  const named = [...namesIn(earlier)].some((name) => namesIn(context).has(name));
   return named || score >= CONTRADICTS ? score : 0;
 }
 

@@ -21,7 +21,7 @@ import { MemoryContextProvider } from './provider.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
 import { MemoryRetriever, type MemoryRetrievalMode } from './retrieval.js';
 import { languageName, languagesOf } from './languages.js';
-import { appliesRule, changedSubject, contradicts, detectRules, instanceTemplate, ruleSubject, sameSubject, type RuleSubject } from './rules.js';
+import { appliesRule, contradicts, detectRules, instanceTemplate, replacing, ruleSubject, sameSubject, type RuleSubject } from './rules.js';
 import { MemoryStore, type MemoryPatch } from './store.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import { MemoryVectors } from './vectors.js';
@@ -309,10 +309,9 @@ export class MemoryService {
     if (related.length === 0) {
       // A rule said to change replaces the one closest to it and to what the message says, even in other words;
       // without a word of change, the one it contradicts by naming something else for the same thing.
-      const around = context === '' ? subject : ruleSubject(`${draft.content} ${context}`);
       const replaced =
         how === 'replaces'
-          ? best(rules, (unit) => changedSubject(ruleSubject(unit.content), around))
+          ? best(rules, (unit) => replacing(unit.content, draft.content, context))
           : best(rules, (unit) => contradicts(unit.content, draft.content, context));
       if (replaced) {
         related.push(replaced);
