@@ -309,6 +309,19 @@ describe('standing rules learned from corrections (no extractor)', () => {
     });
   });
 
+  test('what a correction says of the task ("你把标题改成英文了") does not make its new rule replace another one', async () => {
+    await withProxy(async (proxy, client) => {
+      await ask(client, 'folder', 'From now on, put every report you write in the reports folder.');
+      await waitFor(async () => (await core(proxy)).length === 1, 15_000);
+      await session(client, 'titles', ['Write the weekly report.', '不对，你把报告标题改成英文了。以后报告的标题都用中文。'], 'Agent.');
+      await waitFor(async () => (await core(proxy)).length === 2, 15_000);
+      assert.deepEqual((await core(proxy)).map((unit) => unit.content).sort(), [
+        'From now on, put every report you write in the reports folder.',
+        '以后报告的标题都用中文。',
+      ]);
+    });
+  });
+
   test('a Chinese correction ("以后所有日志时间都用 UTC") becomes a rule in its general words, without the one-off part, and reaches an English task', async () => {
     await withProxy(async (proxy, client) => {
       await session(

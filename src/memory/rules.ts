@@ -83,6 +83,15 @@ const CHANGE = [
   /\b(change of plan|changed? my mind|instead( of)?|no longer|any ?more|rather than|switch(ing)? (to|from)|new rule|not \w+ but)\b/i,
   /(改成|改为|换成|改用|不再|不要再|别再|而不是|改一下|变成|取代|代替)/,
 ];
+/**
+ * Said outside the rule, only words that announce a new rule count as a change: "instead", "改成",
+ * "换成" there are as often about the task a correction complains of ("你把标题改成英文了", "you
+ * used tabs instead").
+ */
+const ANNOUNCE = [
+  /\b(change of plan|changed? my mind|no longer|new rule|(rule|convention|policy|plan) (has |have )?changed|scratch that)\b/i,
+  /(不再|规则改|改规则|规定改|新规定|新规则|换个规则)/,
+];
 /** The user repeats an earlier rule. */
 const REMINDER = [
   /\b(again|remember|reminder|as i said|i (already )?told you|don't forget|do not forget|keep in mind|as always|like i said|once more)\b/i,
@@ -134,7 +143,7 @@ export function detectRules(text: string, context: RuleContext = {}): StatedRule
     if (found.length === before) others.push(sentence.trim());
   }
   // A change is often said on its own ("Update from the review: toasts are no longer for errors."), before the rule that replaces.
-  const announced = others.some((sentence) => matches(CHANGE, sentence));
+  const announced = others.some((sentence) => matches(ANNOUNCE, sentence));
   const reminder = matches(REMINDER, text);
   return found.map(({ sentence, kind }) => ({
     sentence,
