@@ -322,6 +322,20 @@ describe('standing rules learned from corrections (no extractor)', () => {
     });
   });
 
+  test('a rule said to change in a correction replaces the rule it is about, not the one the complaint around it is about', async () => {
+    await withProxy(async (proxy, client) => {
+      await ask(client, 'sources', 'Every chart you make needs a source line under it.');
+      await ask(client, 'decimals', '以后报告里的数字都保留一位小数。');
+      await waitFor(async () => (await core(proxy)).length === 2, 15_000);
+      await session(client, 'chart', ['Make the revenue chart for the report.', '不对，图表下面的来源又漏了。以后数字改成保留两位。'], 'Agent.');
+      await waitFor(async () => (await core(proxy)).some((unit) => unit.content.includes('两位')), 15_000);
+      assert.deepEqual((await core(proxy)).map((unit) => unit.content).sort(), [
+        'Every chart you make needs a source line under it.',
+        '以后数字改成保留两位。',
+      ]);
+    });
+  });
+
   test('a Chinese correction ("以后所有日志时间都用 UTC") becomes a rule in its general words, without the one-off part, and reaches an English task', async () => {
     await withProxy(async (proxy, client) => {
       await session(

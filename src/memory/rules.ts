@@ -126,6 +126,8 @@ export interface StatedRule {
    * the earlier rule a new one replaces when the rule itself does not.
    */
   context: string;
+  /** Those of them that announce a change ("toasts are no longer for errors."): they say what the replaced rule was about. */
+  announcement: string;
 }
 
 /** The sentences of `text` that state a standing rule (or an instance of one), verbatim. */
@@ -143,15 +145,16 @@ export function detectRules(text: string, context: RuleContext = {}): StatedRule
     if (found.length === before) others.push(sentence.trim());
   }
   // A change is often said on its own ("Update from the review: toasts are no longer for errors."), before the rule that replaces.
-  const announced = others.some((sentence) => matches(ANNOUNCE, sentence));
+  const announcement = others.filter((sentence) => matches(ANNOUNCE, sentence)).join(' ');
   const reminder = matches(REMINDER, text);
   return found.map(({ sentence, kind }) => ({
     sentence,
     kind,
     corrective,
-    change: announced || matches(CHANGE, sentence),
+    change: announcement !== '' || matches(CHANGE, sentence),
     reminder,
     context: others.join(' '),
+    announcement,
   }));
 }
 
@@ -361,12 +364,12 @@ function namesAnother(earlier: string, sentence: string): boolean {
 
 /**
  * How close a rule said to change ("change of plan", "instead", "不再") is to an earlier one it may
- * replace, with what the message says around it (`changedSubject`); a rule it names another thing
- * for ("… with Vitest instead" after "以后写测试都用 Jest") comes before one that only shares words
- * with it ("give every test a descriptive name"), in any language.
+ * replace, with the sentence that announced the change if it was said apart (`changedSubject`); a
+ * rule it names another thing for ("… with Vitest instead" after "以后写测试都用 Jest") comes before
+ * one that only shares words with it ("give every test a descriptive name"), in any language.
  */
-export function replacing(earlier: string, sentence: string, context: string): number {
-  const score = changedSubject(ruleSubject(earlier), ruleSubject(context === '' ? sentence : `${sentence} ${context}`));
+export function replacing(earlier: string, sentence: string, announcement: string): number {
+  const score = changedSubject(ruleSubject(earlier), ruleSubject(announcement === '' ? sentence : `${sentence} ${announcement}`));
   return score > 0 && namesAnother(earlier, sentence) ? 1 + score : score;
 }
 

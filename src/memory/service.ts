@@ -265,7 +265,7 @@ export class MemoryService {
       const same = this.store.findSameContent(scope, stated.sentence);
       if (same) this.store.addSources(same.id, [turnId], RESTATED_IMPORTANCE);
       else if (stated.kind === 'instance') this.captureInstance(draft);
-      else this.addStandingInstruction(draft, stated.change ? 'replaces' : stated.reminder ? 'restates' : 'new', stated.context);
+      else this.addStandingInstruction(draft, stated.change ? 'replaces' : stated.reminder ? 'restates' : 'new', stated);
     }
   }
 
@@ -297,10 +297,14 @@ export class MemoryService {
    * Adds a standing instruction. An earlier one about the same subject is superseded by it (linked,
    * never shown again), unless the new one only restates it: then the earlier one, in the words the
    * user first chose, gains the new source. Instances it generalises become its sources. A statement
-   * older than the rule now in force never replaces it. `context` is what the message says around
-   * the rule: where the earlier rule is often named ("toasts are no longer for errors.").
+   * older than the rule now in force never replaces it. `around` is what the message says besides
+   * the rule, where the earlier rule is often named ("toasts are no longer for errors.").
    */
-  private addStandingInstruction(draft: MemoryDraft, said: 'new' | 'replaces' | 'restates', context = ''): MemoryUnit | undefined {
+  private addStandingInstruction(
+    draft: MemoryDraft,
+    said: 'new' | 'replaces' | 'restates',
+    around: { context: string; announcement: string } = { context: '', announcement: '' },
+  ): MemoryUnit | undefined {
     let how = said;
     const subject = ruleSubject(draft.content);
     const observedAt = draft.observedAt ?? Date.now();
@@ -311,8 +315,8 @@ export class MemoryService {
       // without a word of change, the one it contradicts by naming something else for the same thing.
       const replaced =
         how === 'replaces'
-          ? best(rules, (unit) => replacing(unit.content, draft.content, context))
-          : best(rules, (unit) => contradicts(unit.content, draft.content, context));
+          ? best(rules, (unit) => replacing(unit.content, draft.content, around.announcement))
+          : best(rules, (unit) => contradicts(unit.content, draft.content, around.context));
       if (replaced) {
         related.push(replaced);
         how = 'replaces';
