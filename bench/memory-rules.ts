@@ -68,6 +68,8 @@ export interface RulesReport {
    * other rules those units cite ("the replacement was not linked" when none, "merged into R…" else).
    */
   stillInForce: Record<string, { units: number; with: string[] }>;
+  /** Per replaced rule, the rules of the units that superseded its units (the one that replaces it, when linked right). */
+  replacedBy: Record<string, string[]>;
   /** Rules never replaced that no core unit cites at the end: superseded by a unit citing other rules, or never taken as a rule. */
   lost: Record<string, { supersededBy: string[] } | 'never a rule'>;
   /** rules shown before they were taught, or after the rule that replaced them was taught */
@@ -204,6 +206,7 @@ async function replay(
     core: coreContents(memory, fixture, ruleOf),
     stillInForce: stillInForce(memory, fixture, ruleOf),
     lost: lostRules(memory, fixture, ruleOf),
+    replacedBy: replacedBy(memory, fixture, ruleOf),
     coreBlock: { mean: Math.round(blockTokens.reduce((sum, value) => sum + value, 0) / Math.max(1, blockTokens.length)), max: Math.max(0, ...blockTokens) },
   };
 }
@@ -253,6 +256,20 @@ function stillInForce(memory: MemoryService, fixture: Fixture, ruleOf: Map<strin
     const citing = units.filter((rules) => rules.has(rule.id));
     if (citing.length > 0)
       result[rule.id] = { units: citing.length, with: [...new Set(citing.flatMap((rules) => [...rules].filter((other) => other !== rule.id)))] };
+  }
+  return result;
+}
+
+/** For each rule the fixture replaces, the rules cited by the units that superseded its units. */
+function replacedBy(memory: MemoryService, fixture: Fixture, ruleOf: Map<string, string>): RulesReport['replacedBy'] {
+  const rulesOf = (turns: readonly string[]) => [...new Set(turns.map((turn) => ruleOf.get(turn)).filter((rule) => rule !== undefined))];
+  const superseded = memory.store.list(SCOPE, 100_000).filter((unit) => unit.core && unit.status === 'superseded');
+  const result: RulesReport['replacedBy'] = {};
+  for (const rule of fixture.rules.filter((candidate) => candidate.superseded_by)) {
+    const by = superseded
+      .filter((unit) => rulesOf(unit.sourceTurns).includes(rule.id))
+      .flatMap((unit) => rulesOf(memory.store.get(unit.supersededBy ?? '')?.sourceTurns ?? []));
+    result[rule.id] = [...new Set(by)];
   }
   return result;
 }
@@ -350,6 +367,8 @@ export function renderRules(reports: readonly RulesReport[]): string[] {
             .map(
               ([rule, { units, with: others }]) => `; replaced ${rule} still in ${units} core unit(s)${others.length > 0 ? ` with ${others.join(', ')}` : ''}`,
             )
+            .join('')}${Object.entries(report.replacedBy)
+            .map(([rule, by]) => `; ${rule} replaced by ${by.length > 0 ? by.join(', ') : 'nothing'}`)
             .join('')}${Object.entries(report.lost)
             .map(
               ([rule, what]) =>
