@@ -63,6 +63,15 @@ export interface RulesReport {
   recall: number;
   coreRecall: number;
   byRule: Record<string, { needs: number; shown: number; leaks: number }>;
+  /**
+   * Per replaced rule: the core units that still cite the turn that taught it at the end, and the
+   * other rules those units cite ("the replacement was not linked" when none, "merged into R…" else).
+   */
+  stillInForce: Record<string, { units: number; with: string[] }>;
+  /** Per replaced rule, the rules of the units that superseded its units (the one that replaces it, when linked right). */
+  replacedBy: Record<string, string[]>;
+  /** Rules never replaced that no core unit cites at the end: superseded by a unit citing other rules, or never taken as a rule. */
+  lost: Record<string, { supersededBy: string[] } | 'never a rule'>;
   /** rules shown before they were taught, or after the rule that replaced them was taught */
   leaks: number;
   /** what `memory core` holds at the end: units, tokens, and how many are not a taught rule */
@@ -195,6 +204,9 @@ async function replay(
     byRule,
     leaks,
     core: coreContents(memory, fixture, ruleOf),
+    stillInForce: stillInForce(memory, fixture, ruleOf),
+    lost: lostRules(memory, fixture, ruleOf),
+    replacedBy: replacedBy(memory, fixture, ruleOf),
     coreBlock: { mean: Math.round(blockTokens.reduce((sum, value) => sum + value, 0) / Math.max(1, blockTokens.length)), max: Math.max(0, ...blockTokens) },
   };
 }
@@ -234,6 +246,48 @@ function coreContents(memory: MemoryService, fixture: Fixture, ruleOf: Map<strin
     }
   }
   return { units: units.length, tokens: units.reduce((sum, unit) => sum + countTextTokens(unit.content), 0), notRules, oneOffs, copies, examples };
+}
+
+/** The replaced rules some core unit still cites at the end (what a leak after the replacement comes from). */
+function stillInForce(memory: MemoryService, fixture: Fixture, ruleOf: Map<string, string>): RulesReport['stillInForce'] {
+  const units = memory.store.coreUnits(SCOPE).map((unit) => new Set(unit.sourceTurns.map((turn) => ruleOf.get(turn)).filter((rule) => rule !== undefined)));
+  const result: RulesReport['stillInForce'] = {};
+  for (const rule of fixture.rules.filter((candidate) => candidate.superseded_by)) {
+    const citing = units.filter((rules) => rules.has(rule.id));
+    if (citing.length > 0)
+      result[rule.id] = { units: citing.length, with: [...new Set(citing.flatMap((rules) => [...rules].filter((other) => other !== rule.id)))] };
+  }
+  return result;
+}
+
+/** For each rule the fixture replaces, the rules cited by the units that superseded its units. */
+function replacedBy(memory: MemoryService, fixture: Fixture, ruleOf: Map<string, string>): RulesReport['replacedBy'] {
+  const rulesOf = (turns: readonly string[]) => [...new Set(turns.map((turn) => ruleOf.get(turn)).filter((rule) => rule !== undefined))];
+  const superseded = memory.store.list(SCOPE, 100_000).filter((unit) => unit.core && unit.status === 'superseded');
+  const result: RulesReport['replacedBy'] = {};
+  for (const rule of fixture.rules.filter((candidate) => candidate.superseded_by)) {
+    const by = superseded
+      .filter((unit) => rulesOf(unit.sourceTurns).includes(rule.id))
+      .flatMap((unit) => rulesOf(memory.store.get(unit.supersededBy ?? '')?.sourceTurns ?? []));
+    result[rule.id] = [...new Set(by)];
+  }
+  return result;
+}
+
+/** The rules the fixture never replaces that no core unit cites at the end, and what became of them. */
+function lostRules(memory: MemoryService, fixture: Fixture, ruleOf: Map<string, string>): RulesReport['lost'] {
+  const rulesOf = (turns: readonly string[]) => new Set(turns.map((turn) => ruleOf.get(turn)).filter((rule) => rule !== undefined));
+  const active = new Set(memory.store.coreUnits(SCOPE).flatMap((unit) => [...rulesOf(unit.sourceTurns)]));
+  const units = memory.store.list(SCOPE, 100_000).filter((unit) => unit.core);
+  const lost: RulesReport['lost'] = {};
+  for (const rule of fixture.rules) {
+    if (rule.superseded_by || active.has(rule.id)) continue;
+    const replacedBy = units
+      .filter((unit) => unit.status === 'superseded' && rulesOf(unit.sourceTurns).has(rule.id))
+      .flatMap((unit) => [...rulesOf(memory.store.get(unit.supersededBy ?? '')?.sourceTurns ?? [])]);
+    lost[rule.id] = units.some((unit) => rulesOf(unit.sourceTurns).has(rule.id)) ? { supersededBy: [...new Set(replacedBy)] } : 'never a rule';
+  }
+  return lost;
 }
 
 function jobContext(): JobContext {
@@ -309,7 +363,18 @@ export function renderRules(reports: readonly RulesReport[]): string[] {
           `- ${report.scenario}: ${Object.entries(report.byRule)
             .filter(([, counts]) => counts.needs > 0 || counts.leaks > 0)
             .map(([rule, counts]) => `${rule} ${counts.shown}/${counts.needs}${counts.leaks > 0 ? ` (${counts.leaks} leaks)` : ''}`)
-            .join(', ')}`,
+            .join(', ')}${Object.entries(report.stillInForce)
+            .map(
+              ([rule, { units, with: others }]) => `; replaced ${rule} still in ${units} core unit(s)${others.length > 0 ? ` with ${others.join(', ')}` : ''}`,
+            )
+            .join('')}${Object.entries(report.replacedBy)
+            .map(([rule, by]) => `; ${rule} replaced by ${by.length > 0 ? by.join(', ') : 'nothing'}`)
+            .join('')}${Object.entries(report.lost)
+            .map(
+              ([rule, what]) =>
+                `; ${rule} lost: ${what === 'never a rule' ? what : `superseded by a unit of ${what.supersededBy.join(', ') || 'no taught rule'}`}`,
+            )
+            .join('')}`,
       ),
   ];
 }

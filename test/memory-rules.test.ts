@@ -83,6 +83,8 @@ describe('standing rules learned from corrections (no extractor)', () => {
         'All prices on the receipt screen need to be right-aligned.',
         '今天先不用写文档。',
         '把 screenshots 文件夹里的所有图片都压缩一下。',
+        // A feature asked for with "when" ("的时候") is work on the product, not a rule for the assistant.
+        '还车失败的时候，要让用户知道是哪个桩出了问题。',
       ];
       await session(client, 'one-offs', requests, 'Agent.');
       await waitFor(async () => (await rawTurns(proxy)) === requests.length * 2, 15_000);
@@ -237,6 +239,99 @@ describe('standing rules learned from corrections (no extractor)', () => {
         'Change of plan: from now on write all code comments in English, not Chinese.',
         '以后每次提交前都要先跑测试。',
         '金额的规则改一下：以后报告里的金额保留两位小数，不要再取整了。',
+      ]);
+    });
+  });
+
+  test('a Chinese rule replaced in English without a word of change in the rule itself is superseded: the change said in a sentence of its own, a correction naming what the old rule prescribed, another tool named for the same thing, a word the glossary translates in a later sense', async () => {
+    await withProxy(async (proxy, client) => {
+      const contents = async () => (await core(proxy)).map((unit) => unit.content).sort();
+      // Four Chinese rules, and one that stays: nothing below is about commits.
+      const chinese = [
+        '以后界面上的错误提示一律用 Toast 组件显示。',
+        '以后写测试都用 Jest。',
+        '以后所有的错误信息都要写成中文。',
+        '以后每次提交前都要先跑测试。',
+      ];
+      for (const [index, rule] of chinese.entries()) await ask(client, `zh-${index}`, rule);
+      await session(client, 'export', ['Export the March sales by store.', '不对，别导出成 Excel，我的脚本读不了。以后导出的表格一律用 CSV 格式。'], 'Agent.');
+      await waitFor(async () => (await core(proxy)).length === 5, 15_000);
+
+      // The change is said before the rule, which names neither toasts nor a change.
+      await ask(
+        client,
+        'banner',
+        'Update from the design review: toasts are no longer for errors. From now on, errors on a screen go in an inline ErrorBanner at the top of that screen.',
+      );
+      // "again" and the old format named around the new rule, which names another one.
+      await session(
+        client,
+        'xlsx',
+        [
+          'Send Maya the March wholesale orders as a file.',
+          'Maya had to convert that CSV by hand again, her finance tools only read Excel. From now on export every table as an .xlsx workbook.',
+        ],
+        'Agent.',
+      );
+      // Another tool for the same thing.
+      await ask(client, 'vitest', 'From now on, write all new tests with Vitest.');
+      // 错误 is "mistaken, false, wrong, error": the rule about error messages says "error".
+      await ask(client, 'english', 'We dropped that: from now on every error message is written in English.');
+      // A rule about something else replaces nothing.
+      await ask(client, 'placement', 'From now on, keep each test file next to the module it covers.');
+      await waitFor(async () => (await core(proxy)).some((unit) => unit.content.includes('next to the module')), 15_000);
+      assert.deepEqual(await contents(), [
+        'From now on export every table as an .xlsx workbook.',
+        'From now on, errors on a screen go in an inline ErrorBanner at the top of that screen.',
+        'From now on, keep each test file next to the module it covers.',
+        'From now on, write all new tests with Vitest.',
+        'We dropped that: from now on every error message is written in English.',
+        '以后每次提交前都要先跑测试。',
+      ]);
+
+      await ask(client, 'task', 'Show an error on the map screen when the stations request times out.');
+      assert.match(standingInstructions(upstream), /inline ErrorBanner/);
+      assert.doesNotMatch(lastSystem(upstream), /Toast 组件/, 'the replaced rule is neither in the core block nor recalled');
+    });
+  });
+
+  test('a rule said to change replaces the rule it names another thing for, not a rule in its own language that only shares words with it', async () => {
+    await withProxy(async (proxy, client) => {
+      await ask(client, 'jest', '以后写测试都用 Jest。');
+      await ask(client, 'names', 'Always give every test you write a descriptive name.');
+      await waitFor(async () => (await core(proxy)).length === 2, 15_000);
+      await ask(client, 'vitest', 'Change of plan: from now on write tests with Vitest.');
+      await waitFor(async () => (await core(proxy)).some((unit) => unit.content.includes('Vitest')), 15_000);
+      assert.deepEqual((await core(proxy)).map((unit) => unit.content).sort(), [
+        'Always give every test you write a descriptive name.',
+        'Change of plan: from now on write tests with Vitest.',
+      ]);
+    });
+  });
+
+  test('what a correction says of the task ("你把标题改成英文了") does not make its new rule replace another one', async () => {
+    await withProxy(async (proxy, client) => {
+      await ask(client, 'folder', 'From now on, put every report you write in the reports folder.');
+      await waitFor(async () => (await core(proxy)).length === 1, 15_000);
+      await session(client, 'titles', ['Write the weekly report.', '不对，你把报告标题改成英文了。以后报告的标题都用中文。'], 'Agent.');
+      await waitFor(async () => (await core(proxy)).length === 2, 15_000);
+      assert.deepEqual((await core(proxy)).map((unit) => unit.content).sort(), [
+        'From now on, put every report you write in the reports folder.',
+        '以后报告的标题都用中文。',
+      ]);
+    });
+  });
+
+  test('a rule said to change in a correction replaces the rule it is about, not the one the complaint around it is about', async () => {
+    await withProxy(async (proxy, client) => {
+      await ask(client, 'sources', 'Every chart you make needs a source line under it.');
+      await ask(client, 'decimals', '以后报告里的数字都保留一位小数。');
+      await waitFor(async () => (await core(proxy)).length === 2, 15_000);
+      await session(client, 'chart', ['Make the revenue chart for the report.', '不对，图表下面的来源又漏了。以后数字改成保留两位。'], 'Agent.');
+      await waitFor(async () => (await core(proxy)).some((unit) => unit.content.includes('两位')), 15_000);
+      assert.deepEqual((await core(proxy)).map((unit) => unit.content).sort(), [
+        'Every chart you make needs a source line under it.',
+        '以后数字改成保留两位。',
       ]);
     });
   });

@@ -37,8 +37,15 @@ const OWN_WORK = [
   /\b(all|every|each|any)\s+[\w\s-]{0,30}?\b(you|we)\s+(write|create|add|make|produce|send|generate|commit|touch|modify|change|edit|open|save|output|build|deploy|push|run|use|put|name|finish|complete|start)\b/i,
   /你(写|加|新增|创建|生成|提交|改|修改|做|输出|发)的/,
 ];
-/** A condition that recurs ("before you modify…", "whenever…", "修改…之前"). */
-const CONDITION = [/(^|[:：—–]\s*)(before|after|whenever|each time|every time|once)\s+(you|we|anyone|someone|\w+ing)\b/i, /(之前|之后|的时候)/];
+/**
+ * A condition that recurs ("before you modify…", "whenever…", "修改…之前", "你…的时候"). A bare
+ * "…的时候" ("when") is as often how a feature is asked for ("扫码失败的时候要告诉用户…"), as "when
+ * the request times out, say so" is: it counts only about the assistant's work or every time.
+ */
+const CONDITION = [
+  /(^|[:：—–]\s*)(before|after|whenever|each time|every time|once)\s+(you|we|anyone|someone|\w+ing)\b/i,
+  /(之前|之后)|(你|我们|每次|每当|凡是)[^，,。；;]*的时候/,
+];
 const PREFERENCE = [
   /\b(i prefer|i'd prefer|i would prefer|my preference is|i like it when|we require|required:|our (convention|rule|policy|standard|style|practice) (is|says)|the (convention|rule|policy|standard) (here )?(is|says))\b/i,
   /(我(更)?喜欢|我希望你(以后|总是|都)|我们的(规矩|规范|规定|约定|惯例)|按照惯例)/,
@@ -76,6 +83,15 @@ const CHANGE = [
   /\b(change of plan|changed? my mind|instead( of)?|no longer|any ?more|rather than|switch(ing)? (to|from)|new rule|not \w+ but)\b/i,
   /(改成|改为|换成|改用|不再|不要再|别再|而不是|改一下|变成|取代|代替)/,
 ];
+/**
+ * Said outside the rule, only words that announce a new rule count as a change: "instead", "改成",
+ * "换成" there are as often about the task a correction complains of ("你把标题改成英文了", "you
+ * used tabs instead").
+ */
+const ANNOUNCE = [
+  /\b(change of plan|changed? my mind|no longer|new rule|(rule|convention|policy|plan) (has |have )?changed|scratch that)\b/i,
+  /(不再|规则改|改规则|规定改|新规定|新规则|换个规则)/,
+];
 /** The user repeats an earlier rule. */
 const REMINDER = [
   /\b(again|remember|reminder|as i said|i (already )?told you|don't forget|do not forget|keep in mind|as always|like i said|once more)\b/i,
@@ -104,20 +120,42 @@ export interface StatedRule {
   change: boolean;
   /** Says it repeats an earlier rule ("again", "remember", "记住"). */
   reminder: boolean;
+  /**
+   * The message's sentences that state no rule, where users say what went wrong or what changed
+   * ("toasts are no longer for errors.", "Maya had to convert that CSV by hand again."): they name
+   * the earlier rule a new one replaces when the rule itself does not.
+   */
+  context: string;
+  /** Those of them that announce a change ("toasts are no longer for errors."): they say what the replaced rule was about. */
+  announcement: string;
 }
 
 /** The sentences of `text` that state a standing rule (or an instance of one), verbatim. */
 export function detectRules(text: string, context: RuleContext = {}): StatedRule[] {
   const corrective = context.previousReply !== undefined && context.previousReply.trim() !== '' && matches(CORRECTION, text);
-  const rules: StatedRule[] = [];
+  const found: Array<{ sentence: string; kind: StatedRule['kind'] }> = [];
+  const others: string[] = [];
   for (const sentence of splitSentences(text)) {
+    const before = found.length;
     for (const part of generalParts(sentence.trim())) {
       if (part.length < 8 || part.length > 400) continue;
       const kind = classify(part, corrective);
-      if (kind) rules.push({ sentence: part, kind, corrective, change: matches(CHANGE, part), reminder: matches(REMINDER, text) });
+      if (kind) found.push({ sentence: part, kind });
     }
+    if (found.length === before) others.push(sentence.trim());
   }
-  return rules;
+  // A change is often said on its own ("Update from the review: toasts are no longer for errors."), before the rule that replaces.
+  const announcement = others.filter((sentence) => matches(ANNOUNCE, sentence)).join(' ');
+  const reminder = matches(REMINDER, text);
+  return found.map(({ sentence, kind }) => ({
+    sentence,
+    kind,
+    corrective,
+    change: announcement !== '' || matches(CHANGE, sentence),
+    reminder,
+    context: others.join(' '),
+    announcement,
+  }));
 }
 
 /**
@@ -189,8 +227,6 @@ const RULE_WORDS = new Set(
   ),
 );
 const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
-/** Translations below this weight (a single character's senses, a word's third sense on) are too loose to link rules. */
-const TRANSLATION_WEIGHT = 0.5;
 
 /** What a rule is about: its content terms, and the English terms its Chinese or Japanese ones stand for. */
 export interface RuleSubject {
@@ -215,12 +251,19 @@ export function ruleSubject(sentence: string): RuleSubject {
       .filter((term) => (term.length > 1 || CJK.test(term)) && !RULE_WORDS.has(term)),
   );
   const english = new Map<string, Set<string>>();
-  if (CJK.test(text))
-    for (const [term, translations] of glossary().toEnglish(text)) {
-      if (!terms.has(term)) continue;
-      const kept = translations.filter(({ term: translation, weight }) => weight >= TRANSLATION_WEIGHT && !RULE_WORDS.has(translation));
-      if (kept.length > 0) english.set(term, new Set(kept.map(({ term: translation }) => translation)));
+  const words = glossary();
+  for (const { headword, language, sources } of words.words(text)) {
+    // A single character has too many senses to link rules by; a word, every sense the glossary keeps
+    // (格式 is "form, specification, format": the rule about a format says "format").
+    if (headword.length < 2) continue;
+    const translations = (words.english(headword, language) ?? []).map(({ term }) => term).filter((term) => !RULE_WORDS.has(term));
+    for (const source of sources) {
+      if (!terms.has(source) || translations.length === 0) continue;
+      const known = english.get(source) ?? new Set<string>();
+      for (const translation of translations) known.add(translation);
+      english.set(source, known);
     }
+  }
   return { terms, english };
 }
 
@@ -284,6 +327,67 @@ function isChinese(subject: ReadonlySet<string>): boolean {
 
 function latin(subject: ReadonlySet<string>): Set<string> {
   return new Set([...subject].filter((term) => !CJK.test(term)));
+}
+
+/* ---------- what replaces what ---------- */
+
+/** Latin runs in a sentence: words, names, files, formats ("CSV", ".xlsx", "ErrorBanner", "en.json"). */
+const LATIN_RUN = /[.`]?[A-Za-z0-9][\w./+#-]*/g;
+/** A run that names a thing in English text: code, an acronym, a number, a file or extension, a CamelCase name. */
+const NAME_LIKE = /^`|^[A-Z0-9+#]{2,}$|\d|\w[./_]\w|^\.\w|[a-z][A-Z]/;
+/** What ends a sentence or clause, so that the word after it is capitalised anyway. */
+const SENTENCE_START = /(^|[.!?:;—–"'“(（])\s*$/;
+
+/**
+ * The things a rule names, as terms: formats, files, tools and code ("CSV", ".xlsx", "ErrorBanner",
+ * a capitalised "Excel" inside a sentence), and in Chinese or Japanese text every Latin word
+ * ("用 Toast 组件"). Two rules about one thing that name different ones say different things.
+ */
+export function namesIn(sentence: string): Set<string> {
+  const cjk = CJK.test(sentence);
+  const names = new Set<string>();
+  for (const match of sentence.matchAll(LATIN_RUN)) {
+    const run = match[0].replace(/[.`]+$/, '');
+    const capitalised = /^[A-Z][a-z]/.test(run) && !SENTENCE_START.test(sentence.slice(0, match.index));
+    if (!cjk && !capitalised && !NAME_LIKE.test(run)) continue;
+    for (const term of tokenize(run).flatMap((word) => word.split(/[./]/))) if (term.length > 1 && !RULE_WORDS.has(term)) names.add(term);
+  }
+  return names;
+}
+
+/** Whether a new rule names things for its subject and none of those an earlier rule names (which names some). */
+function namesAnother(earlier: string, sentence: string): boolean {
+  const prescribed = namesIn(earlier);
+  const said = namesIn(sentence);
+  return prescribed.size > 0 && said.size > 0 && ![...said].some((name) => prescribed.has(name));
+}
+
+/**
+ * How close a rule said to change ("change of plan", "instead", "不再") is to an earlier one it may
+ * replace, with the sentence that announced the change if it was said apart (`changedSubject`); a
+ * rule it names another thing for ("… with Vitest instead" after "以后写测试都用 Jest") comes before
+ * one that only shares words with it ("give every test a descriptive name"), in any language.
+ */
+export function replacing(earlier: string, sentence: string, announcement: string): number {
+  const score = changedSubject(ruleSubject(earlier), ruleSubject(announcement === '' ? sentence : `${sentence} ${announcement}`));
+  return score > 0 && namesAnother(earlier, sentence) ? 1 + score : score;
+}
+
+/** How much of an earlier rule a new one about the same thing must share to replace it by naming another thing. */
+const CONTRADICTS = 0.5;
+
+/**
+ * How clearly a new rule replaces an earlier one without saying "instead": it names something else
+ * for the same thing ("write all new tests with Vitest" after "以后写测试都用 Jest"), or what the
+ * message says around it names what the earlier one prescribed while the rule names another thing
+ * ("Maya had to convert that CSV by hand again. From now on export every table as an .xlsx
+ * workbook."). Scored as `changedSubject`; 0 when it does not replace it.
+ */
+export function contradicts(earlier: string, sentence: string, context: string): number {
+  if (!namesAnother(earlier, sentence)) return 0;
+  const score = changedSubject(ruleSubject(earlier), ruleSubject(sentence));
+  const named = [...namesIn(earlier)].some((name) => namesIn(context).has(name));
+  return named || score >= CONTRADICTS ? score : 0;
 }
 
 /* ---------- per-instance copies ---------- */

@@ -21,7 +21,7 @@ import { MemoryContextProvider } from './provider.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
 import { MemoryRetriever, type MemoryRetrievalMode } from './retrieval.js';
 import { languageName, languagesOf } from './languages.js';
-import { appliesRule, changedSubject, detectRules, instanceTemplate, ruleSubject, sameSubject, type RuleSubject } from './rules.js';
+import { appliesRule, contradicts, detectRules, instanceTemplate, replacing, ruleSubject, sameSubject, type RuleSubject } from './rules.js';
 import { MemoryStore, type MemoryPatch } from './store.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import { MemoryVectors } from './vectors.js';
@@ -265,7 +265,7 @@ export class MemoryService {
       const same = this.store.findSameContent(scope, stated.sentence);
       if (same) this.store.addSources(same.id, [turnId], RESTATED_IMPORTANCE);
       else if (stated.kind === 'instance') this.captureInstance(draft);
-      else this.addStandingInstruction(draft, stated.change ? 'replaces' : stated.reminder ? 'restates' : 'new');
+      else this.addStandingInstruction(draft, stated.change ? 'replaces' : stated.reminder ? 'restates' : 'new', stated);
     }
   }
 
@@ -297,17 +297,30 @@ export class MemoryService {
    * Adds a standing instruction. An earlier one about the same subject is superseded by it (linked,
    * never shown again), unless the new one only restates it: then the earlier one, in the words the
    * user first chose, gains the new source. Instances it generalises become its sources. A statement
-   * older than the rule now in force never replaces it.
+   * older than the rule now in force never replaces it. `around` is what the message says besides
+   * the rule, where the earlier rule is often named ("toasts are no longer for errors.").
    */
-  private addStandingInstruction(draft: MemoryDraft, how: 'new' | 'replaces' | 'restates'): MemoryUnit | undefined {
+  private addStandingInstruction(
+    draft: MemoryDraft,
+    said: 'new' | 'replaces' | 'restates',
+    around: { context: string; announcement: string } = { context: '', announcement: '' },
+  ): MemoryUnit | undefined {
+    let how = said;
     const subject = ruleSubject(draft.content);
     const observedAt = draft.observedAt ?? Date.now();
     const rules = this.store.coreUnits(draft.scope);
     const related = rules.filter((unit) => sameSubject(subject, ruleSubject(unit.content)));
-    // A rule said to change replaces the one closest to it, even in other words.
-    if (how === 'replaces' && related.length === 0) {
-      const closest = best(rules, (unit) => changedSubject(ruleSubject(unit.content), subject));
-      if (closest) related.push(closest);
+    if (related.length === 0) {
+      // A rule said to change replaces the one closest to it and to what the message says, even in other words;
+      // without a word of change, the one it contradicts by naming something else for the same thing.
+      const replaced =
+        how === 'replaces'
+          ? best(rules, (unit) => replacing(unit.content, draft.content, around.announcement))
+          : best(rules, (unit) => contradicts(unit.content, draft.content, around.context));
+      if (replaced) {
+        related.push(replaced);
+        how = 'replaces';
+      }
     }
     // What was said before the rule now in force (an older conversation imported late) never brings back what it replaced.
     const replaced = this.store.findReplacedRule(draft.scope, draft.content);

@@ -17,6 +17,13 @@ export interface WeightedTerm {
   weight: number;
 }
 
+/** A glossary word found in a text: its headword, and the query terms of the text it covers. */
+export interface GlossaryWord {
+  headword: string;
+  language: GlossaryLanguage;
+  sources: readonly string[];
+}
+
 /** For a query term, other terms that stand for it (its translations); it counts once, for the best of them. */
 export type Alternatives = ReadonlyMap<string, readonly WeightedTerm[]>;
 
@@ -98,24 +105,40 @@ export class Glossary {
    */
   toEnglish(text: string): Map<string, WeightedTerm[]> {
     const alternatives = new Map<string, WeightedTerm[]>();
+    for (const word of this.words(text)) {
+      const english = this.english(word.headword, word.language);
+      if (word.sources.length === 0 || !english) continue;
+      for (const source of word.sources) for (const { term, weight } of english) push(alternatives, source, { term, weight: weight / word.sources.length });
+    }
+    return alternatives;
+  }
+
+  /**
+   * The glossary's words in the Chinese or Japanese parts of `text` (longest first, joining the
+   * pieces the segmenter cut a word into), each with the query terms it covers.
+   */
+  words(text: string): GlossaryWord[] {
+    const words: GlossaryWord[] = [];
     const sample = text.length > LONGEST_TEXT ? text.slice(0, LONGEST_TEXT) : text;
-    if (!CJK.test(sample)) return alternatives;
+    if (!CJK.test(sample)) return words;
     // Text with kana is Japanese; Han characters alone, Chinese (a character means different things in each).
     const language: GlossaryLanguage = KANA.test(sample) ? 'ja' : 'zh';
+    const word = (headword: string, segments: readonly Segment[]) =>
+      words.push({ headword, language, sources: [...new Set(segments.flatMap((segment) => segment.terms))] });
     for (const run of cjkRuns(sample)) {
       for (let start = 0; start < run.length;) {
         const span = this.longestAt(run, start, language);
         if (span) {
-          this.attach(alternatives, span.headword, language, run.slice(start, start + span.segments));
+          word(span.headword, run.slice(start, start + span.segments));
           start += span.segments;
           continue;
         }
         // The segmenter kept together what the dictionary has apart ("乱了"): look inside.
-        for (const headword of this.wordsInside(run[start]!, language)) this.attach(alternatives, headword, language, [run[start]!]);
+        for (const headword of this.wordsInside(run[start]!, language)) word(headword, [run[start]!]);
         start++;
       }
     }
-    return alternatives;
+    return words;
   }
 
   /** Alternatives in `languages` for the English terms of a query: the words whose main gloss is the term. */
@@ -163,13 +186,6 @@ export class Glossary {
       start += length;
     }
     return found;
-  }
-
-  private attach(alternatives: Map<string, WeightedTerm[]>, headword: string, language: GlossaryLanguage, segments: readonly Segment[]): void {
-    const sources = [...new Set(segments.flatMap((segment) => segment.terms))];
-    const english = this.english(headword, language);
-    if (sources.length === 0 || !english) return;
-    for (const source of sources) for (const { term, weight } of english) push(alternatives, source, { term, weight: weight / sources.length });
   }
 
   /** The tokenizer's terms of a headword, as a document holding it is indexed. */
