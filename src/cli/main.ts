@@ -134,6 +134,12 @@ sessions
   .action(async (id: string, options: SessionsOptions) => (await import('./sessions.js')).sessionsShowCommand(id, options));
 
 program
+  .command('mcp')
+  .description("serve MetaClaw's memory and skills to MCP clients (Claude Code, Cursor, OpenClaw) over stdio")
+  .option('-c, --config <path>', 'config file')
+  .action(async (options: { config?: string }) => (await import('./mcp.js')).mcpCommand(options));
+
+program
   .command('completion')
   .description('print the shell completion script for bash, zsh or fish (see the README for where to put it)')
   .addArgument(new Argument('<shell>', 'bash | zsh | fish').choices(['bash', 'zsh', 'fish']))

@@ -1,0 +1,36 @@
+import { ConversationStore } from '../conversation/index.js';
+import { silentLogger } from '../logging/index.js';
+import { MemoryService } from '../memory/index.js';
+import { memorySettings, skillsSettings } from '../runtime/settings.js';
+import { SkillsService } from '../skills/index.js';
+import { openDatabase } from '../store/index.js';
+import { loadCliConfig } from './context.js';
+
+/**
+ * `metaclaw mcp`: an MCP server on stdin/stdout over the same stores as the proxy. Standard output
+ * is the protocol: nothing else may print there (no logger writes; errors go to stderr).
+ */
+export async function mcpCommand(options: { config?: string }): Promise<void> {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const db = openDatabase(config.paths.database);
+  const skills = new SkillsService({ db, logger: silentLogger(), settings: { ...skillsSettings(config), embedding: { apiBase: '', apiKey: '', model: '' } } });
+  // The skill folder is watched: skills the proxy evolves (or you edit) show up without a restart.
+  skills.open({ watch: true });
+  const memory = new MemoryService({
+    db,
+    logger: silentLogger(),
+    settings: { ...memorySettings(config), embedding: { apiBase: '', apiKey: '', model: '' } },
+    conversation: new ConversationStore(db),
+  });
+  // The SDK (and what it pulls in) loads only for this command.
+  const [{ StdioServerTransport }, { createMcpServer }] = await Promise.all([import('@modelcontextprotocol/sdk/server/stdio.js'), import('../mcp/index.js')]);
+  const server = createMcpServer({ memory, skills, defaultScope: config.values['memory.scope'] });
+  const closed = new Promise<void>((resolve) => {
+    server.server.onclose = () => resolve();
+  });
+  await server.connect(new StdioServerTransport());
+  process.stdin.on('end', () => void server.close());
+  await closed;
+  skills.close();
+  db.close();
+}

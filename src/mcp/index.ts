@@ -1,0 +1,1 @@
+export { createMcpServer, type McpStores } from './server.js';

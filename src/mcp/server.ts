@@ -1,0 +1,145 @@
+import { readFileSync } from 'node:fs';
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { MEMORY_TYPES, presentMemory, type MemoryService } from '../memory/index.js';
+import type { Skill, SkillsService } from '../skills/index.js';
+import { VERSION } from '../version.js';
+
+export interface McpStores {
+  memory: MemoryService;
+  skills: SkillsService;
+  /** memory.scope: where memories are read and written unless a call names another scope */
+  defaultScope: string;
+}
+
+type ToolResult = { content: Array<{ type: 'text'; text: string }>; isError?: boolean };
+
+const answer = (value: unknown): ToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 2) }] });
+const failure = (message: string): ToolResult => ({ content: [{ type: 'text', text: message }], isError: true });
+
+/**
+ * MetaClaw's memory and skills for any MCP client (Claude Code, Cursor, OpenClaw): the same
+ * stores as the running proxy (SQLite in WAL mode takes a second process safely; skills are the
+ * SKILL.md folder), as five tools and one resource per skill. Arguments are checked against each
+ * tool's schema by the SDK before a handler runs.
+ */
+export function createMcpServer(stores: McpStores): McpServer {
+  const { memory, skills, defaultScope } = stores;
+  const server = new McpServer({ name: 'metaclaw', version: VERSION });
+  const scope = z.string().min(1).max(200).optional().describe(`memory scope (default: ${defaultScope})`);
+
+  server.registerTool(
+    'memory_search',
+    {
+      title: 'Search memory',
+      description: 'Find what MetaClaw remembers about the user and their projects (facts, preferences, project state, earlier conversations).',
+      inputSchema: { query: z.string().min(1).max(2_000), limit: z.number().int().min(1).max(50).optional(), scope },
+    },
+    async ({ query, limit, scope: asked }) => {
+      const hits = await memory.search({ scope: asked ?? defaultScope, query, limit: limit ?? 10, includeSuperseded: false });
+      return answer(hits.map((hit) => ({ ...presentMemory(hit.unit), score: Math.round(hit.score * 1000) / 1000 })));
+    },
+  );
+
+  server.registerTool(
+    'memory_add',
+    {
+      title: 'Remember',
+      description: 'Store a memory: a fact, a preference or project state worth keeping across sessions.',
+      inputSchema: {
+        content: z.string().min(1).max(4_000),
+        type: z.enum(MEMORY_TYPES).optional().describe('default: semantic'),
+        importance: z.number().min(0).max(1).optional(),
+        scope,
+      },
+    },
+    ({ content, type, importance, scope: asked }) => {
+      const unit = memory.add({
+        scope: asked ?? defaultScope,
+        type: type ?? 'semantic',
+        content,
+        importance: importance ?? 0.8,
+        confidence: 1,
+        core: false,
+        pinned: false,
+        origin: 'manual',
+      });
+      return answer(presentMemory(unit));
+    },
+  );
+
+  server.registerTool(
+    'memory_forget',
+    {
+      title: 'Forget',
+      description: 'Delete a memory for good, by its id (from memory_search), also from the turns it came from.',
+      inputSchema: { id: z.string().min(1).max(100) },
+      annotations: { destructiveHint: true },
+    },
+    ({ id }) => {
+      const removed = memory.forget(id);
+      return removed ? answer({ forgotten: id, content: removed.content }) : failure(`No memory with id ${id}.`);
+    },
+  );
+
+  server.registerTool(
+    'skills_search',
+    {
+      title: 'Search skills',
+      description: "Find the skills (SKILL.md procedures) relevant to a task, as MetaClaw would inject them into the agent's prompt.",
+      inputSchema: { query: z.string().min(1).max(2_000), limit: z.number().int().min(1).max(20).optional() },
+    },
+    ({ query, limit }) =>
+      answer(
+        skills.retriever
+          .retrieve(query)
+          .slice(0, limit ?? 5)
+          .map((hit) => ({
+            name: hit.skill.name,
+            description: hit.skill.description,
+            category: hit.skill.category,
+            relevance: Math.round(hit.relevance * 1000) / 1000,
+          })),
+      ),
+  );
+
+  server.registerTool(
+    'skills_get',
+    {
+      title: 'Read a skill',
+      description: 'The whole SKILL.md of a skill, by name.',
+      inputSchema: { name: z.string().min(1).max(200) },
+    },
+    ({ name }) => {
+      const skill = skills.library.get(name);
+      return skill ? { content: [{ type: 'text', text: skillText(skill) }] } : failure(`No skill named ${name}.`);
+    },
+  );
+
+  server.registerResource(
+    'skill',
+    new ResourceTemplate('skill://{name}', {
+      list: () => ({
+        resources: skills.library
+          .all()
+          .map((skill) => ({ uri: `skill://${skill.name}`, name: skill.name, description: skill.description, mimeType: 'text/markdown' })),
+      }),
+    }),
+    { title: 'MetaClaw skill', description: 'A SKILL.md from the skill library.', mimeType: 'text/markdown' },
+    (uri, { name }) => {
+      const skill = skills.library.get(String(name));
+      if (!skill) throw new Error(`No skill named ${String(name)}.`);
+      return { contents: [{ uri: uri.href, mimeType: 'text/markdown', text: skillText(skill) }] };
+    },
+  );
+  return server;
+}
+
+/** The SKILL.md as it is on disk (frontmatter and body); the body alone if the file went away meanwhile. */
+function skillText(skill: Skill): string {
+  try {
+    return readFileSync(skill.path, 'utf8');
+  } catch {
+    return skill.body;
+  }
+}

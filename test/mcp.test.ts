@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { CLI, cleanEnv, homeWithStarterSkills, startProxy, type ProxyHandle } from './support/proxy.js';
+import { ScriptedUpstream } from './support/upstream.js';
+
+type TextResult = { content: Array<{ type: string; text?: string }>; isError?: boolean };
+const textOf = (result: unknown) => ((result as TextResult).content[0]?.text ?? '');
+
+/**
+ * `metaclaw mcp` driven by the MCP SDK's own client over stdio, beside a running proxy on the
+ * same METACLAW_HOME: tools and skill resources listed, each tool called, bad arguments refused,
+ * and a memory added through MCP found by the proxy (and the reverse).
+ */
+describe('metaclaw mcp (Model Context Protocol over stdio)', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let client: Client;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    const home = await homeWithStarterSkills();
+    proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    const env = Object.fromEntries(Object.entries(cleanEnv(home)).filter((entry): entry is [string, string] => entry[1] !== undefined));
+    client = new Client({ name: 'metaclaw-test', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp'], env, stderr: 'pipe' }));
+  });
+  after(async () => {
+    await client?.close();
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+
+  test('lists the five tools and every skill as a resource', async () => {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((tool) => tool.name).sort(), ['memory_add', 'memory_forget', 'memory_search', 'skills_get', 'skills_search']);
+    const search = tools.find((tool) => tool.name === 'memory_search')!;
+    assert.deepEqual(search.inputSchema.required, ['query']);
+    const { resources } = await client.listResources();
+    assert.ok(resources.length >= 40, `the starter skills: ${resources.length}`);
+    const first = resources[0]!;
+    assert.match(first.uri, /^skill:\/\/[a-z0-9-]+$/);
+    const read = await client.readResource({ uri: first.uri });
+    const contents = read.contents[0] as { text: string; mimeType: string };
+    assert.equal(contents.mimeType, 'text/markdown');
+    assert.match(contents.text, /^---\nname: /, 'the SKILL.md with its frontmatter');
+  });
+
+  test('skills_search finds the skill for a task and skills_get returns it; an unknown name is an error result', async () => {
+    const found = JSON.parse(
+      textOf(await client.callTool({ name: 'skills_search', arguments: { query: 'how do I squash my git commits before merging?' } })),
+    ) as Array<{
+      name: string;
+      relevance: number;
+    }>;
+    assert.ok(found.length > 0);
+    assert.match(found[0]!.name, /git/);
+    const skill = await client.callTool({ name: 'skills_get', arguments: { name: found[0]!.name } });
+    assert.match(textOf(skill), new RegExp(`name: ${found[0]!.name}`));
+    const missing = (await client.callTool({ name: 'skills_get', arguments: { name: 'no-such-skill' } })) as TextResult;
+    assert.equal(missing.isError, true);
+    assert.match(textOf(missing), /No skill named no-such-skill/);
+  });
+
+  test('memory_add through MCP is found by the running proxy; memory_search finds it; memory_forget deletes it for good', async () => {
+    const added = JSON.parse(
+      textOf(await client.callTool({ name: 'memory_add', arguments: { content: 'The user deploys with Kamal to a Hetzner box.', type: 'project_state' } })),
+    ) as {
+      id: string;
+    };
+    assert.ok(added.id);
+    const viaProxy = (await (
+      await fetch(`${proxy.url}/v1/memory/search`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: 'how does the user deploy?' }),
+      })
+    ).json()) as { results: Array<{ id: string }> };
+    assert.ok(
+      viaProxy.results.some((hit) => hit.id === added.id),
+      'the proxy sees what MCP wrote',
+    );
+    const viaMcp = JSON.parse(textOf(await client.callTool({ name: 'memory_search', arguments: { query: 'Kamal deploy', limit: 5 } }))) as Array<{
+      id: string;
+    }>;
+    assert.equal(viaMcp[0]?.id, added.id);
+
+    const forgotten = (await client.callTool({ name: 'memory_forget', arguments: { id: added.id } })) as TextResult;
+    assert.notEqual(forgotten.isError, true);
+    const again = JSON.parse(textOf(await client.callTool({ name: 'memory_search', arguments: { query: 'Kamal deploy' } }))) as Array<{ id: string }>;
+    assert.ok(!again.some((hit) => hit.id === added.id));
+    const twice = (await client.callTool({ name: 'memory_forget', arguments: { id: added.id } })) as TextResult;
+    assert.equal(twice.isError, true);
+  });
+
+  test('bad arguments are refused with the reason, and nothing is written', async () => {
+    const before = await (await fetch(`${proxy.url}/v1/memory/stats`)).json();
+    const refused = async (name: string, args: Record<string, unknown>) => {
+      try {
+        const result = (await client.callTool({ name, arguments: args })) as TextResult;
+        assert.equal(result.isError, true, `${name} ${JSON.stringify(args)}`);
+        return textOf(result);
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    assert.match(await refused('memory_search', {}), /query/);
+    assert.match(await refused('memory_add', { content: 'x', type: 'gossip' }), /type/);
+    assert.match(await refused('memory_search', { query: 'x', limit: 500 }), /limit/);
+    assert.match(await refused('no_such_tool', {}), /no_such_tool/);
+    assert.deepEqual(await (await fetch(`${proxy.url}/v1/memory/stats`)).json(), before);
+  });
+});
