@@ -6,7 +6,7 @@ import { CLI, cleanEnv, homeWithStarterSkills, startProxy, type ProxyHandle } fr
 import { ScriptedUpstream } from './support/upstream.js';
 
 type TextResult = { content: Array<{ type: string; text?: string }>; isError?: boolean };
-const textOf = (result: unknown) => ((result as TextResult).content[0]?.text ?? '');
+const textOf = (result: unknown) => (result as TextResult).content[0]?.text ?? '';
 
 /**
  * `metaclaw mcp` driven by the MCP SDK's own client over stdio, beside a running proxy on the
