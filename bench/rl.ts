@@ -84,12 +84,12 @@ async function recordingLatency(context: ScenarioContext, judgeUrl: string) {
     rl: { enabled: true, prm_url: judgeUrl, prm_api_key: 'sk-judge', prm_model: 'judge', prm_m: 3 },
   });
   const body = context.small;
-  const count = Math.round(400 * context.scale);
+  const count = Math.round(200 * context.scale);
   const url = (proxy: string) => `${proxy}/v1/chat/completions`;
-  await context.sequential(url(off.url), body, 100, context.agent);
-  await context.sequential(url(on.url), body, 100, context.agent);
-  const pair = await context.interleaved((target) => context.sequential(target, body, count, context.agent), off.url, on.url, 4);
-  const direct = await context.interleaved((target) => context.sequential(target, body, count, context.agent), context.upstream, off.url, 2);
+  // Both proxies are new: V8 compiles their hot paths over the first thousands of requests.
+  for (const proxy of [off.url, on.url]) await context.sequential(url(proxy), body, Math.round(2_000 * context.scale), context.agent);
+  const pair = await context.interleaved((target) => context.sequential(target, body, count, context.agent), off.url, on.url, 12);
+  const direct = await context.interleaved((target) => context.sequential(target, body, count, context.agent), context.upstream, off.url, 4);
 
   context.log('RL: judge throughput (a backlog of samples drained by the running proxy)');
   const before = await judged(on.url);
