@@ -94,6 +94,21 @@ describe('metaclaw setup (non-interactive)', () => {
     assert.ok(!result.stdout.includes(GOOD_KEY), 'the key is never printed');
   });
 
+  test('setup with mode auto and no training key says which key to set, and the mode is written', async () => {
+    const home = newHome();
+    const result = await runCli(setupArgs(await freePort(), ['--yes', '--mode', 'auto', '--no-starter-skills']), {
+      home,
+      env: { TEST_PROVIDER_KEY: GOOD_KEY },
+      timeoutMs: 30_000,
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(
+      result.stdout,
+      /Mode auto trains on Tinker or MinT and needs its key: `metaclaw config set rl\.api_key KEY`.*Until then it runs as skills_only\./,
+    );
+    assert.equal(parse(readFileSync(join(home, 'config.yaml'), 'utf8')).mode, 'auto');
+  });
+
   test("a wrong key stops setup with the upstream's own words and writes nothing", async () => {
     const home = newHome();
     const result = await runCli(setupArgs(await freePort(), ['--yes']), { home, env: { TEST_PROVIDER_KEY: 'sk-wrong' } });

@@ -102,7 +102,7 @@ function keys(options: ConfigOptions): void {
     if (definition.noEffect) print(`    No effect in MetaClaw-TS: ${definition.noEffect.reason}. Setting it warns at start.`);
   }
   print('');
-  print('[compatibility only] MetaClaw keys accepted so its config files load; [not built yet] RL and scheduler keys for parts still to come.');
+  print('[compatibility only] MetaClaw keys accepted so its config files load, with the reason they do nothing here.');
 }
 
 const STATUS_LABELS = { compatibility: 'compatibility only', planned: 'not built yet' } as const;

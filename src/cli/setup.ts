@@ -7,6 +7,7 @@ import { probeProviderEmbeddings, retrievalModes, saveProbe } from '../runtime/i
 import { skillsSettings } from '../runtime/settings.js';
 import { installStarterSkills, SkillsService } from '../skills/index.js';
 import { openDatabase } from '../store/index.js';
+import { decideMode } from '../rl/index.js';
 import { probeUpstream } from '../upstream/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 import { terminalText } from './terminal-text.js';
@@ -103,6 +104,7 @@ export async function setupCommand(options: SetupOptions): Promise<void> {
   }
 
   if (options.verify !== false) await probeEmbeddingsAtSetup(options);
+  trainingKeyHint(options);
 
   const next =
     answers.claw === 'none'
@@ -110,6 +112,16 @@ export async function setupCommand(options: SetupOptions): Promise<void> {
       : `\`metaclaw start\` will wire ${clawName(answers.claw)} to the proxy; \`metaclaw stop --unwire\` puts it back exactly.`;
   if (interactive) prompts.outro(`Done. Run \`metaclaw start\`. ${next}`);
   else print(`Done. Run \`metaclaw start\`. ${next}`);
+}
+
+/** Modes rl and auto without a training key run as skills_only: say what to set, now rather than at the first start. */
+function trainingKeyHint(options: SetupOptions): void {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const mode = decideMode(config.values, process.env);
+  if (mode.configured === 'skills_only' || mode.backend) return;
+  print(
+    `Mode ${mode.configured} trains on Tinker or MinT and needs its key: \`metaclaw config set rl.api_key KEY\` (or export TINKER_API_KEY / MINT_API_KEY before \`metaclaw start\`), and the base model as rl.model (e.g. Qwen/Qwen3-8B). Until then it runs as skills_only.`,
+  );
 }
 
 /** Probes the provider's embeddings endpoint and stores what it found: the first start uses hybrid retrieval when it answered. */
@@ -198,8 +210,8 @@ async function ask(config: LoadedConfig, options: SetupOptions): Promise<Answers
         initialValue: values['mode'],
         options: [
           { value: 'skills_only', label: 'skills_only', hint: 'skills and memory through your own API (no GPU, no training)' },
-          { value: 'rl', label: 'rl', hint: 'also train a LoRA on a Tinker-compatible service (not built yet: runs as skills_only)' },
-          { value: 'auto', label: 'auto', hint: 'rl, training only in idle windows (not built yet: runs as skills_only)' },
+          { value: 'rl', label: 'rl', hint: 'also serve from and train a LoRA policy on Tinker or MinT (needs a training key)' },
+          { value: 'auto', label: 'auto', hint: 'rl, training only in idle windows (sleep hours, keyboard idle, meetings)' },
         ],
       }),
     );
