@@ -1,4 +1,4 @@
-// ESLint flat config: the recommended JavaScript and TypeScript rules, type-aware, for src/, test/, bench/ and scripts/.
+// ESLint flat config: the recommended JavaScript and TypeScript rules, type-aware, for src/, test/, bench/, scripts/ and the dashboard's pages.
 import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
@@ -18,6 +18,11 @@ export default tseslint.config(
       // Methods that implement a promise-returning interface are async without awaiting anything.
       '@typescript-eslint/require-await': 'off',
     },
+  },
+  {
+    // The dashboard runs in the browser (dashboard/tsconfig.json gives it the DOM types).
+    files: ['dashboard/src/**/*.ts'],
+    languageOptions: { globals: globals.browser },
   },
   {
     files: ['test/**/*.ts'],

@@ -39,6 +39,7 @@ export class ProxyMetrics {
   private readonly added: Histogram<'route'>;
   private readonly upstream: Histogram<'route'>;
   private readonly injected: Counter<'route'>;
+  private readonly recentAdded = new RecentValues(1_000);
 
   constructor(figures: StoreFigures, onError: (error: unknown) => void) {
     const registers = [this.registry];
@@ -115,11 +116,20 @@ export class ProxyMetrics {
   /** One model request ended. */
   observe(request: RequestObservation): void {
     const { route } = request;
+    if (request.addedSeconds !== undefined) this.recentAdded.add(request.addedSeconds * 1000);
     this.requests.inc({ route, status: String(request.status) });
     this.duration.observe({ route }, request.seconds);
     if (request.addedSeconds !== undefined) this.added.observe({ route }, request.addedSeconds);
     if (request.upstreamSeconds !== undefined) this.upstream.observe({ route }, request.upstreamSeconds);
     if (request.injectedTokens > 0) this.injected.inc({ route }, request.injectedTokens);
+  }
+
+  /** Added latency over the latest requests (the dashboard's figure; a histogram's buckets are too coarse). */
+  recentAddedLatency(): { samples: number; p50_ms: number | null; p95_ms: number | null } {
+    const sorted = this.recentAdded.values().sort((a, b) => a - b);
+    const at = (fraction: number) =>
+      sorted.length === 0 ? null : Math.round((sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? 0) * 1000) / 1000;
+    return { samples: sorted.length, p50_ms: at(0.5), p95_ms: at(0.95) };
   }
 
   async text(): Promise<string> {
@@ -128,5 +138,26 @@ export class ProxyMetrics {
 
   get contentType(): string {
     return this.registry.contentType;
+  }
+}
+
+/** The latest N values, in a fixed array (no allocation per request). */
+class RecentValues {
+  private readonly slots: Float64Array;
+  private next = 0;
+  private filled = 0;
+
+  constructor(size: number) {
+    this.slots = new Float64Array(size);
+  }
+
+  add(value: number): void {
+    this.slots[this.next] = value;
+    this.next = (this.next + 1) % this.slots.length;
+    if (this.filled < this.slots.length) this.filled++;
+  }
+
+  values(): number[] {
+    return Array.from(this.slots.subarray(0, this.filled));
   }
 }

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { AuthenticationError } from '../errors.js';
 import type { ClientCredentials } from '../upstream/index.js';
@@ -9,6 +9,13 @@ import type { ClientCredentials } from '../upstream/index.js';
  */
 export class ProxyAuth {
   private readonly key: Secret | undefined;
+  /**
+   * What a browser holds once it signed in to the dashboard with the proxy key (a cookie: pages
+   * cannot send headers). Random per process, so a restart signs every browser out and the key
+   * itself never sits in a cookie jar.
+   */
+  private readonly browserToken = randomBytes(32).toString('base64url');
+  private readonly browserSecret = new Secret(this.browserToken);
 
   constructor(apiKey: string) {
     this.key = apiKey === '' ? undefined : new Secret(apiKey);
@@ -29,6 +36,7 @@ export class ProxyAuth {
 
     const bearer = authorization?.match(/^Bearer\s+(.+)$/i)?.[1]?.trim();
     if (this.matches(single(headers['x-metaclaw-api-key']))) return credentials;
+    if (this.browserSecret.matches(cookieValue(headers.cookie, BROWSER_COOKIE))) return credentials;
     if (this.matches(bearer)) {
       delete credentials.authorization;
       return credentials;
@@ -40,9 +48,26 @@ export class ProxyAuth {
     throw new AuthenticationError();
   }
 
+  /** The browser cookie's value for a correct proxy key (dashboard sign-in); undefined for a wrong one. */
+  browserTokenFor(key: string): string | undefined {
+    return this.matches(key) ? this.browserToken : undefined;
+  }
+
   private matches(candidate: string | undefined): boolean {
     return this.key?.matches(candidate) ?? false;
   }
+}
+
+/** The cookie a signed-in dashboard browser sends (HttpOnly, SameSite=Strict). */
+export const BROWSER_COOKIE = 'metaclaw_ui';
+
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const at = part.indexOf('=');
+    if (at !== -1 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim();
+  }
+  return undefined;
 }
 
 /** A secret compared in constant time (by SHA-256 digest, so neither content nor length leaks). */

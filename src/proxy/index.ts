@@ -1,5 +1,5 @@
 export { createProxyServer } from './server.js';
-export { ProxyAuth } from './auth.js';
+export { ProxyAuth, BROWSER_COOKIE } from './auth.js';
 export { AdminToken, ADMIN_HEADER } from './admin-token.js';
 export { ProxyStats } from './stats.js';
 export { AfterServing } from './after-serving.js';

@@ -21,7 +21,16 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
 
   app.use('*', async (c, next) => {
     c.header('x-metaclaw-request-id', newRequestId());
-    if (c.req.path !== '/healthz') deps.auth.check(c.env.incoming.headers);
+    const path = c.req.path;
+    if (path !== '/healthz' && path !== '/ui/login') {
+      try {
+        deps.auth.check(c.env.incoming.headers);
+      } catch (error) {
+        // A browser opening a dashboard page without its cookie is sent to sign in, not shown JSON.
+        if (error instanceof AuthenticationError && c.req.method === 'GET' && (path === '/ui' || path.startsWith('/ui/'))) return c.redirect('/ui/login', 303);
+        throw error;
+      }
+    }
     await next();
   });
   // Counts the bytes actually read, not only a declared content-length: a chunked body declares none.

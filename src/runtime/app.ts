@@ -32,6 +32,7 @@ import { VERSION } from '../version.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
 import { recordingListeners, recordingSettings, type RecordingSettings } from './recording.js';
 import { ProxyMetrics, storeFigures } from '../metrics/index.js';
+import { dashboardRoutes } from '../dashboard/index.js';
 import { judgeSettings, memorySettings, rlEngineSettings, skillsSettings } from './settings.js';
 import {
   describeRetrieval,
@@ -62,6 +63,9 @@ export function isLoopbackHost(host: string): boolean {
  * The running proxy process: composes config → store → conversation → learning → context →
  * upstream → proxy, and owns start-up and graceful shutdown.
  */
+/** What /status answers (and the dashboard's overview reads). */
+export type StatusReport = ReturnType<MetaclawRuntime['statusReport']>;
+
 export class MetaclawRuntime {
   readonly logger: Logger;
   readonly db: Db;
@@ -88,6 +92,8 @@ export class MetaclawRuntime {
   private readonly probing = new AbortController();
   private readonly providers: ContextProvider[] = [];
   private readonly routeGroups: Array<(app: ProxyApp) => void> = [];
+  private readonly auth: ProxyAuth;
+  private readonly metrics: ProxyMetrics;
   private readonly sweeper: IdleSessionSweeper;
   private readonly pendingRecords = new Map<string, Promise<void>>();
   private readonly afterServing: AfterServing;
@@ -241,6 +247,30 @@ export class MetaclawRuntime {
       : undefined;
     if (this.engine) this.runner.register(this.engine.handler());
     this.addRoutes(rlRoutes(this.engine ? { engine: this.engine } : { engine: undefined, reason: this.rl.mode.reason }, adminToken));
+
+    this.auth = new ProxyAuth(values['proxy.api_key']);
+    this.metrics = new ProxyMetrics(
+      storeFigures(
+        this.db,
+        () => ({ ...this.queue.counts() }),
+        () => this.skills.library.all().map((skill) => skill.category),
+      ),
+      (error) => this.logger.warn({ err: error }, 'metrics: could not read the store for a scrape'),
+    );
+    this.addRoutes(
+      dashboardRoutes(
+        {
+          db: this.db,
+          status: () => this.statusReport(),
+          conversation: this.conversation,
+          queue: this.queue,
+          skills: this.skills,
+          memory: this.memory,
+          addedLatency: () => this.metrics.recentAddedLatency(),
+        },
+        this.auth,
+      ),
+    );
   }
 
   get config(): LoadedConfig {
@@ -285,21 +315,14 @@ export class MetaclawRuntime {
     warmGlossary(this.memory.crossLingualLanguages());
     this.context = new ContextPlanner(this.providers, this.logger, values['max_context_tokens']);
     const deps: ProxyDeps = {
-      auth: new ProxyAuth(values['proxy.api_key']),
+      auth: this.auth,
       maxBodyBytes: Math.round(values['proxy.max_body_mb'] * 1024 * 1024),
       defaultScope: values['memory.scope'],
       forwarder: this.forwarder,
       conversation: this.conversation,
       context: this.context,
       stats: this.stats,
-      metrics: new ProxyMetrics(
-        storeFigures(
-          this.db,
-          () => ({ ...this.queue.counts() }),
-          () => this.skills.library.all().map((skill) => skill.category),
-        ),
-        (error) => this.logger.warn({ err: error }, 'metrics: could not read the store for a scrape'),
-      ),
+      metrics: this.metrics,
       logger: this.logger,
       statusReport: () => this.statusReport(),
       listModels: (clientFormat, credentials) => listModels(this.forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),
@@ -465,7 +488,7 @@ export class MetaclawRuntime {
     );
   }
 
-  statusReport(): Record<string, unknown> {
+  statusReport() {
     const { values } = this.options.config;
     const runner = this.runner.snapshot();
     const spend = this.budget.summary();

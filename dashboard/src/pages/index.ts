@@ -1,0 +1,17 @@
+import type { ComponentType } from 'preact';
+import { OverviewPage } from './overview.js';
+
+export interface PageProps {
+  /** the address's parts after the page's own: `#/sessions/abc` gives ['abc'] */
+  params: string[];
+}
+
+export interface Page {
+  /** the first part of the address (`#/<path>`) */
+  path: string;
+  title: string;
+  component: ComponentType<PageProps>;
+}
+
+/** The pages, in the order the navigation shows them. */
+export const PAGES: Page[] = [{ path: 'overview', title: 'Overview', component: OverviewPage }];

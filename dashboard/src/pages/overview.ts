@@ -1,0 +1,97 @@
+import { useJson } from '../api.js';
+import { PageFrame, Stat } from '../components.js';
+import { ago, count, duration, ms, when } from '../format.js';
+import { html } from '../html.js';
+
+interface Overview {
+  version: string;
+  mode: string;
+  mode_reason: string;
+  uptime_seconds: number;
+  upstream: { name: string; base_url: string; format: string; model: string | null };
+  requests: {
+    total: number;
+    active: number;
+    errors_total: number;
+    errors: Record<string, number>;
+    tokens: { input: number; output: number };
+    added_latency: { samples: number; p50_ms: number | null; p95_ms: number | null };
+  };
+  sessions: { total: number; open: number; turns: number };
+  queue: { queued: number; leased: number; done: number; dead: number };
+  learning: { paused: boolean; paused_reason: string | null; completed: number; failed: number; spend: { tokens_today: number; daily_budget: number } };
+  skills: { enabled: boolean; count: number; generation: number; pending_proposals: number; last_change_at: string | null };
+  memory: { enabled: boolean; units: number; scopes: number; last_learned_at: string | null };
+  activity: { main_turns_last_day: number };
+  events: Array<{ at: string; what: string; title: string; detail: string | null; ok: boolean }>;
+  warnings: Array<{ code: string; message: string }>;
+}
+
+export function OverviewPage() {
+  const loaded = useJson<Overview>('/v1/dashboard/overview');
+  return html`<${PageFrame} title="Overview" loaded=${loaded}
+    >${(data: Overview) => html`
+      ${data.warnings.map((warning) => html`<div class="banner warning" role="alert" data-warning=${warning.code}>${warning.message}</div>`)}
+      <p class="muted">
+        MetaClaw ${data.version}, mode <strong>${data.mode}</strong> (${data.mode_reason}); up ${duration(data.uptime_seconds)};
+        ${' upstream '}<strong>${data.upstream.name}</strong>${' '}<code>${data.upstream.base_url}</code>${data.upstream.model ? html` model <code>${data.upstream.model}</code>` : null}.
+      </p>
+      <div class="stats">
+        <${Stat} label="Requests" value=${count(data.requests.total)} note=${`${data.requests.active} in flight`} />
+        <${Stat}
+          label="Errors"
+          value=${count(data.requests.errors_total)}
+          tone=${data.requests.errors_total > 0 ? 'bad' : undefined}
+          note=${
+            Object.entries(data.requests.errors)
+              .filter(([, n]) => n > 0)
+              .map(([name, n]) => `${name} ${n}`)
+              .join(', ') || 'none'
+          }
+        />
+        <${Stat} label="Tokens in / out" value=${`${count(data.requests.tokens.input)} / ${count(data.requests.tokens.output)}`} />
+        <${Stat}
+          label="Added latency p50"
+          value=${ms(data.requests.added_latency.p50_ms)}
+          note=${`p95 ${ms(data.requests.added_latency.p95_ms)} over ${data.requests.added_latency.samples} requests`}
+        />
+        <${Stat} label="Sessions" value=${count(data.sessions.total)} note=${`${data.sessions.open} open, ${count(data.sessions.turns)} turns`} />
+        <${Stat}
+          label="Learning queue"
+          value=${count(data.queue.queued + data.queue.leased)}
+          tone=${data.queue.dead > 0 ? 'bad' : undefined}
+          note=${`${data.queue.leased} running, ${data.queue.dead} dead, ${count(data.queue.done)} done`}
+        />
+        <${Stat}
+          label="Skills"
+          value=${data.skills.enabled ? count(data.skills.count) : 'off'}
+          note=${`generation ${data.skills.generation}, ${data.skills.pending_proposals} pending; changed ${ago(data.skills.last_change_at)}`}
+        />
+        <${Stat}
+          label="Memories"
+          value=${data.memory.enabled ? count(data.memory.units) : 'off'}
+          note=${`${data.memory.scopes} scope(s); learned ${ago(data.memory.last_learned_at)}`}
+        />
+        <${Stat}
+          label="Learning spend today"
+          value=${`${count(data.learning.spend.tokens_today)} tokens`}
+          note=${data.learning.spend.daily_budget > 0 ? `of ${count(data.learning.spend.daily_budget)}` : 'no daily limit'}
+        />
+      </div>
+      <h2>Last learning events</h2>
+      ${
+        data.events.length === 0
+          ? html`<p class="muted">Nothing learned yet. Skills are written when a session ends; memories as turns arrive.</p>`
+          : html`<ol class="events">
+              ${data.events.map(
+                (event) =>
+                  html`<li class=${event.ok ? '' : 'bad'} data-event=${event.what}>
+                    <time datetime=${event.at}>${when(event.at)}</time> <strong>${event.title}</strong>
+                    ${event.detail ? html`<div class="muted">${event.detail}</div>` : null}
+                  </li>`,
+              )}
+            </ol>`
+      }
+    `}<//
+  >`;
+}

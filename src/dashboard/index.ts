@@ -1,0 +1,3 @@
+export { dashboardRoutes } from './routes.js';
+export { DashboardAssets } from './assets.js';
+export type { DashboardSources, LatencySummary } from './types.js';

@@ -1,0 +1,56 @@
+import type { ProxyApp } from '../proxy/index.js';
+import { BROWSER_COOKIE, type ProxyAuth } from '../proxy/index.js';
+import { DashboardAssets } from './assets.js';
+import { loginPage } from './login-page.js';
+import { overviewData } from './overview.js';
+import type { DashboardSources } from './types.js';
+
+/** Nothing a page loads may come from elsewhere; no page may be framed. */
+const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+const PAGE_HEADERS = {
+  'content-security-policy': PAGE_POLICY,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+/**
+ * The dashboard: its pages at /ui (behind the proxy's auth: with a key configured, a browser signs
+ * in once at /ui/login and holds a cookie) and one data route per page under /v1/dashboard.
+ */
+export function dashboardRoutes(sources: DashboardSources, auth: ProxyAuth, assets = new DashboardAssets()): (app: ProxyApp) => void {
+  return (app) => {
+    app.get('/ui/login', (c) => c.html(loginPage(false), 200, PAGE_HEADERS));
+    app.post('/ui/login', async (c) => {
+      const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
+      const key = typeof form['key'] === 'string' ? form['key'] : '';
+      const token = auth.browserTokenFor(key);
+      if (!token) return c.html(loginPage(true), 401, PAGE_HEADERS);
+      return c.body(null, 303, {
+        location: '/ui',
+        'set-cookie': `${BROWSER_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Strict`,
+        'cache-control': 'no-store',
+      });
+    });
+
+    const page = () => {
+      const index = assets.get('index.html');
+      return index
+        ? new Response(index.body, { headers: { ...PAGE_HEADERS, 'content-type': index.type } })
+        : new Response('The dashboard is not built: run `npm run build` in the MetaClaw checkout, then restart the proxy.', {
+            status: 503,
+            headers: { ...PAGE_HEADERS, 'content-type': 'text/plain; charset=utf-8' },
+          });
+    };
+    app.get('/ui', page);
+    app.get('/ui/', page);
+    app.get('/ui/assets/:file', (c) => {
+      const asset = assets.get(c.req.param('file'));
+      if (!asset || c.req.param('file') === 'index.html') return c.text('No such dashboard file.', 404, PAGE_HEADERS);
+      return c.body(new Uint8Array(asset.body), 200, { ...PAGE_HEADERS, 'content-type': asset.type });
+    });
+
+    app.get('/v1/dashboard/overview', (c) => c.json(overviewData(sources)));
+  };
+}

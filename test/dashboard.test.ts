@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import type { Browser } from 'playwright-core';
+import { browserMissing, launchBrowser, openPage, screenshot } from './support/browser.js';
+import { homeWithStarterSkills, recordedTurn, startProxy, type ProxyHandle } from './support/proxy.js';
+import { ScriptedUpstream } from './support/upstream.js';
+
+const skip = browserMissing();
+
+/**
+ * The dashboard's overview and its sign-in, in Debian's Chromium driven by playwright-core, against
+ * a started proxy that has served real SDK requests (the upstream is the scripted one).
+ */
+describe('dashboard: overview', { skip }, () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let browser: Browser;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({ home: await homeWithStarterSkills(), config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'sk-test' });
+    for (const question of ['How do I squash my git commits?', 'And then push them?', 'Thanks, what about rebasing?']) {
+      const { response } = await client.chat.completions
+        .create({ model: 'gpt-test', messages: [{ role: 'user', content: question }] }, { headers: { 'x-session-id': 'dash-overview' } })
+        .withResponse();
+      await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
+    }
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+
+  test('the overview shows requests, sessions, skills and added latency from one data request, without console errors, and nothing from another origin', async () => {
+    const { page, errors, requested, close } = await openPage(browser);
+    try {
+      await page.goto(`${proxy.url}/ui`);
+      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+      const stat = (label: string) => page.locator(`[data-stat="${label}"] .stat-value`).innerText();
+      await page.locator('[data-stat="Requests"]').waitFor();
+      assert.equal(await stat('Requests'), '3');
+      assert.equal(await stat('Sessions'), '1');
+      assert.match(await stat('Skills'), /^\d+$/);
+      assert.ok(Number(await stat('Skills')) >= 40, 'the starter skills');
+      assert.match(await stat('Added latency p50'), /ms$/);
+      const data = requested.filter((url) => url.includes('/v1/'));
+      assert.deepEqual(data, [`${proxy.url}/v1/dashboard/overview`], 'one data request renders the page');
+      assert.deepEqual(
+        requested.filter((url) => !url.startsWith(proxy.url)),
+        [],
+        'nothing is fetched from another origin',
+      );
+      assert.ok(statSync(await screenshot(page, 'overview')).size > 10_000);
+      assert.deepEqual(errors, []);
+    } finally {
+      await close();
+    }
+  });
+
+  test('the overview fits a narrow window and follows a dark system theme', async () => {
+    const { page, errors, close } = await openPage(browser, { width: 380, height: 800, colorScheme: 'dark' });
+    try {
+      await page.goto(`${proxy.url}/ui`);
+      await page.locator('[data-stat="Requests"]').waitFor();
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(width <= 380, `no sideways scrolling in a narrow window (${width} px)`);
+      const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      assert.equal(background, 'rgb(17, 20, 24)', 'the dark theme follows the system setting');
+      await screenshot(page, 'overview-narrow-dark');
+      assert.deepEqual(errors, []);
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('dashboard: sign-in when the proxy requires a key', { skip }, () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let browser: Browser;
+  const key = 'mc-dashboard-test-key-0123456789';
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } }, env: { METACLAW_PROXY_API_KEY: key } });
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+
+  test('the pages and their data are refused without the key; a wrong key is refused and changes nothing', async () => {
+    const data = await fetch(`${proxy.url}/v1/dashboard/overview`);
+    assert.equal(data.status, 401);
+    assert.equal(((await data.json()) as { error: { type: string } }).error.type, 'authentication_error');
+    for (const path of ['/ui', '/ui/assets/app.js']) {
+      const page = await fetch(`${proxy.url}${path}`, { redirect: 'manual' });
+      assert.equal(page.status, 303, path);
+      assert.equal(page.headers.get('location'), '/ui/login');
+    }
+    const wrong = await fetch(`${proxy.url}/ui/login`, { method: 'POST', body: new URLSearchParams({ key: 'not-the-key' }), redirect: 'manual' });
+    assert.equal(wrong.status, 401);
+    assert.equal(wrong.headers.get('set-cookie'), null);
+    assert.match(await wrong.text(), /not the proxy key/);
+  });
+
+  test('a browser signs in once with the key and then sees the overview; the cookie is HttpOnly and SameSite=Strict, never the key', async () => {
+    const { page, errors, close } = await openPage(browser);
+    try {
+      await page.goto(`${proxy.url}/ui`);
+      await page.getByLabel('Proxy key').fill(key);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.locator('[data-stat="Requests"]').waitFor();
+      assert.equal(new URL(page.url()).pathname, '/ui');
+      const [cookie] = await page.context().cookies();
+      assert.equal(cookie?.name, 'metaclaw_ui');
+      assert.equal(cookie?.httpOnly, true);
+      assert.equal(cookie?.sameSite, 'Strict');
+      assert.ok(!cookie?.value.includes(key));
+      assert.deepEqual(errors, []);
+    } finally {
+      await close();
+    }
+  });
+});
