@@ -67,9 +67,9 @@ describe('dashboard: overview', { skip }, () => {
     try {
       await page.goto(`${proxy.url}/ui`);
       await page.locator('[data-stat="Requests"]').waitFor();
-      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      const width = await page.evaluate<number>('document.documentElement.scrollWidth');
       assert.ok(width <= 380, `no sideways scrolling in a narrow window (${width} px)`);
-      const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      const background = await page.evaluate<string>('getComputedStyle(document.body).backgroundColor');
       assert.equal(background, 'rgb(17, 20, 24)', 'the dark theme follows the system setting');
       await screenshot(page, 'overview-narrow-dark');
       assert.deepEqual(errors, []);

@@ -137,6 +137,36 @@ describe('scheduler state machine (fake clock, real SQLite store)', () => {
     db.close();
   });
 
+  test('every window is kept in the history with its sources and why it closed; a restart inside a window ends it', async () => {
+    const path = databasePath();
+    const { clock, db, activity, s } = await openAtNoon(path);
+    const noon = clock.now();
+    clock.advance(MINUTE);
+    const end = activity.begin('main', clock.now());
+    s.tick();
+    end(clock.now());
+    clock.advance(31 * MINUTE);
+    assert.equal(s.isOpen(), true, 'proxy idle again after the threshold');
+    const reopened = clock.now();
+    assert.deepEqual(
+      s.windowHistory(noon - MINUTE, clock.now()).map((window) => ({ ...window, close_reason: window.close_reason?.replace(/:.*/, '') ?? null })),
+      [
+        { opened_at: noon, closed_at: noon + MINUTE, sources: ['proxy_idle'], close_reason: 'window closed' },
+        { opened_at: reopened, closed_at: null, sources: ['proxy_idle'], close_reason: null },
+      ],
+    );
+    assert.deepEqual(s.windowHistory(noon + 2 * MINUTE, noon + 3 * MINUTE), [], 'nothing overlaps the gap between them');
+    db.close();
+
+    clock.advance(5 * MINUTE);
+    const second = openDatabase(path);
+    const restarted = scheduler(second, clock, new MainTurnActivity(null));
+    const [, last] = restarted.windowHistory(noon, clock.now());
+    assert.equal(last?.closed_at, clock.now(), 'the window the process died in ends at the restart');
+    assert.match(last?.close_reason ?? '', /restarted in WINDOW_OPEN/);
+    second.close();
+  });
+
   test('a step past its point of no return may finish after the window closed: done, then IDLE_WAIT', async () => {
     const { clock, db, activity, s } = await openAtNoon();
     let aborted = false;

@@ -1,9 +1,14 @@
+import { z } from 'zod';
 import type { ProxyApp } from '../proxy/index.js';
+import { parse } from '../proxy/route-body.js';
 import { BROWSER_COOKIE, type ProxyAuth } from '../proxy/index.js';
 import { DashboardAssets } from './assets.js';
 import { loginPage } from './login-page.js';
 import { overviewData } from './overview.js';
+import { learningData } from './learning.js';
 import type { DashboardSources } from './types.js';
+
+const learningQuery = z.object({ days: z.coerce.number().int().min(1).max(365).default(30) });
 
 /** Nothing a page loads may come from elsewhere; no page may be framed. */
 const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
@@ -52,5 +57,6 @@ export function dashboardRoutes(sources: DashboardSources, auth: ProxyAuth, asse
     });
 
     app.get('/v1/dashboard/overview', (c) => c.json(overviewData(sources)));
+    app.get('/v1/dashboard/learning', (c) => c.json(learningData(sources.db, parse(learningQuery, c.req.query()).days)));
   };
 }

@@ -9,3 +9,4 @@ export { decideWindow, expectWindows, type WindowInputs, type KeyboardReading } 
 export { systemClock } from './types.js';
 export type * from './types.js';
 export { previewSchedule, type SchedulePreview } from './preview.js';
+export { schedulerWindows, type SchedulerWindow } from './state-store.js';

@@ -164,6 +164,11 @@ export class Scheduler implements TrainingWindow {
   }
 
   /** A step that did not finish (window closed, failure, restart): its batch waits for the next window. */
+  /** The windows that overlapped [from, to], oldest first: when each opened, closed, and what held it open. */
+  windowHistory(from: number, to: number) {
+    return this.store.windows(from, to);
+  }
+
   pendingStep(): StepRecord | null {
     const step = this.persisted.step;
     return step?.pending ? { id: step.id, batch: step.batch, startedAt: step.startedAt } : null;

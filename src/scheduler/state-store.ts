@@ -37,8 +37,13 @@ const sourcesSchema = z.array(z.enum(['sleep_hours', 'keyboard_idle', 'proxy_idl
 export class SchedulerStateStore {
   private readonly readStatement;
   private readonly writeStatement;
+  private readonly openWindow;
+  private readonly closeWindow;
+  private readonly writeWithWindow;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
+    this.openWindow = db.prepare<[number, string]>('INSERT INTO scheduler_windows (opened_at, sources) VALUES (?, ?)');
+    this.closeWindow = db.prepare<[number, string]>('UPDATE scheduler_windows SET closed_at = ?, close_reason = ? WHERE closed_at IS NULL');
     this.readStatement = db.prepare<[], unknown>('SELECT * FROM scheduler_state WHERE id = 1');
     this.writeStatement = db.prepare(`
       INSERT INTO scheduler_state (id, state, since, reason, window_sources, window_until, step_id, step_batch, step_started_at, step_pending,
@@ -50,6 +55,17 @@ export class SchedulerStateStore {
         step_batch = excluded.step_batch, step_started_at = excluded.step_started_at, step_pending = excluded.step_pending,
         last_step_id = excluded.last_step_id, last_step_outcome = excluded.last_step_outcome, last_step_ended_at = excluded.last_step_ended_at,
         steps_done = excluded.steps_done, steps_abandoned = excluded.steps_abandoned, updated_at = excluded.updated_at`);
+    this.writeWithWindow = db.transaction((state: PersistedScheduler, at: number) => {
+      const before = this.readStatement.get() as { state?: string } | undefined;
+      const wasOpen = isOpenState(before?.state);
+      const open = isOpenState(state.state);
+      if (wasOpen && !open) this.closeWindow.run(at, state.reason);
+      if (!wasOpen && open) {
+        this.closeWindow.run(at, 'a new window opened');
+        this.openWindow.run(at, JSON.stringify(state.windowSources));
+      }
+      this.writeRow(state, at);
+    });
   }
 
   /** The persisted row, or undefined on a first start. A row this build cannot read throws. */
@@ -81,7 +97,20 @@ export class SchedulerStateStore {
     };
   }
 
+  /**
+   * Writes the state; a window that opens or closes with it is added to (or ended in) the window
+   * history in the same transaction.
+   */
   write(state: PersistedScheduler, at: number): void {
+    this.writeWithWindow(state, at);
+  }
+
+  /** The windows that overlap [from, to], oldest first (the dashboard's timeline). */
+  windows(from: number, to: number): SchedulerWindow[] {
+    return schedulerWindows(this.db, from, to);
+  }
+
+  private writeRow(state: PersistedScheduler, at: number): void {
     this.writeStatement.run({
       state: state.state,
       since: state.since,
@@ -99,5 +128,37 @@ export class SchedulerStateStore {
       steps_abandoned: state.stepsAbandoned,
       updated_at: at,
     });
+  }
+}
+
+/** UPDATING is a step inside an open window; PAUSING is the window closing under a step. */
+function isOpenState(state: string | undefined): boolean {
+  return state === 'WINDOW_OPEN' || state === 'UPDATING';
+}
+
+export interface SchedulerWindow {
+  opened_at: number;
+  /** null: still open */
+  closed_at: number | null;
+  sources: WindowSourceName[];
+  close_reason: string | null;
+}
+
+/** The recorded windows that overlap [from, to], oldest first (at most `limit`, the latest). */
+export function schedulerWindows(db: Db, from: number, to: number, limit = 1_000): SchedulerWindow[] {
+  const rows = db
+    .prepare<[number, number, number], { opened_at: number; closed_at: number | null; sources: string; close_reason: string | null }>(
+      `SELECT opened_at, closed_at, sources, close_reason FROM scheduler_windows
+       WHERE opened_at <= ? AND (closed_at IS NULL OR closed_at >= ?) ORDER BY opened_at DESC LIMIT ?`,
+    )
+    .all(to, from, limit);
+  return rows.reverse().map((row) => ({ ...row, sources: sourcesSchema.catch([]).parse(parseOrNull(row.sources)) }));
+}
+
+function parseOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
 }

@@ -394,4 +394,19 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE rl_samples ADD COLUMN teacher_error TEXT;
     `,
   },
+  {
+    version: 15,
+    description: 'the scheduler windows: when each idle window opened and closed, and what held it open',
+    sql: `
+      -- One row per window the scheduler opened (the dashboard's timeline). closed_at null: still open.
+      CREATE TABLE scheduler_windows (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        opened_at INTEGER NOT NULL,
+        closed_at INTEGER,
+        sources TEXT NOT NULL,              -- JSON list: sleep_hours | keyboard_idle | proxy_idle | calendar
+        close_reason TEXT
+      );
+      CREATE INDEX scheduler_windows_opened ON scheduler_windows(opened_at);
+    `,
+  },
 ];

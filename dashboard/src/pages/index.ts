@@ -1,4 +1,5 @@
 import type { ComponentType } from 'preact';
+import { LearningPage } from './learning.js';
 import { OverviewPage } from './overview.js';
 
 export interface PageProps {
@@ -14,4 +15,7 @@ export interface Page {
 }
 
 /** The pages, in the order the navigation shows them. */
-export const PAGES: Page[] = [{ path: 'overview', title: 'Overview', component: OverviewPage }];
+export const PAGES: Page[] = [
+  { path: 'overview', title: 'Overview', component: OverviewPage },
+  { path: 'learning', title: 'Learning', component: LearningPage },
+];

@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Browser } from 'playwright-core';
+import { browserMissing, launchBrowser, openPage, screenshot } from './support/browser.js';
+import { homeWithStarterSkills, startProxy, type ProxyHandle } from './support/proxy.js';
+import { ScriptedUpstream } from './support/upstream.js';
+
+const skip = browserMissing();
+
+/** Sleep hours from an hour ago to two hours ahead (local time): the scheduler opens a window at start. */
+function clock(offsetHours: number): string {
+  const at = new Date(Date.now() + offsetHours * 3_600_000);
+  return `${String(at.getHours()).padStart(2, '0')}:${String(at.getMinutes()).padStart(2, '0')}`;
+}
+
+/**
+ * The learning page in Chromium: skills and memories over time and the scheduler's windows, from
+ * a proxy whose library, memories and scheduler were filled the way a user fills them.
+ */
+describe('dashboard: learning curves', { skip }, () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let browser: Browser;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({
+      home: await homeWithStarterSkills(),
+      config: {
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
+        scheduler: { enabled: true, sleep_start: clock(-1), sleep_end: clock(2) },
+      },
+    });
+    for (const [content, core] of [
+      ['Always write commit messages in the imperative mood.', true],
+      ['The user works on the billing service in Go.', false],
+    ] as const) {
+      const added = await fetch(`${proxy.url}/v1/memory`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: core ? 'preference' : 'semantic', content, core }),
+      });
+      assert.equal(added.status, 201, await added.text());
+    }
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+
+  test("the data route counts today's skills and memories and the open sleep-hours window; a bad range is a 400 that names it", async () => {
+    const data = (await (await fetch(`${proxy.url}/v1/dashboard/learning?days=7`)).json()) as any;
+    assert.equal(data.days.length, 7);
+    assert.equal(data.skills.at(-1), 42, 'the starter bank');
+    assert.equal(data.skills.at(0), 0, 'none a week ago');
+    assert.deepEqual([data.memories.learned.at(-1), data.memories.standing.at(-1)], [2, 1]);
+    assert.equal(data.windows.length, 1);
+    assert.equal(data.windows[0].closed_at, null);
+    assert.ok(data.windows[0].sources.includes('sleep_hours'), JSON.stringify(data.windows));
+    const bad = await fetch(`${proxy.url}/v1/dashboard/learning?days=0`);
+    assert.equal(bad.status, 400);
+    assert.match(((await bad.json()) as { error: { message: string } }).error.message, /days/);
+  });
+
+  test('the page draws the skills and memories charts and the window timeline from one data request, without console errors, in a narrow window too', async () => {
+    for (const [width, name] of [
+      [1280, 'learning'],
+      [380, 'learning-narrow'],
+    ] as const) {
+      const { page, errors, requested, close } = await openPage(browser, { width });
+      try {
+        await page.goto(`${proxy.url}/ui#/learning`);
+        await page.getByRole('heading', { name: 'Learning' }).waitFor();
+        await page.locator('[data-chart="Skills in the library"] canvas').waitFor();
+        await page.locator('[data-chart="Memories"] canvas').waitFor();
+        assert.equal(await page.locator('.timeline .window[data-window*="sleep_hours"]').count(), 1);
+        assert.match(await page.getByText('No turn has been scored by the judge').innerText(), /RL modes/);
+        assert.deepEqual(
+          requested.filter((url) => url.includes('/v1/')),
+          [`${proxy.url}/v1/dashboard/learning?days=30`],
+        );
+        const scrollWidth = await page.evaluate<number>('document.documentElement.scrollWidth');
+        assert.ok(scrollWidth <= width, `no sideways scrolling (${scrollWidth} px)`);
+        await screenshot(page, name);
+        assert.deepEqual(errors, []);
+      } finally {
+        await close();
+      }
+    }
+  });
+});
