@@ -136,7 +136,7 @@ function Timeline({ data }: { data: Learning }) {
           class="window"
           data-window=${window.sources.join('+')}
           title=${`${when(new Date(window.opened_at).toISOString())} – ${window.closed_at ? when(new Date(window.closed_at).toISOString()) : 'open'}: ${window.sources.join(' + ')}`}
-          style=${{ left: `${((from - start) / span) * 100}%`, width: `${Math.max(0.3, ((to - from) / span) * 100)}%` }}
+          style=${{ left: `${Math.min(99, ((from - start) / span) * 100)}%`, width: `${Math.max(1, ((to - from) / span) * 100)}%` }}
         ></span>`;
       })}
     </div>
