@@ -33,7 +33,7 @@ describe('the package installs and runs without a checkout', () => {
   const work = mkdtempSync(join(tmpdir(), 'metaclaw-package-'));
   after(() => rmSync(work, { recursive: true, force: true }));
 
-  test('npm pack builds it; npm install -g of the tarball into an empty prefix gives a metaclaw that answers --version, installs the starter skills, starts, proxies and stops', async () => {
+  test('npm pack builds it; npm install -g of the tarball into an empty prefix gives a metaclaw that answers --version, installs the starter skills, starts, proxies, serves its dashboard and stops', async () => {
     const source = join(work, 'checkout');
     copyCheckout(source);
     const packed = await run('npm', ['pack', '--pack-destination', work], { cwd: source, env: npmEnv(), timeoutMs: 300_000 });
@@ -70,6 +70,9 @@ describe('the package installs and runs without a checkout', () => {
       'prompts/skill-evolve.md',
       'data/secret-rules.json',
       'data/term-statistics.json',
+      'dist/ui/index.html',
+      'dist/ui/app.js',
+      'dist/ui/app.css',
     ])
       assert.ok(existsSync(join(packageDir, file)), `${file} is shipped`);
 
@@ -111,6 +114,10 @@ describe('the package installs and runs without a checkout', () => {
       const forwarded = upstream.modelRequests()[0]!;
       assert.equal(forwarded.headers['authorization'], 'Bearer sk-from-env');
       assert.match(JSON.stringify(forwarded.body.messages), /<metaclaw-context>[\s\S]*git-commit-hygiene/, 'a starter skill was injected');
+      const dashboard = await fetch(`http://127.0.0.1:${port}/ui`);
+      assert.equal(dashboard.status, 200, 'the installed package serves its dashboard');
+      assert.match(await dashboard.text(), /<script type="module" src="\/ui\/assets\/app.js">/);
+      assert.equal((await fetch(`http://127.0.0.1:${port}/ui/assets/app.js`)).status, 200);
 
       const stopped = await metaclaw('stop');
       assert.equal(stopped.code, 0, stopped.stderr);
