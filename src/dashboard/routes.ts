@@ -3,6 +3,8 @@ import { BROWSER_COOKIE, type ProxyAuth } from '../proxy/index.js';
 import { DashboardAssets } from './assets.js';
 import { loginPage } from './login-page.js';
 import { overviewData } from './overview.js';
+import { sessionDetail, sessionDetailQuery, sessionList, sessionListQuery } from './sessions.js';
+import { parse } from '../proxy/route-body.js';
 import type { DashboardSources } from './types.js';
 
 /** Nothing a page loads may come from elsewhere; no page may be framed. */
@@ -52,5 +54,9 @@ export function dashboardRoutes(sources: DashboardSources, auth: ProxyAuth, asse
     });
 
     app.get('/v1/dashboard/overview', (c) => c.json(overviewData(sources)));
+    app.get('/v1/dashboard/sessions', (c) => c.json(sessionList(sources.db, parse(sessionListQuery, c.req.query()))));
+    app.get('/v1/dashboard/sessions/:id', (c) =>
+      c.json(sessionDetail(sources.db, sources.conversation, c.req.param('id'), parse(sessionDetailQuery, c.req.query()))),
+    );
   };
 }

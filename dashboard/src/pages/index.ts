@@ -1,5 +1,6 @@
 import type { ComponentType } from 'preact';
 import { OverviewPage } from './overview.js';
+import { SessionsPage } from './sessions.js';
 
 export interface PageProps {
   /** the address's parts after the page's own: `#/sessions/abc` gives ['abc'] */
@@ -14,4 +15,7 @@ export interface Page {
 }
 
 /** The pages, in the order the navigation shows them. */
-export const PAGES: Page[] = [{ path: 'overview', title: 'Overview', component: OverviewPage }];
+export const PAGES: Page[] = [
+  { path: 'overview', title: 'Overview', component: OverviewPage },
+  { path: 'sessions', title: 'Sessions', component: SessionsPage },
+];
