@@ -151,6 +151,24 @@ describe('dashboard: sessions and their turns', { skip }, () => {
     }
   });
 
+  test("the overview's learning events link to the session that caused them", async () => {
+    const { page, errors, requested, close } = await openPage(browser);
+    try {
+      await page.goto(`${proxy.url}/ui`);
+      const event = page.locator('[data-event="job"]', { hasText: 'memory.record_turn done' }).first();
+      const target = event.getByRole('link', { name: 'session' });
+      const session = decodeURIComponent((await target.getAttribute('href'))!.replace('#/sessions/', ''));
+      assert.ok([SESSION, OTHER].includes(session), session);
+      await target.click();
+      await page.getByRole('heading', { name: 'Turns' }).waitFor();
+      assert.equal(await page.locator('.session-facts code').innerText(), session);
+      assert.deepEqual(dataRequests(requested, proxy.url), ['/v1/dashboard/overview', `/v1/dashboard/sessions/${session}`]);
+      assert.deepEqual(errors, []);
+    } finally {
+      await close();
+    }
+  });
+
   test('an unknown session shows that it is unknown, and its data route answers 404 in the API error format', async () => {
     const { page, errors, close } = await openPage(browser);
     try {

@@ -8,7 +8,7 @@ import { injectedText } from './injected-text.js';
 /** Sessions per page of the list; turns per page of a session. */
 export const SESSIONS_PER_PAGE = 50;
 // Each turn with an injection decodes its forwarded body for the injected text: a page stays small.
-export const TURNS_PER_PAGE = 50;
+export const TURNS_PER_PAGE = 25;
 /** Learning jobs shown for one session (its turns' and its own), newest first. */
 const JOBS_LIMIT = 200;
 /** A request or answer longer than this is cut on the page; `GET /v1/requests/{id}` has it whole. */
