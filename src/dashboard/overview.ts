@@ -12,6 +12,8 @@ export interface LearningEvent {
   title: string;
   detail: string | null;
   ok: boolean;
+  /** the session it came from, when known (the sessions page shows it) */
+  session_id: string | null;
 }
 
 export interface Warning {
@@ -80,10 +82,10 @@ function recentActivity(db: Db, now: number): Activity {
 function learningEvents(db: Db, limit = 15): LearningEvent[] {
   const jobs = db
     .prepare(
-      `SELECT kind, status, last_error, tokens_used, coalesce(finished_at, updated_at) AS at FROM jobs
+      `SELECT kind, status, last_error, tokens_used, coalesce(finished_at, updated_at) AS at, json_extract(payload, '$.sessionId') AS session_id FROM jobs
        WHERE status IN ('done', 'dead') ORDER BY coalesce(finished_at, updated_at) DESC LIMIT ?`,
     )
-    .all(limit) as Array<{ kind: string; status: string; last_error: string | null; tokens_used: number; at: number }>;
+    .all(limit) as Array<{ kind: string; status: string; last_error: string | null; tokens_used: number; at: number; session_id: unknown }>;
   // A bank installed or imported at once is one event, not one per skill.
   const skills = db
     .prepare(
@@ -92,8 +94,8 @@ function learningEvents(db: Db, limit = 15): LearningEvent[] {
     )
     .all(limit) as Array<{ name: string; skills: number; version: number; action: string; source: string | null; at: number }>;
   const memories = db
-    .prepare(`SELECT type, origin, scope, content, created_at AS at FROM memory_units WHERE origin <> 'raw_turn' ORDER BY rowid DESC LIMIT ?`)
-    .all(limit) as Array<{ type: string; origin: string; scope: string; content: string; at: number }>;
+    .prepare(`SELECT type, origin, scope, content, source_session, created_at AS at FROM memory_units WHERE origin <> 'raw_turn' ORDER BY rowid DESC LIMIT ?`)
+    .all(limit) as Array<{ type: string; origin: string; scope: string; content: string; source_session: string | null; at: number }>;
   const events: Array<LearningEvent & { time: number }> = [
     ...jobs.map((job) => ({
       time: job.at,
@@ -102,6 +104,7 @@ function learningEvents(db: Db, limit = 15): LearningEvent[] {
       title: `${job.kind} ${job.status === 'dead' ? 'failed for good' : 'done'}`,
       detail: job.status === 'dead' ? job.last_error : job.tokens_used > 0 ? `${job.tokens_used} tokens` : null,
       ok: job.status !== 'dead',
+      session_id: typeof job.session_id === 'string' ? job.session_id : null,
     })),
     ...skills.map((row) => ({
       time: row.at,
@@ -110,6 +113,7 @@ function learningEvents(db: Db, limit = 15): LearningEvent[] {
       title: row.skills > 1 ? `${row.skills} skills (${row.action})` : `skill ${row.name} v${row.version} (${row.action})`,
       detail: row.source,
       ok: true,
+      session_id: null,
     })),
     ...memories.map((row) => ({
       time: row.at,
@@ -118,6 +122,7 @@ function learningEvents(db: Db, limit = 15): LearningEvent[] {
       title: `${row.type} memory (${row.origin}) in ${row.scope}`,
       detail: row.content.length > 160 ? `${row.content.slice(0, 157)}…` : row.content,
       ok: true,
+      session_id: row.source_session,
     })),
   ];
   return events

@@ -6,6 +6,7 @@ import { DashboardAssets } from './assets.js';
 import { loginPage } from './login-page.js';
 import { overviewData } from './overview.js';
 import { learningData } from './learning.js';
+import { sessionDetail, sessionDetailQuery, sessionList, sessionListQuery } from './sessions.js';
 import type { DashboardSources } from './types.js';
 
 const learningQuery = z.object({ days: z.coerce.number().int().min(1).max(365).default(30) });
@@ -58,5 +59,9 @@ export function dashboardRoutes(sources: DashboardSources, auth: ProxyAuth, asse
 
     app.get('/v1/dashboard/overview', (c) => c.json(overviewData(sources)));
     app.get('/v1/dashboard/learning', (c) => c.json(learningData(sources.db, parse(learningQuery, c.req.query()).days)));
+    app.get('/v1/dashboard/sessions', (c) => c.json(sessionList(sources.db, parse(sessionListQuery, c.req.query()))));
+    app.get('/v1/dashboard/sessions/:id', (c) =>
+      c.json(sessionDetail(sources.db, sources.conversation, c.req.param('id'), parse(sessionDetailQuery, c.req.query()))),
+    );
   };
 }

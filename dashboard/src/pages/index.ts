@@ -1,6 +1,7 @@
 import type { ComponentType } from 'preact';
 import { LearningPage } from './learning.js';
 import { OverviewPage } from './overview.js';
+import { SessionsPage } from './sessions.js';
 
 export interface PageProps {
   /** the address's parts after the page's own: `#/sessions/abc` gives ['abc'] */
@@ -17,5 +18,6 @@ export interface Page {
 /** The pages, in the order the navigation shows them. */
 export const PAGES: Page[] = [
   { path: 'overview', title: 'Overview', component: OverviewPage },
+  { path: 'sessions', title: 'Sessions', component: SessionsPage },
   { path: 'learning', title: 'Learning', component: LearningPage },
 ];

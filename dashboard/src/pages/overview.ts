@@ -2,6 +2,7 @@ import { useJson } from '../api.js';
 import { PageFrame, Stat } from '../components.js';
 import { ago, count, duration, ms, when } from '../format.js';
 import { html } from '../html.js';
+import { link } from '../router.js';
 
 interface Overview {
   version: string;
@@ -23,7 +24,7 @@ interface Overview {
   skills: { enabled: boolean; count: number; generation: number; pending_proposals: number; last_change_at: string | null };
   memory: { enabled: boolean; units: number; scopes: number; last_learned_at: string | null };
   activity: { main_turns_last_day: number };
-  events: Array<{ at: string; what: string; title: string; detail: string | null; ok: boolean }>;
+  events: Array<{ at: string; what: string; title: string; detail: string | null; ok: boolean; session_id: string | null }>;
   warnings: Array<{ code: string; message: string }>;
 }
 
@@ -87,6 +88,7 @@ export function OverviewPage() {
                 (event) =>
                   html`<li class=${event.ok ? '' : 'bad'} data-event=${event.what}>
                     <time datetime=${event.at}>${when(event.at)}</time> <strong>${event.title}</strong>
+                    ${event.session_id ? html` <a href=${link('sessions', event.session_id)}>session</a>` : null}
                     ${event.detail ? html`<div class="muted">${event.detail}</div>` : null}
                   </li>`,
               )}
