@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { json, ScriptedUpstream } from './support/upstream.js';
+import { killMidBurst } from './support/kill-burst.js';
 import { recordedTurn, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 import type { TinkerDouble } from './support/tinker-double.js';
 import { CHAR_VOCAB_SIZE, opened, readySamples, sendTurns, startRlProxy, stepDone, stepsOf, training, type RlProxy } from './support/rl-proxy.js';
@@ -191,32 +192,15 @@ describe('RL turns and a proxy killed under load', () => {
     const rl = await startRlProxy({ rl: { manual_train_trigger: true, prm_m: 1 }, reply: () => 'Score: 1', ready: true });
     const { proxy } = rl;
     try {
-      const pid = (JSON.parse(readFileSync(join(proxy.home, 'metaclaw.pid'), 'utf8')) as { pid: number }).pid;
-      const answered: string[] = [];
-      let next = 0;
-      let killed = false;
-      const worker = async () => {
-        while (next < 160) {
-          const index = next++;
-          try {
-            const response = await fetch(`${proxy.url}/v1/chat/completions`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json', 'x-session-id': `kill-${index % 4}` },
-              body: JSON.stringify({ model: 'tiny/chars', messages: [{ role: 'user', content: `question ${index}` }], max_tokens: 8 }),
-            });
-            const body = (await response.json()) as { choices?: unknown[] };
-            if (response.status === 200 && body.choices) answered.push(response.headers.get('x-metaclaw-request-id')!);
-          } catch {
-            // the proxy is gone: this request was not answered
-          }
-          if (answered.length >= 80 && !killed) {
-            killed = true;
-            process.kill(pid, 'SIGKILL');
-          }
-        }
-      };
-      await Promise.all(Array.from({ length: 8 }, worker));
-      assert.ok(killed && answered.length >= 80 && answered.length < 160, `killed mid-burst after ${answered.length} answers`);
+      const answered = await killMidBurst(proxy, {
+        total: 160,
+        killAfter: 80,
+        request: (index) => ({
+          headers: { 'x-session-id': `kill-${index % 4}` },
+          body: { model: 'tiny/chars', messages: [{ role: 'user', content: `question ${index}` }], max_tokens: 8 },
+        }),
+        answers: (body: { choices?: unknown[] }) => Boolean(body.choices),
+      });
 
       const restarted = await proxy.cli(['start', '--no-wire']);
       assert.equal(restarted.code, 0, restarted.stderr);
