@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { openAIReply, ScriptedUpstream, stallMidStream, type Handler } from './support/upstream.js';
+import { killMidBurst } from './support/kill-burst.js';
 import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 
 describe('a stream that stalls after its first bytes', () => {
@@ -142,33 +141,12 @@ describe('a proxy killed under load', () => {
     };
     const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
     try {
-      const pid = JSON.parse(readFileSync(join(proxy.home, 'metaclaw.pid'), 'utf8')).pid as number;
-      const answered: string[] = [];
-      let next = 0;
-      let killed = false;
-      const worker = async () => {
-        while (next < 200) {
-          const index = next++;
-          try {
-            const response = await fetch(`${proxy.url}/v1/chat/completions`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json' },
-              body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `question ${index}` }] }),
-            });
-            const body = (await response.json()) as any;
-            if (response.status === 200 && body.choices[0].message.content === `answer to question ${index}`)
-              answered.push(response.headers.get('x-metaclaw-request-id')!);
-          } catch {
-            // the proxy is gone: this request was not answered
-          }
-          if (answered.length >= 100 && !killed) {
-            killed = true;
-            process.kill(pid, 'SIGKILL');
-          }
-        }
-      };
-      await Promise.all(Array.from({ length: 8 }, worker));
-      assert.ok(killed && answered.length >= 100 && answered.length < 200, `killed mid-burst after ${answered.length} answers`);
+      const answered = await killMidBurst(proxy, {
+        total: 200,
+        killAfter: 100,
+        request: (index) => ({ body: { model: 'm', messages: [{ role: 'user', content: `question ${index}` }] } }),
+        answers: (body, index) => body.choices[0].message.content === `answer to question ${index}`,
+      });
 
       const restarted = await proxy.cli(['start', '--no-wire']);
       assert.equal(restarted.code, 0, restarted.stderr);

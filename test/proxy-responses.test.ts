@@ -752,6 +752,33 @@ describe('Responses API sessions are learned from', () => {
   });
 });
 
+/** A journal header as the proxy writes it for a finished turn (conversation/turn-journal.ts), with `fields` over it. */
+function journalHeader(fields: Record<string, unknown>): Record<string, unknown> {
+  return {
+    v: 1,
+    id: 'req_0190000000000000000000aa',
+    sessionId: 'codex-session',
+    identitySource: 'header',
+    lineage: 'default|responses|m',
+    scope: 'default',
+    turnType: 'main',
+    clientFormat: 'responses',
+    model: 'm',
+    stream: true,
+    query: 'hello',
+    startedAt: 1_700_000_000_000,
+    durationMs: 5,
+    status: 200,
+    startsNewConversation: false,
+    endsSession: false,
+    learning: true,
+    receivedHeaders: {},
+    strippedKeys: [],
+    injected: null,
+    ...fields,
+  };
+}
+
 describe('the turn journal keeps Responses API turns', () => {
   test('a journaled Responses stream is rebuilt with its response id, so previous_response_id finds it after a crash', () => {
     const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
@@ -768,33 +795,42 @@ describe('the turn journal keeps Responses API turns', () => {
           usage: { input_tokens: 3, output_tokens: 1 },
         },
       });
-    const header = {
-      v: 1,
-      id: 'req_0190000000000000000000aa',
-      sessionId: 'codex-session',
-      identitySource: 'header',
-      lineage: 'default|responses|m',
-      scope: 'default',
-      turnType: 'main',
-      clientFormat: 'responses',
-      model: 'm',
-      stream: true,
-      query: 'hello',
-      startedAt: 1_700_000_000_000,
-      durationMs: 5,
-      status: 200,
-      startsNewConversation: false,
-      endsSession: false,
-      learning: true,
-      receivedHeaders: {},
-      strippedKeys: [],
-      injected: null,
-    };
-    const turn = turnFromJournal(header, Buffer.from('{"model":"m","input":"hello","stream":true}'), Buffer.from(answer));
+    const turn = turnFromJournal(journalHeader({}), Buffer.from('{"model":"m","input":"hello","stream":true}'), Buffer.from(answer));
     assert.equal(turn?.clientFormat, 'responses');
     assert.equal(turn?.outcome, 'ok');
     assert.equal(turn?.response?.id, 'resp_journaled');
     assert.equal(turn?.response?.text, 'Hi');
+  });
+
+  test('a policy-served turn whose journaled token ids do not parse is still recovered, as text without them; ids that parse are kept', () => {
+    const request = Buffer.from('{"model":"m","messages":[{"role":"user","content":"hello"}]}');
+    const answer = Buffer.from(
+      JSON.stringify({
+        id: 'chatcmpl-1',
+        object: 'chat.completion',
+        created: 1,
+        model: 'm',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'stop' }],
+      }),
+    );
+    const policy = {
+      turnId: 'req_0190000000000000000000aa',
+      sessionId: 'codex-session',
+      promptTokens: [1, 2, 3],
+      response: { tokens: [4, 5], logprobs: [-0.5, -0.25], stopReason: 'stop' },
+      policyVersion: 'step-0001',
+      trainable: true,
+    };
+    const chat = { clientFormat: 'openai', stream: false, lineage: 'default|openai|m' };
+
+    const broken = turnFromJournal(journalHeader({ ...chat, policy: { ...policy, promptTokens: [1, -2, 3] } }), request, answer);
+    assert.ok(broken, 'the turn is recovered');
+    assert.equal(broken.outcome, 'ok');
+    assert.equal(broken.response?.text, 'Hi');
+    assert.equal(broken.policy, undefined, 'without the ids that do not parse');
+
+    const kept = turnFromJournal(journalHeader({ ...chat, policy }), request, answer);
+    assert.deepEqual(kept?.policy, policy);
   });
 });
 

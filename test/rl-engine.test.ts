@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { json, openAIReply, ScriptedUpstream } from './support/upstream.js';
-import { recordedTurn, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
-import { TinkerDouble } from './support/tinker-double.js';
+import { json, ScriptedUpstream } from './support/upstream.js';
+import { killMidBurst } from './support/kill-burst.js';
+import { recordedTurn, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import type { TinkerDouble } from './support/tinker-double.js';
+import { CHAR_VOCAB_SIZE, opened, readySamples, sendTurns, startRlProxy, stepDone, stepsOf, training, type RlProxy } from './support/rl-proxy.js';
 
 /**
  * RL in a started proxy (`metaclaw start` in mode rl) against the strict Tinker learning double:
@@ -16,114 +18,25 @@ import { TinkerDouble } from './support/tinker-double.js';
  * serves the same policy and resumes from the saved training state.
  */
 
-/**
- * A tokenizer the double's tiny bigram policy can speak: one token per printable ASCII character,
- * plus Qwen's chat markers, with a ChatML template. Its 100 ids are the double's vocabulary.
- */
-function writeCharTokenizer(folder: string): number {
-  mkdirSync(folder, { recursive: true });
-  const specials = ['<|im_start|>', '<|im_end|>', '<unk>'];
-  const characters = ['\n', '\t', ...Array.from({ length: 95 }, (_, index) => String.fromCharCode(32 + index))];
-  const tokens = [...specials, ...characters];
-  const vocab = Object.fromEntries(tokens.map((token, id) => [token, id]));
-  const added = specials.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
-  writeFileSync(
-    join(folder, 'tokenizer.json'),
-    JSON.stringify({
-      version: '1.0',
-      truncation: null,
-      padding: null,
-      added_tokens: added,
-      normalizer: null,
-      pre_tokenizer: { type: 'Split', pattern: { Regex: '[\\s\\S]' }, behavior: 'Isolated', invert: false },
-      post_processor: null,
-      decoder: { type: 'Fuse' },
-      model: { type: 'WordLevel', vocab, unk_token: '<unk>' },
-    }),
-  );
-  writeFileSync(
-    join(folder, 'tokenizer_config.json'),
-    JSON.stringify({
-      eos_token: '<|im_end|>',
-      bos_token: null,
-      chat_template:
-        '{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}',
-    }),
-  );
-  return tokens.length;
-}
-
-interface TrainingReport {
-  state: string;
-  error: string | null;
-  served: { step: number; samplerPath: string; pinned: boolean } | null;
-  trigger: string;
-  ready_samples: number;
-}
-
-async function training(proxy: ProxyHandle): Promise<TrainingReport> {
-  const status = (await (await fetch(`${proxy.url}/status`)).json()) as { rl: { training: TrainingReport | null } };
-  assert.ok(status.rl.training, 'the proxy runs a training engine');
-  return status.rl.training;
-}
-
-async function stepsOf(proxy: ProxyHandle): Promise<Array<{ step: number; status: string; loss: number | null; reward: number | null; samples: number }>> {
-  const result = await proxy.cli(['rl', 'status', '--json']);
-  assert.equal(result.code, 0, result.stderr);
-  return (JSON.parse(result.stdout) as { steps: Array<{ step: number; status: string; loss: number | null; reward: number | null; samples: number }> }).steps;
-}
-
 describe('RL in a running proxy (mode rl, Tinker double)', () => {
+  let rl: RlProxy;
   let double: TinkerDouble;
   let upstream: ScriptedUpstream;
-  let home: string;
   let proxy: ProxyHandle;
-  let config: Record<string, unknown>;
-  let judgeCalls = 0;
   const session = (id: string) => ({ headers: { 'x-session-id': id } });
 
   before(async () => {
-    home = tempHome();
-    const tokenizerFolder = join(home, 'char-tokenizer');
-    const vocabSize = writeCharTokenizer(tokenizerFolder);
-    double = await TinkerDouble.start({ vocabSize, supportedModels: ['tiny/chars'] });
-    upstream = await ScriptedUpstream.start();
     // Only the judge reaches the normal upstream while the policy serves: its votes alternate, so every batch has a reward spread.
-    upstream.defaultHandler = (request, response) => {
-      judgeCalls += 1;
-      return openAIReply({ text: `The answer is random characters. Score: ${judgeCalls % 2 === 1 ? 1 : -1}` })(request, response);
-    };
-    config = {
-      mode: 'rl',
-      llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: 'tiny/chars' },
-      rl: {
-        backend: 'tinker',
-        api_key: double.apiKey,
-        base_url: double.url,
-        tokenizer_path: tokenizerFolder,
-        batch_size: 2,
-        learning_rate: 0.05,
-        prm_m: 1,
-      },
-      skills: { enabled: false },
-      memory: { enabled: false },
-    };
-    proxy = await startProxy({ home, config });
+    rl = await startRlProxy({ rl: { batch_size: 2, learning_rate: 0.05, prm_m: 1 } });
+    ({ double, upstream, proxy } = rl);
   });
 
   after(async () => {
-    await proxy?.stop();
-    await upstream?.close();
-    await double?.close();
-    if (process.env['KEEP_HOME']) console.log('home kept', home);
-    else rmSync(home, { recursive: true, force: true });
+    await rl?.dispose();
   });
 
   test('at start the backend opens in the background and the fresh LoRA (step 0) serves', async () => {
-    const report = await waitFor(async () => {
-      const current = await training(proxy);
-      return current.state !== 'starting' && current;
-    }, 30_000);
+    const report = await opened(proxy);
     assert.equal(report.state, 'ready', report.error ?? '');
     assert.equal(report.served?.step, 0);
     assert.equal(report.trigger, 'always', 'mode rl without the scheduler trains whenever a batch is full');
@@ -161,19 +74,12 @@ describe('RL in a running proxy (mode rl, Tinker double)', () => {
   });
 
   test('the judge scores the batch and a training step runs by itself; the next turn is served by its weights', async () => {
-    const steps = await waitFor(
-      async () => {
-        const current = await stepsOf(proxy);
-        return current.some((step) => step.status === 'done') && current;
-      },
-      60_000,
-      500,
-    );
+    const steps = await stepDone(proxy, 60_000, 500);
     const done = steps.find((step) => step.status === 'done')!;
     assert.equal(done.step, 1);
     assert.equal(done.samples, 2);
     assert.equal(typeof done.loss, 'number');
-    assert.ok(judgeCalls >= 2, 'the judge was asked through the normal upstream');
+    assert.ok(rl.upstreamCalls >= 2, 'the judge was asked through the normal upstream');
     assert.equal((await training(proxy)).served?.step, 1);
     assert.ok(double.calls.some((call) => call.route === '/api/v1/forward_backward' && call.status === 200));
     assert.ok(double.calls.some((call) => call.route === '/api/v1/optim_step' && call.status === 200));
@@ -191,7 +97,7 @@ describe('RL in a running proxy (mode rl, Tinker double)', () => {
     assert.equal(refused.status, 403);
     assert.equal(((await refused.json()) as { error: { code: string } }).error.code, 'admin_token_required');
     // The turn before "after the step" was judged when it arrived: one sample waits, too few for a batch.
-    await waitFor(async () => (await training(proxy)).ready_samples === 1, 30_000, 200);
+    await readySamples(proxy, 1);
     const single = await proxy.cli(['rl', 'train-step']);
     assert.equal(single.code, 0, single.stderr);
     assert.match(single.stdout, /step 2: nothing to learn from its 1 sample\(s\) \(the rewards do not differ/);
@@ -207,14 +113,11 @@ describe('RL in a running proxy (mode rl, Tinker double)', () => {
   });
 
   test('rollback pins an earlier step while training goes on; --latest follows training again', async () => {
-    const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
     const pinned = await proxy.cli(['rl', 'rollback', '1']);
     assert.equal(pinned.code, 0, pinned.stderr);
     assert.match(pinned.stdout, /Serving step 1 now/);
     // Two more turns fill the next batch (the turn before them and the first of them get judged).
-    for (const content of ['one more', 'and another']) {
-      await openai.chat.completions.create({ model: 'tiny/chars', messages: [{ role: 'user', content }], max_tokens: 24 }, session('rl-a'));
-    }
+    await sendTurns(proxy, 'rl-a', ['one more', 'and another'], 24);
     await waitFor(async () => (await stepsOf(proxy)).some((step) => step.step === 3 && step.status === 'done'), 60_000, 500);
     assert.equal((await training(proxy)).served?.step, 1, 'a pinned rollback is not replaced by a new step');
     const checkpoints = await proxy.cli(['rl', 'checkpoints', '--json']);
@@ -236,11 +139,8 @@ describe('RL in a running proxy (mode rl, Tinker double)', () => {
   test('after a restart the same policy serves and training resumes from the last saved state', async () => {
     await proxy.stop();
     const before = double.calls.length;
-    proxy = await startProxy({ home, config });
-    const report = await waitFor(async () => {
-      const current = await training(proxy);
-      return current.state !== 'starting' && current;
-    }, 30_000);
+    proxy = rl.proxy = await startProxy({ home: rl.home, config: rl.config });
+    const report = await opened(proxy);
     assert.equal(report.state, 'ready', report.error ?? '');
     assert.equal(report.served?.step, 3);
     const loaded = double.calls.slice(before).find((call) => call.route === '/api/v1/load_weights');
@@ -249,128 +149,58 @@ describe('RL in a running proxy (mode rl, Tinker double)', () => {
     assert.match(status.stdout, /training {4}tinker, tiny\/chars: serving step 3; last step 3 done, loss -?\d/);
     const doctor = await proxy.cli(['doctor'], { timeoutMs: 60_000 });
     assert.match(doctor.stdout, /training.*tiny\/chars: open; main turns are served from step 3/);
-    const logged = readFileSync(join(home, 'logs', 'metaclaw.log'), 'utf8');
+    const logged = readFileSync(join(rl.home, 'logs', 'metaclaw.log'), 'utf8');
     assert.doesNotMatch(logged, new RegExp(double.apiKey), 'the backend key is never logged');
   });
 });
 
 describe('RL in mode auto: training waits for an idle window', () => {
   test('a full batch does not train while the user is chatting; once the proxy has been quiet for the idle threshold inside sleep hours, it trains by itself', async () => {
-    const home = tempHome();
-    const vocabSize = writeCharTokenizer(join(home, 'char-tokenizer'));
-    const double = await TinkerDouble.start({ vocabSize, supportedModels: ['tiny/chars'] });
-    const upstream = await ScriptedUpstream.start();
-    let votes = 0;
-    upstream.defaultHandler = (request, response) => openAIReply({ text: `Score: ${++votes % 2 === 1 ? 1 : -1}` })(request, response);
     // Sleep hours from an hour ago to two hours ahead (local time): only the proxy's own quiet keeps the window shut.
     const clock = (offsetHours: number) => {
       const at = new Date(Date.now() + offsetHours * 3_600_000);
       return `${String(at.getHours()).padStart(2, '0')}:${String(at.getMinutes()).padStart(2, '0')}`;
     };
-    const proxy = await startProxy({
-      home,
-      config: {
-        mode: 'auto',
-        llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: 'tiny/chars' },
-        rl: { backend: 'tinker', api_key: double.apiKey, base_url: double.url, tokenizer_path: join(home, 'char-tokenizer'), batch_size: 2, prm_m: 1 },
-        scheduler: { sleep_start: clock(-1), sleep_end: clock(2), idle_threshold_minutes: 1 },
-        skills: { enabled: false },
-        memory: { enabled: false },
-      },
+    const rl = await startRlProxy({
+      mode: 'auto',
+      rl: { batch_size: 2, prm_m: 1 },
+      config: { scheduler: { sleep_start: clock(-1), sleep_end: clock(2), idle_threshold_minutes: 1 } },
+      ready: true,
     });
+    const { proxy } = rl;
     try {
-      await waitFor(async () => (await training(proxy)).state === 'ready', 30_000);
-      const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
-      for (const content of ['first', 'second', 'third'])
-        await openai.chat.completions.create(
-          { model: 'tiny/chars', messages: [{ role: 'user', content }], max_tokens: 16 },
-          { headers: { 'x-session-id': 'auto-a' } },
-        );
-      const waiting = await waitFor(
-        async () => {
-          const current = await training(proxy);
-          return current.ready_samples === 2 && current;
-        },
-        30_000,
-        200,
-      );
+      await sendTurns(proxy, 'auto-a', ['first', 'second', 'third'], 16);
+      const waiting = await readySamples(proxy, 2);
       assert.equal(waiting.trigger, 'window');
       await new Promise((resolve) => setTimeout(resolve, 7_000)); // longer than the engine's batch check
       assert.deepEqual(await stepsOf(proxy), [], 'no step while the user is chatting');
       const status = await proxy.cli(['rl', 'status']);
       assert.match(status.stdout, /window {5}IDLE_WAIT: .*chatting through the proxy/);
 
-      const steps = await waitFor(
-        async () => {
-          const current = await stepsOf(proxy);
-          return current.some((step) => step.status === 'done') && current;
-        },
-        120_000,
-        1_000,
-      );
+      const steps = await stepDone(proxy, 120_000, 1_000);
       assert.equal(steps[0]?.step, 1);
       const scheduler = JSON.parse((await proxy.cli(['scheduler', 'status', '--json'])).stdout) as { state: string };
       assert.match(scheduler.state, /WINDOW_OPEN|UPDATING/);
     } finally {
-      await proxy.dispose();
-      await upstream.close();
-      await double.close();
+      await rl.dispose();
     }
   });
 });
 
 describe('RL turns and a proxy killed under load', () => {
   test('every policy-served answer a client received before kill -9 is a trainable sample after the next start: the turn journal keeps its exact token ids', async () => {
-    const home = tempHome();
-    const vocabSize = writeCharTokenizer(join(home, 'char-tokenizer'));
-    const double = await TinkerDouble.start({ vocabSize, supportedModels: ['tiny/chars'] });
-    const upstream = await ScriptedUpstream.start();
-    upstream.defaultHandler = openAIReply({ text: 'Score: 1' });
-    const proxy = await startProxy({
-      home,
-      config: {
-        mode: 'rl',
-        llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: 'tiny/chars' },
-        rl: {
-          backend: 'tinker',
-          api_key: double.apiKey,
-          base_url: double.url,
-          tokenizer_path: join(home, 'char-tokenizer'),
-          manual_train_trigger: true,
-          prm_m: 1,
-        },
-        skills: { enabled: false },
-        memory: { enabled: false },
-      },
-    });
+    const rl = await startRlProxy({ rl: { manual_train_trigger: true, prm_m: 1 }, reply: () => 'Score: 1', ready: true });
+    const { proxy } = rl;
     try {
-      await waitFor(async () => (await training(proxy)).state === 'ready', 30_000);
-      const pid = (JSON.parse(readFileSync(join(proxy.home, 'metaclaw.pid'), 'utf8')) as { pid: number }).pid;
-      const answered: string[] = [];
-      let next = 0;
-      let killed = false;
-      const worker = async () => {
-        while (next < 160) {
-          const index = next++;
-          try {
-            const response = await fetch(`${proxy.url}/v1/chat/completions`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json', 'x-session-id': `kill-${index % 4}` },
-              body: JSON.stringify({ model: 'tiny/chars', messages: [{ role: 'user', content: `question ${index}` }], max_tokens: 8 }),
-            });
-            const body = (await response.json()) as { choices?: unknown[] };
-            if (response.status === 200 && body.choices) answered.push(response.headers.get('x-metaclaw-request-id')!);
-          } catch {
-            // the proxy is gone: this request was not answered
-          }
-          if (answered.length >= 80 && !killed) {
-            killed = true;
-            process.kill(pid, 'SIGKILL');
-          }
-        }
-      };
-      await Promise.all(Array.from({ length: 8 }, worker));
-      assert.ok(killed && answered.length >= 80 && answered.length < 160, `killed mid-burst after ${answered.length} answers`);
+      const answered = await killMidBurst(proxy, {
+        total: 160,
+        killAfter: 80,
+        request: (index) => ({
+          headers: { 'x-session-id': `kill-${index % 4}` },
+          body: { model: 'tiny/chars', messages: [{ role: 'user', content: `question ${index}` }], max_tokens: 8 },
+        }),
+        answers: (body: { choices?: unknown[] }) => Boolean(body.choices),
+      });
 
       const restarted = await proxy.cli(['start', '--no-wire']);
       assert.equal(restarted.code, 0, restarted.stderr);
@@ -390,33 +220,18 @@ describe('RL turns and a proxy killed under load', () => {
       assert.equal(buffer.text_only, 0, `no answered turn lost its token ids (${recovered} recovered from the journal)`);
       console.log(`# journal recovered ${recovered} turn(s)`);
     } finally {
-      await proxy.dispose();
-      await upstream.close();
-      await double.close();
+      await rl.dispose();
     }
   });
 });
 
 describe('RL backend that cannot open at start', () => {
   test('a missing tokenizer fails the opening with the reason and a retry time; once the files are there the next try opens it and the policy serves, without a restart', async () => {
-    const home = tempHome();
-    const tokenizerFolder = join(home, 'tokenizer-later');
-    const double = await TinkerDouble.start({ vocabSize: 100, supportedModels: ['tiny/chars'] });
-    const upstream = await ScriptedUpstream.start();
-    upstream.defaultHandler = openAIReply({ text: 'from the normal upstream' });
-    const proxy = await startProxy({
-      home,
-      config: {
-        mode: 'rl',
-        llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: 'tiny/chars' },
-        rl: { backend: 'tinker', api_key: double.apiKey, base_url: double.url, tokenizer_path: tokenizerFolder, manual_train_trigger: true },
-        skills: { enabled: false },
-        memory: { enabled: false },
-      },
-    });
+    const rl = await startRlProxy({ rl: { manual_train_trigger: true }, reply: () => 'from the normal upstream', tokenizerLater: true });
+    const { proxy } = rl;
     try {
       const failed = await waitFor(async () => {
-        const current = (await training(proxy)) as TrainingReport & { retry_at: string | null };
+        const current = await training(proxy);
         return current.state === 'failed' && current;
       }, 30_000);
       assert.match(failed.error ?? '', /tokenizer/i);
@@ -427,7 +242,7 @@ describe('RL backend that cannot open at start', () => {
       const served = await openai.chat.completions.create({ model: 'tiny/chars', messages: [{ role: 'user', content: 'hi' }] });
       assert.equal(served.choices[0]?.message.content, 'from the normal upstream', 'the agent is served meanwhile');
 
-      writeCharTokenizer(tokenizerFolder);
+      rl.writeTokenizer();
       const ready = await waitFor(async () => {
         const current = await training(proxy);
         return current.state === 'ready' && current;
@@ -436,9 +251,7 @@ describe('RL backend that cannot open at start', () => {
       const fromPolicy = await openai.chat.completions.create({ model: 'tiny/chars', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 });
       assert.notEqual(fromPolicy.choices[0]?.message.content, 'from the normal upstream', 'main turns are served from the policy now');
     } finally {
-      await proxy.dispose();
-      await upstream.close();
-      await double.close();
+      await rl.dispose();
     }
   });
 });
@@ -462,12 +275,6 @@ describe('training control without RL', () => {
 
 describe('RL with on-policy distillation (opd.*)', () => {
   test("each sample's exact token ids go to the teacher's /completions; its logprobs add the KL term to the step's advantages, and a teacher that cannot align leaves that sample trained without it", async () => {
-    const home = tempHome();
-    const vocabSize = writeCharTokenizer(join(home, 'char-tokenizer'));
-    const double = await TinkerDouble.start({ vocabSize, supportedModels: ['tiny/chars'] });
-    const upstream = await ScriptedUpstream.start();
-    let votes = 0;
-    upstream.defaultHandler = (request, response) => openAIReply({ text: `Score: ${++votes % 2 === 1 ? 1 : -1}` })(request, response);
     const teacher = await ScriptedUpstream.start();
     const asked: Array<{ ids: number[]; body: Record<string, unknown>; authorization: string | undefined }> = [];
     teacher.defaultHandler = (request, response) => {
@@ -482,42 +289,16 @@ describe('RL with on-policy distillation (opd.*)', () => {
         usage: { prompt_tokens: ids.length, completion_tokens: 0, total_tokens: ids.length },
       });
     };
-    const proxy = await startProxy({
-      home,
-      config: {
-        mode: 'rl',
-        llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: 'tiny/chars' },
-        rl: {
-          backend: 'tinker',
-          api_key: double.apiKey,
-          base_url: double.url,
-          tokenizer_path: join(home, 'char-tokenizer'),
-          batch_size: 2,
-          prm_m: 1,
-          manual_train_trigger: true,
-        },
-        opd: { enabled: true, teacher_url: `${teacher.url}/v1`, teacher_model: 'teacher-8b', teacher_api_key: 'teacher-key', kl_penalty_coef: 0.5 },
-        skills: { enabled: false },
-        memory: { enabled: false },
-      },
+    const rl = await startRlProxy({
+      rl: { batch_size: 2, prm_m: 1, manual_train_trigger: true },
+      config: { opd: { enabled: true, teacher_url: `${teacher.url}/v1`, teacher_model: 'teacher-8b', teacher_api_key: 'teacher-key', kl_penalty_coef: 0.5 } },
+      ready: true,
     });
+    const { proxy, double } = rl;
     try {
-      await waitFor(async () => (await training(proxy)).state === 'ready', 30_000);
-      const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
-      for (const content of ['one', 'two', 'three'])
-        await openai.chat.completions.create(
-          { model: 'tiny/chars', messages: [{ role: 'user', content }], max_tokens: 12 },
-          { headers: { 'x-session-id': 'opd-a' } },
-        );
-      const ready = await waitFor(
-        async () => {
-          const current = await training(proxy);
-          return current.ready_samples === 2 && current;
-        },
-        30_000,
-        200,
-      );
-      assert.deepEqual((ready as unknown as { opd: unknown }).opd, { teacher: new URL(teacher.url).host, model: 'teacher-8b', kl_penalty_coef: 0.5 });
+      await sendTurns(proxy, 'opd-a', ['one', 'two', 'three'], 12);
+      const ready = await readySamples(proxy, 2);
+      assert.deepEqual(ready.opd, { teacher: new URL(teacher.url).host, model: 'teacher-8b', kl_penalty_coef: 0.5 });
       assert.ok(asked.length >= 2, 'every sample with token ids was sent to the teacher');
       for (const call of asked) {
         assert.equal(call.body['echo'], true);
@@ -526,7 +307,7 @@ describe('RL with on-policy distillation (opd.*)', () => {
         assert.equal(call.body['model'], 'teacher-8b');
         assert.equal(call.authorization, 'Bearer teacher-key');
         assert.ok(
-          call.ids.every((id) => Number.isInteger(id) && id >= 0 && id < vocabSize),
+          call.ids.every((id) => Number.isInteger(id) && id >= 0 && id < CHAR_VOCAB_SIZE),
           'the prompt is the exact token ids, not text',
         );
       }
@@ -565,10 +346,8 @@ describe('RL with on-policy distillation (opd.*)', () => {
       });
       assert.deepEqual(kinds.sort(), ['with teacher', 'without teacher']);
     } finally {
-      await proxy.dispose();
-      await upstream.close();
+      await rl.dispose();
       await teacher.close();
-      await double.close();
     }
   });
 });

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { presetFor } from './providers.js';
-import type { ConfigValues } from './schema.js';
+import { missingOpdTeacherKeys, type ConfigValues } from './schema.js';
 import type { KeyDefinition } from './types.js';
 
 /**
@@ -18,10 +18,8 @@ export function noEffectWarning(definition: KeyDefinition, value: unknown): stri
 /** Retrieval modes that need an embeddings endpoint, set without one. */
 export function dependencyWarnings(values: ConfigValues, explicitKeys: ReadonlySet<string>): string[] {
   const warnings: string[] = [];
-  if (values['opd.enabled']) {
-    const missing = (['opd.teacher_url', 'opd.teacher_model'] as const).filter((key) => !values[key]);
-    if (missing.length > 0) warnings.push(`opd.enabled needs ${missing.join(' and ')}: training runs without the teacher`);
-  }
+  const missing = missingOpdTeacherKeys(values);
+  if (missing.length > 0) warnings.push(`opd.enabled needs ${missing.join(' and ')}: training runs without the teacher`);
   // A provider with an embeddings endpoint supplies one when it answers (`metaclaw doctor` says whether it does).
   if (presetFor(values['llm.provider'])?.embeddingModel) return warnings;
   const skillsMode = values['skills.retrieval_mode'];

@@ -2,7 +2,17 @@ export { loadConfig, isConfigKey, PROXY_KEY_VARIABLE, type LoadedConfig, type Lo
 export { setConfigValue, unsetConfigValue, updateConfigFile, parseValueForKey, definitionFor, CONFIG_FILE_MODE, type WriteOptions } from './edit.js';
 export { configJsonSchema, writeConfigSchema, CONFIG_SCHEMA_FILE } from './json-schema.js';
 export { resolveUpstreams, missingKeyVariables, detectFormat, type UpstreamTarget, type WireFormat, type KeySource } from './upstreams.js';
-export { KEY_DEFINITIONS, DEFINITIONS_BY_KEY, KEY_ALIASES, MODES, CLAW_TYPES, type ConfigKey, type ConfigValues, type UpstreamEntry } from './schema.js';
+export {
+  KEY_DEFINITIONS,
+  DEFINITIONS_BY_KEY,
+  KEY_ALIASES,
+  MODES,
+  CLAW_TYPES,
+  missingOpdTeacherKeys,
+  type ConfigKey,
+  type ConfigValues,
+  type UpstreamEntry,
+} from './schema.js';
 export { displayValue, maskSecret } from './convert.js';
 export { metaclawHome, homePaths, expandHome, type HomePaths } from './home.js';
 export type { KeyDefinition, NoEffect, ValueKind } from './types.js';

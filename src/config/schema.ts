@@ -282,6 +282,15 @@ export type ConfigKey = Definition['key'];
 /** Every key's value, flat by dotted key: `values['proxy.port']` is a number. */
 export type ConfigValues = { [D in Definition as D['key']]: D['default'] };
 
+/**
+ * The teacher keys `opd.enabled` needs and `values` leaves empty: none when OPD is off or both are
+ * set. With any missing, training runs without the teacher (and the config warns so).
+ */
+export function missingOpdTeacherKeys(values: ConfigValues): Array<'opd.teacher_url' | 'opd.teacher_model'> {
+  if (!values['opd.enabled']) return [];
+  return (['opd.teacher_url', 'opd.teacher_model'] as const).filter((key) => !values[key]);
+}
+
 /** MetaClaw's legacy key names and where they now live. */
 export const KEY_ALIASES: Readonly<Record<string, string>> = {
   'rl.tinker_api_key': 'rl.api_key',

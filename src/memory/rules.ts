@@ -355,22 +355,36 @@ export function namesIn(sentence: string): Set<string> {
   return names;
 }
 
+/** A rule read once for comparing it with others: what it is about and the things it names. */
+export interface RuleReading {
+  sentence: string;
+  subject: RuleSubject;
+  names: ReadonlySet<string>;
+}
+
+export function readRule(sentence: string): RuleReading {
+  return { sentence, subject: ruleSubject(sentence), names: namesIn(sentence) };
+}
+
 /** Whether a new rule names things for its subject and none of those an earlier rule names (which names some). */
-function namesAnother(earlier: string, sentence: string): boolean {
-  const prescribed = namesIn(earlier);
-  const said = namesIn(sentence);
-  return prescribed.size > 0 && said.size > 0 && ![...said].some((name) => prescribed.has(name));
+function namesAnother(earlier: RuleReading, rule: RuleReading): boolean {
+  return earlier.names.size > 0 && rule.names.size > 0 && ![...rule.names].some((name) => earlier.names.has(name));
+}
+
+/** What a rule said to change is about, with the sentence that announced the change if it was said apart. */
+export function announcedSubject(rule: RuleReading, announcement: string): RuleSubject {
+  return announcement === '' ? rule.subject : ruleSubject(`${rule.sentence} ${announcement}`);
 }
 
 /**
  * How close a rule said to change ("change of plan", "instead", "不再") is to an earlier one it may
- * replace, with the sentence that announced the change if it was said apart (`changedSubject`); a
- * rule it names another thing for ("… with Vitest instead" after "以后写测试都用 Jest") comes before
- * one that only shares words with it ("give every test a descriptive name"), in any language.
+ * replace, by what it is `announced` to be about (`announcedSubject`, `changedSubject`); a rule it
+ * names another thing for ("… with Vitest instead" after "以后写测试都用 Jest") comes before one that
+ * only shares words with it ("give every test a descriptive name"), in any language.
  */
-export function replacing(earlier: string, sentence: string, announcement: string): number {
-  const score = changedSubject(ruleSubject(earlier), ruleSubject(announcement === '' ? sentence : `${sentence} ${announcement}`));
-  return score > 0 && namesAnother(earlier, sentence) ? 1 + score : score;
+export function replacing(earlier: RuleReading, rule: RuleReading, announced: RuleSubject): number {
+  const score = changedSubject(earlier.subject, announced);
+  return score > 0 && namesAnother(earlier, rule) ? 1 + score : score;
 }
 
 /** How much of an earlier rule a new one about the same thing must share to replace it by naming another thing. */
@@ -381,12 +395,13 @@ const CONTRADICTS = 0.5;
  * for the same thing ("write all new tests with Vitest" after "以后写测试都用 Jest"), or what the
  * message says around it names what the earlier one prescribed while the rule names another thing
  * ("Maya had to convert that CSV by hand again. From now on export every table as an .xlsx
- * workbook."). Scored as `changedSubject`; 0 when it does not replace it.
+ * workbook."). `contextNames` are the things that message names (`namesIn`). Scored as
+ * `changedSubject`; 0 when it does not replace it.
  */
-export function contradicts(earlier: string, sentence: string, context: string): number {
-  if (!namesAnother(earlier, sentence)) return 0;
-  const score = changedSubject(ruleSubject(earlier), ruleSubject(sentence));
-  const named = [...namesIn(earlier)].some((name) => namesIn(context).has(name));
+export function contradicts(earlier: RuleReading, rule: RuleReading, contextNames: ReadonlySet<string>): number {
+  if (!namesAnother(earlier, rule)) return 0;
+  const score = changedSubject(earlier.subject, rule.subject);
+  const named = [...earlier.names].some((name) => contextNames.has(name));
   return named || score >= CONTRADICTS ? score : 0;
 }
 

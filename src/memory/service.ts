@@ -21,7 +21,19 @@ import { MemoryContextProvider } from './provider.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
 import { MemoryRetriever, type MemoryRetrievalMode } from './retrieval.js';
 import { languageName, languagesOf } from './languages.js';
-import { appliesRule, contradicts, detectRules, instanceTemplate, replacing, ruleSubject, sameSubject, type RuleSubject } from './rules.js';
+import {
+  announcedSubject,
+  appliesRule,
+  contradicts,
+  detectRules,
+  instanceTemplate,
+  namesIn,
+  readRule,
+  replacing,
+  ruleSubject,
+  sameSubject,
+  type RuleSubject,
+} from './rules.js';
 import { MemoryStore, type MemoryPatch } from './store.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import { MemoryVectors } from './vectors.js';
@@ -79,14 +91,14 @@ const RESTATED_IMPORTANCE = 0.01;
 /** Share of an instance's subject a rule must hold to count as the rule it applies. */
 const APPLIES = 0.5;
 
-/** The unit scoring highest, if any scores above 0 (and at least `least`). */
-function best(units: readonly MemoryUnit[], score: (unit: MemoryUnit) => number, least = Number.MIN_VALUE): MemoryUnit | undefined {
-  let found: { unit: MemoryUnit; score: number } | undefined;
-  for (const unit of units) {
-    const value = score(unit);
-    if (value >= least && (!found || value > found.score)) found = { unit, score: value };
+/** The item scoring highest, if any scores above 0 (and at least `least`). */
+function best<T>(items: readonly T[], score: (item: T) => number, least = Number.MIN_VALUE): T | undefined {
+  let found: { item: T; score: number } | undefined;
+  for (const item of items) {
+    const value = score(item);
+    if (value >= least && (!found || value > found.score)) found = { item, score: value };
   }
-  return found?.unit;
+  return found?.item;
 }
 
 /**
@@ -306,19 +318,25 @@ export class MemoryService {
     around: { context: string; announcement: string } = { context: '', announcement: '' },
   ): MemoryUnit | undefined {
     let how = said;
-    const subject = ruleSubject(draft.content);
+    const rule = readRule(draft.content);
+    const subject = rule.subject;
     const observedAt = draft.observedAt ?? Date.now();
-    const rules = this.store.coreUnits(draft.scope);
-    const related = rules.filter((unit) => sameSubject(subject, ruleSubject(unit.content)));
+    // Each rule in force is read once for every comparison with the new one.
+    const rules = this.store.coreUnits(draft.scope).map((unit) => ({ unit, reading: readRule(unit.content) }));
+    const related = rules.filter(({ reading }) => sameSubject(subject, reading.subject)).map(({ unit }) => unit);
     if (related.length === 0) {
       // A rule said to change replaces the one closest to it and to what the message says, even in other words;
       // without a word of change, the one it contradicts by naming something else for the same thing.
-      const replaced =
-        how === 'replaces'
-          ? best(rules, (unit) => replacing(unit.content, draft.content, around.announcement))
-          : best(rules, (unit) => contradicts(unit.content, draft.content, around.context));
+      let replaced: (typeof rules)[number] | undefined;
+      if (how === 'replaces') {
+        const announced = announcedSubject(rule, around.announcement);
+        replaced = best(rules, ({ reading }) => replacing(reading, rule, announced));
+      } else {
+        const contextNames = namesIn(around.context);
+        replaced = best(rules, ({ reading }) => contradicts(reading, rule, contextNames));
+      }
       if (replaced) {
-        related.push(replaced);
+        related.push(replaced.unit);
         how = 'replaces';
       }
     }

@@ -51,6 +51,7 @@ const headerSchema = z.object({
   strippedKeys: z.array(z.string()),
   injected: z.unknown(),
   // Served from the RL policy: the exact sampled ids, so the recovered turn stays a trainable sample.
+  // Ids that do not parse cost only themselves: the turn is still recovered, as text.
   policy: z
     .object({
       turnId: z.string(),
@@ -60,7 +61,8 @@ const headerSchema = z.object({
       policyVersion: z.string(),
       trainable: z.boolean(),
     })
-    .optional(),
+    .optional()
+    .catch(undefined),
 });
 
 /** The turn an earlier run journaled; undefined for an entry that does not parse (skipped). */

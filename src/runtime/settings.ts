@@ -1,4 +1,4 @@
-import type { LoadedConfig } from '../config/index.js';
+import { missingOpdTeacherKeys, type LoadedConfig } from '../config/index.js';
 import type { MemorySettings } from '../memory/index.js';
 import type { JudgeSettings, RlEngineSettings, TeacherEndpoint } from '../rl/index.js';
 import { selectBackend } from '../rl/tinker/index.js';
@@ -92,11 +92,11 @@ export function rlEngineSettings(config: LoadedConfig, env: NodeJS.ProcessEnv): 
 
 /**
  * On-policy distillation (opd.*): the teacher when `opd.enabled` and both its URL and model are set
- * (a config warning says so when one is missing, `config/effect.ts`).
+ * (`missingOpdTeacherKeys`; the config warns when one is missing, `config/effect.ts`).
  */
 function opdSettings(config: LoadedConfig): { teacher: TeacherEndpoint; klPenaltyCoef: number } | undefined {
   const values = config.values;
-  if (!values['opd.enabled'] || !values['opd.teacher_url'] || !values['opd.teacher_model']) return undefined;
+  if (!values['opd.enabled'] || missingOpdTeacherKeys(values).length > 0) return undefined;
   return {
     teacher: { baseUrl: values['opd.teacher_url'], model: values['opd.teacher_model'], apiKey: values['opd.teacher_api_key'] },
     klPenaltyCoef: values['opd.kl_penalty_coef'],

@@ -1,0 +1,221 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { startProxy, tempHome, waitFor, type ProxyHandle } from './proxy.js';
+import { TinkerDouble } from './tinker-double.js';
+import { openAIReply, ScriptedUpstream } from './upstream.js';
+
+/**
+ * A started proxy in mode rl (or auto) against the strict Tinker learning double, for the tests of
+ * RL in a running proxy: a character tokenizer the double's tiny bigram policy can speak, a scripted
+ * upstream that answers the judge, and the helpers those tests repeat (training report, steps,
+ * turns sent, samples waited for).
+ */
+
+/** The model every RL test serves: the double supports only it. */
+export const RL_MODEL = 'tiny/chars';
+
+/** One token per printable ASCII character, plus Qwen's chat markers (ids 0 to 2). */
+const CHAR_TOKENS = ['<|im_start|>', '<|im_end|>', '<unk>', '\n', '\t', ...Array.from({ length: 95 }, (_, index) => String.fromCharCode(32 + index))];
+const SPECIALS = 3;
+
+/** The character tokenizer's vocabulary size (100): the double's vocabulary. */
+export const CHAR_VOCAB_SIZE = CHAR_TOKENS.length;
+
+/**
+ * Writes a tokenizer the double's tiny bigram policy can speak into `folder`: one token per
+ * printable ASCII character, plus Qwen's chat markers, with a ChatML template. Its 100 ids are the
+ * double's vocabulary.
+ */
+export function writeCharTokenizer(folder: string): void {
+  mkdirSync(folder, { recursive: true });
+  const vocab = Object.fromEntries(CHAR_TOKENS.map((token, id) => [token, id]));
+  const added = CHAR_TOKENS.slice(0, SPECIALS).map((content, id) => ({
+    id,
+    content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: true,
+  }));
+  writeFileSync(
+    join(folder, 'tokenizer.json'),
+    JSON.stringify({
+      version: '1.0',
+      truncation: null,
+      padding: null,
+      added_tokens: added,
+      normalizer: null,
+      pre_tokenizer: { type: 'Split', pattern: { Regex: '[\\s\\S]' }, behavior: 'Isolated', invert: false },
+      post_processor: null,
+      decoder: { type: 'Fuse' },
+      model: { type: 'WordLevel', vocab, unk_token: '<unk>' },
+    }),
+  );
+  writeFileSync(
+    join(folder, 'tokenizer_config.json'),
+    JSON.stringify({
+      eos_token: '<|im_end|>',
+      bos_token: null,
+      chat_template:
+        '{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}',
+    }),
+  );
+}
+
+export interface TrainingReport {
+  state: string;
+  error: string | null;
+  served: { step: number; samplerPath: string; pinned: boolean } | null;
+  trigger: string;
+  ready_samples: number;
+  retry_at?: string | null;
+  opd?: unknown;
+}
+
+export interface StepRow {
+  step: number;
+  status: string;
+  loss: number | null;
+  reward: number | null;
+  samples: number;
+}
+
+/** The training engine's report in `GET /status`. */
+export async function training(proxy: ProxyHandle): Promise<TrainingReport> {
+  const status = (await (await fetch(`${proxy.url}/status`)).json()) as { rl: { training: TrainingReport | null } };
+  assert.ok(status.rl.training, 'the proxy runs a training engine');
+  return status.rl.training;
+}
+
+/** The training steps `metaclaw rl status --json` lists. */
+export async function stepsOf(proxy: ProxyHandle): Promise<StepRow[]> {
+  const result = await proxy.cli(['rl', 'status', '--json']);
+  assert.equal(result.code, 0, result.stderr);
+  return (JSON.parse(result.stdout) as { steps: StepRow[] }).steps;
+}
+
+/** The training report once the backend has finished opening (whether it opened or failed). */
+export function opened(proxy: ProxyHandle): Promise<TrainingReport> {
+  return waitFor(async () => {
+    const current = await training(proxy);
+    return current.state !== 'starting' && current;
+  }, 30_000);
+}
+
+/** The training report once exactly `count` judged samples wait for a step. */
+export function readySamples(proxy: ProxyHandle, count: number): Promise<TrainingReport> {
+  return waitFor(
+    async () => {
+      const current = await training(proxy);
+      return current.ready_samples === count && current;
+    },
+    30_000,
+    200,
+  );
+}
+
+/** The steps once one of them is done. */
+export function stepDone(proxy: ProxyHandle, timeoutMs: number, intervalMs: number): Promise<StepRow[]> {
+  return waitFor(
+    async () => {
+      const current = await stepsOf(proxy);
+      return current.some((step) => step.status === 'done') && current;
+    },
+    timeoutMs,
+    intervalMs,
+  );
+}
+
+/** Sends one main turn a text, in order, in the OpenAI format within session `session`. */
+export async function sendTurns(proxy: ProxyHandle, session: string, texts: string[], maxTokens: number): Promise<void> {
+  const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
+  for (const content of texts)
+    await openai.chat.completions.create(
+      { model: RL_MODEL, messages: [{ role: 'user', content }], max_tokens: maxTokens },
+      { headers: { 'x-session-id': session } },
+    );
+}
+
+export interface RlProxyOptions {
+  /** `rl` (the default) or `auto`. */
+  mode?: 'rl' | 'auto';
+  /** rl.* keys beside the backend, its key and URL and the tokenizer path. */
+  rl?: Record<string, unknown>;
+  /** Further config sections (scheduler, opd), written after rl. */
+  config?: Record<string, unknown>;
+  /** What the normal upstream answers its `call`-th request (from 1): while the policy serves, only the judge asks it. Default: votes that alternate 1, -1. */
+  reply?: (call: number) => string;
+  /** Leave the tokenizer folder empty (the test writes it later with `writeTokenizer`). */
+  tokenizerLater?: boolean;
+  /** Wait until the backend has opened, and assert that it did. */
+  ready?: boolean;
+}
+
+export interface RlProxy {
+  home: string;
+  /** The proxy running (a test that starts it again sets the new one here, for `dispose`). */
+  proxy: ProxyHandle;
+  double: TinkerDouble;
+  upstream: ScriptedUpstream;
+  /** The config written as config.yaml. */
+  config: Record<string, unknown>;
+  /** How many requests reached the normal upstream. */
+  readonly upstreamCalls: number;
+  writeTokenizer(): void;
+  /** Stops everything and deletes the home (kept, and said, with KEEP_HOME set). */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Starts the Tinker double, a scripted upstream and `metaclaw start` with an rl config against
+ * both, the character tokenizer in the home (skills and memory off).
+ */
+export async function startRlProxy(options: RlProxyOptions = {}): Promise<RlProxy> {
+  const home = tempHome();
+  const tokenizerFolder = join(home, 'char-tokenizer');
+  if (!options.tokenizerLater) writeCharTokenizer(tokenizerFolder);
+  const double = await TinkerDouble.start({ vocabSize: CHAR_VOCAB_SIZE, supportedModels: [RL_MODEL] });
+  const upstream = await ScriptedUpstream.start();
+  const reply = options.reply ?? ((call) => `Score: ${call % 2 === 1 ? 1 : -1}`);
+  let calls = 0;
+  upstream.defaultHandler = (request, response) => openAIReply({ text: reply(++calls) })(request, response);
+  const config: Record<string, unknown> = {
+    mode: options.mode ?? 'rl',
+    llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: RL_MODEL },
+    rl: { backend: 'tinker', api_key: double.apiKey, base_url: double.url, tokenizer_path: tokenizerFolder, ...options.rl },
+    ...options.config,
+    skills: { enabled: false },
+    memory: { enabled: false },
+  };
+  const rl: RlProxy = {
+    home,
+    proxy: await startProxy({ home, config }),
+    double,
+    upstream,
+    config,
+    get upstreamCalls() {
+      return calls;
+    },
+    writeTokenizer: () => writeCharTokenizer(tokenizerFolder),
+    dispose: async () => {
+      await rl.proxy.stop();
+      await upstream.close();
+      await double.close();
+      if (process.env['KEEP_HOME']) console.log('home kept', home);
+      else rmSync(home, { recursive: true, force: true });
+    },
+  };
+  if (options.ready) {
+    try {
+      const report = await opened(rl.proxy);
+      assert.equal(report.state, 'ready', report.error ?? '');
+    } catch (error) {
+      await rl.dispose();
+      throw error;
+    }
+  }
+  return rl;
+}
