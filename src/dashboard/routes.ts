@@ -4,6 +4,7 @@ import { parse } from '../proxy/route-body.js';
 import { BROWSER_COOKIE, type ProxyAuth } from '../proxy/index.js';
 import { DashboardAssets } from './assets.js';
 import { loginPage } from './login-page.js';
+import { memoryData, memoryDetail } from './memory.js';
 import { overviewData } from './overview.js';
 import { learningData } from './learning.js';
 import type { DashboardSources } from './types.js';
@@ -58,5 +59,7 @@ export function dashboardRoutes(sources: DashboardSources, auth: ProxyAuth, asse
 
     app.get('/v1/dashboard/overview', (c) => c.json(overviewData(sources)));
     app.get('/v1/dashboard/learning', (c) => c.json(learningData(sources.db, parse(learningQuery, c.req.query()).days)));
+    app.get('/v1/dashboard/memory', async (c) => c.json(await memoryData(sources, c.req.query())));
+    app.get('/v1/dashboard/memory/:id', (c) => c.json(memoryDetail(sources, c.req.param('id'))));
   };
 }

@@ -1,5 +1,6 @@
 import type { ComponentType } from 'preact';
 import { LearningPage } from './learning.js';
+import { MemoryPage } from './memory.js';
 import { OverviewPage } from './overview.js';
 
 export interface PageProps {
@@ -18,4 +19,5 @@ export interface Page {
 export const PAGES: Page[] = [
   { path: 'overview', title: 'Overview', component: OverviewPage },
   { path: 'learning', title: 'Learning', component: LearningPage },
+  { path: 'memory', title: 'Memory', component: MemoryPage },
 ];
