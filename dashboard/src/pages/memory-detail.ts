@@ -27,7 +27,7 @@ export function MemoryDetailPage(props: { id: string }) {
             <dd><time datetime=${memory.observed_at}>${when(memory.observed_at)}</time></dd>
             <dt>written</dt>
             <dd>
-              <time datetime=${memory.created_at}>${when(memory.created_at)}</time>, changed
+              <time datetime=${memory.created_at}>${when(memory.created_at)}</time>${', changed '}
               <time datetime=${memory.updated_at}>${when(memory.updated_at)}</time>
             </dd>
             <dt>recalled</dt>
