@@ -204,6 +204,29 @@ describe('dashboard: memory', { skip }, () => {
     }
   });
 
+  test('the list shows superseded memories only when asked, and filters by type', async () => {
+    const { page, errors, close } = await openPage(browser);
+    try {
+      const shown = () => page.locator('.memory-results [data-memory]').evaluateAll((items) => items.map((item) => item.getAttribute('data-memory')));
+      await page.goto(`${proxy.url}/ui#/memory?scope=default`);
+      await page.locator('.memory-results [data-memory]').first().waitFor();
+      assert.ok(!(await shown()).includes(ids.supersede), 'a superseded memory is hidden by default');
+      await page.getByLabel('include superseded').check();
+      await page.getByRole('button', { name: 'Search' }).click();
+      await page.locator(`[data-memory="${ids.supersede}"] [data-tag="status"]`, { hasText: 'superseded' }).waitFor();
+
+      await page.getByLabel('Type').selectOption('episodic');
+      await page.getByRole('button', { name: 'Search' }).click();
+      await page.waitForURL((url) => url.hash.includes('type=episodic'));
+      await page.locator('.memory-summary', { hasText: 'of type episodic' }).waitFor();
+      const types = await page.locator('.memory-results [data-tag="type"]').allInnerTexts();
+      assert.deepEqual(types, ['episodic', 'episodic'], 'the two raw turns of the SDK request, nothing else');
+      assert.deepEqual(errors, []);
+    } finally {
+      await close();
+    }
+  });
+
   test('forgetting asks for a confirmation: cancelling keeps the memory; confirming deletes it from the store and from search', async () => {
     const { page, errors, close } = await openPage(browser);
     try {
