@@ -28,16 +28,26 @@ export async function getJson<T>(path: string): Promise<T> {
   return (await response.json()) as T;
 }
 
-/** A change through the proxy's own HTTP APIs (memory, skills): JSON in, JSON out. */
-export async function send<T>(method: 'POST' | 'PATCH' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T> {
+/**
+ * A change through the proxy's own HTTP APIs (memory, skills): JSON in, JSON out. `headers` carry
+ * what the API reads from them (the memory API's scope: `X-Memory-Scope`).
+ */
+export async function send<T>(method: 'POST' | 'PATCH' | 'PUT' | 'DELETE', path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
   const response = await fetch(path, {
     method,
     credentials: 'same-origin',
-    headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+    headers: body === undefined ? { accept: 'application/json', ...headers } : { accept: 'application/json', 'content-type': 'application/json', ...headers },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   if (!response.ok) throw await errorOf(response);
   return (await response.json()) as T;
+}
+
+/** A file the proxy writes (an export), as a Blob the page can offer for download. */
+export async function getBlob(path: string, headers: Record<string, string> = {}): Promise<Blob> {
+  const response = await fetch(path, { headers, credentials: 'same-origin' });
+  if (!response.ok) throw await errorOf(response);
+  return response.blob();
 }
 
 export interface Loaded<T> {

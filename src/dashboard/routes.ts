@@ -4,6 +4,7 @@ import { parse } from '../proxy/route-body.js';
 import { BROWSER_COOKIE, type ProxyAuth } from '../proxy/index.js';
 import { DashboardAssets } from './assets.js';
 import { loginPage } from './login-page.js';
+import { memoryData, memoryDetail } from './memory.js';
 import { overviewData } from './overview.js';
 import { learningData } from './learning.js';
 import { sessionDetail, sessionDetailQuery, sessionList, sessionListQuery } from './sessions.js';
@@ -63,5 +64,7 @@ export function dashboardRoutes(sources: DashboardSources, auth: ProxyAuth, asse
     app.get('/v1/dashboard/sessions/:id', (c) =>
       c.json(sessionDetail(sources.db, sources.conversation, c.req.param('id'), parse(sessionDetailQuery, c.req.query()))),
     );
+    app.get('/v1/dashboard/memory', async (c) => c.json(await memoryData(sources, c.req.query())));
+    app.get('/v1/dashboard/memory/:id', (c) => c.json(memoryDetail(sources, c.req.param('id'))));
   };
 }

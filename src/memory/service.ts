@@ -634,6 +634,33 @@ export class MemoryService {
     return this.store.update(id, patch);
   }
 
+  /**
+   * Replaces an active unit by a new one written by a person (`POST /v1/memory/{id}/supersede`): the
+   * old unit is kept, marked superseded and linked to the new one, which keeps its scope, its sources
+   * (so provenance survives) and, unless changed, its type, importance and flags. Undefined when the
+   * old unit is missing; a MemoryError when it is no longer active.
+   */
+  supersede(id: string, replacement: { content: string } & MemoryPatch): { old: MemoryUnit; added: MemoryUnit } | undefined {
+    const old = this.store.get(id);
+    if (!old) return undefined;
+    if (old.status !== 'active') throw new MemoryError(`memory ${id} is already superseded by ${old.supersededBy ?? 'another unit'}`, 'memory_not_active');
+    const added = this.store.add({
+      scope: old.scope,
+      type: replacement.type ?? old.type,
+      content: replacement.content,
+      importance: replacement.importance ?? old.importance,
+      confidence: 1,
+      core: replacement.core ?? old.core,
+      pinned: replacement.pinned ?? old.pinned,
+      origin: 'manual',
+      sourceSession: old.sourceSession,
+      sourceTurns: old.sourceTurns,
+    });
+    if (!added) throw new MemoryError('the memory could not be stored', 'memory_not_stored');
+    this.store.supersede(old.id, added.id);
+    return { old: this.store.get(old.id)!, added };
+  }
+
   /** Forgets a unit for good; its text is also scrubbed from the turns it came from. */
   forget(id: string): MemoryUnit | undefined {
     const removed = this.store.delete(id, (turns, texts) => this.scrub(turns, texts));

@@ -2,7 +2,7 @@ import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 import { z } from 'zod';
 import { deriveScope, readTurnSignals } from '../conversation/index.js';
-import { BadRequestError, NotFoundError, PermissionError } from '../errors.js';
+import { BadRequestError, ConflictError, NotFoundError, PermissionError } from '../errors.js';
 import { exportMemory, importLines, MEMORY_TYPES, presentMemory, type MemoryService, type MemoryUnit } from '../memory/index.js';
 import { ADMIN_HEADER, type AdminToken } from './admin-token.js';
 import { parse, readJson } from './route-body.js';
@@ -52,6 +52,9 @@ const patchSchema = z
     pinned: z.boolean().optional(),
   })
   .refine((patch) => Object.keys(patch).length > 0, 'nothing to change');
+
+/** The unit that replaces another: new content, the rest kept from the old unit unless given. */
+const supersedeSchema = addSchema.omit({ scope: true }).partial({ type: true });
 
 /** Who is asking: the scope their headers give (as on model requests), and whether they hold the admin token. */
 interface Caller {
@@ -166,6 +169,24 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
         ...(patch.pinned !== undefined ? { pinned: patch.pinned } : {}),
       });
       return c.json(presentMemory(found(updated, unit.id)));
+    });
+
+    app.post('/v1/memory/:id/supersede', async (c) => {
+      const unit = ownUnit(callerOf(c), c.req.param('id'));
+      const body = parse(supersedeSchema, await readJson(c.req.raw));
+      if (unit.status !== 'active')
+        throw new ConflictError(`Memory ${unit.id} is already superseded by ${unit.supersededBy ?? 'another unit'}.`, 'memory_not_active');
+      const { old, added } = found(
+        memory.supersede(unit.id, {
+          content: body.content,
+          ...(body.type !== undefined ? { type: body.type } : {}),
+          ...(body.importance !== undefined ? { importance: body.importance } : {}),
+          ...(body.core !== undefined ? { core: body.core } : {}),
+          ...(body.pinned !== undefined ? { pinned: body.pinned } : {}),
+        }),
+        unit.id,
+      );
+      return c.json({ superseded: presentMemory(old), memory: presentMemory(added) }, 201);
     });
 
     app.delete('/v1/memory/:id', (c) => {

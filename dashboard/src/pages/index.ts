@@ -1,5 +1,6 @@
 import type { ComponentType } from 'preact';
 import { LearningPage } from './learning.js';
+import { MemoryPage } from './memory.js';
 import { OverviewPage } from './overview.js';
 import { SessionsPage } from './sessions.js';
 
@@ -19,5 +20,6 @@ export interface Page {
 export const PAGES: Page[] = [
   { path: 'overview', title: 'Overview', component: OverviewPage },
   { path: 'sessions', title: 'Sessions', component: SessionsPage },
+  { path: 'memory', title: 'Memory', component: MemoryPage },
   { path: 'learning', title: 'Learning', component: LearningPage },
 ];

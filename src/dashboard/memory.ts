@@ -1,0 +1,131 @@
+import { z } from 'zod';
+import { NotFoundError } from '../errors.js';
+import { MEMORY_TYPES, presentMemory, type MemoryUnit } from '../memory/index.js';
+import { parse } from '../proxy/route-body.js';
+import type { Db } from '../store/index.js';
+import type { DashboardSources } from './types.js';
+
+/** Results a page shows at once: newest units, or the best hits of a search. */
+export const MEMORY_PAGE_LIMIT = 50;
+/** Source turns and replaced units a detail lists (a rule restated often collects many). */
+const DETAIL_LINKS_LIMIT = 20;
+
+/** The memory page's address query (`#/memory?scope=&q=&type=&superseded=1`), as its data route takes it. */
+export const memoryQuerySchema = z.object({
+  scope: z.string().min(1).max(500).optional(),
+  q: z.string().max(1_000).optional(),
+  type: z.enum(MEMORY_TYPES).optional(),
+  superseded: z.enum(['0', '1']).optional(),
+});
+
+export type MemoryQuery = z.infer<typeof memoryQuerySchema>;
+
+/** A unit as the pages show it: what the API presents, plus when it was written and last changed. */
+function shown(unit: MemoryUnit) {
+  return { ...presentMemory(unit), created_at: new Date(unit.createdAt).toISOString(), updated_at: new Date(unit.updatedAt).toISOString() };
+}
+
+/**
+ * The memory page: every scope with its counts (the owner's view, behind the proxy key), and the
+ * chosen scope's units: the memory service's own search for a query, else the newest units.
+ */
+export async function memoryData(sources: DashboardSources, rawQuery: Record<string, string>) {
+  const query = parse(memoryQuerySchema, rawQuery);
+  const store = sources.memory.store;
+  const scopes = store
+    .scopes()
+    .map((name) => store.stats(name))
+    .map((stats) => ({ scope: stats.scope, active: stats.active, superseded: stats.superseded }))
+    .sort((a, b) => b.active + b.superseded - (a.active + a.superseded) || a.scope.localeCompare(b.scope));
+  // Without a choice, the scope holding the most memories (usually the configured one).
+  const scope = query.scope ?? scopes[0]?.scope ?? null;
+  const text = query.q?.trim() ?? '';
+  const includeSuperseded = query.superseded === '1';
+  let results: Array<ReturnType<typeof shown> & { score: number | null }> = [];
+  if (scope !== null) {
+    if (text !== '') {
+      const hits = await sources.memory.search({
+        scope,
+        query: text,
+        limit: MEMORY_PAGE_LIMIT,
+        ...(query.type ? { types: [query.type] } : {}),
+        includeSuperseded,
+      });
+      results = hits.map((hit) => ({ ...shown(hit.unit), score: Math.round(hit.score * 1000) / 1000 }));
+    } else {
+      results = newestUnits(sources.db, scope, query.type, includeSuperseded)
+        .map((id) => store.get(id))
+        .filter((unit): unit is MemoryUnit => unit !== undefined)
+        .map((unit) => ({ ...shown(unit), score: null }));
+    }
+  }
+  return { scopes, scope, q: text, type: query.type ?? null, superseded: includeSuperseded, types: MEMORY_TYPES, limit: MEMORY_PAGE_LIMIT, results };
+}
+
+function newestUnits(db: Db, scope: string, type: string | undefined, includeSuperseded: boolean): string[] {
+  return db
+    .prepare(
+      `SELECT id FROM memory_units WHERE scope = ? AND (? IS NULL OR type = ?) AND (? = 1 OR status = 'active')
+       ORDER BY created_at DESC, rowid DESC LIMIT ?`,
+    )
+    .pluck()
+    .all(scope, type ?? null, type ?? null, includeSuperseded ? 1 : 0, MEMORY_PAGE_LIMIT) as string[];
+}
+
+interface SourceTurn {
+  id: string;
+  session_id: string | null;
+  seq: number | null;
+  started_at: string | null;
+  query: string | null;
+  /** false when the turn record is gone (retention) or the id came from `POST /v1/memory/ingest` */
+  recorded: boolean;
+}
+
+/** One memory with where it came from (its session and turns) and what it replaced or was replaced by. */
+export function memoryDetail(sources: DashboardSources, id: string) {
+  const store = sources.memory.store;
+  const unit = store.get(id);
+  if (!unit) throw new NotFoundError(`No memory with id ${id}.`, 'memory_not_found');
+  const brief = (other: MemoryUnit) => ({
+    id: other.id,
+    type: other.type,
+    status: other.status,
+    content: other.content,
+    created_at: new Date(other.createdAt).toISOString(),
+  });
+  const replacement = unit.supersededBy ? store.get(unit.supersededBy) : undefined;
+  const replacedIds = sources.db
+    .prepare('SELECT id FROM memory_units WHERE superseded_by = ? ORDER BY rowid DESC LIMIT ?')
+    .pluck()
+    .all(unit.id, DETAIL_LINKS_LIMIT) as string[];
+  return {
+    memory: shown(unit),
+    types: MEMORY_TYPES,
+    superseded_by: unit.supersededBy ? { id: unit.supersededBy, unit: replacement ? brief(replacement) : null } : null,
+    supersedes: replacedIds
+      .map((other) => store.get(other))
+      .filter((other): other is MemoryUnit => other !== undefined)
+      .map(brief),
+    source: {
+      session_id: unit.sourceSession,
+      session_recorded: unit.sourceSession !== null && sessionRecorded(sources.db, unit.sourceSession),
+      turns: sourceTurns(sources.db, unit.sourceTurns.slice(0, DETAIL_LINKS_LIMIT)),
+      more_turns: Math.max(0, unit.sourceTurns.length - DETAIL_LINKS_LIMIT),
+    },
+  };
+}
+
+function sessionRecorded(db: Db, sessionId: string): boolean {
+  return db.prepare('SELECT 1 FROM sessions WHERE id = ?').pluck().get(sessionId) !== undefined;
+}
+
+function sourceTurns(db: Db, ids: readonly string[]): SourceTurn[] {
+  const lookup = db.prepare('SELECT id, session_id, seq, started_at, query FROM turns WHERE id = ?');
+  return ids.map((turnId) => {
+    const row = lookup.get(turnId) as { id: string; session_id: string; seq: number; started_at: number; query: string | null } | undefined;
+    return row
+      ? { id: row.id, session_id: row.session_id, seq: row.seq, started_at: new Date(row.started_at).toISOString(), query: row.query, recorded: true }
+      : { id: turnId, session_id: null, seq: null, started_at: null, query: null, recorded: false };
+  });
+}
