@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { browserMissing, launchBrowser, openPage, screenshot } from './support/browser.js';
 import { homeWithStarterSkills, startProxy, type ProxyHandle } from './support/proxy.js';
+import { sendTurns, startRlProxy, stepDone, type RlProxy } from './support/rl-proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 const skip = browserMissing();
@@ -88,6 +89,47 @@ describe('dashboard: learning curves', { skip }, () => {
       } finally {
         await close();
       }
+    }
+  });
+});
+
+describe('dashboard: learning curves with RL (mode rl, Tinker double)', { skip }, () => {
+  let rl: RlProxy;
+  let browser: Browser;
+
+  before(async () => {
+    rl = await startRlProxy({ rl: { batch_size: 2, learning_rate: 0.05, prm_m: 1 }, ready: true });
+    // The judge's votes alternate 1, -1: a batch of two has a reward spread, so a step trains.
+    await sendTurns(rl.proxy, 'dash-rl', ['first', 'second', 'third'], 16);
+    await stepDone(rl.proxy, 60_000, 500);
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await rl?.dispose();
+  });
+
+  test('judged turns show as reward per day and per skill generation, and the training step with its loss', async () => {
+    const data = (await (await fetch(`${rl.proxy.url}/v1/dashboard/learning`)).json()) as any;
+    const scored = data.judge.per_generation.reduce((sum: number, row: { scored: number }) => sum + row.scored, 0);
+    assert.ok(scored >= 2, JSON.stringify(data.judge));
+    assert.equal(data.judge.per_day.length, 1, 'all scored today');
+    const step = data.training.find((row: { status: string }) => row.status === 'done');
+    assert.equal(step.step, 1);
+    assert.equal(typeof step.loss, 'number');
+
+    const { page, errors, close } = await openPage(browser);
+    try {
+      await page.goto(`${rl.proxy.url}/ui#/learning`);
+      await page.locator('[data-chart="Judge reward per day"] canvas').waitFor();
+      await page.locator('[data-chart="Training loss per step"] canvas').waitFor();
+      assert.equal(await page.locator('.bars li').count(), data.judge.per_generation.length);
+      assert.match(await page.locator('.bars li').first().innerText(), new RegExp(`generation ${data.judge.per_generation[0].generation}`));
+      assert.match(await page.getByRole('table', { name: 'Training steps' }).innerText(), /\bdone\b/);
+      await screenshot(page, 'learning-rl');
+      assert.deepEqual(errors, []);
+    } finally {
+      await close();
     }
   });
 });

@@ -85,7 +85,7 @@ function Curves({ data }: { data: Learning }) {
       data.training.length === 0
         ? html`<p class="muted">None.</p>`
         : html`<div class="table-wrap">
-            <table>
+            <table aria-label="Training steps">
               <thead>
                 <tr>
                   <th class="num">Step</th>
@@ -142,7 +142,7 @@ function Timeline({ data }: { data: Learning }) {
     </div>
     <div class="timeline-axis muted"><span>${when(new Date(start).toISOString())}</span><span>now</span></div>
     <div class="table-wrap">
-      <table>
+      <table aria-label="Scheduler windows">
         <thead>
           <tr>
             <th>Opened</th>
