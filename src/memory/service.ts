@@ -644,6 +644,11 @@ export class MemoryService {
     const old = this.store.get(id);
     if (!old) return undefined;
     if (old.status !== 'active') throw new MemoryError(`memory ${id} is already superseded by ${old.supersededBy ?? 'another unit'}`, 'memory_not_active');
+    // The new unit and the link to it land together: a crash between them would leave two active versions.
+    return this.store.atomically(() => this.replaceWith(old, replacement));
+  }
+
+  private replaceWith(old: MemoryUnit, replacement: { content: string } & MemoryPatch): { old: MemoryUnit; added: MemoryUnit } {
     const added = this.store.add({
       scope: old.scope,
       type: replacement.type ?? old.type,

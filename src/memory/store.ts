@@ -198,6 +198,11 @@ export class MemoryStore {
     };
   }
 
+  /** Runs several writes as one (nested writes become savepoints): all of them land, or none. */
+  atomically<T>(work: () => T): T {
+    return this.db.transaction(work).immediate();
+  }
+
   /** Called (with the scope) whenever units of a scope change: caches of the core block listen. */
   onChange(listener: (scope: string) => void): void {
     this.changeListeners.push(listener);
