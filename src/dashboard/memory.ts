@@ -62,11 +62,12 @@ export async function memoryData(sources: DashboardSources, rawQuery: Record<str
   return { scopes, scope, q: text, type: query.type ?? null, superseded: includeSuperseded, types: MEMORY_TYPES, limit: MEMORY_PAGE_LIMIT, results };
 }
 
+/** The scope's most recently observed units (the (scope, observed_at) index gives them in order). */
 function newestUnits(db: Db, scope: string, type: string | undefined, includeSuperseded: boolean): string[] {
   return db
     .prepare(
       `SELECT id FROM memory_units WHERE scope = ? AND (? IS NULL OR type = ?) AND (? = 1 OR status = 'active')
-       ORDER BY created_at DESC, rowid DESC LIMIT ?`,
+       ORDER BY observed_at DESC LIMIT ?`,
     )
     .pluck()
     .all(scope, type ?? null, type ?? null, includeSuperseded ? 1 : 0, MEMORY_PAGE_LIMIT) as string[];

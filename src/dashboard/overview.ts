@@ -78,12 +78,15 @@ function recentActivity(db: Db, now: number): Activity {
   };
 }
 
-/** The latest finished learning jobs, skill changes and learned memories, newest first. */
+/**
+ * The latest finished learning jobs, skill changes and learned memories, newest first. (`+status`
+ * keeps SQLite on the updated_at index, read backwards, instead of sorting every finished job.)
+ */
 function learningEvents(db: Db, limit = 15): LearningEvent[] {
   const jobs = db
     .prepare(
       `SELECT kind, status, last_error, tokens_used, coalesce(finished_at, updated_at) AS at, json_extract(payload, '$.sessionId') AS session_id FROM jobs
-       WHERE status IN ('done', 'dead') ORDER BY coalesce(finished_at, updated_at) DESC LIMIT ?`,
+       WHERE +status IN ('done', 'dead') ORDER BY updated_at DESC LIMIT ?`,
     )
     .all(limit) as Array<{ kind: string; status: string; last_error: string | null; tokens_used: number; at: number; session_id: unknown }>;
   // A bank installed or imported at once is one event, not one per skill.

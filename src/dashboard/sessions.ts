@@ -92,15 +92,18 @@ export interface JobView {
 
 /**
  * The learning jobs a session caused: the enqueuers put `sessionId` (session and per-turn jobs) or
- * only `turnId` (RL judge and teacher) into the payload.
+ * only `turnId` (RL judge and teacher) into the payload. Both are indexed (migration 15); a union,
+ * not an OR, so each side uses its index (`+turns.id` drops the column's affinity, which would
+ * otherwise keep SQLite off the expression index).
  */
 function jobsOfSession(db: Db, sessionId: string): JobView[] {
   const rows = db
     .prepare(
       `SELECT id, kind, status, attempts, max_attempts, last_error, tokens_used, created_at, finished_at, json_extract(payload, '$.turnId') AS turn_id
        FROM jobs
-       WHERE json_extract(payload, '$.sessionId') = ?
-          OR json_extract(payload, '$.turnId') IN (SELECT id FROM turns WHERE session_id = ?)
+       WHERE id IN (
+         SELECT id FROM jobs WHERE json_extract(payload, '$.sessionId') = ?
+         UNION SELECT jobs.id FROM turns CROSS JOIN jobs ON json_extract(jobs.payload, '$.turnId') = +turns.id WHERE turns.session_id = ?)
        ORDER BY id DESC LIMIT ?`,
     )
     .all(sessionId, sessionId, JOBS_LIMIT) as Array<{

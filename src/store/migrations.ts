@@ -396,7 +396,7 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 15,
-    description: 'the scheduler windows: when each idle window opened and closed, and what held it open',
+    description: "the scheduler windows (when each idle window opened and closed, and what held it open); indexes for the dashboard's reads",
     sql: `
       -- One row per window the scheduler opened (the dashboard's timeline). closed_at null: still open.
       CREATE TABLE scheduler_windows (
@@ -407,6 +407,14 @@ export const MIGRATIONS: readonly Migration[] = [
         close_reason TEXT
       );
       CREATE INDEX scheduler_windows_opened ON scheduler_windows(opened_at);
+
+      -- The dashboard's reads run on the proxy's thread: each is an index range, never a scan of a big table.
+      CREATE INDEX sessions_last_turn ON sessions(last_turn_at, id);
+      CREATE INDEX jobs_updated ON jobs(updated_at);
+      CREATE INDEX jobs_session ON jobs(json_extract(payload, '$.sessionId'));
+      CREATE INDEX jobs_turn ON jobs(json_extract(payload, '$.turnId'));
+      CREATE INDEX memory_units_learned ON memory_units(created_at) WHERE origin <> 'raw_turn';
+      CREATE INDEX rl_samples_judged ON rl_samples(judged_at) WHERE judge_state = 'scored';
     `,
   },
 ];
