@@ -3,6 +3,7 @@ import { BROWSER_COOKIE, type ProxyAuth } from '../proxy/index.js';
 import { DashboardAssets } from './assets.js';
 import { loginPage } from './login-page.js';
 import { overviewData } from './overview.js';
+import { skillDetailData, skillsListData } from './skills.js';
 import type { DashboardSources } from './types.js';
 
 /** Nothing a page loads may come from elsewhere; no page may be framed. */
@@ -52,5 +53,15 @@ export function dashboardRoutes(sources: DashboardSources, auth: ProxyAuth, asse
     });
 
     app.get('/v1/dashboard/overview', (c) => c.json(overviewData(sources)));
+    app.get('/v1/dashboard/skills', (c) => c.json(skillsListData(sources.skills, (c.req.query('q') ?? '').slice(0, 500))));
+    app.get('/v1/dashboard/skills/:name', (c) =>
+      c.json(skillDetailData(sources.skills, c.req.param('name'), { from: versionNumber(c.req.query('from')), to: versionNumber(c.req.query('to')) })),
+    );
   };
+}
+
+/** A version number from the page's query; anything else means "the default". */
+function versionNumber(value: string | undefined): number | undefined {
+  const number = Number(value);
+  return value !== undefined && value !== '' && Number.isInteger(number) && number > 0 ? number : undefined;
 }

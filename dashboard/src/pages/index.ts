@@ -1,5 +1,6 @@
 import type { ComponentType } from 'preact';
 import { OverviewPage } from './overview.js';
+import { SkillsPage } from './skills.js';
 
 export interface PageProps {
   /** the address's parts after the page's own: `#/sessions/abc` gives ['abc'] */
@@ -14,4 +15,7 @@ export interface Page {
 }
 
 /** The pages, in the order the navigation shows them. */
-export const PAGES: Page[] = [{ path: 'overview', title: 'Overview', component: OverviewPage }];
+export const PAGES: Page[] = [
+  { path: 'overview', title: 'Overview', component: OverviewPage },
+  { path: 'skills', title: 'Skills', component: SkillsPage },
+];
