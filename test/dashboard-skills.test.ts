@@ -22,6 +22,13 @@ const NOTES_SKILL = {
   reason: 'The user corrected the release notes layout.',
 };
 
+/** A third session's change to the deploy skill, proposed before the first is approved. */
+const WEEKEND_CHANGE = {
+  ...DEPLOY_SKILL,
+  body: DEPLOY_SKILL.body.replace('Never deploy on Fridays.', 'Never deploy on Fridays or weekends.'),
+  evidence: ['turn 2: the user said "No, never on weekends either"'],
+};
+
 interface SkillInfo {
   versions: Array<{ version: number; action: string }>;
 }
@@ -43,7 +50,12 @@ describe('dashboard: skills', { skip }, () => {
   before(async () => {
     upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({
-      evolver: (request) => JSON.stringify({ changes: [userText(request).includes('notes-session') ? NOTES_SKILL : DEPLOY_SKILL] }),
+      evolver: (request) => {
+        const transcript = userText(request);
+        return JSON.stringify({
+          changes: [transcript.includes('notes-session') ? NOTES_SKILL : transcript.includes('weekend-session') ? WEEKEND_CHANGE : DEPLOY_SKILL],
+        });
+      },
       searchKeys: () => JSON.stringify({ skills: [] }),
     });
     proxy = await startProxy({
@@ -53,9 +65,16 @@ describe('dashboard: skills', { skip }, () => {
     skillsDir = (await status(proxy)).skills.dir as string;
     assert.equal(skillsDir, join(proxy.home, 'skills'));
     const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
-    await session(client, 'deploy-session', ['How do I deploy the billing service?', 'No, with the blue-green script, and never on Fridays.']);
-    await session(client, 'notes-session', ['Write the release notes.', 'No, group them by Added, Fixed and Removed.']);
-    await waitFor(async () => (await status(proxy)).skills.pending_proposals === 2, 30_000, 200);
+    // One session at a time, so the proposals' numbers are known.
+    const sessions: Array<[string, string[]]> = [
+      ['deploy-session', ['How do I deploy the billing service?', 'No, with the blue-green script, and never on Fridays.']],
+      ['notes-session', ['Write the release notes.', 'No, group them by Added, Fixed and Removed.']],
+      ['weekend-session', ['Can I deploy the billing service on Saturday?', 'No, never on weekends either.']],
+    ];
+    for (const [index, [id, requests]] of sessions.entries()) {
+      await session(client, id, requests);
+      await waitFor(async () => (await status(proxy)).skills.pending_proposals === index + 1, 30_000, 200);
+    }
     browser = await launchBrowser();
   });
   after(async () => {
@@ -64,7 +83,7 @@ describe('dashboard: skills', { skip }, () => {
     await upstream?.close();
   });
 
-  test('the library and both pending proposals render from one data request; Approve writes the SKILL.md to disk and Reject drops the other', async () => {
+  test('the library and the pending proposals render from one data request; Approve writes the SKILL.md to disk and Reject drops another', async () => {
     const { page, errors, requested, close } = await openPage(browser);
     try {
       await page.goto(`${proxy.url}/ui#/skills`);
@@ -72,11 +91,14 @@ describe('dashboard: skills', { skip }, () => {
       assert.match(await page.locator('[data-proposal="1"]').innerText(), /#1 create blue-green-deploys/);
       assert.match(await page.locator('[data-proposal="2"]').innerText(), /#2 create release-notes-format/);
       assert.ok((await page.locator('tr[data-skill]').count()) >= 40, 'the starter skills are listed');
-      assert.match(await page.locator('tr[data-skill="git-commit-hygiene"]').innerText(), /git-commit-hygiene\s+\S+\s+v1\s+starter/);
+      const cells = await page.locator('tr[data-skill="git-commit-hygiene"] td').allInnerTexts();
+      assert.match(cells[0]!, /^git-commit-hygiene\n.*commit/, 'name and description');
+      assert.deepEqual(cells.slice(2, 4), ['v1', 'starter']);
       assert.deepEqual(dataRequests(requested), ['/v1/dashboard/skills'], 'one data request renders the page');
       assert.equal(existsSync(deployFile()), false, 'nothing is written before review');
       assert.ok(statSync(await screenshot(page, 'skills')).size > 10_000);
 
+      assert.match(await page.locator('[data-proposal="3"]').innerText(), /Proposed text/, 'a new skill has no diff yet');
       await page.locator('[data-proposal="1"]').getByRole('button', { name: 'Approve' }).click();
       await page.getByRole('status').filter({ hasText: 'Approved #1: blue-green-deploys is now v1.' }).waitFor();
       await page.locator('[data-proposal="1"]').waitFor({ state: 'detached' });
@@ -90,7 +112,31 @@ describe('dashboard: skills', { skip }, () => {
       assert.equal(existsSync(join(skillsDir, NOTES_SKILL.name)), false, 'a rejected proposal writes nothing');
 
       const pending = (await (await fetch(`${proxy.url}/v1/skills/proposals`)).json()) as { data: unknown[] };
-      assert.deepEqual(pending.data, [], 'no proposal is left');
+      assert.deepEqual(
+        pending.data.map((proposal) => (proposal as { id: number }).id),
+        [3],
+        'only the third proposal is left',
+      );
+      assert.deepEqual(errors, []);
+    } finally {
+      await close();
+    }
+  });
+
+  test('a proposal for a skill that exists shows what it would change; rejecting it leaves the skill as it is', async () => {
+    const { page, errors, close } = await openPage(browser);
+    try {
+      const onDisk = readFileSync(deployFile(), 'utf8');
+      await page.goto(`${proxy.url}/ui#/skills`);
+      const card = page.locator('[data-proposal="3"]');
+      await card.getByText(`Changes to ${DEPLOY_SKILL.name} v1`).waitFor();
+      assert.deepEqual(await card.locator('.diff-add').allInnerTexts(), ['+1. **Check the day.** Never deploy on Fridays or weekends.\n']);
+      assert.deepEqual(await card.locator('.diff-del').allInnerTexts(), ['-1. **Check the day.** Never deploy on Fridays.\n']);
+      await screenshot(page, 'skills-proposal-diff');
+      await card.getByRole('button', { name: 'Reject' }).click();
+      await card.waitFor({ state: 'detached' });
+      await page.getByText('No proposals waiting.', { exact: false }).waitFor();
+      assert.equal(readFileSync(deployFile(), 'utf8'), onDisk);
       assert.equal((await status(proxy)).skills.pending_proposals, 0);
       assert.deepEqual(errors, []);
     } finally {
@@ -201,6 +247,21 @@ describe('dashboard: skills', { skip }, () => {
     }
   });
 
+  test('an unknown skill shows a not-found state', async () => {
+    const { page, errors, close } = await openPage(browser);
+    try {
+      await page.goto(`${proxy.url}/ui#/skills/no-such-skill`);
+      await page.getByRole('alert').filter({ hasText: 'Could not load: No skill named no-such-skill.' }).waitFor();
+      assert.equal(await page.getByLabel('SKILL.md text').count(), 0, 'no edit form for a skill that does not exist');
+      assert.deepEqual(
+        errors.filter((error) => !error.includes('404 (Not Found)')),
+        [],
+      );
+    } finally {
+      await close();
+    }
+  });
+
   test('an invalid SKILL.md from the form is refused with its reason and nothing is written', async () => {
     const { page, errors, close } = await openPage(browser);
     try {
@@ -283,6 +344,7 @@ describe('dashboard: skills', { skip }, () => {
     for (const [path, code] of [
       ['/v1/skills/proposals/1/approve', 404],
       ['/v1/skills/proposals/2/reject', 404],
+      ['/v1/skills/proposals/3/approve', 404],
       ['/v1/skills/proposals/99/approve', 404],
       ['/v1/skills/proposals/abc/approve', 400],
     ] as const) {

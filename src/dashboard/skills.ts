@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { createTwoFilesPatch } from 'diff';
 import { NotFoundError, SkillError } from '../errors.js';
 import { presentProposal } from '../proxy/skill-change-routes.js';
 import { diffVersions, type SkillCredit, type SkillsService, type VersionRow } from '../skills/index.js';
@@ -27,9 +28,19 @@ export function skillsListData(skills: SkillsService, q: string) {
       updated_at: skill.updatedAt ?? null,
       credit: presentCredit(credit),
     })),
-    proposals: skills.proposals.pending().map(presentProposal),
+    proposals: skills.proposals.pending().map((row) => withChanges(skills, presentProposal(row))),
     invalid_files: skills.library.problems(),
   };
+}
+
+/** What approving a proposal would change in the skill as it is now (a skill may have changed since it was proposed). */
+function withChanges(skills: SkillsService, proposal: ReturnType<typeof presentProposal>) {
+  const current = skills.library.get(proposal.name);
+  if (!current) return { ...proposal, current_version: null, patch: null };
+  const shown = (skill: { description: string; category: string; body: string }) =>
+    `description: ${skill.description}\ncategory: ${skill.category}\n\n${skill.body}\n`;
+  const patch = createTwoFilesPatch(`${proposal.name}@v${current.version}`, `${proposal.name} (proposal #${proposal.id})`, shown(current), shown(proposal));
+  return { ...proposal, current_version: current.version, patch };
 }
 
 /**

@@ -4,6 +4,7 @@ import { PageFrame, Stat } from '../components.js';
 import { ago, count, when } from '../format.js';
 import { html } from '../html.js';
 import { link, routeQuery } from '../router.js';
+import { PatchLines } from './skills-diff.js';
 import { judgeMean, type SkillDetail } from './skills-types.js';
 
 /** The address of a skill's page, with the pair of versions its diff compares. */
@@ -162,17 +163,9 @@ function DiffView(props: { data: SkillDetail }) {
       data.diff.problem
         ? html`<p class="error">${data.diff.problem}</p>`
         : html`<pre class="diff" data-from=${data.diff.from ?? 0} data-to=${data.diff.to}>
-${(data.diff.patch ?? '').split('\n').map((line) => html`<span class=${diffClass(line)}>${`${line}\n`}</span>`)}</pre>`
+<${PatchLines} patch=${data.diff.patch ?? ''} /></pre>`
     }
   </section>`;
-}
-
-function diffClass(line: string): string {
-  if (line.startsWith('+++') || line.startsWith('---')) return 'diff-file';
-  if (line.startsWith('+')) return 'diff-add';
-  if (line.startsWith('-')) return 'diff-del';
-  if (line.startsWith('@@')) return 'diff-hunk';
-  return '';
 }
 
 /** The whole SKILL.md as on disk; saving writes it as a new version (PUT /v1/skills/<name>). */

@@ -23,6 +23,9 @@ export interface Proposal {
   evidence: string[];
   reason: string | null;
   created_at: string;
+  /** against the skill as it is now, when it exists */
+  current_version: number | null;
+  patch: string | null;
 }
 
 export interface SkillList {

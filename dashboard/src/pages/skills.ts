@@ -6,6 +6,7 @@ import { html } from '../html.js';
 import { link, routeQuery } from '../router.js';
 import type { PageProps } from './index.js';
 import { SkillDetailView } from './skill-detail.js';
+import { PatchLines } from './skills-diff.js';
 import { judgeMean, type Proposal, type SkillList } from './skills-types.js';
 
 /** `#/skills?q=…` is the library and its pending proposals; `#/skills/<name>` one skill. */
@@ -60,7 +61,7 @@ function SkillListView() {
         <table class="skills-table">
           <thead>
             <tr>
-              <th>Name</th>
+              <th>Skill</th>
               <th>Category</th>
               <th class="num">Version</th>
               <th>Origin</th>
@@ -68,15 +69,16 @@ function SkillListView() {
               <th class="num">Sessions</th>
               <th class="num">Corrected / accepted</th>
               <th class="num">Judge</th>
-              <th>Description</th>
             </tr>
           </thead>
           <tbody>
             ${data.skills.map(
               (skill) =>
                 html`<tr data-skill=${skill.name}>
-                  <td>
-                    <a href=${link('skills', skill.name)}>${skill.name}</a>${skill.credit?.flagged ? html` <span class="tag bad-tag">flagged</span>` : null}
+                  <td class="skill-cell">
+                    <a class="skill-name" href=${link('skills', skill.name)}>${skill.name}</a
+                    >${skill.credit?.flagged ? html` <span class="tag bad-tag">flagged</span>` : null}
+                    <div class="muted skill-description">${clip(skill.description, 160)}</div>
                   </td>
                   <td>${skill.category}</td>
                   <td class="num">v${skill.version}</td>
@@ -85,7 +87,6 @@ function SkillListView() {
                   <td class="num">${count(skill.credit?.sessions ?? 0)}</td>
                   <td class="num">${skill.credit ? `${skill.credit.corrected} / ${skill.credit.accepted}` : '—'}</td>
                   <td class="num">${judgeMean(skill.credit)}</td>
-                  <td class="skill-description">${clip(skill.description, 160)}</td>
                 </tr>`,
             )}
           </tbody>
@@ -148,10 +149,17 @@ function ProposalCard(props: { proposal: Proposal; onDone: (message: string, ok:
           </ul>`
         : null
     }
-    <details>
-      <summary>Proposed text</summary>
-      <pre>${proposal.body}</pre>
-    </details>
+    ${
+      proposal.patch
+        ? html`<details open>
+            <summary>Changes to ${proposal.name} v${proposal.current_version}</summary>
+            <pre class="diff"><${PatchLines} patch=${proposal.patch} /></pre>
+          </details>`
+        : html`<details>
+            <summary>Proposed text</summary>
+            <pre>${proposal.body}</pre>
+          </details>`
+    }
     <div class="row">
       <button type="button" class="primary" disabled=${busy} onClick=${() => decide('approve')}>Approve</button>
       <button type="button" class="danger" disabled=${busy} onClick=${() => decide('reject')}>Reject</button>
