@@ -173,26 +173,42 @@ function EditForm(props: { name: string; text: string; onSaved: (version: number
   const [text, setText] = useState(props.text);
   const [error, setError] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
-  const save = async (event: Event) => {
-    event.preventDefault();
+  const write = async (force: boolean) => {
     setBusy(true);
     setError(undefined);
     try {
-      const result = await send<{ version: number }>('PUT', `/v1/skills/${encodeURIComponent(props.name)}`, { text });
+      const result = await send<{ version: number }>('PUT', `/v1/skills/${encodeURIComponent(props.name)}`, force ? { text, force } : { text });
       props.onSaved(result.version);
     } catch (failure) {
       setError(failure instanceof Error ? failure.message : String(failure));
       setBusy(false);
     }
   };
-  return html`<form class="skill-edit" onSubmit=${save}>
+  // As `metaclaw skills add --force`: the person read the text and trusts it (it is still escaped when injected).
+  const suspicious = error?.includes('reads like a prompt injection') ?? false;
+  return html`<form
+    class="skill-edit"
+    onSubmit=${(event: Event) => {
+      event.preventDefault();
+      void write(false);
+    }}
+  >
     <h2>Edit</h2>
     <p class="muted">The whole SKILL.md: frontmatter (name, description, category) and the Markdown body. Saving records a new version.</p>
     <label class="visually-hidden" for="skill-text">SKILL.md text</label>
-    <textarea id="skill-text" spellcheck="false" value=${text} onInput=${(event: Event) => setText((event.target as HTMLTextAreaElement).value)}></textarea>
+    <textarea
+      id="skill-text"
+      spellcheck="false"
+      value=${text}
+      onInput=${(event: Event) => {
+        setText((event.target as HTMLTextAreaElement).value);
+        setError(undefined);
+      }}
+    ></textarea>
     ${error ? html`<p class="error" role="alert">${error}</p>` : null}
     <div class="row">
       <button type="submit" class="primary" disabled=${busy || text === props.text}>Save as a new version</button>
+      ${suspicious ? html`<button type="button" class="danger" disabled=${busy} onClick=${() => void write(true)}>Save anyway: I trust this text</button>` : null}
       <button type="button" disabled=${busy || text === props.text} onClick=${() => setText(props.text)}>Discard changes</button>
     </div>
   </form>`;
