@@ -1,11 +1,11 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import { createTwoFilesPatch } from 'diff';
 import { z } from 'zod';
 import { silentLogger } from '../logging/index.js';
 import { skillsSettings } from '../runtime/settings.js';
 import {
+  diffVersions,
   exportSkills,
   importSkills,
   installStarterSkills,
@@ -368,23 +368,12 @@ export function registerSkillsCommands(program: Command): void {
 }
 
 function diff(service: SkillsService, name: string, options: SkillsOptions & { from?: string; to?: string }): void {
-  {
-    const versions = service.history.versions(name);
-    if (versions.length === 0) throw new CliExit(`No recorded versions of ${name}.`);
-    const to = options.to === undefined ? versions.at(-1)! : versions.find((row) => row.version === Number(options.to));
-    if (!to) throw new CliExit(`${name} has no version ${options.to}.`);
-    const from = options.from === undefined ? versions.filter((row) => row.id < to.id).at(-1) : versions.find((row) => row.version === Number(options.from));
-    const patch = createTwoFilesPatch(
-      `${name}@v${from?.version ?? 0}`,
-      `${name}@v${to.version}`,
-      from?.content ?? '',
-      to.content,
-      from ? `${from.action}` : 'nothing',
-      to.action,
-    );
-    if (options.json) print(JSON.stringify({ name, from: from?.version ?? null, to: to.version, patch }));
-    else print(patch.trimEnd());
-  }
+  const { from, to, patch } = diffVersions(name, service.history.versions(name), {
+    from: options.from === undefined ? undefined : Number(options.from),
+    to: options.to === undefined ? undefined : Number(options.to),
+  });
+  if (options.json) print(JSON.stringify({ name, from, to, patch }));
+  else print(patch.trimEnd());
 }
 
 function figures(credit: SkillCredit | undefined): string {

@@ -8,6 +8,7 @@ import { memoryData, memoryDetail } from './memory.js';
 import { overviewData } from './overview.js';
 import { learningData } from './learning.js';
 import { sessionDetail, sessionDetailQuery, sessionList, sessionListQuery } from './sessions.js';
+import { skillDetailData, skillsListData } from './skills.js';
 import type { DashboardSources } from './types.js';
 
 const learningQuery = z.object({ days: z.coerce.number().int().min(1).max(365).default(30) });
@@ -66,5 +67,15 @@ export function dashboardRoutes(sources: DashboardSources, auth: ProxyAuth, asse
     );
     app.get('/v1/dashboard/memory', async (c) => c.json(await memoryData(sources, c.req.query())));
     app.get('/v1/dashboard/memory/:id', (c) => c.json(memoryDetail(sources, c.req.param('id'))));
+    app.get('/v1/dashboard/skills', (c) => c.json(skillsListData(sources.skills, (c.req.query('q') ?? '').slice(0, 500))));
+    app.get('/v1/dashboard/skills/:name', (c) =>
+      c.json(skillDetailData(sources.skills, c.req.param('name'), { from: versionNumber(c.req.query('from')), to: versionNumber(c.req.query('to')) })),
+    );
   };
+}
+
+/** A version number from the page's query; anything else means "the default". */
+function versionNumber(value: string | undefined): number | undefined {
+  const number = Number(value);
+  return value !== undefined && value !== '' && Number.isInteger(number) && number > 0 ? number : undefined;
 }

@@ -1,10 +1,12 @@
 import { NotFoundError } from '../errors.js';
 import type { SkillsService } from '../skills/index.js';
+import { skillChangeRoutes } from './skill-change-routes.js';
 import type { ProxyApp } from './types.js';
 
-/** GET /v1/skills and GET /v1/skills/{name}: the library with each skill's credit figures. */
+/** GET /v1/skills and GET /v1/skills/{name}: the library with each skill's credit figures; and the changes (edit, review). */
 export function skillsRoutes(skills: SkillsService): (app: ProxyApp) => void {
   return (app) => {
+    skillChangeRoutes(skills)(app);
     app.get('/v1/skills', (c) => {
       const items = skills.list().map(({ skill, credit }) => ({
         name: skill.name,

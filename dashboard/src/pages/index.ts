@@ -3,6 +3,7 @@ import { LearningPage } from './learning.js';
 import { MemoryPage } from './memory.js';
 import { OverviewPage } from './overview.js';
 import { SessionsPage } from './sessions.js';
+import { SkillsPage } from './skills.js';
 
 export interface PageProps {
   /** the address's parts after the page's own: `#/sessions/abc` gives ['abc'] */
@@ -20,6 +21,7 @@ export interface Page {
 export const PAGES: Page[] = [
   { path: 'overview', title: 'Overview', component: OverviewPage },
   { path: 'sessions', title: 'Sessions', component: SessionsPage },
+  { path: 'skills', title: 'Skills', component: SkillsPage },
   { path: 'memory', title: 'Memory', component: MemoryPage },
   { path: 'learning', title: 'Learning', component: LearningPage },
 ];

@@ -1,0 +1,120 @@
+import { readFileSync } from 'node:fs';
+import { createTwoFilesPatch } from 'diff';
+import { NotFoundError, SkillError } from '../errors.js';
+import { presentProposal } from '../proxy/skill-change-routes.js';
+import { diffVersions, type SkillCredit, type SkillsService, type VersionRow } from '../skills/index.js';
+import { uniqueTerms } from '../text/index.js';
+
+/** Skills a list shows at most (the library may hold thousands; a search narrows it). */
+const LIST_LIMIT = 300;
+
+/** The skills page: the library (searched when `q` is given) and the proposals waiting for review. */
+export function skillsListData(skills: SkillsService, q: string) {
+  const rows = skills.list();
+  const query = q.trim();
+  const matched = query === '' ? rows : searched(skills, rows, query);
+  return {
+    generation: skills.history.generation,
+    review: skills.settings.review,
+    total: rows.length,
+    matched: matched.length,
+    query,
+    skills: matched.slice(0, LIST_LIMIT).map(({ skill, credit }) => ({
+      name: skill.name,
+      category: skill.category,
+      description: skill.description,
+      version: skill.version,
+      origin: skill.origin,
+      updated_at: skill.updatedAt ?? null,
+      credit: presentCredit(credit),
+    })),
+    proposals: skills.proposals.pending().map((row) => withChanges(skills, presentProposal(row))),
+    invalid_files: skills.library.problems(),
+  };
+}
+
+/** What approving a proposal would change in the skill as it is now (a skill may have changed since it was proposed). */
+function withChanges(skills: SkillsService, proposal: ReturnType<typeof presentProposal>) {
+  const current = skills.library.get(proposal.name);
+  if (!current) return { ...proposal, current_version: null, patch: null };
+  const shown = (skill: { description: string; category: string; body: string }) =>
+    `description: ${skill.description}\ncategory: ${skill.category}\n\n${skill.body}\n`;
+  const patch = createTwoFilesPatch(`${proposal.name}@v${current.version}`, `${proposal.name} (proposal #${proposal.id})`, shown(current), shown(proposal));
+  return { ...proposal, current_version: current.version, patch };
+}
+
+/**
+ * The library's own keyword index first (by its ranking: names, descriptions, bodies, search keys),
+ * then any other skill whose name or description holds the text as typed.
+ */
+function searched(skills: SkillsService, rows: ReturnType<SkillsService['list']>, query: string) {
+  const byName = new Map(rows.map((row) => [row.skill.name, row]));
+  const ranked = skills.index.search(uniqueTerms(query)).map((hit) => byName.get(hit.name));
+  const found = new Set(ranked.filter((row) => row !== undefined));
+  const needle = query.toLowerCase();
+  for (const row of rows) if (`${row.skill.name} ${row.skill.description}`.toLowerCase().includes(needle)) found.add(row);
+  return [...found];
+}
+
+/** One skill: its text, versions, a diff between two of them (`from`/`to`, default the last change) and its figures. */
+export function skillDetailData(skills: SkillsService, name: string, choice: { from?: number | undefined; to?: number | undefined }) {
+  const skill = skills.library.get(name);
+  const versions = skills.history.versions(name);
+  if (!skill && versions.length === 0) throw new NotFoundError(`No skill named ${name}.`, 'skill_not_found');
+  const credit = skills.credit.figures().get(name);
+  return {
+    name,
+    exists: skill !== undefined,
+    description: skill?.description ?? null,
+    category: skill?.category ?? null,
+    origin: skill?.origin ?? null,
+    version: skill?.version ?? null,
+    created_at: skill?.createdAt ?? null,
+    updated_at: skill?.updatedAt ?? null,
+    source_sessions: skill?.sourceSessions ?? [],
+    body: skill?.body ?? null,
+    // The file as it is on disk, for the edit form (a hand edit may not be a recorded version yet).
+    text: skill ? readFileSync(skill.path, 'utf8') : null,
+    tokens: skill?.bodyTokens ?? null,
+    credit: presentCredit(credit),
+    recent_sessions: skills.credit.recentSessions(name),
+    versions: versions.map((row) => ({
+      version: row.version,
+      action: row.action,
+      generation: row.generation,
+      source: row.source,
+      created_at: new Date(row.created_at).toISOString(),
+    })),
+    diff: versionDiff(name, versions, choice),
+    pending_proposals: skills.proposals
+      .pending()
+      .filter((row) => row.name === name)
+      .map((row) => row.id),
+  };
+}
+
+/** The chosen pair's diff, or why there is none (an unknown version is shown, not an error: the page stays usable). */
+function versionDiff(name: string, versions: VersionRow[], choice: { from?: number | undefined; to?: number | undefined }) {
+  if (versions.length === 0) return null;
+  try {
+    return { ...diffVersions(name, versions, choice), problem: null };
+  } catch (error) {
+    if (!(error instanceof SkillError)) throw error;
+    return { from: choice.from ?? null, to: choice.to ?? null, patch: null, problem: error.message };
+  }
+}
+
+function presentCredit(credit: SkillCredit | undefined) {
+  if (!credit) return null;
+  return {
+    injected: credit.injected,
+    full_body: credit.fullBody,
+    sessions: credit.sessions,
+    corrected: credit.corrected,
+    accepted: credit.accepted,
+    judged: credit.judged,
+    judge_mean: credit.judgeMean,
+    last_used_at: credit.lastUsedAt === null ? null : new Date(credit.lastUsedAt).toISOString(),
+    flagged: credit.flagged,
+  };
+}

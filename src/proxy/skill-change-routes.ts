@@ -1,0 +1,137 @@
+import { z } from 'zod';
+import { BadRequestError, ConflictError, NotFoundError, SkillError } from '../errors.js';
+import {
+  parseSkillFile,
+  serializeSkill,
+  SKILL_NAME,
+  MAX_NAME_LENGTH,
+  skillInjectionReason,
+  type ChangeResult,
+  type ProposalRow,
+  type SkillDraft,
+  type SkillsService,
+} from '../skills/index.js';
+import { parse, readJson } from './route-body.js';
+import type { ProxyApp } from './types.js';
+
+/** The whole SKILL.md; `force` as in `metaclaw skills add --force`. */
+const textSchema = z.strictObject({ text: z.string().min(1, 'must be the whole SKILL.md'), force: z.boolean().optional() });
+
+/** Or only the parts a person usually edits, over the current skill. */
+const fieldsSchema = z.strictObject({
+  description: z.string().trim().min(1, 'must say when to use the skill'),
+  body: z.string().trim().min(1, 'must not be empty'),
+  category: z.string().trim().min(1).optional(),
+  force: z.boolean().optional(),
+});
+
+/** One of the two forms, told apart by `text`, so a refusal names the field at fault (a union would only say "invalid input"). */
+function parseEdit(body: unknown): z.infer<typeof textSchema> | z.infer<typeof fieldsSchema> {
+  const hasText = typeof body === 'object' && body !== null && 'text' in body;
+  return hasText ? parse(textSchema, body) : parse(fieldsSchema, body);
+}
+
+const idSchema = z.coerce.number().int().positive();
+
+/**
+ * Changes to the library over HTTP (the dashboard's edit form and review buttons): the same service
+ * calls as `metaclaw skills add` / `approve` / `reject`, so the SKILL.md on disk, the version
+ * history and the generation change exactly as they do from the CLI. Registered before
+ * GET /v1/skills/{name}, which would otherwise take "proposals" for a skill's name.
+ */
+export function skillChangeRoutes(skills: SkillsService): (app: ProxyApp) => void {
+  return (app) => {
+    app.get('/v1/skills/proposals', (c) => c.json({ object: 'list', data: skills.proposals.pending().map(presentProposal) }));
+
+    app.post('/v1/skills/proposals/:id/approve', (c) => {
+      const id = parse(idSchema, c.req.param('id'));
+      const result = decided(() => skills.approve(id));
+      return c.json({ id, status: 'approved', ...presentChange(result) });
+    });
+
+    app.post('/v1/skills/proposals/:id/reject', (c) => {
+      const id = parse(idSchema, c.req.param('id'));
+      const row = decided(() => skills.reject(id));
+      return c.json({ id, status: 'rejected', action: row.action, name: row.name });
+    });
+
+    app.put('/v1/skills/:name', async (c) => {
+      const name = c.req.param('name');
+      if (!SKILL_NAME.test(name) || name.length > MAX_NAME_LENGTH)
+        throw new BadRequestError(
+          'invalid_skill_name',
+          `"${name}" is not a skill name: lowercase letters, digits and single hyphens, at most ${MAX_NAME_LENGTH} characters.`,
+          'name',
+        );
+      const edit = parseEdit(await readJson(c.req.raw));
+      const existing = skills.library.get(name);
+      const draft = 'text' in edit ? draftFromText(name, edit.text) : draftFromFields(name, edit, existing);
+      const injection = skillInjectionReason(draft);
+      if (injection && !edit.force)
+        throw new BadRequestError(
+          'suspicious_skill',
+          `The skill reads like a prompt injection (${injection}); nothing written. Send "force": true if you trust it.`,
+        );
+      const result = skills.applyDraft(draft, 'manual', 'http edit');
+      return c.json(presentChange(result), existing ? 200 : 201);
+    });
+  };
+}
+
+/** A SKILL.md text checked as the library will read it, before anything is written. */
+function draftFromText(name: string, text: string): SkillDraft {
+  const parsed = parseSkillFile(text, `${name}/SKILL.md`, name);
+  if ('reason' in parsed) throw new BadRequestError('invalid_skill', `Not a valid SKILL.md: ${parsed.reason}. Nothing was written.`, 'text');
+  const { skill } = parsed;
+  return { name, description: skill.description, category: skill.category, body: skill.body, origin: skill.origin, extra: skill.extra };
+}
+
+/** New description and body over the current skill; checked through the same parser as a whole file. */
+function draftFromFields(
+  name: string,
+  edit: { description: string; body: string; category?: string | undefined },
+  existing: SkillDraft | undefined,
+): SkillDraft {
+  const draft: SkillDraft = {
+    name,
+    description: edit.description,
+    body: edit.body,
+    category: edit.category ?? existing?.category ?? 'general',
+    origin: existing?.origin ?? 'user',
+    extra: existing?.extra ?? {},
+  };
+  const now = new Date().toISOString();
+  draftFromText(name, serializeSkill({ ...draft, version: 1, origin: draft.origin ?? 'user', createdAt: now, updatedAt: now }));
+  return draft;
+}
+
+/** A review decision; a proposal that is not pending is as missing as one that never existed. */
+function decided<T>(decide: () => T): T {
+  try {
+    return decide();
+  } catch (error) {
+    if (error instanceof SkillError && error.code === 'proposal_not_found') throw new NotFoundError(`${error.message}.`, 'proposal_not_found');
+    if (error instanceof SkillError) throw new ConflictError(error.message, error.code);
+    throw error;
+  }
+}
+
+function presentChange(result: ChangeResult) {
+  return { action: result.action, name: result.skill.name, version: result.version, generation: result.generation };
+}
+
+export function presentProposal(row: ProposalRow) {
+  const draft = JSON.parse(row.draft) as SkillDraft;
+  return {
+    id: row.id,
+    action: row.action,
+    name: row.name,
+    session_id: row.session_id,
+    description: draft.description,
+    category: draft.category ?? 'general',
+    body: draft.body,
+    evidence: JSON.parse(row.evidence) as string[],
+    reason: row.reason,
+    created_at: new Date(row.created_at).toISOString(),
+  };
+}
