@@ -11,9 +11,17 @@ export interface ChartSeries {
   points?: boolean;
 }
 
-/** The theme's colours, read when a chart is drawn. */
+/**
+ * A theme colour as the canvas needs it, read when a chart is drawn: the palette's variables hold
+ * `light-dark(…)`, which only an element's computed style resolves.
+ */
 function themeColor(name: string): string {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
+  const probe = document.createElement('span');
+  probe.style.color = `var(${name})`;
+  document.body.append(probe);
+  const color = getComputedStyle(probe).color;
+  probe.remove();
+  return color || '#888';
 }
 
 /**

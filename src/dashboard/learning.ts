@@ -103,3 +103,5 @@ function trainingSteps(db: Db) {
   }>;
   return rows.reverse();
 }
+
+export type LearningView = ReturnType<typeof learningData>;

@@ -130,3 +130,6 @@ function sourceTurns(db: Db, ids: readonly string[]): SourceTurn[] {
       : { id: turnId, session_id: null, seq: null, started_at: null, query: null, recorded: false };
   });
 }
+
+export type MemoryListView = Awaited<ReturnType<typeof memoryData>>;
+export type MemoryDetailView = ReturnType<typeof memoryDetail>;

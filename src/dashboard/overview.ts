@@ -166,3 +166,5 @@ function warnings(status: StatusReport, activity: Activity): Warning[] {
 function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
+
+export type OverviewView = ReturnType<typeof overviewData>;

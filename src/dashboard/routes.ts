@@ -45,7 +45,7 @@ export function dashboardRoutes(sources: DashboardSources, auth: ProxyAuth, asse
     const page = () => {
       const index = assets.get('index.html');
       return index
-        ? new Response(index.body, { headers: { ...PAGE_HEADERS, 'content-type': index.type } })
+        ? new Response(new Uint8Array(index.body), { headers: { ...PAGE_HEADERS, 'content-type': index.type } })
         : new Response('The dashboard is not built: run `npm run build` in the MetaClaw checkout, then restart the proxy.', {
             status: 503,
             headers: { ...PAGE_HEADERS, 'content-type': 'text/plain; charset=utf-8' },

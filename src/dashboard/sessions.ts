@@ -220,3 +220,6 @@ function parseStored(text: string | null): unknown {
     return null;
   }
 }
+
+export type SessionListView = ReturnType<typeof sessionList>;
+export type SessionDetailView = ReturnType<typeof sessionDetail>;

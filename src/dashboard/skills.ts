@@ -118,3 +118,6 @@ function presentCredit(credit: SkillCredit | undefined) {
     flagged: credit.flagged,
   };
 }
+
+export type SkillsListView = ReturnType<typeof skillsListData>;
+export type SkillDetailView = ReturnType<typeof skillDetailData>;

@@ -1,3 +1,4 @@
+import type { LearningView } from '../../../src/dashboard/views.js';
 import { useMemo } from 'preact/hooks';
 import { useJson } from '../api.js';
 import { LineChart } from '../chart.js';
@@ -6,18 +7,8 @@ import { count, when } from '../format.js';
 import { html } from '../html.js';
 import { link, routeQuery } from '../router.js';
 
-interface Learning {
-  generated_at: string;
-  days: number[];
-  skills: number[];
-  memories: { learned: number[]; standing: number[] };
-  judge: {
-    per_day: Array<{ day: number; mean: number; scored: number }>;
-    per_generation: Array<{ generation: number; mean: number; scored: number }>;
-  };
-  training: Array<{ step: number; status: string; trigger: string; samples: number; loss: number | null; finished_at: number | null }>;
-  windows: Array<{ opened_at: number; closed_at: number | null; sources: string[]; close_reason: string | null }>;
-}
+/** What the page's data route answers (src/dashboard/learning.ts). */
+type Learning = LearningView;
 
 const RANGES = [7, 30, 90, 365];
 

@@ -73,7 +73,7 @@ export function MemoryEditor(props: { memory: ShownMemory; types: string[]; onSa
     <div class="row">
       <label>
         Type
-        <select name="type" value=${draft.type} onChange=${(event: Event) => setDraft({ ...draft, type: valueOf(event) })}>
+        <select name="type" value=${draft.type} onChange=${(event: Event) => setDraft({ ...draft, type: valueOf(event) as ShownMemory['type'] })}>
           ${props.types.map((name) => html`<option value=${name}>${name}</option>`)}
         </select>
       </label>

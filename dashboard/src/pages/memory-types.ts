@@ -1,57 +1,10 @@
+import type { MemoryDetailView, MemoryListView } from '../../../src/dashboard/views.js';
+
 /** What the memory page's data routes answer (src/dashboard/memory.ts). */
-
-export interface ShownMemory {
-  id: string;
-  scope: string;
-  type: string;
-  content: string;
-  core: boolean;
-  pinned: boolean;
-  status: 'active' | 'superseded';
-  superseded_by: string | null;
-  importance: number;
-  confidence: number;
-  origin: string;
-  speaker: string | null;
-  observed_at: string;
-  created_at: string;
-  updated_at: string;
-  flagged: string | null;
-  access_count: number;
-  source: { session_id: string | null; turn_ids: string[] };
-}
-
-export interface MemoryList {
-  scopes: Array<{ scope: string; active: number; superseded: number }>;
-  scope: string | null;
-  q: string;
-  type: string | null;
-  superseded: boolean;
-  types: string[];
-  limit: number;
-  results: Array<ShownMemory & { score: number | null }>;
-}
-
-export interface BriefMemory {
-  id: string;
-  type: string;
-  status: string;
-  content: string;
-  created_at: string;
-}
-
-export interface MemoryDetail {
-  memory: ShownMemory;
-  types: string[];
-  superseded_by: { id: string; unit: BriefMemory | null } | null;
-  supersedes: BriefMemory[];
-  source: {
-    session_id: string | null;
-    session_recorded: boolean;
-    turns: Array<{ id: string; session_id: string | null; seq: number | null; started_at: string | null; query: string | null; recorded: boolean }>;
-    more_turns: number;
-  };
-}
+export type MemoryList = MemoryListView;
+export type MemoryDetail = MemoryDetailView;
+export type ShownMemory = MemoryDetailView['memory'];
+export type BriefMemory = MemoryDetailView['supersedes'][number];
 
 /** The memory API works in the caller's scope: the page names the unit's scope on every change. */
 export function scopeHeader(scope: string): Record<string, string> {

@@ -1,32 +1,12 @@
+import type { OverviewView } from '../../../src/dashboard/views.js';
 import { useJson } from '../api.js';
 import { PageFrame, Stat } from '../components.js';
 import { ago, count, duration, ms, when } from '../format.js';
 import { html } from '../html.js';
 import { link } from '../router.js';
 
-interface Overview {
-  version: string;
-  mode: string;
-  mode_reason: string;
-  uptime_seconds: number;
-  upstream: { name: string; base_url: string; format: string; model: string | null };
-  requests: {
-    total: number;
-    active: number;
-    errors_total: number;
-    errors: Record<string, number>;
-    tokens: { input: number; output: number };
-    added_latency: { samples: number; p50_ms: number | null; p95_ms: number | null };
-  };
-  sessions: { total: number; open: number; turns: number };
-  queue: { queued: number; leased: number; done: number; dead: number };
-  learning: { paused: boolean; paused_reason: string | null; completed: number; failed: number; spend: { tokens_today: number; daily_budget: number } };
-  skills: { enabled: boolean; count: number; generation: number; pending_proposals: number; last_change_at: string | null };
-  memory: { enabled: boolean; units: number; scopes: number; last_learned_at: string | null };
-  activity: { main_turns_last_day: number };
-  events: Array<{ at: string; what: string; title: string; detail: string | null; ok: boolean; session_id: string | null }>;
-  warnings: Array<{ code: string; message: string }>;
-}
+/** What the page's data route answers (src/dashboard/overview.ts). */
+type Overview = OverviewView;
 
 export function OverviewPage() {
   const loaded = useJson<Overview>('/v1/dashboard/overview');
