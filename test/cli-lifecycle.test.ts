@@ -35,6 +35,7 @@ describe('metaclaw start / status / stop', () => {
     assert.equal(started.code, 0, started.stderr);
     assert.match(started.stdout, new RegExp(`running \\(pid \\d+\\) at http://127\\.0\\.0\\.1:${port}`));
     assert.match(started.stdout, /metaclaw setup/, 'zero-config start says how to configure');
+    assert.match(started.stdout, new RegExp(`Dashboard: +http://127\\.0\\.0\\.1:${port}/ui\\n`), 'start says where the dashboard is');
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     assert.deepEqual(await health.json(), { ok: true });
 

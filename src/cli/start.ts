@@ -170,6 +170,7 @@ function printBanner(config: LoadedConfig, pid: number, status: Record<string, u
   print(`MetaClaw-TS ${VERSION} is running (pid ${pid}) at ${base}`);
   print(`  OpenAI-compatible clients:    base URL ${base}/v1`);
   print(`  Anthropic-compatible clients: base URL ${base}`);
+  print(`  Dashboard:                    ${base}/ui`);
   if (upstream.base_url) {
     const key = upstream.key_source === 'client' ? "the client's own key" : upstream.key_source === 'env' ? 'a key from the environment' : 'the configured key';
     print(`  Upstream: ${upstream.base_url} (${upstream.format}, ${upstream.model ? `model ${upstream.model}` : "client's model"}, ${key})`);
