@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { browserMissing, launchBrowser, openPage, screenshot } from './support/browser.js';
+import { browserMissing, launchBrowser, screenshot, withPage } from './support/browser.js';
 import { homeWithStarterSkills, startProxy, type ProxyHandle } from './support/proxy.js';
 import { sendTurns, startRlProxy, stepDone, type RlProxy } from './support/rl-proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
@@ -70,8 +70,7 @@ describe('dashboard: learning curves', { skip }, () => {
       [1280, 'learning'],
       [380, 'learning-narrow'],
     ] as const) {
-      const { page, errors, requested, close } = await openPage(browser, { width });
-      try {
+      await withPage(browser, { width }, async ({ page, requested }) => {
         await page.goto(`${proxy.url}/ui#/learning`);
         await page.getByRole('heading', { name: 'Learning' }).waitFor();
         await page.locator('[data-chart="Skills in the library"] canvas').waitFor();
@@ -85,10 +84,7 @@ describe('dashboard: learning curves', { skip }, () => {
         const scrollWidth = await page.evaluate<number>('document.documentElement.scrollWidth');
         assert.ok(scrollWidth <= width, `no sideways scrolling (${scrollWidth} px)`);
         await screenshot(page, name);
-        assert.deepEqual(errors, []);
-      } finally {
-        await close();
-      }
+      });
     }
   });
 });
@@ -118,8 +114,7 @@ describe('dashboard: learning curves with RL (mode rl, Tinker double)', { skip }
     assert.equal(step.step, 1);
     assert.equal(typeof step.loss, 'number');
 
-    const { page, errors, close } = await openPage(browser);
-    try {
+    await withPage(browser, {}, async ({ page }) => {
       await page.goto(`${rl.proxy.url}/ui#/learning`);
       await page.locator('[data-chart="Judge reward per day"] canvas').waitFor();
       await page.locator('[data-chart="Training loss per step"] canvas').waitFor();
@@ -127,9 +122,6 @@ describe('dashboard: learning curves with RL (mode rl, Tinker double)', { skip }
       assert.match(await page.locator('.bars li').first().innerText(), new RegExp(`generation ${data.judge.per_generation[0].generation}`));
       assert.match(await page.getByRole('table', { name: 'Training steps' }).innerText(), /\bdone\b/);
       await screenshot(page, 'learning-rl');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 });

@@ -3,7 +3,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
-import { browserMissing, launchBrowser, openPage, screenshot } from './support/browser.js';
+import { browserMissing, launchBrowser, screenshot, withPage } from './support/browser.js';
 import { recordedTurn, searchMemory, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 import { openAIReply, ScriptedUpstream } from './support/upstream.js';
 
@@ -88,8 +88,7 @@ describe('dashboard: memory', { skip }, () => {
   }
 
   test('the memory page lists every scope with its counts and finds a memory with the scope’s search, one data request per render, without console errors', async () => {
-    const { page, errors, requested, close } = await openPage(browser);
-    try {
+    await withPage(browser, {}, async ({ page, requested }) => {
       await page.goto(`${proxy.url}/ui#/memory`);
       await page.getByRole('heading', { name: 'Memory' }).waitFor();
       await page.locator(`[data-memory="${ids.keep}"]`).waitFor();
@@ -125,18 +124,14 @@ describe('dashboard: memory', { skip }, () => {
       await page.getByRole('button', { name: 'Search' }).click();
       await page.locator(`[data-memory="${ids.other}"]`).waitFor();
       assert.equal(await page.locator('.memory-results [data-memory]').count(), 1);
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   test('a raw turn’s detail shows its provenance: the session and the recorded turn it came from, linked to the sessions page', async () => {
     const list = (await (await api('/v1/dashboard/memory?scope=default&type=episodic')).json()) as { results: Unit[] };
     const raw = list.results.find((item) => item.origin === 'raw_turn' && item.content.includes('kestrel') && item.content.includes('staging'));
     assert.ok(raw, 'the user’s raw turn was recorded as a memory');
-    const { page, errors, requested, close } = await openPage(browser);
-    try {
+    await withPage(browser, {}, async ({ page, requested }) => {
       await openMemory(page, raw.id);
       const session = page.locator(`.memory-provenance a[data-session="${SESSION}"]`);
       assert.equal(await session.getAttribute('href'), `#/sessions/${SESSION}`);
@@ -145,15 +140,11 @@ describe('dashboard: memory', { skip }, () => {
       assert.equal(await turn.locator('a').getAttribute('href'), `#/sessions/${SESSION}`);
       assert.deepEqual(dataRequests(requested), [`/v1/dashboard/memory/${raw.id}`], 'one data request renders a memory');
       await screenshot(page, 'memory-detail');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   test('editing a memory in the page changes its content, importance and flags in the store', async () => {
-    const { page, errors, close } = await openPage(browser);
-    try {
+    await withPage(browser, {}, async ({ page }) => {
       await openMemory(page, ids.edit);
       const form = page.locator('form[data-action="edit"]');
       await form.getByLabel('Content').fill('The user prefers tabs in Makefiles and spaces everywhere else.');
@@ -169,15 +160,11 @@ describe('dashboard: memory', { skip }, () => {
       // The page shows what the store now holds.
       await page.locator('.memory-full', { hasText: 'spaces everywhere else' }).waitFor();
       await page.locator('.memory-tags [data-tag="pinned"]').waitFor();
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   test('superseding a memory keeps the old one, superseded and linked to the new active one, which keeps its scope and type', async () => {
-    const { page, errors, close } = await openPage(browser);
-    try {
+    await withPage(browser, {}, async ({ page }) => {
       await openMemory(page, ids.supersede);
       const form = page.locator('form[data-action="supersede"]');
       await form.getByLabel('New content').fill('The release branch is release-2026-12.');
@@ -198,15 +185,11 @@ describe('dashboard: memory', { skip }, () => {
       await openMemory(page, ids.supersede);
       assert.equal(await page.locator(`[data-superseded-by="${newId}"] a`).getAttribute('href'), `#/memory/${newId}`);
       assert.equal(await page.locator('form[data-action="supersede"]').count(), 0, 'a superseded memory cannot be superseded again');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   test('the list shows superseded memories only when asked, and filters by type', async () => {
-    const { page, errors, close } = await openPage(browser);
-    try {
+    await withPage(browser, {}, async ({ page }) => {
       const shown = () => page.locator('.memory-results [data-memory]').evaluateAll((items) => items.map((item) => item.getAttribute('data-memory')));
       await page.goto(`${proxy.url}/ui#/memory?scope=default`);
       await page.locator('.memory-results [data-memory]').first().waitFor();
@@ -221,15 +204,11 @@ describe('dashboard: memory', { skip }, () => {
       await page.locator('.memory-summary', { hasText: 'of type episodic' }).waitFor();
       const types = await page.locator('.memory-results [data-tag="type"]').allInnerTexts();
       assert.deepEqual(types, ['episodic', 'episodic'], 'the two raw turns of the SDK request, nothing else');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   test('forgetting asks for a confirmation: cancelling keeps the memory; confirming deletes it from the store and from search', async () => {
-    const { page, errors, close } = await openPage(browser);
-    try {
+    await withPage(browser, {}, async ({ page }) => {
       await openMemory(page, ids.keep);
       await page.getByRole('button', { name: 'Forget…' }).click();
       const dialog = page.getByRole('alertdialog', { name: 'Confirm forgetting' });
@@ -251,15 +230,11 @@ describe('dashboard: memory', { skip }, () => {
       await page.getByLabel('Search').fill('Biscuit');
       await page.getByRole('button', { name: 'Search' }).click();
       await page.locator('.memory-summary', { hasText: '0 match(es) for “Biscuit”' }).waitFor();
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   test('export downloads the chosen scope’s memories as JSONL, and only that scope’s', async () => {
-    const { page, errors, close } = await openPage(browser);
-    try {
+    await withPage(browser, {}, async ({ page }) => {
       await page.goto(`${proxy.url}/ui#/memory?scope=default`);
       await page.locator('.memory-results [data-memory]').first().waitFor();
       const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSONL' }).click()]);
@@ -278,15 +253,11 @@ describe('dashboard: memory', { skip }, () => {
       for (const id of [ids.edit, ids.supersede, ids.keep]) assert.ok(exported.has(id), id);
       assert.ok(!exported.has(ids.forget), 'a forgotten memory is not exported');
       assert.ok(units.some((item) => item.origin === 'raw_turn' && item.source.turn_ids.includes(turnId)));
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   test('the list and a memory fit a 380 px window in the dark theme', async () => {
-    const { page, errors, close } = await openPage(browser, { width: 380, height: 800, colorScheme: 'dark' });
-    try {
+    await withPage(browser, { width: 380, height: 800, colorScheme: 'dark' }, async ({ page }) => {
       const scrollWidth = () => page.evaluate<number>('document.documentElement.scrollWidth');
       await page.goto(`${proxy.url}/ui#/memory`);
       await page.locator('.memory-results [data-memory]').first().waitFor();
@@ -295,10 +266,7 @@ describe('dashboard: memory', { skip }, () => {
       await openMemory(page, ids.edit);
       assert.ok((await scrollWidth()) <= 380, `detail: no sideways scrolling (${await scrollWidth()} px)`);
       await screenshot(page, 'memory-detail-narrow-dark');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   test('bad input is refused in the API’s error format and changes nothing', async () => {

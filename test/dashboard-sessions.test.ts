@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import type { Browser } from 'playwright-core';
-import { browserMissing, launchBrowser, openPage, screenshot } from './support/browser.js';
+import { browserMissing, launchBrowser, screenshot, withPage } from './support/browser.js';
 import { homeWithStarterSkills, recordedTurn, startProxy, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
@@ -72,8 +72,7 @@ describe('dashboard: sessions and their turns', { skip }, () => {
     assert.ok(skills.length > 0, 'a starter skill was injected into the question about squashing');
     assert.equal(recalled.length, 1, 'the remembered preference was recalled');
 
-    const { page, errors, requested, close } = await openPage(browser);
-    try {
+    await withPage(browser, {}, async ({ page, requested }) => {
       await page.goto(`${proxy.url}/ui#/sessions`);
       await page.getByRole('heading', { name: 'Sessions' }).waitFor();
       const rows = page.locator('table.sessions tbody tr');
@@ -130,30 +129,22 @@ describe('dashboard: sessions and their turns', { skip }, () => {
         [],
         'nothing is fetched from another origin',
       );
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   test('a turn named in the address opens at once and fits a narrow window', async () => {
-    const { page, errors, close } = await openPage(browser, { width: 380, height: 800 });
-    try {
+    await withPage(browser, { width: 380, height: 800 }, async ({ page }) => {
       await page.goto(`${proxy.url}/ui#/sessions/${SESSION}?turn=${squashTurn}`);
       await page.locator(`details.turn[data-turn="${squashTurn}"] table.injected-skills`).waitFor();
       assert.equal(await page.locator('details.turn[open]').count(), 1, 'only the named turn is open');
       const width = await page.evaluate('document.documentElement.scrollWidth');
       assert.ok(Number(width) <= 380, `no sideways scrolling in a narrow window (${String(width)} px)`);
       await screenshot(page, 'session-narrow');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   test("the overview's learning events link to the session that caused them", async () => {
-    const { page, errors, requested, close } = await openPage(browser);
-    try {
+    await withPage(browser, {}, async ({ page, requested }) => {
       await page.goto(`${proxy.url}/ui`);
       const event = page.locator('[data-event="job"]', { hasText: 'memory.record_turn done' }).first();
       const target = event.getByRole('link', { name: 'session' });
@@ -163,29 +154,19 @@ describe('dashboard: sessions and their turns', { skip }, () => {
       await page.getByRole('heading', { name: 'Turns' }).waitFor();
       assert.equal(await page.locator('.session-facts code').innerText(), session);
       assert.deepEqual(dataRequests(requested, proxy.url), ['/v1/dashboard/overview', `/v1/dashboard/sessions/${session}`]);
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   test('an unknown session shows that it is unknown, and its data route answers 404 in the API error format', async () => {
-    const { page, errors, close } = await openPage(browser);
-    try {
+    await withPage(browser, { allowErrors: /status of 404/ }, async ({ page }) => {
+      // Chromium logs every failed fetch; that 404 is the only error allowed here.
       await page.goto(`${proxy.url}/ui#/sessions/no-such-session`);
       const alert = page.getByRole('alert');
       await alert.waitFor();
       assert.match(await alert.innerText(), /No session no-such-session has been recorded/);
       assert.ok(await page.getByRole('link', { name: 'All sessions' }).isVisible());
       await screenshot(page, 'session-unknown');
-      // Chromium logs every failed fetch; that 404 is the only error allowed here.
-      assert.deepEqual(
-        errors.filter((error) => !/status of 404/.test(error)),
-        [],
-      );
-    } finally {
-      await close();
-    }
+    });
     const response = await fetch(`${proxy.url}/v1/dashboard/sessions/no-such-session`);
     assert.equal(response.status, 404);
     const body = (await response.json()) as { error: { type: string; code: string } };

@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import type { Browser } from 'playwright-core';
-import { browserMissing, launchBrowser, openPage, screenshot } from './support/browser.js';
+import { browserMissing, launchBrowser, screenshot, withPage } from './support/browser.js';
 import { homeWithStarterSkills, recordedTurn, startProxy, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
@@ -37,8 +37,7 @@ describe('dashboard: overview', { skip }, () => {
   });
 
   test('the overview shows requests, sessions, skills and added latency from one data request, without console errors, and nothing from another origin', async () => {
-    const { page, errors, requested, close } = await openPage(browser);
-    try {
+    await withPage(browser, {}, async ({ page, requested }) => {
       await page.goto(`${proxy.url}/ui`);
       await page.getByRole('heading', { name: 'Overview' }).waitFor();
       const stat = (label: string) => page.locator(`[data-stat="${label}"] .stat-value`).innerText();
@@ -56,15 +55,11 @@ describe('dashboard: overview', { skip }, () => {
         'nothing is fetched from another origin',
       );
       assert.ok(statSync(await screenshot(page, 'overview')).size > 10_000);
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 
   test('the overview fits a narrow window and follows a dark system theme', async () => {
-    const { page, errors, close } = await openPage(browser, { width: 380, height: 800, colorScheme: 'dark' });
-    try {
+    await withPage(browser, { width: 380, height: 800, colorScheme: 'dark' }, async ({ page }) => {
       await page.goto(`${proxy.url}/ui`);
       await page.locator('[data-stat="Requests"]').waitFor();
       const width = await page.evaluate<number>('document.documentElement.scrollWidth');
@@ -72,10 +67,7 @@ describe('dashboard: overview', { skip }, () => {
       const background = await page.evaluate<string>('getComputedStyle(document.body).backgroundColor');
       assert.equal(background, 'rgb(17, 20, 24)', 'the dark theme follows the system setting');
       await screenshot(page, 'overview-narrow-dark');
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 });
 
@@ -112,8 +104,7 @@ describe('dashboard: sign-in when the proxy requires a key', { skip }, () => {
   });
 
   test('a browser signs in once with the key and then sees the overview; the cookie is HttpOnly and SameSite=Strict, never the key', async () => {
-    const { page, errors, close } = await openPage(browser);
-    try {
+    await withPage(browser, {}, async ({ page }) => {
       await page.goto(`${proxy.url}/ui`);
       await page.getByLabel('Proxy key').fill(key);
       await page.getByRole('button', { name: 'Sign in' }).click();
@@ -124,9 +115,6 @@ describe('dashboard: sign-in when the proxy requires a key', { skip }, () => {
       assert.equal(cookie?.httpOnly, true);
       assert.equal(cookie?.sameSite, 'Strict');
       assert.ok(!cookie?.value.includes(key));
-      assert.deepEqual(errors, []);
-    } finally {
-      await close();
-    }
+    });
   });
 });

@@ -104,11 +104,11 @@ describe('RL: the judge scores main turns, the buffer keeps them, export writes 
 
       const skills = JSON.parse((await proxy.cli(['skills', 'list', '--json'])).stdout) as Array<{
         name: string;
-        credit: { judged: number; judgeMean: number } | null;
+        credit: { judged: number; judge_mean: number } | null;
       }>;
       const credited = skills.find((skill) => skill.name === 'git-commit-hygiene')!;
       assert.equal(credited.credit!.judged, 1, 'the judge score reached the credit of the skill shown in that turn');
-      assert.equal(credited.credit!.judgeMean, 1);
+      assert.equal(credited.credit!.judge_mean, 1);
       assert.ok((await status(proxy)).learning.spend.by_kind_today['rl.judge'] > 0, "the judge's tokens count as learning spend");
     } finally {
       await proxy.dispose();

@@ -10,6 +10,7 @@ import {
   importSkills,
   installStarterSkills,
   parseSkillFile,
+  presentCredit,
   skillInjectionReason,
   SkillsService,
   type ImportReport,
@@ -104,7 +105,7 @@ export function registerSkillsCommands(program: Command): void {
               origin: skill.origin,
               version: skill.version,
               description: skill.description,
-              credit: credit ?? null,
+              credit: presentCredit(credit),
             })),
             null,
             2,
@@ -127,12 +128,17 @@ export function registerSkillsCommands(program: Command): void {
     withSkills<SkillsOptions>((service) => {
       const skill = service.library.get(name);
       if (!skill) throw new CliExit(`No skill named ${name}.`);
-      const credit = service.credit.figures().get(name);
+      const credit = service.credit.figuresOf(name);
       const versions = service.history.versions(name);
       if (options.json)
         return print(
           JSON.stringify(
-            { ...skill, credit: credit ?? null, search_keys: service.searchKeys.keysOf(skill), versions: versions.map(({ content: _content, ...row }) => row) },
+            {
+              ...skill,
+              credit: presentCredit(credit),
+              search_keys: service.searchKeys.keysOf(skill),
+              versions: versions.map(({ content: _content, ...row }) => row),
+            },
             null,
             2,
           ),

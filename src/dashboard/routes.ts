@@ -68,8 +68,8 @@ export function dashboardRoutes(sources: DashboardSources, auth: ProxyAuth, asse
     app.get('/v1/dashboard/memory', async (c) => c.json(await memoryData(sources, c.req.query())));
     app.get('/v1/dashboard/memory/:id', (c) => c.json(memoryDetail(sources, c.req.param('id'))));
     app.get('/v1/dashboard/skills', (c) => c.json(skillsListData(sources.skills, (c.req.query('q') ?? '').slice(0, 500))));
-    app.get('/v1/dashboard/skills/:name', (c) =>
-      c.json(skillDetailData(sources.skills, c.req.param('name'), { from: versionNumber(c.req.query('from')), to: versionNumber(c.req.query('to')) })),
+    app.get('/v1/dashboard/skills/:name', async (c) =>
+      c.json(await skillDetailData(sources.skills, c.req.param('name'), { from: versionNumber(c.req.query('from')), to: versionNumber(c.req.query('to')) })),
     );
   };
 }

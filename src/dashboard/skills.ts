@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createTwoFilesPatch } from 'diff';
 import { NotFoundError, SkillError } from '../errors.js';
-import { presentProposal } from '../proxy/skill-change-routes.js';
-import { diffVersions, type SkillCredit, type SkillsService, type VersionRow } from '../skills/index.js';
+import { diffVersions, presentCredit, presentProposal, type SkillsService, type VersionRow } from '../skills/index.js';
 import { uniqueTerms } from '../text/index.js';
 
 /** Skills a list shows at most (the library may hold thousands; a search narrows it). */
@@ -57,11 +56,13 @@ function searched(skills: SkillsService, rows: ReturnType<SkillsService['list']>
 }
 
 /** One skill: its text, versions, a diff between two of them (`from`/`to`, default the last change) and its figures. */
-export function skillDetailData(skills: SkillsService, name: string, choice: { from?: number | undefined; to?: number | undefined }) {
+export async function skillDetailData(skills: SkillsService, name: string, choice: { from?: number | undefined; to?: number | undefined }) {
   const skill = skills.library.get(name);
   const versions = skills.history.versions(name);
   if (!skill && versions.length === 0) throw new NotFoundError(`No skill named ${name}.`, 'skill_not_found');
-  const credit = skills.credit.figures().get(name);
+  const credit = skills.credit.figuresOf(name);
+  // Read off the event loop: the file is the skill as on disk, for the edit form.
+  const text = skill ? await readFile(skill.path, 'utf8') : null;
   return {
     name,
     exists: skill !== undefined,
@@ -73,8 +74,8 @@ export function skillDetailData(skills: SkillsService, name: string, choice: { f
     updated_at: skill?.updatedAt ?? null,
     source_sessions: skill?.sourceSessions ?? [],
     body: skill?.body ?? null,
-    // The file as it is on disk, for the edit form (a hand edit may not be a recorded version yet).
-    text: skill ? readFileSync(skill.path, 'utf8') : null,
+    // The file as it is on disk (a hand edit may not be a recorded version yet).
+    text,
     tokens: skill?.bodyTokens ?? null,
     credit: presentCredit(credit),
     recent_sessions: skills.credit.recentSessions(name),
@@ -104,20 +105,5 @@ function versionDiff(name: string, versions: VersionRow[], choice: { from?: numb
   }
 }
 
-function presentCredit(credit: SkillCredit | undefined) {
-  if (!credit) return null;
-  return {
-    injected: credit.injected,
-    full_body: credit.fullBody,
-    sessions: credit.sessions,
-    corrected: credit.corrected,
-    accepted: credit.accepted,
-    judged: credit.judged,
-    judge_mean: credit.judgeMean,
-    last_used_at: credit.lastUsedAt === null ? null : new Date(credit.lastUsedAt).toISOString(),
-    flagged: credit.flagged,
-  };
-}
-
 export type SkillsListView = ReturnType<typeof skillsListData>;
-export type SkillDetailView = ReturnType<typeof skillDetailData>;
+export type SkillDetailView = Awaited<ReturnType<typeof skillDetailData>>;

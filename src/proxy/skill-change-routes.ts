@@ -2,12 +2,12 @@ import { z } from 'zod';
 import { BadRequestError, ConflictError, NotFoundError, SkillError } from '../errors.js';
 import {
   parseSkillFile,
+  presentProposal,
   serializeSkill,
   SKILL_NAME,
   MAX_NAME_LENGTH,
   skillInjectionReason,
   type ChangeResult,
-  type ProposalRow,
   type SkillDraft,
   type SkillsService,
 } from '../skills/index.js';
@@ -118,20 +118,4 @@ function decided<T>(decide: () => T): T {
 
 function presentChange(result: ChangeResult) {
   return { action: result.action, name: result.skill.name, version: result.version, generation: result.generation };
-}
-
-export function presentProposal(row: ProposalRow) {
-  const draft = JSON.parse(row.draft) as SkillDraft;
-  return {
-    id: row.id,
-    action: row.action,
-    name: row.name,
-    session_id: row.session_id,
-    description: draft.description,
-    category: draft.category ?? 'general',
-    body: draft.body,
-    evidence: JSON.parse(row.evidence) as string[],
-    reason: row.reason,
-    created_at: new Date(row.created_at).toISOString(),
-  };
 }

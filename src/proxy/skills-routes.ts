@@ -1,5 +1,5 @@
 import { NotFoundError } from '../errors.js';
-import type { SkillsService } from '../skills/index.js';
+import { presentCredit, type SkillsService } from '../skills/index.js';
 import { skillChangeRoutes } from './skill-change-routes.js';
 import type { ProxyApp } from './types.js';
 
@@ -15,7 +15,7 @@ export function skillsRoutes(skills: SkillsService): (app: ProxyApp) => void {
         origin: skill.origin,
         version: skill.version,
         updated_at: skill.updatedAt ?? null,
-        credit: credit ?? null,
+        credit: presentCredit(credit),
       }));
       return c.json({ object: 'list', generation: skills.history.generation, data: items, invalid_files: skills.library.problems() });
     });
@@ -23,7 +23,6 @@ export function skillsRoutes(skills: SkillsService): (app: ProxyApp) => void {
       const name = c.req.param('name');
       const skill = skills.library.get(name);
       if (!skill) throw new NotFoundError(`No skill named ${name}.`, 'skill_not_found');
-      const credit = skills.credit.figures().get(name) ?? null;
       return c.json({
         name: skill.name,
         description: skill.description,
@@ -36,7 +35,7 @@ export function skillsRoutes(skills: SkillsService): (app: ProxyApp) => void {
         body: skill.body,
         tokens: skill.bodyTokens,
         search_keys: skills.searchKeys.keysOf(skill),
-        credit,
+        credit: presentCredit(skills.credit.figuresOf(name)),
         recent_sessions: skills.credit.recentSessions(name),
         versions: skills.history.versions(name).map((row) => ({
           version: row.version,

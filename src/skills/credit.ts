@@ -35,6 +35,65 @@ export interface SkillCredit {
 const FLAG_MIN_EVIDENCE = 4;
 const FLAG_BAD_SHARE = 0.5;
 
+interface FigureRow {
+  skill: string;
+  injected: number;
+  full_body: number;
+  sessions: number;
+  corrected: number;
+  accepted: number;
+  judged: number;
+  judge_mean: number | null;
+  last_used_at: number | null;
+}
+
+/** Each skill's usage and outcomes; callers add a WHERE for one skill and the GROUP BY. */
+const FIGURES = `
+  SELECT u.skill AS skill,
+         COUNT(*) AS injected,
+         SUM(u.full_body) AS full_body,
+         COUNT(DISTINCT u.session_id) AS sessions,
+         SUM(CASE WHEN o.outcome = 'corrected' THEN 1 ELSE 0 END) AS corrected,
+         SUM(CASE WHEN o.outcome = 'accepted' THEN 1 ELSE 0 END) AS accepted,
+         SUM(CASE WHEN o.judge_score IS NOT NULL THEN 1 ELSE 0 END) AS judged,
+         AVG(o.judge_score) AS judge_mean,
+         MAX(u.created_at) AS last_used_at
+    FROM skill_usage u LEFT JOIN turn_outcomes o ON o.turn_id = u.turn_id`;
+
+function creditOf(row: FigureRow): SkillCredit {
+  const followed = row.corrected + row.accepted;
+  const badByJudge = row.judged >= FLAG_MIN_EVIDENCE && (row.judge_mean ?? 0) < 0;
+  const badByCorrections = followed >= FLAG_MIN_EVIDENCE && row.corrected / followed >= FLAG_BAD_SHARE;
+  return {
+    name: row.skill,
+    injected: row.injected,
+    fullBody: row.full_body,
+    sessions: row.sessions,
+    corrected: row.corrected,
+    accepted: row.accepted,
+    judged: row.judged,
+    judgeMean: row.judge_mean,
+    lastUsedAt: row.last_used_at,
+    flagged: badByJudge || badByCorrections,
+  };
+}
+
+/** A skill's credit as the HTTP API and the dashboard show it (snake_case, times in ISO 8601, like every other field). */
+export function presentCredit(credit: SkillCredit | undefined) {
+  if (!credit) return null;
+  return {
+    injected: credit.injected,
+    full_body: credit.fullBody,
+    sessions: credit.sessions,
+    corrected: credit.corrected,
+    accepted: credit.accepted,
+    judged: credit.judged,
+    judge_mean: credit.judgeMean,
+    last_used_at: credit.lastUsedAt === null ? null : new Date(credit.lastUsedAt).toISOString(),
+    flagged: credit.flagged,
+  };
+}
+
 /**
  * Credit assignment: which skill was shown in which turn, and how those turns went — the RL
  * judge's score where RL runs, else whether the user's next message corrected the answer.
@@ -56,31 +115,8 @@ export class SkillCreditStore {
       judge: db.prepare<[string, string, number, number]>(
         'INSERT INTO turn_outcomes (turn_id, session_id, judge_score, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT(turn_id) DO UPDATE SET judge_score = excluded.judge_score, updated_at = excluded.updated_at',
       ),
-      figures: db.prepare<
-        [],
-        {
-          skill: string;
-          injected: number;
-          full_body: number;
-          sessions: number;
-          corrected: number;
-          accepted: number;
-          judged: number;
-          judge_mean: number | null;
-          last_used_at: number | null;
-        }
-      >(`
-        SELECT u.skill AS skill,
-               COUNT(*) AS injected,
-               SUM(u.full_body) AS full_body,
-               COUNT(DISTINCT u.session_id) AS sessions,
-               SUM(CASE WHEN o.outcome = 'corrected' THEN 1 ELSE 0 END) AS corrected,
-               SUM(CASE WHEN o.outcome = 'accepted' THEN 1 ELSE 0 END) AS accepted,
-               SUM(CASE WHEN o.judge_score IS NOT NULL THEN 1 ELSE 0 END) AS judged,
-               AVG(o.judge_score) AS judge_mean,
-               MAX(u.created_at) AS last_used_at
-          FROM skill_usage u LEFT JOIN turn_outcomes o ON o.turn_id = u.turn_id
-         GROUP BY u.skill`),
+      figures: db.prepare<[], FigureRow>(`${FIGURES} GROUP BY u.skill`),
+      figuresOf: db.prepare<[string], FigureRow>(`${FIGURES} WHERE u.skill = ? GROUP BY u.skill`),
       sessionsOf: db.prepare<[string, number], { session_id: string; last: number }>(
         'SELECT session_id, MAX(created_at) AS last FROM skill_usage WHERE skill = ? GROUP BY session_id ORDER BY last DESC LIMIT ?',
       ),
@@ -114,25 +150,13 @@ export class SkillCreditStore {
   }
 
   figures(): Map<string, SkillCredit> {
-    const result = new Map<string, SkillCredit>();
-    for (const row of this.statements.figures.all()) {
-      const followed = row.corrected + row.accepted;
-      const badByJudge = row.judged >= FLAG_MIN_EVIDENCE && (row.judge_mean ?? 0) < 0;
-      const badByCorrections = followed >= FLAG_MIN_EVIDENCE && row.corrected / followed >= FLAG_BAD_SHARE;
-      result.set(row.skill, {
-        name: row.skill,
-        injected: row.injected,
-        fullBody: row.full_body,
-        sessions: row.sessions,
-        corrected: row.corrected,
-        accepted: row.accepted,
-        judged: row.judged,
-        judgeMean: row.judge_mean,
-        lastUsedAt: row.last_used_at,
-        flagged: badByJudge || badByCorrections,
-      });
-    }
-    return result;
+    return new Map(this.statements.figures.all().map((row) => [row.skill, creditOf(row)]));
+  }
+
+  /** One skill's figures (an index search: a skill page need not aggregate the whole library). */
+  figuresOf(skill: string): SkillCredit | undefined {
+    const row = this.statements.figuresOf.get(skill);
+    return row && creditOf(row);
   }
 
   recentSessions(skill: string, limit = 10): string[] {

@@ -1,12 +1,12 @@
 export { SkillsService, type SkillsSettings, type SkillsDependencies, type ChangeResult, type EvolutionResult } from './service.js';
 export { SkillLibrary, type LibraryChange } from './library.js';
 export { parseSkillFile, serializeSkill, parseLegacyFrontmatter, SKILL_NAME, MAX_NAME_LENGTH } from './skill-file.js';
-export { isCorrection, SkillCreditStore, type SkillCredit } from './credit.js';
+export { isCorrection, presentCredit, SkillCreditStore, type SkillCredit } from './credit.js';
 export { renderSkills, SKILLS_HEADING } from './render.js';
 export { skillInjectionReason } from './screen.js';
 export { installStarterSkills, importSkills, exportSkills, STARTER_DIR, type ImportReport } from './transfer.js';
 export type { Skill, SkillDraft, SkillProblem, SkillOrigin } from './types.js';
 export { SkillHistory, type VersionRow } from './history.js';
 export { diffVersions, type VersionPatch } from './version-diff.js';
-export type { ProposalRow } from './proposals.js';
+export { presentProposal, type ProposalRow } from './proposals.js';
 export { SkillsRecording, EVOLVE_JOB, type SkillsRecordingSettings } from './recording.js';

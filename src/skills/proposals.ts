@@ -1,5 +1,6 @@
 import type { Db } from '../store/index.js';
 import type { PlannedChange } from './evolution/apply.js';
+import type { SkillDraft } from './types.js';
 
 export interface ProposalRow {
   id: number;
@@ -58,4 +59,21 @@ export class ProposalStore {
   decide(id: number, status: 'approved' | 'rejected'): void {
     this.statements.decide.run(status, Date.now(), id);
   }
+}
+
+/** A proposal as the HTTP API and the dashboard show it: the drafted skill and why. */
+export function presentProposal(row: ProposalRow) {
+  const draft = JSON.parse(row.draft) as SkillDraft;
+  return {
+    id: row.id,
+    action: row.action,
+    name: row.name,
+    session_id: row.session_id,
+    description: draft.description,
+    category: draft.category ?? 'general',
+    body: draft.body,
+    evidence: JSON.parse(row.evidence) as string[],
+    reason: row.reason,
+    created_at: new Date(row.created_at).toISOString(),
+  };
 }

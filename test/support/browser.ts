@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -51,4 +52,24 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const path = join(SCREENSHOTS, `${name}.png`);
   await page.screenshot({ path, fullPage: true });
   return path;
+}
+
+export type PageOptions = Parameters<typeof openPage>[1] & {
+  /** console errors the test expects (Chromium logs every failed fetch, so a test of a 404 allows that one) */
+  allowErrors?: RegExp;
+};
+
+/** Opens a watched page, runs the test's steps on it, then asserts the page logged no unexpected error, and closes it. */
+export async function withPage(browser: Browser, options: PageOptions, use: (watched: WatchedPage) => Promise<void>): Promise<void> {
+  const watched = await openPage(browser, options);
+  try {
+    await use(watched);
+    assert.deepEqual(
+      watched.errors.filter((error) => !options.allowErrors?.test(error)),
+      [],
+      'the page logged no console or page error',
+    );
+  } finally {
+    await watched.close();
+  }
 }
