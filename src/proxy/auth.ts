@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { AuthenticationError } from '../errors.js';
+import { AuthenticationError, PermissionError } from '../errors.js';
+import { isLoopbackHost } from '../shared/loopback.js';
 import type { ClientCredentials } from '../upstream/index.js';
 
 /**
@@ -25,14 +26,20 @@ export class ProxyAuth {
     return this.key !== undefined;
   }
 
-  /** Throws AuthenticationError when a key is required and none of the accepted headers carries it. */
+  /**
+   * Throws AuthenticationError when a key is required and none of the accepted headers carries it;
+   * without a key, PermissionError when the request names a host that is not this machine's loopback.
+   */
   check(headers: IncomingHttpHeaders): ClientCredentials {
     const authorization = single(headers['authorization']);
     const apiKey = single(headers['x-api-key']);
     const credentials: ClientCredentials = {};
     if (authorization) credentials.authorization = authorization;
     if (apiKey) credentials.apiKey = apiKey;
-    if (!this.key) return credentials;
+    if (!this.key) {
+      checkLoopbackHost(single(headers.host));
+      return credentials;
+    }
 
     const bearer = authorization?.match(/^Bearer\s+(.+)$/i)?.[1]?.trim();
     if (this.matches(single(headers['x-metaclaw-api-key']))) return credentials;
@@ -56,6 +63,24 @@ export class ProxyAuth {
   private matches(candidate: string | undefined): boolean {
     return this.key?.matches(candidate) ?? false;
   }
+}
+
+/**
+ * Without a key the proxy trusts whoever can reach 127.0.0.1, which a web page can too through DNS
+ * rebinding (its own name made to resolve to 127.0.0.1): the browser then sends that name as Host.
+ * Every client on this machine names a loopback host (or none, in HTTP/1.0), so anything else is refused.
+ */
+function checkLoopbackHost(host: string | undefined): void {
+  if (host === undefined || host === '' || isLoopbackHost(hostName(host))) return;
+  throw new PermissionError(
+    'host_not_allowed',
+    `This proxy has no key, so it answers only to a loopback name (localhost, 127.0.0.1, [::1]); the host ${JSON.stringify(host.slice(0, 100))} was refused. Set proxy.api_key to serve other names.`,
+  );
+}
+
+/** The name part of a Host header: "[::1]:30000" → "::1", "localhost:30000" → "localhost". */
+function hostName(host: string): string {
+  return host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d*$/, '');
 }
 
 /** The cookie a signed-in dashboard browser sends (HttpOnly, SameSite=Strict). */

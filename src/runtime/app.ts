@@ -34,6 +34,7 @@ import { recordingListeners, recordingSettings, type RecordingSettings } from '.
 import { ProxyMetrics, storeFigures } from '../metrics/index.js';
 import { dashboardRoutes } from '../dashboard/index.js';
 import { judgeSettings, memorySettings, rlEngineSettings, skillsSettings } from './settings.js';
+import { isLoopbackHost } from '../shared/loopback.js';
 import {
   describeRetrieval,
   probeProviderEmbeddings,
@@ -52,11 +53,6 @@ export interface RuntimeOptions {
   /** Also log to standard output. */
   foreground: boolean;
   env?: NodeJS.ProcessEnv;
-}
-
-/** Loopback addresses: binding anything else exposes the user's upstream key and data to the network. */
-export function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /**

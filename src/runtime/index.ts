@@ -1,4 +1,5 @@
-export { MetaclawRuntime, isLoopbackHost, type RuntimeOptions } from './app.js';
+export { MetaclawRuntime, type RuntimeOptions } from './app.js';
+export { isLoopbackHost } from '../shared/loopback.js';
 export { readPidFile, writePidFile, removePidFile, isProcessAlive, type PidInfo } from './pid-file.js';
 export {
   describeRetrieval,
