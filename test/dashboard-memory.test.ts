@@ -297,4 +297,37 @@ describe('dashboard: memory', { skip }, () => {
     assert.equal(badType.status, 400);
     assert.equal((await api('/v1/dashboard/memory/mem_missing')).status, 404);
   });
+
+  test('a scope with more memories than a page shows older pages through a cursor, each memory once, and a search shows more matches on request', async () => {
+    const scope = 'archive-notes';
+    const added = new Set<string>();
+    for (let n = 1; n <= 120; n++)
+      added.add(await add({ type: 'semantic', content: `Archive shelf note number ${n}: box ${n} holds the ${n % 2 ? 'red' : 'blue'} folders.` }, scope));
+    await withPage(browser, {}, async ({ page }) => {
+      const shown = () => page.locator('.memory-results [data-memory]').evaluateAll((items) => items.map((item) => item.getAttribute('data-memory')!));
+      const seen: string[] = [];
+      await page.goto(`${proxy.url}/ui#/memory?scope=${scope}`);
+      await page.getByRole('link', { name: 'Older memories' }).waitFor();
+      seen.push(...(await shown()));
+      assert.equal(seen.length, 50);
+      await page.getByRole('link', { name: 'Older memories' }).click();
+      await page.getByRole('link', { name: 'Newest memories' }).waitFor();
+      seen.push(...(await shown()));
+      await page.getByRole('link', { name: 'Older memories' }).click();
+      await page.waitForFunction(`document.querySelectorAll('.memory-results [data-memory]').length === 20`);
+      seen.push(...(await shown()));
+      assert.equal(await page.getByRole('link', { name: 'Older memories' }).count(), 0, 'the last page offers no older one');
+      assert.equal(new Set(seen).size, 120, 'every memory shown once');
+      assert.deepEqual(new Set(seen), added);
+
+      await page.goto(`${proxy.url}/ui#/memory?scope=${scope}&q=${encodeURIComponent('archive shelf folders')}`);
+      await page.getByRole('link', { name: 'Show more matches' }).waitFor();
+      assert.equal((await shown()).length, 50);
+      await page.getByRole('link', { name: 'Show more matches' }).click();
+      await page.waitForFunction(`document.querySelectorAll('.memory-results [data-memory]').length === 100`);
+    });
+    const badCursor = await api(`/v1/dashboard/memory?scope=${scope}&before=yesterday`);
+    assert.equal(badCursor.status, 400, 'a cursor no page gave is refused');
+    assert.equal((await api(`/v1/dashboard/memory?scope=${scope}&q=x&limit=9999`)).status, 400);
+  });
 });

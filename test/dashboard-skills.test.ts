@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
 import { browserMissing, launchBrowser, screenshot, withPage } from './support/browser.js';
 import { DEPLOY_SKILL, learningAwareUpstream, session, status, userText } from './support/evolver.js';
-import { homeWithStarterSkills, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { homeWithStarterSkills, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 const skip = browserMissing();
@@ -355,6 +355,48 @@ describe('dashboard: skills', { skip }, () => {
       await page.locator('pre.diff').waitFor();
       await noSideways(page, 'a skill');
       await screenshot(page, 'skill-detail-narrow');
+    });
+  });
+});
+
+describe('dashboard: a library larger than a page', { skip }, () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let browser: Browser;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    const home = tempHome();
+    for (let n = 1; n <= 320; n++) {
+      const name = `shelf-skill-${String(n).padStart(3, '0')}`;
+      mkdirSync(join(home, 'skills', name), { recursive: true });
+      writeFileSync(
+        join(home, 'skills', name, 'SKILL.md'),
+        `---\nname: ${name}\ndescription: Use when shelving box ${n} of the archive.\n---\n\n# Box ${n}\n\nShelve box ${n} on row ${n % 7}.\n`,
+      );
+    }
+    proxy = await startProxy({ home, config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+
+  test('the skills list pages through every skill, each once', async () => {
+    await withPage(browser, {}, async ({ page }) => {
+      const names = () => page.locator('tr[data-skill]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-skill')!));
+      await page.goto(`${proxy.url}/ui#/skills`);
+      await page.getByRole('link', { name: 'Next skills' }).waitFor();
+      const first = await names();
+      assert.equal(first.length, 300);
+      assert.match(await page.locator('nav[aria-label="Library pages"]').innerText(), /page 1 of 2/);
+      await page.getByRole('link', { name: 'Next skills' }).click();
+      await page.getByRole('link', { name: 'Previous skills' }).waitFor();
+      const second = await names();
+      assert.equal(second.length, 20);
+      assert.equal(new Set([...first, ...second]).size, 320, 'every skill on one of the pages, once');
     });
   });
 });

@@ -7,6 +7,8 @@ import type { DashboardSources } from './types.js';
 
 /** Results a page shows at once: newest units, or the best hits of a search. */
 export const MEMORY_PAGE_LIMIT = 50;
+/** A search shows more hits on request, up to this many (ranked lists do not page: each longer list is ranked anew). */
+const MEMORY_SEARCH_MAX = 500;
 /** Source turns and replaced units a detail lists (a rule restated often collects many). */
 const DETAIL_LINKS_LIMIT = 20;
 
@@ -16,6 +18,18 @@ export const memoryQuerySchema = z.object({
   q: z.string().max(1_000).optional(),
   type: z.enum(MEMORY_TYPES).optional(),
   superseded: z.enum(['0', '1']).optional(),
+  /** The cursor a previous page of the newest units handed out (`<observed_at>:<id>`), to page back in time. */
+  before: z
+    .string()
+    .regex(/^\d{1,16}:.{1,200}$/, 'must be the cursor a previous page gave')
+    .optional(),
+  /** How many hits a search shows (more on request). */
+  limit: z
+    .string()
+    .regex(/^\d{1,4}$/, 'must be a number')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(MEMORY_SEARCH_MAX))
+    .optional(),
 });
 
 export type MemoryQuery = z.infer<typeof memoryQuerySchema>;
@@ -42,35 +56,69 @@ export async function memoryData(sources: DashboardSources, rawQuery: Record<str
   const text = query.q?.trim() ?? '';
   const includeSuperseded = query.superseded === '1';
   let results: Array<ReturnType<typeof shown> & { score: number | null }> = [];
+  let next: string | null = null;
+  let limit = MEMORY_PAGE_LIMIT;
+  let more = false;
   if (scope !== null) {
     if (text !== '') {
+      limit = query.limit ?? MEMORY_PAGE_LIMIT;
       const hits = await sources.memory.search({
         scope,
         query: text,
-        limit: MEMORY_PAGE_LIMIT,
+        limit: limit + 1,
         ...(query.type ? { types: [query.type] } : {}),
         includeSuperseded,
       });
-      results = hits.map((hit) => ({ ...shown(hit.unit), score: Math.round(hit.score * 1000) / 1000 }));
+      more = hits.length > limit && limit < MEMORY_SEARCH_MAX;
+      results = hits.slice(0, limit).map((hit) => ({ ...shown(hit.unit), score: Math.round(hit.score * 1000) / 1000 }));
     } else {
-      results = newestUnits(sources.db, scope, query.type, includeSuperseded)
-        .map((id) => store.get(id))
-        .filter((unit): unit is MemoryUnit => unit !== undefined)
-        .map((unit) => ({ ...shown(unit), score: null }));
+      const rows = newestUnits(sources.db, scope, query.type, includeSuperseded, cursorOf(query.before));
+      const units = rows
+        .slice(0, MEMORY_PAGE_LIMIT)
+        .map((row) => store.get(row.id))
+        .filter((unit): unit is MemoryUnit => unit !== undefined);
+      results = units.map((unit) => ({ ...shown(unit), score: null }));
+      const last = rows[MEMORY_PAGE_LIMIT - 1];
+      if (rows.length > MEMORY_PAGE_LIMIT && last) next = `${last.observed_at}:${last.id}`;
     }
   }
-  return { scopes, scope, q: text, type: query.type ?? null, superseded: includeSuperseded, types: MEMORY_TYPES, limit: MEMORY_PAGE_LIMIT, results };
+  return {
+    scopes,
+    scope,
+    q: text,
+    type: query.type ?? null,
+    superseded: includeSuperseded,
+    types: MEMORY_TYPES,
+    limit,
+    /** a search: whether asking for more would show more */
+    more,
+    /** the newest units: the cursor of the next (older) page, null on the last */
+    next,
+    before: query.before ?? null,
+    results,
+  };
 }
 
-/** The scope's most recently observed units (the (scope, observed_at) index gives them in order). */
-function newestUnits(db: Db, scope: string, type: string | undefined, includeSuperseded: boolean): string[] {
+function cursorOf(before: string | undefined): { at: number; id: string } | undefined {
+  if (before === undefined) return undefined;
+  const colon = before.indexOf(':');
+  return { at: Number(before.slice(0, colon)), id: before.slice(colon + 1) };
+}
+
+/**
+ * The scope's most recently observed units, one more than a page (to know whether another follows),
+ * older than the cursor when given: a range on the (scope, observed_at) index, so a deep page costs
+ * what the first does.
+ */
+function newestUnits(db: Db, scope: string, type: string | undefined, includeSuperseded: boolean, before: { at: number; id: string } | undefined) {
+  const filters = `scope = ? AND (? IS NULL OR type = ?) AND (? = 1 OR status = 'active')`;
+  const common = [scope, type ?? null, type ?? null, includeSuperseded ? 1 : 0];
+  const order = `ORDER BY observed_at DESC, id DESC LIMIT ${MEMORY_PAGE_LIMIT + 1}`;
+  type Row = { id: string; observed_at: number };
+  if (before === undefined) return db.prepare<unknown[], Row>(`SELECT id, observed_at FROM memory_units WHERE ${filters} ${order}`).all(...common);
   return db
-    .prepare(
-      `SELECT id FROM memory_units WHERE scope = ? AND (? IS NULL OR type = ?) AND (? = 1 OR status = 'active')
-       ORDER BY observed_at DESC LIMIT ?`,
-    )
-    .pluck()
-    .all(scope, type ?? null, type ?? null, includeSuperseded ? 1 : 0, MEMORY_PAGE_LIMIT) as string[];
+    .prepare<unknown[], Row>(`SELECT id, observed_at FROM memory_units WHERE ${filters} AND observed_at <= ? AND (observed_at < ? OR id < ?) ${order}`)
+    .all(...common, before.at, before.at, before.id);
 }
 
 interface SourceTurn {

@@ -67,11 +67,16 @@ export function dashboardRoutes(sources: DashboardSources, auth: ProxyAuth, asse
     );
     app.get('/v1/dashboard/memory', async (c) => c.json(await memoryData(sources, c.req.query())));
     app.get('/v1/dashboard/memory/:id', (c) => c.json(memoryDetail(sources, c.req.param('id'))));
-    app.get('/v1/dashboard/skills', (c) => c.json(skillsListData(sources.skills, (c.req.query('q') ?? '').slice(0, 500))));
+    app.get('/v1/dashboard/skills', (c) => c.json(skillsListData(sources.skills, (c.req.query('q') ?? '').slice(0, 500), pageNumber(c.req.query('page')))));
     app.get('/v1/dashboard/skills/:name', async (c) =>
       c.json(await skillDetailData(sources.skills, c.req.param('name'), { from: versionNumber(c.req.query('from')), to: versionNumber(c.req.query('to')) })),
     );
   };
+}
+
+/** A list page from the page's query (1-based); anything else means the first. */
+function pageNumber(value: string | undefined): number {
+  return value !== undefined && /^[1-9]\d{0,5}$/.test(value) ? Number(value) : 1;
 }
 
 /** A version number from the page's query; anything else means "the default". */

@@ -7,18 +7,23 @@ import { uniqueTerms } from '../text/index.js';
 /** Skills a list shows at most (the library may hold thousands; a search narrows it). */
 const LIST_LIMIT = 300;
 
-/** The skills page: the library (searched when `q` is given) and the proposals waiting for review. */
-export function skillsListData(skills: SkillsService, q: string) {
+/** The skills page: the library (searched when `q` is given), a page of LIST_LIMIT at a time, and the proposals waiting for review. */
+export function skillsListData(skills: SkillsService, q: string, page = 1) {
   const rows = skills.list();
   const query = q.trim();
   const matched = query === '' ? rows : searched(skills, rows, query);
+  const pages = Math.max(1, Math.ceil(matched.length / LIST_LIMIT));
+  const shownPage = Math.min(page, pages);
   return {
     generation: skills.history.generation,
     review: skills.settings.review,
     total: rows.length,
     matched: matched.length,
     query,
-    skills: matched.slice(0, LIST_LIMIT).map(({ skill, credit }) => ({
+    page: shownPage,
+    pages,
+    first: (shownPage - 1) * LIST_LIMIT + 1,
+    skills: matched.slice((shownPage - 1) * LIST_LIMIT, shownPage * LIST_LIMIT).map(({ skill, credit }) => ({
       name: skill.name,
       category: skill.category,
       description: skill.description,

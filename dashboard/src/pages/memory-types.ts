@@ -12,13 +12,23 @@ export function scopeHeader(scope: string): Record<string, string> {
 }
 
 /** The list's address for a scope (and optionally a search), as the page keeps it in the hash. */
-export function listLink(query: { scope?: string | null; q?: string; type?: string | null; superseded?: boolean; forgotten?: string }): string {
+export function listLink(query: {
+  scope?: string | null;
+  q?: string;
+  type?: string | null;
+  superseded?: boolean;
+  forgotten?: string;
+  before?: string | null;
+  limit?: number;
+}): string {
   const params = new URLSearchParams();
   if (query.scope) params.set('scope', query.scope);
   if (query.q) params.set('q', query.q);
   if (query.type) params.set('type', query.type);
   if (query.superseded) params.set('superseded', '1');
   if (query.forgotten) params.set('forgotten', query.forgotten);
+  if (query.before) params.set('before', query.before);
+  if (query.limit) params.set('limit', String(query.limit));
   const text = params.toString();
   return text ? `#/memory?${text}` : '#/memory';
 }

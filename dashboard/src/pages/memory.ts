@@ -19,7 +19,7 @@ export function MemoryPage(props: PageProps) {
 function MemoryListPage() {
   const query = routeQuery();
   const params = new URLSearchParams();
-  for (const key of ['scope', 'q', 'type', 'superseded']) {
+  for (const key of ['scope', 'q', 'type', 'superseded', 'before', 'limit']) {
     const value = query.get(key);
     if (value) params.set(key, value);
   }
@@ -39,7 +39,7 @@ function MemoryListPage() {
           : html`
               <div class="row memory-summary">
                 <span class="muted">
-                  ${data.q ? `${data.results.length} match(es) for “${data.q}”` : `The ${data.results.length === data.limit ? `${data.limit} newest` : data.results.length} memor${data.results.length === 1 ? 'y' : 'ies'}`}
+                  ${data.q ? `${data.results.length} match(es) for “${data.q}”` : `${listed(data)} memor${data.results.length === 1 ? 'y' : 'ies'}`}
                   ${' in '}<strong>${data.scope}</strong>${data.type ? ` of type ${data.type}` : ''}.
                 </span>
                 <${ExportButton} scope=${data.scope} />
@@ -58,10 +58,29 @@ function MemoryListPage() {
                     </li>`,
                 )}
               </ul>
+              <${MorePages} data=${data} />
             `
       }
     `}<//
   >`;
+}
+
+/** How the listed units are described: the newest page, an older one, or all there are. */
+function listed(data: MemoryList): string {
+  if (data.before) return `${data.results.length} older`;
+  return data.next ? `The ${data.results.length} newest` : `All ${data.results.length}`;
+}
+
+/** Older pages of the newest units (a cursor), or more hits of a search (a longer ranked list). */
+function MorePages(props: { data: MemoryList }) {
+  const { data } = props;
+  const same = { scope: data.scope, q: data.q, type: data.type, superseded: data.superseded };
+  const links = [
+    data.before ? html`<a href=${listLink(same)}>Newest memories</a>` : null,
+    data.next ? html`<a href=${listLink({ ...same, before: data.next })}>Older memories</a>` : null,
+    data.more ? html`<a href=${listLink({ ...same, limit: data.limit + 50 })}>Show more matches</a>` : null,
+  ].filter((item) => item !== null);
+  return links.length > 0 ? html`<nav class="row" aria-label="More memories">${links}</nav>` : null;
 }
 
 /** Scope, query, type and whether to show superseded units; submitting changes the address (and so the data). */

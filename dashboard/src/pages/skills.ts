@@ -17,7 +17,8 @@ export function SkillsPage(props: PageProps) {
 
 function SkillListView() {
   const query = routeQuery().get('q') ?? '';
-  const loaded = useJson<SkillList>(`/v1/dashboard/skills${query ? `?q=${encodeURIComponent(query)}` : ''}`);
+  const page = routeQuery().get('page') ?? '';
+  const loaded = useJson<SkillList>(`/v1/dashboard/skills${listQuery(query, page)}`);
   const [message, setMessage] = useState<{ ok: boolean; text: string } | undefined>();
   return html`<${PageFrame} title="Skills" loaded=${loaded}
     >${(data: SkillList) => html`
@@ -55,7 +56,7 @@ function SkillListView() {
       <h2>Library</h2>
       <p class="muted">
         ${query ? `${data.matched} of ${data.total} skills match “${query}”` : `${data.total} skills`}, generation
-        ${data.generation}${data.skills.length < data.matched ? `; the first ${data.skills.length} shown` : ''}.
+        ${data.generation}${data.pages > 1 ? `; ${data.first}–${data.first + data.skills.length - 1} shown` : ''}.
       </p>
       <div class="table-wrap">
         <table class="skills-table">
@@ -92,8 +93,23 @@ function SkillListView() {
           </tbody>
         </table>
       </div>
+      ${
+        data.pages > 1
+          ? html`<nav class="row" aria-label="Library pages">
+              ${data.page > 1 ? html`<a href=${`${link('skills')}${listQuery(query, String(data.page - 1))}`}>Previous skills</a>` : null}
+              <span class="muted">page ${data.page} of ${data.pages}</span>
+              ${data.page < data.pages ? html`<a href=${`${link('skills')}${listQuery(query, String(data.page + 1))}`}>Next skills</a>` : null}
+            </nav>`
+          : null
+      }
     `}<//
   >`;
+}
+
+/** The list's query string: the search and the page (the first page needs none). */
+function listQuery(q: string, page: string): string {
+  const parts = [q ? `q=${encodeURIComponent(q)}` : '', page && page !== '1' ? `page=${encodeURIComponent(page)}` : ''].filter(Boolean);
+  return parts.length > 0 ? `?${parts.join('&')}` : '';
 }
 
 /** The search box; the query lives in the address, so a search can be bookmarked and reloaded. */
@@ -102,7 +118,7 @@ function SearchBox(props: { query: string }) {
   const submit = (event: Event) => {
     event.preventDefault();
     const q = text.trim();
-    window.location.hash = `${link('skills')}${q ? `?q=${encodeURIComponent(q)}` : ''}`;
+    window.location.hash = `${link('skills')}${listQuery(q, '')}`;
   };
   return html`<form class="row skill-search" role="search" onSubmit=${submit}>
     <label class="visually-hidden" for="skill-query">Search skills</label>
