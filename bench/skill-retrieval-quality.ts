@@ -126,7 +126,7 @@ export function renderSkillRetrieval(reports: readonly SkillRetrievalReport[]): 
   return [
     'Keyword mode, the default threshold (skills.min_relevance 0.35) and top_k (6); nothing learned (no search keys, no embeddings). Precision: injected skills that are labelled relevant; recall: labelled skills that were injected; off-topic: requests labelled as needing no skill that got one; "never" : skills labelled as wrong for the request that were injected.',
     '',
-    'Retrieval is tuned on the tuned and dev sets only. The held-out set is run to report generalisation; every look at it during tuning is logged, with its numbers, in `test/fixtures/heldout-skills/README.md`.',
+    'Retrieval is tuned on the tuned, dev and dev2 sets only. The held-out set is run to report generalisation; every look at it during tuning is logged, with its numbers, in `test/fixtures/heldout-skills/README.md`.',
     '',
     '| set, language | requests | precision | recall | skills per turn | off-topic injected | "never" injected |',
     '|---|---|---|---|---|---|---|',
