@@ -6,6 +6,7 @@
  * - tuned: `test/fixtures/skill-retrieval.json` over `skills-starter/` (written with the starter bank: fit)
  * - held-out: `test/fixtures/heldout-skills/` (a bank written by others, never tuned on: generalisation)
  * - dev: `test/fixtures/dev-skills/` (another bank by others, for tuning)
+ * - dev2: `test/fixtures/dev2-skills/` (a third bank by others, for tuning; built when tuned and dev were saturated)
  *
  * Standalone: `node --import tsx bench/skill-retrieval-quality.ts tuned dev` (name the sets to run).
  */
@@ -34,6 +35,11 @@ export const SKILL_SETS = {
     requests: new URL('dev-skills/requests.json', FIXTURES),
     bank: new URL('dev-skills/bank', FIXTURES).pathname,
     about: 'dev: 35 skills by others, `test/fixtures/dev-skills/`',
+  },
+  dev2: {
+    requests: new URL('dev2-skills/requests.json', FIXTURES),
+    bank: new URL('dev2-skills/bank', FIXTURES).pathname,
+    about: 'dev2: 43 skills by others, `test/fixtures/dev2-skills/`',
   },
 } as const;
 export type SkillSetName = keyof typeof SKILL_SETS;
@@ -120,7 +126,7 @@ export function renderSkillRetrieval(reports: readonly SkillRetrievalReport[]): 
   return [
     'Keyword mode, the default threshold (skills.min_relevance 0.35) and top_k (6); nothing learned (no search keys, no embeddings). Precision: injected skills that are labelled relevant; recall: labelled skills that were injected; off-topic: requests labelled as needing no skill that got one; "never" : skills labelled as wrong for the request that were injected.',
     '',
-    'Retrieval is tuned on the tuned and dev sets only. The held-out set is run to report generalisation; every look at it during tuning is logged, with its numbers, in `test/fixtures/heldout-skills/README.md`.',
+    'Retrieval is tuned on the tuned, dev and dev2 sets only. The held-out set is run to report generalisation; every look at it during tuning is logged, with its numbers, in `test/fixtures/heldout-skills/README.md`.',
     '',
     '| set, language | requests | precision | recall | skills per turn | off-topic injected | "never" injected |',
     '|---|---|---|---|---|---|---|',

@@ -6,6 +6,8 @@ import { SkillLibrary } from '../src/skills/library.js';
 import { SkillRetriever } from '../src/skills/retrieval.js';
 import { SkillSearchIndex } from '../src/skills/search-index.js';
 import { STARTER_DIR } from '../src/skills/index.js';
+import type { Skill } from '../src/skills/types.js';
+import { uniqueTerms } from '../src/text/index.js';
 
 interface LabelledQuery {
   query: string;
@@ -82,5 +84,78 @@ describe('skill retrieval on the labelled set (starter bank, keyword mode, defau
       search.retrieve('and how do I squash the last three commits?', 'my git branch history is messy before the merge') as Array<{ skill: { name: string } }>
     ).map((hit) => hit.skill.name);
     assert.ok(followUp.includes('git-commit-hygiene'));
+  });
+});
+
+describe('skill retrieval over a bank written by others (the dev2 set: English skills, some with title-only descriptions)', () => {
+  const library = new SkillLibrary(new URL('./fixtures/dev2-skills/bank', import.meta.url).pathname, silentLogger());
+  library.scan();
+  const index = new SkillSearchIndex();
+  index.sync(library.all());
+  const search = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35 }, silentLogger());
+  const names = (request: string) => (search.retrieve(request) as Array<{ skill: { name: string } }>).map((hit) => hit.skill.name);
+
+  test('a glossary word the segmenter cut in two ("优化", "镜像") counts as one specific translation, so a Chinese Docker request finds the Docker skill', () => {
+    assert.deepEqual(names('Dockerfile 构建太慢了，镜像也很大，帮我优化一下'), ['docker-development']);
+  });
+
+  test('a Chinese request tied to a skill by one word alone (a lease "合同") gets no skill; one asking for a proposal and a contract gets the contract skill', () => {
+    assert.deepEqual(names('租房合同到期了，房东要涨租，我该怎么谈？'), []);
+    assert.deepEqual(names('给客户写一份项目提案和外包合同'), ['contract-and-proposal-writer']);
+  });
+
+  test('dictionary senses of common words met only in skill bodies ("生成" → generate, "记录" → record) inject no unrelated skill', () => {
+    const found = names('根据最近的提交记录生成更新日志');
+    assert.deepEqual(
+      found.filter((name) => !['changelog-generator', 'release-manager'].includes(name)),
+      [],
+    );
+  });
+});
+
+describe("skill search index: what stands for a skill's description", () => {
+  const skill = (name: string, description: string, body: string): Skill => ({
+    name,
+    description,
+    category: 'general',
+    body,
+    version: 1,
+    origin: 'user',
+    createdAt: undefined,
+    updatedAt: undefined,
+    generation: undefined,
+    sourceSessions: [],
+    extra: {},
+    path: `/skills/${name}/SKILL.md`,
+    contentHash: name,
+    bodyTokens: 0,
+    summaryTokens: 0,
+  });
+  const summary = 'Writes on-call runbooks for a service: health checks, restart steps, escalation and rollback.';
+
+  test('the top of the body stands in for a description that only repeats the title, so the skill covers a request as well as one that says it in its description', () => {
+    const index = new SkillSearchIndex();
+    index.sync([
+      skill('runbook-generator', 'Runbook Generator', `# Runbook Generator\n\n${summary}\n\nMore detail follows.`),
+      skill('service-runbooks', summary, `# Service runbooks\n\n${summary}\n\nMore detail follows.`),
+    ]);
+    const hits = index.search(['on-call', 'runbook', 'restart', 'rollback'].flatMap((word) => [...uniqueTerms(word)]));
+    const coverage = (name: string) => hits.find((hit) => hit.name === name)!.coverage;
+    assert.ok(
+      Math.abs(coverage('runbook-generator') - coverage('service-runbooks')) < 0.05,
+      `${coverage('runbook-generator')} vs ${coverage('service-runbooks')}`,
+    );
+  });
+
+  test('a category its author chose counts as a description does, where the body only counts for less', () => {
+    const index = new SkillSearchIndex();
+    const body = '# Summaries\n\nExtracts the problem, method and results of an article.';
+    index.sync([
+      { ...skill('paper-notes', 'Summarises an article.', body), category: 'research' },
+      skill('paper-digest', 'Summarises a research article.', body),
+    ]);
+    const hits = index.search([...uniqueTerms('research article')]);
+    const coverage = (name: string) => hits.find((hit) => hit.name === name)!.coverage;
+    assert.ok(Math.abs(coverage('paper-notes') - coverage('paper-digest')) < 0.05, `${coverage('paper-notes')} vs ${coverage('paper-digest')}`);
   });
 });

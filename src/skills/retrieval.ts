@@ -43,10 +43,16 @@ const NAME_WEIGHT = 1.5;
  * request, an English skill): a translation weighs less than the word the user wrote, so less
  * evidence suffices; but one specific translation (a word's first or second sense, not a single
  * character's or a later sense: "库" → "warehouse", "报告" → "speech") must give this much of it, so
- * that loose senses of common words alone inject nothing. Tuned on the dev sets.
+ * that loose senses of common words alone inject nothing; and the words other than the strongest
+ * must add `MIN_TRANSLATED_SUPPORT`, so that one word alone injects nothing either: "租房合同" (a
+ * lease contract) finds the contract-writing skill through "合同" → "contract" and nothing else,
+ * while a real request for a skill meets it in two words or more ("提交记录" and "日志" for a
+ * changelog). Tuned on the tuned, dev and dev2 sets (1.3 and no support rule before dev2; with the
+ * rule, 1.1–1.2 and a support of 0.2–0.35 score the same there; 1.0 lets off-topic requests in).
  */
-const MIN_TRANSLATED_EVIDENCE = 1.3;
+const MIN_TRANSLATED_EVIDENCE = 1.2;
 const MIN_SPECIFIC_TRANSLATION = 0.3;
+const MIN_TRANSLATED_SUPPORT = 0.3;
 /**
  * A skill matched partly through translations must score this close to the best match: a
  * dictionary's senses blur near-ties ("论文" → "paper" also finds the citation skill) that the
@@ -93,8 +99,12 @@ export class SkillRetriever {
     const scores: KeywordScores = new Map();
     for (const hit of this.index.search(queryTerms, contextTerms, { nameWeight: NAME_WEIGHT, translations: alternatives })) {
       const mainlyTranslated = hit.translated.evidence * 2 > hit.evidence;
-      if (mainlyTranslated ? hit.evidence < MIN_TRANSLATED_EVIDENCE || hit.translated.specific < MIN_SPECIFIC_TRANSLATION : hit.evidence < MIN_EVIDENCE)
-        continue;
+      const enough = mainlyTranslated
+        ? hit.evidence >= MIN_TRANSLATED_EVIDENCE &&
+          hit.translated.specific >= MIN_SPECIFIC_TRANSLATION &&
+          hit.evidence - hit.strongest >= MIN_TRANSLATED_SUPPORT
+        : hit.evidence >= MIN_EVIDENCE;
+      if (!enough) continue;
       scores.set(hit.name, { relevance: keywordRelevance(hit.coverage, hit.evidence), translated: hit.translated.evidence > 0 });
     }
     return scores;

@@ -1,4 +1,5 @@
 import { blendedIdf, forUnknownTerms, matchedMass, queryMass, rareTermIdf, tokenize, type Alternatives, type WeightedTerm } from '../text/index.js';
+import { DEFAULT_CATEGORY } from './skill-file.js';
 import type { Skill } from './types.js';
 
 /** Field weights (BM25F): a hit in the name counts most, then the description and search keys, then the body. */
@@ -7,7 +8,20 @@ const K1 = 1.2;
 const B = 0.75;
 /** A query term found only in a skill's body counts for less than one in its name or description. */
 const BODY_ONLY_WEIGHT = 0.6;
+/**
+ * A glossary translation of a query word found only in a skill's body counts for less again: a
+ * dictionary gives several senses per word, and a long body meets one of them by chance far more
+ * often than it meets the word the user wrote ("生成" → "generate", "记录" → "record" are in half the
+ * bodies of a bank). Tuned on the tuned, dev and dev2 sets (0.6, the weight of the user's own words,
+ * before dev2): 0.45 removed a third of the false injections on Chinese and Japanese requests and
+ * one off-topic injection for one lost hit; 0.3 lost more hits for no further gain.
+ */
+const TRANSLATED_BODY_ONLY_WEIGHT = 0.45;
 const CANDIDATES = 40;
+/** A description with fewer terms than this beyond the skill's name is a title, not a summary. */
+const TITLE_ONLY_TERMS = 4;
+/** How much of the top of the body stands in for a title-only description (tuned on the dev2 set: 30–100 differ little). */
+const LEAD_TERMS = 60;
 /** A translation weighing this much is a word's first or second sense (a character's, or a later sense, weighs less: see text/glossary.ts). */
 const SPECIFIC_TRANSLATION = 0.6;
 const NO_ALTERNATIVES: Alternatives = new Map();
@@ -26,6 +40,8 @@ export interface KeywordHit {
    * through a specific translation (a word's first or second sense, not a single character's).
    */
   translated: { evidence: number; specific: number };
+  /** The most evidence one word of the request gave (itself, or a glossary word through one translation). */
+  strongest: number;
 }
 
 interface IndexedSkill {
@@ -129,15 +145,28 @@ export class SkillSearchIndex {
     return ranked.map(([name, bm25]) => {
       const skill = this.skills.get(name)!;
       const translated = { evidence: 0, specific: 0 };
+      // A glossary word the segmenter cut in pieces ("优化" → 优|化) shares its translation among
+      // them, so one piece carries a fraction of the word's weight: sum the pieces per translation
+      // to judge the word's sense, not the piece's share of it.
+      const byTranslation = new Map<string, { weight: number; value: number }>();
+      let strongest = 0;
       const matched = this.matched(queryTerms, alternatives, skill, idf, nameWeight, (value, translation) => {
-        if (!translation) return;
+        if (!translation) {
+          strongest = Math.max(strongest, value / rare);
+          return;
+        }
         translated.evidence += value / rare;
-        if (translation.weight >= SPECIFIC_TRANSLATION) translated.specific = Math.max(translated.specific, value / rare);
+        const sum = byTranslation.get(translation.term) ?? { weight: 0, value: 0 };
+        byTranslation.set(translation.term, { weight: sum.weight + translation.weight, value: sum.value + value });
       });
+      for (const { weight, value } of byTranslation.values()) {
+        strongest = Math.max(strongest, value / rare);
+        if (weight >= SPECIFIC_TRANSLATION) translated.specific = Math.max(translated.specific, value / rare);
+      }
       let coverage = total > 0 ? Math.min(1, matched / total) : 0;
       if (contextTotal > 0)
         coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, NO_ALTERNATIVES, skill, idf, nameWeight) / contextTotal) * coverage);
-      return { name, bm25, coverage, evidence: matched / rare, translated };
+      return { name, bm25, coverage, evidence: matched / rare, translated, strongest };
     });
   }
 
@@ -171,7 +200,16 @@ export class SkillSearchIndex {
       terms,
       alternatives,
       idf,
-      (term) => (skill.named.has(term) ? nameWeight : skill.head.has(term) ? 1 : skill.frequencies.has(term) ? BODY_ONLY_WEIGHT : 0),
+      (term, translation) =>
+        skill.named.has(term)
+          ? nameWeight
+          : skill.head.has(term)
+            ? 1
+            : skill.frequencies.has(term)
+              ? translation
+                ? TRANSLATED_BODY_ONLY_WEIGHT
+                : BODY_ONLY_WEIGHT
+              : 0,
       onMatch,
     );
   }
@@ -190,9 +228,16 @@ export class SkillSearchIndex {
       for (const term of fields[field]) frequencies.set(term, (frequencies.get(term) ?? 0) + weight);
       length += fields[field].length * weight;
     }
+    // A description that only repeats the title ("Runbook Generator") says nothing of what the skill
+    // does; its author put that at the top of the body, which then stands in for the description.
+    const described = fields.description.filter((term) => !fields.name.includes(term)).length >= TITLE_ONLY_TERMS;
+    const lead = described ? [] : fields.body.slice(0, LEAD_TERMS);
+    // A category its author chose ("research") says what the skill is about as a description does;
+    // the default one says nothing ("general" would also stem like "generate").
+    const categorised = skill.category === DEFAULT_CATEGORY ? [] : tokenize(skill.category);
     this.skills.set(skill.name, {
       frequencies,
-      head: new Set([...fields.name, ...fields.description, ...fields.keys]),
+      head: new Set([...fields.name, ...fields.description, ...fields.keys, ...lead, ...categorised]),
       named: new Set(fields.name),
       length,
     });

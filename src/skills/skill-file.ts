@@ -8,6 +8,8 @@ import type { Skill, SkillDraft, SkillOrigin } from './types.js';
 export const SKILL_NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 export const MAX_NAME_LENGTH = 64;
 export const MAX_DESCRIPTION_LENGTH = 1024;
+/** The category of a skill whose file names none (and which is then not written back). */
+export const DEFAULT_CATEGORY = 'general';
 
 const frontmatterSchema = z.looseObject({
   name: z
@@ -59,7 +61,7 @@ export function parseSkillFile(text: string, path: string, folderName: string): 
     skill: {
       name: front.name,
       description: front.description,
-      category: front.category ?? 'general',
+      category: front.category ?? DEFAULT_CATEGORY,
       body,
       version: front.version ?? 1,
       origin: front.origin ?? 'user',
@@ -90,7 +92,7 @@ export function serializeSkill(fields: SkillFileFields): string {
     name: fields.name,
     description: fields.description.trim(),
   };
-  if (fields.category && fields.category !== 'general') front['category'] = fields.category;
+  if (fields.category && fields.category !== DEFAULT_CATEGORY) front['category'] = fields.category;
   front['version'] = fields.version;
   front['origin'] = fields.origin;
   front['created_at'] = fields.createdAt;

@@ -68,23 +68,23 @@ export function queryMass(terms: readonly string[], alternatives: Alternatives, 
 /**
  * The IDF mass of a query a document matches: for each term, the best of the term itself and its
  * weighted alternatives, each scaled by `holds` (0 when the document lacks it; less than 1 for a
- * weaker field). `onMatch` is told each matched term's share, and the translation it came through
+ * weaker field; told whether the term is a translation, which a field may weigh differently). `onMatch` is told each matched term's share, and the translation it came through
  * (undefined when the term itself matched).
  */
 export function matchedMass(
   terms: readonly string[],
   alternatives: Alternatives,
   idf: (term: string) => number,
-  holds: (term: string) => number,
+  holds: (term: string, translation: boolean) => number,
   onMatch?: (value: number, translation: WeightedTerm | undefined) => void,
 ): number {
   let sum = 0;
   for (const term of terms) {
-    const share = holds(term);
+    const share = holds(term, false);
     let best = share > 0 ? share * idf(term) : 0;
     let translation: WeightedTerm | undefined;
     for (const alternative of alternatives.get(term) ?? []) {
-      const found = holds(alternative.term);
+      const found = holds(alternative.term, true);
       const value = found > 0 ? alternative.weight * found * idf(alternative.term) : 0;
       if (value > best) {
         best = value;
