@@ -341,6 +341,57 @@ describe('dashboard: skills', { skip }, () => {
     }
   });
 
+  test('Remove… takes a skill out of the library after a confirmation, and Restore brings its last version back as a new version', async () => {
+    const name = 'meeting-notes-actions';
+    const file = join(skillsDir, name, 'SKILL.md');
+    const original = readFileSync(file, 'utf8');
+    const generation = async () => (await status(proxy)).skills.generation as number;
+    const before = await generation();
+    await withPage(browser, {}, async ({ page }) => {
+      await page.goto(`${proxy.url}/ui#/skills/${name}`);
+      await page.getByRole('button', { name: 'Remove…' }).click();
+      await page.getByRole('button', { name: 'Cancel' }).click();
+      assert.ok(existsSync(file), 'cancelling keeps the skill');
+      await page.getByRole('button', { name: 'Remove…' }).click();
+      await page.getByRole('button', { name: `Remove ${name}` }).click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: `Removed ${name}` })
+        .waitFor();
+      await page.getByText('This skill was removed').waitFor();
+      assert.ok(!existsSync(file), 'the SKILL.md is gone from disk');
+      assert.equal((await fetch(`${proxy.url}/v1/skills/${name}`)).status, 404);
+      assert.equal(await generation(), before + 1, 'a removal is a new generation');
+
+      await page.locator('tr[data-version="1"]').getByRole('button', { name: 'Restore' }).click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: `Restored v1 of ${name}` })
+        .waitFor();
+      const body = (text: string) => text.slice(text.indexOf('\n---\n') + 5);
+      assert.equal(body(readFileSync(file, 'utf8')), body(original), 'the text of v1 is back on disk');
+      assert.match(readFileSync(file, 'utf8'), /^description: Use when taking or writing up meeting notes/m);
+      const restored = await info(name);
+      assert.equal(restored.versions.at(-1)!.action, 'revert');
+    });
+  });
+
+  test('DELETE and revert over HTTP: unknown skills are 404, a version never recorded is a 409, a bad body a 400; nothing changes', async () => {
+    const generation = (await status(proxy)).skills.generation as number;
+    assert.equal((await fetch(`${proxy.url}/v1/skills/no-such-skill`, { method: 'DELETE' })).status, 404);
+    const revert = (name: string, body: string) =>
+      fetch(`${proxy.url}/v1/skills/${name}/revert`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    assert.equal((await revert('no-such-skill', '{}')).status, 404);
+    const never = await revert('git-commit-hygiene', JSON.stringify({ to: 999 }));
+    assert.equal(never.status, 409);
+    assert.match(((await never.json()) as { error: { message: string } }).error.message, /no recorded version 999/);
+    const bad = await revert('git-commit-hygiene', JSON.stringify({ to: 'first' }));
+    assert.equal(bad.status, 400);
+    assert.equal(((await bad.json()) as { error: { param: string } }).error.param, 'to');
+    assert.equal((await revert('git-commit-hygiene', JSON.stringify({ to: 1, extra: true }))).status, 400);
+    assert.equal((await status(proxy)).skills.generation, generation, 'nothing changed');
+  });
+
   test('the list and a skill fit a 380 px window without sideways scrolling', async () => {
     const noSideways = async (target: Page, what: string) => {
       const width = await target.evaluate<number>('document.documentElement.scrollWidth');

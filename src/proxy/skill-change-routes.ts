@@ -11,6 +11,7 @@ import {
   type SkillDraft,
   type SkillsService,
 } from '../skills/index.js';
+import { parseJsonBody } from './body.js';
 import { parse, readJson } from './route-body.js';
 import type { ProxyApp } from './types.js';
 
@@ -32,6 +33,9 @@ function parseEdit(body: unknown): z.infer<typeof textSchema> | z.infer<typeof f
 }
 
 const idSchema = z.coerce.number().int().positive();
+
+/** Which recorded version to restore; none: the one before the current (as `metaclaw skills revert`). */
+const revertSchema = z.strictObject({ to: z.number().int().positive().optional() });
 
 /**
  * Changes to the library over HTTP (the dashboard's edit form and review buttons): the same service
@@ -74,6 +78,22 @@ export function skillChangeRoutes(skills: SkillsService): (app: ProxyApp) => voi
         );
       const result = skills.applyDraft(draft, 'manual', 'http edit');
       return c.json(presentChange(result), existing ? 200 : 201);
+    });
+
+    app.delete('/v1/skills/:name', (c) => {
+      const name = c.req.param('name');
+      const { removed, generation } = skills.remove(name, 'http remove');
+      if (!removed) throw new NotFoundError(`No skill named ${name}.`, 'skill_not_found');
+      return c.json({ action: 'remove', name, generation });
+    });
+
+    app.post('/v1/skills/:name/revert', async (c) => {
+      const name = c.req.param('name');
+      // An empty body is the default target, as with the CLI.
+      const raw = await c.req.raw.text();
+      const { to } = parse(revertSchema, raw.trim() === '' ? {} : parseJsonBody(raw));
+      if (!skills.library.get(name) && skills.history.versions(name).length === 0) throw new NotFoundError(`No skill named ${name}.`, 'skill_not_found');
+      return c.json(presentChange(decided(() => skills.revert(name, to))));
     });
   };
 }

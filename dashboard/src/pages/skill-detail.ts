@@ -48,7 +48,18 @@ export function SkillDetailView(props: { name: string }) {
                 <span class="tag">${data.category}</span><span class="tag">${data.origin}</span
                 ><span class="muted">${count(data.tokens)} tokens; updated ${when(data.updated_at)}</span>
               </div>`
-          : html`<p class="error">This skill was removed; its recorded versions remain below.</p>`
+          : html`<p class="error">This skill was removed; its recorded versions remain below (Restore brings one back).</p>`
+      }
+      ${
+        data.exists
+          ? html`<${RemoveControl}
+              name=${data.name}
+              onRemoved=${(generation: number) => {
+                setSaved(`Removed ${data.name} (generation ${generation}); its versions stay, so it can be restored.`);
+                loaded.reload();
+              }}
+            />`
+          : null
       }
       <h2>Usage and outcomes</h2>
       <div class="stats">
@@ -77,7 +88,13 @@ export function SkillDetailView(props: { name: string }) {
               <pre class="skill-body">${data.body}</pre>`
       }
       <h2>Versions</h2>
-      <${Versions} data=${data} />
+      <${Versions}
+        data=${data}
+        onChanged=${(text: string) => {
+          setSaved(text);
+          loaded.reload();
+        }}
+      />
       <${DiffView} key=${`${data.diff?.from ?? ''}-${data.diff?.to ?? ''}`} data=${data} />
       ${
         data.text === null
@@ -98,8 +115,23 @@ export function SkillDetailView(props: { name: string }) {
   >`;
 }
 
-function Versions(props: { data: SkillDetail }) {
+function Versions(props: { data: SkillDetail; onChanged: (text: string) => void }) {
   const { data } = props;
+  const [error, setError] = useState<string | undefined>();
+  const [busy, setBusy] = useState(false);
+  const restore = async (version: number) => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      const result = await send<{ version: number; generation: number }>('POST', `/v1/skills/${encodeURIComponent(data.name)}/revert`, { to: version });
+      props.onChanged(`Restored v${version} of ${data.name} as v${result.version} (generation ${result.generation}).`);
+    } catch (failure) {
+      setError(failure instanceof Error ? failure.message : String(failure));
+    }
+    setBusy(false);
+  };
+  // A removal records no text, and the current version needs no restoring.
+  const restorable = (row: SkillDetail['versions'][number]) => row.action !== 'remove' && !(data.exists && row.version === data.version);
   if (data.versions.length === 0) return html`<p class="muted">No recorded versions (a file written by hand before MetaClaw saw it).</p>`;
   return html`<div class="table-wrap">
     <table class="versions">
@@ -110,6 +142,7 @@ function Versions(props: { data: SkillDetail }) {
           <th class="num">Generation</th>
           <th>Source</th>
           <th>When</th>
+          <th></th>
           <th></th>
         </tr>
       </thead>
@@ -123,10 +156,36 @@ function Versions(props: { data: SkillDetail }) {
               <td>${row.source ?? '—'}</td>
               <td>${when(row.created_at)}</td>
               <td>${index > 0 ? html`<a href=${skillLink(data.name, data.versions[index - 1]!.version, row.version)}>diff</a>` : null}</td>
+              <td>${restorable(row) ? html`<button type="button" disabled=${busy} onClick=${() => void restore(row.version)}>Restore</button>` : null}</td>
             </tr>`,
         )}
       </tbody>
     </table>
+    ${error ? html`<p class="error" role="alert">${error}</p>` : null}
+  </div>`;
+}
+
+/** Remove the skill from the library after a confirmation (`DELETE /v1/skills/{name}`, as `metaclaw skills remove`). */
+function RemoveControl(props: { name: string; onRemoved: (generation: number) => void }) {
+  const [asking, setAsking] = useState(false);
+  const [error, setError] = useState<string | undefined>();
+  const remove = async () => {
+    setError(undefined);
+    try {
+      const result = await send<{ generation: number }>('DELETE', `/v1/skills/${encodeURIComponent(props.name)}`);
+      props.onRemoved(result.generation);
+    } catch (failure) {
+      setError(failure instanceof Error ? failure.message : String(failure));
+    }
+  };
+  if (!asking) return html`<div class="row"><button type="button" class="danger" onClick=${() => setAsking(true)}>Remove…</button></div>`;
+  return html`<div class="banner warning" role="group" aria-label="Confirm removal">
+    Remove <strong>${props.name}</strong> from the library? It is no longer injected; its versions stay, so it can be restored.
+    <div class="row">
+      <button type="button" class="danger" onClick=${() => void remove()}>Remove ${props.name}</button>
+      <button type="button" onClick=${() => setAsking(false)}>Cancel</button>
+    </div>
+    ${error ? html`<p class="error" role="alert">${error}</p>` : null}
   </div>`;
 }
 
