@@ -175,6 +175,7 @@ export class MemoryStore {
         "SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND origin != 'raw_turn' ORDER BY observed_at DESC LIMIT ?",
       ),
       allOfScope: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY rowid'),
+      allContents: db.prepare<[], { rowid: number; content: string }>('SELECT rowid, content FROM memory_units'),
       // The raw turn said just before one (same scope and session): the last one stored so far.
       lastRaw: db.prepare<[string, string], NeighbourRow>(
         "SELECT rowid, terms FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? ORDER BY rowid DESC LIMIT 1",
@@ -339,6 +340,21 @@ export class MemoryStore {
   private withLanguageKeys<T extends { terms: string; content: string }>(row: T): T {
     const keys = this.keysOf(row.content);
     return keys.length > 0 ? { ...row, terms: [...new Set([...row.terms.split(' '), ...tokenize(keys.join('\n'))])].join(' ') } : row;
+  }
+
+  /**
+   * Rewrites the index entry of every unit written in Chinese or Japanese, so units stored before
+   * entries held the English glosses of their words gain them. Returns how many were rewritten.
+   */
+  reindexGlossed(): number {
+    const rowids = this.statements.allContents
+      .all()
+      .filter((row) => CJK.test(row.content))
+      .map((row) => row.rowid);
+    if (rowids.length === 0) return 0;
+    this.db.transaction(() => rowids.forEach((rowid) => this.reindex(rowid))).immediate();
+    this.frequencies.clear();
+    return rowids.length;
   }
 
   /** Marks `oldId` as replaced by `newId` (kept and linked, never silently erased). */
