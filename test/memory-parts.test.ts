@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { silentLogger } from '../src/logging/index.js';
-import { detectRules, timeWindowOf } from '../src/memory/index.js';
+import { loadConfig } from '../src/config/index.js';
+import { detectRules, MemoryService, timeWindowOf } from '../src/memory/index.js';
 import { housekeep } from '../src/memory/housekeeping.js';
 import { MemoryRetriever } from '../src/memory/retrieval.js';
 import { MemoryStore } from '../src/memory/store.js';
 import { openDatabase } from '../src/store/index.js';
+import { memorySettings } from '../src/runtime/settings.js';
 
 describe('memory parts', () => {
   test('explicit rules are detected in English and Chinese, quoted verbatim; questions and facts are not rules', () => {
@@ -97,5 +99,23 @@ describe('memory parts', () => {
     assert.ok(report.deleted >= 1, 'raw turns past retention are deleted');
     assert.ok(store.stats('big').active <= 100, 'scopes stay under their cap');
     assert.equal(store.get(store.list('big', 1)[0]!.id)!.scope, 'big');
+  });
+});
+
+describe('memory index entries of older units', () => {
+  test('the first start on a database rewrites the entries of Chinese units, so an English question finds them through their glosses', async () => {
+    const db = openDatabase(':memory:');
+    const settings = { ...memorySettings(loadConfig({ env: { METACLAW_HOME: '/nonexistent-metaclaw-home' } })), autoExtract: false };
+    const open = () => new MemoryService({ db, logger: silentLogger(), settings });
+    const content = '我们家只有一辆车，是一辆白色的本田思域。';
+    open().ingest('s', 'cars', [{ id: 't1', role: 'user', content }]);
+    // As a database written before entries held glosses: the unit's entry lacks them and no rewrite is recorded.
+    db.prepare('DELETE FROM memory_fts WHERE rowid = (SELECT rowid FROM memory_units WHERE content = ?)').run(content);
+    db.prepare("DELETE FROM state WHERE key = 'memory.gloss_index'").run();
+    const hits = await open().search({ scope: 's', query: 'What car does our family have?', limit: 5 });
+    assert.deepEqual(
+      hits.map((hit) => hit.unit.content),
+      [content],
+    );
   });
 });

@@ -7,10 +7,10 @@ import { ScriptedUpstream } from './support/upstream.js';
 
 const DAY = 86_400_000;
 
-async function api(proxy: ProxyHandle, path: string, body: unknown): Promise<any> {
+async function api(proxy: ProxyHandle, path: string, body: unknown, scope = 'recall'): Promise<any> {
   const response = await fetch(`${proxy.url}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-memory-scope': 'recall' },
+    headers: { 'content-type': 'application/json', 'x-memory-scope': scope },
     body: JSON.stringify(body),
   });
   assert.equal(response.status, 200, await response.clone().text());
@@ -78,6 +78,67 @@ describe('memory recall beyond keywords (no extractor)', () => {
     });
     const results = await search(proxy, 'What did I buy last spring?');
     assert.equal(results[0]?.content, 'I finally bought a used sea kayak at the harbour sale.', JSON.stringify(results.map((result) => result.content)));
+  });
+});
+
+describe('memory recall across wordings and languages (no extractor)', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    proxy = await startProxy({
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
+    });
+  });
+  after(async () => {
+    await proxy.dispose();
+    await upstream.close();
+  });
+
+  /** Each test in a scope of its own: one user turn per session, `daysAgo` before now. */
+  async function remember(scope: string, turns: ReadonlyArray<[content: string, daysAgo: number]>): Promise<void> {
+    const now = Date.now();
+    for (const [index, [content, daysAgo]] of turns.entries())
+      await api(proxy, '/v1/memory/ingest', { session_id: `${scope}-${index}`, turns: [{ role: 'user', content, timestamp: now - daysAgo * DAY }] }, scope);
+  }
+  const recall = async (scope: string, query: string) =>
+    ((await api(proxy, '/v1/memory/search', { query, limit: 5 }, scope)).results as Array<{ content: string }>).map((result) => result.content);
+
+  test('an English question recalls a memory told in Chinese through the English glosses of its words, which the question shares', async () => {
+    await remember('gloss', [
+      ['我们家只有一辆车，是一辆白色的本田思域，去年买的二手车。', 30],
+      ['The family picnic is on Sunday at the lake.', 5],
+      ['Our drive to the coast took four hours.', 3],
+    ]);
+    const results = await recall('gloss', 'What car does our family have?');
+    assert.ok(results.includes('我们家只有一辆车，是一辆白色的本田思域，去年买的二手车。'), JSON.stringify(results));
+  });
+
+  test('a short form of a word no memory holds finds the memory with the longer word ("physio", "physiotherapist")', async () => {
+    await remember('short-form', [
+      ['I saw a physiotherapist, Dr. Brandt, about my lower back.', 40],
+      ['My back garden needs a new fence.', 2],
+    ]);
+    assert.deepEqual(await recall('short-form', 'Who is my physio?'), ['I saw a physiotherapist, Dr. Brandt, about my lower back.']);
+  });
+
+  test('a Chinese question recalls the English memory that answers it even when other memories hold its Chinese words as written', async () => {
+    await remember('bilingual', [
+      ['Dr. Alvarez at Northgate Clinic is treating my knee every Tuesday morning.', 30],
+      ['膝盖还在恢复，不能跑太多。', 3],
+      ['这种病需要长期治疗。', 2],
+    ]);
+    const results = await recall('bilingual', '我的膝盖是谁在治疗？');
+    assert.ok(results.includes('Dr. Alvarez at Northgate Clinic is treating my knee every Tuesday morning.'), JSON.stringify(results));
+  });
+
+  test('a months-old memory that matches the whole question outranks a recent one that matches only part of it', async () => {
+    await remember('recency', [
+      ['We adopted a retired greyhound and called him Biscuit.', 200],
+      ['The greyhound we adopted is scared of the vacuum cleaner.', 1],
+    ]);
+    const results = await recall('recency', 'What did we call the greyhound we adopted?');
+    assert.equal(results[0], 'We adopted a retired greyhound and called him Biscuit.', JSON.stringify(results));
   });
 });
 

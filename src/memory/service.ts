@@ -120,11 +120,15 @@ function rawContent(text: string): string {
   return redactSecrets(text).slice(0, 8_000).trim();
 }
 
+/** State key set once the index entries of units in Chinese or Japanese hold their words' English glosses. */
+const GLOSS_INDEX_STATE = 'memory.gloss_index';
+
 /**
  * Long-term memory: raw turns kept as searchable episodic units, extraction of durable units by an
  * LLM (with a deterministic detector for standing instructions), recall and the core block for
  * each main turn, housekeeping, and real forgetting.
  */
+
 export class MemoryService {
   readonly store: MemoryStore;
   readonly retriever: MemoryRetriever;
@@ -140,6 +144,12 @@ export class MemoryService {
     this.state = new StateStore(db);
     this.searchKeys = new MemorySearchKeys(db);
     this.store.useSearchKeys((content) => this.searchKeys.keysOf(content));
+    // Once per database: units stored before index entries held the English glosses of Chinese and Japanese words gain them.
+    if (this.state.get(GLOSS_INDEX_STATE) === undefined) {
+      const rewritten = this.store.reindexGlossed();
+      this.state.set(GLOSS_INDEX_STATE, '1');
+      if (rewritten > 0) logger.info({ units: rewritten }, 'memory index entries rewritten with glosses');
+    }
     const embeddings = embeddingClient(settings);
     this.vectorStore = embeddings ? new MemoryVectors(db, this.store, embeddings, logger) : undefined;
     this.retriever = new MemoryRetriever(this.store, this.vectorStore, logger, settings.retrievalMode, () => this.crossLingualLanguages());

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Db } from '../store/index.js';
-import { blendedIdf, redactSecrets, tokenize } from '../text/index.js';
+import { blendedIdf, glossary, redactSecrets, tokenize } from '../text/index.js';
 import { injectionReason } from '../context/index.js';
 import type { MemoryDraft, MemoryOrigin, MemoryType, MemoryUnit } from './types.js';
 
@@ -46,6 +46,8 @@ export interface Candidate {
   terms: Set<string>;
   /** Query terms found only in the raw turn before or after it: they count NEIGHBOUR_WEIGHT. */
   related: Set<string>;
+  /** Query terms the unit holds only in another form (see `PARTIAL_WEIGHT`); absent when none. */
+  partial?: Set<string>;
   bm25: number;
 }
 
@@ -173,6 +175,7 @@ export class MemoryStore {
         "SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND origin != 'raw_turn' ORDER BY observed_at DESC LIMIT ?",
       ),
       allOfScope: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY rowid'),
+      allContents: db.prepare<[], { rowid: number; content: string }>('SELECT rowid, content FROM memory_units'),
       // The raw turn said just before one (same scope and session): the last one stored so far.
       lastRaw: db.prepare<[string, string], NeighbourRow>(
         "SELECT rowid, terms FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? ORDER BY rowid DESC LIMIT 1",
@@ -339,6 +342,21 @@ export class MemoryStore {
     return keys.length > 0 ? { ...row, terms: [...new Set([...row.terms.split(' '), ...tokenize(keys.join('\n'))])].join(' ') } : row;
   }
 
+  /**
+   * Rewrites the index entry of every unit written in Chinese or Japanese, so units stored before
+   * entries held the English glosses of their words gain them. Returns how many were rewritten.
+   */
+  reindexGlossed(): number {
+    const rowids = this.statements.allContents
+      .all()
+      .filter((row) => CJK.test(row.content))
+      .map((row) => row.rowid);
+    if (rowids.length === 0) return 0;
+    this.db.transaction(() => rowids.forEach((rowid) => this.reindex(rowid))).immediate();
+    this.frequencies.clear();
+    return rowids.length;
+  }
+
   /** Marks `oldId` as replaced by `newId` (kept and linked, never silently erased). */
   supersede(oldId: string, newId: string): boolean {
     const row = this.statements.byId.get(oldId);
@@ -468,10 +486,10 @@ export class MemoryStore {
     const size = this.scopeSize(scope);
     const idfs = new Map<string, number>();
     const unknown = new Set<string>();
-    const weights = new Map<number, { weight: number; matched: string[]; related: string[] }>();
+    const weights = new Map<number, { weight: number; matched: string[]; related: string[]; partial: string[] }>();
     const entry = (rowid: number) => {
       let found = weights.get(rowid);
-      if (!found) weights.set(rowid, (found = { weight: 0, matched: [], related: [] }));
+      if (!found) weights.set(rowid, (found = { weight: 0, matched: [], related: [], partial: [] }));
       return found;
     };
     const credit = (rowid: number, term: string, idf: number) => {
@@ -483,14 +501,19 @@ export class MemoryStore {
     /** Units whose entry holds a term as said in the turn after them (before → the unit before it gets the credit). */
     const before = new Map<number, Array<[string, number]>>();
     for (const term of terms) {
-      const { token, rows, idf } = this.holders(scope, term, size);
+      const { token, rows, idf, partial } = this.holders(scope, term, size);
       idfs.set(term, idf);
+      const weight = idf * (translationWeights?.get(term) ?? 1);
+      for (const rowid of partial) {
+        const found = entry(rowid);
+        found.weight += weight * PARTIAL_WEIGHT;
+        found.partial.push(term);
+      }
       // No unit holds it, so no unit's neighbour does either.
       if (rows.length === 0) {
-        unknown.add(term);
+        if (partial.length === 0) unknown.add(term);
         continue;
       }
-      const weight = idf * (translationWeights?.get(term) ?? 1);
       for (const rowid of rows) {
         const found = entry(rowid);
         found.weight += weight;
@@ -515,11 +538,11 @@ export class MemoryStore {
     for (let offset = 0; offset < ranked.length && candidates.length < limit; offset += limit) {
       const slice = ranked.slice(offset, offset + limit);
       const rows = new Map(this.statements.byRowids.all(JSON.stringify(slice.map(([rowid]) => rowid))).map((row) => [row.rowid, row]));
-      for (const [rowid, { weight, matched, related }] of slice) {
+      for (const [rowid, { weight, matched, related, partial }] of slice) {
         const row = rows.get(rowid);
         if (!row || (!includeInactive && row.status !== 'active')) continue;
         // Ranking only asks about query terms, and these are the ones it holds.
-        candidates.push({ unit: toUnit(row), terms: new Set(matched), related: new Set(related), bm25: weight });
+        candidates.push({ unit: toUnit(row), terms: new Set(matched), related: new Set(related), partial: new Set(partial), bm25: weight });
         if (candidates.length === limit) break;
       }
     }
@@ -537,20 +560,26 @@ export class MemoryStore {
     );
   }
 
-  /** The newest holders of a term (at most POSTINGS_PER_TERM) and its IDF; a term no unit holds gets the highest. */
-  private holders(scope: string, term: string, size: number): { token: string; rows: number[]; idf: number } {
+  /**
+   * The newest holders of a term (at most POSTINGS_PER_TERM), the units that hold it only in another
+   * form (`partial`: through the gloss of their Chinese or Japanese words; for an English word no
+   * unit holds, as the start of a longer word), and its IDF counting both; a term no unit holds gets the highest.
+   */
+  private holders(scope: string, term: string, size: number): { token: string; rows: number[]; partial: number[]; idf: number } {
     const token = scopedTerm(scope, term);
     const rows = this.postings(token);
-    if (rows.length === 0) return { token, rows, idf: idfOf(term, 0, size) };
+    // Glosses are English (a Chinese or Japanese term has none); a unit holding the term itself is indexed without its gloss.
+    let partial = CJK.test(term) ? [] : this.postings(GLOSS_MARK + token);
+    if (rows.length === 0 && partial.length === 0 && SHORTENED.test(term)) partial = this.postings(token, true);
     // A capped list is not the term's document frequency: ask the index for that.
     const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
-    return { token, rows, idf: idfOf(term, frequency, size) };
+    return { token, rows, partial, idf: idfOf(term, Math.min(size, frequency + partial.length), size) };
   }
 
-  /** The newest holders of an indexed token (none when the token cannot be searched). */
-  private postings(token: string): number[] {
+  /** The newest holders of an indexed token, or with `prefix` of any token it begins (none when the token cannot be searched). */
+  private postings(token: string, prefix = false): number[] {
     try {
-      return this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"`, POSTINGS_PER_TERM);
+      return this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"${prefix ? '*' : ''}`, POSTINGS_PER_TERM);
     } catch {
       return [];
     }
@@ -688,6 +717,18 @@ const POSTINGS_PER_TERM = 200;
 
 /** How much a query term found only in the raw turn before or after a unit counts, against one in the unit itself. */
 export const NEIGHBOUR_WEIGHT = 0.5;
+/**
+ * How much a query term a unit holds only in another form counts: as the English gloss of one of
+ * its Chinese or Japanese words (a gloss may be another sense than the one meant), or as the start
+ * of a longer word when no unit holds the word itself ("physio" of "physiotherapist"). Tuned on the
+ * dev histories (0.4–0.8 within a point or two).
+ */
+export const PARTIAL_WEIGHT = 0.6;
+/** Glossed terms indexed per unit at most (a long Chinese answer has hundreds of words). */
+const MOST_GLOSS_TERMS = 200;
+/** An English query term that may be the short form of a longer word: only these are looked up as a prefix. */
+const SHORTENED = /^[a-z]{4,}$/;
+const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
 /** Terms held by more units than this are not looked up through neighbours. */
 const NEIGHBOUR_MAX_FREQUENCY = 60;
 /** The neighbour terms taken from each side (the first ones: a long answer's opening says what it is about). */
@@ -701,6 +742,13 @@ const NEIGHBOUR_TERMS = 80;
  */
 const AFTER_MARK = 'n';
 const BEFORE_MARK = 'b';
+/**
+ * Chinese and Japanese text is also indexed, marked, under the English terms of its words' glosses
+ * (the bundled glossary, every sense): an English question then finds a memory told in Chinese.
+ * Translating each stored text once finds far more than translating the question's words into the
+ * few Chinese words whose main sense they are (many words share an English sense; the text knows which it used).
+ */
+const GLOSS_MARK = 'g';
 
 /**
  * A term's IDF in a scope of `size` units, `documentFrequency` of which hold it, blended with the
@@ -728,15 +776,24 @@ function scopedTerm(scope: string, term: string): string {
 }
 
 /** A unit's index entry: its own terms; for a raw turn after another, that turn's terms and its own again, marked. */
-function indexedTerms(scope: string, row: { terms: string; neighbour_terms: string; previous_raw: number | null }): string {
+function indexedTerms(scope: string, row: { content: string; terms: string; neighbour_terms: string; previous_raw: number | null }): string {
   const own = row.terms.split(' ').filter(Boolean);
   const held = new Set(own);
   const tokens = own.map((term) => scopedTerm(scope, term));
+  for (const term of glossTerms(row.content)) if (!held.has(term)) tokens.push(GLOSS_MARK + scopedTerm(scope, term));
   if (row.previous_raw !== null) {
     for (const term of row.neighbour_terms.split(' ')) if (term && !held.has(term)) tokens.push(AFTER_MARK + scopedTerm(scope, term));
     for (const term of own.slice(0, NEIGHBOUR_TERMS)) tokens.push(BEFORE_MARK + scopedTerm(scope, term));
   }
   return tokens.join(' ');
+}
+
+/** The English terms of the glosses of a text's Chinese and Japanese words (none for a text without them). */
+function glossTerms(content: string): string[] {
+  const words = glossary();
+  const found = new Set<string>();
+  for (const word of words.words(content)) for (const { term } of words.english(word.headword, word.language) ?? []) found.add(term);
+  return [...found].slice(0, MOST_GLOSS_TERMS);
 }
 
 /** The terms a turn lends the one next to it: the first ones (a long answer's opening says what it is about). */
