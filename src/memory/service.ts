@@ -128,7 +128,6 @@ const GLOSS_INDEX_STATE = 'memory.gloss_index';
  * LLM (with a deterministic detector for standing instructions), recall and the core block for
  * each main turn, housekeeping, and real forgetting.
  */
-
 export class MemoryService {
   readonly store: MemoryStore;
   readonly retriever: MemoryRetriever;
