@@ -132,7 +132,7 @@ export class SkillSearchIndex {
       const matched = this.matched(queryTerms, alternatives, skill, idf, nameWeight, (value, translation) => {
         if (!translation) return;
         translated.evidence += value / rare;
-        if (translation.weight >= SPECIFIC_TRANSLATION) translated.specific = Math.max(translated.specific, value / rare);
+        if ((translation.sense ?? translation.weight) >= SPECIFIC_TRANSLATION) translated.specific = Math.max(translated.specific, value / rare);
       });
       let coverage = total > 0 ? Math.min(1, matched / total) : 0;
       if (contextTotal > 0)
