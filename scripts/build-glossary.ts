@@ -7,9 +7,12 @@
  *     --jieba <cppjieba>/dict/jieba.dict.utf8 --edict <edict>/edict --compdic <edict>/compdic
  *
  * What is kept is what retrieval needs, and no more: a headword a person types (no proper nouns, no
- * variant or surname entries), everyday words by frequency, and technical words whose English gloss
- * is a word of the EDRDG computing terminology file (an independent list of technical vocabulary),
- * each with at most six English gloss words, in the order of its senses.
+ * variant or surname entries), everyday words by frequency, technical words whose English gloss is a
+ * word of the EDRDG computing terminology file (an independent list of technical vocabulary), terms
+ * (compounds glossed by one technical word, however rare: "时间戳"), katakana loanwords, and the
+ * hand-written supplement of software terms (data/glossary/technical-terms.tsv, `--supplement`),
+ * each with at most five English gloss words, in the order of its senses (computing senses first).
+ * The output is a function of the inputs alone: the same sources give the same bytes.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
@@ -23,6 +26,7 @@ const { values } = parseArgs({
     jieba: { type: 'string' },
     edict: { type: 'string' },
     compdic: { type: 'string' },
+    supplement: { type: 'string', default: resolve(import.meta.dirname, '..', 'data', 'glossary', 'technical-terms.tsv') },
     out: { type: 'string', default: resolve(import.meta.dirname, '..', 'data', 'glossary') },
   },
 });
@@ -35,8 +39,8 @@ const ZH_EVERYDAY = 12_000;
 /** Technical Chinese words beyond those, by the same frequencies. */
 const ZH_TECHNICAL = 5_000;
 /** Japanese kanji words (common ones, ranked by the frequency of the same word in Chinese where it is one) and katakana words. */
-const JA_KANJI = 12_000;
-const JA_KATAKANA = 4_500;
+const JA_KANJI = 20_000;
+const JA_KATAKANA = 16_000;
 /** Longest headword kept (a longer one is a phrase, not a word people type as one). */
 const MAX_HEADWORD = 6;
 /** Gloss words that say nothing about a topic. */
@@ -68,7 +72,7 @@ function stemOf(word: string): string {
 }
 
 /** English words of the senses, in order, at most MAX_WORDS distinct stems. */
-function glossWords(senses: readonly string[]): string[] {
+function glossWords(senses: readonly string[], most = MAX_WORDS): string[] {
   const words: string[] = [];
   const stems = new Set<string>();
   for (const sense of senses) {
@@ -77,13 +81,18 @@ function glossWords(senses: readonly string[]): string[] {
       .replace(/\[[^\]]*\]/g, ' ')
       .replace(/[^\p{ASCII}]+/gu, ' ');
     for (const match of text.matchAll(/[A-Za-z][A-Za-z'-]*/g)) {
-      const word = match[0].toLowerCase().replace(/'s$/, '');
-      if (VAGUE.has(word)) continue;
+      // "time-stamp", "e-mail": a hyphenated word is no search term (the tokenizer splits it into
+      // "time" and "stamp"); the closed form ("timestamp") is how technical English writes most of them.
+      const word = match[0]
+        .toLowerCase()
+        .replace(/'s$/, '')
+        .replace(/^([a-z]+)-([a-z]+)$/, '$1$2');
+      if (VAGUE.has(word) || word.includes('-')) continue;
       const stem = tokenize(word)[0];
       if (!stem || stems.has(stem)) continue;
       stems.add(stem);
       words.push(word);
-      if (words.length === MAX_WORDS) return words;
+      if (words.length === most) return words;
     }
   }
   return words;
@@ -107,6 +116,28 @@ for (const line of compdicLines) {
   }
 }
 
+/**
+ * The words the computing terminology of the three dictionaries uses: COMPDIC's, and those of the
+ * senses EDICT tags (comp) and CC-CEDICT marks "(computing)" (added below, as CC-CEDICT is read).
+ */
+const termVocabulary = new Set(technicalCounts.keys());
+const edictLines = decodeEucJp(values.edict!).split('\n').map(parseEdictLine);
+const addTerms = (senses: readonly string[]) => {
+  for (const word of glossWords(senses, Number.POSITIVE_INFINITY)) termVocabulary.add(stemOf(word));
+};
+for (const line of edictLines) if (line) addTerms(line.computingSenses);
+
+/* ---------- the supplement: software terms the dictionaries lack, or give only another sense of ---------- */
+
+/** Per language, headword → its English sense, first of its senses (data/glossary/technical-terms.tsv, ours). */
+const supplement: Record<'zh' | 'ja', Map<string, string[]>> = { zh: new Map(), ja: new Map() };
+for (const line of readFileSync(values.supplement, 'utf8').split('\n')) {
+  if (line.trim() === '' || line.startsWith('#')) continue;
+  const [language, headword, english] = line.split('\t');
+  if ((language !== 'zh' && language !== 'ja') || !headword || !english) throw new Error(`bad supplement line: ${line}`);
+  supplement[language].set(headword, [english]);
+}
+
 /* ---------- Chinese: CC-CEDICT, ranked by jieba's word frequencies ---------- */
 
 const frequency = new Map<string, number>();
@@ -116,28 +147,50 @@ for (const line of readFileSync(values.jieba!, 'utf8').split('\n')) {
 }
 type CedictEntry = [traditional: string, simplified: string, pinyin: string, glosses: string | string[], ...rest: unknown[]];
 const cedict = ((await import(resolve(values.cedict!))) as { default: { all: CedictEntry[] } }).default.all;
-const senses = new Map<string, string[]>();
-/** Headwords with a sense CC-CEDICT marks "(computing)": technical whatever their frequency. */
+/** Notes by which CC-CEDICT marks a computing sense ("(computing)", "(in software)", "(computer networking)"…): such a word is technical. */
+const CEDICT_COMPUTING =
+  /\((?:in |of )?(?:a )?(?:computing|computer|software|computer software|computer networking|networking|computer programming|software development|Internet)(?:, math\.)?\)/;
+/** The domain label itself: a sense so labelled is what a request to an agent means, and goes first ("(in software)" only qualifies a sense). */
+const CEDICT_DOMAIN = /\(computing\)/;
+const computingSenses = new Map<string, string[]>();
+const otherSenses = new Map<string, string[]>();
+/** Headwords with a sense CC-CEDICT marks as computing: technical whatever their frequency. */
 const computingWords = new Set<string>();
 for (const [, simplified, pinyin, glosses] of cedict) {
   // A capitalised reading is a proper noun (a place, a person): not what a request asks about.
   if (!CJK_ONLY.test(simplified) || simplified.length > MAX_HEADWORD || /^[A-Z]/.test(pinyin)) continue;
   const kept = (Array.isArray(glosses) ? glosses : [glosses]).filter(
-    (gloss) => !/^(old |archaic |Japanese )?variant of|^see |^surname |^used in |^abbr\. |^erhua variant|^CL:|^classifier |^pr\. |^also pr\./i.test(gloss),
+    (gloss) => !/^(old |archaic |Japanese )?variant of|^see |^surname |^used in |^abbr\. |^erhua variant|^CL:|^classifier |^(also |Taiwan )?pr\./i.test(gloss),
   );
-  // The computing sense goes first: it is the one a request to an agent means.
-  const computing = kept.filter((gloss) => gloss.includes('(computing)'));
-  if (computing.length > 0) computingWords.add(simplified);
-  const ordered = [...computing, ...kept.filter((gloss) => !computing.includes(gloss))];
-  if (ordered.length > 0) senses.set(simplified, [...(senses.get(simplified) ?? []), ...ordered]);
+  // Senses labelled "(computing)" go first, over all of the headword's entries: they are what a request to an agent means.
+  for (const gloss of kept) {
+    const computing = CEDICT_COMPUTING.test(gloss);
+    if (computing) {
+      computingWords.add(simplified);
+      addTerms([gloss]);
+    }
+    const list = CEDICT_DOMAIN.test(gloss) ? computingSenses : otherSenses;
+    list.set(simplified, [...(list.get(simplified) ?? []), gloss]);
+  }
 }
+const senses = new Map<string, string[]>();
+for (const word of new Set([...computingSenses.keys(), ...otherSenses.keys()]))
+  senses.set(word, [...(supplement.zh.get(word) ?? []), ...(computingSenses.get(word) ?? []), ...(otherSenses.get(word) ?? [])]);
+for (const [word, words] of supplement.zh) if (!senses.has(word)) senses.set(word, words);
 const zhRows: Array<{ word: string; words: string[]; count: number }> = [];
 for (const [word, list] of senses) {
   const words = glossWords(list);
-  if (words.length > 0) zhRows.push({ word, words, count: frequency.get(word) ?? 0 });
+  // A word whose glosses are all function words ("应该": ought to, should) is kept, with none: it
+  // is still a word, and the look-up should not cut it into characters of other meanings ("应", "该").
+  zhRows.push({ word, words, count: frequency.get(word) ?? 0 });
 }
 zhRows.sort((a, b) => b.count - a.count || a.word.localeCompare(b.word));
-const everyday = zhRows.slice(0, ZH_EVERYDAY);
+// The everyday words: the ZH_EVERYDAY most frequent with a gloss, and the glossless ones as frequent.
+const withGloss = zhRows.filter((row) => row.words.length > 0);
+const leastEveryday = withGloss[ZH_EVERYDAY - 1]?.count ?? 0;
+const everyday = [...withGloss.slice(0, ZH_EVERYDAY), ...zhRows.filter((row) => row.words.length === 0 && row.count >= leastEveryday)];
+/** The candidates for the technical words and terms. */
+const rarer = withGloss.slice(ZH_EVERYDAY);
 // A technical word is one the computing terminology uses at least as often as everyday Chinese words' glosses do ("cache", "query"; not "time").
 const everydayCounts = new Map<string, number>();
 for (const row of everyday) for (const word of row.words) everydayCounts.set(stemOf(word), (everydayCounts.get(stemOf(word)) ?? 0) + 1);
@@ -145,15 +198,25 @@ const technical = new Map([...technicalCounts].filter(([stem, count]) => count >
 /** How technical a headword is: its most technical gloss word among the first two (0: none is). */
 const technicalWeight = (words: readonly string[]) => Math.max(0, ...words.slice(0, 2).map((word) => Math.log2(1 + (technical.get(stemOf(word)) ?? 0))));
 const isTechnical = (words: readonly string[]) => technicalWeight(words) > 0;
+/**
+ * A term: a compound whose gloss is one technical word or two ("时间戳": timestamp, "元数据": metadata).
+ * Such words are too rare in a general corpus for the frequency list to hold them, and exact enough
+ * to keep without it: the word the terminology of either dictionary uses is the whole meaning.
+ */
+const isTerm = (word: string, words: readonly string[]) =>
+  word.length >= 2 && word.length <= 4 && words.length <= 2 && termVocabulary.has(stemOf(words[0]!)) && (everydayCounts.get(stemOf(words[0]!)) ?? 0) === 0;
 // Technical words are rare in a general corpus: ranked by how technical their gloss is, then by frequency.
-const zhComputing = zhRows.slice(ZH_EVERYDAY).filter((row) => computingWords.has(row.word) && row.word.length <= 4);
-const zhTechnical = zhRows
-  .slice(ZH_EVERYDAY)
-  .filter((row) => !computingWords.has(row.word) && row.count >= 3 && row.word.length >= 2 && isTechnical(row.words))
-  .map((row) => ({ ...row, score: technicalWeight(row.words) * Math.log2(2 + row.count) }))
-  .sort((a, b) => b.score - a.score)
-  .slice(0, ZH_TECHNICAL);
-const zhKept = [...everyday, ...zhComputing, ...zhTechnical.map(({ score: _score, ...row }) => row)].sort((a, b) => a.word.localeCompare(b.word));
+const zhComputing = rarer.filter((row) => computingWords.has(row.word) || supplement.zh.has(row.word));
+const zhTechnical = rarer
+  .filter((row) => !computingWords.has(row.word) && !supplement.zh.has(row.word) && row.word.length >= 2 && row.count >= 3 && isTechnical(row.words))
+  .map((row) => ({ ...row, score: Math.max(technicalWeight(row.words), 1) * Math.log2(2 + row.count) }))
+  .sort((a, b) => b.score - a.score);
+zhTechnical.splice(ZH_TECHNICAL);
+const technicalKept = new Set(zhTechnical.map((row) => row.word));
+const zhTerms = rarer.filter(
+  (row) => !computingWords.has(row.word) && !supplement.zh.has(row.word) && !technicalKept.has(row.word) && isTerm(row.word, row.words),
+);
+const zhKept = [...everyday, ...zhComputing, ...zhTechnical.map(({ score: _score, ...row }) => row), ...zhTerms].sort((a, b) => a.word.localeCompare(b.word));
 // Japanese kanji words have no frequency list here; where the same word is Chinese too (simplified or traditional), its Chinese frequency ranks it.
 const traditionalFrequency = new Map<string, number>();
 for (const [traditional, simplified] of cedict)
@@ -163,7 +226,9 @@ for (const [traditional, simplified] of cedict)
 
 interface EdictLine {
   headwords: string[];
+  /** All senses, the ones tagged (comp) first. */
   senses: string[];
+  computingSenses: string[];
   common: boolean;
   computing: boolean;
 }
@@ -188,48 +253,78 @@ function parseEdictLine(line: string): EdictLine | undefined {
     const text = field.replace(/\([^)]*\)/g, ' ').trim();
     if (text) groups.at(-1)!.texts.push(text);
   }
-  const senses = [...groups.filter((group) => group.computing), ...groups.filter((group) => !group.computing)].flatMap((group) => group.texts);
+  const computingSenses = groups.filter((group) => group.computing).flatMap((group) => group.texts);
+  const senses = [...computingSenses, ...groups.filter((group) => !group.computing).flatMap((group) => group.texts)];
   // Kana readings of a word written in kanji are left out (in a request the word is written in
   // kanji), and so are words written in hiragana alone: particles, endings and function words.
   const forms = written!.split(';').map((form) => form.replace(/\([^)]*\)/g, '').replaceAll('・', ''));
   void reading;
-  return { headwords: forms.filter((form) => CJK_ONLY.test(form) && !HIRAGANA.test(form) && form.length <= MAX_HEADWORD + 2), senses, common, computing };
+  return {
+    headwords: forms.filter((form) => CJK_ONLY.test(form) && !HIRAGANA.test(form) && form.length <= MAX_HEADWORD + 2),
+    senses,
+    computingSenses,
+    common,
+    computing,
+  };
 }
 
-interface JapaneseRow {
-  word: string;
-  words: string[];
-  /** 2: common (P), 1: a computing term, 0: neither. */
+/** A Japanese headword's senses over all its EDICT and COMPDIC entries. */
+interface JapaneseEntry {
+  /** Senses COMPDIC gives, or EDICT tags (comp), by the rank of their entry. */
+  computing: Array<{ rank: number; text: string }>;
+  other: Array<{ rank: number; text: string }>;
+  /** 2: an entry is common (P), 1: a computing term, 0: neither. */
   rank: number;
 }
-const jaRows = new Map<string, JapaneseRow>();
-const addJapanese = (line: EdictLine, computing: boolean) => {
-  const rank = line.common ? 2 : computing ? 1 : 0;
-  if (rank === 0) return;
-  const words = glossWords(line.senses);
-  if (words.length === 0) return;
-  for (const word of line.headwords) if ((jaRows.get(word)?.rank ?? -1) < rank) jaRows.set(word, { word, words, rank });
+const jaEntries = new Map<string, JapaneseEntry>();
+const addJapanese = (line: EdictLine, fromCompdic: boolean) => {
+  const rank = line.common ? 2 : fromCompdic || line.computing ? 1 : 0;
+  const computing = fromCompdic ? line.senses : line.computingSenses;
+  const other = fromCompdic ? [] : line.senses.filter((sense) => !line.computingSenses.includes(sense));
+  for (const word of line.headwords) {
+    let entry = jaEntries.get(word);
+    if (!entry) jaEntries.set(word, (entry = { computing: [], other: [], rank: 0 }));
+    entry.rank = Math.max(entry.rank, rank);
+    entry.computing.push(...computing.map((text) => ({ rank, text })));
+    entry.other.push(...other.map((text) => ({ rank, text })));
+  }
 };
-for (const line of decodeEucJp(values.edict!).split('\n')) {
-  const parsed = parseEdictLine(line);
-  if (parsed) addJapanese(parsed, parsed.computing);
-}
+for (const parsed of edictLines) if (parsed) addJapanese(parsed, false);
 // COMPDIC's long compounds ("オンラインデータベースシステム") are phrases: their parts are entries of their own.
 for (const line of compdicLines) {
   const parsed = parseEdictLine(line);
   if (parsed) addJapanese({ ...parsed, headwords: parsed.headwords.filter((headword) => headword.length <= MAX_HEADWORD + 1) }, true);
 }
+for (const word of supplement.ja.keys()) if (!jaEntries.has(word)) jaEntries.set(word, { computing: [], other: [], rank: 1 });
+const byRank = (list: ReadonlyArray<{ rank: number; text: string }>) => [...list].sort((a, b) => b.rank - a.rank).map((sense) => sense.text);
+const jaRows: Array<{ word: string; words: string[]; rank: number }> = [];
+for (const [word, entry] of jaEntries) {
+  // The supplement's sense, then the computing senses, then the rest; within each, those of common entries first.
+  const words = glossWords([...(supplement.ja.get(word) ?? []), ...byRank(entry.computing), ...byRank(entry.other)]);
+  if (words.length > 0) jaRows.push({ word, words, rank: supplement.ja.has(word) ? 3 : entry.rank });
+}
 const KATAKANA = /^[\u30a0-\u30ff]+$/;
-const katakana = [...jaRows.values()]
-  .filter((row) => KATAKANA.test(row.word) && (row.rank === 2 || isTechnical(row.words)))
-  .sort((a, b) => technicalWeight(b.words) - technicalWeight(a.words) || b.rank - a.rank || a.word.length - b.word.length)
-  .slice(0, JA_KATAKANA);
-const kanji = [...jaRows.values()]
-  .filter((row) => !KATAKANA.test(row.word) && row.word.length <= 4 && (row.rank === 2 || isTechnical(row.words)))
+// Katakana words are loanwords, most of them from English: the technical vocabulary of software is largely katakana.
+const katakana = jaRows
+  .filter((row) => KATAKANA.test(row.word) && (row.rank >= 1 || isTechnical(row.words) || (row.words.length <= 2 && termVocabulary.has(stemOf(row.words[0]!)))))
+  .sort(
+    (a, b) =>
+      Number(b.rank === 3) - Number(a.rank === 3) || technicalWeight(b.words) - technicalWeight(a.words) || b.rank - a.rank || a.word.length - b.word.length,
+  );
+katakana.splice(JA_KATAKANA);
+const kanji = jaRows
+  .filter((row) => !KATAKANA.test(row.word) && (row.rank === 3 || (row.word.length <= 4 && (row.rank === 2 || (row.rank === 1 && isTechnical(row.words))))))
   .map((row) => ({ ...row, count: Math.max(frequency.get(row.word) ?? 0, traditionalFrequency.get(row.word) ?? 0) }))
-  // Computing terms first, then common words (the shortest first: two-kanji compounds are most of the vocabulary).
-  .sort((a, b) => Number(isTechnical(b.words)) - Number(isTechnical(a.words)) || b.rank - a.rank || a.word.length - b.word.length || b.count - a.count)
-  .slice(0, JA_KANJI);
+  // The supplement, computing terms, then common words (the shortest first: two-kanji compounds are most of the vocabulary).
+  .sort(
+    (a, b) =>
+      Number(b.rank === 3) - Number(a.rank === 3) ||
+      Number(isTechnical(b.words)) - Number(isTechnical(a.words)) ||
+      b.rank - a.rank ||
+      a.word.length - b.word.length ||
+      b.count - a.count,
+  );
+kanji.splice(JA_KANJI);
 const jaKept = [...katakana, ...kanji].sort((a, b) => a.word.localeCompare(b.word));
 
 /* ---------- output ---------- */
@@ -242,5 +337,5 @@ const write = (file: string, text: string) => writeFileSync(join(values.out, fil
 write('zh-en.tsv.gz', `${header('Chinese → English, from CC-CEDICT (CC BY-SA 4.0), ranked by the word frequencies of jieba (MIT)')}${render(zhKept)}\n`);
 write('ja-en.tsv.gz', `${header('Japanese → English, from EDICT and COMPDIC of the EDRDG (CC BY-SA 3.0)')}${render(jaKept)}\n`);
 process.stdout.write(
-  `zh-en: ${zhKept.length} headwords (${everyday.length} everyday, ${zhComputing.length} computing); ja-en: ${jaKept.length} headwords; technical vocabulary: ${technical.size} words\n`,
+  `zh-en: ${zhKept.length} headwords (${everyday.length} everyday, ${zhComputing.length} computing, ${zhTechnical.length} technical, ${zhTerms.length} terms); ja-en: ${jaKept.length} headwords (${katakana.length} katakana); technical vocabulary: ${technical.size} words\n`,
 );

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
@@ -166,5 +167,54 @@ describe('cross-lingual memory: a Chinese question recalls a memory written in E
     });
     assert.deepEqual(await search(SLANG), [MEMORY]);
     assert.equal(keyCalls.length, calls);
+  });
+});
+
+describe('cross-lingual skills: software terms the general dictionaries lack', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  let client: OpenAI;
+  /** English skills each named by a term a Chinese or Japanese request writes as a compound or a loanword. */
+  const SKILLS: Record<string, string> = {
+    'record-timestamps': 'Store a UTC timestamp and the metadata of its source with every record you write.',
+    'filename-handling': 'Quote every filename in shell commands; a filename may hold characters the shell splits on.',
+    'deploy-from-repository': 'Deploy only what the repository holds: deploy the tagged commit, never a local copy.',
+    'weekly-report': 'Write the weekly report for a manager: what was done, what is next, what is blocked.',
+  };
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({});
+    const home = tempHome();
+    for (const [name, body] of Object.entries(SKILLS)) {
+      mkdirSync(join(home, 'skills', name), { recursive: true });
+      writeFileSync(
+        join(home, 'skills', name, 'SKILL.md'),
+        `---\nname: ${name}\ndescription: "${body}"\ncategory: coding\norigin: starter\nversion: 1\n---\n\n# ${name}\n\n${body}\n`,
+      );
+    }
+    proxy = await startProxy({
+      home,
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false }, memory: { enabled: false } },
+    });
+    client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+  });
+  after(async () => {
+    await proxy?.dispose();
+    await upstream?.close();
+  });
+
+  test('a Chinese request with 时间戳 and 元数据 finds the English timestamp skill, and one about a 文件名 the filename skill', async () => {
+    await ask(client, '时间戳和元数据应该怎么存', 'zh-t1');
+    assert.deepEqual(injectedSkills(upstream), ['record-timestamps']);
+    await ask(client, '文件名里有中文怎么处理', 'zh-t2');
+    assert.deepEqual(injectedSkills(upstream), ['filename-handling']);
+  });
+
+  test('a Japanese request in katakana loanwords (リポジトリ, デプロイ, タイムスタンプ, メタデータ) finds its English skill', async () => {
+    await ask(client, 'リポジトリからデプロイする', 'ja-t1');
+    assert.deepEqual(injectedSkills(upstream), ['deploy-from-repository']);
+    await ask(client, 'タイムスタンプとメタデータを保存したい', 'ja-t2');
+    assert.deepEqual(injectedSkills(upstream), ['record-timestamps']);
   });
 });

@@ -148,7 +148,8 @@ export class SkillSearchIndex {
       // A glossary word the segmenter cut in pieces ("优化" → 优|化) shares its translation among
       // them, so one piece carries a fraction of the word's weight: sum the pieces per translation
       // to judge the word's sense, not the piece's share of it.
-      const byTranslation = new Map<string, { weight: number; value: number }>();
+      // (The glossary also gives a word's sense weight apart from a piece's share: the larger decides.)
+      const byTranslation = new Map<string, { weight: number; sense: number; value: number }>();
       let strongest = 0;
       const matched = this.matched(queryTerms, alternatives, skill, idf, nameWeight, (value, translation) => {
         if (!translation) {
@@ -156,12 +157,16 @@ export class SkillSearchIndex {
           return;
         }
         translated.evidence += value / rare;
-        const sum = byTranslation.get(translation.term) ?? { weight: 0, value: 0 };
-        byTranslation.set(translation.term, { weight: sum.weight + translation.weight, value: sum.value + value });
+        const sum = byTranslation.get(translation.term) ?? { weight: 0, sense: 0, value: 0 };
+        byTranslation.set(translation.term, {
+          weight: sum.weight + translation.weight,
+          sense: Math.max(sum.sense, translation.sense ?? 0),
+          value: sum.value + value,
+        });
       });
-      for (const { weight, value } of byTranslation.values()) {
+      for (const { weight, sense, value } of byTranslation.values()) {
         strongest = Math.max(strongest, value / rare);
-        if (weight >= SPECIFIC_TRANSLATION) translated.specific = Math.max(translated.specific, value / rare);
+        if (Math.max(weight, sense) >= SPECIFIC_TRANSLATION) translated.specific = Math.max(translated.specific, value / rare);
       }
       let coverage = total > 0 ? Math.min(1, matched / total) : 0;
       if (contextTotal > 0)

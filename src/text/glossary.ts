@@ -15,6 +15,11 @@ export type GlossaryLanguage = 'zh' | 'ja';
 export interface WeightedTerm {
   term: string;
   weight: number;
+  /**
+   * The weight of the sense itself, before a word written as several query terms shares it among
+   * them ("时间戳" is "时间" + "戳": "timestamp" counts half for each, and is still the word's first sense).
+   */
+  sense?: number;
 }
 
 /** A glossary word found in a text: its headword, and the query terms of the text it covers. */
@@ -55,6 +60,7 @@ const FILES: Record<GlossaryLanguage, URL> = {
 
 const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
 const KANA = /[\u3040-\u30ff]/;
+const KATAKANA_WORD = /^[\u30a0-\u30ff]+$/;
 
 export class Glossary {
   /** Per language, headword → its English gloss words, as written in the file (stemmed on first use). */
@@ -108,7 +114,8 @@ export class Glossary {
     for (const word of this.words(text)) {
       const english = this.english(word.headword, word.language);
       if (word.sources.length === 0 || !english) continue;
-      for (const source of word.sources) for (const { term, weight } of english) push(alternatives, source, { term, weight: weight / word.sources.length });
+      for (const source of word.sources)
+        for (const { term, weight } of english) push(alternatives, source, { term, weight: weight / word.sources.length, sense: weight });
     }
     return alternatives;
   }
@@ -153,7 +160,7 @@ export class Glossary {
       for (const language of languages) {
         for (const headword of entry[language] ?? []) {
           const parts = this.termsOf(headword);
-          for (const part of parts) push(alternatives, term, { term: part, weight: weightOf(headword) / parts.length });
+          for (const part of parts) push(alternatives, term, { term: part, weight: weightOf(headword) / parts.length, sense: weightOf(headword) });
         }
       }
     }
@@ -166,26 +173,32 @@ export class Glossary {
     for (let end = start; end < run.length && end - start < MOST_SEGMENTS; end++) {
       joined += run[end]!.text;
       if (joined.length > LONGEST) break;
-      if (this.english(joined, language)) best = { headword: joined, segments: end - start + 1 };
+      if (this.tables[language].has(joined)) best = { headword: joined, segments: end - start + 1 };
     }
     return best;
   }
 
-  /** Dictionary words inside one segment, longest first from each position. */
+  /**
+   * Dictionary words inside one segment, longest first from each position. A katakana word is a
+   * loanword: it is its known parts only when they make all of it ("フレームワーク": frame + work);
+   * a part found inside an unknown one is a sound, not a word ("ブランチ" is no "lunch").
+   */
   private wordsInside(segment: Segment, language: GlossaryLanguage): string[] {
     const found: string[] = [];
     const text = segment.text;
+    let covered = 0;
     for (let start = 0; start < text.length;) {
       let length = Math.min(LONGEST, text.length - start);
-      while (length > 0 && !this.english(text.slice(start, start + length), language)) length--;
+      while (length > 0 && !this.tables[language].has(text.slice(start, start + length))) length--;
       if (length === 0) {
         start++;
         continue;
       }
       found.push(text.slice(start, start + length));
+      covered += length;
       start += length;
     }
-    return found;
+    return covered < text.length && KATAKANA_WORD.test(text) ? [] : found;
   }
 
   /** The tokenizer's terms of a headword, as a document holding it is indexed. */
@@ -201,13 +214,20 @@ export class Glossary {
   private reverseIndex(): Map<string, Partial<Record<GlossaryLanguage, string[]>>> {
     if (this.reverse) return this.reverse;
     const reverse = new Map<string, Partial<Record<GlossaryLanguage, string[]>>>();
+    // Gloss words repeat across headwords ("file", "data"): each is stemmed once.
+    const stems = new Map<string, string | undefined>();
+    const stemOf = (word: string) => {
+      if (!stems.has(word)) stems.set(word, termOf(word));
+      return stems.get(word);
+    };
     // Two passes: words whose first gloss is the English word come before those where it is the second.
-    for (const position of [0, 1]) {
+    for (const position of [0, 1] as const) {
       for (const language of ['zh', 'ja'] as const) {
         for (const [headword, gloss] of this.tables[language]) {
-          const word = gloss.split(' ')[position];
-          const stem = word === undefined ? undefined : termOf(word);
-          if (!stem || headword.length < 2) continue;
+          if (headword.length < 2) continue;
+          const word = glossWordAt(gloss, position);
+          const stem = word === undefined ? undefined : stemOf(word);
+          if (!stem) continue;
           let entry = reverse.get(stem);
           if (!entry) reverse.set(stem, (entry = {}));
           const list = (entry[language] ??= []);
@@ -244,6 +264,15 @@ function cjkRuns(text: string): Segment[][] {
   return runs;
 }
 
+/** The first (0) or second (1) word of a gloss, without splitting all of it (tens of thousands are read at start). */
+function glossWordAt(gloss: string, position: 0 | 1): string | undefined {
+  const first = gloss.indexOf(' ');
+  if (position === 0) return first < 0 ? gloss : gloss.slice(0, first);
+  if (first < 0) return undefined;
+  const second = gloss.indexOf(' ', first + 1);
+  return second < 0 ? gloss.slice(first + 1) : gloss.slice(first + 1, second);
+}
+
 function weightOf(headword: string): number {
   return headword.length === 1 ? CHARACTER_WEIGHT : WORD_WEIGHT;
 }
@@ -252,13 +281,15 @@ function push(alternatives: Map<string, WeightedTerm[]>, source: string, alterna
   let list = alternatives.get(source);
   if (!list) alternatives.set(source, (list = []));
   const same = list.find((item) => item.term === alternative.term);
-  if (same) same.weight = Math.max(same.weight, alternative.weight);
-  else if (alternative.term !== source) list.push(alternative);
+  if (same) {
+    same.weight = Math.max(same.weight, alternative.weight);
+    same.sense = Math.max(same.sense ?? same.weight, alternative.sense ?? alternative.weight);
+  } else if (alternative.term !== source) list.push(alternative);
 }
 
 let shipped: Glossary | undefined;
 
-/** The shipped glossaries, read once (about 30 ms; the proxy reads them at start, off the request path). */
+/** The shipped glossaries, read once (some 50–100 ms; the proxy reads them at start, off the request path). */
 export function glossary(): Glossary {
   shipped ??= new Glossary(
     (Object.keys(FILES) as GlossaryLanguage[]).map((language) => ({ language, text: gunzipSync(readFileSync(FILES[language])).toString('utf8') })),
