@@ -333,6 +333,12 @@ export class MemoryService {
     // Each rule in force is read once for every comparison with the new one.
     const rules = this.store.coreUnits(draft.scope).map((unit) => ({ unit, reading: readRule(unit.content) }));
     const related = rules.filter(({ reading }) => sameSubject(subject, reading.subject)).map(({ unit }) => unit);
+    if (related.length > 0 && how !== 'replaces') {
+      // About the same thing, said "again" or not, but naming something else for it (CSV before, .xlsx now,
+      // the old one named around it): a replacement, not a restatement.
+      const contextNames = namesIn(around.context);
+      if (rules.some(({ unit, reading }) => related.includes(unit) && contradicts(reading, rule, contextNames) > 0)) how = 'replaces';
+    }
     if (related.length === 0) {
       // A rule said to change replaces the one closest to it and to what the message says, even in other words;
       // without a word of change, the one it contradicts by naming something else for the same thing.
