@@ -103,19 +103,24 @@ describe('memory parts', () => {
 });
 
 describe('memory index entries of older units', () => {
-  test('the first start on a database rewrites the entries of Chinese units, so an English question finds them through their glosses', async () => {
-    const db = openDatabase(':memory:');
-    const settings = { ...memorySettings(loadConfig({ env: { METACLAW_HOME: '/nonexistent-metaclaw-home' } })), autoExtract: false };
-    const open = () => new MemoryService({ db, logger: silentLogger(), settings });
-    const content = '我们家只有一辆车，是一辆白色的本田思域。';
-    open().ingest('s', 'cars', [{ id: 't1', role: 'user', content }]);
-    // As a database written before entries held glosses: the unit's entry lacks them and no rewrite is recorded.
-    db.prepare('DELETE FROM memory_fts WHERE rowid = (SELECT rowid FROM memory_units WHERE content = ?)').run(content);
-    db.prepare("DELETE FROM state WHERE key = 'memory.gloss_index'").run();
-    const hits = await open().search({ scope: 's', query: 'What car does our family have?', limit: 5 });
-    assert.deepEqual(
-      hits.map((hit) => hit.unit.content),
-      [content],
-    );
-  });
+  for (const [before, what] of [
+    [undefined, 'the first start on a database rewrites the entries of Chinese units'],
+    ['0123456789abcdef', 'a start with another glossary than the one the entries were written with rewrites them'],
+  ] as const)
+    test(`${what}, so an English question finds them through their glosses`, async () => {
+      const db = openDatabase(':memory:');
+      const settings = { ...memorySettings(loadConfig({ env: { METACLAW_HOME: '/nonexistent-metaclaw-home' } })), autoExtract: false };
+      const open = () => new MemoryService({ db, logger: silentLogger(), settings });
+      const content = '我们家只有一辆车，是一辆白色的本田思域。';
+      open().ingest('s', 'cars', [{ id: 't1', role: 'user', content }]);
+      // As a database written before entries held these glosses: the unit's entry lacks them, and the state says so.
+      db.prepare('DELETE FROM memory_fts WHERE rowid = (SELECT rowid FROM memory_units WHERE content = ?)').run(content);
+      if (before === undefined) db.prepare("DELETE FROM state WHERE key = 'memory.gloss_index'").run();
+      else db.prepare("UPDATE state SET value = ? WHERE key = 'memory.gloss_index'").run(before);
+      const hits = await open().search({ scope: 's', query: 'What car does our family have?', limit: 5 });
+      assert.deepEqual(
+        hits.map((hit) => hit.unit.content),
+        [content],
+      );
+    });
 });

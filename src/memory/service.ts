@@ -13,7 +13,7 @@ import {
 import type { Logger } from '../logging/index.js';
 import { loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
-import { redactSecrets, type GlossaryLanguage } from '../text/index.js';
+import { glossaryVersion, redactSecrets, type GlossaryLanguage } from '../text/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema.js';
 import { housekeep, type HousekeepingReport } from './housekeeping.js';
@@ -120,7 +120,7 @@ function rawContent(text: string): string {
   return redactSecrets(text).slice(0, 8_000).trim();
 }
 
-/** State key set once the index entries of units in Chinese or Japanese hold their words' English glosses. */
+/** State key: the glossary (its version) whose English glosses the index entries of Chinese and Japanese units hold. */
 const GLOSS_INDEX_STATE = 'memory.gloss_index';
 
 /**
@@ -143,10 +143,11 @@ export class MemoryService {
     this.state = new StateStore(db);
     this.searchKeys = new MemorySearchKeys(db);
     this.store.useSearchKeys((content) => this.searchKeys.keysOf(content));
-    // Once per database: units stored before index entries held the English glosses of Chinese and Japanese words gain them.
-    if (this.state.get(GLOSS_INDEX_STATE) === undefined) {
+    // Once per database and glossary: units indexed before (without glosses, or with an older glossary's) gain this one's.
+    const glosses = glossaryVersion();
+    if (this.state.get(GLOSS_INDEX_STATE) !== glosses) {
       const rewritten = this.store.reindexGlossed();
-      this.state.set(GLOSS_INDEX_STATE, '1');
+      this.state.set(GLOSS_INDEX_STATE, glosses);
       if (rewritten > 0) logger.info({ units: rewritten }, 'memory index entries rewritten with glosses');
     }
     const embeddings = embeddingClient(settings);

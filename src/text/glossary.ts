@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { termOf, tokenize, wordSegments } from './tokenize.js';
@@ -295,6 +296,24 @@ export function glossary(): Glossary {
     (Object.keys(FILES) as GlossaryLanguage[]).map((language) => ({ language, text: gunzipSync(readFileSync(FILES[language])).toString('utf8') })),
   );
   return shipped;
+}
+
+let shippedVersion: string | undefined;
+
+/**
+ * A fingerprint of the shipped glossary files: what was indexed with their words can tell when an
+ * upgrade brought other words (and index again).
+ */
+export function glossaryVersion(): string {
+  shippedVersion ??= createHash('sha256')
+    .update(
+      Object.values(FILES)
+        .map((file) => createHash('sha256').update(readFileSync(file)).digest('hex'))
+        .join(' '),
+    )
+    .digest('hex')
+    .slice(0, 16);
+  return shippedVersion;
 }
 
 /** Reads the glossaries now (and builds the reverse look-up when `reverse` languages will be searched), off the request path. */
