@@ -44,6 +44,13 @@ export interface KeywordHit {
   strongest: number;
 }
 
+interface Posting {
+  /** the term's weighted frequency in the skill */
+  frequency: number;
+  /** the skill's weighted length */
+  length: number;
+}
+
 interface IndexedSkill {
   /** Field-weighted term frequencies. */
   frequencies: Map<string, number>;
@@ -66,7 +73,8 @@ interface IndexedSkill {
  */
 export class SkillSearchIndex {
   private readonly skills = new Map<string, IndexedSkill>();
-  private readonly postings = new Map<string, Set<string>>();
+  /** term → the skills holding it, each with how often (weighted by field): scoring reads both from one place. */
+  private readonly postings = new Map<string, Map<string, Posting>>();
   private totalLength = 0;
   /** Skills described in Chinese or Japanese: English queries then also search for their translations. */
   private readonly cjkSkills = new Set<string>();
@@ -118,11 +126,11 @@ export class SkillSearchIndex {
     const idfs = new Map<string, number>();
     for (const term of [...queryTerms, ...contextTerms]) if (!idfs.has(term)) idfs.set(term, this.idf(term));
     const scores = new Map<string, number>();
-    const add = (name: string, term: string, idf: number) => {
-      const skill = this.skills.get(name)!;
-      const frequency = skill.frequencies.get(term);
-      if (frequency === undefined) return;
-      const normalised = frequency / (frequency + K1 * (1 - B + (B * skill.length) / averageLength));
+    // Per skill, the BM25 length normalisation for this library's average length.
+    const lengthFactor = K1 * (1 - B);
+    const lengthScale = (K1 * B) / averageLength;
+    const add = (name: string, posting: Posting, idf: number) => {
+      const normalised = posting.frequency / (posting.frequency + lengthFactor + lengthScale * posting.length);
       scores.set(name, (scores.get(name) ?? 0) + idf * normalised * (K1 + 1));
     };
     // Rarest terms first. A term held by most of the library cannot make a skill relevant on its
@@ -133,11 +141,14 @@ export class SkillSearchIndex {
       const documents = this.postings.get(term)!;
       const idf = (idfs.get(term) ?? this.idf(term)) * weight;
       if (scores.size > 0 && documents.size > this.skills.size / 2) {
-        for (const name of [...scores.keys()]) add(name, term, idf);
-      } else for (const name of documents) add(name, term, idf);
+        for (const name of [...scores.keys()]) {
+          const posting = documents.get(name);
+          if (posting) add(name, posting, idf);
+        }
+      } else for (const [name, posting] of documents) add(name, posting, idf);
     }
     if (scores.size === 0) return [];
-    const ranked = [...scores].sort((a, b) => b[1] - a[1]).slice(0, CANDIDATES);
+    const ranked = best(scores, CANDIDATES);
     const idf = (term: string) => idfs.get(term) ?? this.idf(term);
     const total = this.idfTotal(queryTerms, alternatives, idf);
     const contextTotal = contextTerms.length > 0 ? this.idfTotal(contextTerms, NO_ALTERNATIVES, idf) : 0;
@@ -248,10 +259,10 @@ export class SkillSearchIndex {
     });
     if (CJK.test(skill.description)) this.cjkSkills.add(skill.name);
     this.totalLength += length;
-    for (const term of frequencies.keys()) {
+    for (const [term, frequency] of frequencies) {
       let documents = this.postings.get(term);
-      if (!documents) this.postings.set(term, (documents = new Set()));
-      documents.add(skill.name);
+      if (!documents) this.postings.set(term, (documents = new Map<string, Posting>()));
+      documents.set(skill.name, { frequency, length });
     }
   }
 
@@ -267,4 +278,20 @@ export class SkillSearchIndex {
       if (documents?.size === 0) this.postings.delete(term);
     }
   }
+}
+
+/**
+ * The `count` highest scores, best first, in one pass: a big library gives thousands of scored
+ * skills per query, and sorting them all cost more than scoring them.
+ */
+function best(scores: ReadonlyMap<string, number>, count: number): Array<[string, number]> {
+  const top: Array<[string, number]> = [];
+  for (const entry of scores) {
+    if (top.length === count && entry[1] <= top[count - 1]![1]) continue;
+    let at = top.length;
+    while (at > 0 && top[at - 1]![1] < entry[1]) at--;
+    top.splice(at, 0, entry);
+    if (top.length > count) top.pop();
+  }
+  return top;
 }
