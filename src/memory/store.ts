@@ -347,12 +347,13 @@ export class MemoryStore {
    * entries held the English glosses of their words gain them. Returns how many were rewritten.
    */
   reindexGlossed(): number {
-    const rowids = this.statements.allContents
-      .all()
-      .filter((row) => CJK.test(row.content))
-      .map((row) => row.rowid);
+    const rowids: number[] = [];
+    // Streamed: a large memory need not sit in the heap at once to find its Chinese and Japanese units.
+    for (const row of this.statements.allContents.iterate()) if (CJK.test(row.content)) rowids.push(row.rowid);
     if (rowids.length === 0) return 0;
-    this.db.transaction(() => rowids.forEach((rowid) => this.reindex(rowid))).immediate();
+    // In batches, so the writer thread and the WAL checkpoint get their turn between them.
+    const rewrite = this.db.transaction((batch: number[]) => batch.forEach((rowid) => this.reindex(rowid)));
+    for (let at = 0; at < rowids.length; at += REINDEX_BATCH) rewrite.immediate(rowids.slice(at, at + REINDEX_BATCH));
     this.frequencies.clear();
     return rowids.length;
   }
@@ -714,6 +715,9 @@ export class MemoryStore {
  * thousands of similar turns.
  */
 const POSTINGS_PER_TERM = 200;
+
+/** Units whose index entry is rewritten per transaction when an upgrade re-indexes them. */
+const REINDEX_BATCH = 1_000;
 
 /** How much a query term found only in the raw turn before or after a unit counts, against one in the unit itself. */
 export const NEIGHBOUR_WEIGHT = 0.5;
