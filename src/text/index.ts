@@ -14,6 +14,15 @@ export {
 export { parseTermStatistics, termStatistics, type TermStatistics } from './term-statistics.js';
 export { mentionsSecretKeyword, redactSecrets, SecretScanner } from './secrets.js';
 export { parseSecretRules, secretRules, type SecretRule } from './secret-rules.js';
-export { glossary, Glossary, glossaryVersion, warmGlossary, type Alternatives, type GlossaryLanguage, type GlossaryWord, type WeightedTerm } from './glossary.js';
+export {
+  glossary,
+  Glossary,
+  glossaryVersion,
+  warmGlossary,
+  type Alternatives,
+  type GlossaryLanguage,
+  type GlossaryWord,
+  type WeightedTerm,
+} from './glossary.js';
 export { alternativeTerms, crossLingualAlternatives, forUnknownTerms, matchedMass, queryMass } from './cross-lingual.js';
 export { languageOf, type ScriptLanguage } from './languages.js';
