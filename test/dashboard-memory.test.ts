@@ -314,7 +314,8 @@ describe('dashboard: memory', { skip }, () => {
       await page.getByRole('link', { name: 'Newest memories' }).waitFor();
       seen.push(...(await shown()));
       await page.getByRole('link', { name: 'Older memories' }).click();
-      await page.waitForFunction(`document.querySelectorAll('.memory-results [data-memory]').length === 20`);
+      // (No string predicates here: the page's CSP forbids evaluating them.)
+      await page.getByText('20 older memories').waitFor();
       seen.push(...(await shown()));
       assert.equal(await page.getByRole('link', { name: 'Older memories' }).count(), 0, 'the last page offers no older one');
       assert.equal(new Set(seen).size, 120, 'every memory shown once');
@@ -324,7 +325,8 @@ describe('dashboard: memory', { skip }, () => {
       await page.getByRole('link', { name: 'Show more matches' }).waitFor();
       assert.equal((await shown()).length, 50);
       await page.getByRole('link', { name: 'Show more matches' }).click();
-      await page.waitForFunction(`document.querySelectorAll('.memory-results [data-memory]').length === 100`);
+      await page.locator('.memory-results [data-memory]').nth(99).waitFor();
+      assert.equal((await shown()).length, 100);
     });
     const badCursor = await api(`/v1/dashboard/memory?scope=${scope}&before=yesterday`);
     assert.equal(badCursor.status, 400, 'a cursor no page gave is refused');
