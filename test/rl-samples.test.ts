@@ -4,13 +4,14 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
 import { loadConfig } from '../src/config/index.js';
-import { ConversationStore, type FinishedTurn } from '../src/conversation/index.js';
+import { ConversationStore } from '../src/conversation/index.js';
 import { JobQueue } from '../src/learning/index.js';
 import { majorityOf, parseScore, RlBuffer, type PolicyTurn } from '../src/rl/index.js';
 import { recordingListeners, recordingSettings } from '../src/runtime/recording.js';
 import { SkillHistory } from '../src/skills/index.js';
 import { openDatabase } from '../src/store/index.js';
 import { runCli, tempHome } from './support/proxy.js';
+import { finishedTurn } from './support/turns.js';
 
 describe('judge answers are read robustly', () => {
   test('the score is the last "Score: N", else \\boxed{N}, else JSON, else the last number; out-of-range or missing is no vote', () => {
@@ -49,39 +50,6 @@ function policyTurn(turnId: string, sessionId: string): PolicyTurn {
     response: { tokens: RESPONSE_TOKENS, logprobs: RESPONSE_LOGPROBS, stopReason: 'stop' },
     policyVersion: 'step-3',
     trainable: true,
-  };
-}
-
-function finishedTurn(id: string, sessionId: string, query: string, policy?: PolicyTurn): FinishedTurn {
-  const body = { model: 'qwen3', messages: [{ role: 'user', content: query }] };
-  return {
-    id,
-    sessionId,
-    identitySource: 'header',
-    lineage: 'test',
-    scope: 'default',
-    turnType: 'main',
-    clientProfile: 'generic',
-    sideRequest: null,
-    clientFormat: 'openai',
-    upstreamName: 'policy',
-    upstreamFormat: 'openai',
-    model: 'qwen3',
-    stream: false,
-    query,
-    response: { text: 'Hello', reasoning: '', toolCalls: [], finishReason: 'stop', usage: null, model: 'qwen3' },
-    status: 200,
-    outcome: 'ok',
-    error: null,
-    attempts: 1,
-    startedAt: Date.now(),
-    firstByteMs: 5,
-    durationMs: 10,
-    payload: { received: { object: body }, injected: null, forwarded: { object: body }, receivedHeaders: {}, strippedKeys: [] },
-    startsNewConversation: false,
-    endsSession: false,
-    learning: true,
-    ...(policy ? { policy } : {}),
   };
 }
 

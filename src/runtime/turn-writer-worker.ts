@@ -33,13 +33,14 @@ const listeners = recordingListeners(db, queue, data.settings, {
 const writer = new TurnWriter(db, listeners, data.segmentGeneration, data.settings.redactTurns);
 
 let pending: FinishedTurn[] = [];
-let scheduled: NodeJS.Immediate | undefined;
+/** The next write, soon (setImmediate) or after a pause (setTimeout, when the store was busy). */
+let scheduled: { cancel(): void } | undefined;
 let stopping = false;
 
 port.on('message', (request: WriterRequest) => {
   if (request.type === 'stop') {
     stopping = true;
-    if (scheduled) clearImmediate(scheduled);
+    scheduled?.cancel();
     while (pending.length > 0) writeSome();
     db.close();
     port.postMessage({ type: 'stopped' } satisfies WriterReply);
@@ -50,30 +51,66 @@ port.on('message', (request: WriterRequest) => {
   // The proxy already gathered these over up to BATCH_WINDOW_MS; messages that arrive together
   // share a transaction too.
   for (const turn of request.turns) pending.push(turn);
-  scheduled ??= setImmediate(flush);
+  scheduled ??= soon();
 });
 
 function flush(): void {
   scheduled = undefined;
-  writeSome();
+  if (!writeSome()) return;
   // A backlog is written in bounded transactions, so the proxy's own writes are never held up long.
-  if (pending.length > 0) scheduled = setImmediate(flush);
+  if (pending.length > 0) scheduled = soon();
 }
 
-function writeSome(): void {
+/**
+ * Pauses before a batch SQLite refused as busy is tried again (ms). A WAL checkpoint that restarts
+ * the log (store/checkpoint-worker.ts) can make a concurrent BEGIN IMMEDIATE fail at once, without
+ * waiting out busy_timeout; under steady agent traffic that was one refused batch per checkpoint,
+ * each logged as "cannot write its store". Waiting a moment and trying again writes it; only a
+ * store still refused after all of these is reported (and its turns held by the proxy).
+ */
+const BUSY_RETRY_MS = [20, 50, 100, 250, 500, 1000, 2000];
+let busyRetries = 0;
+
+/** Writes the next batch; false when turns of it were put back to be tried again later (the store was busy). */
+function writeSome(): boolean {
   const batch = pending.slice(0, MAX_CHUNK_TURNS);
   pending = pending.slice(batch.length);
   const errors = writer.write(batch);
-  const reply: WriterReply = {
-    type: 'written',
-    ids: batch.filter((_, index) => errors[index] === undefined).map((turn) => turn.id),
-    errors: batch.flatMap((turn, index) =>
-      errors[index] === undefined ? [] : [{ id: turn.id, message: errorMessage(errors[index]), ...errorCode(errors[index]) }],
-    ),
-    enqueued: enqueued.splice(0),
-    triggerFailures: triggerFailures.splice(0),
-  };
-  port.postMessage(reply);
+  const pause = BUSY_RETRY_MS[busyRetries];
+  const retry = !stopping && pause !== undefined ? batch.filter((_, index) => isBusy(errors[index])) : [];
+  const settled = batch.flatMap((turn, index) => (retry.includes(turn) ? [] : [{ turn, error: errors[index] }]));
+  if (settled.length > 0) {
+    const reply: WriterReply = {
+      type: 'written',
+      ids: settled.filter(({ error }) => error === undefined).map(({ turn }) => turn.id),
+      errors: settled.flatMap(({ turn, error }) => (error === undefined ? [] : [{ id: turn.id, message: errorMessage(error), ...errorCode(error) }])),
+      enqueued: enqueued.splice(0),
+      triggerFailures: triggerFailures.splice(0),
+    };
+    port.postMessage(reply);
+  }
+  if (retry.length === 0 || pause === undefined) {
+    busyRetries = 0;
+    return true;
+  }
+  busyRetries++;
+  pending = [...retry, ...pending];
+  scheduled = later(pause);
+  return false;
+}
+
+function soon(): { cancel(): void } {
+  const immediate = setImmediate(flush);
+  return { cancel: () => clearImmediate(immediate) };
+}
+
+function later(ms: number): { cancel(): void } {
+  const timer = setTimeout(flush, ms);
+  return { cancel: () => clearTimeout(timer) };
+}
+
+function isBusy(error: unknown): boolean {
+  return errorCode(error).code?.startsWith('SQLITE_BUSY') === true;
 }
 
 function errorCode(error: unknown): { code?: string } {

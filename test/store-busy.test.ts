@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import { loadConfig } from '../src/config/index.js';
+import { ConversationStore } from '../src/conversation/index.js';
+import { recordingSettings } from '../src/runtime/recording.js';
+import { openDatabase } from '../src/store/index.js';
+import { tempHome } from './support/proxy.js';
+import { finishedTurn } from './support/turns.js';
+
+test('a turn the store refuses as busy is written by the writer thread once the store frees up, not reported as a storage error', async () => {
+  const home = tempHome();
+  writeFileSync(join(home, 'config.yaml'), 'memory:\n  auto_extract: false\nskills:\n  auto_evolve: false\n', { mode: 0o600 });
+  const config = loadConfig({ env: { METACLAW_HOME: home } });
+  const db = openDatabase(config.paths.database);
+  const conversation = new ConversationStore(db);
+  const reported: string[] = [];
+  // The writer thread does not keep a process alive by itself (the proxy's server does).
+  const keepAlive = setInterval(() => {}, 1_000);
+  // The compiled worker, as the proxy runs it (a worker thread does not inherit the test's TypeScript loader).
+  conversation.startWriterThread(
+    new URL('../dist/runtime/turn-writer-worker.js', import.meta.url),
+    { databasePath: config.paths.database, maxAttempts: 3, settings: recordingSettings(config) },
+    {
+      enqueued: () => {},
+      triggerFailed: (trigger) => reported.push(trigger),
+      died: (error) => reported.push(error.message),
+      sendFailed: (error) => reported.push(error.message),
+    },
+  );
+  // Another connection (a backup, a `sqlite3` shell, a WAL checkpoint) holds the write lock for
+  // longer than the writer's busy_timeout (5 s): the writer's first try is refused as busy.
+  await conversation.recordTurn(finishedTurn('turn-first', 'busy-session', 'written while the store is free'));
+  const other = new Database(config.paths.database);
+  try {
+    other.exec('BEGIN IMMEDIATE');
+    const recorded = conversation.recordTurn(finishedTurn('turn-busy', 'busy-session', 'written while another connection writes'));
+    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    other.exec('COMMIT');
+    await recorded;
+    const row = db.prepare<[string], { id: string }>('SELECT id FROM turns WHERE id = ?').get('turn-busy');
+    assert.equal(row?.id, 'turn-busy', 'the turn is in the store');
+    assert.deepEqual(reported, []);
+  } finally {
+    if (other.inTransaction) other.exec('ROLLBACK');
+    other.close();
+    await conversation.drain();
+    clearInterval(keepAlive);
+    db.close();
+    rmSync(home, { recursive: true, force: true });
+  }
+});
