@@ -4,9 +4,13 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { isSearchKeysCall, learningAwareUpstream, userText } from './support/evolver.js';
-import { searchMemory, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { searchMemory, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { startScriptedProxy, type ScriptedProxy } from './support/scripted-proxy.js';
 import { englishOnlyStarter } from './support/skill-banks.js';
-import { ScriptedUpstream } from './support/upstream.js';
+import type { ScriptedUpstream } from './support/upstream.js';
+
+/** Skills alone: no memory and no skill evolution, so what is injected is the retrieval under test. */
+const SKILLS_ONLY = { skills: { auto_evolve: false }, memory: { enabled: false } };
 
 /** The skills block the proxy added to the last request the agent sent (empty when none). */
 function injectedSkills(upstream: ScriptedUpstream): string[] {
@@ -18,21 +22,23 @@ function injectedSkills(upstream: ScriptedUpstream): string[] {
   return [...text.matchAll(/^### ([a-z0-9-]+)/gm)].map((match) => match[1]!);
 }
 
-async function ask(client: OpenAI, text: string, session: string): Promise<void> {
+async function ask(proxy: ProxyHandle, text: string, session: string): Promise<void> {
+  const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
   await client.chat.completions.create({ model: 'scripted-model', messages: [{ role: 'user', content: text }] }, { headers: { 'X-Session-Id': session } });
 }
 
 describe('cross-lingual skills: an English skill bank answers Chinese requests', () => {
+  let scripted: ScriptedProxy;
   let upstream: ScriptedUpstream;
   let proxy: ProxyHandle;
-  let client: OpenAI;
   const keyCalls: string[] = [];
   /** A request no dictionary bridges: "nobody dares touch this lump of ancestral code". */
   const SLANG = '这坨祖传代码谁也不敢动';
 
   before(async () => {
-    upstream = await ScriptedUpstream.start();
-    upstream.defaultHandler = learningAwareUpstream({
+    const home = tempHome();
+    englishOnlyStarter(join(home, 'skills'));
+    const upstreamHandler = learningAwareUpstream({
       // The scripted search keys call: keys in Chinese for the refactoring skill, none for the others.
       searchKeys: (request) => {
         const asked = userText(request);
@@ -47,39 +53,31 @@ describe('cross-lingual skills: an English skill bank answers Chinese requests',
         });
       },
     });
-    const home = tempHome();
-    englishOnlyStarter(join(home, 'skills'));
-    proxy = await startProxy({
-      home,
-      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false }, memory: { enabled: false } },
-    });
-    client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    scripted = await startScriptedProxy({ home, upstreamHandler, config: SKILLS_ONLY });
+    ({ upstream, proxy } = scripted);
   });
-  after(async () => {
-    await proxy?.dispose();
-    await upstream?.close();
-  });
+  after(() => scripted?.close());
 
   test('with the bundled glossary alone, a Chinese SQL request gets the SQL skill and a merge-conflict question the git skill', async () => {
-    await ask(client, '帮我写一个 SQL 查询统计每个月的订单数', 'zh-1');
+    await ask(proxy, '帮我写一个 SQL 查询统计每个月的订单数', 'zh-1');
     assert.ok(injectedSkills(upstream).includes('sql-query-writing'), `got ${injectedSkills(upstream).join(', ') || 'nothing'}`);
-    await ask(client, '两个分支合并冲突了怎么办', 'zh-2');
+    await ask(proxy, '两个分支合并冲突了怎么办', 'zh-2');
     assert.ok(injectedSkills(upstream).includes('git-commit-hygiene'), `got ${injectedSkills(upstream).join(', ') || 'nothing'}`);
   });
 
   test('with the glossary alone, a Chinese request found through translated words gets its skill, and a near-tie found through a dictionary sense stays out', async () => {
     // Less evidence than an English request brings (translations weigh less than the user's own words), still enough.
-    await ask(client, '这个项目太大了，把它拆分成小任务', 'zh-4');
+    await ask(proxy, '这个项目太大了，把它拆分成小任务', 'zh-4');
     assert.deepEqual(injectedSkills(upstream), ['task-breakdown']);
     // "论文" → "paper" also reaches the citation skill, a little below the summarising one: a near-tie only the translation made.
-    await ask(client, '总结一下这篇研究论文的主要发现', 'zh-5');
+    await ask(proxy, '总结一下这篇研究论文的主要发现', 'zh-5');
     assert.deepEqual(injectedSkills(upstream), ['paper-summarizing']);
-    await ask(client, '推荐一部适合周末看的好电影', 'zh-6');
+    await ask(proxy, '推荐一部适合周末看的好电影', 'zh-6');
     assert.deepEqual(injectedSkills(upstream), [], 'an off-topic request gets nothing');
   });
 
   test('a request the glossary cannot bridge finds its skill once the search keys job has written keys in Chinese', async () => {
-    await ask(client, SLANG, 'zh-3');
+    await ask(proxy, SLANG, 'zh-3');
     assert.deepEqual(injectedSkills(upstream), [], 'the glossary alone should not find it');
     // The user has now written Chinese in several requests: the job writes Chinese keys for every skill.
     const keys = await waitFor(async () => {
@@ -90,7 +88,7 @@ describe('cross-lingual skills: an English skill bank answers Chinese requests',
     assert.deepEqual(keys, ['祖传代码', '屎山', '不敢动的老代码', '重构']);
     assert.ok(keyCalls.length >= 1 && keyCalls.every((call) => call.includes('Languages to write keys in: zh')), keyCalls.join('\n---\n'));
     assert.ok(!keyCalls.join('\n').includes(SLANG), 'the job is shown the skills, not the user requests');
-    await ask(client, SLANG, 'zh-4');
+    await ask(proxy, SLANG, 'zh-4');
     assert.deepEqual(injectedSkills(upstream), ['safe-refactoring']);
     // The keys live beside the index, never in SKILL.md.
     const shown = await proxy.cli(['skills', 'show', 'safe-refactoring']);
@@ -99,19 +97,25 @@ describe('cross-lingual skills: an English skill bank answers Chinese requests',
 });
 
 describe('cross-lingual memory: a Chinese question recalls a memory written in English', () => {
-  let upstream: ScriptedUpstream;
+  let scripted: ScriptedProxy;
   let proxy: ProxyHandle;
-  let client: OpenAI;
   const keyCalls: string[] = [];
   /** "What is my boss (the cat, in internet slang) called?": no dictionary word of it is in the memory. */
   const SLANG = '我家主子叫啥';
   const MEMORY = 'Mochi is the name of the family cat; she eats only salmon kibble.';
 
   const search = (query: string) => searchMemory(proxy, query);
+  const remember = async () => {
+    const added = await fetch(`${proxy.url}/v1/memory`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'semantic', content: MEMORY }),
+    });
+    assert.equal(added.status, 201, await added.text());
+  };
 
   before(async () => {
-    upstream = await ScriptedUpstream.start();
-    upstream.defaultHandler = learningAwareUpstream({
+    const upstreamHandler = learningAwareUpstream({
       // The scripted memory search keys call: Chinese keys for the cat memory.
       memoryKeys: (request) => {
         const asked = userText(request);
@@ -126,27 +130,17 @@ describe('cross-lingual memory: a Chinese question recalls a memory written in E
         });
       },
     });
-    proxy = await startProxy({
-      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false }, memory: { auto_extract: false } },
-    });
-    client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
-    const added = await fetch(`${proxy.url}/v1/memory`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ type: 'semantic', content: MEMORY }),
-    });
-    assert.equal(added.status, 201, await added.text());
+    scripted = await startScriptedProxy({ upstreamHandler, config: { skills: { auto_evolve: false }, memory: { auto_extract: false } } });
+    ({ proxy } = scripted);
+    await remember();
   });
-  after(async () => {
-    await proxy?.dispose();
-    await upstream?.close();
-  });
+  after(() => scripted?.close());
 
   test('the memory search keys job writes keys in the language the user writes, and a question the glossary cannot bridge then recalls the English memory', async () => {
     assert.deepEqual(await search(SLANG), [], 'the glossary alone should not find it');
     // The user writes Chinese: the job writes Chinese keys for the English memory.
-    await ask(client, '帮我看看这个报错是什么意思', 'zh-m1');
-    await ask(client, '明天提醒我给猫买猫粮', 'zh-m2');
+    await ask(proxy, '帮我看看这个报错是什么意思', 'zh-m1');
+    await ask(proxy, '明天提醒我给猫买猫粮', 'zh-m2');
     const found = await waitFor(async () => ((await search(SLANG)).length > 0 ? search(SLANG) : undefined), 30_000);
     assert.deepEqual(found, [MEMORY]);
     assert.ok(keyCalls.length >= 1 && keyCalls.every((call) => call.includes('Languages to write keys in: zh')), keyCalls.join('\n---\n'));
@@ -160,20 +154,16 @@ describe('cross-lingual memory: a Chinese question recalls a memory written in E
     };
     assert.equal((await fetch(`${proxy.url}/v1/memory/${listed.results[0]!.id}`, { method: 'DELETE' })).status, 200);
     assert.deepEqual(await search(SLANG), []);
-    await fetch(`${proxy.url}/v1/memory`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ type: 'semantic', content: MEMORY }),
-    });
+    await remember();
     assert.deepEqual(await search(SLANG), [MEMORY]);
     assert.equal(keyCalls.length, calls);
   });
 });
 
 describe('cross-lingual skills: software terms the general dictionaries lack', () => {
+  let scripted: ScriptedProxy;
   let upstream: ScriptedUpstream;
   let proxy: ProxyHandle;
-  let client: OpenAI;
   /** English skills each named by a term a Chinese or Japanese request writes as a compound or a loanword. */
   const SKILLS: Record<string, string> = {
     'record-timestamps': 'Store a UTC timestamp and the metadata of its source with every record you write.',
@@ -183,8 +173,6 @@ describe('cross-lingual skills: software terms the general dictionaries lack', (
   };
 
   before(async () => {
-    upstream = await ScriptedUpstream.start();
-    upstream.defaultHandler = learningAwareUpstream({});
     const home = tempHome();
     for (const [name, body] of Object.entries(SKILLS)) {
       mkdirSync(join(home, 'skills', name), { recursive: true });
@@ -193,28 +181,22 @@ describe('cross-lingual skills: software terms the general dictionaries lack', (
         `---\nname: ${name}\ndescription: "${body}"\ncategory: coding\norigin: starter\nversion: 1\n---\n\n# ${name}\n\n${body}\n`,
       );
     }
-    proxy = await startProxy({
-      home,
-      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false }, memory: { enabled: false } },
-    });
-    client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    scripted = await startScriptedProxy({ home, upstreamHandler: learningAwareUpstream({}), config: SKILLS_ONLY });
+    ({ upstream, proxy } = scripted);
   });
-  after(async () => {
-    await proxy?.dispose();
-    await upstream?.close();
-  });
+  after(() => scripted?.close());
 
   test('a Chinese request with 时间戳 and 元数据 finds the English timestamp skill, and one about a 文件名 the filename skill', async () => {
-    await ask(client, '时间戳和元数据应该怎么存', 'zh-t1');
+    await ask(proxy, '时间戳和元数据应该怎么存', 'zh-t1');
     assert.deepEqual(injectedSkills(upstream), ['record-timestamps']);
-    await ask(client, '文件名里有中文怎么处理', 'zh-t2');
+    await ask(proxy, '文件名里有中文怎么处理', 'zh-t2');
     assert.deepEqual(injectedSkills(upstream), ['filename-handling']);
   });
 
   test('a Japanese request in katakana loanwords (リポジトリ, デプロイ, タイムスタンプ, メタデータ) finds its English skill', async () => {
-    await ask(client, 'リポジトリからデプロイする', 'ja-t1');
+    await ask(proxy, 'リポジトリからデプロイする', 'ja-t1');
     assert.deepEqual(injectedSkills(upstream), ['deploy-from-repository']);
-    await ask(client, 'タイムスタンプとメタデータを保存したい', 'ja-t2');
+    await ask(proxy, 'タイムスタンプとメタデータを保存したい', 'ja-t2');
     assert.deepEqual(injectedSkills(upstream), ['record-timestamps']);
   });
 });

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { browserMissing, launchBrowser, screenshot, withPage } from './support/browser.js';
-import { homeWithStarterSkills, startProxy, type ProxyHandle } from './support/proxy.js';
+import { startDashboardProxy, type DashboardProxy } from './support/dashboard.js';
+import type { ProxyHandle } from './support/proxy.js';
 import { sendTurns, startRlProxy, stepDone, type RlProxy } from './support/rl-proxy.js';
-import { ScriptedUpstream } from './support/upstream.js';
 
 const skip = browserMissing();
 
@@ -19,19 +19,16 @@ function clock(offsetHours: number): string {
  * a proxy whose library, memories and scheduler were filled the way a user fills them.
  */
 describe('dashboard: learning curves', { skip }, () => {
-  let upstream: ScriptedUpstream;
+  let dashboard: DashboardProxy;
   let proxy: ProxyHandle;
   let browser: Browser;
 
   before(async () => {
-    upstream = await ScriptedUpstream.start();
-    proxy = await startProxy({
-      home: await homeWithStarterSkills(),
-      config: {
-        llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
-        scheduler: { enabled: true, sleep_start: clock(-1), sleep_end: clock(2) },
-      },
+    dashboard = await startDashboardProxy({
+      starterSkills: true,
+      config: { scheduler: { enabled: true, sleep_start: clock(-1), sleep_end: clock(2) } },
     });
+    ({ proxy, browser } = dashboard);
     for (const [content, core] of [
       ['Always write commit messages in the imperative mood.', true],
       ['The user works on the billing service in Go.', false],
@@ -43,13 +40,8 @@ describe('dashboard: learning curves', { skip }, () => {
       });
       assert.equal(added.status, 201, await added.text());
     }
-    browser = await launchBrowser();
   });
-  after(async () => {
-    await browser?.close();
-    await proxy?.dispose();
-    await upstream?.close();
-  });
+  after(() => dashboard?.close());
 
   test("the data route counts today's skills and memories and the open sleep-hours window; a bad range is a 400 that names it", async () => {
     const data = (await (await fetch(`${proxy.url}/v1/dashboard/learning?days=7`)).json()) as any;

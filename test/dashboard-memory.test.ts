@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
-import { browserMissing, launchBrowser, screenshot, withPage } from './support/browser.js';
-import { recordedTurn, searchMemory, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
-import { openAIReply, ScriptedUpstream } from './support/upstream.js';
+import { browserMissing, screenshot, withPage } from './support/browser.js';
+import { askRecorded, startDashboardProxy, type DashboardProxy } from './support/dashboard.js';
+import { searchMemory, waitFor, type ProxyHandle } from './support/proxy.js';
+import { openAIReply } from './support/upstream.js';
 
 const skip = browserMissing();
 const SESSION = 'dash-memory-session';
@@ -32,7 +32,7 @@ interface Unit {
  * through the memory HTTP API.
  */
 describe('dashboard: memory', { skip }, () => {
-  let upstream: ScriptedUpstream;
+  let dashboard: DashboardProxy;
   let proxy: ProxyHandle;
   let browser: Browser;
   const ids: Record<'edit' | 'supersede' | 'forget' | 'keep' | 'other', string> = { edit: '', supersede: '', forget: '', keep: '', other: '' };
@@ -53,17 +53,12 @@ describe('dashboard: memory', { skip }, () => {
   const dataRequests = (requested: string[]) => requested.filter((url) => new URL(url).pathname.startsWith('/v1/')).map((url) => url.slice(proxy.url.length));
 
   before(async () => {
-    upstream = await ScriptedUpstream.start();
-    upstream.defaultHandler = openAIReply({ text: 'Noted: Postgres 16 on kestrel.' });
-    proxy = await startProxy({
-      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
+    dashboard = await startDashboardProxy({
+      upstreamHandler: openAIReply({ text: 'Noted: Postgres 16 on kestrel.' }),
+      config: { memory: { auto_extract: false }, skills: { auto_evolve: false } },
     });
-    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
-    const { response } = await client.chat.completions
-      .create({ model: 'gpt-test', messages: [{ role: 'user', content: QUESTION }] }, { headers: { 'x-session-id': SESSION } })
-      .withResponse();
-    turnId = response.headers.get('x-metaclaw-request-id')!;
-    await recordedTurn(proxy.url, turnId);
+    ({ proxy, browser } = dashboard);
+    turnId = (await askRecorded(proxy, SESSION, QUESTION)).id;
     // The raw turns are written by a learning job once the turn is recorded.
     await waitFor(async () => {
       const stats = (await (await api('/v1/memory/stats')).json()) as { scopes: Array<{ byOrigin: Record<string, number> }> };
@@ -74,13 +69,8 @@ describe('dashboard: memory', { skip }, () => {
     ids.forget = await add({ type: 'semantic', content: 'The office cat is called Biscuit.' });
     ids.keep = await add({ type: 'semantic', content: 'Deploys go out on Thursdays after lunch.' });
     ids.other = await add({ type: 'semantic', content: 'Team blue owns the billing service.' }, 'team-blue');
-    browser = await launchBrowser();
   });
-  after(async () => {
-    await browser?.close();
-    await proxy?.dispose();
-    await upstream?.close();
-  });
+  after(() => dashboard?.close());
 
   async function openMemory(page: Page, id: string): Promise<void> {
     await page.goto(`${proxy.url}/ui#/memory/${id}`);

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import OpenAI from 'openai';
 import type { Browser } from 'playwright-core';
-import { browserMissing, launchBrowser, screenshot, withPage } from './support/browser.js';
-import { homeWithStarterSkills, recordedTurn, startProxy, type ProxyHandle } from './support/proxy.js';
-import { ScriptedUpstream } from './support/upstream.js';
+import { browserMissing, screenshot, withPage } from './support/browser.js';
+import { askRecorded, startDashboardProxy, type DashboardProxy } from './support/dashboard.js';
+import type { ProxyHandle } from './support/proxy.js';
+import type { ScriptedUpstream } from './support/upstream.js';
 
 const skip = browserMissing();
 
@@ -29,6 +29,7 @@ const dataRequests = (requested: string[], origin: string) => requested.filter((
  * injected is what the proxy's own record of the turn (`GET /v1/requests/{id}`) says.
  */
 describe('dashboard: sessions and their turns', { skip }, () => {
+  let dashboard: DashboardProxy;
   let upstream: ScriptedUpstream;
   let proxy: ProxyHandle;
   let browser: Browser;
@@ -36,35 +37,23 @@ describe('dashboard: sessions and their turns', { skip }, () => {
   let added: Added;
 
   before(async () => {
-    upstream = await ScriptedUpstream.start();
-    proxy = await startProxy({ home: await homeWithStarterSkills(), config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    dashboard = await startDashboardProxy({ starterSkills: true });
+    ({ upstream, proxy, browser } = dashboard);
     const remembered = await fetch(`${proxy.url}/v1/memory`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ type: 'preference', content: MEMORY }),
     });
     assert.equal(remembered.status, 201);
-    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
-    const ask = async (session: string, question: string) => {
-      const { response } = await client.chat.completions
-        .create({ model: 'gpt-test', messages: [{ role: 'user', content: question }] }, { headers: { 'x-session-id': session } })
-        .withResponse();
-      return recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
-    };
-    const squash = await ask(SESSION, 'How do I squash my last three git commits into one?');
+    const squash = await askRecorded(proxy, SESSION, 'How do I squash my last three git commits into one?');
     squashTurn = squash.id;
     added = squash.added;
-    await ask(SESSION, 'Thanks. What is the capital of France?');
+    await askRecorded(proxy, SESSION, 'Thanks. What is the capital of France?');
     const ended = await fetch(`${proxy.url}/v1/sessions/${SESSION}/end`, { method: 'POST' });
     assert.equal(ended.status, 200);
-    await ask(OTHER, 'Hello there');
-    browser = await launchBrowser();
+    await askRecorded(proxy, OTHER, 'Hello there');
   });
-  after(async () => {
-    await browser?.close();
-    await proxy?.dispose();
-    await upstream?.close();
-  });
+  after(() => dashboard?.close());
 
   test('the list shows the sessions newest first with client, scope, end and turn counts; a session shows its turns and, for the chosen turn, the injected skills and memories with their scores, from one data request per page', async () => {
     const skills = added.sections.find((section) => section.provider === 'skills')?.details.skills ?? [];

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
-import { browserMissing, launchBrowser, screenshot, withPage } from './support/browser.js';
+import { browserMissing, screenshot, withPage } from './support/browser.js';
+import { startDashboardProxy, type DashboardProxy } from './support/dashboard.js';
 import { DEPLOY_SKILL, learningAwareUpstream, session, status, userText } from './support/evolver.js';
-import { homeWithStarterSkills, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
-import { ScriptedUpstream } from './support/upstream.js';
+import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 
 const skip = browserMissing();
 
@@ -39,7 +39,7 @@ interface SkillInfo {
  * shows the diff between versions; every change is checked on disk and through the HTTP API.
  */
 describe('dashboard: skills', { skip }, () => {
-  let upstream: ScriptedUpstream;
+  let dashboard: DashboardProxy;
   let proxy: ProxyHandle;
   let browser: Browser;
   let skillsDir: string;
@@ -48,20 +48,20 @@ describe('dashboard: skills', { skip }, () => {
   const dataRequests = (requested: string[]) => requested.filter((url) => url.includes('/v1/')).map((url) => url.slice(proxy.url.length));
 
   before(async () => {
-    upstream = await ScriptedUpstream.start();
-    upstream.defaultHandler = learningAwareUpstream({
-      evolver: (request) => {
-        const transcript = userText(request);
-        return JSON.stringify({
-          changes: [transcript.includes('notes-session') ? NOTES_SKILL : transcript.includes('weekend-session') ? WEEKEND_CHANGE : DEPLOY_SKILL],
-        });
-      },
-      searchKeys: () => JSON.stringify({ skills: [] }),
+    dashboard = await startDashboardProxy({
+      upstreamHandler: learningAwareUpstream({
+        evolver: (request) => {
+          const transcript = userText(request);
+          return JSON.stringify({
+            changes: [transcript.includes('notes-session') ? NOTES_SKILL : transcript.includes('weekend-session') ? WEEKEND_CHANGE : DEPLOY_SKILL],
+          });
+        },
+        searchKeys: () => JSON.stringify({ skills: [] }),
+      }),
+      starterSkills: true,
+      config: { memory: { enabled: false }, skills: { review: 'manual' } },
     });
-    proxy = await startProxy({
-      home: await homeWithStarterSkills(),
-      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { review: 'manual' } },
-    });
+    ({ proxy, browser } = dashboard);
     skillsDir = (await status(proxy)).skills.dir as string;
     assert.equal(skillsDir, join(proxy.home, 'skills'));
     const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
@@ -75,13 +75,8 @@ describe('dashboard: skills', { skip }, () => {
       await session(client, id, requests);
       await waitFor(async () => (await status(proxy)).skills.pending_proposals === index + 1, 30_000, 200);
     }
-    browser = await launchBrowser();
   });
-  after(async () => {
-    await browser?.close();
-    await proxy?.dispose();
-    await upstream?.close();
-  });
+  after(() => dashboard?.close());
 
   test('the library and the pending proposals render from one data request; Approve writes the SKILL.md to disk and Reject drops another', async () => {
     await withPage(browser, {}, async ({ page, requested }) => {
@@ -411,12 +406,11 @@ describe('dashboard: skills', { skip }, () => {
 });
 
 describe('dashboard: a library larger than a page', { skip }, () => {
-  let upstream: ScriptedUpstream;
+  let dashboard: DashboardProxy;
   let proxy: ProxyHandle;
   let browser: Browser;
 
   before(async () => {
-    upstream = await ScriptedUpstream.start();
     const home = tempHome();
     for (let n = 1; n <= 320; n++) {
       const name = `shelf-skill-${String(n).padStart(3, '0')}`;
@@ -426,14 +420,10 @@ describe('dashboard: a library larger than a page', { skip }, () => {
         `---\nname: ${name}\ndescription: Use when shelving box ${n} of the archive.\n---\n\n# Box ${n}\n\nShelve box ${n} on row ${n % 7}.\n`,
       );
     }
-    proxy = await startProxy({ home, config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
-    browser = await launchBrowser();
+    dashboard = await startDashboardProxy({ home, config: { memory: { enabled: false } } });
+    ({ proxy, browser } = dashboard);
   });
-  after(async () => {
-    await browser?.close();
-    await proxy?.dispose();
-    await upstream?.close();
-  });
+  after(() => dashboard?.close());
 
   test('the skills list pages through every skill, each once', async () => {
     await withPage(browser, {}, async ({ page }) => {

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import OpenAI from 'openai';
 import type { Browser } from 'playwright-core';
-import { browserMissing, launchBrowser, screenshot, withPage } from './support/browser.js';
-import { homeWithStarterSkills, recordedTurn, startProxy, type ProxyHandle } from './support/proxy.js';
-import { ScriptedUpstream } from './support/upstream.js';
+import { browserMissing, screenshot, withPage } from './support/browser.js';
+import { askRecorded, startDashboardProxy, type DashboardProxy } from './support/dashboard.js';
+import type { ProxyHandle } from './support/proxy.js';
 
 const skip = browserMissing();
 
@@ -14,27 +13,18 @@ const skip = browserMissing();
  * a started proxy that has served real SDK requests (the upstream is the scripted one).
  */
 describe('dashboard: overview', { skip }, () => {
-  let upstream: ScriptedUpstream;
+  let dashboard: DashboardProxy;
   let proxy: ProxyHandle;
   let browser: Browser;
 
   before(async () => {
-    upstream = await ScriptedUpstream.start();
-    proxy = await startProxy({ home: await homeWithStarterSkills(), config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
-    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'sk-test' });
+    dashboard = await startDashboardProxy({ starterSkills: true });
+    ({ proxy, browser } = dashboard);
     for (const question of ['How do I squash my git commits?', 'And then push them?', 'Thanks, what about rebasing?']) {
-      const { response } = await client.chat.completions
-        .create({ model: 'gpt-test', messages: [{ role: 'user', content: question }] }, { headers: { 'x-session-id': 'dash-overview' } })
-        .withResponse();
-      await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
+      await askRecorded(proxy, 'dash-overview', question);
     }
-    browser = await launchBrowser();
   });
-  after(async () => {
-    await browser?.close();
-    await proxy?.dispose();
-    await upstream?.close();
-  });
+  after(() => dashboard?.close());
 
   test('the overview shows requests, sessions, skills and added latency from one data request, without console errors, and nothing from another origin', async () => {
     await withPage(browser, {}, async ({ page, requested }) => {
@@ -72,21 +62,16 @@ describe('dashboard: overview', { skip }, () => {
 });
 
 describe('dashboard: sign-in when the proxy requires a key', { skip }, () => {
-  let upstream: ScriptedUpstream;
+  let dashboard: DashboardProxy;
   let proxy: ProxyHandle;
   let browser: Browser;
   const key = 'mc-dashboard-test-key-0123456789';
 
   before(async () => {
-    upstream = await ScriptedUpstream.start();
-    proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } }, env: { METACLAW_PROXY_API_KEY: key } });
-    browser = await launchBrowser();
+    dashboard = await startDashboardProxy({ env: { METACLAW_PROXY_API_KEY: key } });
+    ({ proxy, browser } = dashboard);
   });
-  after(async () => {
-    await browser?.close();
-    await proxy?.dispose();
-    await upstream?.close();
-  });
+  after(() => dashboard?.close());
 
   test('the pages and their data are refused without the key; a wrong key is refused and changes nothing', async () => {
     const data = await fetch(`${proxy.url}/v1/dashboard/overview`);

@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { isExtractorCall, learningAwareUpstream, userText } from './support/evolver.js';
-import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
-import { ScriptedUpstream } from './support/upstream.js';
+import { waitFor, type ProxyHandle } from './support/proxy.js';
+import { startScriptedProxy, type ScriptedProxy } from './support/scripted-proxy.js';
 
 const DAY = 86_400_000;
+/** Memory from what is ingested alone: no extractor or skill evolution calls the upstream. */
+const NO_LEARNING = { memory: { auto_extract: false }, skills: { auto_evolve: false } };
 
 async function api(proxy: ProxyHandle, path: string, body: unknown, scope = 'recall'): Promise<any> {
   const response = await fetch(`${proxy.url}${path}`, {
@@ -26,37 +28,41 @@ function lastSpring(now: Date): { start: number; end: number } {
   return { start: new Date(year, 2, 1).getTime(), end: new Date(year, 5, 1).getTime() };
 }
 
-describe('memory recall beyond keywords (no extractor)', () => {
-  let upstream: ScriptedUpstream;
-  let proxy: ProxyHandle;
+/** A proxy without learning for the enclosing suite: started before its tests, stopped after them. */
+function proxyWithoutLearning(): { readonly proxy: ProxyHandle } {
+  let started: ScriptedProxy | undefined;
   before(async () => {
-    upstream = await ScriptedUpstream.start();
-    proxy = await startProxy({
-      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
-    });
+    started = await startScriptedProxy({ config: NO_LEARNING });
   });
-  after(async () => {
-    await proxy.dispose();
-    await upstream.close();
-  });
+  after(() => started?.close());
+  return {
+    get proxy() {
+      if (!started) throw new Error('the suite proxy is started in before()');
+      return started.proxy;
+    },
+  };
+}
+
+describe('memory recall beyond keywords (no extractor)', () => {
+  const suite = proxyWithoutLearning();
 
   test("a question that matches the user's turn also recalls the assistant's answer after it, which shares no word with the question", async () => {
     const now = Date.now();
-    await api(proxy, '/v1/memory/ingest', {
+    await api(suite.proxy, '/v1/memory/ingest', {
       session_id: 'db-choice',
       turns: [
         { role: 'user', content: 'Which database engine should the invoicing service store its ledger in?', timestamp: now - 20 * DAY },
         { role: 'assistant', content: 'PostgreSQL 16, with logical replication to a reporting replica.', timestamp: now - 20 * DAY + 60_000 },
       ],
     });
-    await api(proxy, '/v1/memory/ingest', {
+    await api(suite.proxy, '/v1/memory/ingest', {
       session_id: 'unrelated',
       turns: [
         { role: 'user', content: 'Draft a short note to the team about the offsite agenda.', timestamp: now - 5 * DAY },
         { role: 'assistant', content: 'Here is a note about the offsite: arrival at nine, workshops until lunch.', timestamp: now - 5 * DAY + 60_000 },
       ],
     });
-    const results = await search(proxy, 'which database engine for the invoicing ledger?');
+    const results = await search(suite.proxy, 'which database engine for the invoicing ledger?');
     assert.ok(
       results.some((result) => result.content.startsWith('PostgreSQL 16')),
       `the answer is recalled through the question it answers: ${JSON.stringify(results.map((result) => result.content))}`,
@@ -66,87 +72,109 @@ describe('memory recall beyond keywords (no extractor)', () => {
   test('"what did I buy last spring" recalls a purchase told in spring over a later one', async () => {
     const spring = lastSpring(new Date());
     const inSpring = spring.start + 40 * DAY;
-    await api(proxy, '/v1/memory/ingest', {
+    await api(suite.proxy, '/v1/memory/ingest', {
       session_id: 'spring-purchase',
       turns: [{ role: 'user', content: 'I finally bought a used sea kayak at the harbour sale.', timestamp: inSpring }],
     });
-    await api(proxy, '/v1/memory/ingest', {
+    await api(suite.proxy, '/v1/memory/ingest', {
       session_id: 'later-purchase',
       turns: [
         { role: 'user', content: 'I finally bought a used road bike at the flea market.', timestamp: Math.max(spring.end + 20 * DAY, Date.now() - 3 * DAY) },
       ],
     });
-    const results = await search(proxy, 'What did I buy last spring?');
+    const results = await search(suite.proxy, 'What did I buy last spring?');
     assert.equal(results[0]?.content, 'I finally bought a used sea kayak at the harbour sale.', JSON.stringify(results.map((result) => result.content)));
   });
 });
 
 describe('memory recall across wordings and languages (no extractor)', () => {
-  let upstream: ScriptedUpstream;
-  let proxy: ProxyHandle;
-  before(async () => {
-    upstream = await ScriptedUpstream.start();
-    proxy = await startProxy({
-      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
-    });
-  });
-  after(async () => {
-    await proxy.dispose();
-    await upstream.close();
-  });
+  const suite = proxyWithoutLearning();
 
   /** Each test in a scope of its own: one user turn per session, `daysAgo` before now. */
   async function remember(scope: string, turns: ReadonlyArray<[content: string, daysAgo: number]>): Promise<void> {
     const now = Date.now();
     for (const [index, [content, daysAgo]] of turns.entries())
-      await api(proxy, '/v1/memory/ingest', { session_id: `${scope}-${index}`, turns: [{ role: 'user', content, timestamp: now - daysAgo * DAY }] }, scope);
+      await api(
+        suite.proxy,
+        '/v1/memory/ingest',
+        { session_id: `${scope}-${index}`, turns: [{ role: 'user', content, timestamp: now - daysAgo * DAY }] },
+        scope,
+      );
   }
   const recall = async (scope: string, query: string) =>
-    ((await api(proxy, '/v1/memory/search', { query, limit: 5 }, scope)).results as Array<{ content: string }>).map((result) => result.content);
+    ((await api(suite.proxy, '/v1/memory/search', { query, limit: 5 }, scope)).results as Array<{ content: string }>).map((result) => result.content);
 
-  test('an English question recalls a memory told in Chinese through the English glosses of its words, which the question shares', async () => {
-    await remember('gloss', [
-      ['我们家只有一辆车，是一辆白色的本田思域，去年买的二手车。', 30],
-      ['The family picnic is on Sunday at the lake.', 5],
-      ['Our drive to the coast took four hours.', 3],
-    ]);
-    const results = await recall('gloss', 'What car does our family have?');
-    assert.ok(results.includes('我们家只有一辆车，是一辆白色的本田思域，去年买的二手车。'), JSON.stringify(results));
-  });
+  /**
+   * Each case in a scope of its own. The first memory is the one the question is about: it must be
+   * `among` the results, `first` of them, or the `only` one.
+   */
+  const CASES: ReadonlyArray<{
+    name: string;
+    scope: string;
+    memories: Array<[content: string, daysAgo: number]>;
+    question: string;
+    expect: 'among' | 'first' | 'only';
+  }> = [
+    {
+      name: 'an English question recalls a memory told in Chinese through the English glosses of its words, which the question shares',
+      scope: 'gloss',
+      memories: [
+        ['我们家只有一辆车，是一辆白色的本田思域，去年买的二手车。', 30],
+        ['The family picnic is on Sunday at the lake.', 5],
+        ['Our drive to the coast took four hours.', 3],
+      ],
+      question: 'What car does our family have?',
+      expect: 'among',
+    },
+    {
+      name: 'a short form of a word no memory holds finds the memory with the longer word ("physio", "physiotherapist")',
+      scope: 'short-form',
+      memories: [
+        ['I saw a physiotherapist, Dr. Brandt, about my lower back.', 40],
+        ['My back garden needs a new fence.', 2],
+      ],
+      question: 'Who is my physio?',
+      expect: 'only',
+    },
+    {
+      name: 'a Chinese question recalls the English memory that answers it even when other memories hold its Chinese words as written',
+      scope: 'bilingual',
+      memories: [
+        ['Dr. Alvarez at Northgate Clinic is treating my knee every Tuesday morning.', 30],
+        ['膝盖还在恢复，不能跑太多。', 3],
+        ['这种病需要长期治疗。', 2],
+      ],
+      question: '我的膝盖是谁在治疗？',
+      expect: 'among',
+    },
+    {
+      name: 'a months-old memory that matches the whole question outranks a recent one that matches only part of it',
+      scope: 'recency',
+      memories: [
+        ['We adopted a retired greyhound and called him Biscuit.', 200],
+        ['The greyhound we adopted is scared of the vacuum cleaner.', 1],
+      ],
+      question: 'What did we call the greyhound we adopted?',
+      expect: 'first',
+    },
+  ];
 
-  test('a short form of a word no memory holds finds the memory with the longer word ("physio", "physiotherapist")', async () => {
-    await remember('short-form', [
-      ['I saw a physiotherapist, Dr. Brandt, about my lower back.', 40],
-      ['My back garden needs a new fence.', 2],
-    ]);
-    assert.deepEqual(await recall('short-form', 'Who is my physio?'), ['I saw a physiotherapist, Dr. Brandt, about my lower back.']);
-  });
-
-  test('a Chinese question recalls the English memory that answers it even when other memories hold its Chinese words as written', async () => {
-    await remember('bilingual', [
-      ['Dr. Alvarez at Northgate Clinic is treating my knee every Tuesday morning.', 30],
-      ['膝盖还在恢复，不能跑太多。', 3],
-      ['这种病需要长期治疗。', 2],
-    ]);
-    const results = await recall('bilingual', '我的膝盖是谁在治疗？');
-    assert.ok(results.includes('Dr. Alvarez at Northgate Clinic is treating my knee every Tuesday morning.'), JSON.stringify(results));
-  });
-
-  test('a months-old memory that matches the whole question outranks a recent one that matches only part of it', async () => {
-    await remember('recency', [
-      ['We adopted a retired greyhound and called him Biscuit.', 200],
-      ['The greyhound we adopted is scared of the vacuum cleaner.', 1],
-    ]);
-    const results = await recall('recency', 'What did we call the greyhound we adopted?');
-    assert.equal(results[0], 'We adopted a retired greyhound and called him Biscuit.', JSON.stringify(results));
-  });
+  for (const { name, scope, memories, question, expect } of CASES) {
+    test(name, async () => {
+      await remember(scope, memories);
+      const results = await recall(scope, question);
+      const answer = memories[0]![0];
+      if (expect === 'only') assert.deepEqual(results, [answer]);
+      else if (expect === 'first') assert.equal(results[0], answer, JSON.stringify(results));
+      else assert.ok(results.includes(answer), JSON.stringify(results));
+    });
+  }
 });
 
 describe('memory search keys written by the extractor', () => {
   test('a Chinese question recalls a memory told in English through the search keys the extractor wrote; the keys are never injected', async () => {
-    const upstream = await ScriptedUpstream.start();
     const prompts: string[] = [];
-    upstream.defaultHandler = learningAwareUpstream({
+    const upstreamHandler = learningAwareUpstream({
       extractor: (request) => {
         prompts.push(userText(request));
         return JSON.stringify({
@@ -163,12 +191,9 @@ describe('memory search keys written by the extractor', () => {
         });
       },
     });
-    const proxy = await startProxy({
-      config: {
-        llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
-        memory: { flush_every_n_turns: 1, extractor_model: 'scripted-model' },
-        skills: { auto_evolve: false },
-      },
+    const { upstream, proxy, close } = await startScriptedProxy({
+      upstreamHandler,
+      config: { memory: { flush_every_n_turns: 1, extractor_model: 'scripted-model' }, skills: { auto_evolve: false } },
     });
     try {
       await api(proxy, '/v1/memory/ingest', {
@@ -198,8 +223,7 @@ describe('memory search keys written by the extractor', () => {
       assert.match(system, /allergic to penicillin/, 'the memory is injected');
       assert.doesNotMatch(system, /哪些药我不能吃/, 'its search keys are not');
     } finally {
-      await proxy.dispose();
-      await upstream.close();
+      await close();
     }
   });
 });

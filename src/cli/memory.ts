@@ -225,20 +225,8 @@ export function registerMemoryCommands(program: Command): void {
       if (options.json) return print(JSON.stringify({ scopes: stats, tables, files }, null, 2));
       for (const scope of stats) {
         print(`scope ${scope.scope}: ${scope.active} active (${scope.core} standing instructions), ${scope.superseded} superseded`);
-        print(
-          `  by type: ${
-            Object.entries(scope.byType)
-              .map(([type, count]) => `${type} ${count}`)
-              .join(', ') || '-'
-          }`,
-        );
-        print(
-          `  by origin: ${
-            Object.entries(scope.byOrigin)
-              .map(([origin, count]) => `${origin} ${count}`)
-              .join(', ') || '-'
-          }`,
-        );
+        print(`  by type: ${countsLine(scope.byType)}`);
+        print(`  by origin: ${countsLine(scope.byOrigin)}`);
       }
       if (stats.length === 0) print('No memories yet.');
       print('');
@@ -321,4 +309,13 @@ function line(unit: MemoryUnit, score?: number): string {
     .filter(Boolean)
     .join(', ');
   return `${unit.id}  [${unit.type}${marks ? `; ${marks}` : ''}] ${new Date(unit.observedAt).toISOString().slice(0, 10)}  ${unit.content.replace(/\s+/g, ' ').slice(0, 160)}${score === undefined ? '' : `  (${score.toFixed(2)})`}`;
+}
+
+/** A count per kind on one line, "semantic 3, episodic 1", or "-" when there are none. */
+function countsLine(counts: Record<string, number>): string {
+  return (
+    Object.entries(counts)
+      .map(([kind, count]) => `${kind} ${count}`)
+      .join(', ') || '-'
+  );
 }

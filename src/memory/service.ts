@@ -92,7 +92,7 @@ const RESTATED_IMPORTANCE = 0.01;
 const APPLIES = 0.5;
 
 /** The item scoring highest, if any scores above 0 (and at least `least`). */
-function best<T>(items: readonly T[], score: (item: T) => number, least = Number.MIN_VALUE): T | undefined {
+function highestScoring<T>(items: readonly T[], score: (item: T) => number, least = Number.MIN_VALUE): T | undefined {
   let found: { item: T; score: number } | undefined;
   for (const item of items) {
     const value = score(item);
@@ -312,7 +312,7 @@ export class MemoryService {
 
   /** The standing instruction an instance applies, if one clearly does. */
   private bestRuleFor(scope: string, instance: RuleSubject): MemoryUnit | undefined {
-    return best(this.store.coreUnits(scope), (unit) => appliesRule(ruleSubject(unit.content), instance), APPLIES);
+    return highestScoring(this.store.coreUnits(scope), (unit) => appliesRule(ruleSubject(unit.content), instance), APPLIES);
   }
 
   /**
@@ -346,10 +346,10 @@ export class MemoryService {
       let replaced: (typeof rules)[number] | undefined;
       if (how === 'replaces') {
         const announced = announcedSubject(rule, around.announcement);
-        replaced = best(rules, ({ reading }) => replacing(reading, rule, announced));
+        replaced = highestScoring(rules, ({ reading }) => replacing(reading, rule, announced));
       } else {
         const contextNames = namesIn(around.context);
-        replaced = best(rules, ({ reading }) => contradicts(reading, rule, contextNames));
+        replaced = highestScoring(rules, ({ reading }) => contradicts(reading, rule, contextNames));
       }
       if (replaced) {
         related.push(replaced.unit);

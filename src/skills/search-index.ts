@@ -148,7 +148,7 @@ export class SkillSearchIndex {
       } else for (const [name, posting] of documents) add(name, posting, idf);
     }
     if (scores.size === 0) return [];
-    const ranked = best(scores, CANDIDATES);
+    const ranked = topScores(scores, CANDIDATES);
     const idf = (term: string) => idfs.get(term) ?? this.idf(term);
     const total = this.idfTotal(queryTerms, alternatives, idf);
     const contextTotal = contextTerms.length > 0 ? this.idfTotal(contextTerms, NO_ALTERNATIVES, idf) : 0;
@@ -284,7 +284,7 @@ export class SkillSearchIndex {
  * The `count` highest scores, best first, in one pass: a big library gives thousands of scored
  * skills per query, and sorting them all cost more than scoring them.
  */
-function best(scores: ReadonlyMap<string, number>, count: number): Array<[string, number]> {
+function topScores(scores: ReadonlyMap<string, number>, count: number): Array<[string, number]> {
   const top: Array<[string, number]> = [];
   for (const entry of scores) {
     if (top.length === count && entry[1] <= top[count - 1]![1]) continue;
