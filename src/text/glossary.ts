@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
+import { dictionaryForms } from './deinflect.js';
 import { termOf, tokenize, wordSegments } from './tokenize.js';
 
 /**
@@ -62,6 +63,7 @@ const FILES: Record<GlossaryLanguage, URL> = {
 const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
 const KANA = /[\u3040-\u30ff]/;
 const KATAKANA_WORD = /^[\u30a0-\u30ff]+$/;
+const ENDS_IN_HIRAGANA = /[\u3040-\u309f]$/;
 
 export class Glossary {
   /** Per language, headword → its English gloss words, as written in the file (stemmed on first use). */
@@ -171,12 +173,26 @@ export class Glossary {
   private longestAt(run: readonly Segment[], start: number, language: GlossaryLanguage): { headword: string; segments: number } | undefined {
     let joined = '';
     let best: { headword: string; segments: number } | undefined;
+    const table = this.tables[language];
     for (let end = start; end < run.length && end - start < MOST_SEGMENTS; end++) {
       joined += run[end]!.text;
       if (joined.length > LONGEST) break;
-      if (this.tables[language].has(joined)) best = { headword: joined, segments: end - start + 1 };
+      const exact = table.has(joined);
+      // An inflected Japanese word is looked up in its dictionary form; a lone kanji or a form ending
+      // in kana that the dictionary also holds ("作": work, "使い": errand) is more often a verb's stem.
+      const inflected =
+        language === 'ja' && (!exact || joined.length === 1 || ENDS_IN_HIRAGANA.test(joined))
+          ? this.dictionaryForm(joined, run[end + 1]?.text ?? '')
+          : undefined;
+      if (inflected !== undefined) best = { headword: inflected, segments: end - start + 1 };
+      else if (exact) best = { headword: joined, segments: end - start + 1 };
     }
     return best;
+  }
+
+  /** The first of a Japanese word's possible dictionary forms that the glossary holds. */
+  private dictionaryForm(word: string, next: string): string | undefined {
+    return dictionaryForms(word, next).find((form) => this.tables.ja.has(form));
   }
 
   /**
