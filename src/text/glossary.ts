@@ -71,7 +71,7 @@ export class Glossary {
   private readonly stems = new Map<string, readonly WeightedTerm[]>();
   private readonly headwordTerms = new Map<string, readonly string[]>();
   /** English stem → headwords per language, built on the first reverse look-up. */
-  private reverse: Map<string, Partial<Record<GlossaryLanguage, string[]>>> | undefined;
+  private reverse: Map<string, Partial<Record<GlossaryLanguage, ReverseEntry[]>>> | undefined;
 
   constructor(tables: ReadonlyArray<{ language: GlossaryLanguage; text: string }>) {
     for (const { language, text } of tables) {
@@ -161,9 +161,9 @@ export class Glossary {
       const entry = reverse.get(term);
       if (!entry) continue;
       for (const language of languages) {
-        for (const headword of entry[language] ?? []) {
+        for (const { headword, weight } of entry[language] ?? []) {
           const parts = this.termsOf(headword);
-          for (const part of parts) push(alternatives, term, { term: part, weight: weightOf(headword) / parts.length, sense: weightOf(headword) });
+          for (const part of parts) push(alternatives, term, { term: part, weight: weight / parts.length, sense: weight });
         }
       }
     }
@@ -228,33 +228,54 @@ export class Glossary {
     return terms;
   }
 
-  private reverseIndex(): Map<string, Partial<Record<GlossaryLanguage, string[]>>> {
+  /**
+   * English stem → headwords per language. The files list frequent words first, so the first word
+   * whose main sense (first gloss word) is the English word is its everyday translation ("time":
+   * 时间); the second kept may have it as its second gloss word too ("morning": 早上, "early morning").
+   * An English word no headword has among its first two has the first headword that has it at all
+   * ("daycare"), weighted as a later sense.
+   */
+  private reverseIndex(): Map<string, Partial<Record<GlossaryLanguage, ReverseEntry[]>>> {
     if (this.reverse) return this.reverse;
-    const reverse = new Map<string, Partial<Record<GlossaryLanguage, string[]>>>();
+    const reverse = new Map<string, Partial<Record<GlossaryLanguage, ReverseEntry[]>>>();
     // Gloss words repeat across headwords ("file", "data"): each is stemmed once.
     const stems = new Map<string, string | undefined>();
     const stemOf = (word: string) => {
       if (!stems.has(word)) stems.set(word, termOf(word));
       return stems.get(word);
     };
-    // Two passes: words whose first gloss is the English word come before those where it is the second.
-    for (const position of [0, 1] as const) {
-      for (const language of ['zh', 'ja'] as const) {
-        for (const [headword, gloss] of this.tables[language]) {
-          if (headword.length < 2) continue;
-          const word = glossWordAt(gloss, position);
-          const stem = word === undefined ? undefined : stemOf(word);
-          if (!stem) continue;
-          let entry = reverse.get(stem);
-          if (!entry) reverse.set(stem, (entry = {}));
-          const list = (entry[language] ??= []);
-          if (list.length < REVERSE_PER_WORD && !list.includes(headword)) list.push(headword);
-        }
+    for (const language of ['zh', 'ja'] as const) {
+      /** Per stem: its main-sense headword, others with it first or second, and the first with it later. */
+      const found = new Map<string, { main?: string; near: string[]; later?: string }>();
+      for (const [headword, gloss] of this.tables[language]) {
+        if (headword.length < 2) continue;
+        gloss.split(' ').forEach((word, position) => {
+          const stem = stemOf(word);
+          if (!stem) return;
+          let entry = found.get(stem);
+          if (!entry) found.set(stem, (entry = { near: [] }));
+          if (position === 0) entry.main ??= headword;
+          if (position <= 1 && entry.near.length < REVERSE_PER_WORD) entry.near.push(headword);
+          else if (position > 1) entry.later ??= headword;
+        });
+      }
+      for (const [stem, { main, near, later }] of found) {
+        const headwords = main === undefined ? near : [main, ...near.filter((headword) => headword !== main)];
+        const kept: ReverseEntry[] = headwords.slice(0, REVERSE_PER_WORD).map((headword) => ({ headword, weight: weightOf(headword) }));
+        if (kept.length === 0 && later !== undefined) kept.push({ headword: later, weight: weightOf(later) * LATER_SENSE });
+        let entry = reverse.get(stem);
+        if (!entry) reverse.set(stem, (entry = {}));
+        entry[language] = kept;
       }
     }
     this.reverse = reverse;
     return reverse;
   }
+}
+
+interface ReverseEntry {
+  headword: string;
+  weight: number;
 }
 
 interface Segment {
@@ -279,15 +300,6 @@ function cjkRuns(text: string): Segment[][] {
   }
   if (run.length > 0) runs.push(run);
   return runs;
-}
-
-/** The first (0) or second (1) word of a gloss, without splitting all of it (tens of thousands are read at start). */
-function glossWordAt(gloss: string, position: 0 | 1): string | undefined {
-  const first = gloss.indexOf(' ');
-  if (position === 0) return first < 0 ? gloss : gloss.slice(0, first);
-  if (first < 0) return undefined;
-  const second = gloss.indexOf(' ', first + 1);
-  return second < 0 ? gloss.slice(first + 1) : gloss.slice(first + 1, second);
 }
 
 function weightOf(headword: string): number {
