@@ -223,7 +223,8 @@ const zhTerms = rarer.filter(
  */
 const band = (count: number) => Math.floor(Math.log2(1 + count));
 const zhKept = [...everyday, ...zhComputing, ...zhTechnical.map(({ score: _score, ...row }) => row), ...zhTerms].sort(
-  (a, b) => band(b.count) - band(a.count) || a.word.localeCompare(b.word),
+  // The supplement's words first: their first sense is the one a user means (and what an English word stands for).
+  (a, b) => Number(supplement.zh.has(b.word)) - Number(supplement.zh.has(a.word)) || band(b.count) - band(a.count) || a.word.localeCompare(b.word),
 );
 // Japanese kanji words have no frequency list here; where the same word is Chinese too (simplified or traditional), its Chinese frequency ranks it.
 const traditionalFrequency = new Map<string, number>();
