@@ -231,9 +231,8 @@ export class Glossary {
   /**
    * English stem → headwords per language. The files list frequent words first, so the first word
    * whose main sense (first gloss word) is the English word is its everyday translation ("time":
-   * 时间); the second kept may have it as its second gloss word too ("morning": 早上, "early morning").
-   * An English word no headword has among its first two has the first headword that has it at all
-   * ("daycare"), weighted as a later sense.
+   * 时间, not the alphabetically first 一度); the second kept may have it as its second gloss word
+   * ("morning": 上午 beside 早上), and counts as a second sense.
    */
   private reverseIndex(): Map<string, Partial<Record<GlossaryLanguage, ReverseEntry[]>>> {
     if (this.reverse) return this.reverse;
@@ -245,27 +244,25 @@ export class Glossary {
       return stems.get(word);
     };
     for (const language of ['zh', 'ja'] as const) {
-      /** Per stem: its main-sense headword, others with it first or second, and the first with it later. */
-      const found = new Map<string, { main?: string; near: string[]; later?: string }>();
+      /** Per stem: the first headword with it as its main sense, and the first ones with it first or second. */
+      const found = new Map<string, { main?: string; near: ReverseEntry[] }>();
       for (const [headword, gloss] of this.tables[language]) {
         if (headword.length < 2) continue;
-        gloss.split(' ').forEach((word, position) => {
-          const stem = stemOf(word);
-          if (!stem) return;
+        for (const position of [0, 1] as const) {
+          const word = glossWordAt(gloss, position);
+          const stem = word === undefined ? undefined : stemOf(word);
+          if (!stem) continue;
           let entry = found.get(stem);
           if (!entry) found.set(stem, (entry = { near: [] }));
           if (position === 0) entry.main ??= headword;
-          if (position <= 1 && entry.near.length < REVERSE_PER_WORD) entry.near.push(headword);
-          else if (position > 1) entry.later ??= headword;
-        });
+          if (entry.near.length < REVERSE_PER_WORD) entry.near.push({ headword, weight: weightOf(headword) * (position === 0 ? 1 : SECOND_SENSE) });
+        }
       }
-      for (const [stem, { main, near, later }] of found) {
-        const headwords = main === undefined ? near : [main, ...near.filter((headword) => headword !== main)];
-        const kept: ReverseEntry[] = headwords.slice(0, REVERSE_PER_WORD).map((headword) => ({ headword, weight: weightOf(headword) }));
-        if (kept.length === 0 && later !== undefined) kept.push({ headword: later, weight: weightOf(later) * LATER_SENSE });
+      for (const [stem, { main, near }] of found) {
+        const first = main === undefined ? [] : [{ headword: main, weight: weightOf(main) }];
         let entry = reverse.get(stem);
         if (!entry) reverse.set(stem, (entry = {}));
-        entry[language] = kept;
+        entry[language] = [...first, ...near.filter((other) => other.headword !== main)].slice(0, REVERSE_PER_WORD);
       }
     }
     this.reverse = reverse;
@@ -300,6 +297,15 @@ function cjkRuns(text: string): Segment[][] {
   }
   if (run.length > 0) runs.push(run);
   return runs;
+}
+
+/** The first (0) or second (1) word of a gloss, without splitting all of it (tens of thousands are read at start). */
+function glossWordAt(gloss: string, position: 0 | 1): string | undefined {
+  const first = gloss.indexOf(' ');
+  if (position === 0) return first < 0 ? gloss : gloss.slice(0, first);
+  if (first < 0) return undefined;
+  const second = gloss.indexOf(' ', first + 1);
+  return second < 0 ? gloss.slice(first + 1) : gloss.slice(first + 1, second);
 }
 
 function weightOf(headword: string): number {
