@@ -216,7 +216,16 @@ const technicalKept = new Set(zhTechnical.map((row) => row.word));
 const zhTerms = rarer.filter(
   (row) => !computingWords.has(row.word) && !supplement.zh.has(row.word) && !technicalKept.has(row.word) && isTerm(row.word, row.words),
 );
-const zhKept = [...everyday, ...zhComputing, ...zhTechnical.map(({ score: _score, ...row }) => row), ...zhTerms].sort((a, b) => a.word.localeCompare(b.word));
+/**
+ * The files list the more frequent words first, in bands of twice the frequency (alphabetical within a
+ * band, which compresses better than an exact order): the reverse look-up, English → Chinese or Japanese,
+ * takes the first words that have an English word as their main sense ("time": 时间, not 一度).
+ */
+const band = (count: number) => Math.floor(Math.log2(1 + count));
+const zhKept = [...everyday, ...zhComputing, ...zhTechnical.map(({ score: _score, ...row }) => row), ...zhTerms].sort(
+  // The supplement's words first: their first sense is the one a user means (and what an English word stands for).
+  (a, b) => Number(supplement.zh.has(b.word)) - Number(supplement.zh.has(a.word)) || band(b.count) - band(a.count) || a.word.localeCompare(b.word),
+);
 // Japanese kanji words have no frequency list here; where the same word is Chinese too (simplified or traditional), its Chinese frequency ranks it.
 const traditionalFrequency = new Map<string, number>();
 for (const [traditional, simplified] of cedict)
@@ -325,7 +334,10 @@ const kanji = jaRows
       b.count - a.count,
   );
 kanji.splice(JA_KANJI);
-const jaKept = [...katakana, ...kanji].sort((a, b) => a.word.localeCompare(b.word));
+// Japanese has no frequency list here: the supplement, then common words, then the rest, each by the Chinese frequency of a kanji word.
+const jaKept = [...katakana.map((row) => ({ ...row, count: 0 })), ...kanji].sort(
+  (a, b) => b.rank - a.rank || band(b.count) - band(a.count) || a.word.localeCompare(b.word),
+);
 
 /* ---------- output ---------- */
 

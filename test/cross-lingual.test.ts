@@ -158,6 +158,17 @@ describe('cross-lingual memory: a Chinese question recalls a memory written in E
     assert.deepEqual(await search(SLANG), [MEMORY]);
     assert.equal(keyCalls.length, calls);
   });
+
+  test('a Chinese question about the 幼儿园 recalls the English memory about the daycare, with the glossary alone', async () => {
+    const DAYCARE = 'Leo goes to the Little Sprouts daycare on Elm Street.';
+    const added = await fetch(`${proxy.url}/v1/memory`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'semantic', content: DAYCARE }),
+    });
+    assert.equal(added.status, 201, await added.text());
+    assert.deepEqual(await search('孩子的幼儿园叫什么'), [DAYCARE]);
+  });
 });
 
 describe('cross-lingual skills: software terms the general dictionaries lack', () => {
@@ -170,6 +181,9 @@ describe('cross-lingual skills: software terms the general dictionaries lack', (
     'filename-handling': 'Quote every filename in shell commands; a filename may hold characters the shell splits on.',
     'deploy-from-repository': 'Deploy only what the repository holds: deploy the tagged commit, never a local copy.',
     'weekly-report': 'Write the weekly report for a manager: what was done, what is next, what is blocked.',
+    'delete-safely': 'Delete no file for good at once: move it to the trash and empty the trash a week later.',
+    'email-sending': 'Send an email only after reading it once more and checking who it goes to.',
+    'incident-postmortem': 'After an incident in production, write what happened, when it was noticed, and what will prevent it.',
   };
 
   before(async () => {
@@ -191,6 +205,19 @@ describe('cross-lingual skills: software terms the general dictionaries lack', (
     assert.deepEqual(injectedSkills(upstream), ['record-timestamps']);
     await ask(proxy, '文件名里有中文怎么处理', 'zh-t2');
     assert.deepEqual(injectedSkills(upstream), ['filename-handling']);
+  });
+
+  test('a Japanese request whose verb is inflected (消して, 送って) finds the English skill through the dictionary form of the verb', async () => {
+    // The noun alone is too little evidence for a skill found through translations: the verb makes it.
+    await ask(client, 'ファイルを消して', 'ja-v1');
+    assert.deepEqual(injectedSkills(upstream), ['delete-safely']);
+    await ask(client, 'メールを送って', 'ja-v2');
+    assert.deepEqual(injectedSkills(upstream), ['email-sending']);
+  });
+
+  test('a Chinese request about a 线上事故 (an incident in production) finds the English incident skill', async () => {
+    await ask(client, '线上事故', 'zh-t3');
+    assert.deepEqual(injectedSkills(upstream), ['incident-postmortem']);
   });
 
   test('a Japanese request in katakana loanwords (リポジトリ, デプロイ, タイムスタンプ, メタデータ) finds its English skill', async () => {

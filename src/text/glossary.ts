@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
+import { dictionaryForms } from './deinflect.js';
 import { termOf, tokenize, wordSegments } from './tokenize.js';
 
 /**
@@ -62,6 +63,7 @@ const FILES: Record<GlossaryLanguage, URL> = {
 const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
 const KANA = /[\u3040-\u30ff]/;
 const KATAKANA_WORD = /^[\u30a0-\u30ff]+$/;
+const ENDS_IN_HIRAGANA = /[\u3040-\u309f]$/;
 
 export class Glossary {
   /** Per language, headword → its English gloss words, as written in the file (stemmed on first use). */
@@ -69,7 +71,7 @@ export class Glossary {
   private readonly stems = new Map<string, readonly WeightedTerm[]>();
   private readonly headwordTerms = new Map<string, readonly string[]>();
   /** English stem → headwords per language, built on the first reverse look-up. */
-  private reverse: Map<string, Partial<Record<GlossaryLanguage, string[]>>> | undefined;
+  private reverse: Map<string, Partial<Record<GlossaryLanguage, ReverseEntry[]>>> | undefined;
 
   constructor(tables: ReadonlyArray<{ language: GlossaryLanguage; text: string }>) {
     for (const { language, text } of tables) {
@@ -159,9 +161,9 @@ export class Glossary {
       const entry = reverse.get(term);
       if (!entry) continue;
       for (const language of languages) {
-        for (const headword of entry[language] ?? []) {
+        for (const { headword, weight } of entry[language] ?? []) {
           const parts = this.termsOf(headword);
-          for (const part of parts) push(alternatives, term, { term: part, weight: weightOf(headword) / parts.length, sense: weightOf(headword) });
+          for (const part of parts) push(alternatives, term, { term: part, weight: weight / parts.length, sense: weight });
         }
       }
     }
@@ -171,12 +173,26 @@ export class Glossary {
   private longestAt(run: readonly Segment[], start: number, language: GlossaryLanguage): { headword: string; segments: number } | undefined {
     let joined = '';
     let best: { headword: string; segments: number } | undefined;
+    const table = this.tables[language];
     for (let end = start; end < run.length && end - start < MOST_SEGMENTS; end++) {
       joined += run[end]!.text;
       if (joined.length > LONGEST) break;
-      if (this.tables[language].has(joined)) best = { headword: joined, segments: end - start + 1 };
+      const exact = table.has(joined);
+      // An inflected Japanese word is looked up in its dictionary form; a lone kanji or a form ending
+      // in kana that the dictionary also holds ("作": work, "使い": errand) is more often a verb's stem.
+      const inflected =
+        language === 'ja' && (!exact || joined.length === 1 || ENDS_IN_HIRAGANA.test(joined))
+          ? this.dictionaryForm(joined, run[end + 1]?.text ?? '')
+          : undefined;
+      if (inflected !== undefined) best = { headword: inflected, segments: end - start + 1 };
+      else if (exact) best = { headword: joined, segments: end - start + 1 };
     }
     return best;
+  }
+
+  /** The first of a Japanese word's possible dictionary forms that the glossary holds. */
+  private dictionaryForm(word: string, next: string): string | undefined {
+    return dictionaryForms(word, next).find((form) => this.tables.ja.has(form));
   }
 
   /**
@@ -212,33 +228,51 @@ export class Glossary {
     return terms;
   }
 
-  private reverseIndex(): Map<string, Partial<Record<GlossaryLanguage, string[]>>> {
+  /**
+   * English stem → headwords per language. The files list frequent words first, so the first word
+   * whose main sense (first gloss word) is the English word is its everyday translation ("time":
+   * 时间, not the alphabetically first 一度); the second kept may have it as its second gloss word
+   * ("morning": 上午 beside 早上), and counts as a second sense.
+   */
+  private reverseIndex(): Map<string, Partial<Record<GlossaryLanguage, ReverseEntry[]>>> {
     if (this.reverse) return this.reverse;
-    const reverse = new Map<string, Partial<Record<GlossaryLanguage, string[]>>>();
+    const reverse = new Map<string, Partial<Record<GlossaryLanguage, ReverseEntry[]>>>();
     // Gloss words repeat across headwords ("file", "data"): each is stemmed once.
     const stems = new Map<string, string | undefined>();
     const stemOf = (word: string) => {
       if (!stems.has(word)) stems.set(word, termOf(word));
       return stems.get(word);
     };
-    // Two passes: words whose first gloss is the English word come before those where it is the second.
-    for (const position of [0, 1] as const) {
-      for (const language of ['zh', 'ja'] as const) {
-        for (const [headword, gloss] of this.tables[language]) {
-          if (headword.length < 2) continue;
+    for (const language of ['zh', 'ja'] as const) {
+      /** Per stem: the first headword with it as its main sense, and the first ones with it first or second. */
+      const found = new Map<string, { main?: string; near: ReverseEntry[] }>();
+      for (const [headword, gloss] of this.tables[language]) {
+        if (headword.length < 2) continue;
+        for (const position of [0, 1] as const) {
           const word = glossWordAt(gloss, position);
           const stem = word === undefined ? undefined : stemOf(word);
           if (!stem) continue;
-          let entry = reverse.get(stem);
-          if (!entry) reverse.set(stem, (entry = {}));
-          const list = (entry[language] ??= []);
-          if (list.length < REVERSE_PER_WORD && !list.includes(headword)) list.push(headword);
+          let entry = found.get(stem);
+          if (!entry) found.set(stem, (entry = { near: [] }));
+          if (position === 0) entry.main ??= headword;
+          if (entry.near.length < REVERSE_PER_WORD) entry.near.push({ headword, weight: weightOf(headword) * (position === 0 ? 1 : SECOND_SENSE) });
         }
+      }
+      for (const [stem, { main, near }] of found) {
+        const first = main === undefined ? [] : [{ headword: main, weight: weightOf(main) }];
+        let entry = reverse.get(stem);
+        if (!entry) reverse.set(stem, (entry = {}));
+        entry[language] = [...first, ...near.filter((other) => other.headword !== main)].slice(0, REVERSE_PER_WORD);
       }
     }
     this.reverse = reverse;
     return reverse;
   }
+}
+
+interface ReverseEntry {
+  headword: string;
+  weight: number;
 }
 
 interface Segment {
