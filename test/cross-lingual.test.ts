@@ -209,14 +209,14 @@ describe('cross-lingual skills: software terms the general dictionaries lack', (
 
   test('a Japanese request whose verb is inflected (消して, 送って) finds the English skill through the dictionary form of the verb', async () => {
     // The noun alone is too little evidence for a skill found through translations: the verb makes it.
-    await ask(client, 'ファイルを消して', 'ja-v1');
+    await ask(proxy, 'ファイルを消して', 'ja-v1');
     assert.deepEqual(injectedSkills(upstream), ['delete-safely']);
-    await ask(client, 'メールを送って', 'ja-v2');
+    await ask(proxy, 'メールを送って', 'ja-v2');
     assert.deepEqual(injectedSkills(upstream), ['email-sending']);
   });
 
   test('a Chinese request about a 线上事故 (an incident in production) finds the English incident skill', async () => {
-    await ask(client, '线上事故', 'zh-t3');
+    await ask(proxy, '线上事故', 'zh-t3');
     assert.deepEqual(injectedSkills(upstream), ['incident-postmortem']);
   });
 
