@@ -3,11 +3,13 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
+import OpenAI from 'openai';
 import { loadConfig } from '../src/config/index.js';
 import { ConversationStore } from '../src/conversation/index.js';
 import { recordingSettings } from '../src/runtime/recording.js';
 import { openDatabase } from '../src/store/index.js';
-import { tempHome } from './support/proxy.js';
+import { tempHome, waitFor } from './support/proxy.js';
+import { startScriptedProxy } from './support/scripted-proxy.js';
 import { finishedTurn } from './support/turns.js';
 
 test('a turn the store refuses as busy is written by the writer thread once the store frees up, not reported as a storage error', async () => {
@@ -50,5 +52,47 @@ test('a turn the store refuses as busy is written by the writer thread once the 
     clearInterval(keepAlive);
     db.close();
     rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test('another connection holding the write lock for seconds never stalls requests: learning pauses and resumes, every turn is recorded', async () => {
+  const { proxy, close } = await startScriptedProxy({ config: { skills: { auto_evolve: false }, memory: { auto_extract: false } } });
+  const status = async () => (await (await fetch(`${proxy.url}/status`)).json()) as any;
+  const openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+  const other = new Database(join(proxy.home, 'metaclaw.db'));
+  try {
+    let sent = 0;
+    const ask = async () => {
+      const started = performance.now();
+      const answer = await openai.chat.completions.create(
+        { model: 'm', messages: [{ role: 'user', content: `Note ${sent} for later: the staging bucket is called heron-${sent}.` }] },
+        { headers: { 'X-Session-Id': `busy-${sent % 3}` } },
+      );
+      sent++;
+      assert.equal(answer.choices[0]!.message.content, 'Hello from the scripted upstream.');
+      return performance.now() - started;
+    };
+    await ask();
+    // Each turn queues a learning job (its memory unit), and the runner takes jobs in the gaps
+    // between requests: with gaps of 300 ms it tries to write while the lock is held.
+    other.exec('BEGIN IMMEDIATE');
+    const latencies: number[] = [];
+    const heldUntil = Date.now() + 6_000;
+    while (Date.now() < heldUntil) {
+      latencies.push(await ask());
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    other.exec('COMMIT');
+    assert.ok(Math.max(...latencies) < 1_500, `slowest request while the lock was held: ${Math.round(Math.max(...latencies))} ms`);
+
+    const settled = await waitFor(async () => {
+      const current = await status();
+      return current.store.writable && current.sessions.turns === sent && current.queue.queued === 0 ? current : undefined;
+    }, 20_000);
+    assert.equal(settled.store.recording.held, 0);
+  } finally {
+    if (other.inTransaction) other.exec('ROLLBACK');
+    other.close();
+    await close();
   }
 });

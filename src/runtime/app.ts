@@ -55,13 +55,16 @@ export interface RuntimeOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/** What /status answers (and the dashboard's overview reads). */
+export type StatusReport = ReturnType<MetaclawRuntime['statusReport']>;
+
+/** The longest the proxy's own connection waits for another's write lock (ms): the event loop waits with it. */
+const MAIN_THREAD_BUSY_TIMEOUT_MS = 200;
+
 /**
  * The running proxy process: composes config → store → conversation → learning → context →
  * upstream → proxy, and owns start-up and graceful shutdown.
  */
-/** What /status answers (and the dashboard's overview reads). */
-export type StatusReport = ReturnType<MetaclawRuntime['statusReport']>;
-
 export class MetaclawRuntime {
   readonly logger: Logger;
   readonly db: Db;
@@ -115,7 +118,11 @@ export class MetaclawRuntime {
       rotation: { maxBytes: Math.round(values['log.max_size_mb'] * 1024 * 1024), maxFiles: values['log.max_files'] },
     });
     this.afterServing = new AfterServing(this.logger);
-    this.db = openDatabase(paths.database);
+    // A write on this connection waits for a lock on the event loop, so every request waits with it:
+    // with SQLite's usual 5 s, a `sqlite3` shell or a backup holding the write lock stalled the proxy
+    // for 5 s per learning step. A write refused here pauses learning until a probe write works
+    // (StoreHealth); the turn writer has its own connection and thread, and keeps the long wait.
+    this.db = openDatabase(paths.database, { busyTimeoutMs: MAIN_THREAD_BUSY_TIMEOUT_MS });
     this.checkpointer = new WalCheckpointer(this.db, paths.database, this.logger);
     const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
     this.queue = new JobQueue(this.db, instanceId, values['learning.max_attempts']);

@@ -9,6 +9,8 @@ export type Db = Database.Database;
 export interface OpenOptions {
   readonly migrations?: readonly Migration[];
   readonly readonly?: boolean;
+  /** How long a write waits for another connection's lock once the schema is up to date (default 5 s). */
+  readonly busyTimeoutMs?: number;
 }
 
 /**
@@ -31,6 +33,7 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   // Deleted rows are overwritten with zeros: a forgotten memory must not linger in free pages.
   db.pragma('secure_delete = ON');
   migrate(db, migrations);
+  if (options.busyTimeoutMs !== undefined) db.pragma(`busy_timeout = ${Math.max(0, Math.round(options.busyTimeoutMs))}`);
   return db;
 }
 
