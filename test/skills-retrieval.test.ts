@@ -113,6 +113,28 @@ describe('skill retrieval over a bank written by others (the dev2 set: English s
   });
 });
 
+describe('skill retrieval over a bank written by others (the dev3 set: long trigger-heavy English descriptions)', () => {
+  const library = new SkillLibrary(new URL('./fixtures/dev3-skills/bank', import.meta.url).pathname, silentLogger());
+  library.scan();
+  const index = new SkillSearchIndex();
+  index.sync(library.all());
+  const search = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35 }, silentLogger());
+  const names = (request: string) => (search.retrieve(request) as Array<{ skill: { name: string } }>).map((hit) => hit.skill.name);
+
+  test("a request that shares only one word with a skill's name (pandas at the zoo, a mower's spark plug) gets no skill; a request about the skill, or the word alone, gets it", () => {
+    assert.deepEqual(names('when is the best time of day to see the pandas awake at the zoo?'), []);
+    assert.deepEqual(names('the spark plug in my lawn mower needs replacing, what size do I buy?'), []);
+    assert.deepEqual(names('merge two pandas DataFrames on customer id and date, then fill the gaps'), ['pandas-pro']);
+    assert.deepEqual(names('pandas'), ['pandas-pro']);
+  });
+
+  test('a request word in another form than the skill\'s ("auditor" for "audit") finds the skill', () => {
+    assert.deepEqual(names('the SOC 2 auditor arrives next month. go over the repo and our cloud setup for holes and rank what you find by how bad it is'), [
+      'security-reviewer',
+    ]);
+  });
+});
+
 describe("skill search index: what stands for a skill's description", () => {
   const skill = (name: string, description: string, body: string): Skill => ({
     name,
@@ -157,5 +179,17 @@ describe("skill search index: what stands for a skill's description", () => {
     const hits = index.search([...uniqueTerms('research article')]);
     const coverage = (name: string) => hits.find((hit) => hit.name === name)!.coverage;
     assert.ok(Math.abs(coverage('paper-notes') - coverage('paper-digest')) < 0.05, `${coverage('paper-notes')} vs ${coverage('paper-digest')}`);
+  });
+
+  test("forms of a word the stemmer leaves apart (coverage / cover, summarize / summarise) match; a compound's first word (checks / checkout) does not", () => {
+    const index = new SkillSearchIndex();
+    index.sync([
+      skill('test-coverage', 'Measures test coverage and will summarize which branches no test reaches.', '# Coverage'),
+      skill('order-checks', 'Runs sanity checks on orders before they ship.', '# Checks'),
+    ]);
+    const coverage = (request: string, name: string) => index.search([...uniqueTerms(request)]).find((hit) => hit.name === name)?.coverage ?? 0;
+    assert.ok(coverage('branches cover', 'test-coverage') > 0.9, `cover: ${coverage('branches cover', 'test-coverage')}`);
+    assert.ok(coverage('branches summarise', 'test-coverage') > 0.9, `summarise: ${coverage('branches summarise', 'test-coverage')}`);
+    assert.ok(coverage('orders checkout', 'order-checks') < 0.6, `checkout: ${coverage('orders checkout', 'order-checks')}`);
   });
 });
