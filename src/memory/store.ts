@@ -590,7 +590,7 @@ export class MemoryStore {
     // Glosses are English (a Chinese or Japanese term has none); a unit holding the term itself is indexed without its gloss.
     let partial = CJK.test(term) ? [] : this.postings(GLOSS_MARK + token);
     // Related words are English too: a unit holding the term itself is indexed without it as a related word.
-    const kindred = CJK.test(term) ? [] : this.postings(KINDRED_MARK + token);
+    const kindred = CJK.test(term) ? [] : this.postings(KINDRED_MARK + token, false, KINDRED_POSTINGS);
     if (rows.length === 0 && partial.length === 0 && SHORTENED.test(term)) partial = this.postings(token, true);
     // A capped list is not the term's document frequency: ask the index for that.
     const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
@@ -598,9 +598,9 @@ export class MemoryStore {
   }
 
   /** The newest holders of an indexed token, or with `prefix` of any token it begins (none when the token cannot be searched). */
-  private postings(token: string, prefix = false): number[] {
+  private postings(token: string, prefix = false, limit = POSTINGS_PER_TERM): number[] {
     try {
-      return this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"${prefix ? '*' : ''}`, POSTINGS_PER_TERM);
+      return this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"${prefix ? '*' : ''}`, limit);
     } catch {
       return [];
     }
@@ -750,8 +750,14 @@ export const PARTIAL_WEIGHT = 0.6;
  * word's first senses, or what it is a kind of): tuned on the tuned and dev histories.
  */
 export const KINDRED_WEIGHT = 0.6;
+/**
+ * How many units holding a term only as a related word a search visits (the newest): a common word
+ * ("time", "work") is related to hundreds of others, and those holders would double a search's cost
+ * for evidence that weighs little.
+ */
+const KINDRED_POSTINGS = 50;
 /** Related terms indexed per unit at most. */
-const MOST_KINDRED_TERMS = 200;
+const MOST_KINDRED_TERMS = 60;
 /** Glossed terms indexed per unit at most (a long Chinese answer has hundreds of words). */
 const MOST_GLOSS_TERMS = 200;
 /** An English query term that may be the short form of a longer word: only these are looked up as a prefix. */
