@@ -19,7 +19,7 @@ const THESAURUS_FILE = new URL('../../data/thesaurus/en.json.gz', import.meta.ur
  * whole text at once: tens of thousands of lines checked one by one cost a third of a second.
  */
 const ENTRY_CHARACTERS = /^[a-z0-9]+\t[a-z0-9 \t\n]*$/;
-const MISPLACED_SPACE = /(?:^| |\t|\n) |  | (?:$|\t|\n)|\n\t/;
+const MISPLACED_SPACE = /(?:^| |\t|\n) | {2}| (?:$|\t|\n)|\n\t/;
 const fileSchema = z
   .object({
     about: z.string(),
