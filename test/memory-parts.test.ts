@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { silentLogger } from '../src/logging/index.js';
 import { loadConfig } from '../src/config/index.js';
-import { detectRules, MemoryService, timeWindowOf } from '../src/memory/index.js';
+import type { JobContext } from '../src/learning/index.js';
+import { detectRules, MemoryService, REINDEX_JOB, timeWindowOf } from '../src/memory/index.js';
 import { housekeep } from '../src/memory/housekeeping.js';
 import { MemoryRetriever } from '../src/memory/retrieval.js';
 import { MemoryStore } from '../src/memory/store.js';
@@ -104,23 +105,52 @@ describe('memory parts', () => {
 
 describe('memory index entries of older units', () => {
   for (const [before, what] of [
-    [undefined, 'the first start on a database rewrites the entries of Chinese units'],
-    ['0123456789abcdef', 'a start with another glossary than the one the entries were written with rewrites them'],
+    [undefined, 'on a database written before entries held glosses and related words'],
+    ['0123456789abcdef', 'on a database indexed with another glossary and thesaurus'],
   ] as const)
-    test(`${what}, so an English question finds them through their glosses`, async () => {
+    test(`${what}, a start queues one re-indexing job instead of re-indexing itself; the job makes Chinese units found through their glosses and English ones through related words`, async () => {
       const db = openDatabase(':memory:');
       const settings = { ...memorySettings(loadConfig({ env: { METACLAW_HOME: '/nonexistent-metaclaw-home' } })), autoExtract: false };
       const open = () => new MemoryService({ db, logger: silentLogger(), settings });
-      const content = '我们家只有一辆车，是一辆白色的本田思域。';
-      open().ingest('s', 'cars', [{ id: 't1', role: 'user', content }]);
-      // As a database written before entries held these glosses: the unit's entry lacks them, and the state says so.
-      db.prepare('DELETE FROM memory_fts WHERE rowid = (SELECT rowid FROM memory_units WHERE content = ?)').run(content);
+      const chinese = '我们家只有一辆车，是一辆白色的本田思域。';
+      const english = 'We adopted a retired greyhound called Pepper from the rescue centre.';
+      open().ingest('s', 'family', [
+        { id: 't1', role: 'user', content: chinese },
+        { id: 't2', role: 'user', content: english },
+      ]);
+      // As a database written before entries held these words: the units' entries lack them, and the state says so.
+      for (const content of [chinese, english])
+        db.prepare('DELETE FROM memory_fts WHERE rowid = (SELECT rowid FROM memory_units WHERE content = ?)').run(content);
       if (before === undefined) db.prepare("DELETE FROM state WHERE key = 'memory.gloss_index'").run();
       else db.prepare("UPDATE state SET value = ? WHERE key = 'memory.gloss_index'").run(before);
-      const hits = await open().search({ scope: 's', query: 'What car does our family have?', limit: 5 });
+      const found = async (service: MemoryService, query: string) => (await service.search({ scope: 's', query, limit: 5 })).map((hit) => hit.unit.content);
+
+      const service = open();
+      assert.ok(!(await found(service, 'What is my dog called?')).includes(english), 'starting did not rewrite the index itself');
+      const queued: string[] = [];
+      service.attachQueue((kind) => (queued.push(kind), 1));
       assert.deepEqual(
-        hits.map((hit) => hit.unit.content),
-        [content],
+        queued.filter((kind) => kind === REINDEX_JOB),
+        [REINDEX_JOB],
       );
+      await service
+        .handlers()
+        .find((handler) => handler.kind === REINDEX_JOB)!
+        .run({}, jobContext());
+      assert.equal((await found(service, 'What car does our family have?'))[0], chinese);
+      assert.equal((await found(service, 'What is my dog called?'))[0], english);
+
+      const again: string[] = [];
+      open().attachQueue((kind) => (again.push(kind), 1));
+      assert.ok(!again.includes(REINDEX_JOB), 'once re-indexed, a later start queues nothing');
     });
 });
+
+function jobContext(): JobContext {
+  return {
+    job: { id: 1, kind: REINDEX_JOB, payload: {}, attempts: 0, maxAttempts: 3, createdAt: Date.now() },
+    signal: new AbortController().signal,
+    logger: silentLogger(),
+    spend: () => undefined,
+  };
+}

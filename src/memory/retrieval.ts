@@ -12,7 +12,7 @@ import {
   type GlossaryLanguage,
   type WeightedTerm,
 } from '../text/index.js';
-import { NEIGHBOUR_WEIGHT, PARTIAL_WEIGHT, type Candidate, type KeywordSearch, type MemoryStore } from './store.js';
+import { KINDRED_WEIGHT, NEIGHBOUR_WEIGHT, PARTIAL_WEIGHT, type Candidate, type KeywordSearch, type MemoryStore } from './store.js';
 import { timeWindowOf, type TimeWindow } from './time-window.js';
 import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import type { MemoryVectors } from './vectors.js';
@@ -150,10 +150,13 @@ export class MemoryRetriever {
     const rare = rareTermIdf(this.store.scopeSize(request.scope));
     const speaker = ASKS_ASSISTANT.test(request.query) ? 'assistant' : 'user';
     const scored: Array<MemoryHit & { keyword: number }> = [];
-    for (const { unit, terms: unitTerms, related, partial } of candidates.values()) {
+    for (const { unit, terms: unitTerms, related, partial, kindred } of candidates.values()) {
       if (!this.eligible(unit, request)) continue;
       // A term said in the turn next to a unit counts NEIGHBOUR_WEIGHT of one in the unit itself; one held in another form, PARTIAL_WEIGHT.
-      const holds = (term: string) => (unitTerms.has(term) ? 1 : Math.max(partial?.has(term) ? PARTIAL_WEIGHT : 0, related.has(term) ? NEIGHBOUR_WEIGHT : 0));
+      const holds = (term: string) =>
+        unitTerms.has(term)
+          ? 1
+          : Math.max(partial?.has(term) ? PARTIAL_WEIGHT : 0, kindred?.has(term) ? KINDRED_WEIGHT : 0, related.has(term) ? NEIGHBOUR_WEIGHT : 0);
       const matched = matchedMass(terms, alternatives, idf, holds);
       const keyword = queryWeight > 0 ? keywordRelevance(matched / queryWeight, matched / rare) : 0;
       const relevance = this.relevanceOf(keyword, semantic, unit.id);

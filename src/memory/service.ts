@@ -13,7 +13,7 @@ import {
 import type { Logger } from '../logging/index.js';
 import { loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
-import { glossaryVersion, redactSecrets, type GlossaryLanguage } from '../text/index.js';
+import { glossaryVersion, redactSecrets, thesaurusVersion, type GlossaryLanguage } from '../text/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema.js';
 import { housekeep, type HousekeepingReport } from './housekeeping.js';
@@ -43,6 +43,10 @@ import { InternalError, MemoryError } from '../errors.js';
 export const HOUSEKEEPING_JOB = 'memory.housekeeping';
 export const EMBED_JOB = 'memory.embed';
 export const SEARCH_KEYS_JOB = 'memory.search_keys';
+/** Rewrites the index entries of stored units after an upgrade brought other glossary or thesaurus words. */
+export const REINDEX_JOB = 'memory.reindex';
+/** Units re-indexed per transaction: a few tens of milliseconds, so requests and the writer thread get their turn between. */
+const REINDEX_BATCH = 200;
 /** Units per search keys call, and calls per job (a large memory is done over several jobs). */
 const KEYS_BATCH = 12;
 const KEYS_BATCHES_PER_JOB = 2;
@@ -120,8 +124,18 @@ function rawContent(text: string): string {
   return redactSecrets(text).slice(0, 8_000).trim();
 }
 
-/** State key: the glossary (its version) whose English glosses the index entries of Chinese and Japanese units hold. */
+/**
+ * State key: the bundled words (glossary and thesaurus versions) the index entries of stored units
+ * were written with. Its progress key holds that version and the last rowid re-indexed for it, so an
+ * interrupted re-index goes on where it stopped.
+ */
 const GLOSS_INDEX_STATE = 'memory.gloss_index';
+const GLOSS_INDEX_PROGRESS_STATE = 'memory.gloss_index.progress';
+
+/** The bundled words an index entry is written with: glosses of Chinese and Japanese words, related English words. */
+function indexWordsVersion(): string {
+  return `${glossaryVersion()}+${thesaurusVersion()}`;
+}
 
 /**
  * Long-term memory: raw turns kept as searchable episodic units, extraction of durable units by an
@@ -143,13 +157,8 @@ export class MemoryService {
     this.state = new StateStore(db);
     this.searchKeys = new MemorySearchKeys(db);
     this.store.useSearchKeys((content) => this.searchKeys.keysOf(content));
-    // Once per database and glossary: units indexed before (without glosses, or with an older glossary's) gain this one's.
-    const glosses = glossaryVersion();
-    if (this.state.get(GLOSS_INDEX_STATE) !== glosses) {
-      const rewritten = this.store.reindexGlossed();
-      this.state.set(GLOSS_INDEX_STATE, glosses);
-      if (rewritten > 0) logger.info({ units: rewritten }, 'memory index entries rewritten with glosses');
-    }
+    // A new database is indexed with these words from its first unit on; an older one is re-indexed by a job (`attachQueue`).
+    if (this.state.get(GLOSS_INDEX_STATE) !== indexWordsVersion() && this.store.isEmpty()) this.state.set(GLOSS_INDEX_STATE, indexWordsVersion());
     const embeddings = embeddingClient(settings);
     this.vectorStore = embeddings ? new MemoryVectors(db, this.store, embeddings, logger) : undefined;
     this.retriever = new MemoryRetriever(this.store, this.vectorStore, logger, settings.retrievalMode, () => this.crossLingualLanguages());
@@ -194,6 +203,9 @@ export class MemoryService {
       this.queueSearchKeys();
     });
     this.queueSearchKeys();
+    // Once per database and bundled words: units indexed before (without glosses or related words, or older ones) gain these.
+    // A job, not here: rewriting a large memory's index takes seconds, which neither start nor requests should wait for.
+    if (this.state.get(GLOSS_INDEX_STATE) !== indexWordsVersion()) enqueue(REINDEX_JOB, {}, { dedupeKey: REINDEX_JOB });
   }
 
   handlers(): JobHandler[] {
@@ -207,7 +219,32 @@ export class MemoryService {
       },
       { kind: EMBED_JOB, usesLlm: true, run: (_payload, context) => this.embed(context) },
       { kind: SEARCH_KEYS_JOB, usesLlm: true, run: (_payload, context) => this.writeSearchKeys(context) },
+      { kind: REINDEX_JOB, usesLlm: false, run: (_payload, context) => this.reindexWords(context) },
     ];
+  }
+
+  /**
+   * Rewrites every unit's index entry with the bundled words of this version, a batch at a time,
+   * yielding between batches; resumes after the last batch an interrupted run finished. Units
+   * stored meanwhile are indexed with these words already.
+   */
+  private async reindexWords(context: JobContext): Promise<void> {
+    const version = indexWordsVersion();
+    if (this.state.get(GLOSS_INDEX_STATE) === version) return;
+    const progress = /^(.*):(\d+)$/.exec(this.state.get(GLOSS_INDEX_PROGRESS_STATE) ?? '');
+    let after = progress?.[1] === version ? Number(progress[2]) : 0;
+    let units = 0;
+    for (;;) {
+      if (context.signal.aborted) throw new MemoryError('re-indexing stopped; it goes on from here next time');
+      const batch = this.store.reindexAfter(after, REINDEX_BATCH);
+      if (!batch) break;
+      units += batch.count;
+      after = batch.last;
+      this.state.set(GLOSS_INDEX_PROGRESS_STATE, `${version}:${after}`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    this.state.set(GLOSS_INDEX_STATE, version);
+    context.logger.info({ units }, 'memory index entries rewritten with the bundled glossary and thesaurus');
   }
 
   /* ---------- raw turns ---------- */

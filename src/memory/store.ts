@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Db } from '../store/index.js';
-import { blendedIdf, glossary, redactSecrets, tokenize } from '../text/index.js';
+import { blendedIdf, glossary, redactSecrets, thesaurus, tokenize } from '../text/index.js';
 import { injectionReason } from '../context/index.js';
 import type { MemoryDraft, MemoryOrigin, MemoryType, MemoryUnit } from './types.js';
 
@@ -48,6 +48,8 @@ export interface Candidate {
   related: Set<string>;
   /** Query terms the unit holds only in another form (see `PARTIAL_WEIGHT`); absent when none. */
   partial?: Set<string>;
+  /** Query terms the unit holds only as a word related to one of its own (see `KINDRED_WEIGHT`); absent when none. */
+  kindred?: Set<string>;
   bm25: number;
 }
 
@@ -175,7 +177,7 @@ export class MemoryStore {
         "SELECT * FROM memory_units WHERE scope = ? AND status = 'active' AND origin != 'raw_turn' ORDER BY observed_at DESC LIMIT ?",
       ),
       allOfScope: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY rowid'),
-      allContents: db.prepare<[], { rowid: number; content: string }>('SELECT rowid, content FROM memory_units'),
+      rowidsAfter: db.prepare<[number, number], number>('SELECT rowid FROM memory_units WHERE rowid > ? ORDER BY rowid LIMIT ?').pluck(),
       // The raw turn said just before one (same scope and session): the last one stored so far.
       lastRaw: db.prepare<[string, string], NeighbourRow>(
         "SELECT rowid, terms FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? ORDER BY rowid DESC LIMIT 1",
@@ -343,19 +345,21 @@ export class MemoryStore {
   }
 
   /**
-   * Rewrites the index entry of every unit written in Chinese or Japanese, so units stored before
-   * entries held the English glosses of their words gain them. Returns how many were rewritten.
+   * Rewrites the index entries of the next `limit` units after rowid `after` (in one transaction),
+   * so units stored before the bundled glossary or thesaurus changed are found by their words.
+   * Returns how many were rewritten and the last one's rowid, undefined when none is left.
    */
-  reindexGlossed(): number {
-    const rowids: number[] = [];
-    // Streamed: a large memory need not sit in the heap at once to find its Chinese and Japanese units.
-    for (const row of this.statements.allContents.iterate()) if (CJK.test(row.content)) rowids.push(row.rowid);
-    if (rowids.length === 0) return 0;
-    // In batches, so the writer thread and the WAL checkpoint get their turn between them.
-    const rewrite = this.db.transaction((batch: number[]) => batch.forEach((rowid) => this.reindex(rowid)));
-    for (let at = 0; at < rowids.length; at += REINDEX_BATCH) rewrite.immediate(rowids.slice(at, at + REINDEX_BATCH));
+  reindexAfter(after: number, limit: number): { count: number; last: number } | undefined {
+    const rowids = this.statements.rowidsAfter.all(after, limit);
+    if (rowids.length === 0) return undefined;
+    this.db.transaction(() => rowids.forEach((rowid) => this.reindex(rowid))).immediate();
     this.frequencies.clear();
-    return rowids.length;
+    return { count: rowids.length, last: rowids.at(-1)! };
+  }
+
+  /** Whether no unit is stored at all (a new database needs no re-indexing). */
+  isEmpty(): boolean {
+    return this.statements.rowidsAfter.all(0, 1).length === 0;
   }
 
   /** Marks `oldId` as replaced by `newId` (kept and linked, never silently erased). */
@@ -487,10 +491,10 @@ export class MemoryStore {
     const size = this.scopeSize(scope);
     const idfs = new Map<string, number>();
     const unknown = new Set<string>();
-    const weights = new Map<number, { weight: number; matched: string[]; related: string[]; partial: string[] }>();
+    const weights = new Map<number, { weight: number; matched: string[]; related: string[]; partial: string[]; kindred: string[] }>();
     const entry = (rowid: number) => {
       let found = weights.get(rowid);
-      if (!found) weights.set(rowid, (found = { weight: 0, matched: [], related: [], partial: [] }));
+      if (!found) weights.set(rowid, (found = { weight: 0, matched: [], related: [], partial: [], kindred: [] }));
       return found;
     };
     const credit = (rowid: number, term: string, idf: number) => {
@@ -502,7 +506,7 @@ export class MemoryStore {
     /** Units whose entry holds a term as said in the turn after them (before → the unit before it gets the credit). */
     const before = new Map<number, Array<[string, number]>>();
     for (const term of terms) {
-      const { token, rows, idf, partial } = this.holders(scope, term, size);
+      const { token, rows, idf, partial, kindred } = this.holders(scope, term, size);
       idfs.set(term, idf);
       const weight = idf * (translationWeights?.get(term) ?? 1);
       for (const rowid of partial) {
@@ -510,9 +514,15 @@ export class MemoryStore {
         found.weight += weight * PARTIAL_WEIGHT;
         found.partial.push(term);
       }
+      for (const rowid of kindred) {
+        const found = entry(rowid);
+        if (found.partial.includes(term)) continue;
+        found.weight += weight * KINDRED_WEIGHT;
+        found.kindred.push(term);
+      }
       // No unit holds it, so no unit's neighbour does either.
       if (rows.length === 0) {
-        if (partial.length === 0) unknown.add(term);
+        if (partial.length === 0 && kindred.length === 0) unknown.add(term);
         continue;
       }
       for (const rowid of rows) {
@@ -539,11 +549,18 @@ export class MemoryStore {
     for (let offset = 0; offset < ranked.length && candidates.length < limit; offset += limit) {
       const slice = ranked.slice(offset, offset + limit);
       const rows = new Map(this.statements.byRowids.all(JSON.stringify(slice.map(([rowid]) => rowid))).map((row) => [row.rowid, row]));
-      for (const [rowid, { weight, matched, related, partial }] of slice) {
+      for (const [rowid, { weight, matched, related, partial, kindred }] of slice) {
         const row = rows.get(rowid);
         if (!row || (!includeInactive && row.status !== 'active')) continue;
         // Ranking only asks about query terms, and these are the ones it holds.
-        candidates.push({ unit: toUnit(row), terms: new Set(matched), related: new Set(related), partial: new Set(partial), bm25: weight });
+        candidates.push({
+          unit: toUnit(row),
+          terms: new Set(matched),
+          related: new Set(related),
+          partial: new Set(partial),
+          kindred: new Set(kindred),
+          bm25: weight,
+        });
         if (candidates.length === limit) break;
       }
     }
@@ -564,23 +581,26 @@ export class MemoryStore {
   /**
    * The newest holders of a term (at most POSTINGS_PER_TERM), the units that hold it only in another
    * form (`partial`: through the gloss of their Chinese or Japanese words; for an English word no
-   * unit holds, as the start of a longer word), and its IDF counting both; a term no unit holds gets the highest.
+   * unit holds, as the start of a longer word), those that hold it as a word related to theirs
+   * (`kindred`), and its IDF counting all three; a term no unit holds gets the highest.
    */
-  private holders(scope: string, term: string, size: number): { token: string; rows: number[]; partial: number[]; idf: number } {
+  private holders(scope: string, term: string, size: number): { token: string; rows: number[]; partial: number[]; kindred: number[]; idf: number } {
     const token = scopedTerm(scope, term);
     const rows = this.postings(token);
     // Glosses are English (a Chinese or Japanese term has none); a unit holding the term itself is indexed without its gloss.
     let partial = CJK.test(term) ? [] : this.postings(GLOSS_MARK + token);
+    // Related words are English too: a unit holding the term itself is indexed without it as a related word.
+    const kindred = CJK.test(term) ? [] : this.postings(KINDRED_MARK + token, false, KINDRED_POSTINGS);
     if (rows.length === 0 && partial.length === 0 && SHORTENED.test(term)) partial = this.postings(token, true);
     // A capped list is not the term's document frequency: ask the index for that.
     const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
-    return { token, rows, partial, idf: idfOf(term, Math.min(size, frequency + partial.length), size) };
+    return { token, rows, partial, kindred, idf: idfOf(term, Math.min(size, frequency + partial.length + kindred.length), size) };
   }
 
   /** The newest holders of an indexed token, or with `prefix` of any token it begins (none when the token cannot be searched). */
-  private postings(token: string, prefix = false): number[] {
+  private postings(token: string, prefix = false, limit = POSTINGS_PER_TERM): number[] {
     try {
-      return this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"${prefix ? '*' : ''}`, POSTINGS_PER_TERM);
+      return this.statements.postings.all(`terms:"${token.replaceAll('"', '""')}"${prefix ? '*' : ''}`, limit);
     } catch {
       return [];
     }
@@ -716,9 +736,6 @@ export class MemoryStore {
  */
 const POSTINGS_PER_TERM = 200;
 
-/** Units whose index entry is rewritten per transaction when an upgrade re-indexes them. */
-const REINDEX_BATCH = 1_000;
-
 /** How much a query term found only in the raw turn before or after a unit counts, against one in the unit itself. */
 export const NEIGHBOUR_WEIGHT = 0.5;
 /**
@@ -728,6 +745,19 @@ export const NEIGHBOUR_WEIGHT = 0.5;
  * dev histories (0.4–0.8 within a point or two).
  */
 export const PARTIAL_WEIGHT = 0.6;
+/**
+ * How much a query term a unit holds only as a word related to its own counts (a synonym of a
+ * word's first senses, or what it is a kind of): tuned on the tuned and dev histories.
+ */
+export const KINDRED_WEIGHT = 0.6;
+/**
+ * How many units holding a term only as a related word a search visits (the newest): a common word
+ * ("time", "work") is related to hundreds of others, and those holders would double a search's cost
+ * for evidence that weighs little.
+ */
+const KINDRED_POSTINGS = 50;
+/** Related terms indexed per unit at most. */
+const MOST_KINDRED_TERMS = 60;
 /** Glossed terms indexed per unit at most (a long Chinese answer has hundreds of words). */
 const MOST_GLOSS_TERMS = 200;
 /** An English query term that may be the short form of a longer word: only these are looked up as a prefix. */
@@ -753,6 +783,12 @@ const BEFORE_MARK = 'b';
  * few Chinese words whose main sense they are (many words share an English sense; the text knows which it used).
  */
 const GLOSS_MARK = 'g';
+/**
+ * English text is also indexed, marked, under the common words related to its words (synonyms and
+ * hypernyms from the bundled thesaurus): a question about "my dog" then finds "my greyhound",
+ * one about a "doctor" the "physician". Written once, like the glosses.
+ */
+const KINDRED_MARK = 'h';
 
 /**
  * A term's IDF in a scope of `size` units, `documentFrequency` of which hold it, blended with the
@@ -784,7 +820,11 @@ function indexedTerms(scope: string, row: { content: string; terms: string; neig
   const own = row.terms.split(' ').filter(Boolean);
   const held = new Set(own);
   const tokens = own.map((term) => scopedTerm(scope, term));
-  for (const term of glossTerms(row.content)) if (!held.has(term)) tokens.push(GLOSS_MARK + scopedTerm(scope, term));
+  const glossed = glossTerms(row.content);
+  for (const term of glossed) if (!held.has(term)) tokens.push(GLOSS_MARK + scopedTerm(scope, term));
+  // The related words of the glosses too: "家庭医生" is glossed "family doctor", and a question may say "physician".
+  const glossedSet = new Set(glossed);
+  for (const term of kindredTerms([...own, ...glossed])) if (!held.has(term) && !glossedSet.has(term)) tokens.push(KINDRED_MARK + scopedTerm(scope, term));
   if (row.previous_raw !== null) {
     for (const term of row.neighbour_terms.split(' ')) if (term && !held.has(term)) tokens.push(AFTER_MARK + scopedTerm(scope, term));
     for (const term of own.slice(0, NEIGHBOUR_TERMS)) tokens.push(BEFORE_MARK + scopedTerm(scope, term));
@@ -798,6 +838,17 @@ function glossTerms(content: string): string[] {
   const found = new Set<string>();
   for (const word of words.words(content)) for (const { term } of words.english(word.headword, word.language) ?? []) found.add(term);
   return [...found].slice(0, MOST_GLOSS_TERMS);
+}
+
+/** The common words related to a unit's own English terms (their synonyms and hypernyms, the bundled thesaurus). */
+function kindredTerms(own: readonly string[]): string[] {
+  const words = thesaurus();
+  const found = new Set<string>();
+  for (const term of own) {
+    for (const kindred of words.related(term)) found.add(kindred);
+    if (found.size >= MOST_KINDRED_TERMS) break;
+  }
+  return [...found].slice(0, MOST_KINDRED_TERMS);
 }
 
 /** The terms a turn lends the one next to it: the first ones (a long answer's opening says what it is about). */

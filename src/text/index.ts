@@ -24,5 +24,6 @@ export {
   type GlossaryWord,
   type WeightedTerm,
 } from './glossary.js';
+export { parseThesaurus, thesaurus, thesaurusVersion, type Thesaurus } from './thesaurus.js';
 export { alternativeTerms, crossLingualAlternatives, forUnknownTerms, matchedMass, queryMass } from './cross-lingual.js';
 export { languageOf, type ScriptLanguage } from './languages.js';
