@@ -70,7 +70,7 @@ describe('memory recall beyond keywords (no extractor)', () => {
   });
 
   test('a question that names the kind of thing ("my dog") or a synonym ("doctor") recalls the memory that names it otherwise ("greyhound", "physician")', async () => {
-    await api(proxy, '/v1/memory/ingest', {
+    await api(suite.proxy, '/v1/memory/ingest', {
       session_id: 'kinds',
       turns: [
         { role: 'user', content: 'We adopted a retired greyhound called Pepper from the rescue centre.', timestamp: Date.now() - 30 * DAY },
@@ -78,9 +78,9 @@ describe('memory recall beyond keywords (no extractor)', () => {
         { role: 'user', content: 'The name of the wifi network at the cabin is Larch.', timestamp: Date.now() - 2 * DAY },
       ],
     });
-    const pet = await search(proxy, "What is my dog's name?");
+    const pet = await search(suite.proxy, "What is my dog's name?");
     assert.equal(pet[0]?.content, 'We adopted a retired greyhound called Pepper from the rescue centre.', JSON.stringify(pet.map((result) => result.content)));
-    const doctor = await search(proxy, 'Who is my doctor?');
+    const doctor = await search(suite.proxy, 'Who is my doctor?');
     assert.equal(doctor[0]?.content, 'My physician is Dr. Okafor at the Elm Street practice.', JSON.stringify(doctor.map((result) => result.content)));
   });
 
