@@ -230,6 +230,20 @@ const zhKept = [...everyday, ...zhComputing, ...zhTechnical.map(({ score: _score
 const traditionalFrequency = new Map<string, number>();
 for (const [traditional, simplified] of cedict)
   traditionalFrequency.set(traditional, Math.max(traditionalFrequency.get(traditional) ?? 0, frequency.get(simplified) ?? 0));
+/**
+ * The English words of every Chinese sense of a written form (simplified or traditional). A Chinese
+ * frequency speaks for a Japanese word only where the Chinese word has the Japanese main sense: a
+ * false friend ("明星": star, celebrity in Chinese, morning star in Japanese; "小人": villain, child)
+ * is frequent in Chinese for a sense a Japanese writer does not mean by it.
+ */
+const chineseSenseStems = new Map<string, Set<string>>();
+for (const [traditional, simplified, , glosses] of cedict)
+  for (const form of new Set([traditional, simplified])) {
+    let stems = chineseSenseStems.get(form);
+    if (!stems) chineseSenseStems.set(form, (stems = new Set()));
+    for (const word of glossWords(Array.isArray(glosses) ? glosses : [glosses], Number.POSITIVE_INFINITY)) stems.add(stemOf(word));
+  }
+const sharesMainSense = (word: string, words: readonly string[]) => words.length > 0 && (chineseSenseStems.get(word)?.has(stemOf(words[0]!)) ?? false);
 
 /* ---------- Japanese: EDICT's common (P) and computing (comp) entries, and COMPDIC ---------- */
 
@@ -306,11 +320,15 @@ for (const line of compdicLines) {
 }
 for (const word of supplement.ja.keys()) if (!jaEntries.has(word)) jaEntries.set(word, { computing: [], other: [], rank: 1 });
 const byRank = (list: ReadonlyArray<{ rank: number; text: string }>) => [...list].sort((a, b) => b.rank - a.rank).map((sense) => sense.text);
-const jaRows: Array<{ word: string; words: string[]; rank: number }> = [];
+const jaRows: Array<{ word: string; words: string[]; rank: number; direct: boolean }> = [];
 for (const [word, entry] of jaEntries) {
   // The supplement's sense, then the computing senses, then the rest; within each, those of common entries first.
-  const words = glossWords([...(supplement.ja.get(word) ?? []), ...byRank(entry.computing), ...byRank(entry.other)]);
-  if (words.length > 0) jaRows.push({ word, words, rank: supplement.ja.has(word) ? 3 : entry.rank });
+  const glosses = [...(supplement.ja.get(word) ?? []), ...byRank(entry.computing), ...byRank(entry.other)];
+  const words = glossWords(glosses);
+  // A first gloss of one English word ("child") is a direct translation; a phrase ("morning star",
+  // "child prodigy") names something narrower, and its first word is no main sense for the reverse look-up.
+  const direct = glossWords(glosses.slice(0, 1), Number.POSITIVE_INFINITY).length === 1;
+  if (words.length > 0) jaRows.push({ word, words, rank: supplement.ja.has(word) ? 3 : entry.rank, direct });
 }
 const KATAKANA = /^[\u30a0-\u30ff]+$/;
 // Katakana words are loanwords, most of them from English: the technical vocabulary of software is largely katakana.
@@ -323,7 +341,10 @@ const katakana = jaRows
 katakana.splice(JA_KATAKANA);
 const kanji = jaRows
   .filter((row) => !KATAKANA.test(row.word) && (row.rank === 3 || (row.word.length <= 4 && (row.rank === 2 || (row.rank === 1 && isTechnical(row.words))))))
-  .map((row) => ({ ...row, count: Math.max(frequency.get(row.word) ?? 0, traditionalFrequency.get(row.word) ?? 0) }))
+  .map((row) => ({
+    ...row,
+    count: sharesMainSense(row.word, row.words) ? Math.max(frequency.get(row.word) ?? 0, traditionalFrequency.get(row.word) ?? 0) : 0,
+  }))
   // The supplement, computing terms, then common words (the shortest first: two-kanji compounds are most of the vocabulary).
   .sort(
     (a, b) =>
@@ -334,9 +355,27 @@ const kanji = jaRows
       b.count - a.count,
   );
 kanji.splice(JA_KANJI);
-// Japanese has no frequency list here: the supplement, then common words, then the rest, each by the Chinese frequency of a kanji word.
+/**
+ * How many EDICT headwords contain a word ("子供": 子供達, 子供部屋, 子供服…): a basic word of the
+ * language is part of many compounds, so this ranks Japanese words that have no Chinese frequency
+ * (EDICT marks common words (P) and no more: it carries no frequency band).
+ */
+const compounds = new Map<string, number>();
+for (const line of edictLines)
+  for (const form of new Set(line?.headwords ?? []))
+    for (const part of new Set(
+      Array.from({ length: form.length }, (_, start) => Array.from({ length: form.length - start }, (_, end) => form.slice(start, start + end + 1))).flat(),
+    ))
+      if (part.length >= 2 && part !== form) compounds.set(part, (compounds.get(part) ?? 0) + 1);
+// Japanese has no frequency list here: the supplement, then common words, then the rest; within each, direct
+// translations first, then by the Chinese frequency of a kanji word (where it shares the sense), then by compounds.
 const jaKept = [...katakana.map((row) => ({ ...row, count: 0 })), ...kanji].sort(
-  (a, b) => b.rank - a.rank || band(b.count) - band(a.count) || a.word.localeCompare(b.word),
+  (a, b) =>
+    b.rank - a.rank ||
+    Number(b.direct) - Number(a.direct) ||
+    band(b.count) - band(a.count) ||
+    band(compounds.get(b.word) ?? 0) - band(compounds.get(a.word) ?? 0) ||
+    a.word.localeCompare(b.word),
 );
 
 /* ---------- output ---------- */

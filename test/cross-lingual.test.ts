@@ -227,3 +227,36 @@ describe('cross-lingual skills: software terms the general dictionaries lack', (
     assert.deepEqual(injectedSkills(upstream), ['record-timestamps']);
   });
 });
+
+describe('cross-lingual skills: an English request finds a skill written in Japanese', () => {
+  let scripted: ScriptedProxy;
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  /** Skills written in Japanese (named in romaji, so their names hold no English word): a child's homework and diary, and their grading. */
+  const SKILLS: Record<string, string> = {
+    'kodomo-shukudai': '子供の宿題と日記は、夕食の前にチェックします。',
+    'shukudai-saiten': '宿題と日記の採点は、先生が翌日までに返します。',
+  };
+
+  before(async () => {
+    const home = tempHome();
+    for (const [name, body] of Object.entries(SKILLS)) {
+      mkdirSync(join(home, 'skills', name), { recursive: true });
+      writeFileSync(
+        join(home, 'skills', name, 'SKILL.md'),
+        `---\nname: ${name}\ndescription: "${body}"\ncategory: productivity\norigin: starter\nversion: 1\n---\n\n# ${name}\n\n${body}\n`,
+      );
+    }
+    scripted = await startScriptedProxy({ home, upstreamHandler: learningAwareUpstream({}), config: SKILLS_ONLY });
+    ({ upstream, proxy } = scripted);
+  });
+  after(() => scripted?.close());
+
+  test('an English request about my child finds the Japanese skill with 子供, the everyday Japanese word, not 小人 (frequent in Chinese for another sense)', async () => {
+    await ask(proxy, "my child's diary", 'ja-r1');
+    assert.deepEqual(injectedSkills(upstream), ['kodomo-shukudai']);
+    // The child tells the two apart: homework and diary alone are in both.
+    await ask(proxy, "my child's homework and diary", 'ja-r2');
+    assert.deepEqual(injectedSkills(upstream), ['kodomo-shukudai']);
+  });
+});
