@@ -171,6 +171,19 @@ describe('cross-lingual memory: a Chinese question recalls a memory written in E
   });
 });
 
+/** A skills-only proxy whose library holds `skills` (name → description and body), each a one-paragraph SKILL.md. */
+async function proxyWithSkills(skills: Record<string, string>, category: string): Promise<ScriptedProxy> {
+  const home = tempHome();
+  for (const [name, body] of Object.entries(skills)) {
+    mkdirSync(join(home, 'skills', name), { recursive: true });
+    writeFileSync(
+      join(home, 'skills', name, 'SKILL.md'),
+      `---\nname: ${name}\ndescription: "${body}"\ncategory: ${category}\norigin: starter\nversion: 1\n---\n\n# ${name}\n\n${body}\n`,
+    );
+  }
+  return startScriptedProxy({ home, upstreamHandler: learningAwareUpstream({}), config: SKILLS_ONLY });
+}
+
 describe('cross-lingual skills: software terms the general dictionaries lack', () => {
   let scripted: ScriptedProxy;
   let upstream: ScriptedUpstream;
@@ -187,15 +200,7 @@ describe('cross-lingual skills: software terms the general dictionaries lack', (
   };
 
   before(async () => {
-    const home = tempHome();
-    for (const [name, body] of Object.entries(SKILLS)) {
-      mkdirSync(join(home, 'skills', name), { recursive: true });
-      writeFileSync(
-        join(home, 'skills', name, 'SKILL.md'),
-        `---\nname: ${name}\ndescription: "${body}"\ncategory: coding\norigin: starter\nversion: 1\n---\n\n# ${name}\n\n${body}\n`,
-      );
-    }
-    scripted = await startScriptedProxy({ home, upstreamHandler: learningAwareUpstream({}), config: SKILLS_ONLY });
+    scripted = await proxyWithSkills(SKILLS, 'coding');
     ({ upstream, proxy } = scripted);
   });
   after(() => scripted?.close());
@@ -239,15 +244,7 @@ describe('cross-lingual skills: an English request finds a skill written in Japa
   };
 
   before(async () => {
-    const home = tempHome();
-    for (const [name, body] of Object.entries(SKILLS)) {
-      mkdirSync(join(home, 'skills', name), { recursive: true });
-      writeFileSync(
-        join(home, 'skills', name, 'SKILL.md'),
-        `---\nname: ${name}\ndescription: "${body}"\ncategory: productivity\norigin: starter\nversion: 1\n---\n\n# ${name}\n\n${body}\n`,
-      );
-    }
-    scripted = await startScriptedProxy({ home, upstreamHandler: learningAwareUpstream({}), config: SKILLS_ONLY });
+    scripted = await proxyWithSkills(SKILLS, 'productivity');
     ({ upstream, proxy } = scripted);
   });
   after(() => scripted?.close());
