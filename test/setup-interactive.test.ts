@@ -80,7 +80,7 @@ describe('metaclaw setup in a terminal', { skip: existsSync(SCRIPT) ? false : 'n
     await run.answer('API key', 'typed-secret-key\r');
     await run.answer('Which agent should MetaClaw wire to the proxy?', '\r'); // none (nothing detected)
     await run.answer('Proxy port', '\r');
-    await run.answer('Install the starter skills', 'n\r');
+    await run.answer('Install the starter skills', 'n'); // a confirm takes y/n without Enter; a following \r would answer the next question
     await run.answer('Keep long-term memory', '\r');
     assert.equal(await run.exited, 0, run.screen().slice(-2000));
     assert.match(run.screen(), /OK: reached http:\/\/127\.0\.0\.1:\d+\/v1; the key works/);
