@@ -119,6 +119,13 @@ export class MemoryError extends MetaclawError {
   }
 }
 
+/** A team operation that cannot be done (an unknown member, a name taken or malformed). */
+export class TeamError extends MetaclawError {
+  constructor(message: string, code = 'team_error') {
+    super(code, message);
+  }
+}
+
 /** The store holds something it should not (a body part missing, a record that does not parse). */
 export class StoreError extends MetaclawError {
   constructor(message: string, code = 'store_inconsistent') {

@@ -154,6 +154,8 @@ if (loads('claw')) (await import('./claw.js')).registerClawCommands(program);
 else program.command('claw').description('wire your agent to the proxy, unwire it exactly, verify, install the OpenClaw plugin (metaclaw claw --help)');
 if (loads('memory')) (await import('./memory.js')).registerMemoryCommands(program);
 else program.command('memory').description('long-term memory: search, add, edit, forget, stats, export, import (metaclaw memory --help)');
+if (loads('team')) (await import('./team.js')).registerTeamCommands(program);
+else program.command('team').description('team members: per-member keys and private memory scopes (metaclaw team --help)');
 if (loads('scheduler')) (await import('./scheduler.js')).registerSchedulerCommands(program);
 else program.command('scheduler').description('when RL training may run: status, next-window (metaclaw scheduler --help)');
 if (loads('rl')) (await import('./rl.js')).registerRlCommands(program);

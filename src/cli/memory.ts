@@ -20,13 +20,13 @@ import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 import { terminalText } from './terminal-text.js';
 
-interface MemoryOptions {
+export interface MemoryOptions {
   config?: string;
   json?: boolean;
   scope?: string;
 }
 
-interface OpenMemory {
+export interface OpenMemory {
   memory: MemoryService;
   db: Db;
   defaultScope: string;
@@ -35,7 +35,8 @@ interface OpenMemory {
   close(): void;
 }
 
-function openMemory(options: MemoryOptions): OpenMemory {
+/** The memory service on the install's database, as the proxy builds it (without embeddings). */
+export function openMemory(options: MemoryOptions): OpenMemory {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
   const db = openDatabase(config.paths.database);
   const settings = { ...memorySettings(config), embedding: { apiBase: '', apiKey: '', model: '' } };

@@ -2,11 +2,26 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { AuthenticationError, PermissionError } from '../errors.js';
 import { isLoopbackHost } from '../shared/loopback.js';
+import type { Member } from '../team/index.js';
 import type { ClientCredentials } from '../upstream/index.js';
 
+/** How the proxy finds team members by key (team/members.ts). */
+export interface MemberLookup {
+  byKey(candidate: string | undefined): Member | undefined;
+  hasMembers(): boolean;
+}
+
+/** Who sent a request: the owner (the proxy key, or no key on loopback), or a team member. */
+export interface Caller {
+  /** The client's own credentials minus any MetaClaw key, so no MetaClaw key ever travels upstream. */
+  readonly credentials: ClientCredentials;
+  readonly member?: Member;
+}
+
 /**
- * Checks the proxy key (when one is configured) in constant time, and returns the client's own
- * credentials minus the proxy key, so that key never travels upstream.
+ * Checks the proxy key (when one is configured) and team members' keys in constant time, and
+ * returns the client's own credentials minus the key it used. Once the team has a member, every
+ * request needs a key: without one, anyone on this machine could send as the owner.
  */
 export class ProxyAuth {
   private readonly key: Secret | undefined;
@@ -18,39 +33,67 @@ export class ProxyAuth {
   private readonly browserToken = randomBytes(32).toString('base64url');
   private readonly browserSecret = new Secret(this.browserToken);
 
-  constructor(apiKey: string) {
+  constructor(
+    apiKey: string,
+    private readonly members?: MemberLookup,
+  ) {
     this.key = apiKey === '' ? undefined : new Secret(apiKey);
   }
 
   get required(): boolean {
-    return this.key !== undefined;
+    return this.key !== undefined || (this.members?.hasMembers() ?? false);
+  }
+
+  /** The credentials to forward; throws like `identify`. */
+  check(headers: IncomingHttpHeaders): ClientCredentials {
+    return this.identify(headers).credentials;
   }
 
   /**
    * Throws AuthenticationError when a key is required and none of the accepted headers carries it;
    * without a key, PermissionError when the request names a host that is not this machine's loopback.
    */
-  check(headers: IncomingHttpHeaders): ClientCredentials {
+  identify(headers: IncomingHttpHeaders): Caller {
     const authorization = single(headers['authorization']);
     const apiKey = single(headers['x-api-key']);
+    const metaclawKey = single(headers['x-metaclaw-api-key']);
     const credentials: ClientCredentials = {};
     if (authorization) credentials.authorization = authorization;
     if (apiKey) credentials.apiKey = apiKey;
-    if (!this.key) {
-      checkLoopbackHost(single(headers.host));
-      return credentials;
-    }
-
     const bearer = authorization?.match(/^Bearer\s+(.+)$/i)?.[1]?.trim();
-    if (this.matches(single(headers['x-metaclaw-api-key']))) return credentials;
-    if (this.browserSecret.matches(cookieValue(headers.cookie, BROWSER_COOKIE))) return credentials;
-    if (this.matches(bearer)) {
-      delete credentials.authorization;
-      return credentials;
+
+    if (this.key) {
+      if (this.matches(metaclawKey)) return { credentials };
+      if (this.browserSecret.matches(cookieValue(headers.cookie, BROWSER_COOKIE))) return { credentials };
+      if (this.matches(bearer)) {
+        delete credentials.authorization;
+        return { credentials };
+      }
+      if (this.matches(apiKey)) {
+        delete credentials.apiKey;
+        return { credentials };
+      }
     }
-    if (this.matches(apiKey)) {
-      delete credentials.apiKey;
-      return credentials;
+    if (this.members) {
+      const byMetaclawKey = this.members.byKey(metaclawKey);
+      if (byMetaclawKey) return { credentials, member: byMetaclawKey };
+      const byBearer = this.members.byKey(bearer);
+      if (byBearer) {
+        delete credentials.authorization;
+        return { credentials, member: byBearer };
+      }
+      const byApiKey = this.members.byKey(apiKey);
+      if (byApiKey) {
+        delete credentials.apiKey;
+        return { credentials, member: byApiKey };
+      }
+    }
+    if (!this.key) {
+      if (this.members?.hasMembers()) {
+        throw new AuthenticationError('This proxy serves a team: send your member key (Authorization: Bearer <key> or x-api-key), or the proxy key.');
+      }
+      checkLoopbackHost(single(headers.host));
+      return { credentials };
     }
     throw new AuthenticationError();
   }

@@ -4,7 +4,9 @@ import { z } from 'zod';
 import { deriveScope, readTurnSignals } from '../conversation/index.js';
 import { BadRequestError, ConflictError, NotFoundError, PermissionError } from '../errors.js';
 import { exportMemory, importLines, MEMORY_TYPES, presentMemory, type MemoryService, type MemoryUnit } from '../memory/index.js';
+import { memberScope } from '../team/index.js';
 import { ADMIN_HEADER, type AdminToken } from './admin-token.js';
+import type { ProxyAuth } from './auth.js';
 import { parse, readJson } from './route-body.js';
 import type { ProxyApp } from './types.js';
 
@@ -68,10 +70,13 @@ interface Caller {
  * `X-Workspace-Id` exactly as for model requests. A unit of another scope answers 404 like a missing
  * one; naming another scope (body or query `scope`) is refused. The admin token lifts both limits.
  */
-export function memoryRoutes(memory: MemoryService, defaultScope: string, adminToken: AdminToken): (app: ProxyApp) => void {
+export function memoryRoutes(memory: MemoryService, defaultScope: string, adminToken: AdminToken, auth: ProxyAuth): (app: ProxyApp) => void {
   return (app) => {
     const callerOf = (c: Context<{ Bindings: HttpBindings }>): Caller => {
       const headers = c.env.incoming.headers;
+      // A member's key fixes their scope; headers cannot widen it, and the admin token is not theirs to hold.
+      const member = auth.identify(headers).member;
+      if (member) return { scope: memberScope(member), admin: false };
       return { scope: deriveScope(readTurnSignals(headers, {}, 'openai').scope, defaultScope), admin: adminToken.matches(headers) };
     };
     /** The caller's unit with this id; another scope's unit is as missing as one that never existed. */

@@ -20,6 +20,8 @@ import { noteRejection } from './rejections.js';
 import { sendError } from './error-response.js';
 import { ResponseSink } from './response-sink.js';
 import { ResponsesTurn } from './responses-turn.js';
+import { asMember } from './member-access.js';
+import { memberScope } from '../team/index.js';
 import type { JournalHeader, TurnBase } from './turn-journal-entry.js';
 import type { ProxyDeps } from './types.js';
 import { validateModelRequest } from './validate.js';
@@ -72,16 +74,18 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
   let upstreamMs: number | null = null;
   let injectedTokens = 0;
   try {
-    const credentials = deps.auth.check(request.headers);
+    const { credentials, member } = deps.auth.identify(request.headers);
     const raw = await readRequestBody(request, deps.maxBodyBytes);
     const body = parseJsonObject(raw);
     if (format === 'responses') validateResponsesRequest(body);
     else validateModelRequest(format, body);
 
     const received = { ...body }; // as received, before MetaClaw's own keys are stripped
-    const responses = format === 'responses' ? await ResponsesTurn.prepare(deps.responses, deps.forwarder, body, raw.length) : undefined;
+    const ownScope = member ? memberScope(member) : undefined;
+    const responses = format === 'responses' ? await ResponsesTurn.prepare(deps.responses, deps.forwarder, body, raw.length, ownScope) : undefined;
     const conversation = responses ? responses.messages : (body['messages'] as unknown[]);
-    const placement = deps.conversation.fingerprints.place(readTurnSignals(request.headers, body, format, responses?.messages), conversation, raw);
+    const read = readTurnSignals(request.headers, body, format, responses?.messages);
+    const placement = deps.conversation.fingerprints.place(member ? asMember(read, member) : read, conversation, raw);
     const { signals } = placement;
     endActivity = deps.conversation.activity.begin(signals.turnType, startedAt);
     const strippedKeys = stripNonStandardKeys(body);
@@ -116,7 +120,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
           sink,
         )
       : await deps.forwarder.forward(forwardInput, sink);
-    if (responses) result.response = responses.answered(requestId, result);
+    if (responses) result.response = responses.answered(requestId, result, scope);
     upstreamMs = result.firstByteMs;
     placement.settle(result.outcome === 'ok');
 

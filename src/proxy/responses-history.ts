@@ -9,6 +9,8 @@ export interface RecordedConversation {
   items: readonly unknown[];
   /** The answer came from an upstream that serves the Responses API and keeps its responses: it can resolve the id itself. */
   upstreamKeeps: boolean;
+  /** The memory scope of the turn that gave the answer: a team member may only continue their own. */
+  scope: string | null;
 }
 
 /** Conversations kept in memory, newest last: an agent's next request names the response just given. */
@@ -47,8 +49,17 @@ export class ResponsesHistory {
     this.bytes -= entry.bytes;
   }
 
-  /** The conversation a response id stands for; undefined when MetaClaw has no record of it (or of a turn before it). */
-  async resolve(responseId: string): Promise<RecordedConversation | undefined> {
+  /**
+   * The conversation a response id stands for; undefined when MetaClaw has no record of it (or of a
+   * turn before it). With `ownScope` (a team member's), a conversation any of whose turns was in
+   * another scope is as unknown as one never recorded.
+   */
+  async resolve(responseId: string, ownScope?: string): Promise<RecordedConversation | undefined> {
+    const found = await this.resolveAny(responseId);
+    return found && (ownScope === undefined || found.scope === ownScope) ? found : undefined;
+  }
+
+  private async resolveAny(responseId: string): Promise<RecordedConversation | undefined> {
     const remembered = this.recent.get(responseId);
     if (remembered) return remembered.conversation;
     let found = this.fromRecords(responseId);
@@ -60,27 +71,37 @@ export class ResponsesHistory {
     return found;
   }
 
-  /** The turn that gave this response, once its record is written. */
-  async turnOf(responseId: string): Promise<TurnRow | undefined> {
-    const turn = this.conversation.turnOfResponse(responseId);
-    if (turn !== undefined || this.pending.size === 0) return turn;
-    await Promise.allSettled([...this.pending.values()]);
-    return this.conversation.turnOfResponse(responseId);
+  /** The turn that gave this response, once its record is written; with `ownScope`, only a turn of that scope. */
+  async turnOf(responseId: string, ownScope?: string): Promise<TurnRow | undefined> {
+    let turn = this.conversation.turnOfResponse(responseId);
+    if (turn === undefined && this.pending.size > 0) {
+      await Promise.allSettled([...this.pending.values()]);
+      turn = this.conversation.turnOfResponse(responseId);
+    }
+    return turn && (ownScope === undefined || this.scopeOf(turn) === ownScope) ? turn : undefined;
   }
 
+  private scopeOf(turn: TurnRow): string | null {
+    return this.conversation.getSession(turn.session_id)?.scope ?? null;
+  }
+
+  /** Every turn of the chain must share one scope, or the conversation is not one member's own. */
   private fromRecords(responseId: string): RecordedConversation | undefined {
     const segments: Array<readonly unknown[]> = [];
     const seen = new Set<string>();
     let upstreamKeeps: boolean | undefined;
+    let scope: string | null | undefined;
+    const sameScope = (next: string | null): boolean => (scope === undefined ? ((scope = next), true) : scope === next);
     for (let id: string | undefined = responseId; id !== undefined;) {
       const remembered = this.recent.get(id)?.conversation;
       if (remembered) {
+        if (!sameScope(remembered.scope)) return undefined;
         segments.unshift(remembered.items);
         upstreamKeeps ??= remembered.upstreamKeeps;
         break;
       }
       const turn = seen.has(id) ? undefined : this.conversation.turnOfResponse(id);
-      if (turn === undefined) return undefined;
+      if (turn === undefined || !sameScope(this.scopeOf(turn))) return undefined;
       seen.add(id);
       upstreamKeeps ??= turn.upstream_format === 'responses';
       const received = this.conversation.receivedBody(turn.id) as Record<string, unknown> | null;
@@ -90,7 +111,7 @@ export class ResponsesHistory {
       const previous = received['previous_response_id'];
       id = typeof previous === 'string' ? previous : undefined;
     }
-    return { items: segments.flat(), upstreamKeeps: upstreamKeeps ?? false };
+    return { items: segments.flat(), upstreamKeeps: upstreamKeeps ?? false, scope: scope ?? null };
   }
 }
 

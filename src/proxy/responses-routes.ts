@@ -4,6 +4,7 @@ import type { TurnRow } from '../conversation/index.js';
 import { NotFoundError } from '../errors.js';
 import type { ResponsesObject } from '../types/index.js';
 import { openAIUsageToResponses, responseObject, responsesStatus } from '../upstream/index.js';
+import { memberScope } from '../team/index.js';
 import { recordedOutput } from './responses-history.js';
 import type { ProxyApp, ProxyDeps } from './types.js';
 
@@ -11,7 +12,8 @@ import type { ProxyApp, ProxyDeps } from './types.js';
 export function responsesRoutes(deps: ProxyDeps, app: ProxyApp): void {
   const retrieve = async (c: Context<{ Bindings: HttpBindings }>) => {
     const id = c.req.param('id') ?? '';
-    const turn = await deps.responses.turnOf(id);
+    const member = deps.auth.identify(c.env.incoming.headers).member;
+    const turn = await deps.responses.turnOf(id, member ? memberScope(member) : undefined);
     if (!turn) throw new NotFoundError(`No response with id '${id}' has been recorded by this proxy.`, 'response_not_found');
     const received = deps.conversation.receivedBody(turn.id);
     return c.json(recordedResponse(turn, typeof received === 'object' && received !== null ? (received as Record<string, unknown>) : {}));

@@ -28,14 +28,29 @@ export class ResponsesTurn {
    * Resolves `previous_response_id`. The request goes on as sent; the forwarder sends the earlier
    * conversation along where the upstream cannot resolve the id itself (see translate/format-pairs.ts).
    */
-  static async prepare(history: ResponsesHistory, forwarder: UpstreamForwarder, body: Record<string, unknown>, bytes: number): Promise<ResponsesTurn> {
+  static async prepare(
+    history: ResponsesHistory,
+    forwarder: UpstreamForwarder,
+    body: Record<string, unknown>,
+    bytes: number,
+    /** A team member's scope: only their own earlier responses can be continued. */
+    ownScope?: string,
+  ): Promise<ResponsesTurn> {
     const input = responsesInputItems(body['input']);
     const remembered = { bytes, store: body['store'] !== false };
     const previousId = body['previous_response_id'];
     if (typeof previousId !== 'string' || previousId === '')
       return new ResponsesTurn(history, responsesConversation(input), undefined, true, input, remembered);
-    const previous = await history.resolve(previousId);
+    const previous = await history.resolve(previousId, ownScope);
     if (previous !== undefined) return new ResponsesTurn(history, responsesConversation([...previous.items, ...input]), previous, true, input, remembered);
+    // A member's id is never handed to the upstream unresolved: the team's upstream key would
+    // open any member's stored responses there.
+    if (ownScope !== undefined)
+      throw new BadRequestError(
+        'previous_response_not_found',
+        `Previous response with id '${previousId}' not found among your own responses.`,
+        'previous_response_id',
+      );
     if (!forwarder.allTargets.some((target) => target.responses))
       throw new BadRequestError(
         'previous_response_not_found',
@@ -47,7 +62,7 @@ export class ResponsesTurn {
   }
 
   /** The answer with the response id the client got; its conversation is remembered when it went well. */
-  answered(requestId: string, result: ForwardResult): AssembledResponse | null {
+  answered(requestId: string, result: ForwardResult, scope: string): AssembledResponse | null {
     const response = result.response;
     if (response === null) return null;
     const id = response.id ?? responseIdFor(requestId);
@@ -55,7 +70,7 @@ export class ResponsesTurn {
       // Reasoning is not sent back: without the upstream's own encrypted form it means nothing there.
       const output = assistantToResponsesOutput({ ...response, reasoning: '' }, id);
       const upstreamKeeps = result.upstream !== null && wireFormat(result.upstream, 'responses') === 'responses';
-      this.history.remember(id, { items: [...(this.earlier?.items ?? []), ...this.input, ...output], upstreamKeeps }, this.remembered.bytes);
+      this.history.remember(id, { items: [...(this.earlier?.items ?? []), ...this.input, ...output], upstreamKeeps, scope }, this.remembered.bytes);
     }
     return { ...response, id };
   }

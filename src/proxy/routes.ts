@@ -7,6 +7,8 @@ import { errorBodyText } from '../shared/api-errors.js';
 import { storageErrorCode } from '../store/index.js';
 import { sessionIdCandidates, type TurnDetail } from '../conversation/index.js';
 import { formatForHeaders } from './error-response.js';
+import { checkMemberRoute, memberSessionId, requireOwnScope } from './member-access.js';
+import { memberScope } from '../team/index.js';
 import { newRequestId } from './model-request.js';
 import { passThroughRoutes } from './pass-through-routes.js';
 import { responsesRoutes } from './responses-routes.js';
@@ -24,7 +26,8 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     const path = c.req.path;
     if (path !== '/healthz' && path !== '/ui/login') {
       try {
-        deps.auth.check(c.env.incoming.headers);
+        const caller = deps.auth.identify(c.env.incoming.headers);
+        if (caller.member) checkMemberRoute(caller.member, c.req.method, path);
       } catch (error) {
         // A browser opening a dashboard page without its cookie is sent to sign in, not shown JSON.
         if (error instanceof AuthenticationError && c.req.method === 'GET' && (path === '/ui' || path.startsWith('/ui/'))) return c.redirect('/ui/login', 303);
@@ -62,7 +65,9 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     const id = c.req.param('id');
     await deps.pendingRecords.get(id);
     const turn = deps.conversation.getTurn(id);
-    if (!turn) throw new NotFoundError(`No recorded request with id ${id}.`, 'request_not_found');
+    const missing = () => new NotFoundError(`No recorded request with id ${id}.`, 'request_not_found');
+    if (!turn) throw missing();
+    requireOwnScope(deps.auth.identify(c.env.incoming.headers).member, deps.conversation.getSession(turn.session_id)?.scope, missing);
     return c.json(explainTurn(turn));
   });
 
@@ -72,9 +77,15 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     // their record reopen it.
     await Promise.allSettled([...deps.pendingRecords.values()]);
     const requested = c.req.param('id');
-    const known = sessionIdCandidates(requested).find((id) => deps.conversation.getSession(id) !== undefined);
+    // A member names their sessions as their agent knows them; they are stored behind the member's name.
+    const member = deps.auth.identify(c.env.incoming.headers).member;
+    const stored = (id: string) => (member ? memberSessionId(member, id) : id);
+    const known = sessionIdCandidates(requested).find((id) => {
+      const session = deps.conversation.getSession(stored(id));
+      return session !== undefined && (member === undefined || session.scope === memberScope(member));
+    });
     if (!known) throw new NotFoundError(`No session ${requested} has been seen by this proxy.`, 'session_not_found');
-    const ended = deps.conversation.endSession(known, 'agent');
+    const ended = deps.conversation.endSession(stored(known), 'agent');
     return c.json({ session_id: known, ended, already_ended: !ended });
   });
 

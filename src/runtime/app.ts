@@ -25,6 +25,7 @@ import { MemoryService } from '../memory/index.js';
 import { Scheduler, schedulerEnabled, schedulerOffReason, schedulerSettings } from '../scheduler/index.js';
 import { decideMode, RlEngine, RlService } from '../rl/index.js';
 import { SkillsService } from '../skills/index.js';
+import { MemberDirectory } from '../team/index.js';
 import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/index.js';
 import { thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
@@ -223,7 +224,9 @@ export class MetaclawRuntime {
     this.memory.attachQueue(this.runner.enqueue);
     if (values['memory.enabled']) this.addContextProvider(this.memory.provider);
     const adminToken = AdminToken.ensure(paths.adminToken);
-    this.addRoutes(memoryRoutes(this.memory, values['memory.scope'], adminToken));
+    // Team members' keys are looked up per request, so `metaclaw team …` takes effect without a restart.
+    this.auth = new ProxyAuth(values['proxy.api_key'], new MemberDirectory(this.db));
+    this.addRoutes(memoryRoutes(this.memory, values['memory.scope'], adminToken, this.auth));
 
     this.scheduler = schedulerEnabled(options.config)
       ? new Scheduler({
@@ -251,7 +254,6 @@ export class MetaclawRuntime {
     if (this.engine) this.runner.register(this.engine.handler());
     this.addRoutes(rlRoutes(this.engine ? { engine: this.engine } : { engine: undefined, reason: this.rl.mode.reason }, adminToken));
 
-    this.auth = new ProxyAuth(values['proxy.api_key']);
     this.metrics = new ProxyMetrics(
       storeFigures(
         this.db,

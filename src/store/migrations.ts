@@ -417,4 +417,20 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX rl_samples_judged ON rl_samples(judged_at) WHERE judge_state = 'scored';
     `,
   },
+  {
+    version: 17,
+    description: 'team members: who may use the proxy with a key of their own, and so has a memory scope of their own',
+    sql: `
+      -- A member's key is shown once and kept only as its SHA-256 (keys are 256 random bits, so a
+      -- fast hash is enough). The name fixes the member's memory scope: user:<name>.
+      CREATE TABLE team_members (
+        id TEXT PRIMARY KEY,                -- mbr_…
+        name TEXT NOT NULL UNIQUE,
+        key_hash TEXT NOT NULL UNIQUE,
+        key_hint TEXT NOT NULL,             -- the key's first characters, to tell keys apart in lists
+        created_at INTEGER NOT NULL,
+        key_rotated_at INTEGER
+      );
+    `,
+  },
 ];

@@ -1,0 +1,102 @@
+import type { Command } from 'commander';
+import { memberScope, MemberDirectory, type IssuedKey, type Member } from '../team/index.js';
+import { openMemory } from './memory.js';
+import { CliExit, loadCliConfig, print } from './context.js';
+
+interface TeamOptions {
+  config?: string;
+  json?: boolean;
+}
+
+/** Runs `action` on the install's member directory (the main database; a running proxy sees changes at once). */
+function withMembers<A extends unknown[], T extends TeamOptions>(
+  action: (directory: MemberDirectory, opened: ReturnType<typeof openMemory>, ...args: [...A, T]) => void,
+): (...args: [...A, T]) => void {
+  return (...args) => {
+    const options = args.at(-1) as T;
+    const opened = openMemory(options.config ? { config: options.config } : {});
+    try {
+      action(new MemberDirectory(opened.db), opened, ...args);
+    } catch (error) {
+      if (error instanceof CliExit) throw error;
+      throw new CliExit((error as Error).message);
+    } finally {
+      opened.close();
+    }
+  };
+}
+
+function presentMember(member: Member): Record<string, unknown> {
+  return {
+    name: member.name,
+    id: member.id,
+    scope: memberScope(member),
+    key: member.keyHint,
+    created_at: new Date(member.createdAt).toISOString(),
+    key_rotated_at: member.keyRotatedAt === null ? null : new Date(member.keyRotatedAt).toISOString(),
+  };
+}
+
+/** The key is printed once, here; the store keeps only its hash. */
+function printIssued(issued: IssuedKey, json: boolean | undefined, what: string): void {
+  if (json) return print(JSON.stringify({ ...presentMember(issued.member), key: issued.key }, null, 2));
+  print(`${what} ${issued.member.name} (memory scope ${memberScope(issued.member)}).`);
+  print(`Key (shown once; MetaClaw keeps only its hash): ${issued.key}`);
+  print('Their agent uses it as its API key for this proxy (Authorization: Bearer <key> or x-api-key).');
+}
+
+/** `metaclaw team …`: members who use the proxy with keys of their own, each with a private memory scope. */
+export function registerTeamCommands(program: Command): void {
+  const team = program.command('team').description('team members: per-member keys and private memory scopes (list, add-member, remove-member, rotate-key)');
+  const common = (command: Command) => command.option('-c, --config <path>', 'config file').option('--json', 'machine-readable output');
+
+  common(team.command('list').description('the members, with the start of each key')).action(
+    withMembers<[], TeamOptions>((directory, _opened, options) => {
+      const members = directory.list();
+      if (options.json) return print(JSON.stringify(members.map(presentMember), null, 2));
+      if (members.length === 0) return print('No members: the proxy serves its owner alone (add one with `metaclaw team add-member NAME`).');
+      for (const member of members)
+        print(
+          `${member.name.padEnd(20)} ${member.keyHint.padEnd(14)} scope ${memberScope(member)}  since ${new Date(member.createdAt).toISOString().slice(0, 10)}`,
+        );
+    }),
+  );
+
+  common(team.command('add-member').description('add a member and print their key once').argument('<name>')).action(
+    withMembers<[string], TeamOptions>((directory, _opened, name, options) => {
+      // With members, a request without a key could be anyone: the owner keeps the proxy key
+      // (their agents and this CLI already send it).
+      if (loadCliConfig(options.config ? { config: options.config } : {}).values['proxy.api_key'] === '')
+        throw new CliExit(
+          "A team needs the owner's proxy key first: set proxy.api_key (`metaclaw config set proxy.api_key <key>`, or METACLAW_PROXY_API_KEY), then add members.",
+        );
+      const first = !directory.hasMembers();
+      printIssued(directory.add(name), options.json, 'Added');
+      if (first && !options.json) print("From now on a request with a member key is served in that member's scope; the owner goes on using proxy.api_key.");
+    }),
+  );
+
+  common(team.command('rotate-key').description('give a member a new key; the old one stops working at once').argument('<name>')).action(
+    withMembers<[string], TeamOptions>((directory, _opened, name, options) => printIssued(directory.rotateKey(name), options.json, 'New key for')),
+  );
+
+  common(
+    team
+      .command('remove-member')
+      .description('remove a member; their key stops working at once')
+      .argument('<name>')
+      .option('--forget', 'also forget every memory in their scope, for good'),
+  ).action(
+    withMembers<[string], TeamOptions & { forget?: boolean }>((directory, opened, name, options) => {
+      const member = directory.remove(name);
+      const forgotten = options.forget ? opened.memory.forgetScope(memberScope(member)) : undefined;
+      if (options.json) return print(JSON.stringify({ removed: member.name, scope: memberScope(member), forgotten_memories: forgotten ?? null }, null, 2));
+      print(`Removed ${member.name}; their key no longer works.`);
+      print(
+        forgotten === undefined
+          ? `Their memories stay in scope ${memberScope(member)} (forget them with \`metaclaw memory forget-scope ${memberScope(member)} --yes\`).`
+          : `Forgot ${forgotten} memories of scope ${memberScope(member)}.`,
+      );
+    }),
+  );
+}

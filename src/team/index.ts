@@ -1,0 +1,2 @@
+export { MemberDirectory, memberNameSchema, memberScope, type IssuedKey, type Member } from './members.js';
+export { hashMemberKey, isMemberKeyShaped, newMemberKey } from './member-keys.js';
