@@ -7,6 +7,7 @@ import { openDatabase, schemaVersion, type Db } from '../database.js';
 import { MIGRATIONS } from '../migrations.js';
 import { migratePostgres } from './migrate.js';
 import { TEAM_TABLES, type TeamTable } from './tables.js';
+import { toPostgresText } from './text.js';
 
 /**
  * Copies a personal install's SQLite database into the team store: every table (the FTS5 index,
@@ -221,9 +222,13 @@ function tableExists(sqlite: Db, name: string): boolean {
   return sqlite.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
 }
 
-/** Integers come as bigint (exact past 2^53) and go as text, which PostgreSQL reads into any numeric column. */
+/**
+ * Integers come as bigint (exact past 2^53) and go as text, which PostgreSQL reads into any numeric
+ * column; text gets its U+0000 stand-in (text.ts).
+ */
 function toPostgres(value: unknown): unknown {
-  return typeof value === 'bigint' ? value.toString() : value;
+  if (typeof value === 'bigint') return value.toString();
+  return typeof value === 'string' ? toPostgresText(value) : value;
 }
 
 function floats(blob: Buffer): Float32Array {

@@ -7,3 +7,4 @@ export { migratePostgres, postgresSchemaVersion, MIGRATIONS_TABLE, type MigrateR
 export { readPostgresStatus, type PostgresStatus } from './status.js';
 export { importSqlite, resolveSqlitePath, type ImportOptions, type ImportResult, type TableImport } from './import-sqlite.js';
 export { TEAM_TABLES, type TeamTable } from './tables.js';
+export { toPostgresText, fromPostgresText, NUL_STAND_IN } from './text.js';
