@@ -5,12 +5,14 @@ import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import pg from 'pg';
+import * as sqliteVec from 'sqlite-vec';
 import { maskDatabaseUrl } from '../src/config/index.js';
 import { MIGRATIONS, openDatabase } from '../src/store/index.js';
 import { fromPostgresText, migratePostgres, openPool, TEAM_TABLES } from '../src/store/postgres/index.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { freePort, runCli, tempHome } from './support/proxy.js';
-import { startScriptedProxy } from './support/scripted-proxy.js';
+import { freePort, runCli, startProxy, tempHome, waitFor } from './support/proxy.js';
+import { embeddingsHandler } from './support/embeddings.js';
+import { ScriptedUpstream } from './support/upstream.js';
 
 const LATEST = MIGRATIONS.at(-1)!.version;
 // int8 read as bigint here, so imported rows compare with SQLite's exactly (the driver's default is text).
@@ -230,7 +232,17 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
   });
 
   test('import-sqlite round trip: a personal install made by the real proxy is copied row for row; a second import is refused, --merge skips what is there', async () => {
-    const { proxy, upstream } = await startScriptedProxy({ config: { memory: { flush_every_n_turns: 1 } } });
+    // The upstream also answers embeddings, so memory vectors (sqlite-vec's memory_vec) are part of what is copied.
+    const upstream = await ScriptedUpstream.start();
+    const chat = upstream.defaultHandler;
+    const embeddings = embeddingsHandler();
+    upstream.defaultHandler = (request, response) => (request.path.endsWith('/embeddings') ? embeddings(request, response) : chat(request, response));
+    const proxy = await startProxy({
+      config: {
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
+        memory: { flush_every_n_turns: 1, embedding: { api_base: `${upstream.url}/v1`, model: 'embed-1' } },
+      },
+    });
     const personal = proxy.home;
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
@@ -246,6 +258,21 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
       }
       const added = await proxy.cli(['memory', 'add', 'The staging cluster is called blue-harbor', '--type', 'semantic']);
       assert.equal(added.code, 0, added.stderr);
+      await waitFor(
+        () => {
+          const db = new Database(join(personal, 'metaclaw.db'), { readonly: true });
+          try {
+            return (
+              (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'memory_vec_index'").get() as { n: number }).n > 0 &&
+              (db.prepare('SELECT count(*) AS n FROM memory_vec_index').get() as { n: number }).n >= 2
+            );
+          } finally {
+            db.close();
+          }
+        },
+        30_000,
+        200,
+      );
       await proxy.stop();
       upstream.close().catch(() => undefined);
 
@@ -267,6 +294,24 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
           assert.equal(status.tables[table.name], expected.length, `${table.name}: row count`);
           assert.deepEqual(canonical(actual), canonical(expected), `${table.name}: every row, column by column`);
         }
+
+        // Vectors: one row per unit, the float32 blob of sqlite-vec as a float4[] (exact: both are float32).
+        sqliteVec.load(sqlite);
+        const vectors = sqlite
+          .prepare('SELECT i.rowid AS rowid, i.scope AS scope, v.embedding AS embedding FROM memory_vec_index i JOIN memory_vec v ON v.rowid = i.rowid')
+          .all() as Array<{ rowid: bigint; scope: string; embedding: Buffer }>;
+        const copied = await query<{ rowid: bigint; scope: string; embedding: number[] }>(
+          url,
+          'SELECT rowid, scope, embedding FROM memory_vectors ORDER BY rowid',
+        );
+        assert.ok(vectors.length >= 2);
+        assert.equal(status.tables.memory_vectors, vectors.length);
+        assert.deepEqual(
+          copied.map((row) => [row.rowid, row.scope, row.embedding.map(Math.fround)]), // float4 is printed shortest: back to float32 it is exact
+          vectors
+            .sort((a, b) => Number(a.rowid - b.rowid))
+            .map((row) => [row.rowid, row.scope, Array.from(new Float32Array(Uint8Array.from(row.embedding).buffer))]),
+        );
 
         const again = await cli(['store', 'import-sqlite', join(personal, 'metaclaw.db'), '--store', url]);
         assert.equal(again.code, 1);
