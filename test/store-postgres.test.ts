@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -73,6 +73,34 @@ describe('store.url and the personal store', () => {
     } finally {
       at15.close();
       at16.close();
+    }
+  });
+
+  test('the personal path never loads pg: a proxy started and used with a hook that refuses pg works, while store migrate under the same hook trips it', async () => {
+    const hooks = tempHome('metaclaw-no-pg-');
+    writeFileSync(
+      join(hooks, 'hooks.mjs'),
+      "export async function resolve(specifier, context, next) { if (specifier === 'pg' || specifier.startsWith('pg/')) throw new Error('pg loaded on the personal path'); return next(specifier, context); }\n",
+    );
+    writeFileSync(join(hooks, 'register.mjs'), "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n");
+    const env = { NODE_OPTIONS: `--import ${join(hooks, 'register.mjs')}` };
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ env, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await client.chat.completions.create({ model: 'scripted-model', messages: [{ role: 'user', content: 'hello there' }] });
+      for (const args of [['status'], ['sessions', 'list'], ['store', 'status'], ['memory', 'add', 'Lunch is at noon', '--type', 'semantic']]) {
+        const result = await proxy.cli(args);
+        assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
+      }
+      assert.equal((await fetch(`${proxy.url}/healthz`)).status, 200, 'the proxy is still up');
+      const tripped = await proxy.cli(['store', 'migrate', '--store', 'postgres://127.0.0.1:1/x']);
+      assert.notEqual(tripped.code, 0);
+      assert.match(tripped.stderr, /pg loaded on the personal path/, 'the hook would have caught pg');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+      rmSync(hooks, { recursive: true, force: true });
     }
   });
 
