@@ -248,6 +248,21 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
     }
   });
 
+  test("the pool names itself 'metaclaw' to the server and sets a statement timeout", async () => {
+    const pool = openPool(server.url, { statementTimeoutMs: 1_234 });
+    try {
+      const row = (
+        await pool.query<{ name: string; timeout: string }>(
+          "SELECT current_setting('application_name') AS name, current_setting('statement_timeout') AS timeout",
+        )
+      ).rows[0]!;
+      assert.deepEqual(row, { name: 'metaclaw', timeout: '1234ms' });
+      await assert.rejects(pool.query('SELECT pg_sleep(3)'), /statement timeout/);
+    } finally {
+      await pool.end();
+    }
+  });
+
   test('two nodes migrating at once apply each version once', async () => {
     const url = freshDatabase();
     const pools = [openPool(url), openPool(url)];
