@@ -75,14 +75,12 @@ export function loadConfig(options: LoadOptions = {}): LoadedConfig {
   const proxyKey = env[PROXY_KEY_VARIABLE]?.trim();
   if (proxyKey) values.set('proxy.api_key', proxyKey);
   // The team store's URL (and its password) likewise; a `--store` given for this run wins over it.
+  // Not an explicit key: the file does not hold it (see privacy.ts).
   const databaseUrl = env[DATABASE_URL_VARIABLE]?.trim();
   if (databaseUrl && options.overrides?.['store.url'] === undefined) {
     const checked = checkValue(DEFINITIONS_BY_KEY.get('store.url')!, databaseUrl);
     if ('error' in checked) errors.push(`${DATABASE_URL_VARIABLE} = ${JSON.stringify(maskDatabaseUrl(databaseUrl))}: ${checked.error}`);
-    else {
-      values.set('store.url', checked.value);
-      explicitKeys.add('store.url');
-    }
+    else values.set('store.url', checked.value);
   }
 
   if (errors.length > 0) {
