@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -381,6 +381,25 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
         const result = JSON.parse(merged.stdout) as { tables: Array<{ table: string; read: number; inserted: number }> };
         assert.ok(result.tables.every((table) => table.inserted === 0));
         assert.ok(result.tables.find((table) => table.table === 'turns')!.read > 0);
+
+        // The install grew (a new key in state, a changed one): a merge adds the new row and keeps the old one as it was.
+        const grown = join(home, 'grown.db');
+        copyFileSync(join(personal, 'metaclaw.db'), grown);
+        const writable = new Database(grown);
+        const changedKey = (writable.prepare('SELECT key FROM state LIMIT 1').get() as { key: string }).key;
+        writable.prepare("UPDATE state SET value = 'changed after import' WHERE key = ?").run(changedKey);
+        writable.prepare("INSERT INTO state (key, value) VALUES ('test.grew', 'yes')").run();
+        writable.close();
+        const grew = await cli(['store', 'import-sqlite', grown, '--store', url, '--merge', '--json']);
+        assert.equal(grew.code, 0, grew.stderr);
+        const grewTables = (JSON.parse(grew.stdout) as typeof result).tables;
+        assert.deepEqual(
+          grewTables.filter((table) => table.inserted > 0).map((table) => [table.table, table.inserted]),
+          [['state', 1]],
+        );
+        const values = await query<{ key: string; value: string }>(url, 'SELECT key, value FROM state');
+        assert.equal(values.find((row) => row.key === 'test.grew')?.value, 'yes');
+        assert.notEqual(values.find((row) => fromPostgresText(row.key) === changedKey)?.value, 'changed after import');
 
         // Ids were kept and the sequences moved past them: a new row gets the next id.
         const maxJob = sqlite.prepare('SELECT max(id) AS id FROM jobs').get() as { id: bigint };
