@@ -37,6 +37,7 @@ program
   .option('--wait <seconds>', 'how long to wait for the proxy to answer', '20')
   .option('--claw <type>', 'wire this agent instead of claw_type (openclaw, copaw, …, none)')
   .option('--no-wire', 'do not wire any agent this time')
+  .option('--store <url>', 'serve from this PostgreSQL team store (not built yet: refused in this version)')
   .action(async (options: StartOptions) => (await import('./start.js')).startCommand(options));
 
 program
@@ -160,6 +161,8 @@ if (loads('scheduler')) (await import('./scheduler.js')).registerSchedulerComman
 else program.command('scheduler').description('when RL training may run: status, next-window (metaclaw scheduler --help)');
 if (loads('rl')) (await import('./rl.js')).registerRlCommands(program);
 else program.command('rl').description('reinforcement learning: the sample buffer, the judge, export (metaclaw rl --help)');
+if (loads('store')) (await import('./store.js')).registerStoreCommands(program);
+else program.command('store').description('the team store (PostgreSQL, preview): migrate, status, import-sqlite (metaclaw store --help)');
 
 try {
   await program.parseAsync(process.argv);

@@ -3,9 +3,11 @@ import { closeSync, mkdirSync, openSync, readFileSync, statfsSync, statSync } fr
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  DATABASE_URL_VARIABLE,
   exposedConfigFile,
   exposedConfigWarning,
   makeHomePrivate,
+  maskDatabaseUrl,
   missingKeyVariables,
   octal,
   openHomeWarning,
@@ -31,12 +33,15 @@ export interface StartOptions {
   claw?: string;
   /** false with --no-wire */
   wire?: boolean;
+  /** `--store URL`: the team store (over store.url and METACLAW_DATABASE_URL). */
+  store?: string;
 }
 
 /** `metaclaw start`: daemonises by default and returns once /healthz answers; `--foreground` runs here. */
 export async function startCommand(options: StartOptions): Promise<void> {
-  const overrides = { 'proxy.port': options.port, 'proxy.host': options.host, mode: options.mode };
+  const overrides = { 'proxy.port': options.port, 'proxy.host': options.host, mode: options.mode, 'store.url': options.store };
   const config = loadCliConfig({ ...(options.config ? { config: options.config } : {}), overrides });
+  refuseTeamStore(config);
   const mode = decideMode(config.values);
   // `rl`/`auto` without a training backend runs as skills_only: said at start, not found out later.
   const modeWarnings = mode.effective === mode.configured ? [] : [mode.reason];
@@ -50,6 +55,22 @@ export async function startCommand(options: StartOptions): Promise<void> {
     return;
   }
   if (await startDaemon(config, options, warnings)) await wireAgent(config, options);
+}
+
+/** Exit code of a start refused because it asks for something this version cannot do. */
+export const NOT_BUILT_EXIT_CODE = 3;
+
+/**
+ * Serving from the team store (PostgreSQL) is not built yet: a start that asks for it (store.url,
+ * METACLAW_DATABASE_URL or --store) stops here rather than quietly serving from the personal store.
+ */
+function refuseTeamStore(config: LoadedConfig): void {
+  const url = config.values['store.url'];
+  if (!url) return;
+  throw new CliExit(
+    `Serving from a PostgreSQL team store (${maskDatabaseUrl(url)}) is not built yet in MetaClaw-TS ${VERSION}: only \`metaclaw store migrate | status | import-sqlite\` use it. Unset store.url, ${DATABASE_URL_VARIABLE} and --store to serve from the personal store.`,
+    NOT_BUILT_EXIT_CODE,
+  );
 }
 
 /** Makes `$METACLAW_HOME` private and returns what is still open to other users, as warnings. */

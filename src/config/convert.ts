@@ -46,6 +46,7 @@ export function checkValue(definition: KeyDefinition, value: unknown): { value: 
 
 /** Renders a value for messages, masking secrets. */
 export function displayValue(definition: KeyDefinition | undefined, value: unknown): string {
+  if (definition?.secret && definition.mask) return typeof value === 'string' && value !== '' ? definition.mask(value) : '(not set)';
   if (definition?.secret) return maskSecret(typeof value === 'string' ? value : value === undefined || value === null ? '' : JSON.stringify(value));
   if (typeof value === 'string') return JSON.stringify(value);
   return JSON.stringify(value);

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isMap, parseDocument, YAMLMap, type Document } from 'yaml';
 import { ConfigError } from '../errors.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
-import { checkValue, convertText } from './convert.js';
+import { checkValue, convertText, displayValue } from './convert.js';
 import { schemaModeline } from './json-schema.js';
 import { nearest } from './nearest.js';
 import { DEFINITIONS_BY_KEY, KEY_ALIASES, VALUE_ALIASES } from './schema.js';
@@ -24,11 +24,13 @@ export function definitionFor(key: string): KeyDefinition {
 /** Parses command-line text into the key's typed value, or explains what was expected. */
 export function parseValueForKey(key: string, text: string): { definition: KeyDefinition; value: unknown } {
   const definition = definitionFor(key);
+  // A refused secret is not echoed back in clear (a database URL carries its password).
+  const shown = definition.secret ? displayValue(definition, text) : JSON.stringify(text);
   const converted = convertText(definition, text);
-  if ('error' in converted) throw new ConfigError(`${definition.key} = ${JSON.stringify(text)}: ${converted.error}.`);
+  if ('error' in converted) throw new ConfigError(`${definition.key} = ${shown}: ${converted.error}.`);
   const aliased = typeof converted.value === 'string' ? (VALUE_ALIASES[definition.key]?.[converted.value] ?? converted.value) : converted.value;
   const checked = checkValue(definition, aliased);
-  if ('error' in checked) throw new ConfigError(`${definition.key} = ${JSON.stringify(text)}: ${checked.error}.`);
+  if ('error' in checked) throw new ConfigError(`${definition.key} = ${shown}: ${checked.error}.`);
   return { definition, value: checked.value };
 }
 
@@ -73,7 +75,7 @@ export function updateConfigFile(file: string, updates: Readonly<Record<string, 
   for (const [key, value] of Object.entries(updates)) {
     const definition = definitionFor(key);
     const checked = checkValue(definition, value);
-    if ('error' in checked) throw new ConfigError(`${definition.key} = ${JSON.stringify(value)}: ${checked.error}.`);
+    if ('error' in checked) throw new ConfigError(`${definition.key} = ${displayValue(definition, value)}: ${checked.error}.`);
     document.setIn(definition.key.split('.'), checked.value);
   }
   writeDocument(file, document);

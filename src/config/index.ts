@@ -14,6 +14,7 @@ export {
   type UpstreamEntry,
 } from './schema.js';
 export { displayValue, maskSecret } from './convert.js';
+export { DATABASE_URL_VARIABLE, maskDatabaseUrl, databaseUrlSchema } from './database-url.js';
 export { metaclawHome, homePaths, expandHome, type HomePaths } from './home.js';
 export type { KeyDefinition, NoEffect, ValueKind } from './types.js';
 export { noEffectWarning } from './effect.js';

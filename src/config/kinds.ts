@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DATABASE_URL_EXPECTED, databaseUrlSchema, maskDatabaseUrl } from './database-url.js';
 import type { KeyDefinition, NoEffect } from './types.js';
 
 /**
@@ -30,6 +31,21 @@ export function variableNameKey<K extends string>(key: K, options: Options): Key
   const expected = 'the name of an environment variable (letters, digits and _), not the key itself';
   const schema = z.string().regex(/^([A-Za-z_][A-Za-z0-9_]*)?$/, `expected ${expected}`);
   return { key, kind: 'string', default: '', doc: options.doc, expected, schema, ...marking(options) };
+}
+
+/** A PostgreSQL URL (or empty): secret, but shown with only its password hidden. */
+export function databaseUrlKey<K extends string>(key: K, options: Omit<Options, 'secret'>): KeyDefinition<string, K> {
+  return {
+    key,
+    kind: 'secret',
+    default: '',
+    doc: options.doc,
+    expected: DATABASE_URL_EXPECTED,
+    schema: databaseUrlSchema,
+    secret: true,
+    mask: maskDatabaseUrl,
+    ...marking(options),
+  };
 }
 
 export function pathKey<K extends string>(key: K, defaultValue: string, options: Options): KeyDefinition<string, K> {

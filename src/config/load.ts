@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { isMap, isScalar, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { ConfigError } from '../errors.js';
 import { checkValue, convertText, displayValue } from './convert.js';
+import { DATABASE_URL_VARIABLE, maskDatabaseUrl } from './database-url.js';
 import { dependencyWarnings, noEffectWarning } from './effect.js';
 import { homePaths, metaclawHome, resolveConfiguredPath, type HomePaths } from './home.js';
 import { nearest } from './nearest.js';
@@ -61,7 +62,7 @@ export function loadConfig(options: LoadOptions = {}): LoadedConfig {
     if (!definition) throw new ConfigError(`Unknown override key ${key}`);
     const converted = convertText(definition, text);
     const checked = 'error' in converted ? converted : checkValue(definition, applyValueAlias(key, converted.value));
-    if ('error' in checked) errors.push(`override ${key} = ${JSON.stringify(text)}: ${checked.error}`);
+    if ('error' in checked) errors.push(`override ${key} = ${definition.secret ? displayValue(definition, text) : JSON.stringify(text)}: ${checked.error}`);
     else {
       values.set(key, checked.value);
       explicitKeys.add(key);
@@ -73,6 +74,14 @@ export function loadConfig(options: LoadOptions = {}): LoadedConfig {
   // The proxy's own key may come from the environment, so it never has to be typed on a command line.
   const proxyKey = env[PROXY_KEY_VARIABLE]?.trim();
   if (proxyKey) values.set('proxy.api_key', proxyKey);
+  // The team store's URL (and its password) likewise; a `--store` given for this run wins over it.
+  // Not an explicit key: the file does not hold it (see privacy.ts).
+  const databaseUrl = env[DATABASE_URL_VARIABLE]?.trim();
+  if (databaseUrl && options.overrides?.['store.url'] === undefined) {
+    const checked = checkValue(DEFINITIONS_BY_KEY.get('store.url')!, databaseUrl);
+    if ('error' in checked) errors.push(`${DATABASE_URL_VARIABLE} = ${JSON.stringify(maskDatabaseUrl(databaseUrl))}: ${checked.error}`);
+    else values.set('store.url', checked.value);
+  }
 
   if (errors.length > 0) {
     throw new ConfigError(`Invalid configuration in ${file}:\n${errors.map((line) => `  - ${line}`).join('\n')}`);

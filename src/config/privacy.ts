@@ -19,11 +19,16 @@ export interface OpenPath {
   ours: boolean;
 }
 
-/** The keys the config file itself holds: secret keys set in it, and the fallbacks' `api_key`s. */
+/**
+ * The keys the config file itself holds: secret keys set in it (a database URL only when it holds
+ * a password), and the fallbacks' `api_key`s.
+ */
 export function keysInConfigFile(config: LoadedConfig): string[] {
   const values = config.values as unknown as Record<string, unknown>;
+  const holdsSecret = (definition: KeyDefinition, value: unknown): boolean =>
+    value !== '' && (!definition.mask || typeof value !== 'string' || definition.mask(value) !== value);
   const keys: string[] = (KEY_DEFINITIONS as readonly KeyDefinition[])
-    .filter((definition) => definition.secret === true && config.explicitKeys.has(definition.key) && values[definition.key] !== '')
+    .filter((definition) => definition.secret === true && config.explicitKeys.has(definition.key) && holdsSecret(definition, values[definition.key]))
     .map((definition) => definition.key);
   config.values['llm.fallbacks'].forEach((entry, index) => {
     if (entry.api_key) keys.push(`llm.fallbacks.${index}.api_key`);

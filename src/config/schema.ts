@@ -1,5 +1,18 @@
 import { z } from 'zod';
-import { booleanKey, enumKey, integerKey, listKey, numberKey, pathKey, secretKey, stringKey, timeOfDayKey, urlKey, variableNameKey } from './kinds.js';
+import {
+  booleanKey,
+  databaseUrlKey,
+  enumKey,
+  integerKey,
+  listKey,
+  numberKey,
+  pathKey,
+  secretKey,
+  stringKey,
+  timeOfDayKey,
+  urlKey,
+  variableNameKey,
+} from './kinds.js';
 import type { KeyDefinition, NoEffect } from './types.js';
 
 /**
@@ -263,6 +276,9 @@ export const KEY_DEFINITIONS = [
   integerKey('store.payload_retention_days', 30, {
     min: 0,
     doc: 'Full request/response bodies of turns are kept this long (0: forever); turn summaries stay.',
+  }),
+  databaseUrlKey('store.url', {
+    doc: 'Team store (preview): a postgres:// URL that `metaclaw store migrate | status | import-sqlite` work on (also METACLAW_DATABASE_URL, or --store). Empty: the personal SQLite store in $METACLAW_HOME. Serving from PostgreSQL is not built yet: `metaclaw start` refuses a set URL.',
   }),
   booleanKey('store.redact_turns', true, {
     doc: 'Redact secrets (API keys, tokens, private keys, passwords) from turn records: the request text, the answer and the stored bodies. What goes upstream is never changed.',

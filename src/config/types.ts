@@ -28,6 +28,11 @@ export interface KeyDefinition<T = unknown, K extends string = string> {
   readonly values?: readonly string[];
   /** Values that are masked in `config show` and never logged. */
   readonly secret?: boolean;
+  /**
+   * For a secret key whose value is mostly not secret (a database URL and its password): shows the
+   * value with only the secret part hidden. A value it leaves unchanged holds no secret.
+   */
+  readonly mask?: (value: string) => string;
   /** Absent: the key does what `doc` says. */
   readonly noEffect?: NoEffect;
 }

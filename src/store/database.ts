@@ -50,7 +50,8 @@ export function migrate(db: Db, migrations: readonly Migration[]): void {
   for (const migration of migrations) {
     if (migration.version <= current) continue;
     db.transaction(() => {
-      db.exec(migration.sql);
+      // A migration that only changes PostgreSQL (the team store) still moves the version on.
+      if (migration.sql.trim() !== '') db.exec(migration.sql);
       db.pragma(`user_version = ${migration.version}`);
     })();
   }

@@ -1,17 +1,33 @@
+import { POSTGRES_SCHEMA_V16 } from './postgres-schema.js';
+
 /**
- * Versioned schema migrations. Each entry runs once, in order, inside a transaction; the applied
- * version is kept in `PRAGMA user_version`. Never edit a released migration: add a new one.
+ * Versioned schema migrations, one list for both engines. Each entry runs once, in order, inside a
+ * transaction. SQLite (the personal store) runs `sql` and keeps the applied version in
+ * `PRAGMA user_version`; PostgreSQL (the team store, `store/postgres/`) runs `postgres` and keeps
+ * it in `metaclaw_schema_migrations`. An empty string is a no-op on that engine, but the version is
+ * still recorded, so both engines count versions alike. Never edit a released migration: add a new
+ * one, with the change written for both engines.
  */
 export interface Migration {
   readonly version: number;
   readonly description: string;
+  /** SQLite DDL ('' : nothing to do in SQLite). */
   readonly sql: string;
+  /** PostgreSQL DDL ('' : nothing to do in PostgreSQL). */
+  readonly postgres: string;
 }
+
+/**
+ * PostgreSQL's history starts at version 16, which creates the whole schema as versions 1-15 left
+ * it in SQLite: those are no-ops in PostgreSQL (the team store did not exist when they shipped).
+ */
+const BEFORE_POSTGRES = '';
 
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     description: 'sessions, turns, turn payloads and their segments, job queue, learning spend, key-value state',
+    postgres: BEFORE_POSTGRES,
     sql: `
       CREATE TABLE sessions (
         id TEXT PRIMARY KEY,
@@ -110,6 +126,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 2,
     description: 'skills: usage and outcomes (credit), versions, proposals, vectors',
+    postgres: BEFORE_POSTGRES,
     sql: `
       -- Embeddings of skills, derived from the SKILL.md files (the source of truth) by content hash.
       CREATE TABLE skill_vectors (
@@ -172,6 +189,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 3,
     description: 'memory units, their keyword index and access log',
+    postgres: BEFORE_POSTGRES,
     sql: `
       CREATE TABLE memory_units (
         rowid INTEGER PRIMARY KEY,          -- key of the FTS and vector entries
@@ -215,11 +233,13 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 4,
     description: 'sessions that nothing learns from (the doctor canary)',
+    postgres: BEFORE_POSTGRES,
     sql: `ALTER TABLE sessions ADD COLUMN learning INTEGER NOT NULL DEFAULT 1;`,
   },
   {
     version: 5,
     description: 'body parts are counted by what uses them (retention deletes a part only when no kept body uses it)',
+    postgres: BEFORE_POSTGRES,
     sql: `
       -- How many bodies and list nodes use each part (conversation/segment-table.ts); a part goes
       -- when nothing does. Parts were dropped by the time they were last written, which deleted
@@ -245,6 +265,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 6,
     description: 'the client that sent each turn (its profile) and what a side request was for',
+    postgres: BEFORE_POSTGRES,
     sql: `
       ALTER TABLE turns ADD COLUMN client_profile TEXT;   -- openclaw | claude-code | codex | qwen-code | opencode | generic
       ALTER TABLE turns ADD COLUMN side_request TEXT;     -- title | summary | compaction | memory | classifier | quota
@@ -253,6 +274,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 7,
     description: 'memory units: search keys (indexed, never shown) and the raw turn before each raw turn',
+    postgres: BEFORE_POSTGRES,
     sql: `
       ALTER TABLE memory_units ADD COLUMN search_keys TEXT NOT NULL DEFAULT '[]';  -- JSON list: the questions a unit answers (extractor), a speaker's name
       ALTER TABLE memory_units ADD COLUMN previous_raw INTEGER;                     -- raw turns: rowid of the raw turn before it in its session
@@ -263,6 +285,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 8,
     description: 'the Responses API id of a turn, so previous_response_id and GET /v1/responses/{id} find it',
+    postgres: BEFORE_POSTGRES,
     sql: `
       ALTER TABLE turns ADD COLUMN response_id TEXT;
       -- Partial: only Responses API turns have one, other turns cost the index nothing.
@@ -272,6 +295,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 9,
     description: 'search keys of skills, in the languages the user writes (cross-lingual retrieval)',
+    postgres: BEFORE_POSTGRES,
     sql: `
       -- Written by a learning job for each skill and language, kept by the skill's content hash, so
       -- an edit asks again and a revert finds its keys; never written into SKILL.md.
@@ -290,6 +314,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 10,
     description: 'search keys of memory units, in the languages the user writes (cross-lingual recall)',
+    postgres: BEFORE_POSTGRES,
     sql: `
       -- Written by a learning job for each memory unit and language, kept by the unit's content hash
       -- (an edit asks again), and indexed with the unit in memory_fts.
@@ -307,6 +332,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 11,
     description: 'RL training steps: what each reported and where its weights went',
+    postgres: BEFORE_POSTGRES,
     sql: `
       -- One row per training step. A step is 'done' only once the optimizer applied it and its
       -- weights were saved for sampling (sampler_path: what rl rollback serves again); a step left
@@ -330,6 +356,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 12,
     description: 'the RL scheduler: its state, the training step in the window and the last one that ended',
+    postgres: BEFORE_POSTGRES,
     sql: `
       -- One row. A step still in UPDATING or PAUSING at start was cut by the restart: it is kept as
       -- pending (with its batch) for the trainer to run again, and the state starts over in IDLE_WAIT.
@@ -356,6 +383,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 13,
     description: 'the RL sample buffer: one row per recorded main turn, its skill generation, token ids when served from the policy, the judge verdict',
+    postgres: BEFORE_POSTGRES,
     sql: `
       -- Texts stay in turns and turn_payloads (turn_id is the reference); a row adds what RL needs.
       CREATE TABLE rl_samples (
@@ -387,6 +415,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 14,
     description: 'on-policy distillation: the teacher logprobs of each trainable sample',
+    postgres: BEFORE_POSTGRES,
     sql: `
       -- Null: not asked (OPD off, or no token ids); queued | done | failed (failed samples train without the KL term).
       ALTER TABLE rl_samples ADD COLUMN teacher_state TEXT;
@@ -397,6 +426,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 15,
     description: "the scheduler windows (when each idle window opened and closed, and what held it open); indexes for the dashboard's reads",
+    postgres: BEFORE_POSTGRES,
     sql: `
       -- One row per window the scheduler opened (the dashboard's timeline). closed_at null: still open.
       CREATE TABLE scheduler_windows (
@@ -418,8 +448,24 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 16,
+    description: 'the team store: the whole schema of versions 1-15 in PostgreSQL (nothing changes in SQLite)',
+    sql: '',
+    postgres: POSTGRES_SCHEMA_V16,
+  },
+  {
     version: 17,
     description: 'team members: who may use the proxy with a key of their own, and so has a memory scope of their own',
+    postgres: `
+      CREATE TABLE team_members (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        key_hash TEXT NOT NULL UNIQUE,
+        key_hint TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        key_rotated_at BIGINT
+      );
+    `,
     sql: `
       -- A member's key is shown once and kept only as its SHA-256 (keys are 256 random bits, so a
       -- fast hash is enough). The name fixes the member's memory scope: user:<name>.

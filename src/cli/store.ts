@@ -1,0 +1,171 @@
+import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
+import { DATABASE_URL_VARIABLE, maskDatabaseUrl, type LoadedConfig } from '../config/index.js';
+import { MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
+import { CliExit, loadCliConfig, print } from './context.js';
+
+/**
+ * `metaclaw store …`: the team store (PostgreSQL, preview). The PostgreSQL modules are loaded with
+ * a dynamic import inside each action: registering these commands (for `--help` or completion)
+ * must not load `pg`.
+ */
+
+interface StoreOptions {
+  config?: string;
+  store?: string;
+  json?: boolean;
+}
+
+type Postgres = typeof import('../store/postgres/index.js');
+
+export function registerStoreCommands(program: Command): void {
+  const group = program.command('store').description('the team store (PostgreSQL, preview): migrate, status, import a personal install');
+  const common = (command: Command) =>
+    command
+      .option('--store <url>', `the team store's postgres:// URL (default: store.url, or ${DATABASE_URL_VARIABLE})`)
+      .option('-c, --config <path>', 'config file')
+      .option('--json', 'machine-readable output');
+  common(group.command('migrate').description("create or bring up to date the team store's schema (safe to run from many nodes at once)")).action(
+    async (options: StoreOptions) => migrateCommand(options),
+  );
+  common(group.command('status').description('the store in use: engine, address (password masked), schema version, reachable, rows per table')).action(
+    async (options: StoreOptions) => statusCommand(options),
+  );
+  common(
+    group
+      .command('import-sqlite')
+      .description("copy a personal install's database (a metaclaw.db file or a METACLAW_HOME folder) into the team store, in one transaction")
+      .argument('<path>')
+      .option('--merge', 'import into a store that already holds rows: rows whose key is already there are skipped and kept as they are'),
+  ).action(async (path: string, options: StoreOptions & { merge?: boolean }) => importCommand(path, options));
+}
+
+function loadStoreConfig(options: StoreOptions): LoadedConfig {
+  return loadCliConfig({ ...(options.config ? { config: options.config } : {}), overrides: { 'store.url': options.store } });
+}
+
+function requireUrl(config: LoadedConfig): string {
+  const url = config.values['store.url'];
+  if (!url)
+    throw new CliExit(
+      `No team store is configured: give --store postgres://…, set ${DATABASE_URL_VARIABLE}, or \`metaclaw config set store.url postgres://…\`. (The personal SQLite store needs no migrate: MetaClaw brings it up to date at start.)`,
+    );
+  return url;
+}
+
+/** Runs `work` on a pool for `url`; any failure becomes one line (password masked) and exit code 1. */
+async function withPool<T>(url: string, work: (postgres: Postgres, pool: import('pg').Pool) => Promise<T>): Promise<T> {
+  const postgres = await import('../store/postgres/index.js');
+  const pool = postgres.openPool(url);
+  try {
+    return await work(postgres, pool);
+  } catch (error) {
+    if (error instanceof CliExit) throw error;
+    throw new CliExit(postgres.describeStoreError(error, url));
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
+}
+
+async function migrateCommand(options: StoreOptions): Promise<void> {
+  const url = requireUrl(loadStoreConfig(options));
+  const result = await withPool(url, (postgres, pool) => postgres.migratePostgres(pool));
+  if (options.json) return print(JSON.stringify({ url: maskDatabaseUrl(url), from: result.from, to: result.to, applied: result.applied }, null, 2));
+  if (result.applied.length === 0) print(`The team store at ${maskDatabaseUrl(url)} is up to date (schema version ${result.to}).`);
+  else print(`Migrated the team store at ${maskDatabaseUrl(url)} from schema version ${result.from} to ${result.to}.`);
+}
+
+interface StatusReport {
+  engine: 'postgresql' | 'sqlite';
+  /** The masked URL, or the SQLite file. */
+  location: string;
+  reachable: boolean;
+  schema_version: number | null;
+  latest_version: number;
+  tables: Record<string, number>;
+  error?: string;
+}
+
+async function statusCommand(options: StoreOptions): Promise<void> {
+  const config = loadStoreConfig(options);
+  const url = config.values['store.url'];
+  const report = url ? await postgresStatus(url) : sqliteStatus(config);
+  if (options.json) print(JSON.stringify(report, null, 2));
+  else if (!report.reachable) throw new CliExit(report.error ?? 'The store cannot be read.');
+  else printStatus(report);
+  if (!report.reachable) throw new CliExit('', 1);
+}
+
+async function postgresStatus(url: string): Promise<StatusReport> {
+  const postgres = await import('../store/postgres/index.js');
+  const base = { engine: 'postgresql' as const, location: maskDatabaseUrl(url), latest_version: MIGRATIONS.at(-1)?.version ?? 0 };
+  const pool = postgres.openPool(url);
+  try {
+    const status = await postgres.readPostgresStatus(pool);
+    return { ...base, reachable: true, schema_version: status.schemaVersion, tables: { ...status.tables } };
+  } catch (error) {
+    return { ...base, reachable: false, schema_version: null, tables: {}, error: postgres.describeStoreError(error, url) };
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
+}
+
+/** The personal store, read-only (no migration, nothing created): its version and rows per table. */
+function sqliteStatus(config: LoadedConfig): StatusReport {
+  const file = config.paths.database;
+  const base = { engine: 'sqlite' as const, location: file, latest_version: MIGRATIONS.at(-1)?.version ?? 0 };
+  if (!existsSync(file))
+    return {
+      ...base,
+      reachable: false,
+      schema_version: null,
+      tables: {},
+      error: `No personal store at ${file} yet (the proxy creates it when it first starts).`,
+    };
+  let db;
+  try {
+    db = openDatabase(file, { readonly: true });
+  } catch (error) {
+    return { ...base, reachable: false, schema_version: null, tables: {}, error: `Cannot open ${file}: ${(error as Error).message}` };
+  }
+  try {
+    const tables: Record<string, number> = {};
+    const names = db
+      .prepare<[], { name: string }>(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'memory_fts%' AND name NOT LIKE 'memory_vec%' ORDER BY name",
+      )
+      .all();
+    for (const { name } of names) tables[name] = db.prepare<[], { rows: number }>(`SELECT count(*) AS rows FROM "${name}"`).get()!.rows;
+    return { ...base, reachable: true, schema_version: schemaVersion(db), tables };
+  } finally {
+    db.close();
+  }
+}
+
+function printStatus(report: StatusReport): void {
+  print(`engine      ${report.engine === 'sqlite' ? 'sqlite (the personal store)' : 'postgresql (the team store, preview)'}`);
+  print(`store       ${report.location}`);
+  print(`reachable   yes`);
+  const version = report.schema_version === 0 ? 'none (run `metaclaw store migrate`)' : `version ${report.schema_version}`;
+  print(`schema      ${version}; this MetaClaw writes version ${report.latest_version}`);
+  const rows = Object.entries(report.tables);
+  if (rows.length === 0) return;
+  print('rows');
+  const width = Math.max(...rows.map(([name]) => name.length));
+  for (const [name, count] of rows) print(`  ${name.padEnd(width)}  ${count}`);
+}
+
+async function importCommand(path: string, options: StoreOptions & { merge?: boolean }): Promise<void> {
+  const url = requireUrl(loadStoreConfig(options));
+  const result = await withPool(url, (postgres, pool) => postgres.importSqlite(pool, path, { merge: options.merge ?? false }));
+  if (options.json) return print(JSON.stringify({ url: maskDatabaseUrl(url), ...result }, null, 2));
+  const read = result.tables.reduce((sum, table) => sum + table.read, 0);
+  const inserted = result.tables.reduce((sum, table) => sum + table.inserted, 0);
+  print(`Imported ${result.source} (schema version ${result.sourceVersion}) into ${maskDatabaseUrl(url)}: ${inserted} of ${read} rows.`);
+  for (const table of result.tables) {
+    if (table.read === 0) continue;
+    const skipped = table.read - table.inserted;
+    print(`  ${table.table.padEnd(20)} ${table.inserted}${skipped > 0 ? ` (${skipped} already there, skipped)` : ''}`);
+  }
+  print('Skills on disk (SKILL.md files) are not imported yet: the team store does not serve skills in this version.');
+}

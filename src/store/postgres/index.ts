@@ -1,0 +1,10 @@
+/**
+ * The PostgreSQL team store (preview): connect, migrate, status, import from a personal install.
+ * Load it with a dynamic `import()` only: the personal path must never load `pg`.
+ */
+export { openPool, describeStoreError, isUnreachable, type PoolOptions } from './connect.js';
+export { migratePostgres, postgresSchemaVersion, MIGRATIONS_TABLE, type MigrateResult } from './migrate.js';
+export { readPostgresStatus, type PostgresStatus } from './status.js';
+export { importSqlite, resolveSqlitePath, type ImportOptions, type ImportResult, type TableImport } from './import-sqlite.js';
+export { TEAM_TABLES, type TeamTable } from './tables.js';
+export { toPostgresText, fromPostgresText, NUL_STAND_IN } from './text.js';

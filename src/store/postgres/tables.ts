@@ -1,0 +1,38 @@
+/**
+ * The team store's tables in dependency order (a table comes after every table its foreign keys
+ * point at), so an import can insert them one after another and a merge can never break a key.
+ * Every table of the personal SQLite store is here except the FTS5 index (memory_fts and its vocab
+ * table), which is derived from memory_units and has no PostgreSQL counterpart.
+ */
+export interface TeamTable {
+  readonly name: string;
+  /** An identity column: after rows are copied with their ids, its sequence is moved past them. */
+  readonly identity?: string;
+  /** The SQLite table it is copied from, when it is not the table of the same name. */
+  readonly from?: 'memory_vec';
+}
+
+export const TEAM_TABLES: readonly TeamTable[] = [
+  { name: 'sessions' },
+  { name: 'turns' },
+  { name: 'turn_payloads' },
+  { name: 'payload_segments' },
+  { name: 'payload_segment_refs' },
+  { name: 'jobs', identity: 'id' },
+  { name: 'learning_spend' },
+  { name: 'state' },
+  { name: 'skill_vectors' },
+  { name: 'skill_usage' },
+  { name: 'turn_outcomes' },
+  { name: 'skill_versions', identity: 'id' },
+  { name: 'skill_proposals', identity: 'id' },
+  { name: 'memory_units', identity: 'rowid' },
+  { name: 'memory_vectors', from: 'memory_vec' },
+  { name: 'skill_search_keys' },
+  { name: 'memory_search_keys' },
+  { name: 'rl_steps' },
+  { name: 'scheduler_state' },
+  { name: 'rl_samples' },
+  { name: 'scheduler_windows', identity: 'id' },
+  { name: 'team_members' },
+];

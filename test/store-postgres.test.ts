@@ -1,0 +1,434 @@
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import OpenAI from 'openai';
+import pg from 'pg';
+import * as sqliteVec from 'sqlite-vec';
+import { keysInConfigFile, loadConfig, maskDatabaseUrl } from '../src/config/index.js';
+import { MIGRATIONS, openDatabase } from '../src/store/index.js';
+import { fromPostgresText, migratePostgres, openPool, TEAM_TABLES } from '../src/store/postgres/index.js';
+import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
+import { freePort, runCli, startProxy, tempHome, waitFor } from './support/proxy.js';
+import { embeddingsHandler } from './support/embeddings.js';
+import { ScriptedUpstream } from './support/upstream.js';
+
+const LATEST = MIGRATIONS.at(-1)!.version;
+// int8 read as bigint here, so imported rows compare with SQLite's exactly (the driver's default is text).
+pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => BigInt(value));
+
+describe('store.url and the personal store', () => {
+  test('a store URL given to config set is kept in a 0600 config.yaml and shown with its password masked; a non-PostgreSQL URL is refused without echoing the password', async () => {
+    const home = tempHome();
+    try {
+      const set = await runCli(['config', 'set', 'store.url', 'postgres://team:s3cretpass@db.example:5432/metaclaw'], { home });
+      assert.equal(set.code, 0, set.stderr);
+      assert.ok(!set.stdout.includes('s3cretpass'), set.stdout);
+      assert.equal(statSync(join(home, 'config.yaml')).mode & 0o777, 0o600);
+      assert.match(readFileSync(join(home, 'config.yaml'), 'utf8'), /s3cretpass/, 'the file itself holds the URL');
+      const shown = await runCli(['config', 'get', 'store.url'], { home });
+      assert.match(shown.stdout, /postgres:\/\/team:\*\*\*\*@db\.example:5432\/metaclaw/);
+      assert.ok(!shown.stdout.includes('s3cretpass'));
+      const shownAll = await runCli(['config', 'show', '--json'], { home });
+      assert.equal(JSON.parse(shownAll.stdout).values['store.url'], 'postgres://team:****@db.example:5432/metaclaw');
+      assert.deepEqual(keysInConfigFile(loadConfig({ env: { METACLAW_HOME: home } })), ['store.url'], 'a URL with a password is a key the file holds');
+      writeFileSync(join(home, 'config.yaml'), 'store:\n  url: postgres://team@db.example/metaclaw\n', { mode: 0o600 });
+      assert.deepEqual(keysInConfigFile(loadConfig({ env: { METACLAW_HOME: home } })), [], 'one without a password is not');
+      const refused = await runCli(['config', 'set', 'store.url', 'mysql://team:s3cretpass@db.example/metaclaw'], { home });
+      assert.notEqual(refused.code, 0);
+      assert.match(refused.stderr, /postgres:\/\/ or postgresql:\/\//);
+      assert.ok(!`${refused.stdout}${refused.stderr}`.includes('s3cretpass'), refused.stderr);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  test('start refuses a team store (serving from PostgreSQL is not built yet), from --store or METACLAW_DATABASE_URL, with the password masked', async () => {
+    const home = tempHome();
+    try {
+      const flagged = await runCli(['start', '--store', 'postgresql://team:s3cretpass@127.0.0.1:1/metaclaw', '--no-wire'], { home });
+      assert.equal(flagged.code, 3, flagged.stderr);
+      assert.match(flagged.stderr, /not built yet/);
+      assert.match(flagged.stderr, /postgresql:\/\/team:\*\*\*\*@127\.0\.0\.1:1\/metaclaw/);
+      assert.ok(!flagged.stderr.includes('s3cretpass'));
+      const fromEnv = await runCli(['start', '--no-wire'], { home, env: { METACLAW_DATABASE_URL: 'postgres://team:s3cretpass@127.0.0.1:1/metaclaw' } });
+      assert.equal(fromEnv.code, 3, fromEnv.stderr);
+      assert.ok(!fromEnv.stderr.includes('s3cretpass'));
+      assert.ok(!existsSync(join(home, 'metaclaw.db')), 'nothing was started');
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  test('masking hides a password in the authority (even one holding @) and in a password= parameter, and leaves a URL without one alone', () => {
+    assert.equal(maskDatabaseUrl('postgres://a:b@c@h:5432/d'), 'postgres://a:****@h:5432/d');
+    assert.equal(maskDatabaseUrl('postgresql://h/d?user=a&password=xyz&sslmode=require'), 'postgresql://h/d?user=a&password=****&sslmode=require');
+    assert.equal(maskDatabaseUrl('postgres://a@h/d'), 'postgres://a@h/d');
+  });
+
+  test('the SQLite schema is unchanged by version 16: same tables and indexes as at version 15, user_version 16', () => {
+    const schema = (db: Database.Database) => db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name").all();
+    const at15 = openDatabase(':memory:', { migrations: MIGRATIONS.filter((migration) => migration.version <= 15) });
+    const at16 = openDatabase(':memory:', { migrations: MIGRATIONS.filter((migration) => migration.version <= 16) });
+    try {
+      assert.deepEqual(schema(at16), schema(at15));
+      assert.equal(at16.pragma('user_version', { simple: true }), 16);
+    } finally {
+      at15.close();
+      at16.close();
+    }
+  });
+
+  test('the personal path never loads pg: a proxy started and used with a hook that refuses pg works, while store migrate under the same hook trips it', async () => {
+    const hooks = tempHome('metaclaw-no-pg-');
+    writeFileSync(
+      join(hooks, 'hooks.mjs'),
+      "export async function resolve(specifier, context, next) { if (specifier === 'pg' || specifier.startsWith('pg/')) throw new Error('pg loaded on the personal path'); return next(specifier, context); }\n",
+    );
+    writeFileSync(join(hooks, 'register.mjs'), "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n");
+    const env = { NODE_OPTIONS: `--import ${join(hooks, 'register.mjs')}` };
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ env, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await client.chat.completions.create({ model: 'scripted-model', messages: [{ role: 'user', content: 'hello there' }] });
+      for (const args of [['status'], ['sessions', 'list'], ['store', 'status'], ['memory', 'add', 'Lunch is at noon', '--type', 'semantic']]) {
+        const result = await proxy.cli(args);
+        assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
+      }
+      assert.equal((await fetch(`${proxy.url}/healthz`)).status, 200, 'the proxy is still up');
+      const tripped = await proxy.cli(['store', 'migrate', '--store', 'postgres://127.0.0.1:1/x']);
+      assert.notEqual(tripped.code, 0);
+      assert.match(tripped.stderr, /pg loaded on the personal path/, 'the hook would have caught pg');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+      rmSync(hooks, { recursive: true, force: true });
+    }
+  });
+
+  test('store status with no store URL reports the personal SQLite store', async () => {
+    const home = tempHome();
+    try {
+      openDatabase(join(home, 'metaclaw.db')).close();
+      const status = await runCli(['store', 'status', '--json'], { home });
+      assert.equal(status.code, 0, status.stderr);
+      const report = JSON.parse(status.stdout);
+      assert.equal(report.engine, 'sqlite');
+      assert.equal(report.schema_version, LATEST);
+      assert.equal(report.tables.sessions, 0);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  test('an unreachable store is one line on stderr, exit code 1, password masked, no stack trace', async () => {
+    const home = tempHome();
+    try {
+      openDatabase(join(home, 'metaclaw.db')).close(); // import-sqlite has a database to read: what fails is the store
+      const url = `postgres://team:s3cretpass@127.0.0.1:${await freePort()}/metaclaw`;
+      for (const args of [
+        ['store', 'migrate', '--store', url],
+        ['store', 'status', '--store', url],
+        ['store', 'import-sqlite', home, '--store', url],
+      ]) {
+        const result = await runCli(args, { home });
+        assert.equal(result.code, 1, `${args.join(' ')}: ${result.stderr}`);
+        const lines = result.stderr.trim().split('\n');
+        assert.equal(lines.length, 1, result.stderr);
+        assert.match(lines[0]!, /Cannot reach the team store at postgres:\/\/team:\*\*\*\*@127\.0\.0\.1:\d+\/metaclaw: .*ECONNREFUSED/);
+        assert.ok(!result.stderr.includes('s3cretpass'));
+      }
+      const json = await runCli(['store', 'status', '--store', url, '--json'], { home });
+      assert.equal(json.code, 1);
+      assert.equal(JSON.parse(json.stdout).reachable, false);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
+  let server: TestPostgres;
+  let counter = 0;
+  const freshDatabase = (): string => server.createDatabase(`store_test_${++counter}`);
+  const home = tempHome();
+
+  before(async () => {
+    server = await startPostgres();
+  });
+  after(() => {
+    server?.stop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  const cli = (args: string[]) => runCli(args, { home });
+  const query = async <T extends pg.QueryResultRow>(url: string, sql: string): Promise<T[]> => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      return (await client.query<T>(sql)).rows;
+    } finally {
+      await client.end();
+    }
+  };
+
+  test('store migrate creates the whole schema and records every version; a second migrate changes nothing', async () => {
+    const url = freshDatabase();
+    const first = await cli(['store', 'migrate', '--store', url, '--json']);
+    assert.equal(first.code, 0, first.stderr);
+    assert.deepEqual(
+      JSON.parse(first.stdout).applied,
+      MIGRATIONS.map((migration) => migration.version),
+    );
+    const tables = (await query<{ table_name: string }>(url, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")).map(
+      (row) => row.table_name,
+    );
+    for (const table of TEAM_TABLES) assert.ok(tables.includes(table.name), `${table.name} exists`);
+    assert.ok(!tables.includes('memory_fts'), 'the FTS5 index stays SQLite-only');
+    const versions = await query<{ version: number; description: string }>(url, 'SELECT version, description FROM metaclaw_schema_migrations ORDER BY version');
+    assert.deepEqual(
+      versions.map((row) => row.version),
+      MIGRATIONS.map((migration) => migration.version),
+    );
+    const second = await cli(['store', 'migrate', '--store', url, '--json']);
+    assert.equal(second.code, 0, second.stderr);
+    assert.deepEqual(JSON.parse(second.stdout), { url, from: LATEST, to: LATEST, applied: [] });
+  });
+
+  test('every SQLite table has its PostgreSQL twin: same columns in the same order, compatible types, same NOT NULLs, and every SQLite index', async () => {
+    const url = freshDatabase();
+    const pool = openPool(url);
+    const sqlite = openDatabase(':memory:');
+    try {
+      await migratePostgres(pool);
+      const compatible: Record<string, string[]> = {
+        INTEGER: ['integer', 'bigint'],
+        REAL: ['double precision'],
+        TEXT: ['text'],
+        BLOB: ['bytea'],
+      };
+      for (const table of TEAM_TABLES.filter((candidate) => !candidate.from)) {
+        const expected = sqlite.prepare<[], { name: string; type: string; notnull: number; pk: number }>(`PRAGMA table_info("${table.name}")`).all();
+        const actual = (
+          await pool.query<{ column_name: string; data_type: string; is_nullable: string }>(
+            'SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position',
+            [table.name],
+          )
+        ).rows;
+        assert.deepEqual(
+          actual.map((column) => column.column_name),
+          expected.map((column) => column.name),
+          table.name,
+        );
+        expected.forEach((column, index) => {
+          assert.ok(compatible[column.type]?.includes(actual[index]!.data_type), `${table.name}.${column.name}: ${column.type} vs ${actual[index]!.data_type}`);
+          if (column.notnull) assert.equal(actual[index]!.is_nullable, 'NO', `${table.name}.${column.name} NOT NULL`);
+        });
+      }
+      // A table a later migration adds to SQLite must be added to the team store (and its import) too.
+      const sqliteTables = sqlite
+        .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'memory_fts%'")
+        .all()
+        .map((row) => row.name);
+      for (const name of sqliteTables)
+        assert.ok(
+          TEAM_TABLES.some((table) => table.name === name),
+          `SQLite table ${name} has a team table`,
+        );
+      const sqliteIndexes = sqlite.prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").all();
+      const pgIndexes = new Set(
+        (await pool.query<{ indexname: string }>("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")).rows.map((row) => row.indexname),
+      );
+      for (const { name } of sqliteIndexes) assert.ok(pgIndexes.has(name), `index ${name}`);
+    } finally {
+      sqlite.close();
+      await pool.end();
+    }
+  });
+
+  test("the pool names itself 'metaclaw' to the server and sets a statement timeout", async () => {
+    const pool = openPool(server.url, { statementTimeoutMs: 1_234 });
+    try {
+      const row = (
+        await pool.query<{ name: string; timeout: string }>(
+          "SELECT current_setting('application_name') AS name, current_setting('statement_timeout') AS timeout",
+        )
+      ).rows[0]!;
+      assert.deepEqual(row, { name: 'metaclaw', timeout: '1234ms' });
+      await assert.rejects(pool.query('SELECT pg_sleep(3)'), /statement timeout/);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  test('two nodes migrating at once apply each version once', async () => {
+    const url = freshDatabase();
+    const pools = [openPool(url), openPool(url)];
+    try {
+      const results = await Promise.all(pools.map((pool) => migratePostgres(pool)));
+      const applied = results.map((result) => result.applied.length).sort((a, b) => a - b);
+      assert.deepEqual(applied, [0, MIGRATIONS.length]);
+      const rows = await query<{ count: string }>(url, 'SELECT count(*) AS count FROM metaclaw_schema_migrations');
+      assert.equal(Number(rows[0]!.count), MIGRATIONS.length);
+    } finally {
+      await Promise.all(pools.map((pool) => pool.end()));
+    }
+  });
+
+  test('a store whose schema is newer than this MetaClaw is refused, never downgraded', async () => {
+    const url = freshDatabase();
+    assert.equal((await cli(['store', 'migrate', '--store', url])).code, 0);
+    await query(url, `INSERT INTO metaclaw_schema_migrations (version, description) VALUES (${LATEST + 1}, 'from the future')`);
+    const refused = await cli(['store', 'migrate', '--store', url]);
+    assert.equal(refused.code, 1);
+    assert.match(
+      refused.stderr.trim(),
+      new RegExp(`^The team store's schema \\(version ${LATEST + 1}\\) is newer than this MetaClaw \\(knows up to ${LATEST}\\); upgrade MetaClaw\\.$`),
+    );
+    const status = JSON.parse((await cli(['store', 'status', '--store', url, '--json'])).stdout);
+    assert.equal(status.schema_version, LATEST + 1);
+  });
+
+  test('import-sqlite round trip: a personal install made by the real proxy is copied row for row; a second import is refused, --merge skips what is there', async () => {
+    // The upstream also answers embeddings, so memory vectors (sqlite-vec's memory_vec) are part of what is copied.
+    const upstream = await ScriptedUpstream.start();
+    const chat = upstream.defaultHandler;
+    const embeddings = embeddingsHandler();
+    upstream.defaultHandler = (request, response) => (request.path.endsWith('/embeddings') ? embeddings(request, response) : chat(request, response));
+    const proxy = await startProxy({
+      config: {
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
+        memory: { flush_every_n_turns: 1, embedding: { api_base: `${upstream.url}/v1`, model: 'embed-1' } },
+      },
+    });
+    const personal = proxy.home;
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      for (const [session, text] of [
+        ['garden', 'Plan a vegetable garden for a small balcony.'],
+        ['garden', 'Which tomatoes grow well in pots?'],
+        ['deploy', 'Our deploys go out on Tuesdays from the release branch.'],
+      ] as const) {
+        await client.chat.completions.create(
+          { model: 'scripted-model', messages: [{ role: 'user', content: text }] },
+          { headers: { 'X-Session-Id': session } },
+        );
+      }
+      const added = await proxy.cli(['memory', 'add', 'The staging cluster is called blue-harbor', '--type', 'semantic']);
+      assert.equal(added.code, 0, added.stderr);
+      await waitFor(
+        () => {
+          const db = new Database(join(personal, 'metaclaw.db'), { readonly: true });
+          try {
+            return (
+              (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'memory_vec_index'").get() as { n: number }).n > 0 &&
+              (db.prepare('SELECT count(*) AS n FROM memory_vec_index').get() as { n: number }).n >= 2
+            );
+          } finally {
+            db.close();
+          }
+        },
+        30_000,
+        200,
+      );
+      await proxy.stop();
+      upstream.close().catch(() => undefined);
+
+      const sqlite = new Database(join(personal, 'metaclaw.db'), { readonly: true });
+      sqlite.defaultSafeIntegers(true);
+      const url = freshDatabase();
+      try {
+        const imported = await cli(['store', 'import-sqlite', personal, '--store', url, '--json']);
+        assert.equal(imported.code, 0, imported.stderr);
+        const status = JSON.parse((await cli(['store', 'status', '--store', url, '--json'])).stdout);
+        assert.equal(status.schema_version, LATEST);
+        for (const table of ['sessions', 'turns', 'turn_payloads', 'memory_units', 'jobs']) assert.ok(status.tables[table] > 0, `${table} has rows to compare`);
+
+        for (const table of TEAM_TABLES.filter((candidate) => !candidate.from)) {
+          const expected = sqlite.prepare(`SELECT * FROM "${table.name}"`).all() as Record<string, unknown>[];
+          const actual = (await query(url, `SELECT * FROM ${table.name}`)).map((row) =>
+            Object.fromEntries(Object.entries(row).map(([key, value]) => [key, typeof value === 'string' ? fromPostgresText(value) : value])),
+          );
+          assert.equal(status.tables[table.name], expected.length, `${table.name}: row count`);
+          assert.deepEqual(canonical(actual), canonical(expected), `${table.name}: every row, column by column`);
+        }
+
+        // Vectors: one row per unit, the float32 blob of sqlite-vec as a float4[] (exact: both are float32).
+        sqliteVec.load(sqlite);
+        const vectors = sqlite
+          .prepare('SELECT i.rowid AS rowid, i.scope AS scope, v.embedding AS embedding FROM memory_vec_index i JOIN memory_vec v ON v.rowid = i.rowid')
+          .all() as Array<{ rowid: bigint; scope: string; embedding: Buffer }>;
+        const copied = await query<{ rowid: bigint; scope: string; embedding: number[] }>(
+          url,
+          'SELECT rowid, scope, embedding FROM memory_vectors ORDER BY rowid',
+        );
+        assert.ok(vectors.length >= 2);
+        assert.equal(status.tables.memory_vectors, vectors.length);
+        assert.deepEqual(
+          copied.map((row) => [row.rowid, row.scope, row.embedding.map(Math.fround)]), // float4 is printed shortest: back to float32 it is exact
+          vectors
+            .sort((a, b) => Number(a.rowid - b.rowid))
+            .map((row) => [row.rowid, row.scope, Array.from(new Float32Array(Uint8Array.from(row.embedding).buffer))]),
+        );
+
+        const again = await cli(['store', 'import-sqlite', join(personal, 'metaclaw.db'), '--store', url]);
+        assert.equal(again.code, 1);
+        assert.match(again.stderr, /already holds rows \(sessions, turns, .*\); nothing was imported\. Add --merge/);
+        const merged = await cli(['store', 'import-sqlite', personal, '--store', url, '--merge', '--json']);
+        assert.equal(merged.code, 0, merged.stderr);
+        const result = JSON.parse(merged.stdout) as { tables: Array<{ table: string; read: number; inserted: number }> };
+        assert.ok(result.tables.every((table) => table.inserted === 0));
+        assert.ok(result.tables.find((table) => table.table === 'turns')!.read > 0);
+
+        // The install grew (a new key in state, a changed one): a merge adds the new row and keeps the old one as it was.
+        const grown = join(home, 'grown.db');
+        copyFileSync(join(personal, 'metaclaw.db'), grown);
+        const writable = new Database(grown);
+        const changedKey = (writable.prepare('SELECT key FROM state LIMIT 1').get() as { key: string }).key;
+        writable.prepare("UPDATE state SET value = 'changed after import' WHERE key = ?").run(changedKey);
+        writable.prepare("INSERT INTO state (key, value) VALUES ('test.grew', 'yes')").run();
+        writable.close();
+        const grew = await cli(['store', 'import-sqlite', grown, '--store', url, '--merge', '--json']);
+        assert.equal(grew.code, 0, grew.stderr);
+        const grewTables = (JSON.parse(grew.stdout) as typeof result).tables;
+        assert.deepEqual(
+          grewTables.filter((table) => table.inserted > 0).map((table) => [table.table, table.inserted]),
+          [['state', 1]],
+        );
+        const values = await query<{ key: string; value: string }>(url, 'SELECT key, value FROM state');
+        assert.equal(values.find((row) => row.key === 'test.grew')?.value, 'yes');
+        assert.notEqual(values.find((row) => fromPostgresText(row.key) === changedKey)?.value, 'changed after import');
+
+        // Ids were kept and the sequences moved past them: a new row gets the next id.
+        const maxJob = sqlite.prepare('SELECT max(id) AS id FROM jobs').get() as { id: bigint };
+        const next = await query<{ id: string }>(
+          url,
+          "INSERT INTO jobs (kind, payload, status, max_attempts, run_after, created_at, updated_at) VALUES ('t', '{}', 'queued', 1, 0, 0, 0) RETURNING id",
+        );
+        assert.equal(BigInt(next[0]!.id), maxJob.id + 1n);
+      } finally {
+        sqlite.close();
+      }
+    } finally {
+      rmSync(personal, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Rows as comparable text, whatever the driver returned: integers (number, bigint or int8 text) and floats by value, bytes as hex. */
+function canonical(rows: Array<Record<string, unknown>>): string[] {
+  return rows
+    .map((row) =>
+      JSON.stringify(
+        Object.fromEntries(
+          Object.entries(row).map(([key, value]) => [
+            key,
+            Buffer.isBuffer(value) ? `hex:${value.toString('hex')}` : typeof value === 'bigint' || typeof value === 'number' ? `num:${String(value)}` : value,
+          ]),
+        ),
+      ),
+    )
+    .sort();
+}
