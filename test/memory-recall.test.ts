@@ -100,6 +100,23 @@ describe('memory recall beyond keywords (no extractor)', () => {
     const results = await search(suite.proxy, 'What did I buy last spring?');
     assert.equal(results[0]?.content, 'I finally bought a used sea kayak at the harbour sale.', JSON.stringify(results.map((result) => result.content)));
   });
+
+  test('of two memories that match a question equally, the one sharing words with its best match ranks first (pseudo-relevance feedback)', async () => {
+    const now = Date.now();
+    const remember = (session: string, content: string, daysAgo: number) =>
+      api(suite.proxy, '/v1/memory/ingest', { session_id: session, turns: [{ role: 'user', content, timestamp: now - daysAgo * DAY }] }, 'feedback');
+    await remember('bridge', 'Marek plays bass in the Lumen Quartet.', 40);
+    await remember('target', 'The Lumen Quartet tour starts in Lisbon in May.', 30);
+    // As close to the question by its words, and newer: without feedback it ranks above the target.
+    await remember('decoy', 'The cycling tour passes the cabin in July.', 20);
+    const results = (await api(suite.proxy, '/v1/memory/search', { query: 'Which tour is Marek on?', limit: 5 }, 'feedback')).results as Array<{
+      content: string;
+    }>;
+    const contents = results.map((result) => result.content);
+    const target = contents.indexOf('The Lumen Quartet tour starts in Lisbon in May.');
+    const decoy = contents.indexOf('The cycling tour passes the cabin in July.');
+    assert.ok(target >= 0 && (decoy < 0 || target < decoy), `the tour Marek's band is on ranks above the other tour: ${JSON.stringify(contents)}`);
+  });
 });
 
 describe('memory recall across wordings and languages (no extractor)', () => {

@@ -13,6 +13,7 @@ import {
   type WeightedTerm,
 } from '../text/index.js';
 import { KINDRED_WEIGHT, NEIGHBOUR_WEIGHT, PARTIAL_WEIGHT, type Candidate, type KeywordSearch, type MemoryStore } from './store.js';
+import { EXPANSION_WEIGHT, expansionShare, withFeedback, type Expansion } from './feedback.js';
 import { timeWindowOf, type TimeWindow } from './time-window.js';
 import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import type { MemoryVectors } from './vectors.js';
@@ -107,27 +108,32 @@ export class MemoryRetriever {
     for (const term of terms) extra.delete(term);
     const wide = window !== undefined && window.end - window.start > WIDE_WINDOW_DAYS * 86_400_000;
     const depth = Math.max(24, request.limit * 4) * (wide ? 4 : 1);
-    const keyword = this.store.search(request.scope, extra.size > 0 ? [...terms, ...extra.keys()] : terms, depth, request.includeInactive ?? false, extra);
+    const first = this.store.search(request.scope, extra.size > 0 ? [...terms, ...extra.keys()] : terms, depth, request.includeInactive ?? false, extra);
+    const { search: keyword, expansion } = withFeedback(this.store, request.scope, { terms, exclude: new Set([...terms, ...extra.keys()]) }, first, {
+      depth,
+      includeInactive: request.includeInactive ?? false,
+      eligible: (unit) => this.eligible(unit, request),
+    });
     for (const candidate of keyword.candidates) candidates.set(candidate.unit.id, candidate);
     if (window)
       for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30))
         if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
-    if (!this.vectors?.ready || this.mode === 'keyword') return this.rank(request, terms, translations, keyword, window, candidates, undefined);
+    if (!this.vectors?.ready || this.mode === 'keyword') return this.rank(request, terms, translations, keyword, window, candidates, undefined, expansion);
     const withNeighbours = (neighbours: ReadonlyArray<{ unit: MemoryUnit; cosine: number }>): MemoryHit[] => {
       const semantic = new Map<string, number>();
       for (const { unit, cosine } of neighbours) {
         semantic.set(unit.id, cosine);
         if (!candidates.has(unit.id)) candidates.set(unit.id, { unit, terms: new Set(), related: new Set(), bm25: 0 });
       }
-      return this.rank(request, terms, translations, keyword, window, candidates, semantic);
+      return this.rank(request, terms, translations, keyword, window, candidates, semantic, expansion);
     };
     const failed = (error: unknown): MemoryHit[] => {
       this.logger.warn({ err: (error as Error).message }, 'memory vector search failed; using keywords for this request');
-      return this.rank(request, terms, translations, keyword, window, candidates, undefined);
+      return this.rank(request, terms, translations, keyword, window, candidates, undefined, expansion);
     };
     if (request.onRequestPath) {
       const neighbours = this.vectors.nearestReady(request.scope, request.query, 30, failed);
-      return neighbours ? withNeighbours(neighbours) : this.rank(request, terms, translations, keyword, window, candidates, undefined);
+      return neighbours ? withNeighbours(neighbours) : this.rank(request, terms, translations, keyword, window, candidates, undefined, expansion);
     }
     return this.vectors.nearest(request.scope, request.query, 30).then(withNeighbours, failed);
   }
@@ -140,6 +146,7 @@ export class MemoryRetriever {
     window: TimeWindow | undefined,
     candidates: Map<string, Candidate>,
     semantic: Map<string, number> | undefined,
+    expansion: Expansion,
   ): MemoryHit[] {
     const now = (request.now ?? new Date()).getTime();
     // Terms no unit of the scope holds lower coverage, but less; translations not looked up count as not held.
@@ -158,13 +165,18 @@ export class MemoryRetriever {
           ? 1
           : Math.max(partial?.has(term) ? PARTIAL_WEIGHT : 0, kindred?.has(term) ? KINDRED_WEIGHT : 0, related.has(term) ? NEIGHBOUR_WEIGHT : 0);
       const matched = matchedMass(terms, alternatives, idf, holds);
-      const keyword = queryWeight > 0 ? keywordRelevance(matched / queryWeight, matched / rare) : 0;
-      const relevance = this.relevanceOf(keyword, semantic, unit.id);
+      const coverage = queryWeight > 0 ? matched / queryWeight : 0;
+      const direct = queryWeight > 0 ? keywordRelevance(coverage, matched / rare) : 0;
+      // Words shared with the best matches rank a unit higher, but only the query's own words say it
+      // answers the query: the threshold and the relevance shown stay theirs.
+      const fed = expansion.weights.size > 0 ? EXPANSION_WEIGHT * expansionShare(expansion, unit.id, idf, holds) : 0;
+      const keyword = fed > 0 ? keywordRelevance(Math.min(1, coverage + fed), (matched + fed * queryWeight) / rare) : direct;
+      const relevance = this.relevanceOf(direct, semantic, unit.id);
       const inWindow = window !== undefined && unit.observedAt >= window.start && unit.observedAt < window.end;
       if (relevance < request.minRelevance && !inWindow) continue;
       const recency = Math.exp(-(now - unit.observedAt) / (RECENCY_DAYS * 86_400_000));
       const score =
-        0.6 * relevance +
+        0.6 * (fed > 0 ? this.relevanceOf(keyword, semantic, unit.id) : relevance) +
         RECENCY_WEIGHT * recency +
         0.15 * unit.importance +
         0.1 * TYPE_BOOST[unit.type] +

@@ -199,6 +199,7 @@ export class MemoryStore {
         "SELECT * FROM memory_units WHERE scope = ? AND origin = 'rule' AND core = 0 AND status = 'active' ORDER BY rowid DESC LIMIT 200",
       ),
       replacedRules: db.prepare<[string], string>("SELECT source_turns FROM memory_units WHERE scope = ? AND core = 1 AND status = 'superseded'").pluck(),
+      termsOf: db.prepare<[string], { rowid: number; terms: string }>('SELECT rowid, terms FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?))'),
       sources: db.prepare<[string, number, number, string]>('UPDATE memory_units SET source_turns = ?, importance = ?, updated_at = ? WHERE id = ?'),
     };
   }
@@ -487,7 +488,14 @@ export class MemoryStore {
    * relevance threshold needs anyway.
    */
   /** `translationWeights` scales a term's IDF in the ranking (a translation counts less than a word the user wrote). */
-  search(scope: string, terms: readonly string[], limit: number, includeInactive = false, translationWeights?: ReadonlyMap<string, number>): KeywordSearch {
+  search(
+    scope: string,
+    terms: readonly string[],
+    limit: number,
+    includeInactive = false,
+    translationWeights?: ReadonlyMap<string, number>,
+    asWritten = false,
+  ): KeywordSearch {
     const size = this.scopeSize(scope);
     const idfs = new Map<string, number>();
     const unknown = new Set<string>();
@@ -506,7 +514,7 @@ export class MemoryStore {
     /** Units whose entry holds a term as said in the turn after them (before → the unit before it gets the credit). */
     const before = new Map<number, Array<[string, number]>>();
     for (const term of terms) {
-      const { token, rows, idf, partial, kindred } = this.holders(scope, term, size);
+      const { token, rows, idf, partial, kindred } = this.holders(scope, term, size, asWritten);
       idfs.set(term, idf);
       const weight = idf * (translationWeights?.get(term) ?? 1);
       for (const rowid of partial) {
@@ -567,6 +575,12 @@ export class MemoryStore {
     return { candidates, idf: idfs, unknown };
   }
 
+  /** The indexed terms of units, by rowid (their sequence): what pseudo-relevance feedback reads. */
+  unitTerms(rowids: readonly number[]): Map<number, string[]> {
+    if (rowids.length === 0) return new Map();
+    return new Map(this.statements.termsOf.all(JSON.stringify(rowids)).map((row) => [row.rowid, row.terms.split(' ').filter(Boolean)]));
+  }
+
   /** The IDF of each term in a scope as search weighs it, and whether any unit holds it (the core block ranks rules with these). */
   termWeights(scope: string, terms: readonly string[]): Map<string, { idf: number; held: boolean }> {
     const size = this.scopeSize(scope);
@@ -584,14 +598,19 @@ export class MemoryStore {
    * unit holds, as the start of a longer word), those that hold it as a word related to theirs
    * (`kindred`), and its IDF counting all three; a term no unit holds gets the highest.
    */
-  private holders(scope: string, term: string, size: number): { token: string; rows: number[]; partial: number[]; kindred: number[]; idf: number } {
+  private holders(
+    scope: string,
+    term: string,
+    size: number,
+    asWritten = false,
+  ): { token: string; rows: number[]; partial: number[]; kindred: number[]; idf: number } {
     const token = scopedTerm(scope, term);
     const rows = this.postings(token);
     // Glosses are English (a Chinese or Japanese term has none); a unit holding the term itself is indexed without its gloss.
-    let partial = CJK.test(term) ? [] : this.postings(GLOSS_MARK + token);
+    let partial = CJK.test(term) || asWritten ? [] : this.postings(GLOSS_MARK + token);
     // Related words are English too: a unit holding the term itself is indexed without it as a related word.
-    const kindred = CJK.test(term) ? [] : this.postings(KINDRED_MARK + token, false, KINDRED_POSTINGS);
-    if (rows.length === 0 && partial.length === 0 && SHORTENED.test(term)) partial = this.postings(token, true);
+    const kindred = CJK.test(term) || asWritten ? [] : this.postings(KINDRED_MARK + token, false, KINDRED_POSTINGS);
+    if (rows.length === 0 && partial.length === 0 && SHORTENED.test(term) && !asWritten) partial = this.postings(token, true);
     // A capped list is not the term's document frequency: ask the index for that.
     const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
     return { token, rows, partial, kindred, idf: idfOf(term, Math.min(size, frequency + partial.length + kindred.length), size) };
