@@ -6,7 +6,7 @@ import { MemoryRetriever } from '../src/memory/retrieval.js';
 import { MemoryStore, type KeywordSearch } from '../src/memory/store.js';
 import type { MemoryDraft } from '../src/memory/types.js';
 import { openDatabase } from '../src/store/index.js';
-import { MemorySearchTimeout, PgMemorySearch, type PgKeywordSearch } from '../src/store/postgres/memory-search.js';
+import { MemorySearchTimeout, PgMemorySearch, searchPool, type PgKeywordSearch } from '../src/store/postgres/memory-search.js';
 import { uniqueTerms } from '../src/text/index.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
 
@@ -108,6 +108,7 @@ function comparable(search: KeywordSearch | PgKeywordSearch) {
 describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => {
   let server: TestPostgres;
   let pool: pg.Pool;
+  let url: string;
   let search: PgMemorySearch;
   const store = new MemoryStore(openDatabase(':memory:'));
   const ids: string[] = [];
@@ -161,7 +162,8 @@ describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => 
 
   before(async () => {
     server = await startPostgres();
-    pool = new pg.Pool({ connectionString: server.createDatabase('recall'), max: 4 });
+    url = server.createDatabase('recall');
+    pool = new pg.Pool({ connectionString: url, max: 4 });
     search = new PgMemorySearch(pool);
     await search.createTables();
     for (const draft of aliceMemory()) ids.push(store.add(draft)!.id);
@@ -246,6 +248,16 @@ describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => 
       );
     }
     assert.ok(!(await search.search(ALICE, uniqueTerms('production approvals'), 10)).hits.some((hit) => hit.id === replaced));
+    // A store that reads its units itself may hand that read to the search: the same hits.
+    const units = async (sequences: readonly number[]) =>
+      new Map(
+        sequences.flatMap((sequence) => {
+          const unit = store.byRowid(sequence);
+          return unit ? [[sequence, { id: unit.id, active: unit.status === 'active' }] as const] : [];
+        }),
+      );
+    const terms = uniqueTerms('production approvals budget coffee');
+    assert.deepEqual((await search.search(ALICE, terms, 30, { units })).hits, (await search.search(ALICE, terms, 30)).hits);
     assert.ok((await search.search(ALICE, uniqueTerms('production approvals'), 10, { includeInactive: true })).hits.some((hit) => hit.id === replaced));
   });
 
@@ -254,7 +266,9 @@ describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => 
     try {
       await blocker.query('BEGIN; LOCK TABLE memory_postings IN ACCESS EXCLUSIVE MODE');
       const started = Date.now();
-      await assert.rejects(search.search(ALICE, uniqueTerms('coffee'), 10, { timeoutMs: 100 }), MemorySearchTimeout);
+      const impatient = searchPool(url, 100);
+      await assert.rejects(new PgMemorySearch(impatient).search(ALICE, uniqueTerms('coffee'), 10), MemorySearchTimeout);
+      await impatient.end();
       assert.ok(Date.now() - started < 2_000);
     } finally {
       await blocker.query('ROLLBACK');
