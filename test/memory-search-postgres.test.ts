@@ -6,7 +6,7 @@ import { MemoryRetriever } from '../src/memory/retrieval.js';
 import { MemoryStore, type KeywordSearch } from '../src/memory/store.js';
 import type { MemoryDraft } from '../src/memory/types.js';
 import { openDatabase } from '../src/store/index.js';
-import { MemorySearchTimeout, PgMemorySearch, searchPool, type PgKeywordSearch } from '../src/store/postgres/memory-search.js';
+import { foldToken, MemorySearchTimeout, PgMemorySearch, searchPool, type PgKeywordSearch } from '../src/store/postgres/memory-search.js';
 import { uniqueTerms } from '../src/text/index.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
 
@@ -274,5 +274,15 @@ describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => 
       await blocker.query('ROLLBACK');
       blocker.release();
     }
+  });
+});
+
+describe('memory search tokens', () => {
+  test('tokens are folded as FTS5 folds them (Latin diacritics off, other scripts kept)', () => {
+    const db = openDatabase(':memory:');
+    const words = ['café', 'ñandú', 'ǖber', 'ς', 'straße', 'がぎ', 'άλφα', 'ёлка', 'Øre', 'łódź', 'façade', '膝盖'];
+    db.prepare('INSERT INTO memory_fts (rowid, terms) VALUES (1, ?)').run(words.join(' '));
+    const folded = db.prepare<[], string>('SELECT term FROM memory_fts_vocab').pluck().all();
+    assert.deepEqual(words.map((word) => foldToken(word.toLowerCase())).sort(), [...folded].sort());
   });
 });
