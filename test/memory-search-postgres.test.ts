@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { silentLogger } from '../src/logging/index.js';
 import { MemoryRetriever } from '../src/memory/retrieval.js';
+import { scopedTerm } from '../src/memory/keyword-index.js';
 import { MemoryStore, type KeywordSearch } from '../src/memory/store.js';
 import type { MemoryDraft } from '../src/memory/types.js';
 import { openDatabase } from '../src/store/index.js';
@@ -259,6 +260,22 @@ describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => 
     const terms = uniqueTerms('production approvals budget coffee');
     assert.deepEqual((await search.search(ALICE, terms, 30, { units })).hits, (await search.search(ALICE, terms, 30)).hits);
     assert.ok((await search.search(ALICE, uniqueTerms('production approvals'), 10, { includeInactive: true })).hits.some((hit) => hit.id === replaced));
+  });
+
+  test('writers racing on the same terms from several connections neither deadlock nor miscount', async () => {
+    const scope = 'team:race';
+    const words = ['deploy', 'budget', 'garden', 'coffee', 'review', 'laptop', 'station', 'tutor'];
+    // Each unit holds a different subset, listed in a different order: writers lock shared counters at once.
+    const entries = Array.from({ length: 60 }, (_, index) => {
+      const held = words.filter((_, word) => (index + word) % 3 !== 0).sort(() => (index % 2 === 0 ? 1 : -1));
+      return { sequence: 100_000 + index, id: `race_${index}`, scope, previous: null, tokens: held.map((word) => scopedTerm(scope, word)) };
+    });
+    await Promise.all(Array.from({ length: 12 }, (_, batch) => search.index(entries.filter((_, index) => index % 12 === batch))));
+    await Promise.all(entries.filter((_, index) => index % 4 === 0).map((entry) => search.remove([entry.sequence])));
+    const kept = entries.filter((_, index) => index % 4 !== 0);
+    assert.equal(await search.scopeSize(scope), kept.length);
+    for (const word of words)
+      assert.equal(await search.documentFrequency(scope, word), kept.filter((entry) => entry.tokens.includes(scopedTerm(scope, word))).length, word);
   });
 
   test('a search the database cannot answer in time fails fast with MemorySearchTimeout', async () => {
