@@ -17,18 +17,31 @@
  *
  * Rejected (measured in a spike at 1M units, machine loaded): a GIN index over a terms array
  * ranking every unit holding any query word, 3.7–5.2 s; candidates from the rarer words only,
- * 66–89 ms. Measured with this shape: see bench/team-recall.ts and the numbers below.
+ * 66–89 ms; impact-ordered postings reading each word's top 200, 37–77 ms (statement alone).
  *
- * Measured (bench/team-recall.ts, one scope, Zipf vocabulary of 50k terms, 10–30 terms a unit,
- * 300 queries of 2–8 words; PostgreSQL 15, 2 shared cores): see MEASURED below.
+ * Measured (bench/team-recall.ts: one scope, 10–30 terms a unit from a Zipf–Mandelbrot vocabulary of
+ * 200k words, 300 queries of 2–8 terms, depth 40; PostgreSQL 15 on 2 cores shared with other work,
+ * load average 6–9, so upper bounds), the whole search as the request path calls it:
+ *   100k units: p50 7.8 ms, p99 92 ms (SQLite FTS5 on the same units: p50 1.3 ms, p99 6.9 ms)
+ *   1M units:   p50 9.6 ms, p99 60 ms (the same at load average ~5: p50 5.4–5.8 ms)
+ * Of that, the lists statement is ~0.7 ms p50 once prepared (2.0–3.3 ms unprepared: planning it
+ * costs more than running it — hence named statements), the unit look-up 1–3 ms (40 random rows),
+ * the ranking ~0.5 ms; the rest is waiting for a core between round trips on a busy machine, which
+ * is why a search is two round trips and no transaction (`searchPool` sets the statement timeout).
  *
  * Differences from SQLite, all deliberate or negligible:
  * - FTS5 folds tokens (unicode61, remove_diacritics 2: Latin diacritics off, final sigma to sigma);
  *   `foldToken` does the same to stored and queried tokens, checked on the letters the glossary
  *   and test texts use, not on every code point.
- * - A unit's status lives here too (`memory_search_docs.active`): superseding a unit must call `setActive`.
+ * - A unit's status lives here too (`memory_search_docs.active`): superseding a unit must call
+ *   `setActive` (or the store passes its own `units` look-up to `search`).
+ * - Entries are written by the caller from `MemoryStore.indexEntry`-shaped data: wherever SQLite
+ *   re-indexes a unit (an edit, new search keys, the raw turn after a deleted one), the team store
+ *   must call `index` for it too. The test compares both engines after such changes.
  * - Writers keep df and scope sizes exact under concurrency (rows locked in token order, see `index`);
  *   SQLite reads them from the index. Same numbers.
+ * - Prefix look-ups (an unknown English word as the start of longer ones) use LIKE on the primary
+ *   key's byte order; FTS5 uses its prefix query. Same units.
  */
 import pg, { type Pool, type PoolClient } from 'pg';
 import { z } from 'zod';
