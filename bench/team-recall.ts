@@ -66,13 +66,17 @@ function zipf(next: () => number): number {
   return Math.min(VOCABULARY, Math.floor((1 + OFFSET) * Math.pow(span, next()) - OFFSET));
 }
 
-/** Unit `seq`'s terms (10–30 distinct), the same whichever engine asks. */
-function unitTerms(seq: number): string[] {
+/** Unit `seq`'s vocabulary ranks (10–30 distinct), the same whichever engine asks. */
+function unitRanks(seq: number): number[] {
   const next = random(seq * 2654435761);
   const count = 10 + Math.floor(next() * 21);
-  const terms = new Set<string>();
-  while (terms.size < count) terms.add(word(zipf(next)));
-  return [...terms];
+  const ranks = new Set<number>();
+  while (ranks.size < count) ranks.add(zipf(next));
+  return [...ranks];
+}
+
+function unitTerms(seq: number): string[] {
+  return unitRanks(seq).map(word);
 }
 
 export function queries(count: number): string[][] {
@@ -100,31 +104,35 @@ export async function load(pool: pg.Pool, units: number): Promise<number> {
     `ALTER TABLE memory_postings DROP CONSTRAINT memory_postings_pkey; ALTER TABLE memory_search_docs DROP CONSTRAINT memory_search_docs_pkey;
      ALTER TABLE memory_postings SET (autovacuum_enabled = false); ALTER TABLE memory_search_docs SET (autovacuum_enabled = false)`,
   );
-  let tokens: string[] = [];
+  // Words go once into a vocabulary table; units travel as vocabulary ranks (integers parse far faster than text).
+  const ranks = Array.from({ length: VOCABULARY }, (_, index) => index + 1);
+  await pool.query('CREATE UNLOGGED TABLE bench_vocabulary AS SELECT rank, token FROM unnest($1::int[], $2::text[]) AS v(rank, token)', [
+    ranks,
+    ranks.map((rank) => scopedTerm(SCOPE, word(rank))),
+  ]);
+  await pool.query('ALTER TABLE bench_vocabulary ADD PRIMARY KEY (rank)');
+  let held: number[] = [];
   let seqs: number[] = [];
-  let docs: { seq: number[]; tokens: string[] } = { seq: [], tokens: [] };
   const flush = async () => {
-    await pool.query('INSERT INTO memory_postings (token, seq) SELECT * FROM unnest($1::text[], $2::bigint[])', [tokens, seqs]);
     await pool.query(
-      `INSERT INTO memory_search_docs (seq, scope, unit_id, previous_seq, active, tokens)
-       SELECT seq, $3, 'mem_' || seq, NULL, TRUE, string_to_array(t, ' ') FROM unnest($1::bigint[], $2::text[]) AS u(seq, t)`,
-      [docs.seq, docs.tokens, SCOPE],
+      `WITH p AS (SELECT v.token, u.seq FROM unnest($1::int[], $2::bigint[]) AS u(rank, seq) JOIN bench_vocabulary v USING (rank)),
+            postings AS (INSERT INTO memory_postings (token, seq) SELECT token, seq FROM p)
+       INSERT INTO memory_search_docs (seq, scope, unit_id, previous_seq, active, tokens)
+       SELECT seq, $3, 'mem_' || seq, NULL, TRUE, array_agg(token) FROM p GROUP BY seq`,
+      [held, seqs, SCOPE],
     );
-    tokens = [];
+    held = [];
     seqs = [];
-    docs = { seq: [], tokens: [] };
   };
   for (let seq = 1; seq <= units; seq++) {
-    const own = unitTerms(seq).map((term) => scopedTerm(SCOPE, term));
-    for (const token of own) {
-      tokens.push(token);
+    for (const rank of unitRanks(seq)) {
+      held.push(rank);
       seqs.push(seq);
     }
-    docs.seq.push(seq);
-    docs.tokens.push(own.join(' '));
-    if (tokens.length >= BATCH) await flush();
+    if (held.length >= BATCH) await flush();
   }
-  if (tokens.length > 0) await flush();
+  if (held.length > 0) await flush();
+  await pool.query('DROP TABLE bench_vocabulary');
   await pool.query('ALTER TABLE memory_postings ADD PRIMARY KEY (token, seq); ALTER TABLE memory_search_docs ADD PRIMARY KEY (seq)');
   await pool.query('INSERT INTO memory_term_stats (token, df) SELECT token, count(*) FROM memory_postings GROUP BY token');
   await pool.query('INSERT INTO memory_scope_sizes (scope, units) VALUES ($1, $2)', [SCOPE, units]);
