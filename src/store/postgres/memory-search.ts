@@ -22,8 +22,9 @@
  * Measured (bench/team-recall.ts: one scope, 10–30 terms a unit from a Zipf–Mandelbrot vocabulary of
  * 200k words, 300 queries of 2–8 terms, depth 40; PostgreSQL 15 on 2 cores shared with other work,
  * load average 6–9, so upper bounds), the whole search as the request path calls it:
- *   100k units: p50 7.8 ms, p99 92 ms (SQLite FTS5 on the same units: p50 1.3 ms, p99 6.9 ms)
- *   1M units:   p50 9.6 ms, p99 60 ms (the same at load average ~5: p50 5.4–5.8 ms)
+ *   100k units: p50 2.4–7.8 ms, p99 18–92 ms (SQLite FTS5 on the same units, same runs: p50 1.3–2.8 ms)
+ *   1M units:   p50 4.6 ms, p90 9.6 ms, p99 36 ms (load average 7.4); another run at load 9: p50 9.6, p99 60 ms
+ *   Loading 1M units (20M postings, 1.1 GB + 0.9 GB of key) takes 6–7 minutes on this busy machine.
  * Of that, the lists statement is ~0.7 ms p50 once prepared (2.0–3.3 ms unprepared: planning it
  * costs more than running it — hence named statements), the unit look-up 1–3 ms (40 random rows),
  * the ranking ~0.5 ms; the rest is waiting for a core between round trips on a busy machine, which
