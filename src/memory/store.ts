@@ -1,8 +1,28 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Db } from '../store/index.js';
-import { blendedIdf, glossary, redactSecrets, thesaurus, tokenize } from '../text/index.js';
+import { redactSecrets, tokenize } from '../text/index.js';
 import { injectionReason } from '../context/index.js';
 import type { MemoryDraft, MemoryOrigin, MemoryType, MemoryUnit } from './types.js';
+import {
+  BEFORE_MARK,
+  AFTER_MARK,
+  GLOSS_MARK,
+  KINDRED_MARK,
+  KINDRED_POSTINGS,
+  POSTINGS_PER_TERM,
+  hasEnglishForms,
+  indexTokens,
+  needsPrefix,
+  neighbourTerms,
+  rankPostings,
+  scopedTerm,
+  termIdf,
+  type IndexedRow,
+  type PostingSource,
+  type TermPostings,
+} from './keyword-index.js';
+
+export { KINDRED_WEIGHT, NEIGHBOUR_WEIGHT, PARTIAL_WEIGHT, idfOf } from './keyword-index.js';
 
 interface UnitRow {
   rowid: number;
@@ -188,7 +208,7 @@ export class MemoryStore {
         'SELECT scope, content, terms, neighbour_terms, previous_raw FROM memory_units WHERE rowid = ?',
       ),
       previousOf: db.prepare<[string], { rowid: number; previous_raw: number }>(
-        'SELECT rowid, previous_raw FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?)) AND previous_raw IS NOT NULL',
+        'SELECT rowid, previous_raw FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?)) AND previous_raw IS NOT NULL ORDER BY rowid',
       ),
       lastRawOfSession: db
         .prepare<[string, string, string], string>(
@@ -260,7 +280,7 @@ export class MemoryStore {
         const result = this.statements.insert.run(row);
         if (result.changes === 0) return undefined;
         const rowid = Number(result.lastInsertRowid);
-        this.statements.insertFts.run(rowid, indexedTerms(draft.scope, this.withLanguageKeys(row)));
+        this.statements.insertFts.run(rowid, indexTokens(draft.scope, this.withLanguageKeys(row)).join(' '));
         this.emit(draft.scope);
         return toUnit(this.statements.byRowid.get(rowid)!);
       })
@@ -496,68 +516,13 @@ export class MemoryStore {
     translationWeights?: ReadonlyMap<string, number>,
     asWritten = false,
   ): KeywordSearch {
-    const size = this.scopeSize(scope);
-    const idfs = new Map<string, number>();
-    const unknown = new Set<string>();
-    const weights = new Map<number, { weight: number; matched: string[]; related: string[]; partial: string[]; kindred: string[] }>();
-    const entry = (rowid: number) => {
-      let found = weights.get(rowid);
-      if (!found) weights.set(rowid, (found = { weight: 0, matched: [], related: [], partial: [], kindred: [] }));
-      return found;
-    };
-    const credit = (rowid: number, term: string, idf: number) => {
-      const found = entry(rowid);
-      if (found.matched.includes(term) || found.related.includes(term)) return;
-      found.weight += idf * NEIGHBOUR_WEIGHT;
-      found.related.push(term);
-    };
-    /** Units whose entry holds a term as said in the turn after them (before → the unit before it gets the credit). */
-    const before = new Map<number, Array<[string, number]>>();
-    for (const term of terms) {
-      const { token, rows, idf, partial, kindred } = this.holders(scope, term, size, asWritten);
-      idfs.set(term, idf);
-      const weight = idf * (translationWeights?.get(term) ?? 1);
-      for (const rowid of partial) {
-        const found = entry(rowid);
-        found.weight += weight * PARTIAL_WEIGHT;
-        found.partial.push(term);
-      }
-      for (const rowid of kindred) {
-        const found = entry(rowid);
-        if (found.partial.includes(term)) continue;
-        found.weight += weight * KINDRED_WEIGHT;
-        found.kindred.push(term);
-      }
-      // No unit holds it, so no unit's neighbour does either.
-      if (rows.length === 0) {
-        if (partial.length === 0 && kindred.length === 0) unknown.add(term);
-        continue;
-      }
-      for (const rowid of rows) {
-        const found = entry(rowid);
-        found.weight += weight;
-        found.matched.push(term);
-      }
-      // Through neighbours, only terms rare enough to say something: a common one would triple the cost and add noise.
-      if (rows.length > NEIGHBOUR_MAX_FREQUENCY) continue;
-      for (const rowid of this.postings(AFTER_MARK + token)) credit(rowid, term, idf);
-      for (const rowid of this.postings(BEFORE_MARK + token)) {
-        const terms = before.get(rowid);
-        if (terms) terms.push([term, idf]);
-        else before.set(rowid, [[term, idf]]);
-      }
-    }
-    // A hit in the turn after a unit is the unit's: one lookup finds which unit each of those follows.
-    if (before.size > 0)
-      for (const { rowid, previous_raw } of this.statements.previousOf.all(JSON.stringify([...before.keys()])))
-        for (const [term, idf] of before.get(rowid)!) credit(previous_raw, term, idf);
-    const ranked = [...weights].sort((a, b) => b[1].weight - a[1].weight);
+    const { ranked, idf, unknown } = rankPostings(this.postingSource(scope, asWritten), terms, this.scopeSize(scope), translationWeights);
     const candidates: Candidate[] = [];
     // Rows are fetched `limit` at a time: superseded units are few, so one round is the rule.
     for (let offset = 0; offset < ranked.length && candidates.length < limit; offset += limit) {
       const slice = ranked.slice(offset, offset + limit);
-      const rows = new Map(this.statements.byRowids.all(JSON.stringify(slice.map(([rowid]) => rowid))).map((row) => [row.rowid, row]));
-      for (const [rowid, { weight, matched, related, partial, kindred }] of slice) {
+      const rows = new Map(this.statements.byRowids.all(JSON.stringify(slice.map(({ rowid }) => rowid))).map((row) => [row.rowid, row]));
+      for (const { rowid, weight, matched, related, partial, kindred } of slice) {
         const row = rows.get(rowid);
         if (!row || (!includeInactive && row.status !== 'active')) continue;
         // Ranking only asks about query terms, and these are the ones it holds.
@@ -572,7 +537,7 @@ export class MemoryStore {
         if (candidates.length === limit) break;
       }
     }
-    return { candidates, idf: idfs, unknown };
+    return { candidates, idf, unknown };
   }
 
   /** The indexed terms of units, by rowid (their sequence): what pseudo-relevance feedback reads. */
@@ -586,34 +551,42 @@ export class MemoryStore {
     const size = this.scopeSize(scope);
     return new Map(
       terms.map((term) => {
-        const { rows, idf } = this.holders(scope, term, size);
-        return [term, { idf, held: rows.length > 0 }];
+        const postings = this.holders(scope, term);
+        return [term, { idf: termIdf(term, postings, size), held: postings.rows.length > 0 }];
       }),
     );
+  }
+
+  /** How search reads this scope's posting lists: from FTS5, as it goes. */
+  private postingSource(scope: string, asWritten = false): PostingSource {
+    return {
+      postings: (term) => this.holders(scope, term, asWritten),
+      neighbours: (term) => {
+        const token = scopedTerm(scope, term);
+        return { after: this.postings(AFTER_MARK + token), before: this.postings(BEFORE_MARK + token) };
+      },
+      previousOf: (rowids) => this.statements.previousOf.all(JSON.stringify(rowids)).map(({ rowid, previous_raw }) => ({ rowid, previous: previous_raw })),
+    };
   }
 
   /**
    * The newest holders of a term (at most POSTINGS_PER_TERM), the units that hold it only in another
    * form (`partial`: through the gloss of their Chinese or Japanese words; for an English word no
-   * unit holds, as the start of a longer word), those that hold it as a word related to theirs
-   * (`kindred`), and its IDF counting all three; a term no unit holds gets the highest.
+   * unit holds, as the start of a longer word), and those that hold it as a word related to theirs (`kindred`).
    */
-  private holders(
-    scope: string,
-    term: string,
-    size: number,
-    asWritten = false,
-  ): { token: string; rows: number[]; partial: number[]; kindred: number[]; idf: number } {
+  private holders(scope: string, term: string, asWritten = false): TermPostings {
     const token = scopedTerm(scope, term);
     const rows = this.postings(token);
+    // `asWritten`: the term itself only (feedback terms come from units' own text, not a query to widen).
+    const otherForms = hasEnglishForms(term) && !asWritten;
     // Glosses are English (a Chinese or Japanese term has none); a unit holding the term itself is indexed without its gloss.
-    let partial = CJK.test(term) || asWritten ? [] : this.postings(GLOSS_MARK + token);
+    let partial = otherForms ? this.postings(GLOSS_MARK + token) : [];
     // Related words are English too: a unit holding the term itself is indexed without it as a related word.
-    const kindred = CJK.test(term) || asWritten ? [] : this.postings(KINDRED_MARK + token, false, KINDRED_POSTINGS);
-    if (rows.length === 0 && partial.length === 0 && SHORTENED.test(term) && !asWritten) partial = this.postings(token, true);
+    const kindred = otherForms ? this.postings(KINDRED_MARK + token, false, KINDRED_POSTINGS) : [];
+    if (!asWritten && needsPrefix(term, rows, partial)) partial = this.postings(token, true);
     // A capped list is not the term's document frequency: ask the index for that.
     const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : this.documentFrequency(token, rows.length);
-    return { token, rows, partial, kindred, idf: idfOf(term, Math.min(size, frequency + partial.length + kindred.length), size) };
+    return { rows, partial, kindred, frequency };
   }
 
   /** The newest holders of an indexed token, or with `prefix` of any token it begins (none when the token cannot be searched). */
@@ -625,12 +598,23 @@ export class MemoryStore {
     }
   }
 
+  /**
+   * A unit's index entry as stored: its tokens and the raw turn before it. Another engine's index
+   * (PostgreSQL, store/postgres/memory-search.ts) is written from this, so both hold the same entries.
+   */
+  indexEntry(id: string): { sequence: number; scope: string; previous: number | null; tokens: string[] } | undefined {
+    const unit = this.statements.byId.get(id);
+    const row = unit && this.statements.indexRow.get(unit.rowid);
+    if (!unit || !row) return undefined;
+    return { sequence: unit.rowid, scope: row.scope, previous: row.previous_raw, tokens: indexTokens(row.scope, this.withLanguageKeys<IndexedRow>(row)) };
+  }
+
   /** Rewrites a unit's index entry from its row. */
   private reindex(rowid: number): void {
     const row = this.statements.indexRow.get(rowid);
     if (!row) return;
     this.statements.deleteFts.run(rowid);
-    this.statements.insertFts.run(rowid, indexedTerms(row.scope, this.withLanguageKeys(row)));
+    this.statements.insertFts.run(rowid, indexTokens(row.scope, this.withLanguageKeys(row)).join(' '));
   }
 
   /** A raw turn now follows `previous` (or nothing): its neighbour terms and entry change (forgetting, editing; never on ingestion). */
@@ -747,137 +731,13 @@ export class MemoryStore {
   }
 }
 
-/**
- * How many holders of one term a search visits (the newest). Rare terms reach every holder; a term
- * held by more units than this carries little weight (the rare terms of the query do the ranking),
- * and visiting every holder costs ~0.3 µs each: milliseconds per request once a scope holds
- * thousands of similar turns.
- */
-const POSTINGS_PER_TERM = 200;
-
-/** How much a query term found only in the raw turn before or after a unit counts, against one in the unit itself. */
-export const NEIGHBOUR_WEIGHT = 0.5;
-/**
- * How much a query term a unit holds only in another form counts: as the English gloss of one of
- * its Chinese or Japanese words (a gloss may be another sense than the one meant), or as the start
- * of a longer word when no unit holds the word itself ("physio" of "physiotherapist"). Tuned on the
- * dev histories (0.4–0.8 within a point or two).
- */
-export const PARTIAL_WEIGHT = 0.6;
-/**
- * How much a query term a unit holds only as a word related to its own counts (a synonym of a
- * word's first senses, or what it is a kind of): tuned on the tuned and dev histories.
- */
-export const KINDRED_WEIGHT = 0.6;
-/**
- * How many units holding a term only as a related word a search visits (the newest): a common word
- * ("time", "work") is related to hundreds of others, and those holders would double a search's cost
- * for evidence that weighs little.
- */
-const KINDRED_POSTINGS = 50;
-/** Related terms indexed per unit at most. */
-const MOST_KINDRED_TERMS = 60;
-/** Glossed terms indexed per unit at most (a long Chinese answer has hundreds of words). */
-const MOST_GLOSS_TERMS = 200;
-/** An English query term that may be the short form of a longer word: only these are looked up as a prefix. */
-const SHORTENED = /^[a-z]{4,}$/;
-const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
-/** Terms held by more units than this are not looked up through neighbours. */
-const NEIGHBOUR_MAX_FREQUENCY = 60;
-/** The neighbour terms taken from each side (the first ones: a long answer's opening says what it is about). */
-const NEIGHBOUR_TERMS = 80;
-/**
- * Evidence often sits next to the turn a question matches (the answer to the user's question, the
- * user's reply to a suggestion): a raw turn's entry also holds, marked, the terms of the turn before
- * it (credited to itself) and its own terms again (credited to that turn before it). Both are written
- * once, when the turn is stored: entries are never rewritten on ingestion, which keeps the index
- * compact. The marks are letters before the scope key, so marked terms are other tokens.
- */
-const AFTER_MARK = 'n';
-const BEFORE_MARK = 'b';
-/**
- * Chinese and Japanese text is also indexed, marked, under the English terms of its words' glosses
- * (the bundled glossary, every sense): an English question then finds a memory told in Chinese.
- * Translating each stored text once finds far more than translating the question's words into the
- * few Chinese words whose main sense they are (many words share an English sense; the text knows which it used).
- */
-const GLOSS_MARK = 'g';
-/**
- * English text is also indexed, marked, under the common words related to its words (synonyms and
- * hypernyms from the bundled thesaurus): a question about "my dog" then finds "my greyhound",
- * one about a "doctor" the "physician". Written once, like the glosses.
- */
-const KINDRED_MARK = 'h';
-
-/**
- * A term's IDF in a scope of `size` units, `documentFrequency` of which hold it, blended with the
- * background statistics: a young memory of a few units still knows a common word from a rare one.
- */
-export function idfOf(term: string, documentFrequency: number, size: number): number {
-  return blendedIdf(term, documentFrequency, size);
+/** What a unit is found by: its words and its search keys (not uniqueTerms, whose cache is for texts that come back). */
+function termsOf(content: string, searchKeys: readonly string[]): string[] {
+  return [...new Set([...tokenize(content), ...searchKeys.flatMap((key) => tokenize(key))])];
 }
 
 export function newMemoryId(): string {
   return `mem_${randomUUID().replaceAll('-', '').slice(0, 20)}`;
-}
-
-const scopePrefixes = new Map<string, string>();
-
-/** A term as indexed: prefixed by its scope's key, so scopes share no tokens. */
-function scopedTerm(scope: string, term: string): string {
-  let prefix = scopePrefixes.get(scope);
-  if (!prefix) {
-    prefix = `s${createHash('sha1').update(scope).digest('hex').slice(0, 11)}`;
-    if (scopePrefixes.size > 10_000) scopePrefixes.clear();
-    scopePrefixes.set(scope, prefix);
-  }
-  return `${prefix}${term.replace(/[^\p{L}\p{N}]/gu, '')}`;
-}
-
-/** A unit's index entry: its own terms; for a raw turn after another, that turn's terms and its own again, marked. */
-function indexedTerms(scope: string, row: { content: string; terms: string; neighbour_terms: string; previous_raw: number | null }): string {
-  const own = row.terms.split(' ').filter(Boolean);
-  const held = new Set(own);
-  const tokens = own.map((term) => scopedTerm(scope, term));
-  const glossed = glossTerms(row.content);
-  for (const term of glossed) if (!held.has(term)) tokens.push(GLOSS_MARK + scopedTerm(scope, term));
-  // The related words of the glosses too: "家庭医生" is glossed "family doctor", and a question may say "physician".
-  const glossedSet = new Set(glossed);
-  for (const term of kindredTerms([...own, ...glossed])) if (!held.has(term) && !glossedSet.has(term)) tokens.push(KINDRED_MARK + scopedTerm(scope, term));
-  if (row.previous_raw !== null) {
-    for (const term of row.neighbour_terms.split(' ')) if (term && !held.has(term)) tokens.push(AFTER_MARK + scopedTerm(scope, term));
-    for (const term of own.slice(0, NEIGHBOUR_TERMS)) tokens.push(BEFORE_MARK + scopedTerm(scope, term));
-  }
-  return tokens.join(' ');
-}
-
-/** The English terms of the glosses of a text's Chinese and Japanese words (none for a text without them). */
-function glossTerms(content: string): string[] {
-  const words = glossary();
-  const found = new Set<string>();
-  for (const word of words.words(content)) for (const { term } of words.english(word.headword, word.language) ?? []) found.add(term);
-  return [...found].slice(0, MOST_GLOSS_TERMS);
-}
-
-/** The common words related to a unit's own English terms (their synonyms and hypernyms, the bundled thesaurus). */
-function kindredTerms(own: readonly string[]): string[] {
-  const words = thesaurus();
-  const found = new Set<string>();
-  for (const term of own) {
-    for (const kindred of words.related(term)) found.add(kindred);
-    if (found.size >= MOST_KINDRED_TERMS) break;
-  }
-  return [...found].slice(0, MOST_KINDRED_TERMS);
-}
-
-/** The terms a turn lends the one next to it: the first ones (a long answer's opening says what it is about). */
-function neighbourTerms(terms: string): string {
-  return terms.split(' ').slice(0, NEIGHBOUR_TERMS).join(' ');
-}
-
-/** What a unit is found by: its words and its search keys (not uniqueTerms, whose cache is for texts that come back). */
-function termsOf(content: string, searchKeys: readonly string[]): string[] {
-  return [...new Set([...tokenize(content), ...searchKeys.flatMap((key) => tokenize(key))])];
 }
 
 /** Search keys as stored: trimmed, secrets redacted, no empties or repeats, bounded. */

@@ -1,0 +1,268 @@
+import { createHash } from 'node:crypto';
+import { blendedIdf, glossary, thesaurus } from '../text/index.js';
+
+/**
+ * The keyword index of memory units as both engines hold it: what a unit's entry is made of (its
+ * tokens: scope-keyed terms, some marked) and how a query's posting lists become ranked keyword
+ * candidates. SQLite (MemoryStore, FTS5) and PostgreSQL (store/postgres/memory-search.ts) read
+ * posting lists their own way and share everything else, so both rank exactly alike.
+ */
+
+/** The columns of a unit its index entry is built from. */
+export interface IndexedRow {
+  content: string;
+  /** Space-separated terms (with those of its search keys). */
+  terms: string;
+  /** A raw turn's: the terms of the raw turn before it. */
+  neighbour_terms: string;
+  previous_raw: number | null;
+}
+
+/**
+ * How many holders of one term a search visits (the newest). Rare terms reach every holder; a term
+ * held by more units than this carries little weight (the rare terms of the query do the ranking),
+ * and visiting every holder costs ~0.3 µs each: milliseconds per request once a scope holds
+ * thousands of similar turns.
+ */
+export const POSTINGS_PER_TERM = 200;
+
+/** How much a query term found only in the raw turn before or after a unit counts, against one in the unit itself. */
+export const NEIGHBOUR_WEIGHT = 0.5;
+/**
+ * How much a query term a unit holds only in another form counts: as the English gloss of one of
+ * its Chinese or Japanese words (a gloss may be another sense than the one meant), or as the start
+ * of a longer word when no unit holds the word itself ("physio" of "physiotherapist"). Tuned on the
+ * dev histories (0.4–0.8 within a point or two).
+ */
+export const PARTIAL_WEIGHT = 0.6;
+/**
+ * How much a query term a unit holds only as a word related to its own counts (a synonym of a
+ * word's first senses, or what it is a kind of): tuned on the tuned and dev histories.
+ */
+export const KINDRED_WEIGHT = 0.6;
+/**
+ * How many units holding a term only as a related word a search visits (the newest): a common word
+ * ("time", "work") is related to hundreds of others, and those holders would double a search's cost
+ * for evidence that weighs little.
+ */
+export const KINDRED_POSTINGS = 50;
+/** Related terms indexed per unit at most. */
+const MOST_KINDRED_TERMS = 60;
+/** Glossed terms indexed per unit at most (a long Chinese answer has hundreds of words). */
+const MOST_GLOSS_TERMS = 200;
+/** An English query term that may be the short form of a longer word: only these are looked up as a prefix. */
+export const SHORTENED = /^[a-z]{4,}$/;
+export const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
+/** Terms held by more units than this are not looked up through neighbours. */
+export const NEIGHBOUR_MAX_FREQUENCY = 60;
+/** The neighbour terms taken from each side (the first ones: a long answer's opening says what it is about). */
+export const NEIGHBOUR_TERMS = 80;
+/**
+ * Evidence often sits next to the turn a question matches (the answer to the user's question, the
+ * user's reply to a suggestion): a raw turn's entry also holds, marked, the terms of the turn before
+ * it (credited to itself) and its own terms again (credited to that turn before it). Both are written
+ * once, when the turn is stored: entries are never rewritten on ingestion, which keeps the index
+ * compact. The marks are letters before the scope key, so marked terms are other tokens.
+ */
+export const AFTER_MARK = 'n';
+export const BEFORE_MARK = 'b';
+/**
+ * Chinese and Japanese text is also indexed, marked, under the English terms of its words' glosses
+ * (the bundled glossary, every sense): an English question then finds a memory told in Chinese.
+ * Translating each stored text once finds far more than translating the question's words into the
+ * few Chinese words whose main sense they are (many words share an English sense; the text knows which it used).
+ */
+export const GLOSS_MARK = 'g';
+/**
+ * English text is also indexed, marked, under the common words related to its words (synonyms and
+ * hypernyms from the bundled thesaurus): a question about "my dog" then finds "my greyhound",
+ * one about a "doctor" the "physician". Written once, like the glosses.
+ */
+export const KINDRED_MARK = 'h';
+
+/**
+ * A term's IDF in a scope of `size` units, `documentFrequency` of which hold it, blended with the
+ * background statistics: a young memory of a few units still knows a common word from a rare one.
+ */
+export function idfOf(term: string, documentFrequency: number, size: number): number {
+  return blendedIdf(term, documentFrequency, size);
+}
+
+const scopePrefixes = new Map<string, string>();
+
+/** A term as indexed: prefixed by its scope's key, so scopes share no tokens. */
+export function scopedTerm(scope: string, term: string): string {
+  let prefix = scopePrefixes.get(scope);
+  if (!prefix) {
+    prefix = `s${createHash('sha1').update(scope).digest('hex').slice(0, 11)}`;
+    if (scopePrefixes.size > 10_000) scopePrefixes.clear();
+    scopePrefixes.set(scope, prefix);
+  }
+  return `${prefix}${term.replace(/[^\p{L}\p{N}]/gu, '')}`;
+}
+
+/** A unit's index entry (its tokens, as both engines store them): its own terms; for a raw turn after another, that turn's terms and its own again, marked. */
+export function indexTokens(scope: string, row: IndexedRow): string[] {
+  const own = row.terms.split(' ').filter(Boolean);
+  const held = new Set(own);
+  const tokens = own.map((term) => scopedTerm(scope, term));
+  const glossed = glossTerms(row.content);
+  for (const term of glossed) if (!held.has(term)) tokens.push(GLOSS_MARK + scopedTerm(scope, term));
+  // The related words of the glosses too: "家庭医生" is glossed "family doctor", and a question may say "physician".
+  const glossedSet = new Set(glossed);
+  for (const term of kindredTerms([...own, ...glossed])) if (!held.has(term) && !glossedSet.has(term)) tokens.push(KINDRED_MARK + scopedTerm(scope, term));
+  if (row.previous_raw !== null) {
+    for (const term of row.neighbour_terms.split(' ')) if (term && !held.has(term)) tokens.push(AFTER_MARK + scopedTerm(scope, term));
+    for (const term of own.slice(0, NEIGHBOUR_TERMS)) tokens.push(BEFORE_MARK + scopedTerm(scope, term));
+  }
+  return tokens;
+}
+
+/** The English terms of the glosses of a text's Chinese and Japanese words (none for a text without them). */
+function glossTerms(content: string): string[] {
+  const words = glossary();
+  const found = new Set<string>();
+  for (const word of words.words(content)) for (const { term } of words.english(word.headword, word.language) ?? []) found.add(term);
+  return [...found].slice(0, MOST_GLOSS_TERMS);
+}
+
+/** The common words related to a unit's own English terms (their synonyms and hypernyms, the bundled thesaurus). */
+function kindredTerms(own: readonly string[]): string[] {
+  const words = thesaurus();
+  const found = new Set<string>();
+  for (const term of own) {
+    for (const kindred of words.related(term)) found.add(kindred);
+    if (found.size >= MOST_KINDRED_TERMS) break;
+  }
+  return [...found].slice(0, MOST_KINDRED_TERMS);
+}
+
+/** The terms a turn lends the one next to it: the first ones (a long answer's opening says what it is about). */
+export function neighbourTerms(terms: string): string {
+  return terms.split(' ').slice(0, NEIGHBOUR_TERMS).join(' ');
+}
+
+/** A query term's posting lists, as an engine read them (rowids newest first). */
+export interface TermPostings {
+  /** The newest units holding the term itself (at most POSTINGS_PER_TERM). */
+  rows: number[];
+  /** Units holding it only in another form: its gloss, or (see `needsPrefix`) a longer word it begins. */
+  partial: number[];
+  /** The newest units holding it only as a related word (at most KINDRED_POSTINGS). */
+  kindred: number[];
+  /** How many units hold the term itself: `rows.length` unless that list was capped. */
+  frequency: number;
+}
+
+/** Where ranking reads posting lists: synchronous (SQLite reads them as it goes, PostgreSQL hands over lists read beforehand). */
+export interface PostingSource {
+  postings(term: string): TermPostings;
+  /**
+   * Asked only for a term held by 1..NEIGHBOUR_MAX_FREQUENCY units: the units whose entry holds it
+   * as said in the raw turn after them (`after`), and those holding it marked for the turn before them (`before`).
+   */
+  neighbours(term: string): { after: readonly number[]; before: readonly number[] };
+  /** The raw turn before each of these units, for those that have one. */
+  previousOf(rowids: readonly number[]): ReadonlyArray<{ rowid: number; previous: number }>;
+}
+
+/** A unit that matched, with the query terms it matched and how. */
+export interface RankedPosting {
+  rowid: number;
+  weight: number;
+  matched: string[];
+  related: string[];
+  partial: string[];
+  kindred: string[];
+}
+
+export interface RankedPostings {
+  /** Best first (equal weights: in the order the units were first met). */
+  ranked: RankedPosting[];
+  idf: Map<string, number>;
+  /** Query terms no unit of the scope holds. */
+  unknown: Set<string>;
+}
+
+/** Whether an English term no unit holds, itself or glossed, is looked up as the start of longer words. */
+export function needsPrefix(term: string, rows: readonly number[], partial: readonly number[]): boolean {
+  return rows.length === 0 && partial.length === 0 && SHORTENED.test(term);
+}
+
+/** Whether a term's gloss and related-word lists are read (they are English; a Chinese or Japanese term has none). */
+export function hasEnglishForms(term: string): boolean {
+  return !CJK.test(term);
+}
+
+/** A term's IDF in a scope of `size` units from its posting lists: units holding it in any form count. */
+export function termIdf(term: string, postings: TermPostings, size: number): number {
+  return idfOf(term, Math.min(size, postings.frequency + postings.partial.length + postings.kindred.length), size);
+}
+
+/**
+ * Keyword candidates, term at a time: each query term's posting lists add its IDF (scaled by
+ * `translationWeights` for a translation) to the units holding it, a share of it to those holding
+ * it in another form or through a neighbouring raw turn. Cheaper than BM25 over every match, and it
+ * yields the coverage the relevance threshold needs anyway.
+ */
+export function rankPostings(source: PostingSource, terms: readonly string[], size: number, translationWeights?: ReadonlyMap<string, number>): RankedPostings {
+  const idfs = new Map<string, number>();
+  const unknown = new Set<string>();
+  const weights = new Map<number, RankedPosting>();
+  const entry = (rowid: number) => {
+    let found = weights.get(rowid);
+    if (!found) weights.set(rowid, (found = { rowid, weight: 0, matched: [], related: [], partial: [], kindred: [] }));
+    return found;
+  };
+  const credit = (rowid: number, term: string, idf: number) => {
+    const found = entry(rowid);
+    if (found.matched.includes(term) || found.related.includes(term)) return;
+    found.weight += idf * NEIGHBOUR_WEIGHT;
+    found.related.push(term);
+  };
+  /** Units whose entry holds a term as said in the turn after them (before → the unit before it gets the credit). */
+  const before = new Map<number, Array<[string, number]>>();
+  for (const term of terms) {
+    const postings = source.postings(term);
+    const { rows, partial, kindred } = postings;
+    const idf = termIdf(term, postings, size);
+    idfs.set(term, idf);
+    const weight = idf * (translationWeights?.get(term) ?? 1);
+    for (const rowid of partial) {
+      const found = entry(rowid);
+      found.weight += weight * PARTIAL_WEIGHT;
+      found.partial.push(term);
+    }
+    for (const rowid of kindred) {
+      const found = entry(rowid);
+      if (found.partial.includes(term)) continue;
+      found.weight += weight * KINDRED_WEIGHT;
+      found.kindred.push(term);
+    }
+    // No unit holds it, so no unit's neighbour does either.
+    if (rows.length === 0) {
+      if (partial.length === 0 && kindred.length === 0) unknown.add(term);
+      continue;
+    }
+    for (const rowid of rows) {
+      const found = entry(rowid);
+      found.weight += weight;
+      found.matched.push(term);
+    }
+    // Through neighbours, only terms rare enough to say something: a common one would triple the cost and add noise.
+    if (rows.length > NEIGHBOUR_MAX_FREQUENCY) continue;
+    const neighbours = source.neighbours(term);
+    for (const rowid of neighbours.after) credit(rowid, term, idf);
+    for (const rowid of neighbours.before) {
+      const terms = before.get(rowid);
+      if (terms) terms.push([term, idf]);
+      else before.set(rowid, [[term, idf]]);
+    }
+  }
+  // A hit in the turn after a unit is the unit's: one lookup finds which unit each of those follows.
+  if (before.size > 0)
+    for (const { rowid, previous } of source.previousOf([...before.keys()])) for (const [term, idf] of before.get(rowid)!) credit(previous, term, idf);
+  // A stable sort: equal weights keep the order units were met in, the same in both engines.
+  const ranked = [...weights.values()].sort((a, b) => b.weight - a.weight);
+  return { ranked, idf: idfs, unknown };
+}
