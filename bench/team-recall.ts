@@ -20,7 +20,8 @@ import pg from 'pg';
 import { MemoryStore } from '../src/memory/store.js';
 import { scopedTerm } from '../src/memory/keyword-index.js';
 import { openDatabase } from '../src/store/index.js';
-import { MEMORY_SEARCH_DDL, MemorySearchTimeout, PgMemorySearch, searchPool } from '../src/store/postgres/memory-search.js';
+import { POSTGRES_MEMORY_SEARCH_V18 } from '../src/store/postgres-schema.js';
+import { MemorySearchTimeout, PgMemorySearch, searchPool } from '../src/store/postgres/memory-search.js';
 import { tokenize } from '../src/text/index.js';
 import { startPostgres } from '../test/support/postgres.js';
 import { summarize, type LatencySummary } from './stats.js';
@@ -98,7 +99,7 @@ export function queries(count: number): string[][] {
 
 export async function load(pool: pg.Pool, units: number): Promise<number> {
   const started = Date.now();
-  await pool.query(MEMORY_SEARCH_DDL);
+  await pool.query(POSTGRES_MEMORY_SEARCH_V18);
   // Bulk load: keys are built once at the end (a sorted build), not row by row.
   await pool.query(
     `ALTER TABLE memory_postings DROP CONSTRAINT memory_postings_pkey; ALTER TABLE memory_search_docs DROP CONSTRAINT memory_search_docs_pkey;

@@ -7,6 +7,7 @@ import { scopedTerm } from '../src/memory/keyword-index.js';
 import { MemoryStore, type KeywordSearch } from '../src/memory/store.js';
 import type { MemoryDraft } from '../src/memory/types.js';
 import { openDatabase } from '../src/store/index.js';
+import { migratePostgres } from '../src/store/postgres/index.js';
 import { foldToken, MemorySearchTimeout, PgMemorySearch, searchPool, type PgKeywordSearch } from '../src/store/postgres/memory-search.js';
 import { uniqueTerms } from '../src/text/index.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
@@ -175,7 +176,7 @@ describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => 
     url = server.createDatabase('recall');
     pool = new pg.Pool({ connectionString: url, max: 4 });
     search = new PgMemorySearch(pool);
-    await search.createTables();
+    await migratePostgres(pool); // the search tables come with the team store's schema (migration 18)
     for (const draft of aliceMemory()) ids.push(store.add(draft)!.id);
     store.add({
       scope: BOB,

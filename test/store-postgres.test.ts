@@ -9,6 +9,9 @@ import * as sqliteVec from 'sqlite-vec';
 import { keysInConfigFile, loadConfig, maskDatabaseUrl } from '../src/config/index.js';
 import { MIGRATIONS, openDatabase } from '../src/store/index.js';
 import { fromPostgresText, migratePostgres, openPool, TEAM_TABLES } from '../src/store/postgres/index.js';
+import { PgMemorySearch } from '../src/store/postgres/memory-search.js';
+import { MemoryStore } from '../src/memory/store.js';
+import { uniqueTerms } from '../src/text/index.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
 import { freePort, runCli, startProxy, tempHome, waitFor } from './support/proxy.js';
 import { embeddingsHandler } from './support/embeddings.js';
@@ -373,6 +376,27 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
             .map((row) => [row.rowid, row.scope, Array.from(new Float32Array(Uint8Array.from(row.embedding).buffer))]),
         );
 
+        // Every imported unit is found in the team store's keyword index by its words, as in SQLite.
+        const importedResult = JSON.parse(imported.stdout) as { memoryIndexed: number };
+        assert.equal(importedResult.memoryIndexed, status.tables.memory_units);
+        const pool = openPool(url);
+        try {
+          const personalMemory = new MemoryStore(openDatabase(join(personal, 'metaclaw.db'), { readonly: true }));
+          const units = [...personalMemory.iterate()];
+          const staging = units.find((unit) => unit.content.includes('blue-harbor'))!;
+          const terms = uniqueTerms('what is the staging cluster called');
+          const fromPg = await new PgMemorySearch(pool).search(staging.scope, terms, 10);
+          const fromSqlite = personalMemory.search(staging.scope, terms, 10);
+          assert.equal(fromPg.hits[0]?.id, staging.id);
+          assert.deepEqual(
+            fromPg.hits.map((hit) => hit.id),
+            fromSqlite.candidates.map((candidate) => candidate.unit.id),
+          );
+          assert.equal(fromPg.size, units.filter((unit) => unit.scope === staging.scope).length);
+        } finally {
+          await pool.end();
+        }
+
         const again = await cli(['store', 'import-sqlite', join(personal, 'metaclaw.db'), '--store', url]);
         assert.equal(again.code, 1);
         assert.match(again.stderr, /already holds rows \(sessions, turns, .*\); nothing was imported\. Add --merge/);
@@ -380,6 +404,8 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
         assert.equal(merged.code, 0, merged.stderr);
         const result = JSON.parse(merged.stdout) as { tables: Array<{ table: string; read: number; inserted: number }> };
         assert.ok(result.tables.every((table) => table.inserted === 0));
+        const rowsOf = async (table: string) => Number((await query<{ n: bigint }>(url, `SELECT count(*) AS n FROM ${table}`))[0]!.n);
+        assert.equal(await rowsOf('memory_search_docs'), status.tables.memory_units, 'a merge leaves the index as it was');
         assert.ok(result.tables.find((table) => table.table === 'turns')!.read > 0);
 
         // The install grew (a new key in state, a changed one): a merge adds the new row and keeps the old one as it was.

@@ -167,5 +167,6 @@ async function importCommand(path: string, options: StoreOptions & { merge?: boo
     const skipped = table.read - table.inserted;
     print(`  ${table.table.padEnd(20)} ${table.inserted}${skipped > 0 ? ` (${skipped} already there, skipped)` : ''}`);
   }
+  print(`Memory keyword index: ${result.memoryIndexed} units indexed.`);
   print('Skills on disk (SKILL.md files) are not imported yet: the team store does not serve skills in this version.');
 }

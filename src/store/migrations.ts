@@ -1,4 +1,4 @@
-import { POSTGRES_SCHEMA_V16 } from './postgres-schema.js';
+import { POSTGRES_MEMORY_SEARCH_V18, POSTGRES_SCHEMA_V16 } from './postgres-schema.js';
 
 /**
  * Versioned schema migrations, one list for both engines. Each entry runs once, in order, inside a
@@ -478,5 +478,11 @@ export const MIGRATIONS: readonly Migration[] = [
         key_rotated_at INTEGER
       );
     `,
+  },
+  {
+    version: 18,
+    description: "the team store's memory keyword index: postings, term and scope statistics (SQLite's is FTS5, nothing changes there)",
+    sql: '',
+    postgres: POSTGRES_MEMORY_SEARCH_V18,
   },
 ];

@@ -312,3 +312,32 @@ export const POSTGRES_SCHEMA_V16 = `
   );
   CREATE INDEX scheduler_windows_opened ON scheduler_windows(opened_at);
 `;
+
+/**
+ * Migration 18's PostgreSQL side: the tables of the team store's memory keyword index
+ * (store/postgres/memory-search.ts; SQLite's is FTS5). Tokens are compared byte-wise
+ * (COLLATE "C"): a prefix look-up is then a range of the primary key, and no locale orders them.
+ */
+export const POSTGRES_MEMORY_SEARCH_V18 = `
+CREATE TABLE memory_search_docs (
+  seq          BIGINT PRIMARY KEY,           -- the unit's sequence (memory_units.rowid)
+  scope        TEXT NOT NULL,
+  unit_id      TEXT NOT NULL,
+  previous_seq BIGINT,                       -- raw turns: the raw turn before it (credited with this one's words)
+  active       BOOLEAN NOT NULL DEFAULT TRUE,
+  tokens       TEXT[] COLLATE "C" NOT NULL   -- its index entry, to remove its postings
+);
+CREATE TABLE memory_postings (
+  token TEXT COLLATE "C" NOT NULL,           -- scope key + term, maybe marked: the FTS5 token
+  seq   BIGINT NOT NULL,
+  PRIMARY KEY (token, seq)
+);
+CREATE TABLE memory_term_stats (
+  token TEXT COLLATE "C" PRIMARY KEY,        -- unmarked tokens only: the df a capped list needs
+  df    INTEGER NOT NULL
+);
+CREATE TABLE memory_scope_sizes (
+  scope TEXT PRIMARY KEY,
+  units INTEGER NOT NULL                     -- the N of the scope's IDF
+);
+`;

@@ -5,6 +5,7 @@ import * as sqliteVec from 'sqlite-vec';
 import { StoreError } from '../../errors.js';
 import { openDatabase, schemaVersion, type Db } from '../database.js';
 import { MIGRATIONS } from '../migrations.js';
+import { indexImportedMemories } from './import-memory-index.js';
 import { migratePostgres } from './migrate.js';
 import { TEAM_TABLES, type TeamTable } from './tables.js';
 import { toPostgresText } from './text.js';
@@ -40,6 +41,8 @@ export interface ImportResult {
   readonly source: string;
   readonly sourceVersion: number;
   readonly tables: readonly TableImport[];
+  /** Memory units given an entry in the team store's keyword index. */
+  readonly memoryIndexed: number;
 }
 
 /** Largest batch by size: a body of turn payloads can be megabytes. */
@@ -70,9 +73,10 @@ export async function importSqlite(pool: pg.Pool, path: string, options: ImportO
       sqlite.exec('BEGIN'); // one snapshot of the SQLite file for every table
       const tables: TableImport[] = [];
       for (const table of TEAM_TABLES) tables.push(await copyTable(sqlite, client, table, columns, options));
+      const memoryIndexed = await indexImportedMemories(sqlite, pool, client);
       sqlite.exec('COMMIT');
       await client.query('COMMIT');
-      return { source, sourceVersion, tables };
+      return { source, sourceVersion, tables, memoryIndexed };
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;

@@ -62,34 +62,6 @@ import {
   type TermPostings,
 } from '../../memory/keyword-index.js';
 
-/**
- * The tables of the keyword index, for the PostgreSQL migration list. Tokens are compared byte-wise
- * (COLLATE "C"): a prefix look-up is then a range of the primary key, and no locale orders them.
- */
-export const MEMORY_SEARCH_DDL = `
-CREATE TABLE IF NOT EXISTS memory_search_docs (
-  seq          BIGINT PRIMARY KEY,           -- the unit's sequence (memory_units.rowid)
-  scope        TEXT NOT NULL,
-  unit_id      TEXT NOT NULL,
-  previous_seq BIGINT,                       -- raw turns: the raw turn before it (credited with this one's words)
-  active       BOOLEAN NOT NULL DEFAULT TRUE,
-  tokens       TEXT[] COLLATE "C" NOT NULL   -- its index entry, to remove its postings
-);
-CREATE TABLE IF NOT EXISTS memory_postings (
-  token TEXT COLLATE "C" NOT NULL,           -- scope key + term, maybe marked: the FTS5 token
-  seq   BIGINT NOT NULL,
-  PRIMARY KEY (token, seq)
-);
-CREATE TABLE IF NOT EXISTS memory_term_stats (
-  token TEXT COLLATE "C" PRIMARY KEY,        -- unmarked tokens only: the df a capped list needs
-  df    INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS memory_scope_sizes (
-  scope TEXT PRIMARY KEY,
-  units INTEGER NOT NULL                     -- the N of the scope's IDF
-);
-`;
-
 /** How long a search may take before the caller answers without memory. */
 export const DEFAULT_SEARCH_TIMEOUT_MS = 250;
 
@@ -234,18 +206,16 @@ export class PgMemorySearch {
   /** `pool`: for the request path, one made by `searchPool` (its statements time out). */
   constructor(private readonly pool: Pool) {}
 
-  /** Creates the tables (the migration list runs MEMORY_SEARCH_DDL instead once it includes it). */
-  async createTables(): Promise<void> {
-    await this.pool.query(MEMORY_SEARCH_DDL);
-  }
-
-  /** Writes (or rewrites) units' index entries in one transaction: postings, df and scope sizes follow. */
-  async index(entries: readonly IndexEntry[]): Promise<void> {
+  /**
+   * Writes (or rewrites) units' index entries in one transaction: postings, df and scope sizes
+   * follow. `within`: a transaction the caller holds (an import writes rows and entries together).
+   */
+  async index(entries: readonly IndexEntry[], within?: PoolClient): Promise<void> {
     if (entries.length === 0) return;
     const parsed = [...new Map(entries.map((entry) => indexEntrySchema.parse(entry)).map((entry) => [entry.sequence, entry])).values()].sort(
       (a, b) => a.sequence - b.sequence,
     );
-    await this.transaction(async (client) => {
+    await this.transaction(within, async (client) => {
       const seqs = parsed.map((entry) => entry.sequence);
       // New units get an empty entry first, so every unit is then locked the same way, in sequence order.
       const created = await client.query<{ seq: string; scope: string }>(
@@ -296,7 +266,7 @@ export class PgMemorySearch {
   async remove(sequences: readonly number[]): Promise<void> {
     if (sequences.length === 0) return;
     const seqs = [...new Set(sequences)].sort((a, b) => a - b);
-    await this.transaction(async (client) => {
+    await this.transaction(undefined, async (client) => {
       const old = await this.lockDocs(client, seqs);
       const removed: Array<[string, number]> = [];
       const df = new Map<string, number>();
@@ -476,7 +446,8 @@ export class PgMemorySearch {
     );
   }
 
-  private async transaction(work: (client: PoolClient) => Promise<void>): Promise<void> {
+  private async transaction(within: PoolClient | undefined, work: (client: PoolClient) => Promise<void>): Promise<void> {
+    if (within) return work(within);
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
