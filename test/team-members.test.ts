@@ -141,6 +141,51 @@ describe('metaclaw team: members with keys of their own', () => {
     assert.ok(lastUpstreamBody().includes('4711'), 'her own conversation continues');
   });
 
+  test("the team scope is shared: the owner writes it from the CLI while the proxy runs, every member's requests are given its rules and facts, and a member key reads it but cannot change it", async () => {
+    const remember = async (content: string, ...flags: string[]) => {
+      const added = await scripted.proxy.cli(['memory', 'add', content, '--json', ...flags]);
+      assert.equal(added.code, 0, added.stderr);
+      return JSON.parse(added.stdout) as { id: string; scope: string };
+    };
+    const rule = await remember('Every production deploy needs two approvals from the platform team.', '--scope', 'team', '--core');
+    const fact = await remember('The shared staging cluster is called blue-harbor.', '--scope', 'team');
+    assert.equal(fact.scope, 'team');
+    // And one of Alice's own rules, written by another process after her scope was cached: the proxy notices within a second.
+    await remember('Always answer Alice in British English.', '--scope', 'user:alice', '--core');
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+
+    await client(keys['alice']!).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'What is the staging cluster called?' }] });
+    const alice = lastUpstreamBody();
+    assert.ok(alice.includes('blue-harbor'), "the team's fact is recalled for Alice");
+    assert.ok(alice.includes('two approvals'), "the team's rule is a standing instruction for Alice");
+    assert.ok(alice.includes('British English'), 'her own rule added from the CLI is there without a restart');
+    await client(keys['bob']!).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Write a haiku about autumn.' }] });
+    const bob = lastUpstreamBody();
+    assert.ok(bob.includes('two approvals'), "the team's rule is shown to Bob too");
+    assert.ok(!bob.includes('British English'), "Alice's rule is hers");
+
+    const read = await call(keys['bob']!, 'POST', '/v1/memory/search', { query: 'staging cluster', scope: 'team' });
+    assert.equal(read.status, 200);
+    assert.deepEqual(
+      read.body.results.map((unit: { id: string }) => unit.id),
+      [fact.id],
+    );
+    assert.equal((await call(keys['bob']!, 'GET', `/v1/memory/${fact.id}`)).status, 200);
+    for (const [method, path, body] of [
+      ['POST', '/v1/memory', { type: 'semantic', content: 'Bob was here.', scope: 'team' }],
+      ['PATCH', `/v1/memory/${fact.id}`, { content: 'The staging cluster is called red-harbor.' }],
+      ['DELETE', `/v1/memory/${rule.id}`, undefined],
+      ['DELETE', '/v1/memory?scope=team', undefined],
+    ] as const) {
+      const refused = await call(keys['bob']!, method, path, body);
+      assert.equal(refused.status, 403, `${method} ${path}`);
+      assert.equal(refused.body.error.code, 'shared_scope_read_only', `${method} ${path}`);
+    }
+    const shown = await scripted.proxy.cli(['memory', 'search', 'staging cluster', '--scope', 'team', '--json']);
+    assert.match(shown.stdout, /blue-harbor/);
+    assert.doesNotMatch(shown.stdout, /red-harbor|Bob was here/);
+  });
+
   test('rotating a key or removing a member takes effect at once on the running proxy; --forget forgets their memories', async () => {
     const rotated = await scripted.proxy.cli(['team', 'rotate-key', 'alice', '--json']);
     assert.equal(rotated.code, 0, rotated.stderr);

@@ -3,7 +3,7 @@ import { chooseCore, coreRules, type CoreRule } from './core-selection.js';
 import type { MemoryRetriever } from './retrieval.js';
 import { renderMemory } from './render.js';
 import type { MemoryStore } from './store.js';
-import type { MemoryHit, MemoryUnit } from './types.js';
+import { SHARED_SCOPE, type MemoryHit, type MemoryUnit } from './types.js';
 
 export interface MemoryInjectionSettings {
   topK: number;
@@ -38,14 +38,19 @@ export class MemoryContextProvider implements ContextProvider {
     private readonly store: MemoryStore,
     private readonly retriever: MemoryRetriever,
     private readonly settings: MemoryInjectionSettings,
+    /** Called first on every request: notices memory changed by another process (`SharedMemoryRevision.look`). */
+    private readonly lookForChanges: () => void = () => undefined,
   ) {
     store.onChange((scope) => {
       this.coreCache.delete(scope);
-      this.sections.delete(scope);
+      // Every scope's sections hold the shared scope's memories too.
+      if (scope === SHARED_SCOPE) this.sections.clear();
+      else this.sections.delete(scope);
     });
   }
 
   provide(request: ContextRequest): ContextSection | undefined | Promise<ContextSection | undefined> {
+    this.lookForChanges();
     const key = `${request.sessionId}\u0000${Math.floor(Date.now() / HOUR_MS)}\u0000${request.userRequest.text}`;
     let cached = this.sections.get(request.scope);
     if (cached?.has(key)) return cached.get(key);
@@ -58,27 +63,38 @@ export class MemoryContextProvider implements ContextProvider {
       if (this.sections.get(request.scope) === cached) cached.set(key, section);
       return section;
     };
-    const scopeCore = this.core(request.scope);
-    const core = chooseCore(this.store, request.scope, scopeCore, request.userRequest.text, {
-      maxTokens: this.settings.coreMaxTokens,
-      minRelevance: this.settings.minRelevance,
-    });
+    // The shared scope (`team`) is read beside the caller's own, once it holds anything: its rules after theirs, its memories ranked with theirs.
+    const scopes = request.scope !== SHARED_SCOPE && this.store.scopeSize(SHARED_SCOPE) > 0 ? [request.scope, SHARED_SCOPE] : [request.scope];
+    const budget = { maxTokens: this.settings.coreMaxTokens, minRelevance: this.settings.minRelevance };
+    const cores = scopes.map((scope) => this.core(scope));
+    const core = scopes.flatMap((scope, index) => chooseCore(this.store, scope, cores[index]!, request.userRequest.text, budget));
     if (request.userRequest.text === '' || this.settings.topK === 0) return remember(this.section(core, [], request.scope));
-    const recalled = this.retriever.recall({
-      scope: request.scope,
-      query: request.userRequest.text,
-      limit: this.settings.topK,
-      excludeSession: request.sessionId,
-      excludeCore: true,
-      minRelevance: this.settings.minRelevance,
-      onRequestPath: true,
+    const recalls = scopes.map((scope, index) => {
+      const recalled = this.retriever.recall({
+        scope,
+        query: request.userRequest.text,
+        limit: this.settings.topK,
+        excludeSession: request.sessionId,
+        excludeCore: true,
+        minRelevance: this.settings.minRelevance,
+        onRequestPath: true,
+      });
+      // The words that taught a rule since replaced are not recalled either: they no longer hold.
+      const replaced = cores[index]!.replaced;
+      const current = (hits: readonly MemoryHit[]) =>
+        replaced.size === 0 ? hits : hits.filter((hit) => !hit.unit.sourceTurns.some((turn) => replaced.has(turn)));
+      return Array.isArray(recalled) ? current(recalled) : recalled.then(current);
     });
-    // The words that taught a rule since replaced are not recalled either: they no longer hold.
-    const current = (hits: readonly MemoryHit[]) =>
-      scopeCore.replaced.size === 0 ? hits : hits.filter((hit) => !hit.unit.sourceTurns.some((turn) => scopeCore.replaced.has(turn)));
-    return Array.isArray(recalled)
-      ? remember(this.section(core, current(recalled), request.scope))
-      : recalled.then((hits) => remember(this.section(core, current(hits), request.scope)));
+    const merged = (lists: ReadonlyArray<readonly MemoryHit[]>) =>
+      lists.length === 1
+        ? lists[0]!
+        : lists
+            .flat()
+            .sort((a, b) => b.score - a.score)
+            .slice(0, this.settings.topK);
+    return recalls.every((recalled) => Array.isArray(recalled))
+      ? remember(this.section(core, merged(recalls as ReadonlyArray<readonly MemoryHit[]>), request.scope))
+      : Promise.all(recalls.map(async (recalled) => recalled)).then((lists) => remember(this.section(core, merged(lists), request.scope)));
   }
 
   private core(scope: string): ScopeCore {

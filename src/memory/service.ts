@@ -13,6 +13,7 @@ import {
 import type { Logger } from '../logging/index.js';
 import { loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
+import { SharedMemoryRevision } from './shared-revision.js';
 import { glossaryVersion, redactSecrets, thesaurusVersion, type GlossaryLanguage } from '../text/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema.js';
@@ -162,12 +163,18 @@ export class MemoryService {
     const embeddings = embeddingClient(settings);
     this.vectorStore = embeddings ? new MemoryVectors(db, this.store, embeddings, logger) : undefined;
     this.retriever = new MemoryRetriever(this.store, this.vectorStore, logger, settings.retrievalMode, () => this.crossLingualLanguages());
-    this.provider = new MemoryContextProvider(this.store, this.retriever, {
-      topK: settings.topK,
-      maxTokens: settings.maxTokens,
-      coreMaxTokens: settings.coreMaxTokens,
-      minRelevance: settings.minRelevance,
-    });
+    const revision = new SharedMemoryRevision(this.state, this.store);
+    this.provider = new MemoryContextProvider(
+      this.store,
+      this.retriever,
+      {
+        topK: settings.topK,
+        maxTokens: settings.maxTokens,
+        coreMaxTokens: settings.coreMaxTokens,
+        minRelevance: settings.minRelevance,
+      },
+      () => revision.look(),
+    );
   }
 
   get settings(): MemorySettings {

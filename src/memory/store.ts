@@ -724,6 +724,11 @@ export class MemoryStore {
     for (const row of scope === undefined ? this.statements.all.iterate() : this.statements.allOfScope.iterate(scope)) yield toUnit(row);
   }
 
+  /** Another process changed units: what this one holds of every scope (and of `also`, which may now be empty) is stale. */
+  changedElsewhere(also: readonly string[] = []): void {
+    for (const scope of new Set([...this.scopes(), ...this.sizes.keys(), ...also])) this.emit(scope);
+  }
+
   private emit(scope: string): void {
     this.sizes.delete(scope);
     this.frequencies.clear();

@@ -2,6 +2,13 @@ export const MEMORY_TYPES = ['preference', 'semantic', 'project_state', 'episodi
 export type MemoryType = (typeof MEMORY_TYPES)[number];
 
 /** How a unit came to be. */
+/**
+ * The scope every caller reads beside their own (a team's shared facts and rules): recalled and
+ * injected for every scope once it holds anything. Only the owner writes it (requests with the proxy
+ * key and `X-Memory-Scope: team`, the admin token, the CLI); a member key can read it, never write it.
+ */
+export const SHARED_SCOPE = 'team';
+
 export type MemoryOrigin = 'raw_turn' | 'extractor' | 'rule' | 'manual' | 'import' | 'summary' | 'consolidation';
 
 export interface MemoryUnit {

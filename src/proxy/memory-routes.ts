@@ -3,7 +3,7 @@ import type { Context } from 'hono';
 import { z } from 'zod';
 import { deriveScope, readTurnSignals } from '../conversation/index.js';
 import { BadRequestError, ConflictError, NotFoundError, PermissionError } from '../errors.js';
-import { exportMemory, importLines, MEMORY_TYPES, presentMemory, type MemoryService, type MemoryUnit } from '../memory/index.js';
+import { exportMemory, importLines, MEMORY_TYPES, presentMemory, SHARED_SCOPE, type MemoryService, type MemoryUnit } from '../memory/index.js';
 import { memberScope } from '../team/index.js';
 import { ADMIN_HEADER, type AdminToken } from './admin-token.js';
 import type { ProxyAuth } from './auth.js';
@@ -62,13 +62,18 @@ const supersedeSchema = addSchema.omit({ scope: true }).partial({ type: true });
 interface Caller {
   scope: string;
   admin: boolean;
+  member: boolean;
 }
+
+/** Reading reaches the shared scope too; writing, only the caller's own scope (or any, with the admin token). */
+type Access = 'read' | 'write';
 
 /**
  * The memory HTTP API (authenticated like every route but /healthz). Scopes are an access boundary:
  * every route works in the caller's own scope, derived from `X-Memory-Scope`, `X-User-Id` and
  * `X-Workspace-Id` exactly as for model requests. A unit of another scope answers 404 like a missing
  * one; naming another scope (body or query `scope`) is refused. The admin token lifts both limits.
+ * The shared scope (`team`) can be read by every caller and written only with the owner's access.
  */
 export function memoryRoutes(memory: MemoryService, defaultScope: string, adminToken: AdminToken, auth: ProxyAuth): (app: ProxyApp) => void {
   return (app) => {
@@ -76,18 +81,19 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
       const headers = c.env.incoming.headers;
       // A member's key fixes their scope; headers cannot widen it, and the admin token is not theirs to hold.
       const member = auth.identify(headers).member;
-      if (member) return { scope: memberScope(member), admin: false };
-      return { scope: deriveScope(readTurnSignals(headers, {}, 'openai').scope, defaultScope), admin: adminToken.matches(headers) };
+      if (member) return { scope: memberScope(member), admin: false, member: true };
+      return { scope: deriveScope(readTurnSignals(headers, {}, 'openai').scope, defaultScope), admin: adminToken.matches(headers), member: false };
     };
-    /** The caller's unit with this id; another scope's unit is as missing as one that never existed. */
-    const ownUnit = (caller: Caller, id: string): MemoryUnit => {
+    /** The caller's unit with this id (or, to read, the shared scope's); another scope's unit is as missing as one that never existed. */
+    const ownUnit = (caller: Caller, id: string, access: Access): MemoryUnit => {
       const unit = memory.store.get(id);
-      return found(unit && (caller.admin || unit.scope === caller.scope) ? unit : undefined, id);
+      if (unit?.scope === SHARED_SCOPE && access === 'write' && caller.member) throw sharedReadOnly();
+      return found(unit && (caller.admin || unit.scope === caller.scope || (access === 'read' && unit.scope === SHARED_SCOPE)) ? unit : undefined, id);
     };
 
     app.post('/v1/memory/ingest', async (c) => {
       const body = parse(ingestSchema, await readJson(c.req.raw));
-      const scope = scopeFor(callerOf(c), body.scope, 'scope');
+      const scope = scopeFor(callerOf(c), body.scope, 'scope', 'write');
       const result = memory.ingest(
         scope,
         body.session_id,
@@ -104,7 +110,7 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
 
     app.post('/v1/memory/search', async (c) => {
       const body = parse(searchSchema, await readJson(c.req.raw));
-      const scope = scopeFor(callerOf(c), body.scope, 'scope');
+      const scope = scopeFor(callerOf(c), body.scope, 'scope', 'read');
       const hits = await memory.search({
         scope,
         query: body.query,
@@ -121,28 +127,28 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
       // Only the admin sees every scope (and the total across them) without naming one.
       if (caller.admin && requested === undefined)
         return c.json({ scopes: memory.store.scopes().map((name) => memory.store.stats(name)), total_units: memory.store.totalUnits() });
-      const stats = memory.store.stats(scopeFor(caller, requested, 'scope'));
+      const stats = memory.store.stats(scopeFor(caller, requested, 'scope', 'read'));
       return c.json({ scopes: [stats], total_units: stats.active + stats.superseded });
     });
 
     app.get('/v1/memory/export', (c) => {
       const caller = callerOf(c);
       const requested = c.req.query('scope');
-      const scope = caller.admin && requested === undefined ? undefined : scopeFor(caller, requested, 'scope');
+      const scope = caller.admin && requested === undefined ? undefined : scopeFor(caller, requested, 'scope', 'read');
       return c.body(exportMemory(memory, scope).text, 200, { 'content-type': 'application/x-ndjson' });
     });
 
     app.post('/v1/memory/import', async (c) => {
       const caller = callerOf(c);
       const text = await c.req.text();
-      const report = importLines(memory, text.split('\n'), scopeFor(caller, c.req.query('scope'), 'scope'), caller.admin ? undefined : caller.scope);
+      const report = importLines(memory, text.split('\n'), scopeFor(caller, c.req.query('scope'), 'scope', 'write'), caller.admin ? undefined : caller.scope);
       return c.json(report);
     });
 
     app.post('/v1/memory', async (c) => {
       const body = parse(addSchema, await readJson(c.req.raw));
       const unit = memory.add({
-        scope: scopeFor(callerOf(c), body.scope, 'scope'),
+        scope: scopeFor(callerOf(c), body.scope, 'scope', 'write'),
         type: body.type,
         content: body.content,
         importance: body.importance ?? 0.8,
@@ -157,14 +163,14 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
     app.delete('/v1/memory', (c) => {
       const requested = c.req.query('scope');
       if (!requested) throw new BadRequestError('missing_scope', 'scope: required (DELETE /v1/memory?scope=… forgets a whole scope)', 'scope');
-      const scope = scopeFor(callerOf(c), requested, 'scope');
+      const scope = scopeFor(callerOf(c), requested, 'scope', 'write');
       return c.json({ scope, deleted: memory.forgetScope(scope) });
     });
 
-    app.get('/v1/memory/:id', (c) => c.json(presentMemory(ownUnit(callerOf(c), c.req.param('id')))));
+    app.get('/v1/memory/:id', (c) => c.json(presentMemory(ownUnit(callerOf(c), c.req.param('id'), 'read'))));
 
     app.patch('/v1/memory/:id', async (c) => {
-      const unit = ownUnit(callerOf(c), c.req.param('id'));
+      const unit = ownUnit(callerOf(c), c.req.param('id'), 'write');
       const patch = parse(patchSchema, await readJson(c.req.raw));
       const updated = memory.update(unit.id, {
         ...(patch.content !== undefined ? { content: patch.content } : {}),
@@ -177,7 +183,7 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
     });
 
     app.post('/v1/memory/:id/supersede', async (c) => {
-      const unit = ownUnit(callerOf(c), c.req.param('id'));
+      const unit = ownUnit(callerOf(c), c.req.param('id'), 'write');
       const body = parse(supersedeSchema, await readJson(c.req.raw));
       if (unit.status !== 'active')
         throw new ConflictError(`Memory ${unit.id} is already superseded by ${unit.supersededBy ?? 'another unit'}.`, 'memory_not_active');
@@ -195,17 +201,21 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
     });
 
     app.delete('/v1/memory/:id', (c) => {
-      const unit = ownUnit(callerOf(c), c.req.param('id'));
+      const unit = ownUnit(callerOf(c), c.req.param('id'), 'write');
       const removed = found(memory.forget(unit.id), unit.id);
       return c.json({ id: removed.id, deleted: true });
     });
   };
 }
 
-/** The scope a request may work in: its own, or any scope it names when it holds the admin token. */
-function scopeFor(caller: Caller, requested: string | undefined, param: string): string {
+/** The scope a request may work in: its own, the shared scope to read, or any scope it names when it holds the admin token. */
+function scopeFor(caller: Caller, requested: string | undefined, param: string, access: Access): string {
   if (requested === undefined || requested === caller.scope) return caller.scope;
   if (caller.admin) return requested;
+  if (requested === SHARED_SCOPE) {
+    if (access === 'read') return requested;
+    if (caller.member) throw sharedReadOnly(param);
+  }
   throw new PermissionError(
     'scope_forbidden',
     `This request's memory scope is "${caller.scope}" (from X-Memory-Scope, X-User-Id, X-Workspace-Id or memory.scope); it cannot reach scope "${requested}". Send the request with that scope's headers, or use the admin token ($METACLAW_HOME/admin-token in ${ADMIN_HEADER}) for cross-scope work.`,
@@ -216,4 +226,12 @@ function scopeFor(caller: Caller, requested: string | undefined, param: string):
 function found<T>(value: T | undefined, id: string): T {
   if (value === undefined) throw new NotFoundError(`No memory with id ${id}.`, 'memory_not_found');
   return value;
+}
+
+function sharedReadOnly(param?: string): PermissionError {
+  return new PermissionError(
+    'shared_scope_read_only',
+    `The "${SHARED_SCOPE}" memory scope is shared: a member key reads it, and only the owner writes it (metaclaw memory add --scope ${SHARED_SCOPE}, or the proxy key).`,
+    param,
+  );
 }
