@@ -146,6 +146,14 @@ describe('store.url and the personal store', () => {
       const json = await runCli(['store', 'status', '--store', url, '--json'], { home });
       assert.equal(json.code, 1);
       assert.equal(JSON.parse(json.stdout).reachable, false);
+      // The doctor says so too, as a failed check (password masked).
+      const doctor = await runCli(['doctor', '--json', '--no-canary'], { home, env: { METACLAW_DATABASE_URL: url } });
+      const check = (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; verdict: string; detail: string }> }).checks.find(
+        (candidate) => candidate.name === 'team store',
+      );
+      assert.equal(check?.verdict, 'fail', doctor.stdout);
+      assert.match(check.detail, /Cannot reach the team store at postgres:\/\/team:\*\*\*\*@/);
+      assert.ok(!doctor.stdout.includes('s3cretpass'));
     } finally {
       rmSync(home, { recursive: true, force: true });
     }
@@ -176,6 +184,23 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
       await client.end();
     }
   };
+
+  test('doctor reports a configured team store: its schema version against this build, and that start does not serve from it yet', async () => {
+    const url = freshDatabase();
+    const doctorSays = async () => {
+      const doctor = await runCli(['doctor', '--json', '--no-canary'], { home, env: { METACLAW_DATABASE_URL: url } });
+      return (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; verdict: string; detail: string; fix?: string }> }).checks.find(
+        (check) => check.name === 'team store',
+      )!;
+    };
+    const empty = await doctorSays();
+    assert.equal(empty.verdict, 'warn');
+    assert.match(empty.detail, new RegExp(`reachable, schema version 0 of ${LATEST}`));
+    assert.match(empty.fix ?? '', /metaclaw store migrate/);
+    assert.equal((await cli(['store', 'migrate', '--store', url])).code, 0);
+    const migrated = await doctorSays();
+    assert.match(migrated.detail, new RegExp(`schema version ${LATEST} of ${LATEST}; .*not built yet`));
+  });
 
   test('store migrate creates the whole schema and records every version; a second migrate changes nothing', async () => {
     const url = freshDatabase();

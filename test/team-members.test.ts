@@ -184,6 +184,12 @@ describe('metaclaw team: members with keys of their own', () => {
     const shown = await scripted.proxy.cli(['memory', 'search', 'staging cluster', '--scope', 'team', '--json']);
     assert.match(shown.stdout, /blue-harbor/);
     assert.doesNotMatch(shown.stdout, /red-harbor|Bob was here/);
+
+    const doctor = await scripted.proxy.cli(['doctor', '--json', '--no-canary']);
+    const team = (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; verdict: string; detail: string }> }).checks.find(
+      (check) => check.name === 'team',
+    );
+    assert.deepEqual(team, { name: 'team', verdict: 'pass', detail: '2 members (alice, bob); shared scope "team": 2 memories' });
   });
 
   test('rotating a key or removing a member takes effect at once on the running proxy; --forget forgets their memories', async () => {

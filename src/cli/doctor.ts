@@ -23,6 +23,7 @@ import { VERSION } from '../version.js';
 import { baseUrl, CliExit, print } from './context.js';
 import { callJson, type ProxyCallOptions } from './proxy-client.js';
 import { clawEnvironment, clawName, wiringTarget } from './wiring.js';
+import { checkTeamMembers, checkTeamStore } from './doctor-team.js';
 
 export interface DoctorOptions {
   config?: string;
@@ -34,6 +35,8 @@ export interface DoctorOptions {
 }
 
 type Verdict = 'pass' | 'warn' | 'fail' | 'skip';
+
+export type DoctorCheck = Check;
 
 interface Check {
   name: string;
@@ -57,6 +60,8 @@ export async function doctorCommand(options: DoctorOptions): Promise<void> {
     checkPrivacy(config, options.fix === true, checks);
     checkDisk(config, checks);
     checkDatabase(config, checks);
+    checkTeamMembers(config, checks);
+    await checkTeamStore(config, checks);
     await checkUpstream(config, checks);
     await checkAgent(config, checks);
     const running = await checkProxy(config, checks);

@@ -1,0 +1,81 @@
+import { existsSync } from 'node:fs';
+import { maskDatabaseUrl, type LoadedConfig } from '../config/index.js';
+import { SHARED_SCOPE } from '../memory/index.js';
+import { MIGRATIONS, openDatabase } from '../store/index.js';
+import type { DoctorCheck } from './doctor.js';
+
+/**
+ * The doctor's team lines: members and the shared scope (only once there is a team: a personal
+ * install sees no new line), and the team store when a store URL is configured.
+ */
+
+/** Members, the shared scope, and whether the owner can still get in. */
+export function checkTeamMembers(config: LoadedConfig, checks: DoctorCheck[]): void {
+  const path = config.paths.database;
+  if (!existsSync(path)) return;
+  let members: string[];
+  let shared: number;
+  try {
+    const db = openDatabase(path, { readonly: true });
+    try {
+      const has = (table: string) =>
+        db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?").get(table)!.n > 0;
+      members = has('team_members')
+        ? db
+            .prepare<[], { name: string }>('SELECT name FROM team_members ORDER BY name')
+            .all()
+            .map((row) => row.name)
+        : [];
+      shared = db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM memory_units WHERE scope = ? AND status = 'active'").get(SHARED_SCOPE)!.n;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return; // the database check says why it cannot be read
+  }
+  if (members.length === 0 && shared === 0) return;
+  const named = members.length > 5 ? `${members.slice(0, 5).join(', ')} and ${members.length - 5} more` : members.join(', ');
+  const detail = `${members.length} member${members.length === 1 ? '' : 's'}${members.length > 0 ? ` (${named})` : ''}; shared scope "${SHARED_SCOPE}": ${shared} memor${shared === 1 ? 'y' : 'ies'}`;
+  if (members.length > 0 && !config.values['proxy.api_key'])
+    checks.push({
+      name: 'team',
+      verdict: 'warn',
+      detail: `${detail}; proxy.api_key is not set, so only member keys are accepted and the owner's own agent is refused`,
+      fix: 'set an owner key: `metaclaw config set proxy.api_key <a long random key>`',
+    });
+  else checks.push({ name: 'team', verdict: 'pass', detail });
+}
+
+/** The team store named by store.url (or METACLAW_DATABASE_URL): reachable, its schema, and what this version does with it. */
+export async function checkTeamStore(config: LoadedConfig, checks: DoctorCheck[]): Promise<void> {
+  const url = config.values['store.url'];
+  if (!url) return;
+  const postgres = await import('../store/postgres/index.js');
+  const pool = postgres.openPool(url);
+  const latest = MIGRATIONS.at(-1)?.version ?? 0;
+  const serving = '`metaclaw start` refuses a store URL: serving from PostgreSQL is not built yet';
+  try {
+    const status = await postgres.readPostgresStatus(pool);
+    const where = `${maskDatabaseUrl(url)}: reachable, schema version ${status.schemaVersion} of ${latest}`;
+    if (status.schemaVersion < latest)
+      checks.push({ name: 'team store', verdict: 'warn', detail: `${where}; ${serving}`, fix: 'run `metaclaw store migrate`' });
+    else if (status.schemaVersion > latest)
+      checks.push({ name: 'team store', verdict: 'fail', detail: `${where}: newer than this MetaClaw`, fix: 'upgrade MetaClaw-TS on this node' });
+    else
+      checks.push({
+        name: 'team store',
+        verdict: 'warn',
+        detail: `${where}; ${serving}`,
+        fix: 'unset store.url and METACLAW_DATABASE_URL to serve from the personal store; `metaclaw store import-sqlite` fills the team store meanwhile',
+      });
+  } catch (error) {
+    checks.push({
+      name: 'team store',
+      verdict: 'fail',
+      detail: postgres.describeStoreError(error, url),
+      fix: 'check that PostgreSQL runs and store.url (host, port, user, password, database) is right',
+    });
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
+}
