@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { runCli, tempHome } from './support/proxy.js';
 import { startScriptedProxy, type ScriptedProxy } from './support/scripted-proxy.js';
@@ -91,6 +92,11 @@ describe('metaclaw team: members with keys of their own', () => {
     assert.ok(!lastUpstreamBody().includes('Miso'), "Bob's request is not given Alice's memory");
     await client(keys['alice']!).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'What is my cat named?' }] });
     assert.ok(lastUpstreamBody().includes('Miso'), "Alice's request recalls her memory");
+    // The Anthropic SDK sends the key as x-api-key: the same member, the same scope.
+    const anthropic = new Anthropic({ baseURL: scripted.proxy.url, apiKey: keys['alice']!, maxRetries: 0 });
+    await anthropic.messages.create({ model: 'm', max_tokens: 64, messages: [{ role: 'user', content: 'Remind me: what is my cat named?' }] });
+    assert.ok(lastUpstreamBody().includes('Miso'), 'an Anthropic client with her key gets her memory');
+    assert.ok(!JSON.stringify(scripted.upstream.modelRequests().at(-1)!.headers).includes(keys['alice']!), 'her key is not forwarded');
   });
 
   test("a member key opens the model routes and the member's own records, nothing else", async () => {
