@@ -4,24 +4,13 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { runCli, startProxy, tempHome } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
+import { sendJson } from './support/http.js';
 
 /** Calls made as the `proj` scope's own agent would (memory routes reach only the caller's scope). */
 const PROJ = { 'x-memory-scope': 'proj' };
 
-async function call(url: string, method: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const response = await fetch(url, {
-    method,
-    headers: { 'content-type': 'application/json', ...PROJ },
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  let parsed: unknown = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // JSONL or empty
-  }
-  return { status: response.status, body: parsed };
+function call(url: string, method: string, body?: unknown): Promise<{ status: number; body: any }> {
+  return sendJson(url, method, { body, headers: { 'content-type': 'application/json', ...PROJ } });
 }
 
 describe('memory API and CLI', () => {

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import { sendJson } from './support/http.js';
 import { runCli, tempHome } from './support/proxy.js';
 import { startScriptedProxy, type ScriptedProxy } from './support/scripted-proxy.js';
 
@@ -24,20 +25,8 @@ function client(key: string, headers: Record<string, string> = {}): OpenAI {
   return new OpenAI({ baseURL: `${scripted.proxy.url}/v1`, apiKey: key, defaultHeaders: headers, maxRetries: 0 });
 }
 
-async function call(key: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${scripted.proxy.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  let parsed: unknown = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // not JSON
-  }
-  return { status: response.status, body: parsed };
+function call(key: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  return sendJson(`${scripted.proxy.url}${path}`, method, { body, headers: { authorization: `Bearer ${key}`, ...headers } });
 }
 
 /** The text of what the upstream was sent for the last model request. */
