@@ -185,6 +185,10 @@ describe('metaclaw team: members with keys of their own', () => {
       (check) => check.name === 'team',
     );
     assert.deepEqual(team, { name: 'team', verdict: 'pass', detail: '2 members (alice, bob); shared scope "team": 2 memories' });
+    const status = await call(OWNER_KEY, 'GET', '/status');
+    assert.deepEqual(status.body.team, { members: 2, shared_scope: 'team', shared_memories: 2 });
+    const statusLine = await scripted.proxy.cli(['status']);
+    assert.match(statusLine.stdout, /team {8}2 members; shared scope "team": 2 memories/);
   });
 
   test('rotating a key or removing a member takes effect at once on the running proxy; --forget forgets their memories', async () => {

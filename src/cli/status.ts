@@ -55,6 +55,8 @@ interface StatusReport {
   /** absent from a proxy older than the scheduler */
   scheduler?: { enabled: boolean; state?: string; reason: string };
   rl?: RlReport & { training?: EngineReport | null };
+  /** absent from a proxy older than team members */
+  team?: { members: number; shared_scope: string; shared_memories: number };
 }
 
 function printStatus(base: string, status: StatusReport): void {
@@ -96,6 +98,10 @@ function printStatus(base: string, status: StatusReport): void {
   );
   print(`  learning    queue ${status.queue.queued} waiting, ${status.queue.leased} running, ${status.queue.dead} dead; ${status.learning.failed} failures`);
   print(`  spend       ${status.learning.spend.tokens_today} tokens today, ${status.learning.spend.tokens_total} in total (budget: ${budget})`);
+  if (status.team && (status.team.members > 0 || status.team.shared_memories > 0))
+    print(
+      `  team        ${status.team.members} member${status.team.members === 1 ? '' : 's'}; shared scope "${status.team.shared_scope}": ${status.team.shared_memories} memories`,
+    );
   if (status.scheduler) print(`  scheduler   ${status.scheduler.enabled ? `${status.scheduler.state}: ${status.scheduler.reason}` : status.scheduler.reason}`);
   if (status.learning.paused_reason) print(`  PAUSED      ${status.learning.paused_reason}`);
 }

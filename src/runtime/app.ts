@@ -21,7 +21,7 @@ import {
   type ProxyApp,
   type ProxyDeps,
 } from '../proxy/index.js';
-import { MemoryService } from '../memory/index.js';
+import { MemoryService, SHARED_SCOPE } from '../memory/index.js';
 import { Scheduler, schedulerEnabled, schedulerOffReason, schedulerSettings } from '../scheduler/index.js';
 import { decideMode, RlEngine, RlService } from '../rl/index.js';
 import { SkillsService } from '../skills/index.js';
@@ -93,6 +93,7 @@ export class MetaclawRuntime {
   private readonly providers: ContextProvider[] = [];
   private readonly routeGroups: Array<(app: ProxyApp) => void> = [];
   private readonly auth: ProxyAuth;
+  private readonly members: MemberDirectory;
   private readonly metrics: ProxyMetrics;
   private readonly sweeper: IdleSessionSweeper;
   private readonly pendingRecords = new Map<string, Promise<void>>();
@@ -225,7 +226,8 @@ export class MetaclawRuntime {
     if (values['memory.enabled']) this.addContextProvider(this.memory.provider);
     const adminToken = AdminToken.ensure(paths.adminToken);
     // Team members' keys are looked up per request, so `metaclaw team …` takes effect without a restart.
-    this.auth = new ProxyAuth(values['proxy.api_key'], new MemberDirectory(this.db));
+    this.members = new MemberDirectory(this.db);
+    this.auth = new ProxyAuth(values['proxy.api_key'], this.members);
     this.addRoutes(memoryRoutes(this.memory, values['memory.scope'], adminToken, this.auth));
 
     this.scheduler = schedulerEnabled(options.config)
@@ -538,6 +540,7 @@ export class MetaclawRuntime {
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },
       skills: { ...this.skills.status(), retrieval: describeRetrieval(this.retrieval.skills) },
       memory: { ...this.memory.status(), retrieval: describeRetrieval(this.retrieval.memory) },
+      team: { members: this.members.list().length, shared_scope: SHARED_SCOPE, shared_memories: this.memory.store.stats(SHARED_SCOPE).active },
       scheduler: this.scheduler?.status() ?? { enabled: false, reason: schedulerOffReason(this.options.config) },
       rl: { ...this.rl.report(), training: this.engine?.report() ?? null },
       config: { file: this.options.config.file, loaded: this.options.config.fileExists, warnings: this.options.config.warnings },
