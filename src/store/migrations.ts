@@ -1,4 +1,4 @@
-import { POSTGRES_SCHEMA_V16 } from './postgres-schema.js';
+import { POSTGRES_QUEUE_V19, POSTGRES_SCHEMA_V16 } from './postgres-schema.js';
 
 /**
  * Versioned schema migrations, one list for both engines. Each entry runs once, in order, inside a
@@ -478,5 +478,12 @@ export const MIGRATIONS: readonly Migration[] = [
         key_rotated_at INTEGER
       );
     `,
+  },
+  {
+    version: 19,
+    description:
+      'the team queue: leases with a fencing token and an idempotency key per job, effects recorded once per key, budget reservations across nodes (nothing changes in SQLite)',
+    sql: '',
+    postgres: POSTGRES_QUEUE_V19,
   },
 ];
