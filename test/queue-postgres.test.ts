@@ -142,10 +142,11 @@ describe('the team queue on PostgreSQL, shared by several nodes', { skip: postgr
     await held;
     assert.equal(await queue.lease(WORK, 10_000), undefined, 'the dead node still holds the lease');
     let job: LeasedJob | undefined;
-    while (!job) {
+    while (!job && Date.now() - leasedAt < leaseMs + 5_000) {
       await sleep(50);
       job = await queue.lease(WORK, 10_000);
     }
+    assert.ok(job, 'no node took the job after the lease deadline');
     assert.ok(Date.now() - leasedAt >= leaseMs - 300, `taken ${Date.now() - leasedAt} ms after the lease began`);
     assert.equal(job.id, id);
     assert.equal(job.leaseToken, 2);
