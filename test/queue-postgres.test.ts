@@ -194,6 +194,33 @@ describe('the team queue on PostgreSQL, shared by several nodes', { skip: postgr
     assert.deepEqual([...(await effectsPerJob(bPool))], [[id, 1]]);
   });
 
+  test('two nodes racing on 20 expired leases (the old holder completing, a new node claiming and completing) write each effect once', async () => {
+    const url = await freshStore();
+    const aPool = node(url);
+    const a = new PgJobQueue(aPool, 'a', 3);
+    const b = new PgJobQueue(node(url), 'b', 3);
+    for (let index = 0; index < 20; index++) await a.enqueue('work', { index });
+    const held: LeasedJob[] = [];
+    for (let job = await a.lease(WORK, 200); job; job = await a.lease(WORK, 200)) held.push(job);
+    assert.equal(held.length, 20);
+    await sleep(300);
+    const outcomes = new Map<number, string[]>();
+    const note = (id: number, outcome: string): void => void outcomes.set(id, [...(outcomes.get(id) ?? []), outcome]);
+    await Promise.all([
+      ...held.map(async (job) => note(job.id, `a:${await a.complete(job, { effect: writeEffect(job, 'a') })}`)),
+      (async () => {
+        for (let job = await b.lease(WORK, 10_000); job; job = await b.lease(WORK, 10_000))
+          note(job.id, `b:${await b.complete(job, { effect: writeEffect(job, 'b') })}`);
+      })(),
+    ]);
+    const effects = await effectsPerJob(aPool);
+    for (const job of held) {
+      assert.equal(effects.get(job.id), 1, `job ${job.id}: one effect`);
+      assert.equal(outcomes.get(job.id)!.filter((outcome) => outcome.endsWith(':done')).length, 1, `job ${job.id}: ${outcomes.get(job.id)!.join(', ')}`);
+    }
+    assert.deepEqual(await a.counts(), { queued: 0, leased: 0, done: 20, dead: 0 });
+  });
+
   test('jobs sharing an idempotency key write one effect between them; a throwing effect rolls the completion back', async () => {
     const url = await freshStore();
     const pool = node(url);
