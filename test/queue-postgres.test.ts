@@ -65,13 +65,13 @@ describe('the team queue on PostgreSQL, shared by several nodes', { skip: postgr
     children.push(child);
     let buffered = '';
     let stderr = '';
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       buffered += chunk;
       const lines = buffered.split('\n');
       buffered = lines.pop()!;
       for (const line of lines) if (line.trim()) onEvent(JSON.parse(line) as Record<string, unknown>);
     });
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     const exited = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('exit', (code) => resolve({ code, stderr })));
     return { child, exited };
   };

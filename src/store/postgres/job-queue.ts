@@ -10,7 +10,7 @@ import {
   type JobStatus,
   type QueueCounts,
 } from '../../learning/job-model.js';
-import { DB_CLOCK_MS, inTransaction } from './transaction.js';
+import { DB_CLOCK_MS as CLOCK, inTransaction } from './transaction.js';
 
 /**
  * The learning queue shared by many nodes on one PostgreSQL: the personal queue's job model
@@ -25,8 +25,8 @@ import { DB_CLOCK_MS, inTransaction } from './transaction.js';
  * - Every write a worker makes about its job (complete, fail, release, heartbeat) counts only while
  *   the job still carries the worker's token: a node whose lease expired and was taken over is told
  *   `lease_lost` and changes nothing.
- * - Completing runs the job's effect in the same transaction as the job's row is locked and marked
- *   done, and records the job's idempotency key in job_effects: an effect is written once per key,
+ * - Completing runs the job's effect in the transaction that locks the job's row, marks it done
+ *   and records the job's idempotency key in job_effects: an effect is written once per key,
  *   however many nodes race, and never by a node that lost its lease.
  *
  * Times are the database's clock, not the node's: nodes whose clocks disagree still agree on when
@@ -61,8 +61,6 @@ export type JobEffect = (client: pg.PoolClient) => Promise<void>;
  * (its lease expired and another node took it, or it was released): nothing was written.
  */
 export type CompleteOutcome = 'done' | 'duplicate' | 'lease_lost';
-
-const CLOCK = DB_CLOCK_MS;
 
 /** A job held under a lease: still leased and still carrying the worker's token. */
 const FENCED = `id = $1 AND status = 'leased' AND lease_token = $2`;
