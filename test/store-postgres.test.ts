@@ -8,7 +8,7 @@ import pg from 'pg';
 import * as sqliteVec from 'sqlite-vec';
 import { keysInConfigFile, loadConfig, maskDatabaseUrl } from '../src/config/index.js';
 import { MIGRATIONS, openDatabase } from '../src/store/index.js';
-import { fromPostgresText, migratePostgres, openPool, TEAM_TABLES } from '../src/store/postgres/index.js';
+import { fromPostgresText, migratePostgres, openPool, TEAM_ONLY_TABLES, TEAM_TABLES } from '../src/store/postgres/index.js';
 import { PgMemorySearch } from '../src/store/postgres/memory-search.js';
 import { MemoryStore } from '../src/memory/store.js';
 import { uniqueTerms } from '../src/text/index.js';
@@ -213,7 +213,7 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
     const tables = (await query<{ table_name: string }>(url, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")).map(
       (row) => row.table_name,
     );
-    for (const table of TEAM_TABLES) assert.ok(tables.includes(table.name), `${table.name} exists`);
+    for (const table of [...TEAM_TABLES.map((team) => team.name), ...TEAM_ONLY_TABLES]) assert.ok(tables.includes(table), `${table} exists`);
     assert.ok(!tables.includes('memory_fts'), 'the FTS5 index stays SQLite-only');
     const versions = await query<{ version: number; description: string }>(url, 'SELECT version, description FROM metaclaw_schema_migrations ORDER BY version');
     assert.deepEqual(
@@ -245,9 +245,10 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
             [table.name],
           )
         ).rows;
+        // The SQLite columns first, in order; then the columns only a team store has (with defaults).
         assert.deepEqual(
           actual.map((column) => column.column_name),
-          expected.map((column) => column.name),
+          [...expected.map((column) => column.name), ...(table.teamOnlyColumns ?? [])],
           table.name,
         );
         expected.forEach((column, index) => {
@@ -377,7 +378,11 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
         for (const table of TEAM_TABLES.filter((candidate) => !candidate.from)) {
           const expected = sqlite.prepare(`SELECT * FROM "${table.name}"`).all() as Record<string, unknown>[];
           const actual = (await query(url, `SELECT * FROM ${table.name}`)).map((row) =>
-            Object.fromEntries(Object.entries(row).map(([key, value]) => [key, typeof value === 'string' ? fromPostgresText(value) : value])),
+            Object.fromEntries(
+              Object.entries(row)
+                .filter(([key]) => !table.teamOnlyColumns?.includes(key))
+                .map(([key, value]) => [key, typeof value === 'string' ? fromPostgresText(value) : value]),
+            ),
           );
           assert.equal(status.tables[table.name], expected.length, `${table.name}: row count`);
           assert.deepEqual(canonical(actual), canonical(expected), `${table.name}: every row, column by column`);

@@ -53,11 +53,14 @@ export class LearningBudget {
 
   /** Why learning is paused right now, or undefined when it may run. */
   pauseReason(now = new Date()): string | undefined {
-    if (this.dailyTokenBudget <= 0) return undefined;
-    const spent = this.summary(now).tokensToday;
-    if (spent < this.dailyTokenBudget) return undefined;
-    return `daily learning budget reached (${spent} of ${this.dailyTokenBudget} tokens today; learning.daily_token_budget); resumes tomorrow`;
+    return this.dailyTokenBudget <= 0 ? undefined : budgetPauseReason(this.summary(now).tokensToday, this.dailyTokenBudget);
   }
+}
+
+/** Why learning is paused with `spent` of a daily budget of `limit` tokens used (limit ≤ 0: no budget), or undefined. */
+export function budgetPauseReason(spent: number, limit: number): string | undefined {
+  if (limit <= 0 || spent < limit) return undefined;
+  return `daily learning budget reached (${spent} of ${limit} tokens today; learning.daily_token_budget); resumes tomorrow`;
 }
 
 export { localDay };

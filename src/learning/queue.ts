@@ -1,47 +1,7 @@
 import type { Db } from '../store/index.js';
+import { backoffMs, failVerdict, JOB_ERROR_MAX_CHARS, type EnqueueOptions, type Job, type JobRow, type JobStatus, type QueueCounts } from './job-model.js';
 
-export type JobStatus = 'queued' | 'leased' | 'done' | 'dead';
-
-export interface Job {
-  id: number;
-  kind: string;
-  payload: unknown;
-  attempts: number;
-  maxAttempts: number;
-  createdAt: number;
-}
-
-export interface JobRow {
-  id: number;
-  kind: string;
-  payload: string;
-  dedupe_key: string | null;
-  status: JobStatus;
-  attempts: number;
-  max_attempts: number;
-  run_after: number;
-  lease_until: number | null;
-  leased_by: string | null;
-  last_error: string | null;
-  tokens_used: number;
-  created_at: number;
-  updated_at: number;
-  finished_at: number | null;
-}
-
-export interface EnqueueOptions {
-  /** At most one queued-or-running job per key: a second enqueue with the same key is a no-op. */
-  dedupeKey?: string;
-  delayMs?: number;
-  maxAttempts?: number;
-}
-
-export interface QueueCounts {
-  queued: number;
-  leased: number;
-  done: number;
-  dead: number;
-}
+export { backoffMs, type EnqueueOptions, type Job, type JobRow, type JobStatus, type QueueCounts } from './job-model.js';
 
 /**
  * A durable job queue in SQLite. Jobs survive crashes: a job leased by a process that died is
@@ -146,11 +106,11 @@ export class JobQueue {
   fail(job: Job, error: string, options: { retryable: boolean; tokensUsed?: number }): 'retry' | 'dead' {
     const now = Date.now();
     const tokens = options.tokensUsed ?? 0;
-    if (!options.retryable || job.attempts >= job.maxAttempts) {
-      this.statements.bury.run(error.slice(0, 2000), tokens, now, now, job.id);
+    if (failVerdict(job, options.retryable) === 'dead') {
+      this.statements.bury.run(error.slice(0, JOB_ERROR_MAX_CHARS), tokens, now, now, job.id);
       return 'dead';
     }
-    this.statements.retry.run(now + backoffMs(job.attempts), error.slice(0, 2000), tokens, now, job.id);
+    this.statements.retry.run(now + backoffMs(job.attempts), error.slice(0, JOB_ERROR_MAX_CHARS), tokens, now, job.id);
     return 'retry';
   }
 
@@ -187,10 +147,4 @@ export class JobQueue {
   pruneDone(olderThan: number): number {
     return this.statements.pruneDone.run(olderThan).changes;
   }
-}
-
-/** 5 s, 10 s, 20 s … capped at one hour, with ±20 % jitter so retries of a burst spread out. */
-export function backoffMs(attempt: number): number {
-  const base = Math.min(3_600_000, 5_000 * 2 ** Math.max(0, attempt - 1));
-  return Math.round(base * (0.8 + Math.random() * 0.4));
 }

@@ -1,4 +1,4 @@
-import { POSTGRES_MEMORY_SEARCH_V18, POSTGRES_SCHEMA_V16 } from './postgres-schema.js';
+import { POSTGRES_MEMORY_SEARCH_V18, POSTGRES_QUEUE_V19, POSTGRES_SCHEMA_V16 } from './postgres-schema.js';
 
 /**
  * Versioned schema migrations, one list for both engines. Each entry runs once, in order, inside a
@@ -484,5 +484,12 @@ export const MIGRATIONS: readonly Migration[] = [
     description: "the team store's memory keyword index: postings, term and scope statistics (SQLite's is FTS5, nothing changes there)",
     sql: '',
     postgres: POSTGRES_MEMORY_SEARCH_V18,
+  },
+  {
+    version: 19,
+    description:
+      'the team queue: leases with a fencing token and an idempotency key per job, effects recorded once per key, budget reservations across nodes (nothing changes in SQLite)',
+    sql: '',
+    postgres: POSTGRES_QUEUE_V19,
   },
 ];

@@ -341,3 +341,39 @@ CREATE TABLE memory_scope_sizes (
   units INTEGER NOT NULL                     -- the N of the scope's IDF
 );
 `;
+
+/**
+ * Version 19: the queue shared by many nodes (store/postgres/job-queue.ts, learning-budget.ts).
+ * The columns added to jobs are team-only (SQLite's queue is one process's): they come after the
+ * SQLite ones, with defaults, so an import from a personal install leaves them at those.
+ */
+export const POSTGRES_QUEUE_V19 = `
+  -- Raised by one at every lease: a worker's writes count only while the job still has its token
+  -- (fencing), so a node whose lease expired and was taken over writes nothing.
+  ALTER TABLE jobs ADD COLUMN lease_token BIGINT NOT NULL DEFAULT 0;
+  -- Whose effect this job writes; null: its own (job:<id>). Two jobs with one key write one effect.
+  ALTER TABLE jobs ADD COLUMN idempotency_key TEXT;
+  CREATE INDEX jobs_lease_expiry ON jobs(lease_until) WHERE status = 'leased';
+
+  -- One row per effect written, kept after its job is pruned: the key is what makes an effect once.
+  CREATE TABLE job_effects (
+    idempotency_key TEXT PRIMARY KEY,
+    job_id BIGINT NOT NULL,
+    lease_token BIGINT NOT NULL,
+    node_id TEXT NOT NULL,
+    created_at BIGINT NOT NULL
+  );
+
+  -- Tokens a node set aside for a call it is about to make; settled into learning_spend after it.
+  -- A node that dies leaves its reservation to expire instead of holding the budget all day.
+  CREATE TABLE learning_reservations (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    day TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    tokens BIGINT NOT NULL,
+    node_id TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL
+  );
+  CREATE INDEX learning_reservations_day ON learning_reservations(day, expires_at);
+`;

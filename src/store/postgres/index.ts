@@ -6,5 +6,7 @@ export { openPool, describeStoreError, isUnreachable, type PoolOptions } from '.
 export { migratePostgres, postgresSchemaVersion, MIGRATIONS_TABLE, type MigrateResult } from './migrate.js';
 export { readPostgresStatus, type PostgresStatus } from './status.js';
 export { importSqlite, resolveSqlitePath, type ImportOptions, type ImportResult, type TableImport } from './import-sqlite.js';
-export { TEAM_TABLES, type TeamTable } from './tables.js';
+export { TEAM_ONLY_TABLES, TEAM_TABLES, type TeamTable } from './tables.js';
+export { PgJobQueue, type CompleteOutcome, type JobEffect, type LeasedJob, type PgEnqueueOptions, type PgJobRow, type Queryable } from './job-queue.js';
+export { PgLearningBudget, type BudgetReservation, type TeamSpendSummary } from './learning-budget.js';
 export { toPostgresText, fromPostgresText, NUL_STAND_IN } from './text.js';

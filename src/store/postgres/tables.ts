@@ -10,6 +10,11 @@ export interface TeamTable {
   readonly identity?: string;
   /** The SQLite table it is copied from, when it is not the table of the same name. */
   readonly from?: 'memory_vec';
+  /**
+   * Columns only the team store has, after the SQLite ones and with defaults (an import leaves
+   * them at those): state that exists only when many nodes share the table.
+   */
+  readonly teamOnlyColumns?: readonly string[];
 }
 
 export const TEAM_TABLES: readonly TeamTable[] = [
@@ -18,7 +23,7 @@ export const TEAM_TABLES: readonly TeamTable[] = [
   { name: 'turn_payloads' },
   { name: 'payload_segments' },
   { name: 'payload_segment_refs' },
-  { name: 'jobs', identity: 'id' },
+  { name: 'jobs', identity: 'id', teamOnlyColumns: ['lease_token', 'idempotency_key'] },
   { name: 'learning_spend' },
   { name: 'state' },
   { name: 'skill_vectors' },
@@ -35,4 +40,18 @@ export const TEAM_TABLES: readonly TeamTable[] = [
   { name: 'rl_samples' },
   { name: 'scheduler_windows', identity: 'id' },
   { name: 'team_members' },
+];
+
+/**
+ * Tables only the team store has (no SQLite twin, nothing copied by an import): the memory keyword
+ * index (SQLite's is FTS5; an import writes its entries from the copied units), the cross-node
+ * queue's recorded effects and budget reservations. `store status` counts them with the others.
+ */
+export const TEAM_ONLY_TABLES: readonly string[] = [
+  'memory_search_docs',
+  'memory_postings',
+  'memory_term_stats',
+  'memory_scope_sizes',
+  'job_effects',
+  'learning_reservations',
 ];

@@ -1,0 +1,357 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import type pg from 'pg';
+import { JobQueue } from '../src/learning/queue.js';
+import { openDatabase } from '../src/store/index.js';
+import { migratePostgres, openPool, PgJobQueue, PgLearningBudget, type LeasedJob } from '../src/store/postgres/index.js';
+import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
+
+const NODE_SCRIPT = fileURLToPath(new URL('./support/queue-node.ts', import.meta.url));
+const WORK = new Set(['work']);
+
+describe('the team queue on PostgreSQL, shared by several nodes', { skip: postgresSkip() }, () => {
+  let server: TestPostgres;
+  let counter = 0;
+  const pools: pg.Pool[] = [];
+  const children: ChildProcess[] = [];
+
+  before(async () => {
+    server = await startPostgres();
+  });
+  after(async () => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await Promise.all(pools.map((pool) => pool.end()));
+    server?.stop();
+  });
+
+  /** A migrated store with a table the jobs' effects write to (no key on it: a second write would show). */
+  const freshStore = async (): Promise<string> => {
+    const url = server.createDatabase(`queue_test_${++counter}`);
+    const pool = node(url);
+    await migratePostgres(pool);
+    await pool.query('CREATE TABLE test_effects (job_id BIGINT NOT NULL, node_id TEXT NOT NULL)');
+    return url;
+  };
+  /** A node's own pool (nodes share nothing but the database). */
+  const node = (url: string, max = 4): pg.Pool => {
+    const pool = openPool(url, { max });
+    pools.push(pool);
+    return pool;
+  };
+  const effectsPerJob = async (pool: pg.Pool): Promise<Map<number, number>> =>
+    new Map(
+      (await pool.query<{ job_id: string; n: string }>('SELECT job_id, count(*) AS n FROM test_effects GROUP BY job_id')).rows.map((row) => [
+        Number(row.job_id),
+        Number(row.n),
+      ]),
+    );
+  const writeEffect =
+    (job: LeasedJob, nodeId: string) =>
+    async (client: pg.PoolClient): Promise<void> =>
+      void (await client.query('INSERT INTO test_effects (job_id, node_id) VALUES ($1, $2)', [job.id, nodeId]));
+
+  /** A node in its own process; resolves each JSON line it prints to `onEvent`. */
+  const spawnNode = (
+    url: string,
+    nodeId: string,
+    mode: 'drain' | 'hold',
+    leaseMs: number,
+    onEvent: (event: Record<string, unknown>) => void = () => undefined,
+  ) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', NODE_SCRIPT, url, nodeId, mode, String(leaseMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let buffered = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buffered += chunk;
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!;
+      for (const line of lines) if (line.trim()) onEvent(JSON.parse(line) as Record<string, unknown>);
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const exited = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('exit', (code) => resolve({ code, stderr })));
+    return { child, exited };
+  };
+
+  test('three nodes in separate processes drain 60 jobs at once: each job is leased once and its effect written exactly once, none lost', async () => {
+    const url = await freshStore();
+    const pool = node(url);
+    const queue = new PgJobQueue(pool, 'enqueuer', 3);
+    for (let index = 0; index < 60; index++) await queue.enqueue('work', { index });
+    const leasedBy = new Map<number, string[]>();
+    const nodes = ['a', 'b', 'c'].map((name) =>
+      spawnNode(url, name, 'drain', 30_000, (event) => {
+        if (typeof event.leased === 'number') leasedBy.set(event.leased, [...(leasedBy.get(event.leased) ?? []), name]);
+      }),
+    );
+    for (const { exited } of nodes) {
+      const { code, stderr } = await exited;
+      assert.equal(code, 0, stderr);
+    }
+    const effects = await effectsPerJob(pool);
+    const jobs = await queue.list('all', 100);
+    assert.equal(jobs.length, 60);
+    for (const job of jobs) {
+      assert.equal(job.status, 'done', `job ${job.id}`);
+      assert.equal(effects.get(job.id), 1, `job ${job.id}: one effect`);
+      assert.equal(job.lease_token, 1, `job ${job.id} was leased once`);
+      assert.equal(leasedBy.get(job.id)?.length, 1, `job ${job.id} was handed to one node`);
+    }
+    assert.equal(Number((await pool.query('SELECT count(*) AS n FROM job_effects')).rows[0].n), 60);
+    assert.ok(new Set([...leasedBy.values()].flat()).size >= 2, 'the work was shared');
+  });
+
+  test('a node claiming while another holds the lock on the oldest job takes the next job at once instead of waiting', async () => {
+    const url = await freshStore();
+    const queue = new PgJobQueue(node(url), 'b', 3);
+    const first = (await queue.enqueue('work', { n: 1 }))!;
+    const second = (await queue.enqueue('work', { n: 2 }))!;
+    // Another node mid-claim (or mid-complete) on the first job: its row is locked until that transaction ends.
+    const other = await node(url).connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT id FROM jobs WHERE id = $1 FOR UPDATE', [first]);
+      const claimed = await Promise.race([queue.lease(WORK, 10_000), sleep(2_000).then(() => 'waited' as const)]);
+      assert.notEqual(claimed, 'waited', 'the claim waited for the other node');
+      assert.equal((claimed as LeasedJob | undefined)?.id, second);
+    } finally {
+      await other.query('ROLLBACK');
+      other.release();
+    }
+  });
+
+  test('kill -9 of a node holding a lease: nobody takes the job before the deadline, another node completes it after, once', async () => {
+    const url = await freshStore();
+    const pool = node(url);
+    const queue = new PgJobQueue(pool, 'survivor', 3);
+    const id = (await queue.enqueue('work', { n: 1 }))!;
+    const leaseMs = 1_500;
+    let leasedAt = 0;
+    const held = new Promise<void>((resolve) => {
+      const { child } = spawnNode(url, 'doomed', 'hold', leaseMs, (event) => {
+        if (event.leased === id) {
+          leasedAt = Date.now();
+          child.kill('SIGKILL');
+          resolve();
+        }
+      });
+    });
+    await held;
+    assert.equal(await queue.lease(WORK, 10_000), undefined, 'the dead node still holds the lease');
+    let job: LeasedJob | undefined;
+    while (!job && Date.now() - leasedAt < leaseMs + 5_000) {
+      await sleep(50);
+      job = await queue.lease(WORK, 10_000);
+    }
+    assert.ok(job, 'no node took the job after the lease deadline');
+    assert.ok(Date.now() - leasedAt >= leaseMs - 300, `taken ${Date.now() - leasedAt} ms after the lease began`);
+    assert.equal(job.id, id);
+    assert.equal(job.leaseToken, 2);
+    assert.equal(job.attempts, 2, 'the dead node’s attempt counts');
+    assert.equal(await queue.complete(job, { effect: writeEffect(job, 'survivor') }), 'done');
+    assert.deepEqual([...(await effectsPerJob(pool))], [[id, 1]]);
+    const row = (await queue.get(id))!;
+    assert.equal(row.status, 'done');
+    assert.equal(row.leased_by, 'survivor');
+  });
+
+  test('a stale worker whose lease expired and was taken over is told lease_lost and writes nothing; a heartbeat keeps a lease from being taken', async () => {
+    const url = await freshStore();
+    const a = new PgJobQueue(node(url), 'a', 3);
+    const bPool = node(url);
+    const b = new PgJobQueue(bPool, 'b', 3);
+    const id = (await a.enqueue('work', { n: 1 }))!;
+
+    const kept = (await a.lease(WORK, 300))!;
+    for (let beat = 0; beat < 5; beat++) {
+      await sleep(120);
+      assert.equal(await a.extendLease(kept, 300), true);
+      assert.equal(await b.lease(WORK, 300), undefined, 'a heartbeating lease is not taken');
+    }
+
+    await sleep(400); // a stalls past its deadline
+    const taken = (await b.lease(WORK, 10_000))!;
+    assert.equal(taken.id, id);
+    assert.equal(taken.leaseToken, kept.leaseToken + 1);
+    let staleEffects = 0;
+    const staleEffect = async (client: pg.PoolClient): Promise<void> => {
+      staleEffects++;
+      await writeEffect(kept, 'a')(client);
+    };
+    assert.equal(await a.complete(kept, { effect: staleEffect, tokensUsed: 99 }), 'lease_lost');
+    assert.equal(await a.fail(kept, 'late failure', { retryable: true }), 'lease_lost');
+    assert.equal(await a.release(kept), false);
+    assert.equal(await a.extendLease(kept, 10_000), false);
+    assert.equal(staleEffects, 0, 'the stale effect never ran');
+    const row = (await b.get(id))!;
+    assert.deepEqual([row.status, row.leased_by, row.tokens_used, row.last_error], ['leased', 'b', 0, null], 'the stale writes changed nothing');
+
+    assert.equal(await b.complete(taken, { effect: writeEffect(taken, 'b') }), 'done');
+    assert.equal(await b.complete(taken, { effect: writeEffect(taken, 'b') }), 'lease_lost', 'a done job cannot be completed twice');
+    assert.deepEqual([...(await effectsPerJob(bPool))], [[id, 1]]);
+  });
+
+  test('two nodes racing on 20 expired leases (the old holder completing, a new node claiming and completing) write each effect once', async () => {
+    const url = await freshStore();
+    const aPool = node(url);
+    const a = new PgJobQueue(aPool, 'a', 3);
+    const b = new PgJobQueue(node(url), 'b', 3);
+    for (let index = 0; index < 20; index++) await a.enqueue('work', { index });
+    const held: LeasedJob[] = [];
+    for (let job = await a.lease(WORK, 200); job; job = await a.lease(WORK, 200)) held.push(job);
+    assert.equal(held.length, 20);
+    await sleep(300);
+    const outcomes = new Map<number, string[]>();
+    const note = (id: number, outcome: string): void => void outcomes.set(id, [...(outcomes.get(id) ?? []), outcome]);
+    await Promise.all([
+      ...held.map(async (job) => note(job.id, `a:${await a.complete(job, { effect: writeEffect(job, 'a') })}`)),
+      (async () => {
+        for (let job = await b.lease(WORK, 10_000); job; job = await b.lease(WORK, 10_000))
+          note(job.id, `b:${await b.complete(job, { effect: writeEffect(job, 'b') })}`);
+      })(),
+    ]);
+    const effects = await effectsPerJob(aPool);
+    for (const job of held) {
+      assert.equal(effects.get(job.id), 1, `job ${job.id}: one effect`);
+      assert.equal(outcomes.get(job.id)!.filter((outcome) => outcome.endsWith(':done')).length, 1, `job ${job.id}: ${outcomes.get(job.id)!.join(', ')}`);
+    }
+    assert.deepEqual(await a.counts(), { queued: 0, leased: 0, done: 20, dead: 0 });
+  });
+
+  test('jobs sharing an idempotency key write one effect between them; a throwing effect rolls the completion back', async () => {
+    const url = await freshStore();
+    const pool = node(url);
+    const queue = new PgJobQueue(pool, 'a', 3);
+    await queue.enqueue('work', { n: 1 }, { idempotencyKey: 'distill:s1' });
+    const first = (await queue.lease(WORK, 10_000))!;
+    assert.equal(first.idempotencyKey, 'distill:s1');
+    await assert.rejects(queue.complete(first, { effect: () => Promise.reject(new Error('effect broke')) }), /effect broke/);
+    assert.equal((await queue.get(first.id))!.status, 'leased', 'nothing of the completion was kept');
+    assert.equal(await queue.complete(first, { effect: writeEffect(first, 'a') }), 'done');
+    await queue.enqueue('work', { n: 2 }, { idempotencyKey: 'distill:s1' });
+    const second = (await queue.lease(WORK, 10_000))!;
+    let ran = false;
+    assert.equal(await queue.complete(second, { effect: () => Promise.resolve(void (ran = true)) }), 'duplicate');
+    assert.equal(ran, false);
+    assert.equal((await queue.get(second.id))!.status, 'done');
+    assert.deepEqual([...(await effectsPerJob(pool))], [[first.id, 1]]);
+  });
+
+  test('concurrent budget reservations from three nodes never add up past the daily cap; settles, expiry and a second settle count right', async () => {
+    const url = await freshStore();
+    const budgets = ['a', 'b', 'c'].map((name) => new PgLearningBudget(node(url, 8), 1_000, name));
+    const granted = (
+      await Promise.all(budgets.flatMap((budget) => Array.from({ length: 12 }, () => budget.reserve('skill_evolution', 100, { ttlMs: 60_000 }))))
+    ).filter((grant) => grant !== undefined);
+    assert.equal(granted.length, 10, 'exactly the cap was granted');
+    assert.equal((await budgets[0]!.summary()).reservedToday, 1_000);
+    assert.match((await budgets[1]!.pauseReason()) ?? '', /daily learning budget reached \(1000 of 1000 tokens today/);
+    assert.equal(await budgets[2]!.reserve('skill_evolution', 1), undefined);
+
+    // Two calls spent less than reserved: what they left is free again, and a settle counts once.
+    assert.equal(await budgets[0]!.settle(granted[0]!, 40), true);
+    assert.equal(await budgets[1]!.settle(granted[0]!, 40), false, 'a second settle of one reservation');
+    assert.equal(await budgets[2]!.settle(granted[1]!, 60), true);
+    const summary = await budgets[0]!.summary();
+    assert.deepEqual([summary.tokensToday, summary.callsToday, summary.reservedToday], [100, 2, 800]);
+    const more = (await Promise.all(budgets.map((budget) => budget.reserve('skill_evolution', 60)))).filter((grant) => grant !== undefined);
+    assert.equal(more.length, 1, 'room for one more call of 60 (100 left), not three');
+
+    // A node that dies never settles: its reservation expires and stops holding the budget.
+    const url2 = await freshStore();
+    const [mortal, other] = [new PgLearningBudget(node(url2), 500, 'mortal'), new PgLearningBudget(node(url2), 500, 'other')];
+    assert.ok(await mortal.reserve('judge', 500, { ttlMs: 200 }));
+    assert.equal(await other.reserve('judge', 100), undefined);
+    await sleep(300);
+    assert.ok(await other.reserve('judge', 100), 'the expired reservation no longer counts');
+  });
+
+  test('retries, backoff, dead letters, release, revive and dedupe behave as in the personal SQLite queue', async () => {
+    const url = await freshStore();
+    const pool = node(url);
+    const sqlite = openDatabase(':memory:');
+    const personal = new JobQueue(sqlite, 'me', 3);
+    const team = new PgJobQueue(pool, 'node-1', 3);
+    // Both queues run one script; time jumps by setting a retried job's run_after back to 0.
+    const script = async (engine: {
+      enqueue(payload: unknown, dedupeKey?: string): Promise<number | undefined>;
+      lease(): Promise<{ id: number; attempts: number } | undefined>;
+      fail(job: unknown, retryable: boolean): Promise<string>;
+      complete(job: unknown): Promise<void>;
+      release(job: unknown): Promise<void>;
+      revive(id: number): Promise<boolean>;
+      row(id: number): Promise<{ status: string; attempts: number; run_after: number; updated_at: number; last_error: string | null }>;
+      due(id: number): Promise<void>;
+    }) => {
+      const trace: unknown[] = [];
+      const id = (await engine.enqueue({ n: 1 }, 'same'))!;
+      trace.push(['dedupe while pending', await engine.enqueue({ n: 1 }, 'same')]);
+      const delays: number[] = [];
+      for (let attempt = 1; attempt <= 3; attempt++) {
+        const job = (await engine.lease())!;
+        trace.push(['leased', job.attempts]);
+        trace.push(['verdict', await engine.fail(job, true)]);
+        const row = await engine.row(id);
+        trace.push(['after failure', row.status, row.attempts, row.last_error]);
+        if (row.status === 'queued') {
+          delays.push(row.run_after - row.updated_at);
+          const early = await engine.lease();
+          trace.push(['leasable before backoff', early !== undefined]);
+          if (early) return { trace, delays }; // diverged: the traces differ from here
+          await engine.due(id);
+        }
+      }
+      trace.push(['revived', await engine.revive(id)]);
+      trace.push(['after revive', (await engine.row(id)).status, (await engine.row(id)).attempts]);
+      const again = (await engine.lease())!;
+      await engine.release(again);
+      trace.push(['after release', (await engine.row(id)).status, (await engine.row(id)).attempts]);
+      const permanent = (await engine.lease())!;
+      trace.push(['permanent failure', await engine.fail(permanent, false), (await engine.row(id)).attempts]);
+      const other = (await engine.enqueue({ n: 2 }, 'same'))!;
+      trace.push(['dedupe key free once the job is dead', other !== undefined]);
+      await engine.complete((await engine.lease())!);
+      trace.push(['completed', (await engine.row(other)).status]);
+      return { trace, delays };
+    };
+    const onSqlite = await script({
+      enqueue: (payload, dedupeKey) => Promise.resolve(personal.enqueue('work', payload, { dedupeKey })),
+      lease: () => Promise.resolve(personal.lease(WORK, 10_000)),
+      fail: (job, retryable) => Promise.resolve(personal.fail(job as never, 'boom', { retryable })),
+      complete: (job) => Promise.resolve(personal.complete((job as { id: number }).id)),
+      release: (job) => Promise.resolve(personal.release((job as { id: number }).id)),
+      revive: (id) => Promise.resolve(personal.revive(id)),
+      row: (id) => Promise.resolve(personal.get(id)!),
+      due: (id) => Promise.resolve(void sqlite.prepare('UPDATE jobs SET run_after = 0 WHERE id = ?').run(id)),
+    });
+    const onPostgres = await script({
+      enqueue: (payload, dedupeKey) => team.enqueue('work', payload, { dedupeKey }),
+      lease: () => team.lease(WORK, 10_000),
+      fail: (job, retryable) => team.fail(job as LeasedJob, 'boom', { retryable }),
+      complete: async (job) => void (await team.complete(job as LeasedJob)),
+      release: async (job) => void (await team.release(job as LeasedJob)),
+      revive: (id) => team.revive(id),
+      row: async (id) => (await team.get(id))!,
+      due: async (id) => void (await pool.query('UPDATE jobs SET run_after = 0 WHERE id = $1', [id])),
+    });
+    sqlite.close();
+    assert.deepEqual(onPostgres.trace, onSqlite.trace);
+    assert.deepEqual(onSqlite.trace.slice(0, 5), [
+      ['dedupe while pending', undefined],
+      ['leased', 1],
+      ['verdict', 'retry'],
+      ['after failure', 'queued', 1, 'boom'],
+      ['leasable before backoff', false],
+    ]);
+    assert.ok(onSqlite.trace.some((step) => JSON.stringify(step) === JSON.stringify(['after failure', 'dead', 3, 'boom'])));
+    // Backoff: 5 s then 10 s, ±20 %.
+    for (const delays of [onSqlite.delays, onPostgres.delays]) {
+      assert.equal(delays.length, 2);
+      assert.ok(delays[0]! >= 4_000 && delays[0]! <= 6_000, `first retry after ${delays[0]} ms`);
+      assert.ok(delays[1]! >= 8_000 && delays[1]! <= 12_000, `second retry after ${delays[1]} ms`);
+    }
+  });
+});
