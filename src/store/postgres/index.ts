@@ -6,5 +6,19 @@ export { openPool, describeStoreError, isUnreachable, type PoolOptions } from '.
 export { migratePostgres, postgresSchemaVersion, MIGRATIONS_TABLE, type MigrateResult } from './migrate.js';
 export { readPostgresStatus, type PostgresStatus } from './status.js';
 export { importSqlite, resolveSqlitePath, type ImportOptions, type ImportResult, type TableImport } from './import-sqlite.js';
-export { TEAM_TABLES, type TeamTable } from './tables.js';
+export { TEAM_TABLES, TEAM_ONLY_TABLES, type TeamTable } from './tables.js';
 export { toPostgresText, fromPostgresText, NUL_STAND_IN } from './text.js';
+export {
+  PgSkillStore,
+  SkillConflictError,
+  SKILLS_CHANNEL,
+  parseStoredSkill,
+  teamSkillPath,
+  type StoredSkill,
+  type SkillWrite,
+  type SkillChanges,
+  type WriteOptions,
+  type FolderImport,
+} from './skill-store.js';
+export { PgSkillProposals } from './skill-proposals.js';
+export { SkillSubscription, type SubscriptionOptions } from './skill-subscription.js';

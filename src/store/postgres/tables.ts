@@ -36,3 +36,10 @@ export const TEAM_TABLES: readonly TeamTable[] = [
   { name: 'scheduler_windows', identity: 'id' },
   { name: 'team_members' },
 ];
+
+/**
+ * Tables only the team store has, so neither the SQLite twin check nor `import-sqlite` knows them.
+ * `skills` holds each skill's current SKILL.md, which a personal install keeps as folders, not
+ * rows: it is filled from a skills folder (`PgSkillStore.importFolder`), not from metaclaw.db.
+ */
+export const TEAM_ONLY_TABLES: readonly string[] = ['skills'];
