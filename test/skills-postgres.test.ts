@@ -6,11 +6,20 @@ import { after, before, describe, test } from 'node:test';
 import { silentLogger } from '../src/logging/index.js';
 import { SkillLibrary, SkillMirror, serializeSkill, type Skill, type SkillDraft } from '../src/skills/index.js';
 import { SkillRetriever } from '../src/skills/retrieval.js';
-import { migratePostgres, openPool, PgSkillProposals, PgSkillStore, SkillConflictError, SkillSubscription, type SubscriptionOptions } from '../src/store/postgres/index.js';
+import {
+  migratePostgres,
+  openPool,
+  PgSkillProposals,
+  PgSkillStore,
+  SkillConflictError,
+  SkillSubscription,
+  type SubscriptionOptions,
+} from '../src/store/postgres/index.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
 import { waitFor } from './support/proxy.js';
 
 interface Node {
+  readonly pool: ReturnType<typeof openPool>;
   readonly store: PgSkillStore;
   readonly mirror: SkillMirror;
   readonly subscription: SkillSubscription;
@@ -68,7 +77,7 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
     const subscription = new SkillSubscription(url, store, mirror, { pollMs: 0, applicationName: `metaclaw-skills-${name}`, ...options });
     await subscription.start();
     const retriever = new SkillRetriever(mirror, mirror.index, undefined, undefined, { mode: 'template', topK: 3, minRelevance: 0.2 }, silentLogger());
-    return { store, mirror, subscription, retriever, close: () => subscription.stop() };
+    return { pool, store, mirror, subscription, retriever, close: () => subscription.stop() };
   }
 
   function tempFolder(): string {
@@ -101,9 +110,11 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
       const conflict = (lost[0] as PromiseRejectedResult).reason;
       assert.ok(conflict instanceof SkillConflictError, String(conflict));
       assert.deepEqual([conflict.basedOn, conflict.current], [1, 2]);
-      const loserIsA = race[0]!.status === 'rejected';
+      const loserIsA = race[0].status === 'rejected';
       const loser = loserIsA ? a : b;
-      const retried = await loser.store.editWithRetry(DEPLOY.name, (current) => current && withLine(current.skill, loserIsA ? lineA : lineB), { source: 'retry' });
+      const retried = await loser.store.editWithRetry(DEPLOY.name, (current) => current && withLine(current.skill, loserIsA ? lineA : lineB), {
+        source: 'retry',
+      });
       assert.equal(retried!.version, 3);
       const final = (await b.store.get(DEPLOY.name))!;
       assert.ok(final.skill.body.includes(lineA) && final.skill.body.includes(lineB), final.skill.body);
@@ -134,7 +145,28 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
       const evolvedBody = (await a.store.get(DEPLOY.name))!.skill.body;
       assert.match(evolvedBody, /previous release warm/);
       assert.match(evolvedBody, /deploy ticket/);
-      assert.equal((await a.store.generation()), 5, 'one generation per accepted change');
+      assert.equal(await a.store.generation(), 5, 'one generation per accepted change');
+
+      // Two evolutions creating the same new skill at once: the second lands as an edit of the first.
+      const create = (line: string, session: string) => ({
+        action: 'create' as const,
+        draft: {
+          name: 'incident-postmortem',
+          description: 'Write a blameless postmortem after a production incident.',
+          body: `# Postmortem\n\n${line}`,
+          sourceSessions: [session],
+        },
+        evidence: [],
+        reason: undefined,
+      });
+      const created = await Promise.all([
+        a.store.applyPlanned(create('List the timeline from the first alert to recovery.', 's-c'), undefined, 'session s-c'),
+        b.store.applyPlanned(create('Name the contributing causes without naming people.', 's-d'), undefined, 'session s-d'),
+      ]);
+      assert.deepEqual(created.map((write) => `${write.action} v${write.version}`).sort(), ['create v1', 'update v2']);
+      const postmortem = (await b.store.get('incident-postmortem'))!.skill.body;
+      assert.match(postmortem, /timeline from the first alert/);
+      assert.match(postmortem, /contributing causes/);
     } finally {
       await a.close();
       await b.close();
@@ -181,7 +213,7 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
       await a.store.write(DEPLOY, { basedOn: 0, source: 'test' });
       await waitFor(() => b.mirror.get(DEPLOY.name), 2_000, 10);
       // pg_terminate_backend with a timeout returns once the backend is gone: B hears nothing of what follows.
-      const killed = await a.store['pool'].query<{ done: boolean }>(
+      const killed = await a.pool.query<{ done: boolean }>(
         "SELECT pg_terminate_backend(pid, 5000) AS done FROM pg_stat_activity WHERE application_name = 'metaclaw-skills-b'",
       );
       assert.deepEqual(
@@ -266,14 +298,16 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
       const out = tempFolder();
       assert.deepEqual(await a.store.exportSkills(out), ['commit-message-zh', 'kubernetes-rollback', 'pdf-form-filling']);
       assert.deepEqual(readdirSync(out).sort(), ['commit-message-zh', 'kubernetes-rollback', 'pdf-form-filling']);
-      for (const [name, text] of Object.entries(files)) assert.equal(readFileSync(join(out, name, 'SKILL.md'), 'utf8'), text, `${name} round-trips byte for byte`);
+      for (const [name, text] of Object.entries(files))
+        assert.equal(readFileSync(join(out, name, 'SKILL.md'), 'utf8'), text, `${name} round-trips byte for byte`);
 
       const library = new SkillLibrary(out, silentLogger());
       library.scan();
       assert.deepEqual(library.problems(), []);
       await waitFor(() => a.mirror.size === 3, 2_000, 10);
       const withoutPath = ({ path: _path, ...skill }: Skill) => skill;
-      for (const skill of a.mirror.all()) assert.deepEqual(withoutPath(library.get(skill.name)!), withoutPath(skill), `${skill.name} loads as the team store holds it`);
+      for (const skill of a.mirror.all())
+        assert.deepEqual(withoutPath(library.get(skill.name)!), withoutPath(skill), `${skill.name} loads as the team store holds it`);
       assert.equal(library.get('pdf-form-filling')!.version, 3, 'imported with its own version');
     } finally {
       await a.close();
@@ -286,8 +320,8 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
     const b = await node(url, 'b');
     try {
       await a.store.write(DEPLOY, { basedOn: 0, source: 'test' });
-      const proposalsA = new PgSkillProposals(a.store['pool'], a.store);
-      const proposalsB = new PgSkillProposals(b.store['pool'], b.store);
+      const proposalsA = new PgSkillProposals(a.pool, a.store);
+      const proposalsB = new PgSkillProposals(b.pool, b.store);
       const id = await proposalsA.add('s-1', {
         action: 'update',
         draft: { ...DEPLOY, body: `${DEPLOY.body}\n4. Watch the error rate for fifteen minutes.` },

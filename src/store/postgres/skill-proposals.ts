@@ -5,7 +5,8 @@ import type { ProposalRow } from '../../skills/proposals.js';
 import type { SkillDraft } from '../../skills/types.js';
 import type { PgSkillStore, SkillWrite } from './skill-store.js';
 
-const COLUMNS = 'id::float8 AS id, session_id, action, name, draft, evidence, reason, status, created_at::float8 AS created_at, decided_at::float8 AS decided_at';
+const COLUMNS =
+  'id::float8 AS id, session_id, action, name, draft, evidence, reason, status, created_at::float8 AS created_at, decided_at::float8 AS decided_at';
 
 /**
  * Evolution proposals waiting for a person (skills.review: manual), as rows of `skill_proposals`

@@ -129,10 +129,9 @@ export class PgSkillStore {
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       const counter = await client.query<{ value: string }>('SELECT value FROM state WHERE key = $1', [GENERATION_KEY]);
-      const rows = await client.query<SkillRow>(
-        'SELECT name, version, content, removed, generation FROM skills WHERE generation > $1 ORDER BY name',
-        [generation],
-      );
+      const rows = await client.query<SkillRow>('SELECT name, version, content, removed, generation FROM skills WHERE generation > $1 ORDER BY name', [
+        generation,
+      ]);
       await client.query('COMMIT');
       const changed: StoredSkill[] = [];
       const removed: string[] = [];
@@ -212,7 +211,8 @@ export class PgSkillStore {
     const written = await this.editWithRetry(
       change.draft.name,
       (current) => (!current || current.version === (seenVersion ?? 0) ? change.draft : mergedInto(current.skill, change.draft)),
-      { source, action: change.action },
+      // The action is what the write turns out to be: a planned create may land as an edit of a skill another node created.
+      { source },
     );
     return written!;
   }
@@ -271,7 +271,15 @@ export class PgSkillStore {
         if (verbatim) await this.store(client, file.name, file.skill.version, file.text, generation, 'import', source, Date.now());
         else {
           const { skill } = file;
-          const draft: SkillDraft = { name: skill.name, description, category: skill.category, body, origin: 'imported', extra: skill.extra, sourceSessions: skill.sourceSessions };
+          const draft: SkillDraft = {
+            name: skill.name,
+            description,
+            category: skill.category,
+            body,
+            origin: 'imported',
+            extra: skill.extra,
+            sourceSessions: skill.sourceSessions,
+          };
           await this.put(client, draft, row, generation, { basedOn: live ? row.version : 0, source, action: 'import' });
         }
         imported.push(file.name);
@@ -312,7 +320,16 @@ export class PgSkillStore {
     return { skill, text, action, version: fields.version, generation };
   }
 
-  private async store(client: PoolClient, name: string, version: number, text: string, generation: number, action: VersionAction, source: string, at: number): Promise<void> {
+  private async store(
+    client: PoolClient,
+    name: string,
+    version: number,
+    text: string,
+    generation: number,
+    action: VersionAction,
+    source: string,
+    at: number,
+  ): Promise<void> {
     await client.query(
       `INSERT INTO skills (name, version, content, removed, generation, updated_at) VALUES ($1, $2, $3, false, $4, $5)
        ON CONFLICT (name) DO UPDATE SET version = excluded.version, content = excluded.content, removed = false, generation = excluded.generation, updated_at = excluded.updated_at`,
@@ -362,7 +379,9 @@ async function bumpGeneration(client: PoolClient): Promise<number> {
 }
 
 async function selectRow(client: PoolClient, name: string, lock: boolean): Promise<SkillRow | undefined> {
-  const result = await client.query<SkillRow>(`SELECT name, version, content, removed, generation FROM skills WHERE name = $1${lock ? ' FOR UPDATE' : ''}`, [name]);
+  const result = await client.query<SkillRow>(`SELECT name, version, content, removed, generation FROM skills WHERE name = $1${lock ? ' FOR UPDATE' : ''}`, [
+    name,
+  ]);
   return result.rows[0];
 }
 
