@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { silentLogger } from '../src/logging/index.js';
+import { MIGRATIONS, openDatabase } from '../src/store/index.js';
 import { SkillLibrary, SkillMirror, serializeSkill, type Skill, type SkillDraft } from '../src/skills/index.js';
 import { SkillRetriever } from '../src/skills/retrieval.js';
 import {
@@ -44,6 +45,21 @@ const SPREADSHEET: SkillDraft = {
   description: 'Summarise spreadsheet data with pivot tables: group rows, aggregate columns, filter and chart the result.',
   body: '# Pivot tables\n\nSelect the data range, insert a pivot table, drag the grouping column to rows and the measure to values.',
 };
+
+test('migration 20 (team skills) is PostgreSQL-only: the SQLite schema is as before it, user_version 20', () => {
+  const schema = (db: ReturnType<typeof openDatabase>) =>
+    db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name").all();
+  const earlier = openDatabase(':memory:', { migrations: MIGRATIONS.filter((migration) => migration.version < 20) });
+  const at20 = openDatabase(':memory:', { migrations: MIGRATIONS.filter((migration) => migration.version <= 20) });
+  try {
+    assert.deepEqual(schema(at20), schema(earlier));
+    assert.equal(at20.pragma('user_version', { simple: true }), 20);
+    assert.match(MIGRATIONS.find((migration) => migration.version === 20)!.postgres, /CREATE TABLE skills/);
+  } finally {
+    earlier.close();
+    at20.close();
+  }
+});
 
 describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () => {
   let server: TestPostgres;
