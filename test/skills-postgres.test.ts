@@ -189,6 +189,36 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
     }
   });
 
+  test('six writers on two nodes appending to one skill at once: every edit is kept, one version each, and the other node ends on the last version', async () => {
+    const url = await freshStore();
+    const [a, b] = [await node(url, 'a'), await node(url, 'b')];
+    try {
+      await a.store.write(DEPLOY, { basedOn: 0, source: 'test' });
+      const lines = Array.from({ length: 6 }, (_, index) => `- Note ${index} from writer ${index}.`);
+      await Promise.all(
+        lines.map((line, index) =>
+          (index % 2 === 0 ? a : b).store.editWithRetry(
+            DEPLOY.name,
+            (current) => current && { name: DEPLOY.name, description: current.skill.description, body: `${current.skill.body}\n${line}` },
+            { source: `writer ${index}` },
+          ),
+        ),
+      );
+      const final = (await a.store.get(DEPLOY.name))!;
+      assert.equal(final.version, 7);
+      for (const line of lines) assert.ok(final.skill.body.includes(line), `${line} kept`);
+      assert.deepEqual(
+        (await b.store.versions(DEPLOY.name)).map((row) => row.version),
+        [1, 2, 3, 4, 5, 6, 7],
+      );
+      await waitFor(() => b.mirror.get(DEPLOY.name)?.version === 7, 2_000, 10);
+      assert.equal(b.mirror.generation, 7);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   test("node B's in-memory index sees node A's new, edited and removed skill within a second through NOTIFY, and B's retrieval finds the new skill", async () => {
     const url = await freshStore();
     const [a, b] = [await node(url, 'a'), await node(url, 'b')];

@@ -198,6 +198,8 @@ export class PgSkillStore {
       } catch (error) {
         if (!(error instanceof SkillConflictError) || attempt >= attempts) throw error;
       }
+      // A little jitter, so writers that keep colliding on one skill spread out rather than collide again.
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
     }
   }
 
