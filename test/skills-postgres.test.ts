@@ -338,7 +338,10 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
         report.skipped.map((entry) => entry.path),
         [join(source, 'broken', 'SKILL.md')],
       );
-      assert.equal((await a.store.importFolder(source)).imported.length, 0, 'existing skills are kept without overwrite');
+      const generation = await a.store.generation();
+      const again = await a.store.importFolder(source);
+      assert.deepEqual([again.imported, again.generation], [[], undefined], 'existing skills are kept without overwrite');
+      assert.equal(await a.store.generation(), generation, 'and an import that wrote nothing is no change of the library');
       await a.store.write(ROLLBACK, { basedOn: 0, source: 'written in team mode' });
 
       const out = tempFolder();
@@ -355,6 +358,14 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
       for (const skill of a.mirror.all())
         assert.deepEqual(withoutPath(library.get(skill.name)!), withoutPath(skill), `${skill.name} loads as the team store holds it`);
       assert.equal(library.get('pdf-form-filling')!.version, 3, 'imported with its own version');
+      const replaced = await a.store.importFolder(source, { overwrite: true });
+      assert.deepEqual(replaced.imported.sort(), ['commit-message-zh', 'pdf-form-filling']);
+      const next = (await a.store.get('pdf-form-filling'))!;
+      assert.deepEqual(
+        [next.version, next.skill.origin, next.skill.extra],
+        [4, 'imported', { license: 'MIT', 'allowed-tools': ['Bash', 'Read'] }],
+        'overwrite is the next version',
+      );
     } finally {
       await a.close();
     }

@@ -286,7 +286,8 @@ export class PgSkillStore {
         }
         imported.push(file.name);
       }
-      return { imported, skipped, generation };
+      // Nothing imported (every skill already there): nothing committed, not even the generation.
+      return { imported, skipped, generation: imported.length > 0 ? generation : undefined };
     });
   }
 
@@ -340,13 +341,17 @@ export class PgSkillStore {
     await record(client, { name, version, action, content: text, generation, source, at });
   }
 
-  /** Runs `work` in a transaction that notifies the skills channel when it commits. */
+  /** Runs `work` in a transaction that notifies the skills channel when it commits; one that wrote nothing (no generation) is rolled back. */
   private async transaction<T extends { generation: number | undefined }>(work: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
       const result = await work(client);
-      if (result.generation !== undefined) await client.query('SELECT pg_notify($1, $2)', [SKILLS_CHANNEL, JSON.stringify({ generation: result.generation })]);
+      if (result.generation === undefined) {
+        await client.query('ROLLBACK');
+        return result;
+      }
+      await client.query('SELECT pg_notify($1, $2)', [SKILLS_CHANNEL, JSON.stringify({ generation: result.generation })]);
       await client.query('COMMIT');
       return result;
     } catch (error) {
