@@ -278,6 +278,32 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
     }
   });
 
+  test('a failed read of the changes is tried again, so a node does not stay stale while its listening connection stays up', async () => {
+    const url = await freshStore();
+    const a = await node(url, 'a');
+    const pool = openPool(url, { max: 2 });
+    pools.push(pool);
+    const store = new PgSkillStore(pool);
+    const mirror = new SkillMirror();
+    let failures = 0;
+    // B's reads fail once after start: the pool is briefly exhausted, or a statement timed out.
+    const flaky = Object.assign(Object.create(store) as PgSkillStore, {
+      changesSince: (generation: number) =>
+        mirror.generation > 0 || failures++ > 0 ? store.changesSince(generation) : Promise.reject(new Error('read failed')),
+    });
+    await a.store.write(DEPLOY, { basedOn: 0, source: 'before b' });
+    const subscription = new SkillSubscription(url, flaky, mirror, { pollMs: 0, maxReconnectDelayMs: 200 });
+    try {
+      await subscription.start();
+      assert.equal(mirror.size, 0, 'the first read failed');
+      await waitFor(() => mirror.get(DEPLOY.name), 2_000, 10);
+      assert.equal(subscription.reconnects, 0, 'read again over the same connection');
+    } finally {
+      await subscription.stop();
+      await a.close();
+    }
+  });
+
   test('after the server itself restarts, a node listens again and hears the next change', async () => {
     const url = await freshStore();
     const a = await node(url, 'a');

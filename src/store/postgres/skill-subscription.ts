@@ -32,6 +32,7 @@ export class SkillSubscription {
   private running = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
   private delay: number;
   /** The catch-up in progress, and whether another must follow it (a notification came meanwhile). */
   private reading: Promise<void> | undefined;
@@ -72,6 +73,7 @@ export class SkillSubscription {
     this.running = false;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     if (this.pollTimer) clearInterval(this.pollTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     this.pollTimer = undefined;
     const client = this.client;
     this.client = undefined;
@@ -92,14 +94,25 @@ export class SkillSubscription {
           const changes = await this.store.changesSince(this.mirror.generation);
           this.mirror.apply({ changed: changes.changed.map((entry) => entry.skill), removed: [...changes.removed] }, changes.generation);
         } catch (error) {
-          // The next notification, reconnect or poll reads again from the same generation.
+          // Read again from the same generation soon: a notification that was heard must not be lost
+          // because the read it triggered failed (the listening connection may well stay up).
           this.options.logger?.warn({ err: error }, 'reading skill changes from the team store failed');
+          this.retryCatchUp();
         }
       } while (this.again && this.running);
     })().finally(() => {
       this.reading = undefined;
     });
     return this.reading;
+  }
+
+  private retryCatchUp(): void {
+    if (!this.running || this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.catchUp();
+    }, this.options.maxReconnectDelayMs ?? 5_000);
+    this.retryTimer.unref();
   }
 
   private async connect(): Promise<void> {
