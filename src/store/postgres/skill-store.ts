@@ -126,6 +126,7 @@ export class PgSkillStore {
    */
   async changesSince(generation: number): Promise<SkillChanges> {
     const client = await this.pool.connect();
+    let broken: Error | undefined;
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       const counter = await client.query<{ value: string }>('SELECT value FROM state WHERE key = $1', [GENERATION_KEY]);
@@ -142,10 +143,11 @@ export class PgSkillStore {
       }
       return { generation: Math.max(generation, Number(counter.rows[0]?.value ?? 0)), changed, removed };
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      // A client whose rollback fails is in no state to be reused: released with the error, it leaves the pool.
+      await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
       throw error;
     } finally {
-      client.release();
+      client.release(broken);
     }
   }
 
@@ -344,6 +346,7 @@ export class PgSkillStore {
   /** Runs `work` in a transaction that notifies the skills channel when it commits; one that wrote nothing (no generation) is rolled back. */
   private async transaction<T extends { generation: number | undefined }>(work: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    let broken: Error | undefined;
     try {
       await client.query('BEGIN');
       const result = await work(client);
@@ -355,10 +358,11 @@ export class PgSkillStore {
       await client.query('COMMIT');
       return result;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      // A client whose rollback fails is in no state to be reused: released with the error, it leaves the pool.
+      await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
       throw error;
     } finally {
-      client.release();
+      client.release(broken);
     }
   }
 }
