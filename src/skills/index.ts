@@ -10,3 +10,5 @@ export { SkillHistory, type VersionRow } from './history.js';
 export { diffVersions, type VersionPatch } from './version-diff.js';
 export { presentProposal, type ProposalRow } from './proposals.js';
 export { SkillsRecording, EVOLVE_JOB, type SkillsRecordingSettings } from './recording.js';
+export { SkillMirror } from './mirror.js';
+export type { SkillSource } from './retrieval.js';

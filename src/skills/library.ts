@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, s
 import { join } from 'node:path';
 import type { Logger } from '../logging/index.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
-import { parseSkillFile, serializeSkill, type SkillFileFields } from './skill-file.js';
+import { nextSkillFields, parseSkillFile, serializeSkill } from './skill-file.js';
 import type { Skill, SkillDraft, SkillProblem } from './types.js';
 import { SkillError } from '../errors.js';
 
@@ -124,19 +124,7 @@ export class SkillLibrary {
    */
   write(draft: SkillDraft, options: { generation?: number; now?: Date } = {}): { before: Skill | undefined; after: Skill; text: string } {
     const before = this.skills.get(draft.name) ?? this.readFresh(draft.name);
-    const now = (options.now ?? new Date()).toISOString();
-    const fields: SkillFileFields = {
-      ...draft,
-      version: (before?.version ?? 0) + 1,
-      origin: draft.origin ?? before?.origin ?? 'user',
-      createdAt: before?.createdAt ?? now,
-      updatedAt: now,
-      extra: { ...(before?.extra ?? {}), ...(draft.extra ?? {}) },
-      sourceSessions: [...new Set([...(before?.sourceSessions ?? []), ...(draft.sourceSessions ?? [])])],
-      category: draft.category ?? before?.category ?? 'general',
-    };
-    const generation = options.generation ?? before?.generation;
-    if (generation !== undefined) fields.generation = generation;
+    const fields = nextSkillFields(before, draft, options.now ?? new Date(), options.generation);
     const text = serializeSkill(fields);
     this.writeText(draft.name, text);
     const after = this.skills.get(draft.name);

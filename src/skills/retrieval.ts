@@ -1,13 +1,21 @@
 import type { EmbeddingClient } from '../embeddings/index.js';
 import type { Logger } from '../logging/index.js';
 import { calibrateCosine, crossLingualAlternatives, keywordRelevance, uniqueTerms } from '../text/index.js';
-import type { SkillLibrary } from './library.js';
 import type { SkillSearchIndex } from './search-index.js';
 import type { Skill } from './types.js';
 import type { SkillVectors } from './vectors.js';
 
 /** Keyword relevance of the skills with enough evidence, and whether translations of the request's words count in it. */
 type KeywordScores = Map<string, { relevance: number; translated: boolean }>;
+
+/**
+ * Where retrieval looks skills up by name: the folder library (personal install) or a node's
+ * mirror of the team store's skills table.
+ */
+export interface SkillSource {
+  get(name: string): Skill | undefined;
+  readonly size: number;
+}
 
 export type RetrievalMode = 'template' | 'embedding' | 'hybrid';
 
@@ -81,7 +89,7 @@ const BOTH_WAYS = ['zh', 'ja'] as const;
  */
 export class SkillRetriever {
   constructor(
-    private readonly library: SkillLibrary,
+    private readonly library: SkillSource,
     private readonly index: SkillSearchIndex,
     private vectors: SkillVectors | undefined,
     private embeddings: EmbeddingClient | undefined,

@@ -86,6 +86,28 @@ export interface SkillFileFields extends SkillDraft {
   generation?: number;
 }
 
+/**
+ * The fields of the next version of a skill: `draft` over what `before` held (its version + 1, its
+ * origin and creation time unless the draft says otherwise, extra keys and source sessions merged).
+ * One rule for every store that writes skills (the folder library, the team store).
+ */
+export function nextSkillFields(before: Skill | undefined, draft: SkillDraft, now: Date, generation?: number): SkillFileFields {
+  const at = now.toISOString();
+  const fields: SkillFileFields = {
+    ...draft,
+    version: (before?.version ?? 0) + 1,
+    origin: draft.origin ?? before?.origin ?? 'user',
+    createdAt: before?.createdAt ?? at,
+    updatedAt: at,
+    extra: { ...(before?.extra ?? {}), ...(draft.extra ?? {}) },
+    sourceSessions: [...new Set([...(before?.sourceSessions ?? []), ...(draft.sourceSessions ?? [])])],
+    category: draft.category ?? before?.category ?? 'general',
+  };
+  const kept = generation ?? before?.generation;
+  if (kept !== undefined) fields.generation = kept;
+  return fields;
+}
+
 /** Writes SKILL.md text; the frontmatter is real YAML, so any description round-trips safely. */
 export function serializeSkill(fields: SkillFileFields): string {
   const front: Record<string, unknown> = {

@@ -492,4 +492,24 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: '',
     postgres: POSTGRES_QUEUE_V19,
   },
+  {
+    version: 20,
+    description: 'team skills: the current SKILL.md of every skill as a row (the folders of a personal install), versioned for optimistic writes',
+    sql: '',
+    postgres: `
+      -- One row per skill name ever written. A removed skill keeps its row (removed = true, version
+      -- counted on) so a node catching up after a disconnect learns of the removal; a later create
+      -- under the same name carries on from that version. generation is the library generation of
+      -- the row's last write (the counter itself is the state row skills.generation, as in SQLite).
+      CREATE TABLE skills (
+        name TEXT PRIMARY KEY,
+        version INTEGER NOT NULL,
+        content TEXT NOT NULL,
+        removed BOOLEAN NOT NULL DEFAULT false,
+        generation BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      );
+      CREATE INDEX skills_generation ON skills(generation);
+    `,
+  },
 ];

@@ -10,3 +10,17 @@ export { TEAM_ONLY_TABLES, TEAM_TABLES, type TeamTable } from './tables.js';
 export { PgJobQueue, type CompleteOutcome, type JobEffect, type LeasedJob, type PgEnqueueOptions, type PgJobRow, type Queryable } from './job-queue.js';
 export { PgLearningBudget, type BudgetReservation, type TeamSpendSummary } from './learning-budget.js';
 export { toPostgresText, fromPostgresText, NUL_STAND_IN } from './text.js';
+export {
+  PgSkillStore,
+  SkillConflictError,
+  SKILLS_CHANNEL,
+  parseStoredSkill,
+  teamSkillPath,
+  type StoredSkill,
+  type SkillWrite,
+  type SkillChanges,
+  type WriteOptions,
+  type FolderImport,
+} from './skill-store.js';
+export { PgSkillProposals } from './skill-proposals.js';
+export { SkillSubscription, type SubscriptionOptions } from './skill-subscription.js';
