@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -10,6 +10,7 @@ import { keysInConfigFile, loadConfig, maskDatabaseUrl } from '../src/config/ind
 import { MIGRATIONS, openDatabase } from '../src/store/index.js';
 import { fromPostgresText, migratePostgres, openPool, TEAM_ONLY_TABLES, TEAM_TABLES } from '../src/store/postgres/index.js';
 import { PgMemorySearch } from '../src/store/postgres/memory-search.js';
+import { PgSkillStore } from '../src/store/postgres/skill-store.js';
 import { MemoryStore } from '../src/memory/store.js';
 import { uniqueTerms } from '../src/text/index.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
@@ -345,6 +346,8 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
           { headers: { 'X-Session-Id': session } },
         );
       }
+      const starter = await proxy.cli(['skills', 'install-starter']);
+      assert.equal(starter.code, 0, starter.stderr);
       const added = await proxy.cli(['memory', 'add', 'The staging cluster is called blue-harbor', '--type', 'semantic']);
       assert.equal(added.code, 0, added.stderr);
       await waitFor(
@@ -406,6 +409,25 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
             .map((row) => [row.rowid, row.scope, Array.from(new Float32Array(Uint8Array.from(row.embedding).buffer))]),
         );
 
+        // The skills folder beside the database came along, each SKILL.md byte for byte.
+        const skillFolders = readdirSync(join(personal, 'skills'), { withFileTypes: true }).filter((entry) => entry.isDirectory());
+        const importedSkills = (JSON.parse(imported.stdout) as { skills: { imported: string[]; skipped: unknown[] } }).skills;
+        assert.ok(skillFolders.length >= 40);
+        assert.equal(importedSkills.imported.length, skillFolders.length, JSON.stringify(importedSkills.skipped));
+        const exported = join(home, 'exported-skills');
+        const skillPool = openPool(url);
+        try {
+          await new PgSkillStore(skillPool).exportSkills(exported);
+        } finally {
+          await skillPool.end();
+        }
+        for (const folder of skillFolders)
+          assert.equal(
+            readFileSync(join(exported, folder.name, 'SKILL.md'), 'utf8'),
+            readFileSync(join(personal, 'skills', folder.name, 'SKILL.md'), 'utf8'),
+            folder.name,
+          );
+
         // Every imported unit is found in the team store's keyword index by its words, as in SQLite.
         const importedResult = JSON.parse(imported.stdout) as { memoryIndexed: number };
         assert.equal(importedResult.memoryIndexed, status.tables.memory_units);
@@ -434,6 +456,7 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
         assert.equal(merged.code, 0, merged.stderr);
         const result = JSON.parse(merged.stdout) as { tables: Array<{ table: string; read: number; inserted: number }> };
         assert.ok(result.tables.every((table) => table.inserted === 0));
+        assert.equal((JSON.parse(merged.stdout) as { skills: { imported: string[] } }).skills.imported.length, 0, 'skills already there are kept');
         const rowsOf = async (table: string) => Number((await query<{ n: bigint }>(url, `SELECT count(*) AS n FROM ${table}`))[0]!.n);
         assert.equal(await rowsOf('memory_search_docs'), status.tables.memory_units, 'a merge leaves the index as it was');
         assert.ok(result.tables.find((table) => table.table === 'turns')!.read > 0);

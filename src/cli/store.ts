@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { DATABASE_URL_VARIABLE, maskDatabaseUrl, type LoadedConfig } from '../config/index.js';
 import { MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
@@ -36,8 +37,10 @@ export function registerStoreCommands(program: Command): void {
       .command('import-sqlite')
       .description("copy a personal install's database (a metaclaw.db file or a METACLAW_HOME folder) into the team store, in one transaction")
       .argument('<path>')
-      .option('--merge', 'import into a store that already holds rows: rows whose key is already there are skipped and kept as they are'),
-  ).action(async (path: string, options: StoreOptions & { merge?: boolean }) => importCommand(path, options));
+      .option('--merge', 'import into a store that already holds rows: rows whose key is already there are skipped and kept as they are')
+      .option('--skills <dir>', "the install's skills folder (default: skills/ beside its metaclaw.db)")
+      .option('--no-skills', 'import the database only'),
+  ).action(async (path: string, options: ImportCommandOptions) => importCommand(path, options));
 }
 
 function loadStoreConfig(options: StoreOptions): LoadedConfig {
@@ -155,10 +158,24 @@ function printStatus(report: StatusReport): void {
   for (const [name, count] of rows) print(`  ${name.padEnd(width)}  ${count}`);
 }
 
-async function importCommand(path: string, options: StoreOptions & { merge?: boolean }): Promise<void> {
+interface ImportCommandOptions extends StoreOptions {
+  merge?: boolean;
+  /** The folder, or false with --no-skills. */
+  skills?: string | false;
+}
+
+async function importCommand(path: string, options: ImportCommandOptions): Promise<void> {
   const url = requireUrl(loadStoreConfig(options));
-  const result = await withPool(url, (postgres, pool) => postgres.importSqlite(pool, path, { merge: options.merge ?? false }));
-  if (options.json) return print(JSON.stringify({ url: maskDatabaseUrl(url), ...result }, null, 2));
+  if (typeof options.skills === 'string' && !existsSync(options.skills)) throw new CliExit(`No skills folder at ${options.skills}; nothing was imported.`);
+  const { result, skills } = await withPool(url, async (postgres, pool) => {
+    const result = await postgres.importSqlite(pool, path, { merge: options.merge ?? false });
+    // The skills folder after the tables, in a transaction of its own: a skill already there is kept as it is.
+    const folder = options.skills === false ? undefined : (options.skills ?? join(dirname(result.source), 'skills'));
+    const skills =
+      folder && existsSync(folder) ? { folder, ...(await new postgres.PgSkillStore(pool).importFolder(folder, { source: 'import-sqlite', moving: true })) } : undefined;
+    return { result, skills };
+  });
+  if (options.json) return print(JSON.stringify({ url: maskDatabaseUrl(url), ...result, skills: skills ?? null }, null, 2));
   const read = result.tables.reduce((sum, table) => sum + table.read, 0);
   const inserted = result.tables.reduce((sum, table) => sum + table.inserted, 0);
   print(`Imported ${result.source} (schema version ${result.sourceVersion}) into ${maskDatabaseUrl(url)}: ${inserted} of ${read} rows.`);
@@ -168,5 +185,9 @@ async function importCommand(path: string, options: StoreOptions & { merge?: boo
     print(`  ${table.table.padEnd(20)} ${table.inserted}${skipped > 0 ? ` (${skipped} already there, skipped)` : ''}`);
   }
   print(`Memory keyword index: ${result.memoryIndexed} units indexed.`);
-  print('Skills on disk (SKILL.md files) are not imported yet: the team store does not serve skills in this version.');
+  if (!skills) print(options.skills === false ? 'Skills: not imported (--no-skills).' : 'Skills: no skills folder beside the database (give --skills DIR).');
+  else {
+    print(`Skills from ${skills.folder}: ${skills.imported.length} imported.`);
+    for (const skipped of skills.skipped) print(`  skipped ${skipped.path}: ${skipped.reason}`);
+  }
 }

@@ -237,7 +237,7 @@ export class PgSkillStore {
    * text reads like prompt injection (unless `force`) and existing skills (without `overwrite`)
    * are reported and skipped. The whole import is one generation and one transaction.
    */
-  async importFolder(folder: string, options: { overwrite?: boolean; force?: boolean; source?: string } = {}): Promise<FolderImport> {
+  async importFolder(folder: string, options: { overwrite?: boolean; force?: boolean; source?: string; moving?: boolean } = {}): Promise<FolderImport> {
     const skipped: FolderImport['skipped'] = [];
     const files: Array<{ name: string; path: string; text: string; skill: Skill }> = [];
     const entries = existsSync(folder) ? readdirSync(folder, { withFileTypes: true }) : [];
@@ -259,7 +259,7 @@ export class PgSkillStore {
     if (files.length === 0) return { imported: [], skipped, generation: undefined };
     const source = options.source ?? `import from ${folder}`;
     return this.transaction(async (client) => {
-      const generation = await bumpGeneration(client);
+      const generation = options.moving ? await movingGeneration(client) : await bumpGeneration(client);
       const imported: string[] = [];
       for (const file of files) {
         const row = await selectRow(client, file.name, true);
@@ -272,8 +272,19 @@ export class PgSkillStore {
         const description = redactSecrets(file.skill.description);
         const body = redactSecrets(file.skill.body);
         const verbatim = !live && description === file.skill.description && body === file.skill.body && file.skill.version > (row?.version ?? 0);
-        if (verbatim) await this.store(client, file.name, file.skill.version, file.text, generation, 'import', source, Date.now());
-        else {
+        if (verbatim) {
+          // Moving an install: its history came with its tables, this very version included; it is not recorded twice.
+          const known =
+            options.moving === true &&
+            ((
+              await client.query('SELECT 1 FROM skill_versions WHERE name = $1 AND version = $2 AND content = $3 LIMIT 1', [
+                file.name,
+                file.skill.version,
+                file.text,
+              ])
+            ).rowCount ?? 0) > 0;
+          await this.store(client, file.name, file.skill.version, file.text, generation, 'import', source, Date.now(), !known);
+        } else {
           const { skill } = file;
           const draft: SkillDraft = {
             name: skill.name,
@@ -334,13 +345,14 @@ export class PgSkillStore {
     action: VersionAction,
     source: string,
     at: number,
+    recordVersion = true,
   ): Promise<void> {
     await client.query(
       `INSERT INTO skills (name, version, content, removed, generation, updated_at) VALUES ($1, $2, $3, false, $4, $5)
        ON CONFLICT (name) DO UPDATE SET version = excluded.version, content = excluded.content, removed = false, generation = excluded.generation, updated_at = excluded.updated_at`,
       [name, version, text, generation, at],
     );
-    await record(client, { name, version, action, content: text, generation, source, at });
+    if (recordVersion) await record(client, { name, version, action, content: text, generation, source, at });
   }
 
   /** Runs `work` in a transaction that notifies the skills channel when it commits; one that wrote nothing (no generation) is rolled back. */
@@ -384,6 +396,22 @@ async function bumpGeneration(client: PoolClient): Promise<number> {
   const result = await client.query<{ value: string }>(
     `INSERT INTO state (key, value) VALUES ($1, '1')
      ON CONFLICT (key) DO UPDATE SET value = (state.value::bigint + 1)::text RETURNING value`,
+    [GENERATION_KEY],
+  );
+  return Number(result.rows[0]!.value);
+}
+
+/**
+ * `moving`: a personal install's own library moved into a team store that holds no skill yet (`store
+ * import-sqlite`) is the same library, so it keeps the generation its state row brought along:
+ * samples recorded under it stay trainable. The row is still locked, as a bump would lock it; into a
+ * store that already has skills, the import is a change like any other and bumps the generation.
+ */
+async function movingGeneration(client: PoolClient): Promise<number> {
+  const empty = (await client.query<{ found: boolean }>('SELECT NOT EXISTS (SELECT 1 FROM skills) AS found')).rows[0]!.found;
+  if (!empty) return bumpGeneration(client);
+  const result = await client.query<{ value: string }>(
+    `INSERT INTO state (key, value) VALUES ($1, '1') ON CONFLICT (key) DO UPDATE SET value = state.value RETURNING value`,
     [GENERATION_KEY],
   );
   return Number(result.rows[0]!.value);
