@@ -56,7 +56,10 @@ export async function checkTeamStore(config: LoadedConfig, checks: DoctorCheck[]
   const serving = '`metaclaw start` refuses a store URL: serving from PostgreSQL is not built yet';
   try {
     const status = await postgres.readPostgresStatus(pool);
-    const where = `${maskDatabaseUrl(url)}: reachable, schema version ${status.schemaVersion} of ${latest}`;
+    const vector = await pool.query<{ available: boolean }>("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available");
+    // Said plainly: team recall is keyword-only whatever the server has, and whether pgvector could serve later.
+    const search = `memory search keyword-only (pgvector ${vector.rows[0]?.available ? 'is available on this server, not used yet' : 'is not installed on this server'})`;
+    const where = `${maskDatabaseUrl(url)}: reachable, schema version ${status.schemaVersion} of ${latest}, ${search}`;
     if (status.schemaVersion < latest)
       checks.push({ name: 'team store', verdict: 'warn', detail: `${where}; ${serving}`, fix: 'run `metaclaw store migrate`' });
     else if (status.schemaVersion > latest)
