@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -357,6 +357,15 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
       }
       mkdirSync(join(source, 'broken'));
       writeFileSync(join(source, 'broken', 'SKILL.md'), 'no frontmatter here');
+      // Files beside a SKILL.md travel with it (a script keeps its executable bit); a link is not followed.
+      mkdirSync(join(source, 'pdf-form-filling', 'scripts'));
+      mkdirSync(join(source, 'pdf-form-filling', 'references'));
+      const script = '#!/bin/sh\npdftk "$1" dump_data_fields\n';
+      writeFileSync(join(source, 'pdf-form-filling', 'scripts', 'fields.sh'), script, { mode: 0o755 });
+      chmodSync(join(source, 'pdf-form-filling', 'scripts', 'fields.sh'), 0o755);
+      const reference = Buffer.from([0x25, 0x50, 0x44, 0x46, 0x00, 0xff, 0x10]);
+      writeFileSync(join(source, 'pdf-form-filling', 'references', 'sample.pdf'), reference);
+      symlinkSync('/etc/hostname', join(source, 'pdf-form-filling', 'linked'));
 
       const report = await a.store.importFolder(source);
       assert.deepEqual(report.imported.sort(), ['commit-message-zh', 'pdf-form-filling']);
@@ -375,6 +384,11 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
       assert.deepEqual(readdirSync(out).sort(), ['commit-message-zh', 'kubernetes-rollback', 'pdf-form-filling']);
       for (const [name, text] of Object.entries(files))
         assert.equal(readFileSync(join(out, name, 'SKILL.md'), 'utf8'), text, `${name} round-trips byte for byte`);
+      assert.equal(readFileSync(join(out, 'pdf-form-filling', 'scripts', 'fields.sh'), 'utf8'), script);
+      assert.equal(statSync(join(out, 'pdf-form-filling', 'scripts', 'fields.sh')).mode & 0o777, 0o755, 'the script is still executable');
+      assert.deepEqual(readFileSync(join(out, 'pdf-form-filling', 'references', 'sample.pdf')), reference);
+      assert.ok(!existsSync(join(out, 'pdf-form-filling', 'linked')), 'a link is not followed');
+      assert.deepEqual(readdirSync(join(out, 'commit-message-zh')), ['SKILL.md']);
 
       const library = new SkillLibrary(out, silentLogger());
       library.scan();

@@ -512,4 +512,22 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX skills_generation ON skills(generation);
     `,
   },
+  {
+    version: 21,
+    description:
+      "team skills' supporting files: scripts and references beside a SKILL.md, kept with the skill (nothing changes in SQLite, where they are files)",
+    sql: '',
+    postgres: `
+      -- A skill's folder besides its SKILL.md, one row per file (path relative to the folder, '/'
+      -- separated); mode keeps a script's executable bit. Written with the skill, exported with it.
+      CREATE TABLE skill_files (
+        name TEXT NOT NULL,
+        path TEXT NOT NULL,
+        content BYTEA NOT NULL,
+        mode INTEGER NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (name, path)
+      );
+    `,
+  },
 ];

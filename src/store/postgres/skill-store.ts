@@ -18,7 +18,7 @@
  * Every committed write also notifies `SKILLS_CHANNEL` from inside its transaction (PostgreSQL
  * delivers a notification only on commit, and never for a rolled-back one).
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pool, PoolClient } from 'pg';
 import { SkillError } from '../../errors.js';
@@ -235,11 +235,12 @@ export class PgSkillStore {
    * file is, byte for byte and with its version, so a personal library moves over unchanged; one
    * that exists is replaced (with `overwrite`) as its next version. Invalid files, skills whose
    * text reads like prompt injection (unless `force`) and existing skills (without `overwrite`)
-   * are reported and skipped. The whole import is one generation and one transaction.
+   * are reported and skipped. The files beside an imported skill's SKILL.md replace those the team
+   * store held for it. The whole import is one generation and one transaction.
    */
   async importFolder(folder: string, options: { overwrite?: boolean; force?: boolean; source?: string; moving?: boolean } = {}): Promise<FolderImport> {
     const skipped: FolderImport['skipped'] = [];
-    const files: Array<{ name: string; path: string; text: string; skill: Skill }> = [];
+    const files: Array<{ name: string; path: string; text: string; skill: Skill; supporting: SupportingFile[] }> = [];
     const entries = existsSync(folder) ? readdirSync(folder, { withFileTypes: true }) : [];
     if (!existsSync(folder)) skipped.push({ path: folder, reason: 'folder not found' });
     for (const entry of entries) {
@@ -254,7 +255,11 @@ export class PgSkillStore {
       const injection = 'skill' in parsed && !options.force ? skillInjectionReason(parsed.skill) : undefined;
       if ('reason' in parsed) skipped.push({ path, reason: parsed.reason });
       else if (injection) skipped.push({ path, reason: `looks like a prompt injection (${injection})` });
-      else files.push({ name: entry.name, path, text, skill: parsed.skill });
+      else {
+        const supporting = supportingFiles(join(folder, entry.name));
+        if ('reason' in supporting) skipped.push({ path: join(folder, entry.name), reason: supporting.reason });
+        else files.push({ name: entry.name, path, text, skill: parsed.skill, supporting: supporting.files });
+      }
     }
     if (files.length === 0) return { imported: [], skipped, generation: undefined };
     const source = options.source ?? `import from ${folder}`;
@@ -297,6 +302,7 @@ export class PgSkillStore {
           };
           await this.put(client, draft, row, generation, { basedOn: live ? row.version : 0, source, action: 'import' });
         }
+        await replaceSupportingFiles(client, file.name, file.supporting);
         imported.push(file.name);
       }
       // Nothing imported (every skill already there): nothing committed, not even the generation.
@@ -311,6 +317,12 @@ export class PgSkillStore {
   async exportSkills(folder: string): Promise<string[]> {
     const skills = await this.all();
     for (const { skill, text } of skills) writeFileAtomic(join(folder, skill.name, 'SKILL.md'), text);
+    const live = new Set(skills.map(({ skill }) => skill.name));
+    const supporting = await this.pool.query<{ name: string; path: string; content: Buffer; mode: number }>(
+      'SELECT name, path, content, mode FROM skill_files ORDER BY name, path',
+    );
+    for (const file of supporting.rows)
+      if (live.has(file.name)) writeFileAtomic(join(folder, file.name, ...file.path.split('/')), file.content, { mode: file.mode });
     return skills.map(({ skill }) => skill.name).sort();
   }
 
@@ -415,6 +427,55 @@ async function movingGeneration(client: PoolClient): Promise<number> {
     [GENERATION_KEY],
   );
   return Number(result.rows[0]!.value);
+}
+
+/** A file beside a skill's SKILL.md (a script, a reference), as the team store keeps it. */
+interface SupportingFile {
+  /** Relative to the skill's folder, '/' separated. */
+  path: string;
+  content: Buffer;
+  mode: number;
+}
+
+/** More than this beside one SKILL.md and the skill is not imported (a folder of data, not a skill). */
+const SUPPORTING_BYTES = 8 * 1024 * 1024;
+
+/** The files beside a skill's SKILL.md, every level down; links are not followed (a link may point anywhere on the machine). */
+function supportingFiles(skillFolder: string): { files: SupportingFile[] } | { reason: string } {
+  const files: SupportingFile[] = [];
+  let bytes = 0;
+  const walk = (relative: string): string | undefined => {
+    for (const entry of readdirSync(join(skillFolder, relative), { withFileTypes: true })) {
+      const path = relative === '' ? entry.name : `${relative}/${entry.name}`;
+      if (entry.isDirectory()) {
+        const problem = walk(path);
+        if (problem) return problem;
+      } else if (entry.isFile() && path !== 'SKILL.md') {
+        const full = join(skillFolder, path);
+        const content = readFileSync(full);
+        bytes += content.length;
+        if (bytes > SUPPORTING_BYTES) return `the files beside its SKILL.md hold more than ${SUPPORTING_BYTES / 1024 / 1024} MiB`;
+        files.push({ path, content, mode: statSync(full).mode & 0o777 });
+      }
+    }
+    return undefined;
+  };
+  const reason = walk('');
+  return reason ? { reason } : { files };
+}
+
+/** A skill's supporting files become exactly these (an import of its folder replaces what was there). */
+async function replaceSupportingFiles(client: PoolClient, name: string, files: readonly SupportingFile[]): Promise<void> {
+  await client.query('DELETE FROM skill_files WHERE name = $1', [name]);
+  const at = Date.now();
+  for (const file of files)
+    await client.query('INSERT INTO skill_files (name, path, content, mode, updated_at) VALUES ($1, $2, $3, $4, $5)', [
+      name,
+      file.path,
+      file.content,
+      file.mode,
+      at,
+    ]);
 }
 
 async function selectRow(client: PoolClient, name: string, lock: boolean): Promise<SkillRow | undefined> {

@@ -46,7 +46,8 @@ export const TEAM_TABLES: readonly TeamTable[] = [
  * Tables only the team store has (no SQLite twin, nothing copied from metaclaw.db by an import): the
  * memory keyword index (SQLite's is FTS5; an import writes its entries from the copied units), the
  * cross-node queue's recorded effects and budget reservations, and `skills` (each skill's current
- * SKILL.md, which a personal install keeps as folders: filled by `PgSkillStore.importFolder`).
+ * SKILL.md and the files beside it, which a personal install keeps as folders: filled by
+ * `PgSkillStore.importFolder`).
  * `store status` counts them with the others.
  */
 export const TEAM_ONLY_TABLES: readonly string[] = [
@@ -57,4 +58,5 @@ export const TEAM_ONLY_TABLES: readonly string[] = [
   'job_effects',
   'learning_reservations',
   'skills',
+  'skill_files',
 ];
