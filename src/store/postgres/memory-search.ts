@@ -61,6 +61,7 @@ import {
   type PostingSource,
   type TermPostings,
 } from '../../memory/keyword-index.js';
+import { inTransaction } from './transaction.js';
 
 /** How long a search may take before the caller answers without memory. */
 export const DEFAULT_SEARCH_TIMEOUT_MS = 250;
@@ -447,17 +448,6 @@ export class PgMemorySearch {
   }
 
   private async transaction(within: PoolClient | undefined, work: (client: PoolClient) => Promise<void>): Promise<void> {
-    if (within) return work(within);
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await work(client);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    return within ? work(within) : inTransaction(this.pool, work);
   }
 }

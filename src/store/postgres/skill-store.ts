@@ -22,6 +22,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pool, PoolClient } from 'pg';
 import { SkillError } from '../../errors.js';
+import { inTransaction } from './transaction.js';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { mergeBodies, type PlannedChange } from '../../skills/evolution/apply.js';
 import { GENERATION_KEY, type VersionAction, type VersionRow } from '../../skills/history.js';
@@ -369,25 +370,11 @@ export class PgSkillStore {
 
   /** Runs `work` in a transaction that notifies the skills channel when it commits; one that wrote nothing (no generation) is rolled back. */
   private async transaction<T extends { generation: number | undefined }>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      if (result.generation === undefined) {
-        await client.query('ROLLBACK');
-        return result;
-      }
+    return inTransaction(this.pool, work, async (result, client) => {
+      if (result.generation === undefined) return false;
       await client.query('SELECT pg_notify($1, $2)', [SKILLS_CHANNEL, JSON.stringify({ generation: result.generation })]);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      // A client whose rollback fails is in no state to be reused: released with the error, it leaves the pool.
-      await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
-      throw error;
-    } finally {
-      client.release(broken);
-    }
+      return true;
+    });
   }
 }
 
