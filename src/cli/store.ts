@@ -172,7 +172,9 @@ async function importCommand(path: string, options: ImportCommandOptions): Promi
     // The skills folder after the tables, in a transaction of its own: a skill already there is kept as it is.
     const folder = options.skills === false ? undefined : (options.skills ?? join(dirname(result.source), 'skills'));
     const skills =
-      folder && existsSync(folder) ? { folder, ...(await new postgres.PgSkillStore(pool).importFolder(folder, { source: 'import-sqlite', moving: true })) } : undefined;
+      folder && existsSync(folder)
+        ? { folder, ...(await new postgres.PgSkillStore(pool).importFolder(folder, { source: 'import-sqlite', moving: true })) }
+        : undefined;
     return { result, skills };
   });
   if (options.json) return print(JSON.stringify({ url: maskDatabaseUrl(url), ...result, skills: skills ?? null }, null, 2));
