@@ -1,4 +1,3 @@
-import type { HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 import { z } from 'zod';
 import { deriveScope, readTurnSignals } from '../conversation/index.js';
@@ -6,9 +5,8 @@ import { BadRequestError, ConflictError, NotFoundError, PermissionError } from '
 import { exportMemory, importLines, MEMORY_TYPES, presentMemory, SHARED_SCOPE, type MemoryService, type MemoryUnit } from '../memory/index.js';
 import { memberScope } from '../team/index.js';
 import { ADMIN_HEADER, type AdminToken } from './admin-token.js';
-import type { ProxyAuth } from './auth.js';
 import { parse, readJson } from './route-body.js';
-import type { ProxyApp } from './types.js';
+import type { ProxyApp, ProxyEnv } from './types.js';
 
 const typeSchema = z.enum(MEMORY_TYPES);
 
@@ -75,12 +73,12 @@ type Access = 'read' | 'write';
  * one; naming another scope (body or query `scope`) is refused. The admin token lifts both limits.
  * The shared scope (`team`) can be read by every caller and written only with the owner's access.
  */
-export function memoryRoutes(memory: MemoryService, defaultScope: string, adminToken: AdminToken, auth: ProxyAuth): (app: ProxyApp) => void {
+export function memoryRoutes(memory: MemoryService, defaultScope: string, adminToken: AdminToken): (app: ProxyApp) => void {
   return (app) => {
-    const callerOf = (c: Context<{ Bindings: HttpBindings }>): Caller => {
+    const callerOf = (c: Context<ProxyEnv>): Caller => {
       const headers = c.env.incoming.headers;
       // A member's key fixes their scope; headers cannot widen it, and the admin token is not theirs to hold.
-      const member = auth.identify(headers).member;
+      const member = c.get('member');
       if (member) return { scope: memberScope(member), admin: false, member: true };
       return { scope: deriveScope(readTurnSignals(headers, {}, 'openai').scope, defaultScope), admin: adminToken.matches(headers), member: false };
     };

@@ -1,12 +1,11 @@
 import type { Context } from 'hono';
-import type { HttpBindings } from '@hono/node-server';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
 import { promptTokens } from '../context/index.js';
 import { NotFoundError } from '../errors.js';
 import { passThrough, type PassedAnswer } from '../upstream/index.js';
 import { parseJsonObject } from './body.js';
-import type { ProxyApp, ProxyDeps } from './types.js';
+import type { ProxyApp, ProxyDeps, ProxyEnv } from './types.js';
 import { describeIssue, requestErrorFrom, validateTokenCountRequest } from './validate.js';
 
 /** Token counting is quick; an embeddings batch may take a while. */
@@ -18,7 +17,7 @@ const embeddingsRequest = z.looseObject({
   input: z.union([z.string(), z.array(z.unknown()).min(1, 'must not be empty')], { error: 'expected a string or an array' }),
 });
 
-type RouteContext = Context<{ Bindings: HttpBindings }>;
+type RouteContext = Context<ProxyEnv>;
 
 /**
  * Endpoints agents call beside the model routes, passed to the upstream as they came and not

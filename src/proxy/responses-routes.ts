@@ -1,18 +1,17 @@
 import type { Context } from 'hono';
-import type { HttpBindings } from '@hono/node-server';
 import type { TurnRow } from '../conversation/index.js';
 import { NotFoundError } from '../errors.js';
 import type { ResponsesObject } from '../types/index.js';
 import { openAIUsageToResponses, responseObject, responsesStatus } from '../upstream/index.js';
 import { memberScope } from '../team/index.js';
 import { recordedOutput } from './responses-history.js';
-import type { ProxyApp, ProxyDeps } from './types.js';
+import type { ProxyApp, ProxyDeps, ProxyEnv } from './types.js';
 
 /** `GET /v1/responses/{id}`: a Responses API answer as the turn records hold it. */
 export function responsesRoutes(deps: ProxyDeps, app: ProxyApp): void {
-  const retrieve = async (c: Context<{ Bindings: HttpBindings }>) => {
+  const retrieve = async (c: Context<ProxyEnv>) => {
     const id = c.req.param('id') ?? '';
-    const member = deps.auth.identify(c.env.incoming.headers).member;
+    const member = c.get('member');
     const turn = await deps.responses.turnOf(id, member ? memberScope(member) : undefined);
     if (!turn) throw new NotFoundError(`No response with id '${id}' has been recorded by this proxy.`, 'response_not_found');
     const received = deps.conversation.receivedBody(turn.id);

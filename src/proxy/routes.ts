@@ -13,12 +13,12 @@ import { newRequestId } from './model-request.js';
 import { passThroughRoutes } from './pass-through-routes.js';
 import { responsesRoutes } from './responses-routes.js';
 import { noteRejection } from './rejections.js';
-import type { ProxyApp, ProxyDeps } from './types.js';
+import type { ProxyApp, ProxyDeps, ProxyEnv } from './types.js';
 
 /** The non-model routes: health, status, models, request explanations, and groups added by other parts. */
 export function createRoutes(deps: ProxyDeps): ProxyApp {
   const app: ProxyApp = new Hono();
-  const rejected = (c: Context<{ Bindings: HttpBindings }>, status: number, code: string, message: string) =>
+  const rejected = (c: Context<ProxyEnv>, status: number, code: string, message: string) =>
     noteRejection(deps, { requestId: c.res.headers.get('x-metaclaw-request-id') ?? '', status, code, message, method: c.req.method, path: c.req.path });
 
   app.use('*', async (c, next) => {
@@ -26,8 +26,9 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     const path = c.req.path;
     if (path !== '/healthz' && path !== '/ui/login') {
       try {
-        const caller = deps.auth.identify(c.env.incoming.headers);
-        if (caller.member) checkMemberRoute(caller.member, c.req.method, path);
+        const { member } = deps.auth.identify(c.env.incoming.headers);
+        if (member) checkMemberRoute(member, c.req.method, path);
+        c.set('member', member);
       } catch (error) {
         // A browser opening a dashboard page without its cookie is sent to sign in, not shown JSON.
         if (error instanceof AuthenticationError && c.req.method === 'GET' && (path === '/ui' || path.startsWith('/ui/'))) return c.redirect('/ui/login', 303);
@@ -53,7 +54,7 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
   // Prometheus text format; behind the same auth as /status.
   app.get('/metrics', async (c) => c.body(await deps.metrics.text(), 200, { 'content-type': deps.metrics.contentType }));
 
-  const models = async (c: Context<{ Bindings: HttpBindings }>) => {
+  const models = async (c: Context<ProxyEnv>) => {
     const headers = c.env.incoming.headers;
     const list = await deps.listModels(formatForHeaders(headers), deps.auth.check(headers));
     return c.body(list.body, list.status as ContentfulStatusCode, { 'content-type': 'application/json' });
@@ -67,7 +68,7 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     const turn = deps.conversation.getTurn(id);
     const missing = () => new NotFoundError(`No recorded request with id ${id}.`, 'request_not_found');
     if (!turn) throw missing();
-    requireOwnScope(deps.auth.identify(c.env.incoming.headers).member, deps.conversation.getSession(turn.session_id)?.scope, missing);
+    requireOwnScope(c.get('member'), deps.conversation.getSession(turn.session_id)?.scope, missing);
     return c.json(explainTurn(turn));
   });
 
@@ -78,7 +79,7 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     await Promise.allSettled([...deps.pendingRecords.values()]);
     const requested = c.req.param('id');
     // A member names their sessions as their agent knows them; they are stored behind the member's name.
-    const member = deps.auth.identify(c.env.incoming.headers).member;
+    const member = c.get('member');
     const stored = (id: string) => (member ? memberSessionId(member, id) : id);
     const known = sessionIdCandidates(requested).find((id) => {
       const session = deps.conversation.getSession(stored(id));

@@ -12,8 +12,15 @@ import type { ProxyAuth } from './auth.js';
 import type { ResponsesHistory } from './responses-history.js';
 import type { ProxyStats } from './stats.js';
 import type { ProxyMetrics } from '../metrics/index.js';
+import type { Member } from '../team/index.js';
 
-export type ProxyApp = Hono<{ Bindings: HttpBindings }>;
+/** What every route sees: the Node request, and the team member the auth middleware found (undefined: the owner or an open proxy). */
+export interface ProxyEnv {
+  Bindings: HttpBindings;
+  Variables: { member: Member | undefined };
+}
+
+export type ProxyApp = Hono<ProxyEnv>;
 
 /** Everything the HTTP layer needs, handed in by the runtime; proxy/ knows none of the internals. */
 export interface ProxyDeps {

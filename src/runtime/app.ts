@@ -228,7 +228,7 @@ export class MetaclawRuntime {
     // Team members' keys are looked up per request, so `metaclaw team …` takes effect without a restart.
     this.members = new MemberDirectory(this.db);
     this.auth = new ProxyAuth(values['proxy.api_key'], this.members);
-    this.addRoutes(memoryRoutes(this.memory, values['memory.scope'], adminToken, this.auth));
+    this.addRoutes(memoryRoutes(this.memory, values['memory.scope'], adminToken));
 
     this.scheduler = schedulerEnabled(options.config)
       ? new Scheduler({
