@@ -57,7 +57,7 @@ function requireUrl(config: LoadedConfig): string {
 }
 
 /** Runs `work` on a pool for `url`; any failure becomes one line (password masked) and exit code 1. */
-async function withPool<T>(url: string, work: (postgres: Postgres, pool: import('pg').Pool) => Promise<T>): Promise<T> {
+export async function withPool<T>(url: string, work: (postgres: Postgres, pool: import('pg').Pool) => Promise<T>): Promise<T> {
   const postgres = await import('../store/postgres/index.js');
   const pool = postgres.openPool(url);
   try {

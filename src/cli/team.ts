@@ -1,27 +1,68 @@
 import type { Command } from 'commander';
+import { maskDatabaseUrl } from '../config/index.js';
 import { memberScope, MemberDirectory, type IssuedKey, type Member } from '../team/index.js';
 import { openMemory } from './memory.js';
 import { CliExit, loadCliConfig, print } from './context.js';
+import { withPool } from './store.js';
 
 interface TeamOptions {
   config?: string;
   json?: boolean;
 }
 
-/** Runs `action` on the install's member directory (the main database; a running proxy sees changes at once). */
+type MaybePromise<T> = T | Promise<T>;
+
+/** The member commands' view of either store: the personal one (synchronous) or the team store. */
+interface MemberAdmin {
+  add(name: string): MaybePromise<IssuedKey>;
+  rotateKey(name: string): MaybePromise<IssuedKey>;
+  remove(name: string): MaybePromise<Member>;
+  list(): MaybePromise<Member[]>;
+  hasMembers(): MaybePromise<boolean>;
+  /** Forgets every memory of a scope; how many. */
+  forgetScope(scope: string): MaybePromise<number>;
+  /** Why this store cannot forget a scope yet (undefined: it can). */
+  readonly cannotForget?: string;
+}
+
+/**
+ * Runs `action` on the members of the store config names: the team store when store.url (or
+ * METACLAW_DATABASE_URL) is set, else the install's own database. Either way every running proxy
+ * sees the change without a restart (the team store's nodes within about a second).
+ */
 function withMembers<A extends unknown[], T extends TeamOptions>(
-  action: (directory: MemberDirectory, opened: ReturnType<typeof openMemory>, ...args: [...A, T]) => void,
-): (...args: [...A, T]) => void {
-  return (...args) => {
+  action: (members: MemberAdmin, ...args: [...A, T]) => MaybePromise<void>,
+): (...args: [...A, T]) => Promise<void> {
+  return async (...args) => {
     const options = args.at(-1) as T;
-    const opened = openMemory(options.config ? { config: options.config } : {});
+    const url = loadCliConfig(options.config ? { config: options.config } : {}).values['store.url'];
     try {
-      action(new MemberDirectory(opened.db), opened, ...args);
+      if (url) {
+        await withPool(url, async (postgres, pool) => {
+          const directory = new postgres.PgMemberDirectory(pool);
+          const admin: MemberAdmin = {
+            add: (name) => directory.add(name),
+            rotateKey: (name) => directory.rotateKey(name),
+            remove: (name) => directory.remove(name),
+            list: () => directory.list(),
+            hasMembers: () => directory.hasMembers(),
+            forgetScope: () => 0,
+            cannotForget: `Forgetting a scope's memories in the team store (${maskDatabaseUrl(url)}) is not built yet; the member was not removed. Remove them without --forget.`,
+          };
+          await action(admin, ...args);
+        });
+        return;
+      }
+      const opened = openMemory(options.config ? { config: options.config } : {});
+      try {
+        const directory = new MemberDirectory(opened.db);
+        await action(Object.assign(directory, { forgetScope: (scope: string) => opened.memory.forgetScope(scope) }), ...args);
+      } finally {
+        opened.close();
+      }
     } catch (error) {
       if (error instanceof CliExit) throw error;
       throw new CliExit((error as Error).message);
-    } finally {
-      opened.close();
     }
   };
 }
@@ -51,8 +92,8 @@ export function registerTeamCommands(program: Command): void {
   const common = (command: Command) => command.option('-c, --config <path>', 'config file').option('--json', 'machine-readable output');
 
   common(team.command('list').description('the members, with the start of each key')).action(
-    withMembers<[], TeamOptions>((directory, _opened, options) => {
-      const members = directory.list();
+    withMembers<[], TeamOptions>(async (directory, options) => {
+      const members = await directory.list();
       if (options.json) return print(JSON.stringify(members.map(presentMember), null, 2));
       if (members.length === 0) return print('No members: the proxy serves its owner alone (add one with `metaclaw team add-member NAME`).');
       for (const member of members)
@@ -63,21 +104,21 @@ export function registerTeamCommands(program: Command): void {
   );
 
   common(team.command('add-member').description('add a member and print their key once').argument('<name>')).action(
-    withMembers<[string], TeamOptions>((directory, _opened, name, options) => {
+    withMembers<[string], TeamOptions>(async (directory, name, options) => {
       // With members, a request without a key could be anyone: the owner keeps the proxy key
       // (their agents and this CLI already send it).
       if (loadCliConfig(options.config ? { config: options.config } : {}).values['proxy.api_key'] === '')
         throw new CliExit(
           "A team needs the owner's proxy key first: set proxy.api_key (`metaclaw config set proxy.api_key <key>`, or METACLAW_PROXY_API_KEY), then add members.",
         );
-      const first = !directory.hasMembers();
-      printIssued(directory.add(name), options.json, 'Added');
+      const first = !(await directory.hasMembers());
+      printIssued(await directory.add(name), options.json, 'Added');
       if (first && !options.json) print("From now on a request with a member key is served in that member's scope; the owner goes on using proxy.api_key.");
     }),
   );
 
   common(team.command('rotate-key').description('give a member a new key; the old one stops working at once').argument('<name>')).action(
-    withMembers<[string], TeamOptions>((directory, _opened, name, options) => printIssued(directory.rotateKey(name), options.json, 'New key for')),
+    withMembers<[string], TeamOptions>(async (directory, name, options) => printIssued(await directory.rotateKey(name), options.json, 'New key for')),
   );
 
   common(
@@ -87,9 +128,11 @@ export function registerTeamCommands(program: Command): void {
       .argument('<name>')
       .option('--forget', 'also forget every memory in their scope, for good'),
   ).action(
-    withMembers<[string], TeamOptions & { forget?: boolean }>((directory, opened, name, options) => {
-      const member = directory.remove(name);
-      const forgotten = options.forget ? opened.memory.forgetScope(memberScope(member)) : undefined;
+    withMembers<[string], TeamOptions & { forget?: boolean }>(async (directory, name, options) => {
+      // The check that --forget can be done comes first: a member is never half removed.
+      if (options.forget && directory.cannotForget) throw new CliExit(directory.cannotForget);
+      const member = await directory.remove(name);
+      const forgotten = options.forget ? await directory.forgetScope(memberScope(member)) : undefined;
       if (options.json) return print(JSON.stringify({ removed: member.name, scope: memberScope(member), forgotten_memories: forgotten ?? null }, null, 2));
       print(`Removed ${member.name}; their key no longer works.`);
       print(

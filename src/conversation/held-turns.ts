@@ -51,9 +51,13 @@ export class HeldTurns {
     return this.turns[0];
   }
 
-  dropFirst(): void {
-    const turn = this.turns.shift();
-    if (turn) this.bodyChars -= bodyChars(turn);
+  /** The oldest `count` held turns, left in place. */
+  peek(count: number): FinishedTurn[] {
+    return this.turns.slice(0, count);
+  }
+
+  dropFirst(count = 1): void {
+    for (const turn of this.turns.splice(0, count)) this.bodyChars -= bodyChars(turn);
   }
 
   takeAll(): FinishedTurn[] {

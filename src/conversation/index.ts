@@ -23,3 +23,6 @@ export { IdleSessionSweeper } from './sweeper.js';
 export type * from './types.js';
 export { TurnWriter, BATCH_WINDOW_MS, MAX_CHUNK_TURNS } from './turn-writer.js';
 export type { WriterRequest, WriterReply, WriterThreadEvents } from './writer-thread.js';
+export { SpooledRecorder, type SpoolStatus, type SpooledRecorderOptions, type TurnSinkPort } from './spooled-recorder.js';
+export { HeldTurns } from './held-turns.js';
+export { RemoteConversation, type RemoteConversationReads } from './remote-conversation.js';

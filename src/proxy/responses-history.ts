@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import type { ConversationStore, TurnRow } from '../conversation/index.js';
+import type { TurnRow } from '../conversation/index.js';
 import type { ResponsesOutputItem } from '../types/index.js';
+import type { ConversationPort } from './types.js';
 import { assistantToResponsesOutput, responsesInputItems } from '../upstream/index.js';
 
 /** What a response id stands for: the whole conversation up to and including that answer. */
@@ -29,7 +30,7 @@ export class ResponsesHistory {
   private bytes = 0;
 
   constructor(
-    private readonly conversation: ConversationStore,
+    private readonly conversation: Pick<ConversationPort, 'turnOfResponse' | 'getSession' | 'receivedBody'>,
     /** Turn records still being written, by request id. */
     private readonly pending: ReadonlyMap<string, Promise<void>>,
   ) {}
@@ -62,10 +63,10 @@ export class ResponsesHistory {
   private async resolveAny(responseId: string): Promise<RecordedConversation | undefined> {
     const remembered = this.recent.get(responseId);
     if (remembered) return remembered.conversation;
-    let found = this.fromRecords(responseId);
+    let found = await this.fromRecords(responseId);
     if (found === undefined && this.pending.size > 0) {
       await Promise.allSettled([...this.pending.values()]);
-      found = this.fromRecords(responseId);
+      found = await this.fromRecords(responseId);
     }
     if (found) this.remember(responseId, found, JSON.stringify(found.items).length);
     return found;
@@ -73,20 +74,20 @@ export class ResponsesHistory {
 
   /** The turn that gave this response, once its record is written; with `ownScope`, only a turn of that scope. */
   async turnOf(responseId: string, ownScope?: string): Promise<TurnRow | undefined> {
-    let turn = this.conversation.turnOfResponse(responseId);
+    let turn = await this.conversation.turnOfResponse(responseId);
     if (turn === undefined && this.pending.size > 0) {
       await Promise.allSettled([...this.pending.values()]);
-      turn = this.conversation.turnOfResponse(responseId);
+      turn = await this.conversation.turnOfResponse(responseId);
     }
-    return turn && (ownScope === undefined || this.scopeOf(turn) === ownScope) ? turn : undefined;
+    return turn && (ownScope === undefined || (await this.scopeOf(turn)) === ownScope) ? turn : undefined;
   }
 
-  private scopeOf(turn: TurnRow): string | null {
-    return this.conversation.getSession(turn.session_id)?.scope ?? null;
+  private async scopeOf(turn: TurnRow): Promise<string | null> {
+    return (await this.conversation.getSession(turn.session_id))?.scope ?? null;
   }
 
   /** Every turn of the chain must share one scope, or the conversation is not one member's own. */
-  private fromRecords(responseId: string): RecordedConversation | undefined {
+  private async fromRecords(responseId: string): Promise<RecordedConversation | undefined> {
     const segments: Array<readonly unknown[]> = [];
     const seen = new Set<string>();
     let upstreamKeeps: boolean | undefined;
@@ -100,11 +101,11 @@ export class ResponsesHistory {
         upstreamKeeps ??= remembered.upstreamKeeps;
         break;
       }
-      const turn = seen.has(id) ? undefined : this.conversation.turnOfResponse(id);
-      if (turn === undefined || !sameScope(this.scopeOf(turn))) return undefined;
+      const turn = seen.has(id) ? undefined : await this.conversation.turnOfResponse(id);
+      if (turn === undefined || !sameScope(await this.scopeOf(turn))) return undefined;
       seen.add(id);
       upstreamKeeps ??= turn.upstream_format === 'responses';
-      const received = this.conversation.receivedBody(turn.id) as Record<string, unknown> | null;
+      const received = (await this.conversation.receivedBody(turn.id)) as Record<string, unknown> | null;
       // Its body is past store.payload_retention_days: the conversation cannot be rebuilt whole.
       if (received === null) return undefined;
       segments.unshift([...responsesInputItems(received['input']), ...recordedOutput(turn)]);

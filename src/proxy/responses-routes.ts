@@ -14,7 +14,7 @@ export function responsesRoutes(deps: ProxyDeps, app: ProxyApp): void {
     const member = c.get('member');
     const turn = await deps.responses.turnOf(id, member ? memberScope(member) : undefined);
     if (!turn) throw new NotFoundError(`No response with id '${id}' has been recorded by this proxy.`, 'response_not_found');
-    const received = deps.conversation.receivedBody(turn.id);
+    const received = await deps.conversation.receivedBody(turn.id);
     return c.json(recordedResponse(turn, typeof received === 'object' && received !== null ? (received as Record<string, unknown>) : {}));
   };
   app.get('/v1/responses/:id', retrieve);

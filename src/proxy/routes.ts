@@ -65,10 +65,10 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
   app.get('/v1/requests/:id', async (c) => {
     const id = c.req.param('id');
     await deps.pendingRecords.get(id);
-    const turn = deps.conversation.getTurn(id);
+    const turn = await deps.conversation.getTurn(id);
     const missing = () => new NotFoundError(`No recorded request with id ${id}.`, 'request_not_found');
     if (!turn) throw missing();
-    requireOwnScope(c.get('member'), deps.conversation.getSession(turn.session_id)?.scope, missing);
+    requireOwnScope(c.get('member'), (await deps.conversation.getSession(turn.session_id))?.scope, missing);
     return c.json(explainTurn(turn));
   });
 
@@ -81,12 +81,16 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     // A member names their sessions as their agent knows them; they are stored behind the member's name.
     const member = c.get('member');
     const stored = (id: string) => (member ? memberSessionId(member, id) : id);
-    const known = sessionIdCandidates(requested).find((id) => {
-      const session = deps.conversation.getSession(stored(id));
-      return session !== undefined && (member === undefined || session.scope === memberScope(member));
-    });
+    let known: string | undefined;
+    for (const id of sessionIdCandidates(requested)) {
+      const session = await deps.conversation.getSession(stored(id));
+      if (session !== undefined && (member === undefined || session.scope === memberScope(member))) {
+        known = id;
+        break;
+      }
+    }
     if (!known) throw new NotFoundError(`No session ${requested} has been seen by this proxy.`, 'session_not_found');
-    const ended = deps.conversation.endSession(stored(known), 'agent');
+    const ended = await deps.conversation.endSession(stored(known), 'agent');
     return c.json({ session_id: known, ended, already_ended: !ended });
   });
 

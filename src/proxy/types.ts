@@ -1,7 +1,7 @@
 import type { Hono } from 'hono';
 import type { HttpBindings } from '@hono/node-server';
 import type { ContextPlanner } from '../context/index.js';
-import type { ConversationStore } from '../conversation/index.js';
+import type { FingerprintSessions, FinishedTurn, MainTurnActivity, SessionEndReason, SessionRow, TurnDetail, TurnRow } from '../conversation/index.js';
 import type { Logger } from '../logging/index.js';
 import type { PolicyUpstream } from '../rl/policy/index.js';
 import type { StoreHealth } from '../store/index.js';
@@ -22,6 +22,25 @@ export interface ProxyEnv {
 
 export type ProxyApp = Hono<ProxyEnv>;
 
+type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * The conversation record as the HTTP layer uses it: the personal store (ConversationStore, SQLite,
+ * synchronous reads) or the team store's (PostgreSQL, reads that wait for the database). Placement,
+ * activity and the journal are always local and synchronous: they are on the request path.
+ */
+export interface ConversationPort {
+  readonly fingerprints: Pick<FingerprintSessions, 'place'>;
+  readonly activity: Pick<MainTurnActivity, 'begin'>;
+  journalTurn(id: string, header: unknown, request: Buffer, answer: readonly Buffer[]): boolean;
+  recordTurn(turn: FinishedTurn): Promise<void>;
+  getTurn(id: string): MaybePromise<TurnDetail | undefined>;
+  getSession(id: string): MaybePromise<SessionRow | undefined>;
+  endSession(id: string, reason: SessionEndReason): MaybePromise<boolean>;
+  turnOfResponse(responseId: string): MaybePromise<TurnRow | undefined>;
+  receivedBody(turnId: string): MaybePromise<unknown>;
+}
+
 /** Everything the HTTP layer needs, handed in by the runtime; proxy/ knows none of the internals. */
 export interface ProxyDeps {
   auth: ProxyAuth;
@@ -33,7 +52,7 @@ export interface ProxyDeps {
    * Absent (skills_only, or no policy sampler yet): every turn goes to `forwarder`.
    */
   policy?: PolicyUpstream;
-  conversation: ConversationStore;
+  conversation: ConversationPort;
   context: ContextPlanner;
   stats: ProxyStats;
   /** Prometheus metrics (`GET /metrics`). */

@@ -1,2 +1,3 @@
-export { MemberDirectory, memberNameSchema, memberScope, type IssuedKey, type Member } from './members.js';
+export { MemberDirectory, memberNameSchema, memberScope, type IssuedKey, type Member, type MemberRow } from './members.js';
 export { hashMemberKey, isMemberKeyShaped, newMemberKey } from './member-keys.js';
+export { MemberCache, type KeyedMemberRow } from './member-cache.js';

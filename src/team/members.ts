@@ -18,7 +18,8 @@ export interface IssuedKey {
   readonly key: string;
 }
 
-interface MemberRow {
+/** A member as stored (both engines): the key only as its hash. */
+export interface MemberRow {
   id: string;
   name: string;
   key_hint: string;
@@ -61,21 +62,19 @@ export class MemberDirectory {
   /** Adds a member with a new key. Refuses a name already taken. */
   add(name: string): IssuedKey {
     const parsed = parseName(name);
-    if (this.statements.byName.get(parsed))
-      throw new TeamError(`A member named ${parsed} already exists; use \`metaclaw team rotate-key ${parsed}\` for a new key.`);
-    const key = newMemberKey();
-    const id = `mbr_${randomBytes(8).toString('hex')}`;
-    this.statements.insert.run(id, parsed, hashMemberKey(key), memberKeyHint(key), Date.now());
-    return { member: this.require(parsed), key };
+    if (this.statements.byName.get(parsed)) throw duplicateMember(parsed);
+    const issued = issueMemberKey();
+    this.statements.insert.run(issued.id, parsed, issued.keyHash, issued.keyHint, Date.now());
+    return { member: this.require(parsed), key: issued.key };
   }
 
   /** Gives a member a new key; the old one stops working at once. */
   rotateKey(name: string): IssuedKey {
     const parsed = parseName(name);
     this.require(parsed);
-    const key = newMemberKey();
-    this.statements.rotate.run(hashMemberKey(key), memberKeyHint(key), Date.now(), parsed);
-    return { member: this.require(parsed), key };
+    const issued = issueMemberKey();
+    this.statements.rotate.run(issued.keyHash, issued.keyHint, Date.now(), parsed);
+    return { member: this.require(parsed), key: issued.key };
   }
 
   /** Removes a member; their key stops working at once. Returns the member that was removed. */
@@ -108,17 +107,31 @@ export class MemberDirectory {
 
   private require(name: string): Member {
     const row = this.statements.byName.get(name);
-    if (!row) throw new TeamError(`No member named ${name}; \`metaclaw team list\` shows the members.`);
+    if (!row) throw unknownMember(name);
     return toMember(row);
   }
 }
 
-function parseName(name: string): string {
+/** A new member's id and key, and what the store keeps of the key. */
+export function issueMemberKey(): { id: string; key: string; keyHash: string; keyHint: string } {
+  const key = newMemberKey();
+  return { id: `mbr_${randomBytes(8).toString('hex')}`, key, keyHash: hashMemberKey(key), keyHint: memberKeyHint(key) };
+}
+
+export function duplicateMember(name: string): TeamError {
+  return new TeamError(`A member named ${name} already exists; use \`metaclaw team rotate-key ${name}\` for a new key.`);
+}
+
+export function unknownMember(name: string): TeamError {
+  return new TeamError(`No member named ${name}; \`metaclaw team list\` shows the members.`);
+}
+
+export function parseName(name: string): string {
   const parsed = memberNameSchema.safeParse(name);
   if (!parsed.success) throw new TeamError(`Invalid member name ${JSON.stringify(name)}: ${parsed.error.issues[0]?.message ?? 'invalid'}.`);
   return parsed.data;
 }
 
-function toMember(row: MemberRow): Member {
+export function toMember(row: MemberRow): Member {
   return { id: row.id, name: row.name, keyHint: row.key_hint, createdAt: row.created_at, keyRotatedAt: row.key_rotated_at };
 }

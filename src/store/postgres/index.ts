@@ -24,3 +24,4 @@ export {
 } from './skill-store.js';
 export { PgSkillProposals } from './skill-proposals.js';
 export { SkillSubscription, type SubscriptionOptions } from './skill-subscription.js';
+export { PgMemberDirectory } from './members.js';
