@@ -1,7 +1,7 @@
 import { hash as digest } from 'node:crypto';
 import { listItems, storeList, type ChainEnd } from './list-chains.js';
 import type { PartReferences, SegmentSink, SegmentSource } from './segment-table.js';
-import type { JsonBody } from './types.js';
+import type { JsonBody, TurnPayload } from './types.js';
 
 /**
  * How request bodies are stored. An agent resends its whole conversation every turn (an OpenClaw
@@ -88,6 +88,20 @@ export function bodyValue(body: JsonBody): { text: string; value: unknown } {
   } catch {
     return { text: JSON.stringify(body.text), value: body.text };
   }
+}
+
+/**
+ * The stored documents of a turn's bodies: the forwarded one as its differences from the received
+ * one. Every engine that records turns encodes through here, so their stored bodies are the same.
+ */
+export function encodeTurnBodies(payload: TurnPayload, sink: SegmentSink, chains: ChainEnd[][]): { received: string; forwarded: string | null } {
+  const options = { sink, chains, json: new JsonTexts() };
+  const received = bodyValue(payload.received);
+  const forwarded = payload.forwarded;
+  return {
+    received: encodeDocument(received, options),
+    forwarded: forwarded === null ? null : encodeDocument(bodyValue(forwarded), { ...options, base: received.value }),
+  };
 }
 
 /** Encodes a body for storage, counting one use of every part it refers to. */

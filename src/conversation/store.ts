@@ -7,6 +7,7 @@ import { decodeDocument, documentReferences } from './payload-codec.js';
 import { PayloadScrubber } from './payload-scrub.js';
 import { SegmentTable } from './segment-table.js';
 import type { RecoveredJournal, TurnJournal } from './turn-journal.js';
+import { turnDetail } from './turn-rows.js';
 import { BATCH_WINDOW_MS, MAX_CHUNK_TURNS, TurnWriter } from './turn-writer.js';
 import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow, TurnDetail, TurnRow } from './types.js';
 import { TurnWriterThread, type WriterThreadEvents } from './writer-thread.js';
@@ -340,14 +341,8 @@ export class ConversationStore {
     if (!row) return undefined;
     const payload = this.statements.payload.get(id);
     const received = payload?.received ? decodeDocument(payload.received, this.segments) : null;
-    return {
-      ...row,
-      received,
-      injected: payload?.injected ? parseJsonText(payload.injected) : null,
-      forwarded: payload?.forwarded ? decodeDocument(payload.forwarded, this.segments, received) : null,
-      received_headers: payload?.received_headers ? (parseJsonText(payload.received_headers) as Record<string, string>) : {},
-      stripped_keys: payload?.stripped_keys ? (parseJsonText(payload.stripped_keys) as string[]) : [],
-    };
+    const forwarded = payload?.forwarded ? decodeDocument(payload.forwarded, this.segments, received) : null;
+    return turnDetail(row, payload, { received, forwarded });
   }
 
   /** The request body a turn was received with, parsed (learning workers read conversations from it). */
@@ -433,13 +428,5 @@ export class ConversationStore {
       await new Promise((resolve) => setImmediate(resolve));
     }
     return removed;
-  }
-}
-
-function parseJsonText(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
   }
 }

@@ -1,8 +1,9 @@
 import type { Db } from '../store/index.js';
 import { ListChains } from './list-chains.js';
-import { bodyValue, encodeDocument, JsonTexts } from './payload-codec.js';
+import { encodeTurnBodies } from './payload-codec.js';
 import { loadRedactionRules, redactTurnForStorage } from './redact-turn.js';
 import { SegmentTable } from './segment-table.js';
+import { learnsFrom, mainTurnIncrement, payloadSideColumns, sessionEndedEvent, turnRecordedEvent, turnRowValues } from './turn-rows.js';
 import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow } from './types.js';
 
 /** Turns are written in batches: one commit for the turns of BATCH_WINDOW_MS, not one per request. */
@@ -105,9 +106,8 @@ export class TurnWriter {
       .transaction(() => {
         const row = this.statements.endSession.get(now, reason, sessionId);
         if (!row) return false;
-        for (const listener of row.learning === 1 ? this.listeners : []) {
-          listener.sessionEnded?.({ sessionId, scope: row.scope, reason, turnCount: row.turn_count, mainTurnCount: row.main_turn_count });
-        }
+        const event = sessionEndedEvent(row, reason);
+        if (event) for (const listener of this.listeners) listener.sessionEnded?.(event);
         return true;
       })
       .immediate();
@@ -141,7 +141,7 @@ export class TurnWriter {
 
   private writeTurn(turn: FinishedTurn): void {
     if (turn.startsNewConversation) this.endOtherSessionsInLineage(turn.lineage, turn.sessionId);
-    const isMain = turn.turnType === 'main' ? 1 : 0;
+    const isMain = mainTurnIncrement(turn);
     const counts = this.statements.upsertSession.get(
       turn.sessionId,
       turn.identitySource,
@@ -154,71 +154,14 @@ export class TurnWriter {
       turn.learning ? 1 : 0,
       isMain,
     )!;
-    const response = turn.response;
-    this.statements.insertTurn.run({
-      id: turn.id,
-      session_id: turn.sessionId,
-      seq: counts.turn_count,
-      turn_type: turn.turnType,
-      client_profile: turn.clientProfile,
-      side_request: turn.sideRequest,
-      client_format: turn.clientFormat,
-      upstream_name: turn.upstreamName,
-      upstream_format: turn.upstreamFormat,
-      model: turn.model,
-      stream: turn.stream ? 1 : 0,
-      query: turn.query,
-      response_text: response?.text ?? null,
-      tool_calls: response && response.toolCalls.length > 0 ? JSON.stringify(response.toolCalls) : null,
-      finish_reason: response?.finishReason ?? null,
-      input_tokens: response?.usage?.inputTokens ?? null,
-      output_tokens: response?.usage?.outputTokens ?? null,
-      status: turn.status,
-      outcome: turn.outcome,
-      error: turn.error,
-      attempts: turn.attempts,
-      started_at: turn.startedAt,
-      first_byte_ms: turn.firstByteMs,
-      duration_ms: turn.durationMs,
-      response_id: response?.id ?? null,
-    });
-    const { received, forwarded } = this.encodeBodies(turn);
-    this.statements.insertPayload.run(
-      turn.id,
-      received,
-      turn.payload.injected === null ? null : JSON.stringify(turn.payload.injected),
-      forwarded,
-      JSON.stringify(turn.payload.receivedHeaders),
-      JSON.stringify(turn.payload.strippedKeys),
-    );
-    const learns = turn.learning && counts.learning === 1;
-    for (const listener of learns ? this.listeners : []) {
-      listener.turnRecorded?.({
-        turnId: turn.id,
-        sessionId: turn.sessionId,
-        scope: turn.scope,
-        query: turn.query,
-        injected: turn.payload.injected,
-        model: turn.model,
-        seq: counts.turn_count,
-        turnType: turn.turnType,
-        outcome: turn.outcome,
-        mainTurnCount: counts.main_turn_count,
-        turnCount: counts.turn_count,
-        ...(turn.policy ? { policy: turn.policy } : {}),
-      });
+    this.statements.insertTurn.run(turnRowValues(turn, counts.turn_count));
+    const { received, forwarded } = encodeTurnBodies(turn.payload, this.segments, this.chains.of(turn.sessionId));
+    const side = payloadSideColumns(turn);
+    this.statements.insertPayload.run(turn.id, received, side.injected, forwarded, side.received_headers, side.stripped_keys);
+    if (learnsFrom(turn, counts)) {
+      const event = turnRecordedEvent(turn, counts);
+      for (const listener of this.listeners) listener.turnRecorded?.(event);
     }
     if (turn.endsSession) this.endSession(turn.sessionId, 'done_header');
-  }
-
-  /** The stored documents of a turn's bodies (payload-codec.ts): the forwarded one as its differences from the received one. */
-  private encodeBodies(turn: FinishedTurn): { received: string; forwarded: string | null } {
-    const options = { sink: this.segments, chains: this.chains.of(turn.sessionId), json: new JsonTexts() };
-    const received = bodyValue(turn.payload.received);
-    const forwarded = turn.payload.forwarded;
-    return {
-      received: encodeDocument(received, options),
-      forwarded: forwarded === null ? null : encodeDocument(bodyValue(forwarded), { ...options, base: received.value }),
-    };
   }
 }
