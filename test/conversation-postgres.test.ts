@@ -29,7 +29,9 @@ const SETTINGS: RecordingSettings = {
 
 /** An agent's system prompt, long enough to be stored as a shared part. */
 const SYSTEM = 'You are a careful coding agent. Read the workspace before changing it and keep commits small. '.repeat(12);
-const TOOLS = [{ type: 'function', function: { name: 'exec', description: 'Runs a shell command in the workspace. '.repeat(20), parameters: { type: 'object' } } }];
+const TOOLS = [
+  { type: 'function', function: { name: 'exec', description: 'Runs a shell command in the workspace. '.repeat(20), parameters: { type: 'object' } } },
+];
 const QUERIES = [
   'Rename the helper in src/utils.ts to formatDate',
   'No, that is wrong: keep the old name as an alias',
@@ -51,7 +53,11 @@ function agentTurn(sessionId: string, index: number, options: { id?: string; que
   const query = options.query ?? `${QUERIES[index % QUERIES.length]} (turn ${index})`;
   const messages = [{ role: 'system', content: SYSTEM }, ...history, { role: 'user', content: query }];
   const received = { model: 'qwen3', tools: TOOLS, messages };
-  const forwarded = { model: 'qwen3', tools: TOOLS, messages: [{ role: 'system', content: `${SYSTEM}\n\n<skills>${'Use git mv. '.repeat(50)}</skills>` }, ...messages.slice(1)] };
+  const forwarded = {
+    model: 'qwen3',
+    tools: TOOLS,
+    messages: [{ role: 'system', content: `${SYSTEM}\n\n<skills>${'Use git mv. '.repeat(50)}</skills>` }, ...messages.slice(1)],
+  };
   const base = finishedTurn(options.id ?? `${sessionId}-t${index}`, sessionId, query);
   return {
     ...base,
@@ -154,8 +160,14 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
     const third = { ...agentTurn('s3', 0), startsNewConversation: true, lineage: 'test' };
     const batches = [first.slice(0, 2), first.slice(2), second, [third]];
     for (const batch of batches) {
-      assert.deepEqual(writer.write(batch), batch.map(() => undefined));
-      assert.deepEqual(await sink.write(batch), batch.map(() => undefined));
+      assert.deepEqual(
+        writer.write(batch),
+        batch.map(() => undefined),
+      );
+      assert.deepEqual(
+        await sink.write(batch),
+        batch.map(() => undefined),
+      );
     }
     const now = 1_800_000_000_000;
     assert.equal(writer.endSession('s3', 'manual', now), true);
@@ -182,8 +194,24 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
     // The stored documents and parts themselves, byte for byte, with the same use counts.
     const payloadSql = 'SELECT turn_id, received, injected, forwarded, received_headers, stripped_keys FROM turn_payloads ORDER BY turn_id';
     assert.deepEqual(await rows(pool!, payloadSql), db.prepare(payloadSql).all());
-    assert.deepEqual(await storedParts(pool!), new Map(db.prepare<[], { hash: string; json: string }>('SELECT hash, json FROM payload_segments').all().map((row) => [row.hash, row.json])));
-    assert.deepEqual(await storedRefs(pool!), new Map(db.prepare<[], { hash: string; refs: number }>('SELECT hash, refs FROM payload_segment_refs').all().map((row) => [row.hash, row.refs])));
+    assert.deepEqual(
+      await storedParts(pool!),
+      new Map(
+        db
+          .prepare<[], { hash: string; json: string }>('SELECT hash, json FROM payload_segments')
+          .all()
+          .map((row) => [row.hash, row.json]),
+      ),
+    );
+    assert.deepEqual(
+      await storedRefs(pool!),
+      new Map(
+        db
+          .prepare<[], { hash: string; refs: number }>('SELECT hash, refs FROM payload_segment_refs')
+          .all()
+          .map((row) => [row.hash, row.refs]),
+      ),
+    );
 
     const jobSql = 'SELECT kind, payload, dedupe_key, status, max_attempts FROM jobs ORDER BY id';
     const teamJobs = await rows(pool!, jobSql);
@@ -198,7 +226,10 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
     const outcomeSql = 'SELECT turn_id, session_id, outcome, judge_score, evidence FROM turn_outcomes ORDER BY turn_id';
     const outcomes = await rows(pool!, outcomeSql);
     assert.deepEqual(outcomes, db.prepare(outcomeSql).all());
-    assert.ok(outcomes.some((row) => row.outcome === 'corrected'), 'a correction is credited to the turn before');
+    assert.ok(
+      outcomes.some((row) => row.outcome === 'corrected'),
+      'a correction is credited to the turn before',
+    );
     db.close();
   });
 
@@ -261,7 +292,10 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
       return errors;
     };
     const errors = (await Promise.all(nodes.map((sink, node) => write(sink, node)))).flat();
-    assert.deepEqual(errors, Array.from({ length: 100 }, () => undefined));
+    assert.deepEqual(
+      errors,
+      Array.from({ length: 100 }, () => undefined),
+    );
     const seqs = (await rows(one!, "SELECT seq FROM turns WHERE session_id = 'shared' ORDER BY seq")).map((row) => row.seq);
     assert.deepEqual(
       seqs,

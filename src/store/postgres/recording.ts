@@ -110,14 +110,21 @@ const skillCredit: PgConversationListener = {
         `INSERT INTO skill_usage (turn_id, session_id, skill, rank, relevance, full_body, created_at)
          SELECT $1, $2, skill, rank - 1, relevance, full_body, $6 FROM unnest($3::text[], $4::float8[], $5::int[]) WITH ORDINALITY AS shown(skill, relevance, full_body, rank)
          ON CONFLICT DO NOTHING`,
-        [event.turnId, event.sessionId, shown.map((skill) => skill.name), shown.map((skill) => skill.relevance), shown.map((skill) => (skill.full ? 1 : 0)), now],
+        [
+          event.turnId,
+          event.sessionId,
+          shown.map((skill) => skill.name),
+          shown.map((skill) => skill.relevance),
+          shown.map((skill) => (skill.full ? 1 : 0)),
+          now,
+        ],
       );
     }
     if (!judgesPreviousTurn(event)) return;
-    const previous = await client.query(
-      "SELECT id FROM turns WHERE session_id = $1 AND turn_type = 'main' AND seq < $2 ORDER BY seq DESC LIMIT 1",
-      [event.sessionId, event.seq],
-    );
+    const previous = await client.query("SELECT id FROM turns WHERE session_id = $1 AND turn_type = 'main' AND seq < $2 ORDER BY seq DESC LIMIT 1", [
+      event.sessionId,
+      event.seq,
+    ]);
     const previousId = z.array(z.object({ id: z.string() })).parse(previous.rows)[0]?.id;
     if (previousId === undefined) return;
     const corrected = isCorrection(event.query);

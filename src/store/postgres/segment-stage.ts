@@ -54,7 +54,12 @@ export class StagedSegments {
        ON CONFLICT (hash) DO UPDATE SET refs = payload_segment_refs.refs + excluded.refs RETURNING hash, refs`,
       [uses.map(([hash]) => hash), uses.map(([, added]) => added)],
     );
-    const after = new Map(z.array(refsRow).parse(result.rows).map((row) => [row.hash, row.refs]));
+    const after = new Map(
+      z
+        .array(refsRow)
+        .parse(result.rows)
+        .map((row) => [row.hash, row.refs]),
+    );
     const created: Array<[string, string]> = [];
     for (const [hash, added] of uses) {
       const wasStored = this.known.get(hash)! > 0;
@@ -65,10 +70,10 @@ export class StagedSegments {
       if (!wasStored) created.push([hash, sink.json.get(hash)!]);
     }
     if (created.length > 0) {
-      await this.client.query(
-        'INSERT INTO payload_segments (hash, json) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (hash) DO NOTHING',
-        [created.map(([hash]) => hash), created.map(([, json]) => json)],
-      );
+      await this.client.query('INSERT INTO payload_segments (hash, json) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (hash) DO NOTHING', [
+        created.map(([hash]) => hash),
+        created.map(([, json]) => json),
+      ]);
     }
   }
 }

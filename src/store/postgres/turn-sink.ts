@@ -181,10 +181,7 @@ const countsRow = z.object({ turn_count: z.coerce.number(), main_turn_count: z.c
 
 async function insertTurn(client: pg.PoolClient, row: TurnColumns): Promise<void> {
   const columns = Object.keys(row);
-  await client.query(
-    `INSERT INTO turns (${columns.join(', ')}) VALUES (${columns.map((_, index) => `$${index + 1}`).join(', ')})`,
-    texts(Object.values(row)),
-  );
+  await client.query(`INSERT INTO turns (${columns.join(', ')}) VALUES (${columns.map((_, index) => `$${index + 1}`).join(', ')})`, texts(Object.values(row)));
 }
 
 /** Parameters with U+0000 held as the team store holds it (text.ts). */
