@@ -64,7 +64,12 @@ function agentTurn(sessionId: string, index: number, options: { id?: string; que
     startedAt: options.startedAt ?? 1_700_000_000_000 + index * 1000,
     turnType: index === 3 ? 'side' : 'main',
     endsSession: false,
-    response: { ...base.response!, toolCalls: index === 1 ? [{ id: 'c1', name: 'exec', arguments: '{"cmd":"ls"}' }] : [] },
+    response: {
+      ...base.response!,
+      toolCalls: index === 1 ? [{ id: 'c1', name: 'exec', arguments: '{"cmd":"ls"}' }] : [],
+      usage: { inputTokens: 1200 + index, outputTokens: 40 },
+      ...(index === 2 ? { id: `resp_${sessionId}` } : {}),
+    },
     payload: {
       received: { object: received },
       injected: {
@@ -156,7 +161,8 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
     // Two sessions; the first ends by its header, a new conversation in the lineage ends the second.
     const first = [0, 1, 2, 3, 4].map((index) => agentTurn('s1', index));
     first[4] = { ...first[4]!, endsSession: true };
-    const second = [0, 1].map((index) => agentTurn('s2', index));
+    // A request with U+0000 in it (PostgreSQL text cannot hold one): the same text is read back.
+    const second = [agentTurn('s2', 0, { query: 'split on \u0000 bytes' }), agentTurn('s2', 1)];
     const third = { ...agentTurn('s3', 0), startsNewConversation: true, lineage: 'test' };
     const batches = [first.slice(0, 2), first.slice(2), second, [third]];
     for (const batch of batches) {
@@ -189,6 +195,9 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
     }
     assert.match(JSON.stringify(await reads.getTurn(first[3]!.id)), /\[redacted github-token\]/, 'secrets are redacted before they are stored');
     assert.deepEqual(await reads.counts(), sqlite.counts());
+    assert.equal((await reads.turnOfResponse('resp_s1'))?.id, first[2]!.id);
+    assert.deepEqual(await reads.turnOfResponse('resp_s1'), sqlite.turnOfResponse('resp_s1'));
+    assert.equal((await reads.getTurnSummary(second[0]!.id))!.query, 'split on \u0000 bytes');
     assert.equal(await reads.getTurn('no-such-turn'), undefined);
 
     // The stored documents and parts themselves, byte for byte, with the same use counts.
