@@ -165,6 +165,11 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
     const second = [agentTurn('s2', 0, { query: 'split on \u0000 bytes' }), agentTurn('s2', 1)];
     const third = { ...agentTurn('s3', 0), startsNewConversation: true, lineage: 'test' };
     const batches = [first.slice(0, 2), first.slice(2), second, [third]];
+    // The memory every turn's injection record says it recalled: its use is counted in both stores.
+    const unitSql = `INSERT INTO memory_units (id, scope, type, content, terms, importance, confidence, origin, observed_at, valid_from, created_at, updated_at)
+      VALUES ('unit-1', 'default', 'preference', 'likes tea', 'likes tea', 0.5, 0.5, 'extracted', 1, 1, 1, 1)`;
+    db.exec(unitSql);
+    await pool!.query(unitSql);
     for (const batch of batches) {
       assert.deepEqual(
         writer.write(batch),
@@ -199,6 +204,10 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
     assert.deepEqual(await reads.turnOfResponse('resp_s1'), sqlite.turnOfResponse('resp_s1'));
     assert.equal((await reads.getTurnSummary(second[0]!.id))!.query, 'split on \u0000 bytes');
     assert.equal(await reads.getTurn('no-such-turn'), undefined);
+    const accessSql = "SELECT access_count FROM memory_units WHERE id = 'unit-1'";
+    const uses = Number((await rows(pool!, accessSql))[0]!.access_count);
+    assert.equal(uses, db.prepare<[], { access_count: number }>(accessSql).get()!.access_count);
+    assert.equal(uses, 8, 'a recalled memory is counted used once per recorded turn');
 
     // The stored documents and parts themselves, byte for byte, with the same use counts.
     const payloadSql = 'SELECT turn_id, received, injected, forwarded, received_headers, stripped_keys FROM turn_payloads ORDER BY turn_id';
