@@ -17,6 +17,7 @@ import {
   type PgConversationListener,
 } from '../src/store/postgres/index.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
+import { freePort } from './support/proxy.js';
 import { finishedTurn } from './support/turns.js';
 
 /** Learning on, evolving every 2 main turns: most turns of a short session cause a job. */
@@ -344,6 +345,20 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
     const reads = new PgConversationReads(pools4[0]!);
     const turn = (await reads.getTurn('node2-s1-t2'))!;
     assert.deepEqual(turn.received, agentTurn('node2-s1', 2).payload.received.object);
+  });
+
+  test('while the store cannot be reached, a batch fails at once with the same error for every turn (no connect timeout per turn)', async () => {
+    const url = server.createDatabase(`conversation_test_${++counter}`);
+    const pool = openPool(url.replace(`:${server.port}/`, `:${await freePort()}/`), { max: 2 });
+    pools.push(pool);
+    let connects = 0;
+    const connect = pool.connect.bind(pool);
+    pool.connect = (() => (connects++, connect())) as typeof pool.connect;
+    const { sink } = teamSink(pool);
+    const errors = await sink.write([0, 1, 2].map((index) => agentTurn('down', index)));
+    assert.equal(errors.length, 3);
+    assert.ok(errors[0] instanceof Error && errors.every((error) => error === errors[0]), String(errors[0]));
+    assert.equal(connects, 1, 'one try for the batch');
   });
 
   test('idle sessions end once, whichever node ends them, and learning hears of each once', async () => {

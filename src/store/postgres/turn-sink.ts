@@ -5,6 +5,7 @@ import { encodeTurnBodies } from '../../conversation/payload-codec.js';
 import { loadRedactionRules, redactTurnForStorage } from '../../conversation/redact-turn.js';
 import { learnsFrom, mainTurnIncrement, payloadSideColumns, sessionEndedEvent, turnRecordedEvent, turnRowValues } from '../../conversation/turn-rows.js';
 import type { FinishedTurn, SessionEndReason } from '../../conversation/types.js';
+import { isUnreachable } from './connect.js';
 import { parseSessionRow } from './conversation-rows.js';
 import type { PgConversationListener } from './recording.js';
 import { SegmentRaceError, StagedSegments } from './segment-stage.js';
@@ -52,8 +53,8 @@ export class PgTurnSink {
 
   /**
    * Writes turns in one transaction. One bad turn must not take the others with it: on failure
-   * they are written one by one. Resolves with each turn's error (undefined when written or
-   * stored already).
+   * they are written one by one (unless the store cannot be reached at all). Resolves with each
+   * turn's error (undefined when written or stored already).
    */
   async write(turns: readonly FinishedTurn[]): Promise<unknown[]> {
     if (turns.length === 0) return [];
@@ -64,7 +65,8 @@ export class PgTurnSink {
       });
       return turns.map(() => undefined);
     } catch (error) {
-      if (turns.length === 1) return [error];
+      // Unreachable, the store fails every turn alike: trying them one by one would only wait out a connect timeout per turn.
+      if (turns.length === 1 || isUnreachable(error)) return turns.map(() => error);
       const errors: unknown[] = [];
       for (const turn of turns) {
         errors.push(
