@@ -135,7 +135,7 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
   const teamSink = (pool: pg.Pool, extra: PgConversationListener[] = []): { sink: PgTurnSink; queue: PgJobQueue } => {
     const queue = new PgJobQueue(pool, 'node-a', 3);
     const failed = (trigger: string, error: unknown) => assert.fail(`${trigger}: ${String(error)}`);
-    return { sink: new PgTurnSink(pool, [...pgRecordingListeners(queue, SETTINGS, { enqueued: () => undefined, failed }), ...extra]), queue };
+    return { sink: new PgTurnSink(pool, { listeners: [...pgRecordingListeners(queue, SETTINGS, { enqueued: () => undefined, failed }), ...extra] }), queue };
   };
   const personalWriter = (db: Db): TurnWriter => {
     const failed = (trigger: string, error: unknown) => assert.fail(`${trigger}: ${String(error)}`);
@@ -158,7 +158,7 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
     const { sink } = teamSink(pool!);
     const writer = personalWriter(db);
     const sqlite = new ConversationStore(db);
-    const reads = new PgConversationReads(pool!);
+    const reads = new PgConversationReads(pool!, sink);
     // Two sessions; the first ends by its header, a new conversation in the lineage ends the second.
     const first = [0, 1, 2, 3, 4].map((index) => agentTurn('s1', index));
     first[4] = { ...first[4]!, endsSession: true };
@@ -183,7 +183,8 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
     }
     const now = 1_800_000_000_000;
     assert.equal(writer.endSession('s3', 'manual', now), true);
-    assert.equal(await sink.endSession('s3', 'manual', now), true);
+    assert.equal(await reads.endSession('s3', 'manual', now), true, 'the reads end a session through the sink, whose listeners queue its jobs');
+    await assert.rejects(new PgConversationReads(pool!).endSession('s1', 'manual'), /without a turn sink/);
     assert.equal(await sink.endSession('s3', 'manual', now), false, 'a session ends once');
 
     // Times of the writer's own clock (last turn, end) differ between the two runs; everything else is the same.

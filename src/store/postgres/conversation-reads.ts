@@ -4,9 +4,14 @@ import { nodeChildren } from '../../conversation/list-chains.js';
 import { decodeDocument, documentReferences } from '../../conversation/payload-codec.js';
 import type { SegmentSource } from '../../conversation/segment-table.js';
 import { turnDetail } from '../../conversation/turn-rows.js';
-import type { SessionRow, TurnDetail, TurnRow } from '../../conversation/types.js';
+import type { SessionEndReason, SessionRow, TurnDetail, TurnRow } from '../../conversation/types.js';
 import { parseSessionRow, parseTurnRow, payloadRowSchema, type PayloadRow } from './conversation-rows.js';
 import { toPostgresText } from './text.js';
+
+/** What ends a session and tells learning (PgTurnSink). */
+export interface SessionEnder {
+  endSession(id: string, reason: SessionEndReason, now?: number): Promise<boolean>;
+}
 
 /** A body whose parts were not all loaded after this many reads is decoded with what is missing marked (it never should be). */
 const MAX_PART_READS = 16;
@@ -17,7 +22,22 @@ const MAX_PART_READS = 16;
  * documents and parts (payload-codec.ts).
  */
 export class PgConversationReads {
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    /** Ends sessions for endSession: the node's PgTurnSink, whose listeners tell learning. */
+    private readonly sessions?: SessionEnder,
+  ) {}
+
+  /**
+   * Ends a session once (later calls, from any node, do nothing) and tells learning, through the
+   * turn sink given at construction. Without one it refuses rather than end the session unheard:
+   * the session's learning jobs (evolve, extract) would never be queued.
+   */
+  endSession(id: string, reason: SessionEndReason, now = Date.now()): Promise<boolean> {
+    if (!this.sessions)
+      return Promise.reject(new Error('PgConversationReads was built without a turn sink: pass the PgTurnSink so that ending a session tells learning'));
+    return this.sessions.endSession(id, reason, now);
+  }
 
   async getSession(id: string): Promise<SessionRow | undefined> {
     const result = await this.pool.query('SELECT * FROM sessions WHERE id = $1', [toPostgresText(id)]);

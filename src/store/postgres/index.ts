@@ -26,6 +26,6 @@ export { PgSkillProposals } from './skill-proposals.js';
 export { SkillSubscription, type SubscriptionOptions } from './skill-subscription.js';
 export { PgMemberDirectory } from './members.js';
 export { PgTurnSink, type PgTurnSinkOptions } from './turn-sink.js';
-export { PgConversationReads } from './conversation-reads.js';
+export { PgConversationReads, type SessionEnder } from './conversation-reads.js';
 export { pgRecordingListeners, type PgConversationListener, type PgDispatchHooks } from './recording.js';
 export { SegmentRaceError } from './segment-stage.js';

@@ -13,6 +13,8 @@ import { fromPostgresText, toPostgresText } from './text.js';
 import { inTransaction } from './transaction.js';
 
 export interface PgTurnSinkOptions {
+  /** Run in every recording transaction, in order (pgRecordingListeners); none: turns are recorded and nothing learns. */
+  listeners?: readonly PgConversationListener[];
   /** store.redact_turns: secrets in a turn are redacted before it is stored (default true). */
   redactTurns?: boolean;
   /** Tries per transaction when it lost a race with another node (deadlock, a part changed, the same turn stored at once); default 5. */
@@ -38,14 +40,15 @@ type TurnColumns = ReturnType<typeof turnRowValues>;
 export class PgTurnSink {
   /** The message lists each session stored last from this node, so a turn stores only its new messages. */
   private readonly chains = new ListChains();
+  private readonly listeners: readonly PgConversationListener[];
   private readonly redactTurns: boolean;
   private readonly attempts: number;
 
   constructor(
     private readonly pool: pg.Pool,
-    private readonly listeners: readonly PgConversationListener[],
     options: PgTurnSinkOptions = {},
   ) {
+    this.listeners = options.listeners ?? [];
     this.redactTurns = options.redactTurns ?? true;
     this.attempts = options.attempts ?? 5;
     if (this.redactTurns) loadRedactionRules();
