@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
-import { ConversationStore, TurnWriter, type FinishedTurn } from '../src/conversation/index.js';
+import { ConversationStore, TurnWriter, type FinishedTurn, type RemoteConversationReads, type TurnSinkPort } from '../src/conversation/index.js';
 import { nodeChildren } from '../src/conversation/list-chains.js';
 import { documentReferences } from '../src/conversation/payload-codec.js';
 import { JobQueue } from '../src/learning/queue.js';
@@ -251,6 +251,15 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
       'a correction is credited to the turn before',
     );
     db.close();
+  });
+
+  test('the sink and the reads are what the team runtime plugs in (the spooled recorder and the remote conversation)', async () => {
+    const [pool] = await freshStore();
+    const sink: TurnSinkPort = teamSink(pool!).sink;
+    const reads: RemoteConversationReads = new PgConversationReads(pool!, teamSink(pool!).sink);
+    assert.deepEqual(await sink.write([agentTurn('port', 0)]), [undefined]);
+    assert.equal((await reads.getSession('port'))?.turn_count, 1);
+    assert.equal(await reads.endSession('port', 'manual'), true);
   });
 
   test('a turn and the jobs it causes commit together: a turn that fails leaves no job, its batch-mates are written', async () => {
