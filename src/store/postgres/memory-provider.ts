@@ -150,10 +150,12 @@ export class PgMemoryContextProvider implements ContextProvider {
       return this.heldRules(request);
     }
     this.counts.requests++;
+    let waiting = true;
     const made = this.make(request).then(
       (section) => cached.remember(section),
       (error: unknown) => {
-        this.failed(error);
+        // A read failing after the request stopped waiting (its statement timed out too) still backs off, counted once as a timeout.
+        this.failed(error, waiting);
         return FAILED;
       },
     );
@@ -163,6 +165,7 @@ export class PgMemoryContextProvider implements ContextProvider {
     });
     return Promise.race([made, deadline]).then((outcome) => {
       clearTimeout(timer);
+      waiting = false;
       if (typeof outcome !== 'symbol') return outcome;
       // Past the wait, the reads go on: rules read late are held for the next request.
       if (outcome === TIMED_OUT) this.counts.timeouts++;
@@ -265,11 +268,11 @@ export class PgMemoryContextProvider implements ContextProvider {
 
   private refresh(scope: string): void {
     if (Date.now() < this.backoffUntil) return;
-    this.rules(scope).catch((error: unknown) => this.failed(error));
+    this.rules(scope).catch((error: unknown) => this.failed(error, false));
   }
 
-  private failed(error: unknown): void {
-    this.counts.failures++;
+  private failed(error: unknown, counted = true): void {
+    if (counted) this.counts.failures++;
     this.lastError = errorMessage(error);
     this.backoffUntil = Date.now() + this.backoffMs;
     this.options.logger?.warn({ err: this.lastError }, 'team memory unavailable; requests go on with the rules held');
