@@ -218,6 +218,28 @@ describe('the memory section from PostgreSQL (team mode)', { skip: postgresSkip(
     }
   });
 
+  test('changes made while the listening connection was down show once it is back (every cache dropped on reconnect)', async () => {
+    const provider = new PgMemoryContextProvider({ url, settings: SETTINGS, timeoutMs: 2_000, listener: { reconnectDelayMs: 300, maxReconnectDelayMs: 300 } });
+    providers.push(provider);
+    await provider.start();
+    const question = request(ALICE, 'what colour is the canoe paddle');
+    assert.deepEqual(ids(await provider.provide(question)).recalled, []);
+    const writer = new pg.Pool({ connectionString: url, max: 1 });
+    try {
+      await writer.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'metaclaw-memory-listen'");
+      await until('the listener lost', 1_000, async () => (provider.status().listening ? undefined : true));
+      // Written while nobody listens: its notification is lost.
+      const paddle = (await addPgMemory(writer, fact(ALICE, 'The canoe paddle is painted bright orange.', 1)))!;
+      assert.deepEqual(ids(await provider.provide(question)).recalled, [], 'the cached section, until the listener is back');
+      await until('the unit recalled after the reconnect', 2_000, async () =>
+        ids(await provider.provide(question)).recalled.includes(paddle.id) ? true : undefined,
+      );
+      assert.ok(provider.status().reconnects >= 1);
+    } finally {
+      await writer.end();
+    }
+  });
+
   test('a database slower than timeoutMs: the request gets the rules held, no recall, within the wait, and the timeout is counted', async () => {
     const provider = await pgProvider(SETTINGS, 100);
     const warm = await provider.provide(request(ALICE, 'what did the physio say about my knee'));

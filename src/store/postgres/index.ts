@@ -25,3 +25,13 @@ export {
 export { PgSkillProposals } from './skill-proposals.js';
 export { SkillSubscription, type SubscriptionOptions } from './skill-subscription.js';
 export { PgMemberDirectory } from './members.js';
+export {
+  PgMemoryContextProvider,
+  DEFAULT_MEMORY_TIMEOUT_MS,
+  DEFAULT_MEMORY_BACKOFF_MS,
+  type PgMemoryProviderOptions,
+  type PgMemoryStatus,
+} from './memory-provider.js';
+export { PgMemoryWriter, addPgMemory } from './memory-writer.js';
+export { ChannelListener, type ChannelListenerOptions, type ChannelHandlers } from './channel-listener.js';
+export { MEMORY_CHANNEL } from '../postgres-schema.js';
