@@ -242,18 +242,24 @@ describe('the memory section from PostgreSQL (team mode)', { skip: postgresSkip(
 
   test('a database slower than timeoutMs: the request gets the rules held, no recall, within the wait, and the timeout is counted', async () => {
     const provider = await pgProvider(SETTINGS, 100);
-    const warm = await provider.provide(request(ALICE, 'what did the physio say about my knee'));
-    assert.ok(ids(warm).recalled.length > 0 && ids(warm).core.length > 0);
+    // A cold provider's first requests may outlast 100 ms on a busy machine (connections, rules, prepared statements): warm it.
+    const warm = await until('a full section', 3_000, async () => {
+      const section = await provider.provide(request(ALICE, 'what did the physio say about my knee'));
+      return ids(section).recalled.length > 0 ? section : undefined;
+    });
+    assert.ok(ids(warm).core.length > 0);
+    const waitedBefore = provider.status().timeouts;
     const blocker = await pool.connect();
     try {
       await blocker.query('BEGIN; LOCK TABLE memory_postings IN ACCESS EXCLUSIVE MODE');
       const started = Date.now();
       const section = await provider.provide(request(ALICE, 'which database does staging run'));
       const took = Date.now() - started;
-      assert.ok(took < 100 + 150, `answered in ${took} ms`);
+      // Well before the pool's statement timeout (twice the wait): the request stopped waiting on its own.
+      assert.ok(took < 100 + 80, `answered in ${took} ms`);
       assert.deepEqual(ids(section).core, ids(warm).core, 'the rules held');
       assert.deepEqual(ids(section).recalled, []);
-      assert.equal(provider.status().timeouts, 1);
+      assert.equal(provider.status().timeouts, waitedBefore + 1);
     } finally {
       await blocker.query('ROLLBACK');
       blocker.release();
@@ -262,13 +268,15 @@ describe('the memory section from PostgreSQL (team mode)', { skip: postgresSkip(
     await until('recall once the lock is gone', 3_000, async () =>
       ids(await provider.provide(request(ALICE, 'which database does staging run'))).recalled.length > 0 ? true : undefined,
     );
-    assert.equal(provider.status().timeouts, 1);
+    assert.equal(provider.status().timeouts, waitedBefore + 1);
   });
 
   test('PostgreSQL down: requests answer at once with the rules held and no recall, failures counted; after it is back, recall returns', async () => {
     const provider = await pgProvider(SETTINGS, 100);
-    const warm = await provider.provide(request(ALICE, 'how do I stretch before a run'));
-    assert.ok(ids(warm).recalled.length > 0);
+    const warm = await until('a full section', 3_000, async () => {
+      const section = await provider.provide(request(ALICE, 'how do I stretch before a run'));
+      return ids(section).recalled.length > 0 ? section : undefined;
+    });
     server.pause();
     try {
       for (const text of ['what is my dog scared of', 'when is the budget review', 'where did I have coffee']) {

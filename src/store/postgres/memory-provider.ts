@@ -18,7 +18,7 @@ import { SHARED_SCOPE, type MemoryUnit } from '../../memory/types.js';
 import type { GlossaryLanguage } from '../../text/index.js';
 import { MEMORY_CHANNEL } from '../postgres-schema.js';
 import { ChannelListener, type ChannelListenerOptions } from './channel-listener.js';
-import { PgMemorySearch } from './memory-search.js';
+import { MemorySearchTimeout, PgMemorySearch } from './memory-search.js';
 import { knownScopeSize, pgRecallStore } from './recall-store.js';
 import { readScopeRules } from './memory-units.js';
 import { ReplayedReads } from './replayed-reads.js';
@@ -111,8 +111,9 @@ export class PgMemoryContextProvider implements ContextProvider {
       connectionString: options.url,
       application_name: 'metaclaw-memory',
       max: options.poolSize ?? 4,
-      // A statement still running when the request stopped waiting is of no use to anyone.
-      statement_timeout: Math.max(this.timeoutMs, 50),
+      // A statement still running well after its request stopped waiting is of no use to anyone (the
+      // slack lets the request's own deadline come first: that is what it counts as a timeout).
+      statement_timeout: 2 * Math.max(this.timeoutMs, 50),
       // A down server must fail the request's reads within its wait, not after a TCP connect timeout.
       connectionTimeoutMillis: Math.max(this.timeoutMs, 50),
       idleTimeoutMillis: 60_000,
@@ -272,9 +273,15 @@ export class PgMemoryContextProvider implements ContextProvider {
   }
 
   private failed(error: unknown, counted = true): void {
-    if (counted) this.counts.failures++;
+    // Out of time on the database's side (a statement, or every connection busy) is slowness, not an outage.
+    if (counted) this.counts[outOfTime(error) ? 'timeouts' : 'failures']++;
     this.lastError = errorMessage(error);
     this.backoffUntil = Date.now() + this.backoffMs;
     this.options.logger?.warn({ err: this.lastError }, 'team memory unavailable; requests go on with the rules held');
   }
+}
+
+/** The search's own time-out, or a statement PostgreSQL cancelled at its statement_timeout (SQLSTATE 57014). */
+function outOfTime(error: unknown): boolean {
+  return error instanceof MemorySearchTimeout || (error as { code?: unknown } | null)?.code === '57014';
 }

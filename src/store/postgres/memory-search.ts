@@ -102,7 +102,8 @@ export interface SearchOptions {
   units?: UnitLookup;
 }
 
-export type UnitLookup = (sequences: readonly number[]) => Promise<ReadonlyMap<number, { id: string; active: boolean }>>;
+/** `client`: the search's own connection (a look-up on another could wait for a pool the searches hold). */
+export type UnitLookup = (sequences: readonly number[], client: PoolClient) => Promise<ReadonlyMap<number, { id: string; active: boolean }>>;
 
 /** A keyword candidate: the unit's id and sequence, its weight and the query terms it matched, and how. */
 export interface SearchHit {
@@ -361,7 +362,10 @@ export class PgMemorySearch {
     // Units are checked `limit` at a time: inactive ones are few, so one round is the rule.
     for (let offset = 0; offset < ranked.length && hits.length < limit; offset += limit) {
       const slice = ranked.slice(offset, offset + limit);
-      const found = await (options.units ?? ((sequences) => this.docs(client, sequences)))(slice.map(({ rowid }) => rowid));
+      const found = await (options.units ?? ((sequences) => this.docs(client, sequences)))(
+        slice.map(({ rowid }) => rowid),
+        client,
+      );
       for (const { rowid, weight, matched, related, partial, kindred } of slice) {
         const unit = found.get(rowid);
         if (!unit || (!options.includeInactive && !unit.active)) continue;

@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import type { RecallStore } from '../../memory/retrieval.js';
 import type { Candidate, KeywordSearch, MemoryStore } from '../../memory/store.js';
-import type { PgMemorySearch } from './memory-search.js';
+import type { MemoryUnit } from '../../memory/types.js';
+import type { PgMemorySearch, UnitLookup } from './memory-search.js';
 import { unitsBySequence, unitsInWindow, unitTerms } from './memory-units.js';
 import type { ReplayedReads } from './replayed-reads.js';
 
@@ -25,27 +26,22 @@ export function pgRecallStore(reads: ReplayedReads, search: PgMemorySearch, pool
   return {
     search: (scope, terms, limit, includeInactive = false, translationWeights, asWritten = false) =>
       reads.read(key('search', scope, terms, limit, includeInactive, translationWeights ? [...translationWeights] : null, asWritten), async () => {
-        const found = await search.search(scope, terms, limit, { includeInactive, translationWeights, asWritten });
+        // The units themselves are read where the search would read their ids and statuses: one round trip, not two.
+        const units = new Map<number, MemoryUnit>();
+        const lookup: UnitLookup = async (sequences, client) => {
+          for (const [sequence, unit] of await unitsBySequence(client, sequences)) units.set(sequence, unit);
+          return new Map([...units].map(([sequence, unit]) => [sequence, { id: unit.id, active: unit.status === 'active' }]));
+        };
+        const found = await search.search(scope, terms, limit, { includeInactive, translationWeights, asWritten, units: lookup });
         reads.learn(key('size', scope), found.size);
-        const units = await unitsBySequence(
-          pool,
-          found.hits.map((hit) => hit.sequence),
-        );
-        // A unit deleted between the two reads is left out, as a row SQLite no longer finds.
-        const candidates = found.hits.flatMap((hit): Candidate[] => {
-          const unit = units.get(hit.sequence);
-          if (!unit) return [];
-          return [
-            {
-              unit,
-              terms: new Set(hit.matched),
-              related: new Set(hit.related),
-              partial: new Set(hit.partial),
-              kindred: new Set(hit.kindred),
-              bm25: hit.weight,
-            },
-          ];
-        });
+        const candidates = found.hits.map((hit): Candidate => ({
+          unit: units.get(hit.sequence)!,
+          terms: new Set(hit.matched),
+          related: new Set(hit.related),
+          partial: new Set(hit.partial),
+          kindred: new Set(hit.kindred),
+          bm25: hit.weight,
+        }));
         return { candidates, idf: found.idf, unknown: found.unknown } satisfies KeywordSearch;
       }),
     scopeSize: (scope) => reads.read(key('size', scope), () => search.scopeSize(scope)),
