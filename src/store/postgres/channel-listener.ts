@@ -16,9 +16,10 @@ export interface ChannelHandlers {
   notified(payload: string): void;
   /**
    * The channel is listened to again after being lost (and the first time): notifications sent
-   * meanwhile were missed, so whatever they would have invalidated is stale.
+   * meanwhile were missed, so whatever they would have invalidated is stale. Awaited before
+   * `start` resolves (a catch-up read the caller wants done first).
    */
-  listening(): void;
+  listening(): void | Promise<void>;
 }
 
 /**
@@ -48,13 +49,15 @@ export class ChannelListener {
     return this.client !== undefined;
   }
 
-  /** Connects and listens; when that fails, keeps retrying in the background until `stop` (and resolves). */
+  /** Connects and listens. When that fails it rejects, and keeps retrying in the background until `stop`. */
   async start(): Promise<void> {
     this.running = true;
-    await this.connect().catch((error: unknown) => {
-      this.options.logger?.warn({ err: error }, `cannot listen on ${this.channel} yet; retrying`);
+    try {
+      await this.connect();
+    } catch (error) {
       this.scheduleReconnect();
-    });
+      throw error;
+    }
   }
 
   async stop(): Promise<void> {
@@ -92,7 +95,7 @@ export class ChannelListener {
     }
     this.client = client;
     this.delay = this.options.reconnectDelayMs ?? 250;
-    this.handlers.listening();
+    await this.handlers.listening();
   }
 
   private lost(client: pg.Client, error: Error | undefined): void {
@@ -111,7 +114,8 @@ export class ChannelListener {
         () => {
           if (this.running) this.reconnects++;
         },
-        () => {
+        (error: unknown) => {
+          this.options.logger?.debug({ err: error }, `${this.channel}: the store is still unreachable`);
           this.delay = Math.min(this.delay * 2, this.options.maxReconnectDelayMs ?? 5_000);
           this.scheduleReconnect();
         },

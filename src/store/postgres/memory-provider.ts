@@ -129,9 +129,14 @@ export class PgMemoryContextProvider implements ContextProvider {
     );
   }
 
-  /** Starts listening for changes (retried in the background while the store is unreachable). */
-  start(): Promise<void> {
-    return this.listener.start();
+  /**
+   * Starts listening for changes. An unreachable store does not fail it: listening is retried in
+   * the background, and requests meanwhile get what the store can answer (see `provide`).
+   */
+  async start(): Promise<void> {
+    await this.listener
+      .start()
+      .catch((error: unknown) => this.options.logger?.warn({ err: errorMessage(error) }, 'cannot listen for team memory changes yet; retrying'));
   }
 
   async stop(): Promise<void> {
