@@ -24,7 +24,7 @@ export function coreRules(units: readonly MemoryUnit[]): { rules: CoreRule[]; to
  * pushed out by newer ones about something else. The chosen keep their usual order.
  */
 export function chooseCore(
-  store: MemoryStore,
+  store: Pick<MemoryStore, 'termWeights' | 'scopeSize'>,
   scope: string,
   core: { rules: readonly CoreRule[]; tokens: number },
   request: string,

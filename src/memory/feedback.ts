@@ -84,7 +84,7 @@ export function feedbackTerms(
  * candidates, and candidates already found learn which expansion terms they hold.
  */
 export function withFeedback(
-  store: MemoryStore,
+  store: Pick<MemoryStore, 'search' | 'unitTerms' | 'scopeSize'>,
   scope: string,
   query: { terms: readonly string[]; exclude: ReadonlySet<string> },
   first: KeywordSearch,

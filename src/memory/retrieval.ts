@@ -18,6 +18,9 @@ import { timeWindowOf, type TimeWindow } from './time-window.js';
 import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import type { MemoryVectors } from './vectors.js';
 
+/** What recall reads from a store: MemoryStore, or the team store's reads of PostgreSQL (store/postgres/memory-provider.ts). */
+export type RecallStore = Pick<MemoryStore, 'search' | 'unitTerms' | 'scopeSize' | 'inWindow'>;
+
 export interface RecallRequest {
   scope: string;
   query: string;
@@ -84,7 +87,7 @@ const ASKS_PRESENT = /\b(now|currently|current|these days|nowadays|at the moment
  */
 export class MemoryRetriever {
   constructor(
-    private readonly store: MemoryStore,
+    private readonly store: RecallStore,
     private vectors: MemoryVectors | undefined,
     private readonly logger: Logger,
     private mode: MemoryRetrievalMode = 'hybrid',

@@ -24,7 +24,8 @@ import {
 
 export { KINDRED_WEIGHT, NEIGHBOUR_WEIGHT, PARTIAL_WEIGHT, idfOf } from './keyword-index.js';
 
-interface UnitRow {
+/** A memory_units row as SQLite returns it (the team store reads PostgreSQL's into this shape). */
+export interface UnitRow {
   rowid: number;
   id: string;
   scope: string;
@@ -754,7 +755,7 @@ function clamp(value: number): number {
   return Math.max(0, Math.min(1, value));
 }
 
-function toUnit(row: UnitRow): MemoryUnit {
+export function toUnit(row: UnitRow): MemoryUnit {
   return {
     id: row.id,
     sequence: row.rowid,

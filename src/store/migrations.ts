@@ -1,4 +1,4 @@
-import { POSTGRES_MEMORY_SEARCH_V18, POSTGRES_QUEUE_V19, POSTGRES_SCHEMA_V16 } from './postgres-schema.js';
+import { POSTGRES_MEMORY_NOTIFY_V22, POSTGRES_MEMORY_SEARCH_V18, POSTGRES_QUEUE_V19, POSTGRES_SCHEMA_V16 } from './postgres-schema.js';
 
 /**
  * Versioned schema migrations, one list for both engines. Each entry runs once, in order, inside a
@@ -529,5 +529,12 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (name, path)
       );
     `,
+  },
+  {
+    version: 22,
+    description:
+      "team memory: a change to a memory unit notifies every node (channel metaclaw_memory, the unit's scope), which drops that scope's request-path caches (nothing changes in SQLite)",
+    sql: '',
+    postgres: POSTGRES_MEMORY_NOTIFY_V22,
   },
 ];

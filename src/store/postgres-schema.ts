@@ -377,3 +377,25 @@ export const POSTGRES_QUEUE_V19 = `
   );
   CREATE INDEX learning_reservations_day ON learning_reservations(day, expires_at);
 `;
+
+/** The LISTEN/NOTIFY channel of memory changes; the payload is the scope whose units changed. */
+export const MEMORY_CHANNEL = 'metaclaw_memory';
+
+/**
+ * Version 22: every change to memory_units notifies MEMORY_CHANNEL with the unit's scope, from the
+ * table itself, so every writer (a node's learning, the CLI, an import, psql) is heard by every
+ * node's request-path caches (store/postgres/memory-provider.ts) without each writer remembering to.
+ * A notification is sent at commit, and PostgreSQL folds identical ones within a transaction: an
+ * import of thousands of units sends one per scope.
+ */
+export const POSTGRES_MEMORY_NOTIFY_V22 = `
+CREATE FUNCTION metaclaw_memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP <> 'INSERT' THEN PERFORM pg_notify('${MEMORY_CHANNEL}', OLD.scope); END IF;
+  IF TG_OP <> 'DELETE' THEN PERFORM pg_notify('${MEMORY_CHANNEL}', NEW.scope); END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER memory_units_notify AFTER INSERT OR UPDATE OR DELETE ON memory_units
+  FOR EACH ROW EXECUTE FUNCTION metaclaw_memory_changed();
+`;

@@ -29,3 +29,13 @@ export { PgTurnSink, type PgTurnSinkOptions } from './turn-sink.js';
 export { PgConversationReads, type SessionEnder } from './conversation-reads.js';
 export { pgRecordingListeners, type PgConversationListener, type PgDispatchHooks } from './recording.js';
 export { SegmentRaceError } from './segment-stage.js';
+export {
+  PgMemoryContextProvider,
+  DEFAULT_MEMORY_TIMEOUT_MS,
+  DEFAULT_MEMORY_BACKOFF_MS,
+  type PgMemoryProviderOptions,
+  type PgMemoryStatus,
+} from './memory-provider.js';
+export { PgMemoryWriter, addPgMemory } from './memory-writer.js';
+export { ChannelListener, type ChannelListenerOptions, type ChannelHandlers } from './channel-listener.js';
+export { MEMORY_CHANNEL } from '../postgres-schema.js';

@@ -58,6 +58,7 @@ import {
   needsPrefix,
   rankPostings,
   scopedTerm,
+  termIdf,
   type PostingSource,
   type TermPostings,
 } from '../../memory/keyword-index.js';
@@ -101,7 +102,8 @@ export interface SearchOptions {
   units?: UnitLookup;
 }
 
-export type UnitLookup = (sequences: readonly number[]) => Promise<ReadonlyMap<number, { id: string; active: boolean }>>;
+/** `client`: the search's own connection (a look-up on another could wait for a pool the searches hold). */
+export type UnitLookup = (sequences: readonly number[], client: PoolClient) => Promise<ReadonlyMap<number, { id: string; active: boolean }>>;
 
 /** A keyword candidate: the unit's id and sequence, its weight and the query terms it matched, and how. */
 export interface SearchHit {
@@ -308,10 +310,7 @@ export class PgMemorySearch {
    */
   async search(scope: string, terms: readonly string[], limit: number, options: SearchOptions = {}): Promise<PgKeywordSearch> {
     if (terms.length === 0) return { hits: [], idf: new Map(), unknown: new Set(), size: await this.scopeSize(scope) };
-    // Every connection busy past the pool's connection timeout is as late as a slow statement.
-    const client = await this.pool.connect().catch((error: Error) => {
-      throw /timeout/i.test(error.message) ? new MemorySearchTimeout() : error;
-    });
+    const client = await this.connect();
     try {
       return await this.searchIn(client, scope, terms, limit, options);
     } catch (error) {
@@ -322,7 +321,63 @@ export class PgMemorySearch {
     }
   }
 
+  /**
+   * The IDF of each term in a scope as search weighs it, and whether any unit holds it itself: what
+   * `MemoryStore.termWeights` answers (the core block ranks rules with these when they overflow it).
+   */
+  async termWeights(scope: string, terms: readonly string[]): Promise<Map<string, { idf: number; held: boolean }>> {
+    if (terms.length === 0) return new Map();
+    const client = await this.connect();
+    try {
+      const { byTerm, size } = await this.lists(client, scope, terms, false);
+      return new Map(
+        terms.map((term) => {
+          const postings = byTerm.get(term)?.postings ?? { rows: [], partial: [], kindred: [], frequency: 0 };
+          return [term, { idf: termIdf(term, postings, size), held: postings.rows.length > 0 }];
+        }),
+      );
+    } catch (error) {
+      throw (error as { code?: string }).code === '57014' ? new MemorySearchTimeout() : error;
+    } finally {
+      client.release();
+    }
+  }
+
   private async searchIn(client: PoolClient, scope: string, terms: readonly string[], limit: number, options: SearchOptions): Promise<PgKeywordSearch> {
+    const { byTerm, previous, size } = await this.lists(client, scope, terms, options.asWritten ?? false);
+    const none = { postings: { rows: [], partial: [], kindred: [], frequency: 0 }, after: [], before: [] };
+    const source: PostingSource = {
+      postings: (term) => (byTerm.get(term) ?? none).postings,
+      neighbours: (term) => byTerm.get(term) ?? none,
+      previousOf: (rowids) =>
+        [...rowids]
+          .sort((a, b) => a - b)
+          .flatMap((rowid) => {
+            const before = previous.get(rowid);
+            return before === undefined ? [] : [{ rowid, previous: before }];
+          }),
+    };
+    const { ranked, idf, unknown } = rankPostings(source, terms, size, options.translationWeights);
+    const hits: SearchHit[] = [];
+    // Units are checked `limit` at a time: inactive ones are few, so one round is the rule.
+    for (let offset = 0; offset < ranked.length && hits.length < limit; offset += limit) {
+      const slice = ranked.slice(offset, offset + limit);
+      const found = await (options.units ?? ((sequences) => this.docs(client, sequences)))(
+        slice.map(({ rowid }) => rowid),
+        client,
+      );
+      for (const { rowid, weight, matched, related, partial, kindred } of slice) {
+        const unit = found.get(rowid);
+        if (!unit || (!options.includeInactive && !unit.active)) continue;
+        hits.push({ id: unit.id, sequence: rowid, weight, matched, related, partial, kindred });
+        if (hits.length === limit) break;
+      }
+    }
+    return { hits, idf, unknown, size };
+  }
+
+  /** Every posting list the ranking may read for these terms (one statement, and a prefix look-up for a rare unknown English word), and the scope's size. */
+  private async lists(client: PoolClient, scope: string, terms: readonly string[], asWritten: boolean) {
     const tokens = terms.map((term) => tokenOf(scope, term));
     // Named: prepared once per pooled connection, so planning (0.5–1.3 ms for this statement) is not paid per search.
     const lists = await client.query({
@@ -330,7 +385,7 @@ export class PgMemorySearch {
       text: LISTS_SQL,
       values: [
         tokens,
-        terms.map((term) => hasEnglishForms(term) && !options.asWritten),
+        terms.map((term) => hasEnglishForms(term) && !asWritten),
         GLOSS_MARK,
         KINDRED_MARK,
         scope,
@@ -360,7 +415,7 @@ export class PgMemorySearch {
     }
     // An English word no unit holds, itself or glossed, may be the start of longer words: rare, so a second look-up.
     for (const [term, { postings }] of byTerm)
-      if (!options.asWritten && needsPrefix(term, postings.rows, postings.partial)) {
+      if (!asWritten && needsPrefix(term, postings.rows, postings.partial)) {
         const prefix = await client.query<{ seqs: string | null }>({
           name: 'memory-search-prefix',
           text: PREFIX_SQL,
@@ -368,32 +423,14 @@ export class PgMemorySearch {
         });
         postings.partial = parseList(prefix.rows[0]?.seqs ?? null);
       }
-    const none = { postings: { rows: [], partial: [], kindred: [], frequency: 0 }, after: [], before: [] };
-    const source: PostingSource = {
-      postings: (term) => (byTerm.get(term) ?? none).postings,
-      neighbours: (term) => byTerm.get(term) ?? none,
-      previousOf: (rowids) =>
-        [...rowids]
-          .sort((a, b) => a - b)
-          .flatMap((rowid) => {
-            const before = previous.get(rowid);
-            return before === undefined ? [] : [{ rowid, previous: before }];
-          }),
-    };
-    const { ranked, idf, unknown } = rankPostings(source, terms, size, options.translationWeights);
-    const hits: SearchHit[] = [];
-    // Units are checked `limit` at a time: inactive ones are few, so one round is the rule.
-    for (let offset = 0; offset < ranked.length && hits.length < limit; offset += limit) {
-      const slice = ranked.slice(offset, offset + limit);
-      const found = await (options.units ?? ((sequences) => this.docs(client, sequences)))(slice.map(({ rowid }) => rowid));
-      for (const { rowid, weight, matched, related, partial, kindred } of slice) {
-        const unit = found.get(rowid);
-        if (!unit || (!options.includeInactive && !unit.active)) continue;
-        hits.push({ id: unit.id, sequence: rowid, weight, matched, related, partial, kindred });
-        if (hits.length === limit) break;
-      }
-    }
-    return { hits, idf, unknown, size };
+    return { byTerm, previous, size };
+  }
+
+  /** Every connection busy past the pool's connection timeout is as late as a slow statement. */
+  private connect(): Promise<PoolClient> {
+    return this.pool.connect().catch((error: Error) => {
+      throw /timeout/i.test(error.message) ? new MemorySearchTimeout() : error;
+    });
   }
 
   /** Ids and statuses of units, from this index's copy. */

@@ -1,6 +1,6 @@
-import pg from 'pg';
 import type { Logger } from '../../logging/index.js';
 import type { SkillMirror } from '../../skills/mirror.js';
+import { ChannelListener } from './channel-listener.js';
 import { SKILLS_CHANNEL, type PgSkillStore } from './skill-store.js';
 
 export interface SubscriptionOptions {
@@ -28,29 +28,41 @@ export interface SubscriptionOptions {
  * or notified after it, never neither.
  */
 export class SkillSubscription {
-  private client: pg.Client | undefined;
+  private readonly listener: ChannelListener;
   private running = false;
-  private reconnectTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
-  private delay: number;
   /** The catch-up in progress, and whether another must follow it (a notification came meanwhile). */
   private reading: Promise<void> | undefined;
   private again = false;
-  /** How many times the listening connection was re-established (status, tests). */
-  reconnects = 0;
 
   constructor(
-    private readonly url: string,
+    url: string,
     private readonly store: PgSkillStore,
     private readonly mirror: SkillMirror,
     private readonly options: SubscriptionOptions = {},
   ) {
-    this.delay = options.reconnectDelayMs ?? 250;
+    // Every notification, and every (re)connection (what was notified meanwhile is missed), means "read what is new".
+    this.listener = new ChannelListener(
+      url,
+      SKILLS_CHANNEL,
+      { notified: () => void this.catchUp(), listening: () => this.catchUp() },
+      {
+        applicationName: options.applicationName ?? 'metaclaw-skills',
+        reconnectDelayMs: options.reconnectDelayMs,
+        maxReconnectDelayMs: options.maxReconnectDelayMs,
+        logger: options.logger,
+      },
+    );
   }
 
   get listening(): boolean {
-    return this.client !== undefined;
+    return this.listener.listening;
+  }
+
+  /** How many times the listening connection was re-established (status, tests). */
+  get reconnects(): number {
+    return this.listener.reconnects;
   }
 
   /** Connects, listens and loads everything written after the mirror's generation. Keeps retrying after a failure until `stop`. */
@@ -61,23 +73,15 @@ export class SkillSubscription {
       this.pollTimer = setInterval(() => void this.catchUp(), pollMs);
       this.pollTimer.unref();
     }
-    try {
-      await this.connect();
-    } catch (error) {
-      this.scheduleReconnect();
-      throw error;
-    }
+    await this.listener.start();
   }
 
   async stop(): Promise<void> {
     this.running = false;
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     if (this.pollTimer) clearInterval(this.pollTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.pollTimer = undefined;
-    const client = this.client;
-    this.client = undefined;
-    await client?.end().catch(() => undefined);
+    await this.listener.stop();
     await this.reading;
   }
 
@@ -113,60 +117,5 @@ export class SkillSubscription {
       void this.catchUp();
     }, this.options.maxReconnectDelayMs ?? 5_000);
     this.retryTimer.unref();
-  }
-
-  private async connect(): Promise<void> {
-    const client = new pg.Client({
-      connectionString: this.url,
-      application_name: this.options.applicationName ?? 'metaclaw-skills',
-      keepAlive: true,
-      connectionTimeoutMillis: 5_000,
-    });
-    // Both fire when the server goes away or terminates the backend; either means "listen again".
-    client.on('error', (error) => this.lost(client, error));
-    client.on('end', () => this.lost(client, undefined));
-    client.on('notification', (message) => {
-      if (message.channel === SKILLS_CHANNEL) void this.catchUp();
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${SKILLS_CHANNEL}`);
-    } catch (error) {
-      await client.end().catch(() => undefined);
-      throw error;
-    }
-    if (!this.running) {
-      await client.end().catch(() => undefined);
-      return;
-    }
-    this.client = client;
-    this.delay = this.options.reconnectDelayMs ?? 250;
-    await this.catchUp();
-  }
-
-  private lost(client: pg.Client, error: Error | undefined): void {
-    if (this.client !== client) return;
-    this.client = undefined;
-    this.options.logger?.warn({ err: error }, 'lost the team store skills listener; reconnecting');
-    client.end().catch(() => undefined);
-    this.scheduleReconnect();
-  }
-
-  private scheduleReconnect(): void {
-    if (!this.running || this.reconnectTimer) return;
-    this.reconnectTimer = setTimeout(() => {
-      this.reconnectTimer = undefined;
-      this.connect().then(
-        () => {
-          if (this.running) this.reconnects++;
-        },
-        (error: unknown) => {
-          this.options.logger?.debug({ err: error }, 'the team store is still unreachable for the skills listener');
-          this.delay = Math.min(this.delay * 2, this.options.maxReconnectDelayMs ?? 5_000);
-          this.scheduleReconnect();
-        },
-      );
-    }, this.delay);
-    this.reconnectTimer.unref();
   }
 }
