@@ -6,15 +6,15 @@
  * "through the proxy" so both see the same machine load, and reports the difference.
  * Results go to bench/results/latest.json and BENCHMARKS.md.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 import { rlScenario } from './rl.js';
 import { extraScenarios, type ExtraScenarioResult } from './scenarios.js';
+import { freePort, post, sequential, startHelper, throughput } from './load.js';
 import { round3, summarize, type LatencySummary } from './stats.js';
 
 const REPO = resolve(import.meta.dirname, '..');
@@ -156,15 +156,6 @@ async function startBareProxy(upstream: string, children: ChildProcess[]): Promi
   return startHelper(['bare-proxy.ts', new URL(upstream).port], children);
 }
 
-async function startHelper([script, ...args]: string[], children: ChildProcess[]): Promise<string> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'bench', script!), ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  const port = await new Promise<number>((resolvePort) =>
-    child.stdout.once('data', (chunk: Buffer) => resolvePort((JSON.parse(chunk.toString()) as { port: number }).port)),
-  );
-  return `http://127.0.0.1:${port}`;
-}
-
 interface ProxyProcess {
   url: string;
   pid: number;
@@ -201,16 +192,6 @@ function runCli(args: string[], home: string): string {
   });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolvePort) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolvePort(port));
-    });
-  });
-}
-
 /** Waits (up to 2 minutes) until a proxy's job queue has nothing queued or running. */
 async function learningSettled(url: string): Promise<void> {
   const deadline = Date.now() + 120_000;
@@ -229,38 +210,6 @@ function memoryOf(pid: number): { rss: number; peak: number } {
 }
 
 /* ---------- load ---------- */
-
-function post(url: string, body: string, agent: http.Agent, onFirstByte?: () => void): Promise<void> {
-  return new Promise((resolveRequest, reject) => {
-    const request = http.request(
-      url,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: 'Bearer sk-client' } },
-      (response) => {
-        let first = true;
-        response.on('data', () => {
-          if (first) {
-            first = false;
-            onFirstByte?.();
-          }
-        });
-        response.on('end', () => (response.statusCode === 200 ? resolveRequest() : reject(new Error(`HTTP ${response.statusCode}`))));
-        response.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
-}
-
-async function sequential(url: string, body: string, count: number, agent: http.Agent): Promise<number[]> {
-  const samples: number[] = [];
-  for (let index = 0; index < count; index++) {
-    const started = performance.now();
-    await post(url, body, agent);
-    samples.push(performance.now() - started);
-  }
-  return samples;
-}
 
 async function firstByte(url: string, body: string, count: number, agent: http.Agent): Promise<number[]> {
   const samples: number[] = [];
@@ -306,21 +255,6 @@ async function interleaved(measure: (url: string) => Promise<number[]>, direct: 
 
 function addedOver(through: LatencySummary, direct: LatencySummary): { p50: number; p90: number; p99: number } {
   return { p50: round3(through.p50 - direct.p50), p90: round3(through.p90 - direct.p90), p99: round3(through.p99 - direct.p99) };
-}
-
-async function throughput(url: string, body: string, concurrency: number, durationMs: number, agent: http.Agent): Promise<number> {
-  let completed = 0;
-  const deadline = performance.now() + durationMs;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < deadline) {
-        await post(`${url}/v1/chat/completions`, body, agent);
-        completed++;
-      }
-    }),
-  );
-  return completed / ((performance.now() - started) / 1000);
 }
 
 async function throughputPair(direct: string, proxy: string, body: string, concurrency: number, durationMs: number, agent: http.Agent) {

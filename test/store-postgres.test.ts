@@ -48,18 +48,20 @@ describe('store.url and the personal store', () => {
     }
   });
 
-  test('start refuses a team store (serving from PostgreSQL is not built yet), from --store or METACLAW_DATABASE_URL, with the password masked', async () => {
+  test('start on a team store it cannot reach, or without a proxy key, exits with one clear line, the password masked, and nothing started', async () => {
     const home = tempHome();
     try {
-      const flagged = await runCli(['start', '--store', 'postgresql://team:s3cretpass@127.0.0.1:1/metaclaw', '--no-wire'], { home });
-      assert.equal(flagged.code, 3, flagged.stderr);
-      assert.match(flagged.stderr, /not built yet/);
-      assert.match(flagged.stderr, /postgresql:\/\/team:\*\*\*\*@127\.0\.0\.1:1\/metaclaw/);
-      assert.ok(!flagged.stderr.includes('s3cretpass'));
-      const fromEnv = await runCli(['start', '--no-wire'], { home, env: { METACLAW_DATABASE_URL: 'postgres://team:s3cretpass@127.0.0.1:1/metaclaw' } });
-      assert.equal(fromEnv.code, 3, fromEnv.stderr);
-      assert.ok(!fromEnv.stderr.includes('s3cretpass'));
-      assert.ok(!existsSync(join(home, 'metaclaw.db')), 'nothing was started');
+      const unreachable = 'postgresql://team:s3cretpass@127.0.0.1:1/metaclaw';
+      const noKey = await runCli(['start', '--store', unreachable, '--no-wire'], { home });
+      assert.equal(noKey.code, 1, noKey.stderr);
+      assert.match(noKey.stderr, /needs the proxy key/);
+      const flagged = await runCli(['start', '--store', unreachable, '--no-wire'], { home, env: { METACLAW_PROXY_API_KEY: 'owner' } });
+      assert.equal(flagged.code, 1, flagged.stderr);
+      assert.match(flagged.stderr, /Cannot reach the team store at postgresql:\/\/team:\*\*\*\*@127\.0\.0\.1:1\/metaclaw/);
+      const fromEnv = await runCli(['start', '--no-wire'], { home, env: { METACLAW_DATABASE_URL: unreachable, METACLAW_PROXY_API_KEY: 'owner' } });
+      assert.equal(fromEnv.code, 1, fromEnv.stderr);
+      for (const result of [noKey, flagged, fromEnv]) assert.ok(!`${result.stdout}${result.stderr}`.includes('s3cretpass'), result.stderr);
+      assert.ok(!existsSync(join(home, 'metaclaw.pid')), 'nothing was started');
     } finally {
       rmSync(home, { recursive: true, force: true });
     }
@@ -195,7 +197,7 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
       )!;
     };
     const empty = await doctorSays();
-    assert.equal(empty.verdict, 'warn');
+    assert.equal(empty.verdict, 'fail', 'start refuses a store whose schema is older than this build');
     assert.match(
       empty.detail,
       new RegExp(
@@ -205,7 +207,10 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
     assert.match(empty.fix ?? '', /metaclaw store migrate/);
     assert.equal((await cli(['store', 'migrate', '--store', url])).code, 0);
     const migrated = await doctorSays();
-    assert.match(migrated.detail, new RegExp(`schema version ${LATEST} of ${LATEST}, .*; .*not built yet`));
+    assert.match(
+      migrated.detail,
+      new RegExp(`schema version ${LATEST} of ${LATEST}, .*; \`metaclaw start\` serves from it .*learning jobs are queued, not run yet`),
+    );
   });
 
   test('store migrate creates the whole schema and records every version; a second migrate changes nothing', async () => {

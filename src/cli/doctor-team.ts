@@ -53,7 +53,7 @@ export async function checkTeamStore(config: LoadedConfig, checks: DoctorCheck[]
   const postgres = await import('../store/postgres/index.js');
   const pool = postgres.openPool(url);
   const latest = MIGRATIONS.at(-1)?.version ?? 0;
-  const serving = '`metaclaw start` refuses a store URL: serving from PostgreSQL is not built yet';
+  const serving = '`metaclaw start` serves from it (skills, memory recall, turns; learning jobs are queued, not run yet)';
   try {
     const status = await postgres.readPostgresStatus(pool);
     const vector = await pool.query<{ available: boolean }>("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available");
@@ -61,7 +61,12 @@ export async function checkTeamStore(config: LoadedConfig, checks: DoctorCheck[]
     const search = `memory search keyword-only (pgvector ${vector.rows[0]?.available ? 'is available on this server, not used yet' : 'is not installed on this server'})`;
     const where = `${maskDatabaseUrl(url)}: reachable, schema version ${status.schemaVersion} of ${latest}, ${search}`;
     if (status.schemaVersion < latest)
-      checks.push({ name: 'team store', verdict: 'warn', detail: `${where}; ${serving}`, fix: 'run `metaclaw store migrate`' });
+      checks.push({
+        name: 'team store',
+        verdict: 'fail',
+        detail: `${where}; \`metaclaw start\` refuses a schema older than this build`,
+        fix: 'run `metaclaw store migrate`',
+      });
     else if (status.schemaVersion > latest)
       checks.push({ name: 'team store', verdict: 'fail', detail: `${where}: newer than this MetaClaw`, fix: 'upgrade MetaClaw-TS on this node' });
     else
@@ -69,7 +74,7 @@ export async function checkTeamStore(config: LoadedConfig, checks: DoctorCheck[]
         name: 'team store',
         verdict: 'warn',
         detail: `${where}; ${serving}`,
-        fix: 'unset store.url and METACLAW_DATABASE_URL to serve from the personal store; `metaclaw store import-sqlite` fills the team store meanwhile',
+        fix: 'learning from the team store comes in a later version; `metaclaw store import-sqlite` moves a personal install in',
       });
   } catch (error) {
     checks.push({

@@ -37,7 +37,7 @@ program
   .option('--wait <seconds>', 'how long to wait for the proxy to answer', '20')
   .option('--claw <type>', 'wire this agent instead of claw_type (openclaw, copaw, …, none)')
   .option('--no-wire', 'do not wire any agent this time')
-  .option('--store <url>', 'serve from this PostgreSQL team store (not built yet: refused in this version)')
+  .option('--store <url>', 'serve from this PostgreSQL team store, as one node of a team (also store.url or METACLAW_DATABASE_URL)')
   .action(async (options: StartOptions) => (await import('./start.js')).startCommand(options));
 
 program

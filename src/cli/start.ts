@@ -7,7 +7,6 @@ import {
   exposedConfigFile,
   exposedConfigWarning,
   makeHomePrivate,
-  maskDatabaseUrl,
   missingKeyVariables,
   octal,
   openHomeWarning,
@@ -41,7 +40,6 @@ export interface StartOptions {
 export async function startCommand(options: StartOptions): Promise<void> {
   const overrides = { 'proxy.port': options.port, 'proxy.host': options.host, mode: options.mode, 'store.url': options.store };
   const config = loadCliConfig({ ...(options.config ? { config: options.config } : {}), overrides });
-  refuseTeamStore(config);
   const mode = decideMode(config.values);
   // `rl`/`auto` without a training backend runs as skills_only: said at start, not found out later.
   const modeWarnings = mode.effective === mode.configured ? [] : [mode.reason];
@@ -57,20 +55,19 @@ export async function startCommand(options: StartOptions): Promise<void> {
   if (await startDaemon(config, options, warnings)) await wireAgent(config, options);
 }
 
-/** Exit code of a start refused because it asks for something this version cannot do. */
-export const NOT_BUILT_EXIT_CODE = 3;
+/** What `start` runs: the personal proxy, or a node of a team store. */
+interface ServingRuntime {
+  readonly logger: { warn(message: string): void };
+  start(): Promise<{ url: string }>;
+  stop(reason?: string): Promise<void>;
+  statusReport(): Record<string, unknown>;
+}
 
-/**
- * Serving from the team store (PostgreSQL) is not built yet: a start that asks for it (store.url,
- * METACLAW_DATABASE_URL or --store) stops here rather than quietly serving from the personal store.
- */
-function refuseTeamStore(config: LoadedConfig): void {
-  const url = config.values['store.url'];
-  if (!url) return;
-  throw new CliExit(
-    `Serving from a PostgreSQL team store (${maskDatabaseUrl(url)}) is not built yet in MetaClaw-TS ${VERSION}: only \`metaclaw store migrate | status | import-sqlite\` use it. Unset store.url, ${DATABASE_URL_VARIABLE} and --store to serve from the personal store.`,
-    NOT_BUILT_EXIT_CODE,
-  );
+/** The team runtime (and `pg`) is loaded only when config names a team store: the personal path never loads it. */
+async function createRuntime(config: LoadedConfig, foreground: boolean): Promise<ServingRuntime> {
+  if (!config.values['store.url']) return new MetaclawRuntime({ config, foreground });
+  const { TeamRuntime } = await import('../runtime/team-app.js');
+  return new TeamRuntime({ config, foreground });
 }
 
 /** Makes `$METACLAW_HOME` private and returns what is still open to other users, as warnings. */
@@ -94,10 +91,10 @@ async function wireAgent(config: LoadedConfig, options: StartOptions): Promise<v
 /** `warnings`: what start found beyond the config's own warnings (printed, and logged by the proxy). */
 async function runForeground(config: LoadedConfig, warnings: string[]): Promise<void> {
   const daemonised = process.env['METACLAW_DAEMON'] === '1';
-  let runtime: MetaclawRuntime;
+  let runtime: ServingRuntime;
   boundHeapGrowth();
   try {
-    runtime = new MetaclawRuntime({ config, foreground: !daemonised });
+    runtime = await createRuntime(config, !daemonised);
     await runtime.start();
   } catch (error) {
     if (error instanceof ConfigError) throw new CliExit(error.message);
@@ -149,7 +146,8 @@ async function startDaemon(config: LoadedConfig, options: StartOptions, warnings
   const child = spawn(process.execPath, [...PROXY_NODE_FLAGS, ...args], {
     detached: true,
     stdio: ['ignore', output, output],
-    env: { ...PROXY_ENVIRONMENT, ...process.env, METACLAW_DAEMON: '1' },
+    // The store's URL may hold a password: it goes by the environment, never the command line (ps shows that).
+    env: { ...PROXY_ENVIRONMENT, ...process.env, METACLAW_DAEMON: '1', ...(options.store ? { [DATABASE_URL_VARIABLE]: options.store } : {}) },
   });
   closeSync(output);
   let exited: number | null | undefined;
@@ -191,7 +189,9 @@ function printBanner(config: LoadedConfig, pid: number, status: Record<string, u
   print(`MetaClaw-TS ${VERSION} is running (pid ${pid}) at ${base}`);
   print(`  OpenAI-compatible clients:    base URL ${base}/v1`);
   print(`  Anthropic-compatible clients: base URL ${base}`);
-  print(`  Dashboard:                    ${base}/ui`);
+  const store = status?.['store'] as { engine?: string; url?: string } | undefined;
+  if (store?.engine === 'postgres') print(`  Team store:                   ${store.url} (this is one node; \`metaclaw status\` shows it)`);
+  else print(`  Dashboard:                    ${base}/ui`);
   if (upstream.base_url) {
     const key = upstream.key_source === 'client' ? "the client's own key" : upstream.key_source === 'env' ? 'a key from the environment' : 'the configured key';
     print(`  Upstream: ${upstream.base_url} (${upstream.format}, ${upstream.model ? `model ${upstream.model}` : "client's model"}, ${key})`);

@@ -56,10 +56,29 @@ interface StatusReport {
   scheduler?: { enabled: boolean; state?: string; reason: string };
   rl?: RlReport & { training?: EngineReport | null };
   /** absent from a proxy older than team members */
-  team?: { members: number; shared_scope: string; shared_memories: number };
+  team?: { members: number; shared_scope: string; shared_memories?: number };
+  /** a node of a team store says which store and whether it is reachable */
+  store?: { engine?: string; url?: string; degraded?: boolean; recording?: { held: number; written: number; replayed: number; outages: number } };
+  skills?: { count?: number; generation?: number };
+}
+
+/** A node of a team store: its store, what it holds in memory, and its spool (the learning parts run elsewhere). */
+function printTeamNode(base: string, status: StatusReport): void {
+  const store = status.store!;
+  const spool = store.recording;
+  print(`MetaClaw-TS ${status.version}: running (pid ${status.pid}) at ${base}, up ${formatDuration(status.uptime_seconds)}, a node of a team store`);
+  print(`  store       ${store.url} (postgres)${store.degraded ? ': DEGRADED, out of reach; serving goes on, turns wait on this node' : ''}`);
+  print(
+    `  upstream    ${status.upstream.base_url} (${status.upstream.format}, ${status.upstream.model ? `model ${status.upstream.model}` : "client's model"})`,
+  );
+  print(`  requests    ${status.requests.total} (${status.requests.streaming} streaming, ${status.requests.active} active)`);
+  if (spool) print(`  recording   ${spool.written} turns stored, ${spool.held} waiting, ${spool.replayed} stored after an outage (${spool.outages} outages)`);
+  print(`  team        ${status.team?.members ?? 0} members; skills: ${status.skills?.count ?? 0} (generation ${status.skills?.generation ?? 0})`);
+  print(`  context     ${status.context.providers.length > 0 ? status.context.providers.join(', ') : 'nothing injected'}`);
 }
 
 function printStatus(base: string, status: StatusReport): void {
+  if (status.store?.engine === 'postgres') return printTeamNode(base, status);
   const errors = Object.entries(status.requests.errors)
     .filter(([, count]) => count > 0)
     .map(([name, count]) => `${name.replaceAll('_', ' ')} ${count}`);
@@ -98,9 +117,9 @@ function printStatus(base: string, status: StatusReport): void {
   );
   print(`  learning    queue ${status.queue.queued} waiting, ${status.queue.leased} running, ${status.queue.dead} dead; ${status.learning.failed} failures`);
   print(`  spend       ${status.learning.spend.tokens_today} tokens today, ${status.learning.spend.tokens_total} in total (budget: ${budget})`);
-  if (status.team && (status.team.members > 0 || status.team.shared_memories > 0))
+  if (status.team && (status.team.members > 0 || (status.team.shared_memories ?? 0) > 0))
     print(
-      `  team        ${status.team.members} member${status.team.members === 1 ? '' : 's'}; shared scope "${status.team.shared_scope}": ${status.team.shared_memories} memories`,
+      `  team        ${status.team.members} member${status.team.members === 1 ? '' : 's'}; shared scope "${status.team.shared_scope}": ${status.team.shared_memories ?? 0} memories`,
     );
   if (status.scheduler) print(`  scheduler   ${status.scheduler.enabled ? `${status.scheduler.state}: ${status.scheduler.reason}` : status.scheduler.reason}`);
   if (status.learning.paused_reason) print(`  PAUSED      ${status.learning.paused_reason}`);

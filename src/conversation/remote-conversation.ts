@@ -92,7 +92,10 @@ export class RemoteConversation {
       return await work();
     } catch (error) {
       if (!this.isOutage(error)) throw error;
-      throw new ServiceUnavailableError('The team store is out of reach; model requests are still served, records can be read once it is back.', 'store_unavailable');
+      throw new ServiceUnavailableError(
+        'The team store is out of reach; model requests are still served, records can be read once it is back.',
+        'store_unavailable',
+      );
     }
   }
 }

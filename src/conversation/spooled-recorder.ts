@@ -181,6 +181,9 @@ export class SpooledRecorder {
     const since = this.degradedSince;
     this.degradedSince = undefined;
     this.retryDelay = this.options.retryMs ?? 250;
-    this.options.logger.info({ degraded_ms: since === undefined ? 0 : Date.now() - since, replayed: this.replayed }, 'the team store is back: waiting turns written');
+    this.options.logger.info(
+      { degraded_ms: since === undefined ? 0 : Date.now() - since, replayed: this.replayed },
+      'the team store is back: waiting turns written',
+    );
   }
 }

@@ -30,14 +30,25 @@ export function openPool(url: string, options: PoolOptions = {}): pg.Pool {
 }
 
 /** SQLSTATE classes and socket codes that mean "could not get a working connection". */
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', '57P03']);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNRESET',
+  '57P01',
+  '57P02',
+  '57P03',
+]);
 const UNREACHABLE_CLASSES = ['08', '28', '3D']; // connection exception, invalid authorization, invalid catalog (no such database)
 
 /** Whether an error from the pool means the store could not be reached (rather than a failed statement). */
 export function isUnreachable(error: unknown): boolean {
   const code = errorCode(error);
   if (code && (UNREACHABLE_CODES.has(code) || UNREACHABLE_CLASSES.some((prefix) => code.startsWith(prefix)))) return true;
-  return /timeout expired|connection timeout|Connection terminated/i.test(errorMessage(firstError(error)));
+  return /timeout expired|connection timeout|Connection terminated|not queryable|terminating connection/i.test(errorMessage(firstError(error)));
 }
 
 /**

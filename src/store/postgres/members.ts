@@ -29,7 +29,7 @@ export class PgMemberDirectory {
       `INSERT INTO team_members (id, name, key_hash, key_hint, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING RETURNING ${COLUMNS}`,
       [issued.id, parsed, issued.keyHash, issued.keyHint, Date.now()],
     );
-    const row = inserted.rows[0];
+    const row: unknown = inserted.rows[0];
     if (!row) throw duplicateMember(parsed);
     return { member: toMember(memberRow.parse(row)), key: issued.key };
   }
@@ -43,7 +43,7 @@ export class PgMemberDirectory {
       Date.now(),
       parsed,
     ]);
-    const row = updated.rows[0];
+    const row: unknown = updated.rows[0];
     if (!row) throw unknownMember(parsed);
     return { member: toMember(memberRow.parse(row)), key: issued.key };
   }
@@ -51,7 +51,7 @@ export class PgMemberDirectory {
   async remove(name: string): Promise<Member> {
     const parsed = parseName(name);
     const removed = await this.pool.query(`DELETE FROM team_members WHERE name = $1 RETURNING ${COLUMNS}`, [parsed]);
-    const row = removed.rows[0];
+    const row: unknown = removed.rows[0];
     if (!row) throw unknownMember(parsed);
     return toMember(memberRow.parse(row));
   }

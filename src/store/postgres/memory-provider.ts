@@ -114,8 +114,9 @@ export class PgMemoryContextProvider implements ContextProvider {
       // A statement still running well after its request stopped waiting is of no use to anyone (the
       // slack lets the request's own deadline come first: that is what it counts as a timeout).
       statement_timeout: 2 * Math.max(this.timeoutMs, 50),
-      // A down server must fail the request's reads within its wait, not after a TCP connect timeout.
-      connectionTimeoutMillis: Math.max(this.timeoutMs, 50),
+      // A connection may take longer than one request waits (a busy server forks a backend): the
+      // request stops waiting at its deadline, and the connection, once made, serves the next ones.
+      connectionTimeoutMillis: Math.max(this.timeoutMs * 20, 2_000),
       idleTimeoutMillis: 60_000,
     });
     // An idle connection whose server went away emits 'error'; unheard, it would end the process.

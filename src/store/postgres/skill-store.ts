@@ -410,7 +410,8 @@ async function movingGeneration(client: PoolClient): Promise<number> {
   const empty = (await client.query<{ found: boolean }>('SELECT NOT EXISTS (SELECT 1 FROM skills) AS found')).rows[0]!.found;
   if (!empty) return bumpGeneration(client);
   const result = await client.query<{ value: string }>(
-    `INSERT INTO state (key, value) VALUES ($1, '1') ON CONFLICT (key) DO UPDATE SET value = state.value RETURNING value`,
+    // At least 1: rows of generation 0 would be invisible to a node catching up from 0.
+    `INSERT INTO state (key, value) VALUES ($1, '1') ON CONFLICT (key) DO UPDATE SET value = GREATEST(state.value::bigint, 1)::text RETURNING value`,
     [GENERATION_KEY],
   );
   return Number(result.rows[0]!.value);

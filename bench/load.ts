@@ -1,0 +1,88 @@
+/**
+ * The load the benchmarks put on a proxy: helper processes (upstream, bare proxy), one request, a
+ * sequential run, and a fixed-concurrency run for throughput. Shared by `npm run bench` and
+ * `npm run bench:team`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import { join, resolve } from 'node:path';
+
+const REPO = resolve(import.meta.dirname, '..');
+
+/** The key the load sends (a team node needs a member's; a personal proxy ignores it). */
+let clientKey = 'sk-client';
+
+export function useClientKey(key: string): void {
+  clientKey = key;
+}
+
+export async function startHelper([script, ...args]: string[], children: ChildProcess[]): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'bench', script!), ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  const port = await new Promise<number>((resolvePort) =>
+    child.stdout.once('data', (chunk: Buffer) => resolvePort((JSON.parse(chunk.toString()) as { port: number }).port)),
+  );
+  return `http://127.0.0.1:${port}`;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+export function post(url: string, body: string, agent: http.Agent, onFirstByte?: () => void): Promise<void> {
+  return new Promise((resolveRequest, reject) => {
+    const request = http.request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: `Bearer ${clientKey}` },
+      },
+      (response) => {
+        let first = true;
+        response.on('data', () => {
+          if (first) {
+            first = false;
+            onFirstByte?.();
+          }
+        });
+        response.on('end', () => (response.statusCode === 200 ? resolveRequest() : reject(new Error(`HTTP ${response.statusCode}`))));
+        response.on('error', reject);
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+export async function sequential(url: string, body: string, count: number, agent: http.Agent): Promise<number[]> {
+  const samples: number[] = [];
+  for (let index = 0; index < count; index++) {
+    const started = performance.now();
+    await post(url, body, agent);
+    samples.push(performance.now() - started);
+  }
+  return samples;
+}
+
+export async function throughput(url: string, body: string, concurrency: number, durationMs: number, agent: http.Agent): Promise<number> {
+  let completed = 0;
+  const deadline = performance.now() + durationMs;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        await post(`${url}/v1/chat/completions`, body, agent);
+        completed++;
+      }
+    }),
+  );
+  return completed / ((performance.now() - started) / 1000);
+}

@@ -1,0 +1,130 @@
+/**
+ * Team nodes under load (issue 16): proxies started by the real CLI on one throwaway PostgreSQL,
+ * against the personal (SQLite) proxy and the upstream itself, all in the same run.
+ * - Added latency: sequential 1 KB requests, rounds alternating direct / personal / team node.
+ * - Throughput at concurrency 32 with 1, 2 and 3 team nodes (the 32 clients spread over them), as a
+ *   ratio to direct, and the personal proxy's in the same rounds.
+ * Every process shares this machine's cores (2 here): three nodes, PostgreSQL, the upstream and the
+ * client together measure contention as much as the proxy.
+ *
+ * Standalone: `node --import tsx bench/team-throughput.ts [--seconds 4]` (needs Debian's `postgresql`).
+ */
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { stringify } from 'yaml';
+import { startPostgres } from '../test/support/postgres.js';
+import { freePort, sequential, startHelper, throughput, useClientKey } from './load.js';
+import { round3, summarize } from './stats.js';
+
+const CLI = join(resolve(import.meta.dirname, '..'), 'bin', 'metaclaw.js');
+const OWNER_KEY = 'owner-key-for-the-team-bench';
+
+function option(name: string, fallback: number): number {
+  const at = process.argv.indexOf(`--${name}`);
+  return at > 0 && process.argv[at + 1] ? Number(process.argv[at + 1]) : fallback;
+}
+
+function cli(args: string[], home: string, env: Record<string, string> = {}): string {
+  return execFileSync(process.execPath, [CLI, ...args], {
+    env: { ...process.env, METACLAW_HOME: home, OPENAI_API_KEY: '', OPENAI_BASE_URL: '', ANTHROPIC_API_KEY: '', ...env },
+    encoding: 'utf8',
+  });
+}
+
+/** Starts a proxy with the real CLI; learning off, as in `npm run bench`. */
+async function startNode(home: string, upstream: string, env: Record<string, string>): Promise<string> {
+  mkdirSync(home, { recursive: true });
+  const port = await freePort();
+  const config = { llm: { api_base: `${upstream}/v1`, api_key: 'sk-bench' }, proxy: { port }, skills: { auto_evolve: false }, memory: { auto_extract: false } };
+  writeFileSync(join(home, 'config.yaml'), stringify(config), { mode: 0o600 });
+  cli(['start', '--no-wire'], home, env);
+  return `http://127.0.0.1:${port}`;
+}
+
+/** c32 spread over `urls` round-robin. */
+async function spread(urls: string[], body: string, seconds: number, agent: http.Agent): Promise<number> {
+  const rates = await Promise.all(
+    urls.map((url, index) => throughput(url, body, Math.floor(32 / urls.length) + (index < 32 % urls.length ? 1 : 0), seconds * 1000, agent)),
+  );
+  return rates.reduce((sum, rate) => sum + rate, 0);
+}
+
+export async function measureTeamThroughput(seconds: number): Promise<string[]> {
+  const root = mkdtempSync(join(tmpdir(), 'metaclaw-team-bench-'));
+  const server = await startPostgres();
+  const children: ChildProcess[] = [];
+  const homes: Array<{ home: string; env: Record<string, string> }> = [];
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 128 });
+  try {
+    const url = server.createDatabase('team_bench');
+    const team = { METACLAW_DATABASE_URL: url, METACLAW_PROXY_API_KEY: OWNER_KEY };
+    cli(['store', 'migrate'], root, team);
+    const key = (JSON.parse(cli(['team', 'add-member', 'bench', '--json'], root, team)) as { key: string }).key;
+    useClientKey(key);
+    const upstream = await startHelper(['upstream-server.ts', '0', '0'], children);
+    const personal = await startNode(join(root, 'personal'), upstream, {});
+    homes.push({ home: join(root, 'personal'), env: {} });
+    const nodes: string[] = [];
+    for (let index = 0; index < 3; index++) {
+      nodes.push(await startNode(join(root, `node${index}`), upstream, team));
+      homes.push({ home: join(root, `node${index}`), env: team });
+    }
+    const body = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: `Summarise this note for the team. ${'lorem ipsum '.repeat(70)}` }] });
+    for (const target of [upstream, personal, ...nodes]) await sequential(`${target}/v1/chat/completions`, body, 200, agent);
+
+    const samples: Record<'direct' | 'personal' | 'team', number[]> = { direct: [], personal: [], team: [] };
+    for (let round = 0; round < 20; round++) {
+      samples.direct.push(...(await sequential(`${upstream}/v1/chat/completions`, body, 50, agent)));
+      samples.personal.push(...(await sequential(`${personal}/v1/chat/completions`, body, 50, agent)));
+      samples.team.push(...(await sequential(`${nodes[0]}/v1/chat/completions`, body, 50, agent)));
+    }
+    const direct = summarize(samples.direct);
+    const latency = (name: 'personal' | 'team') => {
+      const summary = summarize(samples[name]);
+      return `${round3(summary.p50 - direct.p50)} / ${round3(summary.p99 - direct.p99)}`;
+    };
+
+    const rates = { direct: 0, personal: 0, one: 0, two: 0, three: 0 };
+    for (let round = 0; round < 2; round++) {
+      rates.direct += await spread([upstream], body, seconds / 2, agent);
+      rates.personal += await spread([personal], body, seconds / 2, agent);
+      rates.one += await spread(nodes.slice(0, 1), body, seconds / 2, agent);
+      rates.two += await spread(nodes.slice(0, 2), body, seconds / 2, agent);
+      rates.three += await spread(nodes, body, seconds / 2, agent);
+    }
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    const stored = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM turns')).rows[0]!.n);
+    await pool.end();
+    const ratio = (rate: number) => `${Math.round(rate / 2)} (${round3(rate / rates.direct)})`;
+    const loadAverage = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+    return [
+      `### Team nodes on one PostgreSQL (${new Date().toISOString().slice(0, 16)} UTC; load average after: ${loadAverage})`,
+      '',
+      '| measure | direct | personal proxy (SQLite) | 1 team node | 2 team nodes | 3 team nodes |',
+      '|---|---:|---:|---:|---:|---:|',
+      `| added latency, 1 KB, p50 / p99 (ms) | – | ${latency('personal')} | ${latency('team')} | | |`,
+      `| throughput at c32, requests/s (ratio to direct) | ${Math.round(rates.direct / 2)} | ${ratio(rates.personal)} | ${ratio(rates.one)} | ${ratio(rates.two)} | ${ratio(rates.three)} |`,
+      '',
+      `Turns stored in the team store after the run: ${stored.toLocaleString('en')} (learning jobs queued with them; none run).`,
+    ];
+  } finally {
+    agent.destroy();
+    for (const { home, env } of homes) {
+      try {
+        cli(['stop'], home, env);
+      } catch {
+        // already stopped
+      }
+    }
+    for (const child of children) child.kill();
+    server.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) console.log((await measureTeamThroughput(option('seconds', 4))).join('\n'));

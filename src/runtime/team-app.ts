@@ -1,0 +1,378 @@
+import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import { hostname } from 'node:os';
+import { maskDatabaseUrl, resolveUpstreams, type LoadedConfig, type UpstreamTarget } from '../config/index.js';
+import { ContextPlanner, type ContextProvider } from '../context/index.js';
+import { HeldTurns, RemoteConversation, SpooledRecorder, TurnJournal } from '../conversation/index.js';
+import { ConfigError, errorMessage, RequestError } from '../errors.js';
+import { createLogger, type Logger } from '../logging/index.js';
+import { ProxyMetrics } from '../metrics/index.js';
+import { AfterServing, createProxyServer, ProxyAuth, ProxyStats, ResponsesHistory, turnFromJournal, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import { SHARED_SCOPE } from '../memory/index.js';
+import { SkillMirror } from '../skills/index.js';
+import { SkillsContextProvider } from '../skills/provider.js';
+import { SkillRetriever } from '../skills/retrieval.js';
+import { MIGRATIONS, StoreHealth } from '../store/index.js';
+import {
+  isUnreachable,
+  describeStoreError,
+  openPool,
+  PgConversationReads,
+  PgJobQueue,
+  PgMemberDirectory,
+  PgMemoryContextProvider,
+  PgSkillStore,
+  PgTurnSink,
+  pgRecordingListeners,
+  postgresSchemaVersion,
+  SkillSubscription,
+} from '../store/postgres/index.js';
+import { MemberCache } from '../team/index.js';
+import { thesaurus, warmGlossary } from '../text/index.js';
+import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
+import { VERSION } from '../version.js';
+import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
+import { recordingSettings } from './recording.js';
+import { memorySettings, skillsSettings } from './settings.js';
+import type { RuntimeOptions } from './app.js';
+
+/** How often a node re-reads the team's members (a new, removed or rotated key takes effect within this). */
+const MEMBERS_REFRESH_MS = 1_000;
+/** The longest a statement of this node's writes may run: a slow store never holds a turn record for long. */
+const STATEMENT_TIMEOUT_MS = 5_000;
+/** The longest to wait for a connection: an unreachable store is noticed fast. */
+const CONNECT_TIMEOUT_MS = 2_000;
+
+/**
+ * One node of a team: the proxy serving from the team store (PostgreSQL) that many nodes share.
+ * Forwarding never waits for the store. On the request path a node reads only what it keeps in
+ * memory (members, the skills mirror kept in step by LISTEN/NOTIFY, standing memory rules) plus
+ * one memory recall bounded by a short timeout; turns are journaled on this machine and written
+ * to the store by a spool that rides out outages. Learning jobs are queued in the store with each
+ * turn (learning from the team store runs in a later version; the jobs wait for it).
+ */
+export class TeamRuntime {
+  readonly logger: Logger;
+  readonly stats = new ProxyStats();
+  readonly forwarder: UpstreamForwarder;
+  readonly targets: UpstreamTarget[];
+  private readonly credentials = new CredentialMemory();
+  private readonly url: string;
+  private readonly pool: ReturnType<typeof openPool>;
+  private readonly members: MemberCache;
+  private readonly directory: PgMemberDirectory;
+  private readonly skillStore: PgSkillStore;
+  private readonly mirror: SkillMirror;
+  private readonly subscription: SkillSubscription;
+  private readonly memoryProvider: PgMemoryContextProvider | undefined;
+  private readonly recorder: SpooledRecorder;
+  private readonly conversation: RemoteConversation;
+  private readonly auth: ProxyAuth;
+  private readonly metrics: ProxyMetrics;
+  private readonly afterServing: AfterServing;
+  private readonly pendingRecords = new Map<string, Promise<void>>();
+  private readonly providers: ContextProvider[] = [];
+  private readonly startedAt = Date.now();
+  private context: ContextPlanner | undefined;
+  private server: Server | undefined;
+  private membersTimer: NodeJS.Timeout | undefined;
+  private membersError: string | null = null;
+  private stopping: Promise<void> | undefined;
+
+  constructor(private readonly options: RuntimeOptions) {
+    const { values, paths } = options.config;
+    this.url = values['store.url'];
+    if (!this.url) throw new ConfigError('The team runtime needs store.url (or METACLAW_DATABASE_URL, or --store).');
+    if (values['proxy.api_key'] === '')
+      throw new ConfigError(
+        'A node of a team store needs the proxy key (the owner and the management routes use it): set METACLAW_PROXY_API_KEY or proxy.api_key in config.yaml.',
+      );
+    this.logger = createLogger({
+      level: values['log.level'],
+      file: paths.logFile,
+      stdout: options.foreground,
+      rotation: { maxBytes: Math.round(values['log.max_size_mb'] * 1024 * 1024), maxFiles: values['log.max_files'] },
+    });
+    this.afterServing = new AfterServing(this.logger);
+    this.pool = openPool(this.url, { statementTimeoutMs: STATEMENT_TIMEOUT_MS, connectTimeoutMs: CONNECT_TIMEOUT_MS, max: 8 });
+    this.targets = resolveUpstreams(options.config, options.env ?? process.env);
+    this.forwarder = new UpstreamForwarder(
+      this.targets,
+      {
+        maxRetries: values['llm.max_retries'],
+        timeoutMs: values['llm.timeout_seconds'] * 1000,
+        maxRetryWaitMs: values['llm.max_retry_wait_seconds'] * 1000,
+        defaultMaxTokens: values['llm.default_max_tokens'],
+        userAgent: `metaclaw-ts/${VERSION}`,
+      },
+      this.logger,
+      this.credentials,
+    );
+
+    this.directory = new PgMemberDirectory(this.pool);
+    this.members = new MemberCache();
+    this.auth = new ProxyAuth(values['proxy.api_key'], this.members);
+
+    const skills = skillsSettings(options.config);
+    this.skillStore = new PgSkillStore(this.pool);
+    this.mirror = new SkillMirror();
+    this.subscription = new SkillSubscription(this.url, this.skillStore, this.mirror, {
+      pollMs: 30_000,
+      applicationName: 'metaclaw-skills',
+      logger: this.logger.child({ part: 'skills' }),
+    });
+    if (values['skills.enabled']) {
+      // Keyword retrieval: the team store keeps no skill vectors yet.
+      const retriever = new SkillRetriever(
+        this.mirror,
+        this.mirror.index,
+        undefined,
+        undefined,
+        { mode: 'template', topK: skills.topK, minRelevance: skills.minRelevance },
+        this.logger,
+      );
+      this.providers.push(
+        new SkillsContextProvider(retriever, { maxTokens: skills.maxTokens, fullBodyTopN: skills.fullBodyTopN }, () => this.mirror.generation),
+      );
+    }
+    const memory = memorySettings(options.config);
+    this.memoryProvider = values['memory.enabled']
+      ? new PgMemoryContextProvider({
+          url: this.url,
+          settings: { topK: memory.topK, maxTokens: memory.maxTokens, coreMaxTokens: memory.coreMaxTokens, minRelevance: memory.minRelevance },
+          logger: this.logger.child({ part: 'memory' }),
+        })
+      : undefined;
+    if (this.memoryProvider) this.providers.push(this.memoryProvider);
+
+    const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+    const queue = new PgJobQueue(this.pool, instanceId, values['learning.max_attempts']);
+    const recording = recordingSettings(options.config);
+    const journal = new TurnJournal(paths.journalDir);
+    const sink = new PgTurnSink(this.pool, { redactTurns: recording.redactTurns, listeners: pgRecordingListeners(queue, recording) });
+    this.recorder = new SpooledRecorder({
+      sink,
+      journal,
+      isOutage: isUnreachable,
+      logger: this.logger.child({ part: 'recording' }),
+      held: new HeldTurns(),
+    });
+    this.conversation = new RemoteConversation(new PgConversationReads(this.pool, sink), this.recorder, journal, this.logger, isUnreachable);
+    this.metrics = new ProxyMetrics(
+      {
+        queue: () => ({}),
+        jobs: () => [],
+        skills: () => {
+          const counts = new Map<string, number>();
+          for (const skill of this.mirror.all()) counts.set(skill.category, (counts.get(skill.category) ?? 0) + 1);
+          return [...counts].map(([category, count]) => ({ category, count }));
+        },
+        memories: () => [],
+        judgeScores: () => [],
+        trainingSteps: () => [],
+      },
+      (error) => this.logger.warn({ err: error }, 'metrics: could not read a figure for a scrape'),
+    );
+  }
+
+  get config(): LoadedConfig {
+    return this.options.config;
+  }
+
+  async start(): Promise<{ url: string }> {
+    const { values, paths } = this.options.config;
+    const existing = readPidFile(paths.pidFile);
+    if (existing && existing.pid !== process.pid && isProcessAlive(existing.pid)) {
+      throw new ConfigError(
+        `MetaClaw is already running (pid ${existing.pid}, http://${existing.host}:${existing.port}); stop it first with \`metaclaw stop\`.`,
+      );
+    }
+    await this.checkSchema();
+    // A node learns who may use it and what the team knows once before serving; after that an outage only makes it stale.
+    await this.refreshMembers();
+    await this.subscription.start();
+    await this.memoryProvider?.start();
+    // Read now, not by the first request that needs them.
+    warmGlossary(['zh', 'ja']);
+    thesaurus();
+    this.context = new ContextPlanner(this.providers, this.logger, values['max_context_tokens']);
+    const deps: ProxyDeps = {
+      auth: this.auth,
+      maxBodyBytes: Math.round(values['proxy.max_body_mb'] * 1024 * 1024),
+      defaultScope: values['memory.scope'],
+      forwarder: this.forwarder,
+      conversation: this.conversation,
+      context: this.context,
+      stats: this.stats,
+      metrics: this.metrics,
+      logger: this.logger,
+      statusReport: () => this.statusReport(),
+      listModels: (clientFormat, credentials) => listModels(this.forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),
+      routeGroups: [notServedHere],
+      pendingRecords: this.pendingRecords,
+      afterServing: this.afterServing,
+      health: new StoreHealth(this.logger),
+      responses: new ResponsesHistory(this.conversation, this.pendingRecords),
+    };
+    const server = createProxyServer(deps);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (error: NodeJS.ErrnoException) => {
+        reject(
+          error.code === 'EADDRINUSE'
+            ? new ConfigError(`Port ${values['proxy.port']} on ${values['proxy.host']} is already in use; choose another with --port or proxy.port.`)
+            : error,
+        );
+      });
+      server.listen(values['proxy.port'], values['proxy.host'], () => resolve());
+    });
+    this.server = server;
+    process.on('uncaughtException', this.lastResort);
+    process.on('unhandledRejection', this.lastResort);
+    writePidFile(paths.pidFile, {
+      pid: process.pid,
+      host: values['proxy.host'],
+      port: values['proxy.port'],
+      startedAt: new Date(this.startedAt).toISOString(),
+      version: VERSION,
+    });
+    const recovered = await this.conversation.recoverJournal(turnFromJournal);
+    if (recovered > 0) this.logger.info({ turns: recovered }, 'recorded turns an earlier run had answered but not stored (turn journal)');
+    this.membersTimer = setInterval(() => void this.refreshMembers(), MEMBERS_REFRESH_MS);
+    this.membersTimer.unref();
+    const url = `http://${values['proxy.host'].includes(':') ? `[${values['proxy.host']}]` : values['proxy.host']}:${values['proxy.port']}`;
+    this.logger.info({ url, store: maskDatabaseUrl(this.url), version: VERSION }, 'MetaClaw proxy listening (team store)');
+    return { url };
+  }
+
+  /** The schema must be this build's: `metaclaw store migrate` brings it there (a node never migrates by itself). */
+  private async checkSchema(): Promise<void> {
+    let version: number;
+    try {
+      version = await postgresSchemaVersion(this.pool);
+    } catch (error) {
+      throw new ConfigError(`Cannot start a team node: ${describeStoreError(error, this.url)}`);
+    }
+    const latest = MIGRATIONS.at(-1)?.version ?? 0;
+    if (version !== latest)
+      throw new ConfigError(
+        version < latest
+          ? `The team store at ${maskDatabaseUrl(this.url)} has schema version ${version}; this MetaClaw needs ${latest}. Run \`metaclaw store migrate\` first.`
+          : `The team store at ${maskDatabaseUrl(this.url)} has schema version ${version}, newer than this MetaClaw (${latest}); upgrade MetaClaw.`,
+      );
+  }
+
+  private async refreshMembers(): Promise<void> {
+    try {
+      this.members.replace(await this.directory.rows());
+      this.membersError = null;
+    } catch (error) {
+      // The last copy stands: keys keep working through an outage.
+      if (this.membersError === null) this.logger.warn({ err: errorMessage(error) }, 'could not read the team members; the last copy stands');
+      this.membersError = errorMessage(error);
+      if (!this.members.ready) throw new ConfigError(`Cannot start a team node: ${describeStoreError(error, this.url)}`);
+    }
+  }
+
+  /** An error that escaped every handler (a database connection's late 'error' event) is logged and counted; the node keeps serving. */
+  private readonly lastResort = (error: unknown): void => {
+    this.stats.uncaughtErrors++;
+    this.stats.rememberError('-', null, `uncaught: ${errorMessage(error)}`);
+    try {
+      this.logger.error({ err: error }, 'an error escaped its handler; the proxy keeps serving');
+    } catch {
+      process.stderr.write(`metaclaw: an error escaped its handler (${errorMessage(error)}); the proxy keeps serving\n`);
+    }
+  };
+
+  stop(reason = 'stop requested'): Promise<void> {
+    this.stopping ??= this.shutdown(reason);
+    return this.stopping;
+  }
+
+  private async shutdown(reason: string): Promise<void> {
+    const { values, paths } = this.options.config;
+    this.logger.info({ reason }, 'shutting down');
+    if (this.membersTimer) clearInterval(this.membersTimer);
+    const server = this.server;
+    if (server) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = Date.now() + values['proxy.shutdown_timeout_seconds'] * 1000;
+      while (this.stats.active > 0 && Date.now() < deadline) await sleep(50);
+      if (this.stats.active > 0) this.forwarder.abortInFlight('MetaClaw is shutting down: the request was cut after proxy.shutdown_timeout_seconds.');
+      server.closeAllConnections();
+      await closed;
+    }
+    this.afterServing.runAll();
+    await Promise.allSettled([...this.pendingRecords.values()]);
+    await this.recorder.drain();
+    await this.subscription.stop();
+    await this.memoryProvider?.stop();
+    await this.pool.end().catch(() => undefined);
+    removePidFile(paths.pidFile, process.pid);
+    process.off('uncaughtException', this.lastResort);
+    process.off('unhandledRejection', this.lastResort);
+    this.logger.info('stopped');
+    await new Promise<void>((resolve) => this.logger.flush(() => resolve()));
+  }
+
+  statusReport() {
+    const { values } = this.options.config;
+    const spool = this.recorder.status();
+    return {
+      ok: true,
+      version: VERSION,
+      pid: process.pid,
+      mode: 'skills_only',
+      mode_configured: values['mode'],
+      mode_reason: 'a node of a team store serves skills and memory; RL does not run on the team store yet',
+      started_at: new Date(this.startedAt).toISOString(),
+      uptime_seconds: Math.round((Date.now() - this.startedAt) / 1000),
+      listen: { host: values['proxy.host'], port: values['proxy.port'] },
+      auth_required: true,
+      upstream: describeTarget(this.forwarder.mainTarget),
+      fallbacks: this.targets.slice(1).map(describeTarget),
+      requests: this.stats.snapshot(),
+      store: {
+        engine: 'postgres',
+        url: maskDatabaseUrl(this.url),
+        degraded: spool.degraded || this.membersError !== null || !this.subscription.listening,
+        recording: spool,
+        members_error: this.membersError,
+        search: 'keyword',
+        vectors: 'none: the team store keeps no vectors yet, so retrieval is keyword-only',
+      },
+      learning: { running_here: false, reason: 'jobs are queued in the team store with each turn; learning from the team store is not built yet' },
+      context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },
+      skills: { count: this.mirror.size, generation: this.mirror.generation, listening: this.subscription.listening, retrieval: 'keyword' },
+      memory: this.memoryProvider?.status() ?? { enabled: false },
+      team: { members: this.members.list().length, shared_scope: SHARED_SCOPE },
+      config: { file: this.options.config.file, loaded: this.options.config.fileExists, warnings: this.options.config.warnings },
+    };
+  }
+}
+
+/**
+ * The personal proxy's management routes (memory, skills, RL, dashboard) read the personal store: a
+ * team node says so in the client's error format rather than a bare 404.
+ */
+function notServedHere(app: ProxyApp): void {
+  for (const path of ['/v1/memory', '/v1/skills', '/v1/rl', '/v1/dashboard', '/v1/admin', '/ui'])
+    for (const route of [path, `${path}/*`])
+      app.all(route, () => {
+        throw new RequestError(
+          501,
+          'api_error',
+          'not_served_by_team_node',
+          `${path} is not served by a node of a team store yet: use \`metaclaw store\` and \`metaclaw team\` for the team store; model requests are served here.`,
+        );
+      });
+}
+
+function describeTarget(target: UpstreamTarget) {
+  return { name: target.name, base_url: target.baseUrl, format: target.format, model: target.model ?? null, key_source: target.keySource };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
