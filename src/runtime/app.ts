@@ -30,6 +30,7 @@ import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/in
 import { thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
+import { describeTarget, listen, sleep } from './serving.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
 import { recordingListeners, recordingSettings, type RecordingSettings } from './recording.js';
 import { ProxyMetrics, storeFigures } from '../metrics/index.js';
@@ -343,16 +344,7 @@ export class MetaclawRuntime {
       ...(this.engine ? { policy: this.engine.policyUpstream } : {}),
     };
     const server = createProxyServer(deps);
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (error: NodeJS.ErrnoException) => {
-        reject(
-          error.code === 'EADDRINUSE'
-            ? new ConfigError(`Port ${values['proxy.port']} on ${values['proxy.host']} is already in use; choose another with --port or proxy.port.`)
-            : error,
-        );
-      });
-      server.listen(values['proxy.port'], values['proxy.host'], () => resolve());
-    });
+    await listen(server, values['proxy.host'], values['proxy.port']);
     this.server = server;
     process.on('uncaughtException', this.lastResort);
     process.on('unhandledRejection', this.lastResort);
@@ -569,12 +561,4 @@ export class MetaclawRuntime {
     this.maintenanceTimer = setInterval(run, 86_400_000);
     this.maintenanceTimer.unref();
   }
-}
-
-function describeTarget(target: UpstreamTarget) {
-  return { name: target.name, base_url: target.baseUrl, format: target.format, model: target.model ?? null, key_source: target.keySource };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -31,6 +31,7 @@ import { MemberCache } from '../team/index.js';
 import { thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
+import { describeTarget, listen, sleep } from './serving.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
 import { recordingSettings } from './recording.js';
 import { memorySettings, skillsSettings } from './settings.js';
@@ -215,16 +216,7 @@ export class TeamRuntime {
       responses: new ResponsesHistory(this.conversation, this.pendingRecords),
     };
     const server = createProxyServer(deps);
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (error: NodeJS.ErrnoException) => {
-        reject(
-          error.code === 'EADDRINUSE'
-            ? new ConfigError(`Port ${values['proxy.port']} on ${values['proxy.host']} is already in use; choose another with --port or proxy.port.`)
-            : error,
-        );
-      });
-      server.listen(values['proxy.port'], values['proxy.host'], () => resolve());
-    });
+    await listen(server, values['proxy.host'], values['proxy.port']);
     this.server = server;
     process.on('uncaughtException', this.lastResort);
     process.on('unhandledRejection', this.lastResort);
@@ -367,12 +359,4 @@ function notServedHere(app: ProxyApp): void {
           `${path} is not served by a node of a team store yet: use \`metaclaw store\` and \`metaclaw team\` for the team store; model requests are served here.`,
         );
       });
-}
-
-function describeTarget(target: UpstreamTarget) {
-  return { name: target.name, base_url: target.baseUrl, format: target.format, model: target.model ?? null, key_source: target.keySource };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
