@@ -17,3 +17,4 @@ export { callLlm, callLlmForJson, extractJson, InvalidLlmOutputError, LlmCallErr
 export { type JsonAnswer } from './structured-output.js';
 export { callPromptForJson, callPromptForText } from './job-call.js';
 export { resolveLearningTarget, type LearningEndpointConfig } from './targets.js';
+export { type TeamJobEffect, type TeamJobHandler } from './team-job.js';
