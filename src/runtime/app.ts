@@ -134,6 +134,7 @@ export class MetaclawRuntime {
     // Jobs run in the gaps between requests: on two cores a job running mid-request is added latency.
     this.runner = new LearningRunner(this.queue, this.budget, this.logger, {
       concurrency: values['learning.concurrency'],
+      leaseMs: values['learning.lease_seconds'] * 1000,
       yieldTo: { activity: () => this.stats.requests + this.stats.active, quietMs: 150, maxDeferMs: 2_000 },
       storage: this.health,
     });

@@ -20,14 +20,17 @@ import {
   PgConversationReads,
   PgJobQueue,
   PgMemberDirectory,
+  PgLearningBudget,
   PgMemoryContextProvider,
+  PgSkillProposals,
   PgSkillStore,
+  pgSkillEvolveHandler,
   PgTurnSink,
   pgRecordingListeners,
   postgresSchemaVersion,
   SkillSubscription,
 } from '../store/postgres/index.js';
-import { MemberCache } from '../team/index.js';
+import { MemberCache, TeamLearningRunner } from '../team/index.js';
 import { thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
@@ -67,6 +70,9 @@ export class TeamRuntime {
   private readonly subscription: SkillSubscription;
   private readonly memoryProvider: PgMemoryContextProvider | undefined;
   private readonly recorder: SpooledRecorder;
+  private readonly queue: PgJobQueue;
+  private readonly budget: PgLearningBudget;
+  private readonly runner: TeamLearningRunner;
   private readonly conversation: RemoteConversation;
   private readonly auth: ProxyAuth;
   private readonly metrics: ProxyMetrics;
@@ -147,10 +153,21 @@ export class TeamRuntime {
     if (this.memoryProvider) this.providers.push(this.memoryProvider);
 
     const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-    const queue = new PgJobQueue(this.pool, instanceId, values['learning.max_attempts']);
+    this.queue = new PgJobQueue(this.pool, instanceId, values['learning.max_attempts']);
+    this.budget = new PgLearningBudget(this.pool, values['learning.daily_token_budget'], instanceId);
+    this.runner = new TeamLearningRunner(this.queue, this.budget, this.logger.child({ part: 'learning' }), {
+      concurrency: values['learning.concurrency'],
+      leaseMs: values['learning.lease_seconds'] * 1000,
+      isOutage: isUnreachable,
+      storeDown: () => this.recorder.status().degraded,
+    });
     const recording = recordingSettings(options.config);
     const journal = new TurnJournal(paths.journalDir);
-    const sink = new PgTurnSink(this.pool, { redactTurns: recording.redactTurns, listeners: pgRecordingListeners(queue, recording) });
+    const hooks = {
+      enqueued: () => this.runner.wake(),
+      failed: (trigger: string, error: unknown) => this.logger.error({ err: error, trigger }, 'learning trigger failed; the turn is recorded without it'),
+    };
+    const sink = new PgTurnSink(this.pool, { redactTurns: recording.redactTurns, listeners: pgRecordingListeners(this.queue, recording, hooks) });
     this.recorder = new SpooledRecorder({
       sink,
       journal,
@@ -158,7 +175,21 @@ export class TeamRuntime {
       logger: this.logger.child({ part: 'recording' }),
       held: new HeldTurns(),
     });
-    this.conversation = new RemoteConversation(new PgConversationReads(this.pool, sink), this.recorder, journal, this.logger, isUnreachable);
+    const reads = new PgConversationReads(this.pool, sink);
+    this.conversation = new RemoteConversation(reads, this.recorder, journal, this.logger, isUnreachable);
+    if (values['skills.enabled'])
+      this.runner.register(
+        pgSkillEvolveHandler({
+          pool: this.pool,
+          reads,
+          skills: this.skillStore,
+          proposals: new PgSkillProposals(this.pool, this.skillStore),
+          library: this.mirror,
+          settings: skills,
+          mainUpstream: this.forwarder.mainTarget,
+          credentials: this.credentials,
+        }),
+      );
     this.metrics = new ProxyMetrics(
       {
         queue: () => ({}),
@@ -229,6 +260,7 @@ export class TeamRuntime {
     });
     const recovered = await this.conversation.recoverJournal(turnFromJournal);
     if (recovered > 0) this.logger.info({ turns: recovered }, 'recorded turns an earlier run had answered but not stored (turn journal)');
+    this.runner.start();
     this.membersTimer = setInterval(() => void this.refreshMembers(), MEMBERS_REFRESH_MS);
     this.membersTimer.unref();
     const url = `http://${values['proxy.host'].includes(':') ? `[${values['proxy.host']}]` : values['proxy.host']}:${values['proxy.port']}`;
@@ -297,6 +329,7 @@ export class TeamRuntime {
     }
     this.afterServing.runAll();
     await Promise.allSettled([...this.pendingRecords.values()]);
+    await this.runner.stop();
     await this.recorder.drain();
     await this.subscription.stop();
     await this.memoryProvider?.stop();
@@ -306,6 +339,24 @@ export class TeamRuntime {
     process.off('unhandledRejection', this.lastResort);
     this.logger.info('stopped');
     await new Promise<void>((resolve) => this.logger.flush(() => resolve()));
+  }
+
+  /** This node's share of the team's learning (the queue and the budget are the team's: see `metaclaw store status`). */
+  private learningStatus() {
+    const runner = this.runner.snapshot();
+    return {
+      running_here: true,
+      kinds: this.runner.kinds(),
+      paused: runner.pausedReason !== undefined,
+      paused_reason: runner.pausedReason ?? null,
+      running: runner.running,
+      completed: runner.completed,
+      duplicates: runner.duplicates,
+      leases_lost: runner.leasesLost,
+      failed: runner.failed,
+      dead_lettered: runner.deadLettered,
+      last_errors: runner.lastErrors,
+    };
   }
 
   statusReport() {
@@ -334,7 +385,7 @@ export class TeamRuntime {
         search: 'keyword',
         vectors: 'none: the team store keeps no vectors yet, so retrieval is keyword-only',
       },
-      learning: { running_here: false, reason: 'jobs are queued in the team store with each turn; learning from the team store is not built yet' },
+      learning: this.learningStatus(),
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },
       skills: { count: this.mirror.size, generation: this.mirror.generation, listening: this.subscription.listening, retrieval: 'keyword' },
       memory: this.memoryProvider?.status() ?? { enabled: false },

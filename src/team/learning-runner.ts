@@ -70,6 +70,11 @@ export class TeamLearningRunner {
     this.handlers.set(handler.kind, handler);
   }
 
+  /** The job kinds this node runs. */
+  kinds(): string[] {
+    return [...this.handlers.keys()].sort();
+  }
+
   start(): void {
     this.active = true;
     this.schedule(0);
@@ -192,7 +197,8 @@ export class TeamLearningRunner {
       clearInterval(heartbeat);
       clearTimeout(timeout);
       this.running.delete(job.id);
-      if (reservation) await this.budget.settle(reservation, tokens, tokens > 0 ? 1 : 0).catch((error) => logger.warn({ err: error }, 'learning: spend not settled'));
+      if (reservation)
+        await this.budget.settle(reservation, tokens, tokens > 0 ? 1 : 0).catch((error) => logger.warn({ err: error }, 'learning: spend not settled'));
       if (this.active) this.schedule(0);
     }
   }
@@ -209,7 +215,8 @@ export class TeamLearningRunner {
       if (error instanceof LearningMisconfiguredError) {
         await this.queue.release(job);
         const delayMs = this.misconfigured ? Math.min(30 * 60_000, this.misconfigured.delayMs * 2) : 30_000;
-        if (!this.misconfigured) logger.error({ reason: message }, 'the learning LLM cannot be used as configured; learning jobs that call it wait and retry later');
+        if (!this.misconfigured)
+          logger.error({ reason: message }, 'the learning LLM cannot be used as configured; learning jobs that call it wait and retry later');
         this.misconfigured = { reason: message.slice(0, 300), until: Date.now() + delayMs, delayMs };
         return;
       }
@@ -222,7 +229,10 @@ export class TeamLearningRunner {
       if (verdict === 'dead') this.stats.deadLettered++;
       this.stats.lastErrors.unshift({ at: new Date().toISOString(), kind: job.kind, jobId: job.id, error: message.slice(0, 300) });
       this.stats.lastErrors.length = Math.min(this.stats.lastErrors.length, 10);
-      logger.warn({ err: error, verdict, handler: handler.kind }, verdict === 'dead' ? 'learning job failed for good (dead-letter list)' : 'learning job failed; will retry');
+      logger.warn(
+        { err: error, verdict, handler: handler.kind },
+        verdict === 'dead' ? 'learning job failed for good (dead-letter list)' : 'learning job failed; will retry',
+      );
     } catch (queueError) {
       // The failure could not be recorded (the store went away): the lease runs out and the job runs again.
       logger.warn({ err: queueError, jobError: message }, 'learning job failed and the team queue could not record it; it runs again after its lease');

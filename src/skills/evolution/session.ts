@@ -92,9 +92,17 @@ export async function planSessionEvolution(input: {
   };
   let output;
   try {
-    output = await callPromptForJson(context, target, prompt, values, { name: 'skill_changes', schema: evolverOutputSchema }, { maxTokens: 3_000, temperature: 0.2 });
+    output = await callPromptForJson(
+      context,
+      target,
+      prompt,
+      values,
+      { name: 'skill_changes', schema: evolverOutputSchema },
+      { maxTokens: 3_000, temperature: 0.2 },
+    );
   } catch (error) {
-    if (error instanceof InvalidLlmOutputError) context.logger.warn({ session: sessionId, err: error.message }, 'the evolver returned unusable output; nothing written');
+    if (error instanceof InvalidLlmOutputError)
+      context.logger.warn({ session: sessionId, err: error.message }, 'the evolver returned unusable output; nothing written');
     throw error;
   }
   const seen = new Map(related.map((skill) => [skill.name, skill.version]));
