@@ -147,7 +147,7 @@ export class TeamLearningRunner {
     const now = Date.now();
     let llmPaused = this.misconfigured !== undefined && now < this.misconfigured.until;
     if (!llmPaused && this.budgetPause && now < this.budgetPause.until) llmPaused = true;
-    if (!llmPaused && [...this.handlers.values()].some((handler) => handler.usesLlm)) {
+    if (!llmPaused && this.budget.dailyLimit > 0 && [...this.handlers.values()].some((handler) => handler.usesLlm)) {
       const reason = await this.budget.pauseReason();
       if (reason) {
         this.budgetPause = { reason, until: now + 60_000 };
