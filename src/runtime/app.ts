@@ -13,6 +13,7 @@ import {
   createProxyServer,
   ResponsesHistory,
   memoryRoutes,
+  personalMemoryApi,
   ProxyAuth,
   rlRoutes,
   ProxyStats,
@@ -230,7 +231,7 @@ export class MetaclawRuntime {
     // Team members' keys are looked up per request, so `metaclaw team …` takes effect without a restart.
     this.members = new MemberDirectory(this.db);
     this.auth = new ProxyAuth(values['proxy.api_key'], this.members);
-    this.addRoutes(memoryRoutes(this.memory, values['memory.scope'], adminToken));
+    this.addRoutes(memoryRoutes(personalMemoryApi(this.memory), values['memory.scope'], adminToken));
 
     this.scheduler = schedulerEnabled(options.config)
       ? new Scheduler({
