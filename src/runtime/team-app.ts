@@ -8,6 +8,7 @@ import { ConfigError, errorMessage, RequestError } from '../errors.js';
 import { createLogger, type Logger } from '../logging/index.js';
 import { ProxyMetrics } from '../metrics/index.js';
 import { AfterServing, createProxyServer, ProxyAuth, ProxyStats, ResponsesHistory, turnFromJournal, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import type { QueueCounts } from '../learning/index.js';
 import { SHARED_SCOPE } from '../memory/index.js';
 import { SkillMirror } from '../skills/index.js';
 import { SkillsContextProvider } from '../skills/provider.js';
@@ -42,6 +43,8 @@ import type { RuntimeOptions } from './app.js';
 
 /** How often a node re-reads the team's members (a new, removed or rotated key takes effect within this). */
 const MEMBERS_REFRESH_MS = 1_000;
+/** How often /status's team queue counts are re-read. */
+const QUEUE_COUNTS_REFRESH_MS = 5_000;
 /** The longest a statement of this node's writes may run: a slow store never holds a turn record for long. */
 const STATEMENT_TIMEOUT_MS = 5_000;
 /** The longest to wait for a connection: an unreachable store is noticed fast. */
@@ -83,6 +86,9 @@ export class TeamRuntime {
   private context: ContextPlanner | undefined;
   private server: Server | undefined;
   private membersTimer: NodeJS.Timeout | undefined;
+  private queueTimer: NodeJS.Timeout | undefined;
+  /** The team queue's counts as last read (every few seconds, off the request path); null until read. */
+  private queueCounts: QueueCounts | null = null;
   private membersError: string | null = null;
   private stopping: Promise<void> | undefined;
 
@@ -261,6 +267,9 @@ export class TeamRuntime {
     const recovered = await this.conversation.recoverJournal(turnFromJournal);
     if (recovered > 0) this.logger.info({ turns: recovered }, 'recorded turns an earlier run had answered but not stored (turn journal)');
     this.runner.start();
+    void this.refreshQueueCounts();
+    this.queueTimer = setInterval(() => void this.refreshQueueCounts(), QUEUE_COUNTS_REFRESH_MS);
+    this.queueTimer.unref();
     this.membersTimer = setInterval(() => void this.refreshMembers(), MEMBERS_REFRESH_MS);
     this.membersTimer.unref();
     const url = `http://${values['proxy.host'].includes(':') ? `[${values['proxy.host']}]` : values['proxy.host']}:${values['proxy.port']}`;
@@ -297,6 +306,14 @@ export class TeamRuntime {
     }
   }
 
+  private async refreshQueueCounts(): Promise<void> {
+    try {
+      this.queueCounts = await this.queue.counts();
+    } catch {
+      // The store is out of reach: /status says so (store.degraded); the last counts stand.
+    }
+  }
+
   /** An error that escaped every handler (a database connection's late 'error' event) is logged and counted; the node keeps serving. */
   private readonly lastResort = (error: unknown): void => {
     this.stats.uncaughtErrors++;
@@ -317,6 +334,7 @@ export class TeamRuntime {
     const { values, paths } = this.options.config;
     this.logger.info({ reason }, 'shutting down');
     if (this.membersTimer) clearInterval(this.membersTimer);
+    if (this.queueTimer) clearInterval(this.queueTimer);
     const server = this.server;
     if (server) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -346,6 +364,7 @@ export class TeamRuntime {
     const runner = this.runner.snapshot();
     return {
       running_here: true,
+      queue: this.queueCounts,
       kinds: this.runner.kinds(),
       paused: runner.pausedReason !== undefined,
       paused_reason: runner.pausedReason ?? null,
