@@ -29,6 +29,7 @@ import {
   PgTurnSink,
   pgRecordingListeners,
   postgresSchemaVersion,
+  SessionPlacements,
   SkillSubscription,
 } from '../store/postgres/index.js';
 import { MemberCache, TeamLearningRunner } from '../team/index.js';
@@ -77,6 +78,7 @@ export class TeamRuntime {
   private readonly budget: PgLearningBudget;
   private readonly runner: TeamLearningRunner;
   private readonly conversation: RemoteConversation;
+  private readonly placements: SessionPlacements;
   private readonly auth: ProxyAuth;
   private readonly metrics: ProxyMetrics;
   private readonly afterServing: AfterServing;
@@ -182,7 +184,12 @@ export class TeamRuntime {
       held: new HeldTurns(),
     });
     const reads = new PgConversationReads(this.pool, sink);
-    this.conversation = new RemoteConversation(reads, this.recorder, journal, this.logger, isUnreachable);
+    this.placements = new SessionPlacements(this.url, this.pool, instanceId, (fingerprint, session) =>
+      this.conversation.fingerprints.learn(fingerprint, session),
+    );
+    this.conversation = new RemoteConversation(reads, this.recorder, journal, this.logger, isUnreachable, (fingerprint, session) =>
+      this.placements.announce(fingerprint, session),
+    );
     if (values['skills.enabled'])
       this.runner.register(
         pgSkillEvolveHandler({
@@ -230,6 +237,7 @@ export class TeamRuntime {
     await this.refreshMembers();
     await this.subscription.start();
     await this.memoryProvider?.start();
+    await this.placements.start();
     // Read now, not by the first request that needs them.
     warmGlossary(['zh', 'ja']);
     thesaurus();
@@ -350,6 +358,7 @@ export class TeamRuntime {
     await this.runner.stop();
     await this.recorder.drain();
     await this.subscription.stop();
+    await this.placements.stop();
     await this.memoryProvider?.stop();
     await this.pool.end().catch(() => undefined);
     removePidFile(paths.pidFile, process.pid);
@@ -399,6 +408,7 @@ export class TeamRuntime {
         engine: 'postgres',
         url: maskDatabaseUrl(this.url),
         degraded: spool.degraded || this.membersError !== null || !this.subscription.listening,
+        session_placement: { listening: this.placements.listening, unsent: this.placements.unsent },
         recording: spool,
         members_error: this.membersError,
         search: 'keyword',
