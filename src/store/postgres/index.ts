@@ -39,3 +39,4 @@ export {
 export { PgMemoryWriter, addPgMemory } from './memory-writer.js';
 export { ChannelListener, type ChannelListenerOptions, type ChannelHandlers } from './channel-listener.js';
 export { MEMORY_CHANNEL } from '../postgres-schema.js';
+export { forgetPgScope, type ForgottenScope } from './forget-scope.js';
