@@ -40,3 +40,4 @@ export { PgMemoryWriter, addPgMemory } from './memory-writer.js';
 export { ChannelListener, type ChannelListenerOptions, type ChannelHandlers } from './channel-listener.js';
 export { MEMORY_CHANNEL } from '../postgres-schema.js';
 export { forgetPgScope, type ForgottenScope } from './forget-scope.js';
+export { readVectorSupport, type VectorSupport } from './vector-support.js';
