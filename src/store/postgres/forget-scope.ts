@@ -41,17 +41,20 @@ const REPLACEMENT = '[forgotten]';
  * recalled memories word for word). The deletes fire migration 22's trigger, so nodes hear of it.
  */
 export async function forgetPgScope(pool: pg.Pool, client: pg.PoolClient, scope: string): Promise<ForgottenScope> {
+  // Vectors first: deleting a unit would cascade to its vector uncounted.
+  const vectors =
+    (await client.query('DELETE FROM memory_vectors WHERE scope = $1 OR rowid IN (SELECT rowid FROM memory_units WHERE scope = $1)', [scope])).rowCount ?? 0;
   const units = z
     .array(z.object({ rowid: z.coerce.number(), content: z.string(), source_turns: z.string() }))
-    .parse((await client.query('SELECT rowid, content, source_turns FROM memory_units WHERE scope = $1 ORDER BY rowid FOR UPDATE', [scope])).rows);
-  // Index entries of the scope, even one whose unit went some other way.
-  const indexed = await client.query<{ seq: string }>('SELECT seq FROM memory_search_docs WHERE scope = $1', [scope]);
-  await new PgMemorySearch(pool).remove([...units.map((unit) => unit.rowid), ...indexed.rows.map((row) => Number(row.seq))], client);
-  await client.query('DELETE FROM memory_scope_sizes WHERE scope = $1', [scope]);
-
-  const rowids = units.map((unit) => unit.rowid);
-  const vectors = (await client.query('DELETE FROM memory_vectors WHERE rowid = ANY($1::bigint[]) OR scope = $2', [rowids, scope])).rowCount ?? 0;
-  await client.query('DELETE FROM memory_units WHERE scope = $1', [scope]);
+    .parse((await client.query('DELETE FROM memory_units WHERE scope = $1 RETURNING rowid, content, source_turns', [scope])).rows);
+  // Index entries of the deleted units, and any of the scope whose unit went some other way; not
+  // those of a unit another node committed since the delete began (it stays, indexed).
+  const orphans = await client.query<{ seq: string }>(
+    'SELECT seq FROM memory_search_docs d WHERE scope = $1 AND NOT EXISTS (SELECT 1 FROM memory_units u WHERE u.rowid = d.seq)',
+    [scope],
+  );
+  await new PgMemorySearch(pool).remove([...units.map((unit) => unit.rowid), ...orphans.rows.map((row) => Number(row.seq))], client);
+  await client.query('DELETE FROM memory_scope_sizes WHERE scope = $1 AND units <= 0', [scope]);
 
   // Search keys are shared by content: those of a text another scope still holds stay.
   const contents = [...new Set(units.map((unit) => unit.content))];
