@@ -7,7 +7,7 @@ import { HeldTurns, RemoteConversation, SpooledRecorder, TurnJournal } from '../
 import { ConfigError, errorMessage, RequestError } from '../errors.js';
 import { createLogger, type Logger } from '../logging/index.js';
 import { ProxyMetrics } from '../metrics/index.js';
-import { AfterServing, createProxyServer, ProxyAuth, ProxyStats, ResponsesHistory, turnFromJournal, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import { AdminToken, AfterServing, createProxyServer, memoryRoutes, ProxyAuth, ProxyStats, ResponsesHistory, turnFromJournal, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
 import type { QueueCounts } from '../learning/index.js';
 import { SHARED_SCOPE } from '../memory/index.js';
 import { SkillMirror } from '../skills/index.js';
@@ -21,6 +21,9 @@ import {
   PgConversationReads,
   PgJobQueue,
   PgMemberDirectory,
+  PgMemoryApi,
+  readVectorSupport,
+  type VectorSupport,
   PgLearningBudget,
   PgMemoryContextProvider,
   PgSkillProposals,
@@ -79,6 +82,8 @@ export class TeamRuntime {
   private readonly runner: TeamLearningRunner;
   private readonly conversation: RemoteConversation;
   private readonly placements: SessionPlacements;
+  private readonly memoryApi: PgMemoryApi | undefined;
+  private vectorSupport: VectorSupport | undefined;
   private readonly auth: ProxyAuth;
   private readonly metrics: ProxyMetrics;
   private readonly afterServing: AfterServing;
@@ -159,6 +164,7 @@ export class TeamRuntime {
         })
       : undefined;
     if (this.memoryProvider) this.providers.push(this.memoryProvider);
+    this.memoryApi = values['memory.enabled'] ? new PgMemoryApi(this.pool, this.logger.child({ part: 'memory' })) : undefined;
 
     const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
     this.queue = new PgJobQueue(this.pool, instanceId, values['learning.max_attempts']);
@@ -233,6 +239,7 @@ export class TeamRuntime {
       );
     }
     await this.checkSchema();
+    this.vectorSupport = await readVectorSupport(this.pool).catch(() => undefined);
     // A node learns who may use it and what the team knows once before serving; after that an outage only makes it stale.
     await this.refreshMembers();
     await this.subscription.start();
@@ -254,7 +261,10 @@ export class TeamRuntime {
       logger: this.logger,
       statusReport: () => this.statusReport(),
       listModels: (clientFormat, credentials) => listModels(this.forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),
-      routeGroups: [notServedHere],
+      routeGroups: [
+        ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
+        notServedHere,
+      ],
       pendingRecords: this.pendingRecords,
       afterServing: this.afterServing,
       health: new StoreHealth(this.logger),
@@ -360,6 +370,7 @@ export class TeamRuntime {
     await this.subscription.stop();
     await this.placements.stop();
     await this.memoryProvider?.stop();
+    this.memoryApi?.close();
     await this.pool.end().catch(() => undefined);
     removePidFile(paths.pidFile, process.pid);
     process.off('uncaughtException', this.lastResort);
@@ -412,7 +423,7 @@ export class TeamRuntime {
         recording: spool,
         members_error: this.membersError,
         search: 'keyword',
-        vectors: 'none: the team store keeps no vectors yet, so retrieval is keyword-only',
+        vectors: this.vectorSupport?.notice ?? 'keyword-only recall: the team store keeps no vectors yet',
       },
       learning: this.learningStatus(),
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },

@@ -5,7 +5,9 @@ import { PayloadScrubber, type ScrubbedSegments } from '../../conversation/paylo
 import type { PartReferences } from '../../conversation/segment-table.js';
 import { nodeChildren } from '../../conversation/list-chains.js';
 import { contentHash } from '../../memory/search-keys.js';
+import type { MemoryUnit } from '../../memory/types.js';
 import { PgMemorySearch } from './memory-search.js';
+import { unitOfRow } from './memory-units.js';
 import { fromPostgresText, toPostgresText } from './text.js';
 
 /** What forgetting a scope took out of the team store. */
@@ -45,7 +47,7 @@ export async function forgetPgScope(pool: pg.Pool, client: pg.PoolClient, scope:
   const vectors =
     (await client.query('DELETE FROM memory_vectors WHERE scope = $1 OR rowid IN (SELECT rowid FROM memory_units WHERE scope = $1)', [scope])).rowCount ?? 0;
   const units = z
-    .array(z.object({ rowid: z.coerce.number(), content: z.string(), source_turns: z.string() }))
+    .array(deletedUnit)
     .parse((await client.query('DELETE FROM memory_units WHERE scope = $1 RETURNING rowid, content, source_turns', [scope])).rows);
   // Index entries of the deleted units, and any of the scope whose unit went some other way; not
   // those of a unit another node committed since the delete began (it stays, indexed).
@@ -56,6 +58,34 @@ export async function forgetPgScope(pool: pg.Pool, client: pg.PoolClient, scope:
   await new PgMemorySearch(pool).remove([...units.map((unit) => unit.rowid), ...orphans.rows.map((row) => Number(row.seq))], client);
   await client.query('DELETE FROM memory_scope_sizes WHERE scope = $1 AND units <= 0', [scope]);
 
+  // A missing watermark reads as 0, which is what SQLite resets them to.
+  const stateKeys = (await client.query('DELETE FROM state WHERE starts_with(key, $1)', [toPostgresText(`memory.extracted:${scope}\u0000`)])).rowCount ?? 0;
+  return { units: units.length, vectors, stateKeys, ...(await forgetTexts(client, units, scope)) };
+}
+
+/**
+ * Forgets one unit for good (`DELETE /v1/memory/{id}` on a team node): what `MemoryService.forget`
+ * does to a personal install — the unit, its vector and index entry, search keys no other unit
+ * needs, and its text scrubbed from the turns it came from. Undefined when there is no such unit.
+ */
+export async function forgetPgUnit(pool: pg.Pool, client: pg.PoolClient, id: string): Promise<MemoryUnit | undefined> {
+  const [row] = (await client.query('DELETE FROM memory_units WHERE id = $1 RETURNING *', [id])).rows as unknown[];
+  if (row === undefined) return undefined;
+  const unit = unitOfRow(row);
+  const deleted = deletedUnit.parse(row);
+  await new PgMemorySearch(pool).remove([deleted.rowid], client);
+  await forgetTexts(client, [deleted], null);
+  return unit;
+}
+
+const deletedUnit = z.object({ rowid: z.coerce.number(), content: z.string(), source_turns: z.string() });
+
+/** After units are deleted: search keys of their texts that no unit still holds, and their texts scrubbed from turns. */
+async function forgetTexts(
+  client: pg.PoolClient,
+  units: ReadonlyArray<z.infer<typeof deletedUnit>>,
+  scope: string | null,
+): Promise<{ searchKeys: number; turns: number; payloads: number }> {
   // Search keys are shared by content: those of a text another scope still holds stay.
   const contents = [...new Set(units.map((unit) => unit.content))];
   const kept = new Set(
@@ -65,13 +95,8 @@ export async function forgetPgScope(pool: pg.Pool, client: pg.PoolClient, scope:
   );
   const hashes = contents.filter((content) => !kept.has(content)).map((content) => contentHash(fromPostgresText(content)));
   const searchKeys = (await client.query('DELETE FROM memory_search_keys WHERE content_hash = ANY($1::text[])', [hashes])).rowCount ?? 0;
-
-  // A missing watermark reads as 0, which is what SQLite resets them to.
-  const stateKeys = (await client.query('DELETE FROM state WHERE starts_with(key, $1)', [toPostgresText(`memory.extracted:${scope}\u0000`)])).rowCount ?? 0;
-
   const turnIds = units.flatMap((unit) => z.array(z.string()).catch([]).parse(JSON.parse(unit.source_turns)));
-  const scrubbed = await scrubSessions(client, scope, turnIds, contents);
-  return { units: units.length, vectors, searchKeys, stateKeys, ...scrubbed };
+  return { searchKeys, ...(await scrubSessions(client, scope, turnIds, contents)) };
 }
 
 const turnTextsRow = z.object({
@@ -86,7 +111,8 @@ const payloadRow = z.object({ turn_id: z.string(), received: z.string().nullable
 /** The texts out of the scope's sessions and of those the units came from (SQLite's `scrubTexts`). */
 async function scrubSessions(
   client: pg.PoolClient,
-  scope: string,
+  /** Also every session recorded in this scope (a member's own), beside those the turns belong to. */
+  scope: string | null,
   turnIds: readonly string[],
   texts: readonly string[],
 ): Promise<{ turns: number; payloads: number }> {
