@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import pg from 'pg';
 import { openDatabase } from '../src/store/index.js';
+import { PgSkillProposals, PgSkillStore } from '../src/store/postgres/index.js';
 import { isEvolverCall, learningAwareUpstream, session, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
@@ -154,6 +155,44 @@ describe('team mode: nodes learn from the team store', { skip: postgresSkip() },
         };
         return report.skills.generation >= 3;
       }, 5_000);
+  });
+
+  test('the owner reads the team library and decides proposals on any node, once: a second decision is 404, a member key is refused', async () => {
+    const owner = (node: ProxyHandle, method: string, path: string) =>
+      sendJson(`${node.url}${path}`, method, { headers: { authorization: `Bearer ${OWNER_KEY}` } });
+    const list = await owner(nodes[1]!, 'GET', '/v1/skills');
+    assert.equal(list.status, 200);
+    assert.ok(list.body.data.some((skill: { name: string; version: number }) => skill.name === SKILL && skill.version >= 3));
+    const one = await owner(nodes[0]!, 'GET', `/v1/skills/${SKILL}`);
+    assert.equal(one.status, 200);
+    assert.deepEqual(
+      one.body.versions.map((version: { version: number }) => version.version),
+      Array.from({ length: one.body.version }, (_, index) => index + 1),
+    );
+    const memberTry = await sendJson(`${nodes[0]!.url}/v1/skills`, 'GET', { headers: { authorization: `Bearer ${keys['alice']}` } });
+    assert.equal(memberTry.status, 403);
+
+    const store = new PgSkillStore(pool);
+    const proposals = new PgSkillProposals(pool, store);
+    const draft = {
+      name: 'release-notes',
+      description: 'Use when writing release notes for a deploy: what changed, risks, rollback.',
+      body: '# Release notes\n\n1. **List user-visible changes.** One line each.\n2. **Name the risks.** And the rollback.',
+      origin: 'evolved' as const,
+    };
+    const approveId = await proposals.add('alice~s1', { action: 'create', draft, evidence: ['e'], reason: undefined });
+    const rejectId = await proposals.add('bob~s2', { action: 'create', draft: { ...draft, name: 'release-notes-2' }, evidence: ['e'], reason: undefined });
+    const pending = await owner(nodes[0]!, 'GET', '/v1/skills/proposals');
+    assert.deepEqual(pending.body.data.map((proposal: { id: number }) => proposal.id).sort(), [approveId, rejectId].sort());
+    const approved = await owner(nodes[1]!, 'POST', `/v1/skills/proposals/${approveId}/approve`);
+    assert.equal(approved.status, 200, JSON.stringify(approved.body));
+    assert.equal(approved.body.name, 'release-notes');
+    assert.equal(approved.body.version, 1);
+    assert.equal((await owner(nodes[0]!, 'POST', `/v1/skills/proposals/${approveId}/approve`)).status, 404, 'decided once, across nodes');
+    assert.equal((await owner(nodes[0]!, 'POST', `/v1/skills/proposals/${rejectId}/reject`)).status, 200);
+    assert.equal((await owner(nodes[1]!, 'POST', `/v1/skills/proposals/${rejectId}/approve`)).status, 404);
+    await waitFor(async () => (await owner(nodes[0]!, 'GET', '/v1/skills/release-notes')).status === 200, 5_000);
+    assert.equal((await owner(nodes[1]!, 'GET', '/v1/skills/release-notes-2')).status, 404);
   });
 
   test("a member reads, searches, adds and forgets her own memories over HTTP on any node; another member's are invisible to him", async () => {

@@ -7,7 +7,18 @@ import { HeldTurns, RemoteConversation, SpooledRecorder, TurnJournal } from '../
 import { ConfigError, errorMessage, RequestError } from '../errors.js';
 import { createLogger, type Logger } from '../logging/index.js';
 import { ProxyMetrics } from '../metrics/index.js';
-import { AdminToken, AfterServing, createProxyServer, memoryRoutes, ProxyAuth, ProxyStats, ResponsesHistory, turnFromJournal, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import {
+  AdminToken,
+  AfterServing,
+  createProxyServer,
+  memoryRoutes,
+  ProxyAuth,
+  ProxyStats,
+  ResponsesHistory,
+  turnFromJournal,
+  type ProxyApp,
+  type ProxyDeps,
+} from '../proxy/index.js';
 import type { QueueCounts } from '../learning/index.js';
 import { SHARED_SCOPE } from '../memory/index.js';
 import { SkillMirror } from '../skills/index.js';
@@ -39,6 +50,7 @@ import { MemberCache, TeamLearningRunner } from '../team/index.js';
 import { thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
+import { teamSkillsRoutes } from '../proxy/team-skills-routes.js';
 import { describeTarget, listen, sleep } from './serving.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
 import { recordingSettings } from './recording.js';
@@ -73,6 +85,7 @@ export class TeamRuntime {
   private readonly members: MemberCache;
   private readonly directory: PgMemberDirectory;
   private readonly skillStore: PgSkillStore;
+  private readonly proposals: PgSkillProposals;
   private readonly mirror: SkillMirror;
   private readonly subscription: SkillSubscription;
   private readonly memoryProvider: PgMemoryContextProvider | undefined;
@@ -135,6 +148,7 @@ export class TeamRuntime {
 
     const skills = skillsSettings(options.config);
     this.skillStore = new PgSkillStore(this.pool);
+    this.proposals = new PgSkillProposals(this.pool, this.skillStore);
     this.mirror = new SkillMirror();
     this.subscription = new SkillSubscription(this.url, this.skillStore, this.mirror, {
       pollMs: 30_000,
@@ -202,7 +216,7 @@ export class TeamRuntime {
           pool: this.pool,
           reads,
           skills: this.skillStore,
-          proposals: new PgSkillProposals(this.pool, this.skillStore),
+          proposals: this.proposals,
           library: this.mirror,
           settings: skills,
           mainUpstream: this.forwarder.mainTarget,
@@ -263,6 +277,7 @@ export class TeamRuntime {
       listModels: (clientFormat, credentials) => listModels(this.forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),
       routeGroups: [
         ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
+        teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals }),
         notServedHere,
       ],
       pendingRecords: this.pendingRecords,
