@@ -229,7 +229,7 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
     const migrated = await doctorSays();
     assert.match(
       migrated.detail,
-      new RegExp(`schema version ${LATEST} of ${LATEST}, .*; \`metaclaw start\` serves from it .*learning jobs are queued, not run yet`),
+      new RegExp(`schema version ${LATEST} of ${LATEST}, .*; \`metaclaw start\` serves from it .*learning from the team queue on every node`),
     );
   });
 

@@ -53,7 +53,7 @@ export async function checkTeamStore(config: LoadedConfig, checks: DoctorCheck[]
   const postgres = await import('../store/postgres/index.js');
   const pool = postgres.openPool(url);
   const latest = MIGRATIONS.at(-1)?.version ?? 0;
-  const serving = '`metaclaw start` serves from it (skills, memory recall, turns; learning jobs are queued, not run yet)';
+  const serving = '`metaclaw start` serves from it (skills, memory recall, turns, and learning from the team queue on every node)';
   try {
     const status = await postgres.readPostgresStatus(pool);
     // Said plainly: team recall is keyword-only whatever the server has, and whether pgvector is there.
