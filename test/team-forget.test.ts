@@ -133,7 +133,7 @@ describe('team remove-member --forget on the team store', { skip: postgresSkip()
     assert.match(removed.stdout, /Forgot 1 memories of scope user:alice\./);
     assert.match(
       removed.stdout,
-      /1 vectors, 1 search-key rows, 1 extraction watermarks; their texts were scrubbed from 2 turn summaries and the stored bodies of 2 turns\./,
+      /1 vectors, 1 search-key rows, 1 extraction watermarks, \d+ unfinished memory jobs; their texts were scrubbed from 2 turn summaries and the stored bodies of 2 turns\./,
     );
 
     assert.deepEqual(await tablesHolding(MARKER_STEM), {}, 'no table holds the marker any more');
@@ -142,6 +142,10 @@ describe('team remove-member --forget on the team store', { skip: postgresSkip()
     );
     assert.equal(Number(scopeRows.rows[0].n), 0);
     assert.equal((await pool.query("SELECT 1 FROM team_members WHERE name = 'alice'")).rowCount, 0);
+    const pendingJobs = await pool.query(
+      "SELECT 1 FROM jobs WHERE starts_with(kind, 'memory.') AND status IN ('queued', 'leased') AND payload::jsonb ->> 'scope' = 'user:alice'",
+    );
+    assert.equal(pendingJobs.rowCount, 0, 'no memory job is left to write into the forgotten scope again');
     assert.deepEqual(
       (await pool.query("SELECT key FROM state WHERE key LIKE 'memory.extracted:%'")).rows.map((row: { key: string }) => row.key),
       ['memory.extracted:user:bob\uFFFEs1'],

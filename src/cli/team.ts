@@ -82,7 +82,7 @@ function withMembers<A extends unknown[], T extends TeamOptions>(
 /** The team store's other counts, in one line: what else of the member left the store. */
 function describeTraces(details: Omit<ForgottenScope, 'units'>): string {
   return (
-    `Also gone: ${details.vectors} vectors, ${details.searchKeys} search-key rows, ${details.stateKeys} extraction watermarks; ` +
+    `Also gone: ${details.vectors} vectors, ${details.searchKeys} search-key rows, ${details.stateKeys} extraction watermarks, ${details.jobs} unfinished memory jobs; ` +
     `their texts were scrubbed from ${details.turns} turn summaries and the stored bodies of ${details.payloads} turns.`
   );
 }

@@ -24,6 +24,8 @@ export interface ForgottenScope {
   turns: number;
   /** Turns whose stored bodies (received, forwarded, injected) were rewritten. */
   payloads: number;
+  /** Memory learning jobs of the scope that had not finished (they would have written into it again). */
+  jobs: number;
 }
 
 /** Why SQLite's scrub stops at 3 characters: shorter needles would shred unrelated text. */
@@ -43,6 +45,14 @@ const REPLACEMENT = '[forgotten]';
  * recalled memories word for word). The deletes fire migration 22's trigger, so nodes hear of it.
  */
 export async function forgetPgScope(pool: pg.Pool, client: pg.PoolClient, scope: string): Promise<ForgottenScope> {
+  // Jobs first: a node completing one of them holds its row, so this waits for it and its writes
+  // are then deleted below; one not yet completing finds its row gone and writes nothing (lease lost).
+  const jobs =
+    (
+      await client.query("DELETE FROM jobs WHERE status IN ('queued', 'leased') AND starts_with(kind, 'memory.') AND (payload::jsonb ->> 'scope') = $1", [
+        scope,
+      ])
+    ).rowCount ?? 0;
   // Vectors first: deleting a unit would cascade to its vector uncounted.
   const vectors =
     (await client.query('DELETE FROM memory_vectors WHERE scope = $1 OR rowid IN (SELECT rowid FROM memory_units WHERE scope = $1)', [scope])).rowCount ?? 0;
@@ -60,7 +70,7 @@ export async function forgetPgScope(pool: pg.Pool, client: pg.PoolClient, scope:
 
   // A missing watermark reads as 0, which is what SQLite resets them to.
   const stateKeys = (await client.query('DELETE FROM state WHERE starts_with(key, $1)', [toPostgresText(`memory.extracted:${scope}\u0000`)])).rowCount ?? 0;
-  return { units: units.length, vectors, stateKeys, ...(await forgetTexts(client, units, scope)) };
+  return { units: units.length, vectors, stateKeys, jobs, ...(await forgetTexts(client, units, scope)) };
 }
 
 /**
