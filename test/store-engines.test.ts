@@ -34,10 +34,10 @@ for (const engine of engines()) {
     afterEach(() => stores.close());
 
     describe('learning queue', () => {
-      test('enqueue returns a new id per job; a dedupe key keeps one pending job until that job is done', async () => {
+      test('enqueue returns a new id per job; a dedupe key keeps one pending job until that job is done or dead', async () => {
         const { queue } = stores;
         const first = await queue.enqueue('work', { n: 1 }, { dedupeKey: 'session-1' });
-        const other = await queue.enqueue('work', { n: 2 });
+        const other = await queue.enqueue('other', { n: 2 });
         assert.equal(typeof first, 'number');
         assert.equal(typeof other, 'number');
         assert.notEqual(first, other);
@@ -47,6 +47,11 @@ for (const engine of engines()) {
         assert.equal(await queue.enqueue('work', { n: 4 }, { dedupeKey: 'session-1' }), undefined, 'running: the key is still taken');
         await queue.complete(job);
         assert.equal(typeof (await queue.enqueue('work', { n: 5 }, { dedupeKey: 'session-1' })), 'number', 'a finished job frees its key');
+        const dying = (await queue.lease(['work']))!;
+        assert.deepEqual(dying.payload, { n: 5 });
+        assert.equal(await queue.enqueue('work', { n: 6 }, { dedupeKey: 'session-1' }), undefined);
+        assert.equal(await queue.fail(dying, 'broken', false), 'dead');
+        assert.equal(typeof (await queue.enqueue('work', { n: 7 }, { dedupeKey: 'session-1' })), 'number', 'a dead job frees its key');
       });
 
       test('lease hands out a ready job once, oldest first, only of the kinds asked for, with its payload and attempt', async () => {
@@ -73,7 +78,7 @@ for (const engine of engines()) {
         await queue.enqueue('work', { n: 3 });
         await queue.enqueue('work', { n: 4 });
         await queue.complete((await queue.lease(['work']))!);
-        await queue.fail((await queue.lease(['work']))!, 'broken', false);
+        assert.equal(await queue.fail((await queue.lease(['work']))!, 'broken', false), 'dead', 'a permanent failure is dead at once');
         await queue.lease(['work']);
         const row = (await queue.get(done!))!;
         assert.equal(row.status, 'done');
