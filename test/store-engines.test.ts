@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FinishedTurn } from '../src/conversation/index.js';
 import type { MemoryDraft } from '../src/memory/types.js';
 import { engines, type StoresUnderTest } from './support/engines.js';
@@ -266,6 +267,27 @@ for (const engine of engines()) {
         assert.match(versions[1]!.content, /Roll out to one instance/);
         assert.deepEqual(await skills.versions('no-such-skill'), []);
       });
+
+      test('a removed skill is gone, the removal counts as a generation, and the history keeps every version with the removal last', async () => {
+        const { skills } = stores;
+        const first = await skills.write(DEPLOY, 'test');
+        const removedAt = await skills.remove(DEPLOY.name, 'user');
+        assert.equal(removedAt, first.generation + 1);
+        assert.equal(await skills.generation(), removedAt);
+        assert.equal(await skills.get(DEPLOY.name), undefined);
+        assert.deepEqual(
+          (await skills.versions(DEPLOY.name)).map((row) => [row.version, row.action, row.generation, row.content === '']),
+          [
+            [1, 'create', first.generation, false],
+            [2, 'remove', removedAt, true],
+          ],
+        );
+        const again = await skills.write(DEPLOY, 'test');
+        assert.equal(again.generation, removedAt + 1, 'the name can be used again');
+        // Its version number differs by engine (SQLite counts from 1 again, PostgreSQL goes on from the removal): not compared here.
+        assert.equal((await skills.get(DEPLOY.name))!.version, again.version);
+        assert.equal((await skills.versions(DEPLOY.name)).at(-1)!.action, 'create');
+      });
     });
 
     describe('conversation record', () => {
@@ -294,6 +316,33 @@ for (const engine of engines()) {
         const session = (await conversation.session('s1'))!;
         assert.deepEqual([session.id, session.turn_count, session.ended_at], ['s1', 2, null]);
         assert.equal(await conversation.summary('no-such-turn'), undefined);
+      });
+
+      test('secrets in a turn are redacted before it is stored: in its summary and in its received body', async () => {
+        const { conversation } = stores;
+        const token = `ghp_${'a1B2c3D4e5'.repeat(4)}`;
+        await conversation.write([turn('t1', 's1', `Push it with my token ${token}`)]);
+        const stored = JSON.stringify([await conversation.summary('t1'), await conversation.receivedBody('t1')]);
+        assert.ok(!stored.includes(token), 'the token was stored');
+        assert.match((await conversation.summary('t1'))!.query!, /Push it with my token \[redacted github-token\]/);
+      });
+
+      test('a session ends once, with its reason; idle sessions end by when their last turn was recorded', async () => {
+        const { conversation } = stores;
+        await conversation.write([turn('q1', 'quiet', 'hello'), turn('d1', 'done', 'hello')]);
+        assert.equal(await conversation.endSession('done', 'manual', 1_800_000_000_000), true);
+        assert.equal(await conversation.endSession('done', 'idle', 1_800_000_000_001), false, 'ended already');
+        const done = (await conversation.session('done'))!;
+        assert.deepEqual([done.end_reason, done.ended_at], ['manual', 1_800_000_000_000]);
+        // A session's last turn time is the writer's clock when it recorded the turn.
+        await sleep(20);
+        const cutoff = Date.now();
+        await sleep(20);
+        await conversation.write([turn('a1', 'active', 'hello')]);
+        assert.deepEqual(await conversation.endIdleSessions(cutoff), ['quiet']);
+        assert.equal((await conversation.session('quiet'))!.end_reason, 'idle');
+        assert.equal((await conversation.session('active'))!.ended_at, null);
+        assert.deepEqual(await conversation.counts(), { sessions: 3, openSessions: 1, turns: 3 });
       });
 
       test('writing the same turn again (a replay) stores it once', async () => {

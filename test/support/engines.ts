@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
-import { ConversationStore, TurnWriter, type FinishedTurn, type SessionRow, type TurnRow } from '../../src/conversation/index.js';
+import { ConversationStore, TurnWriter, type FinishedTurn, type SessionEndReason, type SessionRow, type TurnRow } from '../../src/conversation/index.js';
 import { LearningBudget, type SpendSummary } from '../../src/learning/budget.js';
 import type { Job, JobRow, QueueCounts } from '../../src/learning/job-model.js';
 import { JobQueue } from '../../src/learning/queue.js';
@@ -77,6 +77,8 @@ export interface SkillsUnderTest {
   /** Writes the next version of a skill (created when new). */
   write(draft: SkillDraft, source: string): Promise<{ version: number; generation: number }>;
   get(name: string): Promise<StoredSkillUnderTest | undefined>;
+  /** Removes a live skill; the generation of the removal. */
+  remove(name: string, source: string): Promise<number>;
   generation(): Promise<number>;
   versions(name: string): Promise<VersionRow[]>;
 }
@@ -88,6 +90,10 @@ export interface ConversationUnderTest {
   receivedBody(turnId: string): Promise<unknown>;
   session(id: string): Promise<SessionRow | undefined>;
   counts(): Promise<{ sessions: number; openSessions: number; turns: number }>;
+  /** Whether this call ended the session. */
+  endSession(id: string, reason: SessionEndReason, now: number): Promise<boolean>;
+  /** The sessions this call ended for being idle since before `cutoff`. */
+  endIdleSessions(cutoff: number): Promise<string[]>;
 }
 
 export interface MembersUnderTest {
@@ -195,6 +201,7 @@ const sqliteEngine = (): EngineUnderTest => ({
             // The personal library keeps a version's generation in the skill's own frontmatter.
             return skill ? { skill, version: skill.version, generation: skill.generation ?? 0 } : undefined;
           }),
+        remove: (name, source) => run(() => skills.remove(name, source).generation),
         generation: () => run(() => skills.history.generation),
         versions: (name) => run(() => skills.history.versions(name)),
       },
@@ -204,6 +211,8 @@ const sqliteEngine = (): EngineUnderTest => ({
         receivedBody: (id) => run(() => conversation.receivedBody(id)),
         session: (id) => run(() => conversation.getSession(id)),
         counts: () => run(() => conversation.counts()),
+        endSession: (id, reason, now) => run(() => writer.endSession(id, reason, now)),
+        endIdleSessions: (cutoff) => run(() => writer.endIdleSessions(cutoff)),
       },
       members: {
         add: (name) => run(() => members.add(name)),
@@ -302,6 +311,7 @@ const postgresEngine = (): EngineUnderTest => {
             const stored = await skills.get(name);
             return stored ? { skill: stored.skill, version: stored.version, generation: stored.generation } : undefined;
           },
+          remove: async (name, source) => (await skills.remove(name, { basedOn: (await skills.get(name))?.version ?? 0, source })).generation,
           generation: () => skills.generation(),
           versions: (name) => skills.versions(name),
         },
@@ -311,6 +321,8 @@ const postgresEngine = (): EngineUnderTest => {
           receivedBody: (id) => reads.receivedBody(id),
           session: (id) => reads.getSession(id),
           counts: () => reads.counts(),
+          endSession: (id, reason, now) => sink.endSession(id, reason, now),
+          endIdleSessions: (cutoff) => sink.endIdleSessions(cutoff),
         },
         members: {
           add: (name) => members.add(name),
