@@ -222,6 +222,8 @@ for (const engine of engines()) {
         const afterForget = await memory.search(ALICE, 'budget spreadsheet');
         assert.ok(!afterForget.includes(kept.id), 'the forgotten unit is not found');
         assert.deepEqual(afterForget, [successor.id]);
+        assert.equal(await memory.get(kept.id), undefined, 'the forgotten unit is gone for good');
+        assert.equal((await memory.get(old.id))?.id, old.id, 'a superseded unit is kept');
       });
     });
 

@@ -26,6 +26,7 @@ import {
   PgJobQueue,
   PgLearningBudget,
   PgMemberDirectory,
+  PgMemoryApi,
   PgMemoryWriter,
   PgSkillStore,
   PgTurnSink,
@@ -58,6 +59,7 @@ export interface BudgetUnderTest {
 
 export interface MemoryUnderTest {
   add(draft: MemoryDraft, options?: { rawKey?: string }): Promise<MemoryUnit | undefined>;
+  get(id: string): Promise<MemoryUnit | undefined>;
   /** Ids of the active units a keyword search of `query`'s terms finds in `scope`, best first. */
   search(scope: string, query: string, limit?: number): Promise<string[]>;
   /** `old` is replaced by `by` and leaves default search results. */
@@ -185,6 +187,7 @@ const sqliteEngine = (): EngineUnderTest => ({
       },
       memory: {
         add: (draft, options = {}) => run(() => memory.add(draft, options)),
+        get: (id) => run(() => memory.get(id)),
         search: (scope, query, limit = 10) => run(() => memory.search(scope, uniqueTerms(query), limit).candidates.map((candidate) => candidate.unit.id)),
         supersede: (old, by) => run(() => void memory.supersede(old.id, by.id)),
         forget: (unit) => run(() => void memory.delete(unit.id)),
@@ -267,6 +270,7 @@ const postgresEngine = (): EngineUnderTest => {
       };
       const writer = new PgMemoryWriter(pool);
       const search = new PgMemorySearch(pool);
+      const api = new PgMemoryApi(pool, silentLogger());
       const skills = new PgSkillStore(pool);
       const sink = new PgTurnSink(pool);
       const reads = new PgConversationReads(pool, sink);
@@ -297,10 +301,11 @@ const postgresEngine = (): EngineUnderTest => {
         },
         memory: {
           add: (draft, options = {}) => writer.add(draft, options),
+          get: (id) => api.get(id),
           search: async (scope, query, limit = 10) => (await search.search(scope, uniqueTerms(query), limit)).hits.map((hit) => hit.id),
           // The team store's index is what recall reads a unit's status from (memory-search.ts): superseding there is what takes it out.
           supersede: (old) => search.setActive(old.sequence, false),
-          forget: (unit) => search.remove([unit.sequence]),
+          forget: async (unit) => void (await api.forget(unit.id)),
         },
         skills: {
           write: async (draft, source) => {
@@ -338,6 +343,7 @@ const postgresEngine = (): EngineUnderTest => {
         },
         async close() {
           writer.close();
+          api.close();
           await pool.end();
         },
       };
