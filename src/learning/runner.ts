@@ -4,6 +4,7 @@ import type { Logger } from '../logging/index.js';
 import type { StoreHealth } from '../store/index.js';
 import type { LearningBudget } from './budget.js';
 import type { EnqueueOptions, Job, JobQueue } from './queue.js';
+import { MisconfiguredPause, RecentErrors, type RecentError } from './runner-parts.js';
 
 export interface JobContext {
   readonly job: Job;
@@ -81,7 +82,7 @@ export interface RunnerStats {
   deadLettered: number;
   triggerFailures: number;
   pausedReason: string | undefined;
-  lastErrors: Array<{ at: string; kind: string; jobId: number; error: string }>;
+  lastErrors: RecentError[];
 }
 
 /**
@@ -100,11 +101,12 @@ export class LearningRunner {
   /** When the counter was last seen to move (as seen by a tick: never earlier than the move). */
   private lastActivityChange = 0;
   private deferredSince: number | undefined;
-  private readonly stats: Omit<RunnerStats, 'running' | 'pausedReason'> = { completed: 0, failed: 0, deadLettered: 0, triggerFailures: 0, lastErrors: [] };
+  private readonly stats: Omit<RunnerStats, 'running' | 'pausedReason' | 'lastErrors'> = { completed: 0, failed: 0, deadLettered: 0, triggerFailures: 0 };
+  private readonly errors = new RecentErrors();
   /** Queue writes (a job done, failed or put back) that met a storage error, saved once the store can be written. */
   private unsaved: Array<() => void> = [];
-  /** The learning LLM cannot be used as configured: LLM jobs wait until `until`, then one tries again. */
-  private misconfigured: { reason: string; until: number; delayMs: number } | undefined;
+  /** The learning LLM cannot be used as configured: LLM jobs wait, then one tries again. */
+  private readonly misconfigured = new MisconfiguredPause();
 
   constructor(
     private readonly queue: JobQueue,
@@ -156,12 +158,10 @@ export class LearningRunner {
   snapshot(): RunnerStats {
     const storagePaused =
       this.options.storage && !this.options.storage.writable ? 'the store cannot be written (see store in /status); learning resumes by itself' : undefined;
-    const misconfigured = this.misconfigured
-      ? `the learning LLM cannot be used as configured (${this.misconfigured.reason}); LLM jobs try again ${new Date(this.misconfigured.until).toISOString()}`
-      : undefined;
+    const misconfigured = this.misconfigured.describe();
     return {
       ...this.stats,
-      lastErrors: [...this.stats.lastErrors],
+      lastErrors: this.errors.list(),
       running: this.running.size,
       pausedReason: storagePaused ?? misconfigured ?? this.budget.pauseReason(),
     };
@@ -226,7 +226,7 @@ export class LearningRunner {
   }
 
   private leasableKinds(): Set<string> {
-    const paused = this.budget.pauseReason() !== undefined || (this.misconfigured !== undefined && Date.now() < this.misconfigured.until);
+    const paused = this.budget.pauseReason() !== undefined || this.misconfigured.active;
     const kinds = new Set<string>();
     for (const handler of this.handlers.values()) if (!paused || !handler.usesLlm) kinds.add(handler.kind);
     return kinds;
@@ -253,7 +253,7 @@ export class LearningRunner {
     };
     try {
       await handler.run(job.payload, context);
-      if (handler.usesLlm) this.misconfigured = undefined;
+      if (handler.usesLlm) this.misconfigured.clear();
       if (!this.running.has(job.id)) return; // released during shutdown
       this.saveOrKeep(() => this.queue.complete(job.id, tokens));
       this.stats.completed++;
@@ -270,13 +270,13 @@ export class LearningRunner {
       }
       if (error instanceof LearningMisconfiguredError) {
         this.saveOrKeep(() => this.queue.release(job.id));
-        this.pauseMisconfigured(message, logger);
+        this.misconfigured.pause(message, logger);
         return;
       }
       const verdict = this.failJob(job, message, { retryable: !(error instanceof PermanentJobError), tokensUsed: tokens });
       this.stats.failed++;
       if (verdict === 'dead') this.stats.deadLettered++;
-      this.rememberError(job, message);
+      this.errors.remember(job, message);
       logger.warn({ err: error, verdict }, verdict === 'dead' ? 'learning job failed for good (dead-letter list)' : 'learning job failed; will retry');
     } finally {
       clearInterval(heartbeat);
@@ -307,27 +307,10 @@ export class LearningRunner {
     return verdicts[0] ?? 'retry';
   }
 
-  /**
-   * A key or model the upstream refuses: every LLM job would fail the same way. They wait (30 s,
-   * doubling to 30 min while it lasts), then one tries again; the job keeps its attempt. Said once
-   * per episode in the log, and in /status meanwhile.
-   */
-  private pauseMisconfigured(reason: string, logger: Logger): void {
-    const delayMs = this.misconfigured ? Math.min(30 * 60_000, this.misconfigured.delayMs * 2) : 30_000;
-    if (!this.misconfigured)
-      logger.error({ reason }, 'the learning LLM cannot be used as configured; learning jobs that call it wait and retry later (see `metaclaw doctor`)');
-    this.misconfigured = { reason: reason.slice(0, 300), until: Date.now() + delayMs, delayMs };
-  }
-
   private storageRecovered(): void {
     const writes = this.unsaved;
     this.unsaved = [];
     for (const write of writes) this.saveOrKeep(write);
     this.wake();
-  }
-
-  private rememberError(job: Job, error: string): void {
-    this.stats.lastErrors.unshift({ at: new Date().toISOString(), kind: job.kind, jobId: job.id, error: error.slice(0, 300) });
-    this.stats.lastErrors.length = Math.min(this.stats.lastErrors.length, 10);
   }
 }

@@ -1,5 +1,6 @@
 import { errorMessage } from '../errors.js';
 import { LearningMisconfiguredError, PermanentJobError, type JobContext, type TeamJobHandler } from '../learning/index.js';
+import { MisconfiguredPause, RecentErrors, type RecentError } from '../learning/runner-parts.js';
 import type { Logger } from '../logging/index.js';
 import type { BudgetReservation, LeasedJob, PgJobQueue, PgLearningBudget } from '../store/postgres/index.js';
 
@@ -25,7 +26,7 @@ export interface TeamRunnerStats {
   failed: number;
   deadLettered: number;
   pausedReason: string | undefined;
-  lastErrors: Array<{ at: string; kind: string; jobId: number; error: string }>;
+  lastErrors: RecentError[];
 }
 
 /**
@@ -50,9 +51,10 @@ export class TeamLearningRunner {
   private active = false;
   private polling = false;
   private budgetPause: { reason: string; until: number } | undefined;
-  private misconfigured: { reason: string; until: number; delayMs: number } | undefined;
+  private readonly misconfigured = new MisconfiguredPause();
+  private readonly errors = new RecentErrors();
   private pollFailure: string | undefined;
-  private readonly stats = { completed: 0, duplicates: 0, leasesLost: 0, failed: 0, deadLettered: 0, lastErrors: [] as TeamRunnerStats['lastErrors'] };
+  private readonly stats = { completed: 0, duplicates: 0, leasesLost: 0, failed: 0, deadLettered: 0 };
 
   constructor(
     private readonly queue: PgJobQueue,
@@ -104,12 +106,10 @@ export class TeamLearningRunner {
   snapshot(): TeamRunnerStats {
     const now = Date.now();
     const paused =
-      (this.misconfigured && now < this.misconfigured.until
-        ? `the learning LLM cannot be used as configured (${this.misconfigured.reason}); LLM jobs try again ${new Date(this.misconfigured.until).toISOString()}`
-        : undefined) ??
+      (this.misconfigured.active ? this.misconfigured.describe() : undefined) ??
       (this.budgetPause && now < this.budgetPause.until ? this.budgetPause.reason : undefined) ??
       this.pollFailure;
-    return { ...this.stats, lastErrors: [...this.stats.lastErrors], running: this.running.size, pausedReason: paused };
+    return { ...this.stats, lastErrors: this.errors.list(), running: this.running.size, pausedReason: paused };
   }
 
   private schedule(delayMs: number): void {
@@ -145,7 +145,7 @@ export class TeamLearningRunner {
   /** The kinds this node runs now: LLM jobs wait while the team's budget is spent or the learning LLM is misconfigured. */
   private async leasableKinds(): Promise<Set<string>> {
     const now = Date.now();
-    let llmPaused = this.misconfigured !== undefined && now < this.misconfigured.until;
+    let llmPaused = this.misconfigured.active;
     if (!llmPaused && this.budgetPause && now < this.budgetPause.until) llmPaused = true;
     if (!llmPaused && this.budget.dailyLimit > 0 && [...this.handlers.values()].some((handler) => handler.usesLlm)) {
       const reason = await this.budget.pauseReason();
@@ -183,7 +183,7 @@ export class TeamLearningRunner {
       const effect = await handler.run(job.payload, context);
       if (controller.signal.aborted) throw controller.signal.reason ?? new Error('aborted');
       const outcome = await this.queue.complete(job, { tokensUsed: tokens, ...(effect ? { effect } : {}) });
-      if (handler.usesLlm) this.misconfigured = undefined;
+      if (handler.usesLlm) this.misconfigured.clear();
       if (outcome === 'lease_lost') {
         this.stats.leasesLost++;
         logger.warn('learning job: the lease ran out before it finished; another node runs it, nothing of this run was written');
@@ -214,10 +214,7 @@ export class TeamLearningRunner {
       }
       if (error instanceof LearningMisconfiguredError) {
         await this.queue.release(job);
-        const delayMs = this.misconfigured ? Math.min(30 * 60_000, this.misconfigured.delayMs * 2) : 30_000;
-        if (!this.misconfigured)
-          logger.error({ reason: message }, 'the learning LLM cannot be used as configured; learning jobs that call it wait and retry later');
-        this.misconfigured = { reason: message.slice(0, 300), until: Date.now() + delayMs, delayMs };
+        this.misconfigured.pause(message, logger);
         return;
       }
       const verdict = await this.queue.fail(job, message, { retryable: !(error instanceof PermanentJobError), tokensUsed: tokens });
@@ -227,8 +224,7 @@ export class TeamLearningRunner {
       }
       this.stats.failed++;
       if (verdict === 'dead') this.stats.deadLettered++;
-      this.stats.lastErrors.unshift({ at: new Date().toISOString(), kind: job.kind, jobId: job.id, error: message.slice(0, 300) });
-      this.stats.lastErrors.length = Math.min(this.stats.lastErrors.length, 10);
+      this.errors.remember(job, message);
       logger.warn(
         { err: error, verdict, handler: handler.kind },
         verdict === 'dead' ? 'learning job failed for good (dead-letter list)' : 'learning job failed; will retry',
