@@ -39,3 +39,5 @@ export {
 export { PgMemoryWriter, addPgMemory } from './memory-writer.js';
 export { ChannelListener, type ChannelListenerOptions, type ChannelHandlers } from './channel-listener.js';
 export { MEMORY_CHANNEL } from '../postgres-schema.js';
+export { pgMemoryJobHandlers, type PgMemoryJobsOptions } from './memory-jobs.js';
+export { MemoryWorkspace, StaleMemoryError } from './memory-workspace.js';
