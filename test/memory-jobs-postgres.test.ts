@@ -270,7 +270,47 @@ describe('memory jobs on the team store (PostgreSQL)', { skip: postgresSkip() },
     }
   });
 
-  test('an effect whose seeded unit another node changed meanwhile throws and writes nothing; run again, the job learns from the new row', async () => {
+  test('a turn recorded while an extraction runs does not make its effect stale: the extraction lands, and the next one reads that turn', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const prompts: string[] = [];
+    upstream.defaultHandler = learningAwareUpstream({
+      extractor: (request) => {
+        prompts.push(userText(request));
+        return JSON.stringify({ memories: prompts.length === 1 ? [{ type: 'semantic', content: 'The build server is called hopper.', turn: 1 }] : [] });
+      },
+    });
+    try {
+      const mainUpstream: UpstreamTarget = {
+        name: 'main',
+        baseUrl: `${upstream.url}/v1`,
+        format: 'openai',
+        apiKey: 'k',
+        keySource: 'config',
+        model: 'scripted-model',
+      };
+      const team = await node(settings({ flushEveryNTurns: 50 }), { mainUpstream });
+      await team.sink.write([turn('z1', 'zeta', 'The build server is called hopper.', 'Noted.', 0)]);
+      await team.drain([RECORD_TURN_JOB]);
+      await team.queue.enqueue(EXTRACT_JOB, { sessionId: 'zeta', scope: SCOPE, final: false });
+      const job = (await team.queue.lease(new Set([EXTRACT_JOB]), 60_000))!;
+      const effect = await team.handlers.find((handler) => handler.kind === EXTRACT_JOB)!.run(job.payload, jobContext(job));
+      // Meanwhile another node records the session's next turn.
+      await team.sink.write([turn('z2', 'zeta', 'Its backup is called grace.', 'Noted too.', 1)]);
+      await team.drain([RECORD_TURN_JOB]);
+      assert.equal(await team.queue.complete(job, { effect: effect! }), 'done');
+      assert.equal((await team.units("origin = 'extractor'")).length, 1);
+
+      await team.queue.enqueue(EXTRACT_JOB, { sessionId: 'zeta', scope: SCOPE, final: false });
+      assert.equal(await team.drain([EXTRACT_JOB]), 1);
+      assert.equal(prompts.length, 2);
+      assert.match(prompts[1]!, /user: Its backup is called grace\./);
+      assert.doesNotMatch(prompts[1]!, /user: The build server is called hopper\./, 'the turns the first extraction read are not read again');
+    } finally {
+      await upstream.close();
+    }
+  });
+
+  test('an effect whose seeded unit another node changed meanwhile, or whose scope gained a rule meanwhile, throws and writes nothing; run again, the job learns from the new rows', async () => {
     const team = await node(settings());
     const rule = (await addPgMemory(team.pool, {
       scope: SCOPE,
@@ -303,5 +343,29 @@ describe('memory jobs on the team store (PostgreSQL)', { skip: postgresSkip() },
     assert.deepEqual(JSON.parse(strengthened!.source_turns), ['earlier', 'e1']);
     assert.equal((await team.pool.query('SELECT pinned FROM memory_units WHERE id = $1', [rule.id])).rows[0].pinned, 1);
     assert.equal((await team.units("origin = 'raw_turn'")).length, 2);
+
+    // Another node stores the same rule (from another session) while this one captures it: no second copy.
+    await team.sink.write([turn('e2', 'epsilon', 'Never force-push to shared branches.', 'Understood.', 1)]);
+    const second = (await team.queue.lease(new Set([RECORD_TURN_JOB]), 60_000))!;
+    const capture = (await handler.run(second.payload, jobContext(second)))!;
+    const rival = (await addPgMemory(team.pool, {
+      scope: SCOPE,
+      type: 'preference',
+      content: 'Never force-push to shared branches.',
+      origin: 'rule',
+      core: true,
+      importance: 0.9,
+      sourceTurns: ['elsewhere'],
+    }))!;
+    await assert.rejects(team.queue.complete(second, { effect: capture }), StaleMemoryError);
+    assert.equal(await team.queue.fail(second, 'stale', { retryable: true }), 'retry');
+    await team.pool.query('UPDATE jobs SET run_after = 0');
+    assert.equal(await team.drain([RECORD_TURN_JOB]), 1);
+    const pushRules = await team.units("core = 1 AND content LIKE '%force-push%'");
+    assert.deepEqual(
+      pushRules.map((unit) => [unit.id, JSON.parse(unit.source_turns)]),
+      [[rival.id, ['elsewhere', 'e2']]],
+      'the rule stored meanwhile gains the turn as a source',
+    );
   });
 });

@@ -61,7 +61,15 @@ export function pgMemoryJobHandlers(options: PgMemoryJobsOptions): TeamJobHandle
       run: async (payload, context) => {
         const job = parsePayload(extractPayload, payload, EXTRACT_JOB);
         const model = await options.reads.lastModelOf(job.sessionId);
-        return inWorkspace(options, search, { kind: EXTRACT_JOB, payload: job, context, conversation: jobConversation(undefined, model), recall });
+        return inWorkspace(options, search, {
+          kind: EXTRACT_JOB,
+          payload: job,
+          context,
+          conversation: jobConversation(undefined, model),
+          recall,
+          // An extraction reads turns up to its watermark: a turn recorded while the extractor thinks waits for the next one, as on SQLite.
+          laterTurns: true,
+        });
       },
     },
   ];
@@ -73,6 +81,7 @@ interface WorkspaceJob {
   context: JobContext;
   conversation: MemoryConversation;
   recall?: RelatedRecall;
+  laterTurns?: boolean;
 }
 
 /** Runs the personal install's handler of `job.kind` in a workspace of the job's scope and session; its changes as an effect. */
@@ -87,6 +96,7 @@ async function inWorkspace(options: PgMemoryJobsOptions, search: PgMemorySearch,
     ...(options.mainUpstream ? { mainUpstream: options.mainUpstream } : {}),
     ...(options.credentials ? { credentials: options.credentials } : {}),
     ...(job.recall ? { recall: job.recall } : {}),
+    laterTurns: job.laterTurns ?? false,
   });
   try {
     const handler = workspace.service.handlers().find((candidate) => candidate.kind === job.kind);

@@ -62,6 +62,8 @@ export interface WorkspaceOptions {
   readonly credentials?: CredentialMemory;
   /** Recall over the whole team store (extraction shows the extractor what it recalls). */
   readonly recall?: RelatedRecall;
+  /** The job reads the session's turns up to a point: turns stored after the seed do not make it stale (see `checkUnchanged`). */
+  readonly laterTurns?: boolean;
 }
 
 interface QueuedJob {
@@ -80,7 +82,7 @@ interface Changes {
   jobs: QueuedJob[];
 }
 
-const fingerprintSchema = z.object({ rowid: z.coerce.number(), updated_at: z.coerce.number(), status: z.string() });
+const fingerprintSchema = z.object({ rowid: z.coerce.number(), updated_at: z.coerce.number(), status: z.string(), session_turn: z.boolean() });
 const stateRowSchema = z.object({ key: z.string(), value: z.string() });
 
 export class MemoryWorkspace {
@@ -200,7 +202,8 @@ export class MemoryWorkspace {
         changes.updated.push({ before, after: row, entry: reindex ? entryOf(row) : undefined });
       }
     }
-    const gone = [...this.seeded.keys()].filter((rowid) => !rows.some((row) => row.rowid === rowid));
+    const kept = new Set(rows.map((row) => row.rowid));
+    const gone = [...this.seeded.keys()].filter((rowid) => !kept.has(rowid));
     if (gone.length > 0) throw new Error(`a memory job deleted units (${gone.join(', ')}): not supported on the team store`);
     const state = this.db.prepare<[string], { value: string }>('SELECT value FROM state WHERE key = ?');
     for (const [key, before] of this.seedState) {
@@ -210,24 +213,30 @@ export class MemoryWorkspace {
     return changes;
   }
 
-  /** Throws StaleMemoryError unless every row and state key the job read is as seeded. */
+  /**
+   * Throws StaleMemoryError unless every row and state key the job read is as seeded. With
+   * `laterTurns`, raw turns of the session stored since the seed are no change: the job read the
+   * session's turns up to a point (extraction: its watermark is the last turn it read), and
+   * those stored after it are as they would be had the job run before them.
+   */
   private async checkUnchanged(client: pg.PoolClient): Promise<void> {
-    const { scope, sessionId } = this.options;
-    const current = await client.query(`SELECT rowid, updated_at, status FROM memory_units WHERE (${READ_SET}) OR rowid = ANY($3::bigint[])`, [
-      toPostgresText(scope),
-      toPostgresText(sessionId),
-      [...this.recalled],
-    ]);
-    const seen = new Set<number>();
+    const { scope, sessionId, laterTurns = false } = this.options;
+    const current = await client.query(
+      `SELECT rowid, updated_at, status, (origin = 'raw_turn' AND source_session = $2) AS session_turn FROM memory_units
+       WHERE (${READ_SET}) OR rowid = ANY($3::bigint[])`,
+      [toPostgresText(scope), toPostgresText(sessionId), [...this.recalled]],
+    );
+    let seen = 0;
     for (const raw of current.rows) {
       const row = fingerprintSchema.parse(raw);
       const seeded = this.seeded.get(row.rowid);
+      if (!seeded && laterTurns && row.session_turn) continue;
       if (!seeded) throw new StaleMemoryError(`memory of scope ${scope} gained a unit while the job ran (sequence ${row.rowid})`);
       if (seeded.updated_at !== row.updated_at || seeded.status !== row.status)
         throw new StaleMemoryError(`memory unit ${seeded.id} changed while the job ran`);
-      seen.add(row.rowid);
+      seen++;
     }
-    if (seen.size !== this.seeded.size) throw new StaleMemoryError(`memory of scope ${scope} lost units while the job ran`);
+    if (seen !== this.seeded.size) throw new StaleMemoryError(`memory of scope ${scope} lost units while the job ran`);
     const state = await readState(client, [...this.seedState.keys()]);
     for (const [key, value] of this.seedState)
       if ((state.get(key) ?? null) !== value) throw new StaleMemoryError(`memory state ${key.split('\u0000')[0]} changed while the job ran`);
