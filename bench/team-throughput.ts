@@ -99,6 +99,7 @@ export async function measureTeamThroughput(seconds: number): Promise<string[]> 
     }
     const pool = new pg.Pool({ connectionString: url, max: 1 });
     const stored = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM turns')).rows[0]!.n);
+    const jobs = (await pool.query<{ status: string; n: string }>('SELECT status, count(*) AS n FROM jobs GROUP BY status ORDER BY status')).rows;
     await pool.end();
     const ratio = (rate: number) => `${Math.round(rate / 2)} (${round3(rate / rates.direct)})`;
     const loadAverage = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
@@ -110,7 +111,7 @@ export async function measureTeamThroughput(seconds: number): Promise<string[]> 
       `| added latency, 1 KB, p50 / p99 (ms) | – | ${latency('personal')} | ${latency('team')} | | |`,
       `| throughput at c32, requests/s (ratio to direct) | ${Math.round(rates.direct / 2)} | ${ratio(rates.personal)} | ${ratio(rates.one)} | ${ratio(rates.two)} | ${ratio(rates.three)} |`,
       '',
-      `Turns stored in the team store after the run: ${stored.toLocaleString('en')} (learning jobs queued with them; none run).`,
+      `Turns stored in the team store after the run: ${stored.toLocaleString('en')}; learning jobs (run by the nodes meanwhile): ${jobs.map((row) => `${row.status} ${Number(row.n).toLocaleString('en')}`).join(', ') || 'none'}.`,
     ];
   } finally {
     agent.destroy();

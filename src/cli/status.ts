@@ -62,7 +62,18 @@ interface StatusReport {
   skills?: { count?: number; generation?: number };
 }
 
-/** A node of a team store: its store, what it holds in memory, and its spool (the learning parts run elsewhere). */
+/** A team node's learning section (its /status `learning`): what this node ran, and the team queue. */
+interface TeamLearning {
+  kinds?: string[];
+  running?: number;
+  completed?: number;
+  failed?: number;
+  leases_lost?: number;
+  paused_reason?: string | null;
+  queue?: { queued: number; leased: number; done: number; dead: number } | null;
+}
+
+/** A node of a team store: its store, what it holds in memory, its spool, and its share of the team's learning. */
 function printTeamNode(base: string, status: StatusReport): void {
   const store = status.store!;
   const spool = store.recording;
@@ -75,6 +86,12 @@ function printTeamNode(base: string, status: StatusReport): void {
   if (spool) print(`  recording   ${spool.written} turns stored, ${spool.held} waiting, ${spool.replayed} stored after an outage (${spool.outages} outages)`);
   print(`  team        ${status.team?.members ?? 0} members; skills: ${status.skills?.count ?? 0} (generation ${status.skills?.generation ?? 0})`);
   print(`  context     ${status.context.providers.length > 0 ? status.context.providers.join(', ') : 'nothing injected'}`);
+  const learning = status.learning as TeamLearning;
+  const queue = learning.queue ? `team queue ${learning.queue.queued} waiting, ${learning.queue.leased} running, ${learning.queue.dead} dead; ` : '';
+  print(
+    `  learning    ${queue}this node: ${learning.completed ?? 0} done, ${learning.failed ?? 0} failed, ${learning.running ?? 0} running (${(learning.kinds ?? []).join(', ') || 'no job kinds'})`,
+  );
+  if (learning.paused_reason) print(`  PAUSED      ${learning.paused_reason}`);
 }
 
 function printStatus(base: string, status: StatusReport): void {

@@ -272,6 +272,11 @@ export const KEY_DEFINITIONS = [
   integerKey('learning.daily_token_budget', 0, { min: 0, doc: 'Tokens per day learning jobs may spend on LLM calls (0: unlimited). Serving is never paused.' }),
   integerKey('learning.max_attempts', 5, { min: 1, max: 50, doc: 'Attempts per learning job before it goes to the dead-letter list.' }),
   integerKey('learning.concurrency', 1, { min: 1, max: 8, doc: 'Learning jobs run at once.' }),
+  integerKey('learning.lease_seconds', 600, {
+    min: 5,
+    max: 86_400,
+    doc: 'How long a running learning job is held (renewed while it runs); a process or team node that dies gives its jobs back after this.',
+  }),
 
   integerKey('store.payload_retention_days', 30, {
     min: 0,

@@ -1,8 +1,19 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
 import { deriveScope, readTurnSignals } from '../conversation/index.js';
-import { BadRequestError, ConflictError, NotFoundError, PermissionError } from '../errors.js';
-import { exportMemory, importLines, MEMORY_TYPES, presentMemory, SHARED_SCOPE, type MemoryService, type MemoryUnit } from '../memory/index.js';
+import { BadRequestError, ConflictError, NotFoundError, PermissionError, RequestError } from '../errors.js';
+import {
+  exportMemory,
+  importLines,
+  MEMORY_TYPES,
+  presentMemory,
+  SHARED_SCOPE,
+  type MemoryDraft,
+  type MemoryHit,
+  type MemoryService,
+  type MemoryType,
+  type MemoryUnit,
+} from '../memory/index.js';
 import { memberScope } from '../team/index.js';
 import { ADMIN_HEADER, type AdminToken } from './admin-token.js';
 import { parse, readJson } from './route-body.js';
@@ -56,6 +67,33 @@ const patchSchema = z
 /** The unit that replaces another: new content, the rest kept from the old unit unless given. */
 const supersedeSchema = addSchema.omit({ scope: true }).partial({ type: true });
 
+type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * The memory the routes work on: the personal store (a MemoryService, every route) or a team
+ * node's view of the team store (reading, adding and forgetting units; the other routes answer 501
+ * there until the team store does them too).
+ */
+export interface MemoryRoutesApi {
+  get(id: string): MaybePromise<MemoryUnit | undefined>;
+  search(request: { scope: string; query: string; limit: number; types?: MemoryType[]; includeSuperseded?: boolean }): MaybePromise<MemoryHit[]>;
+  add(draft: MemoryDraft): MaybePromise<MemoryUnit>;
+  forget(id: string): MaybePromise<MemoryUnit | undefined>;
+  /** The personal store behind the rest of the routes (ingest, stats, export, import, edits, forgetting a scope). */
+  readonly personal?: MemoryService;
+}
+
+/** The routes over the personal store. */
+export function personalMemoryApi(memory: MemoryService): MemoryRoutesApi {
+  return {
+    get: (id) => memory.store.get(id),
+    search: (request) => memory.search(request),
+    add: (draft) => memory.add(draft),
+    forget: (id) => memory.forget(id),
+    personal: memory,
+  };
+}
+
 /** Who is asking: the scope their headers give (as on model requests), and whether they hold the admin token. */
 interface Caller {
   scope: string;
@@ -73,8 +111,17 @@ type Access = 'read' | 'write';
  * one; naming another scope (body or query `scope`) is refused. The admin token lifts both limits.
  * The shared scope (`team`) can be read by every caller and written only with the owner's access.
  */
-export function memoryRoutes(memory: MemoryService, defaultScope: string, adminToken: AdminToken): (app: ProxyApp) => void {
+export function memoryRoutes(api: MemoryRoutesApi, defaultScope: string, adminToken: AdminToken): (app: ProxyApp) => void {
   return (app) => {
+    const personal = (route: string): MemoryService => {
+      if (api.personal) return api.personal;
+      throw new RequestError(
+        501,
+        'api_error',
+        'not_served_by_team_node',
+        `${route} is not served by a node of a team store yet; search, read, add and forget (GET/DELETE /v1/memory/{id}, POST /v1/memory, POST /v1/memory/search) are.`,
+      );
+    };
     const callerOf = (c: Context<ProxyEnv>): Caller => {
       const headers = c.env.incoming.headers;
       // A member's key fixes their scope; headers cannot widen it, and the admin token is not theirs to hold.
@@ -83,8 +130,8 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
       return { scope: deriveScope(readTurnSignals(headers, {}, 'openai').scope, defaultScope), admin: adminToken.matches(headers), member: false };
     };
     /** The caller's unit with this id (or, to read, the shared scope's); another scope's unit is as missing as one that never existed. */
-    const ownUnit = (caller: Caller, id: string, access: Access): MemoryUnit => {
-      const unit = memory.store.get(id);
+    const ownUnit = async (caller: Caller, id: string, access: Access): Promise<MemoryUnit> => {
+      const unit = await api.get(id);
       if (unit?.scope === SHARED_SCOPE && access === 'write' && caller.member) throw sharedReadOnly();
       return found(unit && (caller.admin || unit.scope === caller.scope || (access === 'read' && unit.scope === SHARED_SCOPE)) ? unit : undefined, id);
     };
@@ -92,7 +139,7 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
     app.post('/v1/memory/ingest', async (c) => {
       const body = parse(ingestSchema, await readJson(c.req.raw));
       const scope = scopeFor(callerOf(c), body.scope, 'scope', 'write');
-      const result = memory.ingest(
+      const result = personal('POST /v1/memory/ingest').ingest(
         scope,
         body.session_id,
         body.turns.map((turn) => ({
@@ -109,7 +156,7 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
     app.post('/v1/memory/search', async (c) => {
       const body = parse(searchSchema, await readJson(c.req.raw));
       const scope = scopeFor(callerOf(c), body.scope, 'scope', 'read');
-      const hits = await memory.search({
+      const hits = await api.search({
         scope,
         query: body.query,
         limit: body.limit ?? 10,
@@ -120,6 +167,7 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
     });
 
     app.get('/v1/memory/stats', (c) => {
+      const memory = personal('GET /v1/memory/stats');
       const caller = callerOf(c);
       const requested = c.req.query('scope');
       // Only the admin sees every scope (and the total across them) without naming one.
@@ -130,6 +178,7 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
     });
 
     app.get('/v1/memory/export', (c) => {
+      const memory = personal('GET /v1/memory/export');
       const caller = callerOf(c);
       const requested = c.req.query('scope');
       const scope = caller.admin && requested === undefined ? undefined : scopeFor(caller, requested, 'scope', 'read');
@@ -137,6 +186,7 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
     });
 
     app.post('/v1/memory/import', async (c) => {
+      const memory = personal('POST /v1/memory/import');
       const caller = callerOf(c);
       const text = await c.req.text();
       const report = importLines(memory, text.split('\n'), scopeFor(caller, c.req.query('scope'), 'scope', 'write'), caller.admin ? undefined : caller.scope);
@@ -145,7 +195,7 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
 
     app.post('/v1/memory', async (c) => {
       const body = parse(addSchema, await readJson(c.req.raw));
-      const unit = memory.add({
+      const unit = await api.add({
         scope: scopeFor(callerOf(c), body.scope, 'scope', 'write'),
         type: body.type,
         content: body.content,
@@ -162,13 +212,14 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
       const requested = c.req.query('scope');
       if (!requested) throw new BadRequestError('missing_scope', 'scope: required (DELETE /v1/memory?scope=… forgets a whole scope)', 'scope');
       const scope = scopeFor(callerOf(c), requested, 'scope', 'write');
-      return c.json({ scope, deleted: memory.forgetScope(scope) });
+      return c.json({ scope, deleted: personal('DELETE /v1/memory?scope=').forgetScope(scope) });
     });
 
-    app.get('/v1/memory/:id', (c) => c.json(presentMemory(ownUnit(callerOf(c), c.req.param('id'), 'read'))));
+    app.get('/v1/memory/:id', async (c) => c.json(presentMemory(await ownUnit(callerOf(c), c.req.param('id'), 'read'))));
 
     app.patch('/v1/memory/:id', async (c) => {
-      const unit = ownUnit(callerOf(c), c.req.param('id'), 'write');
+      const memory = personal('PATCH /v1/memory/{id}');
+      const unit = await ownUnit(callerOf(c), c.req.param('id'), 'write');
       const patch = parse(patchSchema, await readJson(c.req.raw));
       const updated = memory.update(unit.id, {
         ...(patch.content !== undefined ? { content: patch.content } : {}),
@@ -181,7 +232,8 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
     });
 
     app.post('/v1/memory/:id/supersede', async (c) => {
-      const unit = ownUnit(callerOf(c), c.req.param('id'), 'write');
+      const memory = personal('POST /v1/memory/{id}/supersede');
+      const unit = await ownUnit(callerOf(c), c.req.param('id'), 'write');
       const body = parse(supersedeSchema, await readJson(c.req.raw));
       if (unit.status !== 'active')
         throw new ConflictError(`Memory ${unit.id} is already superseded by ${unit.supersededBy ?? 'another unit'}.`, 'memory_not_active');
@@ -198,9 +250,9 @@ export function memoryRoutes(memory: MemoryService, defaultScope: string, adminT
       return c.json({ superseded: presentMemory(old), memory: presentMemory(added) }, 201);
     });
 
-    app.delete('/v1/memory/:id', (c) => {
-      const unit = ownUnit(callerOf(c), c.req.param('id'), 'write');
-      const removed = found(memory.forget(unit.id), unit.id);
+    app.delete('/v1/memory/:id', async (c) => {
+      const unit = await ownUnit(callerOf(c), c.req.param('id'), 'write');
+      const removed = found(await api.forget(unit.id), unit.id);
       return c.json({ id: removed.id, deleted: true });
     });
   };

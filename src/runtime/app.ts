@@ -13,6 +13,7 @@ import {
   createProxyServer,
   ResponsesHistory,
   memoryRoutes,
+  personalMemoryApi,
   ProxyAuth,
   rlRoutes,
   ProxyStats,
@@ -134,6 +135,7 @@ export class MetaclawRuntime {
     // Jobs run in the gaps between requests: on two cores a job running mid-request is added latency.
     this.runner = new LearningRunner(this.queue, this.budget, this.logger, {
       concurrency: values['learning.concurrency'],
+      leaseMs: values['learning.lease_seconds'] * 1000,
       yieldTo: { activity: () => this.stats.requests + this.stats.active, quietMs: 150, maxDeferMs: 2_000 },
       storage: this.health,
     });
@@ -229,7 +231,7 @@ export class MetaclawRuntime {
     // Team members' keys are looked up per request, so `metaclaw team …` takes effect without a restart.
     this.members = new MemberDirectory(this.db);
     this.auth = new ProxyAuth(values['proxy.api_key'], this.members);
-    this.addRoutes(memoryRoutes(this.memory, values['memory.scope'], adminToken));
+    this.addRoutes(memoryRoutes(personalMemoryApi(this.memory), values['memory.scope'], adminToken));
 
     this.scheduler = schedulerEnabled(options.config)
       ? new Scheduler({

@@ -8,6 +8,7 @@ import { ConfigError, errorMessage, RequestError } from '../errors.js';
 import { createLogger, type Logger } from '../logging/index.js';
 import { ProxyMetrics } from '../metrics/index.js';
 import { AfterServing, createProxyServer, ProxyAuth, ProxyStats, ResponsesHistory, turnFromJournal, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import type { QueueCounts } from '../learning/index.js';
 import { SHARED_SCOPE } from '../memory/index.js';
 import { SkillMirror } from '../skills/index.js';
 import { SkillsContextProvider } from '../skills/provider.js';
@@ -20,14 +21,17 @@ import {
   PgConversationReads,
   PgJobQueue,
   PgMemberDirectory,
+  PgLearningBudget,
   PgMemoryContextProvider,
+  PgSkillProposals,
   PgSkillStore,
+  pgSkillEvolveHandler,
   PgTurnSink,
   pgRecordingListeners,
   postgresSchemaVersion,
   SkillSubscription,
 } from '../store/postgres/index.js';
-import { MemberCache } from '../team/index.js';
+import { MemberCache, TeamLearningRunner } from '../team/index.js';
 import { thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
@@ -39,6 +43,8 @@ import type { RuntimeOptions } from './app.js';
 
 /** How often a node re-reads the team's members (a new, removed or rotated key takes effect within this). */
 const MEMBERS_REFRESH_MS = 1_000;
+/** How often /status's team queue counts are re-read. */
+const QUEUE_COUNTS_REFRESH_MS = 5_000;
 /** The longest a statement of this node's writes may run: a slow store never holds a turn record for long. */
 const STATEMENT_TIMEOUT_MS = 5_000;
 /** The longest to wait for a connection: an unreachable store is noticed fast. */
@@ -67,6 +73,9 @@ export class TeamRuntime {
   private readonly subscription: SkillSubscription;
   private readonly memoryProvider: PgMemoryContextProvider | undefined;
   private readonly recorder: SpooledRecorder;
+  private readonly queue: PgJobQueue;
+  private readonly budget: PgLearningBudget;
+  private readonly runner: TeamLearningRunner;
   private readonly conversation: RemoteConversation;
   private readonly auth: ProxyAuth;
   private readonly metrics: ProxyMetrics;
@@ -77,6 +86,9 @@ export class TeamRuntime {
   private context: ContextPlanner | undefined;
   private server: Server | undefined;
   private membersTimer: NodeJS.Timeout | undefined;
+  private queueTimer: NodeJS.Timeout | undefined;
+  /** The team queue's counts as last read (every few seconds, off the request path); null until read. */
+  private queueCounts: QueueCounts | null = null;
   private membersError: string | null = null;
   private stopping: Promise<void> | undefined;
 
@@ -147,10 +159,21 @@ export class TeamRuntime {
     if (this.memoryProvider) this.providers.push(this.memoryProvider);
 
     const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-    const queue = new PgJobQueue(this.pool, instanceId, values['learning.max_attempts']);
+    this.queue = new PgJobQueue(this.pool, instanceId, values['learning.max_attempts']);
+    this.budget = new PgLearningBudget(this.pool, values['learning.daily_token_budget'], instanceId);
+    this.runner = new TeamLearningRunner(this.queue, this.budget, this.logger.child({ part: 'learning' }), {
+      concurrency: values['learning.concurrency'],
+      leaseMs: values['learning.lease_seconds'] * 1000,
+      isOutage: isUnreachable,
+      storeDown: () => this.recorder.status().degraded,
+    });
     const recording = recordingSettings(options.config);
     const journal = new TurnJournal(paths.journalDir);
-    const sink = new PgTurnSink(this.pool, { redactTurns: recording.redactTurns, listeners: pgRecordingListeners(queue, recording) });
+    const hooks = {
+      enqueued: () => this.runner.wake(),
+      failed: (trigger: string, error: unknown) => this.logger.error({ err: error, trigger }, 'learning trigger failed; the turn is recorded without it'),
+    };
+    const sink = new PgTurnSink(this.pool, { redactTurns: recording.redactTurns, listeners: pgRecordingListeners(this.queue, recording, hooks) });
     this.recorder = new SpooledRecorder({
       sink,
       journal,
@@ -158,7 +181,21 @@ export class TeamRuntime {
       logger: this.logger.child({ part: 'recording' }),
       held: new HeldTurns(),
     });
-    this.conversation = new RemoteConversation(new PgConversationReads(this.pool, sink), this.recorder, journal, this.logger, isUnreachable);
+    const reads = new PgConversationReads(this.pool, sink);
+    this.conversation = new RemoteConversation(reads, this.recorder, journal, this.logger, isUnreachable);
+    if (values['skills.enabled'])
+      this.runner.register(
+        pgSkillEvolveHandler({
+          pool: this.pool,
+          reads,
+          skills: this.skillStore,
+          proposals: new PgSkillProposals(this.pool, this.skillStore),
+          library: this.mirror,
+          settings: skills,
+          mainUpstream: this.forwarder.mainTarget,
+          credentials: this.credentials,
+        }),
+      );
     this.metrics = new ProxyMetrics(
       {
         queue: () => ({}),
@@ -229,6 +266,10 @@ export class TeamRuntime {
     });
     const recovered = await this.conversation.recoverJournal(turnFromJournal);
     if (recovered > 0) this.logger.info({ turns: recovered }, 'recorded turns an earlier run had answered but not stored (turn journal)');
+    this.runner.start();
+    void this.refreshQueueCounts();
+    this.queueTimer = setInterval(() => void this.refreshQueueCounts(), QUEUE_COUNTS_REFRESH_MS);
+    this.queueTimer.unref();
     this.membersTimer = setInterval(() => void this.refreshMembers(), MEMBERS_REFRESH_MS);
     this.membersTimer.unref();
     const url = `http://${values['proxy.host'].includes(':') ? `[${values['proxy.host']}]` : values['proxy.host']}:${values['proxy.port']}`;
@@ -265,6 +306,14 @@ export class TeamRuntime {
     }
   }
 
+  private async refreshQueueCounts(): Promise<void> {
+    try {
+      this.queueCounts = await this.queue.counts();
+    } catch {
+      // The store is out of reach: /status says so (store.degraded); the last counts stand.
+    }
+  }
+
   /** An error that escaped every handler (a database connection's late 'error' event) is logged and counted; the node keeps serving. */
   private readonly lastResort = (error: unknown): void => {
     this.stats.uncaughtErrors++;
@@ -285,6 +334,7 @@ export class TeamRuntime {
     const { values, paths } = this.options.config;
     this.logger.info({ reason }, 'shutting down');
     if (this.membersTimer) clearInterval(this.membersTimer);
+    if (this.queueTimer) clearInterval(this.queueTimer);
     const server = this.server;
     if (server) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -297,6 +347,7 @@ export class TeamRuntime {
     }
     this.afterServing.runAll();
     await Promise.allSettled([...this.pendingRecords.values()]);
+    await this.runner.stop();
     await this.recorder.drain();
     await this.subscription.stop();
     await this.memoryProvider?.stop();
@@ -306,6 +357,25 @@ export class TeamRuntime {
     process.off('unhandledRejection', this.lastResort);
     this.logger.info('stopped');
     await new Promise<void>((resolve) => this.logger.flush(() => resolve()));
+  }
+
+  /** This node's share of the team's learning (the queue and the budget are the team's: see `metaclaw store status`). */
+  private learningStatus() {
+    const runner = this.runner.snapshot();
+    return {
+      running_here: true,
+      queue: this.queueCounts,
+      kinds: this.runner.kinds(),
+      paused: runner.pausedReason !== undefined,
+      paused_reason: runner.pausedReason ?? null,
+      running: runner.running,
+      completed: runner.completed,
+      duplicates: runner.duplicates,
+      leases_lost: runner.leasesLost,
+      failed: runner.failed,
+      dead_lettered: runner.deadLettered,
+      last_errors: runner.lastErrors,
+    };
   }
 
   statusReport() {
@@ -334,7 +404,7 @@ export class TeamRuntime {
         search: 'keyword',
         vectors: 'none: the team store keeps no vectors yet, so retrieval is keyword-only',
       },
-      learning: { running_here: false, reason: 'jobs are queued in the team store with each turn; learning from the team store is not built yet' },
+      learning: this.learningStatus(),
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },
       skills: { count: this.mirror.size, generation: this.mirror.generation, listening: this.subscription.listening, retrieval: 'keyword' },
       memory: this.memoryProvider?.status() ?? { enabled: false },

@@ -3,7 +3,6 @@ import type { ConversationStore, UserLanguages } from '../conversation/index.js'
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
 import {
   callPromptForJson,
-  InvalidLlmOutputError,
   LearningMisconfiguredError,
   resolveLearningTarget,
   type Enqueue,
@@ -14,13 +13,12 @@ import {
 import type { Logger } from '../logging/index.js';
 import { loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
-import { keywordRelevance, uniqueTerms } from '../text/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { SkillCreditStore, type SkillCredit } from './credit.js';
 import { EVOLVE_JOB, SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording.js';
 import { renderForKeys, searchKeysOutputSchema, SkillSearchKeys } from './search-keys.js';
-import { planChanges, type PlannedChange, type Rejected } from './evolution/apply.js';
-import { evolverOutputSchema } from './evolution/schema.js';
+import type { PlannedChange, Rejected } from './evolution/apply.js';
+import { evolutionRecord, nearestSkill, planSessionEvolution, type EvolutionPlan } from './evolution/session.js';
 import { buildTranscript } from './evolution/transcript.js';
 import { SkillHistory, type VersionAction } from './history.js';
 import { parseSkillFile } from './skill-file.js';
@@ -165,16 +163,7 @@ export class SkillsService {
 
   /** The existing skill most similar to `text` by keywords. */
   nearest(text: string, excluding?: string): { skill: Skill; relevance: number } | undefined {
-    const terms = uniqueTerms(text);
-    let best: { skill: Skill; relevance: number } | undefined;
-    for (const hit of this.index.search(terms)) {
-      if (hit.name === excluding) continue;
-      const skill = this.library.get(hit.name);
-      if (!skill) continue;
-      const relevance = keywordRelevance(hit.coverage, hit.evidence);
-      if (!best || relevance > best.relevance) best = { skill, relevance };
-    }
-    return best;
+    return nearestSkill({ get: (name) => this.library.get(name), all: () => this.library.all(), index: this.index }, text, excluding);
   }
 
   /**
@@ -318,45 +307,16 @@ export class SkillsService {
     }
     const target = resolveLearningTarget({ name: 'skill evolver', ...this.settings.evolver }, mainUpstream, credentials, transcript.model);
     if (!target) throw new LearningMisconfiguredError('no model for the skill evolver: set rl.evolver_model or llm.model_id');
-    const related = this.relatedSkills(transcript.userRequests);
-    const prompt = loadPrompt('skill-evolve');
-    const values = {
-      session_id: payload.sessionId,
-      turn_count: String(transcript.turnsUsed),
+    const plan = await planSessionEvolution({
+      library: { get: (name) => this.library.get(name), all: () => this.library.all(), index: this.index },
+      transcript,
+      target,
+      sessionId: payload.sessionId,
       reason: payload.reason,
-      transcript: transcript.text,
-      related_skills: related.length > 0 ? related.map(renderForPrompt).join('\n\n') : '(none)',
-      all_names:
-        this.library
-          .all()
-          .map((skill) => skill.name)
-          .sort()
-          .join(', ') || '(the library is empty)',
-      max_changes: String(this.settings.maxNewSkills),
-    };
-    let output;
-    try {
-      output = await callPromptForJson(
-        context,
-        target,
-        prompt,
-        values,
-        { name: 'skill_changes', schema: evolverOutputSchema },
-        { maxTokens: 3_000, temperature: 0.2 },
-      );
-    } catch (error) {
-      if (error instanceof InvalidLlmOutputError)
-        context.logger.warn({ session: payload.sessionId, err: error.message }, 'the evolver returned unusable output; nothing written');
-      throw error;
-    }
-    const seen = new Map(related.map((skill) => [skill.name, skill.version]));
-    const result = this.applyEvolution(output.value.changes, payload.sessionId, seen, {
-      reason: payload.reason,
-      turns: transcript.turnsUsed,
-      model: target.model,
-      tokens: output.reply.inputTokens + output.reply.outputTokens,
-      promptVersion: prompt.version,
+      maxChanges: this.settings.maxNewSkills,
+      context,
     });
+    const result = this.applyPlan(payload.sessionId, plan);
     this.state.set(watermarkKey, String(transcript.lastSeq));
     context.logger.info(
       {
@@ -369,52 +329,17 @@ export class SkillsService {
     );
   }
 
-  /** Validates and applies (or, under manual review, proposes) the evolver's changes. */
-  applyEvolution(
-    changes: Parameters<typeof planChanges>[0],
-    sessionId: string,
-    seen: ReadonlyMap<string, number>,
-    meta: { reason: string; turns: number; model: string; tokens: number; promptVersion: number },
-  ): EvolutionResult {
-    const { planned, rejected } = planChanges(changes, {
-      get: (name) => this.library.get(name),
-      nearest: (text, excluding) => this.nearest(text, excluding),
-      seenVersion: (name) => seen.get(name),
-      sessionId,
-      maxChanges: this.settings.maxNewSkills,
-    });
+  /** Applies (or, under manual review, proposes) an evolution's planned changes, and records it in the history. */
+  private applyPlan(sessionId: string, plan: EvolutionPlan): EvolutionResult {
     const applied: ChangeResult[] = [];
     const proposed: number[] = [];
-    for (const change of planned) {
+    for (const change of plan.planned) {
       if (this.settings.review === 'manual') proposed.push(this.proposals.add(sessionId, change));
       else applied.push(this.applyPlanned(change, `session ${sessionId}`));
     }
-    if (applied.length > 0 || proposed.length > 0 || rejected.length > 0) {
-      this.history.appendEvolution({
-        session_id: sessionId,
-        reason: meta.reason,
-        num_turns_analyzed: meta.turns,
-        model: meta.model,
-        prompt_version: meta.promptVersion,
-        tokens: meta.tokens,
-        review: this.settings.review,
-        num_skills_generated: applied.filter((change) => change.action === 'create').length,
-        skill_names: [
-          ...applied.map((change) => change.skill.name),
-          ...planned.filter((_, index) => proposed[index] !== undefined).map((change) => change.draft.name),
-        ],
-        changes: planned.map((change, index) => ({
-          action: change.action,
-          name: change.draft.name,
-          merged_into: change.mergedInto ?? null,
-          evidence: change.evidence,
-          reason: change.reason ?? null,
-          status: this.settings.review === 'manual' ? `pending #${proposed[index]}` : 'applied',
-        })),
-        rejected,
-      });
-    }
-    return { applied, proposed, rejected };
+    if (applied.length > 0 || proposed.length > 0 || plan.rejected.length > 0)
+      this.history.appendEvolution(evolutionRecord(sessionId, plan, { review: this.settings.review, applied, proposed }));
+    return { applied, proposed, rejected: plan.rejected };
   }
 
   private applyPlanned(change: PlannedChange, source: string): ChangeResult {
@@ -437,21 +362,6 @@ export class SkillsService {
     this.proposals.decide(id, 'rejected');
     return { ...proposal, status: 'rejected' };
   }
-
-  /** Skills related to what the session asked for (its latest distinct requests). */
-  private relatedSkills(requests: readonly string[]): Skill[] {
-    const recent = [...new Set(requests)].slice(-20).join('\n').slice(-6_000);
-    const terms = uniqueTerms(recent);
-    return this.index
-      .search(terms)
-      .slice(0, 6)
-      .map((hit) => this.library.get(hit.name))
-      .filter((skill): skill is Skill => skill !== undefined);
-  }
-}
-
-function renderForPrompt(skill: Skill): string {
-  return `#### ${skill.name} (category ${skill.category}, v${skill.version})\ndescription: ${skill.description}\n${skill.body.slice(0, 2_500)}`;
 }
 
 /** The embeddings client the settings call for (none for keyword retrieval or without an endpoint). */

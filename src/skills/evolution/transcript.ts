@@ -1,5 +1,8 @@
 import { cleanUserText, messageText, responsesConversation, type ConversationStore, type TurnRow } from '../../conversation/index.js';
 
+/** What a transcript is read from: the conversation store (or a session's rows read ahead from the team store). */
+export type TranscriptSource = Pick<ConversationStore, 'turnsOfSession' | 'receivedBody'>;
+
 export interface SessionTranscript {
   text: string;
   turnsUsed: number;
@@ -18,7 +21,7 @@ const TOOL_LIMIT = 400;
  * Never system prompts or injected context. The newest turns win when the budget runs out.
  */
 export function buildTranscript(
-  store: ConversationStore,
+  store: TranscriptSource,
   sessionId: string,
   afterSeq: number,
   outcomes: Map<string, { outcome: string | null; judgeScore: number | null }>,
@@ -64,7 +67,7 @@ function renderTurn(turn: TurnRow, toolResults: string[], outcome: { outcome: st
 }
 
 /** Tool results the client sent back in the turn that followed (they answer this turn's calls). */
-function toolResultsOf(store: ConversationStore, turnId: string): string[] {
+function toolResultsOf(store: TranscriptSource, turnId: string): string[] {
   const body = store.receivedBody(turnId) as { messages?: unknown[]; input?: unknown } | null;
   // A Responses API request holds its items in `input`.
   const messages = Array.isArray(body?.messages) ? body.messages : Array.isArray(body?.input) ? responsesConversation(body.input) : [];

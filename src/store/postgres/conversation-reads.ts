@@ -59,6 +59,12 @@ export class PgConversationReads {
     return model === undefined ? undefined : fromPostgresText(model);
   }
 
+  /** A session's turn summaries, in order. */
+  async turnsOfSession(sessionId: string): Promise<TurnRow[]> {
+    const result = await this.pool.query('SELECT * FROM turns WHERE session_id = $1 ORDER BY seq', [toPostgresText(sessionId)]);
+    return result.rows.map(parseTurnRow);
+  }
+
   /** The turn that answered a Responses API request with this response id. */
   async turnOfResponse(responseId: string): Promise<TurnRow | undefined> {
     const result = await this.pool.query('SELECT * FROM turns WHERE response_id = $1 LIMIT 1', [toPostgresText(responseId)]);

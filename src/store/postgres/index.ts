@@ -41,3 +41,4 @@ export { ChannelListener, type ChannelListenerOptions, type ChannelHandlers } fr
 export { MEMORY_CHANNEL } from '../postgres-schema.js';
 export { pgMemoryJobHandlers, type PgMemoryJobsOptions } from './memory-jobs.js';
 export { MemoryWorkspace, StaleMemoryError } from './memory-workspace.js';
+export { pgSkillEvolveHandler, type PgSkillJobDeps } from './skill-jobs.js';

@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { SkillError } from '../../errors.js';
 import type { PlannedChange } from '../../skills/evolution/apply.js';
 import type { ProposalRow } from '../../skills/proposals.js';
@@ -20,8 +20,9 @@ export class PgSkillProposals {
     private readonly skills: PgSkillStore,
   ) {}
 
-  async add(sessionId: string, change: PlannedChange, now = Date.now()): Promise<number> {
-    const result = await this.pool.query<{ id: string }>(
+  /** Adds a pending proposal (on `db`: a transaction's client, to add it with the job that proposed it). */
+  async add(sessionId: string, change: PlannedChange, now = Date.now(), db: Pick<Pool, 'query'> | PoolClient = this.pool): Promise<number> {
+    const result = await db.query<{ id: string }>(
       "INSERT INTO skill_proposals (session_id, action, name, draft, evidence, reason, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7) RETURNING id",
       [sessionId, change.action, change.draft.name, JSON.stringify(change.draft), JSON.stringify(change.evidence), change.reason ?? null, now],
     );

@@ -215,11 +215,35 @@ export class PgSkillStore {
   async applyPlanned(change: PlannedChange, seenVersion: number | undefined, source: string): Promise<SkillWrite> {
     const written = await this.editWithRetry(
       change.draft.name,
-      (current) => (!current || current.version === (seenVersion ?? 0) ? change.draft : mergedInto(current.skill, change.draft)),
+      (current) => draftOver(current, change, seenVersion),
       // The action is what the write turns out to be: a planned create may land as an edit of a skill another node created.
       { source },
     );
     return written!;
+  }
+
+  /**
+   * Writes an evolution's planned changes on `client`, inside the caller's transaction (a team
+   * learning job's effect, so they are written once with the job), as one generation. Skill writes
+   * are serialised by the generation row's lock, so a change meets no conflict here: one planned
+   * against a version another node has replaced since is merged into the current text, as
+   * `applyPlanned` does, and both edits are kept. The skills channel hears of it on commit.
+   */
+  async applyPlannedIn(
+    client: PoolClient,
+    changes: ReadonlyArray<{ change: PlannedChange; seenVersion: number | undefined }>,
+    source: string,
+  ): Promise<SkillWrite[]> {
+    if (changes.length === 0) return [];
+    const generation = await bumpGeneration(client);
+    const writes: SkillWrite[] = [];
+    for (const { change, seenVersion } of changes) {
+      const row = await selectRow(client, change.draft.name, true);
+      const current = row && !row.removed ? stored(row) : undefined;
+      writes.push(await this.put(client, draftOver(current, change, seenVersion), row, generation, { basedOn: current?.version ?? 0, source }));
+    }
+    await client.query('SELECT pg_notify($1, $2)', [SKILLS_CHANNEL, JSON.stringify({ generation })]);
+    return writes;
   }
 
   /** Every recorded version of a skill, oldest first (removals have empty content). */
@@ -376,6 +400,11 @@ export class PgSkillStore {
       return true;
     });
   }
+}
+
+/** What a planned change writes over the skill as it now is: the draft, or its body merged in if the skill moved on since the evolver saw it. */
+function draftOver(current: StoredSkill | undefined, change: PlannedChange, seenVersion: number | undefined): SkillDraft {
+  return !current || current.version === (seenVersion ?? 0) ? change.draft : mergedInto(current.skill, change.draft);
 }
 
 /** The draft that adds `draft`'s body to the skill as it now is (its own description and name kept). */
