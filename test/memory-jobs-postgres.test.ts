@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type pg from 'pg';
 import { loadConfig, type UpstreamTarget } from '../src/config/index.js';
 import { ConversationStore, TurnWriter, type FinishedTurn } from '../src/conversation/index.js';
@@ -11,8 +11,6 @@ import type { RecordingSettings } from '../src/runtime/recording.js';
 import { memorySettings } from '../src/runtime/settings.js';
 import { openDatabase } from '../src/store/index.js';
 import {
-  migratePostgres,
-  openPool,
   PgConversationReads,
   PgJobQueue,
   pgMemoryJobHandlers,
@@ -26,7 +24,7 @@ import { addPgMemory } from '../src/store/postgres/memory-writer.js';
 import { tokenize } from '../src/text/index.js';
 import { CredentialMemory } from '../src/upstream/index.js';
 import { isExtractorCall, learningAwareUpstream, userText } from './support/evolver.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
+import { postgresSkip, teamStoresForTests } from './support/postgres.js';
 import { finishedTurn } from './support/turns.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
@@ -77,24 +75,12 @@ const byContent = (a: { content: string; speaker: string | null }, b: { content:
   `${a.content}|${a.speaker}` < `${b.content}|${b.speaker}` ? -1 : 1;
 
 describe('memory jobs on the team store (PostgreSQL)', { skip: postgresSkip() }, () => {
-  let server: TestPostgres;
-  let counter = 0;
-  const pools: pg.Pool[] = [];
-
-  before(async () => {
-    server = await startPostgres();
-  });
-  after(async () => {
-    await Promise.all(pools.map((pool) => pool.end()));
-    server?.stop();
-  });
+  const stores = teamStoresForTests('memory_jobs');
 
   /** A migrated empty team store with a node's sink, queue and memory job handlers. */
   const node = async (memory: MemorySettings, extra: { mainUpstream?: UpstreamTarget } = {}) => {
-    const pool = openPool(server.createDatabase(`memory_jobs_${++counter}`), { max: 6 });
-    pools.push(pool);
-    await migratePostgres(pool);
-    const queue = new PgJobQueue(pool, `node-${counter}`, 5);
+    const [pool] = (await stores.freshStore({ max: 6 })) as [pg.Pool];
+    const queue = new PgJobQueue(pool, 'node-a', 5);
     const failed = (trigger: string, error: unknown) => assert.fail(`${trigger}: ${String(error)}`);
     const sink = new PgTurnSink(pool, { listeners: pgRecordingListeners(queue, RECORDING, { enqueued: () => undefined, failed }) });
     const reads = new PgConversationReads(pool, sink);
@@ -136,6 +122,35 @@ describe('memory jobs on the team store (PostgreSQL)', { skip: postgresSkip() },
     const queued = async (kind: string) =>
       (await pool.query<{ payload: string; status: string }>('SELECT payload, status FROM jobs WHERE kind = $1 ORDER BY id', [kind])).rows;
     return { pool, queue, sink, handlers, drain, units, queued };
+  };
+
+  /** A node whose extractor answers `extractor(prompt, prompts so far)`, for `run`; the scripted upstream is closed after. */
+  const withExtractor = async (
+    memory: MemorySettings,
+    extractor: (prompt: string, prompts: readonly string[]) => unknown,
+    run: (team: Awaited<ReturnType<typeof node>>, prompts: string[], upstream: ScriptedUpstream) => Promise<void>,
+  ): Promise<void> => {
+    const upstream = await ScriptedUpstream.start();
+    const prompts: string[] = [];
+    upstream.defaultHandler = learningAwareUpstream({
+      extractor: (request) => {
+        prompts.push(userText(request));
+        return JSON.stringify(extractor(userText(request), prompts));
+      },
+    });
+    try {
+      const mainUpstream: UpstreamTarget = {
+        name: 'main',
+        baseUrl: `${upstream.url}/v1`,
+        format: 'openai',
+        apiKey: 'k',
+        keySource: 'config',
+        model: 'scripted-model',
+      };
+      await run(await node(memory, { mainUpstream }), prompts, upstream);
+    } finally {
+      await upstream.close();
+    }
   };
 
   test('record_turn stores the same raw turns and standing instructions as a personal install (a restated rule strengthens the one stored, in another session too), and a second run of a turn stores nothing more', async () => {
@@ -206,32 +221,17 @@ describe('memory jobs on the team store (PostgreSQL)', { skip: postgresSkip() },
   });
 
   test('extract with a scripted extractor adds the units it returns (found by keyword search), an update supersedes the unit it names, and the watermark stops a second run from calling the LLM', async () => {
-    const upstream = await ScriptedUpstream.start();
-    const prompts: string[] = [];
-    upstream.defaultHandler = learningAwareUpstream({
-      extractor: (request) => {
-        const prompt = userText(request);
-        prompts.push(prompt);
-        // Turns are numbered as shown: d1's question is turn 1, its answer turn 2, d2's question turn 3.
-        const old = /id (mem_\w+) \[semantic\] The staging database runs PostgreSQL 14/.exec(prompt)?.[1];
-        return JSON.stringify({
-          memories: [
-            { action: 'update', target_id: old ?? null, type: 'semantic', content: 'The staging database runs PostgreSQL 16 since the upgrade.', turn: 1 },
-            { type: 'project_state', content: 'The release freeze starts on Friday the 14th.', importance: 0.8, turn: 3 },
-          ],
-        });
-      },
-    });
-    try {
-      const mainUpstream: UpstreamTarget = {
-        name: 'main',
-        baseUrl: `${upstream.url}/v1`,
-        format: 'openai',
-        apiKey: 'k',
-        keySource: 'config',
-        model: 'scripted-model',
+    // Turns are numbered as shown: d1's question is turn 1, its answer turn 2, d2's question turn 3.
+    const reply = (prompt: string) => {
+      const old = /id (mem_\w+) \[semantic\] The staging database runs PostgreSQL 14/.exec(prompt)?.[1];
+      return {
+        memories: [
+          { action: 'update', target_id: old ?? null, type: 'semantic', content: 'The staging database runs PostgreSQL 16 since the upgrade.', turn: 1 },
+          { type: 'project_state', content: 'The release freeze starts on Friday the 14th.', importance: 0.8, turn: 3 },
+        ],
       };
-      const team = await node(settings({ flushEveryNTurns: 2 }), { mainUpstream });
+    };
+    await withExtractor(settings({ flushEveryNTurns: 2 }), reply, async (team, prompts, upstream) => {
       const old = (await addPgMemory(team.pool, { scope: SCOPE, type: 'semantic', content: 'The staging database runs PostgreSQL 14.', origin: 'extractor' }))!;
       await team.sink.write([
         turn('d1', 'delta', 'We upgraded the staging database to PostgreSQL 16 yesterday.', 'Noted.', 0),
@@ -265,30 +265,14 @@ describe('memory jobs on the team store (PostgreSQL)', { skip: postgresSkip() },
       await team.queue.enqueue(EXTRACT_JOB, { sessionId: 'delta', scope: SCOPE, final: false });
       assert.equal(await team.drain([EXTRACT_JOB]), 1);
       assert.equal(upstream.requests.filter(isExtractorCall).length, 1);
-    } finally {
-      await upstream.close();
-    }
+    });
   });
 
   test('a turn recorded while an extraction runs does not make its effect stale: the extraction lands, and the next one reads that turn', async () => {
-    const upstream = await ScriptedUpstream.start();
-    const prompts: string[] = [];
-    upstream.defaultHandler = learningAwareUpstream({
-      extractor: (request) => {
-        prompts.push(userText(request));
-        return JSON.stringify({ memories: prompts.length === 1 ? [{ type: 'semantic', content: 'The build server is called hopper.', turn: 1 }] : [] });
-      },
+    const reply = (_prompt: string, prompts: readonly string[]) => ({
+      memories: prompts.length === 1 ? [{ type: 'semantic', content: 'The build server is called hopper.', turn: 1 }] : [],
     });
-    try {
-      const mainUpstream: UpstreamTarget = {
-        name: 'main',
-        baseUrl: `${upstream.url}/v1`,
-        format: 'openai',
-        apiKey: 'k',
-        keySource: 'config',
-        model: 'scripted-model',
-      };
-      const team = await node(settings({ flushEveryNTurns: 50 }), { mainUpstream });
+    await withExtractor(settings({ flushEveryNTurns: 50 }), reply, async (team, prompts) => {
       await team.sink.write([turn('z1', 'zeta', 'The build server is called hopper.', 'Noted.', 0)]);
       await team.drain([RECORD_TURN_JOB]);
       await team.queue.enqueue(EXTRACT_JOB, { sessionId: 'zeta', scope: SCOPE, final: false });
@@ -305,9 +289,7 @@ describe('memory jobs on the team store (PostgreSQL)', { skip: postgresSkip() },
       assert.equal(prompts.length, 2);
       assert.match(prompts[1]!, /user: Its backup is called grace\./);
       assert.doesNotMatch(prompts[1]!, /user: The build server is called hopper\./, 'the turns the first extraction read are not read again');
-    } finally {
-      await upstream.close();
-    }
+    });
   });
 
   test('an effect whose seeded unit another node changed meanwhile, or whose scope gained a rule meanwhile, throws and writes nothing; run again, the job learns from the new rows', async () => {
