@@ -4,9 +4,8 @@ import type pg from 'pg';
 import { loadConfig, type UpstreamTarget } from '../src/config/index.js';
 import { ConversationStore, TurnWriter, type FinishedTurn } from '../src/conversation/index.js';
 import type { JobContext } from '../src/learning/index.js';
-import type { TeamJobHandler } from '../src/learning/team-job.js';
 import { silentLogger } from '../src/logging/index.js';
-import { EXTRACT_JOB, MemoryService, RECORD_TURN_JOB, type MemorySettings } from '../src/memory/index.js';
+import { EXTRACT_JOB, MemoryService, RECORD_TURN_JOB, type MemoryDraft, type MemorySettings } from '../src/memory/index.js';
 import type { RecordingSettings } from '../src/runtime/recording.js';
 import { memorySettings } from '../src/runtime/settings.js';
 import { openDatabase } from '../src/store/index.js';
@@ -153,7 +152,7 @@ describe('memory jobs on the team store (PostgreSQL)', { skip: postgresSkip() },
     }
   };
 
-  test('record_turn stores the same raw turns and standing instructions as a personal install (a restated rule strengthens the one stored, in another session too), and a second run of a turn stores nothing more', async () => {
+  test('record_turn stores the same raw turns and standing instructions as a personal install (a restated rule, or a learned preference said word for word, gains the turn as a source instead of a new rule), and a second run of a turn stores nothing more', async () => {
     const memory = settings();
     const sessions: FinishedTurn[][] = [
       [
@@ -165,6 +164,12 @@ describe('memory jobs on the team store (PostgreSQL)', { skip: postgresSkip() },
         turn('b1', 'beta', 'Remember: always write commit messages in the imperative mood.', 'Yes, imperative mood.', 10),
         turn('b2', 'beta', 'Going forward, never push directly to the main branch; open a pull request.', 'I will open pull requests.', 11),
       ],
+      // Said word for word as a preference an extraction stored earlier: that unit gains the turn as a source.
+      [turn('c1', 'gamma', 'Always answer in British English.', 'Of course.', 20)],
+    ];
+    const learned: MemoryDraft[] = [
+      { scope: SCOPE, type: 'preference', content: 'Always answer in British English.', origin: 'extractor', sourceTurns: ['x0'] },
+      { scope: SCOPE, type: 'semantic', content: 'The linter runs in the pre-commit hook.', origin: 'extractor' },
     ];
 
     // The personal install: the same turns recorded in SQLite, each one's record_turn run by MemoryService.
@@ -172,6 +177,7 @@ describe('memory jobs on the team store (PostgreSQL)', { skip: postgresSkip() },
     const writer = new TurnWriter(db, [], undefined, true);
     const personal = new MemoryService({ db, logger: silentLogger(), settings: memory, conversation: new ConversationStore(db) });
     const recordTurn = personal.handlers().find((handler) => handler.kind === RECORD_TURN_JOB)!;
+    for (const draft of learned) personal.store.add(draft);
     for (const batch of sessions) {
       writer.write(batch);
       for (const { id, sessionId } of batch)
@@ -181,8 +187,10 @@ describe('memory jobs on the team store (PostgreSQL)', { skip: postgresSkip() },
     assert.equal(expected.filter((unit) => unit.core).length, 2, 'the personal install keeps two rules: the restatement strengthened the first');
     const commits = expected.find((unit) => unit.core && unit.content.includes('imperative'))!;
     assert.deepEqual(commits.sources, ['a2', 'b1']);
+    assert.deepEqual(expected.find((unit) => unit.content === 'Always answer in British English.' && unit.origin === 'extractor')!.sources, ['x0', 'c1']);
 
     const team = await node(memory);
+    for (const draft of learned) await addPgMemory(team.pool, draft);
     for (const batch of sessions) {
       await team.sink.write(batch);
       assert.equal(await team.drain([RECORD_TURN_JOB]), batch.length);
@@ -292,62 +300,78 @@ describe('memory jobs on the team store (PostgreSQL)', { skip: postgresSkip() },
     });
   });
 
-  test('an effect whose seeded unit another node changed meanwhile, or whose scope gained a rule meanwhile, throws and writes nothing; run again, the job learns from the new rows', async () => {
+  test('an extraction whose seeded unit another node changed meanwhile, or whose scope gained a rule meanwhile, throws and writes nothing; run again, it learns from the new rows', async () => {
+    const reply = (prompt: string) => {
+      const fact = /id (mem_\w+) \[semantic\] The staging database runs PostgreSQL 14/.exec(prompt)?.[1];
+      if (prompt.includes('user: We moved the staging database to PostgreSQL 16.'))
+        return { memories: [{ action: 'update', target_id: fact ?? null, type: 'semantic', content: 'The staging database runs PostgreSQL 16.', turn: 1 }] };
+      return { memories: [{ type: 'semantic', content: 'The staging database is backed up every night.', turn: 1 }] };
+    };
+    await withExtractor(settings({ flushEveryNTurns: 50 }), reply, async (team) => {
+      const fact = (await addPgMemory(team.pool, {
+        scope: SCOPE,
+        type: 'semantic',
+        content: 'The staging database runs PostgreSQL 14.',
+        origin: 'extractor',
+      }))!;
+      const extract = team.handlers.find((handler) => handler.kind === EXTRACT_JOB)!;
+      /** Queues an extraction of the session and runs it up to its effect. */
+      const started = async () => {
+        await team.queue.enqueue(EXTRACT_JOB, { sessionId: 'eta', scope: SCOPE, final: false });
+        const job = (await team.queue.lease(new Set([EXTRACT_JOB]), 60_000))!;
+        return { job, effect: (await extract.run(job.payload, jobContext(job)))! };
+      };
+      /** The effect is refused and nothing is written; retried, the job lands. */
+      const refusedThenRetried = async ({ job, effect }: Awaited<ReturnType<typeof started>>) => {
+        const units = await team.units();
+        const entries = (await team.pool.query('SELECT seq, active FROM memory_search_docs ORDER BY seq')).rows;
+        const state = (await team.pool.query("SELECT key, value FROM state WHERE key LIKE 'memory.%' ORDER BY key")).rows;
+        await assert.rejects(team.queue.complete(job, { effect }), StaleMemoryError);
+        assert.deepEqual(await team.units(), units, 'no unit written');
+        assert.deepEqual((await team.pool.query('SELECT seq, active FROM memory_search_docs ORDER BY seq')).rows, entries, 'no index entry written');
+        assert.deepEqual((await team.pool.query("SELECT key, value FROM state WHERE key LIKE 'memory.%' ORDER BY key")).rows, state, 'no watermark');
+        assert.equal(await team.queue.fail(job, 'stale', { retryable: true }), 'retry');
+        await team.pool.query('UPDATE jobs SET run_after = 0');
+        assert.equal(await team.drain([EXTRACT_JOB]), 1);
+      };
+
+      await team.sink.write([turn('h1', 'eta', 'We moved the staging database to PostgreSQL 16.', 'Noted.', 0)]);
+      await team.drain([RECORD_TURN_JOB]);
+      const first = await started();
+      // Another node raises the importance of the fact the extraction updates.
+      await team.pool.query('UPDATE memory_units SET importance = 0.95, updated_at = updated_at + 1 WHERE id = $1', [fact.id]);
+      await refusedThenRetried(first);
+      const [replaced] = await team.units(`id = '${fact.id}'`);
+      const [upgraded] = await team.units("content = 'The staging database runs PostgreSQL 16.'");
+      assert.equal(replaced!.status, 'superseded');
+      assert.equal(replaced!.superseded_by, upgraded!.id);
+      assert.equal(replaced!.importance, 0.95, "the other node's change is kept");
+
+      await team.sink.write([turn('h2', 'eta', 'Staging gets a backup every night now.', 'Good.', 1)]);
+      await team.drain([RECORD_TURN_JOB]);
+      const second = await started();
+      // Another session, on another node, states a rule in the scope meanwhile.
+      await team.sink.write([turn('o1', 'other', 'From now on, always tag releases with a v prefix.', 'Will do.', 2)]);
+      await team.drain([RECORD_TURN_JOB]);
+      await refusedThenRetried(second);
+      assert.equal((await team.units("content = 'The staging database is backed up every night.'")).length, 1);
+    });
+  });
+
+  test('record_turn jobs of one scope completing at once on two nodes are written one after the other: the second strengthens the rule the first stored', async () => {
     const team = await node(settings());
-    const rule = (await addPgMemory(team.pool, {
-      scope: SCOPE,
-      type: 'preference',
-      content: 'Always write commit messages in the imperative mood.',
-      origin: 'rule',
-      core: true,
-      importance: 0.9,
-      sourceTurns: ['earlier'],
-    }))!;
-    await team.sink.write([turn('e1', 'epsilon', 'Always write commit messages in the imperative mood.', 'Yes.', 0)]);
-    const job = (await team.queue.lease(new Set([RECORD_TURN_JOB]), 60_000))!;
-    const handler: TeamJobHandler = team.handlers.find((candidate) => candidate.kind === RECORD_TURN_JOB)!;
-    const effect = (await handler.run(job.payload, jobContext(job)))!;
-    assert.ok(effect, 'the restatement strengthens the rule and stores the turn');
-
-    // Another node pins the rule meanwhile.
-    await team.pool.query('UPDATE memory_units SET pinned = 1, updated_at = updated_at + 1 WHERE id = $1', [rule.id]);
-    const before = await team.units();
-    await assert.rejects(team.queue.complete(job, { effect }), StaleMemoryError);
-    assert.deepEqual(await team.units(), before, 'nothing written');
-    assert.deepEqual((await team.pool.query("SELECT key FROM state WHERE key LIKE 'memory.%'")).rows, []);
-    assert.equal((await team.pool.query('SELECT count(*)::int AS n FROM memory_search_docs')).rows[0].n, 1, 'no index entry written');
-
-    // Retried (as the runner does after a retryable failure), it runs on the new row: both changes stay.
-    assert.equal(await team.queue.fail(job, 'stale', { retryable: true }), 'retry');
-    await team.pool.query('UPDATE jobs SET run_after = 0');
-    assert.equal(await team.drain([RECORD_TURN_JOB]), 1);
-    const [strengthened] = await team.units(`id = '${rule.id}'`);
-    assert.deepEqual(JSON.parse(strengthened!.source_turns), ['earlier', 'e1']);
-    assert.equal((await team.pool.query('SELECT pinned FROM memory_units WHERE id = $1', [rule.id])).rows[0].pinned, 1);
-    assert.equal((await team.units("origin = 'raw_turn'")).length, 2);
-
-    // Another node stores the same rule (from another session) while this one captures it: no second copy.
-    await team.sink.write([turn('e2', 'epsilon', 'Never force-push to shared branches.', 'Understood.', 1)]);
-    const second = (await team.queue.lease(new Set([RECORD_TURN_JOB]), 60_000))!;
-    const capture = (await handler.run(second.payload, jobContext(second)))!;
-    const rival = (await addPgMemory(team.pool, {
-      scope: SCOPE,
-      type: 'preference',
-      content: 'Never force-push to shared branches.',
-      origin: 'rule',
-      core: true,
-      importance: 0.9,
-      sourceTurns: ['elsewhere'],
-    }))!;
-    await assert.rejects(team.queue.complete(second, { effect: capture }), StaleMemoryError);
-    assert.equal(await team.queue.fail(second, 'stale', { retryable: true }), 'retry');
-    await team.pool.query('UPDATE jobs SET run_after = 0');
-    assert.equal(await team.drain([RECORD_TURN_JOB]), 1);
-    const pushRules = await team.units("core = 1 AND content LIKE '%force-push%'");
-    assert.deepEqual(
-      pushRules.map((unit) => [unit.id, JSON.parse(unit.source_turns)]),
-      [[rival.id, ['elsewhere', 'e2']]],
-      'the rule stored meanwhile gains the turn as a source',
-    );
+    await team.sink.write([
+      turn('p1', 'pi', 'From now on, always run the linter before committing.', 'Sure.', 0),
+      turn('r1', 'rho', 'From now on, always run the linter before committing.', 'Sure.', 1),
+    ]);
+    const handler = team.handlers.find((candidate) => candidate.kind === RECORD_TURN_JOB)!;
+    const jobs = [(await team.queue.lease(new Set([RECORD_TURN_JOB]), 60_000))!, (await team.queue.lease(new Set([RECORD_TURN_JOB]), 60_000))!];
+    // Both run before either completes, as on two nodes.
+    const effects = await Promise.all(jobs.map(async (job) => (await handler.run(job.payload, jobContext(job)))!));
+    assert.deepEqual(await Promise.all(jobs.map((job, index) => team.queue.complete(job, { effect: effects[index]! }))), ['done', 'done']);
+    const rules = await team.units('core = 1');
+    assert.equal(rules.length, 1, 'one rule');
+    assert.deepEqual((JSON.parse(rules[0]!.source_turns) as string[]).sort(), ['p1', 'r1']);
+    assert.equal((await team.units("origin = 'raw_turn'")).length, 4);
   });
 });

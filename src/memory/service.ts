@@ -133,7 +133,7 @@ function isPartOf(part: ReadonlySet<string>, whole: ReadonlySet<string>): boolea
 }
 
 /** What a raw turn keeps of a message: secrets redacted, at most 8,000 characters. */
-function rawContent(text: string): string {
+export function rawContent(text: string): string {
   return redactSecrets(text).slice(0, 8_000).trim();
 }
 

@@ -7,13 +7,13 @@ import type { TeamJobEffect, TeamJobHandler } from '../../learning/team-job.js';
 import type { Logger } from '../../logging/index.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from '../../memory/recording.js';
 import { MemoryRetriever } from '../../memory/retrieval.js';
-import type { MemoryConversation, MemorySettings, RelatedRecall } from '../../memory/service.js';
+import { rawContent, type MemoryConversation, type MemorySettings, type RelatedRecall } from '../../memory/service.js';
 import type { GlossaryLanguage } from '../../text/index.js';
 import type { CredentialMemory } from '../../upstream/index.js';
 import type { PgConversationReads } from './conversation-reads.js';
 import type { PgJobQueue } from './job-queue.js';
 import { PgMemorySearch } from './memory-search.js';
-import { MemoryWorkspace } from './memory-workspace.js';
+import { lockScope, MemoryWorkspace } from './memory-workspace.js';
 import { pgRecallStore } from './recall-store.js';
 import { ReplayedReads } from './replayed-reads.js';
 
@@ -52,7 +52,19 @@ export function pgMemoryJobHandlers(options: PgMemoryJobsOptions): TeamJobHandle
         const job = parsePayload(recordTurnPayload, payload, RECORD_TURN_JOB);
         const turn = await options.reads.getTurnSummary(job.turnId);
         if (!turn) return undefined; // pruned meanwhile
-        return inWorkspace(options, search, { kind: RECORD_TURN_JOB, payload: job, context, conversation: jobConversation(turn, undefined) });
+        // No LLM and tens of milliseconds of work: done whole in the completing transaction, after taking
+        // the scope's lock, so what it reads cannot change before it writes (never stale, never retried
+        // for another node's write), and turns of one scope are stored one at a time, as on SQLite.
+        return async (client) => {
+          await lockScope(client, job.scope);
+          const workspace = await openWorkspace(options, job, jobConversation(turn, undefined), client, { turnText: rawContent(turn.query ?? '') });
+          try {
+            await runHandler(workspace, RECORD_TURN_JOB, job, context);
+            await workspace.write(client, options.queue, search);
+          } finally {
+            workspace.close();
+          }
+        };
       },
     },
     {
@@ -86,26 +98,44 @@ interface WorkspaceJob {
 
 /** Runs the personal install's handler of `job.kind` in a workspace of the job's scope and session; its changes as an effect. */
 async function inWorkspace(options: PgMemoryJobsOptions, search: PgMemorySearch, job: WorkspaceJob): Promise<TeamJobEffect | undefined> {
-  const workspace = await MemoryWorkspace.open({
-    pool: options.pool,
-    scope: job.payload.scope,
-    sessionId: job.payload.sessionId,
-    settings: options.settings,
-    logger: options.logger,
-    conversation: job.conversation,
-    ...(options.mainUpstream ? { mainUpstream: options.mainUpstream } : {}),
-    ...(options.credentials ? { credentials: options.credentials } : {}),
-    ...(job.recall ? { recall: job.recall } : {}),
-    laterTurns: job.laterTurns ?? false,
-  });
+  const workspace = await openWorkspace(options, job.payload, job.conversation, options.pool, job);
   try {
-    const handler = workspace.service.handlers().find((candidate) => candidate.kind === job.kind);
-    if (!handler) throw new Error(`MemoryService has no handler of ${job.kind}`);
-    await handler.run(job.payload, job.context);
+    await runHandler(workspace, job.kind, job.payload, job.context);
     return workspace.effect(options.queue, search);
   } finally {
     workspace.close();
   }
+}
+
+function openWorkspace(
+  options: PgMemoryJobsOptions,
+  payload: { scope: string; sessionId: string },
+  conversation: MemoryConversation,
+  db: Pick<pg.Pool, 'query'>,
+  extra: { recall?: RelatedRecall; laterTurns?: boolean; turnText?: string } = {},
+): Promise<MemoryWorkspace> {
+  return MemoryWorkspace.open(
+    {
+      pool: options.pool,
+      scope: payload.scope,
+      sessionId: payload.sessionId,
+      settings: options.settings,
+      logger: options.logger,
+      conversation,
+      ...(options.mainUpstream ? { mainUpstream: options.mainUpstream } : {}),
+      ...(options.credentials ? { credentials: options.credentials } : {}),
+      ...(extra.recall ? { recall: extra.recall } : {}),
+      laterTurns: extra.laterTurns ?? false,
+      ...(extra.turnText === undefined ? {} : { turnText: extra.turnText }),
+    },
+    db,
+  );
+}
+
+async function runHandler(workspace: MemoryWorkspace, kind: string, payload: unknown, context: JobContext): Promise<void> {
+  const handler = workspace.service.handlers().find((candidate) => candidate.kind === kind);
+  if (!handler) throw new Error(`MemoryService has no handler of ${kind}`);
+  await handler.run(payload, context);
 }
 
 /**

@@ -18,21 +18,23 @@ import { toPostgresText } from './text.js';
  * Where a team node runs a memory job: a private in-memory SQLite database, seeded from the team
  * store with every row the job can read, in which the personal install's MemoryService runs the
  * job unchanged. What the job wrote there is then the difference between the workspace and its
- * seed, which `effect` writes to PostgreSQL (in the transaction that completes the job). So the
- * team store learns exactly as a personal install does, from one copy of the logic.
+ * seed, which is written to PostgreSQL in the transaction that completes the job. So the team
+ * store learns exactly as a personal install does, from one copy of the logic.
  *
- * The rows a memory job of a scope and session reads (memory/service.ts: recordTurn, storeTurns,
- * captureRules, addStandingInstruction, extract, applyCandidates, storeSummary): the session's raw
- * turns; the scope's learned units that are active; its standing instructions of any status (a
- * replaced rule is never brought back); the session's working summaries of any status; and the
- * units extraction recalls (recalled from the whole team store, see `RelatedRecall`, and added as
- * they are recalled). State: the session's extraction watermark and the scope's languages.
+ * The rows an extraction of a scope and session reads (memory/service.ts: extract, applyCandidates,
+ * addStandingInstruction, storeSummary): the session's raw turns; the scope's learned units that
+ * are active; its standing instructions of any status (a replaced rule is never brought back); the
+ * session's working summaries of any status; and the units it recalls (from the whole team store,
+ * see `RelatedRecall`, added as they are recalled). State: the session's extraction watermark and
+ * the scope's languages. Recording a turn reads fewer (TURN_READ_SET).
  *
- * Two nodes may run jobs of one scope at once. An effect takes a per-scope transaction lock, then
- * re-reads the fingerprint (sequence, updated_at, status) of everything the job read, and the
- * state keys: if anything was added, removed or changed since the seed, it throws
- * StaleMemoryError and writes nothing; the job is retried, and reads the new rows. Rows it changes
- * are updated only while they still have the seeded updated_at and status.
+ * Two nodes may run jobs of one scope at once; every write takes a per-scope transaction lock
+ * (`lockScope`). A turn is recorded whole under that lock (`write`). An extraction, whose LLM call
+ * is not made under a lock, writes through `effect`: it re-reads the fingerprint (sequence,
+ * updated_at, status) of everything the job read, and the state keys, and if anything was added,
+ * removed or changed since the seed it throws StaleMemoryError and writes nothing; the job is
+ * retried, and reads the new rows. Rows it changes are updated only while they still have the
+ * seeded updated_at and status.
  */
 
 /** The units a job of scope $1 and session $2 reads (see above). */
@@ -40,8 +42,26 @@ const READ_SET = `scope = $1 AND (
   (origin = 'raw_turn' AND source_session = $2)
   OR (origin <> 'raw_turn' AND (status = 'active' OR core = 1 OR (type = 'working_summary' AND source_session = $2))))`;
 
+/**
+ * The units recording the turn whose stored words are $3 reads (recordTurn, storeTurns,
+ * captureRules, addStandingInstruction): the session's raw turns, standing instructions of any
+ * status, the active rules stated for named things, and of the other learned units only those a
+ * sentence of the turn repeats word for word (a stated rule is quoted verbatim, so a unit it
+ * repeats is part of the turn's text). A scope's many facts are not read for each turn.
+ */
+const TURN_READ_SET = `scope = $1 AND (
+  (origin = 'raw_turn' AND source_session = $2)
+  OR core = 1
+  OR (origin = 'rule' AND status = 'active')
+  OR (origin <> 'raw_turn' AND status = 'active' AND content <> '' AND strpos($3, content) > 0))`;
+
 /** Class of the per-scope advisory lock (its other key is the scope's hash): memory writes of one scope, one node at a time. */
 const SCOPE_LOCK = 0x6d656d; // "mem"
+
+/** Takes the transaction-long lock on a scope's memory writes (every memory job's effect takes it first). */
+export async function lockScope(client: pg.PoolClient, scope: string): Promise<void> {
+  await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [SCOPE_LOCK, toPostgresText(scope)]);
+}
 
 /** The team store changed what a job read while it ran: retried, it reads the new rows. */
 export class StaleMemoryError extends LearningError {
@@ -62,6 +82,12 @@ export interface WorkspaceOptions {
   readonly credentials?: CredentialMemory;
   /** Recall over the whole team store (extraction shows the extractor what it recalls). */
   readonly recall?: RelatedRecall;
+  /**
+   * The stored words of the turn a record_turn job records: it then reads only the learned units
+   * those words can repeat (TURN_READ_SET). Such a workspace is seeded under the scope's lock and
+   * written with `write`, never checked by `effect`.
+   */
+  readonly turnText?: string;
   /** The job reads the session's turns up to a point: turns stored after the seed do not make it stale (see `checkUnchanged`). */
   readonly laterTurns?: boolean;
 }
@@ -121,15 +147,26 @@ export class MemoryWorkspace {
     this.insertUnit = (row) => void (statement ??= insert(Object.keys(row))).run(row);
   }
 
-  /** A workspace for a job of `scope` and `sessionId`, seeded from the team store. */
-  static async open(options: WorkspaceOptions): Promise<MemoryWorkspace> {
+  /**
+   * A workspace for a job of `scope` and `sessionId`, seeded from the team store; `db`: where the
+   * seed is read (default the pool; a transaction holding the scope's lock, see `write`).
+   */
+  static async open(options: WorkspaceOptions, db: Pick<pg.Pool, 'query'> = options.pool): Promise<MemoryWorkspace> {
     const workspace = new MemoryWorkspace(options);
     try {
-      const { pool, scope, sessionId } = options;
-      const units = await pool.query(`SELECT * FROM memory_units WHERE ${READ_SET} ORDER BY rowid`, [toPostgresText(scope), toPostgresText(sessionId)]);
+      const { scope, sessionId } = options;
+      const { turnText } = options;
+      const units =
+        turnText === undefined
+          ? await db.query(`SELECT * FROM memory_units WHERE ${READ_SET} ORDER BY rowid`, [toPostgresText(scope), toPostgresText(sessionId)])
+          : await db.query(`SELECT * FROM memory_units WHERE ${TURN_READ_SET} ORDER BY rowid`, [
+              toPostgresText(scope),
+              toPostgresText(sessionId),
+              toPostgresText(turnText),
+            ]);
       workspace.seed(units.rows);
       const keys = [watermarkKey(scope, sessionId), languagesKey(scope)];
-      const values = await readState(pool, keys);
+      const values = await readState(db, keys);
       const state = workspace.db.prepare('INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
       for (const key of keys) {
         const value = values.get(key);
@@ -152,14 +189,22 @@ export class MemoryWorkspace {
    * changed nothing. Call once the job has run, before `close`.
    */
   effect(queue: PgJobQueue, search: PgMemorySearch): TeamJobEffect | undefined {
+    if (this.options.turnText !== undefined) throw new Error('a workspace seeded for one turn is written under the lock it was seeded with (write)');
     const changes = this.changes();
     if (changes.added.length === 0 && changes.updated.length === 0 && changes.state.length === 0 && changes.jobs.length === 0) return undefined;
     return async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [SCOPE_LOCK, toPostgresText(this.options.scope)]);
+      await lockScope(client, this.options.scope);
       await this.checkUnchanged(client);
-      await writeChanges(client, changes, search);
-      for (const job of changes.jobs) await queue.enqueue(job.kind, job.payload, job.options, client);
+      await writeChanges(client, changes, search, queue);
     };
+  }
+
+  /**
+   * Writes what the job changed on `client`, now: for a workspace seeded on `client` by a
+   * transaction that took the scope's lock first (`lockScope`), so nothing it read can have changed.
+   */
+  async write(client: pg.PoolClient, queue: PgJobQueue, search: PgMemorySearch): Promise<void> {
+    await writeChanges(client, this.changes(), search, queue);
   }
 
   /** Rows as the team store returned them, into the workspace (as SQLite holds them). */
@@ -264,7 +309,7 @@ async function readState(db: Pick<pg.Pool, 'query'>, keys: readonly string[]): P
 const postgresValue = (value: unknown): unknown => (typeof value === 'string' ? toPostgresText(value) : value);
 
 /** The job's writes, inside the completing transaction (the scope is locked and unchanged since the seed). */
-async function writeChanges(client: pg.PoolClient, changes: Changes, search: PgMemorySearch): Promise<void> {
+async function writeChanges(client: pg.PoolClient, changes: Changes, search: PgMemorySearch, queue: PgJobQueue): Promise<void> {
   // Added units get the team store's sequences; links between them (a raw turn to the one before) follow.
   const sequences = new Map<number, number>();
   const sequenceOf = (rowid: number | null): number | null => (rowid === null ? null : (sequences.get(rowid) ?? rowid));
@@ -303,4 +348,5 @@ async function writeChanges(client: pg.PoolClient, changes: Changes, search: PgM
       toPostgresText(key),
       toPostgresText(value),
     ]);
+  for (const job of changes.jobs) await queue.enqueue(job.kind, job.payload, job.options, client);
 }
