@@ -61,42 +61,6 @@ describe('the durable learning queue', () => {
     }
   });
 
-  test('failures retry with growing backoff, then go to the dead-letter list; dead jobs can be revived', () => {
-    const db = openDatabase(databasePath());
-    const queue = new JobQueue(db, 'test', 3);
-    const id = queue.enqueue('kind.a', { x: 1 })!;
-    const kinds = new Set(['kind.a']);
-    const delays: number[] = [];
-    for (let attempt = 1; attempt <= 3; attempt++) {
-      const job = queue.lease(kinds, 60_000, Date.now() + 10 * 3_600_000)!;
-      assert.equal(job.id, id);
-      assert.equal(job.attempts, attempt);
-      const verdict = queue.fail(job, `boom ${attempt}`, { retryable: true });
-      const row = queue.get(id)!;
-      if (attempt < 3) {
-        assert.equal(verdict, 'retry');
-        delays.push(row.run_after - Date.now());
-      } else assert.equal(verdict, 'dead');
-    }
-    assert.ok(delays[1]! > delays[0]!, `backoff grows: ${delays.join(', ')}`);
-    assert.equal(queue.counts().dead, 1);
-    assert.equal(queue.get(id)!.last_error, 'boom 3');
-    assert.equal(queue.revive(id), true);
-    assert.equal(queue.counts().queued, 1);
-    db.close();
-  });
-
-  test('a dedupe key keeps at most one pending job per key', () => {
-    const db = openDatabase(databasePath());
-    const queue = new JobQueue(db, 'test', 3);
-    assert.ok(queue.enqueue('kind.a', {}, { dedupeKey: 'session-1' }));
-    assert.equal(queue.enqueue('kind.a', {}, { dedupeKey: 'session-1' }), undefined);
-    const job = queue.lease(new Set(['kind.a']), 60_000)!;
-    queue.complete(job.id);
-    assert.ok(queue.enqueue('kind.a', {}, { dedupeKey: 'session-1' }), 'a finished job frees its key');
-    db.close();
-  });
-
   test('the daily token budget pauses LLM jobs, never other jobs, and says why', async () => {
     const db = openDatabase(databasePath());
     const queue = new JobQueue(db, 'test', 3);

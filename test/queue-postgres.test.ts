@@ -4,8 +4,6 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
-import { JobQueue } from '../src/learning/queue.js';
-import { openDatabase } from '../src/store/index.js';
 import { migratePostgres, openPool, PgJobQueue, PgLearningBudget, type LeasedJob } from '../src/store/postgres/index.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
 
@@ -267,91 +265,5 @@ describe('the team queue on PostgreSQL, shared by several nodes', { skip: postgr
     assert.equal(await other.reserve('judge', 100), undefined);
     await sleep(300);
     assert.ok(await other.reserve('judge', 100), 'the expired reservation no longer counts');
-  });
-
-  test('retries, backoff, dead letters, release, revive and dedupe behave as in the personal SQLite queue', async () => {
-    const url = await freshStore();
-    const pool = node(url);
-    const sqlite = openDatabase(':memory:');
-    const personal = new JobQueue(sqlite, 'me', 3);
-    const team = new PgJobQueue(pool, 'node-1', 3);
-    // Both queues run one script; time jumps by setting a retried job's run_after back to 0.
-    const script = async (engine: {
-      enqueue(payload: unknown, dedupeKey?: string): Promise<number | undefined>;
-      lease(): Promise<{ id: number; attempts: number } | undefined>;
-      fail(job: unknown, retryable: boolean): Promise<string>;
-      complete(job: unknown): Promise<void>;
-      release(job: unknown): Promise<void>;
-      revive(id: number): Promise<boolean>;
-      row(id: number): Promise<{ status: string; attempts: number; run_after: number; updated_at: number; last_error: string | null }>;
-      due(id: number): Promise<void>;
-    }) => {
-      const trace: unknown[] = [];
-      const id = (await engine.enqueue({ n: 1 }, 'same'))!;
-      trace.push(['dedupe while pending', await engine.enqueue({ n: 1 }, 'same')]);
-      const delays: number[] = [];
-      for (let attempt = 1; attempt <= 3; attempt++) {
-        const job = (await engine.lease())!;
-        trace.push(['leased', job.attempts]);
-        trace.push(['verdict', await engine.fail(job, true)]);
-        const row = await engine.row(id);
-        trace.push(['after failure', row.status, row.attempts, row.last_error]);
-        if (row.status === 'queued') {
-          delays.push(row.run_after - row.updated_at);
-          const early = await engine.lease();
-          trace.push(['leasable before backoff', early !== undefined]);
-          if (early) return { trace, delays }; // diverged: the traces differ from here
-          await engine.due(id);
-        }
-      }
-      trace.push(['revived', await engine.revive(id)]);
-      trace.push(['after revive', (await engine.row(id)).status, (await engine.row(id)).attempts]);
-      const again = (await engine.lease())!;
-      await engine.release(again);
-      trace.push(['after release', (await engine.row(id)).status, (await engine.row(id)).attempts]);
-      const permanent = (await engine.lease())!;
-      trace.push(['permanent failure', await engine.fail(permanent, false), (await engine.row(id)).attempts]);
-      const other = (await engine.enqueue({ n: 2 }, 'same'))!;
-      trace.push(['dedupe key free once the job is dead', other !== undefined]);
-      await engine.complete((await engine.lease())!);
-      trace.push(['completed', (await engine.row(other)).status]);
-      return { trace, delays };
-    };
-    const onSqlite = await script({
-      enqueue: (payload, dedupeKey) => Promise.resolve(personal.enqueue('work', payload, { dedupeKey })),
-      lease: () => Promise.resolve(personal.lease(WORK, 10_000)),
-      fail: (job, retryable) => Promise.resolve(personal.fail(job as never, 'boom', { retryable })),
-      complete: (job) => Promise.resolve(personal.complete((job as { id: number }).id)),
-      release: (job) => Promise.resolve(personal.release((job as { id: number }).id)),
-      revive: (id) => Promise.resolve(personal.revive(id)),
-      row: (id) => Promise.resolve(personal.get(id)!),
-      due: (id) => Promise.resolve(void sqlite.prepare('UPDATE jobs SET run_after = 0 WHERE id = ?').run(id)),
-    });
-    const onPostgres = await script({
-      enqueue: (payload, dedupeKey) => team.enqueue('work', payload, { dedupeKey }),
-      lease: () => team.lease(WORK, 10_000),
-      fail: (job, retryable) => team.fail(job as LeasedJob, 'boom', { retryable }),
-      complete: async (job) => void (await team.complete(job as LeasedJob)),
-      release: async (job) => void (await team.release(job as LeasedJob)),
-      revive: (id) => team.revive(id),
-      row: async (id) => (await team.get(id))!,
-      due: async (id) => void (await pool.query('UPDATE jobs SET run_after = 0 WHERE id = $1', [id])),
-    });
-    sqlite.close();
-    assert.deepEqual(onPostgres.trace, onSqlite.trace);
-    assert.deepEqual(onSqlite.trace.slice(0, 5), [
-      ['dedupe while pending', undefined],
-      ['leased', 1],
-      ['verdict', 'retry'],
-      ['after failure', 'queued', 1, 'boom'],
-      ['leasable before backoff', false],
-    ]);
-    assert.ok(onSqlite.trace.some((step) => JSON.stringify(step) === JSON.stringify(['after failure', 'dead', 3, 'boom'])));
-    // Backoff: 5 s then 10 s, ±20 %.
-    for (const delays of [onSqlite.delays, onPostgres.delays]) {
-      assert.equal(delays.length, 2);
-      assert.ok(delays[0]! >= 4_000 && delays[0]! <= 6_000, `first retry after ${delays[0]} ms`);
-      assert.ok(delays[1]! >= 8_000 && delays[1]! <= 12_000, `second retry after ${delays[1]} ms`);
-    }
   });
 });

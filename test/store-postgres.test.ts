@@ -8,7 +8,7 @@ import pg from 'pg';
 import * as sqliteVec from 'sqlite-vec';
 import { keysInConfigFile, loadConfig, maskDatabaseUrl } from '../src/config/index.js';
 import { MIGRATIONS, openDatabase } from '../src/store/index.js';
-import { fromPostgresText, migratePostgres, openPool, TEAM_ONLY_TABLES, TEAM_TABLES } from '../src/store/postgres/index.js';
+import { fromPostgresText, migratePostgres, openPool, readVectorSupport, TEAM_ONLY_TABLES, TEAM_TABLES } from '../src/store/postgres/index.js';
 import { PgMemorySearch } from '../src/store/postgres/memory-search.js';
 import { PgSkillStore } from '../src/store/postgres/skill-store.js';
 import { MemoryStore } from '../src/memory/store.js';
@@ -163,6 +163,26 @@ describe('store.url and the personal store', () => {
   });
 });
 
+describe('pgvector support notice', () => {
+  const answering = (installed: string | null, available: string | null) => ({ query: async () => ({ rows: [{ installed, available }] }) }) as never;
+
+  test('says recall stays keyword-only in every case: pgvector installed, only available on the server, or absent', async () => {
+    const installed = await readVectorSupport(answering('0.7.4', '0.7.4'));
+    assert.equal(installed.state, 'installed');
+    assert.match(
+      installed.notice,
+      /^keyword-only recall: pgvector 0\.7\.4 is installed in this database, but team nodes recall memories by keyword only in this version$/,
+    );
+    const available = await readVectorSupport(answering(null, '0.8.0'));
+    assert.equal(available.state, 'available');
+    assert.match(
+      available.notice,
+      /^keyword-only recall: pgvector 0\.8\.0 is available on this server but not installed in this database \(CREATE EXTENSION vector installs it;/,
+    );
+    assert.equal((await readVectorSupport(answering(null, null))).state, 'absent');
+  });
+});
+
 describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
   let server: TestPostgres;
   let counter = 0;
@@ -201,7 +221,7 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
     assert.match(
       empty.detail,
       new RegExp(
-        `reachable, schema version 0 of ${LATEST}, memory search keyword-only \\(pgvector is (not installed on this server|available on this server, not used yet)\\)`,
+        `reachable, schema version 0 of ${LATEST}, keyword-only recall: (pgvector \\S+ is (installed|available)|the pgvector extension is not available)`,
       ),
     );
     assert.match(empty.fix ?? '', /metaclaw store migrate/);
@@ -209,7 +229,7 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
     const migrated = await doctorSays();
     assert.match(
       migrated.detail,
-      new RegExp(`schema version ${LATEST} of ${LATEST}, .*; \`metaclaw start\` serves from it .*learning jobs are queued, not run yet`),
+      new RegExp(`schema version ${LATEST} of ${LATEST}, .*; \`metaclaw start\` serves from it .*learning from the team queue on every node`),
     );
   });
 
@@ -315,6 +335,22 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
     } finally {
       await Promise.all(pools.map((pool) => pool.end()));
     }
+  });
+
+  test('store status and doctor say team recall is keyword-only, and that pgvector is not on this server (the test PostgreSQL has none)', async () => {
+    const url = freshDatabase();
+    assert.equal((await cli(['store', 'migrate', '--store', url])).code, 0);
+    const notice =
+      'keyword-only recall: the pgvector extension is not available on this PostgreSQL server (team nodes recall memories by keyword only in this version either way)';
+    const text = await cli(['store', 'status', '--store', url]);
+    assert.equal(text.code, 0, text.stderr);
+    assert.ok(text.stdout.split('\n').includes(`recall      ${notice}`), text.stdout);
+    assert.deepEqual(JSON.parse((await cli(['store', 'status', '--store', url, '--json'])).stdout).vector, { state: 'absent', notice });
+    const doctor = await runCli(['doctor', '--json', '--no-canary'], { home, env: { METACLAW_DATABASE_URL: url } });
+    const check = (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; detail: string }> }).checks.find(
+      (candidate) => candidate.name === 'team store',
+    );
+    assert.ok(check?.detail.includes(notice), doctor.stdout);
   });
 
   test('a store whose schema is newer than this MetaClaw is refused, never downgraded', async () => {

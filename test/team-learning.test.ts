@@ -11,7 +11,9 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import pg from 'pg';
 import { openDatabase } from '../src/store/index.js';
+import { PgSkillProposals, PgSkillStore } from '../src/store/postgres/index.js';
 import { isEvolverCall, learningAwareUpstream, session, userText } from './support/evolver.js';
+import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
 import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
@@ -96,7 +98,7 @@ describe('team mode: nodes learn from the team store', { skip: postgresSkip() },
           env: teamEnv(),
           config: {
             llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' },
-            memory: { enabled: false },
+            memory: { auto_extract: false },
             skills: { evolution_every_n_turns: 0 },
             learning: { lease_seconds: 5 },
           },
@@ -129,7 +131,11 @@ describe('team mode: nodes learn from the team store', { skip: postgresSkip() },
     );
     assert.equal(done.length, 2);
     for (const request of upstream.modelRequests().filter(isEvolverCall))
-      assert.match(userText(request), /#### git-commit-hygiene \(category [a-z_]+, v1\)/, 'each evolver was shown v1 in full: the edits were planned concurrently');
+      assert.match(
+        userText(request),
+        /#### git-commit-hygiene \(category [a-z_]+, v1\)/,
+        'each evolver was shown v1 in full: the edits were planned concurrently',
+      );
     assert.equal(calls.get('MARKER-ALPHA'), 1);
     assert.equal(calls.get('MARKER-BETA'), 1);
     const [skill] = await rows<{ version: number; content: string }>('SELECT version, content FROM skills WHERE name = $1', [SKILL]);
@@ -149,6 +155,81 @@ describe('team mode: nodes learn from the team store', { skip: postgresSkip() },
         };
         return report.skills.generation >= 3;
       }, 5_000);
+  });
+
+  test('the owner reads the team library and decides proposals on any node, once: a second decision is 404, a member key is refused', async () => {
+    const owner = (node: ProxyHandle, method: string, path: string) =>
+      sendJson(`${node.url}${path}`, method, { headers: { authorization: `Bearer ${OWNER_KEY}` } });
+    const list = await owner(nodes[1]!, 'GET', '/v1/skills');
+    assert.equal(list.status, 200);
+    assert.ok(list.body.data.some((skill: { name: string; version: number }) => skill.name === SKILL && skill.version >= 3));
+    const one = await owner(nodes[0]!, 'GET', `/v1/skills/${SKILL}`);
+    assert.equal(one.status, 200);
+    assert.deepEqual(
+      one.body.versions.map((version: { version: number }) => version.version),
+      Array.from({ length: one.body.version }, (_, index) => index + 1),
+    );
+    const memberTry = await sendJson(`${nodes[0]!.url}/v1/skills`, 'GET', { headers: { authorization: `Bearer ${keys['alice']}` } });
+    assert.equal(memberTry.status, 403);
+
+    const store = new PgSkillStore(pool);
+    const proposals = new PgSkillProposals(pool, store);
+    const draft = {
+      name: 'release-notes',
+      description: 'Use when writing release notes for a deploy: what changed, risks, rollback.',
+      body: '# Release notes\n\n1. **List user-visible changes.** One line each.\n2. **Name the risks.** And the rollback.',
+      origin: 'evolved' as const,
+    };
+    const approveId = await proposals.add('alice~s1', { action: 'create', draft, evidence: ['e'], reason: undefined });
+    const rejectId = await proposals.add('bob~s2', { action: 'create', draft: { ...draft, name: 'release-notes-2' }, evidence: ['e'], reason: undefined });
+    const pending = await owner(nodes[0]!, 'GET', '/v1/skills/proposals');
+    assert.deepEqual(pending.body.data.map((proposal: { id: number }) => proposal.id).sort(), [approveId, rejectId].sort());
+    const approved = await owner(nodes[1]!, 'POST', `/v1/skills/proposals/${approveId}/approve`);
+    assert.equal(approved.status, 200, JSON.stringify(approved.body));
+    assert.equal(approved.body.name, 'release-notes');
+    assert.equal(approved.body.version, 1);
+    assert.equal((await owner(nodes[0]!, 'POST', `/v1/skills/proposals/${approveId}/approve`)).status, 404, 'decided once, across nodes');
+    assert.equal((await owner(nodes[0]!, 'POST', `/v1/skills/proposals/${rejectId}/reject`)).status, 200);
+    assert.equal((await owner(nodes[1]!, 'POST', `/v1/skills/proposals/${rejectId}/approve`)).status, 404);
+    await waitFor(async () => (await owner(nodes[0]!, 'GET', '/v1/skills/release-notes')).status === 200, 5_000);
+    assert.equal((await owner(nodes[1]!, 'GET', '/v1/skills/release-notes-2')).status, 404);
+  });
+
+  test("a member reads, searches, adds and forgets her own memories over HTTP on any node; another member's are invisible to him", async () => {
+    const call = (node: ProxyHandle, member: string, method: string, path: string, body?: unknown) =>
+      sendJson(`${node.url}${path}`, method, { headers: { authorization: `Bearer ${keys[member]}` }, ...(body === undefined ? {} : { body }) });
+    const added = await call(nodes[0]!, 'alice', 'POST', '/v1/memory', {
+      type: 'preference',
+      content: 'Alice reviews pull requests in the morning, never after 17:00.',
+    });
+    assert.equal(added.status, 201, JSON.stringify(added.body));
+    assert.equal(added.body.scope, 'user:alice');
+    const id = added.body.id as string;
+    const found = await call(nodes[1]!, 'alice', 'POST', '/v1/memory/search', { query: 'when does Alice review pull requests?' });
+    assert.equal(found.status, 200);
+    assert.ok(
+      found.body.results.some((hit: { id: string }) => hit.id === id),
+      'another node finds it in her scope',
+    );
+    assert.equal((await call(nodes[1]!, 'alice', 'GET', `/v1/memory/${id}`)).status, 200);
+    assert.equal((await call(nodes[1]!, 'bob', 'GET', `/v1/memory/${id}`)).status, 404, "another member's memory is as missing as one that never was");
+    const bobs = await call(nodes[0]!, 'bob', 'POST', '/v1/memory/search', { query: 'when does Alice review pull requests?' });
+    assert.equal(bobs.body.scope, 'user:bob');
+    assert.ok(!bobs.body.results.some((hit: { id: string }) => hit.id === id));
+    assert.equal((await call(nodes[0]!, 'bob', 'POST', '/v1/memory/search', { query: 'pull requests', scope: 'user:alice' })).status, 403);
+    assert.equal((await call(nodes[0]!, 'bob', 'DELETE', `/v1/memory/${id}`)).status, 404);
+
+    const forgotten = await call(nodes[1]!, 'alice', 'DELETE', `/v1/memory/${id}`);
+    assert.equal(forgotten.status, 200);
+    assert.deepEqual(forgotten.body, { id, deleted: true });
+    assert.equal((await call(nodes[0]!, 'alice', 'GET', `/v1/memory/${id}`)).status, 404);
+    const after = await call(nodes[0]!, 'alice', 'POST', '/v1/memory/search', { query: 'when does Alice review pull requests?' });
+    assert.ok(!after.body.results.some((hit: { id: string }) => hit.id === id));
+    assert.equal(Number((await rows<{ n: string }>("SELECT count(*) AS n FROM memory_units WHERE content LIKE '%reviews pull requests%'"))[0]!.n), 0);
+    assert.equal(Number((await rows<{ n: string }>('SELECT count(*) AS n FROM memory_search_docs WHERE unit_id = $1', [id]))[0]!.n), 0);
+    const ingest = await call(nodes[0]!, 'alice', 'POST', '/v1/memory/ingest', { session_id: 's', turns: [{ role: 'user', content: 'hi' }] });
+    assert.equal(ingest.status, 501);
+    assert.equal(ingest.body.error.code, 'not_served_by_team_node');
   });
 
   test('kill -9 of the node holding a job mid-call: after its lease the other node does the job, and its effect is written once', async () => {

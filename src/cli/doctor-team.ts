@@ -53,13 +53,12 @@ export async function checkTeamStore(config: LoadedConfig, checks: DoctorCheck[]
   const postgres = await import('../store/postgres/index.js');
   const pool = postgres.openPool(url);
   const latest = MIGRATIONS.at(-1)?.version ?? 0;
-  const serving = '`metaclaw start` serves from it (skills, memory recall, turns; learning jobs are queued, not run yet)';
+  const serving = '`metaclaw start` serves from it (skills, memory recall, turns, and learning from the team queue on every node)';
   try {
     const status = await postgres.readPostgresStatus(pool);
-    const vector = await pool.query<{ available: boolean }>("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available");
-    // Said plainly: team recall is keyword-only whatever the server has, and whether pgvector could serve later.
-    const search = `memory search keyword-only (pgvector ${vector.rows[0]?.available ? 'is available on this server, not used yet' : 'is not installed on this server'})`;
-    const where = `${maskDatabaseUrl(url)}: reachable, schema version ${status.schemaVersion} of ${latest}, ${search}`;
+    // Said plainly: team recall is keyword-only whatever the server has, and whether pgvector is there.
+    const vector = await postgres.readVectorSupport(pool);
+    const where = `${maskDatabaseUrl(url)}: reachable, schema version ${status.schemaVersion} of ${latest}, ${vector.notice}`;
     if (status.schemaVersion < latest)
       checks.push({
         name: 'team store',

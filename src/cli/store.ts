@@ -86,6 +86,8 @@ interface StatusReport {
   schema_version: number | null;
   latest_version: number;
   tables: Record<string, number>;
+  /** The team store: whether pgvector is there, and that recall is keyword-only either way. */
+  vector?: { state: 'installed' | 'available' | 'absent'; notice: string };
   error?: string;
 }
 
@@ -105,7 +107,8 @@ async function postgresStatus(url: string): Promise<StatusReport> {
   const pool = postgres.openPool(url);
   try {
     const status = await postgres.readPostgresStatus(pool);
-    return { ...base, reachable: true, schema_version: status.schemaVersion, tables: { ...status.tables } };
+    const { state, notice } = await postgres.readVectorSupport(pool);
+    return { ...base, reachable: true, schema_version: status.schemaVersion, vector: { state, notice }, tables: { ...status.tables } };
   } catch (error) {
     return { ...base, reachable: false, schema_version: null, tables: {}, error: postgres.describeStoreError(error, url) };
   } finally {
@@ -151,6 +154,7 @@ function printStatus(report: StatusReport): void {
   print(`reachable   yes`);
   const version = report.schema_version === 0 ? 'none (run `metaclaw store migrate`)' : `version ${report.schema_version}`;
   print(`schema      ${version}; this MetaClaw writes version ${report.latest_version}`);
+  if (report.vector) print(`recall      ${report.vector.notice}`);
   const rows = Object.entries(report.tables);
   if (rows.length === 0) return;
   print('rows');

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { maskDatabaseUrl } from '../config/index.js';
+import type { ForgottenScope } from '../store/postgres/forget-scope.js';
 import { memberScope, MemberDirectory, type IssuedKey, type Member } from '../team/index.js';
 import { openMemory } from './memory.js';
 import { CliExit, loadCliConfig, print } from './context.js';
@@ -19,10 +19,15 @@ interface MemberAdmin {
   remove(name: string): MaybePromise<Member>;
   list(): MaybePromise<Member[]>;
   hasMembers(): MaybePromise<boolean>;
-  /** Forgets every memory of a scope; how many. */
-  forgetScope(scope: string): MaybePromise<number>;
-  /** Why this store cannot forget a scope yet (undefined: it can). */
-  readonly cannotForget?: string;
+  /** Removes a member and forgets every memory of their scope: how many, and what else went with them. */
+  removeAndForget(name: string): MaybePromise<{ member: Member; forgotten: Forgotten }>;
+}
+
+/** What `remove-member --forget` took: the memories, and (team store) the traces counted apart. */
+interface Forgotten {
+  memories: number;
+  /** The team store's other counts; the personal store reports memories only. */
+  details?: Omit<ForgottenScope, 'units'>;
 }
 
 /**
@@ -46,8 +51,11 @@ function withMembers<A extends unknown[], T extends TeamOptions>(
             remove: (name) => directory.remove(name),
             list: () => directory.list(),
             hasMembers: () => directory.hasMembers(),
-            forgetScope: () => 0,
-            cannotForget: `Forgetting a scope's memories in the team store (${maskDatabaseUrl(url)}) is not built yet; the member was not removed. Remove them without --forget.`,
+            removeAndForget: async (name) => {
+              const { member, forgotten } = await directory.removeAndForget(name);
+              const { units, ...details } = forgotten;
+              return { member, forgotten: { memories: units, details } };
+            },
           };
           await action(admin, ...args);
         });
@@ -56,7 +64,11 @@ function withMembers<A extends unknown[], T extends TeamOptions>(
       const opened = openMemory(options.config ? { config: options.config } : {});
       try {
         const directory = new MemberDirectory(opened.db);
-        await action(Object.assign(directory, { forgetScope: (scope: string) => opened.memory.forgetScope(scope) }), ...args);
+        const removeAndForget = (name: string) => {
+          const member = directory.remove(name);
+          return { member, forgotten: { memories: opened.memory.forgetScope(memberScope(member)) } };
+        };
+        await action(Object.assign(directory, { removeAndForget }), ...args);
       } finally {
         opened.close();
       }
@@ -65,6 +77,14 @@ function withMembers<A extends unknown[], T extends TeamOptions>(
       throw new CliExit((error as Error).message);
     }
   };
+}
+
+/** The team store's other counts, in one line: what else of the member left the store. */
+function describeTraces(details: Omit<ForgottenScope, 'units'>): string {
+  return (
+    `Also gone: ${details.vectors} vectors, ${details.searchKeys} search-key rows, ${details.stateKeys} extraction watermarks, ${details.jobs} unfinished memory jobs; ` +
+    `their texts were scrubbed from ${details.turns} turn summaries and the stored bodies of ${details.payloads} turns.`
+  );
 }
 
 function presentMember(member: Member): Record<string, unknown> {
@@ -129,17 +149,27 @@ export function registerTeamCommands(program: Command): void {
       .option('--forget', 'also forget every memory in their scope, for good'),
   ).action(
     withMembers<[string], TeamOptions & { forget?: boolean }>(async (directory, name, options) => {
-      // The check that --forget can be done comes first: a member is never half removed.
-      if (options.forget && directory.cannotForget) throw new CliExit(directory.cannotForget);
-      const member = await directory.remove(name);
-      const forgotten = options.forget ? await directory.forgetScope(memberScope(member)) : undefined;
-      if (options.json) return print(JSON.stringify({ removed: member.name, scope: memberScope(member), forgotten_memories: forgotten ?? null }, null, 2));
+      const { member, forgotten } = options.forget ? await directory.removeAndForget(name) : { member: await directory.remove(name), forgotten: undefined };
+      if (options.json)
+        return print(
+          JSON.stringify(
+            {
+              removed: member.name,
+              scope: memberScope(member),
+              forgotten_memories: forgotten?.memories ?? null,
+              ...(forgotten?.details ? { forgotten: forgotten.details } : {}),
+            },
+            null,
+            2,
+          ),
+        );
       print(`Removed ${member.name}; their key no longer works.`);
       print(
         forgotten === undefined
           ? `Their memories stay in scope ${memberScope(member)} (forget them with \`metaclaw memory forget-scope ${memberScope(member)} --yes\`).`
-          : `Forgot ${forgotten} memories of scope ${memberScope(member)}.`,
+          : `Forgot ${forgotten.memories} memories of scope ${memberScope(member)}.`,
       );
+      if (forgotten?.details) print(describeTraces(forgotten.details));
     }),
   );
 }

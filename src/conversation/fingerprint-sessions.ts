@@ -42,7 +42,19 @@ export class FingerprintSessions {
     /** The newest stored session of a fingerprint: after a restart, or once forgotten here. */
     private readonly newestStored: (fingerprint: string) => string | undefined,
     private readonly now: () => number = Date.now,
+    /** A fresh start opened a session (nodes of a team tell each other: see `learn`). */
+    private readonly opened?: (fingerprint: string, sessionId: string) => void,
   ) {}
+
+  /**
+   * A session another node opened for a fingerprint: this node's next turns of that conversation
+   * go there too. Ids of one fingerprint grow (see nextId), so an older one never replaces a newer.
+   */
+  learn(fingerprint: string, sessionId: string): void {
+    const known = this.newest.get(fingerprint);
+    if (known && known.sessionId >= sessionId) return;
+    this.remember(fingerprint, { sessionId, start: undefined });
+  }
 
   /** `messages` is the conversation the signals were read from; `raw` the request body as received. */
   place(signals: TurnSignals, messages: readonly unknown[], raw: Buffer): Placement {
@@ -64,6 +76,7 @@ export class FingerprintSessions {
     const retried = newest?.start !== undefined && !newest.start.answered && newest.start.digest === start.digest;
     const sessionId = !newest || retried ? (newest?.sessionId ?? fingerprint) : this.nextId(fingerprint, newest.sessionId);
     this.remember(fingerprint, { sessionId, start });
+    if (sessionId !== newest?.sessionId) this.opened?.(fingerprint, sessionId);
     return {
       signals: { ...signals, sessionId },
       settle: (answered) => {

@@ -1,6 +1,12 @@
 import { listItems, ListChains } from './list-chains.js';
 import { decodeDocument, documentReferences, encodeDocument, JsonTexts } from './payload-codec.js';
-import type { SegmentSource, SegmentTable } from './segment-table.js';
+import type { PartReferences, SegmentSink, SegmentSource } from './segment-table.js';
+
+/** What the scrubber needs of a segment table: SQLite's SegmentTable, or the team store's staged parts (store/postgres/forget-scope.ts). */
+export interface ScrubbedSegments extends SegmentSink, SegmentSource {
+  release(references: PartReferences): void;
+  delete(hash: string): void;
+}
 
 /**
  * Rewrites stored bodies with a text removed from every string in them (forgetting a memory). An
@@ -23,7 +29,7 @@ export class PayloadScrubber {
   };
 
   constructor(
-    private readonly segments: SegmentTable,
+    private readonly segments: ScrubbedSegments,
     private readonly scrub: (text: string) => string,
     private readonly holds: (text: string) => boolean,
   ) {}

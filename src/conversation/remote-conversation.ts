@@ -19,11 +19,12 @@ export interface RemoteConversationReads {
  * The conversation record as one node of a team sees it: turns are journaled on this machine and
  * written to the team store by a SpooledRecorder (which rides out the store's outages), reads go
  * to the store. What is on the request path stays local and synchronous: the placement of turns of
- * clients that send no session id (this node's own memory: such a client should be routed to one
- * node, which load balancers do by client address), and when the user last talked.
+ * clients that send no session id (this node's memory of the sessions their fresh starts opened,
+ * here or, told within milliseconds, on the other nodes), and when the user last talked.
  */
 export class RemoteConversation {
-  readonly fingerprints = new FingerprintSessions(() => undefined);
+  /** Placement of turns of clients that send no session id; nodes share the sessions they open (SessionPlacements). */
+  readonly fingerprints: FingerprintSessions;
   readonly activity = new MainTurnActivity(null);
 
   constructor(
@@ -33,7 +34,11 @@ export class RemoteConversation {
     private readonly logger: Logger,
     /** Whether an error means the store is out of reach: the client is then told 503, not 500. */
     private readonly isOutage: (error: unknown) => boolean = () => false,
-  ) {}
+    /** Told of every session a fresh start opens here, so the other nodes place that conversation's next turns alike. */
+    opened?: (fingerprint: string, sessionId: string) => void,
+  ) {
+    this.fingerprints = new FingerprintSessions(() => undefined, Date.now, opened);
+  }
 
   journalTurn(id: string, header: unknown, request: Buffer, answer: readonly Buffer[]): boolean {
     if (!this.journal) return false;

@@ -130,12 +130,17 @@ function decided<T>(decide: () => T): T {
   try {
     return decide();
   } catch (error) {
-    if (error instanceof SkillError && error.code === 'proposal_not_found') throw new NotFoundError(`${error.message}.`, 'proposal_not_found');
-    if (error instanceof SkillError) throw new ConflictError(error.message, error.code);
-    throw error;
+    throw asDecisionError(error);
   }
 }
 
-function presentChange(result: ChangeResult) {
+/** A decision on a proposal that cannot be made: 404 when it is not pending, 409 for another skill error. */
+export function asDecisionError(error: unknown): unknown {
+  if (error instanceof SkillError && error.code === 'proposal_not_found') return new NotFoundError(`${error.message}.`, 'proposal_not_found');
+  if (error instanceof SkillError) return new ConflictError(error.message, error.code);
+  return error;
+}
+
+export function presentChange(result: Pick<ChangeResult, 'action' | 'version' | 'generation'> & { skill: { name: string } }) {
   return { action: result.action, name: result.skill.name, version: result.version, generation: result.generation };
 }

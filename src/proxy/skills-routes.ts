@@ -1,22 +1,26 @@
 import { NotFoundError } from '../errors.js';
-import { presentCredit, type SkillsService } from '../skills/index.js';
+import { presentCredit, type Skill, type SkillsService } from '../skills/index.js';
 import { skillChangeRoutes } from './skill-change-routes.js';
 import type { ProxyApp } from './types.js';
+
+/** A skill as GET /v1/skills lists it (without its credit figures). */
+export function presentSkillSummary(skill: Skill) {
+  return {
+    name: skill.name,
+    description: skill.description,
+    category: skill.category,
+    origin: skill.origin,
+    version: skill.version,
+    updated_at: skill.updatedAt ?? null,
+  };
+}
 
 /** GET /v1/skills and GET /v1/skills/{name}: the library with each skill's credit figures; and the changes (edit, review). */
 export function skillsRoutes(skills: SkillsService): (app: ProxyApp) => void {
   return (app) => {
     skillChangeRoutes(skills)(app);
     app.get('/v1/skills', (c) => {
-      const items = skills.list().map(({ skill, credit }) => ({
-        name: skill.name,
-        description: skill.description,
-        category: skill.category,
-        origin: skill.origin,
-        version: skill.version,
-        updated_at: skill.updatedAt ?? null,
-        credit: presentCredit(credit),
-      }));
+      const items = skills.list().map(({ skill, credit }) => ({ ...presentSkillSummary(skill), credit: presentCredit(credit) }));
       return c.json({ object: 'list', generation: skills.history.generation, data: items, invalid_files: skills.library.problems() });
     });
     app.get('/v1/skills/:name', (c) => {

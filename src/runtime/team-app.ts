@@ -7,7 +7,18 @@ import { HeldTurns, RemoteConversation, SpooledRecorder, TurnJournal } from '../
 import { ConfigError, errorMessage, RequestError } from '../errors.js';
 import { createLogger, type Logger } from '../logging/index.js';
 import { ProxyMetrics } from '../metrics/index.js';
-import { AfterServing, createProxyServer, ProxyAuth, ProxyStats, ResponsesHistory, turnFromJournal, type ProxyApp, type ProxyDeps } from '../proxy/index.js';
+import {
+  AdminToken,
+  AfterServing,
+  createProxyServer,
+  memoryRoutes,
+  ProxyAuth,
+  ProxyStats,
+  ResponsesHistory,
+  turnFromJournal,
+  type ProxyApp,
+  type ProxyDeps,
+} from '../proxy/index.js';
 import type { QueueCounts } from '../learning/index.js';
 import { SHARED_SCOPE } from '../memory/index.js';
 import { SkillMirror } from '../skills/index.js';
@@ -21,6 +32,9 @@ import {
   PgConversationReads,
   PgJobQueue,
   PgMemberDirectory,
+  PgMemoryApi,
+  readVectorSupport,
+  type VectorSupport,
   PgLearningBudget,
   PgMemoryContextProvider,
   PgSkillProposals,
@@ -29,12 +43,14 @@ import {
   PgTurnSink,
   pgRecordingListeners,
   postgresSchemaVersion,
+  SessionPlacements,
   SkillSubscription,
 } from '../store/postgres/index.js';
 import { MemberCache, TeamLearningRunner } from '../team/index.js';
 import { thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
+import { teamSkillsRoutes } from '../proxy/team-skills-routes.js';
 import { describeTarget, listen, sleep } from './serving.js';
 import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
 import { recordingSettings } from './recording.js';
@@ -69,6 +85,7 @@ export class TeamRuntime {
   private readonly members: MemberCache;
   private readonly directory: PgMemberDirectory;
   private readonly skillStore: PgSkillStore;
+  private readonly proposals: PgSkillProposals;
   private readonly mirror: SkillMirror;
   private readonly subscription: SkillSubscription;
   private readonly memoryProvider: PgMemoryContextProvider | undefined;
@@ -77,6 +94,9 @@ export class TeamRuntime {
   private readonly budget: PgLearningBudget;
   private readonly runner: TeamLearningRunner;
   private readonly conversation: RemoteConversation;
+  private readonly placements: SessionPlacements;
+  private readonly memoryApi: PgMemoryApi | undefined;
+  private vectorSupport: VectorSupport | undefined;
   private readonly auth: ProxyAuth;
   private readonly metrics: ProxyMetrics;
   private readonly afterServing: AfterServing;
@@ -128,6 +148,7 @@ export class TeamRuntime {
 
     const skills = skillsSettings(options.config);
     this.skillStore = new PgSkillStore(this.pool);
+    this.proposals = new PgSkillProposals(this.pool, this.skillStore);
     this.mirror = new SkillMirror();
     this.subscription = new SkillSubscription(this.url, this.skillStore, this.mirror, {
       pollMs: 30_000,
@@ -157,6 +178,7 @@ export class TeamRuntime {
         })
       : undefined;
     if (this.memoryProvider) this.providers.push(this.memoryProvider);
+    this.memoryApi = values['memory.enabled'] ? new PgMemoryApi(this.pool, this.logger.child({ part: 'memory' })) : undefined;
 
     const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
     this.queue = new PgJobQueue(this.pool, instanceId, values['learning.max_attempts']);
@@ -182,14 +204,19 @@ export class TeamRuntime {
       held: new HeldTurns(),
     });
     const reads = new PgConversationReads(this.pool, sink);
-    this.conversation = new RemoteConversation(reads, this.recorder, journal, this.logger, isUnreachable);
+    this.placements = new SessionPlacements(this.url, this.pool, instanceId, (fingerprint, session) =>
+      this.conversation.fingerprints.learn(fingerprint, session),
+    );
+    this.conversation = new RemoteConversation(reads, this.recorder, journal, this.logger, isUnreachable, (fingerprint, session) =>
+      this.placements.announce(fingerprint, session),
+    );
     if (values['skills.enabled'])
       this.runner.register(
         pgSkillEvolveHandler({
           pool: this.pool,
           reads,
           skills: this.skillStore,
-          proposals: new PgSkillProposals(this.pool, this.skillStore),
+          proposals: this.proposals,
           library: this.mirror,
           settings: skills,
           mainUpstream: this.forwarder.mainTarget,
@@ -226,10 +253,12 @@ export class TeamRuntime {
       );
     }
     await this.checkSchema();
+    this.vectorSupport = await readVectorSupport(this.pool).catch(() => undefined);
     // A node learns who may use it and what the team knows once before serving; after that an outage only makes it stale.
     await this.refreshMembers();
     await this.subscription.start();
     await this.memoryProvider?.start();
+    await this.placements.start();
     // Read now, not by the first request that needs them.
     warmGlossary(['zh', 'ja']);
     thesaurus();
@@ -246,7 +275,11 @@ export class TeamRuntime {
       logger: this.logger,
       statusReport: () => this.statusReport(),
       listModels: (clientFormat, credentials) => listModels(this.forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),
-      routeGroups: [notServedHere],
+      routeGroups: [
+        ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
+        teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals }),
+        notServedHere,
+      ],
       pendingRecords: this.pendingRecords,
       afterServing: this.afterServing,
       health: new StoreHealth(this.logger),
@@ -350,7 +383,9 @@ export class TeamRuntime {
     await this.runner.stop();
     await this.recorder.drain();
     await this.subscription.stop();
+    await this.placements.stop();
     await this.memoryProvider?.stop();
+    this.memoryApi?.close();
     await this.pool.end().catch(() => undefined);
     removePidFile(paths.pidFile, process.pid);
     process.off('uncaughtException', this.lastResort);
@@ -399,10 +434,11 @@ export class TeamRuntime {
         engine: 'postgres',
         url: maskDatabaseUrl(this.url),
         degraded: spool.degraded || this.membersError !== null || !this.subscription.listening,
+        session_placement: { listening: this.placements.listening, unsent: this.placements.unsent },
         recording: spool,
         members_error: this.membersError,
         search: 'keyword',
-        vectors: 'none: the team store keeps no vectors yet, so retrieval is keyword-only',
+        vectors: this.vectorSupport?.notice ?? 'keyword-only recall: the team store keeps no vectors yet',
       },
       learning: this.learningStatus(),
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },

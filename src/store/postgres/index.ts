@@ -42,3 +42,7 @@ export { MEMORY_CHANNEL } from '../postgres-schema.js';
 export { pgMemoryJobHandlers, type PgMemoryJobsOptions } from './memory-jobs.js';
 export { MemoryWorkspace, StaleMemoryError } from './memory-workspace.js';
 export { pgSkillEvolveHandler, type PgSkillJobDeps } from './skill-jobs.js';
+export { SessionPlacements, SESSIONS_CHANNEL } from './session-placements.js';
+export { PgMemoryApi } from './memory-api.js';
+export { forgetPgScope, type ForgottenScope } from './forget-scope.js';
+export { readVectorSupport, type VectorSupport } from './vector-support.js';

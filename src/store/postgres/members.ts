@@ -1,7 +1,9 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import type { KeyedMemberRow } from '../../team/member-cache.js';
-import { duplicateMember, issueMemberKey, parseName, toMember, unknownMember, type IssuedKey, type Member } from '../../team/members.js';
+import { duplicateMember, issueMemberKey, memberScope, parseName, toMember, unknownMember, type IssuedKey, type Member } from '../../team/members.js';
+import { forgetPgScope, type ForgottenScope } from './forget-scope.js';
+import { inTransaction } from './transaction.js';
 
 const memberRow = z.object({
   id: z.string(),
@@ -48,12 +50,23 @@ export class PgMemberDirectory {
     return { member: toMember(memberRow.parse(row)), key: issued.key };
   }
 
-  async remove(name: string): Promise<Member> {
+  async remove(name: string, db: Pick<pg.Pool, 'query'> = this.pool): Promise<Member> {
     const parsed = parseName(name);
-    const removed = await this.pool.query(`DELETE FROM team_members WHERE name = $1 RETURNING ${COLUMNS}`, [parsed]);
+    const removed = await db.query(`DELETE FROM team_members WHERE name = $1 RETURNING ${COLUMNS}`, [parsed]);
     const row: unknown = removed.rows[0];
     if (!row) throw unknownMember(parsed);
     return toMember(memberRow.parse(row));
+  }
+
+  /**
+   * Removes a member and forgets their memory scope in one transaction: should forgetting fail, the
+   * member stays, key and all, and the command can be run again.
+   */
+  async removeAndForget(name: string): Promise<{ member: Member; forgotten: ForgottenScope }> {
+    return inTransaction(this.pool, async (client) => {
+      const member = await this.remove(name, client);
+      return { member, forgotten: await forgetPgScope(this.pool, client, memberScope(member)) };
+    });
   }
 
   async list(): Promise<Member[]> {

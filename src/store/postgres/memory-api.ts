@@ -3,11 +3,13 @@ import type { Logger } from '../../logging/index.js';
 import { MemoryRetriever } from '../../memory/retrieval.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from '../../memory/types.js';
 import { MemoryError } from '../../errors.js';
+import { forgetPgUnit } from './forget-scope.js';
 import { PgMemorySearch } from './memory-search.js';
 import { unitOfRow } from './memory-units.js';
 import { PgMemoryWriter } from './memory-writer.js';
 import { pgRecallStore } from './recall-store.js';
 import { ReplayedReads } from './replayed-reads.js';
+import { inTransaction } from './transaction.js';
 
 /** Search over HTTP finds what recall finds, down to this relevance (as the personal store's search). */
 const SEARCH_MIN_RELEVANCE = 0.15;
@@ -15,7 +17,8 @@ const SEARCH_MIN_RELEVANCE = 0.15;
 /**
  * The memory HTTP routes' reads and writes on a node of a team store: a unit by id, search (the
  * personal store's recall code over the team store's index, as the node's memory section runs
- * it), and adding a unit (PgMemoryWriter: row and index entry in one transaction). Who may reach
+ * it), adding a unit (PgMemoryWriter: row and index entry in one transaction) and forgetting one
+ * (forget-scope.ts). Who may reach
  * which scope is the routes' business (proxy/memory-routes.ts), the same on both engines.
  */
 export class PgMemoryApi {
@@ -54,6 +57,11 @@ export class PgMemoryApi {
     const unit = await this.writer.add(draft);
     if (!unit) throw new MemoryError('the memory could not be stored', 'memory_not_stored');
     return unit;
+  }
+
+  /** Forgets a unit for good: row, index entry, vector, and its text in the turns it came from. */
+  forget(id: string): Promise<MemoryUnit | undefined> {
+    return inTransaction(this.pool, (client) => forgetPgUnit(this.pool, client, id));
   }
 
   close(): void {

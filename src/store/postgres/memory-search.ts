@@ -265,11 +265,14 @@ export class PgMemorySearch {
     });
   }
 
-  /** Deletes units' index entries (the units are deleted): their postings go, df and scope sizes follow. */
-  async remove(sequences: readonly number[]): Promise<void> {
+  /**
+   * Deletes units' index entries (the units are deleted): their postings go, df and scope sizes
+   * follow. `within`: the caller's transaction (forgetting a scope deletes the units in the same one).
+   */
+  async remove(sequences: readonly number[], within?: PoolClient): Promise<void> {
     if (sequences.length === 0) return;
     const seqs = [...new Set(sequences)].sort((a, b) => a - b);
-    await this.transaction(undefined, async (client) => {
+    await this.transaction(within, async (client) => {
       const old = await this.lockDocs(client, seqs);
       const removed: Array<[string, number]> = [];
       const df = new Map<string, number>();
