@@ -89,6 +89,12 @@ describe('metaclaw skills commands', () => {
     const restored = await runCli(['skills', 'revert', 'my-skill'], { home });
     assert.equal(restored.code, 0, restored.stderr);
     assert.match(readFileSync(join(home, 'skills', 'my-skill', 'SKILL.md'), 'utf8'), /Step one\./);
+    const history = JSON.parse((await runCli(['skills', 'show', 'my-skill', '--json'], { home })).stdout);
+    assert.deepEqual(
+      history.versions.map((row: { version: number; action: string }) => `${row.version} ${row.action}`),
+      ['1 manual', '2 remove', '3 revert'],
+      'a skill restored after its removal goes on from its last version: no two versions share a number',
+    );
     const missing = await runCli(['skills', 'show', 'nope'], { home });
     assert.equal(missing.code, 1);
   });

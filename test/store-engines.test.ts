@@ -286,7 +286,7 @@ for (const engine of engines()) {
         );
         const again = await skills.write(DEPLOY, 'test');
         assert.equal(again.generation, removedAt + 1, 'the name can be used again');
-        // Its version number differs by engine (SQLite counts from 1 again, PostgreSQL goes on from the removal): not compared here.
+        assert.equal(again.version, 3, 'it goes on from the removal: no two versions share a number');
         assert.equal((await skills.get(DEPLOY.name))!.version, again.version);
         assert.equal((await skills.versions(DEPLOY.name)).at(-1)!.action, 'create');
       });

@@ -122,9 +122,10 @@ export class SkillLibrary {
    * Writes a skill atomically (temp file + rename), bumping its version; the library sees the new
    * text at once. Returns the skill before (if any) and after.
    */
-  write(draft: SkillDraft, options: { generation?: number; now?: Date } = {}): { before: Skill | undefined; after: Skill; text: string } {
+  write(draft: SkillDraft, options: { generation?: number; now?: Date; minVersion?: number } = {}): { before: Skill | undefined; after: Skill; text: string } {
     const before = this.skills.get(draft.name) ?? this.readFresh(draft.name);
     const fields = nextSkillFields(before, draft, options.now ?? new Date(), options.generation);
+    fields.version = Math.max(fields.version, options.minVersion ?? 1);
     const text = serializeSkill(fields);
     this.writeText(draft.name, text);
     const after = this.skills.get(draft.name);

@@ -171,7 +171,9 @@ export class SkillsService {
    * batch of changes — an import, an install — counts as one change of the library).
    */
   applyDraft(draft: SkillDraft, action: VersionAction, source: string, generation = this.history.bumpGeneration()): ChangeResult {
-    const { after, text } = this.library.write(draft, { generation });
+    // A skill written again after its removal goes on from its last recorded version: every version number names one text.
+    const minVersion = this.library.get(draft.name) ? 1 : (this.history.latest(draft.name)?.version ?? 0) + 1;
+    const { after, text } = this.library.write(draft, { generation, minVersion });
     this.history.record({ name: after.name, version: after.version, action, content: text, generation, source });
     return { skill: after, action, version: after.version, generation };
   }
