@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type pg from 'pg';
 import { ConversationStore, TurnWriter, type FinishedTurn, type RemoteConversationReads, type TurnSinkPort } from '../src/conversation/index.js';
 import { nodeChildren } from '../src/conversation/list-chains.js';
@@ -7,16 +7,8 @@ import { documentReferences } from '../src/conversation/payload-codec.js';
 import { JobQueue } from '../src/learning/queue.js';
 import { recordingListeners, type RecordingSettings } from '../src/runtime/recording.js';
 import { openDatabase, type Db } from '../src/store/index.js';
-import {
-  migratePostgres,
-  openPool,
-  PgConversationReads,
-  PgJobQueue,
-  pgRecordingListeners,
-  PgTurnSink,
-  type PgConversationListener,
-} from '../src/store/postgres/index.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
+import { PgConversationReads, PgJobQueue, pgRecordingListeners, PgTurnSink, type PgConversationListener } from '../src/store/postgres/index.js';
+import { postgresSkip, teamStoresForTests } from './support/postgres.js';
 import { freePort } from './support/proxy.js';
 import { finishedTurn } from './support/turns.js';
 
@@ -112,26 +104,10 @@ function expectedRefs(documents: ReadonlyArray<string | null>, parts: ReadonlyMa
 }
 
 describe('the conversation record in the team store (PostgreSQL)', { skip: postgresSkip() }, () => {
-  let server: TestPostgres;
-  let counter = 0;
-  const pools: pg.Pool[] = [];
-
-  before(async () => {
-    server = await startPostgres();
-  });
-  after(async () => {
-    await Promise.all(pools.map((pool) => pool.end()));
-    server?.stop();
-  });
+  const stores = teamStoresForTests('conversation_test');
 
   /** A migrated empty team store, and `count` pools on it (each one a node). */
-  const freshStore = async (count = 1): Promise<pg.Pool[]> => {
-    const url = server.createDatabase(`conversation_test_${++counter}`);
-    const opened = Array.from({ length: count }, () => openPool(url, { max: 4 }));
-    pools.push(...opened);
-    await migratePostgres(opened[0]!);
-    return opened;
-  };
+  const freshStore = (count = 1): Promise<pg.Pool[]> => stores.freshStore({ max: 4 }, count);
   const teamSink = (pool: pg.Pool, extra: PgConversationListener[] = []): { sink: PgTurnSink; queue: PgJobQueue } => {
     const queue = new PgJobQueue(pool, 'node-a', 3);
     const failed = (trigger: string, error: unknown) => assert.fail(`${trigger}: ${String(error)}`);
@@ -358,9 +334,8 @@ describe('the conversation record in the team store (PostgreSQL)', { skip: postg
   });
 
   test('while the store cannot be reached, a batch fails at once with the same error for every turn (no connect timeout per turn)', async () => {
-    const url = server.createDatabase(`conversation_test_${++counter}`);
-    const pool = openPool(url.replace(`:${server.port}/`, `:${await freePort()}/`), { max: 2 });
-    pools.push(pool);
+    // A port nothing listens on.
+    const pool = stores.pool(`postgres://postgres@127.0.0.1:${await freePort()}/conversation_test`, { max: 2 });
     let connects = 0;
     const connect = pool.connect.bind(pool);
     pool.connect = (() => (connects++, connect())) as typeof pool.connect;

@@ -1,4 +1,14 @@
-export { MemoryService, HOUSEKEEPING_JOB, EMBED_JOB, REINDEX_JOB, type MemorySettings, type MemoryDependencies, type IngestTurn } from './service.js';
+export {
+  MemoryService,
+  HOUSEKEEPING_JOB,
+  EMBED_JOB,
+  REINDEX_JOB,
+  type MemorySettings,
+  type MemoryDependencies,
+  type MemoryConversation,
+  type RelatedRecall,
+  type IngestTurn,
+} from './service.js';
 export { MemoryStore, newMemoryId, type MemoryPatch, type ScopeStats } from './store.js';
 export { detectRules } from './rules.js';
 export { timeWindowOf } from './time-window.js';

@@ -20,7 +20,7 @@ import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema
 import { housekeep, type HousekeepingReport } from './housekeeping.js';
 import { MemoryContextProvider } from './provider.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
-import { MemoryRetriever, type MemoryRetrievalMode } from './retrieval.js';
+import { MemoryRetriever, type MemoryRetrievalMode, type RecallRequest } from './retrieval.js';
 import { languageName, languagesOf } from './languages.js';
 import {
   announcedSubject,
@@ -71,11 +71,23 @@ export interface MemorySettings {
   extractor: Omit<LearningEndpointConfig, 'name'>;
 }
 
+/** What memory reads of the conversation record (and scrubs when forgetting). */
+export type MemoryConversation = Pick<ConversationStore, 'getTurnSummary' | 'lastModelOf' | 'latestModel' | 'scrubTexts'>;
+
+/** Recall of the units extraction is shown (see `MemoryDependencies.recall`). */
+export type RelatedRecall = (request: RecallRequest) => Promise<MemoryHit[]>;
+
 export interface MemoryDependencies {
   db: Db;
   logger: Logger;
   settings: MemorySettings;
-  conversation?: ConversationStore;
+  conversation?: MemoryConversation;
+  /**
+   * Where extraction recalls the units it shows the extractor. Default: this database's own recall.
+   * A team node runs jobs in a workspace holding only part of the team's memory, so it recalls from
+   * the whole team store instead (store/postgres/memory-jobs.ts).
+   */
+  recall?: RelatedRecall;
   mainUpstream?: UpstreamTarget;
   credentials?: CredentialMemory;
   /** The languages the user writes in: English questions also search memories in them, by translation. */
@@ -121,7 +133,7 @@ function isPartOf(part: ReadonlySet<string>, whole: ReadonlySet<string>): boolea
 }
 
 /** What a raw turn keeps of a message: secrets redacted, at most 8,000 characters. */
-function rawContent(text: string): string {
+export function rawContent(text: string): string {
   return redactSecrets(text).slice(0, 8_000).trim();
 }
 
@@ -576,7 +588,8 @@ export class MemoryService {
 
   /** Units the extractor is shown so it updates rather than repeats them (with embeddings, recall is async). */
   private async relatedUnits(scope: string, text: string): Promise<MemoryUnit[]> {
-    const hits = await this.retriever.recall({ scope, query: text.slice(-4_000), limit: 12, minRelevance: 0.2, excludeCore: false });
+    const request = { scope, query: text.slice(-4_000), limit: 12, minRelevance: 0.2, excludeCore: false };
+    const hits = await (this.deps.recall ? this.deps.recall(request) : this.retriever.recall(request));
     const units = hits.map((hit) => hit.unit).filter((unit) => unit.origin !== 'raw_turn');
     for (const core of this.store.coreUnits(scope)) if (!units.some((unit) => unit.id === core.id)) units.push(core);
     return units.slice(0, 20);
@@ -588,7 +601,7 @@ export class MemoryService {
    * the question the user later asks in Chinese.
    */
   private userLanguages(scope: string, texts: readonly string[]): string {
-    const key = `memory.languages:${scope}`;
+    const key = languagesKey(scope);
     const known = (this.state.get(key) ?? '').split(',').filter(Boolean);
     const seen = [...new Set([...known, ...languagesOf(texts)])].sort();
     if (seen.join(',') !== known.join(',')) this.state.set(key, seen.join(','));
@@ -789,8 +802,14 @@ export class MemoryService {
   }
 }
 
-function watermarkKey(scope: string, sessionId: string): string {
+/** State key: the sequence of the last raw turn of a session extraction has read. */
+export function watermarkKey(scope: string, sessionId: string): string {
   return `memory.extracted:${scope}\u0000${sessionId}`;
+}
+
+/** State key: the languages the user of a scope has been seen writing in. */
+export function languagesKey(scope: string): string {
+  return `memory.languages:${scope}`;
 }
 
 function toTime(value: string | number | undefined): number {

@@ -7,6 +7,9 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
+import type pg from 'pg';
+import { migratePostgres, openPool, type PoolOptions } from '../../src/store/postgres/index.js';
 import { freePort } from './proxy.js';
 
 export interface TestPostgres {
@@ -84,6 +87,45 @@ export async function startPostgres(): Promise<TestPostgres> {
         running = false;
         rmSync(folder, { recursive: true, force: true });
       }
+    },
+  };
+}
+
+/** A server for one describe block, and the pools its tests open (see `teamStoresForTests`). */
+export interface TestTeamStores {
+  /** A migrated empty team store (a new database), and `nodes` pools on it (each one a node). */
+  freshStore(options?: PoolOptions, nodes?: number): Promise<pg.Pool[]>;
+  /** A pool on `url`, closed after the tests. */
+  pool(url: string, options?: PoolOptions): pg.Pool;
+}
+
+/**
+ * Started before the describe block's tests and stopped after them, with every pool its tests
+ * opened; each database is named `prefix_N`.
+ */
+export function teamStoresForTests(prefix: string): TestTeamStores {
+  let server: TestPostgres | undefined;
+  let counter = 0;
+  const pools: pg.Pool[] = [];
+  before(async () => {
+    server = await startPostgres();
+  });
+  after(async () => {
+    await Promise.all(pools.map((pool) => pool.end()));
+    server?.stop();
+  });
+  const pool = (url: string, options: PoolOptions = {}): pg.Pool => {
+    const opened = openPool(url, options);
+    pools.push(opened);
+    return opened;
+  };
+  return {
+    pool,
+    async freshStore(options = {}, nodes = 1) {
+      const url = server!.createDatabase(`${prefix}_${++counter}`);
+      const opened = Array.from({ length: nodes }, () => pool(url, options));
+      await migratePostgres(opened[0]!);
+      return opened;
     },
   };
 }

@@ -6,7 +6,7 @@ import type { SegmentSource } from '../../conversation/segment-table.js';
 import { turnDetail } from '../../conversation/turn-rows.js';
 import type { SessionEndReason, SessionRow, TurnDetail, TurnRow } from '../../conversation/types.js';
 import { parseSessionRow, parseTurnRow, payloadRowSchema, type PayloadRow } from './conversation-rows.js';
-import { toPostgresText } from './text.js';
+import { fromPostgresText, toPostgresText } from './text.js';
 
 /** What ends a session and tells learning (PgTurnSink). */
 export interface SessionEnder {
@@ -48,6 +48,15 @@ export class PgConversationReads {
   async getTurnSummary(id: string): Promise<TurnRow | undefined> {
     const result = await this.pool.query('SELECT * FROM turns WHERE id = $1', [toPostgresText(id)]);
     return result.rows[0] === undefined ? undefined : parseTurnRow(result.rows[0]);
+  }
+
+  /** The model the agent last used in a session (ConversationStore.lastModelOf: learning calls default to it). */
+  async lastModelOf(sessionId: string): Promise<string | undefined> {
+    const result = await this.pool.query('SELECT model FROM turns WHERE session_id = $1 AND model IS NOT NULL ORDER BY seq DESC LIMIT 1', [
+      toPostgresText(sessionId),
+    ]);
+    const model = z.array(z.object({ model: z.string() })).parse(result.rows)[0]?.model;
+    return model === undefined ? undefined : fromPostgresText(model);
   }
 
   /** A session's turn summaries, in order. */

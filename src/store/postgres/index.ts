@@ -39,6 +39,8 @@ export {
 export { PgMemoryWriter, addPgMemory } from './memory-writer.js';
 export { ChannelListener, type ChannelListenerOptions, type ChannelHandlers } from './channel-listener.js';
 export { MEMORY_CHANNEL } from '../postgres-schema.js';
+export { pgMemoryJobHandlers, type PgMemoryJobsOptions } from './memory-jobs.js';
+export { MemoryWorkspace, StaleMemoryError } from './memory-workspace.js';
 export { pgSkillEvolveHandler, type PgSkillJobDeps } from './skill-jobs.js';
 export { SessionPlacements, SESSIONS_CHANNEL } from './session-placements.js';
 export { PgMemoryApi } from './memory-api.js';

@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import { z } from 'zod';
-import { toUnit, type Candidate } from '../../memory/store.js';
+import { toUnit, type Candidate, type UnitRow } from '../../memory/store.js';
 import type { MemoryUnit } from '../../memory/types.js';
+import { fromPostgresText } from './text.js';
 
 /**
  * Reads of the team store's memory_units that the request path needs, answering as the SQLite
@@ -45,6 +46,16 @@ type PgUnitRow = z.infer<typeof unitRowSchema>;
 
 function parseRow(raw: unknown): PgUnitRow {
   return unitRowSchema.parse(raw);
+}
+
+/** A memory_units row exactly as SQLite holds it (text with its U+0000 back): what a SQLite workspace is seeded with. */
+export function sqliteRowOf(raw: unknown): UnitRow {
+  const row: UnitRow = { ...parseRow(raw) };
+  for (const column of Object.keys(row) as Array<keyof UnitRow>) {
+    const value = row[column];
+    if (typeof value === 'string') Object.assign(row, { [column]: fromPostgresText(value) });
+  }
+  return row;
 }
 
 export const unitOfRow = (raw: unknown): MemoryUnit => toUnit(parseRow(raw));
