@@ -39,6 +39,7 @@ import {
   PgMemoryContextProvider,
   PgSkillProposals,
   PgSkillStore,
+  pgMemoryJobHandlers,
   pgSkillEvolveHandler,
   PgTurnSink,
   pgRecordingListeners,
@@ -210,6 +211,17 @@ export class TeamRuntime {
     this.conversation = new RemoteConversation(reads, this.recorder, journal, this.logger, isUnreachable, (fingerprint, session) =>
       this.placements.announce(fingerprint, session),
     );
+    if (values['memory.enabled'])
+      for (const handler of pgMemoryJobHandlers({
+        pool: this.pool,
+        queue: this.queue,
+        reads,
+        settings: memory,
+        mainUpstream: this.forwarder.mainTarget,
+        credentials: this.credentials,
+        logger: this.logger.child({ part: 'memory' }),
+      }))
+        this.runner.register(handler);
     if (values['skills.enabled'])
       this.runner.register(
         pgSkillEvolveHandler({

@@ -8,6 +8,7 @@ import { contentHash } from '../../memory/search-keys.js';
 import type { MemoryUnit } from '../../memory/types.js';
 import { PgMemorySearch } from './memory-search.js';
 import { unitOfRow } from './memory-units.js';
+import { lockScope } from './memory-workspace.js';
 import { fromPostgresText, toPostgresText } from './text.js';
 
 /** What forgetting a scope took out of the team store. */
@@ -45,6 +46,8 @@ const REPLACEMENT = '[forgotten]';
  * recalled memories word for word). The deletes fire migration 22's trigger, so nodes hear of it.
  */
 export async function forgetPgScope(pool: pg.Pool, client: pg.PoolClient, scope: string): Promise<ForgottenScope> {
+  // Memory jobs of the scope write under this lock: one completing now finishes first (and is undone below).
+  await lockScope(client, scope);
   // Jobs first: a node completing one of them holds its row, so this waits for it and its writes
   // are then deleted below; one not yet completing finds its row gone and writes nothing (lease lost).
   const jobs =
@@ -79,6 +82,9 @@ export async function forgetPgScope(pool: pg.Pool, client: pg.PoolClient, scope:
  * needs, and its text scrubbed from the turns it came from. Undefined when there is no such unit.
  */
 export async function forgetPgUnit(pool: pg.Pool, client: pg.PoolClient, id: string): Promise<MemoryUnit | undefined> {
+  const scope = (await client.query<{ scope: string }>('SELECT scope FROM memory_units WHERE id = $1', [id])).rows[0]?.scope;
+  if (scope === undefined) return undefined;
+  await lockScope(client, scope);
   const [row] = (await client.query('DELETE FROM memory_units WHERE id = $1 RETURNING *', [id])).rows as unknown[];
   if (row === undefined) return undefined;
   const unit = unitOfRow(row);

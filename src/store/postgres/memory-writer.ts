@@ -5,6 +5,7 @@ import type { MemoryDraft, MemoryUnit } from '../../memory/types.js';
 import { openDatabase, type Db } from '../database.js';
 import { PgMemorySearch } from './memory-search.js';
 import { unitOfRow } from './memory-units.js';
+import { lockScope } from './memory-workspace.js';
 import { toPostgresText } from './text.js';
 import { inTransaction } from './transaction.js';
 
@@ -38,6 +39,8 @@ export class PgMemoryWriter {
       const columns = Object.keys(row).filter((column) => column !== 'rowid');
       const values = columns.map((column) => (typeof row[column] === 'string' ? toPostgresText(row[column]) : row[column]));
       return await inTransaction(this.pool, async (client) => {
+        // After the scope's memory jobs: a rule added here and one a turn states at the same moment are seen by each other.
+        await lockScope(client, draft.scope);
         const inserted = await client.query(
           `INSERT INTO memory_units (${columns.join(', ')}) VALUES (${columns.map((_, index) => `$${index + 1}`).join(', ')})
            ON CONFLICT (raw_key) DO NOTHING RETURNING *`,
