@@ -86,3 +86,20 @@ export async function throughput(url: string, body: string, concurrency: number,
   );
   return completed / ((performance.now() - started) / 1000);
 }
+
+/**
+ * About 1 KB: a turn of an ongoing conversation, as agents send them. (A lone first user message
+ * would open a new session at each request: a client without a session id that sends the same
+ * opening again is starting another run.)
+ */
+export function smallBody() {
+  return {
+    model: 'bench-model',
+    messages: [
+      { role: 'system', content: 'You are a helpful coding assistant. Answer briefly and precisely; prefer code over prose when it helps. '.repeat(4) },
+      { role: 'user', content: 'My feature branch has a typo in its name.' },
+      { role: 'assistant', content: 'You can rename it; is it already pushed?' },
+      { role: 'user', content: 'How do I rename a git branch locally and on the remote without breaking open pull requests?' },
+    ],
+  };
+}

@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 import { rlScenario } from './rl.js';
 import { extraScenarios, type ExtraScenarioResult } from './scenarios.js';
-import { freePort, post, sequential, startHelper, throughput } from './load.js';
+import { freePort, post, sequential, smallBody, startHelper, throughput } from './load.js';
 import { round3, summarize, type LatencySummary } from './stats.js';
 
 const REPO = resolve(import.meta.dirname, '..');
@@ -352,23 +352,6 @@ async function soak(
 }
 
 /* ---------- bodies ---------- */
-
-/**
- * About 1 KB: a turn of an ongoing conversation, as agents send them. (A lone first user message
- * would open a new session at each request: a client without a session id that sends the same
- * opening again is starting another run.)
- */
-function smallBody() {
-  return {
-    model: 'bench-model',
-    messages: [
-      { role: 'system', content: 'You are a helpful coding assistant. Answer briefly and precisely; prefer code over prose when it helps. '.repeat(4) },
-      { role: 'user', content: 'My feature branch has a typo in its name.' },
-      { role: 'assistant', content: 'You can rename it; is it already pushed?' },
-      { role: 'user', content: 'How do I rename a git branch locally and on the remote without breaking open pull requests?' },
-    ],
-  };
-}
 
 /** The shape and size of a real OpenClaw turn: a ~48 K-char system prompt, 12 tools, two user messages. */
 function openclawSizedBody() {

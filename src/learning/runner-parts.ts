@@ -54,3 +54,45 @@ export class MisconfiguredPause {
       : undefined;
   }
 }
+
+/** What serving tells learning: a counter that moves with every request, and how long to wait for quiet. */
+export interface YieldTo {
+  activity(): number;
+  quietMs: number;
+  maxDeferMs: number;
+}
+
+/**
+ * Serving comes first: jobs wait while requests are being served (the counter moved within the
+ * last `quietMs`), until they have waited `maxDeferMs`: then one round runs, so learning keeps up
+ * under sustained load too. Quiet is measured from the last move, not from the last look: a look
+ * right after a job (a millisecond later) would otherwise find nothing new and start the next job,
+ * and jobs then ran back to back through every short gap between requests, each in the way of the
+ * next request.
+ */
+export class ServingGate {
+  private lastActivity = Number.NaN;
+  /** When the counter was last seen to move (as seen by a look: never earlier than the move). */
+  private lastActivityChange = 0;
+  private deferredSince: number | undefined;
+
+  constructor(private readonly yieldTo: YieldTo) {}
+
+  /** True while jobs should wait for serving. */
+  serving(): boolean {
+    const activity = this.yieldTo.activity();
+    const now = Date.now();
+    if (activity !== this.lastActivity) {
+      this.lastActivity = activity;
+      this.lastActivityChange = now;
+    }
+    if (now - this.lastActivityChange >= this.yieldTo.quietMs) {
+      this.deferredSince = undefined;
+      return false;
+    }
+    this.deferredSince ??= now;
+    if (now - this.deferredSince < this.yieldTo.maxDeferMs) return true;
+    this.deferredSince = undefined;
+    return false;
+  }
+}

@@ -4,7 +4,7 @@ import type { Logger } from '../logging/index.js';
 import type { StoreHealth } from '../store/index.js';
 import type { LearningBudget } from './budget.js';
 import type { EnqueueOptions, Job, JobQueue } from './queue.js';
-import { MisconfiguredPause, RecentErrors, type RecentError } from './runner-parts.js';
+import { MisconfiguredPause, RecentErrors, ServingGate, type RecentError, type YieldTo } from './runner-parts.js';
 
 export interface JobContext {
   readonly job: Job;
@@ -70,7 +70,7 @@ export interface RunnerOptions {
    * Serving comes first: while the proxy's activity counter keeps changing (requests arriving or
    * finishing within `quietMs`), jobs wait, but never more than `maxDeferMs` at a time.
    */
-  yieldTo?: { activity(): number; quietMs: number; maxDeferMs: number };
+  yieldTo?: YieldTo;
   /** While the store cannot be written (a full disk), no job starts; outcomes that could not be saved are saved when it can. */
   storage?: StoreHealth;
 }
@@ -97,10 +97,7 @@ export class LearningRunner {
   private readonly jobTimeoutMs: number;
   private timer: NodeJS.Timeout | undefined;
   private active = false;
-  private lastActivity = Number.NaN;
-  /** When the counter was last seen to move (as seen by a tick: never earlier than the move). */
-  private lastActivityChange = 0;
-  private deferredSince: number | undefined;
+  private readonly gate: ServingGate | undefined;
   private readonly stats: Omit<RunnerStats, 'running' | 'pausedReason' | 'lastErrors'> = { completed: 0, failed: 0, deadLettered: 0, triggerFailures: 0 };
   private readonly errors = new RecentErrors();
   /** Queue writes (a job done, failed or put back) that met a storage error, saved once the store can be written. */
@@ -118,6 +115,7 @@ export class LearningRunner {
     this.pollMs = options.pollMs ?? 1_000;
     this.jobTimeoutMs = options.jobTimeoutMs ?? 30 * 60_000;
     options.storage?.onRecovered(() => this.storageRecovered());
+    this.gate = options.yieldTo ? new ServingGate(options.yieldTo) : undefined;
   }
 
   register(handler: JobHandler): void {
@@ -182,7 +180,7 @@ export class LearningRunner {
   private tick(): void {
     if (!this.active) return;
     const yieldTo = this.options.yieldTo;
-    if (yieldTo && this.running.size === 0 && this.serving(yieldTo)) {
+    if (yieldTo && this.running.size === 0 && this.gate!.serving()) {
       this.schedule(yieldTo.quietMs);
       return;
     }
@@ -199,30 +197,6 @@ export class LearningRunner {
       if (!this.options.storage?.report('learning', error)) this.logger.error({ err: error }, 'learning queue poll failed');
     }
     this.schedule(this.pollMs);
-  }
-
-  /**
-   * True while requests are being served (the counter moved within the last `quietMs`), until jobs
-   * have waited `maxDeferMs`: then one round runs, so learning keeps up under sustained load too.
-   * Quiet is measured from the last move, not from the last look: a look right after a job (a
-   * millisecond later) would otherwise find nothing new and start the next job, and jobs then ran
-   * back to back through every short gap between requests, each in the way of the next request.
-   */
-  private serving(yieldTo: NonNullable<RunnerOptions['yieldTo']>): boolean {
-    const activity = yieldTo.activity();
-    const now = Date.now();
-    if (activity !== this.lastActivity) {
-      this.lastActivity = activity;
-      this.lastActivityChange = now;
-    }
-    if (now - this.lastActivityChange >= yieldTo.quietMs) {
-      this.deferredSince = undefined;
-      return false;
-    }
-    this.deferredSince ??= now;
-    if (now - this.deferredSince < yieldTo.maxDeferMs) return true;
-    this.deferredSince = undefined;
-    return false;
   }
 
   private leasableKinds(): Set<string> {

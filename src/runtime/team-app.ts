@@ -189,6 +189,7 @@ export class TeamRuntime {
       leaseMs: values['learning.lease_seconds'] * 1000,
       isOutage: isUnreachable,
       storeDown: () => this.recorder.status().degraded,
+      yieldTo: { activity: () => this.stats.requests + this.stats.active, quietMs: 150, maxDeferMs: 2_000 },
     });
     const recording = recordingSettings(options.config);
     const journal = new TurnJournal(paths.journalDir);

@@ -1,6 +1,6 @@
 import { errorMessage } from '../errors.js';
 import { LearningMisconfiguredError, PermanentJobError, type JobContext, type TeamJobHandler } from '../learning/index.js';
-import { MisconfiguredPause, RecentErrors, type RecentError } from '../learning/runner-parts.js';
+import { MisconfiguredPause, RecentErrors, ServingGate, type RecentError, type YieldTo } from '../learning/runner-parts.js';
 import type { Logger } from '../logging/index.js';
 import type { BudgetReservation, LeasedJob, PgJobQueue, PgLearningBudget } from '../store/postgres/index.js';
 
@@ -16,6 +16,8 @@ export interface TeamRunnerOptions {
   storeDown?: () => boolean;
   /** Whether an error means the store could not be reached (the job did not fail: the store did). */
   isOutage: (error: unknown) => boolean;
+  /** Serving comes first: while this node serves requests, jobs wait (as on one proxy). */
+  yieldTo?: YieldTo;
 }
 
 export interface TeamRunnerStats {
@@ -53,6 +55,7 @@ export class TeamLearningRunner {
   private budgetPause: { reason: string; until: number } | undefined;
   private readonly misconfigured = new MisconfiguredPause();
   private readonly errors = new RecentErrors();
+  private readonly gate: ServingGate | undefined;
   private pollFailure: string | undefined;
   private readonly stats = { completed: 0, duplicates: 0, leasesLost: 0, failed: 0, deadLettered: 0 };
 
@@ -66,6 +69,7 @@ export class TeamLearningRunner {
     this.pollMs = options.pollMs ?? 1_000;
     this.jobTimeoutMs = options.jobTimeoutMs ?? 30 * 60_000;
     this.reserveTokens = options.reserveTokens ?? 8_000;
+    this.gate = options.yieldTo ? new ServingGate(options.yieldTo) : undefined;
   }
 
   register(handler: TeamJobHandler): void {
@@ -121,6 +125,10 @@ export class TeamLearningRunner {
 
   private async poll(): Promise<void> {
     if (!this.active || this.polling) return;
+    if (this.running.size === 0 && this.gate?.serving() && this.options.yieldTo) {
+      this.schedule(this.options.yieldTo.quietMs);
+      return;
+    }
     this.polling = true;
     try {
       if (!this.options.storeDown?.()) {
