@@ -5,7 +5,7 @@
  * nodes and OpenAI SDK clients; only the LLM is scripted.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
@@ -274,5 +274,19 @@ describe('team mode: nodes learn from the team store', { skip: postgresSkip() },
     assert.match(skill!.content, /MARKER-GAMMA/);
     const gamma = await rows<{ n: string }>("SELECT count(*) AS n FROM skill_versions WHERE name = $1 AND source = 'session carol~team-session-c'", [SKILL]);
     assert.equal(Number(gamma[0]!.n), 1);
+  });
+
+  test("metaclaw skills export with a store URL writes the team's skills, as the nodes evolved them, as SKILL.md folders", async () => {
+    const out = tempHome('metaclaw-team-export-');
+    try {
+      const names = JSON.parse(await cli(['skills', 'export', out, '--json'])) as string[];
+      assert.ok(names.includes(SKILL), names.join(', '));
+      const text = readFileSync(join(out, SKILL, 'SKILL.md'), 'utf8');
+      const [stored] = await rows<{ content: string }>('SELECT content FROM skills WHERE name = $1', [SKILL]);
+      assert.equal(text, stored!.content, "the SKILL.md is the team store's text, byte for byte");
+      assert.match(text, /MARKER-GAMMA/);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
   });
 });

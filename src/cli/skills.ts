@@ -18,6 +18,7 @@ import {
 } from '../skills/index.js';
 import { checkIntegrity, openDatabase } from '../store/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
+import { withPool } from './store.js';
 
 interface SkillsOptions {
   config?: string;
@@ -210,12 +211,14 @@ export function registerSkillsCommands(program: Command): void {
     })(options),
   );
 
-  common(skills.command('export').description('copy every skill folder to <folder>').argument('<folder>')).action((folder: string, options: SkillsOptions) =>
-    withSkills<SkillsOptions>((service) => {
-      const exported = exportSkills(service, folder);
-      if (options.json) return print(JSON.stringify(exported));
-      print(`Exported ${exported.length} skills to ${folder}.`);
-    })(options),
+  common(skills.command('export').description('copy every skill folder to <folder> (from the team store when store.url is set)').argument('<folder>')).action(
+    async (folder: string, options: SkillsOptions) => {
+      const report = (exported: string[]) => (options.json ? print(JSON.stringify(exported)) : print(`Exported ${exported.length} skills to ${folder}.`));
+      const url = loadCliConfig(options.config ? { config: options.config } : {}).values['store.url'];
+      // A team's skills live in the team store: its SKILL.md folders (and the files beside them) are written from there.
+      if (url) return report(await withPool(url, (postgres, pool) => new postgres.PgSkillStore(pool).exportSkills(folder)));
+      withSkills<SkillsOptions>((service) => report(exportSkills(service, folder)))(options);
+    },
   );
 
   common(
