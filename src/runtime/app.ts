@@ -11,7 +11,6 @@ import {
   AdminToken,
   AfterServing,
   createProxyServer,
-  ResponsesHistory,
   memoryRoutes,
   personalMemoryApi,
   ProxyAuth,
@@ -20,7 +19,6 @@ import {
   skillsRoutes,
   turnFromJournal,
   type ProxyApp,
-  type ProxyDeps,
 } from '../proxy/index.js';
 import { MemoryService, SHARED_SCOPE } from '../memory/index.js';
 import { Scheduler, schedulerEnabled, schedulerOffReason, schedulerSettings } from '../scheduler/index.js';
@@ -29,10 +27,10 @@ import { SkillsService } from '../skills/index.js';
 import { MemberDirectory } from '../team/index.js';
 import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/index.js';
 import { thesaurus, warmGlossary } from '../text/index.js';
-import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
+import { CredentialMemory, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
-import { describeTarget, listen, sleep } from './serving.js';
-import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
+import { announceServing, describeTarget, listen, refuseIfRunning, reportEscapedError, servingDeps, sleep } from './serving.js';
+import { removePidFile } from './pid-file.js';
 import { recordingListeners, recordingSettings, type RecordingSettings } from './recording.js';
 import { ProxyMetrics, storeFigures } from '../metrics/index.js';
 import { dashboardRoutes } from '../dashboard/index.js';
@@ -287,20 +285,8 @@ export class MetaclawRuntime {
     return this.options.config;
   }
 
-  /**
-   * An error that escaped every handler (a bug in one request's path, a failed timer) is logged,
-   * counted and shown in /status; the process keeps serving, because every agent's access to its
-   * LLM goes through it.
-   */
-  private readonly lastResort = (error: unknown): void => {
-    this.stats.uncaughtErrors++;
-    this.stats.rememberError('-', null, `uncaught: ${errorMessage(error)}`);
-    try {
-      this.logger.error({ err: error }, 'an error escaped its handler; the proxy keeps serving');
-    } catch {
-      process.stderr.write(`metaclaw: an error escaped its handler (${errorMessage(error)}); the proxy keeps serving\n`);
-    }
-  };
+  /** An error that escaped every handler is logged, counted and shown in /status; the proxy keeps serving. */
+  private readonly lastResort = (error: unknown): void => reportEscapedError(this.stats, this.logger, error);
 
   /** Adds a context provider (skills, memory). Call before start; order is injection order. */
   addContextProvider(provider: ContextProvider): void {
@@ -314,49 +300,35 @@ export class MetaclawRuntime {
 
   async start(): Promise<{ url: string }> {
     const { values, paths } = this.options.config;
-    const existing = readPidFile(paths.pidFile);
-    if (existing && existing.pid !== process.pid && isProcessAlive(existing.pid)) {
-      throw new ConfigError(
-        `MetaClaw is already running (pid ${existing.pid}, http://${existing.host}:${existing.port}); stop it first with \`metaclaw stop\`.`,
-      );
-    }
+    refuseIfRunning(paths.pidFile);
     this.skills.open({ watch: true });
     // Read now, not by the first request that needs it (≈0.1 s).
     warmGlossary(this.memory.crossLingualLanguages());
     // Memory units are indexed with it when written (≈0.05 s to read): not by the first write on this thread.
     thesaurus();
     this.context = new ContextPlanner(this.providers, this.logger, values['max_context_tokens']);
-    const deps: ProxyDeps = {
-      auth: this.auth,
-      maxBodyBytes: Math.round(values['proxy.max_body_mb'] * 1024 * 1024),
-      defaultScope: values['memory.scope'],
-      forwarder: this.forwarder,
-      conversation: this.conversation,
-      context: this.context,
-      stats: this.stats,
-      metrics: this.metrics,
-      logger: this.logger,
-      statusReport: () => this.statusReport(),
-      listModels: (clientFormat, credentials) => listModels(this.forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),
-      routeGroups: this.routeGroups,
-      pendingRecords: this.pendingRecords,
-      afterServing: this.afterServing,
-      health: this.health,
-      responses: new ResponsesHistory(this.conversation, this.pendingRecords),
-      ...(this.engine ? { policy: this.engine.policyUpstream } : {}),
-    };
+    const deps = servingDeps(
+      {
+        config: this.options.config,
+        auth: this.auth,
+        forwarder: this.forwarder,
+        conversation: this.conversation,
+        context: this.context,
+        stats: this.stats,
+        metrics: this.metrics,
+        logger: this.logger,
+        statusReport: () => this.statusReport(),
+        pendingRecords: this.pendingRecords,
+        afterServing: this.afterServing,
+      },
+      { routeGroups: this.routeGroups, health: this.health, ...(this.engine ? { policy: this.engine.policyUpstream } : {}) },
+    );
     const server = createProxyServer(deps);
     await listen(server, values['proxy.host'], values['proxy.port']);
     this.server = server;
     process.on('uncaughtException', this.lastResort);
     process.on('unhandledRejection', this.lastResort);
-    writePidFile(paths.pidFile, {
-      pid: process.pid,
-      host: values['proxy.host'],
-      port: values['proxy.port'],
-      startedAt: new Date(this.startedAt).toISOString(),
-      version: VERSION,
-    });
+    announceServing(paths.pidFile, values['proxy.host'], values['proxy.port'], this.startedAt);
     this.startTurnWriter();
     await this.recoverJournal();
     this.runner.start();

@@ -1,8 +1,16 @@
 import type { Server } from 'node:http';
-import type { UpstreamTarget } from '../config/index.js';
-import { ConfigError } from '../errors.js';
+import type { LoadedConfig, UpstreamTarget } from '../config/index.js';
+import type { ContextPlanner } from '../context/index.js';
+import { ConfigError, errorMessage } from '../errors.js';
+import type { Logger } from '../logging/index.js';
+import type { ProxyMetrics } from '../metrics/index.js';
+import { ResponsesHistory, type AfterServing, type ProxyAuth, type ProxyDeps, type ProxyStats } from '../proxy/index.js';
+import type { ConversationPort } from '../proxy/types.js';
+import { listModels, type UpstreamForwarder } from '../upstream/index.js';
+import { VERSION } from '../version.js';
+import { isProcessAlive, readPidFile, writePidFile } from './pid-file.js';
 
-/** What both runtimes (personal and team node) share about serving: listening, and describing an upstream. */
+/** What both runtimes (personal and team node) share about serving: their dependencies, the pid file, listening, the last-resort error handler. */
 
 /** Listens on host:port; a port in use becomes a ConfigError that says what to do. */
 export function listen(server: Server, host: string, port: number): Promise<void> {
@@ -20,4 +28,61 @@ export function describeTarget(target: UpstreamTarget) {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Refuses to start a second proxy on the same home: its pid file names a live process. */
+export function refuseIfRunning(pidFile: string): void {
+  const existing = readPidFile(pidFile);
+  if (existing && existing.pid !== process.pid && isProcessAlive(existing.pid)) {
+    throw new ConfigError(`MetaClaw is already running (pid ${existing.pid}, http://${existing.host}:${existing.port}); stop it first with \`metaclaw stop\`.`);
+  }
+}
+
+/** Says where this process serves, for `metaclaw stop` and `status`. */
+export function announceServing(pidFile: string, host: string, port: number, startedAt: number): void {
+  writePidFile(pidFile, { pid: process.pid, host, port, startedAt: new Date(startedAt).toISOString(), version: VERSION });
+}
+
+/**
+ * What to do with an error that escaped every handler (a bug in one request's path, a failed timer,
+ * a database connection's late 'error' event): log it, count it and show it in /status, and keep
+ * serving, because every agent's access to its LLM goes through this process.
+ */
+export function reportEscapedError(stats: ProxyStats, logger: Logger, error: unknown): void {
+  stats.uncaughtErrors++;
+  stats.rememberError('-', null, `uncaught: ${errorMessage(error)}`);
+  try {
+    logger.error({ err: error }, 'an error escaped its handler; the proxy keeps serving');
+  } catch {
+    process.stderr.write(`metaclaw: an error escaped its handler (${errorMessage(error)}); the proxy keeps serving\n`);
+  }
+}
+
+/** The parts of the proxy's dependencies that both runtimes fill the same way. */
+export interface ServingParts {
+  config: LoadedConfig;
+  auth: ProxyAuth;
+  forwarder: UpstreamForwarder;
+  conversation: ConversationPort;
+  context: ContextPlanner;
+  stats: ProxyStats;
+  metrics: ProxyMetrics;
+  logger: Logger;
+  statusReport(): Record<string, unknown>;
+  pendingRecords: Map<string, Promise<void>>;
+  afterServing: AfterServing;
+}
+
+/** The proxy's dependencies: the shared parts, plus what each runtime serves on its own (routes, store health, an RL policy). */
+export function servingDeps(parts: ServingParts, own: Pick<ProxyDeps, 'routeGroups' | 'health'> & Pick<Partial<ProxyDeps>, 'policy'>): ProxyDeps {
+  const { config, ...shared } = parts;
+  const values = config.values;
+  return {
+    ...shared,
+    ...own,
+    maxBodyBytes: Math.round(values['proxy.max_body_mb'] * 1024 * 1024),
+    defaultScope: values['memory.scope'],
+    listModels: (clientFormat, credentials) => listModels(parts.forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),
+    responses: new ResponsesHistory(parts.conversation, parts.pendingRecords),
+  };
 }

@@ -7,18 +7,7 @@ import { HeldTurns, RemoteConversation, SpooledRecorder, TurnJournal } from '../
 import { ConfigError, errorMessage, RequestError } from '../errors.js';
 import { createLogger, type Logger } from '../logging/index.js';
 import { ProxyMetrics } from '../metrics/index.js';
-import {
-  AdminToken,
-  AfterServing,
-  createProxyServer,
-  memoryRoutes,
-  ProxyAuth,
-  ProxyStats,
-  ResponsesHistory,
-  turnFromJournal,
-  type ProxyApp,
-  type ProxyDeps,
-} from '../proxy/index.js';
+import { AdminToken, AfterServing, createProxyServer, memoryRoutes, ProxyAuth, ProxyStats, turnFromJournal, type ProxyApp } from '../proxy/index.js';
 import type { QueueCounts } from '../learning/index.js';
 import { SHARED_SCOPE } from '../memory/index.js';
 import { SkillMirror } from '../skills/index.js';
@@ -49,11 +38,11 @@ import {
 } from '../store/postgres/index.js';
 import { MemberCache, TeamLearningRunner } from '../team/index.js';
 import { thesaurus, warmGlossary } from '../text/index.js';
-import { CredentialMemory, listModels, UpstreamForwarder } from '../upstream/index.js';
+import { CredentialMemory, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { teamSkillsRoutes } from '../proxy/team-skills-routes.js';
-import { describeTarget, listen, sleep } from './serving.js';
-import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
+import { announceServing, describeTarget, listen, refuseIfRunning, reportEscapedError, servingDeps, sleep } from './serving.js';
+import { removePidFile } from './pid-file.js';
 import { recordingSettings } from './recording.js';
 import { memorySettings, skillsSettings } from './settings.js';
 import type { RuntimeOptions } from './app.js';
@@ -259,12 +248,7 @@ export class TeamRuntime {
 
   async start(): Promise<{ url: string }> {
     const { values, paths } = this.options.config;
-    const existing = readPidFile(paths.pidFile);
-    if (existing && existing.pid !== process.pid && isProcessAlive(existing.pid)) {
-      throw new ConfigError(
-        `MetaClaw is already running (pid ${existing.pid}, http://${existing.host}:${existing.port}); stop it first with \`metaclaw stop\`.`,
-      );
-    }
+    refuseIfRunning(paths.pidFile);
     await this.checkSchema();
     this.vectorSupport = await readVectorSupport(this.pool).catch(() => undefined);
     // A node learns who may use it and what the team knows once before serving; after that an outage only makes it stale.
@@ -276,40 +260,35 @@ export class TeamRuntime {
     warmGlossary(['zh', 'ja']);
     thesaurus();
     this.context = new ContextPlanner(this.providers, this.logger, values['max_context_tokens']);
-    const deps: ProxyDeps = {
-      auth: this.auth,
-      maxBodyBytes: Math.round(values['proxy.max_body_mb'] * 1024 * 1024),
-      defaultScope: values['memory.scope'],
-      forwarder: this.forwarder,
-      conversation: this.conversation,
-      context: this.context,
-      stats: this.stats,
-      metrics: this.metrics,
-      logger: this.logger,
-      statusReport: () => this.statusReport(),
-      listModels: (clientFormat, credentials) => listModels(this.forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),
-      routeGroups: [
-        ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
-        teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals }),
-        notServedHere,
-      ],
-      pendingRecords: this.pendingRecords,
-      afterServing: this.afterServing,
-      health: new StoreHealth(this.logger),
-      responses: new ResponsesHistory(this.conversation, this.pendingRecords),
-    };
+    const deps = servingDeps(
+      {
+        config: this.options.config,
+        auth: this.auth,
+        forwarder: this.forwarder,
+        conversation: this.conversation,
+        context: this.context,
+        stats: this.stats,
+        metrics: this.metrics,
+        logger: this.logger,
+        statusReport: () => this.statusReport(),
+        pendingRecords: this.pendingRecords,
+        afterServing: this.afterServing,
+      },
+      {
+        routeGroups: [
+          ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
+          teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals }),
+          notServedHere,
+        ],
+        health: new StoreHealth(this.logger),
+      },
+    );
     const server = createProxyServer(deps);
     await listen(server, values['proxy.host'], values['proxy.port']);
     this.server = server;
     process.on('uncaughtException', this.lastResort);
     process.on('unhandledRejection', this.lastResort);
-    writePidFile(paths.pidFile, {
-      pid: process.pid,
-      host: values['proxy.host'],
-      port: values['proxy.port'],
-      startedAt: new Date(this.startedAt).toISOString(),
-      version: VERSION,
-    });
+    announceServing(paths.pidFile, values['proxy.host'], values['proxy.port'], this.startedAt);
     const recovered = await this.conversation.recoverJournal(turnFromJournal);
     if (recovered > 0) this.logger.info({ turns: recovered }, 'recorded turns an earlier run had answered but not stored (turn journal)');
     this.runner.start();
@@ -361,15 +340,7 @@ export class TeamRuntime {
   }
 
   /** An error that escaped every handler (a database connection's late 'error' event) is logged and counted; the node keeps serving. */
-  private readonly lastResort = (error: unknown): void => {
-    this.stats.uncaughtErrors++;
-    this.stats.rememberError('-', null, `uncaught: ${errorMessage(error)}`);
-    try {
-      this.logger.error({ err: error }, 'an error escaped its handler; the proxy keeps serving');
-    } catch {
-      process.stderr.write(`metaclaw: an error escaped its handler (${errorMessage(error)}); the proxy keeps serving\n`);
-    }
-  };
+  private readonly lastResort = (error: unknown): void => reportEscapedError(this.stats, this.logger, error);
 
   stop(reason = 'stop requested'): Promise<void> {
     this.stopping ??= this.shutdown(reason);
