@@ -65,6 +65,32 @@ describe('memory parts', () => {
     assert.equal(hits[0]!.inWindow, true);
   });
 
+  test('a question asked many times before still recalls the memory that answers it: the copies of the question and of their identical replies take one place, not every slot', async () => {
+    const db = openDatabase(':memory:');
+    const settings = { ...memorySettings(loadConfig({ env: { METACLAW_HOME: '/nonexistent-metaclaw-home' } })), autoExtract: false };
+    const service = new MemoryService({ db, logger: silentLogger(), settings });
+    const start = Date.now() - 60 * 86_400_000;
+    service.ingest('s', 'answer', [
+      { id: 'a1', role: 'user', content: 'My favourite editor is Helix, and our staging cluster is blue-harbor.', timestamp: start },
+    ]);
+    const question = 'Which editor is my favourite one, and which staging cluster do we use?';
+    for (let copy = 0; copy < 40; copy++)
+      service.ingest('s', `asked-${copy}`, [
+        { id: `q${copy}`, role: 'user', content: copy % 2 === 0 ? question : question.toLowerCase(), timestamp: start + (copy + 1) * 86_400_000 },
+        {
+          id: `r${copy}`,
+          role: 'assistant',
+          content: 'I do not know yet which editor or staging cluster you use.',
+          timestamp: start + (copy + 1) * 86_400_000 + 60_000,
+        },
+      ]);
+    const hits = await service.retriever.recall({ scope: 's', query: question, limit: settings.topK, minRelevance: settings.minRelevance });
+    const contents = hits.map((hit) => hit.unit.content);
+    assert.ok(contents.includes('My favourite editor is Helix, and our staging cluster is blue-harbor.'), JSON.stringify(contents));
+    assert.ok(!contents.some((content) => content.toLowerCase() === question.toLowerCase()), 'a turn that only repeats the question says nothing new');
+    assert.equal(contents.filter((content) => content.startsWith('I do not know yet')).length <= 1, true, 'identical replies take one place');
+  });
+
   test('housekeeping consolidates near-duplicates, decays stale episodes, enforces retention and caps', () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const day = 86_400_000;
