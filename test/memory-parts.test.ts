@@ -91,6 +91,22 @@ describe('memory parts', () => {
     assert.equal(contents.filter((content) => content.startsWith('I do not know yet')).length <= 1, true, 'identical replies take one place');
   });
 
+  test('a question in the base form of an irregular verb ("what did I buy", "how much did she lose") recalls what was told in its past form ("bought", "lost")', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    const told = ['We bought a blue Toyota Yaris from a dealer in Stockport.', 'Mum lost four kilos since the spring.'];
+    for (const content of [...told, 'The dealer in Stockport also sells bikes.', 'Mum walks every evening after dinner.'])
+      store.add({ scope: 's', type: 'episodic', content, origin: 'manual', observedAt: now - 10 * 86_400_000 });
+    const retriever = new MemoryRetriever(store, undefined, silentLogger());
+    for (const [query, expected] of [
+      ['What did we buy from the dealer?', told[0]],
+      ['How much did mum lose?', told[1]],
+    ] as const) {
+      const hits = (await retriever.recall({ scope: 's', query, limit: 1, minRelevance: 0.1 })).map((hit) => hit.unit.content);
+      assert.deepEqual(hits, [expected], query);
+    }
+  });
+
   test('housekeeping consolidates near-duplicates, decays stale episodes, enforces retention and caps', () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const day = 86_400_000;

@@ -3,6 +3,8 @@ import {
   alternativeTerms,
   calibrateCosine,
   crossLingualAlternatives,
+  inflectionAlternatives,
+  mergeAlternatives,
   keywordRelevance,
   matchedMass,
   queryMass,
@@ -121,7 +123,9 @@ export class MemoryRetriever {
     const candidates = new Map<string, Candidate>();
     // Translations of the query's words (the glossary), so a Chinese question finds an English memory and the reverse.
     const translations = crossLingualAlternatives(request.query, terms, this.languages());
-    const extra = alternativeTerms(translations, MOST_TRANSLATIONS);
+    // The other forms of its irregular verbs: "what did I buy" finds "we bought".
+    const inflections = inflectionAlternatives(terms);
+    const extra = alternativeTerms(mergeAlternatives(translations, inflections), MOST_TRANSLATIONS);
     for (const term of terms) extra.delete(term);
     const first = this.store.search(request.scope, extra.size > 0 ? [...terms, ...extra.keys()] : terms, depth, request.includeInactive ?? false, extra);
     const { search: keyword, expansion } = withFeedback(this.store, request.scope, { terms, exclude: new Set([...terms, ...extra.keys()]) }, first, {
@@ -134,7 +138,8 @@ export class MemoryRetriever {
       for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30))
         if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
     const full = first.candidates.length >= depth;
-    const rank = (semantic?: Map<string, number>) => this.rank(request, terms, translations, keyword, window, candidates, semantic, expansion, full);
+    const rank = (semantic?: Map<string, number>) =>
+      this.rank(request, terms, { translations, inflections }, keyword, window, candidates, semantic, expansion, full);
     if (!this.vectors?.ready || this.mode === 'keyword') return rank();
     const withNeighbours = (neighbours: ReadonlyArray<{ unit: MemoryUnit; cosine: number }>): Ranked => {
       const semantic = new Map<string, number>();
@@ -158,7 +163,7 @@ export class MemoryRetriever {
   private rank(
     request: RecallRequest,
     terms: readonly string[],
-    translations: Alternatives,
+    { translations, inflections }: { translations: Alternatives; inflections: Alternatives },
     search: KeywordSearch,
     window: TimeWindow | undefined,
     candidates: Map<string, Candidate>,
@@ -171,7 +176,7 @@ export class MemoryRetriever {
     // Terms no unit of the scope holds lower coverage, but less; translations not looked up count as not held.
     const idf = (term: string) => search.idf.get(term) ?? 0;
     const known = (term: string) => search.idf.has(term) && !search.unknown.has(term);
-    const alternatives = weighTranslations(translations, known);
+    const alternatives = mergeAlternatives(weighTranslations(translations, known), inflections);
     const queryWeight = queryMass(terms, alternatives, idf, known);
     const rare = rareTermIdf(this.store.scopeSize(request.scope));
     const speaker = ASKS_ASSISTANT.test(request.query) ? 'assistant' : 'user';
