@@ -212,7 +212,9 @@ export class MemoryRetriever {
     if (ASKS_PRESENT.test(request.query)) preferLatest(scored);
     scored.sort((a, b) => b.score - a.score);
     const { kept, dropped } = distinctHits(scored, request.query, request.limit);
-    return { hits: kept.map(({ keyword: _keyword, ...hit }) => hit), crowded: full && dropped > 0 && kept.length < request.limit };
+    // Crowded: copies took at least as many places as asked (a near-copy or two among the hits is
+    // common, and a deeper search would then cost a second search for nothing).
+    return { hits: kept.map(({ keyword: _keyword, ...hit }) => hit), crowded: full && dropped >= request.limit && kept.length < request.limit };
   }
 
   /** `semantic` holds the cosine of the query's nearest units; undefined when vectors are not used for this query. */
@@ -233,7 +235,7 @@ export class MemoryRetriever {
   }
 }
 
-/** Ranked hits; `crowded` when copies left out of a full candidate pool left places empty. */
+/** Ranked hits; `crowded` when many copies left out of a full candidate pool left places empty. */
 interface Ranked {
   hits: MemoryHit[];
   crowded: boolean;
