@@ -65,6 +65,48 @@ describe('memory parts', () => {
     assert.equal(hits[0]!.inWindow, true);
   });
 
+  test('a question asked many times before still recalls the memory that answers it: the copies of the question and of their identical replies take one place, not every slot', async () => {
+    const db = openDatabase(':memory:');
+    const settings = { ...memorySettings(loadConfig({ env: { METACLAW_HOME: '/nonexistent-metaclaw-home' } })), autoExtract: false };
+    const service = new MemoryService({ db, logger: silentLogger(), settings });
+    const start = Date.now() - 60 * 86_400_000;
+    service.ingest('s', 'answer', [
+      { id: 'a1', role: 'user', content: 'My favourite editor is Helix, and our staging cluster is blue-harbor.', timestamp: start },
+    ]);
+    const question = 'Which editor is my favourite one, and which staging cluster do we use?';
+    for (let copy = 0; copy < 40; copy++)
+      service.ingest('s', `asked-${copy}`, [
+        { id: `q${copy}`, role: 'user', content: copy % 2 === 0 ? question : question.toLowerCase(), timestamp: start + (copy + 1) * 86_400_000 },
+        {
+          id: `r${copy}`,
+          role: 'assistant',
+          content: 'I do not know yet which editor or staging cluster you use.',
+          timestamp: start + (copy + 1) * 86_400_000 + 60_000,
+        },
+      ]);
+    const hits = await service.retriever.recall({ scope: 's', query: question, limit: settings.topK, minRelevance: settings.minRelevance });
+    const contents = hits.map((hit) => hit.unit.content);
+    assert.ok(contents.includes('My favourite editor is Helix, and our staging cluster is blue-harbor.'), JSON.stringify(contents));
+    assert.ok(!contents.some((content) => content.toLowerCase() === question.toLowerCase()), 'a turn that only repeats the question says nothing new');
+    assert.equal(contents.filter((content) => content.startsWith('I do not know yet')).length <= 1, true, 'identical replies take one place');
+  });
+
+  test('a question in the base form of an irregular verb ("what did I buy", "how much did she lose") recalls what was told in its past form ("bought", "lost")', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    const told = ['We bought a blue Toyota Yaris from a dealer in Stockport.', 'Mum lost four kilos since the spring.'];
+    for (const content of [...told, 'The dealer in Stockport also sells bikes.', 'Mum walks every evening after dinner.'])
+      store.add({ scope: 's', type: 'episodic', content, origin: 'manual', observedAt: now - 10 * 86_400_000 });
+    const retriever = new MemoryRetriever(store, undefined, silentLogger());
+    for (const [query, expected] of [
+      ['What did we buy from the dealer?', told[0]],
+      ['How much did mum lose?', told[1]],
+    ] as const) {
+      const hits = (await retriever.recall({ scope: 's', query, limit: 1, minRelevance: 0.1 })).map((hit) => hit.unit.content);
+      assert.deepEqual(hits, [expected], query);
+    }
+  });
+
   test('housekeeping consolidates near-duplicates, decays stale episodes, enforces retention and caps', () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const day = 86_400_000;

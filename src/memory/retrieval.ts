@@ -3,6 +3,8 @@ import {
   alternativeTerms,
   calibrateCosine,
   crossLingualAlternatives,
+  inflectionAlternatives,
+  mergeAlternatives,
   keywordRelevance,
   matchedMass,
   queryMass,
@@ -13,6 +15,7 @@ import {
   type WeightedTerm,
 } from '../text/index.js';
 import { KINDRED_WEIGHT, NEIGHBOUR_WEIGHT, PARTIAL_WEIGHT, type Candidate, type KeywordSearch, type MemoryStore } from './store.js';
+import { distinctHits } from './distinct.js';
 import { EXPANSION_WEIGHT, expansionShare, withFeedback, type Expansion } from './feedback.js';
 import { timeWindowOf, type TimeWindow } from './time-window.js';
 import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
@@ -69,6 +72,8 @@ const HELD_WORD_TRANSLATION = 0.5;
 const MOST_TRANSLATIONS = 16;
 /** A wide window ("last spring") holds many turns: the keyword search looks this much deeper for ones inside it. */
 const WIDE_WINDOW_DAYS = 10;
+/** How much deeper the keyword search looks when copies filled its candidates (see `distinctHits`). */
+const CROWDED_DEPTH = 4;
 /** Score for the speaker a question is about: the assistant for "what did you suggest", the user otherwise. */
 const SPEAKER_BONUS = 0.04;
 /** Score, for a question about the present ("now", "these days"), for the newest of the relevant units. */
@@ -103,14 +108,25 @@ export class MemoryRetriever {
 
   recall(request: RecallRequest): MemoryHit[] | Promise<MemoryHit[]> {
     const window = timeWindowOf(request.query, request.now);
+    const wide = window !== undefined && window.end - window.start > WIDE_WINDOW_DAYS * 86_400_000;
+    const depth = Math.max(24, request.limit * 4) * (wide ? 4 : 1);
+    const first = this.recallAt(request, window, depth);
+    // Copies of one text (a question asked every day) can fill the whole candidate pool: once they
+    // are left out, places stay empty that a deeper search fills.
+    const deeper = (ranked: Ranked): MemoryHit[] | Promise<MemoryHit[]> =>
+      ranked.crowded ? resolved(this.recallAt(request, window, depth * CROWDED_DEPTH), (again) => again.hits) : ranked.hits;
+    return first instanceof Promise ? first.then(deeper) : deeper(first);
+  }
+
+  private recallAt(request: RecallRequest, window: TimeWindow | undefined, depth: number): Ranked | Promise<Ranked> {
     const terms = queryTerms(request.query, window);
     const candidates = new Map<string, Candidate>();
     // Translations of the query's words (the glossary), so a Chinese question finds an English memory and the reverse.
     const translations = crossLingualAlternatives(request.query, terms, this.languages());
-    const extra = alternativeTerms(translations, MOST_TRANSLATIONS);
+    // The other forms of its irregular verbs: "what did I buy" finds "we bought".
+    const inflections = inflectionAlternatives(terms);
+    const extra = alternativeTerms(mergeAlternatives(translations, inflections), MOST_TRANSLATIONS);
     for (const term of terms) extra.delete(term);
-    const wide = window !== undefined && window.end - window.start > WIDE_WINDOW_DAYS * 86_400_000;
-    const depth = Math.max(24, request.limit * 4) * (wide ? 4 : 1);
     const first = this.store.search(request.scope, extra.size > 0 ? [...terms, ...extra.keys()] : terms, depth, request.includeInactive ?? false, extra);
     const { search: keyword, expansion } = withFeedback(this.store, request.scope, { terms, exclude: new Set([...terms, ...extra.keys()]) }, first, {
       depth,
@@ -121,22 +137,25 @@ export class MemoryRetriever {
     if (window)
       for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30))
         if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
-    if (!this.vectors?.ready || this.mode === 'keyword') return this.rank(request, terms, translations, keyword, window, candidates, undefined, expansion);
-    const withNeighbours = (neighbours: ReadonlyArray<{ unit: MemoryUnit; cosine: number }>): MemoryHit[] => {
+    const full = first.candidates.length >= depth;
+    const rank = (semantic?: Map<string, number>) =>
+      this.rank(request, terms, { translations, inflections }, keyword, window, candidates, semantic, expansion, full);
+    if (!this.vectors?.ready || this.mode === 'keyword') return rank();
+    const withNeighbours = (neighbours: ReadonlyArray<{ unit: MemoryUnit; cosine: number }>): Ranked => {
       const semantic = new Map<string, number>();
       for (const { unit, cosine } of neighbours) {
         semantic.set(unit.id, cosine);
         if (!candidates.has(unit.id)) candidates.set(unit.id, { unit, terms: new Set(), related: new Set(), bm25: 0 });
       }
-      return this.rank(request, terms, translations, keyword, window, candidates, semantic, expansion);
+      return rank(semantic);
     };
-    const failed = (error: unknown): MemoryHit[] => {
+    const failed = (error: unknown): Ranked => {
       this.logger.warn({ err: (error as Error).message }, 'memory vector search failed; using keywords for this request');
-      return this.rank(request, terms, translations, keyword, window, candidates, undefined, expansion);
+      return rank();
     };
     if (request.onRequestPath) {
       const neighbours = this.vectors.nearestReady(request.scope, request.query, 30, failed);
-      return neighbours ? withNeighbours(neighbours) : this.rank(request, terms, translations, keyword, window, candidates, undefined, expansion);
+      return neighbours ? withNeighbours(neighbours) : rank();
     }
     return this.vectors.nearest(request.scope, request.query, 30).then(withNeighbours, failed);
   }
@@ -144,18 +163,20 @@ export class MemoryRetriever {
   private rank(
     request: RecallRequest,
     terms: readonly string[],
-    translations: Alternatives,
+    { translations, inflections }: { translations: Alternatives; inflections: Alternatives },
     search: KeywordSearch,
     window: TimeWindow | undefined,
     candidates: Map<string, Candidate>,
     semantic: Map<string, number> | undefined,
     expansion: Expansion,
-  ): MemoryHit[] {
+    /** The keyword search returned as many candidates as asked: there may be more. */
+    full: boolean,
+  ): Ranked {
     const now = (request.now ?? new Date()).getTime();
     // Terms no unit of the scope holds lower coverage, but less; translations not looked up count as not held.
     const idf = (term: string) => search.idf.get(term) ?? 0;
     const known = (term: string) => search.idf.has(term) && !search.unknown.has(term);
-    const alternatives = weighTranslations(translations, known);
+    const alternatives = mergeAlternatives(weighTranslations(translations, known), inflections);
     const queryWeight = queryMass(terms, alternatives, idf, known);
     const rare = rareTermIdf(this.store.scopeSize(request.scope));
     const speaker = ASKS_ASSISTANT.test(request.query) ? 'assistant' : 'user';
@@ -190,7 +211,10 @@ export class MemoryRetriever {
     }
     if (ASKS_PRESENT.test(request.query)) preferLatest(scored);
     scored.sort((a, b) => b.score - a.score);
-    return scored.slice(0, request.limit).map(({ keyword: _keyword, ...hit }) => hit);
+    const { kept, dropped } = distinctHits(scored, request.query, request.limit);
+    // Crowded: copies took at least as many places as asked (a near-copy or two among the hits is
+    // common, and a deeper search would then cost a second search for nothing).
+    return { hits: kept.map(({ keyword: _keyword, ...hit }) => hit), crowded: full && dropped >= request.limit && kept.length < request.limit };
   }
 
   /** `semantic` holds the cosine of the query's nearest units; undefined when vectors are not used for this query. */
@@ -209,6 +233,16 @@ export class MemoryRetriever {
     if (request.excludeSession && unit.origin === 'raw_turn' && unit.sourceSession === request.excludeSession) return false;
     return true;
   }
+}
+
+/** Ranked hits; `crowded` when many copies left out of a full candidate pool left places empty. */
+interface Ranked {
+  hits: MemoryHit[];
+  crowded: boolean;
+}
+
+function resolved<T, U>(value: T | Promise<T>, then: (value: T) => U): U | Promise<U> {
+  return value instanceof Promise ? value.then(then) : then(value);
 }
 
 /** The query's translations, those of the words the memory holds as written weighted `HELD_WORD_TRANSLATION`. */
