@@ -111,8 +111,8 @@ describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip(
 
     // Checked on requests sent one at a time after the burst: under a cold burst recall may run out
     // of its 100 ms and the request is answered without it (counted in /status), by design.
-    // Worded unlike the burst: the nodes learn every turn as a raw memory of its member, and 72 copies
-    // of the same question would fill recall with the question itself (see issue 13's notes).
+    // Worded unlike the burst, so that this checks scopes, not how recall leaves out the burst's 72
+    // raw copies of one question (test/memory-parts.test.ts proves that).
     for (const [index, node] of nodes.entries())
       for (const member of MEMBERS)
         await ask(node, member, `[${member}-check-${index}] Which editor is my favourite one, and which staging cluster do we use?`);
