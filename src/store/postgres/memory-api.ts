@@ -120,9 +120,10 @@ export class PgMemoryApi {
       .join('\n');
     return this.inScopes([scope], { turnText, sessionId }, async (workspace, write) => {
       const result = workspace.service.ingest(scope, sessionId, turns);
-      const [job] = await write();
-      // The workspace's queue numbers nothing: the id is the team queue's (none when an extraction of the session was already waiting).
-      return { stored: result.stored, extraction_job: result.extraction_job === null ? null : (job ?? null) };
+      const jobs = await write();
+      // The workspace's queue numbers nothing: the id is the team queue's, of the job ingest queued last (none when an
+      // extraction of the session was already waiting).
+      return { stored: result.stored, extraction_job: result.extraction_job === null ? null : (jobs.at(-1) ?? null) };
     });
   }
 
