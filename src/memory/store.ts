@@ -100,6 +100,20 @@ export interface ScopeStats {
   byOrigin: Record<string, number>;
 }
 
+export function emptyScopeStats(scope: string): ScopeStats {
+  return { scope, active: 0, superseded: 0, core: 0, byType: {}, byOrigin: {} };
+}
+
+/** Adds one group of a scope's units (by status, core, type and origin) to its stats: one way of counting for both engines. */
+export function countInStats(stats: ScopeStats, row: { status: string; core: number; type: string; origin: string; count: number }): void {
+  if (row.status === 'active') {
+    stats.active += row.count;
+    stats.byType[row.type] = (stats.byType[row.type] ?? 0) + row.count;
+    stats.byOrigin[row.origin] = (stats.byOrigin[row.origin] ?? 0) + row.count;
+    if (row.core) stats.core += row.count;
+  } else stats.superseded += row.count;
+}
+
 /** Called with the texts of a forgotten unit so the turns it came from can be scrubbed too. */
 export type Scrubber = (turnIds: readonly string[], texts: readonly string[]) => void;
 
@@ -708,15 +722,8 @@ export class MemoryStore {
   }
 
   stats(scope: string): ScopeStats {
-    const stats: ScopeStats = { scope, active: 0, superseded: 0, core: 0, byType: {}, byOrigin: {} };
-    for (const row of this.statements.stats.all(scope)) {
-      if (row.status === 'active') {
-        stats.active += row.count;
-        stats.byType[row.type] = (stats.byType[row.type] ?? 0) + row.count;
-        stats.byOrigin[row.origin] = (stats.byOrigin[row.origin] ?? 0) + row.count;
-        if (row.core) stats.core += row.count;
-      } else stats.superseded += row.count;
-    }
+    const stats = emptyScopeStats(scope);
+    for (const row of this.statements.stats.all(scope)) countInStats(stats, row);
     return stats;
   }
 

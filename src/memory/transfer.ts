@@ -47,9 +47,40 @@ export function presentMemory(unit: MemoryUnit) {
 
 /** Every unit of `scope` (of every scope when undefined) as JSONL, one presented unit a line. */
 export function exportMemory(memory: MemoryService, scope?: string): { text: string; count: number } {
+  return exportUnits(memory.store.iterate(scope));
+}
+
+/** Units as JSONL, one presented unit a line: the one export format of both engines. */
+export function exportUnits(units: Iterable<MemoryUnit>): { text: string; count: number } {
   const lines: string[] = [];
-  for (const unit of memory.store.iterate(scope)) lines.push(JSON.stringify(presentMemory(unit)));
+  for (const unit of units) lines.push(JSON.stringify(presentMemory(unit)));
   return { text: lines.length > 0 ? `${lines.join('\n')}\n` : '', count: lines.length };
+}
+
+/**
+ * What an import of these lines may read and write, before it runs: the scopes its valid lines
+ * land in (only `onlyScope`, when given) and their trimmed contents (what `importLines` compares
+ * with stored units). The team store locks those scopes and reads those units first.
+ */
+export function importTargets(lines: readonly string[], defaultScope: string, onlyScope?: string): { scopes: string[]; contents: string[] } {
+  const scopes = new Set<string>();
+  const contents: string[] = [];
+  for (const line of lines) {
+    if (line.trim() === '') continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    const parsed = importLineSchema.safeParse(value);
+    if (!parsed.success) continue;
+    const scope = parsed.data.scope ?? defaultScope;
+    if (onlyScope !== undefined && scope !== onlyScope) continue;
+    scopes.add(scope);
+    contents.push(parsed.data.content.trim());
+  }
+  return { scopes: [...scopes].sort(), contents };
 }
 
 /**

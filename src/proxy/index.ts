@@ -10,3 +10,5 @@ export { memoryRoutes, personalMemoryApi, type MemoryRoutesApi } from './memory-
 export { rlRoutes, type RlControl } from './rl-routes.js';
 export { turnFromJournal, type JournalHeader } from './turn-journal-entry.js';
 export { ResponsesHistory } from './responses-history.js';
+export { notServedByTeamNode, notServedRoutes, NOT_SERVED_CODE } from './not-served.js';
+export { teamSkillsRoutes } from './team-skills-routes.js';

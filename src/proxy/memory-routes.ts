@@ -1,14 +1,18 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
 import { deriveScope, readTurnSignals } from '../conversation/index.js';
-import { BadRequestError, ConflictError, NotFoundError, PermissionError, RequestError } from '../errors.js';
+import { BadRequestError, ConflictError, NotFoundError, PermissionError } from '../errors.js';
 import {
   exportMemory,
   importLines,
   MEMORY_TYPES,
   presentMemory,
   SHARED_SCOPE,
+  type IngestTurn,
   type MemoryDraft,
+  type MemoryImportReport,
+  type MemoryPatch,
+  type ScopeStats,
   type MemoryHit,
   type MemoryService,
   type MemoryType,
@@ -70,17 +74,29 @@ const supersedeSchema = addSchema.omit({ scope: true }).partial({ type: true });
 type MaybePromise<T> = T | Promise<T>;
 
 /**
- * The memory the routes work on: the personal store (a MemoryService, every route) or a team
- * node's view of the team store (reading, adding and forgetting units; the other routes answer 501
- * there until the team store does them too).
+ * The memory the routes work on: the personal store (a MemoryService) or a team node's view of the
+ * team store (PgMemoryApi). Both run the same code for each operation; only the storage differs.
  */
 export interface MemoryRoutesApi {
   get(id: string): MaybePromise<MemoryUnit | undefined>;
   search(request: { scope: string; query: string; limit: number; types?: MemoryType[]; includeSuperseded?: boolean }): MaybePromise<MemoryHit[]>;
   add(draft: MemoryDraft): MaybePromise<MemoryUnit>;
   forget(id: string): MaybePromise<MemoryUnit | undefined>;
-  /** The personal store behind the rest of the routes (ingest, stats, export, import, edits, forgetting a scope). */
-  readonly personal?: MemoryService;
+  /** Units deleted. */
+  forgetScope(scope: string): MaybePromise<number>;
+  ingest(
+    scope: string,
+    sessionId: string,
+    turns: readonly IngestTurn[],
+  ): MaybePromise<{ stored: Array<{ id: string; turn_id: string }>; extraction_job: number | null }>;
+  update(id: string, patch: MemoryPatch): MaybePromise<MemoryUnit | undefined>;
+  supersede(id: string, replacement: { content: string } & MemoryPatch): MaybePromise<{ old: MemoryUnit; added: MemoryUnit } | undefined>;
+  stats(scope: string): MaybePromise<ScopeStats>;
+  /** Every scope's stats, and the units across them. */
+  allStats(): MaybePromise<{ scopes: ScopeStats[]; total: number }>;
+  /** JSONL, one presented unit a line (transfer.ts), of one scope or of all. */
+  export(scope?: string): MaybePromise<string>;
+  import(lines: readonly string[], defaultScope: string, onlyScope?: string): MaybePromise<MemoryImportReport>;
 }
 
 /** The routes over the personal store. */
@@ -90,7 +106,14 @@ export function personalMemoryApi(memory: MemoryService): MemoryRoutesApi {
     search: (request) => memory.search(request),
     add: (draft) => memory.add(draft),
     forget: (id) => memory.forget(id),
-    personal: memory,
+    forgetScope: (scope) => memory.forgetScope(scope),
+    ingest: (scope, sessionId, turns) => memory.ingest(scope, sessionId, turns),
+    update: (id, patch) => memory.update(id, patch),
+    supersede: (id, replacement) => memory.supersede(id, replacement),
+    stats: (scope) => memory.store.stats(scope),
+    allStats: () => ({ scopes: memory.store.scopes().map((name) => memory.store.stats(name)), total: memory.store.totalUnits() }),
+    export: (scope) => exportMemory(memory, scope).text,
+    import: (lines, defaultScope, onlyScope) => importLines(memory, lines, defaultScope, onlyScope),
   };
 }
 
@@ -113,15 +136,6 @@ type Access = 'read' | 'write';
  */
 export function memoryRoutes(api: MemoryRoutesApi, defaultScope: string, adminToken: AdminToken): (app: ProxyApp) => void {
   return (app) => {
-    const personal = (route: string): MemoryService => {
-      if (api.personal) return api.personal;
-      throw new RequestError(
-        501,
-        'api_error',
-        'not_served_by_team_node',
-        `${route} is not served by a node of a team store yet; search, read, add and forget (GET/DELETE /v1/memory/{id}, POST /v1/memory, POST /v1/memory/search) are.`,
-      );
-    };
     const callerOf = (c: Context<ProxyEnv>): Caller => {
       const headers = c.env.incoming.headers;
       // A member's key fixes their scope; headers cannot widen it, and the admin token is not theirs to hold.
@@ -139,7 +153,7 @@ export function memoryRoutes(api: MemoryRoutesApi, defaultScope: string, adminTo
     app.post('/v1/memory/ingest', async (c) => {
       const body = parse(ingestSchema, await readJson(c.req.raw));
       const scope = scopeFor(callerOf(c), body.scope, 'scope', 'write');
-      const result = personal('POST /v1/memory/ingest').ingest(
+      const result = await api.ingest(
         scope,
         body.session_id,
         body.turns.map((turn) => ({
@@ -166,30 +180,29 @@ export function memoryRoutes(api: MemoryRoutesApi, defaultScope: string, adminTo
       return c.json({ scope, results: hits.map((hit) => ({ ...presentMemory(hit.unit), score: Math.round(hit.score * 1000) / 1000 })) });
     });
 
-    app.get('/v1/memory/stats', (c) => {
-      const memory = personal('GET /v1/memory/stats');
+    app.get('/v1/memory/stats', async (c) => {
       const caller = callerOf(c);
       const requested = c.req.query('scope');
       // Only the admin sees every scope (and the total across them) without naming one.
-      if (caller.admin && requested === undefined)
-        return c.json({ scopes: memory.store.scopes().map((name) => memory.store.stats(name)), total_units: memory.store.totalUnits() });
-      const stats = memory.store.stats(scopeFor(caller, requested, 'scope', 'read'));
+      if (caller.admin && requested === undefined) {
+        const all = await api.allStats();
+        return c.json({ scopes: all.scopes, total_units: all.total });
+      }
+      const stats = await api.stats(scopeFor(caller, requested, 'scope', 'read'));
       return c.json({ scopes: [stats], total_units: stats.active + stats.superseded });
     });
 
-    app.get('/v1/memory/export', (c) => {
-      const memory = personal('GET /v1/memory/export');
+    app.get('/v1/memory/export', async (c) => {
       const caller = callerOf(c);
       const requested = c.req.query('scope');
       const scope = caller.admin && requested === undefined ? undefined : scopeFor(caller, requested, 'scope', 'read');
-      return c.body(exportMemory(memory, scope).text, 200, { 'content-type': 'application/x-ndjson' });
+      return c.body(await api.export(scope), 200, { 'content-type': 'application/x-ndjson' });
     });
 
     app.post('/v1/memory/import', async (c) => {
-      const memory = personal('POST /v1/memory/import');
       const caller = callerOf(c);
       const text = await c.req.text();
-      const report = importLines(memory, text.split('\n'), scopeFor(caller, c.req.query('scope'), 'scope', 'write'), caller.admin ? undefined : caller.scope);
+      const report = await api.import(text.split('\n'), scopeFor(caller, c.req.query('scope'), 'scope', 'write'), caller.admin ? undefined : caller.scope);
       return c.json(report);
     });
 
@@ -208,20 +221,19 @@ export function memoryRoutes(api: MemoryRoutesApi, defaultScope: string, adminTo
       return c.json(presentMemory(unit), 201);
     });
 
-    app.delete('/v1/memory', (c) => {
+    app.delete('/v1/memory', async (c) => {
       const requested = c.req.query('scope');
       if (!requested) throw new BadRequestError('missing_scope', 'scope: required (DELETE /v1/memory?scope=… forgets a whole scope)', 'scope');
       const scope = scopeFor(callerOf(c), requested, 'scope', 'write');
-      return c.json({ scope, deleted: personal('DELETE /v1/memory?scope=').forgetScope(scope) });
+      return c.json({ scope, deleted: await api.forgetScope(scope) });
     });
 
     app.get('/v1/memory/:id', async (c) => c.json(presentMemory(await ownUnit(callerOf(c), c.req.param('id'), 'read'))));
 
     app.patch('/v1/memory/:id', async (c) => {
-      const memory = personal('PATCH /v1/memory/{id}');
       const unit = await ownUnit(callerOf(c), c.req.param('id'), 'write');
       const patch = parse(patchSchema, await readJson(c.req.raw));
-      const updated = memory.update(unit.id, {
+      const updated = await api.update(unit.id, {
         ...(patch.content !== undefined ? { content: patch.content } : {}),
         ...(patch.type !== undefined ? { type: patch.type } : {}),
         ...(patch.importance !== undefined ? { importance: patch.importance } : {}),
@@ -232,13 +244,12 @@ export function memoryRoutes(api: MemoryRoutesApi, defaultScope: string, adminTo
     });
 
     app.post('/v1/memory/:id/supersede', async (c) => {
-      const memory = personal('POST /v1/memory/{id}/supersede');
       const unit = await ownUnit(callerOf(c), c.req.param('id'), 'write');
       const body = parse(supersedeSchema, await readJson(c.req.raw));
       if (unit.status !== 'active')
         throw new ConflictError(`Memory ${unit.id} is already superseded by ${unit.supersededBy ?? 'another unit'}.`, 'memory_not_active');
       const { old, added } = found(
-        memory.supersede(unit.id, {
+        await api.supersede(unit.id, {
           content: body.content,
           ...(body.type !== undefined ? { type: body.type } : {}),
           ...(body.importance !== undefined ? { importance: body.importance } : {}),

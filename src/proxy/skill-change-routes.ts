@@ -60,23 +60,10 @@ export function skillChangeRoutes(skills: SkillsService): (app: ProxyApp) => voi
     });
 
     app.put('/v1/skills/:name', async (c) => {
-      const name = c.req.param('name');
-      if (!SKILL_NAME.test(name) || name.length > MAX_NAME_LENGTH)
-        throw new BadRequestError(
-          'invalid_skill_name',
-          `"${name}" is not a skill name: lowercase letters, digits and single hyphens, at most ${MAX_NAME_LENGTH} characters.`,
-          'name',
-        );
-      const edit = parseEdit(await readJson(c.req.raw));
+      const name = checkedName(c.req.param('name'));
+      const body = await readJson(c.req.raw);
       const existing = skills.library.get(name);
-      const draft = 'text' in edit ? draftFromText(name, edit.text) : draftFromFields(name, edit, existing);
-      const injection = skillInjectionReason(draft);
-      if (injection && !edit.force)
-        throw new BadRequestError(
-          'suspicious_skill',
-          `The skill reads like a prompt injection (${injection}); nothing written. Send "force": true if you trust it.`,
-        );
-      const result = skills.applyDraft(draft, 'manual', 'http edit');
+      const result = skills.applyDraft(editedDraft(name, body, existing), 'manual', HTTP_EDIT);
       return c.json(presentChange(result), existing ? 200 : 201);
     });
 
@@ -89,13 +76,48 @@ export function skillChangeRoutes(skills: SkillsService): (app: ProxyApp) => voi
 
     app.post('/v1/skills/:name/revert', async (c) => {
       const name = c.req.param('name');
-      // An empty body is the default target, as with the CLI.
-      const raw = await c.req.raw.text();
-      const { to } = parse(revertSchema, raw.trim() === '' ? {} : parseJsonBody(raw));
+      const to = await revertTarget(c.req.raw);
       if (!skills.library.get(name) && skills.history.versions(name).length === 0) throw new NotFoundError(`No skill named ${name}.`, 'skill_not_found');
       return c.json(presentChange(decided(() => skills.revert(name, to))));
     });
   };
+}
+
+/** The history's source line of an edit over HTTP. */
+export const HTTP_EDIT = 'http edit';
+
+/** The name in PUT /v1/skills/{name}, if it is one a skill may have. */
+export function checkedName(name: string): string {
+  if (!SKILL_NAME.test(name) || name.length > MAX_NAME_LENGTH)
+    throw new BadRequestError(
+      'invalid_skill_name',
+      `"${name}" is not a skill name: lowercase letters, digits and single hyphens, at most ${MAX_NAME_LENGTH} characters.`,
+      'name',
+    );
+  return name;
+}
+
+/**
+ * The draft an edit's body (a whole SKILL.md, or description and body over `existing`) writes,
+ * checked as the library will read it and screened for prompt injection (unless `force`), before
+ * anything is written: the same checks whichever store takes it.
+ */
+export function editedDraft(name: string, body: unknown, existing: SkillDraft | undefined): SkillDraft {
+  const edit = parseEdit(body);
+  const draft = 'text' in edit ? draftFromText(name, edit.text) : draftFromFields(name, edit, existing);
+  const injection = skillInjectionReason(draft);
+  if (injection && !edit.force)
+    throw new BadRequestError(
+      'suspicious_skill',
+      `The skill reads like a prompt injection (${injection}); nothing written. Send "force": true if you trust it.`,
+    );
+  return draft;
+}
+
+/** The version a revert's body names; an empty body is the default target, as with the CLI. */
+export async function revertTarget(request: Request): Promise<number | undefined> {
+  const raw = await request.text();
+  return parse(revertSchema, raw.trim() === '' ? {} : parseJsonBody(raw)).to;
 }
 
 /** A SKILL.md text checked as the library will read it, before anything is written. */
@@ -126,7 +148,7 @@ function draftFromFields(
 }
 
 /** A review decision; a proposal that is not pending is as missing as one that never existed. */
-function decided<T>(decide: () => T): T {
+export function decided<T>(decide: () => T): T {
   try {
     return decide();
   } catch (error) {

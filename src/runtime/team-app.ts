@@ -4,10 +4,20 @@ import { hostname } from 'node:os';
 import { maskDatabaseUrl, resolveUpstreams, type LoadedConfig, type UpstreamTarget } from '../config/index.js';
 import { ContextPlanner, type ContextProvider } from '../context/index.js';
 import { HeldTurns, RemoteConversation, SpooledRecorder, TurnJournal } from '../conversation/index.js';
-import { ConfigError, errorMessage, RequestError } from '../errors.js';
+import { ConfigError, errorMessage } from '../errors.js';
 import { createLogger, type Logger } from '../logging/index.js';
 import { ProxyMetrics } from '../metrics/index.js';
-import { AdminToken, AfterServing, createProxyServer, memoryRoutes, ProxyAuth, ProxyStats, turnFromJournal, type ProxyApp } from '../proxy/index.js';
+import {
+  AdminToken,
+  AfterServing,
+  createProxyServer,
+  memoryRoutes,
+  notServedRoutes,
+  ProxyAuth,
+  ProxyStats,
+  teamSkillsRoutes,
+  turnFromJournal,
+} from '../proxy/index.js';
 import type { QueueCounts } from '../learning/index.js';
 import { SHARED_SCOPE } from '../memory/index.js';
 import { SkillMirror } from '../skills/index.js';
@@ -40,7 +50,6 @@ import { MemberCache, TeamLearningRunner } from '../team/index.js';
 import { thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
-import { teamSkillsRoutes } from '../proxy/team-skills-routes.js';
 import { announceServing, describeTarget, listen, refuseIfRunning, reportEscapedError, servingDeps, sleep } from './serving.js';
 import { removePidFile } from './pid-file.js';
 import { recordingSettings } from './recording.js';
@@ -168,10 +177,12 @@ export class TeamRuntime {
         })
       : undefined;
     if (this.memoryProvider) this.providers.push(this.memoryProvider);
-    this.memoryApi = values['memory.enabled'] ? new PgMemoryApi(this.pool, this.logger.child({ part: 'memory' })) : undefined;
 
     const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
     this.queue = new PgJobQueue(this.pool, instanceId, values['learning.max_attempts']);
+    this.memoryApi = values['memory.enabled']
+      ? new PgMemoryApi(this.pool, this.logger.child({ part: 'memory' }), { queue: this.queue, settings: memory })
+      : undefined;
     this.budget = new PgLearningBudget(this.pool, values['learning.daily_token_budget'], instanceId);
     this.runner = new TeamLearningRunner(this.queue, this.budget, this.logger.child({ part: 'learning' }), {
       concurrency: values['learning.concurrency'],
@@ -277,8 +288,10 @@ export class TeamRuntime {
       {
         routeGroups: [
           ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
-          teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals }),
-          notServedHere,
+          teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals, refresh: () => this.subscription.catchUp() }),
+          notServedRoutes(
+            this.memoryApi ? NOT_SERVED : [{ path: '/v1/memory', why: 'memory is turned off on this node (memory.enabled: false)' }, ...NOT_SERVED],
+          ),
         ],
         health: new StoreHealth(this.logger),
       },
@@ -435,18 +448,8 @@ export class TeamRuntime {
 }
 
 /**
- * The personal proxy's management routes (memory, skills, RL, dashboard) read the personal store: a
- * team node says so in the client's error format rather than a bare 404.
+ * What a node refuses with 501 (notServedRoutes) rather than a bare 404: RL and the dashboard read
+ * the personal store. The admin routes are the personal install's (`metaclaw store` and `metaclaw
+ * team` manage the team store).
  */
-function notServedHere(app: ProxyApp): void {
-  for (const path of ['/v1/memory', '/v1/skills', '/v1/rl', '/v1/dashboard', '/v1/admin', '/ui'])
-    for (const route of [path, `${path}/*`])
-      app.all(route, () => {
-        throw new RequestError(
-          501,
-          'api_error',
-          'not_served_by_team_node',
-          `${path} is not served by a node of a team store yet: use \`metaclaw store\` and \`metaclaw team\` for the team store; model requests are served here.`,
-        );
-      });
-}
+const NOT_SERVED = [{ path: '/v1/rl' }, { path: '/v1/dashboard' }, { path: '/v1/admin' }, { path: '/ui' }];

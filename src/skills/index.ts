@@ -12,3 +12,4 @@ export { presentProposal, type ProposalRow } from './proposals.js';
 export { SkillsRecording, EVOLVE_JOB, type SkillsRecordingSettings } from './recording.js';
 export { SkillMirror } from './mirror.js';
 export type { SkillSource } from './retrieval.js';
+export { revertDraft } from './revert.js';

@@ -21,7 +21,7 @@ import type { PlannedChange, Rejected } from './evolution/apply.js';
 import { evolutionRecord, nearestSkill, planSessionEvolution, type EvolutionPlan } from './evolution/session.js';
 import { buildTranscript } from './evolution/transcript.js';
 import { SkillHistory, type VersionAction } from './history.js';
-import { parseSkillFile } from './skill-file.js';
+import { revertDraft } from './revert.js';
 import { SkillLibrary } from './library.js';
 import { SkillsContextProvider } from './provider.js';
 import { ProposalStore, type ProposalRow } from './proposals.js';
@@ -196,21 +196,8 @@ export class SkillsService {
 
   /** Restores an earlier version (by default the one before the current) as a new version. */
   revert(name: string, toVersion?: number): ChangeResult {
-    const current = this.library.get(name);
-    const versions = this.history.versions(name).filter((row) => row.content !== '');
-    const target =
-      toVersion === undefined
-        ? versions.filter((row) => row.version < (current?.version ?? Number.POSITIVE_INFINITY)).at(-1)
-        : versions.find((row) => row.version === toVersion);
-    if (!target) throw new SkillError(toVersion === undefined ? `${name} has no earlier version to revert to` : `${name} has no recorded version ${toVersion}`);
-    const parsed = parseSkillFile(target.content, `${name}@v${target.version}`, name);
-    if ('reason' in parsed) throw new SkillError(`version ${target.version} of ${name} cannot be restored: ${parsed.reason}`);
-    const old = parsed.skill;
-    return this.applyDraft(
-      { name, description: old.description, category: old.category, body: old.body, origin: old.origin, extra: old.extra, sourceSessions: old.sourceSessions },
-      'revert',
-      `revert to v${target.version}`,
-    );
+    const { draft, source } = revertDraft(name, this.library.get(name)?.version, this.history.versions(name), toVersion);
+    return this.applyDraft(draft, 'revert', source);
   }
 
   /** Skills with their credit figures, for `skills list` and GET /v1/skills. */

@@ -1,25 +1,62 @@
 import type pg from 'pg';
+import { z } from 'zod';
 import type { Logger } from '../../logging/index.js';
 import { MemoryRetriever } from '../../memory/retrieval.js';
+import { rawContent, type IngestTurn, type MemoryConversation, type MemorySettings } from '../../memory/service.js';
+import { countInStats, emptyScopeStats, toUnit, type MemoryPatch, type ScopeStats } from '../../memory/store.js';
+import { exportUnits, importLines, importTargets, type MemoryImportReport } from '../../memory/transfer.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from '../../memory/types.js';
 import { MemoryError } from '../../errors.js';
-import { forgetPgUnit } from './forget-scope.js';
+import { forgetPgScope, forgetPgUnit } from './forget-scope.js';
+import type { PgJobQueue } from './job-queue.js';
 import { PgMemorySearch } from './memory-search.js';
-import { unitOfRow } from './memory-units.js';
+import { sqliteRowOf, unitOfRow } from './memory-units.js';
+import { lockScope, MemoryWorkspace } from './memory-workspace.js';
 import { PgMemoryWriter } from './memory-writer.js';
 import { pgRecallStore } from './recall-store.js';
 import { ReplayedReads } from './replayed-reads.js';
+import { fromPostgresText, toPostgresText } from './text.js';
 import { inTransaction } from './transaction.js';
 
 /** Search over HTTP finds what recall finds, down to this relevance (as the personal store's search). */
 const SEARCH_MIN_RELEVANCE = 0.15;
 
+/** What the edits need besides the pool: where the jobs they cause go (ingest queues extraction), and memory's settings. */
+export interface PgMemoryEdits {
+  readonly queue: PgJobQueue;
+  readonly settings: MemorySettings;
+}
+
+/** An edit over HTTP reads no conversation record and scrubs nothing (forgetting is not done in a workspace). */
+const NO_CONVERSATION: MemoryConversation = {
+  getTurnSummary: () => undefined,
+  lastModelOf: () => undefined,
+  latestModel: () => undefined,
+  scrubTexts: () => 0,
+};
+
+/** The units a standing instruction added to these scopes is compared with (MemoryService.addStandingInstruction). */
+const RULES_OF_SCOPES = `(core = 1 OR (origin = 'rule' AND status = 'active'))`;
+
+const statsRowSchema = z.object({
+  scope: z.string(),
+  status: z.string(),
+  core: z.coerce.number(),
+  type: z.string(),
+  origin: z.string(),
+  count: z.coerce.number(),
+});
+
 /**
  * The memory HTTP routes' reads and writes on a node of a team store: a unit by id, search (the
  * personal store's recall code over the team store's index, as the node's memory section runs
- * it), adding a unit (PgMemoryWriter: row and index entry in one transaction) and forgetting one
- * (forget-scope.ts). Who may reach
- * which scope is the routes' business (proxy/memory-routes.ts), the same on both engines.
+ * it), adding a unit (PgMemoryWriter: row and index entry in one transaction), forgetting a unit or
+ * a scope (forget-scope.ts), statistics and export (read here, in the personal store's format).
+ * Every other write (ingest, edit, supersede, import) runs the personal install's own code in a
+ * MemoryWorkspace seeded from the team store, inside a transaction that first takes the lock of
+ * the scope it writes, as every memory writer of the team store does; what the workspace changed is
+ * written in that transaction. Who may reach which scope is the routes' business
+ * (proxy/memory-routes.ts), the same on both engines.
  */
 export class PgMemoryApi {
   private readonly search_: PgMemorySearch;
@@ -28,6 +65,7 @@ export class PgMemoryApi {
   constructor(
     private readonly pool: pg.Pool,
     private readonly logger: Logger,
+    private readonly edits?: PgMemoryEdits,
   ) {
     this.search_ = new PgMemorySearch(pool);
     this.writer = new PgMemoryWriter(pool);
@@ -64,7 +102,154 @@ export class PgMemoryApi {
     return inTransaction(this.pool, (client) => forgetPgUnit(this.pool, client, id));
   }
 
+  /** Forgets a whole scope (forget-scope.ts); the number of units deleted. */
+  async forgetScope(scope: string): Promise<number> {
+    return (await inTransaction(this.pool, (client) => forgetPgScope(this.pool, client, scope))).units;
+  }
+
+  /** `POST /v1/memory/ingest`: the turns stored as raw units (and the rules they state captured), extraction queued in the team queue. */
+  async ingest(
+    scope: string,
+    sessionId: string,
+    turns: readonly IngestTurn[],
+  ): Promise<{ stored: Array<{ id: string; turn_id: string }>; extraction_job: number | null }> {
+    // What the turns say: the learned units they repeat are read with the rules (the read set of recording a turn).
+    const turnText = turns
+      .filter((turn) => turn.role === 'user')
+      .map((turn) => rawContent(turn.content))
+      .join('\n');
+    return this.inScopes([scope], { turnText, sessionId }, async (workspace, write) => {
+      const result = workspace.service.ingest(scope, sessionId, turns);
+      const jobs = await write();
+      // The workspace's queue numbers nothing: the id is the team queue's, of the job ingest queued last (none when an
+      // extraction of the session was already waiting).
+      return { stored: result.stored, extraction_job: result.extraction_job === null ? null : (jobs.at(-1) ?? null) };
+    });
+  }
+
+  /** `PATCH /v1/memory/{id}`: the unit changed as on SQLite (re-indexed, and the raw turn after it, when its words change). */
+  async update(id: string, patch: MemoryPatch): Promise<MemoryUnit | undefined> {
+    const scope = await this.scopeOf(id);
+    if (scope === undefined) return undefined;
+    const units = { where: 'id = $1 OR previous_raw = (SELECT rowid FROM memory_units WHERE id = $1)', params: [id] };
+    return this.inScopes([scope], { units }, async (workspace, write, client) => {
+      if (!workspace.service.update(id, patch)) return undefined;
+      await write();
+      return this.getOn(client, id);
+    });
+  }
+
+  /** `POST /v1/memory/{id}/supersede`: the new unit and the old one's link to it, written together. */
+  async supersede(id: string, replacement: { content: string } & MemoryPatch): Promise<{ old: MemoryUnit; added: MemoryUnit } | undefined> {
+    const scope = await this.scopeOf(id);
+    if (scope === undefined) return undefined;
+    return this.inScopes([scope], { units: { where: 'id = $1', params: [id] } }, async (workspace, write, client) => {
+      const result = workspace.service.supersede(id, replacement);
+      if (!result) return undefined;
+      await write();
+      const [old, added] = await Promise.all([this.getOn(client, result.old.id), this.getOn(client, result.added.id)]);
+      return old && added ? { old, added } : undefined;
+    });
+  }
+
+  /** `POST /v1/memory/import`: the personal store's import (same lines, same checks) over the scopes the lines name. */
+  async import(lines: readonly string[], defaultScope: string, onlyScope?: string): Promise<MemoryImportReport> {
+    const { scopes, contents } = importTargets(lines, defaultScope, onlyScope);
+    // Nothing importable: the personal code still reports each line's reason, over an empty workspace.
+    const units = {
+      where: `scope = ANY($1::text[]) AND (${RULES_OF_SCOPES} OR (status = 'active' AND origin <> 'raw_turn' AND content = ANY($2::text[])))`,
+      params: [scopes.map(toPostgresText), contents.map(toPostgresText)],
+    };
+    return this.inScopes(scopes, { units }, async (workspace, write) => {
+      const report = importLines(workspace.service, lines, defaultScope, onlyScope);
+      if (report.imported > 0) await write();
+      return report;
+    });
+  }
+
+  /** Counts of one scope, as the personal store's `stats`. */
+  async stats(scope: string): Promise<ScopeStats> {
+    return (await this.statsOf(scope)).get(scope) ?? emptyScopeStats(scope);
+  }
+
+  /** Counts of every scope, and the units across them. */
+  async allStats(): Promise<{ scopes: ScopeStats[]; total: number }> {
+    const scopes = [...(await this.statsOf(undefined)).values()].sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0));
+    return { scopes, total: scopes.reduce((sum, stats) => sum + stats.active + stats.superseded, 0) };
+  }
+
+  /** Every unit of `scope` (every scope when undefined) as the personal export writes them. */
+  async export(scope?: string): Promise<string> {
+    const result =
+      scope === undefined
+        ? await this.pool.query('SELECT * FROM memory_units ORDER BY rowid')
+        : await this.pool.query('SELECT * FROM memory_units WHERE scope = $1 ORDER BY rowid', [toPostgresText(scope)]);
+    // Text as SQLite holds it (U+0000 back), so an export reads the same from either engine.
+    return exportUnits(result.rows.map((raw) => toUnit(sqliteRowOf(raw)))).text;
+  }
+
   close(): void {
     this.writer.close();
+  }
+
+  private async scopeOf(id: string): Promise<string | undefined> {
+    return (await this.pool.query<{ scope: string }>('SELECT scope FROM memory_units WHERE id = $1', [id])).rows[0]?.scope;
+  }
+
+  private async getOn(client: pg.PoolClient, id: string): Promise<MemoryUnit | undefined> {
+    const result = await client.query('SELECT * FROM memory_units WHERE id = $1', [id]);
+    return result.rows[0] === undefined ? undefined : unitOfRow(result.rows[0]);
+  }
+
+  /**
+   * Runs `work` in one transaction holding the locks of `scopes` (taken in order, so two imports
+   * never wait on each other crosswise), on a workspace seeded under them; `write` writes what the
+   * workspace changed, in that transaction.
+   */
+  private inScopes<T>(
+    scopes: readonly string[],
+    seed: { units?: { where: string; params: readonly unknown[] }; turnText?: string; sessionId?: string },
+    work: (workspace: MemoryWorkspace, write: () => Promise<Array<number | undefined>>, client: pg.PoolClient) => Promise<T>,
+  ): Promise<T> {
+    const edits = this.edits;
+    if (!edits) throw new MemoryError('this view of the team store only reads, adds and forgets memory', 'memory_read_only');
+    return inTransaction(this.pool, async (client) => {
+      for (const scope of [...new Set(scopes)].sort()) await lockScope(client, scope);
+      const workspace = await MemoryWorkspace.open(
+        {
+          pool: this.pool,
+          scope: scopes[0] ?? '',
+          sessionId: seed.sessionId ?? '',
+          settings: edits.settings,
+          logger: this.logger,
+          conversation: NO_CONVERSATION,
+          ...(seed.units ? { units: seed.units } : {}),
+          ...(seed.turnText === undefined ? {} : { turnText: seed.turnText }),
+        },
+        client,
+      );
+      try {
+        return await work(workspace, () => workspace.write(client, edits.queue, this.search_), client);
+      } finally {
+        workspace.close();
+      }
+    });
+  }
+
+  private async statsOf(scope: string | undefined): Promise<Map<string, ScopeStats>> {
+    const result = await this.pool.query(
+      `SELECT scope, status, core, type, origin, COUNT(*) AS count FROM memory_units ${scope === undefined ? '' : 'WHERE scope = $1'}
+       GROUP BY scope, status, core, type, origin`,
+      scope === undefined ? [] : [toPostgresText(scope)],
+    );
+    const byScope = new Map<string, ScopeStats>();
+    for (const raw of result.rows) {
+      const row = statsRowSchema.parse(raw);
+      const name = fromPostgresText(row.scope);
+      const stats = byScope.get(name) ?? emptyScopeStats(name);
+      byScope.set(name, stats);
+      countInStats(stats, row);
+    }
+    return byScope;
   }
 }

@@ -90,6 +90,12 @@ export interface WorkspaceOptions {
   readonly turnText?: string;
   /** The job reads the session's turns up to a point: turns stored after the seed do not make it stale (see `checkUnchanged`). */
   readonly laterTurns?: boolean;
+  /**
+   * A person's edit over HTTP (memory-api.ts) rather than a job: the units it reads, as a condition
+   * on memory_units with its parameters, instead of the job's read set; no state is seeded. Such a
+   * workspace, like one for a turn, is seeded under the scope's lock and written with `write`.
+   */
+  readonly units?: { readonly where: string; readonly params: readonly unknown[] };
 }
 
 interface QueuedJob {
@@ -156,6 +162,10 @@ export class MemoryWorkspace {
     try {
       const { scope, sessionId } = options;
       const { turnText } = options;
+      if (options.units) {
+        workspace.seed((await db.query(`SELECT * FROM memory_units WHERE ${options.units.where} ORDER BY rowid`, [...options.units.params])).rows);
+        return workspace;
+      }
       const units =
         turnText === undefined
           ? await db.query(`SELECT * FROM memory_units WHERE ${READ_SET} ORDER BY rowid`, [toPostgresText(scope), toPostgresText(sessionId)])
@@ -189,7 +199,8 @@ export class MemoryWorkspace {
    * changed nothing. Call once the job has run, before `close`.
    */
   effect(queue: PgJobQueue, search: PgMemorySearch): TeamJobEffect | undefined {
-    if (this.options.turnText !== undefined) throw new Error('a workspace seeded for one turn is written under the lock it was seeded with (write)');
+    if (this.options.turnText !== undefined || this.options.units)
+      throw new Error('a workspace seeded under the scope lock is written under the lock it was seeded with (write)');
     const changes = this.changes();
     if (changes.added.length === 0 && changes.updated.length === 0 && changes.state.length === 0 && changes.jobs.length === 0) return undefined;
     return async (client) => {
@@ -202,9 +213,10 @@ export class MemoryWorkspace {
   /**
    * Writes what the job changed on `client`, now: for a workspace seeded on `client` by a
    * transaction that took the scope's lock first (`lockScope`), so nothing it read can have changed.
+   * Returns the ids of the jobs it queued, in order (undefined: one of the same dedupe key was waiting).
    */
-  async write(client: pg.PoolClient, queue: PgJobQueue, search: PgMemorySearch): Promise<void> {
-    await writeChanges(client, this.changes(), search, queue);
+  async write(client: pg.PoolClient, queue: PgJobQueue, search: PgMemorySearch): Promise<Array<number | undefined>> {
+    return writeChanges(client, this.changes(), search, queue);
   }
 
   /** Rows as the team store returned them, into the workspace (as SQLite holds them). */
@@ -309,7 +321,7 @@ async function readState(db: Pick<pg.Pool, 'query'>, keys: readonly string[]): P
 const postgresValue = (value: unknown): unknown => (typeof value === 'string' ? toPostgresText(value) : value);
 
 /** The job's writes, inside the completing transaction (the scope is locked and unchanged since the seed). */
-async function writeChanges(client: pg.PoolClient, changes: Changes, search: PgMemorySearch, queue: PgJobQueue): Promise<void> {
+async function writeChanges(client: pg.PoolClient, changes: Changes, search: PgMemorySearch, queue: PgJobQueue): Promise<Array<number | undefined>> {
   // Added units get the team store's sequences; links between them (a raw turn to the one before) follow.
   const sequences = new Map<number, number>();
   const sequenceOf = (rowid: number | null): number | null => (rowid === null ? null : (sequences.get(rowid) ?? rowid));
@@ -348,5 +360,7 @@ async function writeChanges(client: pg.PoolClient, changes: Changes, search: PgM
       toPostgresText(key),
       toPostgresText(value),
     ]);
-  for (const job of changes.jobs) await queue.enqueue(job.kind, job.payload, job.options, client);
+  const jobs: Array<number | undefined> = [];
+  for (const job of changes.jobs) jobs.push(await queue.enqueue(job.kind, job.payload, job.options, client));
+  return jobs;
 }

@@ -1,0 +1,243 @@
+/**
+ * The management routes a node of a team store serves, as a personal install serves them: memory
+ * edits, statistics, ingest, export and import (in the personal install's format, both ways), and
+ * a person's skill edits and reverts, seen by every node. Real `metaclaw start` nodes on one
+ * PostgreSQL, a real personal install, and fetch.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { openDatabase } from '../src/store/index.js';
+import { sendJson } from './support/http.js';
+import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
+import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { ScriptedUpstream } from './support/upstream.js';
+
+const OWNER_KEY = 'owner-key-for-the-team-routes-test';
+const SKILL = 'release-notes';
+const ORIGINAL_BODY = '# Release Notes\n\n1. **Group by audience.** Users first, operators second.';
+
+let postgres: TestPostgres;
+let url: string;
+let upstream: ScriptedUpstream;
+let pool: pg.Pool;
+let seed: string;
+let personal: ProxyHandle;
+const nodes: ProxyHandle[] = [];
+const keys: Record<string, string> = {};
+
+function teamEnv(): Record<string, string> {
+  return { METACLAW_DATABASE_URL: url, METACLAW_PROXY_API_KEY: OWNER_KEY };
+}
+
+async function cli(args: string[]): Promise<string> {
+  const result = await runCli(args, { home: seed, env: teamEnv() });
+  assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
+  return result.stdout;
+}
+
+/** A member's (or, with 'owner', the proxy key's) request to a node. */
+function call(node: ProxyHandle, who: string, method: string, path: string, body?: unknown) {
+  const key = who === 'owner' ? OWNER_KEY : keys[who]!;
+  return sendJson(`${node.url}${path}`, method, { headers: { authorization: `Bearer ${key}` }, ...(body === undefined ? {} : { body }) });
+}
+
+describe('team mode: a node serves the management routes of memory and skills', { skip: postgresSkip() }, () => {
+  before(async () => {
+    postgres = await startPostgres();
+    url = postgres.createDatabase('team_routes');
+    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool.on('error', () => undefined);
+    upstream = await ScriptedUpstream.start();
+    seed = tempHome('metaclaw-team-routes-seed-');
+    mkdirSync(join(seed, 'skills', SKILL), { recursive: true });
+    writeFileSync(
+      join(seed, 'skills', SKILL, 'SKILL.md'),
+      `---\nname: ${SKILL}\ndescription: "Use when writing release notes or a changelog entry for a version."\n---\n\n${ORIGINAL_BODY}\n`,
+    );
+    openDatabase(join(seed, 'metaclaw.db')).close();
+    await cli(['store', 'migrate']);
+    await cli(['store', 'import-sqlite', seed]);
+    for (const name of ['alice', 'bob']) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
+    const config = { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false } };
+    for (let index = 0; index < 2; index++) nodes.push(await startProxy({ env: teamEnv(), config }));
+    personal = await startProxy({ config });
+  });
+
+  after(async () => {
+    for (const node of [...nodes, personal]) await node?.dispose().catch(() => undefined);
+    await pool?.end().catch(() => undefined);
+    await upstream?.close();
+    postgres?.stop();
+    if (seed) rmSync(seed, { recursive: true, force: true });
+  });
+
+  test('a member edits and supersedes a unit of their own on one node; the other node finds the new words, and stats count both units', async () => {
+    const added = await call(nodes[0]!, 'alice', 'POST', '/v1/memory', { type: 'preference', content: 'Alice deploys on Tuesdays.' });
+    assert.equal(added.status, 201, JSON.stringify(added.body));
+    const id = added.body.id as string;
+
+    const patched = await call(nodes[1]!, 'alice', 'PATCH', `/v1/memory/${id}`, { content: 'Alice deploys on Thursdays after the standup.', pinned: true });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    assert.equal(patched.body.content, 'Alice deploys on Thursdays after the standup.');
+    assert.equal(patched.body.pinned, true);
+    const found = await call(nodes[0]!, 'alice', 'POST', '/v1/memory/search', { query: 'which day does Alice deploy after the standup?' });
+    assert.ok(
+      found.body.results.some((hit: { id: string }) => hit.id === id),
+      `the edited words are indexed: ${JSON.stringify(found.body)}`,
+    );
+
+    const superseded = await call(nodes[0]!, 'alice', 'POST', `/v1/memory/${id}/supersede`, { content: 'Alice deploys on Fridays, release train only.' });
+    assert.equal(superseded.status, 201, JSON.stringify(superseded.body));
+    assert.equal(superseded.body.superseded.status, 'superseded');
+    assert.equal(superseded.body.superseded.superseded_by, superseded.body.memory.id);
+    assert.equal(superseded.body.memory.type, 'preference', 'the new unit keeps the old one’s type');
+    assert.equal(superseded.body.memory.pinned, true);
+    assert.equal((await call(nodes[1]!, 'alice', 'GET', `/v1/memory/${id}`)).body.status, 'superseded');
+    const again = await call(nodes[1]!, 'alice', 'POST', `/v1/memory/${id}/supersede`, { content: 'twice' });
+    assert.equal(again.status, 409);
+    const active = await call(nodes[1]!, 'alice', 'POST', '/v1/memory/search', { query: 'which day does Alice deploy?' });
+    assert.deepEqual(
+      active.body.results.map((hit: { id: string }) => hit.id),
+      [superseded.body.memory.id],
+      'search finds the replacement, not the superseded unit',
+    );
+
+    const stats = await call(nodes[1]!, 'alice', 'GET', '/v1/memory/stats');
+    assert.equal(stats.status, 200, JSON.stringify(stats.body));
+    assert.equal(stats.body.scopes.length, 1);
+    assert.equal(stats.body.scopes[0].scope, 'user:alice');
+    assert.equal(stats.body.scopes[0].active, 1);
+    assert.equal(stats.body.scopes[0].superseded, 1);
+    assert.equal(stats.body.scopes[0].byType.preference, 1);
+    assert.equal(stats.body.total_units, 2);
+  });
+
+  test("a member cannot edit, supersede or count another member's memory: their unit is missing (404), their scope forbidden (403)", async () => {
+    const added = await call(nodes[0]!, 'alice', 'POST', '/v1/memory', { type: 'semantic', content: 'Alice keeps the staging runbook in the wiki.' });
+    const id = added.body.id as string;
+    const patch = await call(nodes[1]!, 'bob', 'PATCH', `/v1/memory/${id}`, { content: 'Bob was here.' });
+    assert.equal(patch.status, 404, JSON.stringify(patch.body));
+    assert.equal(patch.body.error.code, 'memory_not_found');
+    assert.equal((await call(nodes[1]!, 'bob', 'POST', `/v1/memory/${id}/supersede`, { content: 'Bob was here.' })).status, 404);
+    assert.equal((await call(nodes[0]!, 'alice', 'GET', `/v1/memory/${id}`)).body.content, 'Alice keeps the staging runbook in the wiki.');
+    assert.equal((await call(nodes[1]!, 'bob', 'GET', '/v1/memory/stats?scope=user:alice')).status, 403);
+    assert.equal((await call(nodes[1]!, 'bob', 'GET', '/v1/memory/export?scope=user:alice')).status, 403);
+    const importing = await call(nodes[1]!, 'bob', 'POST', '/v1/memory/import?scope=user:alice', '{"type":"semantic","content":"planted"}\n');
+    assert.equal(importing.status, 403);
+    // A line naming another scope is skipped, not written there.
+    const named = await call(nodes[1]!, 'bob', 'POST', '/v1/memory/import', '{"scope":"user:alice","type":"semantic","content":"planted"}\n');
+    assert.equal(named.status, 200);
+    assert.equal(named.body.imported, 0);
+    assert.match(named.body.skipped[0].reason, /not this request's scope/);
+    // The shared scope: every member reads it, no member writes it.
+    assert.equal((await call(nodes[1]!, 'bob', 'GET', '/v1/memory/stats?scope=team')).status, 200);
+    assert.equal((await call(nodes[1]!, 'bob', 'POST', '/v1/memory/import?scope=team', '{"type":"semantic","content":"planted"}\n')).status, 403);
+    assert.equal(Number((await pool.query("SELECT count(*) AS n FROM memory_units WHERE content = 'planted' OR content = 'Bob was here.'")).rows[0].n), 0);
+  });
+
+  test('an export of a personal install imports into a node, and the node’s export imports back into the personal install', async () => {
+    const scope = { 'x-memory-scope': 'user:alice' };
+    const personalCall = (method: string, path: string, body?: unknown) =>
+      sendJson(`${personal.url}${path}`, method, { headers: scope, ...(body === undefined ? {} : { body }) });
+    const units = [
+      { type: 'preference', content: 'Alice writes commit messages in the imperative mood.', pinned: true },
+      { type: 'semantic', content: 'The billing service lives in the payments-core repository.' },
+      { type: 'project_state', content: 'Project Heron migrates the queue to PostgreSQL by March.', importance: 0.9 },
+    ];
+    for (const unit of units) assert.equal((await personalCall('POST', '/v1/memory', unit)).status, 201);
+    const exported = await personalCall('GET', '/v1/memory/export');
+    assert.equal(exported.status, 200);
+    assert.equal(exported.body.trim().split('\n').length, 3);
+
+    const imported = await call(nodes[0]!, 'alice', 'POST', '/v1/memory/import', exported.body);
+    assert.equal(imported.status, 200, JSON.stringify(imported.body));
+    assert.deepEqual(imported.body, { imported: 3, skipped: [] });
+    const twice = await call(nodes[1]!, 'alice', 'POST', '/v1/memory/import', exported.body);
+    assert.equal(twice.body.imported, 0, 'what is already there is not imported again');
+
+    const fromNode = await call(nodes[1]!, 'alice', 'GET', '/v1/memory/export');
+    assert.equal(fromNode.status, 200);
+    const lines = (fromNode.body as string)
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { scope: string; type: string; content: string; pinned: boolean; origin: string });
+    for (const unit of units) {
+      const line = lines.find((candidate) => candidate.content === unit.content);
+      assert.ok(line, `${unit.content} is in the node's export`);
+      assert.equal(line.scope, 'user:alice');
+      assert.equal(line.type, unit.type);
+      assert.equal(line.pinned, unit.pinned ?? false);
+      assert.equal(line.origin, 'import');
+    }
+    const search = await call(nodes[1]!, 'alice', 'POST', '/v1/memory/search', { query: 'where does the billing service live?' });
+    assert.equal(search.body.results[0]?.content, units[1]!.content, 'imported units are indexed');
+
+    // Back: the personal install, emptied, takes the node's export line for line.
+    assert.equal((await personalCall('DELETE', '/v1/memory?scope=user:alice')).status, 200);
+    const back = await personalCall('POST', '/v1/memory/import', fromNode.body);
+    assert.equal(back.status, 200, JSON.stringify(back.body));
+    assert.equal(back.body.imported, lines.length);
+    assert.deepEqual(back.body.skipped, []);
+  });
+
+  test('ingest on a node stores the turns in the member’s scope, once, and captures the rule a turn states', async () => {
+    const turns = [
+      { role: 'user', content: 'From now on, always write dates as YYYY-MM-DD in reports.', id: 't1' },
+      { role: 'assistant', content: 'Understood, ISO dates from now on.', id: 't1' },
+    ];
+    const ingested = await call(nodes[0]!, 'alice', 'POST', '/v1/memory/ingest', { session_id: 'notes-1', turns });
+    assert.equal(ingested.status, 200, JSON.stringify(ingested.body));
+    assert.equal(ingested.body.scope, 'user:alice');
+    assert.equal(ingested.body.stored.length, 2);
+    const again = await call(nodes[1]!, 'alice', 'POST', '/v1/memory/ingest', { session_id: 'notes-1', turns });
+    assert.equal(again.body.stored.length, 0, 'ingest is idempotent by session and turn id, across nodes');
+    const rule = await pool.query("SELECT scope, core FROM memory_units WHERE origin = 'rule' AND content LIKE '%YYYY-MM-DD%'");
+    assert.equal(rule.rows.length, 1, 'the stated rule became a standing instruction');
+    assert.equal(rule.rows[0].scope, 'user:alice');
+    assert.equal((await call(nodes[1]!, 'bob', 'POST', '/v1/memory/ingest', { scope: 'user:alice', session_id: 'x', turns })).status, 403);
+  });
+
+  test('a skill edited on one node is served by the other within 1 s, and a revert restores its text; members cannot edit', async () => {
+    const read = async (node: ProxyHandle) => (await call(node, 'owner', 'GET', `/v1/skills/${SKILL}`)).body as { body: string; version: number };
+    const before = await read(nodes[1]!);
+    assert.equal(before.body, ORIGINAL_BODY);
+
+    const editedBody = '# Release Notes\n\n1. **Group by audience.** Users first, operators second.\n2. **Link every issue.** One link per change.';
+    const edit = await call(nodes[0]!, 'owner', 'PUT', `/v1/skills/${SKILL}`, {
+      description: 'Use when writing release notes or a changelog entry for a version.',
+      body: editedBody,
+    });
+    assert.equal(edit.status, 200, JSON.stringify(edit.body));
+    assert.equal(edit.body.version, before.version + 1);
+    const editedAt = Date.now();
+    assert.equal((await read(nodes[0]!)).body, editedBody, 'the editing node serves its edit at once');
+    await waitFor(async () => (await read(nodes[1]!)).body === editedBody, 1_000, 20);
+    assert.ok(Date.now() - editedAt <= 1_000);
+
+    const revert = await call(nodes[1]!, 'owner', 'POST', `/v1/skills/${SKILL}/revert`);
+    assert.equal(revert.status, 200, JSON.stringify(revert.body));
+    assert.equal(revert.body.action, 'revert');
+    assert.equal(revert.body.version, before.version + 2, 'a revert is a new version');
+    const revertedAt = Date.now();
+    await waitFor(async () => (await read(nodes[0]!)).body === ORIGINAL_BODY, 1_000, 20);
+    assert.ok(Date.now() - revertedAt <= 1_000);
+    const versions = await pool.query('SELECT action, source FROM skill_versions WHERE name = $1 ORDER BY id', [SKILL]);
+    assert.deepEqual(
+      versions.rows.slice(-2).map((row: { action: string; source: string }) => [row.action, row.source]),
+      [
+        ['manual', 'http edit'],
+        ['revert', `revert to v${before.version}`],
+      ],
+    );
+
+    const member = await call(nodes[0]!, 'alice', 'PUT', `/v1/skills/${SKILL}`, { description: 'Use when planting.', body: 'Planted.' });
+    assert.equal(member.status, 403);
+    assert.equal((await call(nodes[0]!, 'owner', 'POST', '/v1/skills/no-such-skill/revert')).status, 404);
+    const rl = await call(nodes[0]!, 'owner', 'GET', '/v1/rl/status');
+    assert.equal(rl.status, 501, 'RL still reads the personal store');
+    assert.equal(rl.body.error.code, 'not_served_by_team_node');
+  });
+});
