@@ -128,6 +128,16 @@ describe('skill retrieval over a bank written by others (the dev3 set: long trig
     assert.deepEqual(names('pandas'), ['pandas-pro']);
   });
 
+  test('of two skills that cover a request alike in their descriptions, the one whose whole text is far less about it (BM25) is left out', () => {
+    assert.deepEqual(
+      names('we need versioned URLs for invoices and one consistent error body across endpoints; what should the resources and paging look like?'),
+      ['api-designer'],
+    );
+    assert.deepEqual(names("pull every bug on my team's board that's been open more than two weeks and summarise them on a wiki page for the retro"), [
+      'atlassian-mcp',
+    ]);
+  });
+
   test('a request word in another form than the skill\'s ("auditor" for "audit") finds the skill', () => {
     assert.deepEqual(names('the SOC 2 auditor arrives next month. go over the repo and our cloud setup for holes and rank what you find by how bad it is'), [
       'security-reviewer',
