@@ -149,6 +149,7 @@ describe('skill retrieval over a bank written by others (the dev3 set: long trig
 describe('katakana loanwords no dictionary holds, matched to English words by sound', () => {
   test('a katakana word and the English word it borrows share a sound key (vowels Japanese adds, l/r, v/b, a silent r set aside)', () => {
     for (const [katakana, english] of [
+      ['ランブック', 'runbook'],
       ['ポストモーテム', 'postmortem'],
       ['インシデント', 'incident'],
       ['メトリクス', 'metrics'],
@@ -156,7 +157,7 @@ describe('katakana loanwords no dictionary holds, matched to English words by so
       ['タイポグラフィ', 'typography'],
       ['マイグレーション', 'migration'],
       ['ダッシュボード', 'dashboard'],
-    ])
+    ] as const)
       assert.equal(katakanaKey(katakana), englishKey(english), `${katakana} / ${english}`);
     assert.notEqual(katakanaKey('インシデント'), englishKey('instance'));
     assert.equal(katakanaKey('incident'), undefined);
@@ -171,6 +172,17 @@ describe('katakana loanwords no dictionary holds, matched to English words by so
     assert.deepEqual(
       search.retrieve('昨日の障害のポストモーテムを書きたい').map((hit) => hit.skill.name),
       ['incident-postmortem'],
+    );
+  });
+  test('a loanword the segmenter cut in pieces (ラン|ブック, "run" and "book" to the glossary) is also looked up whole and finds the runbook skill (the dev2 set)', () => {
+    const library = new SkillLibrary(new URL('./fixtures/dev2-skills/bank', import.meta.url).pathname, silentLogger());
+    library.scan();
+    const index = new SkillSearchIndex();
+    index.sync(library.all());
+    const search = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35 }, silentLogger());
+    assert.deepEqual(
+      search.retrieve('決済サービスの運用手順書（ランブック）を作成してほしい').map((hit) => hit.skill.name),
+      ['runbook-generator'],
     );
   });
 });

@@ -236,17 +236,37 @@ export class SkillSearchIndex {
   /** `alternatives` plus, for katakana terms nothing else stands for, the library's English terms that sound like them. */
   private withLoanwords(queryTerms: readonly string[], alternatives: Alternatives): Alternatives {
     let added: Map<string, readonly WeightedTerm[]> | undefined;
+    const add = (term: string, english: readonly string[], pieces: number) => {
+      added ??= new Map(alternatives);
+      const weight = LOANWORD_WEIGHT / pieces;
+      added.set(term, [...(added.get(term) ?? []), ...english.map((word) => ({ term: word, weight, sense: LOANWORD_WEIGHT }))]);
+    };
     for (const term of queryTerms) {
       if (this.postings.has(term) || alternatives.get(term)?.some(({ term: other }) => this.postings.has(other))) continue;
-      const key = katakanaKey(term);
-      if (key === undefined || key.length < LOANWORD_KEY) continue;
-      const found = new Set([...(this.sounds.get(key) ?? []), ...(this.sounds.get(key.endsWith('s') ? key.slice(0, -1) : `${key}s`) ?? [])]);
-      const present = [...found].filter((english) => this.postings.has(english));
-      if (present.length === 0) continue;
-      added ??= new Map(alternatives);
-      added.set(term, [...(alternatives.get(term) ?? []), ...present.map((english) => ({ term: english, weight: LOANWORD_WEIGHT, sense: LOANWORD_WEIGHT }))]);
+      const english = this.soundsLike(term);
+      if (english.length > 0) add(term, english, 1);
+    }
+    // The segmenter cuts a loanword it does not know in pieces ("ランブック" → ラン|ブック, "run" and
+    // "book" to the glossary): katakana terms next to each other are also looked up whole, and the
+    // word's weight is shared among its pieces, as the glossary shares a word's.
+    for (let start = 0; start < queryTerms.length - 1; start++) {
+      if (katakanaKey(queryTerms[start]!) === undefined) continue;
+      let end = start + 1;
+      while (end < queryTerms.length && katakanaKey(queryTerms[end]!) !== undefined) end++;
+      const pieces = queryTerms.slice(start, end);
+      const english = pieces.length > 1 ? this.soundsLike(pieces.join('')) : [];
+      if (english.length > 0) for (const piece of pieces) add(piece, english, pieces.length);
+      start = end - 1;
     }
     return added ?? alternatives;
+  }
+
+  /** The library's English terms that sound like a katakana word (see `LOANWORD_WEIGHT`). */
+  private soundsLike(word: string): string[] {
+    const key = katakanaKey(word);
+    if (key === undefined || key.length < LOANWORD_KEY) return [];
+    const found = new Set([...(this.sounds.get(key) ?? []), ...(this.sounds.get(key.endsWith('s') ? key.slice(0, -1) : `${key}s`) ?? [])]);
+    return [...found].filter((english) => this.postings.has(english));
   }
 
   /** Query terms and alternatives some skill holds, each with its weight (a term written twice keeps the larger). */
