@@ -8,6 +8,7 @@ import { SkillSearchIndex } from '../src/skills/search-index.js';
 import { STARTER_DIR } from '../src/skills/index.js';
 import type { Skill } from '../src/skills/types.js';
 import { uniqueTerms } from '../src/text/index.js';
+import { englishKey, katakanaKey } from '../src/text/loanwords.js';
 
 interface LabelledQuery {
   query: string;
@@ -128,10 +129,61 @@ describe('skill retrieval over a bank written by others (the dev3 set: long trig
     assert.deepEqual(names('pandas'), ['pandas-pro']);
   });
 
+  test('of two skills that cover a request alike in their descriptions, the one whose whole text is far less about it (BM25) is left out', () => {
+    assert.deepEqual(
+      names('we need versioned URLs for invoices and one consistent error body across endpoints; what should the resources and paging look like?'),
+      ['api-designer'],
+    );
+    assert.deepEqual(names("pull every bug on my team's board that's been open more than two weeks and summarise them on a wiki page for the retro"), [
+      'atlassian-mcp',
+    ]);
+  });
+
   test('a request word in another form than the skill\'s ("auditor" for "audit") finds the skill', () => {
     assert.deepEqual(names('the SOC 2 auditor arrives next month. go over the repo and our cloud setup for holes and rank what you find by how bad it is'), [
       'security-reviewer',
     ]);
+  });
+});
+
+describe('katakana loanwords no dictionary holds, matched to English words by sound', () => {
+  test('a katakana word and the English word it borrows share a sound key (vowels Japanese adds, l/r, v/b, a silent r set aside)', () => {
+    for (const [katakana, english] of [
+      ['ランブック', 'runbook'],
+      ['ポストモーテム', 'postmortem'],
+      ['インシデント', 'incident'],
+      ['メトリクス', 'metrics'],
+      ['シャッフル', 'shuffle'],
+      ['タイポグラフィ', 'typography'],
+      ['マイグレーション', 'migration'],
+      ['ダッシュボード', 'dashboard'],
+    ] as const)
+      assert.equal(katakanaKey(katakana), englishKey(english), `${katakana} / ${english}`);
+    assert.notEqual(katakanaKey('インシデント'), englishKey('instance'));
+    assert.equal(katakanaKey('incident'), undefined);
+  });
+
+  test('a Japanese request whose key word is a loanword the glossary lacks (ポストモーテム) finds the English skill named for it (the dev set)', () => {
+    const library = new SkillLibrary(new URL('./fixtures/dev-skills/bank', import.meta.url).pathname, silentLogger());
+    library.scan();
+    const index = new SkillSearchIndex();
+    index.sync(library.all());
+    const search = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35 }, silentLogger());
+    assert.deepEqual(
+      search.retrieve('昨日の障害のポストモーテムを書きたい').map((hit) => hit.skill.name),
+      ['incident-postmortem'],
+    );
+  });
+  test('a loanword the segmenter cut in pieces (ラン|ブック, "run" and "book" to the glossary) is also looked up whole and finds the runbook skill (the dev2 set)', () => {
+    const library = new SkillLibrary(new URL('./fixtures/dev2-skills/bank', import.meta.url).pathname, silentLogger());
+    library.scan();
+    const index = new SkillSearchIndex();
+    index.sync(library.all());
+    const search = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35 }, silentLogger());
+    assert.deepEqual(
+      search.retrieve('決済サービスの運用手順書（ランブック）を作成してほしい').map((hit) => hit.skill.name),
+      ['runbook-generator'],
+    );
   });
 });
 

@@ -5,8 +5,11 @@ import type { SkillSearchIndex } from './search-index.js';
 import type { Skill } from './types.js';
 import type { SkillVectors } from './vectors.js';
 
-/** Keyword relevance of the skills with enough evidence, and whether translations of the request's words count in it. */
-type KeywordScores = Map<string, { relevance: number; translated: boolean }>;
+/**
+ * Keyword relevance of the skills with enough evidence, whether translations of the request's words
+ * count in it, and the skill's BM25 score (how much of its text, body included, is about the request).
+ */
+type KeywordScores = Map<string, { relevance: number; translated: boolean; bm25: number }>;
 
 /**
  * Where retrieval looks skills up by name: the folder library (personal install) or a node's
@@ -35,6 +38,20 @@ export interface RetrievedSkill {
 
 /** Skills scoring under this fraction of the best match are dropped. */
 const RELATIVE_FLOOR = 0.9;
+
+/**
+ * Relevance says how much of the request a skill's name and description cover; it cannot tell two
+ * skills apart that share the same few request words there ("convert" and "batch" in an image
+ * skill and a spreadsheet converter), while BM25, which also counts how often the skill's whole
+ * text uses them, can: the one the request is about uses them throughout its body. Among the
+ * skills past the threshold, each is ranked by its relevance times (its BM25 / the best BM25 of
+ * them) to this power, its standing, and must be within the relative floor of the best on both
+ * relevance and standing: a skill far behind the best in BM25 falls under the floor, while the
+ * threshold itself stays on relevance alone. Tuned on the tuned, dev, dev2 and dev3 sets: 0.5 raised
+ * precision on all four (0.98 → 1.00, 0.89 → 0.92, 0.86 → 0.89, 0.72 → 0.78) and lost no hit; 0.3
+ * gained less, 0.8 and 1 lost hits on dev2 and dev3.
+ */
+const BM25_SHARE_POWER = 0.5;
 
 /** Below this much evidence (matched IDF in rare terms) a skill is not relevant however short the query is. */
 const MIN_EVIDENCE = 1.5;
@@ -126,7 +143,7 @@ export class SkillRetriever {
           hit.evidence - hit.strongest >= MIN_TRANSLATED_SUPPORT
         : hit.evidence >= MIN_EVIDENCE && (queryTerms.length < SUPPORTED_TERMS || hit.evidence - hit.strongest >= MIN_SUPPORT);
       if (!enough) continue;
-      scores.set(hit.name, { relevance: keywordRelevance(hit.coverage, hit.evidence), translated: hit.translated.evidence > 0 });
+      scores.set(hit.name, { relevance: keywordRelevance(hit.coverage, hit.evidence), translated: hit.translated.evidence > 0, bm25: hit.bm25 });
     }
     return scores;
   }
@@ -150,7 +167,7 @@ export class SkillRetriever {
 
   private select(keyword: KeywordScores, semantic: Map<string, number> | undefined): RetrievedSkill[] {
     const names = new Set([...keyword.keys(), ...(semantic?.keys() ?? [])]);
-    const results: RetrievedSkill[] = [];
+    const results: Array<RetrievedSkill & { standing: number }> = [];
     const translated = new Set<string>();
     for (const name of names) {
       const skill = this.library.get(name);
@@ -162,13 +179,24 @@ export class SkillRetriever {
       else if (this.options.mode === 'embedding') relevance = semanticScore;
       else relevance = 0.5 * keywordScore + 0.5 * semanticScore;
       if (relevance < this.options.minRelevance) continue;
-      results.push({ skill, relevance, keyword: keywordScore, semantic: semanticScore });
+      results.push({ skill, relevance, keyword: keywordScore, semantic: semanticScore, standing: relevance });
       if (keyword.get(name)?.translated && semanticScore === undefined) translated.add(name);
     }
-    results.sort((a, b) => b.relevance - a.relevance || a.skill.name.localeCompare(b.skill.name));
-    // A skill far weaker than the best match is noise next to it.
-    const floor = (results[0]?.relevance ?? 0) * RELATIVE_FLOOR;
-    const translatedFloor = (results[0]?.relevance ?? 0) * TRANSLATED_FLOOR;
-    return results.filter((result) => result.relevance >= (translated.has(result.skill.name) ? translatedFloor : floor)).slice(0, this.options.topK);
+    // Keywords alone: BM25 over the whole text separates skills that cover the request alike (see `BM25_SHARE_POWER`).
+    if (semantic === undefined) {
+      const bestBm25 = Math.max(...results.map((result) => keyword.get(result.skill.name)!.bm25));
+      for (const result of results) result.standing = result.relevance * Math.pow(keyword.get(result.skill.name)!.bm25 / bestBm25, BM25_SHARE_POWER);
+    }
+    results.sort((a, b) => b.standing - a.standing || a.skill.name.localeCompare(b.skill.name));
+    // A skill far weaker than the best match is noise next to it: on relevance, and on relevance with BM25's say.
+    const bestRelevance = Math.max(0, ...results.map((result) => result.relevance));
+    const bestStanding = results[0]?.standing ?? 0;
+    return results
+      .filter((result) => {
+        const floor = translated.has(result.skill.name) ? TRANSLATED_FLOOR : RELATIVE_FLOOR;
+        return result.relevance >= bestRelevance * floor && result.standing >= bestStanding * floor;
+      })
+      .slice(0, this.options.topK)
+      .map(({ skill, relevance, keyword: keywordScore, semantic: semanticScore }) => ({ skill, relevance, keyword: keywordScore, semantic: semanticScore }));
   }
 }
