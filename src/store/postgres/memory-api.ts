@@ -1,11 +1,13 @@
 import type pg from 'pg';
 import type { Logger } from '../../logging/index.js';
-import { MemoryRetriever } from '../../memory/retrieval.js';
+import type { MemoryRetrievalMode } from '../../memory/retrieval.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from '../../memory/types.js';
 import { MemoryError } from '../../errors.js';
 import { forgetPgUnit } from './forget-scope.js';
+import type { PgJobQueue } from './job-queue.js';
 import { PgMemorySearch } from './memory-search.js';
 import { unitOfRow } from './memory-units.js';
+import { searchRecall, type PgMemoryVectors } from './memory-vectors.js';
 import { PgMemoryWriter } from './memory-writer.js';
 import { pgRecallStore } from './recall-store.js';
 import { ReplayedReads } from './replayed-reads.js';
@@ -28,9 +30,11 @@ export class PgMemoryApi {
   constructor(
     private readonly pool: pg.Pool,
     private readonly logger: Logger,
+    /** The store's memory vectors when this node uses them: search is hybrid, and added units are queued for embedding. */
+    private readonly vectors?: { readonly store: PgMemoryVectors; readonly queue: PgJobQueue; readonly mode: MemoryRetrievalMode },
   ) {
     this.search_ = new PgMemorySearch(pool);
-    this.writer = new PgMemoryWriter(pool);
+    this.writer = new PgMemoryWriter(pool, vectors ? (client) => vectors.store.queueEmbed(vectors.queue, client) : undefined);
   }
 
   async get(id: string): Promise<MemoryUnit | undefined> {
@@ -40,16 +44,17 @@ export class PgMemoryApi {
 
   async search(request: { scope: string; query: string; limit: number; types?: MemoryType[]; includeSuperseded?: boolean }): Promise<MemoryHit[]> {
     const reads = new ReplayedReads();
-    const retriever = new MemoryRetriever(pgRecallStore(reads, this.search_, this.pool), undefined, this.logger, 'keyword');
-    return reads.run(() =>
-      retriever.recall({
+    const store = pgRecallStore(reads, this.search_, this.pool);
+    return searchRecall(
+      { reads, store, vectors: this.vectors?.store, mode: this.vectors?.mode ?? 'keyword', logger: this.logger },
+      {
         scope: request.scope,
         query: request.query,
         limit: request.limit,
         ...(request.types ? { types: request.types } : {}),
         includeInactive: request.includeSuperseded ?? false,
         minRelevance: SEARCH_MIN_RELEVANCE,
-      }),
+      },
     );
   }
 

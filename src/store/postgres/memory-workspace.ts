@@ -10,6 +10,7 @@ import type { UnitRow } from '../../memory/store.js';
 import type { CredentialMemory } from '../../upstream/index.js';
 import { openDatabase, type Db } from '../database.js';
 import type { PgJobQueue } from './job-queue.js';
+import type { PgMemoryVectors } from './memory-vectors.js';
 import type { IndexEntry, PgMemorySearch } from './memory-search.js';
 import { sqliteRowOf } from './memory-units.js';
 import { toPostgresText } from './text.js';
@@ -90,6 +91,8 @@ export interface WorkspaceOptions {
   readonly turnText?: string;
   /** The job reads the session's turns up to a point: turns stored after the seed do not make it stale (see `checkUnchanged`). */
   readonly laterTurns?: boolean;
+  /** The store's memory vectors, when in use: units the job adds are embedded by the job this queues with its writes. */
+  readonly vectors?: PgMemoryVectors;
 }
 
 interface QueuedJob {
@@ -195,7 +198,7 @@ export class MemoryWorkspace {
     return async (client) => {
       await lockScope(client, this.options.scope);
       await this.checkUnchanged(client);
-      await writeChanges(client, changes, search, queue);
+      await writeChanges(client, changes, search, queue, this.options.vectors);
     };
   }
 
@@ -204,7 +207,7 @@ export class MemoryWorkspace {
    * transaction that took the scope's lock first (`lockScope`), so nothing it read can have changed.
    */
   async write(client: pg.PoolClient, queue: PgJobQueue, search: PgMemorySearch): Promise<void> {
-    await writeChanges(client, this.changes(), search, queue);
+    await writeChanges(client, this.changes(), search, queue, this.options.vectors);
   }
 
   /** Rows as the team store returned them, into the workspace (as SQLite holds them). */
@@ -309,7 +312,13 @@ async function readState(db: Pick<pg.Pool, 'query'>, keys: readonly string[]): P
 const postgresValue = (value: unknown): unknown => (typeof value === 'string' ? toPostgresText(value) : value);
 
 /** The job's writes, inside the completing transaction (the scope is locked and unchanged since the seed). */
-async function writeChanges(client: pg.PoolClient, changes: Changes, search: PgMemorySearch, queue: PgJobQueue): Promise<void> {
+async function writeChanges(
+  client: pg.PoolClient,
+  changes: Changes,
+  search: PgMemorySearch,
+  queue: PgJobQueue,
+  vectors: PgMemoryVectors | undefined,
+): Promise<void> {
   // Added units get the team store's sequences; links between them (a raw turn to the one before) follow.
   const sequences = new Map<number, number>();
   const sequenceOf = (rowid: number | null): number | null => (rowid === null ? null : (sequences.get(rowid) ?? rowid));
@@ -349,4 +358,6 @@ async function writeChanges(client: pg.PoolClient, changes: Changes, search: PgM
       toPostgresText(value),
     ]);
   for (const job of changes.jobs) await queue.enqueue(job.kind, job.payload, job.options, client);
+  // As a personal install queues memory.embed after adding units (MemoryService's attachQueue).
+  if (changes.added.length > 0) await vectors?.queueEmbed(queue, client);
 }
