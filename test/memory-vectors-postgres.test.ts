@@ -128,6 +128,10 @@ describe('memory vectors in pgvector (team store, PGlite with pgvector)', () => 
     );
     // Nothing left: a second job embeds nothing.
     assert.equal(await pgEmbedHandler(vectors, queue).run({}, jobContext()), undefined);
+    // Vectors without their index (as an import leaves them) get it when a node of the same model starts.
+    await pool.query('DROP INDEX memory_vectors_hnsw');
+    await newVectors().enable();
+    assert.equal(await count(pool, "SELECT count(*) AS n FROM pg_indexes WHERE indexname = 'memory_vectors_hnsw'"), 1);
   });
 
   // With a scope filter the planner may prefer the scope's btree and an exact sort (it does for a

@@ -9,6 +9,7 @@ import { EMBED_JOB } from '../../memory/service.js';
 import type { PgJobQueue, Queryable } from './job-queue.js';
 import { unitsBySequence } from './memory-units.js';
 import type { ReplayedReads } from './replayed-reads.js';
+import { inTransaction } from './transaction.js';
 
 /**
  * Memory vectors in the team store, with pgvector. Each unit's unit-length vector is a row of
@@ -76,7 +77,12 @@ async function recordModel(client: pg.PoolClient, wanted: VectorModel): Promise<
       `${wanted.model}|${wanted.dimensions}`,
     ]);
   }
-  await client.query(`CREATE INDEX IF NOT EXISTS ${INDEX} ON memory_vectors USING hnsw (${asVector(wanted.dimensions)} vector_cosine_ops)`);
+  await createIndex(client, wanted.dimensions);
+}
+
+/** The HNSW index, if missing; under the caller's VECTORS_LOCK (IF NOT EXISTS alone is not safe against a concurrent create). */
+async function createIndex(client: pg.PoolClient, dimensions: number): Promise<void> {
+  await client.query(`CREATE INDEX IF NOT EXISTS ${INDEX} ON memory_vectors USING hnsw (${asVector(dimensions)} vector_cosine_ops)`);
 }
 
 const pendingRow = z.object({ rowid: z.coerce.number(), content: z.string() });
@@ -102,6 +108,13 @@ export class PgMemoryVectors {
   async enable(): Promise<void> {
     this.active = true;
     await this.refresh();
+    // Vectors an import brought (with their model record) have no index until one is made here: no embed job may ever run for them.
+    const recorded = this.recorded;
+    if (recorded?.model === this.client.model)
+      await inTransaction(this.pool, async (client) => {
+        await client.query('SELECT pg_advisory_xact_lock($1)', [VECTORS_LOCK]);
+        await createIndex(client, recorded.dimensions);
+      });
   }
 
   /** Whether units are embedded: pgvector is installed and embeddings are configured. */
