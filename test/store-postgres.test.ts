@@ -166,18 +166,18 @@ describe('store.url and the personal store', () => {
 describe('pgvector support notice', () => {
   const answering = (installed: string | null, available: string | null) => ({ query: async () => ({ rows: [{ installed, available }] }) }) as never;
 
-  test('says recall stays keyword-only in every case: pgvector installed, only available on the server, or absent', async () => {
+  test('says what recall uses: vectors once pgvector is installed (and which model they are of), keyword-only when pgvector is only available or absent', async () => {
     const installed = await readVectorSupport(answering('0.7.4', '0.7.4'));
     assert.equal(installed.state, 'installed');
     assert.match(
       installed.notice,
-      /^keyword-only recall: pgvector 0\.7\.4 is installed in this database, but team nodes recall memories by keyword only in this version$/,
+      /^vector recall ready: pgvector 0\.7\.4 is installed; nodes with memory\.embedding\.api_base and memory\.embedding\.model set embed memories/,
     );
     const available = await readVectorSupport(answering(null, '0.8.0'));
     assert.equal(available.state, 'available');
     assert.match(
       available.notice,
-      /^keyword-only recall: pgvector 0\.8\.0 is available on this server but not installed in this database \(CREATE EXTENSION vector installs it;/,
+      /^keyword-only recall: pgvector 0\.8\.0 is available on this server but not installed in this database \(`metaclaw store migrate` installs it/,
     );
     assert.equal((await readVectorSupport(answering(null, null))).state, 'absent');
   });
@@ -221,7 +221,7 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
     assert.match(
       empty.detail,
       new RegExp(
-        `reachable, schema version 0 of ${LATEST}, keyword-only recall: (pgvector \\S+ is (installed|available)|the pgvector extension is not available)`,
+        `reachable, schema version 0 of ${LATEST}, (vector recall|keyword-only recall: (pgvector \\S+ is available|the pgvector extension is not available))`,
       ),
     );
     assert.match(empty.fix ?? '', /metaclaw store migrate/);
@@ -337,11 +337,11 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
     }
   });
 
-  test('store status and doctor say team recall is keyword-only, and that pgvector is not on this server (the test PostgreSQL has none)', async () => {
+  test('store status and doctor say team recall is keyword-only because pgvector is not on this server (the test PostgreSQL has none)', async () => {
     const url = freshDatabase();
     assert.equal((await cli(['store', 'migrate', '--store', url])).code, 0);
     const notice =
-      'keyword-only recall: the pgvector extension is not available on this PostgreSQL server (team nodes recall memories by keyword only in this version either way)';
+      'keyword-only recall: the pgvector extension is not available on this PostgreSQL server (memory vectors need it; team nodes recall by keyword)';
     const text = await cli(['store', 'status', '--store', url]);
     assert.equal(text.code, 0, text.stderr);
     assert.ok(text.stdout.split('\n').includes(`recall      ${notice}`), text.stdout);

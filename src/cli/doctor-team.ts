@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { maskDatabaseUrl, type LoadedConfig } from '../config/index.js';
 import { SHARED_SCOPE } from '../memory/index.js';
 import { MIGRATIONS, openDatabase } from '../store/index.js';
+import { embedsMemory, memorySettings } from '../runtime/settings.js';
 import type { DoctorCheck } from './doctor.js';
 
 /**
@@ -56,9 +57,13 @@ export async function checkTeamStore(config: LoadedConfig, checks: DoctorCheck[]
   const serving = '`metaclaw start` serves from it (skills, memory recall, turns, and learning from the team queue on every node)';
   try {
     const status = await postgres.readPostgresStatus(pool);
-    // Said plainly: team recall is keyword-only whatever the server has, and whether pgvector is there.
+    // Said plainly: whether memory vectors are in use, or why recall is keyword-only (pgvector missing, or no embeddings here).
     const vector = await postgres.readVectorSupport(pool);
-    const where = `${maskDatabaseUrl(url)}: reachable, schema version ${status.schemaVersion} of ${latest}, ${vector.notice}`;
+    const here =
+      vector.state === 'installed' && !embedsMemory(memorySettings(config))
+        ? ' (this config sets no memory.embedding, so a node started with it recalls by keyword)'
+        : '';
+    const where = `${maskDatabaseUrl(url)}: reachable, schema version ${status.schemaVersion} of ${latest}, ${vector.notice}${here}`;
     if (status.schemaVersion < latest)
       checks.push({
         name: 'team store',

@@ -86,7 +86,7 @@ interface StatusReport {
   schema_version: number | null;
   latest_version: number;
   tables: Record<string, number>;
-  /** The team store: whether pgvector is there, and that recall is keyword-only either way. */
+  /** The team store: whether pgvector is there, and whether memory vectors are stored in it. */
   vector?: { state: 'installed' | 'available' | 'absent'; notice: string };
   error?: string;
 }

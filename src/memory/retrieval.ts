@@ -19,7 +19,6 @@ import { distinctHits } from './distinct.js';
 import { EXPANSION_WEIGHT, expansionShare, withFeedback, type Expansion } from './feedback.js';
 import { timeWindowOf, type TimeWindow } from './time-window.js';
 import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
-import type { MemoryVectors } from './vectors.js';
 
 /** What recall reads from a store: MemoryStore, or the team store's reads of PostgreSQL (store/postgres/memory-provider.ts). */
 export type RecallStore = Pick<MemoryStore, 'search' | 'unitTerms' | 'scopeSize' | 'inWindow'>;
@@ -85,6 +84,25 @@ const ASKS_ASSISTANT =
 /** A question about the current state of something that changes over time. */
 const ASKS_PRESENT = /\b(now|currently|current|these days|nowadays|at the moment|at present|latest|still)\b|现在|目前|如今|眼下/i;
 
+/** A unit near the query, with the cosine of their vectors. */
+export interface Neighbour {
+  readonly unit: MemoryUnit;
+  readonly cosine: number;
+}
+
+/**
+ * Where recall finds the query's nearest units: sqlite-vec on a personal install (MemoryVectors),
+ * pgvector on the team store (PgMemoryVectors).
+ */
+export interface RecallVectors {
+  /** Whether vectors of the configured model exist to search. */
+  readonly ready: boolean;
+  /** Waits for the query's vector: for searches and jobs, not the request path. */
+  nearest(scope: string, query: string, limit: number): Promise<Neighbour[]>;
+  /** Without waiting on the network: undefined while the query's vector is unknown (it is embedded in the background). */
+  nearestReady(scope: string, query: string, limit: number, onError: (error: Error) => void): Neighbour[] | undefined;
+}
+
 /**
  * Recall for one scope: BM25 candidates from FTS5 (and vector neighbours when embeddings are
  * configured), scored by relevance, recency, importance and type; a query that names a time
@@ -93,7 +111,7 @@ const ASKS_PRESENT = /\b(now|currently|current|these days|nowadays|at the moment
 export class MemoryRetriever {
   constructor(
     private readonly store: RecallStore,
-    private vectors: MemoryVectors | undefined,
+    private vectors: RecallVectors | undefined,
     private readonly logger: Logger,
     private mode: MemoryRetrievalMode = 'hybrid',
     /** Languages besides English the memory is written in (the user's): English queries also search their translations. */
@@ -101,7 +119,7 @@ export class MemoryRetriever {
   ) {}
 
   /** Another mode or vector store, decided off the request path (the start-up probe of the provider's embeddings). */
-  useEmbeddings(mode: MemoryRetrievalMode, vectors: MemoryVectors | undefined): void {
+  useEmbeddings(mode: MemoryRetrievalMode, vectors: RecallVectors | undefined): void {
     this.vectors = vectors;
     this.mode = mode;
   }
@@ -141,7 +159,7 @@ export class MemoryRetriever {
     const rank = (semantic?: Map<string, number>) =>
       this.rank(request, terms, { translations, inflections }, keyword, window, candidates, semantic, expansion, full);
     if (!this.vectors?.ready || this.mode === 'keyword') return rank();
-    const withNeighbours = (neighbours: ReadonlyArray<{ unit: MemoryUnit; cosine: number }>): Ranked => {
+    const withNeighbours = (neighbours: readonly Neighbour[]): Ranked => {
       const semantic = new Map<string, number>();
       for (const { unit, cosine } of neighbours) {
         semantic.set(unit.id, cosine);

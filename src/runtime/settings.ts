@@ -48,6 +48,14 @@ export function memorySettings(config: LoadedConfig): MemorySettings {
 }
 
 /**
+ * Whether memory is embedded with these settings on a team node: an embeddings endpoint set for
+ * memory (a team node does not probe the provider's) and a retrieval mode that reads vectors.
+ */
+export function embedsMemory(settings: MemorySettings): boolean {
+  return settings.enabled && settings.embedding.apiBase !== '' && settings.embedding.model !== '' && settings.retrievalMode !== 'keyword';
+}
+
+/**
  * The RL judge's endpoint: rl.prm_url with rl.prm_api_key and rl.prm_model when either the URL or
  * the key is set; otherwise the main upstream, with rl.prm_model only when it was set (MetaClaw's
  * default, gpt-5.2, means nothing to most upstreams) and else the model of the judged session.

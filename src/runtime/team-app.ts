@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { maskDatabaseUrl, resolveUpstreams, type LoadedConfig, type UpstreamTarget } from '../config/index.js';
 import { ContextPlanner, type ContextProvider } from '../context/index.js';
 import { HeldTurns, RemoteConversation, SpooledRecorder, TurnJournal } from '../conversation/index.js';
+import { EmbeddingClient } from '../embeddings/index.js';
 import { ConfigError, errorMessage } from '../errors.js';
 import { createLogger, type Logger } from '../logging/index.js';
 import { ProxyMetrics } from '../metrics/index.js';
@@ -32,6 +33,8 @@ import {
   PgJobQueue,
   PgMemberDirectory,
   PgMemoryApi,
+  PgMemoryVectors,
+  pgEmbedHandler,
   readVectorSupport,
   type VectorSupport,
   PgLearningBudget,
@@ -53,7 +56,7 @@ import { VERSION } from '../version.js';
 import { announceServing, describeTarget, listen, refuseIfRunning, reportEscapedError, servingDeps, sleep } from './serving.js';
 import { removePidFile } from './pid-file.js';
 import { recordingSettings } from './recording.js';
-import { memorySettings, skillsSettings } from './settings.js';
+import { embedsMemory, memorySettings, skillsSettings } from './settings.js';
 import type { RuntimeOptions } from './app.js';
 
 /** How often a node re-reads the team's members (a new, removed or rotated key takes effect within this). */
@@ -96,6 +99,8 @@ export class TeamRuntime {
   private readonly placements: SessionPlacements;
   private readonly memoryApi: PgMemoryApi | undefined;
   private vectorSupport: VectorSupport | undefined;
+  /** Memory vectors in pgvector: this node's when memory.embedding is configured; used once start finds pgvector installed. */
+  private readonly vectors: PgMemoryVectors | undefined;
   private readonly auth: ProxyAuth;
   private readonly metrics: ProxyMetrics;
   private readonly afterServing: AfterServing;
@@ -169,11 +174,15 @@ export class TeamRuntime {
       );
     }
     const memory = memorySettings(options.config);
+    this.vectors = embedsMemory(memory)
+      ? new PgMemoryVectors(this.pool, new EmbeddingClient(memory.embedding), this.logger.child({ part: 'memory' }))
+      : undefined;
     this.memoryProvider = values['memory.enabled']
       ? new PgMemoryContextProvider({
           url: this.url,
           settings: { topK: memory.topK, maxTokens: memory.maxTokens, coreMaxTokens: memory.coreMaxTokens, minRelevance: memory.minRelevance },
           logger: this.logger.child({ part: 'memory' }),
+          ...(this.vectors ? { vectors: this.vectors, retrievalMode: memory.retrievalMode } : {}),
         })
       : undefined;
     if (this.memoryProvider) this.providers.push(this.memoryProvider);
@@ -181,7 +190,12 @@ export class TeamRuntime {
     const instanceId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
     this.queue = new PgJobQueue(this.pool, instanceId, values['learning.max_attempts']);
     this.memoryApi = values['memory.enabled']
-      ? new PgMemoryApi(this.pool, this.logger.child({ part: 'memory' }), { queue: this.queue, settings: memory })
+      ? new PgMemoryApi(
+          this.pool,
+          this.logger.child({ part: 'memory' }),
+          { queue: this.queue, settings: memory },
+          this.vectors ? { store: this.vectors, queue: this.queue, mode: memory.retrievalMode } : undefined,
+        )
       : undefined;
     this.budget = new PgLearningBudget(this.pool, values['learning.daily_token_budget'], instanceId);
     this.runner = new TeamLearningRunner(this.queue, this.budget, this.logger.child({ part: 'learning' }), {
@@ -221,8 +235,10 @@ export class TeamRuntime {
         mainUpstream: this.forwarder.mainTarget,
         credentials: this.credentials,
         logger: this.logger.child({ part: 'memory' }),
+        ...(this.vectors ? { vectors: this.vectors } : {}),
       }))
         this.runner.register(handler);
+    if (this.vectors) this.runner.register(pgEmbedHandler(this.vectors, this.queue));
     if (values['skills.enabled'])
       this.runner.register(
         pgSkillEvolveHandler({
@@ -262,6 +278,11 @@ export class TeamRuntime {
     refuseIfRunning(paths.pidFile);
     await this.checkSchema();
     this.vectorSupport = await readVectorSupport(this.pool).catch(() => undefined);
+    if (this.vectors && this.vectorSupport?.state === 'installed') {
+      await this.vectors.enable();
+      // Units stored while no node embedded them (an import, keyword-only nodes) are embedded now, in the background.
+      await this.vectors.queueEmbed(this.queue, this.pool, 2_000);
+    }
     // A node learns who may use it and what the team knows once before serving; after that an outage only makes it stale.
     await this.refreshMembers();
     await this.subscription.start();
@@ -434,8 +455,8 @@ export class TeamRuntime {
         session_placement: { listening: this.placements.listening, unsent: this.placements.unsent },
         recording: spool,
         members_error: this.membersError,
-        search: 'keyword',
-        vectors: this.vectorSupport?.notice ?? 'keyword-only recall: the team store keeps no vectors yet',
+        search: this.vectors?.ready ? values['memory.retrieval_mode'] : 'keyword',
+        vectors: this.vectorsNotice(),
       },
       learning: this.learningStatus(),
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },
@@ -444,6 +465,20 @@ export class TeamRuntime {
       team: { members: this.members.list().length, shared_scope: SHARED_SCOPE },
       config: { file: this.options.config.file, loaded: this.options.config.fileExists, warnings: this.options.config.warnings },
     };
+  }
+
+  /** What /status says of memory vectors on this node: in use, or why recall is keyword-only. */
+  private vectorsNotice(): string {
+    const support = this.vectorSupport;
+    if (!support) return 'keyword-only recall: whether the team store has pgvector could not be read at start';
+    if (support.state !== 'installed') return support.notice;
+    if (!this.vectors)
+      return `keyword-only recall on this node: pgvector ${support.version} is installed, but memory.embedding.api_base and memory.embedding.model are not set here (or memory.retrieval_mode is keyword)`;
+    const model = this.vectors.model;
+    if (this.vectors.ready)
+      return `vectors in use: pgvector ${support.version}, ${model!.model} (${model!.dimensions} dimensions), ${this.options.config.values['memory.retrieval_mode']} recall`;
+    if (model) return `keyword-only recall on this node: the store's vectors are of ${model.model}, this node embeds with ${this.vectors.client.model}`;
+    return `vectors starting: pgvector ${support.version} is installed and ${this.vectors.client.model} embeds memories; keyword-only until the first vectors are stored`;
   }
 }
 

@@ -1,4 +1,4 @@
-import { POSTGRES_MEMORY_NOTIFY_V22, POSTGRES_MEMORY_SEARCH_V18, POSTGRES_QUEUE_V19, POSTGRES_SCHEMA_V16 } from './postgres-schema.js';
+import { POSTGRES_MEMORY_NOTIFY_V22, POSTGRES_MEMORY_SEARCH_V18, POSTGRES_PGVECTOR_V23, POSTGRES_QUEUE_V19, POSTGRES_SCHEMA_V16 } from './postgres-schema.js';
 
 /**
  * Versioned schema migrations, one list for both engines. Each entry runs once, in order, inside a
@@ -536,5 +536,12 @@ export const MIGRATIONS: readonly Migration[] = [
       "team memory: a change to a memory unit notifies every node (channel metaclaw_memory, the unit's scope), which drops that scope's request-path caches (nothing changes in SQLite)",
     sql: '',
     postgres: POSTGRES_MEMORY_NOTIFY_V22,
+  },
+  {
+    version: 23,
+    description:
+      'team memory vectors in pgvector: the extension is created when the server has it and allows it, and skipped otherwise (nothing changes in SQLite)',
+    sql: '',
+    postgres: POSTGRES_PGVECTOR_V23,
   },
 ];

@@ -399,3 +399,27 @@ $$;
 CREATE TRIGGER memory_units_notify AFTER INSERT OR UPDATE OR DELETE ON memory_units
   FOR EACH ROW EXECUTE FUNCTION metaclaw_memory_changed();
 `;
+
+/**
+ * Version 23: pgvector for memory vectors, when the server has it. memory_vectors (version 16)
+ * already holds each unit's vector as REAL[], which casts to pgvector's type; what pgvector adds is
+ * the nearest-neighbour index, made at run time once the first vector fixes the dimension (see
+ * store/postgres/memory-vectors.ts). Creating the extension needs its files on the server and the
+ * right to create it: when either is missing this does nothing, and team recall stays keyword-only.
+ * `migratePostgres` runs it again on every later migration, so a server that gains pgvector after
+ * the store was made gets the extension from the next `metaclaw store migrate` (or node start).
+ */
+export const POSTGRES_PGVECTOR_V23 = `
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')
+     AND EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') THEN
+    BEGIN
+      CREATE EXTENSION vector;
+    EXCEPTION WHEN OTHERS THEN
+      RAISE NOTICE 'pgvector not installed (%): team memory recall stays keyword-only', SQLERRM;
+    END;
+  END IF;
+END
+$$;
+`;

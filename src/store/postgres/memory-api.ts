@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import type { Logger } from '../../logging/index.js';
-import { MemoryRetriever } from '../../memory/retrieval.js';
+import { MemoryRetriever, type MemoryRetrievalMode } from '../../memory/retrieval.js';
 import { rawContent, type IngestTurn, type MemoryConversation, type MemorySettings } from '../../memory/service.js';
 import { countInStats, emptyScopeStats, toUnit, type MemoryPatch, type ScopeStats } from '../../memory/store.js';
 import { exportUnits, importLines, importTargets, type MemoryImportReport } from '../../memory/transfer.js';
@@ -11,6 +11,7 @@ import { forgetPgScope, forgetPgUnit } from './forget-scope.js';
 import type { PgJobQueue } from './job-queue.js';
 import { PgMemorySearch } from './memory-search.js';
 import { sqliteRowOf, unitOfRow } from './memory-units.js';
+import { searchRecall, type PgMemoryVectors } from './memory-vectors.js';
 import { lockScope, MemoryWorkspace } from './memory-workspace.js';
 import { PgMemoryWriter } from './memory-writer.js';
 import { pgRecallStore } from './recall-store.js';
@@ -66,9 +67,11 @@ export class PgMemoryApi {
     private readonly pool: pg.Pool,
     private readonly logger: Logger,
     private readonly edits?: PgMemoryEdits,
+    /** The store's memory vectors when this node uses them: search is hybrid, and added units are queued for embedding. */
+    private readonly vectors?: { readonly store: PgMemoryVectors; readonly queue: PgJobQueue; readonly mode: MemoryRetrievalMode },
   ) {
     this.search_ = new PgMemorySearch(pool);
-    this.writer = new PgMemoryWriter(pool);
+    this.writer = new PgMemoryWriter(pool, vectors ? (client) => vectors.store.queueEmbed(vectors.queue, client) : undefined);
   }
 
   async get(id: string): Promise<MemoryUnit | undefined> {
@@ -78,16 +81,17 @@ export class PgMemoryApi {
 
   async search(request: { scope: string; query: string; limit: number; types?: MemoryType[]; includeSuperseded?: boolean }): Promise<MemoryHit[]> {
     const reads = new ReplayedReads();
-    const retriever = new MemoryRetriever(pgRecallStore(reads, this.search_, this.pool), undefined, this.logger, 'keyword');
-    return reads.run(() =>
-      retriever.recall({
+    const store = pgRecallStore(reads, this.search_, this.pool);
+    return searchRecall(
+      { reads, store, vectors: this.vectors?.store, mode: this.vectors?.mode ?? 'keyword', logger: this.logger },
+      {
         scope: request.scope,
         query: request.query,
         limit: request.limit,
         ...(request.types ? { types: request.types } : {}),
         includeInactive: request.includeSuperseded ?? false,
         minRelevance: SEARCH_MIN_RELEVANCE,
-      }),
+      },
     );
   }
 
@@ -225,6 +229,7 @@ export class PgMemoryApi {
           conversation: NO_CONVERSATION,
           ...(seed.units ? { units: seed.units } : {}),
           ...(seed.turnText === undefined ? {} : { turnText: seed.turnText }),
+          ...(this.vectors ? { vectors: this.vectors.store } : {}),
         },
         client,
       );

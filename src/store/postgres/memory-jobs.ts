@@ -6,13 +6,13 @@ import { PermanentJobError, type JobContext } from '../../learning/runner.js';
 import type { TeamJobEffect, TeamJobHandler } from '../../learning/team-job.js';
 import type { Logger } from '../../logging/index.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from '../../memory/recording.js';
-import { MemoryRetriever } from '../../memory/retrieval.js';
 import { rawContent, type MemoryConversation, type MemorySettings, type RelatedRecall } from '../../memory/service.js';
 import type { GlossaryLanguage } from '../../text/index.js';
 import type { CredentialMemory } from '../../upstream/index.js';
 import type { PgConversationReads } from './conversation-reads.js';
 import type { PgJobQueue } from './job-queue.js';
 import { PgMemorySearch } from './memory-search.js';
+import { searchRecall, type PgMemoryVectors } from './memory-vectors.js';
 import { lockScope, MemoryWorkspace } from './memory-workspace.js';
 import { pgRecallStore } from './recall-store.js';
 import { ReplayedReads } from './replayed-reads.js';
@@ -30,6 +30,8 @@ export interface PgMemoryJobsOptions {
   /** Languages besides English the members write in: extraction's recall also searches translations, as requests' recall does. */
   readonly languages?: () => readonly GlossaryLanguage[];
   readonly logger: Logger;
+  /** The store's memory vectors, when this node uses them (pgvector installed, embeddings configured): hybrid recall, and new units embedded. */
+  readonly vectors?: PgMemoryVectors;
 }
 
 const recordTurnPayload = z.object({ turnId: z.string(), sessionId: z.string(), scope: z.string() });
@@ -127,6 +129,7 @@ function openWorkspace(
       ...(extra.recall ? { recall: extra.recall } : {}),
       laterTurns: extra.laterTurns ?? false,
       ...(extra.turnText === undefined ? {} : { turnText: extra.turnText }),
+      ...(options.vectors ? { vectors: options.vectors } : {}),
     },
     db,
   );
@@ -155,8 +158,11 @@ function jobConversation(turn: TurnRow | undefined, model: string | undefined): 
 function teamRecall(options: PgMemoryJobsOptions, search: PgMemorySearch): RelatedRecall {
   return async (request) => {
     const reads = new ReplayedReads();
-    const retriever = new MemoryRetriever(pgRecallStore(reads, search, options.pool), undefined, options.logger, 'keyword', options.languages);
-    return reads.run(() => retriever.recall(request));
+    const store = pgRecallStore(reads, search, options.pool);
+    return searchRecall(
+      { reads, store, vectors: options.vectors, mode: options.settings.retrievalMode, logger: options.logger, languages: options.languages },
+      request,
+    );
   };
 }
 

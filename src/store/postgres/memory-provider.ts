@@ -13,12 +13,13 @@ import {
   type MemoryInjectionSettings,
   type ScopeCore,
 } from '../../memory/provider.js';
-import { MemoryRetriever } from '../../memory/retrieval.js';
+import { MemoryRetriever, type MemoryRetrievalMode } from '../../memory/retrieval.js';
 import { SHARED_SCOPE, type MemoryUnit } from '../../memory/types.js';
 import type { GlossaryLanguage } from '../../text/index.js';
 import { MEMORY_CHANNEL } from '../postgres-schema.js';
 import { ChannelListener, type ChannelListenerOptions } from './channel-listener.js';
 import { MemorySearchTimeout, PgMemorySearch } from './memory-search.js';
+import type { PgMemoryVectors } from './memory-vectors.js';
 import { knownScopeSize, pgRecallStore } from './recall-store.js';
 import { readScopeRules } from './memory-units.js';
 import { ReplayedReads } from './replayed-reads.js';
@@ -42,6 +43,13 @@ export interface PgMemoryProviderOptions {
   readonly languages?: () => readonly GlossaryLanguage[];
   readonly logger?: Logger;
   readonly listener?: ChannelListenerOptions;
+  /**
+   * The store's memory vectors (pgvector), when this node uses them: recall then fuses the query's
+   * nearest units with the keyword results as `retrievalMode` says, as a personal install does.
+   */
+  readonly vectors?: PgMemoryVectors;
+  /** memory.retrieval_mode (default hybrid); keyword when there are no vectors. */
+  readonly retrievalMode?: MemoryRetrievalMode;
 }
 
 /** What /status shows of team memory on the request path. */
@@ -193,7 +201,17 @@ export class PgMemoryContextProvider implements ContextProvider {
     const budget = { maxTokens: settings.coreMaxTokens, minRelevance: settings.minRelevance };
     const text = request.userRequest.text;
     const recalling = text !== '' && settings.topK > 0;
-    const retriever = new MemoryRetriever(store, undefined, this.options.logger ?? silentLogger(), 'keyword', this.options.languages);
+    const { vectors } = this.options;
+    // Vector neighbours are read from this provider's pool, under its short statement timeout, like every other recall read.
+    const retriever = vectors
+      ? new MemoryRetriever(
+          store,
+          vectors.forRecall(reads, this.pool),
+          this.options.logger ?? silentLogger(),
+          this.options.retrievalMode ?? 'hybrid',
+          this.options.languages,
+        )
+      : new MemoryRetriever(store, undefined, this.options.logger ?? silentLogger(), 'keyword', this.options.languages);
     const [cores, recalls] = await Promise.all([
       Promise.all(scopes.map(([scope, state]) => reads.run(() => chooseCore(store, scope, state.core!, text, budget)))),
       Promise.all(

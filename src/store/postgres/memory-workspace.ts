@@ -10,6 +10,7 @@ import type { UnitRow } from '../../memory/store.js';
 import type { CredentialMemory } from '../../upstream/index.js';
 import { openDatabase, type Db } from '../database.js';
 import type { PgJobQueue } from './job-queue.js';
+import type { PgMemoryVectors } from './memory-vectors.js';
 import type { IndexEntry, PgMemorySearch } from './memory-search.js';
 import { sqliteRowOf } from './memory-units.js';
 import { toPostgresText } from './text.js';
@@ -96,6 +97,8 @@ export interface WorkspaceOptions {
    * workspace, like one for a turn, is seeded under the scope's lock and written with `write`.
    */
   readonly units?: { readonly where: string; readonly params: readonly unknown[] };
+  /** The store's memory vectors, when in use: units the job adds are embedded by the job this queues with its writes. */
+  readonly vectors?: PgMemoryVectors;
 }
 
 interface QueuedJob {
@@ -206,7 +209,7 @@ export class MemoryWorkspace {
     return async (client) => {
       await lockScope(client, this.options.scope);
       await this.checkUnchanged(client);
-      await writeChanges(client, changes, search, queue);
+      await writeChanges(client, changes, search, queue, this.options.vectors);
     };
   }
 
@@ -216,7 +219,7 @@ export class MemoryWorkspace {
    * Returns the ids of the jobs it queued, in order (undefined: one of the same dedupe key was waiting).
    */
   async write(client: pg.PoolClient, queue: PgJobQueue, search: PgMemorySearch): Promise<Array<number | undefined>> {
-    return writeChanges(client, this.changes(), search, queue);
+    return writeChanges(client, this.changes(), search, queue, this.options.vectors);
   }
 
   /** Rows as the team store returned them, into the workspace (as SQLite holds them). */
@@ -321,7 +324,13 @@ async function readState(db: Pick<pg.Pool, 'query'>, keys: readonly string[]): P
 const postgresValue = (value: unknown): unknown => (typeof value === 'string' ? toPostgresText(value) : value);
 
 /** The job's writes, inside the completing transaction (the scope is locked and unchanged since the seed). */
-async function writeChanges(client: pg.PoolClient, changes: Changes, search: PgMemorySearch, queue: PgJobQueue): Promise<Array<number | undefined>> {
+async function writeChanges(
+  client: pg.PoolClient,
+  changes: Changes,
+  search: PgMemorySearch,
+  queue: PgJobQueue,
+  vectors: PgMemoryVectors | undefined,
+): Promise<Array<number | undefined>> {
   // Added units get the team store's sequences; links between them (a raw turn to the one before) follow.
   const sequences = new Map<number, number>();
   const sequenceOf = (rowid: number | null): number | null => (rowid === null ? null : (sequences.get(rowid) ?? rowid));
@@ -362,5 +371,7 @@ async function writeChanges(client: pg.PoolClient, changes: Changes, search: PgM
     ]);
   const jobs: Array<number | undefined> = [];
   for (const job of changes.jobs) jobs.push(await queue.enqueue(job.kind, job.payload, job.options, client));
+  // As a personal install queues memory.embed after adding units (MemoryService's attachQueue).
+  if (changes.added.length > 0) await vectors?.queueEmbed(queue, client);
   return jobs;
 }

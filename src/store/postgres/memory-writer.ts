@@ -24,7 +24,11 @@ export class PgMemoryWriter {
   private scratch: { db: Db; store: MemoryStore } | undefined;
   private readonly search: PgMemorySearch;
 
-  constructor(private readonly pool: pg.Pool) {
+  constructor(
+    private readonly pool: pg.Pool,
+    /** Run in the transaction that adds a unit (a node queues the unit's embedding there). */
+    private readonly added?: (client: pg.PoolClient) => Promise<void>,
+  ) {
     this.search = new PgMemorySearch(pool);
   }
 
@@ -49,6 +53,7 @@ export class PgMemoryWriter {
         if (inserted.rows.length === 0) return undefined;
         const unit = unitOfRow(inserted.rows[0]);
         await this.search.index([{ ...entry, sequence: unit.sequence, previous: null, id: unit.id, active: true }], client);
+        await this.added?.(client);
         return unit;
       });
     } finally {

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { StoreError } from '../../errors.js';
 import { MIGRATIONS, type Migration } from '../migrations.js';
+import { POSTGRES_PGVECTOR_V23 } from '../postgres-schema.js';
 
 /**
  * Brings a PostgreSQL team store's schema up to date from the one migration list (each entry's
@@ -11,6 +12,9 @@ import { MIGRATIONS, type Migration } from '../migrations.js';
 
 /** Applied versions, one row each (PostgreSQL's counterpart of SQLite's `PRAGMA user_version`). */
 export const MIGRATIONS_TABLE = 'metaclaw_schema_migrations';
+
+/** The migration that creates pgvector when it can (re-run by later migrations: see POSTGRES_PGVECTOR_V23). */
+const PGVECTOR_VERSION = 23;
 
 /** The advisory lock key every MetaClaw node migrates under ('mcmg' in ASCII). */
 const MIGRATION_LOCK = 0x6d636d67;
@@ -40,6 +44,8 @@ export async function migratePostgres(pool: pg.Pool, migrations: readonly Migrat
       await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (version, description) VALUES ($1, $2)`, [migration.version, migration.description]);
       applied.push(migration.version);
     }
+    // pgvector may have come to the server since version 23 ran: try again (a no-op once it is installed).
+    if (from >= PGVECTOR_VERSION && latest >= PGVECTOR_VERSION) await client.query(POSTGRES_PGVECTOR_V23);
     await client.query('COMMIT');
     return { from, to: Math.max(from, latest), applied };
   } catch (error) {
