@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import type { Logger } from '../../logging/index.js';
-import { MemoryRetriever, type MemoryRetrievalMode } from '../../memory/retrieval.js';
+import type { MemoryRetrievalMode } from '../../memory/retrieval.js';
 import { rawContent, type IngestTurn, type MemoryConversation, type MemorySettings } from '../../memory/service.js';
 import { countInStats, emptyScopeStats, toUnit, type MemoryPatch, type ScopeStats } from '../../memory/store.js';
 import { exportUnits, importLines, importTargets, type MemoryImportReport } from '../../memory/transfer.js';
