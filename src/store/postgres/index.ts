@@ -46,3 +46,5 @@ export { SessionPlacements, SESSIONS_CHANNEL } from './session-placements.js';
 export { PgMemoryApi } from './memory-api.js';
 export { forgetPgScope, type ForgottenScope } from './forget-scope.js';
 export { readVectorSupport, type VectorSupport } from './vector-support.js';
+export { PgRlSamples, sampleRecording } from './rl-samples.js';
+export { pgRlJudgeHandler, type PgRlJudgeDeps } from './rl-jobs.js';
