@@ -131,7 +131,7 @@ describe('team mode: RL samples on the team store', { skip: postgresSkip() }, ()
     );
   });
 
-  test('the owner reads the team’s RL buffer on any node (/v1/rl and `metaclaw status`); a member key is refused', async () => {
+  test('the owner reads the team’s RL buffer on any node (/v1/rl, `metaclaw status`, `metaclaw rl status`); a member key is refused', async () => {
     for (const node of nodes) {
       const answer = await sendJson(`${node.url}/v1/rl`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
       assert.equal(answer.status, 200, JSON.stringify(answer.body));
@@ -151,6 +151,9 @@ describe('team mode: RL samples on the team store', { skip: postgresSkip() }, ()
       500,
     );
     assert.match(printed, /a node of a team store/);
+    const rlStatus = await nodes[0]!.cli(['rl', 'status']);
+    assert.equal(rlStatus.code, 0, rlStatus.stderr);
+    assert.match(rlStatus.stdout, /buffer +6 sample\(s\): 0 waiting for the next turn, 0 queued for the judge, 6 scored/);
   });
 
   test('a change of the team’s skills drops the untrained samples of older generations, as on one proxy', async () => {
@@ -160,7 +163,11 @@ describe('team mode: RL samples on the team store', { skip: postgresSkip() }, ()
       [0],
     );
     await new PgSkillStore(pool).write(
-      { name: 'deploy-checklist', description: 'Use when deploying a service: checks before and after.', body: '# Deploy\n\n1. **Check the health.** Before and after.' },
+      {
+        name: 'deploy-checklist',
+        description: 'Use when deploying a service: checks before and after.',
+        body: '# Deploy\n\n1. **Check the health.** Before and after.',
+      },
       { basedOn: 0, source: 'test' },
     );
     const dropped = await waitFor(

@@ -193,9 +193,7 @@ export class RlBuffer implements RlSampleStore {
  * skill_generation, policy_version, prompt_tokens, response_tokens, response_logprobs, created_at):
  * token ids only when the turn was served from the policy and is trainable.
  */
-export function sampleValues(
-  sample: NewSample,
-): [string, string, number, number, string | null, Buffer | null, Buffer | null, Buffer | null, number] {
+export function sampleValues(sample: NewSample): [string, string, number, number, string | null, Buffer | null, Buffer | null, Buffer | null, number] {
   const policy = sample.policy;
   const tokens = policy?.trainable === true && policy.response.tokens.length > 0 ? policy : undefined;
   return [

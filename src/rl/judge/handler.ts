@@ -102,7 +102,7 @@ export async function judgeTurn(
   turn: TurnRow,
   next: TurnRow | undefined,
   voteCount: number,
-): Promise<{ verdict: Verdict; failure?: unknown }> {
+): Promise<{ verdict: Verdict; failure?: Error }> {
   const values = {
     instruction: clip(turn.query ?? ''),
     response: clip(responseText(turn)),
@@ -126,7 +126,9 @@ export async function judgeTurn(
           : null,
   };
   context.logger.info({ turn: turn.id, votes, reward, state: verdict.state }, 'RL judge scored a turn');
-  return reward === null && failures.length > 0 ? { verdict, failure: failures[0] } : { verdict };
+  if (reward !== null || failures.length === 0) return { verdict };
+  const first = failures[0];
+  return { verdict, failure: first instanceof Error ? first : new Error(String(first)) };
 }
 
 /** What the assistant answered: its text and the tool calls it made. */

@@ -23,7 +23,8 @@ const payloadSchema = z.object({ turnId: z.string().min(1) });
  * rl.judge on the team store: the personal judge's votes (rl/judge/handler.ts's judgeTurn) over the
  * turn the team store recorded, with its verdict and the turn's judge score (skill credit) written as
  * the job's effect — once per job, and by no node that lost its lease meanwhile. When calls failed
- * and no majority came back, nothing is written and the job runs again, as on one proxy.
+ * and no majority came back, nothing is written and the job runs again, as on one proxy; its last
+ * attempt writes the `failed` verdict, so the sample does not wait for the judge for ever.
  */
 export function pgRlJudgeHandler(deps: PgRlJudgeDeps): TeamJobHandler {
   return {
@@ -35,12 +36,14 @@ export function pgRlJudgeHandler(deps: PgRlJudgeDeps): TeamJobHandler {
       const sample = await deps.samples.get(parsed.data.turnId);
       if (!sample || sample.judge_state === 'scored' || sample.judge_state === 'tie') return undefined;
       const turn = await deps.reads.getTurnSummary(sample.turn_id);
-      if (!turn) return writeVerdict(deps, sample.turn_id, sample.session_id, { state: 'failed', reward: null, votes: [], model: '', error: 'the turn record is gone' });
+      if (!turn)
+        return writeVerdict(deps, sample.turn_id, sample.session_id, { state: 'failed', reward: null, votes: [], model: '', error: 'the turn record is gone' });
       const next = sample.next_turn_id ? await deps.reads.getTurnSummary(sample.next_turn_id) : undefined;
       const target = resolveLearningTarget(deps.settings.endpoint, deps.mainUpstream, deps.credentials, turn.model ?? undefined);
       if (!target) throw new LearningMisconfiguredError('no model for the RL judge: set rl.prm_model (or llm.model_id)');
       const { verdict, failure } = await judgeTurn(context, target, turn, next, deps.settings.votes);
-      if (failure !== undefined) throw failure;
+      // Calls failed: the job runs again, and only its last attempt writes the failure (as the sample's verdict).
+      if (failure !== undefined && context.job.attempts < context.job.maxAttempts) throw failure;
       return writeVerdict(deps, sample.turn_id, sample.session_id, verdict);
     },
   };

@@ -59,7 +59,10 @@ export const sampleRecording = {
   /** Samples of a session still waiting for the next user turn, oldest first. */
   async waitingOfSession(db: Queryable, sessionId: string): Promise<string[]> {
     const result = await db.query("SELECT turn_id FROM rl_samples WHERE session_id = $1 AND judge_state = 'waiting' ORDER BY seq", [sessionId]);
-    return z.array(z.object({ turn_id: z.string() })).parse(result.rows).map((row) => row.turn_id);
+    return z
+      .array(z.object({ turn_id: z.string() }))
+      .parse(result.rows)
+      .map((row) => row.turn_id);
   },
 
   /** The judge may score `turnId` now, seeing `nextTurnId` (null at session end). False when it was not waiting. */
@@ -87,10 +90,15 @@ export class PgRlSamples implements RlSampleStore {
   }
 
   async saveVerdict(turnId: string, verdict: Verdict, db: Queryable = this.pool, now = Date.now()): Promise<void> {
-    await db.query(
-      'UPDATE rl_samples SET judge_state = $1, reward = $2, votes = $3, judge_model = $4, judge_error = $5, judged_at = $6 WHERE turn_id = $7',
-      [verdict.state, verdict.reward, JSON.stringify(verdict.votes), verdict.model, verdict.error, now, turnId],
-    );
+    await db.query('UPDATE rl_samples SET judge_state = $1, reward = $2, votes = $3, judge_model = $4, judge_error = $5, judged_at = $6 WHERE turn_id = $7', [
+      verdict.state,
+      verdict.reward,
+      JSON.stringify(verdict.votes),
+      verdict.model,
+      verdict.error,
+      now,
+      turnId,
+    ]);
   }
 
   async dropOlderThan(generation: number, db: Queryable = this.pool, now = Date.now()): Promise<number> {
