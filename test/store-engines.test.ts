@@ -357,6 +357,49 @@ for (const engine of engines()) {
       });
     });
 
+    describe('RL samples', () => {
+      const policy = (turnId: string) => ({
+        turnId,
+        sessionId: 's1',
+        promptTokens: [5, 6, 7],
+        response: { tokens: [8, 9], logprobs: [-0.5, -0.25], stopReason: 'stop' as const },
+        policyVersion: 'step-0001',
+        trainable: true,
+      });
+      const sample = (turnId: string, seq: number, skillGeneration: number, tokens = true) => ({
+        turnId,
+        sessionId: 's1',
+        seq,
+        skillGeneration,
+        createdAt: 1_000 + seq,
+        ...(tokens ? { policy: policy(turnId) } : {}),
+      });
+      const scored = { state: 'scored' as const, reward: 1 as const, votes: [1 as const], model: 'judge', error: null };
+
+      test('a scored sample with token ids of the live generation is trainable, token ids exact; an older generation is dropped on the way, and a trained one leaves', async () => {
+        const { rl } = stores;
+        await rl.record(sample('t-old', 1, 0));
+        await rl.record(sample('t-new', 2, 1));
+        await rl.record(sample('t-text', 3, 1, false));
+        await rl.record(sample('t-new', 2, 1)); // recorded again (a replay): ignored
+        for (const turnId of ['t-old', 't-new', 't-text']) await rl.store.saveVerdict(turnId, scored);
+        assert.equal(await rl.store.trainableCount(1), 1, 'only t-new: t-old is of an older generation, t-text has no token ids');
+        const ready = await rl.store.trainable(1, 10);
+        assert.deepEqual(
+          ready.map((row) => [row.turnId, row.skillGeneration, row.reward, row.promptTokens, row.responseTokens]),
+          [['t-new', 1, 1, [5, 6, 7], [8, 9]]],
+        );
+        assert.deepEqual(ready[0]!.responseLogprobs, [-0.5, -0.25]);
+        const old = (await rl.store.get('t-old'))!;
+        assert.equal(old.dropped_for_generation, 1, 'taking samples drops the older generation (kept, marked)');
+        assert.equal((await rl.store.get('t-new'))!.judge_state, 'scored');
+        await rl.store.markTrained(['t-new'], 7);
+        assert.equal((await rl.store.get('t-new'))!.trained_step, 7);
+        assert.equal(await rl.store.trainableCount(1), 0);
+        assert.equal(await rl.store.dropOlderThan(2), 1, 't-text (untrained) leaves at the next generation; trained t-new stays');
+      });
+    });
+
     describe('team members', () => {
       test('an added member is identified by their key; an unknown or malformed key by nobody; a name is taken once', async () => {
         const { members } = stores;

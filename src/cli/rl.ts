@@ -110,6 +110,7 @@ interface StatusView extends RlReport {
 
 async function statusCommand(options: RlOptions): Promise<void> {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
+  if (config.values['store.url']) return printReport(await teamStatus(config), options.json === true);
   const db = openDatabase(config.paths.database);
   let view: StatusView;
   try {
@@ -124,6 +125,14 @@ async function statusCommand(options: RlOptions): Promise<void> {
     if (response.status === 200 && training !== undefined) view.training = training;
   }
   printReport(view, options.json === true);
+}
+
+/** A node of a team store: the team's buffer as the running node reads it (GET /v1/rl); a node trains nothing yet. */
+async function teamStatus(config: LoadedConfig): Promise<StatusView> {
+  const proxy = await runningProxy(config);
+  if (!proxy) throw new CliExit('MetaClaw is not running: the RL buffer of a team store is read through a running node (`metaclaw start`).');
+  const answer = answerOf(await getJson(`${proxy.base}/v1/rl`, proxy.apiKey ? { apiKey: proxy.apiKey } : {}));
+  return { ...(answer as unknown as RlReport), training: null, steps: [] };
 }
 
 /** A running proxy with RL training, or a clear reason why not. */

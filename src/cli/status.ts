@@ -54,7 +54,7 @@ interface StatusReport {
   context: { providers: string[]; failures: number };
   /** absent from a proxy older than the scheduler */
   scheduler?: { enabled: boolean; state?: string; reason: string };
-  rl?: RlReport & { training?: EngineReport | null };
+  rl?: (RlReport & { training?: EngineReport | null }) | null;
   /** absent from a proxy older than team members */
   team?: { members: number; shared_scope: string; shared_memories?: number };
   /** a node of a team store says which store and whether it is reachable */
@@ -92,6 +92,16 @@ function printTeamNode(base: string, status: StatusReport): void {
     `  learning    ${queue}this node: ${learning.completed ?? 0} done, ${learning.failed ?? 0} failed, ${learning.running ?? 0} running (${(learning.kinds ?? []).join(', ') || 'no job kinds'})`,
   );
   if (learning.paused_reason) print(`  PAUSED      ${learning.paused_reason}`);
+  printRlBuffer(status);
+}
+
+/** The RL sample buffer (personal install or the team store's), when main turns are recorded as samples. */
+function printRlBuffer(status: StatusReport): void {
+  if (!status.rl?.recording) return;
+  const buffer = status.rl.buffer;
+  print(
+    `  rl          ${buffer.samples} samples (${buffer.by_state.scored} scored, ${buffer.by_state.waiting + buffer.by_state.queued} awaiting the judge, ${buffer.trainable} trainable, ${buffer.by_state.dropped} dropped); \`metaclaw rl status\` for more`,
+  );
 }
 
 function printStatus(base: string, status: StatusReport): void {
@@ -106,12 +116,7 @@ function printStatus(base: string, status: StatusReport): void {
   print(
     `  mode        ${status.mode}${status.mode_configured && status.mode_configured !== status.mode ? ` (configured: ${status.mode_configured}; ${status.mode_reason ?? ''})` : ''}`,
   );
-  if (status.rl?.recording) {
-    const buffer = status.rl.buffer;
-    print(
-      `  rl          ${buffer.samples} samples (${buffer.by_state.scored} scored, ${buffer.by_state.waiting + buffer.by_state.queued} awaiting the judge, ${buffer.trainable} trainable, ${buffer.by_state.dropped} dropped); \`metaclaw rl status\` for more`,
-    );
-  }
+  printRlBuffer(status);
   const training = status.rl?.training;
   if (training) {
     const state = trainingState(training, `serving step ${training.served?.step ?? '-'}`);

@@ -55,6 +55,8 @@ import { CredentialMemory, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { announceServing, describeTarget, listen, refuseIfRunning, reportEscapedError, servingDeps, sleep } from './serving.js';
 import { removePidFile } from './pid-file.js';
+import { teamRlRoutes } from '../proxy/team-rl-routes.js';
+import { TeamRl } from '../team/rl.js';
 import { recordingSettings } from './recording.js';
 import { embedsMemory, memorySettings, skillsSettings } from './settings.js';
 import type { RuntimeOptions } from './app.js';
@@ -98,6 +100,7 @@ export class TeamRuntime {
   private readonly conversation: RemoteConversation;
   private readonly placements: SessionPlacements;
   private readonly memoryApi: PgMemoryApi | undefined;
+  private readonly rl: TeamRl;
   private vectorSupport: VectorSupport | undefined;
   /** Memory vectors in pgvector: this node's when memory.embedding is configured; used once start finds pgvector installed. */
   private readonly vectors: PgMemoryVectors | undefined;
@@ -252,6 +255,17 @@ export class TeamRuntime {
           credentials: this.credentials,
         }),
       );
+    this.rl = new TeamRl({
+      pool: this.pool,
+      reads,
+      config: options.config,
+      mainUpstream: this.forwarder.mainTarget,
+      credentials: this.credentials,
+      logger: this.logger.child({ part: 'rl' }),
+      generation: () => this.mirror.generation,
+    });
+    for (const handler of this.rl.handlers()) this.runner.register(handler);
+    this.mirror.onChange(() => void this.rl.skillsChanged());
     this.metrics = new ProxyMetrics(
       {
         queue: () => ({}),
@@ -286,6 +300,8 @@ export class TeamRuntime {
     // A node learns who may use it and what the team knows once before serving; after that an outage only makes it stale.
     await this.refreshMembers();
     await this.subscription.start();
+    // The library may have moved on while this node was down: older samples leave the trainable buffer.
+    await this.rl.skillsChanged();
     await this.memoryProvider?.start();
     await this.placements.start();
     // Read now, not by the first request that needs them.
@@ -310,6 +326,7 @@ export class TeamRuntime {
         routeGroups: [
           ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
           teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals, refresh: () => this.subscription.catchUp() }),
+          teamRlRoutes(this.rl),
           notServedRoutes(
             this.memoryApi ? NOT_SERVED : [{ path: '/v1/memory', why: 'memory is turned off on this node (memory.enabled: false)' }, ...NOT_SERVED],
           ),
@@ -368,6 +385,7 @@ export class TeamRuntime {
   private async refreshQueueCounts(): Promise<void> {
     try {
       this.queueCounts = await this.queue.counts();
+      await this.rl.refresh();
     } catch {
       // The store is out of reach: /status says so (store.degraded); the last counts stand.
     }
@@ -440,7 +458,7 @@ export class TeamRuntime {
       pid: process.pid,
       mode: 'skills_only',
       mode_configured: values['mode'],
-      mode_reason: 'a node of a team store serves skills and memory; RL does not run on the team store yet',
+      mode_reason: this.rl.describeMode().reason,
       started_at: new Date(this.startedAt).toISOString(),
       uptime_seconds: Math.round((Date.now() - this.startedAt) / 1000),
       listen: { host: values['proxy.host'], port: values['proxy.port'] },
@@ -459,6 +477,7 @@ export class TeamRuntime {
         vectors: this.vectorsNotice(),
       },
       learning: this.learningStatus(),
+      rl: this.rl.cachedReport(),
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },
       skills: { count: this.mirror.size, generation: this.mirror.generation, listening: this.subscription.listening, retrieval: 'keyword' },
       memory: this.memoryProvider?.status() ?? { enabled: false },
@@ -487,4 +506,9 @@ export class TeamRuntime {
  * the personal store. The admin routes are the personal install's (`metaclaw store` and `metaclaw
  * team` manage the team store).
  */
-const NOT_SERVED = [{ path: '/v1/rl' }, { path: '/v1/dashboard' }, { path: '/v1/admin' }, { path: '/ui' }];
+const NOT_SERVED = [
+  { path: '/v1/rl', why: 'training does not run on a node yet (GET /v1/rl shows the team’s RL samples)' },
+  { path: '/v1/dashboard' },
+  { path: '/v1/admin' },
+  { path: '/ui' },
+];

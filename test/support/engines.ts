@@ -18,9 +18,12 @@ import type { MemoryDraft, MemoryUnit } from '../../src/memory/types.js';
 import type { VersionRow } from '../../src/skills/history.js';
 import { SkillsService } from '../../src/skills/service.js';
 import type { Skill, SkillDraft } from '../../src/skills/types.js';
+import { RlBuffer, type NewSample, type RlSampleStore } from '../../src/rl/buffer/index.js';
 import { openDatabase } from '../../src/store/index.js';
 import {
   migratePostgres,
+  PgRlSamples,
+  sampleRecording,
   openPool,
   PgConversationReads,
   PgJobQueue,
@@ -115,6 +118,8 @@ export interface StoresUnderTest {
   readonly skills: SkillsUnderTest;
   readonly conversation: ConversationUnderTest;
   readonly members: MembersUnderTest;
+  /** The RL sample buffer: recording (the turn writer's part) and the port the judge and training use. */
+  readonly rl: { record(sample: NewSample): Promise<void>; store: RlSampleStore };
   close(): Promise<void>;
 }
 
@@ -224,6 +229,10 @@ const sqliteEngine = (): EngineUnderTest => ({
         remove: (name) => run(() => members.remove(name)),
         list: () => run(() => members.list()),
       },
+      rl: (() => {
+        const buffer = new RlBuffer(db);
+        return { record: (sample: NewSample) => run(() => buffer.record(sample)), store: buffer };
+      })(),
       close() {
         skills.close();
         db.close();
@@ -341,6 +350,7 @@ const postgresEngine = (): EngineUnderTest => {
           remove: (name) => members.remove(name),
           list: () => members.list(),
         },
+        rl: { record: (sample) => sampleRecording.record(pool, sample), store: new PgRlSamples(pool) },
         async close() {
           writer.close();
           api.close();

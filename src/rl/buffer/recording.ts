@@ -60,7 +60,7 @@ export class RlRecording implements LearningTrigger {
 }
 
 /** The generation the skills section of the turn's injection record was rendered under, when skills were shown. */
-function generationShown(injected: unknown): number | undefined {
+export function generationShown(injected: unknown): number | undefined {
   const sections = (injected as { sections?: Array<{ provider?: string; details?: { generation?: unknown } }> } | null)?.sections;
   const generation = sections?.find((section) => section.provider === 'skills')?.details?.generation;
   return typeof generation === 'number' ? generation : undefined;

@@ -1,6 +1,7 @@
 import type { Db } from '../../store/index.js';
 import type { JudgeScore, PolicyTurn, RlSample } from '../types.js';
 import { decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.js';
+import type { RlSampleStore } from './port.js';
 
 /** What a training step may take: judged, with token ids, untrained, of the live generation, and (OPD) past the teacher. */
 const TRAINABLE = `judge_state = 'scored' AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL
@@ -66,7 +67,7 @@ export interface Verdict {
  * an older skill generation never reaches training (`trainable` reads the live generation), and is
  * marked dropped — kept as history and counted — when the generation moves on.
  */
-export class RlBuffer {
+export class RlBuffer implements RlSampleStore {
   private readonly statements;
 
   constructor(private readonly db: Db) {
@@ -113,19 +114,7 @@ export class RlBuffer {
 
   /** Records a main turn as a sample (once: a turn recorded again is ignored). */
   record(sample: NewSample): void {
-    const policy = sample.policy;
-    const tokens = policy?.trainable === true && policy.response.tokens.length > 0 ? policy : undefined;
-    this.statements.insert.run(
-      sample.turnId,
-      sample.sessionId,
-      sample.seq,
-      sample.skillGeneration,
-      policy?.policyVersion ?? null,
-      tokens ? encodeTokens(tokens.promptTokens) : null,
-      tokens ? encodeTokens(tokens.response.tokens) : null,
-      tokens ? encodeLogprobs(tokens.response.logprobs) : null,
-      sample.createdAt,
-    );
+    this.statements.insert.run(...sampleValues(sample));
   }
 
   /** Samples of a session still waiting for the next user turn, oldest first. */
@@ -197,6 +186,27 @@ export class RlBuffer {
       for (const turnId of turnIds) this.statements.trained.run(step, turnId);
     })();
   }
+}
+
+/**
+ * A new sample's column values in the order of both engines' INSERT (turn_id, session_id, seq,
+ * skill_generation, policy_version, prompt_tokens, response_tokens, response_logprobs, created_at):
+ * token ids only when the turn was served from the policy and is trainable.
+ */
+export function sampleValues(sample: NewSample): [string, string, number, number, string | null, Buffer | null, Buffer | null, Buffer | null, number] {
+  const policy = sample.policy;
+  const tokens = policy?.trainable === true && policy.response.tokens.length > 0 ? policy : undefined;
+  return [
+    sample.turnId,
+    sample.sessionId,
+    sample.seq,
+    sample.skillGeneration,
+    policy?.policyVersion ?? null,
+    tokens ? encodeTokens(tokens.promptTokens) : null,
+    tokens ? encodeTokens(tokens.response.tokens) : null,
+    tokens ? encodeLogprobs(tokens.response.logprobs) : null,
+    sample.createdAt,
+  ];
 }
 
 /** A stored row as the training path sees it (only rows with token ids). */

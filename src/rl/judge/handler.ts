@@ -79,40 +79,56 @@ export class JudgeHandler implements JobHandler {
     const next = sample.next_turn_id ? conversation.getTurnSummary(sample.next_turn_id) : undefined;
     const target = this.target(turn.model ?? undefined);
     if (!target) throw new LearningMisconfiguredError('no model for the RL judge: set rl.prm_model (or llm.model_id)');
-    const values = {
-      instruction: clip(turn.query ?? ''),
-      response: clip(responseText(turn)),
-      next_state: next ? clip(next.query ?? '') : '(none: the session ended after this turn)',
-    };
-    const prompt = loadPrompt('rl-judge');
-    const calls = await Promise.allSettled(
-      Array.from({ length: this.deps.settings.votes }, () => callPromptForText(context, target, prompt, values, SAMPLING)),
-    );
-    const votes: Array<JudgeScore | null> = calls.map((call) => (call.status === 'fulfilled' ? (parseScore(call.value.text) ?? null) : null));
-    const failures = calls.flatMap((call) => (call.status === 'rejected' ? [call.reason as unknown] : []));
-    const reward = majorityOf(votes);
-    const verdict: Verdict = {
-      state: reward !== null ? 'scored' : failures.length === 0 && votes.some((vote) => vote !== null) ? 'tie' : 'failed',
-      reward,
-      votes,
-      model: target.model,
-      error:
-        failures.length > 0
-          ? String((failures[0] as Error).message ?? failures[0]).slice(0, 300)
-          : votes.every((vote) => vote === null)
-            ? 'no vote held a score'
-            : null,
-    };
+    const { verdict, failure } = await judgeTurn(context, target, turn, next, this.deps.settings.votes);
     buffer.saveVerdict(sample.turn_id, verdict);
-    if (reward !== null) this.deps.credit.recordJudgeScore(sample.turn_id, sample.session_id, reward);
-    context.logger.info({ turn: sample.turn_id, votes, reward, state: verdict.state }, 'RL judge scored a turn');
+    if (verdict.reward !== null) this.deps.credit.recordJudgeScore(sample.turn_id, sample.session_id, verdict.reward);
     // No majority because calls failed: the outage may pass, so the job runs again (the sample has no reward meanwhile).
-    if (reward === null && failures.length > 0) throw failures[0];
+    if (failure !== undefined) throw failure;
   }
 
   private target(sessionModel: string | undefined): LlmTarget | undefined {
     return resolveLearningTarget(this.deps.settings.endpoint, this.deps.mainUpstream, this.deps.credentials, sessionModel);
   }
+}
+
+/**
+ * The judge's votes on one turn and their verdict (both engines' judge jobs call this): `votes`
+ * independent calls, a majority of all of them. `failure` is set when there is no majority because
+ * calls failed — the job should run again — and is the first call's error.
+ */
+export async function judgeTurn(
+  context: JobContext,
+  target: LlmTarget,
+  turn: TurnRow,
+  next: TurnRow | undefined,
+  voteCount: number,
+): Promise<{ verdict: Verdict; failure?: Error }> {
+  const values = {
+    instruction: clip(turn.query ?? ''),
+    response: clip(responseText(turn)),
+    next_state: next ? clip(next.query ?? '') : '(none: the session ended after this turn)',
+  };
+  const prompt = loadPrompt('rl-judge');
+  const calls = await Promise.allSettled(Array.from({ length: voteCount }, () => callPromptForText(context, target, prompt, values, SAMPLING)));
+  const votes: Array<JudgeScore | null> = calls.map((call) => (call.status === 'fulfilled' ? (parseScore(call.value.text) ?? null) : null));
+  const failures = calls.flatMap((call) => (call.status === 'rejected' ? [call.reason as unknown] : []));
+  const reward = majorityOf(votes);
+  const verdict: Verdict = {
+    state: reward !== null ? 'scored' : failures.length === 0 && votes.some((vote) => vote !== null) ? 'tie' : 'failed',
+    reward,
+    votes,
+    model: target.model,
+    error:
+      failures.length > 0
+        ? String((failures[0] as Error).message ?? failures[0]).slice(0, 300)
+        : votes.every((vote) => vote === null)
+          ? 'no vote held a score'
+          : null,
+  };
+  context.logger.info({ turn: turn.id, votes, reward, state: verdict.state }, 'RL judge scored a turn');
+  if (reward !== null || failures.length === 0) return { verdict };
+  const first = failures[0];
+  return { verdict, failure: first instanceof Error ? first : new Error(String(first)) };
 }
 
 /** What the assistant answered: its text and the tool calls it made. */

@@ -1,2 +1,2 @@
-export { JudgeHandler, describeJudge, type JudgeSettings, type JudgeDependencies } from './handler.js';
+export { JudgeHandler, judgeTurn, describeJudge, type JudgeSettings, type JudgeDependencies } from './handler.js';
 export { parseScore, majorityOf } from './parse.js';

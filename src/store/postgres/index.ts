@@ -48,3 +48,5 @@ export { forgetPgScope, type ForgottenScope } from './forget-scope.js';
 export { readVectorSupport, type VectorSupport } from './vector-support.js';
 export { PgMemoryVectors, readVectorModel, VECTORS_MODEL_KEY, type VectorModel } from './memory-vectors.js';
 export { pgEmbedHandler } from './vector-jobs.js';
+export { PgRlSamples, sampleRecording } from './rl-samples.js';
+export { pgRlJudgeHandler, type PgRlJudgeDeps } from './rl-jobs.js';

@@ -16,16 +16,16 @@ import {
   searchKeysLanguage,
   skillsShown,
 } from '../../skills/recording-rules.js';
+import { generationShown, JUDGE_JOB, type JudgeJobPayload } from '../../rl/buffer/recording.js';
+import { GENERATION_KEY } from '../../skills/history.js';
 import type { PgJobQueue } from './job-queue.js';
+import { sampleRecording } from './rl-samples.js';
 
 /**
  * The team store's recording listeners: what the SQLite ones (runtime/recording.ts) do for each
  * conversation event, on the recording transaction's client, so a turn, its credit rows and the
  * jobs it causes commit together. The decisions are the same functions (skills/recording-rules.ts,
  * memory/recording-rules.ts); only the reads and writes are PostgreSQL's.
- *
- * RL samples (rl/buffer/recording.ts) are not recorded in team mode yet: the RL sample buffer
- * and its judge jobs stay a personal-install feature until the team store has a trainer to feed.
  */
 export interface PgConversationListener {
   turnRecorded?(client: pg.PoolClient, event: TurnRecordedEvent): Promise<void>;
@@ -42,7 +42,8 @@ const NO_HOOKS: PgDispatchHooks = { enqueued: () => undefined, failed: () => und
  * memory use. Build one set per sink; they hold only the queue and the settings.
  */
 export function pgRecordingListeners(queue: PgJobQueue, settings: RecordingSettings, hooks: PgDispatchHooks = NO_HOOKS): PgConversationListener[] {
-  return [new PgLearningDispatch(queue, settings, hooks), skillCredit, memoryUse];
+  const dispatch = new PgLearningDispatch(queue, settings, hooks);
+  return settings.rlSamples ? [dispatch, new PgRlRecording(queue, hooks), skillCredit, memoryUse] : [dispatch, skillCredit, memoryUse];
 }
 
 interface JobRequest {
@@ -97,6 +98,45 @@ class PgLearningDispatch implements PgConversationListener {
       const id = await this.queue.enqueue(job.kind, job.payload, job.options, client);
       if (id !== undefined) this.hooks.enqueued(job.kind);
     }
+  }
+}
+
+/**
+ * RL samples (rl/buffer/recording.ts's RlRecording) on the team store: a main turn answered without
+ * error becomes a sample tagged with the skill generation it was served under; the session's next
+ * main turn (or its end) queues the judge for it. A sample and its judge job commit with the turn,
+ * and the judge job's dedupe key keeps a turn from being queued twice by two nodes.
+ */
+class PgRlRecording implements PgConversationListener {
+  constructor(
+    private readonly queue: PgJobQueue,
+    private readonly hooks: PgDispatchHooks,
+  ) {}
+
+  async turnRecorded(client: pg.PoolClient, event: TurnRecordedEvent): Promise<void> {
+    if (event.turnType !== 'main') return;
+    for (const turnId of await sampleRecording.waitingOfSession(client, event.sessionId)) await this.queueJudge(client, turnId, event.turnId);
+    if (event.outcome !== 'ok') return;
+    const generation = generationShown(event.injected) ?? Number((await readState(client, GENERATION_KEY)) ?? '0');
+    await sampleRecording.record(client, {
+      turnId: event.turnId,
+      sessionId: event.sessionId,
+      seq: event.seq,
+      skillGeneration: generation,
+      policy: event.policy,
+      createdAt: Date.now(),
+    });
+  }
+
+  async sessionEnded(client: pg.PoolClient, event: SessionEndedEvent): Promise<void> {
+    for (const turnId of await sampleRecording.waitingOfSession(client, event.sessionId)) await this.queueJudge(client, turnId, null);
+  }
+
+  private async queueJudge(client: pg.PoolClient, turnId: string, nextTurnId: string | null): Promise<void> {
+    if (!(await sampleRecording.queueForJudge(client, turnId, nextTurnId))) return;
+    const payload: JudgeJobPayload = { turnId };
+    const id = await this.queue.enqueue(JUDGE_JOB, payload, { dedupeKey: `${JUDGE_JOB}:${turnId}`, idempotencyKey: `${JUDGE_JOB}:${turnId}` }, client);
+    if (id !== undefined) this.hooks.enqueued(JUDGE_JOB);
   }
 }
 

@@ -1,0 +1,20 @@
+import type { RlSample } from '../types.js';
+import type { SampleRow, Verdict } from './store.js';
+
+/** A value now (SQLite, on the proxy's thread) or later (PostgreSQL, over the pool). */
+export type Awaitable<T> = T | Promise<T>;
+
+/**
+ * The sample buffer as the judge and training use it, on either engine: `RlBuffer` (SQLite,
+ * synchronous, so the personal path keeps its plain calls) and `PgRlSamples` (the team store). The
+ * code above it awaits every answer, which costs the synchronous one nothing.
+ */
+export interface RlSampleStore {
+  get(turnId: string): Awaitable<SampleRow | undefined>;
+  saveVerdict(turnId: string, verdict: Verdict): Awaitable<void>;
+  /** The skill generation is now `generation`: untrained samples of older ones leave the trainable buffer. Returns how many. */
+  dropOlderThan(generation: number): Awaitable<number>;
+  trainable(currentGeneration: number, limit: number, options?: { teacher?: boolean }): Awaitable<RlSample[]>;
+  trainableCount(currentGeneration: number, options?: { teacher?: boolean }): Awaitable<number>;
+  markTrained(turnIds: readonly string[], step: number): Awaitable<void>;
+}
