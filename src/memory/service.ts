@@ -44,6 +44,8 @@ import { InternalError, MemoryError } from '../errors.js';
 export const HOUSEKEEPING_JOB = 'memory.housekeeping';
 export const EMBED_JOB = 'memory.embed';
 export const SEARCH_KEYS_JOB = 'memory.search_keys';
+/** State key (team store): the languages (JSON array) the search keys job last wrote keys for; a turn in another one queues it. */
+export const SEARCH_KEYS_LANGUAGES = 'memory.search_keys.languages';
 /** Rewrites the index entries of stored units after an upgrade brought other glossary or thesaurus words. */
 export const REINDEX_JOB = 'memory.reindex';
 /** Units re-indexed per transaction: a few tens of milliseconds, so requests and the writer thread get their turn between. */

@@ -2,7 +2,6 @@ import type { UpstreamTarget } from '../config/index.js';
 import type { ConversationStore, UserLanguages } from '../conversation/index.js';
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
 import {
-  callPromptForJson,
   LearningMisconfiguredError,
   resolveLearningTarget,
   type Enqueue,

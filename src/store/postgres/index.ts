@@ -46,3 +46,8 @@ export { SessionPlacements, SESSIONS_CHANNEL } from './session-placements.js';
 export { PgMemoryApi } from './memory-api.js';
 export { forgetPgScope, type ForgottenScope } from './forget-scope.js';
 export { readVectorSupport, type VectorSupport } from './vector-support.js';
+export { PgMemorySearch } from './memory-search.js';
+export { PgUserLanguages } from './team-languages.js';
+export { PgSkillKeys, pgSkillSearchKeysHandler, queueSkillSearchKeys, type PgSkillKeyJobDeps } from './skill-key-jobs.js';
+export { pgMemorySearchKeysHandler, type PgMemoryKeyJobDeps } from './memory-key-jobs.js';
+export { pgHousekeepingHandler, scheduleTeamHousekeeping } from './memory-housekeeping.js';

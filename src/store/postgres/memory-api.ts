@@ -3,6 +3,8 @@ import type { Logger } from '../../logging/index.js';
 import { MemoryRetriever } from '../../memory/retrieval.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from '../../memory/types.js';
 import { MemoryError } from '../../errors.js';
+import { SEARCH_KEYS_JOB } from '../../memory/service.js';
+import type { PgJobQueue } from './job-queue.js';
 import { forgetPgUnit } from './forget-scope.js';
 import { PgMemorySearch } from './memory-search.js';
 import { unitOfRow } from './memory-units.js';
@@ -28,6 +30,8 @@ export class PgMemoryApi {
   constructor(
     private readonly pool: pg.Pool,
     private readonly logger: Logger,
+    /** Where a unit added here queues its search keys in the team's languages (as every change does on SQLite). */
+    private readonly queue?: PgJobQueue,
   ) {
     this.search_ = new PgMemorySearch(pool);
     this.writer = new PgMemoryWriter(pool);
@@ -56,6 +60,7 @@ export class PgMemoryApi {
   async add(draft: MemoryDraft): Promise<MemoryUnit> {
     const unit = await this.writer.add(draft);
     if (!unit) throw new MemoryError('the memory could not be stored', 'memory_not_stored');
+    await this.queue?.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000 });
     return unit;
   }
 
