@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import pg from 'pg';
@@ -189,5 +190,33 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
     assert.ok(found);
     const [row] = await rows<{ created_at: string }>('SELECT created_at FROM memory_search_keys LIMIT 1');
     assert.ok(row, 'the keys are stored in the team store');
+  });
+
+  test("memory a node with a clock six hours fast learns is stamped with the database's clock", async () => {
+    // The only node left is the skewed one, so it is the one that runs the job.
+    for (const node of nodes.splice(0)) await node.dispose();
+    const skewed = await startProxy({
+      env: {
+        ...teamEnv(),
+        NODE_OPTIONS: `--import=${fileURLToPath(new URL('./support/skewed-clock.mjs', import.meta.url))}`,
+        METACLAW_TEST_CLOCK_SKEW_MS: String(6 * 3_600_000),
+      },
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
+    });
+    nodes.push(skewed);
+    await ask(skewed, 'Please note the release train leaves every second Tuesday.', 'skewed-clock');
+    const unit = await waitFor(
+      async () =>
+        (
+          await rows<{ created_at: string; updated_at: string; db_now: string }>(
+            `SELECT created_at, updated_at, (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS db_now FROM memory_units
+             WHERE content LIKE '%release train leaves every second Tuesday%' LIMIT 1`,
+          )
+        )[0],
+      20_000,
+      200,
+    );
+    for (const stamp of [unit.created_at, unit.updated_at])
+      assert.ok(Math.abs(Number(unit.db_now) - Number(stamp)) < 60_000, `stamped ${Number(stamp) - Number(unit.db_now)} ms from the database's clock`);
   });
 });

@@ -83,7 +83,7 @@ const CONNECT_TIMEOUT_MS = 2_000;
  * memory (members, the skills mirror kept in step by LISTEN/NOTIFY, standing memory rules) plus
  * one memory recall bounded by a short timeout; turns are journaled on this machine and written
  * to the store by a spool that rides out outages. Learning jobs are queued in the store with each
- * turn (learning from the team store runs in a later version; the jobs wait for it).
+ * turn, and any node runs them (TeamLearningRunner).
  */
 export class TeamRuntime {
   readonly logger: Logger;

@@ -22,8 +22,19 @@ const keyRows = z.array(z.object({ content_hash: z.string(), language: z.string(
  * search keys job notifies it when it writes keys, as a skill write does.
  */
 export class PgSkillKeys extends SkillKeyCache {
-  /** Reads every key row again; the skills of `mirror` whose keys changed are indexed again with them. */
-  async refresh(pool: pg.Pool, mirror?: SkillMirror): Promise<void> {
+  private reading: Promise<void> = Promise.resolve();
+
+  /**
+   * Reads every key row again; the skills of `mirror` whose keys changed are indexed again with them.
+   * One read at a time (the subscription and a job may both ask): an older read never lands after a newer one.
+   */
+  refresh(pool: pg.Pool, mirror?: SkillMirror): Promise<void> {
+    const next = this.reading.then(() => this.read(pool, mirror));
+    this.reading = next.catch(() => undefined);
+    return next;
+  }
+
+  private async read(pool: pg.Pool, mirror: SkillMirror | undefined): Promise<void> {
     const result = await pool.query('SELECT content_hash, language, keys, prompt_version FROM skill_search_keys');
     const changed = this.load(keyRows.parse(result.rows));
     if (!mirror || changed.size === 0) return;
@@ -58,7 +69,8 @@ export function pgSkillSearchKeysHandler(deps: PgSkillKeyJobDeps): TeamJobHandle
     usesLlm: true,
     async run(_payload, context) {
       const seen = await deps.languages.refresh();
-      await deps.keys.refresh(deps.pool);
+      // With the mirror: whoever loads new keys first re-indexes the skills they belong to (a later load sees no change).
+      await deps.keys.refresh(deps.pool, deps.library);
       const prompt = loadPrompt('skill-search-keys');
       const pending = deps.keys.pending(deps.library.all(), seen, prompt.version);
       const covered = async (client: pg.PoolClient) =>
