@@ -5,9 +5,9 @@
  * Real `metaclaw start` nodes on one PostgreSQL; only the LLM is scripted.
  */
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import pg from 'pg';
@@ -195,10 +195,13 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
   test("memory a node with a clock six hours fast learns is stamped with the database's clock", async () => {
     // The only node left is the skewed one, so it is the one that runs the job.
     for (const node of nodes.splice(0)) await node.dispose();
+    // Preloaded into the node: a machine whose clock disagrees with the database's.
+    const preload = join(seed, 'skewed-clock.mjs');
+    writeFileSync(preload, 'const skew = Number(process.env.METACLAW_TEST_CLOCK_SKEW_MS);\nconst realNow = Date.now;\nDate.now = () => realNow() + skew;\n');
     const skewed = await startProxy({
       env: {
         ...teamEnv(),
-        NODE_OPTIONS: `--import=${fileURLToPath(new URL('./support/skewed-clock.mjs', import.meta.url))}`,
+        NODE_OPTIONS: `--import=${pathToFileURL(preload).href}`,
         METACLAW_TEST_CLOCK_SKEW_MS: String(6 * 3_600_000),
       },
       config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
