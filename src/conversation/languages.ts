@@ -2,7 +2,7 @@ import type { Db } from '../store/index.js';
 import { languageOf, type ScriptLanguage } from '../text/index.js';
 
 /** Requests read to tell a user's languages: the latest main turns. */
-const RECENT_TURNS = 300;
+export const RECENT_TURNS = 300;
 /** A language counts once this many of those requests were written in it (one pasted error message is not a language). */
 const LEAST_TURNS = 2;
 

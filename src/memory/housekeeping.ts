@@ -8,10 +8,13 @@ export interface HousekeepingReport {
   capped: number;
 }
 
-const DAY = 86_400_000;
+export const DAY = 86_400_000;
 /** Units of one type whose terms overlap this much say the same thing. */
 const NEAR_DUPLICATE = 0.85;
-const STALE_DAYS = 30;
+/** Episodic units nobody recalled for this long lose importance. */
+export const STALE_DAYS = 30;
+/** Units of a scope compared for near-duplicates (its newest learned ones). */
+export const CONSOLIDATION_CANDIDATES = 2_000;
 
 export interface HousekeepingOptions {
   retentionDays: number;
@@ -43,9 +46,25 @@ export function housekeep(store: MemoryStore, options: HousekeepingOptions): Hou
 }
 
 function consolidate(store: MemoryStore, scope: string): number {
-  const candidates = store.consolidationCandidates(scope, 2_000);
-  const superseded = new Set<string>();
   let count = 0;
+  for (const { loser, winner } of nearDuplicates(store.consolidationCandidates(scope, CONSOLIDATION_CANDIDATES))) if (store.supersede(loser, winner)) count++;
+  return count;
+}
+
+/** A learned unit as consolidation compares it. */
+export interface ConsolidationCandidate {
+  unit: { id: string; type: string; core: boolean; importance: number };
+  terms: ReadonlySet<string>;
+}
+
+/**
+ * Near-duplicates among a scope's active learned units (newest first): which one each superseded
+ * unit gives way to. The newer one stays unless the older matters more. Both stores supersede
+ * these pairs (SQLite here, the team store in store/postgres/memory-housekeeping.ts).
+ */
+export function nearDuplicates(candidates: readonly ConsolidationCandidate[]): Array<{ loser: string; winner: string }> {
+  const superseded = new Set<string>();
+  const pairs: Array<{ loser: string; winner: string }> = [];
   for (let index = 0; index < candidates.length; index++) {
     const keep = candidates[index]!;
     if (superseded.has(keep.unit.id)) continue;
@@ -53,14 +72,11 @@ function consolidate(store: MemoryStore, scope: string): number {
       const candidate = candidates[other]!;
       if (superseded.has(candidate.unit.id) || candidate.unit.type !== keep.unit.type || candidate.unit.core !== keep.unit.core) continue;
       if (jaccard(keep.terms, candidate.terms) < NEAR_DUPLICATE) continue;
-      // Candidates are newest first: the newer one stays unless the older matters more.
       const [winner, loser] = candidate.unit.importance > keep.unit.importance ? [candidate, keep] : [keep, candidate];
-      if (store.supersede(loser.unit.id, winner.unit.id)) {
-        superseded.add(loser.unit.id);
-        count++;
-      }
+      superseded.add(loser.unit.id);
+      pairs.push({ loser: loser.unit.id, winner: winner.unit.id });
       if (loser === keep) break;
     }
   }
-  return count;
+  return pairs;
 }

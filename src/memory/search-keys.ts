@@ -1,5 +1,10 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { callPromptForJson } from '../learning/job-call.js';
+import type { LlmTarget } from '../learning/llm-client.js';
+import type { JobContext } from '../learning/runner.js';
+import type { Prompt } from '../prompts/index.js';
+import { uniqueKeys } from '../skills/search-keys.js';
 import type { Db } from '../store/index.js';
 import { languageOf, type ScriptLanguage } from '../text/index.js';
 
@@ -27,7 +32,12 @@ export interface PendingUnitKeys {
 }
 
 /** Units looked at per job: the newest (a job after that finds the older ones). */
-const UNITS_SCANNED = 2_000;
+export const UNITS_SCANNED = 2_000;
+/** Units per search keys call, and calls per job (a large memory is done over several jobs). */
+const KEYS_BATCH = 12;
+const KEYS_BATCHES_PER_JOB = 2;
+/** Units one job asks about. */
+export const UNITS_PER_JOB = KEYS_BATCH * KEYS_BATCHES_PER_JOB;
 
 /**
  * Search keys of memory units: short phrases in the languages the user writes, written by a
@@ -56,16 +66,13 @@ export class MemorySearchKeys {
 
   /** Units without keys in some of `languages` (other than their own) for their content and prompt version. */
   pending(languages: readonly ScriptLanguage[], promptVersion: number, limit: number): PendingUnitKeys[] {
-    const result: PendingUnitKeys[] = [];
-    for (const unit of this.statements.units.all(UNITS_SCANNED)) {
-      const own = languageOf(unit.content);
-      const hash = contentHash(unit.content);
-      const done = new Map(this.statements.ofHash.all(hash).map((row) => [row.language, row.prompt_version]));
-      const missing = languages.filter((language) => language !== own && (done.get(language) ?? -1) < promptVersion);
-      if (missing.length > 0) result.push({ ...unit, hash, languages: missing });
-      if (result.length === limit) break;
-    }
-    return result;
+    return pendingUnitKeys(
+      this.statements.units.all(UNITS_SCANNED),
+      (hash) => new Map(this.statements.ofHash.all(hash).map((row) => [row.language, row.prompt_version])),
+      languages,
+      promptVersion,
+      limit,
+    );
   }
 
   /** Every key of a text, in every language (what is indexed with the unit). */
@@ -74,11 +81,78 @@ export class MemorySearchKeys {
   }
 
   save(hash: string, language: string, keys: readonly string[], promptVersion: number, model: string): void {
-    const unique = [...new Set(keys.map((key) => key.trim()).filter((key) => key !== ''))];
-    this.statements.upsert.run(hash, language, JSON.stringify(unique), promptVersion, model, Date.now());
+    this.statements.upsert.run(hash, language, JSON.stringify(uniqueKeys(keys)), promptVersion, model, Date.now());
   }
 }
 
 export function contentHash(content: string): string {
   return createHash('sha256').update(content).digest('hex').slice(0, 24);
+}
+
+/**
+ * Of `units` (newest first), those lacking keys in some of `languages` other than their own for
+ * their content and prompt version, up to `limit`. `done`: the languages a content hash has keys
+ * in, with their prompt versions (wherever they are kept: SQLite or the team store).
+ */
+export function pendingUnitKeys(
+  units: Iterable<{ rowid: number; id: string; scope: string; content: string }>,
+  done: (hash: string) => ReadonlyMap<string, number>,
+  languages: readonly ScriptLanguage[],
+  promptVersion: number,
+  limit: number,
+): PendingUnitKeys[] {
+  const result: PendingUnitKeys[] = [];
+  for (const unit of units) {
+    const own = languageOf(unit.content);
+    const hash = contentHash(unit.content);
+    const have = done(hash);
+    const missing = languages.filter((language) => language !== own && (have.get(language) ?? -1) < promptVersion);
+    if (missing.length > 0) result.push({ ...unit, hash, languages: missing });
+    if (result.length === limit) break;
+  }
+  return result;
+}
+
+/** Keys the model wrote for one unit's text in one language (empty: it had none, and is not asked again). */
+export interface WrittenUnitKeys {
+  unit: PendingUnitKeys;
+  language: string;
+  keys: string[];
+}
+
+/**
+ * Asks the learning model for search keys of the first UNITS_PER_JOB units of `pending`, a batch per
+ * call; returns an answer for every unit and language asked (storing them is the caller's: SQLite
+ * at once, or the team store in the job's effect) and the units asked about.
+ */
+export async function askMemorySearchKeys(
+  context: JobContext,
+  target: LlmTarget,
+  prompt: Prompt,
+  pending: readonly PendingUnitKeys[],
+): Promise<{ written: WrittenUnitKeys[]; asked: PendingUnitKeys[] }> {
+  const asked = pending.slice(0, UNITS_PER_JOB);
+  const written: WrittenUnitKeys[] = [];
+  for (let start = 0; start < asked.length; start += KEYS_BATCH) {
+    const batch = asked.slice(start, start + KEYS_BATCH);
+    const values = {
+      languages: [...new Set(batch.flatMap((unit) => unit.languages))].join(', '),
+      units: batch.map((unit) => `### ${unit.id} (keys in: ${unit.languages.join(', ')})\n${unit.content.slice(0, 600)}`).join('\n\n'),
+    };
+    const { value } = await callPromptForJson(
+      context,
+      target,
+      prompt,
+      values,
+      { name: 'memory_search_keys', schema: memoryKeysOutputSchema },
+      { maxTokens: 200 * batch.length, temperature: 0.2 },
+    );
+    for (const unit of batch)
+      for (const language of unit.languages) {
+        const answer = value.units.find((item) => item.id === unit.id && item.language === language);
+        // An empty answer is kept too, so the unit is not asked about again.
+        written.push({ unit, language, keys: uniqueKeys(answer?.keys ?? []) });
+      }
+  }
+  return { written, asked };
 }

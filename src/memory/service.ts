@@ -38,19 +38,18 @@ import {
 import { MemoryStore, type MemoryPatch } from './store.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import { MemoryVectors } from './vectors.js';
-import { memoryKeysOutputSchema, MemorySearchKeys } from './search-keys.js';
+import { askMemorySearchKeys, MemorySearchKeys, UNITS_PER_JOB } from './search-keys.js';
 import { InternalError, MemoryError } from '../errors.js';
 
 export const HOUSEKEEPING_JOB = 'memory.housekeeping';
 export const EMBED_JOB = 'memory.embed';
 export const SEARCH_KEYS_JOB = 'memory.search_keys';
+/** State key (team store): the languages (JSON array) the search keys job last wrote keys for; a turn in another one queues it. */
+export const SEARCH_KEYS_LANGUAGES = 'memory.search_keys.languages';
 /** Rewrites the index entries of stored units after an upgrade brought other glossary or thesaurus words. */
 export const REINDEX_JOB = 'memory.reindex';
 /** Units re-indexed per transaction: a few tens of milliseconds, so requests and the writer thread get their turn between. */
 const REINDEX_BATCH = 200;
-/** Units per search keys call, and calls per job (a large memory is done over several jobs). */
-const KEYS_BATCH = 12;
-const KEYS_BATCHES_PER_JOB = 2;
 
 export interface MemorySettings {
   enabled: boolean;
@@ -641,35 +640,13 @@ export class MemoryService {
     const seen = languages.refresh();
     if (seen.length === 0) return;
     const prompt = loadPrompt('memory-search-keys');
-    const batches = KEYS_BATCH * KEYS_BATCHES_PER_JOB;
-    const pending = this.searchKeys.pending(seen, prompt.version, batches + 1);
+    const pending = this.searchKeys.pending(seen, prompt.version, UNITS_PER_JOB + 1);
     if (pending.length === 0) return;
     const target = resolveLearningTarget({ name: 'memory search keys', ...this.settings.extractor }, mainUpstream, credentials, conversation?.latestModel());
     if (!target) throw new LearningMisconfiguredError('no model for memory search keys: set memory.extractor_model or llm.model_id');
-    const done = pending.slice(0, batches);
-    for (let start = 0; start < done.length; start += KEYS_BATCH) {
-      const batch = done.slice(start, start + KEYS_BATCH);
-      const values = {
-        languages: [...new Set(batch.flatMap((unit) => unit.languages))].join(', '),
-        units: batch.map((unit) => `### ${unit.id} (keys in: ${unit.languages.join(', ')})\n${unit.content.slice(0, 600)}`).join('\n\n'),
-      };
-      const { value } = await callPromptForJson(
-        context,
-        target,
-        prompt,
-        values,
-        { name: 'memory_search_keys', schema: memoryKeysOutputSchema },
-        { maxTokens: 200 * batch.length, temperature: 0.2 },
-      );
-      for (const unit of batch) {
-        for (const language of unit.languages) {
-          const answer = value.units.find((item) => item.id === unit.id && item.language === language);
-          // An empty answer is kept too, so the unit is not asked about again.
-          this.searchKeys.save(unit.hash, language, answer?.keys ?? [], prompt.version, target.model);
-        }
-        this.store.reindexUnit(unit.id);
-      }
-    }
+    const { written, asked: done } = await askMemorySearchKeys(context, target, prompt, pending);
+    for (const { unit, language, keys } of written) this.searchKeys.save(unit.hash, language, keys, prompt.version, target.model);
+    for (const unit of done) this.store.reindexUnit(unit.id);
     if (pending.length > done.length) this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB });
     context.logger.info({ units: done.length, languages: seen, more: pending.length > done.length }, 'memory search keys written');
   }

@@ -376,8 +376,7 @@ export class MemoryStore {
 
   /** A unit's row for its index entry, its terms joined by those of its text's search keys in the user's languages. */
   private withLanguageKeys<T extends { terms: string; content: string }>(row: T): T {
-    const keys = this.keysOf(row.content);
-    return keys.length > 0 ? { ...row, terms: [...new Set([...row.terms.split(' '), ...tokenize(keys.join('\n'))])].join(' ') } : row;
+    return withSearchKeyTerms(row, this.keysOf(row.content));
   }
 
   /**
@@ -745,6 +744,11 @@ export class MemoryStore {
 }
 
 /** What a unit is found by: its words and its search keys (not uniqueTerms, whose cache is for texts that come back). */
+/** A unit's row for its index entry with the terms of its search keys in the user's languages added (the team store indexes the same way). */
+export function withSearchKeyTerms<T extends { terms: string }>(row: T, keys: readonly string[]): T {
+  return keys.length > 0 ? { ...row, terms: [...new Set([...row.terms.split(' '), ...tokenize(keys.join('\n'))])].join(' ') } : row;
+}
+
 function termsOf(content: string, searchKeys: readonly string[]): string[] {
   return [...new Set([...tokenize(content), ...searchKeys.flatMap((key) => tokenize(key))])];
 }

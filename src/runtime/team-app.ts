@@ -41,8 +41,16 @@ import {
   PgMemoryContextProvider,
   PgSkillProposals,
   PgSkillStore,
+  pgHousekeepingHandler,
   pgMemoryJobHandlers,
+  pgMemorySearchKeysHandler,
+  PgMemorySearch,
+  PgSkillKeys,
   pgSkillEvolveHandler,
+  pgSkillSearchKeysHandler,
+  PgUserLanguages,
+  queueSkillSearchKeys,
+  scheduleTeamHousekeeping,
   PgTurnSink,
   pgRecordingListeners,
   postgresSchemaVersion,
@@ -63,6 +71,8 @@ import type { RuntimeOptions } from './app.js';
 
 /** How often a node re-reads the team's members (a new, removed or rotated key takes effect within this). */
 const MEMBERS_REFRESH_MS = 1_000;
+/** How often a node makes sure today's memory housekeeping is queued (a day's job is queued once for the team). */
+const HOUSEKEEPING_CHECK_MS = 60 * 60_000;
 /** How often /status's team queue counts are re-read. */
 const QUEUE_COUNTS_REFRESH_MS = 5_000;
 /** The longest a statement of this node's writes may run: a slow store never holds a turn record for long. */
@@ -76,7 +86,7 @@ const CONNECT_TIMEOUT_MS = 2_000;
  * memory (members, the skills mirror kept in step by LISTEN/NOTIFY, standing memory rules) plus
  * one memory recall bounded by a short timeout; turns are journaled on this machine and written
  * to the store by a spool that rides out outages. Learning jobs are queued in the store with each
- * turn (learning from the team store runs in a later version; the jobs wait for it).
+ * turn, and any node runs them (TeamLearningRunner).
  */
 export class TeamRuntime {
   readonly logger: Logger;
@@ -91,6 +101,9 @@ export class TeamRuntime {
   private readonly skillStore: PgSkillStore;
   private readonly proposals: PgSkillProposals;
   private readonly mirror: SkillMirror;
+  /** The team's skill search keys, indexed with the mirror's skills. */
+  private readonly skillKeys: PgSkillKeys;
+  private housekeepingTimer: NodeJS.Timeout | undefined;
   private readonly subscription: SkillSubscription;
   private readonly memoryProvider: PgMemoryContextProvider | undefined;
   private readonly recorder: SpooledRecorder;
@@ -156,9 +169,11 @@ export class TeamRuntime {
     const skills = skillsSettings(options.config);
     this.skillStore = new PgSkillStore(this.pool);
     this.proposals = new PgSkillProposals(this.pool, this.skillStore);
-    this.mirror = new SkillMirror();
+    this.skillKeys = new PgSkillKeys();
+    this.mirror = new SkillMirror((skill) => this.skillKeys.textOf(skill));
     this.subscription = new SkillSubscription(this.url, this.skillStore, this.mirror, {
       pollMs: 30_000,
+      beforeApply: () => this.skillKeys.refresh(this.pool, this.mirror),
       applicationName: 'metaclaw-skills',
       logger: this.logger.child({ part: 'skills' }),
     });
@@ -229,6 +244,23 @@ export class TeamRuntime {
     this.conversation = new RemoteConversation(reads, this.recorder, journal, this.logger, isUnreachable, (fingerprint, session) =>
       this.placements.announce(fingerprint, session),
     );
+    const languages = new PgUserLanguages(this.pool);
+    if (values['memory.enabled']) {
+      const search = new PgMemorySearch(this.pool);
+      this.runner.register(
+        pgMemorySearchKeysHandler({
+          pool: this.pool,
+          queue: this.queue,
+          search,
+          languages,
+          reads,
+          settings: memory,
+          mainUpstream: this.forwarder.mainTarget,
+          credentials: this.credentials,
+        }),
+      );
+      this.runner.register(pgHousekeepingHandler(this.pool, search, memory));
+    }
     if (values['memory.enabled'])
       for (const handler of pgMemoryJobHandlers({
         pool: this.pool,
@@ -242,6 +274,24 @@ export class TeamRuntime {
       }))
         this.runner.register(handler);
     if (this.vectors) this.runner.register(pgEmbedHandler(this.vectors, this.queue));
+    if (values['skills.enabled']) {
+      const keyJobs = {
+        pool: this.pool,
+        queue: this.queue,
+        keys: this.skillKeys,
+        library: this.mirror,
+        languages,
+        reads,
+        settings: skills,
+        mainUpstream: this.forwarder.mainTarget,
+        credentials: this.credentials,
+      };
+      this.runner.register(pgSkillSearchKeysHandler(keyJobs));
+      // As the personal install does when its library changes (and at start, when the mirror first fills): one job for the team (its dedupe key).
+      this.mirror.onChange(
+        () => void queueSkillSearchKeys(keyJobs).catch((error: unknown) => this.logger.warn({ err: error }, 'skills: search keys could not be queued')),
+      );
+    }
     if (values['skills.enabled'])
       this.runner.register(
         pgSkillEvolveHandler({
@@ -343,6 +393,11 @@ export class TeamRuntime {
     const recovered = await this.conversation.recoverJournal(turnFromJournal);
     if (recovered > 0) this.logger.info({ turns: recovered }, 'recorded turns an earlier run had answered but not stored (turn journal)');
     this.runner.start();
+    if (values['memory.enabled']) {
+      void this.scheduleHousekeeping();
+      this.housekeepingTimer = setInterval(() => void this.scheduleHousekeeping(), HOUSEKEEPING_CHECK_MS);
+      this.housekeepingTimer.unref();
+    }
     void this.refreshQueueCounts();
     this.queueTimer = setInterval(() => void this.refreshQueueCounts(), QUEUE_COUNTS_REFRESH_MS);
     this.queueTimer.unref();
@@ -382,6 +437,15 @@ export class TeamRuntime {
     }
   }
 
+  /** Today's memory housekeeping, queued once for the team whichever node asks first (an outage: the next hour's try). */
+  private async scheduleHousekeeping(): Promise<void> {
+    try {
+      if ((await scheduleTeamHousekeeping(this.pool, this.queue)) !== undefined) this.runner.wake();
+    } catch (error) {
+      this.logger.debug({ err: errorMessage(error) }, 'memory housekeeping could not be queued; trying again within the hour');
+    }
+  }
+
   private async refreshQueueCounts(): Promise<void> {
     try {
       this.queueCounts = await this.queue.counts();
@@ -404,6 +468,7 @@ export class TeamRuntime {
     this.logger.info({ reason }, 'shutting down');
     if (this.membersTimer) clearInterval(this.membersTimer);
     if (this.queueTimer) clearInterval(this.queueTimer);
+    if (this.housekeepingTimer) clearInterval(this.housekeepingTimer);
     const server = this.server;
     if (server) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

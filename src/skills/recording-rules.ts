@@ -49,10 +49,13 @@ export function searchKeysLanguage(event: TurnRecordedEvent): string | undefined
   return language && language !== 'en' ? language : undefined;
 }
 
-/** The turn's language is not among those the search keys job last covered (`covered`: the state value, a JSON array): it looks again. */
-export function requestSearchKeysIfUncovered(language: string, covered: string | undefined, enqueue: Enqueue): void {
+/**
+ * The turn's language is not among those the search keys job (`job`: skills', or on the team store
+ * memory's) last covered (`covered`: the state value, a JSON array): it looks again.
+ */
+export function requestSearchKeysIfUncovered(language: string, covered: string | undefined, enqueue: Enqueue, job = SEARCH_KEYS_JOB): void {
   if (covered !== undefined && (JSON.parse(covered) as string[]).includes(language)) return;
-  enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000 });
+  enqueue(job, {}, { dedupeKey: job, delayMs: 2_000 });
 }
 
 /** Every N ok main turns the library evolves from the session. */

@@ -2,7 +2,6 @@ import type { UpstreamTarget } from '../config/index.js';
 import type { ConversationStore, UserLanguages } from '../conversation/index.js';
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
 import {
-  callPromptForJson,
   LearningMisconfiguredError,
   resolveLearningTarget,
   type Enqueue,
@@ -16,7 +15,7 @@ import { StateStore, type Db } from '../store/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { SkillCreditStore, type SkillCredit } from './credit.js';
 import { EVOLVE_JOB, SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording.js';
-import { renderForKeys, searchKeysOutputSchema, SkillSearchKeys } from './search-keys.js';
+import { askSkillSearchKeys, SkillSearchKeys } from './search-keys.js';
 import type { PlannedChange, Rejected } from './evolution/apply.js';
 import { evolutionRecord, nearestSkill, planSessionEvolution, type EvolutionPlan } from './evolution/session.js';
 import { buildTranscript } from './evolution/transcript.js';
@@ -58,10 +57,6 @@ export interface SkillsDependencies {
   /** The languages the user writes requests in (the proxy has it): search keys are written in them. */
   languages?: UserLanguages;
 }
-
-/** Skills per search keys call, and calls per job (a large library is done over several jobs). */
-const KEYS_BATCH = 8;
-const KEYS_BATCHES_PER_JOB = 4;
 
 export interface ChangeResult {
   skill: Skill;
@@ -250,27 +245,8 @@ export class SkillsService {
     if (pending.length === 0) return;
     const target = resolveLearningTarget({ name: 'skill search keys', ...this.settings.evolver }, mainUpstream, credentials, conversation?.latestModel());
     if (!target) throw new LearningMisconfiguredError('no model for skill search keys: set rl.evolver_model or llm.model_id');
-    const done = pending.slice(0, KEYS_BATCH * KEYS_BATCHES_PER_JOB);
-    for (let start = 0; start < done.length; start += KEYS_BATCH) {
-      const batch = done.slice(start, start + KEYS_BATCH);
-      const values = {
-        languages: [...new Set(batch.flatMap((item) => item.languages))].join(', '),
-        skills: batch.map((item) => renderForKeys(item.skill, item.languages)).join('\n\n'),
-      };
-      const { value } = await callPromptForJson(
-        context,
-        target,
-        prompt,
-        values,
-        { name: 'skill_search_keys', schema: searchKeysOutputSchema },
-        { maxTokens: 300 * batch.length, temperature: 0.2 },
-      );
-      for (const { skill, languages: asked } of batch)
-        for (const language of asked) {
-          const answer = value.skills.find((item) => item.name === skill.name && item.language === language);
-          if (answer && answer.keys.length > 0) this.searchKeys.save(skill, language, answer.keys, prompt.version, target.model);
-        }
-    }
+    const { written, asked: done } = await askSkillSearchKeys(context, target, prompt, pending);
+    for (const { skill, language, keys } of written) this.searchKeys.save(skill, language, keys, prompt.version, target.model);
     // Re-indexed with their keys (a skill edited meanwhile was re-indexed by the edit).
     const current = done.map(({ skill }) => this.library.get(skill.name)).filter((skill): skill is Skill => skill?.contentHash !== undefined);
     this.index.update(current, []);

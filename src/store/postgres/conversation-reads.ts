@@ -59,6 +59,13 @@ export class PgConversationReads {
     return model === undefined ? undefined : fromPostgresText(model);
   }
 
+  /** The model the team's agents last used (ConversationStore.latestModel: learning calls that belong to no session default to it). */
+  async latestModel(): Promise<string | undefined> {
+    const result = await this.pool.query("SELECT model FROM turns WHERE turn_type = 'main' AND model IS NOT NULL ORDER BY started_at DESC LIMIT 1");
+    const model = z.array(z.object({ model: z.string() })).parse(result.rows)[0]?.model;
+    return model === undefined ? undefined : fromPostgresText(model);
+  }
+
   /** A session's turn summaries, in order. */
   async turnsOfSession(sessionId: string): Promise<TurnRow[]> {
     const result = await this.pool.query('SELECT * FROM turns WHERE session_id = $1 ORDER BY seq', [toPostgresText(sessionId)]);

@@ -50,3 +50,8 @@ export { PgMemoryVectors, readVectorModel, VECTORS_MODEL_KEY, type VectorModel }
 export { pgEmbedHandler } from './vector-jobs.js';
 export { PgRlSamples, sampleRecording } from './rl-samples.js';
 export { pgRlJudgeHandler, type PgRlJudgeDeps } from './rl-jobs.js';
+export { PgMemorySearch } from './memory-search.js';
+export { PgUserLanguages } from './team-languages.js';
+export { PgSkillKeys, pgSkillSearchKeysHandler, queueSkillSearchKeys, type PgSkillKeyJobDeps } from './skill-key-jobs.js';
+export { pgMemorySearchKeysHandler, type PgMemoryKeyJobDeps } from './memory-key-jobs.js';
+export { pgHousekeepingHandler, scheduleTeamHousekeeping } from './memory-housekeeping.js';

@@ -9,6 +9,7 @@ import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from '../../memor
 import { MemoryError } from '../../errors.js';
 import { forgetPgScope, forgetPgUnit } from './forget-scope.js';
 import type { PgJobQueue } from './job-queue.js';
+import { SEARCH_KEYS_JOB } from '../../memory/service.js';
 import { PgMemorySearch } from './memory-search.js';
 import { sqliteRowOf, unitOfRow } from './memory-units.js';
 import { searchRecall, type PgMemoryVectors } from './memory-vectors.js';
@@ -98,6 +99,7 @@ export class PgMemoryApi {
   async add(draft: MemoryDraft): Promise<MemoryUnit> {
     const unit = await this.writer.add(draft);
     if (!unit) throw new MemoryError('the memory could not be stored', 'memory_not_stored');
+    await this.edits?.queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000 });
     return unit;
   }
 

@@ -5,7 +5,18 @@ import type { EnqueueOptions } from '../../learning/job-model.js';
 import { LearningError } from '../../learning/runner.js';
 import type { TeamJobEffect } from '../../learning/team-job.js';
 import type { Logger } from '../../logging/index.js';
-import { languagesKey, MemoryService, watermarkKey, type MemoryConversation, type MemorySettings, type RelatedRecall } from '../../memory/service.js';
+import { indexTokens } from '../../memory/keyword-index.js';
+import { contentHash } from '../../memory/search-keys.js';
+import { withSearchKeyTerms } from '../../memory/store.js';
+import {
+  languagesKey,
+  MemoryService,
+  SEARCH_KEYS_JOB,
+  watermarkKey,
+  type MemoryConversation,
+  type MemorySettings,
+  type RelatedRecall,
+} from '../../memory/service.js';
 import type { UnitRow } from '../../memory/store.js';
 import type { CredentialMemory } from '../../upstream/index.js';
 import { openDatabase, type Db } from '../database.js';
@@ -13,7 +24,9 @@ import type { PgJobQueue } from './job-queue.js';
 import type { PgMemoryVectors } from './memory-vectors.js';
 import type { IndexEntry, PgMemorySearch } from './memory-search.js';
 import { sqliteRowOf } from './memory-units.js';
+import { searchKeysOf } from './memory-key-jobs.js';
 import { toPostgresText } from './text.js';
+import { DB_CLOCK_MS } from './transaction.js';
 
 /**
  * Where a team node runs a memory job: a private in-memory SQLite database, seeded from the team
@@ -331,6 +344,11 @@ async function writeChanges(
   queue: PgJobQueue,
   vectors: PgMemoryVectors | undefined,
 ): Promise<Array<number | undefined>> {
+  // Times are the database's: nodes whose clocks disagree write units that agree (retention and decay read them).
+  const now = Number(z.object({ now: z.coerce.number() }).parse((await client.query(`SELECT ${DB_CLOCK_MS} AS now`)).rows[0]).now);
+  for (const row of changes.added) Object.assign(row, { created_at: now, updated_at: now });
+  for (const { before, after } of changes.updated) if (after.updated_at !== before.updated_at) after.updated_at = now;
+  await addStoredKeys(client, changes);
   // Added units get the team store's sequences; links between them (a raw turn to the one before) follow.
   const sequences = new Map<number, number>();
   const sequenceOf = (rowid: number | null): number | null => (rowid === null ? null : (sequences.get(rowid) ?? rowid));
@@ -373,5 +391,28 @@ async function writeChanges(
   for (const job of changes.jobs) jobs.push(await queue.enqueue(job.kind, job.payload, job.options, client));
   // As a personal install queues memory.embed after adding units (MemoryService's attachQueue).
   if (changes.added.length > 0) await vectors?.queueEmbed(queue, client);
+  // Learned text in other languages than the team writes gets search keys in them (the personal install queues this on every change).
+  const learned = [...changes.added, ...changes.updated.filter((change) => change.entry).map((change) => change.after)];
+  if (learned.some((row) => row.origin !== 'raw_turn' && row.status === 'active'))
+    await queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000 }, client);
   return jobs;
+}
+
+/**
+ * The workspace indexed units without search keys (they live in the team store): a learned unit
+ * whose text already has keys there (the same words in another scope) is indexed with them, as on SQLite.
+ */
+async function addStoredKeys(client: pg.PoolClient, changes: Changes): Promise<void> {
+  const learned = [
+    ...changes.added.map((row) => ({ row, entry: changes.entries.get(row.rowid) })),
+    ...changes.updated.map((change) => ({ row: change.after, entry: change.entry })),
+  ].filter((item): item is { row: UnitRow; entry: IndexEntry } => item.entry !== undefined && item.row.origin !== 'raw_turn');
+  const keys = await searchKeysOf(
+    client,
+    learned.map(({ row }) => row.content),
+  );
+  for (const { row, entry } of learned) {
+    const found = keys.get(contentHash(row.content));
+    if (found) entry.tokens = indexTokens(row.scope, withSearchKeyTerms(row, found));
+  }
 }

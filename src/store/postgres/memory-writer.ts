@@ -16,9 +16,8 @@ import { inTransaction } from './transaction.js';
  * flagged), tokenised and indexed exactly as a personal install would; only its sequence is the
  * team store's.
  *
- * Not yet: raw turns are not linked to the raw turn before them (no neighbour credits), and search
- * keys in the user's languages are not added — both need the scope's rows, which the team runtime's
- * recording will hold. Used by tests now and by learning later.
+ * Not here: raw turns are not linked to the raw turn before them (no neighbour credits), and search
+ * keys in the team's languages are added later by the memory.search_keys job (PgMemoryApi queues it).
  */
 export class PgMemoryWriter {
   private scratch: { db: Db; store: MemoryStore } | undefined;

@@ -5,6 +5,7 @@ import type { DispatchHooks } from '../../learning/dispatch.js';
 import type { EnqueueOptions } from '../../learning/job-model.js';
 import type { Enqueue } from '../../learning/runner.js';
 import { extractSessionJob, memoryShown, recordTurnJob } from '../../memory/recording-rules.js';
+import { SEARCH_KEYS_JOB as MEMORY_SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES as MEMORY_SEARCH_KEYS_LANGUAGES } from '../../memory/service.js';
 import type { RecordingSettings } from '../../runtime/recording.js';
 import { isCorrection } from '../../skills/credit.js';
 import {
@@ -67,11 +68,18 @@ class PgLearningDispatch implements PgConversationListener {
   async turnRecorded(client: pg.PoolClient, event: TurnRecordedEvent): Promise<void> {
     const language = searchKeysLanguage(event);
     const covered = language ? await readState(client, SEARCH_KEYS_LANGUAGES) : undefined;
+    const memoryCovered = language && this.settings.memory.enabled ? await readState(client, MEMORY_SEARCH_KEYS_LANGUAGES) : undefined;
     const jobs = this.decide('skills', (enqueue) => {
       if (language) requestSearchKeysIfUncovered(language, covered, enqueue);
       evolveAfterTurn(event, this.settings.skills, enqueue);
     });
-    jobs.push(...this.decide('memory', (enqueue) => recordTurnJob(event, this.settings.memory, enqueue)));
+    jobs.push(
+      ...this.decide('memory', (enqueue) => {
+        recordTurnJob(event, this.settings.memory, enqueue);
+        // Units written before the team wrote in this language get keys in it (the personal install looks at start and on every change).
+        if (language && this.settings.memory.enabled) requestSearchKeysIfUncovered(language, memoryCovered, enqueue, MEMORY_SEARCH_KEYS_JOB);
+      }),
+    );
     await this.enqueueAll(client, jobs);
   }
 

@@ -16,6 +16,11 @@ export interface SubscriptionOptions {
   /** The listening connection's application_name (how it shows in pg_stat_activity). */
   readonly applicationName?: string;
   readonly logger?: Logger;
+  /**
+   * Read with every catch-up, before the changes are applied: what the mirror indexes with a skill
+   * besides the skill (its search keys), so a skill is indexed with what the store holds for it.
+   */
+  readonly beforeApply?: () => Promise<void>;
 }
 
 /**
@@ -95,6 +100,7 @@ export class SkillSubscription {
       do {
         this.again = false;
         try {
+          await this.options.beforeApply?.();
           const changes = await this.store.changesSince(this.mirror.generation);
           this.mirror.apply({ changed: changes.changed.map((entry) => entry.skill), removed: [...changes.removed] }, changes.generation);
         } catch (error) {

@@ -1,0 +1,225 @@
+/**
+ * Team nodes run the learning jobs that keep the team store searchable across languages and tidy:
+ * skill and memory search keys (a Chinese request finds an English skill or memory once the job
+ * wrote keys) and the daily memory housekeeping, done once for the team however many nodes ask.
+ * Real `metaclaw start` nodes on one PostgreSQL; only the LLM is scripted.
+ */
+import assert from 'node:assert/strict';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import pg from 'pg';
+import { openDatabase } from '../src/store/index.js';
+import { addPgMemory } from '../src/store/postgres/index.js';
+import { isExtractorCall, isMemoryKeysCall, isSearchKeysCall, learningAwareUpstream, userText } from './support/evolver.js';
+import { sendJson } from './support/http.js';
+import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
+import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { englishOnlyStarter } from './support/skill-banks.js';
+import { ScriptedUpstream } from './support/upstream.js';
+
+const OWNER_KEY = 'owner-key-for-the-team-jobs-test';
+/** "Nobody dares touch this lump of ancestral code": no glossary word of it reaches the English refactoring skill. */
+const SKILL_SLANG = '这坨祖传代码谁也不敢动';
+/** "What is my boss (the cat, in internet slang) called?": no dictionary word of it is in the memory. */
+const MEMORY_SLANG = '我家主子叫啥';
+const MEMORY = 'Mochi is the name of the family cat; she eats only salmon kibble.';
+const DAY = 86_400_000;
+
+let postgres: TestPostgres;
+let url: string;
+let upstream: ScriptedUpstream;
+let pool: pg.Pool;
+let seed: string;
+let staleId: string;
+const nodes: ProxyHandle[] = [];
+const keys: Record<string, string> = {};
+
+function teamEnv(): Record<string, string> {
+  return { METACLAW_DATABASE_URL: url, METACLAW_PROXY_API_KEY: OWNER_KEY };
+}
+
+async function cli(args: string[]): Promise<string> {
+  const result = await runCli(args, { home: seed, env: teamEnv() });
+  assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
+  return result.stdout;
+}
+
+async function rows<T>(sql: string, params: unknown[] = []): Promise<T[]> {
+  return (await pool.query(sql, params)).rows as T[];
+}
+
+async function ask(node: ProxyHandle, text: string, session: string): Promise<void> {
+  const client = new OpenAI({ baseURL: `${node.url}/v1`, apiKey: keys['alice'], maxRetries: 0 });
+  await client.chat.completions.create({ model: 'scripted-model', messages: [{ role: 'user', content: text }] }, { headers: { 'X-Session-Id': session } });
+}
+
+/** The skills the node injected into the last request the agent sent (learning calls left out). */
+function injectedSkills(): string[] {
+  const system = upstream
+    .modelRequests()
+    .filter((request) => !isSearchKeysCall(request) && !isMemoryKeysCall(request) && !isExtractorCall(request))
+    .at(-1)!.body.messages[0];
+  const text = system?.role === 'system' && typeof system.content === 'string' ? system.content : '';
+  return [...text.matchAll(/^### ([a-z0-9-]+)/gm)].map((match) => match[1]!);
+}
+
+async function searchAsAlice(node: ProxyHandle, query: string): Promise<string[]> {
+  const found = await sendJson(`${node.url}/v1/memory/search`, 'POST', { headers: { authorization: `Bearer ${keys['alice']}` }, body: { query } });
+  assert.equal(found.status, 200, JSON.stringify(found.body));
+  return (found.body.results as Array<{ id: string }>).map((hit) => hit.id);
+}
+
+describe('team mode: search keys and housekeeping run on the team store', { skip: postgresSkip() }, () => {
+  before(async () => {
+    postgres = await startPostgres();
+    url = postgres.createDatabase('team_jobs');
+    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool.on('error', () => undefined);
+    upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({
+      chat: 'Done.',
+      searchKeys: (request) => {
+        const names = [...userText(request).matchAll(/^### ([a-z0-9-]+) \(keys in: ([a-z, ]+)\)/gm)];
+        return JSON.stringify({
+          skills: names.map(([, name, languages]) => ({
+            name,
+            language: languages!.split(', ')[0],
+            keys: name === 'safe-refactoring' ? ['祖传代码', '屎山', '不敢动的老代码', '重构'] : [],
+          })),
+        });
+      },
+      memoryKeys: (request) => {
+        const units = [...userText(request).matchAll(/^### (mem_[a-z0-9]+) \(keys in: ([a-z, ]+)\)\n(.*)$/gm)];
+        return JSON.stringify({
+          units: units.map(([, id, languages, content]) => ({
+            id,
+            language: languages!.split(', ')[0],
+            keys: content!.includes('Mochi') ? ['主子', '猫主子', '猫的名字', '宠物猫'] : [],
+          })),
+        });
+      },
+    });
+    seed = tempHome('metaclaw-team-jobs-seed-');
+    englishOnlyStarter(join(seed, 'skills'));
+    openDatabase(join(seed, 'metaclaw.db')).close();
+    await cli(['store', 'migrate']);
+    await cli(['store', 'import-sqlite', seed]);
+    keys['alice'] = (JSON.parse(await cli(['team', 'add-member', 'alice', '--json'])) as { key: string }).key;
+    // An episode nobody recalled for 60 days: housekeeping lowers its importance by a tenth, once a day.
+    const stale = await addPgMemory(pool, {
+      scope: 'team',
+      type: 'episodic',
+      content: 'The staging database was restored from a snapshot after the migration failed.',
+      importance: 0.5,
+      confidence: 1,
+      origin: 'manual',
+      observedAt: Date.now() - 60 * DAY,
+    });
+    staleId = stale!.id;
+    for (let index = 0; index < 2; index++)
+      nodes.push(
+        await startProxy({
+          env: teamEnv(),
+          config: {
+            llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' },
+            memory: { auto_extract: false },
+            skills: { auto_evolve: false },
+            learning: { lease_seconds: 5 },
+          },
+        }),
+      );
+  });
+
+  after(async () => {
+    for (const node of nodes) await node.dispose().catch(() => undefined);
+    await pool?.end().catch(() => undefined);
+    await upstream?.close();
+    postgres?.stop();
+    if (seed) rmSync(seed, { recursive: true, force: true });
+  });
+
+  test("two nodes starting the same day run the team's memory housekeeping once: a stale episode decays by one tenth, not two", async () => {
+    const jobs = await waitFor(
+      async () => {
+        const all = await rows<{ status: string }>("SELECT status FROM jobs WHERE kind = 'memory.housekeeping'");
+        return all.length > 0 && all.every((job) => job.status === 'done') ? all : undefined;
+      },
+      20_000,
+      200,
+    );
+    assert.ok(jobs.length >= 1);
+    const effects = await rows<{ idempotency_key: string }>("SELECT idempotency_key FROM job_effects WHERE idempotency_key LIKE 'memory.housekeeping:%'");
+    assert.equal(effects.length, 1, 'one effect for the day');
+    const [unit] = await rows<{ importance: number }>('SELECT importance FROM memory_units WHERE id = $1', [staleId]);
+    assert.ok(Math.abs(Number(unit!.importance) - 0.45) < 1e-9, `decayed once: ${unit!.importance}`);
+  });
+
+  test('a Chinese request on one node finds an English skill of the team once the skill search keys job wrote keys, on every node', async () => {
+    await ask(nodes[0]!, SKILL_SLANG, 'zh-skill-1');
+    assert.ok(!injectedSkills().includes('safe-refactoring'), 'the glossary alone does not find it');
+    await ask(nodes[0]!, '帮我写一个 SQL 查询统计每个月的订单数', 'zh-skill-2');
+    const stored = await waitFor(
+      async () => (await rows<{ keys: string }>("SELECT keys FROM skill_search_keys WHERE name = 'safe-refactoring' AND language = 'zh'"))[0],
+      30_000,
+      200,
+    );
+    assert.deepEqual(JSON.parse(stored.keys), ['祖传代码', '屎山', '不敢动的老代码', '重构']);
+    for (const [index, node] of nodes.entries())
+      await waitFor(
+        async () => {
+          await ask(node, SKILL_SLANG, `zh-skill-found-${index}`);
+          return injectedSkills().includes('safe-refactoring');
+        },
+        10_000,
+        200,
+      );
+  });
+
+  test('a Chinese question on another node recalls an English memory once the memory search keys job wrote keys', async () => {
+    const added = await sendJson(`${nodes[0]!.url}/v1/memory`, 'POST', {
+      headers: { authorization: `Bearer ${keys['alice']}` },
+      body: { type: 'semantic', content: MEMORY },
+    });
+    assert.equal(added.status, 201, JSON.stringify(added.body));
+    const id = added.body.id as string;
+    assert.ok((await searchAsAlice(nodes[1]!, 'what is the family cat called?')).includes(id));
+    const found = await waitFor(async () => (await searchAsAlice(nodes[1]!, MEMORY_SLANG)).includes(id), 30_000, 250);
+    assert.ok(found);
+    const [row] = await rows<{ created_at: string }>('SELECT created_at FROM memory_search_keys LIMIT 1');
+    assert.ok(row, 'the keys are stored in the team store');
+  });
+
+  test("memory a node with a clock six hours fast learns is stamped with the database's clock", async () => {
+    // The only node left is the skewed one, so it is the one that runs the job.
+    for (const node of nodes.splice(0)) await node.dispose();
+    // Preloaded into the node: a machine whose clock disagrees with the database's.
+    const preload = join(seed, 'skewed-clock.mjs');
+    writeFileSync(preload, 'const skew = Number(process.env.METACLAW_TEST_CLOCK_SKEW_MS);\nconst realNow = Date.now;\nDate.now = () => realNow() + skew;\n');
+    const skewed = await startProxy({
+      env: {
+        ...teamEnv(),
+        NODE_OPTIONS: `--import=${pathToFileURL(preload).href}`,
+        METACLAW_TEST_CLOCK_SKEW_MS: String(6 * 3_600_000),
+      },
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
+    });
+    nodes.push(skewed);
+    await ask(skewed, 'Please note the release train leaves every second Tuesday.', 'skewed-clock');
+    const unit = await waitFor(
+      async () =>
+        (
+          await rows<{ created_at: string; updated_at: string; db_now: string }>(
+            `SELECT created_at, updated_at, (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS db_now FROM memory_units
+             WHERE content LIKE '%release train leaves every second Tuesday%' LIMIT 1`,
+          )
+        )[0],
+      20_000,
+      200,
+    );
+    for (const stamp of [unit.created_at, unit.updated_at])
+      assert.ok(Math.abs(Number(unit.db_now) - Number(stamp)) < 60_000, `stamped ${Number(stamp) - Number(unit.db_now)} ms from the database's clock`);
+  });
+});
