@@ -107,6 +107,28 @@ describe('memory parts', () => {
     }
   });
 
+  test('a memory that shares only another form of a verb with the question ("kept" for "keep") is not recalled', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    store.add({
+      scope: 's',
+      type: 'semantic',
+      content: 'The physiotherapist said to keep icing the left knee after every run.',
+      origin: 'manual',
+      observedAt: now - 86_400_000,
+    });
+    const retriever = new MemoryRetriever(store, undefined, silentLogger());
+    const hits = await retriever.recall({ scope: 's', query: 'Where is the zeppelin hangar key kept?', limit: 5, minRelevance: 0.1 });
+    assert.deepEqual(
+      hits.map((hit) => hit.unit.content),
+      [],
+    );
+    // A word of the question held as well: the verb's other form counts again.
+    const told = store.add({ scope: 's', type: 'semantic', content: 'We keep the hangar key in the red box.', origin: 'manual', observedAt: now })!;
+    const found = await retriever.recall({ scope: 's', query: 'Where is the zeppelin hangar key kept?', limit: 5, minRelevance: 0.1 });
+    assert.equal(found[0]?.unit.id, told.id);
+  });
+
   test('housekeeping consolidates near-duplicates, decays stale episodes, enforces retention and caps', () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const day = 86_400_000;

@@ -194,7 +194,8 @@ export class MemoryRetriever {
     // Terms no unit of the scope holds lower coverage, but less; translations not looked up count as not held.
     const idf = (term: string) => search.idf.get(term) ?? 0;
     const known = (term: string) => search.idf.has(term) && !search.unknown.has(term);
-    const alternatives = mergeAlternatives(weighTranslations(translations, known), inflections);
+    const translated = weighTranslations(translations, known);
+    const alternatives = mergeAlternatives(translated, inflections);
     const queryWeight = queryMass(terms, alternatives, idf, known);
     const rare = rareTermIdf(this.store.scopeSize(request.scope));
     const speaker = ASKS_ASSISTANT.test(request.query) ? 'assistant' : 'user';
@@ -206,7 +207,9 @@ export class MemoryRetriever {
         unitTerms.has(term)
           ? 1
           : Math.max(partial?.has(term) ? PARTIAL_WEIGHT : 0, kindred?.has(term) ? KINDRED_WEIGHT : 0, related.has(term) ? NEIGHBOUR_WEIGHT : 0);
-      const matched = matchedMass(terms, alternatives, idf, holds);
+      // A unit that holds none of the query's words but another form of one of its verbs ("kept" for
+      // "keep") shares only how something was done, not what: the match says nothing of the unit.
+      const matched = inflections.size > 0 && matchedMass(terms, translated, idf, holds) === 0 ? 0 : matchedMass(terms, alternatives, idf, holds);
       const coverage = queryWeight > 0 ? matched / queryWeight : 0;
       const direct = queryWeight > 0 ? keywordRelevance(coverage, matched / rare) : 0;
       // Words shared with the best matches rank a unit higher, but only the query's own words say it
