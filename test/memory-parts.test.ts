@@ -107,6 +107,22 @@ describe('memory parts', () => {
     }
   });
 
+  test('memories that differ only in a number are different facts: each is recalled, none left out as a copy of another', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    for (let box = 1; box <= 4; box++)
+      store.add({
+        scope: 's',
+        type: 'semantic',
+        content: `Archive shelf note: box ${box} holds the red folders.`,
+        origin: 'manual',
+        observedAt: now - box * 60_000,
+      });
+    const retriever = new MemoryRetriever(store, undefined, silentLogger());
+    const hits = await retriever.recall({ scope: 's', query: 'Which boxes hold the red folders?', limit: 6, minRelevance: 0.1 });
+    assert.equal(hits.length, 4);
+  });
+
   test('a memory that shares only another form of a verb with the question ("kept" for "keep") is not recalled', async () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const now = Date.now();

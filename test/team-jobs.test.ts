@@ -5,7 +5,7 @@
  * Real `metaclaw start` nodes on one PostgreSQL; only the LLM is scripted.
  */
 import assert from 'node:assert/strict';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
@@ -16,8 +16,9 @@ import { addPgMemory } from '../src/store/postgres/index.js';
 import { isExtractorCall, isMemoryKeysCall, isSearchKeysCall, learningAwareUpstream, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { englishOnlyStarter } from './support/skill-banks.js';
+import { disposeTeam, teamHelpers } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-jobs-test';
@@ -37,19 +38,7 @@ let staleId: string;
 const nodes: ProxyHandle[] = [];
 const keys: Record<string, string> = {};
 
-function teamEnv(): Record<string, string> {
-  return { METACLAW_DATABASE_URL: url, METACLAW_PROXY_API_KEY: OWNER_KEY };
-}
-
-async function cli(args: string[]): Promise<string> {
-  const result = await runCli(args, { home: seed, env: teamEnv() });
-  assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
-  return result.stdout;
-}
-
-async function rows<T>(sql: string, params: unknown[] = []): Promise<T[]> {
-  return (await pool.query(sql, params)).rows as T[];
-}
+const { teamEnv, cli, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
 
 async function ask(node: ProxyHandle, text: string, session: string): Promise<void> {
   const client = new OpenAI({ baseURL: `${node.url}/v1`, apiKey: keys['alice'], maxRetries: 0 });
@@ -133,13 +122,7 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
       );
   });
 
-  after(async () => {
-    for (const node of nodes) await node.dispose().catch(() => undefined);
-    await pool?.end().catch(() => undefined);
-    await upstream?.close();
-    postgres?.stop();
-    if (seed) rmSync(seed, { recursive: true, force: true });
-  });
+  after(() => disposeTeam({ nodes, pool, upstream, postgres, seed }));
 
   test("two nodes starting the same day run the team's memory housekeeping once: a stale episode decays by one tenth, not two", async () => {
     const jobs = await waitFor(

@@ -8,14 +8,14 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import OpenAI from 'openai';
 import pg from 'pg';
 import { openDatabase } from '../src/store/index.js';
 import { PgSkillProposals, PgSkillStore } from '../src/store/postgres/index.js';
 import { isEvolverCall, learningAwareUpstream, session, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { disposeTeam, teamHelpers } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-learning-test';
@@ -32,23 +32,7 @@ const keys: Record<string, string> = {};
 const calls = new Map<string, number>();
 let answer: (marker: string, call: number) => { delayMs: number; hang?: boolean };
 
-function teamEnv(): Record<string, string> {
-  return { METACLAW_DATABASE_URL: url, METACLAW_PROXY_API_KEY: OWNER_KEY };
-}
-
-async function cli(args: string[]): Promise<string> {
-  const result = await runCli(args, { home: seed, env: teamEnv() });
-  assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
-  return result.stdout;
-}
-
-function client(node: ProxyHandle, member: string): OpenAI {
-  return new OpenAI({ baseURL: `${node.url}/v1`, apiKey: keys[member], maxRetries: 0 });
-}
-
-async function rows<T>(sql: string, params: unknown[] = []): Promise<T[]> {
-  return (await pool.query(sql, params)).rows as T[];
-}
+const { teamEnv, cli, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
 
 /** The evolver's answer for a session: an update of the skill that teaches one marked step. */
 function update(marker: string): string {
@@ -106,13 +90,7 @@ describe('team mode: nodes learn from the team store', { skip: postgresSkip() },
       );
   });
 
-  after(async () => {
-    for (const node of nodes) await node.dispose().catch(() => undefined);
-    await pool?.end().catch(() => undefined);
-    await upstream?.close();
-    postgres?.stop();
-    if (seed) rmSync(seed, { recursive: true, force: true });
-  });
+  after(() => disposeTeam({ nodes, pool, upstream, postgres, seed }));
 
   test('two nodes evolving one skill at once both keep their edit: v1 → v2 → v3 with both steps, each job done once, by two nodes', async () => {
     // Slow enough that both nodes have planned against v1 before either writes.

@@ -6,15 +6,14 @@
  * Real nodes and OpenAI SDK clients; only the LLM is scripted.
  */
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import OpenAI from 'openai';
 import pg from 'pg';
 import { PgSkillStore } from '../src/store/postgres/index.js';
 import { isJudgeCall, learningAwareUpstream, session, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { disposeTeam, teamHelpers } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-rl-test';
@@ -27,23 +26,7 @@ let seed: string;
 const nodes: ProxyHandle[] = [];
 const keys: Record<string, string> = {};
 
-function teamEnv(): Record<string, string> {
-  return { METACLAW_DATABASE_URL: url, METACLAW_PROXY_API_KEY: OWNER_KEY };
-}
-
-async function cli(args: string[]): Promise<string> {
-  const result = await runCli(args, { home: seed, env: teamEnv() });
-  assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
-  return result.stdout;
-}
-
-function client(node: ProxyHandle, member: string): OpenAI {
-  return new OpenAI({ baseURL: `${node.url}/v1`, apiKey: keys[member], maxRetries: 0 });
-}
-
-async function rows<T>(sql: string, params: unknown[] = []): Promise<T[]> {
-  return (await pool.query(sql, params)).rows as T[];
-}
+const { teamEnv, cli, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
 
 /** The user texts the judge was shown (its instruction), one entry per judge call. */
 function judgedTexts(): string[] {
@@ -80,13 +63,7 @@ describe('team mode: RL samples on the team store', { skip: postgresSkip() }, ()
       );
   });
 
-  after(async () => {
-    for (const node of nodes) await node.dispose().catch(() => undefined);
-    await pool?.end().catch(() => undefined);
-    await upstream?.close();
-    postgres?.stop();
-    if (seed) rmSync(seed, { recursive: true, force: true });
-  });
+  after(() => disposeTeam({ nodes, pool, upstream, postgres, seed }));
 
   test('traffic on two nodes: every main turn is one sample in the team store, and the judge scores each exactly once, within the team budget', async () => {
     await Promise.all([

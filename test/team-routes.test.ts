@@ -12,7 +12,8 @@ import pg from 'pg';
 import { openDatabase } from '../src/store/index.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { teamHelpers } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-routes-test';
@@ -28,15 +29,7 @@ let personal: ProxyHandle;
 const nodes: ProxyHandle[] = [];
 const keys: Record<string, string> = {};
 
-function teamEnv(): Record<string, string> {
-  return { METACLAW_DATABASE_URL: url, METACLAW_PROXY_API_KEY: OWNER_KEY };
-}
-
-async function cli(args: string[]): Promise<string> {
-  const result = await runCli(args, { home: seed, env: teamEnv() });
-  assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
-  return result.stdout;
-}
+const { teamEnv, cli } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
 
 /** A member's (or, with 'owner', the proxy key's) request to a node. */
 function call(node: ProxyHandle, who: string, method: string, path: string, body?: unknown) {

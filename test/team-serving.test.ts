@@ -13,6 +13,7 @@ import { openDatabase } from '../src/store/index.js';
 import { sendJson } from './support/http.js';
 import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
+import { disposeTeam } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-store-test';
@@ -90,13 +91,7 @@ describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip(
     }
   });
 
-  after(async () => {
-    for (const node of nodes) await node.dispose().catch(() => undefined);
-    await pool?.end().catch(() => undefined);
-    await upstream?.close();
-    postgres?.stop();
-    if (seed) rmSync(seed, { recursive: true, force: true });
-  });
+  after(() => disposeTeam({ nodes, pool, upstream, postgres, seed }));
 
   test("three nodes serve three members at once: every turn is stored once, in the member's own scope, and no member's memories reach another's requests", async () => {
     const before = await count('SELECT count(*) AS n FROM turns');

@@ -2,9 +2,10 @@ import { jaccard } from '../text/index.js';
 import type { MemoryUnit } from './types.js';
 
 /**
- * Two texts whose word sets overlap this much (Jaccard) say the same thing: a question asked again
- * with other punctuation or case, the same reply to it. Numbers and names are words, so "the 9:40
- * train" and "the 10:15 train" stay apart once the sentence is short enough for them to matter.
+ * Two texts whose word sets overlap this much (Jaccard), and that hold the same numbers, say the
+ * same thing: a question asked again with other punctuation or case, the same reply to it. A number
+ * is what tells one fact from the next ("box 3 holds the red folders", "box 5 …"; "the 9:40 train",
+ * "the 10:15 train"), however long the sentence around it.
  */
 export const NEAR_COPY = 0.8;
 
@@ -35,17 +36,24 @@ export function distinctHits<T extends { unit: MemoryUnit }>(hits: readonly T[],
     const { content } = hit.unit;
     let words: ReadonlySet<string> | undefined;
     const wordsOf = () => (words ??= plainWords(content));
-    const repeats = hit.unit.origin === 'raw_turn' && hit.unit.speaker === 'user' && similarLength(content, query) && jaccard(wordsOf(), asked) >= NEAR_COPY;
+    const repeats = hit.unit.origin === 'raw_turn' && hit.unit.speaker === 'user' && similarLength(content, query) && sameSaying(wordsOf(), asked);
     const copies =
       !repeats &&
-      kept.some(
-        (other) => similarLength(content, other.hit.unit.content) && jaccard(wordsOf(), (other.words ??= plainWords(other.hit.unit.content))) >= NEAR_COPY,
-      );
+      kept.some((other) => similarLength(content, other.hit.unit.content) && sameSaying(wordsOf(), (other.words ??= plainWords(other.hit.unit.content))));
     if (repeats || copies) dropped++;
     else kept.push({ hit, words });
   }
   return { kept: kept.map(({ hit }) => hit), dropped };
 }
+
+function sameSaying(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  if (jaccard(a, b) < NEAR_COPY) return false;
+  for (const word of a) if (DIGITS.test(word) && !b.has(word)) return false;
+  for (const word of b) if (DIGITS.test(word) && !a.has(word)) return false;
+  return true;
+}
+
+const DIGITS = /\p{N}/u;
 
 function similarLength(a: string, b: string): boolean {
   return Math.min(a.length, b.length) >= LENGTH_RATIO * Math.max(a.length, b.length);
