@@ -38,6 +38,11 @@ export interface RecallRequest {
   now?: Date;
   /** Injection into a model request: vectors only if the query's is already known, never a wait on the network. */
   onRequestPath?: boolean;
+  /**
+   * A person's search (CLI, HTTP, dashboard): every match is listed, copies too, since a copy may be
+   * what they came to edit or forget. Otherwise copies are left out (see `distinctHits`).
+   */
+  listing?: boolean;
 }
 
 /**
@@ -232,7 +237,7 @@ export class MemoryRetriever {
     }
     if (ASKS_PRESENT.test(request.query)) preferLatest(scored);
     scored.sort((a, b) => b.score - a.score);
-    const { kept, dropped } = distinctHits(scored, request.query, request.limit);
+    const { kept, dropped } = request.listing ? { kept: scored.slice(0, request.limit), dropped: 0 } : distinctHits(scored, request.query, request.limit);
     // Crowded: copies took at least as many places as asked (a near-copy or two among the hits is
     // common, and a deeper search would then cost a second search for nothing).
     return { hits: kept.map(({ keyword: _keyword, ...hit }) => hit), crowded: full && dropped >= request.limit && kept.length < request.limit };

@@ -670,6 +670,7 @@ export class MemoryService {
       ...(request.types ? { types: request.types } : {}),
       includeInactive: request.includeSuperseded ?? false,
       minRelevance: 0.15,
+      listing: true,
     });
   }
 

@@ -92,6 +92,7 @@ export class PgMemoryApi {
         ...(request.types ? { types: request.types } : {}),
         includeInactive: request.includeSuperseded ?? false,
         minRelevance: SEARCH_MIN_RELEVANCE,
+        listing: true,
       },
     );
   }
