@@ -7,7 +7,7 @@
  * Results go to bench/results/latest.json and BENCHMARKS.md.
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -25,6 +25,21 @@ const soakOnly = process.argv.includes('--soak');
 /** `--rl`: only the RL rows (recording latency, judge, training step, buffer), printed, nothing written. */
 const rlOnly = process.argv.includes('--rl');
 const scale = quick ? 0.2 : 1;
+
+/**
+ * The team store's section of BENCHMARKS.md, as it stands: `npm run bench:team` measures it (it
+ * needs PostgreSQL), so a run of `npm run bench` keeps it rather than dropping it.
+ */
+function teamSection(): string {
+  const file = join(REPO, 'BENCHMARKS.md');
+  const current = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const start = current.indexOf(TEAM_HEADING);
+  if (start < 0) return '';
+  const next = current.indexOf('\n## ', start + TEAM_HEADING.length);
+  return `\n${current.slice(start, next < 0 ? undefined : next + 1).trimEnd()}\n`;
+}
+
+const TEAM_HEADING = '## Team store';
 
 async function main(): Promise<void> {
   const home = mkdtempSync(join(tmpdir(), 'metaclaw-bench-'));
@@ -126,7 +141,7 @@ async function main(): Promise<void> {
     mkdirSync(join(REPO, 'bench', 'results'), { recursive: true });
     writeFileSync(join(REPO, 'bench', 'results', 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
     const markdown = renderMarkdown(results as unknown as Results, extra);
-    if (!quick) writeFileSync(join(REPO, 'BENCHMARKS.md'), markdown);
+    if (!quick) writeFileSync(join(REPO, 'BENCHMARKS.md'), `${markdown.trimEnd()}\n${teamSection()}`);
     process.stdout.write(`\n${markdown}\n`);
   } finally {
     for (const proxy of startedProxies) {
