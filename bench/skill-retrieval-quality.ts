@@ -8,6 +8,7 @@
  * - dev: `test/fixtures/dev-skills/` (another bank by others, for tuning)
  * - dev2: `test/fixtures/dev2-skills/` (a third bank by others, for tuning; built when tuned and dev were saturated)
  * - dev3: `test/fixtures/dev3-skills/` (a fourth bank by others, English-heavy, for tuning; built when dev2 was saturated)
+ * - dev4: `test/fixtures/dev4-skills/` (a fifth bank by others, paraphrases and off-topic requests sharing a generic word)
  *
  * Standalone: `node --import tsx bench/skill-retrieval-quality.ts tuned dev` (name the sets to run).
  */
@@ -46,6 +47,11 @@ export const SKILL_SETS = {
     requests: new URL('dev3-skills/requests.json', FIXTURES),
     bank: new URL('dev3-skills/bank', FIXTURES).pathname,
     about: 'dev3: 45 skills by others, `test/fixtures/dev3-skills/`',
+  },
+  dev4: {
+    requests: new URL('dev4-skills/requests.json', FIXTURES),
+    bank: new URL('dev4-skills/bank', FIXTURES).pathname,
+    about: 'dev4: 42 skills by others, `test/fixtures/dev4-skills/`',
   },
 } as const;
 export type SkillSetName = keyof typeof SKILL_SETS;
@@ -132,7 +138,7 @@ export function renderSkillRetrieval(reports: readonly SkillRetrievalReport[]): 
   return [
     'Keyword mode, the default threshold (skills.min_relevance 0.35) and top_k (6); nothing learned (no search keys, no embeddings). Precision: injected skills that are labelled relevant; recall: labelled skills that were injected; off-topic: requests labelled as needing no skill that got one; "never" : skills labelled as wrong for the request that were injected.',
     '',
-    'Retrieval is tuned on the tuned, dev, dev2 and dev3 sets only. The held-out set is run to report generalisation; every look at it during tuning is logged, with its numbers, in `test/fixtures/heldout-skills/README.md`.',
+    'Retrieval is tuned on the tuned, dev, dev2, dev3 and dev4 sets only. The held-out set is run to report generalisation; every look at it during tuning is logged, with its numbers, in `test/fixtures/heldout-skills/README.md`.',
     '',
     '| set, language | requests | precision | recall | skills per turn | off-topic injected | "never" injected |',
     '|---|---|---|---|---|---|---|',
