@@ -1,4 +1,14 @@
-import { blendedIdf, forUnknownTerms, matchedMass, queryMass, rareTermIdf, tokenize, type Alternatives, type WeightedTerm } from '../text/index.js';
+import {
+  blendedIdf,
+  forUnknownTerms,
+  matchedMass,
+  queryMass,
+  rareTermIdf,
+  termStatistics,
+  tokenize,
+  type Alternatives,
+  type WeightedTerm,
+} from '../text/index.js';
 import { englishKey, katakanaKey } from '../text/loanwords.js';
 import { termOf } from '../text/tokenize.js';
 import { DEFAULT_CATEGORY } from './skill-file.js';
@@ -74,6 +84,12 @@ export interface KeywordHit {
   translated: { evidence: number; specific: number };
   /** The most evidence one word of the request gave (itself, or a glossary word through one translation). */
   strongest: number;
+  /**
+   * Whether that word is the request's own, in the skill's name, and a word of everyday language
+   * (the background corpus of general sentences uses it: "hook", "tunnel", "photo", "game"; not
+   * "playwright", "debian", "youtube").
+   */
+  everyday: boolean;
 }
 
 interface Posting {
@@ -204,8 +220,10 @@ export class SkillSearchIndex {
       // (The glossary also gives a word's sense weight apart from a piece's share: the larger decides.)
       const byTranslation = new Map<string, { weight: number; sense: number; value: number }>();
       let strongest = 0;
-      const matched = this.matched(queryTerms, alternatives, skill, idf, nameWeight, forms, (value, translation) => {
+      let everyday = false;
+      const matched = this.matched(queryTerms, alternatives, skill, idf, nameWeight, forms, (value, translation, term) => {
         if (!translation) {
+          if (value / rare > strongest) everyday = skill.named.has(term) && termStatistics().share(term) > 0;
           strongest = Math.max(strongest, value / rare);
           return;
         }
@@ -218,13 +236,14 @@ export class SkillSearchIndex {
         });
       });
       for (const { weight, sense, value } of byTranslation.values()) {
+        if (value / rare > strongest) everyday = false;
         strongest = Math.max(strongest, value / rare);
         if (Math.max(weight, sense) >= SPECIFIC_TRANSLATION) translated.specific = Math.max(translated.specific, value / rare);
       }
       let coverage = total > 0 ? Math.min(1, matched / total) : 0;
       if (contextTotal > 0)
         coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, NO_ALTERNATIVES, skill, idf, nameWeight) / contextTotal) * coverage);
-      return { name, bm25, coverage, evidence: matched / rare, translated, strongest };
+      return { name, bm25, coverage, evidence: matched / rare, translated, strongest, everyday };
     });
   }
 
@@ -289,7 +308,7 @@ export class SkillSearchIndex {
     idf: (term: string) => number,
     nameWeight: number,
     forms: ReadonlyMap<string, readonly string[]> = NO_FORMS,
-    onMatch?: (value: number, translation: WeightedTerm | undefined) => void,
+    onMatch?: (value: number, translation: WeightedTerm | undefined, term: string) => void,
   ): number {
     return matchedMass(
       terms,

@@ -68,15 +68,15 @@ export function queryMass(terms: readonly string[], alternatives: Alternatives, 
 /**
  * The IDF mass of a query a document matches: for each term, the best of the term itself and its
  * weighted alternatives, each scaled by `holds` (0 when the document lacks it; less than 1 for a
- * weaker field; told whether the term is a translation, which a field may weigh differently). `onMatch` is told each matched term's share, and the translation it came through
- * (undefined when the term itself matched).
+ * weaker field; told whether the term is a translation, which a field may weigh differently). `onMatch` is told each matched term's share, the translation it came through
+ * (undefined when the term itself matched), and the query term.
  */
 export function matchedMass(
   terms: readonly string[],
   alternatives: Alternatives,
   idf: (term: string) => number,
   holds: (term: string, translation: boolean) => number,
-  onMatch?: (value: number, translation: WeightedTerm | undefined) => void,
+  onMatch?: (value: number, translation: WeightedTerm | undefined, term: string) => void,
 ): number {
   let sum = 0;
   for (const term of terms) {
@@ -92,7 +92,7 @@ export function matchedMass(
       }
     }
     sum += best;
-    if (onMatch && best > 0) onMatch(best, translation);
+    if (onMatch && best > 0) onMatch(best, translation, term);
   }
   return sum;
 }
