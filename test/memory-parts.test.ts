@@ -107,6 +107,19 @@ describe('memory parts', () => {
     }
   });
 
+  test('a Chinese question word ("哪里", where) is no search term, as "where" is not in English: "我们的狗是从哪里来的" recalls the English memory about the dog, not turns that ask where to eat', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    for (const content of ['We got our dog from the SPCA shelter on Saturday.', '周末不知道去哪里吃饭。', '这家店在哪里？', 'The shelter closes at five.'])
+      store.add({ scope: 's', type: 'episodic', content, origin: 'manual', observedAt: now - 86_400_000 });
+    const retriever = new MemoryRetriever(store, undefined, silentLogger(), 'keyword', () => ['zh']);
+    const hits = await retriever.recall({ scope: 's', query: '我们的狗是从哪里来的？', limit: 2, minRelevance: 0.1 });
+    assert.deepEqual(
+      hits.map((hit) => hit.unit.content),
+      ['We got our dog from the SPCA shelter on Saturday.'],
+    );
+  });
+
   test('memories that differ only in a number are different facts: each is recalled, none left out as a copy of another', async () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const now = Date.now();
