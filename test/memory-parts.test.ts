@@ -120,6 +120,31 @@ describe('memory parts', () => {
     );
   });
 
+  test('everyday words of conversation cross languages both ways with the glossary alone: "领养" finds "adopted", "octopus" finds "章鱼"', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    for (const content of [
+      'We adopted Tofu from the SPCA on Saturday.',
+      'Tofu got a new collar and a ramp for the steps.',
+      '今天章鱼从水箱里逃出来了，爬到了隔壁的池子。',
+      '今天水箱的温度有点高。',
+      'We went to the aquarium to see the sharks get out of the water.',
+    ])
+      store.add({ scope: 's', type: 'episodic', content, origin: 'manual', observedAt: now - 86_400_000 });
+    const retriever = new MemoryRetriever(store, undefined, silentLogger(), 'keyword', () => ['zh']);
+    for (const [query, expected] of [
+      ['豆腐是从哪里领养的？', 'We adopted Tofu from the SPCA on Saturday.'],
+      ['How did the octopus get out?', '今天章鱼从水箱里逃出来了，爬到了隔壁的池子。'],
+    ] as const) {
+      const hits = await retriever.recall({ scope: 's', query, limit: 1, minRelevance: 0.1 });
+      assert.deepEqual(
+        hits.map((hit) => hit.unit.content),
+        [expected],
+        query,
+      );
+    }
+  });
+
   test('memories that differ only in a number are different facts: each is recalled, none left out as a copy of another', async () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const now = Date.now();
