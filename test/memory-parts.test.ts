@@ -91,6 +91,41 @@ describe('memory parts', () => {
     assert.equal(contents.filter((content) => content.startsWith('I do not know yet')).length <= 1, true, 'identical replies take one place');
   });
 
+  test('a candidate pool crowded by copies is read deeper from the rankings already made: the answer is still recalled, with no second keyword search', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    const day = 86_400_000;
+    const answer = 'My favourite editor is Helix, and our staging cluster is blue-harbor.';
+    store.add({ scope: 's', type: 'episodic', content: answer, origin: 'manual', observedAt: now - 60 * day });
+    for (let copy = 0; copy < 40; copy++)
+      store.add({
+        scope: 's',
+        type: 'episodic',
+        content: 'I do not know yet which editor or staging cluster you use.',
+        origin: 'manual',
+        observedAt: now - copy * day,
+      });
+    let searches = 0;
+    const search = store.search.bind(store);
+    store.search = (...args) => {
+      searches++;
+      return search(...args);
+    };
+    const retriever = new MemoryRetriever(store, undefined, silentLogger());
+    const hits = await retriever.recall({
+      scope: 's',
+      query: 'Which editor is my favourite one, and which staging cluster do we use?',
+      limit: 6,
+      minRelevance: 0.3,
+    });
+    assert.ok(
+      hits.some((hit) => hit.unit.content === answer),
+      JSON.stringify(hits.map((hit) => hit.unit.content)),
+    );
+    // One search for the question's words, one for the feedback's: the deeper pass ranks neither again.
+    assert.equal(searches, 2);
+  });
+
   test('a question in the base form of an irregular verb ("what did I buy", "how much did she lose") recalls what was told in its past form ("bought", "lost")', async () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const now = Date.now();
