@@ -179,7 +179,7 @@ async function skillsThroughProxyScenario(context: ScenarioContext): Promise<Ext
 
 /* ---------- memory: recall + rendering with big scopes ---------- */
 
-export async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
+async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
   const rows: string[] = [];
   const data: Record<string, unknown> = {};
   for (const size of context.scale < 1 ? [10_000, 30_000] : [10_000, 100_000]) {
