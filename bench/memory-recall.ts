@@ -4,12 +4,13 @@
  * the same raw turns: SQLite FTS5 BM25 as it comes (unicode61 tokenizer), and BM25 over our own
  * segmented, stemmed terms (isolates ranking).
  *
- * Four histories: the tuned one (`test/fixtures/memory-recall.json`), two dev ones written for tuning
- * this part (`test/fixtures/dev-recall/`, the second over 13 months), and a held-out one nobody tunes on
+ * Five histories: the tuned one (`test/fixtures/memory-recall.json`), three dev ones written for tuning
+ * this part (`test/fixtures/dev-recall/`: the second over 13 months, the third paraphrased and
+ * cross-language both ways), and a held-out one nobody tunes on
  * (`test/fixtures/heldout-memory/recall-long.json`). The dev history also has extractor output
  * written once (with search keys), for the row that measures recall with an extractor.
  *
- * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|heldout …]` (default: tuned dev dev-long).
+ * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|dev-long|dev-cross|heldout …]` (default: all but heldout).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -33,7 +34,7 @@ const KS = [5, 10] as const;
 
 /** A labelled history the bench knows. */
 export interface RecallFixture {
-  key: 'tuned' | 'dev' | 'dev-long' | 'heldout';
+  key: 'tuned' | 'dev' | 'dev-long' | 'dev-cross' | 'heldout';
   file: URL;
   /** How the report names it. */
   label: string;
@@ -49,6 +50,11 @@ export const RECALL_FIXTURES: readonly RecallFixture[] = [
     key: 'dev-long',
     file: new URL('../test/fixtures/dev-recall/recall-long.json', import.meta.url),
     label: 'long dev set (`test/fixtures/dev-recall/recall-long.json`)',
+  },
+  {
+    key: 'dev-cross',
+    file: new URL('../test/fixtures/dev-recall/recall-cross.json', import.meta.url),
+    label: 'cross-language dev set (`test/fixtures/dev-recall/recall-cross.json`)',
   },
   {
     key: 'heldout',

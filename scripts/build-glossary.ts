@@ -36,6 +36,13 @@ for (const name of ['cedict', 'jieba', 'edict', 'compdic'] as const) if (!values
 const MAX_WORDS = 5;
 /** Everyday Chinese words: the most frequent ones in jieba's word list. */
 const ZH_EVERYDAY = 12_000;
+/**
+ * Words of conversation beyond those, by the same frequencies, up to this rank: family, animals,
+ * food, events ("表弟": cousin, "领养": adopt, "章鱼": octopus), which memory recall meets when a
+ * person asks in English about what they told in Chinese. Kept, but not counted as everyday words
+ * when technical words are told apart (that would change which computing terms are kept).
+ */
+const ZH_CONVERSATION = 40_000;
 /** Technical Chinese words beyond those, by the same frequencies. */
 const ZH_TECHNICAL = 5_000;
 /** Japanese kanji words (common ones, ranked by the frequency of the same word in Chinese where it is one) and katakana words. */
@@ -222,7 +229,9 @@ const zhTerms = rarer.filter(
  * takes the first words that have an English word as their main sense ("time": 时间, not 一度).
  */
 const band = (count: number) => Math.floor(Math.log2(1 + count));
-const zhKept = [...everyday, ...zhComputing, ...zhTechnical.map(({ score: _score, ...row }) => row), ...zhTerms].sort(
+const keptSoFar = new Set([...zhComputing, ...zhTechnical, ...zhTerms].map((row) => row.word));
+const conversation = withGloss.slice(ZH_EVERYDAY, ZH_CONVERSATION).filter((row) => !keptSoFar.has(row.word));
+const zhKept = [...everyday, ...conversation, ...zhComputing, ...zhTechnical.map(({ score: _score, ...row }) => row), ...zhTerms].sort(
   // The supplement's words first: their first sense is the one a user means (and what an English word stands for).
   (a, b) => Number(supplement.zh.has(b.word)) - Number(supplement.zh.has(a.word)) || band(b.count) - band(a.count) || a.word.localeCompare(b.word),
 );
@@ -388,5 +397,5 @@ const write = (file: string, text: string) => writeFileSync(join(values.out, fil
 write('zh-en.tsv.gz', `${header('Chinese → English, from CC-CEDICT (CC BY-SA 4.0), ranked by the word frequencies of jieba (MIT)')}${render(zhKept)}\n`);
 write('ja-en.tsv.gz', `${header('Japanese → English, from EDICT and COMPDIC of the EDRDG (CC BY-SA 3.0)')}${render(jaKept)}\n`);
 process.stdout.write(
-  `zh-en: ${zhKept.length} headwords (${everyday.length} everyday, ${zhComputing.length} computing, ${zhTechnical.length} technical, ${zhTerms.length} terms); ja-en: ${jaKept.length} headwords (${katakana.length} katakana); technical vocabulary: ${technical.size} words\n`,
+  `zh-en: ${zhKept.length} headwords (${everyday.length} everyday, ${conversation.length} conversation, ${zhComputing.length} computing, ${zhTechnical.length} technical, ${zhTerms.length} terms); ja-en: ${jaKept.length} headwords (${katakana.length} katakana); technical vocabulary: ${technical.size} words\n`,
 );

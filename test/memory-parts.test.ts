@@ -91,6 +91,41 @@ describe('memory parts', () => {
     assert.equal(contents.filter((content) => content.startsWith('I do not know yet')).length <= 1, true, 'identical replies take one place');
   });
 
+  test('a candidate pool crowded by copies is read deeper from the rankings already made: the answer is still recalled, with no second keyword search', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    const day = 86_400_000;
+    const answer = 'My favourite editor is Helix, and our staging cluster is blue-harbor.';
+    store.add({ scope: 's', type: 'episodic', content: answer, origin: 'manual', observedAt: now - 60 * day });
+    for (let copy = 0; copy < 40; copy++)
+      store.add({
+        scope: 's',
+        type: 'episodic',
+        content: 'I do not know yet which editor or staging cluster you use.',
+        origin: 'manual',
+        observedAt: now - copy * day,
+      });
+    let searches = 0;
+    const search = store.search.bind(store);
+    store.search = (...args) => {
+      searches++;
+      return search(...args);
+    };
+    const retriever = new MemoryRetriever(store, undefined, silentLogger());
+    const hits = await retriever.recall({
+      scope: 's',
+      query: 'Which editor is my favourite one, and which staging cluster do we use?',
+      limit: 6,
+      minRelevance: 0.3,
+    });
+    assert.ok(
+      hits.some((hit) => hit.unit.content === answer),
+      JSON.stringify(hits.map((hit) => hit.unit.content)),
+    );
+    // One search for the question's words, one for the feedback's: the deeper pass ranks neither again.
+    assert.equal(searches, 2);
+  });
+
   test('a question in the base form of an irregular verb ("what did I buy", "how much did she lose") recalls what was told in its past form ("bought", "lost")', async () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const now = Date.now();
@@ -104,6 +139,44 @@ describe('memory parts', () => {
     ] as const) {
       const hits = (await retriever.recall({ scope: 's', query, limit: 1, minRelevance: 0.1 })).map((hit) => hit.unit.content);
       assert.deepEqual(hits, [expected], query);
+    }
+  });
+
+  test('a Chinese question word ("哪里", where) is no search term, as "where" is not in English: "我们的狗是从哪里来的" recalls the English memory about the dog, not turns that ask where to eat', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    for (const content of ['We got our dog from the SPCA shelter on Saturday.', '周末不知道去哪里吃饭。', '这家店在哪里？', 'The shelter closes at five.'])
+      store.add({ scope: 's', type: 'episodic', content, origin: 'manual', observedAt: now - 86_400_000 });
+    const retriever = new MemoryRetriever(store, undefined, silentLogger(), 'keyword', () => ['zh']);
+    const hits = await retriever.recall({ scope: 's', query: '我们的狗是从哪里来的？', limit: 2, minRelevance: 0.1 });
+    assert.deepEqual(
+      hits.map((hit) => hit.unit.content),
+      ['We got our dog from the SPCA shelter on Saturday.'],
+    );
+  });
+
+  test('everyday words of conversation cross languages both ways with the glossary alone: "领养" finds "adopted", "octopus" finds "章鱼"', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    for (const content of [
+      'We adopted Tofu from the SPCA on Saturday.',
+      'Tofu got a new collar and a ramp for the steps.',
+      '今天章鱼从水箱里逃出来了，爬到了隔壁的池子。',
+      '今天水箱的温度有点高。',
+      'We went to the aquarium to see the sharks get out of the water.',
+    ])
+      store.add({ scope: 's', type: 'episodic', content, origin: 'manual', observedAt: now - 86_400_000 });
+    const retriever = new MemoryRetriever(store, undefined, silentLogger(), 'keyword', () => ['zh']);
+    for (const [query, expected] of [
+      ['豆腐是从哪里领养的？', 'We adopted Tofu from the SPCA on Saturday.'],
+      ['How did the octopus get out?', '今天章鱼从水箱里逃出来了，爬到了隔壁的池子。'],
+    ] as const) {
+      const hits = await retriever.recall({ scope: 's', query, limit: 1, minRelevance: 0.1 });
+      assert.deepEqual(
+        hits.map((hit) => hit.unit.content),
+        [expected],
+        query,
+      );
     }
   });
 

@@ -43,6 +43,8 @@ export interface Expansion {
 export interface Feedback {
   search: KeywordSearch;
   expansion: Expansion;
+  /** The search for the expansion's holders alone. */
+  holders?: KeywordSearch;
 }
 
 const NO_EXPANSION: Expansion = { weights: new Map(), lent: new Map() };
@@ -89,8 +91,18 @@ export function withFeedback(
   query: { terms: readonly string[]; exclude: ReadonlySet<string> },
   first: KeywordSearch,
   options: { depth: number; includeInactive: boolean; eligible: (unit: MemoryUnit) => boolean },
+  /** The feedback of a shallower pass over the same query: its best units, so its expansion, are these too. */
+  shallower?: Feedback,
 ): Feedback {
   const none: Feedback = { search: first, expansion: NO_EXPANSION };
+  if (shallower) {
+    const { expansion, holders } = shallower;
+    if (!holders) return none;
+    // Read deeper from the ranking already made: no second ranking of the expansion's posting lists.
+    const deeper =
+      holders.deeper?.(options.depth) ?? store.search(scope, [...expansion.weights.keys()], options.depth, options.includeInactive, undefined, true);
+    return merged(first, deeper, expansion);
+  }
   const best = first.candidates[0]?.bm25 ?? 0;
   let mass = 0;
   for (const term of query.terms) mass += first.idf.get(term) ?? 0;
@@ -109,15 +121,22 @@ export function withFeedback(
     EXPANSION_TERMS,
   );
   if (expansion.weights.size === 0) return none;
-  const second = store.search(scope, [...expansion.weights.keys()], options.depth, options.includeInactive, undefined, true);
+  return merged(first, store.search(scope, [...expansion.weights.keys()], options.depth, options.includeInactive, undefined, true), expansion);
+}
+
+function merged(first: KeywordSearch, second: KeywordSearch, expansion: Expansion): Feedback {
   const byId = new Map(first.candidates.map((candidate) => [candidate.unit.id, candidate]));
-  const merged = [...first.candidates];
+  const all = [...first.candidates];
   for (const candidate of second.candidates) {
     const known = byId.get(candidate.unit.id);
     if (known) mergeHeld(known, candidate);
-    else merged.push(candidate);
+    else all.push(candidate);
   }
-  return { search: { candidates: merged, idf: new Map([...second.idf, ...first.idf]), unknown: new Set([...first.unknown, ...second.unknown]) }, expansion };
+  return {
+    search: { candidates: all, idf: new Map([...second.idf, ...first.idf]), unknown: new Set([...first.unknown, ...second.unknown]) },
+    expansion,
+    holders: second,
+  };
 }
 
 /**

@@ -16,7 +16,7 @@ import {
 } from '../text/index.js';
 import { KINDRED_WEIGHT, NEIGHBOUR_WEIGHT, PARTIAL_WEIGHT, type Candidate, type KeywordSearch, type MemoryStore } from './store.js';
 import { distinctHits } from './distinct.js';
-import { EXPANSION_WEIGHT, expansionShare, withFeedback, type Expansion } from './feedback.js';
+import { EXPANSION_WEIGHT, expansionShare, withFeedback, type Expansion, type Feedback } from './feedback.js';
 import { timeWindowOf, type TimeWindow } from './time-window.js';
 import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
 
@@ -137,11 +137,12 @@ export class MemoryRetriever {
     // Copies of one text (a question asked every day) can fill the whole candidate pool: once they
     // are left out, places stay empty that a deeper search fills.
     const deeper = (ranked: Ranked): MemoryHit[] | Promise<MemoryHit[]> =>
-      ranked.crowded ? resolved(this.recallAt(request, window, depth * CROWDED_DEPTH), (again) => again.hits) : ranked.hits;
+      ranked.crowded ? resolved(this.recallAt(request, window, depth * CROWDED_DEPTH, ranked.searched), (again) => again.hits) : ranked.hits;
     return first instanceof Promise ? first.then(deeper) : deeper(first);
   }
 
-  private recallAt(request: RecallRequest, window: TimeWindow | undefined, depth: number): Ranked | Promise<Ranked> {
+  /** `shallower`: the searches of a shallower pass over the same query, read deeper rather than made again. */
+  private recallAt(request: RecallRequest, window: TimeWindow | undefined, depth: number, shallower?: Searched): Ranked | Promise<Ranked> {
     const terms = queryTerms(request.query, window);
     const candidates = new Map<string, Candidate>();
     // Translations of the query's words (the glossary), so a Chinese question finds an English memory and the reverse.
@@ -150,19 +151,29 @@ export class MemoryRetriever {
     const inflections = inflectionAlternatives(terms);
     const extra = alternativeTerms(mergeAlternatives(translations, inflections), MOST_TRANSLATIONS);
     for (const term of terms) extra.delete(term);
-    const first = this.store.search(request.scope, extra.size > 0 ? [...terms, ...extra.keys()] : terms, depth, request.includeInactive ?? false, extra);
-    const { search: keyword, expansion } = withFeedback(this.store, request.scope, { terms, exclude: new Set([...terms, ...extra.keys()]) }, first, {
-      depth,
-      includeInactive: request.includeInactive ?? false,
-      eligible: (unit) => this.eligible(unit, request),
-    });
+    const first =
+      shallower?.first.deeper?.(depth) ??
+      this.store.search(request.scope, extra.size > 0 ? [...terms, ...extra.keys()] : terms, depth, request.includeInactive ?? false, extra);
+    const feedback = withFeedback(
+      this.store,
+      request.scope,
+      { terms, exclude: new Set([...terms, ...extra.keys()]) },
+      first,
+      { depth, includeInactive: request.includeInactive ?? false, eligible: (unit) => this.eligible(unit, request) },
+      shallower?.feedback,
+    );
+    const { search: keyword, expansion } = feedback;
+    const searched: Searched = { first, feedback };
     for (const candidate of keyword.candidates) candidates.set(candidate.unit.id, candidate);
     if (window)
       for (const candidate of this.store.inWindow(request.scope, window.start, window.end, 30))
         if (!candidates.has(candidate.unit.id)) candidates.set(candidate.unit.id, candidate);
-    const full = first.candidates.length >= depth;
-    const rank = (semantic?: Map<string, number>) =>
-      this.rank(request, terms, { translations, inflections }, keyword, window, candidates, semantic, expansion, full);
+    // The pool was cut short while its weakest match still counted: a deeper search may find more that count.
+    const cut = first.candidates.length >= depth ? weakestEligible(first.candidates, (unit) => this.eligible(unit, request)) : undefined;
+    const rank = (semantic?: Map<string, number>) => ({
+      ...this.rank(request, terms, { translations, inflections }, keyword, window, candidates, semantic, expansion, cut),
+      searched,
+    });
     if (!this.vectors?.ready || this.mode === 'keyword') return rank();
     const withNeighbours = (neighbours: readonly Neighbour[]): Ranked => {
       const semantic = new Map<string, number>();
@@ -192,9 +203,9 @@ export class MemoryRetriever {
     candidates: Map<string, Candidate>,
     semantic: Map<string, number> | undefined,
     expansion: Expansion,
-    /** The keyword search returned as many candidates as asked: there may be more. */
-    full: boolean,
-  ): Ranked {
+    /** The weakest eligible keyword candidate when the search returned as many as asked (there may be more). */
+    cut: string | undefined,
+  ): Omit<Ranked, 'searched'> {
     const now = (request.now ?? new Date()).getTime();
     // Terms no unit of the scope holds lower coverage, but less; translations not looked up count as not held.
     const idf = (term: string) => search.idf.get(term) ?? 0;
@@ -205,6 +216,7 @@ export class MemoryRetriever {
     const rare = rareTermIdf(this.store.scopeSize(request.scope));
     const speaker = ASKS_ASSISTANT.test(request.query) ? 'assistant' : 'user';
     const scored: Array<MemoryHit & { keyword: number }> = [];
+    let cutCounts = false;
     for (const { unit, terms: unitTerms, related, partial, kindred } of candidates.values()) {
       if (!this.eligible(unit, request)) continue;
       // A term said in the turn next to a unit counts NEIGHBOUR_WEIGHT of one in the unit itself; one held in another form, PARTIAL_WEIGHT.
@@ -223,6 +235,7 @@ export class MemoryRetriever {
       const keyword = fed > 0 ? keywordRelevance(Math.min(1, coverage + fed), (matched + fed * queryWeight) / rare) : direct;
       const relevance = this.relevanceOf(direct, semantic, unit.id);
       const inWindow = window !== undefined && unit.observedAt >= window.start && unit.observedAt < window.end;
+      if (unit.id === cut) cutCounts = relevance >= request.minRelevance;
       if (relevance < request.minRelevance && !inWindow) continue;
       const recency = Math.exp(-(now - unit.observedAt) / (RECENCY_DAYS * 86_400_000));
       const score =
@@ -239,8 +252,10 @@ export class MemoryRetriever {
     scored.sort((a, b) => b.score - a.score);
     const { kept, dropped } = request.listing ? { kept: scored.slice(0, request.limit), dropped: 0 } : distinctHits(scored, request.query, request.limit);
     // Crowded: copies took at least as many places as asked (a near-copy or two among the hits is
-    // common, and a deeper search would then cost a second search for nothing).
-    return { hits: kept.map(({ keyword: _keyword, ...hit }) => hit), crowded: full && dropped >= request.limit && kept.length < request.limit };
+    // common, and a deeper search would then cost a second search for nothing), and the pool was cut
+    // while its weakest match still counted: when it no longer did, the units below it count less
+    // still (BM25 order), and a deeper search found nothing but cost a second pass (p99 ×3).
+    return { hits: kept.map(({ keyword: _keyword, ...hit }) => hit), crowded: cutCounts && dropped >= request.limit && kept.length < request.limit };
   }
 
   /** `semantic` holds the cosine of the query's nearest units; undefined when vectors are not used for this query. */
@@ -265,6 +280,19 @@ export class MemoryRetriever {
 interface Ranked {
   hits: MemoryHit[];
   crowded: boolean;
+  searched: Searched;
+}
+
+/** A pass's keyword search and its feedback: a deeper pass reads on from them. */
+interface Searched {
+  first: KeywordSearch;
+  feedback: Feedback;
+}
+
+/** The id of the last (lowest BM25) of `candidates` that recall may return. */
+function weakestEligible(candidates: readonly Candidate[], eligible: (unit: MemoryUnit) => boolean): string | undefined {
+  for (let index = candidates.length - 1; index >= 0; index--) if (eligible(candidates[index]!.unit)) return candidates[index]!.unit.id;
+  return undefined;
 }
 
 function resolved<T, U>(value: T | Promise<T>, then: (value: T) => U): U | Promise<U> {

@@ -80,6 +80,8 @@ export interface KeywordSearch {
   idf: Map<string, number>;
   /** Query terms no unit of the scope holds. */
   unknown: Set<string>;
+  /** The same search with up to `limit` candidates, read from the ranking already made (absent where a store cannot keep it). */
+  deeper?: (limit: number) => KeywordSearch;
 }
 
 export interface MemoryPatch {
@@ -531,27 +533,30 @@ export class MemoryStore {
     asWritten = false,
   ): KeywordSearch {
     const { ranked, idf, unknown } = rankPostings(this.postingSource(scope, asWritten), terms, this.scopeSize(scope), translationWeights);
-    const candidates: Candidate[] = [];
-    // Rows are fetched `limit` at a time: superseded units are few, so one round is the rule.
-    for (let offset = 0; offset < ranked.length && candidates.length < limit; offset += limit) {
-      const slice = ranked.slice(offset, offset + limit);
-      const rows = new Map(this.statements.byRowids.all(JSON.stringify(slice.map(({ rowid }) => rowid))).map((row) => [row.rowid, row]));
-      for (const { rowid, weight, matched, related, partial, kindred } of slice) {
-        const row = rows.get(rowid);
-        if (!row || (!includeInactive && row.status !== 'active')) continue;
-        // Ranking only asks about query terms, and these are the ones it holds.
-        candidates.push({
-          unit: toUnit(row),
-          terms: new Set(matched),
-          related: new Set(related),
-          partial: new Set(partial),
-          kindred: new Set(kindred),
-          bm25: weight,
-        });
-        if (candidates.length === limit) break;
+    const deeper = (limit: number): KeywordSearch => {
+      const candidates: Candidate[] = [];
+      // Rows are fetched `limit` at a time: superseded units are few, so one round is the rule.
+      for (let offset = 0; offset < ranked.length && candidates.length < limit; offset += limit) {
+        const slice = ranked.slice(offset, offset + limit);
+        const rows = new Map(this.statements.byRowids.all(JSON.stringify(slice.map(({ rowid }) => rowid))).map((row) => [row.rowid, row]));
+        for (const { rowid, weight, matched, related, partial, kindred } of slice) {
+          const row = rows.get(rowid);
+          if (!row || (!includeInactive && row.status !== 'active')) continue;
+          // Ranking only asks about query terms, and these are the ones it holds.
+          candidates.push({
+            unit: toUnit(row),
+            terms: new Set(matched),
+            related: new Set(related),
+            partial: new Set(partial),
+            kindred: new Set(kindred),
+            bm25: weight,
+          });
+          if (candidates.length === limit) break;
+        }
       }
-    }
-    return { candidates, idf, unknown };
+      return { candidates, idf, unknown, deeper };
+    };
+    return deeper(limit);
   }
 
   /** The indexed terms of units, by rowid (their sequence): what pseudo-relevance feedback reads. */

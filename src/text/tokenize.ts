@@ -14,9 +14,13 @@ const ENGLISH_STOP_WORDS = new Set(
   ),
 );
 
-/** Function words of Chinese and Japanese that segmenters return as words. */
+/**
+ * Function words of Chinese and Japanese that segmenters return as words, and the question words
+ * English drops too (who, where, which: "哪里", "谁", "哪个"): a question's "从哪里" otherwise matched
+ * every turn that asks where to eat.
+ */
 const CJK_STOP_WORDS = new Set(
-  '的 了 是 在 我 你 他 她 它 们 我们 你们 这 那 这个 那个 怎么 怎样 如何 什么 吗 呢 吧 啊 和 与 或 就 都 也 还 要 会 能 可以 一下 一个 有 没有 不 请 帮 帮我 给 把 被 让 来 去 上 下 中 里 之 为 为什么 所以 因为 但是 如果 の を に は が で と も へ や か な た て だ です ます する した して ください これ それ あれ この その どう 何 ね よ'.split(
+  '的 了 是 在 我 你 他 她 它 们 我们 你们 这 那 这个 那个 怎么 怎样 如何 什么 哪里 哪儿 哪 谁 哪个 哪些 吗 呢 吧 啊 和 与 或 就 都 也 还 要 会 能 可以 一下 一个 有 没有 不 请 帮 帮我 给 把 被 让 来 去 上 下 中 里 之 为 为什么 所以 因为 但是 如果 の を に は が で と も へ や か な た て だ です ます する した して ください これ それ あれ この その どう 何 ね よ'.split(
     ' ',
   ),
 );
