@@ -108,6 +108,27 @@ describe('team mode: a node serves the management routes of memory and skills', 
     assert.equal(stats.body.total_units, 2);
   });
 
+  test('a standing instruction added on a node replaces the earlier rule on its subject, as on a personal install', async () => {
+    const first = { type: 'preference', content: 'Always write dates as DD/MM/YYYY in reports.', core: true };
+    const second = { type: 'preference', content: 'Always write dates as YYYY-MM-DD in reports.', core: true };
+    const personalCall = (method: string, path: string, body?: unknown) =>
+      sendJson(`${personal.url}${path}`, method, { headers: { 'x-memory-scope': 'user:carol' }, ...(body === undefined ? {} : { body }) });
+    const onPersonal = [(await personalCall('POST', '/v1/memory', first)).body, (await personalCall('POST', '/v1/memory', second)).body];
+    const onNode = [(await call(nodes[0]!, 'alice', 'POST', '/v1/memory', first)).body, (await call(nodes[1]!, 'alice', 'POST', '/v1/memory', second)).body];
+    const personalOld = (await personalCall('GET', `/v1/memory/${onPersonal[0].id}`)).body;
+    assert.equal(personalOld.status, 'superseded', 'the personal install replaces the earlier rule');
+    const nodeOld = (await call(nodes[0]!, 'alice', 'GET', `/v1/memory/${onNode[0].id}`)).body;
+    assert.equal(nodeOld.status, 'superseded', JSON.stringify(nodeOld));
+    assert.equal(nodeOld.superseded_by, onNode[1].id);
+    assert.equal(onNode[1].core, true);
+    const rules = await pool.query("SELECT content FROM memory_units WHERE scope = 'user:alice' AND core = 1 AND status = 'active'");
+    assert.deepEqual(
+      rules.rows.map((row: { content: string }) => row.content),
+      [second.content],
+      'one rule on the subject is in force',
+    );
+  });
+
   test("a member cannot edit, supersede or count another member's memory: their unit is missing (404), their scope forbidden (403)", async () => {
     const added = await call(nodes[0]!, 'alice', 'POST', '/v1/memory', { type: 'semantic', content: 'Alice keeps the staging runbook in the wiki.' });
     const id = added.body.id as string;
