@@ -14,7 +14,7 @@ import type { Logger } from '../logging/index.js';
 import { loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
 import { SharedMemoryRevision } from './shared-revision.js';
-import { glossaryVersion, redactSecrets, thesaurusVersion, type GlossaryLanguage } from '../text/index.js';
+import { glossaryLanguages, glossaryVersion, redactSecrets, thesaurusVersion, type GlossaryLanguage } from '../text/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema.js';
 import { housekeep, type HousekeepingReport } from './housekeeping.js';
@@ -208,7 +208,7 @@ export class MemoryService {
 
   /** The glossary languages besides English the user writes (so their memories are in them). */
   crossLingualLanguages(): GlossaryLanguage[] {
-    return (this.deps.languages?.current ?? []).filter((language): language is GlossaryLanguage => language === 'zh' || language === 'ja');
+    return glossaryLanguages(this.deps.languages?.current ?? []);
   }
 
   /** The runner's enqueue, so API ingestion can queue extraction. */

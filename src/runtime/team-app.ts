@@ -58,7 +58,7 @@ import {
   SkillSubscription,
 } from '../store/postgres/index.js';
 import { MemberCache, TeamLearningRunner } from '../team/index.js';
-import { thesaurus, warmGlossary } from '../text/index.js';
+import { glossaryLanguages, thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { announceServing, describeTarget, listen, refuseIfRunning, reportEscapedError, servingDeps, sleep } from './serving.js';
@@ -269,6 +269,8 @@ export class TeamRuntime {
         settings: memory,
         mainUpstream: this.forwarder.mainTarget,
         credentials: this.credentials,
+        // As a personal extraction's recall: English words are also searched in the languages the team writes.
+        languages: () => glossaryLanguages(languages.current),
         logger: this.logger.child({ part: 'memory' }),
         ...(this.vectors ? { vectors: this.vectors } : {}),
       }))
