@@ -20,6 +20,7 @@ import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema
 import { housekeep, type HousekeepingReport } from './housekeeping.js';
 import { MemoryContextProvider } from './provider.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
+import { SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording-rules.js';
 import { MemoryRetriever, type MemoryRetrievalMode, type RecallRequest } from './retrieval.js';
 import { languageName, languagesOf } from './languages.js';
 import {
@@ -43,9 +44,7 @@ import { InternalError, MemoryError } from '../errors.js';
 
 export const HOUSEKEEPING_JOB = 'memory.housekeeping';
 export const EMBED_JOB = 'memory.embed';
-export const SEARCH_KEYS_JOB = 'memory.search_keys';
-/** State key (team store): the languages (JSON array) the search keys job last wrote keys for; a turn in another one queues it. */
-export const SEARCH_KEYS_LANGUAGES = 'memory.search_keys.languages';
+export { SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording-rules.js';
 /** Rewrites the index entries of stored units after an upgrade brought other glossary or thesaurus words. */
 export const REINDEX_JOB = 'memory.reindex';
 /** Units re-indexed per transaction: a few tens of milliseconds, so requests and the writer thread get their turn between. */
@@ -638,6 +637,8 @@ export class MemoryService {
     const { conversation, mainUpstream, credentials, languages } = this.deps;
     if (!mainUpstream || !credentials || !languages) return;
     const seen = languages.refresh();
+    // A main turn in another language queues this job again (MemoryRecording), as on the team store.
+    this.state.set(SEARCH_KEYS_LANGUAGES, JSON.stringify(seen));
     if (seen.length === 0) return;
     const prompt = loadPrompt('memory-search-keys');
     const pending = this.searchKeys.pending(seen, prompt.version, UNITS_PER_JOB + 1);
