@@ -110,17 +110,17 @@ export class TeamRuntime {
   private readonly queue: PgJobQueue;
   private readonly budget: PgLearningBudget;
   private readonly runner: TeamLearningRunner;
-  private readonly conversation: RemoteConversation;
+  readonly conversation: RemoteConversation;
   private readonly placements: SessionPlacements;
   private readonly memoryApi: PgMemoryApi | undefined;
   private readonly rl: TeamRl;
   private vectorSupport: VectorSupport | undefined;
   /** Memory vectors in pgvector: this node's when memory.embedding is configured; used once start finds pgvector installed. */
   private readonly vectors: PgMemoryVectors | undefined;
-  private readonly auth: ProxyAuth;
-  private readonly metrics: ProxyMetrics;
-  private readonly afterServing: AfterServing;
-  private readonly pendingRecords = new Map<string, Promise<void>>();
+  readonly auth: ProxyAuth;
+  readonly metrics: ProxyMetrics;
+  readonly afterServing: AfterServing;
+  readonly pendingRecords = new Map<string, Promise<void>>();
   private readonly providers: ContextProvider[] = [];
   private readonly startedAt = Date.now();
   private context: ContextPlanner | undefined;
@@ -132,7 +132,7 @@ export class TeamRuntime {
   private membersError: string | null = null;
   private stopping: Promise<void> | undefined;
 
-  constructor(private readonly options: RuntimeOptions) {
+  constructor(readonly options: RuntimeOptions) {
     const { values, paths } = options.config;
     this.url = values['store.url'];
     if (!this.url) throw new ConfigError('The team runtime needs store.url (or METACLAW_DATABASE_URL, or --store).');
@@ -360,32 +360,17 @@ export class TeamRuntime {
     warmGlossary(['zh', 'ja']);
     thesaurus();
     this.context = new ContextPlanner(this.providers, this.logger, values['max_context_tokens']);
-    const deps = servingDeps(
-      {
-        config: this.options.config,
-        auth: this.auth,
-        forwarder: this.forwarder,
-        conversation: this.conversation,
-        context: this.context,
-        stats: this.stats,
-        metrics: this.metrics,
-        logger: this.logger,
-        statusReport: () => this.statusReport(),
-        pendingRecords: this.pendingRecords,
-        afterServing: this.afterServing,
-      },
-      {
-        routeGroups: [
-          ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
-          teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals, refresh: () => this.subscription.catchUp() }),
-          teamRlRoutes(this.rl),
-          notServedRoutes(
-            this.memoryApi ? NOT_SERVED : [{ path: '/v1/memory', why: 'memory is turned off on this node (memory.enabled: false)' }, ...NOT_SERVED],
-          ),
-        ],
-        health: new StoreHealth(this.logger),
-      },
-    );
+    const deps = servingDeps(this, this.context, {
+      routeGroups: [
+        ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
+        teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals, refresh: () => this.subscription.catchUp() }),
+        teamRlRoutes(this.rl),
+        notServedRoutes(
+          this.memoryApi ? NOT_SERVED : [{ path: '/v1/memory', why: 'memory is turned off on this node (memory.enabled: false)' }, ...NOT_SERVED],
+        ),
+      ],
+      health: new StoreHealth(this.logger),
+    });
     const server = createProxyServer(deps);
     await listen(server, values['proxy.host'], values['proxy.port']);
     this.server = server;
