@@ -2,7 +2,9 @@
  * The daily memory housekeeping a node runs on the team store does what a personal install's does:
  * near-duplicates merged (the loser superseded and linked, no longer found), raw turns and
  * superseded units past retention deleted (pinned ones kept), and a scope over its cap brought
- * under it, the least useful episodes first. Real `metaclaw start` nodes on one PostgreSQL.
+ * under it, the least useful episodes first. And a node re-indexes the entries older nodes wrote
+ * with other bundled words, never those of a newer version (a rolling upgrade converges). Real
+ * `metaclaw start` nodes on one PostgreSQL.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -29,6 +31,7 @@ let seed: string;
 const nodes: ProxyHandle[] = [];
 const keys: Record<string, string> = {};
 const ids: Record<string, string> = {};
+let ownWords: string;
 
 const { teamEnv, cli, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
 
@@ -89,6 +92,12 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
       pinned: true,
     });
     await addPgMemory(pool, { scope: 'user:bob', type: 'episodic', content: 'Core episode.', importance: 0.01, confidence: 1, origin: 'manual', core: true });
+    // Index entries as older nodes left them: written before versions were kept, or with older words; and one a newer node wrote.
+    await pool.query('INSERT INTO memory_index_words (version, first_seen) VALUES ($1, $2), ($3, $4)', ['older-words', 1, 'newer-words', Date.now() + DAY]);
+    await pool.query('UPDATE memory_search_docs SET words_version = NULL WHERE unit_id = $1', [ids['different']]);
+    await pool.query("UPDATE memory_search_docs SET words_version = 'older-words' WHERE unit_id = $1", [ids['replacement']]);
+    await pool.query("UPDATE memory_search_docs SET words_version = 'newer-words' WHERE unit_id = $1", [ids['pinnedTurn']]);
+    ownWords = String((await pool.query('SELECT words_version FROM memory_search_docs WHERE unit_id = $1', [ids['newerCopy']])).rows[0].words_version);
     nodes.push(
       await startProxy({
         env: teamEnv(),
@@ -143,5 +152,29 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
     // 112 active: 17 go, the episodes 0..16 (the least important).
     for (let index = 0; index < 17; index++) assert.ok(!contents.some((content) => content.startsWith(`Episode ${index}:`)), `episode ${index} went`);
     assert.ok(contents.some((content) => content.startsWith('Episode 17:')));
+  });
+
+  test('a node rewrites the index entries older nodes wrote, with its bundled words, and leaves a newer version’s alone', async () => {
+    await waitFor(
+      async () => {
+        const jobs = await rows<{ status: string }>("SELECT status FROM jobs WHERE kind = 'memory.reindex'");
+        return jobs.length > 0 && jobs.every((job) => job.status === 'done');
+      },
+      20_000,
+      200,
+    );
+    const versionOf = async (name: string) =>
+      (await rows<{ words_version: string | null }>('SELECT words_version FROM memory_search_docs WHERE unit_id = $1', [ids[name]]))[0]?.words_version;
+    assert.equal(await versionOf('different'), ownWords, 'an entry written before versions were kept is rewritten');
+    assert.equal(await versionOf('replacement'), ownWords, 'an entry of older words is rewritten');
+    assert.equal(await versionOf('pinnedTurn'), 'newer-words', 'an entry a newer node wrote is left alone');
+    const found = await sendJson(`${nodes[0]!.url}/v1/memory/search`, 'POST', {
+      headers: { authorization: `Bearer ${keys['alice']}` },
+      body: { query: 'what sits in front of the production database?' },
+    });
+    assert.ok(
+      (found.body.results as Array<{ id: string }>).some((hit) => hit.id === ids['different']),
+      'the rewritten entry is found',
+    );
   });
 });

@@ -14,7 +14,8 @@ import type { Logger } from '../logging/index.js';
 import { loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
 import { SharedMemoryRevision } from './shared-revision.js';
-import { glossaryLanguages, glossaryVersion, redactSecrets, thesaurusVersion, type GlossaryLanguage } from '../text/index.js';
+import { glossaryLanguages, redactSecrets, type GlossaryLanguage } from '../text/index.js';
+import { indexWordsVersion } from './keyword-index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema.js';
 import { housekeep, type HousekeepingReport } from './housekeeping.js';
@@ -142,11 +143,6 @@ export function rawContent(text: string): string {
  */
 const GLOSS_INDEX_STATE = 'memory.gloss_index';
 const GLOSS_INDEX_PROGRESS_STATE = 'memory.gloss_index.progress';
-
-/** The bundled words an index entry is written with: glosses of Chinese and Japanese words, related English words. */
-function indexWordsVersion(): string {
-  return `${glossaryVersion()}+${thesaurusVersion()}`;
-}
 
 /**
  * Long-term memory: raw turns kept as searchable episodic units, extraction of durable units by an

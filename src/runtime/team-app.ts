@@ -42,6 +42,7 @@ import {
   PgSkillProposals,
   PgSkillStore,
   pgHousekeepingHandler,
+  pgReindexHandler,
   pgMemoryJobHandlers,
   pgMemorySearchKeysHandler,
   PgMemorySearch,
@@ -50,6 +51,7 @@ import {
   pgSkillSearchKeysHandler,
   PgUserLanguages,
   queueSkillSearchKeys,
+  queueTeamReindex,
   scheduleTeamHousekeeping,
   PgTurnSink,
   pgRecordingListeners,
@@ -260,6 +262,7 @@ export class TeamRuntime {
         }),
       );
       this.runner.register(pgHousekeepingHandler(this.pool, search, memory));
+      this.runner.register(pgReindexHandler(this.queue, search));
     }
     if (values['memory.enabled'])
       for (const handler of pgMemoryJobHandlers({
@@ -382,6 +385,10 @@ export class TeamRuntime {
     this.runner.start();
     if (values['memory.enabled']) {
       void this.scheduleHousekeeping();
+      // Entries older nodes indexed with other bundled words are rewritten with this node's (memory-reindex.ts).
+      void queueTeamReindex(this.pool, this.queue)
+        .then((job) => job !== undefined && this.runner.wake())
+        .catch((error: unknown) => this.logger.warn({ err: errorMessage(error) }, 'memory.reindex could not be queued'));
       this.housekeepingTimer = setInterval(() => void this.scheduleHousekeeping(), HOUSEKEEPING_CHECK_MS);
       this.housekeepingTimer.unref();
     }
