@@ -41,6 +41,18 @@ async function add(name: string, draft: Partial<MemoryDraft> & { content: string
   return unit!.id;
 }
 
+/** Waits until the node has run every job of `kind` (at least one). */
+async function jobsDone(kind: string): Promise<void> {
+  await waitFor(
+    async () => {
+      const jobs = await rows<{ status: string }>('SELECT status FROM jobs WHERE kind = $1', [kind]);
+      return jobs.length > 0 && jobs.every((job) => job.status === 'done');
+    },
+    20_000,
+    200,
+  );
+}
+
 async function unit(id: string): Promise<{ status: number; body: Record<string, unknown> }> {
   return sendJson(`${nodes[0]!.url}/v1/memory/${id}`, 'GET', { headers: { authorization: `Bearer ${keys['alice']}` } });
 }
@@ -108,14 +120,7 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
         },
       }),
     );
-    await waitFor(
-      async () => {
-        const all = await rows<{ status: string }>("SELECT status FROM jobs WHERE kind = 'memory.housekeeping'");
-        return all.length > 0 && all.every((job) => job.status === 'done');
-      },
-      20_000,
-      200,
-    );
+    await jobsDone('memory.housekeeping');
   });
 
   after(() => disposeTeam({ nodes, pool, upstream, postgres, seed }));
@@ -155,14 +160,7 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
   });
 
   test('a node rewrites the index entries older nodes wrote, with its bundled words, and leaves a newer version’s alone', async () => {
-    await waitFor(
-      async () => {
-        const jobs = await rows<{ status: string }>("SELECT status FROM jobs WHERE kind = 'memory.reindex'");
-        return jobs.length > 0 && jobs.every((job) => job.status === 'done');
-      },
-      20_000,
-      200,
-    );
+    await jobsDone('memory.reindex');
     const versionOf = async (name: string) =>
       (await rows<{ words_version: string | null }>('SELECT words_version FROM memory_search_docs WHERE unit_id = $1', [ids[name]]))[0]?.words_version;
     assert.equal(await versionOf('different'), ownWords, 'an entry written before versions were kept is rewritten');
