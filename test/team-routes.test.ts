@@ -108,6 +108,27 @@ describe('team mode: a node serves the management routes of memory and skills', 
     assert.equal(stats.body.total_units, 2);
   });
 
+  test('a standing instruction added on a node replaces the earlier rule on its subject, as on a personal install', async () => {
+    const first = { type: 'preference', content: 'Always write dates as DD/MM/YYYY in reports.', core: true };
+    const second = { type: 'preference', content: 'Always write dates as YYYY-MM-DD in reports.', core: true };
+    const personalCall = (method: string, path: string, body?: unknown) =>
+      sendJson(`${personal.url}${path}`, method, { headers: { 'x-memory-scope': 'user:carol' }, ...(body === undefined ? {} : { body }) });
+    const onPersonal = [(await personalCall('POST', '/v1/memory', first)).body, (await personalCall('POST', '/v1/memory', second)).body];
+    const onNode = [(await call(nodes[0]!, 'bob', 'POST', '/v1/memory', first)).body, (await call(nodes[1]!, 'bob', 'POST', '/v1/memory', second)).body];
+    const personalOld = (await personalCall('GET', `/v1/memory/${onPersonal[0].id}`)).body;
+    assert.equal(personalOld.status, 'superseded', 'the personal install replaces the earlier rule');
+    const nodeOld = (await call(nodes[0]!, 'bob', 'GET', `/v1/memory/${onNode[0].id}`)).body;
+    assert.equal(nodeOld.status, 'superseded', JSON.stringify(nodeOld));
+    assert.equal(nodeOld.superseded_by, onNode[1].id);
+    assert.equal(onNode[1].core, true);
+    const rules = await pool.query("SELECT content FROM memory_units WHERE scope = 'user:bob' AND core = 1 AND status = 'active'");
+    assert.deepEqual(
+      rules.rows.map((row: { content: string }) => row.content),
+      [second.content],
+      'one rule on the subject is in force',
+    );
+  });
+
   test("a member cannot edit, supersede or count another member's memory: their unit is missing (404), their scope forbidden (403)", async () => {
     const added = await call(nodes[0]!, 'alice', 'POST', '/v1/memory', { type: 'semantic', content: 'Alice keeps the staging runbook in the wiki.' });
     const id = added.body.id as string;
@@ -232,5 +253,38 @@ describe('team mode: a node serves the management routes of memory and skills', 
     const dashboard = await call(nodes[0]!, 'owner', 'GET', '/v1/dashboard/overview');
     assert.equal(dashboard.status, 501, 'the dashboard still reads the personal store');
     assert.equal(dashboard.body.error.code, 'not_served_by_team_node');
+  });
+  test('two nodes editing one skill at once keep one edit and answer the other with 409 skill_conflict', async () => {
+    const base = (await call(nodes[0]!, 'owner', 'GET', `/v1/skills/${SKILL}`)).body as { version: number };
+    const description = 'Use when writing release notes or a changelog entry for a version.';
+    const bodies = ['# Release Notes\n\nEdited on node one.', '# Release Notes\n\nEdited on node two.'];
+    // The race made certain: both requests read the skill, then wait on its row, held here, until both are waiting.
+    const holder = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT version FROM skills WHERE name = $1 FOR UPDATE', [SKILL]);
+      const edits = nodes.map((node, index) => call(node, 'owner', 'PUT', `/v1/skills/${SKILL}`, { description, body: bodies[index] }));
+      await waitFor(
+        async () => Number((await pool.query("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")).rows[0].n) >= 2,
+        10_000,
+        20,
+      );
+      await holder.query('COMMIT');
+      const answers = await Promise.all(edits);
+      const statuses = answers.map((answer) => answer.status).sort();
+      assert.deepEqual(statuses, [200, 409], JSON.stringify(answers.map((answer) => answer.body)));
+      const won = answers.findIndex((answer) => answer.status === 200);
+      const lost = answers[1 - won]!;
+      assert.equal(lost.body.error.code, 'skill_conflict');
+      assert.equal(answers[won]!.body.version, base.version + 1);
+      const kept = bodies[won]!;
+      for (const node of nodes)
+        await waitFor(async () => ((await call(node, 'owner', 'GET', `/v1/skills/${SKILL}`)).body as { body: string }).body === kept, 2_000, 20);
+      const versions = await pool.query('SELECT count(*) AS n FROM skill_versions WHERE name = $1 AND version > $2', [SKILL, base.version]);
+      assert.equal(Number(versions.rows[0].n), 1, 'one new version: the other edit was not written over it');
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
   });
 });

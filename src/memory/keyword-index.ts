@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { blendedIdf, glossary, thesaurus } from '../text/index.js';
+import { blendedIdf, glossary, glossaryVersion, thesaurus, thesaurusVersion } from '../text/index.js';
 
 /**
  * The keyword index of memory units as both engines hold it: what a unit's entry is made of (its
@@ -102,6 +102,11 @@ export function scopedTerm(scope: string, term: string): string {
 }
 
 /** A unit's index entry (its tokens, as both engines store them): its own terms; for a raw turn after another, that turn's terms and its own again, marked. */
+/** The bundled words an index entry is written with (glosses of Chinese and Japanese words, related English words): their version. */
+export function indexWordsVersion(): string {
+  return `${glossaryVersion()}+${thesaurusVersion()}`;
+}
+
 export function indexTokens(scope: string, row: IndexedRow): string[] {
   const own = row.terms.split(' ').filter(Boolean);
   const held = new Set(own);

@@ -8,6 +8,9 @@ import type { Enqueue } from '../learning/runner.js';
 
 export const RECORD_TURN_JOB = 'memory.record_turn';
 export const EXTRACT_JOB = 'memory.extract';
+export const SEARCH_KEYS_JOB = 'memory.search_keys';
+/** State key: the languages (JSON array) the search keys job last wrote keys for; a main turn in another one queues it. */
+export const SEARCH_KEYS_LANGUAGES = 'memory.search_keys.languages';
 
 /** The settings that decide what a recorded turn means for memory (plain data: it crosses to the turn writer's thread). */
 export interface MemoryRecordingSettings {

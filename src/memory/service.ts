@@ -14,12 +14,14 @@ import type { Logger } from '../logging/index.js';
 import { loadPrompt } from '../prompts/index.js';
 import { StateStore, type Db } from '../store/index.js';
 import { SharedMemoryRevision } from './shared-revision.js';
-import { glossaryVersion, redactSecrets, thesaurusVersion, type GlossaryLanguage } from '../text/index.js';
+import { glossaryLanguages, redactSecrets, type GlossaryLanguage } from '../text/index.js';
+import { indexWordsVersion } from './keyword-index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema.js';
 import { housekeep, type HousekeepingReport } from './housekeeping.js';
 import { MemoryContextProvider } from './provider.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
+import { SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording-rules.js';
 import { MemoryRetriever, type MemoryRetrievalMode, type RecallRequest } from './retrieval.js';
 import { languageName, languagesOf } from './languages.js';
 import {
@@ -43,9 +45,7 @@ import { InternalError, MemoryError } from '../errors.js';
 
 export const HOUSEKEEPING_JOB = 'memory.housekeeping';
 export const EMBED_JOB = 'memory.embed';
-export const SEARCH_KEYS_JOB = 'memory.search_keys';
-/** State key (team store): the languages (JSON array) the search keys job last wrote keys for; a turn in another one queues it. */
-export const SEARCH_KEYS_LANGUAGES = 'memory.search_keys.languages';
+export { SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording-rules.js';
 /** Rewrites the index entries of stored units after an upgrade brought other glossary or thesaurus words. */
 export const REINDEX_JOB = 'memory.reindex';
 /** Units re-indexed per transaction: a few tens of milliseconds, so requests and the writer thread get their turn between. */
@@ -144,11 +144,6 @@ export function rawContent(text: string): string {
 const GLOSS_INDEX_STATE = 'memory.gloss_index';
 const GLOSS_INDEX_PROGRESS_STATE = 'memory.gloss_index.progress';
 
-/** The bundled words an index entry is written with: glosses of Chinese and Japanese words, related English words. */
-function indexWordsVersion(): string {
-  return `${glossaryVersion()}+${thesaurusVersion()}`;
-}
-
 /**
  * Long-term memory: raw turns kept as searchable episodic units, extraction of durable units by an
  * LLM (with a deterministic detector for standing instructions), recall and the core block for
@@ -208,7 +203,7 @@ export class MemoryService {
 
   /** The glossary languages besides English the user writes (so their memories are in them). */
   crossLingualLanguages(): GlossaryLanguage[] {
-    return (this.deps.languages?.current ?? []).filter((language): language is GlossaryLanguage => language === 'zh' || language === 'ja');
+    return glossaryLanguages(this.deps.languages?.current ?? []);
   }
 
   /** The runner's enqueue, so API ingestion can queue extraction. */
@@ -638,6 +633,8 @@ export class MemoryService {
     const { conversation, mainUpstream, credentials, languages } = this.deps;
     if (!mainUpstream || !credentials || !languages) return;
     const seen = languages.refresh();
+    // A main turn in another language queues this job again (MemoryRecording), as on the team store.
+    this.state.set(SEARCH_KEYS_LANGUAGES, JSON.stringify(seen));
     if (seen.length === 0) return;
     const prompt = loadPrompt('memory-search-keys');
     const pending = this.searchKeys.pending(seen, prompt.version, UNITS_PER_JOB + 1);

@@ -92,12 +92,12 @@ export class MetaclawRuntime {
   private readonly probing = new AbortController();
   private readonly providers: ContextProvider[] = [];
   private readonly routeGroups: Array<(app: ProxyApp) => void> = [];
-  private readonly auth: ProxyAuth;
+  readonly auth: ProxyAuth;
   private readonly members: MemberDirectory;
-  private readonly metrics: ProxyMetrics;
+  readonly metrics: ProxyMetrics;
   private readonly sweeper: IdleSessionSweeper;
-  private readonly pendingRecords = new Map<string, Promise<void>>();
-  private readonly afterServing: AfterServing;
+  readonly pendingRecords = new Map<string, Promise<void>>();
+  readonly afterServing: AfterServing;
   private context: ContextPlanner | undefined;
   private server: Server | undefined;
   private maintenanceTimer: NodeJS.Timeout | undefined;
@@ -106,7 +106,7 @@ export class MetaclawRuntime {
   private readonly startedAt = Date.now();
   private stopping: Promise<void> | undefined;
 
-  constructor(private readonly options: RuntimeOptions) {
+  constructor(readonly options: RuntimeOptions) {
     const { values, paths } = options.config;
     if (!isLoopbackHost(values['proxy.host']) && values['proxy.api_key'] === '') {
       throw new ConfigError(
@@ -307,22 +307,11 @@ export class MetaclawRuntime {
     // Memory units are indexed with it when written (≈0.05 s to read): not by the first write on this thread.
     thesaurus();
     this.context = new ContextPlanner(this.providers, this.logger, values['max_context_tokens']);
-    const deps = servingDeps(
-      {
-        config: this.options.config,
-        auth: this.auth,
-        forwarder: this.forwarder,
-        conversation: this.conversation,
-        context: this.context,
-        stats: this.stats,
-        metrics: this.metrics,
-        logger: this.logger,
-        statusReport: () => this.statusReport(),
-        pendingRecords: this.pendingRecords,
-        afterServing: this.afterServing,
-      },
-      { routeGroups: this.routeGroups, health: this.health, ...(this.engine ? { policy: this.engine.policyUpstream } : {}) },
-    );
+    const deps = servingDeps(this, this.context, {
+      routeGroups: this.routeGroups,
+      health: this.health,
+      ...(this.engine ? { policy: this.engine.policyUpstream } : {}),
+    });
     const server = createProxyServer(deps);
     await listen(server, values['proxy.host'], values['proxy.port']);
     this.server = server;

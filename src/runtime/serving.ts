@@ -58,31 +58,46 @@ export function reportEscapedError(stats: ProxyStats, logger: Logger, error: unk
   }
 }
 
-/** The parts of the proxy's dependencies that both runtimes fill the same way. */
-export interface ServingParts {
-  config: LoadedConfig;
-  auth: ProxyAuth;
-  forwarder: UpstreamForwarder;
-  conversation: ConversationPort;
-  context: ContextPlanner;
-  stats: ProxyStats;
-  metrics: ProxyMetrics;
-  logger: Logger;
+/**
+ * A runtime (personal or team node) as serving reads it: both name these parts the same, and the
+ * proxy's shared dependencies are read off it here, once.
+ */
+export interface ServingRuntime {
+  readonly options: { readonly config: LoadedConfig };
+  readonly auth: ProxyAuth;
+  readonly forwarder: UpstreamForwarder;
+  readonly conversation: ConversationPort;
+  readonly stats: ProxyStats;
+  readonly metrics: ProxyMetrics;
+  readonly logger: Logger;
+  readonly pendingRecords: Map<string, Promise<void>>;
+  readonly afterServing: AfterServing;
   statusReport(): Record<string, unknown>;
-  pendingRecords: Map<string, Promise<void>>;
-  afterServing: AfterServing;
 }
 
-/** The proxy's dependencies: the shared parts, plus what each runtime serves on its own (routes, store health, an RL policy). */
-export function servingDeps(parts: ServingParts, own: Pick<ProxyDeps, 'routeGroups' | 'health'> & Pick<Partial<ProxyDeps>, 'policy'>): ProxyDeps {
-  const { config, ...shared } = parts;
-  const values = config.values;
+/** The proxy's dependencies: the runtime's shared parts and its context planner, plus what each runtime serves on its own (routes, store health, an RL policy). */
+export function servingDeps(
+  runtime: ServingRuntime,
+  context: ContextPlanner,
+  own: Pick<ProxyDeps, 'routeGroups' | 'health'> & Pick<Partial<ProxyDeps>, 'policy'>,
+): ProxyDeps {
+  const { auth, forwarder, conversation, stats, metrics, logger, pendingRecords, afterServing } = runtime;
+  const values = runtime.options.config.values;
   return {
-    ...shared,
+    auth,
+    forwarder,
+    conversation,
+    context,
+    stats,
+    metrics,
+    logger,
+    statusReport: () => runtime.statusReport(),
+    pendingRecords,
+    afterServing,
     ...own,
     maxBodyBytes: Math.round(values['proxy.max_body_mb'] * 1024 * 1024),
     defaultScope: values['memory.scope'],
-    listModels: (clientFormat, credentials) => listModels(parts.forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),
-    responses: new ResponsesHistory(parts.conversation, parts.pendingRecords),
+    listModels: (clientFormat, credentials) => listModels(forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),
+    responses: new ResponsesHistory(conversation, pendingRecords),
   };
 }

@@ -42,6 +42,7 @@ import {
   PgSkillProposals,
   PgSkillStore,
   pgHousekeepingHandler,
+  pgReindexHandler,
   pgMemoryJobHandlers,
   pgMemorySearchKeysHandler,
   PgMemorySearch,
@@ -50,6 +51,7 @@ import {
   pgSkillSearchKeysHandler,
   PgUserLanguages,
   queueSkillSearchKeys,
+  queueTeamReindex,
   scheduleTeamHousekeeping,
   PgTurnSink,
   pgRecordingListeners,
@@ -58,7 +60,7 @@ import {
   SkillSubscription,
 } from '../store/postgres/index.js';
 import { MemberCache, TeamLearningRunner } from '../team/index.js';
-import { thesaurus, warmGlossary } from '../text/index.js';
+import { glossaryLanguages, thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { announceServing, describeTarget, listen, refuseIfRunning, reportEscapedError, servingDeps, sleep } from './serving.js';
@@ -110,17 +112,17 @@ export class TeamRuntime {
   private readonly queue: PgJobQueue;
   private readonly budget: PgLearningBudget;
   private readonly runner: TeamLearningRunner;
-  private readonly conversation: RemoteConversation;
+  readonly conversation: RemoteConversation;
   private readonly placements: SessionPlacements;
   private readonly memoryApi: PgMemoryApi | undefined;
   private readonly rl: TeamRl;
   private vectorSupport: VectorSupport | undefined;
   /** Memory vectors in pgvector: this node's when memory.embedding is configured; used once start finds pgvector installed. */
   private readonly vectors: PgMemoryVectors | undefined;
-  private readonly auth: ProxyAuth;
-  private readonly metrics: ProxyMetrics;
-  private readonly afterServing: AfterServing;
-  private readonly pendingRecords = new Map<string, Promise<void>>();
+  readonly auth: ProxyAuth;
+  readonly metrics: ProxyMetrics;
+  readonly afterServing: AfterServing;
+  readonly pendingRecords = new Map<string, Promise<void>>();
   private readonly providers: ContextProvider[] = [];
   private readonly startedAt = Date.now();
   private context: ContextPlanner | undefined;
@@ -132,7 +134,7 @@ export class TeamRuntime {
   private membersError: string | null = null;
   private stopping: Promise<void> | undefined;
 
-  constructor(private readonly options: RuntimeOptions) {
+  constructor(readonly options: RuntimeOptions) {
     const { values, paths } = options.config;
     this.url = values['store.url'];
     if (!this.url) throw new ConfigError('The team runtime needs store.url (or METACLAW_DATABASE_URL, or --store).');
@@ -260,6 +262,7 @@ export class TeamRuntime {
         }),
       );
       this.runner.register(pgHousekeepingHandler(this.pool, search, memory));
+      this.runner.register(pgReindexHandler(this.queue, search));
     }
     if (values['memory.enabled'])
       for (const handler of pgMemoryJobHandlers({
@@ -269,6 +272,8 @@ export class TeamRuntime {
         settings: memory,
         mainUpstream: this.forwarder.mainTarget,
         credentials: this.credentials,
+        // As a personal extraction's recall: English words are also searched in the languages the team writes.
+        languages: () => glossaryLanguages(languages.current),
         logger: this.logger.child({ part: 'memory' }),
         ...(this.vectors ? { vectors: this.vectors } : {}),
       }))
@@ -358,32 +363,17 @@ export class TeamRuntime {
     warmGlossary(['zh', 'ja']);
     thesaurus();
     this.context = new ContextPlanner(this.providers, this.logger, values['max_context_tokens']);
-    const deps = servingDeps(
-      {
-        config: this.options.config,
-        auth: this.auth,
-        forwarder: this.forwarder,
-        conversation: this.conversation,
-        context: this.context,
-        stats: this.stats,
-        metrics: this.metrics,
-        logger: this.logger,
-        statusReport: () => this.statusReport(),
-        pendingRecords: this.pendingRecords,
-        afterServing: this.afterServing,
-      },
-      {
-        routeGroups: [
-          ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
-          teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals, refresh: () => this.subscription.catchUp() }),
-          teamRlRoutes(this.rl),
-          notServedRoutes(
-            this.memoryApi ? NOT_SERVED : [{ path: '/v1/memory', why: 'memory is turned off on this node (memory.enabled: false)' }, ...NOT_SERVED],
-          ),
-        ],
-        health: new StoreHealth(this.logger),
-      },
-    );
+    const deps = servingDeps(this, this.context, {
+      routeGroups: [
+        ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
+        teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals, refresh: () => this.subscription.catchUp() }),
+        teamRlRoutes(this.rl),
+        notServedRoutes(
+          this.memoryApi ? NOT_SERVED : [{ path: '/v1/memory', why: 'memory is turned off on this node (memory.enabled: false)' }, ...NOT_SERVED],
+        ),
+      ],
+      health: new StoreHealth(this.logger),
+    });
     const server = createProxyServer(deps);
     await listen(server, values['proxy.host'], values['proxy.port']);
     this.server = server;
@@ -395,6 +385,10 @@ export class TeamRuntime {
     this.runner.start();
     if (values['memory.enabled']) {
       void this.scheduleHousekeeping();
+      // Entries older nodes indexed with other bundled words are rewritten with this node's (memory-reindex.ts).
+      void queueTeamReindex(this.pool, this.queue)
+        .then((job) => job !== undefined && this.runner.wake())
+        .catch((error: unknown) => this.logger.warn({ err: errorMessage(error) }, 'memory.reindex could not be queued'));
       this.housekeepingTimer = setInterval(() => void this.scheduleHousekeeping(), HOUSEKEEPING_CHECK_MS);
       this.housekeepingTimer.unref();
     }

@@ -1,4 +1,11 @@
-import { POSTGRES_MEMORY_NOTIFY_V22, POSTGRES_MEMORY_SEARCH_V18, POSTGRES_PGVECTOR_V23, POSTGRES_QUEUE_V19, POSTGRES_SCHEMA_V16 } from './postgres-schema.js';
+import {
+  POSTGRES_MEMORY_NOTIFY_V22,
+  POSTGRES_MEMORY_SEARCH_V18,
+  POSTGRES_INDEX_WORDS_V24,
+  POSTGRES_PGVECTOR_V23,
+  POSTGRES_QUEUE_V19,
+  POSTGRES_SCHEMA_V16,
+} from './postgres-schema.js';
 
 /**
  * Versioned schema migrations, one list for both engines. Each entry runs once, in order, inside a
@@ -543,5 +550,12 @@ export const MIGRATIONS: readonly Migration[] = [
       'team memory vectors in pgvector: the extension is created when the server has it and allows it, and skipped otherwise (nothing changes in SQLite)',
     sql: '',
     postgres: POSTGRES_PGVECTOR_V23,
+  },
+  {
+    version: 24,
+    description:
+      'team memory index: each entry keeps the version of the bundled words it was written with, so memory.reindex rewrites only older ones (nothing changes in SQLite)',
+    sql: '',
+    postgres: POSTGRES_INDEX_WORDS_V24,
   },
 ];

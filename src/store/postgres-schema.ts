@@ -423,3 +423,18 @@ BEGIN
 END
 $$;
 `;
+
+/**
+ * Version 24: each keyword index entry says which bundled words (glossary and thesaurus) it was
+ * written with, and the store remembers when each version was first seen, so memory.reindex
+ * rewrites only entries of versions older than its node's: during a rolling upgrade the nodes of
+ * the new version converge the index and those of the old one leave it alone
+ * (store/postgres/memory-reindex.ts). Entries written before have none (the oldest).
+ */
+export const POSTGRES_INDEX_WORDS_V24 = `
+ALTER TABLE memory_search_docs ADD COLUMN words_version TEXT;
+CREATE TABLE memory_index_words (
+  version    TEXT PRIMARY KEY,
+  first_seen BIGINT NOT NULL
+);
+`;

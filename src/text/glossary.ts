@@ -13,6 +13,11 @@ import { termOf, tokenize, wordSegments } from './tokenize.js';
  */
 export type GlossaryLanguage = 'zh' | 'ja';
 
+/** Of the languages a user writes, those a glossary translates English into (what recall also searches). */
+export function glossaryLanguages(languages: readonly string[]): GlossaryLanguage[] {
+  return languages.filter((language): language is GlossaryLanguage => language === 'zh' || language === 'ja');
+}
+
 /** A search term and how much it counts next to a term the user wrote (1). */
 export interface WeightedTerm {
   term: string;

@@ -17,6 +17,7 @@ export { parseSecretRules, secretRules, type SecretRule } from './secret-rules.j
 export {
   glossary,
   Glossary,
+  glossaryLanguages,
   glossaryVersion,
   warmGlossary,
   type Alternatives,

@@ -55,3 +55,4 @@ export { PgUserLanguages } from './team-languages.js';
 export { PgSkillKeys, pgSkillSearchKeysHandler, queueSkillSearchKeys, type PgSkillKeyJobDeps } from './skill-key-jobs.js';
 export { pgMemorySearchKeysHandler, type PgMemoryKeyJobDeps } from './memory-key-jobs.js';
 export { pgHousekeepingHandler, scheduleTeamHousekeeping } from './memory-housekeeping.js';
+export { pgReindexHandler, queueTeamReindex } from './memory-reindex.js';

@@ -52,7 +52,8 @@ const statsRowSchema = z.object({
 /**
  * The memory HTTP routes' reads and writes on a node of a team store: a unit by id, search (the
  * personal store's recall code over the team store's index, as the node's memory section runs
- * it), adding a unit (PgMemoryWriter: row and index entry in one transaction), forgetting a unit or
+ * it), adding a unit (PgMemoryWriter: row and index entry in one transaction; a standing
+ * instruction in a workspace, as below, so it replaces the rule before it), forgetting a unit or
  * a scope (forget-scope.ts), statistics and export (read here, in the personal store's format).
  * Every other write (ingest, edit, supersede, import) runs the personal install's own code in a
  * MemoryWorkspace seeded from the team store, inside a transaction that first takes the lock of
@@ -98,6 +99,19 @@ export class PgMemoryApi {
   }
 
   async add(draft: MemoryDraft): Promise<MemoryUnit> {
+    // A standing instruction runs the personal code: it replaces an earlier rule on its subject (MemoryService.add).
+    if (draft.core && this.edits)
+      return this.inScopes(
+        [draft.scope],
+        { units: { where: `scope = $1 AND ${RULES_OF_SCOPES}`, params: [toPostgresText(draft.scope)] } },
+        async (workspace, write, client) => {
+          const added = workspace.service.add(draft);
+          await write();
+          const unit = await this.getOn(client, added.id);
+          if (!unit) throw new MemoryError('the memory could not be stored', 'memory_not_stored');
+          return unit;
+        },
+      );
     const unit = await this.writer.add(draft);
     if (!unit) throw new MemoryError('the memory could not be stored', 'memory_not_stored');
     await this.edits?.queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000 });

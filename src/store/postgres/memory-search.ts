@@ -55,6 +55,7 @@ import {
   NEIGHBOUR_MAX_FREQUENCY,
   POSTINGS_PER_TERM,
   hasEnglishForms,
+  indexWordsVersion,
   needsPrefix,
   rankPostings,
   scopedTerm,
@@ -247,7 +248,7 @@ export class PgMemorySearch {
       }
       await this.changePostings(client, removed, added, df);
       await client.query(
-        `UPDATE memory_search_docs d SET unit_id = u.unit_id, previous_seq = u.previous_seq, active = u.active, tokens = u.tokens
+        `UPDATE memory_search_docs d SET unit_id = u.unit_id, previous_seq = u.previous_seq, active = u.active, tokens = u.tokens, words_version = $6
          FROM (SELECT seq, unit_id, previous_seq, active, string_to_array(tokens, ' ') AS tokens
                FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::boolean[], $5::text[]) AS x(seq, unit_id, previous_seq, active, tokens)) u
          WHERE d.seq = u.seq`,
@@ -257,6 +258,8 @@ export class PgMemorySearch {
           parsed.map((entry) => entry.previous),
           parsed.map((entry) => entry.active),
           parsed.map((entry) => [...new Set(entry.tokens.map(foldToken))].join(' ')),
+          // The bundled words this node indexes with: memory.reindex rewrites entries of older ones (memory-reindex.ts).
+          indexWordsVersion(),
         ],
       );
       const sizes = new Map<string, number>();

@@ -76,7 +76,7 @@ class PgLearningDispatch implements PgConversationListener {
     jobs.push(
       ...this.decide('memory', (enqueue) => {
         recordTurnJob(event, this.settings.memory, enqueue);
-        // Units written before the team wrote in this language get keys in it (the personal install looks at start and on every change).
+        // Units written before the team wrote in this language get keys in it (as MemoryRecording does on SQLite).
         if (language && this.settings.memory.enabled) requestSearchKeysIfUncovered(language, memoryCovered, enqueue, MEMORY_SEARCH_KEYS_JOB);
       }),
     );
