@@ -10,6 +10,7 @@ import {
   TrainingSteps,
   type ServedPolicyRecord,
   type StepOutcome,
+  type StepFunction,
   type StepRecord,
   type SteppingWindow,
   type TrainingBuffer,
@@ -22,6 +23,31 @@ import type { LossFunction } from './types.js';
 
 /** The longest wait before opening a failed backend again. */
 const MAX_REOPEN_DELAY_MS = 5 * 60_000;
+
+/** One GRPO step with the run's settings (`rl/train`'s trainStep), as the training loop runs it. */
+export function grpoStep(settings: Pick<RlEngineSettings, 'lossFn' | 'learningRate' | 'opd'>): StepFunction {
+  return (samples, backend, { step, signal }) =>
+    trainStep(samples, backend, {
+      lossFn: settings.lossFn,
+      adam: { learningRate: settings.learningRate },
+      samplerName: `step-${String(step).padStart(4, '0')}`,
+      ...(settings.opd ? { klPenaltyCoef: settings.opd.klPenaltyCoef } : {}),
+      signal,
+    });
+}
+
+/** A step as the training report lists it. */
+export function stepSummary(record: StepRecord): EngineReport['last_steps'][number] {
+  return {
+    step: record.step,
+    status: record.status,
+    samples: record.samples,
+    loss: record.loss,
+    reward: record.metrics['reward:mean'] ?? null,
+    error: record.error,
+    finished_at: record.finishedAt === null ? null : new Date(record.finishedAt).toISOString(),
+  };
+}
 
 /** The learning job that runs one training step in a window (queued by the engine's check). */
 export const TRAIN_STEP_JOB = 'rl.train_step';
@@ -134,14 +160,7 @@ export class RlEngine {
       buffer: deps.buffer,
       steps: this.steps,
       policy: this.policy,
-      step: (samples, backend, { step, signal }) =>
-        trainStep(samples, backend, {
-          lossFn: settings.lossFn,
-          adam: { learningRate: settings.learningRate },
-          samplerName: `step-${String(step).padStart(4, '0')}`,
-          ...(settings.opd ? { klPenaltyCoef: settings.opd.klPenaltyCoef } : {}),
-          signal,
-        }),
+      step: grpoStep(settings),
       ...(deps.window ? { window: deps.window } : {}),
       batchSize: settings.batchSize,
       skillGeneration: deps.skillGeneration,
@@ -231,15 +250,7 @@ export class RlEngine {
       opd: settings.opd
         ? { teacher: urlHost(settings.opd.teacher.baseUrl) ?? 'its URL', model: settings.opd.teacher.model, kl_penalty_coef: settings.opd.klPenaltyCoef }
         : null,
-      last_steps: last.map((record) => ({
-        step: record.step,
-        status: record.status,
-        samples: record.samples,
-        loss: record.loss,
-        reward: record.metrics['reward:mean'] ?? null,
-        error: record.error,
-        finished_at: record.finishedAt === null ? null : new Date(record.finishedAt).toISOString(),
-      })),
+      last_steps: last.map(stepSummary),
     };
   }
 

@@ -35,14 +35,18 @@ export class SharedServedPolicy implements PolicyInstaller {
     return moved;
   }
 
-  /** After a training step: serve its weights, unless an earlier policy was pinned by a rollback (on any node). */
-  async installFromStep(step: number, sampler: PolicySampler, samplerPath: string): Promise<boolean> {
+  /**
+   * After a training step: serve its weights, unless an earlier policy was pinned by a rollback (on
+   * any node). The node samples them through its own session (`samplerFor`), not the trainer's, so
+   * it keeps serving when it stops training.
+   */
+  async installFromStep(step: number, _sampler: PolicySampler, samplerPath: string): Promise<boolean> {
     const stored = await this.state.read();
     if (stored?.pinned) {
       this.record = stored;
       return false;
     }
-    await this.set({ step, samplerPath, pinned: false }, sampler);
+    await this.set({ step, samplerPath, pinned: false }, this.samplerFor(samplerPath));
     return true;
   }
 

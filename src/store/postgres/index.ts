@@ -50,6 +50,7 @@ export { PgMemoryVectors, readVectorModel, VECTORS_MODEL_KEY, type VectorModel }
 export { pgEmbedHandler } from './vector-jobs.js';
 export { PgRlSamples, sampleRecording } from './rl-samples.js';
 export { PgTrainingSteps, pgServedPolicyState } from './rl-steps.js';
+export { PgTrainerLease } from './trainer-lease.js';
 export { pgRlJudgeHandler, type PgRlJudgeDeps } from './rl-jobs.js';
 export { PgMemorySearch } from './memory-search.js';
 export { PgUserLanguages } from './team-languages.js';
