@@ -214,6 +214,24 @@ describe('team mode: one node trains the team’s policy, every node serves it',
     }
   });
 
+  test('a rollback on one node pins the checkpoint for every node (`metaclaw rl rollback`); a step by hand on a node that does not train is skipped', async () => {
+    const rolled = await nodes[0]!.cli(['rl', 'rollback', '1']);
+    assert.equal(rolled.code, 0, rolled.stderr);
+    await waitFor(
+      async () => {
+        const reports = await Promise.all(nodes.map(trainingOf));
+        return reports.every((report) => report.served?.step === 1 && report.served.pinned);
+      },
+      10_000,
+      200,
+    );
+    const reports = await Promise.all(nodes.map(trainingOf));
+    const other = nodes[reports.findIndex((report) => report.trainer === 'another node')]!;
+    const asked = await other.cli(['rl', 'train-step']);
+    assert.match(asked.stdout + asked.stderr, /another node of the team trains/);
+    assert.equal(double.callsTo('/api/v1/forward_backward').length, 1, 'no step ran');
+  });
+
   test('when the training node stops, the other node takes the trainer’s lock and resumes from the saved state', async () => {
     const reports = await Promise.all(nodes.map(trainingOf));
     const trainerIndex = reports.findIndex((report) => report.trainer === 'this node');

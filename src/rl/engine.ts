@@ -19,7 +19,7 @@ import { loadChatTokenizer, PolicyUpstream, type ChatTokenizer, type Forwarding 
 import { TEACHER_JOB, type TeacherEndpoint } from './teacher/index.js';
 import { TinkerBackend, type BackendSelection } from './tinker/index.js';
 import { trainStep } from './train/index.js';
-import type { LossFunction } from './types.js';
+import type { LossFunction, PolicySampler } from './types.js';
 
 /** The longest wait before opening a failed backend again. */
 const MAX_REOPEN_DELAY_MS = 5 * 60_000;
@@ -34,6 +34,27 @@ export function grpoStep(settings: Pick<RlEngineSettings, 'lossFn' | 'learningRa
       ...(settings.opd ? { klPenaltyCoef: settings.opd.klPenaltyCoef } : {}),
       signal,
     });
+}
+
+/**
+ * The policy as the proxy serves it: a main turn goes to the sampler `serving` names, once both it
+ * and the tokenizer are there; until then (and past the sampling budget) to the normal upstream.
+ */
+export function servingPolicy(
+  fallback: Forwarding,
+  settings: Pick<RlEngineSettings, 'samplingBudgetMs' | 'defaultMaxTokens'>,
+  logger: Logger,
+  serving: () => { tokenizer: ChatTokenizer | undefined; sampler: PolicySampler | undefined },
+): PolicyUpstream {
+  return new PolicyUpstream(fallback, {
+    current: () => {
+      const { tokenizer, sampler } = serving();
+      return sampler && tokenizer ? { tokenizer, sampler } : undefined;
+    },
+    budgetMs: settings.samplingBudgetMs,
+    defaultMaxTokens: settings.defaultMaxTokens,
+    logger,
+  });
 }
 
 /** A step as the training report lists it. */
@@ -166,15 +187,10 @@ export class RlEngine {
       skillGeneration: deps.skillGeneration,
       logger,
     });
-    this.policyUpstream = new PolicyUpstream(deps.fallback, {
-      current: () => {
-        const sampler = this.state === 'ready' ? this.policy.current() : undefined;
-        return sampler && this.tokenizer ? { tokenizer: this.tokenizer, sampler } : undefined;
-      },
-      budgetMs: settings.samplingBudgetMs,
-      defaultMaxTokens: settings.defaultMaxTokens,
-      logger,
-    });
+    this.policyUpstream = servingPolicy(deps.fallback, settings, logger, () => ({
+      tokenizer: this.tokenizer,
+      sampler: this.state === 'ready' ? this.policy.current() : undefined,
+    }));
   }
 
   /** The job handler for training steps queued by the window check. */

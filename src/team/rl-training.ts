@@ -1,8 +1,8 @@
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logging/index.js';
-import { grpoStep, stepSummary, type EngineReport, type EngineState, type RlEngineSettings } from '../rl/engine.js';
+import { grpoStep, servingPolicy, stepSummary, type EngineReport, type EngineState, type RlEngineSettings } from '../rl/engine.js';
 import { SharedServedPolicy, TrainingLoop, type StepOutcome, type StepRecord } from '../rl/loop/index.js';
-import { loadChatTokenizer, PolicyUpstream, type ChatTokenizer, type Forwarding } from '../rl/policy/index.js';
+import { loadChatTokenizer, type ChatTokenizer, type Forwarding, type PolicyUpstream } from '../rl/policy/index.js';
 import { TinkerBackend } from '../rl/tinker/index.js';
 import { urlHost } from '../shared/url-host.js';
 // Loaded by team-app.ts only (through team/rl.ts): it pulls in `pg`.
@@ -64,15 +64,10 @@ export class TeamRlTraining {
     this.steps = new PgTrainingSteps(pool);
     this.policy = new SharedServedPolicy(pgServedPolicyState(pool), (path) => this.sampling.samplerFor(path));
     this.lease = new PgTrainerLease(options.url, (error) => this.stepDown(error));
-    this.policyUpstream = new PolicyUpstream(options.fallback, {
-      current: () => {
-        const sampler = this.state === 'ready' ? this.policy.current() : undefined;
-        return sampler && this.tokenizer ? { tokenizer: this.tokenizer, sampler } : undefined;
-      },
-      budgetMs: settings.samplingBudgetMs,
-      defaultMaxTokens: settings.defaultMaxTokens,
-      logger,
-    });
+    this.policyUpstream = servingPolicy(options.fallback, settings, logger, () => ({
+      tokenizer: this.tokenizer,
+      sampler: this.state === 'ready' ? this.policy.current() : undefined,
+    }));
   }
 
   get training(): boolean {
