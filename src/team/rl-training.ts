@@ -57,6 +57,10 @@ export class TeamRlTraining {
   private ticking: Promise<void> | undefined;
   private readyCount = 0;
   private lastSteps: StepRecord[] = [];
+  /** when a node that does not train reads the report's figures again */
+  private nextReportRead = 0;
+  /** the store failed the last tick: said once, not every second */
+  private storeTrouble = false;
 
   constructor(private readonly options: TeamRlTrainingOptions) {
     const { settings, pool, logger } = options;
@@ -142,7 +146,14 @@ export class TeamRlTraining {
   private tick(): void {
     if (this.ticking || this.state === 'stopped') return;
     this.ticking = this.tickOnce()
-      .catch((error: unknown) => this.options.logger.warn({ err: errorMessage(error) }, 'rl: the team store could not be read; trying again'))
+      .then(() => {
+        this.storeTrouble = false;
+      })
+      .catch((error: unknown) => {
+        if (!this.storeTrouble)
+          this.options.logger.warn({ err: errorMessage(error) }, 'rl: the team store could not be read; the node keeps serving its policy and tries again');
+        this.storeTrouble = true;
+      })
       .finally(() => (this.ticking = undefined));
   }
 
@@ -152,9 +163,13 @@ export class TeamRlTraining {
     if (moved) this.options.logger.info({ served: this.policy.describe() }, 'rl: serving the team’s new policy');
     if (!this.trainer && this.state !== 'stopped' && (await this.lease.tryAcquire())) await this.becomeTrainer();
     if (this.state !== 'stopped' && this.policy.current()) this.state = 'ready';
-    this.readyCount = await this.options.samples.trainableCount(this.options.generation());
-    this.lastSteps = await this.steps.recent(5);
     const trainer = this.trainer;
+    // The trainer needs the count every tick; the others only for their report.
+    if (trainer || Date.now() >= this.nextReportRead) {
+      this.readyCount = await this.options.samples.trainableCount(this.options.generation());
+      this.lastSteps = await this.steps.recent(5);
+      this.nextReportRead = Date.now() + this.options.settings.checkIntervalMs;
+    }
     if (this.state !== 'ready' || !trainer || this.options.settings.manualOnly || trainer.loop.busy) return;
     if (this.readyCount < this.options.settings.batchSize) return;
     // Not awaited: the policy is read again meanwhile; the loop runs one step at a time.
