@@ -1,13 +1,20 @@
 import { z } from 'zod';
 import { ConflictError, NotFoundError, PermissionError } from '../errors.js';
-import type { RlEngine } from '../rl/engine.js';
-import type { StepRecord } from '../rl/loop/index.js';
+import type { Awaitable } from '../rl/buffer/port.js';
+import type { ServedPolicyRecord, StepOutcome, StepRecord, StepStore } from '../rl/loop/index.js';
 import { type AdminToken } from './admin-token.js';
 import { parse, readJson } from './route-body.js';
 import type { ProxyApp } from './types.js';
 
-/** What the training routes act on: the engine in modes rl and auto, else why there is none. */
-export type RlControl = { engine: RlEngine } | { engine: undefined; reason: string };
+/** What the training routes act on: the personal engine (rl/engine.ts), or a team node's training (team/rl-training.ts). */
+export interface TrainingControl {
+  runStep(trigger: 'manual'): Promise<StepOutcome>;
+  readonly steps: Pick<StepStore, 'recent' | 'checkpoints'>;
+  readonly policy: { describe(): ServedPolicyRecord | undefined; serve(step: number, samplerPath: string, pinned: boolean): Awaitable<void> };
+}
+
+/** The training in modes rl and auto, else why there is none. */
+export type RlControl = { engine: TrainingControl } | { engine: undefined; reason: string };
 
 const rollbackSchema = z.union([z.object({ step: z.number().int().positive() }).strict(), z.object({ latest: z.literal(true) }).strict()]);
 
@@ -18,7 +25,7 @@ const rollbackSchema = z.union([z.object({ step: z.number().int().positive() }).
  * memory work.
  */
 export function rlRoutes(control: RlControl, adminToken: AdminToken): (app: ProxyApp) => void {
-  const engine = (): RlEngine => {
+  const engine = (): TrainingControl => {
     if (control.engine) return control.engine;
     throw new ConflictError(`RL training is not running: ${control.reason}.`, 'rl_not_running');
   };
@@ -34,22 +41,22 @@ export function rlRoutes(control: RlControl, adminToken: AdminToken): (app: Prox
     // MetaClaw's name for the same action.
     app.post('/v1/admin/train_step', async (c) => c.json(await trainStep(c.env.incoming.headers)));
 
-    app.get('/v1/rl/steps', (c) => {
+    app.get('/v1/rl/steps', async (c) => {
       const limit = Math.min(Math.max(Number(c.req.query('limit') ?? 20) || 20, 1), 1000);
       const { steps, policy } = engine();
-      return c.json({ object: 'list', data: steps.recent(limit).map(presentStep), served: policy.describe() ?? null });
+      return c.json({ object: 'list', data: (await steps.recent(limit)).map(presentStep), served: policy.describe() ?? null });
     });
 
-    app.get('/v1/rl/checkpoints', (c) => {
+    app.get('/v1/rl/checkpoints', async (c) => {
       const { steps, policy } = engine();
-      return c.json({ object: 'list', data: steps.checkpoints().map(presentStep), served: policy.describe() ?? null });
+      return c.json({ object: 'list', data: (await steps.checkpoints()).map(presentStep), served: policy.describe() ?? null });
     });
 
     app.post('/v1/rl/rollback', async (c) => {
       requireAdmin(c.env.incoming.headers);
       const body = parse(rollbackSchema, await readJson(c.req.raw));
       const { steps, policy } = engine();
-      const checkpoints = steps.checkpoints();
+      const checkpoints = await steps.checkpoints();
       const target = 'latest' in body ? checkpoints[0] : checkpoints.find((record) => record.step === body.step);
       if (!target?.samplerPath) {
         throw new NotFoundError(
@@ -57,7 +64,7 @@ export function rlRoutes(control: RlControl, adminToken: AdminToken): (app: Prox
           'checkpoint_not_found',
         );
       }
-      policy.serve(target.step, target.samplerPath, !('latest' in body));
+      await policy.serve(target.step, target.samplerPath, !('latest' in body));
       return c.json({ served: policy.describe() });
     });
   };

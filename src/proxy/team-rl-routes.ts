@@ -7,8 +7,8 @@ export interface TeamRlStatusSource {
 
 /**
  * RL on a node of a team store, for the owner (the proxy key; a member key is refused like on every
- * management route): the team's sample buffer and the judge. Training control (train_step, steps,
- * checkpoints, rollback) is not served on a node: those paths answer 501 (team-app.ts).
+ * management route): the team's sample buffer, the judge and the node's training report. Training
+ * control (train_step, steps, checkpoints, rollback) is rl-routes.ts's, over the team's steps.
  */
 export function teamRlRoutes(source: TeamRlStatusSource): (app: ProxyApp) => void {
   return (app) => {

@@ -10,6 +10,7 @@ import {
   TrainingSteps,
   type ServedPolicyRecord,
   type StepOutcome,
+  type StepFunction,
   type StepRecord,
   type SteppingWindow,
   type TrainingBuffer,
@@ -18,10 +19,56 @@ import { loadChatTokenizer, PolicyUpstream, type ChatTokenizer, type Forwarding 
 import { TEACHER_JOB, type TeacherEndpoint } from './teacher/index.js';
 import { TinkerBackend, type BackendSelection } from './tinker/index.js';
 import { trainStep } from './train/index.js';
-import type { LossFunction } from './types.js';
+import type { LossFunction, PolicySampler } from './types.js';
 
 /** The longest wait before opening a failed backend again. */
 const MAX_REOPEN_DELAY_MS = 5 * 60_000;
+
+/** One GRPO step with the run's settings (`rl/train`'s trainStep), as the training loop runs it. */
+export function grpoStep(settings: Pick<RlEngineSettings, 'lossFn' | 'learningRate' | 'opd'>): StepFunction {
+  return (samples, backend, { step, signal }) =>
+    trainStep(samples, backend, {
+      lossFn: settings.lossFn,
+      adam: { learningRate: settings.learningRate },
+      samplerName: `step-${String(step).padStart(4, '0')}`,
+      ...(settings.opd ? { klPenaltyCoef: settings.opd.klPenaltyCoef } : {}),
+      signal,
+    });
+}
+
+/**
+ * The policy as the proxy serves it: a main turn goes to the sampler `serving` names, once both it
+ * and the tokenizer are there; until then (and past the sampling budget) to the normal upstream.
+ */
+export function servingPolicy(
+  fallback: Forwarding,
+  settings: Pick<RlEngineSettings, 'samplingBudgetMs' | 'defaultMaxTokens'>,
+  logger: Logger,
+  serving: () => { tokenizer: ChatTokenizer | undefined; sampler: PolicySampler | undefined },
+): PolicyUpstream {
+  return new PolicyUpstream(fallback, {
+    current: () => {
+      const { tokenizer, sampler } = serving();
+      return sampler && tokenizer ? { tokenizer, sampler } : undefined;
+    },
+    budgetMs: settings.samplingBudgetMs,
+    defaultMaxTokens: settings.defaultMaxTokens,
+    logger,
+  });
+}
+
+/** A step as the training report lists it. */
+export function stepSummary(record: StepRecord): EngineReport['last_steps'][number] {
+  return {
+    step: record.step,
+    status: record.status,
+    samples: record.samples,
+    loss: record.loss,
+    reward: record.metrics['reward:mean'] ?? null,
+    error: record.error,
+    finished_at: record.finishedAt === null ? null : new Date(record.finishedAt).toISOString(),
+  };
+}
 
 /** The learning job that runs one training step in a window (queued by the engine's check). */
 export const TRAIN_STEP_JOB = 'rl.train_step';
@@ -134,28 +181,16 @@ export class RlEngine {
       buffer: deps.buffer,
       steps: this.steps,
       policy: this.policy,
-      step: (samples, backend, { step, signal }) =>
-        trainStep(samples, backend, {
-          lossFn: settings.lossFn,
-          adam: { learningRate: settings.learningRate },
-          samplerName: `step-${String(step).padStart(4, '0')}`,
-          ...(settings.opd ? { klPenaltyCoef: settings.opd.klPenaltyCoef } : {}),
-          signal,
-        }),
+      step: grpoStep(settings),
       ...(deps.window ? { window: deps.window } : {}),
       batchSize: settings.batchSize,
       skillGeneration: deps.skillGeneration,
       logger,
     });
-    this.policyUpstream = new PolicyUpstream(deps.fallback, {
-      current: () => {
-        const sampler = this.state === 'ready' ? this.policy.current() : undefined;
-        return sampler && this.tokenizer ? { tokenizer: this.tokenizer, sampler } : undefined;
-      },
-      budgetMs: settings.samplingBudgetMs,
-      defaultMaxTokens: settings.defaultMaxTokens,
-      logger,
-    });
+    this.policyUpstream = servingPolicy(deps.fallback, settings, logger, () => ({
+      tokenizer: this.tokenizer,
+      sampler: this.state === 'ready' ? this.policy.current() : undefined,
+    }));
   }
 
   /** The job handler for training steps queued by the window check. */
@@ -231,15 +266,7 @@ export class RlEngine {
       opd: settings.opd
         ? { teacher: urlHost(settings.opd.teacher.baseUrl) ?? 'its URL', model: settings.opd.teacher.model, kl_penalty_coef: settings.opd.klPenaltyCoef }
         : null,
-      last_steps: last.map((record) => ({
-        step: record.step,
-        status: record.status,
-        samples: record.samples,
-        loss: record.loss,
-        reward: record.metrics['reward:mean'] ?? null,
-        error: record.error,
-        finished_at: record.finishedAt === null ? null : new Date(record.finishedAt).toISOString(),
-      })),
+      last_steps: last.map(stepSummary),
     };
   }
 

@@ -14,6 +14,7 @@ import {
   createProxyServer,
   memoryRoutes,
   notServedRoutes,
+  rlRoutes,
   ProxyAuth,
   ProxyStats,
   teamSkillsRoutes,
@@ -312,12 +313,15 @@ export class TeamRuntime {
       );
     this.rl = new TeamRl({
       pool: this.pool,
+      url: this.url,
       reads,
       config: options.config,
       mainUpstream: this.forwarder.mainTarget,
       credentials: this.credentials,
       logger: this.logger.child({ part: 'rl' }),
       generation: () => this.mirror.generation,
+      fallback: this.forwarder,
+      env: options.env ?? process.env,
     });
     for (const handler of this.rl.handlers()) this.runner.register(handler);
     this.mirror.onChange(() => void this.rl.skillsChanged());
@@ -368,11 +372,16 @@ export class TeamRuntime {
         ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
         teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals, refresh: () => this.subscription.catchUp() }),
         teamRlRoutes(this.rl),
+        rlRoutes(
+          this.rl.training ? { engine: this.rl.training } : { engine: undefined, reason: this.rl.describeMode().reason },
+          AdminToken.ensure(paths.adminToken),
+        ),
         notServedRoutes(
           this.memoryApi ? NOT_SERVED : [{ path: '/v1/memory', why: 'memory is turned off on this node (memory.enabled: false)' }, ...NOT_SERVED],
         ),
       ],
       health: new StoreHealth(this.logger),
+      ...(this.rl.training ? { policy: this.rl.training.policyUpstream } : {}),
     });
     const server = createProxyServer(deps);
     await listen(server, values['proxy.host'], values['proxy.port']);
@@ -383,6 +392,7 @@ export class TeamRuntime {
     const recovered = await this.conversation.recoverJournal(turnFromJournal);
     if (recovered > 0) this.logger.info({ turns: recovered }, 'recorded turns an earlier run had answered but not stored (turn journal)');
     this.runner.start();
+    this.rl.start();
     if (values['memory.enabled']) {
       void this.scheduleHousekeeping();
       // Entries older nodes indexed with other bundled words are rewritten with this node's (memory-reindex.ts).
@@ -476,6 +486,7 @@ export class TeamRuntime {
     this.afterServing.runAll();
     await Promise.allSettled([...this.pendingRecords.values()]);
     await this.runner.stop();
+    await this.rl.stop();
     await this.recorder.drain();
     await this.subscription.stop();
     await this.placements.stop();
@@ -515,7 +526,7 @@ export class TeamRuntime {
       ok: true,
       version: VERSION,
       pid: process.pid,
-      mode: 'skills_only',
+      mode: this.rl.describeMode().effective,
       mode_configured: values['mode'],
       mode_reason: this.rl.describeMode().reason,
       started_at: new Date(this.startedAt).toISOString(),
@@ -561,13 +572,8 @@ export class TeamRuntime {
 }
 
 /**
- * What a node refuses with 501 (notServedRoutes) rather than a bare 404: RL and the dashboard read
+ * What a node refuses with 501 (notServedRoutes) rather than a bare 404: the dashboard reads
  * the personal store. The admin routes are the personal install's (`metaclaw store` and `metaclaw
  * team` manage the team store).
  */
-const NOT_SERVED = [
-  { path: '/v1/rl', why: 'training does not run on a node yet (GET /v1/rl shows the team’s RL samples)' },
-  { path: '/v1/dashboard' },
-  { path: '/v1/admin' },
-  { path: '/ui' },
-];
+const NOT_SERVED = [{ path: '/v1/dashboard' }, { path: '/v1/admin' }, { path: '/ui' }];

@@ -5,15 +5,20 @@ import type { Logger } from '../logging/index.js';
 import { recordsSamples } from '../rl/buffer/recording.js';
 import type { BufferStatus } from '../rl/buffer/status.js';
 import { describeJudge } from '../rl/judge/index.js';
+import { decideMode } from '../rl/mode.js';
+import type { Forwarding } from '../rl/policy/index.js';
 import type { RlReport } from '../rl/service.js';
-import { judgeSettings } from '../runtime/settings.js';
+import { judgeSettings, rlEngineSettings } from '../runtime/settings.js';
 // Loaded by team-app.ts only (not through team/index.ts, which the personal path loads): it pulls in `pg`.
 import { PgRlSamples, pgRlJudgeHandler, type PgConversationReads } from '../store/postgres/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import type pg from 'pg';
+import { TeamRlTraining, type TeamTrainingReport } from './rl-training.js';
 
 export interface TeamRlOptions {
   pool: pg.Pool;
+  /** the team store's URL (the trainer's lock has a connection of its own) */
+  url: string;
   reads: PgConversationReads;
   config: LoadedConfig;
   mainUpstream: UpstreamTarget;
@@ -21,19 +26,25 @@ export interface TeamRlOptions {
   logger: Logger;
   /** the generation of the team's skill library this node has caught up to */
   generation: () => number;
+  /** the node's normal upstream (the forwarder), which answers what the policy does not */
+  fallback: Forwarding;
+  env: NodeJS.ProcessEnv;
 }
 
-/** Why a team node trains nothing (yet): what /status and /v1/rl say. */
-const NO_TRAINING = 'training does not run on a node of a team store yet';
+type TeamRlReport = RlReport & { training: TeamTrainingReport | null; training_reason: string | null };
 
 /**
  * RL on a node of a team store: main turns become samples in the team store (recorded with the
  * turn by the PostgreSQL recording listeners), the judge scores each once on whichever node leases
  * its job, and a generation change of the team's skills drops older untrained samples, as on one
- * proxy (rl/service.ts). Training from the team's samples is not part of this node yet.
+ * proxy (rl/service.ts). In modes rl and auto with a training backend, the node also serves main
+ * turns from the team's policy and one node of the team trains it (TeamRlTraining).
  */
 export class TeamRl {
   readonly recording: boolean;
+  /** modes rl and auto with a training backend */
+  readonly training: TeamRlTraining | undefined;
+  private readonly mode: ReturnType<typeof decideMode>;
   private readonly samples: PgRlSamples | undefined;
   private lastGeneration = Number.NaN;
   private buffer: BufferStatus | null = null;
@@ -41,6 +52,28 @@ export class TeamRl {
   constructor(private readonly options: TeamRlOptions) {
     this.recording = recordsSamples(options.config.values);
     this.samples = this.recording ? new PgRlSamples(options.pool) : undefined;
+    this.mode = decideMode(options.config.values, options.env);
+    this.training =
+      this.mode.backend && this.samples
+        ? new TeamRlTraining({
+            pool: options.pool,
+            url: options.url,
+            // OPD's teacher jobs do not run on a node: the team trains with GRPO alone.
+            settings: { ...rlEngineSettings(options.config, options.env), opd: undefined },
+            samples: this.samples,
+            generation: options.generation,
+            fallback: options.fallback,
+            logger: options.logger,
+          })
+        : undefined;
+  }
+
+  start(): void {
+    this.training?.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.training?.stop();
   }
 
   /** The judge, where samples are recorded. */
@@ -69,7 +102,7 @@ export class TeamRl {
   }
 
   /** The report as last read (for /status, which never waits on the store); null until read or when nothing is recorded. */
-  cachedReport(): (RlReport & { training: null; training_reason: string }) | null {
+  cachedReport(): TeamRlReport | null {
     return this.buffer ? this.reportOf(this.buffer) : null;
   }
 
@@ -79,32 +112,39 @@ export class TeamRl {
   }
 
   /** The report read now (/v1/rl). */
-  async report(): Promise<RlReport & { training: null; training_reason: string }> {
+  async report(): Promise<TeamRlReport> {
     await this.refresh();
     return this.reportOf(this.buffer ?? emptyBuffer(this.options.generation()));
   }
 
   /** What the node does of RL, in /status's `mode` words. */
-  describeMode(): { configured: string; effective: 'skills_only'; reason: string } {
-    const configured = this.options.config.values['mode'];
+  describeMode(): { configured: string; effective: string; reason: string } {
+    const { configured, effective, reason } = this.mode;
+    if (this.training)
+      return {
+        configured,
+        effective,
+        reason: `main turns are served from the team's policy, recorded as RL samples in the team store and judged; one node trains it with the ${this.mode.backend} backend`,
+      };
+    if (configured !== 'skills_only') return { configured, effective, reason };
     return {
       configured,
-      effective: 'skills_only',
+      effective,
       reason: this.recording
-        ? `main turns are recorded as RL samples in the team store and judged; ${NO_TRAINING}`
-        : `a node of a team store serves skills and memory; ${NO_TRAINING}`,
+        ? 'main turns are recorded as RL samples in the team store and judged; nothing is trained (mode skills_only)'
+        : 'a node of a team store serves skills and memory (mode skills_only)',
     };
   }
 
-  private reportOf(buffer: BufferStatus): RlReport & { training: null; training_reason: string } {
+  private reportOf(buffer: BufferStatus): TeamRlReport {
     const mode = this.describeMode();
     return {
-      mode: { configured: mode.configured, effective: mode.effective, backend: null, reason: mode.reason },
+      mode: { configured: mode.configured, effective: mode.effective, backend: this.training ? this.mode.backend : null, reason: mode.reason },
       recording: this.recording,
       judge: this.recording ? describeJudge(judgeSettings(this.options.config)) : null,
       buffer,
-      training: null,
-      training_reason: NO_TRAINING,
+      training: this.training?.report() ?? null,
+      training_reason: this.training ? null : mode.reason,
     };
   }
 }

@@ -1,3 +1,5 @@
-export { ServedPolicy, type ServedPolicyRecord } from './served-policy.js';
-export { TrainingSteps, type StepRecord, type StepStatus, type StepTrigger } from './steps.js';
+export { ServedPolicy, parseServedPolicy, SERVED_POLICY_KEY, type ServedPolicyRecord } from './served-policy.js';
+export { SharedServedPolicy } from './shared-policy.js';
+export type { PolicyInstaller, ServedPolicyState, StepStore } from './ports.js';
+export { TrainingSteps, fromRow, finiteMetrics, finiteOrNull, type StepRecord, type StepRow, type StepStatus, type StepTrigger } from './steps.js';
 export { TrainingLoop, type StepFunction, type StepOutcome, type SteppingWindow, type TrainingBuffer, type TrainingLoopOptions } from './training-loop.js';

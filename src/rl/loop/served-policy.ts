@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { StateStore } from '../../store/index.js';
 import type { PolicySampler } from '../types.js';
 
-const STATE_KEY = 'rl.served_policy';
+/** The state key of the served-policy record (SQLite's state table, and the team store's). */
+export const SERVED_POLICY_KEY = 'rl.served_policy';
 
 /** Which saved weights serve the agent: the step they came from and the backend's sampler path. */
 export interface ServedPolicyRecord {
@@ -26,7 +27,7 @@ export class ServedPolicy {
     private readonly state: StateStore,
     private readonly samplerFor: (path: string) => PolicySampler,
   ) {
-    this.record = parseRecord(state.get(STATE_KEY));
+    this.record = parseServedPolicy(state.get(SERVED_POLICY_KEY));
     if (this.record) this.sampler = samplerFor(this.record.samplerPath);
   }
 
@@ -51,7 +52,7 @@ export class ServedPolicy {
   }
 
   private set(record: ServedPolicyRecord, sampler: PolicySampler): void {
-    this.state.set(STATE_KEY, JSON.stringify(record));
+    this.state.set(SERVED_POLICY_KEY, JSON.stringify(record));
     this.record = record;
     this.sampler = sampler;
   }
@@ -59,7 +60,8 @@ export class ServedPolicy {
 
 const recordSchema = z.object({ step: z.number().int().nonnegative(), samplerPath: z.string().min(1), pinned: z.boolean().default(false) });
 
-function parseRecord(raw: string | undefined): ServedPolicyRecord | undefined {
+/** The stored record, or undefined when there is none or it is damaged. */
+export function parseServedPolicy(raw: string | undefined): ServedPolicyRecord | undefined {
   if (!raw) return undefined;
   try {
     const parsed = recordSchema.safeParse(JSON.parse(raw));

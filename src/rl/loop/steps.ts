@@ -1,5 +1,6 @@
 import type { Db } from '../../store/index.js';
 import type { StepMetrics } from '../types.js';
+import type { StepStore } from './ports.js';
 
 /** empty: the batch held nothing to learn from (rewards all equal); its samples are used up */
 export type StepStatus = 'running' | 'done' | 'empty' | 'abandoned' | 'failed';
@@ -22,7 +23,8 @@ export interface StepRecord {
   error: string | null;
 }
 
-interface StepRow {
+/** A row of `rl_steps` (SQLite's shape; the team store's is read into it). */
+export interface StepRow {
   step: number;
   status: StepStatus;
   trigger: StepTrigger;
@@ -37,7 +39,7 @@ interface StepRow {
   error: string | null;
 }
 
-function fromRow(row: StepRow): StepRecord {
+export function fromRow(row: StepRow): StepRecord {
   return {
     step: row.step,
     status: row.status,
@@ -55,7 +57,7 @@ function fromRow(row: StepRow): StepRecord {
 }
 
 /** The training steps taken, with what each one reported and where its weights went (table `rl_steps`). */
-export class TrainingSteps {
+export class TrainingSteps implements StepStore {
   constructor(private readonly db: Db) {}
 
   /** Opens a step: its number is one past the last step ever taken. */
@@ -107,11 +109,11 @@ export class TrainingSteps {
   }
 }
 
-function finiteOrNull(value: number): number | null {
+export function finiteOrNull(value: number): number | null {
   return Number.isFinite(value) ? value : null;
 }
 
 /** A backend's metrics as stored: finite numbers only (JSON has no NaN). */
-function finiteMetrics(metrics: Record<string, number>): Record<string, number> {
+export function finiteMetrics(metrics: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(metrics).filter(([, value]) => Number.isFinite(value)));
 }

@@ -2,8 +2,9 @@ import { errorMessage } from '../../errors.js';
 import type { Logger } from '../../logging/index.js';
 import type { TrainStepResult } from '../train/index.js';
 import type { RlBackend, RlSample, StepMetrics, TrainingWindow } from '../types.js';
-import type { ServedPolicy } from './served-policy.js';
-import type { StepTrigger, TrainingSteps } from './steps.js';
+import type { Awaitable } from '../buffer/port.js';
+import type { PolicyInstaller, StepStore } from './ports.js';
+import type { StepTrigger } from './steps.js';
 
 /**
  * A window that runs the step itself (the scheduler): it moves to UPDATING, hands the step a signal
@@ -21,8 +22,8 @@ export interface SteppingWindow extends TrainingWindow {
 /** What the loop needs of the sample buffer. */
 export interface TrainingBuffer {
   /** Judged, trainable samples of the current skill generation not trained yet, oldest first. */
-  ready(limit: number): RlSample[];
-  markTrained(turnIds: readonly string[], step: number): void;
+  ready(limit: number): Awaitable<RlSample[]>;
+  markTrained(turnIds: readonly string[], step: number): Awaitable<void>;
 }
 
 /**
@@ -34,8 +35,8 @@ export type StepFunction = (samples: RlSample[], backend: RlBackend, options: { 
 export interface TrainingLoopOptions {
   backend: RlBackend;
   buffer: TrainingBuffer;
-  steps: TrainingSteps;
-  policy: ServedPolicy;
+  steps: StepStore;
+  policy: PolicyInstaller;
   step: StepFunction;
   /** the scheduler; absent in `rl` mode without it, where any time is a window */
   window?: SteppingWindow;
@@ -85,12 +86,12 @@ export class TrainingLoop {
     const { window, buffer, batchSize, steps, logger } = this.options;
     if (trigger === 'window' && window && !window.isOpen()) return { status: 'skipped', reason: `no window: ${window.describe()}` };
     // A step by hand trains on what is there; one in a window waits for a full batch.
-    const samples = buffer.ready(batchSize);
+    const samples = await buffer.ready(batchSize);
     if (samples.length === 0 || (trigger === 'window' && samples.length < batchSize)) {
       return { status: 'skipped', reason: `${samples.length} of ${batchSize} judged samples are ready` };
     }
     const generation = this.options.skillGeneration();
-    const step = steps.begin(trigger, generation, samples.length, this.now());
+    const step = await steps.begin(trigger, generation, samples.length, this.now());
     const turnIds = samples.map((sample) => sample.turnId);
     const train = (signal: AbortSignal) => this.options.step(samples, this.options.backend, { step, signal });
     let result: TrainStepResult;
@@ -114,20 +115,20 @@ export class TrainingLoop {
     }
     if (!result.trained) {
       // Nothing to learn from this batch (rewards all equal): its samples are used up, not retried.
-      steps.end(step, 'empty', result.reason, this.now());
-      buffer.markTrained(turnIds, step);
+      await steps.end(step, 'empty', result.reason, this.now());
+      await buffer.markTrained(turnIds, step);
       return { status: 'empty', step, samples: samples.length, reason: result.reason };
     }
     const statePath = await this.saveState(step);
-    steps.finish(step, { metrics: result.metrics, samplerPath: result.samplerPath, statePath }, this.now());
-    buffer.markTrained(turnIds, step);
-    const served = this.options.policy.installFromStep(step, result.sampler, result.samplerPath);
+    await steps.finish(step, { metrics: result.metrics, samplerPath: result.samplerPath, statePath }, this.now());
+    await buffer.markTrained(turnIds, step);
+    const served = await this.options.policy.installFromStep(step, result.sampler, result.samplerPath);
     logger.info({ step, samples: samples.length, loss: result.metrics.loss, served }, 'rl training step done');
     return { status: 'done', step, samples: samples.length, metrics: result.metrics, served };
   }
 
-  private stepEnded(step: number, status: 'abandoned' | 'failed', reason: string): StepOutcome {
-    this.options.steps.end(step, status, reason, this.now());
+  private async stepEnded(step: number, status: 'abandoned' | 'failed', reason: string): Promise<StepOutcome> {
+    await this.options.steps.end(step, status, reason, this.now());
     if (status === 'abandoned') {
       this.options.logger.info({ step, reason }, 'rl training step abandoned; its samples wait for the next window');
       return { status, step, reason };

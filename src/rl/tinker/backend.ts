@@ -53,6 +53,12 @@ export class TinkerBackend implements RlBackend {
     }
   }
 
+  /** A session that samples saved weights only, with no model of its own: a node that serves the policy another node trains. */
+  async openForSampling(): Promise<void> {
+    if (this.session) throw new RlBackendError(`${this.transport.label} backend is already open.`, { code: 'rl_already_open' });
+    this.session = await TinkerSession.create(this.transport, this.options);
+  }
+
   async forwardBackward(data: TrainingDatum[], lossFn: LossFunction): Promise<StepMetrics> {
     if (data.length === 0) throw new RlBackendError('forward_backward needs at least one datum.', { code: 'rl_empty_batch', category: 'user' });
     const toWire = lossFn === 'cross_entropy' ? wireCrossEntropyDatum : wireDatum;

@@ -49,6 +49,8 @@ export { readVectorSupport, type VectorSupport } from './vector-support.js';
 export { PgMemoryVectors, readVectorModel, VECTORS_MODEL_KEY, type VectorModel } from './memory-vectors.js';
 export { pgEmbedHandler } from './vector-jobs.js';
 export { PgRlSamples, sampleRecording } from './rl-samples.js';
+export { PgTrainingSteps, pgServedPolicyState } from './rl-steps.js';
+export { PgTrainerLease } from './trainer-lease.js';
 export { pgRlJudgeHandler, type PgRlJudgeDeps } from './rl-jobs.js';
 export { PgMemorySearch } from './memory-search.js';
 export { PgUserLanguages } from './team-languages.js';

@@ -1,0 +1,107 @@
+import type pg from 'pg';
+import { z } from 'zod';
+import {
+  finiteMetrics,
+  finiteOrNull,
+  fromRow,
+  parseServedPolicy,
+  SERVED_POLICY_KEY,
+  type ServedPolicyRecord,
+  type ServedPolicyState,
+  type StepRecord,
+  type StepRow,
+  type StepStore,
+  type StepTrigger,
+} from '../../rl/loop/index.js';
+import type { StepMetrics } from '../../rl/types.js';
+
+const int = z.coerce.number();
+const nullableInt = z.coerce.number().nullable();
+
+/** A row as PostgreSQL returns it (BIGINT as text), read into SQLite's row shape. */
+const rowSchema = z.object({
+  step: int,
+  status: z.enum(['running', 'done', 'empty', 'abandoned', 'failed']),
+  trigger: z.enum(['window', 'manual']),
+  skill_generation: int,
+  samples: int,
+  loss: z.number().nullable(),
+  metrics: z.string().nullable(),
+  sampler_path: z.string().nullable(),
+  state_path: z.string().nullable(),
+  started_at: int,
+  finished_at: nullableInt,
+  error: z.string().nullable(),
+}) satisfies z.ZodType<StepRow>;
+
+function records(rows: unknown[]): StepRecord[] {
+  return z.array(rowSchema).parse(rows).map(fromRow);
+}
+
+/** The team's training steps (table rl_steps, SQLite's columns): rl/loop/steps.ts's `TrainingSteps` on the team store. */
+export class PgTrainingSteps implements StepStore {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async begin(trigger: StepTrigger, skillGeneration: number, samples: number, now: number): Promise<number> {
+    // One statement: the number is one past the last step ever taken, whichever node took it.
+    const result = await this.pool.query(
+      `INSERT INTO rl_steps (step, status, trigger, skill_generation, samples, started_at)
+       SELECT COALESCE(MAX(step), 0) + 1, 'running', $1, $2, $3, $4 FROM rl_steps RETURNING step`,
+      [trigger, skillGeneration, samples, now],
+    );
+    return z.array(z.object({ step: int })).parse(result.rows)[0]!.step;
+  }
+
+  async finish(step: number, result: { metrics: StepMetrics; samplerPath: string; statePath: string | null }, now: number): Promise<void> {
+    await this.pool.query(
+      "UPDATE rl_steps SET status = 'done', loss = $1, metrics = $2, sampler_path = $3, state_path = $4, finished_at = $5 WHERE step = $6",
+      [finiteOrNull(result.metrics.loss), JSON.stringify(finiteMetrics(result.metrics.metrics)), result.samplerPath, result.statePath, now, step],
+    );
+  }
+
+  async end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number): Promise<void> {
+    await this.pool.query('UPDATE rl_steps SET status = $1, error = $2, finished_at = $3 WHERE step = $4', [status, error, now, step]);
+  }
+
+  /** Called by a node that just became the team's trainer: a step left running was cut by the trainer before it. */
+  async abandonInterrupted(now: number): Promise<number> {
+    const result = await this.pool.query(
+      "UPDATE rl_steps SET status = 'abandoned', error = 'the training node stopped during the step', finished_at = $1 WHERE status = 'running'",
+      [now],
+    );
+    return result.rowCount ?? 0;
+  }
+
+  async get(step: number): Promise<StepRecord | undefined> {
+    return records((await this.pool.query('SELECT * FROM rl_steps WHERE step = $1', [step])).rows)[0];
+  }
+
+  async recent(limit: number): Promise<StepRecord[]> {
+    return records((await this.pool.query('SELECT * FROM rl_steps ORDER BY step DESC LIMIT $1', [limit])).rows);
+  }
+
+  async checkpoints(): Promise<StepRecord[]> {
+    return records((await this.pool.query("SELECT * FROM rl_steps WHERE status = 'done' AND sampler_path IS NOT NULL ORDER BY step DESC")).rows);
+  }
+
+  async latestState(): Promise<StepRecord | undefined> {
+    const result = await this.pool.query("SELECT * FROM rl_steps WHERE status = 'done' AND state_path IS NOT NULL ORDER BY step DESC LIMIT 1");
+    return records(result.rows)[0];
+  }
+}
+
+/** The team's served-policy record, in the team store's state table (the key SQLite uses). */
+export function pgServedPolicyState(pool: pg.Pool): ServedPolicyState {
+  return {
+    async read(): Promise<ServedPolicyRecord | undefined> {
+      const result = await pool.query('SELECT value FROM state WHERE key = $1', [SERVED_POLICY_KEY]);
+      return parseServedPolicy(z.array(z.object({ value: z.string() })).parse(result.rows)[0]?.value);
+    },
+    async write(record: ServedPolicyRecord): Promise<void> {
+      await pool.query('INSERT INTO state (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [
+        SERVED_POLICY_KEY,
+        JSON.stringify(record),
+      ]);
+    },
+  };
+}

@@ -1,0 +1,72 @@
+import pg from 'pg';
+
+/** The session-level advisory lock key the team's RL trainer holds ('mcrl' in ASCII). */
+const TRAINER_LOCK = 0x6d63726c;
+
+/**
+ * Which node of a team trains the team's policy: the one whose dedicated connection holds a
+ * session-level advisory lock. PostgreSQL releases it when that connection ends (the node stopped,
+ * crashed, or lost the store), so another node's next `tryAcquire` takes over; nothing is left to
+ * expire by hand. A pooled connection cannot hold it: the pool hands it to other work.
+ */
+export class PgTrainerLease {
+  private client: pg.Client | undefined;
+  private attempt: Promise<boolean> | undefined;
+
+  constructor(
+    private readonly url: string,
+    /** called once when a held lock is lost with its connection */
+    private readonly onLost: (error: Error | undefined) => void,
+    private readonly connectTimeoutMs = 2_000,
+  ) {}
+
+  get held(): boolean {
+    return this.client !== undefined;
+  }
+
+  /** Takes the lock if no other node holds it; true when this node holds it now. Never waits for the holder. */
+  tryAcquire(): Promise<boolean> {
+    if (this.client) return Promise.resolve(true);
+    this.attempt ??= this.acquire().finally(() => (this.attempt = undefined));
+    return this.attempt;
+  }
+
+  /** Gives the lock up (the node stops): the next node to ask takes it. */
+  async release(): Promise<void> {
+    await this.attempt?.catch(() => false);
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  private async acquire(): Promise<boolean> {
+    const client = new pg.Client({
+      connectionString: this.url,
+      application_name: 'metaclaw-rl-trainer',
+      keepAlive: true,
+      connectionTimeoutMillis: this.connectTimeoutMs,
+    });
+    client.on('error', (error) => this.lost(client, error));
+    client.on('end', () => this.lost(client, undefined));
+    try {
+      await client.connect();
+      const result = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [TRAINER_LOCK]);
+      if (result.rows[0]?.locked !== true) {
+        await client.end().catch(() => undefined);
+        return false;
+      }
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    this.client = client;
+    return true;
+  }
+
+  private lost(client: pg.Client, error: Error | undefined): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    client.end().catch(() => undefined);
+    this.onLost(error);
+  }
+}

@@ -1,0 +1,257 @@
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../logging/index.js';
+import { grpoStep, servingPolicy, stepSummary, type EngineReport, type EngineState, type RlEngineSettings } from '../rl/engine.js';
+import { SharedServedPolicy, TrainingLoop, type StepOutcome, type StepRecord } from '../rl/loop/index.js';
+import { loadChatTokenizer, type ChatTokenizer, type Forwarding, type PolicyUpstream } from '../rl/policy/index.js';
+import { TinkerBackend } from '../rl/tinker/index.js';
+import { urlHost } from '../shared/url-host.js';
+// Loaded by team-app.ts only (through team/rl.ts): it pulls in `pg`.
+import { PgTrainerLease, PgTrainingSteps, pgServedPolicyState, type PgRlSamples } from '../store/postgres/index.js';
+import type pg from 'pg';
+
+/** How often a node reads the team's served policy again, asks for the trainer's lock, and (as the trainer) looks for a full batch. */
+const TICK_MS = 1_000;
+/** The longest wait before opening a failed backend again. */
+const MAX_REOPEN_DELAY_MS = 5 * 60_000;
+
+export interface TeamRlTrainingOptions {
+  pool: pg.Pool;
+  /** the team store's URL: the trainer's lock lives on a connection of its own */
+  url: string;
+  settings: RlEngineSettings;
+  samples: PgRlSamples;
+  /** the generation of the team's skill library this node has caught up to */
+  generation: () => number;
+  /** the node's normal upstream, which answers whatever the policy does not */
+  fallback: Forwarding;
+  logger: Logger;
+}
+
+/** What /status shows of training on a node: the personal engine's report, plus which node trains. */
+export type TeamTrainingReport = EngineReport & { trainer: 'this node' | 'another node' };
+
+/**
+ * RL training on a node of a team store (modes rl and auto with a training backend). Every node
+ * serves main turns from the team's current policy (the record in the team store, read again every
+ * second, so a new step or a rollback reaches every node), through a sampling session of its own,
+ * so its turns are recorded with their token ids and logprobs. One node trains: the one holding the
+ * trainer's advisory lock (PgTrainerLease). It opens the training run (resuming from the last
+ * saved state, whichever node saved it) and runs GRPO steps on the team's judged samples whenever a
+ * full batch waits; when it stops or loses the store, another node takes the lock and carries on.
+ */
+export class TeamRlTraining {
+  readonly steps: PgTrainingSteps;
+  readonly policy: SharedServedPolicy;
+  readonly policyUpstream: PolicyUpstream;
+  /** this node's session: samples whatever the team serves, trainer or not */
+  private readonly sampling: TinkerBackend;
+  private readonly lease: PgTrainerLease;
+  private trainer: { backend: TinkerBackend; loop: TrainingLoop } | undefined;
+  private tokenizer: ChatTokenizer | undefined;
+  private state: EngineState = 'starting';
+  private error: string | null = null;
+  private samplingOpen = false;
+  private reopenAt = 0;
+  private failedOpenings = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> | undefined;
+  private readyCount = 0;
+  private lastSteps: StepRecord[] = [];
+  /** when a node that does not train reads the report's figures again */
+  private nextReportRead = 0;
+  /** the store failed the last tick: said once, not every second */
+  private storeTrouble = false;
+
+  constructor(private readonly options: TeamRlTrainingOptions) {
+    const { settings, pool, logger } = options;
+    this.sampling = this.newBackend();
+    this.steps = new PgTrainingSteps(pool);
+    this.policy = new SharedServedPolicy(pgServedPolicyState(pool), (path) => this.sampling.samplerFor(path));
+    this.lease = new PgTrainerLease(options.url, (error) => this.stepDown(error));
+    this.policyUpstream = servingPolicy(options.fallback, settings, logger, () => ({
+      tokenizer: this.tokenizer,
+      sampler: this.state === 'ready' ? this.policy.current() : undefined,
+    }));
+  }
+
+  get training(): boolean {
+    return this.trainer !== undefined;
+  }
+
+  /** Opens the sampling session and starts the tick in the background; serving never waits for either. */
+  start(): void {
+    this.timer = setInterval(() => this.tick(), TICK_MS);
+    this.timer.unref();
+    this.tick();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.state = 'stopped';
+    await this.ticking?.catch(() => undefined);
+    // A step in flight finishes (or fails) before the training session closes and the lock goes to another node.
+    const trainer = this.trainer;
+    this.trainer = undefined;
+    await trainer?.backend.close();
+    await this.lease.release();
+    await this.sampling.close();
+  }
+
+  /** One step now (`metaclaw rl train-step` on this node): only the trainer takes it. */
+  async runStep(trigger: 'window' | 'manual'): Promise<StepOutcome> {
+    if (this.state !== 'ready') return { status: 'skipped', reason: this.notReady() };
+    if (!this.trainer)
+      return { status: 'skipped', reason: 'another node of the team trains (it holds the trainer’s lock); ask it, or wait for its next batch' };
+    return this.trainer.loop.runStep(trigger);
+  }
+
+  report(): TeamTrainingReport {
+    const { settings } = this.options;
+    return {
+      state: this.state,
+      error: this.error,
+      retry_at: this.state === 'failed' ? new Date(this.reopenAt).toISOString() : null,
+      backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
+      base_model: settings.baseModel,
+      served: this.policy.describe() ?? null,
+      trigger: settings.manualOnly ? 'manual' : 'always',
+      batch_size: settings.batchSize,
+      ready_samples: this.readyCount,
+      window: 'any time (a team node runs no scheduler)',
+      opd: settings.opd
+        ? { teacher: urlHost(settings.opd.teacher.baseUrl) ?? 'its URL', model: settings.opd.teacher.model, kl_penalty_coef: settings.opd.klPenaltyCoef }
+        : null,
+      last_steps: this.lastSteps.map(stepSummary),
+      trainer: this.trainer ? 'this node' : 'another node',
+    };
+  }
+
+  private notReady(): string {
+    if (this.state === 'starting') return `the ${this.options.settings.backend.kind} backend is still opening, or the team serves no policy yet`;
+    if (this.state === 'failed') return `the ${this.options.settings.backend.kind} backend could not be opened: ${this.error ?? 'unknown error'}`;
+    return 'the node is stopping';
+  }
+
+  private newBackend(): TinkerBackend {
+    const { backend } = this.options.settings;
+    return new TinkerBackend({
+      kind: backend.kind,
+      apiKey: backend.apiKey,
+      baseUrl: backend.baseUrl,
+      onWarning: (message) => this.options.logger.warn(message),
+    });
+  }
+
+  /** One tick at a time: a slow store or backend delays the next rather than piling ticks up. */
+  private tick(): void {
+    if (this.ticking || this.state === 'stopped') return;
+    this.ticking = this.tickOnce()
+      .then(() => {
+        this.storeTrouble = false;
+      })
+      .catch((error: unknown) => {
+        if (!this.storeTrouble)
+          this.options.logger.warn({ err: errorMessage(error) }, 'rl: the team store could not be read; the node keeps serving its policy and tries again');
+        this.storeTrouble = true;
+      })
+      .finally(() => (this.ticking = undefined));
+  }
+
+  private async tickOnce(): Promise<void> {
+    if (!this.samplingOpen && !(await this.openSampling())) return;
+    const moved = await this.policy.refresh();
+    if (moved) this.options.logger.info({ served: this.policy.describe() }, 'rl: serving the team’s new policy');
+    if (!this.trainer && this.state !== 'stopped' && (await this.lease.tryAcquire())) await this.becomeTrainer();
+    if (this.state !== 'stopped' && this.policy.current()) this.state = 'ready';
+    const trainer = this.trainer;
+    // The trainer needs the count every tick; the others only for their report.
+    if (trainer || Date.now() >= this.nextReportRead) {
+      this.readyCount = await this.options.samples.trainableCount(this.options.generation());
+      this.lastSteps = await this.steps.recent(5);
+      this.nextReportRead = Date.now() + this.options.settings.checkIntervalMs;
+    }
+    if (this.state !== 'ready' || !trainer || this.options.settings.manualOnly || trainer.loop.busy) return;
+    if (this.readyCount < this.options.settings.batchSize) return;
+    // Not awaited: the policy is read again meanwhile; the loop runs one step at a time.
+    void trainer.loop.runStep('window').then((outcome) => {
+      if (outcome.status === 'failed') this.options.logger.warn({ step: outcome.step, err: outcome.error }, 'rl training step failed');
+    });
+  }
+
+  /** The tokenizer and this node's sampling session; a failure is tried again, less and less often. */
+  private async openSampling(): Promise<boolean> {
+    if (Date.now() < this.reopenAt) return false;
+    const { settings, logger } = this.options;
+    try {
+      const [tokenizer] = await Promise.all([
+        loadChatTokenizer({ tokenizerPath: settings.tokenizerPath, model: settings.baseModel, home: settings.home }),
+        this.sampling.openForSampling(),
+      ]);
+      this.tokenizer = tokenizer;
+      this.samplingOpen = true;
+      this.error = null;
+      this.failedOpenings = 0;
+      if (this.state === 'failed') this.state = 'starting';
+      return true;
+    } catch (error) {
+      await this.sampling.close();
+      this.state = 'failed';
+      this.error = errorMessage(error);
+      const delay = Math.min(settings.checkIntervalMs * 2 ** this.failedOpenings, MAX_REOPEN_DELAY_MS);
+      this.failedOpenings += 1;
+      this.reopenAt = Date.now() + delay;
+      logger.error(
+        { err: this.error, backend: settings.backend.kind, retry_in_s: Math.round(delay / 1000) },
+        'rl: the training backend could not be opened; the normal upstream serves every turn until it can',
+      );
+      return false;
+    }
+  }
+
+  /** This node holds the lock: it opens the team's training run where the last trainer left it. */
+  private async becomeTrainer(): Promise<void> {
+    const { settings, samples, generation, logger } = this.options;
+    const backend = this.newBackend();
+    try {
+      const interrupted = await this.steps.abandonInterrupted(Date.now());
+      if (interrupted > 0) logger.info({ steps: interrupted }, 'rl: steps cut by the last trainer were abandoned; their samples wait for the next step');
+      const resumeFrom = (await this.steps.latestState())?.statePath ?? (settings.resumeFrom || undefined);
+      await backend.open({ baseModel: settings.baseModel, loraRank: settings.loraRank, ...(resumeFrom ? { resumeFrom } : {}) });
+      const loop = new TrainingLoop({
+        backend,
+        buffer: { ready: (limit) => samples.trainable(generation(), limit), markTrained: (turnIds, step) => samples.markTrained(turnIds, step) },
+        steps: this.steps,
+        policy: this.policy,
+        step: grpoStep(settings),
+        batchSize: settings.batchSize,
+        skillGeneration: generation,
+        logger,
+      });
+      // The team's first trainer: the fresh LoRA serves, so the first turns are already trainable samples.
+      if (!this.policy.describe()) {
+        const sampler = await backend.saveForSampler('step-0000');
+        await this.policy.installFromStep(0, sampler, sampler.version);
+      }
+      if (this.state === 'stopped' || !this.lease.held) {
+        await backend.close();
+        return;
+      }
+      this.trainer = { backend, loop };
+      logger.info({ backend: settings.backend.kind, model: settings.baseModel, resumed_from: resumeFrom ?? null }, 'rl: this node trains the team’s policy');
+    } catch (error) {
+      // Another node may do better (its own key, its own way to the backend): the lock goes back.
+      await backend.close();
+      await this.lease.release();
+      logger.warn({ err: errorMessage(error) }, 'rl: could not open the team’s training run; the trainer’s lock is released');
+    }
+  }
+
+  /** The lock went with its connection: another node may train now, so this one stops. */
+  private stepDown(error: Error | undefined): void {
+    const trainer = this.trainer;
+    this.trainer = undefined;
+    if (!trainer) return;
+    this.options.logger.warn({ err: error ? errorMessage(error) : null }, 'rl: lost the trainer’s lock with its connection; another node may train now');
+    void trainer.backend.close();
+  }
+}
