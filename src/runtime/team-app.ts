@@ -3,6 +3,8 @@ import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import { maskDatabaseUrl, resolveUpstreams, type LoadedConfig, type UpstreamTarget } from '../config/index.js';
 import { ContextPlanner, type ContextProvider } from '../context/index.js';
+import { dashboardRoutes } from '../dashboard/index.js';
+import { teamDashboardReads } from '../dashboard/team-reads.js';
 import { HeldTurns, RemoteConversation, SpooledRecorder, TurnJournal } from '../conversation/index.js';
 import { EmbeddingClient } from '../embeddings/index.js';
 import { ConfigError, errorMessage } from '../errors.js';
@@ -111,6 +113,7 @@ export class TeamRuntime {
   private readonly budget: PgLearningBudget;
   private readonly runner: TeamLearningRunner;
   private readonly conversation: RemoteConversation;
+  private readonly reads: PgConversationReads;
   private readonly placements: SessionPlacements;
   private readonly memoryApi: PgMemoryApi | undefined;
   private readonly rl: TeamRl;
@@ -238,6 +241,7 @@ export class TeamRuntime {
       held: new HeldTurns(),
     });
     const reads = new PgConversationReads(this.pool, sink);
+    this.reads = reads;
     this.placements = new SessionPlacements(this.url, this.pool, instanceId, (fingerprint, session) =>
       this.conversation.fingerprints.learn(fingerprint, session),
     );
@@ -377,6 +381,7 @@ export class TeamRuntime {
           ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
           teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals, refresh: () => this.subscription.catchUp() }),
           teamRlRoutes(this.rl),
+          dashboardRoutes(this.dashboardReads(), this.auth),
           notServedRoutes(
             this.memoryApi ? NOT_SERVED : [{ path: '/v1/memory', why: 'memory is turned off on this node (memory.enabled: false)' }, ...NOT_SERVED],
           ),
@@ -406,6 +411,26 @@ export class TeamRuntime {
     const url = `http://${values['proxy.host'].includes(':') ? `[${values['proxy.host']}]` : values['proxy.host']}:${values['proxy.port']}`;
     this.logger.info({ url, store: maskDatabaseUrl(this.url), version: VERSION }, 'MetaClaw proxy listening (team store)');
     return { url };
+  }
+
+  /** The dashboard over the team store: the proxy key sees the whole team; a member key is refused (member-access.ts). */
+  private dashboardReads() {
+    return teamDashboardReads({
+      pool: this.pool,
+      status: () => this.statusReport(),
+      conversation: this.reads,
+      queue: this.queue,
+      budget: this.budget,
+      skills: {
+        enabled: this.options.config.values['skills.enabled'],
+        review: skillsSettings(this.options.config).review,
+        mirror: this.mirror,
+        store: this.skillStore,
+        proposals: this.proposals,
+      },
+      memory: this.memoryApi,
+      addedLatency: () => this.metrics.recentAddedLatency(),
+    });
   }
 
   /** The schema must be this build's: `metaclaw store migrate` brings it there (a node never migrates by itself). */
@@ -567,13 +592,8 @@ export class TeamRuntime {
 }
 
 /**
- * What a node refuses with 501 (notServedRoutes) rather than a bare 404: RL and the dashboard read
- * the personal store. The admin routes are the personal install's (`metaclaw store` and `metaclaw
+ * What a node refuses with 501 (notServedRoutes) rather than a bare 404: RL training reads the
+ * personal store. The admin routes are the personal install's (`metaclaw store` and `metaclaw
  * team` manage the team store).
  */
-const NOT_SERVED = [
-  { path: '/v1/rl', why: 'training does not run on a node yet (GET /v1/rl shows the team’s RL samples)' },
-  { path: '/v1/dashboard' },
-  { path: '/v1/admin' },
-  { path: '/ui' },
-];
+const NOT_SERVED = [{ path: '/v1/rl', why: 'training does not run on a node yet (GET /v1/rl shows the team’s RL samples)' }, { path: '/v1/admin' }];
