@@ -123,6 +123,32 @@ describe('team mode: a node serves the dashboard over the team store', { skip: p
     assert.deepEqual(detail.body.supersedes, []);
   });
 
+  test('a turn given a skill and a memory shows both on its session page, with the injected text cut from the stored forwarded body', async () => {
+    const question = 'Write the release notes for the staging gateway deploys on Tuesdays.';
+    await client(node, 'alice').chat.completions.create({ model: 'm', messages: [{ role: 'user', content: question }] });
+    type Turn = { query: string; injected: { text: string | null; skills: Array<{ name: string }>; memories: Array<{ content: string | null }> } | null };
+    const turn = await waitFor(async () => {
+      const sessions = (await owner('/v1/dashboard/sessions')).body.sessions as Array<{ id: string }>;
+      for (const session of sessions) {
+        const detail = await owner(`/v1/dashboard/sessions/${encodeURIComponent(session.id)}`);
+        const found = (detail.body.turns as Turn[]).find((candidate) => candidate.query === question);
+        if (found) return found;
+      }
+      return undefined;
+    }, 15_000);
+    assert.ok(turn.injected, 'the injection record is shown');
+    assert.deepEqual(
+      turn.injected.skills.map((skill) => skill.name),
+      [SKILL],
+    );
+    assert.ok(
+      turn.injected.memories.some((memory) => memory.content === 'Alice deploys the staging gateway on Tuesdays.'),
+      'the recalled memory with its stored text',
+    );
+    assert.ok(turn.injected.text?.startsWith('<metaclaw-context>'), String(turn.injected.text));
+    assert.ok(turn.injected.text.includes('Group by audience'), 'the skill as it was sent upstream');
+  });
+
   test("the team's skills, one skill's text and versions, and the learning curves", async () => {
     const list = await owner('/v1/dashboard/skills');
     assert.equal(list.status, 200, JSON.stringify(list.body));
