@@ -31,7 +31,7 @@ let seed: string;
 let node: ProxyHandle;
 const keys: Record<string, string> = {};
 
-const { teamEnv, cli, client } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { teamEnv, cli, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
 
 function owner(path: string) {
   return sendJson(`${node.url}${path}`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
@@ -61,18 +61,16 @@ describe('team mode: a node serves the dashboard over the team store', { skip: p
       config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false } },
     });
     await client(node, 'alice').chat.completions.create({ model: 'm', messages: [{ role: 'user', content: QUESTION }] });
-    // The turn reaches the store through the node's spool: the sessions page shows it once written.
-    sessionId = await waitFor(async () => {
-      const page = await owner('/v1/dashboard/sessions');
-      return (page.body.sessions as Array<{ id: string; turn_count: number }> | undefined)?.find(
-        (session) => session.id.startsWith('alice~') && session.turn_count > 0,
-      )?.id;
-    }, 15_000);
+    // The turn reaches the store through the node's spool.
+    sessionId = await waitFor(async () => (await rows<{ id: string }>("SELECT id FROM sessions WHERE id LIKE 'alice~%' AND turn_count > 0"))[0]?.id, 15_000);
   });
 
   after(() => disposeTeam({ nodes: node ? [node] : [], pool, upstream, postgres, seed }));
 
-  test("the overview counts the team's sessions, turns, skills and queue from the team store", async () => {
+  test("the sessions list and the overview count the team's sessions, turns, skills and queue from the team store", async () => {
+    const sessions = await owner('/v1/dashboard/sessions');
+    assert.equal(sessions.status, 200, JSON.stringify(sessions.body));
+    assert.ok(sessions.body.sessions.some((session: { id: string }) => session.id === sessionId));
     const overview = await owner('/v1/dashboard/overview');
     assert.equal(overview.status, 200, JSON.stringify(overview.body));
     assert.ok(overview.body.sessions.total >= 1 && overview.body.sessions.turns >= 1, JSON.stringify(overview.body.sessions));
