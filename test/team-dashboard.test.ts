@@ -144,7 +144,7 @@ describe('team mode: a node serves the dashboard over the team store', { skip: p
       'the recalled memory with its stored text',
     );
     assert.ok(turn.injected.text?.startsWith('<metaclaw-context>'), String(turn.injected.text));
-    assert.ok(turn.injected.text.includes('Group by audience'), 'the skill as it was sent upstream');
+    assert.ok((turn.injected.text ?? '').includes('Group by audience'), 'the skill as it was sent upstream');
   });
 
   test("the team's skills, one skill's text and versions, and the learning curves", async () => {

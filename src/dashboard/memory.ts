@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { NotFoundError } from '../errors.js';
 import { MEMORY_TYPES, presentMemory, type MemoryHit, type MemoryType, type MemoryUnit } from '../memory/index.js';
 import { parse } from '../proxy/route-body.js';
-import type { Db } from '../store/index.js';
 import type { DashboardSources } from './types.js';
 
 /** Results a page shows at once: newest units, or the best hits of a search. */
@@ -161,7 +160,7 @@ function newestUnits(
 
 /** The units of these ids that still exist, in order. */
 async function unitsOf(reads: MemoryPageReads, ids: readonly string[]): Promise<MemoryUnit[]> {
-  const units = await Promise.all(ids.map((id) => reads.get(id)));
+  const units = await Promise.all(ids.map(async (id) => reads.get(id)));
   return units.filter((unit): unit is MemoryUnit => unit !== undefined);
 }
 

@@ -63,7 +63,9 @@ export interface TeamDashboardSources {
 const NUMBER_TYPES = new Set([pg.types.builtins.INT8, pg.types.builtins.NUMERIC]);
 const numericTypes = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    NUMBER_TYPES.has(oid) ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format ?? 'text')) as pg.CustomTypesConfig['getTypeParser'],
+    NUMBER_TYPES.has(oid)
+      ? (value: string) => Number(value)
+      : (pg.types.getTypeParser(oid, format ?? 'text') as (value: string) => unknown)) as pg.CustomTypesConfig['getTypeParser'],
 };
 
 /**
