@@ -1,6 +1,5 @@
 import pg from 'pg';
 import { z } from 'zod';
-import type { StatusReport } from '../runtime/app.js';
 import { creditOf, FIGURES, RECENT_SESSIONS, type FigureRow } from '../skills/credit.js';
 import type { SkillMirror } from '../skills/index.js';
 import { parseSessionRow, parseTurnRow } from '../store/postgres/conversation-rows.js';
@@ -32,19 +31,11 @@ import type { LatencySummary } from './types.js';
 
 const DAY_MS = 86_400_000;
 
-/** What a node's status report tells the overview (TeamRuntime.statusReport()). */
-export interface NodeStatus {
-  version: string;
-  mode: string;
-  mode_reason: string;
-  started_at: string;
-  uptime_seconds: number;
-  auth_required: boolean;
-  upstream: StatusReport['upstream'];
-  requests: StatusReport['requests'];
-  learning: { paused: boolean; paused_reason: string | null };
-  rl: unknown;
-}
+/** What a node's status report tells the overview (TeamRuntime.statusReport()); the rest is read from the team store. */
+export type NodeStatus = Pick<
+  OverviewStatus,
+  'version' | 'mode' | 'mode_reason' | 'started_at' | 'uptime_seconds' | 'auth_required' | 'upstream' | 'requests' | 'rl'
+> & { learning: Pick<OverviewStatus['learning'], 'paused' | 'paused_reason'> };
 
 /** A team node's services the dashboard reads: the team store's tables through the node's own readers. */
 export interface TeamDashboardSources {
