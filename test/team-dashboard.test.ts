@@ -153,6 +153,7 @@ describe('team mode: a node serves the dashboard over the team store', { skip: p
     assert.equal(list.body.total, 1);
     assert.equal(list.body.skills[0].name, SKILL);
     assert.deepEqual(list.body.invalid_files, []);
+    assert.ok(list.body.skills[0].credit?.injected >= 1, 'the turn that was given the skill counts in its credit');
     const detail = await owner(`/v1/dashboard/skills/${SKILL}`);
     assert.equal(detail.status, 200, JSON.stringify(detail.body));
     assert.equal(detail.body.exists, true);
