@@ -78,7 +78,7 @@ export function sessionSql(sql: SqlDialect) {
        FROM jobs
        WHERE id IN (
          SELECT id FROM jobs WHERE ${sql.json('payload', 'sessionId')} = ?
-         UNION SELECT jobs.id FROM turns ${sql.noIndex === '+' ? 'CROSS JOIN' : 'JOIN'} jobs ON ${sql.json('jobs.payload', 'turnId')} = ${sql.noIndex}turns.id WHERE turns.session_id = ?)
+         UNION SELECT jobs.id FROM turns ${sql.orderedJoin} jobs ON ${sql.json('jobs.payload', 'turnId')} = ${sql.noIndex}turns.id WHERE turns.session_id = ?)
        ORDER BY id DESC LIMIT ?`,
   };
 }

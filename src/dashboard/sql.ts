@@ -8,7 +8,9 @@ export interface SqlDialect {
   json(column: string, key: string): string;
   /** SQLite's unary `+`, which keeps its planner off a column's index; nothing in PostgreSQL. */
   noIndex: string;
+  /** A join SQLite must take in the order written (its CROSS JOIN); a plain join in PostgreSQL, whose planner picks the order. */
+  orderedJoin: string;
 }
 
-export const SQLITE_SQL: SqlDialect = { json: (column, key) => `json_extract(${column}, '$.${key}')`, noIndex: '+' };
-export const POSTGRES_SQL: SqlDialect = { json: (column, key) => `(${column}::jsonb ->> '${key}')`, noIndex: '' };
+export const SQLITE_SQL: SqlDialect = { json: (column, key) => `json_extract(${column}, '$.${key}')`, noIndex: '+', orderedJoin: 'CROSS JOIN' };
+export const POSTGRES_SQL: SqlDialect = { json: (column, key) => `(${column}::jsonb ->> '${key}')`, noIndex: '', orderedJoin: 'JOIN' };
