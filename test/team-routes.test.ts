@@ -250,9 +250,9 @@ describe('team mode: a node serves the management routes of memory and skills', 
     const member = await call(nodes[0]!, 'alice', 'PUT', `/v1/skills/${SKILL}`, { description: 'Use when planting.', body: 'Planted.' });
     assert.equal(member.status, 403);
     assert.equal((await call(nodes[0]!, 'owner', 'POST', '/v1/skills/no-such-skill/revert')).status, 404);
-    const dashboard = await call(nodes[0]!, 'owner', 'GET', '/v1/dashboard/overview');
-    assert.equal(dashboard.status, 501, 'the dashboard still reads the personal store');
-    assert.equal(dashboard.body.error.code, 'not_served_by_team_node');
+    const admin = await call(nodes[0]!, 'owner', 'GET', '/v1/admin/jobs');
+    assert.equal(admin.status, 501, 'the admin routes are the personal install’s');
+    assert.equal(admin.body.error.code, 'not_served_by_team_node');
   });
   test('two nodes editing one skill at once keep one edit and answer the other with 409 skill_conflict', async () => {
     const base = (await call(nodes[0]!, 'owner', 'GET', `/v1/skills/${SKILL}`)).body as { version: number };

@@ -7,7 +7,11 @@ import type { ConversationStore } from '../conversation/index.js';
  * body; null once payload retention dropped that body.
  */
 export function injectedText(conversation: ConversationStore, turnId: string): string | null {
-  const forwarded = conversation.getTurn(turnId)?.forwarded;
+  return injectedBlock(conversation.getTurn(turnId)?.forwarded);
+}
+
+/** The injected block of a forwarded body (null without one), whichever store the body was read from. */
+export function injectedBlock(forwarded: unknown): string | null {
   if (forwarded === null || typeof forwarded !== 'object') return null;
   // Where placement.ts puts it (Anthropic `system`, Responses `instructions`, the system message) before the rest,
   // so a user's message quoting such a block is never taken for it.

@@ -104,7 +104,7 @@ const IDS_PER_QUERY = 200;
 
 /** Fills in the stored text (and type, for core rules) of every memory shown on the page. */
 export function withMemoryContents(db: Db, views: ReadonlyArray<InjectedView | null>): void {
-  const ids = [...new Set(views.flatMap((view) => view?.memories.map((memory) => memory.id) ?? []))];
+  const ids = shownMemoryIds(views);
   const found = new Map<string, { type: string; content: string }>();
   for (let start = 0; start < ids.length; start += IDS_PER_QUERY) {
     const chunk = ids.slice(start, start + IDS_PER_QUERY);
@@ -115,6 +115,16 @@ export function withMemoryContents(db: Db, views: ReadonlyArray<InjectedView | n
     }>;
     for (const row of rows) found.set(row.id, row);
   }
+  fillMemoryContents(views, found);
+}
+
+/** The ids of the memories the views show, once each. */
+export function shownMemoryIds(views: ReadonlyArray<InjectedView | null>): string[] {
+  return [...new Set(views.flatMap((view) => view?.memories.map((memory) => memory.id) ?? []))];
+}
+
+/** Sets each shown memory's text and type from the units found (a unit forgotten since: null). */
+export function fillMemoryContents(views: ReadonlyArray<InjectedView | null>, found: ReadonlyMap<string, { type: string; content: string }>): void {
   for (const view of views) {
     for (const memory of view?.memories ?? []) {
       const unit = found.get(memory.id);

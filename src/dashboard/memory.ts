@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { NotFoundError } from '../errors.js';
-import { MEMORY_TYPES, presentMemory, type MemoryUnit } from '../memory/index.js';
+import { MEMORY_TYPES, presentMemory, type MemoryHit, type MemoryType, type MemoryUnit } from '../memory/index.js';
 import { parse } from '../proxy/route-body.js';
-import type { Db } from '../store/index.js';
 import type { DashboardSources } from './types.js';
 
 /** Results a page shows at once: newest units, or the best hits of a search. */
@@ -11,6 +10,41 @@ export const MEMORY_PAGE_LIMIT = 50;
 const MEMORY_SEARCH_MAX = 500;
 /** Source turns and replaced units a detail lists (a rule restated often collects many). */
 const DETAIL_LINKS_LIMIT = 20;
+
+type Maybe<T> = T | Promise<T>;
+
+/**
+ * What the memory pages read, from either store: SQLite answers at once (the personal install's
+ * own MemoryService and database), the team store by queries.
+ */
+export interface MemoryPageReads {
+  /** every scope with its counts */
+  scopes(): Maybe<Array<{ scope: string; active: number; superseded: number }>>;
+  search(request: { scope: string; query: string; limit: number; types?: MemoryType[]; includeSuperseded: boolean }): Maybe<MemoryHit[]>;
+  get(id: string): Maybe<MemoryUnit | undefined>;
+  /** rows of MEMORY_SQL's newest queries */
+  query<T>(sql: string, params: unknown[]): Maybe<T[]>;
+}
+
+/** The memory pages' queries, with `?` parameters (the same tables in both stores). */
+export const MEMORY_SQL = {
+  newestFilters: `scope = ? AND (CAST(? AS TEXT) IS NULL OR type = ?) AND (? = 1 OR status = 'active')`,
+  newestOrder: `ORDER BY observed_at DESC, id DESC LIMIT ${MEMORY_PAGE_LIMIT + 1}`,
+  replaced: 'SELECT id FROM memory_units WHERE superseded_by = ? ORDER BY rowid DESC LIMIT ?',
+  sessionRecorded: 'SELECT 1 AS found FROM sessions WHERE id = ?',
+  turn: 'SELECT id, session_id, seq, started_at, query FROM turns WHERE id = ?',
+};
+
+/** The personal install's memory, read at once. */
+export function sqliteMemoryReads(sources: DashboardSources): MemoryPageReads {
+  const store = sources.memory.store;
+  return {
+    scopes: () => store.scopes().map((name) => store.stats(name)),
+    search: (request) => sources.memory.search(request),
+    get: (id) => store.get(id),
+    query: <T>(sql: string, params: unknown[]) => sources.db.prepare(sql).all(...params) as T[],
+  };
+}
 
 /** The memory page's address query (`#/memory?scope=&q=&type=&superseded=1`), as its data route takes it. */
 export const memoryQuerySchema = z.object({
@@ -43,12 +77,9 @@ function shown(unit: MemoryUnit) {
  * The memory page: every scope with its counts (the owner's view, behind the proxy key), and the
  * chosen scope's units: the memory service's own search for a query, else the newest units.
  */
-export async function memoryData(sources: DashboardSources, rawQuery: Record<string, string>) {
+export async function memoryData(reads: MemoryPageReads, rawQuery: Record<string, string>) {
   const query = parse(memoryQuerySchema, rawQuery);
-  const store = sources.memory.store;
-  const scopes = store
-    .scopes()
-    .map((name) => store.stats(name))
+  const scopes = (await reads.scopes())
     .map((stats) => ({ scope: stats.scope, active: stats.active, superseded: stats.superseded }))
     .sort((a, b) => b.active + b.superseded - (a.active + a.superseded) || a.scope.localeCompare(b.scope));
   // Without a choice, the scope holding the most memories (usually the configured one).
@@ -62,7 +93,7 @@ export async function memoryData(sources: DashboardSources, rawQuery: Record<str
   if (scope !== null) {
     if (text !== '') {
       limit = query.limit ?? MEMORY_PAGE_LIMIT;
-      const hits = await sources.memory.search({
+      const hits = await reads.search({
         scope,
         query: text,
         limit: limit + 1,
@@ -72,11 +103,11 @@ export async function memoryData(sources: DashboardSources, rawQuery: Record<str
       more = hits.length > limit && limit < MEMORY_SEARCH_MAX;
       results = hits.slice(0, limit).map((hit) => ({ ...shown(hit.unit), score: Math.round(hit.score * 1000) / 1000 }));
     } else {
-      const rows = newestUnits(sources.db, scope, query.type, includeSuperseded, cursorOf(query.before));
-      const units = rows
-        .slice(0, MEMORY_PAGE_LIMIT)
-        .map((row) => store.get(row.id))
-        .filter((unit): unit is MemoryUnit => unit !== undefined);
+      const rows = await newestUnits(reads, scope, query.type, includeSuperseded, cursorOf(query.before));
+      const units = await unitsOf(
+        reads,
+        rows.slice(0, MEMORY_PAGE_LIMIT).map((row) => row.id),
+      );
       results = units.map((unit) => ({ ...shown(unit), score: null }));
       const last = rows[MEMORY_PAGE_LIMIT - 1];
       if (rows.length > MEMORY_PAGE_LIMIT && last) next = `${last.observed_at}:${last.id}`;
@@ -110,15 +141,27 @@ function cursorOf(before: string | undefined): { at: number; id: string } | unde
  * older than the cursor when given: a range on the (scope, observed_at) index, so a deep page costs
  * what the first does.
  */
-function newestUnits(db: Db, scope: string, type: string | undefined, includeSuperseded: boolean, before: { at: number; id: string } | undefined) {
-  const filters = `scope = ? AND (? IS NULL OR type = ?) AND (? = 1 OR status = 'active')`;
+function newestUnits(
+  reads: MemoryPageReads,
+  scope: string,
+  type: string | undefined,
+  includeSuperseded: boolean,
+  before: { at: number; id: string } | undefined,
+) {
   const common = [scope, type ?? null, type ?? null, includeSuperseded ? 1 : 0];
-  const order = `ORDER BY observed_at DESC, id DESC LIMIT ${MEMORY_PAGE_LIMIT + 1}`;
   type Row = { id: string; observed_at: number };
-  if (before === undefined) return db.prepare<unknown[], Row>(`SELECT id, observed_at FROM memory_units WHERE ${filters} ${order}`).all(...common);
-  return db
-    .prepare<unknown[], Row>(`SELECT id, observed_at FROM memory_units WHERE ${filters} AND observed_at <= ? AND (observed_at < ? OR id < ?) ${order}`)
-    .all(...common, before.at, before.at, before.id);
+  if (before === undefined)
+    return reads.query<Row>(`SELECT id, observed_at FROM memory_units WHERE ${MEMORY_SQL.newestFilters} ${MEMORY_SQL.newestOrder}`, common);
+  return reads.query<Row>(
+    `SELECT id, observed_at FROM memory_units WHERE ${MEMORY_SQL.newestFilters} AND observed_at <= ? AND (observed_at < ? OR id < ?) ${MEMORY_SQL.newestOrder}`,
+    [...common, before.at, before.at, before.id],
+  );
+}
+
+/** The units of these ids that still exist, in order. */
+async function unitsOf(reads: MemoryPageReads, ids: readonly string[]): Promise<MemoryUnit[]> {
+  const units = await Promise.all(ids.map(async (id) => reads.get(id)));
+  return units.filter((unit): unit is MemoryUnit => unit !== undefined);
 }
 
 interface SourceTurn {
@@ -132,9 +175,8 @@ interface SourceTurn {
 }
 
 /** One memory with where it came from (its session and turns) and what it replaced or was replaced by. */
-export function memoryDetail(sources: DashboardSources, id: string) {
-  const store = sources.memory.store;
-  const unit = store.get(id);
+export async function memoryDetail(reads: MemoryPageReads, id: string) {
+  const unit = await reads.get(id);
   if (!unit) throw new NotFoundError(`No memory with id ${id}.`, 'memory_not_found');
   const brief = (other: MemoryUnit) => ({
     id: other.id,
@@ -143,41 +185,34 @@ export function memoryDetail(sources: DashboardSources, id: string) {
     content: other.content,
     created_at: new Date(other.createdAt).toISOString(),
   });
-  const replacement = unit.supersededBy ? store.get(unit.supersededBy) : undefined;
-  const replacedIds = sources.db
-    .prepare('SELECT id FROM memory_units WHERE superseded_by = ? ORDER BY rowid DESC LIMIT ?')
-    .pluck()
-    .all(unit.id, DETAIL_LINKS_LIMIT) as string[];
+  const replacement = unit.supersededBy ? await reads.get(unit.supersededBy) : undefined;
+  const replacedIds = (await reads.query<{ id: string }>(MEMORY_SQL.replaced, [unit.id, DETAIL_LINKS_LIMIT])).map((row) => row.id);
+  const recorded = unit.sourceSession !== null && (await reads.query(MEMORY_SQL.sessionRecorded, [unit.sourceSession])).length > 0;
   return {
     memory: shown(unit),
     types: MEMORY_TYPES,
     superseded_by: unit.supersededBy ? { id: unit.supersededBy, unit: replacement ? brief(replacement) : null } : null,
-    supersedes: replacedIds
-      .map((other) => store.get(other))
-      .filter((other): other is MemoryUnit => other !== undefined)
-      .map(brief),
+    supersedes: (await unitsOf(reads, replacedIds)).map(brief),
     source: {
       session_id: unit.sourceSession,
-      session_recorded: unit.sourceSession !== null && sessionRecorded(sources.db, unit.sourceSession),
-      turns: sourceTurns(sources.db, unit.sourceTurns.slice(0, DETAIL_LINKS_LIMIT)),
+      session_recorded: recorded,
+      turns: await sourceTurns(reads, unit.sourceTurns.slice(0, DETAIL_LINKS_LIMIT)),
       more_turns: Math.max(0, unit.sourceTurns.length - DETAIL_LINKS_LIMIT),
     },
   };
 }
 
-function sessionRecorded(db: Db, sessionId: string): boolean {
-  return db.prepare('SELECT 1 FROM sessions WHERE id = ?').pluck().get(sessionId) !== undefined;
-}
-
-function sourceTurns(db: Db, ids: readonly string[]): SourceTurn[] {
-  const lookup = db.prepare('SELECT id, session_id, seq, started_at, query FROM turns WHERE id = ?');
-  return ids.map((turnId) => {
-    const row = lookup.get(turnId) as { id: string; session_id: string; seq: number; started_at: number; query: string | null } | undefined;
-    return row
-      ? { id: row.id, session_id: row.session_id, seq: row.seq, started_at: new Date(row.started_at).toISOString(), query: row.query, recorded: true }
-      : { id: turnId, session_id: null, seq: null, started_at: null, query: null, recorded: false };
-  });
+function sourceTurns(reads: MemoryPageReads, ids: readonly string[]): Promise<SourceTurn[]> {
+  type Row = { id: string; session_id: string; seq: number; started_at: number; query: string | null };
+  return Promise.all(
+    ids.map(async (turnId) => {
+      const row = (await reads.query<Row>(MEMORY_SQL.turn, [turnId]))[0];
+      return row
+        ? { id: row.id, session_id: row.session_id, seq: row.seq, started_at: new Date(row.started_at).toISOString(), query: row.query, recorded: true }
+        : { id: turnId, session_id: null, seq: null, started_at: null, query: null, recorded: false };
+    }),
+  );
 }
 
 export type MemoryListView = Awaited<ReturnType<typeof memoryData>>;
-export type MemoryDetailView = ReturnType<typeof memoryDetail>;
+export type MemoryDetailView = Awaited<ReturnType<typeof memoryDetail>>;

@@ -1,6 +1,8 @@
+import type { QueueCounts } from '../learning/index.js';
 import type { Db } from '../store/index.js';
 import type { StatusReport } from '../runtime/app.js';
-import type { DashboardSources } from './types.js';
+import { SQLITE_SQL, type SqlDialect } from './sql.js';
+import type { DashboardSources, LatencySummary } from './types.js';
 
 const DAY_MS = 86_400_000;
 /** Main turns in a day past which "nothing learned" is worth a warning (a few turns teach little). */
@@ -21,10 +23,35 @@ export interface Warning {
   message: string;
 }
 
+/**
+ * What the overview needs of the running proxy's status: a personal install passes its /status
+ * report whole (the page's JSON keeps every field of it), a team node what it knows of the team.
+ */
+export interface OverviewStatus {
+  version: string;
+  mode: string;
+  mode_reason: string;
+  started_at: string;
+  uptime_seconds: number;
+  auth_required: boolean;
+  upstream: StatusReport['upstream'];
+  requests: StatusReport['requests'];
+  sessions: StatusReport['sessions'];
+  queue: QueueCounts;
+  learning: { paused: boolean; paused_reason: string | null; spend: StatusReport['learning']['spend'] };
+  skills: { enabled: boolean; count: number; generation: number; pending_proposals: number };
+  memory: { enabled: boolean; units: number; scopes: number };
+  rl: unknown;
+}
+
 /** The overview page: is the proxy serving, and is the agent learning? */
 export function overviewData(sources: DashboardSources, now = Date.now()) {
-  const status = sources.status();
-  const activity = recentActivity(sources.db, now);
+  const events = learningEvents(learningEventRows(sources.db, EVENTS_LIMIT));
+  return overviewView(sources.status(), recentActivity(sources.db, now), events, sources.addedLatency(), now);
+}
+
+/** The overview from what was read, whichever store it was read from. */
+export function overviewView(status: OverviewStatus, activity: Activity, events: LearningEvent[], addedLatency: LatencySummary, now = Date.now()) {
   return {
     generated_at: new Date(now).toISOString(),
     version: status.version,
@@ -41,7 +68,7 @@ export function overviewData(sources: DashboardSources, now = Date.now()) {
       errors: status.requests.errors,
       errors_total: Object.values(status.requests.errors).reduce((sum, count) => sum + count, 0),
       tokens: status.requests.tokens,
-      added_latency: sources.addedLatency(),
+      added_latency: addedLatency,
     },
     sessions: status.sessions,
     queue: status.queue,
@@ -50,55 +77,84 @@ export function overviewData(sources: DashboardSources, now = Date.now()) {
     memory: { ...status.memory, last_learned_at: iso(activity.lastMemoryAt) },
     rl: status.rl,
     activity: { main_turns_last_day: activity.mainTurnsLastDay },
-    events: learningEvents(sources.db),
+    events,
     warnings: warnings(status, activity),
   };
 }
 
-interface Activity {
+export interface Activity {
   mainTurnsLastDay: number;
   lastSkillAt: number | null;
   lastMemoryAt: number | null;
   failingExtractions: number;
 }
 
+/** Since when the overview counts main turns, and looks for failing extractions. */
+export function activityWindow(now: number): { turnsSince: number; failuresSince: number } {
+  return { turnsSince: now - DAY_MS, failuresSince: now - 6 * 3_600_000 };
+}
+
+/** The activity queries, with `?` for the times of activityWindow (each is one number). */
+export const ACTIVITY_SQL = {
+  mainTurnsLastDay: `SELECT count(*) FROM turns WHERE started_at >= ? AND turn_type = 'main'`,
+  lastSkillAt: `SELECT max(created_at) FROM skill_versions`,
+  // Raw turns are stored as they arrive; what was learned is everything an extractor, a rule or a person wrote.
+  lastMemoryAt: `SELECT max(created_at) FROM memory_units WHERE origin <> 'raw_turn'`,
+  failingExtractions: `SELECT count(*) FROM jobs WHERE kind LIKE 'memory.%' AND last_error IS NOT NULL AND updated_at >= ?`,
+};
+
 function recentActivity(db: Db, now: number): Activity {
-  const since = now - DAY_MS;
+  const { turnsSince, failuresSince } = activityWindow(now);
   const scalar = (sql: string, ...args: unknown[]) =>
     (db
       .prepare(sql)
       .pluck()
       .get(...args) as number | null | undefined) ?? null;
   return {
-    mainTurnsLastDay: scalar(`SELECT count(*) FROM turns WHERE started_at >= ? AND turn_type = 'main'`, since) ?? 0,
-    lastSkillAt: scalar(`SELECT max(created_at) FROM skill_versions`),
-    // Raw turns are stored as they arrive; what was learned is everything an extractor, a rule or a person wrote.
-    lastMemoryAt: scalar(`SELECT max(created_at) FROM memory_units WHERE origin <> 'raw_turn'`),
-    failingExtractions: scalar(`SELECT count(*) FROM jobs WHERE kind LIKE 'memory.%' AND last_error IS NOT NULL AND updated_at >= ?`, now - 6 * 3_600_000) ?? 0,
+    mainTurnsLastDay: scalar(ACTIVITY_SQL.mainTurnsLastDay, turnsSince) ?? 0,
+    lastSkillAt: scalar(ACTIVITY_SQL.lastSkillAt),
+    lastMemoryAt: scalar(ACTIVITY_SQL.lastMemoryAt),
+    failingExtractions: scalar(ACTIVITY_SQL.failingExtractions, failuresSince) ?? 0,
   };
 }
 
+/** Events the overview shows at most. */
+export const EVENTS_LIMIT = 15;
+
+/** The rows the overview's events are made of: finished jobs, skill changes (a bank installed at once is one row), learned memories. */
+export interface EventRows {
+  jobs: Array<{ kind: string; status: string; last_error: string | null; tokens_used: number; at: number; session_id: unknown }>;
+  skills: Array<{ name: string; skills: number; version: number; action: string; source: string | null; at: number }>;
+  memories: Array<{ type: string; origin: string; scope: string; content: string; source_session: string | null; at: number }>;
+}
+
 /**
- * The latest finished learning jobs, skill changes and learned memories, newest first. (`+status`
- * keeps SQLite on the updated_at index, read backwards, instead of sorting every finished job.)
+ * The latest finished learning jobs, skill changes and learned memories, each newest first, with
+ * `?` for the limit. (`+status` keeps SQLite on the updated_at index, read backwards, instead of
+ * sorting every finished job.)
  */
-function learningEvents(db: Db, limit = 15): LearningEvent[] {
-  const jobs = db
-    .prepare(
-      `SELECT kind, status, last_error, tokens_used, coalesce(finished_at, updated_at) AS at, json_extract(payload, '$.sessionId') AS session_id FROM jobs
-       WHERE +status IN ('done', 'dead') ORDER BY updated_at DESC LIMIT ?`,
-    )
-    .all(limit) as Array<{ kind: string; status: string; last_error: string | null; tokens_used: number; at: number; session_id: unknown }>;
-  // A bank installed or imported at once is one event, not one per skill.
-  const skills = db
-    .prepare(
-      `SELECT min(name) AS name, count(*) AS skills, max(version) AS version, action, source, max(created_at) AS at FROM skill_versions
+export function eventSql(sql: SqlDialect): Record<keyof EventRows, string> {
+  return {
+    jobs: `SELECT kind, status, last_error, tokens_used, coalesce(finished_at, updated_at) AS at, ${sql.json('payload', 'sessionId')} AS session_id FROM jobs
+       WHERE ${sql.noIndex}status IN ('done', 'dead') ORDER BY updated_at DESC LIMIT ?`,
+    skills: `SELECT min(name) AS name, count(*) AS skills, max(version) AS version, action, source, max(created_at) AS at FROM skill_versions
        GROUP BY generation, action, source ORDER BY max(id) DESC LIMIT ?`,
-    )
-    .all(limit) as Array<{ name: string; skills: number; version: number; action: string; source: string | null; at: number }>;
-  const memories = db
-    .prepare(`SELECT type, origin, scope, content, source_session, created_at AS at FROM memory_units WHERE origin <> 'raw_turn' ORDER BY rowid DESC LIMIT ?`)
-    .all(limit) as Array<{ type: string; origin: string; scope: string; content: string; source_session: string | null; at: number }>;
+    memories: `SELECT type, origin, scope, content, source_session, created_at AS at FROM memory_units WHERE origin <> 'raw_turn' ORDER BY rowid DESC LIMIT ?`,
+  };
+}
+
+const SQLITE_EVENTS = eventSql(SQLITE_SQL);
+
+function learningEventRows(db: Db, limit: number): EventRows {
+  return {
+    jobs: db.prepare(SQLITE_EVENTS.jobs).all(limit) as EventRows['jobs'],
+    skills: db.prepare(SQLITE_EVENTS.skills).all(limit) as EventRows['skills'],
+    memories: db.prepare(SQLITE_EVENTS.memories).all(limit) as EventRows['memories'],
+  };
+}
+
+/** The events of the rows, newest first, `limit` at most. */
+export function learningEvents({ jobs, skills, memories }: EventRows, limit = EVENTS_LIMIT): LearningEvent[] {
   const events: Array<LearningEvent & { time: number }> = [
     ...jobs.map((job) => ({
       time: job.at,
@@ -135,7 +191,7 @@ function learningEvents(db: Db, limit = 15): LearningEvent[] {
 }
 
 /** Why learning may not be happening, in words a user can act on. */
-function warnings(status: StatusReport, activity: Activity): Warning[] {
+function warnings(status: OverviewStatus, activity: Activity): Warning[] {
   const found: Warning[] = [];
   if (status.queue.dead > 0) {
     found.push({
@@ -167,4 +223,4 @@ function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
 
-export type OverviewView = ReturnType<typeof overviewData>;
+export type OverviewView = ReturnType<typeof overviewView>;

@@ -4,12 +4,8 @@ import { parse } from '../proxy/route-body.js';
 import { BROWSER_COOKIE, type ProxyAuth } from '../proxy/index.js';
 import { DashboardAssets } from './assets.js';
 import { loginPage } from './login-page.js';
-import { memoryData, memoryDetail } from './memory.js';
-import { overviewData } from './overview.js';
-import { learningData } from './learning.js';
-import { sessionDetail, sessionDetailQuery, sessionList, sessionListQuery } from './sessions.js';
-import { skillDetailData, skillsListData } from './skills.js';
-import type { DashboardSources } from './types.js';
+import type { DashboardReads } from './reads.js';
+import { sessionDetailQuery, sessionListQuery } from './sessions.js';
 
 const learningQuery = z.object({ days: z.coerce.number().int().min(1).max(365).default(30) });
 
@@ -25,9 +21,10 @@ const PAGE_HEADERS = {
 
 /**
  * The dashboard: its pages at /ui (behind the proxy's auth: with a key configured, a browser signs
- * in once at /ui/login and holds a cookie) and one data route per page under /v1/dashboard.
+ * in once at /ui/login and holds a cookie) and one data route per page under /v1/dashboard, read
+ * through the store's DashboardReads.
  */
-export function dashboardRoutes(sources: DashboardSources, auth: ProxyAuth, assets = new DashboardAssets()): (app: ProxyApp) => void {
+export function dashboardRoutes(reads: DashboardReads, auth: ProxyAuth, assets = new DashboardAssets()): (app: ProxyApp) => void {
   return (app) => {
     app.get('/ui/login', (c) => c.html(loginPage(false), 200, PAGE_HEADERS));
     app.post('/ui/login', async (c) => {
@@ -59,17 +56,15 @@ export function dashboardRoutes(sources: DashboardSources, auth: ProxyAuth, asse
       return c.body(new Uint8Array(asset.body), 200, { ...PAGE_HEADERS, 'content-type': asset.type });
     });
 
-    app.get('/v1/dashboard/overview', (c) => c.json(overviewData(sources)));
-    app.get('/v1/dashboard/learning', (c) => c.json(learningData(sources.db, parse(learningQuery, c.req.query()).days)));
-    app.get('/v1/dashboard/sessions', (c) => c.json(sessionList(sources.db, parse(sessionListQuery, c.req.query()))));
-    app.get('/v1/dashboard/sessions/:id', (c) =>
-      c.json(sessionDetail(sources.db, sources.conversation, c.req.param('id'), parse(sessionDetailQuery, c.req.query()))),
-    );
-    app.get('/v1/dashboard/memory', async (c) => c.json(await memoryData(sources, c.req.query())));
-    app.get('/v1/dashboard/memory/:id', (c) => c.json(memoryDetail(sources, c.req.param('id'))));
-    app.get('/v1/dashboard/skills', (c) => c.json(skillsListData(sources.skills, (c.req.query('q') ?? '').slice(0, 500), pageNumber(c.req.query('page')))));
+    app.get('/v1/dashboard/overview', async (c) => c.json(await reads.overview()));
+    app.get('/v1/dashboard/learning', async (c) => c.json(await reads.learning(parse(learningQuery, c.req.query()).days)));
+    app.get('/v1/dashboard/sessions', async (c) => c.json(await reads.sessions(parse(sessionListQuery, c.req.query()))));
+    app.get('/v1/dashboard/sessions/:id', async (c) => c.json(await reads.session(c.req.param('id'), parse(sessionDetailQuery, c.req.query()))));
+    app.get('/v1/dashboard/memory', async (c) => c.json(await reads.memory(c.req.query())));
+    app.get('/v1/dashboard/memory/:id', async (c) => c.json(await reads.memoryDetail(c.req.param('id'))));
+    app.get('/v1/dashboard/skills', async (c) => c.json(await reads.skills((c.req.query('q') ?? '').slice(0, 500), pageNumber(c.req.query('page')))));
     app.get('/v1/dashboard/skills/:name', async (c) =>
-      c.json(await skillDetailData(sources.skills, c.req.param('name'), { from: versionNumber(c.req.query('from')), to: versionNumber(c.req.query('to')) })),
+      c.json(await reads.skill(c.req.param('name'), { from: versionNumber(c.req.query('from')), to: versionNumber(c.req.query('to')) })),
     );
   };
 }

@@ -4,13 +4,14 @@ import type { ConversationStore, SessionRow, TurnRow } from '../conversation/ind
 import type { Db } from '../store/index.js';
 import { readInjected, withMemoryContents, type InjectedView } from './injected.js';
 import { injectedText } from './injected-text.js';
+import { SQLITE_SQL, type SqlDialect } from './sql.js';
 
 /** Sessions per page of the list; turns per page of a session. */
 export const SESSIONS_PER_PAGE = 50;
 // Each turn with an injection decodes its forwarded body for the injected text: a page stays small.
 export const TURNS_PER_PAGE = 25;
 /** Learning jobs shown for one session (its turns' and its own), newest first. */
-const JOBS_LIMIT = 200;
+export const JOBS_LIMIT = 200;
 /** A request or answer longer than this is cut on the page; `GET /v1/requests/{id}` has it whole. */
 const TEXT_LIMIT = 8_000;
 
@@ -33,7 +34,10 @@ export const sessionDetailQuery = z.object({
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
-function sessionSummary(row: SessionRow & { client_profile: string | null }) {
+/** A session row with the client profile of its last turn. */
+export type ProfiledSession = SessionRow & { client_profile: string | null };
+
+function sessionSummary(row: ProfiledSession) {
   return {
     id: row.id,
     client_format: row.client_format,
@@ -53,21 +57,54 @@ function sessionSummary(row: SessionRow & { client_profile: string | null }) {
 // The profile is per turn (a session's turns can come from an agent's side helpers); the last one names the client.
 const PROFILE = `(SELECT client_profile FROM turns WHERE session_id = s.id ORDER BY seq DESC LIMIT 1) AS client_profile`;
 
+/** The sessions pages' queries, with `?` parameters (the same tables in both stores). */
+export function sessionSql(sql: SqlDialect) {
+  return {
+    /** a page of sessions, newest activity first (LIMIT ?) */
+    list: `SELECT s.*, ${PROFILE} FROM sessions s ORDER BY s.last_turn_at DESC, s.id DESC LIMIT ?`,
+    /** a page older than a cursor (at, at, id, limit) */
+    listBefore: `SELECT s.*, ${PROFILE} FROM sessions s WHERE s.last_turn_at < ? OR (s.last_turn_at = ? AND s.id < ?) ORDER BY s.last_turn_at DESC, s.id DESC LIMIT ?`,
+    one: `SELECT s.*, ${PROFILE} FROM sessions s WHERE s.id = ?`,
+    /** a page of a session's turns with what was injected (session, after seq, limit) */
+    turns: `SELECT t.*, p.injected AS injected_json FROM turns t LEFT JOIN turn_payloads p ON p.turn_id = t.id
+       WHERE t.session_id = ? AND t.seq > ? ORDER BY t.seq LIMIT ?`,
+    /**
+     * The learning jobs a session caused (session, session, limit): the enqueuers put `sessionId`
+     * (session and per-turn jobs) or only `turnId` (RL judge and teacher) into the payload. Both are
+     * indexed (migration 15); a union, not an OR, so each side uses its index (in SQLite, `+turns.id`
+     * drops the column's affinity, which would otherwise keep it off the expression index).
+     */
+    jobs: `SELECT id, kind, status, attempts, max_attempts, last_error, tokens_used, created_at, finished_at, ${sql.json('payload', 'turnId')} AS turn_id
+       FROM jobs
+       WHERE id IN (
+         SELECT id FROM jobs WHERE ${sql.json('payload', 'sessionId')} = ?
+         UNION SELECT jobs.id FROM turns ${sql.orderedJoin} jobs ON ${sql.json('jobs.payload', 'turnId')} = ${sql.noIndex}turns.id WHERE turns.session_id = ?)
+       ORDER BY id DESC LIMIT ?`,
+  };
+}
+
+const SQLITE_SESSIONS = sessionSql(SQLITE_SQL);
+
+/** The `before` cursor of the sessions list, read. */
+export function sessionCursor(query: z.infer<typeof sessionListQuery>): { at: number; id: string } | undefined {
+  return query.before === undefined
+    ? undefined
+    : { at: Number(query.before.slice(0, query.before.indexOf(':'))), id: query.before.slice(query.before.indexOf(':') + 1) };
+}
+
 /** The sessions page: the latest sessions, by last activity, one page at a time. */
 export function sessionList(db: Db, query: z.infer<typeof sessionListQuery>) {
-  const cursor =
-    query.before === undefined
-      ? undefined
-      : { at: Number(query.before.slice(0, query.before.indexOf(':'))), id: query.before.slice(query.before.indexOf(':') + 1) };
+  const cursor = sessionCursor(query);
   const rows = (
     cursor
-      ? db
-          .prepare(
-            `SELECT s.*, ${PROFILE} FROM sessions s WHERE s.last_turn_at < ? OR (s.last_turn_at = ? AND s.id < ?) ORDER BY s.last_turn_at DESC, s.id DESC LIMIT ?`,
-          )
-          .all(cursor.at, cursor.at, cursor.id, SESSIONS_PER_PAGE + 1)
-      : db.prepare(`SELECT s.*, ${PROFILE} FROM sessions s ORDER BY s.last_turn_at DESC, s.id DESC LIMIT ?`).all(SESSIONS_PER_PAGE + 1)
-  ) as Array<SessionRow & { client_profile: string | null }>;
+      ? db.prepare(SQLITE_SESSIONS.listBefore).all(cursor.at, cursor.at, cursor.id, SESSIONS_PER_PAGE + 1)
+      : db.prepare(SQLITE_SESSIONS.list).all(SESSIONS_PER_PAGE + 1)
+  ) as ProfiledSession[];
+  return sessionListView(rows);
+}
+
+/** A page of the list from up to SESSIONS_PER_PAGE + 1 rows (one more tells whether another page follows). */
+export function sessionListView(rows: ProfiledSession[]) {
   const shown = rows.slice(0, SESSIONS_PER_PAGE);
   const last = shown.at(-1);
   return {
@@ -90,35 +127,22 @@ export interface JobView {
   turn_id: string | null;
 }
 
-/**
- * The learning jobs a session caused: the enqueuers put `sessionId` (session and per-turn jobs) or
- * only `turnId` (RL judge and teacher) into the payload. Both are indexed (migration 15); a union,
- * not an OR, so each side uses its index (`+turns.id` drops the column's affinity, which would
- * otherwise keep SQLite off the expression index).
- */
-function jobsOfSession(db: Db, sessionId: string): JobView[] {
-  const rows = db
-    .prepare(
-      `SELECT id, kind, status, attempts, max_attempts, last_error, tokens_used, created_at, finished_at, json_extract(payload, '$.turnId') AS turn_id
-       FROM jobs
-       WHERE id IN (
-         SELECT id FROM jobs WHERE json_extract(payload, '$.sessionId') = ?
-         UNION SELECT jobs.id FROM turns CROSS JOIN jobs ON json_extract(jobs.payload, '$.turnId') = +turns.id WHERE turns.session_id = ?)
-       ORDER BY id DESC LIMIT ?`,
-    )
-    .all(sessionId, sessionId, JOBS_LIMIT) as Array<{
-    id: number;
-    kind: string;
-    status: string;
-    attempts: number;
-    max_attempts: number;
-    last_error: string | null;
-    tokens_used: number;
-    created_at: number;
-    finished_at: number | null;
-    turn_id: unknown;
-  }>;
-  return rows.map((row) => ({
+/** A job row of sessionSql's `jobs` query. */
+export interface SessionJobRow {
+  id: number;
+  kind: string;
+  status: string;
+  attempts: number;
+  max_attempts: number;
+  last_error: string | null;
+  tokens_used: number;
+  created_at: number;
+  finished_at: number | null;
+  turn_id: unknown;
+}
+
+function jobView(row: SessionJobRow): JobView {
+  return {
     id: row.id,
     kind: row.kind,
     status: row.status,
@@ -129,7 +153,7 @@ function jobsOfSession(db: Db, sessionId: string): JobView[] {
     created_at: iso(row.created_at),
     finished_at: iso(row.finished_at),
     turn_id: typeof row.turn_id === 'string' ? row.turn_id : null,
-  }));
+  };
 }
 
 function clipped(text: string | null): { text: string | null; truncated: boolean } {
@@ -185,23 +209,33 @@ function turnView(row: TurnRow, injected: InjectedView | null, jobs: JobView[]) 
 
 /** One session's page: its turns in order with what was injected into each, and the learning they caused. */
 export function sessionDetail(db: Db, conversation: ConversationStore, sessionId: string, query: z.infer<typeof sessionDetailQuery>) {
-  const session = db.prepare(`SELECT s.*, ${PROFILE} FROM sessions s WHERE s.id = ?`).get(sessionId) as
-    (SessionRow & { client_profile: string | null }) | undefined;
-  if (!session) throw new NotFoundError(`No session ${sessionId} has been recorded by this proxy.`, 'session_not_found');
-  const rows = db
-    .prepare(
-      `SELECT t.*, p.injected AS injected_json FROM turns t LEFT JOIN turn_payloads p ON p.turn_id = t.id
-       WHERE t.session_id = ? AND t.seq > ? ORDER BY t.seq LIMIT ?`,
-    )
-    .all(sessionId, query.after ?? -1, TURNS_PER_PAGE + 1) as Array<TurnRow & { injected_json: string | null }>;
-  const shown = rows.slice(0, TURNS_PER_PAGE);
-  const injected = shown.map((row) => {
+  const session = db.prepare(SQLITE_SESSIONS.one).get(sessionId) as ProfiledSession | undefined;
+  if (!session) throw sessionNotFound(sessionId);
+  const rows = db.prepare(SQLITE_SESSIONS.turns).all(sessionId, query.after ?? -1, TURNS_PER_PAGE + 1) as InjectedTurnRow[];
+  const injected = injectedViews(rows.slice(0, TURNS_PER_PAGE), (turnId) => injectedText(conversation, turnId));
+  withMemoryContents(db, injected);
+  return sessionDetailView(session, rows, injected, db.prepare(SQLITE_SESSIONS.jobs).all(sessionId, sessionId, JOBS_LIMIT) as SessionJobRow[]);
+}
+
+export type InjectedTurnRow = TurnRow & { injected_json: string | null };
+
+export function sessionNotFound(sessionId: string): NotFoundError {
+  return new NotFoundError(`No session ${sessionId} has been recorded by this proxy.`, 'session_not_found');
+}
+
+/** What was injected into each shown turn, with the injected block's text (`textOf`) where something was. */
+export function injectedViews(shown: InjectedTurnRow[], textOf: (turnId: string) => string | null): Array<InjectedView | null> {
+  return shown.map((row) => {
     const view = readInjected(parseStored(row.injected_json));
-    if (view && view.sections.length > 0) view.text = injectedText(conversation, row.id);
+    if (view && view.sections.length > 0) view.text = textOf(row.id);
     return view;
   });
-  withMemoryContents(db, injected);
-  const jobs = jobsOfSession(db, sessionId);
+}
+
+/** A session's page from its row, up to TURNS_PER_PAGE + 1 turns, their injected views and the session's jobs. */
+export function sessionDetailView(session: ProfiledSession, rows: InjectedTurnRow[], injected: ReadonlyArray<InjectedView | null>, jobRows: SessionJobRow[]) {
+  const shown = rows.slice(0, TURNS_PER_PAGE);
+  const jobs = jobRows.map(jobView);
   return {
     session: sessionSummary(session),
     turns: shown.map((row, index) => turnView(row, injected[index] ?? null, jobs)),
@@ -221,5 +255,5 @@ function parseStored(text: string | null): unknown {
   }
 }
 
-export type SessionListView = ReturnType<typeof sessionList>;
-export type SessionDetailView = ReturnType<typeof sessionDetail>;
+export type SessionListView = ReturnType<typeof sessionListView>;
+export type SessionDetailView = ReturnType<typeof sessionDetailView>;

@@ -1,22 +1,73 @@
 import { readFile } from 'node:fs/promises';
 import { createTwoFilesPatch } from 'diff';
 import { NotFoundError, SkillError } from '../errors.js';
-import { diffVersions, presentCredit, presentProposal, type SkillsService, type VersionRow } from '../skills/index.js';
+import {
+  diffVersions,
+  presentCredit,
+  presentProposal,
+  type ProposalRow,
+  type Skill,
+  type SkillCredit,
+  type SkillProblem,
+  type SkillsService,
+  type VersionRow,
+} from '../skills/index.js';
+import type { SkillSearchIndex } from '../skills/search-index.js';
 import { uniqueTerms } from '../text/index.js';
+
+type Maybe<T> = T | Promise<T>;
+
+/**
+ * What the skills pages read, from either store: the personal install's SkillsService (its files
+ * and database), or a team node's mirror of the team's library with the team store's history.
+ */
+export interface SkillsPageReads {
+  /** the library by name, each skill with its credit figures */
+  list(): Maybe<Array<{ skill: Skill; credit: SkillCredit | undefined }>>;
+  generation(): Maybe<number>;
+  review: 'auto' | 'manual';
+  index: Pick<SkillSearchIndex, 'search'>;
+  get(name: string): Skill | undefined;
+  pending(): Maybe<ProposalRow[]>;
+  problems(): SkillProblem[];
+  versions(name: string): Maybe<VersionRow[]>;
+  creditOf(name: string): Maybe<SkillCredit | undefined>;
+  recentSessions(name: string): Maybe<string[]>;
+  /** the skill's SKILL.md as it is now (for the edit form) */
+  text(skill: Skill): Promise<string>;
+}
+
+/** The personal install's skills. */
+export function sqliteSkillsReads(skills: SkillsService): SkillsPageReads {
+  return {
+    list: () => skills.list(),
+    generation: () => skills.history.generation,
+    review: skills.settings.review,
+    index: skills.index,
+    get: (name) => skills.library.get(name),
+    pending: () => skills.proposals.pending(),
+    problems: () => skills.library.problems(),
+    versions: (name) => skills.history.versions(name),
+    creditOf: (name) => skills.credit.figuresOf(name),
+    recentSessions: (name) => skills.credit.recentSessions(name),
+    // Read off the event loop: the file is the skill as on disk (a hand edit may not be a recorded version yet).
+    text: (skill) => readFile(skill.path, 'utf8'),
+  };
+}
 
 /** Skills a list shows at most (the library may hold thousands; a search narrows it). */
 const LIST_LIMIT = 300;
 
 /** The skills page: the library (searched when `q` is given), a page of LIST_LIMIT at a time, and the proposals waiting for review. */
-export function skillsListData(skills: SkillsService, q: string, page = 1) {
-  const rows = skills.list();
+export async function skillsListData(skills: SkillsPageReads, q: string, page = 1) {
+  const rows = await skills.list();
   const query = q.trim();
   const matched = query === '' ? rows : searched(skills, rows, query);
   const pages = Math.max(1, Math.ceil(matched.length / LIST_LIMIT));
   const shownPage = Math.min(page, pages);
   return {
-    generation: skills.history.generation,
-    review: skills.settings.review,
+    generation: await skills.generation(),
+    review: skills.review,
     total: rows.length,
     matched: matched.length,
     query,
@@ -32,14 +83,14 @@ export function skillsListData(skills: SkillsService, q: string, page = 1) {
       updated_at: skill.updatedAt ?? null,
       credit: presentCredit(credit),
     })),
-    proposals: skills.proposals.pending().map((row) => withChanges(skills, presentProposal(row))),
-    invalid_files: skills.library.problems(),
+    proposals: (await skills.pending()).map((row) => withChanges(skills, presentProposal(row))),
+    invalid_files: skills.problems(),
   };
 }
 
 /** What approving a proposal would change in the skill as it is now (a skill may have changed since it was proposed). */
-function withChanges(skills: SkillsService, proposal: ReturnType<typeof presentProposal>) {
-  const current = skills.library.get(proposal.name);
+function withChanges(skills: SkillsPageReads, proposal: ReturnType<typeof presentProposal>) {
+  const current = skills.get(proposal.name);
   if (!current) return { ...proposal, current_version: null, patch: null };
   const shown = (skill: { description: string; category: string; body: string }) =>
     `description: ${skill.description}\ncategory: ${skill.category}\n\n${skill.body}\n`;
@@ -51,7 +102,7 @@ function withChanges(skills: SkillsService, proposal: ReturnType<typeof presentP
  * The library's own keyword index first (by its ranking: names, descriptions, bodies, search keys),
  * then any other skill whose name or description holds the text as typed.
  */
-function searched(skills: SkillsService, rows: ReturnType<SkillsService['list']>, query: string) {
+function searched(skills: SkillsPageReads, rows: Awaited<ReturnType<SkillsPageReads['list']>>, query: string) {
   const byName = new Map(rows.map((row) => [row.skill.name, row]));
   const ranked = skills.index.search(uniqueTerms(query)).map((hit) => byName.get(hit.name));
   const found = new Set(ranked.filter((row) => row !== undefined));
@@ -61,13 +112,12 @@ function searched(skills: SkillsService, rows: ReturnType<SkillsService['list']>
 }
 
 /** One skill: its text, versions, a diff between two of them (`from`/`to`, default the last change) and its figures. */
-export async function skillDetailData(skills: SkillsService, name: string, choice: { from?: number | undefined; to?: number | undefined }) {
-  const skill = skills.library.get(name);
-  const versions = skills.history.versions(name);
+export async function skillDetailData(skills: SkillsPageReads, name: string, choice: { from?: number | undefined; to?: number | undefined }) {
+  const skill = skills.get(name);
+  const versions = await skills.versions(name);
   if (!skill && versions.length === 0) throw new NotFoundError(`No skill named ${name}.`, 'skill_not_found');
-  const credit = skills.credit.figuresOf(name);
-  // Read off the event loop: the file is the skill as on disk, for the edit form.
-  const text = skill ? await readFile(skill.path, 'utf8') : null;
+  const credit = await skills.creditOf(name);
+  const text = skill ? await skills.text(skill) : null;
   return {
     name,
     exists: skill !== undefined,
@@ -83,7 +133,7 @@ export async function skillDetailData(skills: SkillsService, name: string, choic
     text,
     tokens: skill?.bodyTokens ?? null,
     credit: presentCredit(credit),
-    recent_sessions: skills.credit.recentSessions(name),
+    recent_sessions: await skills.recentSessions(name),
     versions: versions.map((row) => ({
       version: row.version,
       action: row.action,
@@ -92,10 +142,7 @@ export async function skillDetailData(skills: SkillsService, name: string, choic
       created_at: new Date(row.created_at).toISOString(),
     })),
     diff: versionDiff(name, versions, choice),
-    pending_proposals: skills.proposals
-      .pending()
-      .filter((row) => row.name === name)
-      .map((row) => row.id),
+    pending_proposals: (await skills.pending()).filter((row) => row.name === name).map((row) => row.id),
   };
 }
 
@@ -110,5 +157,5 @@ function versionDiff(name: string, versions: VersionRow[], choice: { from?: numb
   }
 }
 
-export type SkillsListView = ReturnType<typeof skillsListData>;
+export type SkillsListView = Awaited<ReturnType<typeof skillsListData>>;
 export type SkillDetailView = Awaited<ReturnType<typeof skillDetailData>>;

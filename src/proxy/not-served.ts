@@ -5,8 +5,8 @@ import type { ProxyApp } from './types.js';
 export const NOT_SERVED_CODE = 'not_served_by_team_node';
 
 /**
- * The answer of a management route that reads what only a personal install holds (RL, the
- * dashboard) or that is turned off on this node: 501 in the client's error format rather than a
+ * The answer of a management route that reads what only a personal install holds (RL training)
+ * or that is turned off on this node: 501 in the client's error format rather than a
  * bare 404, worded the same wherever a node refuses. `why` says what instead (default: the CLI).
  */
 export function notServedByTeamNode(path: string, why?: string): RequestError {

@@ -33,7 +33,7 @@ import { announceServing, describeTarget, listen, refuseIfRunning, reportEscaped
 import { removePidFile } from './pid-file.js';
 import { recordingListeners, recordingSettings, type RecordingSettings } from './recording.js';
 import { ProxyMetrics, storeFigures } from '../metrics/index.js';
-import { dashboardRoutes } from '../dashboard/index.js';
+import { dashboardRoutes, sqliteDashboardReads } from '../dashboard/index.js';
 import { judgeSettings, memorySettings, rlEngineSettings, skillsSettings } from './settings.js';
 import { isLoopbackHost } from '../shared/loopback.js';
 import {
@@ -267,7 +267,7 @@ export class MetaclawRuntime {
     );
     this.addRoutes(
       dashboardRoutes(
-        {
+        sqliteDashboardReads({
           db: this.db,
           status: () => this.statusReport(),
           conversation: this.conversation,
@@ -275,7 +275,7 @@ export class MetaclawRuntime {
           skills: this.skills,
           memory: this.memory,
           addedLatency: () => this.metrics.recentAddedLatency(),
-        },
+        }),
         this.auth,
       ),
     );

@@ -3,6 +3,8 @@ import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import { maskDatabaseUrl, resolveUpstreams, type LoadedConfig, type UpstreamTarget } from '../config/index.js';
 import { ContextPlanner, type ContextProvider } from '../context/index.js';
+import { dashboardRoutes } from '../dashboard/index.js';
+import { teamDashboardReads } from '../dashboard/team-reads.js';
 import { HeldTurns, RemoteConversation, SpooledRecorder, TurnJournal } from '../conversation/index.js';
 import { EmbeddingClient } from '../embeddings/index.js';
 import { ConfigError, errorMessage } from '../errors.js';
@@ -114,6 +116,7 @@ export class TeamRuntime {
   private readonly budget: PgLearningBudget;
   private readonly runner: TeamLearningRunner;
   readonly conversation: RemoteConversation;
+  private readonly reads: PgConversationReads;
   private readonly placements: SessionPlacements;
   private readonly memoryApi: PgMemoryApi | undefined;
   private readonly rl: TeamRl;
@@ -241,6 +244,7 @@ export class TeamRuntime {
       held: new HeldTurns(),
     });
     const reads = new PgConversationReads(this.pool, sink);
+    this.reads = reads;
     this.placements = new SessionPlacements(this.url, this.pool, instanceId, (fingerprint, session) =>
       this.conversation.fingerprints.learn(fingerprint, session),
     );
@@ -372,6 +376,7 @@ export class TeamRuntime {
         ...(this.memoryApi ? [memoryRoutes(this.memoryApi, values['memory.scope'], AdminToken.ensure(paths.adminToken))] : []),
         teamSkillsRoutes({ library: this.mirror, store: this.skillStore, proposals: this.proposals, refresh: () => this.subscription.catchUp() }),
         teamRlRoutes(this.rl),
+        dashboardRoutes(this.dashboardReads(), this.auth),
         rlRoutes(
           this.rl.training ? { engine: this.rl.training } : { engine: undefined, reason: this.rl.describeMode().reason },
           AdminToken.ensure(paths.adminToken),
@@ -410,6 +415,26 @@ export class TeamRuntime {
     const url = `http://${values['proxy.host'].includes(':') ? `[${values['proxy.host']}]` : values['proxy.host']}:${values['proxy.port']}`;
     this.logger.info({ url, store: maskDatabaseUrl(this.url), version: VERSION }, 'MetaClaw proxy listening (team store)');
     return { url };
+  }
+
+  /** The dashboard over the team store: the proxy key sees the whole team; a member key is refused (member-access.ts). */
+  private dashboardReads() {
+    return teamDashboardReads({
+      pool: this.pool,
+      status: () => this.statusReport(),
+      conversation: this.reads,
+      queue: this.queue,
+      budget: this.budget,
+      skills: {
+        enabled: this.options.config.values['skills.enabled'],
+        review: skillsSettings(this.options.config).review,
+        mirror: this.mirror,
+        store: this.skillStore,
+        proposals: this.proposals,
+      },
+      memory: this.memoryApi,
+      addedLatency: () => this.metrics.recentAddedLatency(),
+    });
   }
 
   /** The schema must be this build's: `metaclaw store migrate` brings it there (a node never migrates by itself). */
@@ -572,8 +597,7 @@ export class TeamRuntime {
 }
 
 /**
- * What a node refuses with 501 (notServedRoutes) rather than a bare 404: the dashboard reads
- * the personal store. The admin routes are the personal install's (`metaclaw store` and `metaclaw
- * team` manage the team store).
+ * What a node refuses with 501 (notServedRoutes) rather than a bare 404: the admin routes are the
+ * personal install's (`metaclaw store` and `metaclaw team` manage the team store).
  */
-const NOT_SERVED = [{ path: '/v1/dashboard' }, { path: '/v1/admin' }, { path: '/ui' }];
+const NOT_SERVED = [{ path: '/v1/admin' }];

@@ -35,7 +35,7 @@ export interface SkillCredit {
 const FLAG_MIN_EVIDENCE = 4;
 const FLAG_BAD_SHARE = 0.5;
 
-interface FigureRow {
+export interface FigureRow {
   skill: string;
   injected: number;
   full_body: number;
@@ -47,8 +47,8 @@ interface FigureRow {
   last_used_at: number | null;
 }
 
-/** Each skill's usage and outcomes; callers add a WHERE for one skill and the GROUP BY. */
-const FIGURES = `
+/** Each skill's usage and outcomes; callers add a WHERE for one skill and the GROUP BY (the team store has the same tables). */
+export const FIGURES = `
   SELECT u.skill AS skill,
          COUNT(*) AS injected,
          SUM(u.full_body) AS full_body,
@@ -60,7 +60,10 @@ const FIGURES = `
          MAX(u.created_at) AS last_used_at
     FROM skill_usage u LEFT JOIN turn_outcomes o ON o.turn_id = u.turn_id`;
 
-function creditOf(row: FigureRow): SkillCredit {
+/** The sessions a skill was shown in lately (skill, limit), newest first. */
+export const RECENT_SESSIONS = 'SELECT session_id, MAX(created_at) AS last FROM skill_usage WHERE skill = ? GROUP BY session_id ORDER BY last DESC LIMIT ?';
+
+export function creditOf(row: FigureRow): SkillCredit {
   const followed = row.corrected + row.accepted;
   const badByJudge = row.judged >= FLAG_MIN_EVIDENCE && (row.judge_mean ?? 0) < 0;
   const badByCorrections = followed >= FLAG_MIN_EVIDENCE && row.corrected / followed >= FLAG_BAD_SHARE;
@@ -117,9 +120,7 @@ export class SkillCreditStore {
       ),
       figures: db.prepare<[], FigureRow>(`${FIGURES} GROUP BY u.skill`),
       figuresOf: db.prepare<[string], FigureRow>(`${FIGURES} WHERE u.skill = ? GROUP BY u.skill`),
-      sessionsOf: db.prepare<[string, number], { session_id: string; last: number }>(
-        'SELECT session_id, MAX(created_at) AS last FROM skill_usage WHERE skill = ? GROUP BY session_id ORDER BY last DESC LIMIT ?',
-      ),
+      sessionsOf: db.prepare<[string, number], { session_id: string; last: number }>(RECENT_SESSIONS),
       forget: db.prepare<[string]>('DELETE FROM skill_usage WHERE skill = ?'),
       outcomesOfSession: db.prepare<[string], { turn_id: string; outcome: string | null; judge_score: number | null }>(
         'SELECT turn_id, outcome, judge_score FROM turn_outcomes WHERE session_id = ?',

@@ -1,0 +1,259 @@
+import pg from 'pg';
+import { z } from 'zod';
+import { creditOf, FIGURES, RECENT_SESSIONS, type FigureRow } from '../skills/credit.js';
+import type { SkillMirror } from '../skills/index.js';
+import { parseSessionRow, parseTurnRow } from '../store/postgres/conversation-rows.js';
+import type { PgConversationReads, PgJobQueue, PgLearningBudget, PgMemoryApi, PgSkillProposals, PgSkillStore } from '../store/postgres/index.js';
+import { fromPostgresText } from '../store/postgres/text.js';
+import { fillMemoryContents, shownMemoryIds } from './injected.js';
+import { injectedBlock } from './injected-text.js';
+import { learningAxis, learningView, LEARNING_SQL, type DayCount, type JudgeRows, type SkillVersionEvent, type TrainingStep } from './learning.js';
+import { memoryData, memoryDetail, type MemoryPageReads } from './memory.js';
+import { ACTIVITY_SQL, activityWindow, eventSql, EVENTS_LIMIT, learningEvents, overviewView, type EventRows, type OverviewStatus } from './overview.js';
+import type { DashboardReads } from './reads.js';
+import {
+  injectedViews,
+  JOBS_LIMIT,
+  sessionCursor,
+  sessionDetailView,
+  sessionListView,
+  sessionNotFound,
+  SESSIONS_PER_PAGE,
+  sessionSql,
+  TURNS_PER_PAGE,
+  type InjectedTurnRow,
+  type ProfiledSession,
+  type SessionJobRow,
+} from './sessions.js';
+import { skillDetailData, skillsListData, type SkillsPageReads } from './skills.js';
+import { POSTGRES_SQL } from './sql.js';
+import type { LatencySummary } from './types.js';
+
+const DAY_MS = 86_400_000;
+
+/** What a node's status report tells the overview (TeamRuntime.statusReport()); the rest is read from the team store. */
+export type NodeStatus = Pick<
+  OverviewStatus,
+  'version' | 'mode' | 'mode_reason' | 'started_at' | 'uptime_seconds' | 'auth_required' | 'upstream' | 'requests' | 'rl'
+> & { learning: Pick<OverviewStatus['learning'], 'paused' | 'paused_reason'> };
+
+/** A team node's services the dashboard reads: the team store's tables through the node's own readers. */
+export interface TeamDashboardSources {
+  pool: pg.Pool;
+  status(): NodeStatus;
+  conversation: PgConversationReads;
+  queue: PgJobQueue;
+  budget: PgLearningBudget;
+  skills: { enabled: boolean; review: 'auto' | 'manual'; mirror: SkillMirror; store: PgSkillStore; proposals: PgSkillProposals };
+  /** undefined when memory is turned off on this node */
+  memory: PgMemoryApi | undefined;
+  addedLatency(): LatencySummary;
+}
+
+/** BIGINT and NUMERIC (counts, sums, averages, times in ms) as numbers, as SQLite returns them. */
+const NUMBER_TYPES = new Set([pg.types.builtins.INT8, pg.types.builtins.NUMERIC]);
+const numericTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    NUMBER_TYPES.has(oid)
+      ? (value: string) => Number(value)
+      : (pg.types.getTypeParser(oid, format ?? 'text') as (value: string) => unknown)) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/**
+ * Runs one of the dashboard's queries (written once with `?` for both stores) on the team store:
+ * numbered parameters, numbers where SQLite has numbers, and text with its U+0000 back (text.ts).
+ */
+async function rows<T>(pool: pg.Pool, sql: string, params: readonly unknown[] = []): Promise<T[]> {
+  let index = 0;
+  const text = sql.replace(/\?/g, () => `$${++index}`);
+  const result = await pool.query({ text, values: [...params], types: numericTypes });
+  return result.rows.map((row: Record<string, unknown>) => {
+    for (const [key, value] of Object.entries(row)) if (typeof value === 'string') row[key] = fromPostgresText(value);
+    return row as T;
+  });
+}
+
+async function scalar(pool: pg.Pool, sql: string, params: readonly unknown[] = []): Promise<number | null> {
+  const row = (await rows<Record<string, unknown>>(pool, sql, params))[0];
+  const value = row === undefined ? null : Object.values(row)[0];
+  return typeof value === 'number' ? value : null;
+}
+
+const PG_EVENTS = eventSql(POSTGRES_SQL);
+const PG_SESSIONS = sessionSql(POSTGRES_SQL);
+const profiled = (row: Record<string, unknown>): ProfiledSession => ({
+  ...parseSessionRow(row),
+  client_profile: z
+    .string()
+    .nullable()
+    .parse(row['client_profile'] ?? null),
+});
+const injectedTurn = (row: Record<string, unknown>): InjectedTurnRow => ({
+  ...parseTurnRow(row),
+  injected_json: z
+    .string()
+    .nullable()
+    .parse(row['injected_json'] ?? null),
+});
+
+/**
+ * The dashboard on a node of a team store: the same pages over the team's tables, which have the
+ * personal store's columns (store/postgres-schema.ts). What a node does not track is answered
+ * honestly: no skill file problems (the store checks every write), no scheduler windows or
+ * training steps (training does not run on a node), and the latency and request figures are this
+ * node's own.
+ */
+export function teamDashboardReads(sources: TeamDashboardSources): DashboardReads {
+  const { pool } = sources;
+  const memory = teamMemoryReads(sources);
+  const skills = teamSkillsReads(sources);
+  return {
+    async overview() {
+      const now = Date.now();
+      const { turnsSince, failuresSince } = activityWindow(now);
+      const [counts, queue, spend, pending, memoryStats, mainTurnsLastDay, lastSkillAt, lastMemoryAt, failingExtractions, jobs, skillRows, memories] =
+        await Promise.all([
+          sources.conversation.counts(),
+          sources.queue.counts(),
+          sources.budget.summary(),
+          sources.skills.proposals.pending(),
+          sources.memory?.allStats(),
+          scalar(pool, ACTIVITY_SQL.mainTurnsLastDay, [turnsSince]),
+          scalar(pool, ACTIVITY_SQL.lastSkillAt),
+          scalar(pool, ACTIVITY_SQL.lastMemoryAt),
+          scalar(pool, ACTIVITY_SQL.failingExtractions, [failuresSince]),
+          rows<EventRows['jobs'][number]>(pool, PG_EVENTS.jobs, [EVENTS_LIMIT]),
+          rows<EventRows['skills'][number]>(pool, PG_EVENTS.skills, [EVENTS_LIMIT]),
+          rows<EventRows['memories'][number]>(pool, PG_EVENTS.memories, [EVENTS_LIMIT]),
+        ]);
+      const node = sources.status();
+      const status: OverviewStatus = {
+        ...node,
+        sessions: { total: counts.sessions, open: counts.openSessions, turns: counts.turns },
+        queue,
+        learning: {
+          paused: node.learning.paused,
+          paused_reason: node.learning.paused_reason,
+          spend: {
+            tokens_today: spend.tokensToday,
+            tokens_total: spend.tokensTotal,
+            calls_today: spend.callsToday,
+            calls_total: spend.callsTotal,
+            daily_budget: sources.budget.dailyLimit,
+            by_kind_today: spend.byKindToday,
+          },
+        },
+        skills: {
+          enabled: sources.skills.enabled,
+          count: sources.skills.mirror.size,
+          generation: sources.skills.mirror.generation,
+          pending_proposals: pending.length,
+        },
+        memory: { enabled: sources.memory !== undefined, units: memoryStats?.total ?? 0, scopes: memoryStats?.scopes.length ?? 0 },
+      };
+      const activity = { mainTurnsLastDay: mainTurnsLastDay ?? 0, lastSkillAt, lastMemoryAt, failingExtractions: failingExtractions ?? 0 };
+      return overviewView(status, activity, learningEvents({ jobs, skills: skillRows, memories }), sources.addedLatency(), now);
+    },
+
+    async learning(days) {
+      const now = Date.now();
+      const axis = learningAxis(days, now);
+      const from = axis[0]!;
+      const end = axis[axis.length - 1]! + DAY_MS;
+      const counted = async (standing: boolean) => ({
+        before: (await scalar(pool, LEARNING_SQL.memoriesBefore(standing), [from])) ?? 0,
+        perDay: await rows<DayCount>(pool, LEARNING_SQL.memoriesPerDay(standing), [from, end]),
+      });
+      const [skillVersions, learned, standing, perDay, perGeneration, training] = await Promise.all([
+        rows<SkillVersionEvent>(pool, LEARNING_SQL.skillVersions),
+        counted(false),
+        counted(true),
+        rows<JudgeRows['per_day'][number]>(pool, LEARNING_SQL.judgePerDay, [from]),
+        rows<JudgeRows['per_generation'][number]>(pool, LEARNING_SQL.judgePerGeneration),
+        rows<TrainingStep>(pool, LEARNING_SQL.trainingSteps),
+      ]);
+      // No scheduler runs on a node: it has no windows to show.
+      return learningView(axis, now, { skillVersions, learned, standing, judge: { per_day: perDay, per_generation: perGeneration }, training, windows: [] });
+    },
+
+    async sessions(query) {
+      const cursor = sessionCursor(query);
+      const found = cursor
+        ? await rows<Record<string, unknown>>(pool, PG_SESSIONS.listBefore, [cursor.at, cursor.at, cursor.id, SESSIONS_PER_PAGE + 1])
+        : await rows<Record<string, unknown>>(pool, PG_SESSIONS.list, [SESSIONS_PER_PAGE + 1]);
+      return sessionListView(found.map(profiled));
+    },
+
+    async session(id, query) {
+      const [session] = await rows<Record<string, unknown>>(pool, PG_SESSIONS.one, [id]);
+      if (!session) throw sessionNotFound(id);
+      const [turns, jobs] = await Promise.all([
+        rows<Record<string, unknown>>(pool, PG_SESSIONS.turns, [id, query.after ?? -1, TURNS_PER_PAGE + 1]),
+        rows<SessionJobRow>(pool, PG_SESSIONS.jobs, [id, id, JOBS_LIMIT]),
+      ]);
+      const turnRows = turns.map(injectedTurn);
+      const shown = turnRows.slice(0, TURNS_PER_PAGE);
+      // The injected block is cut out of each forwarded body, read (and decoded) first.
+      const blocks = new Map<string, string | null>();
+      const views = injectedViews(shown, () => null);
+      await Promise.all(
+        views.map(async (view, index) => {
+          const turnId = shown[index]!.id;
+          if (view && view.sections.length > 0) blocks.set(turnId, injectedBlock((await sources.conversation.getTurn(turnId))?.forwarded));
+        }),
+      );
+      const injected = injectedViews(shown, (turnId) => blocks.get(turnId) ?? null);
+      const ids = shownMemoryIds(injected);
+      const units =
+        ids.length === 0
+          ? []
+          : await rows<{ id: string; type: string; content: string }>(pool, 'SELECT id, type, content FROM memory_units WHERE id = ANY(?::text[])', [ids]);
+      fillMemoryContents(injected, new Map(units.map((unit) => [unit.id, unit])));
+      return sessionDetailView(profiled(session), turnRows, injected, jobs);
+    },
+
+    memory: (query) => memoryData(memory, query),
+    memoryDetail: (id) => memoryDetail(memory, id),
+    skills: (q, page) => skillsListData(skills, q, page),
+    skill: (name, choice) => skillDetailData(skills, name, choice),
+  };
+}
+
+/** The team's memories, every member's scope (the pages are the owner's view); none when memory is off on this node. */
+function teamMemoryReads(sources: TeamDashboardSources): MemoryPageReads {
+  const api = sources.memory;
+  return {
+    scopes: async () => (api ? (await api.allStats()).scopes : []),
+    search: (request) => (api ? api.search(request) : []),
+    get: (id) => api?.get(id),
+    query: (sql, params) => rows(sources.pool, sql, params),
+  };
+}
+
+/** The team's library as this node mirrors it, with the team store's history, proposals and credit. */
+function teamSkillsReads(sources: TeamDashboardSources): SkillsPageReads {
+  const { mirror, store, proposals, review } = sources.skills;
+  return {
+    list: async () => {
+      const figures = new Map((await rows<FigureRow>(sources.pool, `${FIGURES} GROUP BY u.skill`)).map((row) => [row.skill, creditOf(row)]));
+      return mirror
+        .all()
+        .sort((a, b) => a.name.localeCompare(b.name))
+        .map((skill) => ({ skill, credit: figures.get(skill.name) }));
+    },
+    generation: () => mirror.generation,
+    review,
+    index: mirror.index,
+    get: (name) => mirror.get(name),
+    pending: () => proposals.pending(),
+    // Every write to the team store is checked: it holds no file that failed to parse.
+    problems: () => [],
+    versions: (name) => store.versions(name),
+    creditOf: async (name) => {
+      const [row] = await rows<FigureRow>(sources.pool, `${FIGURES} WHERE u.skill = ? GROUP BY u.skill`, [name]);
+      return row && creditOf(row);
+    },
+    recentSessions: async (name) => (await rows<{ session_id: string }>(sources.pool, RECENT_SESSIONS, [name, 10])).map((row) => row.session_id),
+    text: async (skill) => (await store.get(skill.name))?.text ?? '',
+  };
+}
