@@ -30,6 +30,8 @@ let pool: pg.Pool;
 let seed: string;
 const nodes: ProxyHandle[] = [];
 const keys: Record<string, string> = {};
+/** the node left running once the first trainer stopped */
+let survivor: ProxyHandle;
 
 const { teamEnv, cli, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
 
@@ -236,7 +238,7 @@ describe('team mode: one node trains the team’s policy, every node serves it',
     const reports = await Promise.all(nodes.map(trainingOf));
     const trainerIndex = reports.findIndex((report) => report.trainer === 'this node');
     assert.ok(trainerIndex >= 0);
-    const survivor = nodes[1 - trainerIndex]!;
+    survivor = nodes[1 - trainerIndex]!;
     await nodes[trainerIndex]!.stop();
     const taken = await waitFor(
       async () => {
@@ -250,5 +252,50 @@ describe('team mode: one node trains the team’s policy, every node serves it',
     assert.equal(double.callsTo('/api/v1/create_model').length, 2);
     const loads = double.callsTo('/api/v1/load_weights');
     assert.equal(loads.length, 1, 'the new trainer resumed from the last step’s saved state');
+  });
+
+  test('a step whose node loses the trainer’s lock midway is abandoned by the next trainer: its samples are claimed by one step at a time and trained once', async () => {
+    // Two more judged turns join the two waiting since the last test: a full batch of four.
+    await conversation(client(survivor, 'alice'), 'cut-a', ['tag the release', 'and publish it']);
+    // The step's forward-backward then waits on the service (retried 503s), long enough to cut the lock.
+    double.cueRetrieve(503, 503, 503);
+    const running = await waitFor(
+      async () => (await rows<{ step: string; status: string }>("SELECT step, status FROM rl_steps WHERE status = 'running'"))[0],
+      30_000,
+      100,
+    );
+    const step = Number(running.step);
+    assert.deepEqual(
+      (await samples()).filter((sample) => sample.trained_step !== null && Number(sample.trained_step) === step).length,
+      4,
+      'the running step holds its four samples',
+    );
+    // The lock's connection is cut (a network partition, say): a trainer takes over while the step runs.
+    await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'metaclaw-rl-trainer'");
+    const next = await waitFor(
+      async () => {
+        const found = await rows<{ step: string; status: string; samples: number }>(
+          'SELECT step, status, samples FROM rl_steps WHERE step > $1 ORDER BY step',
+          [step],
+        );
+        return found.some((row) => row.status === 'done') && found;
+      },
+      60_000,
+      250,
+    );
+    assert.deepEqual(
+      next.map((row) => [Number(row.step), row.status, row.samples]),
+      [[step + 1, 'done', 4]],
+    );
+    // The cut step's node finishes or fails it after that: it stays abandoned, and its samples went to the next step only.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    const [cut] = await rows<{ status: string }>('SELECT status FROM rl_steps WHERE step = $1', [step]);
+    assert.equal(cut!.status, 'abandoned');
+    const taken = (await samples()).filter((sample) => sample.trained_step !== null && Number(sample.trained_step) > 1);
+    assert.deepEqual(
+      taken.map((sample) => Number(sample.trained_step)),
+      Array(4).fill(step + 1),
+    );
+    assert.equal((await trainingOf(survivor)).trainer, 'this node');
   });
 });

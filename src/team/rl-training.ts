@@ -219,7 +219,8 @@ export class TeamRlTraining {
       await backend.open({ baseModel: settings.baseModel, loraRank: settings.loraRank, ...(resumeFrom ? { resumeFrom } : {}) });
       const loop = new TrainingLoop({
         backend,
-        buffer: { ready: (limit) => samples.trainable(generation(), limit), markTrained: (turnIds, step) => samples.markTrained(turnIds, step) },
+        // Claimed at step start: this node may lose the lock mid-step, and the next trainer must not train them too.
+        buffer: { ready: (limit) => samples.trainable(generation(), limit), claim: (turnIds, step) => samples.claim(turnIds, step) },
         steps: this.steps,
         policy: this.policy,
         step: grpoStep(settings),

@@ -11,8 +11,10 @@ import type { StepRecord, StepTrigger } from './steps.js';
 export interface StepStore {
   /** Opens a step: its number is one past the last step ever taken. */
   begin(trigger: StepTrigger, skillGeneration: number, samples: number, now: number): Awaitable<number>;
-  finish(step: number, result: { metrics: StepMetrics; samplerPath: string; statePath: string | null }, now: number): Awaitable<void>;
-  end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number): Awaitable<void>;
+  /** Records a running step done; false when it no longer runs (another trainer abandoned it meanwhile). */
+  finish(step: number, result: { metrics: StepMetrics; samplerPath: string; statePath: string | null }, now: number): Awaitable<boolean>;
+  /** Records how a running step ended; false when it no longer runs. */
+  end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number): Awaitable<boolean>;
   /** Steps left `running` by a process that died: they were never applied, so they are abandoned. */
   abandonInterrupted(now: number): Awaitable<number>;
   get(step: number): Awaitable<StepRecord | undefined>;

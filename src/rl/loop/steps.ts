@@ -70,14 +70,20 @@ export class TrainingSteps implements StepStore {
     return step;
   }
 
-  finish(step: number, result: { metrics: StepMetrics; samplerPath: string; statePath: string | null }, now: number): void {
-    this.db
-      .prepare("UPDATE rl_steps SET status = 'done', loss = ?, metrics = ?, sampler_path = ?, state_path = ?, finished_at = ? WHERE step = ?")
+  finish(step: number, result: { metrics: StepMetrics; samplerPath: string; statePath: string | null }, now: number): boolean {
+    const done = this.db
+      .prepare(
+        "UPDATE rl_steps SET status = 'done', loss = ?, metrics = ?, sampler_path = ?, state_path = ?, finished_at = ? WHERE step = ? AND status = 'running'",
+      )
       .run(finiteOrNull(result.metrics.loss), JSON.stringify(finiteMetrics(result.metrics.metrics)), result.samplerPath, result.statePath, now, step);
+    return done.changes > 0;
   }
 
-  end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number): void {
-    this.db.prepare('UPDATE rl_steps SET status = ?, error = ?, finished_at = ? WHERE step = ?').run(status, error, now, step);
+  end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number): boolean {
+    return (
+      this.db.prepare("UPDATE rl_steps SET status = ?, error = ?, finished_at = ? WHERE step = ? AND status = 'running'").run(status, error, now, step)
+        .changes > 0
+    );
   }
 
   /** Steps left `running` by a process that died: they were never applied, so they are abandoned. */

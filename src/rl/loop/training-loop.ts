@@ -19,12 +19,20 @@ export interface SteppingWindow extends TrainingWindow {
   discardPendingStep(reason: string): boolean;
 }
 
-/** What the loop needs of the sample buffer. */
-export interface TrainingBuffer {
-  /** Judged, trainable samples of the current skill generation not trained yet, oldest first. */
+/**
+ * What the loop needs of the sample buffer: the samples ready, and how a step takes them. One
+ * process training alone (the personal install) marks them trained when the step finished. Where
+ * another process may start training while a step runs (the nodes of a team store), the step claims
+ * them when it starts instead, all or none, so a sample belongs to at most one step; the step store
+ * gives them back when it records the step abandoned or failed.
+ */
+export type TrainingBuffer = {
+  /** Judged, trainable samples of the current skill generation not trained (nor claimed) yet, oldest first. */
   ready(limit: number): Awaitable<RlSample[]>;
-  markTrained(turnIds: readonly string[], step: number): Awaitable<void>;
-}
+} & (
+  | { markTrained(turnIds: readonly string[], step: number): Awaitable<void> }
+  | { /** false when another step holds any of them: nothing was claimed */ claim(turnIds: readonly string[], step: number): Awaitable<boolean> }
+);
 
 /**
  * One GRPO step on a batch (`rl/train`'s `trainStep` with the run's settings): forward-backward
@@ -58,7 +66,8 @@ export type StepOutcome =
  * and a full batch of judged samples waits; if the window closes before the step reached the
  * backend it is abandoned and its samples wait for the next window. After a step,
  * the new weights serve the next requests (hot swap). Samples are marked trained only by a step
- * that finished, so a crash at any point loses none.
+ * that finished (or claimed by a step that is given them back unless it finishes), so a crash at
+ * any point loses none.
  */
 export class TrainingLoop {
   private running: Promise<StepOutcome> | undefined;
@@ -93,6 +102,7 @@ export class TrainingLoop {
     const generation = this.options.skillGeneration();
     const step = await steps.begin(trigger, generation, samples.length, this.now());
     const turnIds = samples.map((sample) => sample.turnId);
+    if ('claim' in buffer && !(await buffer.claim(turnIds, step))) return this.stepEnded(step, 'abandoned', 'another step took some of its samples first');
     const train = (signal: AbortSignal) => this.options.step(samples, this.options.backend, { step, signal });
     let result: TrainStepResult;
     if (trigger === 'window' && window) {
@@ -115,13 +125,13 @@ export class TrainingLoop {
     }
     if (!result.trained) {
       // Nothing to learn from this batch (rewards all equal): its samples are used up, not retried.
-      await steps.end(step, 'empty', result.reason, this.now());
-      await buffer.markTrained(turnIds, step);
+      if (!(await steps.end(step, 'empty', result.reason, this.now()))) return this.cutShort(step);
+      if ('markTrained' in buffer) await buffer.markTrained(turnIds, step);
       return { status: 'empty', step, samples: samples.length, reason: result.reason };
     }
     const statePath = await this.saveState(step);
-    await steps.finish(step, { metrics: result.metrics, samplerPath: result.samplerPath, statePath }, this.now());
-    await buffer.markTrained(turnIds, step);
+    if (!(await steps.finish(step, { metrics: result.metrics, samplerPath: result.samplerPath, statePath }, this.now()))) return this.cutShort(step);
+    if ('markTrained' in buffer) await buffer.markTrained(turnIds, step);
     const served = await this.options.policy.installFromStep(step, result.sampler, result.samplerPath);
     logger.info({ step, samples: samples.length, loss: result.metrics.loss, served }, 'rl training step done');
     return { status: 'done', step, samples: samples.length, metrics: result.metrics, served };
@@ -135,6 +145,16 @@ export class TrainingLoop {
     }
     this.options.logger.warn({ step, err: reason }, 'rl training step failed; its samples wait for the next one');
     return { status, step, error: reason };
+  }
+
+  /**
+   * The step was recorded abandoned while it ran (a team node that lost the trainer's lock: the next
+   * trainer gave its samples back and resumes from the last finished step): its weights never serve.
+   */
+  private cutShort(step: number): StepOutcome {
+    const reason = 'another trainer abandoned the step while it ran; its weights are not served';
+    this.options.logger.warn({ step }, `rl training step cut short: ${reason}`);
+    return { status: 'abandoned', step, reason };
   }
 
   /** The full training state after a step, for a restart to resume from; a failure here costs the resume point only. */

@@ -127,6 +127,26 @@ export class PgRlSamples implements RlSampleStore {
     return z.array(z.object({ count: int })).parse(result.rows)[0]?.count ?? 0;
   }
 
+  /**
+   * A team training step takes its batch when it starts (TrainingBuffer's `claim`): all of them, or
+   * none when another step took any first. A claimed sample is out of the trainable buffer;
+   * PgTrainingSteps gives it back when the step is abandoned or fails.
+   */
+  async claim(turnIds: readonly string[], step: number): Promise<boolean> {
+    return inTransaction(
+      this.pool,
+      async (client) => {
+        const claimed = await client.query(
+          'UPDATE rl_samples SET trained_step = $1 WHERE turn_id = ANY($2::text[]) AND trained_step IS NULL AND dropped_at IS NULL',
+          [step, [...turnIds]],
+        );
+        return (claimed.rowCount ?? 0) === turnIds.length;
+      },
+      // Some were taken: the others are left as they were.
+      (all) => Promise.resolve(all),
+    );
+  }
+
   async markTrained(turnIds: readonly string[], step: number, db: Queryable = this.pool): Promise<void> {
     await db.query('UPDATE rl_samples SET trained_step = $1 WHERE turn_id = ANY($2::text[])', [step, [...turnIds]]);
   }

@@ -14,6 +14,7 @@ import {
   type StepTrigger,
 } from '../../rl/loop/index.js';
 import type { StepMetrics } from '../../rl/types.js';
+import { inTransaction } from './transaction.js';
 
 const int = z.coerce.number();
 const nullableInt = z.coerce.number().nullable();
@@ -52,24 +53,47 @@ export class PgTrainingSteps implements StepStore {
     return z.array(z.object({ step: int })).parse(result.rows)[0]!.step;
   }
 
-  async finish(step: number, result: { metrics: StepMetrics; samplerPath: string; statePath: string | null }, now: number): Promise<void> {
-    await this.pool.query(
-      "UPDATE rl_steps SET status = 'done', loss = $1, metrics = $2, sampler_path = $3, state_path = $4, finished_at = $5 WHERE step = $6",
+  /** Conditional on the step still running: a trainer that lost its lock cannot finish a step the next trainer abandoned. */
+  async finish(step: number, result: { metrics: StepMetrics; samplerPath: string; statePath: string | null }, now: number): Promise<boolean> {
+    const done = await this.pool.query(
+      "UPDATE rl_steps SET status = 'done', loss = $1, metrics = $2, sampler_path = $3, state_path = $4, finished_at = $5 WHERE step = $6 AND status = 'running'",
       [finiteOrNull(result.metrics.loss), JSON.stringify(finiteMetrics(result.metrics.metrics)), result.samplerPath, result.statePath, now, step],
     );
+    return (done.rowCount ?? 0) > 0;
   }
 
-  async end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number): Promise<void> {
-    await this.pool.query('UPDATE rl_steps SET status = $1, error = $2, finished_at = $3 WHERE step = $4', [status, error, now, step]);
+  /** An abandoned or failed step gives its claimed samples back (PgRlSamples.claim), in the same transaction; an empty one used them up. */
+  async end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number): Promise<boolean> {
+    return inTransaction(this.pool, async (client) => {
+      const ended = await client.query("UPDATE rl_steps SET status = $1, error = $2, finished_at = $3 WHERE step = $4 AND status = 'running'", [
+        status,
+        error,
+        now,
+        step,
+      ]);
+      if (status !== 'empty') await client.query(`UPDATE rl_samples SET trained_step = NULL WHERE trained_step = $1`, [step]);
+      return (ended.rowCount ?? 0) > 0;
+    });
   }
 
-  /** Called by a node that just became the team's trainer: a step left running was cut by the trainer before it. */
+  /**
+   * Called by a node that just became the team's trainer: a step left running was cut by the trainer
+   * before it (which may still be running it, having lost its lock). Its samples are given back in
+   * the same transaction, so the new trainer takes them, and the old one can no longer finish it.
+   */
   async abandonInterrupted(now: number): Promise<number> {
-    const result = await this.pool.query(
-      "UPDATE rl_steps SET status = 'abandoned', error = 'the training node stopped during the step', finished_at = $1 WHERE status = 'running'",
-      [now],
-    );
-    return result.rowCount ?? 0;
+    return inTransaction(this.pool, async (client) => {
+      const result = await client.query(
+        "UPDATE rl_steps SET status = 'abandoned', error = 'the training node stopped or lost the trainer’s lock during the step', finished_at = $1 WHERE status = 'running' RETURNING step",
+        [now],
+      );
+      const steps = z
+        .array(z.object({ step: int }))
+        .parse(result.rows)
+        .map((row) => row.step);
+      if (steps.length > 0) await client.query('UPDATE rl_samples SET trained_step = NULL WHERE trained_step = ANY($1::bigint[])', [steps]);
+      return steps.length;
+    });
   }
 
   async get(step: number): Promise<StepRecord | undefined> {
