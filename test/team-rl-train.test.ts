@@ -125,11 +125,14 @@ describe('team mode: one node trains the team’s policy, every node serves it',
     await double?.close();
   });
 
-  test('both nodes serve the team’s first policy from the Tinker service, and exactly one of them trains', async () => {
+  test('both nodes serve the team’s first policy from the Tinker service, listen for its changes, and exactly one of them trains', async () => {
     const reports = await servingStep(0);
     assert.equal(reports[0]!.served!.samplerPath, reports[1]!.served!.samplerPath, 'one policy for the team');
     assert.deepEqual(reports.map((report) => report.trainer).sort(), ['another node', 'this node']);
     assert.equal(double.callsTo('/api/v1/create_model').length, 1, 'only the trainer opens a training run');
+    // Each node is told of a new served policy (a step, a rollback) rather than waiting for its slow poll.
+    const listeners = await rows<{ count: string }>("SELECT COUNT(*) AS count FROM pg_stat_activity WHERE application_name = 'metaclaw-rl-policy'");
+    assert.equal(Number(listeners[0]!.count), 2, 'both nodes listen for the served policy');
   });
 
   test('turns on both nodes are sampled from the policy, judged, and trained by one step on one node; then both nodes serve the new checkpoint', async () => {
@@ -201,8 +204,11 @@ describe('team mode: one node trains the team’s policy, every node serves it',
     );
   });
 
-  test('any node lists the team’s steps and checkpoints (GET /v1/rl/steps, /v1/rl/checkpoints)', async () => {
+  test('any node lists the team’s steps and checkpoints (GET /v1/rl/steps, /v1/rl/checkpoints) and counts them in its Prometheus metrics', async () => {
     for (const node of nodes) {
+      const scraped = await fetch(`${node.url}/metrics`, { headers: { authorization: `Bearer ${OWNER_KEY}` } });
+      assert.equal(scraped.status, 200);
+      assert.match(await scraped.text(), /^metaclaw_training_steps\{status="done"\} 1$/m, 'the team’s step, on the trainer and on the other node');
       const listed = await sendJson(`${node.url}/v1/rl/steps`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
       assert.equal(listed.status, 200, JSON.stringify(listed.body));
       assert.deepEqual(

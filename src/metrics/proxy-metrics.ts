@@ -21,7 +21,8 @@ export interface StoreFigures {
   skills(): Array<{ category: string; count: number }>;
   memories(): Array<{ type: string; count: number }>;
   judgeScores(): Array<{ score: number; count: number }>;
-  trainingSteps(): Array<{ status: string; count: number }>;
+  /** a promise on the team store (PostgreSQL), answered before the scrape is */
+  trainingSteps(): Array<{ status: string; count: number }> | Promise<Array<{ status: string; count: number }>>;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -78,16 +79,16 @@ export class ProxyMetrics {
     });
 
     // Each store gauge is read when scraped; a store that cannot answer (full disk, locked) leaves it empty.
-    const fromStore = <L extends string>(name: string, help: string, labelNames: L[], read: (gauge: Gauge<L>) => void) =>
+    const fromStore = <L extends string>(name: string, help: string, labelNames: L[], read: (gauge: Gauge<L>) => void | Promise<void>) =>
       new Gauge<L>({
         name,
         help,
         labelNames,
         registers,
-        collect() {
+        async collect() {
           this.reset();
           try {
-            read(this);
+            await read(this);
           } catch (error) {
             onError(error);
           }
@@ -108,8 +109,8 @@ export class ProxyMetrics {
     fromStore('metaclaw_judge_scores', 'RL samples by the score the judge gave (-1, 0, 1).', ['score'], (gauge) => {
       for (const { score, count } of figures.judgeScores()) gauge.set({ score: String(score) }, count);
     });
-    fromStore('metaclaw_training_steps', 'RL training steps by outcome.', ['status'], (gauge) => {
-      for (const { status, count } of figures.trainingSteps()) gauge.set({ status }, count);
+    fromStore('metaclaw_training_steps', 'RL training steps by outcome.', ['status'], async (gauge) => {
+      for (const { status, count } of await figures.trainingSteps()) gauge.set({ status }, count);
     });
   }
 

@@ -44,6 +44,7 @@ import {
   PgMemoryContextProvider,
   PgSkillProposals,
   PgSkillStore,
+  PgTrainingSteps,
   pgHousekeepingHandler,
   pgReindexHandler,
   pgMemoryJobHandlers,
@@ -329,6 +330,7 @@ export class TeamRuntime {
     });
     for (const handler of this.rl.handlers()) this.runner.register(handler);
     this.mirror.onChange(() => void this.rl.skillsChanged());
+    const teamSteps = new PgTrainingSteps(this.pool);
     this.metrics = new ProxyMetrics(
       {
         queue: () => ({}),
@@ -340,7 +342,7 @@ export class TeamRuntime {
         },
         memories: () => [],
         judgeScores: () => [],
-        trainingSteps: () => [],
+        trainingSteps: () => teamSteps.byStatus(),
       },
       (error) => this.logger.warn({ err: error }, 'metrics: could not read a figure for a scrape'),
     );

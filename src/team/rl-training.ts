@@ -6,11 +6,16 @@ import { loadChatTokenizer, type ChatTokenizer, type Forwarding, type PolicyUpst
 import { TinkerBackend } from '../rl/tinker/index.js';
 import { urlHost } from '../shared/url-host.js';
 // Loaded by team-app.ts only (through team/rl.ts): it pulls in `pg`.
-import { PgTrainerLease, PgTrainingSteps, pgServedPolicyState, type PgRlSamples } from '../store/postgres/index.js';
+import { ChannelListener, PgTrainerLease, PgTrainingSteps, pgServedPolicyState, SERVED_POLICY_CHANNEL, type PgRlSamples } from '../store/postgres/index.js';
 import type pg from 'pg';
 
-/** How often a node reads the team's served policy again, asks for the trainer's lock, and (as the trainer) looks for a full batch. */
+/** How often a node asks for the trainer's lock and (as the trainer) looks for a full batch. */
 const TICK_MS = 1_000;
+/**
+ * How often a node reads the team's served policy although no notification came: a listening
+ * connection that died silently (no FIN) takes minutes to notice. Without a listener, every tick.
+ */
+const POLICY_POLL_MS = 30_000;
 /** The longest wait before opening a failed backend again. */
 const MAX_REOPEN_DELAY_MS = 5 * 60_000;
 
@@ -32,8 +37,9 @@ export type TeamTrainingReport = EngineReport & { trainer: 'this node' | 'anothe
 
 /**
  * RL training on a node of a team store (modes rl and auto with a training backend). Every node
- * serves main turns from the team's current policy (the record in the team store, read again every
- * second, so a new step or a rollback reaches every node), through a sampling session of its own,
+ * serves main turns from the team's current policy (the record in the team store, read again when
+ * its write is notified, so a new step or a rollback reaches every node at once; and every 30 s
+ * should a notification be missed), through a sampling session of its own,
  * so its turns are recorded with their token ids and logprobs. One node trains: the one holding the
  * trainer's advisory lock (PgTrainerLease). It opens the training run (resuming from the last
  * saved state, whichever node saved it) and runs GRPO steps on the team's judged samples whenever a
@@ -46,6 +52,10 @@ export class TeamRlTraining {
   /** this node's session: samples whatever the team serves, trainer or not */
   private readonly sampling: TinkerBackend;
   private readonly lease: PgTrainerLease;
+  /** hears the served-policy record change (a step on the trainer, a rollback on any node) */
+  private readonly policyListener: ChannelListener;
+  private policyRead: Promise<void> | undefined;
+  private nextPolicyRead = 0;
   private trainer: { backend: TinkerBackend; loop: TrainingLoop } | undefined;
   private tokenizer: ChatTokenizer | undefined;
   private state: EngineState = 'starting';
@@ -68,6 +78,13 @@ export class TeamRlTraining {
     this.steps = new PgTrainingSteps(pool);
     this.policy = new SharedServedPolicy(pgServedPolicyState(pool), (path) => this.sampling.samplerFor(path));
     this.lease = new PgTrainerLease(options.url, (error) => this.stepDown(error));
+    // A (re)connection may have missed notifications: it reads the record too.
+    this.policyListener = new ChannelListener(
+      options.url,
+      SERVED_POLICY_CHANNEL,
+      { notified: () => void this.readPolicy().catch(() => undefined), listening: () => this.readPolicy().catch(() => undefined) },
+      { applicationName: 'metaclaw-rl-policy', logger },
+    );
     this.policyUpstream = servingPolicy(options.fallback, settings, logger, () => ({
       tokenizer: this.tokenizer,
       sampler: this.state === 'ready' ? this.policy.current() : undefined,
@@ -83,11 +100,14 @@ export class TeamRlTraining {
     this.timer = setInterval(() => this.tick(), TICK_MS);
     this.timer.unref();
     this.tick();
+    // Until it listens (it keeps retrying), every tick reads the record.
+    this.policyListener.start().catch(() => undefined);
   }
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.state = 'stopped';
+    await this.policyListener.stop();
     await this.ticking?.catch(() => undefined);
     // A step in flight finishes (or fails) before the training session closes and the lock goes to another node.
     const trainer = this.trainer;
@@ -159,8 +179,7 @@ export class TeamRlTraining {
 
   private async tickOnce(): Promise<void> {
     if (!this.samplingOpen && !(await this.openSampling())) return;
-    const moved = await this.policy.refresh();
-    if (moved) this.options.logger.info({ served: this.policy.describe() }, 'rl: serving the team’s new policy');
+    if (!this.policyListener.listening || Date.now() >= this.nextPolicyRead) await this.readPolicy();
     if (!this.trainer && this.state !== 'stopped' && (await this.lease.tryAcquire())) await this.becomeTrainer();
     if (this.state !== 'stopped' && this.policy.current()) this.state = 'ready';
     const trainer = this.trainer;
@@ -176,6 +195,24 @@ export class TeamRlTraining {
     void trainer.loop.runStep('window').then((outcome) => {
       if (outcome.status === 'failed') this.options.logger.warn({ step: outcome.step, err: outcome.error }, 'rl training step failed');
     });
+  }
+
+  /** Reads the served-policy record again, one read at a time; before the sampling session opens, the tick's first read does. */
+  private readPolicy(): Promise<void> {
+    const read = (this.policyRead ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(async () => {
+        if (!this.samplingOpen) return;
+        this.nextPolicyRead = Date.now() + POLICY_POLL_MS;
+        try {
+          if (await this.policy.refresh()) this.options.logger.info({ served: this.policy.describe() }, 'rl: serving the team’s new policy');
+        } catch (error) {
+          this.nextPolicyRead = 0;
+          throw error;
+        }
+      });
+    this.policyRead = read;
+    return read;
   }
 
   /** The tokenizer and this node's sampling session; a failure is tried again, less and less often. */

@@ -49,7 +49,7 @@ export { readVectorSupport, type VectorSupport } from './vector-support.js';
 export { PgMemoryVectors, readVectorModel, VECTORS_MODEL_KEY, type VectorModel } from './memory-vectors.js';
 export { pgEmbedHandler } from './vector-jobs.js';
 export { PgRlSamples, sampleRecording } from './rl-samples.js';
-export { PgTrainingSteps, pgServedPolicyState } from './rl-steps.js';
+export { PgTrainingSteps, pgServedPolicyState, SERVED_POLICY_CHANNEL } from './rl-steps.js';
 export { PgTrainerLease } from './trainer-lease.js';
 export { pgRlJudgeHandler, type PgRlJudgeDeps } from './rl-jobs.js';
 export { PgMemorySearch } from './memory-search.js';

@@ -108,11 +108,20 @@ export class PgTrainingSteps implements StepStore {
     return records((await this.pool.query("SELECT * FROM rl_steps WHERE status = 'done' AND sampler_path IS NOT NULL ORDER BY step DESC")).rows);
   }
 
+  /** How many steps ended each way (`metaclaw_training_steps`), whichever node took them. */
+  async byStatus(): Promise<Array<{ status: string; count: number }>> {
+    const result = await this.pool.query('SELECT status, COUNT(*) AS count FROM rl_steps GROUP BY status');
+    return z.array(z.object({ status: z.string(), count: int })).parse(result.rows);
+  }
+
   async latestState(): Promise<StepRecord | undefined> {
     const result = await this.pool.query("SELECT * FROM rl_steps WHERE status = 'done' AND state_path IS NOT NULL ORDER BY step DESC LIMIT 1");
     return records(result.rows)[0];
   }
 }
+
+/** The LISTEN/NOTIFY channel on which a new served policy (a step's, a rollback's) reaches every node at once. */
+export const SERVED_POLICY_CHANNEL = 'metaclaw_rl_policy';
 
 /** The team's served-policy record, in the team store's state table (the key SQLite uses). */
 export function pgServedPolicyState(pool: pg.Pool): ServedPolicyState {
@@ -121,11 +130,13 @@ export function pgServedPolicyState(pool: pg.Pool): ServedPolicyState {
       const result = await pool.query('SELECT value FROM state WHERE key = $1', [SERVED_POLICY_KEY]);
       return parseServedPolicy(z.array(z.object({ value: z.string() })).parse(result.rows)[0]?.value);
     },
+    /** One statement, so the nodes are told (SERVED_POLICY_CHANNEL) when the record they will read is committed. */
     async write(record: ServedPolicyRecord): Promise<void> {
-      await pool.query('INSERT INTO state (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [
-        SERVED_POLICY_KEY,
-        JSON.stringify(record),
-      ]);
+      await pool.query(
+        `WITH written AS (INSERT INTO state (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING key)
+         SELECT pg_notify($3, '') FROM written`,
+        [SERVED_POLICY_KEY, JSON.stringify(record), SERVED_POLICY_CHANNEL],
+      );
     },
   };
 }
