@@ -102,7 +102,8 @@ export class TrainingLoop {
     const generation = this.options.skillGeneration();
     const step = await steps.begin(trigger, generation, samples.length, this.now());
     const turnIds = samples.map((sample) => sample.turnId);
-    if ('claim' in buffer && !(await buffer.claim(turnIds, step))) return this.stepEnded(step, 'abandoned', 'another step took some of its samples first');
+    if ('claim' in buffer && !(await buffer.claim(turnIds, step)))
+      return this.stepEnded(step, 'abandoned', 'some of its samples were taken by another step or dropped meanwhile');
     const train = (signal: AbortSignal) => this.options.step(samples, this.options.backend, { step, signal });
     let result: TrainStepResult;
     if (trigger === 'window' && window) {
