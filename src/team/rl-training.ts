@@ -25,6 +25,8 @@ export interface TeamRlTrainingOptions {
   /** the node's normal upstream, which answers whatever the policy does not */
   fallback: Forwarding;
   logger: Logger;
+  /** OPD (settings.opd): queues the teacher's jobs for samples not yet asked; the trainer runs it every tick */
+  queueTeacher?: (() => Promise<unknown>) | undefined;
 }
 
 /** What /status shows of training on a node: the personal engine's report, plus which node trains. */
@@ -164,9 +166,10 @@ export class TeamRlTraining {
     if (!this.trainer && this.state !== 'stopped' && (await this.lease.tryAcquire())) await this.becomeTrainer();
     if (this.state !== 'stopped' && this.policy.current()) this.state = 'ready';
     const trainer = this.trainer;
+    if (trainer) await this.options.queueTeacher?.();
     // The trainer needs the count every tick; the others only for their report.
     if (trainer || Date.now() >= this.nextReportRead) {
-      this.readyCount = await this.options.samples.trainableCount(this.options.generation());
+      this.readyCount = await this.options.samples.trainableCount(this.options.generation(), this.waitsForTeacher());
       this.lastSteps = await this.steps.recent(5);
       this.nextReportRead = Date.now() + this.options.settings.checkIntervalMs;
     }
@@ -176,6 +179,11 @@ export class TeamRlTraining {
     void trainer.loop.runStep('window').then((outcome) => {
       if (outcome.status === 'failed') this.options.logger.warn({ step: outcome.step, err: outcome.error }, 'rl training step failed');
     });
+  }
+
+  /** OPD: a sample trains once the teacher has answered it or given up, as on one proxy. */
+  private waitsForTeacher(): { teacher: boolean } {
+    return { teacher: this.options.settings.opd !== undefined };
   }
 
   /** The tokenizer and this node's sampling session; a failure is tried again, less and less often. */
@@ -219,7 +227,10 @@ export class TeamRlTraining {
       await backend.open({ baseModel: settings.baseModel, loraRank: settings.loraRank, ...(resumeFrom ? { resumeFrom } : {}) });
       const loop = new TrainingLoop({
         backend,
-        buffer: { ready: (limit) => samples.trainable(generation(), limit), markTrained: (turnIds, step) => samples.markTrained(turnIds, step) },
+        buffer: {
+          ready: (limit) => samples.trainable(generation(), limit, this.waitsForTeacher()),
+          markTrained: (turnIds, step) => samples.markTrained(turnIds, step),
+        },
         steps: this.steps,
         policy: this.policy,
         step: grpoStep(settings),
