@@ -7,16 +7,14 @@
  * LLM (judge), the teacher and the training service are scripted.
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type OpenAI from 'openai';
 import pg from 'pg';
-import { learningAwareUpstream } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
-import { CHAR_VOCAB_SIZE, RL_MODEL, writeCharTokenizer } from './support/rl-proxy.js';
+import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { CHAR_VOCAB_SIZE, RL_MODEL } from './support/rl-proxy.js';
 import { disposeTeam, teamHelpers } from './support/team.js';
+import { conversation, startRlTeam } from './support/team-rl.js';
 import { TinkerDouble } from './support/tinker-double.js';
 import { json, ScriptedUpstream } from './support/upstream.js';
 
@@ -38,14 +36,6 @@ const asked: number[][] = [];
 
 const { teamEnv, cli, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
 
-async function conversation(openai: OpenAI, session: string, texts: string[]): Promise<void> {
-  for (const [index, content] of texts.entries())
-    await openai.chat.completions.create(
-      { model: RL_MODEL, messages: [{ role: 'user', content }], max_tokens: 6 },
-      { headers: { 'x-session-id': session, ...(index === texts.length - 1 ? { 'x-session-done': 'true' } : {}) } },
-    );
-}
-
 describe('team mode with OPD: each sample is asked of the teacher once, and the team’s step uses its logprobs', { skip: postgresSkip() }, () => {
   before(async () => {
     postgres = await startPostgres();
@@ -54,8 +44,6 @@ describe('team mode with OPD: each sample is asked of the teacher once, and the 
     pool.on('error', () => undefined);
     double = await TinkerDouble.start({ vocabSize: CHAR_VOCAB_SIZE, supportedModels: [RL_MODEL] });
     upstream = await ScriptedUpstream.start();
-    let judged = 0;
-    upstream.defaultHandler = learningAwareUpstream({ chat: 'From the normal upstream.', judge: () => `Score: ${++judged % 2 === 1 ? 1 : -1}` });
     teacher = await ScriptedUpstream.start();
     teacher.defaultHandler = (request, response) => {
       assert.equal(request.path, '/v1/completions');
@@ -69,25 +57,8 @@ describe('team mode with OPD: each sample is asked of the teacher once, and the 
       });
     };
     seed = tempHome('metaclaw-team-rl-opd-seed-');
-    const tokenizer = join(seed, 'char-tokenizer');
-    writeCharTokenizer(tokenizer);
-    await cli(['store', 'migrate']);
-    for (const name of ['alice', 'bob']) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
-    for (let index = 0; index < 2; index++)
-      nodes.push(
-        await startProxy({
-          env: teamEnv(),
-          config: {
-            mode: 'rl',
-            llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: RL_MODEL },
-            rl: { backend: 'tinker', api_key: double.apiKey, base_url: double.url, tokenizer_path: tokenizer, batch_size: 4, prm_m: 1 },
-            opd: { enabled: true, teacher_url: `${teacher.url}/v1`, teacher_model: 'teacher-8b', teacher_api_key: 'teacher-key', kl_penalty_coef: KL_COEF },
-            skills: { enabled: false, auto_evolve: false },
-            memory: { enabled: false },
-            learning: { lease_seconds: 5 },
-          },
-        }),
-      );
+    const opd = { enabled: true, teacher_url: `${teacher.url}/v1`, teacher_model: 'teacher-8b', teacher_api_key: 'teacher-key', kl_penalty_coef: KL_COEF };
+    nodes.push(...(await startRlTeam({ seed, cli, teamEnv, keys, upstream, double, config: { opd } })));
   });
 
   after(async () => {
