@@ -7,16 +7,15 @@
  * Real nodes and OpenAI SDK clients; only the LLM (judge) and the training service are scripted.
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type OpenAI from 'openai';
 import pg from 'pg';
-import { isJudgeCall, learningAwareUpstream } from './support/evolver.js';
+import { isJudgeCall } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
-import { CHAR_VOCAB_SIZE, RL_MODEL, writeCharTokenizer } from './support/rl-proxy.js';
+import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { CHAR_VOCAB_SIZE, RL_MODEL } from './support/rl-proxy.js';
 import { disposeTeam, teamHelpers } from './support/team.js';
+import { conversation, startRlTeam } from './support/team-rl.js';
 import { TinkerDouble } from './support/tinker-double.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
@@ -62,15 +61,6 @@ function servingStep(step: number): Promise<Training[]> {
   );
 }
 
-/** A member's conversation: one main turn per text, the last one ending the session (so every turn is judged). */
-async function conversation(openai: OpenAI, session: string, texts: string[]): Promise<void> {
-  for (const [index, content] of texts.entries())
-    await openai.chat.completions.create(
-      { model: RL_MODEL, messages: [{ role: 'user', content }], max_tokens: 6 },
-      { headers: { 'x-session-id': session, ...(index === texts.length - 1 ? { 'x-session-done': 'true' } : {}) } },
-    );
-}
-
 interface SampleRow {
   turn_id: string;
   session_id: string;
@@ -96,28 +86,8 @@ describe('team mode: one node trains the team’s policy, every node serves it',
     pool.on('error', () => undefined);
     double = await TinkerDouble.start({ vocabSize: CHAR_VOCAB_SIZE, supportedModels: [RL_MODEL] });
     upstream = await ScriptedUpstream.start();
-    // Votes that alternate, so a batch of four holds two rewards of each sign (something to learn).
-    let judged = 0;
-    upstream.defaultHandler = learningAwareUpstream({ chat: 'From the normal upstream.', judge: () => `Score: ${++judged % 2 === 1 ? 1 : -1}` });
     seed = tempHome('metaclaw-team-rl-train-seed-');
-    const tokenizer = join(seed, 'char-tokenizer');
-    writeCharTokenizer(tokenizer);
-    await cli(['store', 'migrate']);
-    for (const name of ['alice', 'bob']) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
-    for (let index = 0; index < 2; index++)
-      nodes.push(
-        await startProxy({
-          env: teamEnv(),
-          config: {
-            mode: 'rl',
-            llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: RL_MODEL },
-            rl: { backend: 'tinker', api_key: double.apiKey, base_url: double.url, tokenizer_path: tokenizer, batch_size: 4, prm_m: 1 },
-            skills: { enabled: false, auto_evolve: false },
-            memory: { enabled: false },
-            learning: { lease_seconds: 5 },
-          },
-        }),
-      );
+    nodes.push(...(await startRlTeam({ seed, cli, teamEnv, keys, upstream, double })));
   });
 
   after(async () => {

@@ -327,6 +327,8 @@ export class TeamRuntime {
       generation: () => this.mirror.generation,
       fallback: this.forwarder,
       env: options.env ?? process.env,
+      queue: this.queue,
+      wake: () => this.runner.wake(),
     });
     for (const handler of this.rl.handlers()) this.runner.register(handler);
     this.mirror.onChange(() => void this.rl.skillsChanged());

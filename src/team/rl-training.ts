@@ -30,6 +30,8 @@ export interface TeamRlTrainingOptions {
   /** the node's normal upstream, which answers whatever the policy does not */
   fallback: Forwarding;
   logger: Logger;
+  /** OPD (settings.opd): queues the teacher's jobs for samples not yet asked; the trainer runs it every tick */
+  queueTeacher?: (() => Promise<unknown>) | undefined;
 }
 
 /** What /status shows of training on a node: the personal engine's report, plus which node trains. */
@@ -183,9 +185,10 @@ export class TeamRlTraining {
     if (!this.trainer && this.state !== 'stopped' && (await this.lease.tryAcquire())) await this.becomeTrainer();
     if (this.state !== 'stopped' && this.policy.current()) this.state = 'ready';
     const trainer = this.trainer;
+    if (trainer) await this.options.queueTeacher?.();
     // The trainer needs the count every tick; the others only for their report.
     if (trainer || Date.now() >= this.nextReportRead) {
-      this.readyCount = await this.options.samples.trainableCount(this.options.generation());
+      this.readyCount = await this.options.samples.trainableCount(this.options.generation(), this.waitsForTeacher());
       this.lastSteps = await this.steps.recent(5);
       this.nextReportRead = Date.now() + this.options.settings.checkIntervalMs;
     }
@@ -213,6 +216,11 @@ export class TeamRlTraining {
       });
     this.policyRead = read;
     return read;
+  }
+
+  /** OPD: a sample trains once the teacher has answered it or given up, as on one proxy. */
+  private waitsForTeacher(): { teacher: boolean } {
+    return { teacher: this.options.settings.opd !== undefined };
   }
 
   /** The tokenizer and this node's sampling session; a failure is tried again, less and less often. */
@@ -257,7 +265,10 @@ export class TeamRlTraining {
       const loop = new TrainingLoop({
         backend,
         // Claimed at step start: this node may lose the lock mid-step, and the next trainer must not train them too.
-        buffer: { ready: (limit) => samples.trainable(generation(), limit), claim: (turnIds, step) => samples.claim(turnIds, step) },
+        buffer: {
+          ready: (limit) => samples.trainable(generation(), limit, this.waitsForTeacher()),
+          claim: (turnIds, step) => samples.claim(turnIds, step),
+        },
         steps: this.steps,
         policy: this.policy,
         step: grpoStep(settings),

@@ -8,9 +8,10 @@ import { describeJudge } from '../rl/judge/index.js';
 import { decideMode } from '../rl/mode.js';
 import type { Forwarding } from '../rl/policy/index.js';
 import type { RlReport } from '../rl/service.js';
+import type { TeacherEndpoint } from '../rl/teacher/index.js';
 import { judgeSettings, rlEngineSettings } from '../runtime/settings.js';
 // Loaded by team-app.ts only (not through team/index.ts, which the personal path loads): it pulls in `pg`.
-import { PgRlSamples, pgRlJudgeHandler, type PgConversationReads } from '../store/postgres/index.js';
+import { PgRlSamples, pgRlJudgeHandler, pgRlTeacherHandler, queueTeacherJobs, type PgConversationReads, type PgJobQueue } from '../store/postgres/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import type pg from 'pg';
 import { TeamRlTraining, type TeamTrainingReport } from './rl-training.js';
@@ -29,6 +30,10 @@ export interface TeamRlOptions {
   /** the node's normal upstream (the forwarder), which answers what the policy does not */
   fallback: Forwarding;
   env: NodeJS.ProcessEnv;
+  /** the team's job queue (OPD's teacher jobs are queued on it) */
+  queue: PgJobQueue;
+  /** the node's learning runner looks for jobs now */
+  wake: () => void;
 }
 
 type TeamRlReport = RlReport & { training: TeamTrainingReport | null; training_reason: string | null };
@@ -46,6 +51,8 @@ export class TeamRl {
   readonly training: TeamRlTraining | undefined;
   private readonly mode: ReturnType<typeof decideMode>;
   private readonly samples: PgRlSamples | undefined;
+  /** OPD's teacher, when the node trains with it */
+  private readonly teacher: TeacherEndpoint | undefined;
   private lastGeneration = Number.NaN;
   private buffer: BufferStatus | null = null;
 
@@ -53,17 +60,20 @@ export class TeamRl {
     this.recording = recordsSamples(options.config.values);
     this.samples = this.recording ? new PgRlSamples(options.pool) : undefined;
     this.mode = decideMode(options.config.values, options.env);
+    const settings = this.mode.backend && this.samples ? rlEngineSettings(options.config, options.env) : undefined;
+    this.teacher = settings?.opd?.teacher;
+    const samples = this.samples;
     this.training =
-      this.mode.backend && this.samples
+      settings && samples
         ? new TeamRlTraining({
             pool: options.pool,
             url: options.url,
-            // OPD's teacher jobs do not run on a node: the team trains with GRPO alone.
-            settings: { ...rlEngineSettings(options.config, options.env), opd: undefined },
-            samples: this.samples,
+            settings,
+            samples,
             generation: options.generation,
             fallback: options.fallback,
             logger: options.logger,
+            ...(this.teacher ? { queueTeacher: () => this.queueTeacher(samples) } : {}),
           })
         : undefined;
   }
@@ -76,11 +86,23 @@ export class TeamRl {
     await this.training?.stop();
   }
 
-  /** The judge, where samples are recorded. */
+  /** The judge, where samples are recorded; OPD's teacher, where it is set. */
   handlers(): TeamJobHandler[] {
     if (!this.samples) return [];
     const { reads, config, mainUpstream, credentials } = this.options;
-    return [pgRlJudgeHandler({ samples: this.samples, reads, settings: judgeSettings(config), mainUpstream, credentials })];
+    return [
+      pgRlJudgeHandler({ samples: this.samples, reads, settings: judgeSettings(config), mainUpstream, credentials }),
+      ...(this.teacher ? [pgRlTeacherHandler(this.samples, this.teacher)] : []),
+    ];
+  }
+
+  /** OPD: every sample with token ids gets one teacher job, run by whichever node leases it. */
+  private async queueTeacher(samples: PgRlSamples): Promise<void> {
+    try {
+      if ((await queueTeacherJobs(this.options.pool, samples, this.options.queue)) > 0) this.options.wake();
+    } catch (error) {
+      this.options.logger.warn({ err: errorMessage(error) }, 'rl: could not queue samples for the OPD teacher; trying again next tick');
+    }
   }
 
   /**

@@ -1,2 +1,2 @@
 export { teacherLogprobs, type TeacherAnswer, type TeacherEndpoint } from './client.js';
-export { TeacherHandler, TEACHER_JOB } from './handler.js';
+export { askTeacher, TeacherHandler, TEACHER_JOB, teacherPayloadSchema, type TeacherOutcome } from './handler.js';

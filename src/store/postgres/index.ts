@@ -51,7 +51,7 @@ export { pgEmbedHandler } from './vector-jobs.js';
 export { PgRlSamples, sampleRecording } from './rl-samples.js';
 export { PgTrainingSteps, pgServedPolicyState, SERVED_POLICY_CHANNEL } from './rl-steps.js';
 export { PgTrainerLease } from './trainer-lease.js';
-export { pgRlJudgeHandler, type PgRlJudgeDeps } from './rl-jobs.js';
+export { pgRlJudgeHandler, pgRlTeacherHandler, queueTeacherJobs, type PgRlJudgeDeps } from './rl-jobs.js';
 export { PgMemorySearch } from './memory-search.js';
 export { PgUserLanguages } from './team-languages.js';
 export { PgSkillKeys, pgSkillSearchKeysHandler, queueSkillSearchKeys, type PgSkillKeyJobDeps } from './skill-key-jobs.js';

@@ -5,9 +5,12 @@ import { LearningMisconfiguredError, PermanentJobError, resolveLearningTarget, t
 import { JUDGE_JOB } from '../../rl/buffer/recording.js';
 import type { Verdict } from '../../rl/buffer/store.js';
 import { judgeTurn, type JudgeSettings } from '../../rl/judge/index.js';
+import { askTeacher, TEACHER_JOB, teacherPayloadSchema, type TeacherEndpoint } from '../../rl/teacher/index.js';
 import type { CredentialMemory } from '../../upstream/credential-memory.js';
 import type { PgConversationReads } from './conversation-reads.js';
+import type { PgJobQueue } from './job-queue.js';
 import type { PgRlSamples } from './rl-samples.js';
+import { inTransaction } from './transaction.js';
 
 export interface PgRlJudgeDeps {
   samples: PgRlSamples;
@@ -60,4 +63,35 @@ function writeVerdict(deps: PgRlJudgeDeps, turnId: string, sessionId: string, ve
       [turnId, sessionId, verdict.reward, Date.now()],
     );
   };
+}
+
+/**
+ * rl.teacher on the team store (OPD): the personal job's work (rl/teacher's askTeacher) on the team's
+ * sample, its logprobs (or why there are none) written as the job's effect, so once per sample,
+ * whichever node runs it; its tokens count against the team's budget.
+ */
+export function pgRlTeacherHandler(samples: PgRlSamples, endpoint: TeacherEndpoint): TeamJobHandler {
+  return {
+    kind: TEACHER_JOB,
+    usesLlm: true,
+    async run(raw, context) {
+      const parsed = teacherPayloadSchema.safeParse(raw);
+      if (!parsed.success) throw new PermanentJobError(`bad teacher job payload: ${parsed.error.issues[0]?.message}`);
+      const outcome = await askTeacher(endpoint, await samples.get(parsed.data.turnId), context);
+      return outcome && ((client) => samples.saveTeacher(parsed.data.turnId, outcome, client));
+    },
+  };
+}
+
+/**
+ * OPD on the team store: marks samples not yet asked as queued for the teacher and queues a job for
+ * each, in one transaction (a sample marked is a sample with its job). Returns how many were queued.
+ */
+export async function queueTeacherJobs(pool: pg.Pool, samples: PgRlSamples, queue: PgJobQueue, limit = 100): Promise<number> {
+  return inTransaction(pool, async (client) => {
+    const turnIds = await samples.queueForTeacher(limit, client);
+    for (const turnId of turnIds)
+      await queue.enqueue(TEACHER_JOB, { turnId }, { dedupeKey: `${TEACHER_JOB}:${turnId}`, idempotencyKey: `${TEACHER_JOB}:${turnId}` }, client);
+    return turnIds.length;
+  });
 }

@@ -5,6 +5,8 @@ import { sampleValues, toSample, type NewSample, type SampleRow, type Verdict } 
 import type { RlSampleStore } from '../../rl/buffer/port.js';
 import type { BufferStatus } from '../../rl/buffer/status.js';
 import type { RlSample } from '../../rl/types.js';
+import { encodeLogprobs } from '../../rl/buffer/codec.js';
+import type { TeacherOutcome } from '../../rl/teacher/handler.js';
 import type { Queryable } from './job-queue.js';
 import { inTransaction } from './transaction.js';
 
@@ -145,6 +147,38 @@ export class PgRlSamples implements RlSampleStore {
       // Some were taken: the others are left as they were.
       (all) => Promise.resolve(all),
     );
+  }
+
+  /**
+   * OPD, as RlBuffer.queueForTeacher: marks up to `limit` samples with token ids, not yet asked, as
+   * queued for the teacher and returns them, on the caller's transaction (which queues their jobs).
+   * Rows another node is marking are skipped, so each sample is queued once.
+   */
+  async queueForTeacher(limit: number, db: Queryable): Promise<string[]> {
+    const result = await db.query(
+      `UPDATE rl_samples SET teacher_state = 'queued'
+        WHERE turn_id IN (SELECT turn_id FROM rl_samples
+                           WHERE teacher_state IS NULL AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL
+                           ORDER BY created_at, turn_id LIMIT $1 FOR UPDATE SKIP LOCKED)
+          AND teacher_state IS NULL
+        RETURNING turn_id`,
+      [limit],
+    );
+    return z
+      .array(z.object({ turn_id: z.string() }))
+      .parse(result.rows)
+      .map((row) => row.turn_id);
+  }
+
+  /** As RlBuffer.saveTeacher, on the teacher job's completing client (`db`); only a sample still waiting for the teacher is written. */
+  async saveTeacher(turnId: string, outcome: TeacherOutcome, db: Queryable = this.pool): Promise<void> {
+    const [state, logprobs, error] = 'logprobs' in outcome ? ['done', encodeLogprobs(outcome.logprobs), null] : ['failed', null, outcome.error.slice(0, 500)];
+    await db.query("UPDATE rl_samples SET teacher_state = $1, teacher_logprobs = $2, teacher_error = $3 WHERE turn_id = $4 AND teacher_state = 'queued'", [
+      state,
+      logprobs,
+      error,
+      turnId,
+    ]);
   }
 
   async markTrained(turnIds: readonly string[], step: number, db: Queryable = this.pool): Promise<void> {
