@@ -5,7 +5,15 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { MainTurnActivity } from '../src/conversation/index.js';
-import { IcsCalendar, probeKeyboardIdle, Scheduler, SleepHours, type KeyboardIdleProbe, type SchedulerSettings } from '../src/scheduler/index.js';
+import {
+  IcsCalendar,
+  probeKeyboardIdle,
+  Scheduler,
+  SchedulerStateStore,
+  SleepHours,
+  type KeyboardIdleProbe,
+  type SchedulerSettings,
+} from '../src/scheduler/index.js';
 import { openDatabase, type Db } from '../src/store/index.js';
 import { tempHome } from './support/proxy.js';
 
@@ -49,7 +57,7 @@ function scheduler(
   activity: MainTurnActivity,
   options: { settings?: Partial<SchedulerSettings>; keyboard?: () => Promise<KeyboardIdleProbe> } = {},
 ) {
-  return new Scheduler({ db, clock, activity, settings: settings(options.settings), keyboard: options.keyboard ?? noKeyboard });
+  return new Scheduler({ state: new SchedulerStateStore(db), clock, activity, settings: settings(options.settings), keyboard: options.keyboard ?? noKeyboard });
 }
 
 /** Noon on a Monday, no main turn ever, no keyboard: proxy idle has opened a window. */

@@ -4,6 +4,7 @@ import { creditOf, FIGURES, RECENT_SESSIONS, type FigureRow } from '../skills/cr
 import type { SkillMirror } from '../skills/index.js';
 import { parseSessionRow, parseTurnRow } from '../store/postgres/conversation-rows.js';
 import type { PgConversationReads, PgJobQueue, PgLearningBudget, PgMemoryApi, PgSkillProposals, PgSkillStore } from '../store/postgres/index.js';
+import type { SchedulerWindow } from '../scheduler/index.js';
 import { fromPostgresText } from '../store/postgres/text.js';
 import { fillMemoryContents, shownMemoryIds } from './injected.js';
 import { injectedBlock } from './injected-text.js';
@@ -48,6 +49,8 @@ export interface TeamDashboardSources {
   /** undefined when memory is turned off on this node */
   memory: PgMemoryApi | undefined;
   addedLatency(): LatencySummary;
+  /** the windows this node's scheduler saw since it started (none where it runs no scheduler) */
+  windows(from: number, to: number, limit: number): SchedulerWindow[];
 }
 
 /** BIGINT and NUMERIC (counts, sums, averages, times in ms) as numbers, as SQLite returns them. */
@@ -99,9 +102,8 @@ const injectedTurn = (row: Record<string, unknown>): InjectedTurnRow => ({
 /**
  * The dashboard on a node of a team store: the same pages over the team's tables, which have the
  * personal store's columns (store/postgres-schema.ts). What a node does not track is answered
- * honestly: no skill file problems (the store checks every write), no scheduler windows or
- * training steps (training does not run on a node), and the latency and request figures are this
- * node's own.
+ * honestly: no skill file problems (the store checks every write), the scheduler windows are
+ * those this node saw since it started, and the latency and request figures are this node's own.
  */
 export function teamDashboardReads(sources: TeamDashboardSources): DashboardReads {
   const { pool } = sources;
@@ -172,8 +174,9 @@ export function teamDashboardReads(sources: TeamDashboardSources): DashboardRead
         rows<JudgeRows['per_generation'][number]>(pool, LEARNING_SQL.judgePerGeneration),
         rows<TrainingStep>(pool, LEARNING_SQL.trainingSteps),
       ]);
-      // No scheduler runs on a node: it has no windows to show.
-      return learningView(axis, now, { skillVersions, learned, standing, judge: { per_day: perDay, per_generation: perGeneration }, training, windows: [] });
+      // The node's own scheduler: every node runs the same windows, from when it started.
+      const windows = sources.windows(from, now, 500);
+      return learningView(axis, now, { skillVersions, learned, standing, judge: { per_day: perDay, per_generation: perGeneration }, training, windows });
     },
 
     async sessions(query) {

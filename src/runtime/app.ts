@@ -21,7 +21,7 @@ import {
   type ProxyApp,
 } from '../proxy/index.js';
 import { MemoryService, SHARED_SCOPE } from '../memory/index.js';
-import { Scheduler, schedulerEnabled, schedulerOffReason, schedulerSettings } from '../scheduler/index.js';
+import { Scheduler, schedulerEnabled, schedulerOffReason, schedulerSettings, SchedulerStateStore } from '../scheduler/index.js';
 import { decideMode, RlEngine, RlService } from '../rl/index.js';
 import { SkillsService } from '../skills/index.js';
 import { MemberDirectory } from '../team/index.js';
@@ -233,7 +233,7 @@ export class MetaclawRuntime {
 
     this.scheduler = schedulerEnabled(options.config)
       ? new Scheduler({
-          db: this.db,
+          state: new SchedulerStateStore(this.db),
           settings: schedulerSettings(options.config),
           activity: this.conversation.activity,
           logger: this.logger.child({ part: 'scheduler' }),

@@ -438,6 +438,7 @@ export class TeamRuntime {
       },
       memory: this.memoryApi,
       addedLatency: () => this.metrics.recentAddedLatency(),
+      windows: (from, to, limit) => this.rl.schedulerWindows(from, to, limit),
     });
   }
 
@@ -577,6 +578,7 @@ export class TeamRuntime {
       },
       learning: this.learningStatus(),
       rl: this.rl.cachedReport(),
+      scheduler: this.rl.schedulerStatus(),
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },
       skills: { count: this.mirror.size, generation: this.mirror.generation, listening: this.subscription.listening, retrieval: 'keyword' },
       memory: this.memoryProvider?.status() ?? { enabled: false },

@@ -5,8 +5,9 @@ export { BusyCalendar, IcsCalendar, busyIntervals, describeSource, type Calendar
 export { calendarFor } from './calendars.js';
 export { authorizeGoogleCalendar, GoogleCalendar, readOAuthClient, CALENDAR_SCOPE } from './google-calendar.js';
 export { SleepHours } from './sleep-hours.js';
-export { decideWindow, expectWindows, type WindowInputs, type KeyboardReading } from './window.js';
+export { decideWindow, expectWindows, NODE_IDLE_REASON, type WindowInputs, type KeyboardReading } from './window.js';
 export { systemClock } from './types.js';
 export type * from './types.js';
 export { previewSchedule, type SchedulePreview } from './preview.js';
-export { schedulerWindows, type SchedulerWindow } from './state-store.js';
+export { schedulerWindows, SchedulerStateStore, type SchedulerState, type SchedulerWindow } from './state-store.js';
+export { MemorySchedulerState } from './memory-state.js';

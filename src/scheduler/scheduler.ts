@@ -1,12 +1,11 @@
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import type { TrainingWindow } from '../rl/types.js';
-import type { Db } from '../store/index.js';
 import type { BusyCalendar, CalendarStatus } from './calendar.js';
 import { calendarFor } from './calendars.js';
 import { probeKeyboardIdle, type KeyboardIdleProbe } from './keyboard-idle.js';
 import { SleepHours } from './sleep-hours.js';
-import { SchedulerStateStore, type PersistedScheduler } from './state-store.js';
+import type { PersistedScheduler, SchedulerState } from './state-store.js';
 import {
   systemClock,
   type Clock,
@@ -17,7 +16,7 @@ import {
   type StepRecord,
   type WindowDecision,
 } from './types.js';
-import { clockTime, decideWindow, expectWindows, type KeyboardReading, type WindowInputs } from './window.js';
+import { clockTime, decideWindow, expectWindows, NODE_IDLE_REASON, type KeyboardReading, type WindowInputs } from './window.js';
 
 /** The proxy's record of main turns (conversation/main-activity.ts). */
 export interface MainTurns {
@@ -27,9 +26,11 @@ export interface MainTurns {
 }
 
 export interface SchedulerDeps {
-  db: Db;
+  /** where the state and window history are kept (SchedulerStateStore on the personal install) */
+  state: SchedulerState;
   settings: SchedulerSettings;
-  activity: MainTurns;
+  /** the proxy's main turns; null on a team node, where only sleep hours and the calendar open a window */
+  activity: MainTurns | null;
   clock?: Clock;
   /** how the keyboard's idle time is read; default: probe this machine once at start */
   keyboard?: () => Promise<KeyboardIdleProbe>;
@@ -55,7 +56,7 @@ export type StepResult<T> =
  */
 export class Scheduler implements TrainingWindow {
   private readonly clock: Clock;
-  private readonly store: SchedulerStateStore;
+  private readonly store: SchedulerState;
   private readonly sleep: SleepHours;
   private readonly calendar: BusyCalendar | null;
   private keyboard: KeyboardReading = { available: false, reason: 'not probed yet' };
@@ -69,7 +70,7 @@ export class Scheduler implements TrainingWindow {
 
   constructor(private readonly deps: SchedulerDeps) {
     this.clock = deps.clock ?? systemClock;
-    this.store = new SchedulerStateStore(deps.db);
+    this.store = deps.state;
     this.sleep = new SleepHours(deps.settings.sleepStart, deps.settings.sleepEnd);
     this.calendar = calendarFor(deps.settings, this.clock);
     this.persisted = this.recover(this.store.read());
@@ -83,7 +84,7 @@ export class Scheduler implements TrainingWindow {
       timer.unref();
       this.timers.push(timer);
     };
-    this.deps.activity.onMainTurn?.(() => {
+    this.deps.activity?.onMainTurn?.(() => {
       // Synchronous on the request path: only schedule the re-evaluation.
       if (this.stopped || this.evaluateSoon) return;
       this.evaluateSoon = setImmediate(() => {
@@ -165,8 +166,8 @@ export class Scheduler implements TrainingWindow {
 
   /** A step that did not finish (window closed, failure, restart): its batch waits for the next window. */
   /** The windows that overlapped [from, to], oldest first: when each opened, closed, and what held it open. */
-  windowHistory(from: number, to: number) {
-    return this.store.windows(from, to);
+  windowHistory(from: number, to: number, limit?: number) {
+    return this.store.windows(from, to, limit);
   }
 
   pendingStep(): StepRecord | null {
@@ -275,7 +276,7 @@ export class Scheduler implements TrainingWindow {
     return {
       sleep: this.sleep,
       keyboard: this.keyboard,
-      proxy: { lastMainTurnAt: this.deps.activity.lastMainTurnAt, active: this.deps.activity.active },
+      proxy: this.deps.activity ? { lastMainTurnAt: this.deps.activity.lastMainTurnAt, active: this.deps.activity.active } : null,
       calendar: this.calendar,
       idleThresholdMs: this.deps.settings.idleThresholdMs,
       minWindowMs: this.deps.settings.minWindowMs,
@@ -343,6 +344,10 @@ export class Scheduler implements TrainingWindow {
   }
 
   private async probeKeyboard(): Promise<void> {
+    if (!this.deps.activity) {
+      this.keyboard = { available: false, reason: NODE_IDLE_REASON };
+      return;
+    }
     const probe = await (this.deps.keyboard ?? (() => probeKeyboardIdle()))().catch((error: unknown): KeyboardIdleProbe => ({
       available: false,
       reason: errorMessage(error),

@@ -33,8 +33,22 @@ const rowSchema = z.object({
 });
 const sourcesSchema = z.array(z.enum(['sleep_hours', 'keyboard_idle', 'proxy_idle', 'calendar']));
 
+/**
+ * Where the scheduler keeps its state and its window history: the personal install's database
+ * (SchedulerStateStore), or a team node's memory (MemorySchedulerState: on a node the team store's
+ * `rl_steps` and sample claims already keep a cut step's batch, so nothing here must outlive it).
+ */
+export interface SchedulerState {
+  /** the persisted state, or undefined on a first start */
+  read(): PersistedScheduler | undefined;
+  /** writes the state; a window that opens or closes with it is added to (or ended in) the history */
+  write(state: PersistedScheduler, at: number): void;
+  /** the windows that overlap [from, to], oldest first (at most `limit`, the latest) */
+  windows(from: number, to: number, limit?: number): SchedulerWindow[];
+}
+
 /** Reads and writes the one scheduler row; every transition is written before it takes effect. */
-export class SchedulerStateStore {
+export class SchedulerStateStore implements SchedulerState {
   private readonly readStatement;
   private readonly writeStatement;
   private readonly openWindow;
@@ -106,8 +120,8 @@ export class SchedulerStateStore {
   }
 
   /** The windows that overlap [from, to], oldest first (the dashboard's timeline). */
-  windows(from: number, to: number): SchedulerWindow[] {
-    return schedulerWindows(this.db, from, to);
+  windows(from: number, to: number, limit?: number): SchedulerWindow[] {
+    return schedulerWindows(this.db, from, to, limit);
   }
 
   private writeRow(state: PersistedScheduler, at: number): void {
@@ -132,7 +146,7 @@ export class SchedulerStateStore {
 }
 
 /** UPDATING is a step inside an open window; PAUSING is the window closing under a step. */
-function isOpenState(state: string | undefined): boolean {
+export function isOpenState(state: string | undefined): boolean {
   return state === 'WINDOW_OPEN' || state === 'UPDATING';
 }
 

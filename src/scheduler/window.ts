@@ -5,12 +5,21 @@ import type { ExpectedWindow, Interval, SourceReading, WindowDecision, WindowSou
 /** The last keyboard-idle reading: idle ms when the machine can tell, else why not. */
 export type KeyboardReading = { available: true; method: string; idleMs: number | null; error: string | null } | { available: false; reason: string };
 
+/**
+ * Why the idle sources are not read on a team node: a server has no keyboard, and one node sees only
+ * its share of the team's main turns, so neither tells whether the team is away.
+ */
+export const NODE_IDLE_REASON = 'not read on a team node: keyboard idle is a desktop signal, and one node sees only its share of the team’s turns';
+
 /** Everything a decision reads, at one moment. */
 export interface WindowInputs {
   sleep: SleepHours;
   keyboard: KeyboardReading;
-  /** main turns through the proxy: the start of the latest, and how many are being answered */
-  proxy: { lastMainTurnAt: number | null; active: number };
+  /**
+   * main turns through the proxy: the start of the latest, and how many are being answered; null on
+   * a team node, where idle time neither opens a window nor (main turns) vetoes one
+   */
+  proxy: { lastMainTurnAt: number | null; active: number } | null;
   calendar: BusyCalendar | null;
   idleThresholdMs: number;
   minWindowMs: number;
@@ -23,7 +32,8 @@ export interface WindowInputs {
  * `idleThresholdMs` is also required of every source: a user chatting from a phone at 2 a.m. is
  * not asleep. A window whose end is known (sleep hours, a meeting) opens only when it has at least
  * `minWindowMs` left; once open (`wasOpen`) it stays open until that end. Idle time has no known
- * end, so it opens a window as soon as the threshold is reached.
+ * end, so it opens a window as soon as the threshold is reached. On a team node (`proxy` null)
+ * only sleep hours and the calendar count, and main turns do not veto.
  */
 export function decideWindow(now: number, inputs: WindowInputs, wasOpen: boolean): WindowDecision {
   const readings = readSources(now, inputs);
@@ -49,10 +59,8 @@ export function decideWindow(now: number, inputs: WindowInputs, wasOpen: boolean
 /** When windows are expected next, soonest first (assuming no input meanwhile, for idle sources). */
 export function expectWindows(now: number, inputs: WindowInputs): ExpectedWindow[] {
   const expected: ExpectedWindow[] = [];
-  const { lastMainTurnAt } = inputs.proxy;
   // No window opens before the proxy has been quiet for the threshold.
-  const quietFrom =
-    inputs.proxy.active > 0 ? now + inputs.idleThresholdMs : lastMainTurnAt === null ? now : Math.max(now, lastMainTurnAt + inputs.idleThresholdMs);
+  const quietFrom = quietSince(now, inputs);
   const bounded = (source: WindowSourceName, interval: Interval, what: string) => {
     const at = Math.max(interval.start, quietFrom);
     const until = knownEnd(at, inputs, interval.end);
@@ -77,7 +85,7 @@ export function expectWindows(now: number, inputs: WindowInputs): ExpectedWindow
   if (keyboard.available && keyboard.idleMs !== null) {
     const at = Math.max(now + Math.max(0, inputs.idleThresholdMs - keyboard.idleMs), quietFrom);
     expected.push({ source: 'keyboard_idle', at, until: null, detail: `after ${minutes(inputs.idleThresholdMs)} without keyboard or mouse input` });
-  } else if (!keyboard.available) {
+  } else if (!keyboard.available && inputs.proxy) {
     expected.push({
       source: 'proxy_idle',
       at: quietFrom,
@@ -91,8 +99,16 @@ export function expectWindows(now: number, inputs: WindowInputs): ExpectedWindow
 }
 
 function proxyQuiet(now: number, inputs: WindowInputs): boolean {
+  if (!inputs.proxy) return true;
   const { lastMainTurnAt, active } = inputs.proxy;
   return active === 0 && (lastMainTurnAt === null || now - lastMainTurnAt >= inputs.idleThresholdMs);
+}
+
+/** When the proxy will have been quiet for the threshold (assuming no turn meanwhile). */
+function quietSince(now: number, inputs: WindowInputs): number {
+  if (!inputs.proxy) return now;
+  const { lastMainTurnAt, active } = inputs.proxy;
+  return active > 0 ? now + inputs.idleThresholdMs : lastMainTurnAt === null ? now : Math.max(now, lastMainTurnAt + inputs.idleThresholdMs);
 }
 
 function readSources(now: number, inputs: WindowInputs): SourceReading[] {
@@ -117,17 +133,20 @@ function readSources(now: number, inputs: WindowInputs): SourceReading[] {
       available: true,
       detail: `${keyboard.method}: idle ${minutes(keyboard.idleMs)} (threshold ${minutes(inputs.idleThresholdMs)})`,
     });
-  const { lastMainTurnAt, active } = inputs.proxy;
-  const quiet = proxyQuiet(now, inputs);
-  const since = lastMainTurnAt === null ? 'no main turn recorded yet' : `last main turn ${minutes(now - lastMainTurnAt)} ago`;
-  readings.push({
-    source: 'proxy_idle',
-    // Proxy idle opens a window only where the keyboard cannot be read; elsewhere it only vetoes.
-    open: quiet && !keyboard.available,
-    until: null,
-    available: true,
-    detail: `${active > 0 ? `${active} main turn(s) being answered; ` : ''}${since}${keyboard.available ? ' (a veto only: the keyboard is read)' : ''}`,
-  });
+  if (!inputs.proxy) readings.push({ source: 'proxy_idle', open: false, until: null, available: false, detail: NODE_IDLE_REASON });
+  else {
+    const { lastMainTurnAt, active } = inputs.proxy;
+    const quiet = proxyQuiet(now, inputs);
+    const since = lastMainTurnAt === null ? 'no main turn recorded yet' : `last main turn ${minutes(now - lastMainTurnAt)} ago`;
+    readings.push({
+      source: 'proxy_idle',
+      // Proxy idle opens a window only where the keyboard cannot be read; elsewhere it only vetoes.
+      open: quiet && !keyboard.available,
+      until: null,
+      available: true,
+      detail: `${active > 0 ? `${active} main turn(s) being answered; ` : ''}${since}${keyboard.available ? ' (a veto only: the keyboard is read)' : ''}`,
+    });
+  }
   if (inputs.calendar) {
     const status = inputs.calendar.status();
     const busy = inputs.calendar.intervalAt(now);

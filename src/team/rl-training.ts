@@ -1,7 +1,7 @@
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import { grpoStep, servingPolicy, stepSummary, type EngineReport, type EngineState, type RlEngineSettings } from '../rl/engine.js';
-import { SharedServedPolicy, TrainingLoop, type StepOutcome, type StepRecord } from '../rl/loop/index.js';
+import { SharedServedPolicy, TrainingLoop, type StepOutcome, type StepRecord, type SteppingWindow } from '../rl/loop/index.js';
 import { loadChatTokenizer, type ChatTokenizer, type Forwarding, type PolicyUpstream } from '../rl/policy/index.js';
 import { TinkerBackend } from '../rl/tinker/index.js';
 import { urlHost } from '../shared/url-host.js';
@@ -32,6 +32,8 @@ export interface TeamRlTrainingOptions {
   logger: Logger;
   /** OPD (settings.opd): queues the teacher's jobs for samples not yet asked; the trainer runs it every tick */
   queueTeacher?: (() => Promise<unknown>) | undefined;
+  /** the scheduler (mode auto, or scheduler.enabled): the trainer steps only in its windows; absent: any time is a window */
+  window?: SteppingWindow | undefined;
 }
 
 /** What /status shows of training on a node: the personal engine's report, plus which node trains. */
@@ -45,7 +47,9 @@ export type TeamTrainingReport = EngineReport & { trainer: 'this node' | 'anothe
  * so its turns are recorded with their token ids and logprobs. One node trains: the one holding the
  * trainer's advisory lock (PgTrainerLease). It opens the training run (resuming from the last
  * saved state, whichever node saved it) and runs GRPO steps on the team's judged samples whenever a
- * full batch waits; when it stops or loses the store, another node takes the lock and carries on.
+ * full batch waits in a window of the scheduler, where one runs (every node runs the same one, so
+ * a node that takes the lock keeps to the same windows); when it stops or loses the store, another
+ * node takes the lock and carries on.
  */
 export class TeamRlTraining {
   readonly steps: PgTrainingSteps;
@@ -136,10 +140,10 @@ export class TeamRlTraining {
       backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
       base_model: settings.baseModel,
       served: this.policy.describe() ?? null,
-      trigger: settings.manualOnly ? 'manual' : 'always',
+      trigger: settings.manualOnly ? 'manual' : this.options.window ? 'window' : 'always',
       batch_size: settings.batchSize,
       ready_samples: this.readyCount,
-      window: 'any time (a team node runs no scheduler)',
+      window: this.options.window ? this.options.window.describe() : 'any time (mode rl without the scheduler)',
       opd: settings.opd
         ? { teacher: urlHost(settings.opd.teacher.baseUrl) ?? 'its URL', model: settings.opd.teacher.model, kl_penalty_coef: settings.opd.klPenaltyCoef }
         : null,
@@ -194,6 +198,7 @@ export class TeamRlTraining {
     }
     if (this.state !== 'ready' || !trainer || this.options.settings.manualOnly || trainer.loop.busy) return;
     if (this.readyCount < this.options.settings.batchSize) return;
+    if (this.options.window && !this.options.window.isOpen()) return;
     // Not awaited: the policy is read again meanwhile; the loop runs one step at a time.
     void trainer.loop.runStep('window').then((outcome) => {
       if (outcome.status === 'failed') this.options.logger.warn({ step: outcome.step, err: outcome.error }, 'rl training step failed');
@@ -272,6 +277,7 @@ export class TeamRlTraining {
         steps: this.steps,
         policy: this.policy,
         step: grpoStep(settings),
+        ...(this.options.window ? { window: this.options.window } : {}),
         batchSize: settings.batchSize,
         skillGeneration: generation,
         logger,

@@ -10,6 +10,15 @@ import type { Forwarding } from '../rl/policy/index.js';
 import type { RlReport } from '../rl/service.js';
 import type { TeacherEndpoint } from '../rl/teacher/index.js';
 import { judgeSettings, rlEngineSettings } from '../runtime/settings.js';
+import {
+  MemorySchedulerState,
+  Scheduler,
+  schedulerEnabled,
+  schedulerOffReason,
+  schedulerSettings,
+  type SchedulerStatus,
+  type SchedulerWindow,
+} from '../scheduler/index.js';
 // Loaded by team-app.ts only (not through team/index.ts, which the personal path loads): it pulls in `pg`.
 import { PgRlSamples, pgRlJudgeHandler, pgRlTeacherHandler, queueTeacherJobs, type PgConversationReads, type PgJobQueue } from '../store/postgres/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
@@ -49,6 +58,12 @@ export class TeamRl {
   readonly recording: boolean;
   /** modes rl and auto with a training backend */
   readonly training: TeamRlTraining | undefined;
+  /**
+   * Where the node trains and the personal install would run the scheduler (mode auto, or
+   * scheduler.enabled): the same windows from the same keys. Every node runs it, so the one that
+   * holds the trainer's lock, whichever it is, steps only in them and every /status says why.
+   */
+  private readonly scheduler: Scheduler | undefined;
   private readonly mode: ReturnType<typeof decideMode>;
   private readonly samples: PgRlSamples | undefined;
   /** OPD's teacher, when the node trains with it */
@@ -63,6 +78,10 @@ export class TeamRl {
     const settings = this.mode.backend && this.samples ? rlEngineSettings(options.config, options.env) : undefined;
     this.teacher = settings?.opd?.teacher;
     const samples = this.samples;
+    this.scheduler =
+      settings && samples && schedulerEnabled(options.config)
+        ? new Scheduler({ state: new MemorySchedulerState(), settings: schedulerSettings(options.config), activity: null, logger: options.logger })
+        : undefined;
     this.training =
       settings && samples
         ? new TeamRlTraining({
@@ -73,17 +92,33 @@ export class TeamRl {
             generation: options.generation,
             fallback: options.fallback,
             logger: options.logger,
+            window: this.scheduler,
             ...(this.teacher ? { queueTeacher: () => this.queueTeacher(samples) } : {}),
           })
         : undefined;
   }
 
   start(): void {
+    this.scheduler?.start();
     this.training?.start();
   }
 
   async stop(): Promise<void> {
+    // As on the personal install: a step in flight is told to stop (abandoned unless past its point of no return).
+    this.scheduler?.stop();
     await this.training?.stop();
+  }
+
+  /** /status's `scheduler` section, as the personal install's. */
+  schedulerStatus(): SchedulerStatus | { enabled: false; reason: string } {
+    if (this.scheduler) return this.scheduler.status();
+    if (!this.training) return { enabled: false, reason: `off: this node does not train (${this.describeMode().reason})` };
+    return { enabled: false, reason: schedulerOffReason(this.options.config) };
+  }
+
+  /** The windows this node's scheduler saw since it started (the dashboard's timeline). */
+  schedulerWindows(from: number, to: number, limit?: number): SchedulerWindow[] {
+    return this.scheduler?.windowHistory(from, to, limit) ?? [];
   }
 
   /** The judge, where samples are recorded; OPD's teacher, where it is set. */
