@@ -42,6 +42,7 @@ function clock(offsetHours: number): string {
 }
 
 interface NodeStatus {
+  mode_reason: string;
   rl: { training: { trigger: string; window: string; ready_samples: number; trainer: 'this node' | 'another node' } | null } | null;
   scheduler: {
     enabled: boolean;
@@ -118,6 +119,7 @@ describe('team mode: in mode auto the trainer steps only in the scheduler’s wi
         ['sleep_hours'],
       );
       assert.equal(status.rl!.training!.trigger, 'window');
+      assert.match(status.mode_reason, /one node trains it with the tinker backend, in the scheduler’s windows/);
       assert.match(status.rl!.training!.window, /^IDLE_WAIT: /);
     }
     const next = await nodes[0]!.cli(['scheduler', 'next-window']);

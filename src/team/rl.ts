@@ -181,7 +181,7 @@ export class TeamRl {
       return {
         configured,
         effective,
-        reason: `main turns are served from the team's policy, recorded as RL samples in the team store and judged; one node trains it with the ${this.mode.backend} backend`,
+        reason: `main turns are served from the team's policy, recorded as RL samples in the team store and judged; one node trains it with the ${this.mode.backend} backend${this.scheduler ? ', in the scheduler’s windows (sleep hours, calendar)' : ''}`,
       };
     if (configured !== 'skills_only') return { configured, effective, reason };
     return {
