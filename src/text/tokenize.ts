@@ -29,7 +29,7 @@ const CJK_STOP_WORDS = new Set(
  * "都在"): a Chinese word made of stop characters alone is a stop word too, or a question's "我是"
  * matches every turn where the user says "I am".
  */
-const CJK_STOP_CHARACTERS = new Set([...CJK_STOP_WORDS].filter((word) => word.length === 1 && /[\u3400-\u9fff]/.test(word)));
+const CJK_STOP_CHARACTERS = new Set([...CJK_STOP_WORDS].filter((word) => word.length === 1 && word !== '不' && /[\u3400-\u9fff]/.test(word)));
 const HAN_WORD = /^[\u3400-\u9fff]+$/;
 
 function isCjkStopWord(word: string): boolean {
