@@ -27,7 +27,9 @@ const CJK_STOP_WORDS = new Set(
 /**
  * The segmenter often joins two function characters into one word ("我的", "我是", "的是", "谁在",
  * "都在"): a Chinese word made of stop characters alone is a stop word too, or a question's "我是"
- * matches every turn where the user says "I am".
+ * matches every turn where the user says "I am" (Chinese dev histories, recall@10: dev-zh 77 → 83 %,
+ * dev-long's Chinese questions 85 → 95 %). A negation is no function character here: "不会", "是不是"
+ * say what a request wants not to happen (skill recall of the parallel Chinese requests drops without them).
  */
 const CJK_STOP_CHARACTERS = new Set([...CJK_STOP_WORDS].filter((word) => word.length === 1 && word !== '不' && /[\u3400-\u9fff]/.test(word)));
 const HAN_WORD = /^[\u3400-\u9fff]+$/;
