@@ -4,13 +4,13 @@
  * the same raw turns: SQLite FTS5 BM25 as it comes (unicode61 tokenizer), and BM25 over our own
  * segmented, stemmed terms (isolates ranking).
  *
- * Five histories: the tuned one (`test/fixtures/memory-recall.json`), three dev ones written for tuning
+ * Six histories: the tuned one (`test/fixtures/memory-recall.json`), four dev ones written for tuning
  * this part (`test/fixtures/dev-recall/`: the second over 13 months, the third paraphrased and
- * cross-language both ways), and a held-out one nobody tunes on
+ * cross-language both ways, the fourth mostly Chinese), and a held-out one nobody tunes on
  * (`test/fixtures/heldout-memory/recall-long.json`). The dev history also has extractor output
  * written once (with search keys), for the row that measures recall with an extractor.
  *
- * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|dev-long|dev-cross|heldout …]` (default: all but heldout).
+ * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|dev-long|dev-cross|dev-zh|heldout …]` (default: all but heldout).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -34,7 +34,7 @@ const KS = [5, 10] as const;
 
 /** A labelled history the bench knows. */
 export interface RecallFixture {
-  key: 'tuned' | 'dev' | 'dev-long' | 'dev-cross' | 'heldout';
+  key: 'tuned' | 'dev' | 'dev-long' | 'dev-cross' | 'dev-zh' | 'heldout';
   file: URL;
   /** How the report names it. */
   label: string;
@@ -55,6 +55,11 @@ export const RECALL_FIXTURES: readonly RecallFixture[] = [
     key: 'dev-cross',
     file: new URL('../test/fixtures/dev-recall/recall-cross.json', import.meta.url),
     label: 'cross-language dev set (`test/fixtures/dev-recall/recall-cross.json`)',
+  },
+  {
+    key: 'dev-zh',
+    file: new URL('../test/fixtures/dev-recall/recall-zh.json', import.meta.url),
+    label: 'Chinese dev set (`test/fixtures/dev-recall/recall-zh.json`)',
   },
   {
     key: 'heldout',

@@ -180,6 +180,17 @@ describe('memory recall across wordings and languages (no extractor)', () => {
       expect: 'among',
     },
     {
+      name: 'in a Chinese question, function words the segmenter joins ("谁在": who + at) match nothing: the memory about its topic ranks above one that only shares them',
+      scope: 'zh-function-words',
+      memories: [
+        ['我们的猫叫馒头，每天早上都是我老公喂它。', 30],
+        ['谁在楼道里放了一辆自行车？', 20],
+        ['我的天，今天好热。', 10],
+      ],
+      question: '家里的猫平时是谁在喂？',
+      expect: 'first',
+    },
+    {
       name: 'a months-old memory that matches the whole question outranks a recent one that matches only part of it',
       scope: 'recency',
       memories: [
