@@ -121,6 +121,34 @@ describe('team mode: a node serves the dashboard over the team store', { skip: p
     assert.deepEqual(detail.body.supersedes, []);
   });
 
+  test("a scope's memory list shows its newest 50 units newest first, and the next page the rest", async () => {
+    const fruits = ['apricots', 'bananas', 'cherries', 'dates', 'elderberries', 'figs', 'grapes', 'kiwis', 'lemons', 'mangoes', 'olives'];
+    const places = ['Oslo', 'Lima', 'Quito', 'Hanoi', 'Cairo'];
+    for (const fruit of fruits)
+      for (const place of places) {
+        const added = await sendJson(`${node.url}/v1/memory`, 'POST', {
+          headers: { authorization: `Bearer ${keys['alice']}` },
+          body: { type: 'semantic', content: `Alice buys ${fruit} in ${place}.` },
+        });
+        assert.equal(added.status, 201, JSON.stringify(added.body));
+      }
+    const newest = (await rows<{ id: string }>("SELECT id FROM memory_units WHERE scope = 'user:alice' ORDER BY observed_at DESC, id DESC")).map(
+      (row) => row.id,
+    );
+    assert.ok(newest.length > 55, `${newest.length} units`);
+    const first = await owner('/v1/dashboard/memory?scope=user%3Aalice');
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.deepEqual(
+      first.body.results.map((unit: { id: string }) => unit.id),
+      newest.slice(0, 50),
+    );
+    const second = await owner(`/v1/dashboard/memory?scope=user%3Aalice&before=${encodeURIComponent(first.body.next)}`);
+    assert.deepEqual(
+      second.body.results.map((unit: { id: string }) => unit.id),
+      newest.slice(50, 100),
+    );
+  });
+
   test('a turn given a skill and a memory shows both on its session page, with the injected text cut from the stored forwarded body', async () => {
     const question = 'Write the release notes for the staging gateway deploys on Tuesdays.';
     await client(node, 'alice').chat.completions.create({ model: 'm', messages: [{ role: 'user', content: question }] });

@@ -22,6 +22,8 @@ export interface MemoryPageReads {
   scopes(): Maybe<Array<{ scope: string; active: number; superseded: number }>>;
   search(request: { scope: string; query: string; limit: number; types?: MemoryType[]; includeSuperseded: boolean }): Maybe<MemoryHit[]>;
   get(id: string): Maybe<MemoryUnit | undefined>;
+  /** the units of these ids that still exist, in the ids' order (one read for a page of them) */
+  units(ids: readonly string[]): Maybe<MemoryUnit[]>;
   /** rows of MEMORY_SQL's newest queries */
   query<T>(sql: string, params: unknown[]): Maybe<T[]>;
 }
@@ -42,6 +44,7 @@ export function sqliteMemoryReads(sources: DashboardSources): MemoryPageReads {
     scopes: () => store.scopes().map((name) => store.stats(name)),
     search: (request) => sources.memory.search(request),
     get: (id) => store.get(id),
+    units: (ids) => ids.flatMap((id) => store.get(id) ?? []),
     query: <T>(sql: string, params: unknown[]) => sources.db.prepare(sql).all(...params) as T[],
   };
 }
@@ -104,10 +107,7 @@ export async function memoryData(reads: MemoryPageReads, rawQuery: Record<string
       results = hits.slice(0, limit).map((hit) => ({ ...shown(hit.unit), score: Math.round(hit.score * 1000) / 1000 }));
     } else {
       const rows = await newestUnits(reads, scope, query.type, includeSuperseded, cursorOf(query.before));
-      const units = await unitsOf(
-        reads,
-        rows.slice(0, MEMORY_PAGE_LIMIT).map((row) => row.id),
-      );
+      const units = await reads.units(rows.slice(0, MEMORY_PAGE_LIMIT).map((row) => row.id));
       results = units.map((unit) => ({ ...shown(unit), score: null }));
       const last = rows[MEMORY_PAGE_LIMIT - 1];
       if (rows.length > MEMORY_PAGE_LIMIT && last) next = `${last.observed_at}:${last.id}`;
@@ -158,12 +158,6 @@ function newestUnits(
   );
 }
 
-/** The units of these ids that still exist, in order. */
-async function unitsOf(reads: MemoryPageReads, ids: readonly string[]): Promise<MemoryUnit[]> {
-  const units = await Promise.all(ids.map(async (id) => reads.get(id)));
-  return units.filter((unit): unit is MemoryUnit => unit !== undefined);
-}
-
 interface SourceTurn {
   id: string;
   session_id: string | null;
@@ -192,7 +186,7 @@ export async function memoryDetail(reads: MemoryPageReads, id: string) {
     memory: shown(unit),
     types: MEMORY_TYPES,
     superseded_by: unit.supersededBy ? { id: unit.supersededBy, unit: replacement ? brief(replacement) : null } : null,
-    supersedes: (await unitsOf(reads, replacedIds)).map(brief),
+    supersedes: (await reads.units(replacedIds)).map(brief),
     source: {
       session_id: unit.sourceSession,
       session_recorded: recorded,

@@ -229,6 +229,7 @@ function teamMemoryReads(sources: TeamDashboardSources): MemoryPageReads {
     scopes: async () => (api ? (await api.allStats()).scopes : []),
     search: (request) => (api ? api.search(request) : []),
     get: (id) => api?.get(id),
+    units: (ids) => (api ? api.units(ids) : []),
     query: (sql, params) => rows(sources.pool, sql, params),
   };
 }

@@ -11,6 +11,7 @@ import {
 } from '../text/index.js';
 import { englishKey, katakanaKey } from '../text/loanwords.js';
 import { termOf } from '../text/tokenize.js';
+import { ScoreBoard } from './score-board.js';
 import { DEFAULT_CATEGORY } from './skill-file.js';
 import type { Skill } from './types.js';
 
@@ -93,6 +94,8 @@ export interface KeywordHit {
 }
 
 interface Posting {
+  /** the skill's slot (see `ScoreBoard`) */
+  slot: number;
   /** the term's weighted frequency in the skill */
   frequency: number;
   /** the skill's weighted length */
@@ -100,6 +103,7 @@ interface Posting {
 }
 
 interface IndexedSkill {
+  slot: number;
   /** Field-weighted term frequencies. */
   frequencies: Map<string, number>;
   /** Terms in the name or description. */
@@ -130,6 +134,10 @@ export class SkillSearchIndex {
   private readonly sounds = new Map<string, Set<string>>();
   /** Skills described in Chinese or Japanese: English queries then also search for their translations. */
   private readonly cjkSkills = new Set<string>();
+  /** Skill names by slot (see `ScoreBoard`); a removed skill's slot goes to the next skill added. */
+  private readonly slotNames: Array<string | undefined> = [];
+  private readonly freeSlots: number[] = [];
+  private readonly board = new ScoreBoard();
 
   /** `searchKeys`: text indexed with a skill beside its own (the keys a learning job wrote in the user's languages). */
   constructor(private readonly searchKeys: (skill: Skill) => string = () => '') {}
@@ -149,6 +157,8 @@ export class SkillSearchIndex {
     this.postings.clear();
     this.forms.clear();
     this.sounds.clear();
+    this.slotNames.length = 0;
+    this.freeSlots.length = 0;
     this.totalLength = 0;
     this.update(skills, []);
   }
@@ -182,13 +192,14 @@ export class SkillSearchIndex {
     const averageLength = this.totalLength / this.skills.size;
     const idfs = new Map<string, number>();
     for (const term of [...queryTerms, ...contextTerms]) if (!idfs.has(term)) idfs.set(term, this.idf(term));
-    const scores = new Map<string, number>();
+    const board = this.board;
+    board.reset(this.slotNames.length);
     // Per skill, the BM25 length normalisation for this library's average length.
     const lengthFactor = K1 * (1 - B);
     const lengthScale = (K1 * B) / averageLength;
-    const add = (name: string, posting: Posting, idf: number) => {
+    const add = (posting: Posting, idf: number) => {
       const normalised = posting.frequency / (posting.frequency + lengthFactor + lengthScale * posting.length);
-      scores.set(name, (scores.get(name) ?? 0) + idf * normalised * (K1 + 1));
+      board.add(posting.slot, idf * normalised * (K1 + 1));
     };
     // Rarest terms first. A term held by most of the library cannot make a skill relevant on its
     // own (its weight is small), so it only scores the candidates rarer terms found: walking its
@@ -197,20 +208,25 @@ export class SkillSearchIndex {
     for (const [term, weight] of present) {
       const documents = this.postings.get(term)!;
       const idf = (idfs.get(term) ?? this.idf(term)) * weight;
-      if (scores.size > 0 && documents.size > this.skills.size / 2) {
-        for (const name of [...scores.keys()]) {
-          const posting = documents.get(name);
-          if (posting) add(name, posting, idf);
+      const scored = board.scored;
+      if (scored.length > 0 && documents.size > this.skills.size / 2) {
+        // Only adds to skills already scored: the list does not grow meanwhile.
+        for (let at = 0, count = scored.length; at < count; at++) {
+          const posting = documents.get(this.slotNames[scored[at]!]!);
+          if (posting) add(posting, idf);
         }
-      } else for (const [name, posting] of documents) add(name, posting, idf);
+      } else for (const posting of documents.values()) add(posting, idf);
     }
-    if (scores.size === 0) return [];
-    const ranked = topScores(scores, CANDIDATES);
+    if (board.scored.length === 0) return [];
+    const ranked = board.top(CANDIDATES).map(([slot, bm25]) => [this.slotNames[slot]!, bm25] as const);
     const idf = (term: string) => idfs.get(term) ?? this.idf(term);
     const total = this.idfTotal(queryTerms, alternatives, idf);
     const contextTotal = contextTerms.length > 0 ? this.idfTotal(contextTerms, NO_ALTERNATIVES, idf) : 0;
     const rare = rareTermIdf(this.skills.size);
     const forms = this.otherForms(queryTerms);
+    // Which request words general language uses (see `KeywordHit.everyday`): looked up once per request, not per candidate.
+    const statistics = termStatistics();
+    const everydayTerms = new Set(queryTerms.filter((term) => statistics.share(term) > 0));
     return ranked.map(([name, bm25]) => {
       const skill = this.skills.get(name)!;
       const translated = { evidence: 0, specific: 0 };
@@ -223,7 +239,7 @@ export class SkillSearchIndex {
       let everyday = false;
       const matched = this.matched(queryTerms, alternatives, skill, idf, nameWeight, forms, (value, translation, term) => {
         if (!translation) {
-          if (value / rare > strongest) everyday = skill.named.has(term) && termStatistics().share(term) > 0;
+          if (value / rare > strongest) everyday = skill.named.has(term) && everydayTerms.has(term);
           strongest = Math.max(strongest, value / rare);
           return;
         }
@@ -365,7 +381,10 @@ export class SkillSearchIndex {
     // A category its author chose ("research") says what the skill is about as a description does;
     // the default one says nothing ("general" would also stem like "generate").
     const categorised = skill.category === DEFAULT_CATEGORY ? [] : tokenize(skill.category);
+    const slot = this.freeSlots.pop() ?? this.slotNames.length;
+    this.slotNames[slot] = skill.name;
     this.skills.set(skill.name, {
+      slot,
       frequencies,
       head: new Set([...fields.name, ...fields.description, ...fields.keys, ...lead, ...categorised]),
       named: new Set(fields.name),
@@ -385,7 +404,7 @@ export class SkillSearchIndex {
           else this.forms.set(prefix, new Set([term]));
         }
       }
-      documents.set(skill.name, { frequency, length });
+      documents.set(skill.name, { slot, frequency, length });
     }
   }
 
@@ -405,6 +424,8 @@ export class SkillSearchIndex {
     if (!skill) return;
     this.skills.delete(name);
     this.cjkSkills.delete(name);
+    this.slotNames[skill.slot] = undefined;
+    this.freeSlots.push(skill.slot);
     this.totalLength -= skill.length;
     for (const term of skill.frequencies.keys()) {
       const documents = this.postings.get(term);
@@ -439,20 +460,4 @@ function otherFormWeight(others: readonly string[] | undefined, skill: IndexedSk
     best = Math.max(best, weight);
   }
   return best;
-}
-
-/**
- * The `count` highest scores, best first, in one pass: a big library gives thousands of scored
- * skills per query, and sorting them all cost more than scoring them.
- */
-function topScores(scores: ReadonlyMap<string, number>, count: number): Array<[string, number]> {
-  const top: Array<[string, number]> = [];
-  for (const entry of scores) {
-    if (top.length === count && entry[1] <= top[count - 1]![1]) continue;
-    let at = top.length;
-    while (at > 0 && top[at - 1]![1] < entry[1]) at--;
-    top.splice(at, 0, entry);
-    if (top.length > count) top.pop();
-  }
-  return top;
 }

@@ -558,4 +558,11 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: '',
     postgres: POSTGRES_INDEX_WORDS_V24,
   },
+  {
+    version: 25,
+    description:
+      "team memory index: entries by words version, so a node's start finds older entries by index lookups instead of reading every entry (nothing changes in SQLite)",
+    sql: '',
+    postgres: 'CREATE INDEX memory_search_docs_words_version ON memory_search_docs (words_version);',
+  },
 ];

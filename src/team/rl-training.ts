@@ -190,9 +190,10 @@ export class TeamRlTraining {
     if (this.state !== 'stopped' && this.policy.current()) this.state = 'ready';
     const trainer = this.trainer;
     if (trainer) await this.options.queueTeacher?.();
-    // The trainer needs the count every tick; the others only for their report.
-    if (trainer || Date.now() >= this.nextReportRead) {
-      this.readyCount = await this.options.samples.trainableCount(this.options.generation(), this.waitsForTeacher());
+    // The trainer needs the count every tick; the others, and the recent steps, only for the report.
+    const reportDue = Date.now() >= this.nextReportRead;
+    if (trainer || reportDue) this.readyCount = await this.options.samples.trainableCount(this.options.generation(), this.waitsForTeacher());
+    if (reportDue) {
       this.lastSteps = await this.steps.recent(5);
       this.nextReportRead = Date.now() + this.options.settings.checkIntervalMs;
     }
@@ -201,6 +202,7 @@ export class TeamRlTraining {
     if (this.options.window && !this.options.window.isOpen()) return;
     // Not awaited: the policy is read again meanwhile; the loop runs one step at a time.
     void trainer.loop.runStep('window').then((outcome) => {
+      this.nextReportRead = 0; // the report shows this node's own step at the next tick
       if (outcome.status === 'failed') this.options.logger.warn({ step: outcome.step, err: outcome.error }, 'rl training step failed');
     });
   }

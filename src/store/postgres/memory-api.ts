@@ -11,7 +11,7 @@ import { forgetPgScope, forgetPgUnit } from './forget-scope.js';
 import type { PgJobQueue } from './job-queue.js';
 import { SEARCH_KEYS_JOB } from '../../memory/service.js';
 import { PgMemorySearch } from './memory-search.js';
-import { sqliteRowOf, unitOfRow } from './memory-units.js';
+import { sqliteRowOf, unitOfRow, unitsById } from './memory-units.js';
 import { searchRecall, type PgMemoryVectors } from './memory-vectors.js';
 import { lockScope, MemoryWorkspace } from './memory-workspace.js';
 import { PgMemoryWriter } from './memory-writer.js';
@@ -79,6 +79,11 @@ export class PgMemoryApi {
   async get(id: string): Promise<MemoryUnit | undefined> {
     const result = await this.pool.query('SELECT * FROM memory_units WHERE id = $1', [id]);
     return result.rows[0] === undefined ? undefined : unitOfRow(result.rows[0]);
+  }
+
+  /** The units of these ids that still exist, in the ids' order. */
+  units(ids: readonly string[]): Promise<MemoryUnit[]> {
+    return unitsById(this.pool, ids);
   }
 
   async search(request: { scope: string; query: string; limit: number; types?: MemoryType[]; includeSuperseded?: boolean }): Promise<MemoryHit[]> {

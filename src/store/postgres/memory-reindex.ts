@@ -20,7 +20,24 @@ const OLDER_ENTRIES = `FROM memory_search_docs d LEFT JOIN memory_index_words w 
   WHERE d.words_version IS NULL OR w.first_seen IS NULL
      OR w.first_seen < (SELECT first_seen FROM memory_index_words WHERE version = $1)`;
 
+/**
+ * Whether any entry is older (as `OLDER_ENTRIES` says), by index lookups on words_version (migration
+ * 25): one for entries without a version, then one per version the entries hold, walked in order
+ * (a team holds a few). `SELECT 1 ${OLDER_ENTRIES} LIMIT 1` read every entry when none was older,
+ * which is the case at nearly every start.
+ */
+const ANY_OLDER = `WITH RECURSIVE versions (version) AS (
+    SELECT min(words_version) FROM memory_search_docs
+    UNION ALL
+    SELECT (SELECT min(words_version) FROM memory_search_docs WHERE words_version > versions.version) FROM versions WHERE version IS NOT NULL
+  )
+  SELECT EXISTS (SELECT 1 FROM memory_search_docs WHERE words_version IS NULL)
+      OR EXISTS (SELECT 1 FROM versions v LEFT JOIN memory_index_words w ON w.version = v.version
+                  WHERE v.version IS NOT NULL
+                    AND (w.first_seen IS NULL OR w.first_seen < (SELECT first_seen FROM memory_index_words WHERE version = $1))) AS older`;
+
 const idRows = z.array(z.object({ unit_id: z.string() }));
+const olderRow = z.object({ older: z.boolean() });
 /** Which batch a job is: the next one is queued under the other dedupe key (a job's own key is held while it runs). */
 const payloadSchema = z.object({ round: z.number().int().nonnegative() }).catch({ round: 0 });
 
@@ -32,8 +49,8 @@ const payloadSchema = z.object({ round: z.number().int().nonnegative() }).catch(
 export async function queueTeamReindex(pool: pg.Pool, queue: PgJobQueue): Promise<number | undefined> {
   const version = indexWordsVersion();
   await pool.query(`INSERT INTO memory_index_words (version, first_seen) VALUES ($1, ${DB_CLOCK_MS}) ON CONFLICT (version) DO NOTHING`, [version]);
-  const older = await pool.query(`SELECT 1 ${OLDER_ENTRIES} LIMIT 1`, [version]);
-  if (older.rows.length === 0) return undefined;
+  const { older } = olderRow.parse((await pool.query(ANY_OLDER, [version])).rows[0]);
+  if (!older) return undefined;
   return queue.enqueue(REINDEX_JOB, {}, { dedupeKey: REINDEX_JOB });
 }
 

@@ -97,6 +97,14 @@ export async function unitsBySequence(db: Queryable, sequences: readonly number[
   return new Map(result.rows.map((raw) => unitOfRow(raw)).map((unit) => [unit.sequence, unit]));
 }
 
+/** The units of these ids that still exist, in the ids' order, in one query (a dashboard page lists 50). */
+export async function unitsById(db: Queryable, ids: readonly string[]): Promise<MemoryUnit[]> {
+  if (ids.length === 0) return [];
+  const result = await db.query('SELECT * FROM memory_units WHERE id = ANY($1::text[])', [ids]);
+  const byId = new Map(result.rows.map((raw) => unitOfRow(raw)).map((unit) => [unit.id, unit]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
 /** Units' indexed terms by sequence (SQLite's `unitTerms`: what pseudo-relevance feedback reads). */
 export async function unitTerms(db: Queryable, sequences: readonly number[]): Promise<Map<number, string[]>> {
   if (sequences.length === 0) return new Map();
