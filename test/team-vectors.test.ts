@@ -109,7 +109,7 @@ describe('team mode with pgvector: a whole node recalls memories by meaning', ()
     await server?.stop();
   });
 
-  test("members' memories written through a node are embedded by the team queue, and /status and doctor say vectors are on", async () => {
+  test("members' memories written through a node are embedded by the team queue, and /status and doctor say vectors are on (the doctor passes the store)", async () => {
     await remember('alice', 'Zorblat sends the invoices.');
     await remember('alice', 'The greyhound Pepper hides under the desk during thunderstorms.');
     await remember('bob', 'Zorblat runs on the old rack in Leeds.');
@@ -120,9 +120,12 @@ describe('team mode with pgvector: a whole node recalls memories by meaning', ()
     const other = await status(keyword);
     assert.equal(other.store.search, 'keyword');
     assert.match(other.store.vectors, /^keyword-only recall on this node: pgvector \S+ is installed, but .*memory\.retrieval_mode is keyword/);
-    const doctor = await hybrid.cli(['doctor', '--no-canary'], { env: teamEnv() });
-    assert.match(doctor.stdout, /team store: .*vector recall: pgvector \d+\.\d+\.\d+, memory vectors of embed-1 \(64 dimensions\)/);
-    assert.match(doctor.stdout, /retrieval: .*memory hybrid \(embed-1\)/);
+    const doctor = await hybrid.cli(['doctor', '--json', '--no-canary'], { env: teamEnv() });
+    const checks = (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; verdict: string; detail: string }> }).checks;
+    const check = (name: string) => checks.find((candidate) => candidate.name === name);
+    assert.equal(check('team store')?.verdict, 'pass', doctor.stdout);
+    assert.match(check('team store')!.detail, /vector recall: pgvector \d+\.\d+\.\d+, memory vectors of embed-1 \(64 dimensions\)/);
+    assert.match(check('retrieval')?.detail ?? '', /memory hybrid \(embed-1\)/, doctor.stdout);
   });
 
   test("a member's question recalls, through the node, her memory that only its meaning matches beside the one its words match, and never another member's", async () => {
