@@ -14,7 +14,7 @@ import { PgMemoryWriter } from '../src/store/postgres/memory-writer.js';
 import { inTransaction } from '../src/store/postgres/transaction.js';
 import { pgEmbedHandler } from '../src/store/postgres/vector-jobs.js';
 import { EMBEDDING_DIMENSIONS, embeddingsHandler } from './support/embeddings.js';
-import { forgetPreparedStatements, startPglite, type TestPglite } from './support/pglite.js';
+import { startPglite, type TestPglite } from './support/pglite.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 const ALICE = 'user:alice';
@@ -67,8 +67,7 @@ describe('memory vectors in pgvector (team store, PGlite with pgvector)', () => 
 
   before(async () => {
     server = await startPglite();
-    // One connection: see forgetPreparedStatements.
-    pool = openPool(server.url, { max: 1 });
+    pool = openPool(server.url, { max: 2 });
     upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = embeddingsHandler(() => false, SYNONYMS);
   });
@@ -151,8 +150,7 @@ describe('memory vectors in pgvector (team store, PGlite with pgvector)', () => 
   test("a node's hybrid recall finds a unit by meaning that keywords miss, once the question's vector is known, within its own scope", async () => {
     const zorblat = (await pool.query<{ id: string }>('SELECT id FROM memory_units WHERE scope = $1 AND content LIKE $2', [ALICE, 'Zorblat%'])).rows[0]!.id;
     const vectors = newVectors();
-    // One connection for recall: PGlite's one session holds the search's named statements (see support/pglite.ts).
-    const provider = new PgMemoryContextProvider({ url: server.url, settings: SETTINGS, timeoutMs: 2_000, poolSize: 1, vectors, retrievalMode: 'hybrid' });
+    const provider = new PgMemoryContextProvider({ url: server.url, settings: SETTINGS, timeoutMs: 2_000, vectors, retrievalMode: 'hybrid' });
     providers.push(provider);
     await provider.start();
     try {
@@ -176,7 +174,6 @@ describe('memory vectors in pgvector (team store, PGlite with pgvector)', () => 
       assert.equal(provider.status().failures, 0);
     } finally {
       await provider.stop();
-      await forgetPreparedStatements(pool);
     }
   });
 
