@@ -84,6 +84,11 @@ describe("team mode: a member's key on the nodes of a team store", { skip: postg
     assert.equal(search.status, 200, JSON.stringify(search.body));
     assert.equal(search.body.scope, 'user:bob');
     assert.deepEqual(search.body.results, []);
+    const named = await sendJson(`${nodes[0]!.url}/v1/memory/search`, 'POST', {
+      headers: { authorization: `Bearer ${keys['bob']!}` },
+      body: { query: 'cat named Miso', scope: 'user:alice' },
+    });
+    assert.equal(named.status, 403, 'naming another scope in the body is refused');
 
     // The control, which also warms the node: with Alice's key, the node gives her request her
     // memory. (A node's first recall may run out of its budget and go without, by design.)
