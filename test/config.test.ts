@@ -70,6 +70,16 @@ describe('loading config.yaml', () => {
     assert.equal(config.values['skills.enabled'], false);
   });
 
+  test('the team store URL: --store wins over METACLAW_DATABASE_URL, which wins over store.url in the file', () => {
+    const folder = home('store:\n  url: postgres://file@db.example/metaclaw\n');
+    const fromEnv = { METACLAW_HOME: folder, METACLAW_DATABASE_URL: 'postgres://env@db.example/metaclaw' };
+    const flag = { 'store.url': 'postgres://flag@db.example/metaclaw' };
+    assert.equal(load(folder).values['store.url'], 'postgres://file@db.example/metaclaw');
+    assert.equal(loadConfig({ env: fromEnv }).values['store.url'], 'postgres://env@db.example/metaclaw');
+    assert.equal(loadConfig({ env: fromEnv, overrides: flag }).values['store.url'], 'postgres://flag@db.example/metaclaw');
+    assert.equal(loadConfig({ env: { METACLAW_HOME: folder }, overrides: flag }).values['store.url'], 'postgres://flag@db.example/metaclaw');
+  });
+
   test('fallback upstreams are validated as a list of objects', () => {
     assert.throws(
       () => load(home('llm:\n  fallbacks:\n    - api_base: not-a-url\n')),

@@ -16,8 +16,10 @@ const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 10, 20, 12);
 const ALICE = 'user:alice';
 const BOB = 'user:bob';
+const JAPANESE_FACT = '自転車は駅の近くの駐輪場に置いてあります。';
+const JAPANESE_QUERY = '自転車はどこに置いた？';
 
-/** A member's memory: extracted facts, two sessions of raw turns (neighbour credits), a Chinese aside, search keys. */
+/** A member's memory: extracted facts, two sessions of raw turns (neighbour credits), a Chinese and a Japanese aside, search keys. */
 function aliceMemory(): MemoryDraft[] {
   const fact = (content: string, days: number, extra: Partial<MemoryDraft> = {}): MemoryDraft => ({
     scope: ALICE,
@@ -55,6 +57,7 @@ function aliceMemory(): MemoryDraft[] {
     turn('s2', 'user', 'The migration script failed on the staging database again.', 3),
     turn('s2', 'assistant', 'Check whether the lock timeout is shorter than the longest table rewrite.', 3),
     turn('s2', 'user', 'Raising the lock timeout to thirty seconds fixed it.', 3),
+    fact(JAPANESE_FACT, 8, { type: 'episodic' }),
   ];
   // A few hundred diary lines sharing common words, so a common term's list is capped and its df read from the counters.
   const places = ['office', 'garden', 'kitchen', 'station', 'library', 'studio'];
@@ -85,6 +88,7 @@ const QUERIES = [
   'what did I plan for the week in the kitchen',
   'what does Pepper eat',
   '膝盖怎么了',
+  JAPANESE_QUERY,
   'who approves deployments to production',
   'lunch on Friday',
   'tell me about the laptop battery',
@@ -133,7 +137,7 @@ describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => 
             }
           : (Reflect.get(target, key) as unknown),
     });
-    const languages = () => ['zh'] as const;
+    const languages = () => ['zh', 'ja'] as const;
     const request = { scope, query, limit: 10, minRelevance: 0.1, now: new Date(NOW) };
     const sqlite = await new MemoryRetriever(recording, undefined, silentLogger(), 'keyword', languages).recall(request);
     // Each keyword search the retriever made (a second one when feedback widens the query), run on PostgreSQL.
@@ -211,6 +215,8 @@ describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => 
     // The set is not vacuous: most queries recall something, and capped lists and neighbour credits occur.
     assert.ok(compared > 40, `${compared} hits compared`);
     assert.ok(widened > 0, 'some queries were widened by feedback (a second search, terms as written)');
+    const japanese = await bothRecalls(ALICE, JAPANESE_QUERY);
+    assert.equal(japanese.postgres[0]?.unit.content, JAPANESE_FACT, 'a Japanese question recalls the Japanese fact first');
     const planned = await search.search(ALICE, uniqueTerms('planned'), 500);
     assert.equal(planned.hits.filter((hit) => hit.matched.length > 0).length, 200, 'a common term reads its newest 200 holders');
     assert.equal(await search.documentFrequency(ALICE, uniqueTerms('planned')[0]!), 240);
