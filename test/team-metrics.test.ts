@@ -10,7 +10,7 @@ import pg from 'pg';
 import { learningAwareUpstream, session } from './support/evolver.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
 import { samples } from './support/prometheus.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { disposeTeam, teamHelpers } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
@@ -24,7 +24,7 @@ let seed: string;
 const nodes: ProxyHandle[] = [];
 const keys: Record<string, string> = {};
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { startTeam, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
 
 async function scrape(node: ProxyHandle, key: string): Promise<{ status: number; metrics: Map<string, number> }> {
   const response = await fetch(`${node.url}/metrics`, { headers: { authorization: `Bearer ${key}` } });
@@ -43,22 +43,16 @@ describe('team mode: a node’s /metrics counts the team store', { skip: postgre
     let judged = 0;
     upstream.defaultHandler = learningAwareUpstream({ chat: 'Done.', judge: () => `Score: ${++judged % 2 === 1 ? 1 : -1}` });
     seed = tempHome('metaclaw-team-metrics-seed-');
-    await cli(['store', 'migrate']);
-    for (const name of ['alice', 'bob']) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
-    for (let index = 0; index < 2; index++)
-      nodes.push(
-        await startProxy({
-          env: teamEnv(),
-          config: {
-            mode: 'skills_only',
-            llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' },
-            rl: { enabled: true, prm_m: 1 },
-            skills: { auto_evolve: false },
-            memory: { auto_extract: false },
-            learning: { lease_seconds: 5 },
-          },
-        }),
-      );
+    nodes.push(
+      ...(await startTeam(['alice', 'bob'], 2, {
+        mode: 'skills_only',
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' },
+        rl: { enabled: true, prm_m: 1 },
+        skills: { auto_evolve: false },
+        memory: { auto_extract: false },
+        learning: { lease_seconds: 5 },
+      })),
+    );
     // Alice talks to one node, Bob to the other.
     await Promise.all([
       session(client(nodes[0]!, 'alice'), 'metrics-a', ['deploy the api to staging', 'now the worker', 'and the cron job']),
