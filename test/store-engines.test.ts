@@ -225,6 +225,24 @@ for (const engine of engines()) {
         assert.equal(await memory.get(kept.id), undefined, 'the forgotten unit is gone for good');
         assert.equal((await memory.get(old.id))?.id, old.id, 'a superseded unit is kept');
       });
+
+      test('forgetting the middle of three raw turns links the third to the first: it is found by the first’s words, no longer by the forgotten one’s', async () => {
+        const { memory } = stores;
+        const [first, middle, third] = await memory.ingest(ALICE, 'anxious-dog', [
+          { id: 'turn-1', role: 'user', content: 'My greyhound Pepper hides under the bed during thunderstorms.' },
+          { id: 'turn-1', role: 'assistant', content: 'A quiet crate draped with a blanket often calms an anxious dog.' },
+          { id: 'turn-2', role: 'user', content: 'Fireworks on New Year are worse still.' },
+        ]);
+        assert.ok(first && middle && third);
+        // A raw turn is found by the words of the turn said just before it.
+        assert.ok((await memory.search(ALICE, 'crate blanket')).includes(third), 'the third is found by the middle turn’s words');
+        assert.ok(!(await memory.search(ALICE, 'greyhound thunderstorms')).includes(third), 'not yet by the first’s');
+        await memory.forget((await memory.get(middle))!);
+        assert.deepEqual(await memory.search(ALICE, 'crate blanket'), [], 'no trace of the forgotten turn’s words');
+        const found = await memory.search(ALICE, 'greyhound thunderstorms');
+        assert.equal(found[0], first);
+        assert.ok(found.includes(third), 'the third now follows the first and is found by its words');
+      });
     });
 
     describe('skills', () => {

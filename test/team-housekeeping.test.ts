@@ -2,7 +2,8 @@
  * The daily memory housekeeping a node runs on the team store does what a personal install's does:
  * near-duplicates merged (the loser superseded and linked, no longer found), raw turns and
  * superseded units past retention deleted (pinned ones kept), and a scope over its cap brought
- * under it, the least useful episodes first. And a node re-indexes the entries older nodes wrote
+ * under it, the least useful episodes first; the raw turn after a deleted one follows the turn
+ * before it, as on SQLite. And a node re-indexes the entries older nodes wrote
  * with other bundled words, never those of a newer version (a rolling upgrade converges). Real
  * `metaclaw start` nodes on one PostgreSQL.
  */
@@ -10,8 +11,11 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
+import { loadConfig } from '../src/config/index.js';
+import { silentLogger } from '../src/logging/index.js';
+import { memorySettings } from '../src/runtime/settings.js';
 import { openDatabase } from '../src/store/index.js';
-import { addPgMemory } from '../src/store/postgres/index.js';
+import { addPgMemory, PgJobQueue, PgMemoryApi } from '../src/store/postgres/index.js';
 import type { MemoryDraft } from '../src/memory/types.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
@@ -84,6 +88,19 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
       ids['replacement'],
       old,
     ]);
+    // A conversation ingested as a node ingests it (POST /v1/memory/ingest), whose middle turn is past retention.
+    const api = new PgMemoryApi(pool, silentLogger(), {
+      queue: new PgJobQueue(pool, 'seed', 3),
+      settings: { ...memorySettings(loadConfig({ env: { METACLAW_HOME: seed } })), autoExtract: false },
+    });
+    const recent = Date.now() - DAY;
+    const walk = await api.ingest('user:alice', 'anxious-dog', [
+      { id: 'walk-1', role: 'user', content: 'My greyhound Pepper hides under the bed during thunderstorms.', timestamp: recent },
+      { id: 'walk-1', role: 'assistant', content: 'A quiet crate draped with a blanket often calms an anxious dog.', timestamp: old },
+      { id: 'walk-2', role: 'user', content: 'Fireworks on New Year are worse still.', timestamp: recent },
+    ]);
+    api.close();
+    for (const [index, name] of ['walkStart', 'walkReply', 'walkNext'].entries()) ids[name] = walk.stored[index]!.id;
     // Over the cap: 110 episodes in Bob's scope, of rising importance, beside a pinned and a core unit of the lowest.
     for (let index = 0; index < 110; index++)
       await addPgMemory(pool, {
@@ -147,6 +164,17 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
     assert.equal((await unit(ids['replacement']!)).body.status, 'active');
     const [orphans] = await rows<{ n: string }>('SELECT count(*) AS n FROM memory_search_docs WHERE seq NOT IN (SELECT rowid FROM memory_units)');
     assert.equal(Number(orphans!.n), 0, 'no index entry outlives its unit');
+  });
+
+  test('the raw turn after one past retention follows the turn before it: found by that turn’s words, no longer by the deleted one’s', async () => {
+    assert.equal((await unit(ids['walkReply']!)).status, 404, 'the old reply went');
+    const search = async (query: string) => {
+      const found = await sendJson(`${nodes[0]!.url}/v1/memory/search`, 'POST', { headers: { authorization: `Bearer ${keys['alice']}` }, body: { query } });
+      return (found.body.results as Array<{ id: string }>).map((hit) => hit.id);
+    };
+    const byFirst = await search('greyhound thunderstorms');
+    assert.ok(byFirst.includes(ids['walkStart']!) && byFirst.includes(ids['walkNext']!), JSON.stringify(byFirst));
+    assert.ok(!(await search('crate blanket')).includes(ids['walkNext']!), 'no trace of the deleted turn’s words');
   });
 
   test('a scope over its cap keeps 95% of it: the least important episodes go, never a pinned or core one', async () => {

@@ -12,7 +12,7 @@ import { PgSkillStore } from '../src/store/postgres/index.js';
 import { isJudgeCall, learningAwareUpstream, session, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { disposeTeam, teamHelpers } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
@@ -26,7 +26,7 @@ let seed: string;
 const nodes: ProxyHandle[] = [];
 const keys: Record<string, string> = {};
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { startTeam, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
 
 /** The user texts the judge was shown (its instruction), one entry per judge call. */
 function judgedTexts(): string[] {
@@ -45,22 +45,16 @@ describe('team mode: RL samples on the team store', { skip: postgresSkip() }, ()
     upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({ chat: 'Done.', judge: () => 'The answer did what was asked.\nScore: 1' });
     seed = tempHome('metaclaw-team-rl-seed-');
-    await cli(['store', 'migrate']);
-    for (const name of ['alice', 'bob']) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
-    for (let index = 0; index < 2; index++)
-      nodes.push(
-        await startProxy({
-          env: teamEnv(),
-          config: {
-            mode: 'skills_only',
-            llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' },
-            rl: { enabled: true, prm_m: 1 },
-            skills: { enabled: false, auto_evolve: false },
-            memory: { enabled: false },
-            learning: { lease_seconds: 5 },
-          },
-        }),
-      );
+    nodes.push(
+      ...(await startTeam(['alice', 'bob'], 2, {
+        mode: 'skills_only',
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' },
+        rl: { enabled: true, prm_m: 1 },
+        skills: { enabled: false, auto_evolve: false },
+        memory: { enabled: false },
+        learning: { lease_seconds: 5 },
+      })),
+    );
   });
 
   after(() => disposeTeam({ nodes, pool, upstream, postgres, seed }));

@@ -147,6 +147,23 @@ export function neighbourTerms(terms: string): string {
   return terms.split(' ').slice(0, NEIGHBOUR_TERMS).join(' ');
 }
 
+/** A raw turn's link to the raw turn said before it, as both engines store it: that turn and the words it lends, or none. */
+export function rawLink(previous: { rowid: number; terms: string } | undefined): { previous_raw: number | null; neighbour_terms: string } {
+  return previous ? { previous_raw: previous.rowid, neighbour_terms: neighbourTerms(previous.terms) } : { previous_raw: null, neighbour_terms: '' };
+}
+
+/**
+ * The turn a raw turn follows once raw turns are deleted: past every deleted one (`deleted`: each
+ * one's own previous turn), the nearest earlier turn that stays, or none. Deleting one turn at a
+ * time (SQLite) comes to the same: each deletion hands the follower the deleted turn's previous.
+ */
+export function survivingPrevious(previous: number | null, deleted: ReadonlyMap<number, number | null>): number | null {
+  let current = previous;
+  // A chain of deleted turns is at most as long as the batch: the bound only guards a corrupt loop.
+  for (let steps = 0; current !== null && deleted.has(current) && steps <= deleted.size; steps++) current = deleted.get(current) ?? null;
+  return current !== null && deleted.has(current) ? null : current;
+}
+
 /** A query term's posting lists, as an engine read them (rowids newest first). */
 export interface TermPostings {
   /** The newest units holding the term itself (at most POSTINGS_PER_TERM). */

@@ -13,7 +13,7 @@ import {
   hasEnglishForms,
   indexTokens,
   needsPrefix,
-  neighbourTerms,
+  rawLink,
   rankPostings,
   scopedTerm,
   termIdf,
@@ -290,10 +290,7 @@ export class MemoryStore {
     return this.db
       .transaction(() => {
         const previous = draft.origin === 'raw_turn' && session !== null ? this.statements.lastRaw.get(session, draft.scope) : undefined;
-        if (previous) {
-          row.previous_raw = previous.rowid;
-          row.neighbour_terms = neighbourTerms(previous.terms);
-        }
+        Object.assign(row, rawLink(previous));
         const result = this.statements.insert.run(row);
         if (result.changes === 0) return undefined;
         const rowid = Number(result.lastInsertRowid);
@@ -638,7 +635,8 @@ export class MemoryStore {
 
   /** A raw turn now follows `previous` (or nothing): its neighbour terms and entry change (forgetting, editing; never on ingestion). */
   private relink(rowid: number, previous: NeighbourRow | undefined): void {
-    this.statements.setPrevious.run(previous?.rowid ?? null, previous ? neighbourTerms(previous.terms) : '', rowid);
+    const link = rawLink(previous);
+    this.statements.setPrevious.run(link.previous_raw, link.neighbour_terms, rowid);
     this.reindex(rowid);
   }
 

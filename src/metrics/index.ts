@@ -1,2 +1,2 @@
 export { ProxyMetrics, type RequestObservation, type StoreFigures } from './proxy-metrics.js';
-export { storeFigures } from './store-figures.js';
+export { storeFigures, teamStoreFigures } from './store-figures.js';

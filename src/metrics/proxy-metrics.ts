@@ -14,15 +14,17 @@ export interface RequestObservation {
   injectedTokens: number;
 }
 
+/** A figure as a store reads it: at once (SQLite), or a promise answered before the scrape is (the team store, PostgreSQL). */
+type Read<T> = T | Promise<T>;
+
 /** Figures read from the store at scrape time (never on the request path). */
 export interface StoreFigures {
-  queue(): Record<string, number>;
-  jobs(): Array<{ kind: string; status: string; count: number }>;
-  skills(): Array<{ category: string; count: number }>;
-  memories(): Array<{ type: string; count: number }>;
-  judgeScores(): Array<{ score: number; count: number }>;
-  /** a promise on the team store (PostgreSQL), answered before the scrape is */
-  trainingSteps(): Array<{ status: string; count: number }> | Promise<Array<{ status: string; count: number }>>;
+  queue(): Read<Record<string, number>>;
+  jobs(): Read<Array<{ kind: string; status: string; count: number }>>;
+  skills(): Read<Array<{ category: string; count: number }>>;
+  memories(): Read<Array<{ type: string; count: number }>>;
+  judgeScores(): Read<Array<{ score: number; count: number }>>;
+  trainingSteps(): Read<Array<{ status: string; count: number }>>;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -79,7 +81,7 @@ export class ProxyMetrics {
     });
 
     // Each store gauge is read when scraped; a store that cannot answer (full disk, locked) leaves it empty.
-    const fromStore = <L extends string>(name: string, help: string, labelNames: L[], read: (gauge: Gauge<L>) => void | Promise<void>) =>
+    const fromStore = <L extends string>(name: string, help: string, labelNames: L[], read: (gauge: Gauge<L>) => Promise<void>) =>
       new Gauge<L>({
         name,
         help,
@@ -94,20 +96,20 @@ export class ProxyMetrics {
           }
         },
       });
-    fromStore('metaclaw_learning_queue_jobs', 'Learning jobs in the queue by state.', ['state'], (gauge) => {
-      for (const [state, count] of Object.entries(figures.queue())) gauge.set({ state }, count);
+    fromStore('metaclaw_learning_queue_jobs', 'Learning jobs in the queue by state.', ['state'], async (gauge) => {
+      for (const [state, count] of Object.entries(await figures.queue())) gauge.set({ state }, count);
     });
-    fromStore('metaclaw_learning_jobs', 'Learning jobs kept in the queue table, by kind and outcome.', ['kind', 'status'], (gauge) => {
-      for (const { kind, status, count } of figures.jobs()) gauge.set({ kind, status }, count);
+    fromStore('metaclaw_learning_jobs', 'Learning jobs kept in the queue table, by kind and outcome.', ['kind', 'status'], async (gauge) => {
+      for (const { kind, status, count } of await figures.jobs()) gauge.set({ kind, status }, count);
     });
-    fromStore('metaclaw_skills', 'Skills in the library, by category.', ['category'], (gauge) => {
-      for (const { category, count } of figures.skills()) gauge.set({ category }, count);
+    fromStore('metaclaw_skills', 'Skills in the library, by category.', ['category'], async (gauge) => {
+      for (const { category, count } of await figures.skills()) gauge.set({ category }, count);
     });
-    fromStore('metaclaw_memories', 'Active memory units, by type.', ['type'], (gauge) => {
-      for (const { type, count } of figures.memories()) gauge.set({ type }, count);
+    fromStore('metaclaw_memories', 'Active memory units, by type.', ['type'], async (gauge) => {
+      for (const { type, count } of await figures.memories()) gauge.set({ type }, count);
     });
-    fromStore('metaclaw_judge_scores', 'RL samples by the score the judge gave (-1, 0, 1).', ['score'], (gauge) => {
-      for (const { score, count } of figures.judgeScores()) gauge.set({ score: String(score) }, count);
+    fromStore('metaclaw_judge_scores', 'RL samples by the score the judge gave (-1, 0, 1).', ['score'], async (gauge) => {
+      for (const { score, count } of await figures.judgeScores()) gauge.set({ score: String(score) }, count);
     });
     fromStore('metaclaw_training_steps', 'RL training steps by outcome.', ['status'], async (gauge) => {
       for (const { status, count } of await figures.trainingSteps()) gauge.set({ status }, count);

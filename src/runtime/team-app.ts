@@ -9,7 +9,7 @@ import { HeldTurns, RemoteConversation, SpooledRecorder, TurnJournal } from '../
 import { EmbeddingClient } from '../embeddings/index.js';
 import { ConfigError, errorMessage } from '../errors.js';
 import { createLogger, type Logger } from '../logging/index.js';
-import { ProxyMetrics } from '../metrics/index.js';
+import { ProxyMetrics, teamStoreFigures } from '../metrics/index.js';
 import {
   AdminToken,
   AfterServing,
@@ -44,7 +44,6 @@ import {
   PgMemoryContextProvider,
   PgSkillProposals,
   PgSkillStore,
-  PgTrainingSteps,
   pgHousekeepingHandler,
   pgReindexHandler,
   pgMemoryJobHandlers,
@@ -332,20 +331,13 @@ export class TeamRuntime {
     });
     for (const handler of this.rl.handlers()) this.runner.register(handler);
     this.mirror.onChange(() => void this.rl.skillsChanged());
-    const teamSteps = new PgTrainingSteps(this.pool);
+    // Read from the team store at each scrape, so every node reports the team's figures.
     this.metrics = new ProxyMetrics(
-      {
-        queue: () => ({}),
-        jobs: () => [],
-        skills: () => {
-          const counts = new Map<string, number>();
-          for (const skill of this.mirror.all()) counts.set(skill.category, (counts.get(skill.category) ?? 0) + 1);
-          return [...counts].map(([category, count]) => ({ category, count }));
-        },
-        memories: () => [],
-        judgeScores: () => [],
-        trainingSteps: () => teamSteps.byStatus(),
-      },
+      teamStoreFigures(
+        this.pool,
+        async () => ({ ...(await this.queue.counts()) }),
+        () => this.mirror.all().map((skill) => skill.category),
+      ),
       (error) => this.logger.warn({ err: error }, 'metrics: could not read a figure for a scrape'),
     );
   }

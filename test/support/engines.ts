@@ -13,12 +13,14 @@ import { LearningBudget, type SpendSummary } from '../../src/learning/budget.js'
 import type { Job, JobRow, QueueCounts } from '../../src/learning/job-model.js';
 import { JobQueue } from '../../src/learning/queue.js';
 import { silentLogger } from '../../src/logging/index.js';
-import { MemoryStore } from '../../src/memory/store.js';
+import { loadConfig } from '../../src/config/index.js';
+import { MemoryService, type IngestTurn } from '../../src/memory/service.js';
 import type { MemoryDraft, MemoryUnit } from '../../src/memory/types.js';
 import type { VersionRow } from '../../src/skills/history.js';
 import { SkillsService } from '../../src/skills/service.js';
 import type { Skill, SkillDraft } from '../../src/skills/types.js';
 import { RlBuffer, type NewSample, type RlSampleStore } from '../../src/rl/buffer/index.js';
+import { memorySettings } from '../../src/runtime/settings.js';
 import { openDatabase } from '../../src/store/index.js';
 import {
   migratePostgres,
@@ -69,6 +71,8 @@ export interface MemoryUnderTest {
   supersede(old: MemoryUnit, by: MemoryUnit): Promise<void>;
   /** `unit` is deleted for good. */
   forget(unit: MemoryUnit): Promise<void>;
+  /** A conversation's turns kept as raw turns of a session (`POST /v1/memory/ingest`): the ids of those stored, in order. */
+  ingest(scope: string, sessionId: string, turns: readonly IngestTurn[]): Promise<string[]>;
 }
 
 export interface StoredSkillUnderTest {
@@ -136,6 +140,9 @@ export interface EngineUnderTest {
 const MAX_ATTEMPTS = 3;
 const NODE = 'engines-test';
 
+/** Memory as configured by default, without extraction (ingesting turns then queues nothing). */
+const memoryDefaults = () => ({ ...memorySettings(loadConfig({ env: { METACLAW_HOME: '/nonexistent-metaclaw-home' } })), autoExtract: false });
+
 const sqliteEngine = (): EngineUnderTest => ({
   name: 'SQLite (personal store)',
   skip: false,
@@ -145,7 +152,9 @@ const sqliteEngine = (): EngineUnderTest => ({
     const db = openDatabase(':memory:');
     const skillsDir = mkdtempSync(join(tmpdir(), 'metaclaw-engines-skills-'));
     const jobs = new JobQueue(db, NODE, MAX_ATTEMPTS);
-    const memory = new MemoryStore(db);
+    // The memory service's own store: its ingestion writes there.
+    const service = new MemoryService({ db, logger: silentLogger(), settings: memoryDefaults() });
+    const memory = service.store;
     const skills = new SkillsService({
       db,
       logger: silentLogger(),
@@ -196,6 +205,7 @@ const sqliteEngine = (): EngineUnderTest => ({
         search: (scope, query, limit = 10) => run(() => memory.search(scope, uniqueTerms(query), limit).candidates.map((candidate) => candidate.unit.id)),
         supersede: (old, by) => run(() => void memory.supersede(old.id, by.id)),
         forget: (unit) => run(() => void memory.delete(unit.id)),
+        ingest: (scope, sessionId, turns) => run(() => service.ingest(scope, sessionId, turns).stored.map((stored) => stored.id)),
       },
       skills: {
         write: (draft, source) =>
@@ -279,7 +289,7 @@ const postgresEngine = (): EngineUnderTest => {
       };
       const writer = new PgMemoryWriter(pool);
       const search = new PgMemorySearch(pool);
-      const api = new PgMemoryApi(pool, silentLogger());
+      const api = new PgMemoryApi(pool, silentLogger(), { queue: jobs, settings: memoryDefaults() });
       const skills = new PgSkillStore(pool);
       const sink = new PgTurnSink(pool);
       const reads = new PgConversationReads(pool, sink);
@@ -315,6 +325,7 @@ const postgresEngine = (): EngineUnderTest => {
           // The team store's index is what recall reads a unit's status from (memory-search.ts): superseding there is what takes it out.
           supersede: (old) => search.setActive(old.sequence, false),
           forget: async (unit) => void (await api.forget(unit.id)),
+          ingest: async (scope, sessionId, turns) => (await api.ingest(scope, sessionId, turns)).stored.map((stored) => stored.id),
         },
         skills: {
           write: async (draft, source) => {

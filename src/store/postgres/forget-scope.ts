@@ -9,6 +9,7 @@ import type { MemoryUnit } from '../../memory/types.js';
 import { PgMemorySearch } from './memory-search.js';
 import { unitOfRow } from './memory-units.js';
 import { lockScope } from './memory-workspace.js';
+import { relinkAfterDeleting } from './raw-links.js';
 import { fromPostgresText, toPostgresText } from './text.js';
 
 /** What forgetting a scope took out of the team store. */
@@ -89,12 +90,16 @@ export async function forgetPgUnit(pool: pg.Pool, client: pg.PoolClient, id: str
   if (row === undefined) return undefined;
   const unit = unitOfRow(row);
   const deleted = deletedUnit.parse(row);
-  await new PgMemorySearch(pool).remove([deleted.rowid], client);
+  const search = new PgMemorySearch(pool);
+  await search.remove([deleted.rowid], client);
+  // The raw turn after it now follows the one before it, lending that turn's words (as on SQLite).
+  await relinkAfterDeleting(client, search, [{ rowid: deleted.rowid, previous_raw: linkOf.parse(row).previous_raw }]);
   await forgetTexts(client, [deleted], null);
   return unit;
 }
 
 const deletedUnit = z.object({ rowid: z.coerce.number(), content: z.string(), source_turns: z.string() });
+const linkOf = z.object({ previous_raw: z.coerce.number().nullable() });
 
 /** After units are deleted: search keys of their texts that no unit still holds, and their texts scrubbed from turns. */
 async function forgetTexts(

@@ -6,6 +6,7 @@ import { HOUSEKEEPING_JOB, type MemorySettings } from '../../memory/service.js';
 import type { PgJobQueue } from './job-queue.js';
 import type { PgMemorySearch } from './memory-search.js';
 import { lockScope } from './memory-workspace.js';
+import { relinkAfterDeleting } from './raw-links.js';
 import { fromPostgresText } from './text.js';
 import { DB_CLOCK_MS } from './transaction.js';
 
@@ -100,20 +101,19 @@ async function housekeepTeam(client: pg.PoolClient, search: PgMemorySearch, sett
 }
 
 /**
- * Deletes units with their index entries (vectors go with them); links to them are cleared, as
- * SQLite's `deleteMany` clears them. Unlike SQLite, the raw turn after a deleted one keeps the
- * neighbour words it had in its entry until it is indexed again.
+ * Deletes units with their index entries (vectors go with them); links to them are cleared and the
+ * raw turns after them linked again (raw-links.ts), as SQLite's `deleteMany` does.
  */
 async function deleteUnits(client: pg.PoolClient, search: PgMemorySearch, sequences: readonly number[]): Promise<number> {
   if (sequences.length === 0) return 0;
-  const deleted = await client.query('DELETE FROM memory_units WHERE rowid = ANY($1::bigint[]) RETURNING rowid, id', [sequences]);
-  const gone = z.array(z.object({ rowid: z.coerce.number(), id: z.string() })).parse(deleted.rows);
+  const deleted = await client.query('DELETE FROM memory_units WHERE rowid = ANY($1::bigint[]) RETURNING rowid, id, previous_raw', [sequences]);
+  const gone = z.array(z.object({ rowid: z.coerce.number(), id: z.string(), previous_raw: z.coerce.number().nullable() })).parse(deleted.rows);
   await search.remove(
     gone.map((row) => row.rowid),
     client,
   );
   await client.query('UPDATE memory_units SET superseded_by = NULL WHERE superseded_by = ANY($1::text[])', [gone.map((row) => row.id)]);
-  await client.query('UPDATE memory_units SET previous_raw = NULL WHERE previous_raw = ANY($1::bigint[])', [gone.map((row) => row.rowid)]);
+  await relinkAfterDeleting(client, search, gone);
   return gone.length;
 }
 

@@ -108,12 +108,6 @@ export class PgTrainingSteps implements StepStore {
     return records((await this.pool.query("SELECT * FROM rl_steps WHERE status = 'done' AND sampler_path IS NOT NULL ORDER BY step DESC")).rows);
   }
 
-  /** How many steps ended each way (`metaclaw_training_steps`), whichever node took them. */
-  async byStatus(): Promise<Array<{ status: string; count: number }>> {
-    const result = await this.pool.query('SELECT status, COUNT(*) AS count FROM rl_steps GROUP BY status');
-    return z.array(z.object({ status: z.string(), count: int })).parse(result.rows);
-  }
-
   async latestState(): Promise<StepRecord | undefined> {
     const result = await this.pool.query("SELECT * FROM rl_steps WHERE status = 'done' AND state_path IS NOT NULL ORDER BY step DESC LIMIT 1");
     return records(result.rows)[0];
