@@ -1,8 +1,9 @@
 /**
  * The store-level behaviours both engines share, one suite run against each: the personal store
  * (SQLite) and the team store (PostgreSQL, skipped where it cannot run). Each test body talks to
- * the stores through test/support/engines.ts only. What only one engine does (PostgreSQL's fencing
- * tokens, budget reservations, NOTIFY…) is tested in that engine's own files.
+ * the stores through the product's ports (src/store/ports.ts), as test/support/engines.ts hands
+ * them out. What only one engine does (PostgreSQL's fencing tokens, budget reservations, NOTIFY…)
+ * is tested in that engine's own files.
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
@@ -15,6 +16,8 @@ import { finishedTurn } from './support/turns.js';
 const ALICE = 'user:alice';
 const BOB = 'user:bob';
 const DAY = 86_400_000;
+const LEASE_MS = 60_000;
+const kinds = (...names: string[]): ReadonlySet<string> => new Set(names);
 
 const fact = (scope: string, content: string, extra: Partial<MemoryDraft> = {}): MemoryDraft => ({
   scope,
@@ -43,15 +46,15 @@ for (const engine of engines()) {
         assert.equal(typeof other, 'number');
         assert.notEqual(first, other);
         assert.equal(await queue.enqueue('work', { n: 3 }, { dedupeKey: 'session-1' }), undefined, 'queued: the key is taken');
-        const job = (await queue.lease(['work']))!;
+        const job = (await queue.lease(kinds('work'), LEASE_MS))!;
         assert.equal(job.id, first);
         assert.equal(await queue.enqueue('work', { n: 4 }, { dedupeKey: 'session-1' }), undefined, 'running: the key is still taken');
         await queue.complete(job);
         assert.equal(typeof (await queue.enqueue('work', { n: 5 }, { dedupeKey: 'session-1' })), 'number', 'a finished job frees its key');
-        const dying = (await queue.lease(['work']))!;
+        const dying = (await queue.lease(kinds('work'), LEASE_MS))!;
         assert.deepEqual(dying.payload, { n: 5 });
         assert.equal(await queue.enqueue('work', { n: 6 }, { dedupeKey: 'session-1' }), undefined);
-        assert.equal(await queue.fail(dying, 'broken', false), 'dead');
+        assert.equal(await queue.fail(dying, 'broken', { retryable: false }), 'dead');
         assert.equal(typeof (await queue.enqueue('work', { n: 7 }, { dedupeKey: 'session-1' })), 'number', 'a dead job frees its key');
       });
 
@@ -60,14 +63,14 @@ for (const engine of engines()) {
         const a = (await queue.enqueue('kind.a', { n: 'a' }))!;
         const b1 = (await queue.enqueue('kind.b', { n: 'b1' }))!;
         const b2 = (await queue.enqueue('kind.b', { n: 'b2' }))!;
-        assert.equal(await queue.lease([]), undefined, 'no kinds: nothing');
-        assert.equal(await queue.lease(['kind.c']), undefined, 'no job of that kind');
-        const first = (await queue.lease(['kind.b']))!;
+        assert.equal(await queue.lease(kinds(), LEASE_MS), undefined, 'no kinds: nothing');
+        assert.equal(await queue.lease(kinds('kind.c'), LEASE_MS), undefined, 'no job of that kind');
+        const first = (await queue.lease(kinds('kind.b'), LEASE_MS))!;
         assert.deepEqual([first.id, first.kind, first.payload, first.attempts], [b1, 'kind.b', { n: 'b1' }, 1]);
-        const second = (await queue.lease(['kind.b']))!;
+        const second = (await queue.lease(kinds('kind.b'), LEASE_MS))!;
         assert.equal(second.id, b2, 'a leased job is not handed out again');
-        assert.equal(await queue.lease(['kind.b']), undefined);
-        assert.equal((await queue.lease(['kind.a', 'kind.b']))?.id, a);
+        assert.equal(await queue.lease(kinds('kind.b'), LEASE_MS), undefined);
+        assert.equal((await queue.lease(kinds('kind.a', 'kind.b'), LEASE_MS))?.id, a);
         assert.equal((await queue.get(b1))!.status, 'leased');
       });
 
@@ -78,9 +81,13 @@ for (const engine of engines()) {
         await queue.enqueue('work', { n: 2 });
         await queue.enqueue('work', { n: 3 });
         await queue.enqueue('work', { n: 4 });
-        await queue.complete((await queue.lease(['work']))!);
-        assert.equal(await queue.fail((await queue.lease(['work']))!, 'broken', false), 'dead', 'a permanent failure is dead at once');
-        await queue.lease(['work']);
+        await queue.complete((await queue.lease(kinds('work'), LEASE_MS))!);
+        assert.equal(
+          await queue.fail((await queue.lease(kinds('work'), LEASE_MS))!, 'broken', { retryable: false }),
+          'dead',
+          'a permanent failure is dead at once',
+        );
+        await queue.lease(kinds('work'), LEASE_MS);
         const row = (await queue.get(done!))!;
         assert.equal(row.status, 'done');
         assert.equal(typeof row.finished_at, 'number');
@@ -92,22 +99,22 @@ for (const engine of engines()) {
         const id = (await queue.enqueue('work', { n: 1 }))!;
         const delays: number[] = [];
         for (let attempt = 1; attempt <= 3; attempt++) {
-          const job = (await queue.lease(['work']))!;
+          const job = (await queue.lease(kinds('work'), LEASE_MS))!;
           assert.deepEqual([job.id, job.attempts], [id, attempt]);
-          const verdict = await queue.fail(job, `boom ${attempt}`, true);
+          const verdict = await queue.fail(job, `boom ${attempt}`, { retryable: true });
           const row = (await queue.get(id))!;
           assert.equal(row.last_error, `boom ${attempt}`);
           if (attempt < 3) {
             assert.deepEqual([verdict, row.status, row.attempts], ['retry', 'queued', attempt]);
             delays.push(row.run_after - row.updated_at);
-            assert.equal(await queue.lease(['work']), undefined, 'not leased again before its backoff is over');
-            await queue.makeDue(id);
+            assert.equal(await queue.lease(kinds('work'), LEASE_MS), undefined, 'not leased again before its backoff is over');
+            await stores.makeDue(id);
           } else assert.deepEqual([verdict, row.status, row.attempts], ['dead', 'dead', 3]);
         }
         // Backoff: 5 s, then 10 s (±20 %).
         assert.ok(delays[0]! >= 4_000 && delays[0]! <= 6_000, `first retry after ${delays[0]} ms`);
         assert.ok(delays[1]! >= 8_000 && delays[1]! <= 12_000, `second retry after ${delays[1]} ms`);
-        assert.equal(await queue.lease(['work']), undefined, 'a dead job is not leased');
+        assert.equal(await queue.lease(kinds('work'), LEASE_MS), undefined, 'a dead job is not leased');
         assert.deepEqual(await queue.counts(), { queued: 0, leased: 0, done: 0, dead: 1 });
       });
 
@@ -115,26 +122,26 @@ for (const engine of engines()) {
         const { queue } = stores;
         const id = (await queue.enqueue('work', { n: 1 }, { maxAttempts: 1 }))!;
         const done = (await queue.enqueue('work', { n: 2 }))!;
-        assert.equal(await queue.fail((await queue.lease(['work']))!, 'boom', true), 'dead', 'one attempt allowed');
+        assert.equal(await queue.fail((await queue.lease(kinds('work'), LEASE_MS))!, 'boom', { retryable: true }), 'dead', 'one attempt allowed');
         assert.equal(await queue.revive(done), false, 'a queued job');
-        await queue.complete((await queue.lease(['work']))!);
+        await queue.complete((await queue.lease(kinds('work'), LEASE_MS))!);
         assert.equal(await queue.revive(done), false, 'a done job');
         assert.equal(await queue.revive(id), true);
         assert.equal(await queue.revive(id), false, 'revived once');
         const row = (await queue.get(id))!;
         assert.deepEqual([row.status, row.attempts, row.finished_at], ['queued', 0, null]);
-        const again = (await queue.lease(['work']))!;
+        const again = (await queue.lease(kinds('work'), LEASE_MS))!;
         assert.deepEqual([again.id, again.attempts], [id, 1]);
       });
 
       test('release puts a leased job back at once without counting the attempt', async () => {
         const { queue } = stores;
         const id = (await queue.enqueue('work', { n: 1 }))!;
-        const job = (await queue.lease(['work']))!;
+        const job = (await queue.lease(kinds('work'), LEASE_MS))!;
         await queue.release(job);
         const row = (await queue.get(id))!;
         assert.deepEqual([row.status, row.attempts, row.lease_until, row.leased_by], ['queued', 0, null, null]);
-        const again = (await queue.lease(['work']))!;
+        const again = (await queue.lease(kinds('work'), LEASE_MS))!;
         assert.deepEqual([again.id, again.attempts], [id, 1], 'leased again at once, as its first attempt');
       });
     });
@@ -321,57 +328,57 @@ for (const engine of engines()) {
         const { conversation } = stores;
         const first = turn('t1', 's1', 'Rename the helper in src/utils.ts to formatDate');
         const second = turn('t2', 's1', '请帮我把这个函数拆成两个');
-        assert.deepEqual(await conversation.write([first]), [undefined]);
-        assert.deepEqual(await conversation.write([second]), [undefined]);
-        const summary = (await conversation.summary('t1'))!;
+        assert.deepEqual(await conversation.sink.write([first]), [undefined]);
+        assert.deepEqual(await conversation.sink.write([second]), [undefined]);
+        const summary = (await conversation.reads.getTurnSummary('t1'))!;
         assert.deepEqual(
           [summary.id, summary.session_id, summary.seq, summary.query, summary.model, summary.turn_type, summary.status, summary.outcome],
           ['t1', 's1', 1, first.query, 'qwen3', 'main', 200, 'ok'],
         );
         assert.deepEqual([summary.response_text, summary.input_tokens, summary.output_tokens], ['Renamed.', 120, 8]);
-        assert.equal((await conversation.summary('t2'))!.seq, 2);
-        assert.equal((await conversation.summary('t2'))!.query, second.query);
-        assert.deepEqual(await conversation.receivedBody('t1'), first.payload.received.object);
-        assert.deepEqual(await conversation.receivedBody('t2'), second.payload.received.object);
-        const session = (await conversation.session('s1'))!;
+        assert.equal((await conversation.reads.getTurnSummary('t2'))!.seq, 2);
+        assert.equal((await conversation.reads.getTurnSummary('t2'))!.query, second.query);
+        assert.deepEqual(await conversation.reads.receivedBody('t1'), first.payload.received.object);
+        assert.deepEqual(await conversation.reads.receivedBody('t2'), second.payload.received.object);
+        const session = (await conversation.reads.getSession('s1'))!;
         assert.deepEqual([session.id, session.turn_count, session.ended_at], ['s1', 2, null]);
-        assert.equal(await conversation.summary('no-such-turn'), undefined);
+        assert.equal(await conversation.reads.getTurnSummary('no-such-turn'), undefined);
       });
 
       test('secrets in a turn are redacted before it is stored: in its summary and in its received body', async () => {
         const { conversation } = stores;
         const token = `ghp_${'a1B2c3D4e5'.repeat(4)}`;
-        await conversation.write([turn('t1', 's1', `Push it with my token ${token}`)]);
-        const stored = JSON.stringify([await conversation.summary('t1'), await conversation.receivedBody('t1')]);
+        await conversation.sink.write([turn('t1', 's1', `Push it with my token ${token}`)]);
+        const stored = JSON.stringify([await conversation.reads.getTurnSummary('t1'), await conversation.reads.receivedBody('t1')]);
         assert.ok(!stored.includes(token), 'the token was stored');
-        assert.match((await conversation.summary('t1'))!.query!, /Push it with my token \[redacted github-token\]/);
+        assert.match((await conversation.reads.getTurnSummary('t1'))!.query!, /Push it with my token \[redacted github-token\]/);
       });
 
       test('a session ends once, with its reason; idle sessions end by when their last turn was recorded', async () => {
         const { conversation } = stores;
-        await conversation.write([turn('q1', 'quiet', 'hello'), turn('d1', 'done', 'hello')]);
-        assert.equal(await conversation.endSession('done', 'manual', 1_800_000_000_000), true);
-        assert.equal(await conversation.endSession('done', 'idle', 1_800_000_000_001), false, 'ended already');
-        const done = (await conversation.session('done'))!;
+        await conversation.sink.write([turn('q1', 'quiet', 'hello'), turn('d1', 'done', 'hello')]);
+        assert.equal(await conversation.sink.endSession('done', 'manual', 1_800_000_000_000), true);
+        assert.equal(await conversation.sink.endSession('done', 'idle', 1_800_000_000_001), false, 'ended already');
+        const done = (await conversation.reads.getSession('done'))!;
         assert.deepEqual([done.end_reason, done.ended_at], ['manual', 1_800_000_000_000]);
         // A session's last turn time is the writer's clock when it recorded the turn.
         await sleep(20);
         const cutoff = Date.now();
         await sleep(20);
-        await conversation.write([turn('a1', 'active', 'hello')]);
-        assert.deepEqual(await conversation.endIdleSessions(cutoff), ['quiet']);
-        assert.equal((await conversation.session('quiet'))!.end_reason, 'idle');
-        assert.equal((await conversation.session('active'))!.ended_at, null);
-        assert.deepEqual(await conversation.counts(), { sessions: 3, openSessions: 1, turns: 3 });
+        await conversation.sink.write([turn('a1', 'active', 'hello')]);
+        assert.deepEqual(await conversation.sink.endIdleSessions(cutoff), ['quiet']);
+        assert.equal((await conversation.reads.getSession('quiet'))!.end_reason, 'idle');
+        assert.equal((await conversation.reads.getSession('active'))!.ended_at, null);
+        assert.deepEqual(await conversation.reads.counts(), { sessions: 3, openSessions: 1, turns: 3 });
       });
 
       test('writing the same turn again (a replay) stores it once', async () => {
         const { conversation } = stores;
         const once = turn('t1', 's1', 'Now write the changelog entry');
-        await conversation.write([once]);
-        await conversation.write([once]);
-        assert.deepEqual(await conversation.counts(), { sessions: 1, openSessions: 1, turns: 1 });
-        assert.equal((await conversation.session('s1'))!.turn_count, 1);
+        await conversation.sink.write([once]);
+        await conversation.sink.write([once]);
+        assert.deepEqual(await conversation.reads.counts(), { sessions: 1, openSessions: 1, turns: 1 });
+        assert.equal((await conversation.reads.getSession('s1'))!.turn_count, 1);
       });
     });
 
@@ -425,11 +432,11 @@ for (const engine of engines()) {
         assert.equal(alice.member.name, 'alice', 'names are lower-cased');
         assert.ok(alice.key.startsWith(alice.member.keyHint.replace('…', '')), 'the hint is the start of the key');
         const bob = await members.add('bob');
-        assert.deepEqual(await members.identify(alice.key), alice.member);
-        assert.deepEqual(await members.identify(bob.key), bob.member);
-        assert.equal(await members.identify(`${alice.key.slice(0, -1)}${alice.key.endsWith('A') ? 'B' : 'A'}`), undefined);
-        assert.equal(await members.identify('not a key'), undefined);
-        await assert.rejects(members.add('alice'), /already exists/);
+        assert.deepEqual(await stores.identifyMember(alice.key), alice.member);
+        assert.deepEqual(await stores.identifyMember(bob.key), bob.member);
+        assert.equal(await stores.identifyMember(`${alice.key.slice(0, -1)}${alice.key.endsWith('A') ? 'B' : 'A'}`), undefined);
+        assert.equal(await stores.identifyMember('not a key'), undefined);
+        await assert.rejects(async () => members.add('alice'), /already exists/);
         assert.deepEqual(
           (await members.list()).map((member) => member.name),
           ['alice', 'bob'],
@@ -439,13 +446,13 @@ for (const engine of engines()) {
       test('rotating a key: the new key identifies the member, the old one nobody', async () => {
         const { members } = stores;
         const first = await members.add('alice');
-        const rotated = await members.rotate('alice');
+        const rotated = await members.rotateKey('alice');
         assert.notEqual(rotated.key, first.key);
         assert.equal(rotated.member.id, first.member.id);
         assert.equal(typeof rotated.member.keyRotatedAt, 'number');
-        assert.equal((await members.identify(rotated.key))?.id, first.member.id);
-        assert.equal(await members.identify(first.key), undefined);
-        await assert.rejects(members.rotate('nobody'), /No member named nobody/);
+        assert.equal((await stores.identifyMember(rotated.key))?.id, first.member.id);
+        assert.equal(await stores.identifyMember(first.key), undefined);
+        await assert.rejects(async () => members.rotateKey('nobody'), /No member named nobody/);
       });
 
       test('a removed member’s key identifies nobody; removing an unknown member is refused', async () => {
@@ -453,9 +460,9 @@ for (const engine of engines()) {
         const alice = await members.add('alice');
         const bob = await members.add('bob');
         assert.deepEqual(await members.remove('alice'), alice.member);
-        assert.equal(await members.identify(alice.key), undefined);
-        assert.deepEqual(await members.identify(bob.key), bob.member, 'the others keep their keys');
-        await assert.rejects(members.remove('alice'), /No member named alice/);
+        assert.equal(await stores.identifyMember(alice.key), undefined);
+        assert.deepEqual(await stores.identifyMember(bob.key), bob.member, 'the others keep their keys');
+        await assert.rejects(async () => members.remove('alice'), /No member named alice/);
         assert.deepEqual(
           (await members.list()).map((member) => member.name),
           ['bob'],

@@ -11,6 +11,7 @@ import { turnDetail } from './turn-rows.js';
 import { BATCH_WINDOW_MS, MAX_CHUNK_TURNS, TurnWriter } from './turn-writer.js';
 import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow, TurnDetail, TurnRow } from './types.js';
 import { TurnWriterThread, type WriterThreadEvents } from './writer-thread.js';
+import type { ConversationReadStore } from '../store/ports.js';
 
 /**
  * At most this many turns per transaction when turns are written on the proxy's thread. A write
@@ -55,7 +56,7 @@ export interface RecordingCounts extends HeldTurnsCounts {
  * (the running proxy, on a database file) the writing happens there, off the request path; without
  * one (CLI commands, in-memory databases) it happens here, between requests.
  */
-export class ConversationStore {
+export class ConversationStore implements ConversationReadStore {
   private readonly listeners: ConversationListener[] = [];
   private readonly statements;
   private readonly writer: TurnWriter;

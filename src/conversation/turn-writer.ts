@@ -5,6 +5,7 @@ import { loadRedactionRules, redactTurnForStorage } from './redact-turn.js';
 import { SegmentTable } from './segment-table.js';
 import { learnsFrom, mainTurnIncrement, payloadSideColumns, sessionEndedEvent, turnRecordedEvent, turnRowValues } from './turn-rows.js';
 import type { ConversationListener, FinishedTurn, SessionEndReason, SessionRow } from './types.js';
+import type { TurnRecordSink } from '../store/ports.js';
 
 /** Turns are written in batches: one commit for the turns of BATCH_WINDOW_MS, not one per request. */
 export const BATCH_WINDOW_MS = 20;
@@ -17,7 +18,7 @@ export const MAX_CHUNK_TURNS = 64;
  * transaction, so a turn and the jobs it causes are committed together. It holds nothing but
  * statements, so it runs on the proxy's thread or on the turn writer's own (writer-thread.ts).
  */
-export class TurnWriter {
+export class TurnWriter implements TurnRecordSink {
   private readonly statements;
   private readonly segments: SegmentTable;
   /** The message lists each session stored last, so a turn stores only its new messages. */

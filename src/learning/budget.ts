@@ -1,5 +1,6 @@
 import { localDay } from '../shared/local-day.js';
 import type { Db } from '../store/index.js';
+import type { LearningBudgetStore } from '../store/ports.js';
 
 export interface SpendSummary {
   tokensToday: number;
@@ -13,7 +14,7 @@ export interface SpendSummary {
  * What learning costs the user: tokens every learning LLM call spent, per local day and job kind.
  * Serving never consults this; only learning jobs pause when the daily budget is reached.
  */
-export class LearningBudget {
+export class LearningBudget implements LearningBudgetStore {
   private readonly statements;
 
   constructor(

@@ -1,5 +1,6 @@
 import type { Db } from '../store/index.js';
 import { backoffMs, failVerdict, JOB_ERROR_MAX_CHARS, type EnqueueOptions, type Job, type JobRow, type JobStatus, type QueueCounts } from './job-model.js';
+import type { JobQueueStore } from '../store/ports.js';
 
 export { backoffMs, type EnqueueOptions, type Job, type JobRow, type JobStatus, type QueueCounts } from './job-model.js';
 
@@ -8,7 +9,7 @@ export { backoffMs, type EnqueueOptions, type Job, type JobRow, type JobStatus, 
  * handed out again once its lease expires (or at once on the next start, see `recoverAbandoned`).
  * Failures retry with exponential backoff; after `maxAttempts` a job goes to the dead-letter list.
  */
-export class JobQueue {
+export class JobQueue implements JobQueueStore {
   private readonly statements;
 
   constructor(
@@ -97,9 +98,10 @@ export class JobQueue {
     this.statements.extendLease.run(now + leaseMs, now, jobId);
   }
 
-  complete(jobId: number, tokensUsed = 0): void {
+  /** `job`: the leased job or its id (the id is all the personal store needs: its leases cannot be taken over). */
+  complete(job: number | Pick<Job, 'id'>, tokensUsed = 0): void {
     const now = Date.now();
-    this.statements.complete.run(tokensUsed, now, now, jobId);
+    this.statements.complete.run(tokensUsed, now, now, jobIdOf(job));
   }
 
   /** Records a failure: retried with backoff, or dead-lettered once attempts are used up. */
@@ -115,8 +117,8 @@ export class JobQueue {
   }
 
   /** Puts a leased job back without counting the attempt (clean shutdown mid-job). */
-  release(jobId: number): void {
-    this.statements.release.run(Date.now(), jobId);
+  release(job: number | Pick<Job, 'id'>): void {
+    this.statements.release.run(Date.now(), jobIdOf(job));
   }
 
   /** Re-queues jobs leased by a process that is gone. Call once at start, while holding the pid lock. */
@@ -148,3 +150,5 @@ export class JobQueue {
     return this.statements.pruneDone.run(olderThan).changes;
   }
 }
+
+const jobIdOf = (job: number | Pick<Job, 'id'>): number => (typeof job === 'number' ? job : job.id);

@@ -21,6 +21,7 @@ import {
   type PostingSource,
   type TermPostings,
 } from './keyword-index.js';
+import type { MemoryUnitReader, MemoryUnitWriter } from '../store/ports.js';
 
 export { KINDRED_WEIGHT, NEIGHBOUR_WEIGHT, PARTIAL_WEIGHT, idfOf } from './keyword-index.js';
 
@@ -124,7 +125,7 @@ export type Scrubber = (turnIds: readonly string[], texts: readonly string[]) =>
  * every query names one. Deletes are real: row, index entry and (with the vector store) vector go,
  * and freed pages are zeroed.
  */
-export class MemoryStore {
+export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
   private readonly statements;
   private readonly changeListeners: Array<(scope: string) => void> = [];
   /** Search keys of a text (written by a learning job), indexed beside its own words. */

@@ -2,6 +2,7 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Db } from '../store/index.js';
 import { StateStore } from '../store/index.js';
+import type { SkillVersionStore } from '../store/ports.js';
 
 export type VersionAction = 'create' | 'update' | 'remove' | 'revert' | 'import' | 'install' | 'manual';
 
@@ -24,7 +25,7 @@ export const GENERATION_KEY = 'skills.generation';
  * counted by the library's generation (persisted; RL drops samples older than a generation change),
  * and appended to MetaClaw's `evolution_history.jsonl` in the skills folder.
  */
-export class SkillHistory {
+export class SkillHistory implements SkillVersionStore {
   private readonly state: StateStore;
   private readonly statements;
   /** Read on every injected turn, so kept in memory; refreshed when the library changes on disk. */

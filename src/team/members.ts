@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { TeamError } from '../errors.js';
 import type { Db } from '../store/index.js';
 import { hashMemberKey, isMemberKeyShaped, memberKeyHint, newMemberKey } from './member-keys.js';
+import type { MemberStore } from '../store/ports.js';
 
 export interface Member {
   readonly id: string;
@@ -44,7 +45,7 @@ export function memberScope(member: Pick<Member, 'name'>): string {
  * request (one indexed read), so adding, removing or rotating takes effect at once on a running
  * proxy without a restart or a cache to invalidate.
  */
-export class MemberDirectory {
+export class MemberDirectory implements MemberStore {
   private readonly statements;
 
   constructor(db: Db) {

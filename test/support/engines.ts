@@ -1,27 +1,38 @@
 /**
- * The stores of both engines behind one async interface, so one suite (test/store-engines.test.ts)
- * runs the same test bodies against the personal store (SQLite: synchronous classes, wrapped in
- * promises) and the team store (PostgreSQL). Each adapter is a thin pass-through to the store's
- * public methods; what an adapter adds of its own (the test clock, a member cache) is marked.
+ * The stores of both engines behind the product's ports (src/store/ports.ts), so one suite
+ * (test/store-engines.test.ts) runs the same test bodies against the personal store (SQLite,
+ * synchronous classes) and the team store (PostgreSQL); the bodies await every answer, as callers
+ * of the ports do. Where a port covers a store, the suite gets the store's own object. Where the
+ * engines' classes differ (memory search, skill writes, how a node recognises a key), a thin
+ * adapter maps each to one behaviour; what an adapter adds of its own (the test clock) is marked.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
-import { ConversationStore, TurnWriter, type FinishedTurn, type SessionEndReason, type SessionRow, type TurnRow } from '../../src/conversation/index.js';
-import { LearningBudget, type SpendSummary } from '../../src/learning/budget.js';
-import type { Job, JobRow, QueueCounts } from '../../src/learning/job-model.js';
+import { ConversationStore, TurnWriter } from '../../src/conversation/index.js';
+import { LearningBudget } from '../../src/learning/budget.js';
 import { JobQueue } from '../../src/learning/queue.js';
 import { silentLogger } from '../../src/logging/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { MemoryService, type IngestTurn } from '../../src/memory/service.js';
-import type { MemoryDraft, MemoryUnit } from '../../src/memory/types.js';
-import type { VersionRow } from '../../src/skills/history.js';
+import type { MemoryUnit } from '../../src/memory/types.js';
 import { SkillsService } from '../../src/skills/service.js';
 import type { Skill, SkillDraft } from '../../src/skills/types.js';
-import { RlBuffer, type NewSample, type RlSampleStore } from '../../src/rl/buffer/index.js';
+import { RlBuffer, type NewSample } from '../../src/rl/buffer/index.js';
 import { memorySettings } from '../../src/runtime/settings.js';
 import { openDatabase } from '../../src/store/index.js';
+import type {
+  ConversationReadStore,
+  JobQueueStore,
+  LearningBudgetStore,
+  MemberStore,
+  MemoryUnitReader,
+  MemoryUnitWriter,
+  RlSampleStore,
+  SkillVersionStore,
+  TurnRecordSink,
+} from '../../src/store/ports.js';
 import {
   migratePostgres,
   PgRlSamples,
@@ -35,36 +46,18 @@ import {
   PgMemoryWriter,
   PgSkillStore,
   PgTurnSink,
-  type LeasedJob,
 } from '../../src/store/postgres/index.js';
 import { PgMemorySearch } from '../../src/store/postgres/memory-search.js';
 import { MemberCache } from '../../src/team/member-cache.js';
-import { MemberDirectory, type IssuedKey, type Member } from '../../src/team/members.js';
+import { MemberDirectory, type Member } from '../../src/team/members.js';
 import { uniqueTerms } from '../../src/text/index.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './postgres.js';
 
-export interface QueueUnderTest {
-  enqueue(kind: string, payload: unknown, options?: { dedupeKey?: string; maxAttempts?: number }): Promise<number | undefined>;
-  lease(kinds: readonly string[], leaseMs?: number): Promise<Job | undefined>;
-  complete(job: Job): Promise<void>;
-  fail(job: Job, error: string, retryable: boolean): Promise<string>;
-  release(job: Job): Promise<void>;
-  revive(id: number): Promise<boolean>;
-  get(id: number): Promise<JobRow | undefined>;
-  counts(): Promise<QueueCounts>;
-  /** The test clock: a queued job's backoff is over now (its run_after set back; no store method does this). */
-  makeDue(id: number): Promise<void>;
-}
-
-export interface BudgetUnderTest {
-  record(kind: string, tokens: number, calls: number, now: Date): Promise<void>;
-  summary(now: Date): Promise<SpendSummary>;
-  pauseReason(now: Date): Promise<string | undefined>;
-}
-
-export interface MemoryUnderTest {
-  add(draft: MemoryDraft, options?: { rawKey?: string }): Promise<MemoryUnit | undefined>;
-  get(id: string): Promise<MemoryUnit | undefined>;
+/**
+ * Memory as the suite uses it: writing and reading units go through the product's ports; keyword
+ * search, superseding and forgetting differ between the engines' classes, so the adapter maps them.
+ */
+export interface MemoryUnderTest extends MemoryUnitWriter, MemoryUnitReader {
   /** Ids of the active units a keyword search of `query`'s terms finds in `scope`, best first. */
   search(scope: string, query: string, limit?: number): Promise<string[]>;
   /** `old` is replaced by `by` and leaves default search results. */
@@ -82,46 +75,31 @@ export interface StoredSkillUnderTest {
   readonly generation: number;
 }
 
-export interface SkillsUnderTest {
+/** Skills as the suite uses them: the version history is the product's port; writing and reading differ between the engines (a folder library, a versioned table). */
+export interface SkillsUnderTest extends SkillVersionStore {
   /** Writes the next version of a skill (created when new). */
   write(draft: SkillDraft, source: string): Promise<{ version: number; generation: number }>;
   get(name: string): Promise<StoredSkillUnderTest | undefined>;
   /** Removes a live skill; the generation of the removal. */
   remove(name: string, source: string): Promise<number>;
   generation(): Promise<number>;
-  versions(name: string): Promise<VersionRow[]>;
-}
-
-export interface ConversationUnderTest {
-  /** Records finished turns; one error (or undefined) per turn. */
-  write(turns: readonly FinishedTurn[]): Promise<unknown[]>;
-  summary(turnId: string): Promise<TurnRow | undefined>;
-  receivedBody(turnId: string): Promise<unknown>;
-  session(id: string): Promise<SessionRow | undefined>;
-  counts(): Promise<{ sessions: number; openSessions: number; turns: number }>;
-  /** Whether this call ended the session. */
-  endSession(id: string, reason: SessionEndReason, now: number): Promise<boolean>;
-  /** The sessions this call ended for being idle since before `cutoff`. */
-  endIdleSessions(cutoff: number): Promise<string[]>;
-}
-
-export interface MembersUnderTest {
-  add(name: string): Promise<IssuedKey>;
-  /** The member a presented key belongs to, as the proxy recognises keys on this engine. */
-  identify(key: string): Promise<Member | undefined>;
-  rotate(name: string): Promise<IssuedKey>;
-  remove(name: string): Promise<Member>;
-  list(): Promise<Member[]>;
 }
 
 /** One empty store of an engine. */
 export interface StoresUnderTest {
-  readonly queue: QueueUnderTest;
-  budget(dailyTokens: number): BudgetUnderTest;
+  /** The store's own queue, through the product's port. */
+  readonly queue: JobQueueStore;
+  /** The test clock: a queued job's backoff is over now (its run_after set back; no store method does this). */
+  makeDue(id: number): Promise<void>;
+  /** The store's own budget, through the product's port. */
+  budget(dailyTokens: number): LearningBudgetStore;
   readonly memory: MemoryUnderTest;
   readonly skills: SkillsUnderTest;
-  readonly conversation: ConversationUnderTest;
-  readonly members: MembersUnderTest;
+  /** The store's own conversation classes: where finished turns are written, and the reads. */
+  readonly conversation: { readonly sink: TurnRecordSink; readonly reads: ConversationReadStore };
+  readonly members: MemberStore;
+  /** The member a presented key belongs to, as the proxy recognises keys on this engine. */
+  identifyMember(key: string): Promise<Member | undefined>;
   /** The RL sample buffer: recording (the turn writer's part) and the port the judge and training use. */
   readonly rl: { record(sample: NewSample): Promise<void>; store: RlSampleStore };
   close(): Promise<void>;
@@ -174,34 +152,16 @@ const sqliteEngine = (): EngineUnderTest => ({
         evolver: { apiBase: '', apiKey: '', model: '' },
       },
     });
-    const writer = new TurnWriter(db, [], undefined, true);
-    const conversation = new ConversationStore(db);
     const members = new MemberDirectory(db);
-    // A throw becomes a rejection, as the PostgreSQL stores report errors.
+    // The store's answers are synchronous: a test awaits them all, as callers of the ports do.
     const run = <T>(work: () => T): Promise<T> => new Promise<T>((resolve) => resolve(work()));
     return Promise.resolve({
-      queue: {
-        enqueue: (kind, payload, options = {}) => run(() => jobs.enqueue(kind, payload, options)),
-        lease: (kinds, leaseMs = 60_000) => run(() => jobs.lease(new Set(kinds), leaseMs)),
-        complete: (job) => run(() => jobs.complete(job.id)),
-        fail: (job, error, retryable) => run(() => jobs.fail(job, error, { retryable })),
-        release: (job) => run(() => jobs.release(job.id)),
-        revive: (id) => run(() => jobs.revive(id)),
-        get: (id) => run(() => jobs.get(id)),
-        counts: () => run(() => jobs.counts()),
-        makeDue: (id) => run(() => void db.prepare('UPDATE jobs SET run_after = 0 WHERE id = ?').run(id)),
-      },
-      budget(dailyTokens) {
-        const budget = new LearningBudget(db, dailyTokens);
-        return {
-          record: (kind, tokens, calls, now) => run(() => budget.record(kind, tokens, calls, now)),
-          summary: (now) => run(() => budget.summary(now)),
-          pauseReason: (now) => run(() => budget.pauseReason(now)),
-        };
-      },
+      queue: jobs,
+      makeDue: (id) => run(() => void db.prepare('UPDATE jobs SET run_after = 0 WHERE id = ?').run(id)),
+      budget: (dailyTokens) => new LearningBudget(db, dailyTokens),
       memory: {
-        add: (draft, options = {}) => run(() => memory.add(draft, options)),
-        get: (id) => run(() => memory.get(id)),
+        add: (draft, options = {}) => memory.add(draft, options),
+        get: (id) => memory.get(id),
         search: (scope, query, limit = 10) => run(() => memory.search(scope, uniqueTerms(query), limit).candidates.map((candidate) => candidate.unit.id)),
         supersede: (old, by) => run(() => void memory.supersede(old.id, by.id)),
         forget: (unit) => run(() => void memory.delete(unit.id)),
@@ -221,24 +181,11 @@ const sqliteEngine = (): EngineUnderTest => ({
           }),
         remove: (name, source) => run(() => skills.remove(name, source).generation),
         generation: () => run(() => skills.history.generation),
-        versions: (name) => run(() => skills.history.versions(name)),
+        versions: (name) => skills.history.versions(name),
       },
-      conversation: {
-        write: (turns) => run(() => writer.write(turns)),
-        summary: (id) => run(() => conversation.getTurnSummary(id)),
-        receivedBody: (id) => run(() => conversation.receivedBody(id)),
-        session: (id) => run(() => conversation.getSession(id)),
-        counts: () => run(() => conversation.counts()),
-        endSession: (id, reason, now) => run(() => writer.endSession(id, reason, now)),
-        endIdleSessions: (cutoff) => run(() => writer.endIdleSessions(cutoff)),
-      },
-      members: {
-        add: (name) => run(() => members.add(name)),
-        identify: (key) => run(() => members.byKey(key)),
-        rotate: (name) => run(() => members.rotateKey(name)),
-        remove: (name) => run(() => members.remove(name)),
-        list: () => run(() => members.list()),
-      },
+      conversation: { sink: new TurnWriter(db, [], undefined, true), reads: new ConversationStore(db) },
+      members,
+      identifyMember: (key) => run(() => members.byKey(key)),
       rl: (() => {
         const buffer = new RlBuffer(db);
         return { record: (sample: NewSample) => run(() => buffer.record(sample)), store: buffer };
@@ -280,13 +227,6 @@ const postgresEngine = (): EngineUnderTest => {
       await admin!.query(`CREATE DATABASE ${name} TEMPLATE engines_template`);
       const pool = openPool(server!.url.replace(/\/postgres$/, `/${name}`), { max: 4 });
       const jobs = new PgJobQueue(pool, NODE, MAX_ATTEMPTS);
-      // The queue's writes carry the lease's fencing token: the adapter keeps each leased job to hand it back.
-      const held = new Map<number, LeasedJob>();
-      const leased = (job: Job): LeasedJob => {
-        const found = held.get(job.id);
-        if (!found) throw new Error(`job ${job.id} is not held by this adapter`);
-        return found;
-      };
       const writer = new PgMemoryWriter(pool);
       const search = new PgMemorySearch(pool);
       const api = new PgMemoryApi(pool, silentLogger(), { queue: jobs, settings: memoryDefaults() });
@@ -295,31 +235,12 @@ const postgresEngine = (): EngineUnderTest => {
       const reads = new PgConversationReads(pool, sink);
       const members = new PgMemberDirectory(pool);
       return {
-        queue: {
-          enqueue: (kind, payload, options = {}) => jobs.enqueue(kind, payload, options),
-          async lease(kinds, leaseMs = 60_000) {
-            const job = await jobs.lease(new Set(kinds), leaseMs);
-            if (job) held.set(job.id, job);
-            return job;
-          },
-          complete: async (job) => void (await jobs.complete(leased(job))),
-          fail: (job, error, retryable) => jobs.fail(leased(job), error, { retryable }),
-          release: async (job) => void (await jobs.release(leased(job))),
-          revive: (id) => jobs.revive(id),
-          get: (id) => jobs.get(id),
-          counts: () => jobs.counts(),
-          makeDue: async (id) => void (await pool.query('UPDATE jobs SET run_after = 0 WHERE id = $1', [id])),
-        },
-        budget(dailyTokens) {
-          const budget = new PgLearningBudget(pool, dailyTokens, NODE);
-          return {
-            record: (kind, tokens, calls, now) => budget.record(kind, tokens, calls, now),
-            summary: (now) => budget.summary(now),
-            pauseReason: (now) => budget.pauseReason(now),
-          };
-        },
+        // The suite hands back only the jobs this queue leased, and those carry their lease's fencing token.
+        queue: jobs,
+        makeDue: async (id) => void (await pool.query('UPDATE jobs SET run_after = 0 WHERE id = $1', [id])),
+        budget: (dailyTokens) => new PgLearningBudget(pool, dailyTokens, NODE),
         memory: {
-          add: (draft, options = {}) => writer.add(draft, options),
+          add: (draft, options) => writer.add(draft, options),
           get: (id) => api.get(id),
           search: async (scope, query, limit = 10) => (await search.search(scope, uniqueTerms(query), limit)).hits.map((hit) => hit.id),
           // The team store's index is what recall reads a unit's status from (memory-search.ts): superseding there is what takes it out.
@@ -340,26 +261,13 @@ const postgresEngine = (): EngineUnderTest => {
           generation: () => skills.generation(),
           versions: (name) => skills.versions(name),
         },
-        conversation: {
-          write: (turns) => sink.write(turns),
-          summary: (id) => reads.getTurnSummary(id),
-          receivedBody: (id) => reads.receivedBody(id),
-          session: (id) => reads.getSession(id),
-          counts: () => reads.counts(),
-          endSession: (id, reason, now) => sink.endSession(id, reason, now),
-          endIdleSessions: (cutoff) => sink.endIdleSessions(cutoff),
-        },
-        members: {
-          add: (name) => members.add(name),
-          // A node recognises keys from its copy of the members (MemberCache), refreshed from the store.
-          identify: async (key) => {
-            const cache = new MemberCache();
-            cache.replace(await members.rows());
-            return cache.byKey(key);
-          },
-          rotate: (name) => members.rotateKey(name),
-          remove: (name) => members.remove(name),
-          list: () => members.list(),
+        conversation: { sink, reads },
+        members,
+        // A node recognises keys from its copy of the members (MemberCache), refreshed from the store.
+        identifyMember: async (key) => {
+          const cache = new MemberCache();
+          cache.replace(await members.rows());
+          return cache.byKey(key);
         },
         rl: { record: (sample) => sampleRecording.record(pool, sample), store: new PgRlSamples(pool) },
         async close() {

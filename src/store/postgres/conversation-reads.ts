@@ -7,6 +7,7 @@ import { turnDetail } from '../../conversation/turn-rows.js';
 import type { SessionEndReason, SessionRow, TurnDetail, TurnRow } from '../../conversation/types.js';
 import { parseSessionRow, parseTurnRow, payloadRowSchema, type PayloadRow } from './conversation-rows.js';
 import { fromPostgresText, toPostgresText } from './text.js';
+import type { ConversationReadStore } from '../ports.js';
 
 /** What ends a session and tells learning (PgTurnSink). */
 export interface SessionEnder {
@@ -21,7 +22,7 @@ const MAX_PART_READS = 16;
  * shapes: sessions, turn summaries, and turns with their bodies decoded from the stored
  * documents and parts (payload-codec.ts).
  */
-export class PgConversationReads {
+export class PgConversationReads implements ConversationReadStore {
   constructor(
     private readonly pool: pg.Pool,
     /** Ends sessions for endSession: the node's PgTurnSink, whose listeners tell learning. */

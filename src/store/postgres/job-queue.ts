@@ -11,6 +11,7 @@ import {
   type QueueCounts,
 } from '../../learning/job-model.js';
 import { DB_CLOCK_MS as CLOCK, inTransaction } from './transaction.js';
+import type { JobQueueStore } from '../ports.js';
 
 /**
  * The learning queue shared by many nodes on one PostgreSQL: the personal queue's job model
@@ -65,7 +66,7 @@ export type CompleteOutcome = 'done' | 'duplicate' | 'lease_lost';
 /** A job held under a lease: still leased and still carrying the worker's token. */
 const FENCED = `id = $1 AND status = 'leased' AND lease_token = $2`;
 
-export class PgJobQueue {
+export class PgJobQueue implements JobQueueStore<LeasedJob> {
   constructor(
     private readonly pool: pg.Pool,
     /** This node's name in leased_by and job_effects (for an operator reading them; the token is what fences). */

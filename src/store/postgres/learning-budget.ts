@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { budgetPauseReason, localDay, type SpendSummary } from '../../learning/budget.js';
 import { DB_CLOCK_MS as CLOCK, inTransaction } from './transaction.js';
+import type { LearningBudgetStore } from '../ports.js';
 
 /**
  * One daily learning budget for a whole team: every node's learning LLM calls count against the
@@ -33,7 +34,7 @@ export interface TeamSpendSummary extends SpendSummary {
 
 /** The advisory lock key reservations are granted under, with the day's hash as the second key ('mcbg' in ASCII). */
 const BUDGET_LOCK = 0x6d636267;
-export class PgLearningBudget {
+export class PgLearningBudget implements LearningBudgetStore {
   constructor(
     private readonly pool: pg.Pool,
     private readonly dailyTokenBudget: number,

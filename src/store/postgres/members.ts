@@ -4,6 +4,7 @@ import type { KeyedMemberRow } from '../../team/member-cache.js';
 import { duplicateMember, issueMemberKey, memberScope, parseName, toMember, unknownMember, type IssuedKey, type Member } from '../../team/members.js';
 import { forgetPgScope, type ForgottenScope } from './forget-scope.js';
 import { inTransaction } from './transaction.js';
+import type { MemberStore } from '../ports.js';
 
 const memberRow = z.object({
   id: z.string(),
@@ -21,7 +22,7 @@ const COLUMNS = 'id, name, key_hash, key_hint, created_at, key_rotated_at';
  * and what every node reads into its MemberCache. Same rules as the personal store's
  * MemberDirectory (team/members.ts): names parsed alike, keys shown once and kept as their hash.
  */
-export class PgMemberDirectory {
+export class PgMemberDirectory implements MemberStore {
   constructor(private readonly pool: pg.Pool) {}
 
   async add(name: string): Promise<IssuedKey> {

@@ -19,6 +19,7 @@ import { pgRecallStore } from './recall-store.js';
 import { ReplayedReads } from './replayed-reads.js';
 import { fromPostgresText, toPostgresText } from './text.js';
 import { inTransaction } from './transaction.js';
+import type { MemoryUnitReader } from '../ports.js';
 
 /** Search over HTTP finds what recall finds, down to this relevance (as the personal store's search). */
 const SEARCH_MIN_RELEVANCE = 0.15;
@@ -61,7 +62,7 @@ const statsRowSchema = z.object({
  * written in that transaction. Who may reach which scope is the routes' business
  * (proxy/memory-routes.ts), the same on both engines.
  */
-export class PgMemoryApi {
+export class PgMemoryApi implements MemoryUnitReader {
   private readonly search_: PgMemorySearch;
   private readonly writer: PgMemoryWriter;
 

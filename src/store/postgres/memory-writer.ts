@@ -8,6 +8,7 @@ import { unitOfRow } from './memory-units.js';
 import { lockScope } from './memory-workspace.js';
 import { toPostgresText } from './text.js';
 import { inTransaction } from './transaction.js';
+import type { MemoryUnitWriter } from '../ports.js';
 
 /**
  * Adds memory units to the team store: the row and its keyword index entry in one transaction (the
@@ -19,7 +20,7 @@ import { inTransaction } from './transaction.js';
  * Not here: raw turns are not linked to the raw turn before them (no neighbour credits), and search
  * keys in the team's languages are added later by the memory.search_keys job (PgMemoryApi queues it).
  */
-export class PgMemoryWriter {
+export class PgMemoryWriter implements MemoryUnitWriter {
   private scratch: { db: Db; store: MemoryStore } | undefined;
   private readonly search: PgMemorySearch;
 

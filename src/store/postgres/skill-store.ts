@@ -30,6 +30,7 @@ import { skillInjectionReason } from '../../skills/screen.js';
 import { nextSkillFields, parseSkillFile, serializeSkill } from '../../skills/skill-file.js';
 import type { Skill, SkillDraft } from '../../skills/types.js';
 import { redactSecrets } from '../../text/index.js';
+import type { SkillVersionStore } from '../ports.js';
 
 /** The LISTEN/NOTIFY channel of skill changes; the payload is `{"generation":G,"name":N}`. */
 export const SKILLS_CHANNEL = 'metaclaw_skills';
@@ -101,7 +102,7 @@ export function parseStoredSkill(name: string, text: string): Skill | { reason: 
   return 'skill' in parsed ? parsed.skill : parsed;
 }
 
-export class PgSkillStore {
+export class PgSkillStore implements SkillVersionStore {
   constructor(private readonly pool: Pool) {}
 
   /** The library generation: how many accepted changes the team's library has had. */

@@ -11,6 +11,7 @@ import type { PgConversationListener } from './recording.js';
 import { SegmentRaceError, StagedSegments } from './segment-stage.js';
 import { fromPostgresText, toPostgresText } from './text.js';
 import { inTransaction } from './transaction.js';
+import type { TurnRecordSink } from '../ports.js';
 
 export interface PgTurnSinkOptions {
   /** Run in every recording transaction, in order (pgRecordingListeners); none: turns are recorded and nothing learns. */
@@ -37,7 +38,7 @@ type TurnColumns = ReturnType<typeof turnRowValues>;
  * - A transaction that lost a race with another node (a deadlock, a body part created or deleted
  *   meanwhile, the same turn replayed by two nodes) is run again, a few times.
  */
-export class PgTurnSink {
+export class PgTurnSink implements TurnRecordSink {
   /** The message lists each session stored last from this node, so a turn stores only its new messages. */
   private readonly chains = new ListChains();
   private readonly listeners: readonly PgConversationListener[];
