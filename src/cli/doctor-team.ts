@@ -73,13 +73,7 @@ export async function checkTeamStore(config: LoadedConfig, checks: DoctorCheck[]
       });
     else if (status.schemaVersion > latest)
       checks.push({ name: 'team store', verdict: 'fail', detail: `${where}: newer than this MetaClaw`, fix: 'upgrade MetaClaw-TS on this node' });
-    else
-      checks.push({
-        name: 'team store',
-        verdict: 'warn',
-        detail: `${where}; ${serving}`,
-        fix: 'learning from the team store comes in a later version; `metaclaw store import-sqlite` moves a personal install in',
-      });
+    else checks.push({ name: 'team store', verdict: 'pass', detail: `${where}; ${serving}` });
   } catch (error) {
     checks.push({
       name: 'team store',
