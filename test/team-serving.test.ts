@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import pg from 'pg';
+import { TurnJournal } from '../src/conversation/turn-journal.js';
+import type { JournalHeader } from '../src/proxy/turn-journal-entry.js';
 import { openDatabase } from '../src/store/index.js';
 import { sendJson } from './support/http.js';
 import { runCli, startProxy, tempHome, waitFor, type CliResult, type ProxyHandle } from './support/proxy.js';
@@ -263,5 +265,55 @@ describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip(
     assert.match(status.store.vectors, /^keyword-only recall: .*pgvector/);
     assert.equal(status.requests.errors.record_failures, 0, 'no turn record was refused: a lost connection is an outage, the turn waits');
     assert.ok(!JSON.stringify(status).includes(OWNER_KEY));
+  });
+  test('a node that starts with more journaled turns than it holds in memory (10,000) stores every one of them', async () => {
+    // What a node left behind when it stopped during a long outage: 10,050 answered turns in its journal.
+    const home = tempHome('metaclaw-team-journal-');
+    const journal = new TurnJournal(join(home, 'journal'));
+    const total = 10_050;
+    for (let index = 0; index < total; index++) {
+      const id = `journal-turn-${index}`;
+      const header: JournalHeader = {
+        v: 1,
+        id,
+        sessionId: 'journal-session',
+        identitySource: 'header',
+        lineage: 'journal-session',
+        scope: 'user:alice',
+        turnType: 'side',
+        clientProfile: 'generic',
+        sideRequest: 'title',
+        clientFormat: 'openai',
+        model: 'm',
+        stream: false,
+        query: `[journal-${index}] A title for this conversation, please.`,
+        startedAt: Date.now() - 60_000 + index,
+        startsNewConversation: false,
+        endsSession: false,
+        learning: false,
+        receivedHeaders: {},
+        strippedKeys: [],
+        injected: null,
+        status: 200,
+        durationMs: 5,
+      };
+      const request = Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: header.query }] }));
+      const answer = Buffer.from(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          model: 'm',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'Title' }, finish_reason: 'stop' }],
+        }),
+      );
+      journal.append(id, header, request, [answer]);
+    }
+    journal.close();
+    nodes.push(await startProxy({ home, env: teamEnv(), config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' } } }));
+    await waitFor(async () => (await count("SELECT count(*) AS n FROM turns WHERE query LIKE '[journal-%'")) === total, 90_000, 500).catch(
+      async (error: unknown) => {
+        throw new Error(`${String(error)}: ${await count("SELECT count(*) AS n FROM turns WHERE query LIKE '[journal-%'")} of ${total} journaled turns stored`);
+      },
+    );
   });
 });
