@@ -208,7 +208,7 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
     }
   };
 
-  test('doctor fails a configured team store whose schema is older than this build, and passes it once migrated, saying start serves from it', async () => {
+  test('doctor reports a configured team store: its schema version against this build, and passes once the store is migrated', async () => {
     const url = freshDatabase();
     const doctorSays = async () => {
       const doctor = await runCli(['doctor', '--json', '--no-canary'], { home, env: { METACLAW_DATABASE_URL: url } });
@@ -227,7 +227,7 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
     assert.match(empty.fix ?? '', /metaclaw store migrate/);
     assert.equal((await cli(['store', 'migrate', '--store', url])).code, 0);
     const migrated = await doctorSays();
-    assert.equal(migrated.verdict, 'pass', migrated.detail);
+    assert.equal(migrated.verdict, 'pass');
     assert.match(
       migrated.detail,
       new RegExp(`schema version ${LATEST} of ${LATEST}, .*; \`metaclaw start\` serves from it .*learning from the team queue on every node`),
