@@ -9,9 +9,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import pg from 'pg';
+import { TurnJournal } from '../src/conversation/turn-journal.js';
+import type { JournalHeader } from '../src/proxy/turn-journal-entry.js';
 import { openDatabase } from '../src/store/index.js';
 import { sendJson } from './support/http.js';
-import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { runCli, startProxy, tempHome, waitFor, type CliResult, type ProxyHandle } from './support/proxy.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
 import { disposeTeam } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
@@ -200,13 +202,15 @@ describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip(
       );
   });
 
-  test('PostgreSQL stopped for 30 s during traffic: every request is answered, status says degraded, and every turn is stored once it is back', async () => {
+  test('PostgreSQL stopped for 30 s during traffic: every request is answered, /status, `metaclaw status` and `metaclaw doctor` say degraded, and every turn is stored with its learning job once it is back', async () => {
     const before = await count('SELECT count(*) AS n FROM turns');
     postgres.pause();
     let sent = 0;
     const failures: string[] = [];
     const until = Date.now() + 30_000;
     let sawDegraded = false;
+    // Once /status says degraded, the operator's commands are run against a node while traffic goes on.
+    let operatorViews: Promise<[CliResult, CliResult]> | undefined;
     while (Date.now() < until) {
       const round = nodes.flatMap((node, index) =>
         MEMBERS.map((member) =>
@@ -221,12 +225,22 @@ describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip(
       if (!sawDegraded) {
         const status = await sendJson(`${nodes[0]!.url}/status`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
         sawDegraded = status.body?.store?.degraded === true;
+        if (sawDegraded) operatorViews = Promise.all([nodes[0]!.cli(['doctor', '--json', '--no-canary']), nodes[0]!.cli(['status'])]);
       }
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     assert.deepEqual(failures.slice(0, 3), [], 'every request was answered while the store was down');
     assert.ok(sawDegraded, '/status said the store was degraded');
     assert.equal((await fetch(`${nodes[1]!.url}/healthz`)).status, 200);
+    const [doctor, shown] = await operatorViews!;
+    const proxyCheck = (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; verdict: string; detail: string }> }).checks.find(
+      (check) => check.name === 'proxy',
+    );
+    assert.ok(proxyCheck, doctor.stdout);
+    assert.equal(proxyCheck.verdict, 'warn', proxyCheck.detail);
+    assert.match(proxyCheck.detail, /team store out of reach: serving goes on, \d+ turn\(s\) wait on this node/);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /store .*DEGRADED, out of reach/);
     postgres.resume();
     await waitFor(async () => (await count('SELECT count(*) AS n FROM turns').catch(() => -1)) >= before + sent, 30_000, 250).catch(async (error: unknown) => {
       const reports = await Promise.all(nodes.map((node) => sendJson(`${node.url}/status`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } })));
@@ -234,12 +248,72 @@ describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip(
       throw new Error(`${String(error)}: ${stored} of ${before + sent} turns stored; ${JSON.stringify(reports.map((report) => report.body?.store))}`);
     });
     assert.equal(await count("SELECT count(*) AS n FROM turns WHERE query LIKE '[outage-%'"), sent, 'each turn stored once');
+    assert.equal(
+      await count(
+        "SELECT count(*) AS n FROM turns t JOIN jobs j ON j.kind = 'memory.record_turn' AND (j.payload::jsonb ->> 'turnId') = t.id WHERE t.query LIKE '[outage-%'",
+      ),
+      sent,
+      'each turn stored after the outage queued its learning job, once',
+    );
     const status = await waitFor(async () => {
       const report = await sendJson(`${nodes[2]!.url}/status`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
       return report.body?.store?.degraded === false ? report.body : undefined;
     }, 10_000);
     assert.equal(status.store.engine, 'postgres');
+    // The throwaway PostgreSQL has no pgvector: the node says recall is keyword-only, and why.
+    assert.equal(status.store.search, 'keyword');
+    assert.match(status.store.vectors, /^keyword-only recall: .*pgvector/);
     assert.equal(status.requests.errors.record_failures, 0, 'no turn record was refused: a lost connection is an outage, the turn waits');
     assert.ok(!JSON.stringify(status).includes(OWNER_KEY));
+  });
+  test('a node that starts with more journaled turns than it holds in memory (10,000) stores every one of them', async () => {
+    // What a node left behind when it stopped during a long outage: 10,050 answered turns in its journal.
+    const home = tempHome('metaclaw-team-journal-');
+    const journal = new TurnJournal(join(home, 'journal'));
+    const total = 10_050;
+    for (let index = 0; index < total; index++) {
+      const id = `journal-turn-${index}`;
+      const header: JournalHeader = {
+        v: 1,
+        id,
+        sessionId: 'journal-session',
+        identitySource: 'header',
+        lineage: 'journal-session',
+        scope: 'user:alice',
+        turnType: 'side',
+        clientProfile: 'generic',
+        sideRequest: 'title',
+        clientFormat: 'openai',
+        model: 'm',
+        stream: false,
+        query: `[journal-${index}] A title for this conversation, please.`,
+        startedAt: Date.now() - 60_000 + index,
+        startsNewConversation: false,
+        endsSession: false,
+        learning: false,
+        receivedHeaders: {},
+        strippedKeys: [],
+        injected: null,
+        status: 200,
+        durationMs: 5,
+      };
+      const request = Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: header.query }] }));
+      const answer = Buffer.from(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          model: 'm',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'Title' }, finish_reason: 'stop' }],
+        }),
+      );
+      journal.append(id, header, request, [answer]);
+    }
+    journal.close();
+    nodes.push(await startProxy({ home, env: teamEnv(), config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' } } }));
+    await waitFor(async () => (await count("SELECT count(*) AS n FROM turns WHERE query LIKE '[journal-%'")) === total, 90_000, 500).catch(
+      async (error: unknown) => {
+        throw new Error(`${String(error)}: ${await count("SELECT count(*) AS n FROM turns WHERE query LIKE '[journal-%'")} of ${total} journaled turns stored`);
+      },
+    );
   });
 });

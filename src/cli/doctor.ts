@@ -345,6 +345,8 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
       paused_since?: string | null;
       last_error?: { code?: string; message?: string } | null;
       recording?: { held?: number };
+      /** a node of a team store: PostgreSQL out of reach (its spool holds turns, or it lost its listener) */
+      degraded?: boolean;
     };
     if (store.writable === false) {
       checks.push({
@@ -352,6 +354,15 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
         verdict: 'fail',
         detail: `${detail}; it cannot write its store since ${store.paused_since} (${store.last_error?.code}: ${store.last_error?.message}): it serves your agent, but ${store.recording?.held ?? 0} turn(s) wait to be recorded and learning is paused`,
         fix: `free some space on the disk holding ${config.home}; recording and learning resume by themselves`,
+      });
+      return { base, headers, status };
+    }
+    if (store.degraded === true) {
+      checks.push({
+        name: 'proxy',
+        verdict: 'warn',
+        detail: `${detail}; team store out of reach: serving goes on, ${store.recording?.held ?? 0} turn(s) wait on this node`,
+        fix: 'check that PostgreSQL runs and this node reaches it; waiting turns are written, in order, once it answers',
       });
       return { base, headers, status };
     }

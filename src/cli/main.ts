@@ -162,7 +162,7 @@ else program.command('scheduler').description('when RL training may run: status,
 if (loads('rl')) (await import('./rl.js')).registerRlCommands(program);
 else program.command('rl').description('reinforcement learning: the sample buffer, the judge, export (metaclaw rl --help)');
 if (loads('store')) (await import('./store.js')).registerStoreCommands(program);
-else program.command('store').description('the team store (PostgreSQL, preview): migrate, status, import-sqlite (metaclaw store --help)');
+else program.command('store').description('the team store (PostgreSQL): migrate, status, import-sqlite (metaclaw store --help)');
 
 try {
   await program.parseAsync(process.argv);

@@ -6,7 +6,7 @@ import { MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 
 /**
- * `metaclaw store …`: the team store (PostgreSQL, preview). The PostgreSQL modules are loaded with
+ * `metaclaw store …`: the team store (PostgreSQL). The PostgreSQL modules are loaded with
  * a dynamic import inside each action: registering these commands (for `--help` or completion)
  * must not load `pg`.
  */
@@ -20,7 +20,7 @@ interface StoreOptions {
 type Postgres = typeof import('../store/postgres/index.js');
 
 export function registerStoreCommands(program: Command): void {
-  const group = program.command('store').description('the team store (PostgreSQL, preview): migrate, status, import a personal install');
+  const group = program.command('store').description('the team store (PostgreSQL): migrate, status, import a personal install');
   const common = (command: Command) =>
     command
       .option('--store <url>', `the team store's postgres:// URL (default: store.url, or ${DATABASE_URL_VARIABLE})`)
@@ -149,7 +149,7 @@ function sqliteStatus(config: LoadedConfig): StatusReport {
 }
 
 function printStatus(report: StatusReport): void {
-  print(`engine      ${report.engine === 'sqlite' ? 'sqlite (the personal store)' : 'postgresql (the team store, preview)'}`);
+  print(`engine      ${report.engine === 'sqlite' ? 'sqlite (the personal store)' : 'postgresql (the team store)'}`);
   print(`store       ${report.location}`);
   print(`reachable   yes`);
   const version = report.schema_version === 0 ? 'none (run `metaclaw store migrate`)' : `version ${report.schema_version}`;

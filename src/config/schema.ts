@@ -283,7 +283,7 @@ export const KEY_DEFINITIONS = [
     doc: 'Full request/response bodies of turns are kept this long (0: forever); turn summaries stay.',
   }),
   databaseUrlKey('store.url', {
-    doc: 'Team store (preview): a postgres:// URL that `metaclaw store migrate | status | import-sqlite` work on (also METACLAW_DATABASE_URL, or --store). Empty: the personal SQLite store in $METACLAW_HOME. Serving from PostgreSQL is not built yet: `metaclaw start` refuses a set URL.',
+    doc: 'Team store: a postgres:// URL that `metaclaw start` serves from as one node of a team, and that `metaclaw store …` and `metaclaw team …` work on (also METACLAW_DATABASE_URL, or --store). Empty: the personal SQLite store in $METACLAW_HOME.',
   }),
   booleanKey('store.redact_turns', true, {
     doc: 'Redact secrets (API keys, tokens, private keys, passwords) from turn records: the request text, the answer and the stored bodies. What goes upstream is never changed.',

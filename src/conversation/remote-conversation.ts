@@ -15,6 +15,9 @@ export interface RemoteConversationReads {
   endSession(id: string, reason: SessionEndReason): Promise<boolean>;
 }
 
+/** Journaled turns handed to the recorder at once at start: well under what it holds in memory (HeldTurns). */
+const RECOVERY_CHUNK = 1_000;
+
 /**
  * The conversation record as one node of a team sees it: turns are journaled on this machine and
  * written to the team store by a SpooledRecorder (which rides out the store's outages), reads go
@@ -65,7 +68,11 @@ export class RemoteConversation {
     if (!this.journal) return 0;
     const earlier = this.journal.readEarlier();
     const turns = earlier.entries.map((entry) => build(entry.header, entry.request, entry.answer)).filter((turn) => turn !== undefined);
-    await Promise.allSettled(turns.map((turn) => this.recorder.recordTurn(turn)));
+    // Handed over a chunk at a time: the recorder holds at most 10,000 turns in memory, and a turn
+    // it drops while the store is up is never settled, so handing over more at once would drop the
+    // oldest and leave this start waiting for them for good.
+    for (let start = 0; start < turns.length; start += RECOVERY_CHUNK)
+      await Promise.allSettled(turns.slice(start, start + RECOVERY_CHUNK).map((turn) => this.recorder.recordTurn(turn)));
     // While the store is out of reach the recovered turns wait in memory only: their files stay
     // until a start finds the store up (a turn written twice is stored once).
     if (!this.recorder.degraded) this.journal.removeRecovered(earlier);

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL team store (preview): connect, migrate, status, import from a personal install.
+ * The PostgreSQL team store: connection, schema, the stores a team node serves from, import from a personal install.
  * Load it with a dynamic `import()` only: the personal path must never load `pg`.
  */
 export { openPool, describeStoreError, isUnreachable, type PoolOptions } from './connect.js';
