@@ -90,8 +90,7 @@ describe("team mode: a member's key on the nodes of a team store", { skip: postg
     });
     assert.equal(named.status, 403, 'naming another scope in the body is refused');
 
-    // The control, which also warms the node: with Alice's key, the node gives her request her
-    // memory. (A node's first recall may run out of its budget and go without, by design.)
+    // The control: with Alice's key, the node gives her request her memory.
     await waitFor(
       async () => {
         const marker = `[widen-alice-${Date.now()}]`;
@@ -195,5 +194,29 @@ describe("team mode: a member's key on the nodes of a team store", { skip: postg
     // Bob's key exists only in the team store.
     await ask(node, 'bob', [{ role: 'user', content: '[from-config] Which node is this?' }]);
     await waitFor(async () => (await rows("SELECT id FROM turns WHERE query LIKE '[from-config]%'")).length === 1, 10_000);
+  });
+
+  test("a member's very first request to a freshly started node gets their memory: the node warmed its recall before answering /healthz, and /status counts no recall timeout", async () => {
+    keys['carol'] = (JSON.parse(await cli(['team', 'add-member', 'carol', '--json'])) as { key: string }).key;
+    // The running node learns of the new member within about a second.
+    await waitFor(
+      async () =>
+        (
+          await sendJson(`${nodes[0]!.url}/v1/memory`, 'POST', {
+            headers: { authorization: `Bearer ${keys['carol']!}` },
+            body: { type: 'semantic', content: "Carol's dog is named Biscuit." },
+          })
+        ).status === 201,
+      5_000,
+    );
+    // `metaclaw start` returns once /healthz answers; the request follows at once.
+    const node = await startProxy({ env: teamEnv(), config: llmConfig() });
+    nodes.push(node);
+    await ask(node, 'carol', [{ role: 'user', content: '[first-recall] What is my dog named?' }]);
+    const status = await sendJson(`${node.url}/status`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
+    const memory = status.body.memory as { requests: number; timeouts: number; failures: number };
+    assert.match(sentFor('[first-recall]'), /Biscuit/, `the first request carries Carol's memory (/status memory: ${JSON.stringify(memory)})`);
+    assert.equal(memory.requests, 1);
+    assert.equal(memory.timeouts + memory.failures, 0, 'the first recall ran in full');
   });
 });

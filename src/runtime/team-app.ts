@@ -82,6 +82,8 @@ const HOUSEKEEPING_CHECK_MS = 60 * 60_000;
 const QUEUE_COUNTS_REFRESH_MS = 5_000;
 /** The longest a statement of this node's writes may run: a slow store never holds a turn record for long. */
 const STATEMENT_TIMEOUT_MS = 5_000;
+/** The longest start waits for memory recall to be warmed before serving. */
+const WARM_MEMORY_MAX_MS = 2_000;
 /** The longest to wait for a connection: an unreachable store is noticed fast. */
 const CONNECT_TIMEOUT_MS = 2_000;
 
@@ -346,6 +348,20 @@ export class TeamRuntime {
     return this.options.config;
   }
 
+  /** A member's first request recalls as fast as any later one (PgMemoryContextProvider.warm); bounded, so a slow store cannot hold up serving. */
+  private async warmMemory(): Promise<void> {
+    if (!this.memoryProvider) return;
+    const started = Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, WARM_MEMORY_MAX_MS);
+    });
+    await Promise.race([this.memoryProvider.warm(), bound])
+      .then(() => this.logger.debug({ ms: Date.now() - started }, 'memory recall warmed'))
+      .catch((error: unknown) => this.logger.warn({ err: errorMessage(error) }, 'memory recall could not be warmed; the first request may go without recall'))
+      .finally(() => clearTimeout(timer));
+  }
+
   async start(): Promise<{ url: string }> {
     const { values, paths } = this.options.config;
     refuseIfRunning(paths.pidFile);
@@ -366,6 +382,7 @@ export class TeamRuntime {
     // Read now, not by the first request that needs them.
     warmGlossary(['zh', 'ja']);
     thesaurus();
+    await this.warmMemory();
     this.context = new ContextPlanner(this.providers, this.logger, values['max_context_tokens']);
     const deps = servingDeps(this, this.context, {
       routeGroups: [
