@@ -55,7 +55,7 @@ function SkillListView() {
       }
       <h2>Library</h2>
       <p class="muted">
-        ${query ? `${data.matched} of ${data.total} skills match “${query}”` : `${data.total} skills`}, generation
+        ${data.query ? `${data.matched} of ${data.total} skills match “${data.query}”` : `${data.total} skills`}, generation
         ${data.generation}${data.pages > 1 ? `; ${data.first}–${data.first + data.skills.length - 1} shown` : ''}.
       </p>
       <div class="table-wrap">
