@@ -14,7 +14,8 @@ import { SpooledRecorder } from '../src/conversation/spooled-recorder.js';
 import { TurnJournal } from '../src/conversation/turn-journal.js';
 import type { FinishedTurn } from '../src/conversation/types.js';
 import { silentLogger } from '../src/logging/index.js';
-import { turnFromJournal, type JournalHeader } from '../src/proxy/turn-journal-entry.js';
+import { turnFromJournal } from '../src/proxy/turn-journal-entry.js';
+import { appendAnsweredTurn } from './support/journal.js';
 
 class OutageError extends Error {}
 
@@ -32,42 +33,17 @@ class Store {
 
 /** A turn as the proxy answers it: journaled, then handed to the recorder. */
 function answer(journal: TurnJournal, index: number, padding: number): FinishedTurn {
-  const id = `spool-turn-${index}`;
-  const header: JournalHeader = {
-    v: 1,
-    id,
+  const { header, request, answer } = appendAnsweredTurn(journal, {
+    id: `spool-turn-${index}`,
     sessionId: 'spool-session',
-    identitySource: 'header',
-    lineage: 'spool-session',
-    scope: 'user:alice',
     turnType: 'main',
-    clientProfile: 'generic',
     sideRequest: null,
-    clientFormat: 'openai',
-    model: 'm',
-    stream: false,
     query: `[spool-${index}] What changed in the build?`,
     startedAt: 1_700_000_000_000 + index,
-    startsNewConversation: false,
-    endsSession: false,
-    learning: false,
-    receivedHeaders: {},
-    strippedKeys: [],
-    injected: null,
-    status: 200,
-    durationMs: 5,
-  };
-  const request = Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: header.query + ' '.repeat(padding) }] }));
-  const reply = Buffer.from(
-    JSON.stringify({
-      id,
-      object: 'chat.completion',
-      model: 'm',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Nothing' }, finish_reason: 'stop' }],
-    }),
-  );
-  journal.append(id, header, request, [reply]);
-  return turnFromJournal(header, request, reply)!;
+    reply: 'Nothing',
+    padding,
+  });
+  return turnFromJournal(header, request, answer)!;
 }
 
 test('through an outage past the memory limits (10,000 turns, 32 MiB of bodies) every turn is stored once the store is back, in order and with its full body, without a restart', async () => {
