@@ -1,6 +1,6 @@
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logging/index.js';
-import { HeldTurns, isOnDisk, type HeldTurn, type HeldTurnsCounts } from './held-turns.js';
+import { HeldTurns, isOnDisk, type HeldTurn, type HeldTurnsCounts, type OnDisk } from './held-turns.js';
 import type { TurnJournal } from './turn-journal.js';
 import type { FinishedTurn } from './types.js';
 
@@ -49,8 +49,8 @@ const GATHER_MS = 20;
  * cannot be reached they wait here, bounded (HeldTurns), while the journal keeps each one on disk
  * until it is committed; past the memory limits a journaled turn waits as its id alone and is read
  * back from the journal when it is written. The loop retries with backoff and, once the store
- * answers, writes what waited first, in order. A turn the store refuses for itself (not an outage) is reported and
- * dropped, so one bad turn never blocks the rest.
+ * answers, writes what waited first, in order. A turn the store refuses for itself (not an
+ * outage) is reported and dropped, so one bad turn never blocks the rest.
  */
 export class SpooledRecorder {
   private readonly waiting: HeldTurns<HeldTurn>;
@@ -147,8 +147,9 @@ export class SpooledRecorder {
       // In order: the first outage stops the round, and it and everything after it wait.
       let done = 0;
       let index = 0;
-      for (const turn of turns) {
+      for (const [position, turn] of turns.entries()) {
         if (turn === undefined) {
+          this.lostFromJournal((held[position] as OnDisk).onDisk);
           done++;
           continue;
         }
@@ -176,16 +177,18 @@ export class SpooledRecorder {
     }
   }
 
-  /** A turn that waited in the journal alone, whole again; undefined (counted as dropped) when its entry cannot be read back. */
+  /** A turn that waited in the journal alone, whole again; undefined when its entry cannot be read back. */
   private readBack(id: string): FinishedTurn | undefined {
     const entry = this.options.journal?.entry(id);
     const turn = entry && this.options.rebuild?.(entry.header, entry.request, entry.answer);
-    if (turn?.id === id) return turn;
+    return turn?.id === id ? turn : undefined;
+  }
+
+  private lostFromJournal(id: string): void {
     this.waiting.countTurnDropped();
     this.options.logger.error({ request_id: id }, 'a turn waiting in the journal could not be read back; it is not stored');
     this.settle.get(id)?.resolve();
     this.settle.delete(id);
-    return undefined;
   }
 
   private enterOutage(error: unknown): void {
