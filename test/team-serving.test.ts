@@ -10,9 +10,9 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import pg from 'pg';
 import { TurnJournal } from '../src/conversation/turn-journal.js';
-import type { JournalHeader } from '../src/proxy/turn-journal-entry.js';
 import { openDatabase } from '../src/store/index.js';
 import { sendJson } from './support/http.js';
+import { appendAnsweredTurn } from './support/journal.js';
 import { runCli, startProxy, tempHome, waitFor, type CliResult, type ProxyHandle } from './support/proxy.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
 import { disposeTeam } from './support/team.js';
@@ -271,43 +271,16 @@ describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip(
     const home = tempHome('metaclaw-team-journal-');
     const journal = new TurnJournal(join(home, 'journal'));
     const total = 10_050;
-    for (let index = 0; index < total; index++) {
-      const id = `journal-turn-${index}`;
-      const header: JournalHeader = {
-        v: 1,
-        id,
+    for (let index = 0; index < total; index++)
+      appendAnsweredTurn(journal, {
+        id: `journal-turn-${index}`,
         sessionId: 'journal-session',
-        identitySource: 'header',
-        lineage: 'journal-session',
-        scope: 'user:alice',
         turnType: 'side',
-        clientProfile: 'generic',
         sideRequest: 'title',
-        clientFormat: 'openai',
-        model: 'm',
-        stream: false,
         query: `[journal-${index}] A title for this conversation, please.`,
         startedAt: Date.now() - 60_000 + index,
-        startsNewConversation: false,
-        endsSession: false,
-        learning: false,
-        receivedHeaders: {},
-        strippedKeys: [],
-        injected: null,
-        status: 200,
-        durationMs: 5,
-      };
-      const request = Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: header.query }] }));
-      const answer = Buffer.from(
-        JSON.stringify({
-          id,
-          object: 'chat.completion',
-          model: 'm',
-          choices: [{ index: 0, message: { role: 'assistant', content: 'Title' }, finish_reason: 'stop' }],
-        }),
-      );
-      journal.append(id, header, request, [answer]);
-    }
+        reply: 'Title',
+      });
     journal.close();
     nodes.push(await startProxy({ home, env: teamEnv(), config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' } } }));
     await waitFor(async () => (await count("SELECT count(*) AS n FROM turns WHERE query LIKE '[journal-%'")) === total, 90_000, 500).catch(

@@ -1,6 +1,6 @@
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logging/index.js';
-import { HeldTurns, type HeldTurnsCounts } from './held-turns.js';
+import { HeldTurns, isOnDisk, type HeldTurn, type HeldTurnsCounts, type OnDisk } from './held-turns.js';
 import type { TurnJournal } from './turn-journal.js';
 import type { FinishedTurn } from './types.js';
 
@@ -14,6 +14,11 @@ export interface SpooledRecorderOptions {
   sink: TurnSinkPort;
   /** Answered turns wait there (on disk) until committed: a crash or restart replays them. */
   journal?: TurnJournal;
+  /**
+   * Rebuilds a turn from its journal entry (turnFromJournal). Given with a journal, a turn past the
+   * memory limits waits in the journal alone and is read back, whole, when its turn to be written comes.
+   */
+  rebuild?: (header: unknown, request: Buffer, answer: Buffer) => FinishedTurn | undefined;
   /** Whether an error means the store is out of reach (the turn waits) rather than that this turn cannot be stored. */
   isOutage(error: unknown): boolean;
   logger: Logger;
@@ -22,7 +27,6 @@ export interface SpooledRecorderOptions {
   maxRetryMs?: number;
   /** Turns written per round trip. */
   batch?: number;
-  held?: HeldTurns;
 }
 
 export interface SpoolStatus extends HeldTurnsCounts {
@@ -43,12 +47,13 @@ const GATHER_MS = 20;
  * Records turns into a store across the network without ever making a request wait for it.
  * Turns are written in the order they were answered, in batches, by one loop. When the store
  * cannot be reached they wait here, bounded (HeldTurns), while the journal keeps each one on disk
- * until it is committed; the loop retries with backoff and, once the store answers, writes what
- * waited first, in order. A turn the store refuses for itself (not an outage) is reported and
- * dropped, so one bad turn never blocks the rest.
+ * until it is committed; past the memory limits a journaled turn waits as its id alone and is read
+ * back from the journal when it is written. The loop retries with backoff and, once the store
+ * answers, writes what waited first, in order. A turn the store refuses for itself (not an
+ * outage) is reported and dropped, so one bad turn never blocks the rest.
  */
 export class SpooledRecorder {
-  private readonly waiting: HeldTurns;
+  private readonly waiting: HeldTurns<HeldTurn>;
   private readonly settle = new Map<string, { resolve: () => void; reject: (error: unknown) => void }>();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -61,7 +66,8 @@ export class SpooledRecorder {
   private closed = false;
 
   constructor(private readonly options: SpooledRecorderOptions) {
-    this.waiting = options.held ?? new HeldTurns();
+    const { journal, rebuild } = options;
+    this.waiting = new HeldTurns<HeldTurn>(undefined, undefined, (turn) => rebuild !== undefined && journal?.holds(turn.id) === true);
     this.retryDelay = options.retryMs ?? 250;
   }
 
@@ -128,7 +134,9 @@ export class SpooledRecorder {
   private async loop(): Promise<void> {
     const batchSize = this.options.batch ?? 64;
     while (this.waiting.size > 0) {
-      const batch = this.waiting.peek(batchSize);
+      const held = this.waiting.peek(batchSize);
+      const turns = held.map((entry) => (isOnDisk(entry) ? this.readBack(entry.onDisk) : entry));
+      const batch = turns.filter((turn) => turn !== undefined);
       const wasDegraded = this.degraded;
       let errors: unknown[];
       try {
@@ -138,8 +146,14 @@ export class SpooledRecorder {
       }
       // In order: the first outage stops the round, and it and everything after it wait.
       let done = 0;
-      for (const [index, turn] of batch.entries()) {
-        const error = errors[index];
+      let index = 0;
+      for (const [position, turn] of turns.entries()) {
+        if (turn === undefined) {
+          this.lostFromJournal((held[position] as OnDisk).onDisk);
+          done++;
+          continue;
+        }
+        const error = errors[index++];
         if (error !== undefined && this.options.isOutage(error)) {
           this.enterOutage(error);
           break;
@@ -158,9 +172,23 @@ export class SpooledRecorder {
         }
       }
       this.waiting.dropFirst(done);
-      if (done < batch.length) return;
+      if (done < held.length) return;
       if (wasDegraded) this.leaveOutage();
     }
+  }
+
+  /** A turn that waited in the journal alone, whole again; undefined when its entry cannot be read back. */
+  private readBack(id: string): FinishedTurn | undefined {
+    const entry = this.options.journal?.entry(id);
+    const turn = entry && this.options.rebuild?.(entry.header, entry.request, entry.answer);
+    return turn?.id === id ? turn : undefined;
+  }
+
+  private lostFromJournal(id: string): void {
+    this.waiting.countTurnDropped();
+    this.options.logger.error({ request_id: id }, 'a turn waiting in the journal could not be read back; it is not stored');
+    this.settle.get(id)?.resolve();
+    this.settle.delete(id);
   }
 
   private enterOutage(error: unknown): void {

@@ -1,4 +1,4 @@
-import { closeSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, writevSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmdirSync, rmSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -17,7 +17,8 @@ import { join } from 'node:path';
  */
 export class TurnJournal {
   private segment: Segment | undefined;
-  private readonly segmentOf = new Map<string, Segment>();
+  /** Where each turn not yet committed sits: a turn the recorder let go from memory is read back from there. */
+  private readonly segmentOf = new Map<string, Placed>();
   private sequence = 0;
 
   constructor(
@@ -41,14 +42,14 @@ export class TurnJournal {
       written += writevSync(segment.fd, [rest]);
       if (written < total) throw Object.assign(new Error('short write to the turn journal'), { code: 'ENOSPC' });
     }
+    this.segmentOf.set(id, { segment, offset: segment.size, length: total });
     segment.size += total;
     segment.pending++;
-    this.segmentOf.set(id, segment);
   }
 
   /** The turn's record is committed: its entry is no longer needed. */
   committed(id: string): void {
-    const segment = this.segmentOf.get(id);
+    const segment = this.segmentOf.get(id)?.segment;
     if (!segment) return;
     this.segmentOf.delete(id);
     segment.pending--;
@@ -63,6 +64,36 @@ export class TurnJournal {
         // kept: its turns are in the database, so a replay skips them
       }
     }
+  }
+
+  /** Whether the turn is journaled by this run and not yet committed (so it can be read back). */
+  holds(id: string): boolean {
+    return this.segmentOf.has(id);
+  }
+
+  /**
+   * The entry of a turn this run journaled and has not committed; undefined when there is none or
+   * it cannot be read back. Its bytes were written with one plain write, so they are readable here.
+   */
+  entry(id: string): JournalEntry | undefined {
+    const placed = this.segmentOf.get(id);
+    if (!placed) return undefined;
+    const bytes = Buffer.alloc(placed.length);
+    let fd: number | undefined;
+    try {
+      fd = openSync(placed.segment.path, 'r');
+      let read = 0;
+      while (read < bytes.length) {
+        const got = readSync(fd, bytes, read, bytes.length - read, placed.offset + read);
+        if (got === 0) return undefined;
+        read += got;
+      }
+    } catch {
+      return undefined;
+    } finally {
+      if (fd !== undefined) closeQuietly(fd);
+    }
+    return parseSegment(bytes)[0];
   }
 
   /** Turns still journaled and not yet committed. */
@@ -130,6 +161,12 @@ interface Segment {
   fd: number;
   size: number;
   pending: number;
+}
+
+interface Placed {
+  segment: Segment;
+  offset: number;
+  length: number;
 }
 
 export interface JournalEntry {

@@ -5,7 +5,7 @@ import { maskDatabaseUrl, resolveUpstreams, type LoadedConfig, type UpstreamTarg
 import { ContextPlanner, type ContextProvider } from '../context/index.js';
 import { dashboardRoutes } from '../dashboard/index.js';
 import { teamDashboardReads } from '../dashboard/team-reads.js';
-import { HeldTurns, RemoteConversation, SpooledRecorder, TurnJournal } from '../conversation/index.js';
+import { RemoteConversation, SpooledRecorder, TurnJournal } from '../conversation/index.js';
 import { EmbeddingClient } from '../embeddings/index.js';
 import { ConfigError, errorMessage } from '../errors.js';
 import { createLogger, type Logger } from '../logging/index.js';
@@ -241,9 +241,9 @@ export class TeamRuntime {
     this.recorder = new SpooledRecorder({
       sink,
       journal,
+      rebuild: turnFromJournal,
       isOutage: isUnreachable,
       logger: this.logger.child({ part: 'recording' }),
-      held: new HeldTurns(),
     });
     const reads = new PgConversationReads(this.pool, sink);
     this.reads = reads;
