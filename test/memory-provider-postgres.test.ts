@@ -11,7 +11,7 @@ import { MemoryRetriever } from '../src/memory/retrieval.js';
 import { MemoryStore } from '../src/memory/store.js';
 import { SHARED_SCOPE, type MemoryDraft } from '../src/memory/types.js';
 import { openDatabase, type Db } from '../src/store/index.js';
-import { importSqlite } from '../src/store/postgres/index.js';
+import { importSqlite, openPool } from '../src/store/postgres/index.js';
 import { PgMemoryContextProvider } from '../src/store/postgres/memory-provider.js';
 import { addPgMemory } from '../src/store/postgres/memory-writer.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
@@ -151,7 +151,7 @@ describe('the memory section from PostgreSQL (team mode)', { skip: postgresSkip(
     db = openDatabase(join(home, 'metaclaw.db'));
     store = new MemoryStore(db);
     seed(store);
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     await importSqlite(pool, join(home, 'metaclaw.db'));
   });
@@ -202,7 +202,7 @@ describe('the memory section from PostgreSQL (team mode)', { skip: postgresSkip(
     const first = await provider.provide(question);
     assert.equal(ids(first).recalled.length, 0);
     assert.deepEqual(await provider.provide(question), first, 'the section is cached');
-    const writer = new pg.Pool({ connectionString: url, max: 1 });
+    const writer = openPool(url, { max: 1 });
     try {
       const key = (await addPgMemory(writer, fact(ALICE, 'The zeppelin hangar key is kept under the blue mat.', 1)))!;
       const started = Date.now();
@@ -224,7 +224,7 @@ describe('the memory section from PostgreSQL (team mode)', { skip: postgresSkip(
     await provider.start();
     const question = request(ALICE, 'what colour is the canoe paddle');
     assert.deepEqual(ids(await provider.provide(question)).recalled, []);
-    const writer = new pg.Pool({ connectionString: url, max: 1 });
+    const writer = openPool(url, { max: 1 });
     try {
       await writer.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'metaclaw-memory-listen'");
       await until('the listener lost', 1_000, async () => (provider.status().listening ? undefined : true));

@@ -7,7 +7,7 @@ import { scopedTerm } from '../src/memory/keyword-index.js';
 import { MemoryStore, type KeywordSearch } from '../src/memory/store.js';
 import type { MemoryDraft } from '../src/memory/types.js';
 import { openDatabase } from '../src/store/index.js';
-import { migratePostgres } from '../src/store/postgres/index.js';
+import { migratePostgres, openPool } from '../src/store/postgres/index.js';
 import { foldToken, MemorySearchTimeout, PgMemorySearch, searchPool, type PgKeywordSearch } from '../src/store/postgres/memory-search.js';
 import { uniqueTerms } from '../src/text/index.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
@@ -178,7 +178,7 @@ describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => 
   before(async () => {
     server = await startPostgres();
     url = server.createDatabase('recall');
-    pool = new pg.Pool({ connectionString: url, max: 4 });
+    pool = openPool(url, { max: 4 });
     search = new PgMemorySearch(pool);
     await migratePostgres(pool); // the search tables come with the team store's schema (migration 18)
     for (const draft of aliceMemory()) ids.push(store.add(draft)!.id);
@@ -309,6 +309,25 @@ describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => 
     } finally {
       await blocker.query('ROLLBACK');
       blocker.release();
+    }
+  });
+
+  test('a search connection the server ends while idle ends neither the process nor the pool: the next search is answered', async () => {
+    const searching = searchPool(url, 2_000, 1);
+    try {
+      const first = (await new PgMemorySearch(searching).search(ALICE, uniqueTerms('coffee'), 10)).hits;
+      assert.ok(first.length > 0);
+      // The search pool's connections carry no application name; the test's own pool is 'metaclaw'.
+      const ended = await pool.query<{ done: boolean }>(
+        `SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = ''`,
+      );
+      assert.ok(ended.rows.some((row) => row.done));
+      for (let waited = 0; searching.totalCount > 0 && waited < 5_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(searching.totalCount, 0, 'the pool dropped the ended connection');
+      assert.deepEqual((await new PgMemorySearch(searching).search(ALICE, uniqueTerms('coffee'), 10)).hits, first);
+    } finally {
+      await searching.end();
     }
   });
 });

@@ -14,6 +14,7 @@ import { postgresSkip, startPostgres, type TestPostgres } from './support/postgr
 import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { disposeTeam, teamHelpers } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
+import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-access-test';
 
@@ -57,7 +58,7 @@ describe("team mode: a member's key on the nodes of a team store", { skip: postg
   before(async () => {
     postgres = await startPostgres();
     url = postgres.createDatabase('team_access');
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     upstream = await ScriptedUpstream.start();
     seed = tempHome('metaclaw-team-access-seed-');

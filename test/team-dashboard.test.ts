@@ -17,6 +17,7 @@ import { postgresSkip, startPostgres, type TestPostgres } from './support/postgr
 import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { disposeTeam, teamHelpers } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
+import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-dashboard-test';
 const SKILL = 'release-notes';
@@ -43,7 +44,7 @@ describe('team mode: a node serves the dashboard over the team store', { skip: p
   before(async () => {
     postgres = await startPostgres();
     url = postgres.createDatabase('team_dashboard');
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     upstream = await ScriptedUpstream.start();
     seed = tempHome('metaclaw-team-dashboard-seed-');

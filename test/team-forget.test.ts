@@ -16,6 +16,7 @@ import { PgMemorySearch } from '../src/store/postgres/memory-search.js';
 import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
 import { ScriptedUpstream } from './support/upstream.js';
+import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-forget-test';
 /** A word only Alice's memory and her own messages hold. */
@@ -59,7 +60,7 @@ describe('team remove-member --forget on the team store', { skip: postgresSkip()
   before(async () => {
     postgres = await startPostgres();
     url = postgres.createDatabase('team_forget');
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     upstream = await ScriptedUpstream.start();
     seed = tempHome('metaclaw-team-forget-');

@@ -15,7 +15,7 @@ import { loadConfig } from '../src/config/index.js';
 import { silentLogger } from '../src/logging/index.js';
 import { memorySettings } from '../src/runtime/settings.js';
 import { openDatabase } from '../src/store/index.js';
-import { addPgMemory, PgJobQueue, PgMemoryApi } from '../src/store/postgres/index.js';
+import { addPgMemory, openPool, PgJobQueue, PgMemoryApi } from '../src/store/postgres/index.js';
 import type { MemoryDraft } from '../src/memory/types.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
@@ -65,7 +65,7 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
   before(async () => {
     postgres = await startPostgres();
     url = postgres.createDatabase('team_housekeeping');
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     upstream = await ScriptedUpstream.start();
     seed = tempHome('metaclaw-team-housekeeping-seed-');

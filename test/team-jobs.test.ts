@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import pg from 'pg';
 import { openDatabase } from '../src/store/index.js';
-import { addPgMemory } from '../src/store/postgres/index.js';
+import { addPgMemory, openPool } from '../src/store/postgres/index.js';
 import { isExtractorCall, isMemoryKeysCall, isSearchKeysCall, learningAwareUpstream, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
@@ -65,7 +65,7 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
   before(async () => {
     postgres = await startPostgres();
     url = postgres.createDatabase('team_jobs');
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { openDatabase } from '../src/store/index.js';
-import { PgSkillProposals, PgSkillStore } from '../src/store/postgres/index.js';
+import { openPool, PgSkillProposals, PgSkillStore } from '../src/store/postgres/index.js';
 import { isEvolverCall, learningAwareUpstream, session, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
@@ -53,7 +53,7 @@ describe('team mode: nodes learn from the team store', { skip: postgresSkip() },
   before(async () => {
     postgres = await startPostgres();
     url = postgres.createDatabase('team_learning');
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     upstream = await ScriptedUpstream.start();
     const evolver = learningAwareUpstream({ chat: 'Squashed.' });

@@ -13,6 +13,7 @@ import { samples } from './support/prometheus.js';
 import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { disposeTeam, teamHelpers } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
+import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-metrics-test';
 
@@ -36,7 +37,7 @@ describe('team mode: a node’s /metrics counts the team store', { skip: postgre
   before(async () => {
     postgres = await startPostgres();
     url = postgres.createDatabase('team_metrics');
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     upstream = await ScriptedUpstream.start();
     // The judge's votes alternate, so both scores are counted.

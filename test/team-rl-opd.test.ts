@@ -17,6 +17,7 @@ import { disposeTeam, teamHelpers } from './support/team.js';
 import { conversation, startRlTeam } from './support/team-rl.js';
 import { TinkerDouble } from './support/tinker-double.js';
 import { json, ScriptedUpstream } from './support/upstream.js';
+import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-rl-opd-test';
 const TEACHER_LOGPROB = -0.1;
@@ -40,7 +41,7 @@ describe('team mode with OPD: each sample is asked of the teacher once, and the 
   before(async () => {
     postgres = await startPostgres();
     url = postgres.createDatabase('team_rl_opd');
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     double = await TinkerDouble.start({ vocabSize: CHAR_VOCAB_SIZE, supportedModels: [RL_MODEL] });
     upstream = await ScriptedUpstream.start();

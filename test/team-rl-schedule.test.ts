@@ -19,6 +19,7 @@ import { disposeTeam, teamHelpers } from './support/team.js';
 import { conversation, startRlTeam } from './support/team-rl.js';
 import { TinkerDouble } from './support/tinker-double.js';
 import { ScriptedUpstream } from './support/upstream.js';
+import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-rl-schedule-test';
 
@@ -68,7 +69,7 @@ describe('team mode: in mode auto the trainer steps only in the scheduler’s wi
   before(async () => {
     postgres = await startPostgres();
     url = postgres.createDatabase('team_rl_schedule');
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     double = await TinkerDouble.start({ vocabSize: CHAR_VOCAB_SIZE, supportedModels: [RL_MODEL] });
     upstream = await ScriptedUpstream.start();

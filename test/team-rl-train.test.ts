@@ -18,6 +18,7 @@ import { disposeTeam, teamHelpers } from './support/team.js';
 import { conversation, startRlTeam } from './support/team-rl.js';
 import { TinkerDouble } from './support/tinker-double.js';
 import { ScriptedUpstream } from './support/upstream.js';
+import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-rl-train-test';
 
@@ -82,7 +83,7 @@ describe('team mode: one node trains the team’s policy, every node serves it',
   before(async () => {
     postgres = await startPostgres();
     url = postgres.createDatabase('team_rl_train');
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     double = await TinkerDouble.start({ vocabSize: CHAR_VOCAB_SIZE, supportedModels: [RL_MODEL] });
     upstream = await ScriptedUpstream.start();

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { PgSkillStore } from '../src/store/postgres/index.js';
+import { openPool, PgSkillStore } from '../src/store/postgres/index.js';
 import { isJudgeCall, learningAwareUpstream, session, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
@@ -40,7 +40,7 @@ describe('team mode: RL samples on the team store', { skip: postgresSkip() }, ()
   before(async () => {
     postgres = await startPostgres();
     url = postgres.createDatabase('team_rl');
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({ chat: 'Done.', judge: () => 'The answer did what was asked.\nScore: 1' });

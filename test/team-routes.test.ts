@@ -15,6 +15,7 @@ import { postgresSkip, startPostgres, type TestPostgres } from './support/postgr
 import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { teamHelpers } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
+import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-routes-test';
 const SKILL = 'release-notes';
@@ -41,7 +42,7 @@ describe('team mode: a node serves the management routes of memory and skills', 
   before(async () => {
     postgres = await startPostgres();
     url = postgres.createDatabase('team_routes');
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     upstream = await ScriptedUpstream.start();
     seed = tempHome('metaclaw-team-routes-seed-');

@@ -17,6 +17,7 @@ import { runCli, startProxy, tempHome, waitFor, type CliResult, type ProxyHandle
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
 import { disposeTeam } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
+import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-store-test';
 const MEMBERS = ['alice', 'bob', 'carol'] as const;
@@ -65,7 +66,7 @@ describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip(
   before(async () => {
     postgres = await startPostgres();
     url = postgres.createDatabase('team_serving');
-    pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool = openPool(url, { max: 2 });
     pool.on('error', () => undefined);
     upstream = await ScriptedUpstream.start();
     // A personal install with memories in three scopes and a skill, moved into the team store.

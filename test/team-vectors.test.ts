@@ -14,6 +14,7 @@ import { startPglite, type TestPglite } from './support/pglite.js';
 import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { disposeTeam, teamHelpers } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
+import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-vectors-test';
 const QUESTION = 'Who maintains the quuxer, and where does Pepper hide?';
@@ -87,7 +88,7 @@ describe('team mode with pgvector: a whole node recalls memories by meaning', ()
   before(async () => {
     server = await startPglite();
     state.url = server.url;
-    state.pool = new pg.Pool({ connectionString: server.url, max: 1 });
+    state.pool = openPool(server.url, { max: 1 });
     state.pool.on('error', () => undefined);
     state.seed = tempHome('metaclaw-team-vectors-');
     upstream = await ScriptedUpstream.start();

@@ -75,7 +75,11 @@ export const DEFAULT_SEARCH_TIMEOUT_MS = 250;
  * for a connection is bounded the same way.
  */
 export function searchPool(connectionString: string, timeoutMs = DEFAULT_SEARCH_TIMEOUT_MS, max = 4): Pool {
-  return new pg.Pool({ connectionString, max, statement_timeout: timeoutMs, connectionTimeoutMillis: timeoutMs, idleTimeoutMillis: 60_000 });
+  const pool = new pg.Pool({ connectionString, max, statement_timeout: timeoutMs, connectionTimeoutMillis: timeoutMs, idleTimeoutMillis: 60_000 });
+  // An idle connection the server ends (a restart, a terminated backend, a connection cut at its
+  // time-out) emits 'error' on the pool; unheard, it would end the process. The next search reports it.
+  pool.on('error', () => undefined);
+  return pool;
 }
 
 /** A unit's index entry as the SQLite store builds it (`MemoryStore.indexEntry`). */
