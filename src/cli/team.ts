@@ -4,23 +4,22 @@ import { memberScope, MemberDirectory, type IssuedKey, type Member } from '../te
 import { openMemory } from './memory.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 import { withPool } from './store.js';
+import type { Awaitable } from '../types/index.js';
 
 interface TeamOptions {
   config?: string;
   json?: boolean;
 }
 
-type MaybePromise<T> = T | Promise<T>;
-
 /** The member commands' view of either store: the personal one (synchronous) or the team store. */
 interface MemberAdmin {
-  add(name: string): MaybePromise<IssuedKey>;
-  rotateKey(name: string): MaybePromise<IssuedKey>;
-  remove(name: string): MaybePromise<Member>;
-  list(): MaybePromise<Member[]>;
-  hasMembers(): MaybePromise<boolean>;
+  add(name: string): Awaitable<IssuedKey>;
+  rotateKey(name: string): Awaitable<IssuedKey>;
+  remove(name: string): Awaitable<Member>;
+  list(): Awaitable<Member[]>;
+  hasMembers(): Awaitable<boolean>;
   /** Removes a member and forgets every memory of their scope: how many, and what else went with them. */
-  removeAndForget(name: string): MaybePromise<{ member: Member; forgotten: Forgotten }>;
+  removeAndForget(name: string): Awaitable<{ member: Member; forgotten: Forgotten }>;
 }
 
 /** What `remove-member --forget` took: the memories, and (team store) the traces counted apart. */
@@ -36,7 +35,7 @@ interface Forgotten {
  * sees the change without a restart (the team store's nodes within about a second).
  */
 function withMembers<A extends unknown[], T extends TeamOptions>(
-  action: (members: MemberAdmin, ...args: [...A, T]) => MaybePromise<void>,
+  action: (members: MemberAdmin, ...args: [...A, T]) => Awaitable<void>,
 ): (...args: [...A, T]) => Promise<void> {
   return async (...args) => {
     const options = args.at(-1) as T;

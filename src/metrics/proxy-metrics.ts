@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Awaitable } from '../types/index.js';
 
 /** What the proxy tells about one model request once it has ended. */
 export interface RequestObservation {
@@ -14,17 +15,14 @@ export interface RequestObservation {
   injectedTokens: number;
 }
 
-/** A figure as a store reads it: at once (SQLite), or a promise answered before the scrape is (the team store, PostgreSQL). */
-type Read<T> = T | Promise<T>;
-
 /** Figures read from the store at scrape time (never on the request path). */
 export interface StoreFigures {
-  queue(): Read<Record<string, number>>;
-  jobs(): Read<Array<{ kind: string; status: string; count: number }>>;
-  skills(): Read<Array<{ category: string; count: number }>>;
-  memories(): Read<Array<{ type: string; count: number }>>;
-  judgeScores(): Read<Array<{ score: number; count: number }>>;
-  trainingSteps(): Read<Array<{ status: string; count: number }>>;
+  queue(): Awaitable<Record<string, number>>;
+  jobs(): Awaitable<Array<{ kind: string; status: string; count: number }>>;
+  skills(): Awaitable<Array<{ category: string; count: number }>>;
+  memories(): Awaitable<Array<{ type: string; count: number }>>;
+  judgeScores(): Awaitable<Array<{ score: number; count: number }>>;
+  trainingSteps(): Awaitable<Array<{ status: string; count: number }>>;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];

@@ -22,6 +22,7 @@ import { memberScope } from '../team/index.js';
 import { ADMIN_HEADER, type AdminToken } from './admin-token.js';
 import { parse, readJson } from './route-body.js';
 import type { ProxyApp, ProxyEnv } from './types.js';
+import type { Awaitable } from '../types/index.js';
 
 const typeSchema = z.enum(MEMORY_TYPES);
 
@@ -71,32 +72,30 @@ const patchSchema = z
 /** The unit that replaces another: new content, the rest kept from the old unit unless given. */
 const supersedeSchema = addSchema.omit({ scope: true }).partial({ type: true });
 
-type MaybePromise<T> = T | Promise<T>;
-
 /**
  * The memory the routes work on: the personal store (a MemoryService) or a team node's view of the
  * team store (PgMemoryApi). Both run the same code for each operation; only the storage differs.
  */
 export interface MemoryRoutesApi {
-  get(id: string): MaybePromise<MemoryUnit | undefined>;
-  search(request: { scope: string; query: string; limit: number; types?: MemoryType[]; includeSuperseded?: boolean }): MaybePromise<MemoryHit[]>;
-  add(draft: MemoryDraft): MaybePromise<MemoryUnit>;
-  forget(id: string): MaybePromise<MemoryUnit | undefined>;
+  get(id: string): Awaitable<MemoryUnit | undefined>;
+  search(request: { scope: string; query: string; limit: number; types?: MemoryType[]; includeSuperseded?: boolean }): Awaitable<MemoryHit[]>;
+  add(draft: MemoryDraft): Awaitable<MemoryUnit>;
+  forget(id: string): Awaitable<MemoryUnit | undefined>;
   /** Units deleted. */
-  forgetScope(scope: string): MaybePromise<number>;
+  forgetScope(scope: string): Awaitable<number>;
   ingest(
     scope: string,
     sessionId: string,
     turns: readonly IngestTurn[],
-  ): MaybePromise<{ stored: Array<{ id: string; turn_id: string }>; extraction_job: number | null }>;
-  update(id: string, patch: MemoryPatch): MaybePromise<MemoryUnit | undefined>;
-  supersede(id: string, replacement: { content: string } & MemoryPatch): MaybePromise<{ old: MemoryUnit; added: MemoryUnit } | undefined>;
-  stats(scope: string): MaybePromise<ScopeStats>;
+  ): Awaitable<{ stored: Array<{ id: string; turn_id: string }>; extraction_job: number | null }>;
+  update(id: string, patch: MemoryPatch): Awaitable<MemoryUnit | undefined>;
+  supersede(id: string, replacement: { content: string } & MemoryPatch): Awaitable<{ old: MemoryUnit; added: MemoryUnit } | undefined>;
+  stats(scope: string): Awaitable<ScopeStats>;
   /** Every scope's stats, and the units across them. */
-  allStats(): MaybePromise<{ scopes: ScopeStats[]; total: number }>;
+  allStats(): Awaitable<{ scopes: ScopeStats[]; total: number }>;
   /** JSONL, one presented unit a line (transfer.ts), of one scope or of all. */
-  export(scope?: string): MaybePromise<string>;
-  import(lines: readonly string[], defaultScope: string, onlyScope?: string): MaybePromise<MemoryImportReport>;
+  export(scope?: string): Awaitable<string>;
+  import(lines: readonly string[], defaultScope: string, onlyScope?: string): Awaitable<MemoryImportReport>;
 }
 
 /** The routes over the personal store. */

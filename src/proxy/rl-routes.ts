@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConflictError, NotFoundError, PermissionError } from '../errors.js';
-import type { Awaitable } from '../rl/buffer/port.js';
+import type { Awaitable } from '../types/index.js';
 import type { ServedPolicyRecord, StepOutcome, StepRecord, StepStore } from '../rl/loop/index.js';
 import { type AdminToken } from './admin-token.js';
 import { parse, readJson } from './route-body.js';

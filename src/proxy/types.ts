@@ -13,6 +13,7 @@ import type { ResponsesHistory } from './responses-history.js';
 import type { ProxyStats } from './stats.js';
 import type { ProxyMetrics } from '../metrics/index.js';
 import type { Member } from '../team/index.js';
+import type { Awaitable } from '../types/index.js';
 
 /** What every route sees: the Node request, and the team member the auth middleware found (undefined: the owner or an open proxy). */
 export interface ProxyEnv {
@@ -21,8 +22,6 @@ export interface ProxyEnv {
 }
 
 export type ProxyApp = Hono<ProxyEnv>;
-
-type MaybePromise<T> = T | Promise<T>;
 
 /**
  * The conversation record as the HTTP layer uses it: the personal store (ConversationStore, SQLite,
@@ -34,11 +33,11 @@ export interface ConversationPort {
   readonly activity: Pick<MainTurnActivity, 'begin'>;
   journalTurn(id: string, header: unknown, request: Buffer, answer: readonly Buffer[]): boolean;
   recordTurn(turn: FinishedTurn): Promise<void>;
-  getTurn(id: string): MaybePromise<TurnDetail | undefined>;
-  getSession(id: string): MaybePromise<SessionRow | undefined>;
-  endSession(id: string, reason: SessionEndReason): MaybePromise<boolean>;
-  turnOfResponse(responseId: string): MaybePromise<TurnRow | undefined>;
-  receivedBody(turnId: string): MaybePromise<unknown>;
+  getTurn(id: string): Awaitable<TurnDetail | undefined>;
+  getSession(id: string): Awaitable<SessionRow | undefined>;
+  endSession(id: string, reason: SessionEndReason): Awaitable<boolean>;
+  turnOfResponse(responseId: string): Awaitable<TurnRow | undefined>;
+  receivedBody(turnId: string): Awaitable<unknown>;
 }
 
 /** Everything the HTTP layer needs, handed in by the runtime; proxy/ knows none of the internals. */

@@ -11,11 +11,12 @@ import type { FinishedTurn, SessionEndReason, SessionRow, TurnDetail, TurnRow } 
 import type { SpendSummary } from '../learning/budget.js';
 import type { EnqueueOptions, FailVerdict, Job, JobRow, JobStatus, QueueCounts } from '../learning/job-model.js';
 import type { MemoryDraft, MemoryUnit } from '../memory/types.js';
-import type { Awaitable } from '../rl/buffer/port.js';
+import type { Awaitable } from '../types/index.js';
 import type { VersionRow } from '../skills/history.js';
 import type { IssuedKey, Member } from '../team/members.js';
 
-export type { Awaitable, RlSampleStore } from '../rl/buffer/port.js';
+export type { Awaitable } from '../types/index.js';
+export type { RlSampleStore } from '../rl/buffer/port.js';
 export type { PolicyInstaller, ServedPolicyState, StepStore } from '../rl/loop/ports.js';
 
 /**

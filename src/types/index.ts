@@ -2,6 +2,9 @@ export type * from './openai.js';
 export type * from './anthropic.js';
 export type * from './responses.js';
 
+/** A value now (SQLite, on the proxy's thread) or later (PostgreSQL, over the pool): what a port shared by both store engines answers. */
+export type Awaitable<T> = T | Promise<T>;
+
 /** The two chat formats an upstream is configured with: OpenAI Chat Completions and Anthropic Messages. */
 export type ApiFormat = 'openai' | 'anthropic';
 

@@ -1,8 +1,7 @@
 import type { RlSample } from '../types.js';
 import type { SampleRow, Verdict } from './store.js';
 
-/** A value now (SQLite, on the proxy's thread) or later (PostgreSQL, over the pool). */
-export type Awaitable<T> = T | Promise<T>;
+import type { Awaitable } from '../../types/index.js';
 
 /**
  * The sample buffer as the judge and training use it, on either engine: `RlBuffer` (SQLite,

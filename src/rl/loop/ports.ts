@@ -1,4 +1,4 @@
-import type { Awaitable } from '../buffer/port.js';
+import type { Awaitable } from '../../types/index.js';
 import type { PolicySampler, StepMetrics } from '../types.js';
 import type { ServedPolicyRecord } from './served-policy.js';
 import type { StepRecord, StepTrigger } from './steps.js';

@@ -2,7 +2,7 @@ import { errorMessage } from '../../errors.js';
 import type { Logger } from '../../logging/index.js';
 import type { TrainStepResult } from '../train/index.js';
 import type { RlBackend, RlSample, StepMetrics, TrainingWindow } from '../types.js';
-import type { Awaitable } from '../buffer/port.js';
+import type { Awaitable } from '../../types/index.js';
 import type { PolicyInstaller, StepStore } from './ports.js';
 import type { StepTrigger } from './steps.js';
 
