@@ -100,3 +100,62 @@ test('through an outage past the memory limits (10,000 turns, 32 MiB of bodies) 
     rmSync(folder, { recursive: true, force: true });
   }
 });
+
+test('while the store is out of reach, retries do not read the turns waiting in the journal again: each is read back once, when the store is back, and stored once', async () => {
+  const folder = mkdtempSync(join(tmpdir(), 'metaclaw-spool-'));
+  const alive = setInterval(() => undefined, 1_000);
+  try {
+    const journal = new TurnJournal(join(folder, 'journal'));
+    const store = new Store();
+    let tries = 0;
+    const sink = {
+      write: (turns: readonly FinishedTurn[]) => {
+        tries++;
+        return store.write(turns);
+      },
+    };
+    const readBack: string[] = [];
+    const recorder = new SpooledRecorder({
+      sink,
+      journal,
+      rebuild: (header, request, answer) => {
+        const turn = turnFromJournal(header, request, answer);
+        if (turn) readBack.push(turn.id);
+        return turn;
+      },
+      isOutage: (error) => error instanceof OutageError,
+      logger: silentLogger(),
+      retryMs: 10,
+      maxRetryMs: 10,
+    });
+    // Six turns with 8 MiB bodies: past the 32 MiB held in memory, the last ones wait in the journal alone.
+    const sent: FinishedTurn[] = [];
+    for (let index = 0; index < 8; index++) {
+      const turn = answer(journal, index, index >= 1 && index <= 6 ? 8 * 1024 * 1024 : 0);
+      sent.push(turn);
+      await recorder.recordTurn(turn);
+    }
+    const onDisk = recorder.status().held_on_disk;
+    assert.ok(onDisk >= 2, 'some turns wait in the journal alone');
+    const triesBefore = tries;
+    const retrying = Date.now() + 20_000;
+    while (tries < triesBefore + 5 && Date.now() < retrying) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.ok(tries >= triesBefore + 5, 'the recorder kept retrying through the outage');
+    assert.deepEqual(readBack, [], 'nothing is read back from the journal while the store is out of reach');
+
+    store.up = true;
+    const deadline = Date.now() + 20_000;
+    while (store.stored.length < sent.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(
+      store.stored.map((turn) => turn.id),
+      sent.map((turn) => turn.id),
+      'every turn is stored once, in order',
+    );
+    assert.equal(readBack.length, onDisk, 'each turn waiting in the journal is read back once');
+    assert.equal(new Set(readBack).size, onDisk);
+    journal.close();
+  } finally {
+    clearInterval(alive);
+    rmSync(folder, { recursive: true, force: true });
+  }
+});

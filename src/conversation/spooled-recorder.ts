@@ -48,8 +48,9 @@ const GATHER_MS = 20;
  * Turns are written in the order they were answered, in batches, by one loop. When the store
  * cannot be reached they wait here, bounded (HeldTurns), while the journal keeps each one on disk
  * until it is committed; past the memory limits a journaled turn waits as its id alone and is read
- * back from the journal when it is written. The loop retries with backoff and, once the store
- * answers, writes what waited first, in order. A turn the store refuses for itself (not an
+ * back from the journal when it is written. The loop retries with backoff, each try with the oldest
+ * turn alone (so an outage does not read the journal over and over), and, once the store answers,
+ * writes what waited first, in order. A turn the store refuses for itself (not an
  * outage) is reported and dropped, so one bad turn never blocks the rest.
  */
 export class SpooledRecorder {
@@ -64,6 +65,8 @@ export class SpooledRecorder {
   private replayed = 0;
   private outages = 0;
   private closed = false;
+  /** The turn an outage stopped at, when it had been read back from the journal: the next try sends it without reading it again. */
+  private readAgain: FinishedTurn | undefined;
 
   constructor(private readonly options: SpooledRecorderOptions) {
     const { journal, rebuild } = options;
@@ -134,7 +137,9 @@ export class SpooledRecorder {
   private async loop(): Promise<void> {
     const batchSize = this.options.batch ?? 64;
     while (this.waiting.size > 0) {
-      const held = this.waiting.peek(batchSize);
+      // While the store is out of reach each try sends the oldest turn alone: the turns behind it
+      // are read back from the journal once the store answers, not again on every retry.
+      const held = this.waiting.peek(this.degraded ? 1 : batchSize);
       const turns = held.map((entry) => (isOnDisk(entry) ? this.readBack(entry.onDisk) : entry));
       const batch = turns.filter((turn) => turn !== undefined);
       const wasDegraded = this.degraded;
@@ -155,6 +160,7 @@ export class SpooledRecorder {
         }
         const error = errors[index++];
         if (error !== undefined && this.options.isOutage(error)) {
+          if (isOnDisk(held[position]!)) this.readAgain = turn;
           this.enterOutage(error);
           break;
         }
@@ -179,6 +185,9 @@ export class SpooledRecorder {
 
   /** A turn that waited in the journal alone, whole again; undefined when its entry cannot be read back. */
   private readBack(id: string): FinishedTurn | undefined {
+    const kept = this.readAgain;
+    this.readAgain = undefined;
+    if (kept?.id === id) return kept;
     const entry = this.options.journal?.entry(id);
     const turn = entry && this.options.rebuild?.(entry.header, entry.request, entry.answer);
     return turn?.id === id ? turn : undefined;
