@@ -36,15 +36,17 @@ export async function relinkAfterDeleting(client: pg.PoolClient, search: PgMemor
       .parse((await client.query('SELECT rowid, terms FROM memory_units WHERE rowid = ANY($1::bigint[])', [kept])).rows)
       .map((row) => [row.rowid, row.terms]),
   );
-  for (const follower of relinked) {
+  const links = relinked.map((follower) => {
     const previousTerms = follower.previous === null ? undefined : terms.get(follower.previous);
-    const link = rawLink(follower.previous === null || previousTerms === undefined ? undefined : { rowid: follower.previous, terms: previousTerms });
-    await client.query('UPDATE memory_units SET previous_raw = $1, neighbour_terms = $2 WHERE rowid = $3', [
-      link.previous_raw,
-      link.neighbour_terms,
-      follower.rowid,
-    ]);
-  }
+    return rawLink(follower.previous === null || previousTerms === undefined ? undefined : { rowid: follower.previous, terms: previousTerms });
+  });
+  // One statement for every follower, not a round trip each (a retention sweep can relink thousands).
+  await client.query(
+    `UPDATE memory_units AS unit SET previous_raw = link.previous_raw, neighbour_terms = link.neighbour_terms
+       FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS link(rowid, previous_raw, neighbour_terms)
+      WHERE unit.rowid = link.rowid`,
+    [relinked.map((follower) => follower.rowid), links.map((link) => link.previous_raw), links.map((link) => link.neighbour_terms)],
+  );
   await reindexWithKeys(
     client,
     search,
