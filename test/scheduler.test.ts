@@ -418,11 +418,13 @@ describe('ICS calendar busy time (node-ical)', () => {
     assert.deepEqual(later.intervalAt(offsite), { start: new Date(2026, 10, 20).getTime(), end: new Date(2026, 10, 21).getTime() });
   });
 
-  test('served over HTTP: a meeting opens a window until its end; the excluded Monday and a 10-minute standup (under min_window) do not', async () => {
+  test('served over HTTP: a meeting opens a window until its end, and a failed reload keeps it; the excluded Monday and a 10-minute standup (under min_window) do not', async () => {
     let served = 0;
+    let failing = false;
     const server = http.createServer((request, response) => {
       served++;
-      if (request.url === '/secret-token/basic.ics') response.writeHead(200, { 'content-type': 'text/calendar' }).end(text);
+      if (failing) response.writeHead(503).end('down');
+      else if (request.url === '/secret-token/basic.ics') response.writeHead(200, { 'content-type': 'text/calendar' }).end(text);
       else response.writeHead(404).end('no');
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -433,6 +435,15 @@ describe('ICS calendar busy time (node-ical)', () => {
       assert.deepEqual(meeting.s.status().window.sources, ['calendar']);
       assert.equal(meeting.s.status().window.until, '2026-11-09T10:00:00.000Z');
       assert.equal(meeting.s.status().calendar?.source, `http://127.0.0.1:${(server.address() as AddressInfo).port}/…`, 'the secret path is not shown');
+      // A reload that fails keeps the last good busy time and says why.
+      failing = true;
+      await meeting.s.initialise();
+      failing = false;
+      assert.equal(meeting.s.state, 'WINDOW_OPEN', 'the meeting still holds the window after a failed reload');
+      assert.match(meeting.s.status().calendar?.error ?? '', /HTTP 503/);
+      const reading = meeting.s.status().sources.find((source) => source.source === 'calendar');
+      assert.equal(reading?.available, true);
+      assert.match(reading?.detail ?? '', /busy until .*\(last load failed: .*HTTP 503\)/);
       meeting.clock.t = at('2026-11-09T10:00:00Z');
       await meeting.s.evaluate();
       assert.equal(meeting.s.state, 'IDLE_WAIT');
