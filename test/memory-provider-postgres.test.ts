@@ -240,6 +240,35 @@ describe('the memory section from PostgreSQL (team mode)', { skip: postgresSkip(
     }
   });
 
+  test('a rule whose notification was lost shows once the held rules are older than rulesMaxAgeMs, re-read in the background without holding a request', async () => {
+    const provider = (rulesMaxAgeMs: number) => {
+      const made = new PgMemoryContextProvider({ url, settings: SETTINGS, timeoutMs: 2_000, rulesMaxAgeMs });
+      providers.push(made);
+      return made;
+    };
+    const bounded = provider(300);
+    const trusting = provider(600_000);
+    await Promise.all([bounded.start(), trusting.start()]);
+    const question = request(ALICE, 'how should the lighthouse log be signed');
+    const before = ids(await bounded.provide(question)).core;
+    assert.deepEqual(ids(await trusting.provide(question)).core, before);
+    const writer = openPool(url, { max: 1 });
+    try {
+      // Triggers do not fire for a session in replica mode: no node hears of this rule.
+      await writer.query('SET session_replication_role = replica');
+      const rule = (await addPgMemory(writer, fact(ALICE, 'Sign the lighthouse log with your initials only.', 0, { origin: 'rule', core: true })))!;
+      await until('the unnotified rule shown by the provider that re-reads old rules', 3_000, async () => {
+        const started = Date.now();
+        const shown = ids(await bounded.provide(question)).core;
+        assert.ok(Date.now() - started < 1_000, 'a request does not wait for the re-read');
+        return shown.includes(rule.id) ? true : undefined;
+      });
+      assert.ok(!ids(await trusting.provide(question)).core.includes(rule.id), 'the notification was lost: rules held within their age are not re-read');
+    } finally {
+      await writer.end();
+    }
+  });
+
   test('a database slower than timeoutMs: the request gets the rules held, no recall, within the wait, and the timeout is counted', async () => {
     const provider = await pgProvider(SETTINGS, 100);
     // A cold provider's first requests may outlast 100 ms on a busy machine (connections, rules, prepared statements): warm it.

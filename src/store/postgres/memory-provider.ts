@@ -28,6 +28,8 @@ import { ReplayedReads } from './replayed-reads.js';
 export const DEFAULT_MEMORY_TIMEOUT_MS = 100;
 /** After a failed read, requests skip PostgreSQL this long: a down store must not cost each request a connect attempt. */
 export const DEFAULT_MEMORY_BACKOFF_MS = 1_000;
+/** A scope's rules older than this are re-read in the background when a request uses them: a lost notification is not forever. */
+export const DEFAULT_RULES_MAX_AGE_MS = 60_000;
 
 export interface PgMemoryProviderOptions {
   /** The team store (postgres://…). The provider opens its own small pool and one listening connection. */
@@ -37,6 +39,8 @@ export interface PgMemoryProviderOptions {
   readonly timeoutMs?: number;
   /** How long requests skip PostgreSQL after a failure; default 1 s. */
   readonly backoffMs?: number;
+  /** Rules held longer than this are re-read, off the request path, by the next request of their scope; default 60 s. */
+  readonly rulesMaxAgeMs?: number;
   /** Connections for request-path reads (default 4). */
   readonly poolSize?: number;
   /** Languages besides English the members write in (English questions also search translations), as MemoryRetriever takes them. */
@@ -77,6 +81,9 @@ interface ScopeState {
   version: number;
   /** The version `core` was read at (-1: never read). */
   readAt: number;
+  /** When `core` was read (Date.now()), and what it was: a re-read finding other rules drops the scope's sections. */
+  loadedAt: number;
+  fingerprint: string;
   loading: Promise<void> | undefined;
 }
 
@@ -99,7 +106,8 @@ const FAILED = Symbol('failed');
  * Other nodes and the CLI write memory too: a trigger on memory_units notifies MEMORY_CHANNEL with
  * the scope (migration 22); the provider listens on a dedicated connection and drops that scope's
  * sections and re-reads its rules. When that connection is re-established every cache is dropped:
- * notifications sent while it was down were missed.
+ * notifications sent while it was down were missed. A notification lost otherwise is bounded by
+ * `rulesMaxAgeMs`: older rules are re-read in the background by the next request of their scope.
  */
 export class PgMemoryContextProvider implements ContextProvider {
   readonly name = 'memory';
@@ -110,6 +118,7 @@ export class PgMemoryContextProvider implements ContextProvider {
   private readonly sections = new SectionCache();
   private readonly timeoutMs: number;
   private readonly backoffMs: number;
+  private readonly rulesMaxAgeMs: number;
   private readonly poolSize: number;
   private backoffUntil = 0;
   private counts = { requests: 0, timeouts: 0, failures: 0, skipped: 0 };
@@ -118,6 +127,7 @@ export class PgMemoryContextProvider implements ContextProvider {
   constructor(private readonly options: PgMemoryProviderOptions) {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_MEMORY_TIMEOUT_MS;
     this.backoffMs = options.backoffMs ?? DEFAULT_MEMORY_BACKOFF_MS;
+    this.rulesMaxAgeMs = options.rulesMaxAgeMs ?? DEFAULT_RULES_MAX_AGE_MS;
     this.poolSize = options.poolSize ?? 4;
     this.pool = new pg.Pool({
       connectionString: options.url,
@@ -183,6 +193,8 @@ export class PgMemoryContextProvider implements ContextProvider {
   }
 
   provide(request: ContextRequest): ContextSection | undefined | Promise<ContextSection | undefined> {
+    this.rereadIfOld(request.scope);
+    if (request.scope !== SHARED_SCOPE) this.rereadIfOld(SHARED_SCOPE);
     const cached = this.sections.lookup(request);
     if (cached.found) return cached.section;
     if (Date.now() < this.backoffUntil) {
@@ -278,10 +290,16 @@ export class PgMemoryContextProvider implements ContextProvider {
     const version = state.version;
     state.loading = readScopeRules(this.pool, scope)
       .then((rules) => {
+        const fingerprint = JSON.stringify([rules.core, [...rules.replacedTurns], rules.size]);
+        // A re-read of rules no notification said were stale found them changed (a notification was
+        // lost): sections made with the old ones go too.
+        if (state.readAt === version && fingerprint !== state.fingerprint) this.sections.changed(scope);
         // Even when a change came meanwhile, these are newer than what was held: keep them, stale.
         state.core = scopeCore(rules.core, rules.replacedTurns);
         state.size = rules.size;
         state.readAt = version;
+        state.loadedAt = Date.now();
+        state.fingerprint = fingerprint;
       })
       .finally(() => {
         state.loading = undefined;
@@ -292,7 +310,7 @@ export class PgMemoryContextProvider implements ContextProvider {
   private state(scope: string): ScopeState {
     let state = this.scopes.get(scope);
     if (!state) {
-      state = { core: undefined, size: 0, version: 0, readAt: -1, loading: undefined };
+      state = { core: undefined, size: 0, version: 0, readAt: -1, loadedAt: 0, fingerprint: '', loading: undefined };
       this.scopes.set(scope, state);
     }
     return state;
@@ -314,6 +332,17 @@ export class PgMemoryContextProvider implements ContextProvider {
       state.version++;
       this.refresh(scope);
     }
+  }
+
+  /**
+   * Rules held past `rulesMaxAgeMs` are re-read in the background: the request goes on with them.
+   * Notifications keep the rules current; this only bounds how long a lost one leaves them stale.
+   */
+  private rereadIfOld(scope: string): void {
+    const state = this.scopes.get(scope);
+    if (!state || state.loading || state.readAt !== state.version || Date.now() - state.loadedAt < this.rulesMaxAgeMs) return;
+    if (Date.now() < this.backoffUntil) return;
+    this.load(scope, state).catch((error: unknown) => this.failed(error, false));
   }
 
   private refresh(scope: string): void {
