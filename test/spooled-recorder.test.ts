@@ -46,13 +46,23 @@ function answer(journal: TurnJournal, index: number, padding: number): FinishedT
   return turnFromJournal(header, request, answer)!;
 }
 
-test('through an outage past the memory limits (10,000 turns, 32 MiB of bodies) every turn is stored once the store is back, in order and with its full body, without a restart', async () => {
+/** A journal in a scratch folder and the store out of reach, for `run`. */
+async function inOutage(run: (journal: TurnJournal, store: Store) => Promise<void>): Promise<void> {
   const folder = mkdtempSync(join(tmpdir(), 'metaclaw-spool-'));
-  // The recorder's timers do not hold a process open (a server does): this test does.
+  // The recorder's timers do not hold a process open (a server does): this does.
   const alive = setInterval(() => undefined, 1_000);
   try {
     const journal = new TurnJournal(join(folder, 'journal'));
-    const store = new Store();
+    await run(journal, new Store());
+    journal.close();
+  } finally {
+    clearInterval(alive);
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+test('through an outage past the memory limits (10,000 turns, 32 MiB of bodies) every turn is stored once the store is back, in order and with its full body, without a restart', async () => {
+  await inOutage(async (journal, store) => {
     const recorder = new SpooledRecorder({
       sink: store,
       journal,
@@ -94,19 +104,11 @@ test('through an outage past the memory limits (10,000 turns, 32 MiB of bodies) 
     assert.equal(after.turns_dropped, 0);
     assert.equal(after.bodies_dropped, 0);
     assert.equal(journal.pendingTurns, 0, 'the journal holds nothing more for the next start');
-    journal.close();
-  } finally {
-    clearInterval(alive);
-    rmSync(folder, { recursive: true, force: true });
-  }
+  });
 });
 
 test('while the store is out of reach, retries do not read the turns waiting in the journal again: each is read back once, when the store is back, and stored once', async () => {
-  const folder = mkdtempSync(join(tmpdir(), 'metaclaw-spool-'));
-  const alive = setInterval(() => undefined, 1_000);
-  try {
-    const journal = new TurnJournal(join(folder, 'journal'));
-    const store = new Store();
+  await inOutage(async (journal, store) => {
     let tries = 0;
     const sink = {
       write: (turns: readonly FinishedTurn[]) => {
@@ -153,9 +155,5 @@ test('while the store is out of reach, retries do not read the turns waiting in 
     );
     assert.equal(readBack.length, onDisk, 'each turn waiting in the journal is read back once');
     assert.equal(new Set(readBack).size, onDisk);
-    journal.close();
-  } finally {
-    clearInterval(alive);
-    rmSync(folder, { recursive: true, force: true });
-  }
+  });
 });
