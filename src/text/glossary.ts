@@ -60,9 +60,13 @@ const REVERSE_PER_WORD = 2;
 /** Only this much of a request is looked up (a pasted log adds nothing but time). */
 const LONGEST_TEXT = 2_000;
 
-const FILES: Record<GlossaryLanguage, URL> = {
-  zh: new URL('../../data/glossary/zh-en.tsv.gz', import.meta.url),
-  ja: new URL('../../data/glossary/ja-en.tsv.gz', import.meta.url),
+/**
+ * Per language, its files in the order they are read: a later file's line replaces an earlier one's
+ * for the same headword (the proper nouns, `zh-en-names.tsv.gz`, are built apart from the main file).
+ */
+const FILES: Record<GlossaryLanguage, readonly URL[]> = {
+  zh: [new URL('../../data/glossary/zh-en.tsv.gz', import.meta.url), new URL('../../data/glossary/zh-en-names.tsv.gz', import.meta.url)],
+  ja: [new URL('../../data/glossary/ja-en.tsv.gz', import.meta.url)],
 };
 
 const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
@@ -332,7 +336,9 @@ let shipped: Glossary | undefined;
 /** The shipped glossaries, read once (some 50–100 ms; the proxy reads them at start, off the request path). */
 export function glossary(): Glossary {
   shipped ??= new Glossary(
-    (Object.keys(FILES) as GlossaryLanguage[]).map((language) => ({ language, text: gunzipSync(readFileSync(FILES[language])).toString('utf8') })),
+    (Object.keys(FILES) as GlossaryLanguage[]).flatMap((language) =>
+      FILES[language].map((file) => ({ language, text: gunzipSync(readFileSync(file)).toString('utf8') })),
+    ),
   );
   return shipped;
 }
@@ -347,6 +353,7 @@ export function glossaryVersion(): string {
   shippedVersion ??= createHash('sha256')
     .update(
       Object.values(FILES)
+        .flat()
         .map((file) => createHash('sha256').update(readFileSync(file)).digest('hex'))
         .join(' '),
     )

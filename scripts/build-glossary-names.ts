@@ -1,0 +1,132 @@
+/**
+ * Builds `data/glossary/zh-en-names.tsv.gz`: the Chinese proper nouns a person mentions in
+ * conversation (places, holidays, exams, companies, languages, nationalities, given names:
+ * 墨尔本 Melbourne, 春节 Spring Festival, 雅思 IELTS, 谷歌 Google, 约翰 John), which the main glossary
+ * leaves out. Drawn from CC-CEDICT's entries with a capitalised reading, ranked by jieba's word
+ * frequencies, the most frequent `--most` kept (see data/glossary/README.md). Run by hand:
+ *
+ *   node --import tsx scripts/build-glossary-names.ts --cedict <cc-cedict>/data/all.js \
+ *     --jieba <cppjieba>/dict/jieba.dict.utf8
+ *
+ * A separate file, so the main glossaries need not be rebuilt; it reads the shipped `zh-en.tsv.gz`
+ * (`--base`) only to tell which of its headwords the main file already has. The output is a function
+ * of the inputs alone: the same sources give the same bytes.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { tokenize } from '../src/text/index.js';
+
+const here = resolve(import.meta.dirname, '..', 'data', 'glossary');
+const { values } = parseArgs({
+  options: {
+    cedict: { type: 'string' },
+    jieba: { type: 'string' },
+    base: { type: 'string', default: join(here, 'zh-en.tsv.gz') },
+    most: { type: 'string', default: '4000' },
+    out: { type: 'string', default: here },
+  },
+});
+if (!values.cedict || !values.jieba) throw new Error('--cedict and --jieba are required');
+const MOST = Number(values.most);
+
+/** English words per name: the name itself, and a second or third when it is several words ("Spring Festival"). */
+const MAX_WORDS = 3;
+/** Name words added after the senses of a headword the main file has. */
+const NAME_AFTER_WORD = 2;
+/** A gloss naming a company, brand, app or website. */
+const BRAND = /\b(company|corporation|brand|app|search engine|social (network|networking|media)|messaging|e-commerce|website|smartphone)\b/i;
+const CJK_ONLY = /^[\u3400-\u9fff\uf900-\ufaff]{2,6}$/;
+/** Senses that are no name of their own: cross-references, surnames, abbreviations. */
+const NOT_A_NAME = /^(old |archaic |Japanese )?variant of|^see |^surname |^used in |^abbr\. |^erhua variant|^CL:|^classifier |^(also |Taiwan )?pr\./i;
+/** A historical person ("Cao Cao (155-220)", "Nikola Tesla (1856–1943)"): years in the gloss. */
+const LIFETIME = /\d{3,4}\s*[-–]|\b\d{3,4}\s*BC\b|\bc\. ?\d{3}/;
+/** jieba's part-of-speech tags of proper nouns: person, place, organisation, other. */
+const PROPER_TAG = /^n(r|rt|rfg|s|t|z)$/;
+
+/** jieba: word → count and part-of-speech tag. */
+const jieba = new Map<string, { count: number; tag: string }>();
+for (const line of readFileSync(values.jieba, 'utf8').split('\n')) {
+  const [word, count, tag] = line.split(' ');
+  if (word && count) jieba.set(word, { count: Number(count), tag: tag ?? '' });
+}
+
+/** The main glossary's lines: headword → its English words. */
+const base = new Map<string, string>();
+for (const line of gunzipSync(readFileSync(values.base)).toString('utf8').split('\n')) {
+  const tab = line.indexOf('\t');
+  if (tab > 0 && !line.startsWith('#')) base.set(line.slice(0, tab), line.slice(tab + 1));
+}
+
+/**
+ * The English words of a name's senses: of each, the part before its first comma or semicolon (the
+ * name; what follows describes it: "Sydney, capital of New South Wales"), without notes in brackets.
+ * A hyphenated name is its parts, as an English text holding it is tokenized ("Mid-Autumn").
+ */
+function nameWords(senses: readonly string[]): string[] {
+  const words: string[] = [];
+  const stems = new Set<string>();
+  for (const sense of senses) {
+    const name = sense
+      .replace(/\([^)]*\)/g, ' ')
+      .replace(/\[[^\]]*\]/g, ' ')
+      .split(/[,;]/)[0]!;
+    for (const match of name.matchAll(/[A-Za-z]+(?:'[a-z]+)?/g)) {
+      const word = match[0].toLowerCase().replace(/'s$/, '');
+      const stem = tokenize(word)[0];
+      if (!stem || stems.has(stem)) continue;
+      stems.add(stem);
+      words.push(word);
+      if (words.length === MAX_WORDS) return words;
+    }
+  }
+  return words;
+}
+
+type CedictEntry = [traditional: string, simplified: string, pinyin: string, glosses: string | string[], ...rest: unknown[]];
+const cedict = ((await import(resolve(values.cedict))) as { default: { all: CedictEntry[] } }).default.all;
+/** Headword → the senses of its proper-noun entries, in the dictionary's order. */
+const names = new Map<string, string[]>();
+/** Headwords that name a historical person (their other senses are about that person: "曹操": main villain of a novel). */
+const historical = new Set<string>();
+for (const [, simplified, pinyin, glosses] of cedict) {
+  if (!CJK_ONLY.test(simplified) || !/^[A-Z]/.test(pinyin)) continue;
+  const all = Array.isArray(glosses) ? glosses : [glosses];
+  if (all.some((gloss) => LIFETIME.test(gloss))) historical.add(simplified);
+  const kept = all.filter((gloss) => !NOT_A_NAME.test(gloss));
+  if (kept.length > 0) names.set(simplified, [...(names.get(simplified) ?? []), ...kept]);
+}
+
+const rows: Array<{ word: string; words: string[]; count: number }> = [];
+/** Modern companies, brands and apps jieba's older word list lacks ("谷歌": Google, "微信": WeChat), told by their gloss. */
+const brands: typeof rows = [];
+for (const [word, senses] of names) {
+  if (historical.has(word)) continue;
+  const seen = jieba.get(word);
+  const main = base.get(word);
+  const words = nameWords(senses);
+  if (words.length === 0) continue;
+  if (!seen) {
+    if (main === undefined && BRAND.test(senses.join('; '))) brands.push({ word, words, count: 0 });
+    continue;
+  }
+  // A headword the main file has is a common word first ("武功": martial art, not Wugong County):
+  // the name is added after its senses, and only where jieba tags the word a proper noun ("托福": TOEFL).
+  if (main !== undefined && !PROPER_TAG.test(seen.tag)) continue;
+  rows.push({ word, words: main ? [...main.split(' '), ...words.slice(0, NAME_AFTER_WORD)] : words, count: seen.count });
+}
+const byWord = (a: { word: string }, b: { word: string }) => (a.word < b.word ? -1 : a.word > b.word ? 1 : 0);
+rows.sort((a, b) => b.count - a.count || byWord(a, b));
+rows.splice(MOST);
+rows.push(...brands.sort(byWord));
+
+const header =
+  '# Chinese proper nouns → English, from CC-CEDICT (CC BY-SA 4.0), ranked by the word frequencies of jieba (MIT)\n' +
+  '# Generated by scripts/build-glossary-names.ts; see data/glossary/README.md for sources and licences.\n' +
+  "# headword<TAB>English gloss words; read after zh-en.tsv.gz: a headword both hold has this line (the main line's words first)\n";
+const text = `${header}${rows.map((row) => `${row.word}\t${row.words.join(' ')}`).join('\n')}\n`;
+writeFileSync(join(values.out, 'zh-en-names.tsv.gz'), gzipSync(text, { level: 9 }));
+process.stdout.write(
+  `zh-en-names: ${rows.length} headwords (${rows.filter((row) => base.has(row.word)).length} adding to a line of the main file, ${brands.length} companies and apps jieba lacks)\n`,
+);

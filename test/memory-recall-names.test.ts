@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { startScriptedProxy, type ScriptedProxy } from './support/scripted-proxy.js';
+
+const DAY = 86_400_000;
+
+describe('memory recall across languages through proper nouns (no extractor)', () => {
+  let started: ScriptedProxy | undefined;
+  before(async () => {
+    started = await startScriptedProxy({ config: { memory: { auto_extract: false }, skills: { auto_evolve: false } } });
+  });
+  after(() => started?.close());
+
+  /** A memory API call in `scope`, through the proxy's HTTP interface. */
+  async function post(scope: string, path: string, body: unknown): Promise<any> {
+    const response = await fetch(`${started!.proxy.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-memory-scope': scope },
+      body: JSON.stringify(body),
+    });
+    assert.equal(response.status, 200, await response.clone().text());
+    return response.json();
+  }
+
+  async function remember(scope: string, turns: ReadonlyArray<[content: string, daysAgo: number]>): Promise<void> {
+    const now = Date.now();
+    for (const [index, [content, daysAgo]] of turns.entries())
+      await post(scope, '/v1/memory/ingest', { session_id: `${scope}-${index}`, turns: [{ role: 'user', content, timestamp: now - daysAgo * DAY }] });
+  }
+
+  const recall = async (scope: string, query: string): Promise<string[]> =>
+    ((await post(scope, '/v1/memory/search', { query, limit: 5 })).results as Array<{ content: string }>).map((result) => result.content);
+
+  test('a Chinese question recalls first, and gets injected, the English memory it shares only a city name with (墨尔本: Melbourne)', async () => {
+    const answer = 'Jonas lives in Melbourne now, he moved there for a nursing job.';
+    // The newer memories share the question's other word ("live"): only the city tells them apart.
+    await remember('names-zh', [
+      [answer, 60],
+      ['My sister lives in Toronto with her two kids.', 2],
+      ['We live close to the river, a ten-minute walk from the station.', 1],
+    ]);
+    assert.equal((await recall('names-zh', '谁住在墨尔本？'))[0], answer);
+
+    const client = new OpenAI({ baseURL: `${started!.proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    await client.chat.completions.create(
+      { model: 'm', messages: [{ role: 'user', content: '谁住在墨尔本？' }] },
+      { headers: { 'X-Session-Id': 'ask-melbourne', 'X-Memory-Scope': 'names-zh' } },
+    );
+    const forwarded = JSON.stringify(started!.upstream.modelRequests().at(-1)!.body.messages);
+    assert.match(forwarded, /Jonas lives in Melbourne/, 'the memory is injected into the request the upstream gets');
+  });
+
+  test('an English question recalls first the Chinese memory it shares only an exam name with (IELTS: 雅思)', async () => {
+    const answer = '上个月考了雅思，总分七分，写作只有六分。';
+    await remember('names-en', [
+      [answer, 40],
+      ['驾照考试下周六考科目二，有点紧张。', 3],
+      ['女儿期末考试数学考了满分。', 1],
+    ]);
+    assert.equal((await recall('names-en', 'What score did I get in IELTS?'))[0], answer);
+  });
+});
