@@ -19,7 +19,7 @@ const team = teamForTests('team_access');
 const { nodes } = team;
 const keys: Record<string, string> = {};
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => team, OWNER_KEY, keys);
+const { teamEnv, cli, client, rows, addMembers, startTeam } = teamHelpers(() => team, OWNER_KEY, keys);
 
 function llmConfig() {
   return { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false } };
@@ -49,9 +49,7 @@ async function answers(node: ProxyHandle, key: string): Promise<number> {
 
 describe("team mode: a member's key on the nodes of a team store", { skip: postgresSkip() }, () => {
   before(async () => {
-    await cli(['store', 'migrate']);
-    for (const name of ['alice', 'bob']) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
-    for (let index = 0; index < 2; index++) nodes.push(await startProxy({ env: teamEnv(), config: llmConfig() }));
+    nodes.push(...(await startTeam(['alice', 'bob'], 2, llmConfig())));
   });
 
   test("X-User-Id and X-Memory-Scope cannot widen a member's scope on a node: Bob's search and model request get Bob's scope only", async () => {
@@ -183,7 +181,7 @@ describe("team mode: a member's key on the nodes of a team store", { skip: postg
   });
 
   test("a member's very first request to a freshly started node gets their memory: the node warmed its recall before answering /healthz, and /status counts no recall timeout", async () => {
-    keys['carol'] = (JSON.parse(await cli(['team', 'add-member', 'carol', '--json'])) as { key: string }).key;
+    await addMembers(['carol']);
     // The running node learns of the new member within about a second.
     await waitFor(
       async () =>

@@ -25,7 +25,7 @@ const team = teamForTests('team_dashboard');
 let node: ProxyHandle;
 const keys: Record<string, string> = {};
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => team, OWNER_KEY, keys);
+const { teamEnv, cli, client, rows, addMembers } = teamHelpers(() => team, OWNER_KEY, keys);
 
 function owner(path: string) {
   return sendJson(`${node.url}${path}`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
@@ -43,7 +43,7 @@ describe('team mode: a node serves the dashboard over the team store', { skip: p
     openDatabase(join(team.seed, 'metaclaw.db')).close();
     await cli(['store', 'migrate']);
     await cli(['store', 'import-sqlite', team.seed]);
-    keys['alice'] = (JSON.parse(await cli(['team', 'add-member', 'alice', '--json'])) as { key: string }).key;
+    await addMembers(['alice']);
     node = await startProxy({
       env: teamEnv(),
       config: { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false } },

@@ -31,7 +31,7 @@ const keys: Record<string, string> = {};
 const ids: Record<string, string> = {};
 let ownWords: string;
 
-const { teamEnv, cli, rows } = teamHelpers(() => team, OWNER_KEY, keys);
+const { teamEnv, cli, rows, addMembers } = teamHelpers(() => team, OWNER_KEY, keys);
 
 async function add(name: string, draft: Partial<MemoryDraft> & { content: string }, options: { rawKey?: string } = {}): Promise<string> {
   const unit = await addPgMemory(team.pool, { scope: 'user:alice', type: 'semantic', importance: 0.6, confidence: 1, origin: 'manual', ...draft }, options);
@@ -60,7 +60,7 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
     openDatabase(join(team.seed, 'metaclaw.db')).close();
     await cli(['store', 'migrate']);
     await cli(['store', 'import-sqlite', team.seed]);
-    keys['alice'] = (JSON.parse(await cli(['team', 'add-member', 'alice', '--json'])) as { key: string }).key;
+    await addMembers(['alice']);
     const old = Date.now() - 400 * DAY;
     // Near-duplicates: the same words, told twice; the newer one is kept (same importance).
     await add('olderCopy', { content: 'The staging database runs PostgreSQL 14 on port 5433.', observedAt: Date.now() - 2 * DAY });

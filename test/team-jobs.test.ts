@@ -32,7 +32,7 @@ let staleId: string;
 const { nodes } = team;
 const keys: Record<string, string> = {};
 
-const { teamEnv, cli, rows } = teamHelpers(() => team, OWNER_KEY, keys);
+const { teamEnv, cli, rows, addMembers, startNodes } = teamHelpers(() => team, OWNER_KEY, keys);
 
 async function ask(node: ProxyHandle, text: string, session: string): Promise<void> {
   const client = new OpenAI({ baseURL: `${node.url}/v1`, apiKey: keys['alice'], maxRetries: 0 });
@@ -84,7 +84,7 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
     openDatabase(join(team.seed, 'metaclaw.db')).close();
     await cli(['store', 'migrate']);
     await cli(['store', 'import-sqlite', team.seed]);
-    keys['alice'] = (JSON.parse(await cli(['team', 'add-member', 'alice', '--json'])) as { key: string }).key;
+    await addMembers(['alice']);
     // An episode nobody recalled for 60 days: housekeeping lowers its importance by a tenth, once a day.
     const stale = await addPgMemory(team.pool, {
       scope: 'team',
@@ -96,18 +96,14 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
       observedAt: Date.now() - 60 * DAY,
     });
     staleId = stale!.id;
-    for (let index = 0; index < 2; index++)
-      nodes.push(
-        await startProxy({
-          env: teamEnv(),
-          config: {
-            llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' },
-            memory: { auto_extract: false },
-            skills: { auto_evolve: false },
-            learning: { lease_seconds: 5 },
-          },
-        }),
-      );
+    nodes.push(
+      ...(await startNodes(2, {
+        llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' },
+        memory: { auto_extract: false },
+        skills: { auto_evolve: false },
+        learning: { lease_seconds: 5 },
+      })),
+    );
   });
 
   test("two nodes starting the same day run the team's memory housekeeping once: a stale episode decays by one tenth, not two", async () => {

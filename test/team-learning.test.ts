@@ -13,7 +13,7 @@ import { PgSkillProposals, PgSkillStore } from '../src/store/postgres/index.js';
 import { isEvolverCall, learningAwareUpstream, session, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip } from './support/postgres.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { teamForTests, teamHelpers } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-learning-test';
@@ -26,7 +26,7 @@ const keys: Record<string, string> = {};
 const calls = new Map<string, number>();
 let answer: (marker: string, call: number) => { delayMs: number; hang?: boolean };
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => team, OWNER_KEY, keys);
+const { cli, client, rows, addMembers, startNodes } = teamHelpers(() => team, OWNER_KEY, keys);
 
 /** The evolver's answer for a session: an update of the skill that teaches one marked step. */
 function update(marker: string): string {
@@ -63,19 +63,15 @@ describe('team mode: nodes learn from the team store', { skip: postgresSkip() },
     openDatabase(join(team.seed, 'metaclaw.db')).close(); // the personal database the import reads
     await cli(['store', 'migrate']);
     await cli(['store', 'import-sqlite', team.seed]);
-    for (const name of ['alice', 'bob', 'carol']) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
-    for (let index = 0; index < 2; index++)
-      nodes.push(
-        await startProxy({
-          env: teamEnv(),
-          config: {
-            llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' },
-            memory: { auto_extract: false },
-            skills: { evolution_every_n_turns: 0 },
-            learning: { lease_seconds: 5 },
-          },
-        }),
-      );
+    await addMembers(['alice', 'bob', 'carol']);
+    nodes.push(
+      ...(await startNodes(2, {
+        llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' },
+        memory: { auto_extract: false },
+        skills: { evolution_every_n_turns: 0 },
+        learning: { lease_seconds: 5 },
+      })),
+    );
   });
 
   test('two nodes evolving one skill at once both keep their edit: v1 → v2 → v3 with both steps, each job done once, by two nodes', async () => {

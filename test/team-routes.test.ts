@@ -23,7 +23,7 @@ let personal: ProxyHandle;
 const { nodes } = team;
 const keys: Record<string, string> = {};
 
-const { teamEnv, cli } = teamHelpers(() => team, OWNER_KEY, keys);
+const { cli, addMembers, startNodes } = teamHelpers(() => team, OWNER_KEY, keys);
 
 /** A member's (or, with 'owner', the proxy key's) request to a node. */
 function call(node: ProxyHandle, who: string, method: string, path: string, body?: unknown) {
@@ -41,9 +41,9 @@ describe('team mode: a node serves the management routes of memory and skills', 
     openDatabase(join(team.seed, 'metaclaw.db')).close();
     await cli(['store', 'migrate']);
     await cli(['store', 'import-sqlite', team.seed]);
-    for (const name of ['alice', 'bob']) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
+    await addMembers(['alice', 'bob']);
     const config = { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false } };
-    for (let index = 0; index < 2; index++) nodes.push(await startProxy({ env: teamEnv(), config }));
+    nodes.push(...(await startNodes(2, config)));
     personal = await startProxy({ config });
   });
 

@@ -26,16 +26,26 @@ export function teamHelpers(state: () => TeamTestState, ownerKey: string, keys: 
     assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
     return result.stdout;
   };
+  /** Adds members with `metaclaw team add-member`, their keys into `keys`. */
+  const addMembers = async (members: readonly string[]): Promise<void> => {
+    for (const name of members) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
+  };
+  /** Starts `count` nodes on the store with `config`, one after the other. */
+  const startNodes = async (count: number, config: Record<string, unknown>): Promise<ProxyHandle[]> => {
+    const nodes: ProxyHandle[] = [];
+    for (let index = 0; index < count; index++) nodes.push(await startProxy({ env: teamEnv(), config }));
+    return nodes;
+  };
   return {
     teamEnv,
     cli,
-    /** Migrates the store and adds members (their keys into `keys`), then starts `count` nodes with `config`. */
+    addMembers,
+    startNodes,
+    /** Migrates the store and adds members, then starts `count` nodes with `config`. */
     startTeam: async (members: readonly string[], count: number, config: Record<string, unknown>): Promise<ProxyHandle[]> => {
       await cli(['store', 'migrate']);
-      for (const name of members) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
-      const nodes: ProxyHandle[] = [];
-      for (let index = 0; index < count; index++) nodes.push(await startProxy({ env: teamEnv(), config }));
-      return nodes;
+      await addMembers(members);
+      return startNodes(count, config);
     },
     client: (node: ProxyHandle, member: string): OpenAI => new OpenAI({ baseURL: `${node.url}/v1`, apiKey: keys[member], maxRetries: 0 }),
     rows: async <T>(sql: string, params: unknown[] = []): Promise<T[]> => (await state().pool.query(sql, params)).rows as T[],
