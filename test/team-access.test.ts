@@ -6,35 +6,28 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import type OpenAI from 'openai';
-import pg from 'pg';
 import { sendJson } from './support/http.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
-import { disposeTeam, teamHelpers } from './support/team.js';
-import { ScriptedUpstream } from './support/upstream.js';
-import { openPool } from '../src/store/postgres/index.js';
+import { postgresSkip } from './support/postgres.js';
+import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { teamForTests, teamHelpers } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-access-test';
 
-let postgres: TestPostgres;
-let url: string;
-let upstream: ScriptedUpstream;
-let pool: pg.Pool;
-let seed: string;
-const nodes: ProxyHandle[] = [];
+const team = teamForTests('team_access');
+const { nodes } = team;
 const keys: Record<string, string> = {};
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { teamEnv, cli, client, rows, addMembers, startTeam } = teamHelpers(() => team, OWNER_KEY, keys);
 
 function llmConfig() {
-  return { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false } };
+  return { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false } };
 }
 
 /** What the upstream was sent for the model request whose user message holds `marker`. */
 function sentFor(marker: string): string {
-  const found = upstream.modelRequests().find((request) => request.raw.includes(marker));
+  const found = team.upstream.modelRequests().find((request) => request.raw.includes(marker));
   assert.ok(found, `the upstream got the request marked ${marker}`);
   return found.raw;
 }
@@ -56,18 +49,8 @@ async function answers(node: ProxyHandle, key: string): Promise<number> {
 
 describe("team mode: a member's key on the nodes of a team store", { skip: postgresSkip() }, () => {
   before(async () => {
-    postgres = await startPostgres();
-    url = postgres.createDatabase('team_access');
-    pool = openPool(url, { max: 2 });
-    pool.on('error', () => undefined);
-    upstream = await ScriptedUpstream.start();
-    seed = tempHome('metaclaw-team-access-seed-');
-    await cli(['store', 'migrate']);
-    for (const name of ['alice', 'bob']) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
-    for (let index = 0; index < 2; index++) nodes.push(await startProxy({ env: teamEnv(), config: llmConfig() }));
+    nodes.push(...(await startTeam(['alice', 'bob'], 2, llmConfig())));
   });
-
-  after(() => disposeTeam({ nodes, pool, upstream, postgres, seed }));
 
   test("X-User-Id and X-Memory-Scope cannot widen a member's scope on a node: Bob's search and model request get Bob's scope only", async () => {
     const added = await sendJson(`${nodes[0]!.url}/v1/memory`, 'POST', {
@@ -187,7 +170,7 @@ describe("team mode: a member's key on the nodes of a team store", { skip: postg
   });
 
   test('a node started with store.url in its config.yaml (no METACLAW_DATABASE_URL, no --store) serves from the team store', async () => {
-    const node = await startProxy({ env: { METACLAW_PROXY_API_KEY: OWNER_KEY }, config: { ...llmConfig(), store: { url } } });
+    const node = await startProxy({ env: { METACLAW_PROXY_API_KEY: OWNER_KEY }, config: { ...llmConfig(), store: { url: team.url } } });
     nodes.push(node);
     const status = await sendJson(`${node.url}/status`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
     assert.equal(status.status, 200);
@@ -198,7 +181,7 @@ describe("team mode: a member's key on the nodes of a team store", { skip: postg
   });
 
   test("a member's very first request to a freshly started node gets their memory: the node warmed its recall before answering /healthz, and /status counts no recall timeout", async () => {
-    keys['carol'] = (JSON.parse(await cli(['team', 'add-member', 'carol', '--json'])) as { key: string }).key;
+    await addMembers(['carol']);
     // The running node learns of the new member within about a second.
     await waitFor(
       async () =>

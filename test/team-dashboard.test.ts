@@ -8,31 +8,24 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import type { Browser } from 'playwright-core';
 import { openDatabase } from '../src/store/index.js';
 import { browserMissing, launchBrowser, withPage } from './support/browser.js';
 import { sendJson } from './support/http.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
-import { disposeTeam, teamHelpers } from './support/team.js';
-import { ScriptedUpstream } from './support/upstream.js';
-import { openPool } from '../src/store/postgres/index.js';
+import { postgresSkip } from './support/postgres.js';
+import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { teamForTests, teamHelpers } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-dashboard-test';
 const SKILL = 'release-notes';
 const BODY = '# Release Notes\n\n1. **Group by audience.** Users first, operators second.';
 const QUESTION = 'Which port does the staging gateway listen on? (dashboard marker 7f3a)';
 
-let postgres: TestPostgres;
-let url: string;
-let upstream: ScriptedUpstream;
-let pool: pg.Pool;
-let seed: string;
+const team = teamForTests('team_dashboard');
 let node: ProxyHandle;
 const keys: Record<string, string> = {};
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { teamEnv, cli, client, rows, addMembers } = teamHelpers(() => team, OWNER_KEY, keys);
 
 function owner(path: string) {
   return sendJson(`${node.url}${path}`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
@@ -42,31 +35,24 @@ describe('team mode: a node serves the dashboard over the team store', { skip: p
   let sessionId: string;
 
   before(async () => {
-    postgres = await startPostgres();
-    url = postgres.createDatabase('team_dashboard');
-    pool = openPool(url, { max: 2 });
-    pool.on('error', () => undefined);
-    upstream = await ScriptedUpstream.start();
-    seed = tempHome('metaclaw-team-dashboard-seed-');
-    mkdirSync(join(seed, 'skills', SKILL), { recursive: true });
+    mkdirSync(join(team.seed, 'skills', SKILL), { recursive: true });
     writeFileSync(
-      join(seed, 'skills', SKILL, 'SKILL.md'),
+      join(team.seed, 'skills', SKILL, 'SKILL.md'),
       `---\nname: ${SKILL}\ndescription: "Use when writing release notes or a changelog entry for a version."\n---\n\n${BODY}\n`,
     );
-    openDatabase(join(seed, 'metaclaw.db')).close();
+    openDatabase(join(team.seed, 'metaclaw.db')).close();
     await cli(['store', 'migrate']);
-    await cli(['store', 'import-sqlite', seed]);
-    keys['alice'] = (JSON.parse(await cli(['team', 'add-member', 'alice', '--json'])) as { key: string }).key;
+    await cli(['store', 'import-sqlite', team.seed]);
+    await addMembers(['alice']);
     node = await startProxy({
       env: teamEnv(),
-      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false } },
+      config: { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false } },
     });
+    team.nodes.push(node);
     await client(node, 'alice').chat.completions.create({ model: 'm', messages: [{ role: 'user', content: QUESTION }] });
     // The turn reaches the store through the node's spool.
     sessionId = await waitFor(async () => (await rows<{ id: string }>("SELECT id FROM sessions WHERE id LIKE 'alice~%' AND turn_count > 0"))[0]?.id, 15_000);
   });
-
-  after(() => disposeTeam({ nodes: node ? [node] : [], pool, upstream, postgres, seed }));
 
   test("the sessions list and the overview count the team's sessions, turns, skills and queue from the team store", async () => {
     const sessions = await owner('/v1/dashboard/sessions');

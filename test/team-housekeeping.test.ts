@@ -9,38 +9,32 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+import { before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config/index.js';
 import { silentLogger } from '../src/logging/index.js';
 import { memorySettings } from '../src/runtime/settings.js';
 import { openDatabase } from '../src/store/index.js';
-import { addPgMemory, openPool, PgJobQueue, PgMemoryApi } from '../src/store/postgres/index.js';
+import { addPgMemory, PgJobQueue, PgMemoryApi } from '../src/store/postgres/index.js';
 import type { MemoryDraft } from '../src/memory/types.js';
 import { sendJson } from './support/http.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
-import { disposeTeam, teamHelpers } from './support/team.js';
-import { ScriptedUpstream } from './support/upstream.js';
+import { postgresSkip } from './support/postgres.js';
+import { startProxy, waitFor } from './support/proxy.js';
+import { teamForTests, teamHelpers } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-housekeeping-test';
 const DAY = 86_400_000;
 const CAP = 100;
 
-let postgres: TestPostgres;
-let url: string;
-let upstream: ScriptedUpstream;
-let pool: pg.Pool;
-let seed: string;
-const nodes: ProxyHandle[] = [];
+const team = teamForTests('team_housekeeping');
+const { nodes } = team;
 const keys: Record<string, string> = {};
 const ids: Record<string, string> = {};
 let ownWords: string;
 
-const { teamEnv, cli, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { teamEnv, cli, rows, addMembers } = teamHelpers(() => team, OWNER_KEY, keys);
 
 async function add(name: string, draft: Partial<MemoryDraft> & { content: string }, options: { rawKey?: string } = {}): Promise<string> {
-  const unit = await addPgMemory(pool, { scope: 'user:alice', type: 'semantic', importance: 0.6, confidence: 1, origin: 'manual', ...draft }, options);
+  const unit = await addPgMemory(team.pool, { scope: 'user:alice', type: 'semantic', importance: 0.6, confidence: 1, origin: 'manual', ...draft }, options);
   ids[name] = unit!.id;
   return unit!.id;
 }
@@ -63,16 +57,10 @@ async function unit(id: string): Promise<{ status: number; body: Record<string, 
 
 describe('team mode: memory housekeeping on the team store merges, expires and caps as a personal install does', { skip: postgresSkip() }, () => {
   before(async () => {
-    postgres = await startPostgres();
-    url = postgres.createDatabase('team_housekeeping');
-    pool = openPool(url, { max: 2 });
-    pool.on('error', () => undefined);
-    upstream = await ScriptedUpstream.start();
-    seed = tempHome('metaclaw-team-housekeeping-seed-');
-    openDatabase(join(seed, 'metaclaw.db')).close();
+    openDatabase(join(team.seed, 'metaclaw.db')).close();
     await cli(['store', 'migrate']);
-    await cli(['store', 'import-sqlite', seed]);
-    keys['alice'] = (JSON.parse(await cli(['team', 'add-member', 'alice', '--json'])) as { key: string }).key;
+    await cli(['store', 'import-sqlite', team.seed]);
+    await addMembers(['alice']);
     const old = Date.now() - 400 * DAY;
     // Near-duplicates: the same words, told twice; the newer one is kept (same importance).
     await add('olderCopy', { content: 'The staging database runs PostgreSQL 14 on port 5433.', observedAt: Date.now() - 2 * DAY });
@@ -83,15 +71,15 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
     await add('pinnedTurn', { type: 'episodic', origin: 'raw_turn', content: 'user: keep this one', observedAt: old, pinned: true }, { rawKey: 'old-2' });
     await add('replaced', { content: 'The office wifi password rotates monthly.' });
     await add('replacement', { content: 'The office wifi password rotates every quarter.' });
-    await pool.query("UPDATE memory_units SET status = 'superseded', superseded_by = $2, updated_at = $3 WHERE id = $1", [
+    await team.pool.query("UPDATE memory_units SET status = 'superseded', superseded_by = $2, updated_at = $3 WHERE id = $1", [
       ids['replaced'],
       ids['replacement'],
       old,
     ]);
     // A conversation ingested as a node ingests it (POST /v1/memory/ingest), whose middle turn is past retention.
-    const api = new PgMemoryApi(pool, silentLogger(), {
-      queue: new PgJobQueue(pool, 'seed', 3),
-      settings: { ...memorySettings(loadConfig({ env: { METACLAW_HOME: seed } })), autoExtract: false },
+    const api = new PgMemoryApi(team.pool, silentLogger(), {
+      queue: new PgJobQueue(team.pool, 'seed', 3),
+      settings: { ...memorySettings(loadConfig({ env: { METACLAW_HOME: team.seed } })), autoExtract: false },
     });
     const recent = Date.now() - DAY;
     const walk = await api.ingest('user:alice', 'anxious-dog', [
@@ -103,7 +91,7 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
     for (const [index, name] of ['walkStart', 'walkReply', 'walkNext'].entries()) ids[name] = walk.stored[index]!.id;
     // Over the cap: 110 episodes in Bob's scope, of rising importance, beside a pinned and a core unit of the lowest.
     for (let index = 0; index < 110; index++)
-      await addPgMemory(pool, {
+      await addPgMemory(team.pool, {
         scope: 'user:bob',
         type: 'episodic',
         content: `Episode ${index}: the nightly build number ${1000 + index} passed.`,
@@ -111,7 +99,7 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
         confidence: 1,
         origin: 'manual',
       });
-    await addPgMemory(pool, {
+    await addPgMemory(team.pool, {
       scope: 'user:bob',
       type: 'episodic',
       content: 'Pinned episode.',
@@ -120,18 +108,31 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
       origin: 'manual',
       pinned: true,
     });
-    await addPgMemory(pool, { scope: 'user:bob', type: 'episodic', content: 'Core episode.', importance: 0.01, confidence: 1, origin: 'manual', core: true });
+    await addPgMemory(team.pool, {
+      scope: 'user:bob',
+      type: 'episodic',
+      content: 'Core episode.',
+      importance: 0.01,
+      confidence: 1,
+      origin: 'manual',
+      core: true,
+    });
     // Index entries as older nodes left them: written before versions were kept, or with older words; and one a newer node wrote.
-    await pool.query('INSERT INTO memory_index_words (version, first_seen) VALUES ($1, $2), ($3, $4)', ['older-words', 1, 'newer-words', Date.now() + DAY]);
-    await pool.query('UPDATE memory_search_docs SET words_version = NULL WHERE unit_id = $1', [ids['different']]);
-    await pool.query("UPDATE memory_search_docs SET words_version = 'older-words' WHERE unit_id = $1", [ids['replacement']]);
-    await pool.query("UPDATE memory_search_docs SET words_version = 'newer-words' WHERE unit_id = $1", [ids['pinnedTurn']]);
-    ownWords = String((await pool.query('SELECT words_version FROM memory_search_docs WHERE unit_id = $1', [ids['newerCopy']])).rows[0].words_version);
+    await team.pool.query('INSERT INTO memory_index_words (version, first_seen) VALUES ($1, $2), ($3, $4)', [
+      'older-words',
+      1,
+      'newer-words',
+      Date.now() + DAY,
+    ]);
+    await team.pool.query('UPDATE memory_search_docs SET words_version = NULL WHERE unit_id = $1', [ids['different']]);
+    await team.pool.query("UPDATE memory_search_docs SET words_version = 'older-words' WHERE unit_id = $1", [ids['replacement']]);
+    await team.pool.query("UPDATE memory_search_docs SET words_version = 'newer-words' WHERE unit_id = $1", [ids['pinnedTurn']]);
+    ownWords = String((await team.pool.query('SELECT words_version FROM memory_search_docs WHERE unit_id = $1', [ids['newerCopy']])).rows[0].words_version);
     nodes.push(
       await startProxy({
         env: teamEnv(),
         config: {
-          llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' },
+          llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' },
           memory: { auto_extract: false, max_units_per_scope: CAP },
           skills: { auto_evolve: false },
         },
@@ -139,8 +140,6 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
     );
     await jobsDone('memory.housekeeping');
   });
-
-  after(() => disposeTeam({ nodes, pool, upstream, postgres, seed }));
 
   test('near-duplicates are merged: the older copy is superseded by the newer, linked to it, and search finds only the newer', async () => {
     const older = await unit(ids['olderCopy']!);

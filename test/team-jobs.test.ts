@@ -8,18 +8,16 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import OpenAI from 'openai';
-import pg from 'pg';
 import { openDatabase } from '../src/store/index.js';
-import { addPgMemory, openPool } from '../src/store/postgres/index.js';
+import { addPgMemory } from '../src/store/postgres/index.js';
 import { isExtractorCall, isMemoryKeysCall, isSearchKeysCall, learningAwareUpstream, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { postgresSkip } from './support/postgres.js';
+import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 import { englishOnlyStarter } from './support/skill-banks.js';
-import { disposeTeam, teamHelpers } from './support/team.js';
-import { ScriptedUpstream } from './support/upstream.js';
+import { teamForTests, teamHelpers } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-jobs-test';
 /** "Nobody dares touch this lump of ancestral code": no glossary word of it reaches the English refactoring skill. */
@@ -29,16 +27,12 @@ const MEMORY_SLANG = '我家主子叫啥';
 const MEMORY = 'Mochi is the name of the family cat; she eats only salmon kibble.';
 const DAY = 86_400_000;
 
-let postgres: TestPostgres;
-let url: string;
-let upstream: ScriptedUpstream;
-let pool: pg.Pool;
-let seed: string;
+const team = teamForTests('team_jobs');
 let staleId: string;
-const nodes: ProxyHandle[] = [];
+const { nodes } = team;
 const keys: Record<string, string> = {};
 
-const { teamEnv, cli, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { teamEnv, cli, rows, addMembers, startNodes } = teamHelpers(() => team, OWNER_KEY, keys);
 
 async function ask(node: ProxyHandle, text: string, session: string): Promise<void> {
   const client = new OpenAI({ baseURL: `${node.url}/v1`, apiKey: keys['alice'], maxRetries: 0 });
@@ -47,7 +41,7 @@ async function ask(node: ProxyHandle, text: string, session: string): Promise<vo
 
 /** The skills the node injected into the last request the agent sent (learning calls left out). */
 function injectedSkills(): string[] {
-  const system = upstream
+  const system = team.upstream
     .modelRequests()
     .filter((request) => !isSearchKeysCall(request) && !isMemoryKeysCall(request) && !isExtractorCall(request))
     .at(-1)!.body.messages[0];
@@ -63,12 +57,7 @@ async function searchAsAlice(node: ProxyHandle, query: string): Promise<string[]
 
 describe('team mode: search keys and housekeeping run on the team store', { skip: postgresSkip() }, () => {
   before(async () => {
-    postgres = await startPostgres();
-    url = postgres.createDatabase('team_jobs');
-    pool = openPool(url, { max: 2 });
-    pool.on('error', () => undefined);
-    upstream = await ScriptedUpstream.start();
-    upstream.defaultHandler = learningAwareUpstream({
+    team.upstream.defaultHandler = learningAwareUpstream({
       chat: 'Done.',
       searchKeys: (request) => {
         const names = [...userText(request).matchAll(/^### ([a-z0-9-]+) \(keys in: ([a-z, ]+)\)/gm)];
@@ -91,14 +80,13 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
         });
       },
     });
-    seed = tempHome('metaclaw-team-jobs-seed-');
-    englishOnlyStarter(join(seed, 'skills'));
-    openDatabase(join(seed, 'metaclaw.db')).close();
+    englishOnlyStarter(join(team.seed, 'skills'));
+    openDatabase(join(team.seed, 'metaclaw.db')).close();
     await cli(['store', 'migrate']);
-    await cli(['store', 'import-sqlite', seed]);
-    keys['alice'] = (JSON.parse(await cli(['team', 'add-member', 'alice', '--json'])) as { key: string }).key;
+    await cli(['store', 'import-sqlite', team.seed]);
+    await addMembers(['alice']);
     // An episode nobody recalled for 60 days: housekeeping lowers its importance by a tenth, once a day.
-    const stale = await addPgMemory(pool, {
+    const stale = await addPgMemory(team.pool, {
       scope: 'team',
       type: 'episodic',
       content: 'The staging database was restored from a snapshot after the migration failed.',
@@ -108,21 +96,15 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
       observedAt: Date.now() - 60 * DAY,
     });
     staleId = stale!.id;
-    for (let index = 0; index < 2; index++)
-      nodes.push(
-        await startProxy({
-          env: teamEnv(),
-          config: {
-            llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' },
-            memory: { auto_extract: false },
-            skills: { auto_evolve: false },
-            learning: { lease_seconds: 5 },
-          },
-        }),
-      );
+    nodes.push(
+      ...(await startNodes(2, {
+        llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' },
+        memory: { auto_extract: false },
+        skills: { auto_evolve: false },
+        learning: { lease_seconds: 5 },
+      })),
+    );
   });
-
-  after(() => disposeTeam({ nodes, pool, upstream, postgres, seed }));
 
   test("two nodes starting the same day run the team's memory housekeeping once: a stale episode decays by one tenth, not two", async () => {
     const jobs = await waitFor(
@@ -179,7 +161,7 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
     // The only node left is the skewed one, so it is the one that runs the job.
     for (const node of nodes.splice(0)) await node.dispose();
     // Preloaded into the node: a machine whose clock disagrees with the database's.
-    const preload = join(seed, 'skewed-clock.mjs');
+    const preload = join(team.seed, 'skewed-clock.mjs');
     writeFileSync(preload, 'const skew = Number(process.env.METACLAW_TEST_CLOCK_SKEW_MS);\nconst realNow = Date.now;\nDate.now = () => realNow() + skew;\n');
     const skewed = await startProxy({
       env: {
@@ -187,7 +169,7 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
         NODE_OPTIONS: `--import=${pathToFileURL(preload).href}`,
         METACLAW_TEST_CLOCK_SKEW_MS: String(6 * 3_600_000),
       },
-      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
+      config: { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
     });
     nodes.push(skewed);
     await ask(skewed, 'Please note the release train leaves every second Tuesday.', 'skewed-clock');

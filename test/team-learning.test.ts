@@ -7,32 +7,26 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+import { before, describe, test } from 'node:test';
 import { openDatabase } from '../src/store/index.js';
-import { openPool, PgSkillProposals, PgSkillStore } from '../src/store/postgres/index.js';
+import { PgSkillProposals, PgSkillStore } from '../src/store/postgres/index.js';
 import { isEvolverCall, learningAwareUpstream, session, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
-import { disposeTeam, teamHelpers } from './support/team.js';
-import { ScriptedUpstream } from './support/upstream.js';
+import { postgresSkip } from './support/postgres.js';
+import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { teamForTests, teamHelpers } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-learning-test';
 const SKILL = 'git-commit-hygiene';
 
-let postgres: TestPostgres;
-let url: string;
-let upstream: ScriptedUpstream;
-let pool: pg.Pool;
-let seed: string;
-const nodes: ProxyHandle[] = [];
+const team = teamForTests('team_learning');
+const { nodes } = team;
 const keys: Record<string, string> = {};
 /** Evolver calls per session marker, and how the evolver answers each session. */
 const calls = new Map<string, number>();
 let answer: (marker: string, call: number) => { delayMs: number; hang?: boolean };
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { cli, client, rows, addMembers, startNodes } = teamHelpers(() => team, OWNER_KEY, keys);
 
 /** The evolver's answer for a session: an update of the skill that teaches one marked step. */
 function update(marker: string): string {
@@ -51,13 +45,8 @@ function update(marker: string): string {
 
 describe('team mode: nodes learn from the team store', { skip: postgresSkip() }, () => {
   before(async () => {
-    postgres = await startPostgres();
-    url = postgres.createDatabase('team_learning');
-    pool = openPool(url, { max: 2 });
-    pool.on('error', () => undefined);
-    upstream = await ScriptedUpstream.start();
     const evolver = learningAwareUpstream({ chat: 'Squashed.' });
-    upstream.defaultHandler = (request, response) => {
+    team.upstream.defaultHandler = (request, response) => {
       if (!isEvolverCall(request)) return evolver(request, response);
       const marker = /MARKER-[A-Z]+/.exec(userText(request))?.[0] ?? 'MARKER-NONE';
       const call = (calls.get(marker) ?? 0) + 1;
@@ -66,31 +55,24 @@ describe('team mode: nodes learn from the team store', { skip: postgresSkip() },
       if (hang) return; // never answered: the node holding the job is killed meanwhile
       return learningAwareUpstream({ evolver: () => update(marker), delayMs })(request, response);
     };
-    seed = tempHome('metaclaw-team-learning-seed-');
-    mkdirSync(join(seed, 'skills', SKILL), { recursive: true });
+    mkdirSync(join(team.seed, 'skills', SKILL), { recursive: true });
     writeFileSync(
-      join(seed, 'skills', SKILL, 'SKILL.md'),
+      join(team.seed, 'skills', SKILL, 'SKILL.md'),
       `---\nname: ${SKILL}\ndescription: "Use when committing or cleaning up git history before merge: squash, rebase, messages."\n---\n\n# Focused Git Commits\n\n1. **Commit small.** One change per commit.\n`,
     );
-    openDatabase(join(seed, 'metaclaw.db')).close(); // the personal database the import reads
+    openDatabase(join(team.seed, 'metaclaw.db')).close(); // the personal database the import reads
     await cli(['store', 'migrate']);
-    await cli(['store', 'import-sqlite', seed]);
-    for (const name of ['alice', 'bob', 'carol']) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
-    for (let index = 0; index < 2; index++)
-      nodes.push(
-        await startProxy({
-          env: teamEnv(),
-          config: {
-            llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' },
-            memory: { auto_extract: false },
-            skills: { evolution_every_n_turns: 0 },
-            learning: { lease_seconds: 5 },
-          },
-        }),
-      );
+    await cli(['store', 'import-sqlite', team.seed]);
+    await addMembers(['alice', 'bob', 'carol']);
+    nodes.push(
+      ...(await startNodes(2, {
+        llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' },
+        memory: { auto_extract: false },
+        skills: { evolution_every_n_turns: 0 },
+        learning: { lease_seconds: 5 },
+      })),
+    );
   });
-
-  after(() => disposeTeam({ nodes, pool, upstream, postgres, seed }));
 
   test('two nodes evolving one skill at once both keep their edit: v1 → v2 → v3 with both steps, each job done once, by two nodes', async () => {
     // Slow enough that both nodes have planned against v1 before either writes.
@@ -108,7 +90,7 @@ describe('team mode: nodes learn from the team store', { skip: postgresSkip() },
       200,
     );
     assert.equal(done.length, 2);
-    for (const request of upstream.modelRequests().filter(isEvolverCall))
+    for (const request of team.upstream.modelRequests().filter(isEvolverCall))
       assert.match(
         userText(request),
         /#### git-commit-hygiene \(category [a-z_]+, v1\)/,
@@ -150,8 +132,8 @@ describe('team mode: nodes learn from the team store', { skip: postgresSkip() },
     const memberTry = await sendJson(`${nodes[0]!.url}/v1/skills`, 'GET', { headers: { authorization: `Bearer ${keys['alice']}` } });
     assert.equal(memberTry.status, 403);
 
-    const store = new PgSkillStore(pool);
-    const proposals = new PgSkillProposals(pool, store);
+    const store = new PgSkillStore(team.pool);
+    const proposals = new PgSkillProposals(team.pool, store);
     const draft = {
       name: 'release-notes',
       description: 'Use when writing release notes for a deploy: what changed, risks, rollback.',

@@ -5,27 +5,20 @@
  * PostgreSQL, members' traffic through the OpenAI SDK; only the LLM is scripted.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+import { before, describe, test } from 'node:test';
 import { learningAwareUpstream, session } from './support/evolver.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
+import { postgresSkip } from './support/postgres.js';
 import { samples } from './support/prometheus.js';
-import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
-import { disposeTeam, teamHelpers } from './support/team.js';
-import { ScriptedUpstream } from './support/upstream.js';
-import { openPool } from '../src/store/postgres/index.js';
+import { waitFor, type ProxyHandle } from './support/proxy.js';
+import { teamForTests, teamHelpers } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-metrics-test';
 
-let postgres: TestPostgres;
-let url: string;
-let upstream: ScriptedUpstream;
-let pool: pg.Pool;
-let seed: string;
-const nodes: ProxyHandle[] = [];
+const team = teamForTests('team_metrics');
+const { nodes } = team;
 const keys: Record<string, string> = {};
 
-const { startTeam, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { startTeam, client, rows } = teamHelpers(() => team, OWNER_KEY, keys);
 
 async function scrape(node: ProxyHandle, key: string): Promise<{ status: number; metrics: Map<string, number> }> {
   const response = await fetch(`${node.url}/metrics`, { headers: { authorization: `Bearer ${key}` } });
@@ -35,19 +28,13 @@ async function scrape(node: ProxyHandle, key: string): Promise<{ status: number;
 
 describe('team mode: a node’s /metrics counts the team store', { skip: postgresSkip() }, () => {
   before(async () => {
-    postgres = await startPostgres();
-    url = postgres.createDatabase('team_metrics');
-    pool = openPool(url, { max: 2 });
-    pool.on('error', () => undefined);
-    upstream = await ScriptedUpstream.start();
     // The judge's votes alternate, so both scores are counted.
     let judged = 0;
-    upstream.defaultHandler = learningAwareUpstream({ chat: 'Done.', judge: () => `Score: ${++judged % 2 === 1 ? 1 : -1}` });
-    seed = tempHome('metaclaw-team-metrics-seed-');
+    team.upstream.defaultHandler = learningAwareUpstream({ chat: 'Done.', judge: () => `Score: ${++judged % 2 === 1 ? 1 : -1}` });
     nodes.push(
       ...(await startTeam(['alice', 'bob'], 2, {
         mode: 'skills_only',
-        llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' },
+        llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' },
         rl: { enabled: true, prm_m: 1 },
         skills: { auto_evolve: false },
         memory: { auto_extract: false },
@@ -69,8 +56,6 @@ describe('team mode: a node’s /metrics counts the team store', { skip: postgre
       200,
     );
   });
-
-  after(() => disposeTeam({ nodes, pool, upstream, postgres, seed }));
 
   test('every node reports the team’s jobs, active memories and judge scores, whichever node did the work', async () => {
     const memories = await rows<{ type: string; count: string }>("SELECT type, COUNT(*) AS count FROM memory_units WHERE status = 'active' GROUP BY type");

@@ -7,45 +7,36 @@
  * LLM (judge), the teacher and the training service are scripted.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+import { before, describe, test } from 'node:test';
 import { sendJson } from './support/http.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { postgresSkip } from './support/postgres.js';
+import { waitFor } from './support/proxy.js';
 import { CHAR_VOCAB_SIZE, RL_MODEL } from './support/rl-proxy.js';
-import { disposeTeam, teamHelpers } from './support/team.js';
+import { teamForTests, teamHelpers } from './support/team.js';
 import { conversation, startRlTeam } from './support/team-rl.js';
 import { TinkerDouble } from './support/tinker-double.js';
 import { json, ScriptedUpstream } from './support/upstream.js';
-import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-rl-opd-test';
 const TEACHER_LOGPROB = -0.1;
 const KL_COEF = 0.5;
 
-let postgres: TestPostgres;
-let url: string;
-let upstream: ScriptedUpstream;
+const team = teamForTests('team_rl_opd');
 let teacher: ScriptedUpstream;
 let double: TinkerDouble;
-let pool: pg.Pool;
-let seed: string;
-const nodes: ProxyHandle[] = [];
+const { nodes } = team;
 const keys: Record<string, string> = {};
 /** every call the teacher answered: the token ids it read */
 const asked: number[][] = [];
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { teamEnv, cli, client, rows } = teamHelpers(() => team, OWNER_KEY, keys);
 
 describe('team mode with OPD: each sample is asked of the teacher once, and the team’s step uses its logprobs', { skip: postgresSkip() }, () => {
   before(async () => {
-    postgres = await startPostgres();
-    url = postgres.createDatabase('team_rl_opd');
-    pool = openPool(url, { max: 2 });
-    pool.on('error', () => undefined);
     double = await TinkerDouble.start({ vocabSize: CHAR_VOCAB_SIZE, supportedModels: [RL_MODEL] });
-    upstream = await ScriptedUpstream.start();
+    team.closeAfter(() => double.close());
     teacher = await ScriptedUpstream.start();
+    team.closeAfter(() => teacher.close());
     teacher.defaultHandler = (request, response) => {
       assert.equal(request.path, '/v1/completions');
       assert.equal(request.headers['authorization'], 'Bearer teacher-key');
@@ -57,15 +48,8 @@ describe('team mode with OPD: each sample is asked of the teacher once, and the 
         usage: { prompt_tokens: ids.length, completion_tokens: 0, total_tokens: ids.length },
       });
     };
-    seed = tempHome('metaclaw-team-rl-opd-seed-');
     const opd = { enabled: true, teacher_url: `${teacher.url}/v1`, teacher_model: 'teacher-8b', teacher_api_key: 'teacher-key', kl_penalty_coef: KL_COEF };
-    nodes.push(...(await startRlTeam({ seed, cli, teamEnv, keys, upstream, double, config: { opd } })));
-  });
-
-  after(async () => {
-    await disposeTeam({ nodes, pool, upstream, postgres, seed });
-    await double?.close();
-    await teacher?.close();
+    nodes.push(...(await startRlTeam({ seed: team.seed, cli, teamEnv, keys, upstream: team.upstream, double, config: { opd } })));
   });
 
   test('every sample gets its teacher logprobs exactly once, spent from the team’s budget, and the step’s advantages carry the KL term toward them', async () => {

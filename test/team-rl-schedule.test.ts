@@ -8,33 +8,26 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+import { before, describe, test } from 'node:test';
 import { parse } from 'yaml';
 import { sendJson } from './support/http.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { postgresSkip } from './support/postgres.js';
+import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 import { CHAR_VOCAB_SIZE, RL_MODEL } from './support/rl-proxy.js';
-import { disposeTeam, teamHelpers } from './support/team.js';
+import { teamForTests, teamHelpers } from './support/team.js';
 import { conversation, startRlTeam } from './support/team-rl.js';
 import { TinkerDouble } from './support/tinker-double.js';
-import { ScriptedUpstream } from './support/upstream.js';
-import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-rl-schedule-test';
 
-let postgres: TestPostgres;
-let url: string;
-let upstream: ScriptedUpstream;
+const team = teamForTests('team_rl_schedule');
 let double: TinkerDouble;
-let pool: pg.Pool;
-let seed: string;
-const nodes: ProxyHandle[] = [];
+const { nodes } = team;
 const keys: Record<string, string> = {};
 /** the nodes' first sleep hours, three to four hours from now: no window is open */
 let closed: { sleep_start: string; sleep_end: string };
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { teamEnv, cli, client, rows } = teamHelpers(() => team, OWNER_KEY, keys);
 
 /** Local HH:MM `offsetHours` from now: the nodes read sleep hours in the local time of this machine, as this test does. */
 function clock(offsetHours: number): string {
@@ -67,21 +60,11 @@ function steps(): Promise<Array<{ step: string; status: string; samples: number 
 
 describe('team mode: in mode auto the trainer steps only in the scheduler’s windows', { skip: postgresSkip() }, () => {
   before(async () => {
-    postgres = await startPostgres();
-    url = postgres.createDatabase('team_rl_schedule');
-    pool = openPool(url, { max: 2 });
-    pool.on('error', () => undefined);
     double = await TinkerDouble.start({ vocabSize: CHAR_VOCAB_SIZE, supportedModels: [RL_MODEL] });
-    upstream = await ScriptedUpstream.start();
-    seed = tempHome('metaclaw-team-rl-schedule-seed-');
+    team.closeAfter(() => double.close());
     closed = { sleep_start: clock(3), sleep_end: clock(4) };
     const config = { mode: 'auto', scheduler: closed };
-    nodes.push(...(await startRlTeam({ seed, cli, teamEnv, keys, upstream, double, config })));
-  });
-
-  after(async () => {
-    await disposeTeam({ nodes, pool, upstream, postgres, seed });
-    await double?.close();
+    nodes.push(...(await startRlTeam({ seed: team.seed, cli, teamEnv, keys, upstream: team.upstream, double, config })));
   });
 
   test('outside sleep hours a full batch of judged samples waits untrained, and /status and `scheduler next-window` on every node say the window is closed and why', async () => {

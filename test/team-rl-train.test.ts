@@ -7,33 +7,26 @@
  * Real nodes and OpenAI SDK clients; only the LLM (judge) and the training service are scripted.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+import { before, describe, test } from 'node:test';
 import { isJudgeCall } from './support/evolver.js';
 import { sendJson } from './support/http.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { postgresSkip } from './support/postgres.js';
+import { waitFor, type ProxyHandle } from './support/proxy.js';
 import { CHAR_VOCAB_SIZE, RL_MODEL } from './support/rl-proxy.js';
-import { disposeTeam, teamHelpers } from './support/team.js';
+import { teamForTests, teamHelpers } from './support/team.js';
 import { conversation, startRlTeam } from './support/team-rl.js';
 import { TinkerDouble } from './support/tinker-double.js';
-import { ScriptedUpstream } from './support/upstream.js';
-import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-rl-train-test';
 
-let postgres: TestPostgres;
-let url: string;
-let upstream: ScriptedUpstream;
+const team = teamForTests('team_rl_train');
 let double: TinkerDouble;
-let pool: pg.Pool;
-let seed: string;
-const nodes: ProxyHandle[] = [];
+const { nodes } = team;
 const keys: Record<string, string> = {};
 /** the node left running once the first trainer stopped */
 let survivor: ProxyHandle;
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { teamEnv, cli, client, rows } = teamHelpers(() => team, OWNER_KEY, keys);
 
 interface Training {
   state: string;
@@ -81,19 +74,9 @@ function samples(): Promise<SampleRow[]> {
 
 describe('team mode: one node trains the team’s policy, every node serves it', { skip: postgresSkip() }, () => {
   before(async () => {
-    postgres = await startPostgres();
-    url = postgres.createDatabase('team_rl_train');
-    pool = openPool(url, { max: 2 });
-    pool.on('error', () => undefined);
     double = await TinkerDouble.start({ vocabSize: CHAR_VOCAB_SIZE, supportedModels: [RL_MODEL] });
-    upstream = await ScriptedUpstream.start();
-    seed = tempHome('metaclaw-team-rl-train-seed-');
-    nodes.push(...(await startRlTeam({ seed, cli, teamEnv, keys, upstream, double })));
-  });
-
-  after(async () => {
-    await disposeTeam({ nodes, pool, upstream, postgres, seed });
-    await double?.close();
+    team.closeAfter(() => double.close());
+    nodes.push(...(await startRlTeam({ seed: team.seed, cli, teamEnv, keys, upstream: team.upstream, double })));
   });
 
   test('both nodes serve the team’s first policy from the Tinker service, listen for its changes, and exactly one of them trains', async () => {
@@ -108,12 +91,12 @@ describe('team mode: one node trains the team’s policy, every node serves it',
 
   test('turns on both nodes are sampled from the policy, judged, and trained by one step on one node; then both nodes serve the new checkpoint', async () => {
     const [first] = await servingStep(0);
-    const before = upstream.modelRequests().filter((request) => !isJudgeCall(request)).length;
+    const before = team.upstream.modelRequests().filter((request) => !isJudgeCall(request)).length;
     await Promise.all([
       conversation(client(nodes[0]!, 'alice'), 'train-a', ['deploy the api', 'now the worker']),
       conversation(client(nodes[1]!, 'bob'), 'train-b', ['rotate the keys', 'check the logs']),
     ]);
-    assert.equal(upstream.modelRequests().filter((request) => !isJudgeCall(request)).length, before, 'the policy answered every main turn');
+    assert.equal(team.upstream.modelRequests().filter((request) => !isJudgeCall(request)).length, before, 'the policy answered every main turn');
 
     // The turns reach the team store through each node's spool, just after their answers.
     const recorded = await waitFor(async () => {
@@ -248,7 +231,7 @@ describe('team mode: one node trains the team’s policy, every node serves it',
       'the running step holds its four samples',
     );
     // The lock's connection is cut (a network partition, say): a trainer takes over while the step runs.
-    await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'metaclaw-rl-trainer'");
+    await team.pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'metaclaw-rl-trainer'");
     const next = await waitFor(
       async () => {
         const found = await rows<{ step: string; status: string; samples: number }>(

@@ -6,31 +6,25 @@
  * Real nodes and OpenAI SDK clients; only the LLM is scripted.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
-import { openPool, PgSkillStore } from '../src/store/postgres/index.js';
+import { before, describe, test } from 'node:test';
+import { PgSkillStore } from '../src/store/postgres/index.js';
 import { isJudgeCall, learningAwareUpstream, session, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
-import { disposeTeam, teamHelpers } from './support/team.js';
-import { ScriptedUpstream } from './support/upstream.js';
+import { postgresSkip } from './support/postgres.js';
+import { waitFor } from './support/proxy.js';
+import { teamForTests, teamHelpers } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-rl-test';
 
-let postgres: TestPostgres;
-let url: string;
-let upstream: ScriptedUpstream;
-let pool: pg.Pool;
-let seed: string;
-const nodes: ProxyHandle[] = [];
+const team = teamForTests('team_rl');
+const { nodes } = team;
 const keys: Record<string, string> = {};
 
-const { startTeam, client, rows } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { startTeam, client, rows } = teamHelpers(() => team, OWNER_KEY, keys);
 
 /** The user texts the judge was shown (its instruction), one entry per judge call. */
 function judgedTexts(): string[] {
-  return upstream
+  return team.upstream
     .modelRequests()
     .filter(isJudgeCall)
     .map((request) => /TURN-[A-Z]\d/.exec(userText(request))?.[0] ?? '?');
@@ -38,17 +32,11 @@ function judgedTexts(): string[] {
 
 describe('team mode: RL samples on the team store', { skip: postgresSkip() }, () => {
   before(async () => {
-    postgres = await startPostgres();
-    url = postgres.createDatabase('team_rl');
-    pool = openPool(url, { max: 2 });
-    pool.on('error', () => undefined);
-    upstream = await ScriptedUpstream.start();
-    upstream.defaultHandler = learningAwareUpstream({ chat: 'Done.', judge: () => 'The answer did what was asked.\nScore: 1' });
-    seed = tempHome('metaclaw-team-rl-seed-');
+    team.upstream.defaultHandler = learningAwareUpstream({ chat: 'Done.', judge: () => 'The answer did what was asked.\nScore: 1' });
     nodes.push(
       ...(await startTeam(['alice', 'bob'], 2, {
         mode: 'skills_only',
-        llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' },
+        llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' },
         rl: { enabled: true, prm_m: 1 },
         skills: { enabled: false, auto_evolve: false },
         memory: { enabled: false },
@@ -56,8 +44,6 @@ describe('team mode: RL samples on the team store', { skip: postgresSkip() }, ()
       })),
     );
   });
-
-  after(() => disposeTeam({ nodes, pool, upstream, postgres, seed }));
 
   test('traffic on two nodes: every main turn is one sample in the team store, and the judge scores each exactly once, within the team budget', async () => {
     await Promise.all([
@@ -133,7 +119,7 @@ describe('team mode: RL samples on the team store', { skip: postgresSkip() }, ()
       before.map((row) => Number(row.skill_generation)),
       [0],
     );
-    await new PgSkillStore(pool).write(
+    await new PgSkillStore(team.pool).write(
       {
         name: 'deploy-checklist',
         description: 'Use when deploying a service: checks before and after.',

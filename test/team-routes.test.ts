@@ -5,32 +5,25 @@
  * PostgreSQL, a real personal install, and fetch.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import { openDatabase } from '../src/store/index.js';
 import { sendJson } from './support/http.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
-import { teamHelpers } from './support/team.js';
-import { ScriptedUpstream } from './support/upstream.js';
-import { openPool } from '../src/store/postgres/index.js';
+import { postgresSkip } from './support/postgres.js';
+import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { teamForTests, teamHelpers } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-routes-test';
 const SKILL = 'release-notes';
 const ORIGINAL_BODY = '# Release Notes\n\n1. **Group by audience.** Users first, operators second.';
 
-let postgres: TestPostgres;
-let url: string;
-let upstream: ScriptedUpstream;
-let pool: pg.Pool;
-let seed: string;
+const team = teamForTests('team_routes');
 let personal: ProxyHandle;
-const nodes: ProxyHandle[] = [];
+const { nodes } = team;
 const keys: Record<string, string> = {};
 
-const { teamEnv, cli } = teamHelpers(() => ({ url, seed, pool }), OWNER_KEY, keys);
+const { cli, addMembers, startNodes } = teamHelpers(() => team, OWNER_KEY, keys);
 
 /** A member's (or, with 'owner', the proxy key's) request to a node. */
 function call(node: ProxyHandle, who: string, method: string, path: string, body?: unknown) {
@@ -40,33 +33,22 @@ function call(node: ProxyHandle, who: string, method: string, path: string, body
 
 describe('team mode: a node serves the management routes of memory and skills', { skip: postgresSkip() }, () => {
   before(async () => {
-    postgres = await startPostgres();
-    url = postgres.createDatabase('team_routes');
-    pool = openPool(url, { max: 2 });
-    pool.on('error', () => undefined);
-    upstream = await ScriptedUpstream.start();
-    seed = tempHome('metaclaw-team-routes-seed-');
-    mkdirSync(join(seed, 'skills', SKILL), { recursive: true });
+    mkdirSync(join(team.seed, 'skills', SKILL), { recursive: true });
     writeFileSync(
-      join(seed, 'skills', SKILL, 'SKILL.md'),
+      join(team.seed, 'skills', SKILL, 'SKILL.md'),
       `---\nname: ${SKILL}\ndescription: "Use when writing release notes or a changelog entry for a version."\n---\n\n${ORIGINAL_BODY}\n`,
     );
-    openDatabase(join(seed, 'metaclaw.db')).close();
+    openDatabase(join(team.seed, 'metaclaw.db')).close();
     await cli(['store', 'migrate']);
-    await cli(['store', 'import-sqlite', seed]);
-    for (const name of ['alice', 'bob']) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
-    const config = { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false } };
-    for (let index = 0; index < 2; index++) nodes.push(await startProxy({ env: teamEnv(), config }));
+    await cli(['store', 'import-sqlite', team.seed]);
+    await addMembers(['alice', 'bob']);
+    const config = { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false } };
+    nodes.push(...(await startNodes(2, config)));
     personal = await startProxy({ config });
   });
 
-  after(async () => {
-    for (const node of [...nodes, personal]) await node?.dispose().catch(() => undefined);
-    await pool?.end().catch(() => undefined);
-    await upstream?.close();
-    postgres?.stop();
-    if (seed) rmSync(seed, { recursive: true, force: true });
-  });
+  // The team's nodes and store are stopped by teamForTests.
+  after(() => personal?.dispose().catch(() => undefined));
 
   test('a member edits and supersedes a unit of their own on one node; the other node finds the new words, and stats count both units', async () => {
     const added = await call(nodes[0]!, 'alice', 'POST', '/v1/memory', { type: 'preference', content: 'Alice deploys on Tuesdays.' });
@@ -122,7 +104,7 @@ describe('team mode: a node serves the management routes of memory and skills', 
     assert.equal(nodeOld.status, 'superseded', JSON.stringify(nodeOld));
     assert.equal(nodeOld.superseded_by, onNode[1].id);
     assert.equal(onNode[1].core, true);
-    const rules = await pool.query("SELECT content FROM memory_units WHERE scope = 'user:bob' AND core = 1 AND status = 'active'");
+    const rules = await team.pool.query("SELECT content FROM memory_units WHERE scope = 'user:bob' AND core = 1 AND status = 'active'");
     assert.deepEqual(
       rules.rows.map((row: { content: string }) => row.content),
       [second.content],
@@ -150,7 +132,7 @@ describe('team mode: a node serves the management routes of memory and skills', 
     // The shared scope: every member reads it, no member writes it.
     assert.equal((await call(nodes[1]!, 'bob', 'GET', '/v1/memory/stats?scope=team')).status, 200);
     assert.equal((await call(nodes[1]!, 'bob', 'POST', '/v1/memory/import?scope=team', '{"type":"semantic","content":"planted"}\n')).status, 403);
-    assert.equal(Number((await pool.query("SELECT count(*) AS n FROM memory_units WHERE content = 'planted' OR content = 'Bob was here.'")).rows[0].n), 0);
+    assert.equal(Number((await team.pool.query("SELECT count(*) AS n FROM memory_units WHERE content = 'planted' OR content = 'Bob was here.'")).rows[0].n), 0);
   });
 
   test('an export of a personal install imports into a node, and the node’s export imports back into the personal install', async () => {
@@ -209,7 +191,7 @@ describe('team mode: a node serves the management routes of memory and skills', 
     assert.equal(ingested.body.stored.length, 2);
     const again = await call(nodes[1]!, 'alice', 'POST', '/v1/memory/ingest', { session_id: 'notes-1', turns });
     assert.equal(again.body.stored.length, 0, 'ingest is idempotent by session and turn id, across nodes');
-    const rule = await pool.query("SELECT scope, core FROM memory_units WHERE origin = 'rule' AND content LIKE '%YYYY-MM-DD%'");
+    const rule = await team.pool.query("SELECT scope, core FROM memory_units WHERE origin = 'rule' AND content LIKE '%YYYY-MM-DD%'");
     assert.equal(rule.rows.length, 1, 'the stated rule became a standing instruction');
     assert.equal(rule.rows[0].scope, 'user:alice');
     assert.equal((await call(nodes[1]!, 'bob', 'POST', '/v1/memory/ingest', { scope: 'user:alice', session_id: 'x', turns })).status, 403);
@@ -239,7 +221,7 @@ describe('team mode: a node serves the management routes of memory and skills', 
     const revertedAt = Date.now();
     await waitFor(async () => (await read(nodes[0]!)).body === ORIGINAL_BODY, 1_000, 20);
     assert.ok(Date.now() - revertedAt <= 1_000);
-    const versions = await pool.query('SELECT action, source FROM skill_versions WHERE name = $1 ORDER BY id', [SKILL]);
+    const versions = await team.pool.query('SELECT action, source FROM skill_versions WHERE name = $1 ORDER BY id', [SKILL]);
     assert.deepEqual(
       versions.rows.slice(-2).map((row: { action: string; source: string }) => [row.action, row.source]),
       [
@@ -260,13 +242,13 @@ describe('team mode: a node serves the management routes of memory and skills', 
     const description = 'Use when writing release notes or a changelog entry for a version.';
     const bodies = ['# Release Notes\n\nEdited on node one.', '# Release Notes\n\nEdited on node two.'];
     // The race made certain: both requests read the skill, then wait on its row, held here, until both are waiting.
-    const holder = await pool.connect();
+    const holder = await team.pool.connect();
     try {
       await holder.query('BEGIN');
       await holder.query('SELECT version FROM skills WHERE name = $1 FOR UPDATE', [SKILL]);
       const edits = nodes.map((node, index) => call(node, 'owner', 'PUT', `/v1/skills/${SKILL}`, { description, body: bodies[index] }));
       await waitFor(
-        async () => Number((await pool.query("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")).rows[0].n) >= 2,
+        async () => Number((await team.pool.query("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")).rows[0].n) >= 2,
         10_000,
         20,
       );
@@ -281,7 +263,7 @@ describe('team mode: a node serves the management routes of memory and skills', 
       const kept = bodies[won]!;
       for (const node of nodes)
         await waitFor(async () => ((await call(node, 'owner', 'GET', `/v1/skills/${SKILL}`)).body as { body: string }).body === kept, 2_000, 20);
-      const versions = await pool.query('SELECT count(*) AS n FROM skill_versions WHERE name = $1 AND version > $2', [SKILL, base.version]);
+      const versions = await team.pool.query('SELECT count(*) AS n FROM skill_versions WHERE name = $1 AND version > $2', [SKILL, base.version]);
       assert.equal(Number(versions.rows[0].n), 1, 'one new version: the other edit was not written over it');
     } finally {
       await holder.query('ROLLBACK').catch(() => undefined);

@@ -6,36 +6,29 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import OpenAI from 'openai';
-import pg from 'pg';
 import { TurnJournal } from '../src/conversation/turn-journal.js';
 import { openDatabase } from '../src/store/index.js';
 import { sendJson } from './support/http.js';
 import { appendAnsweredTurn } from './support/journal.js';
 import { runCli, startProxy, tempHome, waitFor, type CliResult, type ProxyHandle } from './support/proxy.js';
-import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
-import { disposeTeam } from './support/team.js';
-import { ScriptedUpstream } from './support/upstream.js';
-import { openPool } from '../src/store/postgres/index.js';
+import { postgresSkip } from './support/postgres.js';
+import { teamForTests } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-store-test';
 const MEMBERS = ['alice', 'bob', 'carol'] as const;
 type MemberName = (typeof MEMBERS)[number];
 
-let postgres: TestPostgres;
-let url: string;
-let upstream: ScriptedUpstream;
-let pool: pg.Pool;
-const nodes: ProxyHandle[] = [];
+const team = teamForTests('team_serving');
+const { nodes } = team;
 const keys = {} as Record<MemberName, string>;
-let seed: string;
 
 function teamEnv(): Record<string, string> {
-  return { METACLAW_DATABASE_URL: url, METACLAW_PROXY_API_KEY: OWNER_KEY };
+  return { METACLAW_DATABASE_URL: team.url, METACLAW_PROXY_API_KEY: OWNER_KEY };
 }
 
-async function cli(args: string[], home = seed): Promise<string> {
+async function cli(args: string[], home = team.seed): Promise<string> {
   const result = await runCli(args, { home, env: teamEnv() });
   assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
   return result.stdout;
@@ -47,12 +40,12 @@ function skillFile(folder: string, name: string, description: string, body: stri
 }
 
 async function count(sql: string, params: unknown[] = []): Promise<number> {
-  return Number((await pool.query<{ n: string }>(sql, params)).rows[0]!.n);
+  return Number((await team.pool.query<{ n: string }>(sql, params)).rows[0]!.n);
 }
 
 /** What the upstream was sent for the model request whose user message holds `marker`. */
 function sentFor(marker: string): string {
-  const found = upstream.modelRequests().find((request) => request.raw.includes(marker));
+  const found = team.upstream.modelRequests().find((request) => request.raw.includes(marker));
   assert.ok(found, `the upstream got the request marked ${marker}`);
   return found.raw;
 }
@@ -64,37 +57,29 @@ function ask(node: ProxyHandle, member: MemberName, text: string): Promise<OpenA
 
 describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip() }, () => {
   before(async () => {
-    postgres = await startPostgres();
-    url = postgres.createDatabase('team_serving');
-    pool = openPool(url, { max: 2 });
-    pool.on('error', () => undefined);
-    upstream = await ScriptedUpstream.start();
     // A personal install with memories in three scopes and a skill, moved into the team store.
-    seed = tempHome('metaclaw-team-seed-');
     const personal = { METACLAW_PROXY_API_KEY: OWNER_KEY };
     for (const [content, scope] of [
       ["Alice's favourite editor is Helix, with the default keymap.", 'user:alice'],
       ["Bob's favourite editor is Emacs, with evil mode.", 'user:bob'],
       ['The shared staging cluster of the team is called blue-harbor.', 'team'],
     ] as const) {
-      const added = await runCli(['memory', 'add', content, '--scope', scope, '--type', 'semantic'], { home: seed, env: personal });
+      const added = await runCli(['memory', 'add', content, '--scope', scope, '--type', 'semantic'], { home: team.seed, env: personal });
       assert.equal(added.code, 0, added.stderr);
     }
     skillFile(
-      join(seed, 'skills'),
+      join(team.seed, 'skills'),
       'postgres-vacuum-tuning',
       'Tune PostgreSQL autovacuum for a table with heavy update churn: thresholds, scale factors and cost limits.',
       '# Autovacuum tuning\n\nLower autovacuum_vacuum_scale_factor for the hot table, raise the cost limit, and watch n_dead_tup.',
     );
     await cli(['store', 'migrate']);
-    assert.match(await cli(['store', 'import-sqlite', seed]), /Skills from .*: 1 imported/);
+    assert.match(await cli(['store', 'import-sqlite', team.seed]), /Skills from .*: 1 imported/);
     for (const name of MEMBERS) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
     for (let index = 0; index < 3; index++) {
-      nodes.push(await startProxy({ env: teamEnv(), config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' } } }));
+      nodes.push(await startProxy({ env: teamEnv(), config: { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' } } }));
     }
   });
-
-  after(() => disposeTeam({ nodes, pool, upstream, postgres, seed }));
 
   test("three nodes serve three members at once: every turn is stored once, in the member's own scope, and no member's memories reach another's requests", async () => {
     const before = await count('SELECT count(*) AS n FROM turns');
@@ -125,12 +110,12 @@ describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip(
     assert.doesNotMatch(carol, /Helix|Emacs/, 'a member with no memories of their own gets none of the others');
     assert.match(carol, /blue-harbor/);
     assert.ok(
-      !upstream
+      !team.upstream
         .modelRequests()
         .some((request) => MEMBERS.some((member) => request.raw.includes(keys[member]) || JSON.stringify(request.headers).includes(keys[member]))),
     );
 
-    const scopes = await pool.query<{ scope: string; turns: string }>(
+    const scopes = await team.pool.query<{ scope: string; turns: string }>(
       "SELECT s.scope, count(*) AS turns FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.query LIKE '[%' AND t.query NOT LIKE '[%-check-%' GROUP BY s.scope ORDER BY s.scope",
     );
     assert.deepEqual(
@@ -205,7 +190,7 @@ describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip(
 
   test('PostgreSQL stopped for 30 s during traffic: every request is answered, /status, `metaclaw status` and `metaclaw doctor` say degraded, and every turn is stored with its learning job once it is back', async () => {
     const before = await count('SELECT count(*) AS n FROM turns');
-    postgres.pause();
+    team.postgres.pause();
     let sent = 0;
     const failures: string[] = [];
     const until = Date.now() + 30_000;
@@ -242,7 +227,7 @@ describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip(
     assert.match(proxyCheck.detail, /team store out of reach: serving goes on, \d+ turn\(s\) wait on this node/);
     assert.equal(shown.code, 0, shown.stderr);
     assert.match(shown.stdout, /store .*DEGRADED, out of reach/);
-    postgres.resume();
+    team.postgres.resume();
     await waitFor(async () => (await count('SELECT count(*) AS n FROM turns').catch(() => -1)) >= before + sent, 30_000, 250).catch(async (error: unknown) => {
       const reports = await Promise.all(nodes.map((node) => sendJson(`${node.url}/status`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } })));
       const stored = await count('SELECT count(*) AS n FROM turns').catch(() => -1);
@@ -283,7 +268,7 @@ describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip(
         reply: 'Title',
       });
     journal.close();
-    nodes.push(await startProxy({ home, env: teamEnv(), config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' } } }));
+    nodes.push(await startProxy({ home, env: teamEnv(), config: { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' } } }));
     await waitFor(async () => (await count("SELECT count(*) AS n FROM turns WHERE query LIKE '[journal-%'")) === total, 90_000, 500).catch(
       async (error: unknown) => {
         throw new Error(`${String(error)}: ${await count("SELECT count(*) AS n FROM turns WHERE query LIKE '[journal-%'")} of ${total} journaled turns stored`);
