@@ -27,7 +27,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { PROXY_ENVIRONMENT, PROXY_NODE_FLAGS } from '../src/runtime/memory-bounds.js';
-import { freePort, post, smallBody, startHelper } from './load.js';
+import { benchProxyConfig, freePort, post, smallBody, startHelper } from './load.js';
 
 const REPO = resolve(import.meta.dirname, '..');
 const CLI = join(REPO, 'bin', 'metaclaw.js');
@@ -124,13 +124,7 @@ async function main(): Promise<void> {
     const barePid = children.at(-1)!.pid!;
     const port = await freePort();
     // The c32 rows' proxy (bench/run.ts): learning jobs off, skills and memory injection on.
-    const config = {
-      llm: { api_base: `${upstream}/v1`, api_key: 'sk-bench' },
-      proxy: { port },
-      skills: { auto_evolve: false },
-      memory: { auto_extract: false },
-    };
-    writeFileSync(join(home, 'config.yaml'), stringify(config), { mode: 0o600 });
+    writeFileSync(join(home, 'config.yaml'), stringify(benchProxyConfig(upstream, port)), { mode: 0o600 });
     const proxy = `http://127.0.0.1:${port}`;
     const profiled = options.profile ? await startProfiled(home, proxy, options.profile) : undefined;
     if (!profiled) runCli(['start'], home);
