@@ -26,6 +26,20 @@ export async function startHelper([script, ...args]: string[], children: ChildPr
   return `http://127.0.0.1:${port}`;
 }
 
+/**
+ * The benchmarks' proxy config in front of `upstream`. Learning jobs are off: they run off the
+ * request path, and a benchmark's one endless session would otherwise trigger them over and over
+ * while latency is measured.
+ */
+export function benchProxyConfig(upstream: string, port: number): Record<string, unknown> {
+  return {
+    llm: { api_base: `${upstream}/v1`, api_key: 'sk-bench' },
+    proxy: { port },
+    skills: { auto_evolve: false },
+    memory: { auto_extract: false },
+  };
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolvePort) => {
     const server = net.createServer();

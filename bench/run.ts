@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 import { rlScenario } from './rl.js';
 import { extraScenarios, type ExtraScenarioResult } from './scenarios.js';
-import { freePort, post, sequential, smallBody, startHelper, throughput } from './load.js';
+import { benchProxyConfig, freePort, post, sequential, smallBody, startHelper, throughput } from './load.js';
 import { round3, summarize, type LatencySummary } from './stats.js';
 
 const REPO = resolve(import.meta.dirname, '..');
@@ -183,15 +183,7 @@ async function startProxy(root: string, name: string, upstream: string, extraCon
   const home = join(root, name);
   mkdirSync(home, { recursive: true });
   const port = await freePort();
-  // Learning jobs are off: they run off the request path, and a benchmark's one endless session
-  // would otherwise trigger them over and over while latency is measured.
-  const config = {
-    llm: { api_base: `${upstream}/v1`, api_key: 'sk-bench' },
-    proxy: { port },
-    skills: { auto_evolve: false },
-    memory: { auto_extract: false },
-    ...extraConfig,
-  };
+  const config = { ...benchProxyConfig(upstream, port), ...extraConfig };
   writeFileSync(join(home, 'config.yaml'), stringify(config), { mode: 0o600 });
   runCli(['start'], home);
   const pid = (JSON.parse(readFileSync(join(home, 'metaclaw.pid'), 'utf8')) as { pid: number }).pid;
