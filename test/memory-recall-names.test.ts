@@ -23,24 +23,26 @@ describe('memory recall across languages through proper nouns (no extractor)', (
     return response.json();
   }
 
-  async function remember(scope: string, turns: ReadonlyArray<[content: string, daysAgo: number]>): Promise<void> {
+  /**
+   * Each case's setup and first check: remembers `turns` in `scope` (the answer first, the oldest),
+   * then asks `query` through the memory search API and asserts the answer comes first.
+   */
+  async function assertRecalledFirst(scope: string, query: string, turns: ReadonlyArray<[content: string, daysAgo: number]>): Promise<void> {
     const now = Date.now();
     for (const [index, [content, daysAgo]] of turns.entries())
       await post(scope, '/v1/memory/ingest', { session_id: `${scope}-${index}`, turns: [{ role: 'user', content, timestamp: now - daysAgo * DAY }] });
+    const results = (await post(scope, '/v1/memory/search', { query, limit: 5 })).results as Array<{ content: string }>;
+    assert.equal(results[0]?.content, turns[0]![0]);
   }
-
-  const recall = async (scope: string, query: string): Promise<string[]> =>
-    ((await post(scope, '/v1/memory/search', { query, limit: 5 })).results as Array<{ content: string }>).map((result) => result.content);
 
   test('a Chinese question recalls first, and gets injected, the English memory it shares only a city name with (墨尔本: Melbourne)', async () => {
     const answer = 'Jonas lives in Melbourne now, he moved there for a nursing job.';
     // The newer memories share the question's other word ("live"): only the city tells them apart.
-    await remember('names-zh', [
+    await assertRecalledFirst('names-zh', '谁住在墨尔本？', [
       [answer, 60],
       ['My sister lives in Toronto with her two kids.', 2],
       ['We live close to the river, a ten-minute walk from the station.', 1],
     ]);
-    assert.equal((await recall('names-zh', '谁住在墨尔本？'))[0], answer);
 
     const client = new OpenAI({ baseURL: `${started!.proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
     await client.chat.completions.create(
@@ -52,12 +54,10 @@ describe('memory recall across languages through proper nouns (no extractor)', (
   });
 
   test('an English question recalls first the Chinese memory it shares only an exam name with (IELTS: 雅思)', async () => {
-    const answer = '上个月考了雅思，总分七分，写作只有六分。';
-    await remember('names-en', [
-      [answer, 40],
+    await assertRecalledFirst('names-en', 'What score did I get in IELTS?', [
+      ['上个月考了雅思，总分七分，写作只有六分。', 40],
       ['驾照考试下周六考科目二，有点紧张。', 3],
       ['女儿期末考试数学考了满分。', 1],
     ]);
-    assert.equal((await recall('names-en', 'What score did I get in IELTS?'))[0], answer);
   });
 });
