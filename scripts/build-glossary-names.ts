@@ -16,7 +16,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { tokenize } from '../src/text/index.js';
+import { glossWords, plainWord, withoutNotes } from './gloss-words.js';
 
 const here = resolve(import.meta.dirname, '..', 'data', 'glossary');
 const { values } = parseArgs({
@@ -60,28 +60,13 @@ for (const line of gunzipSync(readFileSync(values.base)).toString('utf8').split(
 }
 
 /**
- * The English words of a name's senses: of each, the part before its first comma or semicolon (the
- * name; what follows describes it: "Sydney, capital of New South Wales"), without notes in brackets.
- * A hyphenated name is its parts, as an English text holding it is tokenized ("Mid-Autumn").
+ * The English words of a name's sense: the part before its first comma or semicolon (the name; what
+ * follows describes it: "Sydney, capital of New South Wales"), without notes in brackets. A
+ * hyphenated name is its parts, as an English text holding it is tokenized ("Mid-Autumn").
  */
-function nameWords(senses: readonly string[]): string[] {
-  const words: string[] = [];
-  const stems = new Set<string>();
-  for (const sense of senses) {
-    const name = sense
-      .replace(/\([^)]*\)/g, ' ')
-      .replace(/\[[^\]]*\]/g, ' ')
-      .split(/[,;]/)[0]!;
-    for (const match of name.matchAll(/[A-Za-z]+(?:'[a-z]+)?/g)) {
-      const word = match[0].toLowerCase().replace(/'s$/, '');
-      const stem = tokenize(word)[0];
-      if (!stem || stems.has(stem)) continue;
-      stems.add(stem);
-      words.push(word);
-      if (words.length === MAX_WORDS) return words;
-    }
-  }
-  return words;
+function nameWords(sense: string): string[] {
+  const name = withoutNotes(sense).split(/[,;]/)[0]!;
+  return Array.from(name.matchAll(/[A-Za-z]+(?:'[a-z]+)?/g), (match) => plainWord(match[0]));
 }
 
 type CedictEntry = [traditional: string, simplified: string, pinyin: string, glosses: string | string[], ...rest: unknown[]];
@@ -105,7 +90,7 @@ for (const [word, senses] of names) {
   if (historical.has(word)) continue;
   const seen = jieba.get(word);
   const main = base.get(word);
-  const words = nameWords(senses);
+  const words = glossWords(senses, nameWords, MAX_WORDS);
   if (words.length === 0) continue;
   if (!seen) {
     if (main === undefined && BRAND.test(senses.join('; '))) brands.push({ word, words, count: 0 });

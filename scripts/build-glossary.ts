@@ -19,6 +19,7 @@ import { gzipSync } from 'node:zlib';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { tokenize } from '../src/text/index.js';
+import { glossWords, plainWord, withoutNotes } from './gloss-words.js';
 
 const { values } = parseArgs({
   options: {
@@ -78,31 +79,21 @@ function stemOf(word: string): string {
   return tokenize(word)[0] ?? '';
 }
 
-/** English words of the senses, in order, at most MAX_WORDS distinct stems. */
-function glossWords(senses: readonly string[], most = MAX_WORDS): string[] {
-  const words: string[] = [];
-  const stems = new Set<string>();
-  for (const sense of senses) {
-    const text = sense
-      .replace(/\([^)]*\)/g, ' ')
-      .replace(/\[[^\]]*\]/g, ' ')
-      .replace(/[^\p{ASCII}]+/gu, ' ');
-    for (const match of text.matchAll(/[A-Za-z][A-Za-z'-]*/g)) {
-      // "time-stamp", "e-mail": a hyphenated word is no search term (the tokenizer splits it into
-      // "time" and "stamp"); the closed form ("timestamp") is how technical English writes most of them.
-      const word = match[0]
-        .toLowerCase()
-        .replace(/'s$/, '')
-        .replace(/^([a-z]+)-([a-z]+)$/, '$1$2');
-      if (VAGUE.has(word) || word.includes('-')) continue;
-      const stem = tokenize(word)[0];
-      if (!stem || stems.has(stem)) continue;
-      stems.add(stem);
-      words.push(word);
-      if (words.length === most) return words;
-    }
-  }
-  return words;
+/**
+ * A sense's gloss words: its ASCII words outside brackets, none that says nothing about a topic.
+ * "time-stamp", "e-mail": a hyphenated word is no search term (the tokenizer splits it into "time"
+ * and "stamp"); the closed form ("timestamp") is how technical English writes most of them.
+ */
+function senseWords(sense: string): string[] {
+  const text = withoutNotes(sense).replace(/[^\p{ASCII}]+/gu, ' ');
+  return Array.from(text.matchAll(/[A-Za-z][A-Za-z'-]*/g), (match) => plainWord(match[0]).replace(/^([a-z]+)-([a-z]+)$/, '$1$2')).filter(
+    (word) => !VAGUE.has(word) && !word.includes('-'),
+  );
+}
+
+/** English words of the senses, in order, at most `most` distinct stems. */
+function glossOf(senses: readonly string[], most = MAX_WORDS): string[] {
+  return glossWords(senses, senseWords, most);
 }
 
 /* ---------- technical vocabulary: the English words of the EDRDG computing terminology file ---------- */
@@ -130,7 +121,7 @@ for (const line of compdicLines) {
 const termVocabulary = new Set(technicalCounts.keys());
 const edictLines = decodeEucJp(values.edict!).split('\n').map(parseEdictLine);
 const addTerms = (senses: readonly string[]) => {
-  for (const word of glossWords(senses, Number.POSITIVE_INFINITY)) termVocabulary.add(stemOf(word));
+  for (const word of glossOf(senses, Number.POSITIVE_INFINITY)) termVocabulary.add(stemOf(word));
 };
 for (const line of edictLines) if (line) addTerms(line.computingSenses);
 
@@ -186,7 +177,7 @@ for (const word of new Set([...computingSenses.keys(), ...otherSenses.keys()]))
 for (const [word, words] of supplement.zh) if (!senses.has(word)) senses.set(word, words);
 const zhRows: Array<{ word: string; words: string[]; count: number }> = [];
 for (const [word, list] of senses) {
-  const words = glossWords(list);
+  const words = glossOf(list);
   // A word whose glosses are all function words ("应该": ought to, should) is kept, with none: it
   // is still a word, and the look-up should not cut it into characters of other meanings ("应", "该").
   zhRows.push({ word, words, count: frequency.get(word) ?? 0 });
@@ -250,7 +241,7 @@ for (const [traditional, simplified, , glosses] of cedict)
   for (const form of new Set([traditional, simplified])) {
     let stems = chineseSenseStems.get(form);
     if (!stems) chineseSenseStems.set(form, (stems = new Set()));
-    for (const word of glossWords(Array.isArray(glosses) ? glosses : [glosses], Number.POSITIVE_INFINITY)) stems.add(stemOf(word));
+    for (const word of glossOf(Array.isArray(glosses) ? glosses : [glosses], Number.POSITIVE_INFINITY)) stems.add(stemOf(word));
   }
 const sharesMainSense = (word: string, words: readonly string[]) => words.length > 0 && (chineseSenseStems.get(word)?.has(stemOf(words[0]!)) ?? false);
 
@@ -333,10 +324,10 @@ const jaRows: Array<{ word: string; words: string[]; rank: number; direct: boole
 for (const [word, entry] of jaEntries) {
   // The supplement's sense, then the computing senses, then the rest; within each, those of common entries first.
   const glosses = [...(supplement.ja.get(word) ?? []), ...byRank(entry.computing), ...byRank(entry.other)];
-  const words = glossWords(glosses);
+  const words = glossOf(glosses);
   // A first gloss of one English word ("child") is a direct translation; a phrase ("morning star",
   // "child prodigy") names something narrower, and its first word is no main sense for the reverse look-up.
-  const direct = glossWords(glosses.slice(0, 1), Number.POSITIVE_INFINITY).length === 1;
+  const direct = glossOf(glosses.slice(0, 1), Number.POSITIVE_INFINITY).length === 1;
   if (words.length > 0) jaRows.push({ word, words, rank: supplement.ja.has(word) ? 3 : entry.rank, direct });
 }
 const KATAKANA = /^[\u30a0-\u30ff]+$/;
