@@ -29,7 +29,7 @@ const keys: Record<string, string> = {};
 /** every call the teacher answered: the token ids it read */
 const asked: number[][] = [];
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => team, OWNER_KEY, keys);
+const { client, rows, startTeam } = teamHelpers(() => team, OWNER_KEY, keys);
 
 describe('team mode with OPD: each sample is asked of the teacher once, and the team’s step uses its logprobs', { skip: postgresSkip() }, () => {
   before(async () => {
@@ -49,7 +49,7 @@ describe('team mode with OPD: each sample is asked of the teacher once, and the 
       });
     };
     const opd = { enabled: true, teacher_url: `${teacher.url}/v1`, teacher_model: 'teacher-8b', teacher_api_key: 'teacher-key', kl_penalty_coef: KL_COEF };
-    nodes.push(...(await startRlTeam({ seed: team.seed, cli, teamEnv, keys, upstream: team.upstream, double, config: { opd } })));
+    nodes.push(...(await startRlTeam({ seed: team.seed, startTeam, upstream: team.upstream, double, config: { opd } })));
   });
 
   test('every sample gets its teacher logprobs exactly once, spent from the team’s budget, and the step’s advantages carry the KL term toward them', async () => {

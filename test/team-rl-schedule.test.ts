@@ -27,7 +27,7 @@ const keys: Record<string, string> = {};
 /** the nodes' first sleep hours, three to four hours from now: no window is open */
 let closed: { sleep_start: string; sleep_end: string };
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => team, OWNER_KEY, keys);
+const { teamEnv, client, rows, startTeam } = teamHelpers(() => team, OWNER_KEY, keys);
 
 /** Local HH:MM `offsetHours` from now: the nodes read sleep hours in the local time of this machine, as this test does. */
 function clock(offsetHours: number): string {
@@ -64,7 +64,7 @@ describe('team mode: in mode auto the trainer steps only in the scheduler’s wi
     team.closeAfter(() => double.close());
     closed = { sleep_start: clock(3), sleep_end: clock(4) };
     const config = { mode: 'auto', scheduler: closed };
-    nodes.push(...(await startRlTeam({ seed: team.seed, cli, teamEnv, keys, upstream: team.upstream, double, config })));
+    nodes.push(...(await startRlTeam({ seed: team.seed, startTeam, upstream: team.upstream, double, config })));
   });
 
   test('outside sleep hours a full batch of judged samples waits untrained, and /status and `scheduler next-window` on every node say the window is closed and why', async () => {

@@ -26,7 +26,7 @@ const keys: Record<string, string> = {};
 /** the node left running once the first trainer stopped */
 let survivor: ProxyHandle;
 
-const { teamEnv, cli, client, rows } = teamHelpers(() => team, OWNER_KEY, keys);
+const { client, rows, startTeam } = teamHelpers(() => team, OWNER_KEY, keys);
 
 interface Training {
   state: string;
@@ -76,7 +76,7 @@ describe('team mode: one node trains the team’s policy, every node serves it',
   before(async () => {
     double = await TinkerDouble.start({ vocabSize: CHAR_VOCAB_SIZE, supportedModels: [RL_MODEL] });
     team.closeAfter(() => double.close());
-    nodes.push(...(await startRlTeam({ seed: team.seed, cli, teamEnv, keys, upstream: team.upstream, double })));
+    nodes.push(...(await startRlTeam({ seed: team.seed, startTeam, upstream: team.upstream, double })));
   });
 
   test('both nodes serve the team’s first policy from the Tinker service, listen for its changes, and exactly one of them trains', async () => {

@@ -1,33 +1,31 @@
 import { join } from 'node:path';
 import type OpenAI from 'openai';
 import { learningAwareUpstream } from './evolver.js';
-import { startProxy, type ProxyHandle } from './proxy.js';
+import type { ProxyHandle } from './proxy.js';
 import { RL_MODEL, writeCharTokenizer } from './rl-proxy.js';
+import type { teamHelpers } from './team.js';
 import type { TinkerDouble } from './tinker-double.js';
 import type { ScriptedUpstream } from './upstream.js';
 
 /**
  * A team store set up for RL training: migrated, with members alice and bob, and two nodes in mode
- * rl (batch of four) on the Tinker double, with `config` added (opd.*, say). The scripted upstream
- * answers what the policy does not, and judges with votes that alternate, so a batch of four holds
- * two rewards of each sign (something to learn).
+ * rl (batch of four) on the Tinker double, with `config` added (opd.*, say), started by the test's
+ * `startTeam` (teamHelpers: one add-member loop for every team test). The scripted upstream answers
+ * what the policy does not, and judges with votes that alternate, so a batch of four holds two
+ * rewards of each sign (something to learn).
  */
 export async function startRlTeam(options: {
   seed: string;
-  cli: (args: string[]) => Promise<string>;
-  teamEnv: () => Record<string, string>;
-  keys: Record<string, string>;
+  startTeam: ReturnType<typeof teamHelpers>['startTeam'];
   upstream: ScriptedUpstream;
   double: TinkerDouble;
   config?: Record<string, unknown>;
 }): Promise<ProxyHandle[]> {
-  const { seed, cli, keys, upstream, double } = options;
+  const { seed, upstream, double } = options;
   let judged = 0;
   upstream.defaultHandler = learningAwareUpstream({ chat: 'From the normal upstream.', judge: () => `Score: ${++judged % 2 === 1 ? 1 : -1}` });
   const tokenizer = join(seed, 'char-tokenizer');
   writeCharTokenizer(tokenizer);
-  await cli(['store', 'migrate']);
-  for (const name of ['alice', 'bob']) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
   const config = {
     mode: 'rl',
     llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key', model_id: RL_MODEL },
@@ -37,9 +35,7 @@ export async function startRlTeam(options: {
     learning: { lease_seconds: 5 },
     ...options.config,
   };
-  const nodes: ProxyHandle[] = [];
-  for (let index = 0; index < 2; index++) nodes.push(await startProxy({ env: options.teamEnv(), config }));
-  return nodes;
+  return options.startTeam(['alice', 'bob'], 2, config);
 }
 
 /** A member's conversation: one main turn per text, the last one ending the session (so every turn is judged). */
