@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -465,6 +465,65 @@ describe('ICS calendar busy time (node-ical)', () => {
     } finally {
       server.close();
     }
+  });
+
+  test('reloads of a calendar file: an unchanged one keeps its busy time as the days move on; a changed one is read anew, even at the same size and time stamp', async () => {
+    const path = join(tempHome('metaclaw-calendar-'), 'work.ics');
+    folders.push(join(path, '..'));
+    // A weekly Monday meeting and a one-off review; the edit moves the review to the afternoon.
+    const ics = (review: string) =>
+      [
+        'BEGIN:VCALENDAR',
+        'VERSION:2.0',
+        'PRODID:-//metaclaw test//EN',
+        'BEGIN:VEVENT',
+        'UID:weekly@test',
+        'DTSTART:20261102T090000Z',
+        'DTEND:20261102T100000Z',
+        'RRULE:FREQ=WEEKLY;BYDAY=MO',
+        'SUMMARY:Weekly',
+        'END:VEVENT',
+        'BEGIN:VEVENT',
+        'UID:review@test',
+        `DTSTART:20261110T${review}00Z`,
+        `DTEND:20261110T${String(Number(review.slice(0, 2)) + 1).padStart(2, '0')}${review.slice(2)}00Z`,
+        'SUMMARY:Review',
+        'END:VEVENT',
+        'END:VCALENDAR',
+        '',
+      ].join('\r\n');
+    writeFileSync(path, ics('0900'));
+    const clock = new FakeClock(at('2026-11-08T12:00:00Z'));
+    const calendar = new IcsCalendar(path, clock);
+    await calendar.refresh();
+    assert.equal(calendar.status().error, null);
+    assert.deepEqual(calendar.intervalAt(at('2026-11-10T09:30:00Z')), { start: at('2026-11-10T09:00:00Z'), end: at('2026-11-10T10:00:00Z') });
+    assert.equal(calendar.intervalAt(at('2026-11-23T09:30:00Z')), null, 'beyond the eight days expanded ahead');
+
+    // Unchanged, reloaded twelve days on: the busy time is expanded for the new days.
+    clock.t = at('2026-11-20T12:00:00Z');
+    await calendar.refresh();
+    assert.equal(calendar.status().loaded_at, '2026-11-20T12:00:00.000Z');
+    assert.equal(calendar.status().events, 2);
+    assert.deepEqual(calendar.intervalAt(at('2026-11-23T09:30:00Z')), { start: at('2026-11-23T09:00:00Z'), end: at('2026-11-23T10:00:00Z') });
+
+    // Changed: the review moved from 09:00 to 13:00 on 10 November (the same bytes count, the time stamp put back).
+    clock.t = at('2026-11-08T12:00:00Z');
+    const stamp = statSync(path);
+    const moved = ics('1300');
+    assert.equal(moved.length, ics('0900').length);
+    writeFileSync(path, moved);
+    utimesSync(path, stamp.atime, stamp.mtime);
+    await calendar.refresh();
+    assert.equal(calendar.intervalAt(at('2026-11-10T09:30:00Z')), null, 'the old time is free after the reload');
+    assert.deepEqual(calendar.intervalAt(at('2026-11-10T13:30:00Z')), { start: at('2026-11-10T13:00:00Z'), end: at('2026-11-10T14:00:00Z') });
+    assert.equal(calendar.status().events, 2);
+
+    // Changed back: read anew again.
+    writeFileSync(path, ics('0900'));
+    await calendar.refresh();
+    assert.equal(calendar.status().error, null);
+    assert.deepEqual(calendar.intervalAt(at('2026-11-10T09:30:00Z')), { start: at('2026-11-10T09:00:00Z'), end: at('2026-11-10T10:00:00Z') });
   });
 
   test('read from a file path: the same busy time', async () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import ical from 'node-ical';
 import { errorMessage } from '../errors.js';
@@ -93,13 +94,38 @@ export class BusyCalendar {
  */
 export class IcsCalendar extends BusyCalendar {
   constructor(source: string, clock: Clock) {
-    super({ label: describeSource(source), busy: async (from, to) => busyIntervals(await readCalendar(source), from, to) }, clock);
+    super(new IcsSource(source), clock);
+  }
+}
+
+/**
+ * An ICS document, read at every load and parsed again only when its text changed since the last
+ * good parse: every node reloads its calendar every 15 minutes, node-ical parses synchronously, and
+ * a calendar mostly stays the same. Its busy time is still expanded at every load (the window moves).
+ */
+class IcsSource implements BusySource {
+  readonly label: string;
+  private parsed: { sha256: string; calendar: ical.CalendarResponse } | undefined;
+
+  constructor(private readonly source: string) {
+    this.label = describeSource(source);
+  }
+
+  async busy(from: number, to: number): Promise<{ intervals: Interval[]; events: number }> {
+    const text = await readCalendar(this.source);
+    const sha256 = createHash('sha256').update(text).digest('hex');
+    if (this.parsed?.sha256 !== sha256) this.parsed = { sha256, calendar: ical.sync.parseICS(text) };
+    return busyOf(this.parsed.calendar, from, to);
   }
 }
 
 /** The busy time of an ICS document between `from` and `to`, merged and sorted. */
 export function busyIntervals(text: string, from: number, to: number): { intervals: Interval[]; events: number } {
-  const parsed = ical.sync.parseICS(text);
+  return busyOf(ical.sync.parseICS(text), from, to);
+}
+
+/** The busy time of a parsed calendar between `from` and `to` (it is only read: a parse serves many loads). */
+function busyOf(parsed: ical.CalendarResponse, from: number, to: number): { intervals: Interval[]; events: number } {
   const raw: Interval[] = [];
   let events = 0;
   for (const event of Object.values(parsed)) {
