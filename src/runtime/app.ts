@@ -29,12 +29,12 @@ import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/in
 import { thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
-import { announceServing, describeTarget, listen, refuseIfRunning, reportEscapedError, servingDeps, sleep } from './serving.js';
+import { announceServing, closeServer, describeTarget, listen, refuseIfRunning, reportEscapedError, servingDeps, sleep } from './serving.js';
 import { removePidFile } from './pid-file.js';
 import { recordingListeners, recordingSettings, type RecordingSettings } from './recording.js';
 import { ProxyMetrics, storeFigures } from '../metrics/index.js';
 import { dashboardRoutes, sqliteDashboardReads } from '../dashboard/index.js';
-import { judgeSettings, memorySettings, rlEngineSettings, skillsSettings } from './settings.js';
+import { forwarderOptions, judgeSettings, memorySettings, rlEngineSettings, skillsSettings } from './settings.js';
 import { isLoopbackHost } from '../shared/loopback.js';
 import {
   describeRetrieval,
@@ -161,18 +161,7 @@ export class MetaclawRuntime {
     for (const listener of recordingListeners(this.db, this.queue, this.recording, hooks)) this.conversation.addListener(listener);
     this.sweeper = new IdleSessionSweeper(this.conversation, values['session.idle_timeout_minutes'] * 60_000, this.logger, this.health);
     this.targets = resolveUpstreams(options.config, options.env ?? process.env);
-    this.forwarder = new UpstreamForwarder(
-      this.targets,
-      {
-        maxRetries: values['llm.max_retries'],
-        timeoutMs: values['llm.timeout_seconds'] * 1000,
-        maxRetryWaitMs: values['llm.max_retry_wait_seconds'] * 1000,
-        defaultMaxTokens: values['llm.default_max_tokens'],
-        userAgent: `metaclaw-ts/${VERSION}`,
-      },
-      this.logger,
-      this.credentials,
-    );
+    this.forwarder = new UpstreamForwarder(this.targets, forwarderOptions(options.config), this.logger, this.credentials);
 
     // The last probe (by setup or the previous start) decides until this start's probe answers.
     this.retrieval = retrievalModes(options.config, options.env ?? process.env, storedProbe(this.db));
@@ -379,13 +368,8 @@ export class MetaclawRuntime {
     this.probing.abort();
     this.scheduler?.stop();
     if (this.maintenanceTimer) clearInterval(this.maintenanceTimer);
-    const server = this.server;
-    if (server) {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      const deadline = Date.now() + values['proxy.shutdown_timeout_seconds'] * 1000;
-      while (this.stats.active > 0 && Date.now() < deadline) await sleep(50);
-      if (this.stats.active > 0) {
+    if (this.server)
+      await closeServer(this.server, this.stats, values['proxy.shutdown_timeout_seconds'] * 1000, async () => {
         this.logger.warn({ active: this.stats.active }, 'cutting requests still running at the shutdown deadline');
         // Each client is told, in its own API's error shape, instead of seeing a stream that just stops.
         this.forwarder.abortInFlight(
@@ -393,10 +377,7 @@ export class MetaclawRuntime {
         );
         const flushed = Date.now() + 1_000;
         while (this.stats.active > 0 && Date.now() < flushed) await sleep(10);
-      }
-      server.closeAllConnections();
-      await closed;
-    }
+      });
     this.afterServing.runAll();
     await this.conversation.drain();
     await Promise.allSettled([...this.pendingRecords.values()]);

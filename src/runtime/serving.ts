@@ -30,6 +30,20 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/**
+ * Shuts the server down (both runtimes alike): stops accepting, lets running requests finish for up
+ * to `graceMs`, lets `cut` end those still running, then closes every connection.
+ */
+export async function closeServer(server: Server, stats: { readonly active: number }, graceMs: number, cut: () => void | Promise<void>): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const deadline = Date.now() + graceMs;
+  while (stats.active > 0 && Date.now() < deadline) await sleep(50);
+  if (stats.active > 0) await cut();
+  server.closeAllConnections();
+  await closed;
+}
+
 /** Refuses to start a second proxy on the same home: its pid file names a live process. */
 export function refuseIfRunning(pidFile: string): void {
   const existing = readPidFile(pidFile);

@@ -3,6 +3,20 @@ import type { MemorySettings } from '../memory/index.js';
 import type { JudgeSettings, RlEngineSettings, TeacherEndpoint } from '../rl/index.js';
 import { selectBackend } from '../rl/tinker/index.js';
 import type { SkillsSettings } from '../skills/index.js';
+import type { ForwarderOptions } from '../upstream/index.js';
+import { VERSION } from '../version.js';
+
+/** How requests are forwarded upstream (the same on a personal proxy and a team node). */
+export function forwarderOptions(config: LoadedConfig): ForwarderOptions {
+  const values = config.values;
+  return {
+    maxRetries: values['llm.max_retries'],
+    timeoutMs: values['llm.timeout_seconds'] * 1000,
+    maxRetryWaitMs: values['llm.max_retry_wait_seconds'] * 1000,
+    defaultMaxTokens: values['llm.default_max_tokens'],
+    userAgent: `metaclaw-ts/${VERSION}`,
+  };
+}
 
 /** The skills part's settings, read from the config (the skills module never reads config files). */
 export function skillsSettings(config: LoadedConfig): SkillsSettings {

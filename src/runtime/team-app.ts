@@ -66,12 +66,12 @@ import { MemberCache, TeamLearningRunner } from '../team/index.js';
 import { glossaryLanguages, thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
-import { announceServing, describeTarget, listen, refuseIfRunning, reportEscapedError, servingDeps, sleep } from './serving.js';
+import { announceServing, closeServer, describeTarget, listen, refuseIfRunning, reportEscapedError, servingDeps } from './serving.js';
 import { removePidFile } from './pid-file.js';
 import { teamRlRoutes } from '../proxy/team-rl-routes.js';
 import { TeamRl } from '../team/rl.js';
 import { recordingSettings } from './recording.js';
-import { embedsMemory, memorySettings, skillsSettings } from './settings.js';
+import { embedsMemory, forwarderOptions, memorySettings, skillsSettings } from './settings.js';
 import type { RuntimeOptions } from './app.js';
 
 /** How often a node re-reads the team's members (a new, removed or rotated key takes effect within this). */
@@ -157,18 +157,7 @@ export class TeamRuntime {
     this.afterServing = new AfterServing(this.logger);
     this.pool = openPool(this.url, { statementTimeoutMs: STATEMENT_TIMEOUT_MS, connectTimeoutMs: CONNECT_TIMEOUT_MS, max: 8 });
     this.targets = resolveUpstreams(options.config, options.env ?? process.env);
-    this.forwarder = new UpstreamForwarder(
-      this.targets,
-      {
-        maxRetries: values['llm.max_retries'],
-        timeoutMs: values['llm.timeout_seconds'] * 1000,
-        maxRetryWaitMs: values['llm.max_retry_wait_seconds'] * 1000,
-        defaultMaxTokens: values['llm.default_max_tokens'],
-        userAgent: `metaclaw-ts/${VERSION}`,
-      },
-      this.logger,
-      this.credentials,
-    );
+    this.forwarder = new UpstreamForwarder(this.targets, forwarderOptions(options.config), this.logger, this.credentials);
 
     this.directory = new PgMemberDirectory(this.pool);
     this.members = new MemberCache();
@@ -512,16 +501,10 @@ export class TeamRuntime {
     if (this.membersTimer) clearInterval(this.membersTimer);
     if (this.queueTimer) clearInterval(this.queueTimer);
     if (this.housekeepingTimer) clearInterval(this.housekeepingTimer);
-    const server = this.server;
-    if (server) {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      const deadline = Date.now() + values['proxy.shutdown_timeout_seconds'] * 1000;
-      while (this.stats.active > 0 && Date.now() < deadline) await sleep(50);
-      if (this.stats.active > 0) this.forwarder.abortInFlight('MetaClaw is shutting down: the request was cut after proxy.shutdown_timeout_seconds.');
-      server.closeAllConnections();
-      await closed;
-    }
+    if (this.server)
+      await closeServer(this.server, this.stats, values['proxy.shutdown_timeout_seconds'] * 1000, () =>
+        this.forwarder.abortInFlight('MetaClaw is shutting down: the request was cut after proxy.shutdown_timeout_seconds.'),
+      );
     this.afterServing.runAll();
     await Promise.allSettled([...this.pendingRecords.values()]);
     await this.runner.stop();
