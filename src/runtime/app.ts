@@ -6,7 +6,7 @@ import { ContextPlanner, type ContextProvider } from '../context/index.js';
 import { ConversationStore, IdleSessionSweeper, TurnJournal, UserLanguages } from '../conversation/index.js';
 import { ConfigError, errorMessage } from '../errors.js';
 import { JobQueue, LearningBudget, LearningRunner } from '../learning/index.js';
-import { createLogger, type Logger } from '../logging/index.js';
+import type { Logger } from '../logging/index.js';
 import {
   AdminToken,
   AfterServing,
@@ -29,8 +29,7 @@ import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/in
 import { thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
-import { announceServing, closeServer, describeTarget, listen, refuseIfRunning, reportEscapedError, servingDeps, sleep } from './serving.js';
-import { removePidFile } from './pid-file.js';
+import { closeServer, describeTarget, endServing, refuseIfRunning, runtimeLogger, startServing, reportEscapedError, servingDeps, sleep } from './serving.js';
 import { recordingListeners, recordingSettings, type RecordingSettings } from './recording.js';
 import { ProxyMetrics, storeFigures } from '../metrics/index.js';
 import { dashboardRoutes, sqliteDashboardReads } from '../dashboard/index.js';
@@ -113,12 +112,7 @@ export class MetaclawRuntime {
         `Refusing to listen on ${values['proxy.host']} without a proxy key: anyone on the network could spend your upstream key and read your data. Set the METACLAW_PROXY_API_KEY environment variable (or proxy.api_key in config.yaml, edited by hand: a key typed on the command line stays in your shell history), or bind 127.0.0.1.`,
       );
     }
-    this.logger = createLogger({
-      level: values['log.level'],
-      file: paths.logFile,
-      stdout: options.foreground,
-      rotation: { maxBytes: Math.round(values['log.max_size_mb'] * 1024 * 1024), maxFiles: values['log.max_files'] },
-    });
+    this.logger = runtimeLogger(options.config, options.foreground);
     this.afterServing = new AfterServing(this.logger);
     // A write on this connection waits for a lock on the event loop, so every request waits with it:
     // with SQLite's usual 5 s, a `sqlite3` shell or a backup holding the write lock stalled the proxy
@@ -302,11 +296,8 @@ export class MetaclawRuntime {
       ...(this.engine ? { policy: this.engine.policyUpstream } : {}),
     });
     const server = createProxyServer(deps);
-    await listen(server, values['proxy.host'], values['proxy.port']);
+    await startServing(server, this.options.config, this.startedAt, this.lastResort);
     this.server = server;
-    process.on('uncaughtException', this.lastResort);
-    process.on('unhandledRejection', this.lastResort);
-    announceServing(paths.pidFile, values['proxy.host'], values['proxy.port'], this.startedAt);
     this.startTurnWriter();
     await this.recoverJournal();
     this.runner.start();
@@ -363,7 +354,7 @@ export class MetaclawRuntime {
   }
 
   private async shutdown(reason: string): Promise<void> {
-    const { values, paths } = this.options.config;
+    const { values } = this.options.config;
     this.logger.info({ reason }, 'shutting down');
     this.probing.abort();
     this.scheduler?.stop();
@@ -393,11 +384,7 @@ export class MetaclawRuntime {
     } catch (error) {
       this.logger.error({ err: error }, 'closing the database failed');
     }
-    removePidFile(paths.pidFile, process.pid);
-    process.off('uncaughtException', this.lastResort);
-    process.off('unhandledRejection', this.lastResort);
-    this.logger.info('stopped');
-    await new Promise<void>((resolve) => this.logger.flush(() => resolve()));
+    await endServing(this.options.config, this.lastResort, this.logger);
   }
 
   /** Turns answered by an earlier run that stopped before recording them (killed, crashed) are recorded now. */

@@ -2,13 +2,13 @@ import type { Server } from 'node:http';
 import type { LoadedConfig, UpstreamTarget } from '../config/index.js';
 import type { ContextPlanner } from '../context/index.js';
 import { ConfigError, errorMessage } from '../errors.js';
-import type { Logger } from '../logging/index.js';
+import { createLogger, type Logger } from '../logging/index.js';
 import type { ProxyMetrics } from '../metrics/index.js';
 import { ResponsesHistory, type AfterServing, type ProxyAuth, type ProxyDeps, type ProxyStats } from '../proxy/index.js';
 import type { ConversationPort } from '../proxy/types.js';
 import { listModels, type UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
-import { isProcessAlive, readPidFile, writePidFile } from './pid-file.js';
+import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-file.js';
 
 /** What both runtimes (personal and team node) share about serving: their dependencies, the pid file, listening, the last-resort error handler. */
 
@@ -42,6 +42,35 @@ export async function closeServer(server: Server, stats: { readonly active: numb
   if (stats.active > 0) await cut();
   server.closeAllConnections();
   await closed;
+}
+
+/** The runtime's log, as log.* configures it (`foreground`: also on stdout). */
+export function runtimeLogger(config: LoadedConfig, foreground: boolean | undefined): Logger {
+  const { values, paths } = config;
+  return createLogger({
+    level: values['log.level'],
+    file: paths.logFile,
+    stdout: foreground,
+    rotation: { maxBytes: Math.round(values['log.max_size_mb'] * 1024 * 1024), maxFiles: values['log.max_files'] },
+  });
+}
+
+/** Listens on proxy.host:proxy.port; then errors that escape every handler go to `lastResort`, and the pid file says where this process serves. */
+export async function startServing(server: Server, config: LoadedConfig, startedAt: number, lastResort: (error: unknown) => void): Promise<void> {
+  const { values, paths } = config;
+  await listen(server, values['proxy.host'], values['proxy.port']);
+  process.on('uncaughtException', lastResort);
+  process.on('unhandledRejection', lastResort);
+  announceServing(paths.pidFile, values['proxy.host'], values['proxy.port'], startedAt);
+}
+
+/** The last of a shutdown: the pid file removed, `lastResort` handed back, "stopped" logged and the log flushed. */
+export async function endServing(config: LoadedConfig, lastResort: (error: unknown) => void, logger: Logger): Promise<void> {
+  removePidFile(config.paths.pidFile, process.pid);
+  process.off('uncaughtException', lastResort);
+  process.off('unhandledRejection', lastResort);
+  logger.info('stopped');
+  await new Promise<void>((resolve) => logger.flush(() => resolve()));
 }
 
 /** Refuses to start a second proxy on the same home: its pid file names a live process. */

@@ -8,7 +8,7 @@ import { teamDashboardReads } from '../dashboard/team-reads.js';
 import { RemoteConversation, SpooledRecorder, TurnJournal } from '../conversation/index.js';
 import { EmbeddingClient } from '../embeddings/index.js';
 import { ConfigError, errorMessage } from '../errors.js';
-import { createLogger, type Logger } from '../logging/index.js';
+import type { Logger } from '../logging/index.js';
 import { ProxyMetrics, teamStoreFigures } from '../metrics/index.js';
 import {
   AdminToken,
@@ -66,8 +66,7 @@ import { MemberCache, TeamLearningRunner } from '../team/index.js';
 import { glossaryLanguages, thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
-import { announceServing, closeServer, describeTarget, listen, refuseIfRunning, reportEscapedError, servingDeps } from './serving.js';
-import { removePidFile } from './pid-file.js';
+import { closeServer, describeTarget, endServing, refuseIfRunning, runtimeLogger, startServing, reportEscapedError, servingDeps } from './serving.js';
 import { teamRlRoutes } from '../proxy/team-rl-routes.js';
 import { TeamRl } from '../team/rl.js';
 import { recordingSettings } from './recording.js';
@@ -148,12 +147,7 @@ export class TeamRuntime {
       throw new ConfigError(
         'A node of a team store needs the proxy key (the owner and the management routes use it): set METACLAW_PROXY_API_KEY or proxy.api_key in config.yaml.',
       );
-    this.logger = createLogger({
-      level: values['log.level'],
-      file: paths.logFile,
-      stdout: options.foreground,
-      rotation: { maxBytes: Math.round(values['log.max_size_mb'] * 1024 * 1024), maxFiles: values['log.max_files'] },
-    });
+    this.logger = runtimeLogger(options.config, options.foreground);
     this.afterServing = new AfterServing(this.logger);
     this.pool = openPool(this.url, { statementTimeoutMs: STATEMENT_TIMEOUT_MS, connectTimeoutMs: CONNECT_TIMEOUT_MS, max: 8 });
     this.targets = resolveUpstreams(options.config, options.env ?? process.env);
@@ -391,11 +385,8 @@ export class TeamRuntime {
       ...(this.rl.training ? { policy: this.rl.training.policyUpstream } : {}),
     });
     const server = createProxyServer(deps);
-    await listen(server, values['proxy.host'], values['proxy.port']);
+    await startServing(server, this.options.config, this.startedAt, this.lastResort);
     this.server = server;
-    process.on('uncaughtException', this.lastResort);
-    process.on('unhandledRejection', this.lastResort);
-    announceServing(paths.pidFile, values['proxy.host'], values['proxy.port'], this.startedAt);
     const recovered = await this.conversation.recoverJournal(turnFromJournal);
     if (recovered > 0) this.logger.info({ turns: recovered }, 'recorded turns an earlier run had answered but not stored (turn journal)');
     this.runner.start();
@@ -496,7 +487,7 @@ export class TeamRuntime {
   }
 
   private async shutdown(reason: string): Promise<void> {
-    const { values, paths } = this.options.config;
+    const { values } = this.options.config;
     this.logger.info({ reason }, 'shutting down');
     if (this.membersTimer) clearInterval(this.membersTimer);
     if (this.queueTimer) clearInterval(this.queueTimer);
@@ -515,11 +506,7 @@ export class TeamRuntime {
     await this.memoryProvider?.stop();
     this.memoryApi?.close();
     await this.pool.end().catch(() => undefined);
-    removePidFile(paths.pidFile, process.pid);
-    process.off('uncaughtException', this.lastResort);
-    process.off('unhandledRejection', this.lastResort);
-    this.logger.info('stopped');
-    await new Promise<void>((resolve) => this.logger.flush(() => resolve()));
+    await endServing(this.options.config, this.lastResort, this.logger);
   }
 
   /** This node's share of the team's learning (the queue and the budget are the team's: see `metaclaw store status`). */
