@@ -15,7 +15,7 @@ import { sqliteRowOf } from './memory-units.js';
 import { lockScope } from './memory-workspace.js';
 import type { PgUserLanguages } from './team-languages.js';
 import { fromPostgresText, toPostgresText } from './text.js';
-import { DB_CLOCK_MS } from './transaction.js';
+import { DB_CLOCK_MS, setState } from './transaction.js';
 
 export interface PgMemoryKeyJobDeps {
   pool: pg.Pool;
@@ -46,11 +46,7 @@ export function pgMemorySearchKeysHandler(deps: PgMemoryKeyJobDeps): TeamJobHand
     usesLlm: true,
     async run(_payload, context) {
       const seen = await deps.languages.refresh();
-      const covered = async (client: pg.PoolClient) =>
-        void (await client.query('INSERT INTO state (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [
-          SEARCH_KEYS_LANGUAGES,
-          JSON.stringify(seen),
-        ]));
+      const covered = (client: pg.PoolClient) => setState(client, SEARCH_KEYS_LANGUAGES, JSON.stringify(seen));
       if (seen.length === 0) return covered;
       const prompt = loadPrompt('memory-search-keys');
       const units = unitRows

@@ -9,7 +9,7 @@ import { EMBED_JOB } from '../../memory/service.js';
 import type { PgJobQueue, Queryable } from './job-queue.js';
 import { unitsBySequence } from './memory-units.js';
 import type { ReplayedReads } from './replayed-reads.js';
-import { inTransaction } from './transaction.js';
+import { inTransaction, setState } from './transaction.js';
 
 /**
  * Memory vectors in the team store, with pgvector. Each unit's unit-length vector is a row of
@@ -72,10 +72,7 @@ async function recordModel(client: pg.PoolClient, wanted: VectorModel): Promise<
       await client.query(`DROP INDEX IF EXISTS ${INDEX}`);
       await client.query('DELETE FROM memory_vectors');
     }
-    await client.query('INSERT INTO state (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [
-      VECTORS_MODEL_KEY,
-      `${wanted.model}|${wanted.dimensions}`,
-    ]);
+    await setState(client, VECTORS_MODEL_KEY, `${wanted.model}|${wanted.dimensions}`);
   }
   await createIndex(client, wanted.dimensions);
 }

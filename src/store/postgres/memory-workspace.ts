@@ -26,7 +26,7 @@ import type { IndexEntry, PgMemorySearch } from './memory-search.js';
 import { sqliteRowOf } from './memory-units.js';
 import { searchKeysOf } from './memory-key-jobs.js';
 import { toPostgresText } from './text.js';
-import { DB_CLOCK_MS } from './transaction.js';
+import { DB_CLOCK_MS, setState } from './transaction.js';
 
 /**
  * Where a team node runs a memory job: a private in-memory SQLite database, seeded from the team
@@ -382,11 +382,7 @@ async function writeChanges(
       await client.query('UPDATE memory_search_docs SET active = $2 WHERE seq = $1', [before.rowid, after.status === 'active']);
   }
   await search.index(entries, client);
-  for (const [key, value] of changes.state)
-    await client.query('INSERT INTO state (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [
-      toPostgresText(key),
-      toPostgresText(value),
-    ]);
+  for (const [key, value] of changes.state) await setState(client, toPostgresText(key), toPostgresText(value));
   const jobs: Array<number | undefined> = [];
   for (const job of changes.jobs) jobs.push(await queue.enqueue(job.kind, job.payload, job.options, client));
   // As a personal install queues memory.embed after adding units (MemoryService's attachQueue).

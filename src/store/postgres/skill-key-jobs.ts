@@ -12,7 +12,7 @@ import type { PgConversationReads } from './conversation-reads.js';
 import type { PgJobQueue } from './job-queue.js';
 import { SKILLS_CHANNEL } from './skill-store.js';
 import type { PgUserLanguages } from './team-languages.js';
-import { DB_CLOCK_MS } from './transaction.js';
+import { DB_CLOCK_MS, setState } from './transaction.js';
 
 const keyRows = z.array(z.object({ content_hash: z.string(), language: z.string(), keys: z.string(), prompt_version: z.coerce.number() }));
 
@@ -73,11 +73,7 @@ export function pgSkillSearchKeysHandler(deps: PgSkillKeyJobDeps): TeamJobHandle
       await deps.keys.refresh(deps.pool, deps.library);
       const prompt = loadPrompt('skill-search-keys');
       const pending = deps.keys.pending(deps.library.all(), seen, prompt.version);
-      const covered = async (client: pg.PoolClient) =>
-        void (await client.query('INSERT INTO state (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [
-          SEARCH_KEYS_LANGUAGES,
-          JSON.stringify(seen),
-        ]));
+      const covered = (client: pg.PoolClient) => setState(client, SEARCH_KEYS_LANGUAGES, JSON.stringify(seen));
       if (pending.length === 0) return covered;
       const target = deps.mainUpstream
         ? resolveLearningTarget({ name: 'skill search keys', ...deps.settings.evolver }, deps.mainUpstream, deps.credentials, await deps.reads.latestModel())

@@ -3,6 +3,11 @@ import type pg from 'pg';
 /** The database's clock in epoch milliseconds, as SQL: one clock for every node, whatever theirs say. */
 export const DB_CLOCK_MS = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
 
+/** Sets `key` of the state table to `value` (what the personal store's StateStore.set does), in the client's transaction. */
+export async function setState(client: pg.PoolClient, key: string, value: string): Promise<void> {
+  await client.query('INSERT INTO state (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [key, value]);
+}
+
 /**
  * Runs `work` in one transaction on a client of the pool: committed if it returns, rolled back if it
  * throws. `beforeCommit` may finish the transaction's own way: run last statements (a notification)
