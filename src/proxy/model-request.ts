@@ -22,7 +22,7 @@ import { ResponseSink } from './response-sink.js';
 import { ResponsesTurn } from './responses-turn.js';
 import { asMember } from './member-access.js';
 import { memberScope } from '../team/index.js';
-import type { JournalHeader, TurnBase } from './turn-journal-entry.js';
+import type { JournalHeader, KeptRequest, TurnHead } from './turn-journal-entry.js';
 import type { ProxyDeps } from './types.js';
 import { validateModelRequest } from './validate.js';
 import { validateResponsesRequest } from './validate-responses.js';
@@ -129,7 +129,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
     // Registered now, so /v1/requests/{id} and shutdown wait for it; built when the proxy is idle.
     const record = new Promise<void>((resolve) =>
       deps.afterServing.defer(() => {
-        recordTurn(deps, { ...turn, raw, result, started, finished }).then(resolve, (error: unknown) => {
+        recordTurn(deps, turn, { raw, result, started, finished }).then(resolve, (error: unknown) => {
           deps.logger.error({ err: error, request_id: requestId }, 'could not record the turn; the client was served anyway');
           resolve();
         });
@@ -186,7 +186,8 @@ interface TurnInput {
   body: Record<string, unknown>;
 }
 
-interface RecordInput extends TurnInput {
+/** What is known of a turn once the client has its answer. */
+interface TurnEnd {
   raw: Buffer;
   /** with what the RL policy sampled when it tried the turn */
   result: PolicyForwardResult;
@@ -195,8 +196,12 @@ interface RecordInput extends TurnInput {
   finished: number;
 }
 
-/** The turn record's fields that do not depend on the answer. */
-function turnBase(input: TurnInput): TurnBase {
+/**
+ * The turn record's fields that do not depend on the answer, as a new object the caller adds to.
+ * Records are built with Object.assign and plain literals, not spreads: spreading an object of
+ * this many fields made V8 allocate about 9 KB per turn (new hidden classes), a tenth of a request's garbage.
+ */
+function turnHead(input: TurnInput): TurnHead {
   const { signals } = input;
   const model = typeof input.body['model'] === 'string' ? input.body['model'] : null;
   return {
@@ -216,6 +221,11 @@ function turnBase(input: TurnInput): TurnBase {
     startsNewConversation: input.userRequest.isReset,
     endsSession: signals.sessionDone,
     learning: signals.learning,
+  };
+}
+
+function keptRequest(input: TurnInput): KeptRequest {
+  return {
     receivedHeaders: recordedHeaders(input.request),
     strippedKeys: input.strippedKeys,
     // The injected text itself is in the forwarded body; the record keeps what was chosen and why.
@@ -234,7 +244,8 @@ function journalTurn(
   policy: PolicyTurn | undefined,
 ): void {
   try {
-    const header: JournalHeader = { v: 1, ...turnBase(input), status, durationMs, ...(policy ? { policy } : {}) };
+    const header: JournalHeader = Object.assign(turnHead(input), keptRequest(input), { v: 1 as const, status, durationMs });
+    if (policy) header.policy = policy;
     deps.conversation.journalTurn(input.requestId, header, raw, answer);
   } catch (error) {
     deps.logger.warn({ err: error, request_id: input.requestId }, 'could not journal the turn; it is recorded as usual');
@@ -242,30 +253,25 @@ function journalTurn(
 }
 
 /** Writes the turn and its session bookkeeping after the client has its answer. Never throws. */
-async function recordTurn(deps: ProxyDeps, input: RecordInput): Promise<void> {
-  const { result } = input;
-  const { receivedHeaders, strippedKeys, injected, ...base } = turnBase(input);
-  const turn: FinishedTurn = {
-    ...base,
+async function recordTurn(deps: ProxyDeps, input: TurnInput, end: TurnEnd): Promise<void> {
+  const { result } = end;
+  const turn: FinishedTurn = Object.assign(turnHead(input), {
     upstreamName: result.upstream?.name ?? null,
     upstreamFormat: result.upstream ? wireFormat(result.upstream, input.format) : null,
-    model: result.response?.model ?? result.upstream?.model ?? base.model,
     response: result.response,
     status: result.status,
     outcome: result.outcome,
     error: result.error,
     attempts: result.attempts,
     firstByteMs: result.firstByteMs,
-    durationMs: input.finished - input.started,
-    ...(result.policyTurn ? { policy: result.policyTurn } : {}),
-    payload: {
-      received: { object: input.received, text: input.raw.toString('utf8') },
-      injected,
+    durationMs: end.finished - end.started,
+    payload: Object.assign(keptRequest(input), {
+      received: { object: input.received, text: end.raw.toString('utf8') },
       forwarded: result.forwardedBody,
-      receivedHeaders,
-      strippedKeys,
-    },
-  };
+    }),
+  });
+  turn.model = result.response?.model ?? result.upstream?.model ?? turn.model;
+  if (result.policyTurn) turn.policy = result.policyTurn;
   try {
     await deps.conversation.recordTurn(turn);
   } catch (error) {

@@ -8,14 +8,20 @@ import { assembleAnswer as assembleBody, assembleStream } from '../upstream/inde
  * just before the client gets the end of its answer, with the request and the answer beside it as
  * raw bytes. A turn rebuilt from it after a crash has no forwarded body and no upstream details.
  */
-export type TurnBase = Omit<
+export type TurnBase = TurnHead & KeptRequest;
+
+/** The record's own fields that do not depend on the answer. */
+export type TurnHead = Omit<
   FinishedTurn,
   'upstreamName' | 'upstreamFormat' | 'response' | 'status' | 'outcome' | 'error' | 'attempts' | 'firstByteMs' | 'durationMs' | 'payload'
-> & {
+>;
+
+/** What the record's payload keeps of the request besides its body. */
+export interface KeptRequest {
   receivedHeaders: Record<string, string>;
   strippedKeys: string[];
   injected: unknown;
-};
+}
 
 export interface JournalHeader extends TurnBase {
   v: 1;
