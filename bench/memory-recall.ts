@@ -4,13 +4,14 @@
  * the same raw turns: SQLite FTS5 BM25 as it comes (unicode61 tokenizer), and BM25 over our own
  * segmented, stemmed terms (isolates ranking).
  *
- * Six histories: the tuned one (`test/fixtures/memory-recall.json`), four dev ones written for tuning
+ * Seven histories: the tuned one (`test/fixtures/memory-recall.json`), four dev ones written for tuning
  * this part (`test/fixtures/dev-recall/`: the second over 13 months, the third paraphrased and
- * cross-language both ways, the fourth mostly Chinese), and a held-out one nobody tunes on
+ * cross-language both ways, the fourth mostly Chinese), a check set in the same folder (many short turns
+ * over ten months) that is never tuned on, and a held-out one nobody tunes on
  * (`test/fixtures/heldout-memory/recall-long.json`). The dev history also has extractor output
  * written once (with search keys), for the row that measures recall with an extractor.
  *
- * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|dev-long|dev-cross|dev-zh|heldout …]` (default: all but heldout).
+ * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|dev-long|dev-cross|dev-zh|dev-check|heldout …]` (default: all but heldout).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -27,6 +28,7 @@ import { memorySettings } from '../src/runtime/settings.js';
 import { openDatabase, type Db } from '../src/store/index.js';
 import { tokenize } from '../src/text/index.js';
 import { requestLanguages } from '../src/conversation/index.js';
+import { recallFixtureProblems } from './recall-fixture-check.js';
 
 const DAY_MS = 86_400_000;
 const SCOPE = 'recall-bench';
@@ -34,10 +36,12 @@ const KS = [5, 10] as const;
 
 /** A labelled history the bench knows. */
 export interface RecallFixture {
-  key: 'tuned' | 'dev' | 'dev-long' | 'dev-cross' | 'dev-zh' | 'heldout';
+  key: 'tuned' | 'dev' | 'dev-long' | 'dev-cross' | 'dev-zh' | 'dev-check' | 'heldout';
   file: URL;
   /** How the report names it. */
   label: string;
+  /** Refuse to measure it unless it passes `recallFixtureProblems` (histories written after those checks existed). */
+  checked?: true;
 }
 
 /** What an extractor returned for each session of the dev history: written once, then only replayed (README there). */
@@ -60,6 +64,12 @@ export const RECALL_FIXTURES: readonly RecallFixture[] = [
     key: 'dev-zh',
     file: new URL('../test/fixtures/dev-recall/recall-zh.json', import.meta.url),
     label: 'Chinese dev set (`test/fixtures/dev-recall/recall-zh.json`)',
+  },
+  {
+    key: 'dev-check',
+    file: new URL('../test/fixtures/dev-recall/recall-check.json', import.meta.url),
+    label: 'check set, long history with short turns (never tuned on) (`test/fixtures/dev-recall/recall-check.json`)',
+    checked: true,
   },
   {
     key: 'heldout',
@@ -154,6 +164,8 @@ export interface RecallOptions {
 
 export async function measureMemoryRecall(source: RecallFixture, options: RecallOptions = {}): Promise<RecallReport> {
   const fixture = fixtureSchema.parse(JSON.parse(readFileSync(source.file, 'utf8')));
+  const problems = source.checked ? recallFixtureProblems(fixture) : [];
+  if (problems.length > 0) throw new Error(`${source.label} fails its checks:\n${problems.join('\n')}`);
   const home = options.workDir ?? mkdtempSync(join(tmpdir(), 'metaclaw-recall-'));
   const db = openDatabase(join(home, `recall-${source.key}${options.extraction ? '-extracted' : ''}.db`));
   try {
