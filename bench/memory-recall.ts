@@ -4,13 +4,13 @@
  * the same raw turns: SQLite FTS5 BM25 as it comes (unicode61 tokenizer), and BM25 over our own
  * segmented, stemmed terms (isolates ranking).
  *
- * Six histories: the tuned one (`test/fixtures/memory-recall.json`), four dev ones written for tuning
+ * Seven histories: the tuned one (`test/fixtures/memory-recall.json`), five dev ones written for tuning
  * this part (`test/fixtures/dev-recall/`: the second over 13 months, the third paraphrased and
- * cross-language both ways, the fourth mostly Chinese), and a held-out one nobody tunes on
+ * cross-language both ways, the fourth mostly Chinese, the fifth 65 sessions of short chat turns), and a held-out one nobody tunes on
  * (`test/fixtures/heldout-memory/recall-long.json`). The dev history also has extractor output
  * written once (with search keys), for the row that measures recall with an extractor.
  *
- * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|dev-long|dev-cross|dev-zh|heldout …]` (default: all but heldout).
+ * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|dev-long|dev-cross|dev-zh|dev-xl|heldout …]` (default: all but heldout).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -34,10 +34,12 @@ const KS = [5, 10] as const;
 
 /** A labelled history the bench knows. */
 export interface RecallFixture {
-  key: 'tuned' | 'dev' | 'dev-long' | 'dev-cross' | 'dev-zh' | 'heldout';
+  key: 'tuned' | 'dev' | 'dev-long' | 'dev-cross' | 'dev-zh' | 'dev-xl' | 'heldout';
   file: URL;
   /** How the report names it. */
   label: string;
+  /** Its multi-hop questions all have gold in two or more sessions (checked on load; older sets also count two turns of one session). */
+  multiHopAcrossSessions?: boolean;
 }
 
 /** What an extractor returned for each session of the dev history: written once, then only replayed (README there). */
@@ -62,6 +64,12 @@ export const RECALL_FIXTURES: readonly RecallFixture[] = [
     label: 'Chinese dev set (`test/fixtures/dev-recall/recall-zh.json`)',
   },
   {
+    key: 'dev-xl',
+    file: new URL('../test/fixtures/dev-recall/recall-xl.json', import.meta.url),
+    label: 'long dev set, short turns (`test/fixtures/dev-recall/recall-xl.json`)',
+    multiHopAcrossSessions: true,
+  },
+  {
     key: 'heldout',
     file: new URL('../test/fixtures/heldout-memory/recall-long.json', import.meta.url),
     label: 'held-out set (`test/fixtures/heldout-memory/recall-long.json`, never tuned on)',
@@ -79,6 +87,17 @@ const fixtureSchema = z.object({
 });
 type Fixture = z.infer<typeof fixtureSchema>;
 type Question = Fixture['questions'][number];
+
+/** A hand-written history can cite a turn that does not exist or call one session "multi-hop": caught here, not as a silent miss. */
+function checkLabels(fixture: Fixture, { file, multiHopAcrossSessions }: RecallFixture): void {
+  const sessionOf = new Map(fixture.sessions.flatMap((session) => session.turns.map((turn) => [turn.id, session.id] as const)));
+  for (const question of fixture.questions) {
+    const missing = question.gold.filter((id) => !sessionOf.has(id));
+    if (missing.length > 0) throw new Error(`${file.pathname}: question ${question.id} cites unknown turns ${missing.join(', ')}`);
+    if (multiHopAcrossSessions && question.kind === 'multi-hop' && new Set(question.gold.map((id) => sessionOf.get(id))).size < 2)
+      throw new Error(`${file.pathname}: multi-hop question ${question.id} has its gold in one session`);
+  }
+}
 
 /** Turn ids in rank order (a unit may cite several turns; duplicates keep their first rank). */
 type Ranker = (question: Question, now: Date) => Promise<string[]> | string[];
@@ -154,6 +173,7 @@ export interface RecallOptions {
 
 export async function measureMemoryRecall(source: RecallFixture, options: RecallOptions = {}): Promise<RecallReport> {
   const fixture = fixtureSchema.parse(JSON.parse(readFileSync(source.file, 'utf8')));
+  checkLabels(fixture, source);
   const home = options.workDir ?? mkdtempSync(join(tmpdir(), 'metaclaw-recall-'));
   const db = openDatabase(join(home, `recall-${source.key}${options.extraction ? '-extracted' : ''}.db`));
   try {
