@@ -117,6 +117,20 @@ describe('memory recall beyond keywords (no extractor)', () => {
     const decoy = contents.indexOf('The cycling tour passes the cabin in July.');
     assert.ok(target >= 0 && (decoy < 0 || target < decoy), `the tour Marek's band is on ranks above the other tour: ${JSON.stringify(contents)}`);
   });
+
+  test('"monthly" in a question finds the memory that said "a month" (the stemmer keeps the two apart)', async () => {
+    const now = Date.now();
+    await api(suite.proxy, '/v1/memory/ingest', {
+      session_id: 'wall-fee',
+      turns: [{ role: 'user', content: 'Signed up at the climbing wall today: forty euros a month.', timestamp: now - 40 * DAY }],
+    });
+    await api(suite.proxy, '/v1/memory/ingest', {
+      session_id: 'wall-routes',
+      turns: [{ role: 'user', content: 'The climbing wall got a new route setter this week.', timestamp: now - 2 * DAY }],
+    });
+    const results = await search(suite.proxy, 'How much is the climbing wall monthly?');
+    assert.equal(results[0]?.content, 'Signed up at the climbing wall today: forty euros a month.', JSON.stringify(results.map((result) => result.content)));
+  });
 });
 
 describe('memory recall across wordings and languages (no extractor)', () => {
