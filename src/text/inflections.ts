@@ -8,6 +8,7 @@ import { termOf } from './tokenize.js';
  * kilos"). Verbs whose forms are also common words of another meaning ("rose", "ground", "wound",
  * "fell", "shot", "bit", "saw", "lay") are left out: the match would be a coincidence as often as not.
  * Forms that are stop words ("got", "made", "did") are never search terms and need no entry.
+ * Entries are separated by "|" or a line break.
  */
 const IRREGULAR_VERBS = `
 be was been|become became become|begin began begun|bend bent bent|bet bet bet|bind bound bound|bleed bled bled|blow blew blown
@@ -39,7 +40,7 @@ let forms: Map<string, readonly WeightedTerm[]> | undefined;
 function verbForms(): Map<string, readonly WeightedTerm[]> {
   if (forms) return forms;
   forms = new Map();
-  for (const verb of IRREGULAR_VERBS.split('|')) {
+  for (const verb of IRREGULAR_VERBS.split(/[|\n]/)) {
     const terms = [
       ...new Set(
         verb
