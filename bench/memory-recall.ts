@@ -4,14 +4,14 @@
  * the same raw turns: SQLite FTS5 BM25 as it comes (unicode61 tokenizer), and BM25 over our own
  * segmented, stemmed terms (isolates ranking).
  *
- * Seven histories: the tuned one (`test/fixtures/memory-recall.json`), four dev ones written for tuning
+ * Eight histories: the tuned one (`test/fixtures/memory-recall.json`), five dev ones written for tuning
  * this part (`test/fixtures/dev-recall/`: the second over 13 months, the third paraphrased and
- * cross-language both ways, the fourth mostly Chinese), a check set in the same folder (many short turns
+ * cross-language both ways, the fourth mostly Chinese, the fifth 65 sessions of short chat turns), a check set in the same folder (many short turns
  * over ten months) that is never tuned on, and a held-out one nobody tunes on
  * (`test/fixtures/heldout-memory/recall-long.json`). The dev history also has extractor output
  * written once (with search keys), for the row that measures recall with an extractor.
  *
- * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|dev-long|dev-cross|dev-zh|dev-check|heldout …]` (default: all but heldout).
+ * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|dev-long|dev-cross|dev-zh|dev-xl|dev-check|heldout …]` (default: all but heldout).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -36,7 +36,7 @@ const KS = [5, 10] as const;
 
 /** A labelled history the bench knows. */
 export interface RecallFixture {
-  key: 'tuned' | 'dev' | 'dev-long' | 'dev-cross' | 'dev-zh' | 'dev-check' | 'heldout';
+  key: 'tuned' | 'dev' | 'dev-long' | 'dev-cross' | 'dev-zh' | 'dev-xl' | 'dev-check' | 'heldout';
   file: URL;
   /** How the report names it. */
   label: string;
@@ -66,6 +66,12 @@ export const RECALL_FIXTURES: readonly RecallFixture[] = [
     label: 'Chinese dev set (`test/fixtures/dev-recall/recall-zh.json`)',
   },
   {
+    key: 'dev-xl',
+    file: new URL('../test/fixtures/dev-recall/recall-xl.json', import.meta.url),
+    label: 'long dev set, short turns (`test/fixtures/dev-recall/recall-xl.json`)',
+    checked: true,
+  },
+  {
     key: 'dev-check',
     file: new URL('../test/fixtures/dev-recall/recall-check.json', import.meta.url),
     label: 'check set, long history with short turns (never tuned on) (`test/fixtures/dev-recall/recall-check.json`)',
@@ -89,6 +95,8 @@ const fixtureSchema = z.object({
 });
 type Fixture = z.infer<typeof fixtureSchema>;
 type Question = Fixture['questions'][number];
+
+/** A hand-written history can cite a turn that does not exist or call one session "multi-hop": caught here, not as a silent miss. */
 
 /** Turn ids in rank order (a unit may cite several turns; duplicates keep their first rank). */
 type Ranker = (question: Question, now: Date) => Promise<string[]> | string[];

@@ -22,6 +22,14 @@ async function api(proxy: ProxyHandle, path: string, body: unknown, scope = 'rec
 const search = async (proxy: ProxyHandle, query: string) =>
   (await api(proxy, '/v1/memory/search', { query, limit: 5 })).results as Array<{ content: string; origin: string; search_keys: string[] }>;
 
+/** Each memory as a one-turn session of the user's, `daysAgo` days back; then what a search returns, best first. */
+async function rememberThenSearch(proxy: ProxyHandle, memories: ReadonlyArray<[session: string, content: string, daysAgo: number]>, query: string) {
+  const now = Date.now();
+  for (const [session, content, daysAgo] of memories)
+    await api(proxy, '/v1/memory/ingest', { session_id: session, turns: [{ role: 'user', content, timestamp: now - daysAgo * DAY }] });
+  return (await search(proxy, query)).map((result) => result.content);
+}
+
 /** The spring that "last spring" means today: this year's once it is over, else last year's. */
 function lastSpring(now: Date): { start: number; end: number } {
   const year = now.getMonth() >= 5 ? now.getFullYear() : now.getFullYear() - 1;
@@ -116,6 +124,33 @@ describe('memory recall beyond keywords (no extractor)', () => {
     const target = contents.indexOf('The Lumen Quartet tour starts in Lisbon in May.');
     const decoy = contents.indexOf('The cycling tour passes the cabin in July.');
     assert.ok(target >= 0 && (decoy < 0 || target < decoy), `the tour Marek's band is on ranks above the other tour: ${JSON.stringify(contents)}`);
+  });
+
+  test('a query word in another form finds its own forms only: "fly" finds "flew", not "fled"; "monthly" finds "a month"', async () => {
+    const cases: Array<{ memories: Array<[string, string, number]>; query: string; first: string }> = [
+      {
+        // The irregular verbs' table once ran the last verb of a line into the first of the next: "fly" also searched "fled".
+        memories: [
+          ['trip', 'We flew to Porto for the long weekend.', 30],
+          ['storm', 'We fled the storm last weekend into a tiny harbour bar.', 3],
+        ],
+        query: 'Where did we fly for the weekend?',
+        first: 'We flew to Porto for the long weekend.',
+      },
+      {
+        // Stemming keeps "monthli" and "month" apart.
+        memories: [
+          ['wall-fee', 'Signed up at the climbing wall today: forty euros a month.', 40],
+          ['wall-routes', 'The climbing wall got a new route setter this week.', 2],
+        ],
+        query: 'How much is the climbing wall monthly?',
+        first: 'Signed up at the climbing wall today: forty euros a month.',
+      },
+    ];
+    for (const { memories, query, first } of cases) {
+      const contents = await rememberThenSearch(suite.proxy, memories, query);
+      assert.equal(contents[0], first, `${query} ${JSON.stringify(contents)}`);
+    }
   });
 });
 

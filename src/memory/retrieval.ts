@@ -1,5 +1,6 @@
 import type { Logger } from '../logging/index.js';
 import {
+  adverbRootAlternatives,
   alternativeTerms,
   calibrateCosine,
   crossLingualAlternatives,
@@ -145,8 +146,9 @@ export class MemoryRetriever {
   private recallAt(request: RecallRequest, window: TimeWindow | undefined, depth: number, shallower?: Searched): Ranked | Promise<Ranked> {
     const terms = queryTerms(request.query, window);
     const candidates = new Map<string, Candidate>();
-    // Translations of the query's words (the glossary), so a Chinese question finds an English memory and the reverse.
-    const translations = crossLingualAlternatives(request.query, terms, this.languages());
+    // Translations of the query's words (the glossary), so a Chinese question finds an English memory and the reverse,
+    // and the roots of its words in -ly ("monthly" finds "a month"): matches of what was said, weighed alike.
+    const translations = mergeAlternatives(crossLingualAlternatives(request.query, terms, this.languages()), adverbRootAlternatives(terms));
     // The other forms of its irregular verbs: "what did I buy" finds "we bought".
     const inflections = inflectionAlternatives(terms);
     const extra = alternativeTerms(mergeAlternatives(translations, inflections), MOST_TRANSLATIONS);

@@ -28,4 +28,4 @@ export {
 export { parseThesaurus, thesaurus, thesaurusVersion, type Thesaurus } from './thesaurus.js';
 export { alternativeTerms, crossLingualAlternatives, forUnknownTerms, matchedMass, queryMass } from './cross-lingual.js';
 export { languageOf, type ScriptLanguage } from './languages.js';
-export { inflectionAlternatives, mergeAlternatives } from './inflections.js';
+export { adverbRootAlternatives, inflectionAlternatives, mergeAlternatives } from './inflections.js';
