@@ -250,6 +250,11 @@ export class SkillSearchIndex {
     // Which request words general language uses (see `KeywordHit.everyday`): looked up once per request, not per candidate.
     const statistics = termStatistics();
     const everydayTerms = new Set(queryTerms.filter((term) => statistics.share(term) > 0));
+    // The request terms' postings, looked up once for all candidates (see `nearbyMass`).
+    const requestPostings = queryTerms.flatMap((term) => {
+      const documents = this.postings.get(term);
+      return documents ? [[term, documents] as const] : [];
+    });
     return ranked.map(([name, bm25]) => {
       const skill = this.skills.get(name)!;
       const translated = { evidence: 0, specific: 0 };
@@ -279,30 +284,12 @@ export class SkillSearchIndex {
         strongest = Math.max(strongest, value / rare);
         if (Math.max(weight, sense) >= SPECIFIC_TRANSLATION) translated.specific = Math.max(translated.specific, value / rare);
       }
-      const nearby = this.nearbyMass(queryTerms, name, idf);
+      const nearby = nearbyMass(requestPostings, name, idf);
       let coverage = total > 0 ? Math.min(1, (matched + nearby) / total) : 0;
       if (contextTotal > 0)
         coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, NO_ALTERNATIVES, skill, idf, nameWeight) / contextTotal) * coverage);
       return { name, bm25, coverage, evidence: (matched + nearby) / rare, nearby: nearby / rare, translated, strongest, everyday };
     });
-  }
-
-  /** The IDF mass `NEARBY_WEIGHT` adds for the request terms a skill says in a sentence with another request term. */
-  private nearbyMass(queryTerms: readonly string[], name: string, idf: (term: string) => number): number {
-    const said: Array<[string, Posting]> = [];
-    for (const term of queryTerms) {
-      const posting = this.postings.get(term)?.get(name);
-      if (posting && (posting.sentences !== 0 || posting.laterSentences !== 0)) said.push([term, posting]);
-    }
-    if (said.length < 2) return 0;
-    let mass = 0;
-    for (const [term, posting] of said) {
-      const together = said.some(
-        ([other, next]) => other !== term && ((posting.sentences & next.sentences) !== 0 || (posting.laterSentences & next.laterSentences) !== 0),
-      );
-      if (together) mass += idf(term);
-    }
-    return NEARBY_WEIGHT * mass;
   }
 
   /** Inverse document frequency of a term over the library, blended with the background statistics. */
@@ -486,6 +473,24 @@ export class SkillSearchIndex {
 }
 
 const NO_SENTENCES: readonly [number, number] = [0, 0];
+
+/** The IDF mass `NEARBY_WEIGHT` adds for the request terms a skill says in a sentence with another request term. */
+function nearbyMass(requestPostings: ReadonlyArray<readonly [string, Map<string, Posting>]>, name: string, idf: (term: string) => number): number {
+  const said: Array<[string, Posting]> = [];
+  for (const [term, documents] of requestPostings) {
+    const posting = documents.get(name);
+    if (posting && (posting.sentences !== 0 || posting.laterSentences !== 0)) said.push([term, posting]);
+  }
+  if (said.length < 2) return 0;
+  let mass = 0;
+  for (const [term, posting] of said) {
+    const together = said.some(
+      ([other, next]) => other !== term && ((posting.sentences & next.sentences) !== 0 || (posting.laterSentences & next.laterSentences) !== 0),
+    );
+    if (together) mass += idf(term);
+  }
+  return NEARBY_WEIGHT * mass;
+}
 
 /** Term → which of the first `NEARBY_SENTENCES` sentences (of two terms or more) say it: a bit each, in two 32-bit masks. */
 function sentenceBits(sentences: readonly string[][]): Map<string, [number, number]> {
