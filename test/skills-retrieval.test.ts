@@ -140,12 +140,9 @@ describe('skill retrieval over a bank written by others (the dev3 set: long trig
   });
 
   test('a request word in another form than the skill\'s ("auditor" for "audit") finds the skill', () => {
-    // the-fool, a critique skill that says "holes" and "rank" in sentences of its own, may come along since words said together count (the dev5 change).
-    assert.ok(
-      names('the SOC 2 auditor arrives next month. go over the repo and our cloud setup for holes and rank what you find by how bad it is').includes(
-        'security-reviewer',
-      ),
-    );
+    assert.deepEqual(names('the SOC 2 auditor arrives next month. go over the repo and our cloud setup for holes and rank what you find by how bad it is'), [
+      'security-reviewer',
+    ]);
   });
 });
 

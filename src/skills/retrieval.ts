@@ -149,11 +149,12 @@ export class SkillRetriever {
     const scores: KeywordScores = new Map();
     for (const hit of this.index.search(queryTerms, contextTerms, { nameWeight: NAME_WEIGHT, translations: alternatives })) {
       const mainlyTranslated = hit.translated.evidence * 2 > hit.evidence;
-      // What the request's other words add: words said together in the skill add no other word (see `KeywordHit.nearby`).
-      const support = hit.evidence - hit.nearby - hit.strongest;
       const enough = mainlyTranslated
-        ? hit.evidence >= MIN_TRANSLATED_EVIDENCE && hit.translated.specific >= MIN_SPECIFIC_TRANSLATION && support >= MIN_TRANSLATED_SUPPORT
-        : hit.evidence >= MIN_EVIDENCE && (queryTerms.length < SUPPORTED_TERMS || support >= (hit.everyday ? MIN_EVERYDAY_NAME_SUPPORT : MIN_SUPPORT));
+        ? hit.evidence >= MIN_TRANSLATED_EVIDENCE &&
+          hit.translated.specific >= MIN_SPECIFIC_TRANSLATION &&
+          hit.evidence - hit.strongest >= MIN_TRANSLATED_SUPPORT
+        : hit.evidence >= MIN_EVIDENCE &&
+          (queryTerms.length < SUPPORTED_TERMS || hit.evidence - hit.strongest >= (hit.everyday ? MIN_EVERYDAY_NAME_SUPPORT : MIN_SUPPORT));
       if (!enough) continue;
       scores.set(hit.name, { relevance: keywordRelevance(hit.coverage, hit.evidence), translated: hit.translated.evidence > 0, bm25: hit.bm25 });
     }

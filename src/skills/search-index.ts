@@ -10,7 +10,7 @@ import {
   type WeightedTerm,
 } from '../text/index.js';
 import { englishKey, katakanaKey } from '../text/loanwords.js';
-import { termOf, tokenizeSentences } from '../text/tokenize.js';
+import { termOf } from '../text/tokenize.js';
 import { ScoreBoard } from './score-board.js';
 import { DEFAULT_CATEGORY } from './skill-file.js';
 import type { Skill } from './types.js';
@@ -65,24 +65,6 @@ const LATIN_TERM = /^[a-z]+$/;
  */
 const LOANWORD_WEIGHT = 0.6;
 const LOANWORD_KEY = 3;
-/**
- * Two words of a request that a skill says in one sentence ("console errors" on phones, "records
- * requests") are the skill's own phrase, more than two words met apart in it: each request term the
- * skill says in a sentence with another request term counts this much of its IDF again (as
- * evidence and coverage, never as support: it adds no word to the request's). Tuned on the tuned, dev, dev2,
- * dev3, dev4 and dev5 sets: 0.15–0.2 found 2 more relevant skills on dev5, dev4 and tuned, raised
- * precision on dev3 (0.78 → 0.80) and dev5 (0.71 → 0.73) and injected nothing off-topic; 0.1 found
- * fewer, 0.25–0.3 let two off-topic requests on dev in; counted as support, it let "the pandas at
- * the zoo" and "photos of the night sky" in.
- */
-const NEARBY_WEIGHT = 0.15;
-/**
- * Sentences of a skill (its description, then its body) looked at for words said together: the top
- * of a skill says what it is for, and two 32-bit masks per posting hold them. Sentences of fewer than
- * two terms hold no pair and are not counted.
- */
-const NEARBY_SENTENCES = 64;
-
 const LATIN_WORDS = /[a-z]{3,}/g;
 const NO_ALTERNATIVES: Alternatives = new Map();
 const NO_FORMS: ReadonlyMap<string, readonly string[]> = new Map();
@@ -101,8 +83,6 @@ export interface KeywordHit {
    * through a specific translation (a word's first or second sense, not a single character's).
    */
   translated: { evidence: number; specific: number };
-  /** Of that evidence, what request words said together in one sentence of the skill added (see `NEARBY_WEIGHT`). */
-  nearby: number;
   /** The most evidence one word of the request gave (itself, or a glossary word through one translation). */
   strongest: number;
   /**
@@ -120,9 +100,6 @@ interface Posting {
   frequency: number;
   /** the skill's weighted length */
   length: number;
-  /** Which of the skill's first 32 sentences say the term, a bit each, and which of the next 32 (see `NEARBY_SENTENCES`). */
-  sentences: number;
-  laterSentences: number;
 }
 
 interface IndexedSkill {
@@ -250,11 +227,6 @@ export class SkillSearchIndex {
     // Which request words general language uses (see `KeywordHit.everyday`): looked up once per request, not per candidate.
     const statistics = termStatistics();
     const everydayTerms = new Set(queryTerms.filter((term) => statistics.share(term) > 0));
-    // The request terms' postings, looked up once for all candidates (see `nearbyMass`).
-    const requestPostings = queryTerms.flatMap((term) => {
-      const documents = this.postings.get(term);
-      return documents ? [[term, documents] as const] : [];
-    });
     return ranked.map(([name, bm25]) => {
       const skill = this.skills.get(name)!;
       const translated = { evidence: 0, specific: 0 };
@@ -284,11 +256,10 @@ export class SkillSearchIndex {
         strongest = Math.max(strongest, value / rare);
         if (Math.max(weight, sense) >= SPECIFIC_TRANSLATION) translated.specific = Math.max(translated.specific, value / rare);
       }
-      const nearby = nearbyMass(requestPostings, name, idf);
-      let coverage = total > 0 ? Math.min(1, (matched + nearby) / total) : 0;
+      let coverage = total > 0 ? Math.min(1, matched / total) : 0;
       if (contextTotal > 0)
         coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, NO_ALTERNATIVES, skill, idf, nameWeight) / contextTotal) * coverage);
-      return { name, bm25, coverage, evidence: (matched + nearby) / rare, nearby: nearby / rare, translated, strongest, everyday };
+      return { name, bm25, coverage, evidence: matched / rare, translated, strongest, everyday };
     });
   }
 
@@ -390,14 +361,11 @@ export class SkillSearchIndex {
   }
 
   private remember(skill: Skill): void {
-    // Description and body segmented once, sentence by sentence: the sentences say which words a skill says together (see `NEARBY_WEIGHT`).
-    const descriptionSentences = tokenizeSentences(skill.description);
-    const bodySentences = tokenizeSentences(skill.body);
     const fields = {
       name: tokenize(skill.name.replaceAll('-', ' ')),
-      description: descriptionSentences.flat(),
+      description: tokenize(skill.description),
       keys: tokenize(this.searchKeys(skill)),
-      body: [...tokenize(skill.category), ...bodySentences.flat()],
+      body: tokenize(`${skill.category} ${skill.body}`),
     };
     const frequencies = new Map<string, number>();
     let length = 0;
@@ -413,7 +381,6 @@ export class SkillSearchIndex {
     // A category its author chose ("research") says what the skill is about as a description does;
     // the default one says nothing ("general" would also stem like "generate").
     const categorised = skill.category === DEFAULT_CATEGORY ? [] : tokenize(skill.category);
-    const sentences = sentenceBits([...descriptionSentences, ...bodySentences]);
     const slot = this.freeSlots.pop() ?? this.slotNames.length;
     this.slotNames[slot] = skill.name;
     this.skills.set(skill.name, {
@@ -437,8 +404,7 @@ export class SkillSearchIndex {
           else this.forms.set(prefix, new Set([term]));
         }
       }
-      const [early, later] = sentences.get(term) ?? NO_SENTENCES;
-      documents.set(skill.name, { slot, frequency, length, sentences: early, laterSentences: later });
+      documents.set(skill.name, { slot, frequency, length });
     }
   }
 
@@ -470,44 +436,6 @@ export class SkillSearchIndex {
       }
     }
   }
-}
-
-const NO_SENTENCES: readonly [number, number] = [0, 0];
-
-/** The IDF mass `NEARBY_WEIGHT` adds for the request terms a skill says in a sentence with another request term. */
-function nearbyMass(requestPostings: ReadonlyArray<readonly [string, Map<string, Posting>]>, name: string, idf: (term: string) => number): number {
-  const said: Array<[string, Posting]> = [];
-  for (const [term, documents] of requestPostings) {
-    const posting = documents.get(name);
-    if (posting && (posting.sentences !== 0 || posting.laterSentences !== 0)) said.push([term, posting]);
-  }
-  if (said.length < 2) return 0;
-  let mass = 0;
-  for (const [term, posting] of said) {
-    const together = said.some(
-      ([other, next]) => other !== term && ((posting.sentences & next.sentences) !== 0 || (posting.laterSentences & next.laterSentences) !== 0),
-    );
-    if (together) mass += idf(term);
-  }
-  return NEARBY_WEIGHT * mass;
-}
-
-/** Term → which of the first `NEARBY_SENTENCES` sentences (of two terms or more) say it: a bit each, in two 32-bit masks. */
-function sentenceBits(sentences: readonly string[][]): Map<string, [number, number]> {
-  const bits = new Map<string, [number, number]>();
-  let index = 0;
-  for (const terms of sentences) {
-    if (index >= NEARBY_SENTENCES) break;
-    if (terms.length < 2) continue;
-    for (const term of terms) {
-      let mask = bits.get(term);
-      if (!mask) bits.set(term, (mask = [0, 0]));
-      if (index < 32) mask[0] |= 1 << index;
-      else mask[1] |= 1 << (index - 32);
-    }
-    index++;
-  }
-  return bits;
 }
 
 const soundCache = new Map<string, { key: string; term: string } | null>();

@@ -68,36 +68,6 @@ export function tokenize(text: string): string[] {
   return terms;
 }
 
-/**
- * The search terms of a text sentence by sentence (a sentence ends at a line break, or at ".", ";",
- * "!" or "?" before a space), segmented once: `tokenize` of the text is their concatenation.
- */
-export function tokenizeSentences(text: string): string[][] {
-  const sentences: string[][] = [];
-  let current: string[] = [];
-  let stopped = false;
-  for (const part of segmenter.segment(text)) {
-    if (!part.isWordLike) {
-      if (part.segment.includes('\n') || SENTENCE_END.test(part.segment) || (stopped && /^\s/.test(part.segment))) {
-        if (current.length > 0) sentences.push(current);
-        current = [];
-        stopped = false;
-      } else stopped = /[.;!?]$/.test(part.segment);
-      continue;
-    }
-    stopped = false;
-    const segment = part.segment.toLowerCase();
-    for (const word of DOTTED_NAME.test(segment) ? segment.split('.') : [segment]) {
-      const term = termOf(word);
-      if (term !== undefined) current.push(term);
-    }
-  }
-  if (current.length > 0) sentences.push(current);
-  return sentences;
-}
-
-const SENTENCE_END = /[.;!?]\s/;
-
 /** The search term of one word as the segmenter cut it (undefined for a stop word): what `tokenize` makes of it. */
 export function termOf(segment: string): string | undefined {
   const word = segment.toLowerCase();
