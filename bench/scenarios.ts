@@ -247,7 +247,7 @@ async function memoryRetrievalScenario(context: ScenarioContext): Promise<ExtraS
 /* ---------- memory: recall quality on a labelled history ---------- */
 
 async function memoryRecallQualityScenario(context: ScenarioContext): Promise<ExtraScenarioResult> {
-  context.log('memory recall@5/@10 on the labelled histories (tuned, two dev, held-out), next to BM25 baselines');
+  context.log('memory recall@5/@10 on the labelled histories (tuned, the dev sets, the check set, held-out), next to BM25 baselines');
   const dir = join(context.home, 'memory-recall');
   mkdirSync(dir, { recursive: true });
   const reports: RecallReport[] = [];
