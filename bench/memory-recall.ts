@@ -96,8 +96,6 @@ const fixtureSchema = z.object({
 type Fixture = z.infer<typeof fixtureSchema>;
 type Question = Fixture['questions'][number];
 
-/** A hand-written history can cite a turn that does not exist or call one session "multi-hop": caught here, not as a silent miss. */
-
 /** Turn ids in rank order (a unit may cite several turns; duplicates keep their first rank). */
 type Ranker = (question: Question, now: Date) => Promise<string[]> | string[];
 

@@ -3,7 +3,8 @@ import { readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { after, describe, mock, test } from 'node:test';
+import ical from 'node-ical';
 import { MainTurnActivity } from '../src/conversation/index.js';
 import {
   IcsCalendar,
@@ -467,7 +468,9 @@ describe('ICS calendar busy time (node-ical)', () => {
     }
   });
 
-  test('reloads of a calendar file: an unchanged one keeps its busy time as the days move on; a changed one is read anew, even at the same size and time stamp', async () => {
+  test('reloads of a calendar file: an unchanged one keeps its busy time as the days move on without being parsed again; a changed one is read anew, even at the same size and time stamp', async () => {
+    const parses = mock.method(ical.sync, 'parseICS');
+    after(() => parses.mock.restore());
     const path = join(tempHome('metaclaw-calendar-'), 'work.ics');
     folders.push(join(path, '..'));
     // A weekly Monday meeting and a one-off review; the edit moves the review to the afternoon.
@@ -506,6 +509,7 @@ describe('ICS calendar busy time (node-ical)', () => {
     assert.equal(calendar.status().loaded_at, '2026-11-20T12:00:00.000Z');
     assert.equal(calendar.status().events, 2);
     assert.deepEqual(calendar.intervalAt(at('2026-11-23T09:30:00Z')), { start: at('2026-11-23T09:00:00Z'), end: at('2026-11-23T10:00:00Z') });
+    assert.equal(parses.mock.callCount(), 1, 'an unchanged text is not parsed again');
 
     // Changed: the review moved from 09:00 to 13:00 on 10 November (the same bytes count, the time stamp put back).
     clock.t = at('2026-11-08T12:00:00Z');
@@ -518,10 +522,12 @@ describe('ICS calendar busy time (node-ical)', () => {
     assert.equal(calendar.intervalAt(at('2026-11-10T09:30:00Z')), null, 'the old time is free after the reload');
     assert.deepEqual(calendar.intervalAt(at('2026-11-10T13:30:00Z')), { start: at('2026-11-10T13:00:00Z'), end: at('2026-11-10T14:00:00Z') });
     assert.equal(calendar.status().events, 2);
+    assert.equal(parses.mock.callCount(), 2);
 
     // Changed back: read anew again.
     writeFileSync(path, ics('0900'));
     await calendar.refresh();
+    assert.equal(parses.mock.callCount(), 3);
     assert.equal(calendar.status().error, null);
     assert.deepEqual(calendar.intervalAt(at('2026-11-10T09:30:00Z')), { start: at('2026-11-10T09:00:00Z'), end: at('2026-11-10T10:00:00Z') });
   });

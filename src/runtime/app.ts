@@ -296,8 +296,7 @@ export class MetaclawRuntime {
       ...(this.engine ? { policy: this.engine.policyUpstream } : {}),
     });
     const server = createProxyServer(deps);
-    await startServing(server, this.options.config, this.startedAt, this.lastResort);
-    this.server = server;
+    await startServing(server, this.options.config, this.startedAt, this.lastResort, () => (this.server = server));
     this.startTurnWriter();
     await this.recoverJournal();
     this.runner.start();

@@ -55,10 +55,20 @@ export function runtimeLogger(config: LoadedConfig, foreground: boolean | undefi
   });
 }
 
-/** Listens on proxy.host:proxy.port; then errors that escape every handler go to `lastResort`, and the pid file says where this process serves. */
-export async function startServing(server: Server, config: LoadedConfig, startedAt: number, lastResort: (error: unknown) => void): Promise<void> {
+/**
+ * Listens on proxy.host:proxy.port; then errors that escape every handler go to `lastResort`, and the pid file says where this process serves.
+ * `listening` runs as soon as the port is taken, so a shutdown closes the server even if writing the pid file fails.
+ */
+export async function startServing(
+  server: Server,
+  config: LoadedConfig,
+  startedAt: number,
+  lastResort: (error: unknown) => void,
+  listening: () => void,
+): Promise<void> {
   const { values, paths } = config;
   await listen(server, values['proxy.host'], values['proxy.port']);
+  listening();
   process.on('uncaughtException', lastResort);
   process.on('unhandledRejection', lastResort);
   announceServing(paths.pidFile, values['proxy.host'], values['proxy.port'], startedAt);

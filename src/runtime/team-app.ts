@@ -385,8 +385,7 @@ export class TeamRuntime {
       ...(this.rl.training ? { policy: this.rl.training.policyUpstream } : {}),
     });
     const server = createProxyServer(deps);
-    await startServing(server, this.options.config, this.startedAt, this.lastResort);
-    this.server = server;
+    await startServing(server, this.options.config, this.startedAt, this.lastResort, () => (this.server = server));
     const recovered = await this.conversation.recoverJournal(turnFromJournal);
     if (recovered > 0) this.logger.info({ turns: recovered }, 'recorded turns an earlier run had answered but not stored (turn journal)');
     this.runner.start();
