@@ -104,7 +104,7 @@ export class StoreHealth {
     const message = error instanceof Error ? error.message : String(error);
     this.lastError = { at: new Date().toISOString(), area, code, message: message.slice(0, 300) };
     if (this.pausedSince !== undefined) {
-      this.noteProbeError(area, code, message);
+      this.noteErrorWhilePaused(area, code, message);
       return true;
     }
     this.pausedSince = Date.now();
@@ -148,7 +148,7 @@ export class StoreHealth {
       const code = storageErrorCode(error);
       const message = error instanceof Error ? error.message : String(error);
       if (code === undefined) logOrStderr(this.logger, 'warn', { err: message }, 'store probe failed');
-      else this.noteProbeError('recording', code, message);
+      else this.noteErrorWhilePaused('recording', code, message);
       return false;
     } finally {
       this.probing = false;
@@ -179,7 +179,7 @@ export class StoreHealth {
    * A storage error while already paused (a failed write elsewhere, or the probe's own). One that
    * is not a lock (the disk filled meanwhile) ends the quick probing and is logged as such, once.
    */
-  private noteProbeError(area: StorageArea, code: string, message: string): void {
+  private noteErrorWhilePaused(area: StorageArea, code: string, message: string): void {
     if (!this.pausedBusy || isBusyCode(code)) return;
     this.pausedBusy = false;
     this.nextProbeMs = this.probeIntervalMs;
