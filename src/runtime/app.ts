@@ -142,11 +142,15 @@ export class MetaclawRuntime {
       },
     });
     this.health.setProbe(() => {
-      // On a full disk the WAL itself may hold the space: copied into the database and cut to zero, it gives it back.
-      try {
-        this.db.pragma('wal_checkpoint(TRUNCATE)');
-      } catch {
-        // the write below tells whether the store can be written
+      // On a full disk the WAL itself may hold the space: copied into the database and cut to zero, it
+      // gives it back. While another connection holds the lock it would only wait on that lock (up to
+      // the busy timeout, on the event loop) and keep the store busy: the write alone tells.
+      if (!this.health.busy) {
+        try {
+          this.db.pragma('wal_checkpoint(TRUNCATE)');
+        } catch {
+          // the write below tells whether the store can be written
+        }
       }
       this.conversation.probeWrite();
     });

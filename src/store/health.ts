@@ -19,6 +19,14 @@ export function isStorageError(error: unknown): boolean {
   return storageErrorCode(error) !== undefined;
 }
 
+/** Another connection holds the lock (a `sqlite3` shell, a backup, the turn writer): it is usually let go within moments. */
+function isBusyCode(code: string): boolean {
+  return code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED');
+}
+
+/** The first probe after a busy error: most locks are held for a few hundred milliseconds. */
+const BUSY_FIRST_PROBE_MS = 50;
+
 /** Who met the failure: each is paused while the store cannot be written. */
 export type StorageArea = 'recording' | 'learning' | 'maintenance' | 'api';
 
@@ -37,6 +45,9 @@ export interface StoreHealthStatus {
  * owners ask `writable` before writing), logs once, and starts a probe; when a probe write works,
  * everything resumes by itself and the waiting work is written. One episode logs two lines, not
  * one per failed write: a full disk under load would otherwise fill the log (if it still could).
+ * A full disk is probed every `probeIntervalMs`; a lock held by another connection (SQLITE_BUSY,
+ * SQLITE_LOCKED) after 50 ms, then twice as long each time up to that interval, so a lock held for
+ * a moment pauses learning for about as long as the lock, not for 2 s.
  */
 export class StoreHealth {
   private pausedSince: number | undefined;
@@ -45,6 +56,10 @@ export class StoreHealth {
   private lastError: StoreHealthStatus['last_error'] = null;
   private probeTimer: NodeJS.Timeout | undefined;
   private probing = false;
+  /** Every storage error of this pause was a lock held by another connection. */
+  private pausedBusy = false;
+  /** Wait before the next probe: grows from 50 ms while busy, always the full interval otherwise. */
+  private nextProbeMs: number;
   private readonly recoveredCallbacks: Array<() => void> = [];
 
   constructor(
@@ -52,10 +67,21 @@ export class StoreHealth {
     /** A real write that fails while the store cannot be written (set by whoever composes the store). */
     private probe: () => void | Promise<void> = () => undefined,
     private readonly probeIntervalMs = 2_000,
-  ) {}
+  ) {
+    this.nextProbeMs = probeIntervalMs;
+  }
 
   get writable(): boolean {
     return this.pausedSince === undefined;
+  }
+
+  /**
+   * Whether the store is paused only because another connection holds its lock (every storage
+   * error of this pause was SQLITE_BUSY or SQLITE_LOCKED). The probe then skips work that would
+   * only wait on the same lock.
+   */
+  get busy(): boolean {
+    return this.pausedSince !== undefined && this.pausedBusy;
   }
 
   setProbe(probe: () => void | Promise<void>): void {
@@ -77,10 +103,21 @@ export class StoreHealth {
     this.errorCount++;
     const message = error instanceof Error ? error.message : String(error);
     this.lastError = { at: new Date().toISOString(), area, code, message: message.slice(0, 300) };
-    if (this.pausedSince !== undefined) return true;
+    if (this.pausedSince !== undefined) {
+      this.noteErrorWhilePaused(area, code, message);
+      return true;
+    }
     this.pausedSince = Date.now();
-    const line = `MetaClaw cannot write its store (${code}: ${message}); serving goes on, recording and learning are paused and resume by themselves once a write works again`;
-    logOrStderr(this.logger, 'error', { area, code, err: message }, line);
+    this.pausedBusy = isBusyCode(code);
+    if (this.pausedBusy) {
+      // A lock is usually let go within moments: probing at the fixed interval paused learning for
+      // 2 s or more after a lock of a few hundred milliseconds.
+      this.nextProbeMs = Math.min(BUSY_FIRST_PROBE_MS, this.probeIntervalMs);
+      const line = `MetaClaw's store is busy (locked by another connection: ${code}: ${message}); serving goes on, recording and learning are paused and resume by themselves as soon as the lock is let go`;
+      logOrStderr(this.logger, 'warn', { area, code, err: message }, line);
+    } else {
+      this.logCannotWrite(area, code, message);
+    }
     this.scheduleProbe();
     return true;
   }
@@ -108,7 +145,10 @@ export class StoreHealth {
     try {
       await this.probe();
     } catch (error) {
-      if (!isStorageError(error)) logOrStderr(this.logger, 'warn', { err: error instanceof Error ? error.message : String(error) }, 'store probe failed');
+      const code = storageErrorCode(error);
+      const message = error instanceof Error ? error.message : String(error);
+      if (code === undefined) logOrStderr(this.logger, 'warn', { err: message }, 'store probe failed');
+      else this.noteErrorWhilePaused('recording', code, message);
       return false;
     } finally {
       this.probing = false;
@@ -121,6 +161,8 @@ export class StoreHealth {
     if (this.pausedSince === undefined) return;
     const pausedMs = Date.now() - this.pausedSince;
     this.pausedSince = undefined;
+    this.pausedBusy = false;
+    this.nextProbeMs = this.probeIntervalMs;
     this.recoveryCount++;
     this.stop();
     logOrStderr(this.logger, 'info', { paused_ms: pausedMs }, 'the store can be written again; recording and learning resume');
@@ -133,14 +175,33 @@ export class StoreHealth {
     }
   }
 
+  /**
+   * A storage error while already paused (a failed write elsewhere, or the probe's own). One that
+   * is not a lock (the disk filled meanwhile) ends the quick probing and is logged as such, once.
+   */
+  private noteErrorWhilePaused(area: StorageArea, code: string, message: string): void {
+    if (!this.pausedBusy || isBusyCode(code)) return;
+    this.pausedBusy = false;
+    this.nextProbeMs = this.probeIntervalMs;
+    this.logCannotWrite(area, code, message);
+  }
+
+  private logCannotWrite(area: StorageArea, code: string, message: string): void {
+    const line = `MetaClaw cannot write its store (${code}: ${message}); serving goes on, recording and learning are paused and resume by themselves once a write works again`;
+    logOrStderr(this.logger, 'error', { area, code, err: message }, line);
+  }
+
   private scheduleProbe(): void {
     if (this.probeTimer) return;
+    const delayMs = this.nextProbeMs;
+    // While busy: 50, 100, 200 ms … up to the normal interval.
+    this.nextProbeMs = Math.min(delayMs * 2, this.probeIntervalMs);
     this.probeTimer = setTimeout(() => {
       this.probeTimer = undefined;
       void this.probeNow().then((ok) => {
         if (!ok && !this.writable) this.scheduleProbe();
       });
-    }, this.probeIntervalMs);
+    }, delayMs);
     this.probeTimer.unref();
   }
 }
