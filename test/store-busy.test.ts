@@ -169,3 +169,24 @@ test('a lock held for a moment by another connection pauses recording and learni
     await close();
   }
 });
+
+test('metaclaw doctor, while another connection holds the write lock, names the lock as the cause, not a full disk', async () => {
+  const { proxy, close } = await startScriptedProxy({ config: { skills: { auto_evolve: false }, memory: { auto_extract: false } } });
+  const openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+  const other = new Database(join(proxy.home, 'metaclaw.db'));
+  try {
+    await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hello' }] }, { headers: { 'X-Session-Id': 'doctor-lock' } });
+    await waitFor(async () => ((await (await fetch(`${proxy.url}/status`)).json()) as any).sessions.turns === 1);
+    other.exec('BEGIN IMMEDIATE');
+    const ended = await fetch(`${proxy.url}/v1/sessions/doctor-lock/end`, { method: 'POST' });
+    assert.equal(ended.status, 503, 'ending the session met the lock');
+    const result = await proxy.cli(['doctor']);
+    assert.match(result.stdout, /proxy: .*cannot write its store .*SQLITE_BUSY/);
+    assert.match(result.stdout, /another program holds the write lock of .*metaclaw\.db/);
+    assert.doesNotMatch(result.stdout, /free some space on the disk/);
+  } finally {
+    if (other.inTransaction) other.exec('ROLLBACK');
+    other.close();
+    await close();
+  }
+});
