@@ -191,6 +191,27 @@ describe('memory recall: answer-type cues (no extractor)', () => {
   });
 });
 
+describe('memory recall through a clarifying question (no extractor)', () => {
+  const suite = proxyWithoutLearning();
+
+  test("the user's short reply to the assistant's clarifying question is recalled by the words said before the question", async () => {
+    const now = Date.now();
+    await api(suite.proxy, '/v1/memory/ingest', {
+      session_id: 'lesson',
+      turns: [
+        { role: 'user', content: 'Portuguese class tonight, the subjunctive is killing me.', timestamp: now - 30 * DAY },
+        { role: 'assistant', content: 'Who is your teacher?', timestamp: now - 30 * DAY + 60_000 },
+        { role: 'user', content: 'Marta, at the language school near Saldanha.', timestamp: now - 30 * DAY + 120_000 },
+      ],
+    });
+    const results = await search(suite.proxy, 'Who runs my Portuguese class?');
+    assert.ok(
+      results.some((result) => result.content.startsWith('Marta')),
+      `the reply that names her is recalled: ${JSON.stringify(results.map((result) => result.content))}`,
+    );
+  });
+});
+
 describe('memory recall across wordings and languages (no extractor)', () => {
   const suite = proxyWithoutLearning();
 
