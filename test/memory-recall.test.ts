@@ -154,6 +154,64 @@ describe('memory recall beyond keywords (no extractor)', () => {
   });
 });
 
+describe('memory recall: answer-type cues (no extractor)', () => {
+  const suite = proxyWithoutLearning();
+
+  test('"how much" prefers the matching memory that holds a number, "who" the one that holds a name, over a newer one that matches as well', async () => {
+    const cases: Array<{ scope: string; memories: Array<[string, string, number]>; query: string; first: string }> = [
+      {
+        scope: 'answer-quantity',
+        memories: [
+          ['ferry-price', 'The ferry to the island costs twelve euros return.', 40],
+          // As close to the question by its words, and newer: without the cue it ranks first.
+          ['ferry-crowd', 'The ferry to the island was packed with cyclists.', 2],
+        ],
+        query: 'How much is the ferry to the island?',
+        first: 'The ferry to the island costs twelve euros return.',
+      },
+      {
+        scope: 'answer-name',
+        memories: [
+          ['boiler-who', 'Our neighbour Tomasz fixed the boiler on Friday.', 40],
+          ['boiler-after', 'The boiler was fixed at last, the radiators are warm.', 2],
+        ],
+        query: 'Who fixed the boiler?',
+        first: 'Our neighbour Tomasz fixed the boiler on Friday.',
+      },
+    ];
+    const wrong: string[] = [];
+    for (const { scope, memories, query, first } of cases) {
+      const now = Date.now();
+      for (const [session, content, daysAgo] of memories)
+        await api(suite.proxy, '/v1/memory/ingest', { session_id: session, turns: [{ role: 'user', content, timestamp: now - daysAgo * DAY }] }, scope);
+      const results = (await api(suite.proxy, '/v1/memory/search', { query, limit: 5 }, scope)).results as Array<{ content: string }>;
+      if (results[0]?.content !== first) wrong.push(`${query} ${JSON.stringify(results.map((result) => result.content))}`);
+    }
+    assert.deepEqual(wrong, []);
+  });
+});
+
+describe('memory recall through a clarifying question (no extractor)', () => {
+  const suite = proxyWithoutLearning();
+
+  test("the user's short reply to the assistant's clarifying question is recalled by the words said before the question", async () => {
+    const now = Date.now();
+    await api(suite.proxy, '/v1/memory/ingest', {
+      session_id: 'lesson',
+      turns: [
+        { role: 'user', content: 'Portuguese class tonight, the subjunctive is killing me.', timestamp: now - 30 * DAY },
+        { role: 'assistant', content: 'Who is your teacher?', timestamp: now - 30 * DAY + 60_000 },
+        { role: 'user', content: 'Marta, at the language school near Saldanha.', timestamp: now - 30 * DAY + 120_000 },
+      ],
+    });
+    const results = await search(suite.proxy, 'Who runs my Portuguese class?');
+    assert.ok(
+      results.some((result) => result.content.startsWith('Marta')),
+      `the reply that names her is recalled: ${JSON.stringify(results.map((result) => result.content))}`,
+    );
+  });
+});
+
 describe('memory recall across wordings and languages (no extractor)', () => {
   const suite = proxyWithoutLearning();
 

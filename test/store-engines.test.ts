@@ -250,6 +250,25 @@ for (const engine of engines()) {
         assert.equal(found[0], first);
         assert.ok(found.includes(third), 'the third now follows the first and is found by its words');
       });
+      test('a reply to the assistant’s clarifying question is found by the words said before the question; forgetting those words leaves no trace of them', async () => {
+        const { memory } = stores;
+        const [statement, question, reply] = await memory.ingest(ALICE, 'portuguese', [
+          { id: 'turn-1', role: 'user', content: 'Portuguese class tonight, the subjunctive is killing me.' },
+          { id: 'turn-1', role: 'assistant', content: 'Who is your teacher?' },
+          { id: 'turn-2', role: 'user', content: 'Marta, at the language school near Saldanha.' },
+        ]);
+        assert.ok(statement && question && reply);
+        assert.ok((await memory.search(ALICE, 'subjunctive')).includes(reply), 'the reply borrows the statement’s words through the question');
+        await memory.forget((await memory.get(statement))!);
+        // Another unit holds the word, so a search reads who holds it through a neighbour (a word no unit holds is not looked up that way).
+        const workbook = (await memory.add(fact(ALICE, 'The subjunctive drills are in the blue workbook.')))!;
+        assert.deepEqual(
+          await memory.search(ALICE, 'subjunctive'),
+          [workbook.id],
+          'no trace of the forgotten turn’s words, in the question’s entry or the reply’s',
+        );
+        assert.ok((await memory.search(ALICE, 'teacher')).includes(reply), 'the reply still follows the question');
+      });
     });
 
     describe('skills', () => {

@@ -147,9 +147,44 @@ export function neighbourTerms(terms: string): string {
   return terms.split(' ').slice(0, NEIGHBOUR_TERMS).join(' ');
 }
 
-/** A raw turn's link to the raw turn said before it, as both engines store it: that turn and the words it lends, or none. */
-export function rawLink(previous: { rowid: number; terms: string } | undefined): { previous_raw: number | null; neighbour_terms: string } {
-  return previous ? { previous_raw: previous.rowid, neighbour_terms: neighbourTerms(previous.terms) } : { previous_raw: null, neighbour_terms: '' };
+/** A raw turn as the turn after it reads it: its rowid, own terms, text, speaker and the words it was lent. */
+export interface LinkedTurn {
+  rowid: number;
+  terms: string;
+  content: string;
+  speaker: string | null;
+  neighbour_terms: string;
+}
+
+/**
+ * Longest assistant question (characters) through which the turn after it also borrows the words
+ * of the turn before it: a short clarifying question ("Who's your teacher?", "Which one was it?"),
+ * not an answer that ends by asking something.
+ */
+export const CLARIFYING_QUESTION_CHARS = 80;
+
+/**
+ * Whether a raw turn is the assistant's short clarifying question: the user's reply to it is about
+ * what the user said before it ("Portuguese class tonight" / "Who's your teacher?" / "Marta, at the
+ * school near Saldanha"), so the reply borrows those words too, through the question.
+ */
+export function clarifyingQuestion(turn: Pick<LinkedTurn, 'content' | 'speaker'>): boolean {
+  const text = turn.content.trim();
+  return turn.speaker === 'assistant' && text.length <= CLARIFYING_QUESTION_CHARS && /[?？]$/.test(text);
+}
+
+/**
+ * A raw turn's link to the raw turn said before it, as both engines store it: that turn and the
+ * words it lends (after a clarifying question, the question's words and those it was lent, the
+ * turn before it: at most NEIGHBOUR_TERMS in all), or none. A turn's link therefore depends on the
+ * two turns before it: editing or deleting a turn relinks the two turns after it.
+ */
+export function rawLink(previous: LinkedTurn | undefined): { previous_raw: number | null; neighbour_terms: string } {
+  if (!previous) return { previous_raw: null, neighbour_terms: '' };
+  const own = neighbourTerms(previous.terms);
+  if (!clarifyingQuestion(previous) || previous.neighbour_terms === '') return { previous_raw: previous.rowid, neighbour_terms: own };
+  const lent = new Set([...own.split(' '), ...previous.neighbour_terms.split(' ')].filter(Boolean));
+  return { previous_raw: previous.rowid, neighbour_terms: [...lent].slice(0, NEIGHBOUR_TERMS).join(' ') };
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   indexTokens,
   needsPrefix,
   rawLink,
+  type LinkedTurn,
   rankPostings,
   scopedTerm,
   termIdf,
@@ -217,10 +218,11 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
       allOfScope: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY rowid'),
       rowidsAfter: db.prepare<[number, number], number>('SELECT rowid FROM memory_units WHERE rowid > ? ORDER BY rowid LIMIT ?').pluck(),
       // The raw turn said just before one (same scope and session): the last one stored so far.
-      lastRaw: db.prepare<[string, string], NeighbourRow>(
-        "SELECT rowid, terms FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? ORDER BY rowid DESC LIMIT 1",
+      lastRaw: db.prepare<[string, string], LinkedTurn>(
+        "SELECT rowid, terms, content, neighbour_terms, speaker FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? ORDER BY rowid DESC LIMIT 1",
       ),
       rawAfter: db.prepare<[number], NeighbourRow>('SELECT rowid, terms FROM memory_units WHERE previous_raw = ?'),
+      linkedTurn: db.prepare<[number], LinkedTurn>('SELECT rowid, terms, content, neighbour_terms, speaker FROM memory_units WHERE rowid = ?'),
       setPrevious: db.prepare<[number | null, string, number]>('UPDATE memory_units SET previous_raw = ?, neighbour_terms = ? WHERE rowid = ?'),
       indexRow: db.prepare<[number], { scope: string; content: string; terms: string; neighbour_terms: string; previous_raw: number | null }>(
         'SELECT scope, content, terms, neighbour_terms, previous_raw FROM memory_units WHERE rowid = ?',
@@ -348,12 +350,9 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
           flagged: injectionReason(content) ?? null,
           now: Date.now(),
         });
-        if (terms !== current.terms) {
-          this.reindex(current.rowid);
-          // The turn after it is indexed with its terms too: that entry changes as well.
-          const after = this.statements.rawAfter.get(current.rowid);
-          if (after) this.relink(after.rowid, { rowid: current.rowid, terms });
-        }
+        if (terms !== current.terms) this.reindex(current.rowid);
+        // The turns after it are indexed with its terms too (the second through a clarifying question, which its text may have become or stopped being).
+        if (terms !== current.terms || content !== current.content) this.relinkFollowers(current.rowid);
       })
       .immediate();
     this.emit(current.scope);
@@ -474,8 +473,10 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
     // No trace of its words stays in the entry of the turn after it, which now follows the one before.
     const after = clearLinks ? this.statements.rawAfter.get(row.rowid) : undefined;
     if (after) {
-      const previous = row.previous_raw === null ? undefined : this.statements.indexRow.get(row.previous_raw);
-      this.relink(after.rowid, previous && row.previous_raw !== null ? { rowid: row.previous_raw, terms: previous.terms } : undefined);
+      this.relink(after.rowid, row.previous_raw === null ? undefined : this.statements.linkedTurn.get(row.previous_raw));
+      // The turn after that may have borrowed the deleted turn's words through a clarifying question (`rawLink`).
+      const next = this.statements.rawAfter.get(after.rowid);
+      if (next) this.relink(next.rowid, this.statements.linkedTurn.get(after.rowid));
     }
     const turns = JSON.parse(row.source_turns) as string[];
     if (scrub && turns.length > 0) scrub(turns, [row.content]);
@@ -634,8 +635,19 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
     this.statements.insertFts.run(rowid, indexTokens(row.scope, this.withLanguageKeys(row)).join(' '));
   }
 
+  /** The two raw turns after a changed one, which read its words (`rawLink`): relinked to it as it is now. */
+  private relinkFollowers(rowid: number): void {
+    let current = rowid;
+    for (let step = 0; step < 2; step++) {
+      const after = this.statements.rawAfter.get(current);
+      if (!after) return;
+      this.relink(after.rowid, this.statements.linkedTurn.get(current));
+      current = after.rowid;
+    }
+  }
+
   /** A raw turn now follows `previous` (or nothing): its neighbour terms and entry change (forgetting, editing; never on ingestion). */
-  private relink(rowid: number, previous: NeighbourRow | undefined): void {
+  private relink(rowid: number, previous: LinkedTurn | undefined): void {
     const link = rawLink(previous);
     this.statements.setPrevious.run(link.previous_raw, link.neighbour_terms, rowid);
     this.reindex(rowid);

@@ -154,11 +154,15 @@ export class PgMemoryApi implements MemoryUnitReader {
     });
   }
 
-  /** `PATCH /v1/memory/{id}`: the unit changed as on SQLite (re-indexed, and the raw turn after it, when its words change). */
+  /**
+   * `PATCH /v1/memory/{id}`: the unit changed as on SQLite (re-indexed, and the two raw turns after
+   * it when its words change: the second borrows them through a clarifying question, `rawLink`).
+   */
   async update(id: string, patch: MemoryPatch): Promise<MemoryUnit | undefined> {
     const scope = await this.scopeOf(id);
     if (scope === undefined) return undefined;
-    const units = { where: 'id = $1 OR previous_raw = (SELECT rowid FROM memory_units WHERE id = $1)', params: [id] };
+    const after = 'SELECT rowid FROM memory_units WHERE previous_raw IN (SELECT rowid FROM memory_units WHERE id = $1)';
+    const units = { where: `id = $1 OR previous_raw IN (SELECT rowid FROM memory_units WHERE id = $1) OR previous_raw IN (${after})`, params: [id] };
     return this.inScopes([scope], { units }, async (workspace, write, client) => {
       if (!workspace.service.update(id, patch)) return undefined;
       await write();

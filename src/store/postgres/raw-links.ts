@@ -1,12 +1,12 @@
 import type pg from 'pg';
 import { z } from 'zod';
-import { rawLink, survivingPrevious } from '../../memory/keyword-index.js';
+import { clarifyingQuestion, rawLink, survivingPrevious, type LinkedTurn } from '../../memory/keyword-index.js';
 import { reindexWithKeys } from './memory-key-jobs.js';
 import type { PgMemorySearch } from './memory-search.js';
 
 const sequence = z.coerce.number();
 const followerRows = z.array(z.object({ rowid: sequence, id: z.string(), previous_raw: sequence }));
-const termRows = z.array(z.object({ rowid: sequence, terms: z.string() }));
+const linkedRows = z.array(z.object({ rowid: sequence, terms: z.string(), content: z.string(), speaker: z.string().nullable(), neighbour_terms: z.string() }));
 
 /** A deleted unit as its DELETE … RETURNING gives it: its sequence and the raw turn before it. */
 export interface DeletedUnit {
@@ -18,8 +18,9 @@ export interface DeletedUnit {
  * After units are deleted (forgetting, retention, a scope's cap), inside the caller's transaction
  * and under their scopes' locks: a raw turn that followed a deleted one now follows the nearest
  * earlier turn that stays (or none), is indexed with that turn's words instead of the deleted
- * one's, and its entry is rewritten. What MemoryStore.removeRow does on SQLite, for a batch, with
- * the same rules (`survivingPrevious`, `rawLink`).
+ * one's, and its entry is rewritten; so is the turn after such a turn when that turn is a
+ * clarifying question (it lent the deleted words through it). What MemoryStore.removeRow does on
+ * SQLite, for a batch, with the same rules (`survivingPrevious`, `rawLink`).
  */
 export async function relinkAfterDeleting(client: pg.PoolClient, search: PgMemorySearch, deleted: readonly DeletedUnit[]): Promise<void> {
   if (deleted.length === 0) return;
@@ -30,16 +31,45 @@ export async function relinkAfterDeleting(client: pg.PoolClient, search: PgMemor
   if (followers.length === 0) return;
   const relinked = followers.map((follower) => ({ ...follower, previous: survivingPrevious(follower.previous_raw, gone) }));
   const kept = relinked.flatMap((follower) => (follower.previous === null ? [] : [follower.previous]));
-  // Terms as stored (NUL as its stand-in): the words lent are written back in the same form.
-  const terms = new Map(
-    termRows
-      .parse((await client.query('SELECT rowid, terms FROM memory_units WHERE rowid = ANY($1::bigint[])', [kept])).rows)
-      .map((row) => [row.rowid, row.terms]),
+  // Turns as stored (terms with NUL as its stand-in): the words lent are written back in the same form.
+  const turns = new Map<number, LinkedTurn>(
+    linkedRows
+      .parse(
+        (
+          await client.query('SELECT rowid, terms, content, speaker, neighbour_terms FROM memory_units WHERE rowid = ANY($1::bigint[])', [
+            [...kept, ...relinked.map((follower) => follower.rowid)],
+          ])
+        ).rows,
+      )
+      .map((row) => [row.rowid, row]),
   );
+  // In rowid order, each follower's new words known before a later one that follows it reads them.
   const links = relinked.map((follower) => {
-    const previousTerms = follower.previous === null ? undefined : terms.get(follower.previous);
-    return rawLink(follower.previous === null || previousTerms === undefined ? undefined : { rowid: follower.previous, terms: previousTerms });
+    const link = rawLink(follower.previous === null ? undefined : turns.get(follower.previous));
+    const turn = turns.get(follower.rowid);
+    if (turn) turn.neighbour_terms = link.neighbour_terms;
+    return link;
   });
+  // The turns after relinked clarifying questions borrowed the deleted words through them: relinked too.
+  const moved = new Set(relinked.map((follower) => follower.rowid));
+  const questions = relinked.filter((follower) => {
+    const turn = turns.get(follower.rowid);
+    return turn !== undefined && clarifyingQuestion(turn);
+  });
+  if (questions.length > 0) {
+    const after = followerRows.parse(
+      (
+        await client.query('SELECT rowid, id, previous_raw FROM memory_units WHERE previous_raw = ANY($1::bigint[]) ORDER BY rowid', [
+          questions.map((question) => question.rowid),
+        ])
+      ).rows,
+    );
+    for (const turn of after) {
+      if (moved.has(turn.rowid)) continue;
+      relinked.push({ ...turn, previous: turn.previous_raw });
+      links.push(rawLink(turns.get(turn.previous_raw)));
+    }
+  }
   // One statement for every follower, not a round trip each (a retention sweep can relink thousands).
   await client.query(
     `UPDATE memory_units AS unit SET previous_raw = link.previous_raw, neighbour_terms = link.neighbour_terms

@@ -1,0 +1,52 @@
+/**
+ * Answer-type cues (classic question answering): the form of a question says what kind of text
+ * answers it. "How much" is answered by a turn that holds a number, "who" and "where" by one that
+ * holds a name. Recall uses this only to order candidates some word of the question (or of the turn
+ * next to them) already found, never to find them: many turns hold a number or a name.
+ *
+ * "When" → a date or a time word was tried and left out: the turn that says what happened often
+ * holds no date (its session's day dates it: "Moving day was chaos"), and turns that name a day
+ * without answering then rose above it (test/fixtures/dev-recall/README.md).
+ */
+
+export type AnswerType = 'quantity' | 'name';
+
+/** Checked in order: "how many" asks a quantity even in a question that also says "where". */
+const ASKS: ReadonlyArray<readonly [AnswerType, RegExp]> = [
+  [
+    'quantity',
+    /\b(how (much|many|far|long|heavy|old|big|tall|often|fast)|what (price|weight|dose|distance|score|mark|grade)|by how much)\b|多少|几|多久|多重|多远|多大|多高|多长/i,
+  ],
+  [
+    'name',
+    /\b(who|whom|whose|where|which (city|town|country|place|neighbou?rhood|school|company|firm|shop|restaurant|hospital|clinic))\b|what(?:'s| is| was)? (?:the |my |our |his |her |their )?name\b|谁|哪里|在哪|哪儿|去哪|叫什么|哪个城市|哪家/i,
+  ],
+];
+
+const NUMBER_WORDS =
+  'one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|half|dozen|twice|once';
+/**
+ * A number: digits, an English number word, a run of Chinese numerals ("四万二") or one before a
+ * measure ("三个星期", "两次"). A lone "一" is not one: it is in too many ordinary words.
+ */
+const HOLDS_QUANTITY = new RegExp(
+  `\\d|\\b(${NUMBER_WORDS})\\b|[零一二两三四五六七八九十百千万亿半几]{2,}|[一二两三四五六七八九十百千万半几](个|次|岁|块|元|欧|镑|英镑|美元|公斤|斤|克|毫克|公里|米|分钟|小时|天|周|星期|月|年|倍|点|层|间|套|辆|只|位|成)`,
+  'i',
+);
+/**
+ * A name: a capitalised word that does not start a sentence (English; "I" and its contractions do
+ * not count). Chinese writes names without capitals, so a text with Chinese in it is given the
+ * benefit of the doubt: without it, "我弟弟搬去多伦多了" would lose to any English turn with a name in it.
+ */
+const HOLDS_NAME = /[^.!?。！？\s]\s+(?!I\b|I'|I’)[A-ZÀ-ÖØ-Þ][\p{L}'’-]+|\p{Script=Han}/u;
+
+/** The kind of text that answers `query`, when its form says so. */
+export function expectedAnswer(query: string): AnswerType | undefined {
+  for (const [type, pattern] of ASKS) if (pattern.test(query)) return type;
+  return undefined;
+}
+
+/** Whether `content` holds text of the kind `type` asks for. */
+export function holdsAnswer(type: AnswerType, content: string): boolean {
+  return (type === 'quantity' ? HOLDS_QUANTITY : HOLDS_NAME).test(content);
+}
