@@ -269,6 +269,40 @@ for (const engine of engines()) {
         );
         assert.ok((await memory.search(ALICE, 'teacher')).includes(reply), 'the reply still follows the question');
       });
+      test('after two clarifying questions in a row, forgetting the turn before them leaves no trace of its words in the reply', async () => {
+        const { memory } = stores;
+        const [statement, first, second, reply] = await memory.ingest(ALICE, 'portuguese-twice', [
+          { id: 'turn-1', role: 'user', content: 'Portuguese class tonight, the subjunctive is killing me.' },
+          { id: 'turn-1', role: 'assistant', content: 'Which class is it?' },
+          { id: 'turn-2', role: 'assistant', content: 'And who is your teacher?' },
+          { id: 'turn-3', role: 'user', content: 'Marta, at the language school near Saldanha.' },
+        ]);
+        assert.ok(statement && first && second && reply);
+        // Each question lends what it was lent: the reply reads the statement's words through both.
+        assert.ok((await memory.search(ALICE, 'subjunctive')).includes(reply), 'the reply borrows the statement’s words through both questions');
+        await memory.forget((await memory.get(statement))!);
+        const workbook = (await memory.add(fact(ALICE, 'The subjunctive drills are in the blue workbook.')))!;
+        assert.deepEqual(
+          await memory.search(ALICE, 'subjunctive'),
+          [workbook.id],
+          'no trace of the forgotten turn’s words, in either question’s entry or the reply’s',
+        );
+        assert.ok((await memory.search(ALICE, 'teacher')).includes(reply), 'the reply still follows the second question');
+      });
+      test('after two clarifying questions in a row, editing the turn before them changes the words the reply is found by', async () => {
+        const { memory } = stores;
+        const [statement, , , reply] = await memory.ingest(ALICE, 'portuguese-edited', [
+          { id: 'turn-1', role: 'user', content: 'Portuguese class tonight, the subjunctive is killing me.' },
+          { id: 'turn-1', role: 'assistant', content: 'Which class is it?' },
+          { id: 'turn-2', role: 'assistant', content: 'And who is your teacher?' },
+          { id: 'turn-3', role: 'user', content: 'Marta, at the language school near Saldanha.' },
+        ]);
+        assert.ok(statement && reply);
+        await memory.edit((await memory.get(statement))!, 'Portuguese class tonight, the irregular verbs are killing me.');
+        const workbook = (await memory.add(fact(ALICE, 'The subjunctive drills are in the blue workbook.')))!;
+        assert.deepEqual(await memory.search(ALICE, 'subjunctive'), [workbook.id], 'no trace of the edited-away words in the reply’s entry');
+        assert.ok((await memory.search(ALICE, 'irregular verbs')).includes(reply), 'the reply is found by the new words');
+      });
     });
 
     describe('skills', () => {
