@@ -10,6 +10,7 @@ import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FinishedTurn } from '../src/conversation/index.js';
 import type { MemoryDraft } from '../src/memory/types.js';
+import type { IngestTurn } from '../src/memory/service.js';
 import { engines, type StoresUnderTest } from './support/engines.js';
 import { finishedTurn } from './support/turns.js';
 
@@ -26,6 +27,14 @@ const fact = (scope: string, content: string, extra: Partial<MemoryDraft> = {}):
   origin: 'extractor',
   ...extra,
 });
+
+/** A statement, two clarifying questions in a row (the assistant's), and the user's reply. */
+const TWO_QUESTIONS: IngestTurn[] = [
+  { id: 'turn-1', role: 'user', content: 'Portuguese class tonight, the subjunctive is killing me.' },
+  { id: 'turn-1', role: 'assistant', content: 'Which class is it?' },
+  { id: 'turn-2', role: 'assistant', content: 'And who is your teacher?' },
+  { id: 'turn-3', role: 'user', content: 'Marta, at the language school near Saldanha.' },
+];
 
 for (const engine of engines()) {
   describe(engine.name, { skip: engine.skip }, () => {
@@ -268,6 +277,30 @@ for (const engine of engines()) {
           'no trace of the forgotten turn’s words, in the question’s entry or the reply’s',
         );
         assert.ok((await memory.search(ALICE, 'teacher')).includes(reply), 'the reply still follows the question');
+      });
+      test('after two clarifying questions in a row, forgetting the turn before them leaves no trace of its words in the reply', async () => {
+        const { memory } = stores;
+        const [statement, first, second, reply] = await memory.ingest(ALICE, 'portuguese-twice', TWO_QUESTIONS);
+        assert.ok(statement && first && second && reply);
+        // Each question lends what it was lent: the reply reads the statement's words through both.
+        assert.ok((await memory.search(ALICE, 'subjunctive')).includes(reply), 'the reply borrows the statement’s words through both questions');
+        await memory.forget((await memory.get(statement))!);
+        const workbook = (await memory.add(fact(ALICE, 'The subjunctive drills are in the blue workbook.')))!;
+        assert.deepEqual(
+          await memory.search(ALICE, 'subjunctive'),
+          [workbook.id],
+          'no trace of the forgotten turn’s words, in either question’s entry or the reply’s',
+        );
+        assert.ok((await memory.search(ALICE, 'teacher')).includes(reply), 'the reply still follows the second question');
+      });
+      test('after two clarifying questions in a row, editing the turn before them changes the words the reply is found by', async () => {
+        const { memory } = stores;
+        const [statement, , , reply] = await memory.ingest(ALICE, 'portuguese-edited', TWO_QUESTIONS);
+        assert.ok(statement && reply);
+        await memory.edit((await memory.get(statement))!, 'Portuguese class tonight, the irregular verbs are killing me.');
+        const workbook = (await memory.add(fact(ALICE, 'The subjunctive drills are in the blue workbook.')))!;
+        assert.deepEqual(await memory.search(ALICE, 'subjunctive'), [workbook.id], 'no trace of the edited-away words in the reply’s entry');
+        assert.ok((await memory.search(ALICE, 'irregular verbs')).includes(reply), 'the reply is found by the new words');
       });
     });
 

@@ -13,6 +13,7 @@ import {
   hasEnglishForms,
   indexTokens,
   needsPrefix,
+  clarifyingQuestion,
   rawLink,
   type LinkedTurn,
   rankPostings,
@@ -473,10 +474,8 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
     // No trace of its words stays in the entry of the turn after it, which now follows the one before.
     const after = clearLinks ? this.statements.rawAfter.get(row.rowid) : undefined;
     if (after) {
-      this.relink(after.rowid, row.previous_raw === null ? undefined : this.statements.linkedTurn.get(row.previous_raw));
-      // The turn after that may have borrowed the deleted turn's words through a clarifying question (`rawLink`).
-      const next = this.statements.rawAfter.get(after.rowid);
-      if (next) this.relink(next.rowid, this.statements.linkedTurn.get(after.rowid));
+      // The turns after it may have borrowed the deleted turn's words through clarifying questions (`rawLink`).
+      this.relinkFrom(after.rowid, row.previous_raw === null ? undefined : this.statements.linkedTurn.get(row.previous_raw));
     }
     const turns = JSON.parse(row.source_turns) as string[];
     if (scrub && turns.length > 0) scrub(turns, [row.content]);
@@ -635,14 +634,26 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
     this.statements.insertFts.run(rowid, indexTokens(row.scope, this.withLanguageKeys(row)).join(' '));
   }
 
-  /** The two raw turns after a changed one, which read its words (`rawLink`): relinked to it as it is now. */
+  /** The raw turns after a changed one, which read its words (`rawLink`): relinked to it as it is now. */
   private relinkFollowers(rowid: number): void {
-    let current = rowid;
-    for (let step = 0; step < 2; step++) {
-      const after = this.statements.rawAfter.get(current);
-      if (!after) return;
-      this.relink(after.rowid, this.statements.linkedTurn.get(current));
-      current = after.rowid;
+    const after = this.statements.rawAfter.get(rowid);
+    if (after) this.relinkFrom(after.rowid, this.statements.linkedTurn.get(rowid));
+  }
+
+  /**
+   * `rowid` now follows `previous` (or nothing); so, in turn, does each turn after a relinked
+   * clarifying question: a question lends the words it was lent (`rawLink`), so two questions in a
+   * row pass a turn's words on to the reply after both. Stops at the first turn that is no question.
+   */
+  private relinkFrom(rowid: number, previous: LinkedTurn | undefined): void {
+    let current: number | undefined = rowid;
+    let before = previous;
+    while (current !== undefined) {
+      this.relink(current, before);
+      const turn = this.statements.linkedTurn.get(current);
+      if (!turn || !clarifyingQuestion(turn)) return;
+      before = turn;
+      current = this.statements.rawAfter.get(current)?.rowid;
     }
   }
 

@@ -64,6 +64,8 @@ export interface MemoryUnderTest extends MemoryUnitWriter, MemoryUnitReader {
   supersede(old: MemoryUnit, by: MemoryUnit): Promise<void>;
   /** `unit` is deleted for good. */
   forget(unit: MemoryUnit): Promise<void>;
+  /** `unit`'s text is changed (`PATCH /v1/memory/{id}`). */
+  edit(unit: MemoryUnit, content: string): Promise<void>;
   /** A conversation's turns kept as raw turns of a session (`POST /v1/memory/ingest`): the ids of those stored, in order. */
   ingest(scope: string, sessionId: string, turns: readonly IngestTurn[]): Promise<string[]>;
 }
@@ -165,6 +167,7 @@ const sqliteEngine = (): EngineUnderTest => ({
         search: (scope, query, limit = 10) => run(() => memory.search(scope, uniqueTerms(query), limit).candidates.map((candidate) => candidate.unit.id)),
         supersede: (old, by) => run(() => void memory.supersede(old.id, by.id)),
         forget: (unit) => run(() => void memory.delete(unit.id)),
+        edit: (unit, content) => run(() => void memory.update(unit.id, { content })),
         ingest: (scope, sessionId, turns) => run(() => service.ingest(scope, sessionId, turns).stored.map((stored) => stored.id)),
       },
       skills: {
@@ -246,6 +249,7 @@ const postgresEngine = (): EngineUnderTest => {
           // The team store's index is what recall reads a unit's status from (memory-search.ts): superseding there is what takes it out.
           supersede: (old) => search.setActive(old.sequence, false),
           forget: async (unit) => void (await api.forget(unit.id)),
+          edit: async (unit, content) => void (await api.update(unit.id, { content })),
           ingest: async (scope, sessionId, turns) => (await api.ingest(scope, sessionId, turns)).stored.map((stored) => stored.id),
         },
         skills: {

@@ -155,14 +155,20 @@ export class PgMemoryApi implements MemoryUnitReader {
   }
 
   /**
-   * `PATCH /v1/memory/{id}`: the unit changed as on SQLite (re-indexed, and the two raw turns after
-   * it when its words change: the second borrows them through a clarifying question, `rawLink`).
+   * `PATCH /v1/memory/{id}`: the unit changed as on SQLite (re-indexed, and the raw turns after it
+   * when its words change: those after a clarifying question borrow them through it, `rawLink`).
    */
   async update(id: string, patch: MemoryPatch): Promise<MemoryUnit | undefined> {
     const scope = await this.scopeOf(id);
     if (scope === undefined) return undefined;
-    const after = 'SELECT rowid FROM memory_units WHERE previous_raw IN (SELECT rowid FROM memory_units WHERE id = $1)';
-    const units = { where: `id = $1 OR previous_raw IN (SELECT rowid FROM memory_units WHERE id = $1) OR previous_raw IN (${after})`, params: [id] };
+    // The unit, the turn after it, and the turns after that for as long as the one before is the
+    // assistant's (a superset of the clarifying questions through which words pass on, `rawLink`).
+    const chain = `WITH RECURSIVE chain(rowid, lends) AS (
+        SELECT rowid, true FROM memory_units WHERE id = $1
+        UNION ALL
+        SELECT unit.rowid, unit.speaker IS NOT DISTINCT FROM 'assistant' FROM memory_units AS unit JOIN chain ON unit.previous_raw = chain.rowid WHERE chain.lends
+      ) SELECT rowid FROM chain`;
+    const units = { where: `rowid IN (${chain})`, params: [id] };
     return this.inScopes([scope], { units }, async (workspace, write, client) => {
       if (!workspace.service.update(id, patch)) return undefined;
       await write();

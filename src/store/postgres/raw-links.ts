@@ -6,7 +6,9 @@ import type { PgMemorySearch } from './memory-search.js';
 
 const sequence = z.coerce.number();
 const followerRows = z.array(z.object({ rowid: sequence, id: z.string(), previous_raw: sequence }));
-const linkedRows = z.array(z.object({ rowid: sequence, terms: z.string(), content: z.string(), speaker: z.string().nullable(), neighbour_terms: z.string() }));
+const linkedTurn = z.object({ rowid: sequence, terms: z.string(), content: z.string(), speaker: z.string().nullable(), neighbour_terms: z.string() });
+const linkedRows = z.array(linkedTurn);
+const chainRows = z.array(linkedTurn.extend({ id: z.string(), previous_raw: sequence }));
 
 /** A deleted unit as its DELETE … RETURNING gives it: its sequence and the raw turn before it. */
 export interface DeletedUnit {
@@ -50,24 +52,31 @@ export async function relinkAfterDeleting(client: pg.PoolClient, search: PgMemor
     if (turn) turn.neighbour_terms = link.neighbour_terms;
     return link;
   });
-  // The turns after relinked clarifying questions borrowed the deleted words through them: relinked too.
+  // A relinked clarifying question lends what it was lent (`rawLink`): the turn after it is relinked
+  // too, and so on while that turn is a question as well (two questions in a row pass the words on).
   const moved = new Set(relinked.map((follower) => follower.rowid));
-  const questions = relinked.filter((follower) => {
+  let questions = relinked.flatMap((follower) => {
     const turn = turns.get(follower.rowid);
-    return turn !== undefined && clarifyingQuestion(turn);
+    return turn !== undefined && clarifyingQuestion(turn) ? [follower.rowid] : [];
   });
-  if (questions.length > 0) {
-    const after = followerRows.parse(
+  while (questions.length > 0) {
+    const after = chainRows.parse(
       (
-        await client.query('SELECT rowid, id, previous_raw FROM memory_units WHERE previous_raw = ANY($1::bigint[]) ORDER BY rowid', [
-          questions.map((question) => question.rowid),
-        ])
+        await client.query(
+          'SELECT rowid, id, previous_raw, terms, content, speaker, neighbour_terms FROM memory_units WHERE previous_raw = ANY($1::bigint[]) ORDER BY rowid',
+          [questions],
+        )
       ).rows,
     );
+    questions = [];
     for (const turn of after) {
       if (moved.has(turn.rowid)) continue;
-      relinked.push({ ...turn, previous: turn.previous_raw });
-      links.push(rawLink(turns.get(turn.previous_raw)));
+      moved.add(turn.rowid);
+      const link = rawLink(turns.get(turn.previous_raw));
+      turns.set(turn.rowid, { ...turn, neighbour_terms: link.neighbour_terms });
+      relinked.push({ rowid: turn.rowid, id: turn.id, previous_raw: turn.previous_raw, previous: turn.previous_raw });
+      links.push(link);
+      if (clarifyingQuestion(turn)) questions.push(turn.rowid);
     }
   }
   // One statement for every follower, not a round trip each (a retention sweep can relink thousands).
