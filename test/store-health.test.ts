@@ -89,3 +89,35 @@ test('the quick probing starts again from 50 ms for the next busy pause once the
   assert.deepEqual(times, [50, 150]);
   assert.equal(health.status().recoveries, 2);
 });
+
+test('status says whether a pause is only a lock: busy for SQLITE_BUSY, not for a full disk or once the disk filled meanwhile', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+  const locked = new StoreHealth(recordingLogger().logger);
+  locked.report('learning', sqliteError('SQLITE_BUSY'));
+  assert.equal(locked.status().busy, true);
+  locked.report('recording', sqliteError('SQLITE_FULL'));
+  assert.equal(locked.status().busy, false, 'a full disk met during a busy pause is what doctor must name');
+  const full = new StoreHealth(recordingLogger().logger);
+  full.report('learning', sqliteError('SQLITE_FULL'));
+  assert.equal(full.status().busy, false);
+  locked.stop();
+  full.stop();
+});
+
+test('no probe runs after stop, not even one a probe still running at stop would have scheduled', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+  let probes = 0;
+  let failProbe: (error: Error) => void = () => {};
+  const health = new StoreHealth(recordingLogger().logger, () => {
+    probes++;
+    return new Promise<void>((_resolve, reject) => (failProbe = reject));
+  });
+  health.report('learning', sqliteError('SQLITE_BUSY'));
+  t.mock.timers.tick(50);
+  assert.equal(probes, 1, 'the first probe runs and waits');
+  health.stop();
+  failProbe(sqliteError('SQLITE_BUSY'));
+  for (let turn = 0; turn < 5; turn++) await Promise.resolve();
+  t.mock.timers.tick(10_000);
+  assert.equal(probes, 1, 'nothing probed after stop');
+});

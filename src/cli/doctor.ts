@@ -343,6 +343,8 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
     const store = (status['store'] ?? {}) as {
       writable?: boolean;
       paused_since?: string | null;
+      /** paused only by another connection's lock */
+      busy?: boolean;
       last_error?: { code?: string; message?: string } | null;
       recording?: { held?: number };
       /** a node of a team store: PostgreSQL out of reach (its spool holds turns, or it lost its listener) */
@@ -353,9 +355,10 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
         name: 'proxy',
         verdict: 'fail',
         detail: `${detail}; it cannot write its store since ${store.paused_since} (${store.last_error?.code}: ${store.last_error?.message}): it serves your agent, but ${store.recording?.held ?? 0} turn(s) wait to be recorded and learning is paused`,
-        fix: /^SQLITE_(BUSY|LOCKED)/.test(store.last_error?.code ?? '')
-          ? `another program holds the write lock of ${config.paths.database} (a sqlite3 shell, a backup, a second MetaClaw): end it; recording and learning resume by themselves`
-          : `free some space on the disk holding ${config.home}; recording and learning resume by themselves`,
+        fix:
+          store.busy === true
+            ? `another program holds the write lock of ${config.paths.database} (a sqlite3 shell, a backup, a second MetaClaw): end it; recording and learning resume by themselves`
+            : `free some space on the disk holding ${config.home}; recording and learning resume by themselves`,
       });
       return { base, headers, status };
     }

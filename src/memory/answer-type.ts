@@ -46,7 +46,15 @@ export function expectedAnswer(query: string): AnswerType | undefined {
   return undefined;
 }
 
-/** Whether `content` holds text of the kind `type` asks for. */
+/**
+ * How much of a unit is read for the cue. Recall runs it for every candidate of a question: a raw
+ * turn may hold 8,000 characters, and 160 such turns without a number cost several milliseconds.
+ * A turn that answers "how much" or "who" usually says so early.
+ */
+const READ_CHARS = 2_000;
+
+/** Whether `content` holds text of the kind `type` asks for (in its first READ_CHARS characters). */
 export function holdsAnswer(type: AnswerType, content: string): boolean {
-  return (type === 'quantity' ? HOLDS_QUANTITY : HOLDS_NAME).test(content);
+  const head = content.length > READ_CHARS ? content.slice(0, READ_CHARS) : content;
+  return (type === 'quantity' ? HOLDS_QUANTITY : HOLDS_NAME).test(head);
 }

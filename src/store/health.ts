@@ -37,6 +37,8 @@ export interface StoreHealthStatus {
   errors: number;
   /** Times recording and learning paused and later resumed. */
   recoveries: number;
+  /** Paused only because another connection holds the lock (see `StoreHealth.busy`): what to end is that connection, not a full disk. */
+  busy: boolean;
   last_error: { at: string; area: StorageArea; code: string; message: string } | null;
 }
 
@@ -58,6 +60,7 @@ export class StoreHealth {
   private probing = false;
   /** Every storage error of this pause was a lock held by another connection. */
   private pausedBusy = false;
+  private stopped = false;
   /** Wait before the next probe: grows from 50 ms while busy, always the full interval otherwise. */
   private nextProbeMs: number;
   private readonly recoveredCallbacks: Array<() => void> = [];
@@ -128,11 +131,18 @@ export class StoreHealth {
       paused_since: this.pausedSince === undefined ? null : new Date(this.pausedSince).toISOString(),
       errors: this.errorCount,
       recoveries: this.recoveryCount,
+      busy: this.busy,
       last_error: this.lastError,
     };
   }
 
+  /** At shutdown: no probe runs after this, not even one scheduled by a probe still running. */
   stop(): void {
+    this.stopped = true;
+    this.cancelProbe();
+  }
+
+  private cancelProbe(): void {
     if (this.probeTimer) clearTimeout(this.probeTimer);
     this.probeTimer = undefined;
   }
@@ -164,7 +174,7 @@ export class StoreHealth {
     this.pausedBusy = false;
     this.nextProbeMs = this.probeIntervalMs;
     this.recoveryCount++;
-    this.stop();
+    this.cancelProbe();
     logOrStderr(this.logger, 'info', { paused_ms: pausedMs }, 'the store can be written again; recording and learning resume');
     for (const callback of this.recoveredCallbacks) {
       try {
@@ -192,7 +202,7 @@ export class StoreHealth {
   }
 
   private scheduleProbe(): void {
-    if (this.probeTimer) return;
+    if (this.probeTimer || this.stopped) return;
     const delayMs = this.nextProbeMs;
     // While busy: 50, 100, 200 ms … up to the normal interval.
     this.nextProbeMs = Math.min(delayMs * 2, this.probeIntervalMs);
