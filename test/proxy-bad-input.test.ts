@@ -167,6 +167,32 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
     assert.equal(upstream.modelRequests().length, 1);
   });
 
+  test('a client that leaves while sending its body is counted as a client abort, not a proxy error, on a model route and a memory route', async () => {
+    const before = (await (await fetch(`${proxy.url}/status`)).json()) as { requests: { errors: Record<string, number> } };
+    for (const path of ['/v1/chat/completions', '/v1/messages', '/v1/memory/search']) {
+      // Half a body of a declared 500 bytes, then the connection is gone.
+      await new Promise<void>((resolve) => {
+        const socket = net.connect(proxy.port, '127.0.0.1', () =>
+          socket.write(
+            `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"model":"m","messages":[`,
+            () => setTimeout(() => socket.destroy(), 100),
+          ),
+        );
+        socket.on('error', () => undefined);
+        socket.on('close', () => resolve());
+      });
+    }
+    const counted = await waitFor(async () => {
+      const now = await errors();
+      return now['client_aborted']! - before.requests.errors['client_aborted']! === 3 && now;
+    });
+    assert.equal(counted['proxy'], before.requests.errors['proxy'], 'not a proxy error');
+    assert.equal(counted['bad_request'], before.requests.errors['bad_request']);
+    assert.equal(upstream.modelRequests().length, 0);
+    const fine = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    assert.match(fine.choices[0]!.message.content!, /scripted upstream/);
+  });
+
   test('a session id over 256 characters is a 400 session_id_too_long in the client shape; 256 is accepted', async () => {
     const tooLong = await failure(
       openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'X-Session-Id': 's'.repeat(257) } }),

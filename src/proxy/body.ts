@@ -32,6 +32,14 @@ export function readRequestBody(request: IncomingMessage, limitBytes: number): P
 }
 
 /**
+ * Whether `error` is the client leaving before its body was all sent (node's "aborted", a
+ * connection reset): no fault of the proxy, and no one left to answer.
+ */
+export function clientLeft(request: IncomingMessage, error: unknown): boolean {
+  return request.destroyed && (error as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET';
+}
+
+/**
  * Deepest nesting of arrays and objects a body may have. V8 parses any depth, but the code after
  * it (translation, cloning to the writer thread, stringifying) recurses and overflows its stack
  * somewhere past a few thousand levels; no real request comes near 256.
