@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import zlib from 'node:zlib';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -165,6 +166,63 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
     });
     assert.match(fine.choices[0]!.message.content!, /scripted upstream/);
     assert.equal(upstream.modelRequests().length, 1);
+  });
+
+  test('a client that leaves while sending its body is counted as a client abort, not a proxy error, on a model route and a memory route', async () => {
+    const before = (await (await fetch(`${proxy.url}/status`)).json()) as { requests: { errors: Record<string, number> } };
+    for (const path of ['/v1/chat/completions', '/v1/messages', '/v1/memory/search']) {
+      // Half a body of a declared 500 bytes, then the connection is gone.
+      await new Promise<void>((resolve) => {
+        const socket = net.connect(proxy.port, '127.0.0.1', () =>
+          socket.write(
+            `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"model":"m","messages":[`,
+            () => setTimeout(() => socket.destroy(), 100),
+          ),
+        );
+        socket.on('error', () => undefined);
+        socket.on('close', () => resolve());
+      });
+    }
+    const counted = await waitFor(async () => {
+      const now = await errors();
+      return now['client_aborted']! - before.requests.errors['client_aborted']! === 3 && now;
+    });
+    assert.equal(counted['proxy'], before.requests.errors['proxy'], 'not a proxy error');
+    assert.equal(counted['bad_request'], before.requests.errors['bad_request']);
+    assert.equal(upstream.modelRequests().length, 0);
+    const fine = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    assert.match(fine.choices[0]!.message.content!, /scripted upstream/);
+  });
+
+  test('a gzip, deflate or br body is decoded and served; a corrupt one is a 400, an unknown coding a 415, a bomb past the limit a 413, each in the client shape', async () => {
+    const body = JSON.stringify({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'compressed hello' }] });
+    const post = (encoding: string, bytes: Buffer) =>
+      fetch(`${proxy.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body: bytes });
+    for (const [encoding, bytes] of [
+      ['gzip', zlib.gzipSync(body)],
+      ['deflate', zlib.deflateSync(body)],
+      ['br', zlib.brotliCompressSync(body)],
+    ] as const) {
+      const response = await post(encoding, bytes);
+      assert.equal(response.status, 200, `${encoding}: ${await response.clone().text()}`);
+      assert.match(((await response.json()) as { content: Array<{ text: string }> }).content[0]!.text, /scripted upstream/);
+    }
+    assert.equal(upstream.modelRequests().length, 3);
+    assert.equal(upstream.modelRequests()[0]!.body.messages[0].content, 'compressed hello');
+    upstream.reset();
+
+    const corrupt = await post('gzip', Buffer.from([0x1f, 0x8b, 8, 0, 1, 2, 3, 4, 5]));
+    assert.equal(corrupt.status, 400);
+    const corruptError = (await corrupt.json()) as { type: string; error: { type: string; message: string } };
+    assert.equal(corruptError.type, 'error');
+    assert.match(corruptError.error.message, /not valid gzip/);
+    const unknown = await post('zstd', Buffer.from(body));
+    assert.equal(unknown.status, 415);
+    assert.match(((await unknown.json()) as { error: { message: string } }).error.message, /content-encoding "zstd"/);
+    // 40 MiB of zeros in ~40 KB: over the 32 MiB limit once decoded.
+    const bomb = await post('gzip', zlib.gzipSync(Buffer.concat([Buffer.from('{"x":"'), Buffer.alloc(40 * 1024 * 1024, 0x30), Buffer.from('"}')])));
+    assert.equal(bomb.status, 413);
+    assert.equal(upstream.modelRequests().length, 0);
   });
 
   test('a session id over 256 characters is a 400 session_id_too_long in the client shape; 256 is accepted', async () => {

@@ -260,6 +260,31 @@ describe('failover and mid-stream errors across formats', () => {
     assert.equal(explained.outcome.attempts, 3);
   });
 
+  test('a 200 whose body is not JSON, from an upstream of the other format, reaches an Anthropic client as a 502 Anthropic error, not as a success', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.reply((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end('<html>gateway page</html>');
+    });
+    const translating = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k', max_retries: 0 } } });
+    try {
+      const client = new Anthropic({ baseURL: translating.url, apiKey: 'x', maxRetries: 0 });
+      const error = await client.messages.create({ model: 'c', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof Anthropic.APIError, `an API error, not ${String(error)}`);
+      assert.equal(error.status, 502);
+      assert.equal((error.error as { type: string }).type, 'error');
+      assert.match(error.message, /not JSON/);
+      const status = (await (await fetch(`${translating.url}/status`)).json()) as { requests: { errors: Record<string, number> } };
+      assert.equal(status.requests.errors['upstream'], 1);
+    } finally {
+      await translating.dispose();
+      await upstream.close();
+    }
+  });
+
   test('an Anthropic stream cut midway ends with an Anthropic error event', async () => {
     broken.reply(dropMidStream('anthropic', 'partial anthropic answer', 5));
     const anthropicProxy = await startProxy({ config: { llm: { api_base: broken.url, api_format: 'anthropic', api_key: 'k' } } });

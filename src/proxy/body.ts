@@ -1,34 +1,86 @@
 import type { IncomingMessage } from 'node:http';
-import { BadRequestError, PayloadTooLargeError } from '../errors.js';
+import type { Readable, Transform } from 'node:stream';
+import zlib from 'node:zlib';
+import { BadRequestError, PayloadTooLargeError, RequestError } from '../errors.js';
 
-/** Reads the request body, refusing (413) anything over the limit before it is all in memory. */
+/** The content codings a request body may come in (zlib has them all); the size limit counts decoded bytes. */
+const DECODERS: Readonly<Record<string, () => Transform>> = {
+  gzip: () => zlib.createGunzip(),
+  'x-gzip': () => zlib.createGunzip(),
+  deflate: () => zlib.createInflate(),
+  br: () => zlib.createBrotliDecompress(),
+};
+
+/**
+ * Reads the request body, refusing (413) anything over the limit before it is all in memory. A
+ * compressed body (content-encoding) is decoded: read as it came it was "not valid JSON" with its
+ * binary bytes quoted; an encoding the proxy cannot decode is a 415 that names it.
+ */
 export function readRequestBody(request: IncomingMessage, limitBytes: number): Promise<Buffer> {
   const declared = Number(request.headers['content-length']);
   if (Number.isFinite(declared) && declared > limitBytes) {
     request.resume(); // drain so the connection can answer
     return Promise.reject(new PayloadTooLargeError(limitBytes));
   }
+  const encoding = (request.headers['content-encoding'] ?? '').trim().toLowerCase();
+  if (encoding === '' || encoding === 'identity') return collect(request, request, limitBytes);
+  const decoder = DECODERS[encoding];
+  if (!decoder) {
+    request.resume();
+    return Promise.reject(
+      new RequestError(
+        415,
+        'invalid_request_error',
+        'unsupported_content_encoding',
+        `The request body's content-encoding "${encoding}" is not one the proxy decodes (gzip, deflate, br); send it uncompressed.`,
+      ),
+    );
+  }
+  const decoded = decoder();
+  request.on('error', (error) => decoded.destroy(error));
+  return collect(request.pipe(decoded), request, limitBytes).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code?.startsWith('Z_') || (error as NodeJS.ErrnoException).code?.startsWith('ERR_BROTLI'))
+      throw new BadRequestError('invalid_content_encoding', `The request body is not valid ${encoding}: ${(error as Error).message}.`);
+    throw error;
+  });
+}
+
+/** The bytes of `body` (the request, or its decoder), rejected with a 413 once they pass the limit. */
+function collect(body: Readable, request: IncomingMessage, limitBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let failed = false;
-    request.on('data', (chunk: Buffer) => {
+    body.on('data', (chunk: Buffer) => {
       if (failed) return;
       size += chunk.length;
       if (size > limitBytes) {
         failed = true;
+        if (body !== request) {
+          request.unpipe();
+          request.resume();
+          body.destroy();
+        }
         reject(new PayloadTooLargeError(limitBytes));
         return;
       }
       chunks.push(chunk);
     });
-    request.on('end', () => {
+    body.on('end', () => {
       if (!failed) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     });
-    request.on('error', (error) => {
+    body.on('error', (error) => {
       if (!failed) reject(error);
     });
   });
+}
+
+/**
+ * Whether `error` is the client leaving before its body was all sent (node's "aborted", a
+ * connection reset): no fault of the proxy, and no one left to answer.
+ */
+export function clientLeft(request: IncomingMessage, error: unknown): boolean {
+  return request.destroyed && (error as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET';
 }
 
 /**

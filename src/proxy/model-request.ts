@@ -15,7 +15,7 @@ import type { RequestFormat } from '../types/index.js';
 import type { PolicyForwardResult } from '../rl/policy/index.js';
 import type { PolicyTurn } from '../rl/types.js';
 import { wireFormat, type ForwardInput, type ForwardResult } from '../upstream/index.js';
-import { readRequestBody, parseJsonObject } from './body.js';
+import { clientLeft, readRequestBody, parseJsonObject } from './body.js';
 import { noteRejection } from './rejections.js';
 import { sendError } from './error-response.js';
 import { ResponseSink } from './response-sink.js';
@@ -323,6 +323,11 @@ function countOutcome(deps: ProxyDeps, requestId: string, result: ForwardResult)
 }
 
 function countError(deps: ProxyDeps, requestId: string, request: IncomingMessage, error: unknown): void {
+  if (clientLeft(request, error)) {
+    deps.stats.clientAborts++;
+    deps.logger.info({ request_id: requestId }, 'the client left before its request arrived; nothing was done');
+    return;
+  }
   if (error instanceof RequestError && error.status < 500) {
     noteRejection(deps, { requestId, status: error.status, code: error.code, message: error.message, method: request.method, path: request.url ?? '' });
     return;

@@ -6,6 +6,7 @@ import { AuthenticationError, NotFoundError, PayloadTooLargeError, RequestError 
 import { errorBodyText } from '../shared/api-errors.js';
 import { storageErrorCode } from '../store/index.js';
 import { sessionIdCandidates, type TurnDetail } from '../conversation/index.js';
+import { clientLeft } from './body.js';
 import { formatForHeaders } from './error-response.js';
 import { checkMemberRoute, memberSessionId, requireOwnScope } from './member-access.js';
 import { memberScope } from '../team/index.js';
@@ -119,6 +120,11 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
 
   app.onError((error, c) => {
     const format = formatForHeaders(c.env.incoming.headers);
+    if (clientLeft(c.env.incoming, error)) {
+      deps.stats.clientAborts++;
+      deps.logger.info({ path: c.req.path }, 'the client left before its request arrived; nothing was done');
+      return c.body(null, 400);
+    }
     if (error instanceof RequestError) {
       if (error.status < 500) rejected(c, error.status, error.code, error.message);
       return c.body(

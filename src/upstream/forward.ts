@@ -423,8 +423,13 @@ export class UpstreamForwarder {
     }
     if (!sameFormat) {
       markFirstByte();
-      if (parsed === undefined) sink.sendComplete(status, contentType, raw, headers);
-      else sink.sendComplete(status, 'application/json', JSON.stringify(translateAnswer(input.clientFormat, wire, parsed, input)), headers);
+      if (parsed === undefined) {
+        // Relayed as it came, a body that is not JSON is a "success" the client's SDK cannot parse: a 502 in its shape says what happened.
+        const message = `The upstream answered ${status} with a body that is not JSON, so it cannot be given as the ${input.clientFormat} API's answer.`;
+        sink.sendComplete(502, 'application/json', errorBodyText(input.clientFormat, { kind: 'api_error', message, code: 'upstream_invalid_body' }), headers);
+        return { type: 'finished', status: 502, outcome: 'upstream_error', error: message, response: null };
+      }
+      sink.sendComplete(status, 'application/json', JSON.stringify(translateAnswer(input.clientFormat, wire, parsed, input)), headers);
     }
     const assembled = parsed === undefined ? null : assembleAnswer(wire, parsed);
     return { type: 'finished', status, outcome: 'ok', error: null, response: assembled };
