@@ -225,6 +225,20 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
     assert.equal(upstream.modelRequests().length, 0);
   });
 
+  test('a body with a UTF-8 byte order mark before its JSON is served, and the upstream gets the JSON without the mark', async () => {
+    const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'written by a Windows tool' }] });
+    const response = await fetch(`${proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(body)]),
+    });
+    assert.equal(response.status, 200, await response.clone().text());
+    const sent = upstream.modelRequests();
+    assert.equal(sent.length, 1);
+    assert.equal(sent[0]!.body.messages[0].content, 'written by a Windows tool');
+    assert.notEqual(sent[0]!.raw.charCodeAt(0), 0xfeff, 'no byte order mark reaches the upstream');
+  });
+
   test('a session id over 256 characters is a 400 session_id_too_long in the client shape; 256 is accepted', async () => {
     const tooLong = await failure(
       openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'X-Session-Id': 's'.repeat(257) } }),

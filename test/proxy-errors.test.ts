@@ -285,6 +285,28 @@ describe('failover and mid-stream errors across formats', () => {
     }
   });
 
+  test('a 200 whose JSON is not an answer of its API (no choices), from an upstream of the other format, reaches an Anthropic client as a 502, not as an empty message', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.reply((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ object: 'chat.completion', choices: 5 }));
+    });
+    const translating = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k', max_retries: 0 } } });
+    try {
+      const client = new Anthropic({ baseURL: translating.url, apiKey: 'x', maxRetries: 0 });
+      const error = await client.messages.create({ model: 'c', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof Anthropic.APIError, `an API error, not ${String(error)}`);
+      assert.equal(error.status, 502);
+      assert.match((error.error as { error: { message: string } }).error.message, /not an answer of the openai API \(it has no "choices" list\)/);
+    } finally {
+      await translating.dispose();
+      await upstream.close();
+    }
+  });
+
   test('an Anthropic stream cut midway ends with an Anthropic error event', async () => {
     broken.reply(dropMidStream('anthropic', 'partial anthropic answer', 5));
     const anthropicProxy = await startProxy({ config: { llm: { api_base: broken.url, api_format: 'anthropic', api_key: 'k' } } });

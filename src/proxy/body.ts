@@ -107,10 +107,20 @@ export function parseJsonBody(text: string, raw?: Buffer): unknown {
   return value;
 }
 
-/** Parses a JSON object body; anything else is a 400 that names the problem. */
+/**
+ * The body without a leading UTF-8 byte order mark (as some Windows tools write files): no part of
+ * the JSON (RFC 8259 lets a parser ignore it), and an upstream or a later reader of the recorded
+ * request would stumble on it.
+ */
+export function withoutByteOrderMark(raw: Buffer): Buffer {
+  return raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? raw.subarray(3) : raw;
+}
+
+/** Parses a JSON object body (a byte order mark before it ignored); anything else is a 400 that names the problem. */
 export function parseJsonObject(raw: Buffer): Record<string, unknown> {
   if (raw.length === 0) throw new BadRequestError('invalid_json', 'The request body is empty; expected a JSON object.');
-  const value = parseJsonBody(raw.toString('utf8'), raw);
+  const json = withoutByteOrderMark(raw);
+  const value = parseJsonBody(json.toString('utf8'), json);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new BadRequestError('invalid_json', 'The request body must be a JSON object.');
   }

@@ -15,7 +15,7 @@ import type { RequestFormat } from '../types/index.js';
 import type { PolicyForwardResult } from '../rl/policy/index.js';
 import type { PolicyTurn } from '../rl/types.js';
 import { wireFormat, type ForwardInput, type ForwardResult } from '../upstream/index.js';
-import { clientLeft, readRequestBody, parseJsonObject } from './body.js';
+import { clientLeft, readRequestBody, parseJsonObject, withoutByteOrderMark } from './body.js';
 import { noteRejection } from './rejections.js';
 import { sendError } from './error-response.js';
 import { ResponseSink } from './response-sink.js';
@@ -75,7 +75,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
   let injectedTokens = 0;
   try {
     const { credentials, member } = deps.auth.identify(request.headers);
-    const raw = await readRequestBody(request, deps.maxBodyBytes);
+    const raw = withoutByteOrderMark(await readRequestBody(request, deps.maxBodyBytes));
     const body = parseJsonObject(raw);
     if (format === 'responses') validateResponsesRequest(body);
     else validateModelRequest(format, body);

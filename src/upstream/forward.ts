@@ -12,6 +12,7 @@ import { authHeaders, endpointUrl, versionHeaders, type ClientCredentials } from
 import type { ClientSink } from './sink.js';
 import { completeEventsLength, firstMalformedEvent, isWellFormedEvent, SseParser, type SseEvent } from './sse.js';
 import {
+  answerShapeProblem,
   assembleAnswer,
   assembleStream,
   streamAssembler,
@@ -423,9 +424,11 @@ export class UpstreamForwarder {
     }
     if (!sameFormat) {
       markFirstByte();
-      if (parsed === undefined) {
-        // Relayed as it came, a body that is not JSON is a "success" the client's SDK cannot parse: a 502 in its shape says what happened.
-        const message = `The upstream answered ${status} with a body that is not JSON, so it cannot be given as the ${input.clientFormat} API's answer.`;
+      const problem = parsed === undefined ? 'is not JSON' : answerShapeProblem(wire, parsed);
+      if (problem !== undefined) {
+        // Relayed as it came, a body that is not JSON is a "success" the client's SDK cannot parse, and
+        // JSON of another shape translates to an empty answer: a 502 in the client's shape says what happened.
+        const message = `The upstream answered ${status} with a body that ${parsed === undefined ? problem : `is not an answer of the ${wire} API (${problem})`}, so it cannot be given as the ${input.clientFormat} API's answer.`;
         sink.sendComplete(502, 'application/json', errorBodyText(input.clientFormat, { kind: 'api_error', message, code: 'upstream_invalid_body' }), headers);
         return { type: 'finished', status: 502, outcome: 'upstream_error', error: message, response: null };
       }

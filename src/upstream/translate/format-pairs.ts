@@ -94,6 +94,15 @@ export function translateRequest(
 }
 
 /** A complete answer in the client's format (the wire's own answer parsed). */
+/** The list every answer of `wire`'s API carries its content in: without it, translating makes an empty "success". */
+const ANSWER_LIST: Readonly<Record<RequestFormat, string>> = { openai: 'choices', anthropic: 'content', responses: 'output' };
+
+/** Why `answer` is not an answer of `wire`'s API (its content list missing), or undefined when it is one. */
+export function answerShapeProblem(wire: RequestFormat, answer: unknown): string | undefined {
+  const list = ANSWER_LIST[wire];
+  return isRecord(answer) && Array.isArray(answer[list]) ? undefined : `it has no "${list}" list`;
+}
+
 export function translateAnswer(clientFormat: RequestFormat, wire: RequestFormat, answer: unknown, context: AnswerContext): unknown {
   if (clientFormat === 'responses') {
     const responses = responsesContext(context);

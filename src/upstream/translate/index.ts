@@ -23,6 +23,7 @@ export {
   type ResponsesContext,
 } from './responses-output.js';
 export {
+  answerShapeProblem,
   assembleAnswer,
   assembleStream,
   streamAssembler,
