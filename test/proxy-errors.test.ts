@@ -301,6 +301,17 @@ describe('failover and mid-stream errors across formats', () => {
       assert.ok(error instanceof Anthropic.APIError, `an API error, not ${String(error)}`);
       assert.equal(error.status, 502);
       assert.match((error.error as { error: { message: string } }).error.message, /not an answer of the openai API \(it has no "choices" list\)/);
+      // A gateway's error object in a 200: its message reaches the client.
+      upstream.reply((_request, response) => {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ error: { message: 'model overloaded, try later', code: 'overloaded' } }));
+      });
+      const gateway = await client.messages.create({ model: 'c', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      assert.ok(gateway instanceof Anthropic.APIError && gateway.status === 502, `a 502, not ${String(gateway)}`);
+      assert.match((gateway.error as { error: { message: string } }).error.message, /it holds an error: model overloaded, try later/);
     } finally {
       await translating.dispose();
       await upstream.close();

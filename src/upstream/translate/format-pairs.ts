@@ -100,7 +100,10 @@ const ANSWER_LIST: Readonly<Record<RequestFormat, string>> = { openai: 'choices'
 /** Why `answer` is not an answer of `wire`'s API (its content list missing), or undefined when it is one. */
 export function answerShapeProblem(wire: RequestFormat, answer: unknown): string | undefined {
   const list = ANSWER_LIST[wire];
-  return isRecord(answer) && Array.isArray(answer[list]) ? undefined : `it has no "${list}" list`;
+  if (isRecord(answer) && Array.isArray(answer[list])) return undefined;
+  // Some gateways answer 200 with an error object: its message is what the user needs to see.
+  const error = isRecord(answer) && isRecord(answer['error']) ? readString(answer['error']['message']) : undefined;
+  return error === undefined ? `it has no "${list}" list` : `it holds an error: ${error.slice(0, 500)}`;
 }
 
 export function translateAnswer(clientFormat: RequestFormat, wire: RequestFormat, answer: unknown, context: AnswerContext): unknown {
