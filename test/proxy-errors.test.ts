@@ -260,62 +260,58 @@ describe('failover and mid-stream errors across formats', () => {
     assert.equal(explained.outcome.attempts, 3);
   });
 
-  test('a 200 whose body is not JSON, from an upstream of the other format, reaches an Anthropic client as a 502 Anthropic error, not as a success', async () => {
+  /**
+   * An Anthropic client in front of an OpenAI upstream whose 200s carry `bodies`, one per request:
+   * what the client got for each, and the upstream errors the proxy counted.
+   */
+  async function anthropicAnswersTo(bodies: string[]): Promise<{ outcomes: unknown[]; upstreamErrors: number | undefined }> {
     const upstream = await ScriptedUpstream.start();
-    upstream.reply((_request, response) => {
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end('<html>gateway page</html>');
-    });
     const translating = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k', max_retries: 0 } } });
     try {
       const client = new Anthropic({ baseURL: translating.url, apiKey: 'x', maxRetries: 0 });
-      const error = await client.messages.create({ model: 'c', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).then(
-        () => undefined,
-        (caught: unknown) => caught,
-      );
-      assert.ok(error instanceof Anthropic.APIError, `an API error, not ${String(error)}`);
-      assert.equal(error.status, 502);
-      assert.equal((error.error as { type: string }).type, 'error');
-      assert.match(error.message, /not JSON/);
+      const outcomes: unknown[] = [];
+      for (const body of bodies) {
+        upstream.reply((_request, response) => {
+          response.writeHead(200, { 'content-type': 'application/json' });
+          response.end(body);
+        });
+        outcomes.push(
+          await client.messages.create({ model: 'c', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).then(
+            (message) => message,
+            (caught: unknown) => caught,
+          ),
+        );
+      }
       const status = (await (await fetch(`${translating.url}/status`)).json()) as { requests: { errors: Record<string, number> } };
-      assert.equal(status.requests.errors['upstream'], 1);
+      return { outcomes, upstreamErrors: status.requests.errors['upstream'] };
     } finally {
       await translating.dispose();
       await upstream.close();
     }
+  }
+
+  test('a 200 whose body is not JSON, from an upstream of the other format, reaches an Anthropic client as a 502 Anthropic error, not as a success', async () => {
+    const { outcomes, upstreamErrors } = await anthropicAnswersTo(['<html>gateway page</html>']);
+    const error = outcomes[0];
+    assert.ok(error instanceof Anthropic.APIError, `an API error, not ${String(error)}`);
+    assert.equal(error.status, 502);
+    assert.equal((error.error as { type: string }).type, 'error');
+    assert.match(error.message, /not JSON/);
+    assert.equal(upstreamErrors, 1);
   });
 
   test('a 200 whose JSON is not an answer of its API (no choices), from an upstream of the other format, reaches an Anthropic client as a 502, not as an empty message', async () => {
-    const upstream = await ScriptedUpstream.start();
-    upstream.reply((_request, response) => {
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ object: 'chat.completion', choices: 5 }));
-    });
-    const translating = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k', max_retries: 0 } } });
-    try {
-      const client = new Anthropic({ baseURL: translating.url, apiKey: 'x', maxRetries: 0 });
-      const error = await client.messages.create({ model: 'c', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).then(
-        () => undefined,
-        (caught: unknown) => caught,
-      );
-      assert.ok(error instanceof Anthropic.APIError, `an API error, not ${String(error)}`);
-      assert.equal(error.status, 502);
-      assert.match((error.error as { error: { message: string } }).error.message, /not an answer of the openai API \(it has no "choices" list\)/);
+    const { outcomes } = await anthropicAnswersTo([
+      JSON.stringify({ object: 'chat.completion', choices: 5 }),
       // A gateway's error object in a 200: its message reaches the client.
-      upstream.reply((_request, response) => {
-        response.writeHead(200, { 'content-type': 'application/json' });
-        response.end(JSON.stringify({ error: { message: 'model overloaded, try later', code: 'overloaded' } }));
-      });
-      const gateway = await client.messages.create({ model: 'c', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).then(
-        () => undefined,
-        (caught: unknown) => caught,
-      );
-      assert.ok(gateway instanceof Anthropic.APIError && gateway.status === 502, `a 502, not ${String(gateway)}`);
-      assert.match((gateway.error as { error: { message: string } }).error.message, /it holds an error: model overloaded, try later/);
-    } finally {
-      await translating.dispose();
-      await upstream.close();
-    }
+      JSON.stringify({ error: { message: 'model overloaded, try later', code: 'overloaded' } }),
+    ]);
+    const [error, gateway] = outcomes;
+    assert.ok(error instanceof Anthropic.APIError, `an API error, not ${String(error)}`);
+    assert.equal(error.status, 502);
+    assert.match((error.error as { error: { message: string } }).error.message, /not an answer of the openai API \(it has no "choices" list\)/);
+    assert.ok(gateway instanceof Anthropic.APIError && gateway.status === 502, `a 502, not ${String(gateway)}`);
+    assert.match((gateway.error as { error: { message: string } }).error.message, /it holds an error: model overloaded, try later/);
   });
 
   test('an Anthropic stream cut midway ends with an Anthropic error event', async () => {

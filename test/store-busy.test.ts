@@ -8,7 +8,7 @@ import { loadConfig } from '../src/config/index.js';
 import { ConversationStore } from '../src/conversation/index.js';
 import { recordingSettings } from '../src/runtime/recording.js';
 import { openDatabase } from '../src/store/index.js';
-import { tempHome, waitFor } from './support/proxy.js';
+import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { startScriptedProxy } from './support/scripted-proxy.js';
 import { finishedTurn } from './support/turns.js';
 
@@ -55,23 +55,46 @@ test('a turn the store refuses as busy is written by the writer thread once the 
   }
 });
 
-test('another connection holding the write lock for seconds never stalls requests: learning pauses and resumes, every turn is recorded', async () => {
+/** A proxy on a scripted upstream, a second connection to its database, and a way to send it turns. */
+interface LockableProxy {
+  proxy: ProxyHandle;
+  /** Another connection to the proxy's SQLite file: what holds the lock. */
+  other: Database.Database;
+  status: () => Promise<any>;
+  /** Sends one turn (sessions `<prefix>-0` … `<prefix>-<n-1>` in turn); resolves to its latency in ms. */
+  ask: () => Promise<number>;
+  /** Turns sent so far. */
+  sent: () => number;
+}
+
+/** Runs `body` against a fresh proxy (learning from sessions and memory extraction off), then lets the lock go and stops it. */
+async function withLockableProxy(sessionPrefix: string, sessions: number, body: (context: LockableProxy) => Promise<void>): Promise<void> {
   const { proxy, close } = await startScriptedProxy({ config: { skills: { auto_evolve: false }, memory: { auto_extract: false } } });
-  const status = async () => (await (await fetch(`${proxy.url}/status`)).json()) as any;
   const openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
   const other = new Database(join(proxy.home, 'metaclaw.db'));
+  let sent = 0;
+  const ask = async () => {
+    const started = performance.now();
+    const answer = await openai.chat.completions.create(
+      { model: 'm', messages: [{ role: 'user', content: `Note ${sent} for later: the staging bucket is called heron-${sent}.` }] },
+      { headers: { 'X-Session-Id': `${sessionPrefix}-${sent % sessions}` } },
+    );
+    sent++;
+    assert.equal(answer.choices[0]!.message.content, 'Hello from the scripted upstream.');
+    return performance.now() - started;
+  };
+  const status = async () => (await (await fetch(`${proxy.url}/status`)).json()) as any;
   try {
-    let sent = 0;
-    const ask = async () => {
-      const started = performance.now();
-      const answer = await openai.chat.completions.create(
-        { model: 'm', messages: [{ role: 'user', content: `Note ${sent} for later: the staging bucket is called heron-${sent}.` }] },
-        { headers: { 'X-Session-Id': `busy-${sent % 3}` } },
-      );
-      sent++;
-      assert.equal(answer.choices[0]!.message.content, 'Hello from the scripted upstream.');
-      return performance.now() - started;
-    };
+    await body({ proxy, other, status, ask, sent: () => sent });
+  } finally {
+    if (other.inTransaction) other.exec('ROLLBACK');
+    other.close();
+    await close();
+  }
+}
+
+test('another connection holding the write lock for seconds never stalls requests: learning pauses and resumes, every turn is recorded', async () => {
+  await withLockableProxy('busy', 3, async ({ other, status, ask, sent }) => {
     await ask();
     // Each turn queues a learning job (its memory unit), and the runner takes jobs in the gaps
     // between requests: with gaps of 300 ms it tries to write while the lock is held.
@@ -87,33 +110,14 @@ test('another connection holding the write lock for seconds never stalls request
 
     const settled = await waitFor(async () => {
       const current = await status();
-      return current.store.writable && current.sessions.turns === sent && current.queue.queued === 0 ? current : undefined;
+      return current.store.writable && current.sessions.turns === sent() && current.queue.queued === 0 ? current : undefined;
     }, 20_000);
     assert.equal(settled.store.recording.held, 0);
-  } finally {
-    if (other.inTransaction) other.exec('ROLLBACK');
-    other.close();
-    await close();
-  }
+  });
 });
 
 test('a lock held for a moment by another connection pauses recording and learning for about as long: both resume within a second of its release', async () => {
-  const { proxy, close } = await startScriptedProxy({ config: { skills: { auto_evolve: false }, memory: { auto_extract: false } } });
-  const status = async () => (await (await fetch(`${proxy.url}/status`)).json()) as any;
-  const openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
-  const other = new Database(join(proxy.home, 'metaclaw.db'));
-  try {
-    let sent = 0;
-    const ask = async () => {
-      const started = performance.now();
-      const answer = await openai.chat.completions.create(
-        { model: 'm', messages: [{ role: 'user', content: `Note ${sent} for later: the staging bucket is called heron-${sent}.` }] },
-        { headers: { 'X-Session-Id': `moment-${sent % 2}` } },
-      );
-      sent++;
-      assert.equal(answer.choices[0]!.message.content, 'Hello from the scripted upstream.');
-      return performance.now() - started;
-    };
+  await withLockableProxy('moment', 2, async ({ proxy, other, status, ask, sent }) => {
     await ask();
     await ask();
     await waitFor(async () => (await status()).sessions.turns === 2);
@@ -159,34 +163,23 @@ test('a lock held for a moment by another connection pauses recording and learni
 
     const settled = await waitFor(async () => {
       const current = await status();
-      return current.sessions.turns === sent && current.queue.queued === 0 ? current : undefined;
+      return current.sessions.turns === sent() && current.queue.queued === 0 ? current : undefined;
     }, 20_000);
     assert.equal(settled.store.recording.held, 0);
     assert.equal(settled.store.writable, true);
-  } finally {
-    if (other.inTransaction) other.exec('ROLLBACK');
-    other.close();
-    await close();
-  }
+  });
 });
 
 test('metaclaw doctor, while another connection holds the write lock, names the lock as the cause, not a full disk', async () => {
-  const { proxy, close } = await startScriptedProxy({ config: { skills: { auto_evolve: false }, memory: { auto_extract: false } } });
-  const openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
-  const other = new Database(join(proxy.home, 'metaclaw.db'));
-  try {
-    await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hello' }] }, { headers: { 'X-Session-Id': 'doctor-lock' } });
-    await waitFor(async () => ((await (await fetch(`${proxy.url}/status`)).json()) as any).sessions.turns === 1);
+  await withLockableProxy('doctor-lock', 1, async ({ proxy, other, status, ask }) => {
+    await ask();
+    await waitFor(async () => (await status()).sessions.turns === 1);
     other.exec('BEGIN IMMEDIATE');
-    const ended = await fetch(`${proxy.url}/v1/sessions/doctor-lock/end`, { method: 'POST' });
+    const ended = await fetch(`${proxy.url}/v1/sessions/doctor-lock-0/end`, { method: 'POST' });
     assert.equal(ended.status, 503, 'ending the session met the lock');
     const result = await proxy.cli(['doctor']);
     assert.match(result.stdout, /proxy: .*cannot write its store .*SQLITE_BUSY/);
     assert.match(result.stdout, /another program holds the write lock of .*metaclaw\.db/);
     assert.doesNotMatch(result.stdout, /free some space on the disk/);
-  } finally {
-    if (other.inTransaction) other.exec('ROLLBACK');
-    other.close();
-    await close();
-  }
+  });
 });

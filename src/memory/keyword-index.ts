@@ -177,7 +177,8 @@ export function clarifyingQuestion(turn: Pick<LinkedTurn, 'content' | 'speaker'>
  * A raw turn's link to the raw turn said before it, as both engines store it: that turn and the
  * words it lends (after a clarifying question, the question's words and those it was lent, the
  * turn before it: at most NEIGHBOUR_TERMS in all), or none. A turn's link therefore depends on the
- * two turns before it: editing or deleting a turn relinks the two turns after it.
+ * turns before it back through any run of clarifying questions: editing or deleting a turn relinks
+ * the turns after it along that run (`MemoryStore.relinkFrom`, and the team store's relink).
  */
 export function rawLink(previous: LinkedTurn | undefined): { previous_raw: number | null; neighbour_terms: string } {
   if (!previous) return { previous_raw: null, neighbour_terms: '' };

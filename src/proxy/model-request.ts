@@ -16,7 +16,7 @@ import type { PolicyForwardResult } from '../rl/policy/index.js';
 import type { PolicyTurn } from '../rl/types.js';
 import { wireFormat, type ForwardInput, type ForwardResult } from '../upstream/index.js';
 import { clientLeft, readRequestBody, parseJsonObject, withoutByteOrderMark } from './body.js';
-import { noteRejection } from './rejections.js';
+import { noteClientLeft, noteRejection } from './rejections.js';
 import { sendError } from './error-response.js';
 import { ResponseSink } from './response-sink.js';
 import { ResponsesTurn } from './responses-turn.js';
@@ -324,8 +324,7 @@ function countOutcome(deps: ProxyDeps, requestId: string, result: ForwardResult)
 
 function countError(deps: ProxyDeps, requestId: string, request: IncomingMessage, error: unknown): void {
   if (clientLeft(request, error)) {
-    deps.stats.clientAborts++;
-    deps.logger.info({ request_id: requestId }, 'the client left before its request arrived; nothing was done');
+    noteClientLeft(deps, { request_id: requestId });
     return;
   }
   if (error instanceof RequestError && error.status < 500) {

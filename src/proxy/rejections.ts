@@ -27,3 +27,9 @@ export function noteRejection(
     'request rejected',
   );
 }
+
+/** A client that left before its request body arrived: no fault of anyone's and no one to answer, so counted apart and logged at info. */
+export function noteClientLeft(deps: { stats: ProxyStats; logger: Logger }, fields: Record<string, unknown>): void {
+  deps.stats.clientAborts++;
+  deps.logger.info(fields, 'the client left before its request arrived; nothing was done');
+}

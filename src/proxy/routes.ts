@@ -13,7 +13,7 @@ import { memberScope } from '../team/index.js';
 import { newRequestId } from './model-request.js';
 import { passThroughRoutes } from './pass-through-routes.js';
 import { responsesRoutes } from './responses-routes.js';
-import { noteRejection } from './rejections.js';
+import { noteClientLeft, noteRejection } from './rejections.js';
 import type { ProxyApp, ProxyDeps, ProxyEnv } from './types.js';
 
 /** The non-model routes: health, status, models, request explanations, and groups added by other parts. */
@@ -121,8 +121,7 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
   app.onError((error, c) => {
     const format = formatForHeaders(c.env.incoming.headers);
     if (clientLeft(c.env.incoming, error)) {
-      deps.stats.clientAborts++;
-      deps.logger.info({ path: c.req.path }, 'the client left before its request arrived; nothing was done');
+      noteClientLeft(deps, { path: c.req.path });
       return c.body(null, 400);
     }
     if (error instanceof RequestError) {
