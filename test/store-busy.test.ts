@@ -170,6 +170,34 @@ test('a lock held for a moment by another connection pauses recording and learni
   });
 });
 
+test('while another connection holds the lock for seconds, probing for its release stalls no request: only the write that met it waited', async () => {
+  await withLockableProxy('probing', 2, async ({ proxy, other, status, ask }) => {
+    await ask();
+    await waitFor(async () => (await status()).sessions.turns === 1);
+    other.exec('BEGIN IMMEDIATE');
+    // The pause starts here, at a known moment (the session end waits out the 200 ms busy timeout).
+    const ended = await fetch(`${proxy.url}/v1/sessions/probing-0/end`, { method: 'POST' });
+    assert.equal(ended.status, 503, 'ending the session met the lock');
+    // Requests back to back for 4 s, while the store is probed 8 times or more. A probe that waited
+    // the full busy timeout on the event loop held every request in flight for ~200 ms each time
+    // (5 or 6 of them here); one that gives up at once holds none.
+    const latencies: number[] = [];
+    const heldUntil = Date.now() + 4_000;
+    while (Date.now() < heldUntil) {
+      latencies.push(await ask());
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const releasedAt = performance.now();
+    other.exec('COMMIT');
+    const stalled = latencies.filter((ms) => ms >= 150).map(Math.round);
+    assert.ok(stalled.length <= 1, `${stalled.length} of ${latencies.length} requests took 150 ms or more while the lock was held: ${stalled.join(', ')} ms`);
+    // Probes come every 500 ms at most while busy: learning resumes within that of the release.
+    await waitFor(async () => ((await status()).store.writable ? true : undefined), 10_000, 10);
+    const resumedAfterMs = performance.now() - releasedAt;
+    assert.ok(resumedAfterMs < 1_000, `resumed ${Math.round(resumedAfterMs)} ms after the lock was let go`);
+  });
+});
+
 test('metaclaw doctor, while another connection holds the write lock, names the lock as the cause, not a full disk', async () => {
   await withLockableProxy('doctor-lock', 1, async ({ proxy, other, status, ask }) => {
     await ask();

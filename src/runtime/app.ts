@@ -60,6 +60,8 @@ export type StatusReport = ReturnType<MetaclawRuntime['statusReport']>;
 
 /** The longest the proxy's own connection waits for another's write lock (ms): the event loop waits with it. */
 const MAIN_THREAD_BUSY_TIMEOUT_MS = 200;
+/** How long a probe waits for a lock another connection holds: it only asks whether the lock was let go. */
+const BUSY_PROBE_TIMEOUT_MS = 5;
 
 /**
  * The running proxy process: composes config → store → conversation → learning → context →
@@ -142,15 +144,25 @@ export class MetaclawRuntime {
       },
     });
     this.health.setProbe(() => {
-      // On a full disk the WAL itself may hold the space: copied into the database and cut to zero, it
-      // gives it back. While another connection holds the lock it would only wait on that lock (up to
-      // the busy timeout, on the event loop) and keep the store busy: the write alone tells.
-      if (!this.health.busy) {
+      if (this.health.busy) {
+        // The probe's write waits for the lock on the event loop, and every request with it: while
+        // another connection holds the lock it gives up almost at once (probes come every 500 ms at
+        // most), instead of stalling requests for the full busy timeout each time. A checkpoint
+        // would only wait on the same lock: the write alone tells.
+        this.db.pragma(`busy_timeout = ${BUSY_PROBE_TIMEOUT_MS}`);
         try {
-          this.db.pragma('wal_checkpoint(TRUNCATE)');
-        } catch {
-          // the write below tells whether the store can be written
+          this.conversation.probeWrite();
+        } finally {
+          this.db.pragma(`busy_timeout = ${MAIN_THREAD_BUSY_TIMEOUT_MS}`);
         }
+        return;
+      }
+      // On a full disk the WAL itself may hold the space: copied into the database and cut to zero, it
+      // gives it back.
+      try {
+        this.db.pragma('wal_checkpoint(TRUNCATE)');
+      } catch {
+        // the write below tells whether the store can be written
       }
       this.conversation.probeWrite();
     });

@@ -26,6 +26,12 @@ function isBusyCode(code: string): boolean {
 
 /** The first probe after a busy error: most locks are held for a few hundred milliseconds. */
 const BUSY_FIRST_PROBE_MS = 50;
+/**
+ * The longest wait between probes while busy. A busy probe gives up at once (see the probe in
+ * runtime/app.ts), so probing often costs little, and learning resumes within this long of the
+ * lock's release however long it was held.
+ */
+const BUSY_LONGEST_PROBE_MS = 500;
 
 /** Who met the failure: each is paused while the store cannot be written. */
 export type StorageArea = 'recording' | 'learning' | 'maintenance' | 'api';
@@ -48,8 +54,8 @@ export interface StoreHealthStatus {
  * everything resumes by itself and the waiting work is written. One episode logs two lines, not
  * one per failed write: a full disk under load would otherwise fill the log (if it still could).
  * A full disk is probed every `probeIntervalMs`; a lock held by another connection (SQLITE_BUSY,
- * SQLITE_LOCKED) after 50 ms, then twice as long each time up to that interval, so a lock held for
- * a moment pauses learning for about as long as the lock, not for 2 s.
+ * SQLITE_LOCKED) after 50 ms, then twice as long each time up to 500 ms, so learning resumes within
+ * moments of the lock's release, not up to 2 s later.
  */
 export class StoreHealth {
   private pausedSince: number | undefined;
@@ -204,8 +210,8 @@ export class StoreHealth {
   private scheduleProbe(): void {
     if (this.probeTimer || this.stopped) return;
     const delayMs = this.nextProbeMs;
-    // While busy: 50, 100, 200 ms … up to the normal interval.
-    this.nextProbeMs = Math.min(delayMs * 2, this.probeIntervalMs);
+    // While busy: 50, 100, 200, 400 ms, then every 500 ms; otherwise the normal interval.
+    this.nextProbeMs = Math.min(delayMs * 2, this.pausedBusy ? Math.min(BUSY_LONGEST_PROBE_MS, this.probeIntervalMs) : this.probeIntervalMs);
     this.probeTimer = setTimeout(() => {
       this.probeTimer = undefined;
       void this.probeNow().then((ok) => {
