@@ -92,6 +92,27 @@ describe('memory recall beyond keywords (no extractor)', () => {
     assert.equal(doctor[0]?.content, 'My physician is Dr. Okafor at the Elm Street practice.', JSON.stringify(doctor.map((result) => result.content)));
   });
 
+  test(`a question about the user's life recalls what the user said above the assistant's reply that echoes the question's words; one about the assistant's advice ("what did you suggest", "the tip you gave me") still recalls the reply`, async () => {
+    const now = Date.now();
+    await api(suite.proxy, '/v1/memory/ingest', {
+      session_id: 'sister-move',
+      turns: [
+        { role: 'user', content: 'Big news: my sister moved to Porto in May, she found a flat near the river.', timestamp: now - 40 * DAY },
+        {
+          role: 'assistant',
+          content: 'How exciting for your sister! Living in a new city takes time; suggest she joins a language class to meet people where she lives.',
+          timestamp: now - 40 * DAY + 60_000,
+        },
+      ],
+    });
+    const life = await search(suite.proxy, 'Where does my sister live these days?');
+    assert.match(life[0]?.content ?? '', /^Big news: my sister moved to Porto/, JSON.stringify(life.map((result) => result.content)));
+    const advice = await search(suite.proxy, 'What did you suggest my sister do to meet people in her new city?');
+    assert.match(advice[0]?.content ?? '', /^How exciting for your sister/, JSON.stringify(advice.map((result) => result.content)));
+    const tip = await search(suite.proxy, 'Remind me of the language class tip you gave me for my sister.');
+    assert.match(tip[0]?.content ?? '', /^How exciting for your sister/, JSON.stringify(tip.map((result) => result.content)));
+  });
+
   test('"what did I buy last spring" recalls a purchase told in spring over a later one', async () => {
     const spring = lastSpring(new Date());
     const inSpring = spring.start + 40 * DAY;
