@@ -80,6 +80,13 @@ export class PayloadTooLargeError extends RequestError {
   }
 }
 
+/** A request that did not all arrive within proxy.request_timeout_seconds (a body sent a byte at a time holds a connection). */
+export class RequestTimeoutError extends RequestError {
+  constructor(message: string) {
+    super(408, 'timeout_error', 'request_timeout', message);
+  }
+}
+
 export class UpstreamConnectionError extends RequestError {
   constructor(message: string, cause?: unknown) {
     super(502, 'api_error', 'upstream_unreachable', message, { cause });

@@ -225,6 +225,66 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
     assert.equal(upstream.modelRequests().length, 0);
   });
 
+  test("the routes beside the model routes decode gzip, deflate and br bodies too; a corrupt one is a 400, an unknown coding a 415, a bomb a 413, each in that route's error shape and counted", async () => {
+    const send = (path: string, encoding: string, bytes: Buffer, headers: Record<string, string> = {}) =>
+      fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': encoding, ...headers }, body: bytes });
+    const json = (value: unknown) => Buffer.from(JSON.stringify(value));
+
+    const counted = { model: 'm', messages: [{ role: 'user', content: 'count these compressed words please' }] };
+    const plain = (await (await send('/v1/messages/count_tokens', 'identity', json(counted))).json()) as { input_tokens: number };
+    const gzipped = await send('/v1/messages/count_tokens', 'gzip', zlib.gzipSync(json(counted)), { 'anthropic-version': '2023-06-01' });
+    assert.equal(gzipped.status, 200, await gzipped.clone().text());
+    assert.deepEqual(await gzipped.json(), plain);
+
+    const embedded = await send('/v1/embeddings', 'deflate', zlib.deflateSync(json({ model: 'embedder', input: 'deflated text' })));
+    assert.equal(embedded.status, 200, await embedded.clone().text());
+    const passed = upstream.requests.find((request) => request.path.endsWith('/embeddings'));
+    assert.deepEqual(passed?.body, { model: 'embedder', input: 'deflated text' }, 'the upstream gets the decoded JSON');
+
+    const scope = { 'x-memory-scope': 'gzip-routes' };
+    const added = await send(
+      '/v1/memory',
+      'br',
+      zlib.brotliCompressSync(json({ type: 'project_state', content: 'The staging database lives on host kestrel.' })),
+      scope,
+    );
+    assert.equal(added.status, 201, await added.clone().text());
+    const found = await send('/v1/memory/search', 'gzip', zlib.gzipSync(json({ query: 'staging database host' })), scope);
+    assert.equal(found.status, 200, await found.clone().text());
+    assert.match(JSON.stringify(await found.json()), /kestrel/);
+
+    const before = await errors();
+    // Anthropic's shape where the client is Anthropic's, OpenAI's elsewhere, as every error of these routes.
+    const corrupt = await send('/v1/messages/count_tokens', 'gzip', Buffer.from([0x1f, 0x8b, 8, 0, 1, 2, 3, 4, 5]), { 'anthropic-version': '2023-06-01' });
+    assert.equal(corrupt.status, 400);
+    const corruptError = (await corrupt.json()) as { type: string; error: { type: string; message: string } };
+    assert.equal(corruptError.type, 'error');
+    assert.equal(corruptError.error.type, 'invalid_request_error');
+    assert.match(corruptError.error.message, /not valid gzip/);
+    const corruptMemory = await send('/v1/memory/search', 'deflate', Buffer.from('not deflate at all'), scope);
+    assert.equal(corruptMemory.status, 400);
+    assert.equal(((await corruptMemory.json()) as { error: { code: string } }).error.code, 'invalid_content_encoding');
+    const unknown = await send('/v1/memory/search', 'zstd', json({ query: 'x' }), scope);
+    assert.equal(unknown.status, 415);
+    assert.match(((await unknown.json()) as { error: { message: string } }).error.message, /content-encoding "zstd"/);
+    // ~40 KB on the wire, 40 MiB once decoded: the limit counts decoded bytes.
+    const bomb = await send(
+      '/v1/memory',
+      'gzip',
+      zlib.gzipSync(Buffer.concat([Buffer.from('{"type":"project_state","content":"'), Buffer.alloc(40 * 1024 * 1024, 0x30), Buffer.from('"}')])),
+      scope,
+    );
+    assert.equal(bomb.status, 413);
+    assert.equal(((await bomb.json()) as { error: { code: string } }).error.code, 'request_too_large');
+    const after = await errors();
+    assert.equal(after['bad_request']! - before['bad_request']!, 4, 'each refusal counted as a bad request');
+    assert.deepEqual(
+      upstream.requests.map((request) => request.path),
+      ['/v1/embeddings'],
+      'only the embeddings request went upstream',
+    );
+  });
+
   test('a body with a UTF-8 byte order mark before its JSON is served, and the upstream gets the JSON without the mark', async () => {
     const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'written by a Windows tool' }] });
     const response = await fetch(`${proxy.url}/v1/chat/completions`, {

@@ -113,6 +113,10 @@ export const KEY_DEFINITIONS = [
   integerKey('proxy.port', 30000, { min: 1, max: 65535, doc: 'Port to listen on.' }),
   secretKey('proxy.api_key', { doc: 'Key clients must present (Bearer, x-api-key or x-metaclaw-api-key). Required when binding beyond loopback.' }),
   numberKey('proxy.max_body_mb', 32, { min: 0.001, doc: 'Largest request body accepted, in MiB (larger: 413).' }),
+  numberKey('proxy.request_timeout_seconds', 300, {
+    min: 0,
+    doc: 'Longest a request may take to arrive, headers and body (later: 408, connection closed); answers, streams included, are not timed. 0: no limit.',
+  }),
   numberKey('proxy.shutdown_timeout_seconds', 10, { min: 0, doc: 'On stop, how long running streams may finish before they are cut.' }),
   stringKey('proxy.served_model_name', 'metaclaw', { doc: 'Model name /v1/models reports when the upstream cannot list models.' }),
 

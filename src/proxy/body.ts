@@ -45,31 +45,52 @@ export function readRequestBody(request: IncomingMessage, limitBytes: number): P
   });
 }
 
+/** The body reads under way, by request: how to end one from outside (failBodyRead). */
+const reading = new WeakMap<IncomingMessage, (error: Error) => void>();
+
+/**
+ * Ends the read of `request`'s body with `error`, which the route then answers like any error of
+ * its own (node:http's request timeout uses it: the 408 then comes in the route's API shape and is
+ * counted as its rejections are). False when no read is under way.
+ */
+export function failBodyRead(request: IncomingMessage, error: Error): boolean {
+  const fail = reading.get(request);
+  fail?.(error);
+  return fail !== undefined;
+}
+
 /** The bytes of `body` (the request, or its decoder), rejected with a 413 once they pass the limit. */
 function collect(body: Readable, request: IncomingMessage, limitBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let failed = false;
+    const fail = (error: Error) => {
+      failed = true;
+      reading.delete(request);
+      if (body !== request) {
+        request.unpipe();
+        request.resume();
+        body.destroy();
+      }
+      reject(error);
+    };
+    reading.set(request, fail);
     body.on('data', (chunk: Buffer) => {
       if (failed) return;
       size += chunk.length;
       if (size > limitBytes) {
-        failed = true;
-        if (body !== request) {
-          request.unpipe();
-          request.resume();
-          body.destroy();
-        }
-        reject(new PayloadTooLargeError(limitBytes));
+        fail(new PayloadTooLargeError(limitBytes));
         return;
       }
       chunks.push(chunk);
     });
     body.on('end', () => {
+      reading.delete(request);
       if (!failed) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     });
     body.on('error', (error) => {
+      reading.delete(request);
       if (!failed) reject(error);
     });
   });

@@ -1,8 +1,12 @@
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { ErrorKind } from '../errors.js';
+import { RequestTimeoutError, type ErrorKind } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import { errorBodyText } from '../shared/api-errors.js';
+import { failBodyRead } from './body.js';
+import { newRequestId } from './model-request.js';
+import { noteRejection } from './rejections.js';
+import type { ProxyStats } from './stats.js';
 
 interface Refusal {
   status: number;
@@ -12,29 +16,64 @@ interface Refusal {
   message: string;
 }
 
+/** How long a route has to answer a body read ended by the timeout before its connection is cut anyway. */
+const ROUTE_ANSWER_GRACE_MS = 10_000;
+
 /**
  * Requests that node:http refuses before any handler runs (a header block over its limit, a head
  * that took too long, bytes that are not HTTP) get a JSON error an SDK can show, instead of node's
  * bare status line with an empty body. The route is not known yet, so the body has OpenAI's shape.
+ * A request whose body was still coming when proxy.request_timeout_seconds ran out is the
+ * exception: its route is reading it, so the route answers the 408 in its own API's shape. Each is
+ * a rejection like those the routes answer (counted, listed in /status, logged with a request id).
  */
-export function answerClientErrors(server: http.Server, logger: Logger): void {
+export function answerClientErrors(server: http.Server, deps: { stats: ProxyStats; logger: Logger }): void {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
-    // Like node's own handler: never write into a response that has already begun.
-    const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-    if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    // Like node's own handler: never write into a response that has already begun. A client that
+    // closed mid-request (reset, or its end before the request's: HPE_INVALID_EOF_STATE) has left,
+    // no one to answer; a route reading its body counts it as a client that left.
+    const inFlight = (socket as { _httpMessage?: http.ServerResponse })._httpMessage;
+    if (error.code === 'ECONNRESET' || error.code === 'HPE_INVALID_EOF_STATE' || !socket.writable || inFlight?.headersSent) {
       socket.destroy();
       return;
     }
-    const refusal = refusalFor(error);
-    logger.warn({ code: error.code, status: refusal.status }, 'refused a request node:http could not read');
+    const bodyTimedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' && inFlight !== undefined;
+    if (bodyTimedOut && handToRoute(inFlight, socket, server.requestTimeout)) return;
+    const refusal = bodyTimedOut ? bodyTimeout(server.requestTimeout) : refusalFor(error, server);
+    const requestId = newRequestId();
+    const request = inFlight?.req;
+    noteRejection(deps, { ...refusal, requestId, method: request?.method, path: request?.url ?? '' });
     const body = errorBodyText('openai', refusal);
     socket.end(
-      `HTTP/1.1 ${refusal.status} ${refusal.reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${refusal.status} ${refusal.reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-metaclaw-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
     );
   });
 }
 
-function refusalFor(error: NodeJS.ErrnoException): Refusal {
+/**
+ * Ends the route's read of a body that did not arrive in time with a 408, which the route answers
+ * and counts itself; its answer closes the connection (the rest of the body is never read). False
+ * when no read is under way (the 408 is then answered here).
+ */
+function handToRoute(response: http.ServerResponse, socket: Duplex, timeoutMs: number): boolean {
+  response.shouldKeepAlive = false;
+  if (!failBodyRead(response.req, new RequestTimeoutError(bodyTimeout(timeoutMs).message))) return false;
+  const cut = setTimeout(() => socket.destroy(), ROUTE_ANSWER_GRACE_MS).unref();
+  socket.once('close', () => clearTimeout(cut));
+  return true;
+}
+
+function bodyTimeout(timeoutMs: number): Refusal {
+  return {
+    status: 408,
+    reason: 'Request Timeout',
+    kind: 'timeout_error',
+    code: 'request_timeout',
+    message: `The request body did not all arrive within ${timeoutMs / 1000} s (proxy.request_timeout_seconds); the connection is closed.`,
+  };
+}
+
+function refusalFor(error: NodeJS.ErrnoException, server: http.Server): Refusal {
   if (error.code === 'HPE_HEADER_OVERFLOW') {
     return {
       status: 431,
@@ -45,7 +84,14 @@ function refusalFor(error: NodeJS.ErrnoException): Refusal {
     };
   }
   if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    return { status: 408, reason: 'Request Timeout', kind: 'timeout_error', code: 'request_timeout', message: 'The request headers did not arrive in time.' };
+    const whole = server.requestTimeout > 0 ? `, all of it within ${server.requestTimeout / 1000} s: proxy.request_timeout_seconds` : '';
+    return {
+      status: 408,
+      reason: 'Request Timeout',
+      kind: 'timeout_error',
+      code: 'request_timeout',
+      message: `The request did not arrive in time (its headers within ${server.headersTimeout / 1000} s${whole}).`,
+    };
   }
   return {
     status: 400,

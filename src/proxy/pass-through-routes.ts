@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { promptTokens } from '../context/index.js';
 import { NotFoundError } from '../errors.js';
 import { passThrough, type PassedAnswer } from '../upstream/index.js';
-import { parseJsonObject } from './body.js';
+import { readJsonObject } from './route-body.js';
 import type { ProxyApp, ProxyDeps, ProxyEnv } from './types.js';
 import { describeIssue, requestErrorFrom, validateTokenCountRequest } from './validate.js';
 
@@ -28,7 +28,7 @@ export function passThroughRoutes(deps: ProxyDeps, app: ProxyApp): void {
   const countTokens = async (c: RouteContext) => {
     const headers = c.env.incoming.headers;
     const credentials = deps.auth.check(headers);
-    const body = parseJsonObject(Buffer.from(await c.req.arrayBuffer()));
+    const body = await readJsonObject(c.req.raw);
     validateTokenCountRequest(body);
     deps.stats.tokenCounts++;
     const target = deps.forwarder.mainTarget;
@@ -40,7 +40,7 @@ export function passThroughRoutes(deps: ProxyDeps, app: ProxyApp): void {
   const embeddings = async (c: RouteContext) => {
     const headers = c.env.incoming.headers;
     const credentials = deps.auth.check(headers);
-    const body = parseJsonObject(Buffer.from(await c.req.arrayBuffer()));
+    const body = await readJsonObject(c.req.raw);
     const checked = embeddingsRequest.safeParse(body);
     if (!checked.success) throw requestErrorFrom(checked.error, describeIssue);
     deps.stats.embeddingRequests++;

@@ -14,7 +14,9 @@ export function noteRejection(
   if (rejection.status === 401) stats.authFailures++;
   else if (rejection.status === 404) stats.notFound++;
   else stats.badRequests++;
-  stats.rememberError(rejection.requestId, rejection.status, `${rejection.method ?? ''} ${rejection.path}: ${rejection.message}`.trim());
+  // node:http refuses some requests before their method and path are read (client-error.ts).
+  const where = `${rejection.method ?? ''} ${rejection.path}`.trim();
+  stats.rememberError(rejection.requestId, rejection.status, where === '' ? rejection.message : `${where}: ${rejection.message}`);
   deps.logger.warn(
     {
       request_id: rejection.requestId,

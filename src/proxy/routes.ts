@@ -1,12 +1,11 @@
 import { Hono, type Context } from 'hono';
 import type { HttpBindings } from '@hono/node-server';
-import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { AuthenticationError, NotFoundError, PayloadTooLargeError, RequestError } from '../errors.js';
+import { AuthenticationError, NotFoundError, RequestError } from '../errors.js';
 import { errorBodyText } from '../shared/api-errors.js';
 import { storageErrorCode } from '../store/index.js';
 import { sessionIdCandidates, type TurnDetail } from '../conversation/index.js';
-import { clientLeft } from './body.js';
+import { clientLeft, readRequestBody } from './body.js';
 import { formatForHeaders } from './error-response.js';
 import { checkMemberRoute, memberSessionId, requireOwnScope } from './member-access.js';
 import { memberScope } from '../team/index.js';
@@ -38,17 +37,15 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     }
     await next();
   });
-  // Counts the bytes actually read, not only a declared content-length: a chunked body declares none.
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: deps.maxBodyBytes,
-      onError: (c) => {
-        discardRest((c.env as HttpBindings).incoming);
-        throw new PayloadTooLargeError(deps.maxBodyBytes);
-      },
-    }),
-  );
+  // Every body is read here, once, by the model routes' reader: a compressed one decoded, the limit
+  // counted in decoded bytes as they arrive (a chunked body declares no length), a slow one ended by
+  // proxy.request_timeout_seconds. Hono's readers (json, text, parseBody) are then handed the decoded
+  // bytes: @hono/node-server serves `incoming.rawBody` when one is set.
+  app.use('*', async (c, next) => {
+    const incoming: BufferedIncoming = c.env.incoming;
+    if (carriesBody(incoming)) incoming.rawBody = await readRequestBody(incoming, deps.maxBodyBytes);
+    await next();
+  });
 
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/status', (c) => c.json(deps.statusReport()));
@@ -149,14 +146,14 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
   return app;
 }
 
-/**
- * Throws away what is left of a refused body. The body reader stops at the limit and leaves the
- * request paused under it (its stream is full), so the rest of a chunked body would never be read
- * and the connection could not answer the client's next request; unhooked, the rest is discarded.
- */
-function discardRest(incoming: HttpBindings['incoming']): void {
-  incoming.removeAllListeners('data');
-  incoming.resume();
+/** The Node request with the body already read, as @hono/node-server takes it. */
+type BufferedIncoming = HttpBindings['incoming'] & { rawBody?: Buffer };
+
+/** Whether a request has a body to read: GET and HEAD are never read, and a request with neither length nor chunks has none. */
+function carriesBody(incoming: HttpBindings['incoming']): boolean {
+  if (incoming.method === 'GET' || incoming.method === 'HEAD') return false;
+  const { headers } = incoming;
+  return headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
 }
 
 /** What arrived, what was added, what was forwarded, and how it ended. */

@@ -17,9 +17,12 @@ const MODEL_ROUTES: ReadonlyMap<string, RequestFormat> = new Map([
   ['/responses', 'responses'],
 ]);
 
+/** How long a request's head may take (node's own default), within the whole request's time. */
+const HEADERS_TIMEOUT_MS = 60_000;
+
 export function createProxyServer(deps: ProxyDeps): http.Server {
   const routes = getRequestListener(createRoutes(deps).fetch);
-  const server = http.createServer((request, response) => {
+  const server = http.createServer(receiveTimeouts(deps.requestTimeoutMs), (request, response) => {
     if (request.method === 'POST') {
       const url = request.url ?? '/';
       const query = url.indexOf('?');
@@ -31,12 +34,25 @@ export function createProxyServer(deps: ProxyDeps): http.Server {
     }
     Promise.resolve(routes(request, response)).catch((error: unknown) => lastResort(deps, 'openai', response, error));
   });
-  // Streams can run for minutes; only the request head must arrive promptly.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
   server.keepAliveTimeout = 65_000;
-  answerClientErrors(server, deps.logger);
+  answerClientErrors(server, deps);
   return server;
+}
+
+/**
+ * node:http's timeouts for receiving a request. `requestTimeout` covers the request only, head and
+ * body, from its first byte until its last: once the body is in, the answer (a stream of many
+ * minutes) is not timed (test/proxy-slow-body.test.ts holds it to that). At 0 (as it was, for fear of
+ * cutting streams) a client sending its body a byte a minute kept its connection for ever. Node
+ * checks the deadlines on an interval (30 s by default); a tenth of the shorter one cuts within 10%.
+ */
+function receiveTimeouts(requestTimeoutMs: number): http.ServerOptions {
+  const headersTimeout = requestTimeoutMs > 0 ? Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs) : HEADERS_TIMEOUT_MS;
+  return {
+    requestTimeout: requestTimeoutMs,
+    headersTimeout,
+    connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.round(headersTimeout / 10))),
+  };
 }
 
 /** A handler that threw past its own error handling: the client still gets an error, the proxy goes on. */

@@ -44,6 +44,8 @@ export interface ConversationPort {
 export interface ProxyDeps {
   auth: ProxyAuth;
   maxBodyBytes: number;
+  /** How long a request may take to arrive, head and body (proxy.request_timeout_seconds; 0: no limit). */
+  requestTimeoutMs: number;
   defaultScope: string;
   forwarder: UpstreamForwarder;
   /**

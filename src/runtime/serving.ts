@@ -149,6 +149,8 @@ export function servingDeps(
     afterServing,
     ...own,
     maxBodyBytes: Math.round(values['proxy.max_body_mb'] * 1024 * 1024),
+    // Any positive setting times out (a tiny one rounded to 0 ms would turn the limit off).
+    requestTimeoutMs: values['proxy.request_timeout_seconds'] > 0 ? Math.max(1, Math.round(values['proxy.request_timeout_seconds'] * 1000)) : 0,
     defaultScope: values['memory.scope'],
     listModels: (clientFormat, credentials) => listModels(forwarder.mainTarget, credentials, clientFormat, values['proxy.served_model_name'], 10_000),
     responses: new ResponsesHistory(conversation, pendingRecords),
