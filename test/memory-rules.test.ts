@@ -97,6 +97,27 @@ describe('standing rules learned from corrections (no extractor)', () => {
     });
   });
 
+  test('what someone did or does, told with "always", "never" or "总是", is no standing rule; the same words said as an instruction or a convention are', async () => {
+    await withProxy(async (proxy, client) => {
+      const told = [
+        'My brother never calls on Sundays, which drives our mother mad.',
+        "I've never been to Japan, but Lena has been twice.",
+        'The neighbour’s dog always barks when the bin lorry comes.',
+        'She always orders the same noodles at that place.',
+        '我妈退休以后天天去公园打太极，说要活到一百岁。',
+        '楼下的猫总是趴在我们的车顶上。',
+      ];
+      const instructions = [
+        'Always answer in British English.',
+        'Exported report files always get the date first, like 20261204-sales.csv.',
+        '每次改完配置，都提醒我重启服务。',
+      ];
+      await session(client, 'told-and-asked', [...told, ...instructions], 'Agent.');
+      await waitFor(async () => (await rawTurns(proxy)) === (told.length + instructions.length) * 2, 15_000);
+      assert.deepEqual((await core(proxy)).map((unit) => unit.content).sort(), [...instructions].sort());
+    });
+  });
+
   test('eight per-file backup corrections become one rule, in the user’s words with the file as a placeholder, citing all eight', async () => {
     await withProxy(async (proxy, client) => {
       const files = [

@@ -13,12 +13,44 @@ import { glossary, sharedCount, tokenize } from '../text/index.js';
  * Sentences are kept as the user's own words: a rewrite could flip a negation or drop a number.
  */
 
-/** General whatever the sentence says: time-wide or habit words. */
+/**
+ * Time-wide words that only prescribe: a sentence holding one states a rule ("from now on…",
+ * "以后所有日志…", "一律", "不要再").
+ */
 const ALWAYS = [
-  /\b(always|never(?! mind)|from now on|going forward|from here on|henceforth|in (the )?future|every time|each time|whenever|any ?time (you|we)|as a rule|without exception|in all cases)\b/i,
+  /\b(from now on|going forward|from here on|henceforth|as a rule|without exception|in all cases)\b/i,
   /\b(don't|do not|never|stop)\b.*\b(again|ever|any ?more)\b/i,
   /^\s*(please\s+)?stop \w+ing\b/i,
-  /(以后|今后|往后|此后|从现在起|从现在开始|从今以后|从今往后|从今天起|从今天开始|每次|每当|每回|一律|不要再|别再|不许再|不准再|永远|总是|始终|凡是|一概|任何时候|无论何时)/,
+  // "以后" is "from now on" where a clause starts with it ("以后所有…", "我们以后…", "：以后…"), "after"
+  // behind a verb or a noun ("退休以后", "回杭州以后").
+  /(^|[\s,，.。:：;；!！—–、]|我们|咱们|你们|大家|你|您|我|请|那|所以|而且|另外|还有|都)(以后|今后|往后)|今后|从现在起|从现在开始|从今以后|从今往后|从今天起|从今天开始|一律|不要再|别再|不许再|不准再|凡是|一概/,
+];
+/**
+ * Habit words: "always", "never", "every time", "总是", "每次". They make a rule when the sentence is
+ * about how things are to be done — said to the assistant, by a team, as the user's rule or choice —
+ * and not when they tell what someone did or does ("Rui never asked for any of that", "I've never
+ * run more than a bus stop", "香菜总是种不好"): a fact kept as a raw turn, not an instruction for
+ * every prompt.
+ */
+const HABIT = [
+  /\b(always|never(?! mind)|in (the )?future|every time|each time|whenever|any ?time (you|we))\b/i,
+  /(每次|每当|每回|永远|总是|始终|任何时候|无论何时|此后)/,
+];
+/** What makes a habit word prescribe (see HABIT). */
+const PRESCRIBED = [
+  // Said to the assistant, or by a team: "you", "we", "please"; 你, 我们, 请. ("Our cat always…" is not a team's.)
+  /\b(you|your|we|let's|please)\b/i,
+  // A convention for a kind of work product: "report files always get the date first", "commit messages never…".
+  /\b(files?|reports?|exports?|commits?|commit messages?|messages?|docs|documents?|documentation|tests?|PRs?|pull requests?|branch(es)?|tables?|charts?|e-?mails?|code|names?|file ?names?|logs?|timestamps?|dates?|times|comments?|functions?|variables?|columns?|queries|query|scripts?|changelogs?|summaries|summary|answers?|replies|reply|titles?|headers?|backups?)\s+(always|never)\b/i,
+  /(你|您|我们(?!的)|咱们(?!的)|大家|请)|(告诉|给|帮|发给?|提醒|通知|问|叫)我|都(把|先|给)/,
+  // An order: the sentence, or a clause after a colon, dash or "so" / "and", starts with the verb.
+  /(^|[:：—–]\s*)(always|never|don't|do not)\b|(^|[:：—–]\s*|\b(and|but|so|also|then|just)\s+)((always|never)\s+)?(avoid|use|make|keep|put|write|book|schedule|send|reply|answer|add|name|run|check|ask|tell|give|call|format|include|mention|cc|copy|save|commit|push|merge|deploy|test|remind|pick|choose|prefer|go)\b/i,
+  // Named as a rule or a convention.
+  /\b(rule|rules|convention|policy|standard|guideline|requirement)\b/i,
+  /(规矩|规定|规范|约定|原则|惯例|要求)/,
+  // The user's own choice: "I use pnpm for every project, never npm", "I prefer…", "我习惯用…".
+  /\bI\s+(?:\w+ly\s+)?(?:always\s+|never\s+|only\s+)?(use|want|prefer|like|choose|pick|book|write|code|commit)\b/i,
+  /我(一般|平时|通常|总是|每次|从来)?(都)?(用|要|只用|喜欢|习惯|希望)/,
 ];
 /** Words that set a rule's time: they outlast a one-off clause before them. */
 const FROM_NOW_ON = [
@@ -188,9 +220,10 @@ function generalParts(sentence: string): string[] {
 
 function classify(sentence: string, corrective: boolean): StatedRule['kind'] | undefined {
   if (matches(NOT_A_RULE, sentence)) return undefined;
-  if (matches(ALWAYS, sentence)) return 'rule';
-  const specific = matches(SPECIFIC, sentence.replace(EXAMPLE, ''));
   const modal = matches(MODAL, sentence);
+  if (matches(ALWAYS, sentence)) return 'rule';
+  if (matches(HABIT, sentence) && (modal || corrective || matches(PRESCRIBED, sentence) || matches(PREFERENCE, sentence))) return 'rule';
+  const specific = matches(SPECIFIC, sentence.replace(EXAMPLE, ''));
   // A recurring condition, then what to do ("before you modify X, copy it"; "改了 X 之后也要…").
   const condition = matches(CONDITION, sentence) && matches(INSTRUCTION, sentence.replace(/^[^,，]*?(,|，|之前|之后|的时候)\s*/, ''));
   // Quantified or modal sentences are also how one task is specified ("all prices on the receipt
