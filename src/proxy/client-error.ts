@@ -32,7 +32,8 @@ export function answerClientErrors(server: http.Server, deps: { stats: ProxyStat
     // Like node's own handler: never write into a response that has already begun. A client that
     // closed mid-request (reset, or its end before the request's: HPE_INVALID_EOF_STATE) has left,
     // no one to answer; a route reading its body counts it as a client that left.
-    const inFlight = (socket as { _httpMessage?: http.ServerResponse })._httpMessage;
+    // null, not undefined, on a kept-alive connection between requests: its last answer was detached.
+    const inFlight = (socket as { _httpMessage?: http.ServerResponse | null })._httpMessage ?? undefined;
     if (error.code === 'ECONNRESET' || error.code === 'HPE_INVALID_EOF_STATE' || !socket.writable || inFlight?.headersSent) {
       socket.destroy();
       return;
