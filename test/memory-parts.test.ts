@@ -28,6 +28,32 @@ describe('memory parts', () => {
     assert.deepEqual(detectRules('This function must return a string.'), []);
   });
 
+  test('a habit word opening an order is a rule ("In the future, use tabs", "总是用中文回答", "回复永远用中文"); the same words telling what happens are not', () => {
+    const orders = [
+      'In the future, use tabs instead of spaces.',
+      'Every time, double-check the imports.',
+      'Whenever I paste a stack trace, explain the root cause first.',
+      '总是用中文回答。',
+      '回复永远用中文。',
+    ];
+    for (const order of orders)
+      assert.deepEqual(
+        detectRules(order).map((rule) => rule.sentence),
+        [order],
+        order,
+      );
+    const told = [
+      'Every time, the bus is late.',
+      'Whenever it rains, traffic is terrible.',
+      'Whenever I visit my parents, my mom cooks dumplings.',
+      'In the future, I would like to travel to Japan.',
+      '总是写不完作业。',
+      '代码总是出错。',
+      '香菜总是种不好，一下子就开花了。',
+    ];
+    for (const sentence of told) assert.deepEqual(detectRules(sentence), [], sentence);
+  });
+
   test('time expressions become windows, in English and Chinese', () => {
     const now = new Date(2026, 10, 26, 15, 0); // Thursday 26 Nov 2026
     const lastWeek = timeWindowOf('what did we decide last week?', now)!;

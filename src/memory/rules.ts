@@ -45,6 +45,15 @@ const PRESCRIBED = [
   /(你|您|我们(?!的)|咱们(?!的)|大家|请)|(告诉|给|帮|发给?|提醒|通知|问|叫)我|都(把|先|给)/,
   // An order: the sentence, or a clause after a colon, dash or "so" / "and", starts with the verb.
   /(^|[:：—–]\s*)(always|never|don't|do not)\b|(^|[:：—–]\s*|\b(and|but|so|also|then|just)\s+)((always|never)\s+)?(avoid|use|make|keep|put|write|book|schedule|send|reply|answer|add|name|run|check|ask|tell|give|call|format|include|mention|cc|copy|save|commit|push|merge|deploy|test|remind|pick|choose|prefer|go)\b/i,
+  // An order after a time phrase: "In the future, use tabs", "Every time, double-check the imports" (the
+  // next word no subject: "Every time, the bus…" tells what happens), "Whenever I paste a trace, explain…".
+  /^\s*(?:[Ii]n (?:the )?future|[Ee]very time|[Ee]ach time),\s*(?:please\s+)?(?!(?:i|we|you|he|she|it|they|my|our|your|his|her|their|its|the|a|an|this|that|these|those|there|nobody|everyone|someone|people)\b)[a-z]/,
+  /^\s*(?:whenever|every time|each time|any ?time)\b[^,]{1,120},\s*(?:please\s+)?(?:(?:always|never|first)\s+)?(?:avoid|use|make|keep|put|write|send|reply|answer|respond|add|name|run|check|double-check|ask|tell|give|format|include|mention|copy|save|commit|push|remind|explain|cite|show|list|summari[sz]e|translate|confirm|warn|mark|label|link|quote|flag|point out)\b/i,
+  // The same in Chinese, which has no subject to tell an order by: a habit word opening the sentence
+  // before how to answer ("总是用中文回答"), or after a kind of work product ("回复永远用中文"), and not
+  // "香菜总是种不好".
+  /^\s*(请)?(总是|永远|始终)(都)?(要)?(用|使用|以|先|回答|回复|给出|列出|注明|附上|标注|说明)/,
+  /(回复|回答|答案|代码|注释|文件名|文件|日志|提交信息|报告|文档|表格|邮件|标题|日期|时间戳|变量名|函数名|输出|结果)(都)?(总是|永远|始终|每次)(都)?(要)?(用|使用|以|写|带|加|放|按|先|保留|注明|附上|统一)/,
   // Named as a rule or a convention.
   /\b(rule|rules|convention|policy|standard|guideline|requirement)\b/i,
   /(规矩|规定|规范|约定|原则|惯例|要求)/,
