@@ -168,6 +168,30 @@ describe('memory parts', () => {
     }
   });
 
+  test('a question about what the assistant said with a word of time between ("the book you previously recommended", "你上次推荐的") recalls the assistant\'s reply first, as "what did you recommend" does', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    const day = 86_400_000;
+    const turns: Array<{ speaker: 'user' | 'assistant'; content: string }> = [
+      { speaker: 'user', content: 'I finished the history book about Venice last week, it was slow going.' },
+      { speaker: 'assistant', content: 'For your next history book I would recommend The Silk Roads by Peter Frankopan; it moves fast.' },
+      { speaker: 'user', content: '我上周看完了那本讲威尼斯的历史书，读得很慢。' },
+      { speaker: 'assistant', content: '下一本历史书我推荐《丝绸之路》，节奏很快。' },
+    ];
+    for (const [index, turn] of turns.entries())
+      store.add({ scope: 's', type: 'episodic', origin: 'raw_turn', ...turn, observedAt: now - 10 * day + index * 60_000 });
+    const retriever = new MemoryRetriever(store, undefined, silentLogger(), 'keyword', () => ['zh']);
+    for (const [query, expected] of [
+      ['What history book did you recommend?', turns[1]!.content],
+      ['What was the history book you previously recommended?', turns[1]!.content],
+      ['你推荐的历史书叫什么？', turns[3]!.content],
+      ['你上次推荐的历史书叫什么？', turns[3]!.content],
+    ] as const) {
+      const hits = await retriever.recall({ scope: 's', query, limit: 4, minRelevance: 0.1 });
+      assert.equal(hits[0]?.unit.content, expected, `${query}: ${JSON.stringify(hits.map((hit) => hit.unit.content))}`);
+    }
+  });
+
   test('a Chinese question word ("哪里", where) is no search term, as "where" is not in English: "我们的狗是从哪里来的" recalls the English memory about the dog, not turns that ask where to eat', async () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const now = Date.now();

@@ -103,10 +103,12 @@ const ANSWER_TYPE_BONUS = 0.06;
 /**
  * A question about what the assistant said ("what did you recommend", "the analogy you gave me",
  * "your estimate", "你建议"). One that also asks about the user ("my 10K time against what you
- * predicted") counts too: the assistant's turns then keep their full score.
+ * predicted") counts too: the assistant's turns then keep their full score. A word of time or an
+ * auxiliary may stand between ("the book you previously recommended", "what you'd suggested",
+ * "你上次推荐的", "你之前说的"): missed, the question took ASSISTANT_PENALTY from the very turn it asks for.
  */
 const ASKS_ASSISTANT =
-  /\b(did|do|would) you (say|suggest|recommend|tell|mention|advise|explain|propose|think|give|predict|estimate|write|draft|make|pick|choose|come up with)\b|\byou (\w+ed|said|told|gave|wrote|made|thought|chose|drew|showed|taught|sent|came up with|put together)\b|\byour (advice|suggestions?|recommendations?|answers?|ideas?|predictions?|estimates?|analogy|example|plan|recipe|list|draft|tips?)\b|你(说|建议|推荐|提到|告诉|讲|给我|预测|估计|写|帮我想)/i;
+  /\b(did|do|would) you ((just|once|ever|first|originally|previously|actually|end up)\s+)?(say|suggest|recommend|tell|mention|advise|explain|propose|think|give|predict|estimate|write|draft|make|pick|choose|come up with|suggesting|recommending)\b|\byou('d|’d|'ve|’ve)?\s+((had|have|just|once|previously|already|also|originally|first|earlier|ever)\s+)?(\w+ed|said|told|gave|given|wrote|written|made|thought|chose|chosen|drew|drawn|showed|shown|taught|sent|came up with|come up with|put together)\b|\byour (advice|suggestions?|recommendations?|answers?|ideas?|predictions?|estimates?|analogy|example|plan|recipe|list|draft|tips?)\b|你(之前|上次|上回|刚才|刚刚|以前|昨天|前天|前面|当时|那天|那次|曾经|早先)?(说|建议|推荐|提到|告诉|讲|给我|预测|估计|写|帮我想)/i;
 /** A question about the current state of something that changes over time. */
 const ASKS_PRESENT = /\b(now|currently|current|these days|nowadays|at the moment|at present|latest|still)\b|现在|目前|如今|眼下/i;
 
