@@ -54,6 +54,16 @@ describe('memory parts', () => {
     for (const sentence of told) assert.deepEqual(detectRules(sentence), [], sentence);
   });
 
+  test('"以后" in "从那以后" (since then) and "以后再说" (later) makes no rule; "以后" opening a clause still does', () => {
+    for (const sentence of ['从那以后他每天都跑步。', '自那以后她总是迟到。', '我们以后再说吧。']) assert.deepEqual(detectRules(sentence), [], sentence);
+    for (const rule of ['以后回复都用中文。', '我们以后都用 pnpm。', '那以后都用中文回复。'])
+      assert.deepEqual(
+        detectRules(rule).map((found) => found.sentence),
+        [rule],
+        rule,
+      );
+  });
+
   test('time expressions become windows, in English and Chinese', () => {
     const now = new Date(2026, 10, 26, 15, 0); // Thursday 26 Nov 2026
     const lastWeek = timeWindowOf('what did we decide last week?', now)!;

@@ -22,8 +22,9 @@ const ALWAYS = [
   /\b(don't|do not|never|stop)\b.*\b(again|ever|any ?more)\b/i,
   /^\s*(please\s+)?stop \w+ing\b/i,
   // "以后" is "from now on" where a clause starts with it ("以后所有…", "我们以后…", "：以后…"), "after"
-  // behind a verb or a noun ("退休以后", "回杭州以后").
-  /(^|[\s,，.。:：;；!！—–、]|我们|咱们|你们|大家|你|您|我|请|那|所以|而且|另外|还有|都)(以后|今后|往后)|今后|从现在起|从现在开始|从今以后|从今往后|从今天起|从今天开始|一律|不要再|别再|不许再|不准再|凡是|一概/,
+  // behind a verb or a noun ("退休以后", "回杭州以后"), "since" in "从那以后" (what happened since), and
+  // "later" in "以后再说" (put off, no rule).
+  /(^|[\s,，.。:：;；!！—–、]|我们|咱们|你们|大家|你|您|我|请|(?<![从自])那|所以|而且|另外|还有|都)(以后|今后|往后)(?!再(说|聊|讲|谈|议|商量))|今后|从现在起|从现在开始|从今以后|从今往后|从今天起|从今天开始|一律|不要再|别再|不许再|不准再|凡是|一概/,
 ];
 /**
  * Habit words: "always", "never", "every time", "总是", "每次". They make a rule when the sentence is
