@@ -28,13 +28,15 @@ describe('memory parts', () => {
     assert.deepEqual(detectRules('This function must return a string.'), []);
   });
 
-  test('a habit word opening an order is a rule ("In the future, use tabs", "总是用中文回答", "回复永远用中文"); the same words telling what happens are not', () => {
+  test('a habit word opening an order is a rule ("In the future, use tabs", "总是用中文回答", "回复永远用中文", "Never … again"); the same words telling what happens ("My brother never calls anymore") are not', () => {
     const orders = [
       'In the future, use tabs instead of spaces.',
       'Every time, double-check the imports.',
       'Whenever I paste a stack trace, explain the root cause first.',
       '总是用中文回答。',
       '回复永远用中文。',
+      'Never reformat my imports again.',
+      'Please never reformat my imports again.',
     ];
     for (const order of orders)
       assert.deepEqual(
@@ -50,6 +52,8 @@ describe('memory parts', () => {
       '总是写不完作业。',
       '代码总是出错。',
       '香菜总是种不好，一下子就开花了。',
+      'My brother never calls anymore, which drives our mother mad.',
+      'Rui never asked for any of that again.',
     ];
     for (const sentence of told) assert.deepEqual(detectRules(sentence), [], sentence);
   });

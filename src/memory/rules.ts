@@ -19,7 +19,8 @@ import { glossary, sharedCount, tokenize } from '../text/index.js';
  */
 const ALWAYS = [
   /\b(from now on|going forward|from here on|henceforth|as a rule|without exception|in all cases)\b/i,
-  /\b(don't|do not|never|stop)\b.*\b(again|ever|any ?more)\b/i,
+  // "never … again" is a habit word's (HABIT): "My brother never calls anymore" tells, "Never do that again" orders.
+  /\b(don't|do not|stop)\b.*\b(again|ever|any ?more)\b/i,
   /^\s*(please\s+)?stop \w+ing\b/i,
   // "以后" is "from now on" where a clause starts with it ("以后所有…", "我们以后…", "：以后…"), "after"
   // behind a verb or a noun ("退休以后", "回杭州以后"), "since" in "从那以后" (what happened since), and
