@@ -38,6 +38,16 @@ const HABIT = [
   /\b(always|never(?! mind)|in (the )?future|every time|each time|whenever|any ?time (you|we))\b/i,
   /(每次|每当|每回|永远|总是|始终|任何时候|无论何时|此后)/,
 ];
+/**
+ * A habit told of someone else: the sentence opens with a third person before its habit word ("My
+ * mom always says to just go for it", "我妈总是叫我多穿点", "老板每次都问我进度"). Its "me", "just go"
+ * or "问我" is what they say or do to the user, no order to the assistant: PRESCRIBED does not count
+ * (a modal or a correction still does).
+ */
+const TOLD_OF_SOMEONE = [
+  /^\s*(?:(?:my|our)\s+(?:mom|mum|mother|dad|father|parents|brother|sister|wife|husband|partner|son|daughter|kids?|children|boss|manager|neighbou?r|friend|grandma|grandpa|grandmother|grandfather|aunt|uncle|cousin|cat|dog|landlord|teacher|coach|colleague|roommate)|he|she)\b[^,.;:]*?\b(?:always|never|every time|each time|whenever)\b/i,
+  /^\s*(?:我的?(?:妈妈?|爸爸?|父母|哥哥?|姐姐?|弟弟?|妹妹?|老婆|老公|爱人|儿子|女儿|孩子|家人|老板|领导|同事|朋友|邻居|室友|房东|老师|奶奶|爷爷|外婆|姥姥)|他们?|她们?|老板|领导|同事|邻居|房东|老师)[^，,。；;：:]*?(?:每次|每当|每回|总是|永远|始终|从来)/,
+];
 /** What makes a habit word prescribe (see HABIT). */
 const PRESCRIBED = [
   // Said to the assistant, or by a team: "you", "we", "please"; 你, 我们, 请. ("Our cat always…" is not a team's.)
@@ -233,7 +243,11 @@ function classify(sentence: string, corrective: boolean): StatedRule['kind'] | u
   if (matches(NOT_A_RULE, sentence)) return undefined;
   const modal = matches(MODAL, sentence);
   if (matches(ALWAYS, sentence)) return 'rule';
-  if (matches(HABIT, sentence) && (modal || corrective || matches(PRESCRIBED, sentence) || matches(PREFERENCE, sentence))) return 'rule';
+  if (
+    matches(HABIT, sentence) &&
+    (modal || corrective || (!matches(TOLD_OF_SOMEONE, sentence) && matches(PRESCRIBED, sentence)) || matches(PREFERENCE, sentence))
+  )
+    return 'rule';
   const specific = matches(SPECIFIC, sentence.replace(EXAMPLE, ''));
   // A recurring condition, then what to do ("before you modify X, copy it"; "改了 X 之后也要…").
   const condition = matches(CONDITION, sentence) && matches(INSTRUCTION, sentence.replace(/^[^,，]*?(,|，|之前|之后|的时候)\s*/, ''));
