@@ -37,6 +37,8 @@ describe('memory parts', () => {
       '回复永远用中文。',
       'Never reformat my imports again.',
       'Please never reformat my imports again.',
+      'We always need a changelog entry.',
+      'We never deploy on Fridays.',
     ];
     for (const order of orders)
       assert.deepEqual(
@@ -57,6 +59,8 @@ describe('memory parts', () => {
       'My mom always says to just go for it.',
       '我妈总是叫我多穿点衣服。',
       '老板每次都问我项目进度。',
+      'We always went to the beach in summer when I was a kid.',
+      '我们小时候每次过年都回老家。',
     ];
     for (const sentence of told) assert.deepEqual(detectRules(sentence), [], sentence);
   });

@@ -39,13 +39,17 @@ const HABIT = [
   /(每次|每当|每回|永远|总是|始终|任何时候|无论何时|此后)/,
 ];
 /**
- * A habit told of someone else: the sentence opens with a third person before its habit word ("My
- * mom always says to just go for it", "我妈总是叫我多穿点", "老板每次都问我进度"). Its "me", "just go"
- * or "问我" is what they say or do to the user, no order to the assistant: PRESCRIBED does not count
- * (a modal or a correction still does).
+ * A habit told of someone else or of the past: the sentence opens with a third person before its
+ * habit word ("My mom always says to just go for it", "我妈总是叫我多穿点", "老板每次都问我进度"), or
+ * the habit is in the past tense. Its "me", "we", "just go" or "问我" is what they say or do to the
+ * user, or what was done, no order to the assistant: PRESCRIBED does not count (a modal or a
+ * correction still does).
  */
 const TOLD_OF_SOMEONE = [
   /^\s*(?:(?:my|our)\s+(?:mom|mum|mother|dad|father|parents|brother|sister|wife|husband|partner|son|daughter|kids?|children|boss|manager|neighbou?r|friend|grandma|grandpa|grandmother|grandfather|aunt|uncle|cousin|cat|dog|landlord|teacher|coach|colleague|roommate)|he|she)\b[^,.;:]*?\b(?:always|never|every time|each time|whenever)\b/i,
+  // Or of the past: "We always went to the beach when I was a kid", "我们小时候每次过年都回老家".
+  /\b(?:we|you)\s+(?:always|never)\s+(?:used to|went|had|did|got|made|took|came|saw|ate|spent|was|were|knew|thought|(?!(?:need|feed|proceed|succeed|exceed|speed|embed|shred)\b)\w+ed)\b/i,
+  /(小时候|那时候?|当年|那几年|上学的时候)[^，,。；;]*?(每次|每当|每回|总是|永远|始终|从来)/,
   /^\s*(?:我的?(?:妈妈?|爸爸?|父母|哥哥?|姐姐?|弟弟?|妹妹?|老婆|老公|爱人|儿子|女儿|孩子|家人|老板|领导|同事|朋友|邻居|室友|房东|老师|奶奶|爷爷|外婆|姥姥)|他们?|她们?|老板|领导|同事|邻居|房东|老师)[^，,。；;：:]*?(?:每次|每当|每回|总是|永远|始终|从来)/,
 ];
 /** What makes a habit word prescribe (see HABIT). */
