@@ -97,6 +97,24 @@ describe('proxy.request_timeout_seconds: a request must arrive in time, its answ
     assert.equal(upstream.modelRequests().length, 0);
   });
 
+  test('a body sent to /healthz, open to anyone, is not read: the 404 comes at once, not once a body of max_body_mb has been buffered', async () => {
+    const exchange = await new Promise<Exchange>((resolve) => {
+      const started = Date.now();
+      const socket = net.connect(proxy.port, '127.0.0.1', () =>
+        socket.write('POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{"a":'),
+      );
+      socket.on('error', () => undefined);
+      socket.once('data', (chunk: Buffer) => {
+        socket.destroy();
+        resolve({ answer: chunk.toString('utf8'), ms: Date.now() - started });
+      });
+      setTimeout(() => socket.destroy(), 5_000).unref();
+      socket.on('close', () => resolve({ answer: '', ms: Date.now() - started }));
+    });
+    assert.match(exchange.answer, /^HTTP\/1\.1 404 /, exchange.answer);
+    assert.ok(exchange.ms < 700, `answered after ${exchange.ms} ms`);
+  });
+
   test('a streamed answer that runs three times the timeout arrives whole, and its connection serves the next request', async () => {
     const text = 'one two three four five six seven eight nine ten';
     upstream.reply(openAIReply({ text, pieces: 10, gapMs: 300 }));

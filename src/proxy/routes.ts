@@ -41,9 +41,11 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
   // counted in decoded bytes as they arrive (a chunked body declares no length), a slow one ended by
   // proxy.request_timeout_seconds. Hono's readers (json, text, parseBody) are then handed the decoded
   // bytes: @hono/node-server serves `incoming.rawBody` when one is set.
+  // /healthz is open to anyone and reads no body: buffering one there would let a client without the
+  // proxy key make the proxy hold proxy.max_body_mb per connection before its 404.
   app.use('*', async (c, next) => {
     const incoming: BufferedIncoming = c.env.incoming;
-    if (carriesBody(incoming)) incoming.rawBody = await readRequestBody(incoming, deps.maxBodyBytes);
+    if (c.req.path !== '/healthz' && carriesBody(incoming)) incoming.rawBody = await readRequestBody(incoming, deps.maxBodyBytes);
     await next();
   });
 
