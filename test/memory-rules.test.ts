@@ -28,6 +28,13 @@ async function rawTurns(proxy: ProxyHandle): Promise<number> {
   return stats.scopes[0]?.byOrigin['raw_turn'] ?? 0;
 }
 
+/** Says `messages` in one session, waits until every turn of it is stored (the detector has run), and returns the core block's texts. */
+async function coreAfterSaying(proxy: ProxyHandle, client: OpenAI, sessionId: string, messages: readonly string[]): Promise<string[]> {
+  await session(client, sessionId, [...messages], 'Agent.');
+  await waitFor(async () => (await rawTurns(proxy)) === messages.length * 2, 15_000);
+  return (await core(proxy)).map((unit) => unit.content);
+}
+
 /** The standing-instructions block of the last request the agent's upstream received ('' when none). */
 function standingInstructions(upstream: ScriptedUpstream): string {
   const system = upstream.modelRequests().at(-1)!.body.messages[0].content as string;
@@ -86,12 +93,7 @@ describe('standing rules learned from corrections (no extractor)', () => {
         // A feature asked for with "when" ("的时候") is work on the product, not a rule for the assistant.
         '还车失败的时候，要让用户知道是哪个桩出了问题。',
       ];
-      await session(client, 'one-offs', requests, 'Agent.');
-      await waitFor(async () => (await rawTurns(proxy)) === requests.length * 2, 15_000);
-      assert.deepEqual(
-        (await core(proxy)).map((unit) => unit.content),
-        [],
-      );
+      assert.deepEqual(await coreAfterSaying(proxy, client, 'one-offs', requests), []);
       await ask(client, 'later', 'Draft the release notes');
       assert.doesNotMatch(lastSystem(upstream), /Standing Instructions/);
     });
@@ -112,9 +114,7 @@ describe('standing rules learned from corrections (no extractor)', () => {
         'Exported report files always get the date first, like 20261204-sales.csv.',
         '每次改完配置，都提醒我重启服务。',
       ];
-      await session(client, 'told-and-asked', [...told, ...instructions], 'Agent.');
-      await waitFor(async () => (await rawTurns(proxy)) === (told.length + instructions.length) * 2, 15_000);
-      assert.deepEqual((await core(proxy)).map((unit) => unit.content).sort(), [...instructions].sort());
+      assert.deepEqual((await coreAfterSaying(proxy, client, 'told-and-asked', [...told, ...instructions])).sort(), [...instructions].sort());
     });
   });
 
