@@ -28,21 +28,44 @@ const ROUTE_ANSWER_GRACE_MS = 10_000;
  * a rejection like those the routes answer (counted, listed in /status, logged with a request id).
  */
 export function answerClientErrors(server: http.Server, deps: { stats: ProxyStats; logger: Logger }): void {
+  // The last request each connection began (node's in-flight answer is an earlier one's when the
+  // client pipelines): the one whose body may still be coming.
+  const latest = new WeakMap<Duplex, http.ServerResponse>();
+  server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => latest.set(request.socket, response));
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
-    // Like node's own handler: never write into a response that has already begun. A client that
-    // closed mid-request (reset, or its end before the request's: HPE_INVALID_EOF_STATE) has left,
-    // no one to answer; a route reading its body counts it as a client that left.
-    // null, not undefined, on a kept-alive connection between requests: its last answer was detached.
-    const inFlight = (socket as { _httpMessage?: http.ServerResponse | null })._httpMessage ?? undefined;
-    if (error.code === 'ECONNRESET' || error.code === 'HPE_INVALID_EOF_STATE' || !socket.writable || inFlight?.headersSent) {
+    // A client that closed mid-request (reset, or its end before the request's:
+    // HPE_INVALID_EOF_STATE) has left, no one to answer; a route reading its body counts it as a
+    // client that left.
+    if (error.code === 'ECONNRESET' || error.code === 'HPE_INVALID_EOF_STATE' || !socket.writable) {
       socket.destroy();
       return;
     }
-    const bodyTimedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' && inFlight !== undefined;
-    if (bodyTimedOut && handToRoute(inFlight, socket, server.requestTimeout)) return;
-    const refusal = bodyTimedOut ? bodyTimeout(server.requestTimeout) : refusalFor(error, server);
+    // null, not undefined, on a kept-alive connection between requests: its last answer was detached.
+    const inFlight = (socket as { _httpMessage?: http.ServerResponse | null })._httpMessage ?? undefined;
+    // A request timeout with a request begun but not all read is a late body; else a late head.
+    const last = latest.get(socket);
+    const lateBody = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' && last !== undefined && !last.req.complete ? last : undefined;
+    const refusal = lateBody ? bodyTimeout(server.requestTimeout) : refusalFor(error, server);
+    // The request in flight arrived whole, so the refused one was pipelined behind it (a later
+    // head that is late, too large or not HTTP, or a later body that is late). The answer in
+    // flight is what the agent waits for: it goes out whole (node's own handler would cut it; a
+    // 408 written here would land in it, or before it and read as its answer), then the
+    // connection closes. A late body's route answers its 408 itself, queued behind that answer.
+    if (inFlight?.req.complete) {
+      if (!(lateBody && handToRoute(lateBody, undefined, server.requestTimeout))) {
+        noteRejection(deps, { ...refusal, requestId: newRequestId(), method: lateBody?.req.method, path: lateBody?.req.url ?? '' });
+      }
+      closeAfterAnswers(socket, inFlight);
+      return;
+    }
+    // Like node's own handler: never write into a response that has already begun.
+    if (inFlight?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    if (lateBody && lateBody === inFlight && handToRoute(lateBody, socket, server.requestTimeout)) return;
     const requestId = newRequestId();
-    const request = inFlight?.req;
+    const request = (lateBody ?? inFlight)?.req;
     noteRejection(deps, { ...refusal, requestId, method: request?.method, path: request?.url ?? '' });
     const body = errorBodyText('openai', refusal);
     socket.end(
@@ -52,15 +75,53 @@ export function answerClientErrors(server: http.Server, deps: { stats: ProxyStat
 }
 
 /**
- * Ends the route's read of a body that did not arrive in time with a 408, which the route answers
- * and counts itself; its answer closes the connection (the rest of the body is never read). False
- * when no read is under way (the 408 is then answered here).
+ * Reads no more from the connection (a refused head is parsed no further: completed later, it
+ * would start a request), lets the answers already under way finish, then closes it. node hands
+ * the socket to the next queued answer (a request pipelined behind, read whole or answered early
+ * by its route) in its own 'finish' listener, which runs before this one, so each is waited for in
+ * turn; one to a body read ended by the timeout gets the route's grace. A client that leaves
+ * meanwhile fails the writes and the socket is destroyed as usual.
  */
-function handToRoute(response: http.ServerResponse, socket: Duplex, timeoutMs: number): boolean {
-  response.shouldKeepAlive = false;
-  if (!failBodyRead(response.req, new RequestTimeoutError(bodyTimeout(timeoutMs).message))) return false;
+function closeAfterAnswers(socket: Duplex, current: http.ServerResponse): void {
+  socket.pause();
+  // Not yet begun: the answer says so itself, and node closes the connection once it is written.
+  if (!current.headersSent) current.shouldKeepAlive = false;
+  current.once('finish', () => {
+    const next = (socket as { _httpMessage?: http.ServerResponse | null })._httpMessage;
+    if (!next || next === current) {
+      closeWhenWritten(socket);
+      return;
+    }
+    if (!next.req.complete) cutAfterGrace(socket);
+    closeAfterAnswers(socket, next);
+  });
+}
+
+/** Ends the connection once every byte queued on it is written (node's destroySoon, on a Duplex). */
+function closeWhenWritten(socket: Duplex): void {
+  if (socket.destroyed) return;
+  if (socket.writable) socket.end();
+  if (socket.writableFinished) socket.destroy();
+  else socket.once('finish', () => socket.destroy());
+}
+
+/** Cuts the connection if it is still open when a route answering a failed body read has had its time. */
+function cutAfterGrace(socket: Duplex): void {
   const cut = setTimeout(() => socket.destroy(), ROUTE_ANSWER_GRACE_MS).unref();
   socket.once('close', () => clearTimeout(cut));
+}
+
+/**
+ * Ends the route's read of a body that did not arrive in time with a 408, which the route answers
+ * and counts itself; its answer closes the connection (the rest of the body is never read). False
+ * when no read is under way (the 408 is then answered here). With the socket, the connection is cut
+ * if that answer has not come within the grace; an answer queued behind another gets its grace
+ * when its turn comes (closeAfterAnswers).
+ */
+function handToRoute(response: http.ServerResponse, socket: Duplex | undefined, timeoutMs: number): boolean {
+  response.shouldKeepAlive = false;
+  if (!failBodyRead(response.req, new RequestTimeoutError(bodyTimeout(timeoutMs).message))) return false;
+  if (socket) cutAfterGrace(socket);
   return true;
 }
 
