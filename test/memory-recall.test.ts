@@ -210,6 +210,48 @@ describe('memory recall: answer-type cues (no extractor)', () => {
     }
     assert.deepEqual(wrong, []);
   });
+
+  test('a question that asks with a dimension ("how heavy", "what did … cost", "剂量") recalls the memory that states the amount in its unit ("4.4 kg", "$1,180", "1000毫克") and shares no word with it', async () => {
+    const cases: Array<{ scope: string; memories: Array<[string, string, number]>; query: string; found: string }> = [
+      {
+        scope: 'measure-weight',
+        memories: [
+          ['vet-visit', 'Mochi weighed in at 4.4 kg at the clinic today.', 20],
+          ['cat-glass', 'The cat knocked a glass off the table again.', 3],
+          ['cat-food', 'Switched the cat to the salmon food, she loves it.', 5],
+        ],
+        query: 'How heavy is the cat?',
+        found: 'Mochi weighed in at 4.4 kg at the clinic today.',
+      },
+      {
+        scope: 'measure-price',
+        memories: [
+          ['booked', 'Booked Lisbon to Toronto return for $1,180 each.', 30],
+          ['flights-delay', 'Our flights home were delayed by a storm.', 4],
+        ],
+        query: 'What did the flights cost?',
+        found: 'Booked Lisbon to Toronto return for $1,180 each.',
+      },
+      {
+        scope: 'measure-dose',
+        memories: [
+          ['metformin', '医生说二甲双胍加到每天1000毫克，早晚各一次。', 15],
+          ['mum-walk', '我妈每天晚上散步一个小时。', 2],
+        ],
+        query: '我妈现在药的剂量是多少？',
+        found: '医生说二甲双胍加到每天1000毫克，早晚各一次。',
+      },
+    ];
+    const missed: string[] = [];
+    for (const { scope, memories, query, found } of cases) {
+      const now = Date.now();
+      for (const [session, content, daysAgo] of memories)
+        await api(suite.proxy, '/v1/memory/ingest', { session_id: session, turns: [{ role: 'user', content, timestamp: now - daysAgo * DAY }] }, scope);
+      const results = (await api(suite.proxy, '/v1/memory/search', { query, limit: 5 }, scope)).results as Array<{ content: string }>;
+      if (!results.some((result) => result.content === found)) missed.push(`${query} ${JSON.stringify(results.map((result) => result.content))}`);
+    }
+    assert.deepEqual(missed, []);
+  });
 });
 
 describe('memory recall through a clarifying question (no extractor)', () => {

@@ -26,6 +26,7 @@ export {
   type WeightedTerm,
 } from './glossary.js';
 export { parseThesaurus, thesaurus, thesaurusVersion, type Thesaurus } from './thesaurus.js';
+export { measureTerms, MEASURES_VERSION } from './measures.js';
 export { alternativeTerms, crossLingualAlternatives, forUnknownTerms, matchedMass, queryMass } from './cross-lingual.js';
 export { languageOf, type ScriptLanguage } from './languages.js';
 export { adverbRootAlternatives, inflectionAlternatives, mergeAlternatives } from './inflections.js';
