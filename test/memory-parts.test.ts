@@ -65,6 +65,17 @@ describe('memory parts', () => {
     for (const sentence of told) assert.deepEqual(detectRules(sentence), [], sentence);
   });
 
+  test('a set phrase with a habit word ("You never know with these airlines", "never mind") is no rule; a habit word beside it still counts', () => {
+    for (const sentence of ['You never know with these airlines.', 'You can never be too careful with these airlines.', 'Never mind the tests.'])
+      assert.deepEqual(detectRules(sentence), [], sentence);
+    for (const rule of ['You never know, so always keep a backup.', 'You never push to main.'])
+      assert.deepEqual(
+        detectRules(rule).map((found) => found.sentence),
+        [rule],
+        rule,
+      );
+  });
+
   test('"以后" in "从那以后" (since then) and "以后再说" (later) makes no rule; "以后" opening a clause still does', () => {
     for (const sentence of ['从那以后他每天都跑步。', '自那以后她总是迟到。', '我们以后再说吧。']) assert.deepEqual(detectRules(sentence), [], sentence);
     for (const rule of ['以后回复都用中文。', '我们以后都用 pnpm。', '那以后都用中文回复。'])

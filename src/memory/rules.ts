@@ -35,9 +35,15 @@ const ALWAYS = [
  * every prompt.
  */
 const HABIT = [
-  /\b(always|never(?! mind)|in (the )?future|every time|each time|whenever|any ?time (you|we))\b/i,
+  /\b(always|never|in (the )?future|every time|each time|whenever|any ?time (you|we))\b/i,
   /(每次|每当|每回|永远|总是|始终|任何时候|无论何时|此后)/,
 ];
+/**
+ * Set phrases with a habit word that say nothing of how anything is done: "never mind", and the
+ * generic "you" of "You never know with these airlines" (anyone, not the assistant). Left out
+ * before HABIT is read, so that "You never know, so always keep a backup" still counts its "always".
+ */
+const IDIOM = /\b(?:never mind|you never (?:know|can tell)|you can never (?:know|tell|be too \w+)|you(?:'ll|’ll| will) never (?:guess|believe))\b/gi;
 /**
  * A habit told of someone else or of the past: the sentence opens with a third person before its
  * habit word ("My mom always says to just go for it", "我妈总是叫我多穿点", "老板每次都问我进度"), or
@@ -248,7 +254,7 @@ function classify(sentence: string, corrective: boolean): StatedRule['kind'] | u
   const modal = matches(MODAL, sentence);
   if (matches(ALWAYS, sentence)) return 'rule';
   if (
-    matches(HABIT, sentence) &&
+    matches(HABIT, sentence.replace(IDIOM, '')) &&
     (modal || corrective || (!matches(TOLD_OF_SOMEONE, sentence) && matches(PRESCRIBED, sentence)) || matches(PREFERENCE, sentence))
   )
     return 'rule';
