@@ -76,6 +76,21 @@ describe('memory parts', () => {
       );
   });
 
+  test('what the user or someone does when something happens ("Whenever it rains, I use the bus") is a told habit, no rule; an order or a wish after the same clause is', () => {
+    for (const sentence of ['Whenever it rains, I use the bus.', 'Every time I start a new job, I write a letter to my old team.', 'Whenever I call, she picks up.'])
+      assert.deepEqual(detectRules(sentence), [], sentence);
+    for (const rule of [
+      'Whenever I paste a stack trace, explain the root cause first.',
+      'Whenever I paste code, I want you to review it.',
+      'Whenever we release, we tag the commit.',
+    ])
+      assert.deepEqual(
+        detectRules(rule).map((found) => found.sentence),
+        [rule],
+        rule,
+      );
+  });
+
   test('"以后" in "从那以后" (since then) and "以后再说" (later) makes no rule; "以后" opening a clause still does', () => {
     for (const sentence of ['从那以后他每天都跑步。', '自那以后她总是迟到。', '我们以后再说吧。']) assert.deepEqual(detectRules(sentence), [], sentence);
     for (const rule of ['以后回复都用中文。', '我们以后都用 pnpm。', '那以后都用中文回复。'])

@@ -47,8 +47,9 @@ const IDIOM = /\b(?:never mind|you never (?:know|can tell)|you can never (?:know
 /**
  * A habit told of someone else or of the past: the sentence opens with a third person before its
  * habit word ("My mom always says to just go for it", "我妈总是叫我多穿点", "老板每次都问我进度"), or
- * the habit is in the past tense. Its "me", "we", "just go" or "问我" is what they say or do to the
- * user, or what was done, no order to the assistant: PRESCRIBED does not count (a modal or a
+ * the habit is in the past tense, or it is what someone does when something happens ("Whenever it
+ * rains, I use the bus"). Its "me", "we", "just go", "I use" or "问我" is what they say or do (to the
+ * user), or what was done, no order to the assistant: PRESCRIBED does not count (a modal or a
  * correction still does).
  */
 const TOLD_OF_SOMEONE = [
@@ -57,6 +58,10 @@ const TOLD_OF_SOMEONE = [
   /\b(?:we|you)\s+(?:always|never)\s+(?:used to|went|had|did|got|made|took|came|saw|ate|spent|was|were|knew|thought|(?!(?:need|feed|proceed|succeed|exceed|speed|embed|shred)\b)\w+ed)\b/i,
   /(小时候|那时候?|当年|那几年|上学的时候)[^，,。；;]*?(每次|每当|每回|总是|永远|始终|从来)/,
   /^\s*(?:我的?(?:妈妈?|爸爸?|父母|哥哥?|姐姐?|弟弟?|妹妹?|老婆|老公|爱人|儿子|女儿|孩子|家人|老板|领导|同事|朋友|邻居|室友|房东|老师|奶奶|爷爷|外婆|姥姥)|他们?|她们?|老板|领导|同事|邻居|房东|老师)[^，,。；;：:]*?(?:每次|每当|每回|总是|永远|始终|从来)/,
+  // Or of what the user (or someone) does when something happens: a time clause, then a subject
+  // other than "you"/"we" ("Whenever it rains, I use the bus"). Its "I use" is a habit, not the
+  // user's choice for the assistant's work; a wish ("…, I want you to…") still counts.
+  /^\s*(?:whenever|every time|each time|any ?time)\b[^,]{1,120},\s*(?:I(?!\s+(?:want|need|expect|prefer|would like|require|ask)\b)|he|she|they|(?:my|his|her|their)\s+\w+)\s/i,
 ];
 /** What makes a habit word prescribe (see HABIT). */
 const PRESCRIBED = [
