@@ -91,6 +91,17 @@ describe('memory parts', () => {
       );
   });
 
+  test('"每次…前/后/时" then "先" and a verb of work is a standing rule ("每次提交前先跑一遍 lint"); a habit of life or told with a subject is not', () => {
+    for (const rule of ['每次提交前先跑一遍 lint', '每次提交代码前，先跑一遍单元测试。', '每次部署之后先检查一下日志。'])
+      assert.deepEqual(
+        detectRules(rule).map((found) => found.sentence),
+        [rule],
+        rule,
+      );
+    for (const sentence of ['每次下班后先去健身房。', '每次吃完饭后先跑步。', '每次考试前我都很紧张。', '从那以后他每天都跑步。', '我爸退休以后天天练书法，说要给乐乐写一副春联。', '我们以后再说吧。'])
+      assert.deepEqual(detectRules(sentence), [], sentence);
+  });
+
   test('"以后" in "从那以后" (since then) and "以后再说" (later) makes no rule; "以后" opening a clause still does', () => {
     for (const sentence of ['从那以后他每天都跑步。', '自那以后她总是迟到。', '我们以后再说吧。']) assert.deepEqual(detectRules(sentence), [], sentence);
     for (const rule of ['以后回复都用中文。', '我们以后都用 pnpm。', '那以后都用中文回复。'])
