@@ -250,6 +250,30 @@ describe('memory parts', () => {
     }
   });
 
+  test('a question about what the user said when the assistant did something ("When you asked about my job, what did I say?") recalls the user\'s turn above the assistant\'s, which echoes its words; "the tip you gave me" still recalls the reply', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    const day = 86_400_000;
+    const turns: Array<{ speaker: 'user' | 'assistant'; content: string }> = [
+      { speaker: 'assistant', content: 'You asked me about cover letters, so tell me about your job: what do you say your job is when people ask?' },
+      { speaker: 'user', content: 'My job: I am a night nurse on the children’s ward.' },
+      { speaker: 'assistant', content: 'You mentioned the marathon twice; did you decide on the marathon? Tip: sleep matters more than mileage for a marathon.' },
+      { speaker: 'user', content: 'I decided to skip the marathon this year.' },
+    ];
+    for (const [index, turn] of turns.entries())
+      store.add({ scope: 's', type: 'episodic', origin: 'raw_turn', ...turn, observedAt: now - 10 * day + index * 60_000 });
+    const retriever = new MemoryRetriever(store, undefined, silentLogger(), 'keyword');
+    for (const [query, expected] of [
+      ['When you asked about my job, what did I say?', turns[1]!.content],
+      ['What did I say when you asked about my job?', turns[1]!.content],
+      ['After you mentioned the marathon, what did I decide?', turns[3]!.content],
+      ['What was the marathon tip you gave me?', turns[2]!.content],
+    ] as const) {
+      const hits = await retriever.recall({ scope: 's', query, limit: 4, minRelevance: 0.1 });
+      assert.equal(hits[0]?.unit.content, expected, `${query}: ${JSON.stringify(hits.map((hit) => hit.unit.content))}`);
+    }
+  });
+
   test('a Chinese question word ("哪里", where) is no search term, as "where" is not in English: "我们的狗是从哪里来的" recalls the English memory about the dog, not turns that ask where to eat', async () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const now = Date.now();
