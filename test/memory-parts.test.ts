@@ -77,7 +77,11 @@ describe('memory parts', () => {
   });
 
   test('what the user or someone does when something happens ("Whenever it rains, I use the bus") is a told habit, no rule; an order or a wish after the same clause is', () => {
-    for (const sentence of ['Whenever it rains, I use the bus.', 'Every time I start a new job, I write a letter to my old team.', 'Whenever I call, she picks up.'])
+    for (const sentence of [
+      'Whenever it rains, I use the bus.',
+      'Every time I start a new job, I write a letter to my old team.',
+      'Whenever I call, she picks up.',
+    ])
       assert.deepEqual(detectRules(sentence), [], sentence);
     for (const rule of [
       'Whenever I paste a stack trace, explain the root cause first.',
@@ -98,7 +102,14 @@ describe('memory parts', () => {
         [rule],
         rule,
       );
-    for (const sentence of ['每次下班后先去健身房。', '每次吃完饭后先跑步。', '每次考试前我都很紧张。', '从那以后他每天都跑步。', '我爸退休以后天天练书法，说要给乐乐写一副春联。', '我们以后再说吧。'])
+    for (const sentence of [
+      '每次下班后先去健身房。',
+      '每次吃完饭后先跑步。',
+      '每次考试前我都很紧张。',
+      '从那以后他每天都跑步。',
+      '我爸退休以后天天练书法，说要给乐乐写一副春联。',
+      '我们以后再说吧。',
+    ])
       assert.deepEqual(detectRules(sentence), [], sentence);
   });
 
@@ -257,7 +268,10 @@ describe('memory parts', () => {
     const turns: Array<{ speaker: 'user' | 'assistant'; content: string }> = [
       { speaker: 'assistant', content: 'You asked me about cover letters, so tell me about your job: what do you say your job is when people ask?' },
       { speaker: 'user', content: 'My job: I am a night nurse on the children’s ward.' },
-      { speaker: 'assistant', content: 'You mentioned the marathon twice; did you decide on the marathon? Tip: sleep matters more than mileage for a marathon.' },
+      {
+        speaker: 'assistant',
+        content: 'You mentioned the marathon twice; did you decide on the marathon? Tip: sleep matters more than mileage for a marathon.',
+      },
       { speaker: 'user', content: 'I decided to skip the marathon this year.' },
     ];
     for (const [index, turn] of turns.entries())
