@@ -65,6 +65,54 @@ describe('memory parts', () => {
     for (const sentence of told) assert.deepEqual(detectRules(sentence), [], sentence);
   });
 
+  test('a set phrase with a habit word ("You never know with these airlines", "never mind") is no rule; a habit word beside it still counts', () => {
+    for (const sentence of ['You never know with these airlines.', 'You can never be too careful with these airlines.', 'Never mind the tests.'])
+      assert.deepEqual(detectRules(sentence), [], sentence);
+    for (const rule of ['You never know, so always keep a backup.', 'You never push to main.'])
+      assert.deepEqual(
+        detectRules(rule).map((found) => found.sentence),
+        [rule],
+        rule,
+      );
+  });
+
+  test('what the user or someone does when something happens ("Whenever it rains, I use the bus") is a told habit, no rule; an order or a wish after the same clause is', () => {
+    for (const sentence of [
+      'Whenever it rains, I use the bus.',
+      'Every time I start a new job, I write a letter to my old team.',
+      'Whenever I call, she picks up.',
+    ])
+      assert.deepEqual(detectRules(sentence), [], sentence);
+    for (const rule of [
+      'Whenever I paste a stack trace, explain the root cause first.',
+      'Whenever I paste code, I want you to review it.',
+      'Whenever we release, we tag the commit.',
+    ])
+      assert.deepEqual(
+        detectRules(rule).map((found) => found.sentence),
+        [rule],
+        rule,
+      );
+  });
+
+  test('"每次…前/后/时" then "先" and a verb of work is a standing rule ("每次提交前先跑一遍 lint"); a habit of life or told with a subject is not', () => {
+    for (const rule of ['每次提交前先跑一遍 lint', '每次提交代码前，先跑一遍单元测试。', '每次部署之后先检查一下日志。'])
+      assert.deepEqual(
+        detectRules(rule).map((found) => found.sentence),
+        [rule],
+        rule,
+      );
+    for (const sentence of [
+      '每次下班后先去健身房。',
+      '每次吃完饭后先跑步。',
+      '每次考试前我都很紧张。',
+      '从那以后他每天都跑步。',
+      '我爸退休以后天天练书法，说要给乐乐写一副春联。',
+      '我们以后再说吧。',
+    ])
+      assert.deepEqual(detectRules(sentence), [], sentence);
+  });
+
   test('"以后" in "从那以后" (since then) and "以后再说" (later) makes no rule; "以后" opening a clause still does', () => {
     for (const sentence of ['从那以后他每天都跑步。', '自那以后她总是迟到。', '我们以后再说吧。']) assert.deepEqual(detectRules(sentence), [], sentence);
     for (const rule of ['以后回复都用中文。', '我们以后都用 pnpm。', '那以后都用中文回复。'])
@@ -207,6 +255,33 @@ describe('memory parts', () => {
       ['What was the history book you previously recommended?', turns[1]!.content],
       ['你推荐的历史书叫什么？', turns[3]!.content],
       ['你上次推荐的历史书叫什么？', turns[3]!.content],
+    ] as const) {
+      const hits = await retriever.recall({ scope: 's', query, limit: 4, minRelevance: 0.1 });
+      assert.equal(hits[0]?.unit.content, expected, `${query}: ${JSON.stringify(hits.map((hit) => hit.unit.content))}`);
+    }
+  });
+
+  test('a question about what the user said when the assistant did something ("When you asked about my job, what did I say?") recalls the user\'s turn above the assistant\'s, which echoes its words; "the tip you gave me" still recalls the reply', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    const day = 86_400_000;
+    const turns: Array<{ speaker: 'user' | 'assistant'; content: string }> = [
+      { speaker: 'assistant', content: 'You asked me about cover letters, so tell me about your job: what do you say your job is when people ask?' },
+      { speaker: 'user', content: 'My job: I am a night nurse on the children’s ward.' },
+      {
+        speaker: 'assistant',
+        content: 'You mentioned the marathon twice; did you decide on the marathon? Tip: sleep matters more than mileage for a marathon.',
+      },
+      { speaker: 'user', content: 'I decided to skip the marathon this year.' },
+    ];
+    for (const [index, turn] of turns.entries())
+      store.add({ scope: 's', type: 'episodic', origin: 'raw_turn', ...turn, observedAt: now - 10 * day + index * 60_000 });
+    const retriever = new MemoryRetriever(store, undefined, silentLogger(), 'keyword');
+    for (const [query, expected] of [
+      ['When you asked about my job, what did I say?', turns[1]!.content],
+      ['What did I say when you asked about my job?', turns[1]!.content],
+      ['After you mentioned the marathon, what did I decide?', turns[3]!.content],
+      ['What was the marathon tip you gave me?', turns[2]!.content],
     ] as const) {
       const hits = await retriever.recall({ scope: 's', query, limit: 4, minRelevance: 0.1 });
       assert.equal(hits[0]?.unit.content, expected, `${query}: ${JSON.stringify(hits.map((hit) => hit.unit.content))}`);

@@ -110,6 +110,12 @@ const ANSWER_TYPE_BONUS = 0.06;
  */
 const ASKS_ASSISTANT =
   /\b(did|do|would) you ((just|once|ever|first|originally|previously|actually|end up)\s+)?(say|suggest|recommend|tell|mention|advise|explain|propose|think|give|predict|estimate|write|draft|make|pick|choose|come up with|suggesting|recommending)\b|\byou('d|’d|'ve|’ve)?\s+((had|have|just|once|previously|already|also|originally|first|earlier|ever)\s+)?(\w+ed|said|told|gave|given|wrote|written|made|thought|chose|chosen|drew|drawn|showed|shown|taught|sent|came up with|come up with|put together)\b|\byour (advice|suggestions?|recommendations?|answers?|ideas?|predictions?|estimates?|analogy|example|plan|recipe|list|draft|tips?)\b|你(之前|上次|上回|刚才|刚刚|以前|昨天|前天|前面|当时|那天|那次|曾经|早先)?(说|建议|推荐|提到|告诉|讲|给我|预测|估计|写|帮我想)/i;
+/**
+ * A time clause about what the assistant did ("When you asked about my job, what did I say?", "what
+ * did I decide after you mentioned it"): it says when, not what the question asks for, and is left
+ * out before ASKS_ASSISTANT is read. "the book you previously recommended" has no such clause.
+ */
+const YOUR_TIME_CLAUSE = /\b(?:when|whenever|after|before|while|once|until|as soon as)\s+you\b[^,;:?.!]*/gi;
 /** A question about the current state of something that changes over time. */
 const ASKS_PRESENT = /\b(now|currently|current|these days|nowadays|at the moment|at present|latest|still)\b|现在|目前|如今|眼下/i;
 
@@ -239,7 +245,7 @@ export class MemoryRetriever {
     const alternatives = mergeAlternatives(translated, inflections);
     const queryWeight = queryMass(terms, alternatives, idf, known);
     const rare = rareTermIdf(this.store.scopeSize(request.scope));
-    const speaker = ASKS_ASSISTANT.test(request.query) ? 'assistant' : 'user';
+    const speaker = ASKS_ASSISTANT.test(request.query.replace(YOUR_TIME_CLAUSE, '')) ? 'assistant' : 'user';
     const answer = expectedAnswer(request.query);
     const scored: Array<MemoryHit & { keyword: number }> = [];
     let cutCounts = false;

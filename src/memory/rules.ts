@@ -35,14 +35,21 @@ const ALWAYS = [
  * every prompt.
  */
 const HABIT = [
-  /\b(always|never(?! mind)|in (the )?future|every time|each time|whenever|any ?time (you|we))\b/i,
+  /\b(always|never|in (the )?future|every time|each time|whenever|any ?time (you|we))\b/i,
   /(每次|每当|每回|永远|总是|始终|任何时候|无论何时|此后)/,
 ];
 /**
+ * Set phrases with a habit word that say nothing of how anything is done: "never mind", and the
+ * generic "you" of "You never know with these airlines" (anyone, not the assistant). Left out
+ * before HABIT is read, so that "You never know, so always keep a backup" still counts its "always".
+ */
+const IDIOM = /\b(?:never mind|you never (?:know|can tell)|you can never (?:know|tell|be too \w+)|you(?:'ll|’ll| will) never (?:guess|believe))\b/gi;
+/**
  * A habit told of someone else or of the past: the sentence opens with a third person before its
  * habit word ("My mom always says to just go for it", "我妈总是叫我多穿点", "老板每次都问我进度"), or
- * the habit is in the past tense. Its "me", "we", "just go" or "问我" is what they say or do to the
- * user, or what was done, no order to the assistant: PRESCRIBED does not count (a modal or a
+ * the habit is in the past tense, or it is what someone does when something happens ("Whenever it
+ * rains, I use the bus"). Its "me", "we", "just go", "I use" or "问我" is what they say or do (to the
+ * user), or what was done, no order to the assistant: PRESCRIBED does not count (a modal or a
  * correction still does).
  */
 const TOLD_OF_SOMEONE = [
@@ -51,6 +58,10 @@ const TOLD_OF_SOMEONE = [
   /\b(?:we|you)\s+(?:always|never)\s+(?:used to|went|had|did|got|made|took|came|saw|ate|spent|was|were|knew|thought|(?!(?:need|feed|proceed|succeed|exceed|speed|embed|shred)\b)\w+ed)\b/i,
   /(小时候|那时候?|当年|那几年|上学的时候)[^，,。；;]*?(每次|每当|每回|总是|永远|始终|从来)/,
   /^\s*(?:我的?(?:妈妈?|爸爸?|父母|哥哥?|姐姐?|弟弟?|妹妹?|老婆|老公|爱人|儿子|女儿|孩子|家人|老板|领导|同事|朋友|邻居|室友|房东|老师|奶奶|爷爷|外婆|姥姥)|他们?|她们?|老板|领导|同事|邻居|房东|老师)[^，,。；;：:]*?(?:每次|每当|每回|总是|永远|始终|从来)/,
+  // Or of what the user (or someone) does when something happens: a time clause, then a subject
+  // other than "you"/"we" ("Whenever it rains, I use the bus"). Its "I use" is a habit, not the
+  // user's choice for the assistant's work; a wish ("…, I want you to…") still counts.
+  /^\s*(?:whenever|every time|each time|any ?time)\b[^,]{1,120},\s*(?:I(?!\s+(?:want|need|expect|prefer|would like|require|ask)\b)|he|she|they|(?:my|his|her|their)\s+\w+)\s/i,
 ];
 /** What makes a habit word prescribe (see HABIT). */
 const PRESCRIBED = [
@@ -70,6 +81,9 @@ const PRESCRIBED = [
   // "香菜总是种不好".
   /^\s*(请)?(总是|永远|始终)(都)?(要)?(用|使用|以|先|回答|回复|给出|列出|注明|附上|标注|说明)/,
   /(回复|回答|答案|代码|注释|文件名|文件|日志|提交信息|报告|文档|表格|邮件|标题|日期|时间戳|变量名|函数名|输出|结果)(都)?(总是|永远|始终|每次)(都)?(要)?(用|使用|以|写|带|加|放|按|先|保留|注明|附上|统一)/,
+  // And "每次…前/后/时" opening the sentence, then straight (no subject: "每次考试前我都很紧张" tells)
+  // "先" and a verb of work: "每次提交前先跑一遍 lint". A verb of life ("每次下班后先去健身房") is a habit.
+  /^\s*(请)?(每次|每当|每回)[^，,。；;！!]{1,30}?(之前|之后|以前|以后|前|后|时|的时候)[，,]?\s*(都)?(要|得)?先\s*(跑(?!步)|运行|执行|检查|核对|确认|备份|测试|格式化|更新|拉取|同步|保存|提交|编译|构建|打包|列出|说明|注明|提醒|告诉|通知|问|看一下|看一遍|review|lint|test|build)/i,
   // Named as a rule or a convention.
   /\b(rule|rules|convention|policy|standard|guideline|requirement)\b/i,
   /(规矩|规定|规范|约定|原则|惯例|要求)/,
@@ -248,7 +262,7 @@ function classify(sentence: string, corrective: boolean): StatedRule['kind'] | u
   const modal = matches(MODAL, sentence);
   if (matches(ALWAYS, sentence)) return 'rule';
   if (
-    matches(HABIT, sentence) &&
+    matches(HABIT, sentence.replace(IDIOM, '')) &&
     (modal || corrective || (!matches(TOLD_OF_SOMEONE, sentence) && matches(PRESCRIBED, sentence)) || matches(PREFERENCE, sentence))
   )
     return 'rule';
