@@ -211,7 +211,7 @@ describe('memory recall: answer-type cues (no extractor)', () => {
     assert.deepEqual(wrong, []);
   });
 
-  test('a question that asks with a dimension ("how heavy", "what did … cost", "剂量") recalls the memory that states the amount in its unit ("4.4 kg", "$1,180", "1000毫克") and shares no word with it', async () => {
+  test('a question that asks with a dimension ("how heavy", "what did … cost", "剂量", "what mark") recalls the memory that states the amount in its unit ("4.4 kg", "$1,180", "1000毫克", "78 out of 100") and shares no word with it', async () => {
     const cases: Array<{ scope: string; memories: Array<[string, string, number]>; query: string; found: string }> = [
       {
         scope: 'measure-weight',
@@ -240,6 +240,15 @@ describe('memory recall: answer-type cues (no extractor)', () => {
         ],
         query: '我妈现在药的剂量是多少？',
         found: '医生说二甲双胍加到每天1000毫克，早晚各一次。',
+      },
+      {
+        scope: 'measure-score',
+        memories: [
+          ['exam-result', 'Passed the B1! 78 out of 100.', 25],
+          ['exam-school', 'The language school moved its test day to a Saturday.', 6],
+        ],
+        query: 'What mark did I get in the language test?',
+        found: 'Passed the B1! 78 out of 100.',
       },
     ];
     const missed: string[] = [];

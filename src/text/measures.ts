@@ -42,12 +42,18 @@ const PATTERNS = DIMENSIONS.map(({ before, after, words }) => {
   };
 });
 
+/** A mark out of a whole ("78 out of 100", "42 points", "考了90分") is a score ("8/10" is too often a date). */
+const SCORE = {
+  pattern: /\b\d+(?:\.\d+)? out of (?:5|10|20|100)\b|\b\d+ ?(?:points|pts)\b|[考得拿]了?\d+分/i,
+  terms: ['score', 'mark', 'grade', 'result', '成绩', '分数'].map((word) => termOf(word)).filter((term): term is string => term !== undefined),
+};
+
 /** The search terms of the dimensions of the quantities a text states (none for a text without one). */
 export function measureTerms(text: string): string[] {
   const found = new Set<string>();
-  for (const { pattern, terms } of PATTERNS) if (pattern.test(text)) for (const term of terms) found.add(term);
+  for (const { pattern, terms } of [...PATTERNS, SCORE]) if (pattern.test(text)) for (const term of terms) found.add(term);
   return [...found];
 }
 
 /** Changes with the table: an index written with another one is rebuilt (see `indexWordsVersion`). */
-export const MEASURES_VERSION = 'measures-1';
+export const MEASURES_VERSION = 'measures-2';
