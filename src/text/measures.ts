@@ -15,22 +15,26 @@ interface Dimension {
   after: string;
   /** Currency signs and codes before one. */
   before?: string;
-  /** The words a question asks about the dimension with, English and Chinese. */
+  /**
+   * The English words a question asks about the dimension with. English only: related words are
+   * searched for English query terms, and a Chinese or Japanese question reaches them through its
+   * words' translations ("多少钱" → money, "剂量" → dose, "体重" → weight).
+   */
   words: readonly string[];
 }
 
 const DIMENSIONS: readonly Dimension[] = [
-  { after: String.raw`kgs?|kilos?|kilograms?|grams?|g|lbs?|pounds?|公斤|千克|斤|克|キロ|グラム`, words: ['weight', 'weigh', 'heavy', '重', '体重'] },
-  { after: String.raw`km|kms|kilomet(?:re|er)s?|miles?|mi|met(?:re|er)s?|m|公里|千米|米|メートル`, words: ['distance', 'far', 'long', '远', '距离'] },
-  { after: String.raw`min|mins|minutes?|hours?|hrs?|h|分钟|小时|个小时|時間`, words: ['long', 'time', 'duration', '多久', '时间'] },
+  { after: String.raw`kgs?|kilos?|kilograms?|grams?|g|lbs?|pounds?|公斤|千克|斤|克|キロ|グラム`, words: ['weight', 'weigh', 'heavy'] },
+  { after: String.raw`km|kms|kilomet(?:re|er)s?|miles?|mi|met(?:re|er)s?|m|公里|千米|米|メートル`, words: ['distance', 'far', 'long'] },
+  { after: String.raw`min|mins|minutes?|hours?|hrs?|h|分钟|小时|个小时|時間`, words: ['long', 'time', 'duration'] },
   {
     before: String.raw`[€$£¥]|CAD|USD|EUR|RMB`,
     after: String.raw`€|euros?|dollars?|bucks|cad|usd|eur|rmb|yuan|元|块|欧元|美元|加元|万元|円`,
-    words: ['cost', 'price', 'pay', 'expensive', 'cheap', 'money', 'spend', 'afford', '钱', '价格', '费用'],
+    words: ['cost', 'price', 'pay', 'expensive', 'cheap', 'money', 'spend', 'afford'],
   },
-  { after: String.raw`°C|°F|degrees?|度`, words: ['temperature', 'hot', 'cold', 'warm', '温度'] },
-  { after: String.raw`mg|mcg|iu|ml|毫克|毫升`, words: ['dose', 'dosage', '剂量'] },
-  { after: String.raw`cm|centimet(?:re|er)s?|厘米`, words: ['tall', 'height', '身高'] },
+  { after: String.raw`°C|°F|degrees?|度`, words: ['temperature', 'hot', 'cold', 'warm'] },
+  { after: String.raw`mg|mcg|iu|ml|毫克|毫升`, words: ['dose', 'dosage'] },
+  { after: String.raw`cm|centimet(?:re|er)s?|厘米`, words: ['tall', 'height'] },
 ];
 
 const PATTERNS = DIMENSIONS.map(({ before, after, words }) => {
@@ -45,7 +49,7 @@ const PATTERNS = DIMENSIONS.map(({ before, after, words }) => {
 /** A mark out of a whole ("78 out of 100", "42 points", "考了90分") is a score ("8/10" is too often a date). */
 const SCORE = {
   pattern: /\b\d+(?:\.\d+)? out of (?:5|10|20|100)\b|\b\d+ ?(?:points|pts)\b|[考得拿]了?\d+分/i,
-  terms: ['score', 'mark', 'grade', 'result', '成绩', '分数'].map((word) => termOf(word)).filter((term): term is string => term !== undefined),
+  terms: ['score', 'mark', 'grade', 'result'].map((word) => termOf(word)).filter((term): term is string => term !== undefined),
 };
 
 /** The search terms of the dimensions of the quantities a text states (none for a text without one). */
@@ -56,4 +60,4 @@ export function measureTerms(text: string): string[] {
 }
 
 /** Changes with the table: an index written with another one is rebuilt (see `indexWordsVersion`). */
-export const MEASURES_VERSION = 'measures-2';
+export const MEASURES_VERSION = 'measures-3';
