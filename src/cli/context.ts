@@ -47,3 +47,18 @@ export function print(line = ''): void {
 export function printError(line: string): void {
   process.stderr.write(`${terminalText(line)}\n`);
 }
+
+/**
+ * A number typed on the command line, checked. Commander hands every option value over as text,
+ * and `Number('abc')` is NaN, which SQLite refuses with a stack trace, a LIMIT takes as "no limit"
+ * and a deadline as "already passed" (so `stop --timeout abc` killed at once). `what` names the
+ * option in the message, as the user typed it.
+ */
+export function numberArgument(text: string, what: string, range: { min: number; max?: number; integer?: boolean }): number {
+  const value = text.trim() === '' ? Number.NaN : Number(text);
+  const integer = range.integer ?? true;
+  if (Number.isFinite(value) && (!integer || Number.isInteger(value)) && value >= range.min && (range.max === undefined || value <= range.max)) return value;
+  const kind = integer ? 'a whole number' : 'a number';
+  const bounds = range.max === undefined ? `${range.min} or more` : `from ${range.min} to ${range.max}`;
+  throw new CliExit(`${what} ${JSON.stringify(text)}: expected ${kind} ${bounds}.`);
+}

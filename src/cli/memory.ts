@@ -17,8 +17,11 @@ import {
 } from '../memory/index.js';
 import { memorySettings } from '../runtime/settings.js';
 import { openDatabase, type Db } from '../store/index.js';
-import { CliExit, loadCliConfig, print } from './context.js';
+import { CliExit, loadCliConfig, numberArgument, print } from './context.js';
 import { terminalText } from './terminal-text.js';
+
+/** As the HTTP API takes it: a unit's importance is 0..1 (a 5 is refused there, not clamped). */
+const IMPORTANCE = { min: 0, max: 1, integer: false };
 
 export interface MemoryOptions {
   config?: string;
@@ -84,7 +87,7 @@ export function registerMemoryCommands(program: Command): void {
       const hits = await service.search({
         scope: options.scope ?? defaultScope,
         query,
-        limit: Number(options.limit),
+        limit: numberArgument(options.limit, '--limit', { min: 1, max: 100 }),
         ...(types ? { types } : {}),
         includeSuperseded: options.all ?? false,
       });
@@ -117,7 +120,7 @@ export function registerMemoryCommands(program: Command): void {
         scope: options.scope ?? defaultScope,
         type: options.type as MemoryType,
         content,
-        importance: Number(options.importance),
+        importance: numberArgument(options.importance, '--importance', IMPORTANCE),
         confidence: 1,
         core: options.core ?? false,
         pinned: options.pin ?? false,
@@ -161,7 +164,7 @@ export function registerMemoryCommands(program: Command): void {
       const updated = service.update(id, {
         ...(options.content !== undefined ? { content: options.content } : {}),
         ...(options.type !== undefined ? { type: options.type as MemoryType } : {}),
-        ...(options.importance !== undefined ? { importance: Number(options.importance) } : {}),
+        ...(options.importance !== undefined ? { importance: numberArgument(options.importance, '--importance', IMPORTANCE) } : {}),
         ...(options.core !== undefined ? { core: options.core } : {}),
         ...(options.pin ? { pinned: true } : {}),
         ...(options.unpin ? { pinned: false } : {}),

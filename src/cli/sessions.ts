@@ -1,6 +1,6 @@
 import { ConversationStore, type SessionRow, type TurnRow } from '../conversation/index.js';
 import { openDatabase } from '../store/index.js';
-import { CliExit, loadCliConfig, print } from './context.js';
+import { CliExit, loadCliConfig, numberArgument, print } from './context.js';
 
 export interface SessionsOptions {
   config?: string;
@@ -16,9 +16,10 @@ function openStore(options: SessionsOptions): { store: ConversationStore; close:
 
 /** `metaclaw sessions list`: the most recent sessions first. */
 export function sessionsListCommand(options: SessionsOptions): void {
+  const limit = numberArgument(options.limit ?? '20', '--limit', { min: 1 });
   const { store, close } = openStore(options);
   try {
-    const sessions = store.listSessions(Number(options.limit ?? 20));
+    const sessions = store.listSessions(limit);
     if (options.json) {
       print(JSON.stringify(sessions, null, 2));
       return;

@@ -17,7 +17,7 @@ import {
   type SkillCredit,
 } from '../skills/index.js';
 import { checkIntegrity, openDatabase } from '../store/index.js';
-import { CliExit, loadCliConfig, print } from './context.js';
+import { CliExit, loadCliConfig, numberArgument, print } from './context.js';
 import { withPool } from './store.js';
 
 interface SkillsOptions {
@@ -239,7 +239,7 @@ export function registerSkillsCommands(program: Command): void {
     withSkills<SkillsOptions & { n: string; full?: boolean }>((service, options) => {
       const file = join(service.library.dir, 'evolution_history.jsonl');
       const all = (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []).map(readHistoryLine);
-      const events = all.slice(-Number(options.n));
+      const events = all.slice(-numberArgument(options.n, '-n', { min: 1 }));
       if (options.json) return print(JSON.stringify(events, null, 2));
       if (events.length === 0) return print('No skill evolutions yet.');
       for (const event of events) {
@@ -286,14 +286,14 @@ export function registerSkillsCommands(program: Command): void {
 
   common(skills.command('approve').description('apply a pending proposal').argument('<id>')).action((id: string, options: SkillsOptions) =>
     withSkills<SkillsOptions>((service) => {
-      const result = service.approve(Number(id));
+      const result = service.approve(numberArgument(id, 'proposal id', { min: 1 }));
       print(`Applied #${id}: ${result.action} ${result.skill.name} v${result.version} (generation ${result.generation}).`);
     })(options),
   );
 
   common(skills.command('reject').description('drop a pending proposal').argument('<id>')).action((id: string, options: SkillsOptions) =>
     withSkills<SkillsOptions>((service) => {
-      const row = service.reject(Number(id));
+      const row = service.reject(numberArgument(id, 'proposal id', { min: 1 }));
       print(`Rejected #${id} (${row.action} ${row.name}).`);
     })(options),
   );
@@ -313,7 +313,7 @@ export function registerSkillsCommands(program: Command): void {
     skills.command('revert').description('restore an earlier version (default: the one before the current)').argument('<name>').option('--to <version>'),
   ).action((name: string, options: SkillsOptions & { to?: string }) =>
     withSkills<SkillsOptions>((service) => {
-      const result = service.revert(name, options.to === undefined ? undefined : Number(options.to));
+      const result = service.revert(name, options.to === undefined ? undefined : numberArgument(options.to, '--to', { min: 1 }));
       print(`Reverted ${name}: now v${result.version} (generation ${result.generation}).`);
     })(options),
   );
@@ -350,7 +350,7 @@ export function registerSkillsCommands(program: Command): void {
       .option('--yes', 'remove without asking'),
   ).action(
     withSkills<SkillsOptions & { dryRun?: boolean; unusedDays: string; yes?: boolean }>((service, options) => {
-      const unusedDays = Number(options.unusedDays);
+      const unusedDays = numberArgument(options.unusedDays, '--unused-days', { min: 0 });
       const now = Date.now();
       const candidates = service
         .list()
@@ -378,8 +378,8 @@ export function registerSkillsCommands(program: Command): void {
 
 function diff(service: SkillsService, name: string, options: SkillsOptions & { from?: string; to?: string }): void {
   const { from, to, patch } = diffVersions(name, service.history.versions(name), {
-    from: options.from === undefined ? undefined : Number(options.from),
-    to: options.to === undefined ? undefined : Number(options.to),
+    from: options.from === undefined ? undefined : numberArgument(options.from, '--from', { min: 1 }),
+    to: options.to === undefined ? undefined : numberArgument(options.to, '--to', { min: 1 }),
   });
   if (options.json) print(JSON.stringify({ name, from, to, patch }));
   else print(patch.trimEnd());

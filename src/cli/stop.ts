@@ -1,7 +1,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import type { LoadedConfig } from '../config/index.js';
 import { isProcessAlive, readPidFile } from '../runtime/index.js';
-import { loadCliConfig, print } from './context.js';
+import { loadCliConfig, numberArgument, print } from './context.js';
 
 export interface StopOptions {
   config?: string;
@@ -18,6 +18,8 @@ export async function stopCommand(options: StopOptions): Promise<void> {
 
 /** Stops the proxy this config's pid file names; prints what happened. */
 export async function stopProxy(config: LoadedConfig, timeout?: string): Promise<void> {
+  const timeoutMs =
+    (timeout === undefined ? config.values['proxy.shutdown_timeout_seconds'] + 10 : numberArgument(timeout, '--timeout', { min: 0, integer: false })) * 1000;
   const pidFile = config.paths.pidFile;
   const info = readPidFile(pidFile);
   if (!info) {
@@ -29,7 +31,6 @@ export async function stopProxy(config: LoadedConfig, timeout?: string): Promise
     print(`MetaClaw is not running (removed a stale pid file for pid ${info.pid}).`);
     return;
   }
-  const timeoutMs = Number(timeout ?? config.values['proxy.shutdown_timeout_seconds'] + 10) * 1000;
   process.kill(info.pid, 'SIGTERM');
   if (await waitForExit(info.pid, timeoutMs)) {
     rmSync(pidFile, { force: true });
