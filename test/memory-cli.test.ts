@@ -111,4 +111,42 @@ describe('memory API and CLI', () => {
     const imported = await runCli(['memory', 'import', exported], { home });
     assert.match(imported.stdout, /Imported 3 memories; skipped 0/);
   });
+
+  test('memory add and edit refuse empty content, as the HTTP API does; ingest refuses what POST /v1/memory/ingest refuses and keeps a speaker name', async () => {
+    const home = tempHome();
+    for (const args of [
+      ['memory', 'add', ''],
+      ['memory', 'add', '   '],
+      ['memory', 'add', 'x'.repeat(4_001)],
+    ]) {
+      const refused = await runCli(args, { home });
+      assert.equal(refused.code, 1, `${args.join(' ').slice(0, 40)}: ${refused.stdout}`);
+      assert.match(refused.stderr, /content/);
+    }
+    const added = JSON.parse((await runCli(['memory', 'add', 'Deploys happen on Tuesdays.', '--json'], { home })).stdout);
+    const blanked = await runCli(['memory', 'edit', added.id, '--content', ' '], { home });
+    assert.equal(blanked.code, 1, blanked.stdout);
+    assert.match(blanked.stderr, /content/);
+    assert.equal(JSON.parse((await runCli(['memory', 'show', added.id, '--json'], { home })).stdout).content, 'Deploys happen on Tuesdays.');
+
+    const empty = join(home, 'empty.json');
+    writeFileSync(empty, '[]');
+    const chat = join(home, 'chat.json');
+    writeFileSync(chat, JSON.stringify([{ role: 'user', name: 'Marek', content: 'I play the cello in a quartet.' }]));
+    const bad = join(home, 'bad.json');
+    writeFileSync(bad, JSON.stringify([null, { role: 'user', content: 'x', timestamp: { when: 'today' } }]));
+    for (const args of [
+      ['memory', 'ingest', empty],
+      ['memory', 'ingest', chat, '--session', ''],
+      ['memory', 'ingest', bad],
+    ]) {
+      const refused = await runCli(args, { home });
+      assert.equal(refused.code, 1, `${args.join(' ')}: ${refused.stdout}`);
+      assert.doesNotMatch(refused.stderr, /Cannot read properties/);
+    }
+    assert.match((await runCli(['memory', 'stats'], { home })).stdout, /scope default: 1 active/, 'nothing refused was stored');
+    assert.equal((await runCli(['memory', 'ingest', chat, '--session', 'quartet'], { home })).code, 0);
+    const found = JSON.parse((await runCli(['memory', 'search', 'Marek', '--json'], { home })).stdout);
+    assert.equal(found[0]?.content, 'I play the cello in a quartet.', "the speaker's name is searchable with the turn, as over HTTP");
+  });
 });

@@ -7,7 +7,9 @@ import { silentLogger } from '../logging/index.js';
 import {
   exportMemory,
   importLines,
+  ingestTurnSchema,
   MEMORY_TYPES,
+  memoryContentSchema,
   MemoryService,
   presentMemory,
   type IngestTurn,
@@ -22,6 +24,13 @@ import { terminalText } from './terminal-text.js';
 
 /** As the HTTP API takes it: a unit's importance is 0..1 (a 5 is refused there, not clamped). */
 const IMPORTANCE = { min: 0, max: 1, integer: false };
+
+/** Content as the HTTP API takes it (not blank, at most 4,000 characters), trimmed. */
+function checkedContent(text: string, what: string): string {
+  const parsed = memoryContentSchema.safeParse(text);
+  if (parsed.success) return parsed.data;
+  throw new CliExit(`${what}: ${text.trim() === '' ? 'must not be empty' : `at most 4,000 characters (this is ${text.trim().length})`}.`);
+}
 
 export interface MemoryOptions {
   config?: string;
@@ -119,7 +128,7 @@ export function registerMemoryCommands(program: Command): void {
       const unit = service.add({
         scope: options.scope ?? defaultScope,
         type: options.type as MemoryType,
-        content,
+        content: checkedContent(content, 'content'),
         importance: numberArgument(options.importance, '--importance', IMPORTANCE),
         confidence: 1,
         core: options.core ?? false,
@@ -162,7 +171,7 @@ export function registerMemoryCommands(program: Command): void {
     withMemory<MemoryOptions>(({ memory: service }) => {
       if (options.type && !MEMORY_TYPES.includes(options.type as MemoryType)) throw new CliExit(`Unknown type ${options.type}.`);
       const updated = service.update(id, {
-        ...(options.content !== undefined ? { content: options.content } : {}),
+        ...(options.content !== undefined ? { content: checkedContent(options.content, '--content') } : {}),
         ...(options.type !== undefined ? { type: options.type as MemoryType } : {}),
         ...(options.importance !== undefined ? { importance: numberArgument(options.importance, '--importance', IMPORTANCE) } : {}),
         ...(options.core !== undefined ? { core: options.core } : {}),
@@ -277,7 +286,9 @@ export function registerMemoryCommands(program: Command): void {
       .option('--session <id>', 'session id', `ingest-${Date.now()}`),
   ).action((file: string, options: MemoryOptions & { session: string }) =>
     withMemory<MemoryOptions>(({ memory: service, defaultScope }) => {
+      if (options.session.trim() === '') throw new CliExit('--session: must not be empty.');
       const turns = readTurns(file);
+      if (turns.length === 0) throw new CliExit(`${file} holds no turns: nothing to store.`);
       const result = service.ingest(options.scope ?? defaultScope, options.session, turns);
       if (options.json) return print(JSON.stringify(result, null, 2));
       print(
@@ -289,19 +300,29 @@ export function registerMemoryCommands(program: Command): void {
 
 function readTurns(file: string): IngestTurn[] {
   const text = readFileSync(file, 'utf8').trim();
-  const values: unknown[] = text.startsWith('[')
-    ? (JSON.parse(text) as unknown[])
-    : text
-        .split('\n')
-        .filter(Boolean)
-        .map((item) => JSON.parse(item) as unknown);
+  let values: unknown[];
+  try {
+    values = text.startsWith('[')
+      ? (JSON.parse(text) as unknown[])
+      : text
+          .split('\n')
+          .filter((item) => item.trim() !== '')
+          .map((item) => JSON.parse(item) as unknown);
+  } catch (error) {
+    throw new CliExit(`${file} is neither a JSON array of turns nor JSONL (one turn a line): ${(error as Error).message}`);
+  }
+  // Each turn as POST /v1/memory/ingest checks it, speaker name included.
   return values.map((value, index) => {
-    const turn = value as Partial<IngestTurn>;
-    if ((turn.role !== 'user' && turn.role !== 'assistant') || typeof turn.content !== 'string')
-      throw new CliExit(`${file}, turn ${index + 1}: expected {role: "user" | "assistant", content: string}.`);
+    const parsed = ingestTurnSchema.safeParse(value);
+    if (!parsed.success)
+      throw new CliExit(
+        `${file}, turn ${index + 1}: expected {role: "user" | "assistant", content: string, name?: string, timestamp?: string | number, id?: string}.`,
+      );
+    const turn = parsed.data;
     return {
       role: turn.role,
       content: turn.content,
+      ...(turn.name ? { name: turn.name } : {}),
       ...(turn.timestamp !== undefined ? { timestamp: turn.timestamp } : {}),
       ...(turn.id ? { id: turn.id } : {}),
     };

@@ -2,10 +2,27 @@ import { z } from 'zod';
 import type { MemoryService } from './service.js';
 import { MEMORY_TYPES, type MemoryUnit } from './types.js';
 
+/**
+ * A unit's content as every writer takes it (the HTTP API, the CLI, an import line): text that is
+ * not blank, and not longer than a memory a prompt can carry. One schema, so the CLI cannot store
+ * what the API refuses (an empty unit, which its own export then failed to import back).
+ */
+export const memoryContentSchema = z.string().trim().min(1).max(4_000);
+
+/** One turn of a conversation to ingest (`POST /v1/memory/ingest`, `metaclaw memory ingest`). */
+export const ingestTurnSchema = z.object({
+  role: z.enum(['user', 'assistant']),
+  content: z.string(),
+  name: z.string().optional(),
+  timestamp: z.union([z.string(), z.number()]).optional(),
+  id: z.string().min(1).optional(),
+});
+
 /** One line of an import file: what export writes, with everything but type and content optional. */
 const importLineSchema = z.object({
   scope: z.string().min(1).optional(),
   type: z.enum(MEMORY_TYPES),
+  // No length cap here: an export holds raw turns, which may be longer than a unit written by hand.
   content: z.string().trim().min(1),
   search_keys: z.array(z.string()).optional(),
   importance: z.number().min(0).max(1).optional(),
