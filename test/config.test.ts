@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { loadConfig } from '../src/config/index.js';
@@ -145,5 +145,26 @@ describe('metaclaw config', () => {
     assert.match(result.stderr, /config\.yaml:2: proxy\.port = "not a port": expected an integer/);
     const status = await runCli(['status'], { home: folder });
     assert.notEqual(status.code, 0);
+  });
+
+  test('a config path that cannot be read (a folder) is a clear error naming it, not a stack trace, for every command', async () => {
+    const folder = home();
+    mkdirSync(join(folder, 'config.yaml'));
+    for (const args of [['config', 'show'], ['config', 'set', 'proxy.port', '4000'], ['status'], ['start'], ['memory', 'stats']]) {
+      const result = await runCli(args, { home: folder });
+      assert.equal(result.code, 1, `${args.join(' ')}: ${result.stdout}`);
+      assert.match(result.stderr, /config\.yaml/, args.join(' '));
+      assert.doesNotMatch(result.stderr, /\n\s+at |node:fs/, args.join(' '));
+    }
+    const elsewhere = await runCli(['config', 'show', '-c', folder], { home: folder });
+    assert.equal(elsewhere.code, 1);
+    assert.doesNotMatch(elsewhere.stderr, /\n\s+at /);
+  });
+
+  test('a refused config set writes nothing: no config file and no schema file', async () => {
+    const folder = home();
+    const result = await runCli(['config', 'set', 'proxy.port', 'abc'], { home: folder });
+    assert.equal(result.code, 1);
+    assert.deepEqual(readdirSync(folder), []);
   });
 });

@@ -1,4 +1,6 @@
+import { join } from 'node:path';
 import {
+  CONFIG_SCHEMA_FILE,
   configJsonSchema,
   definitionFor,
   displayValue,
@@ -117,7 +119,9 @@ function get(key: string, options: ConfigOptions): void {
 
 function set(key: string, text: string, options: ConfigOptions): void {
   const config = loadCliConfig(pick(options));
-  const { key: canonical, value } = setConfigValue(config.file, key, text, { schemaFile: writeConfigSchema(config.home) });
+  // The schema is written once the value is accepted: a refused set leaves the home as it was.
+  const { key: canonical, value } = setConfigValue(config.file, key, text, { schemaFile: join(config.home, CONFIG_SCHEMA_FILE) });
+  writeConfigSchema(config.home);
   const definition = definitionFor(canonical);
   print(`${canonical} = ${render(definition, value, false)}  (written to ${config.file}; restart the proxy to apply)`);
   const ignored = noEffectWarning(definition, value);

@@ -1,9 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { isMap, parseDocument, YAMLMap, type Document } from 'yaml';
 import { ConfigError } from '../errors.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { checkValue, convertText, displayValue } from './convert.js';
 import { schemaModeline } from './json-schema.js';
+import { readConfigText } from './load.js';
 import { nearest } from './nearest.js';
 import { DEFINITIONS_BY_KEY, KEY_ALIASES, VALUE_ALIASES } from './schema.js';
 import type { KeyDefinition } from './types.js';
@@ -82,7 +83,7 @@ export function updateConfigFile(file: string, updates: Readonly<Record<string, 
 }
 
 function readDocument(file: string, options: WriteOptions = {}): Document {
-  const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const text = existsSync(file) ? readConfigText(file) : '';
   const document: Document = parseDocument(text.trim() === '' ? '{}' : text);
   if (text.trim() === '') {
     // Start from an empty mapping written in block style, like a hand-written config.
