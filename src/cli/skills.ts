@@ -147,7 +147,7 @@ export function registerSkillsCommands(program: Command): void {
       print(`${skill.name} (v${skill.version}, ${skill.category}, ${skill.origin})`);
       print(`  ${skill.description}`);
       print(`  file: ${skill.path}`);
-      print(`  injected: ${figures(credit)}`);
+      print(`  ${creditLine(credit)}`);
       if (credit?.flagged) print('  FLAGGED: keeps being injected into turns that go badly; consider editing or retiring it');
       if (skill.sourceSessions.length > 0) print(`  learned from sessions: ${skill.sourceSessions.join(', ')}`);
       if (versions.length > 0) print(`  versions: ${versions.map((row) => `v${row.version} ${row.action}`).join(', ')}`);
@@ -205,6 +205,9 @@ export function registerSkillsCommands(program: Command): void {
       .option('--force', 'import skills even if their text reads like prompt injection'),
   ).action((folder: string, options: SkillsOptions & { overwrite?: boolean; force?: boolean }) =>
     withSkills<SkillsOptions>((service) => {
+      // A mistyped path is a failure a script must see, not "Imported 0 skills" and exit 0.
+      if (!existsSync(folder)) throw new CliExit(`${folder} does not exist.`);
+      if (!statSync(folder).isDirectory()) throw new CliExit(`${folder} is not a folder (a single SKILL.md goes in with \`metaclaw skills add\`).`);
       const report = importSkills(service, folder, { overwrite: options.overwrite ?? false, force: options.force ?? false });
       printReport(report, options.json, 'Imported');
       if (report.suspicious.some((item) => !item.imported)) throw new CliExit('', 1);
@@ -383,6 +386,12 @@ function diff(service: SkillsService, name: string, options: SkillsOptions & { f
   });
   if (options.json) print(JSON.stringify({ name, from, to, patch }));
   else print(patch.trimEnd());
+}
+
+/** The credit figures in words, for `skills show` (the list's columns need the list's header). */
+function creditLine(credit: SkillCredit | undefined): string {
+  const judge = credit?.judgeMean === null || credit === undefined ? '-' : credit.judgeMean.toFixed(2);
+  return `injected ${credit?.injected ?? 0} times in ${credit?.sessions ?? 0} sessions; corrected ${credit?.corrected ?? 0}, accepted ${credit?.accepted ?? 0}; judge ${judge}`;
 }
 
 function figures(credit: SkillCredit | undefined): string {
