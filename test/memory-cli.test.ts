@@ -149,4 +149,30 @@ describe('memory API and CLI', () => {
     const found = JSON.parse((await runCli(['memory', 'search', 'Marek', '--json'], { home })).stdout);
     assert.equal(found[0]?.content, 'I play the cello in a quartet.', "the speaker's name is searchable with the turn, as over HTTP");
   });
+
+  test('importing an export into the install it came from adds nothing: raw turns are already in memory too', async () => {
+    const home = tempHome();
+    const chat = join(home, 'chat.json');
+    writeFileSync(
+      chat,
+      JSON.stringify([
+        { role: 'user', content: 'My sister moved to Porto last month.' },
+        { role: 'assistant', content: 'How exciting for your sister!' },
+      ]),
+    );
+    assert.equal((await runCli(['memory', 'ingest', chat, '--session', 'porto'], { home })).code, 0);
+    assert.equal((await runCli(['memory', 'add', 'Deploys happen on Tuesdays.'], { home })).code, 0);
+    const exported = join(home, 'backup.jsonl');
+    assert.match((await runCli(['memory', 'export', '-o', exported], { home })).stdout, /Exported 3 memories/);
+    const again = await runCli(['memory', 'import', exported], { home });
+    assert.match(again.stdout, /Imported 0 memories; skipped 3/);
+    assert.match((await runCli(['memory', 'stats'], { home })).stdout, /scope default: 3 active/);
+
+    const fresh = tempHome();
+    assert.match(
+      (await runCli(['memory', 'import', exported], { home: fresh })).stdout,
+      /Imported 3 memories; skipped 0/,
+      'a new install still takes every line',
+    );
+  });
 });

@@ -31,6 +31,7 @@ const importLineSchema = z.object({
   pinned: z.boolean().optional(),
   observed_at: z.string().optional(),
   source: z.object({ session_id: z.string().nullable().optional(), turn_ids: z.array(z.string()).optional() }).optional(),
+  origin: z.string().optional(),
 });
 
 export interface MemoryImportReport {
@@ -127,7 +128,10 @@ export function importLines(memory: MemoryService, lines: readonly string[], def
       report.skipped.push({ line: index + 1, reason: `scope "${scope}" is not this request's scope ("${onlyScope}")` });
       return;
     }
-    if (memory.store.findSameContent(scope, item.content)) {
+    // A rule may say exactly what its raw turn said, so units are matched against raw turns only
+    // when the line is a raw turn itself: then an export imported back into its own install (or
+    // twice) adds nothing, where every raw turn used to come back as a copy.
+    if (memory.store.findSameContent(scope, item.content, { rawTurns: item.origin === 'raw_turn' })) {
       report.skipped.push({ line: index + 1, reason: 'already in memory' });
       return;
     }
