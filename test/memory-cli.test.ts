@@ -45,6 +45,13 @@ describe('memory API and CLI', () => {
       assert.equal(badType.status, 400);
       assert.equal(badType.body.error.param, 'type');
       assert.equal((await call(`${base}/search`, 'POST', '{oops')).status, 400);
+      // A field of the wrong type is named as such; only a missing one is "required".
+      const wrongType = await call(`${base}/search`, 'POST', { query: 5 });
+      assert.equal(wrongType.status, 400);
+      assert.equal(wrongType.body.error.message, 'query: Invalid input: expected string, received number');
+      assert.equal((await call(`${base}/search`, 'POST', {})).body.error.message, 'query: required');
+      const notANumber = await call(base, 'POST', { type: 'semantic', content: 'x', importance: 'high' });
+      assert.equal(notANumber.body.error.message, 'importance: Invalid input: expected number, received string');
 
       const added = await call(base, 'POST', { scope: 'proj', type: 'project_state', content: 'Deploys happen on Tuesdays.' });
       const patched = await call(`${base}/${added.body.id}`, 'PATCH', { content: 'Deploys happen on Wednesdays.', pinned: true });
