@@ -167,4 +167,15 @@ describe('metaclaw config', () => {
     assert.equal(result.code, 1);
     assert.deepEqual(readdirSync(folder), []);
   });
+
+  test('memory.scope cannot be empty: config set refuses it and a file holding it does not load', async () => {
+    const folder = home();
+    const refused = await runCli(['config', 'set', 'memory.scope', ' '], { home: folder });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /memory\.scope = " ": expected a non-empty string/);
+    assert.throws(
+      () => load(home('memory:\n  scope: ""\n')),
+      (error: unknown) => error instanceof ConfigError && /config\.yaml:2: memory\.scope/.test(error.message),
+    );
+  });
 });

@@ -151,6 +151,9 @@ describe('memory API and CLI', () => {
       assert.equal(refused.code, 1, `${args.join(' ')}: ${refused.stdout}`);
       assert.doesNotMatch(refused.stderr, /Cannot read properties/);
     }
+    const noScope = await runCli(['memory', 'add', 'Scoped nowhere.', '--scope', ''], { home });
+    assert.equal(noScope.code, 1, noScope.stdout);
+    assert.match(noScope.stderr, /--scope/);
     assert.match((await runCli(['memory', 'stats'], { home })).stdout, /scope default: 1 active/, 'nothing refused was stored');
     assert.equal((await runCli(['memory', 'ingest', chat, '--session', 'quartet'], { home })).code, 0);
     const found = JSON.parse((await runCli(['memory', 'search', 'Marek', '--json'], { home })).stdout);

@@ -60,6 +60,8 @@ export function openMemory(options: MemoryOptions): OpenMemory {
 
 function withMemory<T extends MemoryOptions>(action: (opened: OpenMemory, options: T) => void | Promise<void>): (options: T) => Promise<void> {
   return async (options) => {
+    // As over HTTP (and as memory.scope): a scope has a name; "" stored units no route could reach.
+    if (options.scope !== undefined && options.scope.trim() === '') throw new CliExit('--scope: must name a scope (it is empty).');
     const opened = openMemory(options);
     try {
       await action(opened, options);
