@@ -134,6 +134,11 @@ describe('memory API and CLI', () => {
     const blanked = await runCli(['memory', 'edit', added.id, '--content', ' '], { home });
     assert.equal(blanked.code, 1, blanked.stdout);
     assert.match(blanked.stderr, /content/);
+    for (const args of [[], ['--pin', '--unpin']]) {
+      const refused = await runCli(['memory', 'edit', added.id, ...args], { home });
+      assert.equal(refused.code, 1, `edit ${args.join(' ')}: ${refused.stdout}`);
+      assert.match(refused.stderr, /nothing to change|not both/);
+    }
     assert.equal(JSON.parse((await runCli(['memory', 'show', added.id, '--json'], { home })).stdout).content, 'Deploys happen on Tuesdays.');
 
     const empty = join(home, 'empty.json');

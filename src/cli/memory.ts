@@ -172,6 +172,11 @@ export function registerMemoryCommands(program: Command): void {
   ).action((id: string, options: MemoryOptions & { content?: string; type?: string; importance?: string; core?: boolean; pin?: boolean; unpin?: boolean }) =>
     withMemory<MemoryOptions>(({ memory: service }) => {
       if (options.type && !MEMORY_TYPES.includes(options.type as MemoryType)) throw new CliExit(`Unknown type ${options.type}.`);
+      if (options.pin && options.unpin) throw new CliExit('--pin or --unpin, not both.');
+      const changes = [options.content, options.type, options.importance, options.core, options.pin, options.unpin];
+      // As PATCH /v1/memory/{id}: an edit that names no change is a mistake to report, not "Updated".
+      if (changes.every((change) => change === undefined))
+        throw new CliExit('nothing to change: give --content, --type, --importance, --core / --no-core, --pin or --unpin.');
       const updated = service.update(id, {
         ...(options.content !== undefined ? { content: checkedContent(options.content, '--content') } : {}),
         ...(options.type !== undefined ? { type: options.type as MemoryType } : {}),
