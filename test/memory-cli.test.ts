@@ -190,4 +190,16 @@ describe('memory API and CLI', () => {
       'a new install still takes every line',
     );
   });
+
+  test('memory show prints the whole content, line breaks kept; the one-line lists stay short', async () => {
+    const home = tempHome();
+    const content = `${Array.from({ length: 60 }, (_, index) => `word${index}`).join(' ')}\nSecond line of the note.`;
+    const unit = JSON.parse((await runCli(['memory', 'add', content, '--json'], { home })).stdout);
+    const shown = await runCli(['memory', 'show', unit.id], { home });
+    assert.equal(shown.code, 0);
+    for (const text of content.split('\n')) assert.ok(shown.stdout.includes(`\n  ${text}\n`), shown.stdout);
+    assert.match(shown.stdout, /origin manual/);
+    const listed = await runCli(['memory', 'search', 'word59'], { home });
+    assert.ok(!listed.stdout.includes('Second line'), 'search keeps one line per unit');
+  });
 });

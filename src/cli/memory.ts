@@ -147,7 +147,9 @@ export function registerMemoryCommands(program: Command): void {
       const unit = service.store.get(id);
       if (!unit) throw new CliExit(`No memory ${id}.`);
       if (options.json) return print(JSON.stringify(presentMemory(unit), null, 2));
-      print(line(unit));
+      // Lists cut each unit to one line; here the user asked for this one, so all of it.
+      print(line(unit, undefined, { content: false }));
+      for (const text of unit.content.split('\n')) print(`  ${text}`);
       print(
         `  scope ${unit.scope}, origin ${unit.origin}, importance ${unit.importance.toFixed(2)}, confidence ${unit.confidence.toFixed(2)}, recalled ${unit.accessCount} times`,
       );
@@ -336,11 +338,14 @@ function readTurns(file: string): IngestTurn[] {
   });
 }
 
-function line(unit: MemoryUnit, score?: number): string {
+/** One unit on one line, its content cut to 160 characters; `{ content: false }`: without the content. */
+function line(unit: MemoryUnit, score?: number, options: { content?: boolean } = {}): string {
   const marks = [unit.core ? 'standing' : '', unit.pinned ? 'pinned' : '', unit.status === 'superseded' ? 'superseded' : '', unit.flagged ? 'flagged' : '']
     .filter(Boolean)
     .join(', ');
-  return `${unit.id}  [${unit.type}${marks ? `; ${marks}` : ''}] ${new Date(unit.observedAt).toISOString().slice(0, 10)}  ${unit.content.replace(/\s+/g, ' ').slice(0, 160)}${score === undefined ? '' : `  (${score.toFixed(2)})`}`;
+  const head = `${unit.id}  [${unit.type}${marks ? `; ${marks}` : ''}] ${new Date(unit.observedAt).toISOString().slice(0, 10)}`;
+  if (options.content === false) return head;
+  return `${head}  ${unit.content.replace(/\s+/g, ' ').slice(0, 160)}${score === undefined ? '' : `  (${score.toFixed(2)})`}`;
 }
 
 /** A count per kind on one line, "semantic 3, episodic 1", or "-" when there are none. */
