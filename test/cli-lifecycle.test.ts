@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -87,6 +87,16 @@ describe('metaclaw start / status / stop', () => {
     const status = await runCli(['status', '--json'], { home });
     assert.equal(JSON.parse(status.stdout).listen.port, port, 'status finds the instance through its pid file');
     await runCli(['stop'], { home });
+  });
+
+  test('start --claw with an agent MetaClaw does not know is refused before anything starts, as --mode is', async () => {
+    const home = newHome();
+    const port = await freePort();
+    const refused = await runCli(['start', '--port', String(port), '--claw', 'openclwa'], { home });
+    assert.equal(refused.code, 1, refused.stdout);
+    assert.match(refused.stderr, /--claw.*openclwa.*openclaw/s);
+    assert.equal(existsSync(join(home, 'metaclaw.pid')), false, 'nothing was started');
+    await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`));
   });
 
   test('start on another port while the proxy runs names the port it runs on and exits 1; on the same port it says already running and exits 0', async () => {

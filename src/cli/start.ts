@@ -3,6 +3,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, statfsSync, statSync } fr
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  CLAW_TYPES,
   DATABASE_URL_VARIABLE,
   exposedConfigFile,
   exposedConfigWarning,
@@ -40,6 +41,9 @@ export interface StartOptions {
 export async function startCommand(options: StartOptions): Promise<void> {
   // Checked before anything starts: a NaN here would make the wait for /healthz end at once.
   if (options.wait !== undefined) numberArgument(options.wait, '--wait', { min: 1, integer: false });
+  // A mistyped agent is refused here, as a mistyped --mode is, not found out after the proxy started.
+  if (options.claw !== undefined && !(CLAW_TYPES as readonly string[]).includes(options.claw))
+    throw new CliExit(`--claw "${options.claw}" is not an agent MetaClaw knows; use one of ${CLAW_TYPES.join(', ')}.`);
   const overrides = { 'proxy.port': options.port, 'proxy.host': options.host, mode: options.mode, 'store.url': options.store };
   const config = loadCliConfig({ ...(options.config ? { config: options.config } : {}), overrides });
   const mode = decideMode(config.values);
