@@ -89,6 +89,18 @@ describe('metaclaw start / status / stop', () => {
     await runCli(['stop'], { home });
   });
 
+  test('stop still stops the proxy when config.yaml was broken after start, and says the file does not load', async () => {
+    const home = newHome();
+    const port = await freePort();
+    assert.equal((await runCli(['start', '--port', String(port)], { home })).code, 0);
+    writeFileSync(join(home, 'config.yaml'), 'proxy: [oops\n');
+    const stopped = await runCli(['stop'], { home });
+    assert.equal(stopped.code, 0, stopped.stderr);
+    assert.match(stopped.stdout, /MetaClaw stopped/);
+    assert.match(stopped.stderr, /config\.yaml is not valid YAML/);
+    await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`));
+  });
+
   test('start --claw with an agent MetaClaw does not know is refused before anything starts, as --mode is', async () => {
     const home = newHome();
     const port = await freePort();
