@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { progress } from '@clack/prompts';
 import type { Command } from 'commander';
 import { ConversationStore } from '../conversation/index.js';
@@ -19,7 +19,7 @@ import {
 } from '../memory/index.js';
 import { memorySettings } from '../runtime/settings.js';
 import { openDatabase, type Db } from '../store/index.js';
-import { CliExit, loadCliConfig, numberArgument, print } from './context.js';
+import { CliExit, errorText, loadCliConfig, numberArgument, print, readUserFile } from './context.js';
 import { terminalText } from './terminal-text.js';
 
 /** As the HTTP API takes it: a unit's importance is 0..1 (a 5 is refused there, not clamped). */
@@ -67,7 +67,7 @@ function withMemory<T extends MemoryOptions>(action: (opened: OpenMemory, option
       await action(opened, options);
     } catch (error) {
       if (error instanceof CliExit) throw error;
-      throw new CliExit((error as Error).message);
+      throw new CliExit(errorText(error));
     } finally {
       opened.close();
     }
@@ -270,7 +270,7 @@ export function registerMemoryCommands(program: Command): void {
   common(memory.command('import').description('read memories from a JSONL file (what export writes)').argument('<file>')).action(
     (file: string, options: MemoryOptions) =>
       withMemory<MemoryOptions>(({ memory: service, defaultScope }) => {
-        const lines = readFileSync(file, 'utf8').split('\n');
+        const lines = readUserFile(file).split('\n');
         const bar = lines.length > 200 && process.stderr.isTTY ? progress({ max: lines.length, output: process.stderr }) : undefined;
         bar?.start(`Importing ${lines.length} lines`);
         const report: MemoryImportReport = { imported: 0, skipped: [] };
@@ -308,7 +308,7 @@ export function registerMemoryCommands(program: Command): void {
 }
 
 function readTurns(file: string): IngestTurn[] {
-  const text = readFileSync(file, 'utf8').trim();
+  const text = readUserFile(file).trim();
   let values: unknown[];
   try {
     values = text.startsWith('[')

@@ -17,7 +17,7 @@ import {
   type SkillCredit,
 } from '../skills/index.js';
 import { checkIntegrity, openDatabase } from '../store/index.js';
-import { CliExit, loadCliConfig, numberArgument, print } from './context.js';
+import { CliExit, errorText, loadCliConfig, numberArgument, print } from './context.js';
 import { withPool } from './store.js';
 
 interface SkillsOptions {
@@ -77,7 +77,7 @@ function withSkills<T extends SkillsOptions>(action: (service: SkillsService, op
       action(service, options, { integrity });
     } catch (error) {
       if (error instanceof CliExit) throw error;
-      throw new CliExit((error as Error).message);
+      throw new CliExit(errorText(error));
     } finally {
       close();
     }
