@@ -178,4 +178,21 @@ describe('metaclaw config', () => {
       (error: unknown) => error instanceof ConfigError && /config\.yaml:2: memory\.scope/.test(error.message),
     );
   });
+
+  test('words beyond what a config subcommand takes are refused, not dropped: an unquoted value with a space is not cut to its first word', async () => {
+    const folder = home('llm:\n  model_id: gpt-4o\n');
+    const before = readFileSync(join(folder, 'config.yaml'), 'utf8');
+    for (const args of [
+      ['config', 'set', 'llm.model_id', 'my', 'model'],
+      ['config', 'llm.model_id', 'my', 'model'],
+      ['config', 'get', 'llm.model_id', 'extra'],
+      ['config', 'unset', 'llm.model_id', 'extra'],
+      ['config', 'show', 'extra'],
+    ]) {
+      const result = await runCli(args, { home: folder });
+      assert.equal(result.code, 1, `${args.join(' ')}: ${result.stdout}`);
+      assert.match(result.stderr, /Usage: metaclaw config/, args.join(' '));
+    }
+    assert.equal(readFileSync(join(folder, 'config.yaml'), 'utf8'), before);
+  });
 });
