@@ -195,4 +195,13 @@ describe('metaclaw config', () => {
     }
     assert.equal(readFileSync(join(folder, 'config.yaml'), 'utf8'), before);
   });
+
+  test("unset removes a key written under MetaClaw's legacy name too, so its default really applies", async () => {
+    const folder = home('rl:\n  tinker_api_key: old-legacy-key-123\nmode: skills_only\n');
+    const unset = await runCli(['config', 'unset', 'rl.api_key'], { home: folder });
+    assert.equal(unset.code, 0, unset.stderr);
+    assert.match(unset.stdout, /rl\.api_key removed/);
+    assert.equal(readFileSync(join(folder, 'config.yaml'), 'utf8'), 'mode: skills_only\n');
+    assert.equal(load(folder).values['rl.api_key'], '');
+  });
 });

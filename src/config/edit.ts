@@ -60,14 +60,16 @@ export function unsetConfigValue(file: string, key: string): { key: string; remo
   const definition = definitionFor(key);
   if (!existsSync(file)) return { key: definition.key, removed: false };
   const document = readDocument(file);
-  const path = definition.key.split('.');
-  const removed = document.hasIn(path);
-  if (removed) {
+  // The key may be written under MetaClaw's legacy name (rl.tinker_api_key), which loads as it: both go.
+  const paths = [definition.key, ...Object.keys(KEY_ALIASES).filter((legacy) => KEY_ALIASES[legacy] === definition.key)]
+    .map((name) => name.split('.'))
+    .filter((path) => document.hasIn(path));
+  for (const path of paths) {
     document.deleteIn(path);
     pruneEmptySections(document, path.slice(0, -1));
-    writeDocument(file, document);
   }
-  return { key: definition.key, removed };
+  if (paths.length > 0) writeDocument(file, document);
+  return { key: definition.key, removed: paths.length > 0 };
 }
 
 /** Applies several values at once (used by `metaclaw setup`), keeping everything else in the file. */
