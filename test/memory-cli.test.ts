@@ -38,6 +38,14 @@ describe('memory API and CLI', () => {
       assert.deepEqual(hit.source, { session_id: 'imported-chat', turn_ids: ['turn-a'] });
       assert.equal(hit.observed_at, '2026-11-01T10:00:00.000Z', 'observed when it was said, not when processed');
 
+      // A time no Date can hold was stored before, and then every search and export of the scope was a 500.
+      const farFuture = await call(`${base}/ingest`, 'POST', {
+        session_id: 'bad-time',
+        turns: [{ role: 'user', content: 'Bad time', timestamp: 1e17 }],
+      });
+      assert.equal(farFuture.status, 400, JSON.stringify(farFuture.body));
+      assert.equal(farFuture.body.error.param, 'turns.0.timestamp');
+      assert.equal((await fetch(`${base}/export?scope=proj`, { headers: PROJ })).status, 200);
       const missing = await call(`${base}/ingest`, 'POST', { turns: [{ role: 'user', content: 'x' }] });
       assert.equal(missing.status, 400);
       assert.equal(missing.body.error.param, 'session_id');
@@ -147,7 +155,10 @@ describe('memory API and CLI', () => {
     writeFileSync(chat, JSON.stringify([{ role: 'user', name: 'Marek', content: 'I play the cello in a quartet.' }]));
     const bad = join(home, 'bad.json');
     writeFileSync(bad, JSON.stringify([null, { role: 'user', content: 'x', timestamp: { when: 'today' } }]));
+    const badTime = join(home, 'bad-time.json');
+    writeFileSync(badTime, JSON.stringify([{ role: 'user', content: 'x', timestamp: -1e20 }]));
     for (const args of [
+      ['memory', 'ingest', badTime],
       ['memory', 'ingest', empty],
       ['memory', 'ingest', chat, '--session', ''],
       ['memory', 'ingest', bad],

@@ -323,10 +323,13 @@ function readTurns(file: string): IngestTurn[] {
   // Each turn as POST /v1/memory/ingest checks it, speaker name included.
   return values.map((value, index) => {
     const parsed = ingestTurnSchema.safeParse(value);
-    if (!parsed.success)
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where = issue && issue.path.length > 0 ? ` (${issue.path.join('.')}: ${issue.message})` : '';
       throw new CliExit(
-        `${file}, turn ${index + 1}: expected {role: "user" | "assistant", content: string, name?: string, timestamp?: string | number, id?: string}.`,
+        `${file}, turn ${index + 1}: expected {role: "user" | "assistant", content: string, name?: string, timestamp?: string | number, id?: string}${where}.`,
       );
+    }
     const turn = parsed.data;
     return {
       role: turn.role,

@@ -14,9 +14,19 @@ export const ingestTurnSchema = z.object({
   role: z.enum(['user', 'assistant']),
   content: z.string(),
   name: z.string().optional(),
-  timestamp: z.union([z.string(), z.number()]).optional(),
+  // A number is seconds or milliseconds since 1970 (as ingest reads it); one no Date can hold was
+  // stored, and then every search and export of its scope failed.
+  timestamp: z
+    .union([z.string(), z.number().refine((value) => !Number.isNaN(numericTime(value)), 'not a time: seconds or milliseconds since 1970')])
+    .optional(),
   id: z.string().min(1).optional(),
 });
+
+/** A numeric turn timestamp in milliseconds: below 1e12 it is taken as seconds. NaN when no Date holds it. */
+export function numericTime(value: number): number {
+  const milliseconds = value < 1e12 ? value * 1000 : value;
+  return Number.isNaN(new Date(milliseconds).getTime()) ? Number.NaN : milliseconds;
+}
 
 /** One line of an import file: what export writes, with everything but type and content optional. */
 const importLineSchema = z.object({
