@@ -114,6 +114,17 @@ describe('metaclaw skills commands', () => {
     assert.match(revert.stderr, /No skill named never-seen/);
   });
 
+  test('install-starter run again points at its own --force, which it takes, for the skills it skipped', async () => {
+    const home = tempHome();
+    assert.equal((await runCli(['skills', 'install-starter'], { home })).code, 0);
+    const again = await runCli(['skills', 'install-starter'], { home });
+    assert.match(again.stdout, /git-commit-hygiene already exists \(use --force to replace it\)/);
+    assert.doesNotMatch(again.stdout, /--overwrite/);
+    const forced = await runCli(['skills', 'install-starter', '--force'], { home });
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.match(forced.stdout, /Installed 42 skills/);
+  });
+
   test("show labels a skill's credit figures", async () => {
     const home = tempHome();
     const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
