@@ -89,11 +89,15 @@ describe('metaclaw start / status / stop', () => {
     await runCli(['stop'], { home });
   });
 
-  test('stop still stops the proxy when config.yaml was broken after start, and says the file does not load', async () => {
+  test('status still finds and stop still stops the proxy when config.yaml was broken after start, and both say the file does not load', async () => {
     const home = newHome();
     const port = await freePort();
     assert.equal((await runCli(['start', '--port', String(port)], { home })).code, 0);
     writeFileSync(join(home, 'config.yaml'), 'proxy: [oops\n');
+    const status = await runCli(['status'], { home });
+    assert.equal(status.code, 1, 'a config that does not load is a failure to report');
+    assert.match(status.stdout, new RegExp(`running \\(pid \\d+\\) at http://127\\.0\\.0\\.1:${port}`), 'status still says the proxy runs');
+    assert.match(status.stderr, /config\.yaml is not valid YAML/);
     const stopped = await runCli(['stop'], { home });
     assert.equal(stopped.code, 0, stopped.stderr);
     assert.match(stopped.stdout, /MetaClaw stopped/);
