@@ -116,6 +116,19 @@ describe('start wires the agent, stop --unwire restores it byte for byte', () =>
     assert.deepEqual(readFileSync(user.openclawConfig), before);
   });
 
+  test('claw wire that cannot wire exits 1 and does not claim a proxy is running; with claw_type none it says what to name', async () => {
+    const user = await newUser();
+    writeFileSync(user.openclawConfig, '{ models: { providers: { broken: [1, 2,, } }\n');
+    const failed = await user.cli(['claw', 'wire']);
+    assert.equal(failed.code, 1, failed.stdout);
+    assert.match(failed.stdout + failed.stderr, /Could not wire OpenClaw: .*openclaw\.json/);
+    assert.doesNotMatch(failed.stdout + failed.stderr, /proxy is running/);
+    const none = await newUser({ claw_type: 'none' });
+    const nothing = await none.cli(['claw', 'wire']);
+    assert.equal(nothing.code, 1, nothing.stdout);
+    assert.match(nothing.stderr, /claw_type is none.*metaclaw claw wire TYPE/);
+  });
+
   test("claw install-plugin openclaw loads this repo's plugin with its config; unwire removes it exactly", async () => {
     const user = await newUser();
     const before = readFileSync(user.openclawConfig);

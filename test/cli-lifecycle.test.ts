@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -87,6 +87,32 @@ describe('metaclaw start / status / stop', () => {
     const status = await runCli(['status', '--json'], { home });
     assert.equal(JSON.parse(status.stdout).listen.port, port, 'status finds the instance through its pid file');
     await runCli(['stop'], { home });
+  });
+
+  test('status still finds and stop still stops the proxy when config.yaml was broken after start, and both say the file does not load', async () => {
+    const home = newHome();
+    const port = await freePort();
+    assert.equal((await runCli(['start', '--port', String(port)], { home })).code, 0);
+    writeFileSync(join(home, 'config.yaml'), 'proxy: [oops\n');
+    const status = await runCli(['status'], { home });
+    assert.equal(status.code, 1, 'a config that does not load is a failure to report');
+    assert.match(status.stdout, new RegExp(`running \\(pid \\d+\\) at http://127\\.0\\.0\\.1:${port}`), 'status still says the proxy runs');
+    assert.match(status.stderr, /config\.yaml is not valid YAML/);
+    const stopped = await runCli(['stop'], { home });
+    assert.equal(stopped.code, 0, stopped.stderr);
+    assert.match(stopped.stdout, /MetaClaw stopped/);
+    assert.match(stopped.stderr, /config\.yaml is not valid YAML/);
+    await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`));
+  });
+
+  test('start --claw with an agent MetaClaw does not know is refused before anything starts, as --mode is', async () => {
+    const home = newHome();
+    const port = await freePort();
+    const refused = await runCli(['start', '--port', String(port), '--claw', 'openclwa'], { home });
+    assert.equal(refused.code, 1, refused.stdout);
+    assert.match(refused.stderr, /--claw.*openclwa.*openclaw/s);
+    assert.equal(existsSync(join(home, 'metaclaw.pid')), false, 'nothing was started');
+    await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`));
   });
 
   test('start on another port while the proxy runs names the port it runs on and exits 1; on the same port it says already running and exits 0', async () => {

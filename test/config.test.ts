@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { loadConfig } from '../src/config/index.js';
@@ -145,5 +145,63 @@ describe('metaclaw config', () => {
     assert.match(result.stderr, /config\.yaml:2: proxy\.port = "not a port": expected an integer/);
     const status = await runCli(['status'], { home: folder });
     assert.notEqual(status.code, 0);
+  });
+
+  test('a config path that cannot be read (a folder) is a clear error naming it, not a stack trace, for every command', async () => {
+    const folder = home();
+    mkdirSync(join(folder, 'config.yaml'));
+    for (const args of [['config', 'show'], ['config', 'set', 'proxy.port', '4000'], ['status'], ['start'], ['memory', 'stats']]) {
+      const result = await runCli(args, { home: folder });
+      assert.equal(result.code, 1, `${args.join(' ')}: ${result.stdout}`);
+      assert.match(result.stderr, /config\.yaml/, args.join(' '));
+      assert.doesNotMatch(result.stderr, /\n\s+at |node:fs/, args.join(' '));
+    }
+    const elsewhere = await runCli(['config', 'show', '-c', folder], { home: folder });
+    assert.equal(elsewhere.code, 1);
+    assert.doesNotMatch(elsewhere.stderr, /\n\s+at /);
+  });
+
+  test('a refused config set writes nothing: no config file and no schema file', async () => {
+    const folder = home();
+    const result = await runCli(['config', 'set', 'proxy.port', 'abc'], { home: folder });
+    assert.equal(result.code, 1);
+    assert.deepEqual(readdirSync(folder), []);
+  });
+
+  test('memory.scope cannot be empty: config set refuses it and a file holding it does not load', async () => {
+    const folder = home();
+    const refused = await runCli(['config', 'set', 'memory.scope', ' '], { home: folder });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /memory\.scope = " ": expected a non-empty string/);
+    assert.throws(
+      () => load(home('memory:\n  scope: ""\n')),
+      (error: unknown) => error instanceof ConfigError && /config\.yaml:2: memory\.scope/.test(error.message),
+    );
+  });
+
+  test('words beyond what a config subcommand takes are refused, not dropped: an unquoted value with a space is not cut to its first word', async () => {
+    const folder = home('llm:\n  model_id: gpt-4o\n');
+    const before = readFileSync(join(folder, 'config.yaml'), 'utf8');
+    for (const args of [
+      ['config', 'set', 'llm.model_id', 'my', 'model'],
+      ['config', 'llm.model_id', 'my', 'model'],
+      ['config', 'get', 'llm.model_id', 'extra'],
+      ['config', 'unset', 'llm.model_id', 'extra'],
+      ['config', 'show', 'extra'],
+    ]) {
+      const result = await runCli(args, { home: folder });
+      assert.equal(result.code, 1, `${args.join(' ')}: ${result.stdout}`);
+      assert.match(result.stderr, /Usage: metaclaw config/, args.join(' '));
+    }
+    assert.equal(readFileSync(join(folder, 'config.yaml'), 'utf8'), before);
+  });
+
+  test("unset removes a key written under MetaClaw's legacy name too, so its default really applies", async () => {
+    const folder = home('rl:\n  tinker_api_key: old-legacy-key-123\nmode: skills_only\n');
+    const unset = await runCli(['config', 'unset', 'rl.api_key'], { home: folder });
+    assert.equal(unset.code, 0, unset.stderr);
+    assert.match(unset.stdout, /rl\.api_key removed/);
+    assert.equal(readFileSync(join(folder, 'config.yaml'), 'utf8'), 'mode: skills_only\n');
+    assert.equal(load(folder).values['rl.api_key'], '');
   });
 });

@@ -107,6 +107,7 @@ describe('metaclaw mcp (Model Context Protocol over stdio)', () => {
     };
     assert.match(await refused('memory_search', {}), /query/);
     assert.match(await refused('memory_add', { content: 'x', type: 'gossip' }), /type/);
+    assert.match(await refused('memory_add', { content: '   ' }), /content/);
     assert.match(await refused('memory_search', { query: 'x', limit: 500 }), /limit/);
     assert.match(await refused('no_such_tool', {}), /no_such_tool/);
     assert.deepEqual(await (await fetch(`${proxy.url}/v1/memory/stats`)).json(), before);

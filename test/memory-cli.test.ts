@@ -38,6 +38,14 @@ describe('memory API and CLI', () => {
       assert.deepEqual(hit.source, { session_id: 'imported-chat', turn_ids: ['turn-a'] });
       assert.equal(hit.observed_at, '2026-11-01T10:00:00.000Z', 'observed when it was said, not when processed');
 
+      // A time no Date can hold was stored before, and then every search and export of the scope was a 500.
+      const farFuture = await call(`${base}/ingest`, 'POST', {
+        session_id: 'bad-time',
+        turns: [{ role: 'user', content: 'Bad time', timestamp: 1e17 }],
+      });
+      assert.equal(farFuture.status, 400, JSON.stringify(farFuture.body));
+      assert.equal(farFuture.body.error.param, 'turns.0.timestamp');
+      assert.equal((await fetch(`${base}/export?scope=proj`, { headers: PROJ })).status, 200);
       const missing = await call(`${base}/ingest`, 'POST', { turns: [{ role: 'user', content: 'x' }] });
       assert.equal(missing.status, 400);
       assert.equal(missing.body.error.param, 'session_id');
@@ -45,6 +53,13 @@ describe('memory API and CLI', () => {
       assert.equal(badType.status, 400);
       assert.equal(badType.body.error.param, 'type');
       assert.equal((await call(`${base}/search`, 'POST', '{oops')).status, 400);
+      // A field of the wrong type is named as such; only a missing one is "required".
+      const wrongType = await call(`${base}/search`, 'POST', { query: 5 });
+      assert.equal(wrongType.status, 400);
+      assert.equal(wrongType.body.error.message, 'query: Invalid input: expected string, received number');
+      assert.equal((await call(`${base}/search`, 'POST', {})).body.error.message, 'query: required');
+      const notANumber = await call(base, 'POST', { type: 'semantic', content: 'x', importance: 'high' });
+      assert.equal(notANumber.body.error.message, 'importance: Invalid input: expected number, received string');
 
       const added = await call(base, 'POST', { scope: 'proj', type: 'project_state', content: 'Deploys happen on Tuesdays.' });
       const patched = await call(`${base}/${added.body.id}`, 'PATCH', { content: 'Deploys happen on Wednesdays.', pinned: true });
@@ -110,5 +125,92 @@ describe('memory API and CLI', () => {
     assert.match((await runCli(['memory', 'forget-scope', 'default', '--yes'], { home })).stdout, /Forgot 2 memories/);
     const imported = await runCli(['memory', 'import', exported], { home });
     assert.match(imported.stdout, /Imported 3 memories; skipped 0/);
+  });
+
+  test('memory add and edit refuse empty content, as the HTTP API does; ingest refuses what POST /v1/memory/ingest refuses and keeps a speaker name', async () => {
+    const home = tempHome();
+    for (const args of [
+      ['memory', 'add', ''],
+      ['memory', 'add', '   '],
+      ['memory', 'add', 'x'.repeat(4_001)],
+    ]) {
+      const refused = await runCli(args, { home });
+      assert.equal(refused.code, 1, `${args.join(' ').slice(0, 40)}: ${refused.stdout}`);
+      assert.match(refused.stderr, /content/);
+    }
+    const added = JSON.parse((await runCli(['memory', 'add', 'Deploys happen on Tuesdays.', '--json'], { home })).stdout);
+    const blanked = await runCli(['memory', 'edit', added.id, '--content', ' '], { home });
+    assert.equal(blanked.code, 1, blanked.stdout);
+    assert.match(blanked.stderr, /content/);
+    for (const args of [[], ['--pin', '--unpin']]) {
+      const refused = await runCli(['memory', 'edit', added.id, ...args], { home });
+      assert.equal(refused.code, 1, `edit ${args.join(' ')}: ${refused.stdout}`);
+      assert.match(refused.stderr, /nothing to change|not both/);
+    }
+    assert.equal(JSON.parse((await runCli(['memory', 'show', added.id, '--json'], { home })).stdout).content, 'Deploys happen on Tuesdays.');
+
+    const empty = join(home, 'empty.json');
+    writeFileSync(empty, '[]');
+    const chat = join(home, 'chat.json');
+    writeFileSync(chat, JSON.stringify([{ role: 'user', name: 'Marek', content: 'I play the cello in a quartet.' }]));
+    const bad = join(home, 'bad.json');
+    writeFileSync(bad, JSON.stringify([null, { role: 'user', content: 'x', timestamp: { when: 'today' } }]));
+    const badTime = join(home, 'bad-time.json');
+    writeFileSync(badTime, JSON.stringify([{ role: 'user', content: 'x', timestamp: -1e20 }]));
+    for (const args of [
+      ['memory', 'ingest', badTime],
+      ['memory', 'ingest', empty],
+      ['memory', 'ingest', chat, '--session', ''],
+      ['memory', 'ingest', bad],
+    ]) {
+      const refused = await runCli(args, { home });
+      assert.equal(refused.code, 1, `${args.join(' ')}: ${refused.stdout}`);
+      assert.doesNotMatch(refused.stderr, /Cannot read properties/);
+    }
+    const noScope = await runCli(['memory', 'add', 'Scoped nowhere.', '--scope', ''], { home });
+    assert.equal(noScope.code, 1, noScope.stdout);
+    assert.match(noScope.stderr, /--scope/);
+    assert.match((await runCli(['memory', 'stats'], { home })).stdout, /scope default: 1 active/, 'nothing refused was stored');
+    assert.equal((await runCli(['memory', 'ingest', chat, '--session', 'quartet'], { home })).code, 0);
+    const found = JSON.parse((await runCli(['memory', 'search', 'Marek', '--json'], { home })).stdout);
+    assert.equal(found[0]?.content, 'I play the cello in a quartet.', "the speaker's name is searchable with the turn, as over HTTP");
+  });
+
+  test('importing an export into the install it came from adds nothing: raw turns are already in memory too', async () => {
+    const home = tempHome();
+    const chat = join(home, 'chat.json');
+    writeFileSync(
+      chat,
+      JSON.stringify([
+        { role: 'user', content: 'My sister moved to Porto last month.' },
+        { role: 'assistant', content: 'How exciting for your sister!' },
+      ]),
+    );
+    assert.equal((await runCli(['memory', 'ingest', chat, '--session', 'porto'], { home })).code, 0);
+    assert.equal((await runCli(['memory', 'add', 'Deploys happen on Tuesdays.'], { home })).code, 0);
+    const exported = join(home, 'backup.jsonl');
+    assert.match((await runCli(['memory', 'export', '-o', exported], { home })).stdout, /Exported 3 memories/);
+    const again = await runCli(['memory', 'import', exported], { home });
+    assert.match(again.stdout, /Imported 0 memories; skipped 3/);
+    assert.match((await runCli(['memory', 'stats'], { home })).stdout, /scope default: 3 active/);
+
+    const fresh = tempHome();
+    assert.match(
+      (await runCli(['memory', 'import', exported], { home: fresh })).stdout,
+      /Imported 3 memories; skipped 0/,
+      'a new install still takes every line',
+    );
+  });
+
+  test('memory show prints the whole content, line breaks kept; the one-line lists stay short', async () => {
+    const home = tempHome();
+    const content = `${Array.from({ length: 60 }, (_, index) => `word${index}`).join(' ')}\nSecond line of the note.`;
+    const unit = JSON.parse((await runCli(['memory', 'add', content, '--json'], { home })).stdout);
+    const shown = await runCli(['memory', 'show', unit.id], { home });
+    assert.equal(shown.code, 0);
+    for (const text of content.split('\n')) assert.ok(shown.stdout.includes(`\n  ${text}\n`), shown.stdout);
+    assert.match(shown.stdout, /origin manual/);
+    const listed = await runCli(['memory', 'search', 'word59'], { home });
+    assert.ok(!listed.stdout.includes('Second line'), 'search keeps one line per unit');
   });
 });

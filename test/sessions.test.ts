@@ -108,6 +108,18 @@ describe('sessions are identified, ended and listed', () => {
     const missing = await proxy.cli(['sessions', 'show', 'nope']);
     assert.equal(missing.code, 1);
   });
+
+  test('sessions list prints a long session id whole, so sessions show takes it as listed', async () => {
+    const long = 'project-alpha/feature-branch-refactor-session-2026-12-04-abcdef';
+    await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'A long id' }] }, { headers: { 'X-Session-Id': long } });
+    await waitFor(async () => (await session(long))?.turn_count === 1);
+    const row = (await proxy.cli(['sessions', 'list'])).stdout.split('\n').find((line) => line.startsWith('project-alpha/'));
+    const listedId = row?.split(/\s+/)[0];
+    assert.equal(listedId, long);
+    const shown = await proxy.cli(['sessions', 'show', long]);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /user: A long id/);
+  });
 });
 
 describe('clients without a session id: one run is one session, two runs are two', () => {

@@ -99,6 +99,41 @@ describe('metaclaw skills commands', () => {
     assert.equal(missing.code, 1);
   });
 
+  test('import of a folder that does not exist or is not a folder exits 1; revert of a skill never seen says there is no such skill', async () => {
+    const home = tempHome();
+    const file = join(tempHome('skills-not-folder-'), 'notes.txt');
+    write(file, 'not a folder');
+    for (const path of [join(home, 'nowhere'), file]) {
+      const result = await runCli(['skills', 'import', path], { home });
+      assert.equal(result.code, 1, result.stdout);
+      assert.match(result.stderr, new RegExp(`${path.replaceAll('.', '\\.')} (does not exist|is not a folder)`));
+      assert.doesNotMatch(result.stderr, /ENOTDIR|\n\s+at /);
+    }
+    const revert = await runCli(['skills', 'revert', 'never-seen'], { home });
+    assert.equal(revert.code, 1);
+    assert.match(revert.stderr, /No skill named never-seen/);
+  });
+
+  test('install-starter run again points at its own --force, which it takes, for the skills it skipped', async () => {
+    const home = tempHome();
+    assert.equal((await runCli(['skills', 'install-starter'], { home })).code, 0);
+    const again = await runCli(['skills', 'install-starter'], { home });
+    assert.match(again.stdout, /git-commit-hygiene already exists \(use --force to replace it\)/);
+    assert.doesNotMatch(again.stdout, /--overwrite/);
+    const forced = await runCli(['skills', 'install-starter', '--force'], { home });
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.match(forced.stdout, /Installed 42 skills/);
+  });
+
+  test("show labels a skill's credit figures", async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
+    assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
+    const shown = await runCli(['skills', 'show', 'my-skill'], { home });
+    assert.match(shown.stdout, /^ {2}injected 0 times in 0 sessions; corrected 0, accepted 0; judge -$/m);
+  });
+
   test('skills that keep being injected into corrected turns are flagged, and prune --dry-run lists them', async () => {
     const upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = openAIReply({ text: 'Use git rebase -i.' });

@@ -195,6 +195,11 @@ describe('team mode: a node serves the management routes of memory and skills', 
     assert.equal(rule.rows.length, 1, 'the stated rule became a standing instruction');
     assert.equal(rule.rows[0].scope, 'user:alice');
     assert.equal((await call(nodes[1]!, 'bob', 'POST', '/v1/memory/ingest', { scope: 'user:alice', session_id: 'x', turns })).status, 403);
+    // Their raw turns are already in memory: the scope's export imported back adds nothing.
+    const exported = await call(nodes[0]!, 'alice', 'GET', '/v1/memory/export');
+    assert.match(exported.body, /"origin":"raw_turn"/);
+    const back = await call(nodes[1]!, 'alice', 'POST', '/v1/memory/import', exported.body);
+    assert.equal(back.body.imported, 0, JSON.stringify(back.body));
   });
 
   test('a skill edited on one node is served by the other within 1 s, and a revert restores its text; members cannot edit', async () => {

@@ -6,10 +6,15 @@ import { installOpenClawPlugin } from './openclaw-plugin.js';
 import { clawEnvironment, clawName, wiringTarget } from './wiring.js';
 
 /** Wires the configured agent (after `start`); never fails the start: problems are printed. */
-export async function wireConfiguredClaw(config: LoadedConfig, override?: string): Promise<void> {
+export async function wireConfiguredClaw(config: LoadedConfig, override?: string, options: { asked?: boolean } = {}): Promise<void> {
   const type = override ?? config.values['claw_type'];
-  if (type === 'none') return;
+  if (type === 'none') {
+    // `start` wires nothing then; `claw wire` was asked to wire and must say why it did not.
+    if (options.asked) throw new CliExit('claw_type is none, so there is no agent to wire: name one, `metaclaw claw wire TYPE` (see `metaclaw claw list`).');
+    return;
+  }
   if (!isClawType(type)) {
+    if (options.asked) throw new CliExit(`"${type}" is not an agent MetaClaw knows.`);
     print(`Not wiring: "${type}" is not an agent MetaClaw knows.`);
     return;
   }
@@ -22,6 +27,8 @@ export async function wireConfiguredClaw(config: LoadedConfig, override?: string
     );
     for (const message of result.messages) print(`  ${message}`);
   } catch (error) {
+    // From `claw wire` a failure is the command's failure (exit 1), and no proxy need be running.
+    if (options.asked) throw new CliExit(`Could not wire ${clawName(type)}: ${(error as Error).message}`);
     print(`Could not wire ${clawName(type)}: ${(error as Error).message}`);
     print('  The proxy is running; fix the above, then `metaclaw claw wire`.');
   }
@@ -84,7 +91,7 @@ export function registerClawCommands(program: Command): void {
   common(claw.command('wire').description('point the agent at the proxy (default: claw_type)').argument('[type]')).action(
     guard(async (type: string | undefined, options: { config?: string }) => {
       const config = loadCliConfig(options.config ? { config: options.config } : {});
-      await wireConfiguredClaw(config, resolve(type, config));
+      await wireConfiguredClaw(config, resolve(type, config), { asked: true });
     }),
   );
   common(claw.command('unwire').description("restore the agent's configuration (default: every wired agent)").argument('[type]')).action(

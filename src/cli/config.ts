@@ -1,4 +1,6 @@
+import { join } from 'node:path';
 import {
+  CONFIG_SCHEMA_FILE,
   configJsonSchema,
   definitionFor,
   displayValue,
@@ -24,24 +26,37 @@ export interface ConfigOptions {
  */
 export function configCommand(args: string[], options: ConfigOptions): void {
   const [first, ...rest] = args;
+  // A word more than the subcommand takes was dropped before: `config set llm.model_id my model`
+  // set "my". Refused instead, with the usage, so a value with spaces gets its quotes.
+  const atMost = (count: number, usage: string) => {
+    if (rest.length > count) throw new CliExit(`Usage: metaclaw ${usage}  (${rest.length - count} word(s) too many; quote a value that has spaces)`);
+  };
   try {
     switch (first) {
       case undefined:
       case 'show':
+        atMost(0, 'config show');
         return show(options);
       case 'path':
+        atMost(0, 'config path');
         return print(loadCliConfig(pick(options)).file);
       case 'keys':
+        atMost(0, 'config keys');
         return keys(options);
       case 'schema':
+        atMost(0, 'config schema');
         return print(JSON.stringify(configJsonSchema(), null, 2));
       case 'get':
+        atMost(1, 'config get KEY');
         return get(required(rest[0], 'config get KEY'), options);
       case 'set':
+        atMost(2, 'config set KEY VALUE');
         return set(required(rest[0], 'config set KEY VALUE'), required(rest[1], 'config set KEY VALUE'), options);
       case 'unset':
+        atMost(1, 'config unset KEY');
         return unset(required(rest[0], 'config unset KEY'), options);
       default:
+        atMost(1, 'config KEY [VALUE]');
         if (rest.length === 0) return get(first, options);
         return set(first, rest[0]!, options);
     }
@@ -117,7 +132,9 @@ function get(key: string, options: ConfigOptions): void {
 
 function set(key: string, text: string, options: ConfigOptions): void {
   const config = loadCliConfig(pick(options));
-  const { key: canonical, value } = setConfigValue(config.file, key, text, { schemaFile: writeConfigSchema(config.home) });
+  // The schema is written once the value is accepted: a refused set leaves the home as it was.
+  const { key: canonical, value } = setConfigValue(config.file, key, text, { schemaFile: join(config.home, CONFIG_SCHEMA_FILE) });
+  writeConfigSchema(config.home);
   const definition = definitionFor(canonical);
   print(`${canonical} = ${render(definition, value, false)}  (written to ${config.file}; restart the proxy to apply)`);
   const ignored = noEffectWarning(definition, value);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { loadConfig, type LoadedConfig } from '../config/index.js';
 import { ConfigError, MetaclawError } from '../errors.js';
 import { terminalText } from './terminal-text.js';
@@ -46,4 +47,59 @@ export function print(line = ''): void {
 /** A warning or error line on standard error, made safe the same way. */
 export function printError(line: string): void {
   process.stderr.write(`${terminalText(line)}\n`);
+}
+
+/**
+ * A number typed on the command line, checked. Commander hands every option value over as text,
+ * and `Number('abc')` is NaN, which SQLite refuses with a stack trace, a LIMIT takes as "no limit"
+ * and a deadline as "already passed" (so `stop --timeout abc` killed at once). `what` names the
+ * option in the message, as the user typed it.
+ */
+export function numberArgument(text: string, what: string, range: { min: number; max?: number; integer?: boolean }): number {
+  const value = text.trim() === '' ? Number.NaN : Number(text);
+  const integer = range.integer ?? true;
+  if (Number.isFinite(value) && (!integer || Number.isInteger(value)) && value >= range.min && (range.max === undefined || value <= range.max)) return value;
+  const kind = integer ? 'a whole number' : 'a number';
+  const bounds = range.max === undefined ? `${range.min} or more` : `from ${range.min} to ${range.max}`;
+  throw new CliExit(`${what} ${JSON.stringify(text)}: expected ${kind} ${bounds}.`);
+}
+
+/** Node's file-system error codes that mean "this path is wrong", in words. */
+const PATH_PROBLEMS: Record<string, string> = {
+  ENOENT: 'no such file or folder',
+  EISDIR: 'it is a folder',
+  ENOTDIR: 'a part of the path is not a folder',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EEXIST: 'it already exists',
+  EROFS: 'the file system is read-only',
+  ENOSPC: 'no space left on the device',
+};
+
+/**
+ * A file-system error about a path the user gave (`--out`, an import file, an export folder) as one
+ * line naming the path, or undefined for any other error (a bug, whose stack is worth seeing).
+ */
+export function pathErrorText(error: unknown): string | undefined {
+  const fsError = error as NodeJS.ErrnoException;
+  const problem = typeof fsError?.code === 'string' ? PATH_PROBLEMS[fsError.code] : undefined;
+  if (problem === undefined || typeof fsError.syscall !== 'string') return undefined;
+  return fsError.path ? `${fsError.path}: ${problem}.` : `${problem} (${fsError.syscall}).`;
+}
+
+/** What a command prints for an error it did not expect: the path's problem in words, else the message. */
+export function errorText(error: unknown): string {
+  return pathErrorText(error) ?? (error as Error).message;
+}
+
+/** A file the user named, read as text; a path that cannot be read is a CliExit naming it. */
+export function readUserFile(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    const problem = pathErrorText(error);
+    if (problem === undefined) throw error;
+    // Reading a folder fails in read(), whose error does not carry the path.
+    throw new CliExit(problem.startsWith(`${path}:`) ? problem : `${path}: ${problem.replace(/ \(\w+\)\.$/, '.')}`);
+  }
 }

@@ -2,7 +2,7 @@ import { Argument, Command } from 'commander';
 import { VERSION } from '../version.js';
 import type { CompletionShell } from './completion.js';
 import type { ConfigOptions } from './config.js';
-import { CliExit, printError } from './context.js';
+import { CliExit, pathErrorText, printError } from './context.js';
 import type { DoctorOptions } from './doctor.js';
 import type { ServiceOptions } from './service.js';
 import type { SessionsOptions } from './sessions.js';
@@ -170,6 +170,12 @@ try {
   if (error instanceof CliExit) {
     if (error.message) printError(error.message);
     process.exit(error.exitCode);
+  }
+  // A path the user gave that cannot be read or written is theirs to fix: one line, not a stack.
+  const pathProblem = pathErrorText(error);
+  if (pathProblem !== undefined) {
+    printError(pathProblem);
+    process.exit(1);
   }
   throw error;
 }

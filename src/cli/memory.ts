@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { progress } from '@clack/prompts';
 import type { Command } from 'commander';
 import { ConversationStore } from '../conversation/index.js';
@@ -7,7 +7,9 @@ import { silentLogger } from '../logging/index.js';
 import {
   exportMemory,
   importLines,
+  ingestTurnSchema,
   MEMORY_TYPES,
+  memoryContentSchema,
   MemoryService,
   presentMemory,
   type IngestTurn,
@@ -17,8 +19,18 @@ import {
 } from '../memory/index.js';
 import { memorySettings } from '../runtime/settings.js';
 import { openDatabase, type Db } from '../store/index.js';
-import { CliExit, loadCliConfig, print } from './context.js';
+import { CliExit, errorText, loadCliConfig, numberArgument, print, readUserFile } from './context.js';
 import { terminalText } from './terminal-text.js';
+
+/** As the HTTP API takes it: a unit's importance is 0..1 (a 5 is refused there, not clamped). */
+const IMPORTANCE = { min: 0, max: 1, integer: false };
+
+/** Content as the HTTP API takes it (not blank, at most 4,000 characters), trimmed. */
+function checkedContent(text: string, what: string): string {
+  const parsed = memoryContentSchema.safeParse(text);
+  if (parsed.success) return parsed.data;
+  throw new CliExit(`${what}: ${text.trim() === '' ? 'must not be empty' : `at most 4,000 characters (this is ${text.trim().length})`}.`);
+}
 
 export interface MemoryOptions {
   config?: string;
@@ -48,12 +60,14 @@ export function openMemory(options: MemoryOptions): OpenMemory {
 
 function withMemory<T extends MemoryOptions>(action: (opened: OpenMemory, options: T) => void | Promise<void>): (options: T) => Promise<void> {
   return async (options) => {
+    // As over HTTP (and as memory.scope): a scope has a name; "" stored units no route could reach.
+    if (options.scope !== undefined && options.scope.trim() === '') throw new CliExit('--scope: must name a scope (it is empty).');
     const opened = openMemory(options);
     try {
       await action(opened, options);
     } catch (error) {
       if (error instanceof CliExit) throw error;
-      throw new CliExit((error as Error).message);
+      throw new CliExit(errorText(error));
     } finally {
       opened.close();
     }
@@ -84,7 +98,7 @@ export function registerMemoryCommands(program: Command): void {
       const hits = await service.search({
         scope: options.scope ?? defaultScope,
         query,
-        limit: Number(options.limit),
+        limit: numberArgument(options.limit, '--limit', { min: 1, max: 100 }),
         ...(types ? { types } : {}),
         includeSuperseded: options.all ?? false,
       });
@@ -116,8 +130,8 @@ export function registerMemoryCommands(program: Command): void {
       const unit = service.add({
         scope: options.scope ?? defaultScope,
         type: options.type as MemoryType,
-        content,
-        importance: Number(options.importance),
+        content: checkedContent(content, 'content'),
+        importance: numberArgument(options.importance, '--importance', IMPORTANCE),
         confidence: 1,
         core: options.core ?? false,
         pinned: options.pin ?? false,
@@ -133,7 +147,9 @@ export function registerMemoryCommands(program: Command): void {
       const unit = service.store.get(id);
       if (!unit) throw new CliExit(`No memory ${id}.`);
       if (options.json) return print(JSON.stringify(presentMemory(unit), null, 2));
-      print(line(unit));
+      // Lists cut each unit to one line; here the user asked for this one, so all of it.
+      print(line(unit, undefined, { content: false }));
+      for (const text of unit.content.split('\n')) print(`  ${text}`);
       print(
         `  scope ${unit.scope}, origin ${unit.origin}, importance ${unit.importance.toFixed(2)}, confidence ${unit.confidence.toFixed(2)}, recalled ${unit.accessCount} times`,
       );
@@ -158,10 +174,15 @@ export function registerMemoryCommands(program: Command): void {
   ).action((id: string, options: MemoryOptions & { content?: string; type?: string; importance?: string; core?: boolean; pin?: boolean; unpin?: boolean }) =>
     withMemory<MemoryOptions>(({ memory: service }) => {
       if (options.type && !MEMORY_TYPES.includes(options.type as MemoryType)) throw new CliExit(`Unknown type ${options.type}.`);
+      if (options.pin && options.unpin) throw new CliExit('--pin or --unpin, not both.');
+      const changes = [options.content, options.type, options.importance, options.core, options.pin, options.unpin];
+      // As PATCH /v1/memory/{id}: an edit that names no change is a mistake to report, not "Updated".
+      if (changes.every((change) => change === undefined))
+        throw new CliExit('nothing to change: give --content, --type, --importance, --core / --no-core, --pin or --unpin.');
       const updated = service.update(id, {
-        ...(options.content !== undefined ? { content: options.content } : {}),
+        ...(options.content !== undefined ? { content: checkedContent(options.content, '--content') } : {}),
         ...(options.type !== undefined ? { type: options.type as MemoryType } : {}),
-        ...(options.importance !== undefined ? { importance: Number(options.importance) } : {}),
+        ...(options.importance !== undefined ? { importance: numberArgument(options.importance, '--importance', IMPORTANCE) } : {}),
         ...(options.core !== undefined ? { core: options.core } : {}),
         ...(options.pin ? { pinned: true } : {}),
         ...(options.unpin ? { pinned: false } : {}),
@@ -249,7 +270,7 @@ export function registerMemoryCommands(program: Command): void {
   common(memory.command('import').description('read memories from a JSONL file (what export writes)').argument('<file>')).action(
     (file: string, options: MemoryOptions) =>
       withMemory<MemoryOptions>(({ memory: service, defaultScope }) => {
-        const lines = readFileSync(file, 'utf8').split('\n');
+        const lines = readUserFile(file).split('\n');
         const bar = lines.length > 200 && process.stderr.isTTY ? progress({ max: lines.length, output: process.stderr }) : undefined;
         bar?.start(`Importing ${lines.length} lines`);
         const report: MemoryImportReport = { imported: 0, skipped: [] };
@@ -274,7 +295,9 @@ export function registerMemoryCommands(program: Command): void {
       .option('--session <id>', 'session id', `ingest-${Date.now()}`),
   ).action((file: string, options: MemoryOptions & { session: string }) =>
     withMemory<MemoryOptions>(({ memory: service, defaultScope }) => {
+      if (options.session.trim() === '') throw new CliExit('--session: must not be empty.');
       const turns = readTurns(file);
+      if (turns.length === 0) throw new CliExit(`${file} holds no turns: nothing to store.`);
       const result = service.ingest(options.scope ?? defaultScope, options.session, turns);
       if (options.json) return print(JSON.stringify(result, null, 2));
       print(
@@ -285,31 +308,47 @@ export function registerMemoryCommands(program: Command): void {
 }
 
 function readTurns(file: string): IngestTurn[] {
-  const text = readFileSync(file, 'utf8').trim();
-  const values: unknown[] = text.startsWith('[')
-    ? (JSON.parse(text) as unknown[])
-    : text
-        .split('\n')
-        .filter(Boolean)
-        .map((item) => JSON.parse(item) as unknown);
+  const text = readUserFile(file).trim();
+  let values: unknown[];
+  try {
+    values = text.startsWith('[')
+      ? (JSON.parse(text) as unknown[])
+      : text
+          .split('\n')
+          .filter((item) => item.trim() !== '')
+          .map((item) => JSON.parse(item) as unknown);
+  } catch (error) {
+    throw new CliExit(`${file} is neither a JSON array of turns nor JSONL (one turn a line): ${(error as Error).message}`);
+  }
+  // Each turn as POST /v1/memory/ingest checks it, speaker name included.
   return values.map((value, index) => {
-    const turn = value as Partial<IngestTurn>;
-    if ((turn.role !== 'user' && turn.role !== 'assistant') || typeof turn.content !== 'string')
-      throw new CliExit(`${file}, turn ${index + 1}: expected {role: "user" | "assistant", content: string}.`);
+    const parsed = ingestTurnSchema.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where = issue && issue.path.length > 0 ? ` (${issue.path.join('.')}: ${issue.message})` : '';
+      throw new CliExit(
+        `${file}, turn ${index + 1}: expected {role: "user" | "assistant", content: string, name?: string, timestamp?: string | number, id?: string}${where}.`,
+      );
+    }
+    const turn = parsed.data;
     return {
       role: turn.role,
       content: turn.content,
+      ...(turn.name ? { name: turn.name } : {}),
       ...(turn.timestamp !== undefined ? { timestamp: turn.timestamp } : {}),
       ...(turn.id ? { id: turn.id } : {}),
     };
   });
 }
 
-function line(unit: MemoryUnit, score?: number): string {
+/** One unit on one line, its content cut to 160 characters; `{ content: false }`: without the content. */
+function line(unit: MemoryUnit, score?: number, options: { content?: boolean } = {}): string {
   const marks = [unit.core ? 'standing' : '', unit.pinned ? 'pinned' : '', unit.status === 'superseded' ? 'superseded' : '', unit.flagged ? 'flagged' : '']
     .filter(Boolean)
     .join(', ');
-  return `${unit.id}  [${unit.type}${marks ? `; ${marks}` : ''}] ${new Date(unit.observedAt).toISOString().slice(0, 10)}  ${unit.content.replace(/\s+/g, ' ').slice(0, 160)}${score === undefined ? '' : `  (${score.toFixed(2)})`}`;
+  const head = `${unit.id}  [${unit.type}${marks ? `; ${marks}` : ''}] ${new Date(unit.observedAt).toISOString().slice(0, 10)}`;
+  if (options.content === false) return head;
+  return `${head}  ${unit.content.replace(/\s+/g, ' ').slice(0, 160)}${score === undefined ? '' : `  (${score.toFixed(2)})`}`;
 }
 
 /** A count per kind on one line, "semantic 3, episodic 1", or "-" when there are none. */

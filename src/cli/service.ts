@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { isProcessAlive, readPidFile } from '../runtime/index.js';
 import { installService, serviceEnvironment, serviceStatus, uninstallService, type ServiceHost } from '../service/index.js';
-import { CliExit, loadCliConfig, print } from './context.js';
+import { CliExit, errorText, loadCliConfig, print } from './context.js';
 import { stopProxy } from './stop.js';
 import { clawEnvironment, metaclawCommand } from './wiring.js';
 import { PROXY_NODE_FLAGS } from '../runtime/memory-bounds.js';
@@ -51,7 +51,7 @@ export async function serviceCommand(action: 'install' | 'uninstall' | 'status',
     for (const step of report.steps) print(step);
   } catch (error) {
     if (error instanceof CliExit) throw error;
-    throw new CliExit((error as Error).message);
+    throw new CliExit(errorText(error));
   }
 }
 

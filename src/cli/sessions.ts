@@ -1,6 +1,6 @@
 import { ConversationStore, type SessionRow, type TurnRow } from '../conversation/index.js';
 import { openDatabase } from '../store/index.js';
-import { CliExit, loadCliConfig, print } from './context.js';
+import { CliExit, loadCliConfig, numberArgument, print } from './context.js';
 
 export interface SessionsOptions {
   config?: string;
@@ -16,9 +16,10 @@ function openStore(options: SessionsOptions): { store: ConversationStore; close:
 
 /** `metaclaw sessions list`: the most recent sessions first. */
 export function sessionsListCommand(options: SessionsOptions): void {
+  const limit = numberArgument(options.limit ?? '20', '--limit', { min: 1 });
   const { store, close } = openStore(options);
   try {
-    const sessions = store.listSessions(Number(options.limit ?? 20));
+    const sessions = store.listSessions(limit);
     if (options.json) {
       print(JSON.stringify(sessions, null, 2));
       return;
@@ -27,10 +28,12 @@ export function sessionsListCommand(options: SessionsOptions): void {
       print('No sessions recorded yet.');
       return;
     }
-    print(`${'SESSION'.padEnd(38)} ${'LAST TURN'.padEnd(20)} TURNS  STATE`);
+    // Ids are printed whole (the column widens for a long one): `sessions show` needs the id as listed.
+    const width = Math.max(38, ...sessions.map((session) => session.id.length));
+    print(`${'SESSION'.padEnd(width)} ${'LAST TURN'.padEnd(20)} TURNS  STATE`);
     for (const session of sessions) {
       print(
-        `${session.id.slice(0, 38).padEnd(38)} ${time(session.last_turn_at).padEnd(20)} ${`${session.turn_count} (${session.main_turn_count} main)`.padEnd(6)} ${state(session)}`,
+        `${session.id.padEnd(width)} ${time(session.last_turn_at).padEnd(20)} ${`${session.turn_count} (${session.main_turn_count} main)`.padEnd(6)} ${state(session)}`,
       );
     }
   } finally {

@@ -147,7 +147,7 @@ function fromFlags(config: LoadedConfig, options: SetupOptions): Answers {
   if (!apiBase) throw new CliExit('The custom provider needs --api-base URL (an OpenAI-compatible base ending in /v1, or an Anthropic base).');
   if (!/^https?:\/\/\S+$/i.test(apiBase)) throw new CliExit(`--api-base must be an http(s) URL, got "${apiBase}".`);
   const model = options.model ?? (options.provider ? preset.model : values['llm.model_id'] || preset.model);
-  if (!model) throw new CliExit(`The ${preset.label} preset has no default model: pass --model NAME.`);
+  if (!model) throw new CliExit(`The ${preset.id} provider (${preset.label}) has no default model: pass --model NAME.`);
   const apiKey = readKey(options, preset.keyEnv, values['llm.api_key'] || undefined, preset.needsKey);
   const mode = options.mode ?? values['mode'];
   if (!(MODES as readonly string[]).includes(mode) && mode !== 'madmax') throw new CliExit(`--mode must be one of ${MODES.join(', ')}.`);

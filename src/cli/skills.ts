@@ -17,7 +17,7 @@ import {
   type SkillCredit,
 } from '../skills/index.js';
 import { checkIntegrity, openDatabase } from '../store/index.js';
-import { CliExit, loadCliConfig, print } from './context.js';
+import { CliExit, errorText, loadCliConfig, numberArgument, print } from './context.js';
 import { withPool } from './store.js';
 
 interface SkillsOptions {
@@ -77,7 +77,7 @@ function withSkills<T extends SkillsOptions>(action: (service: SkillsService, op
       action(service, options, { integrity });
     } catch (error) {
       if (error instanceof CliExit) throw error;
-      throw new CliExit((error as Error).message);
+      throw new CliExit(errorText(error));
     } finally {
       close();
     }
@@ -147,7 +147,7 @@ export function registerSkillsCommands(program: Command): void {
       print(`${skill.name} (v${skill.version}, ${skill.category}, ${skill.origin})`);
       print(`  ${skill.description}`);
       print(`  file: ${skill.path}`);
-      print(`  injected: ${figures(credit)}`);
+      print(`  ${creditLine(credit)}`);
       if (credit?.flagged) print('  FLAGGED: keeps being injected into turns that go badly; consider editing or retiring it');
       if (skill.sourceSessions.length > 0) print(`  learned from sessions: ${skill.sourceSessions.join(', ')}`);
       if (versions.length > 0) print(`  versions: ${versions.map((row) => `v${row.version} ${row.action}`).join(', ')}`);
@@ -205,6 +205,9 @@ export function registerSkillsCommands(program: Command): void {
       .option('--force', 'import skills even if their text reads like prompt injection'),
   ).action((folder: string, options: SkillsOptions & { overwrite?: boolean; force?: boolean }) =>
     withSkills<SkillsOptions>((service) => {
+      // A mistyped path is a failure a script must see, not "Imported 0 skills" and exit 0.
+      if (!existsSync(folder)) throw new CliExit(`${folder} does not exist.`);
+      if (!statSync(folder).isDirectory()) throw new CliExit(`${folder} is not a folder (a single SKILL.md goes in with \`metaclaw skills add\`).`);
       const report = importSkills(service, folder, { overwrite: options.overwrite ?? false, force: options.force ?? false });
       printReport(report, options.json, 'Imported');
       if (report.suspicious.some((item) => !item.imported)) throw new CliExit('', 1);
@@ -239,7 +242,7 @@ export function registerSkillsCommands(program: Command): void {
     withSkills<SkillsOptions & { n: string; full?: boolean }>((service, options) => {
       const file = join(service.library.dir, 'evolution_history.jsonl');
       const all = (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []).map(readHistoryLine);
-      const events = all.slice(-Number(options.n));
+      const events = all.slice(-numberArgument(options.n, '-n', { min: 1 }));
       if (options.json) return print(JSON.stringify(events, null, 2));
       if (events.length === 0) return print('No skill evolutions yet.');
       for (const event of events) {
@@ -286,14 +289,14 @@ export function registerSkillsCommands(program: Command): void {
 
   common(skills.command('approve').description('apply a pending proposal').argument('<id>')).action((id: string, options: SkillsOptions) =>
     withSkills<SkillsOptions>((service) => {
-      const result = service.approve(Number(id));
+      const result = service.approve(numberArgument(id, 'proposal id', { min: 1 }));
       print(`Applied #${id}: ${result.action} ${result.skill.name} v${result.version} (generation ${result.generation}).`);
     })(options),
   );
 
   common(skills.command('reject').description('drop a pending proposal').argument('<id>')).action((id: string, options: SkillsOptions) =>
     withSkills<SkillsOptions>((service) => {
-      const row = service.reject(Number(id));
+      const row = service.reject(numberArgument(id, 'proposal id', { min: 1 }));
       print(`Rejected #${id} (${row.action} ${row.name}).`);
     })(options),
   );
@@ -313,7 +316,7 @@ export function registerSkillsCommands(program: Command): void {
     skills.command('revert').description('restore an earlier version (default: the one before the current)').argument('<name>').option('--to <version>'),
   ).action((name: string, options: SkillsOptions & { to?: string }) =>
     withSkills<SkillsOptions>((service) => {
-      const result = service.revert(name, options.to === undefined ? undefined : Number(options.to));
+      const result = service.revert(name, options.to === undefined ? undefined : numberArgument(options.to, '--to', { min: 1 }));
       print(`Reverted ${name}: now v${result.version} (generation ${result.generation}).`);
     })(options),
   );
@@ -350,7 +353,7 @@ export function registerSkillsCommands(program: Command): void {
       .option('--yes', 'remove without asking'),
   ).action(
     withSkills<SkillsOptions & { dryRun?: boolean; unusedDays: string; yes?: boolean }>((service, options) => {
-      const unusedDays = Number(options.unusedDays);
+      const unusedDays = numberArgument(options.unusedDays, '--unused-days', { min: 0 });
       const now = Date.now();
       const candidates = service
         .list()
@@ -378,11 +381,17 @@ export function registerSkillsCommands(program: Command): void {
 
 function diff(service: SkillsService, name: string, options: SkillsOptions & { from?: string; to?: string }): void {
   const { from, to, patch } = diffVersions(name, service.history.versions(name), {
-    from: options.from === undefined ? undefined : Number(options.from),
-    to: options.to === undefined ? undefined : Number(options.to),
+    from: options.from === undefined ? undefined : numberArgument(options.from, '--from', { min: 1 }),
+    to: options.to === undefined ? undefined : numberArgument(options.to, '--to', { min: 1 }),
   });
   if (options.json) print(JSON.stringify({ name, from, to, patch }));
   else print(patch.trimEnd());
+}
+
+/** The credit figures in words, for `skills show` (the list's columns need the list's header). */
+function creditLine(credit: SkillCredit | undefined): string {
+  const judge = credit?.judgeMean === null || credit === undefined ? '-' : credit.judgeMean.toFixed(2);
+  return `injected ${credit?.injected ?? 0} times in ${credit?.sessions ?? 0} sessions; corrected ${credit?.corrected ?? 0}, accepted ${credit?.accepted ?? 0}; judge ${judge}`;
 }
 
 function figures(credit: SkillCredit | undefined): string {

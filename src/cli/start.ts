@@ -3,6 +3,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, statfsSync, statSync } fr
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  CLAW_TYPES,
   DATABASE_URL_VARIABLE,
   exposedConfigFile,
   exposedConfigWarning,
@@ -18,7 +19,7 @@ import { decideMode } from '../rl/index.js';
 import { isProcessAlive, MetaclawRuntime, readPidFile } from '../runtime/index.js';
 import { boundHeapGrowth, PROXY_ENVIRONMENT, PROXY_NODE_FLAGS } from '../runtime/memory-bounds.js';
 import { VERSION } from '../version.js';
-import { baseUrl, CliExit, loadCliConfig, print, printError } from './context.js';
+import { baseUrl, CliExit, loadCliConfig, numberArgument, print, printError } from './context.js';
 import { getJson, isHealthy } from './proxy-client.js';
 
 export interface StartOptions {
@@ -38,6 +39,11 @@ export interface StartOptions {
 
 /** `metaclaw start`: daemonises by default and returns once /healthz answers; `--foreground` runs here. */
 export async function startCommand(options: StartOptions): Promise<void> {
+  // Checked before anything starts: a NaN here would make the wait for /healthz end at once.
+  if (options.wait !== undefined) numberArgument(options.wait, '--wait', { min: 1, integer: false });
+  // A mistyped agent is refused here, as a mistyped --mode is, not found out after the proxy started.
+  if (options.claw !== undefined && !(CLAW_TYPES as readonly string[]).includes(options.claw))
+    throw new CliExit(`--claw "${options.claw}" is not an agent MetaClaw knows; use one of ${CLAW_TYPES.join(', ')}.`);
   const overrides = { 'proxy.port': options.port, 'proxy.host': options.host, mode: options.mode, 'store.url': options.store };
   const config = loadCliConfig({ ...(options.config ? { config: options.config } : {}), overrides });
   const mode = decideMode(config.values);
@@ -156,7 +162,7 @@ async function startDaemon(config: LoadedConfig, options: StartOptions, warnings
   });
   child.unref();
 
-  const waitMs = Number(options.wait ?? 20) * 1000;
+  const waitMs = numberArgument(options.wait ?? '20', '--wait', { min: 1, integer: false }) * 1000;
   const deadline = Date.now() + waitMs;
   while (Date.now() < deadline) {
     if (exited !== undefined) break;

@@ -1,5 +1,6 @@
 import type { EngineReport, RlReport } from '../rl/index.js';
 import { isProcessAlive, readPidFile } from '../runtime/index.js';
+import { homePaths, metaclawHome, type LoadedConfig } from '../config/index.js';
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, loadCliConfig, print } from './context.js';
 import { trainingState } from './training-state.js';
@@ -12,7 +13,13 @@ export interface StatusOptions {
 
 /** `metaclaw status`: asks the running proxy (/healthz, /status); the pid file alone proves nothing. */
 export async function statusCommand(options: StatusOptions): Promise<void> {
-  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  let config: LoadedConfig;
+  try {
+    config = loadCliConfig(options.config ? { config: options.config } : {});
+  } catch (error) {
+    if (!(error instanceof CliExit)) throw error;
+    return statusWithoutConfig(options, error.message);
+  }
   const pid = readPidFile(config.paths.pidFile);
   const base = pid ? baseUrl(pid.host, pid.port) : baseUrl(config.values['proxy.host'], config.values['proxy.port']);
   const healthy = await isHealthy(base, 2_000);
@@ -151,4 +158,18 @@ function formatDuration(seconds: number): string {
   if (seconds < 60) return `${seconds}s`;
   if (seconds < 3600) return `${Math.floor(seconds / 60)}m ${seconds % 60}s`;
   return `${Math.floor(seconds / 3600)}h ${Math.floor((seconds % 3600) / 60)}m`;
+}
+
+/**
+ * A config.yaml edited into an error while the proxy runs: the pid file (in $METACLAW_HOME whatever
+ * the config says) still tells whether it answers, which is what a user asks before fixing the file.
+ * The details need /status, and its key is in the config, so only this much is said; exit 1.
+ */
+async function statusWithoutConfig(options: StatusOptions, problem: string): Promise<never> {
+  const pid = readPidFile(homePaths(metaclawHome()).pidFile);
+  const base = pid ? baseUrl(pid.host, pid.port) : undefined;
+  const running = base !== undefined && (await isHealthy(base, 2_000));
+  if (options.json) print(JSON.stringify({ running, state: running ? 'running' : 'stopped', url: base ?? null, pid: pid?.pid ?? null, config_error: problem }));
+  else print(running ? `MetaClaw: running (pid ${pid!.pid}) at ${base}; the config does not load, so no more can be shown.` : 'MetaClaw: not running.');
+  throw new CliExit(problem);
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { ForgottenScope } from '../store/postgres/forget-scope.js';
 import { memberScope, MemberDirectory, type IssuedKey, type Member } from '../team/index.js';
 import { openMemory } from './memory.js';
-import { CliExit, loadCliConfig, print } from './context.js';
+import { CliExit, errorText, loadCliConfig, print } from './context.js';
 import { withPool } from './store.js';
 import type { Awaitable } from '../types/index.js';
 
@@ -73,7 +73,7 @@ function withMembers<A extends unknown[], T extends TeamOptions>(
       }
     } catch (error) {
       if (error instanceof CliExit) throw error;
-      throw new CliExit((error as Error).message);
+      throw new CliExit(errorText(error));
     }
   };
 }

@@ -1,9 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { isMap, parseDocument, YAMLMap, type Document } from 'yaml';
 import { ConfigError } from '../errors.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { checkValue, convertText, displayValue } from './convert.js';
 import { schemaModeline } from './json-schema.js';
+import { readConfigText } from './load.js';
 import { nearest } from './nearest.js';
 import { DEFINITIONS_BY_KEY, KEY_ALIASES, VALUE_ALIASES } from './schema.js';
 import type { KeyDefinition } from './types.js';
@@ -59,14 +60,16 @@ export function unsetConfigValue(file: string, key: string): { key: string; remo
   const definition = definitionFor(key);
   if (!existsSync(file)) return { key: definition.key, removed: false };
   const document = readDocument(file);
-  const path = definition.key.split('.');
-  const removed = document.hasIn(path);
-  if (removed) {
+  // The key may be written under MetaClaw's legacy name (rl.tinker_api_key), which loads as it: both go.
+  const paths = [definition.key, ...Object.keys(KEY_ALIASES).filter((legacy) => KEY_ALIASES[legacy] === definition.key)]
+    .map((name) => name.split('.'))
+    .filter((path) => document.hasIn(path));
+  for (const path of paths) {
     document.deleteIn(path);
     pruneEmptySections(document, path.slice(0, -1));
-    writeDocument(file, document);
   }
-  return { key: definition.key, removed };
+  if (paths.length > 0) writeDocument(file, document);
+  return { key: definition.key, removed: paths.length > 0 };
 }
 
 /** Applies several values at once (used by `metaclaw setup`), keeping everything else in the file. */
@@ -82,7 +85,7 @@ export function updateConfigFile(file: string, updates: Readonly<Record<string, 
 }
 
 function readDocument(file: string, options: WriteOptions = {}): Document {
-  const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const text = existsSync(file) ? readConfigText(file) : '';
   const document: Document = parseDocument(text.trim() === '' ? '{}' : text);
   if (text.trim() === '') {
     // Start from an empty mapping written in block style, like a hand-written config.

@@ -7,7 +7,8 @@ import type { KeyDefinition, NoEffect } from './types.js';
  * converts text by the schema's type and never by guessing.
  */
 
-type Options = { doc: string; secret?: boolean; noEffect?: NoEffect };
+/** `nonEmpty`: a key whose empty value means nothing (a scope), refused rather than loaded as "". */
+type Options = { doc: string; secret?: boolean; noEffect?: NoEffect; nonEmpty?: boolean };
 
 export function stringKey<K extends string>(key: K, defaultValue: string, options: Options): KeyDefinition<string, K> {
   return {
@@ -15,8 +16,8 @@ export function stringKey<K extends string>(key: K, defaultValue: string, option
     kind: options.secret ? 'secret' : 'string',
     default: defaultValue,
     doc: options.doc,
-    expected: 'a string',
-    schema: z.string(),
+    expected: options.nonEmpty ? 'a non-empty string' : 'a string',
+    schema: options.nonEmpty ? z.string().trim().min(1) : z.string(),
     ...(options.secret ? { secret: true } : {}),
     ...marking(options),
   };

@@ -52,8 +52,7 @@ export function loadConfig(options: LoadOptions = {}): LoadedConfig {
   const errors: string[] = [];
 
   if (fileExists) {
-    const text = readFileSync(file, 'utf8');
-    readYaml(text, file, { values, explicitKeys, warnings, errors });
+    readYaml(readConfigText(file), file, { values, explicitKeys, warnings, errors });
   }
 
   for (const [key, text] of Object.entries(options.overrides ?? {})) {
@@ -222,4 +221,18 @@ function describeNode(node: YamlNode | null): string {
 
 export function isConfigKey(key: string): key is ConfigKey {
   return DEFINITIONS_BY_KEY.has(key);
+}
+
+/**
+ * The config file's text; a file that exists but cannot be read (a folder, no permission) is a
+ * ConfigError naming it, so every command says so cleanly instead of ending in a stack trace.
+ */
+export function readConfigText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'EISDIR' ? 'it is a folder, not a file' : code === 'EACCES' ? 'permission denied' : (error as Error).message;
+    throw new ConfigError(`Cannot read the config file ${file}: ${why}.`);
+  }
 }

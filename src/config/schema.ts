@@ -152,7 +152,11 @@ export const KEY_DEFINITIONS = [
   booleanKey('memory.enabled', true, { doc: 'Extract, keep and recall long-term memories.' }),
   pathKey('memory.dir', '', { noEffect: IN_DATABASE, doc: "MetaClaw's memory folder." }),
   pathKey('memory.store_path', '', { noEffect: IN_DATABASE, doc: "MetaClaw's memory database file." }),
-  stringKey('memory.scope', 'default', { doc: 'Scope used when a request names no X-Memory-Scope, X-User-Id or X-Workspace-Id.' }),
+  stringKey('memory.scope', 'default', {
+    doc: 'Scope used when a request names no X-Memory-Scope, X-User-Id or X-Workspace-Id.',
+    // An empty scope could not be named to the HTTP API nor imported back from an export.
+    nonEmpty: true,
+  }),
   enumKey('memory.retrieval_mode', ['keyword', 'embedding', 'hybrid', 'auto'] as const, 'hybrid', {
     doc: 'keyword: BM25 only (nothing is embedded); hybrid/auto: BM25 plus vectors when memory.embedding is set; embedding: vector similarity alone finds and ranks units (keywords only while vectors are unavailable).',
   }),

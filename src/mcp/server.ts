@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { MEMORY_TYPES, presentMemory, type MemoryService } from '../memory/index.js';
+import { MEMORY_TYPES, memoryContentSchema, presentMemory, type MemoryService } from '../memory/index.js';
 import type { Skill, SkillsService } from '../skills/index.js';
 import { VERSION } from '../version.js';
 
@@ -47,7 +47,8 @@ export function createMcpServer(stores: McpStores): McpServer {
       title: 'Remember',
       description: 'Store a memory: a fact, a preference or project state worth keeping across sessions.',
       inputSchema: {
-        content: z.string().min(1).max(4_000),
+        // As the HTTP API and the CLI take it: whitespace alone is no memory.
+        content: memoryContentSchema,
         type: z.enum(MEMORY_TYPES).optional().describe('default: semantic'),
         importance: z.number().min(0).max(1).optional(),
         scope,

@@ -15,4 +15,13 @@ export { timeWindowOf } from './time-window.js';
 export { MEMORY_TYPES, SHARED_SCOPE, type MemoryUnit, type MemoryDraft, type MemoryType, type MemoryHit, type MemoryOrigin } from './types.js';
 export type { HousekeepingReport } from './housekeeping.js';
 export { MemoryRecording, RECORD_TURN_JOB, EXTRACT_JOB, type MemoryRecordingSettings } from './recording.js';
-export { presentMemory, exportMemory, exportUnits, importLines, importTargets, type MemoryImportReport } from './transfer.js';
+export {
+  presentMemory,
+  exportMemory,
+  exportUnits,
+  importLines,
+  importTargets,
+  ingestTurnSchema,
+  memoryContentSchema,
+  type MemoryImportReport,
+} from './transfer.js';

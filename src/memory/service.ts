@@ -38,6 +38,7 @@ import {
   type RuleSubject,
 } from './rules.js';
 import { MemoryStore, type MemoryPatch } from './store.js';
+import { numericTime } from './transfer.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import { MemoryVectors } from './vectors.js';
 import { askMemorySearchKeys, MemorySearchKeys, UNITS_PER_JOB } from './search-keys.js';
@@ -788,7 +789,10 @@ export function languagesKey(scope: string): string {
 }
 
 function toTime(value: string | number | undefined): number {
-  if (typeof value === 'number') return value < 1e12 ? value * 1000 : value;
+  if (typeof value === 'number') {
+    const milliseconds = numericTime(value);
+    if (!Number.isNaN(milliseconds)) return milliseconds;
+  }
   if (typeof value === 'string') {
     const parsed = Date.parse(value);
     if (!Number.isNaN(parsed)) return parsed;

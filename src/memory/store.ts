@@ -194,6 +194,7 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
       sameContent: db.prepare<[string, string], UnitRow>(
         "SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'active' AND origin != 'raw_turn' LIMIT 1",
       ),
+      sameContentAnyOrigin: db.prepare<[string, string], UnitRow>("SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'active' LIMIT 1"),
       replacedWithContent: db.prepare<[string, string], UnitRow>(
         "SELECT * FROM memory_units WHERE scope = ? AND content = ? AND status = 'superseded' AND core = 1 ORDER BY rowid DESC LIMIT 1",
       ),
@@ -320,8 +321,9 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
     return this.statements.rawInSession.get(sessionId, scope, speaker, content) !== undefined;
   }
 
-  findSameContent(scope: string, content: string): MemoryUnit | undefined {
-    const row = this.statements.sameContent.get(scope, content.trim());
+  /** An active unit of the scope with exactly this content; raw turns count only with `rawTurns`. */
+  findSameContent(scope: string, content: string, options: { rawTurns?: boolean } = {}): MemoryUnit | undefined {
+    const row = (options.rawTurns ? this.statements.sameContentAnyOrigin : this.statements.sameContent).get(scope, content.trim());
     return row ? toUnit(row) : undefined;
   }
 

@@ -2,10 +2,37 @@ import { z } from 'zod';
 import type { MemoryService } from './service.js';
 import { MEMORY_TYPES, type MemoryUnit } from './types.js';
 
+/**
+ * A unit's content as every writer takes it (the HTTP API, the CLI, an import line): text that is
+ * not blank, and not longer than a memory a prompt can carry. One schema, so the CLI cannot store
+ * what the API refuses (an empty unit, which its own export then failed to import back).
+ */
+export const memoryContentSchema = z.string().trim().min(1).max(4_000);
+
+/** One turn of a conversation to ingest (`POST /v1/memory/ingest`, `metaclaw memory ingest`). */
+export const ingestTurnSchema = z.object({
+  role: z.enum(['user', 'assistant']),
+  content: z.string(),
+  name: z.string().optional(),
+  // A number is seconds or milliseconds since 1970 (as ingest reads it); one no Date can hold was
+  // stored, and then every search and export of its scope failed.
+  timestamp: z
+    .union([z.string(), z.number().refine((value) => !Number.isNaN(numericTime(value)), 'not a time: seconds or milliseconds since 1970')])
+    .optional(),
+  id: z.string().min(1).optional(),
+});
+
+/** A numeric turn timestamp in milliseconds: below 1e12 it is taken as seconds. NaN when no Date holds it. */
+export function numericTime(value: number): number {
+  const milliseconds = value < 1e12 ? value * 1000 : value;
+  return Number.isNaN(new Date(milliseconds).getTime()) ? Number.NaN : milliseconds;
+}
+
 /** One line of an import file: what export writes, with everything but type and content optional. */
 const importLineSchema = z.object({
   scope: z.string().min(1).optional(),
   type: z.enum(MEMORY_TYPES),
+  // No length cap here: an export holds raw turns, which may be longer than a unit written by hand.
   content: z.string().trim().min(1),
   search_keys: z.array(z.string()).optional(),
   importance: z.number().min(0).max(1).optional(),
@@ -14,6 +41,7 @@ const importLineSchema = z.object({
   pinned: z.boolean().optional(),
   observed_at: z.string().optional(),
   source: z.object({ session_id: z.string().nullable().optional(), turn_ids: z.array(z.string()).optional() }).optional(),
+  origin: z.string().optional(),
 });
 
 export interface MemoryImportReport {
@@ -110,7 +138,10 @@ export function importLines(memory: MemoryService, lines: readonly string[], def
       report.skipped.push({ line: index + 1, reason: `scope "${scope}" is not this request's scope ("${onlyScope}")` });
       return;
     }
-    if (memory.store.findSameContent(scope, item.content)) {
+    // A rule may say exactly what its raw turn said, so units are matched against raw turns only
+    // when the line is a raw turn itself: then an export imported back into its own install (or
+    // twice) adds nothing, where every raw turn used to come back as a copy.
+    if (memory.store.findSameContent(scope, item.content, { rawTurns: item.origin === 'raw_turn' })) {
       report.skipped.push({ line: index + 1, reason: 'already in memory' });
       return;
     }

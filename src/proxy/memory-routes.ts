@@ -5,7 +5,9 @@ import { BadRequestError, ConflictError, NotFoundError, PermissionError } from '
 import {
   exportMemory,
   importLines,
+  ingestTurnSchema,
   MEMORY_TYPES,
+  memoryContentSchema,
   presentMemory,
   SHARED_SCOPE,
   type IngestTurn,
@@ -29,17 +31,7 @@ const typeSchema = z.enum(MEMORY_TYPES);
 const ingestSchema = z.object({
   scope: z.string().min(1).optional(),
   session_id: z.string().min(1),
-  turns: z
-    .array(
-      z.object({
-        role: z.enum(['user', 'assistant']),
-        content: z.string(),
-        name: z.string().optional(),
-        timestamp: z.union([z.string(), z.number()]).optional(),
-        id: z.string().min(1).optional(),
-      }),
-    )
-    .min(1, 'must contain at least one turn'),
+  turns: z.array(ingestTurnSchema).min(1, 'must contain at least one turn'),
 });
 
 const searchSchema = z.object({
@@ -53,7 +45,7 @@ const searchSchema = z.object({
 const addSchema = z.object({
   scope: z.string().min(1).optional(),
   type: typeSchema,
-  content: z.string().trim().min(1).max(4_000),
+  content: memoryContentSchema,
   importance: z.number().min(0).max(1).optional(),
   core: z.boolean().optional(),
   pinned: z.boolean().optional(),
@@ -61,7 +53,7 @@ const addSchema = z.object({
 
 const patchSchema = z
   .object({
-    content: z.string().trim().min(1).max(4_000).optional(),
+    content: memoryContentSchema.optional(),
     type: typeSchema.optional(),
     importance: z.number().min(0).max(1).optional(),
     core: z.boolean().optional(),

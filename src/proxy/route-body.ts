@@ -16,7 +16,8 @@ export async function readJsonObject(request: Request): Promise<Record<string, u
 
 /** A route body checked against its schema: the first problem becomes a 400 naming the field. */
 export function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const result = schema.safeParse(value);
+  // Zod leaves `input` off its issues unless asked, and then every wrong type read as "required".
+  const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   throw requestErrorFrom(result.error, (issue) => (issue.input === undefined && issue.code === 'invalid_type' ? 'required' : issue.message));
 }

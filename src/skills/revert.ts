@@ -15,6 +15,7 @@ export function revertDraft(
   versions: readonly Pick<VersionRow, 'version' | 'content'>[],
   toVersion?: number,
 ): { draft: SkillDraft; source: string } {
+  if (currentVersion === undefined && versions.length === 0) throw new SkillError(`No skill named ${name}.`);
   // Removals are recorded with empty content: nothing to restore.
   const restorable = versions.filter((row) => row.content !== '');
   const target =

@@ -55,7 +55,9 @@ export function importSkills(
       continue;
     }
     if (service.library.get(draft.name) && !options.overwrite) {
-      report.skipped.push({ path, reason: `a skill named ${draft.name} already exists (use --overwrite to replace it)` });
+      // Each command names its own flag: install-starter calls it --force, import --overwrite.
+      const flag = options.action === 'install' ? '--force' : '--overwrite';
+      report.skipped.push({ path, reason: `a skill named ${draft.name} already exists (use ${flag} to replace it)` });
       continue;
     }
     const injection = skillInjectionReason(draft);

@@ -193,8 +193,9 @@ export class PgMemoryApi implements MemoryUnitReader {
   async import(lines: readonly string[], defaultScope: string, onlyScope?: string): Promise<MemoryImportReport> {
     const { scopes, contents } = importTargets(lines, defaultScope, onlyScope);
     // Nothing importable: the personal code still reports each line's reason, over an empty workspace.
+    // Raw turns too: a raw-turn line is "already in memory" when one holds its words (see importLines).
     const units = {
-      where: `scope = ANY($1::text[]) AND (${RULES_OF_SCOPES} OR (status = 'active' AND origin <> 'raw_turn' AND content = ANY($2::text[])))`,
+      where: `scope = ANY($1::text[]) AND (${RULES_OF_SCOPES} OR (status = 'active' AND content = ANY($2::text[])))`,
       params: [scopes.map(toPostgresText), contents.map(toPostgresText)],
     };
     return this.inScopes(scopes, { units }, async (workspace, write) => {

@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { runCli, tempHome } from './support/proxy.js';
+
+/** A path the user typed that cannot be written or read is their mistake to fix: a line naming it, not a stack trace. */
+describe('file errors of the CLI', () => {
+  test('a path that cannot be written or read is named in one line with the reason, exit 1, no stack trace', async () => {
+    const home = tempHome();
+    const file = join(home, 'notes.txt');
+    writeFileSync(file, 'a file, not a folder');
+    const cases: Array<[string[], RegExp]> = [
+      [['rl', 'export', '--out', join(home, 'missing-folder', 'samples.jsonl')], /missing-folder\/samples\.jsonl: no such file or folder/],
+      [['rl', 'export', '--out', home], /: it is a folder/],
+      [['skills', 'export', join(file, 'inside')], /notes\.txt\/inside: a part of the path is not a folder/],
+      [['memory', 'import', home], new RegExp(`${home}: it is a folder\\.`)],
+      [['memory', 'ingest', join(home, 'chat.json')], /chat\.json: no such file or folder/],
+    ];
+    for (const [args, message] of cases) {
+      const result = await runCli(args, { home });
+      const shown = `metaclaw ${args.join(' ')}:\n${result.stdout}\n${result.stderr}`;
+      assert.equal(result.code, 1, shown);
+      assert.match(result.stderr, message, shown);
+      assert.doesNotMatch(result.stderr, /\n\s+at |node:fs/, shown);
+    }
+  });
+});
