@@ -30,6 +30,12 @@ export interface Migration {
  */
 const BEFORE_POSTGRES = '';
 
+/** A JavaScript Date holds times within ±8.64e15 ms of 1970. */
+const REPAIR_UNIT_TIMES = `
+  UPDATE memory_units SET observed_at = created_at WHERE observed_at > 8640000000000000 OR observed_at < -8640000000000000;
+  UPDATE memory_units SET valid_from = created_at WHERE valid_from > 8640000000000000 OR valid_from < -8640000000000000;
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -564,5 +570,12 @@ export const MIGRATIONS: readonly Migration[] = [
       "team memory index: entries by words version, so a node's start finds older entries by index lookups instead of reading every entry (nothing changes in SQLite)",
     sql: '',
     postgres: 'CREATE INDEX memory_search_docs_words_version ON memory_search_docs (words_version);',
+  },
+  {
+    version: 26,
+    description:
+      'memory units whose observed or valid-from time no Date can hold (ingest once took any number) get the time they were stored: one such unit made every search and export of its scope fail',
+    sql: REPAIR_UNIT_TIMES,
+    postgres: REPAIR_UNIT_TIMES,
   },
 ];
