@@ -180,6 +180,20 @@ describe('metaclaw uninstall', () => {
     await assert.rejects(fetch(`http://127.0.0.1:${user.port}/healthz`));
   });
 
+  test('--yes with a config.yaml that does not load still stops the proxy, restores OpenClaw and removes $METACLAW_HOME, saying the file does not load', async () => {
+    const user = await newUser();
+    const before = readFileSync(user.openclawConfig);
+    assert.equal((await user.cli(['start'])).code, 0);
+    writeFileSync(join(user.metaclaw, 'config.yaml'), 'proxy: [oops\n');
+    const removed = await user.cli(['uninstall', '--yes']);
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.match(removed.stderr, /config\.yaml is not valid YAML/);
+    assert.match(removed.stdout, /1\. Stopping the proxy\nMetaClaw stopped/);
+    assert.deepEqual(readFileSync(user.openclawConfig), before);
+    assert.equal(existsSync(user.metaclaw), false);
+    await assert.rejects(fetch(`http://127.0.0.1:${user.port}/healthz`));
+  });
+
   test("a METACLAW_HOME that also holds the user's own files: only MetaClaw's are removed", async () => {
     const user = await newUser();
     assert.equal((await user.cli(['start'])).code, 0);

@@ -1,4 +1,4 @@
-export { loadConfig, isConfigKey, PROXY_KEY_VARIABLE, type LoadedConfig, type LoadOptions, type ConfigPaths } from './load.js';
+export { loadConfig, defaultConfig, isConfigKey, PROXY_KEY_VARIABLE, type LoadedConfig, type LoadOptions, type ConfigPaths } from './load.js';
 export { setConfigValue, unsetConfigValue, updateConfigFile, parseValueForKey, definitionFor, CONFIG_FILE_MODE, type WriteOptions } from './edit.js';
 export { configJsonSchema, writeConfigSchema, CONFIG_SCHEMA_FILE } from './json-schema.js';
 export { resolveUpstreams, missingKeyVariables, detectFormat, type UpstreamTarget, type WireFormat, type KeySource } from './upstreams.js';

@@ -87,13 +87,28 @@ export function loadConfig(options: LoadOptions = {}): LoadedConfig {
   }
   const typed = Object.fromEntries(values) as ConfigValues;
   for (const warning of dependencyWarnings(typed, explicitKeys)) warnings.push(`${file}: ${warning}`);
-  const paths: ConfigPaths = {
+  return { values: typed, home, paths: configPaths(home, typed), file, fileExists, explicitKeys, warnings };
+}
+
+/**
+ * The embedded defaults alone, for $METACLAW_HOME, the config file not read: what `uninstall` falls
+ * back on when config.yaml does not load, since what it removes lies in the home folder whatever the
+ * file says.
+ */
+export function defaultConfig(env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const home = metaclawHome(env);
+  const values = Object.fromEntries(KEY_DEFINITIONS.map((definition) => [definition.key, definition.default])) as ConfigValues;
+  const file = join(home, 'config.yaml');
+  return { values, home, paths: configPaths(home, values), file, fileExists: existsSync(file), explicitKeys: new Set(), warnings: [] };
+}
+
+function configPaths(home: string, values: ConfigValues): ConfigPaths {
+  return {
     ...homePaths(home),
-    skillsDir: resolveConfiguredPath(home, typed['skills.dir'], 'skills'),
+    skillsDir: resolveConfiguredPath(home, values['skills.dir'], 'skills'),
     // MetaClaw's memory folder: memories live in the database here, but uninstall still clears it.
     memoryDir: join(home, 'memory'),
   };
-  return { values: typed, home, paths, file, fileExists, explicitKeys, warnings };
 }
 
 interface Collector {
