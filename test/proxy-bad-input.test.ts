@@ -324,4 +324,13 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
       (JSON.parse((await proxy.cli(['sessions', 'list', '--json'])).stdout) as Array<{ id: string }>).some((session) => session.id === id),
     );
   });
+
+  test('GET /v1/memory/export?scope= (empty) is a 400 naming the empty scope parameter, not a 403', async () => {
+    const response = await fetch(`${proxy.url}/v1/memory/export?scope=`, { headers: { 'x-memory-scope': 'user:alice' } });
+    assert.equal(response.status, 400);
+    const body = (await response.json()) as { error: { code: string; message: string; param: string } };
+    assert.equal(body.error.code, 'scope_empty');
+    assert.equal(body.error.param, 'scope');
+    assert.match(body.error.message, /scope parameter is empty/);
+  });
 });

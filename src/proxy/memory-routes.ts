@@ -262,6 +262,9 @@ export function memoryRoutes(api: MemoryRoutesApi, defaultScope: string, adminTo
 
 /** The scope a request may work in: its own, the shared scope to read, or any scope it names when it holds the admin token. */
 function scopeFor(caller: Caller, requested: string | undefined, param: string, access: Access): string {
+  // `?scope=` is a mistake (an unset variable in a script), not a scope: refused as such, not as another scope.
+  if (requested === '')
+    throw new BadRequestError('scope_empty', `The ${param} parameter is empty: name a scope, or leave it out for this request's own scope.`, param);
   if (requested === undefined || requested === caller.scope) return caller.scope;
   if (caller.admin) return requested;
   if (requested === SHARED_SCOPE) {
