@@ -333,4 +333,31 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
     assert.equal(body.error.param, 'scope');
     assert.match(body.error.message, /scope parameter is empty/);
   });
+
+  test('an X-Memory-Scope over 256 characters is a 400 memory_scope_too_long on the memory API and on model requests; 256 is accepted', async () => {
+    const added = await fetch(`${proxy.url}/v1/memory`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-memory-scope': 's'.repeat(5000) },
+      body: JSON.stringify({ type: 'semantic', content: 'The build runs on Fridays.' }),
+    });
+    assert.equal(added.status, 400);
+    const body = (await added.json()) as { error: { code: string; message: string; param: string } };
+    assert.equal(body.error.code, 'memory_scope_too_long');
+    assert.equal(body.error.param, 'memory_scope');
+    assert.match(body.error.message, /5000 characters long; MetaClaw accepts at most 256/);
+    const model = await failure(
+      openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'X-Memory-Scope': 's'.repeat(257) } }),
+    );
+    assert.ok(model instanceof OpenAI.BadRequestError);
+    assert.equal(model.code, 'memory_scope_too_long');
+    assert.equal(upstream.modelRequests().length, 0, 'nothing went upstream');
+    const longest = 'k'.repeat(256);
+    const accepted = await fetch(`${proxy.url}/v1/memory`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-memory-scope': longest },
+      body: JSON.stringify({ type: 'semantic', content: 'The build runs on Fridays.' }),
+    });
+    assert.equal(accepted.status, 201, await accepted.clone().text());
+    assert.equal(((await accepted.json()) as { scope: string }).scope, longest);
+  });
 });
