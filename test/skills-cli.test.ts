@@ -99,6 +99,52 @@ describe('metaclaw skills commands', () => {
     assert.equal(missing.code, 1);
   });
 
+  test('a category with a newline or control character, or over 64 characters, is refused by skills add and by PUT /v1/skills/<name> (400); 64 is accepted', async () => {
+    const home = tempHome();
+    const folder = tempHome('skill-file-');
+    const skillText = (category: string) =>
+      `---\nname: my-skill\ndescription: Use when testing the CLI.\ncategory: ${JSON.stringify(category)}\n---\n\n# Mine\n\nStep one.\n`;
+    for (const category of ['a\nb: c', 'tab\there', 'c'.repeat(65)]) {
+      const file = join(folder, 'my-skill', 'SKILL.md');
+      write(file, skillText(category));
+      const added = await runCli(['skills', 'add', file], { home });
+      assert.equal(added.code, 1, `${JSON.stringify(category)}: ${added.stdout}`);
+      assert.match(added.stderr, /category: (must be one line without control characters|must be at most 64 characters)/);
+    }
+    assert.equal(existsSync(join(home, 'skills', 'my-skill')), false);
+
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+    try {
+      const put = async (body: unknown) => {
+        const response = await fetch(`${proxy.url}/v1/skills/my-skill`, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        return { status: response.status, body: (await response.json()) as { error?: { code: string; message: string } } };
+      };
+      const fields = { description: 'Use when testing the CLI.', body: '# Mine\n\nStep one.' };
+      const newline = await put({ ...fields, category: 'a\nb: c' });
+      assert.equal(newline.status, 400);
+      assert.equal(newline.body.error?.code, 'invalid_request');
+      assert.match(newline.body.error.message, /^category: must be one line without control characters$/);
+      const long = await put({ ...fields, category: 'c'.repeat(65) });
+      assert.equal(long.status, 400);
+      assert.match(long.body.error!.message, /^category: must be at most 64 characters$/);
+      const asText = await put({ text: skillText('a\nb: c') });
+      assert.equal(asText.status, 400);
+      assert.match(asText.body.error!.message, /category: must be one line without control characters/);
+      assert.equal(existsSync(join(home, 'skills', 'my-skill')), false, 'nothing was written');
+      assert.equal((await put({ ...fields, category: 'c'.repeat(64) })).status, 201);
+      const listed = await proxy.cli(['skills', 'list']);
+      assert.match(listed.stdout, new RegExp(`^my-skill +${'c'.repeat(64)} `, 'm'));
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
   test('import of a folder that does not exist or is not a folder exits 1; revert of a skill never seen says there is no such skill', async () => {
     const home = tempHome();
     const file = join(tempHome('skills-not-folder-'), 'notes.txt');

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { BadRequestError, ConflictError, NotFoundError, SkillError } from '../errors.js';
 import {
+  categorySchema,
   parseSkillFile,
   presentProposal,
   serializeSkill,
@@ -22,7 +23,7 @@ const textSchema = z.strictObject({ text: z.string().min(1, 'must be the whole S
 const fieldsSchema = z.strictObject({
   description: z.string().trim().min(1, 'must say when to use the skill'),
   body: z.string().trim().min(1, 'must not be empty'),
-  category: z.string().trim().min(1).optional(),
+  category: categorySchema.optional(),
   force: z.boolean().optional(),
 });
 

@@ -10,6 +10,14 @@ export const MAX_NAME_LENGTH = 64;
 export const MAX_DESCRIPTION_LENGTH = 1024;
 /** The category of a skill whose file names none (and which is then not written back). */
 export const DEFAULT_CATEGORY = 'general';
+/** A category is a short label: `skills list` prints it in a column, so it is one line and bounded. */
+export const MAX_CATEGORY_LENGTH = 64;
+export const categorySchema = z
+  .string()
+  .trim()
+  .min(1, 'must not be empty')
+  .max(MAX_CATEGORY_LENGTH, `must be at most ${MAX_CATEGORY_LENGTH} characters`)
+  .regex(/^[^\p{Cc}\p{Zl}\p{Zp}]*$/u, 'must be one line without control characters');
 
 const frontmatterSchema = z.looseObject({
   name: z
@@ -21,7 +29,7 @@ const frontmatterSchema = z.looseObject({
     .trim()
     .min(1, 'description must say when to use the skill')
     .max(MAX_DESCRIPTION_LENGTH, `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`),
-  category: z.string().trim().min(1).optional(),
+  category: categorySchema.optional(),
   version: z.number().int().positive().optional(),
   created_at: z.union([z.string(), z.date()]).optional(),
   updated_at: z.union([z.string(), z.date()]).optional(),

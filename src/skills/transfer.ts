@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { redactSecrets } from '../text/index.js';
 import { normaliseName } from './evolution/apply.js';
 import { skillInjectionReason } from './screen.js';
-import { parseLegacyFrontmatter, parseSkillFile } from './skill-file.js';
+import { categorySchema, parseLegacyFrontmatter, parseSkillFile } from './skill-file.js';
 import type { SkillsService } from './service.js';
 
 /** The starter bank shipped with MetaClaw-TS (our own texts). */
@@ -111,6 +111,8 @@ function readDraft(text: string, path: string, folderName: string): DraftOrReaso
   if (!legacy.description) return { reason: 'no description: a skill must say when to use it' };
   if (!legacy.body) return { reason: 'the body is empty' };
   if (legacy.description.length > 1024) return { reason: 'description longer than 1024 characters' };
+  const category = legacy.category === undefined ? undefined : categorySchema.safeParse(legacy.category);
+  if (category && !category.success) return { reason: `category: ${category.error.issues[0]!.message}` };
   return { name, description: legacy.description, category: legacy.category ?? 'general', body: legacy.body, extra: {} };
 }
 

@@ -1,5 +1,5 @@
 import { redactSecrets } from '../../text/index.js';
-import { MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, SKILL_NAME } from '../skill-file.js';
+import { MAX_CATEGORY_LENGTH, MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, SKILL_NAME } from '../skill-file.js';
 import { skillInjectionReason } from '../screen.js';
 import type { Skill, SkillDraft } from '../types.js';
 import type { ProposedChange } from './schema.js';
@@ -58,7 +58,9 @@ export function planChanges(proposed: readonly ProposedChange[], context: Planni
       change.category
         ?.trim()
         .toLowerCase()
-        .replace(/[^a-z_]/g, '') || undefined;
+        .replace(/[^a-z_]/g, '')
+        // a longer one would not validate (skill-file.ts), and the library would refuse the change
+        .slice(0, MAX_CATEGORY_LENGTH) || undefined;
     let action: 'create' | 'update' = change.action;
     let target = context.get(name);
     let mergedInto: string | undefined;
