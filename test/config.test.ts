@@ -196,6 +196,26 @@ describe('metaclaw config', () => {
     assert.equal(readFileSync(join(folder, 'config.yaml'), 'utf8'), before);
   });
 
+  test('unset removes a key the schema does not know when the file holds it (saying so), and one that makes the file fail to load; an unknown key the file does not hold, or a section, is still refused', async () => {
+    const folder = home('proxy:\n  prot: 4000\nmode: skills_only\n');
+    const typo = await runCli(['config', 'unset', 'proxy.prot'], { home: folder });
+    assert.equal(typo.code, 0, typo.stderr);
+    assert.match(typo.stdout, /proxy\.prot removed from .*config\.yaml; MetaClaw does not know this key \(did you mean "proxy\.port"\?\)/);
+    assert.equal(readFileSync(join(folder, 'config.yaml'), 'utf8'), 'mode: skills_only\n');
+    for (const key of ['proxy.nothere', 'proxy', 'skills']) {
+      const refused = await runCli(['config', 'unset', key], { home: folder });
+      assert.equal(refused.code, 1, `${key}: ${refused.stdout}`);
+      assert.match(refused.stderr, key === 'proxy.nothere' ? /Unknown config key "proxy\.nothere"/ : new RegExp(`"${key}" is a section of keys, not a key`));
+    }
+    assert.equal(readFileSync(join(folder, 'config.yaml'), 'utf8'), 'mode: skills_only\n');
+
+    const broken = home('proxy:\n  port: abc\nmode: skills_only\n');
+    const fixed = await runCli(['config', 'unset', 'proxy.port'], { home: broken });
+    assert.equal(fixed.code, 0, fixed.stderr);
+    assert.match(fixed.stdout, /proxy\.port removed/);
+    assert.equal(load(broken).values['proxy.port'], 30000);
+  });
+
   test("unset removes a key written under MetaClaw's legacy name too, so its default really applies", async () => {
     const folder = home('rl:\n  tinker_api_key: old-legacy-key-123\nmode: skills_only\n');
     const unset = await runCli(['config', 'unset', 'rl.api_key'], { home: folder });

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   CONFIG_SCHEMA_FILE,
@@ -5,6 +6,7 @@ import {
   definitionFor,
   displayValue,
   KEY_DEFINITIONS,
+  metaclawHome,
   noEffectWarning,
   setConfigValue,
   unsetConfigValue,
@@ -142,9 +144,19 @@ function set(key: string, text: string, options: ConfigOptions): void {
 }
 
 function unset(key: string, options: ConfigOptions): void {
-  const config = loadCliConfig(pick(options));
-  const { key: canonical, removed } = unsetConfigValue(config.file, key);
-  print(removed ? `${canonical} removed from ${config.file}; its default applies.` : `${canonical} was not set in ${config.file}.`);
+  // Unset is how a file that does not load (a bad value, a typo'd key) gets repaired: it needs the
+  // file's path, not its values, so the file is not loaded first.
+  const file = configFilePath(options);
+  const { key: canonical, removed, unknown } = unsetConfigValue(file, key);
+  if (unknown) print(`${canonical} removed from ${file}; MetaClaw does not know this key${unknown.hint ? ` (did you mean "${unknown.hint}"?)` : ''}.`);
+  else print(removed ? `${canonical} removed from ${file}; its default applies.` : `${canonical} was not set in ${file}.`);
+}
+
+/** The file `loadConfig` would read: `--config PATH` (which must exist) or $METACLAW_HOME/config.yaml. */
+function configFilePath(options: ConfigOptions): string {
+  if (!options.config) return join(metaclawHome(), 'config.yaml');
+  if (!existsSync(options.config)) throw new CliExit(`Config file not found: ${options.config}`);
+  return options.config;
 }
 
 function render(definition: KeyDefinition, value: unknown, reveal: boolean | undefined): string {

@@ -6,7 +6,7 @@ import { checkValue, convertText, displayValue } from './convert.js';
 import { schemaModeline } from './json-schema.js';
 import { readConfigText } from './load.js';
 import { nearest } from './nearest.js';
-import { DEFINITIONS_BY_KEY, KEY_ALIASES, VALUE_ALIASES } from './schema.js';
+import { DEFINITIONS_BY_KEY, KEY_ALIASES, SECTIONS, VALUE_ALIASES } from './schema.js';
 import type { KeyDefinition } from './types.js';
 
 /** The config file holds API keys: only its owner may read it. */
@@ -15,11 +15,13 @@ export const CONFIG_FILE_MODE = 0o600;
 export function definitionFor(key: string): KeyDefinition {
   const canonical = KEY_ALIASES[key] ?? key;
   const definition = DEFINITIONS_BY_KEY.get(canonical);
-  if (!definition) {
-    const hint = nearest(key, DEFINITIONS_BY_KEY.keys());
-    throw new ConfigError(`Unknown config key "${key}"${hint ? `; did you mean "${hint}"?` : ''} (see \`metaclaw config keys\`).`);
-  }
+  if (!definition) throw unknownKeyError(key);
   return definition;
+}
+
+function unknownKeyError(key: string): ConfigError {
+  const hint = nearest(key, DEFINITIONS_BY_KEY.keys());
+  return new ConfigError(`Unknown config key "${key}"${hint ? `; did you mean "${hint}"?` : ''} (see \`metaclaw config keys\`).`);
 }
 
 /** Parses command-line text into the key's typed value, or explains what was expected. */
@@ -56,7 +58,9 @@ export function setConfigValue(file: string, key: string, text: string, options:
 }
 
 /** Removes a key from the file so that its default applies again. */
-export function unsetConfigValue(file: string, key: string): { key: string; removed: boolean } {
+export function unsetConfigValue(file: string, key: string): { key: string; removed: boolean; unknown?: { hint?: string } } {
+  const canonical = KEY_ALIASES[key] ?? key;
+  if (!DEFINITIONS_BY_KEY.has(canonical)) return unsetUnknownKey(file, key);
   const definition = definitionFor(key);
   if (!existsSync(file)) return { key: definition.key, removed: false };
   const document = readDocument(file);
@@ -70,6 +74,24 @@ export function unsetConfigValue(file: string, key: string): { key: string; remo
   }
   if (paths.length > 0) writeDocument(file, document);
   return { key: definition.key, removed: paths.length > 0 };
+}
+
+/**
+ * A key the schema does not know (a typo such as `proxy.prot`) is removed when the file holds it:
+ * the loader only warns about it, and `unset` is how the warning goes away. One the file does not
+ * hold is refused as unknown, as before, and a section (`proxy`) is never removed wholesale.
+ */
+function unsetUnknownKey(file: string, key: string): { key: string; removed: boolean; unknown: { hint?: string } } {
+  if (SECTIONS.has(key) || [...DEFINITIONS_BY_KEY.keys()].some((known) => known.startsWith(`${key}.`)))
+    throw new ConfigError(`"${key}" is a section of keys, not a key: unset its keys one by one (see \`metaclaw config keys\`).`);
+  const path = key.split('.');
+  const document = existsSync(file) && key.trim() !== '' ? readDocument(file) : undefined;
+  if (!document?.hasIn(path)) throw unknownKeyError(key);
+  document.deleteIn(path);
+  pruneEmptySections(document, path.slice(0, -1));
+  writeDocument(file, document);
+  const hint = nearest(key, DEFINITIONS_BY_KEY.keys());
+  return { key, removed: true, unknown: hint ? { hint } : {} };
 }
 
 /** Applies several values at once (used by `metaclaw setup`), keeping everything else in the file. */
