@@ -160,7 +160,7 @@ describe('team mode: a node serves the management routes of memory and skills', 
     const lines = (fromNode.body as string)
       .trim()
       .split('\n')
-      .map((line) => JSON.parse(line) as { scope: string; type: string; content: string; pinned: boolean; origin: string });
+      .map((line) => JSON.parse(line) as { scope: string; type: string; content: string; pinned: boolean; origin: string; status: string });
     for (const unit of units) {
       const line = lines.find((candidate) => candidate.content === unit.content);
       assert.ok(line, `${unit.content} is in the node's export`);
@@ -174,10 +174,18 @@ describe('team mode: a node serves the management routes of memory and skills', 
 
     // Back: the personal install, emptied, takes the node's export line for line.
     assert.equal((await personalCall('DELETE', '/v1/memory?scope=user:alice')).status, 200);
+    // All but what the export marks superseded (the first test replaced a unit): a replaced memory never comes back.
     const back = await personalCall('POST', '/v1/memory/import', fromNode.body);
     assert.equal(back.status, 200, JSON.stringify(back.body));
-    assert.equal(back.body.imported, lines.length);
-    assert.deepEqual(back.body.skipped, []);
+    const superseded = lines.flatMap((line, index) => (line.status === 'superseded' ? [index + 1] : []));
+    assert.ok(superseded.length > 0, 'the export holds the unit the first test replaced');
+    assert.equal(back.body.imported, lines.length - superseded.length);
+    assert.deepEqual(
+      back.body.skipped.map((skip: { line: number }) => skip.line),
+      superseded,
+    );
+    const deploys = await personalCall('POST', '/v1/memory/search', { query: 'which day does Alice deploy?' });
+    assert.ok(!JSON.stringify(deploys.body).includes('Thursdays'), JSON.stringify(deploys.body));
   });
 
   test('ingest on a node stores the turns in the member’s scope, once, and captures the rule a turn states', async () => {

@@ -42,6 +42,7 @@ const importLineSchema = z.object({
   observed_at: z.string().optional(),
   source: z.object({ session_id: z.string().nullable().optional(), turn_ids: z.array(z.string()).optional() }).optional(),
   origin: z.string().optional(),
+  status: z.string().optional(),
 });
 
 export interface MemoryImportReport {
@@ -136,6 +137,12 @@ export function importLines(memory: MemoryService, lines: readonly string[], def
     const scope = item.scope ?? defaultScope;
     if (onlyScope !== undefined && scope !== onlyScope) {
       report.skipped.push({ line: index + 1, reason: `scope "${scope}" is not this request's scope ("${onlyScope}")` });
+      return;
+    }
+    // An export holds what was replaced too (its history); imported, it would come back as a live
+    // memory, and a replaced rule must never return.
+    if (item.status === 'superseded') {
+      report.skipped.push({ line: index + 1, reason: 'superseded: it was replaced by a newer memory, so it is not brought back' });
       return;
     }
     // A rule may say exactly what its raw turn said, so units are matched against raw turns only
