@@ -19,15 +19,20 @@ async function api(proxy: ProxyHandle, path: string, body: unknown, scope = 'rec
   return response.json();
 }
 
-const search = async (proxy: ProxyHandle, query: string) =>
-  (await api(proxy, '/v1/memory/search', { query, limit: 5 })).results as Array<{ content: string; origin: string; search_keys: string[] }>;
+const search = async (proxy: ProxyHandle, query: string, scope?: string) =>
+  (await api(proxy, '/v1/memory/search', { query, limit: 5 }, scope)).results as Array<{ content: string; origin: string; search_keys: string[] }>;
 
 /** Each memory as a one-turn session of the user's, `daysAgo` days back; then what a search returns, best first. */
-async function rememberThenSearch(proxy: ProxyHandle, memories: ReadonlyArray<[session: string, content: string, daysAgo: number]>, query: string) {
+async function rememberThenSearch(
+  proxy: ProxyHandle,
+  memories: ReadonlyArray<[session: string, content: string, daysAgo: number]>,
+  query: string,
+  scope?: string,
+) {
   const now = Date.now();
   for (const [session, content, daysAgo] of memories)
-    await api(proxy, '/v1/memory/ingest', { session_id: session, turns: [{ role: 'user', content, timestamp: now - daysAgo * DAY }] });
-  return (await search(proxy, query)).map((result) => result.content);
+    await api(proxy, '/v1/memory/ingest', { session_id: session, turns: [{ role: 'user', content, timestamp: now - daysAgo * DAY }] }, scope);
+  return (await search(proxy, query, scope)).map((result) => result.content);
 }
 
 /** The spring that "last spring" means today: this year's once it is over, else last year's. */
@@ -202,11 +207,8 @@ describe('memory recall: answer-type cues (no extractor)', () => {
     ];
     const wrong: string[] = [];
     for (const { scope, memories, query, first } of cases) {
-      const now = Date.now();
-      for (const [session, content, daysAgo] of memories)
-        await api(suite.proxy, '/v1/memory/ingest', { session_id: session, turns: [{ role: 'user', content, timestamp: now - daysAgo * DAY }] }, scope);
-      const results = (await api(suite.proxy, '/v1/memory/search', { query, limit: 5 }, scope)).results as Array<{ content: string }>;
-      if (results[0]?.content !== first) wrong.push(`${query} ${JSON.stringify(results.map((result) => result.content))}`);
+      const results = await rememberThenSearch(suite.proxy, memories, query, scope);
+      if (results[0] !== first) wrong.push(`${query} ${JSON.stringify(results)}`);
     }
     assert.deepEqual(wrong, []);
   });
@@ -253,11 +255,8 @@ describe('memory recall: answer-type cues (no extractor)', () => {
     ];
     const missed: string[] = [];
     for (const { scope, memories, query, found } of cases) {
-      const now = Date.now();
-      for (const [session, content, daysAgo] of memories)
-        await api(suite.proxy, '/v1/memory/ingest', { session_id: session, turns: [{ role: 'user', content, timestamp: now - daysAgo * DAY }] }, scope);
-      const results = (await api(suite.proxy, '/v1/memory/search', { query, limit: 5 }, scope)).results as Array<{ content: string }>;
-      if (!results.some((result) => result.content === found)) missed.push(`${query} ${JSON.stringify(results.map((result) => result.content))}`);
+      const results = await rememberThenSearch(suite.proxy, memories, query, scope);
+      if (!results.includes(found)) missed.push(`${query} ${JSON.stringify(results)}`);
     }
     assert.deepEqual(missed, []);
   });

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { loadConfig, type LoadedConfig } from '../config/index.js';
+import { defaultConfig, loadConfig, type LoadedConfig } from '../config/index.js';
 import { ConfigError, MetaclawError } from '../errors.js';
 import { terminalText } from './terminal-text.js';
 
@@ -24,6 +24,22 @@ export function loadCliConfig(options: { config?: string; overrides?: Record<str
   } catch (error) {
     if (error instanceof ConfigError) throw new CliExit(error.message);
     throw error;
+  }
+}
+
+/**
+ * The config, or the embedded defaults for $METACLAW_HOME when config.yaml does not load (the problem
+ * and `consequence` printed as a warning; `broken` then true). For the commands a broken file must not
+ * block: the pid file, the agents' ledger and the database lie in the home folder whatever it says.
+ */
+export function loadCliConfigOrDefaults(options: { config?: string }, consequence: string): { config: LoadedConfig; broken: boolean } {
+  try {
+    return { config: loadCliConfig(options.config ? { config: options.config } : {}), broken: false };
+  } catch (error) {
+    if (!(error instanceof CliExit)) throw error;
+    printError(`warning: ${error.message}`);
+    printError(`  ${consequence}`);
+    return { config: defaultConfig(), broken: true };
   }
 }
 

@@ -1,7 +1,7 @@
 import { readFileSync, rmSync } from 'node:fs';
-import { DEFINITIONS_BY_KEY, homePaths, metaclawHome, type LoadedConfig } from '../config/index.js';
+import type { LoadedConfig } from '../config/index.js';
 import { isProcessAlive, readPidFile } from '../runtime/index.js';
-import { CliExit, loadCliConfig, numberArgument, print, printError } from './context.js';
+import { CliExit, loadCliConfigOrDefaults, numberArgument, print } from './context.js';
 
 export interface StopOptions {
   config?: string;
@@ -11,31 +11,19 @@ export interface StopOptions {
 
 /** `metaclaw stop`: SIGTERM, wait for the process to exit, SIGKILL after the timeout; stale pid files are cleaned. */
 export async function stopCommand(options: StopOptions): Promise<void> {
-  let config: LoadedConfig;
-  try {
-    config = loadCliConfig(options.config ? { config: options.config } : {});
-  } catch (error) {
-    if (!(error instanceof CliExit)) throw error;
-    // A config.yaml edited into an error while the proxy runs must not keep it running: the pid
-    // file lies in $METACLAW_HOME whatever the config says, so stop goes on with the defaults.
-    printError(`warning: ${error.message}`);
-    printError('  Stopping with the default shutdown timeout; fix the file before the next start.');
-    const shutdownSeconds = DEFINITIONS_BY_KEY.get('proxy.shutdown_timeout_seconds')!.default as number;
-    await stopPid(homePaths(metaclawHome()).pidFile, shutdownSeconds, options.timeout);
-    if (options.unwire) throw new CliExit('Not unwiring: the agents are found through the config, which does not load.');
-    return;
-  }
+  // A config.yaml edited into an error while the proxy runs must not keep it running.
+  const { config, broken } = loadCliConfigOrDefaults(options, 'Stopping with the default shutdown timeout; fix the file before the next start.');
   await stopProxy(config, options.timeout);
-  if (options.unwire) await (await import('./claw.js')).unwireEverything(config);
+  if (!options.unwire) return;
+  if (broken) throw new CliExit('Not unwiring: the agents are found through the config, which does not load.');
+  await (await import('./claw.js')).unwireEverything(config);
 }
 
 /** Stops the proxy this config's pid file names; prints what happened. */
 export async function stopProxy(config: LoadedConfig, timeout?: string): Promise<void> {
-  await stopPid(config.paths.pidFile, config.values['proxy.shutdown_timeout_seconds'], timeout);
-}
-
-async function stopPid(pidFile: string, shutdownSeconds: number, timeout?: string): Promise<void> {
-  const timeoutMs = (timeout === undefined ? shutdownSeconds + 10 : numberArgument(timeout, '--timeout', { min: 0, integer: false })) * 1000;
+  const pidFile = config.paths.pidFile;
+  const timeoutMs =
+    (timeout === undefined ? config.values['proxy.shutdown_timeout_seconds'] + 10 : numberArgument(timeout, '--timeout', { min: 0, integer: false })) * 1000;
   const info = readPidFile(pidFile);
   if (!info) {
     print('MetaClaw is not running.');

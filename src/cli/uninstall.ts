@@ -2,10 +2,10 @@ import * as prompts from '@clack/prompts';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { relative, resolve, sep } from 'node:path';
 import { clawsFolder } from '../claws/index.js';
-import { CONFIG_SCHEMA_FILE, defaultConfig, type LoadedConfig } from '../config/index.js';
+import { CONFIG_SCHEMA_FILE, type LoadedConfig } from '../config/index.js';
 import { uninstallService } from '../service/index.js';
 import { unwireEverythingReport } from './claw.js';
-import { CliExit, loadCliConfig, print, printError } from './context.js';
+import { CliExit, loadCliConfigOrDefaults, print } from './context.js';
 import { stopProxy } from './stop.js';
 import { clawEnvironment } from './wiring.js';
 
@@ -21,7 +21,12 @@ export interface UninstallOptions {
  * If an agent cannot be restored, nothing is deleted: the ledger and backups are what a retry needs.
  */
 export async function uninstallCommand(options: UninstallOptions): Promise<void> {
-  const config = uninstallConfig(options);
+  // A broken config.yaml must not stop the uninstall, as it must not stop `stop`; a folder the
+  // defaults do not name is never removed, so nothing is lost by falling back on them.
+  const { config } = loadCliConfigOrDefaults(
+    options,
+    'Uninstalling with the default settings: a skills.dir set in that file is not seen, and anything it placed outside the default paths is left.',
+  );
   const kept = options.keepData ? keptPaths(config) : [];
   await confirm(config, options, kept);
 
@@ -52,25 +57,6 @@ export async function uninstallCommand(options: UninstallOptions): Promise<void>
       ? `MetaClaw is uninstalled; your skills and memories are still in ${config.home}.`
       : 'MetaClaw is uninstalled. `npm uninstall -g metaclaw-ts` (or `npm unlink`) removes the command itself.',
   );
-}
-
-/**
- * The config, or the defaults when config.yaml does not load: a broken file must not stop the
- * uninstall (as it must not stop `stop`). The pid file, the agents' ledger and backups, the service
- * and the database lie in $METACLAW_HOME whatever the file says; only a `skills.dir` it set is not
- * seen, and a folder the defaults do not name is never removed, so nothing is lost by guessing.
- */
-function uninstallConfig(options: UninstallOptions): LoadedConfig {
-  try {
-    return loadCliConfig(options.config ? { config: options.config } : {});
-  } catch (error) {
-    if (!(error instanceof CliExit)) throw error;
-    printError(`warning: ${error.message}`);
-    printError(
-      '  Uninstalling with the default settings: a skills.dir set in that file is not seen, and anything it placed outside the default paths is left.',
-    );
-    return defaultConfig();
-  }
 }
 
 /** Paths (absolute) that --keep-data keeps: the skill library and the database that holds memories. */

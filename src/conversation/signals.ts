@@ -67,9 +67,9 @@ export function readTurnSignals(
     sessionDone: TRUE_WORDS.has(doneText),
     learning: !FALSE_WORDS.has((header(headers, 'x-metaclaw-learning') ?? '').trim().toLowerCase()),
     scope: {
-      memoryScope: boundedScope(nonEmpty(header(headers, 'x-memory-scope') ?? stringField(body, 'memory_scope')), 'memory_scope', 'memory scope'),
-      userId: boundedScope(nonEmpty(header(headers, 'x-user-id') ?? stringField(body, 'user_id')), 'user_id', 'user id'),
-      workspaceId: boundedScope(nonEmpty(header(headers, 'x-workspace-id') ?? stringField(body, 'workspace_id')), 'workspace_id', 'workspace id'),
+      memoryScope: bounded(nonEmpty(header(headers, 'x-memory-scope') ?? stringField(body, 'memory_scope')), 'memory_scope', 'memory scope'),
+      userId: bounded(nonEmpty(header(headers, 'x-user-id') ?? stringField(body, 'user_id')), 'user_id', 'user id'),
+      workspaceId: bounded(nonEmpty(header(headers, 'x-workspace-id') ?? stringField(body, 'workspace_id')), 'workspace_id', 'workspace id'),
     },
     profile,
     sideRequest,
@@ -129,25 +129,14 @@ function resolveIdentity(
 }
 
 /**
- * A scope part (X-Memory-Scope, X-User-Id, X-Workspace-Id or their body fields) over the session
- * id's limit is refused likewise: scopes are stored with every memory, listed and printed, and a cut
- * one could reach another's memories.
+ * An explicit session id over the limit is refused rather than cut: a cut id could merge two
+ * sessions. A scope part (X-Memory-Scope, X-User-Id, X-Workspace-Id or their body fields) likewise:
+ * scopes are stored with every memory, listed and printed, and a cut one could reach another's memories.
  */
-function boundedScope(value: string | undefined, param: string, what: string): string | undefined {
+function bounded(value: string | undefined, param = 'session_id', what = 'session id'): string | undefined {
   if (value !== undefined && value.length > MAX_SESSION_ID_LENGTH)
     throw new BadRequestError(`${param}_too_long`, `The ${what} is ${value.length} characters long; MetaClaw accepts at most ${MAX_SESSION_ID_LENGTH}.`, param);
   return value;
-}
-
-/** An explicit session id over the limit is refused rather than cut: a cut id could merge two sessions. */
-function bounded(id: string | undefined): string | undefined {
-  if (id !== undefined && id.length > MAX_SESSION_ID_LENGTH)
-    throw new BadRequestError(
-      'session_id_too_long',
-      `The session id is ${id.length} characters long; MetaClaw accepts at most ${MAX_SESSION_ID_LENGTH}.`,
-      'session_id',
-    );
-  return id;
 }
 
 /** OpenClaw's affinity header is `session_id: <id>:<n>`; the counter is not part of the identity. */

@@ -5,8 +5,8 @@ import { termOf } from './tokenize.js';
  * or "415,000 euros" a price, "1000毫克" a dose. A question asks with the dimension ("how heavy is
  * the cat now", "what did the house cost", "多少钱"), the memory states the amount: indexed with
  * the dimension's words as related words, the one finds the other without a word in common.
- * (Dev histories, recall@10: dev-xl 63.9 → 68.1 %, dev 89 → 90 %, no set lower; see
- * test/fixtures/dev-recall/README.md.)
+ * (Dev histories, recall@10, with the score below: dev-xl 63.9 → 69.0 %, dev 89 → 90 %, no set
+ * lower; see test/fixtures/dev-recall/README.md.)
  */
 // A number starts where no digit stands before it and is at most 16 characters long: unbounded, a
 // pasted run of numbers ("1.5,2.5,…", 80 KB) was matched from each of its digits to its end, 31 s.
