@@ -233,6 +233,34 @@ describe('cross-lingual skills: software terms the general dictionaries lack', (
   });
 });
 
+describe('cross-lingual skills: senses the dictionaries put late, words they hold only as a reading, verbs that can be done', () => {
+  let scripted: ScriptedProxy;
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  const SKILLS: Record<string, string> = {
+    'password-storage': 'Store login passwords only as slow salted hashes; never log a password or send it in a URL.',
+    'print-layout': 'Print documents with an embedded font so the printed page looks as it does on screen.',
+    'web-page-watch': 'Watch a web page for changes and send a notice when the page is updated.',
+    'restore-files': 'Restore a deleted file from the backup and put it back where it was.',
+    'delete-safely': 'Delete no file for good at once: move it to the trash and empty the trash a week later.',
+    'email-sending': 'Send an email only after reading it once more and checking who it goes to.',
+    'weekly-report': 'Write the weekly report for a manager: what was done, what is next, what is blocked.',
+  };
+
+  before(async () => {
+    scripted = await proxyWithSkills(SKILLS, 'coding');
+    ({ upstream, proxy } = scripted);
+  });
+  after(() => scripted?.close());
+
+  test('a Japanese request with a verb in its potential form (戻せる, 送れる: can restore, can send) finds the English skill through the dictionary form', async () => {
+    await ask(proxy, 'バックアップから戻せる？', 'ja-s2');
+    assert.deepEqual(injectedSkills(upstream), ['restore-files']);
+    await ask(proxy, 'メールを送れる？', 'ja-s3');
+    assert.deepEqual(injectedSkills(upstream), ['email-sending']);
+  });
+});
+
 describe('cross-lingual skills: an English request finds a skill written in Japanese', () => {
   let scripted: ScriptedProxy;
   let upstream: ScriptedUpstream;
