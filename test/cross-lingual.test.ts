@@ -253,6 +253,19 @@ describe('cross-lingual skills: senses the dictionaries put late, words they hol
   });
   after(() => scripted?.close());
 
+  test('a Chinese request about a 登录密码 (login password), or about 打印 and 字体 (printing, a font), finds its English skill though the dictionary gives those senses late', async () => {
+    // CC-CEDICT: 登录 "to register, to log in", 密码 "cipher, secret code, password", 打印 "to affix a seal, to stamp, to print", 字体 "calligraphic style, typeface, font".
+    await ask(proxy, '登录密码怎么存才安全', 'zh-s1');
+    assert.deepEqual(injectedSkills(upstream), ['password-storage']);
+    await ask(proxy, '打印出来的字体不对', 'zh-s2');
+    assert.deepEqual(injectedSkills(upstream), ['print-layout']);
+  });
+
+  test('a Japanese request about a ページ (a page, which EDICT holds only as the reading of 頁) finds the English page-watching skill', async () => {
+    await ask(proxy, 'このページが更新されたら知らせてほしい', 'ja-s1');
+    assert.deepEqual(injectedSkills(upstream), ['web-page-watch']);
+  });
+
   test('a Japanese request with a verb in its potential form (戻せる, 送れる: can restore, can send) finds the English skill through the dictionary form', async () => {
     await ask(proxy, 'バックアップから戻せる？', 'ja-s2');
     assert.deepEqual(injectedSkills(upstream), ['restore-files']);
