@@ -74,6 +74,7 @@ const VAGUE = new Set([
 
 const CJK_ONLY = /^[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\u30fc]+$/;
 const HIRAGANA = /^[\u3040-\u309f\u30fc]+$/;
+const KATAKANA_READING = /^[\u30a0-\u30ff]+$/;
 
 function stemOf(word: string): string {
   return tokenize(word)[0] ?? '';
@@ -281,9 +282,19 @@ function parseEdictLine(line: string): EdictLine | undefined {
   // Kana readings of a word written in kanji are left out (in a request the word is written in
   // kanji), and so are words written in hiragana alone: particles, endings and function words.
   const forms = written!.split(';').map((form) => form.replace(/\([^)]*\)/g, '').replaceAll('・', ''));
-  void reading;
+  // A word "usually written in kana" (uk) whose reading is katakana is written so in a request: "頁" is
+  // "ページ", a page, and has no katakana entry of its own. Not a name ("独逸": Germany): no proper nouns.
+  const usuallyKana =
+    /\(uk\)/.test(rest!) && reading !== undefined && !/^[A-Z]/.test(senses[0] ?? '')
+      ? reading
+          .split(';')
+          .map((form) => form.replace(/\([^)]*\)/g, ''))
+          .filter((form) => KATAKANA_READING.test(form))
+      : [];
   return {
-    headwords: forms.filter((form) => CJK_ONLY.test(form) && !HIRAGANA.test(form) && form.length <= MAX_HEADWORD + 2),
+    headwords: [...forms, ...usuallyKana.filter((form) => !forms.includes(form))].filter(
+      (form) => CJK_ONLY.test(form) && !HIRAGANA.test(form) && form.length <= MAX_HEADWORD + 2,
+    ),
     senses,
     computingSenses,
     common,

@@ -233,6 +233,47 @@ describe('cross-lingual skills: software terms the general dictionaries lack', (
   });
 });
 
+describe('cross-lingual skills: senses the dictionaries put late, words they hold only as a reading, verbs that can be done', () => {
+  let scripted: ScriptedProxy;
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  const SKILLS: Record<string, string> = {
+    'password-storage': 'Store login passwords only as slow salted hashes; never log a password or send it in a URL.',
+    'print-layout': 'Print documents with an embedded font so the printed page looks as it does on screen.',
+    'web-page-watch': 'Watch a web page for changes and send a notice when the page is updated.',
+    'restore-files': 'Restore a deleted file from the backup and put it back where it was.',
+    'delete-safely': 'Delete no file for good at once: move it to the trash and empty the trash a week later.',
+    'email-sending': 'Send an email only after reading it once more and checking who it goes to.',
+    'weekly-report': 'Write the weekly report for a manager: what was done, what is next, what is blocked.',
+  };
+
+  before(async () => {
+    scripted = await proxyWithSkills(SKILLS, 'coding');
+    ({ upstream, proxy } = scripted);
+  });
+  after(() => scripted?.close());
+
+  test('a Chinese request about a 登录密码 (login password), or about 打印 and 字体 (printing, a font), finds its English skill though the dictionary gives those senses late', async () => {
+    // CC-CEDICT: 登录 "to register, to log in", 密码 "cipher, secret code, password", 打印 "to affix a seal, to stamp, to print", 字体 "calligraphic style, typeface, font".
+    await ask(proxy, '登录密码怎么存才安全', 'zh-s1');
+    assert.deepEqual(injectedSkills(upstream), ['password-storage']);
+    await ask(proxy, '打印出来的字体不对', 'zh-s2');
+    assert.deepEqual(injectedSkills(upstream), ['print-layout']);
+  });
+
+  test('a Japanese request about a ページ (a page, which EDICT holds only as the reading of 頁) finds the English page-watching skill', async () => {
+    await ask(proxy, 'このページが更新されたら知らせてほしい', 'ja-s1');
+    assert.deepEqual(injectedSkills(upstream), ['web-page-watch']);
+  });
+
+  test('a Japanese request with a verb in its potential form (戻せる, 送れる: can restore, can send) finds the English skill through the dictionary form', async () => {
+    await ask(proxy, 'バックアップから戻せる？', 'ja-s2');
+    assert.deepEqual(injectedSkills(upstream), ['restore-files']);
+    await ask(proxy, 'メールを送れる？', 'ja-s3');
+    assert.deepEqual(injectedSkills(upstream), ['email-sending']);
+  });
+});
+
 describe('cross-lingual skills: an English request finds a skill written in Japanese', () => {
   let scripted: ScriptedProxy;
   let upstream: ScriptedUpstream;

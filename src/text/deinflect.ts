@@ -2,8 +2,9 @@
  * Dictionary forms a Japanese inflected word may come from. The segmenter returns what a sentence
  * holds ("書き", "使っ", "作成し", or "撮" before "って"), while a dictionary holds verbs and
  * adjectives in their dictionary form ("書く", "使う", "作成", "撮る"). These few rules undo the
- * regular conjugations (godan and ichidan verbs, する-verbs, い-adjectives) without a morphological
- * analyser; the glossary keeps the first candidate it holds, so a wrong guess costs nothing.
+ * regular conjugations (godan and ichidan verbs and their potential forms, する-verbs, い-adjectives)
+ * without a morphological analyser; the glossary keeps the first candidate it holds, so a wrong
+ * guess costs nothing.
  */
 
 /** The godan conjugation rows: a kana of the a-, i-, e- or o-row → the u-row kana of its dictionary form. */
@@ -81,6 +82,8 @@ function ending(prefix: string, kana: string, after: string): string[] {
     case 'く':
       // An adjective's adverbial form ("新しく"); a godan verb in く is its own dictionary form.
       return [`${prefix}い`];
+    case 'る':
+      return potential(prefix);
   }
   const forms: string[] = [];
   if (I_ROW.has(kana)) forms.push(prefix + GODAN[kana]!, `${prefix}${kana}る`);
@@ -88,5 +91,18 @@ function ending(prefix: string, kana: string, after: string): string[] {
   else if (A_ROW.has(kana)) forms.push(prefix + GODAN[kana]!);
   // A する-verb's continuative or negative stem ("作成し", "削除さ"): the noun is the headword.
   if ((kana === 'し' || kana === 'さ' || kana === 'せ') && KANJI.test(prefix.at(-1)!)) forms.push(prefix);
+  return forms;
+}
+
+/**
+ * A verb ending in an e-row kana and "る" ("戻せる", "書ける", "使える", one segment each) is an ichidan
+ * verb in its dictionary form ("見せる": the word itself, tried first) or a godan verb's potential
+ * form ("can undo": "戻す"); "られる" follows an ichidan stem ("食べられる": "食べる").
+ */
+function potential(prefix: string): string[] {
+  const forms = [`${prefix}る`];
+  if (prefix.length > 2 && prefix.endsWith('られ')) forms.push(`${prefix.slice(0, -2)}る`);
+  const kana = prefix.at(-1)!;
+  if (E_ROW.has(kana)) forms.push(prefix.slice(0, -1) + GODAN[kana]!);
   return forms;
 }
