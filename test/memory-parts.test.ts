@@ -113,6 +113,23 @@ describe('memory parts', () => {
       assert.deepEqual(detectRules(sentence), [], sentence);
   });
 
+  test('a told habit in Chinese ("每次下雨我都用伞": whenever it rains I use an umbrella) is no rule, as "Whenever it rains, I use the bus" is not; an order, a team\'s way, or "以后每次都要" still is', () => {
+    for (const sentence of ['每次下雨我都用伞', '每次下雨，我都用伞。', '每当下雨的时候我都用伞。', '每次下雨他都用伞。', '每次下雨我妈都用伞。'])
+      assert.deepEqual(detectRules(sentence), [], sentence);
+    for (const rule of [
+      '每次提交前先跑一遍 lint',
+      '以后每次都要先备份',
+      '每次部署我们都用蓝绿发布。',
+      '我每次都用 pnpm。',
+      '每次跑完查询，都把用时和行数告诉我。',
+    ])
+      assert.deepEqual(
+        detectRules(rule).map((found) => found.sentence),
+        [rule],
+        rule,
+      );
+  });
+
   test('"以后" in "从那以后" (since then) and "以后再说" (later) makes no rule; "以后" opening a clause still does', () => {
     for (const sentence of ['从那以后他每天都跑步。', '自那以后她总是迟到。', '我们以后再说吧。']) assert.deepEqual(detectRules(sentence), [], sentence);
     for (const rule of ['以后回复都用中文。', '我们以后都用 pnpm。', '那以后都用中文回复。'])

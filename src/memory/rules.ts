@@ -63,6 +63,15 @@ const TOLD_OF_SOMEONE = [
   // user's choice for the assistant's work; a wish ("…, I want you to…") still counts.
   /^\s*(?:whenever|every time|each time|any ?time)\b[^,]{1,120},\s*(?:I(?!\s+(?:want|need|expect|prefer|would like|require|ask)\b)|he|she|they|(?:my|his|her|their)\s+\w+)\s/i,
 ];
+/**
+ * The same told habit in Chinese: "每次/每当 <something happens>，我都 <verb>" ("每次下雨我都用伞").
+ * Its "都用" is the habit's verb, not the modal "都用" of "以后都用 Jest", so MODAL is read
+ * without it. "我都要/都得/必须 …" still holds a modal, as "Whenever it rains, I have to…" does; a
+ * subject of "你"/"我们" is said to the assistant or by a team ("每次部署我们都用蓝绿发布"), and no
+ * subject at all is an order ("每次提交前先跑一遍 lint"): neither is matched here.
+ */
+const TOLD_HABIT_ZH =
+  /^\s*(?:每次|每当|每回)[^，,。；;！!？?]{1,30}?[，,]?\s*(?:我|他们?|她们?|我的?(?:妈妈?|爸爸?|父母|哥哥?|姐姐?|弟弟?|妹妹?|老婆|老公|爱人|儿子|女儿|孩子|家人|老板|领导|同事|朋友|邻居|室友|房东|老师|奶奶|爷爷|外婆|姥姥))(?:也|就)?都(?!要|得|必须|需要|应该|应当|一定|不要|不能|不许|不准|只能|统一)(?:只?用)?/;
 /** What makes a habit word prescribe (see HABIT). */
 const PRESCRIBED = [
   // Said to the assistant, or by a team: "you", "we", "please"; 你, 我们, 请. ("Our cat always…" is not a team's.)
@@ -259,16 +268,19 @@ function generalParts(sentence: string): string[] {
 
 function classify(sentence: string, corrective: boolean): StatedRule['kind'] | undefined {
   if (matches(NOT_A_RULE, sentence)) return undefined;
-  const modal = matches(MODAL, sentence);
+  const toldHabit = TOLD_HABIT_ZH.test(sentence);
+  // What follows a told habit's "我都用" is what is done, read for a modal or an order of its own.
+  const afterHabit = toldHabit ? sentence.replace(TOLD_HABIT_ZH, '') : undefined;
+  const modal = matches(MODAL, afterHabit ?? sentence);
   if (matches(ALWAYS, sentence)) return 'rule';
   if (
     matches(HABIT, sentence.replace(IDIOM, '')) &&
-    (modal || corrective || (!matches(TOLD_OF_SOMEONE, sentence) && matches(PRESCRIBED, sentence)) || matches(PREFERENCE, sentence))
+    (modal || corrective || (!toldHabit && !matches(TOLD_OF_SOMEONE, sentence) && matches(PRESCRIBED, sentence)) || matches(PREFERENCE, sentence))
   )
     return 'rule';
   const specific = matches(SPECIFIC, sentence.replace(EXAMPLE, ''));
   // A recurring condition, then what to do ("before you modify X, copy it"; "改了 X 之后也要…").
-  const condition = matches(CONDITION, sentence) && matches(INSTRUCTION, sentence.replace(/^[^,，]*?(,|，|之前|之后|的时候)\s*/, ''));
+  const condition = matches(CONDITION, sentence) && matches(INSTRUCTION, afterHabit ?? sentence.replace(/^[^,，]*?(,|，|之前|之后|的时候)\s*/, ''));
   // Quantified or modal sentences are also how one task is specified ("all prices on the receipt
   // screen need to be right-aligned"): they are rules only with something more.
   const general =
