@@ -305,6 +305,29 @@ describe('memory parts', () => {
     }
   });
 
+  test('a Chinese time clause about the assistant ("你提到搬家的时候，我说的新地址是哪里？") says when, as "When you asked about my job" does: the user\'s turn is recalled above the assistant\'s, which echoes its words; "你上次推荐的" still recalls the reply', async () => {
+    const store = new MemoryStore(openDatabase(':memory:'));
+    const now = Date.now();
+    const day = 86_400_000;
+    const turns: Array<{ speaker: 'user' | 'assistant'; content: string }> = [
+      { speaker: 'assistant', content: '你提到要搬家了：搬家之后的新地址是哪里？新地址记得告诉快递和银行。' },
+      { speaker: 'user', content: '新地址是杭州市西湖区文三路 88 号 3 单元。' },
+      { speaker: 'assistant', content: '搬家的话，我推荐找蚂蚁搬家，提前一周预约。' },
+      { speaker: 'user', content: '好的，谢谢。' },
+    ];
+    for (const [index, turn] of turns.entries())
+      store.add({ scope: 's', type: 'episodic', origin: 'raw_turn', ...turn, observedAt: now - 10 * day + index * 60_000 });
+    const retriever = new MemoryRetriever(store, undefined, silentLogger(), 'keyword', () => ['zh']);
+    for (const [query, expected] of [
+      ['你提到搬家的时候，我说的新地址是哪里？', turns[1]!.content],
+      ['你说搬家的时候，我说的新地址是哪里？', turns[1]!.content],
+      ['你上次推荐的搬家公司叫什么？', turns[2]!.content],
+    ] as const) {
+      const hits = await retriever.recall({ scope: 's', query, limit: 4, minRelevance: 0.1 });
+      assert.equal(hits[0]?.unit.content, expected, `${query}: ${JSON.stringify(hits.map((hit) => hit.unit.content))}`);
+    }
+  });
+
   test('a Chinese question word ("哪里", where) is no search term, as "where" is not in English: "我们的狗是从哪里来的" recalls the English memory about the dog, not turns that ask where to eat', async () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const now = Date.now();

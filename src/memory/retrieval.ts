@@ -112,10 +112,13 @@ const ASKS_ASSISTANT =
   /\b(did|do|would) you ((just|once|ever|first|originally|previously|actually|end up)\s+)?(say|suggest|recommend|tell|mention|advise|explain|propose|think|give|predict|estimate|write|draft|make|pick|choose|come up with|suggesting|recommending)\b|\byou('d|’d|'ve|’ve)?\s+((had|have|just|once|previously|already|also|originally|first|earlier|ever)\s+)?(\w+ed|said|told|gave|given|wrote|written|made|thought|chose|chosen|drew|drawn|showed|shown|taught|sent|came up with|come up with|put together)\b|\byour (advice|suggestions?|recommendations?|answers?|ideas?|predictions?|estimates?|analogy|example|plan|recipe|list|draft|tips?)\b|你(之前|上次|上回|刚才|刚刚|以前|昨天|前天|前面|当时|那天|那次|曾经|早先)?(说|建议|推荐|提到|告诉|讲|给我|预测|估计|写|帮我想)/i;
 /**
  * A time clause about what the assistant did ("When you asked about my job, what did I say?", "what
- * did I decide after you mentioned it"): it says when, not what the question asks for, and is left
- * out before ASKS_ASSISTANT is read. "the book you previously recommended" has no such clause.
+ * did I decide after you mentioned it", "你提到搬家的时候，我说的新地址是哪里？"): it says when, not
+ * what the question asks for, and is left out before ASKS_ASSISTANT is read. "the book you
+ * previously recommended" and "你上次推荐的" have no such clause. The Chinese clause ends in "的时候",
+ * "那时(候)", "那会儿" or "之后" after at least one word, so that "你说的时间" (the time you said) is not one.
  */
-const YOUR_TIME_CLAUSE = /\b(?:when|whenever|after|before|while|once|until|as soon as)\s+you\b[^,;:?.!]*/gi;
+const YOUR_TIME_CLAUSE =
+  /\b(?:when|whenever|after|before|while|once|until|as soon as)\s+you\b[^,;:?.!]*|(?:在|当)?你[^，,。；;：:？?！!]{1,40}?(?:的时候|那时候?|那会儿?|之后)/gi;
 /** A question about the current state of something that changes over time. */
 const ASKS_PRESENT = /\b(now|currently|current|these days|nowadays|at the moment|at present|latest|still)\b|现在|目前|如今|眼下/i;
 
