@@ -211,11 +211,10 @@ describe('memory over HTTP and in the prompt', () => {
       assert.equal((await api(proxy, 'DELETE', '/v1/memory?scope=user:alice', undefined, bob)).status, 403);
       assert.equal((await api(proxy, 'GET', '/v1/memory/stats', undefined, alice)).body.total_units, 1, "alice's scope holds only her own unit");
 
-      // The admin token (0600 in METACLAW_HOME) crosses scopes; a wrong token is no token.
+      // The admin token (0600 in METACLAW_HOME) crosses scopes.
       const tokenFile = join(proxy.home, 'admin-token');
       assert.equal(statSync(tokenFile).mode & 0o777, 0o600);
       const admin = { ...bob, 'x-metaclaw-admin': readFileSync(tokenFile, 'utf8').trim() };
-      assert.equal((await api(proxy, 'GET', `/v1/memory/${secret.body.id}`, undefined, { ...bob, 'x-metaclaw-admin': 'f'.repeat(64) })).status, 404);
       assert.equal(
         (await api(proxy, 'GET', `/v1/memory/${secret.body.id}`, undefined, admin)).body.content,
         'Alice keeps her recovery codes in the blue notebook.',
@@ -245,6 +244,50 @@ describe('memory over HTTP and in the prompt', () => {
           .sort(),
         ['user:alice', 'user:bob'],
       );
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('an X-MetaClaw-Admin token that does not match is a 401 admin_token_invalid in the client error shape (memory and training routes), not a request without it; no header still works in the own scope', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, proxy: { api_key: 'proxy-key' }, memory: { auto_extract: false } },
+    });
+    try {
+      const bob = { 'x-metaclaw-api-key': 'proxy-key', 'x-memory-scope': 'user:bob' };
+      const own = await api(proxy, 'POST', '/v1/memory', { type: 'semantic', content: 'Bob parks on level three.' }, bob);
+      assert.equal(own.status, 201);
+      const stale = { ...bob, 'x-metaclaw-admin': 'f'.repeat(64) };
+      for (const [method, path, body] of [
+        ['GET', `/v1/memory/${own.body.id}`, undefined],
+        ['GET', '/v1/memory/export?scope=user:alice', undefined],
+        ['POST', '/v1/memory/search', { query: 'parks level', scope: 'user:alice' }],
+        ['GET', '/v1/memory/stats', undefined],
+        ['POST', '/v1/memory', { type: 'semantic', content: 'Planted.' }],
+        ['POST', '/v1/rl/train_step', undefined],
+      ] as const) {
+        for (const headers of [stale, { ...bob, 'x-metaclaw-admin': ' ' }]) {
+          const refused = await api(proxy, method, path, body, headers);
+          assert.equal(refused.status, 401, `${method} ${path}`);
+          assert.deepEqual(
+            { type: refused.body.error.type, code: refused.body.error.code },
+            { type: 'authentication_error', code: 'admin_token_invalid' },
+            `${method} ${path}`,
+          );
+          assert.match(refused.body.error.message, /X-MetaClaw-Admin.*does not match.*admin-token/);
+        }
+      }
+      assert.equal((await api(proxy, 'GET', '/v1/memory/stats', undefined, bob)).body.total_units, 1, 'nothing was written by a refused request');
+      // Without the header: the own scope, as before; training control still says it needs the token.
+      assert.equal((await api(proxy, 'GET', `/v1/memory/${own.body.id}`, undefined, bob)).body.content, 'Bob parks on level three.');
+      assert.equal((await api(proxy, 'GET', '/v1/memory/export?scope=user:alice', undefined, bob)).status, 403);
+      const noToken = await api(proxy, 'POST', '/v1/rl/train_step', undefined, bob);
+      assert.equal(noToken.status, 403);
+      assert.equal(noToken.body.error.code, 'admin_token_required');
+      const admin = { ...bob, 'x-metaclaw-admin': readFileSync(join(proxy.home, 'admin-token'), 'utf8').trim() };
+      assert.equal((await api(proxy, 'GET', '/v1/memory/export?scope=user:alice', undefined, admin)).status, 200);
     } finally {
       await proxy.dispose();
       await upstream.close();

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
+import { RequestError } from '../errors.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { Secret, single } from './auth.js';
 
@@ -21,8 +22,22 @@ export class AdminToken {
     return new AdminToken(new Secret(readPrivateToken(path) ?? writeNewToken(path)));
   }
 
-  matches(headers: IncomingHttpHeaders): boolean {
-    return this.secret.matches(single(headers[ADMIN_HEADER])?.trim());
+  /**
+   * Whether the request holds the admin token: false when it sends no X-MetaClaw-Admin header. A
+   * header that does not match (a stale copy, an empty `$(cat …)`, a typo) is a 401 rather than a
+   * request without it: read as none, it answered from the caller's own scope (a 404 for another
+   * scope's unit, an export of one scope instead of every one) and the mistake went unseen.
+   */
+  grants(headers: IncomingHttpHeaders): boolean {
+    const presented = single(headers[ADMIN_HEADER]);
+    if (presented === undefined) return false;
+    if (this.secret.matches(presented.trim())) return true;
+    throw new RequestError(
+      401,
+      'authentication_error',
+      'admin_token_invalid',
+      "The X-MetaClaw-Admin header does not match the admin token in $METACLAW_HOME/admin-token: send that file's current content (it is written anew when missing, malformed or readable by other users), or leave the header out to work in this request's own memory scope.",
+    );
   }
 }
 

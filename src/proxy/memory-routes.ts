@@ -129,10 +129,12 @@ export function memoryRoutes(api: MemoryRoutesApi, defaultScope: string, adminTo
   return (app) => {
     const callerOf = (c: Context<ProxyEnv>): Caller => {
       const headers = c.env.incoming.headers;
+      // Read first: a token that does not match is refused whoever sends it.
+      const admin = adminToken.grants(headers);
       // A member's key fixes their scope; headers cannot widen it, and the admin token is not theirs to hold.
       const member = c.get('member');
       if (member) return { scope: memberScope(member), admin: false, member: true };
-      return { scope: deriveScope(readTurnSignals(headers, {}, 'openai').scope, defaultScope), admin: adminToken.matches(headers), member: false };
+      return { scope: deriveScope(readTurnSignals(headers, {}, 'openai').scope, defaultScope), admin, member: false };
     };
     /** The caller's unit with this id (or, to read, the shared scope's); another scope's unit is as missing as one that never existed. */
     const ownUnit = async (caller: Caller, id: string, access: Access): Promise<MemoryUnit> => {

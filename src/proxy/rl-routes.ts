@@ -30,10 +30,10 @@ export function rlRoutes(control: RlControl, adminToken: AdminToken): (app: Prox
     throw new ConflictError(`RL training is not running: ${control.reason}.`, 'rl_not_running');
   };
   return (app) => {
-    const requireAdmin = (headers: Parameters<AdminToken['matches']>[0]) => {
-      if (!adminToken.matches(headers)) throw new PermissionError('admin_token_required', 'Training control needs the admin token (`metaclaw rl …` sends it).');
+    const requireAdmin = (headers: Parameters<AdminToken['grants']>[0]) => {
+      if (!adminToken.grants(headers)) throw new PermissionError('admin_token_required', 'Training control needs the admin token (`metaclaw rl …` sends it).');
     };
-    const trainStep = async (headers: Parameters<AdminToken['matches']>[0]) => {
+    const trainStep = async (headers: Parameters<AdminToken['grants']>[0]) => {
       requireAdmin(headers);
       return await engine().runStep('manual');
     };
