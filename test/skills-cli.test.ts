@@ -99,6 +99,59 @@ describe('metaclaw skills commands', () => {
     assert.equal(missing.code, 1);
   });
 
+  test('saving a skill that says what its current version does is a no-op that says so: skills add (with or without --overwrite, or the file as stored) and PUT /v1/skills/<name> write no version and bump no generation', async () => {
+    const home = tempHome();
+    const folder = tempHome('skill-file-');
+    const file = join(folder, 'my-skill', 'SKILL.md');
+    const text = '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n';
+    write(file, text);
+    assert.match((await runCli(['skills', 'add', file], { home })).stdout, /Added my-skill v1 \(generation 1\)/);
+    const stored = join(folder, 'stored', 'my-skill', 'SKILL.md');
+    write(stored, readFileSync(join(home, 'skills', 'my-skill', 'SKILL.md'), 'utf8'));
+    for (const args of [[file], [file, '--overwrite'], [stored, '--overwrite']]) {
+      const again = await runCli(['skills', 'add', ...args], { home });
+      assert.equal(again.code, 0, again.stderr);
+      assert.match(again.stdout, /^Unchanged: my-skill v1 already says this; no new version \(generation 1\)\.$/m, args.join(' '));
+    }
+    const versions = async () =>
+      (JSON.parse((await runCli(['skills', 'show', 'my-skill', '--json'], { home })).stdout) as { versions: Array<{ version: number }> }).versions.length;
+    assert.equal(await versions(), 1);
+
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+    try {
+      const put = async (body: unknown) => {
+        const response = await fetch(`${proxy.url}/v1/skills/my-skill`, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        return { status: response.status, body: (await response.json()) as { action: string; version: number; generation: number; message?: string } };
+      };
+      for (const body of [{ description: 'Use when testing the CLI.', body: '# Mine\n\nStep one.' }, { text }]) {
+        const same = await put(body);
+        assert.equal(same.status, 200);
+        assert.deepEqual(
+          { action: same.body.action, version: same.body.version, generation: same.body.generation },
+          { action: 'unchanged', version: 1, generation: 1 },
+          JSON.stringify(body),
+        );
+        assert.match(same.body.message ?? '', /my-skill v1 already says this: no new version was written/);
+      }
+      assert.equal(await versions(), 1, 'no version was recorded');
+      assert.match(readFileSync(join(home, 'skills', 'my-skill', 'SKILL.md'), 'utf8'), /^version: 1$/m);
+      // A real change still writes the next version.
+      const changed = await put({ description: 'Use when testing the CLI.', body: '# Mine\n\nStep one.\nStep two.' });
+      assert.deepEqual(
+        { action: changed.body.action, version: changed.body.version, generation: changed.body.generation },
+        { action: 'manual', version: 2, generation: 2 },
+      );
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
   test('a category with a newline or control character, or over 64 characters, is refused by skills add and by PUT /v1/skills/<name> (400); 64 is accepted', async () => {
     const home = tempHome();
     const folder = tempHome('skill-file-');

@@ -226,6 +226,15 @@ describe('team mode: a node serves the management routes of memory and skills', 
     assert.equal((await read(nodes[0]!)).body, editedBody, 'the editing node serves its edit at once');
     await waitFor(async () => (await read(nodes[1]!)).body === editedBody, 1_000, 20);
     assert.ok(Date.now() - editedAt <= 1_000);
+    // The same edit saved again is no change of the team's library: no version, no generation.
+    const same = await call(nodes[1]!, 'owner', 'PUT', `/v1/skills/${SKILL}`, {
+      description: 'Use when writing release notes or a changelog entry for a version.',
+      body: editedBody,
+    });
+    assert.deepEqual(
+      { status: same.status, action: same.body.action, version: same.body.version, generation: same.body.generation },
+      { status: 200, action: 'unchanged', version: edit.body.version, generation: edit.body.generation },
+    );
 
     const revert = await call(nodes[1]!, 'owner', 'POST', `/v1/skills/${SKILL}/revert`);
     assert.equal(revert.status, 200, JSON.stringify(revert.body));

@@ -11,6 +11,7 @@ import {
   installStarterSkills,
   parseSkillFile,
   presentCredit,
+  sameSkillContent,
   skillInjectionReason,
   SkillsService,
   type ImportReport,
@@ -173,16 +174,26 @@ export function registerSkillsCommands(program: Command): void {
       const nameInFile = /^name:\s*["']?([^"'\n]+)/m.exec(text)?.[1]?.trim();
       const parsed = parseSkillFile(text, file, nameInFile ?? folderName);
       if ('reason' in parsed) throw new CliExit(`${file} is not a valid skill: ${parsed.reason}`);
-      if (service.library.get(parsed.skill.name) && !options.overwrite)
-        throw new CliExit(`A skill named ${parsed.skill.name} already exists (use --overwrite).`);
       const { skill } = parsed;
+      const draft = {
+        name: skill.name,
+        description: skill.description,
+        category: skill.category,
+        body: skill.body,
+        origin: 'user' as const,
+        extra: skill.extra,
+      };
+      const current = service.library.get(skill.name);
+      // The same text again is nothing to overwrite: said so, with or without --overwrite, and no new version.
+      const unchanged = current !== undefined && sameSkillContent(current, draft);
+      if (current && !unchanged && !options.overwrite) throw new CliExit(`A skill named ${skill.name} already exists (use --overwrite).`);
       const injection = skillInjectionReason(skill);
       if (injection && !options.force) throw new CliExit(`${file} reads like a prompt injection (${injection}); not added. ${FORCE_HINT}`);
-      const result = service.applyDraft(
-        { name: skill.name, description: skill.description, category: skill.category, body: skill.body, origin: 'user', extra: skill.extra },
-        'manual',
-        'cli add',
-      );
+      if (current && unchanged) {
+        print(`Unchanged: ${skill.name} v${current.version} already says this; no new version (generation ${service.history.generation}).`);
+        return;
+      }
+      const result = service.save(draft, 'cli add');
       print(`Added ${result.skill.name} v${result.version} (generation ${result.generation}).`);
     })(options),
   );

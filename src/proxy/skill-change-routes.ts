@@ -9,6 +9,7 @@ import {
   MAX_NAME_LENGTH,
   skillInjectionReason,
   type ChangeResult,
+  type UnchangedResult,
   type SkillDraft,
   type SkillsService,
 } from '../skills/index.js';
@@ -64,7 +65,7 @@ export function skillChangeRoutes(skills: SkillsService): (app: ProxyApp) => voi
       const name = checkedName(c.req.param('name'));
       const body = await readJson(c.req.raw);
       const existing = skills.library.get(name);
-      const result = skills.applyDraft(editedDraft(name, body, existing), 'manual', HTTP_EDIT);
+      const result = skills.save(editedDraft(name, body, existing), HTTP_EDIT);
       return c.json(presentChange(result), existing ? 200 : 201);
     });
 
@@ -164,6 +165,9 @@ export function asDecisionError(error: unknown): unknown {
   return error;
 }
 
-export function presentChange(result: Pick<ChangeResult, 'action' | 'version' | 'generation'> & { skill: { name: string } }) {
-  return { action: result.action, name: result.skill.name, version: result.version, generation: result.generation };
+/** A change's answer; `unchanged` (a save that says what the current version does) adds why nothing was written. */
+export function presentChange(result: Pick<ChangeResult | UnchangedResult, 'action' | 'version' | 'generation'> & { skill: { name: string } }) {
+  const answer = { action: result.action, name: result.skill.name, version: result.version, generation: result.generation };
+  if (result.action !== 'unchanged') return answer;
+  return { ...answer, message: `${result.skill.name} v${result.version} already says this: no new version was written.` };
 }

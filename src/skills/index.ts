@@ -1,6 +1,15 @@
-export { SkillsService, type SkillsSettings, type SkillsDependencies, type ChangeResult, type EvolutionResult } from './service.js';
+export { SkillsService, type SkillsSettings, type SkillsDependencies, type ChangeResult, type UnchangedResult, type EvolutionResult } from './service.js';
 export { SkillLibrary, type LibraryChange } from './library.js';
-export { parseSkillFile, serializeSkill, parseLegacyFrontmatter, SKILL_NAME, MAX_NAME_LENGTH, MAX_CATEGORY_LENGTH, categorySchema } from './skill-file.js';
+export {
+  parseSkillFile,
+  serializeSkill,
+  sameSkillContent,
+  parseLegacyFrontmatter,
+  SKILL_NAME,
+  MAX_NAME_LENGTH,
+  MAX_CATEGORY_LENGTH,
+  categorySchema,
+} from './skill-file.js';
 export { isCorrection, presentCredit, SkillCreditStore, type SkillCredit } from './credit.js';
 export { renderSkills, SKILLS_HEADING } from './render.js';
 export { skillInjectionReason } from './screen.js';

@@ -21,6 +21,7 @@ import { evolutionRecord, nearestSkill, planSessionEvolution, type EvolutionPlan
 import { buildTranscript } from './evolution/transcript.js';
 import { SkillHistory, type VersionAction } from './history.js';
 import { revertDraft } from './revert.js';
+import { sameSkillContent } from './skill-file.js';
 import { SkillLibrary } from './library.js';
 import { SkillsContextProvider } from './provider.js';
 import { ProposalStore, type ProposalRow } from './proposals.js';
@@ -61,6 +62,14 @@ export interface SkillsDependencies {
 export interface ChangeResult {
   skill: Skill;
   action: VersionAction;
+  version: number;
+  generation: number;
+}
+
+/** A person's save that holds what the current version already does: nothing written, no version, no generation. */
+export interface UnchangedResult {
+  skill: Skill;
+  action: 'unchanged';
   version: number;
   generation: number;
 }
@@ -171,6 +180,19 @@ export class SkillsService {
     const { after, text } = this.library.write(draft, { generation, minVersion });
     this.history.record({ name: after.name, version: after.version, action, content: text, generation, source });
     return { skill: after, action, version: after.version, generation };
+  }
+
+  /**
+   * A person's save (`skills add`, PUT /v1/skills/{name}): a new version, or nothing when the draft
+   * says what the current version does (see sameSkillContent). Saving unchanged is common (a form
+   * submitted as it was, a script that adds its skills on every run) and is no change of the library:
+   * a new version would fill the history with copies and re-send the skills to every agent.
+   */
+  save(draft: SkillDraft, source: string): ChangeResult | UnchangedResult {
+    const current = this.library.get(draft.name);
+    if (current && sameSkillContent(current, draft))
+      return { skill: current, action: 'unchanged', version: current.version, generation: this.history.generation };
+    return this.applyDraft(draft, 'manual', source);
   }
 
   /** Writes an exact SKILL.md text (import, revert) as a new version. */

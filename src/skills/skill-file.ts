@@ -116,6 +116,24 @@ export function nextSkillFields(before: Skill | undefined, draft: SkillDraft, no
   return fields;
 }
 
+/**
+ * Whether writing `draft` over `before` would change what the skill says: its description, category,
+ * body and extra frontmatter keys, compared as the file would hold them. The bookkeeping (version,
+ * times, generation, origin, source sessions) is left aside: saving a skill unchanged, or adding the
+ * file `skills show` printed, is no new version of it.
+ */
+export function sameSkillContent(before: Skill, draft: SkillDraft): boolean {
+  const kept = {
+    version: before.version,
+    origin: before.origin,
+    createdAt: before.createdAt ?? '',
+    updatedAt: before.updatedAt ?? '',
+    sourceSessions: before.sourceSessions,
+    ...(before.generation !== undefined ? { generation: before.generation } : {}),
+  };
+  return serializeSkill({ ...nextSkillFields(before, draft, new Date()), ...kept }) === serializeSkill({ ...before, ...kept });
+}
+
 /** Writes SKILL.md text; the frontmatter is real YAML, so any description round-trips safely. */
 export function serializeSkill(fields: SkillFileFields): string {
   const front: Record<string, unknown> = {
