@@ -202,6 +202,32 @@ describe('memory API and CLI', () => {
     );
   });
 
+  test('memory show, edit, pin, unpin and forget honour --scope: a unit of another scope is not found there and is left as it was; without --scope the id reaches any scope', async () => {
+    const home = tempHome();
+    const unit = JSON.parse((await runCli(['memory', 'add', 'The hangar key is in the red box.', '--scope', 'user:alice', '--json'], { home })).stdout);
+    for (const args of [
+      ['show', unit.id],
+      ['show', unit.id, '--json'],
+      ['edit', unit.id, '--content', 'The hangar key is lost.'],
+      ['pin', unit.id],
+      ['unpin', unit.id],
+      ['forget', unit.id],
+    ]) {
+      const refused = await runCli(['memory', ...args, '--scope', 'user:bob'], { home });
+      assert.equal(refused.code, 1, `${args.join(' ')}: ${refused.stdout}`);
+      assert.match(refused.stderr, new RegExp(`No memory ${unit.id} in scope "user:bob" \\(it is in scope "user:alice"`), args.join(' '));
+    }
+    const kept = JSON.parse((await runCli(['memory', 'show', unit.id, '--json'], { home })).stdout);
+    assert.deepEqual({ content: kept.content, pinned: kept.pinned }, { content: 'The hangar key is in the red box.', pinned: false }, 'nothing changed');
+    const own = await runCli(['memory', 'edit', unit.id, '--content', 'The hangar key is in the blue box.', '--scope', 'user:alice'], { home });
+    assert.equal(own.code, 0, own.stderr);
+    assert.match((await runCli(['memory', 'show', unit.id, '--scope', 'user:alice'], { home })).stdout, /blue box/);
+    assert.equal(
+      (await runCli(['memory', 'show', 'mem_never', '--scope', 'user:alice'], { home })).stderr.trim(),
+      'No memory mem_never in scope "user:alice".',
+    );
+  });
+
   test('memory show prints the whole content, line breaks kept; the one-line lists stay short', async () => {
     const home = tempHome();
     const content = `${Array.from({ length: 60 }, (_, index) => `word${index}`).join(' ')}\nSecond line of the note.`;

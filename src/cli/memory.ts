@@ -74,6 +74,21 @@ function withMemory<T extends MemoryOptions>(action: (opened: OpenMemory, option
   };
 }
 
+/**
+ * The unit with this id, for show, edit, pin, unpin and forget. Without --scope the id reaches any
+ * scope (the CLI is the owner's, on the database file); with it, the unit must be in that scope, as
+ * every other memory command keeps to the scope it is given: `--scope user:bob` on alice's unit is a
+ * mistake to report, not a change to make in her scope. Another scope's unit is named, since whoever
+ * runs the CLI can read every scope anyway.
+ */
+function unitIn(service: MemoryService, id: string, scope: string | undefined): MemoryUnit {
+  const unit = service.store.get(id);
+  if (scope !== undefined && unit && unit.scope !== scope)
+    throw new CliExit(`No memory ${id} in scope "${scope}" (it is in scope "${unit.scope}"; leave out --scope, or give that one, to reach it).`);
+  if (!unit) throw new CliExit(scope === undefined ? `No memory ${id}.` : `No memory ${id} in scope "${scope}".`);
+  return unit;
+}
+
 /** `metaclaw memory …`: search, inspect, correct and truly forget what the agent remembers. */
 export function registerMemoryCommands(program: Command): void {
   const memory = program.command('memory').description('long-term memory: search, add, edit, forget, stats, export, import');
@@ -144,8 +159,7 @@ export function registerMemoryCommands(program: Command): void {
 
   common(memory.command('show').description('one memory').argument('<id>')).action((id: string, options: MemoryOptions) =>
     withMemory<MemoryOptions>(({ memory: service }) => {
-      const unit = service.store.get(id);
-      if (!unit) throw new CliExit(`No memory ${id}.`);
+      const unit = unitIn(service, id, options.scope);
       if (options.json) return print(JSON.stringify(presentMemory(unit), null, 2));
       // Lists cut each unit to one line; here the user asked for this one, so all of it.
       print(line(unit, undefined, { content: false }));
@@ -179,6 +193,7 @@ export function registerMemoryCommands(program: Command): void {
       // As PATCH /v1/memory/{id}: an edit that names no change is a mistake to report, not "Updated".
       if (changes.every((change) => change === undefined))
         throw new CliExit('nothing to change: give --content, --type, --importance, --core / --no-core, --pin or --unpin.');
+      unitIn(service, id, options.scope);
       const updated = service.update(id, {
         ...(options.content !== undefined ? { content: checkedContent(options.content, '--content') } : {}),
         ...(options.type !== undefined ? { type: options.type as MemoryType } : {}),
@@ -203,6 +218,7 @@ export function registerMemoryCommands(program: Command): void {
         .argument('<id>'),
     ).action((id: string, options: MemoryOptions) =>
       withMemory<MemoryOptions>(({ memory: service }) => {
+        unitIn(service, id, options.scope);
         const updated = service.update(id, { pinned });
         if (!updated) throw new CliExit(`No memory ${id}.`);
         print(`${pinned ? 'Pinned' : 'Unpinned'} ${id}.`);
@@ -222,6 +238,7 @@ export function registerMemoryCommands(program: Command): void {
   common(memory.command('forget').description('delete a memory for good (also from the turns it came from)').argument('<id>')).action(
     (id: string, options: MemoryOptions) =>
       withMemory<MemoryOptions>(({ memory: service }) => {
+        unitIn(service, id, options.scope);
         const removed = service.forget(id);
         if (!removed) throw new CliExit(`No memory ${id}.`);
         print(`Forgot ${id}: "${removed.content.slice(0, 80)}". It is gone from the database file.`);
