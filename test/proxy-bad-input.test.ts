@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import net from 'node:net';
 import zlib from 'node:zlib';
 import { after, before, beforeEach, describe, test } from 'node:test';
@@ -359,5 +361,44 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
     });
     assert.equal(accepted.status, 201, await accepted.clone().text());
     assert.equal(((await accepted.json()) as { scope: string }).scope, longest);
+  });
+
+  test('a scope named in a memory body or query (with the admin token, or without) over 256 characters is a 400 scope_too_long, as the headers are; an import line naming one is skipped; 256 is accepted', async () => {
+    const admin = { 'x-metaclaw-admin': readFileSync(join(proxy.home, 'admin-token'), 'utf8').trim() };
+    const long = 's'.repeat(257);
+    const send = async (method: string, path: string, body: unknown, headers: Record<string, string>) => {
+      const response = await fetch(`${proxy.url}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...headers },
+        ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+      });
+      return { status: response.status, body: (await response.json()) as { error?: { code: string; message: string; param: string }; [key: string]: unknown } };
+    };
+    for (const headers of [admin, { 'x-memory-scope': 'user:alice' }])
+      for (const [method, path, body] of [
+        ['POST', '/v1/memory', { scope: long, type: 'semantic', content: 'The build runs on Fridays.' }],
+        ['POST', '/v1/memory/search', { scope: long, query: 'build' }],
+        ['POST', '/v1/memory/ingest', { scope: long, session_id: 'long-scope', turns: [{ role: 'user', content: 'hi' }] }],
+        ['GET', `/v1/memory/export?scope=${long}`, undefined],
+        ['GET', `/v1/memory/stats?scope=${long}`, undefined],
+        ['DELETE', `/v1/memory?scope=${long}`, undefined],
+        ['POST', `/v1/memory/import?scope=${long}`, '{"type":"semantic","content":"The build runs on Fridays."}\n'],
+      ] as const) {
+        const refused = await send(method, path, body, headers);
+        const label = `${method} ${path.slice(0, 30)} ${headers === admin ? 'admin' : 'alice'}`;
+        assert.equal(refused.status, 400, label);
+        assert.deepEqual({ code: refused.body.error?.code, param: refused.body.error?.param }, { code: 'scope_too_long', param: 'scope' }, label);
+        assert.match(refused.body.error!.message, /scope is 257 characters long; MetaClaw accepts at most 256/, label);
+      }
+    const line = (scope: string) => `${JSON.stringify({ scope, type: 'semantic', content: 'Imported: the deploy runs on Mondays.' })}\n`;
+    const imported = await send('POST', '/v1/memory/import', line(long), admin);
+    assert.equal(imported.body['imported'], 0);
+    assert.match(JSON.stringify(imported.body['skipped']), /scope.*at most 256/);
+    const stats = await send('GET', '/v1/memory/stats', undefined, admin);
+    assert.ok(!JSON.stringify(stats.body).includes(long), 'no scope over 256 characters was stored');
+
+    const longest = 'k'.repeat(256);
+    assert.equal((await send('POST', '/v1/memory', { scope: longest, type: 'semantic', content: 'The build runs on Fridays.' }, admin)).status, 201);
+    assert.equal((await send('POST', '/v1/memory/import', line(longest), admin)).body['imported'], 1);
   });
 });

@@ -2,6 +2,8 @@ export {
   readTurnSignals,
   stripNonStandardKeys,
   deriveScope,
+  bounded,
+  MAX_SESSION_ID_LENGTH,
   sessionIdCandidates,
   NON_STANDARD_BODY_KEYS,
   type TurnSignals,

@@ -130,10 +130,11 @@ function resolveIdentity(
 
 /**
  * An explicit session id over the limit is refused rather than cut: a cut id could merge two
- * sessions. A scope part (X-Memory-Scope, X-User-Id, X-Workspace-Id or their body fields) likewise:
- * scopes are stored with every memory, listed and printed, and a cut one could reach another's memories.
+ * sessions. A scope part (X-Memory-Scope, X-User-Id, X-Workspace-Id or their body fields) likewise,
+ * and a scope the memory API is asked for by name (body or query `scope`): scopes are stored with
+ * every memory, listed and printed, and a cut one could reach another's memories.
  */
-function bounded(value: string | undefined, param = 'session_id', what = 'session id'): string | undefined {
+export function bounded(value: string | undefined, param = 'session_id', what = 'session id'): string | undefined {
   if (value !== undefined && value.length > MAX_SESSION_ID_LENGTH)
     throw new BadRequestError(`${param}_too_long`, `The ${what} is ${value.length} characters long; MetaClaw accepts at most ${MAX_SESSION_ID_LENGTH}.`, param);
   return value;

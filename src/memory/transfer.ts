@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_SESSION_ID_LENGTH } from '../conversation/index.js';
 import type { MemoryService } from './service.js';
 import { MEMORY_TYPES, type MemoryUnit } from './types.js';
 
@@ -30,7 +31,8 @@ export function numericTime(value: number): number {
 
 /** One line of an import file: what export writes, with everything but type and content optional. */
 const importLineSchema = z.object({
-  scope: z.string().min(1).optional(),
+  // As a scope named over HTTP (and the scope headers): at most 256 characters.
+  scope: z.string().min(1).max(MAX_SESSION_ID_LENGTH, `at most ${MAX_SESSION_ID_LENGTH} characters`).optional(),
   type: z.enum(MEMORY_TYPES),
   // No length cap here: an export holds raw turns, which may be longer than a unit written by hand.
   content: z.string().trim().min(1),

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
-import { deriveScope, readTurnSignals } from '../conversation/index.js';
+import { bounded, deriveScope, readTurnSignals } from '../conversation/index.js';
 import { BadRequestError, ConflictError, NotFoundError, PermissionError } from '../errors.js';
 import {
   exportMemory,
@@ -267,6 +267,8 @@ function scopeFor(caller: Caller, requested: string | undefined, param: string, 
   // `?scope=` is a mistake (an unset variable in a script), not a scope: refused as such, not as another scope.
   if (requested === '')
     throw new BadRequestError('scope_empty', `The ${param} parameter is empty: name a scope, or leave it out for this request's own scope.`, param);
+  // Capped as the scope headers are, before anything else: with the admin token it would be stored.
+  bounded(requested, param, param);
   if (requested === undefined || requested === caller.scope) return caller.scope;
   if (caller.admin) return requested;
   if (requested === SHARED_SCOPE) {
