@@ -249,6 +249,26 @@ describe('dashboard: skills', { skip }, () => {
     });
   });
 
+  test('a SKILL.md saved with only its bookkeeping lines edited says it is unchanged and writes no version', async () => {
+    await withPage(browser, {}, async ({ page }) => {
+      const onDisk = readFileSync(deployFile(), 'utf8');
+      const versions = (await info(DEPLOY_SKILL.name)).versions.length;
+      const generation = (await status(proxy)).skills.generation as number;
+      await page.goto(`${proxy.url}/ui#/skills/${DEPLOY_SKILL.name}`);
+      const editor = page.getByLabel('SKILL.md text');
+      await editor.waitFor();
+      await editor.fill(onDisk.replace(/^updated_at: .*$/m, "updated_at: '2020-01-01T00:00:00.000Z'"));
+      await page.getByRole('button', { name: 'Save as a new version' }).click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: /^Unchanged: blue-green-deploys v\d+ already says this: no new version was written\.$/ })
+        .waitFor();
+      assert.equal(readFileSync(deployFile(), 'utf8'), onDisk, 'nothing written');
+      assert.equal((await info(DEPLOY_SKILL.name)).versions.length, versions);
+      assert.equal((await status(proxy)).skills.generation, generation);
+    });
+  });
+
   test('text that reads like a prompt injection is refused until the person saves it anyway', async () => {
     await withPage(browser, { allowErrors: /400 \(Bad Request\)/ }, async ({ page }) => {
       const onDisk = readFileSync(deployFile(), 'utf8');

@@ -103,8 +103,8 @@ export function SkillDetailView(props: { name: string }) {
               key=${data.version}
               name=${data.name}
               text=${data.text}
-              onSaved=${(version: number) => {
-                setSaved(`Saved ${data.name} v${version}.`);
+              onSaved=${(version: number, unchanged?: string) => {
+                setSaved(unchanged ? `Unchanged: ${unchanged}` : `Saved ${data.name} v${version}.`);
                 // Back to the default diff (the change just saved); the new address loads the page again.
                 if (window.location.hash === skillLink(data.name)) loaded.reload();
                 else window.location.hash = skillLink(data.name);
@@ -227,8 +227,8 @@ function DiffView(props: { data: SkillDetail }) {
   </section>`;
 }
 
-/** The whole SKILL.md as on disk; saving writes it as a new version (PUT /v1/skills/<name>). */
-function EditForm(props: { name: string; text: string; onSaved: (version: number) => void }) {
+/** The whole SKILL.md as on disk; saving writes it as a new version (PUT /v1/skills/<name>), unless it says what the current one does. */
+function EditForm(props: { name: string; text: string; onSaved: (version: number, unchanged?: string) => void }) {
   const [text, setText] = useState(props.text);
   const [error, setError] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
@@ -236,8 +236,13 @@ function EditForm(props: { name: string; text: string; onSaved: (version: number
     setBusy(true);
     setError(undefined);
     try {
-      const result = await send<{ version: number }>('PUT', `/v1/skills/${encodeURIComponent(props.name)}`, force ? { text, force } : { text });
-      props.onSaved(result.version);
+      const result = await send<{ version: number; action: string; message?: string }>(
+        'PUT',
+        `/v1/skills/${encodeURIComponent(props.name)}`,
+        force ? { text, force } : { text },
+      );
+      // A text that says what the current version does (only its bookkeeping lines edited) writes no version.
+      props.onSaved(result.version, result.action === 'unchanged' ? result.message : undefined);
     } catch (failure) {
       setError(failure instanceof Error ? failure.message : String(failure));
       setBusy(false);
