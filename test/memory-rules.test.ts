@@ -118,6 +118,18 @@ describe('standing rules learned from corrections (no extractor)', () => {
     });
   });
 
+  test('an order after a recurring point in the work ("Before every commit, run lint first", "After each merge, delete the branch") is a standing rule; the same opening before what someone does is not', async () => {
+    await withProxy(async (proxy, client) => {
+      const told = [
+        'Before every flight, I have to take a pill for the nerves.',
+        'Before every meeting, my boss checks the agenda twice.',
+        'After each run, the cache clears itself.',
+      ];
+      const orders = ['Before every commit, run lint first.', 'After each merge, delete the branch.', 'Before any release, always update the changelog.'];
+      assert.deepEqual((await coreAfterSaying(proxy, client, 'every-point', [...told, ...orders])).sort(), [...orders].sort());
+    });
+  });
+
   test('eight per-file backup corrections become one rule, in the user’s words with the file as a placeholder, citing all eight', async () => {
     await withProxy(async (proxy, client) => {
       const files = [

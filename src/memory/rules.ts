@@ -126,6 +126,13 @@ const CONDITION = [
   /(^|[:：—–]\s*)(before|after|whenever|each time|every time|once)\s+(you|we|anyone|someone|\w+ing)\b/i,
   /(之前|之后)|(你|我们|每次|每当|凡是)[^，,。；;]*的时候/,
 ];
+/**
+ * A recurring point in the work, then an order: "Before every commit, run lint first", "After each
+ * merge, delete the branch", "Before any deploy, always run the tests". The verb must open what
+ * follows the comma: "Before every flight, I have to take a pill" tells the user's own habit.
+ */
+const EVERY_POINT_ORDER =
+  /^\s*(?:before|after|on|with)\s+(?:every|each|any)\s+[^,;]{1,80},\s*(?:please\s+)?(?:(?:always|first|also)\s+)?(?:run|re-?run|check|double-check|test|lint|format|update|bump|back up|backup|copy|save|commit|push|pull|rebase|squash|tag|delete|remove|clean up|write|add|create|make|use|put|keep|name|include|append|log|ask|tell|remind|confirm|review|verify|build|compile|notify|send|mention|note|record|document|regenerate|refresh|clear|sign|attach|announce|archive)\b/i;
 const PREFERENCE = [
   /\b(i prefer|i'd prefer|i would prefer|my preference is|i like it when|we require|required:|our (convention|rule|policy|standard|style|practice) (is|says)|the (convention|rule|policy|standard) (here )?(is|says))\b/i,
   /(我(更)?喜欢|我希望你(以后|总是|都)|我们的(规矩|规范|规定|约定|惯例)|按照惯例)/,
@@ -280,7 +287,9 @@ function classify(sentence: string, corrective: boolean): StatedRule['kind'] | u
     return 'rule';
   const specific = matches(SPECIFIC, sentence.replace(EXAMPLE, ''));
   // A recurring condition, then what to do ("before you modify X, copy it"; "改了 X 之后也要…").
-  const condition = matches(CONDITION, sentence) && matches(INSTRUCTION, afterHabit ?? sentence.replace(/^[^,，]*?(,|，|之前|之后|的时候)\s*/, ''));
+  const condition =
+    (matches(CONDITION, sentence) && matches(INSTRUCTION, afterHabit ?? sentence.replace(/^[^,，]*?(,|，|之前|之后|的时候)\s*/, ''))) ||
+    EVERY_POINT_ORDER.test(sentence);
   // Quantified or modal sentences are also how one task is specified ("all prices on the receipt
   // screen need to be right-aligned"): they are rules only with something more.
   const general =
