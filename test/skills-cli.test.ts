@@ -221,7 +221,40 @@ describe('metaclaw skills commands', () => {
     assert.doesNotMatch(again.stdout, /--overwrite/);
     const forced = await runCli(['skills', 'install-starter', '--force'], { home });
     assert.equal(forced.code, 0, forced.stderr);
-    assert.match(forced.stdout, /Installed 42 skills/);
+    // Untouched starters are already what --force would write: none gets a copy as a new version.
+    assert.match(forced.stdout, /Installed 0 skills/);
+    assert.match(forced.stdout, /Unchanged 42 \(already as in the library; no new version\)/);
+  });
+
+  test('importing the same folder again writes no new version and bumps no generation: its skills are reported unchanged; an edited one is replaced', async () => {
+    const home = tempHome();
+    const source = tempHome('skills-import-');
+    const file = join(source, 'release-notes', 'SKILL.md');
+    write(
+      file,
+      '---\nname: release-notes\ndescription: Use when writing release notes from merged pull requests.\n---\n\n# Release notes\n\nGroup by feature.\n',
+    );
+    write(
+      join(source, 'deploy-checks', 'SKILL.md'),
+      '---\nname: deploy-checks\ndescription: Use when checking a deploy before it goes out.\n---\n\n# Checks\n\nRun the smoke tests.\n',
+    );
+    const first = await runCli(['skills', 'import', source, '--json'], { home });
+    assert.equal(first.code, 0, first.stderr);
+    const generation = (JSON.parse(first.stdout) as { generation: number }).generation;
+    const again = await runCli(['skills', 'import', source, '--overwrite', '--json'], { home });
+    assert.equal(again.code, 0, again.stderr);
+    const report = JSON.parse(again.stdout) as { imported: string[]; unchanged: string[]; generation?: number };
+    assert.deepEqual(report.imported, []);
+    assert.deepEqual(report.unchanged.sort(), ['deploy-checks', 'release-notes']);
+    assert.equal(report.generation, undefined);
+    const shown = JSON.parse((await runCli(['skills', 'show', 'release-notes', '--json'], { home })).stdout) as { version: number; versions: unknown[] };
+    assert.equal(shown.version, 1);
+    assert.equal(shown.versions.length, 1);
+    write(file, readFileSync(file, 'utf8').replace('Group by feature.', 'Group by feature, newest first.'));
+    const edited = await runCli(['skills', 'import', source, '--overwrite'], { home });
+    assert.match(edited.stdout, new RegExp(`Imported 1 skills \\(generation ${generation + 1}\\)`));
+    assert.match(edited.stdout, /Unchanged 1 \(already as in the library; no new version\): deploy-checks/);
+    assert.equal((JSON.parse((await runCli(['skills', 'show', 'release-notes', '--json'], { home })).stdout) as { version: number }).version, 2);
   });
 
   test("show labels a skill's credit figures", async () => {

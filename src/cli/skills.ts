@@ -415,6 +415,7 @@ function printReport(report: ImportReport, json: boolean | undefined, verb: stri
   if (json) return print(JSON.stringify(report, null, 2));
   print(`${verb} ${report.imported.length} skills${report.generation === undefined ? '' : ` (generation ${report.generation})`}.`);
   if (report.imported.length > 0) print(`  ${report.imported.join(', ')}`);
+  if (report.unchanged.length > 0) print(`Unchanged ${report.unchanged.length} (already as in the library; no new version): ${report.unchanged.join(', ')}`);
   if (report.skipped.length > 0) {
     print(`Skipped ${report.skipped.length}:`);
     for (const skipped of report.skipped) print(`  ${skipped.path}: ${skipped.reason}`);

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { redactSecrets } from '../text/index.js';
 import { normaliseName } from './evolution/apply.js';
 import { skillInjectionReason } from './screen.js';
-import { categorySchema, parseLegacyFrontmatter, parseSkillFile } from './skill-file.js';
+import { categorySchema, parseLegacyFrontmatter, parseSkillFile, sameSkillContent } from './skill-file.js';
 import type { SkillsService } from './service.js';
 
 /** The starter bank shipped with MetaClaw-TS (our own texts). */
@@ -12,6 +12,8 @@ export const STARTER_DIR = fileURLToPath(new URL('../../skills-starter/', import
 
 export interface ImportReport {
   imported: string[];
+  /** Skills whose SKILL.md already says what the library's version does: no new version (see sameSkillContent). */
+  unchanged: string[];
   skipped: Array<{ path: string; reason: string }>;
   /** Skills whose text reads like prompt injection: refused, or imported anyway with `force`. */
   suspicious: Array<{ name: string; path: string; reason: string; imported: boolean }>;
@@ -36,7 +38,7 @@ export function importSkills(
   folder: string,
   options: { overwrite?: boolean; force?: boolean; origin?: 'imported' | 'starter'; action?: 'import' | 'install' } = {},
 ): ImportReport {
-  const report: ImportReport = { imported: [], skipped: [], suspicious: [], generation: undefined };
+  const report: ImportReport = { imported: [], unchanged: [], skipped: [], suspicious: [], generation: undefined };
   if (!existsSync(folder)) {
     report.skipped.push({ path: folder, reason: 'folder not found' });
     return report;
@@ -60,6 +62,16 @@ export function importSkills(
       report.skipped.push({ path, reason: `a skill named ${draft.name} already exists (use ${flag} to replace it)` });
       continue;
     }
+    // An imported skill is injected into prompts: a key pasted into its text must not travel with it.
+    const redacted = { ...draft, description: redactSecrets(draft.description), body: redactSecrets(draft.body) };
+    const current = service.library.get(draft.name);
+    if (current && sameSkillContent(current, redacted)) {
+      // The same text again (an import re-run, `install-starter --force` over untouched starters) is no
+      // change: a new version would fill the history with copies and bump the generation for nothing.
+      copySupportingFiles(join(folder, entry.name), join(service.library.dir, draft.name));
+      report.unchanged.push(draft.name);
+      continue;
+    }
     const injection = skillInjectionReason(draft);
     if (injection && !options.force) {
       report.suspicious.push({ name: draft.name, path, reason: injection, imported: false });
@@ -67,13 +79,7 @@ export function importSkills(
     }
     report.generation ??= service.history.bumpGeneration();
     try {
-      // An imported skill is injected into prompts: a key pasted into its text must not travel with it.
-      service.applyDraft(
-        { ...draft, description: redactSecrets(draft.description), body: redactSecrets(draft.body), origin: options.origin ?? 'imported' },
-        options.action ?? 'import',
-        `import from ${folder}`,
-        report.generation,
-      );
+      service.applyDraft({ ...redacted, origin: options.origin ?? 'imported' }, options.action ?? 'import', `import from ${folder}`, report.generation);
       copySupportingFiles(join(folder, entry.name), join(service.library.dir, draft.name));
       report.imported.push(draft.name);
       if (injection) report.suspicious.push({ name: draft.name, path, reason: injection, imported: true });
