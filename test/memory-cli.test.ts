@@ -228,6 +228,16 @@ describe('memory API and CLI', () => {
     );
   });
 
+  test('a --scope longer than 256 characters is refused, as over HTTP, and nothing is stored under it; 256 is accepted', async () => {
+    const home = tempHome();
+    const refused = await runCli(['memory', 'add', 'The spare key is under the mat.', '--scope', 'u'.repeat(257)], { home });
+    assert.equal(refused.code, 1, refused.stdout);
+    assert.match(refused.stderr, /--scope: is 257 characters long; MetaClaw accepts at most 256/);
+    const stats = JSON.parse((await runCli(['memory', 'stats', '--json'], { home })).stdout) as { scopes: unknown[] };
+    assert.deepEqual(stats.scopes, []);
+    assert.equal((await runCli(['memory', 'add', 'The spare key is under the mat.', '--scope', 'u'.repeat(256)], { home })).code, 0);
+  });
+
   test('memory show prints the whole content, line breaks kept; the one-line lists stay short', async () => {
     const home = tempHome();
     const content = `${Array.from({ length: 60 }, (_, index) => `word${index}`).join(' ')}\nSecond line of the note.`;

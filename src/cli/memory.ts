@@ -1,7 +1,7 @@
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { progress } from '@clack/prompts';
 import type { Command } from 'commander';
-import { ConversationStore } from '../conversation/index.js';
+import { ConversationStore, MAX_SESSION_ID_LENGTH } from '../conversation/index.js';
 import { JobQueue } from '../learning/index.js';
 import { silentLogger } from '../logging/index.js';
 import {
@@ -62,6 +62,9 @@ function withMemory<T extends MemoryOptions>(action: (opened: OpenMemory, option
   return async (options) => {
     // As over HTTP (and as memory.scope): a scope has a name; "" stored units no route could reach.
     if (options.scope !== undefined && options.scope.trim() === '') throw new CliExit('--scope: must name a scope (it is empty).');
+    // As over HTTP: a scope no header or body could name would be stored where no route reaches it.
+    if (options.scope !== undefined && options.scope.length > MAX_SESSION_ID_LENGTH)
+      throw new CliExit(`--scope: is ${options.scope.length} characters long; MetaClaw accepts at most ${MAX_SESSION_ID_LENGTH}.`);
     const opened = openMemory(options);
     try {
       await action(opened, options);
