@@ -283,6 +283,72 @@ describe('memory recall through a clarifying question (no extractor)', () => {
   });
 });
 
+describe("memory recall through a session's first user turn (no extractor)", () => {
+  const suite = proxyWithoutLearning();
+
+  /** One session of alternating user and assistant turns, a minute apart, `daysAgo` days back. */
+  async function ingestSession(scope: string, session: string, daysAgo: number, turns: readonly string[]): Promise<void> {
+    const start = Date.now() - daysAgo * DAY;
+    await api(
+      suite.proxy,
+      '/v1/memory/ingest',
+      {
+        session_id: session,
+        turns: turns.map((content, index) => ({ role: index % 2 === 0 ? 'user' : 'assistant', content, timestamp: start + index * 60_000 })),
+      },
+      scope,
+    );
+  }
+
+  test("a later user turn that never names the session's topic is recalled by the words of the turn that opened the session", async () => {
+    const scope = 'session-topic';
+    await ingestSession(scope, 'benfica', 30, [
+      'We found a flat in Benfica, three bedrooms near the metro!',
+      'Congratulations! When do you move in?',
+      'On the second of May, the movers are booked.',
+      'Good. Anything else worth knowing?',
+      'The landlady is Senhora Alves, and she adores cats.',
+      'Lovely, that makes things easier with Mochi.',
+    ]);
+    // Newer memories that share the question's one other word (and name someone, as the answer does): without the session, they fill the first places.
+    const others = [
+      "Marta's landlady raised the rent again.",
+      'The landlady in Porto, Dona Rosa, never fixed the heater.',
+      'Our office landlady, Mrs Costa, wants the keys back by Friday.',
+      "Pedro's landlady lets him keep a piano in the hall.",
+      'The landlady of the gym building, Senhora Lopes, complained about noise.',
+      "Bruno's landlady is selling the whole building.",
+    ];
+    for (const [index, content] of others.entries()) await ingestSession(scope, `other-${index}`, 10 - index, [content]);
+    const results = (await search(suite.proxy, 'Who is the landlady of the Benfica flat?', scope)).map((result) => result.content);
+    assert.ok(results.includes('The landlady is Senhora Alves, and she adores cats.'), `the turn that names her is recalled: ${JSON.stringify(results)}`);
+  });
+
+  test('the turn that opened a session is recalled by a word the user said later in it', async () => {
+    const scope = 'session-opening';
+    await ingestSession(scope, 'niro', 40, [
+      'Done, we got the Kia Niro! White, 2021, 19,500 euros.',
+      'Congratulations. Did the dealer include anything?',
+      'New tyres and a year of warranty.',
+      'That is a decent deal.',
+      'The salesman pushed an extended warranty for the hybrid; we said no.',
+      'Usually the right call.',
+    ]);
+    // Newer memories that share the question's other word (and hold an amount, as the answer does): without the session, they fill the first places.
+    const others = [
+      'The gym is 45 euros a month.',
+      'Parking downtown is 20 euros a day.',
+      'The school trip was 120 euros.',
+      "Leo's new shoes were 60 euros.",
+      'The concert tickets were 80 euros each.',
+      'Our internet bill is 35 euros.',
+    ];
+    for (const [index, content] of others.entries()) await ingestSession(scope, `other-${index}`, 10 - index, [content]);
+    const results = (await search(suite.proxy, 'How many euros did the hybrid cost?', scope)).map((result) => result.content);
+    assert.ok(results.includes('Done, we got the Kia Niro! White, 2021, 19,500 euros.'), `the turn that names the car is recalled: ${JSON.stringify(results)}`);
+  });
+});
+
 describe('memory recall across wordings and languages (no extractor)', () => {
   const suite = proxyWithoutLearning();
 

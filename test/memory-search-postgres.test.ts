@@ -99,7 +99,15 @@ const QUERIES = [
 function comparable(search: KeywordSearch | PgKeywordSearch) {
   const hits =
     'hits' in search
-      ? search.hits.map((hit) => ({ id: hit.id, weight: hit.weight, matched: hit.matched, related: hit.related, partial: hit.partial, kindred: hit.kindred }))
+      ? search.hits.map((hit) => ({
+          id: hit.id,
+          weight: hit.weight,
+          matched: hit.matched,
+          related: hit.related,
+          partial: hit.partial,
+          kindred: hit.kindred,
+          session: hit.session,
+        }))
       : search.candidates.map((candidate) => ({
           id: candidate.unit.id,
           weight: candidate.bm25,
@@ -107,6 +115,7 @@ function comparable(search: KeywordSearch | PgKeywordSearch) {
           related: [...candidate.related],
           partial: [...(candidate.partial ?? [])],
           kindred: [...(candidate.kindred ?? [])],
+          session: [...(candidate.session ?? [])],
         }));
   return { hits, idf: [...search.idf].sort(), unknown: [...search.unknown].sort() };
 }
@@ -116,13 +125,26 @@ describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => 
   let pool: pg.Pool;
   let url: string;
   let search: PgMemorySearch;
-  const store = new MemoryStore(openDatabase(':memory:'));
+  const db = openDatabase(':memory:');
+  const store = new MemoryStore(db);
   const ids: string[] = [];
 
-  /** Writes every unit's entry, as SQLite holds it now, into PostgreSQL. */
+  /**
+   * Writes every unit's entry, as SQLite holds it now, into PostgreSQL, and the units themselves
+   * (the search reads the sessions of raw turns from memory_units, as the team store holds them).
+   */
   async function mirror(): Promise<void> {
     const entries = [...store.iterate()].map((unit) => ({ ...store.indexEntry(unit.id)!, id: unit.id, active: unit.status === 'active' }));
     await search.index(entries);
+    const rows = db.prepare('SELECT rowid, * FROM memory_units ORDER BY rowid').all() as Array<Record<string, unknown>>;
+    await pool.query('DELETE FROM memory_units');
+    for (const row of rows) {
+      const columns = Object.keys(row);
+      await pool.query(
+        `INSERT INTO memory_units (${columns.join(', ')}) OVERRIDING SYSTEM VALUE VALUES (${columns.map((_, index) => `$${index + 1}`).join(', ')})`,
+        columns.map((column) => row[column]),
+      );
+    }
   }
 
   /** The retriever's keyword search on each engine for the same query (the retriever chooses terms, translations and depth). */
@@ -160,6 +182,7 @@ describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => 
                   related: new Set(hit.related),
                   partial: new Set(hit.partial),
                   kindred: new Set(hit.kindred),
+                  session: new Set(hit.session),
                   bm25: hit.weight,
                 })),
                 idf: found.idf,
@@ -224,6 +247,11 @@ describe('memory keyword search in PostgreSQL', { skip: postgresSkip() }, () => 
     assert.ok(
       knee.hits.some((hit) => hit.related.length > 0),
       'a neighbouring turn lends its words',
+    );
+    const fixed = (await bothRecalls(ALICE, 'what fixed the migration on staging')).keyword.postgres;
+    assert.ok(
+      fixed.hits.some((hit) => hit.session.length > 0),
+      "a session's first user turn lends its words to the user's later turns",
     );
   });
 

@@ -244,7 +244,9 @@ for (const engine of engines()) {
 
       test('forgetting the middle of three raw turns links the third to the first: it is found by the first’s words, no longer by the forgotten one’s', async () => {
         const { memory } = stores;
-        const [first, middle, third] = await memory.ingest(ALICE, 'anxious-dog', [
+        // The session opens with another user turn: its first one would lend its words to the user turns after it anyway.
+        const [, first, middle, third] = await memory.ingest(ALICE, 'anxious-dog', [
+          { id: 'turn-0', role: 'user', content: 'Can I ask you something about our pets?' },
           { id: 'turn-1', role: 'user', content: 'My greyhound Pepper hides under the bed during thunderstorms.' },
           { id: 'turn-1', role: 'assistant', content: 'A quiet crate draped with a blanket often calms an anxious dog.' },
           { id: 'turn-2', role: 'user', content: 'Fireworks on New Year are worse still.' },

@@ -53,6 +53,22 @@ const MOST_GLOSS_TERMS = 200;
 /** An English query term that may be the short form of a longer word: only these are looked up as a prefix. */
 export const SHORTENED = /^[a-z]{4,}$/;
 export const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
+/**
+ * A session is about what its first user turn says ("We found a flat in Benfica!"); the user's later
+ * turns answer without naming it ("May 2. The landlord loves cats."), or name a detail the opening
+ * lacks. So a query term the opening holds also counts, this much, for the user turns after it,
+ * and one a later user turn holds for the opening. Below the neighbours' weight: a session is a
+ * looser tie than the next turn. Tuned on the dev histories (0.1–0.2 within a question or two;
+ * 0.3 lost questions whose answer is the opening itself, outranked by its own session's turns).
+ */
+export const SESSION_WEIGHT = 0.15;
+/**
+ * Terms held by more units than this lend no credit through sessions: each holder costs a look-up
+ * of its session, and a common term says little about which session a question means.
+ */
+export const SESSION_MAX_FREQUENCY = 30;
+/** How many of the user turns after a session's opening one it lends its words to (the answers come soon after it). */
+export const SESSION_FOLLOWERS = 2;
 /** Terms held by more units than this are not looked up through neighbours. */
 export const NEIGHBOUR_MAX_FREQUENCY = 60;
 /** The neighbour terms taken from each side (the first ones: a long answer's opening says what it is about). */
@@ -224,6 +240,14 @@ export interface PostingSource {
   neighbours(term: string): { after: readonly number[]; before: readonly number[] };
   /** The raw turn before each of these units, for those that have one. */
   previousOf(rowids: readonly number[]): ReadonlyArray<{ rowid: number; previous: number }>;
+  /**
+   * For those of these units that are a user's raw turn in a session, in rowid order: the session's
+   * first user turn (`opening`, the unit itself for an opening) and, for an opening, the next
+   * SESSION_FOLLOWERS user turns of its session (`followers`, in order; none for the others).
+   * Absent for the search of feedback terms (as written): a session's turns would all share in the
+   * words of its best turn, which say nothing of them.
+   */
+  sessions?(rowids: readonly number[]): ReadonlyArray<{ rowid: number; opening: number; followers: readonly number[] }>;
 }
 
 /** A unit that matched, with the query terms it matched and how. */
@@ -234,6 +258,8 @@ export interface RankedPosting {
   related: string[];
   partial: string[];
   kindred: string[];
+  /** Query terms found only in another user turn of its session (see SESSION_WEIGHT). */
+  session: string[];
 }
 
 export interface RankedPostings {
@@ -271,7 +297,7 @@ export function rankPostings(source: PostingSource, terms: readonly string[], si
   const weights = new Map<number, RankedPosting>();
   const entry = (rowid: number) => {
     let found = weights.get(rowid);
-    if (!found) weights.set(rowid, (found = { rowid, weight: 0, matched: [], related: [], partial: [], kindred: [] }));
+    if (!found) weights.set(rowid, (found = { rowid, weight: 0, matched: [], related: [], partial: [], kindred: [], session: [] }));
     return found;
   };
   const credit = (rowid: number, term: string, idf: number) => {
@@ -282,6 +308,8 @@ export function rankPostings(source: PostingSource, terms: readonly string[], si
   };
   /** Units whose entry holds a term as said in the turn after them (before → the unit before it gets the credit). */
   const before = new Map<number, Array<[string, number]>>();
+  /** Units holding a term rare enough to be looked up through their sessions. */
+  const held = new Map<number, Array<[string, number]>>();
   for (const term of terms) {
     const postings = source.postings(term);
     const { rows, partial, kindred } = postings;
@@ -311,6 +339,12 @@ export function rankPostings(source: PostingSource, terms: readonly string[], si
     }
     // Through neighbours, only terms rare enough to say something: a common one would triple the cost and add noise.
     if (rows.length > NEIGHBOUR_MAX_FREQUENCY) continue;
+    if (rows.length <= SESSION_MAX_FREQUENCY)
+      for (const rowid of rows) {
+        const terms = held.get(rowid);
+        if (terms) terms.push([term, idf]);
+        else held.set(rowid, [[term, idf]]);
+      }
     const neighbours = source.neighbours(term);
     for (const rowid of neighbours.after) credit(rowid, term, idf);
     for (const rowid of neighbours.before) {
@@ -322,6 +356,19 @@ export function rankPostings(source: PostingSource, terms: readonly string[], si
   // A hit in the turn after a unit is the unit's: one lookup finds which unit each of those follows.
   if (before.size > 0)
     for (const { rowid, previous } of source.previousOf([...before.keys()])) for (const [term, idf] of before.get(rowid)!) credit(previous, term, idf);
+  // Then through sessions (after the neighbours: a term a unit holds or borrows from the next turn counts that way once).
+  if (held.size > 0 && source.sessions) {
+    const sessionCredit = (rowid: number, term: string, idf: number) => {
+      const found = entry(rowid);
+      if (found.matched.includes(term) || found.related.includes(term) || found.session.includes(term)) return;
+      found.weight += idf * SESSION_WEIGHT;
+      found.session.push(term);
+    };
+    for (const { rowid, opening, followers } of source.sessions([...held.keys()]))
+      for (const [term, idf] of held.get(rowid)!)
+        if (opening !== rowid) sessionCredit(opening, term, idf);
+        else for (const follower of followers) sessionCredit(follower, term, idf);
+  }
   // A stable sort: equal weights keep the order units were met in, the same in both engines.
   const ranked = [...weights.values()].sort((a, b) => b.weight - a.weight);
   return { ranked, idf: idfs, unknown };

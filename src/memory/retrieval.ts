@@ -15,7 +15,7 @@ import {
   type GlossaryLanguage,
   type WeightedTerm,
 } from '../text/index.js';
-import { KINDRED_WEIGHT, NEIGHBOUR_WEIGHT, PARTIAL_WEIGHT, type Candidate, type KeywordSearch, type MemoryStore } from './store.js';
+import { KINDRED_WEIGHT, NEIGHBOUR_WEIGHT, PARTIAL_WEIGHT, SESSION_WEIGHT, type Candidate, type KeywordSearch, type MemoryStore } from './store.js';
 import { distinctHits } from './distinct.js';
 import { EXPANSION_WEIGHT, expansionShare, withFeedback, type Expansion, type Feedback } from './feedback.js';
 import { timeWindowOf, type TimeWindow } from './time-window.js';
@@ -252,13 +252,18 @@ export class MemoryRetriever {
     const answer = expectedAnswer(request.query);
     const scored: Array<MemoryHit & { keyword: number }> = [];
     let cutCounts = false;
-    for (const { unit, terms: unitTerms, related, partial, kindred } of candidates.values()) {
+    for (const { unit, terms: unitTerms, related, partial, kindred, session } of candidates.values()) {
       if (!this.eligible(unit, request)) continue;
       // A term said in the turn next to a unit counts NEIGHBOUR_WEIGHT of one in the unit itself; one held in another form, PARTIAL_WEIGHT.
       const holds = (term: string) =>
         unitTerms.has(term)
           ? 1
-          : Math.max(partial?.has(term) ? PARTIAL_WEIGHT : 0, kindred?.has(term) ? KINDRED_WEIGHT : 0, related.has(term) ? NEIGHBOUR_WEIGHT : 0);
+          : Math.max(
+              partial?.has(term) ? PARTIAL_WEIGHT : 0,
+              kindred?.has(term) ? KINDRED_WEIGHT : 0,
+              related.has(term) ? NEIGHBOUR_WEIGHT : 0,
+              session?.has(term) ? SESSION_WEIGHT : 0,
+            );
       // A unit that holds none of the query's words but another form of one of its verbs ("kept" for
       // "keep") shares only how something was done, not what: the match says nothing of the unit.
       const matched = inflections.size > 0 && matchedMass(terms, translated, idf, holds) === 0 ? 0 : matchedMass(terms, alternatives, idf, holds);

@@ -9,6 +9,7 @@ import {
   GLOSS_MARK,
   KINDRED_MARK,
   KINDRED_POSTINGS,
+  SESSION_FOLLOWERS,
   POSTINGS_PER_TERM,
   hasEnglishForms,
   indexTokens,
@@ -25,7 +26,7 @@ import {
 } from './keyword-index.js';
 import type { MemoryUnitReader, MemoryUnitWriter } from '../store/ports.js';
 
-export { KINDRED_WEIGHT, NEIGHBOUR_WEIGHT, PARTIAL_WEIGHT, idfOf } from './keyword-index.js';
+export { KINDRED_WEIGHT, NEIGHBOUR_WEIGHT, PARTIAL_WEIGHT, SESSION_WEIGHT, idfOf } from './keyword-index.js';
 
 /** A memory_units row as SQLite returns it (the team store reads PostgreSQL's into this shape). */
 export interface UnitRow {
@@ -74,6 +75,8 @@ export interface Candidate {
   partial?: Set<string>;
   /** Query terms the unit holds only as a word related to one of its own (see `KINDRED_WEIGHT`); absent when none. */
   kindred?: Set<string>;
+  /** Query terms found only in another user turn of the unit's session (see `SESSION_WEIGHT`); absent when none. */
+  session?: Set<string>;
   bm25: number;
 }
 
@@ -136,6 +139,17 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
   /** Document frequencies (reading one walks the term's whole posting list), kept until a change. */
   private readonly frequencies = new Map<string, number>();
   private readonly deleteListeners: Array<(rowid: number) => void> = [];
+  /**
+   * What search learned of units' sessions (`sessionsOf`): each asked unit's scope and session when
+   * it is a user's raw turn (null otherwise), each session's first user turn, and the user turns
+   * after a first one once there are SESSION_FOLLOWERS. Reading a unit's row costs a page read
+   * (rows are spread over the file): ~15 % of a search's time at 10k units, uncached. None of these
+   * change while the unit lives (scope, session, origin and speaker are never edited; later turns
+   * only add followers, cached once complete); any deletion clears them all.
+   */
+  private readonly turnSessions = new Map<number, { scope: string; session: string } | null>();
+  private readonly openings = new Map<string, number>();
+  private readonly followerLists = new Map<number, number[]>();
 
   constructor(private readonly db: Db) {
     this.statements = {
@@ -223,6 +237,20 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
       lastRaw: db.prepare<[string, string], LinkedTurn>(
         "SELECT rowid, terms, content, neighbour_terms, speaker FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? ORDER BY rowid DESC LIMIT 1",
       ),
+      // Which units are a user's raw turn, and in which session; a session's first user turn; the user turns after one (migration 27: from memory_units_session alone).
+      userTurns: db.prepare<[string], { rowid: number; scope: string; source_session: string }>(
+        "SELECT rowid, scope, source_session FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?)) AND origin = 'raw_turn' AND speaker = 'user' AND source_session IS NOT NULL",
+      ),
+      opening: db
+        .prepare<[string, string], number>(
+          "SELECT rowid FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? AND speaker = 'user' ORDER BY rowid LIMIT 1",
+        )
+        .pluck(),
+      followers: db
+        .prepare<[string, string, number, number], number>(
+          "SELECT rowid FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? AND speaker = 'user' AND rowid > ? ORDER BY rowid LIMIT ?",
+        )
+        .pluck(),
       rawAfter: db.prepare<[number], NeighbourRow>('SELECT rowid, terms FROM memory_units WHERE previous_raw = ?'),
       linkedTurn: db.prepare<[number], LinkedTurn>('SELECT rowid, terms, content, neighbour_terms, speaker FROM memory_units WHERE rowid = ?'),
       setPrevious: db.prepare<[number | null, string, number]>('UPDATE memory_units SET previous_raw = ?, neighbour_terms = ? WHERE rowid = ?'),
@@ -469,6 +497,8 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
 
   /** One unit out, inside the caller's transaction: index entry, vectors, row, links to it; with `scrub`, its text in the turns it came from. */
   private removeRow(row: UnitRow, scrub?: Scrubber, clearLinks = true): void {
+    // A session may have lost its first user turn or one after it (and a rowid may be used again).
+    this.forgetSessions();
     this.statements.deleteFts.run(row.rowid);
     for (const listener of this.deleteListeners) listener(row.rowid);
     this.statements.delete.run(row.id);
@@ -539,7 +569,7 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
       for (let offset = 0; offset < ranked.length && candidates.length < limit; offset += limit) {
         const slice = ranked.slice(offset, offset + limit);
         const rows = new Map(this.statements.byRowids.all(JSON.stringify(slice.map(({ rowid }) => rowid))).map((row) => [row.rowid, row]));
-        for (const { rowid, weight, matched, related, partial, kindred } of slice) {
+        for (const { rowid, weight, matched, related, partial, kindred, session } of slice) {
           const row = rows.get(rowid);
           if (!row || (!includeInactive && row.status !== 'active')) continue;
           // Ranking only asks about query terms, and these are the ones it holds.
@@ -549,6 +579,7 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
             related: new Set(related),
             partial: new Set(partial),
             kindred: new Set(kindred),
+            session: new Set(session),
             bm25: weight,
           });
           if (candidates.length === limit) break;
@@ -584,8 +615,44 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
         const token = scopedTerm(scope, term);
         return { after: this.postings(AFTER_MARK + token), before: this.postings(BEFORE_MARK + token) };
       },
+      sessions: asWritten ? undefined : (rowids) => this.sessionsOf(rowids),
       previousOf: (rowids) => this.statements.previousOf.all(JSON.stringify(rowids)).map(({ rowid, previous_raw }) => ({ rowid, previous: previous_raw })),
     };
+  }
+
+  /** `PostingSource.sessions` on this store: from the caches above, reading what they lack. */
+  private sessionsOf(rowids: readonly number[]): Array<{ rowid: number; opening: number; followers: number[] }> {
+    if (this.turnSessions.size > 100_000) this.forgetSessions();
+    const unknown = rowids.filter((rowid) => !this.turnSessions.has(rowid));
+    if (unknown.length > 0) {
+      for (const rowid of unknown) this.turnSessions.set(rowid, null);
+      for (const { rowid, scope, source_session } of this.statements.userTurns.all(JSON.stringify(unknown)))
+        this.turnSessions.set(rowid, { scope, session: source_session });
+    }
+    const found: Array<{ rowid: number; opening: number; followers: number[] }> = [];
+    for (const rowid of [...rowids].sort((a, b) => a - b)) {
+      const turn = this.turnSessions.get(rowid);
+      if (!turn) continue;
+      const key = `${turn.scope}\u0000${turn.session}`;
+      let opening = this.openings.get(key);
+      if (opening === undefined) {
+        opening = this.statements.opening.get(turn.session, turn.scope) ?? rowid;
+        this.openings.set(key, opening);
+      }
+      let followers: number[] = [];
+      if (opening === rowid) {
+        followers = this.followerLists.get(rowid) ?? this.statements.followers.all(turn.session, turn.scope, rowid, SESSION_FOLLOWERS);
+        if (followers.length === SESSION_FOLLOWERS) this.followerLists.set(rowid, followers);
+      }
+      found.push({ rowid, opening, followers });
+    }
+    return found;
+  }
+
+  private forgetSessions(): void {
+    this.turnSessions.clear();
+    this.openings.clear();
+    this.followerLists.clear();
   }
 
   /**
@@ -762,6 +829,7 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
 
   /** Another process changed units: what this one holds of every scope (and of `also`, which may now be empty) is stale. */
   changedElsewhere(also: readonly string[] = []): void {
+    this.forgetSessions();
     for (const scope of new Set([...this.scopes(), ...this.sizes.keys(), ...also])) this.emit(scope);
   }
 

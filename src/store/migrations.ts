@@ -36,6 +36,16 @@ const REPAIR_UNIT_TIMES = `
   UPDATE memory_units SET valid_from = created_at WHERE valid_from > 8640000000000000 OR valid_from < -8640000000000000;
 `;
 
+/**
+ * Version 27: memory_units_session (source_session, origin) gains scope and speaker, so the look-up
+ * of a session's user turns (memory/keyword-index.ts, SESSION_WEIGHT) reads no unit rows. The old
+ * index is its prefix, so it is replaced rather than kept beside it (one index to write per unit).
+ */
+const SESSION_TURNS_V27 = `
+  DROP INDEX memory_units_session;
+  CREATE INDEX memory_units_session ON memory_units(source_session, origin, scope, speaker);
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -577,5 +587,12 @@ export const MIGRATIONS: readonly Migration[] = [
       'memory units whose observed or valid-from time no Date can hold (ingest once took any number) get the time they were stored: one such unit made every search and export of its scope fail',
     sql: REPAIR_UNIT_TIMES,
     postgres: REPAIR_UNIT_TIMES,
+  },
+  {
+    version: 27,
+    description:
+      "memory units by session also by scope and speaker: recall finds a session's first user turn and the user turns after it from the index alone (a look-up per rare query word's holder)",
+    sql: SESSION_TURNS_V27,
+    postgres: SESSION_TURNS_V27,
   },
 ];

@@ -54,6 +54,8 @@ import {
   KINDRED_POSTINGS,
   NEIGHBOUR_MAX_FREQUENCY,
   POSTINGS_PER_TERM,
+  SESSION_FOLLOWERS,
+  SESSION_MAX_FREQUENCY,
   hasEnglishForms,
   indexWordsVersion,
   needsPrefix,
@@ -119,6 +121,7 @@ export interface SearchHit {
   related: string[];
   partial: string[];
   kindred: string[];
+  session: string[];
 }
 
 /** What `MemoryStore.search` answers, with units named by id (the caller reads them from memory_units). */
@@ -165,6 +168,7 @@ const listsRowSchema = z.object({
   df: z.coerce.number().int().nullable(),
   after: z.string().nullable(),
   before: z.string().nullable(),
+  sessions: z.string().nullable(),
   size: z.coerce.number().int().nullable(),
 });
 const docRowSchema = z.object({ seq: z.coerce.number().int(), unit_id: z.string(), active: z.boolean() });
@@ -172,7 +176,10 @@ const docRowSchema = z.object({ seq: z.coerce.number().int(), unit_id: z.string(
 /**
  * Every list the ranking may read, for every query term, in one statement: its newest holders, the
  * newest holders of its gloss and related-word marks, its df when that list is capped, and — for a
- * term held by few units — its neighbour marks with the raw turn each "before" holder follows.
+ * term held by few units — its neighbour marks with the raw turn each "before" holder follows, and
+ * for each holder that is a user's raw turn its session's first user turn and, for that first one,
+ * the user turns after it (`sessions`: "holder:opening:followers", read from memory_units, which the
+ * index shares a database with).
  * Lists come back as comma-separated sequences, newest first (cheaper to parse than arrays of bigint).
  */
 const LISTS_SQL = `
@@ -188,6 +195,14 @@ SELECT q.i,
   CASE WHEN own.n BETWEEN 1 AND $8 THEN (SELECT string_agg(s.seq || ':' || COALESCE(d.previous_seq::text, ''), ',' ORDER BY s.seq DESC) FROM
     (SELECT seq FROM memory_postings WHERE token = $10 || q.token ORDER BY seq DESC LIMIT $6) s
     LEFT JOIN memory_search_docs d ON d.seq = s.seq) END AS before,
+  CASE WHEN own.n BETWEEN 1 AND $11 THEN (SELECT string_agg(h.rowid || ':' || o.opening || ':' || COALESCE(f.list, ''), ',' ORDER BY h.rowid)
+    FROM memory_units h
+    CROSS JOIN LATERAL (SELECT t.rowid AS opening FROM memory_units t WHERE t.source_session = h.source_session AND t.origin = 'raw_turn'
+      AND t.scope = h.scope AND t.speaker = 'user' ORDER BY t.rowid LIMIT 1) o
+    CROSS JOIN LATERAL (SELECT string_agg(x.rowid::text, ' ' ORDER BY x.rowid) AS list FROM (SELECT t.rowid FROM memory_units t
+      WHERE o.opening = h.rowid AND t.source_session = h.source_session AND t.origin = 'raw_turn' AND t.scope = h.scope AND t.speaker = 'user'
+      AND t.rowid > h.rowid ORDER BY t.rowid LIMIT $12) x) f
+    WHERE h.rowid = ANY(string_to_array(own.seqs, ',')::bigint[]) AND h.origin = 'raw_turn' AND h.speaker = 'user' AND h.source_session IS NOT NULL) END AS sessions,
   (SELECT units FROM memory_scope_sizes WHERE scope = $5) AS size
 FROM unnest($1::text[], $2::boolean[]) WITH ORDINALITY AS q(token, english, i)
 CROSS JOIN LATERAL (SELECT count(*) AS n, string_agg(seq::text, ',' ORDER BY seq DESC) AS seqs FROM
@@ -354,7 +369,7 @@ export class PgMemorySearch {
   }
 
   private async searchIn(client: PoolClient, scope: string, terms: readonly string[], limit: number, options: SearchOptions): Promise<PgKeywordSearch> {
-    const { byTerm, previous, size } = await this.lists(client, scope, terms, options.asWritten ?? false);
+    const { byTerm, previous, sessions, size } = await this.lists(client, scope, terms, options.asWritten ?? false);
     const none = { postings: { rows: [], partial: [], kindred: [], frequency: 0 }, after: [], before: [] };
     const source: PostingSource = {
       postings: (term) => (byTerm.get(term) ?? none).postings,
@@ -366,6 +381,15 @@ export class PgMemorySearch {
             const before = previous.get(rowid);
             return before === undefined ? [] : [{ rowid, previous: before }];
           }),
+      sessions: options.asWritten
+        ? undefined
+        : (rowids) =>
+            [...rowids]
+              .sort((a, b) => a - b)
+              .flatMap((rowid) => {
+                const found = sessions.get(rowid);
+                return found ? [found] : [];
+              }),
     };
     const { ranked, idf, unknown } = rankPostings(source, terms, size, options.translationWeights);
     const hits: SearchHit[] = [];
@@ -376,10 +400,10 @@ export class PgMemorySearch {
         slice.map(({ rowid }) => rowid),
         client,
       );
-      for (const { rowid, weight, matched, related, partial, kindred } of slice) {
+      for (const { rowid, weight, matched, related, partial, kindred, session } of slice) {
         const unit = found.get(rowid);
         if (!unit || (!options.includeInactive && !unit.active)) continue;
-        hits.push({ id: unit.id, sequence: rowid, weight, matched, related, partial, kindred });
+        hits.push({ id: unit.id, sequence: rowid, weight, matched, related, partial, kindred, session });
         if (hits.length === limit) break;
       }
     }
@@ -404,10 +428,14 @@ export class PgMemorySearch {
         NEIGHBOUR_MAX_FREQUENCY,
         AFTER_MARK,
         BEFORE_MARK,
+        // The search of feedback terms lends nothing through sessions (see PostingSource.sessions): none is read.
+        asWritten ? 0 : SESSION_MAX_FREQUENCY,
+        SESSION_FOLLOWERS,
       ],
     });
     const byTerm = new Map<string, { postings: TermPostings; after: number[]; before: number[] }>();
     const previous = new Map<number, number>();
+    const sessions = new Map<number, { rowid: number; opening: number; followers: number[] }>();
     let size = 0;
     for (const raw of lists.rows) {
       const row = listsRowSchema.parse(raw);
@@ -418,6 +446,10 @@ export class PgMemorySearch {
         const [seq, prev] = pair.split(':');
         before.push(Number(seq));
         if (prev) previous.set(Number(seq), Number(prev));
+      }
+      for (const held of row.sessions ? row.sessions.split(',') : []) {
+        const [seq, opening, followers] = held.split(':');
+        sessions.set(Number(seq), { rowid: Number(seq), opening: Number(opening), followers: followers ? followers.split(' ').map(Number) : [] });
       }
       const frequency = rows.length < POSTINGS_PER_TERM ? rows.length : (row.df ?? rows.length);
       byTerm.set(term, { postings: { rows, partial: parseList(row.gloss), kindred: parseList(row.kindred), frequency }, after: parseList(row.after), before });
@@ -433,7 +465,7 @@ export class PgMemorySearch {
         });
         postings.partial = parseList(prefix.rows[0]?.seqs ?? null);
       }
-    return { byTerm, previous, size };
+    return { byTerm, previous, sessions, size };
   }
 
   /** Every connection busy past the pool's connection timeout is as late as a slow statement. */

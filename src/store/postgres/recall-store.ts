@@ -40,6 +40,7 @@ export function pgRecallStore(reads: ReplayedReads, search: PgMemorySearch, pool
           related: new Set(hit.related),
           partial: new Set(hit.partial),
           kindred: new Set(hit.kindred),
+          session: new Set(hit.session),
           bm25: hit.weight,
         }));
         return { candidates, idf: found.idf, unknown: found.unknown } satisfies KeywordSearch;
