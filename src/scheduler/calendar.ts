@@ -168,8 +168,16 @@ async function readCalendar(source: string): Promise<string> {
     if (text.length > MAX_BYTES) throw new Error(`the calendar file is larger than ${MAX_BYTES / 1024 / 1024} MiB`);
     return text;
   }
-  const url = source.replace(/^webcal:/i, 'https:');
-  const response = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'text/calendar, */*' } });
+  const { url, headers } = calendarRequest(source);
+  let response: Response;
+  try {
+    response = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers });
+  } catch (error) {
+    // fetch's own messages can quote the whole URL, secret path and all; they go to the log and
+    // /status, so neither the message nor the error itself (as a cause) is passed on.
+    // eslint-disable-next-line preserve-caught-error
+    throw new Error(`${describeSource(source)} could not be fetched: ${redactUrl(errorMessage(error), source, url)}`);
+  }
   if (!response.ok) throw new Error(`${describeSource(source)} answered HTTP ${response.status}`);
   const declared = Number(response.headers.get('content-length') ?? 0);
   if (declared > MAX_BYTES) throw new Error(`the calendar is larger than ${MAX_BYTES / 1024 / 1024} MiB`);
@@ -177,6 +185,30 @@ async function readCalendar(source: string): Promise<string> {
   if (text.length > MAX_BYTES) throw new Error(`the calendar is larger than ${MAX_BYTES / 1024 / 1024} MiB`);
   if (!text.includes('BEGIN:VCALENDAR')) throw new Error(`${describeSource(source)} did not answer with an ICS calendar`);
   return text;
+}
+
+/**
+ * The URL fetched and its headers. A user and password in the URL (a private feed behind basic
+ * auth: Nextcloud, Fastmail, a self-hosted server) go in an Authorization header: fetch refuses a
+ * URL that carries them.
+ */
+function calendarRequest(source: string): { url: string; headers: Record<string, string> } {
+  const headers: Record<string, string> = { accept: 'text/calendar, */*' };
+  const text = source.replace(/^webcal:/i, 'https:');
+  if (!URL.canParse(text)) throw new Error('scheduler.calendar.ics_url is not a valid URL');
+  const url = new URL(text);
+  if (url.username || url.password) {
+    const credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+    headers['authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
+    url.username = '';
+    url.password = '';
+  }
+  return { url: url.href, headers };
+}
+
+/** `message` with the calendar URL (as configured, or as fetched) replaced by its shown form. */
+function redactUrl(message: string, source: string, fetched: string): string {
+  return [source, fetched].reduce((text, secret) => text.split(secret).join(describeSource(source)), message);
 }
 
 /** A calendar URL often holds a secret token (Google's "secret address"): only its host is shown. */
