@@ -264,9 +264,11 @@ describe('training control without RL', () => {
       assert.equal(response.status, 409);
       const body = (await response.json()) as { error: { code: string; message: string } };
       assert.equal(body.error.code, 'rl_not_running');
+      // The reason names the mode, not just "as configured".
+      assert.match(body.error.message, /RL training is not running: the mode in effect is skills_only \(as configured\)/);
       const result = await proxy.cli(['rl', 'checkpoints']);
       assert.notEqual(result.code, 0);
-      assert.match(result.stderr, /RL training is not running/);
+      assert.match(result.stderr, /RL training is not running: the mode in effect is skills_only/);
     } finally {
       await proxy.dispose();
     }
