@@ -15,6 +15,8 @@ export interface CalendarStatus {
   loaded_at: string | null;
   events: number;
   busy_intervals: number;
+  /** events left out of the last good load: their recurrence could not be expanded (e.g. every minute) */
+  skipped_events: number;
   error: string | null;
 }
 
@@ -23,7 +25,14 @@ export interface BusySource {
   /** how the source is shown (never a secret URL path) */
   readonly label: string;
   /** busy stretches between `from` and `to`, merged and sorted, and how many events they came from */
-  busy(from: number, to: number): Promise<{ intervals: Interval[]; events: number }>;
+  busy(from: number, to: number): Promise<Busy>;
+}
+
+/** Busy time, merged and sorted; `skipped`: events whose recurrence could not be expanded, left out. */
+export interface Busy {
+  intervals: Interval[];
+  events: number;
+  skipped?: number;
 }
 
 /**
@@ -33,6 +42,7 @@ export interface BusySource {
 export class BusyCalendar {
   private busy: Interval[] = [];
   private events = 0;
+  private skipped = 0;
   private loadedAt: number | null = null;
   private error: string | null = null;
   private loading: Promise<void> | undefined;
@@ -68,6 +78,7 @@ export class BusyCalendar {
       loaded_at: this.loadedAt === null ? null : new Date(this.loadedAt).toISOString(),
       events: this.events,
       busy_intervals: this.busy.length,
+      skipped_events: this.skipped,
       error: this.error,
     };
   }
@@ -75,9 +86,10 @@ export class BusyCalendar {
   private async load(): Promise<void> {
     try {
       const now = this.clock.now();
-      const { intervals, events } = await this.from.busy(now - DAY_MS, now + HORIZON_MS);
+      const { intervals, events, skipped } = await this.from.busy(now - DAY_MS, now + HORIZON_MS);
       this.busy = intervals;
       this.events = events;
+      this.skipped = skipped ?? 0;
       this.loadedAt = now;
       this.error = null;
     } catch (error) {
@@ -111,7 +123,7 @@ class IcsSource implements BusySource {
     this.label = describeSource(source);
   }
 
-  async busy(from: number, to: number): Promise<{ intervals: Interval[]; events: number }> {
+  async busy(from: number, to: number): Promise<Busy> {
     const text = await readCalendar(this.source);
     const sha256 = createHash('sha256').update(text).digest('hex');
     if (this.parsed?.sha256 !== sha256) this.parsed = { sha256, calendar: ical.sync.parseICS(text) };
@@ -120,21 +132,30 @@ class IcsSource implements BusySource {
 }
 
 /** The busy time of an ICS document between `from` and `to`, merged and sorted. */
-export function busyIntervals(text: string, from: number, to: number): { intervals: Interval[]; events: number } {
+export function busyIntervals(text: string, from: number, to: number): Busy {
   return busyOf(ical.sync.parseICS(text), from, to);
 }
 
 /** The busy time of a parsed calendar between `from` and `to` (it is only read: a parse serves many loads). */
-function busyOf(parsed: ical.CalendarResponse, from: number, to: number): { intervals: Interval[]; events: number } {
+function busyOf(parsed: ical.CalendarResponse, from: number, to: number): Busy {
   const raw: Interval[] = [];
   let events = 0;
+  let skipped = 0;
   for (const event of Object.values(parsed)) {
     if (!event || event.type !== 'VEVENT') continue;
     // A file from anywhere: an event without a start (node-ical types it as always there) is skipped.
     if (!((event.start as unknown) instanceof Date)) continue;
     events++;
     if (event.recurrenceid) continue; // a moved instance: expanded through its base event
-    const instances = ical.expandRecurringEvent(event, { from: new Date(from), to: new Date(to), expandOngoing: true });
+    let instances: ReturnType<typeof ical.expandRecurringEvent>;
+    try {
+      instances = ical.expandRecurringEvent(event, { from: new Date(from), to: new Date(to), expandOngoing: true });
+    } catch {
+      // One event the expander gives up on (a rule every minute or second passes its iteration
+      // cap) must not cost the whole calendar: it is left out and counted.
+      skipped++;
+      continue;
+    }
     for (const instance of instances) {
       if (!isBusy(instance.event)) continue;
       const start = instance.start.getTime();
@@ -144,7 +165,7 @@ function busyOf(parsed: ical.CalendarResponse, from: number, to: number): { inte
       if (end > start && end > from && start < to) raw.push({ start, end });
     }
   }
-  return { intervals: merge(raw), events };
+  return { intervals: merge(raw), events, skipped };
 }
 
 function isBusy(event: { status?: string; transparency?: string }): boolean {
