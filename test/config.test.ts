@@ -138,6 +138,28 @@ describe('metaclaw config', () => {
     assert.match(revealed.stdout, /sk-very-secret-value-123/);
   });
 
+  test("a calendar's secret iCal address is shown by its host alone (set, show, get) unless --reveal; a file path is shown whole", async () => {
+    const folder = home();
+    const secret = 'https://calendar.google.com/calendar/ical/me%40example.com/private-0123SECRET/basic.ics';
+    const set = await runCli(['config', 'set', 'scheduler.calendar.ics_url', secret], { home: folder });
+    assert.equal(set.code, 0, set.stderr);
+    const shown = [
+      set.stdout,
+      (await runCli(['config', 'show'], { home: folder })).stdout,
+      (await runCli(['config', 'show', '--json'], { home: folder })).stdout,
+    ];
+    shown.push((await runCli(['config', 'get', 'scheduler.calendar.ics_url'], { home: folder })).stdout);
+    for (const text of shown) {
+      assert.doesNotMatch(text, /0123SECRET/);
+      assert.match(text, /https:\/\/calendar\.google\.com\/…/);
+    }
+    const revealed = await runCli(['config', 'get', 'scheduler.calendar.ics_url', '--reveal'], { home: folder });
+    assert.match(revealed.stdout, /private-0123SECRET/);
+    assert.equal(load(folder).values['scheduler.calendar.ics_url'], secret, 'the value itself is kept as given');
+    await runCli(['config', 'set', 'scheduler.calendar.ics_url', '/home/me/work.ics'], { home: folder });
+    assert.match((await runCli(['config', 'get', 'scheduler.calendar.ics_url'], { home: folder })).stdout, /\/home\/me\/work\.ics/);
+  });
+
   test('start refuses an invalid config with a precise message and starts nothing', async () => {
     const folder = home('proxy:\n  port: "not a port"\n');
     const result = await runCli(['start'], { home: folder });

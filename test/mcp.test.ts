@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { CLI, cleanEnv, homeWithStarterSkills, startProxy, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
@@ -45,6 +46,15 @@ describe('metaclaw mcp (Model Context Protocol over stdio)', () => {
     const contents = read.contents[0] as { text: string; mimeType: string };
     assert.equal(contents.mimeType, 'text/markdown');
     assert.match(contents.text, /^---\nname: /, 'the SKILL.md with its frontmatter');
+  });
+
+  test('reading a skill resource that does not exist is an invalid-params error naming it, not an internal error', async () => {
+    await assert.rejects(client.readResource({ uri: 'skill://no-such-skill' }), (error: unknown) => {
+      assert.ok(error instanceof McpError, String(error));
+      assert.equal(error.code, ErrorCode.InvalidParams);
+      assert.match(error.message, /no-such-skill/);
+      return true;
+    });
   });
 
   test('skills_search finds the skill for a task and skills_get returns it; an unknown name is an error result', async () => {

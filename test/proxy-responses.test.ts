@@ -352,6 +352,28 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     assert.equal(turn.seq, 1, 'the refused requests left no turn in the session');
   });
 
+  test('a content part without its payload (text that is not a string, an image with neither URL nor file) and a store that is not a boolean are refused, naming the field; nothing goes upstream', async () => {
+    const user = (part: Record<string, unknown>) => [{ type: 'message', role: 'user', content: [part] }] as never;
+    const refused: Array<[OpenAI.Responses.ResponseCreateParamsNonStreaming, string]> = [
+      [{ model: 'gpt-test', input: user({ type: 'input_text', text: 42 }) }, 'input.0.content.0.text'],
+      [{ model: 'gpt-test', input: user({ type: 'input_text' }) }, 'input.0.content.0.text'],
+      [{ model: 'gpt-test', input: user({ type: 'input_image', detail: 'auto' }) }, 'input.0.content.0'],
+      [{ model: 'gpt-test', input: 'Hello?', store: 'no' as never }, 'store'],
+    ];
+    upstream.reset();
+    for (const [body, field] of refused) {
+      await assert.rejects(client.responses.create(body), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+        assert.equal(error.param, field);
+        return true;
+      });
+    }
+    assert.equal(upstream.modelRequests().length, 0);
+    // An image by file id is still taken (a Responses upstream can resolve it).
+    upstream.reply(openAIReply({ text: 'Seen.' }));
+    await client.responses.create({ model: 'gpt-test', input: user({ type: 'input_image', file_id: 'file-1', detail: 'auto' }) });
+  });
+
   test('an upstream error reaches the SDK as its own error; a stream that breaks midway raises from responses.stream and from the event iterator', async () => {
     upstream.reply(
       errorReply(400, { error: { message: 'The model does not exist.', type: 'invalid_request_error', param: 'model', code: 'model_not_found' } }),

@@ -264,9 +264,22 @@ describe('training control without RL', () => {
       assert.equal(response.status, 409);
       const body = (await response.json()) as { error: { code: string; message: string } };
       assert.equal(body.error.code, 'rl_not_running');
+      // The reason names the mode, not just "as configured".
+      assert.match(body.error.message, /RL training is not running: the mode in effect is skills_only \(as configured\)/);
       const result = await proxy.cli(['rl', 'checkpoints']);
       assert.notEqual(result.code, 0);
-      assert.match(result.stderr, /RL training is not running/);
+      assert.match(result.stderr, /RL training is not running: the mode in effect is skills_only/);
+      // A rollback body of neither form says which forms there are (it was "(body): Invalid input").
+      const admin = readFileSync(join(proxy.home, 'admin-token'), 'utf8').trim();
+      for (const body of [{ step: '3' }, { latest: false }, {}]) {
+        const refused = await fetch(`${proxy.url}/v1/rl/rollback`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-metaclaw-admin': admin },
+          body: JSON.stringify(body),
+        });
+        assert.equal(refused.status, 400);
+        assert.match(((await refused.json()) as { error: { message: string } }).error.message, /\{"step": N\}.*\{"latest": true\}/, JSON.stringify(body));
+      }
     } finally {
       await proxy.dispose();
     }

@@ -127,3 +127,61 @@ describe('metaclaw scheduler when it is off', () => {
     }
   });
 });
+
+describe('metaclaw scheduler with a calendar URL that holds a user and password', () => {
+  test('the calendar is fetched with basic auth, and neither the password nor the secret path shows in status, doctor or the log', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const text = readFileSync(FIXTURE, 'utf8');
+    const expected = `Basic ${Buffer.from('me:PASSWORD-XYZ').toString('base64')}`;
+    const calendarServer = http.createServer((request, response) => {
+      if (request.headers.authorization !== expected) response.writeHead(401).end('who are you');
+      else response.writeHead(200, { 'content-type': 'text/calendar' }).end(text);
+    });
+    await new Promise<void>((resolve) => calendarServer.listen(0, '127.0.0.1', resolve));
+    const port = (calendarServer.address() as AddressInfo).port;
+    const icsUrl = `http://me:PASSWORD-XYZ@127.0.0.1:${port}/private/SECRET-PATH/calendar.ics`;
+    const proxy = await startProxy({
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, scheduler: { enabled: true, calendar: { ics_url: icsUrl } } },
+    });
+    try {
+      const report = await waitFor(async () => {
+        const current = JSON.parse((await proxy.cli(['scheduler', 'status', '--json'])).stdout);
+        return (current.calendar?.loaded_at || current.calendar?.error) && current;
+      });
+      assert.equal(report.calendar.error, null);
+      assert.equal(report.calendar.events, 4);
+      const shown = [
+        JSON.stringify(report),
+        (await proxy.cli(['scheduler', 'status'])).stdout,
+        (await proxy.cli(['doctor'])).stdout,
+        await (await fetch(`${proxy.url}/status`)).text(),
+        readFileSync(join(proxy.home, 'logs', 'metaclaw.log'), 'utf8'),
+      ].join('\n');
+      assert.doesNotMatch(shown, /PASSWORD-XYZ|SECRET-PATH/);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+      calendarServer.close();
+    }
+  });
+
+  test('a calendar that cannot be fetched is reported without its secret path', async () => {
+    const upstream = await ScriptedUpstream.start();
+    // A URL fetch cannot construct: its own message quotes the whole URL.
+    const icsUrl = 'https://calendar.example:99999/private/SECRET-PATH/basic.ics';
+    const proxy = await startProxy({
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, scheduler: { enabled: true, calendar: { ics_url: icsUrl } } },
+    });
+    try {
+      const report = await waitFor(async () => {
+        const current = JSON.parse((await proxy.cli(['scheduler', 'status', '--json'])).stdout);
+        return current.calendar?.error && current;
+      });
+      const shown = [JSON.stringify(report), (await proxy.cli(['doctor'])).stdout, readFileSync(join(proxy.home, 'logs', 'metaclaw.log'), 'utf8')].join('\n');
+      assert.doesNotMatch(shown, /SECRET-PATH/);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+});

@@ -538,3 +538,39 @@ describe('ICS calendar busy time (node-ical)', () => {
     assert.deepEqual(s.status().window.sources, ['calendar']);
   });
 });
+
+describe('a calendar with an event the expander gives up on', () => {
+  const at = (iso: string) => new Date(iso).getTime();
+  test('an event repeating every minute is left out and counted; the other events still make busy time', async () => {
+    const folder = tempHome('metaclaw-ics-');
+    const path = join(folder, 'dense.ics');
+    const event = (uid: string, start: string, end: string, rule?: string) => [
+      'BEGIN:VEVENT',
+      `UID:${uid}`,
+      `DTSTART:${start}`,
+      `DTEND:${end}`,
+      ...(rule ? [rule] : []),
+      'SUMMARY:x',
+      'END:VEVENT',
+    ];
+    const lines = [
+      'BEGIN:VCALENDAR',
+      'VERSION:2.0',
+      ...event('ticker@test', '20261101T000000Z', '20261101T000010Z', 'RRULE:FREQ=MINUTELY'),
+      ...event('review@test', '20261110T090000Z', '20261110T100000Z'),
+      'END:VCALENDAR',
+      '',
+    ];
+    writeFileSync(path, lines.join('\r\n'));
+    try {
+      const calendar = new IcsCalendar(path, { now: () => at('2026-11-08T12:00:00Z') });
+      await calendar.refresh();
+      assert.equal(calendar.status().error, null);
+      assert.equal(calendar.loaded, true);
+      assert.equal(calendar.status().skipped_events, 1);
+      assert.deepEqual(calendar.intervalAt(at('2026-11-10T09:30:00Z')), { start: at('2026-11-10T09:00:00Z'), end: at('2026-11-10T10:00:00Z') });
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+});

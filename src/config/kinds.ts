@@ -49,6 +49,22 @@ export function databaseUrlKey<K extends string>(key: K, options: Omit<Options, 
   };
 }
 
+/**
+ * A calendar source: a file path, or an http(s)/webcal URL that is usually a secret address (its
+ * path holds the token, as in Google's "secret address in iCal format"): secret, but a file path
+ * is shown whole and a URL by its scheme and host.
+ */
+export function calendarSourceKey<K extends string>(key: K, options: Omit<Options, 'secret'>): KeyDefinition<string, K> {
+  return { ...stringKey(key, '', { ...options, secret: true }), mask: maskCalendarSource };
+}
+
+/** A calendar URL as it may be shown (scheme and host, never user, path or query); anything else as is. */
+export function maskCalendarSource(value: string): string {
+  if (!/^(https?|webcal):\/\//i.test(value.trim())) return value;
+  const url = URL.canParse(value.trim()) ? new URL(value.trim()) : undefined;
+  return url ? `${url.protocol}//${url.host}/…` : `${value.trim().split(':')[0]}://…`;
+}
+
 export function pathKey<K extends string>(key: K, defaultValue: string, options: Options): KeyDefinition<string, K> {
   return { key, kind: 'path', default: defaultValue, doc: options.doc, expected: 'a file or folder path', schema: z.string(), ...marking(options) };
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   booleanKey,
+  calendarSourceKey,
   databaseUrlKey,
   enumKey,
   integerKey,
@@ -271,7 +272,7 @@ export const KEY_DEFINITIONS = [
   pathKey('scheduler.calendar.token_path', '', {
     doc: "Google Calendar: where the read-only token is kept (mode 0600; MetaClaw's calendar_token.json reads as is). Empty: $METACLAW_HOME/calendar_token.json.",
   }),
-  stringKey('scheduler.calendar.ics_url', '', {
+  calendarSourceKey('scheduler.calendar.ics_url', {
     doc: "ICS calendar (a file path, or an http(s)/webcal URL such as Google Calendar's secret iCal address) whose busy events open a window; reloaded every 15 minutes.",
   }),
 

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { MEMORY_TYPES, memoryContentSchema, presentMemory, type MemoryService } from '../memory/index.js';
 import type { Skill, SkillsService } from '../skills/index.js';
@@ -129,7 +130,8 @@ export function createMcpServer(stores: McpStores): McpServer {
     { title: 'MetaClaw skill', description: 'A SKILL.md from the skill library.', mimeType: 'text/markdown' },
     (uri, { name }) => {
       const skill = skills.library.get(String(name));
-      if (!skill) throw new Error(`No skill named ${String(name)}.`);
+      // An unknown resource is the caller's mistake: the SDK's own code for it (SEP-2164), not an internal error.
+      if (!skill) throw new McpError(ErrorCode.InvalidParams, `No skill named ${String(name)}.`);
       return { contents: [{ uri: uri.href, mimeType: 'text/markdown', text: skillText(skill) }] };
     },
   );

@@ -16,7 +16,10 @@ export interface TrainingControl {
 /** The training in modes rl and auto, else why there is none. */
 export type RlControl = { engine: TrainingControl } | { engine: undefined; reason: string };
 
-const rollbackSchema = z.union([z.object({ step: z.number().int().positive() }).strict(), z.object({ latest: z.literal(true) }).strict()]);
+const rollbackSchema = z.union([z.object({ step: z.number().int().positive() }).strict(), z.object({ latest: z.literal(true) }).strict()], {
+  // Without it a body that fits neither form is refused as "(body): Invalid input".
+  error: 'expected {"step": N} with N a positive integer (a step that saved weights), or {"latest": true}',
+});
 
 /**
  * Manual control of training: one step now, the steps taken, the checkpoints that can be served,

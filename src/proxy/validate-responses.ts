@@ -16,6 +16,7 @@ const responsesRequest = z.looseObject({
   instructions: z.string().nullable().optional(),
   previous_response_id: z.string().nullable().optional(),
   stream: z.boolean().nullable().optional(),
+  store: z.boolean().nullable().optional(),
   tools: z
     .array(
       z.looseObject({ type: z.string(), name: z.string().optional() }).refine((tool) => tool.type !== 'function' || typeof tool.name === 'string', {
@@ -31,7 +32,26 @@ const responsesRequest = z.looseObject({
   metadata: z.record(z.string(), z.unknown()).nullable().optional(),
 });
 
-const content = z.union([z.string(), z.array(typedPart)]);
+/**
+ * The content parts whose payload the proxy reads: a text part without its text, or an image with
+ * neither URL nor file, would otherwise go on as an empty message (recorded and learned from as
+ * one) instead of the 400 OpenAI gives.
+ */
+const PARTS: Readonly<Record<string, z.ZodType>> = {
+  input_text: z.looseObject({ text: z.string() }),
+  output_text: z.looseObject({ text: z.string() }),
+  refusal: z.looseObject({ refusal: z.string() }),
+  input_image: z
+    .looseObject({ image_url: z.string().nullable().optional(), file_id: z.string().nullable().optional() })
+    .refine((part) => typeof part.image_url === 'string' || typeof part.file_id === 'string', { message: 'an input_image needs an image_url or a file_id' }),
+};
+
+const contentPart = typedPart.superRefine((part, context) => {
+  const checked = PARTS[part.type]?.safeParse(part);
+  for (const issue of checked?.success === false ? checked.error.issues : []) context.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+});
+
+const content = z.union([z.string(), z.array(contentPart)]);
 
 /** The items the proxy translates, by `type` (a message may leave it out). */
 const ITEMS: Readonly<Record<string, z.ZodType>> = {

@@ -254,7 +254,12 @@ export class MetaclawRuntime {
         })
       : undefined;
     if (this.engine) this.runner.register(this.engine.handler());
-    this.addRoutes(rlRoutes(this.engine ? { engine: this.engine } : { engine: undefined, reason: this.rl.mode.reason }, adminToken));
+    this.addRoutes(
+      rlRoutes(
+        this.engine ? { engine: this.engine } : { engine: undefined, reason: `the mode in effect is ${this.rl.mode.effective} (${this.rl.mode.reason})` },
+        adminToken,
+      ),
+    );
 
     this.metrics = new ProxyMetrics(
       storeFigures(

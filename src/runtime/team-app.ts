@@ -374,7 +374,9 @@ export class TeamRuntime {
         teamRlRoutes(this.rl),
         dashboardRoutes(this.dashboardReads(), this.auth),
         rlRoutes(
-          this.rl.training ? { engine: this.rl.training } : { engine: undefined, reason: this.rl.describeMode().reason },
+          this.rl.training
+            ? { engine: this.rl.training }
+            : { engine: undefined, reason: `the mode in effect is ${this.rl.describeMode().effective} (${this.rl.describeMode().reason})` },
           AdminToken.ensure(paths.adminToken),
         ),
         notServedRoutes(

@@ -15,6 +15,8 @@ export interface CalendarStatus {
   loaded_at: string | null;
   events: number;
   busy_intervals: number;
+  /** events left out of the last good load: their recurrence could not be expanded (e.g. every minute) */
+  skipped_events: number;
   error: string | null;
 }
 
@@ -23,7 +25,14 @@ export interface BusySource {
   /** how the source is shown (never a secret URL path) */
   readonly label: string;
   /** busy stretches between `from` and `to`, merged and sorted, and how many events they came from */
-  busy(from: number, to: number): Promise<{ intervals: Interval[]; events: number }>;
+  busy(from: number, to: number): Promise<Busy>;
+}
+
+/** Busy time, merged and sorted; `skipped`: events whose recurrence could not be expanded, left out. */
+export interface Busy {
+  intervals: Interval[];
+  events: number;
+  skipped?: number;
 }
 
 /**
@@ -33,6 +42,7 @@ export interface BusySource {
 export class BusyCalendar {
   private busy: Interval[] = [];
   private events = 0;
+  private skipped = 0;
   private loadedAt: number | null = null;
   private error: string | null = null;
   private loading: Promise<void> | undefined;
@@ -68,6 +78,7 @@ export class BusyCalendar {
       loaded_at: this.loadedAt === null ? null : new Date(this.loadedAt).toISOString(),
       events: this.events,
       busy_intervals: this.busy.length,
+      skipped_events: this.skipped,
       error: this.error,
     };
   }
@@ -75,9 +86,10 @@ export class BusyCalendar {
   private async load(): Promise<void> {
     try {
       const now = this.clock.now();
-      const { intervals, events } = await this.from.busy(now - DAY_MS, now + HORIZON_MS);
+      const { intervals, events, skipped } = await this.from.busy(now - DAY_MS, now + HORIZON_MS);
       this.busy = intervals;
       this.events = events;
+      this.skipped = skipped ?? 0;
       this.loadedAt = now;
       this.error = null;
     } catch (error) {
@@ -111,7 +123,7 @@ class IcsSource implements BusySource {
     this.label = describeSource(source);
   }
 
-  async busy(from: number, to: number): Promise<{ intervals: Interval[]; events: number }> {
+  async busy(from: number, to: number): Promise<Busy> {
     const text = await readCalendar(this.source);
     const sha256 = createHash('sha256').update(text).digest('hex');
     if (this.parsed?.sha256 !== sha256) this.parsed = { sha256, calendar: ical.sync.parseICS(text) };
@@ -120,21 +132,30 @@ class IcsSource implements BusySource {
 }
 
 /** The busy time of an ICS document between `from` and `to`, merged and sorted. */
-export function busyIntervals(text: string, from: number, to: number): { intervals: Interval[]; events: number } {
+export function busyIntervals(text: string, from: number, to: number): Busy {
   return busyOf(ical.sync.parseICS(text), from, to);
 }
 
 /** The busy time of a parsed calendar between `from` and `to` (it is only read: a parse serves many loads). */
-function busyOf(parsed: ical.CalendarResponse, from: number, to: number): { intervals: Interval[]; events: number } {
+function busyOf(parsed: ical.CalendarResponse, from: number, to: number): Busy {
   const raw: Interval[] = [];
   let events = 0;
+  let skipped = 0;
   for (const event of Object.values(parsed)) {
     if (!event || event.type !== 'VEVENT') continue;
     // A file from anywhere: an event without a start (node-ical types it as always there) is skipped.
     if (!((event.start as unknown) instanceof Date)) continue;
     events++;
     if (event.recurrenceid) continue; // a moved instance: expanded through its base event
-    const instances = ical.expandRecurringEvent(event, { from: new Date(from), to: new Date(to), expandOngoing: true });
+    let instances: ReturnType<typeof ical.expandRecurringEvent>;
+    try {
+      instances = ical.expandRecurringEvent(event, { from: new Date(from), to: new Date(to), expandOngoing: true });
+    } catch {
+      // One event the expander gives up on (a rule every minute or second passes its iteration
+      // cap) must not cost the whole calendar: it is left out and counted.
+      skipped++;
+      continue;
+    }
     for (const instance of instances) {
       if (!isBusy(instance.event)) continue;
       const start = instance.start.getTime();
@@ -144,7 +165,7 @@ function busyOf(parsed: ical.CalendarResponse, from: number, to: number): { inte
       if (end > start && end > from && start < to) raw.push({ start, end });
     }
   }
-  return { intervals: merge(raw), events };
+  return { intervals: merge(raw), events, skipped };
 }
 
 function isBusy(event: { status?: string; transparency?: string }): boolean {
@@ -168,8 +189,16 @@ async function readCalendar(source: string): Promise<string> {
     if (text.length > MAX_BYTES) throw new Error(`the calendar file is larger than ${MAX_BYTES / 1024 / 1024} MiB`);
     return text;
   }
-  const url = source.replace(/^webcal:/i, 'https:');
-  const response = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'text/calendar, */*' } });
+  const { url, headers } = calendarRequest(source);
+  let response: Response;
+  try {
+    response = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers });
+  } catch (error) {
+    // fetch's own messages can quote the whole URL, secret path and all; they go to the log and
+    // /status, so neither the message nor the error itself (as a cause) is passed on.
+    // eslint-disable-next-line preserve-caught-error
+    throw new Error(`${describeSource(source)} could not be fetched: ${redactUrl(errorMessage(error), source, url)}`);
+  }
   if (!response.ok) throw new Error(`${describeSource(source)} answered HTTP ${response.status}`);
   const declared = Number(response.headers.get('content-length') ?? 0);
   if (declared > MAX_BYTES) throw new Error(`the calendar is larger than ${MAX_BYTES / 1024 / 1024} MiB`);
@@ -177,6 +206,30 @@ async function readCalendar(source: string): Promise<string> {
   if (text.length > MAX_BYTES) throw new Error(`the calendar is larger than ${MAX_BYTES / 1024 / 1024} MiB`);
   if (!text.includes('BEGIN:VCALENDAR')) throw new Error(`${describeSource(source)} did not answer with an ICS calendar`);
   return text;
+}
+
+/**
+ * The URL fetched and its headers. A user and password in the URL (a private feed behind basic
+ * auth: Nextcloud, Fastmail, a self-hosted server) go in an Authorization header: fetch refuses a
+ * URL that carries them.
+ */
+function calendarRequest(source: string): { url: string; headers: Record<string, string> } {
+  const headers: Record<string, string> = { accept: 'text/calendar, */*' };
+  const text = source.replace(/^webcal:/i, 'https:');
+  if (!URL.canParse(text)) throw new Error('scheduler.calendar.ics_url is not a valid URL');
+  const url = new URL(text);
+  if (url.username || url.password) {
+    const credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+    headers['authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
+    url.username = '';
+    url.password = '';
+  }
+  return { url: url.href, headers };
+}
+
+/** `message` with the calendar URL (as configured, or as fetched) replaced by its shown form. */
+function redactUrl(message: string, source: string, fetched: string): string {
+  return [source, fetched].reduce((text, secret) => text.split(secret).join(describeSource(source)), message);
 }
 
 /** A calendar URL often holds a secret token (Google's "secret address"): only its host is shown. */

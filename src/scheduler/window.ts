@@ -157,7 +157,7 @@ function readSources(now: number, inputs: WindowInputs): SourceReading[] {
       available: inputs.calendar.loaded,
       detail: !inputs.calendar.loaded
         ? `${status.source}: ${status.error ?? 'not loaded yet'}`
-        : `${status.source}: ${busy ? `busy until ${clockTime(busy.end)}` : 'free now'}${status.error ? ` (last load failed: ${status.error})` : ''}`,
+        : `${status.source}: ${busy ? `busy until ${clockTime(busy.end)}` : 'free now'}${status.skipped_events > 0 ? `; ${status.skipped_events} event(s) left out (a recurrence too dense to expand)` : ''}${status.error ? ` (last load failed: ${status.error})` : ''}`,
     });
   }
   return readings;
