@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { runCli, tempHome } from './support/proxy.js';
@@ -23,6 +23,21 @@ describe('file errors of the CLI', () => {
       assert.equal(result.code, 1, shown);
       assert.match(result.stderr, message, shown);
       assert.doesNotMatch(result.stderr, /\n\s+at |node:fs/, shown);
+    }
+  });
+
+  test('an export written over an existing world-readable file leaves it readable by the owner only (0600), as a new export file is', async () => {
+    const home = tempHome();
+    await runCli(['memory', 'add', 'The alarm code is in the blue notebook.'], { home });
+    for (const args of [
+      ['memory', 'export', '--output'],
+      ['rl', 'export', '--out'],
+    ]) {
+      const file = join(home, `${args[0]}-export.jsonl`);
+      writeFileSync(file, 'an older export\n', { mode: 0o644 });
+      const result = await runCli([...args, file], { home });
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(statSync(file).mode & 0o777, 0o600, args.join(' '));
     }
   });
 });

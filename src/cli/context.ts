@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { fchmodSync, openSync, readFileSync } from 'node:fs';
 import { defaultConfig, loadConfig, type LoadedConfig } from '../config/index.js';
 import { ConfigError, MetaclawError } from '../errors.js';
 import { terminalText } from './terminal-text.js';
@@ -106,6 +106,17 @@ export function pathErrorText(error: unknown): string | undefined {
 /** What a command prints for an error it did not expect: the path's problem in words, else the message. */
 export function errorText(error: unknown): string {
   return pathErrorText(error) ?? (error as Error).message;
+}
+
+/**
+ * Opens a file the user named for an export of private data (memories, conversations), truncated and
+ * readable by the owner only. `open`'s mode applies only when it creates the file: an export over an
+ * existing 0644 file would leave the data world-readable, so the mode is set on the open file too.
+ */
+export function openPrivateFile(path: string): number {
+  const fd = openSync(path, 'w', 0o600);
+  fchmodSync(fd, 0o600);
+  return fd;
 }
 
 /** A file the user named, read as text; a path that cannot be read is a CliExit naming it. */

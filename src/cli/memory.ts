@@ -1,4 +1,4 @@
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, statSync, writeFileSync } from 'node:fs';
 import { progress } from '@clack/prompts';
 import type { Command } from 'commander';
 import { ConversationStore, MAX_SESSION_ID_LENGTH } from '../conversation/index.js';
@@ -19,7 +19,7 @@ import {
 } from '../memory/index.js';
 import { memorySettings } from '../runtime/settings.js';
 import { openDatabase, type Db } from '../store/index.js';
-import { CliExit, errorText, loadCliConfig, numberArgument, print, readUserFile } from './context.js';
+import { CliExit, errorText, loadCliConfig, numberArgument, openPrivateFile, print, readUserFile } from './context.js';
 import { terminalText } from './terminal-text.js';
 
 /** As the HTTP API takes it: a unit's importance is 0..1 (a 5 is refused there, not clamped). */
@@ -281,7 +281,12 @@ export function registerMemoryCommands(program: Command): void {
     withMemory<MemoryOptions & { output?: string }>(({ memory: service }, options) => {
       const { text, count } = exportMemory(service, options.scope);
       if (options.output) {
-        writeFileSync(options.output, text, { mode: 0o600 });
+        const fd = openPrivateFile(options.output);
+        try {
+          writeFileSync(fd, text);
+        } finally {
+          closeSync(fd);
+        }
         print(`Exported ${count} memories to ${options.output}.`);
       } else process.stdout.write(terminalText(text));
     }),

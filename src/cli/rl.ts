@@ -1,4 +1,4 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, writeSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import type { LoadedConfig } from '../config/index.js';
 import { ConversationStore } from '../conversation/index.js';
@@ -7,7 +7,7 @@ import { TrainingSteps, type StepRecord } from '../rl/loop/index.js';
 import { judgeSettings } from '../runtime/settings.js';
 import { SkillHistory } from '../skills/index.js';
 import { openDatabase, type Db } from '../store/index.js';
-import { CliExit, loadCliConfig, print, printError } from './context.js';
+import { CliExit, loadCliConfig, openPrivateFile, print, printError } from './context.js';
 import { trainingState } from './training-state.js';
 import { adminHeaders, callJson, getJson, runningProxy } from './proxy-client.js';
 
@@ -83,7 +83,7 @@ function report(db: Db, config: LoadedConfig): RlReport {
 }
 
 function runExport(db: Db, config: LoadedConfig, options: ExportOptions): void {
-  const fd = options.out ? openSync(options.out, 'w', 0o600) : 1;
+  const fd = options.out ? openPrivateFile(options.out) : 1;
   try {
     const result = exportSamples(
       new RlBuffer(db),
@@ -186,7 +186,8 @@ async function checkpointsCommand(options: RlOptions): Promise<void> {
 }
 
 async function rollbackCommand(step: string | undefined, options: RlOptions & { latest?: boolean }): Promise<void> {
-  if ((step === undefined) === (options.latest !== true)) throw new CliExit('Give a step to serve (see `metaclaw rl checkpoints`) or --latest, not both.');
+  if (step === undefined && options.latest !== true) throw new CliExit('Give a step to serve (see `metaclaw rl checkpoints`) or --latest.');
+  if (step !== undefined && options.latest === true) throw new CliExit('Give a step to serve or --latest, not both.');
   const number = step === undefined ? undefined : Number(step);
   if (number !== undefined && !(Number.isInteger(number) && number > 0)) throw new CliExit(`"${step}" is not a step number.`);
   const config = loadCliConfig(options.config ? { config: options.config } : {});
