@@ -352,13 +352,19 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     assert.equal(turn.seq, 1, 'the refused requests left no turn in the session');
   });
 
-  test('a content part without its payload (text that is not a string, an image with neither URL nor file) and a store that is not a boolean are refused, naming the field; nothing goes upstream', async () => {
+  test('a content part without its payload (text that is not a string, an image with neither URL nor file), a store, parallel_tool_calls, reasoning or text.format of the wrong type, tool parameters that are no object and a forced tool without its name are refused, naming the field; nothing goes upstream', async () => {
     const user = (part: Record<string, unknown>) => [{ type: 'message', role: 'user', content: [part] }] as never;
     const refused: Array<[OpenAI.Responses.ResponseCreateParamsNonStreaming, string]> = [
       [{ model: 'gpt-test', input: user({ type: 'input_text', text: 42 }) }, 'input.0.content.0.text'],
       [{ model: 'gpt-test', input: user({ type: 'input_text' }) }, 'input.0.content.0.text'],
       [{ model: 'gpt-test', input: user({ type: 'input_image', detail: 'auto' }) }, 'input.0.content.0'],
       [{ model: 'gpt-test', input: 'Hello?', store: 'no' as never }, 'store'],
+      [{ model: 'gpt-test', input: 'Hello?', tools: [{ type: 'function', name: 'f', parameters: 'x' as never, strict: false }] }, 'tools.0.parameters'],
+      [{ model: 'gpt-test', input: 'Hello?', tool_choice: { type: 'function' } as never }, 'tool_choice'],
+      [{ model: 'gpt-test', input: 'Hello?', tool_choice: 'always' as never }, 'tool_choice'],
+      [{ model: 'gpt-test', input: 'Hello?', parallel_tool_calls: 'x' as never }, 'parallel_tool_calls'],
+      [{ model: 'gpt-test', input: 'Hello?', reasoning: 5 as never }, 'reasoning'],
+      [{ model: 'gpt-test', input: 'Hello?', text: { format: 5 as never } }, 'text.format'],
     ];
     upstream.reset();
     for (const [body, field] of refused) {

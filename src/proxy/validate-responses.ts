@@ -19,13 +19,32 @@ const responsesRequest = z.looseObject({
   store: z.boolean().nullable().optional(),
   tools: z
     .array(
-      z.looseObject({ type: z.string(), name: z.string().optional() }).refine((tool) => tool.type !== 'function' || typeof tool.name === 'string', {
-        message: 'a function tool needs a name',
-      }),
+      z
+        .looseObject({ type: z.string(), name: z.string().optional(), parameters: z.record(z.string(), z.unknown()).nullable().optional() })
+        .refine((tool) => tool.type !== 'function' || typeof tool.name === 'string', {
+          message: 'a function tool needs a name',
+        }),
     )
     .nullable()
     .optional(),
-  tool_choice: z.union([z.string(), z.looseObject({ type: z.string() })]).optional(),
+  // What the chat translation reads: a forced tool without its name would be dropped, so "auto" instead.
+  tool_choice: z
+    .union([
+      z.enum(['none', 'auto', 'required']),
+      z
+        .looseObject({ type: z.string(), name: z.string().optional() })
+        .refine((choice) => (choice.type !== 'function' && choice.type !== 'custom') || typeof choice.name === 'string', {
+          message: 'a forced function or custom tool needs its name',
+        }),
+    ])
+    .nullable()
+    .optional(),
+  parallel_tool_calls: z.boolean().nullable().optional(),
+  reasoning: z.looseObject({ effort: z.string().nullable().optional() }).nullable().optional(),
+  text: z
+    .looseObject({ format: z.looseObject({ type: z.string() }).nullable().optional() })
+    .nullable()
+    .optional(),
   max_output_tokens: z.number().int().positive().nullable().optional(),
   temperature: optionalNumber,
   top_p: optionalNumber,
