@@ -3,10 +3,20 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
-import { runCli, startProxy, tempHome, waitFor } from './support/proxy.js';
+import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { embeddingsHandler } from './support/embeddings.js';
 import { AWS_SECRET } from './support/secrets.js';
 import { openAIReply, ScriptedUpstream } from './support/upstream.js';
+
+/** PUT /v1/skills/{name} on a running proxy: the status and the parsed answer. */
+async function putSkill<T>(proxy: ProxyHandle, name: string, body: unknown): Promise<{ status: number; body: T }> {
+  const response = await fetch(`${proxy.url}/v1/skills/${name}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as T };
+}
 
 function write(path: string, text: string): void {
   mkdirSync(join(path, '..'), { recursive: true });
@@ -120,14 +130,7 @@ describe('metaclaw skills commands', () => {
     const upstream = await ScriptedUpstream.start();
     const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
     try {
-      const put = async (body: unknown) => {
-        const response = await fetch(`${proxy.url}/v1/skills/my-skill`, {
-          method: 'PUT',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        });
-        return { status: response.status, body: (await response.json()) as { action: string; version: number; generation: number; message?: string } };
-      };
+      const put = (body: unknown) => putSkill<{ action: string; version: number; generation: number; message?: string }>(proxy, 'my-skill', body);
       for (const body of [{ description: 'Use when testing the CLI.', body: '# Mine\n\nStep one.' }, { text }]) {
         const same = await put(body);
         assert.equal(same.status, 200);
@@ -169,14 +172,7 @@ describe('metaclaw skills commands', () => {
     const upstream = await ScriptedUpstream.start();
     const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
     try {
-      const put = async (body: unknown) => {
-        const response = await fetch(`${proxy.url}/v1/skills/my-skill`, {
-          method: 'PUT',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        });
-        return { status: response.status, body: (await response.json()) as { error?: { code: string; message: string } } };
-      };
+      const put = (body: unknown) => putSkill<{ error?: { code: string; message: string } }>(proxy, 'my-skill', body);
       const fields = { description: 'Use when testing the CLI.', body: '# Mine\n\nStep one.' };
       const newline = await put({ ...fields, category: 'a\nb: c' });
       assert.equal(newline.status, 400);
