@@ -336,6 +336,28 @@ describe('window sources', () => {
     assert.equal(nightly.isOpen(), true);
   });
 
+  test('status stops counting a main turn as being answered once it is answered, not at the next tick', async () => {
+    const clock = new FakeClock(new Date(2026, 10, 2, 12, 0).getTime());
+    const activity = new MainTurnActivity(clock.t - 40 * MINUTE);
+    const s = scheduler(openDatabase(':memory:'), clock, activity);
+    s.start();
+    try {
+      const settle = () => new Promise((resolve) => setImmediate(resolve));
+      const answering = () => s.status().sources.some((reading) => /being answered/.test(reading.detail));
+      await settle();
+      const end = activity.begin('main', clock.now());
+      await settle();
+      assert.equal(answering(), true);
+      clock.advance(MINUTE);
+      end(clock.now());
+      await settle();
+      assert.equal(answering(), false, 'the answered turn is no longer counted');
+      assert.equal(s.isOpen(), false, 'answered a minute ago: still chatting');
+    } finally {
+      s.stop();
+    }
+  });
+
   test('min_window_minutes: a sleep window with 10 minutes left does not open, one with 20 does and stays open to its end', async () => {
     const db = openDatabase(':memory:');
     const clock = new FakeClock(new Date(2026, 10, 3, 6, 50).getTime());

@@ -29,6 +29,8 @@ export class MainTurnActivity {
       this.running--;
       // A long answer (a stream of minutes) counts from its end: the user was reading it.
       this.touch(endedAt);
+      // The scheduler re-decides then too: its status would count the answered turn until its next tick.
+      for (const listener of this.listeners) listener();
     };
   }
 
@@ -46,7 +48,7 @@ export class MainTurnActivity {
     return this.running;
   }
 
-  /** Called (synchronously, so keep it cheap) whenever a main turn starts. */
+  /** Called (synchronously, so keep it cheap) whenever a main turn starts or is answered. */
   onMainTurn(listener: () => void): void {
     this.listeners.push(listener);
   }

@@ -22,6 +22,7 @@ import { clockTime, decideWindow, expectWindows, NODE_IDLE_REASON, type Keyboard
 export interface MainTurns {
   readonly lastMainTurnAt: number | null;
   readonly active: number;
+  /** Called when a main turn starts and when it is answered. */
   onMainTurn?(listener: () => void): void;
 }
 
