@@ -1,5 +1,5 @@
 import { fchmodSync, openSync, readFileSync } from 'node:fs';
-import { defaultConfig, loadConfig, type LoadedConfig } from '../config/index.js';
+import { defaultConfig, loadConfig, PRIVATE_FILE_MODE, type LoadedConfig } from '../config/index.js';
 import { ConfigError, MetaclawError } from '../errors.js';
 import { terminalText } from './terminal-text.js';
 
@@ -114,8 +114,8 @@ export function errorText(error: unknown): string {
  * existing 0644 file would leave the data world-readable, so the mode is set on the open file too.
  */
 export function openPrivateFile(path: string): number {
-  const fd = openSync(path, 'w', 0o600);
-  fchmodSync(fd, 0o600);
+  const fd = openSync(path, 'w', PRIVATE_FILE_MODE);
+  fchmodSync(fd, PRIVATE_FILE_MODE);
   return fd;
 }
 

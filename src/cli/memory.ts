@@ -1,6 +1,7 @@
-import { closeSync, existsSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { progress } from '@clack/prompts';
 import type { Command } from 'commander';
+import { PRIVATE_FILE_MODE } from '../config/index.js';
 import { ConversationStore, MAX_SESSION_ID_LENGTH } from '../conversation/index.js';
 import { JobQueue } from '../learning/index.js';
 import { silentLogger } from '../logging/index.js';
@@ -18,8 +19,9 @@ import {
   type MemoryUnit,
 } from '../memory/index.js';
 import { memorySettings } from '../runtime/settings.js';
+import { writeFileAtomic } from '../shared/atomic-write.js';
 import { openDatabase, type Db } from '../store/index.js';
-import { CliExit, errorText, loadCliConfig, numberArgument, openPrivateFile, print, readUserFile } from './context.js';
+import { CliExit, errorText, loadCliConfig, numberArgument, print, readUserFile } from './context.js';
 import { terminalText } from './terminal-text.js';
 
 /** As the HTTP API takes it: a unit's importance is 0..1 (a 5 is refused there, not clamped). */
@@ -281,12 +283,8 @@ export function registerMemoryCommands(program: Command): void {
     withMemory<MemoryOptions & { output?: string }>(({ memory: service }, options) => {
       const { text, count } = exportMemory(service, options.scope);
       if (options.output) {
-        const fd = openPrivateFile(options.output);
-        try {
-          writeFileSync(fd, text);
-        } finally {
-          closeSync(fd);
-        }
+        // A new file, renamed over the old one: its mode is 0600 whatever the file it replaces had.
+        writeFileAtomic(options.output, text, { mode: PRIVATE_FILE_MODE });
         print(`Exported ${count} memories to ${options.output}.`);
       } else process.stdout.write(terminalText(text));
     }),
