@@ -8,7 +8,7 @@ const DAY = 86_400_000;
 describe('memory recall across languages through proper nouns (no extractor)', () => {
   let started: ScriptedProxy | undefined;
   before(async () => {
-    started = await startScriptedProxy({ config: { memory: { auto_extract: false }, skills: { auto_evolve: false } } });
+    started = await startScriptedProxy({ afterHousekeeping: true, config: { memory: { auto_extract: false }, skills: { auto_evolve: false } } });
   });
   after(() => started?.close());
 

@@ -45,7 +45,7 @@ function lastSpring(now: Date): { start: number; end: number } {
 function proxyWithoutLearning(): { readonly proxy: ProxyHandle } {
   let started: ScriptedProxy | undefined;
   before(async () => {
-    started = await startScriptedProxy({ config: NO_LEARNING });
+    started = await startScriptedProxy({ afterHousekeeping: true, config: NO_LEARNING });
   });
   after(() => started?.close());
   return {

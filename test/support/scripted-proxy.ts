@@ -1,3 +1,4 @@
+import { logLineWith } from './log.js';
 import { homeWithStarterSkills, startProxy, type ProxyHandle } from './proxy.js';
 import { ScriptedUpstream, type Handler } from './upstream.js';
 
@@ -20,6 +21,12 @@ export interface ScriptedProxyOptions {
   env?: Record<string, string>;
   /** How the upstream answers, set before the proxy starts (default: the scripted upstream's greeting). */
   upstreamHandler?: Handler;
+  /**
+   * Resolve only once the memory housekeeping every start queues is done. Without it, a test that
+   * stores memories older than housekeeping's 30 stale days races it: whether their importance is
+   * lowered before its search depends on which came first.
+   */
+  afterHousekeeping?: boolean;
 }
 
 /** Starts a scripted upstream and a proxy in front of it; if the proxy fails to start, the upstream is closed again. */
@@ -33,6 +40,11 @@ export async function startScriptedProxy(options: ScriptedProxyOptions = {}): Pr
       ...(options.env ? { env: options.env } : {}),
       config: { ...options.config, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } },
     });
+    if (options.afterHousekeeping)
+      await logLineWith(proxy.home, 'memory housekeeping done').catch(async (error: unknown) => {
+        await proxy.dispose();
+        throw error;
+      });
     return {
       upstream,
       proxy,
