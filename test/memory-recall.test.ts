@@ -500,3 +500,45 @@ describe('memory search keys written by the extractor', () => {
     }
   });
 });
+
+describe('memory recall: words read as what they are (no extractor)', () => {
+  const suite = proxyWithoutLearning();
+
+  test('a word is related only to what its own commonest sense is: a question about a level does not recall a turn about a day ("dais" shares its stem with "day")', async () => {
+    const results = await rememberThenSearch(
+      suite.proxy,
+      [
+        ['b1-exam', 'Passed the B1 exam in Portuguese last week.', 20],
+        ['long-day', 'Long day at the site today, the crane broke down twice.', 2],
+      ],
+      'What level is my Portuguese at?',
+      'words-day-level',
+    );
+    assert.equal(results[0], 'Passed the B1 exam in Portuguese last week.');
+    assert.ok(!results.includes('Long day at the site today, the crane broke down twice.'), JSON.stringify(results));
+  });
+
+  test('a quantity is read from an amount only: "I am" is no distance, and a price in pounds or quid answers what something cost', async () => {
+    const far = await rememberThenSearch(
+      suite.proxy,
+      [
+        ['office-distance', 'The new office is 3 km from the flat.', 20],
+        ['tired', 'I am so tired of packing boxes.', 2],
+      ],
+      'How far is the new office?',
+      'words-am',
+    );
+    assert.ok(far.includes('The new office is 3 km from the flat.'), JSON.stringify(far));
+    assert.ok(!far.includes('I am so tired of packing boxes.'), JSON.stringify(far));
+    const cost = await rememberThenSearch(
+      suite.proxy,
+      [
+        ['yaris', 'We bought a 2019 Toyota Yaris from a dealer in Stockport for 9,800 pounds.', 30],
+        ['holiday', 'Booked the cottage in Wales for the half-term week.', 5],
+      ],
+      'How much did the new car cost?',
+      'words-pounds',
+    );
+    assert.ok(cost.includes('We bought a 2019 Toyota Yaris from a dealer in Stockport for 9,800 pounds.'), JSON.stringify(cost));
+  });
+});
