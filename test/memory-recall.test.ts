@@ -183,7 +183,7 @@ describe('memory recall beyond keywords (no extractor)', () => {
 describe('memory recall: answer-type cues (no extractor)', () => {
   const suite = proxyWithoutLearning();
 
-  test('"how much" prefers the matching memory that holds a number, "who" the one that holds a name, over a newer one that matches as well', async () => {
+  test('"how much" prefers the matching memory that holds a number, "who" or "which schools" the one that holds a name, over a newer one that matches as well', async () => {
     const cases: Array<{ scope: string; memories: Array<[string, string, number]>; query: string; first: string }> = [
       {
         scope: 'answer-quantity',
@@ -203,6 +203,16 @@ describe('memory recall: answer-type cues (no extractor)', () => {
         ],
         query: 'Who fixed the boiler?',
         first: 'Our neighbour Tomasz fixed the boiler on Friday.',
+      },
+      {
+        // A plural asks for names too ("which schools", "which cities"): it used to count as no cue.
+        scope: 'answer-name-plural',
+        memories: [
+          ['school-name', 'Leo now goes to school at Escola Básica Quinta do Bosque.', 40],
+          ['school-pool', 'Leo loves the swimming pool at school.', 2],
+        ],
+        query: 'Which schools has Leo been to?',
+        first: 'Leo now goes to school at Escola Básica Quinta do Bosque.',
       },
     ];
     const wrong: string[] = [];

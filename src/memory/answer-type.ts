@@ -11,7 +11,10 @@
 
 export type AnswerType = 'quantity' | 'name';
 
-/** Checked in order: "how many" asks a quantity even in a question that also says "where". */
+/**
+ * Checked in order: "how many" asks a quantity even in a question that also says "where". Plurals
+ * ask for names as the singular does ("which schools", "which cities").
+ */
 const ASKS: ReadonlyArray<readonly [AnswerType, RegExp]> = [
   [
     'quantity',
@@ -19,7 +22,7 @@ const ASKS: ReadonlyArray<readonly [AnswerType, RegExp]> = [
   ],
   [
     'name',
-    /\b(who|whom|whose|where|which (city|town|country|place|neighbou?rhood|school|company|firm|shop|restaurant|hospital|clinic))\b|what(?:'s| is| was)? (?:the |my |our |his |her |their )?name\b|谁|哪里|在哪|哪儿|去哪|叫什么|哪个城市|哪家/i,
+    /\b(who|whom|whose|where|which (city|cities|towns?|country|countries|places?|neighbou?rhoods?|schools?|company|companies|firms?|shops?|restaurants?|hospitals?|clinics?))\b|what(?:'s| is| was)? (?:the |my |our |his |her |their )?name\b|谁|哪里|在哪|哪儿|去哪|叫什么|哪个城市|哪家/i,
   ],
 ];
 
