@@ -183,7 +183,7 @@ describe('memory recall beyond keywords (no extractor)', () => {
 describe('memory recall: answer-type cues (no extractor)', () => {
   const suite = proxyWithoutLearning();
 
-  test('"how much" prefers the matching memory that holds a number, "who" or "which schools" the one that holds a name, over a newer one that matches as well', async () => {
+  test('"how much" prefers the matching memory that holds a number, "who" or "which …" the one that holds a name, over a newer one that matches as well', async () => {
     const cases: Array<{ scope: string; memories: Array<[string, string, number]>; query: string; first: string }> = [
       {
         scope: 'answer-quantity',
@@ -213,6 +213,15 @@ describe('memory recall: answer-type cues (no extractor)', () => {
         ],
         query: 'Which schools has Leo been to?',
         first: 'Leo now goes to school at Escola Básica Quinta do Bosque.',
+      },
+      {
+        scope: 'answer-name-which',
+        memories: [
+          ['club-title', 'The book club at work picked Blindness by Saramago.', 40],
+          ['club-late', 'The book club at work picked a pub, nobody had finished it.', 2],
+        ],
+        query: 'Which novel did the book club at work pick?',
+        first: 'The book club at work picked Blindness by Saramago.',
       },
     ];
     const wrong: string[] = [];
