@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { measureTerms } from '../src/text/index.js';
+import { measureTerms, titleTerms } from '../src/text/index.js';
 
 describe('the dimension words of a quantity (text/measures.ts)', () => {
   test('a number with a unit, or a currency sign before one, gives the words a question asks about it with; a number alone gives none', () => {
@@ -36,5 +36,15 @@ describe('the dimension words of a quantity (text/measures.ts)', () => {
       const seconds = (performance.now() - started) / 1000;
       assert.ok(seconds < 1, `${text.length} characters took ${seconds.toFixed(1)} s`);
     }
+  });
+});
+
+describe('what an abbreviated title stands for (text/titles.ts)', () => {
+  test('"Dr." before a name and "GP" are a doctor, "Prof." before a name a professor; a street\'s "Dr" and lower-case letters are none', () => {
+    assert.deepEqual(titleTerms('My GP, Dr. Paula Reis, says my vitamin D is low.'), ['doctor', 'physician']);
+    assert.deepEqual(titleTerms('Booked the GP for Monday.'), ['doctor', 'physician']);
+    assert.deepEqual(titleTerms('Prof. Lima marked my thesis.'), ['professor']);
+    assert.deepEqual(titleTerms('We looked at a house on Cromwell Dr, near the park.'), []);
+    assert.deepEqual(titleTerms('the gp of the race and dr who'), []);
   });
 });

@@ -560,4 +560,19 @@ describe('memory recall: words read as what they are (no extractor)', () => {
     );
     assert.ok(cost.includes('We bought a 2019 Toyota Yaris from a dealer in Stockport for 9,800 pounds.'), JSON.stringify(cost));
   });
+
+  test('an abbreviated title is read as what it stands for: "Who is my family doctor?" recalls "My GP, Dr. Paula Reis, …", which shares no word with it', async () => {
+    const results = await rememberThenSearch(
+      suite.proxy,
+      [
+        ['gp', 'Had blood tests last week. My GP, Dr. Paula Reis, says my vitamin D is low.', 60],
+        ['family', 'The family is coming over for lunch on Sunday.', 3],
+        ['drive', 'We looked at a house on Cromwell Dr, near the park.', 5],
+      ],
+      'Who is my family doctor?',
+      'words-doctor',
+    );
+    assert.ok(results.includes('Had blood tests last week. My GP, Dr. Paula Reis, says my vitamin D is low.'), JSON.stringify(results));
+    assert.ok(!results.includes('We looked at a house on Cromwell Dr, near the park.'), JSON.stringify(results));
+  });
 });
