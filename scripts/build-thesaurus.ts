@@ -28,6 +28,8 @@ const SENSES = 2;
 /** A second sense counts when tagged at least 1/RIVAL_SENSE as often as the first; a part of speech likewise. */
 const RIVAL_SENSE = 4;
 const RIVAL_PART_OF_SPEECH = 3;
+/** A lemma speaks for its stem when the corpus uses it at least 1/RIVAL_LEMMA as often as the stem's commonest lemma. */
+const RIVAL_LEMMA = 4;
 /** Hypernym levels climbed (the common words of the nearest come first). */
 const HYPERNYM_LEVELS = 3;
 /** Related terms kept per word, of each kind. */
@@ -164,9 +166,21 @@ function mainSenses(lemma: string): string[] {
 }
 
 const lemmas = [...new Set([...senses.keys()].map((entry) => entry.slice(2)))].sort();
+/** How often the tagged corpus used a lemma, in any sense, as a noun or a verb. */
+const usage = (lemma: string) => [...(senses.get(`n:${lemma}`) ?? []), ...(senses.get(`v:${lemma}`) ?? [])].reduce((sum, sense) => sum + sense.tagged, 0);
+/** Per term, the most any lemma of that stem was used. */
+const mostUsed = new Map<string, number>();
+for (const lemma of lemmas) {
+  const key = termOfWord(lemma);
+  if (key !== undefined) mostUsed.set(key, Math.max(mostUsed.get(key) ?? 0, usage(lemma)));
+}
 for (const lemma of lemmas) {
   const key = termOfWord(lemma);
   if (key === undefined) continue;
+  // Words the stemmer folds together are one term, but not always one word: "dais" is "dai" as "day"
+  // is, and lent it "platform" and "surface". A lemma the corpus uses far less than another of its
+  // stem speaks for it no longer.
+  if (usage(lemma) * RIVAL_LEMMA < (mostUsed.get(key) ?? 0)) continue;
   for (const id of mainSenses(lemma)) {
     // Synonyms: any single word of the synset the tokenizer keeps (a question may use either).
     for (const word of synsets.get(id)?.words ?? []) {

@@ -183,7 +183,7 @@ describe('memory recall beyond keywords (no extractor)', () => {
 describe('memory recall: answer-type cues (no extractor)', () => {
   const suite = proxyWithoutLearning();
 
-  test('"how much" prefers the matching memory that holds a number, "who" the one that holds a name, over a newer one that matches as well', async () => {
+  test('"how much" prefers the matching memory that holds a number, "who" or "which …" the one that holds a name, over a newer one that matches as well', async () => {
     const cases: Array<{ scope: string; memories: Array<[string, string, number]>; query: string; first: string }> = [
       {
         scope: 'answer-quantity',
@@ -203,6 +203,25 @@ describe('memory recall: answer-type cues (no extractor)', () => {
         ],
         query: 'Who fixed the boiler?',
         first: 'Our neighbour Tomasz fixed the boiler on Friday.',
+      },
+      {
+        // A plural asks for names too ("which schools", "which cities"): it used to count as no cue.
+        scope: 'answer-name-plural',
+        memories: [
+          ['school-name', 'Leo now goes to school at Escola Básica Quinta do Bosque.', 40],
+          ['school-pool', 'Leo loves the swimming pool at school.', 2],
+        ],
+        query: 'Which schools has Leo been to?',
+        first: 'Leo now goes to school at Escola Básica Quinta do Bosque.',
+      },
+      {
+        scope: 'answer-name-which',
+        memories: [
+          ['club-title', 'The book club at work picked Blindness by Saramago.', 40],
+          ['club-late', 'The book club at work picked a pub, nobody had finished it.', 2],
+        ],
+        query: 'Which novel did the book club at work pick?',
+        first: 'The book club at work picked Blindness by Saramago.',
       },
     ];
     const wrong: string[] = [];
@@ -498,5 +517,62 @@ describe('memory search keys written by the extractor', () => {
     } finally {
       await close();
     }
+  });
+});
+
+describe('memory recall: words read as what they are (no extractor)', () => {
+  const suite = proxyWithoutLearning();
+
+  test('a word is related only to what its own commonest sense is: a question about a level does not recall a turn about a day ("dais" shares its stem with "day")', async () => {
+    const results = await rememberThenSearch(
+      suite.proxy,
+      [
+        ['b1-exam', 'Passed the B1 exam in Portuguese last week.', 20],
+        ['long-day', 'Long day at the site today, the crane broke down twice.', 2],
+      ],
+      'What level is my Portuguese at?',
+      'words-day-level',
+    );
+    assert.equal(results[0], 'Passed the B1 exam in Portuguese last week.');
+    assert.ok(!results.includes('Long day at the site today, the crane broke down twice.'), JSON.stringify(results));
+  });
+
+  test('a quantity is read from an amount only: "I am" is no distance, and a price in pounds or quid answers what something cost', async () => {
+    const far = await rememberThenSearch(
+      suite.proxy,
+      [
+        ['office-distance', 'The new office is 3 km from the flat.', 20],
+        ['tired', 'I am so tired of packing boxes.', 2],
+      ],
+      'How far is the new office?',
+      'words-am',
+    );
+    assert.ok(far.includes('The new office is 3 km from the flat.'), JSON.stringify(far));
+    assert.ok(!far.includes('I am so tired of packing boxes.'), JSON.stringify(far));
+    const cost = await rememberThenSearch(
+      suite.proxy,
+      [
+        ['yaris', 'We bought a 2019 Toyota Yaris from a dealer in Stockport for 9,800 pounds.', 30],
+        ['holiday', 'Booked the cottage in Wales for the half-term week.', 5],
+      ],
+      'How much did the new car cost?',
+      'words-pounds',
+    );
+    assert.ok(cost.includes('We bought a 2019 Toyota Yaris from a dealer in Stockport for 9,800 pounds.'), JSON.stringify(cost));
+  });
+
+  test('an abbreviated title is read as what it stands for: "Who is my family doctor?" recalls "My GP, Dr. Paula Reis, …", which shares no word with it', async () => {
+    const results = await rememberThenSearch(
+      suite.proxy,
+      [
+        ['gp', 'Had blood tests last week. My GP, Dr. Paula Reis, says my vitamin D is low.', 60],
+        ['family', 'The family is coming over for lunch on Sunday.', 3],
+        ['drive', 'We looked at a house on Cromwell Dr, near the park.', 5],
+      ],
+      'Who is my family doctor?',
+      'words-doctor',
+    );
+    assert.ok(results.includes('Had blood tests last week. My GP, Dr. Paula Reis, says my vitamin D is low.'), JSON.stringify(results));
+    assert.ok(!results.includes('We looked at a house on Cromwell Dr, near the park.'), JSON.stringify(results));
   });
 });

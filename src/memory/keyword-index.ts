@@ -1,5 +1,15 @@
 import { createHash } from 'node:crypto';
-import { blendedIdf, glossary, glossaryVersion, measureTerms, MEASURES_VERSION, thesaurus, thesaurusVersion } from '../text/index.js';
+import {
+  blendedIdf,
+  glossary,
+  glossaryVersion,
+  measureTerms,
+  MEASURES_VERSION,
+  thesaurus,
+  thesaurusVersion,
+  titleTerms,
+  TITLES_VERSION,
+} from '../text/index.js';
 
 /**
  * The keyword index of memory units as both engines hold it: what a unit's entry is made of (its
@@ -120,7 +130,7 @@ export function scopedTerm(scope: string, term: string): string {
 /** A unit's index entry (its tokens, as both engines store them): its own terms; for a raw turn after another, that turn's terms and its own again, marked. */
 /** The bundled words an index entry is written with (glosses of Chinese and Japanese words, related English words): their version. */
 export function indexWordsVersion(): string {
-  return `${glossaryVersion()}+${thesaurusVersion()}+${MEASURES_VERSION}`;
+  return `${glossaryVersion()}+${thesaurusVersion()}+${MEASURES_VERSION}+${TITLES_VERSION}`;
 }
 
 export function indexTokens(scope: string, row: IndexedRow): string[] {
@@ -131,8 +141,9 @@ export function indexTokens(scope: string, row: IndexedRow): string[] {
   for (const term of glossed) if (!held.has(term)) tokens.push(GLOSS_MARK + scopedTerm(scope, term));
   // The related words of the glosses too: "家庭医生" is glossed "family doctor", and a question may say "physician".
   const glossedSet = new Set(glossed);
-  // And the words a question asks about its quantities with: "4.3 kg" is indexed under "weight" and "heavy".
-  const kindred = new Set([...kindredTerms([...own, ...glossed]), ...measureTerms(row.content)]);
+  // And the words a question asks about its quantities with ("4.3 kg" is indexed under "weight" and
+  // "heavy"), and what its abbreviated titles stand for ("Dr. Reis": doctor).
+  const kindred = new Set([...kindredTerms([...own, ...glossed]), ...measureTerms(row.content), ...titleTerms(row.content)]);
   for (const term of kindred) if (!held.has(term) && !glossedSet.has(term)) tokens.push(KINDRED_MARK + scopedTerm(scope, term));
   if (row.previous_raw !== null) {
     for (const term of row.neighbour_terms.split(' ')) if (term && !held.has(term)) tokens.push(AFTER_MARK + scopedTerm(scope, term));

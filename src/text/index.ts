@@ -27,6 +27,7 @@ export {
 } from './glossary.js';
 export { parseThesaurus, thesaurus, thesaurusVersion, type Thesaurus } from './thesaurus.js';
 export { measureTerms, MEASURES_VERSION } from './measures.js';
+export { titleTerms, TITLES_VERSION } from './titles.js';
 export { alternativeTerms, crossLingualAlternatives, forUnknownTerms, matchedMass, queryMass } from './cross-lingual.js';
 export { languageOf, type ScriptLanguage } from './languages.js';
 export { adverbRootAlternatives, inflectionAlternatives, mergeAlternatives } from './inflections.js';

@@ -10,7 +10,9 @@ import { termOf } from './tokenize.js';
  */
 // A number starts where no digit stands before it and is at most 16 characters long: unbounded, a
 // pasted run of numbers ("1.5,2.5,…", 80 KB) was matched from each of its digits to its end, 31 s.
-const NUMBER = String.raw`(?:(?<![\d,.])\d[\d,.]{0,15}|(?<![一二两三四五六七八九十百千万半几])[一二两三四五六七八九十百千万半几]{1,8}|\b(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|sixty|ninety|hundred|thousand|half an?|a couple of|a few|several))`;
+// A number word stands apart from its unit ("an hour", "a mile"): run together, "a" and a unit's
+// letter are a word of their own ("am", "ah": "I am", "4 am" read as metres).
+const NUMBER = String.raw`(?:(?<![\d,.])\d[\d,.]{0,15}\s?|(?<![一二两三四五六七八九十百千万半几])[一二两三四五六七八九十百千万半几]{1,8}\s?|\b(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|sixty|ninety|hundred|thousand|half an?|a couple of|a few|several)\s)`;
 
 interface Dimension {
   /** Unit words after a number. */
@@ -31,7 +33,7 @@ const DIMENSIONS: readonly Dimension[] = [
   { after: String.raw`min|mins|minutes?|hours?|hrs?|h|分钟|小时|个小时|時間`, words: ['long', 'time', 'duration'] },
   {
     before: String.raw`[€$£¥]|CAD|USD|EUR|RMB`,
-    after: String.raw`€|euros?|dollars?|bucks|cad|usd|eur|rmb|yuan|元|块|欧元|美元|加元|万元|円`,
+    after: String.raw`€|euros?|dollars?|bucks|pounds?|quid|cad|usd|eur|rmb|yuan|元|块|欧元|美元|加元|万元|円`,
     words: ['cost', 'price', 'pay', 'expensive', 'cheap', 'money', 'spend', 'afford'],
   },
   { after: String.raw`°C|°F|degrees?|度`, words: ['temperature', 'hot', 'cold', 'warm'] },
@@ -41,7 +43,7 @@ const DIMENSIONS: readonly Dimension[] = [
 
 const PATTERNS = DIMENSIONS.map(({ before, after, words }) => {
   // The unit is a word of its own ("5 m", "5 minutes"; not the "m" of "5 more").
-  const amount = String.raw`${NUMBER}\s?(?:${after})(?![a-z])`;
+  const amount = String.raw`${NUMBER}(?:${after})(?![a-z])`;
   return {
     pattern: new RegExp(before ? String.raw`(?:${before})\s?${NUMBER}|${amount}` : amount, 'i'),
     terms: [...new Set(words.map((word) => termOf(word)).filter((term): term is string => term !== undefined))],
@@ -62,4 +64,4 @@ export function measureTerms(text: string): string[] {
 }
 
 /** Changes with the table: an index written with another one is rebuilt (see `indexWordsVersion`). */
-export const MEASURES_VERSION = 'measures-3';
+export const MEASURES_VERSION = 'measures-4';
