@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { UpstreamTarget } from '../config/index.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage, RequestError } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import { errorBodyText, kindForStatus, streamErrorFrame } from '../shared/api-errors.js';
 import type { AssembledResponse, RequestFormat } from '../types/index.js';
@@ -154,6 +154,7 @@ export class UpstreamForwarder {
       try {
         built = this.buildBody(target, input);
       } catch (error) {
+        if (error instanceof RequestError) return this.refuse(input, sink, error, { attempts, forwardedBody, upstream: target, firstByteMs });
         return this.failWith(input, sink, 400, `Cannot translate the request for ${target.name}: ${errorMessage(error)}`, {
           attempts,
           forwardedBody,
@@ -292,6 +293,20 @@ export class UpstreamForwarder {
       );
     }
     return { status, outcome: status >= 500 ? 'upstream_error' : 'proxy_error', error: message, response: null, ...context };
+  }
+
+  /** A request this target cannot be sent (a part its format cannot carry), refused as the translation words it. */
+  private refuse(
+    input: ForwardInput,
+    sink: ClientSink,
+    error: RequestError,
+    context: Pick<ForwardResult, 'attempts' | 'forwardedBody' | 'upstream' | 'firstByteMs'>,
+  ): ForwardResult {
+    if (!sink.closed && !sink.committed) {
+      const description = { kind: error.kind, message: error.message, code: error.code, ...(error.param === undefined ? {} : { param: error.param }) };
+      sink.sendComplete(error.status, 'application/json', errorBodyText(input.clientFormat, description));
+    }
+    return { status: error.status, outcome: 'proxy_error', error: error.message, response: null, ...context };
   }
 
   /** The body for one target: the client's model replaced if the target fixes one, translated if needed. */
