@@ -34,6 +34,11 @@ function eventKinds(types: string[]): string[] {
   return types.filter((type, index) => type !== types[index - 1]);
 }
 
+/** An upstream that streams whatever the request's `stream` says (some do): `reply` as it answers a stream. */
+function streamingAnyway(reply: Handler): Handler {
+  return (request, response) => reply({ ...request, body: { ...request.body, stream: true } }, response);
+}
+
 /**
  * Streams `reply` whole, then holds the upstream connection open, and hangs up as Codex does: on
  * response.completed, before the upstream has closed. The turn's record, once written.
@@ -435,6 +440,25 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     assert.equal(turn.seq, 1, 'the refused requests left no turn in the session');
   });
 
+  test('a request without stream whose chat upstream streams anyway gets the one Responses object it asked for, not an event stream; the turn is recorded and can be continued', async () => {
+    upstream.reply(streamingAnyway(openAIReply({ text: 'Bonjour, monde.', pieces: 3 })));
+    const { data: response, response: http } = await client.responses.create({ model: 'gpt-test', input: 'Say hello in French.' }).withResponse();
+    assert.match(http.headers.get('content-type') ?? '', /application\/json/);
+    assert.equal(response.object, 'response');
+    assert.match(response.id, /^resp_[0-9a-f]{24}$/);
+    assert.equal(response.status, 'completed');
+    assert.equal(response.output_text, 'Bonjour, monde.');
+    const turn = await recordedTurn(proxy.url, http.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.outcome.result, 'ok');
+    upstream.reply(openAIReply({ text: 'Salut.' }));
+    await client.responses.create({ model: 'gpt-test', previous_response_id: response.id, input: 'Shorter?' });
+    assert.deepEqual(
+      upstream.modelRequests()[1]!.body.messages.map((message: { role: string }) => message.role),
+      ['user', 'assistant', 'user'],
+      'the collected answer was remembered for previous_response_id',
+    );
+  });
+
   test('an upstream error reaches the SDK as its own error; a stream that breaks midway raises from responses.stream and from the event iterator', async () => {
     upstream.reply(
       errorReply(400, { error: { message: 'The model does not exist.', type: 'invalid_request_error', param: 'model', code: 'model_not_found' } }),
@@ -554,6 +578,15 @@ describe('Responses API clients in front of an Anthropic upstream', () => {
     assert.deepEqual(content[1], { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0x' } });
   });
 
+  test('a request without stream whose Anthropic upstream streams anyway gets one Responses object', async () => {
+    upstream.reply(streamingAnyway(anthropicReply({ text: 'Bonjour.', usage: { input: 20, output: 4 } })));
+    const { data: response, response: http } = await client.responses.create({ model: 'claude-test', input: 'Say hello in French.' }).withResponse();
+    assert.match(http.headers.get('content-type') ?? '', /application\/json/);
+    assert.equal(response.status, 'completed');
+    assert.equal(response.output_text, 'Bonjour.');
+    assert.equal(response.usage?.output_tokens, 4);
+  });
+
   test('create and stream are translated to Messages and back', async () => {
     upstream.reply(anthropicReply({ text: 'Bonjour.', usage: { input: 20, output: 4 } }), anthropicReply({ text: 'A streamed answer.', pieces: 3 }));
     const response = await client.responses.create({ model: 'claude-test', instructions: 'Be brief.', input: 'Say hello in French.' });
@@ -648,6 +681,31 @@ describe('Responses API passed through to an upstream that serves it (llm.api_fo
     await upstream?.close();
   });
   beforeEach(() => upstream.reset());
+
+  test('a request without stream whose Responses upstream streams anyway gets the response its response.completed event carries; a stream without that event is a 502 in the Responses error shape', async () => {
+    upstream.reply(streamingAnyway(responsesReply({ id: 'resp_upstream_streamed', text: 'Hi there.', usage: { input: 9, output: 3 } })));
+    const { data: response, response: http } = await client.responses.create({ model: 'gpt-5', input: 'Hello' }).withResponse();
+    assert.match(http.headers.get('content-type') ?? '', /application\/json/);
+    assert.equal(response.id, 'resp_upstream_streamed');
+    assert.equal(response.output_text, 'Hi there.');
+    assert.equal(response.usage?.total_tokens, 12);
+    const turn = await recordedTurn(proxy.url, http.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.outcome.result, 'ok');
+
+    upstream.reply((_request, reply) => {
+      reply.writeHead(200, { 'content-type': 'text/event-stream' });
+      reply.end(
+        `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { id: 'resp_cut', object: 'response', status: 'in_progress', output: [] } })}\n\n`,
+      );
+    });
+    await assert.rejects(client.responses.create({ model: 'gpt-5', input: 'Hello' }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.InternalServerError, String(error));
+      assert.equal(error.status, 502);
+      assert.equal(error.code, 'upstream_invalid_body');
+      assert.match(error.message, /asked for no stream.*ended before its final event/);
+      return true;
+    });
+  });
 
   test('an image by file_id goes to an upstream that serves the Responses API as sent (its file store can resolve it)', async () => {
     upstream.reply(responsesReply({ id: 'resp_upstream_img', text: 'A cat.' }));

@@ -13,6 +13,7 @@ import type { ClientSink } from './sink.js';
 import { completeEventsLength, firstMalformedEvent, isWellFormedEvent, SseParser, type SseEvent } from './sse.js';
 import {
   answerShapeProblem,
+  responsesAnswerFromStream,
   assembleAnswer,
   assembleStream,
   streamAssembler,
@@ -360,9 +361,12 @@ export class UpstreamForwarder {
         const status = response.statusCode ?? 502;
         const contentType = headerText(response.headers['content-type']) ?? 'application/json';
         if (status >= 200 && status < 300) {
-          const reading = contentType.includes('text/event-stream')
-            ? this.relayStream(target, input, response, sink, markFirstByte)
-            : this.deliverComplete(target, input, response, status, contentType, sink, markFirstByte);
+          // A Responses client that asked for no stream gets one JSON answer even from an upstream that streams anyway (readComplete).
+          const collect = !input.stream && input.clientFormat === 'responses';
+          const reading =
+            contentType.includes('text/event-stream') && !collect
+              ? this.relayStream(target, input, response, sink, markFirstByte)
+              : this.deliverComplete(target, input, response, status, contentType, sink, markFirstByte);
           answering = reading.abort;
           reading.result.then(settle, (error) => settle({ type: 'retryable', reason: errorMessage(error) }));
           return;
@@ -424,6 +428,7 @@ export class UpstreamForwarder {
     }
     if (sink.closed) return { type: 'finished', status: 499, outcome: 'client_aborted', error: 'client disconnected', response: null };
     const wire = wireFormat(target, input.clientFormat);
+    if (contentType.includes('text/event-stream')) return this.answerFromStream(wire, input, response, raw, sink, markFirstByte);
     const sameFormat = wire === input.clientFormat;
     const headers = relayedHeaders(response.headers);
     // Same format: the client gets the upstream's bytes first; they are parsed for the record after.
@@ -451,6 +456,32 @@ export class UpstreamForwarder {
     }
     const assembled = parsed === undefined ? null : assembleAnswer(wire, parsed);
     return { type: 'finished', status, outcome: 'ok', error: null, response: assembled };
+  }
+
+  /**
+   * A whole stream the upstream sent a Responses client that asked for no stream, as the one JSON
+   * response the client asked for (the SDK cannot read events as an answer). A stream that holds no
+   * whole answer is a 502 in the client's shape, and an empty one is retried like an empty stream.
+   */
+  private answerFromStream(
+    wire: RequestFormat,
+    input: ForwardInput,
+    response: IncomingMessage,
+    raw: Buffer,
+    sink: ClientSink,
+    markFirstByte: () => void,
+  ): AttemptResult {
+    if (raw.length === 0) return { type: 'retryable', reason: 'upstream ended the stream without sending anything' };
+    markFirstByte();
+    const headers = relayedHeaders(response.headers);
+    const collected = responsesAnswerFromStream(wire, raw, input);
+    if ('problem' in collected) {
+      const message = `The upstream answered a request that asked for no stream with an event stream, and ${collected.problem}, so it holds no ${input.clientFormat} API answer.`;
+      sink.sendComplete(502, 'application/json', errorBodyText(input.clientFormat, { kind: 'api_error', message, code: 'upstream_invalid_body' }), headers);
+      return { type: 'finished', status: 502, outcome: 'upstream_error', error: message, response: null };
+    }
+    sink.sendComplete(200, 'application/json', JSON.stringify(collected.answer), headers);
+    return { type: 'finished', status: 200, outcome: 'ok', error: null, response: assembleStream(wire, raw) };
   }
 
   /**

@@ -25,6 +25,7 @@ export {
 } from './responses-output.js';
 export {
   answerShapeProblem,
+  responsesAnswerFromStream,
   assembleAnswer,
   assembleStream,
   streamAssembler,
