@@ -13,7 +13,7 @@ import type { ClientSink } from './sink.js';
 import { completeEventsLength, firstMalformedEvent, isWellFormedEvent, SseParser, type SseEvent } from './sse.js';
 import {
   answerShapeProblem,
-  responsesAnswerFromStream,
+  answerFromStream,
   assembleAnswer,
   assembleStream,
   streamAssembler,
@@ -361,10 +361,9 @@ export class UpstreamForwarder {
         const status = response.statusCode ?? 502;
         const contentType = headerText(response.headers['content-type']) ?? 'application/json';
         if (status >= 200 && status < 300) {
-          // A Responses client that asked for no stream gets one JSON answer even from an upstream that streams anyway (readComplete).
-          const collect = !input.stream && input.clientFormat === 'responses';
+          // A client that asked for no stream gets one JSON answer even from an upstream that streams anyway (readComplete).
           const reading =
-            contentType.includes('text/event-stream') && !collect
+            contentType.includes('text/event-stream') && input.stream
               ? this.relayStream(target, input, response, sink, markFirstByte)
               : this.deliverComplete(target, input, response, status, contentType, sink, markFirstByte);
           answering = reading.abort;
@@ -459,8 +458,8 @@ export class UpstreamForwarder {
   }
 
   /**
-   * A whole stream the upstream sent a Responses client that asked for no stream, as the one JSON
-   * response the client asked for (the SDK cannot read events as an answer). A stream that holds no
+   * A whole stream the upstream sent a client that asked for no stream, as the one JSON answer the
+   * client asked for (its SDK cannot read events as an answer). A stream that holds no
    * whole answer is a 502 in the client's shape, and an empty one is retried like an empty stream.
    */
   private answerFromStream(
@@ -474,7 +473,7 @@ export class UpstreamForwarder {
     if (raw.length === 0) return { type: 'retryable', reason: 'upstream ended the stream without sending anything' };
     markFirstByte();
     const headers = relayedHeaders(response.headers);
-    const collected = responsesAnswerFromStream(wire, raw, input);
+    const collected = answerFromStream(input.clientFormat, wire, raw, input);
     if ('problem' in collected) {
       const message = `The upstream answered a request that asked for no stream with an event stream, and ${collected.problem}, so it holds no ${input.clientFormat} API answer.`;
       sink.sendComplete(502, 'application/json', errorBodyText(input.clientFormat, { kind: 'api_error', message, code: 'upstream_invalid_body' }), headers);

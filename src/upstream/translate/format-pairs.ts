@@ -15,6 +15,7 @@ import { anthropicErrorBodyToOpenAI, openAIErrorBodyToAnthropic } from './errors
 import { anthropicRequestToOpenAI } from './request-anthropic-to-openai.js';
 import { openAIRequestToAnthropic } from './request-openai-to-anthropic.js';
 import { responsesInputItems, responsesRequestToOpenAI } from './request-responses-to-openai.js';
+import { collectStream, type CollectedAnswer } from './collect-stream.js';
 import { refuseUncarriedParts } from './responses-parts.js';
 import { responsesTools } from './responses-tools.js';
 import { anthropicResponseToOpenAI } from './response-anthropic-to-openai.js';
@@ -143,42 +144,23 @@ export function assembleStream(format: RequestFormat, raw: Buffer): AssembledRes
   return assembler.result();
 }
 
-/** A stream collected for a client that asked for one JSON answer: the answer, or why the stream holds none. */
-export type CollectedAnswer = { answer: Record<string, unknown> } | { problem: string };
-
 /**
- * The one Responses object a whole stream of `wire` events amounts to, for a client that did not
- * ask for a stream (some upstreams stream whatever `stream` says). The Responses API's final event
- * (`response.completed` or `response.incomplete`) carries the whole response, exactly what the
- * non-stream call returns; a stream of another API is translated to those events first, as it is
- * for a streaming client. A stream that fails, holds an event that is not JSON, or ends before its
- * final event holds no answer.
+ * The one JSON answer a whole stream of `wire` events amounts to, in the client's API, for a client
+ * that did not ask for a stream (some upstreams stream whatever `stream` says): a stream of another
+ * API is translated to the client's events first, as for a streaming client, then read as that
+ * API's SDK reads it (collect-stream.ts). A stream that fails, holds an event that is not JSON, or
+ * ends before its final event holds no answer.
  */
-export function responsesAnswerFromStream(wire: RequestFormat, raw: Buffer, context: AnswerContext): CollectedAnswer {
+export function answerFromStream(clientFormat: RequestFormat, wire: RequestFormat, raw: Buffer, context: AnswerContext): CollectedAnswer {
   const parser = new SseParser();
   const events = [...parser.push(raw), ...parser.end()];
   if (!events.every(isWellFormedEvent)) return { problem: 'it holds an event that is not JSON' };
-  let responsesEvents = events;
-  if (wire !== 'responses') {
-    const translator = streamTranslator('responses', wire, context);
-    let text = '';
-    for (const event of events) text += translator.push(event);
-    if (!translator.done) text += translator.finish();
-    responsesEvents = new SseParser().push(text);
-  }
-  let failure: string | undefined;
-  for (const event of responsesEvents) {
-    const data = parseJson(event.data);
-    if (!isRecord(data)) continue;
-    const type = readString(data['type']) ?? event.event;
-    const response = isRecord(data['response']) ? data['response'] : undefined;
-    if ((type === 'response.completed' || type === 'response.incomplete') && response) return { answer: response };
-    if (type === 'response.failed' || type === 'error') {
-      const error = isRecord(data['error']) ? data['error'] : response && isRecord(response['error']) ? response['error'] : undefined;
-      failure ??= readString(error?.['message']) ?? readString(data['message']) ?? 'the response failed';
-    }
-  }
-  return { problem: failure === undefined ? 'it ended before its final event (response.completed)' : `it failed: ${failure.slice(0, 500)}` };
+  if (wire === clientFormat) return collectStream(clientFormat, events);
+  const translator = streamTranslator(clientFormat, wire, context);
+  let text = '';
+  for (const event of events) text += translator.push(event);
+  if (!translator.done) text += translator.finish();
+  return collectStream(clientFormat, new SseParser().push(text));
 }
 
 /** The events after which a stream has nothing more to say: a client may hang up once it has one. */

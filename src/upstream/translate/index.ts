@@ -25,7 +25,7 @@ export {
 } from './responses-output.js';
 export {
   answerShapeProblem,
-  responsesAnswerFromStream,
+  answerFromStream,
   assembleAnswer,
   assembleStream,
   streamAssembler,
