@@ -98,12 +98,25 @@ function mergeChoice(choices: Map<number, ChatChoice>, raw: Record<string, unkno
     if (key === 'tool_calls') {
       for (const call of readArray(value)) if (isRecord(call)) mergeToolCall(choice, call);
     } else if (CHAT_TEXT_FIELDS.has(key) && typeof value === 'string') choice.message[key] = `${readString(choice.message[key]) ?? ''}${value}`;
+    // A legacy function call and audio arrive in pieces too: names and ids whole, the rest appended.
+    else if ((key === 'function_call' || key === 'audio') && isRecord(value))
+      choice.message[key] = mergePieces(choice.message[key], value, key === 'audio' ? ['data', 'transcript'] : ['arguments']);
     else choice.message[key] = value;
   }
   const finish = readString(raw['finish_reason']);
   if (finish !== undefined) choice.finish_reason = finish;
   const logprobs = isRecord(raw['logprobs']) ? readArray(raw['logprobs']['content']) : [];
   if (logprobs.length > 0) (choice.logprobs ??= { content: [] }).content.push(...logprobs);
+}
+
+/** `fragment` over what came before: the `appended` fields joined, every other field replaced (as the SDK's own stream reader does). */
+function mergePieces(before: unknown, fragment: Record<string, unknown>, appended: readonly string[]): Record<string, unknown> {
+  const merged: Record<string, unknown> = isRecord(before) ? { ...before } : {};
+  for (const [key, value] of Object.entries(fragment)) {
+    if (value === null || value === undefined) continue;
+    merged[key] = appended.includes(key) && typeof value === 'string' ? `${readString(merged[key]) ?? ''}${value}` : value;
+  }
+  return merged;
 }
 
 function mergeToolCall(choice: ChatChoice, fragment: Record<string, unknown>): void {
@@ -114,9 +127,13 @@ function mergeToolCall(choice: ChatChoice, fragment: Record<string, unknown>): v
     choice.toolCalls.set(index, call);
   }
   const id = readString(fragment['id']);
-  if (id !== undefined) call.id = id;
+  if (id) call.id = id;
+  const type = readString(fragment['type']);
+  if (type) call.type = type;
   const fn = isRecord(fragment['function']) ? fragment['function'] : {};
-  call.function.name += readString(fn['name']) ?? '';
+  // A name comes whole (in the first fragment, or again in each); the arguments in pieces.
+  const name = readString(fn['name']);
+  if (name) call.function.name = name;
   call.function.arguments += readString(fn['arguments']) ?? '';
 }
 
@@ -146,7 +163,8 @@ function collectAnthropicMessage(events: readonly SseEvent[]): CollectedAnswer {
         if (!message) break;
         const delta = isRecord(data['delta']) ? data['delta'] : {};
         for (const [key, value] of Object.entries(delta)) message[key] = value;
-        if (isRecord(data['usage'])) message['usage'] = { ...(isRecord(message['usage']) ? message['usage'] : {}), ...data['usage'] };
+        // The final counts replace the start's; a count the delta leaves out (or sends as null) stays.
+        if (isRecord(data['usage'])) message['usage'] = mergePieces(message['usage'], data['usage'], []);
         break;
       }
       case 'message_stop': {
