@@ -156,7 +156,9 @@ export function answerFromStream(clientFormat: RequestFormat, wire: RequestForma
   const events = [...parser.push(raw), ...parser.end()];
   if (!events.every(isWellFormedEvent)) return { problem: 'it holds an event that is not JSON' };
   if (wire === clientFormat) return collectStream(clientFormat, events);
-  const translator = streamTranslator(clientFormat, wire, context);
+  // A non-stream chat answer carries its usage, which a translated chat stream holds only when asked.
+  const asked = clientFormat === 'openai' ? { ...context, body: { ...context.body, stream_options: { include_usage: true } } } : context;
+  const translator = streamTranslator(clientFormat, wire, asked);
   let text = '';
   for (const event of events) text += translator.push(event);
   if (!translator.done) text += translator.finish();
