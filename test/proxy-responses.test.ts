@@ -34,6 +34,11 @@ function eventKinds(types: string[]): string[] {
   return types.filter((type, index) => type !== types[index - 1]);
 }
 
+/** An upstream that streams whatever the request's `stream` says (some do): `reply` as it answers a stream. */
+function streamingAnyway(reply: Handler): Handler {
+  return (request, response) => reply({ ...request, body: { ...request.body, stream: true } }, response);
+}
+
 /**
  * Streams `reply` whole, then holds the upstream connection open, and hangs up as Codex does: on
  * response.completed, before the upstream has closed. The turn's record, once written.
@@ -375,9 +380,83 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
       });
     }
     assert.equal(upstream.modelRequests().length, 0);
-    // An image by file id is still taken (a Responses upstream can resolve it).
-    upstream.reply(openAIReply({ text: 'Seen.' }));
-    await client.responses.create({ model: 'gpt-test', input: user({ type: 'input_image', file_id: 'file-1', detail: 'auto' }) });
+  });
+
+  test('a part a chat server cannot be sent (an image by file_id, a file by file_url, an unknown kind of part, an image in a developer message) is refused with a 400 naming it, never left out; nothing goes upstream and no turn is recorded', async () => {
+    const session = { originator: 'codex_exec', 'session-id': 'uncarried-parts-session' };
+    const question = { type: 'input_text', text: 'What is in this picture?' };
+    const message = (role: string, ...parts: Array<Record<string, unknown>>) => ({ type: 'message', role, content: parts });
+    const refused: Array<[unknown[], string, RegExp]> = [
+      [[message('user', question, { type: 'input_image', file_id: 'file-abc', detail: 'auto' })], 'input.0.content.1', /file_id.*image_url/],
+      [[message('user', question, { type: 'input_file', file_url: 'https://example.com/report.pdf' })], 'input.0.content.1', /file_url/],
+      [[message('user', question, { type: 'input_video', video_url: 'https://example.com/v.mp4' })], 'input.0.content.1', /input_video/],
+      [
+        [message('developer', { type: 'input_image', image_url: 'https://example.com/logo.png' }), message('user', question)],
+        'input.0.content.0',
+        /user message/,
+      ],
+    ];
+    for (const [input, param, why] of refused) {
+      await assert.rejects(client.responses.create({ model: 'gpt-test', input: input as never }, { headers: session }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+        assert.equal(error.type, 'invalid_request_error');
+        assert.equal(error.code, 'unsupported_content_part');
+        assert.equal(error.param, param);
+        assert.match(error.message, why);
+        return true;
+      });
+    }
+    assert.equal(upstream.modelRequests().length, 0, 'nothing went upstream');
+    // What chat can carry goes as chat has it: an image by URL, a file by its id or its data.
+    upstream.reply(openAIReply({ text: 'A cat and a report.' }));
+    const { response } = await client.responses
+      .create(
+        {
+          model: 'gpt-test',
+          input: [
+            message(
+              'user',
+              question,
+              { type: 'input_image', image_url: 'https://example.com/cat.png', detail: 'auto' },
+              { type: 'input_file', file_id: 'file-report', filename: 'report.pdf' },
+            ),
+          ] as never,
+        },
+        { headers: session },
+      )
+      .withResponse();
+    assert.deepEqual(upstream.modelRequests()[0]!.body.messages, [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is in this picture?' },
+          { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } },
+          { type: 'file', file: { file_id: 'file-report', filename: 'report.pdf' } },
+        ],
+      },
+    ]);
+    const turn = await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.session_id, 'uncarried-parts-session');
+    assert.equal(turn.seq, 1, 'the refused requests left no turn in the session');
+  });
+
+  test('a request without stream whose chat upstream streams anyway gets the one Responses object it asked for, not an event stream; the turn is recorded and can be continued', async () => {
+    upstream.reply(streamingAnyway(openAIReply({ text: 'Bonjour, monde.', pieces: 3 })));
+    const { data: response, response: http } = await client.responses.create({ model: 'gpt-test', input: 'Say hello in French.' }).withResponse();
+    assert.match(http.headers.get('content-type') ?? '', /application\/json/);
+    assert.equal(response.object, 'response');
+    assert.match(response.id, /^resp_[0-9a-f]{24}$/);
+    assert.equal(response.status, 'completed');
+    assert.equal(response.output_text, 'Bonjour, monde.');
+    const turn = await recordedTurn(proxy.url, http.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.outcome.result, 'ok');
+    upstream.reply(openAIReply({ text: 'Salut.' }));
+    await client.responses.create({ model: 'gpt-test', previous_response_id: response.id, input: 'Shorter?' });
+    assert.deepEqual(
+      upstream.modelRequests()[1]!.body.messages.map((message: { role: string }) => message.role),
+      ['user', 'assistant', 'user'],
+      'the collected answer was remembered for previous_response_id',
+    );
   });
 
   test('an upstream error reaches the SDK as its own error; a stream that breaks midway raises from responses.stream and from the event iterator', async () => {
@@ -471,6 +550,42 @@ describe('Responses API clients in front of an Anthropic upstream', () => {
     await upstream?.close();
   });
   beforeEach(() => upstream.reset());
+
+  test('a file by file_id or file_url, and audio, have no Messages form: refused with a 400 naming the part, nothing sent upstream', async () => {
+    const ask = (part: Record<string, unknown>) =>
+      [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Summarise this.' }, part] }] as never;
+    const refused: Array<[Record<string, unknown>, RegExp]> = [
+      [{ type: 'input_file', file_id: 'file-report' }, /file_data/],
+      [{ type: 'input_file', file_url: 'https://example.com/report.pdf' }, /file_data/],
+      [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }, /audio/],
+      [{ type: 'input_image', file_id: 'file-abc' }, /file_id/],
+    ];
+    for (const [part, why] of refused) {
+      await assert.rejects(client.responses.create({ model: 'claude-test', input: ask(part) }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+        assert.equal(error.param, 'input.0.content.1');
+        assert.match(error.message, why);
+        return true;
+      });
+    }
+    assert.equal(upstream.modelRequests().length, 0);
+    upstream.reply(anthropicReply({ text: 'A short report.' }));
+    await client.responses.create({
+      model: 'claude-test',
+      input: ask({ type: 'input_file', file_data: 'data:application/pdf;base64,JVBERi0x', filename: 'r.pdf' }),
+    });
+    const content = upstream.modelRequests()[0]!.body.messages[0].content;
+    assert.deepEqual(content[1], { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0x' } });
+  });
+
+  test('a request without stream whose Anthropic upstream streams anyway gets one Responses object', async () => {
+    upstream.reply(streamingAnyway(anthropicReply({ text: 'Bonjour.', usage: { input: 20, output: 4 } })));
+    const { data: response, response: http } = await client.responses.create({ model: 'claude-test', input: 'Say hello in French.' }).withResponse();
+    assert.match(http.headers.get('content-type') ?? '', /application\/json/);
+    assert.equal(response.status, 'completed');
+    assert.equal(response.output_text, 'Bonjour.');
+    assert.equal(response.usage?.output_tokens, 4);
+  });
 
   test('create and stream are translated to Messages and back', async () => {
     upstream.reply(anthropicReply({ text: 'Bonjour.', usage: { input: 20, output: 4 } }), anthropicReply({ text: 'A streamed answer.', pieces: 3 }));
@@ -566,6 +681,39 @@ describe('Responses API passed through to an upstream that serves it (llm.api_fo
     await upstream?.close();
   });
   beforeEach(() => upstream.reset());
+
+  test('a request without stream whose Responses upstream streams anyway gets the response its response.completed event carries; a stream without that event is a 502 in the Responses error shape', async () => {
+    upstream.reply(streamingAnyway(responsesReply({ id: 'resp_upstream_streamed', text: 'Hi there.', usage: { input: 9, output: 3 } })));
+    const { data: response, response: http } = await client.responses.create({ model: 'gpt-5', input: 'Hello' }).withResponse();
+    assert.match(http.headers.get('content-type') ?? '', /application\/json/);
+    assert.equal(response.id, 'resp_upstream_streamed');
+    assert.equal(response.output_text, 'Hi there.');
+    assert.equal(response.usage?.total_tokens, 12);
+    const turn = await recordedTurn(proxy.url, http.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.outcome.result, 'ok');
+
+    upstream.reply((_request, reply) => {
+      reply.writeHead(200, { 'content-type': 'text/event-stream' });
+      reply.end(
+        `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { id: 'resp_cut', object: 'response', status: 'in_progress', output: [] } })}\n\n`,
+      );
+    });
+    await assert.rejects(client.responses.create({ model: 'gpt-5', input: 'Hello' }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.InternalServerError, String(error));
+      assert.equal(error.status, 502);
+      assert.equal(error.code, 'upstream_invalid_body');
+      assert.match(error.message, /asked for no stream.*ended before its final event/);
+      return true;
+    });
+  });
+
+  test('an image by file_id goes to an upstream that serves the Responses API as sent (its file store can resolve it)', async () => {
+    upstream.reply(responsesReply({ id: 'resp_upstream_img', text: 'A cat.' }));
+    const input = [{ type: 'message', role: 'user', content: [{ type: 'input_image', file_id: 'file-abc', detail: 'auto' }] }];
+    const response = await client.responses.create({ model: 'gpt-5', input: input as never });
+    assert.equal(response.output_text, 'A cat.');
+    assert.deepEqual(upstream.modelRequests()[0]!.body.input, input);
+  });
 
   test('bodies go to /v1/responses as sent, previous_response_id and reasoning items included; answers come back unchanged and are recorded', async () => {
     upstream.reply(

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { anthropicReply, openAIReply, ScriptedUpstream } from './support/upstream.js';
+import { anthropicReply, openAIReply, ScriptedUpstream, type Handler } from './support/upstream.js';
 import { startProxy, type ProxyHandle } from './support/proxy.js';
 
 const weatherToolOpenAI: OpenAI.Chat.Completions.ChatCompletionTool = {
@@ -222,5 +222,93 @@ describe('OpenAI client in front of an Anthropic upstream (translated both ways)
     assert.equal(usage?.completion_tokens, 12);
     const sent = upstream.modelRequests()[0]!.body;
     assert.deepEqual(sent.tools, [weatherToolAnthropic]);
+  });
+});
+
+describe('a client that asked for no stream gets one JSON answer from an upstream that streams anyway', () => {
+  const upstreams: Record<'openai' | 'anthropic', { upstream: ScriptedUpstream; proxy: ProxyHandle }> = {} as never;
+  const call = { id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' };
+  const weather = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
+  /** The upstream streams whatever the request's `stream` says. */
+  const streamingAnyway =
+    (reply: Handler): Handler =>
+    (request, response) =>
+      reply({ ...request, body: { ...request.body, stream: true } }, response);
+
+  before(async () => {
+    for (const format of ['openai', 'anthropic'] as const) {
+      const upstream = await ScriptedUpstream.start();
+      const llm = format === 'openai' ? { api_base: `${upstream.url}/v1`, api_key: 'k' } : { api_base: upstream.url, api_format: 'anthropic', api_key: 'k' };
+      upstreams[format] = { upstream, proxy: await startProxy({ config: { llm } }) };
+    }
+  });
+  after(async () => {
+    for (const { upstream, proxy } of Object.values(upstreams)) {
+      await proxy?.dispose();
+      await upstream?.close();
+    }
+  });
+
+  for (const wire of ['openai', 'anthropic'] as const) {
+    const reply = (options: Parameters<typeof openAIReply>[0]) => (wire === 'openai' ? openAIReply(options) : anthropicReply(options));
+
+    test(`chat.completions.create from ${wire === 'openai' ? 'a chat' : 'an Anthropic'} upstream: the same chat.completion as from its JSON answer, text and tool calls`, async () => {
+      const { upstream, proxy } = upstreams[wire];
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const ask = () =>
+        client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: [weather] }).withResponse();
+      upstream.reply(reply({ text: 'Checking.', toolCalls: [call] }), streamingAnyway(reply({ text: 'Checking.', toolCalls: [call] })));
+      const fromJson = await ask();
+      const fromStream = await ask();
+      assert.match(fromStream.response.headers.get('content-type') ?? '', /application\/json/);
+      assert.equal(fromStream.data.object, 'chat.completion');
+      assert.deepEqual(fromStream.data.choices, fromJson.data.choices);
+      // A chat stream has usage only when asked; an Anthropic one always does, and so the answer made from it.
+      if (wire === 'anthropic') assert.deepEqual(fromStream.data.usage, fromJson.data.usage);
+      assert.deepEqual(fromStream.data.choices[0]!.message.tool_calls?.[0], {
+        id: 'call_1',
+        type: 'function',
+        function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+      });
+    });
+
+    test(`messages.create from ${wire === 'openai' ? 'a chat' : 'an Anthropic'} upstream: the same message as from its JSON answer`, async () => {
+      const { upstream, proxy } = upstreams[wire];
+      const client = new Anthropic({ baseURL: proxy.url, apiKey: 'x', maxRetries: 0 });
+      const ask = () =>
+        client.messages
+          .create({
+            model: 'm',
+            max_tokens: 100,
+            messages: [{ role: 'user', content: 'Weather in Paris?' }],
+            tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+          })
+          .withResponse();
+      upstream.reply(reply({ text: 'Checking.', toolCalls: [call] }), streamingAnyway(reply({ text: 'Checking.', toolCalls: [call] })));
+      const fromJson = await ask();
+      const fromStream = await ask();
+      assert.match(fromStream.response.headers.get('content-type') ?? '', /application\/json/);
+      assert.equal(fromStream.data.type, 'message');
+      assert.deepEqual(fromStream.data.content, fromJson.data.content);
+      assert.equal(fromStream.data.stop_reason, 'tool_use');
+      if (wire === 'anthropic') assert.deepEqual(fromStream.data.usage, fromJson.data.usage);
+    });
+  }
+
+  test('a stream that ends before its final event is a 502 in the client API’s error shape, not a partial answer', async () => {
+    const { upstream, proxy } = upstreams.anthropic;
+    upstream.reply((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end(
+        `event: message_start\ndata: ${JSON.stringify({ type: 'message_start', message: { id: 'msg_cut', type: 'message', role: 'assistant', content: [] } })}\n\n`,
+      );
+    });
+    const client = new Anthropic({ baseURL: proxy.url, apiKey: 'x', maxRetries: 0 });
+    await assert.rejects(client.messages.create({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'Hi' }] }), (error: unknown) => {
+      assert.ok(error instanceof Anthropic.APIError, String(error));
+      assert.equal(error.status, 502);
+      assert.match(error.message, /asked for no stream.*message_stop/);
+      return true;
+    });
   });
 });

@@ -8,7 +8,9 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { GENERATION_KEY } from '../src/skills/history.js';
 import { openDatabase } from '../src/store/index.js';
+import { SKILLS_CHANNEL } from '../src/store/postgres/index.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip } from './support/postgres.js';
 import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
@@ -287,6 +289,40 @@ describe('team mode: a node serves the management routes of memory and skills', 
         await waitFor(async () => ((await call(node, 'owner', 'GET', `/v1/skills/${SKILL}`)).body as { body: string }).body === kept, 2_000, 20);
       const versions = await team.pool.query('SELECT count(*) AS n FROM skill_versions WHERE name = $1 AND version > $2', [SKILL, base.version]);
       assert.equal(Number(versions.rows[0].n), 1, 'one new version: the other edit was not written over it');
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
+  });
+
+  test('a save that says what the skill says waits for a write in flight, as a write does, and answers from what it left: 409 when it moved the skill on, not "unchanged" at the old version', async () => {
+    const seen = (await call(nodes[0]!, 'owner', 'GET', `/v1/skills/${SKILL}`)).body as { body: string; description: string; version: number };
+    // Another node's write, held open here: the generation taken, the skill's row moved on, not yet committed.
+    const holder = await team.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      const bumped = await holder.query('UPDATE state SET value = (value::bigint + 1)::text WHERE key = $1 RETURNING value', [GENERATION_KEY]);
+      const generation = Number(bumped.rows[0].value);
+      await holder.query('SELECT version FROM skills WHERE name = $1 FOR UPDATE', [SKILL]);
+      const moved = await holder.query(
+        'UPDATE skills SET version = version + 1, content = replace(content, $2, $3), generation = $4 WHERE name = $1 RETURNING version, content',
+        [SKILL, seen.body, `${seen.body}\n\nWritten by another node.`, generation],
+      );
+      await holder.query(
+        "INSERT INTO skill_versions (name, version, action, content, generation, source, created_at) VALUES ($1, $2, 'update', $3, $4, 'test', 0)",
+        [SKILL, moved.rows[0].version, moved.rows[0].content, generation],
+      );
+      await holder.query('SELECT pg_notify($1, $2)', [SKILLS_CHANNEL, JSON.stringify({ generation })]);
+
+      let answered = false;
+      const save = call(nodes[0]!, 'owner', 'PUT', `/v1/skills/${SKILL}`, { description: seen.description, body: seen.body }).finally(() => (answered = true));
+      const waiting = async () => Number((await team.pool.query("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")).rows[0].n) >= 1;
+      await waitFor(async () => answered || (await waiting()), 10_000, 20);
+      if (answered) assert.fail(`the save answered without waiting for the write in flight: ${JSON.stringify((await save).body)}`);
+      await holder.query('COMMIT');
+      const answer = await save;
+      assert.equal(answer.status, 409, JSON.stringify(answer.body));
+      assert.equal(answer.body.error.code, 'skill_conflict');
     } finally {
       await holder.query('ROLLBACK').catch(() => undefined);
       holder.release();

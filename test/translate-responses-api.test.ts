@@ -184,6 +184,22 @@ describe('translateRequest for Responses requests', () => {
     });
   });
 
+  it('refuses, for a fallback upstream of another format, a part that format cannot carry, naming it (the conversation before the request by previous_response_id)', () => {
+    const image = { type: 'message', role: 'user', content: [{ type: 'input_image', file_id: 'file-1' }] };
+    assert.throws(() => translateRequest('responses', 'openai', { model: 'm', input: [image] }, { defaultMaxTokens: 1 }), {
+      code: 'unsupported_content_part',
+      param: 'input.0.content.0',
+    });
+    const file = { type: 'message', role: 'user', content: [{ type: 'input_file', file_id: 'file-2' }] };
+    assert.doesNotThrow(() => translateRequest('responses', 'openai', { model: 'm', input: [file] }, { defaultMaxTokens: 1 }));
+    assert.throws(
+      () => translateRequest('responses', 'anthropic', { ...body, input: 'Next.' }, { defaultMaxTokens: 1, history: { items: [file], upstreamKeeps: false } }),
+      {
+        param: 'previous_response_id',
+      },
+    );
+  });
+
   it('reaches an Anthropic upstream through the chat form', () => {
     const anthropic = translateRequest(
       'responses',

@@ -5,6 +5,7 @@ import OpenAI from 'openai';
 import { encodeSse, SseParser } from '../src/upstream/sse.js';
 import type { SseEvent } from '../src/upstream/sse.js';
 import { AnthropicToOpenAIStream, OpenAIToAnthropicStream } from '../src/upstream/translate/index.js';
+import { collectStream } from '../src/upstream/translate/collect-stream.js';
 
 /** The official SDKs are the strictest readers of our streams: they must accumulate them as real ones. */
 
@@ -79,5 +80,54 @@ describe('official SDKs read the translated streams', () => {
     );
     assert.equal(choice?.finish_reason, 'tool_calls');
     assert.deepEqual(completion.usage, { prompt_tokens: 30, completion_tokens: 12, total_tokens: 42, prompt_tokens_details: { cached_tokens: 0 } });
+  });
+});
+
+/** A whole stream, as a client that asked for no stream is given it: collected into one answer. */
+function collected(format: 'openai' | 'anthropic', body: string): any {
+  const parser = new SseParser();
+  const result = collectStream(format, [...parser.push(body), ...parser.end()]);
+  assert.ok('answer' in result, JSON.stringify(result));
+  return result.answer;
+}
+
+describe('a stream collected into one answer is what the official SDKs accumulate from it', () => {
+  it('OpenAI chunks: text, reasoning, interleaved tool calls, a legacy function call, usage', async () => {
+    const legacy =
+      [
+        chunk({ role: 'assistant', function_call: { name: 'get_weather', arguments: '' } }),
+        chunk({ function_call: { arguments: '{"city":' } }),
+        chunk({ function_call: { arguments: '"Oslo"}' } }),
+        chunk({}, 'function_call'),
+      ]
+        .map((value) => encodeSse(JSON.stringify(value)))
+        .join('') + encodeSse('[DONE]');
+    for (const body of [OPENAI_UPSTREAM, legacy]) {
+      const client = new OpenAI({ apiKey: 'test', fetch: serving(body), maxRetries: 0 });
+      const sdk = await client.chat.completions.stream({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }).finalChatCompletion();
+      const answer = collected('openai', body);
+      // The SDK adds `parsed`, and `refusal: null` where none was sent: no part of what the stream said.
+      const { parsed: _parsed, refusal, ...message } = sdk.choices[0]!.message as unknown as Record<string, unknown>;
+      assert.equal(refusal, null);
+      const toolCalls = (message['tool_calls'] as Array<Record<string, any>> | undefined)?.map(({ function: fn, ...call }) => ({
+        ...call,
+        function: { name: fn.name, arguments: fn.arguments },
+      }));
+      assert.deepEqual(answer.choices[0].message, { ...message, ...(toolCalls && toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) });
+      assert.equal(answer.choices[0].finish_reason, sdk.choices[0]!.finish_reason);
+      assert.deepEqual(answer.usage, sdk.usage);
+      assert.equal(answer.id, sdk.id);
+    }
+  });
+
+  it('Anthropic events: thinking, text, tool input in pieces, the final stop reason and usage', async () => {
+    const body = translate(OPENAI_UPSTREAM, new OpenAIToAnthropicStream({}));
+    const client = new Anthropic({ apiKey: 'test', fetch: serving(body), maxRetries: 0 });
+    const sdk = await client.messages.stream({ model: 'm', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+    const answer = collected('anthropic', body);
+    assert.deepEqual(answer.content, sdk.content);
+    assert.equal(answer.stop_reason, sdk.stop_reason);
+    assert.deepEqual(answer.usage, sdk.usage);
+    assert.equal(answer.id, sdk.id);
   });
 });

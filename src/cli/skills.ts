@@ -11,13 +11,13 @@ import {
   installStarterSkills,
   parseSkillFile,
   presentCredit,
-  sameSkillContent,
   skillInjectionReason,
   SkillsService,
   type ImportReport,
   type SkillCredit,
 } from '../skills/index.js';
 import { checkIntegrity, openDatabase } from '../store/index.js';
+import { SkillError } from '../errors.js';
 import { CliExit, errorText, loadCliConfig, numberArgument, print } from './context.js';
 import { withPool } from './store.js';
 
@@ -183,18 +183,14 @@ export function registerSkillsCommands(program: Command): void {
         origin: 'user' as const,
         extra: skill.extra,
       };
-      const current = service.library.get(skill.name);
-      // The same text again is nothing to overwrite: said so, with or without --overwrite, and no new version.
-      const unchanged = current !== undefined && sameSkillContent(current, draft);
-      if (current && !unchanged && !options.overwrite) throw new CliExit(`A skill named ${skill.name} already exists (use --overwrite).`);
-      const injection = skillInjectionReason(skill);
-      if (injection && !options.force) throw new CliExit(`${file} reads like a prompt injection (${injection}); not added. ${FORCE_HINT}`);
-      if (current && unchanged) {
-        print(`Unchanged: ${skill.name} v${current.version} already says this; no new version (generation ${service.history.generation}).`);
-        return;
-      }
-      const result = service.save(draft, 'cli add');
-      print(`Added ${result.skill.name} v${result.version} (generation ${result.generation}).`);
+      // SkillsService.save decides: the same text again is "unchanged" (with or without --overwrite, no new version).
+      const result = saved(() => service.save(draft, 'cli add', { overwrite: options.overwrite ?? false, screen: !options.force }), {
+        skill_exists: () => `A skill named ${skill.name} already exists (use --overwrite).`,
+        suspicious_skill: () => `${file} reads like a prompt injection (${skillInjectionReason(skill)}); not added. ${FORCE_HINT}`,
+      });
+      if (result.action === 'unchanged')
+        print(`Unchanged: ${skill.name} v${result.version} already says this; no new version (generation ${result.generation}).`);
+      else print(`Added ${result.skill.name} v${result.version} (generation ${result.generation}).`);
     })(options),
   );
 
@@ -428,6 +424,17 @@ function printReport(report: ImportReport, json: boolean | undefined, verb: stri
   }
   for (const item of report.suspicious.filter((entry) => entry.imported))
     print(`Warning: ${item.name} reads like a prompt injection (${item.reason}); imported because of --force. Its text is escaped when injected.`);
+}
+
+/** A save's refusal (a SkillError by code) as this command words it. */
+function saved<T>(save: () => T, messages: Readonly<Record<string, () => string>>): T {
+  try {
+    return save();
+  } catch (error) {
+    const message = error instanceof SkillError ? messages[error.code] : undefined;
+    if (message !== undefined) throw new CliExit(message());
+    throw error;
+  }
 }
 
 const FORCE_HINT =

@@ -72,6 +72,13 @@ const TOLD_OF_SOMEONE = [
  */
 const TOLD_HABIT_ZH =
   /^\s*(?:每次|每当|每回)[^，,。；;！!？?]{1,30}?[，,]?\s*(?:我|他们?|她们?|我的?(?:妈妈?|爸爸?|父母|哥哥?|姐姐?|弟弟?|妹妹?|老婆|老公|爱人|儿子|女儿|孩子|家人|老板|领导|同事|朋友|邻居|室友|房东|老师|奶奶|爷爷|外婆|姥姥))(?:也|就)?都(?!要|得|必须|需要|应该|应当|一定|不要|不能|不许|不准|只能|统一)(?:只?用)?/;
+/**
+ * Verbs that open an order to the assistant ("use tabs", "reply in French", "…, always check the
+ * logs"): one list for the two places PRESCRIBED reads an order, each adding the verbs only its
+ * own kind of sentence has (a sentence's own orders: "book", "deploy"; what to do whenever
+ * something happens: "explain", "cite").
+ */
+const ORDER_VERBS = 'avoid|use|make|keep|put|write|send|reply|answer|add|name|run|check|ask|tell|give|format|include|mention|copy|save|commit|push|remind';
 /** What makes a habit word prescribe (see HABIT). */
 const PRESCRIBED = [
   // Said to the assistant, or by a team: "you", "we", "please"; 你, 我们, 请. ("Our cat always…" is not a team's.)
@@ -80,11 +87,19 @@ const PRESCRIBED = [
   /\b(files?|reports?|exports?|commits?|commit messages?|messages?|docs|documents?|documentation|tests?|PRs?|pull requests?|branch(es)?|tables?|charts?|e-?mails?|code|names?|file ?names?|logs?|timestamps?|dates?|times|comments?|functions?|variables?|columns?|queries|query|scripts?|changelogs?|summaries|summary|answers?|replies|reply|titles?|headers?|backups?)\s+(always|never)\b/i,
   /(你|您|我们(?!的)|咱们(?!的)|大家|请)|(告诉|给|帮|发给?|提醒|通知|问|叫)我|都(把|先|给)/,
   // An order: the sentence, or a clause after a colon, dash or "so" / "and", starts with the verb.
-  /(^|[:：—–]\s*)(always|never|don't|do not)\b|(^|[:：—–]\s*|\b(and|but|so|also|then|just)\s+)((always|never)\s+)?(avoid|use|make|keep|put|write|book|schedule|send|reply|answer|add|name|run|check|ask|tell|give|call|format|include|mention|cc|copy|save|commit|push|merge|deploy|test|remind|pick|choose|prefer|go)\b/i,
+  new RegExp(
+    String.raw`(^|[:：—–]\s*)(always|never|don't|do not)\b|(^|[:：—–]\s*|\b(and|but|so|also|then|just)\s+)((always|never)\s+)?` +
+      String.raw`(${ORDER_VERBS}|book|schedule|call|cc|merge|deploy|test|pick|choose|prefer|go)\b`,
+    'i',
+  ),
   // An order after a time phrase: "In the future, use tabs", "Every time, double-check the imports" (the
   // next word no subject: "Every time, the bus…" tells what happens), "Whenever I paste a trace, explain…".
   /^\s*(?:[Ii]n (?:the )?future|[Ee]very time|[Ee]ach time),\s*(?:please\s+)?(?!(?:i|we|you|he|she|it|they|my|our|your|his|her|their|its|the|a|an|this|that|these|those|there|nobody|everyone|someone|people)\b)[a-z]/,
-  /^\s*(?:whenever|every time|each time|any ?time)\b[^,]{1,120},\s*(?:please\s+)?(?:(?:always|never|first)\s+)?(?:avoid|use|make|keep|put|write|send|reply|answer|respond|add|name|run|check|double-check|ask|tell|give|format|include|mention|copy|save|commit|push|remind|explain|cite|show|list|summari[sz]e|translate|confirm|warn|mark|label|link|quote|flag|point out)\b/i,
+  new RegExp(
+    String.raw`^\s*(?:whenever|every time|each time|any ?time)\b[^,]{1,120},\s*(?:please\s+)?(?:(?:always|never|first)\s+)?` +
+      String.raw`(?:${ORDER_VERBS}|respond|double-check|explain|cite|show|list|summari[sz]e|translate|confirm|warn|mark|label|link|quote|flag|point out)\b`,
+    'i',
+  ),
   // The same in Chinese, which has no subject to tell an order by: a habit word opening the sentence
   // before how to answer ("总是用中文回答"), or after a kind of work product ("回复永远用中文"), and not
   // "香菜总是种不好".

@@ -1,5 +1,5 @@
 import { NotFoundError } from '../errors.js';
-import { presentProposal, revertDraft, sameSkillContent, type Skill } from '../skills/index.js';
+import { presentProposal, revertDraft, type Skill } from '../skills/index.js';
 import type { PgSkillProposals, PgSkillStore } from '../store/postgres/index.js';
 import { asDecisionError, checkedName, editedDraft, HTTP_EDIT, presentChange, revertTarget } from './skill-change-routes.js';
 import { presentSkillSummary } from './skills-routes.js';
@@ -62,11 +62,9 @@ export function teamSkillsRoutes(deps: TeamSkillsRoutesDeps): (app: ProxyApp) =>
       const body = await readJson(c.req.raw);
       const current = await deps.store.get(name);
       const draft = editedDraft(name, body, current?.skill);
-      // Saved unchanged: no version, no generation, as on one proxy.
-      if (current && sameSkillContent(current.skill, draft))
-        return c.json(presentChange({ skill: current.skill, action: 'unchanged', version: current.version, generation: await deps.store.generation() }));
-      const result = await written(deps.store.write(draft, { basedOn: current?.version ?? 0, source: HTTP_EDIT, action: 'manual' }));
-      return c.json(presentChange(result), current ? 200 : 201);
+      // Saved unchanged: no version, no generation, as on one proxy; the store checks it under the write's locks.
+      const result = await written(deps.store.save(draft, { basedOn: current?.version ?? 0, source: HTTP_EDIT, action: 'manual' }));
+      return c.json(presentChange(result), current || result.action === 'unchanged' ? 200 : 201);
     });
 
     app.delete('/v1/skills/:name', async (c) => {

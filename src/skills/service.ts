@@ -21,6 +21,7 @@ import { evolutionRecord, nearestSkill, planSessionEvolution, type EvolutionPlan
 import { buildTranscript } from './evolution/transcript.js';
 import { SkillHistory, type VersionAction } from './history.js';
 import { revertDraft } from './revert.js';
+import { skillInjectionReason } from './screen.js';
 import { sameSkillContent } from './skill-file.js';
 import { SkillLibrary } from './library.js';
 import { SkillsContextProvider } from './provider.js';
@@ -72,6 +73,14 @@ export interface UnchangedResult {
   action: 'unchanged';
   version: number;
   generation: number;
+}
+
+/** What a person's save may refuse, in this order (so a command reports the first that applies). */
+export interface SaveOptions {
+  /** false: a skill of the same name that says something else is not replaced (`skill_exists`). Default: replaced, as an edit does. */
+  overwrite?: boolean;
+  /** Refuse text that reads like a prompt injection (`suspicious_skill`). Default: no, the caller screened it. */
+  screen?: boolean;
 }
 
 export interface EvolutionResult {
@@ -188,10 +197,14 @@ export class SkillsService {
    * submitted as it was, a script that adds its skills on every run) and is no change of the library:
    * a new version would fill the history with copies and re-send the skills to every agent.
    */
-  save(draft: SkillDraft, source: string): ChangeResult | UnchangedResult {
+  save(draft: SkillDraft, source: string, options: SaveOptions = {}): ChangeResult | UnchangedResult {
     const current = this.library.get(draft.name);
-    if (current && sameSkillContent(current, draft))
-      return { skill: current, action: 'unchanged', version: current.version, generation: this.history.generation };
+    const unchanged = current !== undefined && sameSkillContent(current, draft);
+    // The same text again is nothing to overwrite: with or without leave to overwrite, it is "unchanged".
+    if (current && !unchanged && options.overwrite === false) throw new SkillError(`a skill named ${draft.name} already exists`, 'skill_exists');
+    const injection = options.screen ? skillInjectionReason(draft) : undefined;
+    if (injection) throw new SkillError(`the skill reads like a prompt injection (${injection})`, 'suspicious_skill');
+    if (current && unchanged) return { skill: current, action: 'unchanged', version: current.version, generation: this.history.generation };
     return this.applyDraft(draft, 'manual', source);
   }
 

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { UpstreamTarget } from '../config/index.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage, RequestError } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import { errorBodyText, kindForStatus, streamErrorFrame } from '../shared/api-errors.js';
 import type { AssembledResponse, RequestFormat } from '../types/index.js';
@@ -13,6 +13,7 @@ import type { ClientSink } from './sink.js';
 import { completeEventsLength, firstMalformedEvent, isWellFormedEvent, SseParser, type SseEvent } from './sse.js';
 import {
   answerShapeProblem,
+  answerFromStream,
   assembleAnswer,
   assembleStream,
   streamAssembler,
@@ -154,6 +155,7 @@ export class UpstreamForwarder {
       try {
         built = this.buildBody(target, input);
       } catch (error) {
+        if (error instanceof RequestError) return this.refuse(input, sink, error, { attempts, forwardedBody, upstream: target, firstByteMs });
         return this.failWith(input, sink, 400, `Cannot translate the request for ${target.name}: ${errorMessage(error)}`, {
           attempts,
           forwardedBody,
@@ -294,6 +296,20 @@ export class UpstreamForwarder {
     return { status, outcome: status >= 500 ? 'upstream_error' : 'proxy_error', error: message, response: null, ...context };
   }
 
+  /** A request this target cannot be sent (a part its format cannot carry), refused as the translation words it. */
+  private refuse(
+    input: ForwardInput,
+    sink: ClientSink,
+    error: RequestError,
+    context: Pick<ForwardResult, 'attempts' | 'forwardedBody' | 'upstream' | 'firstByteMs'>,
+  ): ForwardResult {
+    if (!sink.closed && !sink.committed) {
+      const description = { kind: error.kind, message: error.message, code: error.code, ...(error.param === undefined ? {} : { param: error.param }) };
+      sink.sendComplete(error.status, 'application/json', errorBodyText(input.clientFormat, description));
+    }
+    return { status: error.status, outcome: 'proxy_error', error: error.message, response: null, ...context };
+  }
+
   /** The body for one target: the client's model replaced if the target fixes one, translated if needed. */
   private buildBody(target: UpstreamTarget, input: ForwardInput): ForwardedBody {
     const model = target.model;
@@ -345,9 +361,11 @@ export class UpstreamForwarder {
         const status = response.statusCode ?? 502;
         const contentType = headerText(response.headers['content-type']) ?? 'application/json';
         if (status >= 200 && status < 300) {
-          const reading = contentType.includes('text/event-stream')
-            ? this.relayStream(target, input, response, sink, markFirstByte)
-            : this.deliverComplete(target, input, response, status, contentType, sink, markFirstByte);
+          // A client that asked for no stream gets one JSON answer even from an upstream that streams anyway (readComplete).
+          const reading =
+            contentType.includes('text/event-stream') && input.stream
+              ? this.relayStream(target, input, response, sink, markFirstByte)
+              : this.deliverComplete(target, input, response, status, contentType, sink, markFirstByte);
           answering = reading.abort;
           reading.result.then(settle, (error) => settle({ type: 'retryable', reason: errorMessage(error) }));
           return;
@@ -409,6 +427,7 @@ export class UpstreamForwarder {
     }
     if (sink.closed) return { type: 'finished', status: 499, outcome: 'client_aborted', error: 'client disconnected', response: null };
     const wire = wireFormat(target, input.clientFormat);
+    if (contentType.includes('text/event-stream')) return this.answerFromStream(wire, input, response, raw, sink, markFirstByte);
     const sameFormat = wire === input.clientFormat;
     const headers = relayedHeaders(response.headers);
     // Same format: the client gets the upstream's bytes first; they are parsed for the record after.
@@ -436,6 +455,32 @@ export class UpstreamForwarder {
     }
     const assembled = parsed === undefined ? null : assembleAnswer(wire, parsed);
     return { type: 'finished', status, outcome: 'ok', error: null, response: assembled };
+  }
+
+  /**
+   * A whole stream the upstream sent a client that asked for no stream, as the one JSON answer the
+   * client asked for (its SDK cannot read events as an answer). A stream that holds no
+   * whole answer is a 502 in the client's shape, and an empty one is retried like an empty stream.
+   */
+  private answerFromStream(
+    wire: RequestFormat,
+    input: ForwardInput,
+    response: IncomingMessage,
+    raw: Buffer,
+    sink: ClientSink,
+    markFirstByte: () => void,
+  ): AttemptResult {
+    if (raw.length === 0) return { type: 'retryable', reason: 'upstream ended the stream without sending anything' };
+    markFirstByte();
+    const headers = relayedHeaders(response.headers);
+    const collected = answerFromStream(input.clientFormat, wire, raw, input);
+    if ('problem' in collected) {
+      const message = `The upstream answered a request that asked for no stream with an event stream, and ${collected.problem}, so it holds no ${input.clientFormat} API answer.`;
+      sink.sendComplete(502, 'application/json', errorBodyText(input.clientFormat, { kind: 'api_error', message, code: 'upstream_invalid_body' }), headers);
+      return { type: 'finished', status: 502, outcome: 'upstream_error', error: message, response: null };
+    }
+    sink.sendComplete(200, 'application/json', JSON.stringify(collected.answer), headers);
+    return { type: 'finished', status: 200, outcome: 'ok', error: null, response: assembleStream(wire, raw) };
   }
 
   /**

@@ -13,6 +13,7 @@ export {
   assembleStream,
   assistantToResponsesOutput,
   openAIUsageToResponses,
+  refuseUncarriedParts,
   responseIdFor,
   responseObject,
   responsesInputItems,

@@ -27,7 +27,7 @@ import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { mergeBodies, type PlannedChange } from '../../skills/evolution/apply.js';
 import { GENERATION_KEY, type VersionAction, type VersionRow } from '../../skills/history.js';
 import { skillInjectionReason } from '../../skills/screen.js';
-import { nextSkillFields, parseSkillFile, serializeSkill } from '../../skills/skill-file.js';
+import { nextSkillFields, parseSkillFile, sameSkillContent, serializeSkill } from '../../skills/skill-file.js';
 import type { Skill, SkillDraft } from '../../skills/types.js';
 import { redactSecrets } from '../../text/index.js';
 import type { SkillVersionStore } from '../ports.js';
@@ -58,6 +58,14 @@ export interface SkillWrite {
   readonly skill: Skill;
   readonly text: string;
   readonly action: VersionAction;
+  readonly version: number;
+  readonly generation: number;
+}
+
+/** A person's save that says what the current version already does: nothing written. */
+export interface SkillUnchanged {
+  readonly skill: Skill;
+  readonly action: 'unchanged';
   readonly version: number;
   readonly generation: number;
 }
@@ -160,6 +168,32 @@ export class PgSkillStore implements SkillVersionStore {
       const row = await this.lockRow(client, draft.name, options.basedOn);
       return this.put(client, draft, row, generation, options);
     });
+  }
+
+  /**
+   * A person's save (PUT /v1/skills/{name}): `draft` written over the skill at `basedOn` as `write`
+   * does, or nothing when it says what the current version does (see sameSkillContent). The check
+   * holds the locks a write takes (the generation row, then the skill's row), so the version and
+   * generation an "unchanged" answer gives are the store's at one moment: a write in flight is
+   * waited for, and a skill it moved on from `basedOn` is a conflict, as for a write.
+   */
+  async save(draft: SkillDraft, options: WriteOptions): Promise<SkillWrite | SkillUnchanged> {
+    return inTransaction(
+      this.pool,
+      async (client): Promise<SkillWrite | SkillUnchanged> => {
+        const seen = await lockGeneration(client);
+        const row = await this.lockRow(client, draft.name, options.basedOn);
+        const current = row && !row.removed ? stored(row) : undefined;
+        if (current && sameSkillContent(current.skill, draft)) return { skill: current.skill, action: 'unchanged', version: current.version, generation: seen };
+        return this.put(client, draft, row, await bumpGeneration(client), options);
+      },
+      async (result, client) => {
+        // Nothing written: rolled back, which also lets go of the locks.
+        if (result.action === 'unchanged') return false;
+        await client.query('SELECT pg_notify($1, $2)', [SKILLS_CHANNEL, JSON.stringify({ generation: result.generation })]);
+        return true;
+      },
+    );
   }
 
   /** Removes a skill (its row stays, marked removed, so nodes catching up see the removal). */
@@ -418,6 +452,15 @@ function mergedInto(current: Skill, draft: SkillDraft): SkillDraft {
     origin: current.origin,
     ...(draft.sourceSessions ? { sourceSessions: draft.sourceSessions } : {}),
   };
+}
+
+/** The generation as it is, with its row locked until the transaction ends, as a write's bump locks it (the row is made if missing). */
+async function lockGeneration(client: PoolClient): Promise<number> {
+  const result = await client.query<{ value: string }>(
+    `INSERT INTO state (key, value) VALUES ($1, '0') ON CONFLICT (key) DO UPDATE SET value = state.value RETURNING value`,
+    [GENERATION_KEY],
+  );
+  return Number(result.rows[0]!.value);
 }
 
 /** Takes the next generation; the row stays locked until commit (see the module comment). */

@@ -1,4 +1,4 @@
-import { SseParser, type SseEvent } from '../sse.js';
+import { isWellFormedEvent, SseParser, type SseEvent } from '../sse.js';
 import type {
   AnthropicMessagesRequest,
   AnthropicResponse,
@@ -15,6 +15,8 @@ import { anthropicErrorBodyToOpenAI, openAIErrorBodyToAnthropic } from './errors
 import { anthropicRequestToOpenAI } from './request-anthropic-to-openai.js';
 import { openAIRequestToAnthropic } from './request-openai-to-anthropic.js';
 import { responsesInputItems, responsesRequestToOpenAI } from './request-responses-to-openai.js';
+import { collectStream, type CollectedAnswer } from './collect-stream.js';
+import { refuseUncarriedParts } from './responses-parts.js';
 import { responsesTools } from './responses-tools.js';
 import { anthropicResponseToOpenAI } from './response-anthropic-to-openai.js';
 import { openAIResponseToAnthropic } from './response-openai-to-anthropic.js';
@@ -83,6 +85,8 @@ export function translateRequest(
     const sent = wire === 'responses' && history !== undefined && !history.upstreamKeeps ? withHistory(body, history.items) : body;
     return model === undefined || sent['model'] === model ? sent : { ...sent, model };
   }
+  // A part the translation cannot carry is refused, never left out (responses-parts.ts).
+  if (clientFormat === 'responses') refuseUncarriedParts(body['input'], wire === 'anthropic' ? 'anthropic' : 'openai', options.history?.items);
   const chat =
     clientFormat === 'responses'
       ? responsesRequestToOpenAI(body, { ...(model ? { model } : {}), ...(options.history ? { history: options.history.items } : {}) })
@@ -138,6 +142,27 @@ export function assembleStream(format: RequestFormat, raw: Buffer): AssembledRes
   const parser = new SseParser();
   for (const event of [...parser.push(raw), ...parser.end()]) assembler.push(event);
   return assembler.result();
+}
+
+/**
+ * The one JSON answer a whole stream of `wire` events amounts to, in the client's API, for a client
+ * that did not ask for a stream (some upstreams stream whatever `stream` says): a stream of another
+ * API is translated to the client's events first, as for a streaming client, then read as that
+ * API's SDK reads it (collect-stream.ts). A stream that fails, holds an event that is not JSON, or
+ * ends before its final event holds no answer.
+ */
+export function answerFromStream(clientFormat: RequestFormat, wire: RequestFormat, raw: Buffer, context: AnswerContext): CollectedAnswer {
+  const parser = new SseParser();
+  const events = [...parser.push(raw), ...parser.end()];
+  if (!events.every(isWellFormedEvent)) return { problem: 'it holds an event that is not JSON' };
+  if (wire === clientFormat) return collectStream(clientFormat, events);
+  // A non-stream chat answer carries its usage, which a translated chat stream holds only when asked.
+  const asked = clientFormat === 'openai' ? { ...context, body: { ...context.body, stream_options: { include_usage: true } } } : context;
+  const translator = streamTranslator(clientFormat, wire, asked);
+  let text = '';
+  for (const event of events) text += translator.push(event);
+  if (!translator.done) text += translator.finish();
+  return collectStream(clientFormat, new SseParser().push(text));
 }
 
 /** The events after which a stream has nothing more to say: a client may hang up once it has one. */
