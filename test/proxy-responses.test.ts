@@ -440,6 +440,43 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     assert.equal(turn.seq, 1, 'the refused requests left no turn in the session');
   });
 
+  test("a tool output's image reaches a chat upstream in a user message after the run of tool messages (a chat tool message holds text only), not dropped or refused", async () => {
+    upstream.reply(openAIReply({ text: 'The button is blue.' }));
+    const screenshot = 'data:image/png;base64,iVBORw0KGgo=';
+    const response = await client.responses.create({
+      model: 'gpt-test',
+      input: [
+        { type: 'message', role: 'user', content: 'Take a screenshot and read the page title.' },
+        { type: 'function_call', call_id: 'call_shot', name: 'screenshot', arguments: '{}' },
+        { type: 'function_call', call_id: 'call_title', name: 'title', arguments: '{}' },
+        {
+          type: 'function_call_output',
+          call_id: 'call_shot',
+          output: [
+            { type: 'input_text', text: 'Screenshot taken.' },
+            { type: 'input_image', image_url: screenshot },
+          ],
+        },
+        { type: 'function_call_output', call_id: 'call_title', output: 'Checkout' },
+      ] as never,
+      tools: [
+        { type: 'function', name: 'screenshot', parameters: { type: 'object', properties: {} }, strict: false },
+        { type: 'function', name: 'title', parameters: { type: 'object', properties: {} }, strict: false },
+      ],
+    });
+    assert.equal(response.output_text, 'The button is blue.');
+    const messages = upstream.modelRequests().at(-1)!.body.messages as Array<Record<string, unknown>>;
+    assert.deepEqual(
+      messages.slice(1).map((message) => [message.role, message.content]),
+      [
+        ['assistant', null],
+        ['tool', 'Screenshot taken.'],
+        ['tool', 'Checkout'],
+        ['user', [{ type: 'image_url', image_url: { url: screenshot } }]],
+      ],
+    );
+  });
+
   test('a request without stream whose chat upstream streams anyway gets the one Responses object it asked for, not an event stream; the turn is recorded and can be continued', async () => {
     upstream.reply(streamingAnyway(openAIReply({ text: 'Bonjour, monde.', pieces: 3 })));
     const { data: response, response: http } = await client.responses.create({ model: 'gpt-test', input: 'Say hello in French.' }).withResponse();

@@ -15,6 +15,9 @@ const SHARED_KEYS = ['temperature', 'top_p', 'user', 'seed'] as const;
 /** Separate text parts of one message are separate paragraphs. */
 const PARAGRAPH = '\n\n';
 
+/** The parts `contentText` reads: text every message carries (refusal: an assistant's answer). */
+const TEXT_TYPES = new Set(['input_text', 'output_text', 'text', 'refusal']);
+
 export interface ResponsesTranslationOptions {
   model?: string;
   /**
@@ -33,7 +36,9 @@ export function responsesRequestToOpenAI(request: ResponsesRequest, options: Res
   if (instructions !== undefined && instructions !== '') messages.push({ role: 'system', content: instructions });
   const items = [...(options.history ?? []), ...responsesInputItems(request.input)];
   const tools = responsesTools(request, items);
-  for (const item of items) appendItem(messages, item, tools);
+  const attachments: OpenAIContentPart[] = [];
+  for (const item of items) appendItem(messages, item, tools, attachments);
+  flushAttachments(messages, attachments);
 
   const result: OpenAIChatRequest = { model: options.model ?? request.model ?? '', messages };
   for (const key of SHARED_KEYS) if (request[key] !== undefined && request[key] !== null) (result as Record<string, unknown>)[key] = request[key];
@@ -63,9 +68,17 @@ export function responsesItemType(item: Record<string, unknown>): string | undef
   return readString(item.type) ?? (item.role === undefined ? undefined : 'message');
 }
 
-function appendItem(messages: OpenAIMessage[], item: unknown, tools: ResponsesTools): void {
+/**
+ * `attachments`: the images, files and audio of the tool outputs appended last. A chat `tool`
+ * message holds text only, so they follow the run of tool messages in a user message of their own
+ * (as an Anthropic tool result's images do in request-anthropic-to-openai.ts), not dropped.
+ */
+function appendItem(messages: OpenAIMessage[], item: unknown, tools: ResponsesTools, attachments: OpenAIContentPart[]): void {
   if (!isRecord(item)) return;
-  switch (responsesItemType(item)) {
+  const kind = responsesItemType(item);
+  const output = kind === 'function_call_output' || kind === 'custom_tool_call_output';
+  if (!output) flushAttachments(messages, attachments);
+  switch (kind) {
     case 'message':
       appendMessage(messages, item);
       break;
@@ -78,10 +91,22 @@ function appendItem(messages: OpenAIMessage[], item: unknown, tools: ResponsesTo
     case 'function_call_output':
     case 'custom_tool_call_output':
       messages.push({ role: 'tool', tool_call_id: toolCallId(item.call_id), content: contentText(item.output) });
+      attachments.push(
+        ...readArray(item.output)
+          .filter(isRecord)
+          .filter((part) => !TEXT_TYPES.has(readString(part.type) ?? ''))
+          .flatMap(userPart),
+      );
       break;
     default:
       break;
   }
+}
+
+/** The tool outputs' attachments so far, as the user message after their tool messages. */
+function flushAttachments(messages: OpenAIMessage[], attachments: OpenAIContentPart[]): void {
+  if (attachments.length === 0) return;
+  messages.push({ role: 'user', content: attachments.splice(0) });
 }
 
 /** A call as the assistant's chat tool call, under the chat name its tool was given. */

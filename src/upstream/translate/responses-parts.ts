@@ -43,7 +43,7 @@ function userPartProblem(part: Record<string, unknown>, wire: TranslatedWire): s
   }
 }
 
-/** Parts of assistant, system and developer messages and of tool outputs: the translation keeps their text only. */
+/** Parts of assistant, system and developer messages: the translation keeps their text only. */
 function textPartProblem(part: Record<string, unknown>, wire: TranslatedWire): string | undefined {
   const type = readString(part['type']) ?? '';
   if (TEXT_PARTS.has(type) || type === 'refusal') return undefined;
@@ -65,7 +65,8 @@ export function refuseUncarriedParts(input: unknown, wire: TranslatedWire, histo
     const kind = responsesItemType(item);
     const field = kind === 'message' ? 'content' : kind === 'function_call_output' || kind === 'custom_tool_call_output' ? 'output' : undefined;
     if (field === undefined) return;
-    const user = kind === 'message' && item['role'] !== 'assistant' && item['role'] !== 'system' && item['role'] !== 'developer';
+    // A tool output's images, files and audio go on as a user message's (request-responses-to-openai.ts).
+    const user = kind !== 'message' || (item['role'] !== 'assistant' && item['role'] !== 'system' && item['role'] !== 'developer');
     readArray(item[field]).forEach((part, partIndex) => {
       if (!isRecord(part)) return;
       const problem = user ? userPartProblem(part, wire) : textPartProblem(part, wire);
