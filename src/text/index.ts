@@ -26,6 +26,7 @@ export {
   type WeightedTerm,
 } from './glossary.js';
 export { parseThesaurus, thesaurus, thesaurusVersion, type Thesaurus } from './thesaurus.js';
+export { parseSimilarWords, SIMILAR_WORD_WEIGHT, similarWordAlternatives, similarWords, type SimilarWords } from './similar-words.js';
 export { measureTerms, MEASURES_VERSION } from './measures.js';
 export { titleTerms, TITLES_VERSION } from './titles.js';
 export { alternativeTerms, crossLingualAlternatives, forUnknownTerms, matchedMass, queryMass } from './cross-lingual.js';
