@@ -97,6 +97,19 @@ describe('memory recall beyond keywords (no extractor)', () => {
     assert.equal(doctor[0]?.content, 'My physician is Dr. Okafor at the Elm Street practice.', JSON.stringify(doctor.map((result) => result.content)));
   });
 
+  test('a question whose rare word the memory never says ("lender", "nut") recalls the memory that says a word used like it ("mortgage", "peanuts") and shares no other word with it', async () => {
+    const memories: ReadonlyArray<[string, string, number]> = [
+      ['house', 'Signed for the flat today: 420,000, with a mortgage from Banco Atlântico fixed for five years.', 40],
+      ['allergy', 'Turns out Leo cannot eat peanuts: hives within minutes at the party.', 30],
+      ['insurance', 'Our home insurance renewal came in at 310 euros.', 3],
+      ['wifi', 'The wifi password at the cabin is Larch.', 2],
+    ];
+    const lender = await rememberThenSearch(suite.proxy, memories, 'Which lender is financing our home?', 'similar-words');
+    assert.ok(lender.includes(memories[0]![1]), JSON.stringify(lender));
+    const nut = await search(suite.proxy, 'Which nut makes my son ill?', 'similar-words');
+    assert.equal(nut[0]?.content, memories[1]![1], JSON.stringify(nut.map((result) => result.content)));
+  });
+
   test(`a question about the user's life recalls what the user said above the assistant's reply that echoes the question's words; one about the assistant's advice ("what did you suggest", "the tip you gave me") still recalls the reply`, async () => {
     const now = Date.now();
     await api(suite.proxy, '/v1/memory/ingest', {

@@ -26,7 +26,7 @@ import { decideMode, RlEngine, RlService } from '../rl/index.js';
 import { SkillsService } from '../skills/index.js';
 import { MemberDirectory } from '../team/index.js';
 import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/index.js';
-import { thesaurus, warmGlossary } from '../text/index.js';
+import { similarWords, thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { closeServer, describeTarget, endServing, refuseIfRunning, runtimeLogger, startServing, reportEscapedError, servingDeps, sleep } from './serving.js';
@@ -310,6 +310,8 @@ export class MetaclawRuntime {
     warmGlossary(this.memory.crossLingualLanguages());
     // Memory units are indexed with it when written (≈0.05 s to read): not by the first write on this thread.
     thesaurus();
+    // Memory recall looks up a query's similar words (≈0.01 s to read): not the first recall.
+    similarWords();
     this.context = new ContextPlanner(this.providers, this.logger, values['max_context_tokens']);
     const deps = servingDeps(this, this.context, {
       routeGroups: this.routeGroups,

@@ -63,7 +63,7 @@ import {
   SkillSubscription,
 } from '../store/postgres/index.js';
 import { MemberCache, TeamLearningRunner } from '../team/index.js';
-import { glossaryLanguages, thesaurus, warmGlossary } from '../text/index.js';
+import { glossaryLanguages, similarWords, thesaurus, warmGlossary } from '../text/index.js';
 import { CredentialMemory, UpstreamForwarder } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { closeServer, describeTarget, endServing, refuseIfRunning, runtimeLogger, startServing, reportEscapedError, servingDeps } from './serving.js';
@@ -365,6 +365,7 @@ export class TeamRuntime {
     // Read now, not by the first request that needs them.
     warmGlossary(['zh', 'ja']);
     thesaurus();
+    similarWords();
     await this.warmMemory();
     this.context = new ContextPlanner(this.providers, this.logger, values['max_context_tokens']);
     const deps = servingDeps(this, this.context, {
