@@ -147,6 +147,35 @@ describe('Anthropic client in front of an OpenAI-compatible upstream (translated
       { role: 'tool', tool_call_id: 'toolu_1', content: '3°C' },
     );
   });
+  test('an image or document the chat format cannot carry (from the file store, a document by URL) is refused with a 400 naming the block, never left out; nothing goes upstream; a content document goes on as its text', async () => {
+    const question = { type: 'text' as const, text: 'Summarise this.' };
+    const refused: Array<[Record<string, unknown>, string]> = [
+      [{ type: 'document', source: { type: 'url', url: 'https://example.com/report.pdf' } }, 'messages.0.content.1'],
+      [{ type: 'image', source: { type: 'file', file_id: 'file_011abc' } }, 'messages.0.content.1'],
+    ];
+    for (const [block, param] of refused) {
+      await assert.rejects(
+        client.messages.create({ model: 'claude-test', max_tokens: 50, messages: [{ role: 'user', content: [question, block] as never }] }),
+        (error: unknown) => {
+          assert.ok(error instanceof Anthropic.BadRequestError, String(error));
+          const body = error.error as { type: string; error: { type: string; message: string } };
+          assert.equal(body.error.type, 'invalid_request_error');
+          assert.match(body.error.message, new RegExp(`^${param.replaceAll('.', '\\.')}: `));
+          return true;
+        },
+      );
+    }
+    assert.equal(upstream.modelRequests().length, 0, 'nothing went upstream');
+    upstream.reply(openAIReply({ text: 'A short report.' }));
+    await client.messages.create({
+      model: 'claude-test',
+      max_tokens: 50,
+      messages: [
+        { role: 'user', content: [question, { type: 'document', source: { type: 'content', content: [{ type: 'text', text: 'Sales rose 4 %.' }] } }] },
+      ],
+    });
+    assert.deepEqual(upstream.modelRequests()[0]!.body.messages, [{ role: 'user', content: 'Summarise this.\n\nSales rose 4 %.' }]);
+  });
 });
 
 describe('OpenAI client in front of an Anthropic upstream (translated both ways)', () => {
@@ -164,6 +193,27 @@ describe('OpenAI client in front of an Anthropic upstream (translated both ways)
     await upstream?.close();
   });
   beforeEach(() => upstream.reset());
+
+  test('a file known only by its OpenAI id, or audio, is refused with a 400 naming the part, never left out; nothing goes upstream', async () => {
+    const question = { type: 'text' as const, text: 'What does it say?' };
+    const refused: Array<[Record<string, unknown>, RegExp]> = [
+      [{ type: 'file', file: { file_id: 'file-abc' } }, /messages\.0\.content\.1: .*file_data/],
+      [{ type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } }, /messages\.0\.content\.1: .*no audio/],
+    ];
+    for (const [part, why] of refused) {
+      await assert.rejects(
+        client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: [question, part] as never }] }),
+        (error: unknown) => {
+          assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+          assert.equal(error.code, 'unsupported_content_part');
+          assert.equal(error.param, 'messages.0.content.1');
+          assert.match(error.message, why);
+          return true;
+        },
+      );
+    }
+    assert.equal(upstream.modelRequests().length, 0, 'nothing went upstream');
+  });
 
   test('a non-streaming completion is translated to messages and back', async () => {
     upstream.reply(anthropicReply({ text: 'From Claude.', usage: { input: 9, output: 2 } }));

@@ -473,11 +473,15 @@ describe('documents', () => {
           content: [
             { type: 'document', title: 'report.pdf', source: { type: 'base64', media_type: 'application/pdf', data: pdf } },
             { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'plain notes' } },
-            { type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } },
           ],
         },
       ],
     });
+    // A document by URL has no chat form: refused, naming it, rather than left out.
+    assert.throws(
+      () => toOpenAI({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } }] }] }),
+      /^BadRequestError: messages\.0\.content\.0: a document reaches/,
+    );
     assert.deepEqual(openAI.messages, [
       {
         role: 'user',

@@ -1,3 +1,4 @@
+import { BadRequestError } from '../../errors.js';
 import type { AnthropicMessagesRequest, OpenAIChatRequest, OpenAIContentPart, OpenAIMessage } from '../../types/index.js';
 import { assistantToOpenAIMessage, readAnthropicAssistant } from './assistant.js';
 import { anthropicContentText, imageSourceToUrl, isRecord, omitKeys, readArray, readNumber, readString } from './common.js';
@@ -34,7 +35,7 @@ export function anthropicRequestToOpenAI(request: AnthropicMessagesRequest, opti
   const messages: OpenAIMessage[] = [];
   const system = anthropicContentText(request.system, PARAGRAPH);
   if (system !== '') messages.push({ role: 'system', content: system });
-  for (const message of readArray(request.messages)) messages.push(...convertMessage(message));
+  readArray(request.messages).forEach((message, index) => messages.push(...convertMessage(message, `messages.${index}`)));
 
   const result: OpenAIChatRequest = { ...omitKeys(request, NOT_PASSED_THROUGH), model: options.model ?? request.model, messages };
   const maxTokens = readNumber(request.max_tokens);
@@ -54,69 +55,80 @@ export function anthropicRequestToOpenAI(request: AnthropicMessagesRequest, opti
   return result;
 }
 
-function convertMessage(message: unknown): OpenAIMessage[] {
+/** `at`: where the message is in the request (`messages.2`), to name a block that cannot be carried. */
+function convertMessage(message: unknown, at: string): OpenAIMessage[] {
   if (!isRecord(message)) return [];
   // A mid-conversation system message (Claude Code) stays a system message, where it was.
   if (message.role === 'system') return [{ role: 'system', content: anthropicContentText(message.content, PARAGRAPH) }];
   const role = message.role === 'assistant' ? 'assistant' : 'user';
   if (typeof message.content === 'string') return [{ role, content: message.content }];
-  const blocks = readArray(message.content).filter(isRecord);
-  return role === 'assistant' ? [assistantMessage(blocks)] : userMessages(blocks);
+  if (role === 'assistant') return [assistantMessage(readArray(message.content).filter(isRecord))];
+  return userMessages(readArray(message.content), `${at}.content`);
 }
 
 /**
  * Tool results become `tool` messages ahead of the user's own text. OpenAI tool messages hold
  * text only, so images inside a tool result move into the user message that follows.
  */
-function userMessages(blocks: ReadonlyArray<Record<string, unknown>>): OpenAIMessage[] {
+function userMessages(blocks: readonly unknown[], at: string): OpenAIMessage[] {
   const toolMessages: OpenAIMessage[] = [];
   const parts: OpenAIContentPart[] = [];
-  for (const block of blocks) {
+  blocks.forEach((block, index) => {
+    if (!isRecord(block)) return;
     if (block.type === 'tool_result') {
       toolMessages.push({ role: 'tool', tool_call_id: readString(block.tool_use_id) ?? '', content: anthropicContentText(block.content, PARAGRAPH) });
-      parts.push(
-        ...readArray(block.content)
-          .filter(isRecord)
-          .filter((inner) => inner.type === 'image')
-          .flatMap(userPart),
-      );
+      readArray(block.content).forEach((inner, innerIndex) => {
+        if (isRecord(inner) && inner.type === 'image') parts.push(...userPart(inner, `${at}.${index}.content.${innerIndex}`));
+      });
     } else {
-      parts.push(...userPart(block));
+      parts.push(...userPart(block, `${at}.${index}`));
     }
-  }
+  });
   if (parts.length === 0) return toolMessages;
   const onlyText = parts.every((part) => part.type === 'text');
   const content = onlyText ? parts.map((part) => readString(part.text) ?? '').join(PARAGRAPH) : parts;
   return [...toolMessages, { role: 'user', content }];
 }
 
-/** Text, images and documents; thinking and server-tool blocks have no OpenAI form. */
-function userPart(block: Record<string, unknown>): OpenAIContentPart[] {
+/**
+ * Text, images and documents. Thinking and server-tool blocks have no OpenAI form and are left
+ * out. An image or document the chat format cannot carry (one in Anthropic's file store, a
+ * document by URL) is refused, `at` naming it: left out, the model would answer about a file it
+ * never got.
+ */
+function userPart(block: Record<string, unknown>, at: string): OpenAIContentPart[] {
   switch (block.type) {
     case 'text':
       return [{ type: 'text', text: readString(block.text) ?? '' }];
     case 'image': {
       const url = imageSourceToUrl(block.source);
-      return url === undefined ? [] : [{ type: 'image_url', image_url: { url } }];
+      if (url === undefined) throw uncarried(at, 'an image reaches a Chat Completions upstream only as base64 data or a URL, not from a file store');
+      return [{ type: 'image_url', image_url: { url } }];
     }
     case 'document':
-      return documentPart(block);
+      return documentPart(block, at);
     default:
       return [];
   }
 }
 
-/** Plain-text documents become text; base64 ones (PDF) a file part. URL documents have no OpenAI chat form. */
-function documentPart(block: Record<string, unknown>): OpenAIContentPart[] {
+/** Plain-text documents become text; base64 ones (PDF) a file part. Others have no OpenAI chat form. */
+function documentPart(block: Record<string, unknown>, at: string): OpenAIContentPart[] {
   const source = isRecord(block.source) ? block.source : {};
-  const text = source.type === 'text' ? readString(source.data) : undefined;
+  // A "content" document is its own text blocks.
+  const text = source.type === 'text' ? readString(source.data) : source.type === 'content' ? anthropicContentText(source.content, PARAGRAPH) : undefined;
   if (text !== undefined) return [{ type: 'text', text }];
   const fileData = source.type === 'base64' ? imageSourceToUrl(source) : undefined;
-  if (fileData === undefined) return [];
+  if (fileData === undefined)
+    throw uncarried(at, 'a document reaches a Chat Completions upstream only as text or base64 data, not by URL or from a file store');
   const file: Record<string, unknown> = { file_data: fileData };
   const title = readString(block.title);
   if (title !== undefined) file.filename = title;
   return [{ type: 'file', file }];
+}
+
+function uncarried(at: string, why: string): BadRequestError {
+  return new BadRequestError('unsupported_content_part', `${at}: ${why}.`, at);
 }
 
 /** Thinking is dropped: an OpenAI server has no use for Anthropic's signed reasoning. */

@@ -8,6 +8,7 @@ import type {
   AnthropicToolResultBlock,
   OpenAIChatRequest,
 } from '../../types/index.js';
+import { BadRequestError } from '../../errors.js';
 import { assistantToAnthropicBlocks, legacyFunctionCallId, readOpenAIAssistant } from './assistant.js';
 import { imageUrlToSource, isRecord, omitKeys, readArray, readNumber, readString, toolUseId } from './common.js';
 import { legacyFunctionCallToAnthropic, legacyFunctionsToAnthropic, openAIToolChoiceToAnthropic, openAIToolsToAnthropic } from './tools.js';
@@ -78,7 +79,7 @@ export function openAIRequestToAnthropic(request: OpenAIChatRequest, options: { 
 function convertMessages(messages: readonly unknown[]): { system: string | AnthropicTextBlock[] | undefined; turns: Turn[] } {
   const systemBlocks: AnthropicTextBlock[] = [];
   const turns: Turn[] = [];
-  for (const message of messages) {
+  for (const [index, message] of messages.entries()) {
     if (!isRecord(message)) continue;
     switch (message.role) {
       case 'system':
@@ -86,7 +87,7 @@ function convertMessages(messages: readonly unknown[]): { system: string | Anthr
         systemBlocks.push(...textBlocks(message.content));
         break;
       case 'user':
-        appendTurn(turns, 'user', userBlocks(message.content));
+        appendTurn(turns, 'user', userBlocks(message.content, `messages.${index}.content`));
         break;
       case 'assistant':
         appendTurn(turns, 'assistant', assistantBlocks(message));
@@ -135,18 +136,31 @@ function textBlocks(content: unknown): AnthropicTextBlock[] {
 }
 
 /** User content: text, images, and PDF files; audio and other part kinds have no Anthropic form. */
-function userBlocks(content: unknown): AnthropicContentBlock[] {
+/**
+ * `at` (a user message's content, `messages.3.content`): a part Anthropic cannot be sent there (a
+ * file known by its OpenAI id only, audio) is refused, naming it, rather than left out: the model
+ * would answer about a file it never got. Tool results keep their text and images only.
+ */
+function userBlocks(content: unknown, at?: string): AnthropicContentBlock[] {
   if (!Array.isArray(content)) return textBlocks(content);
   const blocks: AnthropicContentBlock[] = [];
-  for (const part of content) {
-    if (!isRecord(part)) continue;
+  content.forEach((part, index) => {
+    if (!isRecord(part)) return;
     if (part.type === 'text') blocks.push(...textBlocks([part]));
     const imageUrl = part.type === 'image_url' ? readImageUrl(part.image_url) : undefined;
     if (imageUrl !== undefined) blocks.push(withCacheControl({ type: 'image', source: imageUrlToSource(imageUrl) }, part));
     const document = part.type === 'file' ? fileToDocument(part.file) : undefined;
     if (document !== undefined) blocks.push(withCacheControl(document, part));
-  }
+    if (at === undefined) return;
+    if (part.type === 'file' && document === undefined)
+      throw uncarried(`${at}.${index}`, 'a file reaches an Anthropic upstream only as file_data, a base64 data: URL; it cannot read an OpenAI file_id');
+    if (part.type === 'input_audio') throw uncarried(`${at}.${index}`, 'an Anthropic upstream takes no audio');
+  });
   return blocks;
+}
+
+function uncarried(at: string, why: string): BadRequestError {
+  return new BadRequestError('unsupported_content_part', `${at}: ${why}.`, at);
 }
 
 function readImageUrl(imageUrl: unknown): string | undefined {
