@@ -361,4 +361,27 @@ describe('a client that asked for no stream gets one JSON answer from an upstrea
       return true;
     });
   });
+
+  test('a translated stream that ends before its final event is a 502 too, not a partial answer closed as finished', async () => {
+    const { upstream, proxy } = upstreams.anthropic;
+    upstream.reply((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      const event = (data: Record<string, unknown>) => `event: ${String(data.type)}\ndata: ${JSON.stringify(data)}\n\n`;
+      response.end(
+        event({
+          type: 'message_start',
+          message: { id: 'msg_cut', type: 'message', role: 'assistant', content: [], usage: { input_tokens: 5, output_tokens: 0 } },
+        }) +
+          event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }) +
+          event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'The first half of' } }),
+      );
+    });
+    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    await assert.rejects(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hi' }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.APIError, String(error));
+      assert.equal(error.status, 502);
+      assert.match(error.message, /asked for no stream.*message_stop/);
+      return true;
+    });
+  });
 });

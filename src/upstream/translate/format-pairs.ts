@@ -156,6 +156,10 @@ export function answerFromStream(clientFormat: RequestFormat, wire: RequestForma
   const events = [...parser.push(raw), ...parser.end()];
   if (!events.every(isWellFormedEvent)) return { problem: 'it holds an event that is not JSON' };
   if (wire === clientFormat) return collectStream(clientFormat, events);
+  // The upstream's own stream must hold a whole answer first: cut short, it would be closed by the
+  // translator's finish() as if it had ended, a partial answer passed off as a whole one.
+  const own = collectStream(wire, events);
+  if ('problem' in own) return own;
   // A non-stream chat answer carries its usage, which a translated chat stream holds only when asked.
   const asked = clientFormat === 'openai' ? { ...context, body: { ...context.body, stream_options: { include_usage: true } } } : context;
   const translator = streamTranslator(clientFormat, wire, asked);
