@@ -260,6 +260,22 @@ describe('failover and mid-stream errors across formats', () => {
     assert.equal(explained.outcome.attempts, 3);
   });
 
+  test('a fallback that cannot be sent a part the main upstream takes is skipped: the main upstream’s failure is answered, not a 400 about the request', async () => {
+    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const before = healthy.modelRequests().length;
+    const content = [
+      { type: 'text' as const, text: 'Summarise this report.' },
+      { type: 'file' as const, file: { file_id: 'file-abc' } },
+    ];
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-main', messages: [{ role: 'user', content }] }), (error: unknown) => {
+      assert.ok(error instanceof OpenAI.APIError, String(error));
+      assert.equal(error.status, 503);
+      assert.match(error.message, /overloaded/);
+      return true;
+    });
+    assert.equal(healthy.modelRequests().length, before, 'nothing went to the fallback, which cannot read an OpenAI file_id');
+  });
+
   /**
    * An Anthropic client in front of an OpenAI upstream whose 200s carry `bodies`, one per request:
    * what the client got for each, and the upstream errors the proxy counted.

@@ -150,11 +150,19 @@ export class UpstreamForwarder {
     };
 
     for (const target of this.targets) {
-      lastTarget = target;
       let built: ForwardedBody;
       try {
         built = this.buildBody(target, input);
       } catch (error) {
+        // A fallback that cannot carry what the main upstream could is skipped: refused there, the
+        // main upstream's outage would reach the client as a 400 about its request, which no SDK retries.
+        if (error instanceof RequestError && lastFailure !== undefined) {
+          this.logger.warn(
+            { request_id: input.requestId, upstream: target.name, reason: error.message },
+            'fallback upstream skipped: it cannot be sent this request',
+          );
+          continue;
+        }
         if (error instanceof RequestError) return this.refuse(input, sink, error, { attempts, forwardedBody, upstream: target, firstByteMs });
         return this.failWith(input, sink, 400, `Cannot translate the request for ${target.name}: ${errorMessage(error)}`, {
           attempts,
@@ -163,6 +171,8 @@ export class UpstreamForwarder {
           firstByteMs,
         });
       }
+      // The last target tried, whose failure the client gets (not a fallback skipped above).
+      lastTarget = target;
       forwardedBody = built;
       const body = built.text;
       for (let retry = 0; retry <= this.options.maxRetries; retry++) {
