@@ -194,7 +194,8 @@ export class MemoryRetriever {
     // Words used like its rarer words ("lender": "mortgage"), a weaker match still (see `SIMILAR_WORDS_BELOW_IDF`).
     const similar = similarWordAlternatives(terms);
     const extra = alternativeTerms(mergeAlternatives(translations, inflections), MOST_TRANSLATIONS);
-    for (const [term, weight] of alternativeTerms(similar)) if (!extra.has(term)) extra.set(term, weight);
+    // Capped as translations are: a long request (an agent's 4 KB message) has a similar word for dozens of its terms.
+    for (const [term, weight] of alternativeTerms(similar, MOST_TRANSLATIONS)) if (!extra.has(term)) extra.set(term, weight);
     for (const term of terms) extra.delete(term);
     const first =
       shallower?.first.deeper?.(depth) ??
