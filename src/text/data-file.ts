@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 
 /** Parses a shipped JSON data file against its schema; throws an error naming the file and the first fault. */
@@ -16,3 +16,21 @@ export function parseDataFile<Schema extends z.ZodTypeAny>(text: string, source:
   }
   return parsed.data;
 }
+
+/**
+ * A shipped file of term lists (the thesaurus, the similar words): what it says it is, and its
+ * entries, one line each. Tens of thousands of lines: a record of them takes zod half a second to
+ * check, so the lines are checked by `TERM_ENTRY_CHARACTERS` on the whole text at once.
+ */
+export const termListFileSchema = z
+  .object({
+    about: z.string(),
+    version: z.literal(1),
+    tokenizer: z.string(),
+    format: z.string(),
+    entries: z.string().min(1),
+  })
+  .strict();
+
+/** What term-list entries may hold: search terms (lower-case letters and digits), spaces, tabs between fields, newlines between entries. */
+export const TERM_ENTRY_CHARACTERS = /^[a-z0-9]+\t[a-z0-9 \t\n]*$/;

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
-import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import { parseDataFile } from './data-file.js';
+import { parseDataFile, TERM_ENTRY_CHARACTERS, termListFileSchema } from './data-file.js';
 import type { Alternatives, WeightedTerm } from './glossary.js';
 
 /**
@@ -20,18 +19,8 @@ const SIMILAR_WORDS_FILE = new URL('../../data/similar-words/en.json.gz', import
  */
 export const SIMILAR_WORD_WEIGHT = 0.6;
 
-/** Lines of a term, a tab, its similar terms (space-separated); checked on the whole text at once. */
-const ENTRY_CHARACTERS = /^[a-z0-9]+\t[a-z0-9 \t\n]*$/;
+/** A space where no list has one: lines are a term, a tab, its similar terms (space-separated). */
 const MISPLACED_SPACE = /(?:^| |\t|\n) | {2}| (?:$|\t|\n)|\t(?:$|\n)/;
-const fileSchema = z
-  .object({
-    about: z.string(),
-    version: z.literal(1),
-    tokenizer: z.string(),
-    format: z.string(),
-    entries: z.string().min(1),
-  })
-  .strict();
 
 export interface SimilarWords {
   /** The similar terms of a term, nearest first; none when it has no entry. */
@@ -41,8 +30,8 @@ export interface SimilarWords {
 
 /** Parses and checks a similar-words file; throws an error naming the file and what is wrong. */
 export function parseSimilarWords(text: string, source: string): SimilarWords {
-  const { entries } = parseDataFile(text, source, fileSchema);
-  if (!ENTRY_CHARACTERS.test(entries) || MISPLACED_SPACE.test(entries))
+  const { entries } = parseDataFile(text, source, termListFileSchema);
+  if (!TERM_ENTRY_CHARACTERS.test(entries) || MISPLACED_SPACE.test(entries))
     throw new ConfigError(`${source}: entries: expected lines of a term, a tab, similar terms (search terms, space-separated)`);
   /** Term → its list as written; split on first look-up (most terms are never looked up). */
   const lines = new Map<string, string>();

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
-import { z } from 'zod';
 import { ConfigError } from '../errors.js';
-import { parseDataFile } from './data-file.js';
+import { parseDataFile, TERM_ENTRY_CHARACTERS, termListFileSchema } from './data-file.js';
 
 /**
  * The bundled English related words (`data/thesaurus/en.json.gz`, from Princeton WordNet; see
@@ -13,23 +12,8 @@ import { parseDataFile } from './data-file.js';
  */
 const THESAURUS_FILE = new URL('../../data/thesaurus/en.json.gz', import.meta.url);
 
-/**
- * What the entries may hold: search terms (lower-case letters and digits), single spaces between
- * the terms of a list, a tab between an entry's fields, a newline between entries. Checked on the
- * whole text at once: tens of thousands of lines checked one by one cost a third of a second.
- */
-const ENTRY_CHARACTERS = /^[a-z0-9]+\t[a-z0-9 \t\n]*$/;
+/** A space where no term list has one (the thesaurus's own; its lines have two lists, either may be empty). */
 const MISPLACED_SPACE = /(?:^| |\t|\n) | {2}| (?:$|\t|\n)|\n\t/;
-const fileSchema = z
-  .object({
-    about: z.string(),
-    version: z.literal(1),
-    tokenizer: z.string(),
-    format: z.string(),
-    // Tens of thousands of entries, one line each: a record of them takes zod half a second to check, the lines' pattern little.
-    entries: z.string().min(1),
-  })
-  .strict();
 
 export interface Thesaurus {
   /** The related terms of a term (its synonyms, then its hypernyms), none when it has no entry. */
@@ -39,9 +23,9 @@ export interface Thesaurus {
 
 /** Parses and checks a thesaurus file; throws an error naming the file and what is wrong. */
 export function parseThesaurus(text: string, source: string): Thesaurus {
-  const data = parseDataFile(text, source, fileSchema);
+  const data = parseDataFile(text, source, termListFileSchema);
   const entries = data.entries;
-  if (!ENTRY_CHARACTERS.test(entries) || MISPLACED_SPACE.test(entries))
+  if (!TERM_ENTRY_CHARACTERS.test(entries) || MISPLACED_SPACE.test(entries))
     throw new ConfigError(`${source}: entries: expected lines of a term, a tab, synonyms, a tab, hypernyms (search terms, space-separated)`);
   /** Term → its two lists as written; split on first look-up (most terms are never looked up). */
   const lines = new Map<string, string>();
