@@ -28,6 +28,7 @@ import { mergeBodies, type PlannedChange } from '../../skills/evolution/apply.js
 import { GENERATION_KEY, type VersionAction, type VersionRow } from '../../skills/history.js';
 import { skillInjectionReason } from '../../skills/screen.js';
 import { nextSkillFields, parseSkillFile, sameSkillContent, serializeSkill } from '../../skills/skill-file.js';
+import type { UnchangedResult } from '../../skills/service.js';
 import type { Skill, SkillDraft } from '../../skills/types.js';
 import { redactSecrets } from '../../text/index.js';
 import type { SkillVersionStore } from '../ports.js';
@@ -58,14 +59,6 @@ export interface SkillWrite {
   readonly skill: Skill;
   readonly text: string;
   readonly action: VersionAction;
-  readonly version: number;
-  readonly generation: number;
-}
-
-/** A person's save that says what the current version already does: nothing written. */
-export interface SkillUnchanged {
-  readonly skill: Skill;
-  readonly action: 'unchanged';
   readonly version: number;
   readonly generation: number;
 }
@@ -177,10 +170,10 @@ export class PgSkillStore implements SkillVersionStore {
    * generation an "unchanged" answer gives are the store's at one moment: a write in flight is
    * waited for, and a skill it moved on from `basedOn` is a conflict, as for a write.
    */
-  async save(draft: SkillDraft, options: WriteOptions): Promise<SkillWrite | SkillUnchanged> {
+  async save(draft: SkillDraft, options: WriteOptions): Promise<SkillWrite | UnchangedResult> {
     return inTransaction(
       this.pool,
-      async (client): Promise<SkillWrite | SkillUnchanged> => {
+      async (client): Promise<SkillWrite | UnchangedResult> => {
         const seen = await lockGeneration(client);
         const row = await this.lockRow(client, draft.name, options.basedOn);
         const current = row && !row.removed ? stored(row) : undefined;
