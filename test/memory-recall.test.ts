@@ -165,6 +165,25 @@ describe('memory recall beyond keywords (no extractor)', () => {
     assert.ok(target >= 0 && (decoy < 0 || target < decoy), `the tour Marek's band is on ranks above the other tour: ${JSON.stringify(contents)}`);
   });
 
+  test('a question that names a time takes its feedback from the best match in that time: "Where did I travel for work last spring?" recalls "Greetings from Sapporo!" after "I fly to Sapporo", not a newer spring turn', async () => {
+    const spring = lastSpring(new Date());
+    const remember = (session: string, content: string, timestamp: number) =>
+      api(suite.proxy, '/v1/memory/ingest', { session_id: session, turns: [{ role: 'user', content, timestamp }] }, 'window-feedback');
+    await remember('plan', 'Travel plans: I fly to Sapporo on Friday for the snow festival.', spring.start + 20 * DAY);
+    await remember('trip', 'Greetings from Sapporo! The canal at night was stunning.', spring.start + 25 * DAY);
+    await remember('filler', 'Bought new running shoes at the mall.', spring.start + 60 * DAY);
+    // Better first-pass matches of the question, after the spring: they lent their words, and the trip gained nothing.
+    const after = spring.end + (Date.now() - spring.end) / 2;
+    for (const [index, city] of ['Porto', 'Madrid', 'Lyon'].entries())
+      await remember(`work-${index}`, `Work travel again: the ${city} client workshop with Anna.`, after + index * 60_000);
+    const results = (await api(suite.proxy, '/v1/memory/search', { query: 'Where did I travel for work last spring?', limit: 6 }, 'window-feedback'))
+      .results as Array<{ content: string }>;
+    const contents = results.map((result) => result.content);
+    const trip = contents.indexOf('Greetings from Sapporo! The canal at night was stunning.');
+    const filler = contents.indexOf('Bought new running shoes at the mall.');
+    assert.ok(trip >= 0 && (filler < 0 || trip < filler), `the turn from the trip ranks above the unrelated spring turn: ${JSON.stringify(contents)}`);
+  });
+
   test('a query word in another form finds its own forms only: "fly" finds "flew", not "fled"; "monthly" finds "a month"', async () => {
     const cases: Array<{ memories: Array<[string, string, number]>; query: string; first: string }> = [
       {

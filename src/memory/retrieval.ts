@@ -205,7 +205,12 @@ export class MemoryRetriever {
       request.scope,
       { terms, exclude: new Set([...terms, ...extra.keys()]) },
       first,
-      { depth, includeInactive: request.includeInactive ?? false, eligible: (unit) => this.eligible(unit, request) },
+      {
+        depth,
+        includeInactive: request.includeInactive ?? false,
+        eligible: (unit) => this.eligible(unit, request),
+        ...(window ? { within: (unit: MemoryUnit) => inside(window, unit) } : {}),
+      },
       shallower?.feedback,
     );
     const { search: keyword, expansion } = feedback;
@@ -287,7 +292,7 @@ export class MemoryRetriever {
       const fed = expansion.weights.size > 0 ? EXPANSION_WEIGHT * expansionShare(expansion, unit.id, idf, holds) : 0;
       const keyword = fed > 0 ? keywordRelevance(Math.min(1, coverage + fed), (matched + fed * queryWeight) / rare) : direct;
       const relevance = this.relevanceOf(direct, semantic, unit.id);
-      const inWindow = window !== undefined && unit.observedAt >= window.start && unit.observedAt < window.end;
+      const inWindow = window !== undefined && inside(window, unit);
       if (unit.id === cut) cutCounts = relevance >= request.minRelevance;
       if (relevance < request.minRelevance && !inWindow) continue;
       const recency = Math.exp(-(now - unit.observedAt) / (RECENCY_DAYS * 86_400_000));
@@ -361,6 +366,11 @@ function weighTranslations(translations: Alternatives, known: (term: string) => 
   for (const [term, list] of translations)
     weighed.set(term, known(term) ? list.map((alternative) => ({ term: alternative.term, weight: alternative.weight * HELD_WORD_TRANSLATION })) : list);
   return weighed;
+}
+
+/** Whether `unit` was observed in `window`. */
+function inside(window: TimeWindow, unit: MemoryUnit): boolean {
+  return unit.observedAt >= window.start && unit.observedAt < window.end;
 }
 
 /** The query's search terms, without the words that only say when. */
