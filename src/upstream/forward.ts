@@ -91,6 +91,7 @@ type AttemptResult =
   | { type: 'rejected'; status: number; contentType: string; body: Buffer; headers: OutgoingHttpHeaders | undefined };
 
 const MALFORMED_EVENT = 'the upstream sent a stream event that is not JSON';
+const ENDED_EARLY = 'the upstream ended the stream without its final event';
 
 /** Client headers that carry meaning upstream and are safe to pass along. */
 const OPENAI_HEADERS = ['openai-organization', 'openai-project', 'openai-beta', 'http-referer', 'x-title'];
@@ -115,7 +116,7 @@ const PASSED_HEADERS: Record<RequestFormat, readonly string[]> = {
  * Sends one model request upstream and relays the answer to the client as it arrives. Connection
  * errors, timeouts and 408/409/429/5xx are retried with backoff (honouring retry-after), then the
  * next upstream is tried, but only while nothing has reached the client. A stream that breaks
- * midway ends with the client API's own error event.
+ * midway (or, translated, ends without its final event) ends with the client API's own error event.
  */
 export class UpstreamForwarder {
   /** How to end each attempt still running; used only at shutdown. */
@@ -495,7 +496,8 @@ export class UpstreamForwarder {
 
   /**
    * Relays a stream chunk by chunk. Same format: the upstream's bytes, whole events at a time, with
-   * the side copy parsed after the end. Other format: each event translated as it arrives.
+   * the side copy parsed after the end. Other format: each event translated as it arrives, and a
+   * stream that ends before the upstream said it finished is broken, as a cut connection is.
    */
   private relayStream(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, sink: ClientSink, markFirstByte: () => void): AnswerReading {
     let abort: (message: string) => void = () => undefined;
@@ -539,15 +541,8 @@ export class UpstreamForwarder {
           finish({ type: 'retryable', reason });
           return;
         }
-        send(
-          translating
-            ? translator!.fail(clientMessage)
-            : streamErrorFrame(input.clientFormat, {
-                kind: 'api_error',
-                message: clientMessage,
-                code: outcome === 'stream_broken' ? 'upstream_stream_broken' : 'proxy_shutting_down',
-              }),
-        );
+        const code = outcome === 'stream_broken' ? 'upstream_stream_broken' : 'proxy_shutting_down';
+        send(translating ? translator!.fail(clientMessage, code) : streamErrorFrame(input.clientFormat, { kind: 'api_error', message: clientMessage, code }));
         if (!sink.closed) sink.end();
         this.logger.warn({ request_id: input.requestId, upstream: target.name, reason }, 'stream ended before the upstream finished');
         finish({ type: 'finished', status: 200, outcome, error: reason, response: assembled() });
@@ -635,6 +630,11 @@ export class UpstreamForwarder {
             }
           } else {
             if (!translateEvents(parser!.end())) return;
+            // Closed as a whole answer, a cut stream would pass half an answer off as all of it.
+            if (!translator!.upstreamFinished) {
+              broken(new Error(ENDED_EARLY));
+              return;
+            }
             send(translator!.finish());
           }
         } catch (error) {
