@@ -496,6 +496,27 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     );
   });
 
+  test('a request without stream whose chat upstream streams anyway reports the usage of the stream’s usage chunk, in the answer, the record and the stored response', async () => {
+    const withUsageChunk: Handler = (request, response) =>
+      openAIReply({ text: 'Hallo.', usage: { input: 31, output: 5 } })(
+        { ...request, body: { ...request.body, stream: true, stream_options: { include_usage: true } } },
+        response,
+      );
+    upstream.reply(withUsageChunk);
+    const { data: answer, response: http } = await client.responses.create({ model: 'gpt-test', input: 'Say hello in German.' }).withResponse();
+    assert.equal(answer.output_text, 'Hallo.');
+    assert.deepEqual(answer.usage, {
+      input_tokens: 31,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: 5,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 36,
+    });
+    const turn = await recordedTurn(proxy.url, http.headers.get('x-metaclaw-request-id')!);
+    assert.deepEqual(turn.outcome.usage, { input_tokens: 31, output_tokens: 5 });
+    assert.deepEqual((await client.responses.retrieve(answer.id)).usage, answer.usage);
+  });
+
   test('an upstream error reaches the SDK as its own error; a stream that breaks midway raises from responses.stream and from the event iterator', async () => {
     upstream.reply(
       errorReply(400, { error: { message: 'The model does not exist.', type: 'invalid_request_error', param: 'model', code: 'model_not_found' } }),
