@@ -15,7 +15,7 @@ import {
 } from './support/upstream.js';
 import { turnFromJournal } from '../src/proxy/index.js';
 import { isEvolverCall, learningAwareUpstream, userText } from './support/evolver.js';
-import { homeWithStarterSkills, recordedTurn, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { homeWithStarterSkills, recordedTurn, refusalTrace, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 
 /** The OpenAI Responses API through the proxy, driven by the `openai` SDK's own `responses.create` / `responses.stream`. */
 
@@ -382,7 +382,7 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     assert.equal(upstream.modelRequests().length, 0);
   });
 
-  test('a part a chat server cannot be sent (an image by file_id, a file by file_url, an unknown kind of part, an image in a developer message) is refused with a 400 naming it, never left out; nothing goes upstream and no turn is recorded', async () => {
+  test('a part a chat server cannot be sent (an image by file_id, a file by file_url, an unknown kind of part, an image in a developer message) is refused with a 400 naming it, never left out; nothing goes upstream, no turn is recorded and the refusal is listed in /status', async () => {
     const session = { originator: 'codex_exec', 'session-id': 'uncarried-parts-session' };
     const question = { type: 'input_text', text: 'What is in this picture?' };
     const message = (role: string, ...parts: Array<Record<string, unknown>>) => ({ type: 'message', role, content: parts });
@@ -397,14 +397,20 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
       ],
     ];
     for (const [input, param, why] of refused) {
+      let requestId = '';
       await assert.rejects(client.responses.create({ model: 'gpt-test', input: input as never }, { headers: session }), (error: unknown) => {
         assert.ok(error instanceof OpenAI.BadRequestError, String(error));
         assert.equal(error.type, 'invalid_request_error');
         assert.equal(error.code, 'unsupported_content_part');
         assert.equal(error.param, param);
         assert.match(error.message, why);
+        requestId = error.headers?.get('x-metaclaw-request-id') ?? '';
         return true;
       });
+      const { recorded, listed } = await refusalTrace(proxy.url, requestId);
+      assert.equal(recorded, false);
+      assert.equal(listed?.status, 400);
+      assert.match(listed?.error ?? '', why);
     }
     assert.equal(upstream.modelRequests().length, 0, 'nothing went upstream');
     // What chat can carry goes as chat has it: an image by URL, a file by its id or its data.

@@ -139,6 +139,10 @@ export class UpstreamForwarder {
     return this.targets;
   }
 
+  /**
+   * Throws the RequestError of a request the main upstream cannot be sent (a content part its
+   * format cannot carry, `unsupported_content_part`): nothing has reached an upstream or the client.
+   */
   async forward(input: ForwardInput, sink: ClientSink): Promise<ForwardResult> {
     let attempts = 0;
     let forwardedBody: ForwardedBody | null = null;
@@ -164,7 +168,9 @@ export class UpstreamForwarder {
           );
           continue;
         }
-        if (error instanceof RequestError) return this.refuse(input, sink, error, { attempts, forwardedBody, upstream: target, firstByteMs });
+        // Refused as bad input, before anything went upstream: the caller answers it as it answers
+        // any other request it refuses (no turn is recorded for it).
+        if (error instanceof RequestError) throw error;
         return this.failWith(input, sink, 400, `Cannot translate the request for ${target.name}: ${errorMessage(error)}`, {
           attempts,
           forwardedBody,
@@ -305,20 +311,6 @@ export class UpstreamForwarder {
       );
     }
     return { status, outcome: status >= 500 ? 'upstream_error' : 'proxy_error', error: message, response: null, ...context };
-  }
-
-  /** A request this target cannot be sent (a part its format cannot carry), refused as the translation words it. */
-  private refuse(
-    input: ForwardInput,
-    sink: ClientSink,
-    error: RequestError,
-    context: Pick<ForwardResult, 'attempts' | 'forwardedBody' | 'upstream' | 'firstByteMs'>,
-  ): ForwardResult {
-    if (!sink.closed && !sink.committed) {
-      const description = { kind: error.kind, message: error.message, code: error.code, ...(error.param === undefined ? {} : { param: error.param }) };
-      sink.sendComplete(error.status, 'application/json', errorBodyText(input.clientFormat, description));
-    }
-    return { status: error.status, outcome: 'proxy_error', error: error.message, response: null, ...context };
   }
 
   /** The body for one target: the client's model replaced if the target fixes one, translated if needed. */
