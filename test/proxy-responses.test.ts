@@ -29,6 +29,17 @@ const weatherTool: OpenAI.Responses.FunctionTool = {
 
 const GIT_QUESTION = 'my git commit history is a mess, how do I squash commits before merging?';
 
+/** A Responses `usage` object for counts from a chat upstream (no cached or reasoning tokens). */
+function responsesUsage(input: number, output: number) {
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: input + output,
+  };
+}
+
 /** The distinct event types in the order they first came. */
 function eventKinds(types: string[]): string[] {
   return types.filter((type, index) => type !== types[index - 1]);
@@ -164,13 +175,7 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     assert.equal(response.output_text, 'Bonjour.');
     assert.equal(response.output[0]?.type, 'message');
     assert.equal(response.instructions, 'Be brief.');
-    assert.deepEqual(response.usage, {
-      input_tokens: 12,
-      input_tokens_details: { cached_tokens: 0 },
-      output_tokens: 3,
-      output_tokens_details: { reasoning_tokens: 0 },
-      total_tokens: 15,
-    });
+    assert.deepEqual(response.usage, responsesUsage(12, 3));
     const sent = upstream.modelRequests()[0]!;
     assert.equal(sent.path, '/v1/chat/completions');
     assert.equal(sent.headers['authorization'], 'Bearer sk-openai-upstream');
@@ -511,13 +516,7 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     upstream.reply(withUsageChunk);
     const { data: answer, response: http } = await client.responses.create({ model: 'gpt-test', input: 'Say hello in German.' }).withResponse();
     assert.equal(answer.output_text, 'Hallo.');
-    assert.deepEqual(answer.usage, {
-      input_tokens: 31,
-      input_tokens_details: { cached_tokens: 0 },
-      output_tokens: 5,
-      output_tokens_details: { reasoning_tokens: 0 },
-      total_tokens: 36,
-    });
+    assert.deepEqual(answer.usage, responsesUsage(31, 5));
     const turn = await recordedTurn(proxy.url, http.headers.get('x-metaclaw-request-id')!);
     assert.deepEqual(turn.outcome.usage, { input_tokens: 31, output_tokens: 5 });
     assert.deepEqual((await client.responses.retrieve(answer.id)).usage, answer.usage);
