@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { anthropicReply, dropMidStream, errorReply, hangReply, openAIReply, ScriptedUpstream } from './support/upstream.js';
+import { anthropicReply, dropMidStream, endEarly, errorReply, hangReply, openAIReply, ScriptedUpstream } from './support/upstream.js';
 import { recordedTurn, startProxy, type ProxyHandle } from './support/proxy.js';
 
 /**
@@ -345,5 +345,122 @@ describe('failover and mid-stream errors across formats', () => {
     } finally {
       await anthropicProxy.dispose();
     }
+  });
+});
+
+describe('a translated stream whose upstream ends without its final event is an error in the client’s stream, not a whole answer', () => {
+  let chatUpstream: ScriptedUpstream;
+  let anthropicUpstream: ScriptedUpstream;
+  let toChat: ProxyHandle;
+  let toAnthropic: ProxyHandle;
+
+  before(async () => {
+    chatUpstream = await ScriptedUpstream.start();
+    anthropicUpstream = await ScriptedUpstream.start();
+    toChat = await startProxy({ config: { llm: { api_base: `${chatUpstream.url}/v1`, api_key: 'k', max_retries: 0 } } });
+    toAnthropic = await startProxy({ config: { llm: { api_base: anthropicUpstream.url, api_format: 'anthropic', api_key: 'k', max_retries: 0 } } });
+  });
+  after(async () => {
+    await toChat?.dispose();
+    await toAnthropic?.dispose();
+    await chatUpstream?.close();
+    await anthropicUpstream?.close();
+  });
+
+  /** What /status counted as broken streams, and the turn's record once written. */
+  async function brokenTurn(proxy: ProxyHandle, requestId: string): Promise<{ turn: any; brokenStreams: number }> {
+    const turn = await recordedTurn(proxy.url, requestId);
+    const status = (await (await fetch(`${proxy.url}/status`)).json()) as { requests: { errors: { stream_broken: number } } };
+    return { turn, brokenStreams: status.requests.errors.stream_broken };
+  }
+
+  test('an Anthropic client gets an Anthropic error event (api_error) when its chat upstream ends with no finish reason nor [DONE]; the turn is recorded as broken with the part that came', async () => {
+    chatUpstream.reply(endEarly('openai', 'Step one is done, step two', 3));
+    const client = new Anthropic({ baseURL: toChat.url, apiKey: 'x', maxRetries: 0 });
+    const { data: stream, response } = await client.messages
+      .create({ model: 'c', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'Do both steps.' }] })
+      .withResponse();
+    const events: string[] = [];
+    const error = await (async () => {
+      for await (const event of stream) events.push(event.type);
+    })().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    assert.ok(error instanceof Anthropic.APIError, `an API error, not ${String(error)}`);
+    assert.deepEqual(error.error, {
+      type: 'error',
+      error: { type: 'api_error', message: 'The upstream stream broke before it finished (the upstream ended the stream without its final event).' },
+    });
+    assert.equal(events.includes('message_stop'), false, events.join(' '));
+    assert.equal(events.includes('message_delta'), false, 'no stop reason was made up');
+    const { turn, brokenStreams } = await brokenTurn(toChat, response.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.outcome.result, 'stream_broken');
+    assert.match(turn.outcome.error, /without its final event/);
+    assert.equal(turn.outcome.response.text, 'Step one i');
+    assert.equal(brokenStreams, 1);
+  });
+
+  test('a chat client gets the same error chunk (server_error, upstream_stream_broken) when its Anthropic upstream ends with no message_stop as when its own-format upstream is cut', async () => {
+    anthropicUpstream.reply(endEarly('anthropic', 'Half of the answer', 4));
+    const client = new OpenAI({ baseURL: `${toAnthropic.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const streamed = async (openai: OpenAI) => {
+      const { data: stream, response } = await openai.chat.completions
+        .create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'Answer in full.' }] })
+        .withResponse();
+      let finish: string | null = null;
+      const error = await (async () => {
+        for await (const chunk of stream) finish = chunk.choices[0]?.finish_reason ?? finish;
+      })().then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof OpenAI.APIError, `an API error, not ${String(error)}`);
+      return { error, finish, requestId: response.headers.get('x-metaclaw-request-id')! };
+    };
+    const translated = await streamed(client);
+    assert.equal(translated.finish, null, 'no finish reason was made up');
+    assert.equal(translated.error.type, 'server_error');
+    assert.equal(translated.error.code, 'upstream_stream_broken');
+    assert.match(translated.error.message, /stream broke before it finished/);
+    const { turn } = await brokenTurn(toAnthropic, translated.requestId);
+    assert.equal(turn.outcome.result, 'stream_broken');
+
+    chatUpstream.reply(dropMidStream('openai', 'cut in its own format', 3));
+    const untranslated = await streamed(new OpenAI({ baseURL: `${toChat.url}/v1`, apiKey: 'x', maxRetries: 0 }));
+    assert.deepEqual([untranslated.error.type, untranslated.error.code], [translated.error.type, translated.error.code]);
+  });
+
+  test('a Responses client gets response.failed and an error event when its chat upstream ends with no finish reason; the response is recorded as failed', async () => {
+    chatUpstream.reply(endEarly('openai', 'An unfinished thought', 3));
+    const client = new OpenAI({ baseURL: `${toChat.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const { data: stream, response } = await client.responses.create({ model: 'm', input: 'Think it through.', stream: true }).withResponse();
+    const events: string[] = [];
+    let responseId = '';
+    const error = await (async () => {
+      for await (const event of stream) {
+        events.push(event.type);
+        if (event.type === 'response.created') responseId = event.response.id;
+      }
+    })().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    assert.ok(error instanceof OpenAI.APIError, `an API error, not ${String(error)}`);
+    assert.equal(error.code, 'upstream_stream_broken');
+    assert.ok(events.includes('response.failed'), events.join(' '));
+    assert.equal(events.includes('response.completed'), false);
+    const { turn } = await brokenTurn(toChat, response.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.outcome.result, 'stream_broken');
+    const recorded = await client.responses.retrieve(responseId);
+    assert.equal(recorded.status, 'failed');
+  });
+
+  test('a chat upstream that sends its finish reason but leaves out [DONE] still gives a whole answer', async () => {
+    chatUpstream.reply(endEarly('openai', 'All of it.', -1));
+    const client = new Anthropic({ baseURL: toChat.url, apiKey: 'x', maxRetries: 0 });
+    const message = await client.messages.stream({ model: 'c', max_tokens: 50, messages: [{ role: 'user', content: 'Say it all.' }] }).finalMessage();
+    assert.equal(message.stop_reason, 'end_turn');
+    assert.deepEqual(message.content, [{ type: 'text', text: 'All of it.' }]);
   });
 });

@@ -15,7 +15,7 @@ import {
 } from './support/upstream.js';
 import { turnFromJournal } from '../src/proxy/index.js';
 import { isEvolverCall, learningAwareUpstream, userText } from './support/evolver.js';
-import { homeWithStarterSkills, recordedTurn, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { homeWithStarterSkills, recordedTurn, refusalTrace, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 
 /** The OpenAI Responses API through the proxy, driven by the `openai` SDK's own `responses.create` / `responses.stream`. */
 
@@ -28,6 +28,17 @@ const weatherTool: OpenAI.Responses.FunctionTool = {
 };
 
 const GIT_QUESTION = 'my git commit history is a mess, how do I squash commits before merging?';
+
+/** A Responses `usage` object for counts from a chat upstream (no cached or reasoning tokens). */
+function responsesUsage(input: number, output: number) {
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: input + output,
+  };
+}
 
 /** The distinct event types in the order they first came. */
 function eventKinds(types: string[]): string[] {
@@ -164,13 +175,7 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     assert.equal(response.output_text, 'Bonjour.');
     assert.equal(response.output[0]?.type, 'message');
     assert.equal(response.instructions, 'Be brief.');
-    assert.deepEqual(response.usage, {
-      input_tokens: 12,
-      input_tokens_details: { cached_tokens: 0 },
-      output_tokens: 3,
-      output_tokens_details: { reasoning_tokens: 0 },
-      total_tokens: 15,
-    });
+    assert.deepEqual(response.usage, responsesUsage(12, 3));
     const sent = upstream.modelRequests()[0]!;
     assert.equal(sent.path, '/v1/chat/completions');
     assert.equal(sent.headers['authorization'], 'Bearer sk-openai-upstream');
@@ -382,7 +387,7 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     assert.equal(upstream.modelRequests().length, 0);
   });
 
-  test('a part a chat server cannot be sent (an image by file_id, a file by file_url, an unknown kind of part, an image in a developer message) is refused with a 400 naming it, never left out; nothing goes upstream and no turn is recorded', async () => {
+  test('a part a chat server cannot be sent (an image by file_id, a file by file_url, an unknown kind of part, an image in a developer message) is refused with a 400 naming it, never left out; nothing goes upstream, no turn is recorded and the refusal is listed in /status', async () => {
     const session = { originator: 'codex_exec', 'session-id': 'uncarried-parts-session' };
     const question = { type: 'input_text', text: 'What is in this picture?' };
     const message = (role: string, ...parts: Array<Record<string, unknown>>) => ({ type: 'message', role, content: parts });
@@ -397,14 +402,20 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
       ],
     ];
     for (const [input, param, why] of refused) {
+      let requestId = '';
       await assert.rejects(client.responses.create({ model: 'gpt-test', input: input as never }, { headers: session }), (error: unknown) => {
         assert.ok(error instanceof OpenAI.BadRequestError, String(error));
         assert.equal(error.type, 'invalid_request_error');
         assert.equal(error.code, 'unsupported_content_part');
         assert.equal(error.param, param);
         assert.match(error.message, why);
+        requestId = error.headers?.get('x-metaclaw-request-id') ?? '';
         return true;
       });
+      const { recorded, listed } = await refusalTrace(proxy.url, requestId);
+      assert.equal(recorded, false);
+      assert.equal(listed?.status, 400);
+      assert.match(listed?.error ?? '', why);
     }
     assert.equal(upstream.modelRequests().length, 0, 'nothing went upstream');
     // What chat can carry goes as chat has it: an image by URL, a file by its id or its data.
@@ -494,6 +505,21 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
       ['user', 'assistant', 'user'],
       'the collected answer was remembered for previous_response_id',
     );
+  });
+
+  test('a request without stream whose chat upstream streams anyway reports the usage of the stream’s usage chunk, in the answer, the record and the stored response', async () => {
+    const withUsageChunk: Handler = (request, response) =>
+      openAIReply({ text: 'Hallo.', usage: { input: 31, output: 5 } })(
+        { ...request, body: { ...request.body, stream: true, stream_options: { include_usage: true } } },
+        response,
+      );
+    upstream.reply(withUsageChunk);
+    const { data: answer, response: http } = await client.responses.create({ model: 'gpt-test', input: 'Say hello in German.' }).withResponse();
+    assert.equal(answer.output_text, 'Hallo.');
+    assert.deepEqual(answer.usage, responsesUsage(31, 5));
+    const turn = await recordedTurn(proxy.url, http.headers.get('x-metaclaw-request-id')!);
+    assert.deepEqual(turn.outcome.usage, { input_tokens: 31, output_tokens: 5 });
+    assert.deepEqual((await client.responses.retrieve(answer.id)).usage, answer.usage);
   });
 
   test('an upstream error reaches the SDK as its own error; a stream that breaks midway raises from responses.stream and from the event iterator', async () => {

@@ -3,7 +3,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { anthropicReply, openAIReply, ScriptedUpstream, type Handler } from './support/upstream.js';
-import { startProxy, type ProxyHandle } from './support/proxy.js';
+import { refusalTrace, startProxy, type ProxyHandle } from './support/proxy.js';
 
 const weatherToolOpenAI: OpenAI.Chat.Completions.ChatCompletionTool = {
   type: 'function',
@@ -147,13 +147,14 @@ describe('Anthropic client in front of an OpenAI-compatible upstream (translated
       { role: 'tool', tool_call_id: 'toolu_1', content: '3°C' },
     );
   });
-  test('an image or document the chat format cannot carry (from the file store, a document by URL) is refused with a 400 naming the block, never left out; nothing goes upstream; a content document goes on as its text', async () => {
+  test('an image or document the chat format cannot carry (from the file store, a document by URL) is refused with a 400 naming the block, never left out; nothing goes upstream and, as for any bad input, no turn is recorded while the refusal is listed in /status; a content document goes on as its text', async () => {
     const question = { type: 'text' as const, text: 'Summarise this.' };
     const refused: Array<[Record<string, unknown>, string]> = [
       [{ type: 'document', source: { type: 'url', url: 'https://example.com/report.pdf' } }, 'messages.0.content.1'],
       [{ type: 'image', source: { type: 'file', file_id: 'file_011abc' } }, 'messages.0.content.1'],
     ];
     for (const [block, param] of refused) {
+      let requestId = '';
       await assert.rejects(
         client.messages.create({ model: 'claude-test', max_tokens: 50, messages: [{ role: 'user', content: [question, block] as never }] }),
         (error: unknown) => {
@@ -161,9 +162,14 @@ describe('Anthropic client in front of an OpenAI-compatible upstream (translated
           const body = error.error as { type: string; error: { type: string; message: string } };
           assert.equal(body.error.type, 'invalid_request_error');
           assert.match(body.error.message, new RegExp(`^${param.replaceAll('.', '\\.')}: `));
+          requestId = error.headers?.get('x-metaclaw-request-id') ?? '';
           return true;
         },
       );
+      const { recorded, listed } = await refusalTrace(proxy.url, requestId);
+      assert.equal(recorded, false, 'no turn was recorded');
+      assert.equal(listed?.status, 400);
+      assert.match(listed?.error ?? '', new RegExp(`POST /v1/messages: ${param.replaceAll('.', '\\.')}: `));
     }
     assert.equal(upstream.modelRequests().length, 0, 'nothing went upstream');
     upstream.reply(openAIReply({ text: 'A short report.' }));
@@ -194,13 +200,14 @@ describe('OpenAI client in front of an Anthropic upstream (translated both ways)
   });
   beforeEach(() => upstream.reset());
 
-  test('a file known only by its OpenAI id, or audio, is refused with a 400 naming the part, never left out; nothing goes upstream', async () => {
+  test('a file known only by its OpenAI id, or audio, is refused with a 400 naming the part, never left out; nothing goes upstream and, as for any bad input, no turn is recorded while the refusal is listed in /status', async () => {
     const question = { type: 'text' as const, text: 'What does it say?' };
     const refused: Array<[Record<string, unknown>, RegExp]> = [
       [{ type: 'file', file: { file_id: 'file-abc' } }, /messages\.0\.content\.1: .*file_data/],
       [{ type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } }, /messages\.0\.content\.1: .*no audio/],
     ];
     for (const [part, why] of refused) {
+      let requestId = '';
       await assert.rejects(
         client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: [question, part] as never }] }),
         (error: unknown) => {
@@ -208,9 +215,14 @@ describe('OpenAI client in front of an Anthropic upstream (translated both ways)
           assert.equal(error.code, 'unsupported_content_part');
           assert.equal(error.param, 'messages.0.content.1');
           assert.match(error.message, why);
+          requestId = error.headers?.get('x-metaclaw-request-id') ?? '';
           return true;
         },
       );
+      const { recorded, listed } = await refusalTrace(proxy.url, requestId);
+      assert.equal(recorded, false, 'no turn was recorded');
+      assert.equal(listed?.status, 400);
+      assert.match(listed?.error ?? '', why);
     }
     assert.equal(upstream.modelRequests().length, 0, 'nothing went upstream');
   });

@@ -195,7 +195,7 @@ describe('AnthropicToOpenAIStream', () => {
     const translator = new AnthropicToOpenAIStream({ includeUsage: true });
     const frames = openAIFrames(translate(translator, upstream));
     assert.equal(frames.length, 3);
-    assert.deepEqual(frames[2], { error: { message: 'Overloaded', type: 'api_error', param: null, code: 'upstream_stream_error' } });
+    assert.deepEqual(frames[2], { error: { message: 'Overloaded', type: 'server_error', param: null, code: 'upstream_stream_error' } });
     assert.equal(translator.done, true);
     assert.equal(translator.push({ event: 'message_stop', data: '{"type":"message_stop"}' }), '');
     assert.equal(translator.fail('again'), '');
@@ -207,7 +207,7 @@ describe('AnthropicToOpenAIStream', () => {
     for (const event of parse(anthropicStream([MESSAGE_START, textDelta(0, 'Hi')]))) output += translator.push(event);
     output += translator.fail('socket hang up');
     const frames = openAIFrames(output);
-    assert.deepEqual(frames.at(-1), { error: { message: 'socket hang up', type: 'api_error', param: null, code: 'upstream_stream_error' } });
+    assert.deepEqual(frames.at(-1), { error: { message: 'socket hang up', type: 'server_error', param: null, code: 'upstream_stream_error' } });
     assert.equal(frames.includes('[DONE]'), false);
     assert.equal(translator.finish(), '');
   });

@@ -1,15 +1,7 @@
 import { responsesConversation, type ConversationMessage } from '../conversation/index.js';
 import { BadRequestError } from '../errors.js';
 import type { AssembledResponse } from '../types/index.js';
-import {
-  assistantToResponsesOutput,
-  refuseUncarriedParts,
-  responseIdFor,
-  responsesInputItems,
-  wireFormat,
-  type ForwardResult,
-  type UpstreamForwarder,
-} from '../upstream/index.js';
+import { assistantToResponsesOutput, responseIdFor, responsesInputItems, wireFormat, type ForwardResult, type UpstreamForwarder } from '../upstream/index.js';
 import type { RecordedConversation, ResponsesHistory } from './responses-history.js';
 
 /**
@@ -47,15 +39,10 @@ export class ResponsesTurn {
     const input = responsesInputItems(body['input']);
     const remembered = { bytes, store: body['store'] !== false };
     const previousId = body['previous_response_id'];
-    if (typeof previousId !== 'string' || previousId === '') {
-      refuseUncarried(forwarder, body);
+    if (typeof previousId !== 'string' || previousId === '')
       return new ResponsesTurn(history, responsesConversation(input), undefined, true, input, remembered);
-    }
     const previous = await history.resolve(previousId, ownScope);
-    if (previous !== undefined) {
-      refuseUncarried(forwarder, body, previous.items);
-      return new ResponsesTurn(history, responsesConversation([...previous.items, ...input]), previous, true, input, remembered);
-    }
+    if (previous !== undefined) return new ResponsesTurn(history, responsesConversation([...previous.items, ...input]), previous, true, input, remembered);
     // A member's id is never handed to the upstream unresolved: the team's upstream key would
     // open any member's stored responses there.
     if (ownScope !== undefined)
@@ -87,13 +74,4 @@ export class ResponsesTurn {
     }
     return { ...response, id };
   }
-}
-
-/**
- * A part the first upstream tried cannot be sent (an image by file id to a chat server) is refused
- * here, before anything is recorded or sent; a fallback's translation refuses it in its turn.
- */
-function refuseUncarried(forwarder: UpstreamForwarder, body: Record<string, unknown>, earlier?: readonly unknown[]): void {
-  const wire = wireFormat(forwarder.mainTarget, 'responses');
-  if (wire !== 'responses') refuseUncarriedParts(body['input'], wire, earlier);
 }

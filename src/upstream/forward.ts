@@ -91,6 +91,7 @@ type AttemptResult =
   | { type: 'rejected'; status: number; contentType: string; body: Buffer; headers: OutgoingHttpHeaders | undefined };
 
 const MALFORMED_EVENT = 'the upstream sent a stream event that is not JSON';
+const ENDED_EARLY = 'the upstream ended the stream without its final event';
 
 /** Client headers that carry meaning upstream and are safe to pass along. */
 const OPENAI_HEADERS = ['openai-organization', 'openai-project', 'openai-beta', 'http-referer', 'x-title'];
@@ -115,7 +116,7 @@ const PASSED_HEADERS: Record<RequestFormat, readonly string[]> = {
  * Sends one model request upstream and relays the answer to the client as it arrives. Connection
  * errors, timeouts and 408/409/429/5xx are retried with backoff (honouring retry-after), then the
  * next upstream is tried, but only while nothing has reached the client. A stream that breaks
- * midway ends with the client API's own error event.
+ * midway (or, translated, ends without its final event) ends with the client API's own error event.
  */
 export class UpstreamForwarder {
   /** How to end each attempt still running; used only at shutdown. */
@@ -138,6 +139,10 @@ export class UpstreamForwarder {
     return this.targets;
   }
 
+  /**
+   * Throws the RequestError of a request the main upstream cannot be sent (a content part its
+   * format cannot carry, `unsupported_content_part`): nothing has reached an upstream or the client.
+   */
   async forward(input: ForwardInput, sink: ClientSink): Promise<ForwardResult> {
     let attempts = 0;
     let forwardedBody: ForwardedBody | null = null;
@@ -163,7 +168,9 @@ export class UpstreamForwarder {
           );
           continue;
         }
-        if (error instanceof RequestError) return this.refuse(input, sink, error, { attempts, forwardedBody, upstream: target, firstByteMs });
+        // Refused as bad input, before anything went upstream: the caller answers it as it answers
+        // any other request it refuses (no turn is recorded for it).
+        if (error instanceof RequestError) throw error;
         return this.failWith(input, sink, 400, `Cannot translate the request for ${target.name}: ${errorMessage(error)}`, {
           attempts,
           forwardedBody,
@@ -304,20 +311,6 @@ export class UpstreamForwarder {
       );
     }
     return { status, outcome: status >= 500 ? 'upstream_error' : 'proxy_error', error: message, response: null, ...context };
-  }
-
-  /** A request this target cannot be sent (a part its format cannot carry), refused as the translation words it. */
-  private refuse(
-    input: ForwardInput,
-    sink: ClientSink,
-    error: RequestError,
-    context: Pick<ForwardResult, 'attempts' | 'forwardedBody' | 'upstream' | 'firstByteMs'>,
-  ): ForwardResult {
-    if (!sink.closed && !sink.committed) {
-      const description = { kind: error.kind, message: error.message, code: error.code, ...(error.param === undefined ? {} : { param: error.param }) };
-      sink.sendComplete(error.status, 'application/json', errorBodyText(input.clientFormat, description));
-    }
-    return { status: error.status, outcome: 'proxy_error', error: error.message, response: null, ...context };
   }
 
   /** The body for one target: the client's model replaced if the target fixes one, translated if needed. */
@@ -495,7 +488,8 @@ export class UpstreamForwarder {
 
   /**
    * Relays a stream chunk by chunk. Same format: the upstream's bytes, whole events at a time, with
-   * the side copy parsed after the end. Other format: each event translated as it arrives.
+   * the side copy parsed after the end. Other format: each event translated as it arrives, and a
+   * stream that ends before the upstream said it finished is broken, as a cut connection is.
    */
   private relayStream(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, sink: ClientSink, markFirstByte: () => void): AnswerReading {
     let abort: (message: string) => void = () => undefined;
@@ -539,15 +533,8 @@ export class UpstreamForwarder {
           finish({ type: 'retryable', reason });
           return;
         }
-        send(
-          translating
-            ? translator!.fail(clientMessage)
-            : streamErrorFrame(input.clientFormat, {
-                kind: 'api_error',
-                message: clientMessage,
-                code: outcome === 'stream_broken' ? 'upstream_stream_broken' : 'proxy_shutting_down',
-              }),
-        );
+        const code = outcome === 'stream_broken' ? 'upstream_stream_broken' : 'proxy_shutting_down';
+        send(translating ? translator!.fail(clientMessage, code) : streamErrorFrame(input.clientFormat, { kind: 'api_error', message: clientMessage, code }));
         if (!sink.closed) sink.end();
         this.logger.warn({ request_id: input.requestId, upstream: target.name, reason }, 'stream ended before the upstream finished');
         finish({ type: 'finished', status: 200, outcome, error: reason, response: assembled() });
@@ -635,6 +622,11 @@ export class UpstreamForwarder {
             }
           } else {
             if (!translateEvents(parser!.end())) return;
+            // Closed as a whole answer, a cut stream would pass half an answer off as all of it.
+            if (!translator!.upstreamFinished) {
+              broken(new Error(ENDED_EARLY));
+              return;
+            }
             send(translator!.finish());
           }
         } catch (error) {

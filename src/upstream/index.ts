@@ -13,7 +13,6 @@ export {
   assembleStream,
   assistantToResponsesOutput,
   openAIUsageToResponses,
-  refuseUncarriedParts,
   responseIdFor,
   responseObject,
   responsesInputItems,

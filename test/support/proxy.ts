@@ -149,6 +149,21 @@ export async function recordedTurn(url: string, requestId: string, headers: Reco
   return response.json();
 }
 
+/**
+ * How the proxy kept a request it refused itself, by the `x-metaclaw-request-id` its error came
+ * with: whether a turn was recorded for it, and its /status `last_errors` entry.
+ */
+export async function refusalTrace(
+  url: string,
+  requestId: string,
+): Promise<{ recorded: boolean; listed: { status: number | null; error: string } | undefined }> {
+  const recorded = (await fetch(`${url}/v1/requests/${requestId}`)).status === 200;
+  const status = (await (await fetch(`${url}/status`)).json()) as {
+    requests: { last_errors: Array<{ request_id: string; status: number | null; error: string }> };
+  };
+  return { recorded, listed: status.requests.last_errors.find((entry) => entry.request_id === requestId) };
+}
+
 /** The contents of the memories `POST /v1/memory/search` finds for `query` (default scope), best first. */
 export async function searchMemory(proxy: ProxyHandle, query: string): Promise<string[]> {
   const response = await fetch(`${proxy.url}/v1/memory/search`, {

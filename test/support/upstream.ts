@@ -285,6 +285,18 @@ export function hangReply(): Handler {
 
 /** Starts a stream, sends `events` of it, then cuts the connection. */
 export function dropMidStream(format: 'openai' | 'anthropic', text: string, keepEvents: number): Handler {
+  return cutStream(format, text, keepEvents, (response) => response.socket?.destroy());
+}
+
+/**
+ * The first `keepEvents` events of a streamed answer (negative: all but that many last ones), then
+ * the response ends as a whole HTTP body would: no broken connection, only no final events.
+ */
+export function endEarly(format: 'openai' | 'anthropic', text: string, keepEvents: number): Handler {
+  return cutStream(format, text, keepEvents, (response) => response.end());
+}
+
+function cutStream(format: 'openai' | 'anthropic', text: string, keepEvents: number, cut: (response: ServerResponse) => void): Handler {
   return async (request, response) => {
     const fake = new CollectingResponse();
     await (format === 'openai' ? openAIReply({ text, pieces: 6 }) : anthropicReply({ text, pieces: 6 }))(
@@ -295,7 +307,7 @@ export function dropMidStream(format: 'openai' | 'anthropic', text: string, keep
     const events = fake.text.split('\n\n').filter(Boolean).slice(0, keepEvents);
     for (const event of events) response.write(`${event}\n\n`);
     await new Promise((resolve) => setTimeout(resolve, 50));
-    response.socket?.destroy();
+    cut(response);
   };
 }
 

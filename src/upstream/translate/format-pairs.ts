@@ -35,9 +35,16 @@ import { AnthropicToResponsesStream, OpenAIToResponsesStream } from './stream-to
 export interface StreamTranslator {
   /** The client's stream has had its final event. */
   readonly done: boolean;
+  /**
+   * The upstream said its answer is whole (a chat finish reason or `[DONE]`, Anthropic's
+   * message_stop). Only then may finish() close the client's stream as an answer: a stream that
+   * ends without it was cut short, and is ended with fail().
+   */
+  readonly upstreamFinished: boolean;
   push(event: SseEvent): string;
   finish(): string;
-  fail(message: string): string;
+  /** Ends the client's stream with its API's error event; `code` where the API has one (as the untranslated path words it). */
+  fail(message: string, code?: string): string;
 }
 
 export interface StreamAssembler {

@@ -9,7 +9,6 @@ export { anthropicUsageToOpenAI, anthropicUsageToTokenUsage, openAIUsageToAnthro
 export { anthropicErrorBodyToOpenAI, openAIErrorBodyToAnthropic } from './errors.js';
 export { AnthropicStreamAssembler, OpenAIStreamAssembler, assembleAnthropicResponse, assembleOpenAIResponse } from './assemble.js';
 export { assembleResponsesResponse, ResponsesStreamAssembler } from './assemble-responses.js';
-export { refuseUncarriedParts, type TranslatedWire } from './responses-parts.js';
 export { responsesRequestToOpenAI, responsesInputItems, responsesItemType } from './request-responses-to-openai.js';
 export { anthropicResponseToResponses, openAIResponseToResponses } from './response-to-responses.js';
 export { AnthropicToResponsesStream, OpenAIToResponsesStream } from './stream-to-responses.js';

@@ -130,10 +130,10 @@ export class ResponsesStreamWriter {
    * Ends the stream with `response.failed` (what Codex acts on) and an `error` event (what the
    * OpenAI SDK raises). Items left open stay so: nothing follows a failure.
    */
-  fail(message: string): string {
+  fail(message: string, code = 'upstream_stream_error'): string {
     if (this.ended) return '';
     this.ended = true;
-    const error = { kind: 'api_error' as const, message, code: 'upstream_stream_error' };
+    const error = { kind: 'api_error' as const, message, code };
     if (!this.started) return streamErrorFrame('responses', error, this.sequence++);
     const response = this.response({ status: 'failed', usage: null, error: { code: 'server_error', message } });
     return this.event('response.failed', { response }) + streamErrorFrame('responses', error, this.sequence++);

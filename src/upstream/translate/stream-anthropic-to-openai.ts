@@ -1,6 +1,7 @@
 import { encodeSse } from '../sse.js';
 import type { SseEvent } from '../sse.js';
-import type { AnthropicUsage, OpenAIChatChunk, OpenAIErrorBody } from '../../types/index.js';
+import { streamErrorFrame } from '../../shared/api-errors.js';
+import type { AnthropicUsage, OpenAIChatChunk } from '../../types/index.js';
 import { isRecord, prefixedId, toolCallId, toolInputToArguments, unixSeconds } from './common.js';
 import { anthropicStopToOpenAIFinish } from './stop-reasons.js';
 import { decodeAnthropicEvent } from './stream-events.js';
@@ -34,6 +35,11 @@ export class AnthropicToOpenAIStream {
   }
 
   get done(): boolean {
+    return this.isDone;
+  }
+
+  /** Only message_stop ends an Anthropic answer, as for a client that asked for no stream (collect-stream.ts). */
+  get upstreamFinished(): boolean {
     return this.isDone;
   }
 
@@ -73,11 +79,11 @@ export class AnthropicToOpenAIStream {
     return out + DONE_FRAME;
   }
 
-  fail(message: string): string {
+  /** The error chunk the untranslated path sends too, so a chat client reads both alike. */
+  fail(message: string, code = 'upstream_stream_error'): string {
     if (this.isDone) return '';
     this.isDone = true;
-    const body: OpenAIErrorBody = { error: { message, type: 'api_error', param: null, code: 'upstream_stream_error' } };
-    return encodeSse(JSON.stringify(body));
+    return streamErrorFrame('openai', { kind: 'api_error', message, code });
   }
 
   /** The first chunk announces the role; it is sent once, even if message_start never came. */

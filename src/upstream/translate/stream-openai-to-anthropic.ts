@@ -1,6 +1,7 @@
 import { encodeSse } from '../sse.js';
 import type { SseEvent } from '../sse.js';
-import type { AnthropicContentBlock, AnthropicErrorBody, OpenAIUsage } from '../../types/index.js';
+import { streamErrorFrame } from '../../shared/api-errors.js';
+import type { AnthropicContentBlock, OpenAIUsage } from '../../types/index.js';
 import { unsignedThinkingBlock } from './assistant.js';
 import { prefixedId, toolUseId } from './common.js';
 import { openAIFinishToAnthropicStop } from './stop-reasons.js';
@@ -35,6 +36,11 @@ export class OpenAIToAnthropicStream {
     return this.isDone;
   }
 
+  /** A finish reason came (a server may leave out `[DONE]`, or the usage chunk after it). */
+  get upstreamFinished(): boolean {
+    return this.isDone || this.finishReason !== undefined;
+  }
+
   push(event: SseEvent): string {
     if (this.isDone) return '';
     const fact = decodeOpenAIEvent(event);
@@ -62,12 +68,11 @@ export class OpenAIToAnthropicStream {
     );
   }
 
-  /** Blocks are left open on purpose: after an error event the client expects nothing more. */
+  /** Blocks are left open on purpose: after an error event the client expects nothing more. Anthropic errors carry no code. */
   fail(message: string): string {
     if (this.isDone) return '';
     this.isDone = true;
-    const body: AnthropicErrorBody = { type: 'error', error: { type: 'api_error', message } };
-    return encodeSse(JSON.stringify(body), 'error');
+    return streamErrorFrame('anthropic', { kind: 'api_error', message });
   }
 
   private chunk(chunk: Chunk): string {

@@ -19,11 +19,12 @@ abstract class ToResponsesStream {
     return this.writer.done;
   }
 
+  abstract readonly upstreamFinished: boolean;
   abstract push(event: SseEvent): string;
   abstract finish(): string;
 
-  fail(message: string): string {
-    return this.writer.fail(message);
+  fail(message: string, code?: string): string {
+    return this.writer.fail(message, code);
   }
 }
 
@@ -34,6 +35,11 @@ abstract class ToResponsesStream {
 export class OpenAIToResponsesStream extends ToResponsesStream {
   private finishReason: string | undefined;
   private usage: Partial<OpenAIUsage> | undefined;
+
+  /** A finish reason came (a server may leave out `[DONE]`, or the usage chunk after it). */
+  get upstreamFinished(): boolean {
+    return this.writer.done || this.finishReason !== undefined;
+  }
 
   push(event: SseEvent): string {
     if (this.writer.done) return '';
@@ -66,6 +72,11 @@ export class AnthropicToResponsesStream extends ToResponsesStream {
   private stopReason: string | undefined;
   private usage: Partial<AnthropicUsage> | undefined;
   private calls = 0;
+
+  /** Only message_stop ends an Anthropic answer, as for a client that asked for no stream (collect-stream.ts). */
+  get upstreamFinished(): boolean {
+    return this.writer.done;
+  }
 
   push(event: SseEvent): string {
     if (this.writer.done) return '';
