@@ -27,6 +27,16 @@ function retriever(): SkillRetriever {
   return new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 3, minRelevance: 0.35 }, silentLogger());
 }
 
+/** The names of the skills a bank written by others (`test/fixtures/<set>-skills/bank`) gives a request: keyword mode, top_k 6, the default threshold. */
+function bankSkills(set: string): (request: string) => string[] {
+  const library = new SkillLibrary(new URL(`./fixtures/${set}-skills/bank`, import.meta.url).pathname, silentLogger());
+  library.scan();
+  const index = new SkillSearchIndex();
+  index.sync(library.all());
+  const search = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35 }, silentLogger());
+  return (request) => search.retrieve(request).map((hit) => hit.skill.name);
+}
+
 describe('skill retrieval on the labelled set (starter bank, keyword mode, default threshold)', () => {
   const search = retriever();
   const results = cases.map((item) => ({ item, found: (search.retrieve(item.query) as Array<{ skill: { name: string } }>).map((hit) => hit.skill.name) }));
@@ -89,12 +99,7 @@ describe('skill retrieval on the labelled set (starter bank, keyword mode, defau
 });
 
 describe('skill retrieval over a bank written by others (the dev2 set: English skills, some with title-only descriptions)', () => {
-  const library = new SkillLibrary(new URL('./fixtures/dev2-skills/bank', import.meta.url).pathname, silentLogger());
-  library.scan();
-  const index = new SkillSearchIndex();
-  index.sync(library.all());
-  const search = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35 }, silentLogger());
-  const names = (request: string) => (search.retrieve(request) as Array<{ skill: { name: string } }>).map((hit) => hit.skill.name);
+  const names = bankSkills('dev2');
 
   test('a glossary word the segmenter cut in two ("优化", "镜像") counts as one specific translation, so a Chinese Docker request finds the Docker skill', () => {
     assert.deepEqual(names('Dockerfile 构建太慢了，镜像也很大，帮我优化一下'), ['docker-development']);
@@ -119,12 +124,7 @@ describe('skill retrieval over a bank written by others (the dev2 set: English s
 });
 
 describe('skill retrieval over a bank written by others (the dev3 set: long trigger-heavy English descriptions)', () => {
-  const library = new SkillLibrary(new URL('./fixtures/dev3-skills/bank', import.meta.url).pathname, silentLogger());
-  library.scan();
-  const index = new SkillSearchIndex();
-  index.sync(library.all());
-  const search = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35 }, silentLogger());
-  const names = (request: string) => (search.retrieve(request) as Array<{ skill: { name: string } }>).map((hit) => hit.skill.name);
+  const names = bankSkills('dev3');
 
   test("a request that shares only one word with a skill's name (pandas at the zoo, a mower's spark plug) gets no skill; a request about the skill, or the word alone, gets it", () => {
     assert.deepEqual(names('when is the best time of day to see the pandas awake at the zoo?'), []);
@@ -151,12 +151,7 @@ describe('skill retrieval over a bank written by others (the dev3 set: long trig
 });
 
 describe('skill retrieval over a bank written by others (the dev4 set: long troubleshooting guides beside short tools)', () => {
-  const library = new SkillLibrary(new URL('./fixtures/dev4-skills/bank', import.meta.url).pathname, silentLogger());
-  library.scan();
-  const index = new SkillSearchIndex();
-  index.sync(library.all());
-  const search = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35 }, silentLogger());
-  const names = (request: string) => (search.retrieve(request) as Array<{ skill: { name: string } }>).map((hit) => hit.skill.name);
+  const names = bankSkills('dev4');
 
   test("an off-topic request whose everyday words a long network troubleshooting guide's body happens to hold (a second monitor for gaming) gets no skill", () => {
     assert.deepEqual(names('which screen size should I get for a second monitor for gaming?'), []);
@@ -181,26 +176,10 @@ describe('katakana loanwords no dictionary holds, matched to English words by so
   });
 
   test('a Japanese request whose key word is a loanword the glossary lacks (ポストモーテム) finds the English skill named for it (the dev set)', () => {
-    const library = new SkillLibrary(new URL('./fixtures/dev-skills/bank', import.meta.url).pathname, silentLogger());
-    library.scan();
-    const index = new SkillSearchIndex();
-    index.sync(library.all());
-    const search = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35 }, silentLogger());
-    assert.deepEqual(
-      search.retrieve('昨日の障害のポストモーテムを書きたい').map((hit) => hit.skill.name),
-      ['incident-postmortem'],
-    );
+    assert.deepEqual(bankSkills('dev')('昨日の障害のポストモーテムを書きたい'), ['incident-postmortem']);
   });
   test('a loanword the segmenter cut in pieces (ラン|ブック, "run" and "book" to the glossary) is also looked up whole and finds the runbook skill (the dev2 set)', () => {
-    const library = new SkillLibrary(new URL('./fixtures/dev2-skills/bank', import.meta.url).pathname, silentLogger());
-    library.scan();
-    const index = new SkillSearchIndex();
-    index.sync(library.all());
-    const search = new SkillRetriever(library, index, undefined, undefined, { mode: 'template', topK: 6, minRelevance: 0.35 }, silentLogger());
-    assert.deepEqual(
-      search.retrieve('決済サービスの運用手順書（ランブック）を作成してほしい').map((hit) => hit.skill.name),
-      ['runbook-generator'],
-    );
+    assert.deepEqual(bankSkills('dev2')('決済サービスの運用手順書（ランブック）を作成してほしい'), ['runbook-generator']);
   });
 });
 
