@@ -2,8 +2,18 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { anthropicReply, dropMidStream, endEarly, errorReply, hangReply, openAIReply, ScriptedUpstream } from './support/upstream.js';
-import { recordedTurn, startProxy, type ProxyHandle } from './support/proxy.js';
+import {
+  anthropicReply,
+  dropMidStream,
+  endEarly,
+  errorMidStream,
+  errorReply,
+  hangReply,
+  openAIReply,
+  recordingWrites,
+  ScriptedUpstream,
+} from './support/upstream.js';
+import { recordedTurn, searchMemory, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 
 /**
  * Turns recorded once every earlier request's record is written: a marker request is answered and
@@ -13,6 +23,55 @@ async function turnsAfterMarker(proxy: ProxyHandle, client: OpenAI): Promise<num
   const { response } = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'marker' }] }).withResponse();
   await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
   return ((await (await fetch(`${proxy.url}/status`)).json()) as { sessions: { turns: number } }).sessions.turns;
+}
+
+/** Reads an SDK's stream to its end, handing on each item: what the SDK raised, or undefined when the stream ended well. */
+async function readAll<T>(stream: AsyncIterable<T>, each: (item: T) => void = () => undefined): Promise<unknown> {
+  try {
+    for await (const item of stream) each(item);
+    return undefined;
+  } catch (caught) {
+    return caught;
+  }
+}
+
+/** A streamed chat completion through `proxy`: its text, its finish reason, what the SDK raised, and the request id. */
+async function chatStream(proxy: ProxyHandle, content: string, headers: Record<string, string> = {}) {
+  const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+  const { data: stream, response } = await client.chat.completions
+    .create({ model: 'm', stream: true, messages: [{ role: 'user', content }] }, { headers })
+    .withResponse();
+  let text = '';
+  let finish: string | null = null;
+  const error = await readAll(stream, (chunk) => {
+    text += chunk.choices[0]?.delta.content ?? '';
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  });
+  return { text, finish, error, requestId: response.headers.get('x-metaclaw-request-id')! };
+}
+
+/** A streamed Anthropic message through `proxy`: its event types, what the SDK raised, and the request id. */
+async function anthropicStream(proxy: ProxyHandle, content: string) {
+  const client = new Anthropic({ baseURL: proxy.url, apiKey: 'x', maxRetries: 0 });
+  const { data: stream, response } = await client.messages
+    .create({ model: 'c', max_tokens: 50, stream: true, messages: [{ role: 'user', content }] })
+    .withResponse();
+  const events: string[] = [];
+  const error = await readAll(stream, (event) => events.push(event.type));
+  return { events, error, requestId: response.headers.get('x-metaclaw-request-id')! };
+}
+
+/** A streamed Responses answer through `proxy`: its event types, the response id, what the SDK raised, and the request id. */
+async function responsesStream(proxy: ProxyHandle, input: string) {
+  const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+  const { data: stream, response } = await client.responses.create({ model: 'm', input, stream: true }).withResponse();
+  const events: string[] = [];
+  let responseId = '';
+  const error = await readAll(stream, (event) => {
+    events.push(event.type);
+    if (event.type === 'response.created') responseId = event.response.id;
+  });
+  return { events, responseId, error, client, requestId: response.headers.get('x-metaclaw-request-id')! };
 }
 
 describe('upstream failures reach the client honestly', () => {
@@ -102,14 +161,7 @@ describe('upstream failures reach the client honestly', () => {
 
   test('a connection dropped mid-stream ends the stream with an error, not a hang', async () => {
     upstream.reply(dropMidStream('openai', 'this answer will be cut short', 3));
-    const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
-    let received = '';
-    const error = await (async () => {
-      for await (const chunk of stream) received += chunk.choices[0]?.delta.content ?? '';
-    })().then(
-      () => undefined,
-      (caught: unknown) => caught,
-    );
+    const { text: received, error } = await chatStream(proxy, 'hi');
     assert.ok(error instanceof OpenAI.APIError, `expected an APIError, got ${String(error)}`);
     assert.match(String((error as Error).message), /stream broke/);
     assert.ok(received.length > 0, 'the part sent before the drop arrived');
@@ -376,17 +428,7 @@ describe('a translated stream whose upstream ends without its final event is an 
 
   test('an Anthropic client gets an Anthropic error event (api_error) when its chat upstream ends with no finish reason nor [DONE]; the turn is recorded as broken with the part that came', async () => {
     chatUpstream.reply(endEarly('openai', 'Step one is done, step two', 3));
-    const client = new Anthropic({ baseURL: toChat.url, apiKey: 'x', maxRetries: 0 });
-    const { data: stream, response } = await client.messages
-      .create({ model: 'c', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'Do both steps.' }] })
-      .withResponse();
-    const events: string[] = [];
-    const error = await (async () => {
-      for await (const event of stream) events.push(event.type);
-    })().then(
-      () => undefined,
-      (caught: unknown) => caught,
-    );
+    const { events, error, requestId } = await anthropicStream(toChat, 'Do both steps.');
     assert.ok(error instanceof Anthropic.APIError, `an API error, not ${String(error)}`);
     assert.deepEqual(error.error, {
       type: 'error',
@@ -394,7 +436,7 @@ describe('a translated stream whose upstream ends without its final event is an 
     });
     assert.equal(events.includes('message_stop'), false, events.join(' '));
     assert.equal(events.includes('message_delta'), false, 'no stop reason was made up');
-    const { turn, brokenStreams } = await brokenTurn(toChat, response.headers.get('x-metaclaw-request-id')!);
+    const { turn, brokenStreams } = await brokenTurn(toChat, requestId);
     assert.equal(turn.outcome.result, 'stream_broken');
     assert.match(turn.outcome.error, /without its final event/);
     assert.equal(turn.outcome.response.text, 'Step one i');
@@ -403,22 +445,12 @@ describe('a translated stream whose upstream ends without its final event is an 
 
   test('a chat client gets the same error chunk (server_error, upstream_stream_broken) when its Anthropic upstream ends with no message_stop as when its own-format upstream is cut', async () => {
     anthropicUpstream.reply(endEarly('anthropic', 'Half of the answer', 4));
-    const client = new OpenAI({ baseURL: `${toAnthropic.url}/v1`, apiKey: 'x', maxRetries: 0 });
-    const streamed = async (openai: OpenAI) => {
-      const { data: stream, response } = await openai.chat.completions
-        .create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'Answer in full.' }] })
-        .withResponse();
-      let finish: string | null = null;
-      const error = await (async () => {
-        for await (const chunk of stream) finish = chunk.choices[0]?.finish_reason ?? finish;
-      })().then(
-        () => undefined,
-        (caught: unknown) => caught,
-      );
+    const streamed = async (proxy: ProxyHandle) => {
+      const { error, finish, requestId } = await chatStream(proxy, 'Answer in full.');
       assert.ok(error instanceof OpenAI.APIError, `an API error, not ${String(error)}`);
-      return { error, finish, requestId: response.headers.get('x-metaclaw-request-id')! };
+      return { error, finish, requestId };
     };
-    const translated = await streamed(client);
+    const translated = await streamed(toAnthropic);
     assert.equal(translated.finish, null, 'no finish reason was made up');
     assert.equal(translated.error.type, 'server_error');
     assert.equal(translated.error.code, 'upstream_stream_broken');
@@ -427,30 +459,18 @@ describe('a translated stream whose upstream ends without its final event is an 
     assert.equal(turn.outcome.result, 'stream_broken');
 
     chatUpstream.reply(dropMidStream('openai', 'cut in its own format', 3));
-    const untranslated = await streamed(new OpenAI({ baseURL: `${toChat.url}/v1`, apiKey: 'x', maxRetries: 0 }));
+    const untranslated = await streamed(toChat);
     assert.deepEqual([untranslated.error.type, untranslated.error.code], [translated.error.type, translated.error.code]);
   });
 
   test('a Responses client gets response.failed and an error event when its chat upstream ends with no finish reason; the response is recorded as failed', async () => {
     chatUpstream.reply(endEarly('openai', 'An unfinished thought', 3));
-    const client = new OpenAI({ baseURL: `${toChat.url}/v1`, apiKey: 'x', maxRetries: 0 });
-    const { data: stream, response } = await client.responses.create({ model: 'm', input: 'Think it through.', stream: true }).withResponse();
-    const events: string[] = [];
-    let responseId = '';
-    const error = await (async () => {
-      for await (const event of stream) {
-        events.push(event.type);
-        if (event.type === 'response.created') responseId = event.response.id;
-      }
-    })().then(
-      () => undefined,
-      (caught: unknown) => caught,
-    );
+    const { events, responseId, error, client, requestId } = await responsesStream(toChat, 'Think it through.');
     assert.ok(error instanceof OpenAI.APIError, `an API error, not ${String(error)}`);
     assert.equal(error.code, 'upstream_stream_broken');
     assert.ok(events.includes('response.failed'), events.join(' '));
     assert.equal(events.includes('response.completed'), false);
-    const { turn } = await brokenTurn(toChat, response.headers.get('x-metaclaw-request-id')!);
+    const { turn } = await brokenTurn(toChat, requestId);
     assert.equal(turn.outcome.result, 'stream_broken');
     const recorded = await client.responses.retrieve(responseId);
     assert.equal(recorded.status, 'failed');
@@ -462,5 +482,234 @@ describe('a translated stream whose upstream ends without its final event is an 
     const message = await client.messages.stream({ model: 'c', max_tokens: 50, messages: [{ role: 'user', content: 'Say it all.' }] }).finalMessage();
     assert.equal(message.stop_reason, 'end_turn');
     assert.deepEqual(message.content, [{ type: 'text', text: 'All of it.' }]);
+  });
+});
+
+/** A scripted upstream of each API and a proxy in front of each, that learns from raw turns only. */
+interface EachFormat {
+  chatUpstream: ScriptedUpstream;
+  anthropicUpstream: ScriptedUpstream;
+  responsesUpstream: ScriptedUpstream;
+  toChat: ProxyHandle;
+  toAnthropic: ProxyHandle;
+  toResponses: ProxyHandle;
+  stop(): Promise<void>;
+}
+
+async function eachFormat(): Promise<EachFormat> {
+  const [chatUpstream, anthropicUpstream, responsesUpstream] = await Promise.all([
+    ScriptedUpstream.start(),
+    ScriptedUpstream.start(),
+    ScriptedUpstream.start(),
+  ]);
+  // A short idle timeout: a stream left open after the upstream's error ends a test instead of hanging it.
+  const proxyTo = (llm: Record<string, unknown>) =>
+    startProxy({
+      config: { llm: { api_key: 'k', max_retries: 0, timeout_seconds: 5, ...llm }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
+    });
+  const toChat = await proxyTo({ api_base: `${chatUpstream.url}/v1` });
+  const toAnthropic = await proxyTo({ api_base: anthropicUpstream.url, api_format: 'anthropic' });
+  const toResponses = await proxyTo({ api_base: `${responsesUpstream.url}/v1`, api_format: 'openai-responses' });
+  const stop = async () => {
+    await Promise.all([toChat.dispose(), toAnthropic.dispose(), toResponses.dispose()]);
+    await Promise.all([chatUpstream.close(), anthropicUpstream.close(), responsesUpstream.close()]);
+  };
+  return { chatUpstream, anthropicUpstream, responsesUpstream, toChat, toAnthropic, toResponses, stop };
+}
+
+describe('an error event the upstream sends in the middle of its stream fails the turn: the client gets the error, the record says upstream_error, learning skips it', () => {
+  let each: EachFormat;
+
+  before(async () => {
+    each = await eachFormat();
+  });
+  after(() => each?.stop());
+
+  /** The turn's record once written, /status's error counts, and its last_errors entry for the request. */
+  async function failedTurn(proxy: ProxyHandle, requestId: string) {
+    const turn = await recordedTurn(proxy.url, requestId);
+    const status = (await (await fetch(`${proxy.url}/status`)).json()) as {
+      requests: { errors: Record<string, number>; last_errors: Array<{ request_id: string; status: number | null; error: string }> };
+    };
+    return { turn, errors: status.requests.errors, listed: status.requests.last_errors.find((entry) => entry.request_id === requestId) };
+  }
+
+  test('a chat client whose chat upstream sends an error chunk after some text gets that error, and the turn is recorded as upstream_error with its message, counted and listed in /status', async () => {
+    each.chatUpstream.reply(errorMidStream('openai', 'The first half of it, then', 3, 'The server had an error while processing your request.'));
+    const { text, error, requestId } = await chatStream(each.toChat, 'Answer at length.');
+    assert.ok(error instanceof OpenAI.APIError, `an API error, not ${String(error)}`);
+    assert.equal(error.message, 'The server had an error while processing your request.');
+    assert.ok(text.length > 0, 'the text before the error arrived');
+    const { turn, errors, listed } = await failedTurn(each.toChat, requestId);
+    assert.equal(turn.outcome.result, 'upstream_error');
+    assert.equal(turn.outcome.error, 'the upstream sent an error event in its stream: The server had an error while processing your request.');
+    assert.equal(turn.outcome.response.text, text, 'the part that came is kept on the record');
+    assert.equal(errors['upstream'], 1);
+    assert.equal(errors['stream_broken'], 0);
+    assert.match(listed!.error, /error event in its stream: The server had an error/);
+  });
+
+  test('an Anthropic client whose Anthropic upstream sends overloaded_error after some text gets that error event as it came, and the turn is recorded as upstream_error', async () => {
+    each.anthropicUpstream.reply(errorMidStream('anthropic', 'Partly written answer', 5, 'Overloaded'));
+    const { error, requestId } = await anthropicStream(each.toAnthropic, 'Write it.');
+    assert.ok(error instanceof Anthropic.APIError, `an API error, not ${String(error)}`);
+    assert.deepEqual(error.error, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+    const { turn } = await failedTurn(each.toAnthropic, requestId);
+    assert.equal(turn.outcome.result, 'upstream_error');
+    assert.match(turn.outcome.error, /: Overloaded$/);
+  });
+
+  test('a chat client whose Anthropic upstream sends overloaded_error gets the error chunk, and its stream ends there though the upstream holds its connection open; recorded as upstream_error', async () => {
+    each.anthropicUpstream.reply(errorMidStream('anthropic', 'Begun but not', 5, 'Overloaded', { hold: true }));
+    // Read to its end as bytes (an SDK hangs up by itself on the error): the proxy ends the stream, not the idle timeout.
+    const response = await fetch(`${each.toAnthropic.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'Go on.' }] }),
+    });
+    const events = (await response.text()).split('\n\n').filter(Boolean);
+    assert.deepEqual(JSON.parse(events.at(-1)!.slice('data: '.length)), {
+      error: { message: 'Overloaded', type: 'server_error', param: null, code: 'upstream_stream_error' },
+    });
+    const text = events
+      .slice(0, -1)
+      .map((event) => (JSON.parse(event.slice('data: '.length)) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? '')
+      .join('');
+    assert.ok(text.length > 0);
+    const { turn } = await failedTurn(each.toAnthropic, response.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.outcome.result, 'upstream_error');
+    assert.match(turn.outcome.error, /: Overloaded$/);
+    assert.equal(turn.outcome.response.text, text);
+  });
+
+  test('an Anthropic client whose chat upstream sends an error chunk gets an Anthropic error event, and a Responses client response.failed (GET /v1/responses/{id} says failed); both recorded as upstream_error', async () => {
+    each.chatUpstream.reply(errorMidStream('openai', 'Some of the answer', 3, 'Internal failure upstream'));
+    const anthropic = await anthropicStream(each.toChat, 'Explain.');
+    assert.ok(anthropic.error instanceof Anthropic.APIError, `an API error, not ${String(anthropic.error)}`);
+    assert.deepEqual(anthropic.error.error, { type: 'error', error: { type: 'api_error', message: 'Internal failure upstream' } });
+    assert.equal(anthropic.events.includes('message_stop'), false);
+    assert.equal((await failedTurn(each.toChat, anthropic.requestId)).turn.outcome.result, 'upstream_error');
+
+    each.chatUpstream.reply(errorMidStream('openai', 'Another partial answer', 3, 'Internal failure upstream'));
+    const responses = await responsesStream(each.toChat, 'Explain again.');
+    assert.ok(responses.error instanceof OpenAI.APIError, `an API error, not ${String(responses.error)}`);
+    assert.ok(responses.events.includes('response.failed'), responses.events.join(' '));
+    const { turn } = await failedTurn(each.toChat, responses.requestId);
+    assert.equal(turn.outcome.result, 'upstream_error');
+    assert.equal((await responses.client.responses.retrieve(responses.responseId)).status, 'failed');
+  });
+
+  test('a Responses client whose Responses upstream sends response.failed after some text gets it as it came, and the turn is recorded as upstream_error with its message', async () => {
+    each.responsesUpstream.reply(errorMidStream('responses', 'A response that fails', 6, 'The model crashed.'));
+    const { events, error, requestId } = await responsesStream(each.toResponses, 'Try.');
+    assert.equal(error, undefined, 'the SDK reads response.failed as an event, as the upstream sent it');
+    assert.equal(events.at(-1), 'response.failed');
+    const { turn } = await failedTurn(each.toResponses, requestId);
+    assert.equal(turn.outcome.result, 'upstream_error');
+    assert.equal(turn.outcome.error, 'the upstream sent an error event in its stream: The model crashed.');
+  });
+
+  test('a chat client that hangs up on the upstream’s error chunk while the upstream holds its connection open: recorded as upstream_error, not client_aborted', async () => {
+    each.chatUpstream.reply(errorMidStream('openai', 'Half a reply', 3, 'Upstream went wrong', { hold: true }));
+    const { error, requestId } = await chatStream(each.toChat, 'Reply.');
+    assert.ok(error instanceof OpenAI.APIError, `an API error, not ${String(error)}`);
+    // The SDK aborts its request as it raises; the proxy records the turn once it sees the close.
+    const { turn } = await waitFor(() => failedTurn(each.toChat, requestId).catch(() => undefined));
+    assert.equal(turn.outcome.result, 'upstream_error');
+    assert.match(turn.outcome.error, /: Upstream went wrong$/);
+  });
+
+  test('learning skips a turn whose stream the upstream failed: memory keeps nothing of it, while an ok turn after it is remembered', async () => {
+    const session = { 'X-Session-Id': 'failed-then-ok' };
+    each.chatUpstream.reply(errorMidStream('openai', 'Noted, the heronvault', 3, 'The server had an error'));
+    const failed = await chatStream(each.toChat, 'Remember that the heronvault code is 8812.', session);
+    assert.ok(failed.error instanceof OpenAI.APIError);
+    each.chatUpstream.reply(openAIReply({ text: 'Noted.' }));
+    const ok = await chatStream(each.toChat, 'Remember that the kestrelvault code is 4417.', session);
+    assert.equal(ok.error, undefined);
+    await recordedTurn(each.toChat.url, ok.requestId);
+    const remembered = await waitFor(
+      async () => {
+        const status = (await (await fetch(`${each.toChat.url}/status`)).json()) as { queue: Record<string, number> };
+        if ((status.queue['queued'] ?? 0) + (status.queue['leased'] ?? 0) > 0) return undefined;
+        const found = await searchMemory(each.toChat, 'kestrelvault code');
+        return found.length > 0 ? found : undefined;
+      },
+      15_000,
+      100,
+    );
+    assert.ok(remembered.some((content) => content.includes('kestrelvault')));
+    const failedWords = (await searchMemory(each.toChat, 'heronvault')).filter((content) => content.includes('heronvault'));
+    assert.deepEqual(failedWords, [], 'the failed turn was not remembered');
+  });
+});
+
+describe('an own-format stream whose upstream ends its body without its final event is relayed as it came and recorded as stream_broken', () => {
+  let each: EachFormat;
+
+  before(async () => {
+    each = await eachFormat();
+  });
+  after(() => each?.stop());
+
+  /** Posts a streaming request as an SDK would and reads the whole body: the bytes the client got. */
+  async function rawStream(url: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ ...body, stream: true }),
+    });
+    return { body: await response.text(), requestId: response.headers.get('x-metaclaw-request-id')! };
+  }
+
+  async function brokenCount(proxy: ProxyHandle): Promise<number> {
+    return ((await (await fetch(`${proxy.url}/status`)).json()) as { requests: { errors: { stream_broken: number } } }).requests.errors.stream_broken;
+  }
+
+  test('chat: no finish reason nor [DONE] — the client gets the upstream’s bytes unchanged, the turn is stream_broken with the part that came', async () => {
+    const written: string[] = [];
+    each.chatUpstream.reply(recordingWrites(endEarly('openai', 'Step one is done, step two', 3), written));
+    const { body, requestId } = await rawStream(`${each.toChat.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'Do it.' }] });
+    assert.equal(body, written.join(''), 'relayed byte for byte, nothing added');
+    const turn = await recordedTurn(each.toChat.url, requestId);
+    assert.equal(turn.outcome.result, 'stream_broken');
+    assert.equal(turn.outcome.error, 'the upstream ended the stream without its final event');
+    assert.ok(turn.outcome.response.text.length > 0 && 'Step one is done, step two'.startsWith(turn.outcome.response.text));
+    assert.equal(await brokenCount(each.toChat), 1);
+  });
+
+  test('Anthropic: no message_stop — relayed unchanged, recorded as stream_broken', async () => {
+    const written: string[] = [];
+    each.anthropicUpstream.reply(recordingWrites(endEarly('anthropic', 'Half of the answer', 5), written));
+    const { body, requestId } = await rawStream(
+      `${each.toAnthropic.url}/v1/messages`,
+      { model: 'c', max_tokens: 50, messages: [{ role: 'user', content: 'Go.' }] },
+      { 'anthropic-version': '2023-06-01' },
+    );
+    assert.equal(body, written.join(''));
+    assert.equal((await recordedTurn(each.toAnthropic.url, requestId)).outcome.result, 'stream_broken');
+  });
+
+  test('Responses: no response.completed — relayed unchanged, recorded as stream_broken', async () => {
+    const written: string[] = [];
+    each.responsesUpstream.reply(recordingWrites(endEarly('responses', 'An unfinished response', -1), written));
+    const { body, requestId } = await rawStream(`${each.toResponses.url}/v1/responses`, { model: 'm', input: 'Go.' });
+    assert.equal(body, written.join(''));
+    assert.equal(body.includes('response.completed'), false);
+    assert.equal((await recordedTurn(each.toResponses.url, requestId)).outcome.result, 'stream_broken');
+  });
+
+  test('chat: a finish reason without [DONE] is a whole answer, as on the translated path; a whole stream is ok', async () => {
+    each.chatUpstream.reply(endEarly('openai', 'All of it.', -1));
+    const before = await brokenCount(each.toChat);
+    const chat = await chatStream(each.toChat, 'All.');
+    assert.deepEqual([chat.text, chat.finish, chat.error], ['All of it.', 'stop', undefined]);
+    assert.equal((await recordedTurn(each.toChat.url, chat.requestId)).outcome.result, 'ok');
+    each.anthropicUpstream.reply(anthropicReply({ text: 'Whole.' }));
+    const message = await anthropicStream(each.toAnthropic, 'Whole?');
+    assert.equal(message.error, undefined);
+    assert.equal(message.events.at(-1), 'message_stop');
+    assert.equal((await recordedTurn(each.toAnthropic.url, message.requestId)).outcome.result, 'ok');
+    assert.equal(await brokenCount(each.toChat), before);
   });
 });

@@ -3,6 +3,7 @@ import type { UpstreamTarget } from '../config/index.js';
 import { errorMessage, RequestError } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import { errorBodyText, kindForStatus, streamErrorFrame } from '../shared/api-errors.js';
+import { redactSecrets } from '../text/secrets.js';
 import type { AssembledResponse, RequestFormat } from '../types/index.js';
 import { readResponseBody, requestUpstream } from './http.js';
 import { finalErrorHeaders, relayedHeaders } from './relayed-headers.js';
@@ -16,14 +17,15 @@ import {
   answerFromStream,
   assembleAnswer,
   assembleStream,
+  readStream,
   streamAssembler,
-  streamReachedEnd,
   streamTranslator,
   translateAnswer,
   translateErrorBody,
   translateRequest,
   wireFormat,
   type EarlierConversation,
+  type StreamEnding,
 } from './translate/index.js';
 
 export type ForwardOutcome = 'ok' | 'upstream_error' | 'stream_broken' | 'client_aborted' | 'proxy_error';
@@ -92,6 +94,14 @@ type AttemptResult =
 
 const MALFORMED_EVENT = 'the upstream sent a stream event that is not JSON';
 const ENDED_EARLY = 'the upstream ended the stream without its final event';
+/** The record's words for an error event in the upstream's stream: its message, which the client got too, with no secret in it. */
+const UPSTREAM_FAILED = (message: string) => `the upstream sent an error event in its stream: ${redactSecrets(message).slice(0, 500)}`;
+
+/** What a stream amounted to when it ended: the answer so far, and how it ended. */
+interface StreamRead {
+  response: AssembledResponse;
+  ending: StreamEnding;
+}
 
 /** Client headers that carry meaning upstream and are safe to pass along. */
 const OPENAI_HEADERS = ['openai-organization', 'openai-project', 'openai-beta', 'http-referer', 'x-title'];
@@ -489,7 +499,9 @@ export class UpstreamForwarder {
   /**
    * Relays a stream chunk by chunk. Same format: the upstream's bytes, whole events at a time, with
    * the side copy parsed after the end. Other format: each event translated as it arrives, and a
-   * stream that ends before the upstream said it finished is broken, as a cut connection is.
+   * stream that ends before the upstream said it finished is broken, as a cut connection is. Either
+   * way, a stream in which the upstream sent an error event is a failed turn (upstream_error), and
+   * one it ended without its final event a broken one, so learning never takes half an answer.
    */
   private relayStream(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, sink: ClientSink, markFirstByte: () => void): AnswerReading {
     let abort: (message: string) => void = () => undefined;
@@ -504,7 +516,16 @@ export class UpstreamForwarder {
       let committed = false;
       let finished = false;
 
-      const assembled = (): AssembledResponse => (assembler ? assembler.result() : assembleStream(wire, Buffer.concat(rawChunks)));
+      /**
+       * The answer so far and how the stream ended. The untranslated side copy is parsed only now,
+       * never per chunk; with `whole` false a last event without its blank line (not relayed yet) is left out.
+       */
+      const read = (whole = true): StreamRead => {
+        if (!translating) return readStream(wire, Buffer.concat(rawChunks), whole);
+        const failure = translator!.upstreamError;
+        const ending: StreamEnding = failure !== undefined ? { kind: 'failed', message: failure } : translator!.done ? { kind: 'finished' } : { kind: 'cut' };
+        return { response: assembler!.result(), ending };
+      };
       /** A result given as a function is made after the client's last bytes have left (they leave once this callback returns). */
       const finish = (result: AttemptResult | (() => AttemptResult)) => {
         if (finished) return;
@@ -536,8 +557,20 @@ export class UpstreamForwarder {
         const code = outcome === 'stream_broken' ? 'upstream_stream_broken' : 'proxy_shutting_down';
         send(translating ? translator!.fail(clientMessage, code) : streamErrorFrame(input.clientFormat, { kind: 'api_error', message: clientMessage, code }));
         if (!sink.closed) sink.end();
+        const sofar = read();
+        // The upstream's own error event came before the cut: that failure is what the client's SDK raised.
+        if (outcome === 'stream_broken' && sofar.ending.kind === 'failed') {
+          finish(this.endedStream(input, target, sofar));
+          return;
+        }
         this.logger.warn({ request_id: input.requestId, upstream: target.name, reason }, 'stream ended before the upstream finished');
-        finish({ type: 'finished', status: 200, outcome, error: reason, response: assembled() });
+        finish({ type: 'finished', status: 200, outcome, error: reason, response: sofar.response });
+      };
+      /** The upstream's error event reached the client (translated, it ended the client's stream): nothing follows it. */
+      const upstreamFailed = () => {
+        response.destroy();
+        if (!sink.closed) sink.end();
+        finish(() => this.endedStream(input, target, read()));
       };
       const broken = (error?: Error) => {
         const reason = error ? errorMessage(error) : 'upstream connection closed mid-stream';
@@ -555,6 +588,11 @@ export class UpstreamForwarder {
           }
           assembler!.push(event);
           out += translator!.push(event);
+          if (translator!.upstreamError !== undefined) {
+            send(out);
+            upstreamFailed();
+            return false;
+          }
         }
         send(out);
         return true;
@@ -564,12 +602,10 @@ export class UpstreamForwarder {
         if (finished) return;
         response.destroy();
         // Codex hangs up on response.completed, before the upstream ends the connection: a stream
-        // whose final event was out is a whole answer.
-        if (translating ? translator!.done : streamReachedEnd(wire, Buffer.concat(rawChunks))) {
-          finish({ type: 'finished', status: 200, outcome: 'ok', error: null, response: assembled() });
-          return;
-        }
-        finish({ type: 'finished', status: 200, outcome: 'client_aborted', error: 'client disconnected mid-stream', response: assembled() });
+        // whose final event was out is a whole answer, and one whose error event was out a failed one.
+        const sofar = read(false);
+        if (sofar.ending.kind !== 'cut') finish(this.endedStream(input, target, sofar));
+        else finish({ type: 'finished', status: 200, outcome: 'client_aborted', error: 'client disconnected mid-stream', response: sofar.response });
       });
       response.on('data', (chunk: Buffer) => {
         if (finished) return;
@@ -634,7 +670,8 @@ export class UpstreamForwarder {
           return;
         }
         if (!sink.closed) sink.end();
-        finish(() => ({ type: 'finished', status: 200, outcome: 'ok', error: null, response: assembled() }));
+        // Relayed as they came, the untranslated bytes are judged from the side copy once the client has them all.
+        finish(() => this.endedStream(input, target, read()));
       });
       response.on('error', broken);
       response.on('close', () => {
@@ -642,6 +679,22 @@ export class UpstreamForwarder {
       });
     });
     return { result, abort: (message) => abort(message) };
+  }
+
+  /**
+   * The record of a stream the upstream ended (or the client left after its last event): whole, or
+   * failed by the upstream's error event, or ended without its final event (the untranslated path
+   * relays such an end as it came; a translated one was broken before it got here).
+   */
+  private endedStream(input: ForwardInput, target: UpstreamTarget, { response, ending }: StreamRead): AttemptResult {
+    if (ending.kind === 'finished') return { type: 'finished', status: 200, outcome: 'ok', error: null, response };
+    const failed = ending.kind === 'failed';
+    const error = failed ? UPSTREAM_FAILED(ending.message) : ENDED_EARLY;
+    this.logger.warn(
+      { request_id: input.requestId, upstream: target.name, reason: error },
+      failed ? 'the upstream sent an error event in its stream' : 'stream ended before the upstream finished',
+    );
+    return { type: 'finished', status: 200, outcome: failed ? 'upstream_error' : 'stream_broken', error, response };
   }
 
   private idleGuard(response: IncomingMessage): NodeJS.Timeout {

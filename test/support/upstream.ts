@@ -283,6 +283,10 @@ export function hangReply(): Handler {
   return () => undefined;
 }
 
+/** The streamed answers of each API, as the scripted upstream gives them. */
+type StreamFormat = 'openai' | 'anthropic' | 'responses';
+const STREAMED_REPLY: Record<StreamFormat, (options: ReplyOptions) => Handler> = { openai: openAIReply, anthropic: anthropicReply, responses: responsesReply };
+
 /** Starts a stream, sends `events` of it, then cuts the connection. */
 export function dropMidStream(format: 'openai' | 'anthropic', text: string, keepEvents: number): Handler {
   return cutStream(format, text, keepEvents, (response) => response.socket?.destroy());
@@ -292,17 +296,50 @@ export function dropMidStream(format: 'openai' | 'anthropic', text: string, keep
  * The first `keepEvents` events of a streamed answer (negative: all but that many last ones), then
  * the response ends as a whole HTTP body would: no broken connection, only no final events.
  */
-export function endEarly(format: 'openai' | 'anthropic', text: string, keepEvents: number): Handler {
+export function endEarly(format: StreamFormat, text: string, keepEvents: number): Handler {
   return cutStream(format, text, keepEvents, (response) => response.end());
 }
 
-function cutStream(format: 'openai' | 'anthropic', text: string, keepEvents: number, cut: (response: ServerResponse) => void): Handler {
+/** Each API's own error event, as its servers send one in the middle of an answer. */
+const ERROR_EVENT: Record<StreamFormat, (message: string) => string> = {
+  openai: (message) => `data: ${JSON.stringify({ error: { message, type: 'server_error', param: null, code: null } })}\n\n`,
+  anthropic: (message) => `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message } })}\n\n`,
+  responses: (message) =>
+    `event: response.failed\ndata: ${JSON.stringify({
+      type: 'response.failed',
+      sequence_number: 99,
+      response: { id: 'resp_scripted', object: 'response', status: 'failed', output: [], error: { code: 'server_error', message }, usage: null },
+    })}\n\n`,
+};
+
+/**
+ * The first `keepEvents` events of a streamed answer, then the API's own error event (chat: a
+ * `data: {"error"}` chunk; Anthropic: `event: error`, overloaded_error; Responses: response.failed),
+ * then the end of the body, or, with `hold`, silence with the connection left open.
+ */
+export function errorMidStream(format: StreamFormat, text: string, keepEvents: number, message: string, options: { hold?: boolean } = {}): Handler {
+  return cutStream(format, text, keepEvents, (response) => {
+    response.write(ERROR_EVENT[format](message));
+    if (!options.hold) response.end();
+  });
+}
+
+/** `handler` with every byte it writes to the response kept in `written`, as the client of the upstream gets them. */
+export function recordingWrites(handler: Handler, written: string[]): Handler {
+  return (request, response) => {
+    const write = response.write.bind(response) as (chunk: string) => boolean;
+    response.write = ((chunk: string) => {
+      written.push(String(chunk));
+      return write(chunk);
+    }) as typeof response.write;
+    return handler(request, response);
+  };
+}
+
+function cutStream(format: StreamFormat, text: string, keepEvents: number, cut: (response: ServerResponse) => void): Handler {
   return async (request, response) => {
     const fake = new CollectingResponse();
-    await (format === 'openai' ? openAIReply({ text, pieces: 6 }) : anthropicReply({ text, pieces: 6 }))(
-      { ...request, body: { ...request.body, stream: true } },
-      fake as unknown as ServerResponse,
-    );
+    await STREAMED_REPLY[format]({ text, pieces: 6 })({ ...request, body: { ...request.body, stream: true } }, fake as unknown as ServerResponse);
     response.writeHead(200, { 'content-type': 'text/event-stream' });
     const events = fake.text.split('\n\n').filter(Boolean).slice(0, keepEvents);
     for (const event of events) response.write(`${event}\n\n`);

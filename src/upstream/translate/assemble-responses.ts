@@ -1,7 +1,10 @@
 import type { SseEvent } from '../sse.js';
 import type { AssembledResponse, TokenUsage } from '../../types/index.js';
 import type { AssistantParts } from './assistant.js';
+import { streamEnding } from './assemble.js';
 import { isRecord, parseJson, readArray, readNumber, readString } from './common.js';
+import type { StreamEnding } from './format-pairs.js';
+import { errorMessage } from './stream-events.js';
 
 /**
  * Responses API answers (from an upstream that serves them, or as the client got them) reduced to
@@ -29,6 +32,7 @@ export function assembleResponsesResponse(body: unknown): AssembledResponse {
 export class ResponsesStreamAssembler {
   private final: Record<string, unknown> | undefined;
   private started: Record<string, unknown> | undefined;
+  private failure: string | undefined;
   private text = '';
   private reasoning = '';
   private readonly toolCalls: AssistantParts['toolCalls'] = [];
@@ -50,10 +54,17 @@ export class ResponsesStreamAssembler {
       case 'response.output_item.done':
         this.toolCalls.push(...readOutput([data.item]).toolCalls);
         break;
+      case 'response.failed':
+        this.failure ??= errorMessage(isRecord(data.response) ? data.response.error : undefined);
+        if (isRecord(data.response)) this.final = data.response;
+        break;
       case 'response.completed':
       case 'response.incomplete':
-      case 'response.failed':
         if (isRecord(data.response)) this.final = data.response;
+        break;
+      case 'error':
+        // The API's error event carries its message at the top; the OpenAI SDK's shape nests it in `error` too.
+        this.failure ??= readString(data.message) ?? errorMessage(data.error);
         break;
       default:
         break;
@@ -73,6 +84,11 @@ export class ResponsesStreamAssembler {
     const id = readString(this.started?.id);
     if (id !== undefined) result.id = id;
     return result;
+  }
+
+  /** response.completed or response.incomplete makes the answer whole; response.failed and `error` are failures. */
+  ending(): StreamEnding {
+    return streamEnding(this.failure, this.final !== undefined);
   }
 }
 

@@ -3,6 +3,7 @@ import type { AnthropicUsage, AssembledResponse, OpenAIUsage } from '../../types
 import { readAnthropicAssistant, readOpenAIAssistant } from './assistant.js';
 import type { AssistantParts } from './assistant.js';
 import { isRecord, readArray, readString, toolInputToArguments } from './common.js';
+import type { StreamEnding } from './format-pairs.js';
 import { anthropicStopToOpenAIFinish, normalizeOpenAIFinish } from './stop-reasons.js';
 import { decodeAnthropicEvent, decodeOpenAIEvent } from './stream-events.js';
 import { anthropicUsageToTokenUsage, mergeAnthropicUsage, openAIUsageToTokenUsage, readAnthropicUsage, readOpenAIUsage } from './usage.js';
@@ -67,9 +68,13 @@ export class OpenAIStreamAssembler {
   private readonly collected = new PartsCollector();
   private finishReason: string | undefined;
   private usage: Partial<OpenAIUsage> | undefined;
+  private sawDone = false;
+  private failure: string | undefined;
 
   push(event: SseEvent): void {
     const fact = decodeOpenAIEvent(event);
+    if (fact.type === 'done') this.sawDone = true;
+    if (fact.type === 'error') this.failure ??= fact.message;
     if (fact.type !== 'chunk') return;
     this.collected.model ??= fact.model ?? null;
     this.collected.text += fact.content;
@@ -88,12 +93,19 @@ export class OpenAIStreamAssembler {
   result(): AssembledResponse {
     return { ...this.collected.parts(), finishReason: normalizeOpenAIFinish(this.finishReason), usage: openAIUsage(this.usage), model: this.collected.model };
   }
+
+  /** A finish reason or `[DONE]` makes the answer whole, as for the stream translators (a server may leave out either). */
+  ending(): StreamEnding {
+    return streamEnding(this.failure, this.sawDone || this.finishReason !== undefined);
+  }
 }
 
 export class AnthropicStreamAssembler {
   private readonly collected = new PartsCollector();
   private stopReason: string | undefined;
   private usage: Partial<AnthropicUsage> | undefined;
+  private stopped = false;
+  private failure: string | undefined;
 
   push(event: SseEvent): void {
     const fact = decodeAnthropicEvent(event);
@@ -121,9 +133,20 @@ export class AnthropicStreamAssembler {
         this.stopReason = fact.stopReason ?? this.stopReason;
         this.usage = mergeAnthropicUsage(this.usage, fact.usage);
         break;
+      case 'message_stop':
+        this.stopped = true;
+        break;
+      case 'error':
+        this.failure ??= fact.message;
+        break;
       default:
         break;
     }
+  }
+
+  /** Only message_stop ends an Anthropic answer. */
+  ending(): StreamEnding {
+    return streamEnding(this.failure, this.stopped);
   }
 
   result(): AssembledResponse {
@@ -134,6 +157,12 @@ export class AnthropicStreamAssembler {
       model: this.collected.model,
     };
   }
+}
+
+/** An error event decides, whatever came after it: the client's SDK raised it. */
+export function streamEnding(failure: string | undefined, finished: boolean): StreamEnding {
+  if (failure !== undefined) return { kind: 'failed', message: failure };
+  return finished ? { kind: 'finished' } : { kind: 'cut' };
 }
 
 function openAIUsage(usage: Partial<OpenAIUsage> | undefined): AssembledResponse['usage'] {

@@ -10,7 +10,7 @@ import type {
 } from '../../types/index.js';
 import { assembleAnthropicResponse, assembleOpenAIResponse, AnthropicStreamAssembler, OpenAIStreamAssembler } from './assemble.js';
 import { assembleResponsesResponse, ResponsesStreamAssembler } from './assemble-responses.js';
-import { isRecord, parseJson, readString } from './common.js';
+import { isRecord, readString } from './common.js';
 import { anthropicErrorBodyToOpenAI, openAIErrorBodyToAnthropic } from './errors.js';
 import { anthropicRequestToOpenAI } from './request-anthropic-to-openai.js';
 import { openAIRequestToAnthropic } from './request-openai-to-anthropic.js';
@@ -41,15 +41,24 @@ export interface StreamTranslator {
    * ends without it was cut short, and is ended with fail().
    */
   readonly upstreamFinished: boolean;
+  /** The message of the error event the upstream sent, once it has (the client's stream was then ended with fail()). */
+  readonly upstreamError: string | undefined;
   push(event: SseEvent): string;
   finish(): string;
   /** Ends the client's stream with its API's error event; `code` where the API has one (as the untranslated path words it). */
   fail(message: string, code?: string): string;
 }
 
+/**
+ * How a stream ended, as its own events say: with its final event, with an error event of the
+ * upstream's (whatever came after: the client's SDK raised it), or with neither (cut short).
+ */
+export type StreamEnding = { kind: 'finished' } | { kind: 'failed'; message: string } | { kind: 'cut' };
+
 export interface StreamAssembler {
   push(event: SseEvent): void;
   result(): AssembledResponse;
+  ending(): StreamEnding;
 }
 
 /** The conversation before a Responses request's `previous_response_id`, as the proxy's records have it. */
@@ -145,10 +154,19 @@ export function streamAssembler(wire: RequestFormat): StreamAssembler {
 
 /** Assembles a whole stream captured as raw SSE bytes. */
 export function assembleStream(format: RequestFormat, raw: Buffer): AssembledResponse {
+  return readStream(format, raw).response;
+}
+
+/**
+ * A stream captured as raw SSE bytes, read once for the record: its answer and how it ended. With
+ * `whole` false, a last event without its blank line is left out (it had not reached the client).
+ */
+export function readStream(format: RequestFormat, raw: Buffer, whole = true): { response: AssembledResponse; ending: StreamEnding } {
   const assembler = streamAssembler(format);
   const parser = new SseParser();
-  for (const event of [...parser.push(raw), ...parser.end()]) assembler.push(event);
-  return assembler.result();
+  for (const event of parser.push(raw)) assembler.push(event);
+  if (whole) for (const event of parser.end()) assembler.push(event);
+  return { response: assembler.result(), ending: assembler.ending() };
 }
 
 /**
@@ -174,23 +192,6 @@ export function answerFromStream(clientFormat: RequestFormat, wire: RequestForma
   for (const event of events) text += translator.push(event);
   if (!translator.done) text += translator.finish();
   return collectStream(clientFormat, new SseParser().push(text));
-}
-
-/** The events after which a stream has nothing more to say: a client may hang up once it has one. */
-const FINAL_EVENTS: Record<RequestFormat, ReadonlySet<string>> = {
-  openai: new Set(['[DONE]']),
-  anthropic: new Set(['message_stop']),
-  responses: new Set(['response.completed', 'response.incomplete', 'response.failed']),
-};
-
-/** Whether raw SSE bytes hold the final event of a `format` stream (only whole events count). */
-export function streamReachedEnd(format: RequestFormat, raw: Buffer): boolean {
-  const finals = FINAL_EVENTS[format];
-  return new SseParser().push(raw).some((event) => {
-    if (format === 'openai') return finals.has(event.data.trim());
-    const data = parseJson(event.data);
-    return finals.has((isRecord(data) ? readString(data['type']) : undefined) ?? event.event ?? '');
-  });
 }
 
 /** A complete answer in `format`, reduced for the record. */

@@ -27,8 +27,8 @@ export {
   answerFromStream,
   assembleAnswer,
   assembleStream,
+  readStream,
   streamAssembler,
-  streamReachedEnd,
   streamTranslator,
   translateAnswer,
   translateErrorBody,
@@ -37,5 +37,6 @@ export {
   type AnswerContext,
   type EarlierConversation,
   type StreamAssembler,
+  type StreamEnding,
   type StreamTranslator,
 } from './format-pairs.js';

@@ -24,6 +24,7 @@ export class AnthropicToOpenAIStream {
   private started = false;
   private finishSent = false;
   private isDone = false;
+  private failure: string | undefined;
   /** Anthropic content block index → OpenAI tool_calls index (tool blocks counted from 0). */
   private readonly toolIndexes = new Map<number, number>();
   private stopReason: string | undefined;
@@ -36,6 +37,10 @@ export class AnthropicToOpenAIStream {
 
   get done(): boolean {
     return this.isDone;
+  }
+
+  get upstreamError(): string | undefined {
+    return this.failure;
   }
 
   /** Only message_stop ends an Anthropic answer, as for a client that asked for no stream (collect-stream.ts). */
@@ -65,6 +70,7 @@ export class AnthropicToOpenAIStream {
       case 'message_stop':
         return this.finish();
       case 'error':
+        this.failure = fact.message;
         return this.fail(fact.message);
       case 'ignored':
         return '';

@@ -22,6 +22,7 @@ export class OpenAIToAnthropicStream {
   private readonly modelOverride: string | undefined;
   private started = false;
   private isDone = false;
+  private failure: string | undefined;
   private blockCount = 0;
   private openBlock: OpenBlock | undefined;
   private readonly seenToolIndexes = new Set<number>();
@@ -34,6 +35,10 @@ export class OpenAIToAnthropicStream {
 
   get done(): boolean {
     return this.isDone;
+  }
+
+  get upstreamError(): string | undefined {
+    return this.failure;
   }
 
   /** A finish reason came (a server may leave out `[DONE]`, or the usage chunk after it). */
@@ -50,6 +55,7 @@ export class OpenAIToAnthropicStream {
       case 'done':
         return this.finish();
       case 'error':
+        this.failure = fact.message;
         return this.fail(fact.message);
       case 'ignored':
         return '';

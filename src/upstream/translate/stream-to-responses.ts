@@ -10,6 +10,7 @@ import { anthropicUsageToOpenAI, mergeAnthropicUsage } from './usage.js';
 /** A stream translator into Responses API events: the upstream's events read into one writer. */
 abstract class ToResponsesStream {
   protected readonly writer: ResponsesStreamWriter;
+  private failure: string | undefined;
 
   constructor(context: ResponsesContext) {
     this.writer = new ResponsesStreamWriter(context);
@@ -19,12 +20,23 @@ abstract class ToResponsesStream {
     return this.writer.done;
   }
 
+  get upstreamError(): string | undefined {
+    return this.failure;
+  }
+
   abstract readonly upstreamFinished: boolean;
   abstract push(event: SseEvent): string;
   abstract finish(): string;
 
   fail(message: string, code?: string): string {
     return this.writer.fail(message, code);
+  }
+
+  /** The upstream's own error event ends the client's stream with the same failure. */
+  protected upstreamFailed(message: string): string {
+    if (this.writer.done) return '';
+    this.failure = message;
+    return this.fail(message);
   }
 }
 
@@ -48,7 +60,7 @@ export class OpenAIToResponsesStream extends ToResponsesStream {
       case 'done':
         return this.finish();
       case 'error':
-        return this.fail(fact.message);
+        return this.upstreamFailed(fact.message);
       case 'ignored':
         return '';
     }
@@ -104,7 +116,7 @@ export class AnthropicToResponsesStream extends ToResponsesStream {
       case 'message_stop':
         return this.finish();
       case 'error':
-        return this.fail(fact.message);
+        return this.upstreamFailed(fact.message);
       case 'ignored':
         return '';
     }
