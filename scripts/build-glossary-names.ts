@@ -24,7 +24,8 @@ const { values } = parseArgs({
     cedict: { type: 'string' },
     jieba: { type: 'string' },
     base: { type: 'string', default: join(here, 'zh-en.tsv.gz') },
-    most: { type: 'string', default: '4000' },
+    // Every name jieba holds (`--most N`: the N most frequent; 4,000 until December 2026).
+    most: { type: 'string', default: 'Infinity' },
     out: { type: 'string', default: here },
   },
 });
