@@ -121,7 +121,12 @@ for (const [word, senses] of names) {
   // A headword the main file has is a common word first ("武功": martial art, not Wugong County):
   // the name is added after its senses, and only where jieba tags the word a proper noun ("托福": TOEFL).
   if (main !== undefined && !PROPER_TAG.test(seen.tag)) continue;
-  rows.push({ word, words: main ? [...main.split(' '), ...words.slice(0, NAME_AFTER_WORD)] : words, count: seen.count, ...(pointed.has(word) ? { pointer: true as const } : {}) });
+  rows.push({
+    word,
+    words: main ? [...main.split(' '), ...words.slice(0, NAME_AFTER_WORD)] : words,
+    count: seen.count,
+    ...(pointed.has(word) ? { pointer: true as const } : {}),
+  });
 }
 const byWord = (a: { word: string }, b: { word: string }) => (a.word < b.word ? -1 : a.word > b.word ? 1 : 0);
 rows.sort((a, b) => b.count - a.count || byWord(a, b));
