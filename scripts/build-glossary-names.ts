@@ -24,7 +24,8 @@ const { values } = parseArgs({
     cedict: { type: 'string' },
     jieba: { type: 'string' },
     base: { type: 'string', default: join(here, 'zh-en.tsv.gz') },
-    most: { type: 'string', default: '4000' },
+    // Every name jieba holds (`--most N`: the N most frequent; 4,000 until December 2026).
+    most: { type: 'string', default: 'Infinity' },
     out: { type: 'string', default: here },
   },
 });
@@ -40,6 +41,13 @@ const BRAND = /\b(company|corporation|brand|app|search engine|social (network|ne
 const CJK_ONLY = /^[\u3400-\u9fff\uf900-\ufaff]{2,6}$/;
 /** Senses that are no name of their own: cross-references, surnames, abbreviations. */
 const NOT_A_NAME = /^(old |archaic |Japanese )?variant of|^see |^surname |^used in |^abbr\. |^erhua variant|^CL:|^classifier |^(also |Taiwan )?pr\./i;
+/**
+ * A cross-reference to the entry that holds a name's senses: CC-CEDICT writes most cities and
+ * provinces under their full official form and the name people say as a pointer to it ("杭州":
+ * "see 杭州市[Hang2 zhou1 Shi4]", "四川": "see 四川省[…]"). The simplified headword pointed to (after a
+ * "|" when both forms are given), read up to its pinyin.
+ */
+const SEE = /^see (?:also )?(?:[^\s|[]+\|)?([\u3400-\u9fff\uf900-\ufaff]+)\[/;
 /** A historical person ("Cao Cao (155-220)", "Nikola Tesla (1856–1943)"): years in the gloss. */
 const LIFETIME = /\d{3,4}\s*[-–]|\b\d{3,4}\s*BC\b|\bc\. ?\d{3}/;
 /** jieba's part-of-speech tags of proper nouns: person, place, organisation, other. */
@@ -75,15 +83,29 @@ const cedict = ((await import(resolve(values.cedict))) as { default: { all: Cedi
 const names = new Map<string, string[]>();
 /** Headwords that name a historical person (their other senses are about that person: "曹操": main villain of a novel). */
 const historical = new Set<string>();
+/** Headwords whose name entries only point to another (`SEE`): headword → the headword pointed to. */
+const pointers = new Map<string, string>();
 for (const [, simplified, pinyin, glosses] of cedict) {
   if (!CJK_ONLY.test(simplified) || !/^[A-Z]/.test(pinyin)) continue;
   const all = Array.isArray(glosses) ? glosses : [glosses];
   if (all.some((gloss) => LIFETIME.test(gloss))) historical.add(simplified);
   const kept = all.filter((gloss) => !NOT_A_NAME.test(gloss));
   if (kept.length > 0) names.set(simplified, [...(names.get(simplified) ?? []), ...kept]);
+  const target = all.length === 1 ? SEE.exec(all[0]!)?.[1] : undefined;
+  if (target !== undefined && target !== simplified && !pointers.has(simplified)) pointers.set(simplified, target);
+}
+const pointed = new Set<string>();
+// A name written as a pointer takes the senses of the entry it points to (one step: the target's own
+// senses, not another pointer), unless it has senses of its own.
+for (const [word, target] of pointers) {
+  const senses = names.get(target);
+  if (!names.has(word) && senses && !historical.has(target)) {
+    names.set(word, senses);
+    pointed.add(word);
+  }
 }
 
-const rows: Array<{ word: string; words: string[]; count: number }> = [];
+const rows: Array<{ word: string; words: string[]; count: number; pointer?: true }> = [];
 /** Modern companies, brands and apps jieba's older word list lacks ("谷歌": Google, "微信": WeChat), told by their gloss. */
 const brands: typeof rows = [];
 for (const [word, senses] of names) {
@@ -99,11 +121,20 @@ for (const [word, senses] of names) {
   // A headword the main file has is a common word first ("武功": martial art, not Wugong County):
   // the name is added after its senses, and only where jieba tags the word a proper noun ("托福": TOEFL).
   if (main !== undefined && !PROPER_TAG.test(seen.tag)) continue;
-  rows.push({ word, words: main ? [...main.split(' '), ...words.slice(0, NAME_AFTER_WORD)] : words, count: seen.count });
+  rows.push({
+    word,
+    words: main ? [...main.split(' '), ...words.slice(0, NAME_AFTER_WORD)] : words,
+    count: seen.count,
+    ...(pointed.has(word) ? { pointer: true as const } : {}),
+  });
 }
 const byWord = (a: { word: string }, b: { word: string }) => (a.word < b.word ? -1 : a.word > b.word ? 1 : 0);
 rows.sort((a, b) => b.count - a.count || byWord(a, b));
-rows.splice(MOST);
+// The `MOST` most frequent names with senses of their own, and the names written as pointers that are
+// as frequent as the last of them: the pointers add names without pushing rarer ones out.
+const kept = new Set(rows.filter((row) => !row.pointer).slice(0, MOST));
+const least = Math.min(...[...kept].map((row) => row.count));
+rows.splice(0, rows.length, ...rows.filter((row) => kept.has(row) || (row.pointer && row.count >= least)));
 rows.push(...brands.sort(byWord));
 
 const header =
@@ -113,5 +144,5 @@ const header =
 const text = `${header}${rows.map((row) => `${row.word}\t${row.words.join(' ')}`).join('\n')}\n`;
 writeFileSync(join(values.out, 'zh-en-names.tsv.gz'), gzipSync(text, { level: 9 }));
 process.stdout.write(
-  `zh-en-names: ${rows.length} headwords (${rows.filter((row) => base.has(row.word)).length} adding to a line of the main file, ${brands.length} companies and apps jieba lacks)\n`,
+  `zh-en-names: ${rows.length} headwords (${rows.filter((row) => base.has(row.word)).length} adding to a line of the main file, ${rows.filter((row) => row.pointer).length} names written as pointers, ${brands.length} companies and apps jieba lacks)\n`,
 );

@@ -53,6 +53,14 @@ describe('memory recall across languages through proper nouns (no extractor)', (
     assert.match(forwarded, /Jonas lives in Melbourne/, 'the memory is injected into the request the upstream gets');
   });
 
+  test('a Chinese question recalls first the English memory it shares only a city name with that CC-CEDICT writes as a pointer to its full form (杭州: "see 杭州市", Hangzhou)', async () => {
+    await assertRecalledFirst('names-pointer', '谁住在杭州？', [
+      ['My parents live in Hangzhou, they retired there last year.', 60],
+      ['My sister lives in Toronto with her two kids.', 2],
+      ['We live close to the river, a ten-minute walk from the station.', 1],
+    ]);
+  });
+
   test('an English question recalls first the Chinese memory it shares only an exam name with (IELTS: 雅思)', async () => {
     await assertRecalledFirst('names-en', 'What score did I get in IELTS?', [
       ['上个月考了雅思，总分七分，写作只有六分。', 40],
