@@ -19,7 +19,7 @@ import { gzipSync } from 'node:zlib';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { tokenize } from '../src/text/index.js';
-import { glossWords, plainWord, withoutNotes } from './gloss-words.js';
+import { glossWords, glossWordsBySense, plainWord, withoutNotes } from './gloss-words.js';
 
 const { values } = parseArgs({
   options: {
@@ -93,8 +93,8 @@ function senseWords(sense: string): string[] {
 }
 
 /** English words of the senses, in order, at most `most` distinct stems. */
-function glossOf(senses: readonly string[], most = MAX_WORDS): string[] {
-  return glossWords(senses, senseWords, most);
+function glossOf(senses: readonly string[], most = MAX_WORDS, handWritten = 0): string[] {
+  return most === Number.POSITIVE_INFINITY ? glossWords(senses, senseWords, most) : glossWordsBySense(senses, senseWords, most, handWritten);
 }
 
 /* ---------- technical vocabulary: the English words of the EDRDG computing terminology file ---------- */
@@ -178,7 +178,7 @@ for (const word of new Set([...computingSenses.keys(), ...otherSenses.keys()]))
 for (const [word, words] of supplement.zh) if (!senses.has(word)) senses.set(word, words);
 const zhRows: Array<{ word: string; words: string[]; count: number }> = [];
 for (const [word, list] of senses) {
-  const words = glossOf(list);
+  const words = glossOf(list, MAX_WORDS, supplement.zh.has(word) ? 1 : 0);
   // A word whose glosses are all function words ("应该": ought to, should) is kept, with none: it
   // is still a word, and the look-up should not cut it into characters of other meanings ("应", "该").
   zhRows.push({ word, words, count: frequency.get(word) ?? 0 });
@@ -335,7 +335,7 @@ const jaRows: Array<{ word: string; words: string[]; rank: number; direct: boole
 for (const [word, entry] of jaEntries) {
   // The supplement's sense, then the computing senses, then the rest; within each, those of common entries first.
   const glosses = [...(supplement.ja.get(word) ?? []), ...byRank(entry.computing), ...byRank(entry.other)];
-  const words = glossOf(glosses);
+  const words = glossOf(glosses, MAX_WORDS, supplement.ja.has(word) ? 1 : 0);
   // A first gloss of one English word ("child") is a direct translation; a phrase ("morning star",
   // "child prodigy") names something narrower, and its first word is no main sense for the reverse look-up.
   const direct = glossOf(glosses.slice(0, 1), Number.POSITIVE_INFINITY).length === 1;

@@ -32,3 +32,37 @@ export function glossWords(senses: readonly string[], clean: (sense: string) => 
     }
   return words;
 }
+
+/** Verbs too light to carry a sense alone ("to go online", "to take part"): the word after one is the sense's head. */
+const LIGHT_VERBS = new Set(['go', 'get', 'make', 'take', 'put', 'give', 'be', 'have', 'do', 'come', 'become', 'let', 'set']);
+
+/**
+ * Like `glossWords`, but every sense has a voice: the head of each sense, its first word that is no
+ * light verb ("寄", whose fourth sense is "to send by post; to mail", keeps "send"), is kept before the
+ * other words fill the rest of `most`, in order; the words come out in the senses' order. A head met
+ * earlier makes that word a head. The first `allHeads` senses (written by hand) are heads in every
+ * word. With more heads than `most`, the first `most`.
+ */
+export function glossWordsBySense(senses: readonly string[], clean: (sense: string) => readonly string[], most: number, allHeads = 0): string[] {
+  const all: Array<{ word: string; head: boolean }> = [];
+  const byStem = new Map<string, { word: string; head: boolean }>();
+  senses.forEach((sense, index) => {
+    const words = clean(sense).filter((word) => tokenize(word)[0]);
+    const headIndex = Math.max(0, words.findIndex((word) => !LIGHT_VERBS.has(word)));
+    words.forEach((word, position) => {
+      const stem = tokenize(word)[0]!;
+      const head = index < allHeads || position === headIndex;
+      const earlier = byStem.get(stem);
+      if (earlier) {
+        earlier.head ||= head;
+        return;
+      }
+      const entry = { word, head };
+      byStem.set(stem, entry);
+      all.push(entry);
+    });
+  });
+  const heads = new Set(all.filter((entry) => entry.head).slice(0, most));
+  let room = most - heads.size;
+  return all.filter((entry) => heads.has(entry) || (!entry.head && room-- > 0)).map((entry) => entry.word);
+}
