@@ -33,6 +33,9 @@ export function glossWords(senses: readonly string[], clean: (sense: string) => 
   return words;
 }
 
+/** The first two words stay whatever the senses: a character is looked up by them alone, and the reverse look-up reads them. */
+const FIRST_KEPT = 2;
+
 /** Verbs too light to carry a sense alone ("to go online", "to take part"): the word after one is the sense's head. */
 const LIGHT_VERBS = new Set(['go', 'get', 'make', 'take', 'put', 'give', 'be', 'have', 'do', 'come', 'become', 'let', 'set']);
 
@@ -62,7 +65,8 @@ export function glossWordsBySense(senses: readonly string[], clean: (sense: stri
       all.push(entry);
     });
   });
-  const heads = new Set(all.filter((entry) => entry.head).slice(0, most));
-  let room = most - heads.size;
-  return all.filter((entry) => heads.has(entry) || (!entry.head && room-- > 0)).map((entry) => entry.word);
+  const kept = new Set(all.slice(0, Math.min(most, FIRST_KEPT)));
+  for (const entry of all) if (entry.head && kept.size < most) kept.add(entry);
+  let room = most - kept.size;
+  return all.filter((entry) => kept.has(entry) || (!entry.head && room-- > 0)).map((entry) => entry.word);
 }
