@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { dictionaryForms } from './deinflect.js';
+import { kinshipForms, kinshipNoun } from './kinship.js';
 import { termOf, tokenize, wordSegments } from './tokenize.js';
 
 /**
@@ -147,6 +148,13 @@ export class Glossary {
     for (const run of cjkRuns(sample)) {
       for (let start = 0; start < run.length;) {
         const span = this.longestAt(run, start, language);
+        // "我妈" is looked up as 妈妈 (text/kinship.ts), unless a longer word starts there ("妈|妈" is 妈妈 already).
+        const noun = language === 'zh' && (!span || span.segments === 1) ? kinshipNoun(run[start]!.text) : undefined;
+        if (noun !== undefined && this.tables.zh.has(noun)) {
+          word(noun, [run[start]!]);
+          start++;
+          continue;
+        }
         if (span) {
           word(span.headword, run.slice(start, start + span.segments));
           start += span.segments;
@@ -172,7 +180,8 @@ export class Glossary {
       for (const language of languages) {
         for (const { headword, weight } of entry[language] ?? []) {
           const parts = this.termsOf(headword);
-          for (const part of parts) push(alternatives, term, { term: part, weight: weight / parts.length, sense: weight });
+          for (const part of parts)
+            for (const form of [part, ...kinshipForms(part)]) push(alternatives, term, { term: form, weight: weight / parts.length, sense: weight });
         }
       }
     }

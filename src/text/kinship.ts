@@ -1,0 +1,23 @@
+/**
+ * Chinese kinship words the segmenter writes otherwise than the dictionary: as a bound character
+ * ("妈", "弟") or glued to a pronoun as one word ("我妈", "我爸", "我哥"; its dictionary holds them).
+ * The glossary reads them as the noun written alone ("妈妈": mom, mum, mother; its "妈" is "ma, mom"
+ * and "我妈" no headword), and an English word translated to the noun also looks for those forms, so
+ * "my mum" meets "我妈". Search terms stay as written: merging the forms into one term made it
+ * commoner, and a question that needed "我妈" as a rarer word lost its turn.
+ */
+const KINSHIP_CHARACTERS = [...'妈爸哥姐弟妹'];
+const PRONOUNS = ['', ...'我你他她咱'];
+
+const NOUN_OF = new Map(KINSHIP_CHARACTERS.flatMap((character) => PRONOUNS.map((pronoun) => [pronoun + character, character + character] as const)));
+const FORMS_OF = new Map(KINSHIP_CHARACTERS.map((character) => [character + character, PRONOUNS.slice(1).map((pronoun) => pronoun + character)] as const));
+
+/** The kinship noun a segment stands for ("我妈" → "妈妈"), if it is a bound or glued form of one. */
+export function kinshipNoun(segment: string): string | undefined {
+  return NOUN_OF.get(segment);
+}
+
+/** The bound and glued forms of a kinship noun ("妈妈" → 妈, 我妈, 你妈…); none for another word. */
+export function kinshipForms(noun: string): readonly string[] {
+  return FORMS_OF.get(noun) ?? [];
+}
