@@ -5,7 +5,7 @@ import { startScriptedProxy, type ScriptedProxy } from './support/scripted-proxy
 
 const DAY = 86_400_000;
 
-describe('memory recall across languages through proper nouns (no extractor)', () => {
+describe('memory recall across languages through proper nouns and kinship words (no extractor)', () => {
   let started: ScriptedProxy | undefined;
   before(async () => {
     started = await startScriptedProxy({ afterHousekeeping: true, config: { memory: { auto_extract: false }, skills: { auto_evolve: false } } });
@@ -66,6 +66,22 @@ describe('memory recall across languages through proper nouns (no extractor)', (
       ['上个月考了雅思，总分七分，写作只有六分。', 40],
       ['驾照考试下周六考科目二，有点紧张。', 3],
       ['女儿期末考试数学考了满分。', 1],
+    ]);
+  });
+
+  test('an English question about "my mum" recalls first the Chinese memory that writes her as the segmenter glues her to a pronoun (我妈)', async () => {
+    await assertRecalledFirst('kinship-en', 'What does my mum cook on weekends?', [
+      ['我妈周末总是做饺子，一次包一百个。', 40],
+      ['我哥周末总是做红烧肉。', 3],
+      ['我爸周末总是钓鱼。', 1],
+    ]);
+  });
+
+  test('a Chinese question about 我妈 recalls first the English memory about "my mum" (妈 alone is glossed "ma, mom")', async () => {
+    await assertRecalledFirst('kinship-zh', '我妈周末做什么菜？', [
+      ['My mum always makes dumplings on weekends, a hundred at a time.', 40],
+      ['My brother always makes braised pork on weekends.', 3],
+      ['My dad goes fishing every weekend.', 1],
     ]);
   });
 });
