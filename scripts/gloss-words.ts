@@ -51,7 +51,10 @@ export function glossWordsBySense(senses: readonly string[], clean: (sense: stri
   const byStem = new Map<string, { word: string; head: boolean }>();
   senses.forEach((sense, index) => {
     const words = clean(sense).filter((word) => tokenize(word)[0]);
-    const headIndex = Math.max(0, words.findIndex((word) => !LIGHT_VERBS.has(word)));
+    const headIndex = Math.max(
+      0,
+      words.findIndex((word) => !LIGHT_VERBS.has(word)),
+    );
     words.forEach((word, position) => {
       const stem = tokenize(word)[0]!;
       const head = index < allHeads || position === headIndex;
