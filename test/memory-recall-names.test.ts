@@ -69,19 +69,29 @@ describe('memory recall across languages through proper nouns and kinship words 
     ]);
   });
 
-  test('an English question about "my mum" recalls first the Chinese memory that writes her as the segmenter glues her to a pronoun (我妈)', async () => {
-    await assertRecalledFirst('kinship-en', 'What does my mum cook on weekends?', [
-      ['我妈周末总是做饺子，一次包一百个。', 40],
-      ['我哥周末总是做红烧肉。', 3],
-      ['我爸周末总是钓鱼。', 1],
-    ]);
-  });
-
-  test('a Chinese question about 我妈 recalls first the English memory about "my mum" (妈 alone is glossed "ma, mom")', async () => {
-    await assertRecalledFirst('kinship-zh', '我妈周末做什么菜？', [
-      ['My mum always makes dumplings on weekends, a hundred at a time.', 40],
-      ['My brother always makes braised pork on weekends.', 3],
-      ['My dad goes fishing every weekend.', 1],
-    ]);
-  });
+  /** Kinship words the segmenter glues to a pronoun (我妈) or the glossary glosses thinly alone (妈: "ma, mom"), both directions. */
+  const kinship: ReadonlyArray<{ name: string; scope: string; query: string; answer: string; others: [string, string] }> = [
+    {
+      name: 'an English question about "my mum" recalls first the Chinese memory that writes her glued to a pronoun (我妈)',
+      scope: 'kinship-en',
+      query: 'What does my mum cook on weekends?',
+      answer: '我妈周末总是做饺子，一次包一百个。',
+      others: ['我哥周末总是做红烧肉。', '我爸周末总是钓鱼。'],
+    },
+    {
+      name: 'a Chinese question about 我妈 recalls first the English memory about "my mum"',
+      scope: 'kinship-zh',
+      query: '我妈周末做什么菜？',
+      answer: 'My mum always makes dumplings on weekends, a hundred at a time.',
+      others: ['My brother always makes braised pork on weekends.', 'My dad goes fishing every weekend.'],
+    },
+  ];
+  for (const { name, scope, query, answer, others } of kinship)
+    test(name, () =>
+      assertRecalledFirst(scope, query, [
+        [answer, 40],
+        [others[0], 3],
+        [others[1], 1],
+      ]),
+    );
 });
