@@ -17,7 +17,7 @@ export function kinshipNoun(segment: string): string | undefined {
   return NOUN_OF.get(segment);
 }
 
-/** The bound and glued forms of a kinship noun ("妈妈" → 妈, 我妈, 你妈…); none for another word. */
+/** The forms of a kinship noun glued to a pronoun ("妈妈" → 我妈, 你妈…); none for another word (searching the bare "爸" for "dad" too lost dev-cross questions @5). */
 export function kinshipForms(noun: string): readonly string[] {
   return FORMS_OF.get(noun) ?? [];
 }
