@@ -110,10 +110,6 @@ describe('skill retrieval over a bank written by others (the dev2 set: English s
     assert.deepEqual(names('给客户写一份项目提案和外包合同'), ['contract-and-proposal-writer']);
   });
 
-  test("a skill twice as long that meets a request's words in its body loses to the shorter skill the request is about (a slow endpoint: the profiler, not the LLM cost guide)", () => {
-    assert.deepEqual(names('the checkout endpoint p99 went from 200ms to 1.4s after the last deploy, help me find the bottleneck'), ['performance-profiler']);
-  });
-
   test('dictionary senses of common words met only in skill bodies ("生成" → generate, "记录" → record) inject no unrelated skill', () => {
     const found = names('根据最近的提交记录生成更新日志');
     assert.deepEqual(
@@ -147,14 +143,6 @@ describe('skill retrieval over a bank written by others (the dev3 set: long trig
     assert.deepEqual(names('the SOC 2 auditor arrives next month. go over the repo and our cloud setup for holes and rank what you find by how bad it is'), [
       'security-reviewer',
     ]);
-  });
-});
-
-describe('skill retrieval over a bank written by others (the dev4 set: long troubleshooting guides beside short tools)', () => {
-  const names = bankSkills('dev4');
-
-  test("an off-topic request whose everyday words a long network troubleshooting guide's body happens to hold (a second monitor for gaming) gets no skill", () => {
-    assert.deepEqual(names('which screen size should I get for a second monitor for gaming?'), []);
   });
 });
 
@@ -227,22 +215,6 @@ describe("skill search index: what stands for a skill's description", () => {
     const hits = index.search([...uniqueTerms('research article')]);
     const coverage = (name: string) => hits.find((hit) => hit.name === name)!.coverage;
     assert.ok(Math.abs(coverage('paper-notes') - coverage('paper-digest')) < 0.05, `${coverage('paper-notes')} vs ${coverage('paper-digest')}`);
-  });
-
-  test('a request word met only in a body counts for less the longer the skill is, and never for more than a word of a description', () => {
-    const filler = Array.from(
-      { length: 60 },
-      (_, at) => `Step ${at}: check the logs, restart the worker, compare the config with staging and note what changed.`,
-    ).join('\n');
-    const index = new SkillSearchIndex();
-    index.sync([
-      skill('deploy-notes', 'Notes for shipping a web service safely to production.', '# Deploy notes\n\nRoll back with a blue-green switch.'),
-      skill('ops-handbook', 'Notes for shipping a web service safely to production.', `# Ops handbook\n\nRoll back with a blue-green switch.\n\n${filler}`),
-      skill('release-switch', 'Notes for shipping a web service safely to production: roll back with a blue-green switch.', '# Release switch'),
-    ]);
-    const evidence = (name: string) => index.search([...uniqueTerms('roll back with a blue-green switch')]).find((hit) => hit.name === name)?.evidence ?? 0;
-    assert.ok(evidence('deploy-notes') > evidence('ops-handbook') * 1.5, `short ${evidence('deploy-notes')} vs long ${evidence('ops-handbook')}`);
-    assert.ok(evidence('deploy-notes') <= evidence('release-switch') + 1e-9, `body ${evidence('deploy-notes')} vs description ${evidence('release-switch')}`);
   });
 
   test("forms of a word the stemmer leaves apart (coverage / cover, summarize / summarise) match; a compound's first word (checks / checkout) does not", () => {

@@ -22,20 +22,6 @@ const B = 0.75;
 /** A query term found only in a skill's body counts for less than one in its name or description. */
 const BODY_ONLY_WEIGHT = 0.6;
 /**
- * ... and for less again the longer the skill is: a long body holds a request's word by chance far
- * more often than a short one (an 800-term troubleshooting guide meets "run", "keep", "window" and
- * "cost" in any request), so a body-only match weighs `BODY_ONLY_WEIGHT` × (the library's average
- * length / the skill's length) to this power, never more than a description word (1). BM25 already
- * normalises the ranking score by length; this does it for the evidence and coverage the gates
- * read, which were length-blind. Tuned on all six skill sets (0.35–0.65 score alike): 0.5 found 5
- * more relevant skills and injected 5 wrong ones fewer over the six, one off-topic injection fewer
- * on dev4 and one "never" fewer on dev2 and dev4 (long generic guides no longer beat the short
- * skill the request is about), for one lost hit on dev3 and one wrong injection more on dev3 and
- * on dev5. Translations keep their flat discount (`TRANSLATED_BODY_ONLY_WEIGHT`): scaled too, they
- * gained nothing.
- */
-const BODY_LENGTH_POWER = 0.5;
-/**
  * A glossary translation of a query word found only in a skill's body counts for less again: a
  * dictionary gives several senses per word, and a long body meets one of them by chance far more
  * often than it meets the word the user wrote ("生成" → "generate", "记录" → "record" are in half the
@@ -251,8 +237,7 @@ export class SkillSearchIndex {
       const byTranslation = new Map<string, { weight: number; sense: number; value: number }>();
       let strongest = 0;
       let everyday = false;
-      const bodyWeight = Math.min(1, BODY_ONLY_WEIGHT * Math.pow(averageLength / skill.length, BODY_LENGTH_POWER));
-      const matched = this.matched(queryTerms, alternatives, skill, idf, { nameWeight, bodyWeight }, forms, (value, translation, term) => {
+      const matched = this.matched(queryTerms, alternatives, skill, idf, nameWeight, forms, (value, translation, term) => {
         if (!translation) {
           if (value / rare > strongest) everyday = skill.named.has(term) && everydayTerms.has(term);
           strongest = Math.max(strongest, value / rare);
@@ -273,10 +258,7 @@ export class SkillSearchIndex {
       }
       let coverage = total > 0 ? Math.min(1, matched / total) : 0;
       if (contextTotal > 0)
-        coverage = Math.min(
-          1,
-          coverage + 0.25 * (this.matched(contextTerms, NO_ALTERNATIVES, skill, idf, { nameWeight, bodyWeight }) / contextTotal) * coverage,
-        );
+        coverage = Math.min(1, coverage + 0.25 * (this.matched(contextTerms, NO_ALTERNATIVES, skill, idf, nameWeight) / contextTotal) * coverage);
       return { name, bm25, coverage, evidence: matched / rare, translated, strongest, everyday };
     });
   }
@@ -340,8 +322,7 @@ export class SkillSearchIndex {
     alternatives: Alternatives,
     skill: IndexedSkill,
     idf: (term: string) => number,
-    /** What a request word weighs in the skill's name, and found in its body only (see `BODY_LENGTH_POWER`). */
-    { nameWeight, bodyWeight }: { nameWeight: number; bodyWeight: number },
+    nameWeight: number,
     forms: ReadonlyMap<string, readonly string[]> = NO_FORMS,
     onMatch?: (value: number, translation: WeightedTerm | undefined, term: string) => void,
   ): number {
@@ -357,10 +338,10 @@ export class SkillSearchIndex {
             : skill.frequencies.has(term)
               ? translation
                 ? TRANSLATED_BODY_ONLY_WEIGHT
-                : bodyWeight
+                : BODY_ONLY_WEIGHT
               : translation
                 ? 0
-                : OTHER_FORM_WEIGHT * otherFormWeight(forms.get(term), skill, nameWeight, bodyWeight),
+                : OTHER_FORM_WEIGHT * otherFormWeight(forms.get(term), skill, nameWeight),
       onMatch,
     );
   }
@@ -472,10 +453,10 @@ function soundOf(word: string): { key: string; term: string } | null {
 }
 
 /** The field weight of the best of a request term's other forms the skill holds, 0 when it holds none. */
-function otherFormWeight(others: readonly string[] | undefined, skill: IndexedSkill, nameWeight: number, bodyWeight: number): number {
+function otherFormWeight(others: readonly string[] | undefined, skill: IndexedSkill, nameWeight: number): number {
   let best = 0;
   for (const other of others ?? []) {
-    const weight = skill.named.has(other) ? nameWeight : skill.head.has(other) ? 1 : skill.frequencies.has(other) ? bodyWeight : 0;
+    const weight = skill.named.has(other) ? nameWeight : skill.head.has(other) ? 1 : skill.frequencies.has(other) ? BODY_ONLY_WEIGHT : 0;
     best = Math.max(best, weight);
   }
   return best;
