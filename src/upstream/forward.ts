@@ -522,9 +522,7 @@ export class UpstreamForwarder {
        */
       const read = (whole = true): StreamRead => {
         if (!translating) return readStream(wire, Buffer.concat(rawChunks), whole);
-        const failure = translator!.upstreamError;
-        const ending: StreamEnding = failure !== undefined ? { kind: 'failed', message: failure } : translator!.done ? { kind: 'finished' } : { kind: 'cut' };
-        return { response: assembler!.result(), ending };
+        return { response: assembler!.result(), ending: assembler!.ending() };
       };
       /** A result given as a function is made after the client's last bytes have left (they leave once this callback returns). */
       const finish = (result: AttemptResult | (() => AttemptResult)) => {
@@ -588,7 +586,7 @@ export class UpstreamForwarder {
           }
           assembler!.push(event);
           out += translator!.push(event);
-          if (translator!.upstreamError !== undefined) {
+          if (assembler!.ending().kind === 'failed') {
             send(out);
             upstreamFailed();
             return false;
@@ -659,7 +657,7 @@ export class UpstreamForwarder {
           } else {
             if (!translateEvents(parser!.end())) return;
             // Closed as a whole answer, a cut stream would pass half an answer off as all of it.
-            if (!translator!.upstreamFinished) {
+            if (assembler!.ending().kind !== 'finished') {
               broken(new Error(ENDED_EARLY));
               return;
             }

@@ -35,14 +35,6 @@ import { AnthropicToResponsesStream, OpenAIToResponsesStream } from './stream-to
 export interface StreamTranslator {
   /** The client's stream has had its final event. */
   readonly done: boolean;
-  /**
-   * The upstream said its answer is whole (a chat finish reason or `[DONE]`, Anthropic's
-   * message_stop). Only then may finish() close the client's stream as an answer: a stream that
-   * ends without it was cut short, and is ended with fail().
-   */
-  readonly upstreamFinished: boolean;
-  /** The message of the error event the upstream sent, once it has (the client's stream was then ended with fail()). */
-  readonly upstreamError: string | undefined;
   push(event: SseEvent): string;
   finish(): string;
   /** Ends the client's stream with its API's error event; `code` where the API has one (as the untranslated path words it). */

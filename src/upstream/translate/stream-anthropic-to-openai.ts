@@ -24,7 +24,6 @@ export class AnthropicToOpenAIStream {
   private started = false;
   private finishSent = false;
   private isDone = false;
-  private failure: string | undefined;
   /** Anthropic content block index → OpenAI tool_calls index (tool blocks counted from 0). */
   private readonly toolIndexes = new Map<number, number>();
   private stopReason: string | undefined;
@@ -36,15 +35,6 @@ export class AnthropicToOpenAIStream {
   }
 
   get done(): boolean {
-    return this.isDone;
-  }
-
-  get upstreamError(): string | undefined {
-    return this.failure;
-  }
-
-  /** Only message_stop ends an Anthropic answer, as for a client that asked for no stream (collect-stream.ts). */
-  get upstreamFinished(): boolean {
     return this.isDone;
   }
 
@@ -70,7 +60,6 @@ export class AnthropicToOpenAIStream {
       case 'message_stop':
         return this.finish();
       case 'error':
-        this.failure = fact.message;
         return this.fail(fact.message);
       case 'ignored':
         return '';

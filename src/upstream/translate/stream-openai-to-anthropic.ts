@@ -22,7 +22,6 @@ export class OpenAIToAnthropicStream {
   private readonly modelOverride: string | undefined;
   private started = false;
   private isDone = false;
-  private failure: string | undefined;
   private blockCount = 0;
   private openBlock: OpenBlock | undefined;
   private readonly seenToolIndexes = new Set<number>();
@@ -37,15 +36,6 @@ export class OpenAIToAnthropicStream {
     return this.isDone;
   }
 
-  get upstreamError(): string | undefined {
-    return this.failure;
-  }
-
-  /** A finish reason came (a server may leave out `[DONE]`, or the usage chunk after it). */
-  get upstreamFinished(): boolean {
-    return this.isDone || this.finishReason !== undefined;
-  }
-
   push(event: SseEvent): string {
     if (this.isDone) return '';
     const fact = decodeOpenAIEvent(event);
@@ -55,7 +45,6 @@ export class OpenAIToAnthropicStream {
       case 'done':
         return this.finish();
       case 'error':
-        this.failure = fact.message;
         return this.fail(fact.message);
       case 'ignored':
         return '';

@@ -10,7 +10,6 @@ import { anthropicUsageToOpenAI, mergeAnthropicUsage } from './usage.js';
 /** A stream translator into Responses API events: the upstream's events read into one writer. */
 abstract class ToResponsesStream {
   protected readonly writer: ResponsesStreamWriter;
-  private failure: string | undefined;
 
   constructor(context: ResponsesContext) {
     this.writer = new ResponsesStreamWriter(context);
@@ -20,23 +19,11 @@ abstract class ToResponsesStream {
     return this.writer.done;
   }
 
-  get upstreamError(): string | undefined {
-    return this.failure;
-  }
-
-  abstract readonly upstreamFinished: boolean;
   abstract push(event: SseEvent): string;
   abstract finish(): string;
 
   fail(message: string, code?: string): string {
     return this.writer.fail(message, code);
-  }
-
-  /** The upstream's own error event ends the client's stream with the same failure. */
-  protected upstreamFailed(message: string): string {
-    if (this.writer.done) return '';
-    this.failure = message;
-    return this.fail(message);
   }
 }
 
@@ -48,11 +35,6 @@ export class OpenAIToResponsesStream extends ToResponsesStream {
   private finishReason: string | undefined;
   private usage: Partial<OpenAIUsage> | undefined;
 
-  /** A finish reason came (a server may leave out `[DONE]`, or the usage chunk after it). */
-  get upstreamFinished(): boolean {
-    return this.writer.done || this.finishReason !== undefined;
-  }
-
   push(event: SseEvent): string {
     if (this.writer.done) return '';
     const fact = decodeOpenAIEvent(event);
@@ -60,7 +42,7 @@ export class OpenAIToResponsesStream extends ToResponsesStream {
       case 'done':
         return this.finish();
       case 'error':
-        return this.upstreamFailed(fact.message);
+        return this.fail(fact.message);
       case 'ignored':
         return '';
     }
@@ -84,11 +66,6 @@ export class AnthropicToResponsesStream extends ToResponsesStream {
   private stopReason: string | undefined;
   private usage: Partial<AnthropicUsage> | undefined;
   private calls = 0;
-
-  /** Only message_stop ends an Anthropic answer, as for a client that asked for no stream (collect-stream.ts). */
-  get upstreamFinished(): boolean {
-    return this.writer.done;
-  }
 
   push(event: SseEvent): string {
     if (this.writer.done) return '';
@@ -116,7 +93,7 @@ export class AnthropicToResponsesStream extends ToResponsesStream {
       case 'message_stop':
         return this.finish();
       case 'error':
-        return this.upstreamFailed(fact.message);
+        return this.fail(fact.message);
       case 'ignored':
         return '';
     }
