@@ -15,6 +15,7 @@ import {
 } from './support/upstream.js';
 import { turnFromJournal } from '../src/proxy/index.js';
 import { isEvolverCall, learningAwareUpstream, userText } from './support/evolver.js';
+import { journalHeader } from './support/journal.js';
 import { homeWithStarterSkills, recordedTurn, refusalTrace, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 
 /** The OpenAI Responses API through the proxy, driven by the `openai` SDK's own `responses.create` / `responses.stream`. */
@@ -990,33 +991,6 @@ describe('Responses API sessions are learned from', () => {
     }
   });
 });
-
-/** A journal header as the proxy writes it for a finished turn (conversation/turn-journal.ts), with `fields` over it. */
-function journalHeader(fields: Record<string, unknown>): Record<string, unknown> {
-  return {
-    v: 1,
-    id: 'req_0190000000000000000000aa',
-    sessionId: 'codex-session',
-    identitySource: 'header',
-    lineage: 'default|responses|m',
-    scope: 'default',
-    turnType: 'main',
-    clientFormat: 'responses',
-    model: 'm',
-    stream: true,
-    query: 'hello',
-    startedAt: 1_700_000_000_000,
-    durationMs: 5,
-    status: 200,
-    startsNewConversation: false,
-    endsSession: false,
-    learning: true,
-    receivedHeaders: {},
-    strippedKeys: [],
-    injected: null,
-    ...fields,
-  };
-}
 
 describe('the turn journal keeps Responses API turns', () => {
   test('a journaled Responses stream is rebuilt with its response id, so previous_response_id finds it after a crash', () => {

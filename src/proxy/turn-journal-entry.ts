@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CLIENT_PROFILES, type FinishedTurn, type IdentitySource, type SideRequestKind, type TurnType } from '../conversation/index.js';
 import type { AssembledResponse, RequestFormat } from '../types/index.js';
-import { assembleAnswer as assembleBody, assembleStream } from '../upstream/index.js';
+import { assembleAnswer as assembleBody, readStream, type StreamEnding } from '../upstream/index.js';
 
 /**
  * A turn as the journal keeps it (conversation/turn-journal.ts): the record's own fields, written
@@ -77,8 +77,10 @@ export function turnFromJournal(header: unknown, request: Buffer, answer: Buffer
   if (!parsed.success) return undefined;
   const entry = parsed.data;
   const answered = entry.status >= 200 && entry.status < 300;
-  const response = answered ? assembleAnswer(entry.clientFormat, entry.stream, answer) : null;
-  const brokenStream = answered && entry.stream && hasErrorEvent(answer);
+  const read = answered ? readAnswer(entry.clientFormat, entry.stream, answer) : undefined;
+  const response = read?.response ?? null;
+  // A stream the client got without its final event, or ended by an error event (the upstream's or the proxy's own), is no whole answer.
+  const brokenStream = read?.ending !== undefined && read.ending.kind !== 'finished';
   const { v: _version, receivedHeaders, strippedKeys, injected, status, durationMs, policy, ...base } = entry;
   return {
     ...base,
@@ -88,7 +90,7 @@ export function turnFromJournal(header: unknown, request: Buffer, answer: Buffer
     response,
     status,
     outcome: !answered ? 'upstream_error' : brokenStream ? 'stream_broken' : 'ok',
-    error: answered && !brokenStream ? null : 'recovered from the turn journal after the proxy stopped abruptly; the answer was an error',
+    error: answered && !brokenStream ? null : `recovered from the turn journal after the proxy stopped abruptly; ${whatWentWrong(read?.ending)}`,
     attempts: 1,
     firstByteMs: null,
     durationMs,
@@ -97,19 +99,19 @@ export function turnFromJournal(header: unknown, request: Buffer, answer: Buffer
   };
 }
 
-/** The answer as the client got it (in the client's format), reduced for the record. */
-function assembleAnswer(format: RequestFormat, stream: boolean, answer: Buffer): AssembledResponse | null {
-  if (stream) return assembleStream(format, answer);
+/** The answer as the client got it (in the client's format), reduced for the record; a stream also says how it ended. */
+function readAnswer(format: RequestFormat, stream: boolean, answer: Buffer): { response: AssembledResponse | null; ending?: StreamEnding } {
+  if (stream) return readStream(format, answer);
   let body: unknown;
   try {
     body = JSON.parse(answer.toString('utf8'));
   } catch {
-    return null;
+    return { response: null };
   }
-  return assembleBody(format, body);
+  return { response: assembleBody(format, body) };
 }
 
-function hasErrorEvent(answer: Buffer): boolean {
-  const text = answer.toString('utf8');
-  return text.includes('event: error') || /^data: \{"error":/m.test(text);
+function whatWentWrong(ending: StreamEnding | undefined): string {
+  if (ending?.kind === 'cut') return 'the stream ended without its final event';
+  return ending?.kind === 'failed' ? 'the stream ended with an error event' : 'the answer was an error';
 }

@@ -12,6 +12,8 @@ export {
   assembleOpenAIResponse,
   assembleStream,
   assistantToResponsesOutput,
+  readStream,
+  type StreamEnding,
   openAIUsageToResponses,
   responseIdFor,
   responseObject,

@@ -51,3 +51,30 @@ export function appendAnsweredTurn(
   journal.append(turn.id, header, request, [answer]);
   return { header, request, answer };
 }
+
+/** A journal header as the proxy writes it for a finished turn (conversation/turn-journal.ts), with `fields` over it. */
+export function journalHeader(fields: Record<string, unknown>): Record<string, unknown> {
+  return {
+    v: 1,
+    id: 'req_0190000000000000000000aa',
+    sessionId: 'codex-session',
+    identitySource: 'header',
+    lineage: 'default|responses|m',
+    scope: 'default',
+    turnType: 'main',
+    clientFormat: 'responses',
+    model: 'm',
+    stream: true,
+    query: 'hello',
+    startedAt: 1_700_000_000_000,
+    durationMs: 5,
+    status: 200,
+    startsNewConversation: false,
+    endsSession: false,
+    learning: true,
+    receivedHeaders: {},
+    strippedKeys: [],
+    injected: null,
+    ...fields,
+  };
+}
