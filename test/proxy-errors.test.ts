@@ -713,3 +713,98 @@ describe('an own-format stream whose upstream ends its body without its final ev
     assert.equal(await brokenCount(each.toChat), before);
   });
 });
+
+describe('an upstream that fails its stream in the very first event (200, then overloaded_error) is retried before the client has a byte', () => {
+  let anthropicUpstream: ScriptedUpstream;
+  let chatUpstream: ScriptedUpstream;
+  let toAnthropic: ProxyHandle;
+  let toChat: ProxyHandle;
+  const overloadedFirst = () => errorMidStream('anthropic', '', 0, 'Overloaded');
+
+  before(async () => {
+    [anthropicUpstream, chatUpstream] = await Promise.all([ScriptedUpstream.start(), ScriptedUpstream.start()]);
+    const proxyTo = (llm: Record<string, unknown>) =>
+      startProxy({
+        config: { llm: { api_key: 'k', max_retries: 2, timeout_seconds: 5, ...llm }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
+      });
+    toAnthropic = await proxyTo({ api_base: anthropicUpstream.url, api_format: 'anthropic' });
+    toChat = await proxyTo({ api_base: `${chatUpstream.url}/v1` });
+  });
+  after(async () => {
+    await Promise.all([toAnthropic?.dispose(), toChat?.dispose()]);
+    await Promise.all([anthropicUpstream?.close(), chatUpstream?.close()]);
+  });
+  beforeEach(() => {
+    anthropicUpstream.reset();
+    chatUpstream.reset();
+  });
+
+  test('an Anthropic client gets the whole answer of the retry, with no error; the turn is ok after 2 attempts', async () => {
+    anthropicUpstream.reply(overloadedFirst(), anthropicReply({ text: 'The answer after a busy moment.' }));
+    const { events, error, requestId } = await anthropicStream(toAnthropic, 'Answer me.');
+    assert.equal(error, undefined, `no error reached the client: ${String(error)}`);
+    assert.equal(events.at(-1), 'message_stop');
+    assert.equal(anthropicUpstream.modelRequests().length, 2);
+    const turn = await recordedTurn(toAnthropic.url, requestId);
+    assert.equal(turn.outcome.result, 'ok');
+    assert.equal(turn.outcome.attempts, 2);
+    assert.equal(turn.outcome.response.text, 'The answer after a busy moment.');
+  });
+
+  test('a chat client whose Anthropic upstream opens with overloaded_error gets the retry’s answer translated, with no error chunk', async () => {
+    anthropicUpstream.reply(overloadedFirst(), anthropicReply({ text: 'Translated after the retry.' }));
+    const { text, finish, error, requestId } = await chatStream(toAnthropic, 'Answer in chat.');
+    assert.equal(error, undefined, `no error reached the client: ${String(error)}`);
+    assert.equal(text, 'Translated after the retry.');
+    assert.equal(finish, 'stop');
+    assert.equal((await recordedTurn(toAnthropic.url, requestId)).outcome.attempts, 2);
+  });
+
+  test('a chat client whose chat upstream opens with a server_error chunk gets the retry’s answer', async () => {
+    chatUpstream.reply(errorMidStream('openai', '', 0, 'The server had an error'), openAIReply({ text: 'Fine now.' }));
+    const { text, error } = await chatStream(toChat, 'Try.');
+    assert.equal(error, undefined, `no error reached the client: ${String(error)}`);
+    assert.equal(text, 'Fine now.');
+    assert.equal(chatUpstream.modelRequests().length, 2);
+  });
+
+  test('when every try opens with overloaded_error, the last one reaches the client as it came (the SDK raises overloaded_error) and the turn is upstream_error', async () => {
+    anthropicUpstream.reply(overloadedFirst(), overloadedFirst(), overloadedFirst());
+    const { error, requestId } = await anthropicStream(toAnthropic, 'Still busy?');
+    assert.ok(error instanceof Anthropic.APIError, `an API error, not ${String(error)}`);
+    assert.deepEqual(error.error, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+    assert.equal(anthropicUpstream.modelRequests().length, 3, 'one try and two retries');
+    const turn = await recordedTurn(toAnthropic.url, requestId);
+    assert.equal(turn.outcome.result, 'upstream_error');
+    assert.equal(turn.outcome.attempts, 3);
+  });
+
+  test('an opening error that blames the request (invalid_request_error) is relayed at once, not retried', async () => {
+    anthropicUpstream.reply((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long' } })}\n\n`);
+    });
+    const { error } = await anthropicStream(toAnthropic, 'Too long?');
+    assert.ok(error instanceof Anthropic.APIError, `an API error, not ${String(error)}`);
+    assert.match(error.message, /prompt is too long/);
+    assert.equal(anthropicUpstream.modelRequests().length, 1);
+  });
+
+  test('keep-alive pings before the opening error do not commit the stream: it is still retried', async () => {
+    anthropicUpstream.reply(
+      (_request, response) => {
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.write(`event: ping\ndata: {"type":"ping"}\n\n`);
+        setTimeout(
+          () => response.end(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })}\n\n`),
+          30,
+        );
+      },
+      anthropicReply({ text: 'After the pings.' }),
+    );
+    const { events, error } = await anthropicStream(toAnthropic, 'Ping first.');
+    assert.equal(error, undefined, `no error reached the client: ${String(error)}`);
+    assert.equal(events.at(-1), 'message_stop');
+    assert.equal(anthropicUpstream.modelRequests().length, 2);
+  });
+});

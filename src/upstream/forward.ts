@@ -11,7 +11,8 @@ import { backoffDelayMs, isRetryableStatus, retryAfterMs } from './retry.js';
 import type { CredentialMemory } from './credential-memory.js';
 import { authHeaders, endpointUrl, versionHeaders, type ClientCredentials } from './endpoint.js';
 import type { ClientSink } from './sink.js';
-import { completeEventsLength, firstMalformedEvent, isWellFormedEvent, SseParser, type SseEvent } from './sse.js';
+import { readOpening, type StreamOpening } from './opening-error.js';
+import { completeEventsLength, eventsOf, firstMalformedEvent, isWellFormedEvent, SseParser, type SseEvent } from './sse.js';
 import {
   answerShapeProblem,
   answerFromStream,
@@ -205,7 +206,9 @@ export class UpstreamForwarder {
             firstByteMs,
           };
         attempts++;
-        const result = await this.attempt(target, input, body, sink, markFirstByte);
+        // The last try of the last upstream relays a stream's opening failure as it came: no try is left to spend on it.
+        const mayRetry = retry < this.options.maxRetries || target !== this.targets[this.targets.length - 1];
+        const result = await this.attempt(target, input, body, sink, markFirstByte, mayRetry);
         if (result.type === 'retryable' && (sink.closed || sink.committed)) {
           // Something already reached the client (or it left): a retry would answer twice.
           return this.endCommitted(input, sink, result.reason, { attempts, forwardedBody, upstream: target, firstByteMs });
@@ -334,7 +337,14 @@ export class UpstreamForwarder {
     return { object, text: JSON.stringify(object) };
   }
 
-  private attempt(target: UpstreamTarget, input: ForwardInput, body: string, sink: ClientSink, markFirstByte: () => void): Promise<AttemptResult> {
+  private attempt(
+    target: UpstreamTarget,
+    input: ForwardInput,
+    body: string,
+    sink: ClientSink,
+    markFirstByte: () => void,
+    mayRetry: boolean,
+  ): Promise<AttemptResult> {
     return new Promise<AttemptResult>((resolve) => {
       let settled = false;
       /**
@@ -377,7 +387,7 @@ export class UpstreamForwarder {
           // A client that asked for no stream gets one JSON answer even from an upstream that streams anyway (readComplete).
           const reading =
             contentType.includes('text/event-stream') && input.stream
-              ? this.relayStream(target, input, response, sink, markFirstByte)
+              ? this.relayStream(target, input, response, sink, markFirstByte, mayRetry)
               : this.deliverComplete(target, input, response, status, contentType, sink, markFirstByte);
           answering = reading.abort;
           reading.result.then(settle, (error) => settle({ type: 'retryable', reason: errorMessage(error) }));
@@ -503,7 +513,14 @@ export class UpstreamForwarder {
    * way, a stream in which the upstream sent an error event is a failed turn (upstream_error), and
    * one it ended without its final event a broken one, so learning never takes half an answer.
    */
-  private relayStream(target: UpstreamTarget, input: ForwardInput, response: IncomingMessage, sink: ClientSink, markFirstByte: () => void): AnswerReading {
+  private relayStream(
+    target: UpstreamTarget,
+    input: ForwardInput,
+    response: IncomingMessage,
+    sink: ClientSink,
+    markFirstByte: () => void,
+    mayRetry: boolean,
+  ): AnswerReading {
     let abort: (message: string) => void = () => undefined;
     const result = new Promise<AttemptResult>((resolve) => {
       const wire = wireFormat(target, input.clientFormat);
@@ -605,24 +622,47 @@ export class UpstreamForwarder {
         if (sofar.ending.kind !== 'cut') finish(this.endedStream(input, target, sofar));
         else finish({ type: 'finished', status: 200, outcome: 'client_aborted', error: 'client disconnected mid-stream', response: sofar.response });
       });
+      const commit = () => {
+        committed = true;
+        markFirstByte();
+        sink.startStream(
+          200,
+          translating ? 'text/event-stream; charset=utf-8' : (headerText(response.headers['content-type']) ?? 'text/event-stream'),
+          relayedHeaders(response.headers),
+        );
+      };
+      /** Translated events read before the client had a byte, held until the stream's opening is known. */
+      const held: SseEvent[] = [];
+      let received = false;
+      /**
+       * Whether the first events, before the client has any, begin an answer (relayed from here),
+       * say nothing yet (keep-alives: wait), or are a transient failure of the upstream's, which is
+       * retried as a 529 would be (see upstream/opening-error.ts). With no try left, every opening is relayed.
+       */
+      const opening = (events: readonly SseEvent[]): StreamOpening['kind'] => {
+        if (!mayRetry) return 'answer';
+        const read = readOpening(wire, events);
+        if (read.kind === 'transient') {
+          response.destroy();
+          finish({ type: 'retryable', reason: read.reason });
+        }
+        return read.kind;
+      };
       response.on('data', (chunk: Buffer) => {
         if (finished) return;
         try {
+          received = true;
           idle.refresh();
           const first = !committed;
-          if (first) {
-            committed = true;
-            markFirstByte();
-            sink.startStream(
-              200,
-              translating ? 'text/event-stream; charset=utf-8' : (headerText(response.headers['content-type']) ?? 'text/event-stream'),
-              relayedHeaders(response.headers),
-            );
-          }
           if (!translating) {
             rawChunks.push(chunk);
             pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
             const complete = completeEventsLength(pending);
+            if (first) {
+              if (mayRetry && complete === 0) return;
+              if (opening(mayRetry ? new SseParser().push(pending.subarray(0, complete)) : []) !== 'answer') return;
+              commit();
+            }
             if (complete > 0) {
               const malformed = firstMalformedEvent(pending, complete);
               if (malformed !== -1) {
@@ -633,6 +673,11 @@ export class UpstreamForwarder {
               send(complete === pending.length ? pending : pending.subarray(0, complete));
               pending = pending.subarray(complete);
             }
+          } else if (first) {
+            held.push(...parser!.push(chunk));
+            if (opening(held) !== 'answer') return;
+            commit();
+            if (!translateEvents(held.splice(0))) return;
           } else if (!translateEvents(parser!.push(chunk))) return;
           // The first bytes are out (the time to first byte is kept); the rest comes at the model's pace.
           if (first) input.onWaiting?.();
@@ -642,11 +687,19 @@ export class UpstreamForwarder {
       });
       response.on('end', () => {
         if (finished) return;
-        if (!committed) {
+        if (!received) {
           finish({ type: 'retryable', reason: 'upstream ended the stream without sending anything' });
           return;
         }
         try {
+          if (!committed) {
+            // The last event may have come without its blank line: the opening is read with it.
+            if (translating) held.push(...parser!.end());
+            const events = translating ? held : eventsOf(pending);
+            if (opening(events) === 'transient') return;
+            commit();
+            if (translating && !translateEvents(held.splice(0))) return;
+          }
           if (!translating) {
             const malformed = firstMalformedEvent(pending, pending.length, true);
             send(malformed === -1 ? pending : pending.subarray(0, malformed));

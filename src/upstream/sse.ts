@@ -72,6 +72,12 @@ export class SseParser {
   }
 }
 
+/** Every event of a whole stream's bytes, the last one counted without its blank line. */
+export function eventsOf(bytes: Buffer): SseEvent[] {
+  const parser = new SseParser();
+  return [...parser.push(bytes), ...parser.end()];
+}
+
 /** Encodes one event; data lines are split so a newline inside data cannot break framing. */
 export function encodeSse(data: string, event?: string): string {
   const head = event === undefined ? '' : `event: ${event.replace(/[\r\n]/g, '')}\n`;

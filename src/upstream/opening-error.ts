@@ -1,0 +1,59 @@
+import type { RequestFormat } from '../types/index.js';
+import type { SseEvent } from './sse.js';
+import { isRecord, parseJson, readString } from './translate/common.js';
+import { errorMessage } from './translate/stream-events.js';
+
+/**
+ * An upstream may take a request (200, an event stream) and fail it in its very first event:
+ * Anthropic's API sends `overloaded_error` so when it is busy, chat servers an error chunk. Before
+ * the client has had a byte, such a failure is as worth retrying as a 529 or a 500 would have been;
+ * after, it is the client's to see. Only errors that say the server, not the request, is at fault
+ * are retried: an invalid request fails the same way every time.
+ */
+const TRANSIENT_KINDS = new Set(['overloaded_error', 'api_error', 'rate_limit_error', 'server_error', 'rate_limit_exceeded', 'overloaded', 'internal_error']);
+
+/** Events that say nothing of the answer yet (Anthropic's keep-alive). */
+const KEEP_ALIVE = new Set(['ping']);
+
+/**
+ * What a stream's first events say, before the client has any: still nothing but keep-alives
+ * (`waiting`), a transient failure of the upstream's (`transient`, with why), or an answer begun or
+ * an error that is not transient (`answer`: relayed as it comes).
+ */
+export type StreamOpening = { kind: 'waiting' } | { kind: 'answer' } | { kind: 'transient'; reason: string };
+
+export function readOpening(format: RequestFormat, events: readonly SseEvent[]): StreamOpening {
+  for (const event of events) {
+    if (event.event !== undefined && KEEP_ALIVE.has(event.event)) continue;
+    const failure = openingFailure(format, event);
+    if (failure === undefined || !TRANSIENT_KINDS.has(failure.kind)) return { kind: 'answer' };
+    return { kind: 'transient', reason: `the upstream failed its stream before any answer (${failure.kind}: ${failure.message})` };
+  }
+  return { kind: 'waiting' };
+}
+
+/** The kind and message of an event that is an error in `format`'s stream, else undefined. */
+function openingFailure(format: RequestFormat, event: SseEvent): { kind: string; message: string } | undefined {
+  const data = parseJson(event.data);
+  if (!isRecord(data)) return undefined;
+  const error = isRecord(data.error) ? data.error : undefined;
+  switch (format) {
+    case 'anthropic':
+      if ((readString(data.type) ?? event.event) !== 'error') return undefined;
+      return { kind: readString(error?.type) ?? '', message: errorMessage(data.error) };
+    case 'openai':
+      if (data.error === undefined || data.error === null) return undefined;
+      return { kind: readString(error?.type) ?? readString(error?.code) ?? '', message: errorMessage(data.error) };
+    case 'responses': {
+      const type = readString(data.type) ?? event.event;
+      if (type === 'error')
+        return {
+          kind: readString(data.code) ?? readString(error?.code) ?? readString(error?.type) ?? '',
+          message: readString(data.message) ?? errorMessage(data.error),
+        };
+      if (type !== 'response.failed') return undefined;
+      const failed = isRecord(data.response) && isRecord(data.response.error) ? data.response.error : undefined;
+      return { kind: readString(failed?.code) ?? '', message: errorMessage(failed) };
+    }
+  }
+}
