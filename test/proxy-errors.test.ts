@@ -790,21 +790,28 @@ describe('an upstream that fails its stream in the very first event (200, then o
     assert.equal(anthropicUpstream.modelRequests().length, 1);
   });
 
-  test('keep-alive pings before the opening error do not commit the stream: it is still retried', async () => {
-    anthropicUpstream.reply(
-      (_request, response) => {
-        response.writeHead(200, { 'content-type': 'text/event-stream' });
-        response.write(`event: ping\ndata: {"type":"ping"}\n\n`);
-        setTimeout(
-          () => response.end(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })}\n\n`),
-          30,
-        );
-      },
-      anthropicReply({ text: 'After the pings.' }),
-    );
-    const { events, error } = await anthropicStream(toAnthropic, 'Ping first.');
-    assert.equal(error, undefined, `no error reached the client: ${String(error)}`);
-    assert.equal(events.at(-1), 'message_stop');
-    assert.equal(anthropicUpstream.modelRequests().length, 2);
+  test('keep-alives that come first are relayed at once (a slow model’s client sees bytes flow), so an error after them is the client’s to see, not retried', async () => {
+    anthropicUpstream.reply((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(': still queued\n\n');
+      setTimeout(
+        () => response.end(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })}\n\n`),
+        300,
+      );
+    });
+    const started = performance.now();
+    const response = await fetch(`${toAnthropic.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'x', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'c', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'Queued?' }] }),
+    });
+    const reader = response.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    assert.ok(performance.now() - started < 250, 'the keep-alive came before the upstream’s error');
+    assert.equal(first, ': still queued\n\n');
+    let rest = '';
+    for (let part = await reader.read(); !part.done; part = await reader.read()) rest += new TextDecoder().decode(part.value);
+    assert.match(rest, /overloaded_error/);
+    assert.equal(anthropicUpstream.modelRequests().length, 1);
   });
 });

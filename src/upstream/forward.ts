@@ -11,7 +11,7 @@ import { backoffDelayMs, isRetryableStatus, retryAfterMs } from './retry.js';
 import type { CredentialMemory } from './credential-memory.js';
 import { authHeaders, endpointUrl, versionHeaders, type ClientCredentials } from './endpoint.js';
 import type { ClientSink } from './sink.js';
-import { readOpening, type StreamOpening } from './opening-error.js';
+import { transientOpening } from './opening-error.js';
 import { completeEventsLength, eventsOf, firstMalformedEvent, isWellFormedEvent, SseParser, type SseEvent } from './sse.js';
 import {
   answerShapeProblem,
@@ -631,22 +631,25 @@ export class UpstreamForwarder {
           relayedHeaders(response.headers),
         );
       };
-      /** Translated events read before the client had a byte, held until the stream's opening is known. */
+      /** The translated path's bytes and events read before the client had any, held until the stream's opening is known. */
+      let openingBytes: Buffer = Buffer.alloc(0);
       const held: SseEvent[] = [];
       let received = false;
       /**
-       * Whether the first events, before the client has any, begin an answer (relayed from here),
-       * say nothing yet (keep-alives: wait), or are a transient failure of the upstream's, which is
-       * retried as a 529 would be (see upstream/opening-error.ts). With no try left, every opening is relayed.
+       * Before the client has a byte: true once the first whole events are in and are not a
+       * transient failure of the upstream's (relayed from here: an answer begun, keep-alives, an error
+       * that blames the request); false while the first event is still incomplete, or when it was such
+       * a failure, which is retried as a 529 would be (see upstream/opening-error.ts). With no try
+       * left, every opening is relayed at once.
        */
-      const opening = (events: readonly SseEvent[]): StreamOpening['kind'] => {
-        if (!mayRetry) return 'answer';
-        const read = readOpening(wire, events);
-        if (read.kind === 'transient') {
-          response.destroy();
-          finish({ type: 'retryable', reason: read.reason });
-        }
-        return read.kind;
+      const opened = (bytes: Buffer, events: () => readonly SseEvent[], whole = false): boolean => {
+        if (!mayRetry) return true;
+        if (!whole && completeEventsLength(bytes) === 0) return false;
+        const failure = transientOpening(wire, events());
+        if (failure === undefined) return true;
+        response.destroy();
+        finish({ type: 'retryable', reason: failure });
+        return false;
       };
       response.on('data', (chunk: Buffer) => {
         if (finished) return;
@@ -659,8 +662,7 @@ export class UpstreamForwarder {
             pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
             const complete = completeEventsLength(pending);
             if (first) {
-              if (mayRetry && complete === 0) return;
-              if (opening(mayRetry ? new SseParser().push(pending.subarray(0, complete)) : []) !== 'answer') return;
+              if (!opened(pending, () => new SseParser().push(pending.subarray(0, complete)))) return;
               commit();
             }
             if (complete > 0) {
@@ -674,8 +676,9 @@ export class UpstreamForwarder {
               pending = pending.subarray(complete);
             }
           } else if (first) {
+            openingBytes = Buffer.concat([openingBytes, chunk]);
             held.push(...parser!.push(chunk));
-            if (opening(held) !== 'answer') return;
+            if (!opened(openingBytes, () => held)) return;
             commit();
             if (!translateEvents(held.splice(0))) return;
           } else if (!translateEvents(parser!.push(chunk))) return;
@@ -695,8 +698,7 @@ export class UpstreamForwarder {
           if (!committed) {
             // The last event may have come without its blank line: the opening is read with it.
             if (translating) held.push(...parser!.end());
-            const events = translating ? held : eventsOf(pending);
-            if (opening(events) === 'transient') return;
+            if (!opened(pending, () => (translating ? held : eventsOf(pending)), true)) return;
             commit();
             if (translating && !translateEvents(held.splice(0))) return;
           }

@@ -16,20 +16,14 @@ const TRANSIENT_KINDS = new Set(['overloaded_error', 'api_error', 'rate_limit_er
 const KEEP_ALIVE = new Set(['ping']);
 
 /**
- * What a stream's first events say, before the client has any: still nothing but keep-alives
- * (`waiting`), a transient failure of the upstream's (`transient`, with why), or an answer begun or
- * an error that is not transient (`answer`: relayed as it comes).
+ * Why a stream's first events (keep-alives aside) are a transient failure of the upstream's, or
+ * undefined when they begin an answer, are keep-alives only, or fail in a way that blames the request.
  */
-export type StreamOpening = { kind: 'waiting' } | { kind: 'answer' } | { kind: 'transient'; reason: string };
-
-export function readOpening(format: RequestFormat, events: readonly SseEvent[]): StreamOpening {
-  for (const event of events) {
-    if (event.event !== undefined && KEEP_ALIVE.has(event.event)) continue;
-    const failure = openingFailure(format, event);
-    if (failure === undefined || !TRANSIENT_KINDS.has(failure.kind)) return { kind: 'answer' };
-    return { kind: 'transient', reason: `the upstream failed its stream before any answer (${failure.kind}: ${failure.message})` };
-  }
-  return { kind: 'waiting' };
+export function transientOpening(format: RequestFormat, events: readonly SseEvent[]): string | undefined {
+  const first = events.find((event) => event.event === undefined || !KEEP_ALIVE.has(event.event));
+  const failure = first === undefined ? undefined : openingFailure(format, first);
+  if (failure === undefined || !TRANSIENT_KINDS.has(failure.kind)) return undefined;
+  return `the upstream failed its stream before any answer (${failure.kind}: ${failure.message})`;
 }
 
 /** The kind and message of an event that is an error in `format`'s stream, else undefined. */
