@@ -264,6 +264,20 @@ describe('memory recall: answer-type cues (no extractor)', () => {
     assert.deepEqual(wrong, []);
   });
 
+  test('a "which" after a comma is a relative clause ("…, which means …"), not a question for a name: the newer matching memory stays first', async () => {
+    const results = await rememberThenSearch(
+      suite.proxy,
+      [
+        ['gate-who', 'Our neighbour Tomasz repaired the garden gate.', 40],
+        // As close to the request by its words, and newer: only a name cue would put the other first.
+        ['gate-after', 'The garden gate was repaired at last.', 2],
+      ],
+      'The garden gate was repaired, which means the dog can go out.',
+      'answer-relative-which',
+    );
+    assert.equal(results[0], 'The garden gate was repaired at last.');
+  });
+
   test('a question that asks with a dimension ("how heavy", "what did … cost", "剂量", "what mark") recalls the memory that states the amount in its unit ("4.4 kg", "$1,180", "1000毫克", "78 out of 100") and shares no word with it', async () => {
     const cases: Array<{ scope: string; memories: Array<[string, string, number]>; query: string; found: string }> = [
       {

@@ -17,6 +17,8 @@ export type AnswerType = 'quantity' | 'name';
  * (models), "which structures" (a named viaduct), "which Nobel laureate", "which lender" (a bank).
  * It first counted for a dozen place and business nouns only (singular): dev-xl recall@10 70.7 →
  * 71.6 with every "which", @5 63.3 → 62.3 ("which tree" asks for a kind, cork oak, not a name).
+ * After a comma "which" opens a relative clause ("…, which means …"), as long requests in prose use
+ * it: no question for a name (no dev question changes).
  */
 const ASKS: ReadonlyArray<readonly [AnswerType, RegExp]> = [
   [
@@ -25,7 +27,7 @@ const ASKS: ReadonlyArray<readonly [AnswerType, RegExp]> = [
   ],
   [
     'name',
-    /\b(who|whom|whose|where|which (?!(?:of|one|ones|is|was|are|were|do|does|did|has|have|had|will|would|can|could|should|i|you|we|they|he|she|it)\b)\w+)\b|what(?:'s| is| was)? (?:the |my |our |his |her |their )?name\b|谁|哪里|在哪|哪儿|去哪|叫什么|哪个城市|哪家/i,
+    /\b(who|whom|whose|where|(?<!,\s?)which (?!(?:of|one|ones|is|was|are|were|do|does|did|has|have|had|will|would|can|could|should|i|you|we|they|he|she|it)\b)\w+)\b|what(?:'s| is| was)? (?:the |my |our |his |her |their )?name\b|谁|哪里|在哪|哪儿|去哪|叫什么|哪个城市|哪家/i,
   ],
 ];
 
