@@ -215,7 +215,7 @@ describe('memory recall beyond keywords (no extractor)', () => {
 describe('memory recall: answer-type cues (no extractor)', () => {
   const suite = proxyWithoutLearning();
 
-  test('"how much" prefers the matching memory that holds a number, "who" or "which …" the one that holds a name, over a newer one that matches as well', async () => {
+  test('"how much" prefers the matching memory that holds a number, "who" or "which …" the one that holds a name, an inference ("Would Anna enjoy…", "…合适吗？") the one that states a like, dislike, plan or limit, over a newer one that matches as well', async () => {
     const cases: Array<{ scope: string; memories: Array<[string, string, number]>; query: string; first: string }> = [
       {
         scope: 'answer-quantity',
@@ -254,6 +254,24 @@ describe('memory recall: answer-type cues (no extractor)', () => {
         ],
         query: 'Which novel did the book club at work pick?',
         first: 'The book club at work picked Blindness by Saramago.',
+      },
+      {
+        scope: 'answer-disposition',
+        memories: [
+          ['cello-favourite', 'Anna says the cello is her favourite instrument.', 40],
+          ['cello-left', 'Anna left the cello at her teacher’s house.', 2],
+        ],
+        query: 'Would Anna enjoy a cello concert?',
+        first: 'Anna says the cello is her favourite instrument.',
+      },
+      {
+        scope: 'answer-disposition-zh',
+        memories: [
+          ['erhu-hate', '何磊小时候被逼着学二胡，现在讨厌所有乐器。', 40],
+          ['erhu-shop', '何磊今天路过一家卖二胡的店。', 2],
+        ],
+        query: '给何磊买一把二胡当生日礼物合适吗？',
+        first: '何磊小时候被逼着学二胡，现在讨厌所有乐器。',
       },
     ];
     const wrong: string[] = [];

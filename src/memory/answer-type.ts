@@ -7,9 +7,14 @@
  * "When" → a date or a time word was tried and left out: the turn that says what happened often
  * holds no date (its session's day dates it: "Moving day was chaos"), and turns that name a day
  * without answering then rose above it (test/fixtures/dev-recall/README.md).
+ *
+ * A question that asks for an inference ("Would my mom enjoy a sushi dinner?", "What might John's
+ * political leaning be?", "…当礼物合适吗？") is answered by what the person likes, dislikes, does
+ * habitually, plans or cannot do ("she eats nothing raw", "她最爱吃馒头", "不能打球了"), not by the
+ * turn that merely mentions the same thing.
  */
 
-export type AnswerType = 'quantity' | 'name';
+export type AnswerType = 'quantity' | 'name' | 'disposition';
 
 /**
  * Checked in order: "how many" asks a quantity even in a question that also says "where". "Which"
@@ -19,6 +24,7 @@ export type AnswerType = 'quantity' | 'name';
  * 71.6 with every "which", @5 63.3 → 62.3 ("which tree" asks for a kind, cork oak, not a name).
  * After a comma "which" opens a relative clause ("…, which means …"), as long requests in prose use
  * it: no question for a name (no dev question changes).
+ * An inference comes last: "How much more would the repair have cost…" asks a quantity.
  */
 const ASKS: ReadonlyArray<readonly [AnswerType, RegExp]> = [
   [
@@ -28,6 +34,10 @@ const ASKS: ReadonlyArray<readonly [AnswerType, RegExp]> = [
   [
     'name',
     /\b(who|whom|whose|where|(?<!,\s?)which (?!(?:of|one|ones|is|was|are|were|do|does|did|has|have|had|will|would|can|could|should|i|you|we|they|he|she|it)\b)\w+)\b|what(?:'s| is| was)? (?:the |my |our |his |her |their )?name\b|谁|哪里|在哪|哪儿|去哪|叫什么|哪个城市|哪家/i,
+  ],
+  [
+    'disposition',
+    /\b(would|might|likely|unlikely|probably|enjoy|prefer|suit(able)?|interested in|good (idea|gift|fit)|kind of person|more of an?)\b|合适|适合|会不会|会.{0,12}吗|好不好|喜不喜欢|愿意|可能/i,
   ],
 ];
 
@@ -48,6 +58,17 @@ const HOLDS_QUANTITY = new RegExp(
  */
 const HOLDS_NAME = /[^.!?。！？\s]\s+(?!I\b|I'|I’)[A-ZÀ-ÖØ-Þ][\p{L}'’-]+|\p{Script=Han}/u;
 
+/**
+ * A like or dislike, a habit, a plan or wish, or a limit (an allergy, an injury, what one cannot
+ * do). Limits count because an inference about whether someone should or would do a thing rests on
+ * them as much as on tastes: with likes and plans alone, "我现在适合重新开始打羽毛球吗？" lost its
+ * evidence "…韧带拉伤…这段时间不能打球了" to turns about wanting to play (dev-zh, 9th → 14th).
+ */
+const HOLDS_DISPOSITION =
+  /\b(lov(e|es|ed|ing)|like[sd]|enjoy(s|ed|ing)?|hat(e|es|ed)|favou?rite|prefer(s|red)?|can['’]t|cannot|always|never|usually|often|habit|passion(ate)?|dream|fan of|keen on|fond of|allergic|allergy|afraid|scared|injur(y|ed)|plan(s|ning)? to|wants? to|hope to)\b|喜欢|爱|讨厌|烦|不吃|不喝|不能|怕|伤|打算|想|梦想|一直|从不|经常|习惯|过敏/i;
+
+const HOLDS: Record<AnswerType, RegExp> = { quantity: HOLDS_QUANTITY, name: HOLDS_NAME, disposition: HOLDS_DISPOSITION };
+
 /** The kind of text that answers `query`, when its form says so. */
 export function expectedAnswer(query: string): AnswerType | undefined {
   for (const [type, pattern] of ASKS) if (pattern.test(query)) return type;
@@ -64,5 +85,5 @@ const READ_CHARS = 2_000;
 /** Whether `content` holds text of the kind `type` asks for (in its first READ_CHARS characters). */
 export function holdsAnswer(type: AnswerType, content: string): boolean {
   const head = content.length > READ_CHARS ? content.slice(0, READ_CHARS) : content;
-  return (type === 'quantity' ? HOLDS_QUANTITY : HOLDS_NAME).test(head);
+  return HOLDS[type].test(head);
 }
