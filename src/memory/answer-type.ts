@@ -24,7 +24,8 @@ export type AnswerType = 'quantity' | 'name' | 'disposition';
  * 71.6 with every "which", @5 63.3 → 62.3 ("which tree" asks for a kind, cork oak, not a name).
  * After a comma "which" opens a relative clause ("…, which means …"), as long requests in prose use
  * it: no question for a name (no dev question changes).
- * An inference comes last: "How much more would the repair have cost…" asks a quantity.
+ * An inference comes last: "How much more would the repair have cost…" asks a quantity. Its "会…吗"
+ * ("will she…?") leaves out the words 会 is part of ("会议", "学会", "机会"): "明天的会议取消了吗？" asks a fact.
  */
 const ASKS: ReadonlyArray<readonly [AnswerType, RegExp]> = [
   [
@@ -37,7 +38,7 @@ const ASKS: ReadonlyArray<readonly [AnswerType, RegExp]> = [
   ],
   [
     'disposition',
-    /\b(would|might|likely|unlikely|probably|enjoy|prefer|suit(able)?|interested in|good (idea|gift|fit)|kind of person|more of an?)\b|合适|适合|会不会|会.{0,12}吗|好不好|喜不喜欢|愿意|可能/i,
+    /\b(would|might|likely|unlikely|probably|enjoy|prefer|suit(able)?|interested in|good (idea|gift|fit)|kind of person|more of an?)\b|合适|适合|会不会|(?<![学机开体社聚约大晚宴理误])会(?![议计员场长所话谈面见合])[^？?。]{0,12}吗|好不好|喜不喜欢|愿意|可能/i,
   ],
 ];
 
@@ -62,10 +63,10 @@ const HOLDS_NAME = /[^.!?。！？\s]\s+(?!I\b|I'|I’)[A-ZÀ-ÖØ-Þ][\p{L}'’
  * A like or dislike, a habit, a plan or wish, or a limit (an allergy, an injury, what one cannot
  * do). Limits count because an inference about whether someone should or would do a thing rests on
  * them as much as on tastes: with likes and plans alone, "我现在适合重新开始打羽毛球吗？" lost its
- * evidence "…韧带拉伤…这段时间不能打球了" to turns about wanting to play (dev-zh, 9th → 14th).
+ * evidence "…韧带拉伤…这段时间不能打球了" to turns about playing (dev-zh, 9th → 12th).
  */
 const HOLDS_DISPOSITION =
-  /\b(lov(e|es|ed|ing)|like[sd]|enjoy(s|ed|ing)?|hat(e|es|ed)|favou?rite|prefer(s|red)?|can['’]t|cannot|always|never|usually|often|habit|passion(ate)?|dream|fan of|keen on|fond of|allergic|allergy|afraid|scared|injur(y|ed)|plan(s|ning)? to|wants? to|hope to)\b|喜欢|爱|讨厌|烦|不吃|不喝|不能|怕|伤|打算|想|梦想|一直|从不|经常|习惯|过敏/i;
+  /\b(lov(e|es|ed|ing)|like[sd]|enjoy(s|ed|ing)?|hat(e|es|ed)|favou?rite|prefer(s|red)?|can['’]t|cannot|always|never|usually|often|habit|passion(ate)?|dream|fan of|keen on|fond of|allergic|allergy|afraid|scared|injur(y|ed)|plan(s|ning)? to|wants? to|hope to)\b|喜欢|爱|讨厌|烦|不吃|不喝|不能|怕|伤|打算|梦想|一直|从不|经常|习惯|过敏/i;
 
 const HOLDS: Record<AnswerType, RegExp> = { quantity: HOLDS_QUANTITY, name: HOLDS_NAME, disposition: HOLDS_DISPOSITION };
 
