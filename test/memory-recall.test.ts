@@ -587,6 +587,19 @@ describe('memory search keys written by the extractor', () => {
 describe('memory recall: words read as what they are (no extractor)', () => {
   const suite = proxyWithoutLearning();
 
+  test('"quite" is a degree word like "very", not the verb "quit" it stems to: a question about quitting does not recall a Chinese turn that only says 很 (very, quite)', async () => {
+    const results = await rememberThenSearch(
+      suite.proxy,
+      [
+        ['quit-bakery', 'I handed in my notice at the bakery and quit in March.', 40],
+        ['very-tired', '今天很累。', 2],
+      ],
+      'When did I quit?',
+      'words-quite-quit',
+    );
+    assert.deepEqual(results, ['I handed in my notice at the bakery and quit in March.']);
+  });
+
   test('a word is related only to what its own commonest sense is: a question about a level does not recall a turn about a day ("dais" shares its stem with "day")', async () => {
     const results = await rememberThenSearch(
       suite.proxy,

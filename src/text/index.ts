@@ -1,4 +1,4 @@
-export { tokenize, uniqueTerms } from './tokenize.js';
+export { STOP_WORDS_VERSION, tokenize, uniqueTerms } from './tokenize.js';
 export { countTextTokens } from './tokens.js';
 export {
   BACKGROUND_DOCUMENTS,
