@@ -512,6 +512,8 @@ export class UpstreamForwarder {
    * stream that ends before the upstream said it finished is broken, as a cut connection is. Either
    * way, a stream in which the upstream sent an error event is a failed turn (upstream_error), and
    * one it ended without its final event a broken one, so learning never takes half an answer.
+   * While a try is left, nothing is committed before the first whole events: a stream that opens
+   * with a transient error of the upstream's is retried (see `opened`).
    */
   private relayStream(
     target: UpstreamTarget,
