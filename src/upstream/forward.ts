@@ -664,7 +664,7 @@ export class UpstreamForwarder {
             pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
             const complete = completeEventsLength(pending);
             if (first) {
-              if (!opened(pending, () => new SseParser().push(pending.subarray(0, complete)))) return;
+              if (!opened(pending, () => eventsOf(pending.subarray(0, complete)))) return;
               commit();
             }
             if (complete > 0) {

@@ -1,7 +1,7 @@
 import type { RequestFormat } from '../types/index.js';
 import type { SseEvent } from './sse.js';
 import { isRecord, parseJson, readString } from './translate/common.js';
-import { errorMessage } from './translate/stream-events.js';
+import { decodeAnthropicEvent, decodeOpenAIEvent, errorMessage } from './translate/stream-events.js';
 
 /**
  * An upstream may take a request (200, an event stream) and fail it in its very first event:
@@ -26,28 +26,23 @@ export function transientOpening(format: RequestFormat, events: readonly SseEven
   return `the upstream failed its stream before any answer (${failure.kind}: ${failure.message})`;
 }
 
-/** The kind and message of an event that is an error in `format`'s stream, else undefined. */
+/** The kind and message of an event that is an error in `format`'s stream (read as the stream readers read it), else undefined. */
 function openingFailure(format: RequestFormat, event: SseEvent): { kind: string; message: string } | undefined {
+  if (format !== 'responses') {
+    const fact = format === 'anthropic' ? decodeAnthropicEvent(event) : decodeOpenAIEvent(event);
+    return fact.type === 'error' ? fact : undefined;
+  }
   const data = parseJson(event.data);
   if (!isRecord(data)) return undefined;
-  const error = isRecord(data.error) ? data.error : undefined;
-  switch (format) {
-    case 'anthropic':
-      if ((readString(data.type) ?? event.event) !== 'error') return undefined;
-      return { kind: readString(error?.type) ?? '', message: errorMessage(data.error) };
-    case 'openai':
-      if (data.error === undefined || data.error === null) return undefined;
-      return { kind: readString(error?.type) ?? readString(error?.code) ?? '', message: errorMessage(data.error) };
-    case 'responses': {
-      const type = readString(data.type) ?? event.event;
-      if (type === 'error')
-        return {
-          kind: readString(data.code) ?? readString(error?.code) ?? readString(error?.type) ?? '',
-          message: readString(data.message) ?? errorMessage(data.error),
-        };
-      if (type !== 'response.failed') return undefined;
-      const failed = isRecord(data.response) && isRecord(data.response.error) ? data.response.error : undefined;
-      return { kind: readString(failed?.code) ?? '', message: errorMessage(failed) };
-    }
+  const type = readString(data.type) ?? event.event;
+  if (type === 'error') {
+    const error = isRecord(data.error) ? data.error : undefined;
+    return {
+      kind: readString(data.code) ?? readString(error?.code) ?? readString(error?.type) ?? '',
+      message: readString(data.message) ?? errorMessage(data.error),
+    };
   }
+  if (type !== 'response.failed') return undefined;
+  const failed = isRecord(data.response) && isRecord(data.response.error) ? data.response.error : undefined;
+  return { kind: readString(failed?.code) ?? '', message: errorMessage(failed) };
 }

@@ -16,8 +16,15 @@ export type AnthropicStreamFact =
   | { type: 'tool_arguments'; blockIndex: number; partialJson: string }
   | { type: 'message_delta'; stopReason: string | undefined; usage: Partial<AnthropicUsage> | undefined }
   | { type: 'message_stop' }
-  | { type: 'error'; message: string }
+  | StreamErrorFact
   | { type: 'ignored' };
+
+/** An error event: its message, and its kind where the API names one (`overloaded_error`, `server_error`), else ''. */
+export interface StreamErrorFact {
+  type: 'error';
+  message: string;
+  kind: string;
+}
 
 const IGNORED = { type: 'ignored' } as const;
 
@@ -40,7 +47,7 @@ export function decodeAnthropicEvent(event: SseEvent): AnthropicStreamFact {
     case 'message_stop':
       return { type: 'message_stop' };
     case 'error':
-      return { type: 'error', message: errorMessage(data.error) };
+      return errorFact(data.error, 'type');
     default:
       return IGNORED;
   }
@@ -87,14 +94,14 @@ export type OpenAIStreamFact =
       usage: Partial<OpenAIUsage> | undefined;
     }
   | { type: 'done' }
-  | { type: 'error'; message: string }
+  | StreamErrorFact
   | { type: 'ignored' };
 
 export function decodeOpenAIEvent(event: SseEvent): OpenAIStreamFact {
   if (event.data.trim() === '[DONE]') return { type: 'done' };
   const data = parseJson(event.data);
   if (!isRecord(data)) return IGNORED;
-  if (data.error !== undefined && data.error !== null) return { type: 'error', message: errorMessage(data.error) };
+  if (data.error !== undefined && data.error !== null) return errorFact(data.error, 'code');
   const choices = readArray(data.choices).filter(isRecord);
   // Only choice 0 is followed: neither Anthropic nor the turn record has room for `n > 1`.
   const choice = choices.find((candidate) => (readNumber(candidate.index) ?? 0) === 0);
@@ -129,6 +136,12 @@ function decodeToolCalls(delta: Record<string, unknown>): OpenAIToolCallFragment
     fragments.push({ index: 0, id: undefined, name: readString(legacy.name), arguments: readString(legacy.arguments) ?? '' });
   }
   return fragments.filter((fragment): fragment is OpenAIToolCallFragment => fragment !== undefined);
+}
+
+/** An error value as an error event's fact: Anthropic names its kind in `type`; chat servers in `type`, else in `code`. */
+function errorFact(error: unknown, fallbackField: 'type' | 'code'): StreamErrorFact {
+  const fields = isRecord(error) ? error : {};
+  return { type: 'error', message: errorMessage(error), kind: readString(fields.type) ?? readString(fields[fallbackField]) ?? '' };
 }
 
 /** The message of an error value in either API's shape, or of a bare string. */
