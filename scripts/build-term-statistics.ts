@@ -9,6 +9,9 @@
  *
  *   node --import tsx scripts/build-term-statistics.ts zh=path/to/cmn.txt ja=path/to/jpn.txt
  *
+ * `--keep en,ja` keeps those languages' counts from the shipped file and rebuilds the others (after
+ * a tokenizer change that touches one language: the counts of the others stay as measured).
+ *
  * Each distinct sentence is one document; the English sides of all files form the English corpus.
  * Terms held by a single sentence are left out (they weigh as much as unseen ones).
  */
@@ -18,7 +21,10 @@ import { tokenize } from '../src/text/index.js';
 const OUTPUT = new URL('../data/term-statistics.json', import.meta.url);
 const MIN_DOCUMENTS = 2;
 
-const sources = process.argv.slice(2).map((argument) => {
+const args = process.argv.slice(2);
+const keepAt = args.indexOf('--keep');
+const keptLanguages = new Set(keepAt < 0 ? [] : (args[keepAt + 1] ?? '').split(',').filter(Boolean));
+const sources = (keepAt < 0 ? args : [...args.slice(0, keepAt), ...args.slice(keepAt + 2)]).map((argument) => {
   const [language, path] = argument.split('=');
   if (!language || !path) throw new Error(`expected language=path, got ${argument}`);
   return { language, path };
@@ -38,8 +44,16 @@ for (const { language, path } of sources) {
   }
 }
 
-const languages: Record<string, { documents: number; terms: number; frequencies: Record<string, string> }> = {};
+type LanguageCounts = { documents: number; terms: number; frequencies: Record<string, string> };
+const shipped = keptLanguages.size > 0 ? (JSON.parse(readFileSync(OUTPUT, 'utf8')) as { languages: Record<string, LanguageCounts> }).languages : {};
+const languages: Record<string, LanguageCounts> = {};
 for (const [language, texts] of sentences) {
+  if (keptLanguages.has(language)) {
+    if (!shipped[language]) throw new Error(`--keep ${language}: the shipped file has no ${language}`);
+    languages[language] = shipped[language];
+    process.stderr.write(`${language}: kept as shipped\n`);
+    continue;
+  }
   const counts = new Map<string, number>();
   let terms = 0;
   for (const text of texts) {

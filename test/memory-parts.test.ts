@@ -449,8 +449,7 @@ describe('memory index entries of older units', () => {
   ] as const)
     test(`${what}, a start queues one re-indexing job instead of re-indexing itself; the job makes Chinese units found through their glosses and English ones through related words`, async () => {
       const db = openDatabase(':memory:');
-      const settings = { ...memorySettings(loadConfig({ env: { METACLAW_HOME: '/nonexistent-metaclaw-home' } })), autoExtract: false };
-      const open = () => new MemoryService({ db, logger: silentLogger(), settings });
+      const open = () => memoryOn(db);
       const chinese = '我们家只有一辆车，是一辆白色的本田思域。';
       const english = 'We adopted a retired greyhound called Pepper from the rescue centre.';
       open().ingest('s', 'family', [
@@ -472,10 +471,7 @@ describe('memory index entries of older units', () => {
         queued.filter((kind) => kind === REINDEX_JOB),
         [REINDEX_JOB],
       );
-      await service
-        .handlers()
-        .find((handler) => handler.kind === REINDEX_JOB)!
-        .run({}, jobContext());
+      await reindex(service);
       assert.equal((await found(service, 'What car does our family have?'))[0], chinese);
       assert.equal((await found(service, 'What is my dog called?'))[0], english);
 
@@ -484,6 +480,51 @@ describe('memory index entries of older units', () => {
       assert.ok(!again.includes(REINDEX_JOB), 'once re-indexed, a later start queues nothing');
     });
 });
+
+describe('memory terms after a tokenizer upgrade', () => {
+  test('the re-indexing job makes stored units\' terms again: a Chinese turn an older version indexed as ICU\'s pieces ("优 化", "文 档") holds and is found by the joined words, and the reply after it borrows them', async () => {
+    const db = openDatabase(':memory:');
+    const open = () => memoryOn(db);
+    const chinese = '帮我优化一下这个文档的结构。';
+    const reply = 'Sure: one heading per section, and the examples moved to the end.';
+    open().ingest('s', 'docs', [
+      { id: 't1', role: 'user', content: chinese },
+      { id: 't2', role: 'assistant', content: reply },
+    ]);
+    // As an older version wrote them: the Chinese turn's terms (and those its reply borrows) as ICU's pieces, the index entries from them.
+    const pieces = [...new Intl.Segmenter('und', { granularity: 'word' }).segment(chinese)]
+      .filter((part) => part.isWordLike)
+      .map((part) => part.segment)
+      .join(' ');
+    db.prepare('UPDATE memory_units SET terms = ? WHERE content = ?').run(pieces, chinese);
+    db.prepare('UPDATE memory_units SET neighbour_terms = ? WHERE content = ?').run(pieces, reply);
+    db.prepare("UPDATE state SET value = 'an older tokenizer' WHERE key = 'memory.gloss_index'").run();
+    const service = open();
+    const [turn, answer] = service.store.list('s', 10).sort((a, b) => a.sequence - b.sequence);
+    for (const unit of [turn!, answer!]) service.store.reindexUnit(unit.id);
+    const terms = () => service.store.unitTerms([turn!.sequence]).get(turn!.sequence) ?? [];
+    const found = async (query: string) => (await service.search({ scope: 's', query, limit: 5 })).map((hit) => hit.unit.content);
+    assert.ok(pieces.includes('优 化') && !terms().includes('优化'), `as an older version indexed it: ${pieces}`);
+
+    await reindex(service);
+    assert.ok(terms().includes('优化') && terms().includes('文档') && !terms().includes('优'), terms().join(' '));
+    assert.deepEqual(await found('优化文档'), [chinese, reply], 'the turn by its own words, the reply after it by the words it borrows');
+  });
+});
+
+/** A memory service on `db` without extraction, as a start of the proxy opens it. */
+function memoryOn(db: ReturnType<typeof openDatabase>): MemoryService {
+  const settings = { ...memorySettings(loadConfig({ env: { METACLAW_HOME: '/nonexistent-metaclaw-home' } })), autoExtract: false };
+  return new MemoryService({ db, logger: silentLogger(), settings });
+}
+
+/** Runs the re-indexing job, as the job runner would. */
+async function reindex(service: MemoryService): Promise<void> {
+  await service
+    .handlers()
+    .find((handler) => handler.kind === REINDEX_JOB)!
+    .run({}, jobContext());
+}
 
 function jobContext(): JobContext {
   return {

@@ -71,6 +71,7 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
     await add('pinnedTurn', { type: 'episodic', origin: 'raw_turn', content: 'user: keep this one', observedAt: old, pinned: true }, { rawKey: 'old-2' });
     await add('replaced', { content: 'The office wifi password rotates monthly.' });
     await add('replacement', { content: 'The office wifi password rotates every quarter.' });
+    await add('chineseDoc', { content: '帮我优化一下这个文档的结构。' });
     await team.pool.query("UPDATE memory_units SET status = 'superseded', superseded_by = $2, updated_at = $3 WHERE id = $1", [
       ids['replaced'],
       ids['replacement'],
@@ -127,6 +128,9 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
     await team.pool.query('UPDATE memory_search_docs SET words_version = NULL WHERE unit_id = $1', [ids['different']]);
     await team.pool.query("UPDATE memory_search_docs SET words_version = 'older-words' WHERE unit_id = $1", [ids['replacement']]);
     await team.pool.query("UPDATE memory_search_docs SET words_version = 'newer-words' WHERE unit_id = $1", [ids['pinnedTurn']]);
+    // And a unit whose terms an older tokenizer made: Chinese as ICU's pieces ("优 化", "文 档").
+    await team.pool.query("UPDATE memory_units SET terms = '帮 优 化 一下 文 档 结构' WHERE id = $1", [ids['chineseDoc']]);
+    await team.pool.query("UPDATE memory_search_docs SET words_version = 'older-words' WHERE unit_id = $1", [ids['chineseDoc']]);
     ownWords = String((await team.pool.query('SELECT words_version FROM memory_search_docs WHERE unit_id = $1', [ids['newerCopy']])).rows[0].words_version);
     nodes.push(
       await startProxy({
@@ -174,6 +178,13 @@ describe('team mode: memory housekeeping on the team store merges, expires and c
     const byFirst = await search('greyhound thunderstorms');
     assert.ok(byFirst.includes(ids['walkStart']!) && byFirst.includes(ids['walkNext']!), JSON.stringify(byFirst));
     assert.ok(!(await search('crate blanket')).includes(ids['walkNext']!), 'no trace of the deleted turn’s words');
+  });
+
+  test('the re-indexing job makes the terms of units an older tokenizer indexed again: Chinese stored as ICU\'s pieces ("优 化") holds the joined words', async () => {
+    await jobsDone('memory.reindex');
+    const [row] = await rows<{ terms: string }>('SELECT terms FROM memory_units WHERE id = $1', [ids['chineseDoc']]);
+    const terms = row!.terms.split(' ');
+    assert.ok(terms.includes('优化') && terms.includes('文档') && !terms.includes('优'), row!.terms);
   });
 
   test('a scope over its cap keeps 95% of it: the least important episodes go, never a pinned or core one', async () => {

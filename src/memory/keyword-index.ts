@@ -5,7 +5,7 @@ import {
   glossaryVersion,
   measureTerms,
   MEASURES_VERSION,
-  STOP_WORDS_VERSION,
+  TOKENIZER_VERSION,
   thesaurus,
   thesaurusVersion,
   titleTerms,
@@ -131,7 +131,7 @@ export function scopedTerm(scope: string, term: string): string {
 /** A unit's index entry (its tokens, as both engines store them): its own terms; for a raw turn after another, that turn's terms and its own again, marked. */
 /** The bundled words an index entry is written with (glosses of Chinese and Japanese words, related English words): their version. */
 export function indexWordsVersion(): string {
-  return `${glossaryVersion()}+${thesaurusVersion()}+${MEASURES_VERSION}+${TITLES_VERSION}+${STOP_WORDS_VERSION}`;
+  return `${glossaryVersion()}+${thesaurusVersion()}+${MEASURES_VERSION}+${TITLES_VERSION}+${TOKENIZER_VERSION}`;
 }
 
 export function indexTokens(scope: string, row: IndexedRow): string[] {

@@ -257,6 +257,10 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
       indexRow: db.prepare<[number], { scope: string; content: string; terms: string; neighbour_terms: string; previous_raw: number | null }>(
         'SELECT scope, content, terms, neighbour_terms, previous_raw FROM memory_units WHERE rowid = ?',
       ),
+      textRow: db.prepare<[number], { content: string; search_keys: string; terms: string; previous_raw: number | null }>(
+        'SELECT content, search_keys, terms, previous_raw FROM memory_units WHERE rowid = ?',
+      ),
+      setTerms: db.prepare<[string, number]>('UPDATE memory_units SET terms = ? WHERE rowid = ?'),
       previousOf: db.prepare<[string], { rowid: number; previous_raw: number }>(
         'SELECT rowid, previous_raw FROM memory_units WHERE rowid IN (SELECT value FROM json_each(?)) AND previous_raw IS NOT NULL ORDER BY rowid',
       ),
@@ -411,13 +415,22 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
 
   /**
    * Rewrites the index entries of the next `limit` units after rowid `after` (in one transaction),
-   * so units stored before the bundled glossary or thesaurus changed are found by their words.
+   * so units stored before the tokenizer, the bundled glossary or the thesaurus changed are found by
+   * their words: each unit's terms are made again from its text and search keys, and a raw turn's
+   * neighbour terms from the turn before it (an earlier rowid, so already made again).
    * Returns how many were rewritten and the last one's rowid, undefined when none is left.
    */
   reindexAfter(after: number, limit: number): { count: number; last: number } | undefined {
     const rowids = this.statements.rowidsAfter.all(after, limit);
     if (rowids.length === 0) return undefined;
-    this.db.transaction(() => rowids.forEach((rowid) => this.reindex(rowid))).immediate();
+    this.db
+      .transaction(() =>
+        rowids.forEach((rowid) => {
+          this.retokenize(rowid);
+          this.reindex(rowid);
+        }),
+      )
+      .immediate();
     this.frequencies.clear();
     return { count: rowids.length, last: rowids.at(-1)! };
   }
@@ -703,6 +716,17 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
     this.statements.insertFts.run(rowid, indexTokens(row.scope, this.withLanguageKeys(row)).join(' '));
   }
 
+  /** A unit's stored terms made again with this version's tokenizer, and the words it borrows from the raw turn before it. */
+  private retokenize(rowid: number): void {
+    const row = this.statements.textRow.get(rowid);
+    if (!row) return;
+    const terms = termsOf(row.content, JSON.parse(row.search_keys) as string[]).join(' ');
+    if (terms !== row.terms) this.statements.setTerms.run(terms, rowid);
+    if (row.previous_raw === null) return;
+    const link = rawLink(this.statements.linkedTurn.get(row.previous_raw));
+    this.statements.setPrevious.run(link.previous_raw, link.neighbour_terms, rowid);
+  }
+
   /** The raw turns after a changed one, which read its words (`rawLink`): relinked to it as it is now. */
   private relinkFollowers(rowid: number): void {
     const after = this.statements.rawAfter.get(rowid);
@@ -840,13 +864,13 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
   }
 }
 
-/** What a unit is found by: its words and its search keys (not uniqueTerms, whose cache is for texts that come back). */
 /** A unit's row for its index entry with the terms of its search keys in the user's languages added (the team store indexes the same way). */
 export function withSearchKeyTerms<T extends { terms: string }>(row: T, keys: readonly string[]): T {
   return keys.length > 0 ? { ...row, terms: [...new Set([...row.terms.split(' '), ...tokenize(keys.join('\n'))])].join(' ') } : row;
 }
 
-function termsOf(content: string, searchKeys: readonly string[]): string[] {
+/** What a unit is found by: its words and its search keys (not uniqueTerms, whose cache is for texts that come back); stored, and made again on re-indexing. */
+export function termsOf(content: string, searchKeys: readonly string[]): string[] {
   return [...new Set([...tokenize(content), ...searchKeys.flatMap((key) => tokenize(key))])];
 }
 

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
+import { warmChineseWords } from './chinese-words.js';
 import { dictionaryForms } from './deinflect.js';
+import { GLOSSARY_FILES } from './glossary-files.js';
 import { kinshipForms, kinshipNoun } from './kinship.js';
 import { termOf, tokenize, wordSegments } from './tokenize.js';
 
@@ -61,14 +63,8 @@ const REVERSE_PER_WORD = 2;
 /** Only this much of a request is looked up (a pasted log adds nothing but time). */
 const LONGEST_TEXT = 2_000;
 
-/**
- * Per language, its files in the order they are read: a later file's line replaces an earlier one's
- * for the same headword (the proper nouns, `zh-en-names.tsv.gz`, are built apart from the main file).
- */
-const FILES: Record<GlossaryLanguage, readonly URL[]> = {
-  zh: [new URL('../../data/glossary/zh-en.tsv.gz', import.meta.url), new URL('../../data/glossary/zh-en-names.tsv.gz', import.meta.url)],
-  ja: [new URL('../../data/glossary/ja-en.tsv.gz', import.meta.url)],
-};
+/** Per language, its files in the order they are read (glossary-files.ts). */
+const FILES: Record<GlossaryLanguage, readonly URL[]> = GLOSSARY_FILES;
 
 const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
 const KANA = /[\u3040-\u30ff]/;
@@ -371,8 +367,12 @@ export function glossaryVersion(): string {
   return shippedVersion;
 }
 
-/** Reads the glossaries now (and builds the reverse look-up when `reverse` languages will be searched), off the request path. */
+/**
+ * Reads the glossaries and the Chinese words the tokenizer joins pieces into now (and builds the
+ * reverse look-up when `reverse` languages will be searched), off the request path.
+ */
 export function warmGlossary(reverse: readonly GlossaryLanguage[]): void {
+  warmChineseWords();
   const words = glossary();
   if (reverse.length > 0) words.fromEnglish(['warm'], reverse);
 }

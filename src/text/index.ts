@@ -1,4 +1,4 @@
-export { STOP_WORDS_VERSION, tokenize, uniqueTerms } from './tokenize.js';
+export { TOKENIZER_VERSION, tokenize, uniqueTerms } from './tokenize.js';
 export { countTextTokens } from './tokens.js';
 export {
   BACKGROUND_DOCUMENTS,

@@ -1,20 +1,23 @@
 import { stemmer } from 'stemmer';
+import { chineseWords } from './chinese-words.js';
 
 /**
  * Turns text into search terms for every language the proxy meets: ICU word segmentation
- * (Intl.Segmenter, which splits Chinese and Japanese with its dictionary), lower case, stop words
+ * (Intl.Segmenter, which splits Chinese and Japanese with its dictionary; Chinese pieces are read
+ * again as the bundled glossary's words, chinese-words.ts), lower case, stop words
  * removed, English words stemmed. Skills and memory index and query with this same function, so a
  * query and a document always agree on what a term is.
  */
 const segmenter = new Intl.Segmenter('und', { granularity: 'word' });
 
 /**
- * Which stop list the index was built with: the English glosses indexed beside a Chinese or
- * Japanese unit pass through it, so a change re-indexes them (memory/keyword-index.ts). "quite" is
- * a stop word as "very" is: kept, it stemmed to "quit", and every 很 (very, quite) met a question
- * about quitting.
+ * Which terms the index was built with: the stop list (the English glosses indexed beside a Chinese
+ * or Japanese unit pass through it) and how Chinese is cut into words; a change re-indexes stored
+ * units with their terms made again (memory/keyword-index.ts). "quite" is a stop word as "very" is:
+ * kept, it stemmed to "quit", and every 很 (very, quite) met a question about quitting. Terms 3:
+ * Chinese pieces joined into the glossary's words (chinese-words.ts).
  */
-export const STOP_WORDS_VERSION = 'stop-words-2';
+export const TOKENIZER_VERSION = 'terms-3';
 
 const ENGLISH_STOP_WORDS = new Set(
   `a about above after again against all am an and any are aren't as at be because been before being below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves then there there's these they they'd they'll they're they've this those through to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves also just quite can like want need please get got make use using used help thing things way really would could should will shall may might must one two yes ok okay hi hello hey thanks thank`.split(
@@ -25,10 +28,11 @@ const ENGLISH_STOP_WORDS = new Set(
 /**
  * Function words of Chinese and Japanese that segmenters return as words, and the question words
  * English drops too (who, where, which: "哪里", "谁", "哪个"): a question's "从哪里" otherwise matched
- * every turn that asks where to eat.
+ * every turn that asks where to eat. "很" is "very" ("很喜欢" is read as 很 + 喜欢, chinese-words.ts), and
+ * "怎么样", "有没有" are the question forms the glossary joins from pieces that were stop words.
  */
 const CJK_STOP_WORDS = new Set(
-  '的 了 是 在 我 你 他 她 它 们 我们 你们 这 那 这个 那个 怎么 怎样 如何 什么 哪里 哪儿 哪 谁 哪个 哪些 吗 呢 吧 啊 和 与 或 就 都 也 还 要 会 能 可以 一下 一个 有 没有 不 请 帮 帮我 给 把 被 让 来 去 上 下 中 里 之 为 为什么 所以 因为 但是 如果 多少 几 几个 时候 什么时候 哪年 哪天 几月 几号 多久 の を に は が で と も へ や か な た て だ です ます する した して ください これ それ あれ この その どう 何 ね よ'.split(
+  '的 了 是 在 我 你 他 她 它 们 我们 你们 这 那 这个 那个 怎么 怎样 如何 什么 哪里 哪儿 哪 谁 哪个 哪些 吗 呢 吧 啊 和 与 或 就 都 也 还 要 会 能 可以 一下 一个 有 没有 不 请 帮 帮我 给 把 被 让 来 去 上 下 中 里 之 为 为什么 所以 因为 但是 如果 多少 几 几个 时候 什么时候 哪年 哪天 几月 几号 多久 怎么样 有没有 很 の を に は が で と も へ や か な た て だ です ます する した して ください これ それ あれ この その どう 何 ね よ'.split(
     ' ',
   ),
 );
@@ -68,9 +72,37 @@ const SPACE = /\s/;
 /** What a piece may not start with: marks and format characters attach to the character before them. */
 const ATTACHED = /[\s\p{M}\p{Cf}]/u;
 
-/** The segmenter's pieces of `text` (what `tokenize` reads), for callers that need the pieces themselves. */
+/**
+ * The segmenter's pieces of `text` (what `tokenize` reads), for callers that need the pieces
+ * themselves; in Chinese text (Han characters and no kana: kana makes it Japanese, which stays as
+ * ICU cuts it), the runs of Han pieces as the glossary's words (chinese-words.ts).
+ */
 export function wordSegments(text: string): Iterable<WordSegment> {
-  return text.length <= SEGMENT_PIECE ? segmenter.segment(text) : segmentsInPieces(text);
+  const segments = text.length <= SEGMENT_PIECE ? segmenter.segment(text) : segmentsInPieces(text);
+  return HAN.test(text) && !KANA.test(text) ? chineseSegments(segments) : segments;
+}
+
+const HAN = /[\u3400-\u9fff]/;
+const KANA = /[\u3040-\u30ff]/;
+
+function chineseSegments(segments: Iterable<WordSegment>): WordSegment[] {
+  const out: WordSegment[] = [];
+  let run: string[] = [];
+  const flush = () => {
+    if (run.length === 0) return;
+    for (const word of run.length === 1 && run[0]!.length < 3 ? run : chineseWords(run)) out.push({ segment: word, isWordLike: true });
+    run = [];
+  };
+  for (const { segment, isWordLike } of segments) {
+    if (isWordLike && HAN_WORD.test(segment)) {
+      run.push(segment);
+      continue;
+    }
+    flush();
+    out.push({ segment, isWordLike });
+  }
+  flush();
+  return out;
 }
 
 function* segmentsInPieces(text: string): Generator<WordSegment> {
