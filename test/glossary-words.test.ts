@@ -1,0 +1,21 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { glossary } from '../src/text/glossary.js';
+import { tokenize } from '../src/text/tokenize.js';
+
+const terms = (list: ReadonlyArray<{ term: string }> | undefined) => (list ?? []).map((item) => item.term);
+
+describe('shipped Chinese glossary: senses the stop list used to hide', () => {
+  test('喜欢 (to like) is searched as the English term "like", which "likes" and "liked" give, though the stop list drops "like" itself', () => {
+    assert.deepEqual(tokenize('I like that she likes sushi, she liked it'), ['like', 'sushi', 'like']);
+    assert.equal(terms(glossary().english('喜欢', 'zh'))[0], 'like');
+    const english = glossary().toEnglish('她喜欢寿司');
+    assert.ok([...english.values()].some((list) => terms(list).includes('like')));
+  });
+
+  test('an English "likes" reaches 喜欢 in the reverse look-up, and "like this" (不是喜欢) does not make 这样 a word of liking', () => {
+    const reverse = glossary().fromEnglish(['like'], ['zh']);
+    assert.ok(terms(reverse.get('like')).includes('喜欢'));
+    assert.ok(!terms(glossary().english('这样', 'zh')).includes('like'));
+  });
+});
