@@ -44,7 +44,7 @@ const ZH_EVERYDAY = 12_000;
  * person asks in English about what they told in Chinese. Kept, but not counted as everyday words
  * when technical words are told apart (that would change which computing terms are kept).
  */
-const ZH_CONVERSATION = 40_000;
+const ZH_CONVERSATION = 50_000;
 /** Technical Chinese words beyond those, by the same frequencies. */
 const ZH_TECHNICAL = 5_000;
 /** Japanese kanji words (common ones, ranked by the frequency of the same word in Chinese where it is one) and katakana words. */

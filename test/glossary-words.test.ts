@@ -19,3 +19,9 @@ describe('shipped Chinese glossary: senses the stop list used to hide', () => {
     assert.ok(!terms(glossary().english('这样', 'zh')).includes('like'));
   });
 });
+
+describe('shipped Chinese glossary: words of conversation', () => {
+  test('预产期 (a due date), ranked past the 40,000th word of the frequency list, is glossed, so an English question about when a baby was due finds the Chinese turn', () => {
+    assert.ok(terms(glossary().english('预产期', 'zh')).includes('due'));
+  });
+});
