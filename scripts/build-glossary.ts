@@ -19,6 +19,7 @@ import { gzipSync } from 'node:zlib';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { tokenize } from '../src/text/index.js';
+import { glossTermOf } from '../src/text/tokenize.js';
 import { glossWords, glossWordsBySense, plainWord, withoutNotes } from './gloss-words.js';
 
 const { values } = parseArgs({
@@ -43,7 +44,7 @@ const ZH_EVERYDAY = 12_000;
  * person asks in English about what they told in Chinese. Kept, but not counted as everyday words
  * when technical words are told apart (that would change which computing terms are kept).
  */
-const ZH_CONVERSATION = 40_000;
+const ZH_CONVERSATION = 50_000;
 /** Technical Chinese words beyond those, by the same frequencies. */
 const ZH_TECHNICAL = 5_000;
 /** Japanese kanji words (common ones, ranked by the frequency of the same word in Chinese where it is one) and katakana words. */
@@ -77,7 +78,7 @@ const HIRAGANA = /^[\u3040-\u309f\u30fc]+$/;
 const KATAKANA_READING = /^[\u30a0-\u30ff]+$/;
 
 function stemOf(word: string): string {
-  return tokenize(word)[0] ?? '';
+  return tokenize(word)[0] ?? glossTermOf(word) ?? '';
 }
 
 /**
@@ -87,9 +88,16 @@ function stemOf(word: string): string {
  */
 function senseWords(sense: string): string[] {
   const text = withoutNotes(sense).replace(/[^\p{ASCII}]+/gu, ' ');
-  return Array.from(text.matchAll(/[A-Za-z][A-Za-z'-]*/g), (match) => plainWord(match[0]).replace(/^([a-z]+)-([a-z]+)$/, '$1$2')).filter(
-    (word) => !VAGUE.has(word) && !word.includes('-'),
-  );
+  const words = Array.from(text.matchAll(/[A-Za-z][A-Za-z'-]*/g), (match) => plainWord(match[0]).replace(/^([a-z]+)-([a-z]+)$/, '$1$2'));
+  return words.filter((word, index) => !VAGUE.has(word) && !word.includes('-') && (!isFillerVerb(word) || words[index - 1] === 'to'));
+}
+
+/**
+ * A verb the stop list drops for its other uses ("like"; `glossTermOf`) is a sense's word only as a
+ * verb, after "to" ("喜欢": "to like"): "like this", "to be like" are no liking.
+ */
+function isFillerVerb(word: string): boolean {
+  return tokenize(word).length === 0 && glossTermOf(word) !== undefined;
 }
 
 /** English words of the senses, in order, at most `most` distinct stems. */

@@ -4,6 +4,7 @@
  * order, one per stem, so "user" and "users" are one search term.
  */
 import { tokenize } from '../src/text/index.js';
+import { glossTermOf } from '../src/text/tokenize.js';
 
 /** A dictionary sense without its notes in brackets ("(computing)", "[Zhong1 guo2]"). */
 export function withoutNotes(sense: string): string {
@@ -50,13 +51,13 @@ export function glossWordsBySense(senses: readonly string[], clean: (sense: stri
   const all: Array<{ word: string; head: boolean }> = [];
   const byStem = new Map<string, { word: string; head: boolean }>();
   senses.forEach((sense, index) => {
-    const words = clean(sense).filter((word) => tokenize(word)[0]);
+    const words = clean(sense).filter((word) => glossStem(word));
     const headIndex = Math.max(
       0,
       words.findIndex((word) => !LIGHT_VERBS.has(word)),
     );
     words.forEach((word, position) => {
-      const stem = tokenize(word)[0]!;
+      const stem = glossStem(word)!;
       const head = index < allHeads || position === headIndex;
       const earlier = byStem.get(stem);
       if (earlier) {
@@ -72,4 +73,9 @@ export function glossWordsBySense(senses: readonly string[], clean: (sense: stri
   for (const entry of all) if (entry.head && kept.size < most) kept.add(entry);
   let room = most - kept.size;
   return all.filter((entry) => kept.has(entry) || (!entry.head && room-- > 0)).map((entry) => entry.word);
+}
+
+/** A gloss word's search term (a filler verb such as "like" included: `glossTermOf`). */
+function glossStem(word: string): string | undefined {
+  return tokenize(word)[0] ?? glossTermOf(word);
 }

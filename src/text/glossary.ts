@@ -5,7 +5,7 @@ import { warmChineseWords } from './chinese-words.js';
 import { dictionaryForms } from './deinflect.js';
 import { GLOSSARY_FILES } from './glossary-files.js';
 import { kinshipForms, kinshipNoun } from './kinship.js';
-import { termOf, tokenize, wordSegments } from './tokenize.js';
+import { glossTermOf, termOf, tokenize, wordSegments } from './tokenize.js';
 
 /**
  * The bundled bilingual glossaries (`data/glossary/*.tsv.gz`: Chinese and Japanese words with their
@@ -105,7 +105,7 @@ export class Glossary {
     const gloss = this.tables[language].get(headword);
     if (gloss === undefined) return undefined;
     const base = headword.length === 1 ? CHARACTER_WEIGHT : WORD_WEIGHT;
-    let terms = [...new Set(gloss.split(' ').map(termOf))].filter((term): term is string => term !== undefined);
+    let terms = [...new Set(gloss.split(' ').map(glossTermOf))].filter((term): term is string => term !== undefined);
     if (headword.length === 1) terms = terms.slice(0, CHARACTER_GLOSSES);
     stems =
       termOf(headword) === undefined ? [] : terms.map((term, index) => ({ term, weight: base * (index === 0 ? 1 : index === 1 ? SECOND_SENSE : LATER_SENSE) }));
@@ -254,7 +254,7 @@ export class Glossary {
     // Gloss words repeat across headwords ("file", "data"): each is stemmed once.
     const stems = new Map<string, string | undefined>();
     const stemOf = (word: string) => {
-      if (!stems.has(word)) stems.set(word, termOf(word));
+      if (!stems.has(word)) stems.set(word, glossTermOf(word));
       return stems.get(word);
     };
     for (const language of ['zh', 'ja'] as const) {
