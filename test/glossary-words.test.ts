@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { glossary } from '../src/text/glossary.js';
-import { crossLingualAlternatives, uniqueTerms } from '../src/text/index.js';
 import { tokenize } from '../src/text/tokenize.js';
 
 const terms = (list: ReadonlyArray<{ term: string }> | undefined) => (list ?? []).map((item) => item.term);
@@ -24,17 +23,5 @@ describe('shipped Chinese glossary: senses the stop list used to hide', () => {
 describe('shipped Chinese glossary: words of conversation', () => {
   test('预产期 (a due date), ranked past the 40,000th word of the frequency list, is glossed, so an English question about when a baby was due finds the Chinese turn', () => {
     assert.ok(terms(glossary().english('预产期', 'zh')).includes('due'));
-  });
-});
-
-describe('translations of irregular verbs', () => {
-  test('a Chinese question about what was bought (买) also searches "bought", as an English memory tells it, below the verb itself', () => {
-    const text = '我们上个月买了什么？';
-    const alternatives = crossLingualAlternatives(text, uniqueTerms(text));
-    const list = [...alternatives.values()].find((items) => terms(items).includes('bui'));
-    assert.ok(list, 'buy is a translation');
-    const buy = list.find((item) => item.term === 'bui')!;
-    const bought = list.find((item) => item.term === 'bought');
-    assert.ok(bought && bought.weight < buy.weight);
   });
 });

@@ -1,5 +1,4 @@
 import { glossary, type Alternatives, type GlossaryLanguage, type WeightedTerm } from './glossary.js';
-import { otherVerbForms } from './inflections.js';
 import { UNKNOWN_TERM_WEIGHT } from './relevance.js';
 
 /**
@@ -23,9 +22,6 @@ export function crossLingualAlternatives(text: string, terms: readonly string[],
   if (cached) return cached;
   const words = glossary();
   const alternatives = words.toEnglish(text);
-  // A translation that is an irregular verb ("买": buy) is also searched in its other forms: what was told in
-  // English is in the past ("we bought"), which Porter stemming does not join to "buy".
-  for (const [term, list] of alternatives) alternatives.set(term, withVerbForms(list));
   for (const [term, list] of words.fromEnglish(terms, reverse)) alternatives.set(term, [...(alternatives.get(term) ?? []), ...list]);
   const result = alternatives.size > 0 ? alternatives : NONE;
   if (recent.size >= 512) recent.delete(recent.keys().next().value as string);
@@ -99,16 +95,6 @@ export function matchedMass(
     if (onMatch && best > 0) onMatch(best, translation, term);
   }
   return sum;
-}
-
-/** `list` and, after it, the other forms of its irregular verbs at their share of the translation's weight (a form already in `list` keeps its own). */
-function withVerbForms(list: WeightedTerm[]): WeightedTerm[] {
-  const forms: WeightedTerm[] = [];
-  for (const { term, weight, sense } of list)
-    for (const form of otherVerbForms(term))
-      if (!list.some((other) => other.term === form.term) && !forms.some((other) => other.term === form.term))
-        forms.push({ term: form.term, weight: weight * form.weight, sense: (sense ?? weight) * form.weight });
-  return forms.length > 0 ? [...list, ...forms] : list;
 }
 
 function bestAlternative(list: readonly WeightedTerm[] | undefined, value: (term: string) => number): number {

@@ -56,11 +56,6 @@ function verbForms(): Map<string, readonly WeightedTerm[]> {
   return forms;
 }
 
-/** The search terms of an irregular verb's other forms ("buy": "bought"), each weighted `INFLECTION_WEIGHT`; none for another word. */
-export function otherVerbForms(term: string): readonly WeightedTerm[] {
-  return verbForms().get(term) ?? [];
-}
-
 /** The other forms of the query's irregular verbs, as alternatives of the terms they stand for (none when it has no such verb). */
 export function inflectionAlternatives(terms: readonly string[]): Alternatives {
   const table = verbForms();
