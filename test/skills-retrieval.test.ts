@@ -217,31 +217,6 @@ describe("skill search index: what stands for a skill's description", () => {
     assert.ok(Math.abs(coverage('paper-notes') - coverage('paper-digest')) < 0.05, `${coverage('paper-notes')} vs ${coverage('paper-digest')}`);
   });
 
-  test('a rare word the body uses throughout (a characteristic word) counts more than one a long body uses once, whether the skill came with the library or later; an everyday word does not', () => {
-    // 30 made-up words, each twice: rarer and more used than "llama" in that body, so "llama" is not among its characteristic words.
-    const filler = Array.from({ length: 30 }, (_, at) => `zorbix${String.fromCharCode(97 + (at % 26))}${at} `.repeat(2)).join('. ');
-    const focused = skill(
-      'model-tuning',
-      'Adapts an open language model to your own data on one machine, and evaluates it.',
-      '# Tuning\n\nPick a llama base, step by step. Fit the llama in memory, step by step. Evaluate the llama, step by step.',
-    );
-    const general = skill(
-      'ml-notes',
-      'Keeps notes on machine learning projects: datasets, experiments, results and decisions.',
-      `# Notes\n\n${filler}. A llama appears once, in one step.`,
-    );
-    const evidence = (index: SkillSearchIndex, name: string, request = 'llama') =>
-      index.search([...uniqueTerms(request)]).find((hit) => hit.name === name)!.evidence;
-    const synced = new SkillSearchIndex();
-    synced.sync([focused, general]);
-    assert.ok(evidence(synced, 'model-tuning') > evidence(synced, 'ml-notes') * 1.2, `${evidence(synced, 'model-tuning')} vs ${evidence(synced, 'ml-notes')}`);
-    assert.equal(evidence(synced, 'model-tuning', 'step'), evidence(synced, 'ml-notes', 'step'));
-    const added = new SkillSearchIndex();
-    added.sync([general]);
-    added.update([focused], []);
-    assert.equal(evidence(added, 'model-tuning'), evidence(synced, 'model-tuning'));
-  });
-
   test("forms of a word the stemmer leaves apart (coverage / cover, summarize / summarise) match; a compound's first word (checks / checkout) does not", () => {
     const index = new SkillSearchIndex();
     index.sync([

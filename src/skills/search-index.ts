@@ -31,23 +31,6 @@ const BODY_ONLY_WEIGHT = 0.6;
  */
 const TRANSLATED_BODY_ONLY_WEIGHT = 0.45;
 const CANDIDATES = 40;
-/**
- * A skill's characteristic body words: of the terms its body holds outside its name and
- * description, and that general language seldom uses (background share ≤ `CHARACTERISTIC_SHARE`),
- * the `CHARACTERISTIC_TERMS` its body uses most, weighted by rarity ((1 + log count) × IDF):
- * "llama" and "gpu" in a fine-tuning guide, "p99" in a profiler's, "testable" in a prompt
- * rewriter's. A request word met only there counts `CHARACTERISTIC_WEIGHT` of a description word,
- * not `BODY_ONLY_WEIGHT`: a body that keeps coming back to a word says what the skill is about,
- * where a word met once in a long body is chance. Everyday words ("step", "account", "service")
- * are left out: with them the top terms of long guides let wrong skills in. Measured on the six
- * tuning sets (branch `skills40`, test/fixtures/dev5-skills/README.md): 4 more relevant skills (one
- * each on tuned, dev2, dev3, dev4), 2 fewer wrong injections, off-topic unchanged; a share of
- * 0.1 % scores alike, 0.5 % lets an off-topic request of dev4 in; 0.7 finds 2 fewer, 0.9 lets an
- * off-topic request of dev5 in ("archive my grandmother's paper letters").
- */
-const CHARACTERISTIC_TERMS = 20;
-const CHARACTERISTIC_SHARE = 0.002;
-const CHARACTERISTIC_WEIGHT = 0.8;
 /** A description with fewer terms than this beyond the skill's name is a title, not a summary. */
 const TITLE_ONLY_TERMS = 4;
 /** How much of the top of the body stands in for a title-only description (tuned on the dev2 set: 30–100 differ little). */
@@ -127,8 +110,6 @@ interface IndexedSkill {
   head: Set<string>;
   /** Terms in the name. */
   named: Set<string>;
-  /** The body's characteristic terms (see `CHARACTERISTIC_TERMS`), set once the library around it is indexed. */
-  characteristic: Set<string>;
   /** Field-weighted length, for BM25's length normalisation. */
   length: number;
 }
@@ -189,15 +170,6 @@ export class SkillSearchIndex {
       this.forget(skill.name);
       this.remember(skill);
     }
-    // After all are indexed, so that rarity is the library's (a skill indexed later does not move
-    // the others' characteristic words: rarity drifts little with one skill more).
-    const idfs = new Map<string, number>();
-    const idf = (term: string) => {
-      let value = idfs.get(term);
-      if (value === undefined) idfs.set(term, (value = this.idf(term)));
-      return value;
-    };
-    for (const skill of changed) this.characterise(this.skills.get(skill.name)!, idf);
   }
 
   /**
@@ -296,25 +268,6 @@ export class SkillSearchIndex {
     return blendedIdf(term, this.postings.get(term)?.size ?? 0, this.skills.size);
   }
 
-  /** Picks a skill's characteristic body words (see `CHARACTERISTIC_TERMS`); `idf` is shared by the skills of one update. */
-  private characterise(skill: IndexedSkill, idf: (term: string) => number): void {
-    // The best few, kept in order as the terms pass (no sort of every term of a long body).
-    const best: Array<[string, number]> = [];
-    const statistics = termStatistics();
-    for (const [term, frequency] of skill.frequencies) {
-      // A term outside the name, description, keys and lead is the body's alone: its weighted frequency is its count there.
-      if (skill.head.has(term)) continue;
-      if (statistics.share(term) > CHARACTERISTIC_SHARE) continue;
-      const score = (1 + Math.log(frequency / FIELD_WEIGHTS.body)) * idf(term);
-      if (best.length === CHARACTERISTIC_TERMS && !outranks(term, score, best[best.length - 1]!)) continue;
-      let at = best.length;
-      while (at > 0 && outranks(term, score, best[at - 1]!)) at--;
-      best.splice(at, 0, [term, score]);
-      if (best.length > CHARACTERISTIC_TERMS) best.pop();
-    }
-    skill.characteristic = new Set(best.map(([term]) => term));
-  }
-
   /** `alternatives` plus, for katakana terms nothing else stands for, the library's English terms that sound like them. */
   private withLoanwords(queryTerms: readonly string[], alternatives: Alternatives): Alternatives {
     let added: Map<string, readonly WeightedTerm[]> | undefined;
@@ -385,9 +338,7 @@ export class SkillSearchIndex {
             : skill.frequencies.has(term)
               ? translation
                 ? TRANSLATED_BODY_ONLY_WEIGHT
-                : skill.characteristic.has(term)
-                  ? CHARACTERISTIC_WEIGHT
-                  : BODY_ONLY_WEIGHT
+                : BODY_ONLY_WEIGHT
               : translation
                 ? 0
                 : OTHER_FORM_WEIGHT * otherFormWeight(forms.get(term), skill, nameWeight),
@@ -437,7 +388,6 @@ export class SkillSearchIndex {
       frequencies,
       head: new Set([...fields.name, ...fields.description, ...fields.keys, ...lead, ...categorised]),
       named: new Set(fields.name),
-      characteristic: new Set(),
       length,
     });
     if (CJK.test(skill.description)) this.cjkSkills.add(skill.name);
@@ -500,11 +450,6 @@ function soundOf(word: string): { key: string; term: string } | null {
     if (soundCache.size < 200_000) soundCache.set(word, sound);
   }
   return sound;
-}
-
-/** Whether a term scoring `score` ranks before `other` among a body's characteristic words (ties: the term first in code-point order, so the pick never depends on the order of insertion). */
-function outranks(term: string, score: number, other: readonly [string, number]): boolean {
-  return score > other[1] || (score === other[1] && term < other[0]);
 }
 
 /** The field weight of the best of a request term's other forms the skill holds, 0 when it holds none. */
