@@ -1,6 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { gunzipSync } from 'node:zlib';
-import { CHINESE_GLOSSARY_FILES } from './glossary-files.js';
+import { shippedGlossaryTable } from './glossary-files.js';
 
 /**
  * Chinese words as the bundled glossary writes them, read from ICU's word pieces. ICU's dictionary
@@ -12,9 +10,6 @@ import { CHINESE_GLOSSARY_FILES } from './glossary-files.js';
  * "喜欢" written alone meets "很喜欢". Chinese dev histories, recall@5: dev-zh 78.8 → 82.7 %.
  */
 
-/** Flags of a string in the lexicon: a headword, and the start of a longer one. */
-const HEADWORD = 1;
-const PREFIX = 2;
 /** Longest headword joined (characters) and most pieces one word may join, as the glossary looks words up. */
 const LONGEST = 8;
 const MOST_PIECES = 6;
@@ -24,35 +19,24 @@ const MOST_PIECES = 6;
  */
 const MODIFIERS = new Set([...'很太挺最更真好也都还就才又再']);
 
-let lexicon: Map<string, number> | undefined;
+let prefixes: Set<string> | undefined;
 
-/** Every headword of the shipped Chinese glossary and its proper prefixes, read once (60–85 ms measured). */
-function chineseLexicon(): Map<string, number> {
-  if (lexicon) return lexicon;
-  const flags = new Map<string, number>();
-  for (const file of CHINESE_GLOSSARY_FILES)
-    for (const line of gunzipSync(readFileSync(file)).toString('utf8').split('\n')) {
-      const tab = line.indexOf('\t');
-      if (tab <= 0 || line.startsWith('#')) continue;
-      const headword = line.slice(0, tab);
-      flags.set(headword, (flags.get(headword) ?? 0) | HEADWORD);
-      for (let length = 1; length < headword.length; length++) {
-        const prefix = headword.slice(0, length);
-        flags.set(prefix, (flags.get(prefix) ?? 0) | PREFIX);
-      }
-    }
-  lexicon = flags;
-  return flags;
+/**
+ * The proper prefixes of the shipped Chinese glossary's headwords, read once: a join is extended only
+ * while the joined text begins some headword. The headwords themselves are the glossary's own table
+ * (glossary-files.ts), not a copy.
+ */
+function headwordPrefixes(): Set<string> {
+  if (prefixes) return prefixes;
+  const found = new Set<string>();
+  for (const headword of shippedGlossaryTable('zh').keys()) for (let length = 1; length < headword.length; length++) found.add(headword.slice(0, length));
+  prefixes = found;
+  return found;
 }
 
-/** Reads the lexicon now, off the request path (the proxy does at start). */
+/** Reads the headwords and their prefixes now, off the request path (the proxy does at start). */
 export function warmChineseWords(): void {
-  chineseLexicon();
-}
-
-/** Whether the glossary holds `word` as a headword. */
-function isHeadword(word: string): boolean {
-  return ((chineseLexicon().get(word) ?? 0) & HEADWORD) !== 0;
+  headwordPrefixes();
 }
 
 /**
@@ -61,23 +45,23 @@ function isHeadword(word: string): boolean {
  * modifier glued to a headword cut off, the other pieces as ICU cut them.
  */
 export function chineseWords(pieces: readonly string[]): string[] {
-  const flags = chineseLexicon();
+  const headwords = shippedGlossaryTable('zh');
+  const starts = headwordPrefixes();
   const words: string[] = [];
   for (let start = 0; start < pieces.length;) {
     const first = pieces[start]!;
     let joined = first;
     let length = 1;
     // Extend only while the joined text begins some headword: most pieces begin none longer.
-    if (((flags.get(first) ?? 0) & PREFIX) !== 0)
+    if (starts.has(first))
       for (let end = start + 1; end < pieces.length && end - start < MOST_PIECES; end++) {
         joined += pieces[end]!;
         if (joined.length > LONGEST) break;
-        const found = flags.get(joined) ?? 0;
-        if ((found & HEADWORD) !== 0) length = end - start + 1;
-        if ((found & PREFIX) === 0) break;
+        if (headwords.has(joined)) length = end - start + 1;
+        if (!starts.has(joined)) break;
       }
     if (length > 1) words.push(pieces.slice(start, start + length).join(''));
-    else if (first.length >= 3 && MODIFIERS.has(first[0]!) && !isHeadword(first) && isHeadword(first.slice(1))) words.push(first[0]!, first.slice(1));
+    else if (first.length >= 3 && MODIFIERS.has(first[0]!) && !headwords.has(first) && headwords.has(first.slice(1))) words.push(first[0]!, first.slice(1));
     else words.push(first);
     start += length;
   }

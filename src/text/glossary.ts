@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { gunzipSync } from 'node:zlib';
 import { warmChineseWords } from './chinese-words.js';
 import { dictionaryForms } from './deinflect.js';
-import { GLOSSARY_FILES } from './glossary-files.js';
+import { GLOSSARY_FILES, shippedGlossaryTable } from './glossary-files.js';
 import { kinshipForms, kinshipNoun } from './kinship.js';
 import { glossTermOf, termOf, tokenize, wordSegments } from './tokenize.js';
 
@@ -73,21 +72,14 @@ const ENDS_IN_HIRAGANA = /[\u3040-\u309f]$/;
 
 export class Glossary {
   /** Per language, headword → its English gloss words, as written in the file (stemmed on first use). */
-  private readonly tables: Record<GlossaryLanguage, Map<string, string>> = { zh: new Map(), ja: new Map() };
+  private readonly tables: Readonly<Record<GlossaryLanguage, ReadonlyMap<string, string>>>;
   private readonly stems = new Map<string, readonly WeightedTerm[]>();
   private readonly headwordTerms = new Map<string, readonly string[]>();
   /** English stem → headwords per language, built on the first reverse look-up. */
   private reverse: Map<string, Partial<Record<GlossaryLanguage, ReverseEntry[]>>> | undefined;
 
-  constructor(tables: ReadonlyArray<{ language: GlossaryLanguage; text: string }>) {
-    for (const { language, text } of tables) {
-      const table = this.tables[language];
-      for (const line of text.split('\n')) {
-        if (line === '' || line.startsWith('#')) continue;
-        const tab = line.indexOf('\t');
-        if (tab > 0) table.set(line.slice(0, tab), line.slice(tab + 1));
-      }
-    }
+  constructor(tables: Readonly<Record<GlossaryLanguage, ReadonlyMap<string, string>>>) {
+    this.tables = tables;
   }
 
   get size(): number {
@@ -340,11 +332,7 @@ let shipped: Glossary | undefined;
 
 /** The shipped glossaries, read once (some 50–100 ms; the proxy reads them at start, off the request path). */
 export function glossary(): Glossary {
-  shipped ??= new Glossary(
-    (Object.keys(FILES) as GlossaryLanguage[]).flatMap((language) =>
-      FILES[language].map((file) => ({ language, text: gunzipSync(readFileSync(file)).toString('utf8') })),
-    ),
-  );
+  shipped ??= new Glossary({ zh: shippedGlossaryTable('zh'), ja: shippedGlossaryTable('ja') });
   return shipped;
 }
 
