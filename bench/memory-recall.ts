@@ -103,7 +103,13 @@ export interface RecallScore {
   method: string;
   /** mean share of a question's gold turns found in the top k, per k */
   recall: Record<number, number>;
-  /** the same, per language and per kind of question */
+  /**
+   * share of questions with at least one gold turn in the top k, per k: the "any-evidence" recall
+   * issue 13 quotes for the public benchmark (0.645 @10), looser than `recall` when a question has
+   * several gold turns
+   */
+  anyEvidence: Record<number, number>;
+  /** the same as `recall`, per language and per kind of question */
   byGroup: Record<string, Record<number, number>>;
 }
 
@@ -155,10 +161,15 @@ function score(method: string, fixture: Fixture, ranked: Map<string, string[]>):
       return sum + question.gold.filter((id) => top.has(id)).length / question.gold.length;
     }, 0) / questions.length;
   for (const k of KS) recall[k] = recallAt(fixture.questions, k);
+  const anyEvidence: Record<number, number> = {};
+  for (const k of KS) {
+    const found = fixture.questions.filter((question) => ranked.get(question.id)!.slice(0, k).some((id) => question.gold.includes(id)));
+    anyEvidence[k] = found.length / fixture.questions.length;
+  }
   const byGroup: Record<string, Record<number, number>> = {};
   for (const [key, questions] of [...groups].sort(([a], [b]) => a.localeCompare(b)))
     byGroup[key] = Object.fromEntries(KS.map((k) => [k, recallAt(questions, k)]));
-  return { method, recall, byGroup };
+  return { method, recall, anyEvidence, byGroup };
 }
 
 export interface RecallOptions {
@@ -279,8 +290,10 @@ function jobContext(): JobContext {
 
 export function renderRecall(reports: readonly RecallReport[]): string[] {
   const percent = (value: number | undefined) => `${Math.round((value ?? 0) * 100)} %`;
+  // The headline columns keep a decimal: an aim of 75 % is not met by 74.8 % rounded up.
+  const precise = (value: number | undefined) => `${((value ?? 0) * 100).toFixed(1)} %`;
   const lines = [
-    'Each history: questions asked on a later day, each with the turns that hold its answer. Recall@k: the share of those turns among the first k recalled (a memory unit counts for the turns it cites). No extractor and no embeddings unless a row says so: raw turns and the standing-instruction detector only. The baselines rank the same raw turns in the same run.',
+    'Each history: questions asked on a later day, each with the turns that hold its answer. Recall@k: the share of those turns among the first k recalled (a memory unit counts for the turns it cites), averaged over the questions; "any evidence @10": the share of questions with at least one of their turns among the first ten (the measure issue 13 quotes for the public benchmark). No extractor and no embeddings unless a row says so: raw turns and the standing-instruction detector only. The baselines rank the same raw turns in the same run.',
   ];
   for (const report of reports) {
     const groups = Object.keys(report.scores[0]?.byGroup ?? {});
@@ -288,11 +301,11 @@ export function renderRecall(reports: readonly RecallReport[]): string[] {
       '',
       `**${report.fixture}**: ${report.questions} questions about a ${report.turns}-turn history (${report.sessions} sessions over ${report.days} days).`,
       '',
-      `| method | recall@5 | recall@10 | ${groups.map((group) => `${group} @10`).join(' | ')} |`,
-      `|---|---|---|${groups.map(() => '---').join('|')}|`,
+      `| method | recall@5 | recall@10 | any evidence @10 | ${groups.map((group) => `${group} @10`).join(' | ')} |`,
+      `|---|---|---|---|${groups.map(() => '---').join('|')}|`,
       ...report.scores.map(
         (entry) =>
-          `| ${entry.method} | ${percent(entry.recall[5])} | ${percent(entry.recall[10])} | ${groups.map((group) => percent(entry.byGroup[group]?.[10])).join(' | ')} |`,
+          `| ${entry.method} | ${precise(entry.recall[5])} | ${precise(entry.recall[10])} | ${precise(entry.anyEvidence[10])} | ${groups.map((group) => percent(entry.byGroup[group]?.[10])).join(' | ')} |`,
       ),
     );
   }
