@@ -163,7 +163,12 @@ function score(method: string, fixture: Fixture, ranked: Map<string, string[]>):
   for (const k of KS) recall[k] = recallAt(fixture.questions, k);
   const anyEvidence: Record<number, number> = {};
   for (const k of KS) {
-    const found = fixture.questions.filter((question) => ranked.get(question.id)!.slice(0, k).some((id) => question.gold.includes(id)));
+    const found = fixture.questions.filter((question) =>
+      ranked
+        .get(question.id)!
+        .slice(0, k)
+        .some((id) => question.gold.includes(id)),
+    );
     anyEvidence[k] = found.length / fixture.questions.length;
   }
   const byGroup: Record<string, Record<number, number>> = {};
