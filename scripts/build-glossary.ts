@@ -20,7 +20,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { tokenize } from '../src/text/index.js';
 import { glossTermOf } from '../src/text/tokenize.js';
-import { glossWords, glossWordsBySense, plainWord, withoutNotes } from './gloss-words.js';
+import { glossStem, glossWords, glossWordsBySense, plainWord, withoutNotes } from './gloss-words.js';
 
 const { values } = parseArgs({
   options: {
@@ -78,7 +78,7 @@ const HIRAGANA = /^[\u3040-\u309f\u30fc]+$/;
 const KATAKANA_READING = /^[\u30a0-\u30ff]+$/;
 
 function stemOf(word: string): string {
-  return tokenize(word)[0] ?? glossTermOf(word) ?? '';
+  return glossStem(word) ?? '';
 }
 
 /**

@@ -76,6 +76,6 @@ export function glossWordsBySense(senses: readonly string[], clean: (sense: stri
 }
 
 /** A gloss word's search term (a filler verb such as "like" included: `glossTermOf`). */
-function glossStem(word: string): string | undefined {
+export function glossStem(word: string): string | undefined {
   return tokenize(word)[0] ?? glossTermOf(word);
 }

@@ -62,9 +62,6 @@ const REVERSE_PER_WORD = 2;
 /** Only this much of a request is looked up (a pasted log adds nothing but time). */
 const LONGEST_TEXT = 2_000;
 
-/** Per language, its files in the order they are read (glossary-files.ts). */
-const FILES: Record<GlossaryLanguage, readonly URL[]> = GLOSSARY_FILES;
-
 const CJK = /[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]/;
 const KANA = /[\u3040-\u30ff]/;
 const KATAKANA_WORD = /^[\u30a0-\u30ff]+$/;
@@ -345,7 +342,7 @@ let shippedVersion: string | undefined;
 export function glossaryVersion(): string {
   shippedVersion ??= createHash('sha256')
     .update(
-      Object.values(FILES)
+      Object.values(GLOSSARY_FILES)
         .flat()
         .map((file) => createHash('sha256').update(readFileSync(file)).digest('hex'))
         .join(' '),

@@ -45,6 +45,9 @@ const CJK_STOP_WORDS = new Set(
  */
 const CJK_STOP_CHARACTERS = new Set([...CJK_STOP_WORDS].filter((word) => word.length === 1 && word !== '不' && /[\u3400-\u9fff]/.test(word)));
 const HAN_WORD = /^[\u3400-\u9fff]+$/;
+/** Text with a Han character; with kana besides, it is Japanese (which stays as ICU cuts it). */
+const HAN = /[\u3400-\u9fff]/;
+const KANA = /[\u3040-\u30ff]/;
 
 function isCjkStopWord(word: string): boolean {
   return CJK_STOP_WORDS.has(word) || KANA_FRAGMENT.test(word) || (HAN_WORD.test(word) && [...word].every((character) => CJK_STOP_CHARACTERS.has(character)));
@@ -81,9 +84,6 @@ export function wordSegments(text: string): Iterable<WordSegment> {
   const segments = text.length <= SEGMENT_PIECE ? segmenter.segment(text) : segmentsInPieces(text);
   return HAN.test(text) && !KANA.test(text) ? chineseSegments(segments) : segments;
 }
-
-const HAN = /[\u3400-\u9fff]/;
-const KANA = /[\u3040-\u30ff]/;
 
 function chineseSegments(segments: Iterable<WordSegment>): WordSegment[] {
   const out: WordSegment[] = [];
