@@ -67,8 +67,8 @@ function crossLingualScenario(context: ScenarioContext): ExtraScenarioResult {
 /* ---------- skills: retrieval quality on labelled sets ---------- */
 
 function skillRetrievalQualityScenario(context: ScenarioContext): ExtraScenarioResult {
-  context.log('skill retrieval precision and recall on the tuned, held-out, dev, dev2, dev3, dev4 and dev5 sets');
-  const reports = (['tuned', 'held-out', 'dev', 'dev2', 'dev3', 'dev4', 'dev5'] as const).map(measureSkillRetrieval);
+  context.log('skill retrieval precision and recall on the tuned, held-out, dev, dev2, dev3, dev4, dev5 and dev6 sets');
+  const reports = (['tuned', 'held-out', 'dev', 'dev2', 'dev3', 'dev4', 'dev5', 'dev6'] as const).map(measureSkillRetrieval);
   return { title: 'Skill retrieval quality (labelled requests, by language)', lines: renderSkillRetrieval(reports), data: reports };
 }
 

@@ -10,6 +10,7 @@
  * - dev3: `test/fixtures/dev3-skills/` (a fourth bank by others, English-heavy, for tuning; built when dev2 was saturated)
  * - dev4: `test/fixtures/dev4-skills/` (a fifth bank by others, paraphrases and off-topic requests sharing a generic word)
  * - dev5: `test/fixtures/dev5-skills/` (a sixth bank by others, a newsroom's; built before any tuning on it)
+ * - dev6: `test/fixtures/dev6-skills/` (a seventh bank by others, a marketer's; built before any tuning on it)
  *
  * Standalone: `node --import tsx bench/skill-retrieval-quality.ts tuned dev` (name the sets to run).
  */
@@ -58,6 +59,11 @@ export const SKILL_SETS = {
     requests: new URL('dev5-skills/requests.json', FIXTURES),
     bank: new URL('dev5-skills/bank', FIXTURES).pathname,
     about: 'dev5: 38 skills by others, `test/fixtures/dev5-skills/`',
+  },
+  dev6: {
+    requests: new URL('dev6-skills/requests.json', FIXTURES),
+    bank: new URL('dev6-skills/bank', FIXTURES).pathname,
+    about: 'dev6: 40 skills by others, `test/fixtures/dev6-skills/`',
   },
 } as const;
 export type SkillSetName = keyof typeof SKILL_SETS;
@@ -144,7 +150,7 @@ export function renderSkillRetrieval(reports: readonly SkillRetrievalReport[]): 
   return [
     'Keyword mode, the default threshold (skills.min_relevance 0.35) and top_k (6); nothing learned (no search keys, no embeddings). Precision: injected skills that are labelled relevant; recall: labelled skills that were injected; off-topic: requests labelled as needing no skill that got one; "never" : skills labelled as wrong for the request that were injected.',
     '',
-    'Retrieval is tuned on the tuned, dev, dev2, dev3, dev4 and dev5 sets only. The held-out set is run to report generalisation; every look at it during tuning is logged, with its numbers, in `test/fixtures/heldout-skills/README.md`.',
+    'Retrieval is tuned on the tuned, dev, dev2, dev3, dev4, dev5 and dev6 sets only. The held-out set is run to report generalisation; every look at it during tuning is logged, with its numbers, in `test/fixtures/heldout-skills/README.md`.',
     '',
     '| set, language | requests | precision | recall | skills per turn | off-topic injected | "never" injected |',
     '|---|---|---|---|---|---|---|',
