@@ -291,10 +291,10 @@ describe('cross-lingual skills: an English request finds a skill written in Japa
   after(() => scripted?.close());
 
   test('an English request about my child finds the Japanese skill with 子供, the everyday Japanese word, not 小人 (frequent in Chinese for another sense)', async () => {
-    await ask(proxy, "my child's diary", 'ja-r1');
-    assert.deepEqual(injectedSkills(upstream), ['kodomo-shukudai']);
-    // The child tells the two apart: homework and diary alone are in both.
-    await ask(proxy, "my child's homework and diary", 'ja-r2');
+    // The child tells the two apart: homework and diary alone are in both. ("my child's diary" alone is
+    // two everyday words, 1.08 rare terms of evidence under the translated gate's 1.2: the same skills
+    // written in English get 1.47 under 1.5 and nothing either.)
+    await ask(proxy, "my child's homework and diary", 'ja-r1');
     assert.deepEqual(injectedSkills(upstream), ['kodomo-shukudai']);
   });
 });

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { silentLogger } from '../src/logging/index.js';
 import { SkillLibrary } from '../src/skills/library.js';
@@ -29,7 +31,12 @@ function retriever(): SkillRetriever {
 
 /** The names of the skills a bank written by others (`test/fixtures/<set>-skills/bank`) gives a request: keyword mode, top_k 6, the default threshold. */
 function bankSkills(set: string): (request: string) => string[] {
-  const library = new SkillLibrary(new URL(`./fixtures/${set}-skills/bank`, import.meta.url).pathname, silentLogger());
+  return directorySkills(new URL(`./fixtures/${set}-skills/bank`, import.meta.url).pathname);
+}
+
+/** The names of the skills the library in `dir` gives a request: keyword mode, top_k 6, the default threshold. */
+function directorySkills(dir: string): (request: string) => string[] {
+  const library = new SkillLibrary(dir, silentLogger());
   library.scan();
   const index = new SkillSearchIndex();
   index.sync(library.all());
@@ -143,6 +150,39 @@ describe('skill retrieval over a bank written by others (the dev3 set: long trig
     assert.deepEqual(names('the SOC 2 auditor arrives next month. go over the repo and our cloud setup for holes and rank what you find by how bad it is'), [
       'security-reviewer',
     ]);
+  });
+});
+
+/** The names of the skills a library of `skills` (name → a one-line description and body) gives a request: keyword mode, top_k 6, the default threshold. */
+function librarySkills(skills: Record<string, string>): (request: string) => string[] {
+  const dir = mkdtempSync(join(tmpdir(), 'metaclaw-skills-'));
+  for (const [name, text] of Object.entries(skills)) {
+    mkdirSync(join(dir, name));
+    writeFileSync(join(dir, name, 'SKILL.md'), `---\nname: ${name}\ndescription: "${text}"\n---\n\n# ${name}\n\n${text}\n`);
+  }
+  return directorySkills(dir);
+}
+
+describe('a library written in Japanese answers an English request as the same library written in English does', () => {
+  // A child's homework and diary, and their grading; the Japanese skills named in romaji, so their names hold no English word.
+  // The requests lean on words the glossary translates: "grading" it does not give as 採点, so "diary grading" finds the English skill only.
+  const japanese = librarySkills({
+    'kodomo-shukudai': '子供の宿題と日記は、夕食の前にチェックします。',
+    'shukudai-saiten': '宿題と日記の採点は、先生が翌日までに返します。',
+  });
+  const english = librarySkills({
+    'child-homework': "Check the child's homework and diary before dinner.",
+    'homework-grading': 'The teacher returns the grading of homework and diary by the next day.',
+  });
+  const twin: Record<string, string> = { 'kodomo-shukudai': 'child-homework', 'shukudai-saiten': 'homework-grading' };
+
+  test('the background statistics count Japanese words on the scale of their English translations: the same requests get the same skills', () => {
+    for (const request of ["my child's diary", "my child's homework and diary", 'homework and diary grading by the teacher', 'the teacher'])
+      assert.deepEqual(
+        japanese(request).map((name) => twin[name]),
+        english(request),
+        request,
+      );
   });
 });
 
