@@ -4,14 +4,15 @@
  * the same raw turns: SQLite FTS5 BM25 as it comes (unicode61 tokenizer), and BM25 over our own
  * segmented, stemmed terms (isolates ranking).
  *
- * Eight histories: the tuned one (`test/fixtures/memory-recall.json`), five dev ones written for tuning
+ * Nine histories: the tuned one (`test/fixtures/memory-recall.json`), six dev ones written for tuning
  * this part (`test/fixtures/dev-recall/`: the second over 13 months, the third paraphrased and
- * cross-language both ways, the fourth mostly Chinese, the fifth 65 sessions of short chat turns), a check set in the same folder (many short turns
+ * cross-language both ways, the fourth mostly Chinese, the fifth 65 sessions of short chat turns, the sixth
+ * a mixed English and Chinese history with paraphrased questions in both directions), a check set in the same folder (many short turns
  * over ten months) that is never tuned on, and a held-out one nobody tunes on
  * (`test/fixtures/heldout-memory/recall-long.json`). The dev history also has extractor output
  * written once (with search keys), for the row that measures recall with an extractor.
  *
- * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|dev-long|dev-cross|dev-zh|dev-xl|dev-check|heldout …]` (default: all but heldout).
+ * Standalone: `node --import tsx bench/memory-recall.ts [tuned|dev|dev-long|dev-cross|dev-zh|dev-xl|dev-mix|dev-check|heldout …]` (default: all but heldout).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -36,7 +37,7 @@ const KS = [5, 10] as const;
 
 /** A labelled history the bench knows. */
 export interface RecallFixture {
-  key: 'tuned' | 'dev' | 'dev-long' | 'dev-cross' | 'dev-zh' | 'dev-xl' | 'dev-check' | 'heldout';
+  key: 'tuned' | 'dev' | 'dev-long' | 'dev-cross' | 'dev-zh' | 'dev-xl' | 'dev-mix' | 'dev-check' | 'heldout';
   file: URL;
   /** How the report names it. */
   label: string;
@@ -69,6 +70,12 @@ export const RECALL_FIXTURES: readonly RecallFixture[] = [
     key: 'dev-xl',
     file: new URL('../test/fixtures/dev-recall/recall-xl.json', import.meta.url),
     label: 'long dev set, short turns (`test/fixtures/dev-recall/recall-xl.json`)',
+    checked: true,
+  },
+  {
+    key: 'dev-mix',
+    file: new URL('../test/fixtures/dev-recall/recall-mix.json', import.meta.url),
+    label: 'mixed English and Chinese dev set (`test/fixtures/dev-recall/recall-mix.json`)',
     checked: true,
   },
   {
