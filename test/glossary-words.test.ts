@@ -24,4 +24,31 @@ describe('shipped Chinese glossary: words of conversation', () => {
   test('预产期 (a due date), ranked past the 40,000th word of the frequency list, is glossed, so an English question about when a baby was due finds the Chinese turn', () => {
     assert.ok(terms(glossary().english('预产期', 'zh')).includes('due'));
   });
+
+  test("寿司 (sushi) and 曲奇 (cookie), which jieba's list lacks, are glossed: Tatoeba's pairs say them in conversation", () => {
+    assert.equal(terms(glossary().english('寿司', 'zh'))[0], 'sushi');
+    assert.equal(terms(glossary().english('曲奇', 'zh'))[0], 'cooki');
+    // 曲奇 is one search term, and 孩子们 still gives 孩子 (a word the file reads as its own words is not joined).
+    assert.deepEqual(tokenize('孩子们都喜欢曲奇'), ['孩子', '喜欢', '曲奇']);
+  });
+
+  test('a word of conversation the file reads as words of its own (孩子们: 孩子 + 们) or that ends in a particle (打的) is no headword', () => {
+    assert.equal(glossary().english('孩子们', 'zh'), undefined);
+    assert.equal(glossary().english('打的', 'zh'), undefined);
+  });
+});
+
+describe('shipped Chinese glossary: the reverse look-up reads conversation', () => {
+  const first = (stem: string) => terms(glossary().fromEnglish([stem], ['zh']).get(stem));
+
+  test('an English word reaches the headword Tatoeba translates it by before a frequent phrase ("teacher": 老师, not 先生; "cold": 寒冷, not 冷战, cold war)', () => {
+    assert.equal(first('teacher')[0], '老师');
+    assert.equal(first('cold')[0], '寒冷');
+    assert.ok(!first('cold').includes('冷战'));
+    assert.equal(first('love')[0], '恋爱');
+  });
+
+  test('a headword moved up for its first gloss word does not become a translation of its second (开车, to drive a car, leaves "car" to 汽车 and 车子)', () => {
+    assert.deepEqual(first('car'), ['汽车', '车子']);
+  });
 });
