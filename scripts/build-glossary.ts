@@ -54,8 +54,6 @@ const SPOKEN_PAIRS = 3;
  * particle after it wherever ICU cut them apart ("我打的电话", 我|打|的|电话: the call I made).
  */
 const PARTICLE_END = /[的了着过得地们吗呢吧啊]$/;
-/** Tatoeba pairs in which a headword must translate an English word before it goes first for it (`spokenTranslations`). */
-const SPOKEN_TRANSLATION = 3;
 /** Technical Chinese words beyond those, by the same frequencies. */
 const ZH_TECHNICAL = 5_000;
 /** Japanese kanji words (common ones, ranked by the frequency of the same word in Chinese where it is one) and katakana words. */
@@ -248,29 +246,12 @@ const zhSpoken = spokenWords(
   zhRows.filter((row) => row.words.length > 0),
   new Set(zhSelected.map((row) => row.word)),
 );
-const byFrequency = (a: { word: string; count: number }, b: { word: string; count: number }) =>
+const zhKept = [...zhSelected, ...zhSpoken].sort(
   // The supplement's words first: their first sense is the one a user means (and what an English word stands for).
-  Number(supplement.zh.has(b.word)) - Number(supplement.zh.has(a.word)) || band(b.count) - band(a.count) || a.word.localeCompare(b.word);
-const zhFrequent = [...zhSelected, ...zhSpoken].sort(byFrequency);
-const spokenBand = spokenTranslations(zhFrequent);
-const withSpokenFirst = (moved: ReadonlyMap<string, number>) =>
-  [...zhFrequent].sort(
-    (a, b) =>
-      Number(supplement.zh.has(b.word)) - Number(supplement.zh.has(a.word)) ||
-      (moved.get(b.word) ?? band(b.count)) - (moved.get(a.word) ?? band(a.count)) ||
-      Number(moved.has(b.word)) - Number(moved.has(a.word)) ||
-      a.word.localeCompare(b.word),
-  );
-// A headword moved up for its first gloss word must not, higher, become a translation of its second ("开车",
-// moved up for "drive", would pass 车子 for "car"): such a move is not made.
-const movedOrder = withSpokenFirst(spokenBand);
-for (const row of movedOrder) {
-  const second = spokenBand.has(row.word) && row.words[1] ? glossTermOf(row.words[1]) : undefined;
-  if (second && reverseHeadwords(movedOrder, second).join() !== reverseHeadwords(zhFrequent, second).join()) spokenBand.delete(row.word);
-}
-const zhKept = withSpokenFirst(spokenBand);
+  (a, b) => Number(supplement.zh.has(b.word)) - Number(supplement.zh.has(a.word)) || band(b.count) - band(a.count) || a.word.localeCompare(b.word),
+);
 
-/* ---------- Tatoeba's conversation: everyday words, and which word translates an English one ---------- */
+/* ---------- Tatoeba's conversation: everyday words jieba's list lacks ---------- */
 
 /** An English–Chinese sentence pair of Tatoeba: the English side's search terms, the headwords of the Chinese side. */
 interface SentencePair {
@@ -496,55 +477,6 @@ function readAsWords(word: string, kept: ReadonlySet<string>): boolean {
   return cuts[word.length] === 2;
 }
 
-/**
- * The headword conversation translates an English word by, where it is not the file's first for it: the
- * reverse look-up takes the first headword whose first gloss word is the English word, and by frequency
- * alone that is often a phrase ("love": 爱国, to love one's country; "cold": 冷战, cold war; "teacher":
- * 先生). A headword counts a Tatoeba pair as evidence when the Chinese side holds it and the English side
- * its first gloss word but none of the other words of its first sense ("I love my country" is 爱国's phrase,
- * not evidence that 爱国 translates "love"). The headword with the most evidence, at least
- * `SPOKEN_TRANSLATION` pairs and more than the first one's, goes into the first one's frequency band, before
- * the band's other words. Returns the band each such headword is written in.
- */
-function spokenTranslations(rows: ReadonlyArray<{ word: string; words: string[]; count: number }>): Map<string, number> {
-  const moved = new Map<string, number>();
-  /** Per headword: the stem of its first gloss word, and the other terms of its first sense. */
-  const senseOf = new Map<string, { stem: string; others: string[] }>();
-  const candidates = new Map<string, Array<{ word: string; count: number }>>();
-  for (const row of rows) {
-    const stem = row.word.length >= 2 && row.words[0] ? glossTermOf(row.words[0]) : undefined;
-    if (!stem) continue;
-    const firstSense = senses.get(row.word)?.[0] ?? '';
-    const others = senseWords(firstSense)
-      .map((word) => glossTermOf(word))
-      .filter((term): term is string => term !== undefined && term !== stem);
-    senseOf.set(row.word, { stem, others });
-    const list = candidates.get(stem) ?? [];
-    candidates.set(stem, [...list, row]);
-  }
-  const evidence = new Map<string, number>();
-  for (const pair of pairs)
-    for (const word of pair.chinese) {
-      const sense = senseOf.get(word);
-      if (sense && pair.english.has(sense.stem) && !sense.others.some((term) => pair.english.has(term))) evidence.set(word, (evidence.get(word) ?? 0) + 1);
-    }
-  for (const list of candidates.values()) {
-    const first = list[0]!;
-    if (supplement.zh.has(first.word)) continue;
-    const best = list.reduce((top, row) => ((evidence.get(row.word) ?? 0) > (evidence.get(top.word) ?? 0) ? row : top), first);
-    if (best !== first && (evidence.get(best.word) ?? 0) >= SPOKEN_TRANSLATION && !moved.has(best.word))
-      moved.set(best.word, Math.max(band(best.count), band(first.count)));
-  }
-  return moved;
-}
-
-/** The headwords the reverse look-up (src/text/glossary.ts) takes for an English stem from rows in this order: the first two of two characters or more with it as their first or second gloss word. */
-function reverseHeadwords(rows: ReadonlyArray<{ word: string; words: string[] }>, stem: string): string[] {
-  const found: string[] = [];
-  for (const row of rows) if (row.word.length >= 2 && row.words.slice(0, 2).some((word) => glossTermOf(word) === stem) && found.push(row.word) === 2) break;
-  return found;
-}
-
 /* ---------- output ---------- */
 
 const header = (source: string) =>
@@ -555,5 +487,5 @@ const write = (file: string, text: string) => writeFileSync(join(values.out, fil
 write('zh-en.tsv.gz', `${header('Chinese → English, from CC-CEDICT (CC BY-SA 4.0), ranked by the word frequencies of jieba (MIT)')}${render(zhKept)}\n`);
 write('ja-en.tsv.gz', `${header('Japanese → English, from EDICT and COMPDIC of the EDRDG (CC BY-SA 3.0)')}${render(jaKept)}\n`);
 process.stdout.write(
-  `zh-en: ${zhKept.length} headwords (${everyday.length} everyday, ${conversation.length} conversation, ${zhSpoken.length} spoken, ${spokenBand.size} moved before a phrase, ${zhComputing.length} computing, ${zhTechnical.length} technical, ${zhTerms.length} terms); ja-en: ${jaKept.length} headwords (${katakana.length} katakana); technical vocabulary: ${technical.size} words\n`,
+  `zh-en: ${zhKept.length} headwords (${everyday.length} everyday, ${conversation.length} conversation, ${zhSpoken.length} spoken, ${zhComputing.length} computing, ${zhTechnical.length} technical, ${zhTerms.length} terms); ja-en: ${jaKept.length} headwords (${katakana.length} katakana); technical vocabulary: ${technical.size} words\n`,
 );
