@@ -25,3 +25,19 @@ describe('shipped Chinese glossary: words of conversation', () => {
     assert.ok(terms(glossary().english('预产期', 'zh')).includes('due'));
   });
 });
+
+describe('shipped Chinese glossary: kinship nouns', () => {
+  test('an English "mother", "mum" or "brother" reaches the everyday noun and its glued forms as a main sense (妈妈 lists "mother" third, 哥哥 is "older brother")', () => {
+    const reverse = glossary().fromEnglish(['mother', 'mum', 'brother'], ['zh']);
+    const weightOf = (term: string, form: string) => reverse.get(term)?.find((item) => item.term === form)?.weight;
+    assert.equal(weightOf('mother', '妈妈'), 1);
+    assert.equal(weightOf('mum', '我妈'), 1);
+    assert.equal(weightOf('brother', '我哥'), 1);
+    assert.equal(weightOf('brother', '我弟'), 1);
+  });
+
+  test('a Chinese kinship noun also searches its forms glued to a pronoun, and a glued form the noun ("哥哥" asked, "我哥" told)', () => {
+    assert.ok(terms([...glossary().toEnglish('我哥哥住在哪儿').values()].flat()).includes('我哥'));
+    assert.ok(terms([...glossary().toEnglish('我妈住在哪儿').values()].flat()).includes('妈妈'));
+  });
+});

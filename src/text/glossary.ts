@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { warmChineseWords } from './chinese-words.js';
 import { dictionaryForms } from './deinflect.js';
 import { GLOSSARY_FILES, shippedGlossaryTable } from './glossary-files.js';
-import { kinshipForms, kinshipNoun } from './kinship.js';
+import { kinshipForms, kinshipNoun, kinshipNounsOf } from './kinship.js';
 import { glossTermOf, termOf, tokenize, wordSegments } from './tokenize.js';
 
 /**
@@ -114,6 +114,10 @@ export class Glossary {
       if (word.sources.length === 0 || !english) continue;
       for (const source of word.sources)
         for (const { term, weight } of english) push(alternatives, source, { term, weight: weight / word.sources.length, sense: weight });
+      // A kinship noun is also written glued to a pronoun, or alone ("哥哥" asked, "我哥" told): each form stands for the others.
+      const forms = word.language === 'zh' ? kinshipForms(word.headword) : [];
+      for (const source of forms.length > 0 ? word.sources : [])
+        for (const form of [word.headword, ...forms]) push(alternatives, source, { term: form, weight: WORD_WEIGHT / word.sources.length, sense: WORD_WEIGHT });
     }
     return alternatives;
   }
@@ -161,9 +165,11 @@ export class Glossary {
     for (const term of terms) {
       if (CJK.test(term)) continue;
       const entry = reverse.get(term);
-      if (!entry) continue;
+      // A kinship word means its everyday noun, whichever of the noun's senses the dictionary lists it as.
+      const kin = languages.includes('zh') ? kinshipNounsOf(term).map((headword) => ({ headword, weight: WORD_WEIGHT })) : [];
+      if (!entry && kin.length === 0) continue;
       for (const language of languages) {
-        for (const { headword, weight } of entry[language] ?? []) {
+        for (const { headword, weight } of [...(language === 'zh' ? kin : []), ...(entry?.[language] ?? [])]) {
           const parts = this.termsOf(headword);
           for (const part of parts)
             for (const form of [part, ...kinshipForms(part)]) push(alternatives, term, { term: form, weight: weight / parts.length, sense: weight });

@@ -1,3 +1,5 @@
+import { glossTermOf } from './tokenize.js';
+
 /**
  * Chinese kinship words the segmenter writes otherwise than the dictionary: as a bound character
  * ("妈", "弟") or glued to a pronoun as one word ("我妈", "我爸", "我哥"; its dictionary holds them).
@@ -20,4 +22,33 @@ export function kinshipNoun(segment: string): string | undefined {
 /** The forms of a kinship noun glued to a pronoun ("妈妈" → 我妈, 你妈…); none for another word (searching the bare "爸" for "dad" too lost dev-cross questions @5). */
 export function kinshipForms(noun: string): readonly string[] {
   return FORMS_OF.get(noun) ?? [];
+}
+
+/**
+ * The English words of each kinship noun, every one of them its everyday sense. The dictionary lists
+ * them as senses in turn ("妈妈": mom, mum, mother; "哥哥": older brother), so the reverse look-up
+ * reached the noun from "mum" or "brother" as a second sense (0.6 of the word), and from "mother" not at all.
+ */
+const ENGLISH_OF: ReadonlyMap<string, readonly string[]> = new Map([
+  ['妈妈', ['mum', 'mom', 'mother']],
+  ['爸爸', ['dad', 'father']],
+  ['哥哥', ['brother']],
+  ['弟弟', ['brother']],
+  ['姐姐', ['sister']],
+  ['妹妹', ['sister']],
+]);
+
+let nounsOfTerm: Map<string, string[]> | undefined;
+
+/** The kinship nouns an English query term means ("mother" → 妈妈; "brother" → 哥哥, 弟弟). */
+export function kinshipNounsOf(term: string): readonly string[] {
+  if (!nounsOfTerm) {
+    nounsOfTerm = new Map();
+    for (const [noun, words] of ENGLISH_OF)
+      for (const word of words) {
+        const stem = glossTermOf(word);
+        if (stem !== undefined) nounsOfTerm.set(stem, [...(nounsOfTerm.get(stem) ?? []), noun]);
+      }
+  }
+  return nounsOfTerm.get(term) ?? [];
 }
