@@ -40,4 +40,16 @@ describe('shipped Chinese glossary: kinship nouns', () => {
     assert.ok(terms([...glossary().toEnglish('我哥哥住在哪儿').values()].flat()).includes('我哥'));
     assert.ok(terms([...glossary().toEnglish('我妈住在哪儿').values()].flat()).includes('妈妈'));
   });
+
+  test('爸妈, which the segmenter writes as two words (爸|妈, 我爸|妈), is read as 父母, so a stored "我爸妈六月来" is found by "parents"', () => {
+    const words = glossary().words('我爸妈六月要来，想给爸妈寄点东西');
+    assert.deepEqual(
+      words.filter((word) => word.headword === '父母').map((word) => word.sources),
+      [
+        ['我爸', '妈'],
+        ['爸', '妈'],
+      ],
+    );
+    assert.ok(terms(glossary().english('父母', 'zh')).includes('parent'));
+  });
 });

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { warmChineseWords } from './chinese-words.js';
 import { dictionaryForms } from './deinflect.js';
 import { GLOSSARY_FILES, shippedGlossaryTable } from './glossary-files.js';
-import { kinshipForms, kinshipNoun, kinshipNounsOf } from './kinship.js';
+import { KINSHIP_VERSION, kinshipForms, kinshipNoun, kinshipNounsOf, kinshipPair } from './kinship.js';
 import { glossTermOf, termOf, tokenize, wordSegments } from './tokenize.js';
 
 /**
@@ -137,6 +137,13 @@ export class Glossary {
     for (const run of cjkRuns(sample)) {
       for (let start = 0; start < run.length;) {
         const span = this.longestAt(run, start, language);
+        // "爸|妈" is read as 父母 (text/kinship.ts).
+        const pair = language === 'zh' && start + 1 < run.length ? kinshipPair(run[start]!.text, run[start + 1]!.text) : undefined;
+        if (pair !== undefined && this.tables.zh.has(pair)) {
+          word(pair, run.slice(start, start + 2));
+          start += 2;
+          continue;
+        }
         // "我妈" is looked up as 妈妈 (text/kinship.ts), unless a longer word starts there ("妈|妈" is 妈妈 already).
         const noun = language === 'zh' && (!span || span.segments === 1) ? kinshipNoun(run[start]!.text) : undefined;
         if (noun !== undefined && this.tables.zh.has(noun)) {
@@ -342,8 +349,8 @@ export function glossary(): Glossary {
 let shippedVersion: string | undefined;
 
 /**
- * A fingerprint of the shipped glossary files: what was indexed with their words can tell when an
- * upgrade brought other words (and index again).
+ * A fingerprint of the shipped glossary files and of the kinship reading (`KINSHIP_VERSION`): what was
+ * indexed with their words can tell when an upgrade brought other words (and index again).
  */
 export function glossaryVersion(): string {
   shippedVersion ??= createHash('sha256')
@@ -351,6 +358,7 @@ export function glossaryVersion(): string {
       Object.values(GLOSSARY_FILES)
         .flat()
         .map((file) => createHash('sha256').update(readFileSync(file)).digest('hex'))
+        .concat(KINSHIP_VERSION)
         .join(' '),
     )
     .digest('hex')

@@ -52,3 +52,14 @@ export function kinshipNounsOf(term: string): readonly string[] {
   }
   return nounsOfTerm.get(term) ?? [];
 }
+
+/**
+ * "爸妈" (mum and dad) is no dictionary word and the segmenter writes it as two (爸|妈, 我爸|妈): the
+ * pair is read as 父母 (father, mother, parents), so "my parents" meets it.
+ */
+export function kinshipPair(first: string, second: string): string | undefined {
+  return NOUN_OF.get(first) === '爸爸' && second === '妈' ? '父母' : undefined;
+}
+
+/** Changes with what a stored text's kinship words are glossed as: an index written with another reading is rebuilt (see `glossaryVersion`). */
+export const KINSHIP_VERSION = 'kinship-2';
