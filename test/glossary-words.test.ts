@@ -52,4 +52,10 @@ describe('shipped Chinese glossary: kinship nouns', () => {
     );
     assert.ok(terms(glossary().english('父母', 'zh')).includes('parent'));
   });
+
+  test('a relative the dictionary writes as a path through another is glossed as itself: 外婆 is "grandmother", not "mother", and "niece" reaches 侄女, not 侄孙女 (a grandniece)', () => {
+    assert.deepEqual(terms(glossary().english('外婆', 'zh')), ['grandmoth', 'grandma']);
+    assert.deepEqual(terms(glossary().fromEnglish(['niec'], ['zh']).get('niec')).slice(0, 2), ['侄女', '外甥女']);
+    assert.ok(!terms(glossary().fromEnglish(['mother'], ['zh']).get('mother')).includes('外婆'));
+  });
 });

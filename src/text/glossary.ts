@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { warmChineseWords } from './chinese-words.js';
 import { dictionaryForms } from './deinflect.js';
 import { GLOSSARY_FILES, shippedGlossaryTable } from './glossary-files.js';
-import { KINSHIP_VERSION, kinshipForms, kinshipNoun, kinshipNounsOf, kinshipPair } from './kinship.js';
+import { KINSHIP_VERSION, kinshipForms, kinshipNoun, kinshipNounsOf, kinshipPair, relativeGloss } from './kinship.js';
 import { glossTermOf, termOf, tokenize, wordSegments } from './tokenize.js';
 
 /**
@@ -91,7 +91,7 @@ export class Glossary {
     const key = `${language}:${headword}`;
     let stems = this.stems.get(key);
     if (stems) return stems.length > 0 ? stems : undefined;
-    const gloss = this.tables[language].get(headword);
+    const gloss = (language === 'zh' && this.tables.zh.has(headword) ? relativeGloss(headword) : undefined) ?? this.tables[language].get(headword);
     if (gloss === undefined) return undefined;
     const base = headword.length === 1 ? CHARACTER_WEIGHT : WORD_WEIGHT;
     let terms = [...new Set(gloss.split(' ').map(glossTermOf))].filter((term): term is string => term !== undefined);
@@ -263,7 +263,8 @@ export class Glossary {
       /** Per stem: the first headword with it as its main sense, and the first ones with it first or second. */
       const found = new Map<string, { main?: string; near: ReverseEntry[] }>();
       for (const [headword, gloss] of this.tables[language]) {
-        if (headword.length < 2) continue;
+        // A relative's dictionary gloss is a path through others ("外婆": mother maternal…): it is reached through text/kinship.ts instead.
+        if (headword.length < 2 || (language === 'zh' && relativeGloss(headword) !== undefined)) continue;
         for (const position of [0, 1] as const) {
           const word = glossWordAt(gloss, position);
           const stem = word === undefined ? undefined : stemOf(word);

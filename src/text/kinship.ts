@@ -38,13 +38,41 @@ const ENGLISH_OF: ReadonlyMap<string, readonly string[]> = new Map([
   ['妹妹', ['sister']],
 ]);
 
+/**
+ * Relatives the dictionary writes as a path through another ("外婆": mother's mother, kept as "mother
+ * maternal grandmother"; "侄女": "brother daughter niece"): the words of the path are no sense of the
+ * noun (an English "mother" met every turn about a grandmother, and "niece" reached 侄孙女, a
+ * grandniece, not 侄女). Their gloss is the relative's own English words.
+ */
+const RELATIVES: ReadonlyMap<string, readonly string[]> = new Map([
+  ['侄女', ['niece']],
+  ['外甥女', ['niece']],
+  ['侄子', ['nephew']],
+  ['外甥', ['nephew']],
+  ['外婆', ['grandmother', 'grandma']],
+  ['姥姥', ['grandmother', 'grandma']],
+  ['奶奶', ['grandmother', 'grandma']],
+  ['外公', ['grandfather', 'grandpa']],
+  ['姥爷', ['grandfather', 'grandpa']],
+  ['爷爷', ['grandfather', 'grandpa']],
+  ['舅舅', ['uncle']],
+  ['叔叔', ['uncle']],
+  ['姑姑', ['aunt']],
+  ['舅妈', ['aunt']],
+]);
+
+/** The English gloss of a relative the dictionary writes as a path through another ("外婆": grandmother, grandma); undefined for another word. */
+export function relativeGloss(noun: string): string | undefined {
+  return RELATIVES.get(noun)?.join(' ');
+}
+
 let nounsOfTerm: Map<string, string[]> | undefined;
 
 /** The kinship nouns an English query term means ("mother" → 妈妈; "brother" → 哥哥, 弟弟). */
 export function kinshipNounsOf(term: string): readonly string[] {
   if (!nounsOfTerm) {
     nounsOfTerm = new Map();
-    for (const [noun, words] of ENGLISH_OF)
+    for (const [noun, words] of [...ENGLISH_OF, ...RELATIVES])
       for (const word of words) {
         const stem = glossTermOf(word);
         if (stem !== undefined) nounsOfTerm.set(stem, [...(nounsOfTerm.get(stem) ?? []), noun]);
@@ -62,4 +90,4 @@ export function kinshipPair(first: string, second: string): string | undefined {
 }
 
 /** Changes with what a stored text's kinship words are glossed as: an index written with another reading is rebuilt (see `glossaryVersion`). */
-export const KINSHIP_VERSION = 'kinship-2';
+export const KINSHIP_VERSION = 'kinship-3';
