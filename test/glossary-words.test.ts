@@ -37,3 +37,37 @@ describe('shipped Chinese glossary: words of conversation', () => {
     assert.equal(glossary().english('打的', 'zh'), undefined);
   });
 });
+
+describe('shipped Chinese glossary: kinship nouns', () => {
+  test('an English "mother", "mum" or "brother" reaches the everyday noun and its glued forms as a main sense (妈妈 lists "mother" third, 哥哥 is "older brother")', () => {
+    const reverse = glossary().fromEnglish(['mother', 'mum', 'brother'], ['zh']);
+    const weightOf = (term: string, form: string) => reverse.get(term)?.find((item) => item.term === form)?.weight;
+    assert.equal(weightOf('mother', '妈妈'), 1);
+    assert.equal(weightOf('mum', '我妈'), 1);
+    assert.equal(weightOf('brother', '我哥'), 1);
+    assert.equal(weightOf('brother', '我弟'), 1);
+  });
+
+  test('a Chinese kinship noun also searches its forms glued to a pronoun, and a glued form the noun ("哥哥" asked, "我哥" told)', () => {
+    assert.ok(terms([...glossary().toEnglish('我哥哥住在哪儿').values()].flat()).includes('我哥'));
+    assert.ok(terms([...glossary().toEnglish('我妈住在哪儿').values()].flat()).includes('妈妈'));
+  });
+
+  test('爸妈, which the segmenter writes as two words (爸|妈, 我爸|妈), is read as 父母, so a stored "我爸妈六月来" is found by "parents"', () => {
+    const words = glossary().words('我爸妈六月要来，想给爸妈寄点东西');
+    assert.deepEqual(
+      words.filter((word) => word.headword === '父母').map((word) => word.sources),
+      [
+        ['我爸', '妈'],
+        ['爸', '妈'],
+      ],
+    );
+    assert.ok(terms(glossary().english('父母', 'zh')).includes('parent'));
+  });
+
+  test('a relative the dictionary writes as a path through another is glossed as itself: 外婆 is "grandmother", not "mother", and "niece" reaches 侄女, not 侄孙女 (a grandniece)', () => {
+    assert.deepEqual(terms(glossary().english('外婆', 'zh')), ['grandmoth', 'grandma']);
+    assert.deepEqual(terms(glossary().fromEnglish(['niec'], ['zh']).get('niec')).slice(0, 2), ['侄女', '外甥女']);
+    assert.ok(!terms(glossary().fromEnglish(['mother'], ['zh']).get('mother')).includes('外婆'));
+  });
+});

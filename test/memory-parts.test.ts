@@ -366,6 +366,26 @@ describe('memory parts', () => {
     }
   });
 
+  test('kinship words cross languages as the everyday nouns they are: "my brother" finds 我哥 before a sister, and 哥哥 asked finds 我哥 told', async () => {
+    // The dictionary reads 哥哥 as "older brother": an English "brother" reached it, and its glued form 我哥, at a second sense.
+    for (const [query, expected, others] of [
+      ['Which city is my brother in?', '我哥在深圳。', ['我妹在上海。', 'My sister is in Shanghai.']],
+      ['我哥哥住在哪儿？', '我哥在深圳。', ['我妹住在上海。', 'My sister lives in Shanghai.']],
+    ] as const) {
+      const store = new MemoryStore(openDatabase(':memory:'));
+      const now = Date.now();
+      for (const [index, content] of [expected, ...others].entries())
+        store.add({ scope: 's', type: 'episodic', content, origin: 'manual', observedAt: now - (3 - index) * 86_400_000 });
+      const retriever = new MemoryRetriever(store, undefined, silentLogger(), 'keyword', () => ['zh']);
+      const hits = await retriever.recall({ scope: 's', query, limit: 1, minRelevance: 0.1 });
+      assert.deepEqual(
+        hits.map((hit) => hit.unit.content),
+        [expected],
+        query,
+      );
+    }
+  });
+
   test('memories that differ only in a number are different facts: each is recalled, none left out as a copy of another', async () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const now = Date.now();

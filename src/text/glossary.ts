@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { warmChineseWords } from './chinese-words.js';
 import { dictionaryForms } from './deinflect.js';
 import { GLOSSARY_FILES, shippedGlossaryTable } from './glossary-files.js';
-import { kinshipForms, kinshipNoun } from './kinship.js';
+import { KINSHIP_VERSION, kinshipForms, kinshipNoun, kinshipNounsOf, kinshipPair, relativeGloss } from './kinship.js';
 import { glossTermOf, termOf, tokenize, wordSegments } from './tokenize.js';
 
 /**
@@ -91,7 +91,7 @@ export class Glossary {
     const key = `${language}:${headword}`;
     let stems = this.stems.get(key);
     if (stems) return stems.length > 0 ? stems : undefined;
-    const gloss = this.tables[language].get(headword);
+    const gloss = (language === 'zh' && this.tables.zh.has(headword) ? relativeGloss(headword) : undefined) ?? this.tables[language].get(headword);
     if (gloss === undefined) return undefined;
     const base = headword.length === 1 ? CHARACTER_WEIGHT : WORD_WEIGHT;
     let terms = [...new Set(gloss.split(' ').map(glossTermOf))].filter((term): term is string => term !== undefined);
@@ -114,6 +114,10 @@ export class Glossary {
       if (word.sources.length === 0 || !english) continue;
       for (const source of word.sources)
         for (const { term, weight } of english) push(alternatives, source, { term, weight: weight / word.sources.length, sense: weight });
+      // A kinship noun is also written glued to a pronoun, or alone ("哥哥" asked, "我哥" told): each form stands for the others.
+      const forms = word.language === 'zh' ? kinshipForms(word.headword) : [];
+      for (const source of forms.length > 0 ? word.sources : [])
+        for (const form of [word.headword, ...forms]) push(alternatives, source, { term: form, weight: WORD_WEIGHT / word.sources.length, sense: WORD_WEIGHT });
     }
     return alternatives;
   }
@@ -133,6 +137,13 @@ export class Glossary {
     for (const run of cjkRuns(sample)) {
       for (let start = 0; start < run.length;) {
         const span = this.longestAt(run, start, language);
+        // "爸|妈" is read as 父母 (text/kinship.ts).
+        const pair = language === 'zh' && start + 1 < run.length ? kinshipPair(run[start]!.text, run[start + 1]!.text) : undefined;
+        if (pair !== undefined && this.tables.zh.has(pair)) {
+          word(pair, run.slice(start, start + 2));
+          start += 2;
+          continue;
+        }
         // "我妈" is looked up as 妈妈 (text/kinship.ts), unless a longer word starts there ("妈|妈" is 妈妈 already).
         const noun = language === 'zh' && (!span || span.segments === 1) ? kinshipNoun(run[start]!.text) : undefined;
         if (noun !== undefined && this.tables.zh.has(noun)) {
@@ -161,9 +172,11 @@ export class Glossary {
     for (const term of terms) {
       if (CJK.test(term)) continue;
       const entry = reverse.get(term);
-      if (!entry) continue;
+      // A kinship word means its everyday noun, whichever of the noun's senses the dictionary lists it as.
+      const kin = languages.includes('zh') ? kinshipNounsOf(term).map((headword) => ({ headword, weight: WORD_WEIGHT })) : [];
+      if (!entry && kin.length === 0) continue;
       for (const language of languages) {
-        for (const { headword, weight } of entry[language] ?? []) {
+        for (const { headword, weight } of [...(language === 'zh' ? kin : []), ...(entry?.[language] ?? [])]) {
           const parts = this.termsOf(headword);
           for (const part of parts)
             for (const form of [part, ...kinshipForms(part)]) push(alternatives, term, { term: form, weight: weight / parts.length, sense: weight });
@@ -250,7 +263,8 @@ export class Glossary {
       /** Per stem: the first headword with it as its main sense, and the first ones with it first or second. */
       const found = new Map<string, { main?: string; near: ReverseEntry[] }>();
       for (const [headword, gloss] of this.tables[language]) {
-        if (headword.length < 2) continue;
+        // A relative's dictionary gloss is a path through others ("外婆": mother maternal…): it is reached through text/kinship.ts instead.
+        if (headword.length < 2 || (language === 'zh' && relativeGloss(headword) !== undefined)) continue;
         for (const position of [0, 1] as const) {
           const word = glossWordAt(gloss, position);
           const stem = word === undefined ? undefined : stemOf(word);
@@ -336,8 +350,8 @@ export function glossary(): Glossary {
 let shippedVersion: string | undefined;
 
 /**
- * A fingerprint of the shipped glossary files: what was indexed with their words can tell when an
- * upgrade brought other words (and index again).
+ * A fingerprint of the shipped glossary files and of the kinship reading (`KINSHIP_VERSION`): what was
+ * indexed with their words can tell when an upgrade brought other words (and index again).
  */
 export function glossaryVersion(): string {
   shippedVersion ??= createHash('sha256')
@@ -345,6 +359,7 @@ export function glossaryVersion(): string {
       Object.values(GLOSSARY_FILES)
         .flat()
         .map((file) => createHash('sha256').update(readFileSync(file)).digest('hex'))
+        .concat(KINSHIP_VERSION)
         .join(' '),
     )
     .digest('hex')
