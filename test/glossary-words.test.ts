@@ -71,3 +71,19 @@ describe('shipped Chinese glossary: kinship nouns', () => {
     assert.ok(!terms(glossary().fromEnglish(['mother'], ['zh']).get('mother')).includes('外婆'));
   });
 });
+
+describe("shipped Chinese glossary: names that are their English word's usual translation", () => {
+  test('"china", "france" and "french" reach 中国, 法国 and 法语 first, not the phrases 一中一台, 法郎 (the franc) and 薯条 (French fries)', () => {
+    const reverse = glossary().fromEnglish(['china', 'franc', 'french'], ['zh']);
+    assert.equal(terms(reverse.get('china'))[0], '中国');
+    assert.equal(terms(reverse.get('franc'))[0], '法国');
+    assert.equal(terms(reverse.get('french'))[0], '法语');
+  });
+
+  test('an everyday word keeps its everyday translation: "unit" (a name "United States" starts with it) reaches 单位, "bell" and "hunter" (surnames 贝尔, 亨特) reach 钟楼 and 猎人', () => {
+    const reverse = glossary().fromEnglish(['unit', 'bell', 'hunter'], ['zh']);
+    assert.equal(terms(reverse.get('unit'))[0], '单位');
+    assert.equal(terms(reverse.get('bell'))[0], '钟楼');
+    assert.equal(terms(reverse.get('hunter'))[0], '猎人');
+  });
+});

@@ -5,10 +5,16 @@ import type { GlossaryLanguage } from './glossary.js';
 /**
  * The bundled glossary files per language, in the order they are read: a later file's line replaces
  * an earlier one's for the same headword (the proper nouns, `zh-en-names.tsv.gz`, are built apart
- * from the main file).
+ * from the main file). The order is also the English → Chinese look-up's order of preference: the
+ * few names that are their English word's usual translation (`zh-en-names-first.tsv.gz`: "china"
+ * 中国, "french" 法语) are read before the main file's words.
  */
 export const GLOSSARY_FILES = {
-  zh: [new URL('../../data/glossary/zh-en.tsv.gz', import.meta.url), new URL('../../data/glossary/zh-en-names.tsv.gz', import.meta.url)],
+  zh: [
+    new URL('../../data/glossary/zh-en-names-first.tsv.gz', import.meta.url),
+    new URL('../../data/glossary/zh-en.tsv.gz', import.meta.url),
+    new URL('../../data/glossary/zh-en-names.tsv.gz', import.meta.url),
+  ],
   ja: [new URL('../../data/glossary/ja-en.tsv.gz', import.meta.url)],
 } as const satisfies Record<GlossaryLanguage, readonly URL[]>;
 
