@@ -219,17 +219,19 @@ describe('team mode: one node trains the team’s policy, every node serves it',
     await conversation(client(survivor, 'alice'), 'cut-a', ['tag the release', 'and publish it']);
     // The step's forward-backward then waits on the service (retried 503s), long enough to cut the lock.
     double.cueRetrieve(503, 503, 503);
+    // A step is written as running, then claims its batch in a transaction of its own: wait for both.
     const running = await waitFor(
-      async () => (await rows<{ step: string; status: string }>("SELECT step, status FROM rl_steps WHERE status = 'running'"))[0],
+      async () => {
+        const [row] = await rows<{ step: string; status: string }>("SELECT step, status FROM rl_steps WHERE status = 'running'");
+        if (!row) return undefined;
+        const claimed = (await samples()).filter((sample) => sample.trained_step !== null && Number(sample.trained_step) === Number(row.step));
+        return claimed.length > 0 && { step: Number(row.step), claimed: claimed.length };
+      },
       30_000,
       100,
     );
-    const step = Number(running.step);
-    assert.deepEqual(
-      (await samples()).filter((sample) => sample.trained_step !== null && Number(sample.trained_step) === step).length,
-      4,
-      'the running step holds its four samples',
-    );
+    const step = running.step;
+    assert.equal(running.claimed, 4, 'the running step holds its four samples');
     // The lock's connection is cut (a network partition, say): a trainer takes over while the step runs.
     await team.pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'metaclaw-rl-trainer'");
     const next = await waitFor(
