@@ -55,6 +55,23 @@ function ask(node: ProxyHandle, member: MemberName, text: string): Promise<OpenA
   return client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] });
 }
 
+async function memoryCounts(node: ProxyHandle): Promise<{ requests: number; timeouts: number; failures: number }> {
+  const status = await sendJson(`${node.url}/status`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
+  return status.body.memory as { requests: number; timeouts: number; failures: number };
+}
+
+/** Asks the check question until one request's recall runs in full (at most 5 tries); returns that request's marker. */
+async function askWithFullRecall(node: ProxyHandle, member: MemberName, label: string): Promise<string> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const marker = `[${label}-${attempt}]`;
+    const before = await memoryCounts(node);
+    await ask(node, member, `${marker} Which editor is my favourite one, and which staging cluster do we use?`);
+    const after = await memoryCounts(node);
+    if (after.timeouts + after.failures === before.timeouts + before.failures) return marker;
+  }
+  assert.fail(`${label}: recall ran out of its budget on 5 tries`);
+}
+
 describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip() }, () => {
   before(async () => {
     // A personal install with memories in three scopes and a skill, moved into the team store.
@@ -96,17 +113,19 @@ describe('team mode: proxies serving from one PostgreSQL', { skip: postgresSkip(
     // of its 100 ms and the request is answered without it (counted in /status), by design.
     // Worded unlike the burst, so that this checks scopes, not how recall leaves out the burst's 72
     // raw copies of one question (test/memory-parts.test.ts proves that).
+    // A check whose recall still ran out of its budget (the nodes' background learning shares two
+    // cores with three proxies and PostgreSQL) is asked again: what is checked is the full recall.
+    const checked = new Map<string, string>();
     for (const [index, node] of nodes.entries())
-      for (const member of MEMBERS)
-        await ask(node, member, `[${member}-check-${index}] Which editor is my favourite one, and which staging cluster do we use?`);
-    const alice = sentFor('[alice-check-1]');
+      for (const member of MEMBERS) checked.set(`${member}-${index}`, await askWithFullRecall(node, member, `${member}-check-${index}`));
+    const alice = sentFor(checked.get('alice-1')!);
     assert.match(alice, /Helix/, "Alice's own memory is recalled for her");
     assert.doesNotMatch(alice, /Emacs/, "Bob's memory never reaches Alice's request");
     assert.match(alice, /blue-harbor/, "the team scope's memory is recalled for every member");
-    const bob = sentFor('[bob-check-2]');
+    const bob = sentFor(checked.get('bob-2')!);
     assert.match(bob, /Emacs/);
     assert.doesNotMatch(bob, /Helix/);
-    const carol = sentFor('[carol-check-0]');
+    const carol = sentFor(checked.get('carol-0')!);
     assert.doesNotMatch(carol, /Helix|Emacs/, 'a member with no memories of their own gets none of the others');
     assert.match(carol, /blue-harbor/);
     assert.ok(
