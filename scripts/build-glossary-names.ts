@@ -161,7 +161,8 @@ const ahead = rows.filter((row) => {
   const seen = jieba.get(row.word);
   return rival !== undefined && seen !== undefined && !PERSON_TAG.test(seen.tag) && seen.count > (jieba.get(rival)?.count ?? 0);
 });
-rows.splice(0, rows.length, ...rows.filter((row) => !ahead.includes(row)));
+const readFirst = new Set(ahead);
+rows.splice(0, rows.length, ...rows.filter((row) => !readFirst.has(row)));
 
 const header =
   '# Chinese proper nouns → English, from CC-CEDICT (CC BY-SA 4.0), ranked by the word frequencies of jieba (MIT)\n' +

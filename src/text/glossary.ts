@@ -116,7 +116,8 @@ export class Glossary {
         for (const { term, weight } of english) push(alternatives, source, { term, weight: weight / word.sources.length, sense: weight });
       // A kinship noun is also written glued to a pronoun, or alone ("哥哥" asked, "我哥" told): each form stands for the others.
       const forms = word.language === 'zh' ? kinshipForms(word.headword) : [];
-      for (const source of forms.length > 0 ? word.sources : [])
+      if (forms.length === 0) continue;
+      for (const source of word.sources)
         for (const form of [word.headword, ...forms]) push(alternatives, source, { term: form, weight: WORD_WEIGHT / word.sources.length, sense: WORD_WEIGHT });
     }
     return alternatives;
