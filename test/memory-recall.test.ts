@@ -638,7 +638,7 @@ describe('memory recall: words read as what they are (no extractor)', () => {
     assert.ok(cost.includes('We bought a 2019 Toyota Yaris from a dealer in Stockport for 9,800 pounds.'), JSON.stringify(cost));
   });
 
-  test('the unit of time a question counts or dates its answer in is no search word: "How many months passed between the engagement and the wedding?" and "In which month did we move?" recall the turns that tell the events, not a newer one that says "months"', async () => {
+  test('the unit of time a question counts or dates its answer in is no search word: "How many months passed between the engagement and the wedding?", "In which month did we move?", "How long after … did …?" recall the turns that tell the events, not a newer one that says "months" or "long"', async () => {
     const engaged = 'We got engaged! Callum proposed at the lighthouse on Skye.';
     const wedding = 'The wedding is booked for 17 April at the venue in Portobello.';
     const moving = 'Moving day was chaos, the movers were three hours late.';
@@ -649,6 +649,11 @@ describe('memory recall: words read as what they are (no extractor)', () => {
         newer: 'Passed my driving test after three months of lessons!',
       },
       { question: 'In which month did we move?', events: [moving], newer: 'The gym near the station is 40 euros a month.' },
+      {
+        question: 'How long after the first rabbit came home did the second one arrive?',
+        events: ['We adopted a rabbit from the rescue centre, a white one called Dumpling.', 'We adopted a second rabbit, a brown lop called Biscuit.'],
+        newer: 'Came home late after a long rehearsal, nine hours in the booth.',
+      },
     ];
     for (const [index, { question, events, newer }] of cases.entries()) {
       const memories = [...events, newer].map((content, turn): [string, string, number] => [`case${index}-${turn}`, content, 200 - 50 * turn]);

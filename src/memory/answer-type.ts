@@ -96,16 +96,17 @@ const TIME_UNITS = String.raw`days?|weeks?|months?|years?|hours?|minutes?|nights
 /** Words that make "how many months …" the difference between two times ("passed between", "ahead of", "after"). */
 const TIME_DIFFERENCE = String.raw`passed|elapsed|gone by|went by|between|after|before|since|ago|ahead|behind|later|earlier|apart`;
 /**
- * The words that only say in which unit a question wants its answer: the unit of a difference
- * between two times ("How many months passed between the engagement and the wedding?", "How many
- * hours ahead of me are my parents?") and the part of the calendar a "when" asks for ("In which
- * month…", "what year", "几月", "星期几"). The evidence tells the events and their dates ("WE'RE
- * ENGAGED!", "Done, we bought the Kia Niro!"); the answer is worked out from when each was said, so
- * the unit is in no turn that answers, and a turn that happens to say it ("Three months notice…",
- * "So close to two hours!") is no nearer. "How many days a week do I swim?" keeps its "days" (no difference).
+ * The words that only say in which unit a question wants its answer: the unit of a difference between
+ * two times ("How many months passed between the engagement and the wedding?", "How many hours ahead of
+ * me are my parents?", "How long after … did …?") and the part of the calendar a "when" asks for ("In
+ * which month…", "what year", "几月", "星期几"). The evidence tells the events ("WE'RE ENGAGED!", "Done,
+ * we bought the Kia Niro!"); the answer is worked out from the days they were said on, so no turn that
+ * answers holds the unit, and one that happens to ("Three months notice…", "So close to two hours!",
+ * any duration for "long") is no nearer. "How many days a week do I swim?" and "How long is my
+ * commute?" keep "days" and "long" (no difference): their evidence says them.
  */
 const COUNTED_IN = new RegExp(
-  String.raw`\bhow many (?:more |fewer |whole |full )?(${TIME_UNITS})\b(?=(?:\s+\S+){0,4}?\s+(?:${TIME_DIFFERENCE})\b)(?: (?:have |had |has |will have )?(passed|elapsed|gone by|went by))?` +
+  String.raw`\bhow (?:many (?:more |fewer |whole |full )?(${TIME_UNITS})|(long|much time))\b(?=(?:\s+\S+){0,4}?\s+(?:${TIME_DIFFERENCE})\b)(?: (?:have |had |has |will have )?(passed|elapsed|gone by|went by))?` +
     String.raw`|\b(?:which|what) (month|year|day|week|date)\b` +
     String.raw`|(?:几|哪个)(月)份?|几(号)|(星期)几|(周)几`,
   'gi',
