@@ -98,16 +98,17 @@ const TIME_DIFFERENCE = String.raw`passed|elapsed|gone by|went by|between|after|
 /**
  * The words that only say in which unit a question wants its answer: the unit of a difference between
  * two times ("How many months passed between the engagement and the wedding?", "How many hours ahead of
- * me are my parents?", "How long after … did …?") and the part of the calendar a "when" asks for ("In
- * which month…", "what year", "几月", "星期几"). The evidence tells the events ("WE'RE ENGAGED!", "Done,
- * we bought the Kia Niro!"); the answer is worked out from the days they were said on, so no turn that
+ * me are my parents?", "How long after … did …?"), the part of the calendar a "when" asks for ("In
+ * which month…", "what year", "几月", "星期几"), and the "old" of an age ("How old is my father?" /
+ * "六十三", "Leo, who is six"). The evidence tells the events ("WE'RE ENGAGED!", "Done, we bought the Kia
+ * Niro!") or the number; the answer is worked out from the days they were said on, so no turn that
  * answers holds the unit, and one that happens to ("Three months notice…", "So close to two hours!",
- * any duration for "long") is no nearer. "How many days a week do I swim?" and "How long is my
- * commute?" keep "days" and "long" (no difference): their evidence says them.
+ * any duration for "long", "the old Yamaha desk") is no nearer. "How many days a week do I swim?" and
+ * "How long is my commute?" keep "days" and "long" (no difference): their evidence says them.
  */
 const COUNTED_IN = new RegExp(
   String.raw`\bhow (?:many (?:more |fewer |whole |full )?(${TIME_UNITS})|(long|much time))\b(?=(?:\s+\S+){0,4}?\s+(?:${TIME_DIFFERENCE})\b)(?: (?:have |had |has |will have )?(passed|elapsed|gone by|went by))?` +
-    String.raw`|\b(?:which|what) (month|year|day|week|date)\b` +
+    String.raw`|\b(?:which|what) (month|year|day|week|date)\b|\bhow (old)\b` +
     String.raw`|(?:几|哪个)(月)份?|几(号)|(星期)几|(周)几`,
   'gi',
 );
