@@ -638,6 +638,36 @@ describe('memory recall: words read as what they are (no extractor)', () => {
     assert.ok(cost.includes('We bought a 2019 Toyota Yaris from a dealer in Stockport for 9,800 pounds.'), JSON.stringify(cost));
   });
 
+  test('the unit of time a question counts or dates its answer in is no search word: "How many months passed between the engagement and the wedding?", "In which month did we move?", "How long after … did …?", "How old is my father?" recall the turns that tell the events or the age, not a newer one that says "months", "long" or "old"', async () => {
+    const engaged = 'We got engaged! Callum proposed at the lighthouse on Skye.';
+    const wedding = 'The wedding is booked for 17 April at the venue in Portobello.';
+    const moving = 'Moving day was chaos, the movers were three hours late.';
+    const cases: ReadonlyArray<{ question: string; events: string[]; newer: string }> = [
+      {
+        question: 'How many months passed between our engagement and the wedding?',
+        events: [engaged, wedding],
+        newer: 'Passed my driving test after three months of lessons!',
+      },
+      { question: 'In which month did we move?', events: [moving], newer: 'The gym near the station is 40 euros a month.' },
+      {
+        question: 'How long after the first rabbit came home did the second one arrive?',
+        events: ['We adopted a rabbit from the rescue centre, a white one called Dumpling.', 'We adopted a second rabbit, a brown lop called Biscuit.'],
+        newer: 'Came home late after a long rehearsal, nine hours in the booth.',
+      },
+      {
+        question: 'How old is my father?',
+        events: ['My father is sixty-three and still does tai chi every morning.'],
+        newer: "Cleared out my father's old shed today.",
+      },
+    ];
+    for (const [index, { question, events, newer }] of cases.entries()) {
+      const memories = [...events, newer].map((content, turn): [string, string, number] => [`case${index}-${turn}`, content, 200 - 50 * turn]);
+      const results = await rememberThenSearch(suite.proxy, memories, question, `words-time-unit-${index}`);
+      assert.deepEqual(new Set(results.slice(0, events.length)), new Set(events), question);
+      assert.ok(!results.slice(0, events.length).includes(newer), JSON.stringify(results));
+    }
+  });
+
   test('an abbreviated title is read as what it stands for: "Who is my family doctor?" recalls "My GP, Dr. Paula Reis, …", which shares no word with it', async () => {
     const results = await rememberThenSearch(
       suite.proxy,

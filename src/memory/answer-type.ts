@@ -1,3 +1,5 @@
+import { uniqueTerms } from '../text/index.js';
+
 /**
  * Answer-type cues (classic question answering): the form of a question says what kind of text
  * answers it. "How much" is answered by a turn that holds a number, "who" and "where" by one that
@@ -87,4 +89,33 @@ const READ_CHARS = 2_000;
 export function holdsAnswer(type: AnswerType, content: string): boolean {
   const head = content.length > READ_CHARS ? content.slice(0, READ_CHARS) : content;
   return HOLDS[type].test(head);
+}
+
+/** Units of time a question may count its answer in. */
+const TIME_UNITS = String.raw`days?|weeks?|months?|years?|hours?|minutes?|nights?`;
+/** Words that make "how many months …" the difference between two times ("passed between", "ahead of", "after"). */
+const TIME_DIFFERENCE = String.raw`passed|elapsed|gone by|went by|between|after|before|since|ago|ahead|behind|later|earlier|apart`;
+/**
+ * The words that only say in which unit a question wants its answer: the unit of a difference between
+ * two times ("How many months passed between the engagement and the wedding?", "How many hours ahead of
+ * me are my parents?", "How long after … did …?"), the part of the calendar a "when" asks for ("In
+ * which month…", "what year", "几月", "星期几"), and the "old" of an age ("How old is my father?" /
+ * "六十三", "Leo, who is six"). The evidence tells the events ("WE'RE ENGAGED!", "Done, we bought the Kia
+ * Niro!") or the number; the answer is worked out from the days they were said on, so no turn that
+ * answers holds the unit, and one that happens to ("Three months notice…", "So close to two hours!",
+ * any duration for "long", "the old Yamaha desk") is no nearer. "How many days a week do I swim?" and
+ * "How long is my commute?" keep "days" and "long" (no difference): their evidence says them.
+ */
+const COUNTED_IN = new RegExp(
+  String.raw`\bhow (?:many (?:more |fewer |whole |full )?(${TIME_UNITS})|(long|much time))\b(?=(?:\s+\S+){0,4}?\s+(?:${TIME_DIFFERENCE})\b)(?: (?:have |had |has |will have )?(passed|elapsed|gone by|went by))?` +
+    String.raw`|\b(?:which|what) (month|year|day|week|date)\b|\bhow (old)\b` +
+    String.raw`|(?:几|哪个)(月)份?|几(号)|(星期)几|(周)几`,
+  'gi',
+);
+
+/** The terms of `query` that only name the unit its answer is counted or dated in (see COUNTED_IN): not search terms. */
+export function countedInTerms(query: string): string[] {
+  const words: string[] = [];
+  for (const match of query.matchAll(COUNTED_IN)) for (const group of match.slice(1)) if (group) words.push(group);
+  return words.length > 0 ? [...uniqueTerms(words.join(' '))] : [];
 }

@@ -20,7 +20,7 @@ import { KINDRED_WEIGHT, NEIGHBOUR_WEIGHT, PARTIAL_WEIGHT, SESSION_WEIGHT, type 
 import { distinctHits } from './distinct.js';
 import { EXPANSION_WEIGHT, expansionShare, withFeedback, type Expansion, type Feedback } from './feedback.js';
 import { timeWindowOf, type TimeWindow } from './time-window.js';
-import { expectedAnswer, holdsAnswer } from './answer-type.js';
+import { countedInTerms, expectedAnswer, holdsAnswer } from './answer-type.js';
 import type { MemoryHit, MemoryType, MemoryUnit } from './types.js';
 
 /** What recall reads from a store: MemoryStore, or the team store's reads of PostgreSQL (store/postgres/memory-provider.ts). */
@@ -374,11 +374,10 @@ function inside(window: TimeWindow, unit: MemoryUnit): boolean {
   return unit.observedAt >= window.start && unit.observedAt < window.end;
 }
 
-/** The query's search terms, without the words that only say when. */
+/** The query's search terms, without the words that only say when, or in which unit of time the answer is counted. */
 function queryTerms(query: string, window: TimeWindow | undefined): readonly string[] {
-  if (!window) return uniqueTerms(query);
-  const when = new Set(uniqueTerms(window.phrase));
-  return uniqueTerms(query).filter((term) => !when.has(term));
+  const left = new Set([...countedInTerms(query), ...(window ? uniqueTerms(window.phrase) : [])]);
+  return left.size > 0 ? uniqueTerms(query).filter((term) => !left.has(term)) : uniqueTerms(query);
 }
 
 /**
