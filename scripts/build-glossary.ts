@@ -242,14 +242,63 @@ const keptSoFar = new Set([...zhComputing, ...zhTechnical, ...zhTerms].map((row)
 const conversation = withGloss.slice(ZH_EVERYDAY, ZH_CONVERSATION).filter((row) => !keptSoFar.has(row.word));
 const zhSelected = [...everyday, ...conversation, ...zhComputing, ...zhTechnical.map(({ score: _score, ...row }) => row), ...zhTerms];
 const pairs = tatoebaPairs(values.tatoeba!, new Set(senses.keys()));
+
+/* ---------- Tatoeba's conversation: a character's senses in use ---------- */
+
+/** Tatoeba pairs a character's sense is confirmed by before it moves ahead of the dictionary's order. */
+const CHARACTER_PAIRS = 10;
+/** How many times more often than chance the character and the word must meet in a pair ("跟" meets "go" about as often as any character does). */
+const CHARACTER_LIFT = 4;
+/** A character is looked up by its first two gloss words (`CHARACTER_GLOSSES` in src/text/glossary.ts). */
+const CHARACTER_GLOSSES = 2;
+
+/** Pair counts: per character a word of its own on the Chinese side, and per English search term. */
+const characterPairs = new Map<string, number>();
+const englishPairs = new Map<string, number>();
+/** Per such character, per English term: the pairs that hold both. */
+const characterUses = new Map<string, Map<string, number>>();
+for (const pair of pairs) {
+  for (const term of pair.english) englishPairs.set(term, (englishPairs.get(term) ?? 0) + 1);
+  for (const word of pair.chinese) {
+    if (word.length !== 1) continue;
+    characterPairs.set(word, (characterPairs.get(word) ?? 0) + 1);
+    let counts = characterUses.get(word);
+    if (!counts) characterUses.set(word, (counts = new Map<string, number>()));
+    for (const term of pair.english) counts.set(term, (counts.get(term) ?? 0) + 1);
+  }
+}
+let charactersReordered = 0;
+
+/**
+ * CC-CEDICT lists a character's senses reading by reading, a rare reading often first ("说": persuade
+ * before speak; "听": smile before listen; "跑": paw before run; "带": band, belt… before bring): the
+ * gloss words Tatoeba's conversation confirms (in `CHARACTER_PAIRS` pairs or more, `CHARACTER_LIFT`
+ * times chance), the most confirmed first, take the first two places; the others follow in order.
+ */
+function characterWords(character: string, words: readonly string[]): string[] {
+  const counts = characterUses.get(character);
+  if (!counts) return [...words];
+  const uses = (word: string) => counts.get(stemOf(word)) ?? 0;
+  const chance = (word: string) => ((characterPairs.get(character) ?? 0) * (englishPairs.get(stemOf(word)) ?? 0)) / pairs.length;
+  // Every sense's words are candidates: the five kept may all come from the rare reading.
+  const confirmed = glossOf(senses.get(character) ?? [], Number.POSITIVE_INFINITY)
+    .filter((word) => uses(word) >= CHARACTER_PAIRS && uses(word) >= CHARACTER_LIFT * chance(word))
+    .sort((a, b) => uses(b) - uses(a));
+  const result = [...new Set([...confirmed.slice(0, CHARACTER_GLOSSES), ...words])].slice(0, MAX_WORDS);
+  if (result.join(' ') !== words.join(' ')) charactersReordered++;
+  return result;
+}
+
 const zhSpoken = spokenWords(
   zhRows.filter((row) => row.words.length > 0),
   new Set(zhSelected.map((row) => row.word)),
 );
-const zhKept = [...zhSelected, ...zhSpoken].sort(
-  // The supplement's words first: their first sense is the one a user means (and what an English word stands for).
-  (a, b) => Number(supplement.zh.has(b.word)) - Number(supplement.zh.has(a.word)) || band(b.count) - band(a.count) || a.word.localeCompare(b.word),
-);
+const zhKept = [...zhSelected, ...zhSpoken]
+  .sort(
+    // The supplement's words first: their first sense is the one a user means (and what an English word stands for).
+    (a, b) => Number(supplement.zh.has(b.word)) - Number(supplement.zh.has(a.word)) || band(b.count) - band(a.count) || a.word.localeCompare(b.word),
+  )
+  .map((row) => (row.word.length === 1 && !supplement.zh.has(row.word) ? { ...row, words: characterWords(row.word, row.words) } : row));
 
 /* ---------- Tatoeba's conversation: everyday words jieba's list lacks ---------- */
 
@@ -489,5 +538,5 @@ const write = (file: string, text: string) => writeFileSync(join(values.out, fil
 write('zh-en.tsv.gz', `${header('Chinese → English, from CC-CEDICT (CC BY-SA 4.0), ranked by the word frequencies of jieba (MIT)')}${render(zhKept)}\n`);
 write('ja-en.tsv.gz', `${header('Japanese → English, from EDICT and COMPDIC of the EDRDG (CC BY-SA 3.0)')}${render(jaKept)}\n`);
 process.stdout.write(
-  `zh-en: ${zhKept.length} headwords (${everyday.length} everyday, ${conversation.length} conversation, ${zhSpoken.length} spoken, ${zhComputing.length} computing, ${zhTechnical.length} technical, ${zhTerms.length} terms); ja-en: ${jaKept.length} headwords (${katakana.length} katakana); technical vocabulary: ${technical.size} words\n`,
+  `zh-en: ${zhKept.length} headwords (${everyday.length} everyday, ${conversation.length} conversation, ${zhSpoken.length} spoken, ${zhComputing.length} computing, ${zhTechnical.length} technical, ${zhTerms.length} terms; ${charactersReordered} characters' senses in Tatoeba's order); ja-en: ${jaKept.length} headwords (${katakana.length} katakana); technical vocabulary: ${technical.size} words\n`,
 );

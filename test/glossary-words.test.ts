@@ -87,3 +87,23 @@ describe("shipped Chinese glossary: names that are their English word's usual tr
     assert.equal(terms(reverse.get('hunter'))[0], '猎人');
   });
 });
+
+describe("shipped Chinese glossary: a character's senses in use", () => {
+  test('a character is looked up by the senses conversation uses, not by the rare reading CC-CEDICT lists first (说 say, 听 listen, 跑 run, 带 bring, 钱 money)', () => {
+    const firstTwo = (character: string) => terms(glossary().english(character, 'zh'));
+    assert.equal(firstTwo('说')[0], 'sai');
+    assert.equal(firstTwo('听')[0], 'listen');
+    assert.equal(firstTwo('跑')[0], 'run');
+    assert.equal(firstTwo('带')[0], 'bring');
+    assert.equal(firstTwo('钱')[0], 'monei');
+    const english = glossary().toEnglish('我的药在哪里');
+    assert.ok(
+      [...english.values()].some((list) => terms(list).includes('medicin')),
+      'the medicine, not the leaf or the iris',
+    );
+  });
+
+  test('a character whose senses Tatoeba does not confirm often enough keeps the dictionary order (马: horse)', () => {
+    assert.equal(terms(glossary().english('马', 'zh'))[0], 'hors');
+  });
+});
