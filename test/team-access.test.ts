@@ -19,7 +19,7 @@ const team = teamForTests('team_access');
 const { nodes } = team;
 const keys: Record<string, string> = {};
 
-const { teamEnv, cli, client, rows, addMembers, startTeam } = teamHelpers(() => team, OWNER_KEY, keys);
+const { teamEnv, cli, client, rows, addMembers, startTeam, memoryCounts } = teamHelpers(() => team, OWNER_KEY, keys);
 
 function llmConfig() {
   return { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' }, memory: { auto_extract: false } };
@@ -84,15 +84,9 @@ describe("team mode: a member's key on the nodes of a team store", { skip: postg
       5_000,
       20,
     );
-    const recall = async () =>
-      (await sendJson(`${nodes[1]!.url}/status`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } })).body.memory as {
-        requests: number;
-        timeouts: number;
-        failures: number;
-      };
-    const before = await recall();
+    const before = await memoryCounts(nodes[1]!);
     await ask(nodes[1]!, 'bob', [{ role: 'user', content: '[widen-bob] What is my cat named?' }], widening);
-    const after = await recall();
+    const after = await memoryCounts(nodes[1]!);
     assert.equal(after.requests, before.requests + 1);
     assert.equal(after.timeouts + after.failures, before.timeouts + before.failures, "recall ran in full for Bob's request");
     assert.doesNotMatch(sentFor('[widen-bob]'), /Miso/, "Alice's memory never reaches Bob's request");
@@ -197,8 +191,7 @@ describe("team mode: a member's key on the nodes of a team store", { skip: postg
     const node = await startProxy({ env: teamEnv(), config: llmConfig() });
     nodes.push(node);
     await ask(node, 'carol', [{ role: 'user', content: '[first-recall] What is my dog named?' }]);
-    const status = await sendJson(`${node.url}/status`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
-    const memory = status.body.memory as { requests: number; timeouts: number; failures: number };
+    const memory = await memoryCounts(node);
     assert.match(sentFor('[first-recall]'), /Biscuit/, `the first request carries Carol's memory (/status memory: ${JSON.stringify(memory)})`);
     assert.equal(memory.requests, 1);
     assert.equal(memory.timeouts + memory.failures, 0, 'the first recall ran in full');

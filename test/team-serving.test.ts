@@ -14,7 +14,7 @@ import { sendJson } from './support/http.js';
 import { appendAnsweredTurn } from './support/journal.js';
 import { runCli, startProxy, tempHome, waitFor, type CliResult, type ProxyHandle } from './support/proxy.js';
 import { postgresSkip } from './support/postgres.js';
-import { teamForTests } from './support/team.js';
+import { teamForTests, teamHelpers } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-store-test';
 const MEMBERS = ['alice', 'bob', 'carol'] as const;
@@ -23,6 +23,7 @@ type MemberName = (typeof MEMBERS)[number];
 const team = teamForTests('team_serving');
 const { nodes } = team;
 const keys = {} as Record<MemberName, string>;
+const { memoryCounts } = teamHelpers(() => team, OWNER_KEY, keys);
 
 function teamEnv(): Record<string, string> {
   return { METACLAW_DATABASE_URL: team.url, METACLAW_PROXY_API_KEY: OWNER_KEY };
@@ -53,11 +54,6 @@ function sentFor(marker: string): string {
 function ask(node: ProxyHandle, member: MemberName, text: string): Promise<OpenAI.Chat.Completions.ChatCompletion> {
   const client = new OpenAI({ baseURL: `${node.url}/v1`, apiKey: keys[member], maxRetries: 0 });
   return client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] });
-}
-
-async function memoryCounts(node: ProxyHandle): Promise<{ requests: number; timeouts: number; failures: number }> {
-  const status = await sendJson(`${node.url}/status`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
-  return status.body.memory as { requests: number; timeouts: number; failures: number };
 }
 
 /** Asks the check question until one request's recall runs in full (at most 5 tries); returns that request's marker. */

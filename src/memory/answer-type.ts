@@ -114,8 +114,8 @@ const COUNTED_IN = new RegExp(
 );
 
 /** The terms of `query` that only name the unit its answer is counted or dated in (see COUNTED_IN): not search terms. */
-export function countedInTerms(query: string): string[] {
+export function countedInTerms(query: string): readonly string[] {
   const words: string[] = [];
   for (const match of query.matchAll(COUNTED_IN)) for (const group of match.slice(1)) if (group) words.push(group);
-  return words.length > 0 ? [...uniqueTerms(words.join(' '))] : [];
+  return words.length > 0 ? uniqueTerms(words.join(' ')) : [];
 }

@@ -4,9 +4,17 @@ import { after, before } from 'node:test';
 import OpenAI from 'openai';
 import type pg from 'pg';
 import { openPool } from '../../src/store/postgres/index.js';
+import { sendJson } from './http.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './postgres.js';
 import { runCli, startProxy, tempHome, type ProxyHandle } from './proxy.js';
 import { ScriptedUpstream } from './upstream.js';
+
+/** A node's team-memory recall counts from `/status`: requests, and those that timed out or failed. */
+export interface MemoryRecallCounts {
+  requests: number;
+  timeouts: number;
+  failures: number;
+}
 
 /** What a team test sets up in its `before`: read when a helper runs, so the helpers can be made at module level. */
 export interface TeamTestState {
@@ -17,7 +25,8 @@ export interface TeamTestState {
 
 /**
  * The helpers every multi-node test uses: the environment that points the CLI and the nodes at the
- * test's store, a CLI call that must succeed, a member's OpenAI client on a node, and a query.
+ * test's store, a CLI call that must succeed, a member's OpenAI client on a node, a query, and a
+ * node's recall counts.
  */
 export function teamHelpers(state: () => TeamTestState, ownerKey: string, keys: Record<string, string>) {
   const teamEnv = (): Record<string, string> => ({ METACLAW_DATABASE_URL: state().url, METACLAW_PROXY_API_KEY: ownerKey });
@@ -49,6 +58,9 @@ export function teamHelpers(state: () => TeamTestState, ownerKey: string, keys: 
     },
     client: (node: ProxyHandle, member: string): OpenAI => new OpenAI({ baseURL: `${node.url}/v1`, apiKey: keys[member], maxRetries: 0 }),
     rows: async <T>(sql: string, params: unknown[] = []): Promise<T[]> => (await state().pool.query(sql, params)).rows as T[],
+    /** The node's recall counts, read from `/status` with the owner's key. */
+    memoryCounts: async (node: ProxyHandle): Promise<MemoryRecallCounts> =>
+      (await sendJson(`${node.url}/status`, 'GET', { headers: { authorization: `Bearer ${ownerKey}` } })).body.memory as MemoryRecallCounts,
   };
 }
 
