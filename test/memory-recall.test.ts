@@ -668,6 +668,33 @@ describe('memory recall: words read as what they are (no extractor)', () => {
     }
   });
 
+  test('a question about a job ("What does my climbing buddy do for a living?", "我老公是做什么工作的？") puts the turn that names an occupation ("He is a firefighter", "物理老师") before a newer one that only shares the person', async () => {
+    const cases: ReadonlyArray<{ question: string; job: string; newer: string }> = [
+      {
+        question: 'What does my climbing buddy do for a living?',
+        job: 'Met a guy at the climbing wall, Tiago. He is a firefighter and gives great tips.',
+        newer: 'Went climbing with Tiago again, my forearms are dead.',
+      },
+      {
+        question: '我老公是做什么工作的？',
+        job: '我老公何磊是高中物理老师，这学期带毕业班。',
+        newer: '我老公何磊周末带孩子去公园了。',
+      },
+    ];
+    for (const [index, { question, job, newer }] of cases.entries()) {
+      const results = await rememberThenSearch(
+        suite.proxy,
+        [
+          [`job${index}-old`, job, 90],
+          [`job${index}-new`, newer, 1],
+        ],
+        question,
+        `words-job-${index}`,
+      );
+      assert.equal(results[0], job, `${question} ${JSON.stringify(results)}`);
+    }
+  });
+
   test('an abbreviated title is read as what it stands for: "Who is my family doctor?" recalls "My GP, Dr. Paula Reis, …", which shares no word with it', async () => {
     const results = await rememberThenSearch(
       suite.proxy,
