@@ -124,7 +124,7 @@ export const KEY_DEFINITIONS = [
   booleanKey('skills.enabled', true, { doc: 'Inject relevant skills into each main turn.' }),
   pathKey('skills.dir', '', { doc: 'Skill library folder of <name>/SKILL.md files (default: $METACLAW_HOME/skills).' }),
   enumKey('skills.retrieval_mode', ['template', 'embedding', 'hybrid'] as const, 'template', {
-    doc: 'template: keyword/BM25; embedding: vectors from skills.embedding; hybrid: both.',
+    doc: "template: keyword/BM25; embedding: vectors from skills.embedding; hybrid: both. Not set: hybrid while the provider's embeddings answer (llm.provider), else template.",
   }),
   integerKey('skills.top_k', 6, { min: 0, max: 50, doc: 'Most skills injected into one turn.' }),
   integerKey('skills.task_specific_top_k', 10, {
@@ -146,7 +146,9 @@ export const KEY_DEFINITIONS = [
     doc: 'auto: accepted skill changes apply at once; manual: they wait in `metaclaw skills pending`.',
   }),
   integerKey('skills.max_new_skills', 3, { min: 1, max: 20, doc: 'Most skill changes one evolution may propose.' }),
-  urlKey('skills.embedding.api_base', '', { doc: 'OpenAI-compatible /v1 base for embeddings (Ollama works). Empty: keyword retrieval only.' }),
+  urlKey('skills.embedding.api_base', '', {
+    doc: "OpenAI-compatible /v1 base for embeddings (Ollama works). Empty: the provider's own endpoint while its probe answers (llm.provider), else keyword retrieval only.",
+  }),
   secretKey('skills.embedding.api_key', { doc: 'Key for skills.embedding.api_base.' }),
   stringKey('skills.embedding.model', '', { doc: 'Embedding model name.' }),
 
@@ -190,7 +192,9 @@ export const KEY_DEFINITIONS = [
     noEffect: compatibility('no local embedding model is run; set memory.embedding.model for the embeddings endpoint'),
     doc: 'MetaClaw key: the local embedding model.',
   }),
-  urlKey('memory.embedding.api_base', '', { doc: 'OpenAI-compatible /v1 base for memory embeddings. Empty: BM25, recency and importance only.' }),
+  urlKey('memory.embedding.api_base', '', {
+    doc: "OpenAI-compatible /v1 base for memory embeddings. Empty: the provider's own endpoint while its probe answers (llm.provider), else BM25, recency and importance only.",
+  }),
   secretKey('memory.embedding.api_key', { doc: 'Key for memory.embedding.api_base.' }),
   stringKey('memory.embedding.model', '', { doc: 'Embedding model for memories.' }),
   urlKey('memory.extractor_api_base', '', { doc: 'Endpoint for the memory extractor LLM (empty: the main upstream).' }),
