@@ -158,9 +158,9 @@ else program.command('memory').description('long-term memory: search, add, edit,
 if (loads('team')) (await import('./team.js')).registerTeamCommands(program);
 else program.command('team').description('team members: per-member keys and private memory scopes (metaclaw team --help)');
 if (loads('scheduler')) (await import('./scheduler.js')).registerSchedulerCommands(program);
-else program.command('scheduler').description('when RL training may run: status, next-window (metaclaw scheduler --help)');
+else program.command('scheduler').description('when RL training may run: status, next-window, calendar-auth (metaclaw scheduler --help)');
 if (loads('rl')) (await import('./rl.js')).registerRlCommands(program);
-else program.command('rl').description('reinforcement learning: the sample buffer, the judge, export (metaclaw rl --help)');
+else program.command('rl').description('reinforcement learning: the sample buffer, the judge, training steps, checkpoints, export (metaclaw rl --help)');
 if (loads('store')) (await import('./store.js')).registerStoreCommands(program);
 else program.command('store').description('the team store (PostgreSQL): migrate, status, import-sqlite (metaclaw store --help)');
 
