@@ -119,7 +119,11 @@ describe('metaclaw mcp (Model Context Protocol over stdio)', () => {
     assert.match(await refused('memory_add', { content: 'x', type: 'gossip' }), /type/);
     assert.match(await refused('memory_add', { content: '   ' }), /content/);
     assert.match(await refused('memory_search', { query: 'x', limit: 500 }), /limit/);
+    // A scope is capped as over HTTP (256 characters): one longer is refused, one at the cap is a scope like any other.
+    assert.match(await refused('memory_add', { content: 'x', scope: 's'.repeat(257) }), /scope/);
     assert.match(await refused('no_such_tool', {}), /no_such_tool/);
     assert.deepEqual(await (await fetch(`${proxy.url}/v1/memory/stats`)).json(), before);
+    const atCap = (await client.callTool({ name: 'memory_search', arguments: { query: 'x', scope: 's'.repeat(256) } })) as TextResult;
+    assert.notEqual(atCap.isError, true, textOf(atCap));
   });
 });

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { MAX_SESSION_ID_LENGTH } from '../conversation/index.js';
 import { MEMORY_TYPES, memoryContentSchema, presentMemory, type MemoryService } from '../memory/index.js';
 import type { Skill, SkillsService } from '../skills/index.js';
 import { VERSION } from '../version.js';
@@ -27,7 +28,8 @@ const failure = (message: string): ToolResult => ({ content: [{ type: 'text', te
 export function createMcpServer(stores: McpStores): McpServer {
   const { memory, skills, defaultScope } = stores;
   const server = new McpServer({ name: 'metaclaw', version: VERSION });
-  const scope = z.string().min(1).max(200).optional().describe(`memory scope (default: ${defaultScope})`);
+  // The same cap as a scope named over HTTP or in the scope headers.
+  const scope = z.string().min(1).max(MAX_SESSION_ID_LENGTH).optional().describe(`memory scope (default: ${defaultScope})`);
 
   server.registerTool(
     'memory_search',
