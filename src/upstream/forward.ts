@@ -393,24 +393,36 @@ export class UpstreamForwarder {
           reading.result.then(settle, (error) => settle({ type: 'retryable', reason: errorMessage(error) }));
           return;
         }
-        readResponseBody(response, 1024 * 1024).then(
-          (errorBody) => {
-            const headers = relayedHeaders(response.headers);
-            if (isRetryableStatus(status)) {
-              const wait = retryAfterMs(response.headers);
-              settle({
-                type: 'retryable',
-                reason: `HTTP ${status}`,
-                status,
-                contentType,
-                body: errorBody,
-                headers,
-                ...(wait === undefined ? {} : { retryAfterMs: wait }),
-              });
-            } else settle({ type: 'rejected', status, contentType, body: errorBody, headers });
-          },
-          (error) => settle({ type: 'retryable', reason: errorMessage(error), status }),
-        );
+        const settleError = (errorBody: Buffer, bodyType: string) => {
+          const headers = relayedHeaders(response.headers);
+          if (isRetryableStatus(status)) {
+            const wait = retryAfterMs(response.headers);
+            settle({
+              type: 'retryable',
+              reason: `HTTP ${status}`,
+              status,
+              contentType: bodyType,
+              body: errorBody,
+              headers,
+              ...(wait === undefined ? {} : { retryAfterMs: wait }),
+            });
+          } else settle({ type: 'rejected', status, contentType: bodyType, body: errorBody, headers });
+        };
+        // An error body is timed like an answer's: an upstream that sent its status and then stalled held
+        // the client for ever. One that cannot be read (stalled, cut, over 1 MB) still gives the client
+        // the upstream's status, with what went wrong in the upstream's error shape (translated as any error body).
+        const idle = this.idleGuard(response);
+        answering = (message) => response.destroy(new Error(message));
+        readResponseBody(response, 1024 * 1024)
+          .finally(() => clearTimeout(idle))
+          .then(
+            (errorBody) => settleError(errorBody, contentType),
+            (error) => {
+              const message = `The upstream answered ${status}, and its error body could not be read (${errorMessage(error)}).`;
+              const wire = wireFormat(target, input.clientFormat);
+              settleError(Buffer.from(errorBodyText(wire, { kind: kindForStatus(status), message, code: 'upstream_error_unreadable' })), 'application/json');
+            },
+          );
       });
       request.end(body);
       if (!input.stream) input.onWaiting?.();
