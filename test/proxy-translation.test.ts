@@ -397,3 +397,83 @@ describe('a client that asked for no stream gets one JSON answer from an upstrea
     });
   });
 });
+
+describe('a client that asked for a stream gets one from an upstream that answers with one JSON body anyway', () => {
+  const upstreams: Record<'openai' | 'anthropic', { upstream: ScriptedUpstream; proxy: ProxyHandle }> = {} as never;
+  const call = { id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' };
+  const weather = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
+  /** The upstream answers with one JSON body whatever the request's `stream` says (as some servers do). */
+  const jsonAnyway =
+    (reply: Handler): Handler =>
+    (request, response) =>
+      reply({ ...request, body: { ...request.body, stream: false } }, response);
+
+  before(async () => {
+    for (const format of ['openai', 'anthropic'] as const) {
+      const upstream = await ScriptedUpstream.start();
+      const llm = format === 'openai' ? { api_base: `${upstream.url}/v1`, api_key: 'k' } : { api_base: upstream.url, api_format: 'anthropic', api_key: 'k' };
+      upstreams[format] = { upstream, proxy: await startProxy({ config: { llm } }) };
+    }
+  });
+  after(async () => {
+    for (const { upstream, proxy } of Object.values(upstreams)) {
+      await proxy?.dispose();
+      await upstream?.close();
+    }
+  });
+
+  for (const wire of ['openai', 'anthropic'] as const) {
+    const reply = (options: Parameters<typeof openAIReply>[0]) => jsonAnyway(wire === 'openai' ? openAIReply(options) : anthropicReply(options));
+    const from = wire === 'openai' ? 'a chat' : 'an Anthropic';
+
+    test(`chat.completions.stream from ${from} upstream: events the SDK reads into the answer, text and tool call (was the JSON answer, which the SDK read as no events)`, async () => {
+      const { upstream, proxy } = upstreams[wire];
+      upstream.reply(reply({ text: 'Checking.', toolCalls: [call], usage: { input: 12, output: 4 } }));
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const stream = client.chat.completions.stream({
+        model: 'm',
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        tools: [weather],
+        stream_options: { include_usage: true },
+      });
+      const answer = await stream.finalChatCompletion();
+      assert.equal(answer.choices[0]!.message.content, 'Checking.');
+      assert.deepEqual(answer.choices[0]!.message.tool_calls?.[0], {
+        id: 'call_1',
+        type: 'function',
+        function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+      });
+      assert.equal(answer.choices[0]!.finish_reason, 'tool_calls');
+      assert.deepEqual([answer.usage?.prompt_tokens, answer.usage?.completion_tokens], [12, 4]);
+    });
+
+    test(`messages.stream from ${from} upstream: the message the SDK assembles from the events`, async () => {
+      const { upstream, proxy } = upstreams[wire];
+      upstream.reply(reply({ text: 'Checking.', toolCalls: [call], usage: { input: 12, output: 4 } }));
+      const client = new Anthropic({ baseURL: proxy.url, apiKey: 'x', maxRetries: 0 });
+      const message = await client.messages
+        .stream({
+          model: 'm',
+          max_tokens: 100,
+          messages: [{ role: 'user', content: 'Weather in Paris?' }],
+          tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+        })
+        .finalMessage();
+      assert.deepEqual(
+        message.content.map((block) => (block.type === 'text' ? block.text : block.type === 'tool_use' ? block.input : block.type)),
+        ['Checking.', { city: 'Paris' }],
+      );
+      assert.equal(message.stop_reason, 'tool_use');
+      assert.deepEqual([message.usage.input_tokens, message.usage.output_tokens], [12, 4]);
+    });
+  }
+
+  test('responses.stream from a chat upstream: the response the SDK assembles from the events', async () => {
+    const { upstream, proxy } = upstreams.openai;
+    upstream.reply(jsonAnyway(openAIReply({ text: 'Bonjour.' })));
+    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const response = await client.responses.stream({ model: 'm', input: 'Hello in French?' }).finalResponse();
+    assert.equal(response.status, 'completed');
+    assert.equal(response.output_text, 'Bonjour.');
+  });
+});
