@@ -328,6 +328,34 @@ describe('memory over HTTP and in the prompt', () => {
     }
   });
 
+  test('ingesting turns into a long session costs what it costs in a new one: 1,000 turns after 8,000 in their session take under twice as long as 1,000 in a fresh session', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false } } });
+    try {
+      const turns = (count: number, from: number) =>
+        Array.from({ length: count }, (_, index) => ({
+          role: (from + index) % 2 === 0 ? 'user' : 'assistant',
+          content: `Note ${from + index}: the ${['kiln', 'loom', 'lathe', 'forge'][index % 4]} needs ${(from + index) % 97} parts.`,
+        }));
+      const ingest = async (sessionId: string, count: number, from: number) => {
+        const started = performance.now();
+        const answer = await api(proxy, 'POST', '/v1/memory/ingest', { session_id: sessionId, turns: turns(count, from) });
+        assert.equal(answer.status, 200, JSON.stringify(answer.body).slice(0, 300));
+        assert.equal(answer.body.stored.length, count);
+        return performance.now() - started;
+      };
+      await ingest('long', 8_000, 0);
+      await ingest('warm-up', 1_000, 0);
+      const fresh = await ingest('fresh', 1_000, 0);
+      // Each turn is linked to the one said before it; finding that one sorted the whole session (8.9 s for 8,000 turns, 0.7 s after).
+      const continued = await ingest('long', 1_000, 8_000);
+      assert.ok(continued < 2 * fresh, `1,000 turns took ${Math.round(continued)} ms after 8,000 in their session, ${Math.round(fresh)} ms in a new one`);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
   test('a rule stated in one session is in the core block of a later, unrelated task — without an extractor — and a later rule replaces it', async () => {
     const upstream = await ScriptedUpstream.start();
     const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false } } });

@@ -118,6 +118,29 @@ describe('bad input gets a clear error in the client API shape and reaches nothi
     assert.equal(upstream.modelRequests().length, 0);
   });
 
+  test("a Messages request whose headers exceed the limit gets its 431 in Anthropic's error shape, through the SDK and over a raw socket; an OpenAI request's stays OpenAI's", async () => {
+    const fromSdk = await failure(
+      anthropic.messages.create({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'X-Big': 'a'.repeat(20_000) } }),
+    );
+    assert.ok(fromSdk instanceof Anthropic.APIError, String(fromSdk));
+    assert.equal(fromSdk.status, 431);
+    assert.deepEqual(fromSdk.error, {
+      type: 'error',
+      error: { type: 'invalid_request_error', message: `The request headers exceed the proxy's limit of 16384 bytes in all; send fewer or smaller headers.` },
+    });
+    for (const head of [
+      'POST /messages?beta=true HTTP/1.1\r\nHost: 127.0.0.1',
+      'GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAnthropic-Version: 2023-06-01',
+    ]) {
+      const answer = await rawExchange(proxy.port, `${head}\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+      assert.match(answer, /^HTTP\/1\.1 431 /);
+      assert.deepEqual(JSON.parse(answer.split('\r\n\r\n')[1]!).type, 'error', head);
+    }
+    const openaiAnswer = await rawExchange(proxy.port, `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    assert.equal(JSON.parse(openaiAnswer.split('\r\n\r\n')[1]!).error.code, 'headers_too_large');
+    assert.equal(upstream.modelRequests().length, 0);
+  });
+
   test('an Anthropic Messages body on /v1/chat/completions is a 400 that says to use /v1/messages; OpenAI content parts pass', async () => {
     const system = await failure(
       openai.chat.completions.create({

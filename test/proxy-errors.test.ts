@@ -9,6 +9,7 @@ import {
   errorMidStream,
   errorReply,
   hangReply,
+  type Handler,
   openAIReply,
   recordingWrites,
   ScriptedUpstream,
@@ -157,6 +158,32 @@ describe('upstream failures reach the client honestly', () => {
     assert.ok(error instanceof OpenAI.APIError);
     assert.equal(error.status, 504);
     assert.equal(upstream.modelRequests().length, 3);
+  });
+
+  test('an upstream error whose body stalls or runs over 1 MB reaches the client with its status within llm.timeout_seconds, not a hang nor a 502, and a 400 is not retried', async () => {
+    const stalls: Handler = (_request, response) => {
+      response.writeHead(400, { 'content-type': 'application/json' });
+      response.write('{"error":');
+    };
+    const huge: Handler = (_request, response) => {
+      response.writeHead(400, { 'content-type': 'text/plain' });
+      response.end('x'.repeat(2 * 1024 * 1024));
+    };
+    for (const handler of [stalls, huge]) {
+      upstream.reset();
+      upstream.reply(handler);
+      const error = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { timeout: 8_000 }).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+      assert.equal(error.code, 'upstream_error_unreadable');
+      assert.match(
+        error.message,
+        /^400 The upstream answered 400, and its error body could not be read \((upstream sent nothing for 1 s|upstream response larger than 1048576 bytes)\)\.$/,
+      );
+      assert.equal(upstream.modelRequests().length, 1);
+    }
   });
 
   test('a connection dropped mid-stream ends the stream with an error, not a hang', async () => {

@@ -346,6 +346,7 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
       [{ model: 'gpt-test', input: 42 as never }, /input/],
       [{ model: 'gpt-test', input: 'Hello?', tools: [{ type: 'function' } as never] }, /tools\.0/],
       [{ model: 'gpt-test', previous_response_id: 'resp_never_given', input: 'Hello?' }, /resp_never_given/],
+      [{ model: 'gpt-test', previous_response_id: '', input: 'Hello?' }, /^400 previous_response_id: must not be empty/],
     ];
     for (const [body, named] of refused) {
       await assert.rejects(client.responses.create(body, { headers: session }), (error: unknown) => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { anthropicReply, openAIReply, ScriptedUpstream, type Handler } from './support/upstream.js';
+import { anthropicReply, openAIReply, ScriptedUpstream, type Handler, type ReplyOptions } from './support/upstream.js';
 import { refusalTrace, startProxy, type ProxyHandle } from './support/proxy.js';
 
 const weatherToolOpenAI: OpenAI.Chat.Completions.ChatCompletionTool = {
@@ -287,16 +287,31 @@ describe('OpenAI client in front of an Anthropic upstream (translated both ways)
   });
 });
 
-describe('a client that asked for no stream gets one JSON answer from an upstream that streams anyway', () => {
-  const upstreams: Record<'openai' | 'anthropic', { upstream: ScriptedUpstream; proxy: ProxyHandle }> = {} as never;
-  const call = { id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' };
-  const weather = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
-  /** The upstream streams whatever the request's `stream` says. */
-  const streamingAnyway =
-    (reply: Handler): Handler =>
-    (request, response) =>
-      reply({ ...request, body: { ...request.body, stream: true } }, response);
+/** A get_weather call and its tool, as the tests of upstreams that ignore `stream` ask for it. */
+const call = { id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' };
+const weather = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
 
+/** The same question with the tool in Anthropic's form. */
+const anthropicWeatherQuestion: Anthropic.MessageCreateParamsNonStreaming = {
+  model: 'm',
+  max_tokens: 100,
+  messages: [{ role: 'user', content: 'Weather in Paris?' }],
+  tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+};
+
+/** The upstream answers as if the request's `stream` said `stream`, whatever it says. */
+const answeringAsIf =
+  (stream: boolean) =>
+  (reply: Handler): Handler =>
+  (request, response) =>
+    reply({ ...request, body: { ...request.body, stream } }, response);
+
+/** The scripted answer of an upstream of this format. */
+const replyOf = (wire: 'openai' | 'anthropic') => (options: ReplyOptions) => (wire === 'openai' ? openAIReply(options) : anthropicReply(options));
+
+/** A scripted upstream of each format with a proxy in front, started before the describe's tests and closed after them. */
+function proxyPerFormat(): Record<'openai' | 'anthropic', { upstream: ScriptedUpstream; proxy: ProxyHandle }> {
+  const upstreams: Record<'openai' | 'anthropic', { upstream: ScriptedUpstream; proxy: ProxyHandle }> = {} as never;
   before(async () => {
     for (const format of ['openai', 'anthropic'] as const) {
       const upstream = await ScriptedUpstream.start();
@@ -310,9 +325,16 @@ describe('a client that asked for no stream gets one JSON answer from an upstrea
       await upstream?.close();
     }
   });
+  return upstreams;
+}
+
+describe('a client that asked for no stream gets one JSON answer from an upstream that streams anyway', () => {
+  const upstreams = proxyPerFormat();
+  /** The upstream streams whatever the request's `stream` says. */
+  const streamingAnyway = answeringAsIf(true);
 
   for (const wire of ['openai', 'anthropic'] as const) {
-    const reply = (options: Parameters<typeof openAIReply>[0]) => (wire === 'openai' ? openAIReply(options) : anthropicReply(options));
+    const reply = replyOf(wire);
 
     test(`chat.completions.create from ${wire === 'openai' ? 'a chat' : 'an Anthropic'} upstream: the same chat.completion as from its JSON answer, text and tool calls`, async () => {
       const { upstream, proxy } = upstreams[wire];
@@ -337,15 +359,7 @@ describe('a client that asked for no stream gets one JSON answer from an upstrea
     test(`messages.create from ${wire === 'openai' ? 'a chat' : 'an Anthropic'} upstream: the same message as from its JSON answer`, async () => {
       const { upstream, proxy } = upstreams[wire];
       const client = new Anthropic({ baseURL: proxy.url, apiKey: 'x', maxRetries: 0 });
-      const ask = () =>
-        client.messages
-          .create({
-            model: 'm',
-            max_tokens: 100,
-            messages: [{ role: 'user', content: 'Weather in Paris?' }],
-            tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
-          })
-          .withResponse();
+      const ask = () => client.messages.create(anthropicWeatherQuestion).withResponse();
       upstream.reply(reply({ text: 'Checking.', toolCalls: [call] }), streamingAnyway(reply({ text: 'Checking.', toolCalls: [call] })));
       const fromJson = await ask();
       const fromStream = await ask();
@@ -395,5 +409,59 @@ describe('a client that asked for no stream gets one JSON answer from an upstrea
       assert.match(error.message, /asked for no stream.*message_stop/);
       return true;
     });
+  });
+});
+
+describe('a client that asked for a stream gets one from an upstream that answers with one JSON body anyway', () => {
+  const upstreams = proxyPerFormat();
+  /** The upstream answers with one JSON body whatever the request's `stream` says (as some servers do). */
+  const jsonAnyway = answeringAsIf(false);
+
+  for (const wire of ['openai', 'anthropic'] as const) {
+    const reply = (options: ReplyOptions) => jsonAnyway(replyOf(wire)(options));
+    const from = wire === 'openai' ? 'a chat' : 'an Anthropic';
+
+    test(`chat.completions.stream from ${from} upstream: events the SDK reads into the answer, text and tool call (was the JSON answer, which the SDK read as no events)`, async () => {
+      const { upstream, proxy } = upstreams[wire];
+      upstream.reply(reply({ text: 'Checking.', toolCalls: [call], usage: { input: 12, output: 4 } }));
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const stream = client.chat.completions.stream({
+        model: 'm',
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        tools: [weather],
+        stream_options: { include_usage: true },
+      });
+      const answer = await stream.finalChatCompletion();
+      assert.equal(answer.choices[0]!.message.content, 'Checking.');
+      assert.deepEqual(answer.choices[0]!.message.tool_calls?.[0], {
+        id: 'call_1',
+        type: 'function',
+        function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+      });
+      assert.equal(answer.choices[0]!.finish_reason, 'tool_calls');
+      assert.deepEqual([answer.usage?.prompt_tokens, answer.usage?.completion_tokens], [12, 4]);
+    });
+
+    test(`messages.stream from ${from} upstream: the message the SDK assembles from the events`, async () => {
+      const { upstream, proxy } = upstreams[wire];
+      upstream.reply(reply({ text: 'Checking.', toolCalls: [call], usage: { input: 12, output: 4 } }));
+      const client = new Anthropic({ baseURL: proxy.url, apiKey: 'x', maxRetries: 0 });
+      const message = await client.messages.stream(anthropicWeatherQuestion).finalMessage();
+      assert.deepEqual(
+        message.content.map((block) => (block.type === 'text' ? block.text : block.type === 'tool_use' ? block.input : block.type)),
+        ['Checking.', { city: 'Paris' }],
+      );
+      assert.equal(message.stop_reason, 'tool_use');
+      assert.deepEqual([message.usage.input_tokens, message.usage.output_tokens], [12, 4]);
+    });
+  }
+
+  test('responses.stream from a chat upstream: the response the SDK assembles from the events', async () => {
+    const { upstream, proxy } = upstreams.openai;
+    upstream.reply(jsonAnyway(openAIReply({ text: 'Bonjour.' })));
+    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const response = await client.responses.stream({ model: 'm', input: 'Hello in French?' }).finalResponse();
+    assert.equal(response.status, 'completed');
+    assert.equal(response.output_text, 'Bonjour.');
   });
 });

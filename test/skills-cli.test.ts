@@ -194,6 +194,34 @@ describe('metaclaw skills commands', () => {
     }
   });
 
+  test('a SKILL.md whose frontmatter uses a YAML alias is refused at once by PUT /v1/skills/<name> (400): a self-referencing one no longer holds the proxy for many seconds', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+    try {
+      // 4 KB; resolved, its 600 aliases took about 15 s of the event loop here (800: 37 s), every request waiting.
+      const text = `---\nname: my-skill\ndescription: Use when testing aliases.\nx: &x [${'*x,'.repeat(600)}]\n---\n\n# Mine\n\nStep one.\n`;
+      const response = await fetch(`${proxy.url}/v1/skills/my-skill`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ text }),
+        signal: AbortSignal.timeout(5_000),
+      });
+      assert.equal(response.status, 400);
+      const { error } = (await response.json()) as { error: { code: string; message: string } };
+      assert.equal(error.code, 'invalid_skill');
+      assert.match(error.message, /frontmatter uses a YAML alias/);
+      const merged = await putSkill<{ error?: { message: string } }>(proxy, 'my-skill', {
+        text: `---\nname: my-skill\nbase: &base { a: 1 }\ndescription: Use when testing aliases.\nother: *base\n---\n\nStep one.\n`,
+      });
+      assert.equal(merged.status, 400, 'an ordinary alias is refused the same way');
+      assert.equal(existsSync(join(proxy.home, 'skills', 'my-skill')), false, 'nothing was written');
+      assert.equal((await fetch(`${proxy.url}/healthz`)).status, 200);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
   test('import of a folder that does not exist or is not a folder exits 1; revert of a skill never seen says there is no such skill', async () => {
     const home = tempHome();
     const file = join(tempHome('skills-not-folder-'), 'notes.txt');

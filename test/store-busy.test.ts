@@ -211,3 +211,35 @@ test('metaclaw doctor, while another connection holds the write lock, names the 
     assert.doesNotMatch(result.stdout, /free some space on the disk/);
   });
 });
+
+test('POST /v1/memory/ingest is all or nothing: a store taken by another connection in the middle of it answers 503 with nothing kept (as it says), and the retry stores each turn once', async () => {
+  await withLockableProxy('ingest', 1, async ({ proxy, other }) => {
+    other.pragma('busy_timeout = 10000');
+    const turns = Array.from({ length: 6_000 }, (_, index) => ({
+      role: index % 2 === 0 ? 'user' : 'assistant',
+      content: `Note ${index}: shelf ${index % 13} holds box ${index}.`,
+    }));
+    const ingest = () =>
+      fetch(`${proxy.url}/v1/memory/ingest`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ session_id: 'bulk', turns }),
+      });
+    const units = async () => ((await (await fetch(`${proxy.url}/v1/memory/stats`)).json()) as { total_units: number }).total_units;
+
+    const answer = ingest();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Taken between two of its turns' writes, or once the whole ingest is written; held past the proxy's 200 ms wait.
+    other.exec('BEGIN IMMEDIATE');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    other.exec('COMMIT');
+    const first = await answer;
+    const kept = await units();
+    if (first.status === 503) {
+      assert.equal(kept, 0, 'the 503 says nothing was changed');
+      const retried = await ingest();
+      assert.equal(retried.status, 200);
+    } else assert.equal(first.status, 200);
+    assert.equal(await units(), turns.length, `first answer ${first.status}, ${kept} units after it`);
+  });
+});

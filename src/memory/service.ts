@@ -653,7 +653,9 @@ export class MemoryService {
 
   /** `POST /v1/memory/ingest`: turns stored at once as episodic units; extraction queued. */
   ingest(scope: string, sessionId: string, turns: readonly IngestTurn[]): { stored: Array<{ id: string; turn_id: string }>; extraction_job: number | null } {
-    const stored = this.storeTurns(scope, sessionId, turns).filter((item) => item.stored);
+    // All turns or none: a store busy at turn k answered 503 "nothing was changed" with k turns kept,
+    // and the retry it invites stored them again (turn ids without the client's own end in the time).
+    const stored = this.store.atomically(() => this.storeTurns(scope, sessionId, turns)).filter((item) => item.stored);
     let job: number | undefined;
     if (this.settings.autoExtract && this.enqueue)
       job = this.enqueue(EXTRACT_JOB, { sessionId, scope, final: false }, { dedupeKey: `${EXTRACT_JOB}:${sessionId}` });

@@ -234,8 +234,13 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
       allOfScope: db.prepare<[string], UnitRow>('SELECT * FROM memory_units WHERE scope = ? ORDER BY rowid'),
       rowidsAfter: db.prepare<[number, number], number>('SELECT rowid FROM memory_units WHERE rowid > ? ORDER BY rowid LIMIT ?').pluck(),
       // The raw turn said just before one (same scope and session): the last one stored so far.
-      lastRaw: db.prepare<[string, string], LinkedTurn>(
-        "SELECT rowid, terms, content, neighbour_terms, speaker FROM memory_units WHERE source_session = ? AND origin = 'raw_turn' AND scope = ? ORDER BY rowid DESC LIMIT 1",
+      // The newest of each speaker's newest turn: each a seek in memory_units_session. Its trailing speaker
+      // orders the session's turns by speaker first, so one ORDER BY rowid DESC sorted all of them per turn
+      // stored: ingesting 8,000 turns took 9.7 s of the event loop (2,000: 1.2 s).
+      lastRaw: db.prepare<[{ session: string; scope: string }], LinkedTurn>(
+        `SELECT rowid, terms, content, neighbour_terms, speaker FROM memory_units WHERE rowid = max(
+          coalesce((SELECT max(rowid) FROM memory_units WHERE source_session = @session AND origin = 'raw_turn' AND scope = @scope AND speaker = 'user'), 0),
+          coalesce((SELECT max(rowid) FROM memory_units WHERE source_session = @session AND origin = 'raw_turn' AND scope = @scope AND speaker = 'assistant'), 0))`,
       ),
       // Which units are a user's raw turn, and in which session; a session's first user turn; the user turns after one (migration 27: from memory_units_session alone).
       userTurns: db.prepare<[string], { rowid: number; scope: string; source_session: string }>(
@@ -326,7 +331,7 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
     };
     return this.db
       .transaction(() => {
-        const previous = draft.origin === 'raw_turn' && session !== null ? this.statements.lastRaw.get(session, draft.scope) : undefined;
+        const previous = draft.origin === 'raw_turn' && session !== null ? this.statements.lastRaw.get({ session, scope: draft.scope }) : undefined;
         Object.assign(row, rawLink(previous));
         const result = this.statements.insert.run(row);
         if (result.changes === 0) return undefined;

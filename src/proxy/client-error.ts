@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { RequestTimeoutError, type ErrorKind } from '../errors.js';
 import type { Logger } from '../logging/index.js';
+import type { ApiFormat } from '../types/index.js';
 import { errorBodyText } from '../shared/api-errors.js';
 import { failBodyRead } from './body.js';
 import { newRequestId } from './model-request.js';
@@ -22,7 +23,8 @@ const ROUTE_ANSWER_GRACE_MS = 10_000;
 /**
  * Requests that node:http refuses before any handler runs (a header block over its limit, a head
  * that took too long, bytes that are not HTTP) get a JSON error an SDK can show, instead of node's
- * bare status line with an empty body. The route is not known yet, so the body has OpenAI's shape.
+ * bare status line with an empty body. No route has it yet, so its shape is read from the bytes node
+ * had (refusedFormat): Anthropic's for /v1/messages or an anthropic-version header, else OpenAI's.
  * A request whose body was still coming when proxy.request_timeout_seconds ran out is the
  * exception: its route is reading it, so the route answers the 408 in its own API's shape. Each is
  * a rejection like those the routes answer (counted, listed in /status, logged with a request id).
@@ -67,7 +69,7 @@ export function answerClientErrors(server: http.Server, deps: { stats: ProxyStat
     const requestId = newRequestId();
     const request = (lateBody ?? inFlight)?.req;
     noteRejection(deps, { ...refusal, requestId, method: request?.method, path: request?.url ?? '' });
-    const body = errorBodyText('openai', refusal);
+    const body = errorBodyText(refusedFormat(error), refusal);
     socket.end(
       `HTTP/1.1 ${refusal.status} ${refusal.reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-metaclaw-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
     );
@@ -133,6 +135,19 @@ function bodyTimeout(timeoutMs: number): Refusal {
     code: 'request_timeout',
     message: `The request body did not all arrive within ${timeoutMs / 1000} s (proxy.request_timeout_seconds); the connection is closed.`,
   };
+}
+
+/** A request line naming the Messages route, or an anthropic-version header line. */
+const ANTHROPIC_REQUEST = /^[A-Z]+ \/(?:v1\/)?messages[?#/ ]|\r\nanthropic-version:/i;
+
+/**
+ * The API whose error shape a refused request gets, from the bytes node was parsing when it refused
+ * (`rawPacket`: for a head over the limit, usually the whole head so far). An Anthropic SDK shown
+ * OpenAI's shape reports the JSON as its message, without the error's type.
+ */
+function refusedFormat(error: NodeJS.ErrnoException & { rawPacket?: Buffer }): ApiFormat {
+  const head = error.rawPacket?.subarray(0, 64 * 1024).toString('latin1');
+  return head !== undefined && ANTHROPIC_REQUEST.test(head) ? 'anthropic' : 'openai';
 }
 
 function refusalFor(error: NodeJS.ErrnoException, server: http.Server): Refusal {

@@ -39,8 +39,7 @@ export class ResponsesTurn {
     const input = responsesInputItems(body['input']);
     const remembered = { bytes, store: body['store'] !== false };
     const previousId = body['previous_response_id'];
-    if (typeof previousId !== 'string' || previousId === '')
-      return new ResponsesTurn(history, responsesConversation(input), undefined, true, input, remembered);
+    if (typeof previousId !== 'string') return new ResponsesTurn(history, responsesConversation(input), undefined, true, input, remembered);
     const previous = await history.resolve(previousId, ownScope);
     if (previous !== undefined) return new ResponsesTurn(history, responsesConversation([...previous.items, ...input]), previous, true, input, remembered);
     // A member's id is never handed to the upstream unresolved: the team's upstream key would

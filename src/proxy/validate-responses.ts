@@ -14,7 +14,8 @@ const responsesRequest = z.looseObject({
   model: z.string().optional(),
   input: z.union([z.string(), z.array(z.looseObject({ type: z.string().optional() }), { error: 'expected a string or an array of items' })]).optional(),
   instructions: z.string().nullable().optional(),
-  previous_response_id: z.string().nullable().optional(),
+  // "" names no response: resolved as none at the door but sent on as an id, it failed later as a proxy error with a turn recorded.
+  previous_response_id: z.string().min(1, 'must not be empty: leave it out, or null, to start a new conversation').nullable().optional(),
   stream: z.boolean().nullable().optional(),
   store: z.boolean().nullable().optional(),
   tools: z

@@ -49,9 +49,13 @@ export function parseSkillFile(text: string, path: string, folderName: string): 
   if (!match) return { reason: 'the file must start with a YAML frontmatter block between --- lines' };
   let data: unknown;
   try {
-    data = parseYaml(match[1]!, { schema: 'core' });
+    // No aliases: frontmatter never needs one, and resolving a self-referencing one (`a: &a [*a, *a, …]`)
+    // is cubic in their count: 800 of them, 4 KB, held the event loop for 37 s (yaml's maxAliasCount does not catch it).
+    data = parseYaml(match[1]!, { schema: 'core', maxAliasCount: 0 });
   } catch (error) {
-    return { reason: `frontmatter is not valid YAML: ${(error as Error).message.split('\n')[0]}` };
+    const message = (error as Error).message;
+    if (message.startsWith('Alias resolution is disabled')) return { reason: 'frontmatter uses a YAML alias (*name); write the value out instead' };
+    return { reason: `frontmatter is not valid YAML: ${message.split('\n')[0]}` };
   }
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return { reason: 'frontmatter must be a mapping of keys' };
   const parsed = frontmatterSchema.safeParse(data);

@@ -28,6 +28,8 @@ import {
   type EarlierConversation,
   type StreamEnding,
 } from './translate/index.js';
+import { answerAsStream } from './translate/answer-stream.js';
+import { isRecord, parseJson, readString } from './translate/common.js';
 
 export type ForwardOutcome = 'ok' | 'upstream_error' | 'stream_broken' | 'client_aborted' | 'proxy_error';
 
@@ -393,24 +395,36 @@ export class UpstreamForwarder {
           reading.result.then(settle, (error) => settle({ type: 'retryable', reason: errorMessage(error) }));
           return;
         }
-        readResponseBody(response, 1024 * 1024).then(
-          (errorBody) => {
-            const headers = relayedHeaders(response.headers);
-            if (isRetryableStatus(status)) {
-              const wait = retryAfterMs(response.headers);
-              settle({
-                type: 'retryable',
-                reason: `HTTP ${status}`,
-                status,
-                contentType,
-                body: errorBody,
-                headers,
-                ...(wait === undefined ? {} : { retryAfterMs: wait }),
-              });
-            } else settle({ type: 'rejected', status, contentType, body: errorBody, headers });
-          },
-          (error) => settle({ type: 'retryable', reason: errorMessage(error), status }),
-        );
+        const settleError = (errorBody: Buffer, bodyType: string) => {
+          const headers = relayedHeaders(response.headers);
+          if (isRetryableStatus(status)) {
+            const wait = retryAfterMs(response.headers);
+            settle({
+              type: 'retryable',
+              reason: `HTTP ${status}`,
+              status,
+              contentType: bodyType,
+              body: errorBody,
+              headers,
+              ...(wait === undefined ? {} : { retryAfterMs: wait }),
+            });
+          } else settle({ type: 'rejected', status, contentType: bodyType, body: errorBody, headers });
+        };
+        // An error body is timed like an answer's: an upstream that sent its status and then stalled held
+        // the client for ever. One that cannot be read (stalled, cut, over 1 MB) still gives the client
+        // the upstream's status, with what went wrong in the upstream's error shape (translated as any error body).
+        const idle = this.idleGuard(response);
+        answering = (message) => response.destroy(new Error(message));
+        readResponseBody(response, 1024 * 1024)
+          .finally(() => clearTimeout(idle))
+          .then(
+            (errorBody) => settleError(errorBody, contentType),
+            (error) => {
+              const message = `The upstream answered ${status}, and its error body could not be read (${errorMessage(error)}).`;
+              const wire = wireFormat(target, input.clientFormat);
+              settleError(Buffer.from(errorBodyText(wire, { kind: kindForStatus(status), message, code: 'upstream_error_unreadable' })), 'application/json');
+            },
+          );
       });
       request.end(body);
       if (!input.stream) input.onWaiting?.();
@@ -451,6 +465,10 @@ export class UpstreamForwarder {
     if (sink.closed) return { type: 'finished', status: 499, outcome: 'client_aborted', error: 'client disconnected', response: null };
     const wire = wireFormat(target, input.clientFormat);
     if (contentType.includes('text/event-stream')) return this.answerFromStream(wire, input, response, raw, sink, markFirstByte);
+    if (input.stream && wire !== 'responses') {
+      const streamed = this.streamWholeAnswer(wire, input, response, raw, status, sink, markFirstByte);
+      if (streamed) return streamed;
+    }
     const sameFormat = wire === input.clientFormat;
     const headers = relayedHeaders(response.headers);
     // Same format: the client gets the upstream's bytes first; they are parsed for the record after.
@@ -477,6 +495,35 @@ export class UpstreamForwarder {
       sink.sendComplete(status, 'application/json', JSON.stringify(translateAnswer(input.clientFormat, wire, parsed, input)), headers);
     }
     const assembled = parsed === undefined ? null : assembleAnswer(wire, parsed);
+    return { type: 'finished', status, outcome: 'ok', error: null, response: assembled };
+  }
+
+  /**
+   * A stream request the upstream answered with one JSON answer (a server that ignores `stream`), sent
+   * as the stream the client asked for: relayed or translated as JSON, its SDK, reading events, got
+   * nothing. Undefined when the body is no answer of the wire's API (the caller answers that as usual).
+   * A Responses upstream's answers keep their own ids, so those are not rebuilt here.
+   */
+  private streamWholeAnswer(
+    wire: RequestFormat,
+    input: ForwardInput,
+    response: IncomingMessage,
+    raw: Buffer,
+    status: number,
+    sink: ClientSink,
+    markFirstByte: () => void,
+  ): AttemptResult | undefined {
+    const parsed = parseJson(raw.toString('utf8'));
+    if (parsed === undefined || answerShapeProblem(wire, parsed) !== undefined) return undefined;
+    const assembled = assembleAnswer(wire, parsed);
+    const id = (isRecord(parsed) ? readString(parsed['id']) : undefined) ?? `chatcmpl-${input.requestId}`;
+    const model = assembled.model ?? readString(input.body['model']) ?? '';
+    const { inputTokens = 0, outputTokens = 0 } = assembled.usage ?? {};
+    const answer = { id, model, parts: assembled, finishReason: assembled.finishReason ?? 'stop', promptTokens: inputTokens, completionTokens: outputTokens };
+    markFirstByte();
+    sink.startStream(status, 'text/event-stream', relayedHeaders(response.headers));
+    sink.write(answerAsStream(input.clientFormat, input, answer));
+    sink.end();
     return { type: 'finished', status, outcome: 'ok', error: null, response: assembled };
   }
 
