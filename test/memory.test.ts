@@ -346,9 +346,10 @@ describe('memory over HTTP and in the prompt', () => {
       };
       await ingest('long', 8_000, 0);
       await ingest('warm-up', 1_000, 0);
-      const fresh = await ingest('fresh', 1_000, 0);
+      // The best of three on each side: one run can stall on a busy machine (CI runs test files side by side).
+      const fresh = Math.min(await ingest('fresh-1', 1_000, 0), await ingest('fresh-2', 1_000, 0), await ingest('fresh-3', 1_000, 0));
       // Each turn is linked to the one said before it; finding that one sorted the whole session (8.9 s for 8,000 turns, 0.7 s after).
-      const continued = await ingest('long', 1_000, 8_000);
+      const continued = Math.min(await ingest('long', 1_000, 8_000), await ingest('long', 1_000, 9_000), await ingest('long', 1_000, 10_000));
       assert.ok(continued < 2 * fresh, `1,000 turns took ${Math.round(continued)} ms after 8,000 in their session, ${Math.round(fresh)} ms in a new one`);
     } finally {
       await proxy.dispose();
