@@ -75,6 +75,9 @@ async function responsesStream(proxy: ProxyHandle, input: string) {
   return { events, responseId, error, client, requestId: response.headers.get('x-metaclaw-request-id')! };
 }
 
+/** The proxy's own key for the upstream in the suite below (`llm.api_key`): its clients send another. */
+const UPSTREAM_KEY = 'sk-proxy-own-0123456789abcdef';
+
 describe('upstream failures reach the client honestly', () => {
   let upstream: ScriptedUpstream;
   let proxy: ProxyHandle;
@@ -84,7 +87,7 @@ describe('upstream failures reach the client honestly', () => {
     upstream = await ScriptedUpstream.start();
     proxy = await startProxy({
       config: {
-        llm: { api_base: `${upstream.url}/v1`, api_key: 'sk-up', max_retries: 2, timeout_seconds: 1, max_retry_wait_seconds: 5 },
+        llm: { api_base: `${upstream.url}/v1`, api_key: UPSTREAM_KEY, max_retries: 2, timeout_seconds: 1, max_retry_wait_seconds: 5 },
         proxy: { max_body_mb: 0.05 },
       },
     });
@@ -118,6 +121,26 @@ describe('upstream failures reach the client honestly', () => {
     );
     assert.ok(error instanceof OpenAI.AuthenticationError);
     assert.equal(upstream.modelRequests().length, 1);
+  });
+
+  test("an upstream error that echoes the proxy's own key (llm.api_key) reaches the client with its status and message, the key replaced by [redacted], also after the retries are spent", async () => {
+    const echo = `Invalid API key: ${UPSTREAM_KEY}. Check your key.`;
+    upstream.reply(errorReply(401, { error: { message: echo, type: 'invalid_request_error', code: 'invalid_api_key' } }));
+    const rejected = await ask().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    assert.ok(rejected instanceof OpenAI.AuthenticationError);
+    assert.match(rejected.message, /Invalid API key: \[redacted\]\. Check your key\./);
+    assert.ok(!JSON.stringify(rejected.error).includes(UPSTREAM_KEY));
+    for (let index = 0; index < 3; index++) upstream.reply(errorReply(500, { error: { message: `server error near ${UPSTREAM_KEY}`, type: 'server_error' } }));
+    const failed = await ask().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    assert.ok(failed instanceof OpenAI.InternalServerError);
+    assert.match(failed.message, /server error near \[redacted\]/);
+    assert.equal(upstream.modelRequests().length, 4);
   });
 
   test('a 429 with retry-after is waited out and retried', async () => {

@@ -238,7 +238,7 @@ export class UpstreamForwarder {
             sink,
             result.status,
             result.contentType,
-            result.body,
+            withoutKey(result.body, target.apiKey),
             result.headers,
           );
           return {
@@ -269,7 +269,8 @@ export class UpstreamForwarder {
     if (failure.status !== undefined && failure.body !== undefined) {
       const headers = finalErrorHeaders(failure.headers);
       const wire = wireFormat(lastTarget!, input.clientFormat);
-      this.sendUpstreamError(input.clientFormat, wire, sink, failure.status, failure.contentType ?? 'application/json', failure.body, headers);
+      const body = withoutKey(failure.body, lastTarget!.apiKey);
+      this.sendUpstreamError(input.clientFormat, wire, sink, failure.status, failure.contentType ?? 'application/json', body, headers);
       return {
         status: failure.status,
         outcome: 'upstream_error',
@@ -851,6 +852,16 @@ function delay(ms: number, sink: ClientSink): Promise<void> {
       resolve();
     });
   });
+}
+
+/**
+ * An upstream error body without the proxy's own key for that upstream (`llm.api_key`), which some
+ * servers echo ("Invalid API key: sk-…"): the client never sent it and may not know it (a team
+ * member). A client's own key is its own and left as it came.
+ */
+function withoutKey(body: Buffer, apiKey: string | undefined): Buffer {
+  if (!apiKey || apiKey.length < 8 || !body.includes(apiKey)) return body;
+  return Buffer.from(body.toString('utf8').replaceAll(apiKey, '[redacted]'));
 }
 
 function headerText(value: string | string[] | undefined): string | undefined {
