@@ -14,6 +14,7 @@ import type { ClientSink } from './sink.js';
 import { transientOpening } from './opening-error.js';
 import { completeEventsLength, eventsOf, firstMalformedEvent, isWellFormedEvent, SseParser, type SseEvent } from './sse.js';
 import {
+  answerAsStream,
   answerShapeProblem,
   answerFromStream,
   assembleAnswer,
@@ -28,7 +29,6 @@ import {
   type EarlierConversation,
   type StreamEnding,
 } from './translate/index.js';
-import { answerAsStream } from './translate/answer-stream.js';
 import { isRecord, parseJson, readString } from './translate/common.js';
 
 export type ForwardOutcome = 'ok' | 'upstream_error' | 'stream_broken' | 'client_aborted' | 'proxy_error';
@@ -232,15 +232,7 @@ export class UpstreamForwarder {
           };
         }
         if (result.type === 'rejected') {
-          this.sendUpstreamError(
-            input.clientFormat,
-            wireFormat(target, input.clientFormat),
-            sink,
-            result.status,
-            result.contentType,
-            withoutKey(result.body, target.apiKey),
-            result.headers,
-          );
+          this.sendUpstreamError(input.clientFormat, target, sink, result.status, result.contentType, result.body, result.headers);
           return {
             status: result.status,
             outcome: 'upstream_error',
@@ -268,9 +260,7 @@ export class UpstreamForwarder {
     const failure = lastFailure!;
     if (failure.status !== undefined && failure.body !== undefined) {
       const headers = finalErrorHeaders(failure.headers);
-      const wire = wireFormat(lastTarget!, input.clientFormat);
-      const body = withoutKey(failure.body, lastTarget!.apiKey);
-      this.sendUpstreamError(input.clientFormat, wire, sink, failure.status, failure.contentType ?? 'application/json', body, headers);
+      this.sendUpstreamError(input.clientFormat, lastTarget!, sink, failure.status, failure.contentType ?? 'application/json', failure.body, headers);
       return {
         status: failure.status,
         outcome: 'upstream_error',
@@ -809,18 +799,22 @@ export class UpstreamForwarder {
     return timer;
   }
 
-  /** An upstream error reaches the client with its status and headers; its body is translated when the formats differ. */
+  /**
+   * An upstream error reaches the client with its status and headers; its body is translated when the
+   * formats differ, and loses the proxy's own key for that upstream when it echoes it (`withoutKey`).
+   */
   private sendUpstreamError(
     clientFormat: RequestFormat,
-    wire: RequestFormat,
+    target: UpstreamTarget,
     sink: ClientSink,
     status: number,
     contentType: string,
-    body: Buffer,
+    upstreamBody: Buffer,
     headers: OutgoingHttpHeaders | undefined,
   ): void {
     if (sink.closed || sink.committed) return;
-    const translated = translateErrorBody(clientFormat, wire, body.toString('utf8'), status);
+    const body = withoutKey(upstreamBody, target.apiKey);
+    const translated = translateErrorBody(clientFormat, wireFormat(target, clientFormat), body.toString('utf8'), status);
     if (translated === undefined) sink.sendComplete(status, contentType, body, headers);
     else sink.sendComplete(status, 'application/json', translated, headers);
   }

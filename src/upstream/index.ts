@@ -26,5 +26,5 @@ export { passThrough, type PassedAnswer } from './pass-through.js';
 /** For answers the proxy makes itself (rl/policy): the same translations and readers the forwarder uses. */
 export { streamTranslator, translateAnswer, type AnswerContext, type EarlierConversation } from './translate/index.js';
 export { assistantToOpenAIMessage, type AssistantParts } from './translate/assistant.js';
-export { answerAsStream, type WholeAnswer } from './translate/answer-stream.js';
+export { answerAsStream, wholeAnswerUsage, type WholeAnswer } from './translate/index.js';
 export { isRecord, openAIContentText, parseJson, readArray, readReasoning, readString, toolCallId, unixSeconds } from './translate/common.js';

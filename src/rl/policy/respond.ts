@@ -1,10 +1,11 @@
-import type { AssembledResponse, OpenAIChatCompletion, OpenAIUsage, RequestFormat } from '../../types/index.js';
+import type { AssembledResponse, OpenAIChatCompletion, RequestFormat } from '../../types/index.js';
 import {
   answerAsStream,
   assembleOpenAIResponse,
   assistantToOpenAIMessage,
   translateAnswer,
   unixSeconds,
+  wholeAnswerUsage,
   type AnswerContext,
   type AssistantParts,
   type ClientSink,
@@ -66,10 +67,6 @@ export function openAICompletion(input: PolicyAnswerInput): OpenAIChatCompletion
     created: unixSeconds(),
     model: input.model,
     choices: [{ index: 0, message: assistantToOpenAIMessage(input.parts, { includeReasoning: true }), finish_reason: input.finishReason, logprobs: null }],
-    usage: usageOf(input),
+    usage: wholeAnswerUsage(input),
   };
-}
-
-function usageOf(input: PolicyAnswerInput): OpenAIUsage {
-  return { prompt_tokens: input.promptTokens, completion_tokens: input.completionTokens, total_tokens: input.promptTokens + input.completionTokens };
 }

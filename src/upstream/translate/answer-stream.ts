@@ -33,7 +33,8 @@ export function answerAsStream(clientFormat: RequestFormat, context: AnswerConte
   return out + translator.finish();
 }
 
-function usageOf(answer: WholeAnswer): OpenAIUsage {
+/** The answer's token counts as OpenAI's usage object. */
+export function wholeAnswerUsage(answer: Pick<WholeAnswer, 'promptTokens' | 'completionTokens'>): OpenAIUsage {
   return { prompt_tokens: answer.promptTokens, completion_tokens: answer.completionTokens, total_tokens: answer.promptTokens + answer.completionTokens };
 }
 
@@ -43,7 +44,7 @@ function usageOf(answer: WholeAnswer): OpenAIUsage {
  */
 function openAIChunkEvents(answer: WholeAnswer, options: { includeUsage: boolean; usageFirst: boolean }): SseEvent[] {
   const created = unixSeconds();
-  const usage = usageOf(answer);
+  const usage = wholeAnswerUsage(answer);
   const chunk = (delta: OpenAIChatChunk['choices'][number]['delta'], finishReason: string | null = null): OpenAIChatChunk => ({
     id: answer.id,
     object: 'chat.completion.chunk',

@@ -40,3 +40,4 @@ export {
   type StreamEnding,
   type StreamTranslator,
 } from './format-pairs.js';
+export { answerAsStream, wholeAnswerUsage, type WholeAnswer } from './answer-stream.js';
