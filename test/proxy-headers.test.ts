@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
+import zlib from 'node:zlib';
 import OpenAI from 'openai';
 import { anthropicReply, errorReply, openAIReply, ScriptedUpstream, type Handler } from './support/upstream.js';
 import { recordedTurn, startProxy, type ProxyHandle } from './support/proxy.js';
@@ -15,6 +16,37 @@ function withHeaders(handler: Handler, headers: Record<string, string>): Handler
 
 const OPENAI_LIMITS = { 'x-ratelimit-limit-requests': '500', 'x-ratelimit-remaining-requests': '499', 'x-ratelimit-reset-tokens': '6ms' };
 const ANTHROPIC_LIMITS = { 'anthropic-ratelimit-requests-limit': '50', 'anthropic-ratelimit-requests-remaining': '49', 'retry-after': '3' };
+
+/**
+ * The upstream compresses its answer with `coding` although the proxy asked for identity (as some
+ * servers and CDNs do), flushing after every write so a stream stays a stream.
+ */
+function compressed(handler: Handler, coding: 'gzip' | 'deflate' | 'br'): Handler {
+  return (request, response) => {
+    const encoder = coding === 'gzip' ? zlib.createGzip() : coding === 'deflate' ? zlib.createDeflate() : zlib.createBrotliCompress();
+    const writeHead = response.writeHead.bind(response) as (status: number, headers: Record<string, string | number>) => void;
+    const write = response.write.bind(response) as (chunk: Buffer) => boolean;
+    const end = response.end.bind(response) as () => void;
+    encoder.on('data', (chunk: Buffer) => write(chunk));
+    encoder.on('end', () => end());
+    response.writeHead = ((status: number, headers: Record<string, string | number> = {}) => {
+      const { 'content-length': _length, ...rest } = headers;
+      writeHead(status, { ...rest, 'content-encoding': coding });
+      return response;
+    }) as typeof response.writeHead;
+    response.write = ((chunk: string | Buffer) => {
+      encoder.write(chunk);
+      encoder.flush();
+      return true;
+    }) as typeof response.write;
+    response.end = ((chunk?: string | Buffer) => {
+      if (chunk !== undefined) encoder.write(chunk);
+      encoder.end();
+      return response;
+    }) as typeof response.end;
+    return handler(request, response);
+  };
+}
 
 /** The error a promise rejects with. */
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
@@ -147,5 +179,70 @@ describe("the upstream's request id and rate limits reach the client, and its re
     assert.equal(response.status, 200);
     const turn = await recordedTurn(openaiProxy.url, response.headers.get('x-metaclaw-request-id')!);
     assert.equal(turn.received.headers['x-request-id'], 'client-side-42');
+  });
+});
+
+describe('an upstream that compresses its answer although the proxy asked for identity', () => {
+  let upstream: ScriptedUpstream;
+  let openaiProxy: ProxyHandle;
+  let anthropicProxy: ProxyHandle;
+
+  before(async () => {
+    upstream = await ScriptedUpstream.start();
+    const llm = { api_key: 'sk-up', max_retries: 0, timeout_seconds: 5 };
+    [openaiProxy, anthropicProxy] = await Promise.all([
+      startProxy({ config: { llm: { ...llm, api_base: `${upstream.url}/v1` } } }),
+      startProxy({ config: { llm: { ...llm, api_base: upstream.url, api_format: 'anthropic' } } }),
+    ]);
+  });
+  after(async () => {
+    await Promise.all([openaiProxy?.dispose(), anthropicProxy?.dispose()]);
+    await upstream?.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  test('a gzip stream, a deflate answer and a br error reach an OpenAI client decoded, and the turn records the decoded answer', async () => {
+    const client = new OpenAI({ baseURL: `${openaiProxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const messages = [{ role: 'user' as const, content: 'hi' }];
+
+    upstream.reply(compressed(openAIReply({ text: 'streamed through gzip', pieces: 4, gapMs: 20 }), 'gzip'));
+    const { data: stream, response } = await client.chat.completions.create({ model: 'm', stream: true, messages }).withResponse();
+    assert.equal(response.headers.get('content-encoding'), null, 'the client is not told of a coding its bytes no longer have');
+    let text = '';
+    let chunks = 0;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      chunks += 1;
+    }
+    assert.equal(text, 'streamed through gzip');
+    assert.ok(chunks >= 5, `the stream came event by event (${chunks} chunks)`);
+    const turn = await recordedTurn(openaiProxy.url, response.headers.get('x-metaclaw-request-id')!);
+    assert.equal(turn.outcome.response.text, 'streamed through gzip');
+
+    upstream.reply(compressed(openAIReply({ text: 'whole through deflate' }), 'deflate'));
+    const whole = await client.chat.completions.create({ model: 'm', messages });
+    assert.equal(whole.choices[0]?.message.content, 'whole through deflate');
+
+    upstream.reply(compressed(errorReply(400, { error: { message: 'context too long for this model', type: 'invalid_request_error' } }), 'br'));
+    const error = await rejection(client.chat.completions.create({ model: 'm', messages }));
+    assert.ok(error instanceof OpenAI.BadRequestError, `a 400 reaches the client as one: ${String(error)}`);
+    assert.match(error.message, /context too long for this model/);
+  });
+
+  test('a gzip stream from an Anthropic upstream reaches an OpenAI client translated, and an Anthropic client as it came', async () => {
+    upstream.reply(compressed(anthropicReply({ text: 'translated after gunzip', pieces: 3 }), 'gzip'));
+    const openai = new OpenAI({ baseURL: `${anthropicProxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    let text = '';
+    for await (const chunk of await openai.chat.completions.create({ model: 'c', stream: true, messages: [{ role: 'user', content: 'hi' }] }))
+      text += chunk.choices[0]?.delta.content ?? '';
+    assert.equal(text, 'translated after gunzip');
+
+    upstream.reply(compressed(anthropicReply({ text: 'relayed after gunzip', pieces: 3 }), 'gzip'));
+    const anthropic = new Anthropic({ baseURL: anthropicProxy.url, apiKey: 'x', maxRetries: 0 });
+    const message = await anthropic.messages.stream({ model: 'c', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+    assert.deepEqual(
+      message.content.map((block) => (block.type === 'text' ? block.text : block.type)),
+      ['relayed after gunzip'],
+    );
   });
 });

@@ -1,15 +1,7 @@
 import type { IncomingMessage } from 'node:http';
-import type { Readable, Transform } from 'node:stream';
-import zlib from 'node:zlib';
+import type { Readable } from 'node:stream';
 import { BadRequestError, PayloadTooLargeError, RequestError } from '../errors.js';
-
-/** The content codings a request body may come in (zlib has them all); the size limit counts decoded bytes. */
-const DECODERS: Readonly<Record<string, () => Transform>> = {
-  gzip: () => zlib.createGunzip(),
-  'x-gzip': () => zlib.createGunzip(),
-  deflate: () => zlib.createInflate(),
-  br: () => zlib.createBrotliDecompress(),
-};
+import { contentDecoder, DECODED_CODINGS } from '../shared/content-coding.js';
 
 /**
  * Reads the request body, refusing (413) anything over the limit before it is all in memory. A
@@ -22,21 +14,21 @@ export function readRequestBody(request: IncomingMessage, limitBytes: number): P
     request.resume(); // drain so the connection can answer
     return Promise.reject(new PayloadTooLargeError(limitBytes));
   }
+  // The size limit counts decoded bytes.
   const encoding = (request.headers['content-encoding'] ?? '').trim().toLowerCase();
-  if (encoding === '' || encoding === 'identity') return collect(request, request, limitBytes);
-  const decoder = DECODERS[encoding];
-  if (!decoder) {
+  const decoded = contentDecoder(encoding);
+  if (decoded === null) return collect(request, request, limitBytes);
+  if (decoded === undefined) {
     request.resume();
     return Promise.reject(
       new RequestError(
         415,
         'invalid_request_error',
         'unsupported_content_encoding',
-        `The request body's content-encoding "${encoding}" is not one the proxy decodes (gzip, deflate, br); send it uncompressed.`,
+        `The request body's content-encoding "${encoding}" is not one the proxy decodes (${DECODED_CODINGS}); send it uncompressed.`,
       ),
     );
   }
-  const decoded = decoder();
   request.on('error', (error) => decoded.destroy(error));
   return collect(request.pipe(decoded), request, limitBytes).catch((error: unknown) => {
     if ((error as NodeJS.ErrnoException).code?.startsWith('Z_') || (error as NodeJS.ErrnoException).code?.startsWith('ERR_BROTLI'))

@@ -1,11 +1,11 @@
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { UpstreamTarget } from '../config/index.js';
 import { errorMessage, RequestError } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import { errorBodyText, kindForStatus, streamErrorFrame } from '../shared/api-errors.js';
 import { redactSecrets } from '../text/secrets.js';
 import type { AssembledResponse, RequestFormat } from '../types/index.js';
-import { readResponseBody, requestUpstream } from './http.js';
+import { decodedAnswer, readResponseBody, requestUpstream, type UpstreamAnswer } from './http.js';
 import { finalErrorHeaders, relayedHeaders } from './relayed-headers.js';
 import { backoffDelayMs, isRetryableStatus, retryAfterMs } from './retry.js';
 import type { CredentialMemory } from './credential-memory.js';
@@ -372,8 +372,9 @@ export class UpstreamForwarder {
       request.on('error', (error) => {
         if (!answering) settle({ type: 'retryable', reason: errorMessage(error) });
       });
-      request.on('response', (response) => {
+      request.on('response', (raw) => {
         clearTimeout(timer);
+        const response = decodedAnswer(raw);
         const status = response.statusCode ?? 502;
         const contentType = headerText(response.headers['content-type']) ?? 'application/json';
         if (status >= 200 && status < 300) {
@@ -426,7 +427,7 @@ export class UpstreamForwarder {
   private deliverComplete(
     target: UpstreamTarget,
     input: ForwardInput,
-    response: IncomingMessage,
+    response: UpstreamAnswer,
     status: number,
     contentType: string,
     sink: ClientSink,
@@ -440,7 +441,7 @@ export class UpstreamForwarder {
   private async readComplete(
     target: UpstreamTarget,
     input: ForwardInput,
-    response: IncomingMessage,
+    response: UpstreamAnswer,
     status: number,
     contentType: string,
     sink: ClientSink,
@@ -498,7 +499,7 @@ export class UpstreamForwarder {
   private streamWholeAnswer(
     wire: RequestFormat,
     input: ForwardInput,
-    response: IncomingMessage,
+    response: UpstreamAnswer,
     raw: Buffer,
     status: number,
     sink: ClientSink,
@@ -526,7 +527,7 @@ export class UpstreamForwarder {
   private answerFromStream(
     wire: RequestFormat,
     input: ForwardInput,
-    response: IncomingMessage,
+    response: UpstreamAnswer,
     raw: Buffer,
     sink: ClientSink,
     markFirstByte: () => void,
@@ -556,7 +557,7 @@ export class UpstreamForwarder {
   private relayStream(
     target: UpstreamTarget,
     input: ForwardInput,
-    response: IncomingMessage,
+    response: UpstreamAnswer,
     sink: ClientSink,
     markFirstByte: () => void,
     mayRetry: boolean,
@@ -790,7 +791,7 @@ export class UpstreamForwarder {
     return { type: 'finished', status: 200, outcome: failed ? 'upstream_error' : 'stream_broken', error, response };
   }
 
-  private idleGuard(response: IncomingMessage): NodeJS.Timeout {
+  private idleGuard(response: UpstreamAnswer): NodeJS.Timeout {
     const timer = setTimeout(
       () => response.destroy(new Error(`upstream sent nothing for ${Math.round(this.options.timeoutMs / 1000)} s`)),
       this.options.timeoutMs,

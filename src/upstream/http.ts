@@ -1,6 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
+import { pipeline, type Readable } from 'node:stream';
 import { urlToHttpOptions } from 'node:url';
+import { contentDecoder } from '../shared/content-coding.js';
 
 /**
  * Keep-alive agents for upstream calls. node:http requests cost about a quarter of what `fetch`
@@ -22,8 +24,37 @@ export function requestUpstream(url: URL, options: { method: string; headers: ht
   return (isHttps ? https : http).request({ ...base, method: options.method, headers: options.headers });
 }
 
+/** An upstream's answer as the proxy reads it: status, headers and its body, decoded. */
+export type UpstreamAnswer = Readable & Pick<http.IncomingMessage, 'headers' | 'statusCode' | 'complete'>;
+
+/**
+ * The answer with its body decoded when the upstream compressed it anyway: the proxy asks for
+ * `accept-encoding: identity`, but a server or CDN that gzips regardless sent the client compressed
+ * bytes under no content-encoding (garbage to the SDK) and the turn record nothing it could parse.
+ * Destroying the decoded stream ends the response too (pipeline). An encoding zlib does not know is
+ * left as it came.
+ */
+export function decodedAnswer(response: http.IncomingMessage): UpstreamAnswer {
+  const decoder = contentDecoder(headerValue(response.headers['content-encoding']));
+  if (!decoder) return response;
+  pipeline(response, decoder, () => undefined);
+  const headers = { ...response.headers };
+  delete headers['content-encoding'];
+  delete headers['content-length'];
+  const answer = Object.assign(decoder, { headers, statusCode: response.statusCode, complete: false });
+  // Whole once the decoder has given out its end, as a message is once its last byte came.
+  answer.once('end', () => {
+    answer.complete = true;
+  });
+  return answer;
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(',') : value;
+}
+
 /** Reads a whole (small) response body, up to `limitBytes`. */
-export function readResponseBody(response: http.IncomingMessage, limitBytes = 32 * 1024 * 1024): Promise<Buffer> {
+export function readResponseBody(response: Readable, limitBytes = 32 * 1024 * 1024): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -69,7 +100,8 @@ export function simpleRequest(
       clearTimeout(timer);
       reject(error);
     });
-    request.on('response', (response) => {
+    request.on('response', (raw) => {
+      const response = decodedAnswer(raw);
       readResponseBody(response, 4 * 1024 * 1024).then(
         (buffer) => {
           clearTimeout(timer);

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { UpstreamTarget } from '../config/index.js';
 import { errorMessage, UpstreamConnectionError } from '../errors.js';
 import { authHeaders, endpointPath, versionHeaders, type ClientCredentials } from './endpoint.js';
-import { readResponseBody, requestUpstream } from './http.js';
+import { decodedAnswer, readResponseBody, requestUpstream } from './http.js';
 
 export interface PassedAnswer {
   status: number;
@@ -47,7 +47,8 @@ export function passThrough(
       clearTimeout(timer);
       fail(error);
     });
-    request.on('response', (response) => {
+    request.on('response', (raw) => {
+      const response = decodedAnswer(raw);
       readResponseBody(response).then(
         (answer) => {
           clearTimeout(timer);
