@@ -46,6 +46,19 @@ function eventKinds(types: string[]): string[] {
   return types.filter((type, index) => type !== types[index - 1]);
 }
 
+/** The events of an answer that is one text message, in the order the Responses API sends them (each delta may repeat). */
+const TEXT_ANSWER_EVENTS = [
+  'response.created',
+  'response.in_progress',
+  'response.output_item.added',
+  'response.content_part.added',
+  'response.output_text.delta',
+  'response.output_text.done',
+  'response.content_part.done',
+  'response.output_item.done',
+  'response.completed',
+];
+
 /** An upstream that streams whatever the request's `stream` says (some do): `reply` as it answers a stream. */
 function streamingAnyway(reply: Handler): Handler {
   return (request, response) => reply({ ...request, body: { ...request.body, stream: true } }, response);
@@ -200,17 +213,7 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     stream.on('response.output_text.delta', (event) => deltas.push(event.delta));
     const final = await stream.finalResponse();
     assert.deepEqual(deltas, ['A str', 'eamed', ' answ', 'er.']);
-    assert.deepEqual(eventKinds(types), [
-      'response.created',
-      'response.in_progress',
-      'response.output_item.added',
-      'response.content_part.added',
-      'response.output_text.delta',
-      'response.output_text.done',
-      'response.content_part.done',
-      'response.output_item.done',
-      'response.completed',
-    ]);
+    assert.deepEqual(eventKinds(types), TEXT_ANSWER_EVENTS);
     assert.equal(final.output_text, 'A streamed answer.');
     assert.equal(final.status, 'completed');
     assert.equal(final.usage?.total_tokens, 13);
@@ -770,6 +773,82 @@ describe('Responses API passed through to an upstream that serves it (llm.api_fo
       assert.match(error.message, /asked for no stream.*ended before its final event/);
       return true;
     });
+  });
+
+  /** A whole Responses answer, as an upstream that ignores `stream` sends it. */
+  function wholeResponse(id: string, output: object[], status = 'completed') {
+    return {
+      id,
+      object: 'response',
+      created_at: 1_700_000_000,
+      status,
+      model: 'gpt-5',
+      output,
+      error: null,
+      incomplete_details: null,
+      usage: responsesUsage(9, 3),
+    };
+  }
+
+  /** `responses.create` with `stream: true`: every event the SDK yields, and the turn recorded for it. */
+  async function streamedEvents(params: Omit<OpenAI.Responses.ResponseCreateParamsStreaming, 'stream'>) {
+    const { data: stream, response } = await client.responses.create({ ...params, stream: true }).withResponse();
+    assert.match(response.headers.get('content-type') ?? '', /text\/event-stream/);
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of stream) events.push(event);
+    assert.equal(upstream.modelRequests().at(-1)!.body.stream, true);
+    assert.deepEqual(
+      events.map((event) => event.sequence_number),
+      events.map((_, index) => index),
+      'numbered in order',
+    );
+    return { events, turn: await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!) };
+  }
+
+  test('a stream request its Responses upstream answers with one JSON body gets that answer as the events the API streams: text deltas, then response.completed with the upstream’s own response (was the JSON relayed, which the SDK read as no events)', async () => {
+    const message = {
+      type: 'message',
+      id: 'msg_upstream',
+      status: 'completed',
+      role: 'assistant',
+      content: [{ type: 'output_text', text: 'Hi there.', annotations: [] }],
+    };
+    const whole = wholeResponse('resp_upstream_whole', [message]);
+    upstream.reply((_request, response) => json(response, 200, whole));
+    const { events, turn } = await streamedEvents({ model: 'gpt-5', input: 'Hello' });
+    assert.deepEqual(
+      events.map((event) => event.type),
+      TEXT_ANSWER_EVENTS,
+    );
+    assert.equal(events.map((event) => (event.type === 'response.output_text.delta' ? event.delta : '')).join(''), 'Hi there.');
+    const completed = events.at(-1)!;
+    assert.ok(completed.type === 'response.completed');
+    assert.deepEqual(completed.response, whole, 'the upstream’s response, its id and items kept');
+    assert.equal(turn.outcome.result, 'ok');
+    assert.equal(turn.outcome.response.text, 'Hi there.');
+    assert.deepEqual(turn.outcome.usage, { input_tokens: 9, output_tokens: 3 });
+  });
+
+  test('a function call (after a reasoning item) in a Responses upstream’s JSON answer to a stream request streams as function_call_arguments events; the turn records the call', async () => {
+    const reasoning = { type: 'reasoning', id: 'rs_upstream', summary: [], encrypted_content: 'opaque' };
+    const call = { type: 'function_call', id: 'fc_upstream', call_id: 'call_7', name: 'get_weather', arguments: '{"city":"Oslo"}', status: 'completed' };
+    const whole = wholeResponse('resp_upstream_call', [reasoning, call]);
+    upstream.reply((_request, response) => json(response, 200, whole));
+    const { events, turn } = await streamedEvents({ model: 'gpt-5', input: 'Weather in Oslo?', tools: [weatherTool] });
+    const added = events.filter((event) => event.type === 'response.output_item.added').map((event) => event.item);
+    assert.deepEqual(added, [reasoning, { ...call, arguments: '', status: 'in_progress' }]);
+    const deltas = events.filter((event) => event.type === 'response.function_call_arguments.delta');
+    assert.deepEqual(
+      deltas.map((event) => [event.item_id, event.output_index, event.delta]),
+      [['fc_upstream', 1, '{"city":"Oslo"}']],
+    );
+    const done = events.find((event) => event.type === 'response.function_call_arguments.done');
+    assert.equal(done?.type === 'response.function_call_arguments.done' ? done.arguments : undefined, '{"city":"Oslo"}');
+    const completed = events.at(-1)!;
+    assert.ok(completed.type === 'response.completed');
+    assert.deepEqual(completed.response.output, whole.output);
+    assert.equal(turn.outcome.result, 'ok');
+    assert.deepEqual(turn.outcome.response.tool_calls, [{ id: 'call_7', name: 'get_weather', arguments: '{"city":"Oslo"}' }]);
   });
 
   test('an image by file_id goes to an upstream that serves the Responses API as sent (its file store can resolve it)', async () => {

@@ -20,6 +20,7 @@ import {
   assembleAnswer,
   assembleStream,
   readStream,
+  responseAsStream,
   streamAssembler,
   streamTranslator,
   translateAnswer,
@@ -457,8 +458,8 @@ export class UpstreamForwarder {
     if (sink.closed) return { type: 'finished', status: 499, outcome: 'client_aborted', error: 'client disconnected', response: null };
     const wire = wireFormat(target, input.clientFormat);
     if (contentType.includes('text/event-stream')) return this.answerFromStream(wire, input, response, raw, sink, markFirstByte);
-    if (input.stream && wire !== 'responses') {
-      const streamed = this.streamWholeAnswer(wire, input, response, raw, status, sink, markFirstByte);
+    if (input.stream) {
+      const streamed = this.streamWholeAnswer(target, wire, input, response, raw, status, sink, markFirstByte);
       if (streamed) return streamed;
     }
     const sameFormat = wire === input.clientFormat;
@@ -494,9 +495,11 @@ export class UpstreamForwarder {
    * A stream request the upstream answered with one JSON answer (a server that ignores `stream`), sent
    * as the stream the client asked for: relayed or translated as JSON, its SDK, reading events, got
    * nothing. Undefined when the body is no answer of the wire's API (the caller answers that as usual).
-   * A Responses upstream's answers keep their own ids, so those are not rebuilt here.
+   * A Responses upstream's answer is replayed as its own events, ids kept, and recorded from those
+   * events as a real stream is (a `failed` response is a failed turn, as its `response.failed` event is).
    */
   private streamWholeAnswer(
+    target: UpstreamTarget,
     wire: RequestFormat,
     input: ForwardInput,
     response: UpstreamAnswer,
@@ -506,17 +509,26 @@ export class UpstreamForwarder {
     markFirstByte: () => void,
   ): AttemptResult | undefined {
     const parsed = parseJson(raw.toString('utf8'));
-    if (parsed === undefined || answerShapeProblem(wire, parsed) !== undefined) return undefined;
-    const assembled = assembleAnswer(wire, parsed);
-    const id = (isRecord(parsed) ? readString(parsed['id']) : undefined) ?? `chatcmpl-${input.requestId}`;
-    const model = assembled.model ?? readString(input.body['model']) ?? '';
-    const { inputTokens = 0, outputTokens = 0 } = assembled.usage ?? {};
-    const answer = { id, model, parts: assembled, finishReason: assembled.finishReason ?? 'stop', promptTokens: inputTokens, completionTokens: outputTokens };
+    if (!isRecord(parsed) || answerShapeProblem(wire, parsed) !== undefined) return undefined;
+    let events: string;
+    let result: AttemptResult;
+    if (wire === 'responses') {
+      events = responseAsStream(parsed);
+      result = this.endedStream(input, target, readStream(wire, Buffer.from(events)));
+    } else {
+      const assembled = assembleAnswer(wire, parsed);
+      const id = readString(parsed['id']) ?? `chatcmpl-${input.requestId}`;
+      const model = assembled.model ?? readString(input.body['model']) ?? '';
+      const { inputTokens = 0, outputTokens = 0 } = assembled.usage ?? {};
+      const answer = { id, model, parts: assembled, finishReason: assembled.finishReason ?? 'stop', promptTokens: inputTokens, completionTokens: outputTokens };
+      events = answerAsStream(input.clientFormat, input, answer);
+      result = { type: 'finished', status, outcome: 'ok', error: null, response: assembled };
+    }
     markFirstByte();
     sink.startStream(status, 'text/event-stream', relayedHeaders(response.headers));
-    sink.write(answerAsStream(input.clientFormat, input, answer));
+    sink.write(events);
     sink.end();
-    return { type: 'finished', status, outcome: 'ok', error: null, response: assembled };
+    return result;
   }
 
   /**

@@ -1,10 +1,11 @@
 import type { OpenAIChatChunk, OpenAIUsage, RequestFormat } from '../../types/index.js';
 import { encodeSse, type SseEvent } from '../sse.js';
 import { assistantToOpenAIMessage, type AssistantParts } from './assistant.js';
-import { isRecord, unixSeconds } from './common.js';
+import { isRecord, readArray, readString, unixSeconds } from './common.js';
 import { streamTranslator, type AnswerContext } from './format-pairs.js';
+import { ResponsesEvents } from './responses-events.js';
 
-/** A whole answer, to be sent as a stream: the RL policy's, or an upstream's that answered a stream request with one JSON body. */
+/** A whole answer, to be sent as a stream: the RL policy's, or a chat or Anthropic upstream's that answered a stream request with one JSON body. */
 export interface WholeAnswer {
   id: string;
   model: string;
@@ -64,4 +65,54 @@ function openAIChunkEvents(answer: WholeAnswer, options: { includeUsage: boolean
   chunks.push(chunk({}, answer.finishReason));
   if (options.includeUsage) chunks.push({ id: answer.id, object: 'chat.completion.chunk', created, model: answer.model, choices: [], usage });
   return [...chunks.map((value) => ({ event: undefined, data: JSON.stringify(value) })), { event: undefined, data: '[DONE]' }];
+}
+
+/** The event a Responses stream ends on, by the response's status. */
+const FINAL_EVENT: Readonly<Record<string, string>> = { incomplete: 'response.incomplete', failed: 'response.failed' };
+
+/**
+ * A whole Responses answer (an upstream that serves the API answered a stream request with one
+ * JSON body) as the events the API streams: the upstream's own response, items and ids, kept (a
+ * later `previous_response_id` names them upstream); each text part and each call's arguments as
+ * one delta; reasoning and other items added and done as they are; then the event the status
+ * ends on (`response.completed`, `response.incomplete` or `response.failed`) carrying the response.
+ */
+export function responseAsStream(response: Record<string, unknown>): string {
+  const events = new ResponsesEvents();
+  const opening = { ...response, status: 'in_progress', output: [], error: null, incomplete_details: null, usage: null };
+  let out = events.event('response.created', { response: opening }) + events.event('response.in_progress', { response: opening });
+  readArray(response['output']).forEach((item, index) => {
+    if (isRecord(item)) out += outputItemEvents(events, item, index);
+  });
+  return out + events.event(FINAL_EVENT[String(response['status'])] ?? 'response.completed', { response });
+}
+
+function outputItemEvents(events: ResponsesEvents, item: Record<string, unknown>, index: number): string {
+  const id = readString(item['id']) ?? '';
+  switch (item['type']) {
+    case 'message': {
+      let out = events.itemAdded(index, { ...item, status: 'in_progress', content: [] });
+      readArray(item['content']).forEach((part, contentIndex) => {
+        if (isRecord(part)) out += events.wholePart({ item_id: id, output_index: index, content_index: contentIndex }, part);
+      });
+      return out + events.itemDone(index, item);
+    }
+    case 'function_call': {
+      const call = { type: 'function_call' as const, id, name: readString(item['name']) ?? '', arguments: readString(item['arguments']) ?? '' };
+      return (
+        events.itemAdded(index, { ...item, arguments: '', status: 'in_progress' }) +
+        events.callArguments(id, index, call.arguments) +
+        events.callDone(index, call) +
+        events.itemDone(index, item)
+      );
+    }
+    case 'custom_tool_call':
+      return (
+        events.itemAdded(index, { ...item, input: '' }) +
+        events.callDone(index, { type: 'custom_tool_call', id, input: readString(item['input']) ?? '' }) +
+        events.itemDone(index, item)
+      );
+    default:
+      return events.itemAdded(index, item) + events.itemDone(index, item);
+  }
 }

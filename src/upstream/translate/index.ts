@@ -40,4 +40,4 @@ export {
   type StreamEnding,
   type StreamTranslator,
 } from './format-pairs.js';
-export { answerAsStream, wholeAnswerUsage, type WholeAnswer } from './answer-stream.js';
+export { answerAsStream, responseAsStream, wholeAnswerUsage, type WholeAnswer } from './answer-stream.js';

@@ -1,7 +1,7 @@
 import { streamErrorFrame } from '../../shared/api-errors.js';
 import type { OpenAIUsage, ResponsesOutputItem } from '../../types/index.js';
-import { encodeSse } from '../sse.js';
 import { toolCallId } from './common.js';
+import { ResponsesEvents } from './responses-events.js';
 import { customToolInput } from './responses-tools.js';
 import {
   openAIUsageToResponses,
@@ -41,7 +41,7 @@ interface OpenContent {
  * send, possibly ''; after `finish` or `fail`, nothing more.
  */
 export class ResponsesStreamWriter {
-  private sequence = 0;
+  private readonly events = new ResponsesEvents();
   private started = false;
   private ended = false;
   private model = '';
@@ -64,7 +64,7 @@ export class ResponsesStreamWriter {
     this.started = true;
     this.model = model ?? '';
     const response = this.response({ status: 'in_progress', usage: null });
-    return this.event('response.created', { response }) + this.event('response.in_progress', { response });
+    return this.events.event('response.created', { response }) + this.events.event('response.in_progress', { response });
   }
 
   text(delta: string): string {
@@ -81,7 +81,7 @@ export class ResponsesStreamWriter {
       };
       out += this.openContent(item, outputText(''));
     }
-    return out + this.appendContent('response.output_text.delta', delta, { logprobs: [] });
+    return out + this.appendContent('output_text', delta);
   }
 
   reasoning(delta: string): string {
@@ -92,7 +92,7 @@ export class ResponsesStreamWriter {
       const item: ReasoningItem = { type: 'reasoning', id: itemId('rs', this.context.responseId, this.reasonings++), summary: [], content: [] };
       out += this.openContent(item, { type: 'reasoning_text', text: '' });
     }
-    return out + this.appendContent('response.reasoning_text.delta', delta, {});
+    return out + this.appendContent('reasoning_text', delta);
   }
 
   /** A tool call begins; `key` is the source's own index for it (chat tool_calls index, Anthropic block index). */
@@ -103,7 +103,7 @@ export class ResponsesStreamWriter {
     if (item.type === 'function_call') item.status = 'in_progress';
     const index = this.output.push(item) - 1;
     this.calls.set(key, { item, index, arguments: '' });
-    return out + this.event('response.output_item.added', { output_index: index, item });
+    return out + this.events.itemAdded(index, item);
   }
 
   toolArguments(key: number, delta: string): string {
@@ -112,7 +112,7 @@ export class ResponsesStreamWriter {
     call.arguments += delta;
     if (call.item.type !== 'function_call') return '';
     call.item.arguments = call.arguments;
-    return this.event('response.function_call_arguments.delta', { item_id: call.item.id, output_index: call.index, delta });
+    return this.events.callArguments(call.item.id, call.index, delta);
   }
 
   /** Closes every open item and sends the whole response: completed, or incomplete when the answer was cut off. */
@@ -123,7 +123,7 @@ export class ResponsesStreamWriter {
     this.ended = true;
     const status = responsesStatus(finishReason);
     const response = this.response({ ...status, usage: usage === undefined ? null : openAIUsageToResponses(usage) });
-    return out + this.event(status.status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
+    return out + this.events.event(status.status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
   }
 
   /**
@@ -134,38 +134,27 @@ export class ResponsesStreamWriter {
     if (this.ended) return '';
     this.ended = true;
     const error = { kind: 'api_error' as const, message, code };
-    if (!this.started) return streamErrorFrame('responses', error, this.sequence++);
+    if (!this.started) return streamErrorFrame('responses', error, this.events.takeNumber());
     const response = this.response({ status: 'failed', usage: null, error: { code: 'server_error', message } });
-    return this.event('response.failed', { response }) + streamErrorFrame('responses', error, this.sequence++);
+    return this.events.event('response.failed', { response }) + streamErrorFrame('responses', error, this.events.takeNumber());
   }
 
   private closeCall({ item, index, arguments: chatArguments }: OpenCall): string {
-    const where = { item_id: item.id, output_index: index };
-    let out: string;
-    if (item.type === 'function_call') {
-      item.status = 'completed';
-      out = this.event('response.function_call_arguments.done', { ...where, name: item.name, arguments: item.arguments });
-    } else {
-      item.input = customToolInput(chatArguments);
-      out = item.input === '' ? '' : this.event('response.custom_tool_call_input.delta', { ...where, delta: item.input });
-      out += this.event('response.custom_tool_call_input.done', { ...where, input: item.input });
-    }
-    return out + this.event('response.output_item.done', { output_index: index, item });
+    if (item.type === 'function_call') item.status = 'completed';
+    else item.input = customToolInput(chatArguments);
+    return this.events.callDone(index, item) + this.events.itemDone(index, item);
   }
 
   private openContent(item: MessageItem | ReasoningItem, part: Record<string, unknown>): string {
     const index = this.output.push(item) - 1;
     this.open = { item, index, text: '' };
-    return (
-      this.event('response.output_item.added', { output_index: index, item }) +
-      this.event('response.content_part.added', { item_id: item.id, output_index: index, content_index: 0, part })
-    );
+    return this.events.itemAdded(index, item) + this.events.partAdded({ item_id: item.id, output_index: index, content_index: 0 }, part);
   }
 
-  private appendContent(type: string, delta: string, extra: Record<string, unknown>): string {
+  private appendContent(partType: 'output_text' | 'reasoning_text', delta: string): string {
     const open = this.open!;
     open.text += delta;
-    return this.event(type, { item_id: open.item.id, output_index: open.index, content_index: 0, delta, ...extra });
+    return this.events.partDelta({ item_id: open.item.id, output_index: open.index, content_index: 0 }, partType, delta);
   }
 
   private closeContent(): string {
@@ -173,27 +162,20 @@ export class ResponsesStreamWriter {
     if (open === undefined) return '';
     this.open = undefined;
     const { item, index, text } = open;
-    const where = { item_id: item.id, output_index: index, content_index: 0 };
-    let out: string;
+    const place = { item_id: item.id, output_index: index, content_index: 0 };
     if (item.type === 'message') {
       const part = outputText(text);
       item.content = [part];
       item.status = 'completed';
-      out = this.event('response.output_text.done', { ...where, text, logprobs: [] }) + this.event('response.content_part.done', { ...where, part });
-    } else {
-      const part = { type: 'reasoning_text' as const, text };
-      item.content = [part];
-      out = this.event('response.reasoning_text.done', { ...where, text }) + this.event('response.content_part.done', { ...where, part });
+      return this.events.partDone(place, part) + this.events.itemDone(index, item);
     }
-    return out + this.event('response.output_item.done', { output_index: index, item });
+    const part = { type: 'reasoning_text' as const, text };
+    item.content = [part];
+    return this.events.partDone(place, part) + this.events.itemDone(index, item);
   }
 
   /** Events are serialised as they are made, so the live output list is each event's snapshot. */
   private response(fields: Omit<ResponseFields, 'model' | 'output'>) {
     return responseObject(this.context, { model: this.model, output: this.output, ...fields });
-  }
-
-  private event(type: string, fields: Record<string, unknown>): string {
-    return encodeSse(JSON.stringify({ type, sequence_number: this.sequence++, ...fields }), type);
   }
 }
