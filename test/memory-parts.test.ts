@@ -182,12 +182,12 @@ describe('memory parts', () => {
     const settings = { ...memorySettings(loadConfig({ env: { METACLAW_HOME: '/nonexistent-metaclaw-home' } })), autoExtract: false };
     const service = new MemoryService({ db, logger: silentLogger(), settings });
     const start = Date.now() - 60 * 86_400_000;
-    service.ingest('s', 'answer', [
+    await service.ingest('s', 'answer', [
       { id: 'a1', role: 'user', content: 'My favourite editor is Helix, and our staging cluster is blue-harbor.', timestamp: start },
     ]);
     const question = 'Which editor is my favourite one, and which staging cluster do we use?';
     for (let copy = 0; copy < 40; copy++)
-      service.ingest('s', `asked-${copy}`, [
+      await service.ingest('s', `asked-${copy}`, [
         { id: `q${copy}`, role: 'user', content: copy % 2 === 0 ? question : question.toLowerCase(), timestamp: start + (copy + 1) * 86_400_000 },
         {
           id: `r${copy}`,
@@ -472,7 +472,7 @@ describe('memory index entries of older units', () => {
       const open = () => memoryOn(db);
       const chinese = '我们家只有一辆车，是一辆白色的本田思域。';
       const english = 'We adopted a retired greyhound called Pepper from the rescue centre.';
-      open().ingest('s', 'family', [
+      await open().ingest('s', 'family', [
         { id: 't1', role: 'user', content: chinese },
         { id: 't2', role: 'user', content: english },
       ]);
@@ -507,7 +507,7 @@ describe('memory terms after a tokenizer upgrade', () => {
     const open = () => memoryOn(db);
     const chinese = '帮我优化一下这个文档的结构。';
     const reply = 'Sure: one heading per section, and the examples moved to the end.';
-    open().ingest('s', 'docs', [
+    await open().ingest('s', 'docs', [
       { id: 't1', role: 'user', content: chinese },
       { id: 't2', role: 'assistant', content: reply },
     ]);
