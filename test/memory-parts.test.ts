@@ -424,6 +424,34 @@ describe('memory parts', () => {
     assert.equal(found[0]?.unit.id, told.id);
   });
 
+  test('a rule stated in a scope of 20,000 raw turns is captured as fast as in an empty scope (under three times as long): its look-ups read the rules, not the scope', async () => {
+    const service = memoryOn(openDatabase(':memory:'));
+    const rules = (session: string) =>
+      Array.from({ length: 300 }, (_, index) => ({
+        role: index % 2 === 0 ? 'user' : 'assistant',
+        content: index % 2 === 0 ? `Always run the ${session} check number ${index} before merging.` : 'Understood.',
+      })) as Array<{ role: 'user' | 'assistant'; content: string }>;
+    const timed = async (scope: string, session: string) => {
+      const started = performance.now();
+      await service.ingest(scope, session, rules(session));
+      return performance.now() - started;
+    };
+    for (let batch = 0; batch < 4; batch++)
+      await service.ingest(
+        'large',
+        `history-${batch}`,
+        Array.from({ length: 5_000 }, (_, index) => ({
+          role: index % 2 === 0 ? 'user' : 'assistant',
+          content: `Note ${batch}-${index}: shelf ${index % 13} holds box ${index}.`,
+        })),
+      );
+    await timed('warm-up', 'warm');
+    // The best of three on each side: one stall of a busy machine does not fail it. Each look-up read every unit of the scope: 12x here (1,052 ms against 89).
+    const empty = Math.min(await timed('empty-1', 'lint'), await timed('empty-2', 'lint'), await timed('empty-3', 'lint'));
+    const large = Math.min(await timed('large', 'lint-a'), await timed('large', 'lint-b'), await timed('large', 'lint-c'));
+    assert.ok(large < 3 * empty, `150 rules took ${Math.round(large)} ms in a scope of 20,000 turns, ${Math.round(empty)} ms in an empty one`);
+  });
+
   test('housekeeping consolidates near-duplicates, decays stale episodes, enforces retention and caps', () => {
     const store = new MemoryStore(openDatabase(':memory:'));
     const day = 86_400_000;
