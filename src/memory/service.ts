@@ -638,8 +638,9 @@ export class MemoryService {
 
   /**
    * `POST /v1/memory/ingest`: turns stored at once as episodic units; extraction queued. The costly
-   * part of each turn (redaction, index tokens, the rules it states: 70 % of the time) is prepared a
-   * slice of the event loop at a time, so the proxy keeps answering; the write is then one transaction.
+   * part of each turn (redaction, index tokens, the rules it states: 60 % of the time for short
+   * turns, 97 % for 3 KB ones) is prepared a slice of the event loop at a time, so the proxy keeps
+   * answering; the write is then one transaction.
    */
   async ingest(
     scope: string,
