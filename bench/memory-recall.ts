@@ -218,7 +218,7 @@ export async function measureMemoryRecall(source: RecallFixture, options: Recall
     const start = Date.parse(fixture.start);
     let turns = 0;
     for (const session of fixture.sessions) {
-      memory.ingest(
+      await memory.ingest(
         SCOPE,
         session.id,
         session.turns.map((turn, index) => ({ id: turn.id, role: turn.role, content: turn.content, timestamp: turnTime(start, session.day, index) })),

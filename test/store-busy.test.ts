@@ -215,7 +215,8 @@ test('metaclaw doctor, while another connection holds the write lock, names the 
 test('POST /v1/memory/ingest is all or nothing: a store taken by another connection in the middle of it answers 503 with nothing kept (as it says), and the retry stores each turn once', async () => {
   await withLockableProxy('ingest', 1, async ({ proxy, other }) => {
     other.pragma('busy_timeout = 10000');
-    const turns = Array.from({ length: 6_000 }, (_, index) => ({
+    // As many as one request takes (MAX_INGEST_TURNS).
+    const turns = Array.from({ length: 5_000 }, (_, index) => ({
       role: index % 2 === 0 ? 'user' : 'assistant',
       content: `Note ${index}: shelf ${index % 13} holds box ${index}.`,
     }));

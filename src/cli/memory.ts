@@ -317,11 +317,11 @@ export function registerMemoryCommands(program: Command): void {
       .argument('<file>')
       .option('--session <id>', 'session id', `ingest-${Date.now()}`),
   ).action((file: string, options: MemoryOptions & { session: string }) =>
-    withMemory<MemoryOptions>(({ memory: service, defaultScope }) => {
+    withMemory<MemoryOptions>(async ({ memory: service, defaultScope }) => {
       if (options.session.trim() === '') throw new CliExit('--session: must not be empty.');
       const turns = readTurns(file);
       if (turns.length === 0) throw new CliExit(`${file} holds no turns: nothing to store.`);
-      const result = service.ingest(options.scope ?? defaultScope, options.session, turns);
+      const result = await service.ingest(options.scope ?? defaultScope, options.session, turns);
       if (options.json) return print(JSON.stringify(result, null, 2));
       print(
         `Stored ${result.stored.length} turns of session ${options.session}${result.extraction_job ? `; extraction queued (job ${result.extraction_job}, runs in the proxy)` : ''}.`,

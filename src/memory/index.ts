@@ -22,6 +22,7 @@ export {
   importLines,
   importTargets,
   ingestTurnSchema,
+  MAX_INGEST_TURNS,
   memoryContentSchema,
   type MemoryImportReport,
 } from './transfer.js';

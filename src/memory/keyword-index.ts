@@ -128,13 +128,21 @@ export function scopedTerm(scope: string, term: string): string {
   return `${prefix}${term.replace(/[^\p{L}\p{N}]/gu, '')}`;
 }
 
-/** A unit's index entry (its tokens, as both engines store them): its own terms; for a raw turn after another, that turn's terms and its own again, marked. */
 /** The bundled words an index entry is written with (glosses of Chinese and Japanese words, related English words): their version. */
 export function indexWordsVersion(): string {
   return `${glossaryVersion()}+${thesaurusVersion()}+${MEASURES_VERSION}+${TITLES_VERSION}+${TOKENIZER_VERSION}`;
 }
 
+/** A unit's index entry (its tokens, as both engines store them): its own terms; for a raw turn after another, that turn's terms and its own again, marked. */
 export function indexTokens(scope: string, row: IndexedRow): string[] {
+  return withNeighbourTokens(scope, row, ownIndexTokens(scope, row));
+}
+
+/**
+ * The part of a unit's index entry made from its own text (terms, glosses, related words): nearly all
+ * of the work, and independent of the turn before it, so a batch makes it before its write transaction.
+ */
+export function ownIndexTokens(scope: string, row: Pick<IndexedRow, 'content' | 'terms'>): string[] {
   const own = row.terms.split(' ').filter(Boolean);
   const held = new Set(own);
   const tokens = own.map((term) => scopedTerm(scope, term));
@@ -146,10 +154,17 @@ export function indexTokens(scope: string, row: IndexedRow): string[] {
   // "heavy"), and what its abbreviated titles stand for ("Dr. Reis": doctor).
   const kindred = new Set([...kindredTerms([...own, ...glossed]), ...measureTerms(row.content), ...titleTerms(row.content)]);
   for (const term of kindred) if (!held.has(term) && !glossedSet.has(term)) tokens.push(KINDRED_MARK + scopedTerm(scope, term));
-  if (row.previous_raw !== null) {
-    for (const term of row.neighbour_terms.split(' ')) if (term && !held.has(term)) tokens.push(AFTER_MARK + scopedTerm(scope, term));
-    for (const term of own.slice(0, NEIGHBOUR_TERMS)) tokens.push(BEFORE_MARK + scopedTerm(scope, term));
-  }
+  return tokens;
+}
+
+/** A unit's whole entry from its own tokens (`ownIndexTokens` of the same row): a raw turn after another adds the neighbour's terms and its own first ones, marked. */
+export function withNeighbourTokens(scope: string, row: IndexedRow, ownTokens: readonly string[]): string[] {
+  const tokens = [...ownTokens];
+  if (row.previous_raw === null) return tokens;
+  const own = row.terms.split(' ').filter(Boolean);
+  const held = new Set(own);
+  for (const term of row.neighbour_terms.split(' ')) if (term && !held.has(term)) tokens.push(AFTER_MARK + scopedTerm(scope, term));
+  for (const term of own.slice(0, NEIGHBOUR_TERMS)) tokens.push(BEFORE_MARK + scopedTerm(scope, term));
   return tokens;
 }
 

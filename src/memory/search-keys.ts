@@ -7,6 +7,7 @@ import type { Prompt } from '../prompts/index.js';
 import { uniqueKeys } from '../skills/search-keys.js';
 import type { Db } from '../store/index.js';
 import { languageOf, type ScriptLanguage } from '../text/index.js';
+import type { SearchKeysSource } from './store.js';
 
 /** The memory search keys call's answer (prompts/memory-search-keys.md). */
 export const memoryKeysOutputSchema = z.object({
@@ -46,8 +47,10 @@ export const UNITS_PER_JOB = KEYS_BATCH * KEYS_BATCHES_PER_JOB;
  * (an edit asks again; the same text in another scope reuses them). Raw turns get none: they are
  * many and short-lived, and the units extracted from them carry what is worth finding.
  */
-export class MemorySearchKeys {
+export class MemorySearchKeys implements SearchKeysSource {
   private readonly statements;
+  /** How many times keys were written (a unit prepared before then reads its keys again). */
+  written = 0;
 
   constructor(db: Db) {
     this.statements = {
@@ -81,6 +84,7 @@ export class MemorySearchKeys {
   }
 
   save(hash: string, language: string, keys: readonly string[], promptVersion: number, model: string): void {
+    this.written++;
     this.statements.upsert.run(hash, language, JSON.stringify(uniqueKeys(keys)), promptVersion, model, Date.now());
   }
 }

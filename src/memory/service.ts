@@ -36,9 +36,11 @@ import {
   ruleSubject,
   sameSubject,
   type RuleSubject,
+  type StatedRule,
 } from './rules.js';
 import { MemoryStore, type MemoryPatch } from './store.js';
-import { numericTime } from './transfer.js';
+import { rawContent, turnPreparer, type IngestTurn, type PreparedTurn } from './raw-turns.js';
+import { inSlices } from '../shared/event-loop.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
 import { MemoryVectors } from './vectors.js';
 import { askMemorySearchKeys, MemorySearchKeys, UNITS_PER_JOB } from './search-keys.js';
@@ -94,12 +96,13 @@ export interface MemoryDependencies {
   languages?: Pick<UserLanguages, 'current' | 'refresh'>;
 }
 
-export interface IngestTurn {
-  role: 'user' | 'assistant';
-  content: string;
-  name?: string;
-  timestamp?: string | number;
-  id?: string;
+export { rawContent, type IngestTurn } from './raw-turns.js';
+
+/** A turn written: its unit's id (empty when it was already stored) and the turn id it keeps. */
+interface StoredTurn {
+  id: string;
+  turnId: string;
+  stored: boolean;
 }
 
 const EXTRACT_TURN_LIMIT = 40;
@@ -132,11 +135,6 @@ function isPartOf(part: ReadonlySet<string>, whole: ReadonlySet<string>): boolea
   return part.size > 0;
 }
 
-/** What a raw turn keeps of a message: secrets redacted, at most 8,000 characters. */
-export function rawContent(text: string): string {
-  return redactSecrets(text).slice(0, 8_000).trim();
-}
-
 /**
  * State key: the bundled words (glossary and thesaurus versions) the index entries of stored units
  * were written with. Its progress key holds that version and the last rowid re-indexed for it, so an
@@ -164,7 +162,7 @@ export class MemoryService {
     this.store = new MemoryStore(db);
     this.state = new StateStore(db);
     this.searchKeys = new MemorySearchKeys(db);
-    this.store.useSearchKeys((content) => this.searchKeys.keysOf(content));
+    this.store.useSearchKeys(this.searchKeys);
     // A new database is indexed with these words from its first unit on; an older one is re-indexed by a job (`attachQueue`).
     if (this.state.get(GLOSS_INDEX_STATE) !== indexWordsVersion() && this.store.isEmpty()) this.state.set(GLOSS_INDEX_STATE, indexWordsVersion());
     const embeddings = embeddingClient(settings);
@@ -283,45 +281,32 @@ export class MemoryService {
    * Keeps turns as raw episodic units (secrets redacted), idempotently by session and turn id, and
    * turns explicit rules the user states into standing instructions at once, word for word.
    */
-  storeTurns(scope: string, sessionId: string, turns: readonly IngestTurn[]): Array<{ id: string; turnId: string; stored: boolean }> {
-    const results: Array<{ id: string; turnId: string; stored: boolean }> = [];
-    // A correction corrects the answer just before it: in this batch, else the session's last.
-    let previousReply = turns[0]?.role === 'user' ? this.store.lastRawOfSession(sessionId, scope, 'assistant') : undefined;
-    turns.forEach((turn, index) => {
-      const turnId = turn.id ?? `${sessionId}#${index}-${Date.now()}`;
-      const content = rawContent(turn.content);
-      if (content === '') return;
-      const observedAt = toTime(turn.timestamp);
-      const unit = this.store.add(
-        {
-          scope,
-          type: 'episodic',
-          content,
-          speaker: turn.role,
-          importance: turn.role === 'user' ? 0.35 : 0.25,
-          confidence: 1,
-          origin: 'raw_turn',
-          observedAt,
-          sourceSession: sessionId,
-          sourceTurns: [turnId],
-          // Who said it, when a transcript names people ("what did Ana say about …"): found by, never shown.
-          ...(turn.name ? { searchKeys: [turn.name] } : {}),
-        },
-        { rawKey: `${scope}\u0000${sessionId}\u0000${turnId}\u0000${turn.role}` },
-      );
-      results.push({ id: unit?.id ?? '', turnId, stored: unit !== undefined });
-      if (unit && turn.role === 'user') this.captureRules(scope, sessionId, turnId, content, observedAt, previousReply);
-      previousReply = turn.role === 'assistant' ? content : undefined;
-    });
+  storeTurns(scope: string, sessionId: string, turns: readonly IngestTurn[]): StoredTurn[] {
+    const prepare = turnPreparer(this.store, scope, sessionId, turns);
+    const prepared = turns.map((_, index) => prepare(index));
+    return this.store.batch(() => this.writeTurns(scope, sessionId, prepared));
+  }
+
+  /** Writes prepared turns (`turnPreparer`; undefined: nothing to keep) and captures the rules their user turns state; inside a `batch`. */
+  private writeTurns(scope: string, sessionId: string, turns: ReadonlyArray<PreparedTurn | undefined>): StoredTurn[] {
+    const results: StoredTurn[] = [];
+    for (const turn of turns) {
+      if (!turn) continue;
+      const id = this.store.addPrepared(turn.unit, { rawKey: turn.rawKey });
+      results.push({ id: id ?? '', turnId: turn.turnId, stored: id !== undefined });
+      if (!id || turn.role !== 'user') continue;
+      const stated = turn.rules ?? detectRules(turn.content, { previousReply: this.store.lastRawOfSession(sessionId, scope, 'assistant') });
+      this.captureRules(scope, sessionId, turn.turnId, stated, turn.observedAt);
+    }
     return results;
   }
 
   /**
-   * The deterministic detector: stated rules become core units, quoting the user exactly; a rule
+   * Rules the deterministic detector found become core units, quoting the user exactly; a rule
    * said again, or applied to named things, strengthens the rule it repeats instead of adding one.
    */
-  private captureRules(scope: string, sessionId: string, turnId: string, text: string, observedAt: number, previousReply: string | undefined): void {
-    for (const stated of detectRules(text, { previousReply })) {
+  private captureRules(scope: string, sessionId: string, turnId: string, rules: readonly StatedRule[], observedAt: number): void {
+    for (const stated of rules) {
       const draft: MemoryDraft = {
         scope,
         type: 'preference',
@@ -651,11 +636,23 @@ export class MemoryService {
 
   /* ---------- the public API (HTTP and CLI) ---------- */
 
-  /** `POST /v1/memory/ingest`: turns stored at once as episodic units; extraction queued. */
-  ingest(scope: string, sessionId: string, turns: readonly IngestTurn[]): { stored: Array<{ id: string; turn_id: string }>; extraction_job: number | null } {
+  /**
+   * `POST /v1/memory/ingest`: turns stored at once as episodic units; extraction queued. The costly
+   * part of each turn (redaction, index tokens, the rules it states: 60 % of the time for short
+   * turns, 97 % for 3 KB ones) is prepared a slice of the event loop at a time, so the proxy keeps
+   * answering; the write is then one transaction.
+   */
+  async ingest(
+    scope: string,
+    sessionId: string,
+    turns: readonly IngestTurn[],
+  ): Promise<{ stored: Array<{ id: string; turn_id: string }>; extraction_job: number | null }> {
+    const prepare = turnPreparer(this.store, scope, sessionId, turns);
+    const prepared: Array<PreparedTurn | undefined> = [];
+    await inSlices(turns.length, (index) => prepared.push(prepare(index)));
     // All turns or none: a store busy at turn k answered 503 "nothing was changed" with k turns kept,
     // and the retry it invites stored them again (turn ids without the client's own end in the time).
-    const stored = this.store.atomically(() => this.storeTurns(scope, sessionId, turns)).filter((item) => item.stored);
+    const stored = this.store.batch(() => this.writeTurns(scope, sessionId, prepared)).filter((item) => item.stored);
     let job: number | undefined;
     if (this.settings.autoExtract && this.enqueue)
       job = this.enqueue(EXTRACT_JOB, { sessionId, scope, final: false }, { dedupeKey: `${EXTRACT_JOB}:${sessionId}` });
@@ -788,18 +785,6 @@ export function watermarkKey(scope: string, sessionId: string): string {
 /** State key: the languages the user of a scope has been seen writing in. */
 export function languagesKey(scope: string): string {
   return `memory.languages:${scope}`;
-}
-
-function toTime(value: string | number | undefined): number {
-  if (typeof value === 'number') {
-    const milliseconds = numericTime(value);
-    if (!Number.isNaN(milliseconds)) return milliseconds;
-  }
-  if (typeof value === 'string') {
-    const parsed = Date.parse(value);
-    if (!Number.isNaN(parsed)) return parsed;
-  }
-  return Date.now();
 }
 
 /** The embeddings client the settings call for (none without an endpoint). */

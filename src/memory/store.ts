@@ -14,6 +14,8 @@ import {
   hasEnglishForms,
   indexTokens,
   needsPrefix,
+  ownIndexTokens,
+  withNeighbourTokens,
   clarifyingQuestion,
   rawLink,
   type LinkedTurn,
@@ -122,6 +124,30 @@ export function countInStats(stats: ScopeStats, row: { status: string; core: num
   } else stats.superseded += row.count;
 }
 
+/**
+ * A unit about to be added with the costly part of adding it done (`MemoryStore.prepare`): its text
+ * redacted, its terms and the index tokens of its own words. Nothing in it depends on what is stored.
+ */
+export interface PreparedUnit {
+  readonly draft: MemoryDraft;
+  readonly content: string;
+  readonly searchKeys: readonly string[];
+  /** Space-separated, as stored. */
+  readonly terms: string;
+  readonly flagged: string | null;
+  /** The search keys in the user's languages `ownTokens` were made with, and how many keys had been written then (`SearchKeysSource`). */
+  readonly languageKeys: readonly string[];
+  readonly keysWritten: number;
+  readonly ownTokens: readonly string[];
+}
+
+/** Where a text's search keys in the user's languages come from (MemorySearchKeys). */
+export interface SearchKeysSource {
+  keysOf(content: string): readonly string[];
+  /** How many times keys were written: a unit prepared before a write reads its keys again. */
+  readonly written: number;
+}
+
 /** Called with the texts of a forgotten unit so the turns it came from can be scrubbed too. */
 export type Scrubber = (turnIds: readonly string[], texts: readonly string[]) => void;
 
@@ -134,10 +160,12 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
   private readonly statements;
   private readonly changeListeners: Array<(scope: string) => void> = [];
   /** Search keys of a text (written by a learning job), indexed beside its own words. */
-  private keysOf: (content: string) => readonly string[] = () => [];
+  private searchKeys: SearchKeysSource = { keysOf: () => [], written: 0 };
   private readonly sizes = new Map<string, number>();
   /** Document frequencies (reading one walks the term's whole posting list), kept until a change. */
   private readonly frequencies = new Map<string, number>();
+  /** While `batch` runs: the scopes it changed (announced when it ends), and the raw turn it wrote last in each session. */
+  private batching: { changed: Set<string>; lastRaw: Map<string, LinkedTurn> } | undefined;
   private readonly deleteListeners: Array<(rowid: number) => void> = [];
   /**
    * What search learned of units' sessions (`sessionsOf`): each asked unit's scope and session when
@@ -288,6 +316,26 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
     return this.db.transaction(work).immediate();
   }
 
+  /**
+   * As `atomically`, with each changed scope announced to the change listeners once, when the work is
+   * done, rather than at every write: each announcement writes the shared revision and may queue
+   * jobs, per unit of a large ingest. Nothing is announced when the work throws (nothing changed).
+   */
+  batch<T>(work: () => T): T {
+    if (this.batching) return this.atomically(work);
+    return this.atomically(() => {
+      const batching = (this.batching = { changed: new Set<string>(), lastRaw: new Map<string, LinkedTurn>() });
+      let result: T;
+      try {
+        result = work();
+      } finally {
+        this.batching = undefined;
+      }
+      for (const scope of batching.changed) this.emit(scope);
+      return result;
+    });
+  }
+
   /** Called (with the scope) whenever units of a scope change: caches of the core block listen. */
   onChange(listener: (scope: string) => void): void {
     this.changeListeners.push(listener);
@@ -300,21 +348,57 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
 
   /** Adds a unit; returns it, or undefined when a raw turn was already stored (ingest is idempotent). */
   add(draft: MemoryDraft, options: { rawKey?: string; id?: string } = {}): MemoryUnit | undefined {
-    const now = Date.now();
+    const prepared = this.prepare(draft);
+    return this.db
+      .transaction(() => {
+        const rowid = this.insert(prepared, options);
+        return rowid === undefined ? undefined : toUnit(this.statements.byRowid.get(rowid)!);
+      })
+      .immediate();
+  }
+
+  /**
+   * The part of adding a unit that costs time and reads nothing stored (redaction, terms, the index
+   * tokens of its own words): a large batch prepares its units a slice at a time, before its write.
+   */
+  prepare(draft: MemoryDraft): PreparedUnit {
     // Every way in (raw turns, extraction, summaries, the API, imports) passes here: no secret is stored, indexed or recalled.
     const content = redactSecrets(draft.content).trim();
     const searchKeys = cleanKeys(draft.searchKeys ?? []);
-    const terms = termsOf(content, searchKeys);
+    const terms = termsOf(content, searchKeys).join(' ');
+    const keysWritten = this.searchKeys.written;
+    const languageKeys = this.searchKeys.keysOf(content);
+    const ownTokens = ownIndexTokens(draft.scope, withSearchKeyTerms({ content, terms }, languageKeys));
+    return { draft, content, searchKeys, terms, flagged: injectionReason(content) ?? null, languageKeys, keysWritten, ownTokens };
+  }
+
+  /**
+   * Adds a prepared unit inside the caller's transaction (`atomically` or `batch`: a failure undoes
+   * the whole of it, so no savepoint of its own). Its id, or undefined when the raw turn was already stored.
+   */
+  addPrepared(prepared: PreparedUnit, options: { rawKey?: string } = {}): string | undefined {
+    if (!this.db.inTransaction) throw new Error('MemoryStore.addPrepared runs inside a transaction');
+    const id = newMemoryId();
+    return this.insert(prepared, { ...options, id }) === undefined ? undefined : id;
+  }
+
+  /** Writes a prepared unit's row and index entry; its rowid, or undefined when the raw turn was already stored. */
+  private insert(prepared: PreparedUnit, options: { rawKey?: string; id?: string }): number | undefined {
+    const { draft, content } = prepared;
+    const now = Date.now();
     const session = draft.sourceSession ?? null;
+    const raw = draft.origin === 'raw_turn' && session !== null;
+    // In a batch, the raw turn it wrote last in the session is the one this follows (nothing else writes meanwhile).
+    const sessionKey = `${draft.scope}\u0000${session}`;
+    const previous = raw ? (this.batching?.lastRaw.get(sessionKey) ?? this.statements.lastRaw.get({ session, scope: draft.scope })) : undefined;
     const row = {
       id: options.id ?? newMemoryId(),
       scope: draft.scope,
       type: draft.type,
       content,
-      terms: terms.join(' '),
-      search_keys: JSON.stringify(searchKeys),
-      neighbour_terms: '',
-      previous_raw: null as number | null,
+      terms: prepared.terms,
+      search_keys: JSON.stringify(prepared.searchKeys),
+      ...rawLink(previous),
       speaker: draft.speaker ?? null,
       importance: clamp(draft.importance ?? 0.5),
       confidence: clamp(draft.confidence ?? 0.7),
@@ -326,21 +410,21 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
       valid_from: draft.observedAt ?? now,
       source_session: session,
       source_turns: JSON.stringify(draft.sourceTurns ?? []),
-      flagged: injectionReason(content) ?? null,
+      flagged: prepared.flagged,
       now,
     };
-    return this.db
-      .transaction(() => {
-        const previous = draft.origin === 'raw_turn' && session !== null ? this.statements.lastRaw.get({ session, scope: draft.scope }) : undefined;
-        Object.assign(row, rawLink(previous));
-        const result = this.statements.insert.run(row);
-        if (result.changes === 0) return undefined;
-        const rowid = Number(result.lastInsertRowid);
-        this.statements.insertFts.run(rowid, indexTokens(draft.scope, this.withLanguageKeys(row)).join(' '));
-        this.emit(draft.scope);
-        return toUnit(this.statements.byRowid.get(rowid)!);
-      })
-      .immediate();
+    const result = this.statements.insert.run(row);
+    if (result.changes === 0) return undefined;
+    const rowid = Number(result.lastInsertRowid);
+    if (raw) this.batching?.lastRaw.set(sessionKey, { rowid, terms: row.terms, content, speaker: row.speaker, neighbour_terms: row.neighbour_terms });
+    // Search keys written since it was prepared may be this text's: then its own tokens are made again with them.
+    const fresh = this.searchKeys.written === prepared.keysWritten;
+    const keys = fresh ? prepared.languageKeys : this.searchKeys.keysOf(content);
+    const indexed = withSearchKeyTerms(row, keys);
+    const own = fresh || sameKeys(keys, prepared.languageKeys) ? prepared.ownTokens : ownIndexTokens(draft.scope, indexed);
+    this.statements.insertFts.run(rowid, withNeighbourTokens(draft.scope, indexed, own).join(' '));
+    this.emit(draft.scope);
+    return rowid;
   }
 
   get(id: string): MemoryUnit | undefined {
@@ -400,8 +484,8 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
   }
 
   /** Where search keys come from: a unit is indexed with the keys of its text whenever it is written. */
-  useSearchKeys(keysOf: (content: string) => readonly string[]): void {
-    this.keysOf = keysOf;
+  useSearchKeys(source: SearchKeysSource): void {
+    this.searchKeys = source;
   }
 
   /** Indexes a unit again, with the search keys its text has now (keys are searched, never shown). */
@@ -415,7 +499,7 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
 
   /** A unit's row for its index entry, its terms joined by those of its text's search keys in the user's languages. */
   private withLanguageKeys<T extends { terms: string; content: string }>(row: T): T {
-    return withSearchKeyTerms(row, this.keysOf(row.content));
+    return withSearchKeyTerms(row, this.searchKeys.keysOf(row.content));
   }
 
   /**
@@ -863,6 +947,10 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
   }
 
   private emit(scope: string): void {
+    if (this.batching) {
+      this.batching.changed.add(scope);
+      return;
+    }
     this.sizes.delete(scope);
     this.frequencies.clear();
     for (const listener of this.changeListeners) listener(scope);
@@ -886,6 +974,10 @@ export function newMemoryId(): string {
 /** Search keys as stored: trimmed, secrets redacted, no empties or repeats, bounded. */
 function cleanKeys(keys: readonly string[]): string[] {
   return [...new Set(keys.map((key) => redactSecrets(key).trim().slice(0, 300)).filter(Boolean))].slice(0, 24);
+}
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((key, index) => key === b[index]);
 }
 
 function clamp(value: number): number {

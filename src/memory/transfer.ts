@@ -10,6 +10,13 @@ import { MEMORY_TYPES, type MemoryUnit } from './types.js';
  */
 export const memoryContentSchema = z.string().trim().min(1).max(4_000);
 
+/**
+ * The most turns one `POST /v1/memory/ingest` takes. Its turns are written in one transaction (all
+ * or none), which holds the proxy's event loop: ~0.05 ms a turn once prepared, so 5,000 turns hold
+ * every other request for a quarter of a second at most; an unbounded request held it for minutes.
+ */
+export const MAX_INGEST_TURNS = 5_000;
+
 /** One turn of a conversation to ingest (`POST /v1/memory/ingest`, `metaclaw memory ingest`). */
 export const ingestTurnSchema = z.object({
   role: z.enum(['user', 'assistant']),

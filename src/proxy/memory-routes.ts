@@ -6,6 +6,7 @@ import {
   exportMemory,
   importLines,
   ingestTurnSchema,
+  MAX_INGEST_TURNS,
   MEMORY_TYPES,
   memoryContentSchema,
   presentMemory,
@@ -31,7 +32,14 @@ const typeSchema = z.enum(MEMORY_TYPES);
 const ingestSchema = z.object({
   scope: z.string().min(1).optional(),
   session_id: z.string().min(1),
-  turns: z.array(ingestTurnSchema).min(1, 'must contain at least one turn'),
+  turns: z
+    .array(ingestTurnSchema)
+    .min(1, 'must contain at least one turn')
+    // Zod checks the length before it reads a turn (300,000 turns refused in ~2 ms); nothing is stored.
+    .max(
+      MAX_INGEST_TURNS,
+      `at most ${MAX_INGEST_TURNS} turns in one request: split the upload into several requests (the same session_id continues the session)`,
+    ),
 });
 
 const searchSchema = z.object({

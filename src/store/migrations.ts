@@ -46,6 +46,26 @@ const SESSION_TURNS_V27 = `
   CREATE INDEX memory_units_session ON memory_units(source_session, origin, scope, speaker);
 `;
 
+/**
+ * Version 28: the look-ups of capturing a stated rule (memory/service.ts captureRules) read only the
+ * units they are about: learned units by text, standing instructions by text, and rule instances.
+ * Each read every unit of the scope (its raw turns too): 2,500 rules stated in one ingest held the
+ * proxy for 9 s. Partial indexes, so a raw turn (most units) is written to none of them; each holds
+ * the columns its query fixes, so the planner prefers it to memory_units_core (a prefix). The team
+ * store captures rules in a seeded SQLite workspace; its indexes of the same names hash the text
+ * (PostgreSQL's b-tree refuses an entry of more than ~2,700 bytes) and serve its seeding reads.
+ */
+const RULE_LOOKUPS_V28 = `
+  CREATE INDEX memory_units_learned_text ON memory_units(scope, content, status) WHERE origin != 'raw_turn';
+  CREATE INDEX memory_units_core_text ON memory_units(scope, core, status, content) WHERE core = 1;
+  CREATE INDEX memory_units_rule_instances ON memory_units(scope, origin, core, status) WHERE origin = 'rule' AND core = 0;
+`;
+const RULE_LOOKUPS_V28_POSTGRES = `
+  CREATE INDEX memory_units_learned_text ON memory_units USING hash (content) WHERE origin <> 'raw_turn';
+  CREATE INDEX memory_units_core_text ON memory_units USING hash (content) WHERE core = 1;
+  CREATE INDEX memory_units_rule_instances ON memory_units(scope, origin, core, status) WHERE origin = 'rule' AND core = 0;
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -594,5 +614,12 @@ export const MIGRATIONS: readonly Migration[] = [
       "memory units by session also by scope and speaker: recall finds a session's first user turn and the user turns after it from the index alone (a look-up per rare query word's holder)",
     sql: SESSION_TURNS_V27,
     postgres: SESSION_TURNS_V27,
+  },
+  {
+    version: 28,
+    description:
+      'memory units indexed for capturing a stated rule: learned units and standing instructions by text, rule instances by scope (each look-up read the whole scope)',
+    sql: RULE_LOOKUPS_V28,
+    postgres: RULE_LOOKUPS_V28_POSTGRES,
   },
 ];

@@ -168,7 +168,7 @@ const sqliteEngine = (): EngineUnderTest => ({
         supersede: (old, by) => run(() => void memory.supersede(old.id, by.id)),
         forget: (unit) => run(() => void memory.delete(unit.id)),
         edit: (unit, content) => run(() => void memory.update(unit.id, { content })),
-        ingest: (scope, sessionId, turns) => run(() => service.ingest(scope, sessionId, turns).stored.map((stored) => stored.id)),
+        ingest: async (scope, sessionId, turns) => (await service.ingest(scope, sessionId, turns)).stored.map((stored) => stored.id),
       },
       skills: {
         write: (draft, source) =>

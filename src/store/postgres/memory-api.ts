@@ -19,6 +19,7 @@ import { pgRecallStore } from './recall-store.js';
 import { ReplayedReads } from './replayed-reads.js';
 import { fromPostgresText, toPostgresText } from './text.js';
 import { inTransaction } from './transaction.js';
+import { inSlices } from '../../shared/event-loop.js';
 import type { MemoryUnitReader } from '../ports.js';
 
 /** Search over HTTP finds what recall finds, down to this relevance (as the personal store's search). */
@@ -141,12 +142,15 @@ export class PgMemoryApi implements MemoryUnitReader {
     turns: readonly IngestTurn[],
   ): Promise<{ stored: Array<{ id: string; turn_id: string }>; extraction_job: number | null }> {
     // What the turns say: the learned units they repeat are read with the rules (the read set of recording a turn).
-    const turnText = turns
-      .filter((turn) => turn.role === 'user')
-      .map((turn) => rawContent(turn.content))
-      .join('\n');
+    // Redacted a slice of the event loop at a time, as the workspace's ingest prepares them.
+    const userTexts: string[] = [];
+    await inSlices(turns.length, (index) => {
+      const turn = turns[index]!;
+      if (turn.role === 'user') userTexts.push(rawContent(turn.content));
+    });
+    const turnText = userTexts.join('\n');
     return this.inScopes([scope], { turnText, sessionId }, async (workspace, write) => {
-      const result = workspace.service.ingest(scope, sessionId, turns);
+      const result = await workspace.service.ingest(scope, sessionId, turns);
       const jobs = await write();
       // The workspace's queue numbers nothing: the id is the team queue's, of the job ingest queued last (none when an
       // extraction of the session was already waiting).

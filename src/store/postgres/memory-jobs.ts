@@ -103,7 +103,7 @@ async function inWorkspace(options: PgMemoryJobsOptions, search: PgMemorySearch,
   const workspace = await openWorkspace(options, job.payload, job.conversation, options.pool, job);
   try {
     await runHandler(workspace, job.kind, job.payload, job.context);
-    return workspace.effect(options.queue, search);
+    return await workspace.effect(options.queue, search);
   } finally {
     workspace.close();
   }

@@ -6,6 +6,7 @@ import { LearningError } from '../../learning/runner.js';
 import type { TeamJobEffect } from '../../learning/team-job.js';
 import type { Logger } from '../../logging/index.js';
 import { indexTokens } from '../../memory/keyword-index.js';
+import { inSlices } from '../../shared/event-loop.js';
 import { contentHash } from '../../memory/search-keys.js';
 import { withSearchKeyTerms } from '../../memory/store.js';
 import {
@@ -214,10 +215,10 @@ export class MemoryWorkspace {
    * What the job changed, and the effect that writes it to the team store; undefined when it
    * changed nothing. Call once the job has run, before `close`.
    */
-  effect(queue: PgJobQueue, search: PgMemorySearch): TeamJobEffect | undefined {
+  async effect(queue: PgJobQueue, search: PgMemorySearch): Promise<TeamJobEffect | undefined> {
     if (this.options.turnText !== undefined || this.options.units)
       throw new Error('a workspace seeded under the scope lock is written under the lock it was seeded with (write)');
-    const changes = this.changes();
+    const changes = await this.changes();
     if (changes.added.length === 0 && changes.updated.length === 0 && changes.state.length === 0 && changes.jobs.length === 0) return undefined;
     return async (client) => {
       await lockScope(client, this.options.scope);
@@ -232,7 +233,7 @@ export class MemoryWorkspace {
    * Returns the ids of the jobs it queued, in order (undefined: one of the same dedupe key was waiting).
    */
   async write(client: pg.PoolClient, queue: PgJobQueue, search: PgMemorySearch): Promise<Array<number | undefined>> {
-    return writeChanges(client, this.changes(), search, queue, this.options.vectors);
+    return writeChanges(client, await this.changes(), search, queue, this.options.vectors);
   }
 
   /** Rows as the team store returned them, into the workspace (as SQLite holds them). */
@@ -259,12 +260,14 @@ export class MemoryWorkspace {
     return hits;
   }
 
-  private changes(): Changes {
+  /** What the job changed; each added unit's index entry is made again, a slice of the event loop at a time (an ingest adds thousands). */
+  private async changes(): Promise<Changes> {
     const rows = this.db.prepare<[], UnitRow>('SELECT * FROM memory_units ORDER BY rowid').all();
     const store = this.service.store;
     const entryOf = (row: UnitRow): IndexEntry => ({ ...store.indexEntry(row.id)!, id: row.id, active: row.status === 'active' });
     const changes: Changes = { added: [], entries: new Map(), updated: [], state: [], jobs: [...this.queued] };
-    for (const row of rows) {
+    await inSlices(rows.length, (index) => {
+      const row = rows[index]!;
       const before = this.seeded.get(row.rowid);
       if (!before) {
         changes.added.push(row);
@@ -274,7 +277,7 @@ export class MemoryWorkspace {
         const reindex = before.terms !== row.terms || before.search_keys !== row.search_keys || before.neighbour_terms !== row.neighbour_terms;
         changes.updated.push({ before, after: row, entry: reindex ? entryOf(row) : undefined });
       }
-    }
+    });
     const kept = new Set(rows.map((row) => row.rowid));
     const gone = [...this.seeded.keys()].filter((rowid) => !kept.has(rowid));
     if (gone.length > 0) throw new Error(`a memory job deleted units (${gone.join(', ')}): not supported on the team store`);
