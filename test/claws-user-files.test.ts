@@ -95,6 +95,15 @@ describe('a key MetaClaw set that the user changed while wired', () => {
     assert.equal(result.exact, false);
     assert.match(result.messages.join(' '), /`model_provider`.*as you changed it/);
   });
+
+  test('Claude Code header lines the user added while wired do not keep MetaClaw’s key in the file', async () => {
+    const environment = fakeEnvironment();
+    const path = writeHomeFile(environment, '.claude/settings.json', '{\n  "model": "opus"\n}\n');
+    await wireClaw('claude-code', target, environment);
+    writeFileSync(path, readFileSync(path, 'utf8').replace('x-metaclaw-api-key: mc-proxy-key', 'x-metaclaw-api-key: mc-proxy-key\\nX-Team: data'));
+    await unwireClaw('claude-code', environment);
+    assert.doesNotMatch(readFileSync(path, 'utf8'), /mc-proxy-key/);
+  });
 });
 
 describe('TOML shapes MetaClaw cannot add a table to', () => {

@@ -5,7 +5,7 @@
 import { accessSync, constants, existsSync, lstatSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { writeFileAtomic } from '../shared/atomic-write.js';
-import { deepEqual, describePath, isEmptyContainer, isPlainObject, readPath } from './document.js';
+import { deepEqual, describePath, isEmptyContainer, readPath } from './document.js';
 import type { ConfigDocument, DocumentFormat, Setting } from './document.js';
 import { findLedgerEntry, removeBackup, removeLedgerEntry, saveLedgerEntry, sha256, writeBackup } from './ledger.js';
 import type { LedgerEntry, LedgerFileRecord } from './ledger.js';
@@ -236,11 +236,12 @@ function revertOurKeys(spec: ConfigFileSpec, record: LedgerFileRecord, target: W
 }
 
 /**
- * A single value (not one of MetaClaw's own entries, which are objects) that now holds neither what
- * MetaClaw writes nor the original: the user chose it while wired, so unwire keeps it.
+ * A single value that now holds neither what MetaClaw writes nor the original: the user chose it
+ * while wired, so unwire keeps it. Objects and lists are MetaClaw's own entries or merged with the
+ * user's (an allowlist), and are always reverted.
  */
 function isChangedByUser(setting: Setting, current: unknown, original: unknown, oursNow: readonly Setting[]): boolean {
-  if (isPlainObject(setting.value)) return false;
+  if (typeof setting.value === 'object' || setting.mergesUserValue === true) return false;
   const now = readPath(current, setting.path);
   const where = describePath(setting.path);
   const candidates = [
