@@ -59,6 +59,21 @@ describe('a UTF-8 BOM at the start of the file', () => {
   });
 });
 
+describe('a file that is not UTF-8', () => {
+  test('a Latin-1 byte in a comment is a config_malformed ClawError, and the file keeps its bytes', async () => {
+    const environment = fakeEnvironment();
+    const original = Buffer.from('# caf\xe9\nFOO=1\n', 'latin1');
+    const path = join(environment.home, '.ironclaw', '.env');
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, original);
+    await assert.rejects(
+      wireClaw('ironclaw', target, environment),
+      (error: unknown) => error instanceof ClawError && error.status === 'config_malformed' && /is not UTF-8 text/.test(error.message),
+    );
+    assert.ok(readFileSync(path).equals(original));
+  });
+});
+
 describe('a config that is a symlink', () => {
   test('whose target does not exist yet: the file is created at the target and removed again, the link stays', async () => {
     const environment = fakeEnvironment();

@@ -45,7 +45,7 @@ export function planConfigFile(spec: ConfigFileSpec, path: string, target: Wirin
   const before = readIfExists(path);
   if (before === undefined) assertMayCreate(spec, path);
   else assertWritable(spec.claw, path);
-  const text = before === undefined ? { bom: '', body: undefined } : documentText(before);
+  const text = before === undefined ? { bom: '', body: undefined } : documentText(before, path);
   const document = text.body === undefined ? spec.format.create(path) : spec.format.parse(text.body, path);
   const settings = spec.settings(target, document.value());
   const expected = expectedAfterApply(document, settings);
@@ -153,7 +153,7 @@ export function checkConfigFile(spec: ConfigFileSpec, path: string, target: Wiri
   if (content === undefined) return [`${path} does not exist`];
   let document: ConfigDocument;
   try {
-    document = spec.format.parse(documentText(content).body, path);
+    document = spec.format.parse(documentText(content, path).body, path);
   } catch (error) {
     return [error instanceof Error ? error.message : String(error)];
   }
@@ -205,9 +205,9 @@ function restoreExactly(claw: ClawType, record: LedgerFileRecord, original: Buff
 }
 
 function revertOurKeys(spec: ConfigFileSpec, record: LedgerFileRecord, target: WiringTarget, current: Buffer, original: Buffer | undefined): FileUndo {
-  const currentText = documentText(current);
+  const currentText = documentText(current, record.path);
   const document = spec.format.parse(currentText.body, record.path);
-  const originalDocument = original === undefined ? spec.format.create(record.path) : spec.format.parse(documentText(original).body, record.path);
+  const originalDocument = original === undefined ? spec.format.create(record.path) : spec.format.parse(documentText(original, record.path).body, record.path);
   const ours = spec.settings(target, originalDocument.value());
   // Some values depend on the file (NemoClaw's onboardedAt keeps the wire time): what MetaClaw
   // would write into the current file is MetaClaw's too.
@@ -333,8 +333,18 @@ function fileProblem(error: unknown): string {
 
 const BOM = '\uFEFF';
 
-/** The file's text without a UTF-8 BOM, which the editors do not expect; the BOM is written back in front. */
-function documentText(content: Buffer): { bom: string; body: string } {
-  const text = content.toString('utf8');
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * The file's text without a UTF-8 BOM, which the editors do not expect; the BOM is written back in
+ * front. Bytes that are not UTF-8 (a Latin-1 comment) would be written back as U+FFFD, so they are refused.
+ */
+function documentText(content: Buffer, path: string): { bom: string; body: string } {
+  let text: string;
+  try {
+    text = UTF8.decode(content);
+  } catch (error) {
+    throw new ClawError('config_malformed', `${path} is not UTF-8 text; MetaClaw changed nothing. Save it as UTF-8 and try again.`, { path, cause: error });
+  }
   return text.startsWith(BOM) ? { bom: BOM, body: text.slice(BOM.length) } : { bom: '', body: text };
 }
