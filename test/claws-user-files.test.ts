@@ -135,6 +135,19 @@ describe('TOML shapes MetaClaw cannot add a table to', () => {
   });
 });
 
+describe('YAML shapes MetaClaw does not edit through', () => {
+  test('hermes `model` that is an alias of an anchored mapping is a config_conflict that says so, and nothing changes', async () => {
+    const environment = fakeEnvironment();
+    const original = 'base: &m\n  default: foo\n  provider: openrouter\nmodel: *m\n';
+    const path = writeHomeFile(environment, '.hermes/config.yaml', original);
+    await assert.rejects(
+      wireClaw('hermes', target, environment),
+      (error: unknown) => error instanceof ClawError && error.status === 'config_conflict' && /`model` is an alias/.test(error.message),
+    );
+    assert.equal(readFileSync(path, 'utf8'), original);
+  });
+});
+
 describe('files MetaClaw may not write', () => {
   test('a read-only config is refused with a ClawError and left as it is', { skip: asRoot }, async () => {
     const environment = fakeEnvironment();

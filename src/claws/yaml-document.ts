@@ -4,7 +4,7 @@
  * style and the gap before its comment kept); structural edits go through the Document API, after
  * which every untouched line gets its original spacing back.
  */
-import { isMap, isScalar, isSeq, parseDocument, Scalar } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, parseDocument, Scalar } from 'yaml';
 import type { Document, ToStringOptions } from 'yaml';
 import { findItemIndex, isItemSelector, isPlainObject, malformed } from './document.js';
 import type { ConfigDocument, DocumentFormat, JsonValue, PathSegment } from './document.js';
@@ -40,6 +40,7 @@ class YamlDocument extends TreeDocument<unknown> {
   }
 
   protected kind(node: unknown): NodeKind {
+    if (isAlias(node)) return 'alias';
     if (isMap(node)) return 'object';
     return isSeq(node) ? 'array' : 'scalar';
   }
