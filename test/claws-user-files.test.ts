@@ -4,7 +4,7 @@
  * that cannot be written.
  */
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ClawError, findLedgerEntry, unwireClaw, wireClaw } from '../src/claws/index.js';
@@ -74,8 +74,8 @@ describe('a file that is not UTF-8', () => {
   });
 });
 
-describe('a config that is a symlink', () => {
-  test('whose target does not exist yet: the file is created at the target and removed again, the link stays', async () => {
+describe('a config that is a link (dotfiles)', () => {
+  test('a symlink whose target does not exist yet: the file is created at the target and removed again, the link stays', async () => {
     const environment = fakeEnvironment();
     mkdirSync(join(environment.home, 'dotfiles'));
     mkdirSync(join(environment.home, '.claude'));
@@ -90,7 +90,21 @@ describe('a config that is a symlink', () => {
     assert.equal(existsSync(join(environment.home, 'dotfiles', 'claude-settings.json')), false);
   });
 
-  test('whose target folder does not exist: config_missing, and no folder is made for it', async () => {
+  test('a hard-linked config stays one file with its link while wired and after unwire', async () => {
+    const environment = fakeEnvironment();
+    const original = 'model = "o3"\n';
+    const kept = writeHomeFile(environment, 'dotfiles/config.toml', original);
+    mkdirSync(join(environment.home, '.codex'));
+    const path = join(environment.home, '.codex', 'config.toml');
+    linkSync(kept, path);
+    await wireClaw('codex', target, environment);
+    assert.match(readFileSync(kept, 'utf8'), /model_provider = "metaclaw"/);
+    await unwireClaw('codex', environment);
+    assert.equal(readFileSync(kept, 'utf8'), original);
+    assert.equal(statSync(path).ino, statSync(kept).ino);
+  });
+
+  test('a symlink whose target folder does not exist: config_missing, and no folder is made for it', async () => {
     const environment = fakeEnvironment();
     mkdirSync(join(environment.home, '.claude'));
     symlinkSync('../dotfiles/claude-settings.json', join(environment.home, '.claude', 'settings.json'));

@@ -2,7 +2,7 @@
  * The life of one wired config file: plan the edit (nothing touched), commit it (backup, ledger,
  * atomic write, in that order), check it, and undo it (exact restore, or revert only our keys).
  */
-import { accessSync, constants, existsSync, lstatSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, lstatSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { deepEqual, describePath, isEmptyContainer, readPath } from './document.js';
@@ -304,7 +304,10 @@ function assertWritable(claw: ClawType, path: string, consequence = 'MetaClaw ch
 
 function writeConfig(claw: ClawType, path: string, content: string | Buffer, mode: number, consequence: string): void {
   try {
-    writeFileAtomic(writablePath(path), content, { mode });
+    const real = writablePath(path);
+    // A hard-linked config (dotfiles) must stay one file; a rename would give this name a new inode.
+    if ((statSync(real, { throwIfNoEntry: false })?.nlink ?? 1) > 1) writeFileSync(real, content);
+    else writeFileAtomic(real, content, { mode });
   } catch (error) {
     throw new ClawError('write_failed', `Could not write ${path} (${fileProblem(error)}). ${consequence}`, { claw, path, cause: error });
   }
