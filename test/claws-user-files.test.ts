@@ -8,7 +8,7 @@ import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, st
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ClawError, findLedgerEntry, unwireClaw, wireClaw } from '../src/claws/index.js';
-import type { WiringTarget } from '../src/claws/index.js';
+import type { ClawType, WiringTarget } from '../src/claws/index.js';
 import { fakeEnvironment, removeHomes } from './fixtures/claws/harness.js';
 import type { FakeEnvironment } from './fixtures/claws/harness.js';
 
@@ -18,11 +18,22 @@ const target: WiringTarget = { proxyUrl: 'http://127.0.0.1:30000', apiKey: 'mc-p
 const BOM = '\uFEFF';
 const asRoot = process.getuid?.() === 0 ? 'root may write any file' : false;
 
-function writeHomeFile(environment: FakeEnvironment, relativePath: string, text: string): string {
+function writeHomeFile(environment: FakeEnvironment, relativePath: string, text: string | Buffer): string {
   const path = join(environment.home, relativePath);
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, text);
   return path;
+}
+
+/** Wiring `claw` is refused with `status` and a message matching `pattern`; the file keeps its bytes and nothing is recorded. */
+async function assertRefused(environment: FakeEnvironment, claw: ClawType, path: string, status: string, pattern: RegExp): Promise<void> {
+  const original = readFileSync(path);
+  await assert.rejects(
+    wireClaw(claw, target, environment),
+    (error: unknown) => error instanceof ClawError && error.status === status && pattern.test(error.message),
+  );
+  assert.ok(readFileSync(path).equals(original));
+  assert.equal(findLedgerEntry(environment.metaclawHome, claw), undefined);
 }
 
 describe('a UTF-8 BOM at the start of the file', () => {
@@ -62,15 +73,8 @@ describe('a UTF-8 BOM at the start of the file', () => {
 describe('a file that is not UTF-8', () => {
   test('a Latin-1 byte in a comment is a config_malformed ClawError, and the file keeps its bytes', async () => {
     const environment = fakeEnvironment();
-    const original = Buffer.from('# caf\xe9\nFOO=1\n', 'latin1');
-    const path = join(environment.home, '.ironclaw', '.env');
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, original);
-    await assert.rejects(
-      wireClaw('ironclaw', target, environment),
-      (error: unknown) => error instanceof ClawError && error.status === 'config_malformed' && /is not UTF-8 text/.test(error.message),
-    );
-    assert.ok(readFileSync(path).equals(original));
+    const path = writeHomeFile(environment, '.ironclaw/.env', Buffer.from('# caf\xe9\nFOO=1\n', 'latin1'));
+    await assertRefused(environment, 'ironclaw', path, 'config_malformed', /is not UTF-8 text/);
   });
 });
 
@@ -138,27 +142,16 @@ describe('a key MetaClaw set that the user changed while wired', () => {
 describe('TOML shapes MetaClaw cannot add a table to', () => {
   test('codex model_providers written as an inline table is a config_conflict naming it, and nothing changes', async () => {
     const environment = fakeEnvironment();
-    const original = 'model = "o3"\nmodel_providers = { azure = { name = "Azure", base_url = "https://x" } }\n';
-    const path = writeHomeFile(environment, '.codex/config.toml', original);
-    await assert.rejects(
-      wireClaw('codex', target, environment),
-      (error: unknown) => error instanceof ClawError && error.status === 'config_conflict' && /`model_providers` is written inline/.test(error.message),
-    );
-    assert.equal(readFileSync(path, 'utf8'), original);
-    assert.equal(findLedgerEntry(environment.metaclawHome, 'codex'), undefined);
+    const path = writeHomeFile(environment, '.codex/config.toml', 'model = "o3"\nmodel_providers = { azure = { name = "Azure", base_url = "https://x" } }\n');
+    await assertRefused(environment, 'codex', path, 'config_conflict', /`model_providers` is written inline/);
   });
 });
 
 describe('YAML shapes MetaClaw does not edit through', () => {
   test('hermes `model` that is an alias of an anchored mapping is a config_conflict that says so, and nothing changes', async () => {
     const environment = fakeEnvironment();
-    const original = 'base: &m\n  default: foo\n  provider: openrouter\nmodel: *m\n';
-    const path = writeHomeFile(environment, '.hermes/config.yaml', original);
-    await assert.rejects(
-      wireClaw('hermes', target, environment),
-      (error: unknown) => error instanceof ClawError && error.status === 'config_conflict' && /`model` is an alias/.test(error.message),
-    );
-    assert.equal(readFileSync(path, 'utf8'), original);
+    const path = writeHomeFile(environment, '.hermes/config.yaml', 'base: &m\n  default: foo\n  provider: openrouter\nmodel: *m\n');
+    await assertRefused(environment, 'hermes', path, 'config_conflict', /`model` is an alias/);
   });
 });
 
@@ -167,12 +160,7 @@ describe('files MetaClaw may not write', () => {
     const environment = fakeEnvironment();
     const path = writeHomeFile(environment, '.codex/config.toml', 'model = "o3"\n');
     chmodSync(path, 0o444);
-    await assert.rejects(
-      wireClaw('codex', target, environment),
-      (error: unknown) => error instanceof ClawError && error.status === 'write_failed' && /is read-only/.test(error.message),
-    );
-    assert.equal(readFileSync(path, 'utf8'), 'model = "o3"\n');
-    assert.equal(findLedgerEntry(environment.metaclawHome, 'codex'), undefined);
+    await assertRefused(environment, 'codex', path, 'write_failed', /is read-only/);
   });
 
   test('unwire that cannot write the file is a ClawError naming the file; the ledger entry is kept for a retry', { skip: asRoot }, async () => {
