@@ -147,6 +147,17 @@ describe('TOML shapes MetaClaw cannot add a table to', () => {
   });
 });
 
+describe('a YAML value put back after the user edited the file', () => {
+  test('keeps the comment it had on its line', async () => {
+    const environment = fakeEnvironment();
+    const path = writeHomeFile(environment, '.hermes/config.yaml', '# hermes\nmodel: foo  # my model\nother: 1\n');
+    await wireClaw('hermes', target, environment);
+    writeFileSync(path, readFileSync(path, 'utf8').replace('other: 1', 'other: 2'));
+    await unwireClaw('hermes', environment);
+    assert.equal(readFileSync(path, 'utf8'), '# hermes\nmodel: foo  # my model\nother: 2\n');
+  });
+});
+
 describe('YAML shapes MetaClaw does not edit through', () => {
   test('hermes `model` that is an alias of an anchored mapping is a config_conflict that says so, and nothing changes', async () => {
     const environment = fakeEnvironment();
