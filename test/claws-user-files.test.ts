@@ -8,7 +8,7 @@ import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, st
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ClawError, findLedgerEntry, unwireClaw, wireClaw } from '../src/claws/index.js';
-import type { ClawType, WiringTarget } from '../src/claws/index.js';
+import type { ClawType, UnwireResult, WiringTarget } from '../src/claws/index.js';
 import { fakeEnvironment, removeHomes } from './fixtures/claws/harness.js';
 import type { FakeEnvironment } from './fixtures/claws/harness.js';
 
@@ -34,6 +34,20 @@ async function assertRefused(environment: FakeEnvironment, claw: ClawType, path:
   );
   assert.ok(readFileSync(path).equals(original));
   assert.equal(findLedgerEntry(environment.metaclawHome, claw), undefined);
+}
+
+/** Wires `claw`, replaces `from` with `to` in the wired file as a user would, unwires; the file's text and the unwire result. */
+async function unwireAfterUserEdit(
+  environment: FakeEnvironment,
+  claw: ClawType,
+  path: string,
+  from: string,
+  to: string,
+): Promise<{ text: string; result: UnwireResult }> {
+  await wireClaw(claw, target, environment);
+  writeFileSync(path, readFileSync(path, 'utf8').replace(from, to));
+  const result = await unwireClaw(claw, environment);
+  return { text: readFileSync(path, 'utf8'), result };
 }
 
 describe('a UTF-8 BOM at the start of the file', () => {
@@ -62,11 +76,8 @@ describe('a UTF-8 BOM at the start of the file', () => {
   test('YAML: the BOM stays while wired and after a revert that keeps user edits', async () => {
     const environment = fakeEnvironment();
     const path = writeHomeFile(environment, '.hermes/config.yaml', `${BOM}model: foo\nother: 1\n`);
-    await wireClaw('hermes', target, environment);
-    assert.ok(readFileSync(path, 'utf8').startsWith(BOM));
-    writeFileSync(path, readFileSync(path, 'utf8').replace('other: 1', 'other: 2'));
-    await unwireClaw('hermes', environment);
-    assert.equal(readFileSync(path, 'utf8'), `${BOM}model: foo\nother: 2\n`);
+    const { text } = await unwireAfterUserEdit(environment, 'hermes', path, 'other: 1', 'other: 2');
+    assert.equal(text, `${BOM}model: foo\nother: 2\n`);
   });
 });
 
@@ -121,10 +132,8 @@ describe('a key MetaClaw set that the user changed while wired', () => {
   test('keeps the user’s value on unwire and names it; the keys still holding MetaClaw’s values are reverted', async () => {
     const environment = fakeEnvironment();
     const path = writeHomeFile(environment, '.codex/config.toml', 'model = "o3"\n');
-    await wireClaw('codex', target, environment);
-    writeFileSync(path, readFileSync(path, 'utf8').replace('model_provider = "metaclaw"', 'model_provider = "azure"'));
-    const result = await unwireClaw('codex', environment);
-    assert.equal(readFileSync(path, 'utf8'), 'model = "o3"\nmodel_provider = "azure"\n');
+    const { text, result } = await unwireAfterUserEdit(environment, 'codex', path, 'model_provider = "metaclaw"', 'model_provider = "azure"');
+    assert.equal(text, 'model = "o3"\nmodel_provider = "azure"\n');
     assert.equal(result.exact, false);
     assert.match(result.messages.join(' '), /`model_provider`.*as you changed it/);
   });
@@ -132,18 +141,28 @@ describe('a key MetaClaw set that the user changed while wired', () => {
   test('Claude Code header lines the user added while wired do not keep MetaClaw’s key in the file', async () => {
     const environment = fakeEnvironment();
     const path = writeHomeFile(environment, '.claude/settings.json', '{\n  "model": "opus"\n}\n');
-    await wireClaw('claude-code', target, environment);
-    writeFileSync(path, readFileSync(path, 'utf8').replace('x-metaclaw-api-key: mc-proxy-key', 'x-metaclaw-api-key: mc-proxy-key\\nX-Team: data'));
-    await unwireClaw('claude-code', environment);
-    assert.doesNotMatch(readFileSync(path, 'utf8'), /mc-proxy-key/);
+    const { text } = await unwireAfterUserEdit(
+      environment,
+      'claude-code',
+      path,
+      'x-metaclaw-api-key: mc-proxy-key',
+      'x-metaclaw-api-key: mc-proxy-key\\nX-Team: data',
+    );
+    assert.doesNotMatch(text, /mc-proxy-key/);
   });
 });
 
-describe('TOML shapes MetaClaw cannot add a table to', () => {
+describe('shapes MetaClaw does not edit through are refused, and nothing changes', () => {
   test('codex model_providers written as an inline table is a config_conflict naming it, and nothing changes', async () => {
     const environment = fakeEnvironment();
     const path = writeHomeFile(environment, '.codex/config.toml', 'model = "o3"\nmodel_providers = { azure = { name = "Azure", base_url = "https://x" } }\n');
     await assertRefused(environment, 'codex', path, 'config_conflict', /`model_providers` is written inline/);
+  });
+
+  test('hermes `model` that is an alias of an anchored mapping is a config_conflict that says so, and nothing changes', async () => {
+    const environment = fakeEnvironment();
+    const path = writeHomeFile(environment, '.hermes/config.yaml', 'base: &m\n  default: foo\n  provider: openrouter\nmodel: *m\n');
+    await assertRefused(environment, 'hermes', path, 'config_conflict', /`model` is an alias/);
   });
 });
 
@@ -151,18 +170,8 @@ describe('a YAML value put back after the user edited the file', () => {
   test('keeps the comment it had on its line', async () => {
     const environment = fakeEnvironment();
     const path = writeHomeFile(environment, '.hermes/config.yaml', '# hermes\nmodel: foo  # my model\nother: 1\n');
-    await wireClaw('hermes', target, environment);
-    writeFileSync(path, readFileSync(path, 'utf8').replace('other: 1', 'other: 2'));
-    await unwireClaw('hermes', environment);
-    assert.equal(readFileSync(path, 'utf8'), '# hermes\nmodel: foo  # my model\nother: 2\n');
-  });
-});
-
-describe('YAML shapes MetaClaw does not edit through', () => {
-  test('hermes `model` that is an alias of an anchored mapping is a config_conflict that says so, and nothing changes', async () => {
-    const environment = fakeEnvironment();
-    const path = writeHomeFile(environment, '.hermes/config.yaml', 'base: &m\n  default: foo\n  provider: openrouter\nmodel: *m\n');
-    await assertRefused(environment, 'hermes', path, 'config_conflict', /`model` is an alias/);
+    const { text } = await unwireAfterUserEdit(environment, 'hermes', path, 'other: 1', 'other: 2');
+    assert.equal(text, '# hermes\nmodel: foo  # my model\nother: 2\n');
   });
 });
 
