@@ -35,7 +35,7 @@ function claudeSettings(target: WiringTarget, current: unknown): Setting[] {
   return [
     // Claude Code appends /v1/messages itself.
     { path: ['env', 'ANTHROPIC_BASE_URL'], value: target.proxyUrl },
-    { path: ['env', HEADERS_VARIABLE], value: customHeaders(target, current) },
+    { path: ['env', HEADERS_VARIABLE], value: customHeaders(target, current), mergesUserValue: true },
   ];
 }
 

@@ -2,10 +2,10 @@
  * The life of one wired config file: plan the edit (nothing touched), commit it (backup, ledger,
  * atomic write, in that order), check it, and undo it (exact restore, or revert only our keys).
  */
-import { existsSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { accessSync, constants, existsSync, lstatSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { writeFileAtomic } from '../shared/atomic-write.js';
-import { isEmptyContainer } from './document.js';
+import { deepEqual, describePath, isEmptyContainer, readPath } from './document.js';
 import type { ConfigDocument, DocumentFormat, Setting } from './document.js';
 import { findLedgerEntry, removeBackup, removeLedgerEntry, saveLedgerEntry, sha256, writeBackup } from './ledger.js';
 import type { LedgerEntry, LedgerFileRecord } from './ledger.js';
@@ -44,12 +44,14 @@ const NEW_FILE_MODE = 0o600;
 export function planConfigFile(spec: ConfigFileSpec, path: string, target: WiringTarget): FilePlan {
   const before = readIfExists(path);
   if (before === undefined) assertMayCreate(spec, path);
-  const document = before === undefined ? spec.format.create(path) : spec.format.parse(before.toString('utf8'), path);
+  else assertWritable(spec.claw, path);
+  const text = before === undefined ? { bom: '', body: undefined } : documentText(before, path);
+  const document = text.body === undefined ? spec.format.create(path) : spec.format.parse(text.body, path);
   const settings = spec.settings(target, document.value());
   const expected = expectedAfterApply(document, settings);
   const mode = before === undefined ? null : statSync(writablePath(path)).mode & 0o777;
   if (!applySettings(document, settings)) return { path, before, mode, after: undefined, settings };
-  const after = renderChecked(spec.format, document, expected, path);
+  const after = `${text.bom}${renderChecked(spec.format, document, expected, path)}`;
   return { path, before, mode, after: before !== undefined && after === before.toString('utf8') ? undefined : after, settings };
 }
 
@@ -98,14 +100,10 @@ export function commitConfigFile(plan: FilePlan, entry: LedgerEntry, metaclawHom
   if (plan.after === undefined) throw new InternalError('nothing to commit');
   const prepared = prepareRecord(plan, entry, metaclawHome, sha256(plan.after));
   try {
-    writeFileAtomic(writablePath(plan.path), plan.after, { mode: plan.mode ?? NEW_FILE_MODE });
+    writeConfig(entry.claw, plan.path, plan.after, plan.mode ?? NEW_FILE_MODE, 'Nothing was changed.');
   } catch (error) {
     rollbackRecord(prepared, entry, metaclawHome);
-    throw new ClawError('write_failed', `Could not write ${plan.path}: ${(error as Error).message}. Nothing was changed.`, {
-      claw: entry.claw,
-      path: plan.path,
-      cause: error,
-    });
+    throw error;
   }
   return prepared.record;
 }
@@ -155,7 +153,7 @@ export function checkConfigFile(spec: ConfigFileSpec, path: string, target: Wiri
   if (content === undefined) return [`${path} does not exist`];
   let document: ConfigDocument;
   try {
-    document = spec.format.parse(content.toString('utf8'), path);
+    document = spec.format.parse(documentText(content, path).body, path);
   } catch (error) {
     return [error instanceof Error ? error.message : String(error)];
   }
@@ -188,8 +186,9 @@ export function undoConfigFile(spec: ConfigFileSpec, record: LedgerFileRecord, t
     return { changed: false, exact: true, message: `${record.path} is already back to its original.` };
   }
   const original = record.backupPath !== null && existsSync(record.backupPath) ? readFileSync(record.backupPath) : undefined;
+  assertWritable(spec.claw, record.path, STILL_WIRED);
   if (currentSha === record.appliedSha256 && !record.editedByUser && (original !== undefined || !record.existedBefore)) {
-    restoreExactly(record, original);
+    restoreExactly(spec.claw, record, original);
     return {
       changed: true,
       exact: true,
@@ -199,38 +198,64 @@ export function undoConfigFile(spec: ConfigFileSpec, record: LedgerFileRecord, t
   return revertOurKeys(spec, record, target, current, original);
 }
 
-function restoreExactly(record: LedgerFileRecord, original: Buffer | undefined): void {
-  if (original === undefined) rmSync(writablePath(record.path), { force: true });
-  else writeFileAtomic(writablePath(record.path), original, { mode: record.mode ?? NEW_FILE_MODE });
+function restoreExactly(claw: ClawType, record: LedgerFileRecord, original: Buffer | undefined): void {
+  if (original === undefined) removeConfig(claw, record.path);
+  else writeConfig(claw, record.path, original, record.mode ?? NEW_FILE_MODE, STILL_WIRED);
   removeBackup(record.backupPath);
 }
 
 function revertOurKeys(spec: ConfigFileSpec, record: LedgerFileRecord, target: WiringTarget, current: Buffer, original: Buffer | undefined): FileUndo {
-  const document = spec.format.parse(current.toString('utf8'), record.path);
-  const originalDocument = original === undefined ? spec.format.create(record.path) : spec.format.parse(original.toString('utf8'), record.path);
-  const settings = spec.settings(target, originalDocument.value());
+  const currentText = documentText(current, record.path);
+  const document = spec.format.parse(currentText.body, record.path);
+  const originalDocument = original === undefined ? spec.format.create(record.path) : spec.format.parse(documentText(original, record.path).body, record.path);
+  const ours = spec.settings(target, originalDocument.value());
+  // Some values depend on the file (NemoClaw's onboardedAt keeps the wire time): what MetaClaw
+  // would write into the current file is MetaClaw's too.
+  const oursNow = spec.settings(target, document.value());
+  const changedByUser = ours.filter((setting) => isChangedByUser(setting, document.value(), originalDocument.value(), oursNow));
+  const settings = ours.filter((setting) => !changedByUser.includes(setting));
   const expected = expectedAfterRevert(document, originalDocument, settings);
   const lostBackup = record.existedBefore && original === undefined ? ' Its backup was missing, so MetaClaw’s keys were removed rather than restored.' : '';
+  const leftAlone =
+    changedByUser.length === 0 ? '' : ` Left ${changedByUser.map((setting) => `\`${describePath(setting.path)}\``).join(', ')} as you changed it after wiring.`;
   if (!revertSettings(document, originalDocument, settings)) {
-    return { changed: false, exact: false, message: `${record.path} no longer has MetaClaw’s settings; left it as it is.${lostBackup}` };
+    return { changed: false, exact: false, message: `${record.path} no longer has MetaClaw’s settings; left it as it is.${leftAlone}${lostBackup}` };
   }
-  const text = renderChecked(spec.format, document, expected, record.path);
+  const text = `${currentText.bom}${renderChecked(spec.format, document, expected, record.path)}`;
   if (!record.existedBefore && isEmptyContainer(expected)) {
-    rmSync(writablePath(record.path), { force: true });
+    removeConfig(spec.claw, record.path);
     return { changed: true, exact: false, message: `Removed ${record.path}, which MetaClaw had created (only MetaClaw’s settings were left in it).` };
   }
-  writeFileAtomic(writablePath(record.path), text, { mode: statSync(writablePath(record.path)).mode & 0o777 });
+  writeConfig(spec.claw, record.path, text, statSync(writablePath(record.path)).mode & 0o777, STILL_WIRED);
   const kept = record.backupPath === null || original === undefined ? '' : ` The pre-MetaClaw original is kept at ${record.backupPath}.`;
   return {
     changed: true,
     exact: false,
-    message: `${record.path} was edited after MetaClaw wired it, so only MetaClaw’s settings were reverted and your other changes were kept.${kept}${lostBackup}`,
+    message: `${record.path} was edited after MetaClaw wired it, so only MetaClaw’s settings were reverted and your other changes were kept.${leftAlone}${kept}${lostBackup}`,
   };
+}
+
+/**
+ * A single value that now holds neither what MetaClaw writes nor the original: the user chose it
+ * while wired, so unwire keeps it. Objects and lists are MetaClaw's own entries or merged with the
+ * user's (an allowlist), and are always reverted.
+ */
+function isChangedByUser(setting: Setting, current: unknown, original: unknown, oursNow: readonly Setting[]): boolean {
+  if (typeof setting.value === 'object' || setting.mergesUserValue === true) return false;
+  const now = readPath(current, setting.path);
+  const where = describePath(setting.path);
+  const candidates = [
+    setting.value,
+    readPath(original, setting.path),
+    ...oursNow.filter((mine) => describePath(mine.path) === where).map((mine) => mine.value),
+  ];
+  return now !== undefined && !candidates.some((value) => deepEqual(now, value));
 }
 
 function assertMayCreate(spec: ConfigFileSpec, path: string): void {
   if (spec.missing === 'create') return;
-  if (spec.missing === 'create-in-existing-folder' && existsSync(dirname(path))) return;
+  // Through a symlink, the folder that must exist is the target's (a dotfiles checkout).
+  if (spec.missing === 'create-in-existing-folder' && existsSync(dirname(writablePath(path)))) return;
   throw new ClawError('config_missing', `${spec.agentName}'s config file ${path} does not exist. ${spec.setupHint} MetaClaw changed nothing.`, {
     claw: spec.claw,
     path,
@@ -244,7 +269,85 @@ function readIfExists(path: string): Buffer | undefined {
   return readFileSync(real);
 }
 
-/** Writes go through symlinks (dotfile managers) instead of replacing the link with a file. */
+/**
+ * Writes go through symlinks (dotfile managers) instead of replacing the link with a file, also a
+ * link whose target does not exist yet (the file is then created there, and removed from there).
+ */
 function writablePath(path: string): string {
-  return existsSync(path) ? realpathSync(path) : path;
+  const seen = new Set<string>();
+  let current = path;
+  while (!existsSync(current) && lstatSync(current, { throwIfNoEntry: false })?.isSymbolicLink() === true) {
+    if (seen.has(current)) throw new ClawError('config_malformed', `${path} is a symlink loop; MetaClaw changed nothing.`, { path });
+    seen.add(current);
+    current = resolve(dirname(current), readlinkSync(current));
+  }
+  return existsSync(current) ? realpathSync(current) : current;
+}
+
+/** What a failed write during unwire leaves behind, and how to finish. */
+const STILL_WIRED = 'It still points at MetaClaw; the ledger and the backup are kept, so run `metaclaw claw unwire` again once it can be written.';
+
+/** A file the user made read-only is theirs to open up; MetaClaw does not write around it. */
+function assertWritable(claw: ClawType, path: string, consequence = 'MetaClaw changed nothing.'): void {
+  const real = writablePath(path);
+  if (!existsSync(real)) return;
+  try {
+    accessSync(real, constants.W_OK);
+  } catch (error) {
+    throw new ClawError('write_failed', `${path} is read-only (${fileProblem(error)}). ${consequence} Make it writable and try again.`, {
+      claw,
+      path,
+      cause: error,
+    });
+  }
+}
+
+function writeConfig(claw: ClawType, path: string, content: string | Buffer, mode: number, consequence: string): void {
+  try {
+    const real = writablePath(path);
+    // A hard-linked config (dotfiles) must stay one file; a rename would give this name a new inode.
+    if ((statSync(real, { throwIfNoEntry: false })?.nlink ?? 1) > 1) writeFileSync(real, content);
+    else writeFileAtomic(real, content, { mode });
+  } catch (error) {
+    throw new ClawError('write_failed', `Could not write ${path} (${fileProblem(error)}). ${consequence}`, { claw, path, cause: error });
+  }
+}
+
+function removeConfig(claw: ClawType, path: string): void {
+  try {
+    rmSync(writablePath(path), { force: true });
+  } catch (error) {
+    throw new ClawError('write_failed', `Could not remove ${path} (${fileProblem(error)}). ${STILL_WIRED}`, { claw, path, cause: error });
+  }
+}
+
+const FILE_PROBLEMS: Readonly<Record<string, string>> = {
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EROFS: 'the file system is read-only',
+  ENOSPC: 'no space left on the device',
+};
+
+/** An fs error in words; its own message would name the temporary file, not the config. */
+function fileProblem(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  return (code === undefined ? undefined : FILE_PROBLEMS[code]) ?? (error as Error).message;
+}
+
+const BOM = '\uFEFF';
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * The file's text without a UTF-8 BOM, which the editors do not expect; the BOM is written back in
+ * front. Bytes that are not UTF-8 (a Latin-1 comment) would be written back as U+FFFD, so they are refused.
+ */
+function documentText(content: Buffer, path: string): { bom: string; body: string } {
+  let text: string;
+  try {
+    text = UTF8.decode(content);
+  } catch (error) {
+    throw new ClawError('config_malformed', `${path} is not UTF-8 text; MetaClaw changed nothing. Save it as UTF-8 and try again.`, { path, cause: error });
+  }
+  return text.startsWith(BOM) ? { bom: BOM, body: text.slice(BOM.length) } : { bom: '', body: text };
 }

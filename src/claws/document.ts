@@ -22,6 +22,11 @@ export type KeyPath = readonly PathSegment[];
 export interface Setting {
   readonly path: KeyPath;
   readonly value: JsonValue;
+  /**
+   * A single value that merges the user's own with MetaClaw's (Claude Code's header lines), so a
+   * user's change to it still holds MetaClaw's part: unwire puts back the original rather than keep it.
+   */
+  readonly mergesUserValue?: boolean;
 }
 
 export interface ConfigDocument {

@@ -139,6 +139,15 @@ class TomlDocument implements ConfigDocument {
     if (this.section(path) === undefined && readPath(this.data, path) !== undefined) {
       throw conflict(this.source, path, 'is not written as a [table] of its own');
     }
+    // A [a.b] header cannot extend a table written inline as `a = { … }`.
+    const [top] = tableKeys(path);
+    if (path.length > 1 && top !== undefined && this.statement(top) !== undefined) {
+      throw conflict(
+        this.source,
+        [top],
+        `is written inline (\`${formatKey(top)} = { … }\`), so MetaClaw cannot add its [${tableKeys(path).map(formatKey).join('.')}] table`,
+      );
+    }
     this.putSection(path, lines.map((line) => `${line}${ending}`).join(''));
   }
 

@@ -5,7 +5,8 @@
 import { conflict, isItemSelector, isPlainObject, nestValue, readPath, findItemIndex, selectedItem, cloneJson } from './document.js';
 import type { ConfigDocument, JsonValue, KeyPath, PathSegment } from './document.js';
 
-export type NodeKind = 'object' | 'array' | 'scalar';
+/** `alias`: a YAML `*name` reference, whose target other keys share, so MetaClaw never edits through it */
+export type NodeKind = 'object' | 'array' | 'scalar' | 'alias';
 
 export abstract class TreeDocument<Node> implements ConfigDocument {
   /** the file the document came from, for messages */
@@ -47,7 +48,7 @@ export abstract class TreeDocument<Node> implements ConfigDocument {
     if (last === undefined) return;
     let node = this.root(false);
     for (const segment of path.slice(0, -1)) {
-      if (node === undefined || this.kind(node) === 'scalar') return;
+      if (node === undefined || this.kind(node) === 'scalar' || this.kind(node) === 'alias') return;
       node = this.child(node, segment);
     }
     if (node === undefined || this.child(node, last) === undefined) return;
@@ -68,6 +69,7 @@ export abstract class TreeDocument<Node> implements ConfigDocument {
 }
 
 function article(kind: NodeKind): string {
+  if (kind === 'alias') return 'an alias (*name) of another part of the file';
   return kind === 'object' ? 'an object' : kind === 'array' ? 'a list' : 'a single value';
 }
 

@@ -4,10 +4,10 @@
  * style and the gap before its comment kept); structural edits go through the Document API, after
  * which every untouched line gets its original spacing back.
  */
-import { isMap, isScalar, isSeq, parseDocument, Scalar } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, parseDocument, Scalar } from 'yaml';
 import type { Document, ToStringOptions } from 'yaml';
 import { findItemIndex, isItemSelector, isPlainObject, malformed } from './document.js';
-import type { ConfigDocument, DocumentFormat, JsonValue, PathSegment } from './document.js';
+import type { ConfigDocument, DocumentFormat, JsonValue, KeyPath, PathSegment } from './document.js';
 import { lineEndingOf, splice } from './text-edit.js';
 import { TreeDocument } from './tree-document.js';
 import type { NodeKind } from './tree-document.js';
@@ -21,6 +21,24 @@ class YamlDocument extends TreeDocument<unknown> {
     super(source);
     this.text = text;
     this.document = document;
+  }
+
+  /** A value put back keeps the comment it had on its line (the Document API drops it with the node). */
+  override restore(path: KeyPath, original: ConfigDocument): void {
+    super.restore(path, original);
+    if (!(original instanceof YamlDocument)) return;
+    const source = original.nodeAt(path);
+    const restored = this.nodeAt(path);
+    if (!isScalar(source) || !isScalar(restored) || source.comment === undefined || restored.comment !== undefined) return;
+    restored.comment = source.comment;
+    // The original's lines are a second source of spacing, so `foo  # note` keeps its gap.
+    this.replaceText(this.serialized(`${this.text}\n${original.text}`));
+  }
+
+  private nodeAt(path: KeyPath): unknown {
+    let node = this.root(false);
+    for (const segment of path) node = node === undefined ? undefined : this.child(node, segment);
+    return node;
   }
 
   protected root(create: boolean): unknown {
@@ -40,6 +58,7 @@ class YamlDocument extends TreeDocument<unknown> {
   }
 
   protected kind(node: unknown): NodeKind {
+    if (isAlias(node)) return 'alias';
     if (isMap(node)) return 'object';
     return isSeq(node) ? 'array' : 'scalar';
   }
@@ -79,7 +98,8 @@ class YamlDocument extends TreeDocument<unknown> {
     return this.text;
   }
 
-  private serialized(): string {
+  /** `spacingFrom`: the lines whose spacing the output takes back (by default the text before the edit). */
+  private serialized(spacingFrom = this.text): string {
     let output = this.document.toString(styleOf(this.text));
     // With no contents the serializer prints "null" after the comments; the file should keep only the comments.
     if (this.document.contents === null)
@@ -87,7 +107,7 @@ class YamlDocument extends TreeDocument<unknown> {
         .replace(/null\n$/, '')
         .replace(/\n+$/, '\n')
         .replace(/^\n$/, '');
-    const rendered = keepOriginalSpacing(this.text, output);
+    const rendered = keepOriginalSpacing(spacingFrom, output);
     return lineEndingOf(this.text) === '\r\n' ? rendered.replace(/\r?\n/g, '\r\n') : rendered;
   }
 
