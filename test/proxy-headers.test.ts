@@ -227,6 +227,27 @@ describe('an upstream that compresses its answer although the proxy asked for id
     assert.match(error.message, /context too long for this model/);
   });
 
+  test('an answer in a coding the proxy cannot decode (zstd) is a 502 that names it, and such an error body keeps its status', async () => {
+    const client = new OpenAI({ baseURL: `${proxies.openaiProxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const messages = [{ role: 'user' as const, content: 'hi' }];
+    const zstd =
+      (status: number): Handler =>
+      (_request, response) => {
+        response.writeHead(status, { 'content-type': 'application/json', 'content-encoding': 'zstd' });
+        response.end(Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58, 0x31, 0x00, 0x00]));
+      };
+    for (const stream of [false, true]) {
+      proxies.upstream.reply(zstd(200));
+      const answer = await rejection(client.chat.completions.create({ model: 'm', messages, stream }).then((value) => value));
+      assert.ok(answer instanceof OpenAI.APIError && answer.status === 502, `stream ${stream}: a 502, not bytes posing as JSON: ${String(answer)}`);
+      assert.match(answer.message, /content-encoding "zstd"/);
+    }
+    proxies.upstream.reply(zstd(400));
+    const error = await rejection(client.chat.completions.create({ model: 'm', messages }));
+    assert.ok(error instanceof OpenAI.BadRequestError, `the upstream's 400 is kept: ${String(error)}`);
+    assert.match(error.message, /could not be read .*zstd/);
+  });
+
   test('a gzip stream from an Anthropic upstream reaches an OpenAI client translated, and an Anthropic client as it came', async () => {
     proxies.upstream.reply(compressed(anthropicReply({ text: 'translated after gunzip', pieces: 3 }), 'gzip'));
     const openai = new OpenAI({ baseURL: `${proxies.anthropicProxy.url}/v1`, apiKey: 'x', maxRetries: 0 });

@@ -3,9 +3,10 @@ import type { UpstreamTarget } from '../config/index.js';
 import { errorMessage, RequestError } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import { errorBodyText, kindForStatus, streamErrorFrame } from '../shared/api-errors.js';
+import { DECODED_CODINGS } from '../shared/content-coding.js';
 import { redactSecrets } from '../text/secrets.js';
 import type { AssembledResponse, RequestFormat } from '../types/index.js';
-import { decodedAnswer, readResponseBody, requestUpstream, type UpstreamAnswer } from './http.js';
+import { decodedAnswer, readResponseBody, requestUpstream, undecodedCoding, type UpstreamAnswer } from './http.js';
 import { finalErrorHeaders, relayedHeaders } from './relayed-headers.js';
 import { backoffDelayMs, isRetryableStatus, retryAfterMs } from './retry.js';
 import type { CredentialMemory } from './credential-memory.js';
@@ -378,6 +379,15 @@ export class UpstreamForwarder {
         const response = decodedAnswer(raw);
         const status = response.statusCode ?? 502;
         const contentType = headerText(response.headers['content-type']) ?? 'application/json';
+        // A body in a coding the proxy cannot decode is bytes no client asked for: never relayed as if plain.
+        const coding = undecodedCoding(response);
+        const undecodable =
+          coding === undefined ? undefined : `its content-encoding "${coding}" is not one the proxy decodes (${DECODED_CODINGS}; it asks for identity)`;
+        if (status >= 200 && status < 300 && undecodable !== undefined) {
+          response.destroy();
+          settle(this.answerUndecodable(input, status, undecodable, relayedHeaders(response.headers), sink, markFirstByte));
+          return;
+        }
         if (status >= 200 && status < 300) {
           // A client that asked for no stream gets one JSON answer even from an upstream that streams anyway (readComplete).
           const reading =
@@ -408,7 +418,7 @@ export class UpstreamForwarder {
         // the upstream's status, with what went wrong in the upstream's error shape (translated as any error body).
         const idle = this.idleGuard(response);
         answering = (message) => response.destroy(new Error(message));
-        readResponseBody(response, 1024 * 1024)
+        (undecodable === undefined ? readResponseBody(response, 1024 * 1024) : unread(response, undecodable))
           .finally(() => clearTimeout(idle))
           .then(
             (errorBody) => settleError(errorBody, contentType),
@@ -422,6 +432,21 @@ export class UpstreamForwarder {
       request.end(body);
       if (!input.stream) input.onWaiting?.();
     });
+  }
+
+  /** A 2xx answer whose body the proxy cannot decode: a 502 in the client's shape, as any answer it cannot read. */
+  private answerUndecodable(
+    input: ForwardInput,
+    status: number,
+    problem: string,
+    headers: OutgoingHttpHeaders | undefined,
+    sink: ClientSink,
+    markFirstByte: () => void,
+  ): AttemptResult {
+    const message = `The upstream answered ${status}, but ${problem}.`;
+    markFirstByte();
+    sink.sendComplete(502, 'application/json', errorBodyText(input.clientFormat, { kind: 'api_error', message, code: 'upstream_invalid_body' }), headers);
+    return { type: 'finished', status: 502, outcome: 'upstream_error', error: message, response: null };
   }
 
   /** A complete (non-stream) answer: read it whole, translate if the formats differ, send it. */
@@ -869,6 +894,12 @@ function delay(ms: number, sink: ClientSink): Promise<void> {
 function withoutKey(body: Buffer, apiKey: string | undefined): Buffer {
   if (!apiKey || apiKey.length < 8 || !body.includes(apiKey)) return body;
   return Buffer.from(body.toString('utf8').replaceAll(apiKey, '[redacted]'));
+}
+
+/** An answer left unread (its body could not be understood anyway): the connection is dropped, the read fails with `problem`. */
+function unread(response: UpstreamAnswer, problem: string): Promise<Buffer> {
+  response.destroy();
+  return Promise.reject(new Error(problem));
 }
 
 function headerText(value: string | string[] | undefined): string | undefined {

@@ -32,7 +32,7 @@ export type UpstreamAnswer = Readable & Pick<http.IncomingMessage, 'headers' | '
  * `accept-encoding: identity`, but a server or CDN that gzips regardless sent the client compressed
  * bytes under no content-encoding (garbage to the SDK) and the turn record nothing it could parse.
  * Destroying the decoded stream ends the response too (pipeline). An encoding zlib does not know is
- * left as it came.
+ * left as it came (`undecodedCoding` names it).
  */
 export function decodedAnswer(response: http.IncomingMessage): UpstreamAnswer {
   const decoder = contentDecoder(headerValue(response.headers['content-encoding']));
@@ -47,6 +47,15 @@ export function decodedAnswer(response: http.IncomingMessage): UpstreamAnswer {
     answer.complete = true;
   });
   return answer;
+}
+
+/**
+ * The content coding an answer still has after `decodedAnswer` (one zlib does not know, such as
+ * zstd); undefined when its body is plain.
+ */
+export function undecodedCoding(answer: UpstreamAnswer): string | undefined {
+  const coding = headerValue(answer.headers['content-encoding'])?.trim().toLowerCase();
+  return coding === undefined || coding === '' || coding === 'identity' ? undefined : coding;
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {
