@@ -176,7 +176,7 @@ describe('a YAML value put back after the user edited the file', () => {
 });
 
 describe('files MetaClaw may not write', () => {
-  test('a read-only config is refused with a ClawError and left as it is', { skip: asRoot }, async () => {
+  test('a read-only config (no write bit, also for root) is refused with a ClawError and left as it is', async () => {
     const environment = fakeEnvironment();
     const path = writeHomeFile(environment, '.codex/config.toml', 'model = "o3"\n');
     chmodSync(path, 0o444);

@@ -287,12 +287,16 @@ function writablePath(path: string): string {
 /** What a failed write during unwire leaves behind, and how to finish. */
 const STILL_WIRED = 'It still points at MetaClaw; the ledger and the backup are kept, so run `metaclaw claw unwire` again once it can be written.';
 
-/** A file the user made read-only is theirs to open up; MetaClaw does not write around it. */
+/**
+ * A file the user made read-only is theirs to open up; MetaClaw does not write around it. A mode
+ * with no write bit at all says so even to root (containers often run as root, who may write anything).
+ */
 function assertWritable(claw: ClawType, path: string, consequence = 'MetaClaw changed nothing.'): void {
   const real = writablePath(path);
   if (!existsSync(real)) return;
   try {
     accessSync(real, constants.W_OK);
+    if ((statSync(real).mode & 0o222) === 0) throw Object.assign(new Error('no write permission'), { code: 'EACCES' });
   } catch (error) {
     throw new ClawError('write_failed', `${path} is read-only (${fileProblem(error)}). ${consequence} Make it writable and try again.`, {
       claw,
