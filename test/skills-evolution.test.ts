@@ -175,6 +175,85 @@ describe('skills evolve from sessions', () => {
     }
   });
 
+  test('a learning LLM rate limit with retry-after pauses learning that long instead of every job asking again and burning its attempts', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const agentAnswers = learningAwareUpstream({});
+    upstream.defaultHandler = (request, response) =>
+      isEvolverCall(request)
+        ? errorReply(429, { error: { message: 'Rate limit reached', type: 'rate_limit_error' } }, { 'retry-after': '3600' })(request, response)
+        : agentAnswers(request, response);
+    const proxy = await startProxy({
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 2 } },
+    });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'limited-session-1', ['How do I deploy?', 'No, never on Fridays.']);
+      await session(client, 'limited-session-2', ['How do I roll back?', 'No, with the script.']);
+      const report = await waitFor(
+        async () => {
+          const current = await status(proxy);
+          return current.learning.paused_reason && current.queue.queued >= 2 ? current : undefined;
+        },
+        20_000,
+        100,
+      );
+      assert.match(report.learning.paused_reason, /rate limited .*429.*wait until/);
+      const until = Date.parse(/wait until (\S+)$/.exec(report.learning.paused_reason)![1]!);
+      assert.ok(until - Date.now() > 3_500_000, 'it waits the hour the upstream asked for');
+      // Past the first retry's backoff (5 s): a runner that ignored retry-after would have asked again by now.
+      await new Promise((resolve) => setTimeout(resolve, 6_500));
+      const later = await status(proxy);
+      assert.equal(upstream.modelRequests().filter(isEvolverCall).length, 1, 'one call met the limit; the other jobs wait');
+      assert.equal(later.learning.failed, 1, 'the failure is counted');
+      assert.match(later.learning.last_errors[0].error, /answered 429/);
+      assert.equal(later.queue.dead, 0, 'nothing was dead-lettered');
+      assert.equal(later.queue.queued, 2, 'both jobs wait in the queue');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('a learning answer that never ends is cut at 8 MB and the job retried, while the proxy keeps serving', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const agentAnswers = learningAwareUpstream({ chat: 'Still here.' });
+    const chunk = Buffer.alloc(1 << 20, ' ');
+    upstream.defaultHandler = (request, response) => {
+      if (!isEvolverCall(request)) return agentAnswers(request, response);
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write('{"choices":[{"message":{"content":"');
+      let open = true;
+      response.on('close', () => (open = false));
+      const pump = () => {
+        while (open && response.write(chunk));
+      };
+      response.on('drain', pump);
+      pump();
+    };
+    const proxy = await startProxy({
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 3 } },
+    });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'endless-answer-session', ['How do I deploy?', 'No, never on Fridays.']);
+      const report = await waitFor(
+        async () => {
+          const current = await status(proxy);
+          return current.learning.failed >= 1 ? current : undefined;
+        },
+        20_000,
+        100,
+      );
+      assert.match(report.learning.last_errors[0].error, /answered more than 8 MB; the answer was dropped/);
+      assert.equal(report.queue.dead, 0, 'retried, not dead-lettered at the first cut');
+      const answer = await client.chat.completions.create({ model: 'scripted-model', messages: [{ role: 'user', content: 'still there?' }] });
+      assert.equal(answer.choices[0]!.message.content, 'Still here.');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
   test('two sessions ending at once: both changes land, no lost update, no half-written file', async () => {
     const upstream = await ScriptedUpstream.start();
     let calls = 0;

@@ -4,6 +4,7 @@ export {
   LearningRunner,
   LearningError,
   LearningMisconfiguredError,
+  LearningRateLimitedError,
   PermanentJobError,
   type JobHandler,
   type JobContext,

@@ -4,7 +4,7 @@ import type { Logger } from '../logging/index.js';
 import type { StoreHealth } from '../store/index.js';
 import type { LearningBudget } from './budget.js';
 import type { EnqueueOptions, Job, JobQueue } from './queue.js';
-import { MisconfiguredPause, RecentErrors, ServingGate, type RecentError, type YieldTo } from './runner-parts.js';
+import { LlmPause, RecentErrors, ServingGate, type RecentError, type YieldTo } from './runner-parts.js';
 
 export interface JobContext {
   readonly job: Job;
@@ -60,6 +60,20 @@ export class LearningMisconfiguredError extends LearningError {
   }
 }
 
+/**
+ * The learning LLM answered 429 (or 503) with a `retry-after`: every LLM job would meet the same
+ * limit, so they all wait that long (at most a day); this job's attempt counts, so a limit that
+ * never lifts still ends on the dead-letter list.
+ */
+export class LearningRateLimitedError extends LearningError {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super('learning_rate_limited', message, true);
+  }
+}
+
 export interface RunnerOptions {
   concurrency: number;
   leaseMs?: number;
@@ -103,7 +117,7 @@ export class LearningRunner {
   /** Queue writes (a job done, failed or put back) that met a storage error, saved once the store can be written. */
   private unsaved: Array<() => void> = [];
   /** The learning LLM cannot be used as configured: LLM jobs wait, then one tries again. */
-  private readonly misconfigured = new MisconfiguredPause();
+  private readonly llmPause = new LlmPause();
 
   constructor(
     private readonly queue: JobQueue,
@@ -156,12 +170,12 @@ export class LearningRunner {
   snapshot(): RunnerStats {
     const storagePaused =
       this.options.storage && !this.options.storage.writable ? 'the store cannot be written (see store in /status); learning resumes by itself' : undefined;
-    const misconfigured = this.misconfigured.describe();
+    const llmPaused = this.llmPause.describe();
     return {
       ...this.stats,
       lastErrors: this.errors.list(),
       running: this.running.size,
-      pausedReason: storagePaused ?? misconfigured ?? this.budget.pauseReason(),
+      pausedReason: storagePaused ?? llmPaused ?? this.budget.pauseReason(),
     };
   }
 
@@ -200,7 +214,7 @@ export class LearningRunner {
   }
 
   private leasableKinds(): Set<string> {
-    const paused = this.budget.pauseReason() !== undefined || this.misconfigured.active;
+    const paused = this.budget.pauseReason() !== undefined || this.llmPause.active;
     const kinds = new Set<string>();
     for (const handler of this.handlers.values()) if (!paused || !handler.usesLlm) kinds.add(handler.kind);
     return kinds;
@@ -227,7 +241,7 @@ export class LearningRunner {
     };
     try {
       await handler.run(job.payload, context);
-      if (handler.usesLlm) this.misconfigured.clear();
+      if (handler.usesLlm) this.llmPause.clear();
       if (!this.running.has(job.id)) return; // released during shutdown
       this.saveOrKeep(() => this.queue.complete(job.id, tokens));
       this.stats.completed++;
@@ -244,9 +258,10 @@ export class LearningRunner {
       }
       if (error instanceof LearningMisconfiguredError) {
         this.saveOrKeep(() => this.queue.release(job.id));
-        this.misconfigured.pause(message, logger);
+        this.llmPause.misconfigured(message, logger);
         return;
       }
+      if (error instanceof LearningRateLimitedError) this.llmPause.rateLimited(message, error.retryAfterMs, logger);
       const verdict = this.failJob(job, message, { retryable: !(error instanceof PermanentJobError), tokensUsed: tokens });
       this.stats.failed++;
       if (verdict === 'dead') this.stats.deadLettered++;
