@@ -6,6 +6,7 @@ export {
   LearningMisconfiguredError,
   LearningRateLimitedError,
   PermanentJobError,
+  parsePayload,
   type JobHandler,
   type JobContext,
   type LearningTrigger,

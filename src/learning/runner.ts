@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import type { SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
 import { errorMessage, MetaclawError } from '../errors.js';
 import type { Logger } from '../logging/index.js';
@@ -47,6 +48,17 @@ export class PermanentJobError extends LearningError {
   constructor(message: string) {
     super('job_permanent_failure', message, false);
   }
+}
+
+/**
+ * A job's payload as its handler reads it. One that does not match (an older version's, a
+ * hand-edited row) cannot run however often it is tried: dead-lettered at once, saying why.
+ */
+export function parsePayload<T>(schema: z.ZodType<T>, payload: unknown, kind: string): T {
+  const parsed = schema.safeParse(payload);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new PermanentJobError(`${kind}: a payload this version cannot read (${issue?.path.join('.') || 'root'}: ${issue?.message}): ${JSON.stringify(payload)?.slice(0, 200)}`);
 }
 
 /**
