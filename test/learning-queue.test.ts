@@ -7,7 +7,7 @@ import OpenAI from 'openai';
 import { JobQueue, LearningBudget, LearningRunner } from '../src/learning/index.js';
 import { silentLogger } from '../src/logging/index.js';
 import { openDatabase, type Db } from '../src/store/index.js';
-import { DEPLOY_SKILL, isEvolverCall, isExtractorCall, learningAwareUpstream, session, status } from './support/evolver.js';
+import { DEPLOY_SKILL, isEvolverCall, isExtractorCall, learningAwareUpstream, session, status, statusWhen } from './support/evolver.js';
 import { REPO, startProxy, tempHome, waitFor } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
@@ -66,7 +66,10 @@ describe('the durable learning queue', () => {
 
   test('a queued job whose payload this version cannot read is dead-lettered at once, saying why, and the jobs behind it run', async () => {
     const upstream = await ScriptedUpstream.start();
-    upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }), extractor: () => JSON.stringify({ memories: [] }) });
+    upstream.defaultHandler = learningAwareUpstream({
+      evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }),
+      extractor: () => JSON.stringify({ memories: [] }),
+    });
     const config = { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } };
     const first = await startProxy({ config });
     await first.stop();
@@ -75,22 +78,15 @@ describe('the durable learning queue', () => {
     const insert = db.prepare(
       `INSERT INTO jobs (kind, payload, status, attempts, max_attempts, run_after, created_at, updated_at) VALUES (?, ?, 'queued', 0, 5, 0, 0, 0)`,
     );
-    const corrupt = [insert.run('memory.record_turn', 'null'), insert.run('memory.extract', '{"sessionId":5}'), insert.run('skills.evolve', '"x"')].map(
-      (row) => Number(row.lastInsertRowid),
+    const corrupt = [insert.run('memory.record_turn', 'null'), insert.run('memory.extract', '{"sessionId":5}'), insert.run('skills.evolve', '"x"')].map((row) =>
+      Number(row.lastInsertRowid),
     );
     db.close();
     const proxy = await startProxy({ config, home: first.home });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       await session(client, 'after-corrupt-rows', ['How do I deploy?', 'No, never on Fridays.']);
-      const report = await waitFor(
-        async () => {
-          const current = await status(proxy);
-          return current.queue.dead >= 3 ? current : undefined;
-        },
-        20_000,
-        100,
-      );
+      const report = await statusWhen(proxy, (report) => report.queue.dead >= 3, 20_000);
       assert.equal(report.queue.dead, 3);
       assert.equal(report.learning.failed, 3, 'each was tried once, not retried');
       for (const entry of report.learning.last_errors.slice(0, 3)) assert.match(entry.error, /a payload this version cannot read/);
@@ -126,15 +122,8 @@ describe('the durable learning queue', () => {
     const first = await startProxy({ config });
     const client = new OpenAI({ baseURL: `${first.url}/v1`, apiKey: 'x', maxRetries: 0 });
     await session(client, 'written-then-killed', ['How do I deploy?', 'No, never on Fridays.']);
-    const idle = async (proxy: typeof first) =>
-      waitFor(
-        async () => {
-          const current = await status(proxy);
-          return current.queue.queued === 0 && current.queue.leased === 0 && current.skills.count >= 1 ? current : undefined;
-        },
-        30_000,
-        100,
-      );
+    const idle = (proxy: typeof first) =>
+      statusWhen(proxy, (report) => report.queue.queued === 0 && report.queue.leased === 0 && report.skills.count >= 1, 30_000);
     const before = await idle(first);
     await first.stop();
     // What a SIGKILL in that moment leaves: the effects committed, the jobs still leased by a process that is gone.
@@ -149,7 +138,10 @@ describe('the durable learning queue', () => {
     const proxy = await startProxy({ config, home: first.home });
     try {
       const after = await waitFor(async () => {
-        const rows = db.prepare(`SELECT status, attempts FROM jobs WHERE kind IN ('skills.evolve', 'memory.extract')`).all() as Array<{ status: string; attempts: number }>;
+        const rows = db.prepare(`SELECT status, attempts FROM jobs WHERE kind IN ('skills.evolve', 'memory.extract')`).all() as Array<{
+          status: string;
+          attempts: number;
+        }>;
         return rows.every((row) => row.status === 'done' && row.attempts === 2) && (await idle(proxy));
       }, 30_000);
       assert.equal(after.skills.count, before.skills.count);
@@ -157,7 +149,12 @@ describe('the durable learning queue', () => {
       assert.equal(upstream.modelRequests().filter(isEvolverCall).length, 1, 'the evolver was not asked again');
       assert.equal(upstream.modelRequests().filter(isExtractorCall).length, 1, 'the extractor was not asked again');
       assert.deepEqual(learned(), unitsBefore, 'no memory unit written twice');
-      assert.equal(readFileSync(join(proxy.home, 'skills', 'evolution_history.jsonl'), 'utf8').trim().split('\n').length, 1);
+      assert.equal(
+        readFileSync(join(proxy.home, 'skills', 'evolution_history.jsonl'), 'utf8')
+          .trim()
+          .split('\n').length,
+        1,
+      );
     } finally {
       db.close();
       await proxy.dispose();

@@ -178,7 +178,8 @@ async function cappedText(response: Response, upstream: string): Promise<string>
   for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
     size += chunk.byteLength;
     // Leaving the loop cancels the body: the connection is closed, the rest never read.
-    if (size > LLM_ANSWER_MAX_BYTES) throw new LlmCallError(`${upstream} answered more than ${LLM_ANSWER_MAX_BYTES / 1024 / 1024} MB; the answer was dropped`, response.status);
+    if (size > LLM_ANSWER_MAX_BYTES)
+      throw new LlmCallError(`${upstream} answered more than ${LLM_ANSWER_MAX_BYTES / 1024 / 1024} MB; the answer was dropped`, response.status);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');

@@ -58,7 +58,9 @@ export function parsePayload<T>(schema: z.ZodType<T>, payload: unknown, kind: st
   const parsed = schema.safeParse(payload);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
-  throw new PermanentJobError(`${kind}: a payload this version cannot read (${issue?.path.join('.') || 'root'}: ${issue?.message}): ${JSON.stringify(payload)?.slice(0, 200)}`);
+  throw new PermanentJobError(
+    `${kind}: a payload this version cannot read (${issue?.path.join('.') || 'root'}: ${issue?.message}): ${JSON.stringify(payload)?.slice(0, 200)}`,
+  );
 }
 
 /**

@@ -33,7 +33,6 @@ export interface PgMemoryJobsOptions {
   readonly vectors?: PgMemoryVectors;
 }
 
-
 /**
  * The team store's memory jobs (memory.record_turn and memory.extract, queued with each recorded
  * turn by pgRecordingListeners): each reads the turn or model it needs from the team store, runs
@@ -162,4 +161,3 @@ function teamRecall(options: PgMemoryJobsOptions, search: PgMemorySearch): Relat
     );
   };
 }
-
