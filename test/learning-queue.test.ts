@@ -7,7 +7,7 @@ import OpenAI from 'openai';
 import { JobQueue, LearningBudget, LearningRunner } from '../src/learning/index.js';
 import { silentLogger } from '../src/logging/index.js';
 import { openDatabase, type Db } from '../src/store/index.js';
-import { DEPLOY_SKILL, isEvolverCall, isExtractorCall, learningAwareUpstream, session, status, statusWhen } from './support/evolver.js';
+import { DEPLOY_SKILL, isEvolverCall, isExtractorCall, learningAwareUpstream, session, statusWhen } from './support/evolver.js';
 import { REPO, startProxy, tempHome, waitFor } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
