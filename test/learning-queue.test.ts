@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import OpenAI from 'openai';
 import { JobQueue, LearningBudget, LearningRunner } from '../src/learning/index.js';
 import { silentLogger } from '../src/logging/index.js';
 import { openDatabase, type Db } from '../src/store/index.js';
-import { REPO, tempHome, waitFor } from './support/proxy.js';
+import { DEPLOY_SKILL, isEvolverCall, isExtractorCall, learningAwareUpstream, session, statusWhen } from './support/evolver.js';
+import { REPO, startProxy, tempHome, waitFor } from './support/proxy.js';
+import { ScriptedUpstream } from './support/upstream.js';
 
 const homes: string[] = [];
 after(() => {
@@ -58,6 +61,104 @@ describe('the durable learning queue', () => {
     } finally {
       second.child.kill('SIGKILL');
       db.close();
+    }
+  });
+
+  test('a queued job whose payload this version cannot read is dead-lettered at once, saying why, and the jobs behind it run', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({
+      evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }),
+      extractor: () => JSON.stringify({ memories: [] }),
+    });
+    const config = { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } };
+    const first = await startProxy({ config });
+    await first.stop();
+    // Rows as an older version (or a hand edit) could have left them: JSON, but not what the handlers read.
+    const db = openDatabase(join(first.home, 'metaclaw.db'));
+    const insert = db.prepare(
+      `INSERT INTO jobs (kind, payload, status, attempts, max_attempts, run_after, created_at, updated_at) VALUES (?, ?, 'queued', 0, 5, 0, 0, 0)`,
+    );
+    const corrupt = [insert.run('memory.record_turn', 'null'), insert.run('memory.extract', '{"sessionId":5}'), insert.run('skills.evolve', '"x"')].map((row) =>
+      Number(row.lastInsertRowid),
+    );
+    db.close();
+    const proxy = await startProxy({ config, home: first.home });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'after-corrupt-rows', ['How do I deploy?', 'No, never on Fridays.']);
+      const report = await statusWhen(proxy, (report) => report.queue.dead >= 3, 20_000);
+      assert.equal(report.queue.dead, 3);
+      assert.equal(report.learning.failed, 3, 'each was tried once, not retried');
+      for (const entry of report.learning.last_errors.slice(0, 3)) assert.match(entry.error, /a payload this version cannot read/);
+      const reader = openDatabase(join(proxy.home, 'metaclaw.db'));
+      try {
+        const rows = () => reader.prepare(`SELECT id, status, payload FROM jobs`).all() as Array<{ id: number; status: string; payload: string }>;
+        for (const id of corrupt) assert.equal(rows().find((row) => row.id === id)?.status, 'dead');
+        // The session's own jobs (turns, extraction, evolution) all ran.
+        await waitFor(() => {
+          const ours = rows().filter((row) => row.payload.includes('after-corrupt-rows'));
+          return ours.length >= 3 && ours.every((row) => row.status === 'done');
+        });
+      } finally {
+        reader.close();
+      }
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('a job killed after writing its skill and memories but before it was marked done runs again after restart and writes nothing twice', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({
+      evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }),
+      extractor: () =>
+        JSON.stringify({
+          memories: [{ type: 'semantic', content: 'Deploys never happen on Fridays.', importance: 0.7 }],
+          session_summary: 'The user asked how to deploy and said never on Fridays.',
+        }),
+    });
+    const config = { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { evolution_every_n_turns: 0 } };
+    const first = await startProxy({ config });
+    const client = new OpenAI({ baseURL: `${first.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    await session(client, 'written-then-killed', ['How do I deploy?', 'No, never on Fridays.']);
+    const idle = (proxy: typeof first) =>
+      statusWhen(proxy, (report) => report.queue.queued === 0 && report.queue.leased === 0 && report.skills.count >= 1, 30_000);
+    const before = await idle(first);
+    await first.stop();
+    // What a SIGKILL in that moment leaves: the effects committed, the jobs still leased by a process that is gone.
+    const path = join(first.home, 'metaclaw.db');
+    const db = openDatabase(path);
+    const learned = () => db.prepare(`SELECT type, content FROM memory_units WHERE type != 'episodic' ORDER BY id`).all();
+    const unitsBefore = learned();
+    const setBack = db
+      .prepare(`UPDATE jobs SET status = 'leased', leased_by = 'killed', lease_until = 0, finished_at = NULL WHERE kind IN ('skills.evolve', 'memory.extract')`)
+      .run().changes;
+    assert.equal(setBack, 2);
+    const proxy = await startProxy({ config, home: first.home });
+    try {
+      const after = await waitFor(async () => {
+        const rows = db.prepare(`SELECT status, attempts FROM jobs WHERE kind IN ('skills.evolve', 'memory.extract')`).all() as Array<{
+          status: string;
+          attempts: number;
+        }>;
+        return rows.every((row) => row.status === 'done' && row.attempts === 2) && (await idle(proxy));
+      }, 30_000);
+      assert.equal(after.skills.count, before.skills.count);
+      assert.equal(after.skills.generation, before.skills.generation, 'no second evolution');
+      assert.equal(upstream.modelRequests().filter(isEvolverCall).length, 1, 'the evolver was not asked again');
+      assert.equal(upstream.modelRequests().filter(isExtractorCall).length, 1, 'the extractor was not asked again');
+      assert.deepEqual(learned(), unitsBefore, 'no memory unit written twice');
+      assert.equal(
+        readFileSync(join(proxy.home, 'skills', 'evolution_history.jsonl'), 'utf8')
+          .trim()
+          .split('\n').length,
+        1,
+      );
+    } finally {
+      db.close();
+      await proxy.dispose();
+      await upstream.close();
     }
   });
 

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { parse as parseYaml } from 'yaml';
-import { DEPLOY_SKILL, isEvolverCall, learningAwareUpstream, session, status, userText } from './support/evolver.js';
+import { DEPLOY_SKILL, isEvolverCall, learningAwareUpstream, session, status, statusWhen, userText } from './support/evolver.js';
 import { recordedTurn, runCli, startProxy, tempHome, waitFor } from './support/proxy.js';
 import { GITHUB_TOKEN } from './support/secrets.js';
-import { errorReply, ScriptedUpstream } from './support/upstream.js';
+import { errorReply, ScriptedUpstream, type Handler } from './support/upstream.js';
 
 describe('skills evolve from sessions', () => {
   test('session → session end → evolver call → new SKILL.md → generation bumped → injected in the next session', async () => {
@@ -122,14 +122,7 @@ describe('skills evolve from sessions', () => {
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       await session(client, 'bad-output-session', ['How do I deploy?', 'No, never on Fridays.']);
-      const report = await waitFor(
-        async () => {
-          const current = await status(proxy);
-          return current.queue.dead >= 1 ? current : undefined;
-        },
-        30_000,
-        250,
-      );
+      const report = await statusWhen(proxy, (report) => report.queue.dead >= 1, 30_000);
       assert.equal(upstream.modelRequests().filter(isEvolverCall).length, 2, 'tried twice');
       assert.equal(report.learning.failed, 2);
       assert.match(report.learning.last_errors[0].error, /holds no JSON/);
@@ -145,30 +138,83 @@ describe('skills evolve from sessions', () => {
 
   test("a learning LLM that refuses the key pauses learning with the reason instead of burning every job's attempts", async () => {
     const upstream = await ScriptedUpstream.start();
-    const agentAnswers = learningAwareUpstream({});
-    upstream.defaultHandler = (request, response) =>
-      isEvolverCall(request)
-        ? errorReply(401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } })(request, response)
-        : agentAnswers(request, response);
+    upstream.defaultHandler = learningAwareUpstream({
+      evolver: () => errorReply(401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }),
+    });
     const proxy = await startProxy({
       config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 3 } },
     });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       await session(client, 'refused-key-session', ['How do I deploy?', 'No, never on Fridays.']);
-      const report = await waitFor(
-        async () => {
-          const current = await status(proxy);
-          return current.learning.paused_reason ? current : undefined;
-        },
-        20_000,
-        100,
-      );
+      const report = await statusWhen(proxy, (report) => report.learning.paused_reason, 20_000);
       assert.match(report.learning.paused_reason, /cannot be used as configured .*401/);
       assert.equal(upstream.modelRequests().filter(isEvolverCall).length, 1, 'one call found out; the others wait');
       assert.equal(report.queue.dead, 0, 'nothing was dead-lettered');
       assert.ok(report.queue.queued >= 1, 'the job waits in the queue');
       assert.equal(report.learning.failed, 0, 'the job lost no attempt');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('a learning LLM rate limit with retry-after pauses learning that long instead of every job asking again and burning its attempts', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({
+      evolver: () => errorReply(429, { error: { message: 'Rate limit reached', type: 'rate_limit_error' } }, { 'retry-after': '3600' }),
+    });
+    const proxy = await startProxy({
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 2 } },
+    });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'limited-session-1', ['How do I deploy?', 'No, never on Fridays.']);
+      await session(client, 'limited-session-2', ['How do I roll back?', 'No, with the script.']);
+      const report = await statusWhen(proxy, (report) => report.learning.paused_reason && report.queue.queued >= 2, 20_000);
+      assert.match(report.learning.paused_reason, /rate limited .*429.*wait until/);
+      const until = Date.parse(/wait until (\S+)$/.exec(report.learning.paused_reason)![1]!);
+      assert.ok(until - Date.now() > 3_500_000, 'it waits the hour the upstream asked for');
+      // Past the first retry's backoff (5 s): a runner that ignored retry-after would have asked again by now.
+      await new Promise((resolve) => setTimeout(resolve, 6_500));
+      const later = await status(proxy);
+      assert.equal(upstream.modelRequests().filter(isEvolverCall).length, 1, 'one call met the limit; the other jobs wait');
+      assert.equal(later.learning.failed, 1, 'the failure is counted');
+      assert.match(later.learning.last_errors[0].error, /answered 429/);
+      assert.equal(later.queue.dead, 0, 'nothing was dead-lettered');
+      assert.equal(later.queue.queued, 2, 'both jobs wait in the queue');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('a learning answer that never ends is cut at 8 MB and the job retried, while the proxy keeps serving', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const chunk = Buffer.alloc(1 << 20, ' ');
+    const endless: Handler = (_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write('{"choices":[{"message":{"content":"');
+      let open = true;
+      response.on('close', () => (open = false));
+      const pump = () => {
+        while (open && response.write(chunk));
+      };
+      response.on('drain', pump);
+      pump();
+    };
+    upstream.defaultHandler = learningAwareUpstream({ chat: 'Still here.', evolver: () => endless });
+    const proxy = await startProxy({
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 3 } },
+    });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'endless-answer-session', ['How do I deploy?', 'No, never on Fridays.']);
+      const report = await statusWhen(proxy, (report) => report.learning.failed >= 1, 20_000);
+      assert.match(report.learning.last_errors[0].error, /answered more than 8 MB; the answer was dropped/);
+      assert.equal(report.queue.dead, 0, 'retried, not dead-lettered at the first cut');
+      const answer = await client.chat.completions.create({ model: 'scripted-model', messages: [{ role: 'user', content: 'still there?' }] });
+      assert.equal(answer.choices[0]!.message.content, 'Still here.');
     } finally {
       await proxy.dispose();
       await upstream.close();

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import type { WireFormat } from '../config/index.js';
 import type { Logger } from '../logging/index.js';
 import type { ClientCredentials } from '../upstream/index.js';
-import { endpointPath, isRetryableStatus, jsonHeaders } from '../upstream/index.js';
-import { LearningError, LearningMisconfiguredError, PermanentJobError } from './runner.js';
+import { endpointPath, isRetryableStatus, jsonHeaders, retryAfterMs } from '../upstream/index.js';
+import { LearningError, LearningMisconfiguredError, LearningRateLimitedError, PermanentJobError } from './runner.js';
 import {
   answerSchemas,
   rememberTextOnly,
@@ -113,7 +113,15 @@ function textFromNowOn(target: LlmTarget, reason: string, logger: Logger | undef
     );
 }
 
-async function send(target: LlmTarget, request: LlmRequest, extra: Record<string, unknown>): Promise<{ ok: boolean; status: number; text: string }> {
+interface LlmResponse {
+  ok: boolean;
+  status: number;
+  text: string;
+  /** The wait a 429 or 503 asked for (`retry-after`), in ms. */
+  retryAfterMs: number | undefined;
+}
+
+async function send(target: LlmTarget, request: LlmRequest, extra: Record<string, unknown>): Promise<LlmResponse> {
   const headers = jsonHeaders(target, target.credentials);
   if (!headers['authorization'] && !headers['x-api-key'] && !isLocal(target.baseUrl)) {
     throw new LearningMisconfiguredError(
@@ -149,16 +157,44 @@ async function send(target: LlmTarget, request: LlmRequest, extra: Record<string
       body: JSON.stringify(body),
       signal: request.signal ? AbortSignal.any([request.signal, timeout]) : timeout,
     });
-    return { ok: response.ok, status: response.status, text: await response.text() };
+    return { ok: response.ok, status: response.status, text: await cappedText(response, target.name), retryAfterMs: retryAfterOf(response) };
   } catch (error) {
+    if (error instanceof LearningError) throw error;
     throw new LlmCallError(`${target.name} unreachable: ${(error as Error).message}`, undefined);
   }
 }
 
-function failure(target: LlmTarget, response: { status: number; text: string }): Error {
+/**
+ * No learning answer comes near this (their max_tokens are a few thousand): a larger body, or one
+ * that never ends, is cut here rather than read into memory until the call's timeout, which at
+ * local speeds is gigabytes and ends the process.
+ */
+export const LLM_ANSWER_MAX_BYTES = 8 * 1024 * 1024;
+
+async function cappedText(response: Response, upstream: string): Promise<string> {
+  if (!response.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    // Leaving the loop cancels the body: the connection is closed, the rest never read.
+    if (size > LLM_ANSWER_MAX_BYTES)
+      throw new LlmCallError(`${upstream} answered more than ${LLM_ANSWER_MAX_BYTES / 1024 / 1024} MB; the answer was dropped`, response.status);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function retryAfterOf(response: Response): number | undefined {
+  return response.status === 429 || response.status === 503 ? retryAfterMs(Object.fromEntries(response.headers)) : undefined;
+}
+
+function failure(target: LlmTarget, response: LlmResponse): Error {
   const message = `${target.name} answered ${response.status}: ${response.text.slice(0, 300)}`;
   // A key or model the upstream refuses fails every learning call alike: learning pauses instead of each job burning its attempts.
   if (response.status === 401 || response.status === 403 || response.status === 404) return new LearningMisconfiguredError(message);
+  // So does a rate limit that says how long it lasts: learning waits that long instead of each job asking again.
+  if (response.retryAfterMs !== undefined) return new LearningRateLimitedError(message, response.retryAfterMs);
   if (!isRetryableStatus(response.status)) return new PermanentJobError(message);
   return new LlmCallError(message, response.status);
 }

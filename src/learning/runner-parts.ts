@@ -22,19 +22,32 @@ export class RecentErrors {
   }
 }
 
-/**
- * A key or model the upstream refuses: every LLM job would fail the same way. They wait (30 s,
- * doubling to 30 min while it lasts), then one tries again; the job keeps its attempt. Said once
- * per episode in the log, and in /status meanwhile.
- */
-export class MisconfiguredPause {
-  private state: { reason: string; until: number; delayMs: number } | undefined;
+/** Longest wait a `retry-after` is taken at: a bogus value must not stop learning for good. */
+const RATE_LIMIT_MAX_WAIT_MS = 24 * 3_600_000;
 
-  pause(reason: string, logger: Logger): void {
-    const delayMs = this.state ? Math.min(30 * 60_000, this.state.delayMs * 2) : 30_000;
-    if (!this.state)
+/**
+ * Times when every LLM job would fail the same way, so they all wait (the job that found out keeps
+ * its attempt, or not, as its runner decides):
+ * - a key or model the upstream refuses: 30 s, doubling to 30 min while it lasts;
+ * - a rate limit that says how long (`retry-after`): that long, at most a day.
+ * Said once per episode in the log, and in /status meanwhile.
+ */
+export class LlmPause {
+  private state: { cause: 'misconfigured' | 'rate_limited'; reason: string; until: number; delayMs: number } | undefined;
+
+  misconfigured(reason: string, logger: Logger): void {
+    const delayMs = this.state?.cause === 'misconfigured' ? Math.min(30 * 60_000, this.state.delayMs * 2) : 30_000;
+    if (this.state?.cause !== 'misconfigured')
       logger.error({ reason }, 'the learning LLM cannot be used as configured; learning jobs that call it wait and retry later (see `metaclaw doctor`)');
-    this.state = { reason: reason.slice(0, 300), until: Date.now() + delayMs, delayMs };
+    this.state = { cause: 'misconfigured', reason: reason.slice(0, 300), until: Date.now() + delayMs, delayMs };
+  }
+
+  rateLimited(reason: string, waitMs: number, logger: Logger): void {
+    const delayMs = Math.min(RATE_LIMIT_MAX_WAIT_MS, Math.max(0, waitMs));
+    const until = Date.now() + delayMs;
+    if (this.state?.cause !== 'rate_limited')
+      logger.warn({ reason, until: new Date(until).toISOString() }, 'the learning LLM is rate limited; learning jobs that call it wait as long as it asked');
+    this.state = { cause: 'rate_limited', reason: reason.slice(0, 300), until, delayMs };
   }
 
   /** An LLM job went through: the episode is over. */
@@ -49,9 +62,11 @@ export class MisconfiguredPause {
 
   /** The pause as /status says it (also once the wait is over, until a job goes through). */
   describe(): string | undefined {
-    return this.state
-      ? `the learning LLM cannot be used as configured (${this.state.reason}); LLM jobs try again ${new Date(this.state.until).toISOString()}`
-      : undefined;
+    if (!this.state) return undefined;
+    const at = new Date(this.state.until).toISOString();
+    return this.state.cause === 'misconfigured'
+      ? `the learning LLM cannot be used as configured (${this.state.reason}); LLM jobs try again ${at}`
+      : `the learning LLM is rate limited (${this.state.reason}); LLM jobs wait until ${at}`;
   }
 }
 

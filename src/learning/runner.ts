@@ -1,10 +1,11 @@
+import type { z } from 'zod';
 import type { SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
 import { errorMessage, MetaclawError } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import type { StoreHealth } from '../store/index.js';
 import type { LearningBudget } from './budget.js';
 import type { EnqueueOptions, Job, JobQueue } from './queue.js';
-import { MisconfiguredPause, RecentErrors, ServingGate, type RecentError, type YieldTo } from './runner-parts.js';
+import { LlmPause, RecentErrors, ServingGate, type RecentError, type YieldTo } from './runner-parts.js';
 
 export interface JobContext {
   readonly job: Job;
@@ -50,6 +51,19 @@ export class PermanentJobError extends LearningError {
 }
 
 /**
+ * A job's payload as its handler reads it. One that does not match (an older version's, a
+ * hand-edited row) cannot run however often it is tried: dead-lettered at once, saying why.
+ */
+export function parsePayload<T>(schema: z.ZodType<T>, payload: unknown, kind: string): T {
+  const parsed = schema.safeParse(payload);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new PermanentJobError(
+    `${kind}: a payload this version cannot read (${issue?.path.join('.') || 'root'}: ${issue?.message}): ${JSON.stringify(payload)?.slice(0, 200)}`,
+  );
+}
+
+/**
  * The learning LLM cannot be used as configured (no key, a key it rejects, a model it does not
  * have): no job of any kind that calls it can succeed until that changes, so instead of burning
  * each job's attempts, the runner pauses LLM jobs and tries again later (the job keeps its attempt).
@@ -57,6 +71,20 @@ export class PermanentJobError extends LearningError {
 export class LearningMisconfiguredError extends LearningError {
   constructor(message: string) {
     super('learning_misconfigured', message, true);
+  }
+}
+
+/**
+ * The learning LLM answered 429 (or 503) with a `retry-after`: every LLM job would meet the same
+ * limit, so they all wait that long (at most a day); this job's attempt counts, so a limit that
+ * never lifts still ends on the dead-letter list.
+ */
+export class LearningRateLimitedError extends LearningError {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super('learning_rate_limited', message, true);
   }
 }
 
@@ -103,7 +131,7 @@ export class LearningRunner {
   /** Queue writes (a job done, failed or put back) that met a storage error, saved once the store can be written. */
   private unsaved: Array<() => void> = [];
   /** The learning LLM cannot be used as configured: LLM jobs wait, then one tries again. */
-  private readonly misconfigured = new MisconfiguredPause();
+  private readonly llmPause = new LlmPause();
 
   constructor(
     private readonly queue: JobQueue,
@@ -156,12 +184,12 @@ export class LearningRunner {
   snapshot(): RunnerStats {
     const storagePaused =
       this.options.storage && !this.options.storage.writable ? 'the store cannot be written (see store in /status); learning resumes by itself' : undefined;
-    const misconfigured = this.misconfigured.describe();
+    const llmPaused = this.llmPause.describe();
     return {
       ...this.stats,
       lastErrors: this.errors.list(),
       running: this.running.size,
-      pausedReason: storagePaused ?? misconfigured ?? this.budget.pauseReason(),
+      pausedReason: storagePaused ?? llmPaused ?? this.budget.pauseReason(),
     };
   }
 
@@ -200,7 +228,7 @@ export class LearningRunner {
   }
 
   private leasableKinds(): Set<string> {
-    const paused = this.budget.pauseReason() !== undefined || this.misconfigured.active;
+    const paused = this.budget.pauseReason() !== undefined || this.llmPause.active;
     const kinds = new Set<string>();
     for (const handler of this.handlers.values()) if (!paused || !handler.usesLlm) kinds.add(handler.kind);
     return kinds;
@@ -227,7 +255,7 @@ export class LearningRunner {
     };
     try {
       await handler.run(job.payload, context);
-      if (handler.usesLlm) this.misconfigured.clear();
+      if (handler.usesLlm) this.llmPause.clear();
       if (!this.running.has(job.id)) return; // released during shutdown
       this.saveOrKeep(() => this.queue.complete(job.id, tokens));
       this.stats.completed++;
@@ -244,9 +272,10 @@ export class LearningRunner {
       }
       if (error instanceof LearningMisconfiguredError) {
         this.saveOrKeep(() => this.queue.release(job.id));
-        this.misconfigured.pause(message, logger);
+        this.llmPause.misconfigured(message, logger);
         return;
       }
+      if (error instanceof LearningRateLimitedError) this.llmPause.rateLimited(message, error.retryAfterMs, logger);
       const verdict = this.failJob(job, message, { retryable: !(error instanceof PermanentJobError), tokensUsed: tokens });
       this.stats.failed++;
       if (verdict === 'dead') this.stats.deadLettered++;

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
 import type { Enqueue } from '../learning/runner.js';
 
@@ -9,6 +10,8 @@ import type { Enqueue } from '../learning/runner.js';
 export const RECORD_TURN_JOB = 'memory.record_turn';
 export const EXTRACT_JOB = 'memory.extract';
 export const SEARCH_KEYS_JOB = 'memory.search_keys';
+export const recordTurnPayload = z.object({ turnId: z.string(), sessionId: z.string(), scope: z.string() });
+export const extractPayload = z.object({ sessionId: z.string(), scope: z.string(), final: z.boolean() });
 /** State key: the languages (JSON array) the search keys job last wrote keys for; a main turn in another one queues it. */
 export const SEARCH_KEYS_LANGUAGES = 'memory.search_keys.languages';
 

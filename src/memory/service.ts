@@ -4,6 +4,7 @@ import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js'
 import {
   callPromptForJson,
   LearningMisconfiguredError,
+  parsePayload,
   resolveLearningTarget,
   type Enqueue,
   type JobContext,
@@ -21,7 +22,7 @@ import { extractorOutputSchema, type MemoryCandidate } from './extraction/schema
 import { housekeep, type HousekeepingReport } from './housekeeping.js';
 import { MemoryContextProvider } from './provider.js';
 import { EXTRACT_JOB, RECORD_TURN_JOB } from './recording.js';
-import { SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording-rules.js';
+import { extractPayload, recordTurnPayload, SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording-rules.js';
 import { MemoryRetriever, type MemoryRetrievalMode, type RecallRequest } from './retrieval.js';
 import { languageName, languagesOf } from './languages.js';
 import {
@@ -222,8 +223,8 @@ export class MemoryService {
 
   handlers(): JobHandler[] {
     return [
-      { kind: RECORD_TURN_JOB, usesLlm: false, run: async (payload) => this.recordTurn(payload as { turnId: string; sessionId: string; scope: string }) },
-      { kind: EXTRACT_JOB, usesLlm: true, run: (payload, context) => this.extract(payload as { sessionId: string; scope: string; final: boolean }, context) },
+      { kind: RECORD_TURN_JOB, usesLlm: false, run: async (payload) => this.recordTurn(parsePayload(recordTurnPayload, payload, RECORD_TURN_JOB)) },
+      { kind: EXTRACT_JOB, usesLlm: true, run: (payload, context) => this.extract(parsePayload(extractPayload, payload, EXTRACT_JOB), context) },
       {
         kind: HOUSEKEEPING_JOB,
         usesLlm: false,

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { SessionEndedEvent, TurnRecordedEvent } from '../conversation/index.js';
 import type { Enqueue } from '../learning/runner.js';
 import { languageOf } from '../text/languages.js';
@@ -10,6 +11,7 @@ import { languageOf } from '../text/languages.js';
 
 export const EVOLVE_JOB = 'skills.evolve';
 export const SEARCH_KEYS_JOB = 'skills.search_keys';
+export const evolvePayload = z.object({ sessionId: z.string().min(1), reason: z.string().default('') });
 /** State key: the languages (JSON array) the search keys job last wrote keys for. */
 export const SEARCH_KEYS_LANGUAGES = 'skills.search_keys.languages';
 

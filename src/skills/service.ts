@@ -3,6 +3,7 @@ import type { ConversationStore, UserLanguages } from '../conversation/index.js'
 import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
 import {
   LearningMisconfiguredError,
+  parsePayload,
   resolveLearningTarget,
   type Enqueue,
   type JobContext,
@@ -15,6 +16,7 @@ import { StateStore, type Db } from '../store/index.js';
 import type { CredentialMemory } from '../upstream/index.js';
 import { SkillCreditStore, type SkillCredit } from './credit.js';
 import { EVOLVE_JOB, SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording.js';
+import { evolvePayload } from './recording-rules.js';
 import { askSkillSearchKeys, SkillSearchKeys } from './search-keys.js';
 import type { PlannedChange, Rejected } from './evolution/apply.js';
 import { evolutionRecord, nearestSkill, planSessionEvolution, type EvolutionPlan } from './evolution/session.js';
@@ -292,7 +294,7 @@ export class SkillsService {
   /* ---------- evolution ---------- */
 
   evolveHandler(): JobHandler {
-    return { kind: EVOLVE_JOB, usesLlm: true, run: (payload, context) => this.evolve(payload as { sessionId: string; reason: string }, context) };
+    return { kind: EVOLVE_JOB, usesLlm: true, run: (payload, context) => this.evolve(parsePayload(evolvePayload, payload, EVOLVE_JOB), context) };
   }
 
   private async evolve(payload: { sessionId: string; reason: string }, context: JobContext): Promise<void> {

@@ -1,6 +1,6 @@
 import { errorMessage } from '../errors.js';
-import { LearningMisconfiguredError, PermanentJobError, type JobContext, type TeamJobHandler } from '../learning/index.js';
-import { MisconfiguredPause, RecentErrors, ServingGate, type RecentError, type YieldTo } from '../learning/runner-parts.js';
+import { LearningMisconfiguredError, LearningRateLimitedError, PermanentJobError, type JobContext, type TeamJobHandler } from '../learning/index.js';
+import { LlmPause, RecentErrors, ServingGate, type RecentError, type YieldTo } from '../learning/runner-parts.js';
 import type { Logger } from '../logging/index.js';
 import type { BudgetReservation, LeasedJob, PgJobQueue, PgLearningBudget } from '../store/postgres/index.js';
 
@@ -53,7 +53,7 @@ export class TeamLearningRunner {
   private active = false;
   private polling = false;
   private budgetPause: { reason: string; until: number } | undefined;
-  private readonly misconfigured = new MisconfiguredPause();
+  private readonly llmPause = new LlmPause();
   private readonly errors = new RecentErrors();
   private readonly gate: ServingGate | undefined;
   private pollFailure: string | undefined;
@@ -110,7 +110,7 @@ export class TeamLearningRunner {
   snapshot(): TeamRunnerStats {
     const now = Date.now();
     const paused =
-      (this.misconfigured.active ? this.misconfigured.describe() : undefined) ??
+      (this.llmPause.active ? this.llmPause.describe() : undefined) ??
       (this.budgetPause && now < this.budgetPause.until ? this.budgetPause.reason : undefined) ??
       this.pollFailure;
     return { ...this.stats, lastErrors: this.errors.list(), running: this.running.size, pausedReason: paused };
@@ -150,10 +150,10 @@ export class TeamLearningRunner {
     }
   }
 
-  /** The kinds this node runs now: LLM jobs wait while the team's budget is spent or the learning LLM is misconfigured. */
+  /** The kinds this node runs now: LLM jobs wait while the team's budget is spent, or the learning LLM is misconfigured or rate limited. */
   private async leasableKinds(): Promise<Set<string>> {
     const now = Date.now();
-    let llmPaused = this.misconfigured.active;
+    let llmPaused = this.llmPause.active;
     if (!llmPaused && this.budgetPause && now < this.budgetPause.until) llmPaused = true;
     if (!llmPaused && this.budget.dailyLimit > 0 && [...this.handlers.values()].some((handler) => handler.usesLlm)) {
       const reason = await this.budget.pauseReason();
@@ -191,7 +191,7 @@ export class TeamLearningRunner {
       const effect = await handler.run(job.payload, context);
       if (controller.signal.aborted) throw controller.signal.reason ?? new Error('aborted');
       const outcome = await this.queue.complete(job, { tokensUsed: tokens, ...(effect ? { effect } : {}) });
-      if (handler.usesLlm) this.misconfigured.clear();
+      if (handler.usesLlm) this.llmPause.clear();
       if (outcome === 'lease_lost') {
         this.stats.leasesLost++;
         logger.warn('learning job: the lease ran out before it finished; another node runs it, nothing of this run was written');
@@ -222,9 +222,10 @@ export class TeamLearningRunner {
       }
       if (error instanceof LearningMisconfiguredError) {
         await this.queue.release(job);
-        this.misconfigured.pause(message, logger);
+        this.llmPause.misconfigured(message, logger);
         return;
       }
+      if (error instanceof LearningRateLimitedError) this.llmPause.rateLimited(message, error.retryAfterMs, logger);
       const verdict = await this.queue.fail(job, message, { retryable: !(error instanceof PermanentJobError), tokensUsed: tokens });
       if (verdict === 'lease_lost') {
         this.stats.leasesLost++;

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type OpenAI from 'openai';
-import type { ProxyHandle } from './proxy.js';
+import { waitFor, type ProxyHandle } from './proxy.js';
 import { anthropicReply, json, openAIReply, type Handler, type RecordedRequest } from './upstream.js';
 
 /** A skill change as the evolver returns it, learned from a session where the user corrected a deploy. */
@@ -16,6 +16,18 @@ export const DEPLOY_SKILL = {
 
 export async function status(proxy: ProxyHandle): Promise<any> {
   return (await fetch(`${proxy.url}/status`)).json();
+}
+
+/** The proxy's /status once `ready` holds for it (polled every 100 ms). */
+export function statusWhen(proxy: ProxyHandle, ready: (report: any) => unknown, timeoutMs = 20_000): Promise<any> {
+  return waitFor(
+    async () => {
+      const report = await status(proxy);
+      return ready(report) ? report : undefined;
+    },
+    timeoutMs,
+    100,
+  );
 }
 
 /** Runs a session whose last request ends it (X-Session-Done); returns that request's id. */
@@ -88,7 +100,8 @@ export function completionWith(text: string, response: ServerResponse, delayMs =
  * given functions return (a string is sent as the completion's text).
  */
 export function learningAwareUpstream(options: {
-  evolver?: (request: RecordedRequest) => string;
+  /** a Handler (not a string) answers the request itself (an error, an outage) */
+  evolver?: (request: RecordedRequest) => string | Handler;
   extractor?: (request: RecordedRequest) => string;
   searchKeys?: (request: RecordedRequest) => string;
   memoryKeys?: (request: RecordedRequest) => string;
@@ -99,15 +112,16 @@ export function learningAwareUpstream(options: {
   chat?: string | ((request: RecordedRequest) => string);
 }): Handler {
   return (request, response) => {
-    if (options.evolver && isEvolverCall(request)) return completionWith(options.evolver(request), response, options.delayMs);
+    if (options.evolver && isEvolverCall(request)) return answerWith(options.evolver(request), request, response, options.delayMs);
     if (options.extractor && isExtractorCall(request)) return completionWith(options.extractor(request), response, options.delayMs);
     if (options.searchKeys && isSearchKeysCall(request)) return completionWith(options.searchKeys(request), response, options.delayMs);
     if (options.memoryKeys && isMemoryKeysCall(request)) return completionWith(options.memoryKeys(request), response, options.delayMs);
-    if (options.judge && isJudgeCall(request)) {
-      const answer = options.judge(request);
-      return typeof answer === 'string' ? completionWith(answer, response, options.delayMs) : answer(request, response);
-    }
+    if (options.judge && isJudgeCall(request)) return answerWith(options.judge(request), request, response, options.delayMs);
     const reply = { text: (typeof options.chat === 'function' ? options.chat(request) : options.chat) ?? 'Done.' };
     return request.path.endsWith('/messages') ? anthropicReply(reply)(request, response) : openAIReply(reply)(request, response);
   };
+}
+
+function answerWith(answer: string | Handler, request: RecordedRequest, response: ServerResponse, delayMs: number | undefined): void | Promise<void> {
+  return typeof answer === 'string' ? completionWith(answer, response, delayMs) : answer(request, response);
 }

@@ -1,11 +1,10 @@
 import type pg from 'pg';
-import { z } from 'zod';
 import type { UpstreamTarget } from '../../config/index.js';
 import type { TurnRow } from '../../conversation/types.js';
-import { PermanentJobError, type JobContext } from '../../learning/runner.js';
+import { parsePayload, type JobContext } from '../../learning/runner.js';
 import type { TeamJobEffect, TeamJobHandler } from '../../learning/team-job.js';
 import type { Logger } from '../../logging/index.js';
-import { EXTRACT_JOB, RECORD_TURN_JOB } from '../../memory/recording.js';
+import { EXTRACT_JOB, extractPayload, RECORD_TURN_JOB, recordTurnPayload } from '../../memory/recording-rules.js';
 import { rawContent, type MemoryConversation, type MemorySettings, type RelatedRecall } from '../../memory/service.js';
 import type { GlossaryLanguage } from '../../text/index.js';
 import type { CredentialMemory } from '../../upstream/index.js';
@@ -33,9 +32,6 @@ export interface PgMemoryJobsOptions {
   /** The store's memory vectors, when this node uses them (pgvector installed, embeddings configured): hybrid recall, and new units embedded. */
   readonly vectors?: PgMemoryVectors;
 }
-
-const recordTurnPayload = z.object({ turnId: z.string(), sessionId: z.string(), scope: z.string() });
-const extractPayload = z.object({ sessionId: z.string(), scope: z.string(), final: z.boolean() });
 
 /**
  * The team store's memory jobs (memory.record_turn and memory.extract, queued with each recorded
@@ -164,10 +160,4 @@ function teamRecall(options: PgMemoryJobsOptions, search: PgMemorySearch): Relat
       request,
     );
   };
-}
-
-function parsePayload<T>(schema: z.ZodType<T>, payload: unknown, kind: string): T {
-  const parsed = schema.safeParse(payload);
-  if (!parsed.success) throw new PermanentJobError(`${kind}: bad payload: ${parsed.error.message}`);
-  return parsed.data;
 }

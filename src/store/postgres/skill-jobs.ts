@@ -2,10 +2,10 @@ import type pg from 'pg';
 import { z } from 'zod';
 import type { UpstreamTarget } from '../../config/index.js';
 import { InternalError } from '../../errors.js';
-import { LearningMisconfiguredError, resolveLearningTarget, type TeamJobHandler } from '../../learning/index.js';
+import { LearningMisconfiguredError, parsePayload, resolveLearningTarget, type TeamJobHandler } from '../../learning/index.js';
 import { evolutionRecord, planSessionEvolution, type EvolvingLibrary } from '../../skills/evolution/session.js';
 import { buildTranscript, type TranscriptSource } from '../../skills/evolution/transcript.js';
-import { EVOLVE_JOB } from '../../skills/recording-rules.js';
+import { EVOLVE_JOB, evolvePayload } from '../../skills/recording-rules.js';
 import type { SkillsSettings } from '../../skills/service.js';
 import type { CredentialMemory } from '../../upstream/credential-memory.js';
 import type { PgConversationReads } from './conversation-reads.js';
@@ -28,7 +28,6 @@ export interface PgSkillJobDeps {
 /** Main turns whose request bodies a transcript reads ahead (it is cut to its newest turns anyway). */
 const READ_AHEAD_TURNS = 60;
 
-const payloadSchema = z.object({ sessionId: z.string().min(1), reason: z.string().default('') });
 const outcomeRows = z.array(z.object({ turn_id: z.string(), outcome: z.string().nullable(), judge_score: z.coerce.number().nullable() }));
 
 /**
@@ -42,7 +41,7 @@ export function pgSkillEvolveHandler(deps: PgSkillJobDeps): TeamJobHandler {
     kind: EVOLVE_JOB,
     usesLlm: true,
     async run(raw, context) {
-      const payload = payloadSchema.parse(raw);
+      const payload = parsePayload(evolvePayload, raw, EVOLVE_JOB);
       const watermarkKey = `skills.evolved_upto:${payload.sessionId}`;
       const after = Number((await readState(deps.pool, watermarkKey)) ?? '0');
       const source = await readAhead(deps.reads, payload.sessionId, after);
