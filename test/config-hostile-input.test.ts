@@ -132,6 +132,30 @@ describe('metaclaw config set on files it must not break', () => {
   });
 });
 
+describe("a fallback's api_key is a secret inside a value", () => {
+  test('config set, show, get and a refused value mask a fallback api_key; --reveal shows it', async () => {
+    const folder = home();
+    const key = 'sk-fallbacksecret-0123456789';
+    const set = await runCli(['config', 'set', 'llm.fallbacks', JSON.stringify([{ api_base: 'https://b.example/v1', api_key: key }])], { home: folder });
+    assert.equal(set.code, 0, set.stderr);
+    const refused = await runCli(['config', 'set', 'llm.fallbacks', JSON.stringify([{ api_base: 'nope', api_key: key }])], { home: folder });
+    assert.equal(refused.code, 1);
+    const show = await runCli(['config', 'show'], { home: folder });
+    const json = await runCli(['config', 'show', '--json'], { home: folder });
+    const get = await runCli(['config', 'get', 'llm.fallbacks'], { home: folder });
+    for (const output of [set.stdout, refused.stderr, show.stdout, json.stdout, get.stdout]) {
+      assert.doesNotMatch(output, /fallbacksecret/);
+      assert.match(output, /sk-… \(28 chars\)/);
+    }
+    const reveal = await runCli(['config', 'get', 'llm.fallbacks', '--reveal'], { home: folder });
+    assert.match(reveal.stdout, /sk-fallbacksecret-0123456789/);
+    assert.throws(
+      () => load(home(`llm:\n  fallbacks:\n    - { api_base: nope, api_key: ${key} }\n`)),
+      (error: unknown) => error instanceof ConfigError && !error.message.includes(key),
+    );
+  });
+});
+
 describe('METACLAW_HOME that is not a folder', () => {
   test('start refuses a METACLAW_HOME that is a file in one line, without making the file 0700', async () => {
     const folder = home();

@@ -50,6 +50,7 @@ export function displayValue(definition: KeyDefinition | undefined, value: unkno
   if (definition?.secret) return maskSecret(typeof value === 'string' ? value : value === undefined || value === null ? '' : JSON.stringify(value));
   // JSON has no NaN or Infinity: YAML's `.nan` would be shown as `null`, which the file does not say.
   if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
+  if (definition?.redact) return JSON.stringify(definition.redact(value));
   return JSON.stringify(value);
 }
 

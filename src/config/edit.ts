@@ -29,9 +29,16 @@ function unknownKeyError(key: string): ConfigError {
 /** Parses command-line text into the key's typed value, or explains what was expected. */
 export function parseValueForKey(key: string, text: string): { definition: KeyDefinition; value: unknown } {
   const definition = definitionFor(key);
-  // A refused secret is not echoed back in clear (a database URL carries its password).
-  const shown = definition.secret ? displayValue(definition, text) : JSON.stringify(text);
   const converted = convertText(definition, text);
+  // A refused secret is not echoed back in clear (a database URL carries its password), nor one
+  // inside a value (a fallback's api_key): text that is not even JSON is not shown at all.
+  const shown = definition.secret
+    ? displayValue(definition, text)
+    : definition.redact
+      ? 'value' in converted
+        ? displayValue(definition, converted.value)
+        : '(not shown)'
+      : JSON.stringify(text);
   if ('error' in converted) throw new ConfigError(`${definition.key} = ${shown}: ${converted.error}.`);
   const aliased = typeof converted.value === 'string' ? (VALUE_ALIASES[definition.key]?.[converted.value] ?? converted.value) : converted.value;
   const checked = checkValue(definition, aliased);

@@ -15,6 +15,7 @@ import {
   variableNameKey,
 } from './kinds.js';
 import type { KeyDefinition, NoEffect } from './types.js';
+import { maskSecret } from './convert.js';
 
 /**
  * The one source of truth for configuration: every key of `config.yaml` with its default, type and
@@ -55,6 +56,16 @@ export const upstreamEntrySchema = z
   })
   .strict();
 export type UpstreamEntry = z.infer<typeof upstreamEntrySchema>;
+
+/** Fallbacks as they may be shown: each entry's api_key masked (also in a value being refused, whatever its shape). */
+function redactFallbackKeys(value: unknown): unknown {
+  if (!Array.isArray(value)) return value;
+  return value.map((entry: unknown) =>
+    entry !== null && typeof entry === 'object' && 'api_key' in entry
+      ? { ...entry, api_key: maskSecret(typeof entry.api_key === 'string' ? entry.api_key : JSON.stringify(entry.api_key)) }
+      : entry,
+  );
+}
 
 export const KEY_DEFINITIONS = [
   enumKey('mode', MODES, 'skills_only', {
@@ -107,6 +118,7 @@ export const KEY_DEFINITIONS = [
   }),
   listKey('llm.fallbacks', upstreamEntrySchema, [], {
     expected: 'a list of {api_base, api_key?, api_key_env?, model_id?, api_format?, name?}',
+    redact: redactFallbackKeys,
     doc: 'Upstreams tried in order when the main one keeps failing (only while nothing has reached the client).',
   }),
 
