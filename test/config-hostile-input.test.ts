@@ -156,6 +156,20 @@ describe("a fallback's api_key is a secret inside a value", () => {
   });
 });
 
+describe('start on a host it cannot listen on', () => {
+  test('an address this machine does not have, or a host name that does not resolve, is one line and exit 1, not a stack trace', async () => {
+    for (const host of ['10.254.254.254', 'no-such-host.invalid']) {
+      const result = await runCli(['start', '--foreground', '--no-wire', '--host', host, '--port', '34571'], {
+        home: home(),
+        env: { METACLAW_PROXY_API_KEY: 'k-0123456789abcdef' },
+      });
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(result.stderr, /is not an address of this machine|does not resolve to an address/);
+      assert.doesNotMatch(result.stderr, /\n\s+at /);
+    }
+  });
+});
+
 describe('METACLAW_HOME that is not a folder', () => {
   test('start refuses a METACLAW_HOME that is a file in one line, without making the file 0700', async () => {
     const folder = home();
