@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError } from '../src/errors.js';
@@ -120,6 +121,20 @@ describe('metaclaw config set on files it must not break', () => {
       [values['skills.top_k'], values['memory.top_k'], values['llm.model_id'], values['proxy.port'], values['log.max_files']],
       [7, 9, 'm1', 4100, 3],
     );
+  });
+
+  test('a lock left by a process that has exited is taken over; one a live process holds makes config set give up in 5 s, the file unchanged', async () => {
+    const folder = home('proxy:\n  port: 4000\n');
+    const lock = join(folder, 'config.yaml.lock');
+    writeFileSync(lock, String(spawnSync(process.execPath, ['-e', '']).pid));
+    const taken = await runCli(['config', 'set', 'proxy.port', '4100'], { home: folder });
+    assert.equal(taken.code, 0, taken.stderr);
+    assert.equal(existsSync(lock), false);
+    writeFileSync(lock, String(process.pid));
+    const busy = await runCli(['config', 'set', 'proxy.port', '4200'], { home: folder });
+    assert.equal(busy.code, 1);
+    assert.match(busy.stderr, /Another process is changing .*config\.yaml \(.*config\.yaml\.lock is held\); nothing was changed/);
+    assert.equal(load(folder).values['proxy.port'], 4100);
   });
 
   test('config set of a key under a section written as a YAML alias is refused, the file unchanged', async () => {
