@@ -1,23 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { loadConfig } from '../src/config/index.js';
 import { ConfigError } from '../src/errors.js';
-import { runCli, tempHome } from './support/proxy.js';
+import { configHomes } from './support/config-homes.js';
+import { runCli } from './support/proxy.js';
 
-const homes: string[] = [];
-function home(yaml?: string): string {
-  const folder = tempHome('metaclaw-config-');
-  homes.push(folder);
-  if (yaml !== undefined) writeFileSync(join(folder, 'config.yaml'), yaml);
-  return folder;
-}
-after(() => {
-  for (const folder of homes) rmSync(folder, { recursive: true, force: true });
-});
-
-const load = (folder: string) => loadConfig({ env: { METACLAW_HOME: folder } });
+const { home, load } = configHomes('metaclaw-config-');
 
 describe('loading config.yaml', () => {
   test('with no file, embedded defaults apply with skills and memory on and a loopback bind', () => {

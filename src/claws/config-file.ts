@@ -2,9 +2,10 @@
  * The life of one wired config file: plan the edit (nothing touched), commit it (backup, ledger,
  * atomic write, in that order), check it, and undo it (exact restore, or revert only our keys).
  */
-import { accessSync, constants, existsSync, lstatSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { accessSync, constants, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { writeFileAtomic } from '../shared/atomic-write.js';
+import { symlinkTarget } from '../shared/symlink-target.js';
 import { deepEqual, describePath, isEmptyContainer, readPath } from './document.js';
 import type { ConfigDocument, DocumentFormat, Setting } from './document.js';
 import { findLedgerEntry, removeBackup, removeLedgerEntry, saveLedgerEntry, sha256, writeBackup } from './ledger.js';
@@ -274,14 +275,9 @@ function readIfExists(path: string): Buffer | undefined {
  * link whose target does not exist yet (the file is then created there, and removed from there).
  */
 function writablePath(path: string): string {
-  const seen = new Set<string>();
-  let current = path;
-  while (!existsSync(current) && lstatSync(current, { throwIfNoEntry: false })?.isSymbolicLink() === true) {
-    if (seen.has(current)) throw new ClawError('config_malformed', `${path} is a symlink loop; MetaClaw changed nothing.`, { path });
-    seen.add(current);
-    current = resolve(dirname(current), readlinkSync(current));
-  }
-  return existsSync(current) ? realpathSync(current) : current;
+  const target = symlinkTarget(path);
+  if (target === undefined) throw new ClawError('config_malformed', `${path} is a symlink loop; MetaClaw changed nothing.`, { path });
+  return target;
 }
 
 /** What a failed write during unwire leaves behind, and how to finish. */

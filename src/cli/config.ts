@@ -160,13 +160,15 @@ function configFilePath(options: ConfigOptions): string {
 }
 
 function render(definition: KeyDefinition, value: unknown, reveal: boolean | undefined): string {
-  if (definition.secret && !reveal) return displayValue(definition, value);
+  if ((definition.secret || definition.redact) && !reveal) return displayValue(definition, value);
   if (typeof value === 'string') return value === '' ? '""' : value;
   return JSON.stringify(value);
 }
 
 function maskIf(definition: KeyDefinition, value: unknown, reveal: boolean | undefined): unknown {
-  return definition.secret && !reveal ? displayValue(definition, value) : value;
+  if (reveal) return value;
+  if (definition.redact) return definition.redact(value);
+  return definition.secret ? displayValue(definition, value) : value;
 }
 
 function required(value: string | undefined, usage: string): string {

@@ -1,4 +1,5 @@
 import { Argument, Command } from 'commander';
+import { ConfigError } from '../errors.js';
 import { VERSION } from '../version.js';
 import type { CompletionShell } from './completion.js';
 import type { ConfigOptions } from './config.js';
@@ -170,6 +171,11 @@ try {
   if (error instanceof CliExit) {
     if (error.message) printError(error.message);
     process.exit(error.exitCode);
+  }
+  // A bad config or home (METACLAW_HOME naming a file) is the user's to fix, wherever it is found.
+  if (error instanceof ConfigError) {
+    printError(error.message);
+    process.exit(1);
   }
   // A path the user gave that cannot be read or written is theirs to fix: one line, not a stack.
   const pathProblem = pathErrorText(error);

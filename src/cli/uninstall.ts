@@ -90,7 +90,7 @@ async function confirm(config: LoadedConfig, options: UninstallOptions, kept: st
 
 /** What MetaClaw keeps in $METACLAW_HOME (names directly inside it). */
 function metaclawEntries(config: LoadedConfig): string[] {
-  const names = new Set(['config.yaml', CONFIG_SCHEMA_FILE, 'metaclaw.pid', 'admin-token', 'logs', 'claws', 'skills', 'memory', 'journal']);
+  const names = new Set(['config.yaml', 'config.yaml.lock', CONFIG_SCHEMA_FILE, 'metaclaw.pid', 'admin-token', 'logs', 'claws', 'skills', 'memory', 'journal']);
   for (const path of [
     config.paths.database,
     `${config.paths.database}-wal`,

@@ -48,7 +48,9 @@ export function checkValue(definition: KeyDefinition, value: unknown): { value: 
 export function displayValue(definition: KeyDefinition | undefined, value: unknown): string {
   if (definition?.secret && definition.mask) return typeof value === 'string' && value !== '' ? definition.mask(value) : '(not set)';
   if (definition?.secret) return maskSecret(typeof value === 'string' ? value : value === undefined || value === null ? '' : JSON.stringify(value));
-  if (typeof value === 'string') return JSON.stringify(value);
+  // JSON has no NaN or Infinity: YAML's `.nan` would be shown as `null`, which the file does not say.
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
+  if (definition?.redact) return JSON.stringify(definition.redact(value));
   return JSON.stringify(value);
 }
 

@@ -1,7 +1,9 @@
-import { existsSync } from 'node:fs';
-import { isMap, parseDocument, YAMLMap, type Document } from 'yaml';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { isAlias, isMap, parseDocument, YAMLMap, type Document } from 'yaml';
 import { ConfigError } from '../errors.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
+import { LockBusyError, withFileLock } from '../shared/file-lock.js';
+import { symlinkTarget } from '../shared/symlink-target.js';
 import { checkValue, convertText, displayValue } from './convert.js';
 import { schemaModeline } from './json-schema.js';
 import { readConfigText } from './load.js';
@@ -27,9 +29,16 @@ function unknownKeyError(key: string): ConfigError {
 /** Parses command-line text into the key's typed value, or explains what was expected. */
 export function parseValueForKey(key: string, text: string): { definition: KeyDefinition; value: unknown } {
   const definition = definitionFor(key);
-  // A refused secret is not echoed back in clear (a database URL carries its password).
-  const shown = definition.secret ? displayValue(definition, text) : JSON.stringify(text);
   const converted = convertText(definition, text);
+  // A refused secret is not echoed back in clear (a database URL carries its password), nor one
+  // inside a value (a fallback's api_key): text that is not even JSON is not shown at all.
+  const shown = definition.secret
+    ? displayValue(definition, text)
+    : definition.redact
+      ? 'value' in converted
+        ? displayValue(definition, converted.value)
+        : '(not shown)'
+      : JSON.stringify(text);
   if ('error' in converted) throw new ConfigError(`${definition.key} = ${shown}: ${converted.error}.`);
   const aliased = typeof converted.value === 'string' ? (VALUE_ALIASES[definition.key]?.[converted.value] ?? converted.value) : converted.value;
   const checked = checkValue(definition, aliased);
@@ -48,12 +57,14 @@ export interface WriteOptions {
  */
 export function setConfigValue(file: string, key: string, text: string, options: WriteOptions = {}): { key: string; value: unknown } {
   const { definition, value } = parseValueForKey(key, text);
-  const document = readDocument(file, options);
-  for (const [legacy, canonical] of Object.entries(KEY_ALIASES)) {
-    if (canonical === definition.key && document.hasIn(legacy.split('.'))) document.deleteIn(legacy.split('.'));
-  }
-  document.setIn(definition.key.split('.'), value);
-  writeDocument(file, document);
+  editDocument(file, options, (document) => {
+    for (const [legacy, canonical] of Object.entries(KEY_ALIASES)) {
+      if (canonical === definition.key && document.hasIn(legacy.split('.'))) document.deleteIn(legacy.split('.'));
+    }
+    assertNoAlias(file, document, definition.key);
+    document.setIn(definition.key.split('.'), value);
+    return true;
+  });
   return { key: definition.key, value };
 }
 
@@ -63,17 +74,20 @@ export function unsetConfigValue(file: string, key: string): { key: string; remo
   if (!DEFINITIONS_BY_KEY.has(canonical)) return unsetUnknownKey(file, key);
   const definition = definitionFor(key);
   if (!existsSync(file)) return { key: definition.key, removed: false };
-  const document = readDocument(file);
-  // The key may be written under MetaClaw's legacy name (rl.tinker_api_key), which loads as it: both go.
-  const paths = [definition.key, ...Object.keys(KEY_ALIASES).filter((legacy) => KEY_ALIASES[legacy] === definition.key)]
-    .map((name) => name.split('.'))
-    .filter((path) => document.hasIn(path));
-  for (const path of paths) {
-    document.deleteIn(path);
-    pruneEmptySections(document, path.slice(0, -1));
-  }
-  if (paths.length > 0) writeDocument(file, document);
-  return { key: definition.key, removed: paths.length > 0 };
+  let removed = false;
+  editDocument(file, {}, (document) => {
+    // The key may be written under MetaClaw's legacy name (rl.tinker_api_key), which loads as it: both go.
+    const names = [definition.key, ...Object.keys(KEY_ALIASES).filter((legacy) => KEY_ALIASES[legacy] === definition.key)];
+    for (const name of names) assertNoAlias(file, document, name);
+    const paths = names.map((name) => name.split('.')).filter((path) => document.hasIn(path));
+    for (const path of paths) {
+      document.deleteIn(path);
+      pruneEmptySections(document, path.slice(0, -1));
+    }
+    removed = paths.length > 0;
+    return removed;
+  });
+  return { key: definition.key, removed };
 }
 
 /**
@@ -85,25 +99,72 @@ function unsetUnknownKey(file: string, key: string): { key: string; removed: boo
   if (SECTIONS.has(key) || [...DEFINITIONS_BY_KEY.keys()].some((known) => known.startsWith(`${key}.`)))
     throw new ConfigError(`"${key}" is a section of keys, not a key: unset its keys one by one (see \`metaclaw config keys\`).`);
   const path = key.split('.');
-  const document = existsSync(file) && key.trim() !== '' ? readDocument(file) : undefined;
-  if (!document?.hasIn(path)) throw unknownKeyError(key);
-  document.deleteIn(path);
-  pruneEmptySections(document, path.slice(0, -1));
-  writeDocument(file, document);
+  if (!existsSync(file) || key.trim() === '') throw unknownKeyError(key);
+  editDocument(file, {}, (document) => {
+    if (!document.hasIn(path)) throw unknownKeyError(key);
+    document.deleteIn(path);
+    pruneEmptySections(document, path.slice(0, -1));
+    return true;
+  });
   const hint = nearest(key, DEFINITIONS_BY_KEY.keys());
   return { key, removed: true, unknown: hint ? { hint } : {} };
 }
 
 /** Applies several values at once (used by `metaclaw setup`), keeping everything else in the file. */
 export function updateConfigFile(file: string, updates: Readonly<Record<string, unknown>>, options: WriteOptions = {}): void {
-  const document = readDocument(file, options);
-  for (const [key, value] of Object.entries(updates)) {
-    const definition = definitionFor(key);
-    const checked = checkValue(definition, value);
-    if ('error' in checked) throw new ConfigError(`${definition.key} = ${displayValue(definition, value)}: ${checked.error}.`);
-    document.setIn(definition.key.split('.'), checked.value);
+  editDocument(file, options, (document) => {
+    for (const [key, value] of Object.entries(updates)) {
+      const definition = definitionFor(key);
+      const checked = checkValue(definition, value);
+      if ('error' in checked) throw new ConfigError(`${definition.key} = ${displayValue(definition, value)}: ${checked.error}.`);
+      assertNoAlias(file, document, definition.key);
+      document.setIn(definition.key.split('.'), checked.value);
+    }
+    return true;
+  });
+}
+
+/**
+ * Reads, changes and writes the file under a lock, so that two `config set` at once both land.
+ * A symlinked config is written through (the link stays), and a file its owner made read-only is
+ * refused, not replaced. `change` returns whether there is anything to write.
+ */
+function editDocument(file: string, options: WriteOptions, change: (document: Document) => boolean): void {
+  const target = writableConfigPath(file);
+  try {
+    withFileLock(target, () => {
+      const document = readDocument(target, options);
+      if (change(document)) writeDocument(target, document);
+    });
+  } catch (error) {
+    if (error instanceof LockBusyError)
+      throw new ConfigError(`Another process is changing ${file} (${error.lockFile} is held); nothing was changed, try again.`);
+    throw error;
   }
-  writeDocument(file, document);
+}
+
+function writableConfigPath(file: string): string {
+  const target = symlinkTarget(file);
+  if (target === undefined) throw new ConfigError(`${file} is a symlink loop; nothing was changed.`);
+  if (!existsSync(target)) return target;
+  const mode = statSync(target).mode & 0o777;
+  let writable = (mode & 0o200) !== 0;
+  try {
+    accessSync(target, constants.W_OK);
+  } catch {
+    writable = false;
+  }
+  if (!writable) throw new ConfigError(`${file} is read-only (mode 0${mode.toString(8)}); nothing was changed. Make it writable (chmod u+w) to change keys.`);
+  return target;
+}
+
+/** A section written as a YAML alias (`proxy: *defaults`) is shared with its anchor: it is edited by hand. */
+function assertNoAlias(file: string, document: Document, key: string): void {
+  const path = key.split('.');
+  for (let depth = 1; depth <= path.length; depth++) {
+    if (isAlias(document.getIn(path.slice(0, depth), true)))
+      throw new ConfigError(`${file} writes ${path.slice(0, depth).join('.')} as a YAML alias; change ${key} there by hand (nothing was changed).`);
+  }
 }
 
 function readDocument(file: string, options: WriteOptions = {}): Document {

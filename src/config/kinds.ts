@@ -104,8 +104,14 @@ export function timeOfDayKey<K extends string>(key: K, defaultValue: string, opt
   return { key, kind: 'string', default: defaultValue, doc: options.doc, expected: 'a time of day as HH:MM (24-hour)', schema, ...marking(options) };
 }
 
-export function listKey<T, K extends string>(key: K, item: z.ZodType<T>, defaultValue: T[], options: Options & { expected: string }): KeyDefinition<T[], K> {
-  return { key, kind: 'list', default: defaultValue, doc: options.doc, expected: options.expected, schema: z.array(item), ...marking(options) };
+export function listKey<T, K extends string>(
+  key: K,
+  item: z.ZodType<T>,
+  defaultValue: T[],
+  options: Options & { expected: string; redact?: (value: unknown) => unknown },
+): KeyDefinition<T[], K> {
+  const redact = options.redact ? { redact: options.redact } : {};
+  return { key, kind: 'list', default: defaultValue, doc: options.doc, expected: options.expected, schema: z.array(item), ...redact, ...marking(options) };
 }
 
 function marking(options: Options): { noEffect?: NoEffect } {

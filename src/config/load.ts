@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isMap, isScalar, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node as YamlNode, type Pair } from 'yaml';
 import { ConfigError } from '../errors.js';
 import { checkValue, convertText, displayValue } from './convert.js';
 import { DATABASE_URL_VARIABLE, maskDatabaseUrl } from './database-url.js';
@@ -120,7 +120,8 @@ interface Collector {
 
 function readYaml(text: string, file: string, collector: Collector): void {
   const lineCounter = new LineCounter();
-  const document = parseDocument(text, { lineCounter, uniqueKeys: true });
+  // `merge`: `<<: *defaults` merges a mapping, as PyYAML (MetaClaw's loader) does.
+  const document = parseDocument(text, { lineCounter, uniqueKeys: true, merge: true });
   if (document.errors.length > 0) {
     const details = document.errors.map((error) => {
       const position = error.linePos?.[0];
@@ -129,7 +130,7 @@ function readYaml(text: string, file: string, collector: Collector): void {
     });
     throw new ConfigError(`${file} is not valid YAML:\n${details.join('\n')}`);
   }
-  const root = document.contents;
+  const root = resolveAlias(document, document.contents);
   if (root === null || (isScalar(root) && (root.value === null || root.value === ''))) return;
   if (!isMap(root)) throw new ConfigError(`${file}: the top level must be a mapping of keys (like "proxy:"), found ${describeNode(root)}.`);
 
@@ -138,16 +139,54 @@ function readYaml(text: string, file: string, collector: Collector): void {
     if (offset === undefined) return file;
     return `${file}:${lineCounter.linePos(offset).line}`;
   };
-  walkMapping(root, '', collector, where);
+  walkMapping(root, '', { ...collector, document, where });
 }
 
-function walkMapping(mapping: YamlNode, prefix: string, collector: Collector, where: (node: YamlNode | null | undefined) => string): void {
-  if (!isMap(mapping)) return;
-  for (const pair of mapping.items) {
+interface Walk extends Collector {
+  document: Document;
+  where: (node: YamlNode | null | undefined) => string;
+}
+
+/** An alias (`*defaults`) stands for the node its anchor names; anything else for itself. */
+function resolveAlias(document: Document, node: unknown): YamlNode | null {
+  if (isAlias(node)) return (node.resolve(document) as YamlNode | undefined) ?? null;
+  return (node as YamlNode | null) ?? null;
+}
+
+/**
+ * The mapping's own pairs, then those `<<: *anchor` (or `<<: [*a, *b]`) merges in for keys it does
+ * not set itself, the first merged mapping winning, as YAML's merge key says.
+ */
+function effectivePairs(document: Document, mapping: YamlNode, merging = new Set<YamlNode>()): Pair[] {
+  // A mapping that merges itself (`a: &a {<<: *a}`) adds nothing the second time round.
+  if (!isMap(mapping) || merging.has(mapping)) return [];
+  merging.add(mapping);
+  const isMerge = (pair: Pair) => isScalar(pair.key) && typeof pair.key.value === 'symbol';
+  const keyOf = (pair: Pair) => (isScalar(pair.key) ? String(pair.key.value) : String(pair.key));
+  const own = mapping.items.filter((pair) => !isMerge(pair));
+  const seen = new Set(own.map(keyOf));
+  const merged: Pair[] = [];
+  for (const pair of mapping.items.filter(isMerge)) {
+    const value = resolveAlias(document, pair.value);
+    const sources = isSeq(value) ? value.items.map((item) => resolveAlias(document, item)) : [value];
+    for (const source of sources) {
+      for (const inner of effectivePairs(document, source as YamlNode, merging)) {
+        if (seen.has(keyOf(inner))) continue;
+        seen.add(keyOf(inner));
+        merged.push(inner);
+      }
+    }
+  }
+  return [...own, ...merged];
+}
+
+function walkMapping(mapping: YamlNode, prefix: string, collector: Walk): void {
+  const { where } = collector;
+  for (const pair of effectivePairs(collector.document, mapping)) {
     const keyNode = pair.key as YamlNode | null;
     const rawKey = isScalar(keyNode) ? String(keyNode.value) : String(keyNode);
     const path = prefix === '' ? rawKey : `${prefix}.${rawKey}`;
-    const valueNode = pair.value as YamlNode | null;
+    const valueNode = resolveAlias(collector.document, pair.value);
     const canonical = KEY_ALIASES[path] ?? path;
     const definition = DEFINITIONS_BY_KEY.get(canonical);
 
@@ -161,7 +200,7 @@ function walkMapping(mapping: YamlNode, prefix: string, collector: Collector, wh
         collector.errors.push(`${where(valueNode)}: ${path} = ${describeNode(valueNode)}: expected a mapping of keys under "${path}:"`);
         continue;
       }
-      walkMapping(valueNode, path, collector, where);
+      walkMapping(valueNode, path, collector);
       continue;
     }
     if (path === 'configure_openclaw') {
@@ -176,7 +215,7 @@ function walkMapping(mapping: YamlNode, prefix: string, collector: Collector, wh
   }
 }
 
-function readLeaf(definition: KeyDefinition, path: string, node: YamlNode | null, collector: Collector, location: string): void {
+function readLeaf(definition: KeyDefinition, path: string, node: YamlNode | null, collector: Walk, location: string): void {
   let raw: unknown;
   if (node === null || node === undefined) raw = null;
   else if (isScalar(node)) {
@@ -184,7 +223,15 @@ function readLeaf(definition: KeyDefinition, path: string, node: YamlNode | null
     // A plain scalar like `api_key: 0123` must keep its text, not become the number 123.
     if (isTextKind(definition) && raw !== null && typeof raw !== 'string')
       raw = node.source ?? (typeof raw === 'number' || typeof raw === 'boolean' || typeof raw === 'bigint' ? String(raw) : JSON.stringify(raw));
-  } else raw = node.toJSON();
+  } else {
+    try {
+      // The document resolves aliases inside the value; its alias budget refuses a "billion laughs" bomb.
+      raw = node.toJS(collector.document, { maxAliasCount: MAX_ALIAS_EXPANSIONS });
+    } catch (error) {
+      collector.errors.push(`${location}: ${path}: ${(error as Error).message.split('\n')[0]}`);
+      return;
+    }
+  }
 
   if (raw === null) {
     if (isTextKind(definition)) raw = '';
@@ -218,6 +265,9 @@ function readLeaf(definition: KeyDefinition, path: string, node: YamlNode | null
   if (ignored) collector.warnings.push(`${location}: ${ignored}`);
 }
 
+/** How many alias expansions one value may make: plenty for a fallbacks list that reuses an entry. */
+const MAX_ALIAS_EXPANSIONS = 100;
+
 function isTextKind(definition: KeyDefinition): boolean {
   return definition.kind === 'string' || definition.kind === 'secret' || definition.kind === 'path';
 }
@@ -243,11 +293,34 @@ export function isConfigKey(key: string): key is ConfigKey {
  * ConfigError naming it, so every command says so cleanly instead of ending in a stack trace.
  */
 export function readConfigText(file: string): string {
+  let bytes: Buffer;
   try {
-    return readFileSync(file, 'utf8');
+    bytes = readFileSync(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === 'EISDIR' ? 'it is a folder, not a file' : code === 'EACCES' ? 'permission denied' : (error as Error).message;
     throw new ConfigError(`Cannot read the config file ${file}: ${why}.`);
+  }
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    // Decoding would turn the bad bytes into U+FFFD inside a key or model name, silently.
+    throw new ConfigError(`${file}:${firstNonUtf8Line(bytes)}: the file is not UTF-8 text; save it as UTF-8.`);
+  }
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+function firstNonUtf8Line(bytes: Buffer): number {
+  let start = 0;
+  for (let line = 1; ; line++) {
+    const end = bytes.indexOf(0x0a, start);
+    try {
+      UTF8.decode(bytes.subarray(start, end === -1 ? bytes.length : end));
+    } catch {
+      return line;
+    }
+    if (end === -1) return line;
+    start = end + 1;
   }
 }

@@ -1,4 +1,5 @@
 import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { ConfigError } from '../errors.js';
 import type { LoadedConfig } from './load.js';
 import { KEY_DEFINITIONS } from './schema.js';
 import type { KeyDefinition } from './types.js';
@@ -72,6 +73,9 @@ export function makeHomePrivate(home: string): HomeOutcome {
     chmodSync(home, PRIVATE_FOLDER_MODE); // mkdir's mode passes through the umask
     return { created: true };
   }
+  // A file is not tightened to 0700 (which would also make it executable): nothing is changed.
+  if (!statSync(home).isDirectory())
+    throw new ConfigError(`The MetaClaw home ${home} is a file, not a folder; nothing was changed. Point METACLAW_HOME at a folder.`);
   const open = openPath(home);
   if (!open) return {};
   if (!open.ours) return { leftOpen: open };

@@ -15,6 +15,7 @@ import {
   variableNameKey,
 } from './kinds.js';
 import type { KeyDefinition, NoEffect } from './types.js';
+import { maskSecret } from './convert.js';
 
 /**
  * The one source of truth for configuration: every key of `config.yaml` with its default, type and
@@ -55,6 +56,16 @@ export const upstreamEntrySchema = z
   })
   .strict();
 export type UpstreamEntry = z.infer<typeof upstreamEntrySchema>;
+
+/** Fallbacks as they may be shown: each entry's api_key masked (also in a value being refused, whatever its shape). */
+function redactFallbackKeys(value: unknown): unknown {
+  if (!Array.isArray(value)) return value;
+  return value.map((entry: unknown) =>
+    entry !== null && typeof entry === 'object' && 'api_key' in entry
+      ? { ...entry, api_key: maskSecret(typeof entry.api_key === 'string' ? entry.api_key : JSON.stringify(entry.api_key)) }
+      : entry,
+  );
+}
 
 export const KEY_DEFINITIONS = [
   enumKey('mode', MODES, 'skills_only', {
@@ -107,6 +118,7 @@ export const KEY_DEFINITIONS = [
   }),
   listKey('llm.fallbacks', upstreamEntrySchema, [], {
     expected: 'a list of {api_base, api_key?, api_key_env?, model_id?, api_format?, name?}',
+    redact: redactFallbackKeys,
     doc: 'Upstreams tried in order when the main one keeps failing (only while nothing has reached the client).',
   }),
 
@@ -155,6 +167,15 @@ export const KEY_DEFINITIONS = [
   booleanKey('memory.enabled', true, { doc: 'Extract, keep and recall long-term memories.' }),
   pathKey('memory.dir', '', { noEffect: IN_DATABASE, doc: "MetaClaw's memory folder." }),
   pathKey('memory.store_path', '', { noEffect: IN_DATABASE, doc: "MetaClaw's memory database file." }),
+  pathKey('memory.policy_path', '', {
+    noEffect: compatibility('retrieval is set by the memory.* keys; there is no policy file'),
+    doc: "MetaClaw's memory policy file.",
+  }),
+  pathKey('memory.telemetry_path', '', { noEffect: compatibility('no memory telemetry file is written'), doc: "MetaClaw's memory telemetry log." }),
+  stringKey('memory.sidecar_url', '', {
+    noEffect: compatibility('memory runs inside the proxy; there is no sidecar'),
+    doc: "MetaClaw's memory sidecar address.",
+  }),
   stringKey('memory.scope', 'default', {
     doc: 'Scope used when a request names no X-Memory-Scope, X-User-Id or X-Workspace-Id.',
     // An empty scope could not be named to the HTTP API nor imported back from an export.
@@ -192,6 +213,10 @@ export const KEY_DEFINITIONS = [
     noEffect: compatibility('no local embedding model is run; set memory.embedding.model for the embeddings endpoint'),
     doc: 'MetaClaw key: the local embedding model.',
   }),
+  stringKey('memory.embedding_model_path', '', {
+    noEffect: compatibility('no local embedding model is run; set memory.embedding.model for the embeddings endpoint'),
+    doc: 'MetaClaw key: where the local embedding model is.',
+  }),
   urlKey('memory.embedding.api_base', '', {
     doc: "OpenAI-compatible /v1 base for memory embeddings. Empty: the provider's own endpoint while its probe answers (llm.provider), else BM25, recency and importance only.",
   }),
@@ -205,6 +230,11 @@ export const KEY_DEFINITIONS = [
   booleanKey('memory.auto_upgrade_enabled', false, { noEffect: NO_SELF_UPGRADE, doc: 'MetaClaw key: let the memory policy upgrade itself.' }),
   integerKey('memory.auto_upgrade_interval_seconds', 900, { min: 30, noEffect: NO_SELF_UPGRADE, doc: 'MetaClaw key: how often the policy upgrade runs.' }),
   booleanKey('memory.auto_upgrade_require_review', true, { noEffect: NO_SELF_UPGRADE, doc: 'MetaClaw key: policy upgrades wait for review.' }),
+  // MetaClaw documents it without reading it, so its type is unknown: any scalar loads.
+  stringKey('memory.consolidation_interval', '', {
+    noEffect: compatibility('consolidation runs in the daily housekeeping, see memory.auto_consolidate'),
+    doc: 'MetaClaw key: how often memories are consolidated.',
+  }),
   integerKey('memory.review_stale_after_hours', 72, { min: 1, noEffect: NO_SELF_UPGRADE, doc: 'MetaClaw key: when a pending policy review goes stale.' }),
 
   booleanKey('rl.enabled', false, { doc: 'Record RL samples and score them with the judge even in skills_only mode (for `metaclaw rl export`).' }),

@@ -33,6 +33,8 @@ export interface KeyDefinition<T = unknown, K extends string = string> {
    * value with only the secret part hidden. A value it leaves unchanged holds no secret.
    */
   readonly mask?: (value: string) => string;
+  /** For a key whose value holds secrets inside it (a fallback's api_key): the value as it may be shown, those masked. */
+  readonly redact?: (value: unknown) => unknown;
   /** Absent: the key does what `doc` says. */
   readonly noEffect?: NoEffect;
 }

@@ -12,14 +12,33 @@ import { isProcessAlive, readPidFile, removePidFile, writePidFile } from './pid-
 
 /** What both runtimes (personal and team node) share about serving: their dependencies, the pid file, listening, the last-resort error handler. */
 
-/** Listens on host:port; a port in use becomes a ConfigError that says what to do. */
+/** Listens on host:port; a port or host that cannot be listened on becomes a ConfigError that says what to do. */
 export function listen(server: Server, host: string, port: number): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
-      reject(error.code === 'EADDRINUSE' ? new ConfigError(`Port ${port} on ${host} is already in use; choose another with --port or proxy.port.`) : error);
+      const problem = listenProblem(error.code, host, port);
+      reject(problem === undefined ? error : new ConfigError(problem));
     });
     server.listen(port, host, () => resolve());
   });
+}
+
+/** Why listening failed, in the user's terms, for the failures their host or port settings cause. */
+function listenProblem(code: string | undefined, host: string, port: number): string | undefined {
+  const chooseHost = 'set proxy.host (or --host) to an address of this machine, or 127.0.0.1';
+  switch (code) {
+    case 'EADDRINUSE':
+      return `Port ${port} on ${host} is already in use; choose another with --port or proxy.port.`;
+    case 'EACCES':
+      return `Listening on port ${port} needs privileges this user lacks (ports below 1024); choose another with --port or proxy.port.`;
+    case 'EADDRNOTAVAIL':
+      return `${host} is not an address of this machine; ${chooseHost}.`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `The host name ${JSON.stringify(host)} does not resolve to an address; ${chooseHost}.`;
+    default:
+      return undefined;
+  }
 }
 
 export function describeTarget(target: UpstreamTarget) {
