@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { UpstreamError } from '../errors.js';
+import { AnswerTooLargeError, cappedText } from '../shared/capped-text.js';
 
 /** Where embeddings come from: any OpenAI-compatible `/v1/embeddings` (Ollama included). */
 export interface EmbeddingEndpoint {
@@ -7,6 +8,9 @@ export interface EmbeddingEndpoint {
   apiKey: string;
   model: string;
 }
+
+/** A batch of vectors in JSON is a few MB (3,072 numbers of ~20 characters per text); far more is a server gone wrong. */
+export const EMBEDDINGS_ANSWER_MAX_BYTES = 64 * 1024 * 1024;
 
 const responseSchema = z.object({
   data: z.array(z.object({ embedding: z.array(z.number()), index: z.number().int().optional() })).min(1),
@@ -42,7 +46,12 @@ export class EmbeddingClient {
       body: JSON.stringify({ model: this.endpoint.model, input: texts }),
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
-    const text = await response.text();
+    let text: string;
+    try {
+      text = await cappedText(response, EMBEDDINGS_ANSWER_MAX_BYTES);
+    } catch (error) {
+      throw error instanceof AnswerTooLargeError ? new UpstreamError(`embeddings endpoint ${error.message}`, response.status) : error;
+    }
     if (!response.ok) throw new UpstreamError(`embeddings endpoint answered ${response.status}: ${text.slice(0, 300)}`, response.status);
     const parsed = responseSchema.safeParse(JSON.parse(text));
     if (!parsed.success) throw new UpstreamError(`embeddings endpoint returned an unexpected shape: ${parsed.error.issues[0]?.message}`);

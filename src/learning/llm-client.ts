@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { WireFormat } from '../config/index.js';
 import type { Logger } from '../logging/index.js';
+import { AnswerTooLargeError, cappedText } from '../shared/capped-text.js';
 import type { ClientCredentials } from '../upstream/index.js';
 import { endpointPath, isRetryableStatus, jsonHeaders, retryAfterMs } from '../upstream/index.js';
 import { LearningError, LearningMisconfiguredError, LearningRateLimitedError, PermanentJobError } from './runner.js';
@@ -157,7 +158,7 @@ async function send(target: LlmTarget, request: LlmRequest, extra: Record<string
       body: JSON.stringify(body),
       signal: request.signal ? AbortSignal.any([request.signal, timeout]) : timeout,
     });
-    return { ok: response.ok, status: response.status, text: await cappedText(response, target.name), retryAfterMs: retryAfterOf(response) };
+    return { ok: response.ok, status: response.status, text: await answerText(response, target.name), retryAfterMs: retryAfterOf(response) };
   } catch (error) {
     if (error instanceof LearningError) throw error;
     throw new LlmCallError(`${target.name} unreachable: ${(error as Error).message}`, undefined);
@@ -171,18 +172,12 @@ async function send(target: LlmTarget, request: LlmRequest, extra: Record<string
  */
 export const LLM_ANSWER_MAX_BYTES = 8 * 1024 * 1024;
 
-async function cappedText(response: Response, upstream: string): Promise<string> {
-  if (!response.body) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    // Leaving the loop cancels the body: the connection is closed, the rest never read.
-    if (size > LLM_ANSWER_MAX_BYTES)
-      throw new LlmCallError(`${upstream} answered more than ${LLM_ANSWER_MAX_BYTES / 1024 / 1024} MB; the answer was dropped`, response.status);
-    chunks.push(chunk);
+async function answerText(response: Response, upstream: string): Promise<string> {
+  try {
+    return await cappedText(response, LLM_ANSWER_MAX_BYTES);
+  } catch (error) {
+    throw error instanceof AnswerTooLargeError ? new LlmCallError(`${upstream} ${error.message}`, response.status) : error;
   }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 function retryAfterOf(response: Response): number | undefined {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LlmCallError, PermanentJobError } from '../../learning/index.js';
+import { AnswerTooLargeError, cappedText } from '../../shared/capped-text.js';
 import { urlHost } from '../../shared/url-host.js';
 import { isRetryableStatus } from '../../upstream/index.js';
 
@@ -17,6 +18,9 @@ export interface TeacherAnswer {
   /** prompt tokens the teacher read (counted as learning spend) */
   tokens: number;
 }
+
+/** An echo of a long session's token logprobs is a few MB; far more is a server gone wrong. */
+export const TEACHER_ANSWER_MAX_BYTES = 64 * 1024 * 1024;
 
 const answerSchema = z.object({
   choices: z.array(z.object({ logprobs: z.object({ token_logprobs: z.array(z.number().nullable()) }).nullable() })).min(1),
@@ -77,7 +81,12 @@ async function complete(
   } catch (error) {
     throw new LlmCallError(`the OPD teacher (${host(endpoint)}) is unreachable: ${(error as Error).message}`, undefined);
   }
-  const text = await response.text();
+  let text: string;
+  try {
+    text = await cappedText(response, TEACHER_ANSWER_MAX_BYTES);
+  } catch (error) {
+    throw error instanceof AnswerTooLargeError ? new LlmCallError(`the OPD teacher (${host(endpoint)}) ${error.message}`, response.status) : error;
+  }
   if (response.ok) {
     try {
       return { json: JSON.parse(text) as unknown, refusedZero: false };
