@@ -12,13 +12,18 @@ export class AnswerTooLargeError extends Error {
  */
 export async function cappedText(response: Response, limitBytes: number): Promise<string> {
   if (!response.body) return '';
+  const reader: ReadableStreamDefaultReader<Uint8Array> = response.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    // Leaving the loop cancels the body: the connection is closed.
-    if (size > limitBytes) throw new AnswerTooLargeError(limitBytes);
-    chunks.push(chunk);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return Buffer.concat(chunks).toString('utf8');
+    size += value.byteLength;
+    if (size > limitBytes) {
+      // Cancelling the body closes the connection: the rest is never read.
+      await reader.cancel().catch(() => undefined);
+      throw new AnswerTooLargeError(limitBytes);
+    }
+    chunks.push(value);
   }
-  return Buffer.concat(chunks).toString('utf8');
 }
