@@ -2,9 +2,10 @@
  * The life of one wired config file: plan the edit (nothing touched), commit it (backup, ledger,
  * atomic write, in that order), check it, and undo it (exact restore, or revert only our keys).
  */
-import { accessSync, constants, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { writeFileAtomic } from '../shared/atomic-write.js';
+import { isReadOnly } from '../shared/read-only.js';
 import { symlinkTarget } from '../shared/symlink-target.js';
 import { deepEqual, describePath, isEmptyContainer, readPath } from './document.js';
 import type { ConfigDocument, DocumentFormat, Setting } from './document.js';
@@ -283,23 +284,11 @@ function writablePath(path: string): string {
 /** What a failed write during unwire leaves behind, and how to finish. */
 const STILL_WIRED = 'It still points at MetaClaw; the ledger and the backup are kept, so run `metaclaw claw unwire` again once it can be written.';
 
-/**
- * A file the user made read-only is theirs to open up; MetaClaw does not write around it. A mode
- * with no write bit at all says so even to root (containers often run as root, who may write anything).
- */
+/** A file the user made read-only is theirs to open up; MetaClaw does not write around it. */
 function assertWritable(claw: ClawType, path: string, consequence = 'MetaClaw changed nothing.'): void {
   const real = writablePath(path);
-  if (!existsSync(real)) return;
-  try {
-    accessSync(real, constants.W_OK);
-    if ((statSync(real).mode & 0o222) === 0) throw Object.assign(new Error('no write permission'), { code: 'EACCES' });
-  } catch (error) {
-    throw new ClawError('write_failed', `${path} is read-only (${fileProblem(error)}). ${consequence} Make it writable and try again.`, {
-      claw,
-      path,
-      cause: error,
-    });
-  }
+  if (existsSync(real) && isReadOnly(real))
+    throw new ClawError('write_failed', `${path} is read-only (permission denied). ${consequence} Make it writable and try again.`, { claw, path });
 }
 
 function writeConfig(claw: ClawType, path: string, content: string | Buffer, mode: number, consequence: string): void {

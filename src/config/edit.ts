@@ -1,8 +1,9 @@
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { isAlias, isMap, parseDocument, YAMLMap, type Document } from 'yaml';
 import { ConfigError } from '../errors.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { LockBusyError, withFileLock } from '../shared/file-lock.js';
+import { isReadOnly } from '../shared/read-only.js';
 import { symlinkTarget } from '../shared/symlink-target.js';
 import { checkValue, convertText, displayValue } from './convert.js';
 import { schemaModeline } from './json-schema.js';
@@ -147,14 +148,10 @@ function writableConfigPath(file: string): string {
   const target = symlinkTarget(file);
   if (target === undefined) throw new ConfigError(`${file} is a symlink loop; nothing was changed.`);
   if (!existsSync(target)) return target;
-  const mode = statSync(target).mode & 0o777;
-  let writable = (mode & 0o200) !== 0;
-  try {
-    accessSync(target, constants.W_OK);
-  } catch {
-    writable = false;
-  }
-  if (!writable) throw new ConfigError(`${file} is read-only (mode 0${mode.toString(8)}); nothing was changed. Make it writable (chmod u+w) to change keys.`);
+  if (isReadOnly(target))
+    throw new ConfigError(
+      `${file} is read-only (mode 0${(statSync(target).mode & 0o777).toString(8)}); nothing was changed. Make it writable (chmod u+w) to change keys.`,
+    );
   return target;
 }
 
