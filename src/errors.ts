@@ -135,8 +135,8 @@ export class TeamError extends MetaclawError {
 
 /** The store holds something it should not (a body part missing, a record that does not parse). */
 export class StoreError extends MetaclawError {
-  constructor(message: string, code = 'store_inconsistent') {
-    super(code, message);
+  constructor(message: string, code = 'store_inconsistent', options: { cause?: unknown } = {}) {
+    super(code, message, options);
   }
 }
 

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { runCli, tempHome } from './support/proxy.js';
+import Database from 'better-sqlite3';
+import { freePort, runCli, tempHome } from './support/proxy.js';
 
 /** A path the user typed that cannot be written or read is their mistake to fix: a line naming it, not a stack trace. */
 describe('file errors of the CLI', () => {
@@ -23,6 +24,41 @@ describe('file errors of the CLI', () => {
       assert.equal(result.code, 1, shown);
       assert.match(result.stderr, message, shown);
       assert.doesNotMatch(result.stderr, /\n\s+at |node:fs/, shown);
+    }
+  });
+
+  test('a database file this version cannot use (not a database, a newer schema, a folder in its place) is one line naming it and what to do, exit 1, for commands and start alike, and the file is left as it was', async () => {
+    const notADatabase = tempHome();
+    writeFileSync(join(notADatabase, 'metaclaw.db'), 'my shopping list, not a database\n'.repeat(200));
+    const newer = tempHome();
+    const db = new Database(join(newer, 'metaclaw.db'));
+    db.pragma('user_version = 999');
+    db.close();
+    const folder = tempHome();
+    mkdirSync(join(folder, 'metaclaw.db'));
+    const cases: Array<[string, RegExp]> = [
+      [
+        notADatabase,
+        /^MetaClaw's database .*metaclaw\.db cannot be opened: file is not a database; move it aside to start afresh, or put a backup in its place\.$/m,
+      ],
+      [newer, /^The database .*metaclaw\.db has schema version 999, newer than this MetaClaw \(knows up to \d+\); upgrade MetaClaw\.$/m],
+      [folder, /^MetaClaw's database .*metaclaw\.db cannot be opened: unable to open database file; check that its folder exists/m],
+    ];
+    const port = await freePort();
+    for (const [home, message] of cases) {
+      const before = statSync(join(home, 'metaclaw.db')).isFile() ? readFileSync(join(home, 'metaclaw.db')) : undefined;
+      for (const args of [
+        ['memory', 'stats'],
+        ['skills', 'list'],
+        ['start', '--port', String(port)],
+      ]) {
+        const result = await runCli(args, { home });
+        const shown = `metaclaw ${args.join(' ')}:\n${result.stdout}\n${result.stderr}`;
+        assert.equal(result.code, 1, shown);
+        assert.match(result.stderr, message, shown);
+        assert.doesNotMatch(`${result.stdout}${result.stderr}`, /\n\s+at |SqliteError|StoreError|node_modules/, shown);
+      }
+      if (before) assert.deepEqual(readFileSync(join(home, 'metaclaw.db')), before, 'the file is not changed');
     }
   });
 

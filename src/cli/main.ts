@@ -1,5 +1,5 @@
 import { Argument, Command } from 'commander';
-import { ConfigError } from '../errors.js';
+import { ConfigError, StoreError } from '../errors.js';
 import { VERSION } from '../version.js';
 import type { CompletionShell } from './completion.js';
 import type { ConfigOptions } from './config.js';
@@ -172,8 +172,9 @@ try {
     if (error.message) printError(error.message);
     process.exit(error.exitCode);
   }
-  // A bad config or home (METACLAW_HOME naming a file) is the user's to fix, wherever it is found.
-  if (error instanceof ConfigError) {
+  // A bad config or home (METACLAW_HOME naming a file), or a database file this version cannot use
+  // (not a database, newer schema, a folder it may not write), is the user's to fix, wherever it is found.
+  if (error instanceof ConfigError || error instanceof StoreError) {
     printError(error.message);
     process.exit(1);
   }

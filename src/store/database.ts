@@ -21,10 +21,23 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   const migrations = options.migrations ?? MIGRATIONS;
   const isNew = path !== ':memory:' && !existsSync(path);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path, options.readonly ? { readonly: true, fileMustExist: true } : {});
-  if (isNew) chmodSync(path, 0o600);
+  let db: Db | undefined;
+  try {
+    db = new Database(path, options.readonly ? { readonly: true, fileMustExist: true } : {});
+    if (isNew) chmodSync(path, 0o600);
+    return configure(db, migrations, options, path);
+  } catch (error) {
+    db?.close();
+    throw unusableDatabase(error, path) ?? error;
+  }
+}
+
+function configure(db: Db, migrations: readonly Migration[], options: OpenOptions, path: string): Db {
   db.pragma('busy_timeout = 5000');
   if (options.readonly) return db;
+  const what = path === ':memory:' ? 'The database' : `The database ${path}`;
+  // Refused before any pragma writes to it: switching a newer version's file to WAL would change it.
+  refuseNewerSchema(db, migrations, what);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   // When the WAL restarts after a checkpoint has caught up, its file is cut back to 16 MB.
@@ -32,21 +45,51 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   db.pragma('foreign_keys = ON');
   // Deleted rows are overwritten with zeros: a forgotten memory must not linger in free pages.
   db.pragma('secure_delete = ON');
-  migrate(db, migrations);
+  migrate(db, migrations, what);
   if (options.busyTimeoutMs !== undefined) db.pragma(`busy_timeout = ${Math.max(0, Math.round(options.busyTimeoutMs))}`);
   return db;
+}
+
+/** SQLite's codes for a database file that cannot be used as it is, with what the user can do about it. */
+const UNUSABLE: ReadonlyArray<readonly [code: string, fix: string]> = [
+  ['SQLITE_NOTADB', 'move it aside to start afresh, or put a backup in its place'],
+  ['SQLITE_CORRUPT', 'stop MetaClaw, back it up, then recover it with `sqlite3 FILE .recover` (see `metaclaw doctor`)'],
+  ['SQLITE_CANTOPEN', 'check that its folder exists and that you may read and write both'],
+  ['SQLITE_READONLY', 'MetaClaw needs to write the file and its folder'],
+  ['SQLITE_PERM', 'check who owns the file and its folder'],
+  ['SQLITE_IOERR', 'the disk reported an error: check the device and its free space'],
+];
+
+/**
+ * An error opening the database that the user must fix (a file that is not a database, a folder
+ * MetaClaw may not write) as a StoreError naming the file, so every command says so in one line
+ * instead of a stack trace. Other errors (SQLITE_BUSY, bugs) are left as they are.
+ */
+function unusableDatabase(error: unknown, path: string): StoreError | undefined {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string') return undefined;
+  const fix = UNUSABLE.find(([prefix]) => code.startsWith(prefix))?.[1];
+  if (fix === undefined) return undefined;
+  return new StoreError(`MetaClaw's database ${path} cannot be opened: ${(error as Error).message}; ${fix.replace('FILE', path)}.`, 'database_unusable', {
+    cause: error,
+  });
 }
 
 export function schemaVersion(db: Db): number {
   return db.pragma('user_version', { simple: true }) as number;
 }
 
-export function migrate(db: Db, migrations: readonly Migration[]): void {
+function refuseNewerSchema(db: Db, migrations: readonly Migration[], what: string): void {
   const current = schemaVersion(db);
   const latest = migrations.at(-1)?.version ?? 0;
   if (current > latest) {
-    throw new StoreError(`The database schema (version ${current}) is newer than this MetaClaw (knows up to ${latest}); upgrade MetaClaw.`, 'schema_too_new');
+    throw new StoreError(`${what} has schema version ${current}, newer than this MetaClaw (knows up to ${latest}); upgrade MetaClaw.`, 'schema_too_new');
   }
+}
+
+export function migrate(db: Db, migrations: readonly Migration[], what = 'The database'): void {
+  refuseNewerSchema(db, migrations, what);
+  const current = schemaVersion(db);
   for (const migration of migrations) {
     if (migration.version <= current) continue;
     db.transaction(() => {
