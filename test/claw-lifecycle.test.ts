@@ -129,6 +129,29 @@ describe('start wires the agent, stop --unwire restores it byte for byte', () =>
     assert.match(nothing.stderr, /claw_type is none.*metaclaw claw wire TYPE/);
   });
 
+  test('a damaged wiring ledger: claw list still lists the agents and warns, doctor names it, unwire refuses, and the ledger is left as it was', async () => {
+    const user = await newUser();
+    const wired = await user.cli(['claw', 'wire']);
+    assert.equal(wired.code, 0, wired.stderr);
+    const ledger = join(user.metaclaw, 'claws', 'ledger.json');
+    const damaged = readFileSync(ledger, 'utf8').slice(0, 40);
+    writeFileSync(ledger, damaged);
+    const listed = await user.cli(['claw', 'list']);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, /^openclaw +found {2}.*openclaw\.json$/m);
+    assert.match(
+      listed.stderr,
+      /^warning: which agents are wired is unknown\. The wiring ledger .*ledger\.json is not valid JSON; fix it by hand, or move it aside .*claws\/backups\)\.$/m,
+    );
+    const doctor = await user.cli(['doctor']);
+    assert.match(doctor.stdout, /✘ wiring ledger: The wiring ledger .*ledger\.json is not valid JSON/);
+    const unwire = await user.cli(['claw', 'unwire']);
+    assert.equal(unwire.code, 1, unwire.stdout);
+    assert.match(unwire.stderr, /The wiring ledger .*ledger\.json is not valid JSON/);
+    assert.doesNotMatch(unwire.stderr, /\n\s+at /);
+    assert.equal(readFileSync(ledger, 'utf8'), damaged);
+  });
+
   test("claw install-plugin openclaw loads this repo's plugin with its config; unwire removes it exactly", async () => {
     const user = await newUser();
     const before = readFileSync(user.openclawConfig);

@@ -34,7 +34,7 @@ export type {
 } from './types.js';
 export { ClawError } from './types.js';
 export type { Ledger, LedgerAction, LedgerCommand, LedgerEntry, LedgerFileRecord } from './ledger.js';
-export { backupsFolder, clawsFolder, findLedgerEntry, ledgerPath, readLedger, removeLedgerEntry } from './ledger.js';
+export { backupsFolder, clawsFolder, findLedgerEntry, ledgerPath, ledgerProblem, readLedger, removeLedgerEntry } from './ledger.js';
 export { realEnvironment } from './environment.js';
 export type { RealEnvironmentOptions } from './environment.js';
 export { normalizeTarget } from './target.js';

@@ -86,6 +86,30 @@ export function sha256(content: string | Buffer): string {
   return createHash('sha256').update(content).digest('hex');
 }
 
+/** What a user can do about a damaged ledger: it alone knows what wiring changed, so it is never reset silently. */
+const LEDGER_FIX = (metaclawHome: string): string =>
+  `fix it by hand, or move it aside to start a new one (the agents' original files are kept in ${backupsFolder(metaclawHome)}).`;
+
+/** What is wrong with the ledger, or undefined when it reads (or does not exist yet). */
+export function ledgerProblem(metaclawHome: string): string | undefined {
+  try {
+    readLedger(metaclawHome);
+    return undefined;
+  } catch (error) {
+    if (error instanceof ClawError && error.status === 'ledger_corrupt') return error.message;
+    throw error;
+  }
+}
+
+/**
+ * Whether the ledger says MetaClaw wired `claw`, for listing agents: false when the ledger cannot be
+ * read, so one damaged file does not hide every agent (`ledgerProblem` says why). Wiring and unwiring
+ * read the ledger strictly.
+ */
+export function ledgerSaysWired(metaclawHome: string, claw: ClawType): boolean {
+  return ledgerProblem(metaclawHome) === undefined && findLedgerEntry(metaclawHome, claw) !== undefined;
+}
+
 /** The ledger, or an empty one when none was written yet. A damaged ledger is an error, never silently reset. */
 export function readLedger(metaclawHome: string): Ledger {
   const path = ledgerPath(metaclawHome);
@@ -94,13 +118,13 @@ export function readLedger(metaclawHome: string): Ledger {
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
-    throw new ClawError('ledger_corrupt', `The wiring ledger ${path} is not valid JSON; fix or remove it by hand.`, { path, cause: error });
+    throw new ClawError('ledger_corrupt', `The wiring ledger ${path} is not valid JSON; ${LEDGER_FIX(metaclawHome)}`, { path, cause: error });
   }
   const result = ledgerSchema.safeParse(parsed);
   if (!result.success) {
     throw new ClawError(
       'ledger_corrupt',
-      `The wiring ledger ${path} has an unexpected shape (${result.error.issues[0]?.message ?? 'invalid'}); fix or remove it by hand.`,
+      `The wiring ledger ${path} has an unexpected shape (${result.error.issues[0]?.message ?? 'invalid'}); ${LEDGER_FIX(metaclawHome)}`,
       { path },
     );
   }

@@ -10,7 +10,7 @@ import type { ConfigFileSpec } from './config-file.js';
 import { deepEqual, readPath } from './document.js';
 import type { JsonValue, Setting } from './document.js';
 import { jsonFormat } from './json-document.js';
-import { findLedgerEntry, openLedgerEntry, saveLedgerEntry } from './ledger.js';
+import { findLedgerEntry, ledgerSaysWired, openLedgerEntry, saveLedgerEntry } from './ledger.js';
 import type { LedgerAction, LedgerCommand, LedgerEntry } from './ledger.js';
 import { inHome } from './paths.js';
 import { normalizeTarget, openAIBaseUrl } from './target.js';
@@ -213,7 +213,7 @@ function detect(environment: ClawEnvironment): Detection {
     configPath,
     configExists,
     binaryPath,
-    wired: findLedgerEntry(environment.metaclawHome, 'nemoclaw') !== undefined,
+    wired: ledgerSaysWired(environment.metaclawHome, 'nemoclaw'),
     notes: binaryPath === undefined ? ['`openshell` is not on PATH; NemoClaw cannot be wired without it.'] : [],
   };
 }

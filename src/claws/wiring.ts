@@ -8,7 +8,7 @@ import { attempt, commandText, outputSummary, restartAgent } from './commands.js
 import type { Restart } from './commands.js';
 import { checkConfigFile, commitConfigFile, commitConfigFileVia, planConfigFile, undoConfigFile } from './config-file.js';
 import type { ConfigFileSpec, FilePlan } from './config-file.js';
-import { findLedgerEntry, openLedgerEntry, removeLedgerEntry } from './ledger.js';
+import { findLedgerEntry, ledgerSaysWired, openLedgerEntry, removeLedgerEntry } from './ledger.js';
 import type { LedgerEntry, LedgerFileRecord } from './ledger.js';
 import { normalizeTarget } from './target.js';
 import { ClawError } from './types.js';
@@ -56,7 +56,7 @@ export function detectFile(spec: FileAdapterSpec, environment: ClawEnvironment):
     configPath,
     configExists,
     binaryPath,
-    wired: findLedgerEntry(environment.metaclawHome, spec.claw) !== undefined,
+    wired: ledgerSaysWired(environment.metaclawHome, spec.claw),
     notes,
   };
 }

@@ -1,7 +1,18 @@
 import type { Command } from 'commander';
-import { ALL_CLAW_TYPES, ClawError, detectClaws, isClawType, unwireAll, unwireClaw, verifyClaw, wireClaw, type ClawType } from '../claws/index.js';
+import {
+  ALL_CLAW_TYPES,
+  ClawError,
+  detectClaws,
+  isClawType,
+  ledgerProblem,
+  unwireAll,
+  unwireClaw,
+  verifyClaw,
+  wireClaw,
+  type ClawType,
+} from '../claws/index.js';
 import type { LoadedConfig } from '../config/index.js';
-import { CliExit, loadCliConfig, print } from './context.js';
+import { CliExit, loadCliConfig, print, printError } from './context.js';
 import { installOpenClawPlugin } from './openclaw-plugin.js';
 import { clawEnvironment, clawName, wiringTarget } from './wiring.js';
 
@@ -79,7 +90,11 @@ export function registerClawCommands(program: Command): void {
   common(claw.command('list').description('agents found on this machine, and which are wired').option('--json')).action(
     guard(async (options: { config?: string; json?: boolean }) => {
       const config = loadCliConfig(options.config ? { config: options.config } : {});
-      const detections = await detectClaws(clawEnvironment(config));
+      const environment = clawEnvironment(config);
+      const detections = await detectClaws(environment);
+      // The agents are still listed; only which of them are wired is unknown.
+      const problem = ledgerProblem(environment.metaclawHome);
+      if (problem !== undefined) printError(`warning: which agents are wired is unknown. ${problem}`);
       if (options.json) return print(JSON.stringify(detections, null, 2));
       const width = Math.max(...ALL_CLAW_TYPES.map((type) => type.length));
       for (const item of detections)

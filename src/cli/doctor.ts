@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, statfsSync } from 'node:fs';
-import { isClawType, verifyClaw } from '../claws/index.js';
+import { isClawType, ledgerPath, ledgerProblem, verifyClaw } from '../claws/index.js';
 import { UpstreamError } from '../errors.js';
 import { loadConfig, type LoadedConfig } from '../config/index.js';
 import {
@@ -285,6 +285,15 @@ async function checkUpstream(config: LoadedConfig, checks: Check[]): Promise<voi
 }
 
 async function checkAgent(config: LoadedConfig, checks: Check[]): Promise<void> {
+  // Unwiring (and `uninstall`) restores the agents' files from the ledger alone, whatever claw_type says.
+  const ledger = ledgerProblem(config.home);
+  if (ledger !== undefined)
+    checks.push({
+      name: 'wiring ledger',
+      verdict: 'fail',
+      detail: ledger,
+      fix: `until ${ledgerPath(config.home)} reads, \`metaclaw claw unwire\` cannot restore any agent`,
+    });
   const type = config.values['claw_type'];
   if (type === 'none' || !isClawType(type)) {
     checks.push({
