@@ -12,6 +12,7 @@ import { openDatabase } from '../src/store/index.js';
 import { PgSkillProposals, PgSkillStore } from '../src/store/postgres/index.js';
 import { isEvolverCall, learningAwareUpstream, session, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
+import { errorReply } from './support/upstream.js';
 import { postgresSkip } from './support/postgres.js';
 import { tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { teamForTests, teamHelpers } from './support/team.js';
@@ -24,7 +25,7 @@ const { nodes } = team;
 const keys: Record<string, string> = {};
 /** Evolver calls per session marker, and how the evolver answers each session. */
 const calls = new Map<string, number>();
-let answer: (marker: string, call: number) => { delayMs: number; hang?: boolean };
+let answer: (marker: string, call: number) => { delayMs: number; hang?: boolean; retryAfterSeconds?: number };
 
 const { cli, client, rows, addMembers, startNodes } = teamHelpers(() => team, OWNER_KEY, keys);
 
@@ -51,8 +52,14 @@ describe('team mode: nodes learn from the team store', { skip: postgresSkip() },
       const marker = /MARKER-[A-Z]+/.exec(userText(request))?.[0] ?? 'MARKER-NONE';
       const call = (calls.get(marker) ?? 0) + 1;
       calls.set(marker, call);
-      const { delayMs, hang } = answer(marker, call);
+      const { delayMs, hang, retryAfterSeconds } = answer(marker, call);
       if (hang) return; // never answered: the node holding the job is killed meanwhile
+      if (retryAfterSeconds !== undefined)
+        return errorReply(
+          429,
+          { error: { message: 'Rate limit reached', type: 'rate_limit_error' } },
+          { 'retry-after': String(retryAfterSeconds) },
+        )(request, response);
       return learningAwareUpstream({ evolver: () => update(marker), delayMs })(request, response);
     };
     mkdirSync(join(team.seed, 'skills', SKILL), { recursive: true });
@@ -245,5 +252,50 @@ describe('team mode: nodes learn from the team store', { skip: postgresSkip() },
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
+  });
+
+  test('a learning LLM rate limit with retry-after pauses the node that met it that long (not the 5 s job backoff), shown in its /status, and the job is done once the pause ends', async () => {
+    const RETRY_AFTER_S = 14;
+    answer = (_marker, call) => (call === 1 ? { delayMs: 0, retryAfterSeconds: RETRY_AFTER_S } : { delayMs: 0 });
+    // The kill -9 test left one node running.
+    const alive: ProxyHandle[] = [];
+    for (const node of nodes)
+      if (
+        await fetch(`${node.url}/healthz`).then(
+          (reply) => reply.ok,
+          () => false,
+        )
+      )
+        alive.push(node);
+    assert.equal(alive.length, 1, 'one node is left');
+    const node = alive[0]!;
+    await session(client(node, 'alice'), 'team-session-d', ['squash my git commits MARKER-DELTA', 'no, fixup instead MARKER-DELTA']);
+    const statusOf = async () =>
+      (await (await fetch(`${node.url}/status`, { headers: { authorization: `Bearer ${OWNER_KEY}` } })).json()) as {
+        learning: { paused_reason: string | null; dead_lettered: number };
+      };
+    const limited = await waitFor(async () => (calls.get('MARKER-DELTA') === 1 ? statusOf() : undefined), 20_000, 100);
+    const limitedAt = Date.now();
+    const paused = await waitFor(async () => ((await statusOf()).learning.paused_reason ? statusOf() : undefined), 5_000, 100);
+    assert.match(paused.learning.paused_reason!, /rate limited .*429.*wait until/);
+    const until = Date.parse(/wait until (\S+)$/.exec(paused.learning.paused_reason!)![1]!);
+    assert.ok(until - limitedAt > (RETRY_AFTER_S - 3) * 1000, `it waits the ${RETRY_AFTER_S} s the upstream asked for (${paused.learning.paused_reason})`);
+    // Past the job's own first backoff (4-6 s): a node that ignored retry-after would have asked again by now.
+    await new Promise((resolve) => setTimeout(resolve, 8_000));
+    assert.equal(calls.get('MARKER-DELTA'), 1, 'no call while the node is paused');
+    const done = await waitFor(
+      async () => {
+        const [job] = await rows<{ status: string; attempts: number }>(
+          "SELECT status, attempts FROM jobs WHERE kind = 'skills.evolve' AND payload LIKE '%team-session-d%'",
+        );
+        return job?.status === 'done' ? job : undefined;
+      },
+      30_000,
+      200,
+    );
+    assert.equal(done.attempts, 2, 'the limited attempt, then the one after the pause');
+    assert.equal(calls.get('MARKER-DELTA'), 2);
+    assert.ok(Date.now() - limitedAt >= (RETRY_AFTER_S - 1) * 1000, 'the second call waited for the pause');
+    assert.equal(limited.learning.dead_lettered, (await statusOf()).learning.dead_lettered, 'nothing was dead-lettered');
   });
 });
