@@ -78,7 +78,17 @@ describe('memory import of the Python MetaClaw store', () => {
     });
     mkdirSync(join(proxy.home, 'memory'));
     storePath = join(proxy.home, 'memory', 'memory.db');
-    pythonStore(storePath);
+    // As a MetaClaw killed while running leaves it: its latest memory only in the WAL beside memory.db.
+    const built = join(proxy.home, 'built.db');
+    pythonStore(built);
+    const running = new Database(built);
+    running.pragma('wal_autocheckpoint = 0');
+    running
+      .prepare("INSERT INTO memories (memory_id, scope_id, memory_type, content, created_at, updated_at) VALUES ('m-wal', 'default', 'semantic', ?, ?, ?)")
+      .run('The user is learning the cello.', '2026-02-20T10:00:00+00:00', '2026-02-20T10:00:00+00:00');
+    copyFileSync(built, storePath);
+    copyFileSync(`${built}-wal`, `${storePath}-wal`);
+    running.close();
   });
   after(async () => {
     await proxy.dispose();
@@ -94,17 +104,17 @@ describe('memory import of the Python MetaClaw store', () => {
   test('doctor offers the import of ~/.metaclaw/memory/memory.db with the exact command, then stops once it is imported', async () => {
     const offered = await doctorLine();
     assert.equal(offered?.verdict, 'warn', JSON.stringify(offered));
-    assert.match(offered.detail, /holds 4 active memories of the Python MetaClaw/);
+    assert.match(offered.detail, /holds 5 active memories of the Python MetaClaw/);
     assert.equal(offered.fix, `run \`metaclaw memory import ${storePath}\` (the file is only read; memories already here are skipped)`);
 
     // A memory the user already added here by hand is not added twice.
     assert.equal((await proxy.cli(['memory', 'add', 'Deploys go out on Fridays.', '--type', 'project_state'])).code, 0);
-    const before = sha256(storePath);
+    const before = [sha256(storePath), sha256(`${storePath}-wal`)];
     const folder = readdirSync(join(proxy.home, 'memory')).sort();
     const imported = await proxy.cli(['memory', 'import', storePath, '--json']);
     assert.equal(imported.code, 0, imported.stderr);
     const report = JSON.parse(imported.stdout) as { imported: number; skipped: Array<{ id: string; reason: string }>; source: { schema_version: number } };
-    assert.equal(report.imported, 3);
+    assert.equal(report.imported, 4, 'the memory still in the WAL too');
     assert.equal(report.source.schema_version, 6);
     const reasons = Object.fromEntries(report.skipped.map((skipped) => [skipped.id, skipped.reason]));
     assert.match(reasons['m-old-cat'] ?? '', /^superseded: /);
@@ -112,7 +122,11 @@ describe('memory import of the Python MetaClaw store', () => {
     assert.match(reasons['m-archived'] ?? '', /^archived in MetaClaw/);
     assert.match(reasons['m-gossip'] ?? '', /^memory_type: Invalid option/);
     assert.equal(reasons['m-deploy'], 'already in memory');
-    assert.equal(sha256(storePath), before, 'the Python store is only read');
+    assert.deepEqual(
+      [sha256(storePath), sha256(`${storePath}-wal`)],
+      before,
+      'the Python store is only read (its WAL is not checkpointed into it, nor removed)',
+    );
     assert.deepEqual(readdirSync(join(proxy.home, 'memory')).sort(), folder, 'no -wal or -shm file is made beside it');
 
     const units = (await exported())
@@ -129,11 +143,12 @@ describe('memory import of the Python MetaClaw store', () => {
       'a session scope lands in its base scope; importance 0.99 is pinned',
     );
     assert.equal(units.find((unit) => unit.content.includes('Alice'))?.scope, 'user:alice');
+    assert.ok(units.some((unit) => unit.content === 'The user is learning the cello.'));
     assert.ok(!units.some((unit) => /Whiskers|Lisbon|dentist|Someone/.test(unit.content)));
 
     const done = await doctorLine();
     assert.equal(done?.verdict, 'pass', JSON.stringify(done));
-    assert.match(done.detail, /were imported on \d{4}-\d\d-\d\d \(3 added\)/);
+    assert.match(done.detail, /were imported on \d{4}-\d\d-\d\d \(4 added\)/);
   });
 
   test('an imported memory is recalled into a later request through the proxy', async () => {
@@ -147,7 +162,7 @@ describe('memory import of the Python MetaClaw store', () => {
     const exportBefore = await exported();
     const again = await proxy.cli(['memory', 'import', storePath]);
     assert.equal(again.code, 0, again.stderr);
-    assert.match(again.stdout, /^Imported 0 memories from MetaClaw's store .* \(schema version 6\); skipped 8\./);
+    assert.match(again.stdout, /^Imported 0 memories from MetaClaw's store .* \(schema version 6\); skipped 9\./);
     assert.match(again.stdout, /row \d \(m-cat\): already in memory/);
     assert.equal(await exported(), exportBefore);
   });
@@ -176,6 +191,7 @@ describe('memory import of the Python MetaClaw store', () => {
   test('the store changed by MetaClaw after the import is offered again (memory.store_path names it)', async () => {
     const moved = join(proxy.home, 'elsewhere.db');
     copyFileSync(storePath, moved);
+    copyFileSync(`${storePath}-wal`, `${moved}-wal`);
     assert.equal((await proxy.cli(['config', 'set', 'memory.store_path', moved])).code, 0);
     assert.equal((await doctorLine())?.verdict, 'pass', 'the same memories, wherever the file is');
     const db = new Database(moved);
