@@ -72,19 +72,17 @@ export class PythonStoreError extends Error {}
 
 const SQLITE_HEADER = Buffer.from('SQLite format 3\u0000', 'latin1');
 
-/** Whether the file starts as every SQLite database does (else it is read as JSONL). */
+/** Whether the file starts as every SQLite database does (else it is read as JSONL, which reports what it cannot read). */
 export function isSqliteFile(path: string): boolean {
-  let fd: number;
+  let fd: number | undefined;
   try {
     fd = openSync(path, 'r');
-  } catch {
-    return false;
-  }
-  try {
     const head = Buffer.alloc(SQLITE_HEADER.length);
     return readSync(fd, head, 0, head.length, 0) === head.length && head.equals(SQLITE_HEADER);
+  } catch {
+    return false; // a folder, or a file that cannot be read: the JSONL reader says so
   } finally {
-    closeSync(fd);
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
