@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
-import { startProxy, type ProxyHandle } from './support/proxy.js';
-import { ScriptedUpstream } from './support/upstream.js';
+import type { ProxyHandle } from './support/proxy.js';
+import { startScriptedProxy, type ScriptedProxy } from './support/scripted-proxy.js';
+import type { ScriptedUpstream } from './support/upstream.js';
 
 /**
  * A store as the Python MetaClaw leaves it: its schema (version 6) written here from what its
@@ -67,15 +68,14 @@ interface DoctorReport {
 }
 
 describe('memory import of the Python MetaClaw store', () => {
+  let started: ScriptedProxy;
   let upstream: ScriptedUpstream;
   let proxy: ProxyHandle;
   let storePath: string;
 
   before(async () => {
-    upstream = await ScriptedUpstream.start();
-    proxy = await startProxy({
-      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
-    });
+    started = await startScriptedProxy({ config: { memory: { auto_extract: false }, skills: { auto_evolve: false } } });
+    ({ upstream, proxy } = started);
     mkdirSync(join(proxy.home, 'memory'));
     storePath = join(proxy.home, 'memory', 'memory.db');
     // As a MetaClaw killed while running leaves it: its latest memory only in the WAL beside memory.db.
@@ -90,10 +90,7 @@ describe('memory import of the Python MetaClaw store', () => {
     copyFileSync(`${built}-wal`, `${storePath}-wal`);
     running.close();
   });
-  after(async () => {
-    await proxy.dispose();
-    await upstream.close();
-  });
+  after(() => started.close());
 
   const doctorLine = async () => {
     const result = await proxy.cli(['doctor', '--no-canary', '--json']);
