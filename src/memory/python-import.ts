@@ -20,7 +20,7 @@ const PINNED_IMPORTANCE = 0.99;
  * (memory.scope or --scope). `user:…` and `workspace:…` scopes are derived here from the same
  * headers the same way, so they stay as they are.
  */
-export function pythonScope(scope: string, defaultScope: string): string {
+function pythonScope(scope: string, defaultScope: string): string {
   const base = scope
     .split('|')
     .map((part) => part.trim())
