@@ -185,6 +185,25 @@ describe('memory import of the Python MetaClaw store', () => {
     assert.equal(await exported(), exportBefore);
   });
 
+  test('an older store, from before MetaClaw added expires_at and tags_json, is read too', async () => {
+    const older = join(proxy.home, 'older.db');
+    const db = new Database(older);
+    db.exec(`
+      CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TEXT NOT NULL);
+      INSERT INTO schema_version VALUES (3, '2025-10-01T00:00:00+00:00');
+      CREATE TABLE memories (memory_id TEXT PRIMARY KEY, scope_id TEXT NOT NULL, memory_type TEXT NOT NULL, content TEXT NOT NULL,
+        summary TEXT DEFAULT '', importance REAL DEFAULT 0.5, confidence REAL DEFAULT 0.7, status TEXT DEFAULT 'active',
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+      INSERT INTO memories (memory_id, scope_id, memory_type, content, created_at, updated_at)
+        VALUES ('m-old', 'workspace:garden', 'semantic', 'The tomatoes are in the north bed.', '2025-10-02T00:00:00+00:00', '2025-10-02T00:00:00+00:00');
+    `);
+    db.close();
+    const imported = await proxy.cli(['memory', 'import', older, '--json']);
+    assert.equal(imported.code, 0, imported.stderr);
+    assert.deepEqual(JSON.parse(imported.stdout), { imported: 1, skipped: [], source: { path: older, schema_version: 3 } });
+    assert.match((await proxy.cli(['memory', 'search', 'tomatoes', '--scope', 'workspace:garden'])).stdout, /north bed/);
+  });
+
   test('the store changed by MetaClaw after the import is offered again (memory.store_path names it)', async () => {
     const moved = join(proxy.home, 'elsewhere.db');
     copyFileSync(storePath, moved);
