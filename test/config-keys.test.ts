@@ -57,7 +57,7 @@ describe('every config key does what its doc says or warns', () => {
 
   test('a key with no effect warns, with file and line, only when set to something other than its default; the built RL, OPD and scheduler keys do not warn', () => {
     const folder = home(
-      'mode: rl\nopd:\n  enabled: true\n  kl_penalty_coef: 1\nscheduler:\n  enabled: true\nmemory:\n  store_path: /data/memory.db\nwechat:\n  enabled: true\nskills:\n  task_specific_top_k: 10\n',
+      'mode: rl\nopd:\n  enabled: true\n  kl_penalty_coef: 1\nscheduler:\n  enabled: true\nmemory:\n  policy_path: /data/policy.json\nwechat:\n  enabled: true\nskills:\n  task_specific_top_k: 10\n',
     );
     const config = loadConfig({ env: { METACLAW_HOME: folder } });
     const file = join(folder, 'config.yaml');
@@ -74,7 +74,7 @@ describe('every config key does what its doc says or warns', () => {
     assert.ok(!config.warnings.some((warning) => warning.includes('scheduler.enabled')), 'the scheduler is built: scheduler.enabled does not warn');
     assert.ok(
       config.warnings.includes(
-        `${file}:8: memory.store_path is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS (memories live in the main database, $METACLAW_HOME/metaclaw.db)`,
+        `${file}:8: memory.policy_path is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS (retrieval is set by the memory.* keys; there is no policy file)`,
       ),
     );
     assert.ok(
@@ -113,24 +113,24 @@ describe('every config key does what its doc says or warns', () => {
   });
 
   test('metaclaw start warns on stderr, naming each ignored key, and the log records it', async () => {
-    const folder = home(`proxy:\n  port: ${await freePort()}\nmemory:\n  store_path: /data/memory.db\n  auto_upgrade_enabled: true\n`);
+    const folder = home(`proxy:\n  port: ${await freePort()}\nmemory:\n  policy_path: /data/policy.json\n  auto_upgrade_enabled: true\n`);
     const started = await runCli(['start', '--no-wire'], { home: folder });
     try {
       assert.equal(started.code, 0, started.stderr);
       assert.match(
         started.stderr,
-        /warning: .*config\.yaml:4: memory\.store_path is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS \(memories live in the main database/,
+        /warning: .*config\.yaml:4: memory\.policy_path is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS \(retrieval is set by the memory\.\* keys/,
       );
       assert.match(
         started.stderr,
         /warning: .*config\.yaml:5: memory\.auto_upgrade_enabled is accepted for compatibility with MetaClaw but has no effect in MetaClaw-TS \(MetaClaw's memory policy self-upgrade is not part of MetaClaw-TS\)/,
       );
-      assert.equal(started.stderr.match(/memory\.store_path/g)?.length, 1, 'once');
+      assert.equal(started.stderr.match(/memory\.policy_path/g)?.length, 1, 'once');
     } finally {
       await runCli(['stop'], { home: folder });
     }
     const log = readFileSync(join(folder, 'logs', 'metaclaw.log'), 'utf8');
-    assert.match(log, /memory\.store_path is accepted for compatibility with MetaClaw but has no effect/);
+    assert.match(log, /memory\.policy_path is accepted for compatibility with MetaClaw but has no effect/);
     assert.match(log, /memory\.auto_upgrade_enabled is accepted for compatibility/);
   });
 
@@ -141,9 +141,10 @@ describe('every config key does what its doc says or warns', () => {
     const lineOf = (key: string) => listed.stdout.split('\n').find((line) => line.startsWith(`${key}  (`)) ?? '';
     assert.doesNotMatch(lineOf('opd.kl_penalty_coef'), /\[/, 'OPD is built');
     assert.doesNotMatch(lineOf('rl.lora_rank'), /\[/, 'RL is built');
-    assert.match(lineOf('memory.store_path'), /\[compatibility only\]$/);
+    assert.match(lineOf('memory.policy_path'), /\[compatibility only\]$/);
+    assert.doesNotMatch(lineOf('memory.store_path'), /\[/, 'it names the MetaClaw store doctor offers to import');
     assert.doesNotMatch(lineOf('max_context_tokens'), /\[/);
-    assert.match(listed.stdout, /memory\.store_path .*\n.*\n {4}No effect in MetaClaw-TS: memories live in the main database/);
+    assert.match(listed.stdout, /memory\.policy_path .*\n.*\n {4}No effect in MetaClaw-TS: retrieval is set by the memory\.\* keys/);
 
     const json = JSON.parse((await runCli(['config', 'keys', '--json'], { home: folder })).stdout) as Array<{ key: string; status: string; reason?: string }>;
     assert.equal(json.find((entry) => entry.key === 'opd.kl_penalty_coef')?.status, 'honoured');

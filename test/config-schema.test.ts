@@ -52,7 +52,7 @@ describe('the JSON Schema of config.yaml', () => {
     const port = schema['properties'].proxy.properties.port;
     assert.deepEqual(port, { type: 'integer', minimum: 1, maximum: 65535, description: 'Port to listen on.', default: 30000 });
     assert.deepEqual(schema['properties'].llm.properties.api_format.enum, ['auto', 'openai', 'anthropic', 'openai-responses']);
-    assert.match(schema['properties'].memory.properties.store_path.description, /No effect in MetaClaw-TS/);
+    assert.match(schema['properties'].memory.properties.policy_path.description, /No effect in MetaClaw-TS/);
 
     const keys = JSON.parse((await runCli(['config', 'keys', '--json'], { home: newHome() })).stdout) as Array<{ key: string; default: unknown }>;
     for (const { key } of keys) {

@@ -24,6 +24,7 @@ import { baseUrl, CliExit, print } from './context.js';
 import { callJson, type ProxyCallOptions } from './proxy-client.js';
 import { clawEnvironment, clawName, wiringTarget } from './wiring.js';
 import { checkTeamMembers, checkTeamStore } from './doctor-team.js';
+import { checkPythonMemory } from './doctor-python-memory.js';
 
 export interface DoctorOptions {
   config?: string;
@@ -60,6 +61,7 @@ export async function doctorCommand(options: DoctorOptions): Promise<void> {
     checkPrivacy(config, options.fix === true, checks);
     checkDisk(config, checks);
     checkDatabase(config, checks);
+    checkPythonMemory(config, checks);
     checkTeamMembers(config, checks);
     await checkTeamStore(config, checks);
     await checkUpstream(config, checks);

@@ -1,4 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { progress } from '@clack/prompts';
 import type { Command } from 'commander';
 import { PRIVATE_FILE_MODE } from '../config/index.js';
@@ -8,6 +9,10 @@ import { silentLogger } from '../logging/index.js';
 import {
   exportMemory,
   importLines,
+  importPythonRows,
+  isSqliteFile,
+  readPythonStore,
+  rememberPythonImport,
   ingestTurnSchema,
   MEMORY_TYPES,
   memoryContentSchema,
@@ -290,24 +295,21 @@ export function registerMemoryCommands(program: Command): void {
     }),
   );
 
-  common(memory.command('import').description('read memories from a JSONL file (what export writes)').argument('<file>')).action(
-    (file: string, options: MemoryOptions) =>
-      withMemory<MemoryOptions>(({ memory: service, defaultScope }) => {
-        const lines = readUserFile(file).split('\n');
-        const bar = lines.length > 200 && process.stderr.isTTY ? progress({ max: lines.length, output: process.stderr }) : undefined;
-        bar?.start(`Importing ${lines.length} lines`);
-        const report: MemoryImportReport = { imported: 0, skipped: [] };
-        for (let start = 0; start < lines.length; start += 100) {
-          const chunk = importLines(service, lines.slice(start, start + 100), options.scope ?? defaultScope);
-          report.imported += chunk.imported;
-          report.skipped.push(...chunk.skipped.map((item) => ({ line: item.line + start, reason: item.reason })));
-          bar?.advance(Math.min(100, lines.length - start));
-        }
-        bar?.stop(`Imported ${report.imported}`);
-        if (options.json) return print(JSON.stringify(report, null, 2));
-        print(`Imported ${report.imported} memories; skipped ${report.skipped.length}.`);
-        for (const skipped of report.skipped.slice(0, 20)) print(`  line ${skipped.line}: ${skipped.reason}`);
-      })(options),
+  common(
+    memory.command('import').description("read memories from a JSONL file (what export writes) or from the Python MetaClaw's memory.db").argument('<file>'),
+  ).action((file: string, options: MemoryOptions) =>
+    withMemory<MemoryOptions>(({ memory: service, db, defaultScope }) => {
+      const scope = options.scope ?? defaultScope;
+      if (isSqliteFile(file)) return importPythonStore(service, db, file, scope, options.json === true);
+      const lines = readUserFile(file).split('\n');
+      const report = withProgress(lines.length, 'lines', (start, end) => {
+        const chunk = importLines(service, lines.slice(start, end), scope);
+        return { imported: chunk.imported, skipped: chunk.skipped.map((item) => ({ line: item.line + start, reason: item.reason })) };
+      });
+      if (options.json) return print(JSON.stringify(report, null, 2));
+      print(`Imported ${report.imported} memories; skipped ${report.skipped.length}.`);
+      for (const skipped of report.skipped.slice(0, 20)) print(`  line ${skipped.line}: ${skipped.reason}`);
+    })(options),
   );
 
   common(
@@ -328,6 +330,36 @@ export function registerMemoryCommands(program: Command): void {
       );
     })(options),
   );
+}
+
+/**
+ * `memory import` of the Python MetaClaw's store: read from a private copy (the file is never
+ * written), imported as JSONL lines are, and remembered in this install's database by what the
+ * store holds, so `doctor` stops offering it.
+ */
+function importPythonStore(service: MemoryService, db: Db, file: string, scope: string, json: boolean): void {
+  const store = readPythonStore(file);
+  const report = withProgress(store.rows.length, 'memories', (start, end) => importPythonRows(service, store.rows.slice(start, end), scope, start + 1));
+  rememberPythonImport(db, store.fingerprint, resolve(file), report);
+  if (json) return print(JSON.stringify({ ...report, source: { path: resolve(file), schema_version: store.version } }, null, 2));
+  print(`Imported ${report.imported} memories from MetaClaw's store ${file} (schema version ${store.version}); skipped ${report.skipped.length}.`);
+  for (const skipped of report.skipped.slice(0, 20)) print(`  row ${skipped.line} (${skipped.id}): ${skipped.reason}`);
+  if (report.skipped.length > 20) print(`  … and ${report.skipped.length - 20} more (--json lists them all)`);
+}
+
+/** Runs an import a hundred items at a time, with a progress bar on a terminal when there are many. */
+function withProgress(count: number, what: string, slice: (start: number, end: number) => MemoryImportReport): MemoryImportReport {
+  const bar = count > 200 && process.stderr.isTTY ? progress({ max: count, output: process.stderr }) : undefined;
+  bar?.start(`Importing ${count} ${what}`);
+  const report: MemoryImportReport = { imported: 0, skipped: [] };
+  for (let start = 0; start < count; start += 100) {
+    const chunk = slice(start, Math.min(count, start + 100));
+    report.imported += chunk.imported;
+    report.skipped.push(...chunk.skipped);
+    bar?.advance(Math.min(100, count - start));
+  }
+  bar?.stop(`Imported ${report.imported}`);
+  return report;
 }
 
 function readTurns(file: string): IngestTurn[] {

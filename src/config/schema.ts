@@ -24,7 +24,6 @@ import { maskSecret } from './convert.js';
  */
 
 const compatibility = (reason: string): NoEffect => ({ status: 'compatibility', reason });
-const IN_DATABASE = compatibility('memories live in the main database, $METACLAW_HOME/metaclaw.db');
 const NO_SELF_UPGRADE = compatibility("MetaClaw's memory policy self-upgrade is not part of MetaClaw-TS");
 
 export const MODES = ['skills_only', 'rl', 'auto'] as const;
@@ -165,8 +164,13 @@ export const KEY_DEFINITIONS = [
   stringKey('skills.embedding.model', '', { doc: 'Embedding model name.' }),
 
   booleanKey('memory.enabled', true, { doc: 'Extract, keep and recall long-term memories.' }),
-  pathKey('memory.dir', '', { noEffect: IN_DATABASE, doc: "MetaClaw's memory folder." }),
-  pathKey('memory.store_path', '', { noEffect: IN_DATABASE, doc: "MetaClaw's memory database file." }),
+  // MetaClaw-TS keeps its own memories in $METACLAW_HOME/metaclaw.db: these two only name MetaClaw's store.
+  pathKey('memory.dir', '', {
+    doc: "The Python MetaClaw's memory folder (default: memory/ in this home): `metaclaw doctor` offers to import its memory.db. MetaClaw-TS's own memories live in metaclaw.db.",
+  }),
+  pathKey('memory.store_path', '', {
+    doc: "The Python MetaClaw's memory database (default: memory.dir/memory.db): `metaclaw doctor` offers to import it (`metaclaw memory import FILE`). MetaClaw-TS's own memories live in metaclaw.db.",
+  }),
   pathKey('memory.policy_path', '', {
     noEffect: compatibility('retrieval is set by the memory.* keys; there is no policy file'),
     doc: "MetaClaw's memory policy file.",

@@ -56,8 +56,8 @@ const importLineSchema = z.object({
 
 export interface MemoryImportReport {
   imported: number;
-  /** Lines not imported, numbered from 1, with the reason. */
-  skipped: Array<{ line: number; reason: string }>;
+  /** Lines (rows, for MetaClaw's store) not imported, numbered from 1, with the reason; `id`: the row's memory id. */
+  skipped: Array<{ line: number; id?: string; reason: string }>;
 }
 
 /** A unit as the API, the CLI's `--json` and export show it. */
@@ -121,6 +121,17 @@ export function importTargets(lines: readonly string[], defaultScope: string, on
   return { scopes: [...scopes].sort(), contents };
 }
 
+/** One memory to import, as an import line holds it once checked. */
+export type ImportItem = z.infer<typeof importLineSchema>;
+
+/** Checks one value read from an import source (a JSONL line, a row of MetaClaw's store): the item, or why not. */
+export function checkImportItem(value: unknown): { item: ImportItem } | { reason: string } {
+  const parsed = importLineSchema.safeParse(value);
+  if (parsed.success) return { item: parsed.data };
+  const issue = parsed.error.issues[0];
+  return { reason: `${issue?.path.join('.') || 'line'}: ${issue?.message}` };
+}
+
 /**
  * Imports JSONL lines (what export writes); bad lines are reported, never fatal. With `onlyScope`,
  * lines that name another scope are skipped (an HTTP caller without the admin token).
@@ -136,47 +147,43 @@ export function importLines(memory: MemoryService, lines: readonly string[], def
       report.skipped.push({ line: index + 1, reason: 'not JSON' });
       return;
     }
-    const parsed = importLineSchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      report.skipped.push({ line: index + 1, reason: `${issue?.path.join('.') || 'line'}: ${issue?.message}` });
-      return;
-    }
-    const item = parsed.data;
-    const scope = item.scope ?? defaultScope;
-    if (onlyScope !== undefined && scope !== onlyScope) {
-      report.skipped.push({ line: index + 1, reason: `scope "${scope}" is not this request's scope ("${onlyScope}")` });
-      return;
-    }
-    // An export holds what was replaced too (its history); imported, it would come back as a live
-    // memory, and a replaced rule must never return.
-    if (item.status === 'superseded') {
-      report.skipped.push({ line: index + 1, reason: 'superseded: it was replaced by a newer memory, so it is not brought back' });
-      return;
-    }
-    // A rule may say exactly what its raw turn said, so units are matched against raw turns only
-    // when the line is a raw turn itself: then an export imported back into its own install (or
-    // twice) adds nothing, where every raw turn used to come back as a copy.
-    if (memory.store.findSameContent(scope, item.content, { rawTurns: item.origin === 'raw_turn' })) {
-      report.skipped.push({ line: index + 1, reason: 'already in memory' });
-      return;
-    }
-    const observedAt = item.observed_at ? Date.parse(item.observed_at) : Number.NaN;
-    memory.add({
-      scope,
-      type: item.type,
-      content: item.content,
-      ...(item.search_keys ? { searchKeys: item.search_keys } : {}),
-      importance: item.importance ?? 0.6,
-      confidence: item.confidence ?? 0.8,
-      core: item.core ?? false,
-      pinned: item.pinned ?? false,
-      origin: 'import',
-      ...(Number.isNaN(observedAt) ? {} : { observedAt }),
-      sourceSession: item.source?.session_id ?? null,
-      sourceTurns: item.source?.turn_ids ?? [],
-    });
-    report.imported++;
+    const checked = checkImportItem(value);
+    const reason = 'reason' in checked ? checked.reason : importItem(memory, checked.item, defaultScope, onlyScope);
+    if (reason === undefined) report.imported++;
+    else report.skipped.push({ line: index + 1, reason });
   });
   return report;
+}
+
+/**
+ * Adds one checked item as a live memory, unless it must not be: why it was skipped, or undefined
+ * once added. Every import source (JSONL lines, MetaClaw's own store) passes here, so each skips
+ * the same things for the same reasons.
+ */
+export function importItem(memory: MemoryService, item: ImportItem, defaultScope: string, onlyScope?: string): string | undefined {
+  const scope = item.scope ?? defaultScope;
+  if (onlyScope !== undefined && scope !== onlyScope) return `scope "${scope}" is not this request's scope ("${onlyScope}")`;
+  // An export holds what was replaced too (its history); imported, it would come back as a live
+  // memory, and a replaced rule must never return.
+  if (item.status === 'superseded') return 'superseded: it was replaced by a newer memory, so it is not brought back';
+  // A rule may say exactly what its raw turn said, so units are matched against raw turns only
+  // when the line is a raw turn itself: then an export imported back into its own install (or
+  // twice) adds nothing, where every raw turn used to come back as a copy.
+  if (memory.store.findSameContent(scope, item.content, { rawTurns: item.origin === 'raw_turn' })) return 'already in memory';
+  const observedAt = item.observed_at ? Date.parse(item.observed_at) : Number.NaN;
+  memory.add({
+    scope,
+    type: item.type,
+    content: item.content,
+    ...(item.search_keys ? { searchKeys: item.search_keys } : {}),
+    importance: item.importance ?? 0.6,
+    confidence: item.confidence ?? 0.8,
+    core: item.core ?? false,
+    pinned: item.pinned ?? false,
+    origin: 'import',
+    ...(Number.isNaN(observedAt) ? {} : { observedAt }),
+    sourceSession: item.source?.session_id ?? null,
+    sourceTurns: item.source?.turn_ids ?? [],
+  });
+  return undefined;
 }
