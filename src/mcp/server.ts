@@ -3,7 +3,7 @@ import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mc
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { MAX_SESSION_ID_LENGTH } from '../conversation/index.js';
-import { MEMORY_TYPES, memoryContentSchema, presentMemory, type MemoryService } from '../memory/index.js';
+import { DEFAULT_MEMORY_TYPE, MEMORY_TYPES, memoryContentSchema, presentMemory, type MemoryService } from '../memory/index.js';
 import type { Skill, SkillsService } from '../skills/index.js';
 import { VERSION } from '../version.js';
 
@@ -52,7 +52,7 @@ export function createMcpServer(stores: McpStores): McpServer {
       inputSchema: {
         // As the HTTP API and the CLI take it: whitespace alone is no memory.
         content: memoryContentSchema,
-        type: z.enum(MEMORY_TYPES).optional().describe('default: semantic'),
+        type: z.enum(MEMORY_TYPES).optional().describe(`default: ${DEFAULT_MEMORY_TYPE}`),
         importance: z.number().min(0).max(1).optional(),
         scope,
       },
@@ -60,7 +60,7 @@ export function createMcpServer(stores: McpStores): McpServer {
     ({ content, type, importance, scope: asked }) => {
       const unit = memory.add({
         scope: asked ?? defaultScope,
-        type: type ?? 'semantic',
+        type: type ?? DEFAULT_MEMORY_TYPE,
         content,
         importance: importance ?? 0.8,
         confidence: 1,

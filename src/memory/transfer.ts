@@ -8,7 +8,7 @@ import { MEMORY_TYPES, type MemoryUnit } from './types.js';
  * not blank, and not longer than a memory a prompt can carry. One schema, so the CLI cannot store
  * what the API refuses (an empty unit, which its own export then failed to import back).
  */
-export const memoryContentSchema = z.string().trim().min(1).max(4_000);
+export const memoryContentSchema = z.string().trim().min(1, 'must not be empty').max(4_000, 'at most 4,000 characters');
 
 /**
  * The most turns one `POST /v1/memory/ingest` takes. Its turns are written in one transaction (all

@@ -1,6 +1,9 @@
 export const MEMORY_TYPES = ['preference', 'semantic', 'project_state', 'episodic', 'procedural_observation', 'working_summary'] as const;
 export type MemoryType = (typeof MEMORY_TYPES)[number];
 
+/** The type of a unit added by hand (CLI, HTTP, MCP) that names none: a fact. */
+export const DEFAULT_MEMORY_TYPE: MemoryType = 'semantic';
+
 /** How a unit came to be. */
 /**
  * The scope every caller reads beside their own (a team's shared facts and rules): recalled and

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { bounded, deriveScope, readTurnSignals } from '../conversation/index.js';
 import { BadRequestError, ConflictError, NotFoundError, PermissionError } from '../errors.js';
 import {
+  DEFAULT_MEMORY_TYPE,
   exportMemory,
   importLines,
   ingestTurnSchema,
@@ -30,7 +31,8 @@ import type { Awaitable } from '../types/index.js';
 const typeSchema = z.enum(MEMORY_TYPES);
 
 const ingestSchema = z.object({
-  scope: z.string().min(1).optional(),
+  // An empty scope is refused by scopeFor as `scope_empty`, as the query parameter is.
+  scope: z.string().optional(),
   session_id: z.string().min(1),
   turns: z
     .array(ingestTurnSchema)
@@ -44,15 +46,16 @@ const ingestSchema = z.object({
 
 const searchSchema = z.object({
   query: z.string().min(1),
-  scope: z.string().min(1).optional(),
+  scope: z.string().optional(),
   limit: z.number().int().min(1).max(100).optional(),
   types: z.array(typeSchema).optional(),
   include_superseded: z.boolean().optional(),
 });
 
 const addSchema = z.object({
-  scope: z.string().min(1).optional(),
-  type: typeSchema,
+  scope: z.string().optional(),
+  // Optional, as for `metaclaw memory add` and MCP's memory_add: a fact unless said otherwise.
+  type: typeSchema.optional(),
   content: memoryContentSchema,
   importance: z.number().min(0).max(1).optional(),
   core: z.boolean().optional(),
@@ -67,7 +70,7 @@ const patchSchema = z
     core: z.boolean().optional(),
     pinned: z.boolean().optional(),
   })
-  .refine((patch) => Object.keys(patch).length > 0, 'nothing to change');
+  .refine((patch) => Object.keys(patch).length > 0, 'nothing to change: give content, type, importance, core or pinned');
 
 /** The unit that replaces another: new content, the rest kept from the old unit unless given. */
 const supersedeSchema = addSchema.omit({ scope: true }).partial({ type: true });
@@ -211,7 +214,7 @@ export function memoryRoutes(api: MemoryRoutesApi, defaultScope: string, adminTo
       const body = parse(addSchema, await readJson(c.req.raw));
       const unit = await api.add({
         scope: scopeFor(callerOf(c), body.scope, 'scope', 'write'),
-        type: body.type,
+        type: body.type ?? DEFAULT_MEMORY_TYPE,
         content: body.content,
         importance: body.importance ?? 0.8,
         confidence: 1,

@@ -34,7 +34,15 @@ function parseEdit(body: unknown): z.infer<typeof textSchema> | z.infer<typeof f
   return hasText ? parse(textSchema, body) : parse(fieldsSchema, body);
 }
 
-const idSchema = z.coerce.number().int().positive();
+/**
+ * The proposal id in the path, a whole number: anything else is named as the id at fault (a schema
+ * read of the path said "(body): … expected number, received NaN").
+ */
+export function proposalId(text: string): number {
+  const id = /^\d{1,15}$/.test(text) ? Number(text) : 0;
+  if (id >= 1) return id;
+  throw new BadRequestError('invalid_request', `proposal id "${text}": expected a whole number 1 or more (see GET /v1/skills/proposals).`, 'id');
+}
 
 /** Which recorded version to restore; none: the one before the current (as `metaclaw skills revert`). */
 const revertSchema = z.strictObject({ to: z.number().int().positive().optional() });
@@ -50,13 +58,13 @@ export function skillChangeRoutes(skills: SkillsService): (app: ProxyApp) => voi
     app.get('/v1/skills/proposals', (c) => c.json({ object: 'list', data: skills.proposals.pending().map(presentProposal) }));
 
     app.post('/v1/skills/proposals/:id/approve', (c) => {
-      const id = parse(idSchema, c.req.param('id'));
+      const id = proposalId(c.req.param('id'));
       const result = decided(() => skills.approve(id));
       return c.json({ id, status: 'approved', ...presentChange(result) });
     });
 
     app.post('/v1/skills/proposals/:id/reject', (c) => {
-      const id = parse(idSchema, c.req.param('id'));
+      const id = proposalId(c.req.param('id'));
       const row = decided(() => skills.reject(id));
       return c.json({ id, status: 'rejected', action: row.action, name: row.name });
     });

@@ -1,13 +1,10 @@
 import { NotFoundError } from '../errors.js';
 import { presentProposal, revertDraft, type Skill } from '../skills/index.js';
 import type { PgSkillProposals, PgSkillStore } from '../store/postgres/index.js';
-import { asDecisionError, checkedName, editedDraft, HTTP_EDIT, presentChange, revertTarget } from './skill-change-routes.js';
+import { asDecisionError, checkedName, editedDraft, HTTP_EDIT, presentChange, proposalId, revertTarget } from './skill-change-routes.js';
 import { presentSkillSummary } from './skills-routes.js';
-import { parse, readJson } from './route-body.js';
+import { readJson } from './route-body.js';
 import type { ProxyApp } from './types.js';
-import { z } from 'zod';
-
-const idSchema = z.coerce.number().int().positive();
 
 export interface TeamSkillsRoutesDeps {
   /** The node's mirror of the team's skills (what it serves from). */
@@ -42,7 +39,7 @@ export function teamSkillsRoutes(deps: TeamSkillsRoutesDeps): (app: ProxyApp) =>
     app.get('/v1/skills/proposals', async (c) => c.json({ object: 'list', data: (await deps.proposals.pending()).map(presentProposal) }));
 
     app.post('/v1/skills/proposals/:id/approve', async (c) => {
-      const id = parse(idSchema, c.req.param('id'));
+      const id = proposalId(c.req.param('id'));
       const proposal = await deps.proposals.get(id);
       if (!proposal || proposal.status !== 'pending') throw new NotFoundError(`no pending proposal #${id}.`, 'proposal_not_found');
       // Approved over the skill as it is now, as on one proxy.
@@ -51,7 +48,7 @@ export function teamSkillsRoutes(deps: TeamSkillsRoutesDeps): (app: ProxyApp) =>
     });
 
     app.post('/v1/skills/proposals/:id/reject', async (c) => {
-      const id = parse(idSchema, c.req.param('id'));
+      const id = proposalId(c.req.param('id'));
       const proposal = await deps.proposals.get(id);
       if (!proposal || !(await deps.proposals.decide(id, 'rejected'))) throw new NotFoundError(`no pending proposal #${id}.`, 'proposal_not_found');
       return c.json({ id, status: 'rejected', action: proposal.action, name: proposal.name });

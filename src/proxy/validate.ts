@@ -137,7 +137,9 @@ function refuseAnthropicShape(body: Record<string, unknown>): void {
 /** A 400 naming the first offending field of a failed schema check, described by `describe`. */
 export function requestErrorFrom(error: z.ZodError, describe: (issue: z.core.$ZodIssue) => string): BadRequestError {
   const issue = error.issues[0]!;
-  const field = issue.path.map(String).join('.') || '(body)';
+  const field = issue.path.map(String).join('.');
+  // A problem of the body as a whole names no field: "(body)" was shown as if it were one.
+  if (field === '') return new BadRequestError('invalid_request', `request body: ${describe(issue)}`);
   return new BadRequestError('invalid_request', `${field}: ${describe(issue)}`, field);
 }
 
