@@ -99,3 +99,36 @@ test('a proposal id that is not a number is a 400 naming the id, without "NaN" o
   assert.equal((await call('/v1/skills/proposals/7/approve', 'POST')).body.error.code, 'proposal_not_found');
 });
 
+describe('metaclaw setup --yes: what the upstream check says', () => {
+  const args = (port: number, extra: string[]) => [
+    'setup',
+    '--yes',
+    '--provider',
+    'custom',
+    '--api-base',
+    `${upstream.url}/v1`,
+    '--model',
+    'only-model',
+    '--claw',
+    'none',
+    '--port',
+    String(port),
+    '--no-starter-skills',
+    ...extra,
+  ];
+
+  test('with no key it does not claim that "the key works", and counts one model as one', async () => {
+    const result = await runCli(args(await freePort(), []), { home: newHome() });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /Checked the upstream: reached \S+; it answers without a key \(1 model listed\)\./);
+    assert.doesNotMatch(result.stdout, /key works/);
+  });
+
+  test('a rejected key quotes the provider once, without a doubled full stop', async () => {
+    const result = await runCli(args(await freePort(), ['--api-key-env', 'WRONG_KEY']), { home: newHome(), env: { WRONG_KEY: 'sk-wrong' } });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /the upstream rejected the key \(HTTP 401 from \S+\/v1\/models\): Incorrect API key provided: sk-wr\*\*\*\.\n/);
+    assert.doesNotMatch(result.stderr, /\.\./);
+  });
+});
+

@@ -44,11 +44,11 @@ export async function probeUpstream(
     if (target.model && models && models.length > 0 && !models.includes(target.model)) {
       return {
         ok: true,
-        detail: `reached ${base} and the key works, but it does not list the model "${target.model}" (it lists ${models.slice(0, 8).join(', ')}${models.length > 8 ? ', …' : ''})`,
+        detail: `reached ${base} (${keyWorks(target.apiKey)}), but it does not list the model "${target.model}" (it lists ${models.slice(0, 8).join(', ')}${models.length > 8 ? ', …' : ''})`,
         models,
       };
     }
-    return { ok: true, detail: `reached ${base}; the key works${models ? ` (${models.length} models listed)` : ''}`, models };
+    return { ok: true, detail: `reached ${base}; ${keyWorks(target.apiKey)}${models ? ` (${listedCount(models.length)})` : ''}`, models };
   }
   if (!target.model)
     return { ok: false, detail: `${modelsUrl} answered HTTP ${listed.status} and no model is set to try a completion with`, models: undefined };
@@ -75,12 +75,29 @@ export async function probeUpstream(
   }
 }
 
+/** Without a key the check proves only that the upstream answers: the agent's own key goes up later. */
+function keyWorks(apiKey: string | undefined): string {
+  return apiKey ? 'the key works' : 'it answers without a key';
+}
+
+function listedCount(count: number): string {
+  return `${count} model${count === 1 ? '' : 's'} listed`;
+}
+
+/**
+ * The upstream's own words for an error, without their final full stop: setup and doctor end the
+ * sentence they put it in themselves ("Incorrect API key provided.." otherwise).
+ */
 function errorText(text: string): string {
+  return upstreamWords(text).replace(/[.\s]+$/, '') || '(empty body)';
+}
+
+function upstreamWords(text: string): string {
   try {
     const parsed = JSON.parse(text) as { error?: { message?: string } | string; message?: string };
     if (typeof parsed.error === 'string') return parsed.error;
     return parsed.error?.message ?? parsed.message ?? text.slice(0, 200);
   } catch {
-    return text.slice(0, 200) || '(empty body)';
+    return text.slice(0, 200);
   }
 }
