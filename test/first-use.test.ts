@@ -132,3 +132,66 @@ describe('metaclaw setup --yes: what the upstream check says', () => {
   });
 });
 
+describe('the CLI a newcomer reads', () => {
+  test('claw list puts every config path in one column, found or not; an unknown agent lists the known ones', async () => {
+    const home = newHome();
+    mkdirSync(join(home, '.qwen'));
+    writeFileSync(join(home, '.qwen', 'settings.json'), '{}\n');
+    const listed = await runCli(['claw', 'list'], { home });
+    assert.equal(listed.code, 0, listed.stderr);
+    const columns = new Set(
+      listed.stdout
+        .split('\n')
+        .filter((line) => line.includes(home))
+        .map((line) => line.indexOf(home)),
+    );
+    assert.equal(columns.size, 1, listed.stdout);
+    assert.match(listed.stdout, /^qwen-code +found +\//m);
+    const unknown = await runCli(['claw', 'wire', 'qwen'], { home });
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /"qwen" is not an agent MetaClaw knows; choose one of openclaw, .*qwen-code, opencode, none\./);
+  });
+
+  test('memory ingest --help shows no made-up session id, and memory edit --help describes every option', async () => {
+    const home = newHome();
+    const ingest = await runCli(['memory', 'ingest', '--help'], { home });
+    assert.doesNotMatch(ingest.stdout, /ingest-\d+/);
+    assert.match(ingest.stdout, /--session <id> +session id \(default: a new one, ingest-<time>\)/);
+    const edit = await runCli(['memory', 'edit', '--help'], { home });
+    for (const option of ['--content <text>', '--type <type>', '--importance <value>', '--pin', '--unpin'])
+      assert.match(edit.stdout, new RegExp(`^  ${option.replace(/[<>]/g, '.')} +\\S`, 'm'), option);
+    // Each default session id is made when the command runs.
+    writeFileSync(join(home, 'chat.jsonl'), '{"role":"user","content":"My dog is called Tofu."}\n');
+    const stored = await runCli(['memory', 'ingest', join(home, 'chat.jsonl')], { home });
+    assert.equal(stored.code, 0, stored.stderr);
+    assert.match(stored.stdout, /^Stored 1 turn of session ingest-\d+;/);
+  });
+
+  test('service status without a user bus says the state is unknown and why, instead of showing the error as a state', async () => {
+    const home = newHome();
+    const bin = join(home, 'bin');
+    mkdirSync(bin);
+    // systemctl as it answers in a container or an SSH session with no user bus.
+    writeFileSync(join(bin, 'systemctl'), '#!/bin/sh\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n', { mode: 0o755 });
+    const env = { PATH: `${bin}:${process.env['PATH'] ?? ''}` };
+    assert.equal((await runCli(['service', 'install', '--no-enable'], { home, env })).code, 0);
+    const status = await runCli(['service', 'status'], { home, env });
+    assert.match(status.stdout, /^Installed: \S+metaclaw\.service \(systemd, state unknown: Failed to connect to bus: No medium found\)\.$/m);
+  });
+
+  test('a METACLAW_HOME that names a file is refused in one line by every command, not with "it already exists"', async () => {
+    const folder = newHome();
+    const file = join(folder, 'not-a-folder');
+    writeFileSync(file, 'x');
+    const env = { METACLAW_HOME: file };
+    for (const args of [['memory', 'stats'], ['skills', 'list'], ['sessions', 'list'], ['config', 'set', 'proxy.port', '4000']]) {
+      const result = await runCli(args, { home: folder, env });
+      assert.equal(result.code, 1, args.join(' '));
+      assert.equal(result.stderr, `The MetaClaw home ${file} is a file, not a folder; nothing was changed. Point METACLAW_HOME at a folder.\n`, args.join(' '));
+    }
+    const doctor = await runCli(['doctor', '--no-canary'], { home: folder, env });
+    assert.equal(doctor.code, 1);
+    assert.match(doctor.stdout, /✘ config: The MetaClaw home \S+ is a file, not a folder[^\n]*\n +→ point METACLAW_HOME at a folder/);
+    assert.equal(readFileSync(file, 'utf8'), 'x');
+  });
+});

@@ -73,7 +73,7 @@ export function registerClawCommands(program: Command): void {
   const common = (command: Command) => command.option('-c, --config <path>', 'config file');
   const resolve = (type: string | undefined, config: LoadedConfig): ClawType => {
     const chosen = type ?? config.values['claw_type'];
-    if (!isClawType(chosen)) throw new CliExit(`"${chosen}" is not an agent MetaClaw knows.`);
+    if (!isClawType(chosen)) throw new CliExit(`"${chosen}" is not an agent MetaClaw knows; choose one of ${ALL_CLAW_TYPES.join(', ')}.`);
     return chosen;
   };
   const guard =
@@ -87,7 +87,7 @@ export function registerClawCommands(program: Command): void {
       }
     };
 
-  common(claw.command('list').description('agents found on this machine, and which are wired').option('--json')).action(
+  common(claw.command('list').description('agents found on this machine, and which are wired').option('--json', 'machine-readable output')).action(
     guard(async (options: { config?: string; json?: boolean }) => {
       const config = loadCliConfig(options.config ? { config: options.config } : {});
       const environment = clawEnvironment(config);
@@ -97,10 +97,12 @@ export function registerClawCommands(program: Command): void {
       if (problem !== undefined) printError(`warning: which agents are wired is unknown. ${problem}`);
       if (options.json) return print(JSON.stringify(detections, null, 2));
       const width = Math.max(...ALL_CLAW_TYPES.map((type) => type.length));
-      for (const item of detections)
-        print(
-          `${item.type.padEnd(width)} ${item.installed ? 'found' : 'not found'}${item.wired ? ', wired' : ''}${item.configPath ? `  ${item.configPath}` : ''}`,
-        );
+      const states = detections.map((item) => `${item.installed ? 'found' : 'not found'}${item.wired ? ', wired' : ''}`);
+      // The paths line up in one column, whatever each agent's state says.
+      const stateWidth = Math.max(...states.map((state) => state.length));
+      detections.forEach((item, index) =>
+        print(`${item.type.padEnd(width)} ${item.configPath ? `${states[index]!.padEnd(stateWidth)}  ${item.configPath}` : states[index]!}`),
+      );
     }),
   );
   common(claw.command('wire').description('point the agent at the proxy (default: claw_type)').argument('[type]')).action(

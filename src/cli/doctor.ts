@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, statfsSync } from 'node:fs';
 import { isClawType, ledgerPath, ledgerProblem, verifyClaw } from '../claws/index.js';
 import { UpstreamError } from '../errors.js';
-import { loadConfig, type LoadedConfig } from '../config/index.js';
+import { homeIsFileProblem, loadConfig, metaclawHome, type LoadedConfig } from '../config/index.js';
 import {
   describeExposedConfig,
   exposedConfigFile,
@@ -123,7 +123,9 @@ function checkConfig(options: DoctorOptions, checks: Check[]): LoadedConfig | un
       name: 'config',
       verdict: 'fail',
       detail: (error as Error).message,
-      fix: 'edit the file (or `metaclaw config set KEY VALUE`); nothing else can be checked until it loads',
+      fix: homeIsFileProblem(metaclawHome())
+        ? 'point METACLAW_HOME at a folder (or move the file out of the way); nothing else can be checked until then'
+        : 'edit the file (or `metaclaw config set KEY VALUE`); nothing else can be checked until it loads',
     });
     return undefined;
   }

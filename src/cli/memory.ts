@@ -7,6 +7,7 @@ import { ConversationStore, MAX_SESSION_ID_LENGTH } from '../conversation/index.
 import { JobQueue } from '../learning/index.js';
 import { silentLogger } from '../logging/index.js';
 import {
+  DEFAULT_MEMORY_TYPE,
   exportMemory,
   importLines,
   importPythonRows,
@@ -118,8 +119,7 @@ export function registerMemoryCommands(program: Command): void {
       .option('--all', 'include superseded units'),
   ).action((query: string, options: MemoryOptions & { limit: string; type?: string; all?: boolean }) =>
     withMemory<MemoryOptions>(async ({ memory: service, defaultScope }) => {
-      const types = options.type ? (options.type.split(',').map((type) => type.trim()) as MemoryType[]) : undefined;
-      for (const type of types ?? []) if (!MEMORY_TYPES.includes(type)) throw new CliExit(`Unknown type ${type}; use one of ${MEMORY_TYPES.join(', ')}.`);
+      const types = options.type ? options.type.split(',').map((type) => memoryType(type.trim())) : undefined;
       const hits = await service.search({
         scope: options.scope ?? defaultScope,
         query,
@@ -145,16 +145,15 @@ export function registerMemoryCommands(program: Command): void {
       .command('add')
       .description('remember something by hand')
       .argument('<content>')
-      .option('--type <type>', MEMORY_TYPES.join(' | '), 'semantic')
+      .option('--type <type>', MEMORY_TYPES.join(' | '), DEFAULT_MEMORY_TYPE)
       .option('--core', 'a standing instruction, injected on every main turn')
       .option('--pin', 'keep it first and never decay it')
       .option('--importance <value>', '0..1', '0.8'),
   ).action((content: string, options: MemoryOptions & { type: string; core?: boolean; pin?: boolean; importance: string }) =>
     withMemory<MemoryOptions>(({ memory: service, defaultScope }) => {
-      if (!MEMORY_TYPES.includes(options.type as MemoryType)) throw new CliExit(`Unknown type ${options.type}; use one of ${MEMORY_TYPES.join(', ')}.`);
       const unit = service.add({
         scope: options.scope ?? defaultScope,
-        type: options.type as MemoryType,
+        type: memoryType(options.type),
         content: checkedContent(content, 'content'),
         importance: numberArgument(options.importance, '--importance', IMPORTANCE),
         confidence: 1,
@@ -188,16 +187,15 @@ export function registerMemoryCommands(program: Command): void {
       .command('edit')
       .description('correct a memory')
       .argument('<id>')
-      .option('--content <text>')
-      .option('--type <type>')
-      .option('--importance <value>')
+      .option('--content <text>', 'the new text')
+      .option('--type <type>', MEMORY_TYPES.join(' | '))
+      .option('--importance <value>', '0..1')
       .option('--core', 'make it a standing instruction')
       .option('--no-core', 'no longer a standing instruction')
-      .option('--pin')
-      .option('--unpin'),
+      .option('--pin', 'keep it first in its block and out of decay')
+      .option('--unpin', 'unpin it'),
   ).action((id: string, options: MemoryOptions & { content?: string; type?: string; importance?: string; core?: boolean; pin?: boolean; unpin?: boolean }) =>
     withMemory<MemoryOptions>(({ memory: service }) => {
-      if (options.type && !MEMORY_TYPES.includes(options.type as MemoryType)) throw new CliExit(`Unknown type ${options.type}.`);
       if (options.pin && options.unpin) throw new CliExit('--pin or --unpin, not both.');
       const changes = [options.content, options.type, options.importance, options.core, options.pin, options.unpin];
       // As PATCH /v1/memory/{id}: an edit that names no change is a mistake to report, not "Updated".
@@ -206,7 +204,7 @@ export function registerMemoryCommands(program: Command): void {
       unitIn(service, id, options.scope);
       const updated = service.update(id, {
         ...(options.content !== undefined ? { content: checkedContent(options.content, '--content') } : {}),
-        ...(options.type !== undefined ? { type: options.type as MemoryType } : {}),
+        ...(options.type !== undefined ? { type: memoryType(options.type) } : {}),
         ...(options.importance !== undefined ? { importance: numberArgument(options.importance, '--importance', IMPORTANCE) } : {}),
         ...(options.core !== undefined ? { core: options.core } : {}),
         ...(options.pin ? { pinned: true } : {}),
@@ -317,16 +315,18 @@ export function registerMemoryCommands(program: Command): void {
       .command('ingest')
       .description('store a conversation (JSON or JSONL turns {role, content, timestamp?, id?}) and queue extraction')
       .argument('<file>')
-      .option('--session <id>', 'session id', `ingest-${Date.now()}`),
-  ).action((file: string, options: MemoryOptions & { session: string }) =>
+      .option('--session <id>', 'session id (default: a new one, ingest-<time>)'),
+  ).action((file: string, options: MemoryOptions & { session?: string }) =>
     withMemory<MemoryOptions>(async ({ memory: service, defaultScope }) => {
-      if (options.session.trim() === '') throw new CliExit('--session: must not be empty.');
+      // Made when the command runs: a default given to commander would be the time `--help` ran.
+      const session = options.session ?? `ingest-${Date.now()}`;
+      if (session.trim() === '') throw new CliExit('--session: must not be empty.');
       const turns = readTurns(file);
       if (turns.length === 0) throw new CliExit(`${file} holds no turns: nothing to store.`);
-      const result = await service.ingest(options.scope ?? defaultScope, options.session, turns);
+      const result = await service.ingest(options.scope ?? defaultScope, session, turns);
       if (options.json) return print(JSON.stringify(result, null, 2));
       print(
-        `Stored ${result.stored.length} turns of session ${options.session}${result.extraction_job ? `; extraction queued (job ${result.extraction_job}, runs in the proxy)` : ''}.`,
+        `Stored ${result.stored.length} turn${result.stored.length === 1 ? '' : 's'} of session ${session}${result.extraction_job ? `; extraction queued (job ${result.extraction_job}, runs in the proxy)` : ''}.`,
       );
     })(options),
   );
@@ -413,4 +413,10 @@ function countsLine(counts: Record<string, number>): string {
       .map(([kind, count]) => `${kind} ${count}`)
       .join(', ') || '-'
   );
+}
+
+/** A memory type typed on the command line, checked (add, edit, search --type). */
+function memoryType(text: string): MemoryType {
+  if (MEMORY_TYPES.includes(text as MemoryType)) return text as MemoryType;
+  throw new CliExit(`Unknown type ${text}; use one of ${MEMORY_TYPES.join(', ')}.`);
 }

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 
@@ -6,6 +7,20 @@ export function metaclawHome(env: NodeJS.ProcessEnv = process.env): string {
   const fromEnv = env['METACLAW_HOME'];
   if (fromEnv && fromEnv.trim() !== '') return resolve(expandHome(fromEnv.trim()));
   return join(homedir(), '.metaclaw');
+}
+
+/**
+ * Why `home` cannot be MetaClaw's home, when it names a file: every command refuses it in this one
+ * line (a command that opened the database there said only "it already exists"), or undefined.
+ */
+export function homeIsFileProblem(home: string): string | undefined {
+  let folder: boolean;
+  try {
+    folder = statSync(home).isDirectory();
+  } catch {
+    return undefined; // absent (created when needed) or unreadable (the command that needs it says so)
+  }
+  return folder ? undefined : `The MetaClaw home ${home} is a file, not a folder; nothing was changed. Point METACLAW_HOME at a folder.`;
 }
 
 export function expandHome(path: string): string {

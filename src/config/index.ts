@@ -15,7 +15,7 @@ export {
 } from './schema.js';
 export { displayValue, maskSecret } from './convert.js';
 export { DATABASE_URL_VARIABLE, maskDatabaseUrl, databaseUrlSchema } from './database-url.js';
-export { metaclawHome, homePaths, expandHome, resolveConfiguredPath, type HomePaths } from './home.js';
+export { metaclawHome, homeIsFileProblem, homePaths, expandHome, resolveConfiguredPath, type HomePaths } from './home.js';
 export type { KeyDefinition, NoEffect, ValueKind } from './types.js';
 export { noEffectWarning } from './effect.js';
 export { PROVIDER_PRESETS, presetFor, type ProviderPreset } from './providers.js';

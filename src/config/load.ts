@@ -5,7 +5,7 @@ import { ConfigError } from '../errors.js';
 import { checkValue, convertText, displayValue } from './convert.js';
 import { DATABASE_URL_VARIABLE, maskDatabaseUrl } from './database-url.js';
 import { dependencyWarnings, noEffectWarning } from './effect.js';
-import { homePaths, metaclawHome, resolveConfiguredPath, type HomePaths } from './home.js';
+import { homeIsFileProblem, homePaths, metaclawHome, resolveConfiguredPath, type HomePaths } from './home.js';
 import { nearest } from './nearest.js';
 import { DEFINITIONS_BY_KEY, KEY_ALIASES, KEY_DEFINITIONS, SECTIONS, VALUE_ALIASES, type ConfigKey, type ConfigValues } from './schema.js';
 import type { KeyDefinition } from './types.js';
@@ -42,6 +42,8 @@ export const PROXY_KEY_VARIABLE = 'METACLAW_PROXY_API_KEY';
 export function loadConfig(options: LoadOptions = {}): LoadedConfig {
   const env = options.env ?? process.env;
   const home = metaclawHome(env);
+  const notAFolder = homeIsFileProblem(home);
+  if (notAFolder) throw new ConfigError(notAFolder);
   const file = options.configFile ?? join(home, 'config.yaml');
   const fileExists = existsSync(file);
   if (options.configFile && !fileExists) throw new ConfigError(`Config file not found: ${options.configFile}`);

@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import type { LoadedConfig } from './load.js';
+import { homeIsFileProblem } from './home.js';
 import { KEY_DEFINITIONS } from './schema.js';
 import type { KeyDefinition } from './types.js';
 
@@ -74,8 +75,8 @@ export function makeHomePrivate(home: string): HomeOutcome {
     return { created: true };
   }
   // A file is not tightened to 0700 (which would also make it executable): nothing is changed.
-  if (!statSync(home).isDirectory())
-    throw new ConfigError(`The MetaClaw home ${home} is a file, not a folder; nothing was changed. Point METACLAW_HOME at a folder.`);
+  const notAFolder = homeIsFileProblem(home);
+  if (notAFolder) throw new ConfigError(notAFolder);
   const open = openPath(home);
   if (!open) return {};
   if (!open.ours) return { leftOpen: open };

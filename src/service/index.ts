@@ -179,6 +179,14 @@ export interface ServiceStatus {
   state: string | undefined;
 }
 
+/**
+ * What `systemctl --user is-active` said: a unit state as it is, anything else (no user bus, as in a
+ * container or an SSH session without one) as the reason the state is unknown, not as a state.
+ */
+function systemdState(detail: string): string {
+  return /^(active|inactive|failed|activating|deactivating|reloading|maintenance|refreshing)$/.test(detail) ? detail : `state unknown: ${detail}`;
+}
+
 export async function serviceStatus(host: ServiceHost): Promise<ServiceStatus> {
   const kind = serviceKind(host.platform);
   const file = serviceFile(host);
@@ -189,7 +197,7 @@ export async function serviceStatus(host: ServiceHost): Promise<ServiceStatus> {
       kind === 'systemd'
         ? await tryRun(host, 'systemctl', ['--user', 'is-active', SYSTEMD_UNIT_NAME])
         : await tryRun(host, 'launchctl', ['print', `gui/${host.uid ?? 0}/${LAUNCHD_LABEL}`]);
-    state = query.detail.includes('not available') ? undefined : kind === 'systemd' ? query.detail : query.ok ? 'loaded' : 'not loaded';
+    state = query.detail.includes('not available') ? undefined : kind === 'systemd' ? systemdState(query.detail) : query.ok ? 'loaded' : 'not loaded';
   }
   return { kind, file, installed, state };
 }
