@@ -100,22 +100,8 @@ test('a proposal id that is not a number is a 400 naming the id, without "NaN" o
 });
 
 describe('metaclaw setup --yes: what the upstream check says', () => {
-  const args = (port: number, extra: string[]) => [
-    'setup',
-    '--yes',
-    '--provider',
-    'custom',
-    '--api-base',
-    `${upstream.url}/v1`,
-    '--model',
-    'only-model',
-    '--claw',
-    'none',
-    '--port',
-    String(port),
-    '--no-starter-skills',
-    ...extra,
-  ];
+  const flags = 'setup --yes --provider custom --model only-model --claw none --no-starter-skills'.split(' ');
+  const args = (port: number, extra: string[]) => [...flags, '--api-base', `${upstream.url}/v1`, '--port', String(port), ...extra];
 
   test('with no key it does not claim that "the key works", and counts one model as one', async () => {
     const result = await runCli(args(await freePort(), []), { home: newHome() });
@@ -184,7 +170,12 @@ describe('the CLI a newcomer reads', () => {
     const file = join(folder, 'not-a-folder');
     writeFileSync(file, 'x');
     const env = { METACLAW_HOME: file };
-    for (const args of [['memory', 'stats'], ['skills', 'list'], ['sessions', 'list'], ['config', 'set', 'proxy.port', '4000']]) {
+    for (const args of [
+      ['memory', 'stats'],
+      ['skills', 'list'],
+      ['sessions', 'list'],
+      ['config', 'set', 'proxy.port', '4000'],
+    ]) {
       const result = await runCli(args, { home: folder, env });
       assert.equal(result.code, 1, args.join(' '));
       assert.equal(result.stderr, `The MetaClaw home ${file} is a file, not a folder; nothing was changed. Point METACLAW_HOME at a folder.\n`, args.join(' '));
@@ -193,5 +184,40 @@ describe('the CLI a newcomer reads', () => {
     assert.equal(doctor.code, 1);
     assert.match(doctor.stdout, /✘ config: The MetaClaw home \S+ is a file, not a folder[^\n]*\n +→ point METACLAW_HOME at a folder/);
     assert.equal(readFileSync(file, 'utf8'), 'x');
+  });
+
+  test('config get and set of a section say it is a section and name a key in it, as unset does', async () => {
+    const home = newHome();
+    for (const args of [
+      ['config', 'get', 'llm'],
+      ['config', 'set', 'skills.embedding', 'x'],
+      ['config', 'llm'],
+    ]) {
+      const refused = await runCli(args, { home });
+      assert.equal(refused.code, 1, args.join(' '));
+      assert.match(
+        refused.stderr,
+        /^"(llm|skills\.embedding)" is a section of keys, not a key: name one of its keys, such as "(llm|skills\.embedding)\.\w+"/,
+        args.join(' '),
+      );
+    }
+    assert.match((await runCli(['config', 'get', 'llm.api_bas'], { home })).stderr, /Unknown config key "llm\.api_bas"; did you mean "llm\.api_base"\?/);
+    // A key kept only for MetaClaw's files is not "applied by a restart": its warning says it does nothing.
+    const compatibility = await runCli(['config', 'set', 'memory.store_path', '/srv/memory.db'], { home });
+    assert.equal(compatibility.code, 0, compatibility.stderr);
+    assert.doesNotMatch(compatibility.stdout, /restart the proxy/);
+    assert.match(compatibility.stderr, /memory\.store_path is accepted for compatibility with MetaClaw but has no effect/);
+  });
+
+  test('--help shows number defaults as numbers, not quoted text', async () => {
+    const home = newHome();
+    for (const [args, shown] of [
+      [['start', '--help'], 'how long to wait for the proxy to answer (default: 20)'],
+      [['memory', 'search', '--help'], 'how many (default: 10)'],
+      [['memory', 'add', '--help'], '0..1 (default: 0.8)'],
+    ] as const) {
+      const help = (await runCli([...args], { home })).stdout.replace(/\s+/g, ' ');
+      assert.ok(help.includes(shown), `${args.join(' ')}: ${help}`);
+    }
   });
 });

@@ -138,7 +138,9 @@ function set(key: string, text: string, options: ConfigOptions): void {
   const { key: canonical, value } = setConfigValue(config.file, key, text, { schemaFile: join(config.home, CONFIG_SCHEMA_FILE) });
   writeConfigSchema(config.home);
   const definition = definitionFor(canonical);
-  print(`${canonical} = ${render(definition, value, false)}  (written to ${config.file}; restart the proxy to apply)`);
+  // A key with no effect in MetaClaw-TS is not one a restart applies: its warning below says so.
+  const apply = definition.noEffect ? '' : '; restart the proxy to apply';
+  print(`${canonical} = ${render(definition, value, false)}  (written to ${config.file}${apply})`);
   const ignored = noEffectWarning(definition, value);
   if (ignored) printError(`warning: ${ignored}`);
 }

@@ -165,6 +165,8 @@ else program.command('rl').description('reinforcement learning: the sample buffe
 if (loads('store')) (await import('./store.js')).registerStoreCommands(program);
 else program.command('store').description('the team store (PostgreSQL): migrate, status, import-sqlite (metaclaw store --help)');
 
+showNumberDefaultsBare(program);
+
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
@@ -185,4 +187,14 @@ try {
     process.exit(1);
   }
   throw error;
+}
+
+/**
+ * Commander shows a default as JSON, so a number held as text (as every option value arrives) read
+ * `(default: "20")` in `--help`, as if the quotes were part of it: shown bare, `(default: 20)`.
+ */
+function showNumberDefaultsBare(command: Command): void {
+  for (const option of command.options)
+    if (typeof option.defaultValue === 'string' && /^\d+(\.\d+)?$/.test(option.defaultValue)) option.defaultValueDescription ??= option.defaultValue;
+  for (const subcommand of command.commands) showNumberDefaultsBare(subcommand);
 }

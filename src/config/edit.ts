@@ -23,8 +23,17 @@ export function definitionFor(key: string): KeyDefinition {
 }
 
 function unknownKeyError(key: string): ConfigError {
+  const inside = sectionKeys(key);
+  // `config get llm` read "Unknown config key" while `config unset llm` said it is a section.
+  if (inside.length > 0)
+    return new ConfigError(`"${key}" is a section of keys, not a key: name one of its keys, such as "${inside[0]}" (see \`metaclaw config keys\`).`);
   const hint = nearest(key, DEFINITIONS_BY_KEY.keys());
   return new ConfigError(`Unknown config key "${key}"${hint ? `; did you mean "${hint}"?` : ''} (see \`metaclaw config keys\`).`);
+}
+
+/** The keys inside `key` when it names a section (`llm`, `skills.embedding`), else none. */
+function sectionKeys(key: string): string[] {
+  return [...DEFINITIONS_BY_KEY.keys()].filter((known) => known.startsWith(`${key}.`));
 }
 
 /** Parses command-line text into the key's typed value, or explains what was expected. */
@@ -97,7 +106,7 @@ export function unsetConfigValue(file: string, key: string): { key: string; remo
  * hold is refused as unknown, as before, and a section (`proxy`) is never removed wholesale.
  */
 function unsetUnknownKey(file: string, key: string): { key: string; removed: boolean; unknown: { hint?: string } } {
-  if (SECTIONS.has(key) || [...DEFINITIONS_BY_KEY.keys()].some((known) => known.startsWith(`${key}.`)))
+  if (SECTIONS.has(key) || sectionKeys(key).length > 0)
     throw new ConfigError(`"${key}" is a section of keys, not a key: unset its keys one by one (see \`metaclaw config keys\`).`);
   const path = key.split('.');
   if (!existsSync(file) || key.trim() === '') throw unknownKeyError(key);

@@ -12,7 +12,16 @@ export {
 export { MemoryStore, newMemoryId, type MemoryPatch, type ScopeStats } from './store.js';
 export { detectRules } from './rules.js';
 export { timeWindowOf } from './time-window.js';
-export { DEFAULT_MEMORY_TYPE, MEMORY_TYPES, SHARED_SCOPE, type MemoryUnit, type MemoryDraft, type MemoryType, type MemoryHit, type MemoryOrigin } from './types.js';
+export {
+  DEFAULT_MEMORY_TYPE,
+  MEMORY_TYPES,
+  SHARED_SCOPE,
+  type MemoryUnit,
+  type MemoryDraft,
+  type MemoryType,
+  type MemoryHit,
+  type MemoryOrigin,
+} from './types.js';
 export type { HousekeepingReport } from './housekeeping.js';
 export { MemoryRecording, RECORD_TURN_JOB, EXTRACT_JOB, type MemoryRecordingSettings } from './recording.js';
 export {
