@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
 import { freePort, runCli, startProxy, tempHome, type ProxyHandle } from './support/proxy.js';
 import { json, openAIReply, ScriptedUpstream } from './support/upstream.js';
 
@@ -23,6 +24,9 @@ before(async () => {
     if (key !== undefined && key !== `Bearer ${GOOD_KEY}`)
       return json(response, 401, { error: { message: 'Incorrect API key provided: sk-wr***.', type: 'invalid_request_error', code: 'invalid_api_key' } });
     if (request.method === 'GET') return json(response, 200, { object: 'list', data: [{ id: 'only-model', object: 'model' }] });
+    // OpenAI's own answer for a model it does not serve: its catch-all type, the status saying what it was.
+    if ((request.body as { model?: string } | undefined)?.model === 'missing-model')
+      return json(response, 404, { error: { message: 'The model `missing-model` does not exist.', type: 'invalid_request_error', code: 'model_not_found' } });
     return openAIReply({ text: 'OK' })(request, response);
   };
   proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: GOOD_KEY }, memory: { auto_extract: false } } });
@@ -97,6 +101,16 @@ test('a proposal id that is not a number is a 400 naming the id, without "NaN" o
     assert.match(refused.body.error.message, /^proposal id "abc": expected a whole number 1 or more/);
   }
   assert.equal((await call('/v1/skills/proposals/7/approve', 'POST')).body.error.code, 'proposal_not_found');
+});
+
+test("an OpenAI upstream's catch-all error type reaches an Anthropic client as the type its status means", async () => {
+  const anthropic = new Anthropic({ baseURL: proxy.url, apiKey: 'client-key', maxRetries: 0 });
+  const request = anthropic.messages.create({ model: 'missing-model', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+  await assert.rejects(request, (error: unknown) => {
+    assert.ok(error instanceof Anthropic.NotFoundError, String(error));
+    assert.deepEqual(error.error, { type: 'error', error: { type: 'not_found_error', message: 'The model `missing-model` does not exist.' } });
+    return true;
+  });
 });
 
 describe('metaclaw setup --yes: what the upstream check says', () => {

@@ -68,7 +68,11 @@ function readUpstreamError(bodyText: string, status: number): UpstreamError {
 
 export function openAIErrorBodyToAnthropic(bodyText: string, status: number): string {
   const error = readUpstreamError(bodyText, status);
-  const type = error.type !== undefined && ANTHROPIC_TYPES.has(error.type) ? error.type : anthropicTypeForStatus(status);
+  const byStatus = anthropicTypeForStatus(status);
+  // OpenAI files a rejected key (401), an unknown model (404) and more under its catch-all
+  // invalid_request_error, where Anthropic's API (and code that switches on the type) says what it was.
+  const generic = error.type === 'invalid_request_error' && status < 500;
+  const type = error.type !== undefined && ANTHROPIC_TYPES.has(error.type) && !generic ? error.type : byStatus;
   const body: AnthropicErrorBody = { type: 'error', error: { type, message: error.message } };
   return JSON.stringify(body);
 }
