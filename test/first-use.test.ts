@@ -234,4 +234,11 @@ describe('the CLI a newcomer reads', () => {
       assert.ok(help.includes(shown), `${args.join(' ')}: ${help}`);
     }
   });
+
+  test("a bad --port is named as the command line's, not as an invalid config.yaml that does not exist", async () => {
+    const home = newHome();
+    const refused = await runCli(['start', '--port', '99999', '--no-wire'], { home });
+    assert.equal(refused.code, 1);
+    assert.equal(refused.stderr, 'Invalid configuration:\n  - command line: proxy.port = "99999": expected an integer from 1 to 65535\n');
+  });
 });

@@ -56,6 +56,8 @@ export function loadConfig(options: LoadOptions = {}): LoadedConfig {
   if (fileExists) {
     readYaml(readConfigText(file), file, { values, explicitKeys, warnings, errors });
   }
+  // The errors past these are the command line's and the environment's, not the file's.
+  const fileErrors = errors.length;
 
   for (const [key, text] of Object.entries(options.overrides ?? {})) {
     if (text === undefined) continue;
@@ -63,7 +65,8 @@ export function loadConfig(options: LoadOptions = {}): LoadedConfig {
     if (!definition) throw new ConfigError(`Unknown override key ${key}`);
     const converted = convertText(definition, text);
     const checked = 'error' in converted ? converted : checkValue(definition, applyValueAlias(key, converted.value));
-    if ('error' in checked) errors.push(`override ${key} = ${definition.secret ? displayValue(definition, text) : JSON.stringify(text)}: ${checked.error}`);
+    if ('error' in checked)
+      errors.push(`command line: ${key} = ${definition.secret ? displayValue(definition, text) : JSON.stringify(text)}: ${checked.error}`);
     else {
       values.set(key, checked.value);
       explicitKeys.add(key);
@@ -85,7 +88,9 @@ export function loadConfig(options: LoadOptions = {}): LoadedConfig {
   }
 
   if (errors.length > 0) {
-    throw new ConfigError(`Invalid configuration in ${file}:\n${errors.map((line) => `  - ${line}`).join('\n')}`);
+    // `start --port 99999` with no config file read "Invalid configuration in …/config.yaml".
+    const where = fileErrors > 0 ? ` in ${file}` : '';
+    throw new ConfigError(`Invalid configuration${where}:\n${errors.map((line) => `  - ${line}`).join('\n')}`);
   }
   const typed = Object.fromEntries(values) as ConfigValues;
   for (const warning of dependencyWarnings(typed, explicitKeys)) warnings.push(`${file}: ${warning}`);
