@@ -217,10 +217,10 @@ describe('the CLI a newcomer reads', () => {
     }
     assert.match((await runCli(['config', 'get', 'llm.api_bas'], { home })).stderr, /Unknown config key "llm\.api_bas"; did you mean "llm\.api_base"\?/);
     // A key kept only for MetaClaw's files is not "applied by a restart": its warning says it does nothing.
-    const compatibility = await runCli(['config', 'set', 'memory.store_path', '/srv/memory.db'], { home });
+    const compatibility = await runCli(['config', 'set', 'memory.policy_path', '/srv/policy.json'], { home });
     assert.equal(compatibility.code, 0, compatibility.stderr);
     assert.doesNotMatch(compatibility.stdout, /restart the proxy/);
-    assert.match(compatibility.stderr, /memory\.store_path is accepted for compatibility with MetaClaw but has no effect/);
+    assert.match(compatibility.stderr, /memory\.policy_path is accepted for compatibility with MetaClaw but has no effect/);
   });
 
   test('--help shows number defaults as numbers, not quoted text', async () => {
