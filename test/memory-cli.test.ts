@@ -114,7 +114,7 @@ describe('memory API and CLI', () => {
     const exported = join(home, 'memories.jsonl');
     assert.match((await runCli(['memory', 'export', '--output', exported], { home })).stdout, /Exported 3 memories/);
     const stats = await runCli(['memory', 'stats'], { home });
-    assert.match(stats.stdout, /scope default: 3 active \(1 standing instructions\)/);
+    assert.match(stats.stdout, /scope default: 3 active \(1 standing instruction\)/);
     assert.match(stats.stdout, /tables: .*memory_units 3/);
 
     assert.match((await runCli(['memory', 'forget', unit.id], { home })).stdout, /Forgot/);

@@ -352,7 +352,7 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
     const status = response.body as Record<string, unknown>;
     const learning = (status['learning'] ?? {}) as { dead_lettered?: number; paused_reason?: string | null };
     const queue = (status['queue'] ?? {}) as Record<string, number>;
-    const detail = `running at ${base} (version ${String(status['version'])}, ${String(status['mode'])} mode, queue ${queue['queued'] ?? 0} queued)`;
+    const detail = `running at ${base} (version ${String(status['version'])}, ${String(status['mode'])} mode, ${queue['queued'] ?? 0} learning job(s) queued)`;
     const store = (status['store'] ?? {}) as {
       writable?: boolean;
       paused_since?: string | null;

@@ -271,7 +271,9 @@ export function registerMemoryCommands(program: Command): void {
       const files = [databasePath, `${databasePath}-wal`].map((path) => ({ path, bytes: existsSync(path) ? statSync(path).size : 0 }));
       if (options.json) return print(JSON.stringify({ scopes: stats, tables, files }, null, 2));
       for (const scope of stats) {
-        print(`scope ${scope.scope}: ${scope.active} active (${scope.core} standing instructions), ${scope.superseded} superseded`);
+        print(
+          `scope ${scope.scope}: ${scope.active} active (${scope.core} standing instruction${scope.core === 1 ? '' : 's'}), ${scope.superseded} superseded`,
+        );
         print(`  by type: ${countsLine(scope.byType)}`);
         print(`  by origin: ${countsLine(scope.byOrigin)}`);
       }
