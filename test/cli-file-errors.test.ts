@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -61,6 +61,25 @@ describe('file errors of the CLI', () => {
       if (before) assert.deepEqual(readFileSync(join(home, 'metaclaw.db')), before, 'the file is not changed');
     }
   });
+
+  test(
+    'a folder the file system will not create (under /proc) is an error in one line, not a command that never returns',
+    { skip: existsSync('/proc/self') ? false : 'no /proc here' },
+    async () => {
+      const home = tempHome();
+      const cases: Array<[string[], Record<string, string>, RegExp]> = [
+        [['memory', 'stats'], { METACLAW_HOME: '/proc/metaclaw-home' }, /^\/proc\/metaclaw-home: no such file or folder\.$/m],
+        [['skills', 'export', '/proc/metaclaw-skills/out'], {}, /^\/proc\/metaclaw-skills: no such file or folder\.$/m],
+      ];
+      for (const [args, env, message] of cases) {
+        // Node 20's recursive mkdirSync spins forever on these paths: the timeout is the failure.
+        const result = await runCli(args, { home, env, timeoutMs: 15_000 });
+        const shown = `metaclaw ${args.join(' ')}:\n${result.stdout}\n${result.stderr}`;
+        assert.equal(result.code, 1, shown);
+        assert.match(result.stderr, message, shown);
+      }
+    },
+  );
 
   test('an export written over an existing world-readable file leaves it readable by the owner only (0600), as a new export file is', async () => {
     const home = tempHome();

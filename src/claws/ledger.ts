@@ -4,13 +4,14 @@
  * all of it. Mode 0600: it names key-bearing files and holds the target (with its proxy key).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { z } from 'zod';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { ClawError } from './types.js';
 import { CLAW_TYPES } from '../config/schema.js';
 import type { ClawType, WiringTarget } from './types.js';
+import { makeFolders } from '../shared/make-folders.js';
 
 const commandSchema = z.object({ command: z.string(), args: z.array(z.string()) });
 
@@ -170,7 +171,7 @@ export function removeBackup(path: string | null): void {
 
 function ensurePrivateFolder(path: string): void {
   if (existsSync(path)) return;
-  mkdirSync(path, { recursive: true, mode: PRIVATE_FOLDER });
+  makeFolders(path, PRIVATE_FOLDER);
   chmodSync(path, PRIVATE_FOLDER);
 }
 

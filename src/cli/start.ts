@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, statfsSync, statSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, statfsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -21,6 +21,7 @@ import { boundHeapGrowth, PROXY_ENVIRONMENT, PROXY_NODE_FLAGS } from '../runtime
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, loadCliConfig, numberArgument, print, printError } from './context.js';
 import { getJson, isHealthy } from './proxy-client.js';
+import { makeFolders } from '../shared/make-folders.js';
 
 export interface StartOptions {
   foreground?: boolean;
@@ -140,7 +141,7 @@ async function startDaemon(config: LoadedConfig, options: StartOptions, warnings
   }
   for (const warning of [...config.warnings, ...warnings]) printError(`warning: ${warning}`);
 
-  mkdirSync(paths.logDir, { recursive: true });
+  makeFolders(paths.logDir);
   const outputFile = join(paths.logDir, 'metaclaw.out');
   const outputStart = fileSize(outputFile);
   const output = openSync(outputFile, 'a', 0o600);

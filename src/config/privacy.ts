@@ -1,9 +1,10 @@
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, statSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import type { LoadedConfig } from './load.js';
 import { homeIsFileProblem } from './home.js';
 import { KEY_DEFINITIONS } from './schema.js';
 import type { KeyDefinition } from './types.js';
+import { makeFolders } from '../shared/make-folders.js';
 
 /**
  * `$METACLAW_HOME` holds the database (every conversation), logs, skills and usually the keys:
@@ -70,7 +71,7 @@ export interface HomeOutcome {
  */
 export function makeHomePrivate(home: string): HomeOutcome {
   if (!existsSync(home)) {
-    mkdirSync(home, { recursive: true, mode: PRIVATE_FOLDER_MODE });
+    makeFolders(home, PRIVATE_FOLDER_MODE);
     chmodSync(home, PRIVATE_FOLDER_MODE); // mkdir's mode passes through the umask
     return { created: true };
   }

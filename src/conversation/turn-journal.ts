@@ -1,5 +1,6 @@
-import { closeSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmdirSync, rmSync, writevSync } from 'node:fs';
+import { closeSync, ftruncateSync, openSync, readdirSync, readFileSync, readSync, rmdirSync, rmSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
+import { makeFolders } from '../shared/make-folders.js';
 
 /**
  * The turn journal: what a turn's record needs, appended with one plain write just before the
@@ -142,7 +143,7 @@ export class TurnJournal {
   private current(): Segment {
     if (this.segment && this.segment.size < this.rotateBytes) return this.segment;
     const previous = this.segment;
-    mkdirSync(this.directory, { recursive: true, mode: 0o700 });
+    makeFolders(this.directory, 0o700);
     const name = `turns-${Date.now().toString(36)}-${process.pid}-${this.sequence++}${SUFFIX}`;
     const path = join(this.directory, name);
     this.segment = { path, fd: openSync(path, 'a', 0o600), size: 0, pending: 0 };

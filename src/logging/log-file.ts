@@ -1,5 +1,6 @@
-import { closeSync, fstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { makeFolders } from '../shared/make-folders.js';
 
 /** Size-based rotation: past `maxBytes` the file becomes `.1`, `.1` becomes `.2` … and `.maxFiles` is dropped. */
 export interface LogRotation {
@@ -38,7 +39,7 @@ export class LogFile {
     private readonly rotation: LogRotation = { maxBytes: 0, maxFiles: 0 },
     private readonly minLength = 4_096,
   ) {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    makeFolders(dirname(path), 0o700);
     this.fd = openSync(path, 'a', 0o600);
     this.size = fstatSync(this.fd).size;
     this.rotateAt = rotation.maxBytes;

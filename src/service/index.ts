@@ -3,13 +3,14 @@
  * Writing the file is the part that must always work; enabling it (systemctl / launchctl) is
  * reported step by step, and a missing service manager is said plainly rather than hidden.
  */
-import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ClawEnvironment } from '../claws/index.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { CARRIED_VARIABLES, LAUNCHD_LABEL, launchdPlist, systemdUnit, SYSTEMD_UNIT_NAME, type ServiceSpec } from './units.js';
 import { ConfigError } from '../errors.js';
 import { PROXY_ENVIRONMENT } from '../runtime/memory-bounds.js';
+import { makeFolders } from '../shared/make-folders.js';
 
 export { LAUNCHD_LABEL, SYSTEMD_UNIT_NAME, launchdPlist, systemdUnit, type ServiceSpec } from './units.js';
 
@@ -91,8 +92,8 @@ export async function installService(host: ServiceHost, spec: ServiceSpec, optio
   const previous = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
   if (previous === text) steps.push(`${file} is already up to date.`);
   else {
-    mkdirSync(dirname(file), { recursive: true });
-    mkdirSync(dirname(spec.logFile), { recursive: true });
+    makeFolders(dirname(file));
+    makeFolders(dirname(spec.logFile));
     writeFileAtomic(file, text, { mode: 0o644 });
     steps.push(`${previous === undefined ? 'Wrote' : 'Updated'} ${file}.`);
   }
@@ -107,7 +108,7 @@ export async function installService(host: ServiceHost, spec: ServiceSpec, optio
   if (kind === 'systemd') {
     // What `systemctl --user enable` does, done directly so it holds even where no user manager runs now.
     const link = wantsLink(file);
-    mkdirSync(dirname(link), { recursive: true });
+    makeFolders(dirname(link));
     if (!isLinkTo(link, file)) {
       rmSync(link, { force: true });
       symlinkSync(file, link);

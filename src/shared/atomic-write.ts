@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { makeFolders } from './make-folders.js';
 
 /**
  * Writes a file so that readers see either the old or the new content, never half of it:
@@ -8,7 +9,7 @@ import { basename, dirname, join } from 'node:path';
  */
 export function writeFileAtomic(path: string, content: string | Buffer, options: { mode?: number } = {}): void {
   const directory = dirname(path);
-  mkdirSync(directory, { recursive: true });
+  makeFolders(directory);
   const temporary = join(directory, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   const mode = options.mode ?? 0o644;
   const descriptor = openSync(temporary, 'wx', mode);

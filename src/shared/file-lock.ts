@@ -1,5 +1,6 @@
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { makeFolders } from './make-folders.js';
 
 /** Raised when another process keeps the lock longer than the caller waits. */
 export class LockBusyError extends Error {
@@ -18,7 +19,7 @@ const POLL_MS = 15;
 export function withFileLock<T>(path: string, work: () => T, options: { waitMs?: number; staleMs?: number } = {}): T {
   const lockFile = `${path}.lock`;
   const deadline = Date.now() + (options.waitMs ?? 5000);
-  mkdirSync(dirname(lockFile), { recursive: true });
+  makeFolders(dirname(lockFile));
   while (!tryAcquire(lockFile)) {
     if (isStale(lockFile, options.staleMs ?? 30_000)) {
       rmSync(lockFile, { force: true });

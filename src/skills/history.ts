@@ -1,8 +1,9 @@
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Db } from '../store/index.js';
 import { StateStore } from '../store/index.js';
 import type { SkillVersionStore } from '../store/ports.js';
+import { makeFolders } from '../shared/make-folders.js';
 
 export type VersionAction = 'create' | 'update' | 'remove' | 'revert' | 'import' | 'install' | 'manual';
 
@@ -77,7 +78,7 @@ export class SkillHistory implements SkillVersionStore {
 
   /** One line per accepted evolution, in MetaClaw's file (plus our fields). */
   appendEvolution(event: Record<string, unknown>): void {
-    mkdirSync(this.skillsDir, { recursive: true });
+    makeFolders(this.skillsDir);
     appendFileSync(join(this.skillsDir, 'evolution_history.jsonl'), `${JSON.stringify({ timestamp: new Date().toISOString(), ...event })}\n`, { mode: 0o600 });
   }
 }

@@ -1,10 +1,11 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, watch, type FSWatcher } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../logging/index.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { nextSkillFields, parseSkillFile, serializeSkill } from './skill-file.js';
 import type { Skill, SkillDraft, SkillProblem } from './types.js';
 import { SkillError } from '../errors.js';
+import { makeFolders } from '../shared/make-folders.js';
 
 export interface LibraryChange {
   changed: Skill[];
@@ -96,7 +97,7 @@ export class SkillLibrary {
 
   /** Watches the folder; changes are rescanned after a short debounce. */
   startWatching(): void {
-    mkdirSync(this.dir, { recursive: true });
+    makeFolders(this.dir);
     try {
       this.watcher = watch(this.dir, { recursive: true }, () => this.scheduleScan());
       this.watcher.on('error', (error) => {
@@ -137,7 +138,7 @@ export class SkillLibrary {
   writeText(name: string, text: string): Skill {
     const folder = join(this.dir, name);
     const path = join(folder, 'SKILL.md');
-    mkdirSync(folder, { recursive: true });
+    makeFolders(folder);
     writeFileAtomic(path, text);
     const stat = statSync(path);
     this.files.set(name, { mtimeMs: stat.mtimeMs, size: stat.size });

@@ -1,4 +1,4 @@
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { redactSecrets } from '../text/index.js';
@@ -6,6 +6,7 @@ import { normaliseName } from './evolution/apply.js';
 import { skillInjectionReason } from './screen.js';
 import { categorySchema, parseLegacyFrontmatter, parseSkillFile, sameSkillContent } from './skill-file.js';
 import type { SkillsService } from './service.js';
+import { makeFolders } from '../shared/make-folders.js';
 
 /** The starter bank shipped with MetaClaw-TS (our own texts). */
 export const STARTER_DIR = fileURLToPath(new URL('../../skills-starter/', import.meta.url));
@@ -92,7 +93,7 @@ export function importSkills(
 
 /** Copies every skill folder (SKILL.md and any scripts or references beside it) to `folder`. */
 export function exportSkills(service: SkillsService, folder: string): string[] {
-  mkdirSync(folder, { recursive: true });
+  makeFolders(folder);
   const exported: string[] = [];
   for (const skill of service.library.all()) {
     cpSync(join(service.library.dir, skill.name), join(folder, skill.name), { recursive: true });

@@ -1,8 +1,9 @@
 import Database from 'better-sqlite3';
 import { StoreError } from '../errors.js';
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { MIGRATIONS, type Migration } from './migrations.js';
+import { makeFolders } from '../shared/make-folders.js';
 
 export type Db = Database.Database;
 
@@ -20,7 +21,7 @@ export interface OpenOptions {
 export function openDatabase(path: string, options: OpenOptions = {}): Db {
   const migrations = options.migrations ?? MIGRATIONS;
   const isNew = path !== ':memory:' && !existsSync(path);
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') makeFolders(dirname(path));
   let db: Db | undefined;
   try {
     db = new Database(path, options.readonly ? { readonly: true, fileMustExist: true } : {});
