@@ -16,7 +16,7 @@ test('a line table reads as a Map of its lines would: first tab splits key and v
   assert.equal(table.size, 3);
   assert.equal(table.get('猫'), 'cat kitty');
   assert.equal(table.get('鸟'), 'bird\tsecond tab kept');
-  for (const missing of ['', '猫猫', '狗 ', '# a comment', 'no tab here', '鸟\tbird']) {
+  for (const missing of ['', '猫猫', '狗 ', '# a comment', 'no tab here', '鸟\tbird', '猫\tcat', '\n狗', 'cat kitty\n鸟']) {
     assert.equal(table.has(missing), false, missing);
     assert.equal(table.get(missing), undefined, missing);
   }

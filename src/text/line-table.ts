@@ -87,6 +87,8 @@ class PieceIndex {
   /** Where the piece equal to `key` starts in the text, or EMPTY. */
   find(key: string): number {
     if (key.length === 0 || key.length > MAX_KEY) return EMPTY;
+    // A line's key holds no tab or newline: one that does must not match a line that starts with it.
+    if (!this.lengths && (key.includes('\t') || key.includes('\n'))) return EMPTY;
     return this.starts[this.slotOf(key, 0, key.length)]!;
   }
 }
