@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import type { CheckpointEvent } from '../store/wal-checkpoints.js';
 import { BATCH_WINDOW_MS } from './turn-writer.js';
 import type { FinishedTurn, JsonBody } from './types.js';
 
@@ -19,6 +20,8 @@ export type WriterReply =
       enqueued: string[];
       triggerFailures: Array<{ trigger: string; message: string }>;
     }
+  /** The WAL checkpoints this thread runs (when asked to: see runtime/turn-writer-worker.ts) reported something. */
+  | { type: 'checkpoint'; event: CheckpointEvent }
   | { type: 'stopped' };
 
 /** Where the thread reports what happened on its side. */
@@ -31,6 +34,8 @@ export interface WriterThreadEvents {
   died(error: Error): void;
   /** Turns could not be sent over; they were written on the proxy's thread. */
   sendFailed(error: Error): void;
+  /** The thread's WAL checkpoints reported something (truncated the WAL, or failed). */
+  checkpoint?(event: CheckpointEvent): void;
 }
 
 /**
@@ -131,6 +136,10 @@ export class TurnWriterThread {
   private onReply(reply: WriterReply): void {
     if (reply.type === 'stopped') {
       this.alive = false;
+      return;
+    }
+    if (reply.type === 'checkpoint') {
+      this.events.checkpoint?.(reply.event);
       return;
     }
     const failed = new Map(reply.errors.map((error) => [error.id, error]));

@@ -326,7 +326,6 @@ export class MetaclawRuntime {
     // The backend opens in the background: until it is ready the normal upstream serves every turn.
     this.engine?.start();
     this.sweeper.start();
-    this.checkpointer.start();
     this.scheduleMaintenance();
     // Probes (keyboard, calendar) run in the background; serving never waits for them.
     this.scheduler?.start();
@@ -429,14 +428,21 @@ export class MetaclawRuntime {
       databasePath: paths.database,
       maxAttempts: values['learning.max_attempts'],
       settings: this.recording,
+      checkpoints: this.checkpointer.settings,
     };
+    this.checkpointer.handOff();
     this.conversation.startWriterThread(
       new URL(`./turn-writer-worker${extension}`, import.meta.url),
       { ...data },
       {
         enqueued: () => this.runner.wake(),
         triggerFailed: (trigger, message) => this.runner.triggerFailed(trigger, new Error(message)),
-        died: (error) => this.logger.error({ err: error }, 'the turn writer thread stopped; turns are written on the main thread from now on'),
+        died: (error) => {
+          this.logger.error({ err: error }, 'the turn writer thread stopped; turns are written on the main thread from now on');
+          // Its WAL checkpoints went with it: they get a thread of their own.
+          this.checkpointer.start();
+        },
+        checkpoint: (event) => this.checkpointer.report(event),
         sendFailed: (error) => this.logger.error({ err: error }, 'turns could not be handed to the turn writer thread; they were written on the main thread'),
       },
     );

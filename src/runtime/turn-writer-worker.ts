@@ -9,6 +9,7 @@ import { MAX_CHUNK_TURNS, TurnWriter, type FinishedTurn, type WriterReply, type 
 import { errorMessage } from '../errors.js';
 import { JobQueue } from '../learning/queue.js';
 import { openDatabase } from '../store/index.js';
+import { runWalCheckpoints, type CheckpointSettings } from '../store/wal-checkpoints.js';
 import { recordingListeners, type RecordingSettings } from './recording.js';
 
 export interface TurnWriterData {
@@ -16,13 +17,20 @@ export interface TurnWriterData {
   maxAttempts: number;
   settings: RecordingSettings;
   segmentGeneration: Int32Array;
+  /** Given, this thread also runs the WAL checkpoints, on a connection of its own (store/wal-checkpoints.ts). */
+  checkpoints?: CheckpointSettings;
 }
 
 const data = workerData as TurnWriterData;
 const port = parentPort!;
 const db = openDatabase(data.databasePath);
-// Checkpoints are the checkpoint worker's job (store/checkpointer.ts), never a commit's.
+// Checkpoints run on their own connection (store/wal-checkpoints.ts), never inside a commit.
 db.pragma('wal_autocheckpoint = 0');
+// Here rather than on a thread of their own, which cost some 15 MiB: between two batches, so a
+// checkpoint never makes this thread's own BEGIN IMMEDIATE fail as busy.
+const stopCheckpoints = data.checkpoints
+  ? runWalCheckpoints(data.checkpoints, (event) => port.postMessage({ type: 'checkpoint', event } satisfies WriterReply))
+  : undefined;
 const enqueued: string[] = [];
 const triggerFailures: Array<{ trigger: string; message: string }> = [];
 const queue = new JobQueue(db, `turn-writer-${process.pid}`, data.maxAttempts);
@@ -42,6 +50,7 @@ port.on('message', (request: WriterRequest) => {
     stopping = true;
     scheduled?.cancel();
     while (pending.length > 0) writeSome();
+    stopCheckpoints?.();
     db.close();
     port.postMessage({ type: 'stopped' } satisfies WriterReply);
     port.close();

@@ -1,67 +1,15 @@
 /**
- * Worker thread that copies the WAL back into the database file. A checkpoint reads and writes
- * megabytes and fsyncs; on the proxy's own thread it held requests up for 70–110 ms each time.
- * Here it runs beside them on its own connection: SQLite lets a PASSIVE checkpoint proceed while
- * the main connection reads and commits.
+ * Worker thread that runs WAL checkpoints (store/wal-checkpoints.ts) when the proxy has no turn
+ * writer thread to run them (it died). SQLite lets a PASSIVE checkpoint proceed on this thread's
+ * connection while the main connection reads and commits.
  */
-import { statSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import Database from 'better-sqlite3';
+import { runWalCheckpoints, type CheckpointSettings } from './wal-checkpoints.js';
 
-interface CheckpointWorkerData {
-  databasePath: string;
-  intervalMs: number;
-  /** A WAL file past this size is checkpointed and truncated at once (bytes). */
-  walLimitBytes: number;
-}
-
-const { databasePath, intervalMs, walLimitBytes } = workerData as CheckpointWorkerData;
-const walPath = `${databasePath}-wal`;
-const db = new Database(databasePath, { fileMustExist: true });
-db.pragma('busy_timeout = 1000');
-
-/** How often the WAL's size is looked at: a stat costs microseconds, a checkpoint milliseconds. */
-const WATCH_MS = 250;
-let lastPassive = Date.now();
-
-/**
- * A PASSIVE checkpoint copies what it can without waiting for anyone, but under steady traffic
- * some reader always holds an older snapshot, so the WAL never starts over and only grows (457 MB
- * for a 6.7 MB database after 2,000 requests in 2.5 s). Past the limit a TRUNCATE checkpoint waits
- * for those readers (new readers read the database file meanwhile), copies everything and cuts
- * the file to zero: the WAL stays within the limit and its disk space is given back.
- */
-function tick(): void {
-  const now = Date.now();
-  let walBytes: number;
-  try {
-    walBytes = statSync(walPath).size;
-  } catch {
-    return; // no WAL file: nothing to checkpoint
-  }
-  try {
-    if (walBytes > walLimitBytes) {
-      // Copied first without blocking anyone, so the TRUNCATE below (which blocks writers while it
-      // waits for readers and copies) has less left to do. Writes refused as busy meanwhile went
-      // from one per truncation to one in four under 60 KB agent traffic; the turn writer retries those.
-      db.pragma('wal_checkpoint(PASSIVE)');
-      const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number; checkpointed: number }>;
-      lastPassive = now;
-      parentPort?.postMessage({ type: 'truncated', walBytes, busy: result?.busy ?? 0 });
-    } else if (now - lastPassive >= intervalMs) {
-      db.pragma('wal_checkpoint(PASSIVE)');
-      lastPassive = now;
-    }
-  } catch (error) {
-    parentPort?.postMessage({ type: 'error', message: error instanceof Error ? error.message : String(error), code: (error as { code?: unknown }).code });
-  }
-}
-
-const timer = setInterval(tick, Math.min(WATCH_MS, intervalMs));
+const stop = runWalCheckpoints(workerData as CheckpointSettings, (event) => parentPort?.postMessage(event));
 
 parentPort?.on('message', (message: unknown) => {
   if (message !== 'stop') return;
-  clearInterval(timer);
-  db.close();
+  stop();
   parentPort?.close();
 });

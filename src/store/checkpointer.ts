@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../logging/index.js';
 import type { Db } from './database.js';
+import type { CheckpointEvent, CheckpointSettings } from './wal-checkpoints.js';
 
 /** The WAL file is kept under this size (the soak in bench/ checks it stays within 64 MB at full load). */
 export const WAL_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -10,13 +11,14 @@ export const WAL_LIMIT_BYTES = 32 * 1024 * 1024;
  * commit crosses 1,000 pages and fsyncs there (a 30-turn batch write went from ~1 ms to ~28 ms when
  * it hit one), and checkpointing on the proxy's thread when it looked idle still held up the next
  * request for 70–110 ms once the WAL was large. So the proxy's connection never checkpoints while
- * serving: a worker thread does it every `intervalMs` on its own connection, and the proxy
+ * serving: a worker thread (the turn writer's) does it every `intervalMs` on its own connection, and the proxy
  * truncates the WAL once at shutdown. Every 5 s rather than every 0.5 s: a page rewritten by many
  * commits in between is copied once, and the copying (with its fsync) took a share of the two
  * cores that showed in request latency. A crash loses nothing either way: the WAL is replayed.
  */
 export class WalCheckpointer {
   private worker: Worker | undefined;
+  private stopped = false;
 
   constructor(
     private readonly db: Db,
@@ -25,20 +27,32 @@ export class WalCheckpointer {
     private readonly options = { intervalMs: 5_000, walLimitBytes: WAL_LIMIT_BYTES },
   ) {}
 
+  /** What a thread running the checkpoints needs (store/wal-checkpoints.ts). */
+  get settings(): CheckpointSettings {
+    return { databasePath: this.databasePath, intervalMs: this.options.intervalMs, walLimitBytes: this.options.walLimitBytes };
+  }
+
+  /**
+   * The turn writer's thread runs the checkpoints (runtime/turn-writer-worker.ts): a worker thread
+   * of their own cost some 15 MiB of memory (its own V8 heap and Node environment) for a pragma
+   * now and then. The proxy's connection stops checkpointing all the same.
+   */
+  handOff(): void {
+    this.db.pragma('wal_autocheckpoint = 0');
+  }
+
+  /** Checkpoints on a worker thread of their own (when no turn writer runs them, or it died). */
   start(): void {
     this.db.pragma('wal_autocheckpoint = 0');
+    if (this.worker || this.stopped) return;
     // Compiled, this module sits beside checkpoint-worker.js; run from source (tsx), beside the .ts.
     const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
     const worker = new Worker(new URL(`./checkpoint-worker${extension}`, import.meta.url), {
-      workerData: { databasePath: this.databasePath, intervalMs: this.options.intervalMs, walLimitBytes: this.options.walLimitBytes },
+      workerData: this.settings,
       // It runs one pragma now and then: a small heap keeps its memory small.
       resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
     });
-    worker.on('message', (message: { type?: string; message?: string; walBytes?: number; busy?: number }) => {
-      if (message.type === 'error') this.logger.warn({ error: message.message }, 'WAL checkpoint failed; it will be retried');
-      else if (message.type === 'truncated')
-        this.logger.debug({ wal_bytes: message.walBytes, busy: message.busy }, 'WAL over its limit: checkpointed and truncated');
-    });
+    worker.on('message', (event: CheckpointEvent) => this.report(event));
     worker.on('error', (error) => {
       // Serving goes on without it: the WAL just grows until the next start checkpoints it.
       this.logger.error({ err: error }, 'the WAL checkpoint worker stopped');
@@ -48,7 +62,14 @@ export class WalCheckpointer {
     this.worker = worker;
   }
 
+  /** Logs what a checkpoint loop reported, on whichever thread it runs. */
+  report(event: CheckpointEvent): void {
+    if (event.type === 'error') this.logger.warn({ error: event.message }, 'WAL checkpoint failed; it will be retried');
+    else if (event.type === 'truncated') this.logger.debug({ wal_bytes: event.walBytes, busy: event.busy }, 'WAL over its limit: checkpointed and truncated');
+  }
+
   async stop(): Promise<void> {
+    this.stopped = true;
     const worker = this.worker;
     this.worker = undefined;
     if (worker) {

@@ -1,4 +1,5 @@
 import { shippedGlossaryTable } from './glossary-files.js';
+import type { PieceSet } from './line-table.js';
 
 /**
  * Chinese words as the bundled glossary writes them, read from ICU's word pieces. ICU's dictionary
@@ -19,19 +20,16 @@ const MOST_PIECES = 6;
  */
 const MODIFIERS = new Set([...'很太挺最更真好也都还就才又再']);
 
-let prefixes: Set<string> | undefined;
+let prefixes: PieceSet | undefined;
 
 /**
  * The proper prefixes of the shipped Chinese glossary's headwords, read once: a join is extended only
  * while the joined text begins some headword. The headwords themselves are the glossary's own table
- * (glossary-files.ts), not a copy.
+ * (glossary-files.ts), not a copy: the prefixes are pieces of its text.
  */
-function headwordPrefixes(): Set<string> {
-  if (prefixes) return prefixes;
-  const found = new Set<string>();
-  for (const headword of shippedGlossaryTable('zh').keys()) for (let length = 1; length < headword.length; length++) found.add(headword.slice(0, length));
-  prefixes = found;
-  return found;
+function headwordPrefixes(): PieceSet {
+  prefixes ??= shippedGlossaryTable('zh').keyPrefixes();
+  return prefixes;
 }
 
 /** Reads the headwords and their prefixes now, off the request path (the proxy does at start). */

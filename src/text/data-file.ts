@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
+import { LineTable } from './line-table.js';
 
 /** Parses a shipped JSON data file against its schema; throws an error naming the file and the first fault. */
 export function parseDataFile<Schema extends z.ZodTypeAny>(text: string, source: string, schema: Schema): z.infer<Schema> {
@@ -34,3 +35,16 @@ export const termListFileSchema = z
 
 /** What term-list entries may hold: search terms (lower-case letters and digits), spaces, tabs between fields, newlines between entries. */
 export const TERM_ENTRY_CHARACTERS = /^[a-z0-9]+\t[a-z0-9 \t\n]*$/;
+
+/**
+ * A term-list file's entries as a table, term → the rest of its line, kept as the entries' own text
+ * (line-table.ts) rather than a Map of a string per term and per line; `refused` is thrown for a
+ * term given twice.
+ */
+export function termLineTable(entries: string, refused: (line: string) => Error): LineTable {
+  return new LineTable(entries, {
+    repeated: (line) => {
+      throw refused(line);
+    },
+  });
+}

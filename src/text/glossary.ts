@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { warmChineseWords } from './chinese-words.js';
 import { dictionaryForms } from './deinflect.js';
 import { GLOSSARY_FILES, shippedGlossaryTable } from './glossary-files.js';
+import type { TermTable } from './line-table.js';
 import { KINSHIP_VERSION, kinshipForms, kinshipNoun, kinshipNounsOf, kinshipPair, relativeGloss } from './kinship.js';
 import { glossTermOf, termOf, tokenize, wordSegments } from './tokenize.js';
 
@@ -69,13 +70,13 @@ const ENDS_IN_HIRAGANA = /[\u3040-\u309f]$/;
 
 export class Glossary {
   /** Per language, headword → its English gloss words, as written in the file (stemmed on first use). */
-  private readonly tables: Readonly<Record<GlossaryLanguage, ReadonlyMap<string, string>>>;
+  private readonly tables: Readonly<Record<GlossaryLanguage, TermTable>>;
   private readonly stems = new Map<string, readonly WeightedTerm[]>();
   private readonly headwordTerms = new Map<string, readonly string[]>();
   /** English stem → headwords per language, built on the first reverse look-up. */
   private reverse: Map<string, Partial<Record<GlossaryLanguage, ReverseEntry[]>>> | undefined;
 
-  constructor(tables: Readonly<Record<GlossaryLanguage, ReadonlyMap<string, string>>>) {
+  constructor(tables: Readonly<Record<GlossaryLanguage, TermTable>>) {
     this.tables = tables;
   }
 

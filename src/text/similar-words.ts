@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { ConfigError } from '../errors.js';
-import { parseDataFile, TERM_ENTRY_CHARACTERS, termListFileSchema } from './data-file.js';
+import { parseDataFile, TERM_ENTRY_CHARACTERS, termLineTable, termListFileSchema } from './data-file.js';
 import type { Alternatives, WeightedTerm } from './glossary.js';
 
 /**
@@ -33,15 +33,13 @@ export function parseSimilarWords(text: string, source: string): SimilarWords {
   const { entries } = parseDataFile(text, source, termListFileSchema);
   if (!TERM_ENTRY_CHARACTERS.test(entries) || MISPLACED_SPACE.test(entries))
     throw new ConfigError(`${source}: entries: expected lines of a term, a tab, similar terms (search terms, space-separated)`);
-  /** Term → its list as written; split on first look-up (most terms are never looked up). */
-  const lines = new Map<string, string>();
+  const refused = (line: string) => new ConfigError(`${source}: entry "${line.slice(0, 60)}": expected a new term, a tab, similar terms`);
   for (const line of entries.split('\n')) {
     const tab = line.indexOf('\t');
-    const term = line.slice(0, tab);
-    if (tab <= 0 || line.indexOf('\t', tab + 1) >= 0 || lines.has(term))
-      throw new ConfigError(`${source}: entry "${line.slice(0, 60)}": expected a new term, a tab, similar terms`);
-    lines.set(term, line.slice(tab + 1));
+    if (tab <= 0 || line.indexOf('\t', tab + 1) >= 0) throw refused(line);
   }
+  /** Term → its list as written, kept as the file's text (line-table.ts); split on first look-up (most terms are never looked up). */
+  const lines = termLineTable(entries, refused);
   const split = new Map<string, readonly string[]>();
   const none: readonly string[] = [];
   return {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { ConfigError } from '../errors.js';
-import { parseDataFile, TERM_ENTRY_CHARACTERS, termListFileSchema } from './data-file.js';
+import { parseDataFile, TERM_ENTRY_CHARACTERS, termLineTable, termListFileSchema } from './data-file.js';
 
 /**
  * The bundled English related words (`data/thesaurus/en.json.gz`, from Princeton WordNet; see
@@ -27,17 +27,16 @@ export function parseThesaurus(text: string, source: string): Thesaurus {
   const entries = data.entries;
   if (!TERM_ENTRY_CHARACTERS.test(entries) || MISPLACED_SPACE.test(entries))
     throw new ConfigError(`${source}: entries: expected lines of a term, a tab, synonyms, a tab, hypernyms (search terms, space-separated)`);
-  /** Term → its two lists as written; split on first look-up (most terms are never looked up). */
-  const lines = new Map<string, string>();
+  const refused = (line: string) =>
+    new ConfigError(`${source}: entry "${line.slice(0, 60)}": expected a new term, a tab, synonyms, a tab, hypernyms (not both empty)`);
   for (const line of entries.split('\n')) {
     const tab = line.indexOf('\t');
     const second = line.indexOf('\t', tab + 1);
-    const term = line.slice(0, tab);
     const empty = second === tab + 1 && second === line.length - 1;
-    if (tab <= 0 || second < 0 || line.indexOf('\t', second + 1) >= 0 || empty || lines.has(term))
-      throw new ConfigError(`${source}: entry "${line.slice(0, 60)}": expected a new term, a tab, synonyms, a tab, hypernyms (not both empty)`);
-    lines.set(term, line.slice(tab + 1));
+    if (tab <= 0 || second < 0 || line.indexOf('\t', second + 1) >= 0 || empty) throw refused(line);
   }
+  /** Term → its two lists as written, kept as the file's text (line-table.ts); split on first look-up (most terms are never looked up). */
+  const lines = termLineTable(entries, refused);
   const related = new Map<string, readonly string[]>();
   const none: readonly string[] = [];
   return {
