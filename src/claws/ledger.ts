@@ -108,7 +108,12 @@ export function ledgerProblem(metaclawHome: string): string | undefined {
  * read the ledger strictly.
  */
 export function ledgerSaysWired(metaclawHome: string, claw: ClawType): boolean {
-  return ledgerProblem(metaclawHome) === undefined && findLedgerEntry(metaclawHome, claw) !== undefined;
+  try {
+    return findLedgerEntry(metaclawHome, claw) !== undefined;
+  } catch (error) {
+    if (error instanceof ClawError && error.status === 'ledger_corrupt') return false;
+    throw error;
+  }
 }
 
 /** The ledger, or an empty one when none was written yet. A damaged ledger is an error, never silently reset. */

@@ -3,8 +3,8 @@ import { dirname, resolve } from 'node:path';
 
 /**
  * `mkdir -p`: creates `path` and any missing parent folders (each with `mode`, when given), and
- * does nothing when the folder exists. Node 20's own `makeFolders(path)` never
- * returns when the file system answers a create with ENOENT although the parent exists (any path
+ * does nothing when the folder exists. Node 20's own `mkdirSync(path, { recursive: true })`
+ * never returns when the file system answers a create with ENOENT although the parent exists (any path
  * under /proc: `METACLAW_HOME=/proc/x`, `skills export /proc/x` spun forever); this walks the
  * missing folders itself, so such a path fails with the file system's own error.
  */
