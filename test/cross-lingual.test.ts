@@ -171,6 +171,51 @@ describe('cross-lingual memory: a Chinese question recalls a memory written in E
   });
 });
 
+describe('memory search keys for a memory larger than one job', () => {
+  let scripted: ScriptedProxy;
+  let proxy: ProxyHandle;
+  /** Each unit id the scripted keys calls were asked about, with how often. */
+  const asked = new Map<string, number>();
+  const MEMORIES = Array.from(
+    { length: 40 },
+    (_, index) => `Reading note ${index + 1}: chapter ${index + 1} of the harbour history covers the year ${1800 + index}.`,
+  );
+
+  before(async () => {
+    const upstreamHandler = learningAwareUpstream({
+      memoryKeys: (request) => {
+        const units = [...userText(request).matchAll(/^### (mem_[a-z0-9]+) \(keys in: ([a-z, ]+)\)$/gm)];
+        for (const [, id] of units) asked.set(id!, (asked.get(id!) ?? 0) + 1);
+        return JSON.stringify({ units: units.map(([, id]) => ({ id, language: 'zh', keys: ['港口历史'] })) });
+      },
+    });
+    scripted = await startScriptedProxy({ upstreamHandler, config: { skills: { auto_evolve: false }, memory: { auto_extract: false } } });
+    ({ proxy } = scripted);
+    for (const content of MEMORIES) {
+      const added = await fetch(`${proxy.url}/v1/memory`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'semantic', content }),
+      });
+      assert.equal(added.status, 201, await added.text());
+    }
+  });
+  after(() => scripted?.close());
+
+  test('the job goes on until every unit has keys in the language the user writes (more than one job holds), asking about each unit once', async () => {
+    // Two requests in Chinese make it a language the user writes.
+    await ask(proxy, '帮我整理一下港口历史的读书笔记', 'zh-notes');
+    await ask(proxy, '第三章讲的是哪一年', 'zh-notes');
+    await waitFor(() => asked.size === MEMORIES.length, 30_000).catch(() => {
+      throw new Error(`keys were asked for ${asked.size} of ${MEMORIES.length} units`);
+    });
+    assert.ok(
+      [...asked.values()].every((times) => times === 1),
+      'no unit was asked about twice',
+    );
+  });
+});
+
 /** A skills-only proxy whose library holds `skills` (name → description and body), each a one-paragraph SKILL.md. */
 async function proxyWithSkills(skills: Record<string, string>, category: string): Promise<ScriptedProxy> {
   const home = tempHome();

@@ -162,6 +162,46 @@ describe('the durable learning queue', () => {
     }
   });
 
+  test('a job asked for again while it runs (rerunIfRunning) runs once more after it is done or dead; asked while queued, or without the option, it does not', () => {
+    const db = openDatabase(databasePath());
+    const queue = new JobQueue(db, 'test', 1);
+    const kinds = new Set(['catch.up']);
+    const ask = (options: { rerunIfRunning?: boolean } = { rerunIfRunning: true }) =>
+      queue.enqueue('catch.up', { from: 'writer' }, { dedupeKey: 'catch.up', ...options });
+    const queuedIds = () => queue.list('queued').map((row) => row.id);
+
+    const first = ask()!;
+    assert.equal(ask(), undefined, 'a queued job stands for the second ask');
+    const running = queue.lease(kinds, 60_000)!;
+    assert.equal(running.id, first);
+    assert.equal(ask({}), undefined);
+    queue.complete(running);
+    assert.deepEqual(queuedIds(), [], 'without the option, an ask while it ran is lost');
+
+    const second = ask()!;
+    queue.lease(kinds, 60_000);
+    assert.equal(ask(), undefined, 'the running job holds the key');
+    assert.equal(ask(), undefined);
+    queue.complete(second);
+    const [rerun] = queuedIds();
+    assert.ok(rerun !== undefined && rerun > second, 'done: one fresh copy is queued');
+    assert.deepEqual(JSON.parse(queue.get(rerun)!.payload), { from: 'writer' });
+    assert.equal(queue.get(rerun)!.dedupe_key, 'catch.up');
+
+    const leased = queue.lease(kinds, 60_000)!;
+    assert.equal(leased.id, rerun);
+    queue.complete(leased);
+    assert.deepEqual(queuedIds(), [], 'the copy was not asked for again: it ends there');
+
+    const third = ask()!;
+    const dying = queue.lease(kinds, 60_000)!;
+    ask();
+    assert.equal(queue.fail(dying, 'upstream broke', { retryable: true }), 'dead', 'one attempt allowed');
+    assert.equal(queuedIds().length, 1, 'dead: the ask made while it ran still gets its run');
+    assert.equal(queue.get(third)!.status, 'dead');
+    db.close();
+  });
+
   test('the daily token budget pauses LLM jobs, never other jobs, and says why', async () => {
     const db = openDatabase(databasePath());
     const queue = new JobQueue(db, 'test', 3);

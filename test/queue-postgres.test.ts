@@ -238,6 +238,50 @@ describe('the team queue on PostgreSQL, shared by several nodes', { skip: postgr
     assert.deepEqual([...(await effectsPerJob(pool))], [[first.id, 1]]);
   });
 
+  test('an ask for a running job (rerunIfRunning) made while its node is completing it waits for that commit and then queues a fresh job: the ask is never lost', async () => {
+    const url = await freshStore();
+    const worker = new PgJobQueue(node(url), 'a', 3);
+    const writer = new PgJobQueue(node(url), 'b', 3);
+    const ask = () => writer.enqueue('work', { n: 1 }, { dedupeKey: 'catch-up', rerunIfRunning: true });
+    const queued = async () => (await worker.list('queued')).map((row) => row.id);
+
+    // Asked while it runs: the job is queued again once it is done.
+    const first = await ask();
+    const running = (await worker.lease(WORK, 10_000))!;
+    assert.equal(running.id, first);
+    assert.equal(await ask(), undefined, 'the running job holds the key');
+    assert.deepEqual(await queued(), []);
+    assert.equal(await worker.complete(running), 'done');
+    const [rerun] = await queued();
+    assert.ok(rerun !== undefined && rerun > running.id, 'done: a fresh copy is queued');
+
+    // Asked while its completion holds the row: the ask waits for the commit, then queues a job of its own.
+    const again = (await worker.lease(WORK, 10_000))!;
+    assert.equal(again.id, rerun);
+    let asked: Promise<number | undefined> | undefined;
+    let settled = false;
+    let settledInside = true;
+    const outcome = await worker.complete(again, {
+      effect: async () => {
+        asked = ask();
+        void asked.then(() => (settled = true));
+        await sleep(300);
+        settledInside = settled;
+      },
+    });
+    assert.equal(outcome, 'done');
+    assert.equal(settledInside, false, 'the ask waited for the completing transaction');
+    const afterCommit = await asked!;
+    assert.ok(afterCommit !== undefined && afterCommit > again.id, 'then it queued a new job');
+    assert.deepEqual(await queued(), [afterCommit], 'exactly one job is queued: no copy beside it');
+
+    // Without the option an ask while it runs is a no-op, as before.
+    const plain = (await worker.lease(WORK, 10_000))!;
+    assert.equal(await writer.enqueue('work', {}, { dedupeKey: 'catch-up' }), undefined);
+    await worker.complete(plain);
+    assert.deepEqual(await queued(), []);
+  });
+
   test('concurrent budget reservations from three nodes never add up past the daily cap; settles, expiry and a second settle count right', async () => {
     const url = await freshStore();
     const budgets = ['a', 'b', 'c'].map((name) => new PgLearningBudget(node(url, 8), 1_000, name));

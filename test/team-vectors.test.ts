@@ -29,6 +29,9 @@ let hybrid: ProxyHandle;
 /** Same store, memory.retrieval_mode keyword. */
 let keyword: ProxyHandle;
 let sessions = 0;
+/** Set: the next embeddings request waits for it, and `embedArrived` is called when that request comes. */
+let holdNextEmbed: Promise<void> | undefined;
+let embedArrived: (() => void) | undefined;
 
 /**
  * Until no learning job is running or due. PGlite runs one statement at a time, so a request asked
@@ -94,7 +97,16 @@ describe('team mode with pgvector: a whole node recalls memories by meaning', ()
     upstream = await ScriptedUpstream.start();
     const chat = upstream.defaultHandler;
     const embed = embeddingsHandler(() => false, new Map([['quuxer', 'zorblat']]));
-    upstream.defaultHandler = (request, response) => (request.path.endsWith('/embeddings') ? embed(request, response) : chat(request, response));
+    upstream.defaultHandler = async (request, response) => {
+      if (!request.path.endsWith('/embeddings')) return chat(request, response);
+      const hold = holdNextEmbed;
+      holdNextEmbed = undefined;
+      if (hold) {
+        embedArrived?.();
+        await hold;
+      }
+      return embed(request, response);
+    };
     await cli(['store', 'migrate']);
     for (const name of ['alice', 'bob']) keys[name] = (JSON.parse(await cli(['team', 'add-member', name, '--json'])) as { key: string }).key;
     const llm = { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' };
@@ -110,10 +122,17 @@ describe('team mode with pgvector: a whole node recalls memories by meaning', ()
     await server?.stop();
   });
 
-  test("members' memories written through a node are embedded by the team queue, and /status and doctor say vectors are on (the doctor passes the store)", async () => {
+  test("members' memories written through a node are embedded by the team queue, those written while it embeds too, and /status and doctor say vectors are on (the doctor passes the store)", async () => {
+    // The embed job's call is held once it has read what to embed: the next two memories are written
+    // while it runs (their queue requests meet the running job), and must be embedded all the same.
+    let release!: () => void;
+    holdNextEmbed = new Promise((resolve) => (release = resolve));
+    const arrived = new Promise<void>((resolve) => (embedArrived = resolve));
     await remember('alice', 'Zorblat sends the invoices.');
+    await arrived;
     await remember('alice', 'The greyhound Pepper hides under the desk during thunderstorms.');
     await remember('bob', 'Zorblat runs on the old rack in Leeds.');
+    release();
     await waitFor(async () => (await state.pool.query<{ n: string }>('SELECT count(*) AS n FROM memory_vectors')).rows[0]!.n === '3', 20_000);
     const report = await status(hybrid);
     assert.equal(report.store.search, 'hybrid');

@@ -31,11 +31,20 @@ export interface JobRow {
   created_at: number;
   updated_at: number;
   finished_at: number | null;
+  /** 1 when the job was asked for again while it ran (`rerunIfRunning`): finishing it queues a fresh copy. */
+  rerun: number;
 }
 
 export interface EnqueueOptions {
   /** At most one queued-or-running job per key: a second enqueue with the same key is a no-op. */
   dedupeKey?: string;
+  /**
+   * For a job that works from the state it reads when it runs (embed what has no vector, evolve
+   * from the turns after a watermark): an enqueue with the same key while it runs asks for one
+   * more run, queued when it finishes (done or dead). Without it, what changed after the running
+   * job read the state would wait for the next enqueue, which may never come.
+   */
+  rerunIfRunning?: boolean;
   delayMs?: number;
   maxAttempts?: number;
 }

@@ -22,13 +22,19 @@ export class JobQueue implements JobQueueStore {
         INSERT INTO jobs (kind, payload, dedupe_key, status, attempts, max_attempts, run_after, created_at, updated_at)
         VALUES (?, ?, ?, 'queued', 0, ?, ?, ?, ?)
         ON CONFLICT DO NOTHING`),
+      askRerun: db.prepare<[string]>(`UPDATE jobs SET rerun = 1 WHERE dedupe_key = ? AND status = 'leased'`),
+      // After the job left the dedupe index (done or dead), so the copy takes its key.
+      spawnRerun: db.prepare<[number, number, number, number]>(`
+        INSERT INTO jobs (kind, payload, dedupe_key, status, attempts, max_attempts, run_after, created_at, updated_at)
+        SELECT kind, payload, dedupe_key, 'queued', 0, max_attempts, ?, ?, ? FROM jobs WHERE id = ? AND rerun = 1
+        ON CONFLICT DO NOTHING`),
       // The kinds filter runs in SQLite: jobs nobody here can run (a paused or absent worker) are
       // skipped without being read into JavaScript at every poll.
       nextReady: db.prepare<[number, string], JobRow>(
         `SELECT * FROM jobs WHERE status = 'queued' AND run_after <= ? AND kind IN (SELECT value FROM json_each(?)) ORDER BY run_after, id LIMIT 1`,
       ),
       lease: db.prepare<[number, string, number, number]>(
-        `UPDATE jobs SET status = 'leased', lease_until = ?, leased_by = ?, attempts = attempts + 1, updated_at = ? WHERE id = ? AND status = 'queued'`,
+        `UPDATE jobs SET status = 'leased', lease_until = ?, leased_by = ?, attempts = attempts + 1, updated_at = ?, rerun = 0 WHERE id = ? AND status = 'queued'`,
       ),
       complete: db.prepare<[number, number, number, number]>(
         `UPDATE jobs SET status = 'done', tokens_used = tokens_used + ?, finished_at = ?, updated_at = ?, lease_until = NULL, last_error = NULL WHERE id = ?`,
@@ -57,19 +63,27 @@ export class JobQueue implements JobQueueStore {
     };
   }
 
-  /** Adds a job; returns its id, or undefined when an identical (same dedupe key) job is pending. */
+  /**
+   * Adds a job; returns its id, or undefined when an identical (same dedupe key) job is pending (a
+   * running one is then asked to run once more, with `rerunIfRunning`).
+   */
   enqueue(kind: string, payload: unknown, options: EnqueueOptions = {}): number | undefined {
-    const now = Date.now();
-    const result = this.statements.insert.run(
-      kind,
-      JSON.stringify(payload ?? null),
-      options.dedupeKey ?? null,
-      options.maxAttempts ?? this.defaultMaxAttempts,
-      now + (options.delayMs ?? 0),
-      now,
-      now,
-    );
-    return result.changes > 0 ? Number(result.lastInsertRowid) : undefined;
+    const { dedupeKey } = options;
+    return this.db.transaction(() => {
+      const now = Date.now();
+      const result = this.statements.insert.run(
+        kind,
+        JSON.stringify(payload ?? null),
+        dedupeKey ?? null,
+        options.maxAttempts ?? this.defaultMaxAttempts,
+        now + (options.delayMs ?? 0),
+        now,
+        now,
+      );
+      if (result.changes > 0) return Number(result.lastInsertRowid);
+      if (options.rerunIfRunning && dedupeKey !== undefined) this.statements.askRerun.run(dedupeKey);
+      return undefined;
+    })();
   }
 
   /** Takes the next ready job of one of `kinds` for `leaseMs`; undefined when none is ready. */
@@ -101,7 +115,11 @@ export class JobQueue implements JobQueueStore {
   /** `job`: the leased job or its id (the id is all the personal store needs: its leases cannot be taken over). */
   complete(job: number | Pick<Job, 'id'>, tokensUsed = 0): void {
     const now = Date.now();
-    this.statements.complete.run(tokensUsed, now, now, jobIdOf(job));
+    const id = jobIdOf(job);
+    this.db.transaction(() => {
+      this.statements.complete.run(tokensUsed, now, now, id);
+      this.statements.spawnRerun.run(now, now, now, id);
+    })();
   }
 
   /** Records a failure: retried with backoff, or dead-lettered once attempts are used up. */
@@ -109,7 +127,10 @@ export class JobQueue implements JobQueueStore {
     const now = Date.now();
     const tokens = options.tokensUsed ?? 0;
     if (failVerdict(job, options.retryable) === 'dead') {
-      this.statements.bury.run(error.slice(0, JOB_ERROR_MAX_CHARS), tokens, now, now, job.id);
+      this.db.transaction(() => {
+        this.statements.bury.run(error.slice(0, JOB_ERROR_MAX_CHARS), tokens, now, now, job.id);
+        this.statements.spawnRerun.run(now, now, now, job.id);
+      })();
       return 'dead';
     }
     this.statements.retry.run(now + backoffMs(job.attempts), error.slice(0, JOB_ERROR_MAX_CHARS), tokens, now, job.id);

@@ -198,7 +198,7 @@ export class MemoryService {
     // A new store keeps the stored vectors when the model is the same, and drops them when it differs.
     if (embeddings) this.vectorStore = new MemoryVectors(this.deps.db, this.store, embeddings, this.deps.logger);
     this.retriever.useEmbeddings(embeddings ? mode : 'keyword', embeddings ? this.vectorStore : undefined);
-    if (embeddings && mode !== 'keyword') this.enqueue?.(EMBED_JOB, {}, { dedupeKey: EMBED_JOB });
+    if (embeddings && mode !== 'keyword') this.enqueue?.(EMBED_JOB, {}, { dedupeKey: EMBED_JOB, rerunIfRunning: true });
   }
 
   /** The glossary languages besides English the user writes (so their memories are in them). */
@@ -212,7 +212,7 @@ export class MemoryService {
     // Keyword retrieval never reads vectors, so nothing is embedded for it; the vectors are still
     // opened, so that forgetting a unit removes the vector an earlier mode gave it.
     this.store.onChange(() => {
-      if (this.vectors && this.settings.retrievalMode !== 'keyword') enqueue(EMBED_JOB, {}, { dedupeKey: EMBED_JOB, delayMs: 500 });
+      if (this.vectors && this.settings.retrievalMode !== 'keyword') enqueue(EMBED_JOB, {}, { dedupeKey: EMBED_JOB, delayMs: 500, rerunIfRunning: true });
       this.queueSearchKeys();
     });
     this.queueSearchKeys();
@@ -601,6 +601,8 @@ export class MemoryService {
       if (tokens > 0) context.spend(tokens);
       if (embedded === 0) return;
     }
+    // A large import goes on in a rerun of this job (which holds the key), not in one endless job.
+    this.enqueue?.(EMBED_JOB, {}, { dedupeKey: EMBED_JOB, rerunIfRunning: true });
   }
 
   /* ---------- search keys ---------- */
@@ -609,7 +611,7 @@ export class MemoryService {
   private queueSearchKeys(): void {
     const { languages, mainUpstream } = this.deps;
     if (!this.settings.enabled || !languages || !mainUpstream || (languages.current.length === 0 && languages.refresh().length === 0)) return;
-    this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000 });
+    this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000, rerunIfRunning: true });
   }
 
   /**
@@ -631,7 +633,8 @@ export class MemoryService {
     const { written, asked: done } = await askMemorySearchKeys(context, target, prompt, pending);
     for (const { unit, language, keys } of written) this.searchKeys.save(unit.hash, language, keys, prompt.version, target.model);
     for (const unit of done) this.store.reindexUnit(unit.id);
-    if (pending.length > done.length) this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB });
+    // This job holds the key while it runs: the enqueue asks it to run once more.
+    if (pending.length > done.length) this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, rerunIfRunning: true });
     context.logger.info({ units: done.length, languages: seen, more: pending.length > done.length }, 'memory search keys written');
   }
 

@@ -57,7 +57,7 @@ export function searchKeysLanguage(event: TurnRecordedEvent): string | undefined
  */
 export function requestSearchKeysIfUncovered(language: string, covered: string | undefined, enqueue: Enqueue, job = SEARCH_KEYS_JOB): void {
   if (covered !== undefined && (JSON.parse(covered) as string[]).includes(language)) return;
-  enqueue(job, {}, { dedupeKey: job, delayMs: 2_000 });
+  enqueue(job, {}, { dedupeKey: job, delayMs: 2_000, rerunIfRunning: true });
 }
 
 /** Every N ok main turns the library evolves from the session. */
@@ -65,11 +65,19 @@ export function evolveAfterTurn(event: TurnRecordedEvent, settings: SkillsRecord
   const every = settings.evolveEveryNTurns;
   if (!settings.autoEvolve || event.turnType !== 'main' || event.outcome !== 'ok' || every <= 0) return;
   if (event.mainTurnCount % every === 0)
-    enqueue(EVOLVE_JOB, { sessionId: event.sessionId, reason: `every ${every} main turns` }, { dedupeKey: `${EVOLVE_JOB}:${event.sessionId}` });
+    enqueue(
+      EVOLVE_JOB,
+      { sessionId: event.sessionId, reason: `every ${every} main turns` },
+      { dedupeKey: `${EVOLVE_JOB}:${event.sessionId}`, rerunIfRunning: true },
+    );
 }
 
 /** A session with main turns that ended: the library evolves from it. */
 export function evolveAfterSession(event: SessionEndedEvent, settings: SkillsRecordingSettings, enqueue: Enqueue): void {
   if (!settings.autoEvolve || event.mainTurnCount === 0) return;
-  enqueue(EVOLVE_JOB, { sessionId: event.sessionId, reason: `session ended (${event.reason})` }, { dedupeKey: `${EVOLVE_JOB}:${event.sessionId}` });
+  enqueue(
+    EVOLVE_JOB,
+    { sessionId: event.sessionId, reason: `session ended (${event.reason})` },
+    { dedupeKey: `${EVOLVE_JOB}:${event.sessionId}`, rerunIfRunning: true },
+  );
 }

@@ -265,7 +265,7 @@ export class SkillsService {
     const languages = this.deps.languages?.current ?? [];
     if (!this.enqueue || languages.length === 0) return;
     if (this.searchKeys.pending(this.library.all(), languages, loadPrompt('skill-search-keys').version).length > 0)
-      this.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 1_000 });
+      this.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 1_000, rerunIfRunning: true });
   }
 
   /**
@@ -287,7 +287,8 @@ export class SkillsService {
     // Re-indexed with their keys (a skill edited meanwhile was re-indexed by the edit).
     const current = done.map(({ skill }) => this.library.get(skill.name)).filter((skill): skill is Skill => skill?.contentHash !== undefined);
     this.index.update(current, []);
-    if (pending.length > done.length) this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB });
+    // This job holds the key while it runs: the enqueue asks it to run once more.
+    if (pending.length > done.length) this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, rerunIfRunning: true });
     context.logger.info({ skills: done.length, languages: seen, remaining: pending.length - done.length }, 'skill search keys written');
   }
 

@@ -622,4 +622,11 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: RULE_LOOKUPS_V28,
     postgres: RULE_LOOKUPS_V28_POSTGRES,
   },
+  {
+    version: 29,
+    description:
+      'jobs remember being asked for again while they ran: a memory written while the embed job ran was never embedded (its enqueue was a duplicate of the running job), until the next write',
+    sql: 'ALTER TABLE jobs ADD COLUMN rerun INTEGER NOT NULL DEFAULT 0;',
+    postgres: 'ALTER TABLE jobs ADD COLUMN rerun INTEGER NOT NULL DEFAULT 0;',
+  },
 ];

@@ -63,6 +63,19 @@ export type JobEffect = (client: pg.PoolClient) => Promise<void>;
  */
 export type CompleteOutcome = 'done' | 'duplicate' | 'lease_lost';
 
+/** The predicate of the dedupe index (jobs_dedupe): a key holds while its job is queued or running. */
+const DEDUPED = `dedupe_key IS NOT NULL AND status IN ('queued', 'leased')`;
+
+/**
+ * A fresh copy of job $1 when it was asked to run again while it ran (rerun), queued now. Run
+ * after the job left the dedupe index (done or dead), so the copy takes its key; a job queued
+ * meanwhile with that key stands for it.
+ */
+const SPAWN_RERUN = `
+  INSERT INTO jobs (kind, payload, dedupe_key, status, attempts, max_attempts, run_after, created_at, updated_at)
+  SELECT kind, payload, dedupe_key, 'queued', 0, max_attempts, ${CLOCK}, ${CLOCK}, ${CLOCK} FROM jobs WHERE id = $1 AND rerun = 1
+  ON CONFLICT DO NOTHING`;
+
 /** A job held under a lease: still leased and still carrying the worker's token. */
 const FENCED = `id = $1 AND status = 'leased' AND lease_token = $2`;
 
@@ -74,12 +87,22 @@ export class PgJobQueue implements JobQueueStore<LeasedJob> {
     private readonly defaultMaxAttempts: number,
   ) {}
 
-  /** Adds a job; its id, or undefined when a job with the same dedupe key is queued or running. */
+  /**
+   * Adds a job; its id, or undefined when a job with the same dedupe key is queued or running (a
+   * running one is then asked to run once more, with `rerunIfRunning`).
+   */
   async enqueue(kind: string, payload: unknown, options: PgEnqueueOptions = {}, db: Queryable = this.pool): Promise<number | undefined> {
-    const result = await db.query<{ id: string }>(
+    // The rerun request updates the running job's row, so it waits for a worker completing it right
+    // now; once that commits, the job has left the dedupe index and PostgreSQL retries the insert.
+    // Either way the request is seen: a rerun asked of the running job, or a new job.
+    const onConflict =
+      options.rerunIfRunning && options.dedupeKey !== undefined
+        ? `ON CONFLICT (dedupe_key) WHERE ${DEDUPED} DO UPDATE SET rerun = 1 WHERE jobs.status = 'leased'`
+        : 'ON CONFLICT DO NOTHING';
+    const result = await db.query<{ id: string; inserted: boolean }>(
       `INSERT INTO jobs (kind, payload, dedupe_key, status, attempts, max_attempts, run_after, created_at, updated_at, idempotency_key)
        SELECT $1::text, $2::text, $3::text, 'queued', 0, $4::integer, now + $5::bigint, now, now, $6::text FROM (SELECT ${CLOCK} AS now) clock
-       ON CONFLICT DO NOTHING RETURNING id`,
+       ${onConflict} RETURNING id, xmax = 0 AS inserted`,
       [
         kind,
         JSON.stringify(payload ?? null),
@@ -89,8 +112,8 @@ export class PgJobQueue implements JobQueueStore<LeasedJob> {
         options.idempotencyKey ?? null,
       ],
     );
-    const id = result.rows[0]?.id;
-    return id === undefined ? undefined : Number(id);
+    const row = result.rows[0];
+    return row?.inserted ? Number(row.id) : undefined;
   }
 
   /**
@@ -111,7 +134,7 @@ export class PgJobQueue implements JobQueueStore<LeasedJob> {
          FOR UPDATE OF jobs SKIP LOCKED
        )
        UPDATE jobs SET status = 'leased', lease_until = clock.now + $2, leased_by = $3, attempts = jobs.attempts + 1,
-         lease_token = jobs.lease_token + 1, updated_at = clock.now
+         lease_token = jobs.lease_token + 1, updated_at = clock.now, rerun = 0
        FROM next, clock WHERE jobs.id = next.id
        RETURNING jobs.*`,
       [[...kinds], leaseMs, this.nodeId],
@@ -161,6 +184,7 @@ export class PgJobQueue implements JobQueueStore<LeasedJob> {
         `UPDATE jobs SET status = 'done', tokens_used = tokens_used + $3, finished_at = ${CLOCK}, updated_at = ${CLOCK}, lease_until = NULL, last_error = NULL WHERE ${FENCED}`,
         [job.id, job.leaseToken, Math.max(0, Math.round(options.tokensUsed ?? 0))],
       );
+      await client.query(SPAWN_RERUN, [job.id]);
       return fresh ? 'done' : 'duplicate';
     });
   }
@@ -181,7 +205,9 @@ export class PgJobQueue implements JobQueueStore<LeasedJob> {
                lease_until = NULL, leased_by = NULL WHERE ${FENCED}`,
             [job.id, job.leaseToken, message, tokens, backoffMs(job.attempts)],
           );
-    return result.rowCount === 1 ? verdict : 'lease_lost';
+    if (result.rowCount !== 1) return 'lease_lost';
+    if (verdict === 'dead') await this.pool.query(SPAWN_RERUN, [job.id]);
+    return verdict;
   }
 
   /** Puts a held job back without counting the attempt (a clean shutdown mid-job). False: the lease was lost already. */

@@ -121,7 +121,7 @@ export class PgMemoryApi implements MemoryUnitReader {
       );
     const unit = await this.writer.add(draft);
     if (!unit) throw new MemoryError('the memory could not be stored', 'memory_not_stored');
-    await this.edits?.queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000 });
+    await this.edits?.queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000, rerunIfRunning: true });
     return unit;
   }
 

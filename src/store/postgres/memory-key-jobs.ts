@@ -93,8 +93,9 @@ export function pgMemorySearchKeysHandler(deps: PgMemoryKeyJobDeps): TeamJobHand
           deps.search,
           asked.map((unit) => unit.id),
         );
-        // This job still holds its dedupe key: the rest of a large memory goes on in a job of its own.
-        if (pending.length > asked.length) await deps.queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: `${SEARCH_KEYS_JOB}:more` }, client);
+        // The rest of a large memory goes on in a job of its own (or, when this one is that job, in a rerun of it).
+        if (pending.length > asked.length)
+          await deps.queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: `${SEARCH_KEYS_JOB}:more`, rerunIfRunning: true }, client);
       };
     },
   };

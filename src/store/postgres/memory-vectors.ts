@@ -134,7 +134,7 @@ export class PgMemoryVectors {
 
   /** Queues the embed job in `db`'s transaction (once: a queued one is enough) when vectors are in use. */
   async queueEmbed(queue: PgJobQueue, db: Queryable, delayMs = 500): Promise<void> {
-    if (this.active) await queue.enqueue(EMBED_JOB, {}, { dedupeKey: EMBED_JOB, delayMs }, db);
+    if (this.active) await queue.enqueue(EMBED_JOB, {}, { dedupeKey: EMBED_JOB, delayMs, rerunIfRunning: true }, db);
   }
 
   /** Active units without a vector, oldest first. */

@@ -393,7 +393,7 @@ async function writeChanges(
   // Learned text in other languages than the team writes gets search keys in them (the personal install queues this on every change).
   const learned = [...changes.added, ...changes.updated.filter((change) => change.entry).map((change) => change.after)];
   if (learned.some((row) => row.origin !== 'raw_turn' && row.status === 'active'))
-    await queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000 }, client);
+    await queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000, rerunIfRunning: true }, client);
   return jobs;
 }
 

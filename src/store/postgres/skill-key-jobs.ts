@@ -90,8 +90,9 @@ export function pgSkillSearchKeysHandler(deps: PgSkillKeyJobDeps): TeamJobHandle
                model = excluded.model, created_at = excluded.created_at`,
             [skill.contentHash, language, skill.name, JSON.stringify(keys), prompt.version, target.model],
           );
-        // This job still holds its dedupe key: the rest of a large library goes on in a job of its own.
-        if (pending.length > asked.length) await deps.queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: `${SEARCH_KEYS_JOB}:more` }, client);
+        // The rest of a large library goes on in a job of its own (or, when this one is that job, in a rerun of it).
+        if (pending.length > asked.length)
+          await deps.queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: `${SEARCH_KEYS_JOB}:more`, rerunIfRunning: true }, client);
         if (written.length > 0) await client.query('SELECT pg_notify($1, $2)', [SKILLS_CHANNEL, JSON.stringify({ keys: true })]);
       };
     },
@@ -107,5 +108,5 @@ export async function queueSkillSearchKeys(deps: Pick<PgSkillKeyJobDeps, 'queue'
   const languages = await deps.languages.refresh();
   if (languages.length === 0) return;
   if (deps.keys.pending(deps.library.all(), languages, loadPrompt('skill-search-keys').version).length > 0)
-    await deps.queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 1_000 });
+    await deps.queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 1_000, rerunIfRunning: true });
 }

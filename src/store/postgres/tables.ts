@@ -11,7 +11,7 @@ export interface TeamTable {
   /** The SQLite table it is copied from, when it is not the table of the same name. */
   readonly from?: 'memory_vec';
   /**
-   * Columns only the team store has, after the SQLite ones and with defaults (an import leaves
+   * Columns only the team store has, besides the SQLite ones and with defaults (an import leaves
    * them at those): state that exists only when many nodes share the table.
    */
   readonly teamOnlyColumns?: readonly string[];
