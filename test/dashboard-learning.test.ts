@@ -52,9 +52,11 @@ describe('dashboard: learning curves', { skip }, () => {
     assert.equal(data.windows.length, 1);
     assert.equal(data.windows[0].closed_at, null);
     assert.ok(data.windows[0].sources.includes('sleep_hours'), JSON.stringify(data.windows));
-    const bad = await fetch(`${proxy.url}/v1/dashboard/learning?days=0`);
-    assert.equal(bad.status, 400);
-    assert.match(((await bad.json()) as { error: { message: string } }).error.message, /days/);
+    for (const days of ['0', 'abc', '2.5', '366']) {
+      const bad = await fetch(`${proxy.url}/v1/dashboard/learning?days=${days}`);
+      assert.equal(bad.status, 400);
+      assert.match(((await bad.json()) as { error: { message: string } }).error.message, /days: must be a whole number of days from 1 to 365$/, days);
+    }
   });
 
   test('the page draws the skills and memories charts and the window timeline from one data request, without console errors, in a narrow window too', async () => {

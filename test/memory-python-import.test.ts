@@ -217,9 +217,15 @@ describe('memory import of the Python MetaClaw store', () => {
     db.close();
     const offered = await doctorLine();
     assert.equal(offered?.verdict, 'warn');
-    assert.match(offered.fix ?? '', new RegExp(`metaclaw memory import ${moved.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
-    const imported = await proxy.cli(['memory', 'import', moved]);
-    assert.match(imported.stdout, /^Imported 1 memories/);
+    assert.match(offered.fix ?? '', new RegExp(`metaclaw memory import ${moved.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\``));
+    // Run with a config file of its own (-c), doctor offers the command with that file, as the store it means is that file's.
+    const ownConfig = join(proxy.home, 'own-config.yaml');
+    copyFileSync(join(proxy.home, 'config.yaml'), ownConfig);
+    const withOwn = await proxy.cli(['doctor', '--no-canary', '--json', '-c', ownConfig]);
+    const ownLine = (JSON.parse(withOwn.stdout) as DoctorReport).checks.find((check) => check.name === 'metaclaw memories');
+    assert.equal(ownLine?.fix, `run \`metaclaw memory import ${moved} -c ${ownConfig}\` (the file is only read; memories already here are skipped)`);
+    const imported = await proxy.cli(['memory', 'import', moved, '-c', ownConfig]);
+    assert.match(imported.stdout, /^Imported 1 memory from/);
     assert.equal((await doctorLine())?.verdict, 'pass');
   });
 });

@@ -133,7 +133,7 @@ describe('team mode with pgvector: a whole node recalls memories by meaning', ()
     await remember('alice', 'The greyhound Pepper hides under the desk during thunderstorms.');
     await remember('bob', 'Zorblat runs on the old rack in Leeds.');
     release();
-    await waitFor(async () => (await state.pool.query<{ n: string }>('SELECT count(*) AS n FROM memory_vectors')).rows[0]!.n === '3', 20_000);
+    await waitFor(async () => (await state.pool.query<{ n: string }>('SELECT count(*) AS n FROM memory_vectors')).rows[0]!.n === '3', 60_000);
     const report = await status(hybrid);
     assert.equal(report.store.search, 'hybrid');
     assert.match(report.store.vectors, /^vectors in use: pgvector \d+\.\d+\.\d+, embed-1 \(64 dimensions\), hybrid recall$/);

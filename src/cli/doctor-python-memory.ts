@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { LoadedConfig } from '../config/index.js';
 import {
   livePythonRows,
@@ -47,7 +48,7 @@ export function checkPythonMemory(config: LoadedConfig, checks: DoctorCheck[]): 
     name: 'metaclaw memories',
     verdict: 'warn',
     detail: `${path} holds ${live} active memor${live === 1 ? 'y' : 'ies'} of the Python MetaClaw that MetaClaw-TS does not use until they are imported`,
-    fix: `run \`metaclaw memory import ${shellWord(path)}\` (the file is only read; memories already here are skipped)`,
+    fix: `run \`metaclaw memory import ${shellWord(path)}${configOption(config)}\` (the file is only read; memories already here are skipped)`,
   });
 }
 
@@ -67,6 +68,11 @@ function importedBefore(config: LoadedConfig, fingerprint: string): RememberedIm
 }
 
 /** A path as one shell word, so the printed command can be pasted as it is. */
+/** ` -c FILE` when doctor read a config file of its own (-c), so the import goes to the same store. */
+function configOption(config: LoadedConfig): string {
+  return config.file === join(config.home, 'config.yaml') ? '' : ` -c ${shellWord(config.file)}`;
+}
+
 function shellWord(path: string): string {
   return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`;
 }

@@ -307,7 +307,7 @@ export function registerMemoryCommands(program: Command): void {
         return { imported: chunk.imported, skipped: chunk.skipped.map((item) => ({ line: item.line + start, reason: item.reason })) };
       });
       if (options.json) return print(JSON.stringify(report, null, 2));
-      print(`Imported ${report.imported} memories; skipped ${report.skipped.length}.`);
+      print(`Imported ${report.imported} memor${report.imported === 1 ? 'y' : 'ies'}; skipped ${report.skipped.length}.`);
       for (const skipped of report.skipped.slice(0, 20)) print(`  line ${skipped.line}: ${skipped.reason}`);
     })(options),
   );
@@ -344,7 +344,9 @@ function importPythonStore(service: MemoryService, db: Db, file: string, scope: 
   const report = withProgress(store.rows.length, 'memories', (start, end) => importPythonRows(service, store.rows.slice(start, end), scope, start + 1));
   rememberPythonImport(db, store.fingerprint, resolve(file), report);
   if (json) return print(JSON.stringify({ ...report, source: { path: resolve(file), schema_version: store.version } }, null, 2));
-  print(`Imported ${report.imported} memories from MetaClaw's store ${file} (schema version ${store.version}); skipped ${report.skipped.length}.`);
+  print(
+    `Imported ${report.imported} memor${report.imported === 1 ? 'y' : 'ies'} from MetaClaw's store ${file} (schema version ${store.version}); skipped ${report.skipped.length}.`,
+  );
   for (const skipped of report.skipped.slice(0, 20)) print(`  row ${skipped.line} (${skipped.id}): ${skipped.reason}`);
   if (report.skipped.length > 20) print(`  … and ${report.skipped.length - 20} more (--json lists them all)`);
 }

@@ -7,7 +7,8 @@ import { loginPage } from './login-page.js';
 import type { DashboardReads } from './reads.js';
 import { sessionDetailQuery, sessionListQuery } from './sessions.js';
 
-const learningQuery = z.object({ days: z.coerce.number().int().min(1).max(365).default(30) });
+const DAYS = 'must be a whole number of days from 1 to 365';
+const learningQuery = z.object({ days: z.coerce.number({ error: DAYS }).int(DAYS).min(1, DAYS).max(365, DAYS).default(30) });
 
 /** Nothing a page loads may come from elsewhere; no page may be framed. */
 const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
