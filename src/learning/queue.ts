@@ -69,7 +69,7 @@ export class JobQueue implements JobQueueStore {
    */
   enqueue(kind: string, payload: unknown, options: EnqueueOptions = {}): number | undefined {
     const { dedupeKey } = options;
-    return this.db.transaction(() => {
+    const insert = (): number | undefined => {
       const now = Date.now();
       const result = this.statements.insert.run(
         kind,
@@ -80,9 +80,14 @@ export class JobQueue implements JobQueueStore {
         now,
         now,
       );
-      if (result.changes > 0) return Number(result.lastInsertRowid);
-      if (options.rerunIfRunning && dedupeKey !== undefined) this.statements.askRerun.run(dedupeKey);
-      return undefined;
+      return result.changes > 0 ? Number(result.lastInsertRowid) : undefined;
+    };
+    if (!options.rerunIfRunning || dedupeKey === undefined) return insert();
+    // One transaction: the job this insert met cannot finish between the two statements.
+    return this.db.transaction(() => {
+      const id = insert();
+      if (id === undefined) this.statements.askRerun.run(dedupeKey);
+      return id;
     })();
   }
 
