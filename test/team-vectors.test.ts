@@ -127,9 +127,12 @@ describe('team mode with pgvector: a whole node recalls memories by meaning', ()
     // while it runs (their queue requests meet the running job), and must be embedded all the same.
     let release!: () => void;
     holdNextEmbed = new Promise((resolve) => (release = resolve));
-    const arrived = new Promise<void>((resolve) => (embedArrived = resolve));
+    let arrived = false;
+    embedArrived = () => (arrived = true);
     await remember('alice', 'Zorblat sends the invoices.');
-    await arrived;
+    await waitFor(() => arrived, 60_000).catch(() => {
+      throw new Error('the node never asked for the vector of the first memory');
+    });
     await remember('alice', 'The greyhound Pepper hides under the desk during thunderstorms.');
     await remember('bob', 'Zorblat runs on the old rack in Leeds.');
     release();

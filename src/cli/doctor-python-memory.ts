@@ -67,12 +67,12 @@ function importedBefore(config: LoadedConfig, fingerprint: string): RememberedIm
   }
 }
 
-/** A path as one shell word, so the printed command can be pasted as it is. */
 /** ` -c FILE` when doctor read a config file of its own (-c), so the import goes to the same store. */
 function configOption(config: LoadedConfig): string {
   return config.file === join(config.home, 'config.yaml') ? '' : ` -c ${shellWord(config.file)}`;
 }
 
+/** A path as one shell word, so the printed command can be pasted as it is. */
 function shellWord(path: string): string {
   return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`;
 }
