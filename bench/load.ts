@@ -4,6 +4,7 @@
  * `npm run bench:team`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { join, resolve } from 'node:path';
@@ -116,4 +117,28 @@ export function smallBody() {
       { role: 'user', content: 'How do I rename a git branch locally and on the remote without breaking open pull requests?' },
     ],
   };
+}
+
+/** The shape and size of a real OpenClaw turn: a ~48 K-char system prompt, 12 tools, two user messages. */
+export function openclawSizedBody() {
+  const fixture = JSON.parse(readFileSync(join(REPO, 'test', 'fixtures', 'openclaw-turn.json'), 'utf8')) as {
+    messages: Array<{ content: unknown }>;
+    tools?: unknown;
+    stream?: boolean;
+    stream_options?: unknown;
+  };
+  const section =
+    'You are a personal assistant running inside OpenClaw. Follow the tooling rules, keep the workspace tidy, and never run destructive commands without asking. ';
+  fixture.messages[0]!.content = `<!-- openclaw:attempt:STABLE -->\n${section.repeat(Math.ceil(48_000 / section.length))}`;
+  fixture.tools = Array.from({ length: 12 }, (_, index) => ({
+    type: 'function',
+    function: {
+      name: `tool_${index}`,
+      description: 'A tool the agent can call. '.repeat(20),
+      parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } },
+    },
+  }));
+  fixture.stream = false;
+  delete fixture.stream_options;
+  return fixture;
 }

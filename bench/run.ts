@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 import { rlScenario } from './rl.js';
 import { extraScenarios, type ExtraScenarioResult } from './scenarios.js';
-import { benchProxyConfig, freePort, post, sequential, smallBody, startHelper, throughput } from './load.js';
+import { benchProxyConfig, freePort, openclawSizedBody, post, sequential, smallBody, startHelper, throughput } from './load.js';
 import { round3, summarize, type LatencySummary } from './stats.js';
 
 const REPO = resolve(import.meta.dirname, '..');
@@ -356,32 +356,6 @@ async function soak(
     bodies_dropped: status.store?.recording?.bodies_dropped ?? 0,
     turns_dropped: status.store?.recording?.turns_dropped ?? 0,
   };
-}
-
-/* ---------- bodies ---------- */
-
-/** The shape and size of a real OpenClaw turn: a ~48 K-char system prompt, 12 tools, two user messages. */
-function openclawSizedBody() {
-  const fixture = JSON.parse(readFileSync(join(REPO, 'test', 'fixtures', 'openclaw-turn.json'), 'utf8')) as {
-    messages: Array<{ content: unknown }>;
-    tools?: unknown;
-    stream?: boolean;
-    stream_options?: unknown;
-  };
-  const section =
-    'You are a personal assistant running inside OpenClaw. Follow the tooling rules, keep the workspace tidy, and never run destructive commands without asking. ';
-  fixture.messages[0]!.content = `<!-- openclaw:attempt:STABLE -->\n${section.repeat(Math.ceil(48_000 / section.length))}`;
-  fixture.tools = Array.from({ length: 12 }, (_, index) => ({
-    type: 'function',
-    function: {
-      name: `tool_${index}`,
-      description: 'A tool the agent can call. '.repeat(20),
-      parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } },
-    },
-  }));
-  fixture.stream = false;
-  delete fixture.stream_options;
-  return fixture;
 }
 
 /* ---------- report ---------- */
