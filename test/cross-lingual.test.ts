@@ -94,6 +94,24 @@ describe('cross-lingual skills: an English skill bank answers Chinese requests',
     const shown = await proxy.cli(['skills', 'show', 'safe-refactoring']);
     assert.match(shown.stdout, /search keys \(zh\): 祖传代码, 屎山/);
   });
+
+  test('the search keys job asks about each of the 42 skills once, more than one job holds, those the model had no keys for too, and then stops', async () => {
+    const askedAbout = () => keyCalls.flatMap((call) => [...call.matchAll(/^### ([a-z0-9-]+) \(keys in:/gm)].map((match) => match[1]!));
+    await waitFor(() => new Set(askedAbout()).size === 42, 30_000).catch(() => {
+      throw new Error(`asked about ${new Set(askedAbout()).size} of 42 skills`);
+    });
+    // A job that found more to do than it holds runs again; once every skill has an answer (most of them empty) none is left.
+    await waitFor(async () => {
+      const { queue } = (await (await fetch(`${proxy.url}/status`)).json()) as { queue: { queued: number; leased: number } };
+      return queue.queued + queue.leased === 0;
+    }, 30_000);
+    const calls = keyCalls.length;
+    await new Promise((resolveWait) => setTimeout(resolveWait, 1_500));
+    assert.equal(keyCalls.length, calls, 'no further search keys call');
+    assert.equal(askedAbout().length, 42, 'each skill asked about once');
+    const shown = await proxy.cli(['skills', 'show', 'task-breakdown']);
+    assert.doesNotMatch(shown.stdout, /search keys/, 'an empty answer is stored, not shown');
+  });
 });
 
 describe('cross-lingual memory: a Chinese question recalls a memory written in English', () => {

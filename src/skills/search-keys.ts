@@ -59,10 +59,10 @@ export class SkillKeyCache {
     return changed;
   }
 
-  /** A skill's keys by language, for its current content. */
+  /** A skill's keys by language, for its current content (a language the model had none in is left out). */
   keysOf(skill: Skill): Record<string, string[]> {
     const entry = this.byHash.get(skill.contentHash);
-    return entry ? Object.fromEntries([...entry].map(([language, { keys }]) => [language, keys])) : {};
+    return entry ? Object.fromEntries([...entry].filter(([, { keys }]) => keys.length > 0).map(([language, { keys }]) => [language, keys])) : {};
   }
 
   /** The text indexed with a skill (all its keys). */
@@ -127,7 +127,7 @@ export function uniqueKeys(keys: readonly string[]): string[] {
 const KEYS_BATCH = 8;
 const KEYS_BATCHES_PER_JOB = 4;
 
-/** Keys the model wrote for one skill in one language. */
+/** Keys the model wrote for one skill in one language (empty: it had none, and is not asked again). */
 export interface WrittenSkillKeys {
   skill: Skill;
   language: string;
@@ -136,7 +136,8 @@ export interface WrittenSkillKeys {
 
 /**
  * Asks the learning model for search keys of the first skills of `pending` (as many as one job
- * does), a batch per call; returns the non-empty answers and the skills it asked about. Storing
+ * does), a batch per call; returns an answer for every skill and language asked (empty when the
+ * model gave none) and the skills it asked about. Storing
  * them is the caller's: SQLite at once, or the team store in the job's effect.
  */
 export async function askSkillSearchKeys(
@@ -164,7 +165,9 @@ export async function askSkillSearchKeys(
     for (const { skill, languages } of batch)
       for (const language of languages) {
         const answer = value.skills.find((item) => item.name === skill.name && item.language === language);
-        if (answer && answer.keys.length > 0) written.push({ skill, language, keys: uniqueKeys(answer.keys) });
+        // An empty answer is kept too, so the skill is not asked about again (and a job that has more
+        // to do than it holds, which runs again, always gets further).
+        written.push({ skill, language, keys: uniqueKeys(answer?.keys ?? []) });
       }
   }
   return { written, asked };

@@ -93,7 +93,7 @@ export function pgSkillSearchKeysHandler(deps: PgSkillKeyJobDeps): TeamJobHandle
         // The rest of a large library goes on in a job of its own (or, when this one is that job, in a rerun of it).
         if (pending.length > asked.length)
           await deps.queue.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: `${SEARCH_KEYS_JOB}:more`, rerunIfRunning: true }, client);
-        if (written.length > 0) await client.query('SELECT pg_notify($1, $2)', [SKILLS_CHANNEL, JSON.stringify({ keys: true })]);
+        if (written.some((answer) => answer.keys.length > 0)) await client.query('SELECT pg_notify($1, $2)', [SKILLS_CHANNEL, JSON.stringify({ keys: true })]);
       };
     },
   };
