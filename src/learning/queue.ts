@@ -23,7 +23,8 @@ export class JobQueue implements JobQueueStore {
         VALUES (?, ?, ?, 'queued', 0, ?, ?, ?, ?)
         ON CONFLICT DO NOTHING`),
       askRerun: db.prepare<[string]>(`UPDATE jobs SET rerun = 1 WHERE dedupe_key = ? AND status = 'leased'`),
-      // After the job left the dedupe index (done or dead), so the copy takes its key.
+      // After the job left the dedupe index (done or dead), so the copy takes its key; a job queued
+      // in between (its key free by then) stands for the copy.
       spawnRerun: db.prepare<[number, number, number, number]>(`
         INSERT INTO jobs (kind, payload, dedupe_key, status, attempts, max_attempts, run_after, created_at, updated_at)
         SELECT kind, payload, dedupe_key, 'queued', 0, max_attempts, ?, ?, ? FROM jobs WHERE id = ? AND rerun = 1
@@ -36,14 +37,14 @@ export class JobQueue implements JobQueueStore {
       lease: db.prepare<[number, string, number, number]>(
         `UPDATE jobs SET status = 'leased', lease_until = ?, leased_by = ?, attempts = attempts + 1, updated_at = ?, rerun = 0 WHERE id = ? AND status = 'queued'`,
       ),
-      complete: db.prepare<[number, number, number, number]>(
-        `UPDATE jobs SET status = 'done', tokens_used = tokens_used + ?, finished_at = ?, updated_at = ?, lease_until = NULL, last_error = NULL WHERE id = ?`,
+      complete: db.prepare<[number, number, number, number], { rerun: number }>(
+        `UPDATE jobs SET status = 'done', tokens_used = tokens_used + ?, finished_at = ?, updated_at = ?, lease_until = NULL, last_error = NULL WHERE id = ? RETURNING rerun`,
       ),
       retry: db.prepare<[number, string, number, number, number]>(
         `UPDATE jobs SET status = 'queued', run_after = ?, last_error = ?, tokens_used = tokens_used + ?, updated_at = ?, lease_until = NULL, leased_by = NULL WHERE id = ?`,
       ),
-      bury: db.prepare<[string, number, number, number, number]>(
-        `UPDATE jobs SET status = 'dead', last_error = ?, tokens_used = tokens_used + ?, finished_at = ?, updated_at = ?, lease_until = NULL WHERE id = ?`,
+      bury: db.prepare<[string, number, number, number, number], { rerun: number }>(
+        `UPDATE jobs SET status = 'dead', last_error = ?, tokens_used = tokens_used + ?, finished_at = ?, updated_at = ?, lease_until = NULL WHERE id = ? RETURNING rerun`,
       ),
       release: db.prepare<[number, number]>(
         `UPDATE jobs SET status = 'queued', attempts = MAX(attempts - 1, 0), lease_until = NULL, leased_by = NULL, updated_at = ? WHERE id = ? AND status = 'leased'`,
@@ -121,10 +122,7 @@ export class JobQueue implements JobQueueStore {
   complete(job: number | Pick<Job, 'id'>, tokensUsed = 0): void {
     const now = Date.now();
     const id = jobIdOf(job);
-    this.db.transaction(() => {
-      this.statements.complete.run(tokensUsed, now, now, id);
-      this.statements.spawnRerun.run(now, now, now, id);
-    })();
+    if (this.statements.complete.get(tokensUsed, now, now, id)?.rerun === 1) this.statements.spawnRerun.run(now, now, now, id);
   }
 
   /** Records a failure: retried with backoff, or dead-lettered once attempts are used up. */
@@ -132,10 +130,8 @@ export class JobQueue implements JobQueueStore {
     const now = Date.now();
     const tokens = options.tokensUsed ?? 0;
     if (failVerdict(job, options.retryable) === 'dead') {
-      this.db.transaction(() => {
-        this.statements.bury.run(error.slice(0, JOB_ERROR_MAX_CHARS), tokens, now, now, job.id);
+      if (this.statements.bury.get(error.slice(0, JOB_ERROR_MAX_CHARS), tokens, now, now, job.id)?.rerun === 1)
         this.statements.spawnRerun.run(now, now, now, job.id);
-      })();
       return 'dead';
     }
     this.statements.retry.run(now + backoffMs(job.attempts), error.slice(0, JOB_ERROR_MAX_CHARS), tokens, now, job.id);
