@@ -8,7 +8,7 @@ import { runCli, startProxy, tempHome } from './support/proxy.js';
  * found", a SQL error, or a NaN that turns into "no limit" or "no wait".
  */
 describe('number options of the CLI', () => {
-  test('a limit, an importance, a version, a proposal id or a number of days that is not a number is refused by name and exits 1', async () => {
+  test('a limit, an importance, a version, a proposal or job id or a number of days that is not a number is refused by name and exits 1', async () => {
     const home = tempHome();
     const added = await runCli(['memory', 'add', 'Deploys happen on Tuesdays.', '--json'], { home });
     assert.equal(added.code, 0, added.stderr);
@@ -29,6 +29,10 @@ describe('number options of the CLI', () => {
       [['skills', 'diff', 'some-skill', '--from', 'x'], /--from/],
       [['skills', 'prune', '--dry-run', '--unused-days', 'abc'], /--unused-days/],
       [['start', '--wait', 'soon'], /--wait/],
+      [['jobs', 'list', '--limit', 'abc'], /--limit/],
+      [['jobs', 'list', '--limit', '5000'], /--limit/],
+      [['jobs', 'retry', 'first'], /"first" is not a job id/],
+      [['jobs', 'retry', '0'], /"0" is not a job id/],
     ];
     for (const [args, message] of cases) {
       const result = await runCli(args, { home });

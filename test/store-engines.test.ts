@@ -132,15 +132,30 @@ for (const engine of engines()) {
         const id = (await queue.enqueue('work', { n: 1 }, { maxAttempts: 1 }))!;
         const done = (await queue.enqueue('work', { n: 2 }))!;
         assert.equal(await queue.fail((await queue.lease(kinds('work'), LEASE_MS))!, 'boom', { retryable: true }), 'dead', 'one attempt allowed');
-        assert.equal(await queue.revive(done), false, 'a queued job');
+        assert.deepEqual(await queue.revive(done), { outcome: 'not_dead', status: 'queued' });
         await queue.complete((await queue.lease(kinds('work'), LEASE_MS))!);
-        assert.equal(await queue.revive(done), false, 'a done job');
-        assert.equal(await queue.revive(id), true);
-        assert.equal(await queue.revive(id), false, 'revived once');
+        assert.deepEqual(await queue.revive(done), { outcome: 'not_dead', status: 'done' });
+        assert.deepEqual(await queue.revive(id), { outcome: 'queued' });
+        assert.deepEqual(await queue.revive(id), { outcome: 'not_dead', status: 'queued' }, 'revived once');
+        assert.deepEqual(await queue.revive(999_999), { outcome: 'missing' });
         const row = (await queue.get(id))!;
         assert.deepEqual([row.status, row.attempts, row.finished_at], ['queued', 0, null]);
         const again = (await queue.lease(kinds('work'), LEASE_MS))!;
         assert.deepEqual([again.id, again.attempts], [id, 1]);
+      });
+
+      test('a dead job whose work a queued or running job with the same key already does is not revived beside it, and goes back once that job is gone', async () => {
+        const { queue } = stores;
+        const dead = (await queue.enqueue('work', { n: 1 }, { dedupeKey: 'work:a', maxAttempts: 1 }))!;
+        await queue.fail((await queue.lease(kinds('work'), LEASE_MS))!, 'boom', { retryable: false });
+        const pending = (await queue.enqueue('work', { n: 1 }, { dedupeKey: 'work:a' }))!;
+        assert.deepEqual(await queue.revive(dead), { outcome: 'covered', by: pending }, 'queued');
+        const running = (await queue.lease(kinds('work'), LEASE_MS))!;
+        assert.deepEqual(await queue.revive(dead), { outcome: 'covered', by: pending }, 'running');
+        assert.equal((await queue.get(dead))!.status, 'dead');
+        await queue.complete(running);
+        assert.deepEqual(await queue.revive(dead), { outcome: 'queued' });
+        assert.deepEqual(await queue.counts(), { queued: 1, leased: 0, done: 1, dead: 0 });
       });
 
       test('release puts a leased job back at once without counting the attempt', async () => {

@@ -5,7 +5,7 @@
  * Real `metaclaw start` nodes on one PostgreSQL; only the LLM is scripted.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { before, describe, test } from 'node:test';
@@ -155,6 +155,32 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
     assert.ok(found);
     const [row] = await rows<{ created_at: string }>('SELECT created_at FROM memory_search_keys LIMIT 1');
     assert.ok(row, 'the keys are stored in the team store');
+  });
+
+  test('a dead team job is listed by `metaclaw jobs` and over a node with the admin token, and `jobs retry` sends it back to a node that runs it', async () => {
+    const [dead] = await rows<{ id: string }>(
+      `INSERT INTO jobs (kind, payload, dedupe_key, status, attempts, max_attempts, run_after, last_error, created_at, updated_at, finished_at)
+       VALUES ('memory.search_keys', '{}', 'memory.search_keys:by-hand', 'dead', 5, 5, 0, 'upstream answered 503 five times', $1, $1, $1) RETURNING id`,
+      [Date.now()],
+    );
+    const id = Number(dead!.id);
+    const listed = JSON.parse(await cli(['jobs', '--json'])) as { data: Array<{ id: number; kind: string; status: string; error: string }> };
+    assert.deepEqual(
+      listed.data.map((job) => [job.id, job.kind, job.status, job.error]),
+      [[id, 'memory.search_keys', 'dead', 'upstream answered 503 five times']],
+    );
+    const adminToken = readFileSync(join(nodes[0]!.home, 'admin-token'), 'utf8').trim();
+    const overHttp = await sendJson(`${nodes[0]!.url}/v1/learning/jobs`, 'GET', {
+      headers: { authorization: `Bearer ${OWNER_KEY}`, 'x-metaclaw-admin': adminToken },
+    });
+    assert.equal(overHttp.status, 200, JSON.stringify(overHttp.body));
+    assert.deepEqual(
+      overHttp.body.data.map((job: { id: number }) => job.id),
+      [id],
+    );
+    assert.match(await cli(['jobs', 'retry', String(id)]), new RegExp(`job ${id}: queued again`));
+    await waitFor(async () => (await rows<{ status: string }>('SELECT status FROM jobs WHERE id = $1', [id]))[0]?.status === 'done', 20_000, 200);
+    assert.match(await cli(['jobs']), /^No dead learning jobs\.$/m);
   });
 
   test("memory a node with a clock six hours fast learns is stamped with the database's clock", async () => {

@@ -389,7 +389,7 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
         name: 'proxy',
         verdict: 'warn',
         detail: `${detail}; ${learning.dead_lettered} learning job(s) failed for good`,
-        fix: 'see `metaclaw status` and the log for why (often the learning LLM rejects the request)',
+        fix: '`metaclaw jobs` lists them with why (often the learning LLM rejects the request); once that is fixed, `metaclaw jobs retry --all-dead`',
       });
     else if (learning.paused_reason) checks.push({ name: 'proxy', verdict: 'warn', detail: `${detail}; learning is paused: ${learning.paused_reason}` });
     else checks.push({ name: 'proxy', verdict: 'pass', detail });

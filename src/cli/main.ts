@@ -162,6 +162,8 @@ if (loads('scheduler')) (await import('./scheduler.js')).registerSchedulerComman
 else program.command('scheduler').description('when RL training may run: status, next-window, calendar-auth (metaclaw scheduler --help)');
 if (loads('rl')) (await import('./rl.js')).registerRlCommands(program);
 else program.command('rl').description('reinforcement learning: the sample buffer, the judge, training steps, checkpoints, export (metaclaw rl --help)');
+if (loads('jobs')) (await import('./jobs.js')).registerJobsCommands(program);
+else program.command('jobs').description('the learning queue: failed jobs and why, retry them (metaclaw jobs --help)');
 if (loads('store')) (await import('./store.js')).registerStoreCommands(program);
 else program.command('store').description('the team store (PostgreSQL): migrate, status, import-sqlite (metaclaw store --help)');
 

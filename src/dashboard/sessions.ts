@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { NotFoundError } from '../errors.js';
+import { jobCore } from '../learning/job-admin.js';
 import type { ConversationStore, SessionRow, TurnRow } from '../conversation/index.js';
 import type { Db } from '../store/index.js';
 import { readInjected, withMemoryContents, type InjectedView } from './injected.js';
@@ -113,19 +114,10 @@ export function sessionListView(rows: ProfiledSession[]) {
   };
 }
 
-export interface JobView {
-  id: number;
-  kind: string;
-  status: string;
-  attempts: number;
-  max_attempts: number;
-  error: string | null;
-  tokens_used: number;
-  created_at: string | null;
-  finished_at: string | null;
+export type JobView = ReturnType<typeof jobCore<string>> & {
   /** the turn it was queued for, or null for a job of the whole session */
   turn_id: string | null;
-}
+};
 
 /** A job row of sessionSql's `jobs` query. */
 export interface SessionJobRow {
@@ -142,18 +134,7 @@ export interface SessionJobRow {
 }
 
 function jobView(row: SessionJobRow): JobView {
-  return {
-    id: row.id,
-    kind: row.kind,
-    status: row.status,
-    attempts: row.attempts,
-    max_attempts: row.max_attempts,
-    error: row.last_error,
-    tokens_used: row.tokens_used,
-    created_at: iso(row.created_at),
-    finished_at: iso(row.finished_at),
-    turn_id: typeof row.turn_id === 'string' ? row.turn_id : null,
-  };
+  return { ...jobCore(row), turn_id: typeof row.turn_id === 'string' ? row.turn_id : null };
 }
 
 function clipped(text: string | null): { text: string | null; truncated: boolean } {

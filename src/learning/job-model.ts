@@ -59,6 +59,13 @@ export interface QueueCounts {
 /** What a job's failure becomes: another attempt later, or the dead-letter list. */
 export type FailVerdict = 'retry' | 'dead';
 
+/**
+ * What asking to run a dead job again did: queued it with fresh attempts; found its work already
+ * queued or running as job `by` (a job with the same dedupe key), so there is nothing to add; or
+ * nothing, because the job is not dead or does not exist.
+ */
+export type ReviveOutcome = { outcome: 'queued' } | { outcome: 'covered'; by: number } | { outcome: 'not_dead'; status: JobStatus } | { outcome: 'missing' };
+
 /** A failure is kept to this many characters (a stack or an upstream body can be long). */
 export const JOB_ERROR_MAX_CHARS = 2000;
 

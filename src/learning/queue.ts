@@ -1,8 +1,18 @@
 import type { Db } from '../store/index.js';
-import { backoffMs, failVerdict, JOB_ERROR_MAX_CHARS, type EnqueueOptions, type Job, type JobRow, type JobStatus, type QueueCounts } from './job-model.js';
+import {
+  backoffMs,
+  failVerdict,
+  JOB_ERROR_MAX_CHARS,
+  type EnqueueOptions,
+  type Job,
+  type JobRow,
+  type JobStatus,
+  type QueueCounts,
+  type ReviveOutcome,
+} from './job-model.js';
 import type { JobQueueStore } from '../store/ports.js';
 
-export { backoffMs, type EnqueueOptions, type Job, type JobRow, type JobStatus, type QueueCounts } from './job-model.js';
+export { backoffMs, type EnqueueOptions, type Job, type JobRow, type JobStatus, type QueueCounts, type ReviveOutcome } from './job-model.js';
 
 /**
  * A durable job queue in SQLite. Jobs survive crashes: a job leased by a process that died is
@@ -54,12 +64,17 @@ export class JobQueue implements JobQueueStore {
         `UPDATE jobs SET status = 'queued', lease_until = NULL, leased_by = NULL WHERE status = 'leased' AND (leased_by IS NULL OR leased_by != ? OR lease_until < ?)`,
       ),
       counts: db.prepare<[], { status: JobStatus; count: number }>(`SELECT status, COUNT(*) AS count FROM jobs GROUP BY status`),
-      byStatus: db.prepare<[string, number], JobRow>(`SELECT * FROM jobs WHERE status = ? ORDER BY id DESC LIMIT ?`),
-      all: db.prepare<[number], JobRow>(`SELECT * FROM jobs ORDER BY id DESC LIMIT ?`),
-      get: db.prepare<[number], JobRow>(`SELECT * FROM jobs WHERE id = ?`),
-      revive: db.prepare<[number, number, number]>(
-        `UPDATE jobs SET status = 'queued', attempts = 0, run_after = ?, finished_at = NULL, updated_at = ? WHERE id = ? AND status = 'dead'`,
+      list: db.prepare<{ status: string; kind: string | null; limit: number }, JobRow>(
+        `SELECT * FROM jobs WHERE (@status = 'all' OR status = @status) AND (@kind IS NULL OR kind = @kind) ORDER BY id DESC LIMIT @limit`,
       ),
+      get: db.prepare<[number], JobRow>(`SELECT * FROM jobs WHERE id = ?`),
+      // Not while another job holds its key: that job does the same work, and the dedupe index
+      // would refuse a second one.
+      revive: db.prepare<[number, number, number]>(
+        `UPDATE jobs SET status = 'queued', attempts = 0, run_after = ?, finished_at = NULL, updated_at = ?, rerun = 0
+         WHERE id = ? AND status = 'dead' AND NOT EXISTS (SELECT 1 FROM jobs AS pending WHERE pending.dedupe_key = jobs.dedupe_key AND pending.status IN ('queued', 'leased'))`,
+      ),
+      pendingWithKey: db.prepare<[string], { id: number }>(`SELECT id FROM jobs WHERE dedupe_key = ? AND status IN ('queued', 'leased') LIMIT 1`),
       pruneDone: db.prepare<[number]>(`DELETE FROM jobs WHERE status = 'done' AND finished_at < ?`),
     };
   }
@@ -154,18 +169,24 @@ export class JobQueue implements JobQueueStore {
     return counts;
   }
 
-  list(status: JobStatus | 'all', limit = 50): JobRow[] {
-    return status === 'all' ? this.statements.all.all(limit) : this.statements.byStatus.all(status, limit);
+  list(status: JobStatus | 'all', limit = 50, kind?: string): JobRow[] {
+    return this.statements.list.all({ status, kind: kind ?? null, limit });
   }
 
   get(jobId: number): JobRow | undefined {
     return this.statements.get.get(jobId);
   }
 
-  /** Sends a dead job back to the queue with fresh attempts. */
-  revive(jobId: number): boolean {
+  /** Sends a dead job back to the queue with fresh attempts, unless a pending job already does its work. */
+  revive(jobId: number): ReviveOutcome {
     const now = Date.now();
-    return this.statements.revive.run(now, now, jobId).changes > 0;
+    return this.db.transaction((): ReviveOutcome => {
+      if (this.statements.revive.run(now, now, jobId).changes > 0) return { outcome: 'queued' };
+      const row = this.statements.get.get(jobId);
+      if (!row) return { outcome: 'missing' };
+      if (row.status !== 'dead') return { outcome: 'not_dead', status: row.status };
+      return { outcome: 'covered', by: this.statements.pendingWithKey.get(row.dedupe_key!)!.id };
+    })();
   }
 
   pruneDone(olderThan: number): number {

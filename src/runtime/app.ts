@@ -11,6 +11,7 @@ import {
   AdminToken,
   AfterServing,
   createProxyServer,
+  learningJobRoutes,
   memoryRoutes,
   personalMemoryApi,
   ProxyAuth,
@@ -260,6 +261,7 @@ export class MetaclawRuntime {
         adminToken,
       ),
     );
+    this.addRoutes(learningJobRoutes(this.queue, adminToken, () => this.runner.wake()));
 
     this.metrics = new ProxyMetrics(
       storeFigures(

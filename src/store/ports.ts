@@ -9,7 +9,7 @@
  */
 import type { FinishedTurn, SessionEndReason, SessionRow, TurnDetail, TurnRow } from '../conversation/types.js';
 import type { SpendSummary } from '../learning/budget.js';
-import type { EnqueueOptions, FailVerdict, Job, JobRow, JobStatus, QueueCounts } from '../learning/job-model.js';
+import type { EnqueueOptions, FailVerdict, Job, JobRow, JobStatus, QueueCounts, ReviveOutcome } from '../learning/job-model.js';
 import type { MemoryDraft, MemoryUnit } from '../memory/types.js';
 import type { Awaitable } from '../types/index.js';
 import type { VersionRow } from '../skills/history.js';
@@ -35,11 +35,12 @@ export interface JobQueueStore<J extends Job = Job> {
   fail(job: J, error: string, options: { retryable: boolean; tokensUsed?: number }): Awaitable<FailVerdict | 'lease_lost'>;
   /** Back in the queue at once, the attempt not counted. */
   release(job: J): Awaitable<boolean | void>;
-  /** A dead job is queued again with fresh attempts; false when the job is not dead. */
-  revive(jobId: number): Awaitable<boolean>;
+  /** A dead job is queued again with fresh attempts, unless a queued or running job holds its dedupe key. */
+  revive(jobId: number): Awaitable<ReviveOutcome>;
   get(jobId: number): Awaitable<JobRow | undefined>;
   counts(): Awaitable<QueueCounts>;
-  list(status: JobStatus | 'all', limit?: number): Awaitable<JobRow[]>;
+  /** Newest first; `kind` narrows to one kind of job. */
+  list(status: JobStatus | 'all', limit?: number, kind?: string): Awaitable<JobRow[]>;
   /** Deletes done jobs finished before `olderThan`; how many. */
   pruneDone(olderThan: number): Awaitable<number>;
 }

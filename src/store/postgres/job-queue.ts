@@ -9,6 +9,7 @@ import {
   type JobRow,
   type JobStatus,
   type QueueCounts,
+  type ReviveOutcome,
 } from '../../learning/job-model.js';
 import { DB_CLOCK_MS as CLOCK, inTransaction } from './transaction.js';
 import type { JobQueueStore } from '../ports.js';
@@ -226,11 +227,11 @@ export class PgJobQueue implements JobQueueStore<LeasedJob> {
     return counts;
   }
 
-  async list(status: JobStatus | 'all', limit = 50): Promise<PgJobRow[]> {
-    const result =
-      status === 'all'
-        ? await this.pool.query<PgJobRow>('SELECT * FROM jobs ORDER BY id DESC LIMIT $1', [limit])
-        : await this.pool.query<PgJobRow>('SELECT * FROM jobs WHERE status = $1 ORDER BY id DESC LIMIT $2', [status, limit]);
+  async list(status: JobStatus | 'all', limit = 50, kind?: string): Promise<PgJobRow[]> {
+    const result = await this.pool.query<PgJobRow>(
+      `SELECT * FROM jobs WHERE ($1::text = 'all' OR status = $1) AND ($2::text IS NULL OR kind = $2) ORDER BY id DESC LIMIT $3`,
+      [status, kind ?? null, limit],
+    );
     return result.rows.map(toRow);
   }
 
@@ -239,13 +240,30 @@ export class PgJobQueue implements JobQueueStore<LeasedJob> {
     return row ? toRow(row) : undefined;
   }
 
-  /** Sends a dead job back to the queue with fresh attempts. */
-  async revive(jobId: number): Promise<boolean> {
-    const result = await this.pool.query(
-      `UPDATE jobs SET status = 'queued', attempts = 0, run_after = ${CLOCK}, finished_at = NULL, updated_at = ${CLOCK} WHERE id = $1 AND status = 'dead'`,
-      [jobId],
-    );
-    return result.rowCount === 1;
+  /** Sends a dead job back to the queue with fresh attempts, unless a pending job already does its work. */
+  async revive(jobId: number): Promise<ReviveOutcome> {
+    try {
+      const result = await this.pool.query(
+        `UPDATE jobs SET status = 'queued', attempts = 0, run_after = ${CLOCK}, finished_at = NULL, updated_at = ${CLOCK}, rerun = 0
+         WHERE id = $1 AND status = 'dead' AND NOT EXISTS (SELECT 1 FROM jobs AS pending WHERE pending.dedupe_key = jobs.dedupe_key AND pending.status IN ('queued', 'leased'))`,
+        [jobId],
+      );
+      if (result.rowCount === 1) return { outcome: 'queued' };
+    } catch (error) {
+      // A node queued a job with the same key after this statement's snapshot: that job does the work.
+      if ((error as { code?: string }).code !== '23505') throw error;
+    }
+    const row = (
+      await this.pool.query<{ status: JobStatus; pending: string | null }>(
+        `SELECT status, (SELECT id FROM jobs AS pending WHERE pending.dedupe_key = jobs.dedupe_key AND pending.status IN ('queued', 'leased') LIMIT 1) AS pending
+       FROM jobs WHERE id = $1`,
+        [jobId],
+      )
+    ).rows[0];
+    if (!row) return { outcome: 'missing' };
+    if (row.status !== 'dead') return { outcome: 'not_dead', status: row.status };
+    // The pending job may have finished in between: then the dead one can go back after all.
+    return row.pending === null ? await this.revive(jobId) : { outcome: 'covered', by: Number(row.pending) };
   }
 
   /** Deletes done jobs finished before `olderThan`; their effects stay recorded (job_effects), so a key is never written twice. */

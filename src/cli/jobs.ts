@@ -1,0 +1,118 @@
+import { Option, type Command } from 'commander';
+import type { LoadedConfig } from '../config/index.js';
+import { describeRetry, JOB_LIST_MAX, listJobs, retryJobs, type JobListStatus, type JobView, type RetrySelection } from '../learning/job-admin.js';
+import { JobQueue } from '../learning/index.js';
+import { openDatabase } from '../store/index.js';
+import type { JobQueueStore } from '../store/ports.js';
+import { CliExit, loadCliConfig, print } from './context.js';
+import { withPool } from './store.js';
+
+interface JobsOptions {
+  config?: string;
+  json?: boolean;
+}
+
+interface ListOptions extends JobsOptions {
+  status: JobListStatus | 'running';
+  kind?: string;
+  limit: string;
+}
+
+interface RetryOptions extends JobsOptions {
+  allDead?: boolean;
+  kind?: string;
+}
+
+/** This CLI's name in the queue (the queue only writes it on leases, which the CLI never takes). */
+const CLI_INSTANCE = 'metaclaw-cli';
+
+/**
+ * `metaclaw jobs …`: the learning queue read and changed in the store itself (SQLite, or the team's
+ * PostgreSQL when store.url is set), so it works whether or not the proxy runs; a running proxy
+ * polls the queue every second and picks a retried job up by itself.
+ */
+export function registerJobsCommands(program: Command): void {
+  const jobs = program.command('jobs').description('the learning queue: failed jobs and why, and sending them back once the cause is fixed');
+  jobs
+    .command('list', { isDefault: true })
+    .description('jobs, newest first: the dead ones (failed for good) by default, with their last error')
+    .addOption(new Option('--status <status>', 'which jobs').choices(['dead', 'queued', 'running', 'done', 'all']).default('dead'))
+    .option('--kind <kind>', 'only jobs of this kind (e.g. memory.extract)')
+    .option('--limit <n>', `at most this many (1 to ${JOB_LIST_MAX})`, '50')
+    .option('-c, --config <path>', 'config file')
+    .option('--json', 'machine-readable output')
+    .action(async (options: ListOptions) => listCommand(options));
+  jobs
+    .command('retry')
+    .description('queue dead jobs again with fresh attempts (after fixing what made them fail)')
+    .argument('[ids...]', 'the job ids (see `metaclaw jobs`)')
+    .option('--all-dead', 'every dead job (with --kind, every dead job of that kind)')
+    .option('--kind <kind>', 'with --all-dead: only jobs of this kind')
+    .option('-c, --config <path>', 'config file')
+    .option('--json', 'machine-readable output')
+    .action(async (ids: string[], options: RetryOptions) => retryCommand(ids, options));
+}
+
+async function withQueue<T>(config: LoadedConfig, work: (queue: JobQueueStore) => Promise<T>): Promise<T> {
+  const url = config.values['store.url'];
+  if (url) return withPool(url, async (postgres, pool) => work(new postgres.PgJobQueue(pool, CLI_INSTANCE, config.values['learning.max_attempts'])));
+  const db = openDatabase(config.paths.database);
+  try {
+    return await work(new JobQueue(db, CLI_INSTANCE, config.values['learning.max_attempts']));
+  } finally {
+    db.close();
+  }
+}
+
+async function listCommand(options: ListOptions): Promise<void> {
+  const limit = Number(options.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > JOB_LIST_MAX)
+    throw new CliExit(`--limit: "${options.limit}" is not a whole number from 1 to ${JOB_LIST_MAX}.`);
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const status = options.status === 'running' ? 'leased' : options.status;
+  const rows = await withQueue(config, (queue) => listJobs(queue, { status, limit, ...(options.kind ? { kind: options.kind } : {}) }));
+  if (options.json) return print(JSON.stringify({ object: 'list', data: rows }, null, 2));
+  if (rows.length === 0)
+    return print(`No ${options.status === 'all' ? '' : `${options.status} `}learning jobs${options.kind ? ` of kind ${options.kind}` : ''}.`);
+  for (const row of rows) print(describeJob(row));
+  if (status === 'dead') print(`\nOnce the cause is fixed: \`metaclaw jobs retry ID…\` or \`metaclaw jobs retry --all-dead\`.`);
+}
+
+function describeJob(job: JobView): string {
+  const status = job.status === 'leased' ? 'running' : job.status;
+  const subject = subjectOf(job.payload);
+  const head = `${String(job.id).padStart(6)}  ${job.kind}${subject ? ` (${subject})` : ''}  ${status}, attempt ${job.attempts} of ${job.max_attempts}, ${job.tokens_used} tokens, queued ${job.created_at}`;
+  return job.error ? `${head}\n        ${job.error.replace(/\s+/g, ' ').slice(0, 300)}` : head;
+}
+
+/** The ids a job's payload names (session, turn, scope…), so a reader knows what it was about. */
+function subjectOf(payload: unknown): string {
+  if (typeof payload !== 'object' || payload === null) return '';
+  return Object.entries(payload)
+    .filter(([, value]) => typeof value === 'string' || typeof value === 'number')
+    .map(([key, value]) => `${key} ${String(value)}`)
+    .join(', ');
+}
+
+async function retryCommand(ids: string[], options: RetryOptions): Promise<void> {
+  if (ids.length > 0 && options.allDead) throw new CliExit('Give job ids or --all-dead, not both.');
+  if (ids.length === 0 && !options.allDead) throw new CliExit('Give the ids of the jobs to retry (see `metaclaw jobs`) or --all-dead.');
+  if (options.kind && !options.allDead) throw new CliExit('--kind goes with --all-dead.');
+  const numbers = ids.map((id) => {
+    const number = Number(id);
+    if (!Number.isSafeInteger(number) || number < 1) throw new CliExit(`"${id}" is not a job id.`);
+    return number;
+  });
+  const selection: RetrySelection = options.allDead ? { allDead: true, ...(options.kind ? { kind: options.kind } : {}) } : { ids: numbers };
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const results = await withQueue(config, (queue) => retryJobs(queue, selection));
+  const queued = results.filter((result) => result.outcome === 'queued').length;
+  if (options.json) print(JSON.stringify({ object: 'list', data: results, queued }, null, 2));
+  else if (results.length === 0) print(`No dead learning jobs${options.kind ? ` of kind ${options.kind}` : ''}.`);
+  else {
+    for (const result of results) print(describeRetry(result));
+    print(`${queued} of ${results.length} job(s) queued again; a running MetaClaw picks them up within a second.`);
+  }
+  // Asking for a job that is not there, or not dead, is a mistake worth an exit code.
+  if (results.some((result) => result.outcome === 'missing' || result.outcome === 'not_dead')) process.exitCode = 1;
+}

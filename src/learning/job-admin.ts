@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import type { JobQueueStore } from '../store/ports.js';
+import type { JobRow, JobStatus, ReviveOutcome } from './job-model.js';
+
+/**
+ * What an operator does with the learning queue by hand: see the jobs (above all the dead ones,
+ * with why they failed) and send dead ones back once the cause is fixed. The CLI (`metaclaw jobs`)
+ * and the HTTP routes (`/v1/learning/jobs`) both go through here, on either engine.
+ */
+
+export const JOB_LIST_STATUSES = ['dead', 'queued', 'leased', 'done', 'all'] as const;
+export type JobListStatus = (typeof JOB_LIST_STATUSES)[number];
+
+/** At most this many jobs in one listing, and in one "retry every dead job". */
+export const JOB_LIST_MAX = 1000;
+
+/** What a view of a job reads from its row (the dashboard reads these columns only). */
+export type JobRowCore<S extends string = JobStatus> = Pick<
+  JobRow,
+  'id' | 'kind' | 'attempts' | 'max_attempts' | 'last_error' | 'tokens_used' | 'created_at' | 'finished_at'
+> & {
+  status: S;
+};
+
+/** The fields every view of a job shows (`metaclaw jobs`, /v1/learning/jobs, the dashboard's session page): times as ISO strings. */
+export function jobCore<S extends string>(row: JobRowCore<S>) {
+  return {
+    id: row.id,
+    kind: row.kind,
+    status: row.status,
+    attempts: row.attempts,
+    max_attempts: row.max_attempts,
+    tokens_used: row.tokens_used,
+    /** the last failure, kept after a retry until the job succeeds */
+    error: row.last_error,
+    created_at: new Date(row.created_at).toISOString(),
+    finished_at: row.finished_at === null ? null : new Date(row.finished_at).toISOString(),
+  };
+}
+
+/** A job as the CLI and the HTTP API show it, its payload parsed. */
+export type JobView = ReturnType<typeof jobCore<JobStatus>> & { payload: unknown; updated_at: string };
+
+export function presentJob(row: JobRow): JobView {
+  return { ...jobCore(row), payload: parsePayload(row.payload), updated_at: new Date(row.updated_at).toISOString() };
+}
+
+function parsePayload(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    // A hand-edited row: shown as it is (the runner dead-letters it with the reason).
+    return text;
+  }
+}
+
+export async function listJobs(queue: Pick<JobQueueStore, 'list'>, query: { status: JobListStatus; kind?: string; limit: number }): Promise<JobView[]> {
+  const rows = await queue.list(query.status, Math.min(Math.max(query.limit, 1), JOB_LIST_MAX), query.kind);
+  return rows.map(presentJob);
+}
+
+/** Which jobs to send back: these ids, or every dead job (of one kind). */
+export type RetrySelection = { ids: number[] } | { allDead: true; kind?: string };
+
+export const retryBodySchema = z.union(
+  [
+    z.object({ ids: z.array(z.number().int().positive()).min(1).max(JOB_LIST_MAX) }).strict(),
+    z.object({ all_dead: z.literal(true), kind: z.string().min(1).optional() }).strict(),
+  ],
+  { error: `expected {"ids": [job ids]} (1 to ${JOB_LIST_MAX}) or {"all_dead": true} with an optional "kind"` },
+);
+
+export type RetryResult = { id: number } & ReviveOutcome;
+
+/** Sends dead jobs back to the queue with fresh attempts; one result per job, in the order asked. */
+export async function retryJobs(queue: Pick<JobQueueStore, 'list' | 'revive'>, selection: RetrySelection): Promise<RetryResult[]> {
+  const ids = 'ids' in selection ? [...new Set(selection.ids)] : (await queue.list('dead', JOB_LIST_MAX, selection.kind)).map((row) => row.id).reverse();
+  const results: RetryResult[] = [];
+  for (const id of ids) results.push({ id, ...(await queue.revive(id)) });
+  return results;
+}
+
+/** One line per result, for the CLI and logs. */
+export function describeRetry(result: RetryResult): string {
+  switch (result.outcome) {
+    case 'queued':
+      return `job ${result.id}: queued again`;
+    case 'covered':
+      return `job ${result.id}: not queued, job ${result.by} (queued or running) already does the same work`;
+    case 'not_dead':
+      return `job ${result.id}: not queued, it is ${result.status === 'leased' ? 'running' : result.status}, not dead`;
+    case 'missing':
+      return `job ${result.id}: no such job`;
+  }
+}
