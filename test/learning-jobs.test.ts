@@ -18,8 +18,16 @@ async function call(proxy: ProxyHandle, path: string, init: { method?: string; a
   return { status: response.status, body: await response.json() };
 }
 
+/** The proxy line of `metaclaw doctor`. */
+async function doctorCheck(proxy: ProxyHandle): Promise<{ verdict: string; detail: string; fix?: string }> {
+  const doctor = JSON.parse((await proxy.cli(['doctor', '--json', '--no-canary'])).stdout) as {
+    checks: Array<{ name: string; verdict: string; detail: string; fix?: string }>;
+  };
+  return doctor.checks.find((entry) => entry.name === 'proxy')!;
+}
+
 describe('failed learning jobs: listed with why, and sent back once the cause is fixed', () => {
-  test('a skill evolution that failed for good is listed by `metaclaw jobs` with its error, and `jobs retry --all-dead` runs it again to a new skill', async () => {
+  test('a skill evolution that failed for good is listed by `metaclaw jobs` with its error, `jobs retry --all-dead` runs it again to a new skill, and `jobs dismiss` deletes one given up on', async () => {
     const upstream = await ScriptedUpstream.start();
     let evolverBroken = true;
     upstream.defaultHandler = learningAwareUpstream({
@@ -47,13 +55,10 @@ describe('failed learning jobs: listed with why, and sent back once the cause is
       );
       assert.ok(dead[0]!.error && dead[0]!.error.length > 0);
       assert.equal(existsSync(join(proxy.home, 'skills', DEPLOY_SKILL.name, 'SKILL.md')), false);
-      const doctor = JSON.parse((await proxy.cli(['doctor', '--json', '--no-canary'])).stdout) as {
-        checks: Array<{ name: string; verdict: string; detail: string; fix?: string }>;
-      };
-      const check = doctor.checks.find((entry) => entry.name === 'proxy')!;
+      const check = await doctorCheck(proxy);
       assert.equal(check.verdict, 'warn');
       assert.match(check.detail, /1 learning job\(s\) failed for good/);
-      assert.match(check.fix ?? '', /`metaclaw jobs` lists them with why.*`metaclaw jobs retry --all-dead`/);
+      assert.match(check.fix ?? '', /`metaclaw jobs` lists them with why.*`metaclaw jobs retry --all-dead`, or `metaclaw jobs dismiss --all-dead`/);
 
       // The same list over HTTP, with the admin token only.
       const refused = await call(proxy, '/v1/learning/jobs');
@@ -103,6 +108,20 @@ describe('failed learning jobs: listed with why, and sent back once the cause is
         [[dead[0]!.id, 'done', null]],
       );
       assert.match((await proxy.cli(['jobs'])).stdout, /^No dead learning jobs\.$/m);
+      assert.equal((await doctorCheck(proxy)).verdict, 'pass', 'no dead job left: doctor stops warning');
+
+      // A failure the user gives up on: dismissed, it leaves the list and doctor's warning.
+      evolverBroken = true;
+      await session(client, 'jobs-dismiss', ['How do I roll back the billing service?', 'No, switch the colors back instead.']);
+      const second = await waitFor(async () => (await call(proxy, '/v1/learning/jobs', { admin: true })).body.data[0], 30_000);
+      assert.equal(second.payload.sessionId, 'jobs-dismiss');
+      const notDeadDelete = await call(proxy, `/v1/learning/jobs/${dead[0]!.id}`, { method: 'DELETE', admin: true });
+      assert.equal(notDeadDelete.status, 409, 'the retried job is done, not dead');
+      const dismissed = await proxy.cli(['jobs', 'dismiss', String(second.id)]);
+      assert.equal(dismissed.code, 0, dismissed.stderr);
+      assert.match(dismissed.stdout, new RegExp(`job ${second.id}: dismissed \\(deleted\\)`));
+      assert.equal((await call(proxy, '/v1/learning/jobs?status=all&kind=skills.evolve', { admin: true })).body.data.length, 1, 'only the retried job is left');
+      assert.equal((await doctorCheck(proxy)).verdict, 'pass');
     } finally {
       await proxy.dispose();
       await upstream.close();

@@ -158,6 +158,18 @@ for (const engine of engines()) {
         assert.deepEqual(await queue.counts(), { queued: 1, leased: 0, done: 1, dead: 0 });
       });
 
+      test('dismiss deletes a dead job and nothing else', async () => {
+        const { queue } = stores;
+        const dead = (await queue.enqueue('work', { n: 1 }, { maxAttempts: 1 }))!;
+        await queue.fail((await queue.lease(kinds('work'), LEASE_MS))!, 'boom', { retryable: false });
+        const queued = (await queue.enqueue('work', { n: 2 }))!;
+        assert.deepEqual(await queue.dismiss(queued), { outcome: 'not_dead', status: 'queued' });
+        assert.deepEqual(await queue.dismiss(999_999), { outcome: 'missing' });
+        assert.deepEqual(await queue.dismiss(dead), { outcome: 'dismissed' });
+        assert.deepEqual(await queue.dismiss(dead), { outcome: 'missing' }, 'gone');
+        assert.deepEqual(await queue.counts(), { queued: 1, leased: 0, done: 0, dead: 0 });
+      });
+
       test('release puts a leased job back at once without counting the attempt', async () => {
         const { queue } = stores;
         const id = (await queue.enqueue('work', { n: 1 }))!;

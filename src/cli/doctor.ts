@@ -350,8 +350,11 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
     }
     if (typeof response.body !== 'object' || response.body === null) throw new UpstreamError(`${base}/status did not answer JSON`);
     const status = response.body as Record<string, unknown>;
-    const learning = (status['learning'] ?? {}) as { dead_lettered?: number; paused_reason?: string | null };
-    const queue = (status['queue'] ?? {}) as Record<string, number>;
+    const learning = (status['learning'] ?? {}) as { dead_lettered?: number; paused_reason?: string | null; queue?: Record<string, number> };
+    // A node of a team store reports the team's queue under learning.
+    const queue = (status['queue'] ?? learning.queue ?? {}) as Record<string, number>;
+    // The dead jobs in the store (until retried or dismissed), not only those this process buried.
+    const dead = queue['dead'] ?? learning.dead_lettered ?? 0;
     const detail = `running at ${base} (version ${String(status['version'])}, ${String(status['mode'])} mode, ${queue['queued'] ?? 0} learning job(s) queued)`;
     const store = (status['store'] ?? {}) as {
       writable?: boolean;
@@ -384,12 +387,12 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
       });
       return { base, headers, status };
     }
-    if ((learning.dead_lettered ?? 0) > 0)
+    if (dead > 0)
       checks.push({
         name: 'proxy',
         verdict: 'warn',
-        detail: `${detail}; ${learning.dead_lettered} learning job(s) failed for good`,
-        fix: '`metaclaw jobs` lists them with why (often the learning LLM rejects the request); once that is fixed, `metaclaw jobs retry --all-dead`',
+        detail: `${detail}; ${dead} learning job(s) failed for good`,
+        fix: '`metaclaw jobs` lists them with why (often the learning LLM rejects the request); once that is fixed, `metaclaw jobs retry --all-dead`, or `metaclaw jobs dismiss --all-dead` to give up on them',
       });
     else if (learning.paused_reason) checks.push({ name: 'proxy', verdict: 'warn', detail: `${detail}; learning is paused: ${learning.paused_reason}` });
     else checks.push({ name: 'proxy', verdict: 'pass', detail });

@@ -1,6 +1,17 @@
 import { Option, type Command } from 'commander';
 import type { LoadedConfig } from '../config/index.js';
-import { describeRetry, JOB_LIST_MAX, listJobs, retryJobs, type JobListStatus, type JobView, type RetrySelection } from '../learning/job-admin.js';
+import {
+  describeResult,
+  dismissJobs,
+  JOB_LIST_MAX,
+  listJobs,
+  retryJobs,
+  type DismissResult,
+  type JobListStatus,
+  type JobSelection,
+  type JobView,
+  type RetryResult,
+} from '../learning/job-admin.js';
 import { JobQueue } from '../learning/index.js';
 import { openDatabase } from '../store/index.js';
 import type { JobQueueStore } from '../store/ports.js';
@@ -18,7 +29,7 @@ interface ListOptions extends JobsOptions {
   limit: string;
 }
 
-interface RetryOptions extends JobsOptions {
+interface ActOptions extends JobsOptions {
   allDead?: boolean;
   kind?: string;
 }
@@ -50,7 +61,16 @@ export function registerJobsCommands(program: Command): void {
     .option('--kind <kind>', 'with --all-dead: only jobs of this kind')
     .option('-c, --config <path>', 'config file')
     .option('--json', 'machine-readable output')
-    .action(async (ids: string[], options: RetryOptions) => retryCommand(ids, options));
+    .action(async (ids: string[], options: ActOptions) => actCommand('retry', ids, options));
+  jobs
+    .command('dismiss')
+    .description('delete dead jobs you will not retry (doctor stops warning about them)')
+    .argument('[ids...]', 'the job ids (see `metaclaw jobs`)')
+    .option('--all-dead', 'every dead job (with --kind, every dead job of that kind)')
+    .option('--kind <kind>', 'with --all-dead: only jobs of this kind')
+    .option('-c, --config <path>', 'config file')
+    .option('--json', 'machine-readable output')
+    .action(async (ids: string[], options: ActOptions) => actCommand('dismiss', ids, options));
 }
 
 async function withQueue<T>(config: LoadedConfig, work: (queue: JobQueueStore) => Promise<T>): Promise<T> {
@@ -75,7 +95,8 @@ async function listCommand(options: ListOptions): Promise<void> {
   if (rows.length === 0)
     return print(`No ${options.status === 'all' ? '' : `${options.status} `}learning jobs${options.kind ? ` of kind ${options.kind}` : ''}.`);
   for (const row of rows) print(describeJob(row));
-  if (status === 'dead') print(`\nOnce the cause is fixed: \`metaclaw jobs retry ID…\` or \`metaclaw jobs retry --all-dead\`.`);
+  if (status === 'dead')
+    print('\nOnce the cause is fixed: `metaclaw jobs retry ID…` (or --all-dead); to give up on them: `metaclaw jobs dismiss ID…` (or --all-dead).');
 }
 
 function describeJob(job: JobView): string {
@@ -94,24 +115,30 @@ function subjectOf(payload: unknown): string {
     .join(', ');
 }
 
-async function retryCommand(ids: string[], options: RetryOptions): Promise<void> {
+async function actCommand(action: 'retry' | 'dismiss', ids: string[], options: ActOptions): Promise<void> {
   if (ids.length > 0 && options.allDead) throw new CliExit('Give job ids or --all-dead, not both.');
-  if (ids.length === 0 && !options.allDead) throw new CliExit('Give the ids of the jobs to retry (see `metaclaw jobs`) or --all-dead.');
+  if (ids.length === 0 && !options.allDead) throw new CliExit(`Give the ids of the jobs to ${action} (see \`metaclaw jobs\`) or --all-dead.`);
   if (options.kind && !options.allDead) throw new CliExit('--kind goes with --all-dead.');
   const numbers = ids.map((id) => {
     const number = Number(id);
-    if (!Number.isSafeInteger(number) || number < 1) throw new CliExit(`"${id}" is not a job id.`);
+    if (!/^[0-9]+$/.test(id) || !Number.isSafeInteger(number) || number < 1) throw new CliExit(`"${id}" is not a job id.`);
     return number;
   });
-  const selection: RetrySelection = options.allDead ? { allDead: true, ...(options.kind ? { kind: options.kind } : {}) } : { ids: numbers };
+  const selection: JobSelection = options.allDead ? { allDead: true, ...(options.kind ? { kind: options.kind } : {}) } : { ids: numbers };
   const config = loadCliConfig(options.config ? { config: options.config } : {});
-  const results = await withQueue(config, (queue) => retryJobs(queue, selection));
-  const queued = results.filter((result) => result.outcome === 'queued').length;
-  if (options.json) print(JSON.stringify({ object: 'list', data: results, queued }, null, 2));
+  const results = await withQueue<Array<RetryResult | DismissResult>>(config, (queue) =>
+    action === 'retry' ? retryJobs(queue, selection) : dismissJobs(queue, selection),
+  );
+  const done = results.filter((result) => result.outcome === (action === 'retry' ? 'queued' : 'dismissed')).length;
+  if (options.json) print(JSON.stringify({ object: 'list', data: results, [action === 'retry' ? 'queued' : 'dismissed']: done }, null, 2));
   else if (results.length === 0) print(`No dead learning jobs${options.kind ? ` of kind ${options.kind}` : ''}.`);
   else {
-    for (const result of results) print(describeRetry(result));
-    print(`${queued} of ${results.length} job(s) queued again; a running MetaClaw picks them up within a second.`);
+    for (const result of results) print(describeResult(result));
+    print(
+      action === 'retry'
+        ? `${done} of ${results.length} job(s) queued again; a running MetaClaw picks them up within a second.`
+        : `${done} of ${results.length} job(s) dismissed.`,
+    );
   }
   // Asking for a job that is not there, or not dead, is a mistake worth an exit code.
   if (results.some((result) => result.outcome === 'missing' || result.outcome === 'not_dead')) process.exitCode = 1;

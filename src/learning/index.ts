@@ -1,4 +1,5 @@
-export { JobQueue, backoffMs, type Job, type JobRow, type JobStatus, type EnqueueOptions, type QueueCounts } from './queue.js';
+export { JobQueue } from './queue.js';
+export { backoffMs, type Job, type JobRow, type JobStatus, type EnqueueOptions, type QueueCounts } from './job-model.js';
 export { LearningBudget, localDay, type SpendSummary } from './budget.js';
 export {
   LearningRunner,

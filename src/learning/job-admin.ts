@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { JobQueueStore } from '../store/ports.js';
-import type { JobRow, JobStatus, ReviveOutcome } from './job-model.js';
+import type { DismissOutcome, JobRow, JobStatus, ReviveOutcome } from './job-model.js';
 
 /**
  * What an operator does with the learning queue by hand: see the jobs (above all the dead ones,
@@ -59,10 +59,10 @@ export async function listJobs(queue: Pick<JobQueueStore, 'list'>, query: { stat
   return rows.map(presentJob);
 }
 
-/** Which jobs to send back: these ids, or every dead job (of one kind). */
-export type RetrySelection = { ids: number[] } | { allDead: true; kind?: string };
+/** Which dead jobs to act on: these ids, or every dead job (of one kind). */
+export type JobSelection = { ids: number[] } | { allDead: true; kind?: string };
 
-export const retryBodySchema = z.union(
+export const jobSelectionSchema = z.union(
   [
     z.object({ ids: z.array(z.number().int().positive()).min(1).max(JOB_LIST_MAX) }).strict(),
     z.object({ all_dead: z.literal(true), kind: z.string().min(1).optional() }).strict(),
@@ -70,25 +70,46 @@ export const retryBodySchema = z.union(
   { error: `expected {"ids": [job ids]} (1 to ${JOB_LIST_MAX}) or {"all_dead": true} with an optional "kind"` },
 );
 
+export function selectionOf(body: z.infer<typeof jobSelectionSchema>): JobSelection {
+  return 'ids' in body ? { ids: body.ids } : { allDead: true, ...(body.kind ? { kind: body.kind } : {}) };
+}
+
 export type RetryResult = { id: number } & ReviveOutcome;
+export type DismissResult = { id: number } & DismissOutcome;
+
+/** The ids a selection names, oldest first for "every dead job", each once. */
+async function selectedIds(queue: Pick<JobQueueStore, 'list'>, selection: JobSelection): Promise<number[]> {
+  if ('ids' in selection) return [...new Set(selection.ids)];
+  return (await queue.list('dead', JOB_LIST_MAX, selection.kind)).map((row) => row.id).reverse();
+}
 
 /** Sends dead jobs back to the queue with fresh attempts; one result per job, in the order asked. */
-export async function retryJobs(queue: Pick<JobQueueStore, 'list' | 'revive'>, selection: RetrySelection): Promise<RetryResult[]> {
-  const ids = 'ids' in selection ? [...new Set(selection.ids)] : (await queue.list('dead', JOB_LIST_MAX, selection.kind)).map((row) => row.id).reverse();
+export async function retryJobs(queue: Pick<JobQueueStore, 'list' | 'revive'>, selection: JobSelection): Promise<RetryResult[]> {
   const results: RetryResult[] = [];
-  for (const id of ids) results.push({ id, ...(await queue.revive(id)) });
+  for (const id of await selectedIds(queue, selection)) results.push({ id, ...(await queue.revive(id)) });
   return results;
 }
 
-/** One line per result, for the CLI and logs. */
-export function describeRetry(result: RetryResult): string {
+/** Deletes dead jobs the operator gave up on; one result per job, in the order asked. */
+export async function dismissJobs(queue: Pick<JobQueueStore, 'list' | 'dismiss'>, selection: JobSelection): Promise<DismissResult[]> {
+  const results: DismissResult[] = [];
+  for (const id of await selectedIds(queue, selection)) results.push({ id, ...(await queue.dismiss(id)) });
+  return results;
+}
+
+const statusWord = (status: JobStatus): string => (status === 'leased' ? 'running' : status);
+
+/** One line per result, for the CLI. */
+export function describeResult(result: RetryResult | DismissResult): string {
   switch (result.outcome) {
     case 'queued':
       return `job ${result.id}: queued again`;
+    case 'dismissed':
+      return `job ${result.id}: dismissed (deleted)`;
     case 'covered':
       return `job ${result.id}: not queued, job ${result.by} (queued or running) already does the same work`;
     case 'not_dead':
-      return `job ${result.id}: not queued, it is ${result.status === 'leased' ? 'running' : result.status}, not dead`;
+      return `job ${result.id}: left as it is, it is ${statusWord(result.status)}, not dead`;
     case 'missing':
       return `job ${result.id}: no such job`;
   }

@@ -66,6 +66,9 @@ export type FailVerdict = 'retry' | 'dead';
  */
 export type ReviveOutcome = { outcome: 'queued' } | { outcome: 'covered'; by: number } | { outcome: 'not_dead'; status: JobStatus } | { outcome: 'missing' };
 
+/** What dismissing a dead job did: deleted it, or nothing (it is not dead, or does not exist). */
+export type DismissOutcome = { outcome: 'dismissed' } | { outcome: 'not_dead'; status: JobStatus } | { outcome: 'missing' };
+
 /** A failure is kept to this many characters (a stack or an upstream body can be long). */
 export const JOB_ERROR_MAX_CHARS = 2000;
 

@@ -9,10 +9,9 @@ import {
   type JobStatus,
   type QueueCounts,
   type ReviveOutcome,
+  type DismissOutcome,
 } from './job-model.js';
 import type { JobQueueStore } from '../store/ports.js';
-
-export { backoffMs, type EnqueueOptions, type Job, type JobRow, type JobStatus, type QueueCounts, type ReviveOutcome } from './job-model.js';
 
 /**
  * A durable job queue in SQLite. Jobs survive crashes: a job leased by a process that died is
@@ -74,6 +73,7 @@ export class JobQueue implements JobQueueStore {
         `UPDATE jobs SET status = 'queued', attempts = 0, run_after = ?, finished_at = NULL, updated_at = ?, rerun = 0
          WHERE id = ? AND status = 'dead' AND NOT EXISTS (SELECT 1 FROM jobs AS pending WHERE pending.dedupe_key = jobs.dedupe_key AND pending.status IN ('queued', 'leased'))`,
       ),
+      dismiss: db.prepare<[number]>(`DELETE FROM jobs WHERE id = ? AND status = 'dead'`),
       pendingWithKey: db.prepare<[string], { id: number }>(`SELECT id FROM jobs WHERE dedupe_key = ? AND status IN ('queued', 'leased') LIMIT 1`),
       pruneDone: db.prepare<[number]>(`DELETE FROM jobs WHERE status = 'done' AND finished_at < ?`),
     };
@@ -187,6 +187,12 @@ export class JobQueue implements JobQueueStore {
       if (row.status !== 'dead') return { outcome: 'not_dead', status: row.status };
       return { outcome: 'covered', by: this.statements.pendingWithKey.get(row.dedupe_key!)!.id };
     })();
+  }
+
+  dismiss(jobId: number): DismissOutcome {
+    if (this.statements.dismiss.run(jobId).changes > 0) return { outcome: 'dismissed' };
+    const row = this.statements.get.get(jobId);
+    return row ? { outcome: 'not_dead', status: row.status } : { outcome: 'missing' };
   }
 
   pruneDone(olderThan: number): number {

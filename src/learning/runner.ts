@@ -4,7 +4,8 @@ import { errorMessage, MetaclawError } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import type { StoreHealth } from '../store/index.js';
 import type { LearningBudget } from './budget.js';
-import type { EnqueueOptions, Job, JobQueue } from './queue.js';
+import type { EnqueueOptions, Job } from './job-model.js';
+import type { JobQueue } from './queue.js';
 import { LlmPause, RecentErrors, ServingGate, type RecentError, type YieldTo } from './runner-parts.js';
 
 export interface JobContext {

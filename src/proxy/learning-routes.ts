@@ -1,6 +1,16 @@
 import { z } from 'zod';
 import { ConflictError, NotFoundError, PermissionError } from '../errors.js';
-import { JOB_LIST_MAX, JOB_LIST_STATUSES, listJobs, retryBodySchema, retryJobs, type RetryResult } from '../learning/job-admin.js';
+import {
+  dismissJobs,
+  JOB_LIST_MAX,
+  JOB_LIST_STATUSES,
+  jobSelectionSchema,
+  listJobs,
+  retryJobs,
+  selectionOf,
+  type DismissResult,
+  type RetryResult,
+} from '../learning/job-admin.js';
 import type { JobQueueStore } from '../store/ports.js';
 import type { AdminToken } from './admin-token.js';
 import { parse, readJson } from './route-body.js';
@@ -18,10 +28,14 @@ const listQuery = z
 /**
  * The learning queue by hand: `GET /v1/learning/jobs` lists jobs (the dead ones by default, with
  * why they failed), `POST /v1/learning/jobs/retry` and `POST /v1/learning/jobs/:id/retry` send dead
- * jobs back. Jobs name sessions and scopes of every user of the store, and a retry spends learning
+ * jobs back, `POST /v1/learning/jobs/dismiss` and `DELETE /v1/learning/jobs/:id` delete them. Jobs name sessions and scopes of every user of the store, and a retry spends learning
  * tokens, so both need the admin token (`metaclaw jobs …` reads the store itself).
  */
-export function learningJobRoutes(queue: Pick<JobQueueStore, 'list' | 'revive'>, adminToken: AdminToken, wake: () => void): (app: ProxyApp) => void {
+export function learningJobRoutes(
+  queue: Pick<JobQueueStore, 'list' | 'revive' | 'dismiss'>,
+  adminToken: AdminToken,
+  wake: () => void,
+): (app: ProxyApp) => void {
   return (app) => {
     const requireAdmin = (headers: Parameters<AdminToken['grants']>[0]) => {
       if (!adminToken.grants(headers))
@@ -34,6 +48,11 @@ export function learningJobRoutes(queue: Pick<JobQueueStore, 'list' | 'revive'>,
       if (results.some((result) => result.outcome === 'queued')) wake();
       return { object: 'list', data: results, queued: results.filter((result) => result.outcome === 'queued').length };
     };
+    const dismissed = (results: DismissResult[]) => ({
+      object: 'list',
+      data: results,
+      dismissed: results.filter((result) => result.outcome === 'dismissed').length,
+    });
 
     app.get('/v1/learning/jobs', async (c) => {
       requireAdmin(c.env.incoming.headers);
@@ -43,23 +62,42 @@ export function learningJobRoutes(queue: Pick<JobQueueStore, 'list' | 'revive'>,
 
     app.post('/v1/learning/jobs/retry', async (c) => {
       requireAdmin(c.env.incoming.headers);
-      const body = parse(retryBodySchema, await readJson(c.req.raw));
-      return c.json(retried(await retryJobs(queue, 'ids' in body ? { ids: body.ids } : { allDead: true, ...(body.kind ? { kind: body.kind } : {}) })));
+      return c.json(retried(await retryJobs(queue, selectionOf(parse(jobSelectionSchema, await readJson(c.req.raw))))));
+    });
+
+    app.post('/v1/learning/jobs/dismiss', async (c) => {
+      requireAdmin(c.env.incoming.headers);
+      return c.json(dismissed(await dismissJobs(queue, selectionOf(parse(jobSelectionSchema, await readJson(c.req.raw))))));
     });
 
     app.post('/v1/learning/jobs/:id/retry', async (c) => {
       requireAdmin(c.env.incoming.headers);
-      const id = Number(c.req.param('id'));
-      if (!Number.isSafeInteger(id) || id < 1)
-        throw new NotFoundError(`No learning job ${c.req.param('id')}: job ids are positive whole numbers.`, 'job_not_found');
-      const [result] = await retryJobs(queue, { ids: [id] });
-      if (result!.outcome === 'missing') throw new NotFoundError(`No learning job ${id}.`, 'job_not_found');
-      if (result!.outcome === 'not_dead')
-        throw new ConflictError(
-          `Learning job ${id} is ${result!.status === 'leased' ? 'running' : result!.status}: only a dead job can be retried.`,
-          'job_not_dead',
-        );
-      return c.json(retried([result!]));
+      const [result] = await retryJobs(queue, { ids: [jobId(c.req.param('id'))] });
+      return c.json(retried([deadJobResult(result!)]));
+    });
+
+    app.delete('/v1/learning/jobs/:id', async (c) => {
+      requireAdmin(c.env.incoming.headers);
+      const [result] = await dismissJobs(queue, { ids: [jobId(c.req.param('id'))] });
+      return c.json(dismissed([deadJobResult(result!)]));
     });
   };
+}
+
+function jobId(text: string): number {
+  const id = Number(text);
+  if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(id) || id < 1)
+    throw new NotFoundError(`No learning job ${text}: job ids are positive whole numbers.`, 'job_not_found');
+  return id;
+}
+
+/** The one job a route names: 404 when it does not exist, 409 when it is not dead. */
+function deadJobResult<R extends RetryResult | DismissResult>(result: R): R {
+  if (result.outcome === 'missing') throw new NotFoundError(`No learning job ${result.id}.`, 'job_not_found');
+  if (result.outcome === 'not_dead')
+    throw new ConflictError(
+      `Learning job ${result.id} is ${result.status === 'leased' ? 'running' : result.status}: only a dead job can be retried or dismissed.`,
+      'job_not_dead',
+    );
+  return result;
 }

@@ -9,7 +9,7 @@
  */
 import type { FinishedTurn, SessionEndReason, SessionRow, TurnDetail, TurnRow } from '../conversation/types.js';
 import type { SpendSummary } from '../learning/budget.js';
-import type { EnqueueOptions, FailVerdict, Job, JobRow, JobStatus, QueueCounts, ReviveOutcome } from '../learning/job-model.js';
+import type { EnqueueOptions, FailVerdict, Job, JobRow, JobStatus, QueueCounts, ReviveOutcome, DismissOutcome } from '../learning/job-model.js';
 import type { MemoryDraft, MemoryUnit } from '../memory/types.js';
 import type { Awaitable } from '../types/index.js';
 import type { VersionRow } from '../skills/history.js';
@@ -37,6 +37,8 @@ export interface JobQueueStore<J extends Job = Job> {
   release(job: J): Awaitable<boolean | void>;
   /** A dead job is queued again with fresh attempts, unless a queued or running job holds its dedupe key. */
   revive(jobId: number): Awaitable<ReviveOutcome>;
+  /** A dead job is deleted (the operator gave up on it); nothing else is. */
+  dismiss(jobId: number): Awaitable<DismissOutcome>;
   get(jobId: number): Awaitable<JobRow | undefined>;
   counts(): Awaitable<QueueCounts>;
   /** Newest first; `kind` narrows to one kind of job. */

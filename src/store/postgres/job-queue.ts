@@ -10,6 +10,7 @@ import {
   type JobStatus,
   type QueueCounts,
   type ReviveOutcome,
+  type DismissOutcome,
 } from '../../learning/job-model.js';
 import { DB_CLOCK_MS as CLOCK, inTransaction } from './transaction.js';
 import type { JobQueueStore } from '../ports.js';
@@ -264,6 +265,12 @@ export class PgJobQueue implements JobQueueStore<LeasedJob> {
     if (row.status !== 'dead') return { outcome: 'not_dead', status: row.status };
     // The pending job may have finished in between: then the dead one can go back after all.
     return row.pending === null ? await this.revive(jobId) : { outcome: 'covered', by: Number(row.pending) };
+  }
+
+  async dismiss(jobId: number): Promise<DismissOutcome> {
+    if ((await this.pool.query(`DELETE FROM jobs WHERE id = $1 AND status = 'dead'`, [jobId])).rowCount === 1) return { outcome: 'dismissed' };
+    const row = (await this.pool.query<{ status: JobStatus }>('SELECT status FROM jobs WHERE id = $1', [jobId])).rows[0];
+    return row ? { outcome: 'not_dead', status: row.status } : { outcome: 'missing' };
   }
 
   /** Deletes done jobs finished before `olderThan`; their effects stay recorded (job_effects), so a key is never written twice. */
