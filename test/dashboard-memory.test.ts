@@ -61,8 +61,8 @@ describe('dashboard: memory', { skip }, () => {
     turnId = (await askRecorded(proxy, SESSION, QUESTION)).id;
     // The raw turns are written by a learning job once the turn is recorded.
     await waitFor(async () => {
-      const stats = (await (await api('/v1/memory/stats')).json()) as { scopes: Array<{ byOrigin: Record<string, number> }> };
-      return (stats.scopes[0]?.byOrigin['raw_turn'] ?? 0) >= 2;
+      const stats = (await (await api('/v1/memory/stats')).json()) as { scopes: Array<{ by_origin: Record<string, number> }> };
+      return (stats.scopes[0]?.by_origin['raw_turn'] ?? 0) >= 2;
     });
     ids.edit = await add({ type: 'preference', content: 'The user prefers tabs in Makefiles.', importance: 0.5 });
     ids.supersede = await add({ type: 'project_state', content: 'The release branch is release-2026-10.' });

@@ -24,8 +24,8 @@ async function core(proxy: ProxyHandle): Promise<CoreUnit[]> {
 
 /** Raw turns stored so far: the record-turn jobs that hold the rule detector have run for them. */
 async function rawTurns(proxy: ProxyHandle): Promise<number> {
-  const stats = (await (await fetch(`${proxy.url}/v1/memory/stats`)).json()) as { scopes: Array<{ byOrigin: Record<string, number> }> };
-  return stats.scopes[0]?.byOrigin['raw_turn'] ?? 0;
+  const stats = (await (await fetch(`${proxy.url}/v1/memory/stats`)).json()) as { scopes: Array<{ by_origin: Record<string, number> }> };
+  return stats.scopes[0]?.by_origin['raw_turn'] ?? 0;
 }
 
 /** Says `messages` in one session, waits until every turn of it is stored (the detector has run), and returns the core block's texts. */

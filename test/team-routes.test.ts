@@ -89,7 +89,7 @@ describe('team mode: a node serves the management routes of memory and skills', 
     assert.equal(stats.body.scopes[0].scope, 'user:alice');
     assert.equal(stats.body.scopes[0].active, 1);
     assert.equal(stats.body.scopes[0].superseded, 1);
-    assert.equal(stats.body.scopes[0].byType.preference, 1);
+    assert.equal(stats.body.scopes[0].by_type.preference, 1);
     assert.equal(stats.body.total_units, 2);
   });
 

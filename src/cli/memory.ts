@@ -274,8 +274,8 @@ export function registerMemoryCommands(program: Command): void {
         print(
           `scope ${scope.scope}: ${scope.active} active (${scope.core} standing instruction${scope.core === 1 ? '' : 's'}), ${scope.superseded} superseded`,
         );
-        print(`  by type: ${countsLine(scope.byType)}`);
-        print(`  by origin: ${countsLine(scope.byOrigin)}`);
+        print(`  by type: ${countsLine(scope.by_type)}`);
+        print(`  by origin: ${countsLine(scope.by_origin)}`);
       }
       if (stats.length === 0) print('No memories yet.');
       print('');

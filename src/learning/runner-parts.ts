@@ -1,10 +1,11 @@
 import type { Logger } from '../logging/index.js';
 
 /** What both runners (personal and team node) say of their jobs' failures in /status. */
+/** One of `learning.last_errors` in /status (snake_case, as every answer is). */
 export interface RecentError {
   at: string;
   kind: string;
-  jobId: number;
+  job_id: number;
   error: string;
 }
 
@@ -13,7 +14,7 @@ export class RecentErrors {
   private readonly errors: RecentError[] = [];
 
   remember(job: { id: number; kind: string }, error: string): void {
-    this.errors.unshift({ at: new Date().toISOString(), kind: job.kind, jobId: job.id, error: error.slice(0, 300) });
+    this.errors.unshift({ at: new Date().toISOString(), kind: job.kind, job_id: job.id, error: error.slice(0, 300) });
     this.errors.length = Math.min(this.errors.length, 10);
   }
 

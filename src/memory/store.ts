@@ -101,25 +101,26 @@ export interface MemoryPatch {
   pinned?: boolean;
 }
 
+/** A scope's sizes, as `GET /v1/memory/stats` and `memory stats --json` show them (snake_case, as every answer is). */
 export interface ScopeStats {
   scope: string;
   active: number;
   superseded: number;
   core: number;
-  byType: Record<string, number>;
-  byOrigin: Record<string, number>;
+  by_type: Record<string, number>;
+  by_origin: Record<string, number>;
 }
 
 export function emptyScopeStats(scope: string): ScopeStats {
-  return { scope, active: 0, superseded: 0, core: 0, byType: {}, byOrigin: {} };
+  return { scope, active: 0, superseded: 0, core: 0, by_type: {}, by_origin: {} };
 }
 
 /** Adds one group of a scope's units (by status, core, type and origin) to its stats: one way of counting for both engines. */
 export function countInStats(stats: ScopeStats, row: { status: string; core: number; type: string; origin: string; count: number }): void {
   if (row.status === 'active') {
     stats.active += row.count;
-    stats.byType[row.type] = (stats.byType[row.type] ?? 0) + row.count;
-    stats.byOrigin[row.origin] = (stats.byOrigin[row.origin] ?? 0) + row.count;
+    stats.by_type[row.type] = (stats.by_type[row.type] ?? 0) + row.count;
+    stats.by_origin[row.origin] = (stats.by_origin[row.origin] ?? 0) + row.count;
     if (row.core) stats.core += row.count;
   } else stats.superseded += row.count;
 }
