@@ -282,6 +282,27 @@ describe('the team queue on PostgreSQL, shared by several nodes', { skip: postgr
     assert.deepEqual(await queued(), []);
   });
 
+  test('a job asked to rerun that fails for good is buried with its rerun copy or not at all: a failure queuing the copy leaves it running', async () => {
+    const url = await freshStore();
+    const pool = node(url);
+    const queue = new PgJobQueue(pool, 'a', 1);
+    await queue.enqueue('work', {}, { dedupeKey: 'catch-up', maxAttempts: 1 });
+    const job = (await queue.lease(WORK, 10_000))!;
+    assert.equal(await queue.enqueue('work', {}, { dedupeKey: 'catch-up', rerunIfRunning: true }), undefined);
+    // The copy's insert fails (as a dropped connection would between the two writes).
+    await pool.query(`CREATE FUNCTION refuse_copy() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no copy'; END $$`);
+    await pool.query('CREATE TRIGGER refuse_copy BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_copy()');
+    await assert.rejects(queue.fail(job, 'boom', { retryable: false }), /no copy/);
+    assert.deepEqual(
+      (await pool.query<{ status: string; rerun: number }>('SELECT status, rerun FROM jobs')).rows,
+      [{ status: 'leased', rerun: 1 }],
+      'nothing was written: the lease runs out and the job runs again, still asked to rerun',
+    );
+    await pool.query('DROP TRIGGER refuse_copy ON jobs');
+    assert.equal(await queue.fail(job, 'boom', { retryable: false }), 'dead');
+    assert.deepEqual((await pool.query<{ status: string }>('SELECT status FROM jobs ORDER BY id')).rows, [{ status: 'dead' }, { status: 'queued' }]);
+  });
+
   test('concurrent budget reservations from three nodes never add up past the daily cap; settles, expiry and a second settle count right', async () => {
     const url = await freshStore();
     const budgets = ['a', 'b', 'c'].map((name) => new PgLearningBudget(node(url, 8), 1_000, name));

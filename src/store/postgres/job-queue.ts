@@ -195,20 +195,24 @@ export class PgJobQueue implements JobQueueStore<LeasedJob> {
     const verdict = failVerdict(job, options.retryable);
     const tokens = Math.max(0, Math.round(options.tokensUsed ?? 0));
     const message = error.slice(0, JOB_ERROR_MAX_CHARS);
-    const result =
-      verdict === 'dead'
-        ? await this.pool.query(
-            `UPDATE jobs SET status = 'dead', last_error = $3, tokens_used = tokens_used + $4, finished_at = ${CLOCK}, updated_at = ${CLOCK}, lease_until = NULL WHERE ${FENCED}`,
-            [job.id, job.leaseToken, message, tokens],
-          )
-        : await this.pool.query(
-            `UPDATE jobs SET status = 'queued', run_after = ${CLOCK} + $5, last_error = $3, tokens_used = tokens_used + $4, updated_at = ${CLOCK},
-               lease_until = NULL, leased_by = NULL WHERE ${FENCED}`,
-            [job.id, job.leaseToken, message, tokens, backoffMs(job.attempts)],
-          );
-    if (result.rowCount !== 1) return 'lease_lost';
-    if (verdict === 'dead') await this.pool.query(SPAWN_RERUN, [job.id]);
-    return verdict;
+    if (verdict === 'dead')
+      // Buried and its rerun copy queued in one transaction: a failure between the two would leave the
+      // job dead and the rerun it was asked for never queued.
+      return inTransaction(this.pool, async (client) => {
+        const buried = await client.query(
+          `UPDATE jobs SET status = 'dead', last_error = $3, tokens_used = tokens_used + $4, finished_at = ${CLOCK}, updated_at = ${CLOCK}, lease_until = NULL WHERE ${FENCED}`,
+          [job.id, job.leaseToken, message, tokens],
+        );
+        if (buried.rowCount !== 1) return 'lease_lost';
+        await client.query(SPAWN_RERUN, [job.id]);
+        return 'dead';
+      });
+    const result = await this.pool.query(
+      `UPDATE jobs SET status = 'queued', run_after = ${CLOCK} + $5, last_error = $3, tokens_used = tokens_used + $4, updated_at = ${CLOCK},
+         lease_until = NULL, leased_by = NULL WHERE ${FENCED}`,
+      [job.id, job.leaseToken, message, tokens, backoffMs(job.attempts)],
+    );
+    return result.rowCount === 1 ? verdict : 'lease_lost';
   }
 
   /** Puts a held job back without counting the attempt (a clean shutdown mid-job). False: the lease was lost already. */
