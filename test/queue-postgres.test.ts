@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import { migratePostgres, openPool, PgJobQueue, PgLearningBudget, type LeasedJob } from '../src/store/postgres/index.js';
+import { inTransaction } from '../src/store/postgres/transaction.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
 
 const NODE_SCRIPT = fileURLToPath(new URL('./support/queue-node.ts', import.meta.url));
@@ -238,10 +239,11 @@ describe('the team queue on PostgreSQL, shared by several nodes', { skip: postgr
     assert.deepEqual([...(await effectsPerJob(pool))], [[first.id, 1]]);
   });
 
-  test('an ask for a running job (rerunIfRunning) made while its node is completing it waits for that commit and then queues a fresh job: the ask is never lost', async () => {
+  test('an ask for a running job (rerunIfRunning) is never lost: made while its effect runs it marks the job, made once the completion holds the row it waits for that commit and then queues a fresh job', async () => {
     const url = await freshStore();
     const worker = new PgJobQueue(node(url), 'a', 3);
-    const writer = new PgJobQueue(node(url), 'b', 3);
+    const writerPool = node(url);
+    const writer = new PgJobQueue(writerPool, 'b', 3);
     const ask = () => writer.enqueue('work', { n: 1 }, { dedupeKey: 'catch-up', rerunIfRunning: true });
     const queued = async () => (await worker.list('queued')).map((row) => row.id);
 
@@ -255,24 +257,35 @@ describe('the team queue on PostgreSQL, shared by several nodes', { skip: postgr
     const [rerun] = await queued();
     assert.ok(rerun !== undefined && rerun > running.id, 'done: a fresh copy is queued');
 
-    // Asked while its completion holds the row: the ask waits for the commit, then queues a job of its own.
+    // Asked while its completion runs the effect: the row is not locked yet, so the ask marks the job
+    // at once, and the completion queues the copy.
     const again = (await worker.lease(WORK, 10_000))!;
     assert.equal(again.id, rerun);
-    let asked: Promise<number | undefined> | undefined;
-    let settled = false;
-    let settledInside = true;
+    let askedInside: number | undefined | 'waited' = 'waited';
     const outcome = await worker.complete(again, {
-      effect: async () => {
-        asked = ask();
-        void asked.then(() => (settled = true));
-        await sleep(300);
-        settledInside = settled;
-      },
+      effect: async () => void (askedInside = await Promise.race([ask(), sleep(2_000).then(() => 'waited' as const)])),
     });
     assert.equal(outcome, 'done');
+    assert.equal(askedInside, undefined, 'the ask marked the running job without waiting for the completion');
+    const [copy] = await queued();
+    assert.ok(copy !== undefined && copy > again.id, 'the completion queued the copy');
+
+    // Asked once a completion holds the row (marking it done): the ask waits for the commit, then queues a job of its own.
+    const last = (await worker.lease(WORK, 10_000))!;
+    assert.equal(last.id, copy);
+    let asked: Promise<number | undefined> | undefined;
+    let settledInside = true;
+    await inTransaction(writerPool, async (client) => {
+      await client.query(`UPDATE jobs SET status = 'done' WHERE id = $1`, [last.id]);
+      let settled = false;
+      asked = ask();
+      void asked.then(() => (settled = true));
+      await sleep(300);
+      settledInside = settled;
+    });
     assert.equal(settledInside, false, 'the ask waited for the completing transaction');
     const afterCommit = await asked!;
-    assert.ok(afterCommit !== undefined && afterCommit > again.id, 'then it queued a new job');
+    assert.ok(afterCommit !== undefined && afterCommit > last.id, 'then it queued a new job');
     assert.deepEqual(await queued(), [afterCommit], 'exactly one job is queued: no copy beside it');
 
     // Without the option an ask while it runs is a no-op, as before.
@@ -280,6 +293,54 @@ describe('the team queue on PostgreSQL, shared by several nodes', { skip: postgr
     assert.equal(await writer.enqueue('work', {}, { dedupeKey: 'catch-up' }), undefined);
     await worker.complete(plain);
     assert.deepEqual(await queued(), []);
+  });
+
+  test('a transaction holding a lock that asks a job to rerun does not deadlock with that job completing, whose effect waits for the same lock', async () => {
+    // As a memory write (under its scope's lock) asks memory.search_keys to rerun while that job's
+    // effect waits for the scope's lock to re-index: the job's row was locked before the effect.
+    const url = await freshStore();
+    const worker = new PgJobQueue(node(url), 'a', 3);
+    const writerPool = node(url);
+    const writer = new PgJobQueue(writerPool, 'b', 3);
+    await worker.enqueue('work', {}, { dedupeKey: 'catch-up' });
+    const job = (await worker.lease(WORK, 10_000))!;
+    const scopeLock = (client: pg.PoolClient) => client.query('SELECT pg_advisory_xact_lock(4242)');
+    const completing = worker.complete(job, {
+      effect: async (client) => {
+        await sleep(200);
+        await scopeLock(client);
+      },
+    });
+    await sleep(50);
+    const writing = inTransaction(writerPool, async (client) => {
+      await scopeLock(client);
+      await sleep(300);
+      return writer.enqueue('work', {}, { dedupeKey: 'catch-up', rerunIfRunning: true }, client);
+    });
+    assert.deepEqual(await Promise.all([completing, writing]), ['done', undefined]);
+    const [copy, done] = await worker.list('all');
+    assert.deepEqual([copy?.status, done?.id, done?.status], ['queued', job.id, 'done'], 'the ask was seen: one copy queued');
+  });
+
+  test('a job asked to rerun that fails for good is buried with its rerun copy or not at all: a failure queuing the copy leaves it running', async () => {
+    const url = await freshStore();
+    const pool = node(url);
+    const queue = new PgJobQueue(pool, 'a', 1);
+    await queue.enqueue('work', {}, { dedupeKey: 'catch-up', maxAttempts: 1 });
+    const job = (await queue.lease(WORK, 10_000))!;
+    assert.equal(await queue.enqueue('work', {}, { dedupeKey: 'catch-up', rerunIfRunning: true }), undefined);
+    // The copy's insert fails (as a dropped connection would between the two writes).
+    await pool.query(`CREATE FUNCTION refuse_copy() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no copy'; END $$`);
+    await pool.query('CREATE TRIGGER refuse_copy BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_copy()');
+    await assert.rejects(queue.fail(job, 'boom', { retryable: false }), /no copy/);
+    assert.deepEqual(
+      (await pool.query<{ status: string; rerun: number }>('SELECT status, rerun FROM jobs')).rows,
+      [{ status: 'leased', rerun: 1 }],
+      'nothing was written: the lease runs out and the job runs again, still asked to rerun',
+    );
+    await pool.query('DROP TRIGGER refuse_copy ON jobs');
+    assert.equal(await queue.fail(job, 'boom', { retryable: false }), 'dead');
+    assert.deepEqual((await pool.query<{ status: string }>('SELECT status FROM jobs ORDER BY id')).rows, [{ status: 'dead' }, { status: 'queued' }]);
   });
 
   test('concurrent budget reservations from three nodes never add up past the daily cap; settles, expiry and a second settle count right', async () => {

@@ -28,8 +28,8 @@ import type { JobQueueStore } from '../ports.js';
  * - Every write a worker makes about its job (complete, fail, release, heartbeat) counts only while
  *   the job still carries the worker's token: a node whose lease expired and was taken over is told
  *   `lease_lost` and changes nothing.
- * - Completing runs the job's effect in the transaction that locks the job's row, marks it done
- *   and records the job's idempotency key in job_effects: an effect is written once per key,
+ * - Completing runs the job's effect in the transaction that records the job's idempotency key in
+ *   job_effects, then locks the job's row and marks it done: an effect is written once per key,
  *   however many nodes race, and never by a node that lost its lease.
  *
  * Times are the database's clock, not the node's: nodes whose clocks disagree still agree on when
@@ -168,27 +168,37 @@ export class PgJobQueue implements JobQueueStore<LeasedJob> {
 
   /**
    * Finishes a job and writes its effect, all or nothing, only while this node holds the lease and
-   * only if no effect was recorded under the job's idempotency key. The job's row stays locked
-   * meanwhile, so no node can claim it between the check and the commit. An effect that throws
-   * rolls everything back and the error is thrown (the caller then calls `fail`).
+   * only if no effect was recorded under the job's idempotency key. The job's row is locked after the
+   * effect ran, so no node can claim it between the last check and the commit. An effect that
+   * throws rolls everything back and the error is thrown (the caller then calls `fail`).
    */
   async complete(job: LeasedJob, options: { tokensUsed?: number; effect?: JobEffect } = {}): Promise<CompleteOutcome> {
-    return inTransaction(this.pool, async (client) => {
-      const held = await client.query(`SELECT 1 FROM jobs WHERE ${FENCED} FOR UPDATE`, [job.id, job.leaseToken]);
-      if (held.rowCount !== 1) return 'lease_lost';
-      const recorded = await client.query(
-        `INSERT INTO job_effects (idempotency_key, job_id, lease_token, node_id, created_at) VALUES ($1, $2, $3, $4, ${CLOCK}) ON CONFLICT DO NOTHING`,
-        [job.idempotencyKey, job.id, job.leaseToken, this.nodeId],
-      );
-      const fresh = recorded.rowCount === 1;
-      if (fresh && options.effect) await options.effect(client);
-      await client.query(
-        `UPDATE jobs SET status = 'done', tokens_used = tokens_used + $3, finished_at = ${CLOCK}, updated_at = ${CLOCK}, lease_until = NULL, last_error = NULL WHERE ${FENCED}`,
-        [job.id, job.leaseToken, Math.max(0, Math.round(options.tokensUsed ?? 0))],
-      );
-      await client.query(SPAWN_RERUN, [job.id]);
-      return fresh ? 'done' : 'duplicate';
-    });
+    const fence = [job.id, job.leaseToken];
+    return inTransaction(
+      this.pool,
+      async (client): Promise<CompleteOutcome> => {
+        // A node that lost its lease runs no effect (looked at again, under the lock, at the end).
+        if ((await client.query(`SELECT 1 FROM jobs WHERE ${FENCED}`, fence)).rowCount !== 1) return 'lease_lost';
+        const recorded = await client.query(
+          `INSERT INTO job_effects (idempotency_key, job_id, lease_token, node_id, created_at) VALUES ($1, $2, $3, $4, ${CLOCK}) ON CONFLICT DO NOTHING`,
+          [job.idempotencyKey, job.id, job.leaseToken, this.nodeId],
+        );
+        const fresh = recorded.rowCount === 1;
+        if (fresh && options.effect) await options.effect(client);
+        // The job's row is locked last, after what the effect locked (a scope, rows): a transaction
+        // that holds one of those and asks this job to rerun (an upsert of this row) is then never
+        // waited on crosswise (a deadlock, when the row was locked first).
+        if ((await client.query(`SELECT 1 FROM jobs WHERE ${FENCED} FOR UPDATE`, fence)).rowCount !== 1) return 'lease_lost';
+        await client.query(
+          `UPDATE jobs SET status = 'done', tokens_used = tokens_used + $3, finished_at = ${CLOCK}, updated_at = ${CLOCK}, lease_until = NULL, last_error = NULL WHERE ${FENCED}`,
+          [...fence, Math.max(0, Math.round(options.tokensUsed ?? 0))],
+        );
+        await client.query(SPAWN_RERUN, [job.id]);
+        return fresh ? 'done' : 'duplicate';
+      },
+      // A lease lost while the effect ran: nothing of it is written.
+      (outcome) => Promise.resolve(outcome !== 'lease_lost'),
+    );
   }
 
   /** Records a failure as the SQLite queue does (retry with backoff, or the dead-letter list once attempts are used up), if the lease is still held. */
@@ -196,20 +206,24 @@ export class PgJobQueue implements JobQueueStore<LeasedJob> {
     const verdict = failVerdict(job, options.retryable);
     const tokens = Math.max(0, Math.round(options.tokensUsed ?? 0));
     const message = error.slice(0, JOB_ERROR_MAX_CHARS);
-    const result =
-      verdict === 'dead'
-        ? await this.pool.query(
-            `UPDATE jobs SET status = 'dead', last_error = $3, tokens_used = tokens_used + $4, finished_at = ${CLOCK}, updated_at = ${CLOCK}, lease_until = NULL WHERE ${FENCED}`,
-            [job.id, job.leaseToken, message, tokens],
-          )
-        : await this.pool.query(
-            `UPDATE jobs SET status = 'queued', run_after = ${CLOCK} + $5, last_error = $3, tokens_used = tokens_used + $4, updated_at = ${CLOCK},
-               lease_until = NULL, leased_by = NULL WHERE ${FENCED}`,
-            [job.id, job.leaseToken, message, tokens, backoffMs(job.attempts)],
-          );
-    if (result.rowCount !== 1) return 'lease_lost';
-    if (verdict === 'dead') await this.pool.query(SPAWN_RERUN, [job.id]);
-    return verdict;
+    if (verdict === 'dead')
+      // Buried and its rerun copy queued in one transaction: a failure between the two would leave the
+      // job dead and the rerun it was asked for never queued.
+      return inTransaction(this.pool, async (client) => {
+        const buried = await client.query(
+          `UPDATE jobs SET status = 'dead', last_error = $3, tokens_used = tokens_used + $4, finished_at = ${CLOCK}, updated_at = ${CLOCK}, lease_until = NULL WHERE ${FENCED}`,
+          [job.id, job.leaseToken, message, tokens],
+        );
+        if (buried.rowCount !== 1) return 'lease_lost';
+        await client.query(SPAWN_RERUN, [job.id]);
+        return 'dead';
+      });
+    const result = await this.pool.query(
+      `UPDATE jobs SET status = 'queued', run_after = ${CLOCK} + $5, last_error = $3, tokens_used = tokens_used + $4, updated_at = ${CLOCK},
+         lease_until = NULL, leased_by = NULL WHERE ${FENCED}`,
+      [job.id, job.leaseToken, message, tokens, backoffMs(job.attempts)],
+    );
+    return result.rowCount === 1 ? verdict : 'lease_lost';
   }
 
   /** Puts a held job back without counting the attempt (a clean shutdown mid-job). False: the lease was lost already. */
