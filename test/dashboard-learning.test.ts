@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
 import type { Browser } from 'playwright-core';
 import { browserMissing, launchBrowser, screenshot, withPage } from './support/browser.js';
 import { startDashboardProxy, type DashboardProxy } from './support/dashboard.js';
-import type { ProxyHandle } from './support/proxy.js';
+import { DEPLOY_SKILL, learningAwareUpstream, session, statusWhen } from './support/evolver.js';
+import { waitFor, type ProxyHandle } from './support/proxy.js';
 import { sendTurns, startRlProxy, stepDone, type RlProxy } from './support/rl-proxy.js';
 
 const skip = browserMissing();
@@ -71,10 +75,11 @@ describe('dashboard: learning curves', { skip }, () => {
         await page.locator('[data-chart="Memories"] canvas').waitFor();
         assert.equal(await page.locator('.timeline .window[data-window*="sleep_hours"]').count(), 1);
         assert.match(await page.getByText('No turn has been scored by the judge').innerText(), /RL modes/);
-        assert.deepEqual(
-          requested.filter((url) => url.includes('/v1/')),
-          [`${proxy.url}/v1/dashboard/learning?days=30`],
-        );
+        assert.deepEqual(requested.filter((url) => url.includes('/v1/')).sort(), [
+          `${proxy.url}/v1/dashboard/learning?days=30`,
+          `${proxy.url}/v1/learning/jobs?status=dead&limit=50`,
+        ]);
+        assert.equal(await page.getByRole('heading', { name: 'Failed learning jobs' }).count(), 0, 'no failed job: no section');
         const scrollWidth = await page.evaluate<number>('document.documentElement.scrollWidth');
         assert.ok(scrollWidth <= width, `no sideways scrolling (${scrollWidth} px)`);
         await screenshot(page, name);
@@ -116,6 +121,71 @@ describe('dashboard: learning curves with RL (mode rl, Tinker double)', { skip }
       assert.match(await page.locator('.bars li').first().innerText(), new RegExp(`generation ${data.judge.per_generation[0].generation}`));
       assert.match(await page.getByRole('table', { name: 'Training steps' }).innerText(), /\bdone\b/);
       await screenshot(page, 'learning-rl');
+    });
+  });
+});
+
+describe('dashboard: failed learning jobs', { skip }, () => {
+  let dashboard: DashboardProxy;
+  let evolverBroken = true;
+
+  before(async () => {
+    dashboard = await startDashboardProxy({
+      upstreamHandler: learningAwareUpstream({
+        evolver: () => (evolverBroken ? 'I would rather not answer in JSON.' : JSON.stringify({ changes: [DEPLOY_SKILL] })),
+        extractor: () => JSON.stringify({ memories: [] }),
+      }),
+      config: { learning: { max_attempts: 1 }, skills: { evolution_every_n_turns: 0 } },
+    });
+    const client = new OpenAI({ baseURL: `${dashboard.proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    await session(client, 'failed-one', ['How do I deploy the billing service?', 'No, with the blue-green script, and never on Fridays.']);
+    await session(client, 'failed-two', ['How do I roll back?', 'No, switch the colors back.']);
+    await statusWhen(dashboard.proxy, (report) => report.queue.dead >= 2, 30_000);
+  });
+  after(() => dashboard?.close());
+
+  test('the learning page lists them with why; Dismiss deletes one, and Retry, once the model answers, runs the other to a new skill', async () => {
+    const { proxy, browser } = dashboard;
+    await withPage(browser, {}, async ({ page }) => {
+      await page.goto(`${proxy.url}/ui`);
+      await page.getByRole('link', { name: '2 failed for good' }).click();
+      const table = page.getByRole('table', { name: 'Failed learning jobs' });
+      await table.waitFor();
+      const rows = table.locator('tbody tr');
+      assert.equal(await rows.count(), 2);
+      const text = await table.innerText();
+      assert.match(text, /skills\.evolve #\d+/);
+      assert.match(text, /sessionId failed-two/);
+      assert.match(text, /the model's answer holds no JSON: I would rather not answer in JSON\./);
+      await screenshot(page, 'learning-failed-jobs');
+
+      const dismissed = rows.filter({ hasText: 'failed-two' });
+      const dismissedId = await dismissed.getAttribute('data-job-id');
+      await dismissed.getByRole('button', { name: 'Dismiss' }).click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: `Dismissed: 1 of 1 job #${dismissedId}.` })
+        .waitFor();
+      await waitFor(async () => (await rows.count()) === 1);
+
+      evolverBroken = false;
+      const retried = rows.filter({ hasText: 'failed-one' });
+      const retriedId = await retried.getAttribute('data-job-id');
+      await retried.getByRole('button', { name: 'Retry' }).click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: `Queued again: 1 of 1 job #${retriedId}.` })
+        .waitFor();
+      await page.getByText('No failed learning job is left.').waitFor();
+      await waitFor(() => existsSync(join(proxy.home, 'skills', DEPLOY_SKILL.name, 'SKILL.md')), 20_000);
+      const jobs = (await (await fetch(`${proxy.url}/v1/learning/jobs?status=all&kind=skills.evolve`)).json()) as {
+        data: Array<{ id: number; status: string }>;
+      };
+      assert.deepEqual(
+        jobs.data.map((job) => [String(job.id), job.status]),
+        [[retriedId, 'done']],
+        'the dismissed job is gone, the retried one done',
+      );
     });
   });
 });

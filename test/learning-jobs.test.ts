@@ -1,15 +1,21 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
-import { DEPLOY_SKILL, isEvolverCall, learningAwareUpstream, session, statusWhen } from './support/evolver.js';
+import { DEPLOY_SKILL, isEvolverCall, learningAwareUpstream, session } from './support/evolver.js';
 import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
-async function call(proxy: ProxyHandle, path: string, init: { method?: string; admin?: boolean; body?: unknown } = {}): Promise<{ status: number; body: any }> {
+const KEY = 'proxy-key-for-the-jobs-test';
+
+async function call(
+  proxy: ProxyHandle,
+  path: string,
+  init: { method?: string; anonymous?: boolean; body?: unknown } = {},
+): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (init.admin) headers['x-metaclaw-admin'] = readFileSync(join(proxy.home, 'admin-token'), 'utf8').trim();
+  if (!init.anonymous) headers['authorization'] = `Bearer ${KEY}`;
   const response = await fetch(`${proxy.url}${path}`, {
     method: init.method ?? 'GET',
     headers,
@@ -35,12 +41,17 @@ describe('failed learning jobs: listed with why, and sent back once the cause is
       extractor: () => JSON.stringify({ memories: [] }),
     });
     const proxy = await startProxy({
-      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 1 }, skills: { evolution_every_n_turns: 0 } },
+      config: {
+        proxy: { api_key: KEY },
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
+        learning: { max_attempts: 1 },
+        skills: { evolution_every_n_turns: 0 },
+      },
     });
     try {
-      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: KEY, maxRetries: 0 });
       await session(client, 'jobs-retry', ['How do I deploy the billing service?', 'No, with the blue-green script, and never on Fridays.']);
-      await statusWhen(proxy, (report) => report.queue.dead >= 1, 30_000);
+      await waitFor(async () => (await call(proxy, '/status')).body.queue.dead >= 1, 30_000);
 
       const listed = await proxy.cli(['jobs']);
       assert.equal(listed.code, 0, listed.stderr);
@@ -60,31 +71,30 @@ describe('failed learning jobs: listed with why, and sent back once the cause is
       assert.match(check.detail, /1 learning job\(s\) failed for good/);
       assert.match(check.fix ?? '', /`metaclaw jobs` lists them with why.*`metaclaw jobs retry --all-dead`, or `metaclaw jobs dismiss --all-dead`/);
 
-      // The same list over HTTP, with the admin token only.
-      const refused = await call(proxy, '/v1/learning/jobs');
-      assert.equal(refused.status, 403);
-      assert.equal(refused.body.error.code, 'admin_token_required');
-      const overHttp = await call(proxy, '/v1/learning/jobs?kind=skills.evolve', { admin: true });
+      // The same list over HTTP, behind the proxy key.
+      const refused = await call(proxy, '/v1/learning/jobs', { anonymous: true });
+      assert.equal(refused.status, 401);
+      const overHttp = await call(proxy, '/v1/learning/jobs?kind=skills.evolve');
       assert.equal(overHttp.status, 200);
       assert.deepEqual(
         overHttp.body.data.map((job: { id: number }) => job.id),
         [dead[0]!.id],
       );
-      const badStatus = await call(proxy, '/v1/learning/jobs?status=broken', { admin: true });
+      const badStatus = await call(proxy, '/v1/learning/jobs?status=broken');
       assert.equal(badStatus.status, 400);
       assert.match(badStatus.body.error.message, /status: must be one of dead, queued, leased, done, all/);
-      const badLimit = await call(proxy, '/v1/learning/jobs?limit=0', { admin: true });
+      const badLimit = await call(proxy, '/v1/learning/jobs?limit=0');
       assert.equal(badLimit.status, 400);
       assert.match(badLimit.body.error.message, /limit: must be a whole number from 1 to 1000/);
-      const done = (await call(proxy, '/v1/learning/jobs?status=done&limit=1', { admin: true })).body.data[0];
-      const notDead = await call(proxy, `/v1/learning/jobs/${done.id}/retry`, { method: 'POST', admin: true });
+      const done = (await call(proxy, '/v1/learning/jobs?status=done&limit=1')).body.data[0];
+      const notDead = await call(proxy, `/v1/learning/jobs/${done.id}/retry`, { method: 'POST' });
       assert.equal(notDead.status, 409);
       assert.match(notDead.body.error.message, /is done: only a dead job can be retried/);
-      assert.equal((await call(proxy, '/v1/learning/jobs/999999/retry', { method: 'POST', admin: true })).status, 404);
-      const badBody = await call(proxy, '/v1/learning/jobs/retry', { method: 'POST', admin: true, body: { ids: [] } });
+      assert.equal((await call(proxy, '/v1/learning/jobs/999999/retry', { method: 'POST' })).status, 404);
+      const badBody = await call(proxy, '/v1/learning/jobs/retry', { method: 'POST', body: { ids: [] } });
       assert.equal(badBody.status, 400);
-      assert.equal((await call(proxy, '/v1/learning/jobs/retry', { method: 'POST', body: { all_dead: true } })).status, 403);
-      assert.equal(dead.length, (await call(proxy, '/v1/learning/jobs', { admin: true })).body.data.length, 'refused calls changed nothing');
+      assert.equal((await call(proxy, '/v1/learning/jobs/retry', { method: 'POST', anonymous: true, body: { all_dead: true } })).status, 401);
+      assert.equal(dead.length, (await call(proxy, '/v1/learning/jobs')).body.data.length, 'refused calls changed nothing');
 
       // Mistakes on the command line change nothing either.
       const none = await proxy.cli(['jobs', 'retry']);
@@ -113,14 +123,14 @@ describe('failed learning jobs: listed with why, and sent back once the cause is
       // A failure the user gives up on: dismissed, it leaves the list and doctor's warning.
       evolverBroken = true;
       await session(client, 'jobs-dismiss', ['How do I roll back the billing service?', 'No, switch the colors back instead.']);
-      const second = await waitFor(async () => (await call(proxy, '/v1/learning/jobs', { admin: true })).body.data[0], 30_000);
+      const second = await waitFor(async () => (await call(proxy, '/v1/learning/jobs')).body.data[0], 30_000);
       assert.equal(second.payload.sessionId, 'jobs-dismiss');
-      const notDeadDelete = await call(proxy, `/v1/learning/jobs/${dead[0]!.id}`, { method: 'DELETE', admin: true });
+      const notDeadDelete = await call(proxy, `/v1/learning/jobs/${dead[0]!.id}`, { method: 'DELETE' });
       assert.equal(notDeadDelete.status, 409, 'the retried job is done, not dead');
       const dismissed = await proxy.cli(['jobs', 'dismiss', String(second.id)]);
       assert.equal(dismissed.code, 0, dismissed.stderr);
       assert.match(dismissed.stdout, new RegExp(`job ${second.id}: dismissed \\(deleted\\)`));
-      assert.equal((await call(proxy, '/v1/learning/jobs?status=all&kind=skills.evolve', { admin: true })).body.data.length, 1, 'only the retried job is left');
+      assert.equal((await call(proxy, '/v1/learning/jobs?status=all&kind=skills.evolve')).body.data.length, 1, 'only the retried job is left');
       assert.equal((await doctorCheck(proxy)).verdict, 'pass');
     } finally {
       await proxy.dispose();

@@ -5,7 +5,7 @@
  * Real `metaclaw start` nodes on one PostgreSQL; only the LLM is scripted.
  */
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { before, describe, test } from 'node:test';
@@ -157,7 +157,7 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
     assert.ok(row, 'the keys are stored in the team store');
   });
 
-  test('a dead team job is listed by `metaclaw jobs` and over a node with the admin token, and `jobs retry` sends it back to a node that runs it', async () => {
+  test('a dead team job is listed by `metaclaw jobs` and over a node with the owner key (a member key is refused), and `jobs retry` sends it back to a node that runs it', async () => {
     const [dead] = await rows<{ id: string }>(
       `INSERT INTO jobs (kind, payload, dedupe_key, status, attempts, max_attempts, run_after, last_error, created_at, updated_at, finished_at)
        VALUES ('memory.search_keys', '{}', 'memory.search_keys:by-hand', 'dead', 5, 5, 0, 'upstream answered 503 five times', $1, $1, $1) RETURNING id`,
@@ -169,10 +169,10 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
       listed.data.map((job) => [job.id, job.kind, job.status, job.error]),
       [[id, 'memory.search_keys', 'dead', 'upstream answered 503 five times']],
     );
-    const adminToken = readFileSync(join(nodes[0]!.home, 'admin-token'), 'utf8').trim();
-    const overHttp = await sendJson(`${nodes[0]!.url}/v1/learning/jobs`, 'GET', {
-      headers: { authorization: `Bearer ${OWNER_KEY}`, 'x-metaclaw-admin': adminToken },
-    });
+    const overHttp = await sendJson(`${nodes[0]!.url}/v1/learning/jobs`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
+    const asMember = await sendJson(`${nodes[0]!.url}/v1/learning/jobs/${id}/retry`, 'POST', { headers: { authorization: `Bearer ${keys['alice']}` } });
+    assert.equal(asMember.status, 403, JSON.stringify(asMember.body));
+    assert.equal(asMember.body.error.code, 'member_not_allowed');
     assert.equal(overHttp.status, 200, JSON.stringify(overHttp.body));
     assert.deepEqual(
       overHttp.body.data.map((job: { id: number }) => job.id),

@@ -101,18 +101,8 @@ async function listCommand(options: ListOptions): Promise<void> {
 
 function describeJob(job: JobView): string {
   const status = job.status === 'leased' ? 'running' : job.status;
-  const subject = subjectOf(job.payload);
-  const head = `${String(job.id).padStart(6)}  ${job.kind}${subject ? ` (${subject})` : ''}  ${status}, attempt ${job.attempts} of ${job.max_attempts}, ${job.tokens_used} tokens, queued ${job.created_at}`;
+  const head = `${String(job.id).padStart(6)}  ${job.kind}${job.subject ? ` (${job.subject})` : ''}  ${status}, attempt ${job.attempts} of ${job.max_attempts}, ${job.tokens_used} tokens, queued ${job.created_at}`;
   return job.error ? `${head}\n        ${job.error.replace(/\s+/g, ' ').slice(0, 300)}` : head;
-}
-
-/** The ids a job's payload names (session, turn, scope…), so a reader knows what it was about. */
-function subjectOf(payload: unknown): string {
-  if (typeof payload !== 'object' || payload === null) return '';
-  return Object.entries(payload)
-    .filter(([, value]) => typeof value === 'string' || typeof value === 'number')
-    .map(([key, value]) => `${key} ${String(value)}`)
-    .join(', ');
 }
 
 async function actCommand(action: 'retry' | 'dismiss', ids: string[], options: ActOptions): Promise<void> {

@@ -38,11 +38,21 @@ export function jobCore<S extends string>(row: JobRowCore<S>) {
   };
 }
 
-/** A job as the CLI and the HTTP API show it, its payload parsed. */
-export type JobView = ReturnType<typeof jobCore<JobStatus>> & { payload: unknown; updated_at: string };
+/** A job as the CLI, the HTTP API and the dashboard show it: its payload parsed, and what it was about in words. */
+export type JobView = ReturnType<typeof jobCore<JobStatus>> & { payload: unknown; subject: string; updated_at: string };
 
 export function presentJob(row: JobRow): JobView {
-  return { ...jobCore(row), payload: parsePayload(row.payload), updated_at: new Date(row.updated_at).toISOString() };
+  const payload = parsePayload(row.payload);
+  return { ...jobCore(row), payload, subject: subjectOf(payload), updated_at: new Date(row.updated_at).toISOString() };
+}
+
+/** The ids and words a job's payload holds (session, turn, scope, reason…), so a reader knows what it was about. */
+function subjectOf(payload: unknown): string {
+  if (typeof payload !== 'object' || payload === null) return '';
+  return Object.entries(payload)
+    .filter(([, value]) => typeof value === 'string' || typeof value === 'number')
+    .map(([key, value]) => `${key} ${String(value)}`)
+    .join(', ');
 }
 
 function parsePayload(text: string): unknown {

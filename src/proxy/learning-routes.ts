@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConflictError, NotFoundError, PermissionError } from '../errors.js';
+import { ConflictError, NotFoundError } from '../errors.js';
 import {
   dismissJobs,
   JOB_LIST_MAX,
@@ -12,7 +12,6 @@ import {
   type RetryResult,
 } from '../learning/job-admin.js';
 import type { JobQueueStore } from '../store/ports.js';
-import type { AdminToken } from './admin-token.js';
 import { parse, readJson } from './route-body.js';
 import type { ProxyApp } from './types.js';
 
@@ -28,22 +27,12 @@ const listQuery = z
 /**
  * The learning queue by hand: `GET /v1/learning/jobs` lists jobs (the dead ones by default, with
  * why they failed), `POST /v1/learning/jobs/retry` and `POST /v1/learning/jobs/:id/retry` send dead
- * jobs back, `POST /v1/learning/jobs/dismiss` and `DELETE /v1/learning/jobs/:id` delete them. Jobs name sessions and scopes of every user of the store, and a retry spends learning
- * tokens, so both need the admin token (`metaclaw jobs …` reads the store itself).
+ * jobs back, `POST /v1/learning/jobs/dismiss` and `DELETE /v1/learning/jobs/:id` delete them. Like
+ * the dashboard (whose learning page uses them), they read and change what the whole install
+ * holds, so a member key does not open them (member-access.ts); `metaclaw jobs` reads the store itself.
  */
-export function learningJobRoutes(
-  queue: Pick<JobQueueStore, 'list' | 'revive' | 'dismiss'>,
-  adminToken: AdminToken,
-  wake: () => void,
-): (app: ProxyApp) => void {
+export function learningJobRoutes(queue: Pick<JobQueueStore, 'list' | 'revive' | 'dismiss'>, wake: () => void): (app: ProxyApp) => void {
   return (app) => {
-    const requireAdmin = (headers: Parameters<AdminToken['grants']>[0]) => {
-      if (!adminToken.grants(headers))
-        throw new PermissionError(
-          'admin_token_required',
-          'The learning queue needs the admin token (X-MetaClaw-Admin: the content of $METACLAW_HOME/admin-token).',
-        );
-    };
     const retried = (results: RetryResult[]) => {
       if (results.some((result) => result.outcome === 'queued')) wake();
       return { object: 'list', data: results, queued: results.filter((result) => result.outcome === 'queued').length };
@@ -55,29 +44,24 @@ export function learningJobRoutes(
     });
 
     app.get('/v1/learning/jobs', async (c) => {
-      requireAdmin(c.env.incoming.headers);
       const query = parse(listQuery, c.req.query());
       return c.json({ object: 'list', data: await listJobs(queue, query) });
     });
 
     app.post('/v1/learning/jobs/retry', async (c) => {
-      requireAdmin(c.env.incoming.headers);
       return c.json(retried(await retryJobs(queue, selectionOf(parse(jobSelectionSchema, await readJson(c.req.raw))))));
     });
 
     app.post('/v1/learning/jobs/dismiss', async (c) => {
-      requireAdmin(c.env.incoming.headers);
       return c.json(dismissed(await dismissJobs(queue, selectionOf(parse(jobSelectionSchema, await readJson(c.req.raw))))));
     });
 
     app.post('/v1/learning/jobs/:id/retry', async (c) => {
-      requireAdmin(c.env.incoming.headers);
       const [result] = await retryJobs(queue, { ids: [jobId(c.req.param('id'))] });
       return c.json(retried([deadJobResult(result!)]));
     });
 
     app.delete('/v1/learning/jobs/:id', async (c) => {
-      requireAdmin(c.env.incoming.headers);
       const [result] = await dismissJobs(queue, { ids: [jobId(c.req.param('id'))] });
       return c.json(dismissed([deadJobResult(result!)]));
     });

@@ -261,7 +261,7 @@ export class MetaclawRuntime {
         adminToken,
       ),
     );
-    this.addRoutes(learningJobRoutes(this.queue, adminToken, () => this.runner.wake()));
+    this.addRoutes(learningJobRoutes(this.queue, () => this.runner.wake()));
 
     this.metrics = new ProxyMetrics(
       storeFigures(

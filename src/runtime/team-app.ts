@@ -381,7 +381,7 @@ export class TeamRuntime {
             : { engine: undefined, reason: `the mode in effect is ${this.rl.describeMode().effective} (${this.rl.describeMode().reason})` },
           AdminToken.ensure(paths.adminToken),
         ),
-        learningJobRoutes(this.queue, AdminToken.ensure(paths.adminToken), () => this.runner.wake()),
+        learningJobRoutes(this.queue, () => this.runner.wake()),
         notServedRoutes(
           this.memoryApi ? NOT_SERVED : [{ path: '/v1/memory', why: 'memory is turned off on this node (memory.enabled: false)' }, ...NOT_SERVED],
         ),

@@ -3,6 +3,7 @@ import { useMemo } from 'preact/hooks';
 import { useJson } from '../api.js';
 import { LineChart } from '../chart.js';
 import { PageFrame } from '../components.js';
+import { FailedJobs } from './failed-jobs.js';
 import { count, when } from '../format.js';
 import { html } from '../html.js';
 import { link, routeQuery } from '../router.js';
@@ -40,6 +41,7 @@ function Curves({ data }: { data: Learning }) {
   const loss = useMemo(() => [{ label: 'loss', values: steps.map((step) => step.loss), color: '#ef4444', points: steps.length < 3 }], [steps]);
   const range: [number, number] = useMemo(() => [-1, 1], []);
   return html`
+    <${FailedJobs} />
     <div class="charts">
       <${LineChart} title="Skills in the library" x=${seconds} series=${library} />
       <${LineChart} title="Memories" x=${seconds} series=${memories} />

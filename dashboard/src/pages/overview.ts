@@ -41,7 +41,11 @@ export function OverviewPage() {
           label="Learning queue"
           value=${count(data.queue.queued + data.queue.leased)}
           tone=${data.queue.dead > 0 ? 'bad' : undefined}
-          note=${`${data.queue.leased} running, ${data.queue.dead} dead, ${count(data.queue.done)} done`}
+          note=${
+            data.queue.dead > 0
+              ? html`${data.queue.leased} running, <a href=${link('learning')}>${data.queue.dead} failed for good</a>, ${count(data.queue.done)} done`
+              : `${data.queue.leased} running, ${data.queue.dead} dead, ${count(data.queue.done)} done`
+          }
         />
         <${Stat}
           label="Skills"
