@@ -6,6 +6,7 @@ import {
   JOB_LIST_MAX,
   listJobs,
   retryJobs,
+  statusWord,
   type DismissResult,
   type JobListStatus,
   type JobSelection,
@@ -100,8 +101,7 @@ async function listCommand(options: ListOptions): Promise<void> {
 }
 
 function describeJob(job: JobView): string {
-  const status = job.status === 'leased' ? 'running' : job.status;
-  const head = `${String(job.id).padStart(6)}  ${job.kind}${job.subject ? ` (${job.subject})` : ''}  ${status}, attempt ${job.attempts} of ${job.max_attempts}, ${job.tokens_used} tokens, queued ${job.created_at}`;
+  const head = `${String(job.id).padStart(6)}  ${job.kind}${job.subject ? ` (${job.subject})` : ''}  ${statusWord(job.status)}, attempt ${job.attempts} of ${job.max_attempts}, ${job.tokens_used} tokens, queued ${job.created_at}`;
   return job.error ? `${head}\n        ${job.error.replace(/\s+/g, ' ').slice(0, 300)}` : head;
 }
 

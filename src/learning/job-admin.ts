@@ -4,8 +4,9 @@ import type { DismissOutcome, JobRow, JobStatus, ReviveOutcome } from './job-mod
 
 /**
  * What an operator does with the learning queue by hand: see the jobs (above all the dead ones,
- * with why they failed) and send dead ones back once the cause is fixed. The CLI (`metaclaw jobs`)
- * and the HTTP routes (`/v1/learning/jobs`) both go through here, on either engine.
+ * with why they failed), send dead ones back once the cause is fixed, or dismiss them. The CLI
+ * (`metaclaw jobs`) and the HTTP routes (`/v1/learning/jobs`, which the dashboard uses) both go
+ * through here, on either engine.
  */
 
 export const JOB_LIST_STATUSES = ['dead', 'queued', 'leased', 'done', 'all'] as const;
@@ -107,7 +108,8 @@ export async function dismissJobs(queue: Pick<JobQueueStore, 'list' | 'dismiss'>
   return results;
 }
 
-const statusWord = (status: JobStatus): string => (status === 'leased' ? 'running' : status);
+/** A job's status in words: a leased job is running. */
+export const statusWord = (status: JobStatus): string => (status === 'leased' ? 'running' : status);
 
 /** One line per result, for the CLI. */
 export function describeResult(result: RetryResult | DismissResult): string {

@@ -8,6 +8,7 @@ import {
   listJobs,
   retryJobs,
   selectionOf,
+  statusWord,
   type DismissResult,
   type RetryResult,
 } from '../learning/job-admin.js';
@@ -48,13 +49,9 @@ export function learningJobRoutes(queue: Pick<JobQueueStore, 'list' | 'revive' |
       return c.json({ object: 'list', data: await listJobs(queue, query) });
     });
 
-    app.post('/v1/learning/jobs/retry', async (c) => {
-      return c.json(retried(await retryJobs(queue, selectionOf(parse(jobSelectionSchema, await readJson(c.req.raw))))));
-    });
-
-    app.post('/v1/learning/jobs/dismiss', async (c) => {
-      return c.json(dismissed(await dismissJobs(queue, selectionOf(parse(jobSelectionSchema, await readJson(c.req.raw))))));
-    });
+    const selection = async (request: Request) => selectionOf(parse(jobSelectionSchema, await readJson(request)));
+    app.post('/v1/learning/jobs/retry', async (c) => c.json(retried(await retryJobs(queue, await selection(c.req.raw)))));
+    app.post('/v1/learning/jobs/dismiss', async (c) => c.json(dismissed(await dismissJobs(queue, await selection(c.req.raw)))));
 
     app.post('/v1/learning/jobs/:id/retry', async (c) => {
       const [result] = await retryJobs(queue, { ids: [jobId(c.req.param('id'))] });
@@ -79,9 +76,6 @@ function jobId(text: string): number {
 function deadJobResult<R extends RetryResult | DismissResult>(result: R): R {
   if (result.outcome === 'missing') throw new NotFoundError(`No learning job ${result.id}.`, 'job_not_found');
   if (result.outcome === 'not_dead')
-    throw new ConflictError(
-      `Learning job ${result.id} is ${result.status === 'leased' ? 'running' : result.status}: only a dead job can be retried or dismissed.`,
-      'job_not_dead',
-    );
+    throw new ConflictError(`Learning job ${result.id} is ${statusWord(result.status)}: only a dead job can be retried or dismissed.`, 'job_not_dead');
   return result;
 }
