@@ -63,8 +63,12 @@ export class JobQueue implements JobQueueStore {
         `UPDATE jobs SET status = 'queued', lease_until = NULL, leased_by = NULL WHERE status = 'leased' AND (leased_by IS NULL OR leased_by != ? OR lease_until < ?)`,
       ),
       counts: db.prepare<[], { status: JobStatus; count: number }>(`SELECT status, COUNT(*) AS count FROM jobs GROUP BY status`),
-      list: db.prepare<{ status: string; kind: string | null; limit: number }, JobRow>(
-        `SELECT * FROM jobs WHERE (@status = 'all' OR status = @status) AND (@kind IS NULL OR kind = @kind) ORDER BY id DESC LIMIT @limit`,
+      // Two statements, so that a status is looked up in its index (jobs_ready) rather than read off a scan.
+      listAll: db.prepare<{ kind: string | null; limit: number }, JobRow>(
+        `SELECT * FROM jobs WHERE @kind IS NULL OR kind = @kind ORDER BY id DESC LIMIT @limit`,
+      ),
+      listByStatus: db.prepare<{ status: string; kind: string | null; limit: number }, JobRow>(
+        `SELECT * FROM jobs WHERE status = @status AND (@kind IS NULL OR kind = @kind) ORDER BY id DESC LIMIT @limit`,
       ),
       get: db.prepare<[number], JobRow>(`SELECT * FROM jobs WHERE id = ?`),
       // Not while another job holds its key: that job does the same work, and the dedupe index
@@ -170,7 +174,8 @@ export class JobQueue implements JobQueueStore {
   }
 
   list(status: JobStatus | 'all', limit = 50, kind?: string): JobRow[] {
-    return this.statements.list.all({ status, kind: kind ?? null, limit });
+    const filter = { kind: kind ?? null, limit };
+    return status === 'all' ? this.statements.listAll.all(filter) : this.statements.listByStatus.all({ ...filter, status });
   }
 
   get(jobId: number): JobRow | undefined {
