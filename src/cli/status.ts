@@ -94,7 +94,7 @@ function printTeamNode(base: string, status: StatusReport): void {
   print(`  team        ${status.team?.members ?? 0} members; skills: ${status.skills?.count ?? 0} (generation ${status.skills?.generation ?? 0})`);
   print(`  context     ${status.context.providers.length > 0 ? status.context.providers.join(', ') : 'nothing injected'}`);
   const learning = status.learning as TeamLearning;
-  const queue = learning.queue ? `team queue ${learning.queue.queued} waiting, ${learning.queue.leased} running, ${learning.queue.dead} dead; ` : '';
+  const queue = learning.queue ? `team queue ${learning.queue.queued} waiting, ${learning.queue.leased} running, ${deadJobs(learning.queue.dead)}; ` : '';
   print(
     `  learning    ${queue}this node: ${learning.completed ?? 0} done, ${learning.failed ?? 0} failed, ${learning.running ?? 0} running (${(learning.kinds ?? []).join(', ') || 'no job kinds'})`,
   );
@@ -144,7 +144,9 @@ function printStatus(base: string, status: StatusReport): void {
   print(
     `  context     ${status.context.providers.length > 0 ? status.context.providers.join(', ') : 'nothing injected'}${status.context.failures > 0 ? ` (${status.context.failures} failures)` : ''}`,
   );
-  print(`  learning    queue ${status.queue.queued} waiting, ${status.queue.leased} running, ${status.queue.dead} dead; ${status.learning.failed} failures`);
+  print(
+    `  learning    queue ${status.queue.queued} waiting, ${status.queue.leased} running, ${deadJobs(status.queue.dead)}; ${status.learning.failed} failures`,
+  );
   print(`  spend       ${status.learning.spend.tokens_today} tokens today, ${status.learning.spend.tokens_total} in total (budget: ${budget})`);
   if (status.team && (status.team.members > 0 || (status.team.shared_memories ?? 0) > 0))
     print(
@@ -172,4 +174,9 @@ async function statusWithoutConfig(options: StatusOptions, problem: string): Pro
   if (options.json) print(JSON.stringify({ running, state: running ? 'running' : 'stopped', url: base ?? null, pid: pid?.pid ?? null, config_error: problem }));
   else print(running ? `MetaClaw: running (pid ${pid!.pid}) at ${base}; the config does not load, so no more can be shown.` : 'MetaClaw: not running.');
   throw new CliExit(problem);
+}
+
+/** The dead jobs, and where to see them when there are any. */
+function deadJobs(count: number): string {
+  return count > 0 ? `${count} dead (see \`metaclaw jobs\`)` : '0 dead';
 }
