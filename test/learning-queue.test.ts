@@ -162,30 +162,33 @@ describe('the durable learning queue', () => {
     }
   });
 
-  test('a job asked for again while it runs (rerunIfRunning) runs once more after it is done or dead; asked while queued, or without the option, it does not', () => {
+  test("a job asked for again while it runs (rerunIfRunning) runs once more after it is done or dead, with the latest ask's payload; asked while queued, or without the option, it does not", () => {
     const db = openDatabase(databasePath());
     const queue = new JobQueue(db, 'test', 1);
     const kinds = new Set(['catch.up']);
-    const ask = (options: { rerunIfRunning?: boolean } = { rerunIfRunning: true }) =>
-      queue.enqueue('catch.up', { from: 'writer' }, { dedupeKey: 'catch.up', ...options });
+    const ask = (options: { rerunIfRunning?: boolean } = { rerunIfRunning: true }, from = 'writer') =>
+      queue.enqueue('catch.up', { from }, { dedupeKey: 'catch.up', ...options });
     const queuedIds = () => queue.list('queued').map((row) => row.id);
+    const payloadOf = (id: number) => JSON.parse(queue.get(id)!.payload) as unknown;
 
     const first = ask()!;
-    assert.equal(ask(), undefined, 'a queued job stands for the second ask');
+    assert.equal(ask(undefined, 'session end'), undefined, 'a queued job stands for the second ask');
+    assert.deepEqual(payloadOf(first), { from: 'session end' }, 'and takes its payload');
     const running = queue.lease(kinds, 60_000)!;
     assert.equal(running.id, first);
-    assert.equal(ask({}), undefined);
+    assert.equal(ask({}, 'plain'), undefined);
+    assert.deepEqual(payloadOf(first), { from: 'session end' }, 'an ask without the option changes nothing');
     queue.complete(running);
     assert.deepEqual(queuedIds(), [], 'without the option, an ask while it ran is lost');
 
     const second = ask()!;
     queue.lease(kinds, 60_000);
     assert.equal(ask(), undefined, 'the running job holds the key');
-    assert.equal(ask(), undefined);
+    assert.equal(ask(undefined, 'latest'), undefined);
     queue.complete(second);
     const [rerun] = queuedIds();
     assert.ok(rerun !== undefined && rerun > second, 'done: one fresh copy is queued');
-    assert.deepEqual(JSON.parse(queue.get(rerun)!.payload), { from: 'writer' });
+    assert.deepEqual(payloadOf(rerun), { from: 'latest' }, 'the copy carries the latest ask');
     assert.equal(queue.get(rerun)!.dedupe_key, 'catch.up');
 
     const leased = queue.lease(kinds, 60_000)!;

@@ -244,18 +244,22 @@ describe('the team queue on PostgreSQL, shared by several nodes', { skip: postgr
     const worker = new PgJobQueue(node(url), 'a', 3);
     const writerPool = node(url);
     const writer = new PgJobQueue(writerPool, 'b', 3);
-    const ask = () => writer.enqueue('work', { n: 1 }, { dedupeKey: 'catch-up', rerunIfRunning: true });
+    const ask = (n = 1) => writer.enqueue('work', { n }, { dedupeKey: 'catch-up', rerunIfRunning: true });
     const queued = async () => (await worker.list('queued')).map((row) => row.id);
+    const payloadOf = async (id: number) => JSON.parse((await worker.get(id))!.payload) as unknown;
 
-    // Asked while it runs: the job is queued again once it is done.
+    // Asked while it runs: the job is queued again once it is done, with the latest ask's payload.
     const first = await ask();
+    assert.equal(await ask(2), undefined, 'a queued job stands for the second ask');
+    assert.deepEqual(await payloadOf(first!), { n: 2 }, 'and takes its payload');
     const running = (await worker.lease(WORK, 10_000))!;
     assert.equal(running.id, first);
-    assert.equal(await ask(), undefined, 'the running job holds the key');
+    assert.equal(await ask(3), undefined, 'the running job holds the key');
     assert.deepEqual(await queued(), []);
     assert.equal(await worker.complete(running), 'done');
     const [rerun] = await queued();
     assert.ok(rerun !== undefined && rerun > running.id, 'done: a fresh copy is queued');
+    assert.deepEqual(await payloadOf(rerun), { n: 3 }, 'the copy carries the latest ask');
 
     // Asked while its completion runs the effect: the row is not locked yet, so the ask marks the job
     // at once, and the completion queues the copy.

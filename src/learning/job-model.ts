@@ -42,7 +42,9 @@ export interface EnqueueOptions {
    * For a job that works from the state it reads when it runs (embed what has no vector, evolve
    * from the turns after a watermark): an enqueue with the same key while it runs asks for one
    * more run, queued when it finishes (done or dead). Without it, what changed after the running
-   * job read the state would wait for the next enqueue, which may never come.
+   * job read the state would wait for the next enqueue, which may never come. The pending job then
+   * takes this ask's payload (the latest ask says why the work is wanted now: an evolve job's reason
+   * "session ended" rather than the "every N turns" of the ask it met), so its run or its copy uses it.
    */
   rerunIfRunning?: boolean;
   delayMs?: number;

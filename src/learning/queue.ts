@@ -31,7 +31,9 @@ export class JobQueue implements JobQueueStore {
         INSERT INTO jobs (kind, payload, dedupe_key, status, attempts, max_attempts, run_after, created_at, updated_at)
         VALUES (?, ?, ?, 'queued', 0, ?, ?, ?, ?)
         ON CONFLICT DO NOTHING`),
-      askRerun: db.prepare<[string]>(`UPDATE jobs SET rerun = 1 WHERE dedupe_key = ? AND status = 'leased'`),
+      askRerun: db.prepare<[string, string]>(
+        `UPDATE jobs SET rerun = CASE WHEN status = 'leased' THEN 1 ELSE rerun END, payload = ? WHERE dedupe_key = ? AND status IN ('queued', 'leased')`,
+      ),
       // After the job left the dedupe index (done or dead), so the copy takes its key; a job queued
       // in between (its key free by then) stands for the copy.
       spawnRerun: db.prepare<[number, number, number, number]>(`
@@ -106,7 +108,7 @@ export class JobQueue implements JobQueueStore {
     // One transaction: the job this insert met cannot finish between the two statements.
     return this.db.transaction(() => {
       const id = insert();
-      if (id === undefined) this.statements.askRerun.run(dedupeKey);
+      if (id === undefined) this.statements.askRerun.run(JSON.stringify(payload ?? null), dedupeKey);
       return id;
     })();
   }

@@ -96,10 +96,11 @@ export class PgJobQueue implements JobQueueStore<LeasedJob> {
   async enqueue(kind: string, payload: unknown, options: PgEnqueueOptions = {}, db: Queryable = this.pool): Promise<number | undefined> {
     // The rerun request updates the running job's row, so it waits for a worker completing it right
     // now; once that commits, the job has left the dedupe index and PostgreSQL retries the insert.
-    // Either way the request is seen: a rerun asked of the running job, or a new job.
+    // Either way the request is seen: a rerun asked of the running job, or a new job. The pending job
+    // takes the latest ask's payload (see EnqueueOptions.rerunIfRunning).
     const onConflict =
       options.rerunIfRunning && options.dedupeKey !== undefined
-        ? `ON CONFLICT (dedupe_key) WHERE ${DEDUPED} DO UPDATE SET rerun = 1 WHERE jobs.status = 'leased'`
+        ? `ON CONFLICT (dedupe_key) WHERE ${DEDUPED} DO UPDATE SET rerun = CASE WHEN jobs.status = 'leased' THEN 1 ELSE jobs.rerun END, payload = EXCLUDED.payload`
         : 'ON CONFLICT DO NOTHING';
     const result = await db.query<{ id: string; inserted: boolean }>(
       `INSERT INTO jobs (kind, payload, dedupe_key, status, attempts, max_attempts, run_after, created_at, updated_at, idempotency_key)
