@@ -1,10 +1,11 @@
-import { Argument, Command } from 'commander';
+import { Argument, Command, Option } from 'commander';
 import { ConfigError, StoreError } from '../errors.js';
 import { VERSION } from '../version.js';
 import type { CompletionShell } from './completion.js';
 import type { ConfigOptions } from './config.js';
 import { CliExit, pathErrorText, printError } from './context.js';
 import type { DoctorOptions } from './doctor.js';
+import type { LogsOptions } from './logs.js';
 import type { ServiceOptions } from './service.js';
 import type { SessionsOptions } from './sessions.js';
 import type { SetupOptions } from './setup.js';
@@ -118,6 +119,19 @@ for (const [name, text] of [
     .option('--no-enable', 'only write the file (do not call systemctl/launchctl)')
     .action(async (options: ServiceOptions) => (await import('./service.js')).serviceCommand(name, options));
 }
+
+program
+  .command('logs')
+  .description("the proxy's log, readable: the last lines, filtered by level, request, learning job or time; --follow for new ones")
+  .option('-n, --lines <n>', 'how many lines (the last ones that pass the filters)', '50')
+  .option('-f, --follow', 'go on printing new lines as they are written (across log rotation) until Ctrl-C')
+  .addOption(new Option('--level <level>', 'this level and above').choices(['debug', 'info', 'warn', 'error']))
+  .option('--request <id>', 'one request (its x-metaclaw-request-id)')
+  .option('--job <id>', 'one learning job (see `metaclaw jobs`)')
+  .option('--since <when>', 'a span back from now (30m, 2h, 1d) or a date and time')
+  .option('-c, --config <path>', 'config file')
+  .option('--json', 'the JSON lines as written')
+  .action(async (options: LogsOptions) => (await import('./logs.js')).logsCommand(options));
 
 const sessions = program.command('sessions').description('recorded sessions and their turns');
 sessions

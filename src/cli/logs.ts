@@ -1,0 +1,107 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { prettyFactory } from 'pino-pretty';
+import {
+  lastLogLines,
+  logFilesNewestFirst,
+  LogFollower,
+  lineMatches,
+  parseLogLine,
+  type LogFilter,
+  type LogLevel,
+  type LogLine,
+} from '../logging/log-reader.js';
+import { CliExit, loadCliConfigOrDefaults, numberArgument, print, printError } from './context.js';
+
+export interface LogsOptions {
+  config?: string;
+  lines: string;
+  follow?: boolean;
+  level?: LogLevel;
+  request?: string;
+  job?: string;
+  since?: string;
+  json?: boolean;
+}
+
+/** The most lines a tail prints; past it, a filter says more than a longer tail would. */
+export const LOGS_MAX_LINES = 100_000;
+/** How often a follower looks for new lines (the log is written at least every half second). */
+const FOLLOW_POLL_MS = 200;
+
+const DURATION = /^(\d+(?:\.\d+)?)\s*(s|m|h|d)$/;
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** `--since`: a span back from now ("30m", "2h", "1d") or a date and time ("2026-12-06T10:00"). */
+export function sinceArgument(text: string, now = Date.now()): number {
+  const span = DURATION.exec(text.trim());
+  if (span) return now - Number(span[1]) * UNIT_MS[span[2] as keyof typeof UNIT_MS];
+  const time = Date.parse(text);
+  if (/^\d{4}-\d{2}-\d{2}/.test(text.trim()) && Number.isFinite(time)) return time;
+  throw new CliExit(`--since ${JSON.stringify(text)}: expected a span back from now (30s, 10m, 2h, 1d) or a date and time (2026-12-06T10:00).`);
+}
+
+/**
+ * `metaclaw logs`: the daemon's log (`$METACLAW_HOME/logs/metaclaw.log` and its rotated files) in a
+ * form a person reads, filtered by level, request id, learning job or time; `--follow` goes on
+ * printing what is written, across rotation. Works whether or not the proxy runs, and with a
+ * config.yaml that does not load (when the log is most wanted).
+ */
+export async function logsCommand(options: LogsOptions): Promise<void> {
+  const count = numberArgument(options.lines, '--lines', { min: 1, max: LOGS_MAX_LINES });
+  const filter: LogFilter = {
+    ...(options.level ? { minLevel: options.level } : {}),
+    ...(options.request !== undefined ? { requestId: options.request } : {}),
+    ...(options.job !== undefined ? { jobId: numberArgument(options.job, '--job', { min: 1, max: Number.MAX_SAFE_INTEGER }) } : {}),
+    ...(options.since !== undefined ? { sinceMs: sinceArgument(options.since) } : {}),
+  };
+  const { config } = loadCliConfigOrDefaults(options, 'Reading the log of the default home folder.');
+  const path = config.paths.logFile;
+  const show = lineWriter(options.json === true);
+
+  const follower = options.follow ? new LogFollower(path) : undefined;
+  const tail = lastLogLines(path, count, filter, follower?.start);
+  if (tail.length === 0 && !follower) {
+    printError(
+      logFilesNewestFirst(path).length === 0
+        ? `No log yet at ${path} (has the proxy run with this METACLAW_HOME?).`
+        : `No log lines${describeFilter(filter)} in ${path} or its rotated files.`,
+    );
+    return;
+  }
+  for (const line of tail) show(line);
+  if (!follower) return;
+
+  if (tail.length === 0) printError(`Waiting for log lines${describeFilter(filter)} in ${path} (Ctrl-C to stop) …`);
+  const stop = new AbortController();
+  process.once('SIGINT', () => stop.abort());
+  process.once('SIGTERM', () => stop.abort());
+  try {
+    while (!stop.signal.aborted) {
+      for (const raw of follower.poll()) {
+        const line = parseLogLine(raw);
+        if (lineMatches(line, filter)) show(line);
+      }
+      await sleep(FOLLOW_POLL_MS, undefined, { signal: stop.signal }).catch(() => undefined);
+    }
+  } finally {
+    follower.close();
+  }
+}
+
+/** Prints a line as written (`--json`), or an entry as pino-pretty lays it out, in local time. */
+function lineWriter(json: boolean): (line: LogLine) => void {
+  if (json) return (line) => print(line.raw);
+  const pretty = prettyFactory({ colorize: false, ignore: 'pid,hostname', translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l' });
+  // print() shows control characters as escapes: log lines carry text from agents and upstreams.
+  return (line) => print(line.entry ? pretty(line.entry).trimEnd() : line.raw);
+}
+
+function describeFilter(filter: LogFilter): string {
+  const parts = [
+    filter.minLevel ? `at ${filter.minLevel} or above` : '',
+    filter.requestId !== undefined ? `of request ${filter.requestId}` : '',
+    filter.jobId !== undefined ? `of learning job ${filter.jobId}` : '',
+    filter.sinceMs !== undefined ? `since ${new Date(filter.sinceMs).toISOString()}` : '',
+  ].filter(Boolean);
+  return parts.length > 0 ? ` ${parts.join(', ')}` : '';
+}

@@ -1,0 +1,216 @@
+import { closeSync, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { z } from 'zod';
+
+/** pino's levels, lowest first; the log writes them as labels (logging/index.ts). */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** What a reader relies on in a line of the daemon's log; every other field is kept as written. */
+const logEntrySchema = z.looseObject({
+  level: z.enum(LOG_LEVELS),
+  time: z.string(),
+  msg: z.string().optional(),
+  request_id: z.string().optional(),
+  job: z.number().optional(),
+});
+export type LogEntry = z.infer<typeof logEntrySchema>;
+
+/** One line of the log: its text, and its entry when it is one of the logger's JSON lines. */
+export interface LogLine {
+  raw: string;
+  entry?: LogEntry;
+}
+
+export interface LogFilter {
+  /** This level and above. */
+  minLevel?: LogLevel;
+  requestId?: string;
+  jobId?: number;
+  /** Entries at or after this time (ms since the epoch). */
+  sinceMs?: number;
+}
+
+export function parseLogLine(raw: string): LogLine {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return { raw };
+  }
+  const parsed = logEntrySchema.safeParse(value);
+  return parsed.success ? { raw, entry: parsed.data } : { raw };
+}
+
+/** A line with no entry (not the logger's) passes only when nothing is asked of it. */
+export function lineMatches(line: LogLine, filter: LogFilter): boolean {
+  const { entry } = line;
+  if (!entry) return filter.minLevel === undefined && filter.requestId === undefined && filter.jobId === undefined && filter.sinceMs === undefined;
+  if (filter.minLevel !== undefined && LOG_LEVELS.indexOf(entry.level) < LOG_LEVELS.indexOf(filter.minLevel)) return false;
+  if (filter.requestId !== undefined && entry.request_id !== filter.requestId) return false;
+  if (filter.jobId !== undefined && entry.job !== filter.jobId) return false;
+  if (filter.sinceMs !== undefined && !(Date.parse(entry.time) >= filter.sinceMs)) return false;
+  return true;
+}
+
+/** The log and its rotated files (`metaclaw.log.1` is the newest of those), newest first. */
+export function logFilesNewestFirst(path: string): string[] {
+  const name = basename(path);
+  let names: string[];
+  try {
+    names = readdirSync(dirname(path));
+  } catch {
+    return [];
+  }
+  const rotated = names
+    .map((entry) => ({ entry, suffix: entry.startsWith(`${name}.`) ? entry.slice(name.length + 1) : '' }))
+    .filter(({ suffix }) => /^[1-9][0-9]{0,5}$/.test(suffix))
+    .map(({ entry, suffix }) => ({ entry, number: Number(suffix) }))
+    .sort((a, b) => a.number - b.number)
+    .map(({ entry }) => join(dirname(path), entry));
+  return [...(names.includes(name) ? [path] : []), ...rotated];
+}
+
+const CHUNK = 64 * 1024;
+
+/**
+ * The lines of the first `end` bytes of a file, last first, read backwards in chunks: a log that is
+ * never rotated (log.max_size_mb 0) may be large, and a tail wants only its end. Lines split on the
+ * newline byte, which UTF-8 never uses inside a character.
+ */
+export function* linesBackward(path: string, end?: number): Generator<string> {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return;
+  }
+  try {
+    let position = end ?? fstatSync(fd).size;
+    let carry = Buffer.alloc(0);
+    while (position > 0) {
+      const size = Math.min(CHUNK, position);
+      position -= size;
+      const chunk = Buffer.alloc(size);
+      readSync(fd, chunk, 0, size, position);
+      let buffer = Buffer.concat([chunk, carry]);
+      let newline = buffer.lastIndexOf(0x0a);
+      while (newline >= 0) {
+        const line = buffer.subarray(newline + 1).toString('utf8');
+        if (line !== '') yield line;
+        buffer = buffer.subarray(0, newline);
+        newline = buffer.lastIndexOf(0x0a);
+      }
+      carry = buffer;
+    }
+    if (carry.length > 0) yield carry.toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The last `count` lines that pass `filter`, oldest first, from the log and then its rotated files.
+ * `endOfCurrent` stops the current file at that size (a follower reads on from there).
+ */
+export function lastLogLines(path: string, count: number, filter: LogFilter, endOfCurrent?: number): LogLine[] {
+  const found: LogLine[] = [];
+  for (const file of logFilesNewestFirst(path)) {
+    for (const raw of linesBackward(file, file === path ? endOfCurrent : undefined)) {
+      const line = parseLogLine(raw);
+      // Older files hold older entries only: once one is before --since, nothing earlier can pass.
+      if (filter.sinceMs !== undefined && line.entry && Date.parse(line.entry.time) < filter.sinceMs) return found.reverse();
+      if (!lineMatches(line, filter)) continue;
+      found.push(line);
+      if (found.length >= count) return found.reverse();
+    }
+  }
+  return found.reverse();
+}
+
+/**
+ * Reads the lines written to the log from now on (`start` bytes into the current file), following it
+ * across rotation: when `metaclaw.log` is renamed to `.1` and a new one opened, the old file is read
+ * to its end through the descriptor still open on it, then the new one from its start.
+ */
+export class LogFollower {
+  private fd: number | undefined;
+  private position: number;
+  private partial = Buffer.alloc(0);
+
+  /** Where following starts in the current file: its size when the follower was made (0 when it did not exist). */
+  readonly start: number;
+
+  constructor(private readonly path: string) {
+    this.fd = this.open();
+    this.position = this.fd === undefined ? 0 : fstatSync(this.fd).size;
+    this.start = this.position;
+  }
+
+  /** The complete lines written since the last call. */
+  poll(): string[] {
+    if (this.fd === undefined) {
+      this.fd = this.open();
+      if (this.fd === undefined) return [];
+    }
+    const lines = this.drain();
+    const current = this.identity();
+    const held = fstatSync(this.fd);
+    if (current !== undefined && current.ino !== held.ino) {
+      // Rotated: what the old file still held is read above; its last line is complete by now.
+      if (this.partial.length > 0) lines.push(this.partial.toString('utf8'));
+      this.partial = Buffer.alloc(0);
+      closeSync(this.fd);
+      this.fd = this.open();
+      this.position = 0;
+      if (this.fd !== undefined) lines.push(...this.drain());
+    } else if (current !== undefined && current.size < this.position) {
+      // Cut short in place (someone emptied it): read it again from its start.
+      this.position = 0;
+      this.partial = Buffer.alloc(0);
+      lines.push(...this.drain());
+    }
+    return lines;
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+
+  private drain(): string[] {
+    const lines: string[] = [];
+    const buffer = Buffer.alloc(CHUNK);
+    for (;;) {
+      const read = readSync(this.fd!, buffer, 0, CHUNK, this.position);
+      if (read === 0) break;
+      this.position += read;
+      // Bytes, not text, until a newline: a read may end inside a character.
+      const data = Buffer.concat([this.partial, buffer.subarray(0, read)]);
+      let start = 0;
+      for (let newline = data.indexOf(0x0a); newline >= 0; newline = data.indexOf(0x0a, start)) {
+        if (newline > start) lines.push(data.toString('utf8', start, newline));
+        start = newline + 1;
+      }
+      this.partial = Buffer.from(data.subarray(start));
+    }
+    return lines;
+  }
+
+  private open(): number | undefined {
+    try {
+      return openSync(this.path, 'r');
+    } catch {
+      return undefined;
+    }
+  }
+
+  private identity(): { ino: number; size: number } | undefined {
+    try {
+      const { ino, size } = statSync(this.path);
+      return { ino, size };
+    } catch {
+      return undefined;
+    }
+  }
+}

@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { CLI, cleanEnv, runCli, tempHome, waitFor } from './support/proxy.js';
+import { startScriptedProxy, type ScriptedProxy } from './support/scripted-proxy.js';
+import { errorReply } from './support/upstream.js';
+
+/** Every line of the log and its rotated files that mentions `text`, as written. */
+function linesInLogFiles(home: string, text: string): string[] {
+  const folder = join(home, 'logs');
+  return readdirSync(folder)
+    .filter((name) => /^metaclaw\.log(\.\d+)?$/.test(name))
+    .flatMap((name) => readFileSync(join(folder, name), 'utf8').split('\n'))
+    .filter((line) => line.includes(text));
+}
+
+describe('metaclaw logs', () => {
+  let scripted: ScriptedProxy;
+  let client: OpenAI;
+
+  before(async () => {
+    // A small log.max_size_mb, so that the follow test sees the real rotation; enough files that none is dropped.
+    scripted = await startScriptedProxy({ config: { log: { max_size_mb: 0.01, max_files: 50 } } });
+    client = new OpenAI({ baseURL: `${scripted.proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+  });
+  after(async () => scripted.close());
+
+  const ask = async (content: string): Promise<string> => {
+    const { response } = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content }] }).withResponse();
+    return response.headers.get('x-metaclaw-request-id')!;
+  };
+
+  test("prints a request's lines readably, and filters by request, level and count; --json gives the lines as written", async () => {
+    const home = scripted.proxy.home;
+    const requestId = await ask('hello there');
+    await waitFor(() => linesInLogFiles(home, requestId).length > 0, 10_000, 100);
+
+    const readable = await runCli(['logs', '--request', requestId], { home });
+    assert.equal(readable.code, 0, readable.stderr);
+    assert.match(readable.stdout, /^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}\] INFO: request finished$/m);
+    assert.match(readable.stdout, new RegExp(`request_id: "${requestId}"`));
+    assert.doesNotMatch(readable.stdout, /"pid"|pid:/, 'the process id is left out');
+
+    const json = await runCli(['logs', '--request', requestId, '--json'], { home });
+    const lines = json.stdout.trim().split('\n');
+    assert.deepEqual(lines, linesInLogFiles(home, `"request_id":"${requestId}"`), 'exactly the lines of that request, as written');
+
+    // An upstream that fails (the first try and both retries): the request's warnings are found by level, its info line is not.
+    const down = errorReply(500, { error: { message: 'the model is down', type: 'server_error' } });
+    scripted.upstream.reply(down, down, down);
+    const error = await ask('this one fails').then(
+      () => assert.fail('the request should fail'),
+      (failure: unknown) => failure as InstanceType<typeof OpenAI.APIError>,
+    );
+    assert.equal(error.status, 500);
+    const failedId = error.headers?.get('x-metaclaw-request-id');
+    assert.ok(failedId);
+    const warned = await waitFor(async () => {
+      const found = await runCli(['logs', '--level', 'warn', '--json', '--request', failedId], { home });
+      return found.stdout.includes('"level":"warn"') ? found : undefined;
+    }, 10_000);
+    const warnings = warned.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { level: string; request_id: string });
+    assert.ok(
+      warnings.every((entry) => (entry.level === 'warn' || entry.level === 'error') && entry.request_id === failedId),
+      'only its warn lines and above',
+    );
+    assert.ok(
+      linesInLogFiles(home, `"request_id":"${failedId}"`).some((line) => line.includes('"level":"info"')),
+      'its info line was there to leave out',
+    );
+
+    const lastTwo = await runCli(['logs', '-n', '2', '--json'], { home });
+    assert.equal(lastTwo.stdout.trim().split('\n').length, 2);
+  });
+
+  test('--follow prints each new line once, in order, across the log rotating to metaclaw.log.1, .2 …', async () => {
+    const home = scripted.proxy.home;
+    const follower = spawn(process.execPath, [CLI, 'logs', '--follow', '--json', '-n', '1'], { env: cleanEnv(home), stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    follower.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    try {
+      await waitFor(() => output.includes('\n'), 10_000, 50); // the last line: following has begun
+      const ids: string[] = [];
+      // Until the log has rotated twice since the follower started, and a little more.
+      const rotatedBefore = readdirSync(join(home, 'logs')).filter((name) => /^metaclaw\.log\.\d+$/.test(name)).length;
+      await waitFor(
+        async () => {
+          ids.push(await ask(`request ${ids.length}`));
+          return existsSync(join(home, 'logs', `metaclaw.log.${rotatedBefore + 2}`)) && ids.length % 5 === 0;
+        },
+        60_000,
+        0,
+      );
+      const last = ids.at(-1)!;
+      await waitFor(() => output.includes(last), 10_000, 50);
+      const followed = output.trim().split('\n');
+      for (const line of followed) JSON.parse(line);
+      for (const id of ids) {
+        const written = linesInLogFiles(home, `"request_id":"${id}"`);
+        assert.ok(written.length > 0);
+        assert.deepEqual(
+          followed.filter((line) => line.includes(`"request_id":"${id}"`)),
+          written,
+          `request ${id}: every line once, none lost at a rotation`,
+        );
+      }
+      const order = ids.map((id) => followed.findIndex((line) => line.includes(`"request_id":"${id}"`)));
+      assert.deepEqual(
+        order,
+        [...order].sort((a, b) => a - b),
+        'in the order written',
+      );
+    } finally {
+      follower.kill('SIGINT');
+    }
+    const code = await new Promise<number | null>((resolve) => follower.once('exit', resolve));
+    assert.equal(code, 0, 'Ctrl-C ends it cleanly');
+  });
+
+  test('refuses a bad option by name with exit 1, says when there is no log yet, and reads the log with a broken config.yaml', async () => {
+    const home = scripted.proxy.home;
+    for (const [args, message] of [
+      [['--lines', '0'], /--lines "0"/],
+      [['-n', 'abc'], /--lines "abc"/],
+      [['--job', 'x'], /--job "x"/],
+      [['--since', 'yesterday'], /--since "yesterday": expected a span back from now/],
+      [['--level', 'loud'], /argument 'loud' is invalid/],
+    ] as const) {
+      const refused = await runCli(['logs', ...args], { home });
+      assert.equal(refused.code, 1, `${args.join(' ')}: ${refused.stderr}`);
+      assert.match(refused.stderr, message);
+      assert.equal(refused.stdout, '');
+    }
+
+    const empty = tempHome();
+    const none = await runCli(['logs'], { home: empty });
+    assert.equal(none.code, 0);
+    assert.match(none.stderr, /No log yet at .*metaclaw\.log \(has the proxy run with this METACLAW_HOME\?\)/);
+
+    const nothingMatches = await runCli(['logs', '--request', 'req_that_never_was'], { home });
+    assert.equal(nothingMatches.code, 0);
+    assert.match(nothingMatches.stderr, /No log lines of request req_that_never_was in /);
+
+    const broken = tempHome();
+    writeFileSync(join(broken, 'config.yaml'), 'proxy: [unclosed\n');
+    const logs = join(broken, 'logs');
+    mkdirSync(logs);
+    writeFileSync(join(logs, 'metaclaw.log'), `${JSON.stringify({ level: 'error', time: new Date().toISOString(), pid: 1, msg: 'config did not load' })}\n`);
+    const read = await runCli(['logs', '--since', '1h'], { home: broken });
+    assert.equal(read.code, 0, read.stderr);
+    assert.match(read.stderr, /warning: .*config\.yaml/);
+    assert.match(read.stdout, /ERROR: config did not load/);
+  });
+});
