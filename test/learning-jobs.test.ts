@@ -65,6 +65,18 @@ describe('failed learning jobs: listed with why, and sent back once the cause is
         [['skills.evolve', 'dead', 'jobs-retry']],
       );
       assert.ok(dead[0]!.error && dead[0]!.error.length > 0);
+      // The job's own log lines, by its id: its failure with the reason, and nothing of any other job.
+      assert.match(listed.stdout, /metaclaw logs --job ID/);
+      const logged = await waitFor(async () => {
+        const found = await proxy.cli(['logs', '--job', String(dead[0]!.id), '--json']);
+        return found.stdout.includes('failed for good') ? found : undefined;
+      }, 10_000);
+      const jobLines = logged.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { job: number; msg: string });
+      assert.ok(jobLines.every((line) => line.job === dead[0]!.id));
+      assert.ok(jobLines.some((line) => line.msg === 'learning job failed for good (dead-letter list)'));
       assert.equal(existsSync(join(proxy.home, 'skills', DEPLOY_SKILL.name, 'SKILL.md')), false);
       assert.match((await proxy.cli(['status'])).stdout, /learning {4}queue \d+ waiting, \d+ running, 1 dead \(see `metaclaw jobs`\)/);
       const check = await doctorCheck(proxy);

@@ -97,7 +97,9 @@ async function listCommand(options: ListOptions): Promise<void> {
     return print(`No ${options.status === 'all' ? '' : `${options.status} `}learning jobs${options.kind ? ` of kind ${options.kind}` : ''}.`);
   for (const row of rows) print(describeJob(row));
   if (status === 'dead')
-    print('\nOnce the cause is fixed: `metaclaw jobs retry ID…` (or --all-dead); to give up on them: `metaclaw jobs dismiss ID…` (or --all-dead).');
+    print(
+      '\nWhat a job logged: `metaclaw logs --job ID`. Once the cause is fixed: `metaclaw jobs retry ID…` (or --all-dead); to give up on them: `metaclaw jobs dismiss ID…` (or --all-dead).',
+    );
 }
 
 function describeJob(job: JobView): string {
