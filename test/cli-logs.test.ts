@@ -17,14 +17,16 @@ function linesInLogFiles(home: string, text: string): string[] {
     .filter((line) => line.includes(text));
 }
 
-describe('metaclaw logs', () => {
+const KEY = 'sk-owner-logs';
+
+describe('metaclaw logs and GET /v1/logs', () => {
   let scripted: ScriptedProxy;
   let client: OpenAI;
 
   before(async () => {
     // A small log.max_size_mb, so that the follow test sees the real rotation; enough files that none is dropped.
-    scripted = await startScriptedProxy({ config: { log: { max_size_mb: 0.01, max_files: 50 } } });
-    client = new OpenAI({ baseURL: `${scripted.proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    scripted = await startScriptedProxy({ config: { proxy: { api_key: KEY }, log: { max_size_mb: 0.01, max_files: 50 } } });
+    client = new OpenAI({ baseURL: `${scripted.proxy.url}/v1`, apiKey: KEY, maxRetries: 0 });
   });
   after(async () => scripted.close());
 
@@ -121,6 +123,46 @@ describe('metaclaw logs', () => {
     }
     const code = await new Promise<number | null>((resolve) => follower.once('exit', resolve));
     assert.equal(code, 0, 'Ctrl-C ends it cleanly');
+  });
+
+  test('GET /v1/logs answers the same lines newest first, behind the proxy key (401 without, 403 for a member key), and names a bad query field in a 400', async () => {
+    const { proxy } = scripted;
+    const requestId = await ask('over http');
+    await waitFor(() => linesInLogFiles(proxy.home, requestId).length > 0, 10_000, 100);
+    const get = (query: string, key: string | null = KEY) =>
+      fetch(`${proxy.url}/v1/logs${query}`, { headers: key === null ? {} : { authorization: `Bearer ${key}` } });
+
+    const answer = await get(`?request=${requestId}`);
+    assert.equal(answer.status, 200);
+    const entries = ((await answer.json()) as { object: string; data: Array<Record<string, unknown>> }).data;
+    const written = linesInLogFiles(proxy.home, `"request_id":"${requestId}"`).map((line) => JSON.parse(line) as Record<string, unknown>);
+    assert.deepEqual(entries, written.reverse(), 'the logged objects, newest first');
+
+    const limited = ((await (await get('?limit=3')).json()) as { data: Array<{ time: string }> }).data;
+    assert.equal(limited.length, 3);
+    assert.ok(limited[0]!.time >= limited[2]!.time, 'newest first');
+    const since = ((await (await get('?since=1d&level=error')).json()) as { data: Array<{ level: string }> }).data;
+    assert.ok(since.every((entry) => entry.level === 'error'));
+
+    assert.equal((await get('', null)).status, 401);
+    const member = (JSON.parse((await proxy.cli(['team', 'add-member', 'dana', '--json'])).stdout) as { key: string }).key;
+    const refused = await get('', member);
+    assert.equal(refused.status, 403);
+    assert.match(((await refused.json()) as { error: { message: string } }).error.message, /needs the proxy key/);
+
+    for (const [query, field] of [
+      ['?limit=0', 'limit'],
+      ['?limit=1001', 'limit'],
+      ['?level=loud', 'level'],
+      ['?job=abc', 'job'],
+      ['?since=yesterday', 'since'],
+      ['?colour=red', 'colour'],
+    ] as const) {
+      const bad = await get(query);
+      assert.equal(bad.status, 400, query);
+      const body = (await bad.json()) as { error: { message: string; param?: string } };
+      assert.ok(body.error.message.includes(field) || body.error.param === field, `${query}: ${JSON.stringify(body)}`);
+    }
   });
 
   test('refuses a bad option by name with exit 1, says when there is no log yet, and reads the log with a broken config.yaml', async () => {

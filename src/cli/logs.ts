@@ -6,6 +6,8 @@ import {
   LogFollower,
   lineMatches,
   parseLogLine,
+  parseSince,
+  SINCE_FORMS,
   type LogFilter,
   type LogLevel,
   type LogLine,
@@ -28,16 +30,11 @@ export const LOGS_MAX_LINES = 100_000;
 /** How often a follower looks for new lines (the log is written at least every half second). */
 const FOLLOW_POLL_MS = 200;
 
-const DURATION = /^(\d+(?:\.\d+)?)\s*(s|m|h|d)$/;
-const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-
-/** `--since`: a span back from now ("30m", "2h", "1d") or a date and time ("2026-12-06T10:00"). */
-export function sinceArgument(text: string, now = Date.now()): number {
-  const span = DURATION.exec(text.trim());
-  if (span) return now - Number(span[1]) * UNIT_MS[span[2] as keyof typeof UNIT_MS];
-  const time = Date.parse(text);
-  if (/^\d{4}-\d{2}-\d{2}/.test(text.trim()) && Number.isFinite(time)) return time;
-  throw new CliExit(`--since ${JSON.stringify(text)}: expected a span back from now (30s, 10m, 2h, 1d) or a date and time (2026-12-06T10:00).`);
+/** `--since`, checked. */
+function sinceArgument(text: string): number {
+  const since = parseSince(text);
+  if (since === undefined) throw new CliExit(`--since ${JSON.stringify(text)}: ${SINCE_FORMS}.`);
+  return since;
 }
 
 /**
@@ -59,7 +56,7 @@ export async function logsCommand(options: LogsOptions): Promise<void> {
   const show = lineWriter(options.json === true);
 
   const follower = options.follow ? new LogFollower(path) : undefined;
-  const tail = lastLogLines(path, count, filter, follower?.start);
+  const tail = await lastLogLines(path, count, filter, follower?.start);
   if (tail.length === 0 && !follower) {
     printError(
       logFilesNewestFirst(path).length === 0

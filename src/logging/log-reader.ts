@@ -109,14 +109,21 @@ export function* linesBackward(path: string, end?: number): Generator<string> {
   }
 }
 
+/** How many lines are read between two turns of the event loop (a served proxy reads its log too). */
+const LINES_PER_TURN = 500;
+
 /**
  * The last `count` lines that pass `filter`, oldest first, from the log and then its rotated files.
- * `endOfCurrent` stops the current file at that size (a follower reads on from there).
+ * `endOfCurrent` stops the current file at that size (a follower reads on from there). Asynchronous
+ * only to give the event loop a turn every few hundred lines: a filter that matches little may read
+ * every rotated file, and the proxy serving `GET /v1/logs` must go on serving meanwhile.
  */
-export function lastLogLines(path: string, count: number, filter: LogFilter, endOfCurrent?: number): LogLine[] {
+export async function lastLogLines(path: string, count: number, filter: LogFilter, endOfCurrent?: number): Promise<LogLine[]> {
   const found: LogLine[] = [];
+  let read = 0;
   for (const file of logFilesNewestFirst(path)) {
     for (const raw of linesBackward(file, file === path ? endOfCurrent : undefined)) {
+      if (++read % LINES_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
       const line = parseLogLine(raw);
       // Older files hold older entries only: once one is before --since, nothing earlier can pass.
       if (filter.sinceMs !== undefined && line.entry && Date.parse(line.entry.time) < filter.sinceMs) return found.reverse();
@@ -126,6 +133,24 @@ export function lastLogLines(path: string, count: number, filter: LogFilter, end
     }
   }
   return found.reverse();
+}
+
+const SPAN = /^(\d+(?:\.\d+)?)\s*(s|m|h|d)$/;
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** What `parseSince` takes, for error messages. */
+export const SINCE_FORMS = 'expected a span back from now (30s, 10m, 2h, 1d) or a date and time (2026-12-06T10:00)';
+
+/**
+ * A "since" as people write it: a span back from now ("30m", "2h", "1d") or a date and time
+ * ("2026-12-06T10:00", "2026-12-06"); undefined when it is neither.
+ */
+export function parseSince(text: string, now = Date.now()): number | undefined {
+  const trimmed = text.trim();
+  const span = SPAN.exec(trimmed);
+  if (span) return now - Number(span[1]) * UNIT_MS[span[2] as keyof typeof UNIT_MS];
+  const time = Date.parse(trimmed);
+  return /^\d{4}-\d{2}-\d{2}/.test(trimmed) && Number.isFinite(time) ? time : undefined;
 }
 
 /**

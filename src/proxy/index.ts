@@ -9,6 +9,7 @@ export { skillsRoutes } from './skills-routes.js';
 export { memoryRoutes, personalMemoryApi, type MemoryRoutesApi } from './memory-routes.js';
 export { rlRoutes, type RlControl } from './rl-routes.js';
 export { learningJobRoutes } from './learning-routes.js';
+export { logRoutes } from './log-routes.js';
 export { turnFromJournal, type JournalHeader } from './turn-journal-entry.js';
 export { ResponsesHistory } from './responses-history.js';
 export { notServedByTeamNode, notServedRoutes, NOT_SERVED_CODE } from './not-served.js';

@@ -12,6 +12,7 @@ import {
   AfterServing,
   createProxyServer,
   learningJobRoutes,
+  logRoutes,
   memoryRoutes,
   personalMemoryApi,
   ProxyAuth,
@@ -262,6 +263,7 @@ export class MetaclawRuntime {
       ),
     );
     this.addRoutes(learningJobRoutes(this.queue, () => this.runner.wake()));
+    this.addRoutes(logRoutes(paths.logFile));
 
     this.metrics = new ProxyMetrics(
       storeFigures(

@@ -17,6 +17,7 @@ import {
   memoryRoutes,
   notServedRoutes,
   learningJobRoutes,
+  logRoutes,
   rlRoutes,
   ProxyAuth,
   ProxyStats,
@@ -382,6 +383,7 @@ export class TeamRuntime {
           AdminToken.ensure(paths.adminToken),
         ),
         learningJobRoutes(this.queue, () => this.runner.wake()),
+        logRoutes(paths.logFile),
         notServedRoutes(
           this.memoryApi ? NOT_SERVED : [{ path: '/v1/memory', why: 'memory is turned off on this node (memory.enabled: false)' }, ...NOT_SERVED],
         ),

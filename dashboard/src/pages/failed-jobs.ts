@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks';
 import { send, useJson } from '../api.js';
 import { when } from '../format.js';
 import { html } from '../html.js';
+import { logLink } from './log.js';
 
 /** What POST /v1/learning/jobs/retry and /dismiss answer (src/proxy/learning-routes.ts). */
 interface ActionAnswer {
@@ -74,7 +75,7 @@ export function FailedJobs() {
                         <td><code>${job.kind}</code> #${job.id}</td>
                         <td>${job.subject}</td>
                         <td>${job.finished_at ? when(job.finished_at) : '—'}</td>
-                        <td class="error">${job.error ?? '—'}</td>
+                        <td class="error">${job.error ?? '—'} <a class="job-log" href=${logLink({ job: String(job.id) })}>log</a></td>
                         <td>
                           <span class="actions">
                             <button type="button" disabled=${busy} onClick=${() => act('retry', { ids: [job.id] }, `job #${job.id}`)}>Retry</button>

@@ -1,5 +1,6 @@
 import type { ComponentType } from 'preact';
 import { LearningPage } from './learning.js';
+import { LogPage } from './log.js';
 import { MemoryPage } from './memory.js';
 import { OverviewPage } from './overview.js';
 import { SessionsPage } from './sessions.js';
@@ -24,4 +25,5 @@ export const PAGES: Page[] = [
   { path: 'skills', title: 'Skills', component: SkillsPage },
   { path: 'memory', title: 'Memory', component: MemoryPage },
   { path: 'learning', title: 'Learning', component: LearningPage },
+  { path: 'log', title: 'Log', component: LogPage },
 ];

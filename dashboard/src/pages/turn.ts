@@ -1,6 +1,7 @@
 import { clip, count, ms, when } from '../format.js';
 import { html } from '../html.js';
 import { JobsTable } from './jobs-table.js';
+import { logLink } from './log.js';
 import type { Injected, Turn } from './session-types.js';
 
 const score = (value: number | null): string => (value === null ? '—' : value.toFixed(3));
@@ -44,7 +45,7 @@ export function TurnCard(props: { turn: Turn; open: boolean }) {
       <${InjectedContext} injected=${turn.injected} />
       <h3>Learning jobs of this turn</h3>
       ${turn.jobs.length === 0 ? html`<p class="muted">None.</p>` : html`<${JobsTable} jobs=${turn.jobs} />`}
-      <p class="muted">Full record: <code>GET /v1/requests/${turn.id}</code></p>
+      <p class="muted">Full record: <code>GET /v1/requests/${turn.id}</code> · <a href=${logLink({ request: turn.id })}>what the proxy logged</a></p>
     </div>
   </details>`;
 }

@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import { lastLogLines, LOG_LEVELS, parseSince, SINCE_FORMS } from '../logging/log-reader.js';
+import { parse } from './route-body.js';
+import type { ProxyApp } from './types.js';
+
+/** The most lines one answer holds (the CLI, reading the files itself, may print more). */
+export const LOG_ROUTE_MAX = 1_000;
+
+const LIMIT = `must be a whole number from 1 to ${LOG_ROUTE_MAX}`;
+const JOB = 'must be a learning job id (a positive whole number)';
+const logQuery = z
+  .object({
+    level: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).optional(),
+    request: z.string().min(1, 'must name a request id').optional(),
+    job: z.coerce.number({ error: JOB }).int(JOB).min(1, JOB).max(Number.MAX_SAFE_INTEGER, JOB).optional(),
+    since: z
+      .string()
+      .transform((text, context) => {
+        const since = parseSince(text);
+        if (since === undefined) context.addIssue({ code: 'custom', message: SINCE_FORMS });
+        return since ?? 0;
+      })
+      .optional(),
+    limit: z.coerce.number({ error: LIMIT }).int(LIMIT).min(1, LIMIT).max(LOG_ROUTE_MAX, LIMIT).default(200),
+  })
+  .strict();
+
+/**
+ * `GET /v1/logs?level=&request=&job=&since=&limit=`: this proxy's log lines (metaclaw.log and its
+ * rotated files), newest first, each as the object it was logged as (a line that is not one of the
+ * logger's is `{"text": …}`). The log names every session and request of the install, so like the
+ * dashboard (whose log page uses it) a member key does not open it (member-access.ts).
+ */
+export function logRoutes(logFile: string): (app: ProxyApp) => void {
+  return (app) => {
+    app.get('/v1/logs', async (c) => {
+      const query = parse(logQuery, c.req.query());
+      const lines = await lastLogLines(logFile, query.limit, {
+        ...(query.level ? { minLevel: query.level } : {}),
+        ...(query.request !== undefined ? { requestId: query.request } : {}),
+        ...(query.job !== undefined ? { jobId: query.job } : {}),
+        ...(query.since !== undefined ? { sinceMs: query.since } : {}),
+      });
+      return c.json({ object: 'list', data: lines.reverse().map((line) => line.entry ?? { text: line.raw }) });
+    });
+  };
+}
