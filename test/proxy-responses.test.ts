@@ -293,6 +293,43 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     await assert.rejects(client.responses.retrieve('resp_000000000000000000000000'), (error: unknown) => error instanceof OpenAI.NotFoundError);
   });
 
+  test('a chat server that gives its tool calls no id: the call_id the client got is the one previous_response_id sends back with the call and GET /v1/responses/{id} shows (was a second made-up id, so the call and its output no longer paired)', async () => {
+    const answers: Array<[string, () => Promise<OpenAI.Responses.Response>]> = [
+      ['complete', () => client.responses.create({ model: 'gpt-test', input: 'Weather in Paris?', tools: [weatherTool] })],
+      ['streamed', () => client.responses.stream({ model: 'gpt-test', input: 'Weather in Paris?', tools: [weatherTool] }).finalResponse()],
+      // A server that ignores `stream` and answers with one JSON body.
+      ['whole answer to a stream', () => client.responses.stream({ model: 'gpt-test', input: 'Weather in Paris?', tools: [weatherTool] }).finalResponse()],
+    ];
+    for (const [way, ask] of answers) {
+      upstream.reset();
+      const idless = openAIReply({ toolCalls: [{ id: '', name: 'get_weather', arguments: '{"city":"Paris"}' }] });
+      upstream.reply(
+        way === 'whole answer to a stream' ? (request, response) => idless({ ...request, body: { ...request.body, stream: false } }, response) : idless,
+      );
+      upstream.reply(openAIReply({ text: 'Sunny.' }));
+      const first = await ask();
+      const call = first.output.find((item) => item.type === 'function_call');
+      assert.ok(call?.type === 'function_call' && call.call_id !== '', `${way}: ${JSON.stringify(first.output)}`);
+
+      await client.responses.create({
+        model: 'gpt-test',
+        previous_response_id: first.id,
+        input: [{ type: 'function_call_output', call_id: call.call_id, output: 'sunny' }],
+        tools: [weatherTool],
+      });
+      const [assistant, tool] = upstream.modelRequests()[1]!.body.messages.slice(1);
+      assert.equal(assistant.tool_calls[0].id, call.call_id, `${way}: the call goes back with the id the client got`);
+      assert.equal(tool.tool_call_id, call.call_id, way);
+
+      const retrieved = await client.responses.retrieve(first.id);
+      assert.deepEqual(
+        retrieved.output.map((item) => (item.type === 'function_call' ? item.call_id : item.type)),
+        [call.call_id],
+        way,
+      );
+    }
+  });
+
   test("Codex's tools in an additional_tools item (a namespace with a custom and a function tool) go upstream as chat function tools, and their calls come back as Codex's items", async () => {
     upstream.reply(openAIReply({ toolCalls: codexToolCalls }), openAIReply({ toolCalls: codexToolCalls }), openAIReply({ text: 'One file.' }));
     await codexToolRoundTrip(client, 'gpt-5.5');
