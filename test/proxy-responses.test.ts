@@ -493,6 +493,27 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     assert.equal(turn.seq, 1, 'the refused requests left no turn in the session');
   });
 
+  test('a conversation or a stored prompt, which only OpenAI keeps, is refused with a 400 naming it instead of answered without the history or the instructions it stands for; nothing goes upstream, no turn is recorded', async () => {
+    const refused: Array<[Partial<OpenAI.Responses.ResponseCreateParamsNonStreaming>, string]> = [
+      [{ conversation: 'conv_68e5f0e3c6b08190' }, 'conversation'],
+      [{ conversation: { id: 'conv_68e5f0e3c6b08190' } }, 'conversation'],
+      [{ prompt: { id: 'pmpt_68e5f0e3c6b08190', variables: { city: 'Paris' } } }, 'prompt'],
+    ];
+    for (const [fields, param] of refused) {
+      let requestId = '';
+      await assert.rejects(client.responses.create({ model: 'gpt-test', input: 'What did I ask before?', ...fields }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+        assert.equal(error.code, 'unsupported_parameter');
+        assert.equal(error.param, param);
+        assert.match(error.message, /kept by OpenAI/);
+        requestId = error.headers?.get('x-metaclaw-request-id') ?? '';
+        return true;
+      });
+      assert.equal((await refusalTrace(proxy.url, requestId)).recorded, false);
+    }
+    assert.equal(upstream.modelRequests().length, 0, 'nothing went upstream');
+  });
+
   test("a tool output's image reaches a chat upstream in a user message after the run of tool messages (a chat tool message holds text only), not dropped or refused", async () => {
     upstream.reply(openAIReply({ text: 'The button is blue.' }));
     const screenshot = 'data:image/png;base64,iVBORw0KGgo=';
@@ -963,6 +984,12 @@ describe('Responses API passed through to an upstream that serves it (llm.api_fo
     const sent = upstream.modelRequests()[0]!;
     assert.deepEqual(sent.body, body);
     for (const [name, value] of Object.entries(codexHeaders)) assert.equal(sent.headers[name], value, name);
+
+    // What only OpenAI keeps (a conversation, a stored prompt) is the business of an upstream that serves the API: it goes as sent.
+    upstream.reply(responsesReply({ id: 'resp_upstream_conversation', text: 'You asked about Paris.' }));
+    const kept = { model: 'gpt-5', input: 'What did I ask?', conversation: 'conv_68e5f0e3c6b08190', prompt: { id: 'pmpt_68e5f0e3c6b08190' } };
+    assert.equal((await client.responses.create(kept)).output_text, 'You asked about Paris.');
+    assert.deepEqual(upstream.modelRequests()[1]!.body, kept);
   });
 
   test('a client that hangs up on a relayed response.completed while the upstream still holds the stream open got a whole answer: the turn is ok', async () => {
