@@ -293,6 +293,43 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     await assert.rejects(client.responses.retrieve('resp_000000000000000000000000'), (error: unknown) => error instanceof OpenAI.NotFoundError);
   });
 
+  test('a chat server that gives its tool calls no id: the call_id the client got is the one previous_response_id sends back with the call and GET /v1/responses/{id} shows (was a second made-up id, so the call and its output no longer paired)', async () => {
+    const answers: Array<[string, () => Promise<OpenAI.Responses.Response>]> = [
+      ['complete', () => client.responses.create({ model: 'gpt-test', input: 'Weather in Paris?', tools: [weatherTool] })],
+      ['streamed', () => client.responses.stream({ model: 'gpt-test', input: 'Weather in Paris?', tools: [weatherTool] }).finalResponse()],
+      // A server that ignores `stream` and answers with one JSON body.
+      ['whole answer to a stream', () => client.responses.stream({ model: 'gpt-test', input: 'Weather in Paris?', tools: [weatherTool] }).finalResponse()],
+    ];
+    for (const [way, ask] of answers) {
+      upstream.reset();
+      const idless = openAIReply({ toolCalls: [{ id: '', name: 'get_weather', arguments: '{"city":"Paris"}' }] });
+      upstream.reply(
+        way === 'whole answer to a stream' ? (request, response) => idless({ ...request, body: { ...request.body, stream: false } }, response) : idless,
+      );
+      upstream.reply(openAIReply({ text: 'Sunny.' }));
+      const first = await ask();
+      const call = first.output.find((item) => item.type === 'function_call');
+      assert.ok(call?.type === 'function_call' && call.call_id !== '', `${way}: ${JSON.stringify(first.output)}`);
+
+      await client.responses.create({
+        model: 'gpt-test',
+        previous_response_id: first.id,
+        input: [{ type: 'function_call_output', call_id: call.call_id, output: 'sunny' }],
+        tools: [weatherTool],
+      });
+      const [assistant, tool] = upstream.modelRequests()[1]!.body.messages.slice(1);
+      assert.equal(assistant.tool_calls[0].id, call.call_id, `${way}: the call goes back with the id the client got`);
+      assert.equal(tool.tool_call_id, call.call_id, way);
+
+      const retrieved = await client.responses.retrieve(first.id);
+      assert.deepEqual(
+        retrieved.output.map((item) => (item.type === 'function_call' ? item.call_id : item.type)),
+        [call.call_id],
+        way,
+      );
+    }
+  });
+
   test("Codex's tools in an additional_tools item (a namespace with a custom and a function tool) go upstream as chat function tools, and their calls come back as Codex's items", async () => {
     upstream.reply(openAIReply({ toolCalls: codexToolCalls }), openAIReply({ toolCalls: codexToolCalls }), openAIReply({ text: 'One file.' }));
     await codexToolRoundTrip(client, 'gpt-5.5');
@@ -454,6 +491,27 @@ describe('Responses API clients in front of a Chat Completions upstream (transla
     const turn = await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
     assert.equal(turn.session_id, 'uncarried-parts-session');
     assert.equal(turn.seq, 1, 'the refused requests left no turn in the session');
+  });
+
+  test('a conversation or a stored prompt, which only OpenAI keeps, is refused with a 400 naming it instead of answered without the history or the instructions it stands for; nothing goes upstream, no turn is recorded', async () => {
+    const refused: Array<[Partial<OpenAI.Responses.ResponseCreateParamsNonStreaming>, string]> = [
+      [{ conversation: 'conv_68e5f0e3c6b08190' }, 'conversation'],
+      [{ conversation: { id: 'conv_68e5f0e3c6b08190' } }, 'conversation'],
+      [{ prompt: { id: 'pmpt_68e5f0e3c6b08190', variables: { city: 'Paris' } } }, 'prompt'],
+    ];
+    for (const [fields, param] of refused) {
+      let requestId = '';
+      await assert.rejects(client.responses.create({ model: 'gpt-test', input: 'What did I ask before?', ...fields }), (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+        assert.equal(error.code, 'unsupported_parameter');
+        assert.equal(error.param, param);
+        assert.match(error.message, /kept by OpenAI/);
+        requestId = error.headers?.get('x-metaclaw-request-id') ?? '';
+        return true;
+      });
+      assert.equal((await refusalTrace(proxy.url, requestId)).recorded, false);
+    }
+    assert.equal(upstream.modelRequests().length, 0, 'nothing went upstream');
   });
 
   test("a tool output's image reaches a chat upstream in a user message after the run of tool messages (a chat tool message holds text only), not dropped or refused", async () => {
@@ -926,6 +984,12 @@ describe('Responses API passed through to an upstream that serves it (llm.api_fo
     const sent = upstream.modelRequests()[0]!;
     assert.deepEqual(sent.body, body);
     for (const [name, value] of Object.entries(codexHeaders)) assert.equal(sent.headers[name], value, name);
+
+    // What only OpenAI keeps (a conversation, a stored prompt) is the business of an upstream that serves the API: it goes as sent.
+    upstream.reply(responsesReply({ id: 'resp_upstream_conversation', text: 'You asked about Paris.' }));
+    const kept = { model: 'gpt-5', input: 'What did I ask?', conversation: 'conv_68e5f0e3c6b08190', prompt: { id: 'pmpt_68e5f0e3c6b08190' } };
+    assert.equal((await client.responses.create(kept)).output_text, 'You asked about Paris.');
+    assert.deepEqual(upstream.modelRequests()[1]!.body, kept);
   });
 
   test('a client that hangs up on a relayed response.completed while the upstream still holds the stream open got a whole answer: the turn is ok', async () => {

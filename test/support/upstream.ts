@@ -90,6 +90,7 @@ export class ScriptedUpstream {
 
 export interface ReplyOptions {
   text?: string;
+  /** An `id` of '' is left out of a chat answer (some chat servers give their calls none). */
   toolCalls?: Array<{ id: string; name: string; arguments: string }>;
   usage?: { input: number; output: number };
   /** Split streamed text into this many deltas. */
@@ -110,7 +111,7 @@ export function openAIReply(options: ReplyOptions): Handler {
     if (request.body?.stream !== true) {
       const message: Record<string, unknown> = { role: 'assistant', content: text || null };
       if (toolCalls.length > 0)
-        message['tool_calls'] = toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
+        message['tool_calls'] = toolCalls.map((call) => ({ ...callId(call.id), type: 'function', function: { name: call.name, arguments: call.arguments } }));
       json(response, 200, {
         id: 'chatcmpl-scripted',
         object: 'chat.completion',
@@ -127,7 +128,7 @@ export function openAIReply(options: ReplyOptions): Handler {
     const events: string[] = [chunk({ role: 'assistant', content: '' })];
     for (const piece of split(text, options.pieces ?? 3)) events.push(chunk({ content: piece }));
     toolCalls.forEach((call, index) => {
-      events.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
+      events.push(chunk({ tool_calls: [{ index, ...callId(call.id), type: 'function', function: { name: call.name, arguments: '' } }] }));
       for (const piece of split(call.arguments, 2)) events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
     });
     events.push(chunk({}, finish));
@@ -140,6 +141,11 @@ export function openAIReply(options: ReplyOptions): Handler {
     await writeEvents(response, events, options.gapMs ?? 0);
     response.end();
   };
+}
+
+/** A tool call's `id` field; an empty id is left out, as chat servers that give their calls none send them. */
+function callId(id: string): { id?: string } {
+  return id === '' ? {} : { id };
 }
 
 /** An Anthropic message (JSON, or the named-event SSE sequence when streaming). */

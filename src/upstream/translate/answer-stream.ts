@@ -1,7 +1,7 @@
 import type { OpenAIChatChunk, OpenAIUsage, RequestFormat } from '../../types/index.js';
 import { encodeSse, type SseEvent } from '../sse.js';
-import { assistantToOpenAIMessage, type AssistantParts } from './assistant.js';
-import { isRecord, readArray, readString, unixSeconds } from './common.js';
+import type { AssistantParts } from './assistant.js';
+import { isRecord, readArray, readString, toolCallId, unixSeconds } from './common.js';
 import { streamTranslator, type AnswerContext } from './format-pairs.js';
 import { ResponsesEvents } from './responses-events.js';
 
@@ -23,14 +23,14 @@ export function answerAsStream(clientFormat: RequestFormat, context: AnswerConte
   if (clientFormat === 'openai') {
     const options = context.body['stream_options'];
     const includeUsage = isRecord(options) && options['include_usage'] === true;
-    return openAIChunkEvents(answer, { includeUsage, usageFirst: false })
+    return openAIChunkEvents(answer, { includeUsage, usageFirst: false, ownIds: false })
       .map((event) => encodeSse(event.data))
       .join('');
   }
   // Usage rides on the first chunk too, so Anthropic's message_start carries the input tokens.
   const translator = streamTranslator(clientFormat, 'openai', context);
   let out = '';
-  for (const event of openAIChunkEvents(answer, { includeUsage: true, usageFirst: true })) out += translator.push(event);
+  for (const event of openAIChunkEvents(answer, { includeUsage: true, usageFirst: true, ownIds: true })) out += translator.push(event);
   return out + translator.finish();
 }
 
@@ -42,8 +42,11 @@ export function wholeAnswerUsage(answer: Pick<WholeAnswer, 'promptTokens' | 'com
 /**
  * The answer as OpenAI streams one: a role chunk, the reasoning, the text, one chunk per tool
  * call (id, name and whole arguments), the finish reason, the usage chunk when asked, `[DONE]`.
+ * A chat client gets an id made up for a call that has none; with `ownIds` the calls keep the
+ * answer's own, none included, and the translator names such a call as it does in an upstream's
+ * stream (a Responses answer: as its record does, see toolCallItem).
  */
-function openAIChunkEvents(answer: WholeAnswer, options: { includeUsage: boolean; usageFirst: boolean }): SseEvent[] {
+function openAIChunkEvents(answer: WholeAnswer, options: { includeUsage: boolean; usageFirst: boolean; ownIds: boolean }): SseEvent[] {
   const created = unixSeconds();
   const usage = wholeAnswerUsage(answer);
   const chunk = (delta: OpenAIChatChunk['choices'][number]['delta'], finishReason: string | null = null): OpenAIChatChunk => ({
@@ -58,9 +61,9 @@ function openAIChunkEvents(answer: WholeAnswer, options: { includeUsage: boolean
   const chunks: OpenAIChatChunk[] = [first];
   if (answer.parts.reasoning !== '') chunks.push(chunk({ reasoning_content: answer.parts.reasoning }));
   if (answer.parts.text !== '') chunks.push(chunk({ content: answer.parts.text }));
-  const message = assistantToOpenAIMessage(answer.parts, { includeReasoning: false });
-  (message.tool_calls ?? []).forEach((call, index) => {
-    chunks.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } }] }));
+  answer.parts.toolCalls.forEach((call, index) => {
+    const id = options.ownIds ? call.id : toolCallId(call.id);
+    chunks.push(chunk({ tool_calls: [{ index, ...(id === '' ? {} : { id }), type: 'function', function: { name: call.name, arguments: call.arguments } }] }));
   });
   chunks.push(chunk({}, answer.finishReason));
   if (options.includeUsage) chunks.push({ id: answer.id, object: 'chat.completion.chunk', created, model: answer.model, choices: [], usage });

@@ -16,7 +16,7 @@ import { anthropicRequestToOpenAI } from './request-anthropic-to-openai.js';
 import { openAIRequestToAnthropic } from './request-openai-to-anthropic.js';
 import { responsesInputItems, responsesRequestToOpenAI } from './request-responses-to-openai.js';
 import { collectStream, type CollectedAnswer } from './collect-stream.js';
-import { refuseUncarriedParts } from './responses-parts.js';
+import { refuseOpenAIKept, refuseUncarriedParts } from './responses-parts.js';
 import { responsesTools } from './responses-tools.js';
 import { anthropicResponseToOpenAI } from './response-anthropic-to-openai.js';
 import { openAIResponseToAnthropic } from './response-openai-to-anthropic.js';
@@ -93,8 +93,12 @@ export function translateRequest(
     const sent = wire === 'responses' && history !== undefined && !history.upstreamKeeps ? withHistory(body, history.items) : body;
     return model === undefined || sent['model'] === model ? sent : { ...sent, model };
   }
-  // A part the translation cannot carry is refused, never left out (responses-parts.ts).
-  if (clientFormat === 'responses') refuseUncarriedParts(body['input'], wire === 'anthropic' ? 'anthropic' : 'openai', options.history?.items);
+  // A part the translation cannot carry, or state only OpenAI keeps, is refused, never left out (responses-parts.ts).
+  if (clientFormat === 'responses') {
+    const translated = wire === 'anthropic' ? 'anthropic' : 'openai';
+    refuseOpenAIKept(body, translated);
+    refuseUncarriedParts(body['input'], translated, options.history?.items);
+  }
   const chat =
     clientFormat === 'responses'
       ? responsesRequestToOpenAI(body, { ...(model ? { model } : {}), ...(options.history ? { history: options.history.items } : {}) })

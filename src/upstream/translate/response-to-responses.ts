@@ -1,6 +1,6 @@
 import type { AnthropicResponse, OpenAIChatCompletion, ResponsesObject } from '../../types/index.js';
 import { readOpenAIAssistant } from './assistant.js';
-import { isRecord, readArray, readString, toolCallId } from './common.js';
+import { isRecord, readArray, readString } from './common.js';
 import { anthropicResponseToOpenAI } from './response-anthropic-to-openai.js';
 import { assistantToResponsesOutput, openAIUsageToResponses, responseObject, responsesStatus, type ResponsesContext } from './responses-output.js';
 import { normalizeOpenAIFinish } from './stop-reasons.js';
@@ -9,9 +9,8 @@ import { readOpenAIUsage } from './usage.js';
 /** A complete chat answer as a Responses API response. Only the first choice is translated. */
 export function openAIResponseToResponses(response: OpenAIChatCompletion, context: ResponsesContext): ResponsesObject {
   const choice = readArray(response.choices).find(isRecord);
+  // A call without an id gets one in toolCallItem, the same one the record's answer gets.
   const parts = readOpenAIAssistant(isRecord(choice?.message) ? choice.message : {});
-  // Function call outputs are paired with their calls by call_id, so every call needs one.
-  parts.toolCalls = parts.toolCalls.map((call) => ({ ...call, id: toolCallId(call.id) }));
   const usage = readOpenAIUsage(response.usage);
   return responseObject(context, {
     ...responsesStatus(normalizeOpenAIFinish(readString(choice?.finish_reason))),

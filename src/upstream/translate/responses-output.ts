@@ -27,7 +27,7 @@ export function responseIdFor(requestId: string): string {
  * Output item ids derived from the response id and the item's place among its kind, so an answer
  * rebuilt from the records names its items as the client first saw them.
  */
-export function itemId(prefix: 'msg' | 'rs' | 'fc' | 'ctc', responseId: string, index: number): string {
+export function itemId(prefix: 'msg' | 'rs' | 'fc' | 'ctc' | 'call', responseId: string, index: number): string {
   const suffix = responseId.startsWith('resp_') ? responseId.slice(5) : responseId;
   return index === 0 ? `${prefix}_${suffix}` : `${prefix}_${suffix}_${index}`;
 }
@@ -49,7 +49,11 @@ export function assistantToResponsesOutput(parts: AssistantParts, responseId: st
 
 /**
  * A chat tool call as the client's item: a `custom_tool_call` with its input for a custom tool, else
- * a `function_call`; both under the tool's own name, with its namespace when it has one.
+ * a `function_call`; both under the tool's own name, with its namespace when it has one. A call the
+ * upstream gave no id (some chat servers) gets one from the response id and its place, as item ids
+ * do: the client pairs its output with the call by it, and the answer rebuilt from the record (for
+ * `previous_response_id`, `GET /v1/responses/{id}`), which keeps the upstream's empty id, names the
+ * call the same way.
  */
 export function toolCallItem(
   call: AssistantParts['toolCalls'][number],
@@ -59,11 +63,12 @@ export function toolCallItem(
 ): Extract<ResponsesOutputItem, { type: 'function_call' | 'custom_tool_call' }> {
   const tool = tools?.clientTool(call.name);
   const namespace = tool?.namespace === undefined ? {} : { namespace: tool.namespace };
+  const callId = call.id !== '' ? call.id : itemId('call', responseId, index);
   if (tool?.kind === 'custom')
     return {
       type: 'custom_tool_call',
       id: itemId('ctc', responseId, index),
-      call_id: call.id,
+      call_id: callId,
       name: tool.name,
       ...namespace,
       input: customToolInput(call.arguments),
@@ -71,7 +76,7 @@ export function toolCallItem(
   return {
     type: 'function_call',
     id: itemId('fc', responseId, index),
-    call_id: call.id,
+    call_id: callId,
     name: tool?.name ?? call.name,
     ...namespace,
     arguments: call.arguments,

@@ -76,3 +76,23 @@ export function refuseUncarriedParts(input: unknown, wire: TranslatedWire, histo
     });
   });
 }
+
+/**
+ * Top-level fields that name what OpenAI keeps for the client: a conversation of its Conversations
+ * API (whose items go before `input`) and a stored prompt (its instructions and messages). No other
+ * upstream can read them, and translated without them the model would answer with no history or
+ * no instructions, as if the client had sent none.
+ */
+const OPENAI_KEPT: Readonly<Record<string, string>> = {
+  conversation:
+    "a conversation is kept by OpenAI's Conversations API, whose items this upstream cannot read; send the conversation in input, or continue it with previous_response_id",
+  prompt: 'a stored prompt is kept by OpenAI, and this upstream cannot read its instructions; send them as instructions',
+};
+
+/** Throws a 400 naming a field of `body` that refers to something only OpenAI keeps (see OPENAI_KEPT). */
+export function refuseOpenAIKept(body: Record<string, unknown>, wire: TranslatedWire): void {
+  for (const [field, problem] of Object.entries(OPENAI_KEPT)) {
+    if (body[field] === undefined || body[field] === null) continue;
+    throw new BadRequestError('unsupported_parameter', `${field}: ${problem} (it serves ${wireName(wire)}).`, field);
+  }
+}

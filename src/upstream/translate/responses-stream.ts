@@ -1,6 +1,5 @@
 import { streamErrorFrame } from '../../shared/api-errors.js';
 import type { OpenAIUsage, ResponsesOutputItem } from '../../types/index.js';
-import { toolCallId } from './common.js';
 import { ResponsesEvents } from './responses-events.js';
 import { customToolInput } from './responses-tools.js';
 import {
@@ -99,7 +98,7 @@ export class ResponsesStreamWriter {
   toolStart(key: number, callId: string | undefined, name: string): string {
     if (this.ended || this.calls.has(key)) return '';
     const out = this.start() + this.closeContent();
-    const item = toolCallItem({ id: toolCallId(callId), name, arguments: '' }, this.context.responseId, this.calls.size, this.context.tools);
+    const item = toolCallItem({ id: callId ?? '', name, arguments: '' }, this.context.responseId, this.calls.size, this.context.tools);
     if (item.type === 'function_call') item.status = 'in_progress';
     const index = this.output.push(item) - 1;
     this.calls.set(key, { item, index, arguments: '' });
