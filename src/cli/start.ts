@@ -206,7 +206,9 @@ function printBanner(config: LoadedConfig, pid: number, status: Record<string, u
   const mode = typeof status?.['mode'] === 'string' ? status['mode'] : values['mode'];
   const configured = typeof status?.['mode_configured'] === 'string' ? status['mode_configured'] : mode;
   const reason = typeof status?.['mode_reason'] === 'string' ? status['mode_reason'] : '';
-  print(`  Mode: ${mode}${configured !== mode ? ` (configured: ${configured}; ${reason})` : ''}   Data: ${paths.home}   Logs: ${paths.logFile}`);
+  print(
+    `  Mode: ${mode}${configured !== mode ? ` (configured: ${configured}; ${reason})` : ''}   Data: ${paths.home}   Logs: ${paths.logFile} (metaclaw logs -f)`,
+  );
   if (!config.fileExists) print('  No config file yet: running on defaults. Run `metaclaw setup` to choose your provider and agent.');
 }
 

@@ -27,7 +27,7 @@ export async function statusCommand(options: StatusOptions): Promise<void> {
     const state = pid && isProcessAlive(pid.pid) ? 'unresponsive' : 'stopped';
     if (options.json) print(JSON.stringify({ running: false, state, url: base, pid: pid?.pid ?? null }));
     else if (state === 'unresponsive')
-      print(`MetaClaw: process ${pid!.pid} is alive but ${base}/healthz does not answer (starting, or stuck; see ${config.paths.logFile}).`);
+      print(`MetaClaw: process ${pid!.pid} is alive but ${base}/healthz does not answer (starting, or stuck; see \`metaclaw logs\`).`);
     else print(`MetaClaw: not running${pid ? ' (stale pid file)' : ''} (${base}).`);
     throw new CliExit('', state === 'unresponsive' ? 2 : 1);
   }
