@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import type { ProxyHandle } from './support/proxy.js';
+import { GITHUB_TOKEN } from './support/secrets.js';
 import { startScriptedProxy, type ScriptedProxy } from './support/scripted-proxy.js';
 import type { ScriptedUpstream } from './support/upstream.js';
 
@@ -227,5 +228,37 @@ describe('memory import of the Python MetaClaw store', () => {
     const imported = await proxy.cli(['memory', 'import', moved, '-c', ownConfig]);
     assert.match(imported.stdout, /^Imported 1 memory from/);
     assert.equal((await doctorLine())?.verdict, 'pass');
+  });
+
+  test('a memory holding a secret is stored redacted, and importing it again (store or JSONL) adds no second copy', async () => {
+    const secretStore = join(proxy.home, 'secret.db');
+    pythonStore(secretStore);
+    const db = new Database(secretStore);
+    db.prepare(
+      "INSERT INTO memories (memory_id, scope_id, memory_type, content, created_at, updated_at) VALUES ('m-token', 'default', 'semantic', ?, ?, ?)",
+    ).run(`The deploy bot uses the GitHub token ${GITHUB_TOKEN} for releases.`, '2026-03-02T00:00:00+00:00', '2026-03-02T00:00:00+00:00');
+    db.close();
+    const jsonl = join(proxy.home, 'secret.jsonl');
+    writeFileSync(jsonl, `${JSON.stringify({ type: 'semantic', content: `The backup job reads the GitHub token ${GITHUB_TOKEN} from its env.` })}\n`);
+    const copies = async (words: RegExp) => (await exported()).split('\n').filter((line) => words.test(line));
+    for (const round of [1, 2]) {
+      const fromStore = await proxy.cli(['memory', 'import', secretStore, '--json']);
+      assert.equal(fromStore.code, 0, fromStore.stderr);
+      const reasons = Object.fromEntries(
+        (JSON.parse(fromStore.stdout) as { skipped: Array<{ id: string; reason: string }> }).skipped.map((s) => [s.id, s.reason]),
+      );
+      assert.equal(reasons['m-token'], round === 1 ? undefined : 'already in memory', `store, round ${round}`);
+      const fromLines = await proxy.cli(['memory', 'import', jsonl]);
+      assert.match(
+        fromLines.stdout,
+        round === 1 ? /^Imported 1 memory; skipped 0\./ : /^Imported 0 memories; skipped 1\.\n {2}line 1: already in memory/,
+        `JSONL, round ${round}`,
+      );
+    }
+    const deploy = await copies(/deploy bot uses the GitHub token/);
+    assert.equal(deploy.length, 1, deploy.join('\n'));
+    assert.match(deploy[0] ?? '', /\[redacted [a-z-]+\]/);
+    assert.ok(!deploy[0]?.includes(GITHUB_TOKEN), 'the token itself is never stored');
+    assert.equal((await copies(/backup job reads the GitHub token/)).length, 1);
   });
 });
