@@ -186,6 +186,20 @@ describe('memory import of the Python MetaClaw store', () => {
     assert.equal(await exported(), exportBefore);
   });
 
+  test('the store’s -wal file given instead of the store is refused in one line, naming the database to import; nothing changes', async () => {
+    const exportBefore = await exported();
+    const refused = await proxy.cli(['memory', 'import', `${storePath}-wal`]);
+    assert.equal(refused.code, 1, refused.stdout);
+    assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr);
+    assert.ok(
+      refused.stderr.includes(
+        `${storePath}-wal is a SQLite write-ahead log, not a database: import the database file beside it (${storePath}), which is read with its log; nothing was imported.`,
+      ),
+      refused.stderr,
+    );
+    assert.equal(await exported(), exportBefore);
+  });
+
   test('an older store, from before MetaClaw added expires_at and tags_json, is read too', async () => {
     const older = join(proxy.home, 'older.db');
     const db = new Database(older);

@@ -72,15 +72,23 @@ export class PythonStoreError extends Error {}
 
 const SQLITE_HEADER = Buffer.from('SQLite format 3\u0000', 'latin1');
 
-/** Whether the file starts as every SQLite database does (else it is read as JSONL, which reports what it cannot read). */
-export function isSqliteFile(path: string): boolean {
+/** A WAL file's first four bytes (big-endian), either checksum order: what SQLite writes beside a database, not one. */
+const WAL_MAGIC = [0x377f0682, 0x377f0683];
+
+/**
+ * What the file is by its first bytes: a SQLite database, a SQLite write-ahead log (the `-wal` beside
+ * one), or neither (then it is read as JSONL, which reports what it cannot read).
+ */
+export function sqliteFileKind(path: string): 'database' | 'wal' | undefined {
   let fd: number | undefined;
   try {
     fd = openSync(path, 'r');
     const head = Buffer.alloc(SQLITE_HEADER.length);
-    return readSync(fd, head, 0, head.length, 0) === head.length && head.equals(SQLITE_HEADER);
+    const read = readSync(fd, head, 0, head.length, 0);
+    if (read === head.length && head.equals(SQLITE_HEADER)) return 'database';
+    return read >= 4 && WAL_MAGIC.includes(head.readUInt32BE(0)) ? 'wal' : undefined;
   } catch {
-    return false; // a folder, or a file that cannot be read: the JSONL reader says so
+    return undefined; // a folder, or a file that cannot be read: the JSONL reader says so
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
