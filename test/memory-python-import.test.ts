@@ -183,6 +183,21 @@ describe('memory import of the Python MetaClaw store', () => {
       tooNew.stderr,
       /newer\.db is MetaClaw's memory store at schema version 7, newer than this MetaClaw-TS reads \(up to 6\); nothing was imported\./,
     );
+    // A version kept as text: one line too (it was zod's issue list, over seven lines).
+    const textVersion = join(proxy.home, 'text-version.db');
+    pythonStore(textVersion);
+    const changed = new Database(textVersion);
+    changed.exec(
+      "CREATE TABLE versions_as_text (version TEXT, applied_at TEXT); INSERT INTO versions_as_text VALUES ('6', 'x'); DROP TABLE schema_version; ALTER TABLE versions_as_text RENAME TO schema_version",
+    );
+    changed.close();
+    const notNumber = await proxy.cli(['memory', 'import', textVersion]);
+    assert.equal(notNumber.code, 1);
+    assert.equal(notNumber.stderr.trim().split('\n').length, 1, notNumber.stderr);
+    assert.match(
+      notNumber.stderr,
+      /text-version\.db is a SQLite database but not MetaClaw's memory store \(its schema version is "6", not a whole number\); nothing was imported\./,
+    );
     assert.equal(await exported(), exportBefore);
   });
 

@@ -128,11 +128,19 @@ function readOpened(db: Database.Database, path: string): PythonStore {
   const columns = new Set((db.prepare('PRAGMA table_info(memories)').all() as Array<{ name: string }>).map((row) => row.name));
   const missing = REQUIRED_COLUMNS.filter((column) => !columns.has(column));
   if (missing.length > 0) throw new PythonStoreError(`${notOurs} (its memories table has no ${missing.join(', ')}); nothing was imported.`);
-  const version = z
-    .number()
-    .int()
-    .nullable()
-    .parse((db.prepare('SELECT MAX(version) AS version FROM schema_version').get() as { version: unknown }).version);
+  const recorded = (db.prepare('SELECT MAX(version) AS version FROM schema_version').get() as { version: unknown }).version;
+  // Its issue said in words: a ZodError's message is its issue list as indented JSON, and this error is one line.
+  const checked = z.number().int().nullable().safeParse(recorded);
+  if (!checked.success) {
+    const shown =
+      typeof recorded === 'string'
+        ? JSON.stringify(recorded.slice(0, 40))
+        : typeof recorded === 'number' || typeof recorded === 'bigint'
+          ? String(recorded)
+          : 'a blob';
+    throw new PythonStoreError(`${notOurs} (its schema version is ${shown}, not a whole number); nothing was imported.`);
+  }
+  const version = checked.data;
   if (version === null || version < 1) throw new PythonStoreError(`${notOurs} (no schema version is recorded); nothing was imported.`);
   if (version > PYTHON_STORE_VERSION)
     throw new PythonStoreError(
