@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { gunzipSync } from 'node:zlib';
+import { GLOSSARY_FILES, shippedGlossaryTable } from '../src/text/glossary-files.js';
 import { isCommentLine, LineTable } from '../src/text/line-table.js';
 
 test('a line table reads as a Map of its lines would: first tab splits key and value, a later line replaces the value and keeps the place', () => {
@@ -60,4 +63,48 @@ test('the shipped glossaries, thesaurus and similar words take under 8 MiB toget
   const output = execFileSync(process.execPath, ['--expose-gc', '--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
   const mebibytes = Number(output.split(' ')[0]);
   assert.ok(mebibytes > 1 && mebibytes < 8, `${mebibytes.toFixed(1)} MiB`);
+});
+
+test('every shipped table answers as a Map of its files’ lines: each key, its prefixes and extensions, and the key prefixes as a Set of them', () => {
+  const read = (file: URL) => gunzipSync(readFileSync(file)).toString('utf8');
+  /** The tables as they were read before line-table.ts: a Map of the lines, a later line replacing an earlier one's value. */
+  const mapOf = (texts: readonly string[], comments: boolean) => {
+    const map = new Map<string, string>();
+    for (const text of texts)
+      for (const line of text.split('\n')) {
+        const tab = line.indexOf('\t');
+        if (tab > 0 && !(comments && line.startsWith('#'))) map.set(line.slice(0, tab), line.slice(tab + 1));
+      }
+    return map;
+  };
+  const termEntries = (file: string) => (JSON.parse(read(new URL(`../data/${file}`, import.meta.url))) as { entries: string }).entries;
+  const tables: Array<[string, LineTable, Map<string, string>]> = [
+    ...(['zh', 'ja'] as const).map((language): [string, LineTable, Map<string, string>] => [
+      language,
+      shippedGlossaryTable(language),
+      mapOf(GLOSSARY_FILES[language].map(read), true),
+    ]),
+    ...['thesaurus/en.json.gz', 'similar-words/en.json.gz'].map((file): [string, LineTable, Map<string, string>] => {
+      const entries = termEntries(file);
+      return [file, new LineTable(entries), mapOf([entries], false)];
+    }),
+  ];
+  for (const [name, table, map] of tables) {
+    assert.ok(map.size > 1_000, name);
+    assert.equal(table.size, map.size, name);
+    assert.deepEqual([...table], [...map], `${name}: the same entries in the same order`);
+    const prefixes = new Set<string>();
+    for (const key of map.keys()) for (let length = 1; length < key.length; length++) prefixes.add(key.slice(0, length));
+    const keyPrefixes = table.keyPrefixes();
+    assert.equal(keyPrefixes.size, prefixes.size, name);
+    const mismatches: string[] = [];
+    const probe = (text: string) => {
+      // A string of its own, not a slice of the table's text.
+      const fresh = ` ${text}`.slice(1);
+      if (table.get(fresh) !== map.get(text) || table.has(fresh) !== map.has(text) || keyPrefixes.has(fresh) !== prefixes.has(text)) mismatches.push(text);
+    };
+    for (const [key, value] of map) for (const text of [key, `${key}x`, key.slice(0, -1), `${key}\t`, `${key}\t${value}`, value, ` ${key}`]) probe(text);
+    for (const prefix of prefixes) probe(prefix);
+    assert.deepEqual(mismatches.slice(0, 5), [], `${name}: ${mismatches.length} look-ups differ from the Map`);
+  }
 });

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import type { ProxyHandle } from './support/proxy.js';
+import { GITHUB_TOKEN } from './support/secrets.js';
 import { startScriptedProxy, type ScriptedProxy } from './support/scripted-proxy.js';
 import type { ScriptedUpstream } from './support/upstream.js';
 
@@ -182,6 +183,35 @@ describe('memory import of the Python MetaClaw store', () => {
       tooNew.stderr,
       /newer\.db is MetaClaw's memory store at schema version 7, newer than this MetaClaw-TS reads \(up to 6\); nothing was imported\./,
     );
+    // A version kept as text: one line too (it was zod's issue list, over seven lines).
+    const textVersion = join(proxy.home, 'text-version.db');
+    pythonStore(textVersion);
+    const changed = new Database(textVersion);
+    changed.exec(
+      "CREATE TABLE versions_as_text (version TEXT, applied_at TEXT); INSERT INTO versions_as_text VALUES ('6', 'x'); DROP TABLE schema_version; ALTER TABLE versions_as_text RENAME TO schema_version",
+    );
+    changed.close();
+    const notNumber = await proxy.cli(['memory', 'import', textVersion]);
+    assert.equal(notNumber.code, 1);
+    assert.equal(notNumber.stderr.trim().split('\n').length, 1, notNumber.stderr);
+    assert.match(
+      notNumber.stderr,
+      /text-version\.db is a SQLite database but not MetaClaw's memory store \(its schema version is "6", not a whole number\); nothing was imported\./,
+    );
+    assert.equal(await exported(), exportBefore);
+  });
+
+  test('the store’s -wal file given instead of the store is refused in one line, naming the database to import; nothing changes', async () => {
+    const exportBefore = await exported();
+    const refused = await proxy.cli(['memory', 'import', `${storePath}-wal`]);
+    assert.equal(refused.code, 1, refused.stdout);
+    assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr);
+    assert.ok(
+      refused.stderr.includes(
+        `${storePath}-wal is a SQLite write-ahead log, not a database: import the database file beside it (${storePath}), which is read with its log; nothing was imported.`,
+      ),
+      refused.stderr,
+    );
     assert.equal(await exported(), exportBefore);
   });
 
@@ -227,5 +257,37 @@ describe('memory import of the Python MetaClaw store', () => {
     const imported = await proxy.cli(['memory', 'import', moved, '-c', ownConfig]);
     assert.match(imported.stdout, /^Imported 1 memory from/);
     assert.equal((await doctorLine())?.verdict, 'pass');
+  });
+
+  test('a memory holding a secret is stored redacted, and importing it again (store or JSONL) adds no second copy', async () => {
+    const secretStore = join(proxy.home, 'secret.db');
+    pythonStore(secretStore);
+    const db = new Database(secretStore);
+    db.prepare(
+      "INSERT INTO memories (memory_id, scope_id, memory_type, content, created_at, updated_at) VALUES ('m-token', 'default', 'semantic', ?, ?, ?)",
+    ).run(`The deploy bot uses the GitHub token ${GITHUB_TOKEN} for releases.`, '2026-03-02T00:00:00+00:00', '2026-03-02T00:00:00+00:00');
+    db.close();
+    const jsonl = join(proxy.home, 'secret.jsonl');
+    writeFileSync(jsonl, `${JSON.stringify({ type: 'semantic', content: `The backup job reads the GitHub token ${GITHUB_TOKEN} from its env.` })}\n`);
+    const copies = async (words: RegExp) => (await exported()).split('\n').filter((line) => words.test(line));
+    for (const round of [1, 2]) {
+      const fromStore = await proxy.cli(['memory', 'import', secretStore, '--json']);
+      assert.equal(fromStore.code, 0, fromStore.stderr);
+      const reasons = Object.fromEntries(
+        (JSON.parse(fromStore.stdout) as { skipped: Array<{ id: string; reason: string }> }).skipped.map((s) => [s.id, s.reason]),
+      );
+      assert.equal(reasons['m-token'], round === 1 ? undefined : 'already in memory', `store, round ${round}`);
+      const fromLines = await proxy.cli(['memory', 'import', jsonl]);
+      assert.match(
+        fromLines.stdout,
+        round === 1 ? /^Imported 1 memory; skipped 0\./ : /^Imported 0 memories; skipped 1\.\n {2}line 1: already in memory/,
+        `JSONL, round ${round}`,
+      );
+    }
+    const deploy = await copies(/deploy bot uses the GitHub token/);
+    assert.equal(deploy.length, 1, deploy.join('\n'));
+    assert.match(deploy[0] ?? '', /\[redacted [a-z-]+\]/);
+    assert.ok(!deploy[0]?.includes(GITHUB_TOKEN), 'the token itself is never stored');
+    assert.equal((await copies(/backup job reads the GitHub token/)).length, 1);
   });
 });

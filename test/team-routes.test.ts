@@ -12,6 +12,7 @@ import { GENERATION_KEY } from '../src/skills/history.js';
 import { openDatabase } from '../src/store/index.js';
 import { SKILLS_CHANNEL } from '../src/store/postgres/index.js';
 import { sendJson } from './support/http.js';
+import { GITHUB_TOKEN } from './support/secrets.js';
 import { postgresSkip } from './support/postgres.js';
 import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 import { teamForTests, teamHelpers } from './support/team.js';
@@ -188,6 +189,17 @@ describe('team mode: a node serves the management routes of memory and skills', 
     );
     const deploys = await personalCall('POST', '/v1/memory/search', { query: 'which day does Alice deploy?' });
     assert.ok(!JSON.stringify(deploys.body).includes('Thursdays'), JSON.stringify(deploys.body));
+  });
+
+  test('an imported line holding a secret is stored redacted, once: importing it again (on the other node) adds no copy', async () => {
+    const line = `${JSON.stringify({ type: 'semantic', content: `The release job signs tags with the GitHub token ${GITHUB_TOKEN}.` })}\n`;
+    const first = await call(nodes[0]!, 'alice', 'POST', '/v1/memory/import', line);
+    assert.deepEqual(first.body, { imported: 1, skipped: [] });
+    const again = await call(nodes[1]!, 'alice', 'POST', '/v1/memory/import', line);
+    assert.deepEqual(again.body, { imported: 0, skipped: [{ line: 1, reason: 'already in memory' }] });
+    const stored = await team.pool.query("SELECT content FROM memory_units WHERE content LIKE 'The release job signs tags%'");
+    assert.equal(stored.rows.length, 1, JSON.stringify(stored.rows));
+    assert.match(stored.rows[0].content, /GitHub token \[redacted [a-z-]+\]\.$/);
   });
 
   test('ingest on a node stores the turns in the member’s scope, once, and captures the rule a turn states', async () => {

@@ -11,8 +11,8 @@ import {
   exportMemory,
   importLines,
   importPythonRows,
-  isSqliteFile,
   readPythonStore,
+  sqliteFileKind,
   rememberPythonImport,
   ingestTurnSchema,
   MEMORY_TYPES,
@@ -300,7 +300,13 @@ export function registerMemoryCommands(program: Command): void {
   ).action((file: string, options: MemoryOptions) =>
     withMemory<MemoryOptions>(({ memory: service, db, defaultScope }) => {
       const scope = options.scope ?? defaultScope;
-      if (isSqliteFile(file)) return importPythonStore(service, db, file, scope, options.json === true);
+      const kind = sqliteFileKind(file);
+      // Read as JSONL, the log's pages were reported line by line as 'not JSON', and the command succeeded.
+      if (kind === 'wal')
+        throw new CliExit(
+          `${file} is a SQLite write-ahead log, not a database: import the database file beside it${file.endsWith('-wal') ? ` (${file.slice(0, -'-wal'.length)})` : ''}, which is read with its log; nothing was imported.`,
+        );
+      if (kind === 'database') return importPythonStore(service, db, file, scope, options.json === true);
       const lines = readUserFile(file).split('\n');
       const report = withProgress(lines.length, 'lines', (start, end) => {
         const chunk = importLines(service, lines.slice(start, end), scope);

@@ -35,5 +35,5 @@ export {
   memoryContentSchema,
   type MemoryImportReport,
 } from './transfer.js';
-export { isSqliteFile, readPythonStore, PythonStoreError, PYTHON_STORE_VERSION, type PythonStore } from './python-store.js';
+export { sqliteFileKind, readPythonStore, PythonStoreError, PYTHON_STORE_VERSION, type PythonStore } from './python-store.js';
 export { importPythonRows, livePythonRows, pythonImportOf, pythonStorePath, rememberPythonImport, type RememberedImport } from './python-import.js';

@@ -72,15 +72,23 @@ export class PythonStoreError extends Error {}
 
 const SQLITE_HEADER = Buffer.from('SQLite format 3\u0000', 'latin1');
 
-/** Whether the file starts as every SQLite database does (else it is read as JSONL, which reports what it cannot read). */
-export function isSqliteFile(path: string): boolean {
+/** A WAL file's first four bytes (big-endian), either checksum order: what SQLite writes beside a database, not one. */
+const WAL_MAGIC = [0x377f0682, 0x377f0683];
+
+/**
+ * What the file is by its first bytes: a SQLite database, a SQLite write-ahead log (the `-wal` beside
+ * one), or neither (then it is read as JSONL, which reports what it cannot read).
+ */
+export function sqliteFileKind(path: string): 'database' | 'wal' | undefined {
   let fd: number | undefined;
   try {
     fd = openSync(path, 'r');
     const head = Buffer.alloc(SQLITE_HEADER.length);
-    return readSync(fd, head, 0, head.length, 0) === head.length && head.equals(SQLITE_HEADER);
+    const read = readSync(fd, head, 0, head.length, 0);
+    if (read === head.length && head.equals(SQLITE_HEADER)) return 'database';
+    return read >= 4 && WAL_MAGIC.includes(head.readUInt32BE(0)) ? 'wal' : undefined;
   } catch {
-    return false; // a folder, or a file that cannot be read: the JSONL reader says so
+    return undefined; // a folder, or a file that cannot be read: the JSONL reader says so
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
@@ -120,11 +128,19 @@ function readOpened(db: Database.Database, path: string): PythonStore {
   const columns = new Set((db.prepare('PRAGMA table_info(memories)').all() as Array<{ name: string }>).map((row) => row.name));
   const missing = REQUIRED_COLUMNS.filter((column) => !columns.has(column));
   if (missing.length > 0) throw new PythonStoreError(`${notOurs} (its memories table has no ${missing.join(', ')}); nothing was imported.`);
-  const version = z
-    .number()
-    .int()
-    .nullable()
-    .parse((db.prepare('SELECT MAX(version) AS version FROM schema_version').get() as { version: unknown }).version);
+  const recorded = (db.prepare('SELECT MAX(version) AS version FROM schema_version').get() as { version: unknown }).version;
+  // Its issue said in words: a ZodError's message is its issue list as indented JSON, and this error is one line.
+  const checked = z.number().int().nullable().safeParse(recorded);
+  if (!checked.success) {
+    const shown =
+      typeof recorded === 'string'
+        ? JSON.stringify(recorded.slice(0, 40))
+        : typeof recorded === 'number' || typeof recorded === 'bigint'
+          ? String(recorded)
+          : 'a blob';
+    throw new PythonStoreError(`${notOurs} (its schema version is ${shown}, not a whole number); nothing was imported.`);
+  }
+  const version = checked.data;
   if (version === null || version < 1) throw new PythonStoreError(`${notOurs} (no schema version is recorded); nothing was imported.`);
   if (version > PYTHON_STORE_VERSION)
     throw new PythonStoreError(

@@ -364,7 +364,7 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
    */
   prepare(draft: MemoryDraft): PreparedUnit {
     // Every way in (raw turns, extraction, summaries, the API, imports) passes here: no secret is stored, indexed or recalled.
-    const content = redactSecrets(draft.content).trim();
+    const content = storedContent(draft.content);
     const searchKeys = cleanKeys(draft.searchKeys ?? []);
     const terms = termsOf(content, searchKeys).join(' ');
     const keysWritten = this.searchKeys.written;
@@ -443,22 +443,26 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
     return this.statements.rawInSession.get(sessionId, scope, speaker, content) !== undefined;
   }
 
-  /** An active unit of the scope with exactly this content; raw turns count only with `rawTurns`. */
+  /**
+   * An active unit of the scope with exactly this content, as it would be stored (secrets redacted:
+   * compared as given, a text holding a token never matched its stored copy, and every import of it
+   * added another); raw turns count only with `rawTurns`.
+   */
   findSameContent(scope: string, content: string, options: { rawTurns?: boolean } = {}): MemoryUnit | undefined {
-    const row = (options.rawTurns ? this.statements.sameContentAnyOrigin : this.statements.sameContent).get(scope, content.trim());
+    const row = (options.rawTurns ? this.statements.sameContentAnyOrigin : this.statements.sameContent).get(scope, storedContent(content));
     return row ? toUnit(row) : undefined;
   }
 
   /** A replaced standing instruction with exactly this content, if any. */
   findReplacedRule(scope: string, content: string): MemoryUnit | undefined {
-    const row = this.statements.replacedWithContent.get(scope, content.trim());
+    const row = this.statements.replacedWithContent.get(scope, storedContent(content));
     return row ? toUnit(row) : undefined;
   }
 
   update(id: string, patch: MemoryPatch): MemoryUnit | undefined {
     const current = this.statements.byId.get(id);
     if (!current) return undefined;
-    const content = patch.content === undefined ? current.content : redactSecrets(patch.content).trim();
+    const content = patch.content === undefined ? current.content : storedContent(patch.content);
     const searchKeys = patch.searchKeys === undefined ? (JSON.parse(current.search_keys) as string[]) : cleanKeys(patch.searchKeys);
     const terms = patch.content === undefined && patch.searchKeys === undefined ? current.terms : termsOf(content, searchKeys).join(' ');
     this.db
@@ -970,6 +974,11 @@ export function termsOf(content: string, searchKeys: readonly string[]): string[
 
 export function newMemoryId(): string {
   return `mem_${randomUUID().replaceAll('-', '').slice(0, 20)}`;
+}
+
+/** A unit's content as every way in stores it: no secret is stored, indexed or recalled. */
+export function storedContent(content: string): string {
+  return redactSecrets(content).trim();
 }
 
 /** Search keys as stored: trimmed, secrets redacted, no empties or repeats, bounded. */

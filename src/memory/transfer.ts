@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MAX_SESSION_ID_LENGTH } from '../conversation/index.js';
 import type { MemoryService } from './service.js';
+import { storedContent } from './store.js';
 import { MEMORY_TYPES, type MemoryUnit } from './types.js';
 
 /**
@@ -97,8 +98,8 @@ export function exportUnits(units: Iterable<MemoryUnit>): { text: string; count:
 
 /**
  * What an import of these lines may read and write, before it runs: the scopes its valid lines
- * land in (only `onlyScope`, when given) and their trimmed contents (what `importLines` compares
- * with stored units). The team store locks those scopes and reads those units first.
+ * land in (only `onlyScope`, when given) and their contents as stored (trimmed, secrets redacted:
+ * what `importLines` compares with stored units). The team store locks those scopes and reads those units first.
  */
 export function importTargets(lines: readonly string[], defaultScope: string, onlyScope?: string): { scopes: string[]; contents: string[] } {
   const scopes = new Set<string>();
@@ -116,7 +117,7 @@ export function importTargets(lines: readonly string[], defaultScope: string, on
     const scope = parsed.data.scope ?? defaultScope;
     if (onlyScope !== undefined && scope !== onlyScope) continue;
     scopes.add(scope);
-    contents.push(parsed.data.content.trim());
+    contents.push(storedContent(parsed.data.content));
   }
   return { scopes: [...scopes].sort(), contents };
 }

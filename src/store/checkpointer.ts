@@ -19,6 +19,8 @@ export const WAL_LIMIT_BYTES = 32 * 1024 * 1024;
 export class WalCheckpointer {
   private worker: Worker | undefined;
   private stopped = false;
+  /** Truncations in a row that another connection stopped. */
+  private busyTries = 0;
 
   constructor(
     private readonly db: Db,
@@ -62,10 +64,28 @@ export class WalCheckpointer {
     this.worker = worker;
   }
 
-  /** Logs what a checkpoint loop reported, on whichever thread it runs. */
+  /**
+   * Logs what a checkpoint loop reported, on whichever thread it runs. A WAL that cannot be cut
+   * (another connection keeps an old snapshot) is said once, at warn, until a truncation works
+   * again: it was logged at debug as "checkpointed and truncated", so the WAL grew unseen.
+   */
   report(event: CheckpointEvent): void {
-    if (event.type === 'error') this.logger.warn({ error: event.message }, 'WAL checkpoint failed; it will be retried');
-    else if (event.type === 'truncated') this.logger.debug({ wal_bytes: event.walBytes, busy: event.busy }, 'WAL over its limit: checkpointed and truncated');
+    if (event.type === 'error') {
+      this.logger.warn({ error: event.message, code: event.code, retry_in_ms: event.retryInMs }, 'WAL checkpoint failed; it will be retried');
+    } else if (event.type === 'busy') {
+      this.busyTries++;
+      const fields = { wal_bytes: event.walBytes, tries: this.busyTries, retry_in_ms: event.retryInMs };
+      if (this.busyTries === 1)
+        this.logger.warn(
+          fields,
+          'the WAL is over its limit but cannot be truncated: another connection holds a read transaction (or the write lock) open, a `sqlite3` shell or a backup perhaps; it grows until that ends, and is truncated then',
+        );
+      else this.logger.debug(fields, 'the WAL still cannot be truncated');
+    } else if (event.type === 'truncated') {
+      if (this.busyTries > 0) this.logger.info({ wal_bytes: event.walBytes, busy_tries: this.busyTries }, 'the WAL is truncated again');
+      else this.logger.debug({ wal_bytes: event.walBytes }, 'WAL over its limit: checkpointed and truncated');
+      this.busyTries = 0;
+    }
   }
 
   async stop(): Promise<void> {
