@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
@@ -123,6 +123,39 @@ describe('metaclaw logs and GET /v1/logs', () => {
     }
     const code = await new Promise<number | null>((resolve) => follower.once('exit', resolve));
     assert.equal(code, 0, 'Ctrl-C ends it cleanly');
+  });
+
+  test('--follow loses no line when the log rotates twice between two of its polls (the file current in between is .1 by then)', async () => {
+    const home = tempHome();
+    const log = join(home, 'logs', 'metaclaw.log');
+    mkdirSync(join(home, 'logs'));
+    const line = (msg: string) => `${JSON.stringify({ level: 'info', time: new Date().toISOString(), msg })}\n`;
+    writeFileSync(log, line('before'));
+    // What the proxy's rotation does (logging/log-file.ts): .1 becomes .2, the log becomes .1, a new log is begun.
+    const rotate = (first: string) => {
+      if (existsSync(`${log}.1`)) renameSync(`${log}.1`, `${log}.2`);
+      renameSync(log, `${log}.1`);
+      writeFileSync(log, first);
+    };
+    const follower = spawn(process.execPath, [CLI, 'logs', '--follow', '--json', '-n', '1'], { env: cleanEnv(home), stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    follower.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    try {
+      await waitFor(() => output.includes('"before"'), 10_000, 20);
+      // All at once, far inside the follower's 200 ms between polls.
+      appendFileSync(log, line('old file, last line'));
+      rotate(line('in between, first line'));
+      appendFileSync(log, `${line('in between, second line')}in between, a last line with no newline`);
+      rotate(line('newest file'));
+      await waitFor(() => output.includes('"newest file"'), 10_000, 20);
+      await new Promise((resolve) => setTimeout(resolve, 500)); // a poll more: nothing is printed twice
+      assert.deepEqual(
+        output.trim().split('\n').map((text) => (text.startsWith('{') ? (JSON.parse(text) as { msg: string }).msg : text)),
+        ['before', 'old file, last line', 'in between, first line', 'in between, second line', 'in between, a last line with no newline', 'newest file'],
+      );
+    } finally {
+      follower.kill('SIGINT');
+    }
   });
 
   test('GET /v1/logs answers the same lines newest first, behind the proxy key (401 without, 403 for a member key), and names a bad query field in a 400', async () => {

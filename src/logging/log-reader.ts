@@ -153,15 +153,47 @@ export function parseSince(text: string, now = Date.now()): number | undefined {
   return /^\d{4}-\d{2}-\d{2}/.test(trimmed) && Number.isFinite(time) ? time : undefined;
 }
 
+/** Complete lines read from `fd` at `position` on, and where reading stopped; `partial` is a line begun before. */
+function readLinesFrom(fd: number, position: number, partial: Buffer): { lines: string[]; position: number; partial: Buffer } {
+  const lines: string[] = [];
+  const buffer = Buffer.alloc(CHUNK);
+  // Pieces of a line not yet ended, joined once its newline comes: a line longer than a chunk is not copied again per read.
+  let pieces = partial.length > 0 ? [partial] : [];
+  for (;;) {
+    const read = readSync(fd, buffer, 0, CHUNK, position);
+    if (read === 0) break;
+    position += read;
+    // Bytes, not text, until a newline: a read may end inside a character.
+    const data = buffer.subarray(0, read);
+    let start = 0;
+    for (let newline = data.indexOf(0x0a); newline >= 0; newline = data.indexOf(0x0a, start)) {
+      const line = Buffer.concat([...pieces, data.subarray(start, newline)]);
+      pieces = [];
+      if (line.length > 0) lines.push(line.toString('utf8'));
+      start = newline + 1;
+    }
+    if (start < read) pieces.push(Buffer.from(data.subarray(start)));
+  }
+  return { lines, position, partial: Buffer.concat(pieces) };
+}
+
+/** Every line of a file that is no longer written (a rotated one), its unended last line included. */
+function allLinesOf(fd: number, position: number, partial: Buffer): string[] {
+  const read = readLinesFrom(fd, position, partial);
+  return read.partial.length > 0 ? [...read.lines, read.partial.toString('utf8')] : read.lines;
+}
+
 /**
  * Reads the lines written to the log from now on (`start` bytes into the current file), following it
  * across rotation: when `metaclaw.log` is renamed to `.1` and a new one opened, the old file is read
- * to its end through the descriptor still open on it, then the new one from its start.
+ * to its end through the descriptor still open on it, then any file rotated after it (the log may
+ * rotate more than once between two polls: the one that was current in between is `.1` by then),
+ * then the new one from its start.
  */
 export class LogFollower {
   private fd: number | undefined;
   private position: number;
-  private partial = Buffer.alloc(0);
+  private partial: Buffer = Buffer.alloc(0);
 
   /** Where following starts in the current file: its size when the follower was made (0 when it did not exist). */
   readonly start: number;
@@ -182,12 +214,15 @@ export class LogFollower {
     const current = this.identity();
     const held = fstatSync(this.fd);
     if (current !== undefined && current.ino !== held.ino) {
-      // Rotated: what the old file still held is read above; its last line is complete by now.
-      if (this.partial.length > 0) lines.push(this.partial.toString('utf8'));
-      this.partial = Buffer.alloc(0);
+      // Rotated: the old file is read to its end again (lines may have come after the read above), and
+      // its last line is complete by now.
+      lines.push(...allLinesOf(this.fd, this.position, this.partial));
+      const next = this.open();
+      lines.push(...this.rotatedSince(held.ino, next === undefined ? undefined : fstatSync(next).ino));
       closeSync(this.fd);
-      this.fd = this.open();
+      this.fd = next;
       this.position = 0;
+      this.partial = Buffer.alloc(0);
       if (this.fd !== undefined) lines.push(...this.drain());
     } else if (current !== undefined && current.size < this.position) {
       // Cut short in place (someone emptied it): read it again from its start.
@@ -203,23 +238,40 @@ export class LogFollower {
     this.fd = undefined;
   }
 
-  private drain(): string[] {
-    const lines: string[] = [];
-    const buffer = Buffer.alloc(CHUNK);
-    for (;;) {
-      const read = readSync(this.fd!, buffer, 0, CHUNK, this.position);
-      if (read === 0) break;
-      this.position += read;
-      // Bytes, not text, until a newline: a read may end inside a character.
-      const data = Buffer.concat([this.partial, buffer.subarray(0, read)]);
-      let start = 0;
-      for (let newline = data.indexOf(0x0a); newline >= 0; newline = data.indexOf(0x0a, start)) {
-        if (newline > start) lines.push(data.toString('utf8', start, newline));
-        start = newline + 1;
+  /**
+   * The lines of the rotated files newer than the one held (inode `held`), oldest first: `.1`, `.2` …
+   * are opened newest first until the held one; when it is gone (dropped past log.max_files), every
+   * rotated file is newer. `current` (the file now followed) is skipped should it have rotated meanwhile.
+   */
+  private rotatedSince(held: number, current: number | undefined): string[] {
+    const newer: number[] = [];
+    try {
+      for (const file of logFilesNewestFirst(this.path).filter((file) => file !== this.path)) {
+        let fd: number;
+        try {
+          fd = openSync(file, 'r');
+        } catch {
+          continue;
+        }
+        const ino = fstatSync(fd).ino;
+        if (ino === held) {
+          closeSync(fd);
+          break;
+        }
+        if (ino === current) closeSync(fd);
+        else newer.push(fd);
       }
-      this.partial = Buffer.from(data.subarray(start));
+      return newer.reverse().flatMap((fd) => allLinesOf(fd, 0, Buffer.alloc(0)));
+    } finally {
+      for (const fd of newer) closeSync(fd);
     }
-    return lines;
+  }
+
+  private drain(): string[] {
+    const read = readLinesFrom(this.fd!, this.position, this.partial);
+    this.position = read.position;
+    this.partial = read.partial;
+    return read.lines;
   }
 
   private open(): number | undefined {
