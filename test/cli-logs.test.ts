@@ -232,4 +232,22 @@ describe('metaclaw logs and GET /v1/logs', () => {
     assert.match(read.stderr, /warning: .*config\.yaml/);
     assert.match(read.stdout, /ERROR: config did not load/);
   });
+  test('GET /v1/logs over a log holding a 30 MB line answers within seconds, and the proxy serves a model request meanwhile', async () => {
+    const { proxy } = scripted;
+    // A line far longer than the 64 KB the reader reads at a time (a stray dump, say), in two-byte characters.
+    appendFileSync(join(proxy.home, 'logs', 'metaclaw.log'), `${'é'.repeat(15_000_000)}\n`);
+    const started = Date.now();
+    const scan = fetch(`${proxy.url}/v1/logs?request=req_that_never_was`, { headers: { authorization: `Bearer ${KEY}` } }).then(async (answer) => {
+      assert.equal(answer.status, 200);
+      assert.deepEqual(((await answer.json()) as { data: unknown[] }).data, []);
+      return Date.now() - started;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const asked = Date.now();
+    await ask('while the log is read');
+    const served = Date.now() - asked;
+    const scanned = await scan;
+    assert.ok(served < 3_000, `a model request waited ${served} ms for the log scan`);
+    assert.ok(scanned < 5_000, `the scan took ${scanned} ms`);
+  });
 });
