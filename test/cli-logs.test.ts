@@ -222,6 +222,19 @@ describe('metaclaw logs and GET /v1/logs', () => {
     assert.equal(nothingMatches.code, 0);
     assert.match(nothingMatches.stderr, /No log lines of request req_that_never_was in /);
 
+    // A date alone means local midnight, like a date and time without a zone and like the times printed.
+    const tokyo = tempHome();
+    mkdirSync(join(tokyo, 'logs'));
+    writeFileSync(
+      join(tokyo, 'logs', 'metaclaw.log'),
+      ['2026-12-05T14:00:00.000Z', '2026-12-05T16:00:00.000Z'].map((time) => `${JSON.stringify({ level: 'info', time, msg: `at ${time}` })}\n`).join(''),
+    );
+    for (const since of ['2026-12-06', '2026-12-06T00:00']) {
+      const local = await runCli(['logs', '--since', since], { home: tokyo, env: { TZ: 'Asia/Tokyo' } });
+      assert.equal(local.code, 0, local.stderr);
+      assert.deepEqual(local.stdout.trim().split('\n'), ['[2026-12-06 01:00:00.000] INFO: at 2026-12-05T16:00:00.000Z'], `--since ${since} in Tokyo`);
+    }
+
     const broken = tempHome();
     writeFileSync(join(broken, 'config.yaml'), 'proxy: [unclosed\n');
     const logs = join(broken, 'logs');

@@ -144,13 +144,15 @@ export const SINCE_FORMS = 'expected a span back from now (30s, 10m, 2h, 1d) or 
 
 /**
  * A "since" as people write it: a span back from now ("30m", "2h", "1d") or a date and time
- * ("2026-12-06T10:00", "2026-12-06"); undefined when it is neither.
+ * ("2026-12-06T10:00", "2026-12-06"), local unless it names its zone; undefined when it is neither.
  */
 export function parseSince(text: string, now = Date.now()): number | undefined {
   const trimmed = text.trim();
   const span = SPAN.exec(trimmed);
   if (span) return now - Number(span[1]) * UNIT_MS[span[2] as keyof typeof UNIT_MS];
-  const time = Date.parse(trimmed);
+  // A date alone is its local midnight, as a date and time without a zone is local time: JavaScript
+  // reads "2026-12-06" as UTC, hours off from the local times `metaclaw logs` prints.
+  const time = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(trimmed) ? `${trimmed}T00:00` : trimmed);
   return /^\d{4}-\d{2}-\d{2}/.test(trimmed) && Number.isFinite(time) ? time : undefined;
 }
 
