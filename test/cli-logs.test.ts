@@ -150,7 +150,10 @@ describe('metaclaw logs and GET /v1/logs', () => {
       await waitFor(() => output.includes('"newest file"'), 10_000, 20);
       await new Promise((resolve) => setTimeout(resolve, 500)); // a poll more: nothing is printed twice
       assert.deepEqual(
-        output.trim().split('\n').map((text) => (text.startsWith('{') ? (JSON.parse(text) as { msg: string }).msg : text)),
+        output
+          .trim()
+          .split('\n')
+          .map((text) => (text.startsWith('{') ? (JSON.parse(text) as { msg: string }).msg : text)),
         ['before', 'old file, last line', 'in between, first line', 'in between, second line', 'in between, a last line with no newline', 'newest file'],
       );
     } finally {
