@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { CLI, cleanEnv, homeWithStarterSkills, startProxy, type ProxyHandle } from './support/proxy.js';
+import { ErrorCode, McpError, ResourceListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CLI, cleanEnv, homeWithStarterSkills, runCli, startProxy, tempHome, type ProxyHandle } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 type TextResult = { content: Array<{ type: string; text?: string }>; isError?: boolean };
@@ -127,3 +129,57 @@ describe('metaclaw mcp (Model Context Protocol over stdio)', () => {
     assert.notEqual(atCap.isError, true, textOf(atCap));
   });
 });
+
+describe('metaclaw mcp: the skill folder changing under a connected client', () => {
+  test('a skill added or removed on disk sends notifications/resources/list_changed, and the new list has it (or not)', async () => {
+    const home = tempHome();
+    const env = Object.fromEntries(Object.entries(cleanEnv(home)).filter((entry): entry is [string, string] => entry[1] !== undefined));
+    const client = new Client({ name: 'metaclaw-test', version: '1.0.0' });
+    let changes = 0;
+    client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
+      changes++;
+    });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp'], env, stderr: 'pipe' }));
+    try {
+      // The server says it tells of list changes: a client may cache the list until told.
+      assert.equal(client.getServerCapabilities()?.resources?.listChanged, true);
+      assert.deepEqual((await client.listResources()).resources, []);
+      const folder = join(home, 'skills', 'deploy-with-kamal');
+      mkdirSync(folder, { recursive: true });
+      writeFileSync(join(folder, 'SKILL.md'), '---\nname: deploy-with-kamal\ndescription: Use when deploying a web app with Kamal.\ncategory: devops\n---\n\n# Deploy with Kamal\n\nRun `kamal deploy`.\n');
+      await until(() => changes > 0, 'list_changed after a skill was added');
+      assert.deepEqual(
+        (await client.listResources()).resources.map((resource) => resource.uri),
+        ['skill://deploy-with-kamal'],
+      );
+      const seen = changes;
+      rmSync(folder, { recursive: true });
+      await until(() => changes > seen, 'list_changed after the skill was removed');
+      assert.deepEqual((await client.listResources()).resources, []);
+      await assert.rejects(client.readResource({ uri: 'skill://deploy-with-kamal' }), (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('metaclaw mcp with a team store configured', () => {
+  test('refuses in one line on stderr (nothing on stdout, no personal database made) instead of serving the personal store', async () => {
+    const home = tempHome();
+    const result = await runCli(['mcp'], { home, env: { METACLAW_DATABASE_URL: 'postgres://team:s3cret@127.0.0.1:1/metaclaw' } });
+    assert.equal(result.code, 1, result.stderr);
+    assert.equal(result.stdout, '');
+    assert.match(result.stderr, /team store/);
+    assert.match(result.stderr, /postgres:\/\/team:\*\*\*\*@127\.0\.0\.1:1\/metaclaw/, 'the URL with its password masked');
+    assert.doesNotMatch(result.stderr, /s3cret/);
+    assert.equal(existsSync(join(home, 'metaclaw.db')), false, 'the personal store is not created behind the team store');
+  });
+});
+
+async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

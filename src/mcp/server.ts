@@ -137,6 +137,9 @@ export function createMcpServer(stores: McpStores): McpServer {
       return { contents: [{ uri: uri.href, mimeType: 'text/markdown', text: skillText(skill) }] };
     },
   );
+  // The server announces resources.listChanged, so a client may keep the list until told: a skill
+  // added, edited (its description is in the list) or removed in the watched folder tells it.
+  skills.library.onChange(() => server.sendResourceListChanged());
   return server;
 }
 
