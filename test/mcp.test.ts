@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ErrorCode, McpError, ResourceListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -173,6 +174,49 @@ describe('metaclaw mcp with a team store configured', () => {
     assert.match(result.stderr, /postgres:\/\/team:\*\*\*\*@127\.0\.0\.1:1\/metaclaw/, 'the URL with its password masked');
     assert.doesNotMatch(result.stderr, /s3cret/);
     assert.equal(existsSync(join(home, 'metaclaw.db')), false, 'the personal store is not created behind the team store');
+  });
+});
+
+describe('metaclaw mcp: several servers starting at once on a new home', () => {
+  // Each editor session starts its own server: on a first run (or after an upgrade) they all find the schema to migrate.
+  test('every one connects and serves: a migration another process applied meanwhile is not run twice', async () => {
+    const home = tempHome();
+    const env = Object.fromEntries(Object.entries(cleanEnv(home)).filter((entry): entry is [string, string] => entry[1] !== undefined));
+    // The empty database's write lock is held while the servers start, so they all read schema
+    // version 0 and then queue for the lock: the race of processes started together, every time.
+    const holder = new Database(join(home, 'metaclaw.db'));
+    holder.pragma('journal_mode = WAL');
+    holder.exec('BEGIN IMMEDIATE');
+    const clients = Array.from({ length: 4 }, () => new Client({ name: 'metaclaw-test', version: '1.0.0' }));
+    const stderr: string[] = [];
+    try {
+      const connecting = Promise.allSettled(
+        clients.map((client) => {
+          const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp'], env, stderr: 'pipe' });
+          transport.stderr?.on('data', (chunk: Buffer) => stderr.push(String(chunk)));
+          return client.connect(transport);
+        }),
+      );
+      // Within the servers' 5 s busy timeout.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      holder.exec('COMMIT');
+      const connected = await connecting;
+      assert.deepEqual(
+        connected.map((outcome) => outcome.status),
+        clients.map(() => 'fulfilled'),
+        stderr.join(''),
+      );
+      const added = await Promise.all(
+        clients.map((client, index) => client.callTool({ name: 'memory_add', arguments: { content: `Server ${index} was here.` } })),
+      );
+      for (const result of added) assert.notEqual((result as TextResult).isError, true, textOf(result));
+      const found = JSON.parse(textOf(await clients[0]!.callTool({ name: 'memory_search', arguments: { query: 'server here', limit: 50 } }))) as unknown[];
+      assert.equal(found.length, clients.length);
+    } finally {
+      if (holder.inTransaction) holder.exec('ROLLBACK');
+      holder.close();
+      await Promise.all(clients.map((client) => client.close()));
+    }
   });
 });
 
