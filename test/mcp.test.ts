@@ -110,13 +110,17 @@ describe('metaclaw mcp (Model Context Protocol over stdio)', () => {
   test('bad arguments are refused with the reason, and nothing is written', async () => {
     const before = await (await fetch(`${proxy.url}/v1/memory/stats`)).json();
     const refused = async (name: string, args: Record<string, unknown>) => {
+      let result: TextResult;
       try {
-        const result = (await client.callTool({ name, arguments: args })) as TextResult;
-        assert.equal(result.isError, true, `${name} ${JSON.stringify(args)}`);
-        return textOf(result);
+        result = (await client.callTool({ name, arguments: args })) as TextResult;
       } catch (error) {
-        return (error as Error).message;
+        // A protocol error (an unknown tool) is a refusal too; anything else is the test's failure.
+        if (!(error instanceof McpError)) throw error;
+        return error.message;
       }
+      // Outside the try: a call that succeeded must fail the test, not pass as a refusal whose text names the argument.
+      assert.equal(result.isError, true, `${name} ${JSON.stringify(args)} was accepted: ${textOf(result)}`);
+      return textOf(result);
     };
     assert.match(await refused('memory_search', {}), /query/);
     assert.match(await refused('memory_add', { content: 'x', type: 'gossip' }), /type/);
@@ -124,6 +128,7 @@ describe('metaclaw mcp (Model Context Protocol over stdio)', () => {
     assert.match(await refused('memory_search', { query: 'x', limit: 500 }), /limit/);
     // A scope is capped as over HTTP (256 characters): one longer is refused, one at the cap is a scope like any other.
     assert.match(await refused('memory_add', { content: 'x', scope: 's'.repeat(257) }), /scope/);
+    assert.match(await refused('memory_add', { content: 'x', scope: '   ' }), /scope/);
     assert.match(await refused('no_such_tool', {}), /no_such_tool/);
     assert.deepEqual(await (await fetch(`${proxy.url}/v1/memory/stats`)).json(), before);
     const atCap = (await client.callTool({ name: 'memory_search', arguments: { query: 'x', scope: 's'.repeat(256) } })) as TextResult;
@@ -147,7 +152,10 @@ describe('metaclaw mcp: the skill folder changing under a connected client', () 
       assert.deepEqual((await client.listResources()).resources, []);
       const folder = join(home, 'skills', 'deploy-with-kamal');
       mkdirSync(folder, { recursive: true });
-      writeFileSync(join(folder, 'SKILL.md'), '---\nname: deploy-with-kamal\ndescription: Use when deploying a web app with Kamal.\ncategory: devops\n---\n\n# Deploy with Kamal\n\nRun `kamal deploy`.\n');
+      writeFileSync(
+        join(folder, 'SKILL.md'),
+        '---\nname: deploy-with-kamal\ndescription: Use when deploying a web app with Kamal.\ncategory: devops\n---\n\n# Deploy with Kamal\n\nRun `kamal deploy`.\n',
+      );
       await until(() => changes > 0, 'list_changed after a skill was added');
       assert.deepEqual(
         (await client.listResources()).resources.map((resource) => resource.uri),
@@ -157,7 +165,10 @@ describe('metaclaw mcp: the skill folder changing under a connected client', () 
       rmSync(folder, { recursive: true });
       await until(() => changes > seen, 'list_changed after the skill was removed');
       assert.deepEqual((await client.listResources()).resources, []);
-      await assert.rejects(client.readResource({ uri: 'skill://deploy-with-kamal' }), (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams);
+      await assert.rejects(
+        client.readResource({ uri: 'skill://deploy-with-kamal' }),
+        (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams,
+      );
     } finally {
       await client.close();
     }
