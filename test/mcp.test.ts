@@ -165,10 +165,11 @@ describe('metaclaw mcp: the skill folder changing under a connected client', () 
       rmSync(folder, { recursive: true });
       await until(() => changes > seen, 'list_changed after the skill was removed');
       assert.deepEqual((await client.listResources()).resources, []);
-      await assert.rejects(
-        client.readResource({ uri: 'skill://deploy-with-kamal' }),
-        (error: unknown) => error instanceof McpError && error.code === ErrorCode.InvalidParams,
-      );
+      await assert.rejects(client.readResource({ uri: 'skill://deploy-with-kamal' }), (error: unknown) => {
+        assert.ok(error instanceof McpError, String(error));
+        assert.equal(error.code, ErrorCode.InvalidParams);
+        return true;
+      });
     } finally {
       await client.close();
     }
