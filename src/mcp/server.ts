@@ -29,7 +29,14 @@ export function createMcpServer(stores: McpStores): McpServer {
   const { memory, skills, defaultScope } = stores;
   const server = new McpServer({ name: 'metaclaw', version: VERSION });
   // The same cap as a scope named over HTTP or in the scope headers.
-  const scope = z.string().min(1).max(MAX_SESSION_ID_LENGTH).optional().describe(`memory scope (default: ${defaultScope})`);
+  // Blank is no name either (as `--scope` in the CLI): header-named scopes are trimmed, so no request could reach it.
+  const scope = z
+    .string()
+    .min(1)
+    .max(MAX_SESSION_ID_LENGTH)
+    .refine((value) => value.trim() !== '', 'must name a scope (it is blank)')
+    .optional()
+    .describe(`memory scope (default: ${defaultScope})`);
 
   server.registerTool(
     'memory_search',
@@ -137,6 +144,9 @@ export function createMcpServer(stores: McpStores): McpServer {
       return { contents: [{ uri: uri.href, mimeType: 'text/markdown', text: skillText(skill) }] };
     },
   );
+  // The server announces resources.listChanged, so a client may keep the list until told: a skill
+  // added, edited (its description is in the list) or removed in the watched folder tells it.
+  skills.library.onChange(() => server.sendResourceListChanged());
   return server;
 }
 

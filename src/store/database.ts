@@ -90,14 +90,17 @@ function refuseNewerSchema(db: Db, migrations: readonly Migration[], what: strin
 
 export function migrate(db: Db, migrations: readonly Migration[], what = 'The database'): void {
   refuseNewerSchema(db, migrations, what);
-  const current = schemaVersion(db);
   for (const migration of migrations) {
-    if (migration.version <= current) continue;
+    if (migration.version <= schemaVersion(db)) continue;
+    // Several processes may open one database at once (the proxy and an MCP server per editor
+    // session, on a first run or after an upgrade). The write lock is taken first and the version
+    // read again under it: a migration another process applied meanwhile is not run twice.
     db.transaction(() => {
+      if (migration.version <= schemaVersion(db)) return;
       // A migration that only changes PostgreSQL (the team store) still moves the version on.
       if (migration.sql.trim() !== '') db.exec(migration.sql);
       db.pragma(`user_version = ${migration.version}`);
-    })();
+    }).immediate();
   }
 }
 
