@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { browserMissing, screenshot, withPage } from './support/browser.js';
 import { askRecorded, startDashboardProxy, type DashboardProxy } from './support/dashboard.js';
+import { logLineWith } from './support/log.js';
 import { errorReply } from './support/upstream.js';
 
 const skip = browserMissing();
@@ -26,6 +27,9 @@ describe('dashboard: the log page', { skip }, () => {
       .catch((error: unknown) => error);
     failedId = (failure as InstanceType<typeof OpenAI.APIError>).headers!.get('x-metaclaw-request-id')!;
     assert.ok(failedId);
+    // Each request's last line is logged once the proxy is idle after answering, and the file is
+    // written every half second: the pages below load once, so the lines must be there first.
+    for (const id of [turnId, failedId]) await logLineWith(dashboard.proxy.home, id, (line) => line['msg'] === 'request finished');
   });
   after(() => dashboard?.close());
 
