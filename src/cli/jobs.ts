@@ -17,7 +17,7 @@ import { JobQueue } from '../learning/index.js';
 import { openDatabase } from '../store/index.js';
 import type { JobQueueStore } from '../store/ports.js';
 import { CliExit, loadCliConfig, print } from './context.js';
-import { withPool } from './store.js';
+import { CLI_INSTANCE, withPool } from './store.js';
 
 interface JobsOptions {
   config?: string;
@@ -34,9 +34,6 @@ interface ActOptions extends JobsOptions {
   allDead?: boolean;
   kind?: string;
 }
-
-/** This CLI's name in the queue (the queue only writes it on leases, which the CLI never takes). */
-const CLI_INSTANCE = 'metaclaw-cli';
 
 /**
  * `metaclaw jobs …`: the learning queue read and changed in the store itself (SQLite, or the team's

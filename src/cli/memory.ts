@@ -2,15 +2,15 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { progress } from '@clack/prompts';
 import type { Command } from 'commander';
-import { PRIVATE_FILE_MODE } from '../config/index.js';
+import { maskDatabaseUrl, PRIVATE_FILE_MODE, type LoadedConfig } from '../config/index.js';
 import { ConversationStore, MAX_SESSION_ID_LENGTH } from '../conversation/index.js';
 import { JobQueue } from '../learning/index.js';
 import { silentLogger } from '../logging/index.js';
 import {
   DEFAULT_MEMORY_TYPE,
-  exportMemory,
-  importLines,
-  importPythonRows,
+  personalMemoryApi,
+  pythonImportLines,
+  pythonImportReport,
   readPythonStore,
   sqliteFileKind,
   rememberPythonImport,
@@ -20,6 +20,7 @@ import {
   MemoryService,
   presentMemory,
   type IngestTurn,
+  type MemoryApi,
   type MemoryImportReport,
   type MemoryType,
   type MemoryUnit,
@@ -28,6 +29,7 @@ import { memorySettings } from '../runtime/settings.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, errorText, loadCliConfig, numberArgument, print, readUserFile } from './context.js';
+import { CLI_INSTANCE, withPool } from './store.js';
 import { terminalText } from './terminal-text.js';
 
 /** As the HTTP API takes it: a unit's importance is 0..1 (a 5 is refused there, not clamped). */
@@ -57,7 +59,10 @@ export interface OpenMemory {
 
 /** The memory service on the install's database, as the proxy builds it (without embeddings). */
 export function openMemory(options: MemoryOptions): OpenMemory {
-  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  return openPersonalMemory(loadCliConfig(options.config ? { config: options.config } : {}));
+}
+
+function openPersonalMemory(config: LoadedConfig): OpenMemory {
   const db = openDatabase(config.paths.database);
   const settings = { ...memorySettings(config), embedding: { apiBase: '', apiKey: '', model: '' } };
   const memory = new MemoryService({ db, logger: silentLogger(), settings, conversation: new ConversationStore(db) });
@@ -66,34 +71,102 @@ export function openMemory(options: MemoryOptions): OpenMemory {
   return { memory, db, defaultScope: config.values['memory.scope'], databasePath: config.paths.database, queue, close: () => db.close() };
 }
 
-function withMemory<T extends MemoryOptions>(action: (opened: OpenMemory, options: T) => void | Promise<void>): (options: T) => Promise<void> {
+/**
+ * Where `metaclaw memory` works: the store the proxy serves from. That is the team store when
+ * store.url (or METACLAW_DATABASE_URL) is set, where every node reads (and a change reaches them at
+ * once), else the install's own database.
+ */
+interface MemoryTarget {
+  api: MemoryApi;
+  defaultScope: string;
+  /** The install's own database file; undefined on a team store. */
+  databasePath?: string;
+  /** The team store's address, password masked; undefined on the install's own database. */
+  teamUrl?: string;
+  /** Rows of each of `memory stats`' tables, in the store served from. */
+  tables: () => Promise<Array<{ table: string; rows: number }>>;
+  /** Notes in this install's database that MetaClaw's store with this fingerprint was imported (`doctor` reads it there). */
+  rememberPythonImport: (fingerprint: string, path: string, report: MemoryImportReport) => void;
+  /** Where a forgotten memory is gone from, for the user. */
+  place: string;
+}
+
+/** The tables whose rows `memory stats` counts. */
+const STATS_TABLES = ['sessions', 'turns', 'turn_payloads', 'payload_segments', 'jobs', 'memory_units', 'skill_usage', 'skill_versions', 'turn_outcomes'];
+
+async function withTarget(options: MemoryOptions, action: (target: MemoryTarget) => void | Promise<void>): Promise<void> {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const defaultScope = config.values['memory.scope'];
+  const url = config.values['store.url'];
+  if (url)
+    return withPool(url, async (postgres, pool) => {
+      const queue = new postgres.PgJobQueue(pool, CLI_INSTANCE, config.values['learning.max_attempts']);
+      const api = new postgres.PgMemoryApi(pool, silentLogger(), { queue, settings: memorySettings(config) });
+      try {
+        await action({
+          api,
+          defaultScope,
+          teamUrl: maskDatabaseUrl(url),
+          tables: async () => {
+            const counts = (await postgres.readPostgresStatus(pool)).tables;
+            return STATS_TABLES.map((table) => ({ table, rows: counts[table] ?? 0 }));
+          },
+          rememberPythonImport: (fingerprint, path, report) => {
+            const db = openDatabase(config.paths.database);
+            try {
+              rememberPythonImport(db, fingerprint, path, report);
+            } finally {
+              db.close();
+            }
+          },
+          place: 'the team store',
+        });
+      } finally {
+        api.close();
+      }
+    });
+  const opened = openPersonalMemory(config);
+  const { memory, db, databasePath } = opened;
+  try {
+    await action({
+      api: personalMemoryApi(memory),
+      defaultScope,
+      databasePath,
+      tables: async () =>
+        STATS_TABLES.map((table) => ({ table, rows: (db.prepare(`SELECT COUNT(*) AS count FROM ${table}`).get() as { count: number }).count })),
+      rememberPythonImport: (fingerprint, path, report) => rememberPythonImport(db, fingerprint, path, report),
+      place: 'the database file',
+    });
+  } finally {
+    opened.close();
+  }
+}
+
+function withMemory<T extends MemoryOptions>(action: (target: MemoryTarget, options: T) => void | Promise<void>): (options: T) => Promise<void> {
   return async (options) => {
     // As over HTTP (and as memory.scope): a scope has a name; "" stored units no route could reach.
     if (options.scope !== undefined && options.scope.trim() === '') throw new CliExit('--scope: must name a scope (it is empty).');
     // As over HTTP: a scope no header or body could name would be stored where no route reaches it.
     if (options.scope !== undefined && options.scope.length > MAX_SESSION_ID_LENGTH)
       throw new CliExit(`--scope: is ${options.scope.length} characters long; MetaClaw accepts at most ${MAX_SESSION_ID_LENGTH}.`);
-    const opened = openMemory(options);
     try {
-      await action(opened, options);
+      await withTarget(options, (target) => action(target, options));
     } catch (error) {
       if (error instanceof CliExit) throw error;
       throw new CliExit(errorText(error));
-    } finally {
-      opened.close();
     }
   };
 }
 
 /**
  * The unit with this id, for show, edit, pin, unpin and forget. Without --scope the id reaches any
- * scope (the CLI is the owner's, on the database file); with it, the unit must be in that scope, as
+ * scope (the CLI is the owner's, on the store itself); with it, the unit must be in that scope, as
  * every other memory command keeps to the scope it is given: `--scope user:bob` on alice's unit is a
  * mistake to report, not a change to make in her scope. Another scope's unit is named, since whoever
  * runs the CLI can read every scope anyway.
  */
-function unitIn(service: MemoryService, id: string, scope: string | undefined): MemoryUnit {
-  const unit = service.store.get(id);
+async function unitIn(api: MemoryApi, id: string, scope: string | undefined): Promise<MemoryUnit> {
+  const unit = await api.get(id);
   if (scope !== undefined && unit && unit.scope !== scope)
     throw new CliExit(`No memory ${id} in scope "${scope}" (it is in scope "${unit.scope}"; leave out --scope, or give that one, to reach it).`);
   if (!unit) throw new CliExit(scope === undefined ? `No memory ${id}.` : `No memory ${id} in scope "${scope}".`);
@@ -118,9 +191,9 @@ export function registerMemoryCommands(program: Command): void {
       .option('--type <types>', 'only these types (comma-separated)')
       .option('--all', 'include superseded units'),
   ).action((query: string, options: MemoryOptions & { limit: string; type?: string; all?: boolean }) =>
-    withMemory<MemoryOptions>(async ({ memory: service, defaultScope }) => {
+    withMemory<MemoryOptions>(async ({ api, defaultScope }) => {
       const types = options.type ? options.type.split(',').map((type) => memoryType(type.trim())) : undefined;
-      const hits = await service.search({
+      const hits = await api.search({
         scope: options.scope ?? defaultScope,
         query,
         limit: numberArgument(options.limit, '--limit', { min: 1, max: 100 }),
@@ -150,8 +223,8 @@ export function registerMemoryCommands(program: Command): void {
       .option('--pin', 'keep it first and never decay it')
       .option('--importance <value>', '0..1', '0.8'),
   ).action((content: string, options: MemoryOptions & { type: string; core?: boolean; pin?: boolean; importance: string }) =>
-    withMemory<MemoryOptions>(({ memory: service, defaultScope }) => {
-      const unit = service.add({
+    withMemory<MemoryOptions>(async ({ api, defaultScope }) => {
+      const unit = await api.add({
         scope: options.scope ?? defaultScope,
         type: memoryType(options.type),
         content: checkedContent(content, 'content'),
@@ -167,8 +240,8 @@ export function registerMemoryCommands(program: Command): void {
   );
 
   common(memory.command('show').description('one memory').argument('<id>')).action((id: string, options: MemoryOptions) =>
-    withMemory<MemoryOptions>(({ memory: service }) => {
-      const unit = unitIn(service, id, options.scope);
+    withMemory<MemoryOptions>(async ({ api }) => {
+      const unit = await unitIn(api, id, options.scope);
       if (options.json) return print(JSON.stringify(presentMemory(unit), null, 2));
       // Lists cut each unit to one line; here the user asked for this one, so all of it.
       print(line(unit, undefined, { content: false }));
@@ -195,14 +268,14 @@ export function registerMemoryCommands(program: Command): void {
       .option('--pin', 'keep it first in its block and out of decay')
       .option('--unpin', 'unpin it'),
   ).action((id: string, options: MemoryOptions & { content?: string; type?: string; importance?: string; core?: boolean; pin?: boolean; unpin?: boolean }) =>
-    withMemory<MemoryOptions>(({ memory: service }) => {
+    withMemory<MemoryOptions>(async ({ api }) => {
       if (options.pin && options.unpin) throw new CliExit('--pin or --unpin, not both.');
       const changes = [options.content, options.type, options.importance, options.core, options.pin, options.unpin];
       // As PATCH /v1/memory/{id}: an edit that names no change is a mistake to report, not "Updated".
       if (changes.every((change) => change === undefined))
         throw new CliExit('nothing to change: give --content, --type, --importance, --core / --no-core, --pin or --unpin.');
-      unitIn(service, id, options.scope);
-      const updated = service.update(id, {
+      await unitIn(api, id, options.scope);
+      const updated = await api.update(id, {
         ...(options.content !== undefined ? { content: checkedContent(options.content, '--content') } : {}),
         ...(options.type !== undefined ? { type: memoryType(options.type) } : {}),
         ...(options.importance !== undefined ? { importance: numberArgument(options.importance, '--importance', IMPORTANCE) } : {}),
@@ -225,9 +298,9 @@ export function registerMemoryCommands(program: Command): void {
         .description(pinned ? 'keep a memory first in its block and out of decay' : 'unpin a memory')
         .argument('<id>'),
     ).action((id: string, options: MemoryOptions) =>
-      withMemory<MemoryOptions>(({ memory: service }) => {
-        unitIn(service, id, options.scope);
-        const updated = service.update(id, { pinned });
+      withMemory<MemoryOptions>(async ({ api }) => {
+        await unitIn(api, id, options.scope);
+        const updated = await api.update(id, { pinned });
         if (!updated) throw new CliExit(`No memory ${id}.`);
         print(`${pinned ? 'Pinned' : 'Unpinned'} ${id}.`);
       })(options),
@@ -235,8 +308,8 @@ export function registerMemoryCommands(program: Command): void {
   }
 
   common(memory.command('core').description("the scope's standing instructions, as injected on every main turn")).action(
-    withMemory<MemoryOptions>(({ memory: service, defaultScope }, options) => {
-      const units = service.store.coreUnits(options.scope ?? defaultScope);
+    withMemory<MemoryOptions>(async ({ api, defaultScope }, options) => {
+      const units = await api.core(options.scope ?? defaultScope);
       if (options.json) return print(JSON.stringify(units.map(presentMemory), null, 2));
       if (units.length === 0) return print('No standing instructions.');
       for (const unit of units) print(line(unit));
@@ -245,31 +318,28 @@ export function registerMemoryCommands(program: Command): void {
 
   common(memory.command('forget').description('delete a memory for good (also from the turns it came from)').argument('<id>')).action(
     (id: string, options: MemoryOptions) =>
-      withMemory<MemoryOptions>(({ memory: service }) => {
-        unitIn(service, id, options.scope);
-        const removed = service.forget(id);
+      withMemory<MemoryOptions>(async ({ api, place }) => {
+        await unitIn(api, id, options.scope);
+        const removed = await api.forget(id);
         if (!removed) throw new CliExit(`No memory ${id}.`);
-        print(`Forgot ${id}: "${removed.content.slice(0, 80)}". It is gone from the database file.`);
+        print(`Forgot ${id}: "${removed.content.slice(0, 80)}". It is gone from ${place}.`);
       })(options),
   );
 
   common(memory.command('forget-scope').description('delete every memory of a scope').argument('<scope>').option('--yes', 'do not ask')).action(
     (scope: string, options: MemoryOptions & { yes?: boolean }) =>
-      withMemory<MemoryOptions>(({ memory: service }) => {
+      withMemory<MemoryOptions>(async ({ api }) => {
         if (!options.yes) throw new CliExit(`This deletes every memory in scope "${scope}". Re-run with --yes to confirm.`);
-        print(`Forgot ${service.forgetScope(scope)} memories of scope ${scope}.`);
+        print(`Forgot ${await api.forgetScope(scope)} memories of scope ${scope}.`);
       })(options),
   );
 
   common(memory.command('stats').description('units per scope and type, and the size of every table and log')).action(
-    withMemory<MemoryOptions>(({ memory: service, db, databasePath }, options) => {
-      const scopes = options.scope ? [options.scope] : service.store.scopes();
-      const stats = scopes.map((scope) => service.store.stats(scope));
-      const tables = ['sessions', 'turns', 'turn_payloads', 'payload_segments', 'jobs', 'memory_units', 'skill_usage', 'skill_versions', 'turn_outcomes'].map(
-        (table) => ({ table, rows: (db.prepare(`SELECT COUNT(*) AS count FROM ${table}`).get() as { count: number }).count }),
-      );
-      const files = [databasePath, `${databasePath}-wal`].map((path) => ({ path, bytes: existsSync(path) ? statSync(path).size : 0 }));
-      if (options.json) return print(JSON.stringify({ scopes: stats, tables, files }, null, 2));
+    withMemory<MemoryOptions>(async ({ api, databasePath, teamUrl, tables: tableRows }, options) => {
+      const stats = options.scope ? [await api.stats(options.scope)] : (await api.allStats()).scopes;
+      const tables = await tableRows();
+      const files = databasePath ? [databasePath, `${databasePath}-wal`].map((path) => ({ path, bytes: existsSync(path) ? statSync(path).size : 0 })) : [];
+      if (options.json) return print(JSON.stringify({ scopes: stats, tables, ...(teamUrl ? { store: teamUrl } : { files }) }, null, 2));
       for (const scope of stats) {
         print(
           `scope ${scope.scope}: ${scope.active} active (${scope.core} standing instruction${scope.core === 1 ? '' : 's'}), ${scope.superseded} superseded`,
@@ -280,14 +350,16 @@ export function registerMemoryCommands(program: Command): void {
       if (stats.length === 0) print('No memories yet.');
       print('');
       print(`tables: ${tables.map((table) => `${table.table} ${table.rows}`).join(', ')}`);
-      print(`files: ${files.map((file) => `${file.path} ${(file.bytes / 1024).toFixed(0)} KiB`).join(', ')}`);
+      if (teamUrl) print(`store: ${teamUrl} (the team store, PostgreSQL)`);
+      else print(`files: ${files.map((file) => `${file.path} ${(file.bytes / 1024).toFixed(0)} KiB`).join(', ')}`);
     }),
   );
 
   common(memory.command('export').description('write memories as JSONL (stdout, or --output FILE)').option('-o, --output <file>')).action(
-    withMemory<MemoryOptions & { output?: string }>(({ memory: service }, options) => {
-      const { text, count } = exportMemory(service, options.scope);
+    withMemory<MemoryOptions & { output?: string }>(async ({ api }, options) => {
+      const text = await api.export(options.scope);
       if (options.output) {
+        const count = text === '' ? 0 : text.split('\n').length - 1;
         // A new file, renamed over the old one: its mode is 0600 whatever the file it replaces had.
         writeFileAtomic(options.output, text, { mode: PRIVATE_FILE_MODE });
         print(`Exported ${count} memories to ${options.output}.`);
@@ -298,18 +370,18 @@ export function registerMemoryCommands(program: Command): void {
   common(
     memory.command('import').description("read memories from a JSONL file (what export writes) or from the Python MetaClaw's memory.db").argument('<file>'),
   ).action((file: string, options: MemoryOptions) =>
-    withMemory<MemoryOptions>(({ memory: service, db, defaultScope }) => {
-      const scope = options.scope ?? defaultScope;
+    withMemory<MemoryOptions>(async (target) => {
+      const scope = options.scope ?? target.defaultScope;
       const kind = sqliteFileKind(file);
       // Read as JSONL, the log's pages were reported line by line as 'not JSON', and the command succeeded.
       if (kind === 'wal')
         throw new CliExit(
           `${file} is a SQLite write-ahead log, not a database: import the database file beside it${file.endsWith('-wal') ? ` (${file.slice(0, -'-wal'.length)})` : ''}, which is read with its log; nothing was imported.`,
         );
-      if (kind === 'database') return importPythonStore(service, db, file, scope, options.json === true);
+      if (kind === 'database') return importPythonStore(target, file, scope, options.json === true);
       const lines = readUserFile(file).split('\n');
-      const report = withProgress(lines.length, 'lines', (start, end) => {
-        const chunk = importLines(service, lines.slice(start, end), scope);
+      const report = await withProgress(lines.length, 'lines', async (start, end) => {
+        const chunk = await target.api.import(lines.slice(start, end), scope);
         return { imported: chunk.imported, skipped: chunk.skipped.map((item) => ({ line: item.line + start, reason: item.reason })) };
       });
       if (options.json) return print(JSON.stringify(report, null, 2));
@@ -325,16 +397,16 @@ export function registerMemoryCommands(program: Command): void {
       .argument('<file>')
       .option('--session <id>', 'session id (default: a new one, ingest-<time>)'),
   ).action((file: string, options: MemoryOptions & { session?: string }) =>
-    withMemory<MemoryOptions>(async ({ memory: service, defaultScope }) => {
+    withMemory<MemoryOptions>(async ({ api, defaultScope, teamUrl }) => {
       // Made when the command runs: a default given to commander would be the time `--help` ran.
       const session = options.session ?? `ingest-${Date.now()}`;
       if (session.trim() === '') throw new CliExit('--session: must not be empty.');
       const turns = readTurns(file);
       if (turns.length === 0) throw new CliExit(`${file} holds no turns: nothing to store.`);
-      const result = await service.ingest(options.scope ?? defaultScope, session, turns);
+      const result = await api.ingest(options.scope ?? defaultScope, session, turns);
       if (options.json) return print(JSON.stringify(result, null, 2));
       print(
-        `Stored ${result.stored.length} turn${result.stored.length === 1 ? '' : 's'} of session ${session}${result.extraction_job ? `; extraction queued (job ${result.extraction_job}, runs in the proxy)` : ''}.`,
+        `Stored ${result.stored.length} turn${result.stored.length === 1 ? '' : 's'} of session ${session}${result.extraction_job ? `; extraction queued (job ${result.extraction_job}, runs in ${teamUrl ? 'a node of the team' : 'the proxy'})` : ''}.`,
       );
     })(options),
   );
@@ -345,10 +417,13 @@ export function registerMemoryCommands(program: Command): void {
  * written), imported as JSONL lines are, and remembered in this install's database by what the
  * store holds, so `doctor` stops offering it.
  */
-function importPythonStore(service: MemoryService, db: Db, file: string, scope: string, json: boolean): void {
+async function importPythonStore(target: MemoryTarget, file: string, scope: string, json: boolean): Promise<void> {
   const store = readPythonStore(file);
-  const report = withProgress(store.rows.length, 'memories', (start, end) => importPythonRows(service, store.rows.slice(start, end), scope, start + 1));
-  rememberPythonImport(db, store.fingerprint, resolve(file), report);
+  const report = await withProgress(store.rows.length, 'memories', async (start, end) => {
+    const converted = pythonImportLines(store.rows.slice(start, end), scope, start + 1);
+    return pythonImportReport(converted, await target.api.import(converted.lines, scope));
+  });
+  target.rememberPythonImport(store.fingerprint, resolve(file), report);
   if (json) return print(JSON.stringify({ ...report, source: { path: resolve(file), schema_version: store.version } }, null, 2));
   print(
     `Imported ${report.imported} memor${report.imported === 1 ? 'y' : 'ies'} from MetaClaw's store ${file} (schema version ${store.version}); skipped ${report.skipped.length}.`,
@@ -358,12 +433,12 @@ function importPythonStore(service: MemoryService, db: Db, file: string, scope: 
 }
 
 /** Runs an import a hundred items at a time, with a progress bar on a terminal when there are many. */
-function withProgress(count: number, what: string, slice: (start: number, end: number) => MemoryImportReport): MemoryImportReport {
+async function withProgress(count: number, what: string, slice: (start: number, end: number) => Promise<MemoryImportReport>): Promise<MemoryImportReport> {
   const bar = count > 200 && process.stderr.isTTY ? progress({ max: count, output: process.stderr }) : undefined;
   bar?.start(`Importing ${count} ${what}`);
   const report: MemoryImportReport = { imported: 0, skipped: [] };
   for (let start = 0; start < count; start += 100) {
-    const chunk = slice(start, Math.min(count, start + 100));
+    const chunk = await slice(start, Math.min(count, start + 100));
     report.imported += chunk.imported;
     report.skipped.push(...chunk.skipped);
     bar?.advance(Math.min(100, count - start));

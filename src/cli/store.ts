@@ -56,6 +56,9 @@ function requireUrl(config: LoadedConfig): string {
   return url;
 }
 
+/** The CLI's name in the team queue (the queue only writes it on leases, which the CLI never takes). */
+export const CLI_INSTANCE = 'metaclaw-cli';
+
 /** Runs `work` on a pool for `url`; any failure becomes one line (password masked) and exit code 1. */
 export async function withPool<T>(url: string, work: (postgres: Postgres, pool: import('pg').Pool) => Promise<T>): Promise<T> {
   const postgres = await import('../store/postgres/index.js');

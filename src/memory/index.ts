@@ -36,4 +36,14 @@ export {
   type MemoryImportReport,
 } from './transfer.js';
 export { sqliteFileKind, readPythonStore, PythonStoreError, PYTHON_STORE_VERSION, type PythonStore } from './python-store.js';
-export { importPythonRows, livePythonRows, pythonImportOf, pythonStorePath, rememberPythonImport, type RememberedImport } from './python-import.js';
+export {
+  livePythonRows,
+  pythonImportLines,
+  pythonImportReport,
+  pythonImportOf,
+  pythonStorePath,
+  rememberPythonImport,
+  type PythonImportLines,
+  type RememberedImport,
+} from './python-import.js';
+export { personalMemoryApi, type MemoryApi } from './api.js';

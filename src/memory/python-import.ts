@@ -2,13 +2,12 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { resolveConfiguredPath } from '../config/index.js';
 import { StateStore, type Db } from '../store/index.js';
-import type { MemoryService } from './service.js';
-import { checkImportItem, importItem, type MemoryImportReport } from './transfer.js';
+import type { MemoryImportReport } from './transfer.js';
 import type { PythonMemoryRow, PythonStore } from './python-store.js';
 
 /**
  * Brings the memories of the original Python MetaClaw's store (read by python-store.ts) into this
- * install: each row becomes an import item and goes through the same `importItem` as a JSONL line.
+ * install: each row becomes an import line and goes through the same import as a JSONL export.
  */
 
 /** MetaClaw calls a memory pinned when its importance is at least this (its `pin_memory` sets 0.99). */
@@ -68,21 +67,43 @@ function rowValue(row: PythonMemoryRow, defaultScope: string, now: number): { va
   };
 }
 
+/** Rows of MetaClaw's store as import lines, and the rows that are not brought in (with why). */
+export interface PythonImportLines {
+  /** One JSONL line a row to import, read by `importLines` (either engine's) as an exported line is. */
+  lines: string[];
+  /** The row each line came from: its place in the store (from 1) and its memory id. */
+  rows: Array<{ line: number; id: string }>;
+  skipped: MemoryImportReport['skipped'];
+}
+
 /**
- * Imports rows of MetaClaw's store; `first` is the number of the first row (from 1), so a caller
- * importing in slices reports each row by its place in the store.
+ * Rows of MetaClaw's store as import lines; `first` is the number of the first row (from 1), so a
+ * caller importing in slices reports each row by its place in the store. The lines go through the
+ * same import as a JSONL export, so both engines import them, and skip the same things.
  */
-export function importPythonRows(memory: MemoryService, rows: PythonStore['rows'], defaultScope: string, first = 1): MemoryImportReport {
-  const report: MemoryImportReport = { imported: 0, skipped: [] };
-  const now = Date.now();
+export function pythonImportLines(rows: PythonStore['rows'], defaultScope: string, first = 1, now = Date.now()): PythonImportLines {
+  const result: PythonImportLines = { lines: [], rows: [], skipped: [] };
   rows.forEach((entry, index) => {
     const converted = entry.row ? rowValue(entry.row, defaultScope, now) : { reason: entry.problem ?? 'unreadable row' };
-    const checked = 'value' in converted ? checkImportItem(converted.value) : converted;
-    const reason = 'item' in checked ? importItem(memory, checked.item, defaultScope) : checked.reason;
-    if (reason === undefined) report.imported++;
-    else report.skipped.push({ line: first + index, id: entry.id, reason });
+    if ('reason' in converted) result.skipped.push({ line: first + index, id: entry.id, reason: converted.reason });
+    else {
+      result.lines.push(JSON.stringify(converted.value));
+      result.rows.push({ line: first + index, id: entry.id });
+    }
   });
-  return report;
+  return result;
+}
+
+/** An import of `pythonImportLines`' lines, reported by the rows they came from, the rows skipped before it included. */
+export function pythonImportReport(converted: PythonImportLines, imported: MemoryImportReport): MemoryImportReport {
+  const skipped = [
+    ...converted.skipped,
+    ...imported.skipped.map((item) => {
+      const row = converted.rows[item.line - 1];
+      return { line: row?.line ?? item.line, ...(row ? { id: row.id } : {}), reason: item.reason };
+    }),
+  ].sort((a, b) => a.line - b.line);
+  return { imported: imported.imported, skipped };
 }
 
 const STATE_PREFIX = 'memory.python_import.';

@@ -6,7 +6,7 @@ export { AfterServing } from './after-serving.js';
 export { newRequestId } from './model-request.js';
 export type { ProxyDeps, ProxyApp } from './types.js';
 export { skillsRoutes } from './skills-routes.js';
-export { memoryRoutes, personalMemoryApi, type MemoryRoutesApi } from './memory-routes.js';
+export { memoryRoutes } from './memory-routes.js';
 export { rlRoutes, type RlControl } from './rl-routes.js';
 export { learningJobRoutes } from './learning-routes.js';
 export { logRoutes } from './log-routes.js';

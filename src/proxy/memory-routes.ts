@@ -4,29 +4,19 @@ import { bounded, deriveScope, readTurnSignals } from '../conversation/index.js'
 import { BadRequestError, ConflictError, NotFoundError, PermissionError } from '../errors.js';
 import {
   DEFAULT_MEMORY_TYPE,
-  exportMemory,
-  importLines,
   ingestTurnSchema,
   MAX_INGEST_TURNS,
   MEMORY_TYPES,
   memoryContentSchema,
   presentMemory,
   SHARED_SCOPE,
-  type IngestTurn,
-  type MemoryDraft,
-  type MemoryImportReport,
-  type MemoryPatch,
-  type ScopeStats,
-  type MemoryHit,
-  type MemoryService,
-  type MemoryType,
+  type MemoryApi,
   type MemoryUnit,
 } from '../memory/index.js';
 import { memberScope } from '../team/index.js';
 import { ADMIN_HEADER, type AdminToken } from './admin-token.js';
 import { parse, readJson } from './route-body.js';
 import type { ProxyApp, ProxyEnv } from './types.js';
-import type { Awaitable } from '../types/index.js';
 
 const typeSchema = z.enum(MEMORY_TYPES);
 
@@ -75,50 +65,6 @@ const patchSchema = z
 /** The unit that replaces another: new content, the rest kept from the old unit unless given. */
 const supersedeSchema = addSchema.omit({ scope: true }).partial({ type: true });
 
-/**
- * The memory the routes work on: the personal store (a MemoryService) or a team node's view of the
- * team store (PgMemoryApi). Both run the same code for each operation; only the storage differs.
- */
-export interface MemoryRoutesApi {
-  get(id: string): Awaitable<MemoryUnit | undefined>;
-  search(request: { scope: string; query: string; limit: number; types?: MemoryType[]; includeSuperseded?: boolean }): Awaitable<MemoryHit[]>;
-  add(draft: MemoryDraft): Awaitable<MemoryUnit>;
-  forget(id: string): Awaitable<MemoryUnit | undefined>;
-  /** Units deleted. */
-  forgetScope(scope: string): Awaitable<number>;
-  ingest(
-    scope: string,
-    sessionId: string,
-    turns: readonly IngestTurn[],
-  ): Awaitable<{ stored: Array<{ id: string; turn_id: string }>; extraction_job: number | null }>;
-  update(id: string, patch: MemoryPatch): Awaitable<MemoryUnit | undefined>;
-  supersede(id: string, replacement: { content: string } & MemoryPatch): Awaitable<{ old: MemoryUnit; added: MemoryUnit } | undefined>;
-  stats(scope: string): Awaitable<ScopeStats>;
-  /** Every scope's stats, and the units across them. */
-  allStats(): Awaitable<{ scopes: ScopeStats[]; total: number }>;
-  /** JSONL, one presented unit a line (transfer.ts), of one scope or of all. */
-  export(scope?: string): Awaitable<string>;
-  import(lines: readonly string[], defaultScope: string, onlyScope?: string): Awaitable<MemoryImportReport>;
-}
-
-/** The routes over the personal store. */
-export function personalMemoryApi(memory: MemoryService): MemoryRoutesApi {
-  return {
-    get: (id) => memory.store.get(id),
-    search: (request) => memory.search(request),
-    add: (draft) => memory.add(draft),
-    forget: (id) => memory.forget(id),
-    forgetScope: (scope) => memory.forgetScope(scope),
-    ingest: (scope, sessionId, turns) => memory.ingest(scope, sessionId, turns),
-    update: (id, patch) => memory.update(id, patch),
-    supersede: (id, replacement) => memory.supersede(id, replacement),
-    stats: (scope) => memory.store.stats(scope),
-    allStats: () => ({ scopes: memory.store.scopes().map((name) => memory.store.stats(name)), total: memory.store.totalUnits() }),
-    export: (scope) => exportMemory(memory, scope).text,
-    import: (lines, defaultScope, onlyScope) => importLines(memory, lines, defaultScope, onlyScope),
-  };
-}
-
 /** Who is asking: the scope their headers give (as on model requests), and whether they hold the admin token. */
 interface Caller {
   scope: string;
@@ -136,7 +82,7 @@ type Access = 'read' | 'write';
  * one; naming another scope (body or query `scope`) is refused. The admin token lifts both limits.
  * The shared scope (`team`) can be read by every caller and written only with the owner's access.
  */
-export function memoryRoutes(api: MemoryRoutesApi, defaultScope: string, adminToken: AdminToken): (app: ProxyApp) => void {
+export function memoryRoutes(api: MemoryApi, defaultScope: string, adminToken: AdminToken): (app: ProxyApp) => void {
   return (app) => {
     const callerOf = (c: Context<ProxyEnv>): Caller => {
       const headers = c.env.incoming.headers;

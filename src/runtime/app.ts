@@ -14,7 +14,6 @@ import {
   learningJobRoutes,
   logRoutes,
   memoryRoutes,
-  personalMemoryApi,
   ProxyAuth,
   rlRoutes,
   ProxyStats,
@@ -22,7 +21,7 @@ import {
   turnFromJournal,
   type ProxyApp,
 } from '../proxy/index.js';
-import { MemoryService, SHARED_SCOPE } from '../memory/index.js';
+import { MemoryService, personalMemoryApi, SHARED_SCOPE } from '../memory/index.js';
 import { Scheduler, schedulerEnabled, schedulerOffReason, schedulerSettings, SchedulerStateStore } from '../scheduler/index.js';
 import { decideMode, RlEngine, RlService } from '../rl/index.js';
 import { SkillsService } from '../skills/index.js';

@@ -21,6 +21,7 @@ import { fromPostgresText, toPostgresText } from './text.js';
 import { inTransaction } from './transaction.js';
 import { inSlices } from '../../shared/event-loop.js';
 import type { MemoryUnitReader } from '../ports.js';
+import type { MemoryApi } from '../../memory/api.js';
 
 /** Search over HTTP finds what recall finds, down to this relevance (as the personal store's search). */
 const SEARCH_MIN_RELEVANCE = 0.15;
@@ -63,7 +64,7 @@ const statsRowSchema = z.object({
  * written in that transaction. Who may reach which scope is the routes' business
  * (proxy/memory-routes.ts), the same on both engines.
  */
-export class PgMemoryApi implements MemoryUnitReader {
+export class PgMemoryApi implements MemoryUnitReader, MemoryApi {
   private readonly search_: PgMemorySearch;
   private readonly writer: PgMemoryWriter;
 
@@ -207,6 +208,15 @@ export class PgMemoryApi implements MemoryUnitReader {
       if (report.imported > 0) await write();
       return report;
     });
+  }
+
+  /** The scope's active standing instructions, in the personal store's order (MemoryStore.coreUnits). */
+  async core(scope: string): Promise<MemoryUnit[]> {
+    const result = await this.pool.query(
+      "SELECT * FROM memory_units WHERE scope = $1 AND core = 1 AND status = 'active' ORDER BY pinned DESC, importance DESC, observed_at DESC, rowid",
+      [toPostgresText(scope)],
+    );
+    return result.rows.map(unitOfRow);
   }
 
   /** Counts of one scope, as the personal store's `stats`. */
