@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { prettyFactory } from 'pino-pretty';
 import {
   lastLogLines,
+  logFilter,
   logFilesNewestFirst,
   LogFollower,
   lineMatches,
@@ -26,7 +27,7 @@ export interface LogsOptions {
 }
 
 /** The most lines a tail prints; past it, a filter says more than a longer tail would. */
-export const LOGS_MAX_LINES = 100_000;
+const LOGS_MAX_LINES = 100_000;
 /** How often a follower looks for new lines (the log is written at least every half second). */
 const FOLLOW_POLL_MS = 200;
 
@@ -45,12 +46,12 @@ function sinceArgument(text: string): number {
  */
 export async function logsCommand(options: LogsOptions): Promise<void> {
   const count = numberArgument(options.lines, '--lines', { min: 1, max: LOGS_MAX_LINES });
-  const filter: LogFilter = {
-    ...(options.level ? { minLevel: options.level } : {}),
-    ...(options.request !== undefined ? { requestId: options.request } : {}),
-    ...(options.job !== undefined ? { jobId: numberArgument(options.job, '--job', { min: 1, max: Number.MAX_SAFE_INTEGER }) } : {}),
-    ...(options.since !== undefined ? { sinceMs: sinceArgument(options.since) } : {}),
-  };
+  const filter = logFilter({
+    level: options.level,
+    request: options.request,
+    job: options.job === undefined ? undefined : numberArgument(options.job, '--job', { min: 1, max: Number.MAX_SAFE_INTEGER }),
+    since: options.since === undefined ? undefined : sinceArgument(options.since),
+  });
   const { config } = loadCliConfigOrDefaults(options, 'Reading the log of the default home folder.');
   const path = config.paths.logFile;
   const show = lineWriter(options.json === true);

@@ -1,6 +1,7 @@
 import { Argument, Command, Option } from 'commander';
 import { ConfigError, StoreError } from '../errors.js';
 import { VERSION } from '../version.js';
+import { CONFIG_LOG_LEVELS } from '../logging/levels.js';
 import type { CompletionShell } from './completion.js';
 import type { ConfigOptions } from './config.js';
 import { CliExit, pathErrorText, printError } from './context.js';
@@ -125,7 +126,7 @@ program
   .description("the proxy's log, readable: the last lines, filtered by level, request, learning job or time; --follow for new ones")
   .option('-n, --lines <n>', 'how many lines (the last ones that pass the filters)', '50')
   .option('-f, --follow', 'go on printing new lines as they are written (across log rotation) until Ctrl-C')
-  .addOption(new Option('--level <level>', 'this level and above').choices(['debug', 'info', 'warn', 'error']))
+  .addOption(new Option('--level <level>', 'this level and above').choices(CONFIG_LOG_LEVELS))
   .option('--request <id>', 'one request (its x-metaclaw-request-id)')
   .option('--job <id>', 'one learning job (see `metaclaw jobs`)')
   .option('--since <when>', 'a span back from now (30m, 2h, 1d) or a date and time')

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CONFIG_LOG_LEVELS } from '../logging/levels.js';
 import {
   booleanKey,
   calendarSourceKey,
@@ -335,7 +336,7 @@ export const KEY_DEFINITIONS = [
   booleanKey('store.redact_turns', true, {
     doc: 'Redact secrets (API keys, tokens, private keys, passwords) from turn records: the request text, the answer and the stored bodies. What goes upstream is never changed.',
   }),
-  enumKey('log.level', ['debug', 'info', 'warn', 'error'] as const, 'info', { doc: 'Log level of $METACLAW_HOME/logs/metaclaw.log.' }),
+  enumKey('log.level', CONFIG_LOG_LEVELS, 'info', { doc: 'Log level of $METACLAW_HOME/logs/metaclaw.log.' }),
   numberKey('log.max_size_mb', 10, {
     min: 0,
     doc: 'Rotate metaclaw.log once it would grow past this many MiB: it becomes metaclaw.log.1, .1 becomes .2 … (0: never rotate).',

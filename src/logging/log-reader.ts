@@ -2,9 +2,9 @@ import { closeSync, fstatSync, openSync, readdirSync, readSync, statSync } from 
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
 
-/** pino's levels, lowest first; the log writes them as labels (logging/index.ts). */
-export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+import { LOG_LEVELS, type LogLevel } from './levels.js';
+
+export { LOG_LEVELS, type LogLevel } from './levels.js';
 
 /** What a reader relies on in a line of the daemon's log; every other field is kept as written. */
 const logEntrySchema = z.looseObject({
@@ -29,6 +29,21 @@ export interface LogFilter {
   jobId?: number;
   /** Entries at or after this time (ms since the epoch). */
   sinceMs?: number;
+}
+
+/** A filter from the optional parts a caller was given (the CLI's options, the HTTP query), the absent ones left out. */
+export function logFilter(parts: {
+  level?: LogLevel | undefined;
+  request?: string | undefined;
+  job?: number | undefined;
+  since?: number | undefined;
+}): LogFilter {
+  return {
+    ...(parts.level ? { minLevel: parts.level } : {}),
+    ...(parts.request !== undefined ? { requestId: parts.request } : {}),
+    ...(parts.job !== undefined ? { jobId: parts.job } : {}),
+    ...(parts.since !== undefined ? { sinceMs: parts.since } : {}),
+  };
 }
 
 export function parseLogLine(raw: string): LogLine {

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { lastLogLines, LOG_LEVELS, parseSince, SINCE_FORMS } from '../logging/log-reader.js';
+import { lastLogLines, LOG_LEVELS, logFilter, parseSince, SINCE_FORMS } from '../logging/log-reader.js';
 import { parse } from './route-body.js';
 import type { ProxyApp } from './types.js';
 
 /** The most lines one answer holds (the CLI, reading the files itself, may print more). */
-export const LOG_ROUTE_MAX = 1_000;
+const LOG_ROUTE_MAX = 1_000;
 
 const LIMIT = `must be a whole number from 1 to ${LOG_ROUTE_MAX}`;
 const JOB = 'must be a learning job id (a positive whole number)';
@@ -35,12 +35,7 @@ export function logRoutes(logFile: string): (app: ProxyApp) => void {
   return (app) => {
     app.get('/v1/logs', async (c) => {
       const query = parse(logQuery, c.req.query());
-      const lines = await lastLogLines(logFile, query.limit, {
-        ...(query.level ? { minLevel: query.level } : {}),
-        ...(query.request !== undefined ? { requestId: query.request } : {}),
-        ...(query.job !== undefined ? { jobId: query.job } : {}),
-        ...(query.since !== undefined ? { sinceMs: query.since } : {}),
-      });
+      const lines = await lastLogLines(logFile, query.limit, logFilter(query));
       return c.json({ object: 'list', data: lines.reverse().map((line) => line.entry ?? { text: line.raw }) });
     });
   };

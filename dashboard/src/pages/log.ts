@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
+import { CONFIG_LOG_LEVELS } from '../../../src/logging/levels.js';
 import { useJson } from '../api.js';
 import { PageFrame } from '../components.js';
 import { when } from '../format.js';
@@ -15,7 +16,6 @@ interface LogEntry {
   [field: string]: unknown;
 }
 
-const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 const FILTERS = ['level', 'request', 'job', 'since'] as const;
 /** Fields every line has, or that the row shows in their own place. */
 const SHOWN_APART = new Set(['level', 'time', 'msg', 'pid', 'err']);
@@ -121,7 +121,7 @@ function LogFilterForm(props: { filters: Record<(typeof FILTERS)[number], string
       >Level
       <select name="level" value=${draft.level} onChange=${field('level')}>
         <option value="">all</option>
-        ${LEVELS.map((level) => html`<option value=${level}>${level} and above</option>`)}
+        ${CONFIG_LOG_LEVELS.map((level) => html`<option value=${level}>${level} and above</option>`)}
       </select></label
     >
     <label>Request <input name="request" value=${draft.request} onInput=${field('request')} placeholder="x-metaclaw-request-id" /></label>
