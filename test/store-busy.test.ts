@@ -209,6 +209,8 @@ test('metaclaw doctor, while another connection holds the write lock, names the 
     assert.match(result.stdout, /proxy: .*cannot write its store .*SQLITE_BUSY/);
     assert.match(result.stdout, /another program holds the write lock of .*metaclaw\.db/);
     assert.doesNotMatch(result.stdout, /free some space on the disk/);
+    const shown = await proxy.cli(['status']);
+    assert.match(shown.stdout, /\n {2}store {7}NOT WRITABLE since \S+ \(SQLITE_BUSY[^)]*\), another connection holds its write lock; turns wait/);
   });
 });
 

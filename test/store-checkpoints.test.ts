@@ -111,16 +111,38 @@ test('a WAL a reader keeps from being cut does not stall the turn writer: the tr
       ['the WAL is over its limit but cannot be truncated: another c'],
       'one warning, not one per try',
     );
+    const blocked = checkpointer!.status();
+    assert.equal(blocked.blocked, true, '/status says the WAL cannot be cut');
+    assert.ok((blocked.wal_bytes ?? 0) > WAL_LIMIT_BYTES, `and how big it is: ${blocked.wal_bytes}`);
 
     reader.exec('COMMIT');
     const before = events.length;
     await waitFor(() => events.slice(before).some((event) => event.type === 'truncated'), 10_000);
     assert.ok(!existsSync(writer.walPath) || statSync(writer.walPath).size < WAL_LIMIT_BYTES, 'the WAL was cut back once the reader ended');
     assert.ok(logged.some((line) => line.level === 'info' && line.message === 'the WAL is truncated again'));
+    assert.equal(checkpointer!.status().blocked, false);
     assert.deepEqual(writer.problems, []);
   } finally {
     if (reader.inTransaction) reader.exec('COMMIT');
     reader.close();
     await writer.close();
+  }
+});
+
+test('a checkpoint that fails is counted for /status with its message, not only logged', () => {
+  const logged: string[] = [];
+  const logger = { warn: (_fields: unknown, message: string) => logged.push(message) } as unknown as Logger;
+  const home = tempHome();
+  const db = openDatabase(join(home, 'metaclaw.db'));
+  try {
+    const checkpointer = new WalCheckpointer(db, join(home, 'metaclaw.db'), logger);
+    assert.deepEqual(checkpointer.status(), { failures: 0, blocked: false, wal_bytes: null, last_error: null });
+    checkpointer.report({ type: 'error', message: 'disk I/O error', code: 'SQLITE_IOERR', retryInMs: 1_000 });
+    checkpointer.report({ type: 'error', message: 'disk I/O error again', code: 'SQLITE_IOERR', retryInMs: 2_000 });
+    assert.deepEqual(checkpointer.status(), { failures: 2, blocked: false, wal_bytes: null, last_error: 'disk I/O error again' });
+    assert.equal(logged.length, 2);
+  } finally {
+    db.close();
+    rmSync(home, { recursive: true, force: true });
   }
 });

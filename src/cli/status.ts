@@ -1,3 +1,4 @@
+import type { CheckpointStatus } from '../store/index.js';
 import type { EngineReport, RlReport } from '../rl/index.js';
 import { isProcessAlive, readPidFile } from '../runtime/index.js';
 import { homePaths, metaclawHome, type LoadedConfig } from '../config/index.js';
@@ -65,7 +66,19 @@ interface StatusReport {
   /** absent from a proxy older than team members */
   team?: { members: number; shared_scope: string; shared_memories?: number };
   /** a node of a team store says which store and whether it is reachable */
-  store?: { engine?: string; url?: string; degraded?: boolean; recording?: { held: number; written: number; replayed: number; outages: number } };
+  store?: {
+    engine?: string;
+    url?: string;
+    degraded?: boolean;
+    recording?: { held: number; written: number; replayed: number; outages: number };
+    /** the personal store: whether writes go through, and what stopped them */
+    writable?: boolean;
+    paused_since?: string | null;
+    busy?: boolean;
+    last_error?: { code: string; message: string } | null;
+    /** absent from a proxy older than checkpoint counts */
+    checkpoints?: CheckpointStatus;
+  };
   skills?: { count?: number; generation?: number };
 }
 
@@ -154,6 +167,27 @@ function printStatus(base: string, status: StatusReport): void {
     );
   if (status.scheduler) print(`  scheduler   ${status.scheduler.enabled ? `${status.scheduler.state}: ${status.scheduler.reason}` : status.scheduler.reason}`);
   if (status.learning.paused_reason) print(`  PAUSED      ${status.learning.paused_reason}`);
+  const storeProblems = personalStoreProblems(status.store);
+  if (storeProblems.length > 0) print(`  store       ${storeProblems.join('; ')}`);
+}
+
+/** What is wrong with the personal store, for a line of its own (nothing is printed while all is well). */
+function personalStoreProblems(store: StatusReport['store']): string[] {
+  const problems: string[] = [];
+  if (store?.writable === false)
+    problems.push(
+      `NOT WRITABLE since ${store.paused_since ?? '?'}${store.last_error ? ` (${store.last_error.code}: ${store.last_error.message})` : ''}${store.busy ? ', another connection holds its write lock' : ''}; turns wait in the journal, learning is paused (\`metaclaw doctor\` says more)`,
+    );
+  const checkpoints = store?.checkpoints;
+  if (checkpoints?.blocked)
+    problems.push(
+      `the WAL (${((checkpoints.wal_bytes ?? 0) / 1024 / 1024).toFixed(0)} MB) cannot be truncated: another connection holds a read transaction open (a \`sqlite3\` shell or a backup?)`,
+    );
+  if (checkpoints && checkpoints.failures > 0)
+    problems.push(
+      `${checkpoints.failures} WAL checkpoint failure${checkpoints.failures === 1 ? '' : 's'}${checkpoints.last_error ? ` (last: ${checkpoints.last_error})` : ''}`,
+    );
+  return problems;
 }
 
 function formatDuration(seconds: number): string {

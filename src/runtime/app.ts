@@ -471,7 +471,7 @@ export class MetaclawRuntime {
       fallbacks: this.targets.slice(1).map(describeTarget),
       requests: this.stats.snapshot(),
       sessions: { total: sessions.sessions, open: sessions.openSessions, turns: sessions.turns },
-      store: { ...this.health.status(), recording: this.conversation.recordingCounts() },
+      store: { ...this.health.status(), checkpoints: this.checkpointer.status(), recording: this.conversation.recordingCounts() },
       queue: this.queue.counts(),
       learning: {
         paused: runner.pausedReason !== undefined,

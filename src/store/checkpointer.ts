@@ -6,6 +6,18 @@ import type { CheckpointEvent, CheckpointSettings } from './wal-checkpoints.js';
 /** The WAL file is kept under this size (the soak in bench/ checks it stays within 64 MB at full load). */
 export const WAL_LIMIT_BYTES = 32 * 1024 * 1024;
 
+/** What `/status` says of the checkpoints (`store.checkpoints`). */
+export interface CheckpointStatus {
+  /** Checkpoints that failed (an I/O error, say) since start; each is logged at warn and retried. */
+  failures: number;
+  /** The WAL is over its limit and another connection keeps it from being truncated (warned once). */
+  blocked: boolean;
+  /** The WAL's size when last looked at past its limit; null before it first passed it. */
+  wal_bytes: number | null;
+  /** The last failure's message, or null. */
+  last_error: string | null;
+}
+
 /**
  * Keeps WAL checkpoints off the request path. SQLite's automatic checkpoint runs inside whichever
  * commit crosses 1,000 pages and fsyncs there (a 30-turn batch write went from ~1 ms to ~28 ms when
@@ -21,6 +33,9 @@ export class WalCheckpointer {
   private stopped = false;
   /** Truncations in a row that another connection stopped. */
   private busyTries = 0;
+  private failures = 0;
+  private walBytes: number | null = null;
+  private lastError: string | null = null;
 
   constructor(
     private readonly db: Db,
@@ -58,6 +73,8 @@ export class WalCheckpointer {
     worker.on('error', (error) => {
       // Serving goes on without it: the WAL just grows until the next start checkpoints it.
       this.logger.error({ err: error }, 'the WAL checkpoint worker stopped');
+      this.failures++;
+      this.lastError = `the checkpoint worker stopped: ${error.message}`;
       this.worker = undefined;
     });
     worker.unref();
@@ -70,7 +87,10 @@ export class WalCheckpointer {
    * again: it was logged at debug as "checkpointed and truncated", so the WAL grew unseen.
    */
   report(event: CheckpointEvent): void {
+    if (event.type !== 'error') this.walBytes = event.walBytes;
     if (event.type === 'error') {
+      this.failures++;
+      this.lastError = event.message;
       this.logger.warn({ error: event.message, code: event.code, retry_in_ms: event.retryInMs }, 'WAL checkpoint failed; it will be retried');
     } else if (event.type === 'busy') {
       this.busyTries++;
@@ -86,6 +106,10 @@ export class WalCheckpointer {
       else this.logger.debug({ wal_bytes: event.walBytes }, 'WAL over its limit: checkpointed and truncated');
       this.busyTries = 0;
     }
+  }
+
+  status(): CheckpointStatus {
+    return { failures: this.failures, blocked: this.busyTries > 0, wal_bytes: this.walBytes, last_error: this.lastError };
   }
 
   async stop(): Promise<void> {
