@@ -198,7 +198,7 @@ describe('metaclaw logs and GET /v1/logs', () => {
     }
   });
 
-  test('refuses a bad option by name with exit 1, says when there is no log yet, and reads the log with a broken config.yaml', async () => {
+  test('refuses a bad option by name with exit 1, says when there is no log yet (and names the path when the log cannot be read), and reads the log with a broken config.yaml', async () => {
     const home = scripted.proxy.home;
     for (const [args, message] of [
       [['--lines', '0'], /--lines "0"/],
@@ -217,6 +217,18 @@ describe('metaclaw logs and GET /v1/logs', () => {
     const none = await runCli(['logs'], { home: empty });
     assert.equal(none.code, 0);
     assert.match(none.stderr, /No log yet at .*metaclaw\.log \(has the proxy run with this METACLAW_HOME\?\)/);
+
+    // A log folder that cannot be read is not "no log yet": that sent the user looking for a proxy that never ran.
+    const fileForFolder = tempHome();
+    writeFileSync(join(fileForFolder, 'logs'), 'not a folder\n');
+    const folderWrong = await runCli(['logs'], { home: fileForFolder });
+    assert.equal(folderWrong.code, 1);
+    assert.match(folderWrong.stderr, /logs: a part of the path is not a folder\./);
+    const folderForFile = tempHome();
+    mkdirSync(join(folderForFile, 'logs', 'metaclaw.log'), { recursive: true });
+    const fileWrong = await runCli(['logs'], { home: folderForFile });
+    assert.equal(fileWrong.code, 1);
+    assert.match(fileWrong.stderr, /metaclaw\.log: it is a folder\./);
 
     const nothingMatches = await runCli(['logs', '--request', 'req_that_never_was'], { home });
     assert.equal(nothingMatches.code, 0);

@@ -74,8 +74,8 @@ export function logFilesNewestFirst(path: string): string[] {
   let names: string[];
   try {
     names = readdirSync(dirname(path));
-  } catch {
-    return [];
+  } catch (error) {
+    return ifMissing(error, dirname(path), []);
   }
   const rotated = names
     .map((entry) => ({ entry, suffix: entry.startsWith(`${name}.`) ? entry.slice(name.length + 1) : '' }))
@@ -89,6 +89,18 @@ export function logFilesNewestFirst(path: string): string[] {
 const CHUNK = 64 * 1024;
 
 /**
+ * `value` when the file or folder is missing: no log yet, or a file rotated away between listing
+ * and reading. Any other failure (a `logs` that is a file, a folder that cannot be read) is thrown
+ * with its path: said as "no log yet", it sent the user looking for a proxy that never ran.
+ */
+function ifMissing<T>(error: unknown, path: string, value: T): T {
+  const fsError = error as NodeJS.ErrnoException;
+  if (fsError?.code === 'ENOENT') return value;
+  if (typeof fsError === 'object' && fsError !== null && fsError.path === undefined) fsError.path = path;
+  throw error;
+}
+
+/**
  * The lines of the first `end` bytes of a file, last first, read backwards in chunks: a log that is
  * never rotated (log.max_size_mb 0) may be large, and a tail wants only its end. Lines split on the
  * newline byte, which UTF-8 never uses inside a character.
@@ -97,8 +109,8 @@ export function* linesBackward(path: string, end?: number): Generator<string> {
   let fd: number;
   try {
     fd = openSync(path, 'r');
-  } catch {
-    return;
+  } catch (error) {
+    return ifMissing(error, path, undefined);
   }
   try {
     let position = end ?? fstatSync(fd).size;
@@ -109,7 +121,11 @@ export function* linesBackward(path: string, end?: number): Generator<string> {
       const size = Math.min(CHUNK, position);
       position -= size;
       const chunk = Buffer.alloc(size);
-      readSync(fd, chunk, 0, size, position);
+      try {
+        readSync(fd, chunk, 0, size, position);
+      } catch (error) {
+        ifMissing(error, path, undefined);
+      }
       let lineEnd = size;
       for (let newline = chunk.lastIndexOf(0x0a, lineEnd - 1); newline >= 0; newline = lineEnd > 0 ? chunk.lastIndexOf(0x0a, lineEnd - 1) : -1) {
         const line = Buffer.concat([chunk.subarray(newline + 1, lineEnd), ...carry]);
