@@ -23,26 +23,11 @@ import { importSqlite } from '../src/store/postgres/index.js';
 import { PgMemoryContextProvider } from '../src/store/postgres/memory-provider.js';
 import { startPostgres } from '../test/support/postgres.js';
 import { summarize } from './stats.js';
+import { mulberry32 } from '../test/support/random.js';
+import { numberOption } from './options.js';
 
 const SCOPE = 'user:bench';
 const SETTINGS = { topK: 6, maxTokens: 800, coreMaxTokens: 400, minRelevance: 0.1 };
-
-function option(name: string, fallback: string): string {
-  const at = process.argv.indexOf(`--${name}`);
-  return at > 0 && process.argv[at + 1] ? process.argv[at + 1]! : fallback;
-}
-
-/** mulberry32: the same units and queries every run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Made-up words (consonant-vowel syllables): no glossary or thesaurus entry changes what is timed. */
 function vocabulary(size: number, next: () => number): string[] {
@@ -75,9 +60,9 @@ function request(text: string, index: number): ContextRequest {
 }
 
 async function main(): Promise<void> {
-  const units = Number(option('units', '10000'));
-  const queries = Number(option('queries', '300'));
-  const next = random(units + 11);
+  const units = numberOption('units', 10000);
+  const queries = numberOption('queries', 300);
+  const next = mulberry32(units + 11);
   const words = vocabulary(400, next);
   const home = mkdtempSync(join(tmpdir(), 'metaclaw-bench-pgmem-'));
   const server = await startPostgres();

@@ -25,6 +25,8 @@ import { MemorySearchTimeout, PgMemorySearch, searchPool } from '../src/store/po
 import { tokenize } from '../src/text/index.js';
 import { startPostgres } from '../test/support/postgres.js';
 import { summarize, type LatencySummary } from './stats.js';
+import { mulberry32 } from '../test/support/random.js';
+import { numberOption, textOption } from './options.js';
 
 const SCOPE = 'team:bench';
 const VOCABULARY = 200_000;
@@ -36,23 +38,6 @@ const WARM_UP = 50;
 const BATCH = 200_000;
 /** Generous for a bench on a shared machine; a timed-out search counts (see the timeouts column). */
 const SEARCH_TIMEOUT_MS = 1_000;
-
-function option(name: string, fallback: string): string {
-  const at = process.argv.indexOf(`--${name}`);
-  return at > 0 && process.argv[at + 1] ? process.argv[at + 1]! : fallback;
-}
-
-/** A small seeded generator (mulberry32): the same units and queries every run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The word of a vocabulary rank: letters only, ending in x so the stemmer leaves it as it is. */
 function word(rank: number): string {
@@ -69,7 +54,7 @@ function zipf(next: () => number): number {
 
 /** Unit `seq`'s vocabulary ranks (10–30 distinct), the same whichever engine asks. */
 function unitRanks(seq: number): number[] {
-  const next = random(seq * 2654435761);
+  const next = mulberry32(seq * 2654435761);
   const count = 10 + Math.floor(next() * 21);
   const ranks = new Set<number>();
   while (ranks.size < count) ranks.add(zipf(next));
@@ -81,7 +66,7 @@ function unitTerms(seq: number): string[] {
 }
 
 export function queries(count: number): string[][] {
-  const next = random(7);
+  const next = mulberry32(7);
   const list: string[][] = [];
   for (let i = 0; i < count; i++) {
     const size = 2 + Math.floor(next() * 7);
@@ -187,8 +172,8 @@ function timeSqlite(units: number, list: string[][]): { latency: LatencySummary;
 }
 
 async function main(): Promise<void> {
-  const sizes = option('units', '100000,1000000').split(',').map(Number);
-  const list = queries(Number(option('queries', '300')));
+  const sizes = textOption('units', '100000,1000000').split(',').map(Number);
+  const list = queries(numberOption('queries', 300));
   // The synthetic words must be terms as they are: the stemmer and stop words leave them alone.
   for (const terms of list.slice(0, 20)) for (const term of terms) if (tokenize(term)[0] !== term) throw new Error(`"${term}" is not its own term`);
   const server = await startPostgres();

@@ -16,13 +16,9 @@ import { PgSkillStore } from '../src/store/postgres/skill-store.js';
 import { SkillSubscription } from '../src/store/postgres/skill-subscription.js';
 import { startPostgres } from '../test/support/postgres.js';
 import { summarize } from './stats.js';
+import { numberOption } from './options.js';
 
 const NAME = 'deploy-checklist';
-
-function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  return at > 0 && process.argv[at + 1] ? Number(process.argv[at + 1]) : fallback;
-}
 
 /** A promise per awaited version, settled by one listener on the mirror's changes. */
 function versionWatch(mirror: SkillMirror): (version: number) => Promise<void> {
@@ -79,7 +75,7 @@ export async function measureSkillRefresh(writes: number): Promise<{ latency: Re
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const writes = option('writes', 100);
+  const writes = numberOption('writes', 100);
   const { latency, max, loadAverage } = await measureSkillRefresh(writes);
   console.log(`\n### Team skill refresh across nodes (${writes} edits on node A; until node B's index holds each; ms)\n`);
   console.log('| p50 | p90 | p99 | max | aim | load average |');

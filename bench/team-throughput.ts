@@ -20,14 +20,10 @@ import { stringify } from 'yaml';
 import { startPostgres } from '../test/support/postgres.js';
 import { freePort, sequential, smallBody, startHelper, throughput, useClientKey } from './load.js';
 import { round3, summarize } from './stats.js';
+import { numberOption } from './options.js';
 
 const CLI = join(resolve(import.meta.dirname, '..'), 'bin', 'metaclaw.js');
 const OWNER_KEY = 'owner-key-for-the-team-bench';
-
-function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  return at > 0 && process.argv[at + 1] ? Number(process.argv[at + 1]) : fallback;
-}
 
 function cli(args: string[], home: string, env: Record<string, string> = {}): string {
   return execFileSync(process.execPath, [CLI, ...args], {
@@ -151,4 +147,4 @@ export async function measureTeamThroughput(seconds: number): Promise<string[]> 
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) console.log((await measureTeamThroughput(option('seconds', 4))).join('\n'));
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) console.log((await measureTeamThroughput(numberOption('seconds', 4))).join('\n'));

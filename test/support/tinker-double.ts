@@ -2,6 +2,7 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Socket } from 'node:net';
 import { z } from 'zod';
+import { mulberry32 } from './random.js';
 
 /**
  * A local stand-in for a Tinker-compatible training service, speaking the JSON wire of SDK 0.6.0
@@ -50,17 +51,6 @@ export class BigramPolicy {
   forward(inputTokens: number[], targetTokens: number[]): number[] {
     return inputTokens.map((input, position) => this.logProbabilities(input)[targetTokens[position]!]!);
   }
-}
-
-export function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function seedOf(text: string): number {
