@@ -12,6 +12,7 @@ import OpenAI from 'openai';
 import { sendJson } from './support/http.js';
 import { postgresSkip } from './support/postgres.js';
 import { runCli, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { openPool } from '../src/store/postgres/index.js';
 import { pythonStore } from './support/python-store.js';
 import { teamForTests, teamHelpers } from './support/team.js';
 
@@ -115,6 +116,32 @@ describe('metaclaw memory with a team store', { skip: postgresSkip() }, () => {
     assert.match(forgot, /It is gone from the team store\./);
     assert.equal(await unitRow(fact.id), undefined);
     assert.equal(personalUnits(), 0, "the install's own database holds none of it");
+  });
+
+  test('a store not migrated is named with what to do in one line, its password masked, and nothing is written to it', async () => {
+    const bare = new URL(team.postgres.createDatabase('team_memory_cli_bare'));
+    bare.password = 'not-for-the-terminal';
+    for (const args of [
+      ['memory', 'add', RULE, '--core'],
+      ['memory', 'stats'],
+      ['memory', 'core'],
+    ]) {
+      const result = await runCli(args, { home: team.seed, env: { ...teamEnv(), METACLAW_DATABASE_URL: bare.toString() } });
+      assert.equal(result.code, 1, `${args.join(' ')}: ${result.stdout}`);
+      // It said `failed: relation "memory_units" does not exist`, which names no fix.
+      assert.match(
+        result.stderr,
+        /^The team store at postgres:\/\/postgres:\*\*\*\*@[^ ]+ has schema version 0; this MetaClaw needs \d+\. Run `metaclaw store migrate` first\./,
+      );
+      assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+      assert.ok(!result.stderr.includes('not-for-the-terminal'), result.stderr);
+    }
+    const pool = openPool(bare.toString(), { max: 1 });
+    try {
+      assert.equal((await pool.query("SELECT to_regclass('memory_units') AS t")).rows[0].t, null, 'nothing was created in the bare store');
+    } finally {
+      await pool.end();
+    }
   });
 
   test("export, import (JSONL and the Python MetaClaw's store) and ingest on a team store go to the team store and its queue", async () => {

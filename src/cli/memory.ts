@@ -100,6 +100,9 @@ async function withTarget(options: MemoryOptions, action: (target: MemoryTarget)
   const url = config.values['store.url'];
   if (url)
     return withPool(url, async (postgres, pool) => {
+      // As a node: a store not migrated (or of another build's schema) is named with what to do, not a missing table.
+      const mismatch = postgres.schemaMismatch(await postgres.postgresSchemaVersion(pool), maskDatabaseUrl(url));
+      if (mismatch) throw new CliExit(`${mismatch} Nothing was read or changed.`);
       const queue = new postgres.PgJobQueue(pool, CLI_INSTANCE, config.values['learning.max_attempts']);
       const api = new postgres.PgMemoryApi(pool, silentLogger(), { queue, settings: memorySettings(config) });
       try {

@@ -29,7 +29,7 @@ import { SHARED_SCOPE } from '../memory/index.js';
 import { SkillMirror } from '../skills/index.js';
 import { SkillsContextProvider } from '../skills/provider.js';
 import { SkillRetriever } from '../skills/retrieval.js';
-import { MIGRATIONS, StoreHealth } from '../store/index.js';
+import { StoreHealth } from '../store/index.js';
 import {
   isUnreachable,
   describeStoreError,
@@ -61,6 +61,7 @@ import {
   PgTurnSink,
   pgRecordingListeners,
   postgresSchemaVersion,
+  schemaMismatch,
   SessionPlacements,
   SkillSubscription,
 } from '../store/postgres/index.js';
@@ -445,13 +446,8 @@ export class TeamRuntime {
     } catch (error) {
       throw new ConfigError(`Cannot start a team node: ${describeStoreError(error, this.url)}`);
     }
-    const latest = MIGRATIONS.at(-1)?.version ?? 0;
-    if (version !== latest)
-      throw new ConfigError(
-        version < latest
-          ? `The team store at ${maskDatabaseUrl(this.url)} has schema version ${version}; this MetaClaw needs ${latest}. Run \`metaclaw store migrate\` first.`
-          : `The team store at ${maskDatabaseUrl(this.url)} has schema version ${version}, newer than this MetaClaw (${latest}); upgrade MetaClaw.`,
-      );
+    const mismatch = schemaMismatch(version, maskDatabaseUrl(this.url));
+    if (mismatch) throw new ConfigError(mismatch);
   }
 
   private async refreshMembers(): Promise<void> {

@@ -3,7 +3,7 @@
  * Load it with a dynamic `import()` only: the personal path must never load `pg`.
  */
 export { openPool, describeStoreError, isUnreachable, type PoolOptions } from './connect.js';
-export { migratePostgres, postgresSchemaVersion, MIGRATIONS_TABLE, type MigrateResult } from './migrate.js';
+export { migratePostgres, postgresSchemaVersion, schemaMismatch, MIGRATIONS_TABLE, type MigrateResult } from './migrate.js';
 export { readPostgresStatus, type PostgresStatus } from './status.js';
 export { importSqlite, resolveSqlitePath, type ImportOptions, type ImportResult, type TableImport } from './import-sqlite.js';
 export { TEAM_ONLY_TABLES, TEAM_TABLES, type TeamTable } from './tables.js';

@@ -63,6 +63,18 @@ export async function postgresSchemaVersion(client: pg.Pool | pg.PoolClient): Pr
   return readVersion(client);
 }
 
+/**
+ * Why this build cannot work on a store of schema `version` at `where` (its masked address), or
+ * undefined when the schema is this build's: a node refuses to start on it, and so does every
+ * `metaclaw memory` command (its queries failed with "relation … does not exist", or ran on an older schema).
+ */
+export function schemaMismatch(version: number, where: string, latest = MIGRATIONS.at(-1)?.version ?? 0): string | undefined {
+  if (version === latest) return undefined;
+  return version < latest
+    ? `The team store at ${where} has schema version ${version}; this MetaClaw needs ${latest}. Run \`metaclaw store migrate\` first.`
+    : `The team store at ${where} has schema version ${version}, newer than this MetaClaw (${latest}); upgrade MetaClaw.`;
+}
+
 async function readVersion(client: pg.Pool | pg.PoolClient): Promise<number> {
   const result = await client.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${MIGRATIONS_TABLE}`);
   return result.rows[0]?.version ?? 0;
