@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
@@ -195,6 +195,19 @@ describe('metaclaw logs and GET /v1/logs', () => {
       assert.equal(bad.status, 400, query);
       const body = (await bad.json()) as { error: { message: string; param?: string } };
       assert.ok(body.error.message.includes(field) || body.error.param === field, `${query}: ${JSON.stringify(body)}`);
+    }
+
+    // A rotated file that cannot be read (here a folder in its place): a 500 that names the file, not the generic one.
+    const odd = join(proxy.home, 'logs', 'metaclaw.log.9');
+    mkdirSync(odd);
+    try {
+      const unreadable = await get('?request=req_that_never_was');
+      assert.equal(unreadable.status, 500);
+      const error = ((await unreadable.json()) as { error: { code: string; message: string } }).error;
+      assert.equal(error.code, 'log_unreadable');
+      assert.match(error.message, /^The log cannot be read: .*metaclaw\.log\.9/);
+    } finally {
+      rmdirSync(odd);
     }
   });
 

@@ -94,10 +94,15 @@ const CHUNK = 64 * 1024;
  * with its path: said as "no log yet", it sent the user looking for a proxy that never ran.
  */
 function ifMissing<T>(error: unknown, path: string, value: T): T {
+  if ((error as NodeJS.ErrnoException)?.code === 'ENOENT') return value;
+  throw withPath(error, path);
+}
+
+/** The error with the path it is about, for a message that names the file (a read's error carries none). */
+function withPath(error: unknown, path: string): unknown {
   const fsError = error as NodeJS.ErrnoException;
-  if (fsError?.code === 'ENOENT') return value;
   if (typeof fsError === 'object' && fsError !== null && fsError.path === undefined) fsError.path = path;
-  throw error;
+  return error;
 }
 
 /**
@@ -124,7 +129,7 @@ export function* linesBackward(path: string, end?: number): Generator<string> {
       try {
         readSync(fd, chunk, 0, size, position);
       } catch (error) {
-        ifMissing(error, path, undefined);
+        throw withPath(error, path);
       }
       let lineEnd = size;
       for (let newline = chunk.lastIndexOf(0x0a, lineEnd - 1); newline >= 0; newline = lineEnd > 0 ? chunk.lastIndexOf(0x0a, lineEnd - 1) : -1) {

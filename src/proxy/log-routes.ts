@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { lastLogLines, LOG_LEVELS, logFilter, parseSince, SINCE_FORMS } from '../logging/log-reader.js';
+import { errorMessage, RequestError } from '../errors.js';
+import { lastLogLines, LOG_LEVELS, logFilter, parseSince, SINCE_FORMS, type LogLine } from '../logging/log-reader.js';
 import { parse } from './route-body.js';
 import type { ProxyApp } from './types.js';
 
@@ -25,6 +26,13 @@ const logQuery = z
   })
   .strict();
 
+/** A file's error with the file it is about (a read's message names none). */
+function fileError(error: unknown): string {
+  const path = (error as NodeJS.ErrnoException)?.path;
+  const message = errorMessage(error);
+  return path && !message.includes(path) ? `${path}: ${message}` : message;
+}
+
 /**
  * `GET /v1/logs?level=&request=&job=&since=&limit=`: this proxy's log lines (metaclaw.log and its
  * rotated files), newest first, each as the object it was logged as (a line that is not one of the
@@ -35,7 +43,13 @@ export function logRoutes(logFile: string): (app: ProxyApp) => void {
   return (app) => {
     app.get('/v1/logs', async (c) => {
       const query = parse(logQuery, c.req.query());
-      const lines = await lastLogLines(logFile, query.limit, logFilter(query));
+      let lines: LogLine[];
+      try {
+        lines = await lastLogLines(logFile, query.limit, logFilter(query));
+      } catch (error) {
+        // Answered as what it is: a log file's problem, not a store fault (an EIO counted as one paused recording).
+        throw new RequestError(500, 'api_error', 'log_unreadable', `The log cannot be read: ${fileError(error)}`, { cause: error });
+      }
       return c.json({ object: 'list', data: lines.reverse().map((line) => line.entry ?? { text: line.raw }) });
     });
   };
