@@ -292,9 +292,11 @@ export class PgMemoryApi implements MemoryUnitReader, MemoryApi {
   private async statsOf(scope: string | undefined): Promise<Map<string, ScopeStats>> {
     const result = await this.pool.query(
       `SELECT scope, status, core, type, origin, COUNT(*) AS count FROM memory_units ${scope === undefined ? '' : 'WHERE scope = $1'}
-       GROUP BY scope, status, core, type, origin`,
+       GROUP BY scope, status, core, type, origin
+       ORDER BY scope COLLATE "C", status COLLATE "C", core, type COLLATE "C", origin COLLATE "C"`,
       scope === undefined ? [] : [toPostgresText(scope)],
     );
+    // In SQLite's GROUP BY order (byte order), so the counts' keys come in the same order from either engine.
     const byScope = new Map<string, ScopeStats>();
     for (const raw of result.rows) {
       const row = statsRowSchema.parse(raw);
