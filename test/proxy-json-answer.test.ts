@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import OpenAI from 'openai';
-import { anthropicReply, ScriptedUpstream } from './support/upstream.js';
+import { anthropicReply, ScriptedUpstream, type Handler } from './support/upstream.js';
 import { recordedTurn, startProxy, type ProxyHandle } from './support/proxy.js';
 
 /**
@@ -22,6 +22,12 @@ const ANSWER_JSON = JSON.stringify(answer);
 const TOOL_NAME = 'weather_report_v1';
 const responseFormat = { type: 'json_schema' as const, json_schema: { name: 'weather report.v1', schema, strict: true } };
 const forcedCall = () => anthropicReply({ toolCalls: [{ id: 'toolu_json', name: TOOL_NAME, arguments: ANSWER_JSON }] });
+/** The upstream answers as if `stream` said `stream`, whatever it says (some servers do). */
+const answeringAsIf =
+  (stream: boolean) =>
+  (reply: Handler): Handler =>
+  (request, response) =>
+    reply({ ...request, body: { ...request.body, stream } }, response);
 const weatherTool: OpenAI.Chat.Completions.ChatCompletionTool = {
   type: 'function',
   function: { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
@@ -100,6 +106,24 @@ describe('structured output towards an Anthropic upstream', () => {
     assert.deepEqual(finishReasons, ['stop']);
     const turn = await recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
     assert.deepEqual(turn.outcome.response, { text: ANSWER_JSON, tool_calls: [], finish_reason: 'stop' });
+  });
+
+  test('an upstream that ignores `stream` (one JSON body to a stream request, a stream to a request for none): the client still gets the JSON as content', async () => {
+    upstream.reply(answeringAsIf(false)(forcedCall()), answeringAsIf(true)(forcedCall()));
+    const streamed = await client.chat.completions
+      .stream({ model: 'gpt-client', messages: [{ role: 'user', content: 'Weather in Paris?' }], response_format: responseFormat })
+      .finalChatCompletion();
+    assert.equal(streamed.choices[0]!.message.content, ANSWER_JSON);
+    assert.deepEqual(streamed.choices[0]!.message.tool_calls ?? [], []);
+    assert.equal(streamed.choices[0]!.finish_reason, 'stop');
+    const whole = await client.chat.completions.create({
+      model: 'gpt-client',
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      response_format: responseFormat,
+    });
+    assert.equal(whole.choices[0]!.message.content, ANSWER_JSON);
+    assert.equal(whole.choices[0]!.message.tool_calls, undefined);
+    assert.equal(whole.choices[0]!.finish_reason, 'stop');
   });
 
   test('Responses text.format json_schema, created and streamed: output_text is the JSON', async () => {
