@@ -16,6 +16,7 @@ import { transientOpening } from './opening-error.js';
 import { completeEventsLength, eventsOf, firstMalformedEvent, isWellFormedEvent, SseParser, type SseEvent } from './sse.js';
 import {
   answerAsStream,
+  answerJsonTool,
   answerShapeProblem,
   answerFromStream,
   assembleAnswer,
@@ -512,7 +513,8 @@ export class UpstreamForwarder {
       }
       sink.sendComplete(status, 'application/json', JSON.stringify(translateAnswer(input.clientFormat, wire, parsed, input)), headers);
     }
-    const assembled = parsed === undefined ? null : assembleAnswer(wire, parsed);
+    // The record holds the answer as the client got it: a forced JSON tool's call as its text.
+    const assembled = parsed === undefined ? null : assembleAnswer(wire, parsed, answerJsonTool(input.clientFormat, wire, input));
     return { type: 'finished', status, outcome: 'ok', error: null, response: assembled };
   }
 
@@ -541,7 +543,7 @@ export class UpstreamForwarder {
       events = responseAsStream(parsed);
       result = this.endedStream(input, target, readStream(wire, Buffer.from(events)));
     } else {
-      const assembled = assembleAnswer(wire, parsed);
+      const assembled = assembleAnswer(wire, parsed, answerJsonTool(input.clientFormat, wire, input));
       const id = readString(parsed['id']) ?? `chatcmpl-${input.requestId}`;
       const model = assembled.model ?? readString(input.body['model']) ?? '';
       const { inputTokens = 0, outputTokens = 0 } = assembled.usage ?? {};
@@ -579,7 +581,7 @@ export class UpstreamForwarder {
       return { type: 'finished', status: 502, outcome: 'upstream_error', error: message, response: null };
     }
     sink.sendComplete(200, 'application/json', JSON.stringify(collected.answer), headers);
-    return { type: 'finished', status: 200, outcome: 'ok', error: null, response: assembleStream(wire, raw) };
+    return { type: 'finished', status: 200, outcome: 'ok', error: null, response: assembleStream(wire, raw, answerJsonTool(input.clientFormat, wire, input)) };
   }
 
   /**
@@ -604,7 +606,7 @@ export class UpstreamForwarder {
       const wire = wireFormat(target, input.clientFormat);
       const translating = wire !== input.clientFormat;
       const translator = translating ? streamTranslator(input.clientFormat, wire, input) : undefined;
-      const assembler = translating ? streamAssembler(wire) : undefined;
+      const assembler = translating ? streamAssembler(wire, answerJsonTool(input.clientFormat, wire, input)) : undefined;
       const parser = translating ? new SseParser() : undefined;
       const rawChunks: Buffer[] = [];
       let pending: Buffer = Buffer.alloc(0);

@@ -14,10 +14,11 @@ import { isRecord, readString } from './common.js';
 import { anthropicErrorBodyToOpenAI, openAIErrorBodyToAnthropic } from './errors.js';
 import { anthropicRequestToOpenAI } from './request-anthropic-to-openai.js';
 import { openAIRequestToAnthropic } from './request-openai-to-anthropic.js';
-import { responsesInputItems, responsesRequestToOpenAI } from './request-responses-to-openai.js';
+import { responsesInputItems, responsesRequestToOpenAI, textFormatToResponseFormat } from './request-responses-to-openai.js';
+import { jsonToolName, recordedJsonAnswer } from './json-answer.js';
 import { collectStream, type CollectedAnswer } from './collect-stream.js';
 import { refuseOpenAIKept, refuseUncarriedParts } from './responses-parts.js';
-import { responsesTools } from './responses-tools.js';
+import { responsesTools, type ResponsesTools } from './responses-tools.js';
 import { anthropicResponseToOpenAI } from './response-anthropic-to-openai.js';
 import { openAIResponseToAnthropic } from './response-openai-to-anthropic.js';
 import { anthropicResponseToResponses, openAIResponseToResponses } from './response-to-responses.js';
@@ -124,41 +125,64 @@ export function answerShapeProblem(wire: RequestFormat, answer: unknown): string
 
 export function translateAnswer(clientFormat: RequestFormat, wire: RequestFormat, answer: unknown, context: AnswerContext): unknown {
   if (clientFormat === 'responses') {
-    const responses = responsesContext(context);
+    const responses = responsesContext(context, wire);
     return wire === 'anthropic'
       ? anthropicResponseToResponses(answer as AnthropicResponse, responses)
       : openAIResponseToResponses(answer as OpenAIChatCompletion, responses);
   }
-  return clientFormat === 'openai' ? anthropicResponseToOpenAI(answer as AnthropicResponse, {}) : openAIResponseToAnthropic(answer as OpenAIChatCompletion);
+  return clientFormat === 'openai'
+    ? anthropicResponseToOpenAI(answer as AnthropicResponse, jsonToolOption(answerJsonTool(clientFormat, wire, context)))
+    : openAIResponseToAnthropic(answer as OpenAIChatCompletion);
 }
 
 export function streamTranslator(clientFormat: RequestFormat, wire: RequestFormat, context: AnswerContext): StreamTranslator {
   if (clientFormat === 'responses') {
-    const responses = responsesContext(context);
+    const responses = responsesContext(context, wire);
     return wire === 'anthropic' ? new AnthropicToResponsesStream(responses) : new OpenAIToResponsesStream(responses);
   }
   if (clientFormat === 'anthropic') return new OpenAIToAnthropicStream({});
   const options = context.body['stream_options'];
-  return new AnthropicToOpenAIStream({ includeUsage: isRecord(options) && options['include_usage'] === true });
+  return new AnthropicToOpenAIStream({
+    includeUsage: isRecord(options) && options['include_usage'] === true,
+    ...jsonToolOption(answerJsonTool(clientFormat, wire, context)),
+  });
 }
 
-/** Reads a stream in the wire's format for the record, event by event. */
-export function streamAssembler(wire: RequestFormat): StreamAssembler {
+/**
+ * The forced tool that stood for the request's JSON Schema on an Anthropic wire (json-answer.ts):
+ * decided again from the request the client sent, as its translation decided it, so the answer
+ * needs nothing passed along but its context.
+ */
+export function answerJsonTool(clientFormat: RequestFormat, wire: RequestFormat, context: AnswerContext): string | undefined {
+  if (wire !== 'anthropic' || clientFormat === 'anthropic') return undefined;
+  if (clientFormat === 'openai') return jsonToolName(context.body as OpenAIChatRequest);
+  // Most requests ask for no format: their tools are not read again.
+  return context.body['text'] === undefined ? undefined : responsesJsonTool(context.body, responsesContextTools(context));
+}
+
+/**
+ * Reads a stream in the wire's format for the record, event by event. `jsonTool` (answerJsonTool):
+ * the record holds that call as the text the client got.
+ */
+export function streamAssembler(wire: RequestFormat, jsonTool?: string): StreamAssembler {
   if (wire === 'responses') return new ResponsesStreamAssembler();
-  return wire === 'openai' ? new OpenAIStreamAssembler() : new AnthropicStreamAssembler();
+  if (wire === 'openai') return new OpenAIStreamAssembler();
+  const assembler = new AnthropicStreamAssembler();
+  if (jsonTool === undefined) return assembler;
+  return { push: (event) => assembler.push(event), ending: () => assembler.ending(), result: () => recordedJsonAnswer(assembler.result(), jsonTool) };
 }
 
 /** Assembles a whole stream captured as raw SSE bytes. */
-export function assembleStream(format: RequestFormat, raw: Buffer): AssembledResponse {
-  return readStream(format, raw).response;
+export function assembleStream(format: RequestFormat, raw: Buffer, jsonTool?: string): AssembledResponse {
+  return readStream(format, raw, true, jsonTool).response;
 }
 
 /**
  * A stream captured as raw SSE bytes, read once for the record: its answer and how it ended. With
  * `whole` false, a last event without its blank line is left out (it had not reached the client).
  */
-export function readStream(format: RequestFormat, raw: Buffer, whole = true): { response: AssembledResponse; ending: StreamEnding } {
-  const assembler = streamAssembler(format);
+export function readStream(format: RequestFormat, raw: Buffer, whole = true, jsonTool?: string): { response: AssembledResponse; ending: StreamEnding } {
+  const assembler = streamAssembler(format, jsonTool);
   const parser = new SseParser();
   for (const event of parser.push(raw)) assembler.push(event);
   if (whole) for (const event of parser.end()) assembler.push(event);
@@ -190,10 +214,10 @@ export function answerFromStream(clientFormat: RequestFormat, wire: RequestForma
   return collectStream(clientFormat, new SseParser().push(text));
 }
 
-/** A complete answer in `format`, reduced for the record. */
-export function assembleAnswer(format: RequestFormat, answer: unknown): AssembledResponse {
+/** A complete answer in `format`, reduced for the record (`jsonTool`: as in streamAssembler). */
+export function assembleAnswer(format: RequestFormat, answer: unknown, jsonTool?: string): AssembledResponse {
   if (format === 'responses') return assembleResponsesResponse(answer);
-  return format === 'openai' ? assembleOpenAIResponse(answer) : assembleAnthropicResponse(answer);
+  return format === 'openai' ? assembleOpenAIResponse(answer) : recordedJsonAnswer(assembleAnthropicResponse(answer), jsonTool);
 }
 
 /** An upstream error body in the client's shape, or undefined when the shapes are the same (the Responses API's is OpenAI's). */
@@ -209,7 +233,24 @@ function withHistory(body: Record<string, unknown>, items: readonly unknown[]): 
   return { ...rest, input: [...items, ...responsesInputItems(body['input'])] };
 }
 
-function responsesContext(context: AnswerContext): ResponsesContext {
+function responsesContext(context: AnswerContext, wire: RequestFormat): ResponsesContext {
+  const tools = responsesContextTools(context);
+  const responses: ResponsesContext = { responseId: responseIdFor(context.requestId), request: context.body, tools };
+  const jsonTool = wire === 'anthropic' ? responsesJsonTool(context.body, tools) : undefined;
+  return jsonTool === undefined ? responses : { ...responses, jsonTool };
+}
+
+function responsesContextTools(context: AnswerContext): ResponsesTools {
   const items = [...(context.history?.items ?? []), ...responsesInputItems(context.body['input'])];
-  return { responseId: responseIdFor(context.requestId), request: context.body, tools: responsesTools(context.body, items) };
+  return responsesTools(context.body, items);
+}
+
+/** A Responses request's `text.format` and tools, as its chat translation carries them. */
+function responsesJsonTool(body: Record<string, unknown>, tools: ResponsesTools): string | undefined {
+  const responseFormat = textFormatToResponseFormat(body['text']);
+  return responseFormat === undefined ? undefined : jsonToolName({ messages: [], response_format: responseFormat, tools: tools.chatTools });
+}
+
+function jsonToolOption(jsonTool: string | undefined): { jsonTool?: string } {
+  return jsonTool === undefined ? {} : { jsonTool };
 }

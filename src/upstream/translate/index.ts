@@ -23,6 +23,7 @@ export {
   type ResponsesContext,
 } from './responses-output.js';
 export {
+  answerJsonTool,
   answerShapeProblem,
   answerFromStream,
   assembleAnswer,

@@ -11,6 +11,7 @@ import type {
 import { BadRequestError } from '../../errors.js';
 import { assistantToAnthropicBlocks, legacyFunctionCallId, readOpenAIAssistant } from './assistant.js';
 import { imageUrlToSource, isRecord, omitKeys, readArray, readNumber, readString, toolUseId } from './common.js';
+import { anthropicJsonAnswer, forcedToolFields, withInstruction } from './json-answer.js';
 import { legacyFunctionCallToAnthropic, legacyFunctionsToAnthropic, openAIToolChoiceToAnthropic, openAIToolsToAnthropic } from './tools.js';
 
 /** Keys this module converts itself, plus OpenAI-only keys the Anthropic API would reject. */
@@ -61,7 +62,10 @@ export function openAIRequestToAnthropic(request: OpenAIChatRequest, options: { 
     messages: turns,
     max_tokens: readNumber(request.max_completion_tokens) ?? readNumber(request.max_tokens) ?? options.defaultMaxTokens,
   };
-  if (system !== undefined) result.system = system;
+  // `response_format` has no Anthropic field: a forced tool or a system instruction stands for it (json-answer.ts).
+  const jsonAnswer = anthropicJsonAnswer(request);
+  const fullSystem = jsonAnswer?.kind === 'instruction' ? withInstruction(system, jsonAnswer.text) : system;
+  if (fullSystem !== undefined) result.system = fullSystem;
   if (typeof request.stream === 'boolean') result.stream = request.stream;
   const temperature = readNumber(request.temperature);
   // OpenAI allows 0..2, Anthropic 0..1.
@@ -72,7 +76,7 @@ export function openAIRequestToAnthropic(request: OpenAIChatRequest, options: { 
   if (stopSequences.length > 0) result.stop_sequences = stopSequences;
   const userId = readString(request.user) ?? (isRecord(request.metadata) ? readString(request.metadata.user_id) : undefined);
   if (userId !== undefined) result.metadata = { user_id: userId };
-  Object.assign(result, convertTools(request));
+  Object.assign(result, jsonAnswer?.kind === 'tool' ? forcedToolFields(jsonAnswer.tool) : convertTools(request));
   return result;
 }
 

@@ -49,7 +49,7 @@ export function responsesRequestToOpenAI(request: ResponsesRequest, options: Res
     // Without this a chat stream carries no usage, and the Responses answer must report it.
     result.stream_options = { include_usage: true };
   }
-  const responseFormat = convertTextFormat(request['text']);
+  const responseFormat = textFormatToResponseFormat(request['text']);
   if (responseFormat !== undefined) result['response_format'] = responseFormat;
   const effort = isRecord(request['reasoning']) ? readString(request['reasoning']['effort']) : undefined;
   if (effort !== undefined) result['reasoning_effort'] = effort;
@@ -195,7 +195,7 @@ function userPart(part: Record<string, unknown>): OpenAIContentPart[] {
 }
 
 /** `text.format` is chat's `response_format`, with the schema one level down. */
-function convertTextFormat(text: unknown): Record<string, unknown> | undefined {
+export function textFormatToResponseFormat(text: unknown): Record<string, unknown> | undefined {
   const format = isRecord(text) && isRecord(text.format) ? text.format : undefined;
   if (format?.type === 'json_object') return { type: 'json_object' };
   if (format?.type !== 'json_schema') return undefined;

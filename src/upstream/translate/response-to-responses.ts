@@ -22,5 +22,5 @@ export function openAIResponseToResponses(response: OpenAIChatCompletion, contex
 
 /** Through the chat form, which carries all this translation keeps: text, thinking as reasoning, tool calls, stop reason, usage. */
 export function anthropicResponseToResponses(response: AnthropicResponse, context: ResponsesContext): ResponsesObject {
-  return openAIResponseToResponses(anthropicResponseToOpenAI(response, {}), context);
+  return openAIResponseToResponses(anthropicResponseToOpenAI(response, context.jsonTool === undefined ? {} : { jsonTool: context.jsonTool }), context);
 }

@@ -16,6 +16,8 @@ export interface ResponsesContext {
   createdAt?: number;
   /** The request's custom and namespaced tools, whose chat calls are read back as the client's own kind of call. */
   tools?: ResponsesTools;
+  /** The forced tool that stood for `text.format`'s JSON Schema on an Anthropic upstream (json-answer.ts): its call is output text. */
+  jsonTool?: string;
 }
 
 /** The id the proxy gives a translated answer: the request id's digits, so the record is found from it. */

@@ -3,6 +3,7 @@ import type { SseEvent } from '../sse.js';
 import { streamErrorFrame } from '../../shared/api-errors.js';
 import type { AnthropicUsage, OpenAIChatChunk } from '../../types/index.js';
 import { isRecord, prefixedId, toolCallId, toolInputToArguments, unixSeconds } from './common.js';
+import { jsonAnswerStop } from './json-answer.js';
 import { anthropicStopToOpenAIFinish } from './stop-reasons.js';
 import { decodeAnthropicEvent } from './stream-events.js';
 import { anthropicUsageToOpenAI, mergeAnthropicUsage } from './usage.js';
@@ -28,10 +29,16 @@ export class AnthropicToOpenAIStream {
   private readonly toolIndexes = new Map<number, number>();
   private stopReason: string | undefined;
   private usage: Partial<AnthropicUsage> | undefined;
+  /** The forced tool that stands for the request's JSON Schema (json-answer.ts), and the block of its call, streamed as text. */
+  private readonly jsonTool: string | undefined;
+  private jsonBlock: number | undefined;
+  private jsonSent = false;
 
-  constructor(options: { model?: string; includeUsage: boolean }) {
+  /** `jsonTool`: see anthropicResponseToOpenAI. */
+  constructor(options: { model?: string; includeUsage: boolean; jsonTool?: string }) {
     this.includeUsage = options.includeUsage;
     this.modelOverride = options.model;
+    this.jsonTool = options.jsonTool;
   }
 
   get done(): boolean {
@@ -92,24 +99,37 @@ export class AnthropicToOpenAIStream {
   }
 
   private toolStart(blockIndex: number, id: string | undefined, name: string, input: unknown): string {
-    const index = this.toolIndexes.size;
-    this.toolIndexes.set(blockIndex, index);
     // The real API starts with `input: {}` and streams the arguments; some servers send them here.
     const initial = isRecord(input) && Object.keys(input).length > 0 ? toolInputToArguments(input) : '';
+    if (name === this.jsonTool && this.jsonBlock === undefined) {
+      this.jsonBlock = blockIndex;
+      return this.jsonText(initial);
+    }
+    const index = this.toolIndexes.size;
+    this.toolIndexes.set(blockIndex, index);
     return this.chunk({ tool_calls: [{ index, id: toolCallId(id), type: 'function', function: { name, arguments: initial } }] });
   }
 
   private toolArguments(blockIndex: number, partialJson: string): string {
+    if (blockIndex === this.jsonBlock) return this.jsonText(partialJson);
     const index = this.toolIndexes.get(blockIndex);
     if (index === undefined || partialJson === '') return '';
     return this.chunk({ tool_calls: [{ index, function: { arguments: partialJson } }] });
   }
 
+  private jsonText(text: string): string {
+    if (text === '') return '';
+    this.jsonSent = true;
+    return this.chunk({ content: text });
+  }
+
   private finishChunk(): string {
     if (this.finishSent) return '';
     this.finishSent = true;
-    const finishReason = anthropicStopToOpenAIFinish(this.stopReason, this.toolIndexes.size > 0) ?? 'stop';
-    return this.chunk({}, finishReason);
+    // A call with empty input streams no arguments; its answer is still the empty object.
+    const emptyJson = this.jsonBlock !== undefined && !this.jsonSent ? this.jsonText('{}') : '';
+    const finishReason = anthropicStopToOpenAIFinish(jsonAnswerStop(this.stopReason, this.jsonTool), this.toolIndexes.size > 0) ?? 'stop';
+    return emptyJson + this.chunk({}, finishReason);
   }
 
   private chunk(delta: Delta, finishReason: string | null = null): string {

@@ -3,6 +3,7 @@ import type { AnthropicUsage, OpenAIUsage } from '../../types/index.js';
 import { isRecord, toolInputToArguments } from './common.js';
 import { ResponsesStreamWriter } from './responses-stream.js';
 import type { ResponsesContext } from './responses-output.js';
+import { jsonAnswerStop } from './json-answer.js';
 import { anthropicStopToOpenAIFinish, normalizeOpenAIFinish } from './stop-reasons.js';
 import { decodeAnthropicEvent, decodeOpenAIEvent } from './stream-events.js';
 import { anthropicUsageToOpenAI, mergeAnthropicUsage } from './usage.js';
@@ -66,6 +67,15 @@ export class AnthropicToResponsesStream extends ToResponsesStream {
   private stopReason: string | undefined;
   private usage: Partial<AnthropicUsage> | undefined;
   private calls = 0;
+  /** The block of the forced tool's call that stands for `text.format` (json-answer.ts), streamed as output text. */
+  private jsonBlock: number | undefined;
+  private jsonSent = false;
+  private readonly jsonTool: string | undefined;
+
+  constructor(context: ResponsesContext) {
+    super(context);
+    this.jsonTool = context.jsonTool;
+  }
 
   push(event: SseEvent): string {
     if (this.writer.done) return '';
@@ -79,12 +89,17 @@ export class AnthropicToResponsesStream extends ToResponsesStream {
       case 'thinking':
         return this.writer.reasoning(fact.thinking);
       case 'tool_start': {
-        this.calls++;
         // The real API starts with `input: {}` and streams the arguments; some servers send them here.
         const initial = isRecord(fact.input) && Object.keys(fact.input).length > 0 ? toolInputToArguments(fact.input) : '';
+        if (fact.name === this.jsonTool && this.jsonBlock === undefined) {
+          this.jsonBlock = fact.blockIndex;
+          return this.jsonText(initial);
+        }
+        this.calls++;
         return this.writer.toolStart(fact.blockIndex, fact.id, fact.name) + this.writer.toolArguments(fact.blockIndex, initial);
       }
       case 'tool_arguments':
+        if (fact.blockIndex === this.jsonBlock) return this.jsonText(fact.partialJson);
         return this.writer.toolArguments(fact.blockIndex, fact.partialJson);
       case 'message_delta':
         this.usage = mergeAnthropicUsage(this.usage, fact.usage);
@@ -101,6 +116,14 @@ export class AnthropicToResponsesStream extends ToResponsesStream {
 
   finish(): string {
     const usage = this.usage === undefined ? undefined : anthropicUsageToOpenAI(this.usage);
-    return this.writer.finish(anthropicStopToOpenAIFinish(this.stopReason, this.calls > 0), usage);
+    // A call with empty input streams no arguments; its answer is still the empty object.
+    const emptyJson = this.jsonBlock !== undefined && !this.jsonSent && !this.writer.done ? this.jsonText('{}') : '';
+    return emptyJson + this.writer.finish(anthropicStopToOpenAIFinish(jsonAnswerStop(this.stopReason, this.jsonTool), this.calls > 0), usage);
+  }
+
+  private jsonText(text: string): string {
+    if (text === '') return '';
+    this.jsonSent = true;
+    return this.writer.text(text);
   }
 }
