@@ -1,6 +1,8 @@
+import { maskDatabaseUrl } from '../config/index.js';
 import { ConversationStore, type SessionRow, type TurnRow } from '../conversation/index.js';
 import { openDatabase } from '../store/index.js';
 import { CliExit, loadCliConfig, numberArgument, print } from './context.js';
+import { withPool } from './store.js';
 
 export interface SessionsOptions {
   config?: string;
@@ -8,24 +10,40 @@ export interface SessionsOptions {
   limit?: string;
 }
 
-function openStore(options: SessionsOptions): { store: ConversationStore; close: () => void } {
+/** What `metaclaw sessions` reads: ConversationStore and PgConversationReads answer alike. */
+interface SessionReads {
+  listSessions(limit: number): SessionRow[] | Promise<SessionRow[]>;
+  getSession(id: string): SessionRow | undefined | Promise<SessionRow | undefined>;
+  turnsOfSession(id: string): TurnRow[] | Promise<TurnRow[]>;
+}
+
+/**
+ * Runs `read` on the store the proxy records into: the team store when store.url (or
+ * METACLAW_DATABASE_URL) is set, where every node writes its turns, else the install's own database.
+ */
+async function withSessions(options: SessionsOptions, read: (store: SessionReads, where: string) => Promise<void>): Promise<void> {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const url = config.values['store.url'];
+  if (url) return withPool(url, (postgres, pool) => read(new postgres.PgConversationReads(pool), `the team store at ${maskDatabaseUrl(url)}`));
   const db = openDatabase(config.paths.database);
-  return { store: new ConversationStore(db), close: () => db.close() };
+  try {
+    await read(new ConversationStore(db), config.paths.database);
+  } finally {
+    db.close();
+  }
 }
 
 /** `metaclaw sessions list`: the most recent sessions first. */
-export function sessionsListCommand(options: SessionsOptions): void {
+export async function sessionsListCommand(options: SessionsOptions): Promise<void> {
   const limit = numberArgument(options.limit ?? '20', '--limit', { min: 1 });
-  const { store, close } = openStore(options);
-  try {
-    const sessions = store.listSessions(limit);
+  await withSessions(options, async (store, where) => {
+    const sessions = await store.listSessions(limit);
     if (options.json) {
       print(JSON.stringify(sessions, null, 2));
       return;
     }
     if (sessions.length === 0) {
-      print('No sessions recorded yet.');
+      print(`No sessions recorded yet in ${where}.`);
       return;
     }
     // Ids are printed whole (the column widens for a long one): `sessions show` needs the id as listed.
@@ -36,18 +54,15 @@ export function sessionsListCommand(options: SessionsOptions): void {
         `${session.id.padEnd(width)} ${time(session.last_turn_at).padEnd(20)} ${`${session.turn_count} (${session.main_turn_count} main)`.padEnd(6)} ${state(session)}`,
       );
     }
-  } finally {
-    close();
-  }
+  });
 }
 
 /** `metaclaw sessions show ID`: the session and each of its turns. */
-export function sessionsShowCommand(id: string, options: SessionsOptions): void {
-  const { store, close } = openStore(options);
-  try {
-    const session = store.getSession(id);
-    if (!session) throw new CliExit(`No session ${id}. (metaclaw sessions list shows the recent ones.)`);
-    const turns = store.turnsOfSession(id);
+export async function sessionsShowCommand(id: string, options: SessionsOptions): Promise<void> {
+  await withSessions(options, async (store, where) => {
+    const session = await store.getSession(id);
+    if (!session) throw new CliExit(`No session ${id} in ${where}. (metaclaw sessions list shows the recent ones.)`);
+    const turns = await store.turnsOfSession(id);
     if (options.json) {
       print(JSON.stringify({ session, turns }, null, 2));
       return;
@@ -56,9 +71,7 @@ export function sessionsShowCommand(id: string, options: SessionsOptions): void 
     print(`  identified by ${session.identity_source}, scope ${session.scope ?? 'default'}, ${session.client_format} client`);
     print(`  started ${time(session.started_at)}, last turn ${time(session.last_turn_at)}, ${state(session)}`);
     for (const turn of turns) printTurn(turn);
-  } finally {
-    close();
-  }
+  });
 }
 
 function printTurn(turn: TurnRow): void {

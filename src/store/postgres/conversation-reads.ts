@@ -45,6 +45,12 @@ export class PgConversationReads implements ConversationReadStore {
     return result.rows[0] === undefined ? undefined : parseSessionRow(result.rows[0]);
   }
 
+  /** The sessions with the most recent last turn first (ConversationStore.listSessions: `metaclaw sessions list`). */
+  async listSessions(limit: number): Promise<SessionRow[]> {
+    const result = await this.pool.query('SELECT * FROM sessions ORDER BY last_turn_at DESC LIMIT $1', [limit]);
+    return result.rows.map(parseSessionRow);
+  }
+
   /** A turn's summary row, without its bodies. */
   async getTurnSummary(id: string): Promise<TurnRow | undefined> {
     const result = await this.pool.query('SELECT * FROM turns WHERE id = $1', [toPostgresText(id)]);
