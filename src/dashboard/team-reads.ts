@@ -1,11 +1,11 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { z } from 'zod';
-import { creditOf, FIGURES, RECENT_SESSIONS, type FigureRow } from '../skills/credit.js';
 import type { SkillMirror } from '../skills/index.js';
 import { parseSessionRow, parseTurnRow } from '../store/postgres/conversation-rows.js';
 import type { PgConversationReads, PgJobQueue, PgLearningBudget, PgMemoryApi, PgSkillProposals, PgSkillStore } from '../store/postgres/index.js';
 import type { SchedulerWindow } from '../scheduler/index.js';
-import { fromPostgresText } from '../store/postgres/text.js';
+import { sharedRows } from '../store/postgres/shared-rows.js';
+import { PgSkillCredit } from '../store/postgres/skill-credit.js';
 import { fillMemoryContents, shownMemoryIds } from './injected.js';
 import { injectedBlock } from './injected-text.js';
 import { learningAxis, learningView, LEARNING_SQL, type DayCount, type JudgeRows, type SkillVersionEvent, type TrainingStep } from './learning.js';
@@ -53,28 +53,8 @@ export interface TeamDashboardSources {
   windows(from: number, to: number, limit: number): SchedulerWindow[];
 }
 
-/** BIGINT and NUMERIC (counts, sums, averages, times in ms) as numbers, as SQLite returns them. */
-const NUMBER_TYPES = new Set([pg.types.builtins.INT8, pg.types.builtins.NUMERIC]);
-const numericTypes = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    NUMBER_TYPES.has(oid)
-      ? (value: string) => Number(value)
-      : (pg.types.getTypeParser(oid, format ?? 'text') as (value: string) => unknown)) as pg.CustomTypesConfig['getTypeParser'],
-};
-
-/**
- * Runs one of the dashboard's queries (written once with `?` for both stores) on the team store:
- * numbered parameters, numbers where SQLite has numbers, and text with its U+0000 back (text.ts).
- */
-async function rows<T>(pool: pg.Pool, sql: string, params: readonly unknown[] = []): Promise<T[]> {
-  let index = 0;
-  const text = sql.replace(/\?/g, () => `$${++index}`);
-  const result = await pool.query({ text, values: [...params], types: numericTypes });
-  return result.rows.map((row: Record<string, unknown>) => {
-    for (const [key, value] of Object.entries(row)) if (typeof value === 'string') row[key] = fromPostgresText(value);
-    return row as T;
-  });
-}
+/** The dashboard's queries are written once with `?` for both stores. */
+const rows = sharedRows;
 
 async function scalar(pool: pg.Pool, sql: string, params: readonly unknown[] = []): Promise<number | null> {
   const row = (await rows<Record<string, unknown>>(pool, sql, params))[0];
@@ -237,9 +217,10 @@ function teamMemoryReads(sources: TeamDashboardSources): MemoryPageReads {
 /** The team's library as this node mirrors it, with the team store's history, proposals and credit. */
 function teamSkillsReads(sources: TeamDashboardSources): SkillsPageReads {
   const { mirror, store, proposals, review } = sources.skills;
+  const credit = new PgSkillCredit(sources.pool);
   return {
     list: async () => {
-      const figures = new Map((await rows<FigureRow>(sources.pool, `${FIGURES} GROUP BY u.skill`)).map((row) => [row.skill, creditOf(row)]));
+      const figures = await credit.figures();
       return mirror
         .all()
         .sort((a, b) => a.name.localeCompare(b.name))
@@ -253,11 +234,8 @@ function teamSkillsReads(sources: TeamDashboardSources): SkillsPageReads {
     // Every write to the team store is checked: it holds no file that failed to parse.
     problems: () => [],
     versions: (name) => store.versions(name),
-    creditOf: async (name) => {
-      const [row] = await rows<FigureRow>(sources.pool, `${FIGURES} WHERE u.skill = ? GROUP BY u.skill`, [name]);
-      return row && creditOf(row);
-    },
-    recentSessions: async (name) => (await rows<{ session_id: string }>(sources.pool, RECENT_SESSIONS, [name, 10])).map((row) => row.session_id),
+    creditOf: (name) => credit.figuresOf(name),
+    recentSessions: (name) => credit.recentSessions(name, 10),
     text: async (skill) => (await store.get(skill.name))?.text ?? '',
   };
 }

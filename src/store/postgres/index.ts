@@ -58,3 +58,4 @@ export { PgSkillKeys, pgSkillSearchKeysHandler, queueSkillSearchKeys, type PgSki
 export { pgMemorySearchKeysHandler, type PgMemoryKeyJobDeps } from './memory-key-jobs.js';
 export { pgHousekeepingHandler, scheduleTeamHousekeeping } from './memory-housekeeping.js';
 export { pgReindexHandler, queueTeamReindex } from './memory-reindex.js';
+export { PgSkillCredit } from './skill-credit.js';
