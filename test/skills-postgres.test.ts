@@ -398,8 +398,11 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
       for (const skill of a.mirror.all())
         assert.deepEqual(withoutPath(library.get(skill.name)!), withoutPath(skill), `${skill.name} loads as the team store holds it`);
       assert.equal(library.get('pdf-form-filling')!.version, 3, 'imported with its own version');
+      // Overwrite with a changed text is the next version; a file saying what the store holds is no change (as on the personal library).
+      const edited = files['pdf-form-filling']!.replace('then fill them.', 'then fill them and flatten the form.');
+      writeFileSync(join(source, 'pdf-form-filling', 'SKILL.md'), edited);
       const replaced = await a.store.importFolder(source, { overwrite: true });
-      assert.deepEqual(replaced.imported.sort(), ['commit-message-zh', 'pdf-form-filling']);
+      assert.deepEqual([replaced.imported, replaced.unchanged], [['pdf-form-filling'], ['commit-message-zh']]);
       const next = (await a.store.get('pdf-form-filling'))!;
       assert.deepEqual(
         [next.version, next.skill.origin, next.skill.extra],

@@ -80,7 +80,11 @@ export interface WriteOptions {
 
 export interface FolderImport {
   readonly imported: string[];
+  /** Skills whose file says what the store's version does (with `overwrite`): left as they are, no new version. */
+  readonly unchanged: string[];
   readonly skipped: Array<{ path: string; reason: string }>;
+  /** Skills whose text reads like prompt injection: refused (also listed as skipped), or imported with `force`. */
+  readonly suspicious: Array<{ name: string; path: string; reason: string; imported: boolean }>;
   readonly generation: number | undefined;
 }
 
@@ -288,12 +292,19 @@ export class PgSkillStore implements SkillVersionStore {
    * file is, byte for byte and with its version, so a personal library moves over unchanged; one
    * that exists is replaced (with `overwrite`) as its next version. Invalid files, skills whose
    * text reads like prompt injection (unless `force`) and existing skills (without `overwrite`)
-   * are reported and skipped. The files beside an imported skill's SKILL.md replace those the team
-   * store held for it. The whole import is one generation and one transaction.
+   * are reported and skipped; one whose file says what the store's version does is left as it is
+   * (see sameSkillContent). The files beside an imported skill's SKILL.md replace those the team
+   * store held for it. The whole import is one generation and one transaction. `flag` names the
+   * option that replaces an existing skill, for the skip reason (default --overwrite).
    */
-  async importFolder(folder: string, options: { overwrite?: boolean; force?: boolean; source?: string; moving?: boolean } = {}): Promise<FolderImport> {
+  async importFolder(
+    folder: string,
+    options: { overwrite?: boolean; force?: boolean; source?: string; moving?: boolean; flag?: string } = {},
+  ): Promise<FolderImport> {
     const skipped: FolderImport['skipped'] = [];
-    const files: Array<{ name: string; path: string; text: string; skill: Skill; supporting: SupportingFile[] }> = [];
+    const unchanged: string[] = [];
+    const suspicious: FolderImport['suspicious'] = [];
+    const files: Array<{ name: string; path: string; text: string; skill: Skill; supporting: SupportingFile[]; injection?: string }> = [];
     const entries = existsSync(folder) ? readdirSync(folder, { withFileTypes: true }) : [];
     if (!existsSync(folder)) skipped.push({ path: folder, reason: 'folder not found' });
     for (const entry of entries) {
@@ -305,16 +316,18 @@ export class PgSkillStore implements SkillVersionStore {
       }
       const text = readFileSync(path, 'utf8');
       const parsed = parseSkillFile(text, path, entry.name);
-      const injection = 'skill' in parsed && !options.force ? skillInjectionReason(parsed.skill) : undefined;
+      const injection = 'skill' in parsed ? skillInjectionReason(parsed.skill) : undefined;
       if ('reason' in parsed) skipped.push({ path, reason: parsed.reason });
-      else if (injection) skipped.push({ path, reason: `looks like a prompt injection (${injection})` });
-      else {
+      else if (injection && !options.force) {
+        skipped.push({ path, reason: `looks like a prompt injection (${injection})` });
+        suspicious.push({ name: parsed.skill.name, path, reason: injection, imported: false });
+      } else {
         const supporting = supportingFiles(join(folder, entry.name));
         if ('reason' in supporting) skipped.push({ path: join(folder, entry.name), reason: supporting.reason });
-        else files.push({ name: entry.name, path, text, skill: parsed.skill, supporting: supporting.files });
+        else files.push({ name: entry.name, path, text, skill: parsed.skill, supporting: supporting.files, ...(injection ? { injection } : {}) });
       }
     }
-    if (files.length === 0) return { imported: [], skipped, generation: undefined };
+    if (files.length === 0) return { imported: [], unchanged, skipped, suspicious, generation: undefined };
     const source = options.source ?? `import from ${folder}`;
     return this.transaction(async (client) => {
       const generation = options.moving ? await movingGeneration(client) : await bumpGeneration(client);
@@ -323,12 +336,18 @@ export class PgSkillStore implements SkillVersionStore {
         const row = await selectRow(client, file.name, true);
         const live = row && !row.removed;
         if (live && !options.overwrite) {
-          skipped.push({ path: file.path, reason: `a skill named ${file.name} already exists (use --overwrite to replace it)` });
+          skipped.push({ path: file.path, reason: `a skill named ${file.name} already exists (use ${options.flag ?? '--overwrite'} to replace it)` });
           continue;
         }
         // An imported skill is injected into prompts: a key pasted into its text must not travel with it.
         const description = redactSecrets(file.skill.description);
         const body = redactSecrets(file.skill.body);
+        const current = live ? stored(row)?.skill : undefined;
+        if (current && sameSkillContent(current, { ...file.skill, description, body })) {
+          // The same text again (an import re-run, install-starter --force): a new version would only copy it.
+          unchanged.push(file.name);
+          continue;
+        }
         const verbatim = !live && description === file.skill.description && body === file.skill.body && file.skill.version > (row?.version ?? 0);
         if (verbatim) {
           // Moving an install: its history came with its tables, this very version included; it is not recorded twice.
@@ -357,9 +376,10 @@ export class PgSkillStore implements SkillVersionStore {
         }
         await replaceSupportingFiles(client, file.name, file.supporting);
         imported.push(file.name);
+        if (file.injection) suspicious.push({ name: file.name, path: file.path, reason: file.injection, imported: true });
       }
       // Nothing imported (every skill already there): nothing committed, not even the generation.
-      return { imported, skipped, generation: imported.length > 0 ? generation : undefined };
+      return { imported, unchanged, skipped, suspicious, generation: imported.length > 0 ? generation : undefined };
     });
   }
 
