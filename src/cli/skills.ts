@@ -2,36 +2,14 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { silentLogger } from '../logging/index.js';
-import { skillsSettings } from '../runtime/settings.js';
-import {
-  diffVersions,
-  exportSkills,
-  importSkills,
-  installStarterSkills,
-  parseSkillFile,
-  presentCredit,
-  skillInjectionReason,
-  SkillsService,
-  type ImportReport,
-  type SkillCredit,
-} from '../skills/index.js';
-import { checkIntegrity, openDatabase } from '../store/index.js';
+import { diffVersions, parseSkillFile, presentCredit, skillInjectionReason, type ImportReport, type SkillCredit, type VersionRow } from '../skills/index.js';
 import { SkillError } from '../errors.js';
-import { CliExit, errorText, loadCliConfig, numberArgument, print } from './context.js';
-import { withPool } from './store.js';
+import { CliExit, numberArgument, print } from './context.js';
+import { withSkillsBackend, type SkillsBackend } from './skills-backend.js';
 
 interface SkillsOptions {
   config?: string;
   json?: boolean;
-}
-
-function openSkills(options: SkillsOptions): { service: SkillsService; close: () => void; integrity: () => string[] } {
-  const config = loadCliConfig(options.config ? { config: options.config } : {});
-  const db = openDatabase(config.paths.database);
-  const service = new SkillsService({ db, logger: silentLogger(), settings: { ...skillsSettings(config), embedding: { apiBase: '', apiKey: '', model: '' } } });
-  service.open({ watch: false });
-  return { service, close: () => db.close(), integrity: () => checkIntegrity(db) };
 }
 
 /**
@@ -71,18 +49,9 @@ function readHistoryLine(line: string): z.infer<typeof historyLineSchema> {
   return read.success ? read.data : historyLineSchema.parse({});
 }
 
-function withSkills<T extends SkillsOptions>(action: (service: SkillsService, options: T, extra: { integrity(): string[] }) => void): (options: T) => void {
-  return (options) => {
-    const { service, close, integrity } = openSkills(options);
-    try {
-      action(service, options, { integrity });
-    } catch (error) {
-      if (error instanceof CliExit) throw error;
-      throw new CliExit(errorText(error));
-    } finally {
-      close();
-    }
-  };
+/** An action on the library of the store the proxy serves from: the team store when store.url is set (skills-backend.ts). */
+function withSkills<T extends SkillsOptions>(action: (skills: SkillsBackend, options: T) => void | Promise<void>): (options: T) => Promise<void> {
+  return (options) => withSkillsBackend(options, (skills) => action(skills, options));
 }
 
 /** `metaclaw skills …`: the library, its credit, review and history. */
@@ -96,8 +65,8 @@ export function registerSkillsCommands(program: Command): void {
       .description('every skill with how often it was injected and how those turns went')
       .option('--flagged', 'only skills flagged for bad outcomes'),
   ).action(
-    withSkills<SkillsOptions & { flagged?: boolean }>((service, options) => {
-      const rows = service.list().filter((row) => !options.flagged || row.credit?.flagged);
+    withSkills<SkillsOptions & { flagged?: boolean }>(async (skills, options) => {
+      const rows = (await skills.list()).filter((row) => !options.flagged || row.credit?.flagged);
       if (options.json)
         return print(
           JSON.stringify(
@@ -118,27 +87,26 @@ export function registerSkillsCommands(program: Command): void {
       print(`${'NAME'.padEnd(34)} ${'CATEGORY'.padEnd(16)} ${'ORIGIN'.padEnd(8)} VER  INJECTED  SESSIONS  CORRECTED/ACCEPTED  JUDGE`);
       for (const { skill, credit } of rows)
         print(`${skill.name.padEnd(34)} ${skill.category.padEnd(16)} ${skill.origin.padEnd(8)} ${String(skill.version).padEnd(4)} ${figures(credit)}`);
-      const invalid = service.library.problems();
+      const invalid = skills.problems();
       print('');
       print(
-        `${rows.length} skills, generation ${service.history.generation}${invalid.length > 0 ? `; ${invalid.length} invalid files skipped (metaclaw skills doctor)` : ''}`,
+        `${rows.length} skills, generation ${await skills.generation()}${invalid.length > 0 ? `; ${invalid.length} invalid files skipped (metaclaw skills doctor)` : ''}`,
       );
     }),
   );
 
   common(skills.command('show').description('one skill with its credit and versions').argument('<name>')).action((name: string, options: SkillsOptions) =>
-    withSkills<SkillsOptions>((service) => {
-      const skill = service.library.get(name);
-      if (!skill) throw new CliExit(`No skill named ${name}.`);
-      const credit = service.credit.figuresOf(name);
-      const versions = service.history.versions(name);
+    withSkills<SkillsOptions>(async (skills) => {
+      const skill = await skills.get(name);
+      if (!skill) throw new CliExit(`No skill named ${name} in ${skills.where}.`);
+      const [credit, versions, searchKeys] = await Promise.all([skills.creditOf(name), skills.versions(name), skills.searchKeys(skill)]);
       if (options.json)
         return print(
           JSON.stringify(
             {
               ...skill,
               credit: presentCredit(credit),
-              search_keys: service.searchKeys.keysOf(skill),
+              search_keys: searchKeys,
               versions: versions.map(({ content: _content, ...row }) => row),
             },
             null,
@@ -152,7 +120,7 @@ export function registerSkillsCommands(program: Command): void {
       if (credit?.flagged) print('  FLAGGED: keeps being injected into turns that go badly; consider editing or retiring it');
       if (skill.sourceSessions.length > 0) print(`  learned from sessions: ${skill.sourceSessions.join(', ')}`);
       if (versions.length > 0) print(`  versions: ${versions.map((row) => `v${row.version} ${row.action}`).join(', ')}`);
-      for (const [language, keys] of Object.entries(service.searchKeys.keysOf(skill))) print(`  search keys (${language}): ${keys.join(', ')}`);
+      for (const [language, keys] of Object.entries(searchKeys)) print(`  search keys (${language}): ${keys.join(', ')}`);
       print('');
       print(skill.body);
     })(options),
@@ -166,7 +134,7 @@ export function registerSkillsCommands(program: Command): void {
       .option('--overwrite', 'replace a skill of the same name')
       .option('--force', 'add it even if its text reads like prompt injection'),
   ).action((path: string, options: SkillsOptions & { overwrite?: boolean; force?: boolean }) =>
-    withSkills<SkillsOptions>((service) => {
+    withSkills<SkillsOptions>(async (skills) => {
       const file = existsSync(path) && statSync(path).isDirectory() ? join(path, 'SKILL.md') : path;
       if (!existsSync(file)) throw new CliExit(`${file} does not exist.`);
       const text = readFileSync(file, 'utf8');
@@ -184,7 +152,7 @@ export function registerSkillsCommands(program: Command): void {
         extra: skill.extra,
       };
       // SkillsService.save decides: the same text again is "unchanged" (with or without --overwrite, no new version).
-      const result = saved(() => service.save(draft, 'cli add', { overwrite: options.overwrite ?? false, screen: !options.force }), {
+      const result = await saved(skills.save(draft, 'cli add', { overwrite: options.overwrite ?? false, screen: !options.force }), {
         skill_exists: () => `A skill named ${skill.name} already exists (use --overwrite).`,
         suspicious_skill: () => `${file} reads like a prompt injection (${skillInjectionReason(skill)}); not added. ${FORCE_HINT}`,
       });
@@ -196,9 +164,9 @@ export function registerSkillsCommands(program: Command): void {
 
   common(skills.command('remove').description('remove a skill (its versions stay, so it can be restored)').argument('<name>')).action(
     (name: string, options: SkillsOptions) =>
-      withSkills<SkillsOptions>((service) => {
-        const { removed, generation } = service.remove(name, 'cli remove');
-        if (!removed) throw new CliExit(`No skill named ${name}.`);
+      withSkills<SkillsOptions>(async (skills) => {
+        const { removed, generation } = await skills.remove(name, 'cli remove');
+        if (!removed) throw new CliExit(`No skill named ${name} in ${skills.where}.`);
         print(`Removed ${name} (generation ${generation}); \`metaclaw skills revert ${name}\` restores it.`);
       })(options),
   );
@@ -211,31 +179,28 @@ export function registerSkillsCommands(program: Command): void {
       .option('--overwrite', 'replace skills of the same name')
       .option('--force', 'import skills even if their text reads like prompt injection'),
   ).action((folder: string, options: SkillsOptions & { overwrite?: boolean; force?: boolean }) =>
-    withSkills<SkillsOptions>((service) => {
+    withSkills<SkillsOptions>(async (skills) => {
       // A mistyped path is a failure a script must see, not "Imported 0 skills" and exit 0.
       if (!existsSync(folder)) throw new CliExit(`${folder} does not exist.`);
       if (!statSync(folder).isDirectory()) throw new CliExit(`${folder} is not a folder (a single SKILL.md goes in with \`metaclaw skills add\`).`);
-      const report = importSkills(service, folder, { overwrite: options.overwrite ?? false, force: options.force ?? false });
+      const report = await skills.importFolder(folder, { overwrite: options.overwrite ?? false, force: options.force ?? false });
       printReport(report, options.json, 'Imported');
       if (report.suspicious.some((item) => !item.imported)) throw new CliExit('', 1);
     })(options),
   );
 
-  common(skills.command('export').description('copy every skill folder to <folder> (from the team store when store.url is set)').argument('<folder>')).action(
-    async (folder: string, options: SkillsOptions) => {
-      const report = (exported: string[]) => (options.json ? print(JSON.stringify(exported)) : print(`Exported ${exported.length} skills to ${folder}.`));
-      const url = loadCliConfig(options.config ? { config: options.config } : {}).values['store.url'];
-      // A team's skills live in the team store: its SKILL.md folders (and the files beside them) are written from there.
-      if (url) return report(await withPool(url, (postgres, pool) => new postgres.PgSkillStore(pool).exportSkills(folder)));
-      withSkills<SkillsOptions>((service) => report(exportSkills(service, folder)))(options);
-    },
+  common(skills.command('export').description('copy every skill folder to <folder>').argument('<folder>')).action((folder: string, options: SkillsOptions) =>
+    withSkills<SkillsOptions>(async (skills) => {
+      const exported = await skills.exportTo(folder);
+      print(options.json ? JSON.stringify(exported) : `Exported ${exported.length} skills to ${folder}.`);
+    })(options),
   );
 
   common(
     skills.command('install-starter').description('install the starter bank of skills').option('--force', 'replace starter skills you already have'),
   ).action(
-    withSkills<SkillsOptions & { force?: boolean }>((service, options) =>
-      printReport(installStarterSkills(service, { force: options.force ?? false }), options.json, 'Installed'),
+    withSkills<SkillsOptions & { force?: boolean }>(async (skills, options) =>
+      printReport(await skills.installStarter({ force: options.force ?? false }), options.json, 'Installed'),
     ),
   );
 
@@ -246,8 +211,12 @@ export function registerSkillsCommands(program: Command): void {
       .option('-n, --n <count>', 'how many', '10')
       .option('--full', 'show evidence and reasons'),
   ).action(
-    withSkills<SkillsOptions & { n: string; full?: boolean }>((service, options) => {
-      const file = join(service.library.dir, 'evolution_history.jsonl');
+    withSkills<SkillsOptions & { n: string; full?: boolean }>((skills, options) => {
+      const file = skills.historyFile;
+      if (file === undefined)
+        throw new CliExit(
+          `The team store keeps no evolution_history.jsonl: each skill's changes are its versions (\`metaclaw skills show NAME\`, \`metaclaw skills diff NAME\`), and the dashboard's Learning page shows the team's evolutions.`,
+        );
       const all = (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []).map(readHistoryLine);
       const events = all.slice(-numberArgument(options.n, '-n', { min: 1 }));
       if (options.json) return print(JSON.stringify(events, null, 2));
@@ -272,8 +241,8 @@ export function registerSkillsCommands(program: Command): void {
   );
 
   common(skills.command('pending').description('evolution proposals waiting for review (skills.review: manual)')).action(
-    withSkills<SkillsOptions>((service, options) => {
-      const pending = service.proposals.pending();
+    withSkills<SkillsOptions>(async (skills, options) => {
+      const pending = await skills.pending();
       if (options.json)
         return print(
           JSON.stringify(
@@ -295,15 +264,15 @@ export function registerSkillsCommands(program: Command): void {
   );
 
   common(skills.command('approve').description('apply a pending proposal').argument('<id>')).action((id: string, options: SkillsOptions) =>
-    withSkills<SkillsOptions>((service) => {
-      const result = service.approve(numberArgument(id, 'proposal id', { min: 1 }));
+    withSkills<SkillsOptions>(async (skills) => {
+      const result = await skills.approve(numberArgument(id, 'proposal id', { min: 1 }));
       print(`Applied #${id}: ${result.action} ${result.skill.name} v${result.version} (generation ${result.generation}).`);
     })(options),
   );
 
   common(skills.command('reject').description('drop a pending proposal').argument('<id>')).action((id: string, options: SkillsOptions) =>
-    withSkills<SkillsOptions>((service) => {
-      const row = service.reject(numberArgument(id, 'proposal id', { min: 1 }));
+    withSkills<SkillsOptions>(async (skills) => {
+      const row = await skills.reject(numberArgument(id, 'proposal id', { min: 1 }));
       print(`Rejected #${id} (${row.action} ${row.name}).`);
     })(options),
   );
@@ -316,36 +285,37 @@ export function registerSkillsCommands(program: Command): void {
       .option('--from <version>')
       .option('--to <version>'),
   ).action((name: string, options: SkillsOptions & { from?: string; to?: string }) =>
-    withSkills<SkillsOptions & { from?: string; to?: string }>((service) => diff(service, name, options))(options),
+    withSkills<SkillsOptions & { from?: string; to?: string }>(async (skills) => diff(await skills.versions(name), name, options))(options),
   );
 
   common(
     skills.command('revert').description('restore an earlier version (default: the one before the current)').argument('<name>').option('--to <version>'),
   ).action((name: string, options: SkillsOptions & { to?: string }) =>
-    withSkills<SkillsOptions>((service) => {
-      const result = service.revert(name, options.to === undefined ? undefined : numberArgument(options.to, '--to', { min: 1 }));
+    withSkills<SkillsOptions>(async (skills) => {
+      const result = await skills.revert(name, options.to === undefined ? undefined : numberArgument(options.to, '--to', { min: 1 }));
       print(`Reverted ${name}: now v${result.version} (generation ${result.generation}).`);
     })(options),
   );
 
   common(skills.command('doctor').description('check every SKILL.md and the index; says what to fix')).action(
-    withSkills<SkillsOptions>((service, options, extra) => {
-      const problems = service.library.problems();
-      const suspicious = service.library
-        .all()
-        .map((skill) => ({ name: skill.name, path: skill.path, reason: skillInjectionReason(skill) }))
+    withSkills<SkillsOptions>(async (skills, options) => {
+      const problems = skills.problems();
+      const all = await skills.list();
+      const suspicious = all
+        .map(({ skill }) => ({ name: skill.name, path: skill.path, reason: skillInjectionReason(skill) }))
         .filter((item): item is { name: string; path: string; reason: string } => item.reason !== undefined)
         .sort((a, b) => a.name.localeCompare(b.name));
-      const integrity = extra.integrity();
-      if (options.json) print(JSON.stringify({ skills: service.library.size, invalid: problems, suspicious, database: integrity }, null, 2));
+      // The team store's own health is `metaclaw store status`'s: it holds no file that failed a write's checks.
+      const integrity = skills.integrity() ?? ['ok'];
+      if (options.json) print(JSON.stringify({ skills: all.length, invalid: problems, suspicious, database: integrity }, null, 2));
       else {
-        print(`${service.library.size} valid skills in ${service.library.dir}`);
+        print(`${all.length} valid skills in ${skills.where}`);
         for (const problem of problems) print(`  INVALID ${problem.path}: ${problem.reason}`);
         for (const item of suspicious)
           print(
             `  SUSPICIOUS ${item.name} (${item.path}): reads like a prompt injection (${item.reason}); its text is escaped when injected, but remove or edit it unless you wrote it`,
           );
-        print(`database: ${integrity.join('; ')}`);
+        print(skills.integrity() ? `database: ${integrity.join('; ')}` : 'database: the team store (`metaclaw store status` checks it)');
       }
       if (problems.length > 0 || suspicious.length > 0 || integrity[0] !== 'ok') throw new CliExit('', 1);
     }),
@@ -359,11 +329,10 @@ export function registerSkillsCommands(program: Command): void {
       .option('--unused-days <days>', 'also list skills not injected for this many days', '0')
       .option('--yes', 'remove without asking'),
   ).action(
-    withSkills<SkillsOptions & { dryRun?: boolean; unusedDays: string; yes?: boolean }>((service, options) => {
+    withSkills<SkillsOptions & { dryRun?: boolean; unusedDays: string; yes?: boolean }>(async (skills, options) => {
       const unusedDays = numberArgument(options.unusedDays, '--unused-days', { min: 0 });
       const now = Date.now();
-      const candidates = service
-        .list()
+      const candidates = (await skills.list())
         .map(({ skill, credit }) => {
           if (credit?.flagged)
             return {
@@ -380,14 +349,14 @@ export function registerSkillsCommands(program: Command): void {
       else for (const candidate of candidates) print(`${candidate.name}: ${candidate.reason}`);
       if (options.dryRun || candidates.length === 0) return;
       if (!options.yes) throw new CliExit('Re-run with --yes to remove these skills (or --dry-run to only list them).', 1);
-      for (const candidate of candidates) service.remove(candidate.name, 'cli prune');
+      for (const candidate of candidates) await skills.remove(candidate.name, 'cli prune');
       print(`Removed ${candidates.length} skills.`);
     }),
   );
 }
 
-function diff(service: SkillsService, name: string, options: SkillsOptions & { from?: string; to?: string }): void {
-  const { from, to, patch } = diffVersions(name, service.history.versions(name), {
+function diff(versions: VersionRow[], name: string, options: SkillsOptions & { from?: string; to?: string }): void {
+  const { from, to, patch } = diffVersions(name, versions, {
     from: options.from === undefined ? undefined : numberArgument(options.from, '--from', { min: 1 }),
     to: options.to === undefined ? undefined : numberArgument(options.to, '--to', { min: 1 }),
   });
@@ -427,9 +396,9 @@ function printReport(report: ImportReport, json: boolean | undefined, verb: stri
 }
 
 /** A save's refusal (a SkillError by code) as this command words it. */
-function saved<T>(save: () => T, messages: Readonly<Record<string, () => string>>): T {
+async function saved<T>(save: Promise<T>, messages: Readonly<Record<string, () => string>>): Promise<T> {
   try {
-    return save();
+    return await save;
   } catch (error) {
     const message = error instanceof SkillError ? messages[error.code] : undefined;
     if (message !== undefined) throw new CliExit(message());

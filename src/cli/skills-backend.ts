@@ -1,0 +1,192 @@
+import { join } from 'node:path';
+import type pg from 'pg';
+import { maskDatabaseUrl, type LoadedConfig } from '../config/index.js';
+import { SkillError } from '../errors.js';
+import { silentLogger } from '../logging/index.js';
+import { skillsSettings } from '../runtime/settings.js';
+import {
+  exportSkills,
+  importSkills,
+  installStarterSkills,
+  revertDraft,
+  sameSkillContent,
+  skillInjectionReason,
+  SkillsService,
+  STARTER_DIR,
+  type ImportReport,
+  type ProposalRow,
+  type Skill,
+  type SkillCredit,
+  type SkillDraft,
+  type SkillProblem,
+  type VersionRow,
+} from '../skills/index.js';
+import { checkIntegrity, openDatabase } from '../store/index.js';
+import { CliExit, errorText, loadCliConfig, pathErrorText } from './context.js';
+import { withPool } from './store.js';
+
+type Postgres = typeof import('../store/postgres/index.js');
+
+/** What a change to the library did (a save, a revert, an approved proposal). */
+export interface SkillChange {
+  skill: Skill;
+  action: string;
+  version: number;
+  generation: number;
+}
+
+/**
+ * The skill library `metaclaw skills` works on, whichever store holds it: the install's own
+ * (SkillsService on metaclaw.db and the skills folder) or, when store.url is set, the team store
+ * the nodes serve from (PgSkillStore and its proposals and credit), whose folder copies on each
+ * node are mirrors that no command may write.
+ */
+export interface SkillsBackend {
+  /** Where the library is, for messages: the skills folder, or the team store's masked address. */
+  readonly where: string;
+  list(): Promise<Array<{ skill: Skill; credit: SkillCredit | undefined }>>;
+  generation(): Promise<number>;
+  /** SKILL.md files that failed to load (the team store holds none: every write is checked). */
+  problems(): SkillProblem[];
+  get(name: string): Promise<Skill | undefined>;
+  creditOf(name: string): Promise<SkillCredit | undefined>;
+  versions(name: string): Promise<VersionRow[]>;
+  /** The skill's search keys by language, for its current text. */
+  searchKeys(skill: Skill): Promise<Record<string, string[]>>;
+  /** A person's save: refused (SkillError) if the skill exists and not `overwrite`, or reads like injection and `screen`. */
+  save(draft: SkillDraft, source: string, options: { overwrite: boolean; screen: boolean }): Promise<SkillChange>;
+  remove(name: string, source: string): Promise<{ removed: boolean; generation: number }>;
+  revert(name: string, toVersion: number | undefined): Promise<SkillChange>;
+  importFolder(folder: string, options: { overwrite: boolean; force: boolean }): Promise<ImportReport>;
+  installStarter(options: { force: boolean }): Promise<ImportReport>;
+  /** Writes every skill's folder (SKILL.md and the files beside it) under `folder`; the names, sorted. */
+  exportTo(folder: string): Promise<string[]>;
+  pending(): Promise<ProposalRow[]>;
+  approve(id: number): Promise<SkillChange>;
+  reject(id: number): Promise<ProposalRow>;
+  /** evolution_history.jsonl; undefined on the team store, which keeps skill versions but no such file. */
+  readonly historyFile: string | undefined;
+  /** The database's integrity check; undefined on the team store (`metaclaw store status` reads it). */
+  integrity(): string[] | undefined;
+}
+
+/** Runs `action` on the library of the store the proxy serves from (see SkillsBackend). */
+export async function withSkillsBackend(options: { config?: string }, action: (skills: SkillsBackend) => void | Promise<void>): Promise<void> {
+  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  const url = config.values['store.url'];
+  if (url)
+    return withPool(url, async (postgres, pool) => {
+      try {
+        await action(teamBackend(postgres, pool, url));
+      } catch (error) {
+        // A refusal or a path the user gave is said as it is; withPool words the store's own failures.
+        if (error instanceof SkillError || pathErrorText(error) !== undefined) throw new CliExit(errorText(error));
+        throw error;
+      }
+    });
+  const { backend, close } = personalBackend(config);
+  try {
+    await action(backend);
+  } catch (error) {
+    if (error instanceof CliExit) throw error;
+    throw new CliExit(errorText(error));
+  } finally {
+    close();
+  }
+}
+
+function personalBackend(config: LoadedConfig): { backend: SkillsBackend; close: () => void } {
+  const db = openDatabase(config.paths.database);
+  const service = new SkillsService({ db, logger: silentLogger(), settings: { ...skillsSettings(config), embedding: { apiBase: '', apiKey: '', model: '' } } });
+  try {
+    service.open({ watch: false });
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  const backend: SkillsBackend = {
+    where: service.library.dir,
+    list: async () => service.list(),
+    generation: async () => service.history.generation,
+    problems: () => service.library.problems(),
+    get: async (name) => service.library.get(name),
+    creditOf: async (name) => service.credit.figuresOf(name),
+    versions: async (name) => service.history.versions(name),
+    searchKeys: async (skill) => service.searchKeys.keysOf(skill),
+    save: async (draft, source, options) => service.save(draft, source, options),
+    remove: async (name, source) => service.remove(name, source),
+    revert: async (name, toVersion) => service.revert(name, toVersion),
+    importFolder: async (folder, options) => importSkills(service, folder, options),
+    installStarter: async (options) => installStarterSkills(service, options),
+    exportTo: async (folder) => exportSkills(service, folder),
+    pending: async () => service.proposals.pending(),
+    approve: async (id) => service.approve(id),
+    reject: async (id) => service.reject(id),
+    historyFile: join(service.library.dir, 'evolution_history.jsonl'),
+    integrity: () => checkIntegrity(db),
+  };
+  return { backend, close: () => db.close() };
+}
+
+/** The team store's library, with the checks the personal one and the nodes' HTTP routes make. */
+function teamBackend(postgres: Postgres, pool: pg.Pool, url: string): SkillsBackend {
+  const store = new postgres.PgSkillStore(pool);
+  const proposals = new postgres.PgSkillProposals(pool, store);
+  const credit = new postgres.PgSkillCredit(pool);
+  const importReport = (report: Awaited<ReturnType<typeof store.importFolder>>): ImportReport => {
+    const refused = new Set(report.suspicious.filter((item) => !item.imported).map((item) => item.path));
+    return { ...report, skipped: report.skipped.filter((item) => !refused.has(item.path)) };
+  };
+  return {
+    where: `the team store at ${maskDatabaseUrl(url)}`,
+    list: async () => {
+      const [skills, figures] = await Promise.all([store.all(), credit.figures()]);
+      return skills.map(({ skill }) => ({ skill, credit: figures.get(skill.name) }));
+    },
+    generation: () => store.generation(),
+    problems: () => [],
+    get: async (name) => (await store.get(name))?.skill,
+    creditOf: (name) => credit.figuresOf(name),
+    versions: (name) => store.versions(name),
+    searchKeys: async (skill) => {
+      const keys = new postgres.PgSkillKeys();
+      await keys.refresh(pool);
+      return keys.keysOf(skill);
+    },
+    save: async (draft, source, options) => {
+      const current = await store.get(draft.name);
+      if (current && !options.overwrite && !sameSkillContent(current.skill, draft))
+        throw new SkillError(`a skill named ${draft.name} already exists`, 'skill_exists');
+      const injection = options.screen ? skillInjectionReason(draft) : undefined;
+      if (injection) throw new SkillError(`the skill reads like a prompt injection (${injection})`, 'suspicious_skill');
+      return store.save(draft, { basedOn: current?.version ?? 0, source, action: 'manual' });
+    },
+    remove: async (name, source) => {
+      const current = await store.get(name);
+      if (!current) return { removed: false, generation: await store.generation() };
+      return { removed: true, generation: (await store.remove(name, { basedOn: current.version, source })).generation };
+    },
+    revert: async (name, toVersion) => {
+      const [current, versions] = await Promise.all([store.get(name), store.versions(name)]);
+      const { draft, source } = revertDraft(name, current?.version, versions, toVersion);
+      return store.write(draft, { basedOn: current?.version ?? 0, source, action: 'revert' });
+    },
+    importFolder: async (folder, options) => importReport(await store.importFolder(folder, { ...options, source: `cli import ${folder}` })),
+    installStarter: async (options) => importReport(await store.importFolder(STARTER_DIR, { overwrite: options.force, source: 'install-starter', flag: '--force' })),
+    exportTo: (folder) => store.exportSkills(folder),
+    pending: () => proposals.pending(),
+    approve: async (id) => {
+      const proposal = await proposals.get(id);
+      if (!proposal || proposal.status !== 'pending') throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');
+      // Approved over the skill as it is now, as a node's route approves it.
+      return proposals.approve(id, (await store.get(proposal.name))?.version ?? 0);
+    },
+    reject: async (id) => {
+      const proposal = await proposals.get(id);
+      if (!proposal || !(await proposals.decide(id, 'rejected'))) throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');
+      return { ...proposal, status: 'rejected' };
+    },
+    historyFile: undefined,
+    integrity: () => undefined,
+  };
+}
