@@ -156,4 +156,8 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     assert.equal(doctor.skills, live);
     assert.match((await refused(['skills', 'log'])).stderr, /The team store keeps no evolution_history\.jsonl/);
   });
+
+  test('rl export refuses in one line rather than export the personal buffer', async () => {
+    assert.match((await refused(['rl', 'export'])).stderr, /reads the personal store only, and a team store is configured/);
+  });
 });

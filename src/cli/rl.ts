@@ -66,6 +66,11 @@ export function registerRlCommands(program: Command): void {
 
 function withDatabase(options: { config?: string }, action: (db: Db, config: LoadedConfig) => void): void {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
+  // A team's samples are in the team store; the install's own database would export none of them (or an old personal buffer).
+  if (config.values['store.url'])
+    throw new CliExit(
+      "`metaclaw rl export` reads the personal store only, and a team store is configured (store.url or METACLAW_DATABASE_URL): the team's samples are in its rl_samples table; `metaclaw rl status` shows them.",
+    );
   const db = openDatabase(config.paths.database);
   try {
     action(db, config);
