@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import { sendJson } from './support/http.js';
 import { postgresSkip } from './support/postgres.js';
@@ -159,5 +160,15 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
 
   test('rl export refuses in one line rather than export the personal buffer', async () => {
     assert.match((await refused(['rl', 'export'])).stderr, /reads the personal store only, and a team store is configured/);
+  });
+
+  test("scheduler status, with no node running here, does not report a personal run's state as the node's", async () => {
+    // What a personal run left in this install's database before it joined the team.
+    assert.equal((await runCli(['skills', 'list'], { home: team.seed })).code, 0);
+    const db = new Database(join(team.seed, 'metaclaw.db'));
+    db.prepare("INSERT INTO scheduler_state (id, state, since, reason, updated_at) VALUES (1, 'IDLE_WAIT', 1, 'a personal run', 1)").run();
+    db.close();
+    const status = await json<{ running: boolean; last_state: unknown }>(['scheduler', 'status']);
+    assert.deepEqual([status.running, status.last_state], [false, null]);
   });
 });

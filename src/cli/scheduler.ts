@@ -204,9 +204,14 @@ function printSection(section: Section): void {
   if (next && !section.window.open) print(`  next        ${localTime(next.at)} by ${next.source} (${next.detail})`);
 }
 
+/**
+ * What would open a window now, and what the last run left. A node of a team keeps its scheduler's
+ * state in memory (each node runs its own windows), so with store.url set the install's own database,
+ * which holds at most what a personal run left before it joined the team, is not read.
+ */
 async function offlinePreview(config: LoadedConfig) {
   const path = config.paths.database;
-  const db = existsSync(path) ? openDatabase(path, { readonly: true }) : undefined;
+  const db = !config.values['store.url'] && existsSync(path) ? openDatabase(path, { readonly: true }) : undefined;
   try {
     return await previewSchedule(config, db);
   } finally {
