@@ -4,14 +4,14 @@
  * one line, never on the install's own database and skills folder, which no node reads.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import { sendJson } from './support/http.js';
 import { postgresSkip } from './support/postgres.js';
-import { runCli, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { freePort, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { teamForTests, teamHelpers } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-cli-test';
@@ -170,5 +170,18 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     db.close();
     const status = await json<{ running: boolean; last_state: unknown }>(['scheduler', 'status']);
     assert.deepEqual([status.running, status.last_state], [false, null]);
+  });
+
+  test('setup on a node leaves the starter skills to the team: nothing goes into the personal folder, and it says how to add them', async () => {
+    const home = tempHome('metaclaw-team-cli-setup-');
+    try {
+      const args = ['setup', '--yes', '--no-verify', '--provider', 'openai', '--claw', 'none', '--port', String(await freePort())];
+      const result = await runCli(args, { home, env: teamEnv() });
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, /Starter skills: not installed here\. A team store is configured[^\n]*`metaclaw skills install-starter` adds them/);
+      assert.equal(existsSync(join(home, 'skills')), false);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });

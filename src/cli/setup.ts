@@ -84,8 +84,13 @@ export async function setupCommand(options: SetupOptions): Promise<void> {
   }
   print(`Wrote ${config.file} (mode 0600; other settings kept).`);
 
-  if (answers.starterSkills) {
-    const updated = loadCliConfig(options.config ? { config: options.config } : {});
+  const updated = loadCliConfig(options.config ? { config: options.config } : {});
+  // A node of a team serves the team store's shared library, not this install's folder: adding to it is the team's call.
+  if (answers.starterSkills && updated.values['store.url'])
+    print(
+      'Starter skills: not installed here. A team store is configured, whose skill library every node shares; `metaclaw skills install-starter` adds them to it.',
+    );
+  else if (answers.starterSkills) {
     const db = openDatabase(updated.paths.database);
     try {
       const service = new SkillsService({
