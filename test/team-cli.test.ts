@@ -184,4 +184,19 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
       rmSync(home, { recursive: true, force: true });
     }
   });
+
+  test("doctor reads the team store's members and leaves the install's own database unchecked", async () => {
+    await cli(['team', 'add-member', 'alice']);
+    const result = await runCli(['doctor', '--json', '--no-canary'], { home: team.seed, env: teamEnv() });
+    const checks = (JSON.parse(result.stdout) as { checks: Array<{ name: string; verdict: string; detail: string }> }).checks;
+    assert.equal(checks.find((check) => check.name === 'team')?.detail, '1 member (alice); shared scope "team": 0 memories');
+    assert.match(checks.find((check) => check.name === 'database')?.detail ?? '', /is not used: a team store is configured/);
+    // Without the proxy key a node does not start: the team store line says so.
+    const keyless = await runCli(['doctor', '--json', '--no-canary'], { home: team.seed, env: { METACLAW_DATABASE_URL: team.url } });
+    const store = (JSON.parse(keyless.stdout) as { checks: Array<{ name: string; verdict: string; detail: string }> }).checks.find(
+      (check) => check.name === 'team store',
+    );
+    assert.equal(store?.verdict, 'fail');
+    assert.match(store?.detail ?? '', /proxy\.api_key is not set, and a node of a team store does not start without it/);
+  });
 });

@@ -10,10 +10,10 @@ import type { DoctorCheck } from './doctor.js';
  * install sees no new line), and the team store when a store URL is configured.
  */
 
-/** Members, the shared scope, and whether the owner can still get in. */
+/** Members, the shared scope, and whether the owner can still get in (the team store's: checkTeamStore). */
 export function checkTeamMembers(config: LoadedConfig, checks: DoctorCheck[]): void {
   const path = config.paths.database;
-  if (!existsSync(path)) return;
+  if (config.values['store.url'] || !existsSync(path)) return;
   let members: string[];
   let shared: number;
   try {
@@ -34,10 +34,15 @@ export function checkTeamMembers(config: LoadedConfig, checks: DoctorCheck[]): v
   } catch {
     return; // the database check says why it cannot be read
   }
+  membersCheck(config, members, shared, checks);
+}
+
+function membersCheck(config: LoadedConfig, members: readonly string[], shared: number, checks: DoctorCheck[]): void {
   if (members.length === 0 && shared === 0) return;
   const named = members.length > 5 ? `${members.slice(0, 5).join(', ')} and ${members.length - 5} more` : members.join(', ');
   const detail = `${members.length} member${members.length === 1 ? '' : 's'}${members.length > 0 ? ` (${named})` : ''}; shared scope "${SHARED_SCOPE}": ${shared} memor${shared === 1 ? 'y' : 'ies'}`;
-  if (members.length > 0 && !config.values['proxy.api_key'])
+  // (A node of a team store does not start at all without it: checkTeamStore fails.)
+  if (members.length > 0 && !config.values['proxy.api_key'] && !config.values['store.url'])
     checks.push({
       name: 'team',
       verdict: 'warn',
@@ -73,7 +78,25 @@ export async function checkTeamStore(config: LoadedConfig, checks: DoctorCheck[]
       });
     else if (status.schemaVersion > latest)
       checks.push({ name: 'team store', verdict: 'fail', detail: `${where}: newer than this MetaClaw`, fix: 'upgrade MetaClaw-TS on this node' });
-    else checks.push({ name: 'team store', verdict: 'pass', detail: `${where}; ${serving}` });
+    else {
+      // The members the nodes admit are the team store's, not the install's own database's.
+      const members = await pool.query<{ name: string }>('SELECT name FROM team_members ORDER BY name');
+      const shared = await pool.query<{ n: string }>("SELECT count(*) AS n FROM memory_units WHERE scope = $1 AND status = 'active'", [SHARED_SCOPE]);
+      if (config.values['proxy.api_key'] === '')
+        checks.push({
+          name: 'team store',
+          verdict: 'fail',
+          detail: `${where}; proxy.api_key is not set, and a node of a team store does not start without it`,
+          fix: 'set an owner key: METACLAW_PROXY_API_KEY, or `metaclaw config set proxy.api_key <a long random key>`',
+        });
+      else checks.push({ name: 'team store', verdict: 'pass', detail: `${where}; ${serving}` });
+      membersCheck(
+        config,
+        members.rows.map((row) => row.name),
+        Number(shared.rows[0]!.n),
+        checks,
+      );
+    }
   } catch (error) {
     checks.push({
       name: 'team store',

@@ -204,6 +204,11 @@ function checkDisk(config: LoadedConfig, checks: Check[]): void {
 
 function checkDatabase(config: LoadedConfig, checks: Check[]): void {
   const path = config.paths.database;
+  // A node serves from the team store (its own check): this install's database is read by no node, and start creates none.
+  if (config.values['store.url']) {
+    checks.push({ name: 'database', verdict: 'skip', detail: `${path} is not used: a team store is configured (the team store line checks it)` });
+    return;
+  }
   if (!existsSync(path)) {
     checks.push({ name: 'database', verdict: 'warn', detail: `${path} does not exist yet`, fix: '`metaclaw start` creates it' });
     return;
