@@ -11,13 +11,13 @@ import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import { sendJson } from './support/http.js';
 import { postgresSkip } from './support/postgres.js';
-import { freePort, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { freePort, runCli, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { teamForTests, teamHelpers } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-cli-test';
 
 const team = teamForTests('team_cli');
-const { cli, teamEnv } = teamHelpers(() => team, OWNER_KEY, {});
+const { cli, teamEnv, startTeam } = teamHelpers(() => team, OWNER_KEY, {});
 let node: ProxyHandle;
 
 const json = async <T>(args: string[]): Promise<T> => JSON.parse(await cli([...args, '--json'])) as T;
@@ -44,9 +44,9 @@ const writeSkill = (folder: string, name: string, description: string, body: str
 
 describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
   before(async () => {
-    await cli(['store', 'migrate']);
-    node = await startProxy({ env: teamEnv(), config: { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' } } });
-    team.nodes.push(node);
+    // One node, no members yet: the owner's key is the one the CLI and the requests use.
+    team.nodes.push(...(await startTeam([], 1, { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' } })));
+    node = team.nodes[0]!;
   });
 
   test('sessions list and show read the sessions the nodes recorded in the team store', async () => {

@@ -172,7 +172,8 @@ function teamBackend(postgres: Postgres, pool: pg.Pool, url: string): SkillsBack
       return store.write(draft, { basedOn: current?.version ?? 0, source, action: 'revert' });
     },
     importFolder: async (folder, options) => importReport(await store.importFolder(folder, { ...options, source: `cli import ${folder}` })),
-    installStarter: async (options) => importReport(await store.importFolder(STARTER_DIR, { overwrite: options.force, source: 'install-starter', flag: '--force' })),
+    installStarter: async (options) =>
+      importReport(await store.importFolder(STARTER_DIR, { overwrite: options.force, source: 'install-starter', flag: '--force' })),
     exportTo: (folder) => store.exportSkills(folder),
     pending: () => proposals.pending(),
     approve: async (id) => {
