@@ -415,14 +415,19 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
 
 type Described = ReturnType<typeof describeRetrieval>;
 
+/** A node of a team finds skills by keyword whatever its config says. */
+const TEAM_SKILL_RETRIEVAL: Described = { mode: 'keyword', reason: 'a team store keeps no skill vectors', model: null };
+
 /** Which retrieval skills and memory use and why: the running proxy's own word, else the config and the last embeddings probe. */
 function checkRetrieval(config: LoadedConfig, proxy: ProxyContact | undefined, checks: Check[]): void {
+  const team = Boolean(config.values['store.url']);
   const part = (name: 'skills' | 'memory') => (proxy?.status[name] as { retrieval?: Described } | undefined)?.retrieval;
-  let skills = part('skills');
+  let skills = team ? TEAM_SKILL_RETRIEVAL : part('skills');
   let memory = part('memory');
   if (!skills || !memory) {
     let probe;
-    if (existsSync(config.paths.database)) {
+    // A node decides from its config alone: this install's embeddings probe is the personal proxy's.
+    if (!team && existsSync(config.paths.database)) {
       const db = openDatabase(config.paths.database, { readonly: true });
       try {
         probe = storedProbe(db);
@@ -433,7 +438,7 @@ function checkRetrieval(config: LoadedConfig, proxy: ProxyContact | undefined, c
       }
     }
     const decided = retrievalModes(config, process.env, probe);
-    skills = describeRetrieval(decided.skills);
+    skills = team ? TEAM_SKILL_RETRIEVAL : describeRetrieval(decided.skills);
     memory = describeRetrieval(decided.memory);
   }
   const line = (name: string, decision: Described) => `${name} ${decision.mode}${decision.model ? ` (${decision.model})` : ''}: ${decision.reason}`;
