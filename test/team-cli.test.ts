@@ -200,4 +200,22 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     assert.equal(store?.verdict, 'fail');
     assert.match(store?.detail ?? '', /proxy\.api_key is not set, and a node of a team store does not start without it/);
   });
+
+  test('on a store not migrated, sessions, skills, jobs and team say so in one line with the fix, as memory does, and read or write nothing', async () => {
+    const bare = team.postgres.createDatabase('team_cli_bare');
+    for (const args of [
+      ['sessions', 'list'],
+      ['skills', 'list'],
+      ['skills', 'add', join(team.seed, 'none')],
+      ['jobs', 'list'],
+      ['team', 'list'],
+    ]) {
+      const result = await runCli(args, { home: team.seed, env: { ...teamEnv(), METACLAW_DATABASE_URL: bare } });
+      assert.equal(result.code, 1, `${args.join(' ')}: ${result.stdout}`);
+      assert.match(
+        result.stderr,
+        /^The team store at \S+ has schema version 0; this MetaClaw needs \d+\. Run `metaclaw store migrate` first\. Nothing was read or changed\.\n$/,
+      );
+    }
+  });
 });

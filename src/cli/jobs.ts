@@ -17,7 +17,7 @@ import { JobQueue } from '../learning/index.js';
 import { openDatabase } from '../store/index.js';
 import type { JobQueueStore } from '../store/ports.js';
 import { CliExit, loadCliConfig, print } from './context.js';
-import { CLI_INSTANCE, withPool } from './store.js';
+import { CLI_INSTANCE, withServedPool } from './store.js';
 
 interface JobsOptions {
   config?: string;
@@ -73,7 +73,7 @@ export function registerJobsCommands(program: Command): void {
 
 async function withQueue<T>(config: LoadedConfig, work: (queue: JobQueueStore) => Promise<T>): Promise<T> {
   const url = config.values['store.url'];
-  if (url) return withPool(url, async (postgres, pool) => work(new postgres.PgJobQueue(pool, CLI_INSTANCE, config.values['learning.max_attempts'])));
+  if (url) return withServedPool(url, async (postgres, pool) => work(new postgres.PgJobQueue(pool, CLI_INSTANCE, config.values['learning.max_attempts'])));
   const db = openDatabase(config.paths.database);
   try {
     return await work(new JobQueue(db, CLI_INSTANCE, config.values['learning.max_attempts']));

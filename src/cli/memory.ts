@@ -29,7 +29,7 @@ import { memorySettings } from '../runtime/settings.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, errorText, loadCliConfig, numberArgument, print, readUserFile } from './context.js';
-import { CLI_INSTANCE, withPool } from './store.js';
+import { CLI_INSTANCE, withServedPool } from './store.js';
 import { terminalText } from './terminal-text.js';
 
 /** As the HTTP API takes it: a unit's importance is 0..1 (a 5 is refused there, not clamped). */
@@ -99,10 +99,7 @@ async function withTarget(options: MemoryOptions, action: (target: MemoryTarget)
   const defaultScope = config.values['memory.scope'];
   const url = config.values['store.url'];
   if (url)
-    return withPool(url, async (postgres, pool) => {
-      // As a node: a store not migrated (or of another build's schema) is named with what to do, not a missing table.
-      const mismatch = postgres.schemaMismatch(await postgres.postgresSchemaVersion(pool), maskDatabaseUrl(url));
-      if (mismatch) throw new CliExit(`${mismatch} Nothing was read or changed.`);
+    return withServedPool(url, async (postgres, pool) => {
       const queue = new postgres.PgJobQueue(pool, CLI_INSTANCE, config.values['learning.max_attempts']);
       const api = new postgres.PgMemoryApi(pool, silentLogger(), { queue, settings: memorySettings(config) });
       try {

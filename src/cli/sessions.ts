@@ -2,7 +2,7 @@ import { maskDatabaseUrl } from '../config/index.js';
 import { ConversationStore, type SessionRow, type TurnRow } from '../conversation/index.js';
 import { openDatabase } from '../store/index.js';
 import { CliExit, loadCliConfig, numberArgument, print } from './context.js';
-import { withPool } from './store.js';
+import { withServedPool } from './store.js';
 
 export interface SessionsOptions {
   config?: string;
@@ -24,7 +24,7 @@ interface SessionReads {
 async function withSessions(options: SessionsOptions, read: (store: SessionReads, where: string) => Promise<void>): Promise<void> {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
   const url = config.values['store.url'];
-  if (url) return withPool(url, (postgres, pool) => read(new postgres.PgConversationReads(pool), `the team store at ${maskDatabaseUrl(url)}`));
+  if (url) return withServedPool(url, (postgres, pool) => read(new postgres.PgConversationReads(pool), `the team store at ${maskDatabaseUrl(url)}`));
   const db = openDatabase(config.paths.database);
   try {
     await read(new ConversationStore(db), config.paths.database);

@@ -23,7 +23,7 @@ import {
 } from '../skills/index.js';
 import { checkIntegrity, openDatabase } from '../store/index.js';
 import { CliExit, errorText, loadCliConfig, pathErrorText } from './context.js';
-import { withPool } from './store.js';
+import { withServedPool } from './store.js';
 
 type Postgres = typeof import('../store/postgres/index.js');
 
@@ -75,7 +75,7 @@ export async function withSkillsBackend(options: { config?: string }, action: (s
   const config = loadCliConfig(options.config ? { config: options.config } : {});
   const url = config.values['store.url'];
   if (url)
-    return withPool(url, async (postgres, pool) => {
+    return withServedPool(url, async (postgres, pool) => {
       try {
         await action(teamBackend(postgres, pool, url));
       } catch (error) {

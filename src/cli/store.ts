@@ -73,6 +73,19 @@ export async function withPool<T>(url: string, work: (postgres: Postgres, pool: 
   }
 }
 
+/**
+ * withPool on a store of this build's schema, for the commands that read and write what the nodes
+ * serve: one not migrated (or of another build's schema) is named with what to do, as a node does at
+ * start, rather than failing on a missing table (or working on an older schema); nothing is read or changed.
+ */
+export async function withServedPool<T>(url: string, work: (postgres: Postgres, pool: import('pg').Pool) => Promise<T>): Promise<T> {
+  return withPool(url, async (postgres, pool) => {
+    const mismatch = postgres.schemaMismatch(await postgres.postgresSchemaVersion(pool), maskDatabaseUrl(url));
+    if (mismatch) throw new CliExit(`${mismatch} Nothing was read or changed.`);
+    return work(postgres, pool);
+  });
+}
+
 async function migrateCommand(options: StoreOptions): Promise<void> {
   const url = requireUrl(loadStoreConfig(options));
   const result = await withPool(url, (postgres, pool) => postgres.migratePostgres(pool));

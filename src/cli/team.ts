@@ -3,7 +3,7 @@ import type { ForgottenScope } from '../store/postgres/forget-scope.js';
 import { memberScope, MemberDirectory, type IssuedKey, type Member } from '../team/index.js';
 import { openMemory } from './memory.js';
 import { CliExit, errorText, loadCliConfig, print } from './context.js';
-import { withPool } from './store.js';
+import { withServedPool } from './store.js';
 import type { Awaitable } from '../types/index.js';
 
 interface TeamOptions {
@@ -42,7 +42,7 @@ function withMembers<A extends unknown[], T extends TeamOptions>(
     const url = loadCliConfig(options.config ? { config: options.config } : {}).values['store.url'];
     try {
       if (url) {
-        await withPool(url, async (postgres, pool) => {
+        await withServedPool(url, async (postgres, pool) => {
           const directory = new postgres.PgMemberDirectory(pool);
           const admin: MemberAdmin = {
             add: (name) => directory.add(name),
