@@ -192,13 +192,13 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     assert.equal(checks.find((check) => check.name === 'team')?.detail, '1 member (alice); shared scope "team": 0 memories');
     assert.match(checks.find((check) => check.name === 'database')?.detail ?? '', /is not used: a team store is configured/);
     assert.match(checks.find((check) => check.name === 'retrieval')?.detail ?? '', /skills keyword: a team store keeps no skill vectors;/);
-    // Without the proxy key a node does not start: the team store line says so.
+    // Without the proxy key a node does not start: doctor says so in a line of its own.
     const keyless = await runCli(['doctor', '--json', '--no-canary'], { home: team.seed, env: { METACLAW_DATABASE_URL: team.url } });
-    const store = (JSON.parse(keyless.stdout) as { checks: Array<{ name: string; verdict: string; detail: string }> }).checks.find(
-      (check) => check.name === 'team store',
+    const key = (JSON.parse(keyless.stdout) as { checks: Array<{ name: string; verdict: string; detail: string }> }).checks.find(
+      (check) => check.name === 'proxy key',
     );
-    assert.equal(store?.verdict, 'fail');
-    assert.match(store?.detail ?? '', /proxy\.api_key is not set, and a node of a team store does not start without it/);
+    assert.equal(key?.verdict, 'fail');
+    assert.match(key?.detail ?? '', /proxy\.api_key is not set, and a node of a team store does not start without it/);
   });
 
   test('on a store not migrated, sessions, skills, jobs and team say so in one line with the fix, as memory does, and read or write nothing', async () => {

@@ -82,14 +82,14 @@ export async function checkTeamStore(config: LoadedConfig, checks: DoctorCheck[]
       // The members the nodes admit are the team store's, not the install's own database's.
       const members = await pool.query<{ name: string }>('SELECT name FROM team_members ORDER BY name');
       const shared = await pool.query<{ n: string }>("SELECT count(*) AS n FROM memory_units WHERE scope = $1 AND status = 'active'", [SHARED_SCOPE]);
+      checks.push({ name: 'team store', verdict: 'pass', detail: `${where}; ${serving}` });
       if (config.values['proxy.api_key'] === '')
         checks.push({
-          name: 'team store',
+          name: 'proxy key',
           verdict: 'fail',
-          detail: `${where}; proxy.api_key is not set, and a node of a team store does not start without it`,
+          detail: 'proxy.api_key is not set, and a node of a team store does not start without it (the owner and the management routes use it)',
           fix: 'set an owner key: METACLAW_PROXY_API_KEY, or `metaclaw config set proxy.api_key <a long random key>`',
         });
-      else checks.push({ name: 'team store', verdict: 'pass', detail: `${where}; ${serving}` });
       membersCheck(
         config,
         members.rows.map((row) => row.name),
