@@ -14,10 +14,9 @@ import {
   type RetryResult,
 } from '../learning/job-admin.js';
 import { JobQueue } from '../learning/index.js';
-import { openDatabase } from '../store/index.js';
 import type { JobQueueStore } from '../store/ports.js';
 import { CliExit, loadCliConfig, print } from './context.js';
-import { CLI_INSTANCE, withServedPool } from './store.js';
+import { CLI_INSTANCE, onServedStore } from './store.js';
 
 interface JobsOptions {
   config?: string;
@@ -72,14 +71,11 @@ export function registerJobsCommands(program: Command): void {
 }
 
 async function withQueue<T>(config: LoadedConfig, work: (queue: JobQueueStore) => Promise<T>): Promise<T> {
-  const url = config.values['store.url'];
-  if (url) return withServedPool(url, async (postgres, pool) => work(new postgres.PgJobQueue(pool, CLI_INSTANCE, config.values['learning.max_attempts'])));
-  const db = openDatabase(config.paths.database);
-  try {
-    return await work(new JobQueue(db, CLI_INSTANCE, config.values['learning.max_attempts']));
-  } finally {
-    db.close();
-  }
+  const maxAttempts = config.values['learning.max_attempts'];
+  return onServedStore(config, {
+    team: (postgres, pool) => work(new postgres.PgJobQueue(pool, CLI_INSTANCE, maxAttempts)),
+    personal: (db) => work(new JobQueue(db, CLI_INSTANCE, maxAttempts)),
+  });
 }
 
 async function listCommand(options: ListOptions): Promise<void> {

@@ -29,7 +29,7 @@ import { memorySettings } from '../runtime/settings.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, errorText, loadCliConfig, numberArgument, print, readUserFile } from './context.js';
-import { CLI_INSTANCE, withServedPool } from './store.js';
+import { CLI_INSTANCE, onServedStore } from './store.js';
 import { terminalText } from './terminal-text.js';
 
 /** As the HTTP API takes it: a unit's importance is 0..1 (a 5 is refused there, not clamped). */
@@ -48,27 +48,13 @@ export interface MemoryOptions {
   scope?: string;
 }
 
-export interface OpenMemory {
-  memory: MemoryService;
-  db: Db;
-  defaultScope: string;
-  databasePath: string;
-  queue: JobQueue;
-  close(): void;
-}
-
-/** The memory service on the install's database, as the proxy builds it (without embeddings). */
-export function openMemory(options: MemoryOptions): OpenMemory {
-  return openPersonalMemory(loadCliConfig(options.config ? { config: options.config } : {}));
-}
-
-function openPersonalMemory(config: LoadedConfig): OpenMemory {
-  const db = openDatabase(config.paths.database);
+/** The memory service on `db` (the install's database), as the proxy builds it (without embeddings); its jobs go to db's queue. */
+export function personalMemory(config: LoadedConfig, db: Db): MemoryService {
   const settings = { ...memorySettings(config), embedding: { apiBase: '', apiKey: '', model: '' } };
   const memory = new MemoryService({ db, logger: silentLogger(), settings, conversation: new ConversationStore(db) });
   const queue = new JobQueue(db, `cli-${process.pid}`, config.values['learning.max_attempts']);
   memory.attachQueue((kind, payload, enqueueOptions) => queue.enqueue(kind, payload, enqueueOptions));
-  return { memory, db, defaultScope: config.values['memory.scope'], databasePath: config.paths.database, queue, close: () => db.close() };
+  return memory;
 }
 
 /**
@@ -97,9 +83,8 @@ const STATS_TABLES = ['sessions', 'turns', 'turn_payloads', 'payload_segments', 
 async function withTarget(options: MemoryOptions, action: (target: MemoryTarget) => void | Promise<void>): Promise<void> {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
   const defaultScope = config.values['memory.scope'];
-  const url = config.values['store.url'];
-  if (url)
-    return withServedPool(url, async (postgres, pool) => {
+  return onServedStore(config, {
+    team: async (postgres, pool, url) => {
       const queue = new postgres.PgJobQueue(pool, CLI_INSTANCE, config.values['learning.max_attempts']);
       const api = new postgres.PgMemoryApi(pool, silentLogger(), { queue, settings: memorySettings(config) });
       try {
@@ -124,22 +109,19 @@ async function withTarget(options: MemoryOptions, action: (target: MemoryTarget)
       } finally {
         api.close();
       }
-    });
-  const opened = openPersonalMemory(config);
-  const { memory, db, databasePath } = opened;
-  try {
-    await action({
-      api: personalMemoryApi(memory),
-      defaultScope,
-      databasePath,
-      tables: async () =>
-        STATS_TABLES.map((table) => ({ table, rows: (db.prepare(`SELECT COUNT(*) AS count FROM ${table}`).get() as { count: number }).count })),
-      rememberPythonImport: (fingerprint, path, report) => rememberPythonImport(db, fingerprint, path, report),
-      place: 'the database file',
-    });
-  } finally {
-    opened.close();
-  }
+    },
+    personal: async (db) => {
+      await action({
+        api: personalMemoryApi(personalMemory(config, db)),
+        defaultScope,
+        databasePath: config.paths.database,
+        tables: async () =>
+          STATS_TABLES.map((table) => ({ table, rows: (db.prepare(`SELECT COUNT(*) AS count FROM ${table}`).get() as { count: number }).count })),
+        rememberPythonImport: (fingerprint, path, report) => rememberPythonImport(db, fingerprint, path, report),
+        place: 'the database file',
+      });
+    },
+  });
 }
 
 function withMemory<T extends MemoryOptions>(action: (target: MemoryTarget, options: T) => void | Promise<void>): (options: T) => Promise<void> {

@@ -1,8 +1,9 @@
 import { maskDatabaseUrl } from '../config/index.js';
 import { ConversationStore, type SessionRow, type TurnRow } from '../conversation/index.js';
-import { openDatabase } from '../store/index.js';
+import type { ConversationReadStore } from '../store/ports.js';
+import type { Awaitable } from '../types/index.js';
 import { CliExit, loadCliConfig, numberArgument, print } from './context.js';
-import { withServedPool } from './store.js';
+import { onServedStore } from './store.js';
 
 export interface SessionsOptions {
   config?: string;
@@ -11,10 +12,8 @@ export interface SessionsOptions {
 }
 
 /** What `metaclaw sessions` reads: ConversationStore and PgConversationReads answer alike. */
-interface SessionReads {
-  listSessions(limit: number): SessionRow[] | Promise<SessionRow[]>;
-  getSession(id: string): SessionRow | undefined | Promise<SessionRow | undefined>;
-  turnsOfSession(id: string): TurnRow[] | Promise<TurnRow[]>;
+interface SessionReads extends Pick<ConversationReadStore, 'getSession' | 'turnsOfSession'> {
+  listSessions(limit: number): Awaitable<SessionRow[]>;
 }
 
 /**
@@ -23,14 +22,10 @@ interface SessionReads {
  */
 async function withSessions(options: SessionsOptions, read: (store: SessionReads, where: string) => Promise<void>): Promise<void> {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
-  const url = config.values['store.url'];
-  if (url) return withServedPool(url, (postgres, pool) => read(new postgres.PgConversationReads(pool), `the team store at ${maskDatabaseUrl(url)}`));
-  const db = openDatabase(config.paths.database);
-  try {
-    await read(new ConversationStore(db), config.paths.database);
-  } finally {
-    db.close();
-  }
+  return onServedStore(config, {
+    team: (postgres, pool, url) => read(new postgres.PgConversationReads(pool), `the team store at ${maskDatabaseUrl(url)}`),
+    personal: (db) => read(new ConversationStore(db), config.paths.database),
+  });
 }
 
 /** `metaclaw sessions list`: the most recent sessions first. */

@@ -21,9 +21,9 @@ import {
   type SkillProblem,
   type VersionRow,
 } from '../skills/index.js';
-import { checkIntegrity, openDatabase } from '../store/index.js';
+import { checkIntegrity, type Db } from '../store/index.js';
 import { CliExit, errorText, loadCliConfig, pathErrorText } from './context.js';
-import { withServedPool } from './store.js';
+import { onServedStore } from './store.js';
 
 type Postgres = typeof import('../store/postgres/index.js');
 
@@ -73,9 +73,8 @@ export interface SkillsBackend {
 /** Runs `action` on the library of the store the proxy serves from (see SkillsBackend). */
 export async function withSkillsBackend(options: { config?: string }, action: (skills: SkillsBackend) => void | Promise<void>): Promise<void> {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
-  const url = config.values['store.url'];
-  if (url)
-    return withServedPool(url, async (postgres, pool) => {
+  return onServedStore(config, {
+    team: async (postgres, pool, url) => {
       try {
         await action(teamBackend(postgres, pool, url));
       } catch (error) {
@@ -83,28 +82,23 @@ export async function withSkillsBackend(options: { config?: string }, action: (s
         if (error instanceof SkillError || pathErrorText(error) !== undefined) throw new CliExit(errorText(error));
         throw error;
       }
-    });
-  const { backend, close } = personalBackend(config);
-  try {
-    await action(backend);
-  } catch (error) {
-    if (error instanceof CliExit) throw error;
-    throw new CliExit(errorText(error));
-  } finally {
-    close();
-  }
+    },
+    personal: async (db) => {
+      try {
+        await action(personalBackend(config, db));
+      } catch (error) {
+        if (error instanceof CliExit) throw error;
+        throw new CliExit(errorText(error));
+      }
+    },
+  });
 }
 
-function personalBackend(config: LoadedConfig): { backend: SkillsBackend; close: () => void } {
-  const db = openDatabase(config.paths.database);
+/** The install's own library, on `db` (its database). */
+function personalBackend(config: LoadedConfig, db: Db): SkillsBackend {
   const service = new SkillsService({ db, logger: silentLogger(), settings: { ...skillsSettings(config), embedding: { apiBase: '', apiKey: '', model: '' } } });
-  try {
-    service.open({ watch: false });
-  } catch (error) {
-    db.close();
-    throw error;
-  }
-  const backend: SkillsBackend = {
+  service.open({ watch: false });
+  return {
     where: service.library.dir,
     list: async () => service.list(),
     generation: async () => service.history.generation,
@@ -125,7 +119,6 @@ function personalBackend(config: LoadedConfig): { backend: SkillsBackend; close:
     historyFile: join(service.library.dir, 'evolution_history.jsonl'),
     integrity: () => checkIntegrity(db),
   };
-  return { backend, close: () => db.close() };
 }
 
 /** The team store's library, with the checks the personal one and the nodes' HTTP routes make. */

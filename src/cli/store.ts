@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { DATABASE_URL_VARIABLE, maskDatabaseUrl, type LoadedConfig } from '../config/index.js';
-import { MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
+import { MIGRATIONS, openDatabase, schemaVersion, type Db } from '../store/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 
 /**
@@ -84,6 +84,30 @@ export async function withServedPool<T>(url: string, work: (postgres: Postgres, 
     if (mismatch) throw new CliExit(`${mismatch} Nothing was read or changed.`);
     return work(postgres, pool);
   });
+}
+
+/** What a command does on each store a node can serve from (see onServedStore). */
+export interface ServedStoreWork<T> {
+  /** The team store, of this build's schema; `url` unmasked (mask it before showing it). */
+  team: (postgres: Postgres, pool: import('pg').Pool, url: string) => Promise<T>;
+  /** The install's own database, closed once `personal` settles. */
+  personal: (db: Db) => Promise<T>;
+}
+
+/**
+ * Runs a command on the store the proxy serves from: the team store when store.url (or
+ * METACLAW_DATABASE_URL) is set, where every node reads and writes, else the install's own database.
+ * The one place that choice is made, so no command works on a store no node reads.
+ */
+export async function onServedStore<T>(config: LoadedConfig, work: ServedStoreWork<T>): Promise<T> {
+  const url = config.values['store.url'];
+  if (url) return withServedPool(url, (postgres, pool) => work.team(postgres, pool, url));
+  const db = openDatabase(config.paths.database);
+  try {
+    return await work.personal(db);
+  } finally {
+    db.close();
+  }
 }
 
 async function migrateCommand(options: StoreOptions): Promise<void> {

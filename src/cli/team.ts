@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import type { ForgottenScope } from '../store/postgres/forget-scope.js';
 import { memberScope, MemberDirectory, type IssuedKey, type Member } from '../team/index.js';
-import { openMemory } from './memory.js';
+import { personalMemory } from './memory.js';
 import { CliExit, errorText, loadCliConfig, print } from './context.js';
-import { withServedPool } from './store.js';
+import { onServedStore } from './store.js';
 import type { Awaitable } from '../types/index.js';
 
 interface TeamOptions {
@@ -39,10 +39,10 @@ function withMembers<A extends unknown[], T extends TeamOptions>(
 ): (...args: [...A, T]) => Promise<void> {
   return async (...args) => {
     const options = args.at(-1) as T;
-    const url = loadCliConfig(options.config ? { config: options.config } : {}).values['store.url'];
+    const config = loadCliConfig(options.config ? { config: options.config } : {});
     try {
-      if (url) {
-        await withServedPool(url, async (postgres, pool) => {
+      await onServedStore(config, {
+        team: async (postgres, pool) => {
           const directory = new postgres.PgMemberDirectory(pool);
           const admin: MemberAdmin = {
             add: (name) => directory.add(name),
@@ -57,20 +57,17 @@ function withMembers<A extends unknown[], T extends TeamOptions>(
             },
           };
           await action(admin, ...args);
-        });
-        return;
-      }
-      const opened = openMemory(options.config ? { config: options.config } : {});
-      try {
-        const directory = new MemberDirectory(opened.db);
-        const removeAndForget = (name: string) => {
-          const member = directory.remove(name);
-          return { member, forgotten: { memories: opened.memory.forgetScope(memberScope(member)) } };
-        };
-        await action(Object.assign(directory, { removeAndForget }), ...args);
-      } finally {
-        opened.close();
-      }
+        },
+        personal: async (db) => {
+          const memory = personalMemory(config, db);
+          const directory = new MemberDirectory(db);
+          const removeAndForget = (name: string) => {
+            const member = directory.remove(name);
+            return { member, forgotten: { memories: memory.forgetScope(memberScope(member)) } };
+          };
+          await action(Object.assign(directory, { removeAndForget }), ...args);
+        },
+      });
     } catch (error) {
       if (error instanceof CliExit) throw error;
       throw new CliExit(errorText(error));
