@@ -122,7 +122,7 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
     assert.ok(Math.abs(Number(unit!.importance) - 0.45) < 1e-9, `decayed once: ${unit!.importance}`);
   });
 
-  test('a Chinese request on one node finds an English skill of the team once the skill search keys job wrote keys, on every node', async () => {
+  test('a Chinese request on one node finds an English skill of the team once the skill search keys job wrote keys, on every node, and `skills show` lists them', async () => {
     await ask(nodes[0]!, SKILL_SLANG, 'zh-skill-1');
     assert.ok(!injectedSkills().includes('safe-refactoring'), 'the glossary alone does not find it');
     await ask(nodes[0]!, '帮我写一个 SQL 查询统计每个月的订单数', 'zh-skill-2');
@@ -132,6 +132,10 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
       200,
     );
     assert.deepEqual(JSON.parse(stored.keys), ['祖传代码', '屎山', '不敢动的老代码', '重构']);
+    // The owner sees them where the nodes read them: `skills show` on the team store lists the keys.
+    assert.match(await cli(['skills', 'show', 'safe-refactoring']), /^ {2}search keys \(zh\): 祖传代码, 屎山, 不敢动的老代码, 重构$/m);
+    const shown = JSON.parse(await cli(['skills', 'show', 'safe-refactoring', '--json'])) as { search_keys: Record<string, string[]> };
+    assert.deepEqual(shown.search_keys, { zh: ['祖传代码', '屎山', '不敢动的老代码', '重构'] });
     for (const [index, node] of nodes.entries())
       await waitFor(
         async () => {
