@@ -177,7 +177,8 @@ describe('metaclaw mcp: the skill folder changing under a connected client', () 
 });
 
 describe('metaclaw mcp with a team store configured', () => {
-  test('refuses in one line on stderr (nothing on stdout, no personal database made) instead of serving the personal store', async () => {
+  // test/team-mcp.test.ts serves a reachable team store; this one is where the personal store must not stand in for it.
+  test('a team store it cannot reach is named in one line on stderr (password masked, nothing on stdout), and the personal store is not served or made instead', async () => {
     const home = tempHome();
     const result = await runCli(['mcp'], { home, env: { METACLAW_DATABASE_URL: 'postgres://team:s3cret@127.0.0.1:1/metaclaw' } });
     assert.equal(result.code, 1, result.stderr);

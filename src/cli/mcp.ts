@@ -1,44 +1,64 @@
-import { maskDatabaseUrl } from '../config/index.js';
-import { ConversationStore } from '../conversation/index.js';
 import { silentLogger } from '../logging/index.js';
-import { MemoryService } from '../memory/index.js';
+import { personalMemoryApi } from '../memory/index.js';
+import type { McpStores } from '../mcp/index.js';
 import { memorySettings, skillsSettings } from '../runtime/settings.js';
 import { SkillsService } from '../skills/index.js';
-import { openDatabase } from '../store/index.js';
-import { CliExit, loadCliConfig } from './context.js';
+import { keywordRetriever } from '../skills/mirror.js';
+import { loadCliConfig } from './context.js';
+import { personalMemory } from './memory.js';
+import { CLI_INSTANCE, onServedStore } from './store.js';
 
 /**
- * `metaclaw mcp`: an MCP server on stdin/stdout over the same stores as the proxy. Standard output
- * is the protocol: nothing else may print there (no logger writes; errors go to stderr).
+ * `metaclaw mcp`: an MCP server on stdin/stdout over the store the proxy serves from: the personal
+ * SQLite store and skill folder, or the team store when store.url (or METACLAW_DATABASE_URL) is set.
+ * Standard output is the protocol: nothing else may print there (no logger writes; errors go to stderr).
  */
 export async function mcpCommand(options: { config?: string }): Promise<void> {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
-  // The tools work on the personal SQLite store only. On a team node the memories are in PostgreSQL:
-  // serving (and creating) metaclaw.db here would answer from, and write to, a store no node reads.
-  const teamStore = config.values['store.url'];
-  if (teamStore)
-    throw new CliExit(
-      `metaclaw mcp serves the personal store ($METACLAW_HOME/metaclaw.db) only, and a team store is configured (${maskDatabaseUrl(teamStore)}, from store.url or METACLAW_DATABASE_URL): it would read and write memories that no team node sees. Use the team's proxy (its /v1/memory API) instead.`,
-    );
-  const db = openDatabase(config.paths.database);
-  const skills = new SkillsService({ db, logger: silentLogger(), settings: { ...skillsSettings(config), embedding: { apiBase: '', apiKey: '', model: '' } } });
-  // The skill folder is watched: skills the proxy evolves (or you edit) show up without a restart.
-  skills.open({ watch: true });
-  const memory = new MemoryService({
-    db,
-    logger: silentLogger(),
-    settings: { ...memorySettings(config), embedding: { apiBase: '', apiKey: '', model: '' } },
-    conversation: new ConversationStore(db),
-  });
+  const defaultScope = config.values['memory.scope'];
   // The SDK (and what it pulls in) loads only for this command.
-  const [{ StdioServerTransport }, { createMcpServer }] = await Promise.all([import('@modelcontextprotocol/sdk/server/stdio.js'), import('../mcp/index.js')]);
-  const server = createMcpServer({ memory, skills, defaultScope: config.values['memory.scope'] });
-  const closed = new Promise<void>((resolve) => {
-    server.server.onclose = () => resolve();
+  const [{ StdioServerTransport }, mcp] = await Promise.all([import('@modelcontextprotocol/sdk/server/stdio.js'), import('../mcp/index.js')]);
+  const serve = async (stores: McpStores): Promise<void> => {
+    const server = mcp.createMcpServer(stores);
+    const closed = new Promise<void>((resolve) => {
+      server.server.onclose = () => resolve();
+    });
+    await server.connect(new StdioServerTransport());
+    process.stdin.on('end', () => void server.close());
+    await closed;
+  };
+  await onServedStore(config, {
+    team: async (postgres, pool, url) => {
+      // The library as a node holds it: loaded, then kept in step by the skills channel, so a skill
+      // written on any node (or the search keys the team's job writes) reaches a connected client.
+      const store = new postgres.PgSkillStore(pool);
+      const followed = postgres.followTeamSkills(url, pool, store, { applicationName: 'metaclaw-mcp' });
+      await followed.subscription.start();
+      const queue = new postgres.PgJobQueue(pool, CLI_INSTANCE, config.values['learning.max_attempts']);
+      const memory = new postgres.PgMemoryApi(pool, silentLogger(), { queue, settings: memorySettings(config) });
+      try {
+        await followed.subscription.catchUp();
+        const retriever = keywordRetriever(followed.mirror, skillsSettings(config), silentLogger());
+        const skills = mcp.mirroredSkills(followed.mirror, retriever, async (name) => (await store.get(name))?.text);
+        await serve({ memory, skills, defaultScope });
+      } finally {
+        memory.close();
+        await followed.subscription.stop();
+      }
+    },
+    personal: async (db) => {
+      const skills = new SkillsService({
+        db,
+        logger: silentLogger(),
+        settings: { ...skillsSettings(config), embedding: { apiBase: '', apiKey: '', model: '' } },
+      });
+      // The skill folder is watched: skills the proxy evolves (or you edit) show up without a restart.
+      skills.open({ watch: true });
+      try {
+        await serve({ memory: personalMemoryApi(personalMemory(config, db)), skills: mcp.folderSkills(skills), defaultScope });
+      } finally {
+        skills.close();
+      }
+    },
   });
-  await server.connect(new StdioServerTransport());
-  process.stdin.on('end', () => void server.close());
-  await closed;
-  skills.close();
-  db.close();
 }

@@ -1,1 +1,2 @@
-export { createMcpServer, type McpStores } from './server.js';
+export { createMcpServer, type McpSkills, type McpStores } from './server.js';
+export { folderSkills, mirroredSkills } from './skills.js';

@@ -1,15 +1,29 @@
-import { readFileSync } from 'node:fs';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { MAX_SESSION_ID_LENGTH } from '../conversation/index.js';
-import { DEFAULT_MEMORY_TYPE, MEMORY_TYPES, memoryContentSchema, presentMemory, type MemoryService } from '../memory/index.js';
-import type { Skill, SkillsService } from '../skills/index.js';
+import { DEFAULT_MEMORY_TYPE, MEMORY_TYPES, memoryContentSchema, presentMemory, type MemoryApi } from '../memory/index.js';
+import type { RetrievedSkill, Skill } from '../skills/index.js';
+import type { Awaitable } from '../types/index.js';
 import { VERSION } from '../version.js';
 
+/**
+ * The skills the server offers: the personal folder library or a live copy of the team store's
+ * skills table (see skills.ts).
+ */
+export interface McpSkills {
+  /** The skills a request would get injected, best first. */
+  retrieve(query: string): RetrievedSkill[];
+  all(): Skill[];
+  /** The skill's SKILL.md (frontmatter and body); undefined when there is no such skill. */
+  text(name: string): Awaitable<string | undefined>;
+  /** Called on every skill added, changed or removed. */
+  onChange(listener: () => void): void;
+}
+
 export interface McpStores {
-  memory: MemoryService;
-  skills: SkillsService;
+  memory: MemoryApi;
+  skills: McpSkills;
   /** memory.scope: where memories are read and written unless a call names another scope */
   defaultScope: string;
 }
@@ -21,8 +35,8 @@ const failure = (message: string): ToolResult => ({ content: [{ type: 'text', te
 
 /**
  * MetaClaw's memory and skills for any MCP client (Claude Code, Cursor, OpenClaw): the same
- * stores as the running proxy (SQLite in WAL mode takes a second process safely; skills are the
- * SKILL.md folder), as five tools and one resource per skill. Arguments are checked against each
+ * stores as the running proxy (the personal SQLite store, which WAL mode lets a second process
+ * share, and the SKILL.md folder; or the team store), as five tools and one resource per skill. Arguments are checked against each
  * tool's schema by the SDK before a handler runs.
  */
 export function createMcpServer(stores: McpStores): McpServer {
@@ -64,8 +78,8 @@ export function createMcpServer(stores: McpStores): McpServer {
         scope,
       },
     },
-    ({ content, type, importance, scope: asked }) => {
-      const unit = memory.add({
+    async ({ content, type, importance, scope: asked }) => {
+      const unit = await memory.add({
         scope: asked ?? defaultScope,
         type: type ?? DEFAULT_MEMORY_TYPE,
         content,
@@ -87,8 +101,8 @@ export function createMcpServer(stores: McpStores): McpServer {
       inputSchema: { id: z.string().min(1).max(100) },
       annotations: { destructiveHint: true },
     },
-    ({ id }) => {
-      const removed = memory.forget(id);
+    async ({ id }) => {
+      const removed = await memory.forget(id);
       return removed ? answer({ forgotten: id, content: removed.content }) : failure(`No memory with id ${id}.`);
     },
   );
@@ -102,7 +116,7 @@ export function createMcpServer(stores: McpStores): McpServer {
     },
     ({ query, limit }) =>
       answer(
-        skills.retriever
+        skills
           .retrieve(query)
           .slice(0, limit ?? 5)
           .map((hit) => ({
@@ -121,9 +135,9 @@ export function createMcpServer(stores: McpStores): McpServer {
       description: 'The whole SKILL.md of a skill, by name.',
       inputSchema: { name: z.string().min(1).max(200) },
     },
-    ({ name }) => {
-      const skill = skills.library.get(name);
-      return skill ? { content: [{ type: 'text', text: skillText(skill) }] } : failure(`No skill named ${name}.`);
+    async ({ name }) => {
+      const text = await skills.text(name);
+      return text !== undefined ? { content: [{ type: 'text', text }] } : failure(`No skill named ${name}.`);
     },
   );
 
@@ -131,30 +145,19 @@ export function createMcpServer(stores: McpStores): McpServer {
     'skill',
     new ResourceTemplate('skill://{name}', {
       list: () => ({
-        resources: skills.library
-          .all()
-          .map((skill) => ({ uri: `skill://${skill.name}`, name: skill.name, description: skill.description, mimeType: 'text/markdown' })),
+        resources: skills.all().map((skill) => ({ uri: `skill://${skill.name}`, name: skill.name, description: skill.description, mimeType: 'text/markdown' })),
       }),
     }),
     { title: 'MetaClaw skill', description: 'A SKILL.md from the skill library.', mimeType: 'text/markdown' },
-    (uri, { name }) => {
-      const skill = skills.library.get(String(name));
+    async (uri, { name }) => {
+      const text = await skills.text(String(name));
       // An unknown resource is the caller's mistake: the SDK's own code for it (SEP-2164), not an internal error.
-      if (!skill) throw new McpError(ErrorCode.InvalidParams, `No skill named ${String(name)}.`);
-      return { contents: [{ uri: uri.href, mimeType: 'text/markdown', text: skillText(skill) }] };
+      if (text === undefined) throw new McpError(ErrorCode.InvalidParams, `No skill named ${String(name)}.`);
+      return { contents: [{ uri: uri.href, mimeType: 'text/markdown', text }] };
     },
   );
   // The server announces resources.listChanged, so a client may keep the list until told: a skill
-  // added, edited (its description is in the list) or removed in the watched folder tells it.
-  skills.library.onChange(() => server.sendResourceListChanged());
+  // added, edited (its description is in the list) or removed tells it.
+  skills.onChange(() => server.sendResourceListChanged());
   return server;
-}
-
-/** The SKILL.md as it is on disk (frontmatter and body); the body alone if the file went away meanwhile. */
-function skillText(skill: Skill): string {
-  try {
-    return readFileSync(skill.path, 'utf8');
-  } catch {
-    return skill.body;
-  }
 }

@@ -26,9 +26,8 @@ import {
 } from '../proxy/index.js';
 import type { QueueCounts } from '../learning/index.js';
 import { SHARED_SCOPE } from '../memory/index.js';
-import { SkillMirror } from '../skills/index.js';
+import { keywordRetriever, type SkillMirror } from '../skills/mirror.js';
 import { SkillsContextProvider } from '../skills/provider.js';
-import { SkillRetriever } from '../skills/retrieval.js';
 import { StoreHealth } from '../store/index.js';
 import {
   isUnreachable,
@@ -51,7 +50,7 @@ import {
   pgMemoryJobHandlers,
   pgMemorySearchKeysHandler,
   PgMemorySearch,
-  PgSkillKeys,
+  type PgSkillKeys,
   pgSkillEvolveHandler,
   pgSkillSearchKeysHandler,
   PgUserLanguages,
@@ -63,7 +62,8 @@ import {
   postgresSchemaVersion,
   schemaMismatch,
   SessionPlacements,
-  SkillSubscription,
+  type SkillSubscription,
+  followTeamSkills,
 } from '../store/postgres/index.js';
 import { MemberCache, TeamLearningRunner } from '../team/index.js';
 import { glossaryLanguages, similarWords, thesaurus, warmGlossary } from '../text/index.js';
@@ -163,24 +163,15 @@ export class TeamRuntime {
     const skills = skillsSettings(options.config);
     this.skillStore = new PgSkillStore(this.pool);
     this.proposals = new PgSkillProposals(this.pool, this.skillStore);
-    this.skillKeys = new PgSkillKeys();
-    this.mirror = new SkillMirror((skill) => this.skillKeys.textOf(skill));
-    this.subscription = new SkillSubscription(this.url, this.skillStore, this.mirror, {
-      pollMs: 30_000,
-      beforeApply: () => this.skillKeys.refresh(this.pool, this.mirror),
+    const followed = followTeamSkills(this.url, this.pool, this.skillStore, {
       applicationName: 'metaclaw-skills',
       logger: this.logger.child({ part: 'skills' }),
     });
+    this.skillKeys = followed.keys;
+    this.mirror = followed.mirror;
+    this.subscription = followed.subscription;
     if (values['skills.enabled']) {
-      // Keyword retrieval: the team store keeps no skill vectors yet.
-      const retriever = new SkillRetriever(
-        this.mirror,
-        this.mirror.index,
-        undefined,
-        undefined,
-        { mode: 'template', topK: skills.topK, minRelevance: skills.minRelevance },
-        this.logger,
-      );
+      const retriever = keywordRetriever(this.mirror, skills, this.logger);
       this.providers.push(
         new SkillsContextProvider(retriever, { maxTokens: skills.maxTokens, fullBodyTopN: skills.fullBodyTopN }, () => this.mirror.generation),
       );

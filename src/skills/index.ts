@@ -20,5 +20,5 @@ export { diffVersions, type VersionPatch } from './version-diff.js';
 export { presentProposal, type ProposalRow } from './proposals.js';
 export { SkillsRecording, EVOLVE_JOB, type SkillsRecordingSettings } from './recording.js';
 export { SkillMirror } from './mirror.js';
-export type { SkillSource } from './retrieval.js';
+export type { RetrievedSkill, SkillSource } from './retrieval.js';
 export { revertDraft } from './revert.js';

@@ -1,5 +1,6 @@
 import type { LibraryChange } from './library.js';
-import type { SkillSource } from './retrieval.js';
+import type { Logger } from '../logging/index.js';
+import { SkillRetriever, type SkillSource } from './retrieval.js';
 import { SkillSearchIndex } from './search-index.js';
 import type { Skill } from './types.js';
 
@@ -50,4 +51,12 @@ export class SkillMirror implements SkillSource {
     if (change.changed.length === 0 && change.removed.length === 0) return;
     for (const listener of this.listeners) listener(change, generation);
   }
+}
+
+/**
+ * Keyword retrieval over a mirror, as the personal library's `template` mode ranks: the team store
+ * keeps no skill vectors yet.
+ */
+export function keywordRetriever(mirror: SkillMirror, settings: { topK: number; minRelevance: number }, logger: Logger): SkillRetriever {
+  return new SkillRetriever(mirror, mirror.index, undefined, undefined, { mode: 'template', topK: settings.topK, minRelevance: settings.minRelevance }, logger);
 }

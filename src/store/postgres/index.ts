@@ -24,6 +24,7 @@ export {
 } from './skill-store.js';
 export { PgSkillProposals } from './skill-proposals.js';
 export { SkillSubscription, type SubscriptionOptions } from './skill-subscription.js';
+export { followTeamSkills, type FollowedSkills } from './team-skills.js';
 export { PgMemberDirectory } from './members.js';
 export { PgTurnSink, type PgTurnSinkOptions } from './turn-sink.js';
 export { PgConversationReads, type SessionEnder } from './conversation-reads.js';
