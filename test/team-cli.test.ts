@@ -191,7 +191,10 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     const checks = (JSON.parse(result.stdout) as { checks: Array<{ name: string; verdict: string; detail: string }> }).checks;
     assert.equal(checks.find((check) => check.name === 'team')?.detail, '1 member (alice); shared scope "team": 0 memories');
     assert.match(checks.find((check) => check.name === 'database')?.detail ?? '', /is not used: a team store is configured/);
-    assert.match(checks.find((check) => check.name === 'retrieval')?.detail ?? '', /skills keyword: a team store keeps no skill vectors;/);
+    assert.match(
+      checks.find((check) => check.name === 'retrieval')?.detail ?? '',
+      /skills keyword: a node of a team does not probe the provider .*set skills\.embedding\.api_base and skills\.embedding\.model;/,
+    );
     // Without the proxy key a node does not start: doctor says so in a line of its own.
     const keyless = await runCli(['doctor', '--json', '--no-canary'], { home: team.seed, env: { METACLAW_DATABASE_URL: team.url } });
     const key = (JSON.parse(keyless.stdout) as { checks: Array<{ name: string; verdict: string; detail: string }> }).checks.find(

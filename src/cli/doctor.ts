@@ -17,7 +17,7 @@ import {
 import { checkIntegrity, MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
 import { previewSchedule, schedulerEnabled, schedulerOffReason } from '../scheduler/index.js';
 import { decideMode, describeJudge, type EngineReport, type RlReport } from '../rl/index.js';
-import { describeRetrieval, judgeSettings, retrievalModes, storedProbe } from '../runtime/index.js';
+import { describeRetrieval, judgeSettings, retrievalModes, storedProbe, teamSkillsRetrieval } from '../runtime/index.js';
 import { probeUpstream } from '../upstream/index.js';
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, print } from './context.js';
@@ -415,14 +415,11 @@ async function checkProxy(config: LoadedConfig, checks: Check[]): Promise<ProxyC
 
 type Described = ReturnType<typeof describeRetrieval>;
 
-/** A node of a team finds skills by keyword whatever its config says. */
-const TEAM_SKILL_RETRIEVAL: Described = { mode: 'keyword', reason: 'a team store keeps no skill vectors', model: null };
-
 /** Which retrieval skills and memory use and why: the running proxy's own word, else the config and the last embeddings probe. */
 function checkRetrieval(config: LoadedConfig, proxy: ProxyContact | undefined, checks: Check[]): void {
   const team = Boolean(config.values['store.url']);
   const part = (name: 'skills' | 'memory') => (proxy?.status[name] as { retrieval?: Described } | undefined)?.retrieval;
-  let skills = team ? TEAM_SKILL_RETRIEVAL : part('skills');
+  let skills = part('skills');
   let memory = part('memory');
   if (!skills || !memory) {
     let probe;
@@ -438,7 +435,7 @@ function checkRetrieval(config: LoadedConfig, proxy: ProxyContact | undefined, c
       }
     }
     const decided = retrievalModes(config, process.env, probe);
-    skills = team ? TEAM_SKILL_RETRIEVAL : describeRetrieval(decided.skills);
+    skills = describeRetrieval(team ? teamSkillsRetrieval(config) : decided.skills);
     memory = describeRetrieval(decided.memory);
   }
   const line = (name: string, decision: Described) => `${name} ${decision.mode}${decision.model ? ` (${decision.model})` : ''}: ${decision.reason}`;

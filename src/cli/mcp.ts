@@ -3,7 +3,7 @@ import { personalMemoryApi } from '../memory/index.js';
 import type { McpStores } from '../mcp/index.js';
 import { memorySettings, skillsSettings } from '../runtime/settings.js';
 import { SkillsService } from '../skills/index.js';
-import { keywordRetriever } from '../skills/mirror.js';
+import { mirrorRetriever } from '../skills/mirror.js';
 import { loadCliConfig } from './context.js';
 import { personalMemory } from './memory.js';
 import { CLI_INSTANCE, onServedStore } from './store.js';
@@ -38,7 +38,7 @@ export async function mcpCommand(options: { config?: string }): Promise<void> {
       const memory = new postgres.PgMemoryApi(pool, silentLogger(), { queue, settings: memorySettings(config) });
       try {
         await followed.subscription.catchUp();
-        const retriever = keywordRetriever(followed.mirror, skillsSettings(config), silentLogger());
+        const retriever = mirrorRetriever(followed.mirror, skillsSettings(config), silentLogger());
         const skills = mcp.mirroredSkills(followed.mirror, retriever, async (name) => (await store.get(name))?.text);
         await serve({ memory, skills, defaultScope });
       } finally {

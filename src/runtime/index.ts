@@ -7,6 +7,7 @@ export {
   retrievalModes,
   saveProbe,
   storedProbe,
+  teamSkillsRetrieval,
   type ProviderProbe,
   type RetrievalDecision,
 } from './retrieval-mode.js';

@@ -137,6 +137,18 @@ export function retrievalModes(
   return { skills: decide('skills', config, provider, 'template', 'hybrid'), memory: decide('memory', config, provider, 'keyword', memoryMode) };
 }
 
+/**
+ * A node of a team's skill retrieval: a node does not probe the provider (every node must embed with
+ * the same model, so the endpoint is named in config), so only skills.embedding.* turns vectors on.
+ */
+export function teamSkillsRetrieval(config: LoadedConfig): RetrievalDecision {
+  const unprobed = {
+    reason:
+      'a node of a team does not probe the provider (every node must embed with the same model): set skills.embedding.api_base and skills.embedding.model',
+  };
+  return decide('skills', config, unprobed, 'template', 'hybrid');
+}
+
 /** The skills settings with the decided mode and endpoint. */
 export function withSkillsRetrieval(settings: SkillsSettings, decision: RetrievalDecision): SkillsSettings {
   return { ...settings, retrievalMode: skillsMode(decision), embedding: decision.embedding };

@@ -26,7 +26,8 @@ import {
 } from '../proxy/index.js';
 import type { QueueCounts } from '../learning/index.js';
 import { SHARED_SCOPE } from '../memory/index.js';
-import { keywordRetriever, type SkillMirror } from '../skills/mirror.js';
+import { mirrorRetriever, type SkillMirror } from '../skills/mirror.js';
+import { SkillVectors } from '../skills/vectors.js';
 import { SkillsContextProvider } from '../skills/provider.js';
 import { StoreHealth } from '../store/index.js';
 import {
@@ -74,6 +75,7 @@ import { teamRlRoutes } from '../proxy/team-rl-routes.js';
 import { TeamRl } from '../team/rl.js';
 import { recordingSettings } from './recording.js';
 import { embedsMemory, forwarderOptions, memorySettings, skillsSettings } from './settings.js';
+import { describeRetrieval, skillsMode, teamSkillsRetrieval, type RetrievalDecision } from './retrieval-mode.js';
 import type { RuntimeOptions } from './app.js';
 
 /** How often a node re-reads the team's members (a new, removed or rotated key takes effect within this). */
@@ -127,6 +129,10 @@ export class TeamRuntime {
   private vectorSupport: VectorSupport | undefined;
   /** Memory vectors in pgvector: this node's when memory.embedding is configured; used once start finds pgvector installed. */
   private readonly vectors: PgMemoryVectors | undefined;
+  /** Skills by keyword, or with embeddings when skills.embedding.* is set (a node does not probe). */
+  private readonly skillRetrieval: RetrievalDecision;
+  /** The mirror's skill vectors, in memory; undefined when skills are found by keyword. */
+  private skillVectors: SkillVectors | undefined;
   readonly auth: ProxyAuth;
   readonly metrics: ProxyMetrics;
   readonly afterServing: AfterServing;
@@ -170,8 +176,24 @@ export class TeamRuntime {
     this.skillKeys = followed.keys;
     this.mirror = followed.mirror;
     this.subscription = followed.subscription;
+    this.skillRetrieval = teamSkillsRetrieval(options.config);
     if (values['skills.enabled']) {
-      const retriever = keywordRetriever(this.mirror, skills, this.logger);
+      const embedding = this.skillRetrieval.mode === 'keyword' ? undefined : this.skillRetrieval.embedding;
+      const client = embedding && new EmbeddingClient(embedding);
+      // In memory, refreshed as the mirror changes (its first fill included): a skill not embedded yet is found by keywords.
+      this.skillVectors = client && new SkillVectors(undefined, client, this.logger.child({ part: 'skills' }));
+      const vectors = this.skillVectors;
+      if (vectors)
+        this.mirror.onChange((change) => {
+          for (const name of change.removed) vectors.forget(name);
+          if (change.changed.length > 0) vectors.refresh(() => this.mirror.all());
+        });
+      const retriever = mirrorRetriever(
+        this.mirror,
+        { ...skills, retrievalMode: skillsMode(this.skillRetrieval) },
+        this.logger,
+        vectors && client && { store: vectors, client },
+      );
       this.providers.push(
         new SkillsContextProvider(retriever, { maxTokens: skills.maxTokens, fullBodyTopN: skills.fullBodyTopN }, () => this.mirror.generation),
       );
@@ -552,7 +574,13 @@ export class TeamRuntime {
       rl: this.rl.cachedReport(),
       scheduler: this.rl.schedulerStatus(),
       context: { providers: this.context?.providerNames ?? [], failures: this.context?.failures ?? 0, trimmed: this.context?.trimmed ?? 0 },
-      skills: { count: this.mirror.size, generation: this.mirror.generation, listening: this.subscription.listening, retrieval: 'keyword' },
+      skills: {
+        count: this.mirror.size,
+        generation: this.mirror.generation,
+        listening: this.subscription.listening,
+        embedded: this.skillVectors?.count ?? 0,
+        retrieval: describeRetrieval(this.skillRetrieval),
+      },
       memory: this.memoryProvider?.status() ?? { enabled: false },
       team: { members: this.members.list().length, shared_scope: SHARED_SCOPE },
       config: { file: this.options.config.file, loaded: this.options.config.fileExists, warnings: this.options.config.warnings },

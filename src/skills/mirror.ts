@@ -1,6 +1,8 @@
 import type { LibraryChange } from './library.js';
 import type { Logger } from '../logging/index.js';
-import { SkillRetriever, type SkillSource } from './retrieval.js';
+import type { EmbeddingClient } from '../embeddings/index.js';
+import { SkillRetriever, type RetrievalMode, type SkillSource } from './retrieval.js';
+import type { SkillVectors } from './vectors.js';
 import { SkillSearchIndex } from './search-index.js';
 import type { Skill } from './types.js';
 
@@ -54,9 +56,15 @@ export class SkillMirror implements SkillSource {
 }
 
 /**
- * Keyword retrieval over a mirror, as the personal library's `template` mode ranks: the team store
- * keeps no skill vectors yet.
+ * Retrieval over a mirror: keywords, as the personal library's `template` mode ranks, and with
+ * `vectors` (a node with skills.embedding.* set) the mode configured, fused as the personal one does.
  */
-export function keywordRetriever(mirror: SkillMirror, settings: { topK: number; minRelevance: number }, logger: Logger): SkillRetriever {
-  return new SkillRetriever(mirror, mirror.index, undefined, undefined, { mode: 'template', topK: settings.topK, minRelevance: settings.minRelevance }, logger);
+export function mirrorRetriever(
+  mirror: SkillMirror,
+  settings: { topK: number; minRelevance: number; retrievalMode: RetrievalMode },
+  logger: Logger,
+  vectors?: { store: SkillVectors; client: EmbeddingClient },
+): SkillRetriever {
+  const mode = vectors ? settings.retrievalMode : 'template';
+  return new SkillRetriever(mirror, mirror.index, vectors?.store, vectors?.client, { mode, topK: settings.topK, minRelevance: settings.minRelevance }, logger);
 }

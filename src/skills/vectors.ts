@@ -4,8 +4,9 @@ import type { Db } from '../store/index.js';
 import type { Skill } from './types.js';
 
 /**
- * Skill embeddings, kept in SQLite and in memory. Skills are embedded in the background when they
- * change; a skill not embedded yet is simply found by keywords only.
+ * Skill embeddings, kept in memory and, on a personal install, in SQLite. Skills are embedded in the
+ * background when they change; a skill not embedded yet is simply found by keywords only. A node of
+ * a team keeps them in memory only: a team's library is small, and each node embeds it at start.
  */
 export class SkillVectors {
   private readonly vectors = new Map<string, { hash: string; vector: Float32Array }>();
@@ -14,18 +15,18 @@ export class SkillVectors {
   private queued = false;
 
   constructor(
-    db: Db,
+    db: Db | undefined,
     private readonly client: EmbeddingClient,
     private readonly logger: Logger,
   ) {
-    this.statements = {
+    this.statements = db && {
       all: db.prepare<[string], { name: string; content_hash: string; vector: Buffer }>('SELECT name, content_hash, vector FROM skill_vectors WHERE model = ?'),
       upsert: db.prepare<[string, string, string, Buffer]>(
         'INSERT INTO skill_vectors (name, content_hash, model, vector) VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET content_hash = excluded.content_hash, model = excluded.model, vector = excluded.vector',
       ),
       remove: db.prepare<[string]>('DELETE FROM skill_vectors WHERE name = ?'),
     };
-    for (const row of this.statements.all.all(client.model)) this.vectors.set(row.name, { hash: row.content_hash, vector: blobToVector(row.vector) });
+    for (const row of this.statements?.all.all(client.model) ?? []) this.vectors.set(row.name, { hash: row.content_hash, vector: blobToVector(row.vector) });
   }
 
   get count(): number {
@@ -55,7 +56,7 @@ export class SkillVectors {
 
   forget(name: string): void {
     this.vectors.delete(name);
-    this.statements.remove.run(name);
+    this.statements?.remove.run(name);
   }
 
   /** The `limit` skills closest to the query vector, with their cosine similarity. */
@@ -79,7 +80,7 @@ export class SkillVectors {
       batch.forEach((skill, index) => {
         const vector = vectors[index]!;
         this.vectors.set(skill.name, { hash: skill.contentHash, vector });
-        this.statements.upsert.run(skill.name, skill.contentHash, this.client.model, vectorToBlob(vector));
+        this.statements?.upsert.run(skill.name, skill.contentHash, this.client.model, vectorToBlob(vector));
       });
     }
   }
