@@ -4,7 +4,7 @@
  * file, which no node reads.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -14,7 +14,7 @@ import { embeddingsHandler } from './support/embeddings.js';
 import { sendJson } from './support/http.js';
 import { startPgliteTeam, type TestPglite } from './support/pglite.js';
 import { postgresSkip } from './support/postgres.js';
-import { runCli, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { freePort, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { openPool } from '../src/store/postgres/index.js';
 import { pythonStore } from './support/python-store.js';
 import { disposeTeam, teamForTests, teamHelpers } from './support/team.js';
@@ -326,5 +326,40 @@ describe('metaclaw memory on a team store with memory vectors', () => {
       "Searched by keywords only: the store's vectors are of embed-1, and memory.embedding.model here is embed-2 (every node and the CLI should use one model).\n",
     );
     assert.ok(!upstream.requests.some((request) => JSON.stringify(request.body?.input ?? '').includes(asked)), 'no query vector of another model is asked for');
+  });
+
+  test("setup on a node of a team does not probe the provider's embeddings (a node never reads that probe) and says what a node uses instead", async () => {
+    const home = tempHome('metaclaw-team-memory-cli-setup-');
+    const pings = () =>
+      upstream.requests.filter((request) => request.path.endsWith('/embeddings') && JSON.stringify(request.body?.input) === '["ping"]').length;
+    const before = pings();
+    try {
+      const args = ['setup', '--yes', '--provider', 'openai', '--api-base', `${upstream.url}/v1`, '--model', 'm', '--api-key-env', 'TEST_KEY'];
+      const result = await runCli([...args, '--claw', 'none', '--port', String(await freePort()), '--no-starter-skills'], {
+        home,
+        env: { ...vectorTeam.teamEnv(), TEST_KEY: 'k' },
+      });
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(
+        result.stdout,
+        /^Embeddings: not probed\. A team store is configured, and its nodes use memory\.embedding\.\* rather than the provider's endpoint; memory\.embedding\.api_base and memory\.embedding\.model are not both set here[^\n]*recall is by keyword: set both for vectors\.$/m,
+      );
+      assert.doesNotMatch(result.stdout, /^Retrieval:/m, 'no personal retrieval decision is reported');
+      assert.equal(pings(), before, 'the embeddings endpoint was not called');
+      const db = join(home, 'metaclaw.db');
+      if (existsSync(db)) {
+        const sqlite = new Database(db, { readonly: true });
+        try {
+          const stored = sqlite.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'state'").get() as { n: number };
+          const probes =
+            stored.n === 0 ? 0 : (sqlite.prepare("SELECT count(*) AS n FROM state WHERE key = 'embeddings.provider_probe'").get() as { n: number }).n;
+          assert.equal(probes, 0, 'no probe saved in the personal database');
+        } finally {
+          sqlite.close();
+        }
+      }
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });
