@@ -9,12 +9,14 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type pg from 'pg';
 import { embeddingsHandler } from './support/embeddings.js';
 import { sendJson } from './support/http.js';
 import { startPgliteTeam, type TestPglite } from './support/pglite.js';
 import { postgresSkip } from './support/postgres.js';
-import { freePort, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { CLI, cleanEnv, freePort, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { openPool } from '../src/store/postgres/index.js';
 import { pythonStore } from './support/python-store.js';
 import { disposeTeam, teamForTests, teamHelpers } from './support/team.js';
@@ -326,6 +328,28 @@ describe('metaclaw memory on a team store with memory vectors', () => {
       "Searched by keywords only: the store's vectors are of embed-1, and memory.embedding.model here is embed-2 (every node and the CLI should use one model).\n",
     );
     assert.ok(!upstream.requests.some((request) => JSON.stringify(request.body?.input ?? '').includes(asked)), 'no query vector of another model is asked for');
+  });
+
+  test('metaclaw mcp on the same machine does the same: memory_add is embedded by the running node, memory_search recalls by meaning', async () => {
+    const env = Object.fromEntries(
+      Object.entries(cleanEnv(embedder.home, vectorTeam.teamEnv())).filter((entry): entry is [string, string] => entry[1] !== undefined),
+    );
+    const client = new Client({ name: 'metaclaw-team-memory-cli-test', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp'], env, stderr: 'pipe' }));
+    try {
+      const text = (result: unknown) => (result as { content: Array<{ text?: string }> }).content[0]?.text ?? '';
+      await client.callTool({ name: 'memory_add', arguments: { content: 'Zorblat waters the office ferns on Fridays.' } });
+      await embedded('Zorblat waters the office ferns on Fridays.', 'memory_add over MCP');
+      const hits = JSON.parse(text(await client.callTool({ name: 'memory_search', arguments: { query: 'Who maintains the quuxer?' } }))) as Array<{
+        content: string;
+      }>;
+      assert.ok(
+        hits.some((hit) => hit.content === 'Zorblat waters the office ferns on Fridays.'),
+        JSON.stringify(hits),
+      );
+    } finally {
+      await client.close();
+    }
   });
 
   test("setup on a node of a team does not probe the provider's embeddings (a node never reads that probe) and says what a node uses instead", async () => {
