@@ -4,17 +4,23 @@
  * file, which no node reads.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { before, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type pg from 'pg';
+import { embeddingsHandler } from './support/embeddings.js';
 import { sendJson } from './support/http.js';
+import { startPgliteTeam, type TestPglite } from './support/pglite.js';
 import { postgresSkip } from './support/postgres.js';
-import { runCli, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { CLI, cleanEnv, freePort, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { openPool } from '../src/store/postgres/index.js';
 import { pythonStore } from './support/python-store.js';
-import { teamForTests, teamHelpers } from './support/team.js';
+import { disposeTeam, teamForTests, teamHelpers } from './support/team.js';
+import { json as answer, ScriptedUpstream } from './support/upstream.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-memory-cli-test';
 const RULE = 'Every production deploy needs two approvals from the platform team.';
@@ -196,5 +202,188 @@ describe('metaclaw memory with a team store', { skip: postgresSkip() }, () => {
     assert.ok(ingested.extraction_job !== null, 'extraction is queued');
     assert.equal((await team.pool.query('SELECT kind FROM jobs WHERE id = $1', [ingested.extraction_job])).rowCount, 1, "in the team's queue");
     assert.equal(personalUnits(), 0, "the install's own database holds none of it");
+  });
+});
+
+/**
+ * With pgvector in the team store (PGlite with its extension: this machine's Debian PostgreSQL has
+ * none, so `CREATE EXTENSION vector` fails there) and a node whose memory.embedding is set. The CLI
+ * runs on the node's machine, with its config. The scripted embeddings give "quuxer" the meaning of
+ * "zorblat", so only a vector links a question about the one to a memory about the other.
+ */
+describe('metaclaw memory on a team store with memory vectors', () => {
+  const OWNER = 'owner-key-for-the-team-memory-cli-vectors-test';
+  const state = { url: '', seed: '', pool: undefined as unknown as pg.Pool };
+  const vectorTeam = teamHelpers(() => state, OWNER, {});
+  let server: TestPglite;
+  let upstream: ScriptedUpstream;
+  let embedder: ProxyHandle;
+  let embeddingsDown = false;
+
+  /** `metaclaw memory …` in the node's home (memory.embedding set there), which must succeed. */
+  const nodeCli = async (args: string[]): Promise<{ stdout: string; stderr: string }> => {
+    const result = await embedder.cli(args, { env: vectorTeam.teamEnv() });
+    assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
+    return result;
+  };
+  /** Until the unit holding exactly `content` has a vector in the team store. */
+  const embedded = (content: string, what: string) =>
+    waitFor(
+      async () =>
+        (await state.pool.query('SELECT 1 FROM memory_vectors v JOIN memory_units u ON u.rowid = v.rowid WHERE u.content = $1', [content])).rowCount === 1,
+      20_000,
+      200,
+    ).catch(() => {
+      throw new Error(`${what}: the running node never embedded "${content}"`);
+    });
+  const embedJobsPending = async () =>
+    Number((await state.pool.query<{ n: string }>("SELECT count(*) AS n FROM jobs WHERE kind = 'memory.embed' AND status IN ('queued', 'leased')")).rows[0]!.n);
+
+  before(async () => {
+    server = await startPgliteTeam(state, 'metaclaw-team-memory-cli-vectors-');
+    upstream = await ScriptedUpstream.start();
+    const chat = upstream.defaultHandler;
+    const embed = embeddingsHandler(() => embeddingsDown, new Map([['quuxer', 'zorblat']]));
+    upstream.defaultHandler = (request, response) => {
+      if (request.path.endsWith('/embeddings')) return embed(request, response);
+      if (request.method === 'GET') return answer(response, 200, { object: 'list', data: [{ id: 'm', object: 'model' }] });
+      return chat(request, response);
+    };
+    await vectorTeam.cli(['store', 'migrate']);
+    embedder = await startProxy({
+      env: vectorTeam.teamEnv(),
+      config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'upstream-key' }, memory: { embedding: { api_base: `${upstream.url}/v1`, model: 'embed-1' } } },
+    });
+    // The job the node queues at its start (for units stored while no node embedded) is done: what is embedded later was queued later.
+    await waitFor(async () => (await embedJobsPending()) === 0, 30_000, 200);
+  });
+
+  after(async () => {
+    await disposeTeam({ nodes: embedder ? [embedder] : [], pool: state.pool, upstream, seed: state.seed });
+    await server?.stop();
+  });
+
+  test('units added and imported from the CLI are queued for embedding with their write, and the running node embeds them without a restart', async () => {
+    const added = JSON.parse((await nodeCli(['memory', 'add', 'Zorblat sends the invoices.', '--json'])).stdout) as { id: string };
+    assert.ok(added.id);
+    // Queued in the team queue by the write itself (before, the CLI queued nothing: the node embedded only at its next start).
+    await embedded('Zorblat sends the invoices.', 'memory add');
+
+    const file = join(state.seed, 'import.jsonl');
+    writeFileSync(file, `${JSON.stringify({ type: 'semantic', content: 'The greyhound Pepper hides under the desk during thunderstorms.' })}\n`);
+    await nodeCli(['memory', 'import', file]);
+    await embedded('The greyhound Pepper hides under the desk during thunderstorms.', 'memory import');
+  });
+
+  test('search recalls by meaning as the node does, embedding the query from the CLI', async () => {
+    // Added over the node's HTTP API, which queues its embedding: this test reads the CLI's search alone.
+    const added = await sendJson(`${embedder.url}/v1/memory`, 'POST', {
+      headers: { authorization: `Bearer ${OWNER}` },
+      body: { content: 'Zorblat runs on the old rack in Leeds.', type: 'semantic' },
+    });
+    assert.equal(added.status, 201, JSON.stringify(added.body));
+    const fact = added.body as { id: string };
+    await embedded('Zorblat runs on the old rack in Leeds.', 'POST /v1/memory');
+
+    const question = 'Who maintains the quuxer?';
+    const found = await nodeCli(['memory', 'search', question, '--json']);
+    const hits = JSON.parse(found.stdout) as Array<{ id: string }>;
+    assert.ok(
+      hits.some((hit) => hit.id === fact.id),
+      `no keyword links "quuxer" to the unit, only its vector: ${found.stdout}`,
+    );
+    assert.equal(found.stderr, '');
+    assert.ok(
+      upstream.requests.some((request) => request.path.endsWith('/embeddings') && JSON.stringify(request.body.input).includes(question)),
+      'the CLI embedded the question',
+    );
+  });
+
+  test("when the embeddings endpoint fails, or the store's vectors are of another model, search says why in one line and keywords answer", async () => {
+    const content = 'The greyhound Biscuit naps on the balcony every afternoon.';
+    const added = await sendJson(`${embedder.url}/v1/memory`, 'POST', { headers: { authorization: `Bearer ${OWNER}` }, body: { content, type: 'semantic' } });
+    assert.equal(added.status, 201, JSON.stringify(added.body));
+    // The store's vectors are of embed-1 (this one is written), so the CLI's search embeds its query.
+    await embedded(content, 'POST /v1/memory');
+    embeddingsDown = true;
+    try {
+      const fallback = await nodeCli(['memory', 'search', 'Where does Biscuit nap in the afternoon?']);
+      assert.match(fallback.stdout, /The greyhound Biscuit naps on the balcony/, 'keywords still answer');
+      assert.match(
+        fallback.stderr,
+        /^Searched by keywords only: the query could not be embedded by embed-1 at http:\/\/127\.0\.0\.1:\d+\/v1 \(embeddings endpoint answered 500: [^\n]*embedding backend down[^\n]*\)\.\n$/,
+      );
+    } finally {
+      embeddingsDown = false;
+    }
+
+    // A config that embeds with another model than the store's vectors are of: keywords, and why.
+    const other = join(state.seed, 'other-model.yaml');
+    writeFileSync(other, readFileSync(join(embedder.home, 'config.yaml'), 'utf8').replace('embed-1', 'embed-2'));
+    const asked = 'Where does Biscuit sleep after lunch?';
+    const mismatch = await nodeCli(['memory', 'search', asked, '--config', other]);
+    assert.match(mismatch.stdout, /The greyhound Biscuit naps on the balcony/);
+    assert.equal(
+      mismatch.stderr,
+      "Searched by keywords only: the store's vectors are of embed-1, and memory.embedding.model here is embed-2 (every node and the CLI should use one model).\n",
+    );
+    assert.ok(!upstream.requests.some((request) => JSON.stringify(request.body?.input ?? '').includes(asked)), 'no query vector of another model is asked for');
+  });
+
+  test('metaclaw mcp on the same machine does the same: memory_add is embedded by the running node, memory_search recalls by meaning', async () => {
+    const env = Object.fromEntries(
+      Object.entries(cleanEnv(embedder.home, vectorTeam.teamEnv())).filter((entry): entry is [string, string] => entry[1] !== undefined),
+    );
+    const client = new Client({ name: 'metaclaw-team-memory-cli-test', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp'], env, stderr: 'pipe' }));
+    try {
+      const text = (result: unknown) => (result as { content: Array<{ text?: string }> }).content[0]?.text ?? '';
+      await client.callTool({ name: 'memory_add', arguments: { content: 'Zorblat waters the office ferns on Fridays.' } });
+      await embedded('Zorblat waters the office ferns on Fridays.', 'memory_add over MCP');
+      const hits = JSON.parse(text(await client.callTool({ name: 'memory_search', arguments: { query: 'Who maintains the quuxer?' } }))) as Array<{
+        content: string;
+      }>;
+      assert.ok(
+        hits.some((hit) => hit.content === 'Zorblat waters the office ferns on Fridays.'),
+        JSON.stringify(hits),
+      );
+    } finally {
+      await client.close();
+    }
+  });
+
+  test("setup on a node of a team does not probe the provider's embeddings (a node never reads that probe) and says what a node uses instead", async () => {
+    const home = tempHome('metaclaw-team-memory-cli-setup-');
+    const pings = () =>
+      upstream.requests.filter((request) => request.path.endsWith('/embeddings') && JSON.stringify(request.body?.input) === '["ping"]').length;
+    const before = pings();
+    try {
+      const args = ['setup', '--yes', '--provider', 'openai', '--api-base', `${upstream.url}/v1`, '--model', 'm', '--api-key-env', 'TEST_KEY'];
+      const result = await runCli([...args, '--claw', 'none', '--port', String(await freePort()), '--no-starter-skills'], {
+        home,
+        env: { ...vectorTeam.teamEnv(), TEST_KEY: 'k' },
+      });
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(
+        result.stdout,
+        /^Embeddings: not probed\. A team store is configured, and its nodes use memory\.embedding\.\* rather than the provider's endpoint; memory\.embedding\.api_base and memory\.embedding\.model are not both set here[^\n]*recall is by keyword: set both for vectors\.$/m,
+      );
+      assert.doesNotMatch(result.stdout, /^Retrieval:/m, 'no personal retrieval decision is reported');
+      assert.equal(pings(), before, 'the embeddings endpoint was not called');
+      const db = join(home, 'metaclaw.db');
+      if (existsSync(db)) {
+        const sqlite = new Database(db, { readonly: true });
+        try {
+          const stored = sqlite.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'state'").get() as { n: number };
+          const probes =
+            stored.n === 0 ? 0 : (sqlite.prepare("SELECT count(*) AS n FROM state WHERE key = 'embeddings.provider_probe'").get() as { n: number }).n;
+          assert.equal(probes, 0, 'no probe saved in the personal database');
+        } finally {
+          sqlite.close();
+        }
+      }
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });

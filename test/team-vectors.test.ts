@@ -10,11 +10,10 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { embeddingsHandler } from './support/embeddings.js';
 import { sendJson } from './support/http.js';
-import { startPglite, type TestPglite } from './support/pglite.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { startPgliteTeam, type TestPglite } from './support/pglite.js';
+import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 import { disposeTeam, teamHelpers } from './support/team.js';
 import { ScriptedUpstream } from './support/upstream.js';
-import { openPool } from '../src/store/postgres/index.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-vectors-test';
 const QUESTION = 'Who maintains the quuxer, and where does Pepper hide?';
@@ -89,11 +88,7 @@ async function remember(member: string, content: string): Promise<void> {
 
 describe('team mode with pgvector: a whole node recalls memories by meaning', () => {
   before(async () => {
-    server = await startPglite();
-    state.url = server.url;
-    state.pool = openPool(server.url, { max: 1 });
-    state.pool.on('error', () => undefined);
-    state.seed = tempHome('metaclaw-team-vectors-');
+    server = await startPgliteTeam(state, 'metaclaw-team-vectors-');
     upstream = await ScriptedUpstream.start();
     const chat = upstream.defaultHandler;
     const embed = embeddingsHandler(() => false, new Map([['quuxer', 'zorblat']]));

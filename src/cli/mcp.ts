@@ -1,12 +1,13 @@
 import { silentLogger } from '../logging/index.js';
 import { personalMemoryApi } from '../memory/index.js';
 import type { McpStores } from '../mcp/index.js';
-import { memorySettings, skillsSettings } from '../runtime/settings.js';
+import { skillsSettings } from '../runtime/settings.js';
 import { SkillsService } from '../skills/index.js';
 import { mirrorRetriever } from '../skills/mirror.js';
 import { loadCliConfig } from './context.js';
 import { personalMemory } from './memory.js';
-import { CLI_INSTANCE, onServedStore } from './store.js';
+import { onServedStore } from './store.js';
+import { openTeamMemoryApi } from './team-memory.js';
 
 /**
  * `metaclaw mcp`: an MCP server on stdin/stdout over the store the proxy serves from: the personal
@@ -34,8 +35,7 @@ export async function mcpCommand(options: { config?: string }): Promise<void> {
       const store = new postgres.PgSkillStore(pool);
       const followed = postgres.followTeamSkills(url, pool, store, { applicationName: 'metaclaw-mcp' });
       await followed.subscription.start();
-      const queue = new postgres.PgJobQueue(pool, CLI_INSTANCE, config.values['learning.max_attempts']);
-      const memory = new postgres.PgMemoryApi(pool, silentLogger(), { queue, settings: memorySettings(config) });
+      const memory = await openTeamMemoryApi(postgres, pool, config);
       try {
         await followed.subscription.catchUp();
         const retriever = mirrorRetriever(followed.mirror, skillsSettings(config), silentLogger());

@@ -29,7 +29,8 @@ import { memorySettings } from '../runtime/settings.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, errorText, loadCliConfig, numberArgument, print, readUserFile } from './context.js';
-import { CLI_INSTANCE, onServedStore } from './store.js';
+import { onServedStore } from './store.js';
+import { openTeamMemoryApi } from './team-memory.js';
 import { terminalText } from './terminal-text.js';
 
 /** As the HTTP API takes it: a unit's importance is 0..1 (a 5 is refused there, not clamped). */
@@ -85,8 +86,7 @@ async function withTarget(options: MemoryOptions, action: (target: MemoryTarget)
   const defaultScope = config.values['memory.scope'];
   return onServedStore(config, {
     team: async (postgres, pool, url) => {
-      const queue = new postgres.PgJobQueue(pool, CLI_INSTANCE, config.values['learning.max_attempts']);
-      const api = new postgres.PgMemoryApi(pool, silentLogger(), { queue, settings: memorySettings(config) });
+      const api = await openTeamMemoryApi(postgres, pool, config);
       try {
         await action({
           api,

@@ -4,7 +4,7 @@ import { detectFormat, MODES, PROVIDER_PRESETS, presetFor, updateConfigFile, wri
 import { ConfigError } from '../errors.js';
 import { silentLogger } from '../logging/index.js';
 import { probeProviderEmbeddings, retrievalModes, saveProbe } from '../runtime/index.js';
-import { skillsSettings } from '../runtime/settings.js';
+import { embedsMemory, memorySettings, skillsSettings } from '../runtime/settings.js';
 import { installStarterSkills, SkillsService } from '../skills/index.js';
 import { openDatabase } from '../store/index.js';
 import { decideMode } from '../rl/index.js';
@@ -129,9 +129,14 @@ function trainingKeyHint(options: SetupOptions): void {
   );
 }
 
-/** Probes the provider's embeddings endpoint and stores what it found: the first start uses hybrid retrieval when it answered. */
+/**
+ * Probes the provider's embeddings endpoint and stores what it found: the first start uses hybrid
+ * retrieval when it answered. Not on a node of a team: a node never reads that probe (it is kept
+ * in the install's own database) and never probes; it embeds memory with memory.embedding.* alone.
+ */
 async function probeEmbeddingsAtSetup(options: SetupOptions): Promise<void> {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
+  if (config.values['store.url']) return print(terminalText(teamEmbeddingsLine(config)));
   const probe = await probeProviderEmbeddings(config, process.env, 'setup');
   const db = openDatabase(config.paths.database);
   try {
@@ -141,6 +146,15 @@ async function probeEmbeddingsAtSetup(options: SetupOptions): Promise<void> {
   }
   const { skills, memory } = retrievalModes(config, process.env, probe);
   print(terminalText(`Retrieval: skills ${skills.mode}, memory ${memory.mode} (${skills.reason}).`));
+}
+
+/** What setup says instead of probing on a node of a team: where the node's memory vectors come from. */
+function teamEmbeddingsLine(config: LoadedConfig): string {
+  const memory = memorySettings(config);
+  const head = "Embeddings: not probed. A team store is configured, and its nodes use memory.embedding.* rather than the provider's endpoint";
+  if (embedsMemory(memory))
+    return `${head}: they embed memory with ${memory.embedding.model} at ${memory.embedding.apiBase} when the store has pgvector (\`metaclaw doctor\` says whether it does).`;
+  return `${head}; memory.embedding.api_base and memory.embedding.model are not both set here (or memory is off, or memory.retrieval_mode is keyword), so recall is by keyword: set both for vectors.`;
 }
 
 function fromFlags(config: LoadedConfig, options: SetupOptions): Answers {

@@ -40,7 +40,7 @@ import {
   PgMemoryApi,
   PgMemoryVectors,
   pgEmbedHandler,
-  readVectorSupport,
+  enableVectorsIfInstalled,
   type VectorSupport,
   PgLearningBudget,
   PgMemoryContextProvider,
@@ -365,12 +365,9 @@ export class TeamRuntime {
     const { values, paths } = this.options.config;
     refuseIfRunning(paths.pidFile);
     await this.checkSchema();
-    this.vectorSupport = await readVectorSupport(this.pool).catch(() => undefined);
-    if (this.vectors && this.vectorSupport?.state === 'installed') {
-      await this.vectors.enable();
-      // Units stored while no node embedded them (an import, keyword-only nodes) are embedded now, in the background.
-      await this.vectors.queueEmbed(this.queue, this.pool, 2_000);
-    }
+    this.vectorSupport = await enableVectorsIfInstalled(this.pool, this.vectors);
+    // Units stored while no node embedded them (an import, keyword-only nodes) are embedded now, in the background.
+    if (this.vectors?.enabled) await this.vectors.queueEmbed(this.queue, this.pool, 2_000);
     // A node learns who may use it and what the team knows once before serving; after that an outage only makes it stale.
     await this.refreshMembers();
     await this.subscription.start();

@@ -11,7 +11,10 @@
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { openPool } from '../../src/store/postgres/index.js';
 import { startSessionRelay } from './pglite-sessions.js';
+import { tempHome } from './proxy.js';
+import type { TeamTestState } from './team.js';
 
 export interface TestPglite {
   /** `postgres://postgres@127.0.0.1:PORT/postgres` */
@@ -33,4 +36,17 @@ export async function startPglite(): Promise<TestPglite> {
       await db.close();
     },
   };
+}
+
+/**
+ * A team test's store on PGlite: starts the server and fills `state` (what teamHelpers reads) with
+ * its URL, a pool of one connection (PGlite runs one statement at a time) and a seed home.
+ */
+export async function startPgliteTeam(state: TeamTestState, seedPrefix: string): Promise<TestPglite> {
+  const server = await startPglite();
+  state.url = server.url;
+  state.pool = openPool(server.url, { max: 1 });
+  state.pool.on('error', () => undefined);
+  state.seed = tempHome(seedPrefix);
+  return server;
 }

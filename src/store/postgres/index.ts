@@ -46,7 +46,7 @@ export { pgSkillEvolveHandler, type PgSkillJobDeps } from './skill-jobs.js';
 export { SessionPlacements, SESSIONS_CHANNEL } from './session-placements.js';
 export { PgMemoryApi } from './memory-api.js';
 export { forgetPgScope, type ForgottenScope } from './forget-scope.js';
-export { readVectorSupport, type VectorSupport } from './vector-support.js';
+export { enableVectorsIfInstalled, readVectorSupport, type VectorSupport } from './vector-support.js';
 export { PgMemoryVectors, readVectorModel, VECTORS_MODEL_KEY, type VectorModel } from './memory-vectors.js';
 export { pgEmbedHandler } from './vector-jobs.js';
 export { PgRlSamples, sampleRecording } from './rl-samples.js';

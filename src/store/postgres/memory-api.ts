@@ -72,8 +72,16 @@ export class PgMemoryApi implements MemoryUnitReader, MemoryApi {
     private readonly pool: pg.Pool,
     private readonly logger: Logger,
     private readonly edits?: PgMemoryEdits,
-    /** The store's memory vectors when this node uses them: search is hybrid, and added units are queued for embedding. */
-    private readonly vectors?: { readonly store: PgMemoryVectors; readonly queue: PgJobQueue; readonly mode: MemoryRetrievalMode },
+    /**
+     * The store's memory vectors when this node (or the CLI) uses them: search is hybrid, and added
+     * units are queued for embedding; `keywordsOnly` is told why when a search is by keywords alone.
+     */
+    private readonly vectors?: {
+      readonly store: PgMemoryVectors;
+      readonly queue: PgJobQueue;
+      readonly mode: MemoryRetrievalMode;
+      readonly keywordsOnly?: (why: string) => void;
+    },
   ) {
     this.search_ = new PgMemorySearch(pool);
     this.writer = new PgMemoryWriter(pool, vectors ? (client) => vectors.store.queueEmbed(vectors.queue, client) : undefined);
@@ -93,7 +101,14 @@ export class PgMemoryApi implements MemoryUnitReader, MemoryApi {
     const reads = new ReplayedReads();
     const store = pgRecallStore(reads, this.search_, this.pool);
     return searchRecall(
-      { reads, store, vectors: this.vectors?.store, mode: this.vectors?.mode ?? 'keyword', logger: this.logger },
+      {
+        reads,
+        store,
+        vectors: this.vectors?.store,
+        mode: this.vectors?.mode ?? 'keyword',
+        logger: this.logger,
+        ...(this.vectors?.keywordsOnly ? { keywordsOnly: this.vectors.keywordsOnly } : {}),
+      },
       {
         scope: request.scope,
         query: request.query,

@@ -99,15 +99,20 @@ export class PgMemoryVectors {
     private readonly pool: pg.Pool,
     readonly client: EmbeddingClient,
     private readonly logger: Logger,
+    /** The longest a search waits for its query's vector (`metaclaw memory search` waits longer than a node: a person waits, not an agent). */
+    private readonly queryTimeoutMs = QUERY_TIMEOUT_MS,
   ) {}
 
-  /** Vectors are written and read from now on (pgvector is installed); reads which model they are of. */
-  async enable(): Promise<void> {
+  /**
+   * Vectors are written and read from now on (pgvector is installed); reads which model they are of.
+   * `makeIndex: false` (the CLI): the index is left to the nodes, which make it at start.
+   */
+  async enable(options: { makeIndex?: boolean } = {}): Promise<void> {
     this.active = true;
     await this.refresh();
     // Vectors an import brought (with their model record) have no index until one is made here: no embed job may ever run for them.
     const recorded = this.recorded;
-    if (recorded?.model === this.client.model)
+    if (recorded?.model === this.client.model && options.makeIndex !== false)
       await inTransaction(this.pool, async (client) => {
         await client.query('SELECT pg_advisory_xact_lock($1)', [VECTORS_LOCK]);
         await createIndex(client, recorded.dimensions);
@@ -204,16 +209,42 @@ export class PgMemoryVectors {
         if (!vector) return undefined;
         return reads.read(JSON.stringify(['nearest', scope, query, limit]), () => this.nearest(scope, vector, limit, db));
       },
-      nearest: async (scope, query, limit) => this.nearest(scope, await this.client.embedQuery(query, AbortSignal.timeout(QUERY_TIMEOUT_MS)), limit, db),
+      nearest: async (scope, query, limit) => this.nearest(scope, await this.client.embedQuery(query, AbortSignal.timeout(this.queryTimeoutMs)), limit, db),
     };
   }
 
-  /** Embeds `query` into the client's cache (for a job's recall, off the request path); a failure leaves keywords to answer. */
-  async warm(query: string): Promise<void> {
-    if (!this.ready || query === '') return;
-    await this.client.embedQuery(query, AbortSignal.timeout(QUERY_TIMEOUT_MS)).catch((error: unknown) => {
-      this.logger.warn({ err: (error as Error).message }, 'memory query embedding failed; recalling by keywords');
-    });
+  /**
+   * Embeds `query` into the client's cache (for a job's recall, off the request path); a failure
+   * leaves keywords to answer, and is returned as why, on one line (undefined: the vector is known,
+   * or not needed).
+   */
+  async warm(query: string): Promise<string | undefined> {
+    if (!this.ready || query === '') return undefined;
+    return this.client.embedQuery(query, AbortSignal.timeout(this.queryTimeoutMs)).then(
+      () => undefined,
+      (error: unknown) => {
+        this.logger.warn({ err: (error as Error).message }, 'memory query embedding failed; recalling by keywords');
+        return `the query could not be embedded by ${this.client.model} at ${this.client.endpoint.apiBase} (${this.failureText(error)})`;
+      },
+    );
+  }
+
+  /**
+   * Why recall here is by keywords although vectors are in use: the store's vectors are of another
+   * model than this process embeds with. Undefined when they are of its model, or there are none yet.
+   */
+  get otherModel(): string | undefined {
+    const recorded = this.recorded;
+    if (!this.active || !recorded || recorded.model === this.client.model) return undefined;
+    return `the store's vectors are of ${recorded.model}, and memory.embedding.model here is ${this.client.model} (every node and the CLI should use one model)`;
+  }
+
+  /** An embeddings failure on one line: a timeout named, and the cause that makes "fetch failed" mean something. */
+  private failureText(error: unknown): string {
+    if (!(error instanceof Error)) return String(error).slice(0, 300);
+    if (error.name === 'TimeoutError') return `no answer within ${this.queryTimeoutMs / 1000} s`;
+    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
+    return `${error.message}${cause}`.replace(/\s+/g, ' ').trim().slice(0, 300);
   }
 
   private refresh(): Promise<void> {
@@ -236,21 +267,34 @@ export interface SearchRecall {
   readonly mode: MemoryRetrievalMode;
   readonly logger: Logger;
   readonly languages?: () => readonly GlossaryLanguage[];
+  /** Told why, when vectors are in use but this recall is by keywords alone (the CLI prints it). */
+  readonly keywordsOnly?: (why: string) => void;
 }
 
 /**
- * Recall off the request path (a job's, the search route's), over one ReplayedReads. With vectors,
- * the query is embedded first, waiting briefly as a personal install's search does (a failure
- * leaves keywords), so recall finds the query's vector known and reads its neighbours as one more
- * replayed read; without, keyword recall.
+ * Recall off the request path (a job's, the search route's, `metaclaw memory search`'s), over one
+ * ReplayedReads. With vectors, the query is embedded first, waiting briefly as a personal install's
+ * search does (a failure leaves keywords, and `keywordsOnly` is told why, as when the store's
+ * vectors are of another model), so recall finds the query's
+ * vector known and reads its neighbours as one more replayed read; without, keyword recall.
  */
 export async function searchRecall(recall: SearchRecall, request: RecallRequest): Promise<MemoryHit[]> {
   const { reads, store, vectors, logger, languages } = recall;
-  if (!vectors?.ready) {
+  const byKeywords = () => {
     const retriever = new MemoryRetriever(store, undefined, logger, 'keyword', languages);
     return reads.run(() => retriever.recall(request));
+  };
+  if (!vectors?.ready) {
+    const other = vectors?.otherModel;
+    if (other) recall.keywordsOnly?.(other);
+    return byKeywords();
   }
-  await vectors.warm(request.query);
+  // Without the query's vector, recall would only start embedding it again in the background: keywords answer now.
+  const failure = await vectors.warm(request.query);
+  if (failure) {
+    recall.keywordsOnly?.(failure);
+    return byKeywords();
+  }
   const retriever = new MemoryRetriever(store, vectors.forRecall(reads), logger, recall.mode, languages);
   return reads.run(() => retriever.recall({ ...request, onRequestPath: true }));
 }

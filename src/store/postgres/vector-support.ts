@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { z } from 'zod';
-import { readVectorModel, type VectorModel } from './memory-vectors.js';
+import { readVectorModel, type PgMemoryVectors, type VectorModel } from './memory-vectors.js';
 
 /**
  * Whether the team store's database holds memory vectors with pgvector: the extension installed in
@@ -45,4 +45,20 @@ export async function readVectorSupport(db: Pick<pg.Pool, 'query'>): Promise<Vec
     state: 'absent',
     notice: 'keyword-only recall: the pgvector extension is not available on this PostgreSQL server (memory vectors need it; team nodes recall by keyword)',
   };
+}
+
+/**
+ * Whether memory vectors are in use, decided as a node decides at start and `metaclaw memory` on a
+ * team decides too: `vectors` (made when memory.embedding is configured, runtime/settings.ts
+ * embedsMemory) are enabled when the store's database has pgvector installed. What was found;
+ * undefined when it could not be read (keyword-only, as without pgvector).
+ */
+export async function enableVectorsIfInstalled(
+  pool: pg.Pool,
+  vectors: PgMemoryVectors | undefined,
+  options: { makeIndex?: boolean } = {},
+): Promise<VectorSupport | undefined> {
+  const support = await readVectorSupport(pool).catch(() => undefined);
+  if (vectors && support?.state === 'installed') await vectors.enable(options);
+  return support;
 }
