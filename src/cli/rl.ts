@@ -21,7 +21,7 @@ import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, loadCliConfig, openPrivateFile, print, printError } from './context.js';
 import { trainingState } from './training-state.js';
 import { adminHeaders, callJson, getJson, runningProxy } from './proxy-client.js';
-import { withServedPool } from './store.js';
+import { onServedStore } from './store.js';
 
 interface RlOptions {
   config?: string;
@@ -77,15 +77,14 @@ export function registerRlCommands(program: Command): void {
 }
 
 /**
- * `rl export` on the store the proxy serves from: a team store's samples, turns and skill generation
- * when store.url is set (one not migrated is refused, as the other team commands do), else the
- * install's own database. Both go through exportSamples, so they write the same lines.
+ * `rl export` on the store the proxy serves from (onServedStore): a team store's samples, turns and
+ * skill generation when store.url is set, else the install's own database. Both go through
+ * exportSamples, so they write the same lines.
  */
 async function exportCommand(options: ExportOptions): Promise<void> {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
-  const url = config.values['store.url'];
-  if (url)
-    return withServedPool(url, async (postgres, pool) =>
+  return onServedStore(config, {
+    team: async (postgres, pool) =>
       runExport(
         {
           buffer: new postgres.PgRlSamples(pool),
@@ -94,13 +93,8 @@ async function exportCommand(options: ExportOptions): Promise<void> {
         },
         options,
       ),
-    );
-  const db = openDatabase(config.paths.database);
-  try {
-    await runExport({ buffer: new RlBuffer(db), conversation: new ConversationStore(db), generation: generationOf(db, config) }, options);
-  } finally {
-    db.close();
-  }
+    personal: (db) => runExport({ buffer: new RlBuffer(db), conversation: new ConversationStore(db), generation: generationOf(db, config) }, options),
+  });
 }
 
 function generationOf(db: Db, config: LoadedConfig): number {
