@@ -10,6 +10,7 @@ import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FinishedTurn } from '../src/conversation/index.js';
 import type { MemoryDraft } from '../src/memory/types.js';
+import { exportSamples } from '../src/rl/index.js';
 import type { IngestTurn } from '../src/memory/service.js';
 import { engines, type StoresUnderTest } from './support/engines.js';
 import { finishedTurn } from './support/turns.js';
@@ -18,6 +19,8 @@ const ALICE = 'user:alice';
 const BOB = 'user:bob';
 const DAY = 86_400_000;
 const LEASE_MS = 60_000;
+/** Each engine's datum export of the same samples: every engine's must be the first one's, byte for byte. */
+const datumExports: string[] = [];
 const kinds = (...names: string[]): ReadonlySet<string> => new Set(names);
 
 const fact = (scope: string, content: string, extra: Partial<MemoryDraft> = {}): MemoryDraft => ({
@@ -503,6 +506,33 @@ for (const engine of engines()) {
         assert.equal((await rl.store.get('t-new'))!.trained_step, 7);
         assert.equal(await rl.store.trainableCount(1), 0);
         assert.equal(await rl.store.dropOlderThan(2), 1, 't-text (untrained) leaves at the next generation; trained t-new stays');
+      });
+
+      test('the export reads the same scored samples in the same order on both engines (oldest first, ties by turn id in byte order, past a page), token ids exact', async () => {
+        const { rl, conversation } = stores;
+        // Two samples per millisecond, their turn ids differing in case: a collation other than byte order would swap them.
+        const ids = Array.from({ length: 205 }, (_, index) => `${index % 2 === 0 ? 'x' : 'X'}-${String(1_000 - index).padStart(4, '0')}`);
+        for (const [index, turnId] of ids.entries()) {
+          await rl.record({ ...sample(turnId, index + 1, 1), createdAt: 5_000 + Math.floor(index / 2) });
+          await rl.store.saveVerdict(turnId, index === 7 ? { ...scored, reward: -1 } : scored);
+        }
+        await rl.record(sample('unscored', 999, 1));
+        const expected = ids
+          .map((turnId, index) => ({ turnId, createdAt: 5_000 + Math.floor(index / 2) }))
+          .sort((a, b) => a.createdAt - b.createdAt || (a.turnId < b.turnId ? -1 : a.turnId > b.turnId ? 1 : 0))
+          .map((row) => row.turnId);
+        const read: string[] = [];
+        for await (const row of rl.store.scored(1, false)) read.push(row.turn_id);
+        assert.deepEqual(read, expected);
+        const lines: string[] = [];
+        const report = await exportSamples(rl.store, conversation.reads, { format: 'datum', currentGeneration: 1, includeDropped: false }, (line) =>
+          lines.push(JSON.stringify(line)),
+        );
+        assert.deepEqual([report.scored, report.written], [205, 205]);
+        const first = JSON.parse(lines[0]!) as { model_input: { chunks: Array<{ tokens: number[] }> }; loss_fn_inputs: { advantages: { data: number[] } } };
+        assert.deepEqual(first.model_input.chunks[0]!.tokens, [5, 6, 7, 8]);
+        datumExports.push(lines.join('\n'));
+        assert.equal(datumExports.at(-1), datumExports[0], 'the same bytes on either engine');
       });
     });
 

@@ -1,17 +1,20 @@
 /**
  * `metaclaw sessions`, `skills`, `rl export` and `scheduler` on a node of a team: with store.url
  * (here METACLAW_DATABASE_URL) set, they work on the team store the nodes serve from, or refuse in
- * one line, never on the install's own database and skills folder, which no node reads.
+ * one line, never on the install's own database and skills folder, which no node reads. `rl export`
+ * and `skills log` read what a node recorded (samples it judged, evolutions it ran) and write what a
+ * personal install writes for the same traffic.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
+import { learningAwareUpstream, session, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip } from './support/postgres.js';
-import { freePort, runCli, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { freePort, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { teamForTests, teamHelpers } from './support/team.js';
 
 const OWNER_KEY = 'owner-key-for-the-team-cli-test';
@@ -42,10 +45,50 @@ const writeSkill = (folder: string, name: string, description: string, body: str
   return path;
 };
 
+/** What the scripted evolver learns from a session that says LEDGER-MARKER (a skill no other one is near, so it is created as it is). */
+const LEDGER_SKILL = {
+  action: 'create',
+  name: 'quokka-ledger-exports',
+  description: 'Use when exporting the quokka ledger for the auditors: zebra-stamped rows, one file per quarter.',
+  category: 'automation',
+  body: '# Quokka ledger exports\n\n**Steps**\n1. **Stamp every row.** The zebra stamp goes in the first column.\n2. **One file per quarter.** Name it ledger-YYYY-QN.csv.',
+  evidence: ['turn 2: the user said "zebra stamps first, and one file per quarter"'],
+  reason: 'The user corrected how the ledger is exported.',
+};
+const LEDGER_SESSION = ['export the quokka ledger LEDGER-MARKER', 'No: zebra stamps first, and one file per quarter LEDGER-MARKER'];
+/** One question asked twice: the first answer is a good one (the judge scores 1), the second a bad one (-1): an SFT line, a DPO pair, two KTO labels. */
+const RL_QUESTION = 'How do I rotate the deploy keys? RL-PAIR';
+
+let pairAnswers = 0;
+const upstream = learningAwareUpstream({
+  chat: (request) =>
+    userText(request).includes('RL-PAIR') ? (++pairAnswers % 2 === 1 ? 'ANSWER-GOOD: run ./rotate-keys.sh, then redeploy.' : 'ANSWER-BAD: no idea.') : 'Done.',
+  judge: (request) => (userText(request).includes('ANSWER-GOOD') ? 'Score: 1' : userText(request).includes('ANSWER-BAD') ? 'Score: -1' : 'Score: 0'),
+  evolver: (request) => JSON.stringify({ changes: userText(request).includes('LEDGER-MARKER') ? [LEDGER_SKILL] : [] }),
+});
+/** Both the team's node and the personal proxy record RL samples (judged, nothing trained) and evolve skills at a session's end. */
+const learning = {
+  llm: { api_base: '', api_key: 'upstream-key' },
+  rl: { enabled: true, prm_m: 1 },
+  skills: { evolution_every_n_turns: 0 },
+  memory: { auto_extract: false },
+};
+let personalProxy: ProxyHandle | undefined;
+/** A personal install (its own SQLite store, no team) on the same scripted upstream: what the team's output is compared with. */
+const personal = async (): Promise<ProxyHandle> => {
+  if (!personalProxy) {
+    personalProxy = await startProxy({ config: { ...learning, llm: { ...learning.llm, api_base: `${team.upstream.url}/v1` } } });
+    team.nodes.push(personalProxy);
+  }
+  return personalProxy;
+};
+const openai = (proxy: ProxyHandle) => new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: OWNER_KEY, maxRetries: 0 });
+
 describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
   before(async () => {
+    team.upstream.defaultHandler = upstream;
     // One node, no members yet: the owner's key is the one the CLI and the requests use.
-    team.nodes.push(...(await startTeam([], 1, { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' } })));
+    team.nodes.push(...(await startTeam([], 1, { ...learning, llm: { ...learning.llm, api_base: `${team.upstream.url}/v1` } })));
     node = team.nodes[0]!;
   });
 
@@ -115,7 +158,7 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     assert.equal(existsSync(join(team.seed, 'skills', 'pdf-forms')), false, 'nothing was written to the personal skills folder');
   });
 
-  test("skills pending, approve, reject, list's credit, prune and doctor work on the team store; log refuses in one line", async () => {
+  test("skills pending, approve, reject, list's credit, prune and doctor work on the team store", async () => {
     const propose = async (name: string) => {
       const draft = {
         name,
@@ -155,11 +198,119 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     const doctor = await json<{ skills: number }>(['skills', 'doctor']);
     const live = Number((await team.pool.query<{ n: string }>('SELECT count(*) AS n FROM skills WHERE NOT removed')).rows[0]!.n);
     assert.equal(doctor.skills, live);
-    assert.match((await refused(['skills', 'log'])).stderr, /The team store keeps no evolution_history\.jsonl/);
   });
 
-  test('rl export refuses in one line rather than export the personal buffer', async () => {
-    assert.match((await refused(['rl', 'export'])).stderr, /reads the personal store only, and a team store is configured/);
+  test('skills log shows the evolutions the nodes ran, logged in the team store with their changes, as a personal install shows its own', async () => {
+    assert.equal((await cli(['skills', 'log'])).trim(), 'No skill evolutions yet.');
+    const home = await personal();
+    for (const proxy of [node, home]) await session(openai(proxy), 'ledger-session', LEDGER_SESSION);
+    await waitFor(async () => (await skillRow(LEDGER_SKILL.name))?.version === 1, 30_000, 200);
+    await waitFor(async () => JSON.parse((await home.cli(['skills', 'log', '--json'])).stdout).length === 1, 30_000, 200);
+    // Logged with the skill it wrote, by the job that wrote it: one row.
+    const logged = await team.pool.query<{ session_id: string }>('SELECT session_id FROM skill_evolutions');
+    assert.equal(logged.rows.length, 1);
+
+    const teamLog = await cli(['skills', 'log', '--full']);
+    const [stamp] = teamLog.split(' ', 1);
+    assert.equal(new Date(stamp!).toISOString(), stamp);
+    assert.equal(
+      teamLog.slice(stamp!.length),
+      [
+        '  session ledger-session  (session ended (done_header), 2 turns, 1200 tokens)',
+        '  create quokka-ledger-exports: applied',
+        '    why: The user corrected how the ledger is exported.',
+        '    evidence: turn 2: the user said "zebra stamps first, and one file per quarter"',
+        '',
+        '1 skills generated in total.',
+        '',
+      ].join('\n'),
+    );
+    // The personal install's log of the same session, but for its time.
+    const personalLog = (await home.cli(['skills', 'log', '--full'])).stdout;
+    assert.equal(personalLog.slice(personalLog.indexOf(' ')), teamLog.slice(stamp!.length));
+    const [event] = await json<Array<{ session_id: string; changes: Array<{ name: string; status: string }>; timestamp: string }>>(['skills', 'log']);
+    assert.equal(event!.session_id, logged.rows[0]!.session_id);
+    assert.deepEqual(
+      event!.changes.map((change) => [change.name, change.status]),
+      [[LEDGER_SKILL.name, 'applied']],
+    );
+    assert.ok(Math.abs(Date.parse(event!.timestamp) - Date.now()) < 120_000, event!.timestamp);
+  });
+
+  test('rl export writes the samples the node recorded and judged, from the team store: the same bytes a personal install writes for the same traffic', async () => {
+    const home = await personal();
+    for (const proxy of [node, home]) for (const name of ['rl-pair-1', 'rl-pair-2']) await session(openai(proxy), name, [RL_QUESTION]);
+    const scored = await waitFor(
+      async () => {
+        const rows = (
+          await team.pool.query<{ turn_id: string; reward: number }>(
+            "SELECT turn_id, reward FROM rl_samples WHERE reward IS NOT NULL AND session_id LIKE '%rl-pair-%' ORDER BY created_at",
+          )
+        ).rows;
+        return rows.length === 2 && rows;
+      },
+      30_000,
+      200,
+    );
+    assert.deepEqual(
+      scored.map((row) => Number(row.reward)),
+      [1, -1],
+    );
+
+    const sft = (await cli(['rl', 'export', '--format', 'sft']))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { messages: Array<{ role: string; content: string }>; turn_id: string });
+    assert.equal(sft.length, 1);
+    assert.equal(sft[0]!.turn_id, scored[0]!.turn_id);
+    assert.deepEqual(sft[0]!.messages.at(-1), { role: 'assistant', content: 'ANSWER-GOOD: run ./rotate-keys.sh, then redeploy.' });
+    assert.ok(
+      sft[0]!.messages.some((message) => message.role === 'user' && message.content === RL_QUESTION),
+      JSON.stringify(sft[0]!.messages),
+    );
+    const out = join(team.seed, 'team-dpo.jsonl');
+    await cli(['rl', 'export', '--format', 'dpo', '--out', out]);
+    const [pair, ...more] = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { chosen: Array<{ content: string }>; rejected: Array<{ content: string }> });
+    assert.deepEqual(
+      [pair!.chosen[0]!.content, pair!.rejected[0]!.content, more.length],
+      ['ANSWER-GOOD: run ./rotate-keys.sh, then redeploy.', 'ANSWER-BAD: no idea.', 0],
+    );
+    const kto = (await cli(['rl', 'export', '--format', 'kto']))
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { label: boolean }).label);
+    assert.deepEqual(kto, [true, false]);
+
+    // The personal install's samples of the same traffic, moved into a store of their own: every format, byte for byte.
+    await waitFor(async () => JSON.parse((await home.cli(['rl', 'status', '--json'])).stdout).buffer.by_state.scored === 2, 30_000, 200);
+    await home.stop();
+    const moved = team.postgres.createDatabase('team_cli_moved');
+    const movedEnv = { ...teamEnv(), METACLAW_DATABASE_URL: moved };
+    for (const args of [
+      ['store', 'migrate'],
+      ['store', 'import-sqlite', home.home],
+    ])
+      assert.equal((await runCli(args, { home: team.seed, env: movedEnv })).code, 0, args.join(' '));
+    for (const format of ['sft', 'dpo', 'kto', 'datum']) {
+      const fromSqlite = await runCli(['rl', 'export', '--format', format], { home: home.home });
+      const fromPostgres = await runCli(['rl', 'export', '--format', format], { home: team.seed, env: movedEnv });
+      assert.equal(fromSqlite.code, 0, fromSqlite.stderr);
+      assert.equal(fromPostgres.code, 0, fromPostgres.stderr);
+      assert.equal(fromPostgres.stdout, fromSqlite.stdout, `${format}: the same lines`);
+      assert.equal(fromPostgres.stderr, fromSqlite.stderr, `${format}: the same summary`);
+    }
+    assert.match(
+      (await runCli(['rl', 'export', '--format', 'datum'], { home: team.seed, env: movedEnv })).stderr,
+      /exported 0 datum line\(s\) from 2 scored sample\(s\); left out: 2 no token ids$/m,
+    );
+
+    // The team's skills move on: the samples leave the export, as on one install, and --include-dropped brings them back.
+    await cli(['skills', 'add', writeSkill(join(team.seed, 'drafts'), 'key-rotation', 'Use when rotating deploy keys.', '# Key rotation\n\nRun the script.')]);
+    await waitFor(async () => (await runCli(['rl', 'export', '--format', 'kto'], { home: team.seed, env: teamEnv() })).stdout === '', 10_000, 200);
+    assert.equal((await cli(['rl', 'export', '--format', 'kto', '--include-dropped'])).trim().split('\n').length, 2);
   });
 
   test("scheduler status, with no node running here, does not report a personal run's state as the node's", async () => {
@@ -204,7 +355,7 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     assert.match(key?.detail ?? '', /proxy\.api_key is not set, and a node of a team store does not start without it/);
   });
 
-  test('on a store not migrated, sessions, skills, jobs and team say so in one line with the fix, as memory does, and read or write nothing', async () => {
+  test('on a store not migrated, sessions, skills, rl export, jobs and team say so in one line with the fix, as memory does, and read or write nothing', async () => {
     const bare = team.postgres.createDatabase('team_cli_bare');
     for (const args of [
       ['sessions', 'list'],
@@ -212,6 +363,8 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
       ['skills', 'add', join(team.seed, 'none')],
       ['jobs', 'list'],
       ['team', 'list'],
+      ['rl', 'export'],
+      ['skills', 'log'],
     ]) {
       const result = await runCli(args, { home: team.seed, env: { ...teamEnv(), METACLAW_DATABASE_URL: bare } });
       assert.equal(result.code, 1, `${args.join(' ')}: ${result.stdout}`);

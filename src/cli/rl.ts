@@ -2,7 +2,18 @@ import { closeSync, writeSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import type { LoadedConfig } from '../config/index.js';
 import { ConversationStore } from '../conversation/index.js';
-import { decideMode, EXPORT_FORMATS, exportSamples, RlBuffer, rlReport, type EngineReport, type ExportFormat, type RlReport } from '../rl/index.js';
+import {
+  decideMode,
+  EXPORT_FORMATS,
+  exportSamples,
+  RlBuffer,
+  rlReport,
+  type EngineReport,
+  type ExportFormat,
+  type RlReport,
+  type ScoredSampleSource,
+  type TurnSource,
+} from '../rl/index.js';
 import { TrainingSteps, type StepRecord } from '../rl/loop/index.js';
 import { judgeSettings } from '../runtime/settings.js';
 import { SkillHistory } from '../skills/index.js';
@@ -10,6 +21,7 @@ import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, loadCliConfig, openPrivateFile, print, printError } from './context.js';
 import { trainingState } from './training-state.js';
 import { adminHeaders, callJson, getJson, runningProxy } from './proxy-client.js';
+import { onServedStore } from './store.js';
 
 interface RlOptions {
   config?: string;
@@ -61,22 +73,28 @@ export function registerRlCommands(program: Command): void {
     .option('--out <file>', 'write to this file (default: standard output)')
     .option('--include-dropped', 'also samples of older skill generations (left out of training)')
     .option('-c, --config <path>', 'config file')
-    .action((options: ExportOptions) => withDatabase(options, (db, config) => runExport(db, config, options)));
+    .action(async (options: ExportOptions) => exportCommand(options));
 }
 
-function withDatabase(options: { config?: string }, action: (db: Db, config: LoadedConfig) => void): void {
+/**
+ * `rl export` on the store the proxy serves from (onServedStore): a team store's samples, turns and
+ * skill generation when store.url is set, else the install's own database. Both go through
+ * exportSamples, so they write the same lines.
+ */
+async function exportCommand(options: ExportOptions): Promise<void> {
   const config = loadCliConfig(options.config ? { config: options.config } : {});
-  // A team's samples are in the team store; the install's own database would export none of them (or an old personal buffer).
-  if (config.values['store.url'])
-    throw new CliExit(
-      "`metaclaw rl export` reads the personal store only, and a team store is configured (store.url or METACLAW_DATABASE_URL): the team's samples are in its rl_samples table; `metaclaw rl status` shows them.",
-    );
-  const db = openDatabase(config.paths.database);
-  try {
-    action(db, config);
-  } finally {
-    db.close();
-  }
+  return onServedStore(config, {
+    team: async (postgres, pool) =>
+      runExport(
+        {
+          buffer: new postgres.PgRlSamples(pool),
+          conversation: new postgres.PgConversationReads(pool),
+          generation: await new postgres.PgSkillStore(pool).generation(),
+        },
+        options,
+      ),
+    personal: (db) => runExport({ buffer: new RlBuffer(db), conversation: new ConversationStore(db), generation: generationOf(db, config) }, options),
+  });
 }
 
 function generationOf(db: Db, config: LoadedConfig): number {
@@ -87,13 +105,20 @@ function report(db: Db, config: LoadedConfig): RlReport {
   return rlReport(db, decideMode(config.values), judgeSettings(config), generationOf(db, config));
 }
 
-function runExport(db: Db, config: LoadedConfig, options: ExportOptions): void {
+/** Where an export reads: the scored samples, their turns, and the skill generation now. */
+interface ExportSources {
+  buffer: ScoredSampleSource;
+  conversation: TurnSource;
+  generation: number;
+}
+
+async function runExport(sources: ExportSources, options: ExportOptions): Promise<void> {
   const fd = options.out ? openPrivateFile(options.out) : 1;
   try {
-    const result = exportSamples(
-      new RlBuffer(db),
-      new ConversationStore(db),
-      { format: options.format, currentGeneration: generationOf(db, config), includeDropped: options.includeDropped === true },
+    const result = await exportSamples(
+      sources.buffer,
+      sources.conversation,
+      { format: options.format, currentGeneration: sources.generation, includeDropped: options.includeDropped === true },
       (line) => writeSync(fd, `${JSON.stringify(line)}\n`),
     );
     const skipped = Object.entries(result.skipped)

@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { maskDatabaseUrl, type LoadedConfig } from '../config/index.js';
@@ -64,8 +65,8 @@ export interface SkillsBackend {
   pending(): Promise<ProposalRow[]>;
   approve(id: number): Promise<SkillChange>;
   reject(id: number): Promise<ProposalRow>;
-  /** evolution_history.jsonl; undefined on the team store, which keeps skill versions but no such file. */
-  readonly historyFile: string | undefined;
+  /** The evolution log's lines, oldest first: evolution_history.jsonl, or the team store's skill_evolutions. */
+  evolutions(): Promise<string[]>;
   /** The database's integrity check; undefined on the team store (`metaclaw store status` reads it). */
   integrity(): string[] | undefined;
 }
@@ -116,7 +117,10 @@ function personalBackend(config: LoadedConfig, db: Db): SkillsBackend {
     pending: async () => service.proposals.pending(),
     approve: async (id) => service.approve(id),
     reject: async (id) => service.reject(id),
-    historyFile: join(service.library.dir, 'evolution_history.jsonl'),
+    evolutions: async () => {
+      const file = join(service.library.dir, 'evolution_history.jsonl');
+      return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+    },
     integrity: () => checkIntegrity(db),
   };
 }
@@ -180,7 +184,7 @@ function teamBackend(postgres: Postgres, pool: pg.Pool, url: string): SkillsBack
       if (!proposal || !(await proposals.decide(id, 'rejected'))) throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');
       return { ...proposal, status: 'rejected' };
     },
-    historyFile: undefined,
+    evolutions: () => new postgres.PgSkillEvolutions(pool).lines(),
     integrity: () => undefined,
   };
 }

@@ -207,17 +207,12 @@ export function registerSkillsCommands(program: Command): void {
   common(
     skills
       .command('log')
-      .description('recent skill evolutions (evolution_history.jsonl)')
+      .description("recent skill evolutions (evolution_history.jsonl; on a team, the team store's log)")
       .option('-n, --n <count>', 'how many', '10')
       .option('--full', 'show evidence and reasons'),
   ).action(
-    withSkills<SkillsOptions & { n: string; full?: boolean }>((skills, options) => {
-      const file = skills.historyFile;
-      if (file === undefined)
-        throw new CliExit(
-          `The team store keeps no evolution_history.jsonl: each skill's changes are its versions (\`metaclaw skills show NAME\`, \`metaclaw skills diff NAME\`), and the dashboard's Learning page shows the team's evolutions.`,
-        );
-      const all = (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []).map(readHistoryLine);
+    withSkills<SkillsOptions & { n: string; full?: boolean }>(async (skills, options) => {
+      const all = (await skills.evolutions()).map(readHistoryLine);
       const events = all.slice(-numberArgument(options.n, '-n', { min: 1 }));
       if (options.json) return print(JSON.stringify(events, null, 2));
       if (events.length === 0) return print('No skill evolutions yet.');

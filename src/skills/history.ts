@@ -79,6 +79,11 @@ export class SkillHistory implements SkillVersionStore {
   /** One line per accepted evolution, in MetaClaw's file (plus our fields). */
   appendEvolution(event: Record<string, unknown>): void {
     makeFolders(this.skillsDir);
-    appendFileSync(join(this.skillsDir, 'evolution_history.jsonl'), `${JSON.stringify({ timestamp: new Date().toISOString(), ...event })}\n`, { mode: 0o600 });
+    appendFileSync(join(this.skillsDir, 'evolution_history.jsonl'), `${evolutionLine(event)}\n`, { mode: 0o600 });
   }
+}
+
+/** An evolution as a line of the log (evolution_history.jsonl; the team store's skill_evolutions): its time first, then the record. */
+export function evolutionLine(event: Record<string, unknown>, at = new Date()): string {
+  return JSON.stringify({ timestamp: at.toISOString(), ...event });
 }

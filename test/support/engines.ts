@@ -19,7 +19,7 @@ import { MemoryService, type IngestTurn } from '../../src/memory/service.js';
 import type { MemoryUnit } from '../../src/memory/types.js';
 import { SkillsService } from '../../src/skills/service.js';
 import type { Skill, SkillDraft } from '../../src/skills/types.js';
-import { RlBuffer, type NewSample } from '../../src/rl/buffer/index.js';
+import { RlBuffer, type NewSample, type ScoredSampleSource } from '../../src/rl/buffer/index.js';
 import { memorySettings } from '../../src/runtime/settings.js';
 import { openDatabase } from '../../src/store/index.js';
 import type {
@@ -103,7 +103,7 @@ export interface StoresUnderTest {
   /** The member a presented key belongs to, as the proxy recognises keys on this engine. */
   identifyMember(key: string): Promise<Member | undefined>;
   /** The RL sample buffer: recording (the turn writer's part) and the port the judge and training use. */
-  readonly rl: { record(sample: NewSample): Promise<void>; store: RlSampleStore };
+  readonly rl: { record(sample: NewSample): Promise<void>; store: RlSampleStore & ScoredSampleSource };
   close(): Promise<void>;
 }
 

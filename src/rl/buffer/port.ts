@@ -17,3 +17,12 @@ export interface RlSampleStore {
   trainableCount(currentGeneration: number, options?: { teacher?: boolean }): Awaitable<number>;
   markTrained(turnIds: readonly string[], step: number): Awaitable<void>;
 }
+
+/**
+ * The scored samples an export reads (`metaclaw rl export`), on either engine: `RlBuffer.scored`
+ * iterates SQLite's rows, `PgRlSamples.scored` pages through the team store's. The same rows in the
+ * same order (scoredSamplesWhere), so one export writes the same lines from either.
+ */
+export interface ScoredSampleSource {
+  scored(currentGeneration: number, includeDropped: boolean): Iterable<SampleRow> | AsyncIterable<SampleRow>;
+}

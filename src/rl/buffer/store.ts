@@ -1,11 +1,20 @@
 import type { Db } from '../../store/index.js';
 import type { JudgeScore, PolicyTurn, RlSample } from '../types.js';
 import { decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.js';
-import type { RlSampleStore } from './port.js';
+import type { RlSampleStore, ScoredSampleSource } from './port.js';
 
 /** What a training step may take: judged, with token ids, untrained, of the live generation, and (OPD) past the teacher. */
 const TRAINABLE = `judge_state = 'scored' AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL
   AND skill_generation >= @generation AND (@teacher = 0 OR teacher_state IN ('done', 'failed'))`;
+
+/**
+ * The samples an export reads (both engines' `scored`), in each engine's parameter syntax: with a
+ * reward, and of the live generation (or trained) unless `all`. Both read them oldest first, ties by
+ * turn id in byte order, so an export writes the same lines in the same order from either.
+ */
+export function scoredSamplesWhere(generation: string, all: string): string {
+  return `reward IS NOT NULL AND (${all} OR (trained_step IS NULL AND dropped_at IS NULL AND skill_generation >= ${generation}) OR trained_step IS NOT NULL)`;
+}
 
 /**
  * Where a sample is with the judge: waiting for the next user turn of its session (or the session's
@@ -67,7 +76,7 @@ export interface Verdict {
  * an older skill generation never reaches training (`trainable` reads the live generation), and is
  * marked dropped — kept as history and counted — when the generation moves on.
  */
-export class RlBuffer implements RlSampleStore {
+export class RlBuffer implements RlSampleStore, ScoredSampleSource {
   private readonly statements;
 
   constructor(private readonly db: Db) {
@@ -104,9 +113,7 @@ export class RlBuffer implements RlSampleStore {
         'UPDATE rl_samples SET teacher_state = ?, teacher_logprobs = ?, teacher_error = ? WHERE turn_id = ?',
       ),
       scored: db.prepare<{ generation: number; all: number }, SampleRow>(
-        `SELECT * FROM rl_samples
-          WHERE reward IS NOT NULL AND (@all = 1 OR (trained_step IS NULL AND dropped_at IS NULL AND skill_generation >= @generation) OR trained_step IS NOT NULL)
-          ORDER BY created_at`,
+        `SELECT * FROM rl_samples WHERE ${scoredSamplesWhere('@generation', '@all = 1')} ORDER BY created_at, turn_id`,
       ),
       trained: db.prepare<[number, string]>('UPDATE rl_samples SET trained_step = ? WHERE turn_id = ?'),
     };
@@ -176,7 +183,7 @@ export class RlBuffer implements RlSampleStore {
     else this.statements.teacher.run('failed', null, answer.error.slice(0, 500), turnId);
   }
 
-  /** Every sample with a reward, oldest first: of the current generation (and trained ones), or with `includeDropped` all. */
+  /** Every sample with a reward, oldest first: of the current generation (and trained ones), or with `includeDropped` all (scoredSamplesWhere). */
   scored(currentGeneration: number, includeDropped: boolean): IterableIterator<SampleRow> {
     return this.statements.scored.iterate({ generation: currentGeneration, all: includeDropped ? 1 : 0 });
   }

@@ -1,9 +1,8 @@
-import type { ConversationStore } from '../../conversation/index.js';
-import type { RlBuffer } from '../buffer/store.js';
+import type { ScoredSampleSource } from '../buffer/port.js';
 import { toSample } from '../buffer/store.js';
 import { wireDatum } from '../tinker/wire.js';
 import { buildDatum, datumProblem } from '../train/datum.js';
-import { chatTurn, type ChatTurn, type ExportFormat } from './formats.js';
+import { chatTurn, type ChatTurn, type ExportFormat, type TurnSource } from './formats.js';
 
 export interface ExportOptions {
   format: ExportFormat;
@@ -26,9 +25,16 @@ export interface ExportReport {
  * them and `rl/tinker` sends them, from the sampled token ids), `sft` (the good answers as chat
  * conversations), `dpo` (a good and a bad answer to the same prompt, where both exist), `kto`
  * (every good and bad answer with its label). Lines are handed to `write` one at a time; only DPO
- * keeps the good and bad answers until it knows the pairs.
+ * keeps the good and bad answers until it knows the pairs. The samples and turns come from either
+ * store (RlBuffer and ConversationStore, or PgRlSamples and PgConversationReads on a team), so both
+ * write the same lines for the same samples.
  */
-export function exportSamples(buffer: RlBuffer, conversation: ConversationStore, options: ExportOptions, write: (line: object) => void): ExportReport {
+export async function exportSamples(
+  buffer: ScoredSampleSource,
+  conversation: TurnSource,
+  options: ExportOptions,
+  write: (line: object) => void,
+): Promise<ExportReport> {
   const report: ExportReport = {
     format: options.format,
     scored: 0,
@@ -40,7 +46,7 @@ export function exportSamples(buffer: RlBuffer, conversation: ConversationStore,
     report.written++;
   };
   const pending = new Map<string, { good: ChatTurn[]; bad: ChatTurn[] }>();
-  for (const row of buffer.scored(options.currentGeneration, options.includeDropped)) {
+  for await (const row of buffer.scored(options.currentGeneration, options.includeDropped)) {
     report.scored++;
     const reward = row.reward!;
     if (options.format === 'datum') {
@@ -59,7 +65,7 @@ export function exportSamples(buffer: RlBuffer, conversation: ConversationStore,
       report.skipped.neutral++;
       continue;
     }
-    const turn = chatTurn(conversation, row.turn_id);
+    const turn = await chatTurn(conversation, row.turn_id);
     if (!turn) {
       report.skipped.turn_gone++;
       continue;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { ConversationStore, TurnDetail } from '../../conversation/index.js';
-import type { RequestFormat } from '../../types/index.js';
+import type { TurnDetail } from '../../conversation/index.js';
+import type { Awaitable, RequestFormat } from '../../types/index.js';
 import { translateRequest } from '../../upstream/index.js';
 
 export const EXPORT_FORMATS = ['datum', 'sft', 'dpo', 'kto'] as const;
@@ -22,14 +22,19 @@ export interface ChatTurn {
   promptKey: string;
 }
 
+/** Where an export reads a turn: ConversationStore, or PgConversationReads on a team. */
+export interface TurnSource {
+  getTurn(id: string): Awaitable<TurnDetail | undefined>;
+}
+
 /**
  * A recorded turn as chat messages: the prompt the model answered (the body sent upstream, so
  * MetaClaw's context block is in its system prompt; the received body when that is all there is),
  * translated to OpenAI chat form whatever the wire format was, and the answer with its tool calls.
  * A turn whose bodies are past retention keeps only the user's request.
  */
-export function chatTurn(conversation: ConversationStore, turnId: string): ChatTurn | undefined {
-  const turn = conversation.getTurn(turnId);
+export async function chatTurn(conversation: TurnSource, turnId: string): Promise<ChatTurn | undefined> {
+  const turn = await conversation.getTurn(turnId);
   if (!turn) return undefined;
   const prompt = promptMessages(turn);
   const calls = turn.tool_calls ? (JSON.parse(turn.tool_calls) as Array<{ id: string; name: string; arguments: string }>) : [];

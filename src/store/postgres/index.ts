@@ -23,6 +23,7 @@ export {
   type FolderImport,
 } from './skill-store.js';
 export { PgSkillProposals } from './skill-proposals.js';
+export { PgSkillEvolutions } from './skill-evolutions.js';
 export { SkillSubscription, type SubscriptionOptions } from './skill-subscription.js';
 export { followTeamSkills, type FollowedSkills } from './team-skills.js';
 export { PgMemberDirectory } from './members.js';

@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import { z } from 'zod';
 // Direct module imports, as the recording listeners load this on every node.
-import { sampleValues, toSample, type NewSample, type SampleRow, type Verdict } from '../../rl/buffer/store.js';
-import type { RlSampleStore } from '../../rl/buffer/port.js';
+import { sampleValues, scoredSamplesWhere, toSample, type NewSample, type SampleRow, type Verdict } from '../../rl/buffer/store.js';
+import type { RlSampleStore, ScoredSampleSource } from '../../rl/buffer/port.js';
 import type { BufferStatus } from '../../rl/buffer/status.js';
 import type { RlSample } from '../../rl/types.js';
 import { encodeLogprobs } from '../../rl/buffer/codec.js';
@@ -82,7 +82,7 @@ export const sampleRecording = {
  * per recorded main turn of any node. A verdict is written on the judge job's completing
  * client (`db`), so it is written once per job.
  */
-export class PgRlSamples implements RlSampleStore {
+export class PgRlSamples implements RlSampleStore, ScoredSampleSource {
   constructor(private readonly pool: pg.Pool) {}
 
   async get(turnId: string): Promise<SampleRow | undefined> {
@@ -179,6 +179,30 @@ export class PgRlSamples implements RlSampleStore {
       error,
       turnId,
     ]);
+  }
+
+  /**
+   * As RlBuffer.scored, for `metaclaw rl export`: every sample with a reward, of the current
+   * generation (and trained ones) or with `includeDropped` all, oldest first and ties by turn id in
+   * byte order (COLLATE "C": SQLite's order), read a page at a time (a sample with token ids can be
+   * large). Read only.
+   */
+  async *scored(currentGeneration: number, includeDropped: boolean, pageSize = 200): AsyncGenerator<SampleRow> {
+    let after: { createdAt: number; turnId: string } | undefined;
+    for (;;) {
+      const result = await this.pool.query(
+        `SELECT * FROM rl_samples
+          WHERE ${scoredSamplesWhere('$1', '$2::boolean')}
+            AND ($3::bigint IS NULL OR (created_at, turn_id COLLATE "C") > ($3::bigint, $4::text COLLATE "C"))
+          ORDER BY created_at, turn_id COLLATE "C" LIMIT $5`,
+        [currentGeneration, includeDropped, after?.createdAt ?? null, after?.turnId ?? null, pageSize],
+      );
+      const rows = z.array(rowSchema).parse(result.rows);
+      yield* rows;
+      const last = rows.at(-1);
+      if (!last || rows.length < pageSize) return;
+      after = { createdAt: last.created_at, turnId: last.turn_id };
+    }
   }
 
   async markTrained(turnIds: readonly string[], step: number, db: Queryable = this.pool): Promise<void> {

@@ -9,6 +9,7 @@ import { EVOLVE_JOB, evolvePayload } from '../../skills/recording-rules.js';
 import type { SkillsSettings } from '../../skills/service.js';
 import type { CredentialMemory } from '../../upstream/credential-memory.js';
 import type { PgConversationReads } from './conversation-reads.js';
+import { PgSkillEvolutions } from './skill-evolutions.js';
 import type { PgSkillProposals } from './skill-proposals.js';
 import type { PgSkillStore } from './skill-store.js';
 import { toPostgresText } from './text.js';
@@ -78,12 +79,11 @@ export function pgSkillEvolveHandler(deps: PgSkillJobDeps): TeamJobHandler {
            ON CONFLICT (key) DO UPDATE SET value = GREATEST(state.value::bigint, excluded.value::bigint)::text`,
           [watermarkKey, String(transcript.lastSeq)],
         );
-        // The personal install appends this to evolution_history.jsonl; a node has no shared file, so it goes to the log.
+        // What the personal install appends to evolution_history.jsonl, logged in the team store with the changes (`skills log`).
+        const evolution = evolutionRecord(payload.sessionId, plan, { review, applied, proposed });
+        if (plan.planned.length > 0 || plan.rejected.length > 0) await PgSkillEvolutions.record(client, payload.sessionId, evolution);
         context.logger.info(
-          {
-            evolution: evolutionRecord(payload.sessionId, plan, { review, applied, proposed }),
-            applied: applied.map((write) => `${write.action} ${write.skill.name} v${write.version}`),
-          },
+          { evolution, applied: applied.map((write) => `${write.action} ${write.skill.name} v${write.version}`) },
           'skill evolution finished',
         );
       };

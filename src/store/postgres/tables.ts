@@ -47,7 +47,8 @@ export const TEAM_TABLES: readonly TeamTable[] = [
  * memory keyword index (SQLite's is FTS5; an import writes its entries from the copied units), the
  * cross-node queue's recorded effects and budget reservations, and `skills` (each skill's current
  * SKILL.md and the files beside it, which a personal install keeps as folders: filled by
- * `PgSkillStore.importFolder`).
+ * `PgSkillStore.importFolder`), and `skill_evolutions` (the evolution log a personal install keeps
+ * as evolution_history.jsonl, which an import does not read).
  * `store status` counts them with the others.
  */
 export const TEAM_ONLY_TABLES: readonly string[] = [
@@ -59,4 +60,5 @@ export const TEAM_ONLY_TABLES: readonly string[] = [
   'learning_reservations',
   'skills',
   'skill_files',
+  'skill_evolutions',
 ];
