@@ -33,7 +33,7 @@ export class MemoryVectors {
       pending: db.prepare<[number], { rowid: number; scope: string; content: string }>(
         "SELECT u.rowid AS rowid, u.scope AS scope, u.content AS content FROM memory_units u LEFT JOIN memory_vec_index v ON v.rowid = u.rowid WHERE v.rowid IS NULL AND u.status = 'active' LIMIT ?",
       ),
-      unitExists: db.prepare<[number], { rowid: number }>('SELECT rowid FROM memory_units WHERE rowid = ?'),
+      contentOf: db.prepare<[number], { content: string }>('SELECT content FROM memory_units WHERE rowid = ?'),
       mark: db.prepare<[number, string]>('INSERT OR REPLACE INTO memory_vec_index (rowid, scope) VALUES (?, ?)'),
       unmark: db.prepare<[number]>('DELETE FROM memory_vec_index WHERE rowid = ?'),
     };
@@ -44,6 +44,8 @@ export class MemoryVectors {
       else this.reset();
     }
     store.onDelete((rowid) => this.remove(rowid));
+    // An edited (or scrubbed) text is embedded again: the old vector would find it by what it no longer says.
+    store.onRewrite((rowid) => this.remove(rowid));
   }
 
   get ready(): boolean {
@@ -62,7 +64,8 @@ export class MemoryVectors {
     this.db
       .transaction(() => {
         pending.forEach((row, index) => {
-          if (!this.statements.unitExists.get(row.rowid)) return; // forgotten while we were embedding
+          // Forgotten or edited while we were embedding: the edit queued another round, which embeds the new text.
+          if (this.statements.contentOf.get(row.rowid)?.content !== row.content) return;
           insert.run(BigInt(row.rowid), row.scope, vectorToBlob(vectors[index]!));
           this.statements.mark.run(row.rowid, row.scope);
         });
