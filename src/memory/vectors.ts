@@ -24,7 +24,15 @@ export class MemoryVectors {
     private readonly store: MemoryStore,
     private readonly client: EmbeddingClient,
     private readonly logger: Logger,
-    private readonly queryTimeoutMs = 1_500,
+    private readonly options: {
+      /** How long `nearest` waits for the query's vector. */
+      queryTimeoutMs?: number;
+      /**
+       * A process that only searches (the CLI, MCP) beside a running proxy: vectors of another model
+       * than this one are left as they are (unused here), never dropped under the proxy that wrote them.
+       */
+      searchOnly?: boolean;
+    } = {},
   ) {
     sqliteVec.load(db);
     this.state = new StateStore(db);
@@ -41,7 +49,7 @@ export class MemoryVectors {
     if (stored) {
       const [model, dimensions] = stored.split('|');
       if (model === client.model) this.dimensions = Number(dimensions);
-      else this.reset();
+      else if (!options.searchOnly) this.reset();
     }
     store.onDelete((rowid) => this.remove(rowid));
     // An edited (or scrubbed) text is embedded again: the old vector would find it by what it no longer says.
@@ -77,7 +85,7 @@ export class MemoryVectors {
   /** The units of `scope` closest to `query`, with cosine similarity (waits for the query's vector: for searches, not the request path). */
   async nearest(scope: string, query: string, limit: number): Promise<Array<{ unit: MemoryUnit; cosine: number }>> {
     if (!this.dimensions) return [];
-    const vector = await this.client.embedQuery(query, AbortSignal.timeout(this.queryTimeoutMs));
+    const vector = await this.client.embedQuery(query, AbortSignal.timeout(this.options.queryTimeoutMs ?? 1_500));
     return this.neighbours(scope, vector, limit);
   }
 
