@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
@@ -7,7 +7,7 @@ import { MAX_INGEST_TURNS } from '../src/memory/index.js';
 import { isProcessAlive } from '../src/runtime/index.js';
 import { isExtractorCall, learningAwareUpstream, userText } from './support/evolver.js';
 import { bagOfWords, embeddingsHandler } from './support/embeddings.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { databaseBytes, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { AWS_SECRET } from './support/secrets.js';
 import { ScriptedUpstream, type RecordedRequest } from './support/upstream.js';
 
@@ -44,12 +44,6 @@ function extractorReplies(decide: (request: RecordedRequest) => unknown): (reque
 
 /** Over 16 KB with it, a body is stored as a skeleton pointing at shared parts (system prompt, messages). */
 const LARGE_SYSTEM_PROMPT = 'You are a careful assistant who keeps notes tidy and answers briefly. '.repeat(400);
-
-/** The database file and its WAL, as bytes: what forgetting must leave without a trace. */
-function databaseBytes(home: string): Buffer {
-  const wal = join(home, 'metaclaw.db-wal');
-  return Buffer.concat([readFileSync(join(home, 'metaclaw.db')), existsSync(wal) ? readFileSync(wal) : Buffer.alloc(0)]);
-}
 
 /** A proxy that learns standing instructions from raw turns only (no extractor), for the forgetting tests. */
 async function withForgettingProxy(run: (context: { proxy: ProxyHandle; client: OpenAI; home: string }) => Promise<void>): Promise<void> {

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
-import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
+import { databaseBytes, startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
 import { openAIReply, ScriptedUpstream } from './support/upstream.js';
 import { AWS_SECRET, GITHUB_TOKEN, PRIVATE_KEY } from './support/secrets.js';
 
@@ -85,11 +84,6 @@ function storedTurn(proxy: ProxyHandle, id: string): StoredTurn {
   } finally {
     db.close();
   }
-}
-
-function databaseBytes(home: string): Buffer {
-  const wal = join(home, 'metaclaw.db-wal');
-  return Buffer.concat([readFileSync(join(home, 'metaclaw.db')), existsSync(wal) ? readFileSync(wal) : Buffer.alloc(0)]);
 }
 
 describe('secrets in turn records', () => {

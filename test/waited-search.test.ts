@@ -9,11 +9,12 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { stringify } from 'yaml';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { embeddingsHandler } from './support/embeddings.js';
+import { bagOfWords, embeddingsHandler } from './support/embeddings.js';
 import { sendJson } from './support/http.js';
-import { CLI, cleanEnv, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { CLI, cleanEnv, databaseBytes, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { openAIReply, ScriptedUpstream } from './support/upstream.js';
 
 const SYNONYMS = new Map([
@@ -21,8 +22,16 @@ const SYNONYMS = new Map([
   ['blipper', 'ledger'],
   ['quuxing', 'calibrating'],
 ]);
+const MEMORY_TEXT = 'The Frobnicator ledger is kept in room 4';
 const MEMORY_QUERY = 'zorkel blipper';
 const SKILL_QUERY = 'quuxing the zorkel';
+
+/** A text's vector as stored: the scripted endpoint's answer, normalised, as float32. */
+function storedVector(text: string): Buffer {
+  const raw = bagOfWords(text, SYNONYMS);
+  const norm = Math.sqrt(raw.reduce((sum, value) => sum + value * value, 0));
+  return Buffer.from(new Float32Array(raw.map((value) => value / norm)).buffer);
+}
 
 type TextResult = { content: Array<{ type: string; text?: string }>; isError?: boolean };
 
@@ -53,7 +62,7 @@ describe('memory and skill searches from the CLI and MCP use vectors as the prox
         skills: { retrieval_mode: 'hybrid', embedding },
       },
     });
-    const added = await sendJson(`${proxy.url}/v1/memory`, 'POST', { body: { type: 'semantic', content: 'The Frobnicator ledger is kept in room 4' } });
+    const added = await sendJson(`${proxy.url}/v1/memory`, 'POST', { body: { type: 'semantic', content: MEMORY_TEXT } });
     assert.equal(added.status, 201);
     unitId = added.body.id;
     // Embedded by the proxy's job: its own search route finds the unit by meaning once the vector is stored.
@@ -115,5 +124,28 @@ describe('memory and skill searches from the CLI and MCP use vectors as the prox
     } finally {
       failing = false;
     }
+  });
+
+  test("`metaclaw memory forget` takes the memory's vector out of the database file too", async () => {
+    const stored = storedVector(MEMORY_TEXT);
+    assert.ok(databaseBytes(proxy.home).includes(stored), 'the vector is in the file before');
+    const forgot = await proxy.cli(['memory', 'forget', unitId]);
+    assert.equal(forgot.code, 0, forgot.stderr);
+    assert.equal(databaseBytes(proxy.home).includes(stored), false, 'and gone after');
+  });
+
+  test('so does `metaclaw memory forget` run with a config that names no embeddings (keyword retrieval)', async () => {
+    const text = 'The Frobnicator spare parts are in the basement';
+    const added = await sendJson(`${proxy.url}/v1/memory`, 'POST', { body: { type: 'semantic', content: text } });
+    assert.equal(added.status, 201);
+    const stored = storedVector(text);
+    await waitFor(() => databaseBytes(proxy.home).includes(stored), 15_000, 200);
+    const config = join(tempHome('metaclaw-keyword-config-'), 'config.yaml');
+    writeFileSync(config, stringify({ llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { retrieval_mode: 'keyword', auto_extract: false } }), {
+      mode: 0o600,
+    });
+    const forgot = await proxy.cli(['memory', 'forget', added.body.id, '--config', config]);
+    assert.equal(forgot.code, 0, forgot.stderr);
+    assert.equal(databaseBytes(proxy.home).includes(stored), false, 'the vector went with its unit');
   });
 });

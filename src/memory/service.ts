@@ -43,7 +43,7 @@ import { MemoryStore, type MemoryPatch } from './store.js';
 import { rawContent, turnPreparer, type IngestTurn, type PreparedTurn } from './raw-turns.js';
 import { inSlices } from '../shared/event-loop.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
-import { MemoryVectors } from './vectors.js';
+import { eraseStoredVectors, MemoryVectors } from './vectors.js';
 import { askMemorySearchKeys, MemorySearchKeys, UNITS_PER_JOB } from './search-keys.js';
 import { InternalError, MemoryError } from '../errors.js';
 
@@ -173,6 +173,7 @@ export class MemoryService {
     if (this.state.get(GLOSS_INDEX_STATE) !== indexWordsVersion() && this.store.isEmpty()) this.state.set(GLOSS_INDEX_STATE, indexWordsVersion());
     const embeddings = embeddingClient(settings, deps.waitedSearch?.embedTimeoutMs);
     this.vectorStore = embeddings ? new MemoryVectors(db, this.store, embeddings, logger, this.vectorOptions()) : undefined;
+    if (!this.vectorStore) eraseStoredVectors(db, this.store);
     this.retriever = new MemoryRetriever(
       this.store,
       this.vectorStore,

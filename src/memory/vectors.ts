@@ -145,3 +145,21 @@ export class MemoryVectors {
     this.statements.unmark.run(rowid);
   }
 }
+
+/**
+ * Without embeddings here (keyword retrieval, or a CLI run whose config names none), vectors an
+ * earlier mode or another process stored still go with their unit when it is forgotten or its text
+ * changes: no vector of a forgotten text stays in the file.
+ */
+export function eraseStoredVectors(db: Db, store: MemoryStore): void {
+  if (!db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'").get()) return;
+  sqliteVec.load(db);
+  const vector = db.prepare<[bigint]>('DELETE FROM memory_vec WHERE rowid = ?');
+  const marked = db.prepare<[number]>('DELETE FROM memory_vec_index WHERE rowid = ?');
+  const erase = (rowid: number): void => {
+    vector.run(BigInt(rowid));
+    marked.run(rowid);
+  };
+  store.onDelete(erase);
+  store.onRewrite(erase);
+}

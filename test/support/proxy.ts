@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -61,6 +61,12 @@ export async function freePort(): Promise<number> {
       server.close(() => resolvePort(port));
     });
   });
+}
+
+/** The database file and its WAL, as bytes: what forgetting must leave without a trace. */
+export function databaseBytes(home: string): Buffer {
+  const wal = join(home, 'metaclaw.db-wal');
+  return Buffer.concat([readFileSync(join(home, 'metaclaw.db')), existsSync(wal) ? readFileSync(wal) : Buffer.alloc(0)]);
 }
 
 export function tempHome(prefix = 'metaclaw-test-'): string {
