@@ -51,7 +51,7 @@ export interface MemoryOptions {
   scope?: string;
 }
 
-/** The memory service on `db` (the install's database), as the proxy builds it (without embeddings); its jobs go to db's queue. */
+/** The memory service on `db` (the install's database), as the proxy builds it, for commands a person waits on; its jobs go to db's queue. */
 export function personalMemory(config: LoadedConfig, db: Db): MemoryService {
   // Searched as the proxy searches: the retrieval its last start decided (the stored probe of the provider; no probe here).
   const settings = withMemoryRetrieval(memorySettings(config), retrievalModes(config, process.env, storedProbe(db)).memory);
