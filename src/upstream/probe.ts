@@ -2,6 +2,7 @@ import type { UpstreamTarget, WireFormat } from '../config/index.js';
 import { endpointPath, jsonHeaders } from './endpoint.js';
 import { simpleRequest as send } from './http.js';
 import { parseEntries } from './models.js';
+import { withoutKeys } from '../shared/without-keys.js';
 
 export interface ProbeResult {
   ok: boolean;
@@ -95,9 +96,7 @@ function listedCount(count: number): string {
  * provided: sk-…"), and setup's and doctor's output ends up in terminals' scrollback and CI logs.
  */
 function errorText(text: string, apiKey: string | undefined): string {
-  const words = upstreamWords(text);
-  const shown = apiKey && apiKey.length >= 8 ? words.replaceAll(apiKey, '[redacted]') : words;
-  return shown.replace(/[.\s]+$/, '') || '(empty body)';
+  return withoutKeys(upstreamWords(text), [apiKey]).replace(/[.\s]+$/, '') || '(empty body)';
 }
 
 function upstreamWords(text: string): string {
