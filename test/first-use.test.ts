@@ -235,6 +235,13 @@ describe('the CLI a newcomer reads', () => {
     }
   });
 
+  test('rl status with no proxy running and no training yet says so, rather than announcing a list of steps that does not follow', async () => {
+    const home = newHome();
+    const status = await runCli(['rl', 'status'], { home });
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, /^training {3}MetaClaw is not running; no training steps recorded$/m);
+  });
+
   test("a bad --port is named as the command line's, not as an invalid config.yaml that does not exist", async () => {
     const home = newHome();
     const refused = await runCli(['start', '--port', '99999', '--no-wire'], { home });

@@ -46,6 +46,12 @@ describe('memory API and CLI', () => {
       assert.equal(farFuture.status, 400, JSON.stringify(farFuture.body));
       assert.equal(farFuture.body.error.param, 'turns.0.timestamp');
       assert.equal((await fetch(`${base}/export?scope=proj`, { headers: PROJ })).status, 200);
+      // A session id no chat request could name (the proxy refuses ids over 256 characters) is refused here too.
+      const longId = await call(`${base}/ingest`, 'POST', { session_id: 's'.repeat(257), turns: [{ role: 'user', content: 'Too long an id' }] });
+      assert.equal(longId.status, 400, JSON.stringify(longId.body));
+      assert.equal(longId.body.error.code, 'session_id_too_long');
+      assert.equal(longId.body.error.param, 'session_id');
+      assert.equal((await call(`${base}/search`, 'POST', { query: 'Too long an id', scope: 'proj' })).body.results.length, 0, 'nothing stored');
       const missing = await call(`${base}/ingest`, 'POST', { turns: [{ role: 'user', content: 'x' }] });
       assert.equal(missing.status, 400);
       assert.equal(missing.body.error.param, 'session_id');
@@ -161,6 +167,7 @@ describe('memory API and CLI', () => {
       ['memory', 'ingest', badTime],
       ['memory', 'ingest', empty],
       ['memory', 'ingest', chat, '--session', ''],
+      ['memory', 'ingest', chat, '--session', 's'.repeat(257)],
       ['memory', 'ingest', bad],
     ]) {
       const refused = await runCli(args, { home });

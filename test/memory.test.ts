@@ -9,7 +9,7 @@ import { isExtractorCall, learningAwareUpstream, userText } from './support/evol
 import { bagOfWords, embeddingsHandler } from './support/embeddings.js';
 import { databaseBytes, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { AWS_SECRET } from './support/secrets.js';
-import { ScriptedUpstream, type RecordedRequest } from './support/upstream.js';
+import { json, ScriptedUpstream, type RecordedRequest } from './support/upstream.js';
 
 async function api(proxy: ProxyHandle, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<any> {
   const response = await fetch(`${proxy.url}${path}`, {
@@ -851,6 +851,35 @@ describe('memory over HTTP and in the prompt', () => {
       const bytes = fileBytes();
       assert.equal(bytes.includes(stored), false, 'the vector is gone from the file (sqlite-vec table, WAL included)');
       assert.equal(bytes.includes('Frobnicator'), false, 'and so is the text');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('an embeddings endpoint that echoes the refused key: the error in the log and /status holds its words without the key', async () => {
+    const key = 'sk-embed-key-echoed-0123456789';
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = (request, response) =>
+      request.path.endsWith('/embeddings')
+        ? json(response, 401, { error: { message: `Incorrect API key provided: ${String(request.headers['authorization']).slice('Bearer '.length)}` } })
+        : learningAwareUpstream({})(request, response);
+    const proxy = await startProxy({
+      config: {
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
+        memory: { auto_extract: false, embedding: { api_base: `${upstream.url}/v1`, api_key: key, model: 'embed-1' } },
+        skills: { enabled: false },
+      },
+    });
+    try {
+      const added = await api(proxy, 'POST', '/v1/memory', { content: 'My cat is called Miso' });
+      assert.equal(added.status, 201);
+      const log = join(proxy.home, 'logs', 'metaclaw.log');
+      await waitFor(() => /embeddings endpoint answered 401/.test(readFileSync(log, 'utf8')), 15_000, 200);
+      assert.match(readFileSync(log, 'utf8'), /Incorrect API key provided: \[redacted\]/);
+      assert.equal(readFileSync(log, 'utf8').includes(key), false, 'the key is not in the log');
+      const status = await (await fetch(`${proxy.url}/status`)).text();
+      assert.equal(status.includes(key), false, 'nor in /status');
     } finally {
       await proxy.dispose();
       await upstream.close();

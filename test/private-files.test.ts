@@ -82,6 +82,39 @@ describe("MetaClaw's home, logs and keys are readable by the user alone", () => 
     assert.match(again.stdout, /✔ privacy: \S+ and the keys in \S+config\.yaml are readable by you alone/);
   });
 
+  test('the first command of a fresh install (setup, config set, memory add, skills install-starter) creates $METACLAW_HOME as 0700, so doctor finds nothing open', async () => {
+    const commands = [
+      [
+        'setup',
+        '--yes',
+        '--no-verify',
+        '--provider',
+        'custom',
+        '--api-base',
+        `${upstream.url}/v1`,
+        '--model',
+        'm',
+        '--api-key-env',
+        'UPSTREAM_KEY',
+        '--claw',
+        'none',
+      ],
+      ['config', 'set', 'llm.api_key', 'sk-typed-by-hand'],
+      ['memory', 'add', 'The user prefers tea.'],
+      ['skills', 'install-starter'],
+    ];
+    for (const command of commands) {
+      const home = join(newHome(), 'metaclaw');
+      const result = await runCli(command, { home, env: { UPSTREAM_KEY: 'sk-from-env' } });
+      assert.equal(result.code, 0, `${command.join(' ')}: ${result.stderr}`);
+      assert.equal(mode(home), 0o700, `${command.join(' ')} created the home as ${mode(home).toString(8)}`);
+    }
+    const home = join(newHome(), 'metaclaw');
+    await runCli(commands[1]!, { home });
+    const doctor = await runCli(['doctor', '--no-canary'], { home });
+    assert.match(doctor.stdout, /✔ privacy/);
+  });
+
   test('doctor --fix makes an open home folder 0700', async () => {
     const home = newHome();
     chmodSync(home, 0o750);

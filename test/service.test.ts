@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -105,6 +105,27 @@ describe('metaclaw service (systemd user unit)', () => {
     assert.equal(existsSync(link), false);
     assert.match((await runCli(['service', 'status'], { home, env })).stdout, /Not installed/);
     assert.match((await runCli(['service', 'uninstall'], { home, env })).stdout, /No service installed/);
+  });
+});
+
+describe('systemctl failing without a user bus', () => {
+  test("uninstall names the reason systemctl gave last (no bus), not the 'Removed' line it printed first", async () => {
+    const home = awkwardHome();
+    const bin = join(home, 'bin');
+    mkdirSync(bin);
+    // What systemctl --user prints in a container or WSL with no user manager: the enable link is
+    // changed, then connecting to the manager fails.
+    const fake = join(bin, 'systemctl');
+    writeFileSync(
+      fake,
+      `#!/bin/sh\ncase "$*" in *disable*) echo 'Removed "/x/default.target.wants/metaclaw.service".' >&2;; esac\necho 'Failed to connect to bus: No medium found' >&2\nexit 1\n`,
+    );
+    chmodSync(fake, 0o755);
+    const env = { PATH: bin };
+    assert.equal((await runCli(['service', 'install'], { home, env })).code, 0);
+    const removed = await runCli(['service', 'uninstall'], { home, env });
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.match(removed.stdout, /systemctl could not disable metaclaw\.service \(Failed to connect to bus: No medium found\); removing the file anyway/);
   });
 });
 

@@ -122,6 +122,46 @@ describe('metaclaw setup (non-interactive)', () => {
     assert.equal(existsSync(join(home, 'skills')), false);
   });
 
+  test('an upstream that echoes the rejected key in its error: setup and doctor show its words without the key', async () => {
+    const echoing = await ScriptedUpstream.start();
+    echoing.defaultHandler = (request, response) =>
+      json(response, 401, {
+        error: { message: `Incorrect API key provided: ${String(request.headers['authorization']).slice('Bearer '.length)}.`, type: 'invalid_request_error' },
+      });
+    const key = 'sk-echoed-by-the-upstream-0123456789';
+    try {
+      const home = newHome();
+      const args = [
+        'setup',
+        '--yes',
+        '--provider',
+        'custom',
+        '--api-base',
+        `${echoing.url}/v1`,
+        '--model',
+        'm',
+        '--api-key-env',
+        'TEST_PROVIDER_KEY',
+        '--claw',
+        'none',
+      ];
+      const refused = await runCli(args, { home, env: { TEST_PROVIDER_KEY: key } });
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /the upstream rejected the key \(HTTP 401 from \S+\): Incorrect API key provided: \[redacted\]/);
+      assert.doesNotMatch(refused.stdout + refused.stderr, /sk-echoed/);
+
+      const written = await runCli([...args, '--no-verify'], { home, env: { TEST_PROVIDER_KEY: key } });
+      assert.equal(written.code, 0, written.stderr);
+      for (const format of [[], ['--json']]) {
+        const doctor = await runCli(['doctor', '--no-canary', ...format], { home });
+        assert.match(doctor.stdout, /Incorrect API key provided: \[redacted\]/);
+        assert.doesNotMatch(doctor.stdout + doctor.stderr, /sk-echoed/);
+      }
+    } finally {
+      await echoing.close();
+    }
+  });
+
   test('an existing config is left byte-identical when the check fails', async () => {
     const home = newHome();
     const original = 'llm:\n  model_id: keep-me\n# trailing comment\n';

@@ -159,6 +159,31 @@ describe('skills evolve from sessions', () => {
     }
   });
 
+  test('a learning LLM that echoes the refused key: the reason in /status and the log holds its words without the key', async () => {
+    const key = 'sk-learning-key-echoed-0123456789';
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({
+      evolver: (request) =>
+        errorReply(401, {
+          error: { message: `Incorrect API key provided: ${String(request.headers['authorization']).slice('Bearer '.length)}`, type: 'invalid_request_error' },
+        }),
+    });
+    const proxy = await startProxy({ config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: key } } });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'echoed-key-session', ['How do I deploy?', 'No, never on Fridays.']);
+      const report = await statusWhen(proxy, (report) => report.learning.paused_reason, 20_000);
+      assert.match(report.learning.paused_reason, /Incorrect API key provided: \[redacted\]/);
+      const log = join(proxy.home, 'logs', 'metaclaw.log');
+      await waitFor(() => /Incorrect API key provided/.test(readFileSync(log, 'utf8')), 5_000, 100);
+      assert.equal(readFileSync(log, 'utf8').includes(key), false, 'the key is not in the log');
+      assert.equal(JSON.stringify(report).includes(key), false, 'nor in /status');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
   test('a learning LLM rate limit with retry-after pauses learning that long instead of every job asking again and burning its attempts', async () => {
     const upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({

@@ -392,6 +392,8 @@ export function registerMemoryCommands(program: Command): void {
       // Made when the command runs: a default given to commander would be the time `--help` ran.
       const session = options.session ?? `ingest-${Date.now()}`;
       if (session.trim() === '') throw new CliExit('--session: must not be empty.');
+      if (session.length > MAX_SESSION_ID_LENGTH)
+        throw new CliExit(`--session: is ${session.length} characters long; MetaClaw accepts at most ${MAX_SESSION_ID_LENGTH}.`);
       const turns = readTurns(file);
       if (turns.length === 0) throw new CliExit(`${file} holds no turns: nothing to store.`);
       const result = await api.ingest(options.scope ?? defaultScope, session, turns);

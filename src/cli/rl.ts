@@ -248,7 +248,8 @@ function presentStep(record: StepRecord) {
 
 function printTraining(status: StatusView): void {
   const training = status.training;
-  if (training === undefined) print('training   MetaClaw is not running; the last steps as recorded:');
+  if (training === undefined)
+    print(`training   MetaClaw is not running; ${status.steps.length > 0 ? 'the last steps as recorded:' : 'no training steps recorded'}`);
   else if (training === null) print('training   off in this run (mode skills_only)');
   else {
     const state = trainingState(training, 'ready');

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
 import { writeFileAtomic } from '../shared/atomic-write.js';
+import { makeFolders } from '../shared/make-folders.js';
 import { DEFINITIONS_BY_KEY, KEY_ALIASES, KEY_DEFINITIONS, LEGACY_RULES, VALUE_ALIASES } from './schema.js';
 import type { KeyDefinition } from './types.js';
 
@@ -29,6 +30,8 @@ export function configJsonSchema(): JsonSchema {
 /** Writes the schema to `$METACLAW_HOME/config.schema.json` when it differs (a new version may add keys); returns its path. */
 export function writeConfigSchema(home: string): string {
   const file = join(home, CONFIG_SCHEMA_FILE);
+  // Often the first file of a fresh install (`setup`, `config set`): the home it makes is private.
+  makeFolders(home, 0o700);
   const text = `${JSON.stringify(configJsonSchema(), null, 2)}\n`;
   if (!existsSync(file) || readFileSync(file, 'utf8') !== text) writeFileAtomic(file, text);
   return file;

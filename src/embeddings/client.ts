@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { UpstreamError } from '../errors.js';
 import { AnswerTooLargeError, cappedText } from '../shared/capped-text.js';
+import { withoutKeys } from '../shared/without-keys.js';
 
 /** Where embeddings come from: any OpenAI-compatible `/v1/embeddings` (Ollama included). */
 export interface EmbeddingEndpoint {
@@ -60,7 +61,9 @@ export class EmbeddingClient {
     } catch (error) {
       throw error instanceof AnswerTooLargeError ? new UpstreamError(`embeddings endpoint ${error.message}`, response.status) : error;
     }
-    if (!response.ok) throw new UpstreamError(`embeddings endpoint answered ${response.status}: ${text.slice(0, 300)}`, response.status);
+    // The error's text is logged and shown in /status: without the key, which some servers echo.
+    if (!response.ok)
+      throw new UpstreamError(`embeddings endpoint answered ${response.status}: ${withoutKeys(text, [this.endpoint.apiKey]).slice(0, 300)}`, response.status);
     const parsed = responseSchema.safeParse(JSON.parse(text));
     if (!parsed.success) throw new UpstreamError(`embeddings endpoint returned an unexpected shape: ${parsed.error.issues[0]?.message}`);
     const ordered = [...parsed.data.data].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { WireFormat } from '../config/index.js';
 import type { Logger } from '../logging/index.js';
 import { AnswerTooLargeError, cappedText } from '../shared/capped-text.js';
+import { keysOfHeaders, withoutKeys } from '../shared/without-keys.js';
 import type { ClientCredentials } from '../upstream/index.js';
 import { endpointPath, isRetryableStatus, jsonHeaders, retryAfterMs } from '../upstream/index.js';
 import { LearningError, LearningMisconfiguredError, LearningRateLimitedError, PermanentJobError } from './runner.js';
@@ -158,7 +159,14 @@ async function send(target: LlmTarget, request: LlmRequest, extra: Record<string
       body: JSON.stringify(body),
       signal: request.signal ? AbortSignal.any([request.signal, timeout]) : timeout,
     });
-    return { ok: response.ok, status: response.status, text: await answerText(response, target.name), retryAfterMs: retryAfterOf(response) };
+    const text = await answerText(response, target.name);
+    // An error's text ends up in the log and the job's stored error: without the key it was sent.
+    return {
+      ok: response.ok,
+      status: response.status,
+      text: response.ok ? text : withoutKeys(text, keysOfHeaders(headers)),
+      retryAfterMs: retryAfterOf(response),
+    };
   } catch (error) {
     if (error instanceof LearningError) throw error;
     throw new LlmCallError(`${target.name} unreachable: ${(error as Error).message}`, undefined);

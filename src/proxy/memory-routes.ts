@@ -102,6 +102,8 @@ export function memoryRoutes(api: MemoryApi, defaultScope: string, adminToken: A
 
     app.post('/v1/memory/ingest', async (c) => {
       const body = parse(ingestSchema, await readJson(c.req.raw));
+      // As on every other route: a longer id is refused, so no session exists that a request cannot name.
+      bounded(body.session_id);
       const scope = scopeFor(callerOf(c), body.scope, 'scope', 'write');
       const result = await api.ingest(
         scope,

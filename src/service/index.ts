@@ -71,7 +71,10 @@ async function tryRun(host: ServiceHost, command: string, args: string[]): Promi
   if (!host.which(command)) return { ok: false, detail: `${command} is not available on this machine` };
   try {
     const outcome = await host.run(command, args, { timeoutMs: 20_000 });
-    const detail = (outcome.stderr || outcome.stdout).trim().split('\n')[0] ?? '';
+    const lines = (outcome.stderr || outcome.stdout).trim().split('\n');
+    // A failure's reason comes last: `systemctl --user disable --now` without a user bus prints
+    // 'Removed "…"' (the disable worked) and then why the stop failed.
+    const detail = (outcome.code === 0 ? lines[0] : lines.at(-1)) ?? '';
     return { ok: outcome.code === 0, detail };
   } catch (error) {
     return { ok: false, detail: (error as Error).message };

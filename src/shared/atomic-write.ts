@@ -9,9 +9,11 @@ import { makeFolders } from './make-folders.js';
  */
 export function writeFileAtomic(path: string, content: string | Buffer, options: { mode?: number } = {}): void {
   const directory = dirname(path);
-  makeFolders(directory);
-  const temporary = join(directory, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   const mode = options.mode ?? 0o644;
+  // A private file (a key, the config) gets private folders when it makes them: `config set` or
+  // `setup` on a fresh install creates $METACLAW_HOME here, which must be 0700 as `start` makes it.
+  makeFolders(directory, (mode & 0o077) === 0 ? 0o700 : undefined);
+  const temporary = join(directory, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   const descriptor = openSync(temporary, 'wx', mode);
   try {
     writeSync(descriptor, typeof content === 'string' ? Buffer.from(content, 'utf8') : content);

@@ -19,7 +19,8 @@ const POLL_MS = 15;
 export function withFileLock<T>(path: string, work: () => T, options: { waitMs?: number; staleMs?: number } = {}): T {
   const lockFile = `${path}.lock`;
   const deadline = Date.now() + (options.waitMs ?? 5000);
-  makeFolders(dirname(lockFile));
+  // Private like the file it guards (config.yaml): on a fresh install this makes $METACLAW_HOME.
+  makeFolders(dirname(lockFile), 0o700);
   while (!tryAcquire(lockFile)) {
     if (isStale(lockFile, options.staleMs ?? 30_000)) {
       rmSync(lockFile, { force: true });

@@ -21,7 +21,8 @@ export interface OpenOptions {
 export function openDatabase(path: string, options: OpenOptions = {}): Db {
   const migrations = options.migrations ?? MIGRATIONS;
   const isNew = path !== ':memory:' && !existsSync(path);
-  if (path !== ':memory:') makeFolders(dirname(path));
+  // The folders it makes are private like the file (the first `memory add` creates $METACLAW_HOME).
+  if (path !== ':memory:') makeFolders(dirname(path), 0o700);
   let db: Db | undefined;
   try {
     db = new Database(path, options.readonly ? { readonly: true, fileMustExist: true } : {});

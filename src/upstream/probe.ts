@@ -2,6 +2,7 @@ import type { UpstreamTarget, WireFormat } from '../config/index.js';
 import { endpointPath, jsonHeaders } from './endpoint.js';
 import { simpleRequest as send } from './http.js';
 import { parseEntries } from './models.js';
+import { withoutKeys } from '../shared/without-keys.js';
 
 export interface ProbeResult {
   ok: boolean;
@@ -38,7 +39,11 @@ export async function probeUpstream(
     return { ok: false, detail: `cannot reach ${modelsUrl}: ${(error as Error).message}`, models: undefined };
   }
   if (listed.status === 401 || listed.status === 403)
-    return { ok: false, detail: `the upstream rejected the key (HTTP ${listed.status} from ${modelsUrl}): ${errorText(listed.text)}`, models: undefined };
+    return {
+      ok: false,
+      detail: `the upstream rejected the key (HTTP ${listed.status} from ${modelsUrl}): ${errorText(listed.text, target.apiKey)}`,
+      models: undefined,
+    };
   if (listed.status >= 200 && listed.status < 300) {
     const models = parseEntries(target.format, listed.text)?.map((entry) => entry.id);
     if (target.model && models && models.length > 0 && !models.includes(target.model)) {
@@ -62,12 +67,12 @@ export async function probeUpstream(
     if (completion.status === 401 || completion.status === 403)
       return {
         ok: false,
-        detail: `the upstream rejected the key (HTTP ${completion.status} from ${completionUrl}): ${errorText(completion.text)}`,
+        detail: `the upstream rejected the key (HTTP ${completion.status} from ${completionUrl}): ${errorText(completion.text, target.apiKey)}`,
         models: undefined,
       };
     return {
       ok: false,
-      detail: `a one-token completion with ${target.model} failed: HTTP ${completion.status} from ${completionUrl}: ${errorText(completion.text)}`,
+      detail: `a one-token completion with ${target.model} failed: HTTP ${completion.status} from ${completionUrl}: ${errorText(completion.text, target.apiKey)}`,
       models: undefined,
     };
   } catch (error) {
@@ -86,10 +91,12 @@ function listedCount(count: number): string {
 
 /**
  * The upstream's own words for an error, without their final full stop: setup and doctor end the
- * sentence they put it in themselves ("Incorrect API key provided.." otherwise).
+ * sentence they put it in themselves ("Incorrect API key provided.." otherwise). The key checked is
+ * taken out, as the proxy takes it out of upstream errors: some servers echo it ("Incorrect API key
+ * provided: sk-…"), and setup's and doctor's output ends up in terminals' scrollback and CI logs.
  */
-function errorText(text: string): string {
-  return upstreamWords(text).replace(/[.\s]+$/, '') || '(empty body)';
+function errorText(text: string, apiKey: string | undefined): string {
+  return withoutKeys(upstreamWords(text), [apiKey]).replace(/[.\s]+$/, '') || '(empty body)';
 }
 
 function upstreamWords(text: string): string {
