@@ -33,6 +33,7 @@ import {
   type StreamEnding,
 } from './translate/index.js';
 import { isRecord, parseJson, readString } from './translate/common.js';
+import { withoutKeys } from '../shared/without-keys.js';
 
 export type ForwardOutcome = 'ok' | 'upstream_error' | 'stream_broken' | 'client_aborted' | 'proxy_error';
 
@@ -894,8 +895,8 @@ function delay(ms: number, sink: ClientSink): Promise<void> {
  * member). A client's own key is its own and left as it came.
  */
 function withoutKey(body: Buffer, apiKey: string | undefined): Buffer {
-  if (!apiKey || apiKey.length < 8 || !body.includes(apiKey)) return body;
-  return Buffer.from(body.toString('utf8').replaceAll(apiKey, '[redacted]'));
+  if (!apiKey || !body.includes(apiKey)) return body;
+  return Buffer.from(withoutKeys(body.toString('utf8'), [apiKey]));
 }
 
 /** An answer left unread (its body could not be understood anyway): the connection is dropped, the read fails with `problem`. */
