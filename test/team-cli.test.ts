@@ -237,6 +237,29 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     assert.ok(Math.abs(Date.parse(event!.timestamp) - Date.now()) < 120_000, event!.timestamp);
   });
 
+  test("forgetting a memory scrubs its text from the team's evolution log (the line stays JSON) and from proposals waiting for review", async () => {
+    const quoted = 'zebra stamps first, and one file per quarter';
+    assert.match(await cli(['skills', 'log', '--full']), /evidence: turn 2: the user said "zebra stamps first, and one file per quarter"/);
+    // A proposal waiting for review quotes it too (a node under skills.review: manual writes such rows).
+    const draft = { name: 'ledger-quarters', description: 'Use when exporting the ledger.', category: 'automation', body: '# Ledger\n\nOne file per quarter.' };
+    const proposal = (
+      await team.pool.query<{ id: string }>(
+        "INSERT INTO skill_proposals (session_id, action, name, draft, evidence, reason, status, created_at) VALUES ('ledger-session', 'create', $1, $2, $3, $4, 'pending', $5) RETURNING id",
+        [draft.name, JSON.stringify(draft), JSON.stringify([`the user said "${quoted}"`]), `Said: ${quoted}.`, Date.now()],
+      )
+    ).rows[0]!.id;
+    const added = await json<{ id: string }>(['memory', 'add', quoted]);
+    assert.match(await cli(['memory', 'forget', added.id]), /Forgot/);
+    const pending = (await json<Array<{ id: number; evidence: string[]; reason: string }>>(['skills', 'pending'])).find((row) => String(row.id) === proposal);
+    assert.deepEqual([pending?.evidence, pending?.reason], [['the user said "[forgotten]"'], 'Said: [forgotten].']);
+    const teamLog = await cli(['skills', 'log', '--full']);
+    assert.equal(teamLog.includes(quoted), false, teamLog);
+    assert.match(teamLog, /evidence: turn 2: the user said "\[forgotten\]"/);
+    assert.match(teamLog, /create quokka-ledger-exports: applied/);
+    const rows = await team.pool.query<{ record: string }>('SELECT record FROM skill_evolutions');
+    assert.ok(rows.rows.every((row) => !row.record.includes(quoted) && typeof JSON.parse(row.record) === 'object'));
+  });
+
   test('rl export writes the samples the node recorded and judged, from the team store: the same bytes a personal install writes for the same traffic', async () => {
     const home = await personal();
     for (const proxy of [node, home]) for (const name of ['rl-pair-1', 'rl-pair-2']) await session(openai(proxy), name, [RL_QUESTION]);

@@ -27,6 +27,7 @@ import {
 } from '../memory/index.js';
 import { memorySettings } from '../runtime/settings.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
+import { SkillQuotes } from '../skills/index.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, errorText, loadCliConfig, numberArgument, print, readUserFile } from './context.js';
 import { onServedStore } from './store.js';
@@ -52,7 +53,13 @@ export interface MemoryOptions {
 /** The memory service on `db` (the install's database), as the proxy builds it (without embeddings); its jobs go to db's queue. */
 export function personalMemory(config: LoadedConfig, db: Db): MemoryService {
   const settings = { ...memorySettings(config), embedding: { apiBase: '', apiKey: '', model: '' } };
-  const memory = new MemoryService({ db, logger: silentLogger(), settings, conversation: new ConversationStore(db) });
+  const memory = new MemoryService({
+    db,
+    logger: silentLogger(),
+    settings,
+    conversation: new ConversationStore(db),
+    quotes: new SkillQuotes(db, config.paths.skillsDir),
+  });
   const queue = new JobQueue(db, `cli-${process.pid}`, config.values['learning.max_attempts']);
   memory.attachQueue((kind, payload, enqueueOptions) => queue.enqueue(kind, payload, enqueueOptions));
   return memory;
