@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
+import { openPool } from '../src/store/postgres/index.js';
 import { learningAwareUpstream, session, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip } from './support/postgres.js';
@@ -334,6 +335,43 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     await cli(['skills', 'add', writeSkill(join(team.seed, 'drafts'), 'key-rotation', 'Use when rotating deploy keys.', '# Key rotation\n\nRun the script.')]);
     await waitFor(async () => (await runCli(['rl', 'export', '--format', 'kto'], { home: team.seed, env: teamEnv() })).stdout === '', 10_000, 200);
     assert.equal((await cli(['rl', 'export', '--format', 'kto', '--include-dropped'])).trim().split('\n').length, 2);
+  });
+
+  test("import-sqlite carries the install's evolution_history.jsonl into skill_evolutions: skills log on the team shows the personal log; importing again adds none", async () => {
+    const home = (await personal()).home;
+    await runCli(['stop'], { home });
+    const personalLog = await runCli(['skills', 'log', '--full'], { home });
+    assert.match(personalLog.stdout, /create quokka-ledger-exports: applied/);
+    const lines = readFileSync(join(home, 'skills', 'evolution_history.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean);
+    const url = team.postgres.createDatabase('team_cli_log');
+    const env = { ...teamEnv(), METACLAW_DATABASE_URL: url };
+    const importInto = async (args: string[]) => {
+      const result = await runCli(['store', 'import-sqlite', home, ...args], { home: team.seed, env });
+      assert.equal(result.code, 0, result.stderr);
+      return result.stdout;
+    };
+    assert.match(await importInto([]), new RegExp(`skill_evolutions +${lines.length}\n`));
+    const teamLog = await runCli(['skills', 'log', '--full'], { home: team.seed, env });
+    assert.equal(teamLog.stdout, personalLog.stdout, 'the same lines, times included');
+    const pool = openPool(url, { max: 1 });
+    try {
+      const rows = (await pool.query<{ record: string; created_at: string }>('SELECT record, created_at FROM skill_evolutions ORDER BY id')).rows;
+      assert.deepEqual(
+        rows.map((row) => [row.record, Number(row.created_at)]),
+        lines.map((line) => [line, Date.parse((JSON.parse(line) as { timestamp: string }).timestamp)]),
+      );
+    } finally {
+      await pool.end();
+    }
+
+    const again = JSON.parse(await importInto(['--merge', '--json'])) as { tables: Array<{ table: string; read: number; inserted: number }> };
+    assert.deepEqual(
+      again.tables.find((table) => table.table === 'skill_evolutions'),
+      { table: 'skill_evolutions', read: lines.length, inserted: 0 },
+    );
+    assert.equal((await runCli(['skills', 'log', '--full'], { home: team.seed, env })).stdout, personalLog.stdout);
   });
 
   test("scheduler status, with no node running here, does not report a personal run's state as the node's", async () => {
