@@ -5,7 +5,7 @@
  * process; only the LLM is scripted.
  */
 import assert from 'node:assert/strict';
-import { readFileSync, statSync } from 'node:fs';
+import { appendFileSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
@@ -57,6 +57,12 @@ describe('forgetting a memory on a personal install', () => {
       );
       assert.ok(readFileSync(log, 'utf8').includes(SAID), 'the log quotes the session before the forget');
 
+      // A line as MetaClaw (Python) writes the log, ASCII-escaped, quoting a memory in Chinese.
+      const chinese = '部署只在周二进行';
+      const pythonLine = `{"timestamp": "2026-01-05T10:00:00", "session_id": "py-session", "changes": [{"evidence": ["user: ${[...chinese].map((char) => `\\u${char.charCodeAt(0).toString(16)}`).join('')}"]}]}`;
+      appendFileSync(log, `${pythonLine}\n`);
+      const chineseUnit = JSON.parse(await cli(['memory', 'add', chinese, '--json'])) as { id: string };
+
       // A memory the log does not quote: the file is not rewritten.
       const before = statSync(log);
       const other = JSON.parse(await cli(['memory', 'add', 'The lunch menu changes every Monday.', '--json'])) as { id: string };
@@ -69,7 +75,8 @@ describe('forgetting a memory on a personal install', () => {
       assert.equal(text.includes(SAID), false, 'the forgotten text is gone from the evolution log');
       assert.equal(statSync(log).mode & 0o777, 0o600);
       const lines = text.split('\n').filter(Boolean);
-      assert.equal(lines.length, 1);
+      assert.equal(lines.length, 2);
+      assert.equal(lines[1], pythonLine, 'a line that does not quote it is kept byte for byte');
       const event = JSON.parse(lines[0]!) as { session_id: string; changes: Array<{ evidence: string[]; reason: string; status: string }> };
       assert.equal(event.session_id, 'cobalt-session');
       assert.deepEqual(event.changes[0]!.evidence, ['turn 1: the user said "[forgotten]"']);
@@ -80,6 +87,10 @@ describe('forgetting a memory on a personal install', () => {
       const [proposal] = JSON.parse(await cli(['skills', 'pending', '--json'])) as Array<{ evidence: string[]; reason: string }>;
       assert.deepEqual(proposal!.evidence, ['turn 1: the user said "[forgotten]"']);
       assert.equal(proposal!.reason, 'The user explained: [forgotten]');
+
+      assert.match(await cli(['memory', 'forget', chineseUnit.id]), /Forgot/);
+      const python = JSON.parse(readFileSync(log, 'utf8').split('\n').filter(Boolean)[1]!) as { session_id: string; changes: Array<{ evidence: string[] }> };
+      assert.deepEqual([python.session_id, python.changes[0]!.evidence], ['py-session', ['user: [forgotten]']]);
     } finally {
       await proxy.dispose();
       await upstream.close();

@@ -251,14 +251,14 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     ).rows[0]!.id;
     const added = await json<{ id: string }>(['memory', 'add', quoted]);
     assert.match(await cli(['memory', 'forget', added.id]), /Forgot/);
-    const pending = (await json<Array<{ id: number; evidence: string[]; reason: string }>>(['skills', 'pending'])).find((row) => String(row.id) === proposal);
-    assert.deepEqual([pending?.evidence, pending?.reason], [['the user said "[forgotten]"'], 'Said: [forgotten].']);
     const teamLog = await cli(['skills', 'log', '--full']);
     assert.equal(teamLog.includes(quoted), false, teamLog);
     assert.match(teamLog, /evidence: turn 2: the user said "\[forgotten\]"/);
     assert.match(teamLog, /create quokka-ledger-exports: applied/);
     const rows = await team.pool.query<{ record: string }>('SELECT record FROM skill_evolutions');
     assert.ok(rows.rows.every((row) => !row.record.includes(quoted) && typeof JSON.parse(row.record) === 'object'));
+    const pending = (await json<Array<{ id: number; evidence: string[]; reason: string }>>(['skills', 'pending'])).find((row) => String(row.id) === proposal);
+    assert.deepEqual([pending?.evidence, pending?.reason], [['the user said "[forgotten]"'], 'Said: [forgotten].']);
   });
 
   test('rl export writes the samples the node recorded and judged, from the team store: the same bytes a personal install writes for the same traffic', async () => {

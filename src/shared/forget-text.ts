@@ -26,6 +26,16 @@ export function holdsNeedle(needles: readonly string[], text: string | null): bo
   return text !== null && needles.some((needle) => text.includes(needle) || text.includes(JSON.stringify(needle).slice(1, -1)));
 }
 
+/**
+ * The forms a needle takes in JSON text: as it is, escaped as JSON.stringify writes it, and
+ * escaped to ASCII as Python's json.dumps writes it by default (MetaClaw's own evolution log).
+ */
+export function jsonForms(needle: string): string[] {
+  const escaped = JSON.stringify(needle).slice(1, -1);
+  const ascii = escaped.replace(/[\u0080-\uffff]/g, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return [...new Set([needle, escaped, ascii])];
+}
+
 /** A JSON value with `scrub` applied to every string in it (keys stay). */
 export function scrubJsonStrings(value: unknown, scrub: (text: string) => string): unknown {
   if (typeof value === 'string') return scrub(value);
@@ -40,7 +50,7 @@ export function scrubJsonStrings(value: unknown, scrub: (text: string) => string
  * text (there is no JSON to keep).
  */
 export function scrubJsonText(needles: readonly string[], json: string): string {
-  if (!holdsNeedle(needles, json)) return json;
+  if (!needles.some((needle) => jsonForms(needle).some((form) => json.includes(form)))) return json;
   let value: unknown;
   try {
     value = JSON.parse(json);
@@ -48,6 +58,6 @@ export function scrubJsonText(needles: readonly string[], json: string): string 
     return scrubNeedles(needles, json);
   }
   const scrubbed = JSON.stringify(scrubJsonStrings(value, (text) => scrubNeedles(needles, text)));
-  // Only the escaped form matched, in a key or a number: nothing to change.
+  // Only an escaped form matched, in a key: nothing to change.
   return scrubbed === JSON.stringify(value) ? json : scrubbed;
 }

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { writeFileAtomic } from '../shared/atomic-write.js';
-import { forgetNeedles, holdsNeedle, scrubJsonText } from '../shared/forget-text.js';
+import { forgetNeedles, scrubJsonText } from '../shared/forget-text.js';
 import type { Db } from '../store/index.js';
 import { evolutionLogFile } from './history.js';
 import { ProposalStore } from './proposals.js';
@@ -42,7 +42,6 @@ function scrubEvolutionLog(file: string, needles: readonly string[]): number {
     if (!existsSync(file)) return 0;
     const before = readFileSync(file);
     const text = before.toString('utf8');
-    if (!holdsNeedle(needles, text)) return 0;
     let changed = 0;
     const lines = text.split('\n').map((line) => {
       const scrubbed = scrubJsonText(needles, line);

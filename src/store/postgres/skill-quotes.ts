@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { forgetNeedles, scrubJsonText } from '../../shared/forget-text.js';
+import { forgetNeedles, jsonForms, scrubJsonText } from '../../shared/forget-text.js';
 import { scrubbedQuotes } from '../../skills/proposals.js';
 import type { Queryable } from './job-queue.js';
 import { fromPostgresText, toPostgresText } from './text.js';
@@ -16,8 +16,8 @@ const proposalRow = z.object({ id: z.coerce.number(), evidence: z.string(), reas
 export async function scrubPgSkillQuotes(db: Queryable, texts: readonly string[]): Promise<number> {
   const needles = forgetNeedles(texts.map(fromPostgresText));
   if (needles.length === 0) return 0;
-  // Rows that may hold one (as it is, or escaped in JSON); the scrub decides. Neither form holds U+0000.
-  const patterns = [...new Set(needles.flatMap((needle) => [toPostgresText(needle), JSON.stringify(needle).slice(1, -1)]))];
+  // Rows that may hold one (as it is, or escaped in JSON); the scrub decides. Only the first form may hold U+0000.
+  const patterns = [...new Set(needles.flatMap((needle) => jsonForms(needle).map(toPostgresText)))];
   const holds = (column: string) => `EXISTS (SELECT 1 FROM unnest($1::text[]) n WHERE strpos(${column}, n) > 0)`;
   let rewritten = 0;
   const evolutions = await db.query(`SELECT id::text AS id, record FROM skill_evolutions WHERE ${holds('record')} ORDER BY id FOR UPDATE`, [patterns]);
