@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import type { ContextRequest, ContextSection } from '../src/context/index.js';
+import { loadConfig } from '../src/config/index.js';
 import { EmbeddingClient } from '../src/embeddings/index.js';
 import type { JobContext } from '../src/learning/runner.js';
 import { silentLogger } from '../src/logging/index.js';
@@ -15,13 +16,19 @@ import { inTransaction } from '../src/store/postgres/transaction.js';
 import { pgEmbedHandler } from '../src/store/postgres/vector-jobs.js';
 import { EMBEDDING_DIMENSIONS, embeddingsHandler } from './support/embeddings.js';
 import { startPglite, type TestPglite } from './support/pglite.js';
+import { memorySettings } from '../src/runtime/settings.js';
 import { ScriptedUpstream } from './support/upstream.js';
+import { tempHome } from './support/proxy.js';
 
 const ALICE = 'user:alice';
 const BOB = 'user:bob';
 const SETTINGS = { topK: 6, maxTokens: 700, coreMaxTokens: 400, minRelevance: 0.1 };
 /** The scripted embeddings give "quuxer" the meaning of "zorblat": no keyword search links the two words. */
-const SYNONYMS = new Map([['quuxer', 'zorblat']]);
+const SYNONYMS = new Map([
+  ['quuxer', 'zorblat'],
+  ['blipper', 'frobnicator'],
+  ['wimble', 'courtyard'],
+]);
 const QUESTION = 'Who maintains the quuxer?';
 
 function fact(scope: string, content: string): MemoryDraft {
@@ -231,5 +238,40 @@ describe('memory vectors in pgvector (team store, PGlite with pgvector)', () => 
     );
     await runEmbedJob(vectors, queue, pool, { round: 1 });
     assert.equal(await count(pool, "SELECT count(*) AS n FROM memory_units WHERE status = 'active' AND rowid NOT IN (SELECT rowid FROM memory_vectors)"), 0);
+  });
+
+  test('an edited unit loses its old vector and is embedded again; a vector of the text before an edit is never written', async () => {
+    const CAROL = 'user:carol';
+    const vectors = newVectors();
+    await vectors.enable();
+    const queue = new PgJobQueue(pool, 'test-node', 3);
+    const settings = { ...memorySettings(loadConfig({ env: { METACLAW_HOME: tempHome() } })), autoExtract: false };
+    const api = new PgMemoryApi(pool, silentLogger(), { queue, settings }, { store: vectors, queue, mode: 'hybrid' });
+    const foundBy = async (query: string) => (await api.search({ scope: CAROL, query, limit: 5 })).map((hit) => hit.unit.id);
+    const vectorCount = (rowid: string) => count(pool, 'SELECT count(*) AS n FROM memory_vectors WHERE rowid = $1', [rowid]);
+    try {
+      const unit = await api.add(fact(CAROL, 'The Frobnicator ledger'));
+      const { rowid } = (await pool.query<{ rowid: string }>('SELECT rowid FROM memory_units WHERE id = $1', [unit.id])).rows[0]!;
+      await runEmbedJob(vectors, queue, pool);
+      assert.ok((await foundBy('blipper')).includes(unit.id), 'found by meaning');
+
+      await pool.query('DELETE FROM jobs');
+      assert.ok(await api.update(unit.id, { content: 'Lunch in the courtyard' }));
+      assert.equal(await vectorCount(rowid), 0, 'the old vector went with the edit');
+      assert.equal(await count(pool, "SELECT count(*) AS n FROM jobs WHERE kind = $1 AND status = 'queued'", [EMBED_JOB]), 1, 'and the embed job was queued');
+      await runEmbedJob(vectors, queue, pool);
+      assert.equal(await vectorCount(rowid), 1);
+      assert.ok((await foundBy('wimble')).includes(unit.id), 'found by the meaning of its new text');
+      assert.ok(!(await foundBy('blipper')).includes(unit.id), 'not by the meaning of the old one');
+
+      // Edited while its vector was being computed: that vector is of the old text, so it is not written.
+      await api.update(unit.id, { content: 'The Frobnicator ledger again' });
+      const effect = await pgEmbedHandler(vectors, queue).run({}, jobContext());
+      await api.update(unit.id, { content: 'Lunch in the courtyard again' });
+      if (effect) await inTransaction(pool, effect);
+      assert.equal(await vectorCount(rowid), 0);
+    } finally {
+      api.close();
+    }
   });
 });

@@ -862,4 +862,48 @@ describe('memory over HTTP and in the prompt', () => {
       await upstream.close();
     }
   });
+
+  test('with embeddings: editing a unit embeds its new text, so it is no longer found by the meaning of the old one', async () => {
+    const upstream = await ScriptedUpstream.start();
+    // Made-up words that mean the texts' words to the scripted embeddings only: a search for them finds a unit by its vector alone.
+    const embeddings = embeddingsHandler(
+      undefined,
+      new Map([
+        ['zorkel', 'frobnicator'],
+        ['blipper', 'ledger'],
+        ['quxo', 'lunch'],
+        ['wimble', 'courtyard'],
+      ]),
+    );
+    upstream.defaultHandler = (request, response) =>
+      request.path.endsWith('/embeddings') ? embeddings(request, response) : learningAwareUpstream({})(request, response);
+    const proxy = await startProxy({
+      home: tempHome(),
+      config: {
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
+        memory: { auto_extract: false, embedding: { api_base: `${upstream.url}/v1`, model: 'embed-1' } },
+        skills: { enabled: false },
+      },
+    });
+    const foundBy = async (query: string) => (await search(proxy, query, 'edits')).map((result) => result.id);
+    try {
+      const added = await api(
+        proxy,
+        'POST',
+        '/v1/memory',
+        { scope: 'edits', type: 'semantic', content: 'The Frobnicator ledger' },
+        { 'x-memory-scope': 'edits' },
+      );
+      assert.equal(added.status, 201);
+      await waitFor(async () => (await foundBy('zorkel blipper')).includes(added.body.id), 15_000, 200);
+
+      const edited = await api(proxy, 'PATCH', `/v1/memory/${added.body.id}`, { content: 'Lunch in the courtyard' }, { 'x-memory-scope': 'edits' });
+      assert.equal(edited.status, 200);
+      await waitFor(async () => (await foundBy('quxo wimble')).includes(added.body.id), 15_000, 200);
+      assert.deepEqual(await foundBy('zorkel blipper'), [], 'the old vector is gone: the unit is not found by what it no longer says');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
 });

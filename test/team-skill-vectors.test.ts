@@ -8,10 +8,12 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import OpenAI from 'openai';
 import { embeddingsHandler } from './support/embeddings.js';
 import { postgresSkip } from './support/postgres.js';
-import { startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { CLI, cleanEnv, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { teamForTests, teamHelpers } from './support/team.js';
 import { openAIReply } from './support/upstream.js';
 
@@ -37,6 +39,19 @@ async function injected(node: ProxyHandle, session: string): Promise<boolean> {
   const sent = team.upstream.modelRequests().findLast((request) => request.path.endsWith('/chat/completions') && request.raw.includes('zorblat'));
   assert.ok(sent, 'the upstream got the request');
   return /### rollback-kubernetes/.test(sent.raw);
+}
+
+/** The skills `metaclaw mcp` run with `home`'s config on the team store finds for REQUEST. */
+async function mcpSkillsSearch(home: string): Promise<string[]> {
+  const env = Object.fromEntries(Object.entries(cleanEnv(home, teamEnv())).filter((entry): entry is [string, string] => entry[1] !== undefined));
+  const client = new Client({ name: 'metaclaw-team-test', version: '1.0.0' });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp'], env, stderr: 'pipe' }));
+  try {
+    const result = (await client.callTool({ name: 'skills_search', arguments: { query: REQUEST } })) as { content: Array<{ text?: string }> };
+    return (JSON.parse(result.content[0]?.text ?? '[]') as Array<{ name: string }>).map((skill) => skill.name);
+  } finally {
+    await client.close();
+  }
 }
 
 describe('skills with embeddings on a node of a team', { skip: postgresSkip() }, () => {
@@ -86,5 +101,10 @@ describe('skills with embeddings on a node of a team', { skip: postgresSkip() },
     assert.match(status.retrieval.reason, /does not probe the provider.*skills\.embedding\.api_base/);
     assert.equal(status.embedded, 0);
     assert.equal(await injected(keyword, 'keyword-1'), false);
+  });
+
+  test("`metaclaw mcp` with a node's config searches the team's skills as that node does: by meaning with skills.embedding set, by keyword without", async () => {
+    assert.deepEqual(await mcpSkillsSearch(embedding.home), ['rollback-kubernetes']);
+    assert.deepEqual(await mcpSkillsSearch(keyword.home), []);
   });
 });

@@ -80,8 +80,10 @@ export async function checkTeamStore(config: LoadedConfig, checks: DoctorCheck[]
       checks.push({ name: 'team store', verdict: 'fail', detail: `${where}: newer than this MetaClaw`, fix: 'upgrade MetaClaw-TS on this node' });
     else {
       // The members the nodes admit are the team store's, not the install's own database's.
-      const members = await pool.query<{ name: string }>('SELECT name FROM team_members ORDER BY name');
-      const shared = await pool.query<{ n: string }>("SELECT count(*) AS n FROM memory_units WHERE scope = $1 AND status = 'active'", [SHARED_SCOPE]);
+      const [members, shared] = await Promise.all([
+        pool.query<{ name: string }>('SELECT name FROM team_members ORDER BY name'),
+        pool.query<{ n: string }>("SELECT count(*) AS n FROM memory_units WHERE scope = $1 AND status = 'active'", [SHARED_SCOPE]),
+      ]);
       checks.push({ name: 'team store', verdict: 'pass', detail: `${where}; ${serving}` });
       if (config.values['proxy.api_key'] === '')
         checks.push({

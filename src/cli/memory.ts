@@ -25,11 +25,13 @@ import {
   type MemoryType,
   type MemoryUnit,
 } from '../memory/index.js';
+import { SEARCH_EMBED_TIMEOUT_MS } from '../embeddings/index.js';
+import { retrievalModes, storedProbe, withMemoryRetrieval } from '../runtime/retrieval-mode.js';
 import { memorySettings } from '../runtime/settings.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { SkillQuotes } from '../skills/index.js';
 import { openDatabase, type Db } from '../store/index.js';
-import { CliExit, errorText, loadCliConfig, numberArgument, print, readUserFile } from './context.js';
+import { CliExit, errorText, loadCliConfig, numberArgument, print, printError, readUserFile } from './context.js';
 import { onServedStore } from './store.js';
 import { openTeamMemoryApi } from './team-memory.js';
 import { terminalText } from './terminal-text.js';
@@ -52,13 +54,15 @@ export interface MemoryOptions {
 
 /** The memory service on `db` (the install's database), as the proxy builds it (without embeddings); its jobs go to db's queue. */
 export function personalMemory(config: LoadedConfig, db: Db): MemoryService {
-  const settings = { ...memorySettings(config), embedding: { apiBase: '', apiKey: '', model: '' } };
+  // Searched as the proxy searches: the retrieval its last start decided (the stored probe of the provider; no probe here).
+  const settings = withMemoryRetrieval(memorySettings(config), retrievalModes(config, process.env, storedProbe(db)).memory);
   const memory = new MemoryService({
     db,
     logger: silentLogger(),
     settings,
     conversation: new ConversationStore(db),
     quotes: new SkillQuotes(db, config.paths.skillsDir),
+    waitedSearch: { embedTimeoutMs: SEARCH_EMBED_TIMEOUT_MS, keywordsOnly: (why) => printError(`Searched by keywords only: ${why}.`) },
   });
   const queue = new JobQueue(db, `cli-${process.pid}`, config.values['learning.max_attempts']);
   memory.attachQueue((kind, payload, enqueueOptions) => queue.enqueue(kind, payload, enqueueOptions));

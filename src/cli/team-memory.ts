@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { LoadedConfig } from '../config/index.js';
-import { EmbeddingClient } from '../embeddings/index.js';
+import { EmbeddingClient, SEARCH_EMBED_TIMEOUT_MS } from '../embeddings/index.js';
 import { silentLogger } from '../logging/index.js';
 import { embedsMemory, memorySettings } from '../runtime/settings.js';
 import type { PgMemoryApi } from '../store/postgres/index.js';
@@ -8,13 +8,6 @@ import { printError } from './context.js';
 import { CLI_INSTANCE } from './store.js';
 
 type Postgres = typeof import('../store/postgres/index.js');
-
-/**
- * How long `metaclaw memory search` waits for its query's vector: longer than a node's search route
- * (1.5 s), since a person waits here, not an agent's request, and a local endpoint may still be
- * loading its model; short enough that a dead endpoint costs seconds, not the client's own 10.
- */
-const SEARCH_EMBED_TIMEOUT_MS = 5_000;
 
 /**
  * The memory API `metaclaw memory` works through on a team store: the one a node serves its memory

@@ -53,11 +53,8 @@ export interface TeamDashboardSources {
   windows(from: number, to: number, limit: number): SchedulerWindow[];
 }
 
-/** The dashboard's queries are written once with `?` for both stores. */
-const rows = sharedRows;
-
 async function scalar(pool: pg.Pool, sql: string, params: readonly unknown[] = []): Promise<number | null> {
-  const row = (await rows<Record<string, unknown>>(pool, sql, params))[0];
+  const row = (await sharedRows<Record<string, unknown>>(pool, sql, params))[0];
   const value = row === undefined ? null : Object.values(row)[0];
   return typeof value === 'number' ? value : null;
 }
@@ -104,9 +101,9 @@ export function teamDashboardReads(sources: TeamDashboardSources): DashboardRead
           scalar(pool, ACTIVITY_SQL.lastSkillAt),
           scalar(pool, ACTIVITY_SQL.lastMemoryAt),
           scalar(pool, ACTIVITY_SQL.failingExtractions, [failuresSince]),
-          rows<EventRows['jobs'][number]>(pool, PG_EVENTS.jobs, [EVENTS_LIMIT]),
-          rows<EventRows['skills'][number]>(pool, PG_EVENTS.skills, [EVENTS_LIMIT]),
-          rows<EventRows['memories'][number]>(pool, PG_EVENTS.memories, [EVENTS_LIMIT]),
+          sharedRows<EventRows['jobs'][number]>(pool, PG_EVENTS.jobs, [EVENTS_LIMIT]),
+          sharedRows<EventRows['skills'][number]>(pool, PG_EVENTS.skills, [EVENTS_LIMIT]),
+          sharedRows<EventRows['memories'][number]>(pool, PG_EVENTS.memories, [EVENTS_LIMIT]),
         ]);
       const node = sources.status();
       const status: OverviewStatus = {
@@ -144,15 +141,15 @@ export function teamDashboardReads(sources: TeamDashboardSources): DashboardRead
       const end = axis[axis.length - 1]! + DAY_MS;
       const counted = async (standing: boolean) => ({
         before: (await scalar(pool, LEARNING_SQL.memoriesBefore(standing), [from])) ?? 0,
-        perDay: await rows<DayCount>(pool, LEARNING_SQL.memoriesPerDay(standing), [from, end]),
+        perDay: await sharedRows<DayCount>(pool, LEARNING_SQL.memoriesPerDay(standing), [from, end]),
       });
       const [skillVersions, learned, standing, perDay, perGeneration, training] = await Promise.all([
-        rows<SkillVersionEvent>(pool, LEARNING_SQL.skillVersions),
+        sharedRows<SkillVersionEvent>(pool, LEARNING_SQL.skillVersions),
         counted(false),
         counted(true),
-        rows<JudgeRows['per_day'][number]>(pool, LEARNING_SQL.judgePerDay, [from]),
-        rows<JudgeRows['per_generation'][number]>(pool, LEARNING_SQL.judgePerGeneration),
-        rows<TrainingStep>(pool, LEARNING_SQL.trainingSteps),
+        sharedRows<JudgeRows['per_day'][number]>(pool, LEARNING_SQL.judgePerDay, [from]),
+        sharedRows<JudgeRows['per_generation'][number]>(pool, LEARNING_SQL.judgePerGeneration),
+        sharedRows<TrainingStep>(pool, LEARNING_SQL.trainingSteps),
       ]);
       // The node's own scheduler: every node runs the same windows, from when it started.
       const windows = sources.windows(from, now, 500);
@@ -162,17 +159,17 @@ export function teamDashboardReads(sources: TeamDashboardSources): DashboardRead
     async sessions(query) {
       const cursor = sessionCursor(query);
       const found = cursor
-        ? await rows<Record<string, unknown>>(pool, PG_SESSIONS.listBefore, [cursor.at, cursor.at, cursor.id, SESSIONS_PER_PAGE + 1])
-        : await rows<Record<string, unknown>>(pool, PG_SESSIONS.list, [SESSIONS_PER_PAGE + 1]);
+        ? await sharedRows<Record<string, unknown>>(pool, PG_SESSIONS.listBefore, [cursor.at, cursor.at, cursor.id, SESSIONS_PER_PAGE + 1])
+        : await sharedRows<Record<string, unknown>>(pool, PG_SESSIONS.list, [SESSIONS_PER_PAGE + 1]);
       return sessionListView(found.map(profiled));
     },
 
     async session(id, query) {
-      const [session] = await rows<Record<string, unknown>>(pool, PG_SESSIONS.one, [id]);
+      const [session] = await sharedRows<Record<string, unknown>>(pool, PG_SESSIONS.one, [id]);
       if (!session) throw sessionNotFound(id);
       const [turns, jobs] = await Promise.all([
-        rows<Record<string, unknown>>(pool, PG_SESSIONS.turns, [id, query.after ?? -1, TURNS_PER_PAGE + 1]),
-        rows<SessionJobRow>(pool, PG_SESSIONS.jobs, [id, id, JOBS_LIMIT]),
+        sharedRows<Record<string, unknown>>(pool, PG_SESSIONS.turns, [id, query.after ?? -1, TURNS_PER_PAGE + 1]),
+        sharedRows<SessionJobRow>(pool, PG_SESSIONS.jobs, [id, id, JOBS_LIMIT]),
       ]);
       const turnRows = turns.map(injectedTurn);
       const shown = turnRows.slice(0, TURNS_PER_PAGE);
@@ -190,7 +187,9 @@ export function teamDashboardReads(sources: TeamDashboardSources): DashboardRead
       const units =
         ids.length === 0
           ? []
-          : await rows<{ id: string; type: string; content: string }>(pool, 'SELECT id, type, content FROM memory_units WHERE id = ANY(?::text[])', [ids]);
+          : await sharedRows<{ id: string; type: string; content: string }>(pool, 'SELECT id, type, content FROM memory_units WHERE id = ANY(?::text[])', [
+              ids,
+            ]);
       fillMemoryContents(injected, new Map(units.map((unit) => [unit.id, unit])));
       return sessionDetailView(profiled(session), turnRows, injected, jobs);
     },
@@ -210,7 +209,8 @@ function teamMemoryReads(sources: TeamDashboardSources): MemoryPageReads {
     search: (request) => (api ? api.search(request) : []),
     get: (id) => api?.get(id),
     units: (ids) => (api ? api.units(ids) : []),
-    query: (sql, params) => rows(sources.pool, sql, params),
+    // The dashboard's queries are written once with `?` for both stores.
+    query: (sql, params) => sharedRows(sources.pool, sql, params),
   };
 }
 

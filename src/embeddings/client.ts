@@ -9,6 +9,14 @@ export interface EmbeddingEndpoint {
   model: string;
 }
 
+/**
+ * How long a search someone waits on (`metaclaw memory search`, MCP's tools) waits for its query's
+ * vector: longer than a proxied request's search route (1.5 s), since a person or a tool call waits
+ * here, not an agent's request, and a local endpoint may still be loading its model; short enough
+ * that a dead endpoint costs seconds, not the client's own 10. Past it, keywords answer.
+ */
+export const SEARCH_EMBED_TIMEOUT_MS = 5_000;
+
 /** A batch of vectors in JSON is a few MB (3,072 numbers of ~20 characters per text); far more is a server gone wrong. */
 export const EMBEDDINGS_ANSWER_MAX_BYTES = 64 * 1024 * 1024;
 

@@ -12,8 +12,8 @@ import { VERSION } from '../version.js';
  * skills table (see skills.ts).
  */
 export interface McpSkills {
-  /** The skills a request would get injected, best first. */
-  retrieve(query: string): RetrievedSkill[];
+  /** The skills a request would get injected, best first (waiting for the query's vector when vectors are in use). */
+  search(query: string): Promise<RetrievedSkill[]>;
   all(): Skill[];
   /** The skill's SKILL.md (frontmatter and body); undefined when there is no such skill. */
   text(name: string): Awaitable<string | undefined>;
@@ -114,17 +114,14 @@ export function createMcpServer(stores: McpStores): McpServer {
       description: "Find the skills (SKILL.md procedures) relevant to a task, as MetaClaw would inject them into the agent's prompt.",
       inputSchema: { query: z.string().min(1).max(2_000), limit: z.number().int().min(1).max(20).optional() },
     },
-    ({ query, limit }) =>
+    async ({ query, limit }) =>
       answer(
-        skills
-          .retrieve(query)
-          .slice(0, limit ?? 5)
-          .map((hit) => ({
-            name: hit.skill.name,
-            description: hit.skill.description,
-            category: hit.skill.category,
-            relevance: Math.round(hit.relevance * 1000) / 1000,
-          })),
+        (await skills.search(query)).slice(0, limit ?? 5).map((hit) => ({
+          name: hit.skill.name,
+          description: hit.skill.description,
+          category: hit.skill.category,
+          relevance: Math.round(hit.relevance * 1000) / 1000,
+        })),
       ),
   );
 

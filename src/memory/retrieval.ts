@@ -163,6 +163,8 @@ export class MemoryRetriever {
     private mode: MemoryRetrievalMode = 'hybrid',
     /** Languages besides English the memory is written in (the user's): English queries also search their translations. */
     private readonly languages: () => readonly GlossaryLanguage[] = () => [],
+    /** Told why, when a search off the request path wanted vectors and keywords alone answered. */
+    private readonly keywordsOnly: (why: string) => void = () => undefined,
   ) {}
 
   /** Another mode or vector store, decided off the request path (the start-up probe of the provider's embeddings). */
@@ -237,6 +239,7 @@ export class MemoryRetriever {
     };
     const failed = (error: unknown): Ranked => {
       this.logger.warn({ err: (error as Error).message }, 'memory vector search failed; using keywords for this request');
+      if (!request.onRequestPath) this.keywordsOnly(`the embeddings endpoint did not answer (${(error as Error).message})`);
       return rank();
     };
     if (request.onRequestPath) {

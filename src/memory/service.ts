@@ -104,6 +104,11 @@ export interface MemoryDependencies {
   credentials?: CredentialMemory;
   /** The languages the user writes in: English questions also search memories in them, by translation. */
   languages?: Pick<UserLanguages, 'current' | 'refresh'>;
+  /**
+   * For searches someone waits on (`metaclaw memory search`, MCP), not a proxy's: how long a search
+   * waits for its query's vector, and who hears when keywords alone answered.
+   */
+  waitedSearch?: { embedTimeoutMs: number; keywordsOnly: (why: string) => void };
 }
 
 export { rawContent, type IngestTurn } from './raw-turns.js';
@@ -175,9 +180,16 @@ export class MemoryService {
     this.store.useSearchKeys(this.searchKeys);
     // A new database is indexed with these words from its first unit on; an older one is re-indexed by a job (`attachQueue`).
     if (this.state.get(GLOSS_INDEX_STATE) !== indexWordsVersion() && this.store.isEmpty()) this.state.set(GLOSS_INDEX_STATE, indexWordsVersion());
-    const embeddings = embeddingClient(settings);
-    this.vectorStore = embeddings ? new MemoryVectors(db, this.store, embeddings, logger) : undefined;
-    this.retriever = new MemoryRetriever(this.store, this.vectorStore, logger, settings.retrievalMode, () => this.crossLingualLanguages());
+    const embeddings = embeddingClient(settings, deps.waitedSearch?.embedTimeoutMs);
+    this.vectorStore = embeddings ? new MemoryVectors(db, this.store, embeddings, logger, this.vectorOptions()) : undefined;
+    this.retriever = new MemoryRetriever(
+      this.store,
+      this.vectorStore,
+      logger,
+      settings.retrievalMode,
+      () => this.crossLingualLanguages(),
+      deps.waitedSearch?.keywordsOnly,
+    );
     const revision = new SharedMemoryRevision(this.state, this.store);
     this.provider = new MemoryContextProvider(
       this.store,
@@ -203,11 +215,17 @@ export class MemoryService {
   /** Switches recall to `mode` with `embedding` (the proxy's start-up probe of the provider's embeddings endpoint decides). */
   useRetrieval(mode: MemoryRetrievalMode, embedding: EmbeddingEndpoint): void {
     this.deps.settings = { ...this.deps.settings, retrievalMode: mode, embedding };
-    const embeddings = embeddingClient(this.deps.settings);
+    const embeddings = embeddingClient(this.deps.settings, this.deps.waitedSearch?.embedTimeoutMs);
     // A new store keeps the stored vectors when the model is the same, and drops them when it differs.
-    if (embeddings) this.vectorStore = new MemoryVectors(this.deps.db, this.store, embeddings, this.deps.logger);
+    if (embeddings) this.vectorStore = new MemoryVectors(this.deps.db, this.store, embeddings, this.deps.logger, this.vectorOptions());
     this.retriever.useEmbeddings(embeddings ? mode : 'keyword', embeddings ? this.vectorStore : undefined);
     if (embeddings && mode !== 'keyword') this.enqueue?.(EMBED_JOB, {}, { dedupeKey: EMBED_JOB, rerunIfRunning: true });
+  }
+
+  /** A process whose searches someone waits on only searches: it waits longer for a query's vector and never drops vectors. */
+  private vectorOptions(): ConstructorParameters<typeof MemoryVectors>[4] {
+    const waited = this.deps.waitedSearch;
+    return waited ? { queryTimeoutMs: waited.embedTimeoutMs, searchOnly: true } : {};
   }
 
   /** The glossary languages besides English the user writes (so their memories are in them). */
@@ -819,7 +837,7 @@ export function languagesKey(scope: string): string {
 }
 
 /** The embeddings client the settings call for (none without an endpoint). */
-function embeddingClient(settings: MemorySettings): EmbeddingClient | undefined {
+function embeddingClient(settings: MemorySettings, timeoutMs?: number): EmbeddingClient | undefined {
   const { apiBase, apiKey, model } = settings.embedding;
-  return apiBase && model ? new EmbeddingClient({ apiBase, apiKey, model }) : undefined;
+  return apiBase && model ? new EmbeddingClient({ apiBase, apiKey, model }, timeoutMs) : undefined;
 }

@@ -168,6 +168,7 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
   /** While `batch` runs: the scopes it changed (announced when it ends), and the raw turn it wrote last in each session. */
   private batching: { changed: Set<string>; lastRaw: Map<string, LinkedTurn> } | undefined;
   private readonly deleteListeners: Array<(rowid: number) => void> = [];
+  private readonly rewriteListeners: Array<(rowid: number) => void> = [];
   /**
    * What search learned of units' sessions (`sessionsOf`): each asked unit's scope and session when
    * it is a user's raw turn (null otherwise), each session's first user turn, and the user turns
@@ -347,6 +348,11 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
     this.deleteListeners.push(listener);
   }
 
+  /** Called inside the update transaction with the rowid of a unit whose text changed (its vector no longer says what it says). */
+  onRewrite(listener: (rowid: number) => void): void {
+    this.rewriteListeners.push(listener);
+  }
+
   /** Adds a unit; returns it, or undefined when a raw turn was already stored (ingest is idempotent). */
   add(draft: MemoryDraft, options: { rawKey?: string; id?: string } = {}): MemoryUnit | undefined {
     const prepared = this.prepare(draft);
@@ -480,6 +486,7 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
           now: Date.now(),
         });
         if (terms !== current.terms) this.reindex(current.rowid);
+        if (content !== current.content) for (const listener of this.rewriteListeners) listener(current.rowid);
         // The turns after it are indexed with its terms too (the second through a clarifying question, which its text may have become or stopped being).
         if (terms !== current.terms || content !== current.content) this.relinkFollowers(current.rowid);
       })

@@ -24,7 +24,15 @@ export class MemoryVectors {
     private readonly store: MemoryStore,
     private readonly client: EmbeddingClient,
     private readonly logger: Logger,
-    private readonly queryTimeoutMs = 1_500,
+    private readonly options: {
+      /** How long `nearest` waits for the query's vector. */
+      queryTimeoutMs?: number;
+      /**
+       * A process that only searches (the CLI, MCP) beside a running proxy: vectors of another model
+       * than this one are left as they are (unused here), never dropped under the proxy that wrote them.
+       */
+      searchOnly?: boolean;
+    } = {},
   ) {
     sqliteVec.load(db);
     this.state = new StateStore(db);
@@ -33,7 +41,7 @@ export class MemoryVectors {
       pending: db.prepare<[number], { rowid: number; scope: string; content: string }>(
         "SELECT u.rowid AS rowid, u.scope AS scope, u.content AS content FROM memory_units u LEFT JOIN memory_vec_index v ON v.rowid = u.rowid WHERE v.rowid IS NULL AND u.status = 'active' LIMIT ?",
       ),
-      unitExists: db.prepare<[number], { rowid: number }>('SELECT rowid FROM memory_units WHERE rowid = ?'),
+      contentOf: db.prepare<[number], { content: string }>('SELECT content FROM memory_units WHERE rowid = ?'),
       mark: db.prepare<[number, string]>('INSERT OR REPLACE INTO memory_vec_index (rowid, scope) VALUES (?, ?)'),
       unmark: db.prepare<[number]>('DELETE FROM memory_vec_index WHERE rowid = ?'),
     };
@@ -41,9 +49,11 @@ export class MemoryVectors {
     if (stored) {
       const [model, dimensions] = stored.split('|');
       if (model === client.model) this.dimensions = Number(dimensions);
-      else this.reset();
+      else if (!options.searchOnly) this.reset();
     }
     store.onDelete((rowid) => this.remove(rowid));
+    // An edited (or scrubbed) text is embedded again: the old vector would find it by what it no longer says.
+    store.onRewrite((rowid) => this.remove(rowid));
   }
 
   get ready(): boolean {
@@ -62,7 +72,8 @@ export class MemoryVectors {
     this.db
       .transaction(() => {
         pending.forEach((row, index) => {
-          if (!this.statements.unitExists.get(row.rowid)) return; // forgotten while we were embedding
+          // Forgotten or edited while we were embedding: the edit queued another round, which embeds the new text.
+          if (this.statements.contentOf.get(row.rowid)?.content !== row.content) return;
           insert.run(BigInt(row.rowid), row.scope, vectorToBlob(vectors[index]!));
           this.statements.mark.run(row.rowid, row.scope);
         });
@@ -74,7 +85,7 @@ export class MemoryVectors {
   /** The units of `scope` closest to `query`, with cosine similarity (waits for the query's vector: for searches, not the request path). */
   async nearest(scope: string, query: string, limit: number): Promise<Array<{ unit: MemoryUnit; cosine: number }>> {
     if (!this.dimensions) return [];
-    const vector = await this.client.embedQuery(query, AbortSignal.timeout(this.queryTimeoutMs));
+    const vector = await this.client.embedQuery(query, AbortSignal.timeout(this.options.queryTimeoutMs ?? 1_500));
     return this.neighbours(scope, vector, limit);
   }
 

@@ -26,8 +26,8 @@ import {
 } from '../proxy/index.js';
 import type { QueueCounts } from '../learning/index.js';
 import { SHARED_SCOPE } from '../memory/index.js';
-import { mirrorRetriever, type SkillMirror } from '../skills/mirror.js';
-import { SkillVectors } from '../skills/vectors.js';
+import { configuredMirrorRetrieval, type SkillMirror } from '../skills/mirror.js';
+import type { SkillVectors } from '../skills/vectors.js';
 import { SkillsContextProvider } from '../skills/provider.js';
 import { StoreHealth } from '../store/index.js';
 import {
@@ -178,22 +178,14 @@ export class TeamRuntime {
     this.subscription = followed.subscription;
     this.skillRetrieval = teamSkillsRetrieval(options.config);
     if (values['skills.enabled']) {
-      const embedding = this.skillRetrieval.mode === 'keyword' ? undefined : this.skillRetrieval.embedding;
-      const client = embedding && new EmbeddingClient(embedding);
       // In memory, refreshed as the mirror changes (its first fill included): a skill not embedded yet is found by keywords.
-      this.skillVectors = client && new SkillVectors(undefined, client, this.logger.child({ part: 'skills' }));
-      const vectors = this.skillVectors;
-      if (vectors)
-        this.mirror.onChange((change) => {
-          for (const name of change.removed) vectors.forget(name);
-          if (change.changed.length > 0) vectors.refresh(() => this.mirror.all());
-        });
-      const retriever = mirrorRetriever(
+      const { retriever, vectors } = configuredMirrorRetrieval(
         this.mirror,
         { ...skills, retrievalMode: skillsMode(this.skillRetrieval) },
-        this.logger,
-        vectors && client && { store: vectors, client },
+        this.skillRetrieval.mode === 'keyword' ? undefined : this.skillRetrieval.embedding,
+        this.logger.child({ part: 'skills' }),
       );
+      this.skillVectors = vectors;
       this.providers.push(
         new SkillsContextProvider(retriever, { maxTokens: skills.maxTokens, fullBodyTopN: skills.fullBodyTopN }, () => this.mirror.generation),
       );

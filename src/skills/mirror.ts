@@ -1,8 +1,8 @@
 import type { LibraryChange } from './library.js';
 import type { Logger } from '../logging/index.js';
-import type { EmbeddingClient } from '../embeddings/index.js';
+import { EmbeddingClient, type EmbeddingEndpoint } from '../embeddings/index.js';
 import { SkillRetriever, type RetrievalMode, type SkillSource } from './retrieval.js';
-import type { SkillVectors } from './vectors.js';
+import { SkillVectors } from './vectors.js';
 import { SkillSearchIndex } from './search-index.js';
 import type { Skill } from './types.js';
 
@@ -53,6 +53,27 @@ export class SkillMirror implements SkillSource {
     if (change.changed.length === 0 && change.removed.length === 0) return;
     for (const listener of this.listeners) listener(change, generation);
   }
+}
+
+/**
+ * Retrieval over a mirror as a node's config decides it: with an embeddings endpoint (`embedding`),
+ * the library is embedded in memory as the mirror fills and changes (no vectors are stored: a team's
+ * library is small), and a skill not embedded yet is found by keywords; without one, keywords alone.
+ */
+export function configuredMirrorRetrieval(
+  mirror: SkillMirror,
+  settings: { topK: number; minRelevance: number; retrievalMode: RetrievalMode },
+  embedding: EmbeddingEndpoint | undefined,
+  logger: Logger,
+): { retriever: SkillRetriever; vectors: SkillVectors | undefined } {
+  const client = embedding && new EmbeddingClient(embedding);
+  const vectors = client && new SkillVectors(undefined, client, logger);
+  if (vectors)
+    mirror.onChange((change) => {
+      for (const name of change.removed) vectors.forget(name);
+      if (change.changed.length > 0) vectors.refresh(() => mirror.all());
+    });
+  return { retriever: mirrorRetriever(mirror, settings, logger, vectors && client && { store: vectors, client }), vectors };
 }
 
 /**

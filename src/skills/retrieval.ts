@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { EmbeddingClient } from '../embeddings/index.js';
 import type { Logger } from '../logging/index.js';
 import { calibrateCosine, crossLingualAlternatives, keywordRelevance, uniqueTerms } from '../text/index.js';
@@ -131,6 +132,24 @@ export class SkillRetriever {
     this.vectors = vectors;
     this.embeddings = embeddings;
     this.options = { ...this.options, mode };
+  }
+
+  /**
+   * As `retrieve`, for a search someone waits on (MCP's skills_search), never the request path: it
+   * waits up to `timeoutMs` for the request's vector and for the library's embedding under way.
+   * When the vector does not come, keywords answer and `keywordsOnly` hears why.
+   */
+  async search(request: string, timeoutMs: number, keywordsOnly: (why: string) => void = () => undefined): Promise<RetrievedSkill[]> {
+    const { vectors, embeddings } = this;
+    if (this.options.mode !== 'template' && vectors && embeddings && request.trim() !== '') {
+      const library = Promise.race([vectors.whenIdle(), sleep(timeoutMs, undefined, { ref: false })]);
+      try {
+        await Promise.all([embeddings.embedQuery(request, AbortSignal.timeout(timeoutMs)), library]);
+      } catch (error) {
+        keywordsOnly(`the embeddings endpoint did not answer (${(error as Error).message})`);
+      }
+    }
+    return this.retrieve(request);
   }
 
   /** `request` is the user's real request; `context` the recent turns, weighted far less. */

@@ -155,18 +155,18 @@ export class PgMemoryVectors {
 
   /**
    * Writes vectors of units (by sequence), in the caller's transaction: records the model first. A
-   * unit forgotten while it was embedded is skipped; the scope is the unit's own.
+   * unit forgotten or edited while it was embedded is skipped (an edit queues another round); the scope is the unit's own.
    */
-  async write(client: pg.PoolClient, vectors: ReadonlyArray<{ sequence: number; vector: Float32Array }>): Promise<number> {
+  async write(client: pg.PoolClient, vectors: ReadonlyArray<{ sequence: number; content: string; vector: Float32Array }>): Promise<number> {
     if (vectors.length === 0) return 0;
     const dimensions = vectors[0]!.vector.length;
     await recordModel(client, { model: this.client.model, dimensions });
     let written = 0;
-    for (const { sequence, vector } of vectors) {
+    for (const { sequence, content, vector } of vectors) {
       const result = await client.query(
-        `INSERT INTO memory_vectors (rowid, scope, embedding) SELECT rowid, scope, $2::real[] FROM memory_units WHERE rowid = $1
+        `INSERT INTO memory_vectors (rowid, scope, embedding) SELECT rowid, scope, $2::real[] FROM memory_units WHERE rowid = $1 AND content = $3
          ON CONFLICT (rowid) DO UPDATE SET scope = excluded.scope, embedding = excluded.embedding`,
-        [sequence, Array.from(vector)],
+        [sequence, Array.from(vector), content],
       );
       written += result.rowCount ?? 0;
     }

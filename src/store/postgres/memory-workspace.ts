@@ -380,6 +380,8 @@ async function writeChanges(
       [before.rowid, before.updated_at, before.status, ...values],
     );
     if (updated.rowCount !== 1) throw new StaleMemoryError(`memory unit ${before.id} changed while the job ran`);
+    // An edited (or scrubbed) text is embedded again: the old vector would find it by what it no longer says.
+    if (after.content !== before.content) await client.query('DELETE FROM memory_vectors WHERE rowid = $1', [before.rowid]);
     if (entry) entries.push({ ...entry, sequence: before.rowid, previous: sequenceOf(entry.previous ?? null) });
     else if (before.status !== after.status)
       await client.query('UPDATE memory_search_docs SET active = $2 WHERE seq = $1', [before.rowid, after.status === 'active']);
@@ -389,7 +391,7 @@ async function writeChanges(
   const jobs: Array<number | undefined> = [];
   for (const job of changes.jobs) jobs.push(await queue.enqueue(job.kind, job.payload, job.options, client));
   // As a personal install queues memory.embed after adding units (MemoryService's attachQueue).
-  if (changes.added.length > 0) await vectors?.queueEmbed(queue, client);
+  if (changes.added.length > 0 || changes.updated.some(({ before, after }) => after.content !== before.content)) await vectors?.queueEmbed(queue, client);
   // Learned text in other languages than the team writes gets search keys in them (the personal install queues this on every change).
   const learned = [...changes.added, ...changes.updated.filter((change) => change.entry).map((change) => change.after)];
   if (learned.some((row) => row.origin !== 'raw_turn' && row.status === 'active'))

@@ -34,7 +34,7 @@ export function pgEmbedHandler(vectors: PgMemoryVectors, queue: PgJobQueue): Tea
       return async (client) => {
         await vectors.write(
           client,
-          pending.map((unit, index) => ({ sequence: unit.rowid, vector: embedded[index]! })),
+          pending.map((unit, index) => ({ sequence: unit.rowid, content: unit.content, vector: embedded[index]! })),
         );
         if (pending.length === EMBED_BATCH) await queue.enqueue(EMBED_JOB, { round: round + 1 }, { dedupeKey: keyOf(round + 1) }, client);
       };
