@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
+import { openPool } from '../src/store/postgres/index.js';
 import { learningAwareUpstream, session, userText } from './support/evolver.js';
 import { sendJson } from './support/http.js';
 import { postgresSkip } from './support/postgres.js';
@@ -237,6 +238,29 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     assert.ok(Math.abs(Date.parse(event!.timestamp) - Date.now()) < 120_000, event!.timestamp);
   });
 
+  test("forgetting a memory scrubs its text from the team's evolution log (the line stays JSON) and from proposals waiting for review", async () => {
+    const quoted = 'zebra stamps first, and one file per quarter';
+    assert.match(await cli(['skills', 'log', '--full']), /evidence: turn 2: the user said "zebra stamps first, and one file per quarter"/);
+    // A proposal waiting for review quotes it too (a node under skills.review: manual writes such rows).
+    const draft = { name: 'ledger-quarters', description: 'Use when exporting the ledger.', category: 'automation', body: '# Ledger\n\nOne file per quarter.' };
+    const proposal = (
+      await team.pool.query<{ id: string }>(
+        "INSERT INTO skill_proposals (session_id, action, name, draft, evidence, reason, status, created_at) VALUES ('ledger-session', 'create', $1, $2, $3, $4, 'pending', $5) RETURNING id",
+        [draft.name, JSON.stringify(draft), JSON.stringify([`the user said "${quoted}"`]), `Said: ${quoted}.`, Date.now()],
+      )
+    ).rows[0]!.id;
+    const added = await json<{ id: string }>(['memory', 'add', quoted]);
+    assert.match(await cli(['memory', 'forget', added.id]), /Forgot/);
+    const teamLog = await cli(['skills', 'log', '--full']);
+    assert.equal(teamLog.includes(quoted), false, teamLog);
+    assert.match(teamLog, /evidence: turn 2: the user said "\[forgotten\]"/);
+    assert.match(teamLog, /create quokka-ledger-exports: applied/);
+    const rows = await team.pool.query<{ record: string }>('SELECT record FROM skill_evolutions');
+    assert.ok(rows.rows.every((row) => !row.record.includes(quoted) && typeof JSON.parse(row.record) === 'object'));
+    const pending = (await json<Array<{ id: number; evidence: string[]; reason: string }>>(['skills', 'pending'])).find((row) => String(row.id) === proposal);
+    assert.deepEqual([pending?.evidence, pending?.reason], [['the user said "[forgotten]"'], 'Said: [forgotten].']);
+  });
+
   test('rl export writes the samples the node recorded and judged, from the team store: the same bytes a personal install writes for the same traffic', async () => {
     const home = await personal();
     for (const proxy of [node, home]) for (const name of ['rl-pair-1', 'rl-pair-2']) await session(openai(proxy), name, [RL_QUESTION]);
@@ -311,6 +335,43 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     await cli(['skills', 'add', writeSkill(join(team.seed, 'drafts'), 'key-rotation', 'Use when rotating deploy keys.', '# Key rotation\n\nRun the script.')]);
     await waitFor(async () => (await runCli(['rl', 'export', '--format', 'kto'], { home: team.seed, env: teamEnv() })).stdout === '', 10_000, 200);
     assert.equal((await cli(['rl', 'export', '--format', 'kto', '--include-dropped'])).trim().split('\n').length, 2);
+  });
+
+  test("import-sqlite carries the install's evolution_history.jsonl into skill_evolutions: skills log on the team shows the personal log; importing again adds none", async () => {
+    const home = (await personal()).home;
+    await runCli(['stop'], { home });
+    const personalLog = await runCli(['skills', 'log', '--full'], { home });
+    assert.match(personalLog.stdout, /create quokka-ledger-exports: applied/);
+    const lines = readFileSync(join(home, 'skills', 'evolution_history.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean);
+    const url = team.postgres.createDatabase('team_cli_log');
+    const env = { ...teamEnv(), METACLAW_DATABASE_URL: url };
+    const importInto = async (args: string[]) => {
+      const result = await runCli(['store', 'import-sqlite', home, ...args], { home: team.seed, env });
+      assert.equal(result.code, 0, result.stderr);
+      return result.stdout;
+    };
+    assert.match(await importInto([]), new RegExp(`skill_evolutions +${lines.length}\n`));
+    const teamLog = await runCli(['skills', 'log', '--full'], { home: team.seed, env });
+    assert.equal(teamLog.stdout, personalLog.stdout, 'the same lines, times included');
+    const pool = openPool(url, { max: 1 });
+    try {
+      const rows = (await pool.query<{ record: string; created_at: string }>('SELECT record, created_at FROM skill_evolutions ORDER BY id')).rows;
+      assert.deepEqual(
+        rows.map((row) => [row.record, Number(row.created_at)]),
+        lines.map((line) => [line, Date.parse((JSON.parse(line) as { timestamp: string }).timestamp)]),
+      );
+    } finally {
+      await pool.end();
+    }
+
+    const again = JSON.parse(await importInto(['--merge', '--json'])) as { tables: Array<{ table: string; read: number; inserted: number }> };
+    assert.deepEqual(
+      again.tables.find((table) => table.table === 'skill_evolutions'),
+      { table: 'skill_evolutions', read: lines.length, inserted: 0 },
+    );
+    assert.equal((await runCli(['skills', 'log', '--full'], { home: team.seed, env })).stdout, personalLog.stdout);
   });
 
   test("scheduler status, with no node running here, does not report a personal run's state as the node's", async () => {

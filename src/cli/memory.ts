@@ -29,6 +29,7 @@ import { SEARCH_EMBED_TIMEOUT_MS } from '../embeddings/index.js';
 import { retrievalModes, storedProbe, withMemoryRetrieval } from '../runtime/retrieval-mode.js';
 import { memorySettings } from '../runtime/settings.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
+import { SkillQuotes } from '../skills/index.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, errorText, loadCliConfig, numberArgument, print, printError, readUserFile } from './context.js';
 import { onServedStore } from './store.js';
@@ -60,6 +61,7 @@ export function personalMemory(config: LoadedConfig, db: Db): MemoryService {
     logger: silentLogger(),
     settings,
     conversation: new ConversationStore(db),
+    quotes: new SkillQuotes(db, config.paths.skillsDir),
     waitedSearch: { embedTimeoutMs: SEARCH_EMBED_TIMEOUT_MS, keywordsOnly: (why) => printError(`Searched by keywords only: ${why}.`) },
   });
   const queue = new JobQueue(db, `cli-${process.pid}`, config.values['learning.max_attempts']);

@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type pg from 'pg';
 import { maskDatabaseUrl, type LoadedConfig } from '../config/index.js';
 import { SkillError } from '../errors.js';
 import { silentLogger } from '../logging/index.js';
 import { skillsSettings } from '../runtime/settings.js';
 import {
+  evolutionLogFile,
   exportSkills,
   importSkills,
   installStarterSkills,
@@ -118,7 +118,7 @@ function personalBackend(config: LoadedConfig, db: Db): SkillsBackend {
     approve: async (id) => service.approve(id),
     reject: async (id) => service.reject(id),
     evolutions: async () => {
-      const file = join(service.library.dir, 'evolution_history.jsonl');
+      const file = evolutionLogFile(service.library.dir);
       return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
     },
     integrity: () => checkIntegrity(db),

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { DATABASE_URL_VARIABLE, maskDatabaseUrl, type LoadedConfig } from '../config/index.js';
+import { evolutionLogFile } from '../skills/history.js';
 import { MIGRATIONS, openDatabase, schemaVersion, type Db } from '../store/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 
@@ -38,7 +39,7 @@ export function registerStoreCommands(program: Command): void {
       .description("copy a personal install's database (a metaclaw.db file or a METACLAW_HOME folder) into the team store, in one transaction")
       .argument('<path>')
       .option('--merge', 'import into a store that already holds rows: rows whose key is already there are skipped and kept as they are')
-      .option('--skills <dir>', "the install's skills folder (default: skills/ beside its metaclaw.db)")
+      .option('--skills <dir>', "the install's skills folder and its evolution log (default: skills/ beside its metaclaw.db)")
       .option('--no-skills', 'import the database only'),
   ).action(async (path: string, options: ImportCommandOptions) => importCommand(path, options));
 }
@@ -212,9 +213,10 @@ async function importCommand(path: string, options: ImportCommandOptions): Promi
   const url = requireUrl(loadStoreConfig(options));
   if (typeof options.skills === 'string' && !existsSync(options.skills)) throw new CliExit(`No skills folder at ${options.skills}; nothing was imported.`);
   const { result, skills } = await withPool(url, async (postgres, pool) => {
-    const result = await postgres.importSqlite(pool, path, { merge: options.merge ?? false });
-    // The skills folder after the tables, in a transaction of its own: a skill already there is kept as it is.
-    const folder = options.skills === false ? undefined : (options.skills ?? join(dirname(result.source), 'skills'));
+    // The install's skills folder: its evolution log goes with the tables, its skills after them.
+    const folder = options.skills === false ? undefined : (options.skills ?? join(dirname(postgres.resolveSqlitePath(path)), 'skills'));
+    const result = await postgres.importSqlite(pool, path, { merge: options.merge ?? false, ...(folder ? { evolutionLog: evolutionLogFile(folder) } : {}) });
+    // The skills in a transaction of their own: a skill already there is kept as it is.
     const skills =
       folder && existsSync(folder)
         ? { folder, ...(await new postgres.PgSkillStore(pool).importFolder(folder, { source: 'import-sqlite', moving: true })) }

@@ -79,7 +79,8 @@ function withMembers<A extends unknown[], T extends TeamOptions>(
 function describeTraces(details: Omit<ForgottenScope, 'units'>): string {
   return (
     `Also gone: ${details.vectors} vectors, ${details.searchKeys} search-key rows, ${details.stateKeys} extraction watermarks, ${details.jobs} unfinished memory jobs; ` +
-    `their texts were scrubbed from ${details.turns} turn summaries and the stored bodies of ${details.payloads} turns.`
+    `their texts were scrubbed from ${details.turns} turn summaries, the stored bodies of ${details.payloads} turns ` +
+    `and ${details.skillRecords} skill evolution log lines and proposals.`
   );
 }
 

@@ -5,6 +5,7 @@ import { FingerprintSessions } from './fingerprint-sessions.js';
 import { lastRecordedMainTurn, MainTurnActivity } from './main-activity.js';
 import { decodeDocument, documentReferences } from './payload-codec.js';
 import { PayloadScrubber } from './payload-scrub.js';
+import { FORGOTTEN, forgetNeedles, holdsNeedle, scrubNeedles } from '../shared/forget-text.js';
 import { SegmentTable } from './segment-table.js';
 import type { RecoveredJournal, TurnJournal } from './turn-journal.js';
 import { turnDetail } from './turn-rows.js';
@@ -357,13 +358,12 @@ export class ConversationStore implements ConversationReadStore {
    * summaries, the request and forwarded bodies (an agent resends the whole history, so later turns
    * hold it too) and the body parts they share. Used when a memory is forgotten.
    */
-  scrubTexts(turnIds: readonly string[], texts: readonly string[], replacement = '[forgotten]'): number {
-    const needles = texts.map((text) => text.trim()).filter((text) => text.length >= 3);
+  scrubTexts(turnIds: readonly string[], texts: readonly string[], replacement = FORGOTTEN): number {
+    const needles = forgetNeedles(texts);
     if (needles.length === 0) return 0;
     const sessions = new Set(turnIds.map((id) => this.statements.sessionOfTurn.get(id)?.session_id).filter((id): id is string => id !== undefined));
-    const scrub = (text: string | null) => (text === null ? null : needles.reduce((current, needle) => current.split(needle).join(replacement), text));
-    const holds = (text: string | null) =>
-      text !== null && needles.some((needle) => text.includes(needle) || text.includes(JSON.stringify(needle).slice(1, -1)));
+    const scrub = (text: string | null) => (text === null ? null : scrubNeedles(needles, text, replacement));
+    const holds = (text: string | null) => holdsNeedle(needles, text);
     let changed = 0;
     const scrubber = new PayloadScrubber(this.segments, (text) => scrub(text) ?? text, holds);
     this.db

@@ -8,6 +8,7 @@ export {
   type MemoryConversation,
   type RelatedRecall,
   type IngestTurn,
+  type QuotedTexts,
 } from './service.js';
 export { MemoryStore, newMemoryId, type MemoryPatch, type ScopeStats } from './store.js';
 export { detectRules } from './rules.js';

@@ -39,7 +39,7 @@ import {
   type RuleSubject,
   type StatedRule,
 } from './rules.js';
-import { MemoryStore, type MemoryPatch } from './store.js';
+import { MemoryStore, type MemoryPatch, type Scrubber } from './store.js';
 import { rawContent, turnPreparer, type IngestTurn, type PreparedTurn } from './raw-turns.js';
 import { inSlices } from '../shared/event-loop.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
@@ -77,6 +77,14 @@ export interface MemorySettings {
 /** What memory reads of the conversation record (and scrubs when forgetting). */
 export type MemoryConversation = Pick<ConversationStore, 'getTurnSummary' | 'lastModelOf' | 'latestModel' | 'scrubTexts'>;
 
+/**
+ * Records outside memory and the conversation that quote session text word for word (the skill
+ * evolution log and proposals): a forgotten memory's texts are scrubbed from them too.
+ */
+export interface QuotedTexts {
+  scrubTexts(texts: readonly string[]): number;
+}
+
 /** Recall of the units extraction is shown (see `MemoryDependencies.recall`). */
 export type RelatedRecall = (request: RecallRequest) => Promise<MemoryHit[]>;
 
@@ -85,6 +93,7 @@ export interface MemoryDependencies {
   logger: Logger;
   settings: MemorySettings;
   conversation?: MemoryConversation;
+  quotes?: QuotedTexts;
   /**
    * Where extraction recalls the units it shows the extractor. Default: this database's own recall.
    * A team node runs jobs in a workspace holding only part of the team's memory, so it recalls from
@@ -739,16 +748,33 @@ export class MemoryService {
 
   /** Forgets a unit for good; its text is also scrubbed from the turns it came from. */
   forget(id: string): MemoryUnit | undefined {
-    const removed = this.store.delete(id, (turns, texts) => this.scrub(turns, texts));
+    const removed = this.scrubbing((scrub) => this.store.delete(id, scrub));
     if (removed) this.compact();
     return removed;
   }
 
   forgetScope(scope: string): number {
-    const removed = this.store.deleteScope(scope, (turns, texts) => this.scrub(turns, texts));
+    const removed = this.scrubbing((scrub) => this.store.deleteScope(scope, scrub));
     for (const key of this.watermarkKeys(scope)) this.state.set(key, '0');
     this.compact();
     return removed;
+  }
+
+  /**
+   * Runs a delete whose units' texts are scrubbed from their turns as each goes, and then, all
+   * at once (a scope's units would rewrite the evolution log once each), from the records that
+   * quote them; in one transaction, so no forgotten unit's text stays quoted in the database.
+   */
+  private scrubbing<T>(remove: (scrub: Scrubber) => T): T {
+    return this.store.atomically(() => {
+      const texts: string[] = [];
+      const removed = remove((turns, unitTexts) => {
+        this.scrub(turns, unitTexts);
+        texts.push(...unitTexts);
+      });
+      if (texts.length > 0) this.deps.quotes?.scrubTexts(texts);
+      return removed;
+    });
   }
 
   housekeep(now = Date.now()): HousekeepingReport {
@@ -779,6 +805,7 @@ export class MemoryService {
   }
 
   private scrub(turnIds: readonly string[], texts: readonly string[]): void {
+    if (turnIds.length === 0) return;
     this.deps.conversation?.scrubTexts(turnIds, texts);
     // Raw turns holding the same words (the rule detector quotes them verbatim) go too.
     for (const turnId of turnIds) {

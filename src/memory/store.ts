@@ -623,8 +623,8 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
       // The turns after it may have borrowed the deleted turn's words through clarifying questions (`rawLink`).
       this.relinkFrom(after.rowid, row.previous_raw === null ? undefined : this.statements.linkedTurn.get(row.previous_raw));
     }
-    const turns = JSON.parse(row.source_turns) as string[];
-    if (scrub && turns.length > 0) scrub(turns, [row.content]);
+    // Also without source turns: records beside the turns (the skill evolution log) may quote a unit added by hand.
+    if (scrub) scrub(JSON.parse(row.source_turns) as string[], [row.content]);
   }
 
   /** Raw turns older than `rawCutoff` and superseded units older than `supersededCutoff`. */

@@ -24,7 +24,7 @@ import {
 import { MemoryService, personalMemoryApi, SHARED_SCOPE } from '../memory/index.js';
 import { Scheduler, schedulerEnabled, schedulerOffReason, schedulerSettings, SchedulerStateStore } from '../scheduler/index.js';
 import { decideMode, RlEngine, RlService } from '../rl/index.js';
-import { SkillsService } from '../skills/index.js';
+import { SkillQuotes, SkillsService } from '../skills/index.js';
 import { MemberDirectory } from '../team/index.js';
 import { openDatabase, StoreHealth, WalCheckpointer, type Db } from '../store/index.js';
 import { similarWords, thesaurus, warmGlossary } from '../text/index.js';
@@ -199,6 +199,7 @@ export class MetaclawRuntime {
       logger: this.logger.child({ part: 'memory' }),
       settings: withMemoryRetrieval(memorySettings(options.config), this.retrieval.memory),
       conversation: this.conversation,
+      quotes: new SkillQuotes(this.db, this.skills.library.dir),
       mainUpstream: this.forwarder.mainTarget,
       credentials: this.credentials,
       languages,

@@ -79,8 +79,13 @@ export class SkillHistory implements SkillVersionStore {
   /** One line per accepted evolution, in MetaClaw's file (plus our fields). */
   appendEvolution(event: Record<string, unknown>): void {
     makeFolders(this.skillsDir);
-    appendFileSync(join(this.skillsDir, 'evolution_history.jsonl'), `${evolutionLine(event)}\n`, { mode: 0o600 });
+    appendFileSync(evolutionLogFile(this.skillsDir), `${evolutionLine(event)}\n`, { mode: 0o600 });
   }
+}
+
+/** The evolution log of the library in `skillsDir` (MetaClaw's file name). */
+export function evolutionLogFile(skillsDir: string): string {
+  return join(skillsDir, 'evolution_history.jsonl');
 }
 
 /** An evolution as a line of the log (evolution_history.jsonl; the team store's skill_evolutions): its time first, then the record. */

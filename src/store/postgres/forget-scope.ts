@@ -5,11 +5,13 @@ import { PayloadScrubber, type ScrubbedSegments } from '../../conversation/paylo
 import type { PartReferences } from '../../conversation/segment-table.js';
 import { nodeChildren } from '../../conversation/list-chains.js';
 import { contentHash } from '../../memory/search-keys.js';
+import { forgetNeedles, holdsNeedle, scrubJsonStrings, scrubNeedles } from '../../shared/forget-text.js';
 import type { MemoryUnit } from '../../memory/types.js';
 import { PgMemorySearch } from './memory-search.js';
 import { unitOfRow } from './memory-units.js';
 import { lockScope } from './memory-workspace.js';
 import { relinkAfterDeleting } from './raw-links.js';
+import { scrubPgSkillQuotes } from './skill-quotes.js';
 import { fromPostgresText, toPostgresText } from './text.js';
 
 /** What forgetting a scope took out of the team store. */
@@ -28,11 +30,9 @@ export interface ForgottenScope {
   payloads: number;
   /** Memory learning jobs of the scope that had not finished (they would have written into it again). */
   jobs: number;
+  /** Skill evolution log lines and review proposals whose quotes of the texts were scrubbed. */
+  skillRecords: number;
 }
-
-/** Why SQLite's scrub stops at 3 characters: shorter needles would shred unrelated text. */
-const MIN_NEEDLE = 3;
-const REPLACEMENT = '[forgotten]';
 
 /**
  * Forgets a memory scope in the team store, inside the caller's transaction: what
@@ -106,7 +106,7 @@ async function forgetTexts(
   client: pg.PoolClient,
   units: ReadonlyArray<z.infer<typeof deletedUnit>>,
   scope: string | null,
-): Promise<{ searchKeys: number; turns: number; payloads: number }> {
+): Promise<{ searchKeys: number; turns: number; payloads: number; skillRecords: number }> {
   // Search keys are shared by content: those of a text another scope still holds stay.
   const contents = [...new Set(units.map((unit) => unit.content))];
   const kept = new Set(
@@ -117,7 +117,9 @@ async function forgetTexts(
   const hashes = contents.filter((content) => !kept.has(content)).map((content) => contentHash(fromPostgresText(content)));
   const searchKeys = (await client.query('DELETE FROM memory_search_keys WHERE content_hash = ANY($1::text[])', [hashes])).rowCount ?? 0;
   const turnIds = units.flatMap((unit) => z.array(z.string()).catch([]).parse(JSON.parse(unit.source_turns)));
-  return { searchKeys, ...(await scrubSessions(client, scope, turnIds, contents)) };
+  const sessions = await scrubSessions(client, scope, turnIds, contents);
+  // The skill records quote sessions word for word, whichever session: scrubbed wherever they hold the texts.
+  return { searchKeys, ...sessions, skillRecords: await scrubPgSkillQuotes(client, contents) };
 }
 
 const turnTextsRow = z.object({
@@ -138,12 +140,11 @@ async function scrubSessions(
   texts: readonly string[],
 ): Promise<{ turns: number; payloads: number }> {
   // Columns hold text as stored (NUL as its stand-in); bodies are JSON, whose strings decode to the real text.
-  const stored = texts.map((text) => text.trim()).filter((text) => text.length >= MIN_NEEDLE);
+  const stored = forgetNeedles(texts);
   if (stored.length === 0) return { turns: 0, payloads: 0 };
   const plain = stored.map(fromPostgresText);
-  const scrub = (needles: readonly string[]) => (text: string) => needles.reduce((current, needle) => current.split(needle).join(REPLACEMENT), text);
-  const holds = (needles: readonly string[]) => (text: string | null) =>
-    text !== null && needles.some((needle) => text.includes(needle) || text.includes(JSON.stringify(needle).slice(1, -1)));
+  const scrub = (needles: readonly string[]) => (text: string) => scrubNeedles(needles, text);
+  const holds = (needles: readonly string[]) => (text: string | null) => holdsNeedle(needles, text);
   const sessions = (
     await client.query<{ id: string }>('SELECT id FROM sessions WHERE scope = $1 UNION SELECT session_id FROM turns WHERE id = ANY($2::text[]) ORDER BY 1', [
       scope,
@@ -215,7 +216,7 @@ async function scrubPayloads(
     try {
       for (const row of rows) {
         const rewritten = scrubber.rewrite(row.session, row.received, row.forwarded);
-        const injected = row.injected !== null && holds(row.injected) ? JSON.stringify(cleanJson(JSON.parse(row.injected), scrub)) : undefined;
+        const injected = row.injected !== null && holds(row.injected) ? JSON.stringify(scrubJsonStrings(JSON.parse(row.injected), scrub)) : undefined;
         if (!rewritten && injected === undefined) continue;
         updates.push({
           turnId: row.turn_id,
@@ -248,13 +249,6 @@ async function scrubPayloads(
 }
 
 const MAX_PASSES = 8;
-
-function cleanJson(value: unknown, scrub: (text: string) => string): unknown {
-  if (typeof value === 'string') return scrub(value);
-  if (Array.isArray(value)) return value.map((item) => cleanJson(item, scrub));
-  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, cleanJson(item, scrub)]));
-  return value;
-}
 
 /** A part as read: its JSON and uses (null: not stored). */
 type Part = { json: string; refs: number } | null;

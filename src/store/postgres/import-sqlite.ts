@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type pg from 'pg';
 import * as sqliteVec from 'sqlite-vec';
@@ -7,6 +7,7 @@ import { openDatabase, schemaVersion, type Db } from '../database.js';
 import { MIGRATIONS } from '../migrations.js';
 import { indexImportedMemories } from './import-memory-index.js';
 import { migratePostgres } from './migrate.js';
+import { PgSkillEvolutions } from './skill-evolutions.js';
 import { TEAM_TABLES, type TeamTable } from './tables.js';
 import { toPostgresText } from './text.js';
 
@@ -25,6 +26,8 @@ import { toPostgresText } from './text.js';
 
 export interface ImportOptions {
   readonly merge?: boolean;
+  /** The install's evolution_history.jsonl, imported into skill_evolutions (a missing file: nothing). */
+  readonly evolutionLog?: string;
   /** Rows per INSERT (fewer when a table has many columns: PostgreSQL takes at most 65,535 parameters). */
   readonly batchRows?: number;
 }
@@ -73,6 +76,7 @@ export async function importSqlite(pool: pg.Pool, path: string, options: ImportO
       sqlite.exec('BEGIN'); // one snapshot of the SQLite file for every table
       const tables: TableImport[] = [];
       for (const table of TEAM_TABLES) tables.push(await copyTable(sqlite, client, table, columns, options));
+      if (options.evolutionLog) tables.push(await importEvolutionLog(client, options.evolutionLog));
       const memoryIndexed = await indexImportedMemories(sqlite, pool, client);
       sqlite.exec('COMMIT');
       await client.query('COMMIT');
@@ -85,6 +89,39 @@ export async function importSqlite(pool: pg.Pool, path: string, options: ImportO
     }
   } finally {
     sqlite.close();
+  }
+}
+
+/**
+ * The install's evolution log into skill_evolutions, where `skills log` on the team reads it: each
+ * line that is a JSON object, in the file's order, its `timestamp` kept as the row's time (the
+ * import's time when it has none). A line already logged word for word is skipped, so importing
+ * again (--merge) adds only the lines written since.
+ */
+async function importEvolutionLog(client: pg.PoolClient, file: string): Promise<TableImport> {
+  const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
+  const events = lines
+    .map((line) => line.trim())
+    .flatMap((line) => {
+      const event = jsonObject(line);
+      if (!event) return [];
+      const at = typeof event['timestamp'] === 'string' ? Date.parse(event['timestamp']) : Number.NaN;
+      return [{ line, sessionId: typeof event['session_id'] === 'string' ? event['session_id'] : '', at: Number.isFinite(at) ? at : Date.now() }];
+    });
+  let inserted = 0;
+  for (let start = 0; start < events.length; start += EVOLUTIONS_PER_INSERT)
+    inserted += await PgSkillEvolutions.insertNew(client, events.slice(start, start + EVOLUTIONS_PER_INSERT));
+  return { table: 'skill_evolutions', read: events.length, inserted };
+}
+
+const EVOLUTIONS_PER_INSERT = 1_000;
+
+function jsonObject(line: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(line);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
   }
 }
 

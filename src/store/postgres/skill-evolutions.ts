@@ -21,6 +21,20 @@ export class PgSkillEvolutions {
     ]);
   }
 
+  /**
+   * Logs lines written elsewhere (a personal install's evolution_history.jsonl), in order, on `db`;
+   * a line already logged word for word is skipped. Returns how many were added.
+   */
+  static async insertNew(db: Queryable, events: ReadonlyArray<{ line: string; sessionId: string; at: number }>): Promise<number> {
+    const result = await db.query(
+      `INSERT INTO skill_evolutions (session_id, record, created_at)
+       SELECT t.session_id, t.record, t.created_at FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS t(session_id, record, created_at, n)
+       WHERE NOT EXISTS (SELECT 1 FROM skill_evolutions e WHERE e.record = t.record) ORDER BY t.n`,
+      [events.map((event) => toPostgresText(event.sessionId)), events.map((event) => event.line), events.map((event) => event.at)],
+    );
+    return result.rowCount ?? 0;
+  }
+
   /** Every logged evolution's line, oldest first. */
   async lines(): Promise<string[]> {
     const result = await this.pool.query('SELECT record FROM skill_evolutions ORDER BY id');

@@ -48,7 +48,7 @@ export const TEAM_TABLES: readonly TeamTable[] = [
  * cross-node queue's recorded effects and budget reservations, and `skills` (each skill's current
  * SKILL.md and the files beside it, which a personal install keeps as folders: filled by
  * `PgSkillStore.importFolder`), and `skill_evolutions` (the evolution log a personal install keeps
- * as evolution_history.jsonl, which an import does not read).
+ * as evolution_history.jsonl, which an import reads from the skills folder).
  * `store status` counts them with the others.
  */
 export const TEAM_ONLY_TABLES: readonly string[] = [
