@@ -82,12 +82,13 @@ describe('Tinker JSON wire client against the strict double', () => {
     assert.equal((sample.body as { seq_id: number }).seq_id, 0, 'a sampling session counts its own seq ids from 0');
   });
 
-  test('a wrong API key is refused with an error that names rl.api_key', async () => {
-    const backend = backendFor(double, { apiKey: 'tml-wrong' });
+  test('a wrong API key is refused with an error that names rl.api_key, without the key the service echoed', async () => {
+    const backend = backendFor(double, { apiKey: 'tml-wrong-key-0123' });
     await assert.rejects(backend.open({ baseModel: MODEL, loraRank: 8 }), (error: unknown) => {
       assert.ok(error instanceof RlBackendError);
       assert.equal(error.code, 'rl_unauthorized');
       assert.match(error.message, /rl\.api_key/);
+      assert.match(error.message, /invalid API key: \[redacted\]/);
       return true;
     });
   });

@@ -341,7 +341,9 @@ export class TinkerDouble {
     let body: unknown;
     let parsed: unknown;
     try {
-      if (headers['x-api-key'] !== this.apiKey) throw new WireError(401, headers['x-api-key'] ? 'invalid API key' : 'missing X-API-Key header');
+      // Echoing the refused key, as some services do: the client must not log or show it.
+      if (headers['x-api-key'] !== this.apiKey)
+        throw new WireError(401, headers['x-api-key'] ? `invalid API key: ${String(headers['x-api-key'])}` : 'missing X-API-Key header');
       if (method !== 'POST' || !(path in schemas)) throw new WireError(404, `no route ${method} ${path}`);
       const route = path as Route;
       try {

@@ -3,6 +3,7 @@ import { LlmCallError, PermanentJobError } from '../../learning/index.js';
 import { AnswerTooLargeError, cappedText } from '../../shared/capped-text.js';
 import { urlHost } from '../../shared/url-host.js';
 import { isRetryableStatus } from '../../upstream/index.js';
+import { withoutKeys } from '../../shared/without-keys.js';
 
 /** Where the OPD teacher is (opd.teacher_url, opd.teacher_model, opd.teacher_api_key). */
 export interface TeacherEndpoint {
@@ -95,7 +96,8 @@ async function complete(
     }
   }
   if (response.status === 400 && maxTokens === 0 && /max_tokens/i.test(text)) return { json: undefined, refusedZero: true };
-  const message = `the OPD teacher (${host(endpoint)}) answered ${response.status}: ${text.slice(0, 300)}`;
+  // Logged and stored with the job: without the key, which some servers echo.
+  const message = `the OPD teacher (${host(endpoint)}) answered ${response.status}: ${withoutKeys(text, [endpoint.apiKey]).slice(0, 300)}`;
   if (isRetryableStatus(response.status)) throw new LlmCallError(message, response.status);
   throw new PermanentJobError(message);
 }

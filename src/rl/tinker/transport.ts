@@ -1,6 +1,7 @@
 import { RlBackendError, errorMessage, type RlFailureCategory } from '../../errors.js';
 import { VERSION } from '../../version.js';
 import { WIRE_SDK_VERSION, requestFailedSchema, tryAgainSchema, untypedFutureSchema } from './wire.js';
+import { withoutKeys } from '../../shared/without-keys.js';
 
 /**
  * HTTP for the Tinker JSON wire: the X-API-Key header, retries with exponential backoff and jitter
@@ -218,7 +219,8 @@ export class TinkerTransport {
   }
 
   private statusError(route: string, answer: HttpAnswer): RlBackendError {
-    const detail = detailOf(answer);
+    // Logged, stored and shown in /status: without the key, which some servers echo.
+    const detail = withoutKeys(detailOf(answer), [this.apiKey]);
     const status = answer.status;
     if (status === 401 || status === 403) {
       return new RlBackendError(`${this.label} refused the API key (${status} on ${route}): ${detail}. Check rl.api_key.`, {
