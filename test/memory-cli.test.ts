@@ -183,6 +183,17 @@ describe('memory API and CLI', () => {
     assert.equal(found[0]?.content, 'I play the cello in a quartet.', "the speaker's name is searchable with the turn, as over HTTP");
   });
 
+  test('memory search refuses an empty query, as the search route does; forget-scope counts one memory as one', async () => {
+    const home = tempHome();
+    for (const query of ['', '   ']) {
+      const refused = await runCli(['memory', 'search', query], { home });
+      assert.equal(refused.code, 1, refused.stdout);
+      assert.match(refused.stderr, /QUERY: must not be empty/);
+    }
+    assert.equal((await runCli(['memory', 'add', 'Deploys happen on Tuesdays.', '--scope', 'one'], { home })).code, 0);
+    assert.match((await runCli(['memory', 'forget-scope', 'one', '--yes'], { home })).stdout, /^Forgot 1 memory of scope one\.$/m);
+  });
+
   test('importing an export into the install it came from adds nothing: raw turns are already in memory too', async () => {
     const home = tempHome();
     const chat = join(home, 'chat.json');

@@ -185,6 +185,8 @@ export function registerMemoryCommands(program: Command): void {
       .option('--all', 'include superseded units'),
   ).action((query: string, options: MemoryOptions & { limit: string; type?: string; all?: boolean }) =>
     withMemory<MemoryOptions>(async ({ api, defaultScope }) => {
+      // As the search route and MCP's memory_search refuse it: an empty query finds nothing by design.
+      if (query.trim() === '') throw new CliExit('QUERY: must not be empty.');
       const types = options.type ? options.type.split(',').map((type) => memoryType(type.trim())) : undefined;
       const hits = await api.search({
         scope: options.scope ?? defaultScope,
@@ -323,7 +325,8 @@ export function registerMemoryCommands(program: Command): void {
     (scope: string, options: MemoryOptions & { yes?: boolean }) =>
       withMemory<MemoryOptions>(async ({ api }) => {
         if (!options.yes) throw new CliExit(`This deletes every memory in scope "${scope}". Re-run with --yes to confirm.`);
-        print(`Forgot ${await api.forgetScope(scope)} memories of scope ${scope}.`);
+        const forgotten = await api.forgetScope(scope);
+        print(`Forgot ${forgotten} memor${forgotten === 1 ? 'y' : 'ies'} of scope ${scope}.`);
       })(options),
   );
 
