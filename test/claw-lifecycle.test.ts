@@ -86,6 +86,7 @@ describe('start wires the agent, stop --unwire restores it byte for byte', () =>
     const verify = await user.cli(['claw', 'verify']);
     assert.equal(verify.code, 1);
     assert.match(verify.stdout, /not wired to this proxy/);
+    assert.match(verify.stderr, /Fix: run `metaclaw claw wire openclaw`\./);
   });
 
   test('start --no-wire leaves the agent alone; start --claw none too', async () => {

@@ -30,6 +30,7 @@ describe("MetaClaw's home, logs and keys are readable by the user alone", () => 
     try {
       assert.equal(mode(home), 0o700);
       assert.equal(mode(join(home, 'metaclaw.pid')), 0o600);
+      assert.equal(mode(join(home, 'logs')), 0o700);
       assert.equal(mode(join(home, 'logs', 'metaclaw.log')), 0o600);
       assert.equal(mode(join(home, 'logs', 'metaclaw.out')), 0o600);
     } finally {

@@ -127,7 +127,8 @@ export function registerClawCommands(program: Command): void {
       print(result.wired ? `${clawName(chosen)} is wired to ${wiringTarget(config).proxyUrl}.` : `${clawName(chosen)} is not wired to this proxy:`);
       for (const problem of result.problems) print(`  ${problem}`);
       for (const message of result.messages) print(`  (${message})`);
-      if (!result.wired) throw new CliExit('', 1);
+      // What to run: wiring again points the agent at this proxy, with its current key.
+      if (!result.wired) throw new CliExit(`Fix: run \`metaclaw claw wire ${chosen}\`.`, 1);
     }),
   );
   common(claw.command('install-plugin').description('install the MetaClaw plugin into an agent (openclaw)').argument('<type>')).action(

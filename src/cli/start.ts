@@ -141,7 +141,8 @@ async function startDaemon(config: LoadedConfig, options: StartOptions, warnings
   }
   for (const warning of [...config.warnings, ...warnings]) printError(`warning: ${warning}`);
 
-  makeFolders(paths.logDir);
+  // Private like the home it is in: the logs hold request summaries.
+  makeFolders(paths.logDir, 0o700);
   const outputFile = join(paths.logDir, 'metaclaw.out');
   const outputStart = fileSize(outputFile);
   const output = openSync(outputFile, 'a', 0o600);
