@@ -220,6 +220,38 @@ describe('memory API and CLI', () => {
     );
   });
 
+  test('memory import fails (exit 1) when no line of the file could be read as a memory, or the file is empty; a file of lines already here still succeeds', async () => {
+    const home = tempHome();
+    const wrong = join(home, 'notes.txt');
+    writeFileSync(wrong, 'Deploys happen on Tuesdays.\nThe hangar key is in the red box.\n');
+    const refused = await runCli(['memory', 'import', wrong], { home });
+    assert.equal(refused.code, 1, refused.stdout);
+    assert.match(refused.stdout, /Imported 0 memories; skipped 2/);
+    assert.match(refused.stderr, /nothing was imported: 2 of 2 lines could not be read as memories \(first, line 1: not JSON\)/);
+    const asJson = await runCli(['memory', 'import', wrong, '--json'], { home });
+    assert.equal(asJson.code, 1);
+    assert.equal(JSON.parse(asJson.stdout).skipped.length, 2, 'the report is printed before the refusal');
+
+    const empty = join(home, 'empty.jsonl');
+    writeFileSync(empty, '\n\n');
+    const none = await runCli(['memory', 'import', empty], { home });
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /holds no memories: nothing was imported/);
+
+    const backup = join(home, 'backup.jsonl');
+    assert.equal((await runCli(['memory', 'add', 'Deploys happen on Tuesdays.'], { home })).code, 0);
+    assert.equal((await runCli(['memory', 'export', '-o', backup], { home })).code, 0);
+    const again = await runCli(['memory', 'import', backup], { home });
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /Imported 0 memories; skipped 1/);
+    const mixed = join(home, 'mixed.jsonl');
+    writeFileSync(mixed, `not json\n${JSON.stringify({ content: 'The office closes at six.', type: 'semantic' })}\n`);
+    const partly = await runCli(['memory', 'import', mixed], { home });
+    assert.equal(partly.code, 0, 'one readable line imported: the bad one is reported, not fatal');
+    assert.match(partly.stdout, /Imported 1 memory; skipped 1/);
+    assert.match((await runCli(['memory', 'stats'], { home })).stdout, /scope default: 2 active/);
+  });
+
   test('memory show, edit, pin, unpin and forget honour --scope: a unit of another scope is not found there and is left as it was; without --scope the id reaches any scope', async () => {
     const home = tempHome();
     const unit = JSON.parse((await runCli(['memory', 'add', 'The hangar key is in the red box.', '--scope', 'user:alice', '--json'], { home })).stdout);

@@ -15,6 +15,7 @@ import {
   sqliteFileKind,
   rememberPythonImport,
   ingestTurnSchema,
+  isExpectedSkip,
   MEMORY_TYPES,
   memoryContentSchema,
   MemoryService,
@@ -380,9 +381,14 @@ export function registerMemoryCommands(program: Command): void {
         const chunk = await target.api.import(lines.slice(start, end), scope);
         return { imported: chunk.imported, skipped: chunk.skipped.map((item) => ({ line: item.line + start, reason: item.reason })) };
       });
-      if (options.json) return print(JSON.stringify(report, null, 2));
-      print(`Imported ${report.imported} memor${report.imported === 1 ? 'y' : 'ies'}; skipped ${report.skipped.length}.`);
-      for (const skipped of report.skipped.slice(0, 20)) print(`  line ${skipped.line}: ${skipped.reason}`);
+      if (options.json) print(JSON.stringify(report, null, 2));
+      else {
+        print(`Imported ${report.imported} memor${report.imported === 1 ? 'y' : 'ies'}; skipped ${report.skipped.length}.`);
+        for (const skipped of report.skipped.slice(0, 20)) print(`  line ${skipped.line}: ${skipped.reason}`);
+        if (report.skipped.length > 20) print(`  … and ${report.skipped.length - 20} more (--json lists them all)`);
+      }
+      const refusal = importRefusal(file, lines, report);
+      if (refusal) throw new CliExit(refusal);
     })(options),
   );
 
@@ -408,6 +414,19 @@ export function registerMemoryCommands(program: Command): void {
       );
     })(options),
   );
+}
+
+/**
+ * Why an import that brought nothing in is a failure, if it is: a file with no lines, or one whose
+ * lines were all refused as unreadable. Lines skipped because they are here already (a backup
+ * imported twice) or were replaced are what an import should skip, so those succeed.
+ */
+function importRefusal(file: string, lines: readonly string[], report: MemoryImportReport): string | undefined {
+  if (report.imported > 0) return undefined;
+  if (lines.every((line) => line.trim() === '')) return `${file} holds no memories: nothing was imported.`;
+  const unreadable = report.skipped.filter((item) => !isExpectedSkip(item.reason));
+  if (unreadable.length === 0) return undefined;
+  return `nothing was imported: ${unreadable.length} of ${report.skipped.length} line${report.skipped.length === 1 ? '' : 's'} could not be read as memories (first, line ${unreadable[0]!.line}: ${unreadable[0]!.reason}).`;
 }
 
 /**

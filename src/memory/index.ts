@@ -31,6 +31,7 @@ export {
   exportUnits,
   importLines,
   importTargets,
+  isExpectedSkip,
   ingestTurnSchema,
   MAX_INGEST_TURNS,
   memoryContentSchema,

@@ -156,6 +156,18 @@ export function importLines(memory: MemoryService, lines: readonly string[], def
   return report;
 }
 
+const SKIPPED_AS_SUPERSEDED = 'superseded: it was replaced by a newer memory, so it is not brought back';
+const SKIPPED_AS_PRESENT = 'already in memory';
+
+/**
+ * Whether an import skipped a line because it must (it is here already, or was replaced), not
+ * because the line is unreadable or not allowed: a backup imported twice skips every line and
+ * still succeeded.
+ */
+export function isExpectedSkip(reason: string): boolean {
+  return reason === SKIPPED_AS_PRESENT || reason === SKIPPED_AS_SUPERSEDED;
+}
+
 /**
  * Adds one checked item as a live memory, unless it must not be: why it was skipped, or undefined
  * once added. Every import source (JSONL lines, MetaClaw's own store) passes here, so each skips
@@ -166,11 +178,11 @@ export function importItem(memory: MemoryService, item: ImportItem, defaultScope
   if (onlyScope !== undefined && scope !== onlyScope) return `scope "${scope}" is not this request's scope ("${onlyScope}")`;
   // An export holds what was replaced too (its history); imported, it would come back as a live
   // memory, and a replaced rule must never return.
-  if (item.status === 'superseded') return 'superseded: it was replaced by a newer memory, so it is not brought back';
+  if (item.status === 'superseded') return SKIPPED_AS_SUPERSEDED;
   // A rule may say exactly what its raw turn said, so units are matched against raw turns only
   // when the line is a raw turn itself: then an export imported back into its own install (or
   // twice) adds nothing, where every raw turn used to come back as a copy.
-  if (memory.store.findSameContent(scope, item.content, { rawTurns: item.origin === 'raw_turn' })) return 'already in memory';
+  if (memory.store.findSameContent(scope, item.content, { rawTurns: item.origin === 'raw_turn' })) return SKIPPED_AS_PRESENT;
   const observedAt = item.observed_at ? Date.parse(item.observed_at) : Number.NaN;
   memory.add({
     scope,
