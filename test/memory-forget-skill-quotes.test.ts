@@ -5,12 +5,15 @@
  * process; only the LLM is scripted.
  */
 import assert from 'node:assert/strict';
-import { appendFileSync, readFileSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { appendFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
+import { evolutionLogFile, SkillQuotes } from '../src/skills/index.js';
+import { openDatabase } from '../src/store/index.js';
 import { learningAwareUpstream, session } from './support/evolver.js';
-import { startProxy, waitFor } from './support/proxy.js';
+import { REPO, startProxy, tempHome, waitFor } from './support/proxy.js';
 import { ScriptedUpstream } from './support/upstream.js';
 
 /** What the user said, and what the evolver quotes as its evidence. */
@@ -95,5 +98,57 @@ describe('forgetting a memory on a personal install', () => {
       await proxy.dispose();
       await upstream.close();
     }
+  });
+
+  test('an evolution appended while a forget rewrites the log is kept: the proxy process appends 300 evolutions during repeated scrubs, and every line is there, scrubbed', async () => {
+    const home = tempHome();
+    const skillsDir = join(home, 'skills');
+    mkdirSync(skillsDir, { recursive: true });
+    const log = evolutionLogFile(skillsDir);
+    const quoted = 'my locker code is 4417';
+    writeFileSync(log, `${JSON.stringify({ seq: -1, evidence: `the user said ${quoted}` })}\n`, { mode: 0o600 });
+    const quotes = new SkillQuotes(openDatabase(join(home, 'metaclaw.db')), skillsDir);
+    const lines = 300;
+    // As the proxy appends (SkillHistory.appendEvolution, its own connection to the database), about every 0.2 ms.
+    const appender = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `const { SkillHistory } = await import(${JSON.stringify(join(REPO, 'src/skills/history.ts'))});
+         const { openDatabase } = await import(${JSON.stringify(join(REPO, 'src/store/index.ts'))});
+         const history = new SkillHistory(openDatabase(${JSON.stringify(join(home, 'metaclaw.db'))}), ${JSON.stringify(skillsDir)});
+         for (let seq = 0; seq < ${lines}; seq++) {
+           history.appendEvolution({ seq, evidence: 'the user said ' + ${JSON.stringify(quoted)} });
+           const until = process.hrtime.bigint() + 200000n;
+           while (process.hrtime.bigint() < until);
+         }`,
+      ],
+      { stdio: 'inherit', cwd: REPO },
+    );
+    let running = true;
+    const exited = new Promise<number | null>((resolve) => appender.on('exit', (code) => ((running = false), resolve(code))));
+    let scrubs = 0;
+    while (running) {
+      quotes.scrubTexts([quoted]);
+      scrubs++;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.equal(await exited, 0);
+    quotes.scrubTexts([quoted]);
+    const kept = readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as { seq: number; evidence: string });
+    assert.ok(scrubs > 10, `the log was rewritten while lines were appended (${scrubs} scrubs)`);
+    assert.deepEqual(
+      kept.map((line) => line.seq).sort((a, b) => a - b),
+      Array.from({ length: lines + 1 }, (_, index) => index - 1),
+      'no appended evolution lost, none doubled',
+    );
+    assert.ok(kept.every((line) => !line.evidence.includes(quoted)));
+    assert.equal(statSync(log).mode & 0o777, 0o600);
   });
 });

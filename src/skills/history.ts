@@ -33,7 +33,7 @@ export class SkillHistory implements SkillVersionStore {
   private cachedGeneration: number | undefined;
 
   constructor(
-    db: Db,
+    private readonly db: Db,
     private readonly skillsDir: string,
   ) {
     this.state = new StateStore(db);
@@ -76,10 +76,13 @@ export class SkillHistory implements SkillVersionStore {
     return this.statements.latest.get(name);
   }
 
-  /** One line per accepted evolution, in MetaClaw's file (plus our fields). */
+  /**
+   * One line per accepted evolution, in MetaClaw's file (plus our fields). Appended holding the
+   * database's write lock: a forget in another process (SkillQuotes) rewrites the file under it.
+   */
   appendEvolution(event: Record<string, unknown>): void {
     makeFolders(this.skillsDir);
-    appendFileSync(evolutionLogFile(this.skillsDir), `${evolutionLine(event)}\n`, { mode: 0o600 });
+    this.db.transaction(() => appendFileSync(evolutionLogFile(this.skillsDir), `${evolutionLine(event)}\n`, { mode: 0o600 })).immediate();
   }
 }
 
