@@ -9,6 +9,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import * as sqliteVec from 'sqlite-vec';
 import { stringify } from 'yaml';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -148,4 +150,37 @@ describe('memory and skill searches from the CLI and MCP use vectors as the prox
     assert.equal(forgot.code, 0, forgot.stderr);
     assert.equal(databaseBytes(proxy.home).includes(stored), false, 'the vector went with its unit');
   });
+
+  test('and `metaclaw memory forget` run with a config that names another embedding model (whose vectors it leaves to the proxy) still takes the vector out, and only that one', async () => {
+    const texts = ['The Frobnicator warranty card is in the glovebox', 'The Frobnicator manual is on the top shelf'];
+    const ids: string[] = [];
+    for (const text of texts) {
+      const added = await sendJson(`${proxy.url}/v1/memory`, 'POST', { body: { type: 'semantic', content: text } });
+      assert.equal(added.status, 201);
+      ids.push(added.body.id);
+    }
+    const forgotten = storedVector(texts[0]!);
+    await waitFor(() => databaseBytes(proxy.home).includes(forgotten) && vectorsOf(proxy.home, ids) === 2, 15_000, 200);
+    const config = join(tempHome('metaclaw-other-model-config-'), 'config.yaml');
+    const embedding = { api_base: `${upstream.url}/v1`, model: 'another-model' };
+    writeFileSync(config, stringify({ llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, memory: { auto_extract: false, embedding } }), { mode: 0o600 });
+    const forgot = await proxy.cli(['memory', 'forget', ids[0]!, '--config', config]);
+    assert.equal(forgot.code, 0, forgot.stderr);
+    assert.equal(databaseBytes(proxy.home).includes(forgotten), false, 'the vector went with its unit');
+    assert.equal(vectorsOf(proxy.home, ids), 1, "the proxy's other vector stays");
+  });
 });
+
+/** How many of these units have a vector in the install's sqlite-vec table (read-only). */
+function vectorsOf(home: string, ids: readonly string[]): number {
+  const db = new Database(join(home, 'metaclaw.db'), { readonly: true });
+  try {
+    sqliteVec.load(db);
+    const found = db
+      .prepare(`SELECT count(*) AS n FROM memory_vec v JOIN memory_units u ON u.rowid = v.rowid WHERE u.id IN (${ids.map(() => '?').join(', ')})`)
+      .get(...ids) as { n: number };
+    return found.n;
+  } finally {
+    db.close();
+  }
+}

@@ -43,7 +43,6 @@ export class MemoryVectors {
       ),
       contentOf: db.prepare<[number], { content: string }>('SELECT content FROM memory_units WHERE rowid = ?'),
       mark: db.prepare<[number, string]>('INSERT OR REPLACE INTO memory_vec_index (rowid, scope) VALUES (?, ?)'),
-      unmark: db.prepare<[number]>('DELETE FROM memory_vec_index WHERE rowid = ?'),
     };
     const stored = this.state.get(MODEL_KEY);
     if (stored) {
@@ -128,7 +127,6 @@ export class MemoryVectors {
       nearest: this.db.prepare<[Buffer, number, string], { rowid: number; distance: number }>(
         'SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ? AND scope = ?',
       ),
-      remove: this.db.prepare<[bigint]>('DELETE FROM memory_vec WHERE rowid = ?'),
     };
   }
 
@@ -140,9 +138,9 @@ export class MemoryVectors {
     this.dimensions = undefined;
   }
 
+  /** Whatever model wrote it: a search-only process (another model, no `dimensions`) forgets too. */
   private remove(rowid: number): void {
-    if (this.dimensions !== undefined) this.vec().remove.run(BigInt(rowid));
-    this.statements.unmark.run(rowid);
+    eraseVector(this.db, rowid);
   }
 }
 
@@ -152,14 +150,18 @@ export class MemoryVectors {
  * changes: no vector of a forgotten text stays in the file.
  */
 export function eraseStoredVectors(db: Db, store: MemoryStore): void {
-  if (!db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'").get()) return;
+  if (!vectorTableExists(db)) return;
   sqliteVec.load(db);
-  const vector = db.prepare<[bigint]>('DELETE FROM memory_vec WHERE rowid = ?');
-  const marked = db.prepare<[number]>('DELETE FROM memory_vec_index WHERE rowid = ?');
-  const erase = (rowid: number): void => {
-    vector.run(BigInt(rowid));
-    marked.run(rowid);
-  };
-  store.onDelete(erase);
-  store.onRewrite(erase);
+  store.onDelete((rowid) => eraseVector(db, rowid));
+  store.onRewrite((rowid) => eraseVector(db, rowid));
+}
+
+/** A unit's vector and its mark, gone. Prepared each time: forgets are rare, and the table comes and goes with the model. */
+function eraseVector(db: Db, rowid: number): void {
+  if (vectorTableExists(db)) db.prepare<[bigint]>('DELETE FROM memory_vec WHERE rowid = ?').run(BigInt(rowid));
+  db.prepare<[number]>('DELETE FROM memory_vec_index WHERE rowid = ?').run(rowid);
+}
+
+function vectorTableExists(db: Db): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'").get() !== undefined;
 }
