@@ -149,7 +149,6 @@ export interface SearchKeysSource {
   readonly written: number;
 }
 
-/** Called with the texts of a forgotten unit so the turns it came from can be scrubbed too. */
 /** Called for each unit a forget removes: the turns it came from, its text, and its id (turns that injected it name it). */
 export type Scrubber = (turnIds: readonly string[], texts: readonly string[], unitId: string) => void;
 
