@@ -127,7 +127,7 @@ describe('a proxy without a key answers only to loopback names (DNS rebinding)',
       try {
         await withPage(browser, { allowErrors: /403|404/ }, async ({ page }) => {
           await page.goto(attacker.url);
-          await page.waitForFunction(() => document.title !== 'waiting');
+          await page.waitForFunction(`document.title !== 'waiting'`);
         });
         await withPage(browser, {}, async ({ page }) => {
           await page.goto(`http://localhost:${proxy.port}/ui`);
@@ -190,7 +190,7 @@ describe('a proxy with a key serves any host name to a client holding the key', 
           await page.click('button[type=submit]');
           await page.getByRole('heading', { name: 'Overview' }).waitFor();
           await page.goto(attacker.url);
-          await page.waitForFunction(() => document.title !== 'waiting');
+          await page.waitForFunction(`document.title !== 'waiting'`);
         });
       } finally {
         await browser.close();
@@ -199,6 +199,29 @@ describe('a proxy with a key serves any host name to a client holding the key', 
       assert.deepEqual(await standing(proxy), [], 'no standing instruction was planted');
     },
   );
+
+  test('an origin listed in proxy.allowed_origins (a browser extension) is served; another is refused', async () => {
+    await proxy.cli(['config', 'set', 'proxy.allowed_origins', '["chrome-extension://abcdefghijklmnop"]']);
+    await proxy.stop();
+    await startProxy({ home: proxy.home, port: proxy.port });
+    try {
+      upstream.reply(openAIReply({ text: 'ok' }));
+      const headers = { authorization: 'Bearer proxy-key' };
+      const allowed = await send(proxy.port, `127.0.0.1:${proxy.port}`, '/v1/chat/completions', CHAT, {
+        ...headers,
+        origin: 'chrome-extension://abcdefghijklmnop',
+      });
+      assert.equal(allowed.status, 200, allowed.body);
+      const other = await send(proxy.port, `127.0.0.1:${proxy.port}`, '/v1/chat/completions', CHAT, {
+        ...headers,
+        origin: 'chrome-extension://zzzzzzzzzzzzzzzz',
+      });
+      assert.equal(other.status, 403);
+      assert.match(JSON.parse(other.body).error.message, /proxy\.allowed_origins/);
+    } finally {
+      await proxy.cli(['config', 'unset', 'proxy.allowed_origins']);
+    }
+  });
 
   test('another host with the key is answered, without it is a 401', async () => {
     upstream.reply(openAIReply({ text: 'ok' }));

@@ -36,6 +36,8 @@ export class ProxyAuth {
   constructor(
     apiKey: string,
     private readonly members?: MemberLookup,
+    /** Browser origins allowed to change things (`proxy.allowed_origins`). */
+    private readonly allowedOrigins: readonly string[] = [],
   ) {
     this.key = apiKey === '' ? undefined : new Secret(apiKey);
   }
@@ -55,7 +57,7 @@ export class ProxyAuth {
    * PermissionError, key or not, for a request that changes something sent by a web page of another origin.
    */
   identify(headers: IncomingHttpHeaders, method: string): Caller {
-    checkBrowserOrigin(method, headers);
+    checkBrowserOrigin(method, headers, this.allowedOrigins);
     const authorization = single(headers['authorization']);
     const apiKey = single(headers['x-api-key']);
     const metaclawKey = single(headers['x-metaclaw-api-key']);
@@ -134,16 +136,17 @@ function checkLoopbackHost(host: string | undefined): void {
  * OPTIONS) from another origin is refused; reads stay open to links (the browser keeps their answers
  * from the page).
  */
-function checkBrowserOrigin(method: string, headers: IncomingHttpHeaders): void {
+function checkBrowserOrigin(method: string, headers: IncomingHttpHeaders, allowed: readonly string[]): void {
   if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') return;
   const origin = single(headers.origin);
+  if (origin !== undefined && allowed.some((entry) => entry.replace(/\/+$/, '').toLowerCase() === origin.toLowerCase())) return;
   const site = single(headers['sec-fetch-site']);
   if (origin === undefined ? site === undefined || site === 'same-origin' || site === 'none' : originHost(origin) === single(headers.host)?.toLowerCase())
     return;
   const from = origin === undefined ? `a ${site} page` : `a page of ${JSON.stringify(origin.slice(0, 100))}`;
   throw new PermissionError(
     'origin_not_allowed',
-    `This request was sent by ${from}, not by the proxy's own dashboard: a web page may not change memory or skills, or send model requests, through this proxy.`,
+    `This request was sent by ${from}, not by the proxy's own dashboard: a web page may not change memory or skills, or send model requests, through this proxy. List the origin in proxy.allowed_origins if it is a client of yours.`,
   );
 }
 
