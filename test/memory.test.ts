@@ -7,7 +7,7 @@ import { MAX_INGEST_TURNS } from '../src/memory/index.js';
 import { isProcessAlive } from '../src/runtime/index.js';
 import { isExtractorCall, learningAwareUpstream, userText } from './support/evolver.js';
 import { bagOfWords, embeddingsHandler } from './support/embeddings.js';
-import { databaseBytes, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { databaseBytes, recordedTurn, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { AWS_SECRET } from './support/secrets.js';
 import { json, ScriptedUpstream, type RecordedRequest } from './support/upstream.js';
 
@@ -736,6 +736,39 @@ describe('memory over HTTP and in the prompt', () => {
       const bytes = databaseBytes(home);
       assert.equal(bytes.includes('zanzibarquux'), false, 'no trace in the database file, its index or its WAL');
       assert.equal(bytes.includes('zanzibarquux'.toUpperCase()), false);
+    });
+  });
+
+  test('a forgotten memory also leaves the turns of other sessions it was injected into: a standing rule (HTTP forget) and a recalled memory of two lines (CLI forget)', async () => {
+    await withForgettingProxy(async ({ proxy, client, home }) => {
+      const ask = async (session: string, content: string) => {
+        const { response } = await client.chat.completions
+          .create({ model: 'm', messages: [{ role: 'user', content }] }, { headers: { 'X-Session-Id': session } })
+          .withResponse();
+        return recordedTurn(proxy.url, response.headers.get('x-metaclaw-request-id')!);
+      };
+      await ask('rule-said', 'From now on, always cc the vexlornith team on every release email.');
+      const rule = await waitFor(async () => (await search(proxy, 'vexlornith team', 'default')).find((result) => result.type === 'preference'), 15_000);
+      const added = await api(proxy, 'POST', '/v1/memory', { content: 'My locker at the Gralthum gym\nopens with zq-5521-plover.', type: 'semantic' });
+      assert.equal(added.status, 201);
+      // Later sessions: the rule goes into every main turn's core block, the locker memory is recalled.
+      const drafted = await ask('rule-applied', 'Draft the release email for version 2.4.');
+      const recalled = await ask('locker-asked', 'Which code opens my locker at the Gralthum gym?');
+      assert.match(JSON.stringify(drafted.forwarded.body), /vexlornith/, 'the rule was injected into the later session');
+      assert.match(JSON.stringify(recalled.forwarded.body), /zq-5521-plover/, 'the memory was recalled into the later session');
+
+      assert.equal((await api(proxy, 'DELETE', `/v1/memory/${rule.id}`)).status, 200);
+      const forgot = await proxy.cli(['memory', 'forget', added.body.id]);
+      assert.equal(forgot.code, 0, forgot.stderr);
+
+      for (const turn of [drafted, recalled]) {
+        const record = JSON.stringify(await recordedTurn(proxy.url, turn.id));
+        assert.doesNotMatch(record, /vexlornith|plover/, 'the turn record no longer quotes what was forgotten');
+        assert.match(record, /\[forgotten\]/);
+      }
+      const bytes = databaseBytes(home);
+      assert.equal(bytes.includes('vexlornith'), false, 'the rule is gone from the database file');
+      assert.equal(bytes.includes('plover'), false, 'the recalled memory is gone from the database file');
     });
   });
 

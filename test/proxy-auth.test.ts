@@ -137,3 +137,42 @@ describe('llm.api_key_env: the main key lives in an environment variable', () =>
     }
   });
 });
+
+describe("a password in the upstream's api_base (user:password@host)", () => {
+  test('is masked wherever the upstream is shown: start, status, /status, the dashboard, the log; requests still reach it', async () => {
+    const upstream = await ScriptedUpstream.start();
+    const password = 'basic-auth-pw-4c1e9b';
+    const home = tempHome();
+    const port = await freePort();
+    writeFileSync(
+      join(home, 'config.yaml'),
+      `llm:\n  api_base: http://llmuser:${password}@${upstream.url.slice('http://'.length)}/v1\nproxy:\n  port: ${port}\n`,
+      {
+        mode: 0o600,
+      },
+    );
+    const started = await runCli(['start'], { home });
+    try {
+      assert.equal(started.code, 0, started.stderr);
+      assert.match(started.stdout, /Upstream: http:\/\/llmuser:\*\*\*\*@127\.0\.0\.1/);
+      const openai = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'x', maxRetries: 0 });
+      await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal(upstream.modelRequests().length, 1, 'the upstream is reached');
+      const shown = [
+        started.stdout,
+        (await runCli(['status'], { home })).stdout,
+        await (await fetch(`http://127.0.0.1:${port}/status`)).text(),
+        await (await fetch(`http://127.0.0.1:${port}/v1/dashboard/overview`)).text(),
+        readFileSync(join(home, 'logs', 'metaclaw.log'), 'utf8'),
+      ];
+      for (const [index, text] of shown.entries()) {
+        assert.ok(!text.includes(password), `place ${index} shows no password`);
+        assert.match(text, /llmuser:\*\*\*\*@/, `place ${index} shows the masked URL`);
+      }
+    } finally {
+      await runCli(['stop'], { home });
+      rmSync(home, { recursive: true, force: true });
+      await upstream.close();
+    }
+  });
+});

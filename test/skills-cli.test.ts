@@ -96,6 +96,13 @@ describe('metaclaw skills commands', () => {
     const removed = await runCli(['skills', 'remove', 'my-skill'], { home });
     assert.match(removed.stdout, /Removed my-skill \(generation 2\)/);
     assert.equal(existsSync(join(home, 'skills', 'my-skill')), false);
+    const gone = await runCli(['skills', 'show', 'my-skill'], { home });
+    assert.equal(gone.code, 1);
+    assert.match(
+      gone.stderr,
+      /it was removed \(v1 manual, v2 remove\); `metaclaw skills revert my-skill` brings back/,
+      'show says how to restore a removed skill',
+    );
     const restored = await runCli(['skills', 'revert', 'my-skill'], { home });
     assert.equal(restored.code, 0, restored.stderr);
     assert.match(readFileSync(join(home, 'skills', 'my-skill', 'SKILL.md'), 'utf8'), /Step one\./);

@@ -124,6 +124,36 @@ describe('metaclaw memory with a team store', { skip: postgresSkip() }, () => {
     assert.equal(personalUnits(), 0, "the install's own database holds none of it");
   });
 
+  test('a rule forgotten from the CLI leaves the turns of the sessions a node injected it into, in every table of the team store', async () => {
+    const marker = 'zephyrquill';
+    const rule = await json<{ id: string }>(['memory', 'add', `Tag every ${marker} release\nwith the build number.`, '--core']);
+    const client = new OpenAI({ baseURL: `${node.url}/v1`, apiKey: OWNER_KEY, maxRetries: 0 });
+    await waitFor(
+      async () => {
+        await client.chat.completions.create(
+          { model: 'm', messages: [{ role: 'user', content: 'Which steps does a release take?' }] },
+          { headers: { 'X-Session-Id': 'team-rule-applied' } },
+        );
+        return team.upstream.modelRequests().at(-1)!.raw.includes(marker);
+      },
+      15_000,
+      300,
+    );
+    const holding = async () => {
+      const found: string[] = [];
+      for (const table of ['turns', 'turn_payloads', 'payload_segments', 'memory_units']) {
+        const rows = await team.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table} t WHERE t::text LIKE $1`, [`%${marker}%`]);
+        if (Number(rows.rows[0]!.n) > 0) found.push(table);
+      }
+      return found;
+    };
+    // The node records the turn that injected it.
+    await waitFor(async () => (await holding()).includes('turn_payloads'), 15_000, 200);
+
+    assert.match(await cli(['memory', 'forget', rule.id]), /It is gone from the team store\./);
+    assert.deepEqual(await holding(), [], 'no turn, body or part quotes the forgotten rule');
+  });
+
   test('a store not migrated is named with what to do in one line, its password masked, and nothing is written to it', async () => {
     const bare = new URL(team.postgres.createDatabase('team_memory_cli_bare'));
     bare.password = 'not-for-the-terminal';

@@ -312,7 +312,7 @@ export function registerMemoryCommands(program: Command): void {
     }),
   );
 
-  common(memory.command('forget').description('delete a memory for good (also from the turns it came from)').argument('<id>')).action(
+  common(memory.command('forget').description('delete a memory for good (also from the turns it came from or was injected into)').argument('<id>')).action(
     (id: string, options: MemoryOptions) =>
       withMemory<MemoryOptions>(async ({ api, place }) => {
         await unitIn(api, id, options.scope);

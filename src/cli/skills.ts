@@ -98,7 +98,16 @@ export function registerSkillsCommands(program: Command): void {
   common(skills.command('show').description('one skill with its credit and versions').argument('<name>')).action((name: string, options: SkillsOptions) =>
     withSkills<SkillsOptions>(async (skills) => {
       const skill = await skills.get(name);
-      if (!skill) throw new CliExit(`No skill named ${name} in ${skills.where}.`);
+      if (!skill) {
+        // A removed skill keeps its versions: say so, and how to bring it back.
+        const recorded = await skills.versions(name);
+        const last = recorded.at(-1);
+        if (last !== undefined)
+          throw new CliExit(
+            `No skill named ${name} in ${skills.where}: it was removed (${recorded.map((row) => `v${row.version} ${row.action}`).join(', ')}); \`metaclaw skills revert ${name}\` brings back the version before v${last.version}.`,
+          );
+        throw new CliExit(`No skill named ${name} in ${skills.where}.`);
+      }
       const [credit, versions, searchKeys] = await Promise.all([skills.creditOf(name), skills.versions(name), skills.searchKeys(skill)]);
       if (options.json)
         return print(

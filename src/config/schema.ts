@@ -132,6 +132,10 @@ export const KEY_DEFINITIONS = [
   }),
   numberKey('proxy.shutdown_timeout_seconds', 10, { min: 0, doc: 'On stop, how long running streams may finish before they are cut.' }),
   stringKey('proxy.served_model_name', 'metaclaw', { doc: 'Model name /v1/models reports when the upstream cannot list models.' }),
+  listKey('proxy.allowed_origins', z.string().min(1).max(500), [], {
+    expected: 'a list of origins, e.g. [chrome-extension://abcdefghijklmnop]',
+    doc: 'Browser origins (an extension, a web app of yours) whose requests may change things through the proxy; any other page of another origin gets 403 origin_not_allowed.',
+  }),
 
   booleanKey('skills.enabled', true, { doc: 'Inject relevant skills into each main turn.' }),
   pathKey('skills.dir', '', { doc: 'Skill library folder of <name>/SKILL.md files (default: $METACLAW_HOME/skills).' }),

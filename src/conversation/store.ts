@@ -22,6 +22,9 @@ import type { ConversationReadStore } from '../store/ports.js';
  */
 const CHUNK_TURNS = 8;
 
+/** Up to this many forgotten units, the turns that injected each are looked up by its id; more are found in one pass over every turn. */
+const INJECTED_LOOKUPS = 16;
+
 /**
  * Bodies of turns handed to the writer and not yet committed, at most (characters). Past it, a
  * turn is recorded without its bodies (counted): under a load the writer cannot keep up with,
@@ -101,6 +104,12 @@ export class ConversationStore implements ConversationReadStore {
         "SELECT model FROM turns WHERE turn_type = 'main' AND model IS NOT NULL ORDER BY started_at DESC LIMIT 1",
       ),
       sessionOfTurn: db.prepare<[string], { session_id: string }>('SELECT session_id FROM turns WHERE id = ?'),
+      sessionsInjecting: db.prepare<[string], { session_id: string }>(
+        'SELECT DISTINCT t.session_id FROM turn_payloads p JOIN turns t ON t.id = p.turn_id WHERE p.injected IS NOT NULL AND instr(p.injected, ?) > 0',
+      ),
+      injectedOfTurns: db.prepare<[], { session_id: string; injected: string }>(
+        'SELECT t.session_id, p.injected FROM turn_payloads p JOIN turns t ON t.id = p.turn_id WHERE p.injected IS NOT NULL',
+      ),
       turnTexts: db.prepare<[string], { id: string; query: string | null; response_text: string | null; tool_calls: string | null }>(
         'SELECT id, query, response_text, tool_calls FROM turns WHERE session_id = ?',
       ),
@@ -362,13 +371,50 @@ export class ConversationStore implements ConversationReadStore {
     const needles = forgetNeedles(texts);
     if (needles.length === 0) return 0;
     const sessions = new Set(turnIds.map((id) => this.statements.sessionOfTurn.get(id)?.session_id).filter((id): id is string => id !== undefined));
-    const scrub = (text: string | null) => (text === null ? null : scrubNeedles(needles, text, replacement));
-    const holds = (text: string | null) => holdsNeedle(needles, text);
+    return this.scrubSessions(new Map([...sessions].map((session) => [session, needles])), replacement);
+  }
+
+  /**
+   * Removes forgotten memories' texts from every session a turn of which injected them (a standing
+   * rule goes into every main turn of its scope, a recalled memory into the turns it answered): the
+   * body forwarded upstream quotes them, and so does every later body of the session. Turns name
+   * what they injected by id (`turn_payloads.injected`).
+   */
+  scrubInjected(units: ReadonlyArray<{ id: string; texts: readonly string[] }>, replacement = FORGOTTEN): number {
+    const byId = new Map(units.map((unit) => [unit.id, forgetNeedles(unit.texts)]));
+    const bySession = new Map<string, Set<string>>();
+    const note = (session: string, id: string) => {
+      const needles = byId.get(id) ?? [];
+      if (needles.length === 0) return;
+      const held = bySession.get(session) ?? new Set<string>();
+      for (const needle of needles) held.add(needle);
+      bySession.set(session, held);
+    };
+    if (byId.size <= INJECTED_LOOKUPS) {
+      for (const id of byId.keys()) for (const row of this.statements.sessionsInjecting.all(JSON.stringify(id))) note(row.session_id, id);
+    } else {
+      // Many units (a scope): one pass over what every turn injected, rather than one per unit.
+      for (const row of this.statements.injectedOfTurns.iterate()) {
+        for (const match of row.injected.matchAll(/"id":"([^"]+)"/g)) if (byId.has(match[1]!)) note(row.session_id, match[1]!);
+      }
+    }
+    return this.scrubSessions(new Map([...bySession].map(([session, needles]) => [session, [...needles]])), replacement);
+  }
+
+  /** Each session's turn summaries and bodies with its needles replaced, in one transaction. */
+  private scrubSessions(needlesBySession: ReadonlyMap<string, readonly string[]>, replacement: string): number {
+    if (needlesBySession.size === 0) return 0;
     let changed = 0;
-    const scrubber = new PayloadScrubber(this.segments, (text) => scrub(text) ?? text, holds);
+    // One scrubber per set of needles (it remembers which parts hold them), shared by the sessions that have it.
+    const scrubbers = new Map<string, PayloadScrubber>();
     this.db
       .transaction(() => {
-        for (const sessionId of sessions) {
+        for (const [sessionId, needles] of needlesBySession) {
+          const scrub = (text: string | null) => (text === null ? null : scrubNeedles(needles, text, replacement));
+          const holds = (text: string | null) => holdsNeedle(needles, text);
+          const key = needles.join('\u0000');
+          const scrubber = scrubbers.get(key) ?? new PayloadScrubber(this.segments, (text) => scrub(text) ?? text, holds);
+          scrubbers.set(key, scrubber);
           const before = changed;
           for (const turn of this.statements.turnTexts.all(sessionId)) {
             if (!holds(turn.query) && !holds(turn.response_text) && !holds(turn.tool_calls)) continue;
@@ -385,7 +431,7 @@ export class ConversationStore implements ConversationReadStore {
         }
         // Parts that held the text go once every body pointing to them has been rewritten:
         // deleting them at the first body left the others pointing at nothing.
-        scrubber.finish();
+        for (const scrubber of scrubbers.values()) scrubber.finish();
       })
       .immediate();
     this.forgetWrittenSegments();

@@ -97,7 +97,7 @@ export function createMcpServer(stores: McpStores): McpServer {
     'memory_forget',
     {
       title: 'Forget',
-      description: 'Delete a memory for good, by its id (from memory_search), also from the turns it came from.',
+      description: 'Delete a memory for good, by its id (from memory_search), also from the turns it came from or was injected into.',
       inputSchema: { id: z.string().min(1).max(100) },
       annotations: { destructiveHint: true },
     },

@@ -40,6 +40,7 @@ import {
   type StatedRule,
 } from './rules.js';
 import { MemoryStore, type MemoryPatch, type Scrubber } from './store.js';
+import { escapeMemoryText } from './render.js';
 import { rawContent, turnPreparer, type IngestTurn, type PreparedTurn } from './raw-turns.js';
 import { inSlices } from '../shared/event-loop.js';
 import type { MemoryDraft, MemoryHit, MemoryType, MemoryUnit } from './types.js';
@@ -75,7 +76,7 @@ export interface MemorySettings {
 }
 
 /** What memory reads of the conversation record (and scrubs when forgetting). */
-export type MemoryConversation = Pick<ConversationStore, 'getTurnSummary' | 'lastModelOf' | 'latestModel' | 'scrubTexts'>;
+export type MemoryConversation = Pick<ConversationStore, 'getTurnSummary' | 'lastModelOf' | 'latestModel' | 'scrubTexts' | 'scrubInjected'>;
 
 /**
  * Records outside memory and the conversation that quote session text word for word (the skill
@@ -768,10 +769,17 @@ export class MemoryService {
   private scrubbing<T>(remove: (scrub: Scrubber) => T): T {
     return this.store.atomically(() => {
       const texts: string[] = [];
-      const removed = remove((turns, unitTexts) => {
-        this.scrub(turns, unitTexts);
+      const units: Array<{ id: string; texts: string[] }> = [];
+      const removed = remove((turns, unitTexts, unitId) => {
+        const rawTurns = this.scrub(turns, unitTexts);
         texts.push(...unitTexts);
+        // As the injected block quoted it: on one line, tags escaped (render.ts). Raw turns that
+        // quoted it were injected with its words too.
+        const quoted = [...new Set([...unitTexts, ...unitTexts.map(escapeMemoryText)])];
+        for (const id of [unitId, ...rawTurns]) units.push({ id, texts: quoted });
       });
+      // Every turn it was injected into (a standing rule, a recalled memory) quotes it in the body sent upstream.
+      if (units.length > 0) this.deps.conversation?.scrubInjected(units);
       if (texts.length > 0) this.deps.quotes?.scrubTexts(texts);
       return removed;
     });
@@ -804,16 +812,21 @@ export class MemoryService {
     };
   }
 
-  private scrub(turnIds: readonly string[], texts: readonly string[]): void {
-    if (turnIds.length === 0) return;
+  /** Scrubs the texts from the turns and their raw turns; returns the ids of the raw turns that held them. */
+  private scrub(turnIds: readonly string[], texts: readonly string[]): string[] {
+    if (turnIds.length === 0) return [];
     this.deps.conversation?.scrubTexts(turnIds, texts);
     // Raw turns holding the same words (the rule detector quotes them verbatim) go too.
+    const scrubbedRaw: string[] = [];
     for (const turnId of turnIds) {
       for (const unit of this.store.rawTurnsOfTurn(turnId)) {
         const scrubbed = texts.reduce((content, text) => content.split(text.trim()).join('[forgotten]'), unit.content);
-        if (scrubbed !== unit.content) this.store.update(unit.id, { content: scrubbed });
+        if (scrubbed === unit.content) continue;
+        this.store.update(unit.id, { content: scrubbed });
+        scrubbedRaw.push(unit.id);
       }
     }
+    return scrubbedRaw;
   }
 
   /** After a delete: rebuild the keyword index and truncate the WAL, so no page keeps the text. */

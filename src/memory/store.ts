@@ -149,8 +149,8 @@ export interface SearchKeysSource {
   readonly written: number;
 }
 
-/** Called with the texts of a forgotten unit so the turns it came from can be scrubbed too. */
-export type Scrubber = (turnIds: readonly string[], texts: readonly string[]) => void;
+/** Called for each unit a forget removes: the turns it came from, its text, and its id (turns that injected it name it). */
+export type Scrubber = (turnIds: readonly string[], texts: readonly string[], unitId: string) => void;
 
 /**
  * Memory units in SQLite with a contentless FTS5 index of their segmented terms. Scopes never mix:
@@ -624,7 +624,7 @@ export class MemoryStore implements MemoryUnitWriter, MemoryUnitReader {
       this.relinkFrom(after.rowid, row.previous_raw === null ? undefined : this.statements.linkedTurn.get(row.previous_raw));
     }
     // Also without source turns: records beside the turns (the skill evolution log) may quote a unit added by hand.
-    if (scrub) scrub(JSON.parse(row.source_turns) as string[], [row.content]);
+    if (scrub) scrub(JSON.parse(row.source_turns) as string[], [row.content], row.id);
   }
 
   /** Raw turns older than `rawCutoff` and superseded units older than `supersededCutoff`. */

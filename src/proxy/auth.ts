@@ -36,6 +36,8 @@ export class ProxyAuth {
   constructor(
     apiKey: string,
     private readonly members?: MemberLookup,
+    /** Browser origins allowed to change things (`proxy.allowed_origins`). */
+    private readonly allowedOrigins: readonly string[] = [],
   ) {
     this.key = apiKey === '' ? undefined : new Secret(apiKey);
   }
@@ -45,15 +47,17 @@ export class ProxyAuth {
   }
 
   /** The credentials to forward; throws like `identify`. */
-  check(headers: IncomingHttpHeaders): ClientCredentials {
-    return this.identify(headers).credentials;
+  check(headers: IncomingHttpHeaders, method: string): ClientCredentials {
+    return this.identify(headers, method).credentials;
   }
 
   /**
    * Throws AuthenticationError when a key is required and none of the accepted headers carries it;
-   * without a key, PermissionError when the request names a host that is not this machine's loopback.
+   * without a key, PermissionError when the request names a host that is not this machine's loopback;
+   * PermissionError, key or not, for a request that changes something sent by a web page of another origin.
    */
-  identify(headers: IncomingHttpHeaders): Caller {
+  identify(headers: IncomingHttpHeaders, method: string): Caller {
+    checkBrowserOrigin(method, headers, this.allowedOrigins);
     const authorization = single(headers['authorization']);
     const apiKey = single(headers['x-api-key']);
     const metaclawKey = single(headers['x-metaclaw-api-key']);
@@ -119,6 +123,41 @@ function checkLoopbackHost(host: string | undefined): void {
     'host_not_allowed',
     `This proxy has no key, so it answers only to a loopback name (localhost, 127.0.0.1, [::1]); the host ${JSON.stringify(host.slice(0, 100))} was refused. Set proxy.api_key to serve other names.`,
   );
+}
+
+/**
+ * A web page of another origin can make the browser send a POST that needs no CORS preflight
+ * (`fetch(url, {method: 'POST', mode: 'no-cors', body})`, a form): it cannot read the answer, but
+ * the request is served. Without a key that is any page the user opens (loopback is reachable from
+ * every page), with one any page of the same site (another port of this host) once the dashboard
+ * cookie is set. Such a request would write a standing instruction into memory, change a skill, or
+ * spend the upstream key. Browsers name the page's origin (`Origin`, or at least `Sec-Fetch-Site`)
+ * on every such request and agents never do, so a request that changes something (not GET, HEAD or
+ * OPTIONS) from another origin is refused; reads stay open to links (the browser keeps their answers
+ * from the page).
+ */
+function checkBrowserOrigin(method: string, headers: IncomingHttpHeaders, allowed: readonly string[]): void {
+  if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') return;
+  const origin = single(headers.origin);
+  if (origin !== undefined && allowed.some((entry) => entry.replace(/\/+$/, '').toLowerCase() === origin.toLowerCase())) return;
+  const site = single(headers['sec-fetch-site']);
+  if (origin === undefined ? site === undefined || site === 'same-origin' || site === 'none' : originHost(origin) === single(headers.host)?.toLowerCase())
+    return;
+  const from = origin === undefined ? `a ${site} page` : `a page of ${JSON.stringify(origin.slice(0, 100))}`;
+  throw new PermissionError(
+    'origin_not_allowed',
+    `This request was sent by ${from}, not by the proxy's own dashboard: a web page may not change memory or skills, or send model requests, through this proxy. List the origin in proxy.allowed_origins if it is a client of yours.`,
+  );
+}
+
+/** The host (and port) an Origin header names, lowercased; undefined for `null` and anything unparsable. */
+function originHost(origin: string): string | undefined {
+  try {
+    const url = new URL(origin);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.host.toLowerCase() : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The name part of a Host header: "[::1]:30000" → "::1", "localhost:30000" → "localhost". */

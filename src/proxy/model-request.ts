@@ -74,7 +74,7 @@ export async function handleModelRequest(deps: ProxyDeps, format: RequestFormat,
   let upstreamMs: number | null = null;
   let injectedTokens = 0;
   try {
-    const { credentials, member } = deps.auth.identify(request.headers);
+    const { credentials, member } = deps.auth.identify(request.headers, request.method ?? 'POST');
     const raw = withoutByteOrderMark(await readRequestBody(request, deps.maxBodyBytes));
     const body = parseJsonObject(raw);
     if (format === 'responses') validateResponsesRequest(body);

@@ -27,7 +27,7 @@ type RouteContext = Context<ProxyEnv>;
 export function passThroughRoutes(deps: ProxyDeps, app: ProxyApp): void {
   const countTokens = async (c: RouteContext) => {
     const headers = c.env.incoming.headers;
-    const credentials = deps.auth.check(headers);
+    const credentials = deps.auth.check(headers, c.req.method);
     const body = await readJsonObject(c.req.raw);
     validateTokenCountRequest(body);
     deps.stats.tokenCounts++;
@@ -39,7 +39,7 @@ export function passThroughRoutes(deps: ProxyDeps, app: ProxyApp): void {
 
   const embeddings = async (c: RouteContext) => {
     const headers = c.env.incoming.headers;
-    const credentials = deps.auth.check(headers);
+    const credentials = deps.auth.check(headers, c.req.method);
     const body = await readJsonObject(c.req.raw);
     const checked = embeddingsRequest.safeParse(body);
     if (!checked.success) throw requestErrorFrom(checked.error, describeIssue);

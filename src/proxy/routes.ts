@@ -26,7 +26,7 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
     const path = c.req.path;
     if (path !== '/healthz' && path !== '/ui/login') {
       try {
-        const { member } = deps.auth.identify(c.env.incoming.headers);
+        const { member } = deps.auth.identify(c.env.incoming.headers, c.req.method);
         if (member) checkMemberRoute(member, c.req.method, path);
         c.set('member', member);
       } catch (error) {
@@ -56,7 +56,7 @@ export function createRoutes(deps: ProxyDeps): ProxyApp {
 
   const models = async (c: Context<ProxyEnv>) => {
     const headers = c.env.incoming.headers;
-    const list = await deps.listModels(formatForHeaders(headers), deps.auth.check(headers));
+    const list = await deps.listModels(formatForHeaders(headers), deps.auth.check(headers, c.req.method));
     return c.body(list.body, list.status as ContentfulStatusCode, { 'content-type': 'application/json' });
   };
   app.get('/v1/models', models);

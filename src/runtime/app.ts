@@ -229,7 +229,7 @@ export class MetaclawRuntime {
     const adminToken = AdminToken.ensure(paths.adminToken);
     // Team members' keys are looked up per request, so `metaclaw team …` takes effect without a restart.
     this.members = new MemberDirectory(this.db);
-    this.auth = new ProxyAuth(values['proxy.api_key'], this.members);
+    this.auth = new ProxyAuth(values['proxy.api_key'], this.members, values['proxy.allowed_origins']);
     this.addRoutes(memoryRoutes(personalMemoryApi(this.memory), values['memory.scope'], adminToken));
 
     this.scheduler = schedulerEnabled(options.config)

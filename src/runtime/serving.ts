@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import type { LoadedConfig, UpstreamTarget } from '../config/index.js';
+import { maskDatabaseUrl, type LoadedConfig, type UpstreamTarget } from '../config/index.js';
 import type { ContextPlanner } from '../context/index.js';
 import { ConfigError, errorMessage } from '../errors.js';
 import { createLogger, type Logger } from '../logging/index.js';
@@ -41,8 +41,9 @@ function listenProblem(code: string | undefined, host: string, port: number): st
   }
 }
 
+/** An upstream as /status, the dashboard and the log show it: a password in its URL (`user:password@host`) masked. */
 export function describeTarget(target: UpstreamTarget) {
-  return { name: target.name, base_url: target.baseUrl, format: target.format, model: target.model ?? null, key_source: target.keySource };
+  return { name: target.name, base_url: maskDatabaseUrl(target.baseUrl), format: target.format, model: target.model ?? null, key_source: target.keySource };
 }
 
 export function sleep(ms: number): Promise<void> {

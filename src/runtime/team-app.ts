@@ -164,7 +164,7 @@ export class TeamRuntime {
 
     this.directory = new PgMemberDirectory(this.pool);
     this.members = new MemberCache();
-    this.auth = new ProxyAuth(values['proxy.api_key'], this.members);
+    this.auth = new ProxyAuth(values['proxy.api_key'], this.members, values['proxy.allowed_origins']);
 
     const skills = skillsSettings(options.config);
     this.skillStore = new PgSkillStore(this.pool);

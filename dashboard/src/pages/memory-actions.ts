@@ -149,8 +149,8 @@ export function ForgetAction(props: { memory: ShownMemory }) {
       confirming
         ? html`<div class="banner warning" role="alertdialog" aria-label="Confirm forgetting">
             <p>
-              Forget this memory for good? It is deleted, not archived, and its text is also removed from the recorded turns it came from. This cannot be
-              undone.
+              Forget this memory for good? It is deleted, not archived, and its text is also removed from the recorded turns it came from or was injected into.
+              This cannot be undone.
             </p>
             <div class="row">
               <button type="button" class="danger" onClick=${forget} disabled=${outcome.busy}>Forget for good</button>

@@ -5,6 +5,7 @@ import { PayloadScrubber, type ScrubbedSegments } from '../../conversation/paylo
 import type { PartReferences } from '../../conversation/segment-table.js';
 import { nodeChildren } from '../../conversation/list-chains.js';
 import { contentHash } from '../../memory/search-keys.js';
+import { escapeMemoryText } from '../../memory/render.js';
 import { forgetNeedles, holdsNeedle, scrubJsonStrings, scrubNeedles } from '../../shared/forget-text.js';
 import type { MemoryUnit } from '../../memory/types.js';
 import { PgMemorySearch } from './memory-search.js';
@@ -94,7 +95,7 @@ export async function forgetPgUnit(pool: pg.Pool, client: pg.PoolClient, id: str
   await search.remove([deleted.rowid], client);
   // The raw turn after it now follows the one before it, lending that turn's words (as on SQLite).
   await relinkAfterDeleting(client, search, [{ rowid: deleted.rowid, previous_raw: linkOf.parse(row).previous_raw }]);
-  await forgetTexts(client, [deleted], null);
+  await forgetTexts(client, [deleted], null, [id]);
   return unit;
 }
 
@@ -106,6 +107,8 @@ async function forgetTexts(
   client: pg.PoolClient,
   units: ReadonlyArray<z.infer<typeof deletedUnit>>,
   scope: string | null,
+  /** Units whose injecting turns' sessions are scrubbed too (a scope's sessions are all scrubbed anyway). */
+  injectedIds: readonly string[] = [],
 ): Promise<{ searchKeys: number; turns: number; payloads: number; skillRecords: number }> {
   // Search keys are shared by content: those of a text another scope still holds stay.
   const contents = [...new Set(units.map((unit) => unit.content))];
@@ -117,7 +120,9 @@ async function forgetTexts(
   const hashes = contents.filter((content) => !kept.has(content)).map((content) => contentHash(fromPostgresText(content)));
   const searchKeys = (await client.query('DELETE FROM memory_search_keys WHERE content_hash = ANY($1::text[])', [hashes])).rowCount ?? 0;
   const turnIds = units.flatMap((unit) => z.array(z.string()).catch([]).parse(JSON.parse(unit.source_turns)));
-  const sessions = await scrubSessions(client, scope, turnIds, contents);
+  // Also as an injected block quoted them: on one line, tags escaped (render.ts).
+  const quoted = [...new Set([...contents, ...contents.map(escapeMemoryText)])];
+  const sessions = await scrubSessions(client, scope, turnIds, quoted, injectedIds);
   // The skill records quote sessions word for word, whichever session: scrubbed wherever they hold the texts.
   return { searchKeys, ...sessions, skillRecords: await scrubPgSkillQuotes(client, contents) };
 }
@@ -138,6 +143,8 @@ async function scrubSessions(
   scope: string | null,
   turnIds: readonly string[],
   texts: readonly string[],
+  /** Also the sessions of the turns that injected these units (a standing rule, a recalled memory). */
+  injectedIds: readonly string[],
 ): Promise<{ turns: number; payloads: number }> {
   // Columns hold text as stored (NUL as its stand-in); bodies are JSON, whose strings decode to the real text.
   const stored = forgetNeedles(texts);
@@ -146,10 +153,13 @@ async function scrubSessions(
   const scrub = (needles: readonly string[]) => (text: string) => scrubNeedles(needles, text);
   const holds = (needles: readonly string[]) => (text: string | null) => holdsNeedle(needles, text);
   const sessions = (
-    await client.query<{ id: string }>('SELECT id FROM sessions WHERE scope = $1 UNION SELECT session_id FROM turns WHERE id = ANY($2::text[]) ORDER BY 1', [
-      scope,
-      turnIds.map(toPostgresText),
-    ])
+    await client.query<{ id: string }>(
+      `SELECT id FROM sessions WHERE scope = $1 UNION SELECT session_id FROM turns WHERE id = ANY($2::text[])
+       UNION SELECT t.session_id FROM turn_payloads p JOIN turns t ON t.id = p.turn_id
+         WHERE p.injected IS NOT NULL AND EXISTS (SELECT 1 FROM unnest($3::text[]) AS unit(id) WHERE strpos(p.injected, unit.id) > 0)
+       ORDER BY 1`,
+      [scope, turnIds.map(toPostgresText), injectedIds.map((id) => JSON.stringify(id))],
+    )
   ).rows.map((row) => row.id);
   if (sessions.length === 0) return { turns: 0, payloads: 0 };
 

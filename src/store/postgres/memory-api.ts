@@ -38,6 +38,7 @@ const NO_CONVERSATION: MemoryConversation = {
   lastModelOf: () => undefined,
   latestModel: () => undefined,
   scrubTexts: () => 0,
+  scrubInjected: () => 0,
 };
 
 /** The units a standing instruction added to these scopes is compared with (MemoryService.addStandingInstruction). */

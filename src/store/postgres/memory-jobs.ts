@@ -147,6 +147,7 @@ function jobConversation(turn: TurnRow | undefined, model: string | undefined): 
     lastModelOf: () => model,
     latestModel: () => model,
     scrubTexts: () => 0,
+    scrubInjected: () => 0,
   };
 }
 
