@@ -246,6 +246,14 @@ function presentStep(record: StepRecord) {
   };
 }
 
+/** What answers main turns: the served step only while the backend is open; until then the normal upstream. */
+function servingText(training: EngineReport): string {
+  const served = training.served;
+  const step = served ? `step ${served.step}${served.pinned ? ' (pinned by a rollback)' : ''}` : undefined;
+  if (training.state !== 'ready') return `the normal upstream until the backend opens${step ? ` (then ${step})` : ''}`;
+  return step ?? 'the normal upstream (no policy yet)';
+}
+
 function printTraining(status: StatusView): void {
   const training = status.training;
   if (training === undefined)
@@ -255,8 +263,13 @@ function printTraining(status: StatusView): void {
     const state = trainingState(training, 'ready');
     print(`training   ${training.backend.kind} at ${training.backend.base_url}, ${training.base_model}: ${state}`);
     print(
-      `           serving ${training.served ? `step ${training.served.step}${training.served.pinned ? ' (pinned by a rollback)' : ''}` : 'the normal upstream (no policy yet)'}; ${training.ready_samples} of ${training.batch_size} samples ready for the next step; trigger: ${training.trigger === 'manual' ? 'only `metaclaw rl train-step`' : training.trigger === 'window' ? 'in idle windows' : 'whenever a batch is full'}`,
+      `           serving ${servingText(training)}; ${training.ready_samples} of ${training.batch_size} samples ready for the next step; trigger: ${training.trigger === 'manual' ? 'only `metaclaw rl train-step`' : training.trigger === 'window' ? 'in idle windows' : 'whenever a batch is full'}`,
     );
+    const retry = training.step_retry;
+    if (retry)
+      print(
+        `           the last ${retry.failures === 1 ? 'automatic step' : `${retry.failures} automatic steps`} failed; the next try at ${new Date(retry.at).toLocaleTimeString()} (\`metaclaw rl train-step\` tries now)`,
+      );
     print(`window     ${training.window}`);
   }
   for (const step of status.steps)

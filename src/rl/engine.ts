@@ -24,6 +24,9 @@ import type { LossFunction, PolicySampler } from './types.js';
 /** The longest wait before opening a failed backend again. */
 const MAX_REOPEN_DELAY_MS = 5 * 60_000;
 
+/** The longest wait before the next automatic step after steps failed. */
+export const MAX_STEP_RETRY_DELAY_MS = 30 * 60_000;
+
 /** One GRPO step with the run's settings (`rl/train`'s trainStep), as the training loop runs it. */
 export function grpoStep(settings: Pick<RlEngineSettings, 'lossFn' | 'learningRate' | 'opd'>): StepFunction {
   return (samples, backend, { step, signal }) =>
@@ -68,6 +71,12 @@ export function stepSummary(record: StepRecord): EngineReport['last_steps'][numb
     error: record.error,
     finished_at: record.finishedAt === null ? null : new Date(record.finishedAt).toISOString(),
   };
+}
+
+/** The training report's wait after failed automatic steps (null when the last step did not fail). */
+export function stepRetryReport(loop: TrainingLoop): EngineReport['step_retry'] {
+  const retry = loop.stepRetry;
+  return retry ? { failures: retry.failures, at: new Date(retry.at).toISOString() } : null;
 }
 
 /** The learning job that runs one training step in a window (queued by the engine's check). */
@@ -124,6 +133,8 @@ export interface EngineReport {
   error: string | null;
   /** when a failed opening is tried again */
   retry_at: string | null;
+  /** after automatic steps failed in a row: how many, and when the next one may run (a step by hand runs any time) */
+  step_retry: { failures: number; at: string } | null;
   backend: { kind: string; base_url: string };
   base_model: string;
   served: ServedPolicyRecord | null;
@@ -186,6 +197,7 @@ export class RlEngine {
       batchSize: settings.batchSize,
       skillGeneration: deps.skillGeneration,
       logger,
+      failureBackoffMs: { first: settings.checkIntervalMs, max: MAX_STEP_RETRY_DELAY_MS },
     });
     this.policyUpstream = servingPolicy(deps.fallback, settings, logger, () => ({
       tokenizer: this.tokenizer,
@@ -256,6 +268,7 @@ export class RlEngine {
       state: this.state,
       error: this.error,
       retry_at: this.retry ? new Date(this.retry.at).toISOString() : null,
+      step_retry: stepRetryReport(this.loop),
       backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
       base_model: settings.baseModel,
       served: this.policy.describe() ?? null,
@@ -330,7 +343,7 @@ export class RlEngine {
 
   /** Queues a step when a full batch waits in an open window (the job runs it; a second one is not queued while one waits). */
   private checkBatch(): void {
-    if (this.state !== 'ready' || this.deps.settings.manualOnly || this.loop.busy) return;
+    if (this.state !== 'ready' || this.deps.settings.manualOnly || this.loop.busy || this.loop.waitingAfterFailure()) return;
     try {
       if (this.deps.window && !this.deps.window.isOpen()) return;
       if (this.deps.readyCount() < this.deps.settings.batchSize) return;
