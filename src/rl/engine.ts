@@ -8,6 +8,7 @@ import {
   ServedPolicy,
   TrainingLoop,
   TrainingSteps,
+  currentTrainingRun,
   type ServedPolicyRecord,
   type StepOutcome,
   type StepFunction,
@@ -185,8 +186,18 @@ export class RlEngine {
       onWarning: (message) => logger.warn(message),
     });
     this.steps = new TrainingSteps(deps.db);
+    const state = new StateStore(deps.db);
+    const { run, previous } = currentTrainingRun(state, { backend: settings.backend.kind, base_model: settings.baseModel, lora_rank: settings.loraRank }, () =>
+      this.steps.lastStep(),
+    );
+    this.steps.afterStep = run.after_step;
+    if (previous)
+      logger.warn(
+        { previous, now: { backend: run.backend, base_model: run.base_model, lora_rank: run.lora_rank }, after_step: run.after_step },
+        `rl: a new training run starts (the ${previous.backend} LoRA of rank ${previous.lora_rank} on ${previous.base_model} does not load into the ${run.backend} LoRA of rank ${run.lora_rank} on ${run.base_model}); steps up to ${run.after_step} stay in the history but are not resumed from, served or rolled back to`,
+      );
     // Samplers are lazy: the served policy can be read before the backend opens; it samples only once it has.
-    this.policy = new ServedPolicy(new StateStore(deps.db), (path) => this.backend.samplerFor(path));
+    this.policy = new ServedPolicy(state, (path) => this.backend.samplerFor(path));
     this.loop = new TrainingLoop({
       backend: this.backend,
       buffer: deps.buffer,
