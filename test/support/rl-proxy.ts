@@ -81,6 +81,7 @@ export interface StepRow {
   loss: number | null;
   reward: number | null;
   samples: number;
+  finished_at: string | null;
 }
 
 /** The training engine's report in `GET /status`. */
