@@ -321,6 +321,15 @@ describe('RL: the judge scores main turns, the buffer keeps them, export writes 
       assert.match(keyed.detail, /^at the next start: auto \(as configured, with the tinker backend\)/);
       const mint = await runCli(['doctor', '--json', '--no-canary'], { home, env: { MINT_API_KEY: 'sk-mint-test' } });
       assert.match(JSON.parse(mint.stdout).checks.find((entry: { name: string }) => entry.name === 'mode').detail, /with the mint backend/);
+
+      // A key but a backend MetaClaw-TS does not train with: doctor says to change the backend, not to set a key.
+      assert.equal((await runCli(['config', 'set', 'rl.backend', 'weaver'], { home })).code, 0);
+      const weaver = await runCli(['doctor', '--json', '--no-canary'], { home, env: { TINKER_API_KEY: 'tml-test' } });
+      const unsupported = JSON.parse(weaver.stdout).checks.find((entry: { name: string }) => entry.name === 'mode');
+      assert.equal(unsupported.verdict, 'warn');
+      assert.match(unsupported.detail, /rl\.backend weaver is not supported yet/);
+      assert.match(unsupported.fix, /^set rl\.backend to tinker, mint or auto/);
+      assert.doesNotMatch(unsupported.fix, /rl\.api_key/);
     } finally {
       await runCli(['stop'], { home });
       await upstream.close();
