@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { stringify } from 'yaml';
 import { z } from 'zod';
 import { DEPLOY_SKILL, isJudgeCall, learningAwareUpstream, session, status, userText } from './support/evolver.js';
-import { freePort, homeWithStarterSkills, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { cleanEnv, CLI, freePort, homeWithStarterSkills, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { errorReply, ScriptedUpstream, type RecordedRequest } from './support/upstream.js';
 
 const GIT_QUESTION = 'my git commit history is a mess, how do I squash commits before merging?';
@@ -215,6 +217,54 @@ describe('RL: the judge scores main turns, the buffer keeps them, export writes 
       const datum = await exported(proxy, 'datum', z.never());
       assert.equal(datum.lines.length, 0);
       assert.match(datum.stderr, /4 no token ids/);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('rl export to standard output waits for a slow reader (no line lost past a full pipe) and stops quietly when the reader closes early (| head)', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({ chat: 'GOOD: here is the summary.', judge: () => 'Score: 1' });
+    const proxy = await startProxy({ config: { ...BASE, mode: 'rl', llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    // Each exported line carries this long request: two lines are far more than a pipe holds (64 KB).
+    const longRequest = `Summarise this report: ${'the quarterly numbers went up and down again '.repeat(3_000)}`;
+    /** `rl export` with its standard output a pipe, read as `read` says; its exit code, output and errors. */
+    const exportThroughPipe = (read: (stdout: Readable, chunks: Buffer[]) => void) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [CLI, 'rl', 'export', '--format', 'sft'], { env: cleanEnv(proxy.home) });
+        const chunks: Buffer[] = [];
+        let stderr = '';
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+        read(child.stdout, chunks);
+        child.on('close', (code) => resolve({ code, stdout: Buffer.concat(chunks).toString('utf8'), stderr }));
+      });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'long-report', [longRequest, 'Thanks.'], 'You summarise reports.');
+      await waitFor(async () => (await rlStatus(proxy)).buffer.by_state.scored === 2, 20_000);
+
+      // A reader that takes its time (a trainer, `| gzip` on a busy machine): every line arrives.
+      const slow = await exportThroughPipe((stdout, chunks) => {
+        stdout.pause();
+        setTimeout(() => stdout.on('data', (chunk: Buffer) => chunks.push(chunk)), 1_000);
+      });
+      assert.equal(slow.code, 0, slow.stderr);
+      assert.ok(slow.stdout.length > 200_000, `the export is larger than a pipe (${slow.stdout.length} bytes)`);
+      const lines = slow.stdout.trimEnd().split('\n');
+      assert.equal(lines.length, 2);
+      for (const line of lines) sftLine.parse(JSON.parse(line));
+      assert.match(slow.stderr, /^exported 2 sft line\(s\) from 2 scored sample\(s\)/);
+
+      // A reader that stops after the first bytes (`| head -c 100`): no stack trace, exit 0.
+      const head = await exportThroughPipe((stdout, chunks) => {
+        stdout.once('data', (chunk: Buffer) => {
+          chunks.push(chunk);
+          stdout.destroy();
+        });
+      });
+      assert.equal(head.code, 0, head.stderr);
+      assert.doesNotMatch(head.stderr, /Error|EPIPE|at /);
     } finally {
       await proxy.dispose();
       await upstream.close();

@@ -113,13 +113,13 @@ interface ExportSources {
 }
 
 async function runExport(sources: ExportSources, options: ExportOptions): Promise<void> {
-  const fd = options.out ? openPrivateFile(options.out) : 1;
+  const fd = options.out ? openPrivateFile(options.out) : undefined;
   try {
     const result = await exportSamples(
       sources.buffer,
       sources.conversation,
       { format: options.format, currentGeneration: sources.generation, includeDropped: options.includeDropped === true },
-      (line) => writeSync(fd, `${JSON.stringify(line)}\n`),
+      (line) => (fd === undefined ? writeOut(`${JSON.stringify(line)}\n`) : void writeSync(fd, `${JSON.stringify(line)}\n`)),
     );
     const skipped = Object.entries(result.skipped)
       .filter(([, count]) => count > 0)
@@ -128,8 +128,18 @@ async function runExport(sources: ExportSources, options: ExportOptions): Promis
       `exported ${result.written} ${options.format} line(s) from ${result.scored} scored sample(s)${options.out ? ` to ${options.out}` : ''}${skipped.length > 0 ? `; left out: ${skipped.join(', ')}` : ''}`,
     );
   } finally {
-    if (fd !== 1) closeSync(fd);
+    if (fd !== undefined) closeSync(fd);
   }
+}
+
+/**
+ * One export line on standard output, waiting while a pipe is full: writeSync(1) there throws
+ * EAGAIN once a slow reader (`| gzip`, a trainer reading as it goes) lets 64 KB pile up. A reader
+ * that closes the pipe (`| head`) ends the command quietly (main.ts's EPIPE handler).
+ */
+function writeOut(text: string): Promise<void> | undefined {
+  if (process.stdout.write(text)) return undefined;
+  return new Promise((resolve) => process.stdout.once('drain', resolve));
 }
 
 interface StatusView extends RlReport {
