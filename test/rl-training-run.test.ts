@@ -22,8 +22,23 @@ describe('RL: another base model starts a new training run', () => {
       const steps = await stepDone(rl.proxy, 40_000, 200);
       assert.equal(steps[0]?.step, 1);
 
+      // A typo in rl.model: the backend does not open on it, and fixing it resumes the real run.
+      const rlConfig = rl.config['rl'] as Record<string, unknown>;
       await rl.proxy.stop();
-      (rl.config['rl'] as Record<string, unknown>)['model'] = OTHER_MODEL;
+      rlConfig['model'] = 'tiny/typo';
+      rl.proxy = await startProxy({ home: rl.home, config: rl.config });
+      assert.equal((await opened(rl.proxy)).state, 'failed');
+      await rl.proxy.stop();
+      delete rlConfig['model'];
+      const beforeFix = rl.double.calls.length;
+      rl.proxy = await startProxy({ home: rl.home, config: rl.config });
+      const fixed = await opened(rl.proxy);
+      assert.equal(fixed.state, 'ready', fixed.error ?? '');
+      assert.equal(fixed.served?.step, 1, 'the run trained on tiny/chars serves its step 1 again');
+      assert.match(JSON.stringify(rl.double.calls.slice(beforeFix).find((call) => call.route === '/api/v1/load_weights')?.body), /state-0001/);
+
+      await rl.proxy.stop();
+      rlConfig['model'] = OTHER_MODEL;
       const before = rl.double.calls.length;
       const proxy = (rl.proxy = await startProxy({ home: rl.home, config: rl.config }));
       const report = await opened(proxy);

@@ -176,6 +176,8 @@ export class RlEngine {
   private opening: Promise<void> | undefined;
   private retry: { timer: NodeJS.Timeout; at: number } | undefined;
   private failedOpenings = 0;
+  /** set while a new training run waits for the backend to open on it: records the run */
+  private newRun: (() => void) | undefined;
 
   constructor(private readonly deps: RlEngineDependencies) {
     const { settings, logger } = deps;
@@ -187,15 +189,19 @@ export class RlEngine {
     });
     this.steps = new TrainingSteps(deps.db);
     const state = new StateStore(deps.db);
-    const { run, previous } = currentTrainingRun(state, { backend: settings.backend.kind, base_model: settings.baseModel, lora_rank: settings.loraRank }, () =>
-      this.steps.lastStep(),
+    const { run, previous, begin } = currentTrainingRun(
+      state,
+      { backend: settings.backend.kind, base_model: settings.baseModel, lora_rank: settings.loraRank },
+      () => this.steps.lastStep(),
     );
     this.steps.afterStep = run.after_step;
-    if (previous)
+    if (previous) {
+      this.newRun = begin;
       logger.warn(
         { previous, now: { backend: run.backend, base_model: run.base_model, lora_rank: run.lora_rank }, after_step: run.after_step },
         `rl: a new training run starts (the ${previous.backend} LoRA of rank ${previous.lora_rank} on ${previous.base_model} does not load into the ${run.backend} LoRA of rank ${run.lora_rank} on ${run.base_model}); steps up to ${run.after_step} stay in the history but are not resumed from, served or rolled back to`,
       );
+    }
     // Samplers are lazy: the served policy can be read before the backend opens; it samples only once it has.
     this.policy = new ServedPolicy(state, (path) => this.backend.samplerFor(path));
     this.loop = new TrainingLoop({
@@ -282,7 +288,7 @@ export class RlEngine {
       step_retry: stepRetryReport(this.loop),
       backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
       base_model: settings.baseModel,
-      served: this.policy.describe() ?? null,
+      served: this.newRun ? null : (this.policy.describe() ?? null),
       trigger: settings.manualOnly ? 'manual' : this.deps.window ? 'window' : 'always',
       batch_size: settings.batchSize,
       ready_samples: ready,
@@ -306,8 +312,13 @@ export class RlEngine {
       ]);
       if (this.state === 'stopped') return;
       this.tokenizer = tokenizer;
-      // First start: the fresh LoRA serves, so the first turns are already trainable samples.
-      if (!this.policy.describe()) {
+      // First start (or a new run): the fresh LoRA serves, so the first turns are already trainable samples.
+      if (this.newRun) {
+        const sampler = await this.backend.saveForSampler('step-0000');
+        this.newRun();
+        this.newRun = undefined;
+        this.policy.startOver(sampler, sampler.version);
+      } else if (!this.policy.describe()) {
         const sampler = await this.backend.saveForSampler('step-0000');
         this.policy.installFromStep(0, sampler, sampler.version);
       }
