@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { stringify } from 'yaml';
 import { z } from 'zod';
 import { DEPLOY_SKILL, isJudgeCall, learningAwareUpstream, session, status, userText } from './support/evolver.js';
-import { freePort, homeWithStarterSkills, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
+import { cleanEnv, CLI, freePort, homeWithStarterSkills, runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { errorReply, ScriptedUpstream, type RecordedRequest } from './support/upstream.js';
 
 const GIT_QUESTION = 'my git commit history is a mess, how do I squash commits before merging?';
@@ -221,6 +223,54 @@ describe('RL: the judge scores main turns, the buffer keeps them, export writes 
     }
   });
 
+  test('rl export to standard output waits for a slow reader (no line lost past a full pipe) and stops quietly when the reader closes early (| head)', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({ chat: 'GOOD: here is the summary.', judge: () => 'Score: 1' });
+    const proxy = await startProxy({ config: { ...BASE, mode: 'rl', llm: { api_base: `${upstream.url}/v1`, api_key: 'k' } } });
+    // Each exported line carries this long request: two lines are far more than a pipe holds (64 KB).
+    const longRequest = `Summarise this report: ${'the quarterly numbers went up and down again '.repeat(3_000)}`;
+    /** `rl export` with its standard output a pipe, read as `read` says; its exit code, output and errors. */
+    const exportThroughPipe = (read: (stdout: Readable, chunks: Buffer[]) => void) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [CLI, 'rl', 'export', '--format', 'sft'], { env: cleanEnv(proxy.home) });
+        const chunks: Buffer[] = [];
+        let stderr = '';
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+        read(child.stdout, chunks);
+        child.on('close', (code) => resolve({ code, stdout: Buffer.concat(chunks).toString('utf8'), stderr }));
+      });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'long-report', [longRequest, 'Thanks.'], 'You summarise reports.');
+      await waitFor(async () => (await rlStatus(proxy)).buffer.by_state.scored === 2, 20_000);
+
+      // A reader that takes its time (a trainer, `| gzip` on a busy machine): every line arrives.
+      const slow = await exportThroughPipe((stdout, chunks) => {
+        stdout.pause();
+        setTimeout(() => stdout.on('data', (chunk: Buffer) => chunks.push(chunk)), 1_000);
+      });
+      assert.equal(slow.code, 0, slow.stderr);
+      assert.ok(slow.stdout.length > 200_000, `the export is larger than a pipe (${slow.stdout.length} bytes)`);
+      const lines = slow.stdout.trimEnd().split('\n');
+      assert.equal(lines.length, 2);
+      for (const line of lines) sftLine.parse(JSON.parse(line));
+      assert.match(slow.stderr, /^exported 2 sft line\(s\) from 2 scored sample\(s\)/);
+
+      // A reader that stops after the first bytes (`| head -c 100`): no stack trace, exit 0.
+      const head = await exportThroughPipe((stdout, chunks) => {
+        stdout.once('data', (chunk: Buffer) => {
+          chunks.push(chunk);
+          stdout.destroy();
+        });
+      });
+      assert.equal(head.code, 0, head.stderr);
+      assert.doesNotMatch(head.stderr, /Error|EPIPE|at /);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
   test('support/query separation: when the skill generation advances, older samples leave training (kept and counted) and a new one is trainable', async () => {
     let evolutions = 0;
     const upstream = await ScriptedUpstream.start();
@@ -321,6 +371,15 @@ describe('RL: the judge scores main turns, the buffer keeps them, export writes 
       assert.match(keyed.detail, /^at the next start: auto \(as configured, with the tinker backend\)/);
       const mint = await runCli(['doctor', '--json', '--no-canary'], { home, env: { MINT_API_KEY: 'sk-mint-test' } });
       assert.match(JSON.parse(mint.stdout).checks.find((entry: { name: string }) => entry.name === 'mode').detail, /with the mint backend/);
+
+      // A key but a backend MetaClaw-TS does not train with: doctor says to change the backend, not to set a key.
+      assert.equal((await runCli(['config', 'set', 'rl.backend', 'weaver'], { home })).code, 0);
+      const weaver = await runCli(['doctor', '--json', '--no-canary'], { home, env: { TINKER_API_KEY: 'tml-test' } });
+      const unsupported = JSON.parse(weaver.stdout).checks.find((entry: { name: string }) => entry.name === 'mode');
+      assert.equal(unsupported.verdict, 'warn');
+      assert.match(unsupported.detail, /rl\.backend weaver is not supported yet/);
+      assert.match(unsupported.fix, /^set rl\.backend to tinker, mint or auto/);
+      assert.doesNotMatch(unsupported.fix, /rl\.api_key/);
     } finally {
       await runCli(['stop'], { home });
       await upstream.close();

@@ -458,7 +458,10 @@ function checkMode(config: LoadedConfig, proxy: ProxyContact | undefined, checks
     name: 'mode',
     verdict: 'warn',
     detail: `${where}configured ${mode.configured}, running as ${mode.effective}: ${mode.reason}${judge}`,
-    fix: 'set rl.api_key (or TINKER_API_KEY / MINT_API_KEY in the environment) to train, or set mode: skills_only',
+    fix:
+      decided.missing === 'backend'
+        ? 'set rl.backend to tinker, mint or auto (Weaver and file train nothing here) to train, or set mode: skills_only'
+        : 'set rl.api_key (or TINKER_API_KEY / MINT_API_KEY in the environment) to train, or set mode: skills_only',
   });
 }
 

@@ -113,13 +113,13 @@ interface ExportSources {
 }
 
 async function runExport(sources: ExportSources, options: ExportOptions): Promise<void> {
-  const fd = options.out ? openPrivateFile(options.out) : 1;
+  const fd = options.out ? openPrivateFile(options.out) : undefined;
   try {
     const result = await exportSamples(
       sources.buffer,
       sources.conversation,
       { format: options.format, currentGeneration: sources.generation, includeDropped: options.includeDropped === true },
-      (line) => writeSync(fd, `${JSON.stringify(line)}\n`),
+      (line) => (fd === undefined ? writeOut(`${JSON.stringify(line)}\n`) : void writeSync(fd, `${JSON.stringify(line)}\n`)),
     );
     const skipped = Object.entries(result.skipped)
       .filter(([, count]) => count > 0)
@@ -128,8 +128,18 @@ async function runExport(sources: ExportSources, options: ExportOptions): Promis
       `exported ${result.written} ${options.format} line(s) from ${result.scored} scored sample(s)${options.out ? ` to ${options.out}` : ''}${skipped.length > 0 ? `; left out: ${skipped.join(', ')}` : ''}`,
     );
   } finally {
-    if (fd !== 1) closeSync(fd);
+    if (fd !== undefined) closeSync(fd);
   }
+}
+
+/**
+ * One export line on standard output, waiting while a pipe is full: writeSync(1) there throws
+ * EAGAIN once a slow reader (`| gzip`, a trainer reading as it goes) lets 64 KB pile up. A reader
+ * that closes the pipe (`| head`) ends the command quietly (main.ts's EPIPE handler).
+ */
+function writeOut(text: string): Promise<void> | undefined {
+  if (process.stdout.write(text)) return undefined;
+  return new Promise((resolve) => process.stdout.once('drain', resolve));
 }
 
 interface StatusView extends RlReport {
@@ -246,6 +256,14 @@ function presentStep(record: StepRecord) {
   };
 }
 
+/** What answers main turns: the served step only while the backend is open; until then the normal upstream. */
+function servingText(training: EngineReport): string {
+  const served = training.served;
+  const step = served ? `step ${served.step}${served.pinned ? ' (pinned by a rollback)' : ''}` : undefined;
+  if (training.state !== 'ready') return `the normal upstream until the backend opens${step ? ` (then ${step})` : ''}`;
+  return step ?? 'the normal upstream (no policy yet)';
+}
+
 function printTraining(status: StatusView): void {
   const training = status.training;
   if (training === undefined)
@@ -255,8 +273,13 @@ function printTraining(status: StatusView): void {
     const state = trainingState(training, 'ready');
     print(`training   ${training.backend.kind} at ${training.backend.base_url}, ${training.base_model}: ${state}`);
     print(
-      `           serving ${training.served ? `step ${training.served.step}${training.served.pinned ? ' (pinned by a rollback)' : ''}` : 'the normal upstream (no policy yet)'}; ${training.ready_samples} of ${training.batch_size} samples ready for the next step; trigger: ${training.trigger === 'manual' ? 'only `metaclaw rl train-step`' : training.trigger === 'window' ? 'in idle windows' : 'whenever a batch is full'}`,
+      `           serving ${servingText(training)}; ${training.ready_samples} of ${training.batch_size} samples ready for the next step; trigger: ${training.trigger === 'manual' ? 'only `metaclaw rl train-step`' : training.trigger === 'window' ? 'in idle windows' : 'whenever a batch is full'}`,
     );
+    const retry = training.step_retry;
+    if (retry)
+      print(
+        `           the last ${retry.failures === 1 ? 'automatic step' : `${retry.failures} automatic steps`} failed; the next try at ${new Date(retry.at).toLocaleTimeString()} (\`metaclaw rl train-step\` tries now)`,
+      );
     print(`window     ${training.window}`);
   }
   for (const step of status.steps)

@@ -8,6 +8,7 @@ import {
   ServedPolicy,
   TrainingLoop,
   TrainingSteps,
+  currentTrainingRun,
   type ServedPolicyRecord,
   type StepOutcome,
   type StepFunction,
@@ -23,6 +24,9 @@ import type { LossFunction, PolicySampler } from './types.js';
 
 /** The longest wait before opening a failed backend again. */
 const MAX_REOPEN_DELAY_MS = 5 * 60_000;
+
+/** The longest wait before the next automatic step after steps failed. */
+export const MAX_STEP_RETRY_DELAY_MS = 30 * 60_000;
 
 /** One GRPO step with the run's settings (`rl/train`'s trainStep), as the training loop runs it. */
 export function grpoStep(settings: Pick<RlEngineSettings, 'lossFn' | 'learningRate' | 'opd'>): StepFunction {
@@ -68,6 +72,12 @@ export function stepSummary(record: StepRecord): EngineReport['last_steps'][numb
     error: record.error,
     finished_at: record.finishedAt === null ? null : new Date(record.finishedAt).toISOString(),
   };
+}
+
+/** The training report's wait after failed automatic steps (null when the last step did not fail). */
+export function stepRetryReport(loop: TrainingLoop): EngineReport['step_retry'] {
+  const retry = loop.stepRetry;
+  return retry ? { failures: retry.failures, at: new Date(retry.at).toISOString() } : null;
 }
 
 /** The learning job that runs one training step in a window (queued by the engine's check). */
@@ -124,6 +134,8 @@ export interface EngineReport {
   error: string | null;
   /** when a failed opening is tried again */
   retry_at: string | null;
+  /** after automatic steps failed in a row: how many, and when the next one may run (a step by hand runs any time) */
+  step_retry: { failures: number; at: string } | null;
   backend: { kind: string; base_url: string };
   base_model: string;
   served: ServedPolicyRecord | null;
@@ -164,6 +176,8 @@ export class RlEngine {
   private opening: Promise<void> | undefined;
   private retry: { timer: NodeJS.Timeout; at: number } | undefined;
   private failedOpenings = 0;
+  /** set while a new training run waits for the backend to open on it: records the run */
+  private newRun: (() => void) | undefined;
 
   constructor(private readonly deps: RlEngineDependencies) {
     const { settings, logger } = deps;
@@ -174,8 +188,22 @@ export class RlEngine {
       onWarning: (message) => logger.warn(message),
     });
     this.steps = new TrainingSteps(deps.db);
+    const state = new StateStore(deps.db);
+    const { run, previous, begin } = currentTrainingRun(
+      state,
+      { backend: settings.backend.kind, base_model: settings.baseModel, lora_rank: settings.loraRank },
+      () => this.steps.lastStep(),
+    );
+    this.steps.afterStep = run.after_step;
+    if (previous) {
+      this.newRun = begin;
+      logger.warn(
+        { previous, now: { backend: run.backend, base_model: run.base_model, lora_rank: run.lora_rank }, after_step: run.after_step },
+        `rl: a new training run starts (the ${previous.backend} LoRA of rank ${previous.lora_rank} on ${previous.base_model} does not load into the ${run.backend} LoRA of rank ${run.lora_rank} on ${run.base_model}); steps up to ${run.after_step} stay in the history but are not resumed from, served or rolled back to`,
+      );
+    }
     // Samplers are lazy: the served policy can be read before the backend opens; it samples only once it has.
-    this.policy = new ServedPolicy(new StateStore(deps.db), (path) => this.backend.samplerFor(path));
+    this.policy = new ServedPolicy(state, (path) => this.backend.samplerFor(path));
     this.loop = new TrainingLoop({
       backend: this.backend,
       buffer: deps.buffer,
@@ -186,6 +214,7 @@ export class RlEngine {
       batchSize: settings.batchSize,
       skillGeneration: deps.skillGeneration,
       logger,
+      failureBackoffMs: { first: settings.checkIntervalMs, max: MAX_STEP_RETRY_DELAY_MS },
     });
     this.policyUpstream = servingPolicy(deps.fallback, settings, logger, () => ({
       tokenizer: this.tokenizer,
@@ -256,9 +285,10 @@ export class RlEngine {
       state: this.state,
       error: this.error,
       retry_at: this.retry ? new Date(this.retry.at).toISOString() : null,
+      step_retry: stepRetryReport(this.loop),
       backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
       base_model: settings.baseModel,
-      served: this.policy.describe() ?? null,
+      served: this.newRun ? null : (this.policy.describe() ?? null),
       trigger: settings.manualOnly ? 'manual' : this.deps.window ? 'window' : 'always',
       batch_size: settings.batchSize,
       ready_samples: ready,
@@ -282,8 +312,13 @@ export class RlEngine {
       ]);
       if (this.state === 'stopped') return;
       this.tokenizer = tokenizer;
-      // First start: the fresh LoRA serves, so the first turns are already trainable samples.
-      if (!this.policy.describe()) {
+      // First start (or a new run): the fresh LoRA serves, so the first turns are already trainable samples.
+      if (this.newRun) {
+        const sampler = await this.backend.saveForSampler('step-0000');
+        this.newRun();
+        this.newRun = undefined;
+        this.policy.startOver(sampler, sampler.version);
+      } else if (!this.policy.describe()) {
         const sampler = await this.backend.saveForSampler('step-0000');
         this.policy.installFromStep(0, sampler, sampler.version);
       }
@@ -330,7 +365,7 @@ export class RlEngine {
 
   /** Queues a step when a full batch waits in an open window (the job runs it; a second one is not queued while one waits). */
   private checkBatch(): void {
-    if (this.state !== 'ready' || this.deps.settings.manualOnly || this.loop.busy) return;
+    if (this.state !== 'ready' || this.deps.settings.manualOnly || this.loop.busy || this.loop.waitingAfterFailure()) return;
     try {
       if (this.deps.window && !this.deps.window.isOpen()) return;
       if (this.deps.readyCount() < this.deps.settings.batchSize) return;

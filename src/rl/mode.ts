@@ -17,6 +17,8 @@ export interface ModeDecision {
   recording: boolean;
   /** one sentence: why `effective` is what it is */
   reason: string;
+  /** what `rl`/`auto` lack when they run as skills_only: a key, or a backend MetaClaw-TS can train with */
+  missing?: 'key' | 'backend';
 }
 
 /**
@@ -46,6 +48,7 @@ export function decideMode(values: ConfigValues, env: NodeJS.ProcessEnv = proces
       effective: 'skills_only',
       backend: null,
       recording,
+      missing: error.code === 'rl_backend_unsupported' ? 'backend' : 'key',
       reason: `mode ${configured} needs a training backend (${error.message.replace(/\.$/, '')}): running as skills_only; samples are still recorded and judged for \`metaclaw rl export\``,
     };
   }

@@ -1,6 +1,15 @@
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logging/index.js';
-import { grpoStep, servingPolicy, stepSummary, type EngineReport, type EngineState, type RlEngineSettings } from '../rl/engine.js';
+import {
+  grpoStep,
+  MAX_STEP_RETRY_DELAY_MS,
+  servingPolicy,
+  stepRetryReport,
+  stepSummary,
+  type EngineReport,
+  type EngineState,
+  type RlEngineSettings,
+} from '../rl/engine.js';
 import { SharedServedPolicy, TrainingLoop, type StepOutcome, type StepRecord, type SteppingWindow } from '../rl/loop/index.js';
 import { loadChatTokenizer, type ChatTokenizer, type Forwarding, type PolicyUpstream } from '../rl/policy/index.js';
 import { TinkerBackend } from '../rl/tinker/index.js';
@@ -137,6 +146,7 @@ export class TeamRlTraining {
       state: this.state,
       error: this.error,
       retry_at: this.state === 'failed' ? new Date(this.reopenAt).toISOString() : null,
+      step_retry: this.trainer ? stepRetryReport(this.trainer.loop) : null,
       backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
       base_model: settings.baseModel,
       served: this.policy.describe() ?? null,
@@ -197,7 +207,7 @@ export class TeamRlTraining {
       this.lastSteps = await this.steps.recent(5);
       this.nextReportRead = Date.now() + this.options.settings.checkIntervalMs;
     }
-    if (this.state !== 'ready' || !trainer || this.options.settings.manualOnly || trainer.loop.busy) return;
+    if (this.state !== 'ready' || !trainer || this.options.settings.manualOnly || trainer.loop.busy || trainer.loop.waitingAfterFailure()) return;
     if (this.readyCount < this.options.settings.batchSize) return;
     if (this.options.window && !this.options.window.isOpen()) return;
     // Not awaited: the policy is read again meanwhile; the loop runs one step at a time.
@@ -283,6 +293,7 @@ export class TeamRlTraining {
         batchSize: settings.batchSize,
         skillGeneration: generation,
         logger,
+        failureBackoffMs: { first: settings.checkIntervalMs, max: MAX_STEP_RETRY_DELAY_MS },
       });
       // The team's first trainer: the fresh LoRA serves, so the first turns are already trainable samples.
       if (!this.policy.describe()) {

@@ -81,6 +81,7 @@ export interface StepRow {
   loss: number | null;
   reward: number | null;
   samples: number;
+  finished_at: string | null;
 }
 
 /** The training engine's report in `GET /status`. */
@@ -152,6 +153,8 @@ export interface RlProxyOptions {
   tokenizerLater?: boolean;
   /** Wait until the backend has opened, and assert that it did. */
   ready?: boolean;
+  /** Further base models the double serves beside RL_MODEL (the same character vocabulary). */
+  moreModels?: string[];
 }
 
 export interface RlProxy {
@@ -177,7 +180,7 @@ export async function startRlProxy(options: RlProxyOptions = {}): Promise<RlProx
   const home = tempHome();
   const tokenizerFolder = join(home, 'char-tokenizer');
   if (!options.tokenizerLater) writeCharTokenizer(tokenizerFolder);
-  const double = await TinkerDouble.start({ vocabSize: CHAR_VOCAB_SIZE, supportedModels: [RL_MODEL] });
+  const double = await TinkerDouble.start({ vocabSize: CHAR_VOCAB_SIZE, supportedModels: [RL_MODEL, ...(options.moreModels ?? [])] });
   const upstream = await ScriptedUpstream.start();
   const reply = options.reply ?? ((call) => `Score: ${call % 2 === 1 ? 1 : -1}`);
   let calls = 0;

@@ -2,4 +2,13 @@ export { ServedPolicy, parseServedPolicy, SERVED_POLICY_KEY, type ServedPolicyRe
 export { SharedServedPolicy } from './shared-policy.js';
 export type { PolicyInstaller, ServedPolicyState, StepStore } from './ports.js';
 export { TrainingSteps, fromRow, finiteMetrics, finiteOrNull, type StepRecord, type StepRow, type StepStatus, type StepTrigger } from './steps.js';
-export { TrainingLoop, type StepFunction, type StepOutcome, type SteppingWindow, type TrainingBuffer, type TrainingLoopOptions } from './training-loop.js';
+export {
+  TrainingLoop,
+  type StepFunction,
+  type StepOutcome,
+  type StepRetry,
+  type SteppingWindow,
+  type TrainingBuffer,
+  type TrainingLoopOptions,
+} from './training-loop.js';
+export { currentTrainingRun, TRAINING_RUN_KEY, type TrainingRun } from './run.js';

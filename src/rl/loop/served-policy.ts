@@ -46,6 +46,11 @@ export class ServedPolicy {
     return true;
   }
 
+  /** A new training run: its fresh LoRA serves as its step 0, whatever served (or was pinned) before. */
+  startOver(sampler: PolicySampler, samplerPath: string): void {
+    this.set({ step: 0, samplerPath, pinned: false }, sampler);
+  }
+
   /** `rl rollback`: serve an earlier step's weights (pinned), or the latest again (`pinned: false`). */
   serve(step: number, samplerPath: string, pinned: boolean): void {
     this.set({ step, samplerPath, pinned }, this.samplerFor(samplerPath));

@@ -58,12 +58,19 @@ export function fromRow(row: StepRow): StepRecord {
 
 /** The training steps taken, with what each one reported and where its weights went (table `rl_steps`). */
 export class TrainingSteps implements StepStore {
+  /** Steps up to this one belong to an earlier run (another base model, backend or rank): never resumed from nor served. */
+  afterStep = 0;
+
   constructor(private readonly db: Db) {}
+
+  /** The last step ever taken (0 when none). */
+  lastStep(): number {
+    return this.db.prepare<[], { step: number | null }>('SELECT MAX(step) AS step FROM rl_steps').get()?.step ?? 0;
+  }
 
   /** Opens a step: its number is one past the last step ever taken. */
   begin(trigger: StepTrigger, skillGeneration: number, samples: number, now: number): number {
-    const last = this.db.prepare<[], { step: number | null }>('SELECT MAX(step) AS step FROM rl_steps').get()?.step ?? 0;
-    const step = last + 1;
+    const step = this.lastStep() + 1;
     this.db
       .prepare('INSERT INTO rl_steps (step, status, trigger, skill_generation, samples, started_at) VALUES (?, ?, ?, ?, ?, ?)')
       .run(step, 'running', trigger, skillGeneration, samples, now);
@@ -105,12 +112,17 @@ export class TrainingSteps implements StepStore {
 
   /** Steps whose weights can be served again (`rl checkpoints`), newest first. */
   checkpoints(): StepRecord[] {
-    return this.db.prepare<[], StepRow>("SELECT * FROM rl_steps WHERE status = 'done' AND sampler_path IS NOT NULL ORDER BY step DESC").all().map(fromRow);
+    return this.db
+      .prepare<[number], StepRow>("SELECT * FROM rl_steps WHERE status = 'done' AND sampler_path IS NOT NULL AND step > ? ORDER BY step DESC")
+      .all(this.afterStep)
+      .map(fromRow);
   }
 
   /** The newest step whose full state was saved: where training resumes after a restart. */
   latestState(): StepRecord | undefined {
-    const row = this.db.prepare<[], StepRow>("SELECT * FROM rl_steps WHERE status = 'done' AND state_path IS NOT NULL ORDER BY step DESC LIMIT 1").get();
+    const row = this.db
+      .prepare<[number], StepRow>("SELECT * FROM rl_steps WHERE status = 'done' AND state_path IS NOT NULL AND step > ? ORDER BY step DESC LIMIT 1")
+      .get(this.afterStep);
     return row ? fromRow(row) : undefined;
   }
 }

@@ -52,7 +52,20 @@ export interface TrainingLoopOptions {
   skillGeneration: () => number;
   logger: Logger;
   now?: () => number;
+  /**
+   * After an automatic step failed, the next one waits this long, twice as long after each further
+   * failure, at most `max` (a step by hand never waits; one that trains ends the wait).
+   */
+  failureBackoffMs?: { first: number; max: number };
 }
+
+/** After automatic steps failed in a row: how many, and when the next automatic one may run. */
+export interface StepRetry {
+  failures: number;
+  at: number;
+}
+
+const DEFAULT_FAILURE_BACKOFF = { first: 5_000, max: 30 * 60_000 };
 
 export type StepOutcome =
   | { status: 'done'; step: number; samples: number; metrics: StepMetrics; served: boolean }
@@ -72,6 +85,7 @@ export type StepOutcome =
 export class TrainingLoop {
   private running: Promise<StepOutcome> | undefined;
   private readonly now: () => number;
+  private retry: StepRetry | undefined;
 
   constructor(private readonly options: TrainingLoopOptions) {
     this.now = options.now ?? Date.now;
@@ -81,12 +95,27 @@ export class TrainingLoop {
     return this.running !== undefined;
   }
 
+  /** Set while automatic steps wait after failing: a batch check queues none before `at`. */
+  get stepRetry(): StepRetry | undefined {
+    return this.retry ? { ...this.retry } : undefined;
+  }
+
+  /** True while an automatic step must wait after the last ones failed. */
+  waitingAfterFailure(): boolean {
+    return this.retry !== undefined && this.now() < this.retry.at;
+  }
+
   /** One step now if it can run; a second call while one runs waits for it rather than starting another. */
   runStep(trigger: StepTrigger): Promise<StepOutcome> {
     if (this.running) return this.running;
-    const run = this.stepOnce(trigger).finally(() => {
-      this.running = undefined;
-    });
+    const run = this.stepOnce(trigger)
+      .then((outcome) => {
+        this.afterStep(trigger, outcome);
+        return outcome;
+      })
+      .finally(() => {
+        this.running = undefined;
+      });
     this.running = run;
     return run;
   }
@@ -94,6 +123,8 @@ export class TrainingLoop {
   private async stepOnce(trigger: StepTrigger): Promise<StepOutcome> {
     const { window, buffer, batchSize, steps, logger } = this.options;
     if (trigger === 'window' && window && !window.isOpen()) return { status: 'skipped', reason: `no window: ${window.describe()}` };
+    if (trigger === 'window' && this.retry && this.now() < this.retry.at)
+      return { status: 'skipped', reason: `the last step failed; the next try at ${new Date(this.retry.at).toISOString()}` };
     // A step by hand trains on what is there; one in a window waits for a full batch.
     const samples = await buffer.ready(batchSize);
     if (samples.length === 0 || (trigger === 'window' && samples.length < batchSize)) {
@@ -136,6 +167,24 @@ export class TrainingLoop {
     const served = await this.options.policy.installFromStep(step, result.sampler, result.samplerPath);
     logger.info({ step, samples: samples.length, loss: result.metrics.loss, served }, 'rl training step done');
     return { status: 'done', step, samples: samples.length, metrics: result.metrics, served };
+  }
+
+  /**
+   * A backend that refuses every step (a request it will never take, a service down for hours) is
+   * not asked again at every batch check: automatic steps back off after a failure, and the first
+   * step that trains (or finds nothing to learn) ends the wait.
+   */
+  private afterStep(trigger: StepTrigger, outcome: StepOutcome): void {
+    if (outcome.status === 'done' || outcome.status === 'empty') this.retry = undefined;
+    else if (outcome.status === 'failed' && trigger === 'window') {
+      const { first, max } = this.options.failureBackoffMs ?? DEFAULT_FAILURE_BACKOFF;
+      const failures = (this.retry?.failures ?? 0) + 1;
+      this.retry = { failures, at: this.now() + Math.min(first * 2 ** (failures - 1), max) };
+      this.options.logger.warn(
+        { step: outcome.step, failures, retry_at: new Date(this.retry.at).toISOString() },
+        'rl: automatic training steps wait before the next try',
+      );
+    }
   }
 
   private async stepEnded(step: number, status: 'abandoned' | 'failed', reason: string): Promise<StepOutcome> {
