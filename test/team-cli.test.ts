@@ -372,6 +372,22 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
       { table: 'skill_evolutions', read: lines.length, inserted: 0 },
     );
     assert.equal((await runCli(['skills', 'log', '--full'], { home: team.seed, env })).stdout, personalLog.stdout);
+
+    // Importing the same install again: its skills are already there as they are, said in one line, with no
+    // option to name that import-sqlite does not have; a skill the install changed since is kept as the team has it.
+    const plain = await importInto(['--merge']);
+    assert.doesNotMatch(plain, /--overwrite|^  skipped /m);
+    assert.match(plain, /Skills from \S+: 0 imported, [1-9]\d* already in the team store as they are\.\n/);
+    const file = join(home, 'skills', 'quokka-ledger-exports', 'SKILL.md');
+    const text = readFileSync(file, 'utf8');
+    try {
+      writeFileSync(file, `${text}\nA line added on the personal install after the move.\n`);
+      const changed = await importInto(['--merge']);
+      assert.doesNotMatch(changed, /--overwrite/);
+      assert.match(changed, /skipped \S+quokka-ledger-exports\/SKILL\.md: the team store's quokka-ledger-exports differs from this file and is kept as it is/);
+    } finally {
+      writeFileSync(file, text);
+    }
   });
 
   test("scheduler status, with no node running here, does not report a personal run's state as the node's", async () => {

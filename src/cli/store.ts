@@ -235,7 +235,8 @@ async function importCommand(path: string, options: ImportCommandOptions): Promi
   print(`Memory keyword index: ${result.memoryIndexed} units indexed.`);
   if (!skills) print(options.skills === false ? 'Skills: not imported (--no-skills).' : 'Skills: no skills folder beside the database (give --skills DIR).');
   else {
-    print(`Skills from ${skills.folder}: ${skills.imported.length} imported.`);
+    const same = skills.unchanged.length > 0 ? `, ${skills.unchanged.length} already in the team store as they are` : '';
+    print(`Skills from ${skills.folder}: ${skills.imported.length} imported${same}.`);
     for (const skipped of skills.skipped) print(`  skipped ${skipped.path}: ${skipped.reason}`);
   }
 }
