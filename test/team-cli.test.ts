@@ -451,4 +451,42 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
       );
     }
   });
+
+  test("with a node started by start --store URL and no URL set for the command, team, memory, skills, sessions and jobs refuse the install's own database, which no node reads", async () => {
+    const home = tempHome('metaclaw-team-cli-flag-');
+    const env = { METACLAW_PROXY_API_KEY: OWNER_KEY };
+    try {
+      writeFileSync(join(home, 'config.yaml'), `llm:\n  api_base: ${team.upstream.url}/v1\nproxy:\n  port: ${await freePort()}\n`);
+      const started = await runCli(['start', '--no-wire', '--store', team.url], { home, env });
+      assert.equal(started.code, 0, started.stderr);
+      for (const args of [
+        ['team', 'add-member', 'dora'],
+        ['memory', 'add', 'A note for the team.'],
+        ['skills', 'list'],
+        ['sessions', 'list'],
+        ['jobs', 'list'],
+      ]) {
+        const result = await runCli(args, { home, env });
+        assert.equal(result.code, 1, `${args.join(' ')}: ${result.stdout}`);
+        assert.match(result.stderr, /is a node of the team store postgres:\/\/\S+, and no store URL is set for this command[^\n]*Set METACLAW_DATABASE_URL/);
+      }
+      // Nothing was written to the install's own database.
+      const personalDb = join(home, 'metaclaw.db');
+      if (existsSync(personalDb)) {
+        const db = new Database(personalDb, { readonly: true });
+        try {
+          assert.deepEqual(db.prepare('SELECT count(*) AS n FROM team_members').get(), { n: 0 });
+          assert.deepEqual(db.prepare('SELECT count(*) AS n FROM memory_units').get(), { n: 0 });
+        } finally {
+          db.close();
+        }
+      }
+      // With the store's URL the same command reaches the team store.
+      const listed = await runCli(['team', 'list'], { home, env: { ...env, METACLAW_DATABASE_URL: team.url } });
+      assert.equal(listed.code, 0, listed.stderr);
+    } finally {
+      await runCli(['stop'], { home });
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
 });
