@@ -376,7 +376,7 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     // Importing the same install again: its skills are already there as they are, said in one line, with no
     // option to name that import-sqlite does not have; a skill the install changed since is kept as the team has it.
     const plain = await importInto(['--merge']);
-    assert.doesNotMatch(plain, /--overwrite|^  skipped /m);
+    assert.doesNotMatch(plain, /--overwrite|^ {2}skipped /m);
     assert.match(plain, /Skills from \S+: 0 imported, [1-9]\d* already in the team store as they are\.\n/);
     const file = join(home, 'skills', 'quokka-ledger-exports', 'SKILL.md');
     const text = readFileSync(file, 'utf8');
