@@ -64,7 +64,13 @@ describe('metaclaw team: members with keys of their own', () => {
     assert.equal(bobSearch.status, 200);
     assert.equal(bobSearch.body.scope, 'user:bob');
     assert.deepEqual(bobSearch.body.results, []);
-    assert.equal((await call(keys['bob']!, 'POST', '/v1/memory/search', { query: 'cat', scope: 'user:alice' })).status, 403);
+    const named = await call(keys['bob']!, 'POST', '/v1/memory/search', { query: 'cat', scope: 'user:alice' });
+    assert.equal(named.status, 403);
+    // Told what holds for a member key: headers and the admin token are no way round it for Bob.
+    assert.match(
+      named.body.error.message,
+      /^A member key works in its own memory scope "user:bob" \(and reads "team"\); it cannot reach scope "user:alice"\.$/,
+    );
     assert.equal((await call(keys['bob']!, 'GET', `/v1/memory/${id}`, undefined, widening)).status, 404);
     assert.equal((await call(keys['bob']!, 'DELETE', `/v1/memory/${id}`)).status, 404);
     const bobExport = await call(keys['bob']!, 'GET', '/v1/memory/export', undefined, widening);
