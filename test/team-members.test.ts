@@ -217,6 +217,9 @@ describe('metaclaw team: members with keys of their own', () => {
     const names = (JSON.parse(listed.stdout) as Array<{ name: string; key: string }>).map((member) => member.name);
     assert.deepEqual(names, ['alice']);
     assert.ok(!listed.stdout.includes(newKey), 'a listed key is only its first characters');
+    // The plain list says when a key was rotated, as well as when the member was added.
+    const plain = await scripted.proxy.cli(['team', 'list']);
+    assert.match(plain.stdout, /^alice +mcm_\S+… +scope user:alice {2}since \d{4}-\d{2}-\d{2}, key rotated \d{4}-\d{2}-\d{2}\n$/);
   });
 
   test('a team needs the owner key first: add-member refuses without proxy.api_key, and names are checked', async () => {
