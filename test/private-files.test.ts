@@ -83,6 +83,21 @@ describe("MetaClaw's home, logs and keys are readable by the user alone", () => 
     assert.match(again.stdout, /✔ privacy: \S+ and the keys in \S+config\.yaml are readable by you alone/);
   });
 
+  test('start --store with a password in the URL does not say the config file holds store.url: the URL came from the command line', async () => {
+    const home = newHome();
+    const file = join(home, 'config.yaml');
+    writeFileSync(file, stringify({ llm: { api_base: `${upstream.url}/v1` }, proxy: { port: await freePort() } }));
+    chmodSync(file, 0o644);
+    // Nothing listens on the store's port: the node refuses to start, after reading its config.
+    const url = `postgres://team:store-secret@127.0.0.1:${await freePort()}/metaclaw`;
+    const started = await runCli(['start', '--no-wire', '--store', url], { home, env: { METACLAW_PROXY_API_KEY: 'owner-key' } });
+    await runCli(['stop'], { home });
+    assert.notEqual(started.code, 0);
+    assert.match(started.stderr, /postgres:\/\/team:\*\*\*\*@127\.0\.0\.1/);
+    assert.doesNotMatch(started.stderr, /holds store\.url/);
+    assert.doesNotMatch(started.stdout + started.stderr, /store-secret/);
+  });
+
   test('the first command of a fresh install (setup, config set, memory add, skills install-starter) creates $METACLAW_HOME as 0700, so doctor finds nothing open', async () => {
     const commands = [
       [

@@ -372,6 +372,22 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
       { table: 'skill_evolutions', read: lines.length, inserted: 0 },
     );
     assert.equal((await runCli(['skills', 'log', '--full'], { home: team.seed, env })).stdout, personalLog.stdout);
+
+    // Importing the same install again: its skills are already there as they are, said in one line, with no
+    // option to name that import-sqlite does not have; a skill the install changed since is kept as the team has it.
+    const plain = await importInto(['--merge']);
+    assert.doesNotMatch(plain, /--overwrite|^ {2}skipped /m);
+    assert.match(plain, /Skills from \S+: 0 imported, [1-9]\d* already in the team store as they are\.\n/);
+    const file = join(home, 'skills', 'quokka-ledger-exports', 'SKILL.md');
+    const text = readFileSync(file, 'utf8');
+    try {
+      writeFileSync(file, `${text}\nA line added on the personal install after the move.\n`);
+      const changed = await importInto(['--merge']);
+      assert.doesNotMatch(changed, /--overwrite/);
+      assert.match(changed, /skipped \S+quokka-ledger-exports\/SKILL\.md: the team store's quokka-ledger-exports differs from this file and is kept as it is/);
+    } finally {
+      writeFileSync(file, text);
+    }
   });
 
   test("scheduler status, with no node running here, does not report a personal run's state as the node's", async () => {
@@ -433,6 +449,44 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
         result.stderr,
         /^The team store at \S+ has schema version 0; this MetaClaw needs \d+\. Run `metaclaw store migrate` first\. Nothing was read or changed\.\n$/,
       );
+    }
+  });
+
+  test("with a node started by start --store URL and no URL set for the command, team, memory, skills, sessions and jobs refuse the install's own database, which no node reads", async () => {
+    const home = tempHome('metaclaw-team-cli-flag-');
+    const env = { METACLAW_PROXY_API_KEY: OWNER_KEY };
+    try {
+      writeFileSync(join(home, 'config.yaml'), `llm:\n  api_base: ${team.upstream.url}/v1\nproxy:\n  port: ${await freePort()}\n`);
+      const started = await runCli(['start', '--no-wire', '--store', team.url], { home, env });
+      assert.equal(started.code, 0, started.stderr);
+      for (const args of [
+        ['team', 'add-member', 'dora'],
+        ['memory', 'add', 'A note for the team.'],
+        ['skills', 'list'],
+        ['sessions', 'list'],
+        ['jobs', 'list'],
+      ]) {
+        const result = await runCli(args, { home, env });
+        assert.equal(result.code, 1, `${args.join(' ')}: ${result.stdout}`);
+        assert.match(result.stderr, /is a node of the team store postgres:\/\/\S+, and no store URL is set for this command[^\n]*Set METACLAW_DATABASE_URL/);
+      }
+      // Nothing was written to the install's own database.
+      const personalDb = join(home, 'metaclaw.db');
+      if (existsSync(personalDb)) {
+        const db = new Database(personalDb, { readonly: true });
+        try {
+          assert.deepEqual(db.prepare('SELECT count(*) AS n FROM team_members').get(), { n: 0 });
+          assert.deepEqual(db.prepare('SELECT count(*) AS n FROM memory_units').get(), { n: 0 });
+        } finally {
+          db.close();
+        }
+      }
+      // With the store's URL the same command reaches the team store.
+      const listed = await runCli(['team', 'list'], { home, env: { ...env, METACLAW_DATABASE_URL: team.url } });
+      assert.equal(listed.code, 0, listed.stderr);
+    } finally {
+      await runCli(['stop'], { home });
+      rmSync(home, { recursive: true, force: true });
     }
   });
 });

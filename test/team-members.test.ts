@@ -64,7 +64,13 @@ describe('metaclaw team: members with keys of their own', () => {
     assert.equal(bobSearch.status, 200);
     assert.equal(bobSearch.body.scope, 'user:bob');
     assert.deepEqual(bobSearch.body.results, []);
-    assert.equal((await call(keys['bob']!, 'POST', '/v1/memory/search', { query: 'cat', scope: 'user:alice' })).status, 403);
+    const named = await call(keys['bob']!, 'POST', '/v1/memory/search', { query: 'cat', scope: 'user:alice' });
+    assert.equal(named.status, 403);
+    // Told what holds for a member key: headers and the admin token are no way round it for Bob.
+    assert.match(
+      named.body.error.message,
+      /^A member key works in its own memory scope "user:bob" \(and reads "team"\); it cannot reach scope "user:alice"\.$/,
+    );
     assert.equal((await call(keys['bob']!, 'GET', `/v1/memory/${id}`, undefined, widening)).status, 404);
     assert.equal((await call(keys['bob']!, 'DELETE', `/v1/memory/${id}`)).status, 404);
     const bobExport = await call(keys['bob']!, 'GET', '/v1/memory/export', undefined, widening);
@@ -211,6 +217,9 @@ describe('metaclaw team: members with keys of their own', () => {
     const names = (JSON.parse(listed.stdout) as Array<{ name: string; key: string }>).map((member) => member.name);
     assert.deepEqual(names, ['alice']);
     assert.ok(!listed.stdout.includes(newKey), 'a listed key is only its first characters');
+    // The plain list says when a key was rotated, as well as when the member was added.
+    const plain = await scripted.proxy.cli(['team', 'list']);
+    assert.match(plain.stdout, /^alice +mcm_\S+… +scope user:alice {2}since \d{4}-\d{2}-\d{2}, key rotated \d{4}-\d{2}-\d{2}\n$/);
   });
 
   test('a team needs the owner key first: add-member refuses without proxy.api_key, and names are checked', async () => {

@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { DATABASE_URL_VARIABLE, maskDatabaseUrl, type LoadedConfig } from '../config/index.js';
 import { evolutionLogFile } from '../skills/history.js';
 import { MIGRATIONS, openDatabase, schemaVersion, type Db } from '../store/index.js';
+import { isProcessAlive, readPidFile } from '../runtime/pid-file.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 
 /**
@@ -103,12 +104,26 @@ export interface ServedStoreWork<T> {
 export async function onServedStore<T>(config: LoadedConfig, work: ServedStoreWork<T>): Promise<T> {
   const url = config.values['store.url'];
   if (url) return withServedPool(url, (postgres, pool) => work.team(postgres, pool, url));
+  refuseWhileANodeRuns(config);
   const db = openDatabase(config.paths.database);
   try {
     return await work.personal(db);
   } finally {
     db.close();
   }
+}
+
+/**
+ * No store URL here, but the proxy running from this home is a node of a team store (`start --store
+ * URL`): the install's own database is read by no node, so a member added or a memory written there
+ * would silently never reach the team. Refused, with the way to name the store.
+ */
+function refuseWhileANodeRuns(config: LoadedConfig): void {
+  const running = readPidFile(config.paths.pidFile);
+  if (!running?.store || !isProcessAlive(running.pid)) return;
+  throw new CliExit(
+    `The proxy running from ${config.home} (pid ${running.pid}) is a node of the team store ${running.store}, and no store URL is set for this command: it would read and change this install's own database, which no node reads. Set ${DATABASE_URL_VARIABLE} (or store.url in config.yaml) to that store's URL; nothing was read or changed.`,
+  );
 }
 
 async function migrateCommand(options: StoreOptions): Promise<void> {
@@ -235,7 +250,8 @@ async function importCommand(path: string, options: ImportCommandOptions): Promi
   print(`Memory keyword index: ${result.memoryIndexed} units indexed.`);
   if (!skills) print(options.skills === false ? 'Skills: not imported (--no-skills).' : 'Skills: no skills folder beside the database (give --skills DIR).');
   else {
-    print(`Skills from ${skills.folder}: ${skills.imported.length} imported.`);
+    const same = skills.unchanged.length > 0 ? `, ${skills.unchanged.length} already in the team store as they are` : '';
+    print(`Skills from ${skills.folder}: ${skills.imported.length} imported${same}.`);
     for (const skipped of skills.skipped) print(`  skipped ${skipped.path}: ${skipped.reason}`);
   }
 }

@@ -113,9 +113,10 @@ export function registerTeamCommands(program: Command): void {
       const members = await directory.list();
       if (options.json) return print(JSON.stringify(members.map(presentMember), null, 2));
       if (members.length === 0) return print('No members: the proxy serves its owner alone (add one with `metaclaw team add-member NAME`).');
+      const day = (time: number): string => new Date(time).toISOString().slice(0, 10);
       for (const member of members)
         print(
-          `${member.name.padEnd(20)} ${member.keyHint.padEnd(14)} scope ${memberScope(member)}  since ${new Date(member.createdAt).toISOString().slice(0, 10)}`,
+          `${member.name.padEnd(20)} ${member.keyHint.padEnd(14)} scope ${memberScope(member)}  since ${day(member.createdAt)}${member.keyRotatedAt !== null ? `, key rotated ${day(member.keyRotatedAt)}` : ''}`,
         );
     }),
   );

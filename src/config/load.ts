@@ -24,6 +24,8 @@ export interface LoadedConfig {
   readonly fileExists: boolean;
   /** Keys whose value came from the file or an override rather than the default. */
   readonly explicitKeys: ReadonlySet<string>;
+  /** The keys the config file itself sets (not the command line's overrides): what privacy.ts counts. */
+  readonly fileKeys: ReadonlySet<string>;
   readonly warnings: readonly string[];
 }
 
@@ -58,6 +60,7 @@ export function loadConfig(options: LoadOptions = {}): LoadedConfig {
   }
   // The errors past these are the command line's and the environment's, not the file's.
   const fileErrors = errors.length;
+  const fileKeys = new Set(explicitKeys);
 
   for (const [key, text] of Object.entries(options.overrides ?? {})) {
     if (text === undefined) continue;
@@ -94,7 +97,7 @@ export function loadConfig(options: LoadOptions = {}): LoadedConfig {
   }
   const typed = Object.fromEntries(values) as ConfigValues;
   for (const warning of dependencyWarnings(typed, explicitKeys)) warnings.push(`${file}: ${warning}`);
-  return { values: typed, home, paths: configPaths(home, typed), file, fileExists, explicitKeys, warnings };
+  return { values: typed, home, paths: configPaths(home, typed), file, fileExists, explicitKeys, fileKeys, warnings };
 }
 
 /**
@@ -106,7 +109,7 @@ export function defaultConfig(env: NodeJS.ProcessEnv = process.env): LoadedConfi
   const home = metaclawHome(env);
   const values = Object.fromEntries(KEY_DEFINITIONS.map((definition) => [definition.key, definition.default])) as ConfigValues;
   const file = join(home, 'config.yaml');
-  return { values, home, paths: configPaths(home, values), file, fileExists: existsSync(file), explicitKeys: new Set(), warnings: [] };
+  return { values, home, paths: configPaths(home, values), file, fileExists: existsSync(file), explicitKeys: new Set(), fileKeys: new Set(), warnings: [] };
 }
 
 function configPaths(home: string, values: ConfigValues): ConfigPaths {

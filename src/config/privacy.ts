@@ -31,7 +31,7 @@ export function keysInConfigFile(config: LoadedConfig): string[] {
   const holdsSecret = (definition: KeyDefinition, value: unknown): boolean =>
     value !== '' && (!definition.mask || typeof value !== 'string' || definition.mask(value) !== value);
   const keys: string[] = (KEY_DEFINITIONS as readonly KeyDefinition[])
-    .filter((definition) => definition.secret === true && config.explicitKeys.has(definition.key) && holdsSecret(definition, values[definition.key]))
+    .filter((definition) => definition.secret === true && config.fileKeys.has(definition.key) && holdsSecret(definition, values[definition.key]))
     .map((definition) => definition.key);
   config.values['llm.fallbacks'].forEach((entry, index) => {
     if (entry.api_key) keys.push(`llm.fallbacks.${index}.api_key`);

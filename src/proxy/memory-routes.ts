@@ -234,6 +234,12 @@ function scopeFor(caller: Caller, requested: string | undefined, param: string, 
     if (access === 'read') return requested;
     if (caller.member) throw sharedReadOnly(param);
   }
+  if (caller.member)
+    throw new PermissionError(
+      'scope_forbidden',
+      `A member key works in its own memory scope "${caller.scope}" (and reads "${SHARED_SCOPE}"); it cannot reach scope "${requested}".`,
+      param,
+    );
   throw new PermissionError(
     'scope_forbidden',
     `This request's memory scope is "${caller.scope}" (from X-Memory-Scope, X-User-Id, X-Workspace-Id or memory.scope); it cannot reach scope "${requested}". Send the request with that scope's headers, or use the admin token ($METACLAW_HOME/admin-token in ${ADMIN_HEADER}) for cross-scope work.`,

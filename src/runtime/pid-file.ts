@@ -7,6 +7,8 @@ export interface PidInfo {
   port: number;
   startedAt: string;
   version: string;
+  /** A node of a team store: the store's URL, password masked. */
+  store?: string;
 }
 
 export function writePidFile(path: string, info: PidInfo): void {
@@ -21,7 +23,15 @@ export function readPidFile(path: string): PidInfo | undefined {
     if (/^\d+$/.test(text)) return { pid: Number(text), host: '127.0.0.1', port: 30000, startedAt: '', version: '' };
     const parsed = JSON.parse(text) as Partial<PidInfo>;
     if (typeof parsed.pid !== 'number') return undefined;
-    return { pid: parsed.pid, host: parsed.host ?? '127.0.0.1', port: parsed.port ?? 30000, startedAt: parsed.startedAt ?? '', version: parsed.version ?? '' };
+    const info: PidInfo = {
+      pid: parsed.pid,
+      host: parsed.host ?? '127.0.0.1',
+      port: parsed.port ?? 30000,
+      startedAt: parsed.startedAt ?? '',
+      version: parsed.version ?? '',
+    };
+    if (typeof parsed.store === 'string' && parsed.store !== '') info.store = parsed.store;
+    return info;
   } catch {
     return undefined;
   }

@@ -91,7 +91,7 @@ export async function startServing(
   listening();
   process.on('uncaughtException', lastResort);
   process.on('unhandledRejection', lastResort);
-  announceServing(paths.pidFile, values['proxy.host'], values['proxy.port'], startedAt);
+  announceServing(paths.pidFile, values['proxy.host'], values['proxy.port'], startedAt, values['store.url']);
 }
 
 /** The last of a shutdown: the pid file removed, `lastResort` handed back, "stopped" logged and the log flushed. */
@@ -111,9 +111,19 @@ export function refuseIfRunning(pidFile: string): void {
   }
 }
 
-/** Says where this process serves, for `metaclaw stop` and `status`. */
-export function announceServing(pidFile: string, host: string, port: number, startedAt: number): void {
-  writePidFile(pidFile, { pid: process.pid, host, port, startedAt: new Date(startedAt).toISOString(), version: VERSION });
+/**
+ * Says where this process serves, for `metaclaw stop` and `status`, and (a node) which team store,
+ * password masked: the CLI's store commands refuse the install's own database while a node runs.
+ */
+export function announceServing(pidFile: string, host: string, port: number, startedAt: number, storeUrl = ''): void {
+  writePidFile(pidFile, {
+    pid: process.pid,
+    host,
+    port,
+    startedAt: new Date(startedAt).toISOString(),
+    version: VERSION,
+    ...(storeUrl ? { store: maskDatabaseUrl(storeUrl) } : {}),
+  });
 }
 
 /**

@@ -335,15 +335,20 @@ export class PgSkillStore implements SkillVersionStore {
       for (const file of files) {
         const row = await selectRow(client, file.name, true);
         const live = row && !row.removed;
-        if (live && !options.overwrite) {
-          skipped.push({ path: file.path, reason: `a skill named ${file.name} already exists (use ${options.flag ?? '--overwrite'} to replace it)` });
-          continue;
-        }
         // An imported skill is injected into prompts: a key pasted into its text must not travel with it.
         const description = redactSecrets(file.skill.description);
         const body = redactSecrets(file.skill.body);
         const current = live ? stored(row)?.skill : undefined;
-        if (current && sameSkillContent(current, { ...file.skill, description, body })) {
+        const same = current !== undefined && sameSkillContent(current, { ...file.skill, description, body });
+        if (live && !options.overwrite && !(same && options.moving)) {
+          // Moving an install (store import-sqlite, which has no option to replace one): the team's skill is kept.
+          const reason = options.moving
+            ? `the team store's ${file.name} differs from this file and is kept as it is`
+            : `a skill named ${file.name} already exists (use ${options.flag ?? '--overwrite'} to replace it)`;
+          skipped.push({ path: file.path, reason });
+          continue;
+        }
+        if (same) {
           // The same text again (an import re-run, install-starter --force): a new version would only copy it.
           unchanged.push(file.name);
           continue;
