@@ -237,7 +237,7 @@ describe('RL backend that cannot open at start', () => {
       assert.match(failed.error ?? '', /tokenizer/i);
       assert.ok(failed.retry_at && Date.parse(failed.retry_at) > Date.now() - 1_000, 'the report says when it tries again');
       const status = await proxy.cli(['status']);
-      assert.match(status.stdout, /training .*FAILED: .*trying again at/);
+      assert.match(status.stdout, /training .*FAILED: .*[^.]; trying again at/, 'the error and the retry time read as one sentence (no ".;")');
       const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
       const served = await openai.chat.completions.create({ model: 'tiny/chars', messages: [{ role: 'user', content: 'hi' }] });
       assert.equal(served.choices[0]?.message.content, 'from the normal upstream', 'the agent is served meanwhile');

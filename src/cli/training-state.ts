@@ -6,7 +6,9 @@ export function trainingState(training: EngineReport, ready: string): string {
   if (training.state === 'starting') return 'opening the backend';
   if (training.state === 'failed') {
     const retry = training.retry_at ? `; trying again at ${new Date(training.retry_at).toLocaleTimeString()}` : '';
-    return `FAILED: ${training.error ?? 'could not be opened'}${retry}`;
+    // Errors end in a full stop; the retry time follows as its own sentence.
+    const error = (training.error ?? 'could not be opened').replace(/\.\s*$/, '');
+    return `FAILED: ${error}${retry}`;
   }
   return training.state;
 }
