@@ -237,7 +237,12 @@ describe('RL: the judge scores main turns, the buffer keeps them, export writes 
         let stderr = '';
         child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
         read(child.stdout, chunks);
-        child.on('close', (code) => resolve({ code, stdout: Buffer.concat(chunks).toString('utf8'), stderr }));
+        // Both the exit and the end of what was read: the process may be gone while its last bytes wait in the pipe.
+        const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+        const drained = (stream: Readable) => new Promise<void>((done) => stream.on('close', () => done()));
+        void Promise.all([exited, drained(child.stdout), drained(child.stderr)]).then(([code]) =>
+          resolve({ code, stdout: Buffer.concat(chunks).toString('utf8'), stderr }),
+        );
       });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
@@ -246,8 +251,14 @@ describe('RL: the judge scores main turns, the buffer keeps them, export writes 
 
       // A reader that takes its time (a trainer, `| gzip` on a busy machine): every line arrives.
       const slow = await exportThroughPipe((stdout, chunks) => {
+        // Nothing read for a second (the pipe fills and the export must wait), then a chunk every 20 ms.
+        stdout.on('data', (chunk: Buffer) => {
+          chunks.push(chunk);
+          stdout.pause();
+          setTimeout(() => stdout.resume(), 20);
+        });
         stdout.pause();
-        setTimeout(() => stdout.on('data', (chunk: Buffer) => chunks.push(chunk)), 1_000);
+        setTimeout(() => stdout.resume(), 1_000);
       });
       assert.equal(slow.code, 0, slow.stderr);
       assert.ok(slow.stdout.length > 200_000, `the export is larger than a pipe (${slow.stdout.length} bytes)`);
