@@ -9,6 +9,7 @@ import {
   TrainingLoop,
   TrainingSteps,
   currentTrainingRun,
+  MAX_STEP_RETRY_DELAY_MS,
   type ServedPolicyRecord,
   type StepOutcome,
   type StepFunction,
@@ -24,9 +25,6 @@ import type { LossFunction, PolicySampler } from './types.js';
 
 /** The longest wait before opening a failed backend again. */
 const MAX_REOPEN_DELAY_MS = 5 * 60_000;
-
-/** The longest wait before the next automatic step after steps failed. */
-export const MAX_STEP_RETRY_DELAY_MS = 30 * 60_000;
 
 /** One GRPO step with the run's settings (`rl/train`'s trainStep), as the training loop runs it. */
 export function grpoStep(settings: Pick<RlEngineSettings, 'lossFn' | 'learningRate' | 'opd'>): StepFunction {

@@ -1,16 +1,7 @@
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logging/index.js';
-import {
-  grpoStep,
-  MAX_STEP_RETRY_DELAY_MS,
-  servingPolicy,
-  stepRetryReport,
-  stepSummary,
-  type EngineReport,
-  type EngineState,
-  type RlEngineSettings,
-} from '../rl/engine.js';
-import { SharedServedPolicy, TrainingLoop, type StepOutcome, type StepRecord, type SteppingWindow } from '../rl/loop/index.js';
+import { grpoStep, servingPolicy, stepRetryReport, stepSummary, type EngineReport, type EngineState, type RlEngineSettings } from '../rl/engine.js';
+import { MAX_STEP_RETRY_DELAY_MS, SharedServedPolicy, TrainingLoop, type StepOutcome, type StepRecord, type SteppingWindow } from '../rl/loop/index.js';
 import { loadChatTokenizer, type ChatTokenizer, type Forwarding, type PolicyUpstream } from '../rl/policy/index.js';
 import { TinkerBackend } from '../rl/tinker/index.js';
 import { urlHost } from '../shared/url-host.js';

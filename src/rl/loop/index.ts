@@ -4,6 +4,7 @@ export type { PolicyInstaller, ServedPolicyState, StepStore } from './ports.js';
 export { TrainingSteps, fromRow, finiteMetrics, finiteOrNull, type StepRecord, type StepRow, type StepStatus, type StepTrigger } from './steps.js';
 export {
   TrainingLoop,
+  MAX_STEP_RETRY_DELAY_MS,
   type StepFunction,
   type StepOutcome,
   type StepRetry,

@@ -65,7 +65,10 @@ export interface StepRetry {
   at: number;
 }
 
-const DEFAULT_FAILURE_BACKOFF = { first: 5_000, max: 30 * 60_000 };
+/** The longest wait before the next automatic step after steps failed. */
+export const MAX_STEP_RETRY_DELAY_MS = 30 * 60_000;
+
+const DEFAULT_FAILURE_BACKOFF = { first: 5_000, max: MAX_STEP_RETRY_DELAY_MS };
 
 export type StepOutcome =
   | { status: 'done'; step: number; samples: number; metrics: StepMetrics; served: boolean }
@@ -123,7 +126,7 @@ export class TrainingLoop {
   private async stepOnce(trigger: StepTrigger): Promise<StepOutcome> {
     const { window, buffer, batchSize, steps, logger } = this.options;
     if (trigger === 'window' && window && !window.isOpen()) return { status: 'skipped', reason: `no window: ${window.describe()}` };
-    if (trigger === 'window' && this.retry && this.now() < this.retry.at)
+    if (trigger === 'window' && this.retry && this.waitingAfterFailure())
       return { status: 'skipped', reason: `the last step failed; the next try at ${new Date(this.retry.at).toISOString()}` };
     // A step by hand trains on what is there; one in a window waits for a full batch.
     const samples = await buffer.ready(batchSize);
