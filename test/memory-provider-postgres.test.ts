@@ -14,6 +14,7 @@ import { openDatabase, type Db } from '../src/store/index.js';
 import { importSqlite, openPool } from '../src/store/postgres/index.js';
 import { PgMemoryContextProvider } from '../src/store/postgres/memory-provider.js';
 import { addPgMemory } from '../src/store/postgres/memory-writer.js';
+import { searchPool } from '../src/store/postgres/memory-search.js';
 import { postgresSkip, startPostgres, type TestPostgres } from './support/postgres.js';
 
 const DAY = 86_400_000;
@@ -197,7 +198,8 @@ describe('the memory section from PostgreSQL (team mode)', { skip: postgresSkip(
   });
 
   test('a unit written by another connection shows in the next section within a second (NOTIFY), rules too', async () => {
-    const provider = await pgProvider();
+    // Room to read: a first read past a 100 ms wait answers with the held rules, and the next one with the full section (not a cache hit).
+    const provider = await pgProvider(SETTINGS, 2_000);
     const question = request(ALICE, 'where is the zeppelin hangar key kept');
     const first = await provider.provide(question);
     assert.equal(ids(first).recalled.length, 0);
@@ -299,6 +301,27 @@ describe('the memory section from PostgreSQL (team mode)', { skip: postgresSkip(
       ids(await provider.provide(request(ALICE, 'which database does staging run'))).recalled.length > 0 ? true : undefined,
     );
     assert.equal(provider.status().timeouts, waitedBefore + 1);
+  });
+
+  test('a connection the server ends while it is checked out raises no uncaught error (between two statements too): the statement fails and the pool serves on', async () => {
+    for (const [name, made] of [
+      ['openPool', openPool(url, { max: 1 })],
+      ['searchPool', searchPool(url, 2_000, 1)],
+    ] as const) {
+      try {
+        const client = await made.connect();
+        const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+        // Ended while idle in the caller's hands: pg-pool has taken its own listener off this client.
+        await pool.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+        await assert.rejects(client.query('SELECT 1'), `${name}: the next statement fails`);
+        // The socket's end comes after: an 'error' event nobody heard would fail this test here.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        client.release();
+        assert.equal((await made.query<{ one: number }>('SELECT 1 AS one')).rows[0]?.one, 1, `${name}: a new connection serves`);
+      } finally {
+        await made.end();
+      }
+    }
   });
 
   test('PostgreSQL down: requests answer at once with the rules held and no recall, failures counted; after it is back, recall returns', async () => {

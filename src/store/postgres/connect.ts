@@ -23,9 +23,21 @@ export function openPool(url: string, options: PoolOptions = {}): pg.Pool {
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
     max: options.max ?? 4,
   });
-  // An idle client whose server went away emits 'error'; unheard, it would end the process. The
-  // next query on the pool reports the problem where it can be handled.
+  return hearConnectionErrors(pool);
+}
+
+/**
+ * A connection the server ends (a restart, a terminated backend, a cut network path) emits 'error':
+ * on the pool while it is idle, and on the client itself while it is checked out — between two
+ * statements of a transaction too, and pg-pool takes its own listener off a client it hands out.
+ * Unheard, either ends the process (or, in a serving node, escapes every handler). Heard here and
+ * dropped: the statement in flight, or the next one, fails where its caller handles it, and the pool
+ * replaces the broken client when it comes back.
+ */
+export function hearConnectionErrors(pool: pg.Pool): pg.Pool {
   pool.on('error', () => undefined);
+  // 'connect' fires once for each new client: one listener for its whole life.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 

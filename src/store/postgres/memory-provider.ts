@@ -18,6 +18,7 @@ import { SHARED_SCOPE, type MemoryUnit } from '../../memory/types.js';
 import type { GlossaryLanguage } from '../../text/index.js';
 import { MEMORY_CHANNEL } from '../postgres-schema.js';
 import { ChannelListener, type ChannelListenerOptions } from './channel-listener.js';
+import { hearConnectionErrors } from './connect.js';
 import { MemorySearchTimeout, PgMemorySearch } from './memory-search.js';
 import type { PgMemoryVectors } from './memory-vectors.js';
 import { knownScopeSize, pgRecallStore } from './recall-store.js';
@@ -141,8 +142,8 @@ export class PgMemoryContextProvider implements ContextProvider {
       connectionTimeoutMillis: Math.max(this.timeoutMs * 20, 2_000),
       idleTimeoutMillis: 60_000,
     });
-    // An idle connection whose server went away emits 'error'; unheard, it would end the process.
-    this.pool.on('error', () => undefined);
+    // A connection whose server went away, idle or checked out: the read on it fails and is counted.
+    hearConnectionErrors(this.pool);
     this.search = new PgMemorySearch(this.pool);
     this.listener = new ChannelListener(
       options.url,

@@ -65,6 +65,7 @@ import {
   type PostingSource,
   type TermPostings,
 } from '../../memory/keyword-index.js';
+import { hearConnectionErrors } from './connect.js';
 import { inTransaction } from './transaction.js';
 
 /** How long a search may take before the caller answers without memory. */
@@ -77,11 +78,10 @@ export const DEFAULT_SEARCH_TIMEOUT_MS = 250;
  * for a connection is bounded the same way.
  */
 export function searchPool(connectionString: string, timeoutMs = DEFAULT_SEARCH_TIMEOUT_MS, max = 4): Pool {
-  const pool = new pg.Pool({ connectionString, max, statement_timeout: timeoutMs, connectionTimeoutMillis: timeoutMs, idleTimeoutMillis: 60_000 });
-  // An idle connection the server ends (a restart, a terminated backend, a connection cut at its
-  // time-out) emits 'error' on the pool; unheard, it would end the process. The next search reports it.
-  pool.on('error', () => undefined);
-  return pool;
+  // A connection the server ends (a restart, a terminated backend, a connection cut at its time-out): the next search reports it.
+  return hearConnectionErrors(
+    new pg.Pool({ connectionString, max, statement_timeout: timeoutMs, connectionTimeoutMillis: timeoutMs, idleTimeoutMillis: 60_000 }),
+  );
 }
 
 /** A unit's index entry as the SQLite store builds it (`MemoryStore.indexEntry`). */
