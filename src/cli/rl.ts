@@ -19,7 +19,7 @@ import { judgeSettings } from '../runtime/settings.js';
 import { SkillHistory } from '../skills/index.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, loadCliConfig, openPrivateFile, print, printError } from './context.js';
-import { trainingState } from './training-state.js';
+import { judgeProgress, trainingState } from './training-state.js';
 import { adminHeaders, callJson, getJson, runningProxy } from './proxy-client.js';
 import { onServedStore } from './store.js';
 
@@ -304,7 +304,7 @@ function printReport(status: StatusView, json: boolean): void {
   printTraining(status);
   const state = buffer.by_state;
   print(
-    `buffer     ${buffer.samples} sample(s): ${state.waiting} waiting for the next turn, ${state.queued} queued for the judge, ${state.scored} scored, ${state.tie} tied, ${state.failed} judge failed, ${state.dropped} dropped, ${state.trained} trained`,
+    `buffer     ${buffer.samples} sample(s): ${judgeProgress(state)}, ${state.scored} scored, ${state.tie} tied, ${state.failed} judge failed, ${state.dropped} dropped, ${state.trained} trained`,
   );
   print(
     `           ${buffer.trainable} trainable, ${buffer.text_only} without token ids (served by the normal upstream; exportable as text); judged ${percent(buffer.judged_share)}, mean reward ${signed(buffer.mean_reward)}`,
