@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
@@ -57,6 +57,50 @@ describe('RL: a failing training step and a backend that does not open', () => {
       assert.ok(Date.parse(finished) >= Date.parse(retry.at), `the automatic step waited for the time the report gave (${retry.at}; it ended ${finished})`);
       assert.equal(((await training(proxy)) as Report).step_retry, null);
       assert.doesNotMatch((await proxy.cli(['rl', 'status'])).stdout, /automatic step/);
+    } finally {
+      await rl.dispose();
+    }
+  });
+
+  test('metaclaw stop while a training step hangs on an unanswering backend: the request is cut, the proxy stops at once and cleanly, the step is recorded abandoned, and its samples train after the next start', async () => {
+    const rl = await startRlProxy({ rl: { batch_size: 2, prm_m: 1 }, ready: true });
+    const { double } = rl;
+    try {
+      // The service takes the step's forward-backward and never answers (no status, no bytes).
+      double.hangSubmit('/api/v1/forward_backward');
+      await sendTurns(rl.proxy, 'hanging-step', ['first question', 'second question', 'third question'], 8);
+      await waitFor(() => double.held.length === 1, 40_000, 100);
+      assert.equal((await stepsOf(rl.proxy))[0]?.status, 'running');
+
+      const started = Date.now();
+      const stopped = await rl.proxy.cli(['stop']);
+      const took = Date.now() - started;
+      assert.equal(stopped.code, 0, stopped.stderr);
+      assert.match(stopped.stdout, /^MetaClaw stopped \(pid \d+\)\.$/m, 'stopped, not killed after the timeout');
+      assert.ok(took < 8_000, `stop took ${took} ms (the shutdown timeout would be 20 s)`);
+      assert.equal(double.held[0]?.closedByClient, true, 'the hanging request was cut by the proxy');
+      const log = readFileSync(join(rl.home, 'logs', 'metaclaw.log'), 'utf8');
+      assert.match(log, /rl training step abandoned; its samples wait for the next window/);
+
+      const offline = await rl.proxy.cli(['rl', 'status', '--json']);
+      const [cut] = (JSON.parse(offline.stdout) as { steps: Array<{ step: number; status: string; error: string | null }> }).steps;
+      assert.equal(cut?.status, 'abandoned');
+      assert.match(cut?.error ?? '', /^the proxy stopped during the step; its samples wait for the next start/);
+
+      // The next start trains the same two samples (the service answers again).
+      const proxy = (rl.proxy = await startProxy({ home: rl.home, config: rl.config }));
+      const steps = await waitFor(
+        async () => {
+          const current = await stepsOf(proxy);
+          return current.some((step) => step.status === 'done') && current;
+        },
+        40_000,
+        200,
+      );
+      assert.equal(steps[0]?.step, 2);
+      assert.equal(steps[0]?.samples, 2);
+      const status = await proxy.cli(['rl', 'status', '--json']);
+      assert.equal((JSON.parse(status.stdout) as { buffer: { by_state: { trained: number } } }).buffer.by_state.trained, 2);
     } finally {
       await rl.dispose();
     }

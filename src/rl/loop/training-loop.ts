@@ -68,6 +68,9 @@ export interface StepRetry {
 /** The longest wait before the next automatic step after steps failed. */
 export const MAX_STEP_RETRY_DELAY_MS = 30 * 60_000;
 
+/** Why a step cut by a stop was abandoned (a process that died during one is recorded so at the next start). */
+export const STOPPED_DURING_STEP = 'the proxy stopped during the step; its samples wait for the next start';
+
 const DEFAULT_FAILURE_BACKOFF = { first: 5_000, max: MAX_STEP_RETRY_DELAY_MS };
 
 export type StepOutcome =
@@ -89,6 +92,7 @@ export class TrainingLoop {
   private running: Promise<StepOutcome> | undefined;
   private readonly now: () => number;
   private retry: StepRetry | undefined;
+  private stopping = false;
 
   constructor(private readonly options: TrainingLoopOptions) {
     this.now = options.now ?? Date.now;
@@ -106,6 +110,16 @@ export class TrainingLoop {
   /** True while an automatic step must wait after the last ones failed. */
   waitingAfterFailure(): boolean {
     return this.retry !== undefined && this.now() < this.retry.at;
+  }
+
+  /**
+   * The proxy stops (its backend's requests in flight are aborted): a step that fails from now on
+   * was cut by the stop, so it is recorded abandoned, not failed, and its samples wait for the next
+   * start. Resolves once the step in flight (if any) has recorded how it ended.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.running?.catch(() => undefined);
   }
 
   /** One step now if it can run; a second call while one runs waits for it rather than starting another. */
@@ -190,7 +204,8 @@ export class TrainingLoop {
     }
   }
 
-  private async stepEnded(step: number, status: 'abandoned' | 'failed', reason: string): Promise<StepOutcome> {
+  private async stepEnded(step: number, ended: 'abandoned' | 'failed', why: string): Promise<StepOutcome> {
+    const [status, reason] = this.stopping && ended === 'failed' ? (['abandoned', `${STOPPED_DURING_STEP} (${why})`] as const) : [ended, why];
     await this.options.steps.end(step, status, reason, this.now());
     if (status === 'abandoned') {
       this.options.logger.info({ step, reason }, 'rl training step abandoned; its samples wait for the next window');
