@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { startProxy, waitFor } from './support/proxy.js';
-import { sendTurns, startRlProxy, stepsOf, training, type TrainingReport } from './support/rl-proxy.js';
+import { readySamples, sendTurns, startRlProxy, stepsOf, training, type TrainingReport } from './support/rl-proxy.js';
 
 /**
  * What a user sees when training goes wrong in a running proxy (mode rl, the Tinker double): a step
@@ -21,7 +21,8 @@ describe('RL: a failing training step and a backend that does not open', () => {
     try {
       // The service refuses the next three forward-backward submissions (400: not worth retrying in the transport).
       double.cueSubmit('/api/v1/forward_backward', 400, 400, 400);
-      await sendTurns(proxy, 'failing-steps', ['first question', 'second question', 'third question'], 8);
+      // Five turns: the third refusal sets the first batch aside (a client error, three times), and the next batch trains.
+      await sendTurns(proxy, 'failing-steps', ['first question', 'second question', 'third question', 'fourth question', 'fifth question'], 8);
       const waiting = await waitFor(
         async () => {
           const report = (await training(proxy)) as Report;
@@ -57,6 +58,54 @@ describe('RL: a failing training step and a backend that does not open', () => {
       assert.ok(Date.parse(finished) >= Date.parse(retry.at), `the automatic step waited for the time the report gave (${retry.at}; it ended ${finished})`);
       assert.equal(((await training(proxy)) as Report).step_retry, null);
       assert.doesNotMatch((await proxy.cli(['rl', 'status'])).stdout, /automatic step/);
+    } finally {
+      await rl.dispose();
+    }
+  });
+
+  test('a batch the backend refuses with a client error (422) three times is set aside with the reason, shown by rl status and /status, and the next batch trains; server failures do not set a batch aside', async () => {
+    const rl = await startRlProxy({ rl: { batch_size: 2, prm_m: 1, manual_train_trigger: true }, ready: true });
+    const { proxy, double } = rl;
+    type Buffer = { samples: number; trainable: number; by_state: { set_aside: number }; set_aside_reason: string | null };
+    const buffer = async () => ((await (await fetch(`${proxy.url}/status`)).json()) as { rl: { buffer: Buffer } }).rl.buffer;
+    try {
+      await sendTurns(proxy, 'refused-batch', ['first question', 'second question', 'third question', 'fourth question', 'fifth question'], 8);
+      await readySamples(proxy, 4);
+
+      // A service that fails the step on its side three times: the batch is not the problem, it stays.
+      double.cueRetrieve(...Array.from({ length: 3 }, () => ({ error: 'out of capacity', category: 'server' as const })));
+      for (const step of [1, 2, 3]) {
+        const failed = await proxy.cli(['rl', 'train-step']);
+        assert.equal(failed.code, 1);
+        assert.match(failed.stderr, new RegExp(`^step ${step} failed: .*out of capacity`));
+        assert.doesNotMatch(failed.stderr, /set aside/);
+      }
+      assert.equal((await buffer()).by_state.set_aside, 0);
+
+      // The batch itself refused (422): twice it stays, the third time it is set aside.
+      double.cueSubmit('/api/v1/forward_backward', 422, 422, 422);
+      for (const step of [4, 5]) {
+        const refused = await proxy.cli(['rl', 'train-step']);
+        assert.equal(refused.code, 1);
+        assert.match(refused.stderr, new RegExp(`^step ${step} failed: .*422`));
+        assert.doesNotMatch(refused.stderr, /set aside/);
+      }
+      const third = await proxy.cli(['rl', 'train-step']);
+      assert.equal(third.code, 1);
+      assert.match(third.stderr, /^step 6 failed: .*422.*its 2 sample\(s\) are set aside, and the next batch trains/s);
+
+      const aside = await buffer();
+      assert.equal(aside.by_state.set_aside, 2);
+      assert.equal(aside.trainable, 2);
+      assert.equal(aside.samples, 5, 'nothing is deleted');
+      assert.match(aside.set_aside_reason ?? '', /^the training backend refused their batch 3 times \(last at step 6\): .*422/);
+      const text = await proxy.cli(['rl', 'status']);
+      assert.match(text.stdout, /^set aside {2}2 sample\(s\) never train: the training backend refused their batch 3 times/m);
+
+      const next = await proxy.cli(['rl', 'train-step']);
+      assert.equal(next.code, 0, next.stderr);
+      assert.match(next.stdout, /^step 7: trained on 2 sample\(s\)/);
+      assert.equal((await buffer()).trainable, 0);
     } finally {
       await rl.dispose();
     }
