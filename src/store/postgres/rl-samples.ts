@@ -262,11 +262,12 @@ export class PgRlSamples implements RlSampleStore, ScoredSampleSource {
         trained: c.trained,
         set_aside: c.set_aside,
       },
-      set_aside_reason: z
-        .string()
-        .nullable()
-        .catch(null)
-        .parse(setAside.rows[0]?.reason ?? null),
+      set_aside_reason:
+        z
+          .object({ reason: z.string().nullable() })
+          .nullable()
+          .catch(null)
+          .parse(setAside.rows[0] ?? null)?.reason ?? null,
       trainable: c.trainable,
       text_only: c.text_only,
       teacher: { queued: c.teacher_queued, done: c.teacher_done, failed: c.teacher_failed },
