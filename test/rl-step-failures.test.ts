@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { startProxy, waitFor } from './support/proxy.js';
-import { readySamples, sendTurns, startRlProxy, stepsOf, training, type TrainingReport } from './support/rl-proxy.js';
+import { readySamples, sendTurns, startRlProxy, stepDone, stepsOf, training, type TrainingReport } from './support/rl-proxy.js';
 
 /**
  * What a user sees when training goes wrong in a running proxy (mode rl, the Tinker double): a step
@@ -44,7 +44,7 @@ describe('RL: a failing training step and a backend that does not open', () => {
       const status = await proxy.cli(['rl', 'status']);
       assert.equal(status.code, 0, status.stderr);
       assert.match(status.stdout, /the last 2 automatic steps failed; the next try at /);
-      // Then the automatic step runs, trains (the refusals are used up), and the wait is over.
+      // Then the automatic step runs on the next batch (the first, refused three times, is set aside), trains, and the wait is over.
       const steps = await waitFor(
         async () => {
           const current = await stepsOf(proxy);
@@ -138,14 +138,7 @@ describe('RL: a failing training step and a backend that does not open', () => {
 
       // The next start trains the same two samples (the service answers again).
       const proxy = (rl.proxy = await startProxy({ home: rl.home, config: rl.config }));
-      const steps = await waitFor(
-        async () => {
-          const current = await stepsOf(proxy);
-          return current.some((step) => step.status === 'done') && current;
-        },
-        40_000,
-        200,
-      );
+      const steps = await stepDone(proxy, 40_000, 200);
       assert.equal(steps[0]?.step, 2);
       assert.equal(steps[0]?.samples, 2);
       const status = await proxy.cli(['rl', 'status', '--json']);
