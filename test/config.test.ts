@@ -109,6 +109,19 @@ describe('metaclaw config', () => {
     assert.match(unknown.stderr, /did you mean "proxy\.port"/);
   });
 
+  test('a learning rate of 0 (training that learns nothing) is refused by config set and on load; a small positive one is taken', async () => {
+    const folder = home();
+    const zero = await runCli(['config', 'set', 'rl.learning_rate', '0'], { home: folder });
+    assert.equal(zero.code, 1);
+    assert.match(zero.stderr, /rl\.learning_rate = "0": expected a number above 0/);
+    assert.equal((await runCli(['config', 'set', 'rl.learning_rate', '0.00002'], { home: folder })).code, 0);
+    assert.equal(load(folder).values['rl.learning_rate'], 0.00002);
+    assert.throws(
+      () => load(home('rl:\n  learning_rate: 0\n')),
+      (error: unknown) => error instanceof ConfigError && /rl\.learning_rate = 0: expected a number above 0/.test(error.message),
+    );
+  });
+
   test("MetaClaw's `config KEY [VALUE]` form gets and sets", async () => {
     const folder = home();
     assert.equal((await runCli(['config', 'skills.top_k', '3'], { home: folder })).code, 0);

@@ -147,6 +147,11 @@ describe('RL in a running proxy (mode rl, Tinker double)', () => {
     assert.match(JSON.stringify(loaded?.body), /state-0003/);
     const status = await proxy.cli(['status']);
     assert.match(status.stdout, /training {4}tinker, tiny\/chars: serving step 3; last step 3 done, loss -?\d/);
+    // Both status commands put the judge's progress in the same words.
+    const judgeWords = /\d+ waiting for the next turn, \d+ queued for the judge/;
+    const inRlStatus = judgeWords.exec((await proxy.cli(['rl', 'status'])).stdout)?.[0];
+    assert.ok(inRlStatus, 'rl status says where samples are with the judge');
+    assert.ok(status.stdout.includes(`, ${inRlStatus}, `), `metaclaw status says it in the same words: ${status.stdout}`);
     const doctor = await proxy.cli(['doctor'], { timeoutMs: 60_000 });
     assert.match(doctor.stdout, /training.*tiny\/chars: open; main turns are served from step 3/);
     const logged = readFileSync(join(rl.home, 'logs', 'metaclaw.log'), 'utf8');

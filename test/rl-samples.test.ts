@@ -140,7 +140,7 @@ describe('the sample buffer keeps what the policy sampled', () => {
       buffer.markTrained(['turn-4'], 1);
       assert.deepEqual(buffer.trainable(1, 10), []);
       const report = JSON.parse((await runCli(['rl', 'status', '--json'], { home })).stdout);
-      assert.deepEqual(report.buffer.by_state, { waiting: 0, queued: 0, scored: 0, tie: 0, failed: 0, dropped: 3, trained: 1 });
+      assert.deepEqual(report.buffer.by_state, { waiting: 0, queued: 0, scored: 0, tie: 0, failed: 0, dropped: 3, trained: 1, set_aside: 0 });
       assert.deepEqual(
         report.buffer.by_generation.map((row: { generation: number; dropped: number }) => [row.generation, row.dropped]),
         [

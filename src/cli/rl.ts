@@ -19,7 +19,7 @@ import { judgeSettings } from '../runtime/settings.js';
 import { SkillHistory } from '../skills/index.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, loadCliConfig, openPrivateFile, print, printError } from './context.js';
-import { trainingState } from './training-state.js';
+import { judgeProgress, trainingState } from './training-state.js';
 import { adminHeaders, callJson, getJson, runningProxy } from './proxy-client.js';
 import { onServedStore } from './store.js';
 
@@ -207,7 +207,13 @@ async function trainStepCommand(options: RlOptions): Promise<void> {
     print(
       `step ${String(outcome['step'])}: nothing to learn from its ${String(outcome['samples'])} sample(s) (${String(outcome['reason'])}); they are used up.`,
     );
-  else throw new CliExit(`step ${String(outcome['step'])} ${String(status)}: ${String(outcome['error'] ?? outcome['reason'])}`);
+  else {
+    const setAside =
+      typeof outcome['setAside'] === 'number'
+        ? ` The backend has refused this batch again and again: its ${outcome['setAside']} sample(s) are set aside, and the next batch trains.`
+        : '';
+    throw new CliExit(`step ${String(outcome['step'])} ${String(status)}: ${String(outcome['error'] ?? outcome['reason'])}${setAside}`);
+  }
 }
 
 async function checkpointsCommand(options: RlOptions): Promise<void> {
@@ -304,11 +310,13 @@ function printReport(status: StatusView, json: boolean): void {
   printTraining(status);
   const state = buffer.by_state;
   print(
-    `buffer     ${buffer.samples} sample(s): ${state.waiting} waiting for the next turn, ${state.queued} queued for the judge, ${state.scored} scored, ${state.tie} tied, ${state.failed} judge failed, ${state.dropped} dropped, ${state.trained} trained`,
+    `buffer     ${buffer.samples} sample(s): ${judgeProgress(state)}, ${state.scored} scored, ${state.tie} tied, ${state.failed} judge failed, ${state.dropped} dropped, ${state.trained} trained`,
   );
   print(
     `           ${buffer.trainable} trainable, ${buffer.text_only} without token ids (served by the normal upstream; exportable as text); judged ${percent(buffer.judged_share)}, mean reward ${signed(buffer.mean_reward)}`,
   );
+  // A buffer read from an older running node has no such figure.
+  if ((state.set_aside ?? 0) > 0) print(`set aside  ${state.set_aside} sample(s) never train: ${buffer.set_aside_reason ?? 'the backend refused their batch'}`);
   const teacher = buffer.teacher;
   if (teacher.queued + teacher.done + teacher.failed > 0)
     print(

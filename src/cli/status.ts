@@ -4,7 +4,7 @@ import { isProcessAlive, readPidFile } from '../runtime/index.js';
 import { homePaths, metaclawHome, type LoadedConfig } from '../config/index.js';
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, loadCliConfig, print } from './context.js';
-import { trainingState } from './training-state.js';
+import { judgeProgress, trainingState } from './training-state.js';
 import { getJson, isHealthy } from './proxy-client.js';
 
 export interface StatusOptions {
@@ -120,7 +120,7 @@ function printRlBuffer(status: StatusReport): void {
   if (!status.rl?.recording) return;
   const buffer = status.rl.buffer;
   print(
-    `  rl          ${buffer.samples} samples (${buffer.by_state.scored} scored, ${buffer.by_state.waiting + buffer.by_state.queued} awaiting the judge, ${buffer.trainable} trainable, ${buffer.by_state.dropped} dropped); \`metaclaw rl status\` for more`,
+    `  rl          ${buffer.samples} samples (${buffer.by_state.scored} scored, ${judgeProgress(buffer.by_state)}, ${buffer.trainable} trainable, ${buffer.by_state.dropped} dropped); \`metaclaw rl status\` for more`,
   );
 }
 

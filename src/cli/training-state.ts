@@ -12,3 +12,8 @@ export function trainingState(training: EngineReport, ready: string): string {
   }
   return training.state;
 }
+
+/** Where untrained samples are with the judge, in the words `metaclaw status` and `rl status` both use. */
+export function judgeProgress(byState: { waiting: number; queued: number }): string {
+  return `${byState.waiting} waiting for the next turn, ${byState.queued} queued for the judge`;
+}

@@ -82,11 +82,17 @@ export function integerKey<K extends string>(key: K, defaultValue: number, optio
   return { key, kind: 'integer', default: defaultValue, doc: options.doc, expected: `an integer${range}`, schema, ...marking(options) };
 }
 
-export function numberKey<K extends string>(key: K, defaultValue: number, options: Options & { min?: number; max?: number }): KeyDefinition<number, K> {
+/** `above`: an exclusive lower bound (a learning rate must be more than 0, where 0 itself means nothing). */
+export function numberKey<K extends string>(
+  key: K,
+  defaultValue: number,
+  options: Options & { min?: number; above?: number; max?: number },
+): KeyDefinition<number, K> {
   let schema = z.number().finite();
   if (options.min !== undefined) schema = schema.min(options.min);
+  if (options.above !== undefined) schema = schema.gt(options.above);
   if (options.max !== undefined) schema = schema.max(options.max);
-  const range = describeRange(options.min, options.max);
+  const range = options.above === undefined ? describeRange(options.min, options.max) : describeAbove(options.above, options.max);
   return { key, kind: 'number', default: defaultValue, doc: options.doc, expected: `a number${range}`, schema, ...marking(options) };
 }
 
@@ -116,6 +122,10 @@ export function listKey<T, K extends string>(
 
 function marking(options: Options): { noEffect?: NoEffect } {
   return options.noEffect ? { noEffect: options.noEffect } : {};
+}
+
+function describeAbove(above: number, max: number | undefined): string {
+  return max === undefined ? ` above ${above}` : ` above ${above} and at most ${max}`;
 }
 
 function describeRange(min: number | undefined, max: number | undefined): string {

@@ -266,7 +266,7 @@ export const KEY_DEFINITIONS = [
   integerKey('rl.prm_m', 3, { min: 1, max: 9, doc: 'Judge votes per turn: the score more than half agree on is the reward; a tie or failure gives none.' }),
   integerKey('rl.lora_rank', 32, { min: 1, doc: 'LoRA rank of the policy created on the training backend.' }),
   integerKey('rl.batch_size', 4, { min: 1, doc: 'Judged samples per training step; a step in a window waits for a full batch.' }),
-  numberKey('rl.learning_rate', 0.0001, { min: 0, doc: 'Adam learning rate.' }),
+  numberKey('rl.learning_rate', 0.0001, { above: 0, doc: 'Adam learning rate (more than 0).' }),
   enumKey('rl.loss_fn', ['importance_sampling', 'ppo', 'cispo'] as const, 'importance_sampling', {
     doc: 'Loss function asked of the backend.',
   }),

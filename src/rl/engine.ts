@@ -264,8 +264,11 @@ export class RlEngine {
     if (this.timer) clearInterval(this.timer);
     if (this.retry) clearTimeout(this.retry.timer);
     this.state = 'stopped';
+    // A step in flight on a service that hangs or cannot be reached must not hold the shutdown: its
+    // requests are cut, it is recorded abandoned, and its samples train at the next start.
+    this.backend.abort('the proxy is stopping');
+    await this.loop.stop();
     await this.opening?.catch(() => undefined);
-    // A step in flight finishes (or fails) before the session's heartbeat stops.
     await this.backend.close();
   }
 

@@ -64,6 +64,7 @@ export class RlService {
   readonly training: TrainingBuffer = {
     ready: (limit) => this.buffer.trainable(this.deps.generation(), limit, { teacher: this.deps.teacher !== undefined }),
     markTrained: (turnIds, step) => this.buffer.markTrained(turnIds, step),
+    setAside: (turnIds, reason) => this.buffer.setAside(turnIds, reason),
   };
 
   /** Judged samples of the live skill generation waiting for a step. */

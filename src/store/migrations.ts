@@ -650,4 +650,11 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: '',
     postgres: SKILL_EVOLUTIONS_V30_POSTGRES,
   },
+  {
+    version: 31,
+    description:
+      'RL samples a training backend keeps refusing (the same batch, a client error, several times) are set aside with the reason, instead of blocking every later batch',
+    sql: 'ALTER TABLE rl_samples ADD COLUMN set_aside_at INTEGER; ALTER TABLE rl_samples ADD COLUMN set_aside_reason TEXT;',
+    postgres: 'ALTER TABLE rl_samples ADD COLUMN set_aside_at BIGINT; ALTER TABLE rl_samples ADD COLUMN set_aside_reason TEXT;',
+  },
 ];

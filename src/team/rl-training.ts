@@ -113,10 +113,13 @@ export class TeamRlTraining {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.state = 'stopped';
+    // A step in flight is cut (a service that hangs must not hold the shutdown): it is recorded
+    // abandoned, its samples go back to the buffer, before the lock goes to another node.
+    const trainer = this.trainer;
+    trainer?.backend.abort('the node is stopping');
+    await trainer?.loop.stop();
     await this.policyListener.stop();
     await this.ticking?.catch(() => undefined);
-    // A step in flight finishes (or fails) before the training session closes and the lock goes to another node.
-    const trainer = this.trainer;
     this.trainer = undefined;
     await trainer?.backend.close();
     await this.lease.release();

@@ -210,7 +210,8 @@ function emptyBuffer(generation: number): BufferStatus {
   return {
     samples: 0,
     current_generation: generation,
-    by_state: { waiting: 0, queued: 0, scored: 0, tie: 0, failed: 0, dropped: 0, trained: 0 },
+    by_state: { waiting: 0, queued: 0, scored: 0, tie: 0, failed: 0, dropped: 0, trained: 0, set_aside: 0 },
+    set_aside_reason: null,
     trainable: 0,
     text_only: 0,
     teacher: { queued: 0, done: 0, failed: 0 },

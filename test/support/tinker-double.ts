@@ -257,6 +257,9 @@ export class TinkerDouble {
   private readonly submitCues = new Map<string, number[]>();
   private readonly retrieveCues: RetrieveCue[] = [];
   private readonly sockets = new Set<Socket>();
+  private readonly hangs = new Map<string, number>();
+  /** requests held without an answer (`hangSubmit`), by route, and how many the client gave up on */
+  readonly held: Array<{ route: string; closedByClient: boolean }> = [];
   private counter = 0;
   private sampleRandom = mulberry32(7);
   url = '';
@@ -277,6 +280,8 @@ export class TinkerDouble {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
+        const path = (request.url ?? '/').split('?')[0]!;
+        if (holder.double!.hold(path, response)) return;
         const { status, body } = holder.double!.handle(
           request.method ?? 'GET',
           (request.url ?? '/').split('?')[0]!,
@@ -306,6 +311,23 @@ export class TinkerDouble {
   /** the next submissions to `route` answer these statuses, unprocessed */
   cueSubmit(route: string, ...statuses: number[]): void {
     this.submitCues.set(route, [...(this.submitCues.get(route) ?? []), ...statuses]);
+  }
+
+  /** the next `count` requests to `route` get no answer at all (a service that hangs): held until the client gives up or the double closes */
+  hangSubmit(route: string, count = 1): void {
+    this.hangs.set(route, (this.hangs.get(route) ?? 0) + count);
+  }
+
+  private hold(route: string, response: http.ServerResponse): boolean {
+    const left = this.hangs.get(route) ?? 0;
+    if (left <= 0) return false;
+    this.hangs.set(route, left - 1);
+    const held = { route, closedByClient: false };
+    this.held.push(held);
+    response.on('close', () => {
+      if (!response.writableEnded) held.closedByClient = true;
+    });
+    return true;
   }
 
   /** the next retrieve_future calls answer these outcomes, in order */

@@ -4,7 +4,9 @@ import type { Db } from '../../store/index.js';
 export interface BufferStatus {
   samples: number;
   current_generation: number;
-  by_state: { waiting: number; queued: number; scored: number; tie: number; failed: number; dropped: number; trained: number };
+  by_state: { waiting: number; queued: number; scored: number; tie: number; failed: number; dropped: number; trained: number; set_aside: number };
+  /** the reason the newest sample set aside was given (the backend kept refusing its batch); null when none is */
+  set_aside_reason: string | null;
   /** scored, with the sampled token ids, of the current generation, not trained yet */
   trainable: number;
   /** recorded without token ids (served by the normal upstream): judged and exportable, not trainable */
@@ -27,6 +29,7 @@ interface Counts {
   failed: number;
   dropped: number;
   trained: number;
+  set_aside: number;
   trainable: number;
   text_only: number;
   teacher_queued: number;
@@ -42,17 +45,20 @@ interface Counts {
  */
 export function bufferStatus(db: Db, currentGeneration: number, days = 14): BufferStatus {
   const stale = '(trained_step IS NULL AND (dropped_at IS NOT NULL OR skill_generation < @generation))';
+  // A sample set aside (its batch kept being refused) is neither waiting for the judge nor trainable.
+  const live = `trained_step IS NULL AND NOT ${stale} AND set_aside_at IS NULL`;
   const counts = db
     .prepare<{ generation: number }, Counts>(
       `SELECT COUNT(*) AS samples,
-              COALESCE(SUM(trained_step IS NULL AND NOT ${stale} AND judge_state = 'waiting'), 0) AS waiting,
-              COALESCE(SUM(trained_step IS NULL AND NOT ${stale} AND judge_state = 'queued'), 0) AS queued,
-              COALESCE(SUM(trained_step IS NULL AND NOT ${stale} AND judge_state = 'scored'), 0) AS scored,
-              COALESCE(SUM(trained_step IS NULL AND NOT ${stale} AND judge_state = 'tie'), 0) AS tie,
-              COALESCE(SUM(trained_step IS NULL AND NOT ${stale} AND judge_state = 'failed'), 0) AS failed,
+              COALESCE(SUM(${live} AND judge_state = 'waiting'), 0) AS waiting,
+              COALESCE(SUM(${live} AND judge_state = 'queued'), 0) AS queued,
+              COALESCE(SUM(${live} AND judge_state = 'scored'), 0) AS scored,
+              COALESCE(SUM(${live} AND judge_state = 'tie'), 0) AS tie,
+              COALESCE(SUM(${live} AND judge_state = 'failed'), 0) AS failed,
               COALESCE(SUM(${stale}), 0) AS dropped,
               COALESCE(SUM(trained_step IS NOT NULL), 0) AS trained,
-              COALESCE(SUM(trained_step IS NULL AND NOT ${stale} AND judge_state = 'scored' AND prompt_tokens IS NOT NULL), 0) AS trainable,
+              COALESCE(SUM(trained_step IS NULL AND NOT ${stale} AND set_aside_at IS NOT NULL), 0) AS set_aside,
+              COALESCE(SUM(${live} AND judge_state = 'scored' AND prompt_tokens IS NOT NULL), 0) AS trainable,
               COALESCE(SUM(prompt_tokens IS NULL), 0) AS text_only,
               COALESCE(SUM(teacher_state = 'queued'), 0) AS teacher_queued,
               COALESCE(SUM(teacher_state = 'done'), 0) AS teacher_done,
@@ -62,6 +68,12 @@ export function bufferStatus(db: Db, currentGeneration: number, days = 14): Buff
          FROM rl_samples`,
     )
     .get({ generation: currentGeneration })!;
+  const setAsideReason =
+    db
+      .prepare<[], { reason: string | null }>(
+        'SELECT set_aside_reason AS reason FROM rl_samples WHERE set_aside_at IS NOT NULL AND trained_step IS NULL ORDER BY set_aside_at DESC LIMIT 1',
+      )
+      .get()?.reason ?? null;
   const since = Date.now() - days * 86_400_000;
   const byDay = db
     .prepare<[number], { day: string; samples: number; scored: number; mean_reward: number | null }>(
@@ -86,7 +98,9 @@ export function bufferStatus(db: Db, currentGeneration: number, days = 14): Buff
       failed: counts.failed,
       dropped: counts.dropped,
       trained: counts.trained,
+      set_aside: counts.set_aside,
     },
+    set_aside_reason: setAsideReason,
     trainable: counts.trainable,
     text_only: counts.text_only,
     teacher: { queued: counts.teacher_queued, done: counts.teacher_done, failed: counts.teacher_failed },

@@ -4,7 +4,7 @@ import { decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './co
 import type { RlSampleStore, ScoredSampleSource } from './port.js';
 
 /** What a training step may take: judged, with token ids, untrained, of the live generation, and (OPD) past the teacher. */
-const TRAINABLE = `judge_state = 'scored' AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL
+const TRAINABLE = `judge_state = 'scored' AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL AND set_aside_at IS NULL
   AND skill_generation >= @generation AND (@teacher = 0 OR teacher_state IN ('done', 'failed'))`;
 
 /**
@@ -46,6 +46,9 @@ export interface SampleRow {
   teacher_state: TeacherState | null;
   teacher_logprobs: Buffer | null;
   teacher_error: string | null;
+  /** set when the training backend kept refusing the sample's batch: it never trains, and the reason says why */
+  set_aside_at: number | null;
+  set_aside_reason: string | null;
 }
 
 /** Where a sample is with the OPD teacher: null when it is not asked (OPD off, or no token ids). */
@@ -116,6 +119,9 @@ export class RlBuffer implements RlSampleStore, ScoredSampleSource {
         `SELECT * FROM rl_samples WHERE ${scoredSamplesWhere('@generation', '@all = 1')} ORDER BY created_at, turn_id`,
       ),
       trained: db.prepare<[number, string]>('UPDATE rl_samples SET trained_step = ? WHERE turn_id = ?'),
+      setAside: db.prepare<[number, string, string]>(
+        'UPDATE rl_samples SET set_aside_at = ?, set_aside_reason = ? WHERE turn_id = ? AND trained_step IS NULL AND set_aside_at IS NULL',
+      ),
     };
   }
 
@@ -186,6 +192,13 @@ export class RlBuffer implements RlSampleStore, ScoredSampleSource {
   /** Every sample with a reward, oldest first: of the current generation (and trained ones), or with `includeDropped` all (scoredSamplesWhere). */
   scored(currentGeneration: number, includeDropped: boolean): IterableIterator<SampleRow> {
     return this.statements.scored.iterate({ generation: currentGeneration, all: includeDropped ? 1 : 0 });
+  }
+
+  /** Samples the backend keeps refusing: kept (and exported) with the reason, never offered to a step again. */
+  setAside(turnIds: readonly string[], reason: string, now = Date.now()): void {
+    this.db.transaction(() => {
+      for (const turnId of turnIds) this.statements.setAside.run(now, reason.slice(0, 1000), turnId);
+    })();
   }
 
   markTrained(turnIds: readonly string[], step: number): void {

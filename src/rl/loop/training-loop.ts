@@ -1,6 +1,6 @@
 import { errorMessage } from '../../errors.js';
 import type { Logger } from '../../logging/index.js';
-import type { TrainStepResult } from '../train/index.js';
+import { BatchRefused, type TrainStepResult } from '../train/index.js';
 import type { RlBackend, RlSample, StepMetrics, TrainingWindow } from '../types.js';
 import type { Awaitable } from '../../types/index.js';
 import type { PolicyInstaller, StepStore } from './ports.js';
@@ -29,6 +29,11 @@ export interface SteppingWindow extends TrainingWindow {
 export type TrainingBuffer = {
   /** Judged, trainable samples of the current skill generation not trained (nor claimed) yet, oldest first. */
   ready(limit: number): Awaitable<RlSample[]>;
+  /**
+   * Samples whose batch the backend kept refusing: kept with the reason, never offered again. A
+   * buffer without it (a team store's) retries such a batch after the backoff, as any failed one.
+   */
+  setAside?(turnIds: readonly string[], reason: string): Awaitable<void>;
 } & (
   | { markTrained(turnIds: readonly string[], step: number): Awaitable<void> }
   | { /** false when another step holds any of them: nothing was claimed */ claim(turnIds: readonly string[], step: number): Awaitable<boolean> }
@@ -68,6 +73,12 @@ export interface StepRetry {
 /** The longest wait before the next automatic step after steps failed. */
 export const MAX_STEP_RETRY_DELAY_MS = 30 * 60_000;
 
+/** After the backend refused the same batch this many times, its samples are set aside (when the buffer can). */
+export const MAX_BATCH_REFUSALS = 3;
+
+/** Why a step cut by a stop was abandoned (a process that died during one is recorded so at the next start). */
+export const STOPPED_DURING_STEP = 'the proxy stopped during the step; its samples wait for the next start';
+
 const DEFAULT_FAILURE_BACKOFF = { first: 5_000, max: MAX_STEP_RETRY_DELAY_MS };
 
 export type StepOutcome =
@@ -75,7 +86,7 @@ export type StepOutcome =
   | { status: 'skipped'; reason: string }
   | { status: 'empty'; step: number; samples: number; reason: string }
   | { status: 'abandoned'; step: number; reason: string }
-  | { status: 'failed'; step: number; error: string };
+  | { status: 'failed'; step: number; error: string; /** samples set aside after this refusal of their batch */ setAside?: number };
 
 /**
  * Runs training steps one at a time. A step runs when a window is open (or when asked by hand)
@@ -89,6 +100,9 @@ export class TrainingLoop {
   private running: Promise<StepOutcome> | undefined;
   private readonly now: () => number;
   private retry: StepRetry | undefined;
+  private stopping = false;
+  /** the batch (its turn ids) the backend refused last, and how many times in a row */
+  private refusals: { batch: string; times: number } | undefined;
 
   constructor(private readonly options: TrainingLoopOptions) {
     this.now = options.now ?? Date.now;
@@ -106,6 +120,16 @@ export class TrainingLoop {
   /** True while an automatic step must wait after the last ones failed. */
   waitingAfterFailure(): boolean {
     return this.retry !== undefined && this.now() < this.retry.at;
+  }
+
+  /**
+   * The proxy stops (its backend's requests in flight are aborted): a step that fails from now on
+   * was cut by the stop, so it is recorded abandoned, not failed, and its samples wait for the next
+   * start. Resolves once the step in flight (if any) has recorded how it ended.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.running?.catch(() => undefined);
   }
 
   /** One step now if it can run; a second call while one runs waits for it rather than starting another. */
@@ -138,7 +162,15 @@ export class TrainingLoop {
     const turnIds = samples.map((sample) => sample.turnId);
     if ('claim' in buffer && !(await buffer.claim(turnIds, step)))
       return this.stepEnded(step, 'abandoned', 'some of its samples were taken by another step or dropped meanwhile');
-    const train = (signal: AbortSignal) => this.options.step(samples, this.options.backend, { step, signal });
+    let refused: readonly string[] | undefined;
+    const train = async (signal: AbortSignal): Promise<TrainStepResult> => {
+      try {
+        return await this.options.step(samples, this.options.backend, { step, signal });
+      } catch (error) {
+        if (error instanceof BatchRefused) refused = turnIds;
+        throw error;
+      }
+    };
     let result: TrainStepResult;
     if (trigger === 'window' && window) {
       // The batch is chosen again from the buffer (oldest first), so a step left pending by a
@@ -149,13 +181,13 @@ export class TrainingLoop {
       // service holds its gradients until optim_step (trainStep stops only before it).
       const outcome = await window.runStep({ id: `step-${step}`, batch: { turnIds } }, train);
       if (!outcome.ran) return this.stepEnded(step, 'abandoned', outcome.reason);
-      if (outcome.outcome !== 'done') return this.stepEnded(step, outcome.outcome, outcome.error);
+      if (outcome.outcome !== 'done') return this.stepEnded(step, outcome.outcome, outcome.error, refused);
       result = outcome.value;
     } else {
       try {
         result = await train(new AbortController().signal);
       } catch (error) {
-        return this.stepEnded(step, 'failed', errorMessage(error));
+        return this.stepEnded(step, 'failed', errorMessage(error), refused);
       }
     }
     if (!result.trained) {
@@ -190,14 +222,37 @@ export class TrainingLoop {
     }
   }
 
-  private async stepEnded(step: number, status: 'abandoned' | 'failed', reason: string): Promise<StepOutcome> {
+  private async stepEnded(step: number, ended: 'abandoned' | 'failed', why: string, refused?: readonly string[]): Promise<StepOutcome> {
+    const [status, reason] = this.stopping && ended === 'failed' ? (['abandoned', `${STOPPED_DURING_STEP} (${why})`] as const) : [ended, why];
     await this.options.steps.end(step, status, reason, this.now());
     if (status === 'abandoned') {
       this.options.logger.info({ step, reason }, 'rl training step abandoned; its samples wait for the next window');
       return { status, step, reason };
     }
+    const setAside = refused ? await this.refusedBatch(step, refused, reason) : 0;
+    if (setAside > 0) return { status, step, error: reason, setAside };
     this.options.logger.warn({ step, err: reason }, 'rl training step failed; its samples wait for the next one');
     return { status, step, error: reason };
+  }
+
+  /**
+   * The backend refused the batch itself (a client error on forward-backward). The same batch
+   * refused MAX_BATCH_REFUSALS times in a row is set aside with the reason, so the batches after it
+   * can train; until then it is tried again like any failed step. Returns how many samples were set aside.
+   */
+  private async refusedBatch(step: number, turnIds: readonly string[], reason: string): Promise<number> {
+    const { buffer, logger } = this.options;
+    const batch = [...turnIds].sort().join('\n');
+    const times = this.refusals?.batch === batch ? this.refusals.times + 1 : 1;
+    this.refusals = { batch, times };
+    if (times < MAX_BATCH_REFUSALS || !buffer.setAside) return 0;
+    this.refusals = undefined;
+    await buffer.setAside(turnIds, `the training backend refused their batch ${times} times (last at step ${step}): ${reason}`);
+    logger.warn(
+      { step, samples: turnIds.length, err: reason },
+      `rl: the training backend refused the same batch ${times} times; its samples are set aside (rl status shows them) and the next batch trains`,
+    );
+    return turnIds.length;
   }
 
   /**

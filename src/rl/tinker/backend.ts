@@ -30,6 +30,8 @@ export class TinkerBackend implements RlBackend {
   private modelId: string | undefined;
   private seqId = 0;
   private turn: Promise<unknown> = Promise.resolve();
+  /** aborted when the proxy stops: every request to the service in flight (or waiting its turn) fails at once */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly options: TinkerBackendOptions) {
     this.transport = new TinkerTransport(options);
@@ -38,12 +40,12 @@ export class TinkerBackend implements RlBackend {
 
   async open(options: { baseModel: string; loraRank: number; resumeFrom?: string }): Promise<void> {
     if (this.session) throw new RlBackendError(`${this.transport.label} backend is already open.`, { code: 'rl_already_open' });
-    const session = await TinkerSession.create(this.transport, this.options);
+    const session = await TinkerSession.create(this.transport, this.options, this.stopping.signal);
     this.session = session;
     try {
       const loraConfig = { rank: options.loraRank, ...(this.options.loraSeed === undefined ? {} : { seed: this.options.loraSeed }) };
       const body = { session_id: session.id, model_seq_id: session.nextModelSeqId(), base_model: options.baseModel, lora_config: loraConfig };
-      const created = createModelResponseSchema.parse(await this.transport.submit('/api/v1/create_model', () => body));
+      const created = createModelResponseSchema.parse(await this.transport.submit('/api/v1/create_model', () => body, { signal: this.stopping.signal }));
       this.modelId = created.model_id;
       this.seqId = 0;
       if (options.resumeFrom) await this.loadState(options.resumeFrom);
@@ -56,7 +58,7 @@ export class TinkerBackend implements RlBackend {
   /** A session that samples saved weights only, with no model of its own: a node that serves the policy another node trains. */
   async openForSampling(): Promise<void> {
     if (this.session) throw new RlBackendError(`${this.transport.label} backend is already open.`, { code: 'rl_already_open' });
-    this.session = await TinkerSession.create(this.transport, this.options);
+    this.session = await TinkerSession.create(this.transport, this.options, this.stopping.signal);
   }
 
   async forwardBackward(data: TrainingDatum[], lossFn: LossFunction): Promise<StepMetrics> {
@@ -88,7 +90,7 @@ export class TinkerBackend implements RlBackend {
     if (!saved.path)
       throw new RlBackendError(`${this.transport.label} saved sampler weights "${name}" without returning their path.`, { code: 'rl_bad_response' });
     const sampler = new TinkerSampler(this.transport, () => this.openSession(), saved.path);
-    await sampler.ready();
+    await sampler.ready(this.stopping.signal);
     return sampler;
   }
 
@@ -107,7 +109,17 @@ export class TinkerBackend implements RlBackend {
     loadWeightsResponseSchema.parse(answer);
   }
 
-  /** Lets the training request in flight finish, then stops the heartbeat. */
+  /**
+   * The proxy is stopping: the requests in flight (a step on a service that hangs or cannot be
+   * reached, an opening) fail now with `reason` instead of holding the shutdown. A backend aborted
+   * takes no more requests; a restart opens a new model from the last saved state, so nothing the
+   * service held unsaved is needed.
+   */
+  abort(reason: string): void {
+    this.stopping.abort(new RlBackendError(reason, { code: 'rl_stopping' }));
+  }
+
+  /** Lets the training request in flight finish (or fail, after `abort`), then stops the heartbeat. */
   async close(): Promise<void> {
     await this.turn.catch(() => undefined);
     this.session?.stop();
@@ -123,13 +135,14 @@ export class TinkerBackend implements RlBackend {
   /** One training request in its turn: the next seq_id, kept on a resubmission after 410 (it was never run). */
   private training(route: string, makeBody: (modelId: string, seqId: number) => unknown): Promise<unknown> {
     const run = async (): Promise<unknown> => {
+      this.stopping.signal.throwIfAborted();
       const modelId = this.modelId;
       if (!modelId) throw new RlBackendError(`${this.transport.label} backend is not open.`, { code: 'rl_not_open' });
       const seqId = ++this.seqId;
       const body = makeBody(modelId, seqId);
       let accepted = false;
       try {
-        return await this.transport.submit(route, () => body, { onAccepted: () => (accepted = true) });
+        return await this.transport.submit(route, () => body, { signal: this.stopping.signal, onAccepted: () => (accepted = true) });
       } catch (error) {
         // a request the service never accepted did not use up its sequence id
         if (!accepted) this.seqId = seqId - 1;

@@ -31,9 +31,9 @@ export class TinkerSession {
     private readonly options: SessionOptions,
   ) {}
 
-  static async create(transport: TinkerTransport, options: SessionOptions = {}): Promise<TinkerSession> {
+  static async create(transport: TinkerTransport, options: SessionOptions = {}, signal?: AbortSignal): Promise<TinkerSession> {
     const body = { tags: ['metaclaw-ts'], user_metadata: { client: 'metaclaw-ts', client_version: VERSION }, sdk_version: WIRE_SDK_VERSION };
-    const answer = createSessionResponseSchema.parse(await transport.post('/api/v1/create_session', body));
+    const answer = createSessionResponseSchema.parse(await transport.post('/api/v1/create_session', body, signal ? { signal } : {}));
     if (answer.warning_message) options.onWarning?.(`${transport.label}: ${answer.warning_message}`);
     if (answer.error_message) options.onWarning?.(`${transport.label}: ${answer.error_message}`);
     const session = new TinkerSession(transport, answer.session_id, options);

@@ -2,4 +2,4 @@
 export { computeAdvantages, type AdvantageMode } from './advantages.js';
 export { buildDatum, datumProblem, type DatumOptions } from './datum.js';
 export { klPenaltyTerms } from './opd.js';
-export { trainStep, type BatchSummary, type TrainStepOptions, type TrainStepResult } from './step.js';
+export { BatchRefused, trainStep, type BatchSummary, type TrainStepOptions, type TrainStepResult } from './step.js';

@@ -1,3 +1,4 @@
+import { RlBackendError } from '../../errors.js';
 import type { AdamParams, LossFunction, PolicySampler, RlBackend, RlSample, StepMetrics, TrainingDatum } from '../types.js';
 import { computeAdvantages, type AdvantageMode } from './advantages.js';
 import { buildDatum, datumProblem } from './datum.js';
@@ -24,6 +25,25 @@ export interface TrainStepOptions {
    * would leak its gradients into the next one.
    */
   signal?: AbortSignal;
+}
+
+/**
+ * The backend refused the batch itself: forward-backward answered a client error about the request
+ * (400, 413, 422, or a failed future it puts down to the request), so sending the same batch again
+ * will not help. A key refused (401/403), billing (402), rate limits (429), server errors and
+ * dropped connections are not refusals of the batch.
+ */
+export class BatchRefused extends Error {
+  constructor(readonly refusal: RlBackendError) {
+    super(refusal.message, { cause: refusal });
+    this.name = 'BatchRefused';
+  }
+}
+
+function refusesBatch(error: unknown): error is RlBackendError {
+  if (!(error instanceof RlBackendError)) return false;
+  if (error.status !== undefined) return error.status === 400 || error.status === 413 || error.status === 422;
+  return error.code === 'rl_request_failed_user';
 }
 
 /** What became of the batch, trained or not. */
@@ -81,7 +101,12 @@ export async function trainStep(samples: readonly RlSample[], backend: RlBackend
   }
 
   options.signal?.throwIfAborted();
-  const result = await backend.forwardBackward(data, options.lossFn);
+  let result: StepMetrics;
+  try {
+    result = await backend.forwardBackward(data, options.lossFn);
+  } catch (error) {
+    throw refusesBatch(error) ? new BatchRefused(error) : error;
+  }
   await backend.optimStep(options.adam);
   const sampler = await backend.saveForSampler(options.samplerName);
   const metrics: StepMetrics = {

@@ -11,7 +11,7 @@ import type { Queryable } from './job-queue.js';
 import { inTransaction } from './transaction.js';
 
 /** SQLite's TRAINABLE (rl/buffer/store.ts) with positional parameters: $1 the live generation, $2 whether OPD's teacher is waited for. */
-const TRAINABLE = `judge_state = 'scored' AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL
+const TRAINABLE = `judge_state = 'scored' AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL AND set_aside_at IS NULL
   AND skill_generation >= $1 AND (NOT $2::boolean OR teacher_state IN ('done', 'failed'))`;
 
 const int = z.coerce.number();
@@ -42,6 +42,8 @@ const rowSchema = z.object({
   teacher_state: z.enum(['queued', 'done', 'failed']).nullable(),
   teacher_logprobs: blob,
   teacher_error: z.string().nullable(),
+  set_aside_at: nullableInt,
+  set_aside_reason: z.string().nullable(),
 }) satisfies z.ZodType<SampleRow>;
 
 /**
@@ -212,7 +214,7 @@ export class PgRlSamples implements RlSampleStore, ScoredSampleSource {
   /** The buffer as /status and /v1/rl show it: rl/buffer/status.ts's figures, counted by PostgreSQL (read only). */
   async status(currentGeneration: number, days = 14): Promise<BufferStatus> {
     const stale = '(trained_step IS NULL AND (dropped_at IS NOT NULL OR skill_generation < $1))';
-    const live = `trained_step IS NULL AND NOT ${stale}`;
+    const live = `trained_step IS NULL AND NOT ${stale} AND set_aside_at IS NULL`;
     const counts = await this.pool.query(
       `SELECT COUNT(*) AS samples,
               COUNT(*) FILTER (WHERE ${live} AND judge_state = 'waiting') AS waiting,
@@ -222,6 +224,7 @@ export class PgRlSamples implements RlSampleStore, ScoredSampleSource {
               COUNT(*) FILTER (WHERE ${live} AND judge_state = 'failed') AS failed,
               COUNT(*) FILTER (WHERE ${stale}) AS dropped,
               COUNT(*) FILTER (WHERE trained_step IS NOT NULL) AS trained,
+              COUNT(*) FILTER (WHERE trained_step IS NULL AND NOT ${stale} AND set_aside_at IS NOT NULL) AS set_aside,
               COUNT(*) FILTER (WHERE ${live} AND judge_state = 'scored' AND prompt_tokens IS NOT NULL) AS trainable,
               COUNT(*) FILTER (WHERE prompt_tokens IS NULL) AS text_only,
               COUNT(*) FILTER (WHERE teacher_state = 'queued') AS teacher_queued,
@@ -233,6 +236,9 @@ export class PgRlSamples implements RlSampleStore, ScoredSampleSource {
       [currentGeneration],
     );
     const c = countsSchema.parse(counts.rows[0]);
+    const setAside = await this.pool.query(
+      'SELECT set_aside_reason AS reason FROM rl_samples WHERE set_aside_at IS NOT NULL AND trained_step IS NULL ORDER BY set_aside_at DESC LIMIT 1',
+    );
     const byDay = await this.pool.query(
       `SELECT to_char(to_timestamp(created_at / 1000.0), 'YYYY-MM-DD') AS day, COUNT(*) AS samples, COUNT(reward) AS scored, AVG(reward) AS mean_reward
          FROM rl_samples WHERE created_at >= $1 GROUP BY day ORDER BY day`,
@@ -246,7 +252,22 @@ export class PgRlSamples implements RlSampleStore, ScoredSampleSource {
     return {
       samples: c.samples,
       current_generation: currentGeneration,
-      by_state: { waiting: c.waiting, queued: c.queued, scored: c.scored, tie: c.tie, failed: c.failed, dropped: c.dropped, trained: c.trained },
+      by_state: {
+        waiting: c.waiting,
+        queued: c.queued,
+        scored: c.scored,
+        tie: c.tie,
+        failed: c.failed,
+        dropped: c.dropped,
+        trained: c.trained,
+        set_aside: c.set_aside,
+      },
+      set_aside_reason:
+        z
+          .object({ reason: z.string().nullable() })
+          .nullable()
+          .catch(null)
+          .parse(setAside.rows[0] ?? null)?.reason ?? null,
       trainable: c.trainable,
       text_only: c.text_only,
       teacher: { queued: c.teacher_queued, done: c.teacher_done, failed: c.teacher_failed },
@@ -273,6 +294,7 @@ const countsSchema = z.object({
   failed: int,
   dropped: int,
   trained: int,
+  set_aside: int,
   trainable: int,
   text_only: int,
   teacher_queued: int,
