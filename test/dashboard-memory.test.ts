@@ -320,6 +320,12 @@ describe('dashboard: memory', { skip }, () => {
     });
     const badCursor = await api(`/v1/dashboard/memory?scope=${scope}&before=yesterday`);
     assert.equal(badCursor.status, 400, 'a cursor no page gave is refused');
-    assert.equal((await api(`/v1/dashboard/memory?scope=${scope}&q=x&limit=9999`)).status, 400);
+    for (const limit of ['9999', 'abc', '0', '2.5']) {
+      const bad = await api(`/v1/dashboard/memory?scope=${scope}&q=x&limit=${limit}`);
+      assert.equal(bad.status, 400, limit);
+      const error = ((await bad.json()) as { error: { param: string; message: string } }).error;
+      assert.equal(error.param, 'limit');
+      assert.match(error.message, /limit: must be a whole number from 1 to 500$/, `limit=${limit} is refused with the rule itself`);
+    }
   });
 });

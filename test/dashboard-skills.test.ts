@@ -459,5 +459,22 @@ describe('dashboard: a library larger than a page', { skip }, () => {
       assert.equal(second.length, 20);
       assert.equal(new Set([...first, ...second]).size, 320, 'every skill on one of the pages, once');
     });
+    // A page that is not a page number is refused, on the page as over HTTP, never shown as page 1.
+    await withPage(browser, { allowErrors: /status of 400/ }, async ({ page }) => {
+      await page.goto(`${proxy.url}/ui#/skills?page=abc`);
+      await page.getByText('page: must be a whole number from 1 to 999999').waitFor();
+      assert.equal(await page.locator('tr[data-skill]').count(), 0);
+    });
+    for (const [path, param] of [
+      ['/v1/dashboard/skills?page=abc', 'page'],
+      ['/v1/dashboard/skills?page=0', 'page'],
+      ['/v1/dashboard/skills?page=', 'page'],
+      ['/v1/dashboard/skills/shelf-skill-001?from=abc', 'from'],
+    ] as const) {
+      const response = await fetch(`${proxy.url}${path}`);
+      assert.equal(response.status, 400, path);
+      assert.equal(((await response.json()) as { error: { param: string } }).error.param, param, path);
+    }
+    assert.equal(((await (await fetch(`${proxy.url}/v1/dashboard/skills?page=9`)).json()) as { page: number }).page, 2, 'past the last page shows the last');
   });
 });

@@ -102,4 +102,25 @@ describe('dashboard: sign-in when the proxy requires a key', { skip }, () => {
       assert.ok(!cookie?.value.includes(key));
     });
   });
+
+  test('requests refused for want of the key count as refused, not as errors of the proxy or the upstream', async () => {
+    for (let n = 0; n < 3; n++) assert.equal((await fetch(`${proxy.url}/v1/models`)).status, 401);
+    const overview = (await (await fetch(`${proxy.url}/v1/dashboard/overview`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+      requests: { errors_total: number; refused_total: number; errors: { auth: number } };
+    };
+    assert.ok(overview.requests.errors.auth >= 3);
+    assert.equal(overview.requests.errors_total, 0);
+    assert.equal(overview.requests.refused_total, overview.requests.errors.auth);
+    await withPage(browser, {}, async ({ page }) => {
+      await page.goto(`${proxy.url}/ui`);
+      await page.getByLabel('Proxy key').fill(key);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.locator('[data-stat="Errors"]').waitFor();
+      const stat = (label: string) => page.locator(`[data-stat="${label}"]`).innerText();
+      assert.match(await stat('Errors'), /^Errors\s+0\s+none from the upstream or the proxy$/);
+      const refused = /^Refused\s+(\d+)\s+(.*)$/.exec(await stat('Refused'));
+      assert.ok(refused && Number(refused[1]) >= overview.requests.errors.auth, await stat('Refused'));
+      assert.match(refused[2]!, /\bauth \d+/);
+    });
+  });
 });

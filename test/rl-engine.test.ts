@@ -96,6 +96,12 @@ describe('RL in a running proxy (mode rl, Tinker double)', () => {
     const refused = await fetch(`${proxy.url}/v1/rl/train_step`, { method: 'POST' });
     assert.equal(refused.status, 403);
     assert.equal(((await refused.json()) as { error: { code: string } }).error.code, 'admin_token_required');
+    for (const limit of ['abc', '0', '1001']) {
+      const bad = await fetch(`${proxy.url}/v1/rl/steps?limit=${limit}`);
+      assert.equal(bad.status, 400, `limit=${limit} is refused, not read as 20`);
+      assert.match(((await bad.json()) as { error: { message: string } }).error.message, /limit: must be a whole number from 1 to 1000$/);
+    }
+    assert.equal(((await (await fetch(`${proxy.url}/v1/rl/steps?limit=1`)).json()) as { data: unknown[] }).data.length, 1);
     // The turn before "after the step" was judged when it arrived: one sample waits, too few for a batch.
     await readySamples(proxy, 1);
     const single = await proxy.cli(['rl', 'train-step']);

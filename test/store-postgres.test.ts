@@ -374,6 +374,50 @@ describe('the PostgreSQL team store', { skip: postgresSkip() }, () => {
     );
     const status = JSON.parse((await cli(['store', 'status', '--store', url, '--json'])).stdout);
     assert.equal(status.schema_version, LATEST + 1);
+
+    // Every way in refuses it in one line naming what to do, and leaves it as it is: a node, the memory and skills commands, doctor, an import.
+    const env = { METACLAW_DATABASE_URL: url, METACLAW_PROXY_API_KEY: 'owner-key-for-the-newer-store' };
+    const newer = new RegExp(
+      `schema version ${LATEST + 1}, newer than this MetaClaw \\(${LATEST}\\); upgrade MetaClaw\\.|schema \\(version ${LATEST + 1}\\) is newer than this MetaClaw`,
+    );
+    const before = await query(url, 'SELECT version, description FROM metaclaw_schema_migrations ORDER BY version');
+    const personal = tempHome();
+    openDatabase(join(personal, 'metaclaw.db')).close();
+    for (const args of [
+      ['start', '--port', String(await freePort())],
+      ['memory', 'stats'],
+      ['skills', 'list'],
+      ['store', 'import-sqlite', personal],
+    ]) {
+      const result = await runCli(args, { home, env });
+      const shown = `metaclaw ${args.join(' ')}:\n${result.stdout}\n${result.stderr}`;
+      assert.equal(result.code, 1, shown);
+      assert.match(result.stderr, newer, shown);
+      assert.doesNotMatch(`${result.stdout}${result.stderr}`, /\n\s+at |StoreError|node_modules/, shown);
+    }
+    const doctor = await runCli(['doctor', '--json', '--no-canary'], { home, env });
+    const check = (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; verdict: string; detail: string }> }).checks.find(
+      (c) => c.name === 'team store',
+    );
+    assert.equal(check?.verdict, 'fail', doctor.stdout);
+    assert.match(check.detail, new RegExp(`${LATEST + 1}`), doctor.stdout);
+    assert.deepEqual(
+      await query(url, 'SELECT version, description FROM metaclaw_schema_migrations ORDER BY version'),
+      before,
+      'nothing was migrated or downgraded',
+    );
+
+    // And the other way: a personal database newer than this build is not imported into a current store.
+    const current = freshDatabase();
+    assert.equal((await cli(['store', 'migrate', '--store', current])).code, 0);
+    const future = new Database(join(personal, 'metaclaw.db'));
+    future.pragma('user_version = 999');
+    future.close();
+    const imported = await runCli(['store', 'import-sqlite', personal], { home, env: { METACLAW_DATABASE_URL: current } });
+    assert.equal(imported.code, 1, imported.stderr);
+    assert.match(imported.stderr.trim(), /^.*metaclaw\.db has schema version 999, newer than this MetaClaw \(knows up to \d+\); upgrade MetaClaw\.$/);
+    assert.deepEqual(await query(current, 'SELECT count(*)::int AS n FROM sessions'), [{ n: 0 }]);
+    rmSync(personal, { recursive: true, force: true });
   });
 
   test('import-sqlite round trip: a personal install made by the real proxy is copied row for row; a second import is refused, --merge skips what is there', async () => {

@@ -61,6 +61,29 @@ function personalUnits(): number {
   }
 }
 
+/** Asks the node as the owner in `session` until the upstream sees `marker` (the node has read the new rule). */
+async function askUntilInjected(marker: string, question: string, session: string): Promise<void> {
+  const client = new OpenAI({ baseURL: `${node.url}/v1`, apiKey: OWNER_KEY, maxRetries: 0 });
+  await waitFor(
+    async () => {
+      await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: question }] }, { headers: { 'X-Session-Id': session } });
+      return team.upstream.modelRequests().at(-1)!.raw.includes(marker);
+    },
+    15_000,
+    300,
+  );
+}
+
+/** The tables of turns, bodies and memory whose rows quote `marker` anywhere. */
+async function tablesQuoting(marker: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const table of ['turns', 'turn_payloads', 'payload_segments', 'memory_units']) {
+    const rows = await team.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table} t WHERE t::text LIKE $1`, [`%${marker}%`]);
+    if (Number(rows.rows[0]!.n) > 0) found.push(table);
+  }
+  return found;
+}
+
 describe('metaclaw memory with a team store', { skip: postgresSkip() }, () => {
   before(async () => {
     await cli(['store', 'migrate']);
@@ -127,31 +150,34 @@ describe('metaclaw memory with a team store', { skip: postgresSkip() }, () => {
   test('a rule forgotten from the CLI leaves the turns of the sessions a node injected it into, in every table of the team store', async () => {
     const marker = 'zephyrquill';
     const rule = await json<{ id: string }>(['memory', 'add', `Tag every ${marker} release\nwith the build number.`, '--core']);
-    const client = new OpenAI({ baseURL: `${node.url}/v1`, apiKey: OWNER_KEY, maxRetries: 0 });
-    await waitFor(
-      async () => {
-        await client.chat.completions.create(
-          { model: 'm', messages: [{ role: 'user', content: 'Which steps does a release take?' }] },
-          { headers: { 'X-Session-Id': 'team-rule-applied' } },
-        );
-        return team.upstream.modelRequests().at(-1)!.raw.includes(marker);
-      },
-      15_000,
-      300,
-    );
-    const holding = async () => {
-      const found: string[] = [];
-      for (const table of ['turns', 'turn_payloads', 'payload_segments', 'memory_units']) {
-        const rows = await team.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table} t WHERE t::text LIKE $1`, [`%${marker}%`]);
-        if (Number(rows.rows[0]!.n) > 0) found.push(table);
-      }
-      return found;
-    };
+    await askUntilInjected(marker, 'Which steps does a release take?', 'team-rule-applied');
+    const holding = () => tablesQuoting(marker);
     // The node records the turn that injected it.
     await waitFor(async () => (await holding()).includes('turn_payloads'), 15_000, 200);
 
     assert.match(await cli(['memory', 'forget', rule.id]), /It is gone from the team store\./);
     assert.deepEqual(await holding(), [], 'no turn, body or part quotes the forgotten rule');
+  });
+
+  test("forgetting the shared scope also scrubs the owner's sessions its rules were injected into (found by the ids the turns record)", async () => {
+    const marker = 'velvetcompass';
+    const rule = await json<{ id: string; scope: string }>([
+      'memory',
+      'add',
+      `Before any ${marker} deploy, page the on-call lead.`,
+      '--core',
+      '--scope',
+      'team',
+    ]);
+    assert.equal(rule.scope, 'team');
+    await askUntilInjected(marker, 'What do I do before a deploy?', 'owner-shared-rule-applied');
+    const holding = () => tablesQuoting(marker);
+    await waitFor(async () => (await holding()).some((table) => table === 'turn_payloads' || table === 'payload_segments'), 15_000, 200);
+    const session = (await team.pool.query<{ scope: string }>("SELECT scope FROM sessions WHERE id = 'owner-shared-rule-applied'")).rows[0];
+    assert.equal(session?.scope, 'default', "the turn is the owner's, in another scope than the rule's");
+
+    assert.match(await cli(['memory', 'forget-scope', 'team', '--yes']), /Forgot 1 memory of scope team\./);
+    assert.deepEqual(await holding(), [], 'no turn, body or part quotes the forgotten shared rule');
   });
 
   test('a store not migrated is named with what to do in one line, its password masked, and nothing is written to it', async () => {

@@ -544,7 +544,13 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
     if (first) {
       query = first.description;
       expectSkills = true;
-    } else
+    } else if (!listed)
+      checks.push({
+        name: 'canary skills',
+        verdict: 'skip',
+        detail: "this key cannot list the skill library (a team member's key does not open /v1/skills), so no skills block is checked",
+      });
+    else
       checks.push({
         name: 'canary skills',
         verdict: 'warn',
@@ -554,12 +560,16 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
   }
   // The canary's memory lives in its own scope, reached like an agent reaches its own: by the scope header.
   const scoped = { ...headers, 'x-memory-scope': scope };
+  let checkMemory = memoryOn;
+  /** The canary memory's id while it exists: deleted by id at the end, wherever the proxy put it. */
+  let canaryUnit: string | undefined;
   if (memoryOn) {
     const added = await fetchJson(`${base}/v1/memory`, {
       method: 'POST',
       headers: scoped,
       body: { type: 'preference', content: `Health check ${marker}: keep answers short.`, core: true },
     });
+    if (typeof added?.['id'] === 'string') canaryUnit = added['id'];
     if (!added)
       checks.push({
         name: 'canary memory',
@@ -567,6 +577,17 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
         detail: 'could not add the canary memory through the proxy API',
         fix: 'see the proxy log (`metaclaw status` names it)',
       });
+    else if (added['scope'] !== scope) {
+      // A team member's key fixes the scope: the canary's standing rule would be the member's own. Not even for a moment.
+      await deleteUnit(base, scoped, canaryUnit);
+      canaryUnit = undefined;
+      checkMemory = false;
+      checks.push({
+        name: 'canary memory',
+        verdict: 'skip',
+        detail: `this key writes memory to scope ${String(added['scope'])} only (a team member's key), so the canary adds none there and the memory block is not checked`,
+      });
+    }
   }
   try {
     const model = config.values['llm.model_id'] || config.values['proxy.served_model_name'];
@@ -608,8 +629,9 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
     const missing: string[] = [];
     if (forwarded === '""') missing.push('nothing was forwarded upstream');
     if (expectSkills && !forwarded.includes('## Active Skills')) missing.push('no skills block reached the upstream');
-    if (memoryOn && !forwarded.includes(marker)) missing.push('the memory block did not reach the upstream');
-    const recorded = record['session_id'] === sessionId;
+    if (checkMemory && !forwarded.includes(marker)) missing.push('the memory block did not reach the upstream');
+    // A team member's sessions are stored behind the member's name (`alice~<id>`).
+    const recorded = record['session_id'] === sessionId || String(record['session_id']).endsWith(`~${sessionId}`);
     if (!recorded) missing.push(`the turn was recorded under session ${String(record['session_id'])}, not ${sessionId}`);
     if (missing.length > 0) {
       checks.push({
@@ -623,8 +645,8 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
       });
       return;
     }
-    const parts = [expectSkills ? 'skills block' : undefined, memoryOn ? 'memory block' : undefined].filter(Boolean).join(' and ');
-    const delivered = `${parts ? `${parts} reached the upstream` : 'the request went through'}; turn ${requestId} recorded in session ${sessionId}`;
+    const parts = [expectSkills ? 'skills block' : undefined, checkMemory ? 'memory block' : undefined].filter(Boolean).join(' and ');
+    const delivered = `${parts ? `${parts} reached the upstream` : 'the request went through'}; turn ${requestId} recorded in session ${String(record['session_id'])}`;
     if (outcome.result === 'ok') checks.push({ name: 'canary', verdict: 'pass', detail: `${delivered}; ${upstreamNote}` });
     else
       checks.push({
@@ -638,8 +660,14 @@ async function runCanary(config: LoadedConfig, proxy: ProxyContact | undefined, 
       });
   } finally {
     await fetchJson(`${base}/v1/sessions/${sessionId}/end`, { method: 'POST', headers });
+    await deleteUnit(base, scoped, canaryUnit);
     if (memoryOn) await fetchJson(`${base}/v1/memory?scope=${encodeURIComponent(scope)}`, { method: 'DELETE', headers: scoped });
   }
+}
+
+/** Deletes the canary's memory by its id (a scope's deletion would miss it where a key fixed another scope). */
+async function deleteUnit(base: string, headers: Record<string, string>, id: string | undefined): Promise<void> {
+  if (id !== undefined) await fetchJson(`${base}/v1/memory/${encodeURIComponent(id)}`, { method: 'DELETE', headers });
 }
 
 /** A proxy API call's JSON object, or undefined when it failed in any way. */

@@ -6,6 +6,7 @@ import { VERSION } from '../version.js';
 import { baseUrl, CliExit, loadCliConfig, print } from './context.js';
 import { judgeProgress, trainingState } from './training-state.js';
 import { getJson, isHealthy } from './proxy-client.js';
+import { countsOf, REQUEST_FAILURES, REQUEST_REFUSALS } from '../proxy/stats.js';
 
 export interface StatusOptions {
   config?: string;
@@ -126,9 +127,8 @@ function printRlBuffer(status: StatusReport): void {
 
 function printStatus(base: string, status: StatusReport): void {
   if (status.store?.engine === 'postgres') return printTeamNode(base, status);
-  const errors = Object.entries(status.requests.errors)
-    .filter(([, count]) => count > 0)
-    .map(([name, count]) => `${name.replaceAll('_', ' ')} ${count}`);
+  const errors = countsOf(status.requests.errors, REQUEST_FAILURES).parts;
+  const refused = countsOf(status.requests.errors, REQUEST_REFUSALS).parts;
   const budget = status.learning.spend.daily_budget > 0 ? `${status.learning.spend.daily_budget} tokens/day` : 'unlimited';
   print(
     `MetaClaw-TS ${status.version}: running (pid ${status.pid}) at ${base}, up ${formatDuration(status.uptime_seconds)}${status.version !== VERSION ? ` (this CLI is ${VERSION})` : ''}`,
@@ -150,7 +150,7 @@ function printStatus(base: string, status: StatusReport): void {
   );
   if (status.fallbacks.length > 0) print(`  fallbacks   ${status.fallbacks.map((target) => `${target.name} ${target.base_url}`).join(', ')}`);
   print(
-    `  requests    ${status.requests.total} (${status.requests.streaming} streaming, ${status.requests.active} active); errors: ${errors.length > 0 ? errors.join(', ') : 'none'}`,
+    `  requests    ${status.requests.total} (${status.requests.streaming} streaming, ${status.requests.active} active${status.requests.errors['client_aborted'] ? `, ${status.requests.errors['client_aborted']} dropped by the client` : ''}); errors: ${errors.length > 0 ? errors.join(', ') : 'none'}${refused.length > 0 ? `; refused: ${refused.join(', ')}` : ''}`,
   );
   print(`  traffic     ${status.requests.tokens.input} input + ${status.requests.tokens.output} output tokens proxied`);
   print(`  sessions    ${status.sessions.total} (${status.sessions.open} open), ${status.sessions.turns} turns recorded`);

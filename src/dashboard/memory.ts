@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { NotFoundError } from '../errors.js';
 import { MEMORY_TYPES, presentMemory, type MemoryHit, type MemoryType, type MemoryUnit } from '../memory/index.js';
-import { parse } from '../proxy/route-body.js';
+import { parse, wholeNumberParam } from '../proxy/route-body.js';
 import type { DashboardSources } from './types.js';
 
 /** Results a page shows at once: newest units, or the best hits of a search. */
@@ -61,12 +61,7 @@ export const memoryQuerySchema = z.object({
     .regex(/^\d{1,16}:.{1,200}$/, 'must be the cursor a previous page gave')
     .optional(),
   /** How many hits a search shows (more on request). */
-  limit: z
-    .string()
-    .regex(/^\d{1,4}$/, 'must be a number')
-    .transform(Number)
-    .pipe(z.number().int().min(1).max(MEMORY_SEARCH_MAX))
-    .optional(),
+  limit: wholeNumberParam(1, MEMORY_SEARCH_MAX).optional(),
 });
 
 export type MemoryQuery = z.infer<typeof memoryQuerySchema>;

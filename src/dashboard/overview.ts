@@ -1,6 +1,7 @@
 import type { QueueCounts } from '../learning/index.js';
 import type { Db } from '../store/index.js';
 import type { StatusReport } from '../runtime/app.js';
+import { countsOf, REQUEST_FAILURES, REQUEST_REFUSALS } from '../proxy/stats.js';
 import { SQLITE_SQL, type SqlDialect } from './sql.js';
 import type { DashboardSources, LatencySummary } from './types.js';
 
@@ -66,7 +67,10 @@ export function overviewView(status: OverviewStatus, activity: Activity, events:
       active: status.requests.active,
       streaming: status.requests.streaming,
       errors: status.requests.errors,
-      errors_total: Object.values(status.requests.errors).reduce((sum, count) => sum + count, 0),
+      /** failures only: the upstream's or the proxy's (REQUEST_FAILURES) */
+      errors_total: countsOf(status.requests.errors, REQUEST_FAILURES).total,
+      /** requests refused as sent: no or a wrong key, a bad request, an unknown route */
+      refused_total: countsOf(status.requests.errors, REQUEST_REFUSALS).total,
       tokens: status.requests.tokens,
       added_latency: addedLatency,
     },

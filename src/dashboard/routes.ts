@@ -1,14 +1,20 @@
 import { z } from 'zod';
 import type { ProxyApp } from '../proxy/index.js';
-import { parse } from '../proxy/route-body.js';
+import { parse, wholeNumberParam } from '../proxy/route-body.js';
 import { BROWSER_COOKIE, type ProxyAuth } from '../proxy/index.js';
 import { DashboardAssets } from './assets.js';
 import { loginPage } from './login-page.js';
 import type { DashboardReads } from './reads.js';
 import { sessionDetailQuery, sessionListQuery } from './sessions.js';
 
-const DAYS = 'must be a whole number of days from 1 to 365';
-const learningQuery = z.object({ days: z.coerce.number({ error: DAYS }).int(DAYS).min(1, DAYS).max(365, DAYS).default(30) });
+const learningQuery = z.object({ days: wholeNumberParam(1, 365, 'must be a whole number of days from 1 to 365').default(30) });
+/** `q` searches the library; `page` is 1-based (past the last page shows the last). */
+const skillsQuery = z.object({ q: z.string().optional(), page: wholeNumberParam(1, 999_999).default(1) });
+/** The pair of versions a skill's diff compares (each defaults to the last change's). */
+const skillQuery = z.object({
+  from: wholeNumberParam(1, 999_999, 'must be a version number').optional(),
+  to: wholeNumberParam(1, 999_999, 'must be a version number').optional(),
+});
 
 /** Nothing a page loads may come from elsewhere; no page may be framed. */
 const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
@@ -63,20 +69,10 @@ export function dashboardRoutes(reads: DashboardReads, auth: ProxyAuth, assets =
     app.get('/v1/dashboard/sessions/:id', async (c) => c.json(await reads.session(c.req.param('id'), parse(sessionDetailQuery, c.req.query()))));
     app.get('/v1/dashboard/memory', async (c) => c.json(await reads.memory(c.req.query())));
     app.get('/v1/dashboard/memory/:id', async (c) => c.json(await reads.memoryDetail(c.req.param('id'))));
-    app.get('/v1/dashboard/skills', async (c) => c.json(await reads.skills((c.req.query('q') ?? '').slice(0, 500), pageNumber(c.req.query('page')))));
-    app.get('/v1/dashboard/skills/:name', async (c) =>
-      c.json(await reads.skill(c.req.param('name'), { from: versionNumber(c.req.query('from')), to: versionNumber(c.req.query('to')) })),
-    );
+    app.get('/v1/dashboard/skills', async (c) => {
+      const query = parse(skillsQuery, c.req.query());
+      return c.json(await reads.skills((query.q ?? '').slice(0, 500), query.page));
+    });
+    app.get('/v1/dashboard/skills/:name', async (c) => c.json(await reads.skill(c.req.param('name'), parse(skillQuery, c.req.query()))));
   };
-}
-
-/** A list page from the page's query (1-based); anything else means the first. */
-function pageNumber(value: string | undefined): number {
-  return value !== undefined && /^[1-9]\d{0,5}$/.test(value) ? Number(value) : 1;
-}
-
-/** A version number from the page's query; anything else means "the default". */
-function versionNumber(value: string | undefined): number | undefined {
-  const number = Number(value);
-  return value !== undefined && value !== '' && Number.isInteger(number) && number > 0 ? number : undefined;
 }

@@ -13,15 +13,14 @@ import {
   type RetryResult,
 } from '../learning/job-admin.js';
 import type { JobQueueStore } from '../store/ports.js';
-import { parse, readJson } from './route-body.js';
+import { parse, readJson, wholeNumberParam } from './route-body.js';
 import type { ProxyApp } from './types.js';
 
-const LIMIT = `must be a whole number from 1 to ${JOB_LIST_MAX}`;
 const listQuery = z
   .object({
     status: z.enum(JOB_LIST_STATUSES, { error: `must be one of ${JOB_LIST_STATUSES.join(', ')}` }).default('dead'),
     kind: z.string().min(1, 'must name a job kind').optional(),
-    limit: z.coerce.number({ error: LIMIT }).int(LIMIT).min(1, LIMIT).max(JOB_LIST_MAX, LIMIT).default(50),
+    limit: wholeNumberParam(1, JOB_LIST_MAX).default(50),
   })
   .strict();
 

@@ -1,19 +1,18 @@
 import { z } from 'zod';
 import { errorMessage, RequestError } from '../errors.js';
 import { lastLogLines, LOG_LEVELS, logFilter, parseSince, SINCE_FORMS, type LogLine } from '../logging/log-reader.js';
-import { parse } from './route-body.js';
+import { parse, wholeNumberParam } from './route-body.js';
 import type { ProxyApp } from './types.js';
 
 /** The most lines one answer holds (the CLI, reading the files itself, may print more). */
 const LOG_ROUTE_MAX = 1_000;
 
-const LIMIT = `must be a whole number from 1 to ${LOG_ROUTE_MAX}`;
 const JOB = 'must be a learning job id (a positive whole number)';
 const logQuery = z
   .object({
     level: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).optional(),
     request: z.string().min(1, 'must name a request id').optional(),
-    job: z.coerce.number({ error: JOB }).int(JOB).min(1, JOB).max(Number.MAX_SAFE_INTEGER, JOB).optional(),
+    job: wholeNumberParam(1, Number.MAX_SAFE_INTEGER, JOB).optional(),
     since: z
       .string()
       .transform((text, context) => {
@@ -22,7 +21,7 @@ const logQuery = z
         return since ?? 0;
       })
       .optional(),
-    limit: z.coerce.number({ error: LIMIT }).int(LIMIT).min(1, LIMIT).max(LOG_ROUTE_MAX, LIMIT).default(200),
+    limit: wholeNumberParam(1, LOG_ROUTE_MAX).default(200),
   })
   .strict();
 

@@ -3,7 +3,7 @@ import { ConflictError, NotFoundError, PermissionError } from '../errors.js';
 import type { Awaitable } from '../types/index.js';
 import type { ServedPolicyRecord, StepOutcome, StepRecord, StepStore } from '../rl/loop/index.js';
 import { type AdminToken } from './admin-token.js';
-import { parse, readJson } from './route-body.js';
+import { parse, readJson, wholeNumberParam } from './route-body.js';
 import type { ProxyApp } from './types.js';
 
 /** What the training routes act on: the personal engine (rl/engine.ts), or a team node's training (team/rl-training.ts). */
@@ -15,6 +15,9 @@ export interface TrainingControl {
 
 /** The training in modes rl and auto, else why there is none. */
 export type RlControl = { engine: TrainingControl } | { engine: undefined; reason: string };
+
+/** `GET /v1/rl/steps?limit=`: how many of the latest steps (20 unless asked). */
+const stepsQuery = z.object({ limit: wholeNumberParam(1, 1000).default(20) });
 
 const rollbackSchema = z.union([z.object({ step: z.number().int().positive() }).strict(), z.object({ latest: z.literal(true) }).strict()], {
   // Without it a body that fits neither form is refused as "(body): Invalid input".
@@ -45,7 +48,7 @@ export function rlRoutes(control: RlControl, adminToken: AdminToken): (app: Prox
     app.post('/v1/admin/train_step', async (c) => c.json(await trainStep(c.env.incoming.headers)));
 
     app.get('/v1/rl/steps', async (c) => {
-      const limit = Math.min(Math.max(Number(c.req.query('limit') ?? 20) || 20, 1), 1000);
+      const { limit } = parse(stepsQuery, c.req.query());
       const { steps, policy } = engine();
       return c.json({ object: 'list', data: (await steps.recent(limit)).map(presentStep), served: policy.describe() ?? null });
     });

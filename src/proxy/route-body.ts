@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { parseJsonBody, parseJsonObject } from './body.js';
 import { requestErrorFrom } from './validate.js';
 
@@ -20,4 +20,16 @@ export function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   throw requestErrorFrom(result.error, (issue) => (issue.input === undefined && issue.code === 'invalid_type' ? 'required' : issue.message));
+}
+
+/**
+ * A whole-number parameter of a route's query, `min` to `max`: digits only, so `abc`, `1.5`, `-3`
+ * and an empty value are refused (a 400 through `parse`) with the rule itself, never read as the default.
+ */
+export function wholeNumberParam(min: number, max: number, rule = `must be a whole number from ${min} to ${max}`) {
+  return z
+    .string({ error: rule })
+    .regex(/^\d{1,16}$/, rule)
+    .transform(Number)
+    .pipe(z.number().min(min, rule).max(max, rule));
 }

@@ -1,3 +1,18 @@
+/**
+ * Which of /status's `requests.errors` counters are failures (the proxy or the upstream did not
+ * deliver what it should have) and which are requests refused as sent (no or a wrong key, a bad
+ * request, an unknown route or id): the overview and `metaclaw status` count them apart, and a client
+ * hanging up (`client_aborted`) is neither.
+ */
+export const REQUEST_FAILURES = ['upstream', 'proxy', 'stream_broken', 'record_failures', 'uncaught'] as const;
+export const REQUEST_REFUSALS = ['auth', 'bad_request', 'not_found'] as const;
+
+/** The named counters' sum, and the non-zero ones as `name n` parts (`stream broken 2`). */
+export function countsOf(errors: Record<string, number>, names: readonly string[]): { total: number; parts: string[] } {
+  const present = names.filter((name) => (errors[name] ?? 0) > 0);
+  return { total: present.reduce((sum, name) => sum + errors[name]!, 0), parts: present.map((name) => `${name.replaceAll('_', ' ')} ${errors[name]}`) };
+}
+
 /** Counters for /status: what the proxy served and what went wrong, since start. */
 export class ProxyStats {
   requests = 0;

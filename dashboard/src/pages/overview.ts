@@ -1,4 +1,5 @@
 import type { OverviewView } from '../../../src/dashboard/views.js';
+import { countsOf, REQUEST_FAILURES, REQUEST_REFUSALS } from '../../../src/proxy/stats.js';
 import { useJson } from '../api.js';
 import { PageFrame, Stat } from '../components.js';
 import { ago, count, duration, ms, when } from '../format.js';
@@ -18,17 +19,21 @@ export function OverviewPage() {
         ${' upstream '}<strong>${data.upstream.name}</strong>${' '}<code>${data.upstream.base_url}</code>${data.upstream.model ? html` model <code>${data.upstream.model}</code>` : null}.
       </p>
       <div class="stats">
-        <${Stat} label="Requests" value=${count(data.requests.total)} note=${`${data.requests.active} in flight`} />
+        <${Stat}
+          label="Requests"
+          value=${count(data.requests.total)}
+          note=${`${data.requests.active} in flight${data.requests.errors['client_aborted'] ? `, ${data.requests.errors['client_aborted']} dropped by the client` : ''}`}
+        />
         <${Stat}
           label="Errors"
           value=${count(data.requests.errors_total)}
           tone=${data.requests.errors_total > 0 ? 'bad' : undefined}
-          note=${
-            Object.entries(data.requests.errors)
-              .filter(([, n]) => n > 0)
-              .map(([name, n]) => `${name} ${n}`)
-              .join(', ') || 'none'
-          }
+          note=${countsOf(data.requests.errors, REQUEST_FAILURES).parts.join(', ') || 'none from the upstream or the proxy'}
+        />
+        <${Stat}
+          label="Refused"
+          value=${count(data.requests.refused_total)}
+          note=${countsOf(data.requests.errors, REQUEST_REFUSALS).parts.join(', ') || 'no request refused'}
         />
         <${Stat} label="Tokens in / out" value=${`${count(data.requests.tokens.input)} / ${count(data.requests.tokens.output)}`} />
         <${Stat}

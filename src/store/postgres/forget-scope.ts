@@ -45,7 +45,9 @@ export interface ForgottenScope {
  * way SQLite's `ConversationStore.scrubTexts` does: turn summaries, stored bodies and the parts they
  * share; RL token ids of a changed session go, since they encode its texts and cannot be scrubbed.
  * Team-store addition: the injected-context record of those turns is scrubbed too (it quotes
- * recalled memories word for word). The deletes fire migration 22's trigger, so nodes hear of it.
+ * recalled memories word for word). Sessions of other scopes whose turns injected one of the units
+ * (named by id in turn_payloads.injected, as SQLite's `scrubInjected` finds them) are scrubbed as
+ * well. The deletes fire migration 22's trigger, so nodes hear of it.
  */
 export async function forgetPgScope(pool: pg.Pool, client: pg.PoolClient, scope: string): Promise<ForgottenScope> {
   // Memory jobs of the scope write under this lock: one completing now finishes first (and is undone below).
@@ -62,8 +64,8 @@ export async function forgetPgScope(pool: pg.Pool, client: pg.PoolClient, scope:
   const vectors =
     (await client.query('DELETE FROM memory_vectors WHERE scope = $1 OR rowid IN (SELECT rowid FROM memory_units WHERE scope = $1)', [scope])).rowCount ?? 0;
   const units = z
-    .array(deletedUnit)
-    .parse((await client.query('DELETE FROM memory_units WHERE scope = $1 RETURNING rowid, content, source_turns', [scope])).rows);
+    .array(deletedUnit.extend({ id: z.string() }))
+    .parse((await client.query('DELETE FROM memory_units WHERE scope = $1 RETURNING rowid, id, content, source_turns', [scope])).rows);
   // Index entries of the deleted units, and any of the scope whose unit went some other way; not
   // those of a unit another node committed since the delete began (it stays, indexed).
   const orphans = await client.query<{ seq: string }>(
@@ -75,7 +77,19 @@ export async function forgetPgScope(pool: pg.Pool, client: pg.PoolClient, scope:
 
   // A missing watermark reads as 0, which is what SQLite resets them to.
   const stateKeys = (await client.query('DELETE FROM state WHERE starts_with(key, $1)', [toPostgresText(`memory.extracted:${scope}\u0000`)])).rowCount ?? 0;
-  return { units: units.length, vectors, stateKeys, jobs, ...(await forgetTexts(client, units, scope)) };
+  // The sessions of other scopes that injected them (the shared scope's rules reach every member's) are scrubbed too.
+  return {
+    units: units.length,
+    vectors,
+    stateKeys,
+    jobs,
+    ...(await forgetTexts(
+      client,
+      units,
+      scope,
+      units.map((unit) => unit.id),
+    )),
+  };
 }
 
 /**
@@ -156,9 +170,12 @@ async function scrubSessions(
     await client.query<{ id: string }>(
       `SELECT id FROM sessions WHERE scope = $1 UNION SELECT session_id FROM turns WHERE id = ANY($2::text[])
        UNION SELECT t.session_id FROM turn_payloads p JOIN turns t ON t.id = p.turn_id
-         WHERE p.injected IS NOT NULL AND EXISTS (SELECT 1 FROM unnest($3::text[]) AS unit(id) WHERE strpos(p.injected, unit.id) > 0)
+         CROSS JOIN LATERAL regexp_matches(p.injected, '"id":"([^"]+)"', 'g') AS named(id)
+         JOIN unnest($3::text[]) AS unit(id) ON unit.id = named.id[1]
+         WHERE p.injected IS NOT NULL AND cardinality($3::text[]) > 0
        ORDER BY 1`,
-      [scope, turnIds.map(toPostgresText), injectedIds.map((id) => JSON.stringify(id))],
+      // One pass over what every turn injected, each id it names looked up among the units (a scope's may be thousands).
+      [scope, turnIds.map(toPostgresText), injectedIds.map(toPostgresText)],
     )
   ).rows.map((row) => row.id);
   if (sessions.length === 0) return { turns: 0, payloads: 0 };
