@@ -23,6 +23,16 @@ function write(path: string, text: string): void {
   writeFileSync(path, text);
 }
 
+/** The description as MetaClaw's `_parse_skill_md` reads it: frontmatter lines split at their first colon, nothing unquoted. */
+function metaclawDescription(text: string): string | undefined {
+  const end = text.indexOf('\n---', 3);
+  for (const line of text.slice(3, end).split('\n')) {
+    const colon = line.indexOf(':');
+    if (colon !== -1 && line.slice(0, colon).trim() === 'description') return line.slice(colon + 1).trim();
+  }
+  return undefined;
+}
+
 describe('metaclaw skills commands', () => {
   test("import reads MetaClaw's and Claude Code's folders and reports what it skipped and why", async () => {
     const home = tempHome();
@@ -195,6 +205,32 @@ describe('metaclaw skills commands', () => {
       assert.equal((await put({ ...fields, category: 'c'.repeat(64) })).status, 201);
       const listed = await proxy.cli(['skills', 'list']);
       assert.match(listed.stdout, new RegExp(`^my-skill +${'c'.repeat(64)} `, 'm'));
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test("a description written over several lines is stored on one line, as MetaClaw's line-based parser reads it: skills add and PUT /v1/skills/<name>", async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    write(file, '---\nname: my-skill\ndescription: |\n  Use when testing the CLI,\n  or when a release must be undone.\n---\n\n# Mine\n\nStep one.\n');
+    const added = await runCli(['skills', 'add', file], { home });
+    assert.equal(added.code, 0, added.stderr);
+    const stored = () => readFileSync(join(home, 'skills', 'my-skill', 'SKILL.md'), 'utf8');
+    assert.equal(metaclawDescription(stored()), 'Use when testing the CLI, or when a release must be undone.');
+
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+    try {
+      const put = await putSkill<{ version: number }>(proxy, 'my-skill', {
+        description: 'Use when testing the CLI,\r\n\n  or a helm release.  ',
+        body: '# Mine\n\nStep two.',
+      });
+      assert.equal(put.status, 200);
+      assert.equal(metaclawDescription(stored()), 'Use when testing the CLI, or a helm release.');
+      const shown = JSON.parse((await proxy.cli(['skills', 'show', 'my-skill', '--json'])).stdout);
+      assert.equal(shown.description, 'Use when testing the CLI, or a helm release.');
     } finally {
       await proxy.dispose();
       await upstream.close();
