@@ -270,7 +270,13 @@ export function registerSkillsCommands(program: Command): void {
   common(skills.command('approve').description('apply a pending proposal').argument('<id>')).action((id: string, options: SkillsOptions) =>
     withSkills<SkillsOptions>(async (skills) => {
       const result = await skills.approve(numberArgument(id, 'proposal id', { min: 1 }));
-      print(`Applied #${id}: ${result.action} ${result.skill.name} v${result.version} (generation ${result.generation}).`);
+      if (result.mergedInto === undefined) print(`Applied #${id}: ${result.action} ${result.skill.name} v${result.version} (generation ${result.generation}).`);
+      else if (result.mergedInto === result.version)
+        print(`Approved #${id}: ${result.skill.name} changed after it was proposed, and v${result.version} already holds what it adds; no new version.`);
+      else
+        print(
+          `Applied #${id}: ${result.skill.name} changed after it was proposed (now v${result.mergedInto}), so its new lines were merged into that version: v${result.version} (generation ${result.generation}).`,
+        );
     })(options),
   );
 

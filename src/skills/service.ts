@@ -18,7 +18,7 @@ import { SkillCreditStore, type SkillCredit } from './credit.js';
 import { EVOLVE_JOB, SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording.js';
 import { evolvePayload } from './recording-rules.js';
 import { askSkillSearchKeys, SkillSearchKeys } from './search-keys.js';
-import type { PlannedChange, Rejected } from './evolution/apply.js';
+import { mergedDraft, type PlannedChange, type Rejected } from './evolution/apply.js';
 import { evolutionRecord, nearestSkill, planSessionEvolution, type EvolutionPlan } from './evolution/session.js';
 import { buildTranscript } from './evolution/transcript.js';
 import { SkillHistory, type VersionAction } from './history.js';
@@ -349,14 +349,29 @@ export class SkillsService {
     return this.applyDraft(change.draft, change.action, source);
   }
 
-  /** Applies a pending proposal (manual review). */
-  approve(id: number): ChangeResult {
+  /**
+   * Applies a pending proposal (manual review). A skill changed since the proposal was made (a
+   * person's edit, another approved proposal, a revert) gets the proposal merged in, never written
+   * over: the change was drafted against a text that is no longer the current one.
+   */
+  approve(id: number): ChangeResult & { mergedInto?: number } {
     const proposal = this.proposals.get(id);
     if (!proposal || proposal.status !== 'pending') throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');
-    const draft = JSON.parse(proposal.draft) as SkillDraft;
-    const result = this.applyDraft(draft, proposal.action, `proposal #${id} (session ${proposal.session_id ?? '-'})`);
+    const proposed = JSON.parse(proposal.draft) as SkillDraft;
+    const current = this.library.get(proposed.name);
+    const changedSince = current !== undefined && (this.history.latest(proposed.name)?.created_at ?? 0) > proposal.created_at;
+    if (!changedSince) {
+      const result = this.applyDraft(proposed, proposal.action, `proposal #${id} (session ${proposal.session_id ?? '-'})`);
+      this.proposals.decide(id, 'approved');
+      return result;
+    }
+    const draft = mergedDraft(current, proposed.body, proposed.sourceSessions ?? []);
+    // Nothing of the proposal is missing from the current text: approved, and no new version.
+    const result = sameSkillContent(current, draft)
+      ? { skill: current, action: proposal.action, version: current.version, generation: this.history.generation }
+      : this.applyDraft(draft, proposal.action, `proposal #${id} (session ${proposal.session_id ?? '-'})`);
     this.proposals.decide(id, 'approved');
-    return result;
+    return { ...result, mergedInto: current.version };
   }
 
   reject(id: number): ProposalRow {
