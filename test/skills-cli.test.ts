@@ -126,6 +126,37 @@ describe('metaclaw skills commands', () => {
     assert.equal(missing.code, 1);
   });
 
+  test('a SKILL.md edited by hand is kept as a version before a change writes over it: skills revert goes back before the edit, and can bring the edit back', async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
+    assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
+    const stored = join(home, 'skills', 'my-skill', 'SKILL.md');
+    writeFileSync(stored, `${readFileSync(stored, 'utf8')}Hand-written step.\n`);
+
+    const reverted = await runCli(['skills', 'revert', 'my-skill'], { home });
+    assert.equal(reverted.code, 0, reverted.stderr);
+    assert.match(reverted.stdout, /Reverted my-skill: now v3/);
+    assert.doesNotMatch(readFileSync(stored, 'utf8'), /Hand-written step/, 'back to the version before the edit');
+    const versions = JSON.parse((await runCli(['skills', 'show', 'my-skill', '--json'], { home })).stdout).versions as Array<{
+      version: number;
+      action: string;
+    }>;
+    assert.deepEqual(
+      versions.map((row) => `${row.version} ${row.action}`),
+      ['1 manual', '2 manual', '3 revert'],
+    );
+    const back = await runCli(['skills', 'revert', 'my-skill', '--to', '2'], { home });
+    assert.equal(back.code, 0, back.stderr);
+    assert.match(readFileSync(stored, 'utf8'), /Hand-written step\./, 'the edit made by hand was not lost');
+
+    // Removing a skill edited by hand keeps the edit too.
+    writeFileSync(stored, readFileSync(stored, 'utf8').replace('Hand-written step.', 'Second hand edit.'));
+    assert.equal((await runCli(['skills', 'remove', 'my-skill'], { home })).code, 0);
+    assert.equal((await runCli(['skills', 'revert', 'my-skill'], { home })).code, 0);
+    assert.match(readFileSync(stored, 'utf8'), /Second hand edit\./);
+  });
+
   test('saving a skill that says what its current version does is a no-op that says so: skills add (with or without --overwrite, or the file as stored) and PUT /v1/skills/<name> write no version and bump no generation', async () => {
     const home = tempHome();
     const folder = tempHome('skill-file-');
