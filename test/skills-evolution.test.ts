@@ -339,6 +339,15 @@ describe('skills evolve from sessions', () => {
       assert.equal(existsSync(join(home, 'skills', 'blue-green-deploys')), false, 'nothing written before review');
       const pending = await proxy.cli(['skills', 'pending']);
       assert.match(pending.stdout, /#1 {2}create blue-green-deploys/);
+      // metaclaw status says a proposal waits, and that a hand-broken file is skipped.
+      mkdirSync(join(home, 'skills', 'broken-one'));
+      writeFileSync(join(home, 'skills', 'broken-one', 'SKILL.md'), '---\nname: broken-one\ndescription: [oops\n---\n\nbody\n');
+      await waitFor(async () => (await status(proxy)).skills.invalid_files.length === 1, 20_000, 200);
+      const statusText = await proxy.cli(['status']);
+      assert.match(
+        statusText.stdout,
+        /^ {2}skills {6}0 skills \(generation 0\); 1 proposal waiting for review \(metaclaw skills pending\); 1 invalid file skipped \(metaclaw skills doctor\)$/m,
+      );
       assert.match(pending.stdout, /evidence: turn 2/);
       const approved = await proxy.cli(['skills', 'approve', '1']);
       assert.equal(approved.code, 0, approved.stderr);
