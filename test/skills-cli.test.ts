@@ -157,6 +157,26 @@ describe('metaclaw skills commands', () => {
     assert.match(readFileSync(stored, 'utf8'), /Second hand edit\./);
   });
 
+  test('show of a skill whose SKILL.md was broken by hand says it is invalid and why, not that it was removed; revert writes its last version over it', async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
+    assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
+    const stored = join(home, 'skills', 'my-skill', 'SKILL.md');
+    writeFileSync(stored, readFileSync(stored, 'utf8').replace('description: Use when testing the CLI.', 'description: [oops'));
+    const shown = await runCli(['skills', 'show', 'my-skill'], { home });
+    assert.equal(shown.code, 1);
+    assert.match(
+      shown.stderr,
+      /^my-skill is skipped: its SKILL\.md is invalid \(frontmatter is not valid YAML: .*\)\. Fix .*SKILL\.md, or run `metaclaw skills revert my-skill`/,
+    );
+    assert.doesNotMatch(shown.stderr, /removed/);
+    const reverted = await runCli(['skills', 'revert', 'my-skill'], { home });
+    assert.equal(reverted.code, 0, reverted.stderr);
+    assert.match(readFileSync(stored, 'utf8'), /^description: Use when testing the CLI\.$/m);
+    assert.equal((await runCli(['skills', 'show', 'my-skill'], { home })).code, 0);
+  });
+
   test('saving a skill that says what its current version does is a no-op that says so: skills add (with or without --overwrite, or the file as stored) and PUT /v1/skills/<name> write no version and bump no generation', async () => {
     const home = tempHome();
     const folder = tempHome('skill-file-');

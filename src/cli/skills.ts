@@ -99,8 +99,14 @@ export function registerSkillsCommands(program: Command): void {
     withSkills<SkillsOptions>(async (skills) => {
       const skill = await skills.get(name);
       if (!skill) {
-        // A removed skill keeps its versions: say so, and how to bring it back.
+        // A folder whose SKILL.md does not validate is no removed skill: say why it is skipped.
+        const invalid = skills.problems().find((problem) => basename(dirname(problem.path)) === name);
         const recorded = await skills.versions(name);
+        if (invalid)
+          throw new CliExit(
+            `${name} is skipped: its SKILL.md is invalid (${invalid.reason}). Fix ${invalid.path}${recorded.length > 0 ? `, or run \`metaclaw skills revert ${name}\` to write its last recorded version over it` : ''}.`,
+          );
+        // A removed skill keeps its versions: say so, and how to bring it back.
         const last = recorded.at(-1);
         if (last !== undefined)
           throw new CliExit(
