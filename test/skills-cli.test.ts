@@ -23,6 +23,16 @@ function write(path: string, text: string): void {
   writeFileSync(path, text);
 }
 
+/** The description as MetaClaw's `_parse_skill_md` reads it: frontmatter lines split at their first colon, nothing unquoted. */
+function metaclawDescription(text: string): string | undefined {
+  const end = text.indexOf('\n---', 3);
+  for (const line of text.slice(3, end).split('\n')) {
+    const colon = line.indexOf(':');
+    if (colon !== -1 && line.slice(0, colon).trim() === 'description') return line.slice(colon + 1).trim();
+  }
+  return undefined;
+}
+
 describe('metaclaw skills commands', () => {
   test("import reads MetaClaw's and Claude Code's folders and reports what it skipped and why", async () => {
     const home = tempHome();
@@ -116,6 +126,57 @@ describe('metaclaw skills commands', () => {
     assert.equal(missing.code, 1);
   });
 
+  test('a SKILL.md edited by hand is kept as a version before a change writes over it: skills revert goes back before the edit, and can bring the edit back', async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
+    assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
+    const stored = join(home, 'skills', 'my-skill', 'SKILL.md');
+    writeFileSync(stored, `${readFileSync(stored, 'utf8')}Hand-written step.\n`);
+
+    const reverted = await runCli(['skills', 'revert', 'my-skill'], { home });
+    assert.equal(reverted.code, 0, reverted.stderr);
+    assert.match(reverted.stdout, /Reverted my-skill: now v3/);
+    assert.doesNotMatch(readFileSync(stored, 'utf8'), /Hand-written step/, 'back to the version before the edit');
+    const versions = JSON.parse((await runCli(['skills', 'show', 'my-skill', '--json'], { home })).stdout).versions as Array<{
+      version: number;
+      action: string;
+    }>;
+    assert.deepEqual(
+      versions.map((row) => `${row.version} ${row.action}`),
+      ['1 manual', '2 manual', '3 revert'],
+    );
+    const back = await runCli(['skills', 'revert', 'my-skill', '--to', '2'], { home });
+    assert.equal(back.code, 0, back.stderr);
+    assert.match(readFileSync(stored, 'utf8'), /Hand-written step\./, 'the edit made by hand was not lost');
+
+    // Removing a skill edited by hand keeps the edit too.
+    writeFileSync(stored, readFileSync(stored, 'utf8').replace('Hand-written step.', 'Second hand edit.'));
+    assert.equal((await runCli(['skills', 'remove', 'my-skill'], { home })).code, 0);
+    assert.equal((await runCli(['skills', 'revert', 'my-skill'], { home })).code, 0);
+    assert.match(readFileSync(stored, 'utf8'), /Second hand edit\./);
+  });
+
+  test('show of a skill whose SKILL.md was broken by hand says it is invalid and why, not that it was removed; revert writes its last version over it', async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
+    assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
+    const stored = join(home, 'skills', 'my-skill', 'SKILL.md');
+    writeFileSync(stored, readFileSync(stored, 'utf8').replace('description: Use when testing the CLI.', 'description: [oops'));
+    const shown = await runCli(['skills', 'show', 'my-skill'], { home });
+    assert.equal(shown.code, 1);
+    assert.match(
+      shown.stderr,
+      /^my-skill is skipped: its SKILL\.md is invalid \(frontmatter is not valid YAML: .*\)\. Fix .*SKILL\.md, or run `metaclaw skills revert my-skill`/,
+    );
+    assert.doesNotMatch(shown.stderr, /removed/);
+    const reverted = await runCli(['skills', 'revert', 'my-skill'], { home });
+    assert.equal(reverted.code, 0, reverted.stderr);
+    assert.match(readFileSync(stored, 'utf8'), /^description: Use when testing the CLI\.$/m);
+    assert.equal((await runCli(['skills', 'show', 'my-skill'], { home })).code, 0);
+  });
+
   test('saving a skill that says what its current version does is a no-op that says so: skills add (with or without --overwrite, or the file as stored) and PUT /v1/skills/<name> write no version and bump no generation', async () => {
     const home = tempHome();
     const folder = tempHome('skill-file-');
@@ -195,6 +256,32 @@ describe('metaclaw skills commands', () => {
       assert.equal((await put({ ...fields, category: 'c'.repeat(64) })).status, 201);
       const listed = await proxy.cli(['skills', 'list']);
       assert.match(listed.stdout, new RegExp(`^my-skill +${'c'.repeat(64)} `, 'm'));
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test("a description written over several lines is stored on one line, as MetaClaw's line-based parser reads it: skills add and PUT /v1/skills/<name>", async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    write(file, '---\nname: my-skill\ndescription: |\n  Use when testing the CLI,\n  or when a release must be undone.\n---\n\n# Mine\n\nStep one.\n');
+    const added = await runCli(['skills', 'add', file], { home });
+    assert.equal(added.code, 0, added.stderr);
+    const stored = () => readFileSync(join(home, 'skills', 'my-skill', 'SKILL.md'), 'utf8');
+    assert.equal(metaclawDescription(stored()), 'Use when testing the CLI, or when a release must be undone.');
+
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+    try {
+      const put = await putSkill<{ version: number }>(proxy, 'my-skill', {
+        description: 'Use when testing the CLI,\r\n\n  or a helm release.  ',
+        body: '# Mine\n\nStep two.',
+      });
+      assert.equal(put.status, 200);
+      assert.equal(metaclawDescription(stored()), 'Use when testing the CLI, or a helm release.');
+      const shown = JSON.parse((await proxy.cli(['skills', 'show', 'my-skill', '--json'])).stdout);
+      assert.equal(shown.description, 'Use when testing the CLI, or a helm release.');
     } finally {
       await proxy.dispose();
       await upstream.close();

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
@@ -339,6 +339,15 @@ describe('skills evolve from sessions', () => {
       assert.equal(existsSync(join(home, 'skills', 'blue-green-deploys')), false, 'nothing written before review');
       const pending = await proxy.cli(['skills', 'pending']);
       assert.match(pending.stdout, /#1 {2}create blue-green-deploys/);
+      // metaclaw status says a proposal waits, and that a hand-broken file is skipped.
+      mkdirSync(join(home, 'skills', 'broken-one'));
+      writeFileSync(join(home, 'skills', 'broken-one', 'SKILL.md'), '---\nname: broken-one\ndescription: [oops\n---\n\nbody\n');
+      await waitFor(async () => (await status(proxy)).skills.invalid_files.length === 1, 20_000, 200);
+      const statusText = await proxy.cli(['status']);
+      assert.match(
+        statusText.stdout,
+        /^ {2}skills {6}0 skills \(generation 0\); 1 proposal waiting for review \(metaclaw skills pending\); 1 invalid file skipped \(metaclaw skills doctor\)$/m,
+      );
       assert.match(pending.stdout, /evidence: turn 2/);
       const approved = await proxy.cli(['skills', 'approve', '1']);
       assert.equal(approved.code, 0, approved.stderr);
@@ -347,6 +356,46 @@ describe('skills evolve from sessions', () => {
       const again = await proxy.cli(['skills', 'reject', '1']);
       assert.equal(again.code, 1);
       assert.match(again.stderr, /no pending proposal #1/);
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('approving a proposal for a skill edited after it was proposed merges it into the edit, never writes over it', async () => {
+    const upstream = await ScriptedUpstream.start();
+    upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [{ ...DEPLOY_SKILL, action: 'update' }] }) });
+    const home = tempHome();
+    const folder = join(tempHome('skill-file-'), 'blue-green-deploys');
+    mkdirSync(folder, { recursive: true });
+    const file = join(folder, 'SKILL.md');
+    const mine = (extra: string) =>
+      `---\nname: blue-green-deploys\ndescription: Use when deploying a service to production with a blue-green switch.\n---\n\n# Deploys\n\n1. **Switch traffic.** Run the switch script.${extra}\n`;
+    writeFileSync(file, mine(''));
+    assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
+    const proxy = await startProxy({
+      home,
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { review: 'manual' } },
+    });
+    try {
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      await session(client, 'review-session', ['How do I deploy the billing service?', 'No, never on Fridays.']);
+      await waitFor(async () => (await status(proxy)).skills.pending_proposals === 1, 20_000, 200);
+      // The person edits the skill while the proposal waits.
+      writeFileSync(file, mine('\n2. **Page the on-call first.** They must know before traffic moves.'));
+      const edited = await proxy.cli(['skills', 'add', file, '--overwrite']);
+      assert.match(edited.stdout, /blue-green-deploys v2/);
+
+      const approved = await proxy.cli(['skills', 'approve', '1']);
+      assert.equal(approved.code, 0, approved.stderr);
+      assert.match(
+        approved.stdout,
+        /Applied #1: blue-green-deploys changed after it was proposed \(now v2\), so its new lines were merged into that version: v3/,
+      );
+      const text = readFileSync(join(home, 'skills', 'blue-green-deploys', 'SKILL.md'), 'utf8');
+      assert.match(text, /Page the on-call first/, "the person's edit is kept");
+      assert.match(text, /Never deploy on Fridays/, 'what the proposal adds is there');
+      assert.match(text, /^description: Use when deploying a service to production with a blue-green switch\.$/m);
     } finally {
       await proxy.dispose();
       await upstream.close();

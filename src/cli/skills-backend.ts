@@ -34,6 +34,8 @@ export interface SkillChange {
   action: string;
   version: number;
   generation: number;
+  /** An approved proposal merged into this version of the skill, which changed after it was proposed. */
+  mergedInto?: number;
 }
 
 /**

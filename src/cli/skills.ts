@@ -99,8 +99,14 @@ export function registerSkillsCommands(program: Command): void {
     withSkills<SkillsOptions>(async (skills) => {
       const skill = await skills.get(name);
       if (!skill) {
-        // A removed skill keeps its versions: say so, and how to bring it back.
+        // A folder whose SKILL.md does not validate is no removed skill: say why it is skipped.
+        const invalid = skills.problems().find((problem) => basename(dirname(problem.path)) === name);
         const recorded = await skills.versions(name);
+        if (invalid)
+          throw new CliExit(
+            `${name} is skipped: its SKILL.md is invalid (${invalid.reason}). Fix ${invalid.path}${recorded.length > 0 ? `, or run \`metaclaw skills revert ${name}\` to write its last recorded version over it` : ''}.`,
+          );
+        // A removed skill keeps its versions: say so, and how to bring it back.
         const last = recorded.at(-1);
         if (last !== undefined)
           throw new CliExit(
@@ -270,7 +276,13 @@ export function registerSkillsCommands(program: Command): void {
   common(skills.command('approve').description('apply a pending proposal').argument('<id>')).action((id: string, options: SkillsOptions) =>
     withSkills<SkillsOptions>(async (skills) => {
       const result = await skills.approve(numberArgument(id, 'proposal id', { min: 1 }));
-      print(`Applied #${id}: ${result.action} ${result.skill.name} v${result.version} (generation ${result.generation}).`);
+      if (result.mergedInto === undefined) print(`Applied #${id}: ${result.action} ${result.skill.name} v${result.version} (generation ${result.generation}).`);
+      else if (result.mergedInto === result.version)
+        print(`Approved #${id}: ${result.skill.name} changed after it was proposed, and v${result.version} already holds what it adds; no new version.`);
+      else
+        print(
+          `Applied #${id}: ${result.skill.name} changed after it was proposed (now v${result.mergedInto}), so its new lines were merged into that version: v${result.version} (generation ${result.generation}).`,
+        );
     })(options),
   );
 

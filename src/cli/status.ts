@@ -80,7 +80,7 @@ interface StatusReport {
     /** absent from a proxy older than checkpoint counts */
     checkpoints?: CheckpointStatus;
   };
-  skills?: { count?: number; generation?: number };
+  skills?: { enabled?: boolean; count?: number; generation?: number; invalid_files?: unknown[]; pending_proposals?: number };
 }
 
 /** A team node's learning section (its /status `learning`): what this node ran, and the team queue. */
@@ -157,6 +157,7 @@ function printStatus(base: string, status: StatusReport): void {
   print(
     `  context     ${status.context.providers.length > 0 ? status.context.providers.join(', ') : 'nothing injected'}${status.context.failures > 0 ? ` (${status.context.failures} failures)` : ''}`,
   );
+  if (status.skills) print(`  skills      ${skillsLine(status.skills)}`);
   print(
     `  learning    queue ${status.queue.queued} waiting, ${status.queue.leased} running, ${deadJobs(status.queue.dead)}; ${status.learning.failed} failures`,
   );
@@ -169,6 +170,19 @@ function printStatus(base: string, status: StatusReport): void {
   if (status.learning.paused_reason) print(`  PAUSED      ${status.learning.paused_reason}`);
   const storeProblems = personalStoreProblems(status.store);
   if (storeProblems.length > 0) print(`  store       ${storeProblems.join('; ')}`);
+}
+
+/** The library: how many skills, its generation, proposals waiting for review, files skipped as invalid. */
+function skillsLine(skills: NonNullable<StatusReport['skills']>): string {
+  const count = skills.count ?? 0;
+  const parts = [
+    `${count} skill${count === 1 ? '' : 's'} (generation ${skills.generation ?? 0})${skills.enabled === false ? ', not injected (skills.enabled: false)' : ''}`,
+  ];
+  const pending = skills.pending_proposals ?? 0;
+  if (pending > 0) parts.push(`${pending} proposal${pending === 1 ? '' : 's'} waiting for review (metaclaw skills pending)`);
+  const invalid = skills.invalid_files?.length ?? 0;
+  if (invalid > 0) parts.push(`${invalid} invalid file${invalid === 1 ? '' : 's'} skipped (metaclaw skills doctor)`);
+  return parts.join('; ');
 }
 
 /** What is wrong with the personal store, for a line of its own (nothing is printed while all is well). */

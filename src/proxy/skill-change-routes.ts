@@ -60,7 +60,7 @@ export function skillChangeRoutes(skills: SkillsService): (app: ProxyApp) => voi
     app.post('/v1/skills/proposals/:id/approve', (c) => {
       const id = proposalId(c.req.param('id'));
       const result = decided(() => skills.approve(id));
-      return c.json({ id, status: 'approved', ...presentChange(result) });
+      return c.json({ id, status: 'approved', ...presentChange(result), ...(result.mergedInto !== undefined ? { merged_into: result.mergedInto } : {}) });
     });
 
     app.post('/v1/skills/proposals/:id/reject', (c) => {

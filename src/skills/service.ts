@@ -18,7 +18,7 @@ import { SkillCreditStore, type SkillCredit } from './credit.js';
 import { EVOLVE_JOB, SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording.js';
 import { evolvePayload } from './recording-rules.js';
 import { askSkillSearchKeys, SkillSearchKeys } from './search-keys.js';
-import type { PlannedChange, Rejected } from './evolution/apply.js';
+import { mergedDraft, type PlannedChange, type Rejected } from './evolution/apply.js';
 import { evolutionRecord, nearestSkill, planSessionEvolution, type EvolutionPlan } from './evolution/session.js';
 import { buildTranscript } from './evolution/transcript.js';
 import { SkillHistory, type VersionAction } from './history.js';
@@ -186,8 +186,9 @@ export class SkillsService {
    * batch of changes — an import, an install — counts as one change of the library).
    */
   applyDraft(draft: SkillDraft, action: VersionAction, source: string, generation = this.history.bumpGeneration()): ChangeResult {
-    // A skill written again after its removal goes on from its last recorded version: every version number names one text.
-    const minVersion = this.library.get(draft.name) ? 1 : (this.history.latest(draft.name)?.version ?? 0) + 1;
+    this.keepEditOnDisk(draft.name);
+    // Goes on from the last recorded version (after a removal, after an edit on disk): every version number names one text.
+    const minVersion = (this.history.latest(draft.name)?.version ?? 0) + 1;
     const { after, text } = this.library.write(draft, { generation, minVersion });
     this.history.record({ name: after.name, version: after.version, action, content: text, generation, source });
     return { skill: after, action, version: after.version, generation };
@@ -220,15 +221,37 @@ export class SkillsService {
   remove(name: string, source: string): { removed: boolean; generation: number } {
     const existing = this.library.get(name);
     if (!existing) return { removed: false, generation: this.history.generation };
+    this.keepEditOnDisk(name);
     this.library.remove(name);
     const generation = this.history.bumpGeneration();
-    this.history.record({ name, version: existing.version + 1, action: 'remove', content: '', generation, source });
+    const version = Math.max(existing.version, this.history.latest(name)?.version ?? 0) + 1;
+    this.history.record({ name, version, action: 'remove', content: '', generation, source });
     return { removed: true, generation };
+  }
+
+  /**
+   * Records the SKILL.md on disk as a version when it is not the text last recorded (edited by hand,
+   * or put in the folder by hand), before a change writes over it or removes it: `skills revert`
+   * can then bring it back, and `skills diff` shows it.
+   */
+  private keepEditOnDisk(name: string): void {
+    const text = this.library.readText(name);
+    const latest = this.history.latest(name);
+    if (text === undefined || latest?.content === text) return;
+    // The proxy's watcher may not have read the edit yet: what is written next starts from it.
+    this.library.scan();
+    if (this.library.get(name) === undefined) return; // not a valid skill: nothing a revert could restore
+    const version = latest ? Math.max(latest.version, this.library.get(name)!.version) + 1 : this.library.get(name)!.version;
+    this.history.record({ name, version, action: 'manual', content: text, generation: this.history.generation, source: 'edited on disk' });
   }
 
   /** Restores an earlier version (by default the one before the current) as a new version. */
   revert(name: string, toVersion?: number): ChangeResult {
-    const { draft, source } = revertDraft(name, this.library.get(name)?.version, this.history.versions(name), toVersion);
+    // An edit on disk is recorded first, so it is the current version and the default goes back to the one before it.
+    this.keepEditOnDisk(name);
+    const current = this.library.get(name);
+    const currentVersion = current && Math.max(current.version, this.history.latest(name)?.version ?? 0);
+    const { draft, source } = revertDraft(name, currentVersion, this.history.versions(name), toVersion);
     return this.applyDraft(draft, 'revert', source);
   }
 
@@ -349,14 +372,30 @@ export class SkillsService {
     return this.applyDraft(change.draft, change.action, source);
   }
 
-  /** Applies a pending proposal (manual review). */
-  approve(id: number): ChangeResult {
+  /**
+   * Applies a pending proposal (manual review). A skill changed since the proposal was made (a
+   * person's edit, another approved proposal, a revert) gets the proposal merged in, never written
+   * over: the change was drafted against a text that is no longer the current one.
+   */
+  approve(id: number): ChangeResult & { mergedInto?: number } {
     const proposal = this.proposals.get(id);
     if (!proposal || proposal.status !== 'pending') throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');
-    const draft = JSON.parse(proposal.draft) as SkillDraft;
-    const result = this.applyDraft(draft, proposal.action, `proposal #${id} (session ${proposal.session_id ?? '-'})`);
+    const proposed = JSON.parse(proposal.draft) as SkillDraft;
+    this.keepEditOnDisk(proposed.name);
+    const current = this.library.get(proposed.name);
+    const changedSince = current !== undefined && (this.history.latest(proposed.name)?.created_at ?? 0) > proposal.created_at;
+    if (!changedSince) {
+      const result = this.applyDraft(proposed, proposal.action, `proposal #${id} (session ${proposal.session_id ?? '-'})`);
+      this.proposals.decide(id, 'approved');
+      return result;
+    }
+    const draft = mergedDraft(current, proposed.body, proposed.sourceSessions ?? []);
+    // Nothing of the proposal is missing from the current text: approved, and no new version.
+    const result = sameSkillContent(current, draft)
+      ? { skill: current, action: proposal.action, version: current.version, generation: this.history.generation }
+      : this.applyDraft(draft, proposal.action, `proposal #${id} (session ${proposal.session_id ?? '-'})`);
     this.proposals.decide(id, 'approved');
-    return result;
+    return { ...result, mergedInto: current.version };
   }
 
   reject(id: number): ProposalRow {

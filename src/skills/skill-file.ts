@@ -138,11 +138,15 @@ export function sameSkillContent(before: Skill, draft: SkillDraft): boolean {
   return serializeSkill({ ...nextSkillFields(before, draft, new Date()), ...kept }) === serializeSkill({ ...before, ...kept });
 }
 
-/** Writes SKILL.md text; the frontmatter is real YAML, so any description round-trips safely. */
+/**
+ * Writes SKILL.md text; the frontmatter is real YAML, so any description round-trips safely. The
+ * description is written on one line (its line breaks joined with a space): MetaClaw's parser reads
+ * `key: value` line by line, and took a YAML block (`description: |-`) for the description "|-".
+ */
 export function serializeSkill(fields: SkillFileFields): string {
   const front: Record<string, unknown> = {
     name: fields.name,
-    description: fields.description.trim(),
+    description: oneLine(fields.description),
   };
   if (fields.category && fields.category !== DEFAULT_CATEGORY) front['category'] = fields.category;
   front['version'] = fields.version;
@@ -181,6 +185,11 @@ export function parseLegacyFrontmatter(text: string): { name?: string; descripti
     ...(fields['category'] ? { category: fields['category'] } : {}),
     body: bodyStart === -1 ? '' : normalized.slice(bodyStart).trim(),
   };
+}
+
+/** `text` trimmed, each line break (with the blanks around it) made one space. */
+function oneLine(text: string): string {
+  return text.trim().replace(/[ \t]*(?:\r\n|[\r\n\u2028\u2029])\s*/g, ' ');
 }
 
 export function hashText(text: string): string {

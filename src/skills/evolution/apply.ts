@@ -85,14 +85,7 @@ export function planChanges(proposed: readonly ProposedChange[], context: Planni
     touched.add(finalName);
     const draft: SkillDraft =
       mergedInto && target
-        ? {
-            name: target.name,
-            description: target.description,
-            category: target.category,
-            body: mergeBodies(target.body, change.body),
-            origin: target.origin,
-            sourceSessions: [context.sessionId],
-          }
+        ? mergedDraft(target, change.body, [context.sessionId])
         : {
             name: finalName,
             description: change.description.trim(),
@@ -137,6 +130,22 @@ function validate(name: string, change: ProposedChange): string | undefined {
   // An evolved skill would carry the text into every future prompt (persistent prompt injection).
   const injection = skillInjectionReason({ description: change.description, body });
   return injection ? `refused: looks like a prompt injection (${injection})` : undefined;
+}
+
+/**
+ * A learned change folded into `target` as it is now: its description, category and origin kept,
+ * the lines of `body` it lacks added (see mergeBodies). Evolution merges so when the evolver did not
+ * see the current text; approving a proposal does when the skill changed after it was proposed.
+ */
+export function mergedDraft(target: Skill, body: string, sourceSessions: string[]): SkillDraft {
+  return {
+    name: target.name,
+    description: target.description,
+    category: target.category,
+    body: mergeBodies(target.body, body),
+    origin: target.origin,
+    sourceSessions,
+  };
 }
 
 /** Adds the lines of `addition` that `existing` lacks, under a dated heading. */
