@@ -281,6 +281,7 @@ describe('the memory section from PostgreSQL (team mode)', { skip: postgresSkip(
     });
     assert.ok(ids(warm).core.length > 0);
     const waitedBefore = provider.status().timeouts;
+    const failedBefore = provider.status().failures;
     const blocker = await pool.connect();
     try {
       await blocker.query('BEGIN; LOCK TABLE memory_postings IN ACCESS EXCLUSIVE MODE');
@@ -300,7 +301,9 @@ describe('the memory section from PostgreSQL (team mode)', { skip: postgresSkip(
     await until('recall once the lock is gone', 3_000, async () =>
       ids(await provider.provide(request(ALICE, 'which database does staging run'))).recalled.length > 0 ? true : undefined,
     );
-    assert.equal(provider.status().timeouts, waitedBefore + 1);
+    // Slowness, not an outage: the late reads' failure is no failure. (Timeouts are not counted exactly
+    // here: on a busy machine a read of the loop above may outlast its 100 ms too.)
+    assert.equal(provider.status().failures, failedBefore);
   });
 
   test('a connection the server ends while it is checked out raises no uncaught error (between two statements too): the statement fails and the pool serves on', async () => {
