@@ -33,7 +33,7 @@ describe('the package installs and runs without a checkout', () => {
   const work = mkdtempSync(join(tmpdir(), 'metaclaw-package-'));
   after(() => rmSync(work, { recursive: true, force: true }));
 
-  test('npm pack builds it; npm install -g of the tarball into an empty prefix gives a metaclaw that answers --version, installs the starter skills, starts, proxies, serves its dashboard and stops', async () => {
+  test('npm pack builds it; npm install -g of the tarball into an empty prefix gives a metaclaw that, before its SQLite driver is built, says how to rebuild it, and then answers --version, installs the starter skills, starts, proxies, serves its dashboard and stops', async () => {
     const source = join(work, 'checkout');
     copyCheckout(source);
     const packed = await run('npm', ['pack', '--pack-destination', work], { cwd: source, env: npmEnv(), timeoutMs: 300_000 });
@@ -80,12 +80,6 @@ describe('the package installs and runs without a checkout', () => {
     const sqlite = join(packageDir, 'node_modules', 'better-sqlite3');
     const version = (folder: string) => (JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8')) as { version: string }).version;
     assert.equal(version(sqlite), version(join(REPO, 'node_modules', 'better-sqlite3')));
-    mkdirSync(join(sqlite, 'build', 'Release'), { recursive: true });
-    copyFileSync(
-      join(REPO, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'),
-      join(sqlite, 'build', 'Release', 'better_sqlite3.node'),
-    );
-
     const home = join(work, 'home');
     mkdirSync(home);
     const upstream = await ScriptedUpstream.start();
@@ -93,7 +87,29 @@ describe('the package installs and runs without a checkout', () => {
     // The installed bin, run by its path in an empty home: nothing is taken from the checkout.
     const env = cleanEnv(home, { OPENAI_BASE_URL: `${upstream.url}/v1`, OPENAI_API_KEY: 'sk-from-env' });
     const metaclaw = (...args: string[]) => run(join(prefix, 'bin', 'metaclaw'), args, { cwd: home, env, timeoutMs: 120_000 });
+
     try {
+      // Installed without its install script (as npm 12 does for a dependency allowScripts does not
+      // list), the driver has no native module: commands say what is wrong and how to fix it, with no
+      // stack trace, and doctor fails its versions check with the same fix.
+      for (const args of [
+        ['memory', 'stats'],
+        ['start', '--port', String(port)],
+      ]) {
+        const unbuilt = await metaclaw(...args);
+        assert.equal(unbuilt.code, 1, `${args.join(' ')}: ${unbuilt.stdout}${unbuilt.stderr}`);
+        assert.match(unbuilt.stderr, /The SQLite driver better-sqlite3 is not built; run `npm rebuild better-sqlite3` in MetaClaw's folder/, args.join(' '));
+        assert.doesNotMatch(unbuilt.stderr, /\n\s+at /, `${args.join(' ')} prints no stack trace`);
+      }
+      const doctor = await metaclaw('doctor');
+      assert.match(doctor.stdout, /versions.*SQLite does not load: The SQLite driver better-sqlite3 is not built\n.*npm rebuild better-sqlite3/);
+
+      mkdirSync(join(sqlite, 'build', 'Release'), { recursive: true });
+      copyFileSync(
+        join(REPO, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'),
+        join(sqlite, 'build', 'Release', 'better_sqlite3.node'),
+      );
+
       const printed = await metaclaw('--version');
       assert.equal(printed.code, 0, printed.stderr);
       assert.equal(printed.stdout.trim(), version(REPO));

@@ -14,7 +14,7 @@ import {
   PRIVATE_FILE_MODE,
   resolveUpstreams,
 } from '../config/index.js';
-import { checkIntegrity, MIGRATIONS, openDatabase, schemaVersion } from '../store/index.js';
+import { checkIntegrity, MIGRATIONS, openDatabase, REBUILD_DRIVER_FIX, schemaVersion } from '../store/index.js';
 import { previewSchedule, schedulerEnabled, schedulerOffReason } from '../scheduler/index.js';
 import { decideMode, describeJudge, type EngineReport, type RlReport } from '../rl/index.js';
 import { describeRetrieval, judgeSettings, retrievalModes, storedProbe, teamSkillsRetrieval } from '../runtime/index.js';
@@ -170,8 +170,9 @@ function checkVersions(checks: Check[]): void {
     checks.push({
       name: 'versions',
       verdict: 'fail',
-      detail: `SQLite does not load: ${(error as Error).message}`,
-      fix: 'reinstall with `npm ci` (better-sqlite3 must be built for this Node)',
+      // The driver's own message ends with the same fix: shown once, on the fix line.
+      detail: `SQLite does not load: ${(error as Error).message.replace(`; ${REBUILD_DRIVER_FIX}.`, '')}`,
+      fix: REBUILD_DRIVER_FIX,
     });
     return;
   }

@@ -68,6 +68,8 @@ const UNUSABLE: ReadonlyArray<readonly [code: string, fix: string]> = [
  * instead of a stack trace. Other errors (SQLITE_BUSY, bugs) are left as they are.
  */
 function unusableDatabase(error: unknown, path: string): StoreError | undefined {
+  const driver = unbuiltDriver(error);
+  if (driver) return driver;
   const code = (error as { code?: unknown }).code;
   if (typeof code !== 'string') return undefined;
   const fix = UNUSABLE.find(([prefix]) => code.startsWith(prefix))?.[1];
@@ -75,6 +77,24 @@ function unusableDatabase(error: unknown, path: string): StoreError | undefined 
   return new StoreError(`MetaClaw's database ${path} cannot be opened: ${(error as Error).message}; ${fix.replace('FILE', path)}.`, 'database_unusable', {
     cause: error,
   });
+}
+
+/** What to run when the SQLite driver's native module is missing or was built for another Node. */
+export const REBUILD_DRIVER_FIX =
+  "run `npm rebuild better-sqlite3` in MetaClaw's folder (npm 12 and later skip a dependency's install script unless package.json's allowScripts lists it: this checkout's does, a global install needs `--allow-scripts=better-sqlite3`)";
+
+/**
+ * better-sqlite3 loads its compiled module on first use. When its install script never ran (npm 12
+ * blocks unlisted ones) or it was built for another Node, every command would end in a stack trace
+ * about bindings files: say instead what is wrong and how to fix it.
+ */
+function unbuiltDriver(error: unknown): StoreError | undefined {
+  const message = error instanceof Error ? error.message : '';
+  const missing = message.startsWith('Could not locate the bindings file');
+  const otherNode = (error as { code?: unknown }).code === 'ERR_DLOPEN_FAILED' || /NODE_MODULE_VERSION/.test(message);
+  if (!missing && !otherNode) return undefined;
+  const what = missing ? 'is not built' : `was built for another Node than this one (${process.version})`;
+  return new StoreError(`The SQLite driver better-sqlite3 ${what}; ${REBUILD_DRIVER_FIX}.`, 'sqlite_driver_unbuilt', { cause: error });
 }
 
 export function schemaVersion(db: Db): number {
