@@ -30,7 +30,11 @@ const runSchema = z.object({
   base_model: z.string(),
   lora_rank: z.number().int(),
   after_step: z.number().int().nonnegative(),
-  start: z.object({ sampler_path: z.string().min(1), at: z.number().int().nonnegative() }).optional(),
+  // a damaged step 0 is dropped (`rl rollback 0` then says it was not kept), never the run's boundary with it
+  start: z
+    .object({ sampler_path: z.string().min(1), at: z.number().int().nonnegative() })
+    .optional()
+    .catch(undefined),
 });
 
 /**
