@@ -57,8 +57,10 @@ export function registerRlCommands(program: Command): void {
     .option('--json', 'machine-readable output')
     .action(async (options: RlOptions) => checkpointsCommand(options));
   rl.command('rollback')
-    .description("serve an earlier step's weights (pinned: later steps train but do not replace it), or --latest to follow training again")
-    .argument('[step]', 'the step to serve (see `metaclaw rl checkpoints`)')
+    .description(
+      "serve an earlier step's weights (pinned: later steps train but do not replace it), step 0 for the weights the run started from, or --latest to follow training again",
+    )
+    .argument('[step]', 'the step to serve (see `metaclaw rl checkpoints`); 0: the LoRA the training run started from')
     .option('--latest', 'serve the newest step again and let new steps replace it')
     .option('-c, --config <path>', 'config file')
     .option('--json', 'machine-readable output')
@@ -229,22 +231,25 @@ async function checkpointsCommand(options: RlOptions): Promise<void> {
     print(
       `  step ${String(row.step).padStart(4)}  ${row.finished_at}  ${row.samples} sample(s), loss ${row.loss === null ? '-' : row.loss.toFixed(4)}  ${row.sampler_path}`,
     );
+  const start = answer['start'] as { step: 0; sampler_path: string; saved_at: string } | null | undefined;
+  if (start) print(`  step ${'0'.padStart(4)}  ${start.saved_at}  the weights the training run started from  ${start.sampler_path}`);
 }
 
 async function rollbackCommand(step: string | undefined, options: RlOptions & { latest?: boolean }): Promise<void> {
   if (step === undefined && options.latest !== true) throw new CliExit('Give a step to serve (see `metaclaw rl checkpoints`) or --latest.');
   if (step !== undefined && options.latest === true) throw new CliExit('Give a step to serve or --latest, not both.');
   const number = step === undefined ? undefined : Number(step);
-  if (number !== undefined && !(Number.isInteger(number) && number > 0)) throw new CliExit(`"${step}" is not a step number.`);
+  if (number !== undefined && !(step?.trim() !== '' && Number.isInteger(number) && number >= 0)) throw new CliExit(`"${step}" is not a step number.`);
   const config = loadCliConfig(options.config ? { config: options.config } : {});
   const proxy = await trainingProxy(config);
   const body = number === undefined ? { latest: true } : { step: number };
   const answer = answerOf(await callJson(`${proxy.base}/v1/rl/rollback`, { method: 'POST', ...proxy, body }));
   if (options.json) return print(JSON.stringify(answer, null, 2));
   const served = answer['served'] as { step: number; pinned: boolean };
+  const which = served.step === 0 ? 'step 0 (the weights this training run started from)' : `step ${served.step}`;
   print(
     served.pinned
-      ? `Serving step ${served.step} now; later steps still train but do not replace it until \`metaclaw rl rollback --latest\`.`
+      ? `Serving ${which} now; later steps still train but do not replace it until \`metaclaw rl rollback --latest\`.`
       : `Serving the newest step (${served.step}); new steps replace it as they finish.`,
   );
 }

@@ -11,6 +11,8 @@ export interface TrainingControl {
   runStep(trigger: 'manual'): Promise<StepOutcome>;
   readonly steps: Pick<StepStore, 'recent' | 'checkpoints'>;
   readonly policy: { describe(): ServedPolicyRecord | undefined; serve(step: number, samplerPath: string, pinned: boolean): Awaitable<void> };
+  /** The current run's step 0 (the weights it opened with), when kept; a team store does not keep it yet. */
+  runStart?(): Awaitable<{ samplerPath: string; at: number } | undefined>;
 }
 
 /** The training in modes rl and auto, else why there is none. */
@@ -19,10 +21,14 @@ export type RlControl = { engine: TrainingControl } | { engine: undefined; reaso
 /** `GET /v1/rl/steps?limit=`: how many of the latest steps (20 unless asked). */
 const stepsQuery = z.object({ limit: wholeNumberParam(1, 1000).default(20) });
 
-const rollbackSchema = z.union([z.object({ step: z.number().int().positive() }).strict(), z.object({ latest: z.literal(true) }).strict()], {
+const rollbackSchema = z.union([z.object({ step: z.number().int().nonnegative() }).strict(), z.object({ latest: z.literal(true) }).strict()], {
   // Without it a body that fits neither form is refused as "(body): Invalid input".
-  error: 'expected {"step": N} with N a positive integer (a step that saved weights), or {"latest": true}',
+  error: 'expected {"step": N} with N a step that saved weights (0: the weights the training run started from), or {"latest": true}',
 });
+
+/** Why `{"step": 0}` finds nothing to serve. */
+const NO_RUN_START =
+  'Step 0 has no saved weights to serve: the weights this training run started from were not kept (a run begun before they were recorded, a new run whose backend has not opened yet, or a team store).';
 
 /**
  * Manual control of training: one step now, the steps taken, the checkpoints that can be served,
@@ -54,26 +60,50 @@ export function rlRoutes(control: RlControl, adminToken: AdminToken): (app: Prox
     });
 
     app.get('/v1/rl/checkpoints', async (c) => {
-      const { steps, policy } = engine();
-      return c.json({ object: 'list', data: (await steps.checkpoints()).map(presentStep), served: policy.describe() ?? null });
+      const control = engine();
+      const start = await control.runStart?.();
+      return c.json({
+        object: 'list',
+        data: (await control.steps.checkpoints()).map(presentStep),
+        start: start ? { step: 0, sampler_path: start.samplerPath, saved_at: new Date(start.at).toISOString() } : null,
+        served: control.policy.describe() ?? null,
+      });
     });
 
     app.post('/v1/rl/rollback', async (c) => {
       requireAdmin(c.env.incoming.headers);
       const body = parse(rollbackSchema, await readJson(c.req.raw));
-      const { steps, policy } = engine();
-      const checkpoints = await steps.checkpoints();
-      const target = 'latest' in body ? checkpoints[0] : checkpoints.find((record) => record.step === body.step);
-      if (!target?.samplerPath) {
-        throw new NotFoundError(
-          'latest' in body ? 'No training step has saved weights yet.' : `Step ${body.step} has no saved weights to serve (see GET /v1/rl/checkpoints).`,
-          'checkpoint_not_found',
-        );
-      }
-      await policy.serve(target.step, target.samplerPath, !('latest' in body));
-      return c.json({ served: policy.describe() });
+      const control = engine();
+      const target = await rollbackTarget(control, body);
+      await control.policy.serve(target.step, target.samplerPath, !('latest' in body));
+      return c.json({ served: control.policy.describe() });
     });
   };
+}
+
+/**
+ * The weights a rollback serves: a step of the current run that saved them, or its step 0 (the
+ * weights the run started from); `latest` takes the newest of these, step 0 while no step saved any.
+ */
+async function rollbackTarget(control: TrainingControl, body: z.infer<typeof rollbackSchema>): Promise<{ step: number; samplerPath: string }> {
+  const runStart = async () => {
+    const start = await control.runStart?.();
+    return start ? { step: 0, samplerPath: start.samplerPath } : undefined;
+  };
+  if ('latest' in body) {
+    const newest = (await control.steps.checkpoints())[0];
+    const target = newest?.samplerPath ? { step: newest.step, samplerPath: newest.samplerPath } : await runStart();
+    if (target) return target;
+    throw new NotFoundError('No training step has saved weights yet.', 'checkpoint_not_found');
+  }
+  if (body.step === 0) {
+    const start = await runStart();
+    if (start) return start;
+    throw new NotFoundError(NO_RUN_START, 'checkpoint_not_found');
+  }
+  const found = (await control.steps.checkpoints()).find((record) => record.step === body.step);
+  if (found?.samplerPath) return { step: found.step, samplerPath: found.samplerPath };
+  throw new NotFoundError(`Step ${body.step} has no saved weights to serve (see GET /v1/rl/checkpoints).`, 'checkpoint_not_found');
 }
 
 function presentStep(record: StepRecord): Record<string, unknown> {

@@ -9,13 +9,16 @@ import {
   TrainingLoop,
   TrainingSteps,
   currentTrainingRun,
+  recordRun,
   MAX_STEP_RETRY_DELAY_MS,
+  type RunStart,
   type ServedPolicyRecord,
   type StepOutcome,
   type StepFunction,
   type StepRecord,
   type SteppingWindow,
   type TrainingBuffer,
+  type TrainingRun,
 } from './loop/index.js';
 import { loadChatTokenizer, PolicyUpstream, type ChatTokenizer, type Forwarding } from './policy/index.js';
 import { TEACHER_JOB, type TeacherEndpoint } from './teacher/index.js';
@@ -175,7 +178,10 @@ export class RlEngine {
   private retry: { timer: NodeJS.Timeout; at: number } | undefined;
   private failedOpenings = 0;
   /** set while a new training run waits for the backend to open on it: records the run */
-  private newRun: (() => void) | undefined;
+  private newRun: ((start: RunStart) => void) | undefined;
+  /** the training run the configuration belongs to (its step 0 once kept) */
+  private run: TrainingRun;
+  private readonly stateStore: StateStore;
 
   constructor(private readonly deps: RlEngineDependencies) {
     const { settings, logger } = deps;
@@ -186,13 +192,14 @@ export class RlEngine {
       onWarning: (message) => logger.warn(message),
     });
     this.steps = new TrainingSteps(deps.db);
-    const state = new StateStore(deps.db);
+    const state = (this.stateStore = new StateStore(deps.db));
     const { run, previous, begin } = currentTrainingRun(
       state,
       { backend: settings.backend.kind, base_model: settings.baseModel, lora_rank: settings.loraRank },
       () => this.steps.lastStep(),
     );
     this.steps.afterStep = run.after_step;
+    this.run = run;
     if (previous) {
       this.newRun = begin;
       logger.warn(
@@ -306,21 +313,23 @@ export class RlEngine {
     try {
       const interrupted = this.steps.abandonInterrupted(Date.now());
       if (interrupted > 0) logger.info({ steps: interrupted }, 'rl: steps cut by the last stop were abandoned; their samples wait for the next step');
-      const resumeFrom = this.steps.latestState()?.statePath ?? (settings.resumeFrom || undefined);
+      const resumedStep = this.steps.latestState();
+      const resumeFrom = resumedStep?.statePath ?? (settings.resumeFrom || undefined);
       const [tokenizer] = await Promise.all([
         loadChatTokenizer({ tokenizerPath: settings.tokenizerPath, model: settings.baseModel, home: settings.home }),
         this.backend.open({ baseModel: settings.baseModel, loraRank: settings.loraRank, ...(resumeFrom ? { resumeFrom } : {}) }),
       ]);
       if (this.state === 'stopped') return;
       this.tokenizer = tokenizer;
+      // Opened on the run's own start (no step of it resumed) and its step 0 not kept yet: kept now.
+      const start = this.newRun || (!this.run.start && !resumedStep) ? await this.keepRunStart() : undefined;
       // First start (or a new run): the fresh LoRA serves, so the first turns are already trainable samples.
-      if (this.newRun) {
-        const sampler = await this.backend.saveForSampler('step-0000');
-        this.newRun();
+      if (start && this.newRun) {
+        this.newRun(start.record);
         this.newRun = undefined;
-        this.policy.startOver(sampler, sampler.version);
+        this.policy.startOver(start.sampler, start.sampler.version);
       } else if (!this.policy.describe()) {
-        const sampler = await this.backend.saveForSampler('step-0000');
+        const sampler = start?.sampler ?? (await this.backend.saveForSampler('step-0000'));
         this.policy.installFromStep(0, sampler, sampler.version);
       }
       this.state = 'ready';
@@ -352,6 +361,26 @@ export class RlEngine {
       timer.unref();
       this.retry = { timer, at: Date.now() + delay };
     }
+  }
+
+  /**
+   * The LoRA as the run opened it (fresh, or `rl.resume_from_ckpt`), saved for sampling as the run's
+   * step 0: its path goes into the run's record, so `rl rollback 0` can serve it after later steps
+   * and restarts, and a new run's record (another base model) replaces it.
+   */
+  private async keepRunStart(): Promise<{ sampler: PolicySampler; record: RunStart }> {
+    const sampler = await this.backend.saveForSampler('step-0000');
+    const record: RunStart = { sampler_path: sampler.version, at: Date.now() };
+    this.run = { ...this.run, start: record };
+    // A new run is recorded by `newRun`, once it serves; the current one gets its step 0 added now.
+    if (!this.newRun) recordRun(this.stateStore, this.run, record);
+    return { sampler, record };
+  }
+
+  /** The run's step 0 (`rl rollback 0`), unless a new run still waits to open or the run began before it was kept. */
+  runStart(): { samplerPath: string; at: number } | undefined {
+    const start = this.newRun ? undefined : this.run.start;
+    return start ? { samplerPath: start.sampler_path, at: start.at } : undefined;
   }
 
   /** OPD: every sample with token ids gets a teacher job (they do not need the backend, only the teacher). */

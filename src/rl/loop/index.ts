@@ -12,4 +12,4 @@ export {
   type TrainingBuffer,
   type TrainingLoopOptions,
 } from './training-loop.js';
-export { currentTrainingRun, TRAINING_RUN_KEY, type TrainingRun } from './run.js';
+export { currentTrainingRun, recordRun, TRAINING_RUN_KEY, type RunStart, type TrainingRun } from './run.js';

@@ -51,7 +51,7 @@ export class ServedPolicy {
     this.set({ step: 0, samplerPath, pinned: false }, sampler);
   }
 
-  /** `rl rollback`: serve an earlier step's weights (pinned), or the latest again (`pinned: false`). */
+  /** `rl rollback`: serve an earlier step's weights, or the run's step 0 (pinned), or the latest again (`pinned: false`). */
   serve(step: number, samplerPath: string, pinned: boolean): void {
     this.set({ step, samplerPath, pinned }, this.samplerFor(samplerPath));
   }
