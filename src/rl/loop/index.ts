@@ -12,4 +12,14 @@ export {
   type TrainingBuffer,
   type TrainingLoopOptions,
 } from './training-loop.js';
-export { currentTrainingRun, TRAINING_RUN_KEY, type TrainingRun } from './run.js';
+export {
+  currentTrainingRun,
+  decideTrainingRun,
+  describeRun,
+  newRunMessage,
+  parseTrainingRun,
+  sameRun,
+  TRAINING_RUN_KEY,
+  type RunConfiguration,
+  type TrainingRun,
+} from './run.js';
