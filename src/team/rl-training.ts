@@ -279,6 +279,8 @@ export class TeamRlTraining {
         buffer: {
           ready: (limit) => samples.trainable(generation(), limit, this.waitsForTeacher()),
           claim: (turnIds, step) => samples.claim(turnIds, step),
+          // A batch the backend keeps refusing leaves the team's buffer, as on one proxy.
+          setAside: (turnIds, reason) => samples.setAside(turnIds, reason),
         },
         steps: this.steps,
         policy: this.policy,
