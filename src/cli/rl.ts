@@ -147,7 +147,8 @@ function writeOut(text: string): Promise<void> | undefined {
 interface StatusView extends RlReport {
   /** the running proxy's training engine; null when it runs without one, absent when it is not running */
   training?: EngineReport | null;
-  steps: ReturnType<typeof presentStep>[];
+  /** the last steps (a team node's report has no trigger) */
+  steps: Array<Omit<ReturnType<typeof presentStep>, 'trigger' | 'status'> & { status: string }>;
 }
 
 async function statusCommand(options: RlOptions): Promise<void> {
@@ -169,12 +170,15 @@ async function statusCommand(options: RlOptions): Promise<void> {
   printReport(view, options.json === true);
 }
 
-/** A node of a team store: the team's buffer as the running node reads it (GET /v1/rl); a node trains nothing yet. */
+/** A node of a team store: the team's buffer and the node's training report (the team's last steps) as the running node reads them (GET /v1/rl). */
 async function teamStatus(config: LoadedConfig): Promise<StatusView> {
   const proxy = await runningProxy(config);
   if (!proxy) throw new CliExit('MetaClaw is not running: the RL buffer of a team store is read through a running node (`metaclaw start`).');
-  const answer = answerOf(await getJson(`${proxy.base}/v1/rl`, proxy.apiKey ? { apiKey: proxy.apiKey } : {}));
-  return { ...(answer as unknown as RlReport), training: null, steps: [] };
+  const answer = answerOf(await getJson(`${proxy.base}/v1/rl`, proxy.apiKey ? { apiKey: proxy.apiKey } : {})) as unknown as RlReport & {
+    training?: EngineReport | null;
+  };
+  const training = answer.training ?? null;
+  return { ...answer, training, steps: training?.last_steps ?? [] };
 }
 
 /** A running proxy with RL training, or a clear reason why not. */

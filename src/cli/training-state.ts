@@ -1,9 +1,10 @@
 import type { EngineReport } from '../rl/index.js';
 
 /** The training engine's state in words (`metaclaw status`, `rl status`): why it failed and when it tries again. */
-export function trainingState(training: EngineReport, ready: string): string {
+export function trainingState(training: EngineReport & { waiting?: string | null }, ready: string): string {
   if (training.state === 'ready') return ready;
-  if (training.state === 'starting') return 'opening the backend';
+  // A team node configured for another run than the team's says so (team/rl-training.ts).
+  if (training.state === 'starting') return training.waiting ? `WAITING: ${training.waiting}` : 'opening the backend';
   if (training.state === 'failed') {
     const retry = training.retry_at ? `; trying again at ${new Date(training.retry_at).toLocaleTimeString()}` : '';
     // Errors end in a full stop; the retry time follows as its own sentence.

@@ -9,6 +9,7 @@ import {
   TrainingLoop,
   TrainingSteps,
   currentTrainingRun,
+  newRunMessage,
   recordRun,
   MAX_STEP_RETRY_DELAY_MS,
   type RunStart,
@@ -204,7 +205,7 @@ export class RlEngine {
       this.newRun = begin;
       logger.warn(
         { previous, now: { backend: run.backend, base_model: run.base_model, lora_rank: run.lora_rank }, after_step: run.after_step },
-        `rl: a new training run starts (the ${previous.backend} LoRA of rank ${previous.lora_rank} on ${previous.base_model} does not load into the ${run.backend} LoRA of rank ${run.lora_rank} on ${run.base_model}); steps up to ${run.after_step} stay in the history but are not resumed from, served or rolled back to`,
+        newRunMessage(previous, run),
       );
     }
     // Samplers are lazy: the served policy can be read before the backend opens; it samples only once it has.

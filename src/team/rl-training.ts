@@ -1,12 +1,36 @@
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 import { grpoStep, servingPolicy, stepRetryReport, stepSummary, type EngineReport, type EngineState, type RlEngineSettings } from '../rl/engine.js';
-import { MAX_STEP_RETRY_DELAY_MS, SharedServedPolicy, TrainingLoop, type StepOutcome, type StepRecord, type SteppingWindow } from '../rl/loop/index.js';
+import {
+  decideTrainingRun,
+  describeRun,
+  MAX_STEP_RETRY_DELAY_MS,
+  newRunMessage,
+  sameRun,
+  SharedServedPolicy,
+  TrainingLoop,
+  type RunConfiguration,
+  type StepOutcome,
+  type StepRecord,
+  type SteppingWindow,
+  type TrainingRun,
+} from '../rl/loop/index.js';
 import { loadChatTokenizer, type ChatTokenizer, type Forwarding, type PolicyUpstream } from '../rl/policy/index.js';
 import { TinkerBackend } from '../rl/tinker/index.js';
 import { urlHost } from '../shared/url-host.js';
 // Loaded by team-app.ts only (through team/rl.ts): it pulls in `pg`.
-import { ChannelListener, PgTrainerLease, PgTrainingSteps, pgServedPolicyState, SERVED_POLICY_CHANNEL, type PgRlSamples } from '../store/postgres/index.js';
+import {
+  beginTeamRun,
+  ChannelListener,
+  PgRunPresence,
+  PgTrainerLease,
+  PgTrainingSteps,
+  pgServedPolicyState,
+  readTeamRun,
+  recordTeamRun,
+  SERVED_POLICY_CHANNEL,
+  type PgRlSamples,
+} from '../store/postgres/index.js';
 import type pg from 'pg';
 
 /** How often a node asks for the trainer's lock and (as the trainer) looks for a full batch. */
@@ -36,8 +60,14 @@ export interface TeamRlTrainingOptions {
   window?: SteppingWindow | undefined;
 }
 
-/** What /status shows of training on a node: the personal engine's report, plus which node trains. */
-export type TeamTrainingReport = EngineReport & { trainer: 'this node' | 'another node' };
+/** What /status shows of training on a node: the personal engine's report, plus which node trains and the team's run. */
+export type TeamTrainingReport = EngineReport & {
+  trainer: 'this node' | 'another node';
+  /** the team's training run (what its steps were trained on), null until a trainer recorded one */
+  run: TrainingRun | null;
+  /** why this node neither serves nor trains the team's run (it is configured for another), or null */
+  waiting: string | null;
+};
 
 /**
  * RL training on a node of a team store (modes rl and auto with a training backend). Every node
@@ -77,6 +107,14 @@ export class TeamRlTraining {
   private nextReportRead = 0;
   /** the store failed the last tick: said once, not every second */
   private storeTrouble = false;
+  /** the backend, base model and LoRA rank this node is configured for */
+  private readonly configured: RunConfiguration;
+  /** holds this node's configuration's presence lock, so other nodes know a node is configured for it */
+  private readonly presence: PgRunPresence;
+  /** the team's run as last read (undefined: none recorded yet) */
+  private teamRun: TrainingRun | undefined;
+  /** why this node neither serves nor trains the team's run (another configuration), or null */
+  private conflict: string | null = null;
 
   constructor(private readonly options: TeamRlTrainingOptions) {
     const { settings, pool, logger } = options;
@@ -84,6 +122,8 @@ export class TeamRlTraining {
     this.steps = new PgTrainingSteps(pool);
     this.policy = new SharedServedPolicy(pgServedPolicyState(pool), (path) => this.sampling.samplerFor(path));
     this.lease = new PgTrainerLease(options.url, (error) => this.stepDown(error));
+    this.configured = { backend: settings.backend.kind, base_model: settings.baseModel, lora_rank: settings.loraRank };
+    this.presence = new PgRunPresence(options.url, this.configured, pool);
     // A (re)connection may have missed notifications: it reads the record too.
     this.policyListener = new ChannelListener(
       options.url,
@@ -93,7 +133,8 @@ export class TeamRlTraining {
     );
     this.policyUpstream = servingPolicy(options.fallback, settings, logger, () => ({
       tokenizer: this.tokenizer,
-      sampler: this.state === 'ready' ? this.policy.current() : undefined,
+      // A node configured for another run never serves the team's: its LoRA does not fit this tokenizer.
+      sampler: this.state === 'ready' && this.conflict === null ? this.policy.current() : undefined,
     }));
   }
 
@@ -123,6 +164,7 @@ export class TeamRlTraining {
     this.trainer = undefined;
     await trainer?.backend.close();
     await this.lease.release();
+    await this.presence.release();
     await this.sampling.close();
   }
 
@@ -137,13 +179,13 @@ export class TeamRlTraining {
   report(): TeamTrainingReport {
     const { settings } = this.options;
     return {
-      state: this.state,
+      state: this.conflict === null ? this.state : 'starting',
       error: this.error,
       retry_at: this.state === 'failed' ? new Date(this.reopenAt).toISOString() : null,
       step_retry: this.trainer ? stepRetryReport(this.trainer.loop) : null,
       backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
       base_model: settings.baseModel,
-      served: this.policy.describe() ?? null,
+      served: this.conflict === null ? (this.policy.describe() ?? null) : null,
       trigger: settings.manualOnly ? 'manual' : this.options.window ? 'window' : 'always',
       batch_size: settings.batchSize,
       ready_samples: this.readyCount,
@@ -153,10 +195,13 @@ export class TeamRlTraining {
         : null,
       last_steps: this.lastSteps.map(stepSummary),
       trainer: this.trainer ? 'this node' : 'another node',
+      run: this.teamRun ?? null,
+      waiting: this.conflict,
     };
   }
 
   private notReady(): string {
+    if (this.conflict !== null) return this.conflict;
     if (this.state === 'starting') return `the ${this.options.settings.backend.kind} backend is still opening, or the team serves no policy yet`;
     if (this.state === 'failed') return `the ${this.options.settings.backend.kind} backend could not be opened: ${this.error ?? 'unknown error'}`;
     return 'the node is stopping';
@@ -190,8 +235,9 @@ export class TeamRlTraining {
   private async tickOnce(): Promise<void> {
     if (!this.samplingOpen && !(await this.openSampling())) return;
     if (!this.policyListener.listening || Date.now() >= this.nextPolicyRead) await this.readPolicy();
-    if (!this.trainer && this.state !== 'stopped' && (await this.lease.tryAcquire())) await this.becomeTrainer();
-    if (this.state !== 'stopped' && this.policy.current()) this.state = 'ready';
+    const mayTrain = await this.checkRun();
+    if (mayTrain && !this.trainer && this.state !== 'stopped' && (await this.lease.tryAcquire())) await this.becomeTrainer();
+    if (this.state !== 'stopped' && this.policy.current() && this.conflict === null) this.state = 'ready';
     const trainer = this.trainer;
     if (trainer) await this.options.queueTeacher?.();
     // The trainer needs the count every tick; the others, and the recent steps, only for the report.
@@ -209,6 +255,34 @@ export class TeamRlTraining {
       this.nextReportRead = 0; // the report shows this node's own step at the next tick
       if (outcome.status === 'failed') this.options.logger.warn({ step: outcome.step, err: outcome.error }, 'rl training step failed');
     });
+  }
+
+  /**
+   * Holds this node's presence and reads the team's run. A node configured for another backend,
+   * base model or LoRA rank than the team's run neither serves nor trains it (the team's LoRA does
+   * not load into its model) while any node configured for the team's run is up: a node left on the
+   * old `rl.model` cannot undo a change, and a changed one cannot cut the team's run short while
+   * other nodes still serve it. Once none is up (every node was moved over), the node that takes
+   * the trainer's lock begins the new run. True when this node may take the lock.
+   */
+  private async checkRun(): Promise<boolean> {
+    await this.presence.hold();
+    const run = (this.teamRun = await readTeamRun(this.options.pool));
+    if (!run || sameRun(run, this.configured)) {
+      if (this.conflict !== null) this.options.logger.info({ run }, 'rl: this node’s configuration is the team’s run again');
+      this.conflict = null;
+      return true;
+    }
+    if (this.trainer) return true;
+    const othersOnRun = await this.presence.configuredFor(run);
+    const conflict = `the team trains ${describeRun(run)}, and this node is configured for ${describeRun(this.configured)} (rl.backend, rl.model, rl.lora_rank): ${
+      othersOnRun
+        ? 'it neither serves nor trains the team’s policy while a node configured for the team’s run is up; once none is, the team’s trainer begins a new run on this configuration'
+        : 'no node configured for the team’s run is up, so the node that takes the trainer’s lock begins a new run on this configuration'
+    }`;
+    if (conflict !== this.conflict) this.options.logger.warn({ team_run: run, configured: this.configured }, `rl: ${conflict}`);
+    this.conflict = conflict;
+    return !othersOnRun;
   }
 
   /** Reads the served-policy record again, one read at a time; before the sampling session opens, the tick's first read does. */
@@ -271,7 +345,12 @@ export class TeamRlTraining {
     try {
       const interrupted = await this.steps.abandonInterrupted(Date.now());
       if (interrupted > 0) logger.info({ steps: interrupted }, 'rl: steps cut by the last trainer were abandoned; their samples wait for the next step');
-      const resumeFrom = (await this.steps.latestState())?.statePath ?? (settings.resumeFrom || undefined);
+      const stored = await readTeamRun(this.options.pool);
+      const lastStep = stored && !sameRun(stored, this.configured) ? await this.steps.lastStep() : 0;
+      const { run, previous, record, begin } = decideTrainingRun(stored, this.configured, () => lastStep);
+      if (record) await recordTeamRun(this.options.pool, record);
+      // A new run resumes from nothing of the earlier ones (only rl.resume_from_ckpt, if set).
+      const resumeFrom = (begin ? undefined : (await this.steps.latestState())?.statePath) ?? (settings.resumeFrom || undefined);
       await backend.open({ baseModel: settings.baseModel, loraRank: settings.loraRank, ...(resumeFrom ? { resumeFrom } : {}) });
       const loop = new TrainingLoop({
         backend,
@@ -279,6 +358,8 @@ export class TeamRlTraining {
         buffer: {
           ready: (limit) => samples.trainable(generation(), limit, this.waitsForTeacher()),
           claim: (turnIds, step) => samples.claim(turnIds, step),
+          // A batch the backend keeps refusing leaves the team's buffer, as on one proxy.
+          setAside: (turnIds, reason) => samples.setAside(turnIds, reason),
         },
         steps: this.steps,
         policy: this.policy,
@@ -289,12 +370,24 @@ export class TeamRlTraining {
         logger,
         failureBackoffMs: { first: settings.checkIntervalMs, max: MAX_STEP_RETRY_DELAY_MS },
       });
-      // The team's first trainer: the fresh LoRA serves, so the first turns are already trainable samples.
-      if (!this.policy.describe()) {
+      if (this.stoppedTraining()) {
+        await backend.close();
+        return;
+      }
+      if (begin && previous) {
+        // A new run counts once the backend opened on it: its fresh LoRA serves as its step 0 on every node.
+        const sampler = await backend.saveForSampler('step-0000');
+        await beginTeamRun(this.options.pool, begin, { step: 0, samplerPath: sampler.version, pinned: false });
+        this.teamRun = begin;
+        this.conflict = null;
+        await this.policy.refresh();
+        logger.warn({ previous, now: this.configured, after_step: run.after_step }, newRunMessage(previous, run));
+      } else if (!this.policy.describe()) {
+        // The team's first trainer: the fresh LoRA serves, so the first turns are already trainable samples.
         const sampler = await backend.saveForSampler('step-0000');
         await this.policy.installFromStep(0, sampler, sampler.version);
       }
-      if (this.state === 'stopped' || !this.lease.held) {
+      if (this.stoppedTraining()) {
         await backend.close();
         return;
       }
@@ -306,6 +399,11 @@ export class TeamRlTraining {
       await this.lease.release();
       logger.warn({ err: errorMessage(error) }, 'rl: could not open the team’s training run; the trainer’s lock is released');
     }
+  }
+
+  /** The node is stopping, or lost the trainer's lock while it opened the run (checked after each wait). */
+  private stoppedTraining(): boolean {
+    return this.state === 'stopped' || !this.lease.held;
   }
 
   /** The lock went with its connection: another node may train now, so this one stops. */

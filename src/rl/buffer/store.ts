@@ -7,6 +7,11 @@ import type { RlSampleStore, ScoredSampleSource } from './port.js';
 const TRAINABLE = `judge_state = 'scored' AND prompt_tokens IS NOT NULL AND trained_step IS NULL AND dropped_at IS NULL AND set_aside_at IS NULL
   AND skill_generation >= @generation AND (@teacher = 0 OR teacher_state IN ('done', 'failed'))`;
 
+/** A set-aside sample's reason as stored (either store): a backend's error may be long. */
+export function setAsideReason(reason: string): string {
+  return reason.slice(0, 1000);
+}
+
 /**
  * The samples an export reads (both engines' `scored`), in each engine's parameter syntax: with a
  * reward, and of the live generation (or trained) unless `all`. Both read them oldest first, ties by
@@ -197,7 +202,7 @@ export class RlBuffer implements RlSampleStore, ScoredSampleSource {
   /** Samples the backend keeps refusing: kept (and exported) with the reason, never offered to a step again. */
   setAside(turnIds: readonly string[], reason: string, now = Date.now()): void {
     this.db.transaction(() => {
-      for (const turnId of turnIds) this.statements.setAside.run(now, reason.slice(0, 1000), turnId);
+      for (const turnId of turnIds) this.statements.setAside.run(now, setAsideReason(reason), turnId);
     })();
   }
 

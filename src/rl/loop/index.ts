@@ -12,4 +12,16 @@ export {
   type TrainingBuffer,
   type TrainingLoopOptions,
 } from './training-loop.js';
-export { currentTrainingRun, recordRun, TRAINING_RUN_KEY, type RunStart, type TrainingRun } from './run.js';
+export {
+  currentTrainingRun,
+  decideTrainingRun,
+  describeRun,
+  newRunMessage,
+  parseTrainingRun,
+  recordRun,
+  sameRun,
+  TRAINING_RUN_KEY,
+  type RunConfiguration,
+  type RunStart,
+  type TrainingRun,
+} from './run.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { StateStore } from '../../store/index.js';
 
-/** The state key of the training run's record: what its steps were trained on. */
+/** The state key of the training run's record: what its steps were trained on (SQLite's state table, and the team store's). */
 export const TRAINING_RUN_KEY = 'rl.training_run';
 
 /** What a run's steps are bound to: a LoRA saved on one backend, for one base model at one rank, loads nowhere else. */
@@ -25,6 +25,9 @@ export interface RunStart {
   at: number;
 }
 
+/** What decides which run a step belongs to: the backend, base model and LoRA rank. */
+export type RunConfiguration = Omit<TrainingRun, 'after_step' | 'start'>;
+
 const runSchema = z.object({
   backend: z.string(),
   base_model: z.string(),
@@ -37,36 +40,67 @@ const runSchema = z.object({
     .catch(undefined),
 });
 
+/** The stored record, or undefined when there is none or it is damaged (then every step so far is taken as this run's). */
+export function parseTrainingRun(raw: string | undefined | null): TrainingRun | undefined {
+  try {
+    const parsed = runSchema.safeParse(JSON.parse(raw ?? 'null'));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when steps trained under `run` load into the `configured` backend, base model and rank. */
+export function sameRun(run: RunConfiguration, configured: RunConfiguration): boolean {
+  return run.backend === configured.backend && run.base_model === configured.base_model && run.lora_rank === configured.lora_rank;
+}
+
+/** How a run reads in logs and reports: "the tinker LoRA of rank 32 on org/model". */
+export function describeRun(run: RunConfiguration): string {
+  return `the ${run.backend} LoRA of rank ${run.lora_rank} on ${run.base_model}`;
+}
+
 /**
- * The run the configured backend, base model and LoRA rank belong to. A database with no record
- * (a first start, or steps from before runs were recorded) takes every step so far as this run's.
- * When the configuration changed, a new run starts after the last step taken: the old steps stay in
- * the history, but are never resumed from, served or rolled back to. The new run is recorded only by
- * `begin`, once the backend has opened on it (with its fresh LoRA serving as its step 0): a typo in
- * `rl.model` that never opens does not cost the real run its resume point. `begin` is given the
- * run's step 0 when it is known then; `recordRun` adds it to a run recorded without it.
+ * The run a configuration belongs to, given the stored record (on either store): with no record
+ * (a first start, or steps from before runs were recorded) every step so far is this run's, and the
+ * record is written now (`record`). When the configuration changed, a new run starts after the last
+ * step taken (`lastStep`, read only then): the old steps stay in the history, but are never resumed
+ * from, served or rolled back to. The new run is to be recorded (`begin`) only once the backend has
+ * opened on it (with its fresh LoRA serving as its step 0): a typo in `rl.model` that never opens
+ * does not cost the real run its resume point.
+ */
+export function decideTrainingRun(
+  stored: TrainingRun | undefined,
+  configured: RunConfiguration,
+  lastStep: () => number,
+): { run: TrainingRun; previous: RunConfiguration | undefined; record: TrainingRun | undefined; begin: TrainingRun | undefined } {
+  if (stored && sameRun(stored, configured)) return { run: stored, previous: undefined, record: undefined, begin: undefined };
+  if (!stored) {
+    const run = { ...configured, after_step: 0 };
+    return { run, previous: undefined, record: run, begin: undefined };
+  }
+  const run: TrainingRun = { ...configured, after_step: lastStep() };
+  return { run, previous: { backend: stored.backend, base_model: stored.base_model, lora_rank: stored.lora_rank }, record: undefined, begin: run };
+}
+
+/**
+ * `decideTrainingRun` on a personal install's state table; `begin` records the new run, with its
+ * step 0 when it is known then (`recordRun` adds it to a run recorded without it).
  */
 export function currentTrainingRun(
   state: StateStore,
-  configured: Omit<TrainingRun, 'after_step' | 'start'>,
+  configured: RunConfiguration,
   lastStep: () => number,
-): { run: TrainingRun; previous: Omit<TrainingRun, 'after_step' | 'start'> | undefined; begin: (start?: RunStart) => void } {
-  let stored: TrainingRun | undefined;
-  try {
-    const parsed = runSchema.safeParse(JSON.parse(state.get(TRAINING_RUN_KEY) ?? 'null'));
-    stored = parsed.success ? parsed.data : undefined;
-  } catch {
-    stored = undefined;
-  }
-  const begin = (run: TrainingRun) => (start?: RunStart) => void recordRun(state, run, start);
-  if (stored && stored.backend === configured.backend && stored.base_model === configured.base_model && stored.lora_rank === configured.lora_rank)
-    return { run: stored, previous: undefined, begin: () => undefined };
-  const run: TrainingRun = { ...configured, after_step: stored ? lastStep() : 0 };
-  if (!stored) {
-    begin(run)();
-    return { run, previous: undefined, begin: () => undefined };
-  }
-  return { run, previous: { backend: stored.backend, base_model: stored.base_model, lora_rank: stored.lora_rank }, begin: begin(run) };
+): { run: TrainingRun; previous: RunConfiguration | undefined; begin: (start?: RunStart) => void } {
+  const decided = decideTrainingRun(parseTrainingRun(state.get(TRAINING_RUN_KEY)), configured, lastStep);
+  if (decided.record) recordRun(state, decided.record, undefined);
+  const begin = decided.begin;
+  return { run: decided.run, previous: decided.previous, begin: begin ? (start) => void recordRun(state, begin, start) : () => undefined };
+}
+
+/** The log line when a new run starts (the personal engine's and the team trainer's). */
+export function newRunMessage(previous: RunConfiguration, run: TrainingRun): string {
+  return `rl: a new training run starts (${describeRun(previous)} does not load into ${describeRun(run)}); steps up to ${run.after_step} stay in the history but are not resumed from, served or rolled back to`;
 }
 
 /** Records the run (again), with its step 0 when given; returns the record written. */

@@ -30,8 +30,9 @@ export type TrainingBuffer = {
   /** Judged, trainable samples of the current skill generation not trained (nor claimed) yet, oldest first. */
   ready(limit: number): Awaitable<RlSample[]>;
   /**
-   * Samples whose batch the backend kept refusing: kept with the reason, never offered again. A
-   * buffer without it (a team store's) retries such a batch after the backoff, as any failed one.
+   * Samples whose batch the backend kept refusing: kept with the reason, never offered again (on a
+   * team store, once the failed step gave them back). A buffer without it retries such a batch
+   * after the backoff, as any failed one.
    */
   setAside?(turnIds: readonly string[], reason: string): Awaitable<void>;
 } & (

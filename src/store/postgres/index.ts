@@ -51,7 +51,8 @@ export { enableVectorsIfInstalled, readVectorSupport, type VectorSupport } from 
 export { PgMemoryVectors, readVectorModel, VECTORS_MODEL_KEY, type VectorModel } from './memory-vectors.js';
 export { pgEmbedHandler } from './vector-jobs.js';
 export { PgRlSamples, sampleRecording } from './rl-samples.js';
-export { PgTrainingSteps, pgServedPolicyState, SERVED_POLICY_CHANNEL } from './rl-steps.js';
+export { PgTrainingSteps, pgServedPolicyState, readTeamRun, SERVED_POLICY_CHANNEL } from './rl-steps.js';
+export { beginTeamRun, PgRunPresence, recordTeamRun } from './rl-run.js';
 export { PgTrainerLease } from './trainer-lease.js';
 export { pgRlJudgeHandler, pgRlTeacherHandler, queueTeacherJobs, type PgRlJudgeDeps } from './rl-jobs.js';
 export { PgMemorySearch } from './memory-search.js';

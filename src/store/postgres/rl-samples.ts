@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { z } from 'zod';
 // Direct module imports, as the recording listeners load this on every node.
-import { sampleValues, scoredSamplesWhere, toSample, type NewSample, type SampleRow, type Verdict } from '../../rl/buffer/store.js';
+import { sampleValues, scoredSamplesWhere, setAsideReason, toSample, type NewSample, type SampleRow, type Verdict } from '../../rl/buffer/store.js';
 import type { RlSampleStore, ScoredSampleSource } from '../../rl/buffer/port.js';
 import type { BufferStatus } from '../../rl/buffer/status.js';
 import type { RlSample } from '../../rl/types.js';
@@ -205,6 +205,18 @@ export class PgRlSamples implements RlSampleStore, ScoredSampleSource {
       if (!last || rows.length < pageSize) return;
       after = { createdAt: last.created_at, turnId: last.turn_id };
     }
+  }
+
+  /**
+   * As RlBuffer.setAside: samples whose batch the backend kept refusing leave the trainable buffer
+   * with the reason (kept, exported, counted by `status`). Called once the failed step gave them
+   * back; a sample another step claimed meanwhile is left to it.
+   */
+  async setAside(turnIds: readonly string[], reason: string, now = Date.now()): Promise<void> {
+    await this.pool.query(
+      'UPDATE rl_samples SET set_aside_at = $1, set_aside_reason = $2 WHERE turn_id = ANY($3::text[]) AND trained_step IS NULL AND set_aside_at IS NULL',
+      [now, setAsideReason(reason), [...turnIds]],
+    );
   }
 
   async markTrained(turnIds: readonly string[], step: number, db: Queryable = this.pool): Promise<void> {

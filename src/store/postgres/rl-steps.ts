@@ -5,13 +5,16 @@ import {
   finiteOrNull,
   fromRow,
   parseServedPolicy,
+  parseTrainingRun,
   SERVED_POLICY_KEY,
+  TRAINING_RUN_KEY,
   type ServedPolicyRecord,
   type ServedPolicyState,
   type StepRecord,
   type StepRow,
   type StepStore,
   type StepTrigger,
+  type TrainingRun,
 } from '../../rl/loop/index.js';
 import type { StepMetrics } from '../../rl/types.js';
 import { inTransaction } from './transaction.js';
@@ -39,9 +42,29 @@ function records(rows: unknown[]): StepRecord[] {
   return z.array(rowSchema).parse(rows).map(fromRow);
 }
 
-/** The team's training steps (table rl_steps, SQLite's columns): rl/loop/steps.ts's `TrainingSteps` on the team store. */
+/** The team's training-run record (the state key a personal install uses), read with rl/loop/run.ts's schema. */
+export async function readTeamRun(pool: pg.Pool): Promise<TrainingRun | undefined> {
+  const result = await pool.query('SELECT value FROM state WHERE key = $1', [TRAINING_RUN_KEY]);
+  return parseTrainingRun(z.array(z.object({ value: z.string() })).parse(result.rows)[0]?.value);
+}
+
+/**
+ * The team's training steps (table rl_steps, SQLite's columns): rl/loop/steps.ts's `TrainingSteps` on
+ * the team store. Steps of the team's earlier runs (the run record's `after_step`, read at each
+ * call, so a new run begun by the trainer counts on every node at once) are never resumed from nor served.
+ */
 export class PgTrainingSteps implements StepStore {
   constructor(private readonly pool: pg.Pool) {}
+
+  /** The last step ever taken, by any run (0 when none). */
+  async lastStep(): Promise<number> {
+    const result = await this.pool.query('SELECT COALESCE(MAX(step), 0) AS step FROM rl_steps');
+    return z.array(z.object({ step: int })).parse(result.rows)[0]?.step ?? 0;
+  }
+
+  private async afterStep(): Promise<number> {
+    return (await readTeamRun(this.pool))?.after_step ?? 0;
+  }
 
   async begin(trigger: StepTrigger, skillGeneration: number, samples: number, now: number): Promise<number> {
     // One statement: the number is one past the last step ever taken, whichever node took it.
@@ -105,11 +128,17 @@ export class PgTrainingSteps implements StepStore {
   }
 
   async checkpoints(): Promise<StepRecord[]> {
-    return records((await this.pool.query("SELECT * FROM rl_steps WHERE status = 'done' AND sampler_path IS NOT NULL ORDER BY step DESC")).rows);
+    const after = await this.afterStep();
+    return records(
+      (await this.pool.query("SELECT * FROM rl_steps WHERE status = 'done' AND sampler_path IS NOT NULL AND step > $1 ORDER BY step DESC", [after])).rows,
+    );
   }
 
   async latestState(): Promise<StepRecord | undefined> {
-    const result = await this.pool.query("SELECT * FROM rl_steps WHERE status = 'done' AND state_path IS NOT NULL ORDER BY step DESC LIMIT 1");
+    const after = await this.afterStep();
+    const result = await this.pool.query("SELECT * FROM rl_steps WHERE status = 'done' AND state_path IS NOT NULL AND step > $1 ORDER BY step DESC LIMIT 1", [
+      after,
+    ]);
     return records(result.rows)[0];
   }
 }

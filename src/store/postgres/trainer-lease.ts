@@ -3,11 +3,24 @@ import pg from 'pg';
 /** The session-level advisory lock key the team's RL trainer holds ('mcrl' in ASCII). */
 const TRAINER_LOCK = 0x6d63726c;
 
+/** Which session-level advisory lock a lease holds, and how it shows in pg_stat_activity. */
+export interface AdvisoryLock {
+  /** one bigint key, or a pair of int keys */
+  key: number | readonly [number, number];
+  /** shared: any number of nodes hold it at once (a presence, not a role) */
+  shared?: boolean;
+  applicationName: string;
+}
+
+/** The trainer's lock: one node at a time. */
+const TRAINER: AdvisoryLock = { key: TRAINER_LOCK, applicationName: 'metaclaw-rl-trainer' };
+
 /**
  * Which node of a team trains the team's policy: the one whose dedicated connection holds a
  * session-level advisory lock. PostgreSQL releases it when that connection ends (the node stopped,
  * crashed, or lost the store), so another node's next `tryAcquire` takes over; nothing is left to
- * expire by hand. A pooled connection cannot hold it: the pool hands it to other work.
+ * expire by hand. A pooled connection cannot hold it: the pool hands it to other work. With another
+ * `lock` (shared), the same holds a node's presence (team/rl-run.ts: which run a node is configured for).
  */
 export class PgTrainerLease {
   private client: pg.Client | undefined;
@@ -18,6 +31,7 @@ export class PgTrainerLease {
     /** called once when a held lock is lost with its connection */
     private readonly onLost: (error: Error | undefined) => void,
     private readonly connectTimeoutMs = 2_000,
+    private readonly lock: AdvisoryLock = TRAINER,
   ) {}
 
   get held(): boolean {
@@ -42,7 +56,7 @@ export class PgTrainerLease {
   private async acquire(): Promise<boolean> {
     const client = new pg.Client({
       connectionString: this.url,
-      application_name: 'metaclaw-rl-trainer',
+      application_name: this.lock.applicationName,
       keepAlive: true,
       connectionTimeoutMillis: this.connectTimeoutMs,
     });
@@ -50,7 +64,9 @@ export class PgTrainerLease {
     client.on('end', () => this.lost(client, undefined));
     try {
       await client.connect();
-      const result = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [TRAINER_LOCK]);
+      const { key, shared } = this.lock;
+      const call = `pg_try_advisory_lock${shared ? '_shared' : ''}(${typeof key === 'number' ? '$1' : '$1::int, $2::int'})`;
+      const result = await client.query<{ locked: boolean }>(`SELECT ${call} AS locked`, typeof key === 'number' ? [key] : [...key]);
       if (result.rows[0]?.locked !== true) {
         await client.end().catch(() => undefined);
         return false;
