@@ -15,7 +15,7 @@ import { opened, RL_MODEL, sendTurns, startRlProxy, stepDone } from './support/r
 const OTHER_MODEL = 'tiny/chars-b';
 
 describe('RL: another base model starts a new training run', () => {
-  test('after rl.model changes, the restart neither loads nor serves the old model’s weights; its steps stay in the history only', async () => {
+  test('after rl.model changes, the restart neither loads nor serves the old model’s weights; its steps stay in the history only, and its untrained samples are set aside', async () => {
     const rl = await startRlProxy({ rl: { batch_size: 2, prm_m: 1 }, ready: true, moreModels: [OTHER_MODEL] });
     try {
       await sendTurns(rl.proxy, 'first-model', ['one question', 'another question', 'a third question'], 8);
@@ -63,6 +63,12 @@ describe('RL: another base model starts a new training run', () => {
       assert.match(status.stdout, /step {4}1 {2}done/, 'the old step stays in the history');
       const logged = readFileSync(join(rl.home, 'logs', 'metaclaw.log'), 'utf8');
       assert.match(logged, /a new training run starts .*tiny\/chars .*tiny\/chars-b/);
+      // The old run's third turn, never trained: its token ids are the other model's, so it is set aside, not trained.
+      type Buffer = { samples: number; trainable: number; by_state: { set_aside: number }; set_aside_reason: string | null };
+      const buffer = ((await (await fetch(`${proxy.url}/status`)).json()) as { rl: { buffer: Buffer } }).rl.buffer;
+      assert.equal(buffer.by_state.set_aside, 1, JSON.stringify(buffer));
+      assert.equal(buffer.trainable, 0);
+      assert.match(buffer.set_aside_reason ?? '', /^served by an earlier training run \(the tinker LoRA of rank \d+ on tiny\/chars\): its token ids/);
 
       // The new run serves from the policy.
       const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });

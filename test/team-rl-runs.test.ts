@@ -137,11 +137,14 @@ describe('team mode: the team’s training run', { skip: postgresSkip() }, () =>
     await servingStep(4);
   });
 
-  test('after rl.model changes, a moved node waits (and says why) while a node of the old run is up; then the team starts a new run on the new model and never loads, serves or rolls back to the old one', async () => {
+  test('after rl.model changes, a moved node waits (and says why) while a node of the old run is up; then the team starts a new run on the new model and never loads, serves or rolls back to the old one, nor trains its samples', async () => {
     const trainer = await trainerNode();
     const movedIndex = nodes.indexOf(trainer) === 0 ? 1 : 0;
     const oldIndex = 1 - movedIndex;
     const movedConfig = nodeConfig({ model: OTHER_MODEL });
+    // Four samples the team's run served and has not trained yet: the new run must never train them.
+    await fourSamples('old-run', 4);
+    const setAsideBefore = (await reportOf(nodes[0]!)).buffer.by_state.set_aside;
 
     // One node moves to the other model while the trainer still runs on the team's.
     await nodes[movedIndex]!.stop();
@@ -186,6 +189,11 @@ describe('team mode: the team’s training run', { skip: postgresSkip() }, () =>
     assert.doesNotMatch(reports[0]!.served!.samplerPath, /step-0004/);
     assert.equal(double.callsTo('/api/v1/load_weights').length, loadsBefore, `the ${RL_MODEL} training state is not loaded into ${OTHER_MODEL}`);
     assert.equal(double.callsTo('/api/v1/create_model').filter((call) => JSON.stringify(call.body).includes(OTHER_MODEL)).length, 1);
+
+    const afterBegin = (await reportOf(nodes[0]!)).buffer;
+    assert.equal(afterBegin.by_state.set_aside, setAsideBefore + 4, 'the old run’s untrained samples are set aside');
+    assert.equal(afterBegin.trainable, 0);
+    assert.match(afterBegin.set_aside_reason ?? '', new RegExp(`^served by an earlier training run \\(the tinker LoRA of rank \\d+ on ${RL_MODEL}\\)`));
 
     const newTrainer = await trainerNode();
     const logged = readFileSync(join(newTrainer.home, 'logs', 'metaclaw.log'), 'utf8');

@@ -9,9 +9,11 @@ import {
   TrainingLoop,
   TrainingSteps,
   currentTrainingRun,
+  earlierRunReason,
   newRunMessage,
   recordRun,
   MAX_STEP_RETRY_DELAY_MS,
+  type RunConfiguration,
   type RunStart,
   type ServedPolicyRecord,
   type StepOutcome,
@@ -180,6 +182,8 @@ export class RlEngine {
   private failedOpenings = 0;
   /** set while a new training run waits for the backend to open on it: records the run */
   private newRun: ((start: RunStart) => void) | undefined;
+  /** the run before a new one, whose untrained samples the new one sets aside */
+  private previousRun: RunConfiguration | undefined;
   /** the training run the configuration belongs to (its step 0 once kept) */
   private run: TrainingRun;
   private readonly stateStore: StateStore;
@@ -203,6 +207,7 @@ export class RlEngine {
     this.run = run;
     if (previous) {
       this.newRun = begin;
+      this.previousRun = previous;
       logger.warn(
         { previous, now: { backend: run.backend, base_model: run.base_model, lora_rank: run.lora_rank }, after_step: run.after_step },
         newRunMessage(previous, run),
@@ -326,6 +331,8 @@ export class RlEngine {
       const start = this.newRun || (!this.run.start && !resumedStep) ? await this.keepRunStart() : undefined;
       // First start (or a new run): the fresh LoRA serves, so the first turns are already trainable samples.
       if (start && this.newRun) {
+        // Before the run is recorded: a crash in between begins it again, with nothing left to set aside.
+        await this.setAsideEarlierRun(start.record.at);
         this.newRun(start.record);
         this.newRun = undefined;
         this.policy.startOver(start.sampler, start.sampler.version);
@@ -376,6 +383,13 @@ export class RlEngine {
     // A new run is recorded by `newRun`, once it serves; the current one gets its step 0 added now.
     if (!this.newRun) recordRun(this.stateStore, this.run, record);
     return { sampler, record };
+  }
+
+  /** A new run's first act: the samples the earlier run's policy served (another model's tokens) never train it. */
+  private async setAsideEarlierRun(began: number): Promise<void> {
+    if (!this.previousRun) return;
+    const count = await this.deps.buffer.setAsideEarlierRun?.(began, earlierRunReason(this.previousRun));
+    if (count) this.deps.logger.info({ samples: count }, 'rl: the earlier training run’s untrained samples were set aside');
   }
 
   /** The run's step 0 (`rl rollback 0`), unless a new run still waits to open or the run began before it was kept. */

@@ -65,6 +65,7 @@ export class RlService {
     ready: (limit) => this.buffer.trainable(this.deps.generation(), limit, { teacher: this.deps.teacher !== undefined }),
     markTrained: (turnIds, step) => this.buffer.markTrained(turnIds, step),
     setAside: (turnIds, reason) => this.buffer.setAside(turnIds, reason),
+    setAsideEarlierRun: (before, reason) => this.buffer.setAsideEarlierRun(before, reason),
   };
 
   /** Judged samples of the live skill generation waiting for a step. */

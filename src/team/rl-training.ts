@@ -5,6 +5,7 @@ import {
   decideTrainingRun,
   describeRun,
   MAX_STEP_RETRY_DELAY_MS,
+  earlierRunReason,
   newRunMessage,
   sameRun,
   SharedServedPolicy,
@@ -377,7 +378,13 @@ export class TeamRlTraining {
       if (begin && previous) {
         // A new run counts once the backend opened on it: its fresh LoRA serves as its step 0 on every node.
         const sampler = await backend.saveForSampler('step-0000');
-        await beginTeamRun(this.options.pool, begin, { step: 0, samplerPath: sampler.version, pinned: false });
+        const setAside = await beginTeamRun(
+          this.options.pool,
+          begin,
+          { step: 0, samplerPath: sampler.version, pinned: false },
+          { before: Date.now(), reason: earlierRunReason(previous) },
+        );
+        if (setAside > 0) logger.info({ samples: setAside }, 'rl: the earlier training run’s untrained samples were set aside');
         this.teamRun = begin;
         this.conflict = null;
         await this.policy.refresh();

@@ -22,6 +22,15 @@ export function scoredSamplesWhere(generation: string, all: string): string {
 }
 
 /**
+ * The samples a new training run must not train on (SQLite's and PostgreSQL's, with their own
+ * placeholders): served by the earlier run's policy, so their token ids and logprobs are another
+ * base model's (or rank's), and not trained, dropped or set aside yet.
+ */
+export function earlierRunSamplesWhere(before: string): string {
+  return `policy_version IS NOT NULL AND created_at < ${before} AND trained_step IS NULL AND dropped_at IS NULL AND set_aside_at IS NULL`;
+}
+
+/**
  * Where a sample is with the judge: waiting for the next user turn of its session (or the session's
  * end), queued for the judge, scored (a majority of the votes agreed), tie (the votes came back
  * but no majority), failed (no usable votes: the judge was down or answered nonsense).
@@ -127,6 +136,9 @@ export class RlBuffer implements RlSampleStore, ScoredSampleSource {
       setAside: db.prepare<[number, string, string]>(
         'UPDATE rl_samples SET set_aside_at = ?, set_aside_reason = ? WHERE turn_id = ? AND trained_step IS NULL AND set_aside_at IS NULL',
       ),
+      setAsideEarlierRun: db.prepare<{ now: number; reason: string; before: number }>(
+        `UPDATE rl_samples SET set_aside_at = @now, set_aside_reason = @reason WHERE ${earlierRunSamplesWhere('@before')}`,
+      ),
     };
   }
 
@@ -204,6 +216,11 @@ export class RlBuffer implements RlSampleStore, ScoredSampleSource {
     this.db.transaction(() => {
       for (const turnId of turnIds) this.statements.setAside.run(now, setAsideReason(reason), turnId);
     })();
+  }
+
+  /** A new training run began at `before`: the earlier run's untrained samples are kept with the reason, never trained. */
+  setAsideEarlierRun(before: number, reason: string, now = Date.now()): number {
+    return this.statements.setAsideEarlierRun.run({ now, reason: setAsideReason(reason), before }).changes;
   }
 
   markTrained(turnIds: readonly string[], step: number): void {

@@ -16,6 +16,7 @@ export {
   currentTrainingRun,
   decideTrainingRun,
   describeRun,
+  earlierRunReason,
   newRunMessage,
   parseTrainingRun,
   recordRun,

@@ -103,6 +103,11 @@ export function newRunMessage(previous: RunConfiguration, run: TrainingRun): str
   return `rl: a new training run starts (${describeRun(previous)} does not load into ${describeRun(run)}); steps up to ${run.after_step} stay in the history but are not resumed from, served or rolled back to`;
 }
 
+/** Why a new run sets the earlier run's untrained samples aside (`earlierRunSamplesWhere`), for `rl status` and the export. */
+export function earlierRunReason(previous: RunConfiguration): string {
+  return `served by an earlier training run (${describeRun(previous)}): its token ids and logprobs do not train the new run`;
+}
+
 /** Records the run (again), with its step 0 when given; returns the record written. */
 export function recordRun(state: StateStore, run: TrainingRun, start: RunStart | undefined): TrainingRun {
   const record: TrainingRun = start ? { ...run, start } : run;

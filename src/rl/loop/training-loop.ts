@@ -35,6 +35,8 @@ export type TrainingBuffer = {
    * after the backoff, as any failed one.
    */
   setAside?(turnIds: readonly string[], reason: string): Awaitable<void>;
+  /** A new training run began at `before`: the earlier run's samples are set aside (`earlierRunSamplesWhere`); how many. */
+  setAsideEarlierRun?(before: number, reason: string): Awaitable<number>;
 } & (
   | { markTrained(turnIds: readonly string[], step: number): Awaitable<void> }
   | { /** false when another step holds any of them: nothing was claimed */ claim(turnIds: readonly string[], step: number): Awaitable<boolean> }

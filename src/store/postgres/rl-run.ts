@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { z } from 'zod';
 import { SERVED_POLICY_KEY, TRAINING_RUN_KEY, type RunConfiguration, type ServedPolicyRecord, type TrainingRun } from '../../rl/loop/index.js';
+import { earlierRunSamplesWhere, setAsideReason } from '../../rl/buffer/store.js';
 import { SERVED_POLICY_CHANNEL } from './rl-steps.js';
 import { PgTrainerLease } from './trainer-lease.js';
 import { inTransaction, setState } from './transaction.js';
@@ -23,15 +24,22 @@ export async function recordTeamRun(pool: pg.Pool, run: TrainingRun): Promise<vo
 }
 
 /**
- * A new run begins: its record and its fresh LoRA as the served policy, in one transaction, so no
+ * A new run begins: its record, its fresh LoRA as the served policy and the earlier run's untrained
+ * samples set aside, in one transaction, so no
  * node ever reads the one without the other (a node would serve a LoRA with another model's
  * tokenizer); every node is told of the new policy (SERVED_POLICY_CHANNEL) once both are committed.
  */
-export async function beginTeamRun(pool: pg.Pool, run: TrainingRun, served: ServedPolicyRecord): Promise<void> {
-  await inTransaction(pool, async (client) => {
+export async function beginTeamRun(pool: pg.Pool, run: TrainingRun, served: ServedPolicyRecord, earlier: { before: number; reason: string }): Promise<number> {
+  return inTransaction(pool, async (client) => {
+    // The earlier run's policy served these: another model's token ids and logprobs never train this run.
+    const setAside = await client.query(`UPDATE rl_samples SET set_aside_at = $1, set_aside_reason = $2 WHERE ${earlierRunSamplesWhere('$1')}`, [
+      earlier.before,
+      setAsideReason(earlier.reason),
+    ]);
     await setState(client, TRAINING_RUN_KEY, JSON.stringify(run));
     await setState(client, SERVED_POLICY_KEY, JSON.stringify(served));
     await client.query('SELECT pg_notify($1, $2)', [SERVED_POLICY_CHANNEL, '']);
+    return setAside.rowCount ?? 0;
   });
 }
 
