@@ -201,6 +201,54 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
     assert.equal(doctor.skills, live);
   });
 
+  test("approving a proposal on the team store, by the CLI or a node's route, merges it into an edit made after it was proposed instead of writing over the edit", async () => {
+    const source = join(team.seed, 'merge-drafts');
+    const file = writeSkill(source, 'merge-drill', 'Use when running the fire drill.', '# Fire drill\n\nLeave by the east stairs.');
+    await cli(['skills', 'add', file]);
+    const propose = async (line: string) => {
+      const draft = {
+        name: 'merge-drill',
+        description: 'Use when running the fire drill.',
+        category: 'coding',
+        body: `# Fire drill\n\nLeave by the east stairs.\n${line}`,
+      };
+      const row = await team.pool.query<{ id: string }>(
+        "INSERT INTO skill_proposals (session_id, action, name, draft, evidence, status, created_at) VALUES ('s-m', 'update', 'merge-drill', $1, '[]', 'pending', $2) RETURNING id",
+        [JSON.stringify(draft), Date.now() - 1_000],
+      );
+      return row.rows[0]!.id;
+    };
+    const byCli = await propose('Count heads at the oak tree.');
+    // A person's edit after the proposal was written.
+    writeSkill(source, 'merge-drill', 'Use when running the fire drill.', '# Fire drill\n\nLeave by the east stairs.\nTake the visitor book.');
+    await cli(['skills', 'add', file, '--overwrite']);
+    assert.match(
+      await cli(['skills', 'approve', byCli]),
+      new RegExp(
+        `^Applied #${byCli}: merge-drill changed after it was proposed \\(now v2\\), so its new lines were merged into that version: v3 \\(generation \\d+\\)\\.`,
+      ),
+    );
+    assert.match(
+      (await skillRow('merge-drill'))!.content,
+      /Take the visitor book\.[\s\S]*Count heads at the oak tree\./,
+      'the edit and the proposal are both kept',
+    );
+
+    const byRoute = await propose('Ring the bell twice.');
+    writeSkill(
+      source,
+      'merge-drill',
+      'Use when running the fire drill.',
+      '# Fire drill\n\nLeave by the east stairs.\nTake the visitor book.\nCount heads at the oak tree.\nOpen the gate.',
+    );
+    await cli(['skills', 'add', file, '--overwrite']);
+    const answer = await sendJson(`${node.url}/v1/skills/proposals/${byRoute}/approve`, 'POST', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.deepEqual([(answer.body as { version: number }).version, (answer.body as { merged_into?: number }).merged_into], [5, 4]);
+    const content = (await skillRow('merge-drill'))!.content;
+    assert.match(content, /Open the gate\.[\s\S]*Ring the bell twice\./, 'the edit and the proposal are both kept');
+  });
+
   test('skills log shows the evolutions the nodes ran, logged in the team store with their changes, as a personal install shows its own', async () => {
     assert.equal((await cli(['skills', 'log'])).trim(), 'No skill evolutions yet.');
     const home = await personal();

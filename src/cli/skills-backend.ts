@@ -175,12 +175,8 @@ function teamBackend(postgres: Postgres, pool: pg.Pool, url: string): SkillsBack
       importReport(await store.importFolder(STARTER_DIR, { overwrite: options.force, source: 'install-starter', flag: '--force' })),
     exportTo: (folder) => store.exportSkills(folder),
     pending: () => proposals.pending(),
-    approve: async (id) => {
-      const proposal = await proposals.get(id);
-      if (!proposal || proposal.status !== 'pending') throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');
-      // Approved over the skill as it is now, as a node's route approves it.
-      return proposals.approve(id, (await store.get(proposal.name))?.version ?? 0);
-    },
+    // Merged into the skill when it changed after the proposal was written, as a personal install approves.
+    approve: (id) => proposals.approve(id),
     reject: async (id) => {
       const proposal = await proposals.get(id);
       if (!proposal || !(await proposals.decide(id, 'rejected'))) throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');

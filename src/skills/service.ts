@@ -18,7 +18,8 @@ import { SkillCreditStore, type SkillCredit } from './credit.js';
 import { EVOLVE_JOB, SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording.js';
 import { evolvePayload } from './recording-rules.js';
 import { askSkillSearchKeys, SkillSearchKeys } from './search-keys.js';
-import { mergedDraft, type PlannedChange, type Rejected } from './evolution/apply.js';
+import { approvalOf, approvalSource } from './approval.js';
+import type { PlannedChange, Rejected } from './evolution/apply.js';
 import { evolutionRecord, nearestSkill, planSessionEvolution, type EvolutionPlan } from './evolution/session.js';
 import { buildTranscript } from './evolution/transcript.js';
 import { SkillHistory, type VersionAction } from './history.js';
@@ -380,22 +381,14 @@ export class SkillsService {
   approve(id: number): ChangeResult & { mergedInto?: number } {
     const proposal = this.proposals.get(id);
     if (!proposal || proposal.status !== 'pending') throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');
-    const proposed = JSON.parse(proposal.draft) as SkillDraft;
-    this.keepEditOnDisk(proposed.name);
-    const current = this.library.get(proposed.name);
-    const changedSince = current !== undefined && (this.history.latest(proposed.name)?.created_at ?? 0) > proposal.created_at;
-    if (!changedSince) {
-      const result = this.applyDraft(proposed, proposal.action, `proposal #${id} (session ${proposal.session_id ?? '-'})`);
-      this.proposals.decide(id, 'approved');
-      return result;
-    }
-    const draft = mergedDraft(current, proposed.body, proposed.sourceSessions ?? []);
-    // Nothing of the proposal is missing from the current text: approved, and no new version.
-    const result = sameSkillContent(current, draft)
-      ? { skill: current, action: proposal.action, version: current.version, generation: this.history.generation }
-      : this.applyDraft(draft, proposal.action, `proposal #${id} (session ${proposal.session_id ?? '-'})`);
+    this.keepEditOnDisk(proposal.name);
+    const approval = approvalOf(proposal, this.library.get(proposal.name), this.history.latest(proposal.name)?.created_at);
+    const result =
+      approval.kind === 'already-held'
+        ? { skill: approval.into, action: proposal.action, version: approval.into.version, generation: this.history.generation }
+        : this.applyDraft(approval.draft, proposal.action, approvalSource(proposal));
     this.proposals.decide(id, 'approved');
-    return { ...result, mergedInto: current.version };
+    return approval.kind === 'as-proposed' ? result : { ...result, mergedInto: approval.into.version };
   }
 
   reject(id: number): ProposalRow {
