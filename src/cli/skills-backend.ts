@@ -65,6 +65,8 @@ export interface SkillsBackend {
   /** Writes every skill's folder (SKILL.md and the files beside it) under `folder`; the names, sorted. */
   exportTo(folder: string): Promise<string[]>;
   pending(): Promise<ProposalRow[]>;
+  /** A proposal, decided or not (`skills log` says what became of one). */
+  proposal(id: number): Promise<ProposalRow | undefined>;
   approve(id: number): Promise<SkillChange>;
   reject(id: number): Promise<ProposalRow>;
   /** The evolution log's lines, oldest first: evolution_history.jsonl, or the team store's skill_evolutions. */
@@ -117,6 +119,7 @@ function personalBackend(config: LoadedConfig, db: Db): SkillsBackend {
     installStarter: async (options) => installStarterSkills(service, options),
     exportTo: async (folder) => exportSkills(service, folder),
     pending: async () => service.proposals.pending(),
+    proposal: async (id) => service.proposals.get(id),
     approve: async (id) => service.approve(id),
     reject: async (id) => service.reject(id),
     evolutions: async () => {
@@ -175,6 +178,7 @@ function teamBackend(postgres: Postgres, pool: pg.Pool, url: string): SkillsBack
       importReport(await store.importFolder(STARTER_DIR, { overwrite: options.force, source: 'install-starter', flag: '--force' })),
     exportTo: (folder) => store.exportSkills(folder),
     pending: () => proposals.pending(),
+    proposal: (id) => proposals.get(id),
     // Merged into the skill when it changed after the proposal was written, as a personal install approves.
     approve: (id) => proposals.approve(id),
     reject: async (id) => {

@@ -49,6 +49,37 @@ function readHistoryLine(line: string): z.infer<typeof historyLineSchema> {
   return read.success ? read.data : historyLineSchema.parse({});
 }
 
+type HistoryLine = z.infer<typeof historyLineSchema>;
+type LoggedChange = HistoryLine['changes'][number] & { decision?: { status: string; decided_at: string | null } };
+
+/**
+ * The log's lines with what became of each proposal they logged ("pending #N" when it was written):
+ * the line is a record of the evolution and stays as it was, the decision is read from the proposal.
+ */
+async function withDecisions(skills: SkillsBackend, events: HistoryLine[]): Promise<Array<HistoryLine & { changes: LoggedChange[] }>> {
+  return Promise.all(
+    events.map(async (event) => ({
+      ...event,
+      changes: await Promise.all(
+        event.changes.map(async (change): Promise<LoggedChange> => {
+          const id = /^pending #(\d+)$/.exec(change.status)?.[1];
+          const proposal = id === undefined ? undefined : await skills.proposal(Number(id));
+          if (!proposal || proposal.status === 'pending') return change;
+          const decidedAt = proposal.decided_at === null ? null : new Date(proposal.decided_at).toISOString();
+          return { ...change, decision: { status: proposal.status, decided_at: decidedAt } };
+        }),
+      ),
+    })),
+  );
+}
+
+/** A logged change's status as `skills log` says it: a proposal's decision once it was made. */
+function statusText(change: LoggedChange): string {
+  if (!change.decision) return change.status;
+  const when = change.decision.decided_at === null ? '' : ` ${change.decision.decided_at.slice(0, 16).replace('T', ' ')} UTC`;
+  return `${change.decision.status}${when} (proposal ${change.status.replace(/^pending /, '')})`;
+}
+
 /** An action on the library of the store the proxy serves from: the team store when store.url is set (skills-backend.ts). */
 function withSkills<T extends SkillsOptions>(action: (skills: SkillsBackend, options: T) => void | Promise<void>): (options: T) => Promise<void> {
   return (options) => withSkillsBackend(options, (skills) => action(skills, options));
@@ -228,7 +259,7 @@ export function registerSkillsCommands(program: Command): void {
   ).action(
     withSkills<SkillsOptions & { n: string; full?: boolean }>(async (skills, options) => {
       const all = (await skills.evolutions()).map(readHistoryLine);
-      const events = all.slice(-numberArgument(options.n, '-n', { min: 1 }));
+      const events = await withDecisions(skills, all.slice(-numberArgument(options.n, '-n', { min: 1 })));
       if (options.json) return print(JSON.stringify(events, null, 2));
       if (events.length === 0) return print('No skill evolutions yet.');
       for (const event of events) {
@@ -236,7 +267,7 @@ export function registerSkillsCommands(program: Command): void {
           `${event.timestamp}  session ${event.session_id ?? '-'}  (${event.reason ?? ''}, ${event.num_turns_analyzed ?? '?'} turns, ${event.tokens ?? 0} tokens)`,
         );
         for (const change of event.changes) {
-          print(`  ${change.action} ${change.name}${change.merged_into ? ` (merged into ${change.merged_into})` : ''}: ${change.status}`);
+          print(`  ${change.action} ${change.name}${change.merged_into ? ` (merged into ${change.merged_into})` : ''}: ${statusText(change)}`);
           if (options.full) {
             if (change.reason) print(`    why: ${change.reason}`);
             for (const evidence of change.evidence ?? []) print(`    evidence: ${evidence}`);
