@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { embeddingsHandler } from './support/embeddings.js';
+import { status } from './support/evolver.js';
 import { AWS_SECRET } from './support/secrets.js';
 import { openAIReply, ScriptedUpstream } from './support/upstream.js';
 
@@ -155,6 +156,46 @@ describe('metaclaw skills commands', () => {
     assert.equal((await runCli(['skills', 'remove', 'my-skill'], { home })).code, 0);
     assert.equal((await runCli(['skills', 'revert', 'my-skill'], { home })).code, 0);
     assert.match(readFileSync(stored, 'utf8'), /Second hand edit\./);
+  });
+
+  test('a SKILL.md edited by hand is recorded as a version when the library is next read, by a CLI command or a running proxy: it moves the generation and skills diff shows it', async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
+    assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
+    const stored = join(home, 'skills', 'my-skill', 'SKILL.md');
+    writeFileSync(stored, `${readFileSync(stored, 'utf8')}Hand-written step.\n`);
+
+    const diff = await runCli(['skills', 'diff', 'my-skill'], { home });
+    assert.equal(diff.code, 0, diff.stderr);
+    assert.match(diff.stdout, /^\+Hand-written step\.$/m, 'the last change is the edit by hand');
+    const versions = async () =>
+      (
+        JSON.parse((await runCli(['skills', 'show', 'my-skill', '--json'], { home })).stdout).versions as Array<{
+          version: number;
+          action: string;
+          generation: number;
+        }>
+      ).map((row) => `v${row.version} ${row.action} g${row.generation}`);
+    assert.deepEqual(await versions(), ['v1 manual g1', 'v2 manual g2'], 'recorded once, as a change of the library');
+
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+    try {
+      assert.equal((await status(proxy)).skills.generation, 2);
+      writeFileSync(stored, `${readFileSync(stored, 'utf8')}Second hand-written step.\n`);
+      // The proxy's watcher reads the edit and records it: no command runs meanwhile.
+      await waitFor(async () => (await status(proxy)).skills.generation === 3, 20_000, 100);
+      const served = (await (await fetch(`${proxy.url}/v1/skills/my-skill`)).json()) as { versions: Array<{ version: number; action: string }> };
+      assert.deepEqual(
+        served.versions.map((row) => `v${row.version} ${row.action}`),
+        ['v1 manual', 'v2 manual', 'v3 manual'],
+      );
+      assert.deepEqual(await versions(), ['v1 manual g1', 'v2 manual g2', 'v3 manual g3'], 'a CLI command finds it recorded and records it no second time');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
   });
 
   test('show of a skill whose SKILL.md was broken by hand says it is invalid and why, not that it was removed; revert writes its last version over it', async () => {
