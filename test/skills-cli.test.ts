@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import OpenAI from 'openai';
+import { STARTER_DIR as STARTER } from '../src/skills/index.js';
 import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { embeddingsHandler } from './support/embeddings.js';
 import { status } from './support/evolver.js';
@@ -372,17 +374,49 @@ describe('metaclaw skills commands', () => {
     assert.match(revert.stderr, /No skill named never-seen/);
   });
 
-  test('install-starter run again points at its own --force, which it takes, for the skills it skipped', async () => {
+  test('install-starter run again counts the starters it already holds as they are in one line, and lists, with its own --force, only one that differs', async () => {
     const home = tempHome();
     assert.equal((await runCli(['skills', 'install-starter'], { home })).code, 0);
     const again = await runCli(['skills', 'install-starter'], { home });
-    assert.match(again.stdout, /git-commit-hygiene already exists \(use --force to replace it\)/);
-    assert.doesNotMatch(again.stdout, /--overwrite/);
+    assert.equal(again.stdout, '42 already installed, unchanged (no new version).\n', 'no line per starter skill');
+    const stored = join(home, 'skills', 'git-commit-hygiene', 'SKILL.md');
+    writeFileSync(stored, `${readFileSync(stored, 'utf8')}A step of my own.\n`);
+    const differing = await runCli(['skills', 'install-starter'], { home });
+    assert.equal(
+      differing.stdout,
+      `41 already installed, unchanged (no new version).\nSkipped 1:\n  ${join(STARTER, 'git-commit-hygiene', 'SKILL.md')}: a skill named git-commit-hygiene already exists (use --force to replace it)\n`,
+    );
     const forced = await runCli(['skills', 'install-starter', '--force'], { home });
     assert.equal(forced.code, 0, forced.stderr);
-    // Untouched starters are already what --force would write: none gets a copy as a new version.
-    assert.match(forced.stdout, /Installed 0 skills/);
-    assert.match(forced.stdout, /Unchanged 42 \(already as in the library; no new version\)/);
+    assert.match(forced.stdout, /^Installed 1 skill \(generation \d+\)\.\n {2}git-commit-hygiene\n41 already installed, unchanged \(no new version\)\.\n$/);
+  });
+
+  test('the CLI words a count of one in the singular (1 skill, 1 invalid file, injected 1 time, 1 session), says Updated when add --overwrite replaces a skill, and keeps a multi-line proposal description indented under it in skills pending', async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
+    assert.match((await runCli(['skills', 'add', file], { home })).stdout, /^Added my-skill v1 \(generation 1\)\.$/m);
+    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one, then two.\n');
+    assert.match((await runCli(['skills', 'add', file, '--overwrite'], { home })).stdout, /^Updated my-skill v2 \(generation 2\)\.$/m);
+    write(join(home, 'skills', 'broken-one', 'SKILL.md'), '---\nname: broken-one\ndescription: [oops\n---\n\nbody\n');
+
+    const db = new Database(join(home, 'metaclaw.db'));
+    try {
+      db.prepare(
+        "INSERT INTO skill_usage (turn_id, session_id, skill, rank, relevance, full_body, created_at) VALUES ('t-1', 's-1', 'my-skill', 0, 0.9, 1, ?)",
+      ).run(Date.now());
+      const draft = { name: 'two-lines', description: 'Use when a description\nruns over two lines.', body: '# Two\n\nStep.' };
+      db.prepare(
+        "INSERT INTO skill_proposals (session_id, action, name, draft, evidence, reason, status, created_at) VALUES ('s-1', 'create', 'two-lines', ?, ?, NULL, 'pending', ?)",
+      ).run(JSON.stringify(draft), JSON.stringify(['turn 2: the user said\n"two lines"']), Date.now());
+    } finally {
+      db.close();
+    }
+    const listed = await runCli(['skills', 'list'], { home });
+    assert.match(listed.stdout, /^1 skill, generation 2; 1 invalid file skipped \(metaclaw skills doctor\)$/m);
+    assert.match((await runCli(['skills', 'show', 'my-skill'], { home })).stdout, /^ {2}injected 1 time in 1 session; corrected 0, accepted 0; judge -$/m);
+    const pending = (await runCli(['skills', 'pending'], { home })).stdout;
+    assert.match(pending, /\n {5}Use when a description\n {5}runs over two lines\.\n {5}evidence: turn 2: the user said\n {5}"two lines"\n/);
   });
 
   test('importing the same folder again writes no new version and bumps no generation: its skills are reported unchanged; an edited one is replaced', async () => {
@@ -411,8 +445,8 @@ describe('metaclaw skills commands', () => {
     assert.equal(shown.versions.length, 1);
     write(file, readFileSync(file, 'utf8').replace('Group by feature.', 'Group by feature, newest first.'));
     const edited = await runCli(['skills', 'import', source, '--overwrite'], { home });
-    assert.match(edited.stdout, new RegExp(`Imported 1 skills \\(generation ${generation + 1}\\)`));
-    assert.match(edited.stdout, /Unchanged 1 \(already as in the library; no new version\): deploy-checks/);
+    assert.match(edited.stdout, new RegExp(`^Imported 1 skill \\(generation ${generation + 1}\\)\\.$`, 'm'));
+    assert.match(edited.stdout, /^1 already in the library, unchanged \(no new version\)\.$/m);
     assert.equal((JSON.parse((await runCli(['skills', 'show', 'release-notes', '--json'], { home })).stdout) as { version: number }).version, 2);
   });
 
@@ -478,7 +512,7 @@ describe('skill text that reads like prompt injection', () => {
     const source = hostileFolder();
     const refused = await runCli(['skills', 'import', source], { home });
     assert.equal(refused.code, 1, 'a refusal is a failure scripts can see');
-    assert.match(refused.stdout, /Imported 1 skills/);
+    assert.match(refused.stdout, /^Imported 1 skill \(generation \d+\)\.$/m);
     assert.match(refused.stdout, /Refused 1 that read like prompt injection:\n.*invoice-deploys\/SKILL\.md: tells the model to ignore its instructions/);
     assert.match(refused.stdout, /re-run with --force/);
     assert.equal(existsSync(join(home, 'skills', 'invoice-deploys')), false);

@@ -25,6 +25,7 @@ import { callJson, type ProxyCallOptions } from './proxy-client.js';
 import { clawEnvironment, clawName, wiringTarget } from './wiring.js';
 import { checkTeamMembers, checkTeamStore } from './doctor-team.js';
 import { checkPythonMemory } from './doctor-python-memory.js';
+import { counted } from './plural.js';
 
 export interface DoctorOptions {
   config?: string;
@@ -91,11 +92,7 @@ function report(checks: Check[], json: boolean): void {
   const failed = checks.filter((check) => check.verdict === 'fail').length;
   const warned = checks.filter((check) => check.verdict === 'warn').length;
   print('');
-  print(
-    failed === 0
-      ? `All checks passed${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}.`
-      : `${failed} check${failed === 1 ? '' : 's'} failed.`,
-  );
+  print(failed === 0 ? `All checks passed${warned > 0 ? ` (${counted(warned, 'warning')})` : ''}.` : `${counted(failed, 'check')} failed.`);
 }
 
 function checkConfig(options: DoctorOptions, checks: Check[]): LoadedConfig | undefined {

@@ -6,6 +6,7 @@ import { diffVersions, parseSkillFile, presentCredit, skillInjectionReason, type
 import { SkillError } from '../errors.js';
 import { CliExit, numberArgument, print } from './context.js';
 import { withSkillsBackend, type SkillsBackend } from './skills-backend.js';
+import { counted } from './plural.js';
 
 interface SkillsOptions {
   config?: string;
@@ -121,7 +122,7 @@ export function registerSkillsCommands(program: Command): void {
       const invalid = skills.problems();
       print('');
       print(
-        `${rows.length} skills, generation ${await skills.generation()}${invalid.length > 0 ? `; ${invalid.length} invalid files skipped (metaclaw skills doctor)` : ''}`,
+        `${counted(rows.length, 'skill')}, generation ${await skills.generation()}${invalid.length > 0 ? `; ${counted(invalid.length, 'invalid file')} skipped (metaclaw skills doctor)` : ''}`,
       );
     }),
   );
@@ -198,13 +199,14 @@ export function registerSkillsCommands(program: Command): void {
         extra: skill.extra,
       };
       // SkillsService.save decides: the same text again is "unchanged" (with or without --overwrite, no new version).
+      const existed = (await skills.get(skill.name)) !== undefined;
       const result = await saved(skills.save(draft, 'cli add', { overwrite: options.overwrite ?? false, screen: !options.force }), {
         skill_exists: () => `A skill named ${skill.name} already exists (use --overwrite).`,
         suspicious_skill: () => `${file} reads like a prompt injection (${skillInjectionReason(skill)}); not added. ${FORCE_HINT}`,
       });
       if (result.action === 'unchanged')
         print(`Unchanged: ${skill.name} v${result.version} already says this; no new version (generation ${result.generation}).`);
-      else print(`Added ${result.skill.name} v${result.version} (generation ${result.generation}).`);
+      else print(`${existed ? 'Updated' : 'Added'} ${result.skill.name} v${result.version} (generation ${result.generation}).`);
     })(options),
   );
 
@@ -238,7 +240,7 @@ export function registerSkillsCommands(program: Command): void {
   common(skills.command('export').description('copy every skill folder to <folder>').argument('<folder>')).action((folder: string, options: SkillsOptions) =>
     withSkills<SkillsOptions>(async (skills) => {
       const exported = await skills.exportTo(folder);
-      print(options.json ? JSON.stringify(exported) : `Exported ${exported.length} skills to ${folder}.`);
+      print(options.json ? JSON.stringify(exported) : `Exported ${counted(exported.length, 'skill')} to ${folder}.`);
     })(options),
   );
 
@@ -264,7 +266,7 @@ export function registerSkillsCommands(program: Command): void {
       if (events.length === 0) return print('No skill evolutions yet.');
       for (const event of events) {
         print(
-          `${event.timestamp}  session ${event.session_id ?? '-'}  (${event.reason ?? ''}, ${event.num_turns_analyzed ?? '?'} turns, ${event.tokens ?? 0} tokens)`,
+          `${event.timestamp}  session ${event.session_id ?? '-'}  (${event.reason ?? ''}, ${event.num_turns_analyzed == null ? '? turns' : counted(event.num_turns_analyzed, 'turn')}, ${counted(event.tokens ?? 0, 'token')})`,
         );
         for (const change of event.changes) {
           print(`  ${change.action} ${change.name}${change.merged_into ? ` (merged into ${change.merged_into})` : ''}: ${statusText(change)}`);
@@ -277,7 +279,7 @@ export function registerSkillsCommands(program: Command): void {
       }
       const total = all.reduce((sum, event) => sum + (event.num_skills_generated ?? 0), 0);
       print('');
-      print(`${total} skills generated in total.`);
+      print(`${counted(total, 'skill')} generated in total.`);
     }),
   );
 
@@ -296,8 +298,8 @@ export function registerSkillsCommands(program: Command): void {
       for (const row of pending) {
         const draft = JSON.parse(row.draft) as { description: string };
         print(`#${row.id}  ${row.action} ${row.name}  (session ${row.session_id ?? '-'}, ${new Date(row.created_at).toISOString()})`);
-        print(`     ${draft.description}`);
-        for (const evidence of JSON.parse(row.evidence) as string[]) print(`     evidence: ${evidence}`);
+        print(indented(draft.description, '     '));
+        for (const evidence of JSON.parse(row.evidence) as string[]) print(indented(`evidence: ${evidence}`, '     '));
       }
       print('');
       print('Apply with `metaclaw skills approve ID`, drop with `metaclaw skills reject ID`.');
@@ -387,7 +389,7 @@ export function registerSkillsCommands(program: Command): void {
               reason: `flagged: ${credit.corrected} corrected of ${credit.corrected + credit.accepted} followed-up turns${credit.judgeMean !== null ? `, judge mean ${credit.judgeMean.toFixed(2)}` : ''}`,
             };
           if (unusedDays > 0 && skill.origin === 'evolved' && (credit?.lastUsedAt ?? 0) < now - unusedDays * 86_400_000)
-            return { name: skill.name, reason: `not injected in the last ${unusedDays} days` };
+            return { name: skill.name, reason: `not injected in the last ${counted(unusedDays, 'day')}` };
           return undefined;
         })
         .filter((candidate): candidate is { name: string; reason: string } => candidate !== undefined);
@@ -397,7 +399,7 @@ export function registerSkillsCommands(program: Command): void {
       if (options.dryRun || candidates.length === 0) return;
       if (!options.yes) throw new CliExit('Re-run with --yes to remove these skills (or --dry-run to only list them).', 1);
       for (const candidate of candidates) await skills.remove(candidate.name, 'cli prune');
-      print(`Removed ${candidates.length} skills.`);
+      print(`Removed ${counted(candidates.length, 'skill')}.`);
     }),
   );
 }
@@ -414,7 +416,7 @@ function diff(versions: VersionRow[], name: string, options: SkillsOptions & { f
 /** The credit figures in words, for `skills show` (the list's columns need the list's header). */
 function creditLine(credit: SkillCredit | undefined): string {
   const judge = credit?.judgeMean === null || credit === undefined ? '-' : credit.judgeMean.toFixed(2);
-  return `injected ${credit?.injected ?? 0} times in ${credit?.sessions ?? 0} sessions; corrected ${credit?.corrected ?? 0}, accepted ${credit?.accepted ?? 0}; judge ${judge}`;
+  return `injected ${counted(credit?.injected ?? 0, 'time')} in ${counted(credit?.sessions ?? 0, 'session')}; corrected ${credit?.corrected ?? 0}, accepted ${credit?.accepted ?? 0}; judge ${judge}`;
 }
 
 function figures(credit: SkillCredit | undefined): string {
@@ -425,9 +427,12 @@ function figures(credit: SkillCredit | undefined): string {
 
 function printReport(report: ImportReport, json: boolean | undefined, verb: string): void {
   if (json) return print(JSON.stringify(report, null, 2));
-  print(`${verb} ${report.imported.length} skills${report.generation === undefined ? '' : ` (generation ${report.generation})`}.`);
+  if (report.imported.length > 0 || report.unchanged.length === 0)
+    print(`${verb} ${counted(report.imported.length, 'skill')}${report.generation === undefined ? '' : ` (generation ${report.generation})`}.`);
   if (report.imported.length > 0) print(`  ${report.imported.join(', ')}`);
-  if (report.unchanged.length > 0) print(`Unchanged ${report.unchanged.length} (already as in the library; no new version): ${report.unchanged.join(', ')}`);
+  // Skills the library already holds as they are: counted, not listed (a re-run would list them all).
+  if (report.unchanged.length > 0)
+    print(`${report.unchanged.length} already ${verb === 'Installed' ? 'installed' : 'in the library'}, unchanged (no new version).`);
   if (report.skipped.length > 0) {
     print(`Skipped ${report.skipped.length}:`);
     for (const skipped of report.skipped) print(`  ${skipped.path}: ${skipped.reason}`);
@@ -440,6 +445,14 @@ function printReport(report: ImportReport, json: boolean | undefined, verb: stri
   }
   for (const item of report.suspicious.filter((entry) => entry.imported))
     print(`Warning: ${item.name} reads like a prompt injection (${item.reason}); imported because of --force. Its text is escaped when injected.`);
+}
+
+/** `text` with every line under `prefix`, so a multi-line description or evidence keeps the block's indentation. */
+function indented(text: string, prefix: string): string {
+  return text
+    .split(/\r?\n/)
+    .map((line) => `${prefix}${line}`.trimEnd())
+    .join('\n');
 }
 
 /** A save's refusal (a SkillError by code) as this command words it. */

@@ -346,7 +346,8 @@ export class PgSkillStore implements SkillVersionStore {
         const body = redactSecrets(file.skill.body);
         const current = live ? stored(row)?.skill : undefined;
         const same = current !== undefined && sameSkillContent(current, { ...file.skill, description, body });
-        if (live && !options.overwrite && !(same && options.moving)) {
+        // The same text again is counted unchanged below, never refused.
+        if (live && !options.overwrite && !same) {
           // Moving an install (store import-sqlite, which has no option to replace one): the team's skill is kept.
           const reason = options.moving
             ? `the team store's ${file.name} differs from this file and is kept as it is`
