@@ -331,6 +331,21 @@ describe('metaclaw skills commands', () => {
     }
   });
 
+  test('a description holding ": " or " #" is written unquoted, so MetaClaw\'s line-based parser reads the text YAML reads, not the text in quotes; adding the file again is no new version', async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    const description = 'Use when debugging: reproduce, isolate, fix issue #12';
+    write(file, `---\nname: my-skill\ndescription: ${JSON.stringify(description)}\n---\n\n# Mine\n\nStep one.\n`);
+    const added = await runCli(['skills', 'add', file], { home });
+    assert.equal(added.code, 0, added.stderr);
+    const stored = readFileSync(join(home, 'skills', 'my-skill', 'SKILL.md'), 'utf8');
+    const shown = JSON.parse((await runCli(['skills', 'show', 'my-skill', '--json'], { home })).stdout) as { description: string };
+    assert.equal(metaclawDescription(stored), shown.description, 'both parsers read one text');
+    assert.equal(shown.description.replace(/\u00a0/g, ' '), description, 'the words as written, a no-break space after the colon and before the #');
+    assert.match((await runCli(['skills', 'add', file], { home })).stdout, /^Unchanged: my-skill v1/m);
+    assert.match((await runCli(['skills', 'add', join(home, 'skills', 'my-skill', 'SKILL.md')], { home })).stdout, /^Unchanged: my-skill v1/m);
+  });
+
   test('a SKILL.md whose frontmatter uses a YAML alias is refused at once by PUT /v1/skills/<name> (400): a self-referencing one no longer holds the proxy for many seconds', async () => {
     const upstream = await ScriptedUpstream.start();
     const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
