@@ -66,16 +66,13 @@ describe('metaclaw skills commands', () => {
     assert.match(reasons['no-description'], /description/);
     assert.match(reasons['empty-folder'], /no SKILL\.md/);
     const converted = readFileSync(join(home, 'skills', 'debug-systematically', 'SKILL.md'), 'utf8');
-    assert.match(
-      converted,
-      /description: "Use when debugging: reproduce, isolate, fix"|description: 'Use when debugging: reproduce, isolate, fix'/,
-      'rewritten as valid YAML',
-    );
+    assert.match(converted, /^description: Use when debugging:\u00a0reproduce, isolate, fix$/m, 'rewritten as valid YAML that MetaClaw reads alike: no quotes');
+    assert.equal(metaclawDescription(converted), 'Use when debugging:\u00a0reproduce, isolate, fix');
     const claude = readFileSync(join(home, 'skills', 'pdf-forms', 'SKILL.md'), 'utf8');
     assert.match(claude, /allowed-tools:/, 'unknown Agent Skills fields are kept');
     assert.ok(existsSync(join(home, 'skills', 'pdf-forms', 'scripts', 'fill.sh')), 'supporting files come along');
     const again = await runCli(['skills', 'import', source], { home });
-    assert.match(again.stdout, /already exists/);
+    assert.match(again.stdout, /^2 already in the library, unchanged \(no new version\)\.$/m);
 
     const exported = tempHome('skills-export-');
     const exportResult = await runCli(['skills', 'export', exported], { home });
