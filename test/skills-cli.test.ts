@@ -549,6 +549,34 @@ describe('skill text that reads like prompt injection', () => {
     );
   });
 
+  test('metaclaw doctor has a skills line, as skills doctor checks the library: it passes for a clean library, and warns with the counts and the command that lists them for an invalid file and a skill that reads like injection', async () => {
+    const home = tempHome();
+    // No upstream to reach: the checks that need one fail fast, and only the skills line matters here.
+    writeFileSync(join(home, 'config.yaml'), 'llm:\n  api_base: http://127.0.0.1:9/v1\n  api_key: k\n');
+    const skillsLine = async () => {
+      const result = await runCli(['doctor', '--json', '--no-canary'], { home });
+      return (JSON.parse(result.stdout) as { checks: Array<{ name: string; verdict: string; detail: string; fix?: string }> }).checks.find(
+        (check) => check.name === 'skills',
+      );
+    };
+    assert.equal((await runCli(['skills', 'install-starter'], { home })).code, 0);
+    assert.deepEqual(await skillsLine(), { name: 'skills', verdict: 'pass', detail: `42 valid skills in ${join(home, 'skills')}` });
+
+    write(join(home, 'skills', 'invoice-deploys', 'SKILL.md'), HOSTILE);
+    write(join(home, 'skills', 'broken-one', 'SKILL.md'), '---\nname: broken-one\ndescription: [oops\n---\n\nbody\n');
+    assert.deepEqual(await skillsLine(), {
+      name: 'skills',
+      verdict: 'warn',
+      detail: `43 valid skills in ${join(home, 'skills')}; 1 invalid SKILL.md file skipped, 1 skill reading like a prompt injection`,
+      fix: 'run `metaclaw skills doctor`: it names each file and what to fix',
+    });
+    const text = await runCli(['doctor', '--no-canary'], { home });
+    assert.match(
+      text.stdout,
+      /^! skills: 43 valid skills in .*; 1 invalid SKILL\.md file skipped, 1 skill reading like a prompt injection\n {4}→ run `metaclaw skills doctor`/m,
+    );
+  });
+
   test('a hostile skill in the library is injected escaped: the upstream sees exactly one closing context tag', async () => {
     const home = tempHome();
     await runCli(['skills', 'install-starter'], { home });

@@ -77,7 +77,11 @@ export interface SkillsBackend {
 
 /** Runs `action` on the library of the store the proxy serves from (see SkillsBackend). */
 export async function withSkillsBackend(options: { config?: string }, action: (skills: SkillsBackend) => void | Promise<void>): Promise<void> {
-  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  return onSkillsBackend(loadCliConfig(options.config ? { config: options.config } : {}), action);
+}
+
+/** Runs `action` on the library of the store `config` serves from. */
+export async function onSkillsBackend(config: LoadedConfig, action: (skills: SkillsBackend) => void | Promise<void>): Promise<void> {
   return onServedStore(config, {
     team: async (postgres, pool, url) => {
       try {

@@ -7,6 +7,7 @@ import { SkillError } from '../errors.js';
 import { CliExit, numberArgument, print } from './context.js';
 import { withSkillsBackend, type SkillsBackend } from './skills-backend.js';
 import { counted } from './plural.js';
+import { skillsHealth } from './skills-health.js';
 
 interface SkillsOptions {
   config?: string;
@@ -348,17 +349,19 @@ export function registerSkillsCommands(program: Command): void {
 
   common(skills.command('doctor').description('check every SKILL.md and the index; says what to fix')).action(
     withSkills<SkillsOptions>(async (skills, options) => {
-      const problems = skills.problems();
-      const all = await skills.list();
-      const suspicious = all
-        .map(({ skill }) => ({ name: skill.name, path: skill.path, reason: skillInjectionReason(skill) }))
-        .filter((item): item is { name: string; path: string; reason: string } => item.reason !== undefined)
-        .sort((a, b) => a.name.localeCompare(b.name));
+      const {
+        skills: count,
+        invalid: problems,
+        suspicious,
+      } = skillsHealth(
+        (await skills.list()).map(({ skill }) => skill),
+        skills.problems(),
+      );
       // The team store's own health is `metaclaw store status`'s: it holds no file that failed a write's checks.
       const integrity = skills.integrity() ?? ['ok'];
-      if (options.json) print(JSON.stringify({ skills: all.length, invalid: problems, suspicious, database: integrity }, null, 2));
+      if (options.json) print(JSON.stringify({ skills: count, invalid: problems, suspicious, database: integrity }, null, 2));
       else {
-        print(`${all.length} valid skills in ${skills.where}`);
+        print(`${counted(count, 'valid skill')} in ${skills.where}`);
         for (const problem of problems) print(`  INVALID ${problem.path}: ${problem.reason}`);
         for (const item of suspicious)
           print(
