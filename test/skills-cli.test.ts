@@ -26,6 +26,17 @@ function write(path: string, text: string): void {
   writeFileSync(path, text);
 }
 
+/** A home whose my-skill was added (v1) and then edited by hand in its SKILL.md ("Hand-written step."). */
+async function handEditedSkill(): Promise<{ home: string; stored: string }> {
+  const home = tempHome();
+  const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+  write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
+  assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
+  const stored = join(home, 'skills', 'my-skill', 'SKILL.md');
+  writeFileSync(stored, `${readFileSync(stored, 'utf8')}Hand-written step.\n`);
+  return { home, stored };
+}
+
 /** The description as MetaClaw's `_parse_skill_md` reads it: frontmatter lines split at their first colon, nothing unquoted. */
 function metaclawDescription(text: string): string | undefined {
   const end = text.indexOf('\n---', 3);
@@ -127,12 +138,7 @@ describe('metaclaw skills commands', () => {
   });
 
   test('a SKILL.md edited by hand is kept as a version before a change writes over it: skills revert goes back before the edit, and can bring the edit back', async () => {
-    const home = tempHome();
-    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
-    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
-    assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
-    const stored = join(home, 'skills', 'my-skill', 'SKILL.md');
-    writeFileSync(stored, `${readFileSync(stored, 'utf8')}Hand-written step.\n`);
+    const { home, stored } = await handEditedSkill();
 
     const reverted = await runCli(['skills', 'revert', 'my-skill'], { home });
     assert.equal(reverted.code, 0, reverted.stderr);
@@ -158,12 +164,7 @@ describe('metaclaw skills commands', () => {
   });
 
   test('a SKILL.md edited by hand is recorded as a version when the library is next read, by a CLI command or a running proxy: it moves the generation and skills diff shows it', async () => {
-    const home = tempHome();
-    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
-    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
-    assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
-    const stored = join(home, 'skills', 'my-skill', 'SKILL.md');
-    writeFileSync(stored, `${readFileSync(stored, 'utf8')}Hand-written step.\n`);
+    const { home, stored } = await handEditedSkill();
 
     const diff = await runCli(['skills', 'diff', 'my-skill'], { home });
     assert.equal(diff.code, 0, diff.stderr);

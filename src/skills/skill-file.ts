@@ -197,7 +197,9 @@ export function parseLegacyFrontmatter(text: string): { name?: string; descripti
  * with a quote or `[`, or is `true` or a number) is still quoted.
  */
 function plainDescription(text: string): string {
-  return oneLine(text).replace(/:[ \t]/g, ':\u00a0').replace(/[ \t]#/g, '\u00a0#');
+  return oneLine(text)
+    .replace(/:[ \t]/g, ':\u00a0')
+    .replace(/[ \t]#/g, '\u00a0#');
 }
 
 /** `text` trimmed, each line break (with the blanks around it) made one space. */
