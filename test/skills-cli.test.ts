@@ -2,9 +2,12 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import OpenAI from 'openai';
+import { STARTER_DIR as STARTER } from '../src/skills/index.js';
 import { runCli, startProxy, tempHome, waitFor, type ProxyHandle } from './support/proxy.js';
 import { embeddingsHandler } from './support/embeddings.js';
+import { status } from './support/evolver.js';
 import { AWS_SECRET } from './support/secrets.js';
 import { openAIReply, ScriptedUpstream } from './support/upstream.js';
 
@@ -21,6 +24,17 @@ async function putSkill<T>(proxy: ProxyHandle, name: string, body: unknown): Pro
 function write(path: string, text: string): void {
   mkdirSync(join(path, '..'), { recursive: true });
   writeFileSync(path, text);
+}
+
+/** A home whose my-skill was added (v1) and then edited by hand in its SKILL.md ("Hand-written step."). */
+async function handEditedSkill(): Promise<{ home: string; stored: string }> {
+  const home = tempHome();
+  const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+  write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
+  assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
+  const stored = join(home, 'skills', 'my-skill', 'SKILL.md');
+  writeFileSync(stored, `${readFileSync(stored, 'utf8')}Hand-written step.\n`);
+  return { home, stored };
 }
 
 /** The description as MetaClaw's `_parse_skill_md` reads it: frontmatter lines split at their first colon, nothing unquoted. */
@@ -63,16 +77,13 @@ describe('metaclaw skills commands', () => {
     assert.match(reasons['no-description'], /description/);
     assert.match(reasons['empty-folder'], /no SKILL\.md/);
     const converted = readFileSync(join(home, 'skills', 'debug-systematically', 'SKILL.md'), 'utf8');
-    assert.match(
-      converted,
-      /description: "Use when debugging: reproduce, isolate, fix"|description: 'Use when debugging: reproduce, isolate, fix'/,
-      'rewritten as valid YAML',
-    );
+    assert.match(converted, /^description: Use when debugging:\u00a0reproduce, isolate, fix$/m, 'rewritten as valid YAML that MetaClaw reads alike: no quotes');
+    assert.equal(metaclawDescription(converted), 'Use when debugging:\u00a0reproduce, isolate, fix');
     const claude = readFileSync(join(home, 'skills', 'pdf-forms', 'SKILL.md'), 'utf8');
     assert.match(claude, /allowed-tools:/, 'unknown Agent Skills fields are kept');
     assert.ok(existsSync(join(home, 'skills', 'pdf-forms', 'scripts', 'fill.sh')), 'supporting files come along');
     const again = await runCli(['skills', 'import', source], { home });
-    assert.match(again.stdout, /already exists/);
+    assert.match(again.stdout, /^2 already in the library, unchanged \(no new version\)\.$/m);
 
     const exported = tempHome('skills-export-');
     const exportResult = await runCli(['skills', 'export', exported], { home });
@@ -127,12 +138,7 @@ describe('metaclaw skills commands', () => {
   });
 
   test('a SKILL.md edited by hand is kept as a version before a change writes over it: skills revert goes back before the edit, and can bring the edit back', async () => {
-    const home = tempHome();
-    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
-    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
-    assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
-    const stored = join(home, 'skills', 'my-skill', 'SKILL.md');
-    writeFileSync(stored, `${readFileSync(stored, 'utf8')}Hand-written step.\n`);
+    const { home, stored } = await handEditedSkill();
 
     const reverted = await runCli(['skills', 'revert', 'my-skill'], { home });
     assert.equal(reverted.code, 0, reverted.stderr);
@@ -155,6 +161,41 @@ describe('metaclaw skills commands', () => {
     assert.equal((await runCli(['skills', 'remove', 'my-skill'], { home })).code, 0);
     assert.equal((await runCli(['skills', 'revert', 'my-skill'], { home })).code, 0);
     assert.match(readFileSync(stored, 'utf8'), /Second hand edit\./);
+  });
+
+  test('a SKILL.md edited by hand is recorded as a version when the library is next read, by a CLI command or a running proxy: it moves the generation and skills diff shows it', async () => {
+    const { home, stored } = await handEditedSkill();
+
+    const diff = await runCli(['skills', 'diff', 'my-skill'], { home });
+    assert.equal(diff.code, 0, diff.stderr);
+    assert.match(diff.stdout, /^\+Hand-written step\.$/m, 'the last change is the edit by hand');
+    const versions = async () =>
+      (
+        JSON.parse((await runCli(['skills', 'show', 'my-skill', '--json'], { home })).stdout).versions as Array<{
+          version: number;
+          action: string;
+          generation: number;
+        }>
+      ).map((row) => `v${row.version} ${row.action} g${row.generation}`);
+    assert.deepEqual(await versions(), ['v1 manual g1', 'v2 manual g2'], 'recorded once, as a change of the library');
+
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+    try {
+      assert.equal((await status(proxy)).skills.generation, 2);
+      writeFileSync(stored, `${readFileSync(stored, 'utf8')}Second hand-written step.\n`);
+      // The proxy's watcher reads the edit and records it: no command runs meanwhile.
+      await waitFor(async () => (await status(proxy)).skills.generation === 3, 20_000, 100);
+      const served = (await (await fetch(`${proxy.url}/v1/skills/my-skill`)).json()) as { versions: Array<{ version: number; action: string }> };
+      assert.deepEqual(
+        served.versions.map((row) => `v${row.version} ${row.action}`),
+        ['v1 manual', 'v2 manual', 'v3 manual'],
+      );
+      assert.deepEqual(await versions(), ['v1 manual g1', 'v2 manual g2', 'v3 manual g3'], 'a CLI command finds it recorded and records it no second time');
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
   });
 
   test('show of a skill whose SKILL.md was broken by hand says it is invalid and why, not that it was removed; revert writes its last version over it', async () => {
@@ -288,6 +329,21 @@ describe('metaclaw skills commands', () => {
     }
   });
 
+  test('a description holding ": " or " #" is written unquoted, so MetaClaw\'s line-based parser reads the text YAML reads, not the text in quotes; adding the file again is no new version', async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    const description = 'Use when debugging: reproduce, isolate, fix issue #12';
+    write(file, `---\nname: my-skill\ndescription: ${JSON.stringify(description)}\n---\n\n# Mine\n\nStep one.\n`);
+    const added = await runCli(['skills', 'add', file], { home });
+    assert.equal(added.code, 0, added.stderr);
+    const stored = readFileSync(join(home, 'skills', 'my-skill', 'SKILL.md'), 'utf8');
+    const shown = JSON.parse((await runCli(['skills', 'show', 'my-skill', '--json'], { home })).stdout) as { description: string };
+    assert.equal(metaclawDescription(stored), shown.description, 'both parsers read one text');
+    assert.equal(shown.description.replace(/\u00a0/g, ' '), description, 'the words as written, a no-break space after the colon and before the #');
+    assert.match((await runCli(['skills', 'add', file], { home })).stdout, /^Unchanged: my-skill v1/m);
+    assert.match((await runCli(['skills', 'add', join(home, 'skills', 'my-skill', 'SKILL.md')], { home })).stdout, /^Unchanged: my-skill v1/m);
+  });
+
   test('a SKILL.md whose frontmatter uses a YAML alias is refused at once by PUT /v1/skills/<name> (400): a self-referencing one no longer holds the proxy for many seconds', async () => {
     const upstream = await ScriptedUpstream.start();
     const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
@@ -331,17 +387,49 @@ describe('metaclaw skills commands', () => {
     assert.match(revert.stderr, /No skill named never-seen/);
   });
 
-  test('install-starter run again points at its own --force, which it takes, for the skills it skipped', async () => {
+  test('install-starter run again counts the starters it already holds as they are in one line, and lists, with its own --force, only one that differs', async () => {
     const home = tempHome();
     assert.equal((await runCli(['skills', 'install-starter'], { home })).code, 0);
     const again = await runCli(['skills', 'install-starter'], { home });
-    assert.match(again.stdout, /git-commit-hygiene already exists \(use --force to replace it\)/);
-    assert.doesNotMatch(again.stdout, /--overwrite/);
+    assert.equal(again.stdout, '42 already installed, unchanged (no new version).\n', 'no line per starter skill');
+    const stored = join(home, 'skills', 'git-commit-hygiene', 'SKILL.md');
+    writeFileSync(stored, `${readFileSync(stored, 'utf8')}A step of my own.\n`);
+    const differing = await runCli(['skills', 'install-starter'], { home });
+    assert.equal(
+      differing.stdout,
+      `41 already installed, unchanged (no new version).\nSkipped 1:\n  ${join(STARTER, 'git-commit-hygiene', 'SKILL.md')}: a skill named git-commit-hygiene already exists (use --force to replace it)\n`,
+    );
     const forced = await runCli(['skills', 'install-starter', '--force'], { home });
     assert.equal(forced.code, 0, forced.stderr);
-    // Untouched starters are already what --force would write: none gets a copy as a new version.
-    assert.match(forced.stdout, /Installed 0 skills/);
-    assert.match(forced.stdout, /Unchanged 42 \(already as in the library; no new version\)/);
+    assert.match(forced.stdout, /^Installed 1 skill \(generation \d+\)\.\n {2}git-commit-hygiene\n41 already installed, unchanged \(no new version\)\.\n$/);
+  });
+
+  test('the CLI words a count of one in the singular (1 skill, 1 invalid file, injected 1 time, 1 session), says Updated when add --overwrite replaces a skill, and keeps a multi-line proposal description indented under it in skills pending', async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
+    assert.match((await runCli(['skills', 'add', file], { home })).stdout, /^Added my-skill v1 \(generation 1\)\.$/m);
+    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one, then two.\n');
+    assert.match((await runCli(['skills', 'add', file, '--overwrite'], { home })).stdout, /^Updated my-skill v2 \(generation 2\)\.$/m);
+    write(join(home, 'skills', 'broken-one', 'SKILL.md'), '---\nname: broken-one\ndescription: [oops\n---\n\nbody\n');
+
+    const db = new Database(join(home, 'metaclaw.db'));
+    try {
+      db.prepare(
+        "INSERT INTO skill_usage (turn_id, session_id, skill, rank, relevance, full_body, created_at) VALUES ('t-1', 's-1', 'my-skill', 0, 0.9, 1, ?)",
+      ).run(Date.now());
+      const draft = { name: 'two-lines', description: 'Use when a description\nruns over two lines.', body: '# Two\n\nStep.' };
+      db.prepare(
+        "INSERT INTO skill_proposals (session_id, action, name, draft, evidence, reason, status, created_at) VALUES ('s-1', 'create', 'two-lines', ?, ?, NULL, 'pending', ?)",
+      ).run(JSON.stringify(draft), JSON.stringify(['turn 2: the user said\n"two lines"']), Date.now());
+    } finally {
+      db.close();
+    }
+    const listed = await runCli(['skills', 'list'], { home });
+    assert.match(listed.stdout, /^1 skill, generation 2; 1 invalid file skipped \(metaclaw skills doctor\)$/m);
+    assert.match((await runCli(['skills', 'show', 'my-skill'], { home })).stdout, /^ {2}injected 1 time in 1 session; corrected 0, accepted 0; judge -$/m);
+    const pending = (await runCli(['skills', 'pending'], { home })).stdout;
+    assert.match(pending, /\n {5}Use when a description\n {5}runs over two lines\.\n {5}evidence: turn 2: the user said\n {5}"two lines"\n/);
   });
 
   test('importing the same folder again writes no new version and bumps no generation: its skills are reported unchanged; an edited one is replaced', async () => {
@@ -370,8 +458,8 @@ describe('metaclaw skills commands', () => {
     assert.equal(shown.versions.length, 1);
     write(file, readFileSync(file, 'utf8').replace('Group by feature.', 'Group by feature, newest first.'));
     const edited = await runCli(['skills', 'import', source, '--overwrite'], { home });
-    assert.match(edited.stdout, new RegExp(`Imported 1 skills \\(generation ${generation + 1}\\)`));
-    assert.match(edited.stdout, /Unchanged 1 \(already as in the library; no new version\): deploy-checks/);
+    assert.match(edited.stdout, new RegExp(`^Imported 1 skill \\(generation ${generation + 1}\\)\\.$`, 'm'));
+    assert.match(edited.stdout, /^1 already in the library, unchanged \(no new version\)\.$/m);
     assert.equal((JSON.parse((await runCli(['skills', 'show', 'release-notes', '--json'], { home })).stdout) as { version: number }).version, 2);
   });
 
@@ -437,7 +525,7 @@ describe('skill text that reads like prompt injection', () => {
     const source = hostileFolder();
     const refused = await runCli(['skills', 'import', source], { home });
     assert.equal(refused.code, 1, 'a refusal is a failure scripts can see');
-    assert.match(refused.stdout, /Imported 1 skills/);
+    assert.match(refused.stdout, /^Imported 1 skill \(generation \d+\)\.$/m);
     assert.match(refused.stdout, /Refused 1 that read like prompt injection:\n.*invoice-deploys\/SKILL\.md: tells the model to ignore its instructions/);
     assert.match(refused.stdout, /re-run with --force/);
     assert.equal(existsSync(join(home, 'skills', 'invoice-deploys')), false);
@@ -459,6 +547,34 @@ describe('skill text that reads like prompt injection', () => {
     assert.deepEqual(
       json.suspicious.map((item: { name: string }) => item.name),
       ['invoice-deploys'],
+    );
+  });
+
+  test('metaclaw doctor has a skills line, as skills doctor checks the library: it passes for a clean library, and warns with the counts and the command that lists them for an invalid file and a skill that reads like injection', async () => {
+    const home = tempHome();
+    // No upstream to reach: the checks that need one fail fast, and only the skills line matters here.
+    writeFileSync(join(home, 'config.yaml'), 'llm:\n  api_base: http://127.0.0.1:9/v1\n  api_key: k\n');
+    const skillsLine = async () => {
+      const result = await runCli(['doctor', '--json', '--no-canary'], { home });
+      return (JSON.parse(result.stdout) as { checks: Array<{ name: string; verdict: string; detail: string; fix?: string }> }).checks.find(
+        (check) => check.name === 'skills',
+      );
+    };
+    assert.equal((await runCli(['skills', 'install-starter'], { home })).code, 0);
+    assert.deepEqual(await skillsLine(), { name: 'skills', verdict: 'pass', detail: `42 valid skills in ${join(home, 'skills')}` });
+
+    write(join(home, 'skills', 'invoice-deploys', 'SKILL.md'), HOSTILE);
+    write(join(home, 'skills', 'broken-one', 'SKILL.md'), '---\nname: broken-one\ndescription: [oops\n---\n\nbody\n');
+    assert.deepEqual(await skillsLine(), {
+      name: 'skills',
+      verdict: 'warn',
+      detail: `43 valid skills in ${join(home, 'skills')}; 1 invalid SKILL.md file skipped, 1 skill reading like a prompt injection`,
+      fix: 'run `metaclaw skills doctor`: it names each file and what to fix',
+    });
+    const text = await runCli(['doctor', '--no-canary'], { home });
+    assert.match(
+      text.stdout,
+      /^! skills: 43 valid skills in .*; 1 invalid SKILL\.md file skipped, 1 skill reading like a prompt injection\n {4}→ run `metaclaw skills doctor`/m,
     );
   });
 

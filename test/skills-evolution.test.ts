@@ -324,7 +324,7 @@ describe('skills evolve from sessions', () => {
     }
   });
 
-  test('with skills.review: manual, proposals wait until approved or rejected', async () => {
+  test('with skills.review: manual, proposals wait until approved or rejected, and skills log says pending until the decision, then the decision', async () => {
     const upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }) });
     const home = tempHome();
@@ -349,10 +349,20 @@ describe('skills evolve from sessions', () => {
         /^ {2}skills {6}0 skills \(generation 0\); 1 proposal waiting for review \(metaclaw skills pending\); 1 invalid file skipped \(metaclaw skills doctor\)$/m,
       );
       assert.match(pending.stdout, /evidence: turn 2/);
+      assert.match((await proxy.cli(['skills', 'log'])).stdout, /^ {2}create blue-green-deploys: pending #1$/m);
       const approved = await proxy.cli(['skills', 'approve', '1']);
       assert.equal(approved.code, 0, approved.stderr);
       assert.match(approved.stdout, /Applied #1: create blue-green-deploys v1 \(generation 1\)/);
       assert.ok(existsSync(join(home, 'skills', 'blue-green-deploys', 'SKILL.md')));
+      assert.match((await proxy.cli(['skills', 'log'])).stdout, /^ {2}create blue-green-deploys: approved \d{4}-\d\d-\d\d \d\d:\d\d UTC \(proposal #1\)$/m);
+      const [logged] = JSON.parse((await proxy.cli(['skills', 'log', '--json'])).stdout) as Array<{
+        changes: Array<{ status: string; decision?: { status: string } }>;
+      }>;
+      assert.deepEqual(
+        logged!.changes.map((change) => [change.status, change.decision?.status]),
+        [['pending #1', 'approved']],
+        'the logged line stays as written; the decision is beside it',
+      );
       const again = await proxy.cli(['skills', 'reject', '1']);
       assert.equal(again.code, 1);
       assert.match(again.stderr, /no pending proposal #1/);

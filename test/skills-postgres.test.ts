@@ -414,7 +414,7 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
     }
   });
 
-  test('a pending proposal is decided once across nodes, and approving it against a stale version is a conflict that leaves it pending', async () => {
+  test('a pending proposal is decided once across nodes, and approving it after another node changed the skill merges it into that version, keeping both', async () => {
     const url = await freshStore();
     const a = await node(url, 'a');
     const b = await node(url, 'b');
@@ -433,10 +433,13 @@ describe('skills in the team store (PostgreSQL)', { skip: postgresSkip() }, () =
         [id],
       );
       await b.store.write({ ...DEPLOY, body: `${DEPLOY.body}\n4. Notify support.` }, { basedOn: 1, source: 'meanwhile' });
-      await assert.rejects(proposalsA.approve(id, 1), SkillConflictError);
-      assert.equal((await proposalsB.get(id))!.status, 'pending', 'still waiting for a decision');
-      const decisions = await Promise.all([proposalsA.decide(id, 'rejected'), proposalsB.decide(id, 'approved')]);
+      const other = await proposalsA.add('s-2', { action: 'update', draft: DEPLOY, evidence: [], reason: 'same text' });
+      const decisions = await Promise.all([proposalsA.decide(other, 'rejected'), proposalsB.decide(other, 'approved')]);
       assert.deepEqual(decisions.filter(Boolean).length, 1, 'exactly one node decides it');
+      const approved = await proposalsA.approve(id);
+      assert.deepEqual([approved.version, approved.mergedInto], [3, 2]);
+      assert.match(approved.skill.body, /4\. Notify support\.[\s\S]*Watch the error rate/, 'the edit made meanwhile is kept');
+      assert.equal((await proposalsB.get(id))!.status, 'approved');
     } finally {
       await a.close();
       await b.close();

@@ -134,7 +134,7 @@ describe('team remove-member --forget on the team store', { skip: postgresSkip()
     assert.match(removed.stdout, new RegExp(`Forgot ${aliceUnits.length} memories of scope user:alice\\.`));
     assert.match(
       removed.stdout,
-      /1 vectors, 1 search-key rows, 1 extraction watermarks, 1 unfinished memory jobs; their texts were scrubbed from 2 turn summaries, the stored bodies of 2 turns and 0 skill evolution log lines and proposals\./,
+      /1 vector, 1 search-key row, 1 extraction watermark, 1 unfinished memory job; their texts were scrubbed from 2 turn summaries, the stored bodies of 2 turns and 0 skill evolution log lines and proposals\./,
     );
 
     assert.deepEqual(await tablesHolding(MARKER_STEM), {}, 'no table holds the marker any more');

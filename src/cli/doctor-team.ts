@@ -4,6 +4,7 @@ import { SHARED_SCOPE } from '../memory/index.js';
 import { MIGRATIONS, openDatabase } from '../store/index.js';
 import { embedsMemory, memorySettings } from '../runtime/settings.js';
 import type { DoctorCheck } from './doctor.js';
+import { counted } from './plural.js';
 
 /**
  * The doctor's team lines: members and the shared scope (only once there is a team: a personal
@@ -40,7 +41,7 @@ export function checkTeamMembers(config: LoadedConfig, checks: DoctorCheck[]): v
 function membersCheck(config: LoadedConfig, members: readonly string[], shared: number, checks: DoctorCheck[]): void {
   if (members.length === 0 && shared === 0) return;
   const named = members.length > 5 ? `${members.slice(0, 5).join(', ')} and ${members.length - 5} more` : members.join(', ');
-  const detail = `${members.length} member${members.length === 1 ? '' : 's'}${members.length > 0 ? ` (${named})` : ''}; shared scope "${SHARED_SCOPE}": ${shared} memor${shared === 1 ? 'y' : 'ies'}`;
+  const detail = `${counted(members.length, 'member')}${members.length > 0 ? ` (${named})` : ''}; shared scope "${SHARED_SCOPE}": ${counted(shared, 'memory', 'memories')}`;
   // (A node of a team store does not start at all without it: checkTeamStore fails.)
   if (members.length > 0 && !config.values['proxy.api_key'] && !config.values['store.url'])
     checks.push({

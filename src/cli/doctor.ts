@@ -25,6 +25,11 @@ import { callJson, type ProxyCallOptions } from './proxy-client.js';
 import { clawEnvironment, clawName, wiringTarget } from './wiring.js';
 import { checkTeamMembers, checkTeamStore } from './doctor-team.js';
 import { checkPythonMemory } from './doctor-python-memory.js';
+import { counted } from './plural.js';
+import { onSkillsBackend } from './skills-backend.js';
+import { skillsHealth, skillsHealthLine, type SkillsHealth } from './skills-health.js';
+import { SkillLibrary } from '../skills/index.js';
+import { silentLogger } from '../logging/index.js';
 
 export interface DoctorOptions {
   config?: string;
@@ -61,6 +66,7 @@ export async function doctorCommand(options: DoctorOptions): Promise<void> {
     checkPrivacy(config, options.fix === true, checks);
     checkDisk(config, checks);
     checkDatabase(config, checks);
+    await checkSkills(config, checks);
     checkPythonMemory(config, checks);
     checkTeamMembers(config, checks);
     await checkTeamStore(config, checks);
@@ -91,11 +97,7 @@ function report(checks: Check[], json: boolean): void {
   const failed = checks.filter((check) => check.verdict === 'fail').length;
   const warned = checks.filter((check) => check.verdict === 'warn').length;
   print('');
-  print(
-    failed === 0
-      ? `All checks passed${warned > 0 ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}.`
-      : `${failed} check${failed === 1 ? '' : 's'} failed.`,
-  );
+  print(failed === 0 ? `All checks passed${warned > 0 ? ` (${counted(warned, 'warning')})` : ''}.` : `${counted(failed, 'check')} failed.`);
 }
 
 function checkConfig(options: DoctorOptions, checks: Check[]): LoadedConfig | undefined {
@@ -200,6 +202,36 @@ function checkDisk(config: LoadedConfig, checks: Check[]): void {
     else checks.push({ name: 'disk', verdict: 'pass', detail: text });
   } catch (error) {
     checks.push({ name: 'disk', verdict: 'warn', detail: `cannot tell the free space: ${(error as Error).message}` });
+  }
+}
+
+/**
+ * The skill library's health, as `metaclaw skills doctor` checks it (invalid files, text that reads
+ * like prompt injection), in one line: the team store's library on a node, else the skills folder,
+ * read as the proxy loads it, without the database (the database line checks that, read-only).
+ */
+async function checkSkills(config: LoadedConfig, checks: Check[]): Promise<void> {
+  const push = (health: SkillsHealth, where: string): void => {
+    checks.push({ name: 'skills', ...skillsHealthLine(health, where) });
+  };
+  if (!config.values['store.url']) {
+    const library = new SkillLibrary(config.paths.skillsDir, silentLogger());
+    library.scan();
+    push(skillsHealth(library.all(), library.problems()), library.dir);
+    return;
+  }
+  try {
+    await onSkillsBackend(config, async (skills) =>
+      push(
+        skillsHealth(
+          (await skills.list()).map(({ skill }) => skill),
+          skills.problems(),
+        ),
+        skills.where,
+      ),
+    );
+  } catch {
+    checks.push({ name: 'skills', verdict: 'skip', detail: 'the team store could not be read (the team store line says why)' });
   }
 }
 

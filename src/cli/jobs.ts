@@ -16,6 +16,7 @@ import {
 import { JobQueue } from '../learning/index.js';
 import type { JobQueueStore } from '../store/ports.js';
 import { CliExit, loadCliConfig, print } from './context.js';
+import { counted } from './plural.js';
 import { CLI_INSTANCE, onServedStore } from './store.js';
 
 interface JobsOptions {
@@ -96,7 +97,7 @@ async function listCommand(options: ListOptions): Promise<void> {
 }
 
 function describeJob(job: JobView): string {
-  const head = `${String(job.id).padStart(6)}  ${job.kind}${job.subject ? ` (${job.subject})` : ''}  ${statusWord(job.status)}, attempt ${job.attempts} of ${job.max_attempts}, ${job.tokens_used} tokens, queued ${job.created_at}`;
+  const head = `${String(job.id).padStart(6)}  ${job.kind}${job.subject ? ` (${job.subject})` : ''}  ${statusWord(job.status)}, attempt ${job.attempts} of ${job.max_attempts}, ${counted(job.tokens_used, 'token')}, queued ${job.created_at}`;
   return job.error ? `${head}\n        ${job.error.replace(/\s+/g, ' ').slice(0, 300)}` : head;
 }
 

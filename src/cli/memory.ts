@@ -36,6 +36,7 @@ import { CliExit, errorText, loadCliConfig, numberArgument, print, printError, r
 import { onServedStore } from './store.js';
 import { openTeamMemoryApi } from './team-memory.js';
 import { terminalText } from './terminal-text.js';
+import { counted } from './plural.js';
 
 /** As the HTTP API takes it: a unit's importance is 0..1 (a 5 is refused there, not clamped). */
 const IMPORTANCE = { min: 0, max: 1, integer: false };
@@ -243,7 +244,7 @@ export function registerMemoryCommands(program: Command): void {
       print(line(unit, undefined, { content: false }));
       for (const text of unit.content.split('\n')) print(`  ${text}`);
       print(
-        `  scope ${unit.scope}, origin ${unit.origin}, importance ${unit.importance.toFixed(2)}, confidence ${unit.confidence.toFixed(2)}, recalled ${unit.accessCount} times`,
+        `  scope ${unit.scope}, origin ${unit.origin}, importance ${unit.importance.toFixed(2)}, confidence ${unit.confidence.toFixed(2)}, recalled ${counted(unit.accessCount, 'time')}`,
       );
       if (unit.sourceSession) print(`  from session ${unit.sourceSession}${unit.sourceTurns.length > 0 ? `, turns ${unit.sourceTurns.join(', ')}` : ''}`);
       if (unit.supersededBy) print(`  superseded by ${unit.supersededBy}`);
@@ -338,9 +339,7 @@ export function registerMemoryCommands(program: Command): void {
       const files = databasePath ? [databasePath, `${databasePath}-wal`].map((path) => ({ path, bytes: existsSync(path) ? statSync(path).size : 0 })) : [];
       if (options.json) return print(JSON.stringify({ scopes: stats, tables, ...(teamUrl ? { store: teamUrl } : { files }) }, null, 2));
       for (const scope of stats) {
-        print(
-          `scope ${scope.scope}: ${scope.active} active (${scope.core} standing instruction${scope.core === 1 ? '' : 's'}), ${scope.superseded} superseded`,
-        );
+        print(`scope ${scope.scope}: ${scope.active} active (${counted(scope.core, 'standing instruction')}), ${scope.superseded} superseded`);
         print(`  by type: ${countsLine(scope.by_type)}`);
         print(`  by origin: ${countsLine(scope.by_origin)}`);
       }
@@ -359,7 +358,7 @@ export function registerMemoryCommands(program: Command): void {
         const count = text === '' ? 0 : text.split('\n').length - 1;
         // A new file, renamed over the old one: its mode is 0600 whatever the file it replaces had.
         writeFileAtomic(options.output, text, { mode: PRIVATE_FILE_MODE });
-        print(`Exported ${count} memories to ${options.output}.`);
+        print(`Exported ${counted(count, 'memory', 'memories')} to ${options.output}.`);
       } else process.stdout.write(terminalText(text));
     }),
   );
@@ -410,7 +409,7 @@ export function registerMemoryCommands(program: Command): void {
       const result = await api.ingest(options.scope ?? defaultScope, session, turns);
       if (options.json) return print(JSON.stringify(result, null, 2));
       print(
-        `Stored ${result.stored.length} turn${result.stored.length === 1 ? '' : 's'} of session ${session}${result.extraction_job ? `; extraction queued (job ${result.extraction_job}, runs in ${teamUrl ? 'a node of the team' : 'the proxy'})` : ''}.`,
+        `Stored ${counted(result.stored.length, 'turn')} of session ${session}${result.extraction_job ? `; extraction queued (job ${result.extraction_job}, runs in ${teamUrl ? 'a node of the team' : 'the proxy'})` : ''}.`,
       );
     })(options),
   );
@@ -426,7 +425,7 @@ function importRefusal(file: string, lines: readonly string[], report: MemoryImp
   if (lines.every((line) => line.trim() === '')) return `${file} holds no memories: nothing was imported.`;
   const unreadable = report.skipped.filter((item) => !isExpectedSkip(item.reason));
   if (unreadable.length === 0) return undefined;
-  return `nothing was imported: ${unreadable.length} of ${report.skipped.length} line${report.skipped.length === 1 ? '' : 's'} could not be read as memories (first, line ${unreadable[0]!.line}: ${unreadable[0]!.reason}).`;
+  return `nothing was imported: ${unreadable.length} of ${counted(report.skipped.length, 'line')} could not be read as memories (first, line ${unreadable[0]!.line}: ${unreadable[0]!.reason}).`;
 }
 
 /**

@@ -12,6 +12,7 @@ import { probeUpstream } from '../upstream/index.js';
 import { CliExit, loadCliConfig, print } from './context.js';
 import { terminalText } from './terminal-text.js';
 import { clawEnvironment, clawName } from './wiring.js';
+import { counted } from './plural.js';
 
 export interface SetupOptions {
   config?: string;
@@ -101,7 +102,9 @@ export async function setupCommand(options: SetupOptions): Promise<void> {
       service.open({ watch: false });
       const report = installStarterSkills(service);
       print(
-        report.imported.length > 0 ? `Installed ${report.imported.length} starter skills in ${updated.paths.skillsDir}.` : 'Starter skills already installed.',
+        report.imported.length > 0
+          ? `Installed ${counted(report.imported.length, 'starter skill')} in ${updated.paths.skillsDir}.`
+          : 'Starter skills already installed.',
       );
     } finally {
       db.close();

@@ -65,6 +65,8 @@ export interface SkillsBackend {
   /** Writes every skill's folder (SKILL.md and the files beside it) under `folder`; the names, sorted. */
   exportTo(folder: string): Promise<string[]>;
   pending(): Promise<ProposalRow[]>;
+  /** A proposal, decided or not (`skills log` says what became of one). */
+  proposal(id: number): Promise<ProposalRow | undefined>;
   approve(id: number): Promise<SkillChange>;
   reject(id: number): Promise<ProposalRow>;
   /** The evolution log's lines, oldest first: evolution_history.jsonl, or the team store's skill_evolutions. */
@@ -75,7 +77,11 @@ export interface SkillsBackend {
 
 /** Runs `action` on the library of the store the proxy serves from (see SkillsBackend). */
 export async function withSkillsBackend(options: { config?: string }, action: (skills: SkillsBackend) => void | Promise<void>): Promise<void> {
-  const config = loadCliConfig(options.config ? { config: options.config } : {});
+  return onSkillsBackend(loadCliConfig(options.config ? { config: options.config } : {}), action);
+}
+
+/** Runs `action` on the library of the store `config` serves from. */
+export async function onSkillsBackend(config: LoadedConfig, action: (skills: SkillsBackend) => void | Promise<void>): Promise<void> {
   return onServedStore(config, {
     team: async (postgres, pool, url) => {
       try {
@@ -117,6 +123,7 @@ function personalBackend(config: LoadedConfig, db: Db): SkillsBackend {
     installStarter: async (options) => installStarterSkills(service, options),
     exportTo: async (folder) => exportSkills(service, folder),
     pending: async () => service.proposals.pending(),
+    proposal: async (id) => service.proposals.get(id),
     approve: async (id) => service.approve(id),
     reject: async (id) => service.reject(id),
     evolutions: async () => {
@@ -175,12 +182,9 @@ function teamBackend(postgres: Postgres, pool: pg.Pool, url: string): SkillsBack
       importReport(await store.importFolder(STARTER_DIR, { overwrite: options.force, source: 'install-starter', flag: '--force' })),
     exportTo: (folder) => store.exportSkills(folder),
     pending: () => proposals.pending(),
-    approve: async (id) => {
-      const proposal = await proposals.get(id);
-      if (!proposal || proposal.status !== 'pending') throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');
-      // Approved over the skill as it is now, as a node's route approves it.
-      return proposals.approve(id, (await store.get(proposal.name))?.version ?? 0);
-    },
+    proposal: (id) => proposals.get(id),
+    // Merged into the skill when it changed after the proposal was written, as a personal install approves.
+    approve: (id) => proposals.approve(id),
     reject: async (id) => {
       const proposal = await proposals.get(id);
       if (!proposal || !(await proposals.decide(id, 'rejected'))) throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');

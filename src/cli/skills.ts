@@ -6,6 +6,8 @@ import { diffVersions, parseSkillFile, presentCredit, skillInjectionReason, type
 import { SkillError } from '../errors.js';
 import { CliExit, numberArgument, print } from './context.js';
 import { withSkillsBackend, type SkillsBackend } from './skills-backend.js';
+import { counted } from './plural.js';
+import { skillsHealth } from './skills-health.js';
 
 interface SkillsOptions {
   config?: string;
@@ -49,6 +51,37 @@ function readHistoryLine(line: string): z.infer<typeof historyLineSchema> {
   return read.success ? read.data : historyLineSchema.parse({});
 }
 
+type HistoryLine = z.infer<typeof historyLineSchema>;
+type LoggedChange = HistoryLine['changes'][number] & { decision?: { status: string; decided_at: string | null } };
+
+/**
+ * The log's lines with what became of each proposal they logged ("pending #N" when it was written):
+ * the line is a record of the evolution and stays as it was, the decision is read from the proposal.
+ */
+async function withDecisions(skills: SkillsBackend, events: HistoryLine[]): Promise<Array<HistoryLine & { changes: LoggedChange[] }>> {
+  return Promise.all(
+    events.map(async (event) => ({
+      ...event,
+      changes: await Promise.all(
+        event.changes.map(async (change): Promise<LoggedChange> => {
+          const id = /^pending #(\d+)$/.exec(change.status)?.[1];
+          const proposal = id === undefined ? undefined : await skills.proposal(Number(id));
+          if (!proposal || proposal.status === 'pending') return change;
+          const decidedAt = proposal.decided_at === null ? null : new Date(proposal.decided_at).toISOString();
+          return { ...change, decision: { status: proposal.status, decided_at: decidedAt } };
+        }),
+      ),
+    })),
+  );
+}
+
+/** A logged change's status as `skills log` says it: a proposal's decision once it was made. */
+function statusText(change: LoggedChange): string {
+  if (!change.decision) return change.status;
+  const when = change.decision.decided_at === null ? '' : ` ${change.decision.decided_at.slice(0, 16).replace('T', ' ')} UTC`;
+  return `${change.decision.status}${when} (proposal ${change.status.replace(/^pending /, '')})`;
+}
+
 /** An action on the library of the store the proxy serves from: the team store when store.url is set (skills-backend.ts). */
 function withSkills<T extends SkillsOptions>(action: (skills: SkillsBackend, options: T) => void | Promise<void>): (options: T) => Promise<void> {
   return (options) => withSkillsBackend(options, (skills) => action(skills, options));
@@ -90,7 +123,7 @@ export function registerSkillsCommands(program: Command): void {
       const invalid = skills.problems();
       print('');
       print(
-        `${rows.length} skills, generation ${await skills.generation()}${invalid.length > 0 ? `; ${invalid.length} invalid files skipped (metaclaw skills doctor)` : ''}`,
+        `${counted(rows.length, 'skill')}, generation ${await skills.generation()}${invalid.length > 0 ? `; ${counted(invalid.length, 'invalid file')} skipped (metaclaw skills doctor)` : ''}`,
       );
     }),
   );
@@ -167,13 +200,14 @@ export function registerSkillsCommands(program: Command): void {
         extra: skill.extra,
       };
       // SkillsService.save decides: the same text again is "unchanged" (with or without --overwrite, no new version).
+      const existed = (await skills.get(skill.name)) !== undefined;
       const result = await saved(skills.save(draft, 'cli add', { overwrite: options.overwrite ?? false, screen: !options.force }), {
         skill_exists: () => `A skill named ${skill.name} already exists (use --overwrite).`,
         suspicious_skill: () => `${file} reads like a prompt injection (${skillInjectionReason(skill)}); not added. ${FORCE_HINT}`,
       });
       if (result.action === 'unchanged')
         print(`Unchanged: ${skill.name} v${result.version} already says this; no new version (generation ${result.generation}).`);
-      else print(`Added ${result.skill.name} v${result.version} (generation ${result.generation}).`);
+      else print(`${existed ? 'Updated' : 'Added'} ${result.skill.name} v${result.version} (generation ${result.generation}).`);
     })(options),
   );
 
@@ -207,7 +241,7 @@ export function registerSkillsCommands(program: Command): void {
   common(skills.command('export').description('copy every skill folder to <folder>').argument('<folder>')).action((folder: string, options: SkillsOptions) =>
     withSkills<SkillsOptions>(async (skills) => {
       const exported = await skills.exportTo(folder);
-      print(options.json ? JSON.stringify(exported) : `Exported ${exported.length} skills to ${folder}.`);
+      print(options.json ? JSON.stringify(exported) : `Exported ${counted(exported.length, 'skill')} to ${folder}.`);
     })(options),
   );
 
@@ -228,15 +262,15 @@ export function registerSkillsCommands(program: Command): void {
   ).action(
     withSkills<SkillsOptions & { n: string; full?: boolean }>(async (skills, options) => {
       const all = (await skills.evolutions()).map(readHistoryLine);
-      const events = all.slice(-numberArgument(options.n, '-n', { min: 1 }));
+      const events = await withDecisions(skills, all.slice(-numberArgument(options.n, '-n', { min: 1 })));
       if (options.json) return print(JSON.stringify(events, null, 2));
       if (events.length === 0) return print('No skill evolutions yet.');
       for (const event of events) {
         print(
-          `${event.timestamp}  session ${event.session_id ?? '-'}  (${event.reason ?? ''}, ${event.num_turns_analyzed ?? '?'} turns, ${event.tokens ?? 0} tokens)`,
+          `${event.timestamp}  session ${event.session_id ?? '-'}  (${event.reason ?? ''}, ${event.num_turns_analyzed == null ? '? turns' : counted(event.num_turns_analyzed, 'turn')}, ${counted(event.tokens ?? 0, 'token')})`,
         );
         for (const change of event.changes) {
-          print(`  ${change.action} ${change.name}${change.merged_into ? ` (merged into ${change.merged_into})` : ''}: ${change.status}`);
+          print(`  ${change.action} ${change.name}${change.merged_into ? ` (merged into ${change.merged_into})` : ''}: ${statusText(change)}`);
           if (options.full) {
             if (change.reason) print(`    why: ${change.reason}`);
             for (const evidence of change.evidence ?? []) print(`    evidence: ${evidence}`);
@@ -246,7 +280,7 @@ export function registerSkillsCommands(program: Command): void {
       }
       const total = all.reduce((sum, event) => sum + (event.num_skills_generated ?? 0), 0);
       print('');
-      print(`${total} skills generated in total.`);
+      print(`${counted(total, 'skill')} generated in total.`);
     }),
   );
 
@@ -265,8 +299,8 @@ export function registerSkillsCommands(program: Command): void {
       for (const row of pending) {
         const draft = JSON.parse(row.draft) as { description: string };
         print(`#${row.id}  ${row.action} ${row.name}  (session ${row.session_id ?? '-'}, ${new Date(row.created_at).toISOString()})`);
-        print(`     ${draft.description}`);
-        for (const evidence of JSON.parse(row.evidence) as string[]) print(`     evidence: ${evidence}`);
+        print(indented(draft.description, '     '));
+        for (const evidence of JSON.parse(row.evidence) as string[]) print(indented(`evidence: ${evidence}`, '     '));
       }
       print('');
       print('Apply with `metaclaw skills approve ID`, drop with `metaclaw skills reject ID`.');
@@ -315,17 +349,19 @@ export function registerSkillsCommands(program: Command): void {
 
   common(skills.command('doctor').description('check every SKILL.md and the index; says what to fix')).action(
     withSkills<SkillsOptions>(async (skills, options) => {
-      const problems = skills.problems();
-      const all = await skills.list();
-      const suspicious = all
-        .map(({ skill }) => ({ name: skill.name, path: skill.path, reason: skillInjectionReason(skill) }))
-        .filter((item): item is { name: string; path: string; reason: string } => item.reason !== undefined)
-        .sort((a, b) => a.name.localeCompare(b.name));
+      const {
+        skills: count,
+        invalid: problems,
+        suspicious,
+      } = skillsHealth(
+        (await skills.list()).map(({ skill }) => skill),
+        skills.problems(),
+      );
       // The team store's own health is `metaclaw store status`'s: it holds no file that failed a write's checks.
       const integrity = skills.integrity() ?? ['ok'];
-      if (options.json) print(JSON.stringify({ skills: all.length, invalid: problems, suspicious, database: integrity }, null, 2));
+      if (options.json) print(JSON.stringify({ skills: count, invalid: problems, suspicious, database: integrity }, null, 2));
       else {
-        print(`${all.length} valid skills in ${skills.where}`);
+        print(`${counted(count, 'valid skill')} in ${skills.where}`);
         for (const problem of problems) print(`  INVALID ${problem.path}: ${problem.reason}`);
         for (const item of suspicious)
           print(
@@ -356,7 +392,7 @@ export function registerSkillsCommands(program: Command): void {
               reason: `flagged: ${credit.corrected} corrected of ${credit.corrected + credit.accepted} followed-up turns${credit.judgeMean !== null ? `, judge mean ${credit.judgeMean.toFixed(2)}` : ''}`,
             };
           if (unusedDays > 0 && skill.origin === 'evolved' && (credit?.lastUsedAt ?? 0) < now - unusedDays * 86_400_000)
-            return { name: skill.name, reason: `not injected in the last ${unusedDays} days` };
+            return { name: skill.name, reason: `not injected in the last ${counted(unusedDays, 'day')}` };
           return undefined;
         })
         .filter((candidate): candidate is { name: string; reason: string } => candidate !== undefined);
@@ -366,7 +402,7 @@ export function registerSkillsCommands(program: Command): void {
       if (options.dryRun || candidates.length === 0) return;
       if (!options.yes) throw new CliExit('Re-run with --yes to remove these skills (or --dry-run to only list them).', 1);
       for (const candidate of candidates) await skills.remove(candidate.name, 'cli prune');
-      print(`Removed ${candidates.length} skills.`);
+      print(`Removed ${counted(candidates.length, 'skill')}.`);
     }),
   );
 }
@@ -383,7 +419,7 @@ function diff(versions: VersionRow[], name: string, options: SkillsOptions & { f
 /** The credit figures in words, for `skills show` (the list's columns need the list's header). */
 function creditLine(credit: SkillCredit | undefined): string {
   const judge = credit?.judgeMean === null || credit === undefined ? '-' : credit.judgeMean.toFixed(2);
-  return `injected ${credit?.injected ?? 0} times in ${credit?.sessions ?? 0} sessions; corrected ${credit?.corrected ?? 0}, accepted ${credit?.accepted ?? 0}; judge ${judge}`;
+  return `injected ${counted(credit?.injected ?? 0, 'time')} in ${counted(credit?.sessions ?? 0, 'session')}; corrected ${credit?.corrected ?? 0}, accepted ${credit?.accepted ?? 0}; judge ${judge}`;
 }
 
 function figures(credit: SkillCredit | undefined): string {
@@ -394,9 +430,12 @@ function figures(credit: SkillCredit | undefined): string {
 
 function printReport(report: ImportReport, json: boolean | undefined, verb: string): void {
   if (json) return print(JSON.stringify(report, null, 2));
-  print(`${verb} ${report.imported.length} skills${report.generation === undefined ? '' : ` (generation ${report.generation})`}.`);
+  if (report.imported.length > 0 || report.unchanged.length === 0)
+    print(`${verb} ${counted(report.imported.length, 'skill')}${report.generation === undefined ? '' : ` (generation ${report.generation})`}.`);
   if (report.imported.length > 0) print(`  ${report.imported.join(', ')}`);
-  if (report.unchanged.length > 0) print(`Unchanged ${report.unchanged.length} (already as in the library; no new version): ${report.unchanged.join(', ')}`);
+  // Skills the library already holds as they are: counted, not listed (a re-run would list them all).
+  if (report.unchanged.length > 0)
+    print(`${report.unchanged.length} already ${verb === 'Installed' ? 'installed' : 'in the library'}, unchanged (no new version).`);
   if (report.skipped.length > 0) {
     print(`Skipped ${report.skipped.length}:`);
     for (const skipped of report.skipped) print(`  ${skipped.path}: ${skipped.reason}`);
@@ -409,6 +448,14 @@ function printReport(report: ImportReport, json: boolean | undefined, verb: stri
   }
   for (const item of report.suspicious.filter((entry) => entry.imported))
     print(`Warning: ${item.name} reads like a prompt injection (${item.reason}); imported because of --force. Its text is escaped when injected.`);
+}
+
+/** `text` with every line under `prefix`, so a multi-line description or evidence keeps the block's indentation. */
+function indented(text: string, prefix: string): string {
+  return text
+    .split(/\r?\n/)
+    .map((line) => `${prefix}${line}`.trimEnd())
+    .join('\n');
 }
 
 /** A save's refusal (a SkillError by code) as this command words it. */

@@ -7,6 +7,7 @@ import { baseUrl, CliExit, loadCliConfig, print } from './context.js';
 import { judgeProgress, trainingState } from './training-state.js';
 import { getJson, isHealthy } from './proxy-client.js';
 import { countsOf, REQUEST_FAILURES, REQUEST_REFUSALS } from '../proxy/stats.js';
+import { counted } from './plural.js';
 
 export interface StatusOptions {
   config?: string;
@@ -104,8 +105,11 @@ function printTeamNode(base: string, status: StatusReport): void {
     `  upstream    ${status.upstream.base_url} (${status.upstream.format}, ${status.upstream.model ? `model ${status.upstream.model}` : "client's model"})`,
   );
   print(`  requests    ${status.requests.total} (${status.requests.streaming} streaming, ${status.requests.active} active)`);
-  if (spool) print(`  recording   ${spool.written} turns stored, ${spool.held} waiting, ${spool.replayed} stored after an outage (${spool.outages} outages)`);
-  print(`  team        ${status.team?.members ?? 0} members; skills: ${status.skills?.count ?? 0} (generation ${status.skills?.generation ?? 0})`);
+  if (spool)
+    print(
+      `  recording   ${counted(spool.written, 'turn')} stored, ${spool.held} waiting, ${spool.replayed} stored after an outage (${counted(spool.outages, 'outage')})`,
+    );
+  print(`  team        ${counted(status.team?.members ?? 0, 'member')}; skills: ${status.skills?.count ?? 0} (generation ${status.skills?.generation ?? 0})`);
   print(`  context     ${status.context.providers.length > 0 ? status.context.providers.join(', ') : 'nothing injected'}`);
   const learning = status.learning as TeamLearning;
   const queue = learning.queue ? `team queue ${learning.queue.queued} waiting, ${learning.queue.leased} running, ${deadJobs(learning.queue.dead)}; ` : '';
@@ -121,7 +125,7 @@ function printRlBuffer(status: StatusReport): void {
   if (!status.rl?.recording) return;
   const buffer = status.rl.buffer;
   print(
-    `  rl          ${buffer.samples} samples (${buffer.by_state.scored} scored, ${judgeProgress(buffer.by_state)}, ${buffer.trainable} trainable, ${buffer.by_state.dropped} dropped); \`metaclaw rl status\` for more`,
+    `  rl          ${counted(buffer.samples, 'sample')} (${buffer.by_state.scored} scored, ${judgeProgress(buffer.by_state)}, ${buffer.trainable} trainable, ${buffer.by_state.dropped} dropped); \`metaclaw rl status\` for more`,
   );
 }
 
@@ -153,18 +157,18 @@ function printStatus(base: string, status: StatusReport): void {
     `  requests    ${status.requests.total} (${status.requests.streaming} streaming, ${status.requests.active} active${status.requests.errors['client_aborted'] ? `, ${status.requests.errors['client_aborted']} dropped by the client` : ''}); errors: ${errors.length > 0 ? errors.join(', ') : 'none'}${refused.length > 0 ? `; refused: ${refused.join(', ')}` : ''}`,
   );
   print(`  traffic     ${status.requests.tokens.input} input + ${status.requests.tokens.output} output tokens proxied`);
-  print(`  sessions    ${status.sessions.total} (${status.sessions.open} open), ${status.sessions.turns} turns recorded`);
+  print(`  sessions    ${status.sessions.total} (${status.sessions.open} open), ${counted(status.sessions.turns, 'turn')} recorded`);
   print(
-    `  context     ${status.context.providers.length > 0 ? status.context.providers.join(', ') : 'nothing injected'}${status.context.failures > 0 ? ` (${status.context.failures} failures)` : ''}`,
+    `  context     ${status.context.providers.length > 0 ? status.context.providers.join(', ') : 'nothing injected'}${status.context.failures > 0 ? ` (${counted(status.context.failures, 'failure')})` : ''}`,
   );
   if (status.skills) print(`  skills      ${skillsLine(status.skills)}`);
   print(
-    `  learning    queue ${status.queue.queued} waiting, ${status.queue.leased} running, ${deadJobs(status.queue.dead)}; ${status.learning.failed} failures`,
+    `  learning    queue ${status.queue.queued} waiting, ${status.queue.leased} running, ${deadJobs(status.queue.dead)}; ${counted(status.learning.failed, 'failure')}`,
   );
-  print(`  spend       ${status.learning.spend.tokens_today} tokens today, ${status.learning.spend.tokens_total} in total (budget: ${budget})`);
+  print(`  spend       ${counted(status.learning.spend.tokens_today, 'token')} today, ${status.learning.spend.tokens_total} in total (budget: ${budget})`);
   if (status.team && (status.team.members > 0 || (status.team.shared_memories ?? 0) > 0))
     print(
-      `  team        ${status.team.members} member${status.team.members === 1 ? '' : 's'}; shared scope "${status.team.shared_scope}": ${status.team.shared_memories ?? 0} memories`,
+      `  team        ${counted(status.team.members, 'member')}; shared scope "${status.team.shared_scope}": ${counted(status.team.shared_memories ?? 0, 'memory', 'memories')}`,
     );
   if (status.scheduler) print(`  scheduler   ${status.scheduler.enabled ? `${status.scheduler.state}: ${status.scheduler.reason}` : status.scheduler.reason}`);
   if (status.learning.paused_reason) print(`  PAUSED      ${status.learning.paused_reason}`);
@@ -176,12 +180,12 @@ function printStatus(base: string, status: StatusReport): void {
 function skillsLine(skills: NonNullable<StatusReport['skills']>): string {
   const count = skills.count ?? 0;
   const parts = [
-    `${count} skill${count === 1 ? '' : 's'} (generation ${skills.generation ?? 0})${skills.enabled === false ? ', not injected (skills.enabled: false)' : ''}`,
+    `${counted(count, 'skill')} (generation ${skills.generation ?? 0})${skills.enabled === false ? ', not injected (skills.enabled: false)' : ''}`,
   ];
   const pending = skills.pending_proposals ?? 0;
-  if (pending > 0) parts.push(`${pending} proposal${pending === 1 ? '' : 's'} waiting for review (metaclaw skills pending)`);
+  if (pending > 0) parts.push(`${counted(pending, 'proposal')} waiting for review (metaclaw skills pending)`);
   const invalid = skills.invalid_files?.length ?? 0;
-  if (invalid > 0) parts.push(`${invalid} invalid file${invalid === 1 ? '' : 's'} skipped (metaclaw skills doctor)`);
+  if (invalid > 0) parts.push(`${counted(invalid, 'invalid file')} skipped (metaclaw skills doctor)`);
   return parts.join('; ');
 }
 
@@ -198,9 +202,7 @@ function personalStoreProblems(store: StatusReport['store']): string[] {
       `the WAL (${((checkpoints.wal_bytes ?? 0) / 1024 / 1024).toFixed(0)} MB) cannot be truncated: another connection holds a read transaction open (a \`sqlite3\` shell or a backup?)`,
     );
   if (checkpoints && checkpoints.failures > 0)
-    problems.push(
-      `${checkpoints.failures} WAL checkpoint failure${checkpoints.failures === 1 ? '' : 's'}${checkpoints.last_error ? ` (last: ${checkpoints.last_error})` : ''}`,
-    );
+    problems.push(`${counted(checkpoints.failures, 'WAL checkpoint failure')}${checkpoints.last_error ? ` (last: ${checkpoints.last_error})` : ''}`);
   return problems;
 }
 

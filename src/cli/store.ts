@@ -6,6 +6,7 @@ import { evolutionLogFile } from '../skills/history.js';
 import { MIGRATIONS, openDatabase, schemaVersion, type Db } from '../store/index.js';
 import { isProcessAlive, readPidFile } from '../runtime/pid-file.js';
 import { CliExit, loadCliConfig, print } from './context.js';
+import { counted } from './plural.js';
 
 /**
  * `metaclaw store …`: the team store (PostgreSQL). The PostgreSQL modules are loaded with
@@ -247,7 +248,7 @@ async function importCommand(path: string, options: ImportCommandOptions): Promi
     const skipped = table.read - table.inserted;
     print(`  ${table.table.padEnd(20)} ${table.inserted}${skipped > 0 ? ` (${skipped} already there, skipped)` : ''}`);
   }
-  print(`Memory keyword index: ${result.memoryIndexed} units indexed.`);
+  print(`Memory keyword index: ${counted(result.memoryIndexed, 'unit')} indexed.`);
   if (!skills) print(options.skills === false ? 'Skills: not imported (--no-skills).' : 'Skills: no skills folder beside the database (give --skills DIR).');
   else {
     const same = skills.unchanged.length > 0 ? `, ${skills.unchanged.length} already in the team store as they are` : '';

@@ -5,6 +5,7 @@ import { personalMemory } from './memory.js';
 import { CliExit, errorText, loadCliConfig, print } from './context.js';
 import { onServedStore } from './store.js';
 import type { Awaitable } from '../types/index.js';
+import { counted } from './plural.js';
 
 interface TeamOptions {
   config?: string;
@@ -78,8 +79,8 @@ function withMembers<A extends unknown[], T extends TeamOptions>(
 /** The team store's other counts, in one line: what else of the member left the store. */
 function describeTraces(details: Omit<ForgottenScope, 'units'>): string {
   return (
-    `Also gone: ${details.vectors} vectors, ${details.searchKeys} search-key rows, ${details.stateKeys} extraction watermarks, ${details.jobs} unfinished memory jobs; ` +
-    `their texts were scrubbed from ${details.turns} turn summaries, the stored bodies of ${details.payloads} turns ` +
+    `Also gone: ${counted(details.vectors, 'vector')}, ${counted(details.searchKeys, 'search-key row')}, ${counted(details.stateKeys, 'extraction watermark')}, ${counted(details.jobs, 'unfinished memory job')}; ` +
+    `their texts were scrubbed from ${counted(details.turns, 'turn summary', 'turn summaries')}, the stored bodies of ${counted(details.payloads, 'turn')} ` +
     `and ${details.skillRecords} skill evolution log lines and proposals.`
   );
 }
@@ -165,7 +166,7 @@ export function registerTeamCommands(program: Command): void {
       print(
         forgotten === undefined
           ? `Their memories stay in scope ${memberScope(member)} (forget them with \`metaclaw memory forget-scope ${memberScope(member)} --yes\`).`
-          : `Forgot ${forgotten.memories} memories of scope ${memberScope(member)}.`,
+          : `Forgot ${counted(forgotten.memories, 'memory', 'memories')} of scope ${memberScope(member)}.`,
       );
       if (forgotten?.details) print(describeTraces(forgotten.details));
     }),

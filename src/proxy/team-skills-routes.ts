@@ -40,11 +40,9 @@ export function teamSkillsRoutes(deps: TeamSkillsRoutesDeps): (app: ProxyApp) =>
 
     app.post('/v1/skills/proposals/:id/approve', async (c) => {
       const id = proposalId(c.req.param('id'));
-      const proposal = await deps.proposals.get(id);
-      if (!proposal || proposal.status !== 'pending') throw new NotFoundError(`no pending proposal #${id}.`, 'proposal_not_found');
-      // Approved over the skill as it is now, as on one proxy.
-      const current = await deps.store.get(proposal.name);
-      return c.json({ id, status: 'approved', ...presentChange(await written(deps.proposals.approve(id, current?.version ?? 0))) });
+      // Merged into the skill when it changed after the proposal was written, as on one proxy.
+      const result = await written(deps.proposals.approve(id));
+      return c.json({ id, status: 'approved', ...presentChange(result), ...(result.mergedInto !== undefined ? { merged_into: result.mergedInto } : {}) });
     });
 
     app.post('/v1/skills/proposals/:id/reject', async (c) => {

@@ -10,6 +10,8 @@ import { makeFolders } from '../shared/make-folders.js';
 export interface LibraryChange {
   changed: Skill[];
   removed: string[];
+  /** Read from the folder by a scan (a hand edit, another process's write), not written by this library. */
+  scanned?: true;
 }
 
 interface FileState {
@@ -91,7 +93,7 @@ export class SkillLibrary {
       this.invalid.delete(folder);
       if (this.skills.delete(folder)) change.removed.push(folder);
     }
-    if (change.changed.length > 0 || change.removed.length > 0) this.emit(change);
+    if (change.changed.length > 0 || change.removed.length > 0) this.emit({ ...change, scanned: true });
     return change;
   }
 

@@ -18,7 +18,8 @@ import { SkillCreditStore, type SkillCredit } from './credit.js';
 import { EVOLVE_JOB, SEARCH_KEYS_JOB, SEARCH_KEYS_LANGUAGES } from './recording.js';
 import { evolvePayload } from './recording-rules.js';
 import { askSkillSearchKeys, SkillSearchKeys } from './search-keys.js';
-import { mergedDraft, type PlannedChange, type Rejected } from './evolution/apply.js';
+import { approvalOf, approvalSource } from './approval.js';
+import type { PlannedChange, Rejected } from './evolution/apply.js';
 import { evolutionRecord, nearestSkill, planSessionEvolution, type EvolutionPlan } from './evolution/session.js';
 import { buildTranscript } from './evolution/transcript.js';
 import { SkillHistory, type VersionAction } from './history.js';
@@ -134,6 +135,12 @@ export class SkillsService {
     );
     this.library.onChange((change) => {
       this.history.refresh();
+      // Off the request path: on opening the library, and on the watcher's or the poll's rescan.
+      if (change.scanned)
+        this.recordEditsOnDisk(
+          change.changed.map((skill) => skill.name),
+          { unrecorded: false },
+        );
       this.index.update(change.changed, change.removed);
       for (const name of change.removed) this.vectors?.forget(name);
       if (change.changed.length > 0) this.vectors?.refresh(() => this.library.all());
@@ -185,13 +192,24 @@ export class SkillsService {
    * Writes a skill, records the version and bumps the generation (or joins `generation` when a
    * batch of changes — an import, an install — counts as one change of the library).
    */
-  applyDraft(draft: SkillDraft, action: VersionAction, source: string, generation = this.history.bumpGeneration()): ChangeResult {
-    this.keepEditOnDisk(draft.name);
-    // Goes on from the last recorded version (after a removal, after an edit on disk): every version number names one text.
-    const minVersion = (this.history.latest(draft.name)?.version ?? 0) + 1;
-    const { after, text } = this.library.write(draft, { generation, minVersion });
-    this.history.record({ name: after.name, version: after.version, action, content: text, generation, source });
-    return { skill: after, action, version: after.version, generation };
+  applyDraft(draft: SkillDraft, action: VersionAction, source: string, batch?: number): ChangeResult {
+    return this.locked(() => {
+      this.keepEditOnDisk(draft.name);
+      const generation = batch ?? this.history.bumpGeneration();
+      // Goes on from the last recorded version (after a removal, after an edit on disk): every version number names one text.
+      const minVersion = (this.history.latest(draft.name)?.version ?? 0) + 1;
+      const { after, text } = this.library.write(draft, { generation, minVersion });
+      this.history.record({ name: after.name, version: after.version, action, content: text, generation, source });
+      return { skill: after, action, version: after.version, generation };
+    });
+  }
+
+  /**
+   * Runs a write of the library holding the database's write lock, from its file to its version
+   * row, so another process's rescan never reads the file before its version is recorded.
+   */
+  private locked<T>(work: () => T): T {
+    return this.deps.db.transaction(work).immediate();
   }
 
   /**
@@ -212,37 +230,66 @@ export class SkillsService {
   }
 
   /** Writes an exact SKILL.md text (import, revert) as a new version. */
-  applyText(name: string, text: string, action: VersionAction, source: string, generation = this.history.bumpGeneration()): ChangeResult {
-    const skill = this.library.writeText(name, text);
-    this.history.record({ name, version: skill.version, action, content: text, generation, source });
-    return { skill, action, version: skill.version, generation };
+  applyText(name: string, text: string, action: VersionAction, source: string, batch?: number): ChangeResult {
+    return this.locked(() => {
+      const generation = batch ?? this.history.bumpGeneration();
+      const skill = this.library.writeText(name, text);
+      this.history.record({ name, version: skill.version, action, content: text, generation, source });
+      return { skill, action, version: skill.version, generation };
+    });
   }
 
   remove(name: string, source: string): { removed: boolean; generation: number } {
     const existing = this.library.get(name);
     if (!existing) return { removed: false, generation: this.history.generation };
-    this.keepEditOnDisk(name);
-    this.library.remove(name);
-    const generation = this.history.bumpGeneration();
-    const version = Math.max(existing.version, this.history.latest(name)?.version ?? 0) + 1;
-    this.history.record({ name, version, action: 'remove', content: '', generation, source });
-    return { removed: true, generation };
+    return this.locked(() => {
+      this.keepEditOnDisk(name);
+      this.library.remove(name);
+      const generation = this.history.bumpGeneration();
+      const version = Math.max(existing.version, this.history.latest(name)?.version ?? 0) + 1;
+      this.history.record({ name, version, action: 'remove', content: '', generation, source });
+      return { removed: true, generation };
+    });
   }
 
   /**
-   * Records the SKILL.md on disk as a version when it is not the text last recorded (edited by hand,
-   * or put in the folder by hand), before a change writes over it or removes it: `skills revert`
-   * can then bring it back, and `skills diff` shows it.
+   * Records a hand edit of a SKILL.md as a version (`manual`, "edited on disk") when the library
+   * reads it — on opening (the proxy's start, each CLI command) and on the proxy's rescans, off the
+   * request path — so it moves the generation (once for all the edits one scan read), `skills diff`
+   * shows it and `skills revert` goes back to the version before it. A skill put in the folder by
+   * hand (no version recorded yet) is recorded only before a change writes over it or removes it,
+   * as is an edit no scan has read yet: `skills revert` can then bring it back.
    */
   private keepEditOnDisk(name: string): void {
-    const text = this.library.readText(name);
-    const latest = this.history.latest(name);
-    if (text === undefined || latest?.content === text) return;
     // The proxy's watcher may not have read the edit yet: what is written next starts from it.
-    this.library.scan();
-    if (this.library.get(name) === undefined) return; // not a valid skill: nothing a revert could restore
-    const version = latest ? Math.max(latest.version, this.library.get(name)!.version) + 1 : this.library.get(name)!.version;
-    this.history.record({ name, version, action: 'manual', content: text, generation: this.history.generation, source: 'edited on disk' });
+    if (this.editedOnDisk(name) !== undefined) this.library.scan();
+    this.recordEditsOnDisk([name], { unrecorded: true });
+  }
+
+  /** The text of `name`'s SKILL.md when it is not the version last recorded. */
+  private editedOnDisk(name: string): string | undefined {
+    const text = this.library.readText(name);
+    return text === undefined || this.history.latest(name)?.content === text ? undefined : text;
+  }
+
+  /** `unrecorded`: also skills with no recorded version (put in the folder by hand, never written by MetaClaw-TS). */
+  private recordEditsOnDisk(names: readonly string[], options: { unrecorded: boolean }): void {
+    // Checked and recorded holding the write lock, as every write of the library's own holds it
+    // (see locked): two processes reading one edit record it once, and a write of the CLI's that
+    // the proxy's watcher reads is never taken for a hand edit.
+    this.locked(() => {
+      let generation: number | undefined;
+      for (const name of names) {
+        const text = this.editedOnDisk(name);
+        const skill = this.library.get(name);
+        if (text === undefined || skill === undefined) continue; // an invalid file: nothing a revert could restore
+        const latest = this.history.latest(name);
+        if (!latest && !options.unrecorded) continue;
+        const version = latest ? Math.max(latest.version, skill.version) + 1 : skill.version;
+        generation ??= this.history.bumpGeneration();
+        this.history.record({ name, version, action: 'manual', content: text, generation, source: 'edited on disk' });
+      }
+    });
   }
 
   /** Restores an earlier version (by default the one before the current) as a new version. */
@@ -380,22 +427,14 @@ export class SkillsService {
   approve(id: number): ChangeResult & { mergedInto?: number } {
     const proposal = this.proposals.get(id);
     if (!proposal || proposal.status !== 'pending') throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');
-    const proposed = JSON.parse(proposal.draft) as SkillDraft;
-    this.keepEditOnDisk(proposed.name);
-    const current = this.library.get(proposed.name);
-    const changedSince = current !== undefined && (this.history.latest(proposed.name)?.created_at ?? 0) > proposal.created_at;
-    if (!changedSince) {
-      const result = this.applyDraft(proposed, proposal.action, `proposal #${id} (session ${proposal.session_id ?? '-'})`);
-      this.proposals.decide(id, 'approved');
-      return result;
-    }
-    const draft = mergedDraft(current, proposed.body, proposed.sourceSessions ?? []);
-    // Nothing of the proposal is missing from the current text: approved, and no new version.
-    const result = sameSkillContent(current, draft)
-      ? { skill: current, action: proposal.action, version: current.version, generation: this.history.generation }
-      : this.applyDraft(draft, proposal.action, `proposal #${id} (session ${proposal.session_id ?? '-'})`);
+    this.keepEditOnDisk(proposal.name);
+    const approval = approvalOf(proposal, this.library.get(proposal.name), this.history.latest(proposal.name)?.created_at);
+    const result =
+      approval.kind === 'already-held'
+        ? { skill: approval.into, action: proposal.action, version: approval.into.version, generation: this.history.generation }
+        : this.applyDraft(approval.draft, proposal.action, approvalSource(proposal));
     this.proposals.decide(id, 'approved');
-    return { ...result, mergedInto: current.version };
+    return approval.kind === 'as-proposed' ? result : { ...result, mergedInto: approval.into.version };
   }
 
   reject(id: number): ProposalRow {

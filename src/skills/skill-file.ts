@@ -140,13 +140,12 @@ export function sameSkillContent(before: Skill, draft: SkillDraft): boolean {
 
 /**
  * Writes SKILL.md text; the frontmatter is real YAML, so any description round-trips safely. The
- * description is written on one line (its line breaks joined with a space): MetaClaw's parser reads
- * `key: value` line by line, and took a YAML block (`description: |-`) for the description "|-".
+ * description is written so that MetaClaw's parser reads it as YAML does (see plainDescription).
  */
 export function serializeSkill(fields: SkillFileFields): string {
   const front: Record<string, unknown> = {
     name: fields.name,
-    description: oneLine(fields.description),
+    description: plainDescription(fields.description),
   };
   if (fields.category && fields.category !== DEFAULT_CATEGORY) front['category'] = fields.category;
   front['version'] = fields.version;
@@ -185,6 +184,22 @@ export function parseLegacyFrontmatter(text: string): { name?: string; descripti
     ...(fields['category'] ? { category: fields['category'] } : {}),
     body: bodyStart === -1 ? '' : normalized.slice(bodyStart).trim(),
   };
+}
+
+/**
+ * A description as MetaClaw's parser and YAML read it alike. MetaClaw reads the frontmatter line by
+ * line, `key: value` split at the first colon, the value kept as it is, quotes included (its spec,
+ * 2.1: "no multi-line values, no quoting"). So the description goes on one line (its line breaks
+ * joined with a space: MetaClaw took a YAML block, `description: |-`, for the description "|-"),
+ * and the space after a colon or before a `#` — which would make YAML quote the value, and MetaClaw
+ * read the quotes as text — is written as a no-break space, which keeps it a plain YAML scalar and
+ * reads the same to a person. A description YAML must quote for another reason (one that starts
+ * with a quote or `[`, or is `true` or a number) is still quoted.
+ */
+function plainDescription(text: string): string {
+  return oneLine(text)
+    .replace(/:[ \t]/g, ':\u00a0')
+    .replace(/[ \t]#/g, '\u00a0#');
 }
 
 /** `text` trimmed, each line break (with the blanks around it) made one space. */

@@ -57,20 +57,20 @@ export function importSkills(
       report.skipped.push({ path, reason: draft.reason });
       continue;
     }
-    if (service.library.get(draft.name) && !options.overwrite) {
-      // Each command names its own flag: install-starter calls it --force, import --overwrite.
-      const flag = options.action === 'install' ? '--force' : '--overwrite';
-      report.skipped.push({ path, reason: `a skill named ${draft.name} already exists (use ${flag} to replace it)` });
-      continue;
-    }
     // An imported skill is injected into prompts: a key pasted into its text must not travel with it.
     const redacted = { ...draft, description: redactSecrets(draft.description), body: redactSecrets(draft.body) };
     const current = service.library.get(draft.name);
     if (current && sameSkillContent(current, redacted)) {
-      // The same text again (an import re-run, `install-starter --force` over untouched starters) is no
-      // change: a new version would fill the history with copies and bump the generation for nothing.
-      copySupportingFiles(join(folder, entry.name), join(service.library.dir, draft.name));
+      // The same text again (an import re-run, install-starter over untouched starters) is no change:
+      // counted, not refused, and a new version would fill the history with copies and bump the generation for nothing.
+      if (options.overwrite) copySupportingFiles(join(folder, entry.name), join(service.library.dir, draft.name));
       report.unchanged.push(draft.name);
+      continue;
+    }
+    if (current && !options.overwrite) {
+      // Each command names its own flag: install-starter calls it --force, import --overwrite.
+      const flag = options.action === 'install' ? '--force' : '--overwrite';
+      report.skipped.push({ path, reason: `a skill named ${draft.name} already exists (use ${flag} to replace it)` });
       continue;
     }
     const injection = skillInjectionReason(draft);

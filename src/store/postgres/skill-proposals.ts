@@ -1,8 +1,8 @@
 import type { Pool, PoolClient } from 'pg';
 import { SkillError } from '../../errors.js';
+import { approvalOf, approvalSource } from '../../skills/approval.js';
 import type { PlannedChange } from '../../skills/evolution/apply.js';
 import type { ProposalRow } from '../../skills/proposals.js';
-import type { SkillDraft } from '../../skills/types.js';
 import type { PgSkillStore, SkillWrite } from './skill-store.js';
 
 const COLUMNS =
@@ -44,16 +44,31 @@ export class PgSkillProposals {
   }
 
   /**
-   * Applies a pending proposal: the person approved the drafted text over `basedOn`, the version
-   * they were shown; a skill that changed since is a conflict, and the proposal stays pending.
+   * Applies a pending proposal as a personal install does (see approvalOf): as drafted, or merged
+   * into the skill when it changed after the proposal was written. When another node writes the
+   * skill in between, the approval is made again over that node's version, so both are kept.
+   * `mergedInto`: the version it was merged into.
    */
-  async approve(id: number, basedOn: number): Promise<SkillWrite> {
+  async approve(id: number): Promise<SkillWrite & { mergedInto?: number }> {
     const proposal = await this.get(id);
     if (!proposal || proposal.status !== 'pending') throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');
-    const draft = JSON.parse(proposal.draft) as SkillDraft;
     if (!(await this.decide(id, 'approved'))) throw new SkillError(`no pending proposal #${id}`, 'proposal_not_found');
     try {
-      return await this.skills.write(draft, { basedOn, action: proposal.action, source: `proposal #${id} (session ${proposal.session_id ?? '-'})` });
+      let held: SkillWrite | undefined;
+      let mergedInto: number | undefined;
+      const written = await this.skills.editWithRetry(
+        proposal.name,
+        async (current) => {
+          const approval = approvalOf(proposal, current?.skill, current && (await this.skills.lastChangeAt(proposal.name)));
+          mergedInto = approval.kind === 'as-proposed' ? undefined : current!.version;
+          if (approval.kind !== 'already-held') return approval.draft;
+          held = { skill: current!.skill, text: current!.text, action: proposal.action, version: current!.version, generation: await this.skills.generation() };
+          return undefined;
+        },
+        { source: approvalSource(proposal), action: proposal.action },
+      );
+      const result = written ?? held!;
+      return mergedInto === undefined ? result : { ...result, mergedInto };
     } catch (error) {
       // Not written: the proposal goes back to waiting for a decision.
       await this.pool.query("UPDATE skill_proposals SET status = 'pending', decided_at = NULL WHERE id = $1", [id]);

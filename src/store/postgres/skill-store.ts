@@ -220,13 +220,13 @@ export class PgSkillStore implements SkillVersionStore {
    */
   async editWithRetry(
     name: string,
-    edit: (current: StoredSkill | undefined) => SkillDraft | undefined,
+    edit: (current: StoredSkill | undefined) => SkillDraft | undefined | Promise<SkillDraft | undefined>,
     options: { source: string; action?: VersionAction; attempts?: number },
   ): Promise<SkillWrite | undefined> {
     const attempts = options.attempts ?? 8;
     for (let attempt = 1; ; attempt++) {
       const current = await this.get(name);
-      const draft = edit(current);
+      const draft = await edit(current);
       if (!draft) return undefined;
       try {
         return await this.write(draft, { basedOn: current?.version ?? 0, source: options.source, ...(options.action ? { action: options.action } : {}) });
@@ -276,6 +276,12 @@ export class PgSkillStore implements SkillVersionStore {
     }
     await client.query('SELECT pg_notify($1, $2)', [SKILLS_CHANNEL, JSON.stringify({ generation })]);
     return writes;
+  }
+
+  /** When the skill's latest version was recorded (ms), if it has one. */
+  async lastChangeAt(name: string): Promise<number | undefined> {
+    const result = await this.pool.query<{ at: number }>('SELECT max(created_at)::float8 AS at FROM skill_versions WHERE name = $1', [name]);
+    return result.rows[0]?.at ?? undefined;
   }
 
   /** Every recorded version of a skill, oldest first (removals have empty content). */
@@ -340,7 +346,8 @@ export class PgSkillStore implements SkillVersionStore {
         const body = redactSecrets(file.skill.body);
         const current = live ? stored(row)?.skill : undefined;
         const same = current !== undefined && sameSkillContent(current, { ...file.skill, description, body });
-        if (live && !options.overwrite && !(same && options.moving)) {
+        // The same text again is counted unchanged below, never refused.
+        if (live && !options.overwrite && !same) {
           // Moving an install (store import-sqlite, which has no option to replace one): the team's skill is kept.
           const reason = options.moving
             ? `the team store's ${file.name} differs from this file and is kept as it is`
