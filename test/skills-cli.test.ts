@@ -329,7 +329,7 @@ describe('metaclaw skills commands', () => {
     }
   });
 
-  test('a description holding ": " or " #" is written unquoted, so MetaClaw\'s line-based parser reads the text YAML reads, not the text in quotes; adding the file again is no new version', async () => {
+  test('a description holding ": " or " #" is written unquoted, so MetaClaw\'s line-based parser reads the words, not the words in quotes, and MetaClaw-TS reads them exactly as written; adding the file again is no new version', async () => {
     const home = tempHome();
     const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
     const description = 'Use when debugging: reproduce, isolate, fix issue #12';
@@ -338,8 +338,9 @@ describe('metaclaw skills commands', () => {
     assert.equal(added.code, 0, added.stderr);
     const stored = readFileSync(join(home, 'skills', 'my-skill', 'SKILL.md'), 'utf8');
     const shown = JSON.parse((await runCli(['skills', 'show', 'my-skill', '--json'], { home })).stdout) as { description: string };
-    assert.equal(metaclawDescription(stored), shown.description, 'both parsers read one text');
-    assert.equal(shown.description.replace(/\u00a0/g, ' '), description, 'the words as written, a no-break space after the colon and before the #');
+    assert.equal(shown.description, description, 'MetaClaw-TS reads the description as it was written');
+    assert.doesNotMatch(stored, /^description: ["']/m, 'no quotes for MetaClaw to read as text');
+    assert.equal(metaclawDescription(stored), description.replace(': ', ':\u00a0').replace(' #', '\u00a0#'), 'MetaClaw reads the same words, a no-break space after the colon and before the #');
     assert.match((await runCli(['skills', 'add', file], { home })).stdout, /^Unchanged: my-skill v1/m);
     assert.match((await runCli(['skills', 'add', join(home, 'skills', 'my-skill', 'SKILL.md')], { home })).stdout, /^Unchanged: my-skill v1/m);
   });

@@ -72,7 +72,7 @@ export function parseSkillFile(text: string, path: string, folderName: string): 
   return {
     skill: {
       name: front.name,
-      description: front.description,
+      description: writtenDescription(front.description),
       category: front.category ?? DEFAULT_CATEGORY,
       body,
       version: front.version ?? 1,
@@ -193,13 +193,19 @@ export function parseLegacyFrontmatter(text: string): { name?: string; descripti
  * joined with a space: MetaClaw took a YAML block, `description: |-`, for the description "|-"),
  * and the space after a colon or before a `#` — which would make YAML quote the value, and MetaClaw
  * read the quotes as text — is written as a no-break space, which keeps it a plain YAML scalar and
- * reads the same to a person. A description YAML must quote for another reason (one that starts
+ * reads the same to a person (writtenDescription turns them back when the file is read, so only
+ * the file holds them). A description YAML must quote for another reason (one that starts
  * with a quote or `[`, or is `true` or a number) is still quoted.
  */
 function plainDescription(text: string): string {
   return oneLine(text)
     .replace(/:[ \t]/g, ':\u00a0')
     .replace(/[ \t]#/g, '\u00a0#');
+}
+
+/** The description plainDescription wrote, with its spaces back: what the user wrote is what every reader of the library gets. */
+function writtenDescription(text: string): string {
+  return text.replace(/:\u00a0/g, ': ').replace(/\u00a0#/g, ' #');
 }
 
 /** `text` trimmed, each line break (with the blanks around it) made one space. */
