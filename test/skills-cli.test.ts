@@ -340,7 +340,11 @@ describe('metaclaw skills commands', () => {
     const shown = JSON.parse((await runCli(['skills', 'show', 'my-skill', '--json'], { home })).stdout) as { description: string };
     assert.equal(shown.description, description, 'MetaClaw-TS reads the description as it was written');
     assert.doesNotMatch(stored, /^description: ["']/m, 'no quotes for MetaClaw to read as text');
-    assert.equal(metaclawDescription(stored), description.replace(': ', ':\u00a0').replace(' #', '\u00a0#'), 'MetaClaw reads the same words, a no-break space after the colon and before the #');
+    assert.equal(
+      metaclawDescription(stored),
+      description.replace(': ', ':\u00a0').replace(' #', '\u00a0#'),
+      'MetaClaw reads the same words, a no-break space after the colon and before the #',
+    );
     assert.match((await runCli(['skills', 'add', file], { home })).stdout, /^Unchanged: my-skill v1/m);
     assert.match((await runCli(['skills', 'add', join(home, 'skills', 'my-skill', 'SKILL.md')], { home })).stdout, /^Unchanged: my-skill v1/m);
   });
