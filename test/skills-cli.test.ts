@@ -198,6 +198,46 @@ describe('metaclaw skills commands', () => {
     }
   });
 
+  test('a hand edit the proxy reads while another process holds the database write lock still reaches retrieval at once, and is recorded as a version by the next command', async () => {
+    const { home, stored } = await handEditedSkill();
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+    const holder = new Database(join(home, 'metaclaw.db'));
+    try {
+      holder.exec('BEGIN IMMEDIATE');
+      writeFileSync(
+        stored,
+        readFileSync(stored, 'utf8').replace('description: Use when testing the CLI.', 'description: Use when a zeppelin mooring mast needs inspecting.'),
+      );
+      const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
+      // The watcher's rescan reads the edit; recording it waits for the lock and gives up, the index does not.
+      await waitFor(
+        async () => {
+          const before = upstream.modelRequests().length;
+          await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'How do I inspect the zeppelin mooring mast?' }] });
+          return JSON.stringify(upstream.modelRequests()[before]?.body.messages).includes('my-skill');
+        },
+        20_000,
+        200,
+      );
+      await waitFor(() => readFileSync(join(home, 'logs', 'metaclaw.log'), 'utf8').includes('a hand edit could not be recorded as a version now'), 10_000, 100);
+      holder.exec('ROLLBACK');
+      const versions = JSON.parse((await runCli(['skills', 'show', 'my-skill', '--json'], { home })).stdout).versions as Array<{
+        version: number;
+        action: string;
+      }>;
+      assert.deepEqual(
+        versions.map((row) => `v${row.version} ${row.action}`),
+        ['v1 manual', 'v2 manual', 'v3 manual'],
+      );
+    } finally {
+      if (holder.inTransaction) holder.exec('ROLLBACK');
+      holder.close();
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
   test('show of a skill whose SKILL.md was broken by hand says it is invalid and why, not that it was removed; revert writes its last version over it', async () => {
     const home = tempHome();
     const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');

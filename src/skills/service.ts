@@ -135,16 +135,23 @@ export class SkillsService {
     );
     this.library.onChange((change) => {
       this.history.refresh();
-      // Off the request path: on opening the library, and on the watcher's or the poll's rescan.
-      if (change.scanned)
-        this.recordEditsOnDisk(
-          change.changed.map((skill) => skill.name),
-          { unrecorded: false },
-        );
       this.index.update(change.changed, change.removed);
       for (const name of change.removed) this.vectors?.forget(name);
       if (change.changed.length > 0) this.vectors?.refresh(() => this.library.all());
       if (change.changed.length > 0) this.queueSearchKeys();
+      // Off the request path: on opening the library, and on the watcher's or the poll's rescan. Last,
+      // and on its own: a database busy past its timeout leaves the edit to be recorded before the
+      // next write over it (keepEditOnDisk), never the index without the new text.
+      if (change.scanned) {
+        try {
+          this.recordEditsOnDisk(
+            change.changed.map((skill) => skill.name),
+            { unrecorded: false },
+          );
+        } catch (error) {
+          logger.warn({ err: error }, 'skills: a hand edit could not be recorded as a version now; it is recorded before anything writes over it');
+        }
+      }
     });
   }
 
