@@ -10,6 +10,18 @@ import { ScriptedUpstream } from './support/upstream.js';
 
 const FIXTURE = join(import.meta.dirname, 'fixtures', 'scheduler', 'weekly-exdate.ics');
 
+/**
+ * The fixture's weekly meeting (Mondays 10:00–11:00 Berlin time) moved to the weekday two days from
+ * now, and one-minute sleep hours twelve hours from now: no run of these tests falls in or next to
+ * either, so proxy idle is the only source whatever the day and hour (on Mondays from 09:00 UTC the
+ * meeting opened its own window). Its other events are in the past.
+ */
+const inTwoDays = new Date(Date.now() + 2 * 86_400_000);
+const MEETING_DAY = new Intl.DateTimeFormat('en-US', { timeZone: 'Europe/Berlin', weekday: 'short' }).format(inTwoDays).slice(0, 2).toUpperCase();
+const clock = (at: number) => new Date(at).toTimeString().slice(0, 5);
+const SLEEP_START = clock(Date.now() + 12 * 3_600_000);
+const SLEEP_END = clock(Date.now() + 12 * 3_600_000 + 60_000);
+
 describe('metaclaw scheduler against a started proxy', () => {
   let upstream: ScriptedUpstream;
   let calendarServer: http.Server;
@@ -17,15 +29,16 @@ describe('metaclaw scheduler against a started proxy', () => {
 
   before(async () => {
     upstream = await ScriptedUpstream.start();
-    const text = readFileSync(FIXTURE, 'utf8');
+    const text = readFileSync(FIXTURE, 'utf8').replace('RRULE:FREQ=WEEKLY;BYDAY=MO', `RRULE:FREQ=WEEKLY;BYDAY=${MEETING_DAY}`);
+    assert.match(text, new RegExp(`BYDAY=${MEETING_DAY}`));
     calendarServer = http.createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/calendar' }).end(text));
     await new Promise<void>((resolve) => calendarServer.listen(0, '127.0.0.1', resolve));
     const icsUrl = `http://127.0.0.1:${(calendarServer.address() as AddressInfo).port}/private/calendar.ics`;
     proxy = await startProxy({
       config: {
         llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
-        // A one-minute threshold; the sleep hours are one minute long, so they hardly ever matter here.
-        scheduler: { enabled: true, idle_threshold_minutes: 1, sleep_start: '04:00', sleep_end: '04:01', calendar: { ics_url: icsUrl } },
+        // A one-minute threshold; the sleep hours are one minute long, half a day away.
+        scheduler: { enabled: true, idle_threshold_minutes: 1, sleep_start: SLEEP_START, sleep_end: SLEEP_END, calendar: { ics_url: icsUrl } },
       },
     });
   });
@@ -54,7 +67,7 @@ describe('metaclaw scheduler against a started proxy', () => {
     assert.equal(report.calendar.events, 4);
     assert.equal(report.calendar.error, null);
     assert.match(report.calendar.source, /^http:\/\/127\.0\.0\.1:\d+\/…$/, 'the private path of the calendar URL is not shown');
-    assert.deepEqual(report.settings, { sleep_hours: '04:00–04:01', idle_threshold_minutes: 1, min_window_minutes: 15 });
+    assert.deepEqual(report.settings, { sleep_hours: `${SLEEP_START}–${SLEEP_END}`, idle_threshold_minutes: 1, min_window_minutes: 15 });
     const whole = JSON.parse((await proxy.cli(['status', '--json'])).stdout);
     assert.equal(whole.scheduler.state, 'WINDOW_OPEN', '/status carries the same section');
   });
@@ -91,7 +104,9 @@ describe('metaclaw scheduler against a started proxy', () => {
     assert.equal(check.verdict, 'pass', JSON.stringify(check));
     assert.match(
       check.detail,
-      /sleep hours 04:00–04:01; keyboard idle unavailable \(.*\), proxy idle stands in; proxy idle after 1 min; calendar http:\/\/127\.0\.0\.1:\d+\/…: 4 events/,
+      new RegExp(
+        `sleep hours ${SLEEP_START}–${SLEEP_END}; keyboard idle unavailable \\(.*\\), proxy idle stands in; proxy idle after 1 min; calendar http://127\\.0\\.0\\.1:\\d+/…: 4 events`,
+      ),
     );
   });
 
