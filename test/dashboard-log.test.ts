@@ -4,6 +4,7 @@ import OpenAI from 'openai';
 import { browserMissing, screenshot, withPage } from './support/browser.js';
 import { askRecorded, startDashboardProxy, type DashboardProxy } from './support/dashboard.js';
 import { logLineWith } from './support/log.js';
+import { waitFor } from './support/proxy.js';
 import { errorReply } from './support/upstream.js';
 
 const skip = browserMissing();
@@ -53,10 +54,19 @@ describe('dashboard: the log page', { skip }, () => {
       await page.getByRole('link', { name: 'Clear' }).click();
       await page.waitForURL(/#\/log$/);
       await page.getByLabel('Level').selectOption('warn');
+      const filtered = page.waitForResponse((response) => /\/v1\/logs\?.*level=warn/.test(response.url()));
       await page.getByRole('button', { name: 'Show' }).click();
       await page.waitForURL(/#\/log\?level=warn$/);
+      await filtered;
+      // The unfiltered table stays on the page until the filtered answer is rendered (it holds warnings
+      // too): wait for that render, which a filter that kept info lines would never make.
+      const shownLevels = () => page.locator('table.log-lines tbody tr').evaluateAll((found) => found.map((row) => row.getAttribute('data-level')));
+      await waitFor(async () => {
+        const levels = await shownLevels();
+        return levels.length > 0 && levels.every((level) => level !== 'info');
+      });
       await page.locator('table.log-lines tbody tr', { hasText: 'upstream attempt failed' }).first().waitFor();
-      const levels = await page.locator('table.log-lines tbody tr').evaluateAll((found) => found.map((row) => row.getAttribute('data-level')));
+      const levels = await shownLevels();
       assert.ok(levels.length >= 3, 'three failed attempts');
       assert.ok(
         levels.every((level) => level === 'warn' || level === 'error'),
