@@ -12,9 +12,15 @@
  * - dev5: `test/fixtures/dev5-skills/` (a sixth bank by others, a newsroom's; built before any tuning on it)
  * - dev6: `test/fixtures/dev6-skills/` (a seventh bank by others, a marketer's; built before any tuning on it)
  *
- * Standalone: `node --import tsx bench/skill-retrieval-quality.ts tuned dev` (name the sets to run).
+ * A set whose folder holds `model-keys.json` (search keys a model wrote for its bank from the search
+ * keys prompt alone, never from the requests; see the set's README) is run a second time with those
+ * keys indexed, as a user's library is once the search keys job has run ("keys learned" rows).
+ *
+ * Standalone: `node --import tsx bench/skill-retrieval-quality.ts tuned dev` (name the sets to run;
+ * `--keys` adds the keys-learned rows).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { loadConfig } from '../src/config/index.js';
@@ -72,6 +78,31 @@ const requestsSchema = z.array(
   z.object({ query: z.string().min(1), language: z.enum(['en', 'zh', 'ja']), relevant: z.array(z.string()), irrelevant: z.array(z.string()) }),
 );
 
+/** Search keys a model wrote for a set's bank (the search keys job's answers, recorded once). */
+const modelKeysSchema = z.object({
+  about: z.string(),
+  model: z.string(),
+  prompt_version: z.number().int(),
+  skills: z.array(z.object({ name: z.string(), language: z.string(), keys: z.array(z.string()) })),
+});
+
+function modelKeysFile(set: SkillSetName): string {
+  return join(dirname(SKILL_SETS[set].bank), 'model-keys.json');
+}
+
+/** Whether `set` has recorded model keys to run with. */
+export function hasModelKeys(set: SkillSetName): boolean {
+  return set !== 'tuned' && existsSync(modelKeysFile(set));
+}
+
+/** The recorded keys of `set`'s bank, as the index reads them (every language's keys of a skill). */
+function modelKeys(set: SkillSetName): (skill: { name: string }) => string {
+  const recorded = modelKeysSchema.parse(JSON.parse(readFileSync(modelKeysFile(set), 'utf8')));
+  const byName = new Map<string, string[]>();
+  for (const { name, keys } of recorded.skills) byName.set(name, [...(byName.get(name) ?? []), ...keys]);
+  return (skill) => (byName.get(skill.name) ?? []).join('\n');
+}
+
 export interface SkillRetrievalCounts {
   requests: number;
   /** Requests labelled off-topic (no relevant skill) and how many of them got a skill anyway. */
@@ -87,6 +118,8 @@ export interface SkillRetrievalCounts {
 
 export interface SkillRetrievalReport {
   set: SkillSetName;
+  /** run with the model's recorded search keys indexed */
+  withKeys: boolean;
   skills: number;
   byLanguage: Record<string, SkillRetrievalCounts>;
   all: SkillRetrievalCounts;
@@ -97,13 +130,13 @@ function emptyCounts(): SkillRetrievalCounts {
   return { requests: 0, offTopic: 0, offTopicInjected: 0, truePositives: 0, falsePositives: 0, falseNegatives: 0, forbidden: 0, injected: 0 };
 }
 
-export function measureSkillRetrieval(set: SkillSetName): SkillRetrievalReport {
+export function measureSkillRetrieval(set: SkillSetName, withKeys = false): SkillRetrievalReport {
   const { requests: file, bank } = SKILL_SETS[set];
   const requests = requestsSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
   const settings = skillsSettings(loadConfig({ env: { METACLAW_HOME: '/nonexistent-metaclaw-home' } }));
   const library = new SkillLibrary(bank, silentLogger());
   library.scan();
-  const index = new SkillSearchIndex();
+  const index = new SkillSearchIndex(withKeys ? modelKeys(set) : undefined);
   index.sync(library.all());
   const retriever = new SkillRetriever(
     library,
@@ -135,7 +168,7 @@ export function measureSkillRetrieval(set: SkillSetName): SkillRetrievalReport {
       counts.falseNegatives += request.relevant.filter((name) => !found.includes(name)).length;
     }
   }
-  return { set, skills: library.size, byLanguage, all, p50Ms: summarize(samples).p50 };
+  return { set, withKeys, skills: library.size, byLanguage, all, p50Ms: summarize(samples).p50 };
 }
 
 const ratio = (part: number, whole: number) => (whole === 0 ? '–' : (part / whole).toFixed(2));
@@ -155,14 +188,16 @@ export function renderSkillRetrieval(reports: readonly SkillRetrievalReport[]): 
     '| set, language | requests | precision | recall | skills per turn | off-topic injected | "never" injected |',
     '|---|---|---|---|---|---|---|',
     ...reports.flatMap((report) => [
-      row(`**${SKILL_SETS[report.set].about}**, all`, report.all),
-      ...Object.entries(report.byLanguage).map(([language, counts]) => row(`${report.set}, ${language}`, counts)),
+      row(`**${SKILL_SETS[report.set].about}${report.withKeys ? ', keys learned' : ''}**, all`, report.all),
+      ...Object.entries(report.byLanguage).map(([language, counts]) => row(`${report.set}${report.withKeys ? ' + keys' : ''}, ${language}`, counts)),
     ]),
   ];
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const sets = process.argv.slice(2) as SkillSetName[];
+  const withKeys = process.argv.includes('--keys');
+  const sets = process.argv.slice(2).filter((arg) => arg !== '--keys') as SkillSetName[];
   if (sets.length === 0 || sets.some((set) => !(set in SKILL_SETS))) throw new Error(`name the sets to run: ${Object.keys(SKILL_SETS).join(', ')}`);
-  process.stdout.write(`${renderSkillRetrieval(sets.map(measureSkillRetrieval)).join('\n')}\n`);
+  const reports = sets.flatMap((set) => [measureSkillRetrieval(set), ...(withKeys && hasModelKeys(set) ? [measureSkillRetrieval(set, true)] : [])]);
+  process.stdout.write(`${renderSkillRetrieval(reports).join('\n')}\n`);
 }

@@ -361,3 +361,55 @@ describe('cross-lingual skills: an English request finds a skill written in Japa
     assert.deepEqual(injectedSkills(upstream), ['kodomo-shukudai']);
   });
 });
+
+describe('own-language search keys: an English user finds an English skill asked for in other words than its author used', () => {
+  let scripted: ScriptedProxy;
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+  const keyCalls: string[] = [];
+  /** Words none of the starter skills uses: the refactoring skill speaks of "legacy code" and "behavior". */
+  const OTHER_WORDS = 'this spaghetti mess nobody dares to touch, where do I even begin untangling it';
+
+  before(async () => {
+    const home = tempHome();
+    englishOnlyStarter(join(home, 'skills'));
+    const upstreamHandler = learningAwareUpstream({
+      searchKeys: (request) => {
+        const asked = userText(request);
+        keyCalls.push(asked);
+        const names = [...asked.matchAll(/^### ([a-z0-9-]+) \(keys in: ([a-z, ]+)\)/gm)];
+        return JSON.stringify({
+          skills: names.map(([, name, languages]) => ({
+            name,
+            language: languages!.split(', ')[0],
+            keys: name === 'safe-refactoring' ? ['spaghetti code', 'untangling a mess', 'code nobody dares touch'] : [],
+          })),
+        });
+      },
+    });
+    scripted = await startScriptedProxy({ home, upstreamHandler, config: SKILLS_ONLY });
+    ({ upstream, proxy } = scripted);
+  });
+  after(() => scripted?.close());
+
+  test('the search keys job asks for keys in the skills own language, and the request in other words then gets the skill', async () => {
+    await ask(proxy, OTHER_WORDS, 'en-1');
+    assert.deepEqual(injectedSkills(upstream), [], 'the skill text alone should not find it');
+    // A second English request: the user is now seen writing English, the language of every skill.
+    await ask(proxy, 'what is a good name for a cat', 'en-2');
+    const keys = await waitFor(async () => {
+      const response = await fetch(`${proxy.url}/v1/skills/safe-refactoring`);
+      const body = (await response.json()) as { search_keys: Record<string, string[]> };
+      return body.search_keys['en'];
+    }, 30_000);
+    assert.deepEqual(keys, ['spaghetti code', 'untangling a mess', 'code nobody dares touch']);
+    assert.ok(
+      keyCalls.some((call) => call.includes('### safe-refactoring (keys in: en)')),
+      keyCalls.join('\n---\n'),
+    );
+    await ask(proxy, OTHER_WORDS, 'en-3');
+    assert.deepEqual(injectedSkills(upstream), ['safe-refactoring']);
+    await ask(proxy, 'what is a good name for a cat', 'en-4');
+    assert.deepEqual(injectedSkills(upstream), [], 'an off-topic request still gets nothing');
+  });
+});

@@ -41,14 +41,12 @@ export function judgesPreviousTurn(event: TurnRecordedEvent): boolean {
 }
 
 /**
- * The language of a main turn's request that may have no search keys yet, or undefined. English
- * keys matter only for skills written in another language: the job looks for those at start and
- * when the library changes, not per turn.
+ * The language of a main turn's request that may have no search keys yet, or undefined. Every
+ * language counts, English too: keys in a skill's own language are the other words people ask with.
  */
 export function searchKeysLanguage(event: TurnRecordedEvent): string | undefined {
   if (event.turnType !== 'main' || !event.query) return undefined;
-  const language = languageOf(event.query);
-  return language && language !== 'en' ? language : undefined;
+  return languageOf(event.query);
 }
 
 /**

@@ -4,7 +4,7 @@ import type { JobContext } from '../learning/runner.js';
 import type { LlmTarget } from '../learning/llm-client.js';
 import type { Prompt } from '../prompts/index.js';
 import type { Db } from '../store/index.js';
-import { languageOf, type ScriptLanguage } from '../text/index.js';
+import type { ScriptLanguage } from '../text/index.js';
 import type { Skill } from './types.js';
 
 /** The search keys call's answer (prompts/skill-search-keys.md). */
@@ -71,13 +71,16 @@ export class SkillKeyCache {
     return entry ? [...entry.values()].map(({ keys }) => keys.join('\n')).join('\n') : '';
   }
 
-  /** Skills without keys in some of `languages` (other than their own) for their current content and prompt version. */
+  /**
+   * Skills without keys in some of `languages` for their current content and prompt version. The
+   * skill's own language is asked too: there the keys are the other words people ask with (a user
+   * rarely writes the words of the skill's author), which keyword search cannot otherwise bridge.
+   */
   pending(skills: readonly Skill[], languages: readonly ScriptLanguage[], promptVersion: number): PendingKeys[] {
     const result: PendingKeys[] = [];
     for (const skill of skills) {
-      const own = languageOf(`${skill.description}\n${skill.body.slice(0, 500)}`);
       const entry = this.byHash.get(skill.contentHash);
-      const missing = languages.filter((language) => language !== own && (entry?.get(language)?.promptVersion ?? -1) < promptVersion);
+      const missing = languages.filter((language) => (entry?.get(language)?.promptVersion ?? -1) < promptVersion);
       if (missing.length > 0) result.push({ skill, languages: missing });
     }
     return result;
