@@ -181,7 +181,7 @@ function row(label: string, counts: SkillRetrievalCounts): string {
 
 export function renderSkillRetrieval(reports: readonly SkillRetrievalReport[]): string[] {
   return [
-    'Keyword mode, the default threshold (skills.min_relevance 0.35) and top_k (6); nothing learned (no search keys, no embeddings). Precision: injected skills that are labelled relevant; recall: labelled skills that were injected; off-topic: requests labelled as needing no skill that got one; "never" : skills labelled as wrong for the request that were injected.',
+    'Keyword mode, the default threshold (skills.min_relevance 0.35) and top_k (6), no embeddings. Each set is run as on day one, nothing learned; a set with "keys learned" rows is run again with the search keys a model wrote for its bank (en, zh and ja) from the search keys prompt alone, never from the requests, as the search keys job writes them for a user seen writing those languages (`model-keys.json` in the set\'s folder, made with `bench/skill-keys-prompts.ts`). Precision: injected skills that are labelled relevant; recall: labelled skills that were injected; off-topic: requests labelled as needing no skill that got one; "never" : skills labelled as wrong for the request that were injected.',
     '',
     'Retrieval is tuned on the tuned, dev, dev2, dev3, dev4, dev5 and dev6 sets only. The held-out set is run to report generalisation; every look at it during tuning is logged, with its numbers, in `test/fixtures/heldout-skills/README.md`.',
     '',
