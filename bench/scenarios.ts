@@ -142,6 +142,7 @@ async function skillsThroughProxyScenario(context: ScenarioContext): Promise<Ext
       maxTokens: 1_500,
       minRelevance: 0.35,
       autoEvolve: false,
+      searchKeys: false,
       evolveEveryNTurns: 0,
       review: 'auto',
       maxNewSkills: 3,

@@ -413,3 +413,35 @@ describe('own-language search keys: an English user finds an English skill asked
     assert.deepEqual(injectedSkills(upstream), [], 'an off-topic request still gets nothing');
   });
 });
+
+describe('skills.search_keys: false', () => {
+  let scripted: ScriptedProxy;
+  let upstream: ScriptedUpstream;
+  let proxy: ProxyHandle;
+
+  before(async () => {
+    const home = tempHome();
+    englishOnlyStarter(join(home, 'skills'));
+    const config = { ...SKILLS_ONLY, skills: { auto_evolve: false, search_keys: false } };
+    scripted = await startScriptedProxy({ home, upstreamHandler: learningAwareUpstream({}), config });
+    ({ upstream, proxy } = scripted);
+  });
+  after(() => scripted?.close());
+
+  test('asks the model for no search keys, whatever languages the user writes', async () => {
+    for (const [index, text] of [
+      'how do I squash my git commits',
+      'write a SQL query for monthly totals',
+      '两个分支合并冲突了怎么办',
+      '帮我写一个 SQL 查询',
+    ].entries())
+      await ask(proxy, text, `off-${index}`);
+    // A turn in a language the keys do not cover would queue the job within 2 s.
+    await new Promise((resolveWait) => setTimeout(resolveWait, 3_000));
+    await waitFor(async () => {
+      const { queue } = (await (await fetch(`${proxy.url}/status`)).json()) as { queue: { queued: number; leased: number } };
+      return queue.queued + queue.leased === 0;
+    }, 10_000);
+    assert.equal(upstream.modelRequests().filter(isSearchKeysCall).length, 0);
+  });
+});

@@ -29,7 +29,7 @@ import { ScriptedUpstream } from './support/upstream.js';
 
 const SCOPE = 'default';
 const RECORDING: RecordingSettings = {
-  skills: { autoEvolve: false, evolveEveryNTurns: 100 },
+  skills: { autoEvolve: false, searchKeys: false, evolveEveryNTurns: 100 },
   memory: { enabled: true, defaultScope: SCOPE, autoExtract: true, manualTrigger: false, ignoreTurnType: false },
   redactTurns: true,
   rlSamples: false,

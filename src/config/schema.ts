@@ -157,6 +157,9 @@ export const KEY_DEFINITIONS = [
   integerKey('skills.max_tokens', 1500, { min: 0, doc: 'Token budget for the injected skills block.' }),
   numberKey('skills.min_relevance', 0.35, { min: 0, max: 1, doc: 'Relevance threshold (0..1) below which a skill is never injected.' }),
   booleanKey('skills.auto_evolve', true, { doc: 'Write new skills (or improve existing ones) from finished sessions.' }),
+  booleanKey('skills.search_keys', true, {
+    doc: "Have the learning model write search keys for every skill in the languages you write (the skill's own included: the other words people ask with), so a request in other words or another language finds it. Off: only the skills' text and the bundled glossary are searched (keys written before stay indexed).",
+  }),
   integerKey('skills.evolution_every_n_turns', 10, { min: 0, doc: 'Also evolve every N main turns of a session (0: only at session end).' }),
   enumKey('skills.review', ['auto', 'manual'] as const, 'auto', {
     doc: 'auto: accepted skill changes apply at once; manual: they wait in `metaclaw skills pending`.',

@@ -24,7 +24,7 @@ export function recordingSettings(config: LoadedConfig): RecordingSettings {
   const skills = skillsSettings(config);
   const memory = memorySettings(config);
   return {
-    skills: { autoEvolve: skills.autoEvolve, evolveEveryNTurns: skills.evolveEveryNTurns },
+    skills: { autoEvolve: skills.autoEvolve, searchKeys: skills.searchKeys, evolveEveryNTurns: skills.evolveEveryNTurns },
     memory: {
       enabled: memory.enabled,
       defaultScope: memory.defaultScope,

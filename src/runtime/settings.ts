@@ -30,6 +30,7 @@ export function skillsSettings(config: LoadedConfig): SkillsSettings {
     maxTokens: values['skills.max_tokens'],
     minRelevance: values['skills.min_relevance'],
     autoEvolve: values['skills.auto_evolve'],
+    searchKeys: values['skills.search_keys'],
     evolveEveryNTurns: values['skills.evolution_every_n_turns'],
     review: values['skills.review'],
     maxNewSkills: values['skills.max_new_skills'],

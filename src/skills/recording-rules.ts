@@ -18,6 +18,8 @@ export const SEARCH_KEYS_LANGUAGES = 'skills.search_keys.languages';
 /** The settings that decide what a recorded turn means for skills (plain data: it crosses to the turn writer's thread). */
 export interface SkillsRecordingSettings {
   autoEvolve: boolean;
+  /** skills.search_keys: a request in a language the keys do not cover yet asks the job to look */
+  searchKeys: boolean;
   evolveEveryNTurns: number;
 }
 

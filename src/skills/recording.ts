@@ -42,7 +42,7 @@ export class SkillsRecording implements ConversationListener, LearningTrigger {
 
   onTurnRecorded(event: TurnRecordedEvent, enqueue: Enqueue): void {
     const language = searchKeysLanguage(event);
-    if (language) requestSearchKeysIfUncovered(language, this.state.get(SEARCH_KEYS_LANGUAGES), enqueue);
+    if (language && this.settings.searchKeys) requestSearchKeysIfUncovered(language, this.state.get(SEARCH_KEYS_LANGUAGES), enqueue);
     evolveAfterTurn(event, this.settings, enqueue);
   }
 

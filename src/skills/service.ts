@@ -44,6 +44,8 @@ export interface SkillsSettings {
   maxTokens: number;
   minRelevance: number;
   autoEvolve: boolean;
+  /** skills.search_keys: the learning model writes search keys for the skills */
+  searchKeys: boolean;
   evolveEveryNTurns: number;
   review: 'auto' | 'manual';
   maxNewSkills: number;
@@ -340,7 +342,7 @@ export class SkillsService {
   /** Queues the search keys job when some skill lacks keys in a language the user writes. */
   private queueSearchKeys(): void {
     const languages = this.deps.languages?.current ?? [];
-    if (!this.enqueue || languages.length === 0) return;
+    if (!this.enqueue || languages.length === 0 || !this.settings.searchKeys) return;
     if (this.searchKeys.pending(this.library.all(), languages, loadPrompt('skill-search-keys').version).length > 0)
       this.enqueue(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 1_000, rerunIfRunning: true });
   }
@@ -352,6 +354,8 @@ export class SkillsService {
   private async writeSearchKeys(context: JobContext): Promise<void> {
     const { conversation, mainUpstream, credentials, languages } = this.deps;
     if (!mainUpstream || !credentials || !languages) throw new InternalError('search keys need the running proxy');
+    // Queued before skills.search_keys was turned off.
+    if (!this.settings.searchKeys) return;
     const seen = languages.refresh();
     this.state.set(SEARCH_KEYS_LANGUAGES, JSON.stringify(seen));
     const prompt = loadPrompt('skill-search-keys');

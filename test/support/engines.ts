@@ -147,6 +147,7 @@ const sqliteEngine = (): EngineUnderTest => ({
         maxTokens: 2_000,
         minRelevance: 0.1,
         autoEvolve: false,
+        searchKeys: false,
         evolveEveryNTurns: 10,
         review: 'auto',
         maxNewSkills: 3,

@@ -67,10 +67,10 @@ class PgLearningDispatch implements PgConversationListener {
 
   async turnRecorded(client: pg.PoolClient, event: TurnRecordedEvent): Promise<void> {
     const language = searchKeysLanguage(event);
-    const covered = language ? await readState(client, SEARCH_KEYS_LANGUAGES) : undefined;
+    const covered = language && this.settings.skills.searchKeys ? await readState(client, SEARCH_KEYS_LANGUAGES) : undefined;
     const memoryCovered = language && this.settings.memory.enabled ? await readState(client, MEMORY_SEARCH_KEYS_LANGUAGES) : undefined;
     const jobs = this.decide('skills', (enqueue) => {
-      if (language) requestSearchKeysIfUncovered(language, covered, enqueue);
+      if (language && this.settings.skills.searchKeys) requestSearchKeysIfUncovered(language, covered, enqueue);
       evolveAfterTurn(event, this.settings.skills, enqueue);
     });
     jobs.push(

@@ -50,7 +50,7 @@ export interface PgSkillKeyJobDeps {
   /** The node's mirror of the team's skills: the skills keys are written for. */
   library: SkillMirror;
   languages: PgUserLanguages;
-  settings: Pick<SkillsSettings, 'evolver'>;
+  settings: Pick<SkillsSettings, 'evolver' | 'searchKeys'>;
   /** Where the model the team's agents last used is read (the default model of these calls, as on SQLite). */
   reads: Pick<PgConversationReads, 'latestModel'>;
   mainUpstream: UpstreamTarget | undefined;
@@ -68,6 +68,8 @@ export function pgSkillSearchKeysHandler(deps: PgSkillKeyJobDeps): TeamJobHandle
     kind: SEARCH_KEYS_JOB,
     usesLlm: true,
     async run(_payload, context) {
+      // Queued before skills.search_keys was turned off: nothing is written, nothing is covered.
+      if (!deps.settings.searchKeys) return undefined;
       const seen = await deps.languages.refresh();
       // With the mirror: whoever loads new keys first re-indexes the skills they belong to (a later load sees no change).
       await deps.keys.refresh(deps.pool, deps.library);
@@ -104,7 +106,8 @@ export function pgSkillSearchKeysHandler(deps: PgSkillKeyJobDeps): TeamJobHandle
  * writes (the personal install does so when its library changes); the queue's dedupe key makes
  * it one job however many nodes see the change.
  */
-export async function queueSkillSearchKeys(deps: Pick<PgSkillKeyJobDeps, 'queue' | 'keys' | 'library' | 'languages'>): Promise<void> {
+export async function queueSkillSearchKeys(deps: Pick<PgSkillKeyJobDeps, 'queue' | 'keys' | 'library' | 'languages' | 'settings'>): Promise<void> {
+  if (!deps.settings.searchKeys) return;
   const languages = await deps.languages.refresh();
   if (languages.length === 0) return;
   if (deps.keys.pending(deps.library.all(), languages, loadPrompt('skill-search-keys').version).length > 0)
