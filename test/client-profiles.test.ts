@@ -40,7 +40,12 @@ describe('agent clients are recognised: their own session ids, their side reques
     assert.equal(installed.code, 0, installed.stderr);
     proxy = await startProxy({
       home,
-      config: { llm: { api_base: upstream.url, api_format: 'anthropic', api_key: 'k' }, memory: { auto_extract: false }, skills: { auto_evolve: false } },
+      // No learning calls to the scripted upstream: it answers as an agent's model, and the tests wait for the learning queue to drain.
+      config: {
+        llm: { api_base: upstream.url, api_format: 'anthropic', api_key: 'k' },
+        memory: { auto_extract: false },
+        skills: { auto_evolve: false, search_keys: false },
+      },
     });
     anthropic = new Anthropic({ baseURL: proxy.url, apiKey: 'x', maxRetries: 0 });
     openai = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });

@@ -272,7 +272,12 @@ for (const agent of AGENTS) {
       firstRequest = upstream.requests.length;
       const metaclawHome = await homeWithStarterSkills();
       const apiBase = agent.upstreamFormat === 'anthropic' ? upstream.url : `${upstream.url}/v1`;
-      proxy = await startProxy({ home: metaclawHome, config: { llm: { api_base: apiBase, api_format: agent.upstreamFormat, api_key: 'sk-upstream-e2e' } } });
+      // The scripted upstream answers as the agent's model, and every request it sees is counted as the agent's:
+      // no search keys calls (the learning job a second request in a language queues).
+      proxy = await startProxy({
+        home: metaclawHome,
+        config: { llm: { api_base: apiBase, api_format: agent.upstreamFormat, api_key: 'sk-upstream-e2e' }, skills: { search_keys: false } },
+      });
       home = tempHome(`agent-e2e-${agent.claw}-`);
       work = join(home, 'project');
       mkdirSync(work);
