@@ -114,8 +114,10 @@ export function learningAwareUpstream(options: {
   return (request, response) => {
     if (options.evolver && isEvolverCall(request)) return answerWith(options.evolver(request), request, response, options.delayMs);
     if (options.extractor && isExtractorCall(request)) return completionWith(options.extractor(request), response, options.delayMs);
-    if (options.searchKeys && isSearchKeysCall(request)) return completionWith(options.searchKeys(request), response, options.delayMs);
-    if (options.memoryKeys && isMemoryKeysCall(request)) return completionWith(options.memoryKeys(request), response, options.delayMs);
+    // Search keys calls come from any library once the user has written a second request: unless a
+    // test scripts them, they are answered as a model with no keys to add would answer.
+    if (isSearchKeysCall(request)) return completionWith(options.searchKeys?.(request) ?? '{"skills": []}', response, options.delayMs);
+    if (isMemoryKeysCall(request)) return completionWith(options.memoryKeys?.(request) ?? '{"units": []}', response, options.delayMs);
     if (options.judge && isJudgeCall(request)) return answerWith(options.judge(request), request, response, options.delayMs);
     const reply = { text: (typeof options.chat === 'function' ? options.chat(request) : options.chat) ?? 'Done.' };
     return request.path.endsWith('/messages') ? anthropicReply(reply)(request, response) : openAIReply(reply)(request, response);
