@@ -10,8 +10,11 @@ import {
   TrainingSteps,
   currentTrainingRun,
   earlierRunReason,
+  keepsRunStart,
   newRunMessage,
   recordRun,
+  runStartOf,
+  saveRunStart,
   MAX_STEP_RETRY_DELAY_MS,
   type RunConfiguration,
   type RunStart,
@@ -328,7 +331,7 @@ export class RlEngine {
       if (this.state === 'stopped') return;
       this.tokenizer = tokenizer;
       // Opened on the run's own start (no step of it resumed) and its step 0 not kept yet: kept now.
-      const start = this.newRun || (!this.run.start && !resumedStep) ? await this.keepRunStart() : undefined;
+      const start = keepsRunStart(this.run, this.newRun !== undefined, resumedStep !== undefined) ? await this.keepRunStart() : undefined;
       // First start (or a new run): the fresh LoRA serves, so the first turns are already trainable samples.
       if (start && this.newRun) {
         // Before the run is recorded: a crash in between begins it again, with nothing left to set aside.
@@ -337,7 +340,7 @@ export class RlEngine {
         this.newRun = undefined;
         this.policy.startOver(start.sampler, start.sampler.version);
       } else if (!this.policy.describe()) {
-        const sampler = start?.sampler ?? (await this.backend.saveForSampler('step-0000'));
+        const { sampler } = start ?? (await saveRunStart(this.backend, Date.now));
         this.policy.installFromStep(0, sampler, sampler.version);
       }
       this.state = 'ready';
@@ -377,12 +380,11 @@ export class RlEngine {
    * and restarts, and a new run's record (another base model) replaces it.
    */
   private async keepRunStart(): Promise<{ sampler: PolicySampler; record: RunStart }> {
-    const sampler = await this.backend.saveForSampler('step-0000');
-    const record: RunStart = { sampler_path: sampler.version, at: Date.now() };
-    this.run = { ...this.run, start: record };
+    const start = await saveRunStart(this.backend, Date.now);
+    this.run = { ...this.run, start: start.record };
     // A new run is recorded by `newRun`, once it serves; the current one gets its step 0 added now.
-    if (!this.newRun) recordRun(this.stateStore, this.run, record);
-    return { sampler, record };
+    if (!this.newRun) recordRun(this.stateStore, this.run, start.record);
+    return start;
   }
 
   /** A new run's first act: the samples the earlier run's policy served (another model's tokens) never train it. */
@@ -394,8 +396,7 @@ export class RlEngine {
 
   /** The run's step 0 (`rl rollback 0`), unless a new run still waits to open or the run began before it was kept. */
   runStart(): { samplerPath: string; at: number } | undefined {
-    const start = this.newRun ? undefined : this.run.start;
-    return start ? { samplerPath: start.sampler_path, at: start.at } : undefined;
+    return this.newRun ? undefined : runStartOf(this.run);
   }
 
   /** OPD: every sample with token ids gets a teacher job (they do not need the backend, only the teacher). */

@@ -6,8 +6,11 @@ import {
   describeRun,
   MAX_STEP_RETRY_DELAY_MS,
   earlierRunReason,
+  keepsRunStart,
   newRunMessage,
+  runStartOf,
   sameRun,
+  saveRunStart,
   SharedServedPolicy,
   TrainingLoop,
   type RunConfiguration,
@@ -29,6 +32,7 @@ import {
   pgServedPolicyState,
   readTeamRun,
   recordTeamRun,
+  recordTeamRunStart,
   SERVED_POLICY_CHANNEL,
   type PgRlSamples,
 } from '../store/postgres/index.js';
@@ -175,6 +179,11 @@ export class TeamRlTraining {
     if (!this.trainer)
       return { status: 'skipped', reason: 'another node of the team trains (it holds the trainer’s lock); ask it, or wait for its next batch' };
     return this.trainer.loop.runStep(trigger);
+  }
+
+  /** The team's run's step 0 (`rl rollback 0` on any node), read from the team store; none for a run begun before it was kept. */
+  async runStart(): Promise<{ samplerPath: string; at: number } | undefined> {
+    return runStartOf(await readTeamRun(this.options.pool));
   }
 
   report(): TeamTrainingReport {
@@ -351,7 +360,8 @@ export class TeamRlTraining {
       const { run, previous, record, begin } = decideTrainingRun(stored, this.configured, () => lastStep);
       if (record) await recordTeamRun(this.options.pool, record);
       // A new run resumes from nothing of the earlier ones (only rl.resume_from_ckpt, if set).
-      const resumeFrom = (begin ? undefined : (await this.steps.latestState())?.statePath) ?? (settings.resumeFrom || undefined);
+      const resumedStep = begin ? undefined : await this.steps.latestState();
+      const resumeFrom = resumedStep?.statePath ?? (settings.resumeFrom || undefined);
       await backend.open({ baseModel: settings.baseModel, loraRank: settings.loraRank, ...(resumeFrom ? { resumeFrom } : {}) });
       const loop = new TrainingLoop({
         backend,
@@ -375,13 +385,14 @@ export class TeamRlTraining {
         await backend.close();
         return;
       }
-      if (begin && previous) {
+      // Opened on the run's own start (a new run, or one whose step 0 is not kept and no step resumed): kept now, as on one proxy.
+      const start = keepsRunStart(run, begin !== undefined, resumedStep !== undefined) ? await saveRunStart(backend, Date.now) : undefined;
+      if (begin && previous && start) {
         // A new run counts once the backend opened on it: its fresh LoRA serves as its step 0 on every node.
-        const sampler = await backend.saveForSampler('step-0000');
         const setAside = await beginTeamRun(
           this.options.pool,
-          begin,
-          { step: 0, samplerPath: sampler.version, pinned: false },
+          { ...begin, start: start.record },
+          { step: 0, samplerPath: start.record.sampler_path, pinned: false },
           { before: Date.now(), reason: earlierRunReason(previous) },
         );
         if (setAside > 0) logger.info({ samples: setAside }, 'rl: the earlier training run’s untrained samples were set aside');
@@ -389,10 +400,13 @@ export class TeamRlTraining {
         this.conflict = null;
         await this.policy.refresh();
         logger.warn({ previous, now: this.configured, after_step: run.after_step }, newRunMessage(previous, run));
-      } else if (!this.policy.describe()) {
-        // The team's first trainer: the fresh LoRA serves, so the first turns are already trainable samples.
-        const sampler = await backend.saveForSampler('step-0000');
-        await this.policy.installFromStep(0, sampler, sampler.version);
+      } else {
+        if (start && !this.stoppedTraining()) await recordTeamRunStart(this.options.pool, run, start.record);
+        if (!this.policy.describe()) {
+          // The team's first trainer: the fresh LoRA serves, so the first turns are already trainable samples.
+          const { sampler } = start ?? (await saveRunStart(backend, Date.now));
+          await this.policy.installFromStep(0, sampler, sampler.version);
+        }
       }
       if (this.stoppedTraining()) {
         await backend.close();

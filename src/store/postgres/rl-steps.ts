@@ -42,9 +42,12 @@ function records(rows: unknown[]): StepRecord[] {
   return z.array(rowSchema).parse(rows).map(fromRow);
 }
 
-/** The team's training-run record (the state key a personal install uses), read with rl/loop/run.ts's schema. */
-export async function readTeamRun(pool: pg.Pool): Promise<TrainingRun | undefined> {
-  const result = await pool.query('SELECT value FROM state WHERE key = $1', [TRAINING_RUN_KEY]);
+/**
+ * The team's training-run record (the state key a personal install uses), read with rl/loop/run.ts's
+ * schema; `forUpdate` (in a transaction) holds its row until the transaction ends.
+ */
+export async function readTeamRun(db: pg.Pool | pg.PoolClient, forUpdate = false): Promise<TrainingRun | undefined> {
+  const result = await db.query(`SELECT value FROM state WHERE key = $1${forUpdate ? ' FOR UPDATE' : ''}`, [TRAINING_RUN_KEY]);
   return parseTrainingRun(z.array(z.object({ value: z.string() })).parse(result.rows)[0]?.value);
 }
 
