@@ -1,7 +1,8 @@
 /**
  * What the team's training keeps in the team store rather than in the trainer's memory, so it holds
  * on every node and after the trainer's lock passes to another node: the run's step 0 (the weights
- * it started from, which `rl rollback 0` serves). Two `metaclaw start` nodes in mode rl on one PostgreSQL and the Tinker double,
+ * it started from, which `rl rollback 0` serves) and how many times in a row the training service
+ * refused a batch. Two `metaclaw start` nodes in mode rl on one PostgreSQL and the Tinker double,
  * steps only by hand (`metaclaw rl train-step`); real nodes, CLI and OpenAI SDK clients.
  */
 import assert from 'node:assert/strict';
@@ -163,5 +164,30 @@ describe('team mode: what training keeps across nodes and trainers', { skip: pos
     assert.equal(said.code, 1);
     assert.match(said.stderr, /Step 0 has no saved weights to serve: .*a run begun before MetaClaw kept them/);
     assert.equal((await trainingOf(nodes[0]!)).served?.step, 2, 'nothing changed what serves');
+  });
+
+  test('a batch the service refused twice before the trainer’s lock passed to another node is set aside at its first refusal on the new trainer', async () => {
+    await fourSamples('refused');
+    double.cueSubmit('/api/v1/forward_backward', 422, 422, 422);
+    const trainer = nodes[await trainerIndex()]!;
+    for (let refusal = 1; refusal <= 2; refusal++) {
+      const refused = await trainer.cli(['rl', 'train-step']);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /^step \d+ failed: .*422/);
+      assert.doesNotMatch(refused.stderr, /set aside/);
+    }
+
+    const next = nodes[await handOver()]!;
+    const third = await next.cli(['rl', 'train-step']);
+    assert.equal(third.code, 1);
+    assert.match(third.stderr, /^step \d+ failed: .*422.* its 4 sample\(s\) are set aside, and the next batch trains\./);
+    const step = /^step (\d+)/.exec(third.stderr)![1];
+    const status = await nodes[0]!.cli(['rl', 'status']);
+    assert.match(
+      status.stdout,
+      new RegExp(`^set aside {2}4 sample\\(s\\) never train: the training backend refused their batch 3 times \\(last at step ${step}\\)`, 'm'),
+    );
+    const aside = await rows<{ count: string }>('SELECT COUNT(*) AS count FROM rl_samples WHERE set_aside_at IS NOT NULL AND trained_step IS NULL');
+    assert.equal(Number(aside[0]!.count), 4);
   });
 });
