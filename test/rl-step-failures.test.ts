@@ -4,7 +4,18 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { startProxy, waitFor } from './support/proxy.js';
-import { opened, readySamples, sendTurns, startRlProxy, stepDone, stepsOf, training, type TrainingReport } from './support/rl-proxy.js';
+import {
+  expectReopeningLater,
+  opened,
+  readySamples,
+  sendTurns,
+  startDroppingBackend,
+  startRlProxy,
+  stepDone,
+  stepsOf,
+  training,
+  type TrainingReport,
+} from './support/rl-proxy.js';
 
 /**
  * What a user sees when training goes wrong in a running proxy (mode rl, the Tinker double): a step
@@ -171,6 +182,22 @@ describe('RL: a failing training step and a backend that does not open', () => {
       assert.equal((JSON.parse(status.stdout) as { buffer: { by_state: { trained: number } } }).buffer.by_state.trained, 2);
     } finally {
       await rl.dispose();
+    }
+  });
+
+  test('a training backend that drops every connection: /status and rl status say why within seconds, opening is tried again after 5 s, then 10 s (never in between), and the log says it once', async () => {
+    const backend = await startDroppingBackend();
+    const rl = await startRlProxy({ rl: { base_url: backend.url } });
+    try {
+      await expectReopeningLater(
+        backend,
+        () => training(rl.proxy),
+        (args) => rl.proxy.cli(args),
+        join(rl.home, 'logs', 'metaclaw.log'),
+      );
+    } finally {
+      await rl.dispose();
+      await backend.close();
     }
   });
 

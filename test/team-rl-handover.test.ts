@@ -2,7 +2,8 @@
  * What the team's training keeps in the team store rather than in the trainer's memory, so it holds
  * on every node and after the trainer's lock passes to another node: the run's step 0 (the weights
  * it started from, which `rl rollback 0` serves) and how many times in a row the training service
- * refused a batch. Two `metaclaw start` nodes in mode rl on one PostgreSQL and the Tinker double,
+ * refused a batch; and how a node whose opening fails (of the team's run as the next trainer, or of
+ * its own session with a service it cannot reach) tries again later and later, saying why. Two `metaclaw start` nodes in mode rl on one PostgreSQL and the Tinker double,
  * steps only by hand (`metaclaw rl train-step`); real nodes, CLI and OpenAI SDK clients.
  */
 import assert from 'node:assert/strict';
@@ -12,7 +13,7 @@ import { before, describe, test } from 'node:test';
 import { sendJson } from './support/http.js';
 import { postgresSkip } from './support/postgres.js';
 import { startProxy, waitFor, type ProxyHandle } from './support/proxy.js';
-import { CHAR_VOCAB_SIZE, RL_MODEL } from './support/rl-proxy.js';
+import { CHAR_VOCAB_SIZE, expectReopeningLater, RL_MODEL, startDroppingBackend, type TrainingReport } from './support/rl-proxy.js';
 import { teamForTests, teamHelpers } from './support/team.js';
 import { conversation, rlTeamConfig, startRlTeam } from './support/team-rl.js';
 import { TinkerDouble } from './support/tinker-double.js';
@@ -31,7 +32,7 @@ interface Served {
   pinned: boolean;
 }
 
-interface Training {
+interface Training extends TrainingReport {
   state: string;
   served: Served | null;
   trainer: 'this node' | 'another node';
@@ -189,5 +190,46 @@ describe('team mode: what training keeps across nodes and trainers', { skip: pos
     );
     const aside = await rows<{ count: string }>('SELECT COUNT(*) AS count FROM rl_samples WHERE set_aside_at IS NOT NULL AND trained_step IS NULL');
     assert.equal(Number(aside[0]!.count), 4);
+  });
+
+  test('when the next trainer cannot open the team’s run (the service refuses create_model), it leaves the lock and asks for it again after 5 s, then 10 s, not every second, and logs it once', async () => {
+    const index = await trainerIndex();
+    const survivor = nodes[1 - index]!;
+    const home = nodes[index]!.home;
+    const tries = () => double.callsTo('/api/v1/create_model').length;
+    const before = tries();
+    double.cueSubmit('/api/v1/create_model', 400, 400);
+    await nodes[index]!.stop();
+    await waitFor(() => tries() === before + 1, 15_000, 50);
+    const firstTry = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    assert.equal(tries(), before + 1, 'no second try in the 4 s after the first');
+    await waitFor(async () => (await trainingOf(survivor)).trainer === 'this node', 40_000, 200);
+    const took = Date.now() - firstTry;
+    assert.equal(tries(), before + 3);
+    assert.ok(took >= 14_000, `the third try waits 5 s, then 10 s (it came after ${took} ms)`);
+    const said = readFileSync(join(survivor.home, 'logs', 'metaclaw.log'), 'utf8')
+      .split('\n')
+      .filter((line) => line.includes('could not open the team’s training run'));
+    assert.equal(said.length, 1, `the same failure is logged once:\n${said.join('\n')}`);
+    nodes[index] = await startProxy({ env: teamEnv(), config: nodeConfig(), home });
+  });
+
+  test('a node whose training backend drops every connection says why in /status and rl status within seconds, tries again after 5 s, then 10 s, and logs it once', async () => {
+    const backend = await startDroppingBackend();
+    const config = rlTeamConfig({ seed: team.seed, upstream: team.upstream, double, rl: { manual_train_trigger: true, base_url: backend.url } });
+    const node = await startProxy({ env: teamEnv(), config });
+    try {
+      await expectReopeningLater(
+        backend,
+        () => trainingOf(node),
+        (args) => node.cli(args),
+        join(node.home, 'logs', 'metaclaw.log'),
+      );
+      assert.equal((await trainingOf(node)).trainer, 'another node');
+    } finally {
+      await node.dispose();
+      await backend.close();
+    }
   });
 });
