@@ -4,7 +4,18 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { startProxy, waitFor } from './support/proxy.js';
-import { readySamples, sendTurns, startRlProxy, stepDone, stepsOf, training, type TrainingReport } from './support/rl-proxy.js';
+import {
+  expectReopeningLater,
+  opened,
+  readySamples,
+  sendTurns,
+  startDroppingBackend,
+  startRlProxy,
+  stepDone,
+  stepsOf,
+  training,
+  type TrainingReport,
+} from './support/rl-proxy.js';
 
 /**
  * What a user sees when training goes wrong in a running proxy (mode rl, the Tinker double): a step
@@ -111,6 +122,32 @@ describe('RL: a failing training step and a backend that does not open', () => {
     }
   });
 
+  test('the refusals of a batch are counted across a restart: refused twice before it, the batch is set aside at its first refusal after it', async () => {
+    const rl = await startRlProxy({ rl: { batch_size: 2, prm_m: 1, manual_train_trigger: true }, ready: true });
+    try {
+      await sendTurns(rl.proxy, 'refused-restart', ['first question', 'second question', 'third question'], 8);
+      await readySamples(rl.proxy, 2);
+      rl.double.cueSubmit('/api/v1/forward_backward', 422, 422, 422);
+      for (const step of [1, 2]) {
+        const refused = await rl.proxy.cli(['rl', 'train-step']);
+        assert.equal(refused.code, 1);
+        assert.match(refused.stderr, new RegExp(`^step ${step} failed: .*422`));
+        assert.doesNotMatch(refused.stderr, /set aside/);
+      }
+
+      await rl.proxy.stop();
+      const proxy = (rl.proxy = await startProxy({ home: rl.home, config: rl.config }));
+      assert.equal((await opened(proxy)).state, 'ready');
+      const third = await proxy.cli(['rl', 'train-step']);
+      assert.equal(third.code, 1);
+      assert.match(third.stderr, /^step 3 failed: .*422.*its 2 sample\(s\) are set aside, and the next batch trains/s);
+      const status = await proxy.cli(['rl', 'status']);
+      assert.match(status.stdout, /^set aside {2}2 sample\(s\) never train: the training backend refused their batch 3 times \(last at step 3\)/m);
+    } finally {
+      await rl.dispose();
+    }
+  });
+
   test('metaclaw stop while a training step hangs on an unanswering backend: the request is cut, the proxy stops at once and cleanly, the step is recorded abandoned, and its samples train after the next start', async () => {
     const rl = await startRlProxy({ rl: { batch_size: 2, prm_m: 1 }, ready: true });
     const { double } = rl;
@@ -145,6 +182,22 @@ describe('RL: a failing training step and a backend that does not open', () => {
       assert.equal((JSON.parse(status.stdout) as { buffer: { by_state: { trained: number } } }).buffer.by_state.trained, 2);
     } finally {
       await rl.dispose();
+    }
+  });
+
+  test('a training backend that drops every connection: /status and rl status say why within seconds, opening is tried again after 5 s, then 10 s (never in between), and the log says it once', async () => {
+    const backend = await startDroppingBackend();
+    const rl = await startRlProxy({ rl: { base_url: backend.url } });
+    try {
+      await expectReopeningLater(
+        backend,
+        () => training(rl.proxy),
+        (args) => rl.proxy.cli(args),
+        join(rl.home, 'logs', 'metaclaw.log'),
+      );
+    } finally {
+      await rl.dispose();
+      await backend.close();
     }
   });
 

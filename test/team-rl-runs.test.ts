@@ -3,7 +3,7 @@
  * the Tinker double (steps only by hand, `metaclaw rl train-step`, so each refusal is counted):
  * a batch the service keeps refusing is set aside as on one proxy, and a change of `rl.model`
  * starts a new run for the whole team — once no node configured for the old one is up — instead of
- * loading the old model's weights into the new one. Real nodes, CLI and OpenAI SDK clients; only the
+ * loading the old model's weights into the new one; its fresh LoRA is its step 0. Real nodes, CLI and OpenAI SDK clients; only the
  * LLM (judge) and the training service are scripted.
  */
 import assert from 'node:assert/strict';
@@ -202,6 +202,7 @@ describe('team mode: the team’s training run', { skip: postgresSkip() }, () =>
       const checkpoints = await sendJson(`${node.url}/v1/rl/checkpoints`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
       assert.equal(checkpoints.status, 200);
       assert.deepEqual(checkpoints.body.data, [], 'the old run’s checkpoints are not offered');
+      assert.equal(checkpoints.body.start?.sampler_path, reports[0]!.served!.samplerPath, 'step 0 is the new run’s own fresh LoRA');
     }
     const rollback = await nodes[0]!.cli(['rl', 'rollback', '4']);
     assert.equal(rollback.code, 1);

@@ -11,8 +11,8 @@ export interface TrainingControl {
   runStep(trigger: 'manual'): Promise<StepOutcome>;
   readonly steps: Pick<StepStore, 'recent' | 'checkpoints'>;
   readonly policy: { describe(): ServedPolicyRecord | undefined; serve(step: number, samplerPath: string, pinned: boolean): Awaitable<void> };
-  /** The current run's step 0 (the weights it opened with), when kept; a team store does not keep it yet. */
-  runStart?(): Awaitable<{ samplerPath: string; at: number } | undefined>;
+  /** The current run's step 0 (the weights it opened with), when kept (the personal install's run record, or the team store's). */
+  runStart(): Awaitable<{ samplerPath: string; at: number } | undefined>;
 }
 
 /** The training in modes rl and auto, else why there is none. */
@@ -28,7 +28,7 @@ const rollbackSchema = z.union([z.object({ step: z.number().int().nonnegative() 
 
 /** Why `{"step": 0}` finds nothing to serve. */
 const NO_RUN_START =
-  'Step 0 has no saved weights to serve: the weights this training run started from were not kept (a run begun before they were recorded, a new run whose backend has not opened yet, or a team store).';
+  'Step 0 has no saved weights to serve: the weights this training run started from were not kept (a run begun before MetaClaw kept them, whose steps have saved their state since, or a new run whose backend has not opened yet).';
 
 /**
  * Manual control of training: one step now, the steps taken, the checkpoints that can be served,
@@ -61,7 +61,7 @@ export function rlRoutes(control: RlControl, adminToken: AdminToken): (app: Prox
 
     app.get('/v1/rl/checkpoints', async (c) => {
       const control = engine();
-      const start = await control.runStart?.();
+      const start = await control.runStart();
       return c.json({
         object: 'list',
         data: (await control.steps.checkpoints()).map(presentStep),
@@ -87,7 +87,7 @@ export function rlRoutes(control: RlControl, adminToken: AdminToken): (app: Prox
  */
 async function rollbackTarget(control: TrainingControl, body: z.infer<typeof rollbackSchema>): Promise<{ step: number; samplerPath: string }> {
   const runStart = async () => {
-    const start = await control.runStart?.();
+    const start = await control.runStart();
     return start ? { step: 0, samplerPath: start.samplerPath } : undefined;
   };
   if ('latest' in body) {

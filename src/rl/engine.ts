@@ -10,8 +10,11 @@ import {
   TrainingSteps,
   currentTrainingRun,
   earlierRunReason,
+  keepsRunStart,
   newRunMessage,
   recordRun,
+  runStartOf,
+  saveRunStart,
   MAX_STEP_RETRY_DELAY_MS,
   type RunConfiguration,
   type RunStart,
@@ -25,12 +28,10 @@ import {
 } from './loop/index.js';
 import { loadChatTokenizer, PolicyUpstream, type ChatTokenizer, type Forwarding } from './policy/index.js';
 import { TEACHER_JOB, type TeacherEndpoint } from './teacher/index.js';
+import { ReopenSchedule } from './reopen.js';
 import { TinkerBackend, type BackendSelection } from './tinker/index.js';
 import { trainStep } from './train/index.js';
 import type { LossFunction, PolicySampler } from './types.js';
-
-/** The longest wait before opening a failed backend again. */
-const MAX_REOPEN_DELAY_MS = 5 * 60_000;
 
 /** One GRPO step with the run's settings (`rl/train`'s trainStep), as the training loop runs it. */
 export function grpoStep(settings: Pick<RlEngineSettings, 'lossFn' | 'learningRate' | 'opd'>): StepFunction {
@@ -178,8 +179,8 @@ export class RlEngine {
   private error: string | null = null;
   private timer: NodeJS.Timeout | undefined;
   private opening: Promise<void> | undefined;
-  private retry: { timer: NodeJS.Timeout; at: number } | undefined;
-  private failedOpenings = 0;
+  private retry: NodeJS.Timeout | undefined;
+  private readonly reopen: ReopenSchedule;
   /** set while a new training run waits for the backend to open on it: records the run */
   private newRun: ((start: RunStart) => void) | undefined;
   /** the run before a new one, whose untrained samples the new one sets aside */
@@ -196,6 +197,11 @@ export class RlEngine {
       baseUrl: settings.backend.baseUrl,
       onWarning: (message) => logger.warn(message),
     });
+    this.reopen = new ReopenSchedule(
+      settings.checkIntervalMs,
+      logger,
+      'rl: the training backend could not be opened; the normal upstream serves every turn until it can',
+    );
     this.steps = new TrainingSteps(deps.db);
     const state = (this.stateStore = new StateStore(deps.db));
     const { run, previous, begin } = currentTrainingRun(
@@ -275,7 +281,7 @@ export class RlEngine {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    if (this.retry) clearTimeout(this.retry.timer);
+    if (this.retry) clearTimeout(this.retry);
     this.state = 'stopped';
     // A step in flight on a service that hangs or cannot be reached must not hold the shutdown: its
     // requests are cut, it is recorded abandoned, and its samples train at the next start.
@@ -298,7 +304,7 @@ export class RlEngine {
     return {
       state: this.state,
       error: this.error,
-      retry_at: this.retry ? new Date(this.retry.at).toISOString() : null,
+      retry_at: this.state === 'failed' ? new Date(this.reopen.nextAt).toISOString() : null,
       step_retry: stepRetryReport(this.loop),
       backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
       base_model: settings.baseModel,
@@ -328,7 +334,7 @@ export class RlEngine {
       if (this.state === 'stopped') return;
       this.tokenizer = tokenizer;
       // Opened on the run's own start (no step of it resumed) and its step 0 not kept yet: kept now.
-      const start = this.newRun || (!this.run.start && !resumedStep) ? await this.keepRunStart() : undefined;
+      const start = keepsRunStart(this.run, this.newRun !== undefined, resumedStep !== undefined) ? await this.keepRunStart() : undefined;
       // First start (or a new run): the fresh LoRA serves, so the first turns are already trainable samples.
       if (start && this.newRun) {
         // Before the run is recorded: a crash in between begins it again, with nothing left to set aside.
@@ -337,12 +343,12 @@ export class RlEngine {
         this.newRun = undefined;
         this.policy.startOver(start.sampler, start.sampler.version);
       } else if (!this.policy.describe()) {
-        const sampler = start?.sampler ?? (await this.backend.saveForSampler('step-0000'));
+        const { sampler } = start ?? (await saveRunStart(this.backend, Date.now));
         this.policy.installFromStep(0, sampler, sampler.version);
       }
       this.state = 'ready';
       this.error = null;
-      this.failedOpenings = 0;
+      this.reopen.opened();
       logger.info(
         { backend: settings.backend.kind, model: settings.baseModel, resumed_from: resumeFrom ?? null, served: this.policy.describe() },
         'rl: training backend open; main turns are served from the policy',
@@ -350,24 +356,17 @@ export class RlEngine {
       this.checkBatch();
     } catch (error) {
       if (this.state === 'stopped') return;
+      // While it is tried again the report keeps saying why it failed (and `retry_at` when it was due).
       this.state = 'failed';
       this.error = errorMessage(error);
       // A service that was down, a key or tokenizer fixed meanwhile: opening is tried again, less and less often.
-      const delay = Math.min(settings.checkIntervalMs * 2 ** this.failedOpenings, MAX_REOPEN_DELAY_MS);
-      this.failedOpenings += 1;
-      logger.error(
-        { err: this.error, backend: settings.backend.kind, retry_in_s: Math.round(delay / 1000) },
-        'rl: the training backend could not be opened; the normal upstream serves every turn until it can',
-      );
+      const delay = this.reopen.failed(error, { backend: settings.backend.kind });
       await this.backend.close();
-      const timer = setTimeout(() => {
+      this.retry = setTimeout(() => {
         this.retry = undefined;
-        if (this.state !== 'failed') return;
-        this.state = 'starting';
-        this.opening = this.open();
+        if (this.state === 'failed') this.opening = this.open();
       }, delay);
-      timer.unref();
-      this.retry = { timer, at: Date.now() + delay };
+      this.retry.unref();
     }
   }
 
@@ -377,12 +376,11 @@ export class RlEngine {
    * and restarts, and a new run's record (another base model) replaces it.
    */
   private async keepRunStart(): Promise<{ sampler: PolicySampler; record: RunStart }> {
-    const sampler = await this.backend.saveForSampler('step-0000');
-    const record: RunStart = { sampler_path: sampler.version, at: Date.now() };
-    this.run = { ...this.run, start: record };
+    const start = await saveRunStart(this.backend, Date.now);
+    this.run = { ...this.run, start: start.record };
     // A new run is recorded by `newRun`, once it serves; the current one gets its step 0 added now.
-    if (!this.newRun) recordRun(this.stateStore, this.run, record);
-    return { sampler, record };
+    if (!this.newRun) recordRun(this.stateStore, this.run, start.record);
+    return start;
   }
 
   /** A new run's first act: the samples the earlier run's policy served (another model's tokens) never train it. */
@@ -394,8 +392,7 @@ export class RlEngine {
 
   /** The run's step 0 (`rl rollback 0`), unless a new run still waits to open or the run began before it was kept. */
   runStart(): { samplerPath: string; at: number } | undefined {
-    const start = this.newRun ? undefined : this.run.start;
-    return start ? { samplerPath: start.sampler_path, at: start.at } : undefined;
+    return this.newRun ? undefined : runStartOf(this.run);
   }
 
   /** OPD: every sample with token ids gets a teacher job (they do not need the backend, only the teacher). */

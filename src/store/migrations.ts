@@ -657,4 +657,11 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: 'ALTER TABLE rl_samples ADD COLUMN set_aside_at INTEGER; ALTER TABLE rl_samples ADD COLUMN set_aside_reason TEXT;',
     postgres: 'ALTER TABLE rl_samples ADD COLUMN set_aside_at BIGINT; ALTER TABLE rl_samples ADD COLUMN set_aside_reason TEXT;',
   },
+  {
+    version: 32,
+    description:
+      'a training step the backend failed by refusing its batch names that batch, so the count of refusals in a row survives a restart and a hand-over to another trainer (it was kept in memory)',
+    sql: 'ALTER TABLE rl_steps ADD COLUMN refused_batch TEXT;',
+    postgres: 'ALTER TABLE rl_steps ADD COLUMN refused_batch TEXT;',
+  },
 ];

@@ -6,8 +6,11 @@ import {
   describeRun,
   MAX_STEP_RETRY_DELAY_MS,
   earlierRunReason,
+  keepsRunStart,
   newRunMessage,
+  runStartOf,
   sameRun,
+  saveRunStart,
   SharedServedPolicy,
   TrainingLoop,
   type RunConfiguration,
@@ -17,6 +20,7 @@ import {
   type TrainingRun,
 } from '../rl/loop/index.js';
 import { loadChatTokenizer, type ChatTokenizer, type Forwarding, type PolicyUpstream } from '../rl/policy/index.js';
+import { ReopenSchedule } from '../rl/reopen.js';
 import { TinkerBackend } from '../rl/tinker/index.js';
 import { urlHost } from '../shared/url-host.js';
 // Loaded by team-app.ts only (through team/rl.ts): it pulls in `pg`.
@@ -29,6 +33,7 @@ import {
   pgServedPolicyState,
   readTeamRun,
   recordTeamRun,
+  recordTeamRunStart,
   SERVED_POLICY_CHANNEL,
   type PgRlSamples,
 } from '../store/postgres/index.js';
@@ -41,8 +46,6 @@ const TICK_MS = 1_000;
  * connection that died silently (no FIN) takes minutes to notice. Without a listener, every tick.
  */
 const POLICY_POLL_MS = 30_000;
-/** The longest wait before opening a failed backend again. */
-const MAX_REOPEN_DELAY_MS = 5 * 60_000;
 
 export interface TeamRlTrainingOptions {
   pool: pg.Pool;
@@ -94,12 +97,16 @@ export class TeamRlTraining {
   private policyRead: Promise<void> | undefined;
   private nextPolicyRead = 0;
   private trainer: { backend: TinkerBackend; loop: TrainingLoop } | undefined;
+  /** the trainer's backend while this node opens the team's run */
+  private openingTrainer: TinkerBackend | undefined;
   private tokenizer: ChatTokenizer | undefined;
   private state: EngineState = 'starting';
   private error: string | null = null;
   private samplingOpen = false;
-  private reopenAt = 0;
-  private failedOpenings = 0;
+  /** when this node's sampling session, which failed to open, is tried again */
+  private readonly reopen: ReopenSchedule;
+  /** when this node, whose opening of the team's run failed as its trainer, asks for the trainer's lock again */
+  private readonly retrain: ReopenSchedule;
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
   private readyCount = 0;
@@ -120,6 +127,12 @@ export class TeamRlTraining {
   constructor(private readonly options: TeamRlTrainingOptions) {
     const { settings, pool, logger } = options;
     this.sampling = this.newBackend();
+    this.reopen = new ReopenSchedule(
+      settings.checkIntervalMs,
+      logger,
+      'rl: the training backend could not be opened; the normal upstream serves every turn until it can',
+    );
+    this.retrain = new ReopenSchedule(settings.checkIntervalMs, logger, 'rl: could not open the team’s training run; the trainer’s lock is released');
     this.steps = new PgTrainingSteps(pool);
     this.policy = new SharedServedPolicy(pgServedPolicyState(pool), (path) => this.sampling.samplerFor(path));
     this.lease = new PgTrainerLease(options.url, (error) => this.stepDown(error));
@@ -155,6 +168,9 @@ export class TeamRlTraining {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.state = 'stopped';
+    // An opening in flight is cut too: a service that never answers must not hold the shutdown.
+    this.sampling.abort('the node is stopping');
+    this.openingTrainer?.abort('the node is stopping');
     // A step in flight is cut (a service that hangs must not hold the shutdown): it is recorded
     // abandoned, its samples go back to the buffer, before the lock goes to another node.
     const trainer = this.trainer;
@@ -177,12 +193,17 @@ export class TeamRlTraining {
     return this.trainer.loop.runStep(trigger);
   }
 
+  /** The team's run's step 0 (`rl rollback 0` on any node), read from the team store; none for a run begun before it was kept. */
+  async runStart(): Promise<{ samplerPath: string; at: number } | undefined> {
+    return runStartOf(await readTeamRun(this.options.pool));
+  }
+
   report(): TeamTrainingReport {
     const { settings } = this.options;
     return {
       state: this.conflict === null ? this.state : 'starting',
       error: this.error,
-      retry_at: this.state === 'failed' ? new Date(this.reopenAt).toISOString() : null,
+      retry_at: this.state === 'failed' ? new Date(this.reopen.nextAt).toISOString() : null,
       step_retry: this.trainer ? stepRetryReport(this.trainer.loop) : null,
       backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
       base_model: settings.baseModel,
@@ -237,7 +258,8 @@ export class TeamRlTraining {
     if (!this.samplingOpen && !(await this.openSampling())) return;
     if (!this.policyListener.listening || Date.now() >= this.nextPolicyRead) await this.readPolicy();
     const mayTrain = await this.checkRun();
-    if (mayTrain && !this.trainer && this.state !== 'stopped' && (await this.lease.tryAcquire())) await this.becomeTrainer();
+    // After its opening of the team's run failed, this node leaves the lock to the others for a while.
+    if (mayTrain && !this.trainer && this.state !== 'stopped' && !this.retrain.waiting() && (await this.lease.tryAcquire())) await this.becomeTrainer();
     if (this.state !== 'stopped' && this.policy.current() && this.conflict === null) this.state = 'ready';
     const trainer = this.trainer;
     if (trainer) await this.options.queueTeacher?.();
@@ -311,8 +333,8 @@ export class TeamRlTraining {
 
   /** The tokenizer and this node's sampling session; a failure is tried again, less and less often. */
   private async openSampling(): Promise<boolean> {
-    if (Date.now() < this.reopenAt) return false;
-    const { settings, logger } = this.options;
+    if (this.reopen.waiting()) return false;
+    const { settings } = this.options;
     try {
       const [tokenizer] = await Promise.all([
         loadChatTokenizer({ tokenizerPath: settings.tokenizerPath, model: settings.baseModel, home: settings.home }),
@@ -321,20 +343,15 @@ export class TeamRlTraining {
       this.tokenizer = tokenizer;
       this.samplingOpen = true;
       this.error = null;
-      this.failedOpenings = 0;
+      this.reopen.opened();
       if (this.state === 'failed') this.state = 'starting';
       return true;
     } catch (error) {
       await this.sampling.close();
+      if (this.state === 'stopped') return false;
       this.state = 'failed';
       this.error = errorMessage(error);
-      const delay = Math.min(settings.checkIntervalMs * 2 ** this.failedOpenings, MAX_REOPEN_DELAY_MS);
-      this.failedOpenings += 1;
-      this.reopenAt = Date.now() + delay;
-      logger.error(
-        { err: this.error, backend: settings.backend.kind, retry_in_s: Math.round(delay / 1000) },
-        'rl: the training backend could not be opened; the normal upstream serves every turn until it can',
-      );
+      this.reopen.failed(error, { backend: settings.backend.kind });
       return false;
     }
   }
@@ -342,7 +359,7 @@ export class TeamRlTraining {
   /** This node holds the lock: it opens the team's training run where the last trainer left it. */
   private async becomeTrainer(): Promise<void> {
     const { settings, samples, generation, logger } = this.options;
-    const backend = this.newBackend();
+    const backend = (this.openingTrainer = this.newBackend());
     try {
       const interrupted = await this.steps.abandonInterrupted(Date.now());
       if (interrupted > 0) logger.info({ steps: interrupted }, 'rl: steps cut by the last trainer were abandoned; their samples wait for the next step');
@@ -351,7 +368,8 @@ export class TeamRlTraining {
       const { run, previous, record, begin } = decideTrainingRun(stored, this.configured, () => lastStep);
       if (record) await recordTeamRun(this.options.pool, record);
       // A new run resumes from nothing of the earlier ones (only rl.resume_from_ckpt, if set).
-      const resumeFrom = (begin ? undefined : (await this.steps.latestState())?.statePath) ?? (settings.resumeFrom || undefined);
+      const resumedStep = begin ? undefined : await this.steps.latestState();
+      const resumeFrom = resumedStep?.statePath ?? (settings.resumeFrom || undefined);
       await backend.open({ baseModel: settings.baseModel, loraRank: settings.loraRank, ...(resumeFrom ? { resumeFrom } : {}) });
       const loop = new TrainingLoop({
         backend,
@@ -375,13 +393,14 @@ export class TeamRlTraining {
         await backend.close();
         return;
       }
-      if (begin && previous) {
+      // Opened on the run's own start (a new run, or one whose step 0 is not kept and no step resumed): kept now, as on one proxy.
+      const start = keepsRunStart(run, begin !== undefined, resumedStep !== undefined) ? await saveRunStart(backend, Date.now) : undefined;
+      if (begin && previous && start) {
         // A new run counts once the backend opened on it: its fresh LoRA serves as its step 0 on every node.
-        const sampler = await backend.saveForSampler('step-0000');
         const setAside = await beginTeamRun(
           this.options.pool,
-          begin,
-          { step: 0, samplerPath: sampler.version, pinned: false },
+          { ...begin, start: start.record },
+          { step: 0, samplerPath: start.record.sampler_path, pinned: false },
           { before: Date.now(), reason: earlierRunReason(previous) },
         );
         if (setAside > 0) logger.info({ samples: setAside }, 'rl: the earlier training run’s untrained samples were set aside');
@@ -389,22 +408,29 @@ export class TeamRlTraining {
         this.conflict = null;
         await this.policy.refresh();
         logger.warn({ previous, now: this.configured, after_step: run.after_step }, newRunMessage(previous, run));
-      } else if (!this.policy.describe()) {
-        // The team's first trainer: the fresh LoRA serves, so the first turns are already trainable samples.
-        const sampler = await backend.saveForSampler('step-0000');
-        await this.policy.installFromStep(0, sampler, sampler.version);
+      } else {
+        if (start && !this.stoppedTraining()) await recordTeamRunStart(this.options.pool, run, start.record);
+        if (!this.policy.describe()) {
+          // The team's first trainer: the fresh LoRA serves, so the first turns are already trainable samples.
+          const { sampler } = start ?? (await saveRunStart(backend, Date.now));
+          await this.policy.installFromStep(0, sampler, sampler.version);
+        }
       }
       if (this.stoppedTraining()) {
         await backend.close();
         return;
       }
       this.trainer = { backend, loop };
+      this.retrain.opened();
       logger.info({ backend: settings.backend.kind, model: settings.baseModel, resumed_from: resumeFrom ?? null }, 'rl: this node trains the team’s policy');
     } catch (error) {
-      // Another node may do better (its own key, its own way to the backend): the lock goes back.
+      // Another node may do better (its own key, its own way to the backend): the lock goes back,
+      // and this node asks for it again later and later, not at every tick.
       await backend.close();
       await this.lease.release();
-      logger.warn({ err: errorMessage(error) }, 'rl: could not open the team’s training run; the trainer’s lock is released');
+      if (this.state !== 'stopped') this.retrain.failed(error, { backend: settings.backend.kind });
+    } finally {
+      this.openingTrainer = undefined;
     }
   }
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { startProxy, tempHome, waitFor, type ProxyHandle } from './proxy.js';
@@ -221,4 +222,69 @@ export async function startRlProxy(options: RlProxyOptions = {}): Promise<RlProx
     }
   }
   return rl;
+}
+
+/** A "training backend" that takes every connection and closes it at once, before any answer; `connections` holds when each came. */
+export interface DroppingBackend {
+  url: string;
+  connections: number[];
+  close(): Promise<void>;
+}
+
+export async function startDroppingBackend(): Promise<DroppingBackend> {
+  const connections: number[] = [];
+  const server = createServer((socket) => {
+    connections.push(Date.now());
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    connections,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * What a proxy or node whose backend drops every connection shows and does (`read`: its training
+ * report; `cli`: its `metaclaw`): within seconds `/status` and `rl status` say why it failed and
+ * when it tries again; nothing is sent in the 5 s after the first failure nor in the 10 s after the
+ * second; the log (`logFile`) says it once, not at every try.
+ */
+export async function expectReopeningLater(
+  backend: DroppingBackend,
+  read: () => Promise<TrainingReport>,
+  cli: ProxyHandle['cli'],
+  logFile: string,
+): Promise<void> {
+  const failure = new RegExp(`^Tinker is unreachable at ${backend.url.replaceAll('.', '\\.')} \\(/api/v1/create_session\\): `);
+  const failedAfter = (retryAfter: number) =>
+    waitFor(
+      async () => {
+        const report = await read();
+        return report.state === 'failed' && Date.parse(report.retry_at ?? '') > retryAfter && report;
+      },
+      30_000,
+      100,
+    );
+  const first = await failedAfter(0);
+  assert.match(first.error ?? '', failure);
+  const status = await cli(['rl', 'status']);
+  assert.match(status.stdout, /FAILED: Tinker is unreachable at .*; trying again at /);
+
+  // The second opening fails too: its retry time moves on.
+  const firstRetry = Date.parse(first.retry_at!);
+  const secondRetry = Date.parse((await failedAfter(firstRetry)).retry_at!);
+  const { connections } = backend;
+  await waitFor(() => connections.some((at) => at >= secondRetry - 100), 15_000, 50);
+  const between = (from: number, to: number) => connections.filter((at) => at > from + 200 && at < to - 200);
+  assert.deepEqual(between(firstRetry - 5_000, firstRetry), [], 'nothing is sent in the 5 s after the first failure');
+  assert.deepEqual(between(secondRetry - 10_000, secondRetry), [], 'nothing is sent in the 10 s after the second failure');
+  assert.ok(between(firstRetry - 200, secondRetry - 10_000).length > 0, 'the second opening ran between them');
+
+  const said = readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((line) => line.includes('the training backend could not be opened'));
+  assert.equal(said.length, 1, `the same failure is logged once, not at every try:\n${said.join('\n')}`);
+  assert.match((JSON.parse(said[0]!) as { err: string }).err, failure);
 }

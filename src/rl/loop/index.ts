@@ -1,7 +1,17 @@
 export { ServedPolicy, parseServedPolicy, SERVED_POLICY_KEY, type ServedPolicyRecord } from './served-policy.js';
 export { SharedServedPolicy } from './shared-policy.js';
 export type { PolicyInstaller, ServedPolicyState, StepStore } from './ports.js';
-export { TrainingSteps, fromRow, finiteMetrics, finiteOrNull, type StepRecord, type StepRow, type StepStatus, type StepTrigger } from './steps.js';
+export {
+  TrainingSteps,
+  fromRow,
+  finiteMetrics,
+  finiteOrNull,
+  refusalsInRow,
+  type StepRecord,
+  type StepRow,
+  type StepStatus,
+  type StepTrigger,
+} from './steps.js';
 export {
   TrainingLoop,
   MAX_STEP_RETRY_DELAY_MS,
@@ -17,10 +27,13 @@ export {
   decideTrainingRun,
   describeRun,
   earlierRunReason,
+  keepsRunStart,
   newRunMessage,
   parseTrainingRun,
   recordRun,
+  runStartOf,
   sameRun,
+  saveRunStart,
   TRAINING_RUN_KEY,
   type RunConfiguration,
   type RunStart,

@@ -13,8 +13,17 @@ export interface StepStore {
   begin(trigger: StepTrigger, skillGeneration: number, samples: number, now: number): Awaitable<number>;
   /** Records a running step done; false when it no longer runs (another trainer abandoned it meanwhile). */
   finish(step: number, result: { metrics: StepMetrics; samplerPath: string; statePath: string | null }, now: number): Awaitable<boolean>;
-  /** Records how a running step ended; false when it no longer runs. */
-  end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number): Awaitable<boolean>;
+  /**
+   * Records how a running step ended; false when it no longer runs. `refusedBatch`: the key of the
+   * batch (`batchKey`) a failed step's backend refused itself, kept with the step for `refusals`.
+   */
+  end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number, refusedBatch?: string): Awaitable<boolean>;
+  /**
+   * How many times in a row, up to `limit`, the backend refused `batch`: the latest steps that
+   * recorded a refused batch, newest first, while they name it. Kept with the steps, so the count
+   * goes on after a restart or on the next trainer of a team.
+   */
+  refusals(batch: string, limit: number): Awaitable<number>;
   /** Steps left `running` by a process that died: they were never applied, so they are abandoned. */
   abandonInterrupted(now: number): Awaitable<number>;
   get(step: number): Awaitable<StepRecord | undefined>;

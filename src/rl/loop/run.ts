@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { StateStore } from '../../store/index.js';
+import type { PolicySampler, RlBackend } from '../types.js';
 
 /** The state key of the training run's record: what its steps were trained on (SQLite's state table, and the team store's). */
 export const TRAINING_RUN_KEY = 'rl.training_run';
@@ -23,6 +24,29 @@ export interface TrainingRun {
 export interface RunStart {
   sampler_path: string;
   at: number;
+}
+
+/** The name a run's step 0 is saved under for sampling (the personal engine's and the team trainer's). */
+const RUN_START_NAME = 'step-0000';
+
+/**
+ * Whether opening a run keeps its step 0 now: a new run always; the current one when it has none
+ * and no step of it was resumed, so the backend holds exactly the weights the run started from (a
+ * run begun before step 0 was kept gets it at its next opening, unless a step saved its state).
+ */
+export function keepsRunStart(run: TrainingRun, begins: boolean, resumedStep: boolean): boolean {
+  return begins || (!run.start && !resumedStep);
+}
+
+/** Saves the weights the backend just opened the run with for sampling: the run's step 0, and its record. */
+export async function saveRunStart(backend: Pick<RlBackend, 'saveForSampler'>, now: () => number): Promise<{ sampler: PolicySampler; record: RunStart }> {
+  const sampler = await backend.saveForSampler(RUN_START_NAME);
+  return { sampler, record: { sampler_path: sampler.version, at: now() } };
+}
+
+/** What `rl rollback 0` serves and `GET /v1/rl/checkpoints` lists as `start`: the run's step 0, when kept. */
+export function runStartOf(run: TrainingRun | undefined): { samplerPath: string; at: number } | undefined {
+  return run?.start ? { samplerPath: run.start.sampler_path, at: run.start.at } : undefined;
 }
 
 /** What decides which run a step belongs to: the backend, base model and LoRA rank. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Db } from '../../store/index.js';
 import type { StepMetrics } from '../types.js';
 import type { StepStore } from './ports.js';
@@ -86,11 +87,19 @@ export class TrainingSteps implements StepStore {
     return done.changes > 0;
   }
 
-  end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number): boolean {
+  end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number, refusedBatch?: string): boolean {
     return (
-      this.db.prepare("UPDATE rl_steps SET status = ?, error = ?, finished_at = ? WHERE step = ? AND status = 'running'").run(status, error, now, step)
-        .changes > 0
+      this.db
+        .prepare("UPDATE rl_steps SET status = ?, error = ?, finished_at = ?, refused_batch = ? WHERE step = ? AND status = 'running'")
+        .run(status, error, now, refusedBatch ?? null, step).changes > 0
     );
+  }
+
+  refusals(batch: string, limit: number): number {
+    const rows = this.db
+      .prepare<[number], { refused_batch: string }>('SELECT refused_batch FROM rl_steps WHERE refused_batch IS NOT NULL ORDER BY step DESC LIMIT ?')
+      .all(limit);
+    return refusalsInRow(rows, batch);
   }
 
   /** Steps left `running` by a process that died: they were never applied, so they are abandoned. */
@@ -125,6 +134,22 @@ export class TrainingSteps implements StepStore {
       .get(this.afterStep);
     return row ? fromRow(row) : undefined;
   }
+}
+
+/** How many of the latest refused batches (the steps' `refused_batch`, newest first) are `batch`, before one that is not. */
+export function refusalsInRow(newestFirst: ReadonlyArray<{ refused_batch: string }>, batch: string): number {
+  const other = newestFirst.findIndex((row) => row.refused_batch !== batch);
+  return other === -1 ? newestFirst.length : other;
+}
+
+/**
+ * What names a batch in the step records: a digest of its samples' turn ids, in any order (the
+ * same samples offered again are the same batch, whichever step or trainer offers them).
+ */
+export function batchKey(turnIds: readonly string[]): string {
+  return createHash('sha256')
+    .update([...turnIds].sort().join('\n'))
+    .digest('hex');
 }
 
 export function finiteOrNull(value: number): number | null {

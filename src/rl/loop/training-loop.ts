@@ -4,7 +4,7 @@ import { BatchRefused, type TrainStepResult } from '../train/index.js';
 import type { RlBackend, RlSample, StepMetrics, TrainingWindow } from '../types.js';
 import type { Awaitable } from '../../types/index.js';
 import type { PolicyInstaller, StepStore } from './ports.js';
-import type { StepTrigger } from './steps.js';
+import { batchKey, type StepTrigger } from './steps.js';
 
 /**
  * A window that runs the step itself (the scheduler): it moves to UPDATING, hands the step a signal
@@ -104,8 +104,6 @@ export class TrainingLoop {
   private readonly now: () => number;
   private retry: StepRetry | undefined;
   private stopping = false;
-  /** the batch (its turn ids) the backend refused last, and how many times in a row */
-  private refusals: { batch: string; times: number } | undefined;
 
   constructor(private readonly options: TrainingLoopOptions) {
     this.now = options.now ?? Date.now;
@@ -227,12 +225,14 @@ export class TrainingLoop {
 
   private async stepEnded(step: number, ended: 'abandoned' | 'failed', why: string, refused?: readonly string[]): Promise<StepOutcome> {
     const [status, reason] = this.stopping && ended === 'failed' ? (['abandoned', `${STOPPED_DURING_STEP} (${why})`] as const) : [ended, why];
-    await this.options.steps.end(step, status, reason, this.now());
+    // The refused batch is named in the step's record, so its count goes on after a restart (or on the next trainer).
+    const batch = status === 'failed' && refused ? batchKey(refused) : undefined;
+    await this.options.steps.end(step, status, reason, this.now(), batch);
     if (status === 'abandoned') {
       this.options.logger.info({ step, reason }, 'rl training step abandoned; its samples wait for the next window');
       return { status, step, reason };
     }
-    const setAside = refused ? await this.refusedBatch(step, refused, reason) : 0;
+    const setAside = refused && batch ? await this.refusedBatch(step, refused, batch, reason) : 0;
     if (setAside > 0) return { status, step, error: reason, setAside };
     this.options.logger.warn({ step, err: reason }, 'rl training step failed; its samples wait for the next one');
     return { status, step, error: reason };
@@ -241,15 +241,15 @@ export class TrainingLoop {
   /**
    * The backend refused the batch itself (a client error on forward-backward). The same batch
    * refused MAX_BATCH_REFUSALS times in a row is set aside with the reason, so the batches after it
-   * can train; until then it is tried again like any failed step. Returns how many samples were set aside.
+   * can train; until then it is tried again like any failed step. The refusals are counted from the
+   * step records (this one's included), not this process's memory: a restart, or another node taking
+   * over a team's training, does not give the batch MAX_BATCH_REFUSALS more tries. Returns how many
+   * samples were set aside.
    */
-  private async refusedBatch(step: number, turnIds: readonly string[], reason: string): Promise<number> {
-    const { buffer, logger } = this.options;
-    const batch = [...turnIds].sort().join('\n');
-    const times = this.refusals?.batch === batch ? this.refusals.times + 1 : 1;
-    this.refusals = { batch, times };
+  private async refusedBatch(step: number, turnIds: readonly string[], batch: string, reason: string): Promise<number> {
+    const { buffer, logger, steps } = this.options;
+    const times = await steps.refusals(batch, MAX_BATCH_REFUSALS);
     if (times < MAX_BATCH_REFUSALS || !buffer.setAside) return 0;
-    this.refusals = undefined;
     await buffer.setAside(turnIds, `the training backend refused their batch ${times} times (last at step ${step}): ${reason}`);
     logger.warn(
       { step, samples: turnIds.length, err: reason },

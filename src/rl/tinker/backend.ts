@@ -18,6 +18,13 @@ import {
 export type TinkerBackendOptions = TransportOptions & SessionOptions & { loraSeed?: number };
 
 /**
+ * How long opening keeps trying to reach the service before it fails: its callers (the proxy's
+ * engine, a team node) try again later by themselves, with a growing wait, and show why meanwhile,
+ * rather than spend the transport's five minutes saying only that the backend is opening.
+ */
+const OPEN_PATIENCE_MS = 10_000;
+
+/**
  * `RlBackend` over the Tinker JSON wire (Tinker itself, or MinT at its own URL with its own key).
  * Training requests take turns: each gets the next `seq_id` (from 1) and is submitted only after the
  * one before it resolved, so the service sees them in order and every result (loss, metrics, errors)
@@ -40,7 +47,7 @@ export class TinkerBackend implements RlBackend {
 
   async open(options: { baseModel: string; loraRank: number; resumeFrom?: string }): Promise<void> {
     if (this.session) throw new RlBackendError(`${this.transport.label} backend is already open.`, { code: 'rl_already_open' });
-    const session = await TinkerSession.create(this.transport, this.options, this.stopping.signal);
+    const session = await TinkerSession.create(this.transport, this.options, this.stopping.signal, OPEN_PATIENCE_MS);
     this.session = session;
     try {
       const loraConfig = { rank: options.loraRank, ...(this.options.loraSeed === undefined ? {} : { seed: this.options.loraSeed }) };
@@ -58,7 +65,7 @@ export class TinkerBackend implements RlBackend {
   /** A session that samples saved weights only, with no model of its own: a node that serves the policy another node trains. */
   async openForSampling(): Promise<void> {
     if (this.session) throw new RlBackendError(`${this.transport.label} backend is already open.`, { code: 'rl_already_open' });
-    this.session = await TinkerSession.create(this.transport, this.options, this.stopping.signal);
+    this.session = await TinkerSession.create(this.transport, this.options, this.stopping.signal, OPEN_PATIENCE_MS);
   }
 
   async forwardBackward(data: TrainingDatum[], lossFn: LossFunction): Promise<StepMetrics> {

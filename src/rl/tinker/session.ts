@@ -31,9 +31,12 @@ export class TinkerSession {
     private readonly options: SessionOptions,
   ) {}
 
-  static async create(transport: TinkerTransport, options: SessionOptions = {}, signal?: AbortSignal): Promise<TinkerSession> {
+  /** `patienceMs`: how long to keep trying to reach the service (the transport's `post`). */
+  static async create(transport: TinkerTransport, options: SessionOptions = {}, signal?: AbortSignal, patienceMs?: number): Promise<TinkerSession> {
     const body = { tags: ['metaclaw-ts'], user_metadata: { client: 'metaclaw-ts', client_version: VERSION }, sdk_version: WIRE_SDK_VERSION };
-    const answer = createSessionResponseSchema.parse(await transport.post('/api/v1/create_session', body, signal ? { signal } : {}));
+    const answer = createSessionResponseSchema.parse(
+      await transport.post('/api/v1/create_session', body, { ...(signal ? { signal } : {}), ...(patienceMs === undefined ? {} : { patienceMs }) }),
+    );
     if (answer.warning_message) options.onWarning?.(`${transport.label}: ${answer.warning_message}`);
     if (answer.error_message) options.onWarning?.(`${transport.label}: ${answer.error_message}`);
     const session = new TinkerSession(transport, answer.session_id, options);

@@ -110,29 +110,47 @@ export class TinkerTransport {
     return Math.max(0, base * (1 + this.retry.jitter * (this.random() * 2 - 1)));
   }
 
-  /** A route answered directly (create_session, session_heartbeat, create_sampling_session), retried while passing. */
-  async post(route: string, body: unknown, options: { signal?: AbortSignal; headers?: Record<string, string> } = {}): Promise<unknown> {
+  /**
+   * A route answered directly (create_session, session_heartbeat, create_sampling_session), retried
+   * while passing, for `retry.maxWaitMs`. With `patienceMs` (a session being opened, which its
+   * caller tries again later by itself) it gives up within that time instead: each attempt is cut
+   * at the time left, so a service that never answers fails as one that refuses connections, and no
+   * wait goes past it.
+   */
+  async post(route: string, body: unknown, options: { signal?: AbortSignal; headers?: Record<string, string>; patienceMs?: number } = {}): Promise<unknown> {
     const started = Date.now();
+    const { patienceMs } = options;
+    const spent = (wait: number): boolean =>
+      patienceMs === undefined ? Date.now() - started >= this.retry.maxWaitMs : Date.now() - started + wait >= patienceMs;
     for (let attempt = 0; ; attempt += 1) {
       let answer: HttpAnswer;
       try {
-        answer = await this.send(route, body, options.signal, options.headers);
+        answer = await this.send(route, body, this.attemptSignal(options.signal, patienceMs, started), options.headers);
       } catch (error) {
         if (options.signal?.aborted) throw error;
-        if (Date.now() - started >= this.retry.maxWaitMs) {
-          throw new RlBackendError(`${this.label} is unreachable at ${this.baseUrl} (${route}): ${errorMessage(error)}`, {
+        const wait = this.backoffMs(attempt);
+        if (spent(wait)) {
+          throw new RlBackendError(`${this.label} is unreachable at ${this.baseUrl} (${route}): ${failureOf(error, patienceMs)}`, {
             code: 'rl_unreachable',
             cause: error,
           });
         }
-        await this.sleep(this.backoffMs(attempt), options.signal);
+        await this.sleep(wait, options.signal);
         continue;
       }
       if (answer.status >= 200 && answer.status < 300) return answer.body;
       const passing = RETRYABLE_STATUS.has(answer.status) || answer.status >= 500;
-      if (!passing || Date.now() - started >= this.retry.maxWaitMs) throw this.statusError(route, answer);
-      await this.sleep(this.backoffMs(attempt), options.signal);
+      const wait = passing ? this.backoffMs(attempt) : 0;
+      if (!passing || spent(wait)) throw this.statusError(route, answer);
+      await this.sleep(wait, options.signal);
     }
+  }
+
+  /** An attempt's signal: the caller's, cut at the time left of `patienceMs` when there is one. */
+  private attemptSignal(signal: AbortSignal | undefined, patienceMs: number | undefined, started: number): AbortSignal | undefined {
+    if (patienceMs === undefined) return signal;
+    const timeout = AbortSignal.timeout(Math.max(1, patienceMs - (Date.now() - started)));
+    return signal ? AbortSignal.any([signal, timeout]) : timeout;
   }
 
   /**
@@ -179,7 +197,10 @@ export class TinkerTransport {
         // a long poll that timed out or a dropped connection: back off, then poll again
         failingSince ||= Date.now();
         if (Date.now() - failingSince >= this.retry.maxWaitMs) {
-          throw new RlBackendError(`${this.label} is unreachable while waiting for ${route}: ${errorMessage(error)}`, { code: 'rl_unreachable', cause: error });
+          throw new RlBackendError(`${this.label} is unreachable while waiting for ${route}: ${failureOf(error, undefined)}`, {
+            code: 'rl_unreachable',
+            cause: error,
+          });
         }
         await this.sleep(this.backoffMs(failures++), signal);
         continue;
@@ -252,6 +273,13 @@ export class TinkerTransport {
     }
     return { status: response.status, body: parsed, text };
   }
+}
+
+/** Why a request got no answer: fetch's own message ("fetch failed") hides the connection's (ECONNREFUSED, a reset). */
+function failureOf(error: unknown, patienceMs: number | undefined): string {
+  if (error instanceof Error && error.name === 'TimeoutError' && patienceMs !== undefined) return `no answer within ${Math.round(patienceMs / 1000)} s`;
+  const cause = error instanceof Error ? error.cause : undefined;
+  return cause instanceof Error && cause.message ? `${errorMessage(error)} (${cause.message})` : errorMessage(error);
 }
 
 function detailOf(answer: HttpAnswer): string {

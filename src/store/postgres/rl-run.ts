@@ -1,9 +1,17 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { z } from 'zod';
-import { SERVED_POLICY_KEY, TRAINING_RUN_KEY, type RunConfiguration, type ServedPolicyRecord, type TrainingRun } from '../../rl/loop/index.js';
+import {
+  sameRun,
+  SERVED_POLICY_KEY,
+  TRAINING_RUN_KEY,
+  type RunConfiguration,
+  type RunStart,
+  type ServedPolicyRecord,
+  type TrainingRun,
+} from '../../rl/loop/index.js';
 import { earlierRunSamplesWhere, setAsideReason } from '../../rl/buffer/store.js';
-import { SERVED_POLICY_CHANNEL } from './rl-steps.js';
+import { readTeamRun, SERVED_POLICY_CHANNEL } from './rl-steps.js';
 import { PgTrainerLease } from './trainer-lease.js';
 import { inTransaction, setState } from './transaction.js';
 
@@ -24,7 +32,21 @@ export async function recordTeamRun(pool: pg.Pool, run: TrainingRun): Promise<vo
 }
 
 /**
- * A new run begins: its record, its fresh LoRA as the served policy and the earlier run's untrained
+ * Adds the run's step 0 (the weights its trainer opened it with) to the team's record of it, so
+ * `rl rollback 0` on any node serves them; false, writing nothing, when the record is another run's
+ * by now or already has its step 0 (the first kept wins).
+ */
+export async function recordTeamRunStart(pool: pg.Pool, run: TrainingRun, start: RunStart): Promise<boolean> {
+  return inTransaction(pool, async (client) => {
+    const stored = await readTeamRun(client, true);
+    if (!stored || !sameRun(stored, run) || stored.after_step !== run.after_step || stored.start) return false;
+    await setState(client, TRAINING_RUN_KEY, JSON.stringify({ ...stored, start }));
+    return true;
+  });
+}
+
+/**
+ * A new run begins: its record (with its step 0, the fresh LoRA), that LoRA as the served policy and the earlier run's untrained
  * samples set aside, in one transaction, so no
  * node ever reads the one without the other (a node would serve a LoRA with another model's
  * tokenizer); every node is told of the new policy (SERVED_POLICY_CHANNEL) once both are committed.

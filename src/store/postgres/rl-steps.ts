@@ -5,6 +5,7 @@ import {
   finiteOrNull,
   fromRow,
   parseServedPolicy,
+  refusalsInRow,
   parseTrainingRun,
   SERVED_POLICY_KEY,
   TRAINING_RUN_KEY,
@@ -42,9 +43,12 @@ function records(rows: unknown[]): StepRecord[] {
   return z.array(rowSchema).parse(rows).map(fromRow);
 }
 
-/** The team's training-run record (the state key a personal install uses), read with rl/loop/run.ts's schema. */
-export async function readTeamRun(pool: pg.Pool): Promise<TrainingRun | undefined> {
-  const result = await pool.query('SELECT value FROM state WHERE key = $1', [TRAINING_RUN_KEY]);
+/**
+ * The team's training-run record (the state key a personal install uses), read with rl/loop/run.ts's
+ * schema; `forUpdate` (in a transaction) holds its row until the transaction ends.
+ */
+export async function readTeamRun(db: pg.Pool | pg.PoolClient, forUpdate = false): Promise<TrainingRun | undefined> {
+  const result = await db.query(`SELECT value FROM state WHERE key = $1${forUpdate ? ' FOR UPDATE' : ''}`, [TRAINING_RUN_KEY]);
   return parseTrainingRun(z.array(z.object({ value: z.string() })).parse(result.rows)[0]?.value);
 }
 
@@ -86,17 +90,21 @@ export class PgTrainingSteps implements StepStore {
   }
 
   /** An abandoned or failed step gives its claimed samples back (PgRlSamples.claim), in the same transaction; an empty one used them up. */
-  async end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number): Promise<boolean> {
+  async end(step: number, status: 'empty' | 'abandoned' | 'failed', error: string, now: number, refusedBatch?: string): Promise<boolean> {
     return inTransaction(this.pool, async (client) => {
-      const ended = await client.query("UPDATE rl_steps SET status = $1, error = $2, finished_at = $3 WHERE step = $4 AND status = 'running'", [
-        status,
-        error,
-        now,
-        step,
-      ]);
+      const ended = await client.query(
+        "UPDATE rl_steps SET status = $1, error = $2, finished_at = $3, refused_batch = $4 WHERE step = $5 AND status = 'running'",
+        [status, error, now, refusedBatch ?? null, step],
+      );
       if (status !== 'empty') await client.query(`UPDATE rl_samples SET trained_step = NULL WHERE trained_step = $1`, [step]);
       return (ended.rowCount ?? 0) > 0;
     });
+  }
+
+  /** Read from the team's steps, whichever trainer recorded them. */
+  async refusals(batch: string, limit: number): Promise<number> {
+    const result = await this.pool.query('SELECT refused_batch FROM rl_steps WHERE refused_batch IS NOT NULL ORDER BY step DESC LIMIT $1', [limit]);
+    return refusalsInRow(z.array(z.object({ refused_batch: z.string() })).parse(result.rows), batch);
   }
 
   /**
