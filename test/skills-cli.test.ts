@@ -505,6 +505,30 @@ describe('metaclaw skills commands', () => {
     assert.match((await runCli(['skills', 'add', join(home, 'skills', 'my-skill', 'SKILL.md')], { home })).stdout, /^Unchanged: my-skill v1/m);
   });
 
+  test('a description is quoted only where YAML requires it, and read back exactly as written: a tab after a colon, or a no-break space the text holds itself, is kept', async () => {
+    const home = tempHome();
+    const cases = {
+      'tab-skill': 'Use when a log says error:\tretry, then check issue #12',
+      'nbsp-skill': 'Utiliser pour le tarif\u00a0: 5\u00a0€, code:\u00a0réduit',
+      'plain-skill': 'Use when debugging: reproduce, isolate, fix',
+    };
+    for (const [name, description] of Object.entries(cases)) {
+      const file = join(tempHome('skill-file-'), name, 'SKILL.md');
+      write(file, `---\nname: ${name}\ndescription: ${JSON.stringify(description)}\n---\n\n# Mine\n\nStep one.\n`);
+      const added = await runCli(['skills', 'add', file], { home });
+      assert.equal(added.code, 0, added.stderr);
+      const shown = JSON.parse((await runCli(['skills', 'show', name, '--json'], { home })).stdout) as { description: string };
+      assert.equal(shown.description, description, `${name}: read back exactly`);
+      assert.match((await runCli(['skills', 'add', join(home, 'skills', name, 'SKILL.md')], { home })).stdout, /^Unchanged: /m);
+    }
+    const line = (name: string) =>
+      readFileSync(join(home, 'skills', name, 'SKILL.md'), 'utf8')
+        .split('\n')
+        .find((text) => text.startsWith('description:'));
+    assert.equal(line('plain-skill'), 'description: Use when debugging:\u00a0reproduce, isolate, fix', 'plain where a no-break space makes it so');
+    assert.equal(line('tab-skill'), 'description: "Use when a log says error:\\tretry, then check issue #12"', 'a tab after a colon: YAML must quote it');
+  });
+
   test('a SKILL.md whose frontmatter uses a YAML alias is refused at once by PUT /v1/skills/<name> (400): a self-referencing one no longer holds the proxy for many seconds', async () => {
     const upstream = await ScriptedUpstream.start();
     const proxy = await startProxy({ config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
