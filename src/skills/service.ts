@@ -286,8 +286,11 @@ export class SkillsService {
     return text === undefined || this.history.latest(name)?.content === text ? undefined : text;
   }
 
-  /** `changed`: skills a scan read; `gone`: skills that may have been deleted from the folder. */
-  private recordChangesOnDisk(changed: readonly string[], gone: readonly string[]): void {
+  /** `changed`: skills a scan read; `names`: skills that may have been deleted from the folder. */
+  private recordChangesOnDisk(changed: readonly string[], names: readonly string[]): void {
+    // In memory and one stat each, before the lock: opening looks for every recorded skill, and most are there.
+    const gone = names.filter((name) => this.library.deletedFromFolder(name));
+    if (changed.length === 0 && gone.length === 0) return;
     // Checked and recorded holding the write lock, as every write of the library's own holds it
     // (see locked): two processes reading one change record it once, and a write of the CLI's that
     // the proxy's watcher reads is never taken for a hand edit.
@@ -307,6 +310,7 @@ export class SkillsService {
       }
       for (const name of gone) {
         const latest = this.history.latest(name);
+        // Looked at again under the lock: the folder may have been put back meanwhile.
         if (latest === undefined || latest.action === 'remove' || !this.library.deletedFromFolder(name)) continue;
         record(name, latest.version + 1, 'remove', '', ON_DISK.deleted);
       }
