@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
 import { browserMissing, screenshot, withPage } from './support/browser.js';
@@ -129,6 +130,47 @@ describe('dashboard: skills', { skip }, () => {
       assert.equal(readFileSync(deployFile(), 'utf8'), onDisk);
       assert.equal((await status(proxy)).skills.pending_proposals, 0);
     });
+  });
+
+  test('the evolution log opens on the skills page and says what became of each proposal, and when, as skills log does, beside a skill folder deleted by hand', async () => {
+    const generation = (await status(proxy)).skills.generation as number;
+    rmSync(join(skillsDir, 'daily-planning'), { recursive: true });
+    await waitFor(async () => (await status(proxy)).skills.generation === generation + 1, 20_000, 100);
+    const decided = (id: number) => {
+      const db = new Database(join(proxy.home, 'metaclaw.db'), { readonly: true });
+      try {
+        return new Date(db.prepare<[number], { decided_at: number }>('SELECT decided_at FROM skill_proposals WHERE id = ?').get(id)!.decided_at).toLocaleString(
+          'en-US',
+        );
+      } finally {
+        db.close();
+      }
+    };
+    await withPage(browser, {}, async ({ page, requested }) => {
+      await page.goto(`${proxy.url}/ui#/skills`);
+      await page.locator('tr[data-skill]').first().waitFor();
+      assert.deepEqual(dataRequests(requested), ['/v1/dashboard/skills'], 'the log is read only when opened');
+      await page.getByText('Evolution log').click();
+      const change = (name: string, session: string) => page.locator(`[data-log-event="${session}"] [data-log-change="${name}"]`);
+      await change(DEPLOY_SKILL.name, 'deploy-session').waitFor();
+      assert.equal(await change(DEPLOY_SKILL.name, 'deploy-session').innerText(), `create ${DEPLOY_SKILL.name}: approved ${decided(1)} (proposal #1)`);
+      assert.equal(await change(NOTES_SKILL.name, 'notes-session').innerText(), `create ${NOTES_SKILL.name}: rejected ${decided(2)} (proposal #2)`);
+      assert.equal(await change(DEPLOY_SKILL.name, 'weekend-session').innerText(), `create ${DEPLOY_SKILL.name}: rejected ${decided(3)} (proposal #3)`);
+      const byHand = page.locator(`[data-log-event="hand-${generation + 1}"]`);
+      assert.match(
+        await byHand.innerText(),
+        new RegExp(`by hand in the skills folder \\(generation ${generation + 1}\\)\\s+remove daily-planning: deleted on disk \\(v2\\)`),
+      );
+      const events = await page.locator('[data-log-event]').evaluateAll((items) => items.map((item) => item.getAttribute('data-log-event')));
+      assert.deepEqual(events, [`hand-${generation + 1}`, 'weekend-session', 'notes-session', 'deploy-session'], 'newest first');
+      await screenshot(page, 'skills-evolution-log');
+    });
+    const cli = await proxy.cli(['skills', 'log']);
+    assert.match(
+      cli.stdout,
+      new RegExp(`create ${DEPLOY_SKILL.name}: approved \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC \\(proposal #1\\)`),
+      'the CLI says the same',
+    );
   });
 
   test('a search filters the library through its own index and stays in the address', async () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -238,6 +238,122 @@ describe('metaclaw skills commands', () => {
     }
   });
 
+  test('a skill folder deleted by hand is recorded once as a removal when the library next reads the folder: skills show and skills log say it was deleted by hand and when, and skills revert brings it back', async () => {
+    const { home, stored } = await handEditedSkill();
+    assert.equal((await runCli(['skills', 'list'], { home })).code, 0, 'reads the edit');
+    rmSync(join(stored, '..'), { recursive: true });
+
+    const shown = await runCli(['skills', 'show', 'my-skill'], { home });
+    assert.equal(shown.code, 1);
+    assert.match(
+      shown.stderr,
+      /it was deleted from the skills folder by hand \(found gone \d{4}-\d\d-\d\d \d\d:\d\d UTC\) \(v1 manual, v2 manual, v3 remove\); `metaclaw skills revert my-skill` brings back the version before v3\./,
+    );
+    const log = await runCli(['skills', 'log'], { home });
+    assert.equal(log.code, 0, log.stderr);
+    assert.match(log.stdout, /^\d{4}-\d\d-\d\dT[\d:.]+Z {2}by hand in the skills folder \(generation 3\)\n {2}remove my-skill: deleted on disk \(v3\)$/m);
+    assert.match(
+      log.stdout,
+      /by hand in the skills folder \(generation 2\)\n {2}edit my-skill: edited on disk \(v2\)$/m,
+      'the hand edit before it is in the log too',
+    );
+    const entries = JSON.parse((await runCli(['skills', 'log', '--json'], { home })).stdout) as Array<{
+      by_hand?: boolean;
+      changes: Array<{ action: string }>;
+    }>;
+    assert.deepEqual(
+      entries.filter((entry) => entry.by_hand).map((entry) => entry.changes.map((change) => change.action).join()),
+      ['edit', 'remove'],
+      'recorded once: the commands since found it recorded',
+    );
+
+    const restored = await runCli(['skills', 'revert', 'my-skill'], { home });
+    assert.equal(restored.code, 0, restored.stderr);
+    assert.match(restored.stdout, /Reverted my-skill: now v4 \(generation 4\)/, 'no command since moved the generation');
+    assert.match(readFileSync(stored, 'utf8'), /Hand-written step\./, 'the version before the deletion: the hand edit');
+  });
+
+  test('a running proxy records a skill folder deleted by hand as a removal and drops it from retrieval; put back by hand, it is recorded and injected again; one deleted while the proxy is stopped is recorded at its next start', async () => {
+    const home = tempHome();
+    const file = join(tempHome('skill-file-'), 'zeppelin-masts', 'SKILL.md');
+    const text = '---\nname: zeppelin-masts\ndescription: Use when a zeppelin mooring mast needs inspecting.\n---\n\n# Masts\n\nCheck the mast head.\n';
+    write(file, text);
+    assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
+    const folder = join(home, 'skills', 'zeppelin-masts');
+    const upstream = await ScriptedUpstream.start();
+    let proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+    const injected = async () => {
+      const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
+      const before = upstream.modelRequests().length;
+      await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'How do I inspect the zeppelin mooring mast?' }] });
+      return JSON.stringify(upstream.modelRequests()[before]?.body.messages).includes('zeppelin-masts');
+    };
+    const versions = async () => {
+      const rows = new Database(join(home, 'metaclaw.db'), { readonly: true });
+      try {
+        return rows
+          .prepare<[], { version: number; action: string; source: string; generation: number }>(
+            "SELECT * FROM skill_versions WHERE name = 'zeppelin-masts' ORDER BY id",
+          )
+          .all()
+          .map((row) => `v${row.version} ${row.action} g${row.generation} ${row.source}`);
+      } finally {
+        rows.close();
+      }
+    };
+    try {
+      assert.equal(await injected(), true);
+      rmSync(folder, { recursive: true });
+      await waitFor(async () => (await status(proxy)).skills.generation === 2, 20_000, 100);
+      assert.equal(await injected(), false, 'the index dropped it');
+      assert.deepEqual(await versions(), ['v1 manual g1 cli add', 'v2 remove g2 deleted on disk']);
+
+      write(join(folder, 'SKILL.md'), text);
+      await waitFor(async () => (await status(proxy)).skills.generation === 3, 20_000, 100);
+      assert.equal(await injected(), true);
+      assert.deepEqual(await versions(), ['v1 manual g1 cli add', 'v2 remove g2 deleted on disk', 'v3 manual g3 added on disk']);
+
+      await proxy.stop();
+      rmSync(folder, { recursive: true });
+      proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } } });
+      assert.equal((await status(proxy)).skills.generation, 4);
+      assert.equal(await injected(), false);
+      assert.equal((await runCli(['skills', 'list'], { home })).code, 0);
+      assert.deepEqual(
+        await versions(),
+        ['v1 manual g1 cli add', 'v2 remove g2 deleted on disk', 'v3 manual g3 added on disk', 'v4 remove g4 deleted on disk'],
+        'recorded once, by whichever process read the folder first',
+      );
+    } finally {
+      await proxy.dispose();
+      await upstream.close();
+    }
+  });
+
+  test('a skill folder put in by hand is recorded as a version (manual, added on disk) at the first read of the folder: its first text is kept when it is edited again, and a change over it can be reverted to it', async () => {
+    const home = tempHome();
+    const stored = join(home, 'skills', 'my-skill', 'SKILL.md');
+    write(stored, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nFirst text.\n');
+    const shown = JSON.parse((await runCli(['skills', 'show', 'my-skill', '--json'], { home })).stdout) as {
+      versions: Array<{ version: number; action: string; source: string; generation: number }>;
+    };
+    assert.deepEqual(
+      shown.versions.map((row) => `v${row.version} ${row.action} g${row.generation} ${row.source}`),
+      ['v1 manual g1 added on disk'],
+    );
+    assert.match((await runCli(['skills', 'log'], { home })).stdout, /by hand in the skills folder \(generation 1\)\n {2}add my-skill: added on disk \(v1\)$/m);
+
+    writeFileSync(stored, readFileSync(stored, 'utf8').replace('First text.', 'Second text.'));
+    const over = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    write(over, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nThird text.\n');
+    assert.equal((await runCli(['skills', 'add', over, '--overwrite'], { home })).code, 0);
+    const back = await runCli(['skills', 'revert', 'my-skill', '--to', '1'], { home });
+    assert.equal(back.code, 0, back.stderr);
+    assert.match(readFileSync(stored, 'utf8'), /First text\./, 'the text it was put in with');
+    const diff = await runCli(['skills', 'diff', 'my-skill', '--from', '1', '--to', '2'], { home });
+    assert.match(diff.stdout, /^-First text\.\n\+Second text\.$/m);
+  });
+
   test('show of a skill whose SKILL.md was broken by hand says it is invalid and why, not that it was removed; revert writes its last version over it', async () => {
     const home = tempHome();
     const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
@@ -387,6 +503,30 @@ describe('metaclaw skills commands', () => {
     );
     assert.match((await runCli(['skills', 'add', file], { home })).stdout, /^Unchanged: my-skill v1/m);
     assert.match((await runCli(['skills', 'add', join(home, 'skills', 'my-skill', 'SKILL.md')], { home })).stdout, /^Unchanged: my-skill v1/m);
+  });
+
+  test('a description is quoted only where YAML requires it, and read back exactly as written: a tab after a colon, or a no-break space the text holds itself, is kept', async () => {
+    const home = tempHome();
+    const cases = {
+      'tab-skill': 'Use when a log says error:\tretry, then check issue #12',
+      'nbsp-skill': 'Utiliser pour le tarif\u00a0: 5\u00a0€, code:\u00a0réduit',
+      'plain-skill': 'Use when debugging: reproduce, isolate, fix',
+    };
+    for (const [name, description] of Object.entries(cases)) {
+      const file = join(tempHome('skill-file-'), name, 'SKILL.md');
+      write(file, `---\nname: ${name}\ndescription: ${JSON.stringify(description)}\n---\n\n# Mine\n\nStep one.\n`);
+      const added = await runCli(['skills', 'add', file], { home });
+      assert.equal(added.code, 0, added.stderr);
+      const shown = JSON.parse((await runCli(['skills', 'show', name, '--json'], { home })).stdout) as { description: string };
+      assert.equal(shown.description, description, `${name}: read back exactly`);
+      assert.match((await runCli(['skills', 'add', join(home, 'skills', name, 'SKILL.md')], { home })).stdout, /^Unchanged: /m);
+    }
+    const line = (name: string) =>
+      readFileSync(join(home, 'skills', name, 'SKILL.md'), 'utf8')
+        .split('\n')
+        .find((text) => text.startsWith('description:'));
+    assert.equal(line('plain-skill'), 'description: Use when debugging:\u00a0reproduce, isolate, fix', 'plain where a no-break space makes it so');
+    assert.equal(line('tab-skill'), 'description: "Use when a log says error:\\tretry, then check issue #12"', 'a tab after a colon: YAML must quote it');
   });
 
   test('a SKILL.md whose frontmatter uses a YAML alias is refused at once by PUT /v1/skills/<name> (400): a self-referencing one no longer holds the proxy for many seconds', async () => {

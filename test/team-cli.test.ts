@@ -285,6 +285,16 @@ describe('the CLI on a node of a team store', { skip: postgresSkip() }, () => {
       [[LEDGER_SKILL.name, 'applied']],
     );
     assert.ok(Math.abs(Date.parse(event!.timestamp) - Date.now()) < 120_000, event!.timestamp);
+    // The node's dashboard reads the same log from the team store (its Skills page's Evolution log).
+    const page = await sendJson(`${node.url}/v1/dashboard/skill-log`, 'GET', { headers: { authorization: `Bearer ${OWNER_KEY}` } });
+    assert.equal(page.status, 200, JSON.stringify(page.body));
+    assert.deepEqual(
+      (page.body as { events: Array<{ session_id: string; changes: Array<{ name: string; status: string }> }> }).events.map((logged) => [
+        logged.session_id,
+        logged.changes.map((change) => `${change.name} ${change.status}`),
+      ]),
+      [[logged.rows[0]!.session_id, [`${LEDGER_SKILL.name} applied`]]],
+    );
   });
 
   test("forgetting a memory scrubs its text from the team's evolution log (the line stays JSON) and from proposals waiting for review", async () => {

@@ -14,6 +14,7 @@ import {
   skillInjectionReason,
   SkillsService,
   STARTER_DIR,
+  type ChangeOnDisk,
   type ImportReport,
   type ProposalRow,
   type Skill,
@@ -71,6 +72,8 @@ export interface SkillsBackend {
   reject(id: number): Promise<ProposalRow>;
   /** The evolution log's lines, oldest first: evolution_history.jsonl, or the team store's skill_evolutions. */
   evolutions(): Promise<string[]>;
+  /** The versions recorded from changes made by hand in the skills folder (the team store has no folder: none). */
+  changesOnDisk(): Promise<ChangeOnDisk[]>;
   /** The database's integrity check; undefined on the team store (`metaclaw store status` reads it). */
   integrity(): string[] | undefined;
 }
@@ -130,6 +133,7 @@ function personalBackend(config: LoadedConfig, db: Db): SkillsBackend {
       const file = evolutionLogFile(service.library.dir);
       return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
     },
+    changesOnDisk: async () => service.history.changesOnDisk(),
     integrity: () => checkIntegrity(db),
   };
 }
@@ -191,6 +195,7 @@ function teamBackend(postgres: Postgres, pool: pg.Pool, url: string): SkillsBack
       return { ...proposal, status: 'rejected' };
     },
     evolutions: () => new postgres.PgSkillEvolutions(pool).lines(),
+    changesOnDisk: async () => [],
     integrity: () => undefined,
   };
 }

@@ -1,8 +1,18 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import { z } from 'zod';
-import { diffVersions, parseSkillFile, presentCredit, skillInjectionReason, type ImportReport, type SkillCredit, type VersionRow } from '../skills/index.js';
+import {
+  diffVersions,
+  loggedStatusText,
+  ON_DISK,
+  parseSkillFile,
+  presentCredit,
+  skillInjectionReason,
+  skillLog,
+  type ImportReport,
+  type SkillCredit,
+  type VersionRow,
+} from '../skills/index.js';
 import { SkillError } from '../errors.js';
 import { CliExit, numberArgument, print } from './context.js';
 import { withSkillsBackend, type SkillsBackend } from './skills-backend.js';
@@ -12,74 +22,6 @@ import { skillsHealth } from './skills-health.js';
 interface SkillsOptions {
   config?: string;
   json?: boolean;
-}
-
-/**
- * One line of evolution_history.jsonl (MetaClaw's format, also written by older versions): read
- * leniently, since a hand-edited or foreign line must not stop `skills log`.
- */
-const historyLineSchema = z.looseObject({
-  timestamp: z.string().catch('?'),
-  session_id: z.string().nullish().catch(null),
-  reason: z.string().nullish().catch(null),
-  num_turns_analyzed: z.number().nullish().catch(null),
-  num_skills_generated: z.number().nullish().catch(null),
-  tokens: z.number().nullish().catch(null),
-  changes: z
-    .array(
-      z.looseObject({
-        action: z.string().catch('?'),
-        name: z.string().catch('?'),
-        status: z.string().catch('?'),
-        evidence: z.array(z.string()).optional().catch(undefined),
-        reason: z.string().nullish().catch(null),
-        merged_into: z.string().nullish().catch(null),
-      }),
-    )
-    .catch([]),
-  rejected: z.array(z.looseObject({ name: z.string().catch('?'), reason: z.string().catch('') })).catch([]),
-});
-
-function readHistoryLine(line: string): z.infer<typeof historyLineSchema> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(line);
-  } catch {
-    parsed = {};
-  }
-  const read = historyLineSchema.safeParse(parsed);
-  return read.success ? read.data : historyLineSchema.parse({});
-}
-
-type HistoryLine = z.infer<typeof historyLineSchema>;
-type LoggedChange = HistoryLine['changes'][number] & { decision?: { status: string; decided_at: string | null } };
-
-/**
- * The log's lines with what became of each proposal they logged ("pending #N" when it was written):
- * the line is a record of the evolution and stays as it was, the decision is read from the proposal.
- */
-async function withDecisions(skills: SkillsBackend, events: HistoryLine[]): Promise<Array<HistoryLine & { changes: LoggedChange[] }>> {
-  return Promise.all(
-    events.map(async (event) => ({
-      ...event,
-      changes: await Promise.all(
-        event.changes.map(async (change): Promise<LoggedChange> => {
-          const id = /^pending #(\d+)$/.exec(change.status)?.[1];
-          const proposal = id === undefined ? undefined : await skills.proposal(Number(id));
-          if (!proposal || proposal.status === 'pending') return change;
-          const decidedAt = proposal.decided_at === null ? null : new Date(proposal.decided_at).toISOString();
-          return { ...change, decision: { status: proposal.status, decided_at: decidedAt } };
-        }),
-      ),
-    })),
-  );
-}
-
-/** A logged change's status as `skills log` says it: a proposal's decision once it was made. */
-function statusText(change: LoggedChange): string {
-  if (!change.decision) return change.status;
-  const when = change.decision.decided_at === null ? '' : ` ${change.decision.decided_at.slice(0, 16).replace('T', ' ')} UTC`;
-  return `${change.decision.status}${when} (proposal ${change.status.replace(/^pending /, '')})`;
 }
 
 /** An action on the library of the store the proxy serves from: the team store when store.url is set (skills-backend.ts). */
@@ -143,7 +85,7 @@ export function registerSkillsCommands(program: Command): void {
         const last = recorded.at(-1);
         if (last !== undefined)
           throw new CliExit(
-            `No skill named ${name} in ${skills.where}: it was removed (${recorded.map((row) => `v${row.version} ${row.action}`).join(', ')}); \`metaclaw skills revert ${name}\` brings back the version before v${last.version}.`,
+            `No skill named ${name} in ${skills.where}: it was ${removedHow(last)} (${recorded.map((row) => `v${row.version} ${row.action}`).join(', ')}); \`metaclaw skills revert ${name}\` brings back the version before v${last.version}.`,
           );
         throw new CliExit(`No skill named ${name} in ${skills.where}.`);
       }
@@ -256,26 +198,31 @@ export function registerSkillsCommands(program: Command): void {
   common(
     skills
       .command('log')
-      .description("recent skill evolutions (evolution_history.jsonl; on a team, the team store's log)")
+      .description(
+        "recent skill evolutions with their proposals' decisions (evolution_history.jsonl; on a team, the team store's log) and changes made by hand in the folder",
+      )
       .option('-n, --n <count>', 'how many', '10')
       .option('--full', 'show evidence and reasons'),
   ).action(
     withSkills<SkillsOptions & { n: string; full?: boolean }>(async (skills, options) => {
-      const all = (await skills.evolutions()).map(readHistoryLine);
-      const events = await withDecisions(skills, all.slice(-numberArgument(options.n, '-n', { min: 1 })));
+      const all = await skillLog(await skills.evolutions(), await skills.changesOnDisk(), (id) => skills.proposal(id));
+      const events = all.slice(-numberArgument(options.n, '-n', { min: 1 }));
       if (options.json) return print(JSON.stringify(events, null, 2));
       if (events.length === 0) return print('No skill evolutions yet.');
       for (const event of events) {
         print(
-          `${event.timestamp}  session ${event.session_id ?? '-'}  (${event.reason ?? ''}, ${event.num_turns_analyzed == null ? '? turns' : counted(event.num_turns_analyzed, 'turn')}, ${counted(event.tokens ?? 0, 'token')})`,
+          event.by_hand
+            ? `${event.timestamp}  by hand in the skills folder (generation ${event.generation})`
+            : `${event.timestamp}  session ${event.session_id ?? '-'}  (${event.reason ?? ''}, ${event.num_turns_analyzed == null ? '? turns' : counted(event.num_turns_analyzed, 'turn')}, ${counted(event.tokens ?? 0, 'token')})`,
         );
         for (const change of event.changes) {
-          print(`  ${change.action} ${change.name}${change.merged_into ? ` (merged into ${change.merged_into})` : ''}: ${statusText(change)}`);
+          print(`  ${change.action} ${change.name}${change.merged_into ? ` (merged into ${change.merged_into})` : ''}: ${loggedStatusText(change)}`);
           if (options.full) {
             if (change.reason) print(`    why: ${change.reason}`);
             for (const evidence of change.evidence ?? []) print(`    evidence: ${evidence}`);
           }
         }
+        if (event.more_changes) print(`  and ${counted(event.more_changes, 'more skill')}`);
         for (const rejected of event.rejected) print(`  rejected ${rejected.name}: ${rejected.reason}`);
       }
       const total = all.reduce((sum, event) => sum + (event.num_skills_generated ?? 0), 0);
@@ -405,6 +352,12 @@ export function registerSkillsCommands(program: Command): void {
       print(`Removed ${counted(candidates.length, 'skill')}.`);
     }),
   );
+}
+
+/** How a skill's last version removed it: by a command, or by a person deleting its folder (and when the library found it gone). */
+function removedHow(last: VersionRow): string {
+  if (last.source !== ON_DISK.deleted) return 'removed';
+  return `deleted from the skills folder by hand (found gone ${new Date(last.created_at).toISOString().slice(0, 16).replace('T', ' ')} UTC)`;
 }
 
 function diff(versions: VersionRow[], name: string, options: SkillsOptions & { from?: string; to?: string }): void {

@@ -3,7 +3,7 @@ import { learningData, type LearningView } from './learning.js';
 import { memoryData, memoryDetail, sqliteMemoryReads, type MemoryDetailView, type MemoryListView } from './memory.js';
 import { overviewData, type OverviewView } from './overview.js';
 import { sessionDetail, sessionList, type sessionDetailQuery, type SessionDetailView, type sessionListQuery, type SessionListView } from './sessions.js';
-import { skillDetailData, skillsListData, sqliteSkillsReads, type SkillDetailView, type SkillsListView } from './skills.js';
+import { skillDetailData, skillLogData, skillsListData, sqliteSkillsReads, type SkillDetailView, type SkillLogView, type SkillsListView } from './skills.js';
 import type { DashboardSources } from './types.js';
 
 /**
@@ -20,6 +20,7 @@ export interface DashboardReads {
   memoryDetail(id: string): Promise<MemoryDetailView>;
   skills(q: string, page: number): Promise<SkillsListView>;
   skill(name: string, choice: { from?: number | undefined; to?: number | undefined }): Promise<SkillDetailView>;
+  skillLog(count: number): Promise<SkillLogView>;
 }
 
 /** The personal install's dashboard: its own services and SQLite store, read synchronously as before. */
@@ -35,5 +36,6 @@ export function sqliteDashboardReads(sources: DashboardSources): DashboardReads 
     memoryDetail: (id) => memoryDetail(memory, id),
     skills: (q, page) => skillsListData(skills, q, page),
     skill: (name, choice) => skillDetailData(skills, name, choice),
+    skillLog: (count) => skillLogData(skills, count),
   };
 }

@@ -10,6 +10,8 @@ import { sessionDetailQuery, sessionListQuery } from './sessions.js';
 const learningQuery = z.object({ days: wholeNumberParam(1, 365, 'must be a whole number of days from 1 to 365').default(30) });
 /** `q` searches the library; `page` is 1-based (past the last page shows the last). */
 const skillsQuery = z.object({ q: z.string().optional(), page: wholeNumberParam(1, 999_999).default(1) });
+/** How many of the skill log's last entries the Skills page shows. */
+const skillLogQuery = z.object({ n: wholeNumberParam(1, 500).default(50) });
 /** The pair of versions a skill's diff compares (each defaults to the last change's). */
 const skillQuery = z.object({
   from: wholeNumberParam(1, 999_999, 'must be a version number').optional(),
@@ -73,6 +75,8 @@ export function dashboardRoutes(reads: DashboardReads, auth: ProxyAuth, assets =
       const query = parse(skillsQuery, c.req.query());
       return c.json(await reads.skills((query.q ?? '').slice(0, 500), query.page));
     });
+    // Not under /skills/: "log" may be a skill's name.
+    app.get('/v1/dashboard/skill-log', async (c) => c.json(await reads.skillLog(parse(skillLogQuery, c.req.query()).n)));
     app.get('/v1/dashboard/skills/:name', async (c) => c.json(await reads.skill(c.req.param('name'), parse(skillQuery, c.req.query()))));
   };
 }

@@ -1,8 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { createTwoFilesPatch } from 'diff';
 import { NotFoundError, SkillError } from '../errors.js';
+import { linesBackward } from '../logging/log-reader.js';
+import { readHistoryLine } from '../skills/evolution-log.js';
 import {
   diffVersions,
+  evolutionLogFile,
+  skillLog,
+  type ChangeOnDisk,
   presentCredit,
   presentProposal,
   type ProposalRow,
@@ -35,6 +40,12 @@ export interface SkillsPageReads {
   recentSessions(name: string): Maybe<string[]>;
   /** the skill's SKILL.md as it is now (for the edit form) */
   text(skill: Skill): Promise<string>;
+  /** the evolution log's last `count` lines, oldest first */
+  evolutionLines(count: number): Maybe<string[]>;
+  /** versions recorded from changes made by hand in the skills folder (a team store has no folder: none) */
+  changesOnDisk(): Maybe<ChangeOnDisk[]>;
+  /** a proposal, decided or not (the log says what became of one) */
+  proposal(id: number): Maybe<ProposalRow | undefined>;
 }
 
 /** The personal install's skills. */
@@ -52,7 +63,29 @@ export function sqliteSkillsReads(skills: SkillsService): SkillsPageReads {
     recentSessions: (name) => skills.credit.recentSessions(name),
     // Read off the event loop: the file is the skill as on disk (a hand edit may not be a recorded version yet).
     text: (skill) => readFile(skill.path, 'utf8'),
+    evolutionLines: (count) => {
+      // From the end of the file: the log grows with every evolution and the page shows the last ones.
+      const lines: string[] = [];
+      for (const line of linesBackward(evolutionLogFile(skills.library.dir))) if (lines.push(line) >= count) break;
+      return lines.reverse();
+    },
+    changesOnDisk: () => skills.history.changesOnDisk(),
+    proposal: (id) => skills.proposals.get(id),
   };
+}
+
+/**
+ * The skill log's last `count` entries, newest first: evolutions with what became of the proposals
+ * they logged (as `metaclaw skills log` says it), and the changes made by hand in the folder.
+ */
+export async function skillLogData(skills: SkillsPageReads, count: number) {
+  const lines = await skills.evolutionLines(count);
+  let onDisk = await skills.changesOnDisk();
+  // Older evolutions were not read: a change by hand from before the first one read would stand in their place.
+  const first = lines.length === count ? readHistoryLine(lines[0]!).timestamp : undefined;
+  if (first !== undefined && first !== '?') onDisk = onDisk.filter((row) => new Date(row.created_at).toISOString() >= first);
+  const events = await skillLog(lines, onDisk, (id) => skills.proposal(id));
+  return { events: events.slice(-count).reverse() };
 }
 
 /** Skills a list shows at most (the library may hold thousands; a search narrows it). */
@@ -159,3 +192,4 @@ function versionDiff(name: string, versions: VersionRow[], choice: { from?: numb
 
 export type SkillsListView = Awaited<ReturnType<typeof skillsListData>>;
 export type SkillDetailView = Awaited<ReturnType<typeof skillDetailData>>;
+export type SkillLogView = Awaited<ReturnType<typeof skillLogData>>;

@@ -6,6 +6,7 @@ import type { PgConversationReads, PgJobQueue, PgLearningBudget, PgMemoryApi, Pg
 import type { SchedulerWindow } from '../scheduler/index.js';
 import { sharedRows } from '../store/postgres/shared-rows.js';
 import { PgSkillCredit } from '../store/postgres/skill-credit.js';
+import { PgSkillEvolutions } from '../store/postgres/skill-evolutions.js';
 import { fillMemoryContents, shownMemoryIds } from './injected.js';
 import { injectedBlock } from './injected-text.js';
 import { learningAxis, learningView, LEARNING_SQL, type DayCount, type JudgeRows, type SkillVersionEvent, type TrainingStep } from './learning.js';
@@ -26,7 +27,7 @@ import {
   type ProfiledSession,
   type SessionJobRow,
 } from './sessions.js';
-import { skillDetailData, skillsListData, type SkillsPageReads } from './skills.js';
+import { skillDetailData, skillLogData, skillsListData, type SkillsPageReads } from './skills.js';
 import { POSTGRES_SQL } from './sql.js';
 import type { LatencySummary } from './types.js';
 
@@ -198,6 +199,7 @@ export function teamDashboardReads(sources: TeamDashboardSources): DashboardRead
     memoryDetail: (id) => memoryDetail(memory, id),
     skills: (q, page) => skillsListData(skills, q, page),
     skill: (name, choice) => skillDetailData(skills, name, choice),
+    skillLog: (count) => skillLogData(skills, count),
   };
 }
 
@@ -237,5 +239,8 @@ function teamSkillsReads(sources: TeamDashboardSources): SkillsPageReads {
     creditOf: (name) => credit.figuresOf(name),
     recentSessions: (name) => credit.recentSessions(name, 10),
     text: async (skill) => (await store.get(skill.name))?.text ?? '',
+    evolutionLines: (count) => new PgSkillEvolutions(sources.pool).lines(count),
+    changesOnDisk: () => [],
+    proposal: (id) => proposals.get(id),
   };
 }

@@ -4,6 +4,6 @@
  */
 export type { OverviewView } from './overview.js';
 export type { SessionListView, SessionDetailView } from './sessions.js';
-export type { SkillsListView, SkillDetailView } from './skills.js';
+export type { SkillsListView, SkillDetailView, SkillLogView } from './skills.js';
 export type { MemoryListView, MemoryDetailView } from './memory.js';
 export type { LearningView } from './learning.js';

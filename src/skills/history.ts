@@ -18,6 +18,12 @@ export interface VersionRow {
   created_at: number;
 }
 
+/** A version recorded from a change made by hand in the folder, as the skill log shows it (without its text). */
+export type ChangeOnDisk = Omit<VersionRow, 'content'>;
+
+/** The history's source line of a change a person made in the skills folder, recorded when the library next read it. */
+export const ON_DISK = { edited: 'edited on disk', added: 'added on disk', deleted: 'deleted on disk' } as const;
+
 /** State key of the library's generation (also read by the RL buffer, which tags every sample with it). */
 export const GENERATION_KEY = 'skills.generation';
 
@@ -43,6 +49,12 @@ export class SkillHistory implements SkillVersionStore {
       ),
       versions: db.prepare<[string], VersionRow>('SELECT * FROM skill_versions WHERE name = ? ORDER BY id'),
       latest: db.prepare<[string], VersionRow>('SELECT * FROM skill_versions WHERE name = ? ORDER BY id DESC LIMIT 1'),
+      live: db.prepare<[], { name: string }>(
+        "SELECT v.name FROM skill_versions v JOIN (SELECT name, MAX(id) AS id FROM skill_versions GROUP BY name) l ON v.id = l.id WHERE v.action != 'remove'",
+      ),
+      onDisk: db.prepare<[string, string, string], ChangeOnDisk>(
+        'SELECT id, name, version, action, generation, source, created_at FROM skill_versions WHERE source IN (?, ?, ?) ORDER BY id',
+      ),
     };
   }
 
@@ -74,6 +86,16 @@ export class SkillHistory implements SkillVersionStore {
 
   latest(name: string): VersionRow | undefined {
     return this.statements.latest.get(name);
+  }
+
+  /** Skills whose last recorded version is not a removal: what the library held when it was last recorded. */
+  liveNames(): string[] {
+    return this.statements.live.all().map((row) => row.name);
+  }
+
+  /** The versions recorded from changes made by hand in the folder (ON_DISK), oldest first. */
+  changesOnDisk(): ChangeOnDisk[] {
+    return this.statements.onDisk.all(ON_DISK.edited, ON_DISK.added, ON_DISK.deleted);
   }
 
   /**

@@ -165,6 +165,15 @@ export class SkillLibrary {
     return existing;
   }
 
+  /**
+   * Whether `name`'s SKILL.md is gone from a folder that is there: deleted by hand. Not when the
+   * file is there but invalid, nor when the whole folder is missing (an unmounted disk, a mistyped
+   * skills.dir), which says nothing about what a person deleted.
+   */
+  deletedFromFolder(name: string): boolean {
+    return !this.skills.has(name) && existsSync(this.dir) && !existsSync(join(this.dir, name, 'SKILL.md'));
+  }
+
   /** The current text of a skill's file, if it exists. */
   readText(name: string): string | undefined {
     try {

@@ -22,7 +22,7 @@ import { approvalOf, approvalSource } from './approval.js';
 import type { PlannedChange, Rejected } from './evolution/apply.js';
 import { evolutionRecord, nearestSkill, planSessionEvolution, type EvolutionPlan } from './evolution/session.js';
 import { buildTranscript } from './evolution/transcript.js';
-import { SkillHistory, type VersionAction } from './history.js';
+import { ON_DISK, SkillHistory, type VersionAction } from './history.js';
 import { revertDraft } from './revert.js';
 import { skillInjectionReason } from './screen.js';
 import { sameSkillContent } from './skill-file.js';
@@ -142,18 +142,13 @@ export class SkillsService {
       if (change.changed.length > 0) this.vectors?.refresh(() => this.library.all());
       if (change.changed.length > 0) this.queueSearchKeys();
       // Off the request path: on opening the library, and on the watcher's or the poll's rescan. Last,
-      // and on its own: a database busy past its timeout leaves the edit to be recorded before the
+      // and on its own: a database busy past its timeout leaves the change to be recorded before the
       // next write over it (keepEditOnDisk), never the index without the new text.
-      if (change.scanned) {
-        try {
-          this.recordEditsOnDisk(
-            change.changed.map((skill) => skill.name),
-            { unrecorded: false },
-          );
-        } catch (error) {
-          logger.warn({ err: error }, 'skills: a hand edit could not be recorded as a version now; it is recorded before anything writes over it');
-        }
-      }
+      if (change.scanned)
+        this.recordChangesOnDiskNow(
+          change.changed.map((skill) => skill.name),
+          change.removed,
+        );
     });
   }
 
@@ -179,6 +174,8 @@ export class SkillsService {
     this.library.scan();
     this.index.sync(this.library.all());
     this.vectors?.refresh(() => this.library.all());
+    // A skill folder deleted while nothing watched (the proxy stopped, between two commands): no scan sees it go.
+    this.recordChangesOnDiskNow([], this.history.liveNames());
     if (options.watch) this.library.startWatching();
     this.queueSearchKeys();
   }
@@ -262,17 +259,27 @@ export class SkillsService {
   }
 
   /**
-   * Records a hand edit of a SKILL.md as a version (`manual`, "edited on disk") when the library
-   * reads it — on opening (the proxy's start, each CLI command) and on the proxy's rescans, off the
-   * request path — so it moves the generation (once for all the edits one scan read), `skills diff`
-   * shows it and `skills revert` goes back to the version before it. A skill put in the folder by
-   * hand (no version recorded yet) is recorded only before a change writes over it or removes it,
-   * as is an edit no scan has read yet: `skills revert` can then bring it back.
+   * Records a change made by hand in the skills folder as a version when the library reads it — on
+   * opening (the proxy's start, each CLI command) and on the proxy's rescans, off the request path —
+   * so it moves the generation (once for all the changes one scan read), `skills diff` and `skills
+   * log` show it and `skills revert` goes back to the version before it: a SKILL.md edited (`manual`,
+   * "edited on disk"), a skill folder put in (`manual`, "added on disk": its first text is kept) and
+   * one deleted (`remove`, "deleted on disk"). Each is recorded once: a later scan finds it recorded.
+   * A change no scan has read yet is recorded before a write goes over it.
    */
   private keepEditOnDisk(name: string): void {
     // The proxy's watcher may not have read the edit yet: what is written next starts from it.
     if (this.editedOnDisk(name) !== undefined) this.library.scan();
-    this.recordEditsOnDisk([name], { unrecorded: true });
+    this.recordChangesOnDisk([name], [name]);
+  }
+
+  /** recordChangesOnDisk for a scan: a database busy past its timeout only delays the record (logged). */
+  private recordChangesOnDiskNow(changed: readonly string[], gone: readonly string[]): void {
+    try {
+      this.recordChangesOnDisk(changed, gone);
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, 'skills: a hand edit could not be recorded as a version now; it is recorded before anything writes over it');
+    }
   }
 
   /** The text of `name`'s SKILL.md when it is not the version last recorded. */
@@ -281,22 +288,33 @@ export class SkillsService {
     return text === undefined || this.history.latest(name)?.content === text ? undefined : text;
   }
 
-  /** `unrecorded`: also skills with no recorded version (put in the folder by hand, never written by MetaClaw-TS). */
-  private recordEditsOnDisk(names: readonly string[], options: { unrecorded: boolean }): void {
+  /** `changed`: skills a scan read; `names`: skills that may have been deleted from the folder. */
+  private recordChangesOnDisk(changed: readonly string[], names: readonly string[]): void {
+    // In memory and one stat each, before the lock: opening looks for every recorded skill, and most are there.
+    const gone = names.filter((name) => this.library.deletedFromFolder(name));
+    if (changed.length === 0 && gone.length === 0) return;
     // Checked and recorded holding the write lock, as every write of the library's own holds it
-    // (see locked): two processes reading one edit record it once, and a write of the CLI's that
+    // (see locked): two processes reading one change record it once, and a write of the CLI's that
     // the proxy's watcher reads is never taken for a hand edit.
     this.locked(() => {
       let generation: number | undefined;
-      for (const name of names) {
+      const record = (name: string, version: number, action: VersionAction, content: string, source: string) => {
+        generation ??= this.history.bumpGeneration();
+        this.history.record({ name, version, action, content, generation, source });
+      };
+      for (const name of changed) {
         const text = this.editedOnDisk(name);
         const skill = this.library.get(name);
         if (text === undefined || skill === undefined) continue; // an invalid file: nothing a revert could restore
         const latest = this.history.latest(name);
-        if (!latest && !options.unrecorded) continue;
-        const version = latest ? Math.max(latest.version, skill.version) + 1 : skill.version;
-        generation ??= this.history.bumpGeneration();
-        this.history.record({ name, version, action: 'manual', content: text, generation, source: 'edited on disk' });
+        const source = latest === undefined || latest.action === 'remove' ? ON_DISK.added : ON_DISK.edited;
+        record(name, latest ? Math.max(latest.version, skill.version) + 1 : skill.version, 'manual', text, source);
+      }
+      for (const name of gone) {
+        const latest = this.history.latest(name);
+        // Looked at again under the lock: the folder may have been put back meanwhile.
+        if (latest === undefined || latest.action === 'remove' || !this.library.deletedFromFolder(name)) continue;
+        record(name, latest.version + 1, 'remove', '', ON_DISK.deleted);
       }
     });
   }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { parse as parseYaml, Scalar, stringify as stringifyYaml } from 'yaml';
 import { z } from 'zod';
 import { countTextTokens } from '../text/index.js';
 import type { Skill, SkillDraft, SkillOrigin } from './types.js';
@@ -72,7 +72,7 @@ export function parseSkillFile(text: string, path: string, folderName: string): 
   return {
     skill: {
       name: front.name,
-      description: writtenDescription(front.description),
+      description: plainInFile(match[1]!) ? writtenDescription(front.description) : front.description,
       category: front.category ?? DEFAULT_CATEGORY,
       body,
       version: front.version ?? 1,
@@ -140,12 +140,12 @@ export function sameSkillContent(before: Skill, draft: SkillDraft): boolean {
 
 /**
  * Writes SKILL.md text; the frontmatter is real YAML, so any description round-trips safely. The
- * description is written so that MetaClaw's parser reads it as YAML does (see plainDescription).
+ * description is written so that MetaClaw's parser reads it as YAML does (see descriptionValue).
  */
 export function serializeSkill(fields: SkillFileFields): string {
   const front: Record<string, unknown> = {
     name: fields.name,
-    description: plainDescription(fields.description),
+    description: descriptionValue(fields.description),
   };
   if (fields.category && fields.category !== DEFAULT_CATEGORY) front['category'] = fields.category;
   front['version'] = fields.version;
@@ -194,16 +194,31 @@ export function parseLegacyFrontmatter(text: string): { name?: string; descripti
  * and the space after a colon or before a `#` — which would make YAML quote the value, and MetaClaw
  * read the quotes as text — is written as a no-break space, which keeps it a plain YAML scalar and
  * reads the same to a person (writtenDescription turns them back when the file is read, so only
- * the file holds them). A description YAML must quote for another reason (one that starts
- * with a quote or `[`, or is `true` or a number) is still quoted.
+ * the file holds them). Quoted only where YAML requires it: a description that plain would still
+ * not make a plain scalar (one that starts with a quote or `[`, is `true` or a number, or has a tab
+ * after a colon) is written as it is, and YAML quotes it; so is one that holds such a no-break space
+ * itself, which a reader could not tell from the writer's (a quoted description is read as it is).
  */
-function plainDescription(text: string): string {
-  return oneLine(text)
-    .replace(/:[ \t]/g, ':\u00a0')
-    .replace(/[ \t]#/g, '\u00a0#');
+function descriptionValue(text: string): string | Scalar {
+  const line = oneLine(text);
+  if (/:\u00a0|\u00a0#/.test(line)) return quoted(line);
+  const plain = line.replace(/: /g, ':\u00a0').replace(/ #/g, '\u00a0#');
+  return stringifyYaml({ description: plain }, { lineWidth: 0 }) === `description: ${plain}\n` ? plain : line;
 }
 
-/** The description plainDescription wrote, with its spaces back: what the user wrote is what every reader of the library gets. */
+function quoted(text: string): Scalar {
+  const scalar = new Scalar(text);
+  scalar.type = 'QUOTE_DOUBLE';
+  return scalar;
+}
+
+/** Whether the frontmatter's description is a plain scalar (not quoted, not a block): only those hold the writer's no-break spaces. */
+function plainInFile(frontmatter: string): boolean {
+  const first = /^description:\s*(\S)/m.exec(frontmatter)?.[1];
+  return first !== undefined && !`"'|>`.includes(first);
+}
+
+/** The description descriptionValue wrote, with its spaces back: what the user wrote is what every reader of the library gets. */
 function writtenDescription(text: string): string {
   return text.replace(/:\u00a0/g, ': ').replace(/\u00a0#/g, ' #');
 }

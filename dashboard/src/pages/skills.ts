@@ -6,6 +6,7 @@ import { html } from '../html.js';
 import { link, routeQuery } from '../router.js';
 import type { PageProps } from './index.js';
 import { SkillDetailView } from './skill-detail.js';
+import { SkillLogSection } from './skill-log.js';
 import { PatchLines } from './skills-diff.js';
 import { judgeMean, type Proposal, type SkillList } from './skills-types.js';
 
@@ -20,6 +21,8 @@ function SkillListView() {
   const page = routeQuery().get('page') ?? '';
   const loaded = useJson<SkillList>(`/v1/dashboard/skills${listQuery(query, page)}`);
   const [message, setMessage] = useState<{ ok: boolean; text: string } | undefined>();
+  // Counts the proposals decided on this page: the evolution log reads them again.
+  const [decided, setDecided] = useState(0);
   return html`<${PageFrame} title="Skills" loaded=${loaded}
     >${(data: SkillList) => html`
       <${SearchBox} query=${query} />
@@ -49,6 +52,7 @@ function SkillListView() {
                   onDone=${(text: string, ok: boolean) => {
                     setMessage({ ok, text });
                     if (ok) loaded.reload();
+                    if (ok) setDecided((value) => value + 1);
                   }}
                 />`,
             )
@@ -102,6 +106,7 @@ function SkillListView() {
             </nav>`
           : null
       }
+      <${SkillLogSection} refresh=${decided} />
     `}<//
   >`;
 }

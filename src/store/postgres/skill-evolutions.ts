@@ -35,9 +35,12 @@ export class PgSkillEvolutions {
     return result.rowCount ?? 0;
   }
 
-  /** Every logged evolution's line, oldest first. */
-  async lines(): Promise<string[]> {
-    const result = await this.pool.query('SELECT record FROM skill_evolutions ORDER BY id');
+  /** Every logged evolution's line (or the last `count`), oldest first. */
+  async lines(count?: number): Promise<string[]> {
+    const result =
+      count === undefined
+        ? await this.pool.query('SELECT record FROM skill_evolutions ORDER BY id')
+        : await this.pool.query('SELECT record FROM (SELECT id, record FROM skill_evolutions ORDER BY id DESC LIMIT $1) t ORDER BY id', [count]);
     return z
       .array(z.object({ record: z.string() }))
       .parse(result.rows)
