@@ -27,6 +27,27 @@ async function ask(proxy: ProxyHandle, text: string, session: string): Promise<v
   await client.chat.completions.create({ model: 'scripted-model', messages: [{ role: 'user', content: text }] }, { headers: { 'X-Session-Id': session } });
 }
 
+/**
+ * A proxy over the English starter bank whose scripted model writes `keys` for the refactoring
+ * skill (in the first language each skill is asked in) and none for the others; every keys call's
+ * user text goes to `keyCalls`.
+ */
+async function refactoringKeysProxy(keys: string[], keyCalls: string[]): Promise<ScriptedProxy> {
+  const home = tempHome();
+  englishOnlyStarter(join(home, 'skills'));
+  const upstreamHandler = learningAwareUpstream({
+    searchKeys: (request) => {
+      const asked = userText(request);
+      keyCalls.push(asked);
+      const names = [...asked.matchAll(/^### ([a-z0-9-]+) \(keys in: ([a-z, ]+)\)/gm)];
+      return JSON.stringify({
+        skills: names.map(([, name, languages]) => ({ name, language: languages!.split(', ')[0], keys: name === 'safe-refactoring' ? keys : [] })),
+      });
+    },
+  });
+  return startScriptedProxy({ home, upstreamHandler, config: SKILLS_ONLY });
+}
+
 describe('cross-lingual skills: an English skill bank answers Chinese requests', () => {
   let scripted: ScriptedProxy;
   let upstream: ScriptedUpstream;
@@ -36,24 +57,8 @@ describe('cross-lingual skills: an English skill bank answers Chinese requests',
   const SLANG = '这坨祖传代码谁也不敢动';
 
   before(async () => {
-    const home = tempHome();
-    englishOnlyStarter(join(home, 'skills'));
-    const upstreamHandler = learningAwareUpstream({
-      // The scripted search keys call: keys in Chinese for the refactoring skill, none for the others.
-      searchKeys: (request) => {
-        const asked = userText(request);
-        keyCalls.push(asked);
-        const names = [...asked.matchAll(/^### ([a-z0-9-]+) \(keys in: ([a-z, ]+)\)/gm)];
-        return JSON.stringify({
-          skills: names.map(([, name, languages]) => ({
-            name,
-            language: languages!.split(', ')[0],
-            keys: name === 'safe-refactoring' ? ['祖传代码', '屎山', '不敢动的老代码', '重构'] : [],
-          })),
-        });
-      },
-    });
-    scripted = await startScriptedProxy({ home, upstreamHandler, config: SKILLS_ONLY });
+    // The scripted search keys call: keys in Chinese for the refactoring skill, none for the others.
+    scripted = await refactoringKeysProxy(['祖传代码', '屎山', '不敢动的老代码', '重构'], keyCalls);
     ({ upstream, proxy } = scripted);
   });
   after(() => scripted?.close());
@@ -371,23 +376,7 @@ describe('own-language search keys: an English user finds an English skill asked
   const OTHER_WORDS = 'this spaghetti mess nobody dares to touch, where do I even begin untangling it';
 
   before(async () => {
-    const home = tempHome();
-    englishOnlyStarter(join(home, 'skills'));
-    const upstreamHandler = learningAwareUpstream({
-      searchKeys: (request) => {
-        const asked = userText(request);
-        keyCalls.push(asked);
-        const names = [...asked.matchAll(/^### ([a-z0-9-]+) \(keys in: ([a-z, ]+)\)/gm)];
-        return JSON.stringify({
-          skills: names.map(([, name, languages]) => ({
-            name,
-            language: languages!.split(', ')[0],
-            keys: name === 'safe-refactoring' ? ['spaghetti code', 'untangling a mess', 'code nobody dares touch'] : [],
-          })),
-        });
-      },
-    });
-    scripted = await startScriptedProxy({ home, upstreamHandler, config: SKILLS_ONLY });
+    scripted = await refactoringKeysProxy(['spaghetti code', 'untangling a mess', 'code nobody dares touch'], keyCalls);
     ({ upstream, proxy } = scripted);
   });
   after(() => scripted?.close());
