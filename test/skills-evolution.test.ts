@@ -117,7 +117,13 @@ describe('skills evolve from sessions', () => {
     const home = tempHome();
     const proxy = await startProxy({
       home,
-      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 2 } },
+      // No search keys job: it would meet the limit or run before it, and the queue's count is what is checked.
+      config: {
+        memory: { enabled: false },
+        skills: { search_keys: false },
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
+        learning: { max_attempts: 2 },
+      },
     });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
@@ -190,7 +196,13 @@ describe('skills evolve from sessions', () => {
       evolver: () => errorReply(429, { error: { message: 'Rate limit reached', type: 'rate_limit_error' } }, { 'retry-after': '3600' }),
     });
     const proxy = await startProxy({
-      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, learning: { max_attempts: 2 } },
+      // No search keys job: it would meet the limit or run before it, and the queue's count is what is checked.
+      config: {
+        memory: { enabled: false },
+        skills: { search_keys: false },
+        llm: { api_base: `${upstream.url}/v1`, api_key: 'k' },
+        learning: { max_attempts: 2 },
+      },
     });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
@@ -416,7 +428,8 @@ describe('skills evolve from sessions', () => {
     const upstream = await ScriptedUpstream.start();
     upstream.defaultHandler = learningAwareUpstream({ evolver: () => JSON.stringify({ changes: [DEPLOY_SKILL] }) });
     const proxy = await startProxy({
-      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false } },
+      // search_keys off too: the keys job (its own switch) would be queued by the second English request.
+      config: { memory: { enabled: false }, llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { auto_evolve: false, search_keys: false } },
     });
     try {
       const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
