@@ -11,6 +11,7 @@
  * - dev4: `test/fixtures/dev4-skills/` (a fifth bank by others, paraphrases and off-topic requests sharing a generic word)
  * - dev5: `test/fixtures/dev5-skills/` (a sixth bank by others, a newsroom's; built before any tuning on it)
  * - dev6: `test/fixtures/dev6-skills/` (a seventh bank by others, a marketer's; built before any tuning on it)
+ * - dev7: `test/fixtures/dev7-skills/` (an eighth bank by others, generic process skills; built before any tuning on it)
  *
  * A set whose folder holds `model-keys.json` (search keys a model wrote for its bank from the search
  * keys prompt alone, never from the requests; see the set's README) is run a second time with those
@@ -70,6 +71,11 @@ export const SKILL_SETS = {
     requests: new URL('dev6-skills/requests.json', FIXTURES),
     bank: new URL('dev6-skills/bank', FIXTURES).pathname,
     about: 'dev6: 40 skills by others, `test/fixtures/dev6-skills/`',
+  },
+  dev7: {
+    requests: new URL('dev7-skills/requests.json', FIXTURES),
+    bank: new URL('dev7-skills/bank', FIXTURES).pathname,
+    about: 'dev7: 37 skills by others, `test/fixtures/dev7-skills/`',
   },
 } as const;
 export type SkillSetName = keyof typeof SKILL_SETS;
@@ -183,7 +189,7 @@ export function renderSkillRetrieval(reports: readonly SkillRetrievalReport[]): 
   return [
     'Keyword mode, the default threshold (skills.min_relevance 0.35) and top_k (6), no embeddings. Each set is run as on day one, nothing learned; a set with "keys learned" rows is run again with the search keys a model wrote for its bank (en, zh and ja) from the search keys prompt alone, never from the requests, as the search keys job writes them for a user seen writing those languages (`model-keys.json` in the set\'s folder, made with `bench/skill-keys-prompts.ts`). Precision: injected skills that are labelled relevant; recall: labelled skills that were injected; off-topic: requests labelled as needing no skill that got one; "never" : skills labelled as wrong for the request that were injected.',
     '',
-    'Retrieval is tuned on the tuned, dev, dev2, dev3, dev4, dev5 and dev6 sets only. The held-out set is run to report generalisation; every look at it during tuning is logged, with its numbers, in `test/fixtures/heldout-skills/README.md`.',
+    'Retrieval is tuned on the tuned, dev, dev2, dev3, dev4, dev5, dev6 and dev7 sets only. The held-out set is run to report generalisation; every look at it during tuning is logged, with its numbers, in `test/fixtures/heldout-skills/README.md`.',
     '',
     '| set, language | requests | precision | recall | skills per turn | off-topic injected | "never" injected |',
     '|---|---|---|---|---|---|---|',
