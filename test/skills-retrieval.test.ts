@@ -257,6 +257,24 @@ describe("skill search index: what stands for a skill's description", () => {
     assert.ok(Math.abs(coverage('paper-notes') - coverage('paper-digest')) < 0.05, `${coverage('paper-notes')} vs ${coverage('paper-digest')}`);
   });
 
+  test('words a long body says once count for little: a pull request review gets the review skill, not the git guide whose 900-term body mentions merge, password and email; a sourdough question gets nothing (the dev7 set, full bodies)', () => {
+    const search = bankSkills('dev7');
+    assert.deepEqual(search('Can you look over this pull request before I merge it? It adds password reset through links sent by email.'), ['code-reviewer']);
+    assert.deepEqual(
+      search("My sourdough comes out flat every time. I've already changed the flour and the water temperature. How do I work out which thing is the problem?"),
+      [],
+    );
+  });
+
+  test('a word a short body says once still counts as before', () => {
+    const index = new SkillSearchIndex();
+    index.sync([skill('release-notes', 'Writes the notes for a software release.', '# Release notes\n\nList what changed, credit contributors, and flag breaking changes.')]);
+    const once = index.search([...uniqueTerms('release notes that flag breaking changes')])[0]!;
+    const twice = new SkillSearchIndex();
+    twice.sync([skill('release-notes', 'Writes the notes for a software release.', '# Release notes\n\nList what changed, credit contributors, flag breaking changes, breaking changes.')]);
+    assert.equal(once.coverage.toFixed(6), twice.search([...uniqueTerms('release notes that flag breaking changes')])[0]!.coverage.toFixed(6));
+  });
+
   test("forms of a word the stemmer leaves apart (coverage / cover, summarize / summarise) match; a compound's first word (checks / checkout) does not", () => {
     const index = new SkillSearchIndex();
     index.sync([

@@ -22,6 +22,18 @@ const B = 0.75;
 /** A query term found only in a skill's body counts for less than one in its name or description. */
 const BODY_ONLY_WEIGHT = 0.6;
 /**
+ * ... and for less again when the body is long and says it rarely: a word said once in a 900-term
+ * body (a full published skill: checklists, examples, "merge", "password", "email" in a git guide)
+ * is there by chance more than by topic. A body-only word counts in full when the body says it at
+ * least once per `BODY_TERMS_PER_MENTION` terms, in proportion below that: bodies of up to that many
+ * terms (most skills) are as before. Tuned on the dev7 set (full bodies, median 708 terms; the
+ * other sets' bodies were cut to 60 lines, median 150–260): 300 took dev7 from precision 0.48 /
+ * recall 0.44 with 6 of 13 off-topic requests injected to 0.74 / 0.42 with 3, dev4 from 0.70 / 0.71
+ * to 0.76 / 0.74 (off-topic 2 → 1), and left the other sets within a hit; 250 cost dev3 a hit,
+ * 500 gained little on dev7 (0.63 / 0.43, 4 off-topic); the share's square root, less (dev7 0.54 / 0.41, 4).
+ */
+const BODY_TERMS_PER_MENTION = 300;
+/**
  * A glossary translation of a query word found only in a skill's body counts for less again: a
  * dictionary gives several senses per word, and a long body meets one of them by chance far more
  * often than it meets the word the user wrote ("生成" → "generate", "记录" → "record" are in half the
@@ -112,6 +124,8 @@ interface IndexedSkill {
   named: Set<string>;
   /** Field-weighted length, for BM25's length normalisation. */
   length: number;
+  /** Terms in the body (see `BODY_TERMS_PER_MENTION`). */
+  bodyTerms: number;
 }
 
 /**
@@ -336,9 +350,7 @@ export class SkillSearchIndex {
           : skill.head.has(term)
             ? 1
             : skill.frequencies.has(term)
-              ? translation
-                ? TRANSLATED_BODY_ONLY_WEIGHT
-                : BODY_ONLY_WEIGHT
+              ? (translation ? TRANSLATED_BODY_ONLY_WEIGHT : BODY_ONLY_WEIGHT) * bodyMentionShare(skill, term)
               : translation
                 ? 0
                 : OTHER_FORM_WEIGHT * otherFormWeight(forms.get(term), skill, nameWeight),
@@ -389,6 +401,7 @@ export class SkillSearchIndex {
       head: new Set([...fields.name, ...fields.description, ...fields.keys, ...lead, ...categorised]),
       named: new Set(fields.name),
       length,
+      bodyTerms: fields.body.length,
     });
     if (CJK.test(skill.description)) this.cjkSkills.add(skill.name);
     this.rememberSounds(`${skill.name.replaceAll('-', ' ')} ${skill.description} ${this.searchKeys(skill)} ${skill.body}`);
@@ -460,4 +473,11 @@ function otherFormWeight(others: readonly string[] | undefined, skill: IndexedSk
     best = Math.max(best, weight);
   }
   return best;
+}
+
+/** 0..1: how fully a word the body alone holds counts, by how often the body says it for its length (see `BODY_TERMS_PER_MENTION`). */
+function bodyMentionShare(skill: IndexedSkill, term: string): number {
+  // A body-only term's field-weighted frequency is its count in the body times the body's weight.
+  const mentions = (skill.frequencies.get(term) ?? 0) / FIELD_WEIGHTS.body;
+  return Math.min(1, (mentions * BODY_TERMS_PER_MENTION) / Math.max(1, skill.bodyTerms));
 }
