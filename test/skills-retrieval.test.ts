@@ -268,10 +268,22 @@ describe("skill search index: what stands for a skill's description", () => {
 
   test('a word a short body says once still counts as before', () => {
     const index = new SkillSearchIndex();
-    index.sync([skill('release-notes', 'Writes the notes for a software release.', '# Release notes\n\nList what changed, credit contributors, and flag breaking changes.')]);
+    index.sync([
+      skill(
+        'release-notes',
+        'Writes the notes for a software release.',
+        '# Release notes\n\nList what changed, credit contributors, and flag breaking changes.',
+      ),
+    ]);
     const once = index.search([...uniqueTerms('release notes that flag breaking changes')])[0]!;
     const twice = new SkillSearchIndex();
-    twice.sync([skill('release-notes', 'Writes the notes for a software release.', '# Release notes\n\nList what changed, credit contributors, flag breaking changes, breaking changes.')]);
+    twice.sync([
+      skill(
+        'release-notes',
+        'Writes the notes for a software release.',
+        '# Release notes\n\nList what changed, credit contributors, flag breaking changes, breaking changes.',
+      ),
+    ]);
     assert.equal(once.coverage.toFixed(6), twice.search([...uniqueTerms('release notes that flag breaking changes')])[0]!.coverage.toFixed(6));
   });
 
