@@ -354,6 +354,67 @@ describe('metaclaw skills commands', () => {
     assert.match(diff.stdout, /^-First text\.\n\+Second text\.$/m);
   });
 
+  test("pointing skills.dir at another folder is one library switch (one skills log entry, one generation), not its skills deleted and added by hand; switching back finds the first folder's history as it was, with a hand edit made meanwhile", async () => {
+    const home = tempHome();
+    const first = join(home, 'skills');
+    const other = tempHome('other-skills-');
+    const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');
+    write(file, '---\nname: my-skill\ndescription: Use when testing the CLI.\n---\n\n# Mine\n\nStep one.\n');
+    assert.equal((await runCli(['skills', 'add', file], { home })).code, 0);
+    // The other library holds a skill of the same name with another text: no edit of the first folder's.
+    write(join(other, 'my-skill', 'SKILL.md'), '---\nname: my-skill\ndescription: Use when testing the other library.\n---\n\n# Other\n\nOther step.\n');
+    write(
+      join(other, 'zeppelin-masts', 'SKILL.md'),
+      '---\nname: zeppelin-masts\ndescription: Use when a zeppelin mooring mast needs inspecting.\n---\n\n# Masts\n',
+    );
+    const versions = async (name: string) => {
+      const shown = await runCli(['skills', 'show', name, '--json'], { home });
+      assert.equal(shown.code, 0, shown.stderr);
+      const rows = (JSON.parse(shown.stdout) as { versions: Array<{ version: number; action: string; source: string; generation: number }> }).versions;
+      return rows.map((row) => `v${row.version} ${row.action} g${row.generation} ${row.source}`);
+    };
+
+    const upstream = await ScriptedUpstream.start();
+    const proxy = await startProxy({ home, config: { llm: { api_base: `${upstream.url}/v1`, api_key: 'k' }, skills: { dir: other, auto_evolve: false } } });
+    try {
+      const report = await status(proxy);
+      assert.equal(report.skills.dir, other);
+      assert.equal(report.skills.generation, 2, 'the switch is one change of the library');
+    } finally {
+      await proxy.stop(); // the home stays: the test goes on with it
+      await upstream.close();
+    }
+    const log = await runCli(['skills', 'log'], { home });
+    assert.equal(log.code, 0, log.stderr);
+    assert.match(log.stdout, new RegExp(`^\\S+Z {2}library switched from ${first} to ${other} \\(generation 2\\)$`, 'm'));
+    assert.doesNotMatch(log.stdout, /on disk|by hand/, 'no skill deleted or added by hand');
+    assert.deepEqual(await versions('my-skill'), ['v1 manual g2 in the folder switched to'], "the other folder's own history");
+
+    writeFileSync(join(first, 'my-skill', 'SKILL.md'), `${readFileSync(join(first, 'my-skill', 'SKILL.md'), 'utf8')}Hand-written step.\n`);
+    assert.equal((await runCli(['config', 'set', 'skills.dir', first], { home })).code, 0);
+    const back = await runCli(['skills', 'log'], { home });
+    assert.match(back.stdout, new RegExp(`^\\S+Z {2}library switched from ${other} to ${first} \\(generation 3\\)$`, 'm'));
+    assert.match(
+      back.stdout,
+      /by hand in the skills folder \(generation 3\)\n {2}edit my-skill: edited on disk \(v2\)$/m,
+      "a real hand edit made meanwhile, in the switch's generation",
+    );
+    assert.doesNotMatch(back.stdout, /deleted on disk|added on disk|zeppelin/);
+    assert.deepEqual(await versions('my-skill'), ['v1 manual g1 cli add', 'v2 manual g3 edited on disk']);
+    assert.match((await runCli(['skills', 'list'], { home })).stdout, /generation 3/);
+
+    assert.equal((await runCli(['config', 'set', 'skills.dir', other], { home })).code, 0);
+    assert.deepEqual(await versions('zeppelin-masts'), ['v1 manual g2 in the folder switched to'], 'switching again adds nothing to its history');
+    const again = await runCli(['skills', 'log', '--json'], { home });
+    const entries = JSON.parse(again.stdout) as Array<{ library_switch?: { from: string; to: string }; generation?: number; by_hand?: boolean }>;
+    assert.deepEqual(
+      entries.map((entry) =>
+        entry.library_switch ? `switch to ${entry.library_switch.to === other ? 'other' : 'first'} g${entry.generation}` : `hand g${entry.generation}`,
+      ),
+      ['switch to other g2', 'switch to first g3', 'switch to other g4'],
+    );
+  });
+
   test('show of a skill whose SKILL.md was broken by hand says it is invalid and why, not that it was removed; revert writes its last version over it', async () => {
     const home = tempHome();
     const file = join(tempHome('skill-file-'), 'my-skill', 'SKILL.md');

@@ -15,6 +15,7 @@ import {
   SkillsService,
   STARTER_DIR,
   type ChangeOnDisk,
+  type LibrarySwitch,
   type ImportReport,
   type ProposalRow,
   type Skill,
@@ -74,6 +75,8 @@ export interface SkillsBackend {
   evolutions(): Promise<string[]>;
   /** The versions recorded from changes made by hand in the skills folder (the team store has no folder: none). */
   changesOnDisk(): Promise<ChangeOnDisk[]>;
+  /** The switches of skills.dir from or to the skills folder (the team store has no folder: none). */
+  librarySwitches(): Promise<LibrarySwitch[]>;
   /** The database's integrity check; undefined on the team store (`metaclaw store status` reads it). */
   integrity(): string[] | undefined;
 }
@@ -134,6 +137,7 @@ function personalBackend(config: LoadedConfig, db: Db): SkillsBackend {
       return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
     },
     changesOnDisk: async () => service.history.changesOnDisk(),
+    librarySwitches: async () => service.history.librarySwitches(),
     integrity: () => checkIntegrity(db),
   };
 }
@@ -196,6 +200,7 @@ function teamBackend(postgres: Postgres, pool: pg.Pool, url: string): SkillsBack
     },
     evolutions: () => new postgres.PgSkillEvolutions(pool).lines(),
     changesOnDisk: async () => [],
+    librarySwitches: async () => [],
     integrity: () => undefined,
   };
 }

@@ -205,15 +205,17 @@ export function registerSkillsCommands(program: Command): void {
       .option('--full', 'show evidence and reasons'),
   ).action(
     withSkills<SkillsOptions & { n: string; full?: boolean }>(async (skills, options) => {
-      const all = await skillLog(await skills.evolutions(), await skills.changesOnDisk(), (id) => skills.proposal(id));
+      const all = await skillLog(await skills.evolutions(), await skills.changesOnDisk(), (id) => skills.proposal(id), await skills.librarySwitches());
       const events = all.slice(-numberArgument(options.n, '-n', { min: 1 }));
       if (options.json) return print(JSON.stringify(events, null, 2));
       if (events.length === 0) return print('No skill evolutions yet.');
       for (const event of events) {
         print(
-          event.by_hand
-            ? `${event.timestamp}  by hand in the skills folder (generation ${event.generation})`
-            : `${event.timestamp}  session ${event.session_id ?? '-'}  (${event.reason ?? ''}, ${event.num_turns_analyzed == null ? '? turns' : counted(event.num_turns_analyzed, 'turn')}, ${counted(event.tokens ?? 0, 'token')})`,
+          event.library_switch
+            ? `${event.timestamp}  library switched from ${event.library_switch.from} to ${event.library_switch.to} (generation ${event.generation})`
+            : event.by_hand
+              ? `${event.timestamp}  by hand in the skills folder (generation ${event.generation})`
+              : `${event.timestamp}  session ${event.session_id ?? '-'}  (${event.reason ?? ''}, ${event.num_turns_analyzed == null ? '? turns' : counted(event.num_turns_analyzed, 'turn')}, ${counted(event.tokens ?? 0, 'token')})`,
         );
         for (const change of event.changes) {
           print(`  ${change.action} ${change.name}${change.merged_into ? ` (merged into ${change.merged_into})` : ''}: ${loggedStatusText(change)}`);

@@ -8,6 +8,7 @@ import {
   evolutionLogFile,
   skillLog,
   type ChangeOnDisk,
+  type LibrarySwitch,
   presentCredit,
   presentProposal,
   type ProposalRow,
@@ -44,6 +45,8 @@ export interface SkillsPageReads {
   evolutionLines(count: number): Maybe<string[]>;
   /** versions recorded from changes made by hand in the skills folder (a team store has no folder: none) */
   changesOnDisk(): Maybe<ChangeOnDisk[]>;
+  /** switches of skills.dir from or to the skills folder (a team store has no folder: none) */
+  librarySwitches(): Maybe<LibrarySwitch[]>;
   /** a proposal, decided or not (the log says what became of one) */
   proposal(id: number): Maybe<ProposalRow | undefined>;
 }
@@ -70,6 +73,7 @@ export function sqliteSkillsReads(skills: SkillsService): SkillsPageReads {
       return lines.reverse();
     },
     changesOnDisk: () => skills.history.changesOnDisk(),
+    librarySwitches: () => skills.history.librarySwitches(),
     proposal: (id) => skills.proposals.get(id),
   };
 }
@@ -81,10 +85,15 @@ export function sqliteSkillsReads(skills: SkillsService): SkillsPageReads {
 export async function skillLogData(skills: SkillsPageReads, count: number) {
   const lines = await skills.evolutionLines(count);
   let onDisk = await skills.changesOnDisk();
-  // Older evolutions were not read: a change by hand from before the first one read would stand in their place.
+  let switches = await skills.librarySwitches();
+  // Older evolutions were not read: a change by hand (or a switch) from before the first one read would stand in their place.
   const first = lines.length === count ? readHistoryLine(lines[0]!).timestamp : undefined;
-  if (first !== undefined && first !== '?') onDisk = onDisk.filter((row) => new Date(row.created_at).toISOString() >= first);
-  const events = await skillLog(lines, onDisk, (id) => skills.proposal(id));
+  if (first !== undefined && first !== '?') {
+    const since = (row: { created_at: number }) => new Date(row.created_at).toISOString() >= first;
+    onDisk = onDisk.filter(since);
+    switches = switches.filter(since);
+  }
+  const events = await skillLog(lines, onDisk, (id) => skills.proposal(id), switches);
   return { events: events.slice(-count).reverse() };
 }
 

@@ -241,6 +241,7 @@ function teamSkillsReads(sources: TeamDashboardSources): SkillsPageReads {
     text: async (skill) => (await store.get(skill.name))?.text ?? '',
     evolutionLines: (count) => new PgSkillEvolutions(sources.pool).lines(count),
     changesOnDisk: () => [],
+    librarySwitches: () => [],
     proposal: (id) => proposals.get(id),
   };
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ON_DISK, type ChangeOnDisk } from './history.js';
+import { ON_DISK, type ChangeOnDisk, type LibrarySwitch } from './history.js';
 import type { ProposalRow } from './proposals.js';
 
 /**
@@ -35,10 +35,11 @@ export type LoggedChange = HistoryLine['changes'][number] & {
   /** The version a change made by hand in the folder was recorded as. */
   version?: number;
 };
-/** An entry of the log: an evolution, or the changes one read of the folder found made by hand (`by_hand`). */
+/** An entry of the log: an evolution, the changes one read of the folder found made by hand (`by_hand`), or a switch of skills.dir. */
 export type LoggedEvent = HistoryLine & {
   changes: LoggedChange[];
   by_hand?: true;
+  library_switch?: { from: string; to: string };
   generation?: number;
   /** Changes of a by-hand entry past the first HAND_CHANGES_SHOWN (a library first read with many skills put in by hand). */
   more_changes?: number;
@@ -62,7 +63,8 @@ const HAND_ACTION: Record<string, string> = { [ON_DISK.edited]: 'edit', [ON_DISK
 
 /**
  * The skill log, oldest first: the evolution log's lines with the changes made by hand in the folder
- * (versions recorded ON_DISK, one entry per generation, i.e. per read of the folder) placed by time.
+ * (versions recorded ON_DISK, one entry per generation, i.e. per read of the folder) and the
+ * switches of skills.dir from or to this folder placed by time.
  * The lines are records of the evolutions and stay as they were; what became of a proposal one
  * logged is read from the proposal (`proposal`), so the log says it was approved or rejected, and when.
  */
@@ -70,9 +72,11 @@ export async function skillLog(
   lines: readonly string[],
   onDisk: readonly ChangeOnDisk[],
   proposal: (id: number) => ProposalRow | undefined | Promise<ProposalRow | undefined>,
+  switches: readonly LibrarySwitch[] = [],
 ): Promise<LoggedEvent[]> {
   const evolutions = await Promise.all(lines.map(readHistoryLine).map((event) => withDecisions(event, proposal)));
-  const byHand = handEvents(onDisk);
+  // A switch first among entries of one time: hand changes it found are recorded after it.
+  const byHand = [...switches.map(switchEvent), ...handEvents(onDisk)].sort((a, b) => a.timestamp.localeCompare(b.timestamp));
   const merged: LoggedEvent[] = [];
   for (const event of evolutions) {
     // A line without a readable time stays where the file has it.
@@ -97,23 +101,34 @@ async function withDecisions(event: HistoryLine, proposal: Parameters<typeof ski
   };
 }
 
+/** An entry of the log that no session's evolution made: a switch of skills.dir, or the changes one read found made by hand. */
+function libraryEvent(createdAt: number, generation: number, reason: string, kind: Pick<LoggedEvent, 'by_hand' | 'library_switch'>): LoggedEvent {
+  return {
+    timestamp: new Date(createdAt).toISOString(),
+    ...kind,
+    generation,
+    session_id: null,
+    reason,
+    num_turns_analyzed: null,
+    num_skills_generated: null,
+    tokens: null,
+    changes: [],
+    rejected: [],
+  };
+}
+
+function switchEvent(entry: LibrarySwitch): LoggedEvent {
+  return libraryEvent(entry.created_at, entry.generation, `library switched from ${entry.from} to ${entry.to}`, {
+    library_switch: { from: entry.from, to: entry.to },
+  });
+}
+
 function handEvents(rows: readonly ChangeOnDisk[]): LoggedEvent[] {
   const events = new Map<number, LoggedEvent>();
   for (const row of rows) {
     let event = events.get(row.generation);
     if (!event) {
-      event = {
-        timestamp: new Date(row.created_at).toISOString(),
-        by_hand: true,
-        generation: row.generation,
-        session_id: null,
-        reason: 'changed by hand in the skills folder',
-        num_turns_analyzed: null,
-        num_skills_generated: null,
-        tokens: null,
-        changes: [],
-        rejected: [],
-      };
+      event = libraryEvent(row.created_at, row.generation, 'changed by hand in the skills folder', { by_hand: true });
       events.set(row.generation, event);
     }
     if (event.changes.length < HAND_CHANGES_SHOWN)

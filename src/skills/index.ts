@@ -15,7 +15,7 @@ export { renderSkills, SKILLS_HEADING } from './render.js';
 export { skillInjectionReason } from './screen.js';
 export { installStarterSkills, importSkills, exportSkills, STARTER_DIR, type ImportReport } from './transfer.js';
 export type { Skill, SkillDraft, SkillProblem, SkillOrigin } from './types.js';
-export { evolutionLogFile, ON_DISK, SkillHistory, type ChangeOnDisk, type VersionRow } from './history.js';
+export { evolutionLogFile, ON_DISK, SkillHistory, type ChangeOnDisk, type LibrarySwitch, type VersionRow } from './history.js';
 export { loggedStatusText, skillLog, type LoggedEvent } from './evolution-log.js';
 export { SkillQuotes } from './quotes.js';
 export { diffVersions, type VersionPatch } from './version-diff.js';

@@ -22,7 +22,7 @@ import { approvalOf, approvalSource } from './approval.js';
 import type { PlannedChange, Rejected } from './evolution/apply.js';
 import { evolutionRecord, nearestSkill, planSessionEvolution, type EvolutionPlan } from './evolution/session.js';
 import { buildTranscript } from './evolution/transcript.js';
-import { ON_DISK, SkillHistory, type VersionAction } from './history.js';
+import { IN_SWITCHED_LIBRARY, ON_DISK, SkillHistory, type VersionAction } from './history.js';
 import { revertDraft } from './revert.js';
 import { skillInjectionReason } from './screen.js';
 import { sameSkillContent } from './skill-file.js';
@@ -110,6 +110,8 @@ export class SkillsService {
   readonly searchKeys: SkillSearchKeys;
   private readonly state: StateStore;
   private enqueue: Enqueue | undefined;
+  /** Set once open() recorded what it read: the first scan's changes are recorded with the library's claim, not on their own. */
+  private opened = false;
 
   constructor(private readonly deps: SkillsDependencies) {
     const { db, logger, settings } = deps;
@@ -144,7 +146,7 @@ export class SkillsService {
       // Off the request path: on opening the library, and on the watcher's or the poll's rescan. Last,
       // and on its own: a database busy past its timeout leaves the change to be recorded before the
       // next write over it (keepEditOnDisk), never the index without the new text.
-      if (change.scanned)
+      if (change.scanned && this.opened)
         this.recordChangesOnDiskNow(
           change.changed.map((skill) => skill.name),
           change.removed,
@@ -175,7 +177,13 @@ export class SkillsService {
     this.index.sync(this.library.all());
     this.vectors?.refresh(() => this.library.all());
     // A skill folder deleted while nothing watched (the proxy stopped, between two commands): no scan sees it go.
-    this.recordChangesOnDiskNow([], this.history.liveNames());
+    // Recorded with what the first scan read, and with a change of skills.dir (a library switch), as one change.
+    this.recordChangesOnDiskNow(
+      this.library.all().map((skill) => skill.name),
+      this.history.liveNames(),
+      true,
+    );
+    this.opened = true;
     if (options.watch) this.library.startWatching();
     this.queueSearchKeys();
   }
@@ -274,9 +282,9 @@ export class SkillsService {
   }
 
   /** recordChangesOnDisk for a scan: a database busy past its timeout only delays the record (logged). */
-  private recordChangesOnDiskNow(changed: readonly string[], gone: readonly string[]): void {
+  private recordChangesOnDiskNow(changed: readonly string[], gone: readonly string[], opening = false): void {
     try {
-      this.recordChangesOnDisk(changed, gone);
+      this.recordChangesOnDisk(changed, gone, opening);
     } catch (error) {
       this.deps.logger.warn({ err: error }, 'skills: a hand edit could not be recorded as a version now; it is recorded before anything writes over it');
     }
@@ -288,16 +296,25 @@ export class SkillsService {
     return text === undefined || this.history.latest(name)?.content === text ? undefined : text;
   }
 
-  /** `changed`: skills a scan read; `names`: skills that may have been deleted from the folder. */
-  private recordChangesOnDisk(changed: readonly string[], names: readonly string[]): void {
+  /**
+   * `changed`: skills a scan read; `names`: skills that may have been deleted from the folder;
+   * `opening`: the library is opened, so skills.dir may name another folder than the generation
+   * last described (history.claimLibrary): a library switch, one change with what it found.
+   */
+  private recordChangesOnDisk(changed: readonly string[], names: readonly string[], opening = false): void {
+    const deleted = (name: string) => this.library.deletedFromFolder(name);
     // In memory and one stat each, before the lock: opening looks for every recorded skill, and most are there.
-    const gone = names.filter((name) => this.library.deletedFromFolder(name));
-    if (changed.length === 0 && gone.length === 0) return;
+    let gone = names.filter(deleted);
+    const claiming = opening && !this.history.describesItsFolder();
+    if (!claiming && changed.length === 0 && gone.length === 0) return;
     // Checked and recorded holding the write lock, as every write of the library's own holds it
     // (see locked): two processes reading one change record it once, and a write of the CLI's that
     // the proxy's watcher reads is never taken for a hand edit.
     this.locked(() => {
-      let generation: number | undefined;
+      const { switched, newFolder } = claiming ? this.history.claimLibrary() : {};
+      // The claim may have given this folder the versions that named none (the first open since they name one).
+      if (claiming) gone = this.history.liveNames().filter(deleted);
+      let generation = switched?.generation;
       const record = (name: string, version: number, action: VersionAction, content: string, source: string) => {
         generation ??= this.history.bumpGeneration();
         this.history.record({ name, version, action, content, generation, source });
@@ -307,7 +324,9 @@ export class SkillsService {
         const skill = this.library.get(name);
         if (text === undefined || skill === undefined) continue; // an invalid file: nothing a revert could restore
         const latest = this.history.latest(name);
-        const source = latest === undefined || latest.action === 'remove' ? ON_DISK.added : ON_DISK.edited;
+        // A folder new to the history that the library switched to: its skills were there, not put in by hand.
+        const first = newFolder ? IN_SWITCHED_LIBRARY : ON_DISK.added;
+        const source = latest === undefined || latest.action === 'remove' ? first : ON_DISK.edited;
         record(name, latest ? Math.max(latest.version, skill.version) + 1 : skill.version, 'manual', text, source);
       }
       for (const name of gone) {

@@ -80,6 +80,23 @@ const SKILL_EVOLUTIONS_V30_POSTGRES = `
   );
 `;
 
+/**
+ * Version 33: each skill version names the folder it is a history of (SkillHistory.library), so the
+ * history of one skills.dir is never compared with another folder's files. The name index becomes a
+ * (library, name) one: every look-up of the history is by both.
+ */
+const SKILL_LIBRARY_V33 = `
+  ALTER TABLE skill_versions ADD COLUMN library TEXT;
+  DROP INDEX skill_versions_name;
+  CREATE INDEX skill_versions_library ON skill_versions(library, name, id);
+`;
+
+/** The team store has no skills folder (its rows name none) and looks versions up by name: it keeps its name index. */
+const SKILL_LIBRARY_V33_POSTGRES = `
+  ALTER TABLE skill_versions ADD COLUMN library TEXT;
+  CREATE INDEX skill_versions_library ON skill_versions(library, name, id);
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -663,5 +680,12 @@ export const MIGRATIONS: readonly Migration[] = [
       'a training step the backend failed by refusing its batch names that batch, so the count of refusals in a row survives a restart and a hand-over to another trainer (it was kept in memory)',
     sql: 'ALTER TABLE rl_steps ADD COLUMN refused_batch TEXT;',
     postgres: 'ALTER TABLE rl_steps ADD COLUMN refused_batch TEXT;',
+  },
+  {
+    version: 33,
+    description:
+      "skill versions name the skills folder they are a history of (skills.dir): pointing skills.dir at another folder is one library switch, not every skill of the old folder deleted by hand and every one of the new added (rows from before are the folder's the library next opens)",
+    sql: SKILL_LIBRARY_V33,
+    postgres: SKILL_LIBRARY_V33_POSTGRES,
   },
 ];

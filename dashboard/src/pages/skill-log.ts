@@ -40,14 +40,17 @@ export function SkillLogSection(props: { refresh: number }) {
 
 function LogEntry(props: { event: LogEvent }) {
   const { event } = props;
-  return html`<li class="card" data-log-event=${event.by_hand ? `hand-${event.generation}` : (event.session_id ?? '')}>
+  const kind = event.library_switch ? `switch-${event.generation}` : event.by_hand ? `hand-${event.generation}` : (event.session_id ?? '');
+  return html`<li class="card" data-log-event=${kind}>
     <div class="row">
       <strong>${when(event.timestamp)}</strong>
       <span class="muted">
         ${
-          event.by_hand
-            ? `by hand in the skills folder (generation ${event.generation})`
-            : `session ${event.session_id ?? '-'}${event.reason ? `, ${event.reason}` : ''}${event.num_turns_analyzed == null ? '' : `, ${event.num_turns_analyzed} turns`}`
+          event.library_switch
+            ? `library switched from ${event.library_switch.from} to ${event.library_switch.to} (generation ${event.generation})`
+            : event.by_hand
+              ? `by hand in the skills folder (generation ${event.generation})`
+              : `session ${event.session_id ?? '-'}${event.reason ? `, ${event.reason}` : ''}${event.num_turns_analyzed == null ? '' : `, ${event.num_turns_analyzed} turns`}`
         }
       </span>
     </div>
