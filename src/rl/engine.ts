@@ -28,7 +28,7 @@ import {
 } from './loop/index.js';
 import { loadChatTokenizer, PolicyUpstream, type ChatTokenizer, type Forwarding } from './policy/index.js';
 import { TEACHER_JOB, type TeacherEndpoint } from './teacher/index.js';
-import { ReopenSchedule } from './reopen.js';
+import { ReopenSchedule, type OpeningFailure } from './reopen.js';
 import { TinkerBackend, type BackendSelection } from './tinker/index.js';
 import { trainStep } from './train/index.js';
 import type { LossFunction, PolicySampler } from './types.js';
@@ -139,6 +139,8 @@ export interface EngineReport {
   error: string | null;
   /** when a failed opening is tried again */
   retry_at: string | null;
+  /** while the backend cannot be opened: the last failure, since when, how many tries, the next one (null once it opened) */
+  opening_failed: OpeningFailure | null;
   /** after automatic steps failed in a row: how many, and when the next one may run (a step by hand runs any time) */
   step_retry: { failures: number; at: string } | null;
   backend: { kind: string; base_url: string };
@@ -305,6 +307,7 @@ export class RlEngine {
       state: this.state,
       error: this.error,
       retry_at: this.state === 'failed' ? new Date(this.reopen.nextAt).toISOString() : null,
+      opening_failed: this.reopen.report(),
       step_retry: stepRetryReport(this.loop),
       backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
       base_model: settings.baseModel,
