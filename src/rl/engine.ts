@@ -183,10 +183,11 @@ export class RlEngine {
   private opening: Promise<void> | undefined;
   private retry: NodeJS.Timeout | undefined;
   private readonly reopen: ReopenSchedule;
-  /** set while a new training run waits for the backend to open on it: records the run */
-  private newRun: ((start: RunStart) => void) | undefined;
-  /** the run before a new one, whose untrained samples the new one sets aside */
-  private previousRun: RunConfiguration | undefined;
+  /**
+   * Set while a new training run waits for the backend to open on it: `record` records the run,
+   * and `previous` is the run before it, whose untrained samples the new one sets aside.
+   */
+  private newRun: { record: (start: RunStart) => void; previous: RunConfiguration } | undefined;
   /** the training run the configuration belongs to (its step 0 once kept) */
   private run: TrainingRun;
   private readonly stateStore: StateStore;
@@ -214,8 +215,7 @@ export class RlEngine {
     this.steps.afterStep = run.after_step;
     this.run = run;
     if (previous) {
-      this.newRun = begin;
-      this.previousRun = previous;
+      this.newRun = { record: begin, previous };
       logger.warn(
         { previous, now: { backend: run.backend, base_model: run.base_model, lora_rank: run.lora_rank }, after_step: run.after_step },
         newRunMessage(previous, run),
@@ -341,8 +341,8 @@ export class RlEngine {
       // First start (or a new run): the fresh LoRA serves, so the first turns are already trainable samples.
       if (start && this.newRun) {
         // Before the run is recorded: a crash in between begins it again, with nothing left to set aside.
-        await this.setAsideEarlierRun(start.record.at);
-        this.newRun(start.record);
+        await this.setAsideEarlierRun(this.newRun.previous, start.record.at);
+        this.newRun.record(start.record);
         this.newRun = undefined;
         this.policy.startOver(start.sampler, start.sampler.version);
       } else if (!this.policy.describe()) {
@@ -381,15 +381,14 @@ export class RlEngine {
   private async keepRunStart(): Promise<{ sampler: PolicySampler; record: RunStart }> {
     const start = await saveRunStart(this.backend, Date.now);
     this.run = { ...this.run, start: start.record };
-    // A new run is recorded by `newRun`, once it serves; the current one gets its step 0 added now.
+    // A new run is recorded by `newRun.record`, once it serves; the current one gets its step 0 added now.
     if (!this.newRun) recordRun(this.stateStore, this.run, start.record);
     return start;
   }
 
   /** A new run's first act: the samples the earlier run's policy served (another model's tokens) never train it. */
-  private async setAsideEarlierRun(began: number): Promise<void> {
-    if (!this.previousRun) return;
-    const count = await this.deps.buffer.setAsideEarlierRun?.(began, earlierRunReason(this.previousRun));
+  private async setAsideEarlierRun(previous: RunConfiguration, began: number): Promise<void> {
+    const count = await this.deps.buffer.setAsideEarlierRun?.(began, earlierRunReason(previous));
     if (count) this.deps.logger.info({ samples: count }, 'rl: the earlier training run’s untrained samples were set aside');
   }
 
