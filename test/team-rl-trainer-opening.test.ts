@@ -3,9 +3,9 @@
  * Tinker-compatible service refuses create_model) gives the lock back and asks for it again after
  * 5 s (team-rl-handover.test.ts proves the back-off). Here: it says so where a user looks — `GET
  * /status` (`rl.training.trainer_opening_failed`: the reason, since when, how many tries, the next
- * one; never the API key), `metaclaw status` and `metaclaw rl status` — and the report clears once
- * the next try opens the run. One `metaclaw start` node in mode rl on PostgreSQL and the Tinker
- * double; real node and CLI.
+ * one; never the API key), `metaclaw status`, `metaclaw rl status` and `metaclaw doctor` — and the
+ * report clears once the service answers and the next try opens the run. One `metaclaw start` node
+ * in mode rl on PostgreSQL and the Tinker double; real node and CLI.
  */
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
@@ -48,13 +48,13 @@ describe('team mode: a node that cannot open the team’s run as its trainer', {
   before(async () => {
     double = await TinkerDouble.start({ vocabSize: CHAR_VOCAB_SIZE, supportedModels: [RL_MODEL] });
     team.closeAfter(() => double.close());
-    // The node's own sampling session opens; its first opening of the team's run (create_model) is refused.
-    double.cueSubmit('/api/v1/create_model', 400);
+    // The node's own sampling session opens; its openings of the team's run (create_model) are refused until the test says.
+    double.cueSubmit('/api/v1/create_model', ...Array<number>(20).fill(400));
     const config = rlTeamConfig({ seed: team.seed, upstream: team.upstream, double, rl: { manual_train_trigger: true } });
     nodes.push(...(await startTeam(['alice'], 1, config)));
   });
 
-  test('says why in /status, metaclaw status and rl status (the reason, since when, the tries, the next one; not the key), and the report clears once the next try opens the run', async () => {
+  test('says why in /status, metaclaw status, rl status and doctor (the reason, since when, the tries, the next one; not the key), and the report clears once the next try opens the run', async () => {
     const failed = await waitFor(
       async () => {
         const training = await statusTraining();
@@ -72,7 +72,7 @@ describe('team mode: a node that cannot open the team’s run as its trainer', {
     assert.ok(!JSON.stringify(failed.training).includes(double.apiKey), 'the report never carries the API key');
 
     const said =
-      /^\s*trainer\s+FAILED: this node could not open the team’s run as its trainer: .*400.*; asks for the trainer’s lock again (at |once it is free).*\(1 failed try since /m;
+      /^\s*trainer\s+FAILED: this node could not open the team’s run as its trainer: .*400.*; asks for the trainer’s lock again (at |once it is free).*\(\d+ failed tr(y|ies) since /m;
     const status = await nodes[0]!.cli(['status']);
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, said);
@@ -80,14 +80,18 @@ describe('team mode: a node that cannot open the team’s run as its trainer', {
     const rlStatus = await nodes[0]!.cli(['rl', 'status']);
     assert.equal(rlStatus.code, 0, rlStatus.stderr);
     assert.match(rlStatus.stdout, said);
+    const doctor = await nodes[0]!.cli(['doctor']);
+    assert.match(doctor.stdout, /^! trainer: tinker at .*: this node could not open the team’s run as its trainer: .*400/m);
 
-    // The refusal was cued once: the try after 5 s opens the run, and the report clears.
+    // The service answers again: the next try (5 s after the first failure, or 10 s after the second) opens the run, and the report clears.
+    double.uncueSubmit('/api/v1/create_model');
     const opened = await waitFor(
       async () => {
         const training = await statusTraining();
         return training?.trainer === 'this node' && training;
       },
-      30_000,
+      // The tries the CLI calls took set the wait: 5, 10 or 20 s on a loaded machine.
+      60_000,
       200,
     );
     assert.equal(opened.trainer_opening_failed, null);
