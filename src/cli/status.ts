@@ -1,10 +1,10 @@
 import type { CheckpointStatus } from '../store/index.js';
-import type { EngineReport, OpeningFailure, RlReport } from '../rl/index.js';
+import type { RlReport } from '../rl/index.js';
 import { isProcessAlive, readPidFile } from '../runtime/index.js';
 import { homePaths, metaclawHome, type LoadedConfig } from '../config/index.js';
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, loadCliConfig, print } from './context.js';
-import { judgeProgress, trainerOpeningFailed, trainingState } from './training-state.js';
+import { judgeProgress, trainerOpeningFailed, trainingState, type TrainingView } from './training-state.js';
 import { getJson, isHealthy } from './proxy-client.js';
 import { countsOf, REQUEST_FAILURES, REQUEST_REFUSALS } from '../proxy/stats.js';
 import { counted } from './plural.js';
@@ -64,8 +64,7 @@ interface StatusReport {
   context: { providers: string[]; failures: number };
   /** absent from a proxy older than the scheduler */
   scheduler?: { enabled: boolean; state?: string; reason: string };
-  /** a team node's training report adds `trainer` and `trainer_opening_failed` (team/rl-training.ts) */
-  rl?: (RlReport & { training?: (EngineReport & { trainer?: string; trainer_opening_failed?: OpeningFailure | null }) | null }) | null;
+  rl?: (RlReport & { training?: TrainingView | null }) | null;
   /** absent from a proxy older than team members */
   team?: { members: number; shared_scope: string; shared_memories?: number };
   /** a node of a team store says which store and whether it is reachable */

@@ -1,8 +1,8 @@
 import type { EngineReport, OpeningFailure } from '../rl/index.js';
 import { counted } from './plural.js';
 
-/** What a team node adds to the training report (team/rl-training.ts); absent on one proxy and on older nodes. */
-type TrainingView = EngineReport & { waiting?: string | null; trainer_opening_failed?: OpeningFailure | null };
+/** The training report as /status carries it: what a team node adds (team/rl-training.ts) is absent on one proxy and on older nodes. */
+export type TrainingView = EngineReport & { trainer?: string; waiting?: string | null; trainer_opening_failed?: OpeningFailure | null };
 
 /** The training engine's state in words (`metaclaw status`, `rl status`): why it failed and when it tries again. */
 export function trainingState(training: TrainingView, ready: string): string {
