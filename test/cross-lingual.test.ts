@@ -119,6 +119,35 @@ describe('cross-lingual skills: an English skill bank answers Chinese requests',
   });
 });
 
+/**
+ * A proxy with memory (no extraction, no skill evolution) whose scripted model answers each memory
+ * search keys call with `keysFor(content, language)` for every unit and language asked; every
+ * call's user text goes to `keyCalls`.
+ */
+async function memoryKeysProxy(keysFor: (content: string, language: string) => string[], keyCalls: string[]): Promise<ScriptedProxy> {
+  const upstreamHandler = learningAwareUpstream({
+    memoryKeys: (request) => {
+      const asked = userText(request);
+      keyCalls.push(asked);
+      const units = [...asked.matchAll(/^### (mem_[a-z0-9]+) \(keys in: ([a-z, ]+)\)\n(.*)$/gm)];
+      return JSON.stringify({
+        units: units.flatMap(([, id, languages, content]) => languages!.split(', ').map((language) => ({ id, language, keys: keysFor(content!, language) }))),
+      });
+    },
+  });
+  return startScriptedProxy({ upstreamHandler, config: { skills: { auto_evolve: false }, memory: { auto_extract: false } } });
+}
+
+/** Saves a memory by hand (`POST /v1/memory`). */
+async function addMemory(proxy: ProxyHandle, content: string): Promise<void> {
+  const added = await fetch(`${proxy.url}/v1/memory`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'semantic', content }),
+  });
+  assert.equal(added.status, 201, await added.text());
+}
+
 describe('cross-lingual memory: a Chinese question recalls a memory written in English', () => {
   let scripted: ScriptedProxy;
   let proxy: ProxyHandle;
@@ -128,32 +157,11 @@ describe('cross-lingual memory: a Chinese question recalls a memory written in E
   const MEMORY = 'Mochi is the name of the family cat; she eats only salmon kibble.';
 
   const search = (query: string) => searchMemory(proxy, query);
-  const remember = async () => {
-    const added = await fetch(`${proxy.url}/v1/memory`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ type: 'semantic', content: MEMORY }),
-    });
-    assert.equal(added.status, 201, await added.text());
-  };
+  const remember = () => addMemory(proxy, MEMORY);
 
   before(async () => {
-    const upstreamHandler = learningAwareUpstream({
-      // The scripted memory search keys call: Chinese keys for the cat memory.
-      memoryKeys: (request) => {
-        const asked = userText(request);
-        keyCalls.push(asked);
-        const units = [...asked.matchAll(/^### (mem_[a-z0-9]+) \(keys in: ([a-z, ]+)\)\n(.*)$/gm)];
-        return JSON.stringify({
-          units: units.map(([, id, languages, content]) => ({
-            id,
-            language: languages!.split(', ')[0],
-            keys: content!.includes('Mochi') ? ['主子', '猫主子', '猫的名字', '宠物猫'] : [],
-          })),
-        });
-      },
-    });
-    scripted = await startScriptedProxy({ upstreamHandler, config: { skills: { auto_evolve: false }, memory: { auto_extract: false } } });
+    // The scripted memory search keys call: Chinese keys for the cat memory.
+    scripted = await memoryKeysProxy((content) => (content.includes('Mochi') ? ['主子', '猫主子', '猫的名字', '宠物猫'] : []), keyCalls);
     ({ proxy } = scripted);
     await remember();
   });
@@ -236,6 +244,47 @@ describe('memory search keys for a memory larger than one job', () => {
       [...asked.values()].every((times) => times === 1),
       'no unit was asked about twice',
     );
+  });
+});
+
+describe('own-language memory search keys: an English user recalls a memory added by hand in English, asked about in other words than its own', () => {
+  let scripted: ScriptedProxy;
+  let proxy: ProxyHandle;
+  const keyCalls: string[] = [];
+  const MEMORY = 'The user drives a 2015 Subaru Outback.';
+  /** No word of it is in the memory, and neither the thesaurus nor the similar words link "car" to it. */
+  const OTHER_WORDS = 'what car do I have';
+  /** Imported with keys of its own, as the extractor writes them: it is not asked for more in its language. */
+  const KEYED = { type: 'semantic', content: 'The user sees Dr. Amy Lee for dental checkups.', search_keys: ['dentist', 'teeth'] };
+  const UNRELATED = 'which bank holds my mortgage';
+  const search = (query: string) => searchMemory(proxy, query);
+
+  before(async () => {
+    // The scripted memory search keys call: English keys for the Subaru memory when asked in English.
+    scripted = await memoryKeysProxy(
+      (content, language) => (language === 'en' && content.includes('Subaru') ? ['car', 'vehicle', 'station wagon', 'what I drive'] : []),
+      keyCalls,
+    );
+    ({ proxy } = scripted);
+    await addMemory(proxy, MEMORY);
+    const imported = await fetch(`${proxy.url}/v1/memory/import`, { method: 'POST', body: `${JSON.stringify(KEYED)}\n` });
+    assert.deepEqual(await imported.json(), { imported: 1, skipped: [] });
+  });
+  after(() => scripted?.close());
+
+  test("the memory search keys job asks for keys in the memory's own language, and a question in other words then recalls it; an unrelated one still gets nothing", async () => {
+    assert.deepEqual(await search(OTHER_WORDS), [], 'the memory text alone should not find it');
+    // Two English requests make English a language the user writes: the memory's own.
+    await ask(proxy, 'please format this date string as ISO', 'en-m1');
+    await ask(proxy, 'summarise this article in three lines', 'en-m2');
+    const found = await waitFor(async () => ((await search(OTHER_WORDS)).length > 0 ? search(OTHER_WORDS) : undefined), 30_000);
+    assert.deepEqual(found, [MEMORY]);
+    assert.ok(
+      keyCalls.some((call) => /^### mem_[a-z0-9]+ \(keys in: en\)\nThe user drives a 2015 Subaru/m.test(call)),
+      keyCalls.join('\n---\n'),
+    );
+    assert.ok(!keyCalls.join('\n').includes('Amy Lee'), 'a memory with keys of its own is not asked about in its own language');
+    assert.deepEqual(await search(UNRELATED), [], 'an unrelated question still gets nothing');
   });
 });
 

@@ -25,6 +25,14 @@ const SKILL_SLANG = '这坨祖传代码谁也不敢动';
 /** "What is my boss (the cat, in internet slang) called?": no dictionary word of it is in the memory. */
 const MEMORY_SLANG = '我家主子叫啥';
 const MEMORY = 'Mochi is the name of the family cat; she eats only salmon kibble.';
+/** A memory added by hand in English, and a question in other words than its own ("car"). */
+const CAR_MEMORY = 'The user drives a 2015 Subaru Outback.';
+const CAR_QUESTION = 'what car do I have';
+/** The scripted memory keys: for a memory holding the text, in the language asked. */
+const MEMORY_KEYS: Array<[text: string, language: string, keys: string[]]> = [
+  ['Mochi', 'zh', ['主子', '猫主子', '猫的名字', '宠物猫']],
+  ['Subaru', 'en', ['car', 'vehicle', 'station wagon', 'what I drive']],
+];
 const DAY = 86_400_000;
 
 const team = teamForTests('team_jobs');
@@ -55,6 +63,13 @@ async function searchAsAlice(node: ProxyHandle, query: string): Promise<string[]
   return (found.body.results as Array<{ id: string }>).map((hit) => hit.id);
 }
 
+/** Saves a memory as alice on `node` (`POST /v1/memory`); its id. */
+async function addAsAlice(node: ProxyHandle, content: string): Promise<string> {
+  const added = await sendJson(`${node.url}/v1/memory`, 'POST', { headers: { authorization: `Bearer ${keys['alice']}` }, body: { type: 'semantic', content } });
+  assert.equal(added.status, 201, JSON.stringify(added.body));
+  return added.body.id as string;
+}
+
 describe('team mode: search keys and housekeeping run on the team store', { skip: postgresSkip() }, () => {
   before(async () => {
     team.upstream.defaultHandler = learningAwareUpstream({
@@ -72,11 +87,11 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
       memoryKeys: (request) => {
         const units = [...userText(request).matchAll(/^### (mem_[a-z0-9]+) \(keys in: ([a-z, ]+)\)\n(.*)$/gm)];
         return JSON.stringify({
-          units: units.map(([, id, languages, content]) => ({
-            id,
-            language: languages!.split(', ')[0],
-            keys: content!.includes('Mochi') ? ['主子', '猫主子', '猫的名字', '宠物猫'] : [],
-          })),
+          units: units.flatMap(([, id, languages, content]) =>
+            languages!
+              .split(', ')
+              .map((language) => ({ id, language, keys: MEMORY_KEYS.find(([text, asked]) => content!.includes(text) && asked === language)?.[2] ?? [] })),
+          ),
         });
       },
     });
@@ -148,17 +163,22 @@ describe('team mode: search keys and housekeeping run on the team store', { skip
   });
 
   test('a Chinese question on another node recalls an English memory once the memory search keys job wrote keys', async () => {
-    const added = await sendJson(`${nodes[0]!.url}/v1/memory`, 'POST', {
-      headers: { authorization: `Bearer ${keys['alice']}` },
-      body: { type: 'semantic', content: MEMORY },
-    });
-    assert.equal(added.status, 201, JSON.stringify(added.body));
-    const id = added.body.id as string;
+    const id = await addAsAlice(nodes[0]!, MEMORY);
     assert.ok((await searchAsAlice(nodes[1]!, 'what is the family cat called?')).includes(id));
     const found = await waitFor(async () => (await searchAsAlice(nodes[1]!, MEMORY_SLANG)).includes(id), 30_000, 250);
     assert.ok(found);
     const [row] = await rows<{ created_at: string }>('SELECT created_at FROM memory_search_keys LIMIT 1');
     assert.ok(row, 'the keys are stored in the team store');
+  });
+
+  test("an English question in other words than an English memory's own recalls it once the memory search keys job wrote keys in English, the memory's language", async () => {
+    const id = await addAsAlice(nodes[0]!, CAR_MEMORY);
+    assert.ok(!(await searchAsAlice(nodes[1]!, CAR_QUESTION)).includes(id), 'the memory text alone does not find it');
+    // Two English requests make English a language the team writes.
+    await ask(nodes[0]!, 'please format this date string as ISO', 'en-memory-1');
+    await ask(nodes[0]!, 'summarise this article in three lines', 'en-memory-2');
+    assert.ok(await waitFor(async () => (await searchAsAlice(nodes[1]!, CAR_QUESTION)).includes(id), 30_000, 250));
+    assert.ok(!(await searchAsAlice(nodes[1]!, 'which bank holds my mortgage')).includes(id), 'an unrelated question does not recall it');
   });
 
   test('a dead team job is listed by `metaclaw jobs` and over a node with the owner key (a member key is refused), and `jobs retry` sends it back to a node that runs it', async () => {

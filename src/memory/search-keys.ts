@@ -44,8 +44,9 @@ export const UNITS_PER_JOB = KEYS_BATCH * KEYS_BATCHES_PER_JOB;
  * Search keys of memory units: short phrases in the languages the user writes, written by a
  * learning job (MemoryService) and indexed with the unit, so a question in Chinese finds a memory
  * written in English that the glossary cannot bridge. Kept by the unit's content hash and language
- * (an edit asks again; the same text in another scope reuses them). Raw turns get none: they are
- * many and short-lived, and the units extracted from them carry what is worth finding.
+ * (an edit asks again; the same text in another scope reuses them). A unit written without keys
+ * gets them in its own language too (pendingUnitKeys). Raw turns get none: they are many and
+ * short-lived, and the units extracted from them carry what is worth finding.
  */
 export class MemorySearchKeys implements SearchKeysSource {
   private readonly statements;
@@ -54,8 +55,8 @@ export class MemorySearchKeys implements SearchKeysSource {
 
   constructor(db: Db) {
     this.statements = {
-      units: db.prepare<[number], { rowid: number; id: string; scope: string; content: string }>(
-        "SELECT rowid, id, scope, content FROM memory_units WHERE status = 'active' AND origin != 'raw_turn' ORDER BY rowid DESC LIMIT ?",
+      units: db.prepare<[number], UnitToKey>(
+        "SELECT rowid, id, scope, content, search_keys FROM memory_units WHERE status = 'active' AND origin != 'raw_turn' ORDER BY rowid DESC LIMIT ?",
       ),
       ofHash: db.prepare<[string], { language: string; keys: string; prompt_version: number }>(
         'SELECT language, keys, prompt_version FROM memory_search_keys WHERE content_hash = ?',
@@ -67,7 +68,7 @@ export class MemorySearchKeys implements SearchKeysSource {
     };
   }
 
-  /** Units without keys in some of `languages` (other than their own) for their content and prompt version. */
+  /** Units without keys in some of `languages` for their content and prompt version (pendingUnitKeys). */
   pending(languages: readonly ScriptLanguage[], promptVersion: number, limit: number): PendingUnitKeys[] {
     return pendingUnitKeys(
       this.statements.units.all(UNITS_SCANNED),
@@ -93,21 +94,33 @@ export function contentHash(content: string): string {
   return createHash('sha256').update(content).digest('hex').slice(0, 24);
 }
 
+/** A unit the search keys job looks at: `search_keys` is the JSON list its writer gave it (the extractor's keys), often empty. */
+export interface UnitToKey {
+  rowid: number;
+  id: string;
+  scope: string;
+  content: string;
+  search_keys: string;
+}
+
 /**
- * Of `units` (newest first), those lacking keys in some of `languages` other than their own for
- * their content and prompt version, up to `limit`. `done`: the languages a content hash has keys
- * in, with their prompt versions (wherever they are kept: SQLite or the team store).
+ * Of `units` (newest first), those lacking keys in some of `languages` for their content and
+ * prompt version, up to `limit`. The unit's own language is asked only of a unit that came without
+ * keys of its own (a rule the detector found, a unit added by hand or imported without keys): there
+ * the keys are the other words a question uses ("pet" for a greyhound), which the extractor already
+ * wrote for the units it keeps. `done`: the languages a content hash has keys in, with their prompt
+ * versions (wherever they are kept: SQLite or the team store).
  */
 export function pendingUnitKeys(
-  units: Iterable<{ rowid: number; id: string; scope: string; content: string }>,
+  units: Iterable<UnitToKey>,
   done: (hash: string) => ReadonlyMap<string, number>,
   languages: readonly ScriptLanguage[],
   promptVersion: number,
   limit: number,
 ): PendingUnitKeys[] {
   const result: PendingUnitKeys[] = [];
-  for (const unit of units) {
-    const own = languageOf(unit.content);
+  for (const { search_keys, ...unit } of units) {
+    const own = hasOwnKeys(search_keys) ? languageOf(unit.content) : undefined;
     const hash = contentHash(unit.content);
     const have = done(hash);
     const missing = languages.filter((language) => language !== own && (have.get(language) ?? -1) < promptVersion);
@@ -115,6 +128,16 @@ export function pendingUnitKeys(
     if (result.length === limit) break;
   }
   return result;
+}
+
+/** Whether a unit's `search_keys` column (a JSON list) holds any key; unreadable counts as none. */
+function hasOwnKeys(column: string): boolean {
+  try {
+    const keys: unknown = JSON.parse(column);
+    return Array.isArray(keys) && keys.length > 0;
+  } catch {
+    return false;
+  }
 }
 
 /** Keys the model wrote for one unit's text in one language (empty: it had none, and is not asked again). */

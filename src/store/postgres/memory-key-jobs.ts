@@ -29,7 +29,7 @@ export interface PgMemoryKeyJobDeps {
   credentials: CredentialMemory | undefined;
 }
 
-const unitRows = z.array(z.object({ rowid: z.coerce.number(), id: z.string(), scope: z.string(), content: z.string() }));
+const unitRows = z.array(z.object({ rowid: z.coerce.number(), id: z.string(), scope: z.string(), content: z.string(), search_keys: z.string() }));
 const doneRows = z.array(z.object({ content_hash: z.string(), language: z.string(), prompt_version: z.coerce.number() }));
 const keyRows = z.array(z.object({ content_hash: z.string(), keys: z.string() }));
 
@@ -53,12 +53,12 @@ export function pgMemorySearchKeysHandler(deps: PgMemoryKeyJobDeps): TeamJobHand
         .parse(
           (
             await deps.pool.query(
-              "SELECT rowid, id, scope, content FROM memory_units WHERE status = 'active' AND origin <> 'raw_turn' ORDER BY rowid DESC LIMIT $1",
+              "SELECT rowid, id, scope, content, search_keys FROM memory_units WHERE status = 'active' AND origin <> 'raw_turn' ORDER BY rowid DESC LIMIT $1",
               [UNITS_SCANNED],
             )
           ).rows,
         )
-        .map((unit) => ({ ...unit, content: fromPostgresText(unit.content) }));
+        .map((unit) => ({ ...unit, content: fromPostgresText(unit.content), search_keys: fromPostgresText(unit.search_keys) }));
       const done = new Map<string, Map<string, number>>();
       const stored = await deps.pool.query('SELECT content_hash, language, prompt_version FROM memory_search_keys WHERE content_hash = ANY($1::text[])', [
         [...new Set(units.map((unit) => contentHash(unit.content)))],
