@@ -247,8 +247,13 @@ describe('RL backend that cannot open at start', () => {
       }, 30_000);
       assert.match(failed.error ?? '', /tokenizer/i);
       assert.ok(failed.retry_at && Date.parse(failed.retry_at) > Date.now() - 1_000, 'the report says when it tries again');
+      assert.equal(failed.opening_failed?.error, failed.error, 'opening_failed has the reason too, with since when and how many tries');
       const status = await proxy.cli(['status']);
-      assert.match(status.stdout, /training .*FAILED: .*[^.]; trying again at/, 'the error and the retry time read as one sentence (no ".;")');
+      assert.match(
+        status.stdout,
+        /training .*FAILED: .*[^.]; trying again at .* \(\d+ failed tr(y|ies) since /,
+        'the error and the retry time read as one sentence (no ".;")',
+      );
       const openai = new OpenAI({ apiKey: 'local', baseURL: `${proxy.url}/v1`, maxRetries: 0 });
       const served = await openai.chat.completions.create({ model: 'tiny/chars', messages: [{ role: 'user', content: 'hi' }] });
       assert.equal(served.choices[0]?.message.content, 'from the normal upstream', 'the agent is served meanwhile');
@@ -259,6 +264,7 @@ describe('RL backend that cannot open at start', () => {
         return current.state === 'ready' && current;
       }, 30_000);
       assert.equal(ready.served?.step, 0);
+      assert.equal(ready.opening_failed, null, 'the failure clears once the backend opened');
       const fromPolicy = await openai.chat.completions.create({ model: 'tiny/chars', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 });
       assert.notEqual(fromPolicy.choices[0]?.message.content, 'from the normal upstream', 'main turns are served from the policy now');
     } finally {

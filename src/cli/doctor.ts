@@ -26,6 +26,7 @@ import { clawEnvironment, clawName, wiringTarget } from './wiring.js';
 import { checkTeamMembers, checkTeamStore } from './doctor-team.js';
 import { checkPythonMemory } from './doctor-python-memory.js';
 import { counted } from './plural.js';
+import { trainerOpeningFailed } from './training-state.js';
 import { onSkillsBackend } from './skills-backend.js';
 import { skillsHealth, skillsHealthLine, type SkillsHealth } from './skills-health.js';
 import { SkillLibrary } from '../skills/index.js';
@@ -514,6 +515,14 @@ function checkTraining(proxy: ProxyContact | undefined, checks: Check[]): void {
       fix: 'check rl.api_key, rl.base_url, rl.model (a model the service offers) and rl.tokenizer_path; a fixed tokenizer folder or a service back up is picked up by the next try, a changed key needs `metaclaw stop && metaclaw start`',
     });
   else checks.push({ name: 'training', verdict: 'warn', detail: `${where}: ${training.state} (the normal upstream serves until it is open)` });
+  const trainerFailed = trainerOpeningFailed(training);
+  if (trainerFailed)
+    checks.push({
+      name: 'trainer',
+      verdict: 'warn',
+      detail: `${where}: ${trainerFailed}`,
+      fix: 'another node with its own key may train meanwhile; check rl.api_key, rl.base_url and rl.model on this node (the service must offer the model), or whether the service is up',
+    });
 }
 
 /**

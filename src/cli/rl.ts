@@ -19,7 +19,7 @@ import { judgeSettings } from '../runtime/settings.js';
 import { SkillHistory } from '../skills/index.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, loadCliConfig, openPrivateFile, print, printError } from './context.js';
-import { judgeProgress, trainingState } from './training-state.js';
+import { judgeProgress, trainerOpeningFailed, trainingState } from './training-state.js';
 import { adminHeaders, callJson, getJson, runningProxy } from './proxy-client.js';
 import { onServedStore } from './store.js';
 
@@ -295,6 +295,8 @@ function printTraining(status: StatusView): void {
       print(
         `           the last ${retry.failures === 1 ? 'automatic step' : `${retry.failures} automatic steps`} failed; the next try at ${new Date(retry.at).toLocaleTimeString()} (\`metaclaw rl train-step\` tries now)`,
       );
+    const trainerFailed = trainerOpeningFailed(training);
+    if (trainerFailed) print(`trainer    FAILED: ${trainerFailed}`);
     print(`window     ${training.window}`);
   }
   for (const step of status.steps)

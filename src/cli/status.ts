@@ -1,10 +1,10 @@
 import type { CheckpointStatus } from '../store/index.js';
-import type { EngineReport, RlReport } from '../rl/index.js';
+import type { EngineReport, OpeningFailure, RlReport } from '../rl/index.js';
 import { isProcessAlive, readPidFile } from '../runtime/index.js';
 import { homePaths, metaclawHome, type LoadedConfig } from '../config/index.js';
 import { VERSION } from '../version.js';
 import { baseUrl, CliExit, loadCliConfig, print } from './context.js';
-import { judgeProgress, trainingState } from './training-state.js';
+import { judgeProgress, trainerOpeningFailed, trainingState } from './training-state.js';
 import { getJson, isHealthy } from './proxy-client.js';
 import { countsOf, REQUEST_FAILURES, REQUEST_REFUSALS } from '../proxy/stats.js';
 import { counted } from './plural.js';
@@ -64,7 +64,8 @@ interface StatusReport {
   context: { providers: string[]; failures: number };
   /** absent from a proxy older than the scheduler */
   scheduler?: { enabled: boolean; state?: string; reason: string };
-  rl?: (RlReport & { training?: EngineReport | null }) | null;
+  /** a team node's training report adds `trainer` and `trainer_opening_failed` (team/rl-training.ts) */
+  rl?: (RlReport & { training?: (EngineReport & { trainer?: string; trainer_opening_failed?: OpeningFailure | null }) | null }) | null;
   /** absent from a proxy older than team members */
   team?: { members: number; shared_scope: string; shared_memories?: number };
   /** a node of a team store says which store and whether it is reachable */
@@ -118,6 +119,7 @@ function printTeamNode(base: string, status: StatusReport): void {
   );
   if (learning.paused_reason) print(`  PAUSED      ${learning.paused_reason}`);
   printRlBuffer(status);
+  printTraining(status);
 }
 
 /** The RL sample buffer (personal install or the team store's), when main turns are recorded as samples. */
@@ -127,6 +129,24 @@ function printRlBuffer(status: StatusReport): void {
   print(
     `  rl          ${counted(buffer.samples, 'sample')} (${buffer.by_state.scored} scored, ${judgeProgress(buffer.by_state)}, ${buffer.trainable} trainable, ${buffer.by_state.dropped} dropped); \`metaclaw rl status\` for more`,
   );
+}
+
+/**
+ * The training engine (modes rl and auto with a backend): its state, why it failed, the last step.
+ * A team node adds whether it trains, and why not when it could not open the team's run as trainer.
+ */
+function printTraining(status: StatusReport): void {
+  const training = status.rl?.training;
+  if (!training) return;
+  const state = trainingState(training, `serving step ${training.served?.step ?? '-'}`);
+  const last = training.last_steps[0];
+  const trainerFailed = trainerOpeningFailed(training);
+  // Only a team node says who trains; one that failed to open the run as trainer says why on the next line.
+  const trainer = training.trainer === undefined || trainerFailed ? '' : training.trainer === 'this node' ? '; this node trains' : '; another node trains';
+  print(
+    `  training    ${training.backend.kind}, ${training.base_model}: ${state}${trainer}${last ? `; last step ${last.step} ${last.status}${last.loss === null ? '' : `, loss ${last.loss.toFixed(4)}`}` : ''}`,
+  );
+  if (trainerFailed) print(`  trainer     FAILED: ${trainerFailed}`);
 }
 
 function printStatus(base: string, status: StatusReport): void {
@@ -141,14 +161,7 @@ function printStatus(base: string, status: StatusReport): void {
     `  mode        ${status.mode}${status.mode_configured && status.mode_configured !== status.mode ? ` (configured: ${status.mode_configured}; ${status.mode_reason ?? ''})` : ''}`,
   );
   printRlBuffer(status);
-  const training = status.rl?.training;
-  if (training) {
-    const state = trainingState(training, `serving step ${training.served?.step ?? '-'}`);
-    const last = training.last_steps[0];
-    print(
-      `  training    ${training.backend.kind}, ${training.base_model}: ${state}${last ? `; last step ${last.step} ${last.status}${last.loss === null ? '' : `, loss ${last.loss.toFixed(4)}`}` : ''}`,
-    );
-  }
+  printTraining(status);
   print(
     `  upstream    ${status.upstream.base_url} (${status.upstream.format}, ${status.upstream.model ? `model ${status.upstream.model}` : "client's model"}, key: ${status.upstream.key_source})`,
   );

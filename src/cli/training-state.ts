@@ -1,17 +1,51 @@
-import type { EngineReport } from '../rl/index.js';
+import type { EngineReport, OpeningFailure } from '../rl/index.js';
+import { counted } from './plural.js';
+
+/** What a team node adds to the training report (team/rl-training.ts); absent on one proxy and on older nodes. */
+type TrainingView = EngineReport & { waiting?: string | null; trainer_opening_failed?: OpeningFailure | null };
 
 /** The training engine's state in words (`metaclaw status`, `rl status`): why it failed and when it tries again. */
-export function trainingState(training: EngineReport & { waiting?: string | null }, ready: string): string {
+export function trainingState(training: TrainingView, ready: string): string {
   if (training.state === 'ready') return ready;
   // A team node configured for another run than the team's says so (team/rl-training.ts).
-  if (training.state === 'starting') return training.waiting ? `WAITING: ${training.waiting}` : 'opening the backend';
+  if (training.state === 'starting') {
+    if (training.waiting) return `WAITING: ${training.waiting}`;
+    // Only a node whose own session is open asks for the trainer's lock: it waits for a policy to serve.
+    return training.trainer_opening_failed ? 'no policy to serve yet (the team’s run is not open)' : 'opening the backend';
+  }
   if (training.state === 'failed') {
-    const retry = training.retry_at ? `; trying again at ${new Date(training.retry_at).toLocaleTimeString()}` : '';
+    const retry = training.retry_at ? `; trying again at ${clock(training.retry_at)}` : '';
+    // A proxy older than `opening_failed` has the reason and the retry time only.
+    const tries = training.opening_failed ? ` (${failedTries(training.opening_failed)})` : '';
     // Errors end in a full stop; the retry time follows as its own sentence.
     const error = (training.error ?? 'could not be opened').replace(/\.\s*$/, '');
-    return `FAILED: ${error}${retry}`;
+    return `FAILED: ${error}${retry}${tries}`;
   }
   return training.state;
+}
+
+/**
+ * A team node that took the trainer's lock but could not open the team's run, in words, or
+ * undefined: it gave the lock back and asks for it again at `retry_at`; past that time, whenever
+ * the lock is free (another node holds it, or this node is trying now).
+ */
+export function trainerOpeningFailed(training: TrainingView, now = Date.now()): string | undefined {
+  const failure = training.trainer_opening_failed;
+  if (!failure) return undefined;
+  const next =
+    Date.parse(failure.retry_at) > now
+      ? `asks for the trainer’s lock again at ${clock(failure.retry_at)}`
+      : 'asks for the trainer’s lock again once it is free';
+  return `this node could not open the team’s run as its trainer: ${failure.error.replace(/\.\s*$/, '')}; ${next} (${failedTries(failure)})`;
+}
+
+/** "3 failed tries since 14:02:11". */
+function failedTries(failure: OpeningFailure): string {
+  return `${counted(failure.attempts, 'failed try', 'failed tries')} since ${clock(failure.since)}`;
+}
+
+function clock(iso: string): string {
+  return new Date(iso).toLocaleTimeString();
 }
 
 /** Where untrained samples are with the judge, in the words `metaclaw status` and `rl status` both use. */

@@ -28,7 +28,7 @@ import {
 } from './loop/index.js';
 import { loadChatTokenizer, PolicyUpstream, type ChatTokenizer, type Forwarding } from './policy/index.js';
 import { TEACHER_JOB, type TeacherEndpoint } from './teacher/index.js';
-import { ReopenSchedule } from './reopen.js';
+import { ReopenSchedule, type OpeningFailure } from './reopen.js';
 import { TinkerBackend, type BackendSelection } from './tinker/index.js';
 import { trainStep } from './train/index.js';
 import type { LossFunction, PolicySampler } from './types.js';
@@ -139,6 +139,8 @@ export interface EngineReport {
   error: string | null;
   /** when a failed opening is tried again */
   retry_at: string | null;
+  /** while the backend cannot be opened: the last failure, since when, how many tries, the next one (null once it opened) */
+  opening_failed: OpeningFailure | null;
   /** after automatic steps failed in a row: how many, and when the next one may run (a step by hand runs any time) */
   step_retry: { failures: number; at: string } | null;
   backend: { kind: string; base_url: string };
@@ -181,10 +183,11 @@ export class RlEngine {
   private opening: Promise<void> | undefined;
   private retry: NodeJS.Timeout | undefined;
   private readonly reopen: ReopenSchedule;
-  /** set while a new training run waits for the backend to open on it: records the run */
-  private newRun: ((start: RunStart) => void) | undefined;
-  /** the run before a new one, whose untrained samples the new one sets aside */
-  private previousRun: RunConfiguration | undefined;
+  /**
+   * Set while a new training run waits for the backend to open on it: `record` records the run,
+   * and `previous` is the run before it, whose untrained samples the new one sets aside.
+   */
+  private newRun: { record: (start: RunStart) => void; previous: RunConfiguration } | undefined;
   /** the training run the configuration belongs to (its step 0 once kept) */
   private run: TrainingRun;
   private readonly stateStore: StateStore;
@@ -212,8 +215,7 @@ export class RlEngine {
     this.steps.afterStep = run.after_step;
     this.run = run;
     if (previous) {
-      this.newRun = begin;
-      this.previousRun = previous;
+      this.newRun = { record: begin, previous };
       logger.warn(
         { previous, now: { backend: run.backend, base_model: run.base_model, lora_rank: run.lora_rank }, after_step: run.after_step },
         newRunMessage(previous, run),
@@ -305,6 +307,7 @@ export class RlEngine {
       state: this.state,
       error: this.error,
       retry_at: this.state === 'failed' ? new Date(this.reopen.nextAt).toISOString() : null,
+      opening_failed: this.reopen.report(),
       step_retry: stepRetryReport(this.loop),
       backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
       base_model: settings.baseModel,
@@ -338,8 +341,8 @@ export class RlEngine {
       // First start (or a new run): the fresh LoRA serves, so the first turns are already trainable samples.
       if (start && this.newRun) {
         // Before the run is recorded: a crash in between begins it again, with nothing left to set aside.
-        await this.setAsideEarlierRun(start.record.at);
-        this.newRun(start.record);
+        await this.setAsideEarlierRun(this.newRun.previous, start.record.at);
+        this.newRun.record(start.record);
         this.newRun = undefined;
         this.policy.startOver(start.sampler, start.sampler.version);
       } else if (!this.policy.describe()) {
@@ -378,15 +381,14 @@ export class RlEngine {
   private async keepRunStart(): Promise<{ sampler: PolicySampler; record: RunStart }> {
     const start = await saveRunStart(this.backend, Date.now);
     this.run = { ...this.run, start: start.record };
-    // A new run is recorded by `newRun`, once it serves; the current one gets its step 0 added now.
+    // A new run is recorded by `newRun.record`, once it serves; the current one gets its step 0 added now.
     if (!this.newRun) recordRun(this.stateStore, this.run, start.record);
     return start;
   }
 
   /** A new run's first act: the samples the earlier run's policy served (another model's tokens) never train it. */
-  private async setAsideEarlierRun(began: number): Promise<void> {
-    if (!this.previousRun) return;
-    const count = await this.deps.buffer.setAsideEarlierRun?.(began, earlierRunReason(this.previousRun));
+  private async setAsideEarlierRun(previous: RunConfiguration, began: number): Promise<void> {
+    const count = await this.deps.buffer.setAsideEarlierRun?.(began, earlierRunReason(previous));
     if (count) this.deps.logger.info({ samples: count }, 'rl: the earlier training run’s untrained samples were set aside');
   }
 

@@ -6,3 +6,4 @@ export { describeJudge, parseScore, majorityOf, type JudgeSettings } from './jud
 export { exportSamples, EXPORT_FORMATS, type ExportFormat, type ExportReport, type TurnSource } from './export/index.js';
 export { TEACHER_JOB, teacherLogprobs, type TeacherEndpoint } from './teacher/index.js';
 export { RlEngine, TRAIN_STEP_JOB, type EngineReport, type EngineState, type RlEngineDependencies, type RlEngineSettings } from './engine.js';
+export type { OpeningFailure } from './reopen.js';

@@ -1,6 +1,21 @@
 import { errorMessage, MetaclawError } from '../errors.js';
 import type { Logger } from '../logging/index.js';
 
+/**
+ * A backend (or, on a team node, the team's run as its trainer) that could not be opened and is
+ * tried again: what /status shows of it, and `metaclaw status` and `rl status` say.
+ */
+export interface OpeningFailure {
+  /** the last try's error (the backend's transport strips its API key from what a service answers) */
+  error: string;
+  /** when the first of these failed tries came */
+  since: string;
+  /** failed tries in a row */
+  attempts: number;
+  /** when the next try may run */
+  retry_at: string;
+}
+
 /** The longest wait before opening a failed backend again. */
 export const MAX_REOPEN_DELAY_MS = 5 * 60_000;
 
@@ -15,6 +30,9 @@ export class ReopenSchedule {
   private failures = 0;
   private reason: string | undefined;
   private next = 0;
+  /** the last failure's message and when the failures began, for `report` */
+  private lastError = '';
+  private since = 0;
 
   constructor(
     private readonly firstMs: number,
@@ -41,14 +59,22 @@ export class ReopenSchedule {
    */
   failed(error: unknown, fields: Record<string, unknown> = {}): number {
     const delay = Math.min(this.firstMs * 2 ** this.failures, MAX_REOPEN_DELAY_MS);
+    if (this.failures === 0) this.since = this.now();
     this.failures += 1;
+    this.lastError = errorMessage(error);
     this.next = this.now() + delay;
     const reason = error instanceof MetaclawError ? error.code : errorMessage(error);
-    const details = { ...fields, err: errorMessage(error), failures: this.failures, retry_in_s: Math.round(delay / 1000) };
+    const details = { ...fields, err: this.lastError, failures: this.failures, retry_in_s: Math.round(delay / 1000) };
     if (reason !== this.reason) this.logger.error(details, this.message);
     else this.logger.debug(details, `${this.message} (again, for the same reason)`);
     this.reason = reason;
     return delay;
+  }
+
+  /** The failures since the last opening, or null when the last try opened (or none ran yet). */
+  report(): OpeningFailure | null {
+    if (this.failures === 0) return null;
+    return { error: this.lastError, since: new Date(this.since).toISOString(), attempts: this.failures, retry_at: new Date(this.next).toISOString() };
   }
 
   /** The backend opened: the next failure starts the count (and its log) again. */

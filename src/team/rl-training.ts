@@ -20,7 +20,7 @@ import {
   type TrainingRun,
 } from '../rl/loop/index.js';
 import { loadChatTokenizer, type ChatTokenizer, type Forwarding, type PolicyUpstream } from '../rl/policy/index.js';
-import { ReopenSchedule } from '../rl/reopen.js';
+import { ReopenSchedule, type OpeningFailure } from '../rl/reopen.js';
 import { TinkerBackend } from '../rl/tinker/index.js';
 import { urlHost } from '../shared/url-host.js';
 // Loaded by team-app.ts only (through team/rl.ts): it pulls in `pg`.
@@ -71,6 +71,12 @@ export type TeamTrainingReport = EngineReport & {
   run: TrainingRun | null;
   /** why this node neither serves nor trains the team's run (it is configured for another), or null */
   waiting: string | null;
+  /**
+   * This node took the trainer's lock but could not open the team's run (the service refused or
+   * never answered): the last failure, since when, how many tries, and when it asks for the lock
+   * again. Null once it opened the run as the trainer, or before it failed to.
+   */
+  trainer_opening_failed: OpeningFailure | null;
 };
 
 /**
@@ -204,6 +210,7 @@ export class TeamRlTraining {
       state: this.conflict === null ? this.state : 'starting',
       error: this.error,
       retry_at: this.state === 'failed' ? new Date(this.reopen.nextAt).toISOString() : null,
+      opening_failed: this.reopen.report(),
       step_retry: this.trainer ? stepRetryReport(this.trainer.loop) : null,
       backend: { kind: settings.backend.kind, base_url: settings.backend.baseUrl },
       base_model: settings.baseModel,
@@ -219,6 +226,7 @@ export class TeamRlTraining {
       trainer: this.trainer ? 'this node' : 'another node',
       run: this.teamRun ?? null,
       waiting: this.conflict,
+      trainer_opening_failed: this.retrain.report(),
     };
   }
 

@@ -73,6 +73,8 @@ export interface TrainingReport {
   trigger: string;
   ready_samples: number;
   retry_at?: string | null;
+  /** the failed openings in a row: the last reason, since when, how many, the next try */
+  opening_failed?: { error: string; since: string; attempts: number; retry_at: string } | null;
   opd?: unknown;
 }
 
@@ -271,12 +273,15 @@ export async function expectReopeningLater(
     );
   const first = await failedAfter(0);
   assert.match(first.error ?? '', failure);
+  assert.deepEqual(first.opening_failed, { error: first.error, since: first.opening_failed?.since, attempts: 1, retry_at: first.retry_at });
   const status = await cli(['rl', 'status']);
-  assert.match(status.stdout, /FAILED: Tinker is unreachable at .*; trying again at /);
+  assert.match(status.stdout, /FAILED: Tinker is unreachable at .*; trying again at .* \(1 failed try since /);
 
-  // The second opening fails too: its retry time moves on.
+  // The second opening fails too: its retry time moves on, the tries are counted from the first failure.
   const firstRetry = Date.parse(first.retry_at!);
-  const secondRetry = Date.parse((await failedAfter(firstRetry)).retry_at!);
+  const second = await failedAfter(firstRetry);
+  assert.deepEqual(second.opening_failed, { error: second.error, since: first.opening_failed?.since, attempts: 2, retry_at: second.retry_at });
+  const secondRetry = Date.parse(second.retry_at!);
   const { connections } = backend;
   await waitFor(() => connections.some((at) => at >= secondRetry - 100), 15_000, 50);
   const between = (from: number, to: number) => connections.filter((at) => at > from + 200 && at < to - 200);

@@ -313,6 +313,11 @@ export class TinkerDouble {
     this.submitCues.set(route, [...(this.submitCues.get(route) ?? []), ...statuses]);
   }
 
+  /** drops the statuses still cued for `route`: its next submissions are answered as usual */
+  uncueSubmit(route: string): void {
+    this.submitCues.delete(route);
+  }
+
   /** the next `count` requests to `route` get no answer at all (a service that hangs): held until the client gives up or the double closes */
   hangSubmit(route: string, count = 1): void {
     this.hangs.set(route, (this.hangs.get(route) ?? 0) + count);
