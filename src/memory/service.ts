@@ -641,7 +641,14 @@ export class MemoryService {
   /** Queues the search keys job once the user's languages are known (the job finds what lacks keys in them). */
   private queueSearchKeys(): void {
     const { languages, mainUpstream } = this.deps;
-    if (!this.settings.enabled || !this.settings.searchKeys || !languages || !mainUpstream || (languages.current.length === 0 && languages.refresh().length === 0)) return;
+    if (
+      !this.settings.enabled ||
+      !this.settings.searchKeys ||
+      !languages ||
+      !mainUpstream ||
+      (languages.current.length === 0 && languages.refresh().length === 0)
+    )
+      return;
     this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000, rerunIfRunning: true });
   }
 
