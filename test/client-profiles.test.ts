@@ -43,7 +43,7 @@ describe('agent clients are recognised: their own session ids, their side reques
       // No learning calls to the scripted upstream: it answers as an agent's model, and the tests wait for the learning queue to drain.
       config: {
         llm: { api_base: upstream.url, api_format: 'anthropic', api_key: 'k' },
-        memory: { auto_extract: false },
+        memory: { auto_extract: false, search_keys: false },
         skills: { auto_evolve: false, search_keys: false },
       },
     });

@@ -15,7 +15,7 @@ import { finishedTurn } from './support/turns.js';
 /** Learning on, evolving every 2 main turns: most turns of a short session cause a job. */
 const SETTINGS: RecordingSettings = {
   skills: { autoEvolve: true, searchKeys: true, evolveEveryNTurns: 2 },
-  memory: { enabled: true, defaultScope: 'default', autoExtract: true, manualTrigger: false, ignoreTurnType: false },
+  memory: { enabled: true, defaultScope: 'default', autoExtract: true, searchKeys: true, manualTrigger: false, ignoreTurnType: false },
   redactTurns: true,
   rlSamples: false,
 };

@@ -124,7 +124,11 @@ describe('cross-lingual skills: an English skill bank answers Chinese requests',
  * search keys call with `keysFor(content, language)` for every unit and language asked; every
  * call's user text goes to `keyCalls`.
  */
-async function memoryKeysProxy(keysFor: (content: string, language: string) => string[], keyCalls: string[]): Promise<ScriptedProxy> {
+async function memoryKeysProxy(
+  keysFor: (content: string, language: string) => string[],
+  keyCalls: string[],
+  memory: Record<string, unknown> = {},
+): Promise<ScriptedProxy> {
   const upstreamHandler = learningAwareUpstream({
     memoryKeys: (request) => {
       const asked = userText(request);
@@ -135,7 +139,7 @@ async function memoryKeysProxy(keysFor: (content: string, language: string) => s
       });
     },
   });
-  return startScriptedProxy({ upstreamHandler, config: { skills: { auto_evolve: false }, memory: { auto_extract: false } } });
+  return startScriptedProxy({ upstreamHandler, config: { skills: { auto_evolve: false }, memory: { auto_extract: false, ...memory } } });
 }
 
 /** Saves a memory by hand (`POST /v1/memory`). */
@@ -285,6 +289,33 @@ describe('own-language memory search keys: an English user recalls a memory adde
     );
     assert.ok(!keyCalls.join('\n').includes('Amy Lee'), 'a memory with keys of its own is not asked about in its own language');
     assert.deepEqual(await search(UNRELATED), [], 'an unrelated question still gets nothing');
+  });
+});
+
+describe('memory.search_keys: false', () => {
+  let scripted: ScriptedProxy;
+  let proxy: ProxyHandle;
+  const keyCalls: string[] = [];
+
+  before(async () => {
+    scripted = await memoryKeysProxy(() => ['car'], keyCalls, { search_keys: false });
+    ({ proxy } = scripted);
+    await addMemory(proxy, 'The user drives a 2015 Subaru Outback.');
+    await addMemory(proxy, '用户的猫叫麻糬。');
+  });
+  after(() => scripted?.close());
+
+  test('asks the model for no memory search keys, whatever languages the user writes, and the learning queue drains', async () => {
+    await ask(proxy, 'please format this date string as ISO', 'off-en-1');
+    await ask(proxy, 'summarise this article in three lines', 'off-en-2');
+    await ask(proxy, '帮我把这段话翻译成英文', 'off-zh-1');
+    await ask(proxy, '这个函数为什么报错', 'off-zh-2');
+    await waitFor(async () => {
+      const status = (await (await fetch(`${proxy.url}/status`)).json()) as { queue: { queued?: number; leased?: number }; learning: { running: number } };
+      return (status.queue.queued ?? 0) + (status.queue.leased ?? 0) === 0 && status.learning.running === 0;
+    }, 30_000);
+    assert.deepEqual(keyCalls, []);
+    assert.deepEqual(await searchMemory(proxy, 'what car do I have'), []);
   });
 });
 

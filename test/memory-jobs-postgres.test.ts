@@ -30,7 +30,7 @@ import { ScriptedUpstream } from './support/upstream.js';
 const SCOPE = 'default';
 const RECORDING: RecordingSettings = {
   skills: { autoEvolve: false, searchKeys: false, evolveEveryNTurns: 100 },
-  memory: { enabled: true, defaultScope: SCOPE, autoExtract: true, manualTrigger: false, ignoreTurnType: false },
+  memory: { enabled: true, defaultScope: SCOPE, autoExtract: true, searchKeys: true, manualTrigger: false, ignoreTurnType: false },
   redactTurns: true,
   rlSamples: false,
 };

@@ -208,6 +208,9 @@ export const KEY_DEFINITIONS = [
   integerKey('memory.max_injected_tokens', 800, { min: 0, doc: 'MetaClaw name for memory.max_tokens (the smaller of the two applies).' }),
   integerKey('memory.flush_every_n_turns', 5, { min: 1, doc: 'Extract memories every N turns of a session, and at session end.' }),
   booleanKey('memory.auto_extract', true, { doc: 'Extract memories from conversations automatically.' }),
+  booleanKey('memory.search_keys', true, {
+    doc: "Have the learning model write search keys for memories in the languages you write (a memory's own language too when it came without the extractor's keys), so a question in other words or another language finds it. Off: no memory keys job runs (keys written before stay indexed).",
+  }),
   booleanKey('memory.auto_consolidate', true, {
     doc: 'Daily housekeeping merges near-duplicates and decays stale unused episodic units (false: only retention and the per-scope cap apply).',
   }),

@@ -20,6 +20,8 @@ export interface MemoryRecordingSettings {
   enabled: boolean;
   defaultScope: string;
   autoExtract: boolean;
+  /** memory.search_keys: a request in a language the keys do not cover yet asks the keys job to look */
+  searchKeys: boolean;
   manualTrigger: boolean;
   ignoreTurnType: boolean;
 }

@@ -34,7 +34,8 @@ export class MemoryRecording implements ConversationListener, LearningTrigger {
   onTurnRecorded(event: TurnRecordedEvent, enqueue: Enqueue): void {
     recordTurnJob(event, this.settings, enqueue);
     const language = searchKeysLanguage(event);
-    if (language && this.settings.enabled) requestSearchKeysIfUncovered(language, this.state.get(SEARCH_KEYS_LANGUAGES), enqueue, SEARCH_KEYS_JOB);
+    if (language && this.settings.enabled && this.settings.searchKeys)
+      requestSearchKeysIfUncovered(language, this.state.get(SEARCH_KEYS_LANGUAGES), enqueue, SEARCH_KEYS_JOB);
   }
 
   onSessionEnded(event: SessionEndedEvent, enqueue: Enqueue): void {

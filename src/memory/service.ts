@@ -66,6 +66,8 @@ export interface MemorySettings {
   retrievalMode: MemoryRetrievalMode;
   flushEveryNTurns: number;
   autoExtract: boolean;
+  /** memory.search_keys: the keys job runs (see MemoryRecordingSettings) */
+  searchKeys: boolean;
   manualTrigger: boolean;
   ignoreTurnType: boolean;
   autoConsolidate: boolean;
@@ -639,7 +641,14 @@ export class MemoryService {
   /** Queues the search keys job once the user's languages are known (the job finds what lacks keys in them). */
   private queueSearchKeys(): void {
     const { languages, mainUpstream } = this.deps;
-    if (!this.settings.enabled || !languages || !mainUpstream || (languages.current.length === 0 && languages.refresh().length === 0)) return;
+    if (
+      !this.settings.enabled ||
+      !this.settings.searchKeys ||
+      !languages ||
+      !mainUpstream ||
+      (languages.current.length === 0 && languages.refresh().length === 0)
+    )
+      return;
     this.enqueue?.(SEARCH_KEYS_JOB, {}, { dedupeKey: SEARCH_KEYS_JOB, delayMs: 2_000, rerunIfRunning: true });
   }
 
@@ -649,7 +658,8 @@ export class MemoryService {
    */
   private async writeSearchKeys(context: JobContext): Promise<void> {
     const { conversation, mainUpstream, credentials, languages } = this.deps;
-    if (!mainUpstream || !credentials || !languages) return;
+    // Queued before memory.search_keys was turned off: a no-op.
+    if (!mainUpstream || !credentials || !languages || !this.settings.searchKeys) return;
     const seen = languages.refresh();
     // A main turn in another language queues this job again (MemoryRecording), as on the team store.
     this.state.set(SEARCH_KEYS_LANGUAGES, JSON.stringify(seen));

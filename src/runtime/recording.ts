@@ -29,6 +29,7 @@ export function recordingSettings(config: LoadedConfig): RecordingSettings {
       enabled: memory.enabled,
       defaultScope: memory.defaultScope,
       autoExtract: memory.autoExtract,
+      searchKeys: memory.searchKeys,
       manualTrigger: memory.manualTrigger,
       ignoreTurnType: memory.ignoreTurnType,
     },

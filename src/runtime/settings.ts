@@ -52,6 +52,7 @@ export function memorySettings(config: LoadedConfig): MemorySettings {
     retrievalMode: values['memory.retrieval_mode'],
     flushEveryNTurns: values['memory.flush_every_n_turns'],
     autoExtract: values['memory.auto_extract'],
+    searchKeys: values['memory.search_keys'],
     manualTrigger: values['memory.manual_trigger'],
     ignoreTurnType: values['memory.ignore_turn_type'],
     autoConsolidate: values['memory.auto_consolidate'],

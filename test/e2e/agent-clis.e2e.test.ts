@@ -276,7 +276,11 @@ for (const agent of AGENTS) {
       // no search keys calls (the learning job a second request in a language queues).
       proxy = await startProxy({
         home: metaclawHome,
-        config: { llm: { api_base: apiBase, api_format: agent.upstreamFormat, api_key: 'sk-upstream-e2e' }, skills: { search_keys: false } },
+        config: {
+          llm: { api_base: apiBase, api_format: agent.upstreamFormat, api_key: 'sk-upstream-e2e' },
+          skills: { search_keys: false },
+          memory: { search_keys: false },
+        },
       });
       home = tempHome(`agent-e2e-${agent.claw}-`);
       work = join(home, 'project');

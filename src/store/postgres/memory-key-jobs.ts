@@ -22,7 +22,7 @@ export interface PgMemoryKeyJobDeps {
   queue: PgJobQueue;
   search: PgMemorySearch;
   languages: PgUserLanguages;
-  settings: Pick<MemorySettings, 'extractor'>;
+  settings: Pick<MemorySettings, 'extractor' | 'searchKeys'>;
   /** Where the model the team's agents last used is read (the default model of these calls, as on SQLite). */
   reads: Pick<PgConversationReads, 'latestModel'>;
   mainUpstream: UpstreamTarget | undefined;
@@ -45,6 +45,8 @@ export function pgMemorySearchKeysHandler(deps: PgMemoryKeyJobDeps): TeamJobHand
     kind: SEARCH_KEYS_JOB,
     usesLlm: true,
     async run(_payload, context) {
+      // Queued before memory.search_keys was turned off, or by an edit: nothing is written, nothing is covered.
+      if (!deps.settings.searchKeys) return undefined;
       const seen = await deps.languages.refresh();
       const covered = (client: pg.PoolClient) => setState(client, SEARCH_KEYS_LANGUAGES, JSON.stringify(seen));
       if (seen.length === 0) return covered;

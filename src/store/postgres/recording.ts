@@ -68,7 +68,8 @@ class PgLearningDispatch implements PgConversationListener {
   async turnRecorded(client: pg.PoolClient, event: TurnRecordedEvent): Promise<void> {
     const language = searchKeysLanguage(event);
     const covered = language && this.settings.skills.searchKeys ? await readState(client, SEARCH_KEYS_LANGUAGES) : undefined;
-    const memoryCovered = language && this.settings.memory.enabled ? await readState(client, MEMORY_SEARCH_KEYS_LANGUAGES) : undefined;
+    const memoryCovered =
+      language && this.settings.memory.enabled && this.settings.memory.searchKeys ? await readState(client, MEMORY_SEARCH_KEYS_LANGUAGES) : undefined;
     const jobs = this.decide('skills', (enqueue) => {
       if (language && this.settings.skills.searchKeys) requestSearchKeysIfUncovered(language, covered, enqueue);
       evolveAfterTurn(event, this.settings.skills, enqueue);
@@ -77,7 +78,8 @@ class PgLearningDispatch implements PgConversationListener {
       ...this.decide('memory', (enqueue) => {
         recordTurnJob(event, this.settings.memory, enqueue);
         // Units written before the team wrote in this language get keys in it (as MemoryRecording does on SQLite).
-        if (language && this.settings.memory.enabled) requestSearchKeysIfUncovered(language, memoryCovered, enqueue, MEMORY_SEARCH_KEYS_JOB);
+        if (language && this.settings.memory.enabled && this.settings.memory.searchKeys)
+          requestSearchKeysIfUncovered(language, memoryCovered, enqueue, MEMORY_SEARCH_KEYS_JOB);
       }),
     );
     await this.enqueueAll(client, jobs);
