@@ -35,7 +35,7 @@ interface Served {
 interface Training extends TrainingReport {
   state: string;
   served: Served | null;
-  trainer: 'this node' | 'another node';
+  trainer: 'this node' | 'another node' | 'no node';
 }
 
 const ownerHeaders = { authorization: `Bearer ${OWNER_KEY}` };
@@ -226,7 +226,7 @@ describe('team mode: what training keeps across nodes and trainers', { skip: pos
         (args) => node.cli(args),
         join(node.home, 'logs', 'metaclaw.log'),
       );
-      assert.equal((await trainingOf(node)).trainer, 'another node');
+      assert.equal((await trainingOf(node)).trainer, 'another node', 'it cannot even sample, and the team’s trainer holds the lock');
     } finally {
       await node.dispose();
       await backend.close();

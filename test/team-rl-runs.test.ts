@@ -30,7 +30,7 @@ const { client, rows, startTeam, teamEnv } = teamHelpers(() => team, OWNER_KEY, 
 interface Training {
   state: string;
   served: { step: number; samplerPath: string } | null;
-  trainer: 'this node' | 'another node';
+  trainer: 'this node' | 'another node' | 'no node';
   run: { backend: string; base_model: string; lora_rank: number; after_step: number } | null;
   waiting: string | null;
 }

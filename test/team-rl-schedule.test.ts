@@ -37,7 +37,7 @@ function clock(offsetHours: number): string {
 
 interface NodeStatus {
   mode_reason: string;
-  rl: { training: { trigger: string; window: string; ready_samples: number; trainer: 'this node' | 'another node' } | null } | null;
+  rl: { training: { trigger: string; window: string; ready_samples: number; trainer: 'this node' | 'another node' | 'no node' } | null } | null;
   scheduler: {
     enabled: boolean;
     state: string;

@@ -32,7 +32,7 @@ interface Training {
   state: string;
   error: string | null;
   served: { step: number; samplerPath: string; pinned: boolean } | null;
-  trainer: 'this node' | 'another node';
+  trainer: 'this node' | 'another node' | 'no node';
 }
 
 async function trainingOf(node: ProxyHandle): Promise<Training> {

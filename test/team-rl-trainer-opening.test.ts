@@ -33,7 +33,7 @@ interface OpeningFailure {
 }
 
 interface Training {
-  trainer: 'this node' | 'another node';
+  trainer: 'this node' | 'another node' | 'no node';
   trainer_opening_failed?: OpeningFailure | null;
 }
 
@@ -68,7 +68,7 @@ describe('team mode: a node that cannot open the team’s run as its trainer', {
     assert.equal(failure.attempts, 1);
     const wait = Date.parse(failure.retry_at) - Date.parse(failure.since);
     assert.ok(wait >= 4_900 && wait <= 5_100, `the next try is 5 s after the first failure (${wait} ms)`);
-    assert.equal(failed.training.trainer, 'another node');
+    assert.equal(failed.training.trainer, 'no node', 'a team of one whose opening failed: the lock is free, no node trains');
     assert.ok(!JSON.stringify(failed.training).includes(double.apiKey), 'the report never carries the API key');
 
     const said =

@@ -141,7 +141,7 @@ function printTraining(status: StatusReport): void {
   const last = training.last_steps[0];
   const trainerFailed = trainerOpeningFailed(training);
   // Only a team node says who trains; one that failed to open the run as trainer says why on the next line.
-  const trainer = training.trainer === undefined || trainerFailed ? '' : training.trainer === 'this node' ? '; this node trains' : '; another node trains';
+  const trainer = training.trainer === undefined || trainerFailed ? '' : `; ${training.trainer} trains`;
   print(
     `  training    ${training.backend.kind}, ${training.base_model}: ${state}${trainer}${last ? `; last step ${last.step} ${last.status}${last.loss === null ? '' : `, loss ${last.loss.toFixed(4)}`}` : ''}`,
   );

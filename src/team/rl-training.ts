@@ -35,6 +35,7 @@ import {
   recordTeamRun,
   recordTeamRunStart,
   SERVED_POLICY_CHANNEL,
+  trainerLockHeld,
   type PgRlSamples,
 } from '../store/postgres/index.js';
 import type pg from 'pg';
@@ -66,7 +67,8 @@ export interface TeamRlTrainingOptions {
 
 /** What /status shows of training on a node: the personal engine's report, plus which node trains and the team's run. */
 export type TeamTrainingReport = EngineReport & {
-  trainer: 'this node' | 'another node';
+  /** 'no node': the trainer's lock is free (no node could open the team's run, or none has asked yet) */
+  trainer: 'this node' | 'another node' | 'no node';
   /** the team's training run (what its steps were trained on), null until a trainer recorded one */
   run: TrainingRun | null;
   /** why this node neither serves nor trains the team's run (it is configured for another), or null */
@@ -119,6 +121,8 @@ export class TeamRlTraining {
   private lastSteps: StepRecord[] = [];
   /** when a node that does not train reads the report's figures again */
   private nextReportRead = 0;
+  /** another session holds the trainer's lock (what this node saw last); see `trainer` in the report */
+  private trainsElsewhere = false;
   /** the store failed the last tick: said once, not every second */
   private storeTrouble = false;
   /** the backend, base model and LoRA rank this node is configured for */
@@ -223,7 +227,7 @@ export class TeamRlTraining {
         ? { teacher: urlHost(settings.opd.teacher.baseUrl) ?? 'its URL', model: settings.opd.teacher.model, kl_penalty_coef: settings.opd.klPenaltyCoef }
         : null,
       last_steps: this.lastSteps.map(stepSummary),
-      trainer: this.trainer ? 'this node' : 'another node',
+      trainer: this.trainer ? 'this node' : this.trainsElsewhere ? 'another node' : 'no node',
       run: this.teamRun ?? null,
       waiting: this.conflict,
       trainer_opening_failed: this.retrain.report(),
@@ -263,11 +267,15 @@ export class TeamRlTraining {
   }
 
   private async tickOnce(): Promise<void> {
-    if (!this.samplingOpen && !(await this.openSampling())) return;
+    if (!this.samplingOpen && !(await this.openSampling())) return this.readTrainsElsewhere();
     if (!this.policyListener.listening || Date.now() >= this.nextPolicyRead) await this.readPolicy();
     const mayTrain = await this.checkRun();
     // After its opening of the team's run failed, this node leaves the lock to the others for a while.
-    if (mayTrain && !this.trainer && this.state !== 'stopped' && !this.retrain.waiting() && (await this.lease.tryAcquire())) await this.becomeTrainer();
+    if (mayTrain && !this.trainer && this.state !== 'stopped' && !this.retrain.waiting()) {
+      const acquired = await this.lease.tryAcquire();
+      this.trainsElsewhere = !acquired;
+      if (acquired) await this.becomeTrainer();
+    } else await this.readTrainsElsewhere();
     if (this.state !== 'stopped' && this.policy.current() && this.conflict === null) this.state = 'ready';
     const trainer = this.trainer;
     if (trainer) await this.options.queueTeacher?.();
@@ -314,6 +322,11 @@ export class TeamRlTraining {
     if (conflict !== this.conflict) this.options.logger.warn({ team_run: run, configured: this.configured }, `rl: ${conflict}`);
     this.conflict = conflict;
     return !othersOnRun;
+  }
+
+  /** Whether another node holds the trainer's lock, when this node does not ask for it (see `trainerLockHeld`). */
+  private async readTrainsElsewhere(): Promise<void> {
+    this.trainsElsewhere = !this.trainer && !this.lease.held && this.state !== 'stopped' && (await trainerLockHeld(this.options.pool));
   }
 
   /** Reads the served-policy record again, one read at a time; before the sampling session opens, the tick's first read does. */

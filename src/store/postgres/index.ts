@@ -53,7 +53,7 @@ export { pgEmbedHandler } from './vector-jobs.js';
 export { PgRlSamples, sampleRecording } from './rl-samples.js';
 export { PgTrainingSteps, pgServedPolicyState, readTeamRun, SERVED_POLICY_CHANNEL } from './rl-steps.js';
 export { beginTeamRun, PgRunPresence, recordTeamRun, recordTeamRunStart } from './rl-run.js';
-export { PgTrainerLease } from './trainer-lease.js';
+export { PgTrainerLease, trainerLockHeld } from './trainer-lease.js';
 export { pgRlJudgeHandler, pgRlTeacherHandler, queueTeacherJobs, type PgRlJudgeDeps } from './rl-jobs.js';
 export { PgMemorySearch } from './memory-search.js';
 export { PgUserLanguages } from './team-languages.js';

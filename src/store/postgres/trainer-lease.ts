@@ -16,6 +16,22 @@ export interface AdvisoryLock {
 const TRAINER: AdvisoryLock = { key: TRAINER_LOCK, applicationName: 'metaclaw-rl-trainer' };
 
 /**
+ * Whether some session of this database holds the trainer's lock: a node asks so when it does not
+ * ask for the lock itself (it waits after a failed opening, or for its own session), so that it can
+ * tell "another node trains" from "no node does". A bigint advisory key shows in `pg_locks` as its
+ * high 32 bits (`classid`) and low 32 bits (`objid`), with `objsubid` 1.
+ */
+export async function trainerLockHeld(pool: pg.Pool): Promise<boolean> {
+  const key = TRAINER.key as number;
+  const { rows } = await pool.query<{ held: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND classid = $1 AND objid = $2
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())) AS held`,
+    [Math.floor(key / 2 ** 32), key % 2 ** 32],
+  );
+  return rows[0]?.held === true;
+}
+
+/**
  * Which node of a team trains the team's policy: the one whose dedicated connection holds a
  * session-level advisory lock. PostgreSQL releases it when that connection ends (the node stopped,
  * crashed, or lost the store), so another node's next `tryAcquire` takes over; nothing is left to
