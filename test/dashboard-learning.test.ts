@@ -8,7 +8,7 @@ import { browserMissing, launchBrowser, screenshot, withPage } from './support/b
 import { startDashboardProxy, type DashboardProxy } from './support/dashboard.js';
 import { DEPLOY_SKILL, learningAwareUpstream, session, statusWhen } from './support/evolver.js';
 import { waitFor, type ProxyHandle } from './support/proxy.js';
-import { sendTurns, startRlProxy, stepDone, type RlProxy } from './support/rl-proxy.js';
+import { opened, sendTurns, startRlProxy, stepDone, type RlProxy } from './support/rl-proxy.js';
 
 const skip = browserMissing();
 
@@ -121,6 +121,41 @@ describe('dashboard: learning curves with RL (mode rl, Tinker double)', { skip }
       assert.match(await page.locator('.bars li').first().innerText(), new RegExp(`generation ${data.judge.per_generation[0].generation}`));
       assert.match(await page.getByRole('table', { name: 'Training steps' }).innerText(), /\bdone\b/);
       await screenshot(page, 'learning-rl');
+    });
+  });
+});
+
+describe('dashboard: RL training that cannot train (mode rl, Tinker double)', { skip }, () => {
+  let rl: RlProxy;
+  let browser: Browser;
+
+  before(async () => {
+    // A model the service does not offer: the backend does not open, and the proxy keeps serving through the upstream.
+    rl = await startRlProxy({ rl: { model: 'tiny/typo' } });
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await rl?.dispose();
+  });
+
+  test('the overview warns that training cannot open its backend, with the reason and the next try, as rl status does', async () => {
+    assert.equal((await opened(rl.proxy)).state, 'failed');
+    const overview = (await (await fetch(`${rl.proxy.url}/v1/dashboard/overview`)).json()) as { warnings: Array<{ code: string; message: string }> };
+    const warning = overview.warnings.find((found) => found.code === 'training_failed');
+    assert.ok(warning, JSON.stringify(overview.warnings));
+    assert.match(
+      warning.message,
+      /^RL training cannot open the tinker at http:\/\/127\.0\.0\.1:\d+: .*tiny\/typo.*; trying again at .*\(1 failed try since .*\)\.$/,
+    );
+    assert.ok(!warning.message.includes(rl.double.apiKey), 'never the training key');
+
+    await withPage(browser, {}, async ({ page }) => {
+      await page.goto(`${rl.proxy.url}/ui`);
+      const banner = page.locator('[data-warning="training_failed"]');
+      await banner.waitFor();
+      assert.match(await banner.innerText(), /RL training cannot open the tinker at .*tiny\/typo/);
+      await screenshot(page, 'overview-training-failed');
     });
   });
 });

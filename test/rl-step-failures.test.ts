@@ -42,6 +42,12 @@ describe('RL: a failing training step and a backend that does not open', () => {
         40_000,
         100,
       );
+      // The dashboard's overview warns with rl status's words.
+      const overview = (await (await fetch(`${proxy.url}/v1/dashboard/overview`)).json()) as { warnings: Array<{ code: string; message: string }> };
+      assert.match(
+        overview.warnings.find((warning) => warning.code === 'training_steps_failing')?.message ?? JSON.stringify(overview.warnings),
+        /^RL training \(tinker at .*\): the last 2 automatic steps failed; the next try at .*; `metaclaw rl status` shows the steps' errors\.$/,
+      );
       // A step by hand runs at once (it meets the third refusal); it does not change the automatic wait.
       const byHand = await proxy.cli(['rl', 'train-step']);
       assert.equal(byHand.code, 1);

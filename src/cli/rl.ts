@@ -19,7 +19,7 @@ import { judgeSettings } from '../runtime/settings.js';
 import { SkillHistory } from '../skills/index.js';
 import { openDatabase, type Db } from '../store/index.js';
 import { CliExit, loadCliConfig, openPrivateFile, print, printError } from './context.js';
-import { judgeProgress, trainerOpeningFailed, trainingState } from './training-state.js';
+import { judgeProgress, stepRetryText, trainerOpeningFailed, trainingState } from './training-state.js';
 import { adminHeaders, callJson, getJson, runningProxy } from './proxy-client.js';
 import { onServedStore } from './store.js';
 
@@ -290,11 +290,8 @@ function printTraining(status: StatusView): void {
     print(
       `           serving ${servingText(training)}; ${training.ready_samples} of ${training.batch_size} samples ready for the next step; trigger: ${training.trigger === 'manual' ? 'only `metaclaw rl train-step`' : training.trigger === 'window' ? 'in idle windows' : 'whenever a batch is full'}`,
     );
-    const retry = training.step_retry;
-    if (retry)
-      print(
-        `           the last ${retry.failures === 1 ? 'automatic step' : `${retry.failures} automatic steps`} failed; the next try at ${new Date(retry.at).toLocaleTimeString()} (\`metaclaw rl train-step\` tries now)`,
-      );
+    const retry = stepRetryText(training);
+    if (retry) print(`           ${retry} (\`metaclaw rl train-step\` tries now)`);
     const trainerFailed = trainerOpeningFailed(training);
     if (trainerFailed) print(`trainer    FAILED: ${trainerFailed}`);
     print(`window     ${training.window}`);

@@ -39,6 +39,13 @@ export function trainerOpeningFailed(training: TrainingView, now = Date.now()): 
   return `this node could not open the team’s run as its trainer: ${failure.error.replace(/\.\s*$/, '')}; ${next} (${failedTries(failure)})`;
 }
 
+/** Automatic steps that failed in a row, and when the next may run, in words; undefined when the last one trained. */
+export function stepRetryText(training: TrainingView): string | undefined {
+  const retry = training.step_retry;
+  if (!retry) return undefined;
+  return `the last ${retry.failures === 1 ? 'automatic step' : `${retry.failures} automatic steps`} failed; the next try at ${clock(retry.at)}`;
+}
+
 /** "3 failed tries since 14:02:11". */
 function failedTries(failure: OpeningFailure): string {
   return `${counted(failure.attempts, 'failed try', 'failed tries')} since ${clock(failure.since)}`;

@@ -3,6 +3,7 @@ import type { Db } from '../store/index.js';
 import type { StatusReport } from '../runtime/app.js';
 import { countsOf, REQUEST_FAILURES, REQUEST_REFUSALS } from '../proxy/stats.js';
 import { SQLITE_SQL, type SqlDialect } from './sql.js';
+import { stepRetryText, trainerOpeningFailed, trainingState, type TrainingView } from '../cli/training-state.js';
 import type { DashboardSources, LatencySummary } from './types.js';
 
 const DAY_MS = 86_400_000;
@@ -218,9 +219,36 @@ function warnings(status: OverviewStatus, activity: Activity): Warning[] {
       message: `${activity.mainTurnsLastDay} turns arrived in the last day, but no skill or memory was written ${lastLearned === 0 ? 'yet' : 'since ' + new Date(lastLearned).toISOString()}.`,
     });
   }
+  found.push(...trainingWarnings(status.rl));
   if (!learningOn)
     found.push({ code: 'learning_off', message: 'Skills and memory are both turned off (skills.enabled, memory.enabled): the proxy only forwards.' });
   return found;
+}
+
+/**
+ * RL training that does not train (modes rl and auto): a backend that cannot be opened, automatic
+ * steps that keep failing, a team node that cannot open the team's run as its trainer. The same
+ * words as `metaclaw rl status`.
+ */
+function trainingWarnings(rl: unknown): Warning[] {
+  const training = trainingOf(rl);
+  if (!training) return [];
+  const found: Warning[] = [];
+  const where = `${training.backend.kind} at ${training.backend.base_url}`;
+  if (training.state === 'failed')
+    found.push({ code: 'training_failed', message: `RL training cannot open the ${where}: ${trainingState(training, 'ready').replace(/^FAILED: /, '')}.` });
+  const retry = stepRetryText(training);
+  if (retry) found.push({ code: 'training_steps_failing', message: `RL training (${where}): ${retry}; \`metaclaw rl status\` shows the steps' errors.` });
+  const trainer = trainerOpeningFailed(training);
+  if (trainer) found.push({ code: 'trainer_opening_failed', message: `RL training (${where}): ${trainer}.` });
+  return found;
+}
+
+/** The training report in the status's `rl` (null when RL is off, absent on a node without it). */
+function trainingOf(rl: unknown): TrainingView | undefined {
+  if (typeof rl !== 'object' || rl === null || !('training' in rl)) return undefined;
+  const training = (rl as { training: unknown }).training;
+  return typeof training === 'object' && training !== null && 'state' in training && 'backend' in training ? (training as TrainingView) : undefined;
 }
 
 function iso(ms: number | null): string | null {
