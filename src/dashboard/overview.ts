@@ -247,7 +247,7 @@ function trainingWarnings(rl: unknown): Warning[] {
 /** The training report in the status's `rl` (null when RL is off, absent on a node without it). */
 function trainingOf(rl: unknown): TrainingView | undefined {
   if (typeof rl !== 'object' || rl === null || !('training' in rl)) return undefined;
-  const training = (rl as { training: unknown }).training;
+  const training = rl.training;
   return typeof training === 'object' && training !== null && 'state' in training && 'backend' in training ? (training as TrainingView) : undefined;
 }
 
