@@ -66,7 +66,8 @@ describe('team remove-member --forget on the team store', { skip: postgresSkip()
     for (const name of ['alice', 'bob']) keys[name] = (JSON.parse((await cli(['team', 'add-member', name, '--json'])).stdout) as { key: string }).key;
     node = await startProxy({
       env: { METACLAW_DATABASE_URL: team.url, METACLAW_PROXY_API_KEY: OWNER_KEY },
-      config: { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' } },
+      // The scripted upstream answers only as the agent's model: no memory search keys job (the test writes the keys it forgets itself).
+      config: { llm: { api_base: `${team.upstream.url}/v1`, api_key: 'upstream-key' }, memory: { search_keys: false } },
     });
     team.nodes.push(node);
   });
