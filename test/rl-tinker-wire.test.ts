@@ -1,4 +1,9 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { after, before, describe, test } from 'node:test';
 import { RlBackendError } from '../src/errors.js';
 import { TinkerBackend, USER_AGENT, WIRE_SDK_VERSION } from '../src/rl/tinker/index.js';
@@ -354,6 +359,35 @@ describe('sessions and heartbeats', () => {
       assert.equal(double.callsTo('/api/v1/session_heartbeat').length, beats, 'close() stops the heartbeat');
     } finally {
       await double.close();
+    }
+  });
+});
+
+describe('opening a session against a service that never answers', () => {
+  test('gives up within its patience even while garbage is collected (AbortSignal.any with a timeout can be collected before it fires on Node 20)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    // Accepts the request and never answers it.
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const transport = new TinkerTransport({ kind: 'tinker', baseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, apiKey: 'k' });
+    const collecting = setInterval(gc, 20);
+    try {
+      const started = Date.now();
+      const opening = transport.post('/api/v1/create_session', {}, { signal: new AbortController().signal, patienceMs: 500 });
+      const outcome = await Promise.race([
+        opening.then(
+          () => 'answered',
+          (error: Error) => error.message,
+        ),
+        sleep(5_000).then(() => 'still waiting after 5 s'),
+      ]);
+      assert.match(outcome, /unreachable at .* \(\/api\/v1\/create_session\): no answer within 1 s/);
+      assert.ok(Date.now() - started < 2_000, `it gave up at its patience (${Date.now() - started} ms)`);
+    } finally {
+      clearInterval(collecting);
+      silent.closeAllConnections();
+      silent.close();
     }
   });
 });

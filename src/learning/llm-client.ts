@@ -6,6 +6,7 @@ import { keysOfHeaders, withoutKeys } from '../shared/without-keys.js';
 import type { ClientCredentials } from '../upstream/index.js';
 import { endpointPath, isRetryableStatus, jsonHeaders, retryAfterMs } from '../upstream/index.js';
 import { LearningError, LearningMisconfiguredError, LearningRateLimitedError, PermanentJobError } from './runner.js';
+import { deadlineSignal } from '../shared/deadline-signal.js';
 import {
   answerSchemas,
   rememberTextOnly,
@@ -151,13 +152,13 @@ async function send(target: LlmTarget, request: LlmRequest, extra: Record<string
           ...temperature,
           ...extra,
         };
-  const timeout = AbortSignal.timeout(request.timeoutMs ?? 180_000);
+  const deadline = deadlineSignal(request.signal, request.timeoutMs ?? 180_000);
   try {
     const response = await fetch(endpointPath(target, 'model'), {
       method: 'POST',
       headers,
       body: JSON.stringify(body),
-      signal: request.signal ? AbortSignal.any([request.signal, timeout]) : timeout,
+      signal: deadline.signal,
     });
     const text = await answerText(response, target.name);
     // An error's text ends up in the log and the job's stored error: without the key it was sent.
@@ -170,6 +171,8 @@ async function send(target: LlmTarget, request: LlmRequest, extra: Record<string
   } catch (error) {
     if (error instanceof LearningError) throw error;
     throw new LlmCallError(`${target.name} unreachable: ${(error as Error).message}`, undefined);
+  } finally {
+    deadline.done();
   }
 }
 

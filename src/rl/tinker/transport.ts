@@ -2,6 +2,7 @@ import { RlBackendError, errorMessage, type RlFailureCategory } from '../../erro
 import { VERSION } from '../../version.js';
 import { WIRE_SDK_VERSION, requestFailedSchema, tryAgainSchema, untypedFutureSchema } from './wire.js';
 import { withoutKeys } from '../../shared/without-keys.js';
+import { deadlineSignal } from '../../shared/deadline-signal.js';
 
 /**
  * HTTP for the Tinker JSON wire: the X-API-Key header, retries with exponential backoff and jitter
@@ -124,8 +125,9 @@ export class TinkerTransport {
       patienceMs === undefined ? Date.now() - started >= this.retry.maxWaitMs : Date.now() - started + wait >= patienceMs;
     for (let attempt = 0; ; attempt += 1) {
       let answer: HttpAnswer;
+      const deadline = patienceMs === undefined ? undefined : deadlineSignal(options.signal, Math.max(1, patienceMs - (Date.now() - started)));
       try {
-        answer = await this.send(route, body, this.attemptSignal(options.signal, patienceMs, started), options.headers);
+        answer = await this.send(route, body, deadline?.signal ?? options.signal, options.headers);
       } catch (error) {
         if (options.signal?.aborted) throw error;
         const wait = this.backoffMs(attempt);
@@ -137,6 +139,8 @@ export class TinkerTransport {
         }
         await this.sleep(wait, options.signal);
         continue;
+      } finally {
+        deadline?.done();
       }
       if (answer.status >= 200 && answer.status < 300) return answer.body;
       const passing = RETRYABLE_STATUS.has(answer.status) || answer.status >= 500;
@@ -147,12 +151,6 @@ export class TinkerTransport {
   }
 
   /** An attempt's signal: the caller's, cut at the time left of `patienceMs` when there is one. */
-  private attemptSignal(signal: AbortSignal | undefined, patienceMs: number | undefined, started: number): AbortSignal | undefined {
-    if (patienceMs === undefined) return signal;
-    const timeout = AbortSignal.timeout(Math.max(1, patienceMs - (Date.now() - started)));
-    return signal ? AbortSignal.any([signal, timeout]) : timeout;
-  }
-
   /**
    * A queued route: submit, then wait on the future. `makeBody` is called again for a resubmission
    * after a 410, so a caller may give the new request a fresh sequence id where the wire wants one.
@@ -187,11 +185,10 @@ export class TinkerTransport {
     let failingSince = 0;
     let badRequests = 0;
     for (let iteration = 0; ; iteration += 1) {
-      const timeout = AbortSignal.timeout(this.retrieveTimeoutMs);
-      const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+      const deadline = deadlineSignal(signal, this.retrieveTimeoutMs);
       let answer: HttpAnswer;
       try {
-        answer = await this.send('/api/v1/retrieve_future', { request_id: requestId }, combined, { 'X-Tinker-Request-Iteration': String(iteration) });
+        answer = await this.send('/api/v1/retrieve_future', { request_id: requestId }, deadline.signal, { 'X-Tinker-Request-Iteration': String(iteration) });
       } catch (error) {
         if (signal?.aborted) throw error;
         // a long poll that timed out or a dropped connection: back off, then poll again
@@ -204,6 +201,8 @@ export class TinkerTransport {
         }
         await this.sleep(this.backoffMs(failures++), signal);
         continue;
+      } finally {
+        deadline.done();
       }
       if (answer.status === 200) {
         failures = 0;
