@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { UpstreamError } from '../errors.js';
 import { AnswerTooLargeError, cappedText } from '../shared/capped-text.js';
 import { withoutKeys } from '../shared/without-keys.js';
+import { deadlineSignal } from '../shared/deadline-signal.js';
 
 /** Where embeddings come from: any OpenAI-compatible `/v1/embeddings` (Ollama included). */
 export interface EmbeddingEndpoint {
@@ -48,18 +49,21 @@ export class EmbeddingClient {
     if (texts.length === 0) return { vectors: [], tokens: 0 };
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.endpoint.apiKey) headers['authorization'] = `Bearer ${this.endpoint.apiKey}`;
-    const timeout = AbortSignal.timeout(this.timeoutMs);
-    const response = await fetch(`${this.endpoint.apiBase.replace(/\/+$/, '')}/embeddings`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ model: this.endpoint.model, input: texts }),
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-    });
+    const deadline = deadlineSignal(signal, this.timeoutMs);
+    let response: Response;
     let text: string;
     try {
-      text = await cappedText(response, EMBEDDINGS_ANSWER_MAX_BYTES);
-    } catch (error) {
-      throw error instanceof AnswerTooLargeError ? new UpstreamError(`embeddings endpoint ${error.message}`, response.status) : error;
+      response = await fetch(`${this.endpoint.apiBase.replace(/\/+$/, '')}/embeddings`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ model: this.endpoint.model, input: texts }),
+        signal: deadline.signal,
+      });
+      text = await cappedText(response, EMBEDDINGS_ANSWER_MAX_BYTES).catch((error: unknown) => {
+        throw error instanceof AnswerTooLargeError ? new UpstreamError(`embeddings endpoint ${error.message}`, response.status) : error;
+      });
+    } finally {
+      deadline.done();
     }
     // The error's text is logged and shown in /status: without the key, which some servers echo.
     if (!response.ok)

@@ -4,6 +4,7 @@ import { AnswerTooLargeError, cappedText } from '../../shared/capped-text.js';
 import { urlHost } from '../../shared/url-host.js';
 import { isRetryableStatus } from '../../upstream/index.js';
 import { withoutKeys } from '../../shared/without-keys.js';
+import { deadlineSignal } from '../../shared/deadline-signal.js';
 
 /** Where the OPD teacher is (opd.teacher_url, opd.teacher_model, opd.teacher_api_key). */
 export interface TeacherEndpoint {
@@ -66,7 +67,7 @@ async function complete(
   maxTokens: number,
   signal: AbortSignal | undefined,
 ): Promise<{ json: unknown; refusedZero: boolean }> {
-  const timeout = AbortSignal.timeout(120_000);
+  const deadline = deadlineSignal(signal, 120_000);
   let response: Response;
   try {
     response = await fetch(`${endpoint.baseUrl.replace(/\/+$/, '')}/completions`, {
@@ -77,9 +78,10 @@ async function complete(
         ...(endpoint.apiKey ? { authorization: `Bearer ${endpoint.apiKey}` } : {}),
       },
       body: JSON.stringify({ model: endpoint.model, prompt: ids, echo: true, logprobs: 1, max_tokens: maxTokens, temperature: 0 }),
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      signal: deadline.signal,
     });
   } catch (error) {
+    deadline.done();
     throw new LlmCallError(`the OPD teacher (${host(endpoint)}) is unreachable: ${(error as Error).message}`, undefined);
   }
   let text: string;
@@ -87,6 +89,8 @@ async function complete(
     text = await cappedText(response, TEACHER_ANSWER_MAX_BYTES);
   } catch (error) {
     throw error instanceof AnswerTooLargeError ? new LlmCallError(`the OPD teacher (${host(endpoint)}) ${error.message}`, response.status) : error;
+  } finally {
+    deadline.done();
   }
   if (response.ok) {
     try {

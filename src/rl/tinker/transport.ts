@@ -150,7 +150,6 @@ export class TinkerTransport {
     }
   }
 
-  /** An attempt's signal: the caller's, cut at the time left of `patienceMs` when there is one. */
   /**
    * A queued route: submit, then wait on the future. `makeBody` is called again for a resubmission
    * after a 410, so a caller may give the new request a fresh sequence id where the wire wants one.
