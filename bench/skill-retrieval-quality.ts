@@ -102,7 +102,7 @@ export function hasModelKeys(set: SkillSetName): boolean {
 }
 
 /** The recorded keys of `set`'s bank, as the index reads them (every language's keys of a skill). */
-function modelKeys(set: SkillSetName): (skill: { name: string }) => string {
+export function modelKeys(set: SkillSetName): (skill: { name: string }) => string {
   const recorded = modelKeysSchema.parse(JSON.parse(readFileSync(modelKeysFile(set), 'utf8')));
   const byName = new Map<string, string[]>();
   for (const { name, keys } of recorded.skills) byName.set(name, [...(byName.get(name) ?? []), ...keys]);
