@@ -20,7 +20,7 @@ import { gzipSync } from 'node:zlib';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { tokenize } from '../src/text/index.js';
-import { glossTermOf, wordSegments } from '../src/text/tokenize.js';
+import { glossTermOf, termOf, wordSegments } from '../src/text/tokenize.js';
 import { glossStem, glossWords, glossWordsBySense, plainWord, withoutNotes } from './gloss-words.js';
 
 const { values } = parseArgs({
@@ -243,49 +243,63 @@ const conversation = withGloss.slice(ZH_EVERYDAY, ZH_CONVERSATION).filter((row) 
 const zhSelected = [...everyday, ...conversation, ...zhComputing, ...zhTechnical.map(({ score: _score, ...row }) => row), ...zhTerms];
 const pairs = tatoebaPairs(values.tatoeba!, new Set(senses.keys()));
 
-/* ---------- Tatoeba's conversation: a character's senses in use ---------- */
+/* ---------- Tatoeba's conversation: a headword's senses in use ---------- */
 
 /** Tatoeba pairs a character's sense is confirmed by before it moves ahead of the dictionary's order. */
 const CHARACTER_PAIRS = 10;
-/** How many times more often than chance the character and the word must meet in a pair ("跟" meets "go" about as often as any character does). */
-const CHARACTER_LIFT = 4;
-/** A character is looked up by its first two gloss words (`CHARACTER_GLOSSES` in src/text/glossary.ts). */
-const CHARACTER_GLOSSES = 2;
+/** ... and a word's, of two characters or more (a word meets fewer pairs than a character, and fewer by chance). */
+const WORD_PAIRS = 5;
+/** How many times more often than chance the headword and the gloss word must meet in a pair ("跟" meets "go" about as often as any character does). */
+const CONFIRMED_LIFT = 4;
+/** A word whose first gloss word meets it in this many pairs keeps the dictionary's order: its first sense is in use too. */
+const FIRST_SENSE_IN_USE = 3;
+/** Confirmed words take this many first places (a character is looked up by its first two gloss words: `CHARACTER_GLOSSES` in src/text/glossary.ts). */
+const CONFIRMED_PLACES = 2;
 
-/** Pair counts: per character a word of its own on the Chinese side, and per English search term. */
-const characterPairs = new Map<string, number>();
+/** Pair counts: per headword of the Chinese side, and per English search term. */
+const headwordPairs = new Map<string, number>();
 const englishPairs = new Map<string, number>();
-/** Per such character, per English term: the pairs that hold both. */
-const characterUses = new Map<string, Map<string, number>>();
+/** Per headword, per English term: the pairs that hold both. */
+const headwordUses = new Map<string, Map<string, number>>();
 for (const pair of pairs) {
   for (const term of pair.english) englishPairs.set(term, (englishPairs.get(term) ?? 0) + 1);
   for (const word of pair.chinese) {
-    if (word.length !== 1) continue;
-    characterPairs.set(word, (characterPairs.get(word) ?? 0) + 1);
-    let counts = characterUses.get(word);
-    if (!counts) characterUses.set(word, (counts = new Map<string, number>()));
+    headwordPairs.set(word, (headwordPairs.get(word) ?? 0) + 1);
+    let counts = headwordUses.get(word);
+    if (!counts) headwordUses.set(word, (counts = new Map<string, number>()));
     for (const term of pair.english) counts.set(term, (counts.get(term) ?? 0) + 1);
   }
 }
 let charactersReordered = 0;
+let wordsReordered = 0;
 
 /**
- * CC-CEDICT lists a character's senses reading by reading, a rare reading often first ("说": persuade
- * before speak; "听": smile before listen; "跑": paw before run; "带": band, belt… before bring): the
- * gloss words Tatoeba's conversation confirms (in `CHARACTER_PAIRS` pairs or more, `CHARACTER_LIFT`
- * times chance), the most confirmed first, take the first two places; the others follow in order.
+ * CC-CEDICT lists a headword's senses reading by reading, a rare reading often first ("说": persuade
+ * before speak; "跑": paw before run; "故事": old practice before story; "告诉": to press charges
+ * before to tell; "接下来": to accept before next): the gloss words Tatoeba's conversation confirms (in
+ * `CHARACTER_PAIRS` or `WORD_PAIRS` pairs or more, `CONFIRMED_LIFT` times chance), the most confirmed
+ * first, take the first two places; the others follow in order. A word of two characters or more keeps
+ * the dictionary's order when its first sense is in use as well (`FIRST_SENSE_IN_USE`: "问题" stays
+ * question before problem), and a word the English stop list drops ("needs", "get") never moves up: a
+ * request's filler would become the word's main sense.
  */
-function characterWords(character: string, words: readonly string[]): string[] {
-  const counts = characterUses.get(character);
+function confirmedWords(headword: string, words: readonly string[]): string[] {
+  const counts = headwordUses.get(headword);
   if (!counts) return [...words];
+  const character = headword.length === 1;
   const uses = (word: string) => counts.get(stemOf(word)) ?? 0;
-  const chance = (word: string) => ((characterPairs.get(character) ?? 0) * (englishPairs.get(stemOf(word)) ?? 0)) / pairs.length;
+  if (!character && words[0] !== undefined && uses(words[0]) >= FIRST_SENSE_IN_USE) return [...words];
+  const chance = (word: string) => ((headwordPairs.get(headword) ?? 0) * (englishPairs.get(stemOf(word)) ?? 0)) / pairs.length;
   // Every sense's words are candidates: the five kept may all come from the rare reading.
-  const confirmed = glossOf(senses.get(character) ?? [], Number.POSITIVE_INFINITY)
-    .filter((word) => uses(word) >= CHARACTER_PAIRS && uses(word) >= CHARACTER_LIFT * chance(word))
+  const confirmed = glossOf(senses.get(headword) ?? [], Number.POSITIVE_INFINITY)
+    .filter((word) => uses(word) >= (character ? CHARACTER_PAIRS : WORD_PAIRS) && uses(word) >= CONFIRMED_LIFT * chance(word))
+    .filter((word) => character || termOf(stemOf(word)) !== undefined)
     .sort((a, b) => uses(b) - uses(a));
-  const result = [...new Set([...confirmed.slice(0, CHARACTER_GLOSSES), ...words])].slice(0, MAX_WORDS);
-  if (result.join(' ') !== words.join(' ')) charactersReordered++;
+  const result = [...new Set([...confirmed.slice(0, CONFIRMED_PLACES), ...words])].slice(0, MAX_WORDS);
+  if (result.join(' ') !== words.join(' ')) {
+    if (character) charactersReordered++;
+    else wordsReordered++;
+  }
   return result;
 }
 
@@ -298,7 +312,7 @@ const zhKept = [...zhSelected, ...zhSpoken]
     // The supplement's words first: their first sense is the one a user means (and what an English word stands for).
     (a, b) => Number(supplement.zh.has(b.word)) - Number(supplement.zh.has(a.word)) || band(b.count) - band(a.count) || a.word.localeCompare(b.word),
   )
-  .map((row) => (row.word.length === 1 && !supplement.zh.has(row.word) ? { ...row, words: characterWords(row.word, row.words) } : row));
+  .map((row) => (supplement.zh.has(row.word) ? row : { ...row, words: confirmedWords(row.word, row.words) }));
 
 /* ---------- Tatoeba's conversation: everyday words jieba's list lacks ---------- */
 
@@ -538,5 +552,5 @@ const write = (file: string, text: string) => writeFileSync(join(values.out, fil
 write('zh-en.tsv.gz', `${header('Chinese → English, from CC-CEDICT (CC BY-SA 4.0), ranked by the word frequencies of jieba (MIT)')}${render(zhKept)}\n`);
 write('ja-en.tsv.gz', `${header('Japanese → English, from EDICT and COMPDIC of the EDRDG (CC BY-SA 3.0)')}${render(jaKept)}\n`);
 process.stdout.write(
-  `zh-en: ${zhKept.length} headwords (${everyday.length} everyday, ${conversation.length} conversation, ${zhSpoken.length} spoken, ${zhComputing.length} computing, ${zhTechnical.length} technical, ${zhTerms.length} terms; ${charactersReordered} characters' senses in Tatoeba's order); ja-en: ${jaKept.length} headwords (${katakana.length} katakana); technical vocabulary: ${technical.size} words\n`,
+  `zh-en: ${zhKept.length} headwords (${everyday.length} everyday, ${conversation.length} conversation, ${zhSpoken.length} spoken, ${zhComputing.length} computing, ${zhTechnical.length} technical, ${zhTerms.length} terms; ${charactersReordered} characters' and ${wordsReordered} words' senses in Tatoeba's order); ja-en: ${jaKept.length} headwords (${katakana.length} katakana); technical vocabulary: ${technical.size} words\n`,
 );
